@@ -1,0 +1,48 @@
+# Deep learning on GPUs — CPU vs GPU: build the site, run the tests, work on the lesson.
+# Every target creates the virtual environment (.venv) from the pinned requirements the first time.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+KERNEL ?= gpulesson
+# Extra pytest arguments, e.g. make test PYTEST_ARGS="-k hdf5 -x"
+PYTEST_ARGS ?=
+
+.PHONY: help site test lab kernel notebooks lock clean distclean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12
+
+$(BIN)/.installed: requirements/*.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements/dev.txt -c requirements/constraints.txt
+	$(BIN)/python -m pip install --quiet --no-deps --editable .
+	touch $@
+
+venv: $(BIN)/.installed  ## create the virtual environment only
+
+site: $(BIN)/.installed  ## build the lesson site into _build/html (no notebook is executed)
+	$(BIN)/jupyter-book build . --builder html --warningiserror --keep-going
+	@echo "Open _build/html/index.html in a browser, or serve it: $(BIN)/python -m http.server -d _build/html"
+
+test: $(BIN)/.installed  ## run every test: site, episodes, notebooks (synthetic data, quick mode), helpers
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+notebooks: $(BIN)/.installed  ## regenerate notebooks/*.ipynb from the episodes
+	$(BIN)/python tools/make_notebooks.py
+
+kernel: $(BIN)/.installed  ## register this environment as the Jupyter kernel "$(KERNEL)"
+	$(BIN)/python -m ipykernel install --user --name $(KERNEL) --display-name "Python ($(KERNEL))"
+
+lab: kernel  ## start JupyterLab in notebooks/ with the lesson kernel
+	$(BIN)/jupyter lab --notebook-dir=notebooks
+
+lock: $(BIN)/.installed  ## rewrite requirements/constraints.txt from the environment
+	tools/lock.sh $(BIN)/python > requirements/constraints.txt
+
+clean:  ## remove the built site
+	rm -rf _build
+
+distclean: clean  ## also remove the virtual environment
+	rm -rf $(VENV)
