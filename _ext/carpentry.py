@@ -1,0 +1,216 @@
+"""Carpentries episode metadata for a Jupyter Book built with sphinx-lesson.
+
+Each episode's YAML front matter (the Carpentries schema) is the single source of
+- the title heading and the overview box (teaching/exercise minutes, questions, objectives)
+  at the top of the episode and the keypoints box at its end, injected when Sphinx reads it;
+- the schedule table on the landing page (directive ``lesson-schedule``).
+
+The functions above ``setup`` are plain Python so that tests and tools can use them too.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+EPISODE_DIR = "_episodes"
+# Carpentries episode schema: key -> required type (lists hold strings).
+SCHEMA = {
+    "title": str,
+    "teaching": int,
+    "exercises": int,
+    "questions": list,
+    "objectives": list,
+    "keypoints": list,
+}
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)---[ \t]*\n", re.DOTALL)
+
+
+class FrontMatterError(ValueError):
+    """An episode's front matter is missing or does not follow the schema."""
+
+
+@dataclass(frozen=True)
+class Episode:
+    path: Path  # relative to the lesson root, e.g. _episodes/01-introduction.md
+    meta: dict
+
+    @property
+    def number(self) -> str:
+        return self.path.name.split("-", 1)[0]
+
+    @property
+    def slug(self) -> str:
+        return self.path.stem
+
+    @property
+    def docname(self) -> str:
+        return f"{EPISODE_DIR}/{self.slug}"
+
+    @property
+    def minutes(self) -> int:
+        return self.meta["teaching"] + self.meta["exercises"]
+
+
+def split_front_matter(text: str) -> tuple[dict, str]:
+    """Return (front matter as a dict, the body after it)."""
+    match = _FRONT_MATTER.match(text)
+    if not match:
+        raise FrontMatterError("no YAML front matter (a block between '---' lines at the top)")
+    meta = yaml.safe_load(match.group(1)) or {}
+    if not isinstance(meta, dict):
+        raise FrontMatterError("front matter is not a YAML mapping")
+    return meta, text[match.end():]
+
+
+def check_schema(meta: dict) -> list[str]:
+    """Problems with the Carpentries keys of ``meta`` (an empty list when it is valid)."""
+    problems = []
+    for key, kind in SCHEMA.items():
+        if key not in meta:
+            problems.append(f"missing key '{key}'")
+            continue
+        value = meta[key]
+        # bool is an int subclass: 'teaching: yes' must not pass as a number of minutes.
+        if not isinstance(value, kind) or isinstance(value, bool):
+            problems.append(f"'{key}' must be {kind.__name__}, not {type(value).__name__}")
+        elif kind is int and value < 0:
+            problems.append(f"'{key}' must not be negative")
+        elif kind is list and (not value or not all(isinstance(v, str) and v.strip() for v in value)):
+            problems.append(f"'{key}' must be a non-empty list of strings")
+        elif kind is str and not value.strip():
+            problems.append(f"'{key}' must not be empty")
+    return problems
+
+
+def read_episode(root: Path, relpath: str | Path) -> Episode:
+    """Read and validate one episode; raises FrontMatterError naming the file."""
+    path = Path(relpath)
+    try:
+        meta, _ = split_front_matter((Path(root) / path).read_text(encoding="utf-8"))
+    except FrontMatterError as exc:
+        raise FrontMatterError(f"{path}: {exc}") from None
+    problems = check_schema(meta)
+    if problems:
+        raise FrontMatterError(f"{path}: " + "; ".join(problems))
+    return Episode(path, meta)
+
+
+def toc_episode_paths(root: Path) -> list[str]:
+    """Episode files in the order the table of contents lists them."""
+    toc = yaml.safe_load((Path(root) / "_toc.yml").read_text(encoding="utf-8"))
+    files = []
+    for part in toc.get("parts", []):
+        for chapter in part.get("chapters", []):
+            name = chapter.get("file", "")
+            if name.startswith(EPISODE_DIR + "/"):
+                files.append(name if name.endswith(".md") else name + ".md")
+    return files
+
+
+def episodes(root: Path) -> list[Episode]:
+    """All episodes, validated, in teaching order."""
+    return [read_episode(root, p) for p in toc_episode_paths(root)]
+
+
+def schedule_rows(eps: list[Episode]) -> list[tuple[str, Episode, int]]:
+    """(start time 'H:MM', episode, cumulative minutes at its end) for each episode."""
+    rows, elapsed = [], 0
+    for ep in eps:
+        rows.append((f"{elapsed // 60}:{elapsed % 60:02d}", ep, elapsed + ep.minutes))
+        elapsed += ep.minutes
+    return rows
+
+
+_FENCE = re.compile(r"^(`{3,}|~{3,}).*?^\1[ \t]*$", re.DOTALL | re.MULTILINE)
+
+
+def has_title_heading(body: str) -> bool:
+    """Whether the body has a level-1 heading of its own (code blocks aside)."""
+    return bool(re.search(r"^# ", _FENCE.sub("", body), flags=re.MULTILINE))
+
+
+def _bullets(items: list[str]) -> str:
+    return "\n".join(f"- {item}" for item in items)
+
+
+def overview_markdown(meta: dict) -> str:
+    """The title and overview box put at the top of an episode."""
+    return (
+        f"# {meta['title']}\n\n"
+        f"**Teaching:** {meta['teaching']} min · **Exercises:** {meta['exercises']} min\n\n"
+        f":::{{questions}}\n{_bullets(meta['questions'])}\n:::\n\n"
+        f":::{{objectives}}\n{_bullets(meta['objectives'])}\n:::\n\n"
+    )
+
+
+def keypoints_markdown(meta: dict) -> str:
+    """The keypoints box put at the end of an episode."""
+    return f"\n\n:::{{keypoints}}\n{_bullets(meta['keypoints'])}\n:::\n"
+
+
+def schedule_markdown(eps: list[Episode], link_prefix: str = "") -> str:
+    """A Markdown table: start, episode (linked), teaching and exercise minutes."""
+    lines = [
+        "| Start | Episode | Teaching | Exercises |",
+        "|---|---|---:|---:|",
+    ]
+    rows = schedule_rows(eps)
+    for start, ep, _ in rows:
+        link = f"[{ep.number}. {ep.meta['title']}]({link_prefix}{ep.path.as_posix()})"
+        lines.append(f"| {start} | {link} | {ep.meta['teaching']} min | {ep.meta['exercises']} min |")
+    total = rows[-1][2] if rows else 0
+    lines.append(f"| {total // 60}:{total % 60:02d} | **Finish** | | |")
+    return "\n".join(lines) + "\n"
+
+
+# --- Sphinx glue ----------------------------------------------------------------------------
+
+
+def _inject_episode_boxes(app, docname, source):
+    if not docname.startswith(EPISODE_DIR + "/"):
+        return
+    from sphinx.util import logging
+
+    text = source[0]
+    try:
+        meta, body = split_front_matter(text)
+        problems = check_schema(meta)
+    except FrontMatterError as exc:
+        problems = [str(exc)]
+    if problems:
+        logging.getLogger(__name__).warning(
+            "episode front matter: %s", "; ".join(problems), location=docname
+        )
+        return
+    if has_title_heading(body):
+        logging.getLogger(__name__).warning(
+            "episode has its own '# ' title: the title comes from the front matter", location=docname
+        )
+    front = text[: len(text) - len(body)]
+    source[0] = front + overview_markdown(meta) + body.rstrip("\n") + keypoints_markdown(meta)
+
+
+def setup(app):
+    from sphinx.util.docutils import SphinxDirective
+
+    class LessonSchedule(SphinxDirective):
+        """The schedule of all episodes, computed from their front matter."""
+
+        has_content = False
+
+        def run(self):
+            root = Path(self.env.srcdir)
+            eps = episodes(root)
+            for ep in eps:
+                self.env.note_dependency(str(root / ep.path))
+            here = Path(self.env.docname).parent
+            prefix = "" if str(here) == "." else "../" * len(here.parts)
+            return self.parse_text_to_nodes(schedule_markdown(eps, prefix))
+
+    app.connect("source-read", _inject_episode_boxes)
+    app.add_directive("lesson-schedule", LessonSchedule)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,41 @@
+"""Draw the lesson's workflow diagram: python fig/01-introduction/workflow.py -> workflow.svg."""
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+matplotlib.rcParams["svg.hashsalt"] = "lesson"  # stable ids: the same figure gives the same file
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch  # noqa: E402
+
+STEPS = [
+    ("Images", "CIFAR-10\nor synthetic\nstand-in"),
+    ("HDF5 file", "written once,\nchunked by batch"),
+    ("PyDataset", "reads, shuffles,\nnormalises batches"),
+    ("CNN training", "same weights,\nCPU then GPU"),
+    ("Compare", "epoch times,\naccuracy, speed-up"),
+]
+
+
+def draw(path: Path) -> None:
+    fig, ax = plt.subplots(figsize=(10, 2.2))
+    width, gap = 1.6, 0.45
+    for i, (head, text) in enumerate(STEPS):
+        x = i * (width + gap)
+        ax.add_patch(FancyBboxPatch((x, 0), width, 1.4, boxstyle="round,pad=0.05",
+                                    facecolor="#e8eef7", edgecolor="#1f3b63", linewidth=1.5))
+        ax.text(x + width / 2, 1.08, head, ha="center", va="center", fontsize=11, weight="bold")
+        ax.text(x + width / 2, 0.5, text, ha="center", va="center", fontsize=9)
+        if i:
+            ax.add_patch(FancyArrowPatch((x - gap + 0.04, 0.7), (x - 0.04, 0.7),
+                                         arrowstyle="-|>", mutation_scale=14, color="#1f3b63"))
+    ax.set_xlim(-0.1, len(STEPS) * (width + gap) - gap + 0.1)
+    ax.set_ylim(-0.15, 1.55)
+    ax.axis("off")
+    fig.savefig(path, bbox_inches="tight", metadata={"Date": None})
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    draw(Path(__file__).with_name("workflow.svg"))

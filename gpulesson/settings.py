@@ -1,0 +1,139 @@
+"""Which data the lesson uses, how much of it, and where the HDF5 files live.
+
+Everything is chosen by environment variables, so that the same notebooks run unchanged on a
+laptop, in CI and in a batch job on a cluster:
+
+``LESSON_DATA``
+    ``cifar10`` (default) or ``synthetic``. There is deliberately no automatic fallback from
+    CIFAR-10 to the synthetic stand-in: results on the stand-in must never be mistaken for
+    CIFAR-10 results, so choosing it is always explicit.
+``LESSON_QUICK``
+    ``1`` (or true/yes) shrinks the data so that each notebook runs in about a minute on two CPU
+    cores (used by the tests); ``0`` (default, or false/no/empty) uses the full sizes.
+``LESSON_DATA_DIR``
+    Where the HDF5 files go. Default ``~/gpulesson-data``: in the home directory, so it shows up
+    in JupyterLab's file browser on a cluster.
+
+This module imports nothing heavy, so ``import gpulesson.settings`` is instant.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+DATA_CHOICES = ("cifar10", "synthetic")
+DEFAULT_DATA = "cifar10"
+DEFAULT_DATA_DIR = Path("~/gpulesson-data")
+
+# Human labels for plots and tables. The synthetic one says what it is NOT, on purpose.
+LABELS = {
+    "cifar10": "CIFAR-10",
+    "synthetic": "synthetic stand-in (not CIFAR-10)",
+}
+
+FULL_N_TRAIN = 50_000
+FULL_N_TEST = 10_000
+QUICK_N_TRAIN = 2_000
+QUICK_N_TEST = 500
+
+_TRUE = {"1", "true", "yes"}
+_FALSE = {"0", "false", "no", ""}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The lesson's data settings; make one with :func:`get_settings`."""
+
+    data: str
+    quick: bool
+    data_dir: Path
+
+    def __post_init__(self):
+        if self.data not in DATA_CHOICES:
+            raise ValueError(f"data must be one of {', '.join(DATA_CHOICES)}, not {self.data!r}")
+
+    @property
+    def hdf5_path(self) -> Path:
+        return Path(self.data_dir) / hdf5_filename(self.data, self.quick)
+
+    @property
+    def n_train(self) -> int:
+        return QUICK_N_TRAIN if self.quick else FULL_N_TRAIN
+
+    @property
+    def n_test(self) -> int:
+        return QUICK_N_TEST if self.quick else FULL_N_TEST
+
+    @property
+    def is_synthetic(self) -> bool:
+        return self.data == "synthetic"
+
+    @property
+    def label(self) -> str:
+        return LABELS[self.data]
+
+    def prepare_command(self) -> str:
+        """The shell command that creates this settings' HDF5 file."""
+        return prepare_command(self.data, self.quick, self.hdf5_path)
+
+    def describe(self) -> str:
+        """One line for the top of a notebook: what data, how much, which file."""
+        mode = "quick mode" if self.quick else "full size"
+        return (
+            f"Data: {self.label} | {mode}: {self.n_train:,} training and {self.n_test:,} test "
+            f"images | file: {self.hdf5_path}"
+        )
+
+
+def hdf5_filename(data: str, quick: bool) -> str:
+    return f"{data}{'-quick' if quick else ''}.h5"
+
+
+def prepare_command(data: str, quick: bool = False, path: str | os.PathLike | None = None) -> str:
+    """The ``python -m gpulesson.prepare ...`` command that (re)creates a data file.
+
+    Error messages quote it, so it names the file exactly when it is not the default one.
+    """
+    parts = ["python -m gpulesson.prepare", f"--data {data}"]
+    if quick:
+        parts.append("--quick")
+    if path is not None:
+        path = Path(path).expanduser()
+        if path.name != hdf5_filename(data, quick):
+            parts.append(f"--out {shlex.quote(str(path))}")
+        elif path.parent != DEFAULT_DATA_DIR.expanduser():
+            parts.append(f"--data-dir {shlex.quote(str(path.parent))}")
+    return " ".join(parts)
+
+
+def parse_bool(name: str, value: str) -> bool:
+    """Read a yes/no environment variable strictly: a typo is an error, not a silent 'no'."""
+    text = value.strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise ValueError(f"{name}={value!r} is not understood: use 1 or 0 (or true/false, yes/no).")
+
+
+def parse_data(value: str, name: str = "LESSON_DATA") -> str:
+    text = value.strip().lower() or DEFAULT_DATA
+    if text not in DATA_CHOICES:
+        raise ValueError(
+            f"{name}={value!r} is not a known data set: use one of {', '.join(DATA_CHOICES)} "
+            f"(default {DEFAULT_DATA}). The synthetic stand-in is only used when chosen explicitly."
+        )
+    return text
+
+
+def get_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """Read the settings from ``environ`` (default: ``os.environ``)."""
+    env = os.environ if environ is None else environ
+    data = parse_data(env.get("LESSON_DATA", ""))
+    quick = parse_bool("LESSON_QUICK", env.get("LESSON_QUICK", ""))
+    data_dir = Path(env.get("LESSON_DATA_DIR", "").strip() or DEFAULT_DATA_DIR).expanduser()
+    return Settings(data=data, quick=quick, data_dir=data_dir)
