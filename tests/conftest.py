@@ -1,0 +1,64 @@
+"""Shared test set-up.
+
+The notebooks (collected by nbval from notebooks/) run on the synthetic stand-in in quick mode,
+with their data files in a temporary folder. The variables are set here, at import, so that
+every Jupyter kernel nbval starts inherits them.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "_ext"))
+sys.path.insert(0, str(ROOT / "tools"))
+
+_DATA_DIR = tempfile.mkdtemp(prefix="gpulesson-test-data-")
+os.environ.update(
+    LESSON_DATA="synthetic",
+    LESSON_QUICK="1",
+    LESSON_DATA_DIR=_DATA_DIR,
+    KERAS_HOME=os.path.join(_DATA_DIR, "keras"),
+    MPLBACKEND="Agg",
+    TF_CPP_MIN_LOG_LEVEL="2",
+)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    shutil.rmtree(_DATA_DIR, ignore_errors=True)
+
+
+def lesson_files(dest: Path) -> Path:
+    """Copy the lesson's tracked and new (not ignored) files to dest, as a fresh clone has them."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=ROOT, check=True, capture_output=True, text=True,
+    ).stdout.split("\0")
+    for name in filter(None, listed):
+        src = ROOT / name
+        if src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+    return dest
+
+
+def build_book(source: Path) -> subprocess.CompletedProcess:
+    """Build the Jupyter Book in ``source`` the way 'make site' does (warnings are errors)."""
+    return subprocess.run(
+        [str(Path(sys.executable).with_name("jupyter-book")), "build", str(source),
+         "--builder", "html", "--warningiserror", "--keep-going"],
+        capture_output=True, text=True, timeout=600,
+    )
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory):
+    """The site built from a copy of the lesson: (html folder, build log)."""
+    source = lesson_files(tmp_path_factory.mktemp("site"))
+    result = build_book(source)
+    return source / "_build" / "html", result

@@ -1,0 +1,95 @@
+"""Episode files: names, front matter (Carpentries schema), order, figures and their alt text."""
+
+import re
+
+import pytest
+from carpentry import (EPISODE_DIR, FrontMatterError, check_schema, episodes, has_title_heading,
+                       read_episode, schedule_markdown, schedule_rows, split_front_matter,
+                       toc_episode_paths)
+from conftest import ROOT
+
+EPISODE_FILES = sorted((ROOT / EPISODE_DIR).glob("*.md"))
+GOOD = {"title": "T", "teaching": 10, "exercises": 5, "questions": ["q?"],
+        "objectives": ["o"], "keypoints": ["k"]}
+
+
+def test_there_are_episodes():
+    assert EPISODE_FILES
+
+
+@pytest.mark.parametrize("path", EPISODE_FILES, ids=lambda p: p.name)
+def test_episode_name_and_front_matter(path):
+    assert re.fullmatch(r"\d\d-[a-z0-9]+(-[a-z0-9]+)*\.md", path.name), path.name
+    episode = read_episode(ROOT, path.relative_to(ROOT))  # raises on a schema problem
+    body = split_front_matter(path.read_text(encoding="utf-8"))[1]
+    assert not has_title_heading(body), "the title comes from the front matter, not a '# ' heading"
+    assert episode.minutes > 0
+
+
+def test_toc_lists_every_episode_in_number_order():
+    listed = toc_episode_paths(ROOT)
+    assert listed == [p.relative_to(ROOT).as_posix() for p in EPISODE_FILES]
+    numbers = [int(p.name[:2]) for p in EPISODE_FILES]
+    assert numbers == list(range(1, len(numbers) + 1)), "episodes are numbered 01, 02, ... without gaps"
+
+
+@pytest.mark.parametrize("change, problem", [
+    ({"teaching": "20"}, "'teaching' must be int"),
+    ({"teaching": True}, "'teaching' must be int"),
+    ({"exercises": -5}, "must not be negative"),
+    ({"questions": []}, "'questions' must be a non-empty list"),
+    ({"keypoints": ["ok", 3]}, "'keypoints' must be a non-empty list of strings"),
+    ({"objectives": "a string"}, "'objectives' must be list"),
+    ({"title": "  "}, "'title' must not be empty"),
+])
+def test_schema_check_names_the_problem(change, problem):
+    assert check_schema(GOOD) == []
+    problems = check_schema({**GOOD, **change})
+    assert any(problem in p for p in problems), problems
+
+
+def test_missing_keys_and_front_matter_are_reported(tmp_path):
+    assert check_schema({"title": "T"}) == [f"missing key '{k}'" for k in
+                                            ("teaching", "exercises", "questions", "objectives", "keypoints")]
+    (tmp_path / "99-x.md").write_text("# No front matter\n")
+    with pytest.raises(FrontMatterError, match="99-x.md: no YAML front matter"):
+        read_episode(tmp_path, "99-x.md")
+
+
+def test_title_heading_detection_ignores_code():
+    assert has_title_heading("text\n# Title\n")
+    assert not has_title_heading("## Section\n```{code-cell} ipython3\n# a comment\n```\n")
+
+
+def test_schedule_adds_up():
+    eps = episodes(ROOT)
+    rows = schedule_rows(eps)
+    assert rows[0][0] == "0:00"
+    elapsed = 0
+    for (start, ep, end) in rows:
+        assert start == f"{elapsed // 60}:{elapsed % 60:02d}"
+        elapsed += ep.meta["teaching"] + ep.meta["exercises"]
+        assert end == elapsed
+    assert schedule_markdown(eps).splitlines()[-1].startswith(f"| {elapsed // 60}:{elapsed % 60:02d} | **Finish**")
+
+
+FIGURE = re.compile(r"^:{3,}\{figure\}\s*(?P<src>\S+)\s*\n(?P<opts>(?::[\w-]+:.*\n)*)", re.MULTILINE)
+IMAGE = re.compile(r"!\[(?P<alt>[^\]]*)\]\((?P<src>[^)\s]+)\)")
+
+
+@pytest.mark.parametrize("path", EPISODE_FILES, ids=lambda p: p.name)
+def test_figures_exist_have_alt_text_and_live_in_the_episode_folder(path):
+    text = path.read_text(encoding="utf-8")
+    found = [(m["src"], dict(re.findall(r":([\w-]+):\s*(.*)", m["opts"])).get("alt", ""))
+             for m in FIGURE.finditer(text)]
+    found += [(m["src"], m["alt"]) for m in IMAGE.finditer(text) if "://" not in m["src"]]
+    for src, alt in found:
+        assert (path.parent / src).resolve().is_file(), f"{path.name}: {src} does not exist"
+        assert len(alt.split()) >= 5, f"{path.name}: {src} needs a meaningful alt text"
+        assert f"fig/{path.stem}/" in src, f"{path.name}: figures go in fig/{path.stem}/"
+
+
+def test_figure_folders_belong_to_episodes():
+    stems = {p.stem for p in EPISODE_FILES}
+    folders = {p.name for p in (ROOT / "fig").iterdir() if p.is_dir()}
+    assert folders <= stems, folders - stems

@@ -1,0 +1,72 @@
+"""Learner notebooks: generated from the episodes, in sync with them, committed clean."""
+
+import json
+
+import make_notebooks as mk
+import pytest
+from conftest import ROOT, lesson_files
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def test_every_notebook_matches_its_episode():
+    problems = mk.out_of_sync(ROOT)
+    assert not problems, "\n".join(problems) + "\nRun 'make notebooks'."
+
+
+def test_every_text_notebook_episode_has_a_notebook():
+    assert [mk.target(ep) for ep in mk.notebook_episodes()] == NOTEBOOKS
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_is_clean(path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            assert cell["outputs"] == [] and cell["execution_count"] is None, cell["source"][:80]
+    assert nb["metadata"]["kernelspec"]["name"] == "gpulesson"
+
+
+def test_a_changed_episode_is_detected(tmp_path):
+    root = lesson_files(tmp_path)
+    episode = root / "_episodes" / "01-introduction.md"
+    episode.write_text(episode.read_text() + "\n```{code-cell} ipython3\nprint('new')\n```\n")
+    (root / "notebooks" / "02-orphan.ipynb").write_text("{}")
+    problems = mk.out_of_sync(root)
+    assert any("01-introduction.ipynb differs" in p for p in problems), problems
+    assert any("02-orphan.ipynb has no episode" in p for p in problems), problems
+
+
+def test_myst_markup_becomes_plain_markdown():
+    text = """Intro {term}`GPU` and {doc}`the setup <../setup>`.
+
+::::{exercise} Try it
+Do this.
+
+:::{solution}
+Answer.
+:::
+::::
+
+:::{instructor-note}
+Only for instructors.
+:::
+
+:::{figure} ../fig/x.svg
+:alt: Alt text here
+:width: 50%
+
+The caption.
+:::"""
+    out = mk.plain_markdown(text)
+    assert "Intro GPU and the setup." in out
+    assert "> **Exercise: Try it**" in out
+    assert "<details>" in out and "> Answer." in out
+    assert "instructor" not in out.lower()
+    assert "![Alt text here](../fig/x.svg)" in out and "*The caption.*" in out
+    assert ":::" not in out and "{" not in out
+
+
+def test_an_unclosed_directive_is_an_error():
+    with pytest.raises(ValueError, match="never closed"):
+        mk.plain_markdown(":::{callout} Oops\ntext\n")

@@ -1,0 +1,65 @@
+"""Pinned dependencies: the pip requirements and environment.yml agree."""
+
+import re
+from pathlib import Path
+
+import yaml
+from conftest import ROOT
+
+REQ = ROOT / "requirements"
+PIN = re.compile(r"^(?P<name>[A-Za-z0-9_.-]+)(?:\[[^\]]+\])?==(?P<version>[^\s;]+)")
+
+
+def norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def pins(lines, base: Path) -> dict:
+    """{package: version} of requirement lines, following '-r' includes. Every line must be pinned."""
+    result = {}
+    for raw in lines:
+        line = raw.split("#", 1)[0].strip()
+        if not line or line.startswith(("--editable", "-e ")):
+            continue
+        if line.startswith("-r "):
+            include = base / line[3:].strip()
+            result.update(pins(include.read_text().splitlines(), include.parent))
+            continue
+        match = PIN.match(line)
+        assert match, f"not pinned with '==': {raw!r}"
+        result[norm(match["name"])] = match["version"]
+    return result
+
+
+def req(name: str) -> dict:
+    return pins((REQ / name).read_text().splitlines(), REQ)
+
+
+def test_environment_yml_matches_the_gpu_requirements():
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    deps = env["dependencies"]
+    assert "python=3.11" in deps
+    pip_lines = next(d["pip"] for d in deps if isinstance(d, dict))
+    assert pins(pip_lines, ROOT) == req("gpu.txt")
+    assert "--editable ." in pip_lines  # the helper package
+
+
+def test_cpu_and_gpu_builds_have_the_same_versions():
+    cpu, gpu = req("cpu.txt"), req("gpu.txt")
+    assert cpu.pop("tensorflow-cpu") == cpu.pop("tensorflow") == gpu.pop("tensorflow")
+    assert cpu == gpu
+
+
+def test_lock_agrees_with_the_direct_pins():
+    lock = pins([l for l in (REQ / "constraints.txt").read_text().splitlines() if not l.startswith("#")], REQ)
+    for name, version in req("dev.txt").items():
+        if name in lock:
+            assert lock[name] == version, f"{name}: {version} in requirements, {lock[name]} in the lock"
+    assert {"keras", "h5py", "numpy", "jupyter-book", "sphinx-lesson"} <= lock.keys()
+
+
+def test_pins_parser_catches_unpinned_lines(tmp_path):
+    import pytest
+
+    with pytest.raises(AssertionError, match="not pinned"):
+        pins(["numpy>=2"], tmp_path)
