@@ -9,8 +9,8 @@ The images are 32x32 RGB uint8, 10 balanced classes. Each class is a family of p
 ====  ===================  ===================================================
  0    horizontal stripes   sine grating, orientation near 0 degrees
  1    vertical stripes     sine grating, near 90 degrees
- 2    diagonal stripes     sine grating, near 45 degrees
- 3    anti-diagonal        sine grating, near 135 degrees
+ 2    rising diagonal      sine grating, near 45 degrees (stripes like /)
+ 3    falling diagonal     sine grating, near 135 degrees (stripes like \\)
  4    checkerboard         product of two gratings
  5    rings                concentric rings around a random centre
  6    blob                 one soft round blob at a random position
@@ -37,8 +37,8 @@ import numpy as np
 SYNTHETIC_CLASS_NAMES = (
     "horizontal stripes",
     "vertical stripes",
-    "diagonal stripes",
-    "anti-diagonal stripes",
+    "rising diagonal stripes",
+    "falling diagonal stripes",
     "checkerboard",
     "rings",
     "blob",
@@ -85,7 +85,9 @@ def _grating(rng, n, angle):
     theta = np.deg2rad(angle + rng.uniform(-ANGLE_JITTER, ANGLE_JITTER, size=(n, 1, 1)))
     freq = _u(rng, n, 2.0, 6.0)  # cycles per image
     phase = _u(rng, n, 0.0, 2 * np.pi)
-    along = _xx * np.cos(theta) + _yy * np.sin(theta)
+    # The sine varies across the stripes: at 0 degrees along y (horizontal stripes), at 90
+    # degrees along x (vertical); y points down, so 45 degrees rises to the right.
+    along = _yy * np.cos(theta) + _xx * np.sin(theta)
     return np.sin(2 * np.pi * freq * along + phase)
 
 

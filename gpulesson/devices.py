@@ -1,0 +1,147 @@
+"""Which hardware and frameworks does this Python see?  ``python -m gpulesson.devices``
+
+Prints the Python and Keras versions, the active Keras backend, the CPU and the number of cores
+this process may use (on a cluster: the cores of the job, not of the node), and the GPUs each
+installed framework (TensorFlow, JAX, PyTorch) can use. A framework that is not installed is
+reported as such; CUDA start-up complaints on a machine without a GPU are not failures and are
+summarised in one calm line instead of being printed raw.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import os
+import platform
+import sys
+import tempfile
+import warnings
+
+NO_GPU = "No GPU visible: training will run on the CPU."
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def _usable_cores() -> str:
+    total = os.cpu_count() or 0
+    if hasattr(os, "sched_getaffinity"):  # Linux: respects the cores a batch job was given
+        return f"{len(os.sched_getaffinity(0))} usable (of {total})"
+    return f"{total}"
+
+
+@contextlib.contextmanager
+def _captured_output():
+    """Collect what C++ libraries and Python print while a framework starts (fd and sys level)."""
+    sink = io.StringIO()
+    with tempfile.TemporaryFile(mode="w+b") as tmp:
+        saved = []
+        try:
+            for fd in (1, 2):
+                try:
+                    saved.append((fd, os.dup(fd)))
+                    os.dup2(tmp.fileno(), fd)
+                except OSError:  # no such descriptor (some embedded interpreters)
+                    pass
+            with warnings.catch_warnings(), contextlib.redirect_stdout(sink), \
+                    contextlib.redirect_stderr(sink):
+                warnings.simplefilter("ignore")
+                yield sink
+        finally:
+            for fd, copy in saved:
+                os.dup2(copy, fd)
+                os.close(copy)
+            tmp.seek(0)
+            sink.write(tmp.read().decode(errors="replace"))
+
+
+def _tensorflow_gpus() -> tuple[str, list[str]]:
+    import tensorflow as tf
+
+    names = []
+    for gpu in tf.config.list_physical_devices("GPU"):
+        details = tf.config.experimental.get_device_details(gpu)
+        names.append(f"{gpu.name} ({details.get('device_name', 'GPU')})")
+    return tf.__version__, names
+
+
+def _jax_gpus() -> tuple[str, list[str]]:
+    import jax
+
+    gpus = [d for d in jax.devices() if d.platform == "gpu"]
+    return jax.__version__, [f"{d} ({getattr(d, 'device_kind', 'GPU')})" for d in gpus]
+
+
+def _torch_gpus() -> tuple[str, list[str]]:
+    import torch
+
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    return torch.__version__, [f"cuda:{i} ({torch.cuda.get_device_name(i)})" for i in range(count)]
+
+
+FRAMEWORKS = (
+    ("TensorFlow", "tensorflow", _tensorflow_gpus),
+    ("JAX", "jax", _jax_gpus),
+    ("PyTorch", "torch", _torch_gpus),
+)
+
+
+def _framework_line(title: str, module: str, probe) -> tuple[str, int]:
+    """One report line for a framework, and how many GPUs it sees."""
+    if importlib.util.find_spec(module) is None:
+        return f"{title}: not installed", 0
+    with _captured_output() as output:
+        try:
+            version, gpus = probe()
+        except Exception as exc:  # a broken install must not stop the report
+            return f"{title}: installed but failed to start ({type(exc).__name__}: {exc})", 0
+    if gpus:
+        return f"{title} {version}: {len(gpus)} GPU(s): {', '.join(gpus)}", len(gpus)
+    note = ""
+    if any(word in output.getvalue().lower() for word in ("cuda", "cuinit", "driver")):
+        note = " (it looked for CUDA and found no usable NVIDIA GPU or driver; fine on a CPU machine)"
+    return f"{title} {version}: no GPU{note}", 0
+
+
+def _keras_line() -> str:
+    if importlib.util.find_spec("keras") is None:
+        return "Keras: not installed"
+    with _captured_output():
+        import keras
+    return f"Keras {keras.__version__}, backend: {keras.backend.backend()}"
+
+
+def report() -> str:
+    """The device report as text (one fact per line)."""
+    lines = [
+        f"Python {platform.python_version()} ({sys.executable})",
+        f"Platform: {platform.platform()}",
+        f"CPU: {_cpu_model()}, cores: {_usable_cores()}",
+        _keras_line(),
+    ]
+    n_gpus = 0
+    for title, module, probe in FRAMEWORKS:
+        line, count = _framework_line(title, module, probe)
+        lines.append(line)
+        n_gpus += count
+    if n_gpus == 0:
+        lines.append(NO_GPU)
+    return "\n".join(lines)
+
+
+def main() -> int:
+    print(report())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
