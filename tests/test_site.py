@@ -117,7 +117,7 @@ def test_episode_renders_its_front_matter(site, ep):
     for item in ep.meta["questions"] + ep.meta["objectives"]:
         assert _words(item) in _words(_strip_tags(text)), item
     # Key points come after the last solution: the box closes the episode.
-    assert text.rfind('class="admonition keypoints') > text.rfind('class="admonition solution')
+    assert text.rfind(" keypoints admonition") > text.rfind(" solution important dropdown admonition") > 0
 
 
 def test_solutions_are_collapsed(site):
@@ -159,4 +159,7 @@ def _strip_tags(html: str) -> str:
 def _words(text: str) -> str:
     import html as _html
 
-    return " ".join(_html.unescape(re.sub(r"[`*]", "", text)).split())
+    text = _html.unescape(re.sub(r"[`*]", "", text))
+    # Sphinx turns straight quotes into typographic ones ("smart quotes").
+    text = text.translate(str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'}))
+    return " ".join(text.split())
