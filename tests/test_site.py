@@ -163,3 +163,12 @@ def _words(text: str) -> str:
     # Sphinx turns straight quotes into typographic ones ("smart quotes").
     text = text.translate(str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'}))
     return " ".join(text.split())
+
+
+def test_exercise_list_collects_every_exercise(site):
+    listed = _words(_strip_tags((site / "exercises.html").read_text(encoding="utf-8")))
+    titles = [m.group(1).strip() for ep in episodes(ROOT)
+              for m in re.finditer(r"^:{3,}\{exercise\}\s*(.+)$", (ROOT / ep.path).read_text(), re.MULTILINE)]
+    assert titles
+    for title in titles:
+        assert _words(title) in listed, title
