@@ -24,6 +24,7 @@ import contextlib
 import io
 import os
 import pickle
+import urllib.error
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -103,6 +104,12 @@ def unavailable_message(origin: str, reason: str, cache: Path | None = None) -> 
 
 
 def _download_reason(exc: Exception, file_hash: str | None) -> str:
+    """The cause of a get_file failure in a few words (Keras wraps urllib's errors in Exception)."""
+    cause = exc.__context__
+    if isinstance(cause, urllib.error.HTTPError):
+        return f"HTTP error {cause.code}: {cause.reason}"
+    if isinstance(cause, urllib.error.URLError):
+        return str(cause.reason)
     text = str(exc)
     if isinstance(exc, ValueError) and "hash" in text:
         return (
@@ -130,6 +137,9 @@ def load_cifar10(
     from keras.utils import get_file  # lazy: keeps `import gpulesson` instant
 
     cache = keras_cache_dir(cache_dir)
+    # get_file silently falls back to /tmp/.keras when the folder does not exist yet.
+    with contextlib.suppress(OSError):
+        cache.mkdir(parents=True, exist_ok=True)
     # Keras prints its download progress bar on stdout; hide it when asked to be quiet.
     quiet = contextlib.nullcontext() if progress else contextlib.redirect_stdout(io.StringIO())
     try:

@@ -26,8 +26,9 @@ trivially (it does not reach 100 % after one epoch), which makes learning curves
 learning.
 
 Generation is deterministic: the same seed gives the same bytes. It is vectorised numpy in
-chunks of :data:`CHUNK` images, each chunk with its own random stream, so the first images of a
-large set equal those of a small one made with the same seed.
+chunks of :data:`CHUNK` images, each chunk with its own random stream, so a small set is exactly
+the start of a larger one made with the same seed (the quick-mode data are the first images of
+the full-size data).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ SYNTHETIC_CLASS_NAMES = (
 )
 N_CLASSES = len(SYNTHETIC_CLASS_NAMES)
 SIZE = 32
-CHUNK = 1000  # a multiple of N_CLASSES, so that every full chunk is exactly balanced
+CHUNK = 1000  # images generated at a time (a multiple of N_CLASSES)
 
 # Tunable difficulty (checked by tests/test_data_synthetic.py: learnable, not trivial).
 NOISE_STD = 28.0  # pixel noise, in grey levels
@@ -143,10 +144,13 @@ def _pattern(rng, label, n):
     return _PATTERNS[label](rng, n)
 
 
-def _chunk(seed: int, split: int, index: int, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Images and labels of one chunk, from a random stream of its own."""
+def _chunk(seed: int, split: int, index: int) -> tuple[np.ndarray, np.ndarray]:
+    """The :data:`CHUNK` images and labels of one chunk, from a random stream of its own."""
     rng = np.random.default_rng([seed, split, index])
-    labels = rng.permutation(np.arange(n) % N_CLASSES).astype(np.uint8)
+    n = CHUNK
+    # Every run of 10 labels holds each class once, so any prefix is balanced to within one.
+    blocks = np.tile(np.arange(N_CLASSES, dtype=np.uint8), (n // N_CLASSES, 1))
+    labels = rng.permuted(blocks, axis=1).ravel()
     pattern = np.empty((n, SIZE, SIZE), np.float32)
     for label in range(N_CLASSES):
         where = np.flatnonzero(labels == label)
@@ -174,7 +178,10 @@ def _split(seed: int, split: int, n: int, desc: str, progress: bool):
     with tqdm(total=n, desc=desc, unit="img", disable=not progress) as bar:
         for index, start in enumerate(range(0, n, CHUNK)):
             stop = min(start + CHUNK, n)
-            x[start:stop], y[start:stop] = _chunk(seed, split, index, stop - start)
+            # A last, partial chunk is made whole and cut, so that a small set is exactly the
+            # start of a larger one with the same seed (quick mode = first images of full size).
+            images, labels = _chunk(seed, split, index)
+            x[start:stop], y[start:stop] = images[: stop - start], labels[: stop - start]
             bar.update(stop - start)
     return x, y
 

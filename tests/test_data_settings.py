@@ -1,0 +1,95 @@
+"""Settings from environment variables: explicit choices, strict parsing, derived values."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpulesson import settings as s
+from gpulesson.settings import Settings, get_settings, prepare_command
+
+
+def test_defaults_are_full_cifar10_in_home():
+    got = get_settings({})
+    assert (got.data, got.quick) == ("cifar10", False)
+    assert got.data_dir == Path("~/gpulesson-data").expanduser()
+    assert got.hdf5_path == got.data_dir / "cifar10.h5"
+    assert (got.n_train, got.n_test) == (50_000, 10_000)
+    assert not got.is_synthetic and got.label == "CIFAR-10"
+
+
+def test_synthetic_quick_in_given_dir(tmp_path):
+    got = get_settings({"LESSON_DATA": "synthetic", "LESSON_QUICK": "1", "LESSON_DATA_DIR": str(tmp_path)})
+    assert got.is_synthetic
+    assert got.hdf5_path == tmp_path / "synthetic-quick.h5"
+    assert (got.n_train, got.n_test) == (s.QUICK_N_TRAIN, s.QUICK_N_TEST)
+    assert got.n_train < s.FULL_N_TRAIN and got.n_test < s.FULL_N_TEST
+    assert "not CIFAR-10" in got.label
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("1", True), ("true", True), ("YES", True), (" True ", True),
+    ("0", False), ("false", False), ("No", False), ("", False),
+])
+def test_quick_values(text, expected):
+    assert get_settings({"LESSON_QUICK": text}).quick is expected
+
+
+@pytest.mark.parametrize("text", ["2", "on", "quick", "y", "-1"])
+def test_quick_rejects_unknown_values(text):
+    with pytest.raises(ValueError, match="LESSON_QUICK") as err:
+        get_settings({"LESSON_QUICK": text})
+    assert repr(text) in str(err.value)
+
+
+@pytest.mark.parametrize("text", ["cifar100", "CIFAR-10", "mnist", "synth"])
+def test_data_rejects_unknown_values_listing_the_allowed_ones(text):
+    with pytest.raises(ValueError) as err:
+        get_settings({"LESSON_DATA": text})
+    message = str(err.value)
+    assert "LESSON_DATA" in message and "cifar10" in message and "synthetic" in message
+
+
+def test_data_is_case_insensitive_and_empty_means_default():
+    assert get_settings({"LESSON_DATA": "Synthetic"}).data == "synthetic"
+    assert get_settings({"LESSON_DATA": ""}).data == "cifar10"
+
+
+def test_settings_are_frozen_and_checked():
+    settings = get_settings({})
+    with pytest.raises(AttributeError):
+        settings.data = "synthetic"
+    with pytest.raises(ValueError):
+        Settings(data="mnist", quick=False, data_dir=Path("."))
+
+
+def test_reads_os_environ_by_default(monkeypatch, tmp_path):
+    monkeypatch.setenv("LESSON_DATA", "synthetic")
+    monkeypatch.setenv("LESSON_QUICK", "yes")
+    monkeypatch.setenv("LESSON_DATA_DIR", str(tmp_path / "d"))
+    assert get_settings().hdf5_path == tmp_path / "d" / "synthetic-quick.h5"
+
+
+def test_describe_names_source_mode_sizes_and_file(tmp_path):
+    line = get_settings({"LESSON_DATA": "synthetic", "LESSON_QUICK": "1", "LESSON_DATA_DIR": str(tmp_path)}).describe()
+    assert "\n" not in line
+    for part in ("synthetic stand-in (not CIFAR-10)", "quick", "2,000", "500", str(tmp_path / "synthetic-quick.h5")):
+        assert part in line
+    full = get_settings({}).describe()
+    assert "CIFAR-10" in full and "50,000" in full and "quick" not in full
+
+
+def test_prepare_command_names_unusual_files_only(tmp_path):
+    default = Path("~/gpulesson-data/cifar10.h5").expanduser()
+    assert prepare_command("cifar10", False, default) == "python -m gpulesson.prepare --data cifar10"
+    assert prepare_command("synthetic", True, tmp_path / "synthetic-quick.h5") == (
+        f"python -m gpulesson.prepare --data synthetic --quick --data-dir {tmp_path}"
+    )
+    assert prepare_command("cifar10", False, tmp_path / "x y.h5").endswith(f"--out '{tmp_path}/x y.h5'")
+
+
+def test_import_is_light():
+    code = "import sys, gpulesson.settings; print(sorted(m for m in ('keras', 'tensorflow', 'h5py', 'numpy', 'matplotlib') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
