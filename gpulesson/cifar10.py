@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from gpulesson.errors import DataFileError, DataUnavailableError
+from gpulesson.settings import LABELS
 
 CLASS_NAMES = (
     "airplane",
@@ -99,7 +100,7 @@ def unavailable_message(origin: str, reason: str, cache: Path | None = None) -> 
         f"     It downloads CIFAR-10 into the Keras cache{cache_text} and writes the HDF5 file "
         "the notebooks read (add --quick for the quick-mode file); or\n"
         "  2. choose the synthetic stand-in explicitly with LESSON_DATA=synthetic "
-        "(results are then labelled 'synthetic stand-in (not CIFAR-10)')."
+        f"(results are then labelled '{LABELS['synthetic']}')."
     )
 
 
@@ -198,12 +199,12 @@ def _unpickle(path: Path) -> dict:
 
 
 def _read_class_names(path: Path) -> tuple[str, ...]:
-    if not path.is_file():
-        return CLASS_NAMES
-    meta = _unpickle(path)
-    names = tuple(n.decode() if isinstance(n, bytes) else str(n) for n in meta.get("label_names", ()))
-    if names and names != CLASS_NAMES:
-        raise _bad_batch(path, f"its label names {names} are not the CIFAR-10 classes")
+    """The class names from ``batches.meta``: they must be CIFAR-10's (not e.g. CIFAR-100's)."""
+    if path.is_file():
+        labels = _unpickle(path).get("label_names", [])
+        names = tuple(n.decode() if isinstance(n, bytes) else str(n) for n in labels)
+        if names != CLASS_NAMES:
+            raise _bad_batch(path, f"its label names {names} are not the CIFAR-10 classes")
     return CLASS_NAMES
 
 
