@@ -35,8 +35,9 @@ notebooks: $(BIN)/.installed  ## regenerate notebooks/*.ipynb from the episodes
 kernel: $(BIN)/.installed  ## register this environment as the Jupyter kernel "$(KERNEL)"
 	$(BIN)/python -m ipykernel install --user --name $(KERNEL) --display-name "Python ($(KERNEL))"
 
-lab: kernel  ## start JupyterLab in notebooks/ with the lesson kernel
-	$(BIN)/jupyter lab --notebook-dir=notebooks
+lab: kernel  ## start JupyterLab on the lesson folder, showing notebooks/, with the lesson kernel
+	# The root stays the lesson folder: notebooks show figures from ../fig and link to ../setup.md.
+	$(BIN)/jupyter lab --notebook-dir=. --LabApp.default_url=/lab/tree/notebooks
 
 lock: $(BIN)/.installed  ## rewrite requirements/constraints.txt from the environment
 	tools/lock.sh $(BIN)/python > requirements/constraints.txt
