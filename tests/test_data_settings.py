@@ -93,3 +93,12 @@ def test_import_is_light():
     code = "import sys, gpulesson.settings; print(sorted(m for m in ('keras', 'tensorflow', 'h5py', 'numpy', 'matplotlib') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_quick_mode_caps_the_epochs():
+    quick, full = get_settings({"LESSON_QUICK": "1"}), get_settings({})
+    assert quick.epochs(10) == s.QUICK_EPOCHS < 10
+    assert quick.epochs(1) == 1
+    assert full.epochs(10) == 10
+    with pytest.raises(ValueError, match="at least 1"):
+        full.epochs(0)
