@@ -138,6 +138,49 @@ def report() -> str:
     return "\n".join(lines)
 
 
+def cpu_info() -> dict:
+    """The CPU as data (for result records): model name, usable and total core counts."""
+    total = os.cpu_count() or 0
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else total
+    return {"cpu_model": _cpu_model(), "cores_usable": usable, "cores_total": total}
+
+
+def _gpu_names(backend: str) -> tuple[str, list[str]]:
+    """``(framework version, GPU names)`` as the framework behind a Keras backend reports them."""
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        gpus = tf.config.list_physical_devices("GPU")
+        names = [tf.config.experimental.get_device_details(g).get("device_name", "GPU") for g in gpus]
+        return tf.__version__, names
+    if backend == "jax":
+        import jax
+
+        gpus = [d for d in jax.devices() if d.platform == "gpu"]
+        return jax.__version__, [getattr(d, "device_kind", "GPU") for d in gpus]
+    if backend == "torch":
+        import torch
+
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        return torch.__version__, [torch.cuda.get_device_name(i) for i in range(count)]
+    raise ValueError(f"no GPU probe for the Keras backend {backend!r}")
+
+
+def keras_device() -> dict:
+    """The active Keras backend, its framework version and the device it computes on, as data.
+
+    ``device`` is the name of the first GPU as the framework reports it (Keras uses that one),
+    or ``"CPU"`` when the framework sees no GPU; ``gpu_count`` says how many it sees.
+    """
+    with _captured_output():  # CUDA start-up noise on CPU machines is not a failure
+        import keras
+
+        backend = keras.backend.backend()
+        version, gpus = _gpu_names(backend)
+    return {"backend": backend, "backend_version": version, "device": gpus[0] if gpus else "CPU",
+            "gpu_count": len(gpus)}
+
+
 def main() -> int:
     print(report())
     return 0

@@ -1,0 +1,183 @@
+"""The lesson's measurement records: one JSON object per line in a results file (JSON Lines).
+
+The results file is kept under version control, so every run only *appends* one line: a diff
+shows exactly what was measured, and two runs never rewrite each other's records.
+
+Every record says what was measured (``experiment``), on what (``device``, ``backend`` and the
+:func:`environment_record` fields) and when (``date``). Records of the synthetic stand-in carry
+``"data": "synthetic"`` and its label, so that a table or plot drawn from them can say so:
+:func:`data_label` gives the one label of a set of records and refuses to mix data sources.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import os
+import platform
+from pathlib import Path
+
+from gpulesson.settings import LABELS
+
+REQUIRED_KEYS = ("experiment", "device", "date", "backend")
+NO_DATA_LABEL = "data source not given"
+
+
+class ResultsFileError(ValueError):
+    """A results file or record is not valid; the message names the file and line."""
+
+
+def _version(module: str) -> str | None:
+    try:
+        return __import__(module).__version__
+    except ImportError:
+        return None
+
+
+def environment_record() -> dict:
+    """Where and when a measurement is made, as a dict to merge into a record.
+
+    Keys: ``date`` (ISO 8601, UTC), ``cpu_model``, ``cores_usable``, ``cores_total``,
+    ``device`` (the GPU's name as the Keras backend's framework reports it, or ``"CPU"``),
+    ``gpu_count``, ``backend`` and ``versions`` (python, keras, the backend framework, numpy,
+    h5py). No host name: the file is shared publicly under version control.
+    """
+    from gpulesson import devices
+
+    device = devices.keras_device()
+    versions = {
+        "python": platform.python_version(),
+        "keras": _version("keras"),
+        device["backend"]: device["backend_version"],
+        "numpy": _version("numpy"),
+        "h5py": _version("h5py"),
+    }
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        **devices.cpu_info(),
+        "device": device["device"],
+        "gpu_count": device["gpu_count"],
+        "backend": device["backend"],
+        "versions": versions,
+    }
+
+
+def make_record(experiment: str, *, data: str, **measurements) -> dict:
+    """A complete record: :func:`environment_record`, the data source and its label, and
+    ``measurements`` (e.g. ``**timer.summary()``), which win over the environment's keys."""
+    if data not in LABELS:
+        raise ValueError(f"data must be one of {', '.join(LABELS)}, not {data!r}")
+    return {**environment_record(), "experiment": experiment, "data": data,
+            "data_label": LABELS[data], **measurements}
+
+
+def _to_json(value):
+    """numpy scalars and arrays (e.g. from Keras histories) as plain JSON values."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} cannot be stored in a results file")
+
+
+def validate_record(record: dict) -> None:
+    """Raise :class:`ResultsFileError` unless ``record`` has the required keys and a coherent
+    data source (``data`` and ``data_label`` must agree when given)."""
+    if not isinstance(record, dict):
+        raise ResultsFileError(f"a record must be a dict, not {type(record).__name__}")
+    missing = [key for key in REQUIRED_KEYS if record.get(key) in (None, "")]
+    if missing:
+        raise ResultsFileError(
+            f"record is missing {', '.join(missing)} (every record needs {', '.join(REQUIRED_KEYS)}; "
+            "make_record() fills in all but 'experiment')"
+        )
+    data = record.get("data")
+    if data is not None or "data_label" in record:
+        if data not in LABELS:
+            raise ResultsFileError(f"record has data={data!r}: use one of {', '.join(LABELS)}")
+        if record.get("data_label") != LABELS[data]:
+            raise ResultsFileError(
+                f"record with data={data!r} must have data_label={LABELS[data]!r}, "
+                f"not {record.get('data_label')!r}"
+            )
+
+
+def append_record(path: str | os.PathLike, record: dict) -> Path:
+    """Append ``record`` as one line to the results file ``path`` (created with its folders).
+
+    The line is written with one call and flushed to disk (fsync), so a crash leaves at most one
+    incomplete last line; the next append starts on a new line, and :func:`read_records`
+    reports such a line with its number instead of silently dropping it.
+    """
+    validate_record(record)
+    try:
+        line = json.dumps(record, default=_to_json, allow_nan=False, ensure_ascii=False)
+    except ValueError as exc:  # NaN or infinity: not valid JSON
+        bad = [k for k, v in record.items() if isinstance(v, float) and not math.isfinite(v)]
+        raise ResultsFileError(
+            f"record has values that are not finite numbers ({', '.join(bad) or exc}): "
+            "JSON cannot store NaN or infinity; store None instead"
+        ) from exc
+    path = Path(path).expanduser()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "ab") as f:
+        # A previous write cut short (no final newline) must not swallow this record.
+        prefix = b"\n" if f.tell() > 0 and _last_byte(path) != b"\n" else b""
+        f.write(prefix + line.encode() + b"\n")
+        f.flush()
+        os.fsync(f.fileno())
+    return path
+
+
+def _last_byte(path: Path) -> bytes:
+    with open(path, "rb") as f:
+        f.seek(-1, os.SEEK_END)
+        return f.read(1)
+
+
+def read_records(path: str | os.PathLike, **filters) -> list[dict]:
+    """The records in the results file ``path``, in file order, skipping blank lines.
+
+    ``filters`` keep only records whose keys equal the given values, e.g.
+    ``read_records(path, experiment="cnn-fit", device="CPU")``; a record without the key does
+    not match. Raises :class:`ResultsFileError` naming the file and line of a corrupt line.
+    """
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"No results file {path}: append_record() creates it with the first record.")
+    records = []
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ResultsFileError(
+                    f"{path}, line {number} is not a valid JSON record ({exc.msg}): "
+                    "fix or delete that line (e.g. a run interrupted while writing)"
+                ) from exc
+            if not isinstance(record, dict):
+                raise ResultsFileError(
+                    f"{path}, line {number} holds a {type(record).__name__}, not a record (JSON object)"
+                )
+            if all(key in record and record[key] == value for key, value in filters.items()):
+                records.append(record)
+    return records
+
+
+def data_label(records) -> str:
+    """The one data label of ``records`` (for titles of plots and tables drawn from them).
+
+    Records without a data source count as :data:`NO_DATA_LABEL`. Raises ``ValueError`` for no
+    records or for records of different data sources: never plot CIFAR-10 and the synthetic
+    stand-in as if they were one experiment.
+    """
+    labels = {r.get("data_label") or LABELS.get(r.get("data"), NO_DATA_LABEL) for r in records}
+    if not labels:
+        raise ValueError("no records: there is no data label to give")
+    if len(labels) > 1:
+        raise ValueError(
+            f"the records mix data sources ({'; '.join(sorted(labels))}): "
+            "select one with read_records(path, data=...)"
+        )
+    return labels.pop()
