@@ -33,10 +33,10 @@ def _cpu_model() -> str:
 
 
 def _usable_cores() -> str:
-    total = os.cpu_count() or 0
-    if hasattr(os, "sched_getaffinity"):  # Linux: respects the cores a batch job was given
-        return f"{len(os.sched_getaffinity(0))} usable (of {total})"
-    return f"{total}"
+    info = cpu_info()
+    if hasattr(os, "sched_getaffinity"):
+        return f"{info['cores_usable']} usable (of {info['cores_total']})"
+    return f"{info['cores_total']}"
 
 
 @contextlib.contextmanager
@@ -64,28 +64,28 @@ def _captured_output():
             sink.write(tmp.read().decode(errors="replace"))
 
 
-def _tensorflow_gpus() -> tuple[str, list[str]]:
+# Each probe returns (framework version, [(device id, GPU name as the framework reports it)]).
+def _tensorflow_gpus() -> tuple[str, list[tuple[str, str]]]:
     import tensorflow as tf
 
-    names = []
-    for gpu in tf.config.list_physical_devices("GPU"):
-        details = tf.config.experimental.get_device_details(gpu)
-        names.append(f"{gpu.name} ({details.get('device_name', 'GPU')})")
-    return tf.__version__, names
+    gpus = tf.config.list_physical_devices("GPU")
+    return tf.__version__, [
+        (gpu.name, tf.config.experimental.get_device_details(gpu).get("device_name", "GPU")) for gpu in gpus
+    ]
 
 
-def _jax_gpus() -> tuple[str, list[str]]:
+def _jax_gpus() -> tuple[str, list[tuple[str, str]]]:
     import jax
 
     gpus = [d for d in jax.devices() if d.platform == "gpu"]
-    return jax.__version__, [f"{d} ({getattr(d, 'device_kind', 'GPU')})" for d in gpus]
+    return jax.__version__, [(str(d), getattr(d, "device_kind", "GPU")) for d in gpus]
 
 
-def _torch_gpus() -> tuple[str, list[str]]:
+def _torch_gpus() -> tuple[str, list[tuple[str, str]]]:
     import torch
 
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    return torch.__version__, [f"cuda:{i} ({torch.cuda.get_device_name(i)})" for i in range(count)]
+    return torch.__version__, [(f"cuda:{i}", torch.cuda.get_device_name(i)) for i in range(count)]
 
 
 FRAMEWORKS = (
@@ -105,7 +105,8 @@ def _framework_line(title: str, module: str, probe) -> tuple[str, int]:
         except Exception as exc:  # a broken install must not stop the report
             return f"{title}: installed but failed to start ({type(exc).__name__}: {exc})", 0
     if gpus:
-        return f"{title} {version}: {len(gpus)} GPU(s): {', '.join(gpus)}", len(gpus)
+        names = ", ".join(f"{ident} ({name})" for ident, name in gpus)
+        return f"{title} {version}: {len(gpus)} GPU(s): {names}", len(gpus)
     note = ""
     if any(word in output.getvalue().lower() for word in ("cuda", "cuinit", "driver")):
         note = " (it looked for CUDA and found no usable NVIDIA GPU or driver; fine on a CPU machine)"
@@ -147,23 +148,11 @@ def cpu_info() -> dict:
 
 def _gpu_names(backend: str) -> tuple[str, list[str]]:
     """``(framework version, GPU names)`` as the framework behind a Keras backend reports them."""
-    if backend == "tensorflow":
-        import tensorflow as tf
-
-        gpus = tf.config.list_physical_devices("GPU")
-        names = [tf.config.experimental.get_device_details(g).get("device_name", "GPU") for g in gpus]
-        return tf.__version__, names
-    if backend == "jax":
-        import jax
-
-        gpus = [d for d in jax.devices() if d.platform == "gpu"]
-        return jax.__version__, [getattr(d, "device_kind", "GPU") for d in gpus]
-    if backend == "torch":
-        import torch
-
-        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        return torch.__version__, [torch.cuda.get_device_name(i) for i in range(count)]
-    raise ValueError(f"no GPU probe for the Keras backend {backend!r}")
+    probes = {module: probe for _, module, probe in FRAMEWORKS}
+    if backend not in probes:
+        raise ValueError(f"no GPU probe for the Keras backend {backend!r}")
+    version, gpus = probes[backend]()
+    return version, [name for _, name in gpus]
 
 
 def keras_device() -> dict:

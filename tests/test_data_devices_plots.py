@@ -102,3 +102,16 @@ def test_show_images_without_label_says_so():
     assert sum(1 for ax in fig.axes if ax.images) == 3
     with pytest.raises(ValueError):
         show_images(x[:0], [], ["a"])
+
+
+def test_a_visible_gpu_is_named_in_the_report_and_the_record(monkeypatch):
+    def one_gpu():
+        return "2.0", [("/physical_device:GPU:0", "NVIDIA H100")]
+
+    monkeypatch.setattr(devices, "FRAMEWORKS", (("TensorFlow", "tensorflow", one_gpu),))
+    text = devices.report()
+    assert "TensorFlow 2.0: 1 GPU(s): /physical_device:GPU:0 (NVIDIA H100)" in text
+    assert devices.NO_GPU not in text
+    assert devices._gpu_names("tensorflow") == ("2.0", ["NVIDIA H100"])
+    with pytest.raises(ValueError, match="no GPU probe"):
+        devices._gpu_names("mlx")
