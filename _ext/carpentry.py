@@ -133,7 +133,7 @@ def has_title_heading(body: str) -> bool:
     return bool(re.search(r"^# ", _FENCE.sub("", body), flags=re.MULTILINE))
 
 
-def _bullets(items: list[str]) -> str:
+def bullets(items: list[str]) -> str:
     return "\n".join(f"- {item}" for item in items)
 
 
@@ -142,14 +142,14 @@ def overview_markdown(meta: dict) -> str:
     return (
         f"# {meta['title']}\n\n"
         f"**Teaching:** {meta['teaching']} min · **Exercises:** {meta['exercises']} min\n\n"
-        f":::{{questions}}\n{_bullets(meta['questions'])}\n:::\n\n"
-        f":::{{objectives}}\n{_bullets(meta['objectives'])}\n:::\n\n"
+        f":::{{questions}}\n{bullets(meta['questions'])}\n:::\n\n"
+        f":::{{objectives}}\n{bullets(meta['objectives'])}\n:::\n\n"
     )
 
 
 def keypoints_markdown(meta: dict) -> str:
     """The keypoints box put at the end of an episode."""
-    return f"\n\n:::{{keypoints}}\n{_bullets(meta['keypoints'])}\n:::\n"
+    return f"\n\n:::{{keypoints}}\n{bullets(meta['keypoints'])}\n:::\n"
 
 
 def schedule_markdown(eps: list[Episode], link_prefix: str = "") -> str:

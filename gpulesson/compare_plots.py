@@ -13,6 +13,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from gpulesson.plots import NO_LABEL, image_grid
+
 # Per-device styles: marker, line style, hatch (so that grey-scale prints still tell them apart).
 _STYLES = (
     {"marker": "o", "linestyle": "-", "hatch": "//", "color": "tab:blue"},
@@ -29,7 +31,7 @@ CORRECT, WRONG = "✓", "✗"
 
 
 def _title(fig, title: str, label: str | None, detail: str | None = None) -> None:
-    parts = [title, label or "data source not given"]
+    parts = [title, label or NO_LABEL]
     text = " | ".join(parts)
     if detail:
         text += "\n" + detail
@@ -213,14 +215,10 @@ def prediction_grid(x, y_true, y_pred, class_names, *, label, n=20, ncols=10):
     under it and a thick red frame, so mistakes are marked by text, not only by colour.
     """
     y_true, y_pred = _class_indices(y_true, "y_true"), _class_indices(y_pred, "y_pred")
-    n = min(n, len(x), len(y_true), len(y_pred))
-    if n < 1:
-        raise ValueError("prediction_grid needs at least one image")
-    ncols = max(1, min(ncols, n))
-    nrows = math.ceil(n / ncols)
-    fig, axes = _subplots(nrows, ncols, figsize=(1.5 * ncols, 1.9 * nrows + 0.6), squeeze=False)
+    fig, axes, n = image_grid(min(len(x), len(y_true), len(y_pred)), n, ncols, cell=(1.5, 1.9),
+                              extra_height=0.6, what="prediction_grid")
     wrong = 0
-    for i, ax in enumerate(axes.flat):
+    for i, ax in enumerate(axes):
         ax.set_xticks([])
         ax.set_yticks([])
         if i >= n:

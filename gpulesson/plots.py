@@ -4,6 +4,26 @@ from __future__ import annotations
 
 import math
 
+from gpulesson.settings import NO_LABEL
+
+
+def image_grid(count, n, ncols, *, cell=(1.4, 1.6), extra_height=0.4, what="show_images"):
+    """A figure with a grid of image axes for the first ``min(n, count)`` images.
+
+    Returns ``(fig, axes, n)``: ``axes`` is flat, one per grid cell (cells past ``n`` are there
+    too, for the caller to switch off), ``n`` the number of images that fit.
+    """
+    import matplotlib.pyplot as plt  # lazy; pyplot picks a headless backend when there is no display
+
+    n = min(n, count)
+    if n < 1:
+        raise ValueError(f"{what} needs at least one image")
+    ncols = max(1, min(ncols, n))
+    nrows = math.ceil(n / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(cell[0] * ncols, cell[1] * nrows + extra_height),
+                             squeeze=False)
+    return fig, list(axes.flat), n
+
 
 def show_images(x, y, class_names, *, n=16, ncols=8, title=None, label=None):
     """A grid of the first ``n`` images of ``x`` with their class names; returns the Figure.
@@ -11,20 +31,13 @@ def show_images(x, y, class_names, *, n=16, ncols=8, title=None, label=None):
     ``label`` (e.g. ``settings.label``) names the data source and always goes into the title,
     so a figure of the synthetic stand-in can never pass for CIFAR-10.
     """
-    import matplotlib.pyplot as plt  # lazy; pyplot picks a headless backend when there is no display
-
-    n = min(n, len(x))
-    if n < 1:
-        raise ValueError("show_images needs at least one image")
-    ncols = max(1, min(ncols, n))
-    nrows = math.ceil(n / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(1.4 * ncols, 1.6 * nrows + 0.4), squeeze=False)
-    for i, ax in enumerate(axes.flat):
+    fig, axes, n = image_grid(len(x), n, ncols)
+    for i, ax in enumerate(axes):
         ax.axis("off")
         if i < n:
             ax.imshow(x[i])
             ax.set_title(str(class_names[int(y[i])]), fontsize=8)
-    parts = [p for p in (title, label or "data source not given") if p]
+    parts = [p for p in (title, label or NO_LABEL) if p]
     fig.suptitle(" | ".join(parts))
     fig.tight_layout()
     return fig

@@ -19,9 +19,9 @@ import platform
 from pathlib import Path
 
 from gpulesson.settings import LABELS
+from gpulesson.settings import NO_LABEL as NO_DATA_LABEL
 
 REQUIRED_KEYS = ("experiment", "device", "date", "backend")
-NO_DATA_LABEL = "data source not given"
 
 
 class ResultsFileError(ValueError):

@@ -34,6 +34,7 @@ LABELS = {
     "cifar10": "CIFAR-10",
     "synthetic": "synthetic stand-in (not CIFAR-10)",
 }
+NO_LABEL = "data source not given"  # for a result whose data source nobody recorded
 
 FULL_N_TRAIN = 50_000
 FULL_N_TEST = 10_000

@@ -22,7 +22,7 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "_ext"))
-from carpentry import EPISODE_DIR, split_front_matter  # noqa: E402
+from carpentry import EPISODE_DIR, bullets, split_front_matter  # noqa: E402
 
 NOTEBOOK_DIR = "notebooks"
 OPEN = re.compile(r"^(?P<fence>:{3,})\{(?P<name>[\w-]+)\}[ \t]*(?P<title>.*)$")
@@ -82,10 +82,6 @@ def plain_markdown(text: str) -> str:
     return ROLE.sub(lambda m: m["text"], result)
 
 
-def _bullets(items: list[str]) -> str:
-    return "\n".join(f"- {item}" for item in items)
-
-
 def build_notebook(episode: Path) -> nbformat.NotebookNode:
     """The learner notebook for one episode, as it should be on disk."""
     text = episode.read_text(encoding="utf-8")
@@ -97,8 +93,8 @@ def build_notebook(episode: Path) -> nbformat.NotebookNode:
             f"*Episode {episode.name.split('-')[0]} of the lesson \"Deep learning on GPUs: CPU vs GPU\". "
             f"Teaching: {meta['teaching']} min, exercises: {meta['exercises']} min. "
             "This notebook is generated from the episode: edit the episode, not the notebook.*\n\n"
-            f"**Questions**\n\n{_bullets(meta['questions'])}\n\n"
-            f"**Objectives**\n\n{_bullets(meta['objectives'])}"
+            f"**Questions**\n\n{bullets(meta['questions'])}\n\n"
+            f"**Objectives**\n\n{bullets(meta['objectives'])}"
         )
     ]
     for cell in source.cells:
@@ -110,7 +106,7 @@ def build_notebook(episode: Path) -> nbformat.NotebookNode:
             cells.append(nbformat.v4.new_code_cell(cell.source))  # no outputs, no execution count
         else:
             cells.append(nbformat.v4.new_raw_cell(cell.source))
-    cells.append(nbformat.v4.new_markdown_cell(f"## Key points\n\n{_bullets(meta['keypoints'])}"))
+    cells.append(nbformat.v4.new_markdown_cell(f"## Key points\n\n{bullets(meta['keypoints'])}"))
     nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata = {
         "kernelspec": dict(source.metadata["kernelspec"]),
