@@ -8,7 +8,7 @@ KERNEL ?= gpulesson
 # Extra pytest arguments, e.g. make test PYTEST_ARGS="-k hdf5 -x"
 PYTEST_ARGS ?=
 
-.PHONY: help site test lab kernel notebooks lock clean distclean
+.PHONY: help site test lab kernel notebooks reference lock clean distclean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12
@@ -29,8 +29,12 @@ site: $(BIN)/.installed  ## build the lesson site into _build/html (no notebook 
 test: $(BIN)/.installed  ## run every test: site, episodes, notebooks (synthetic data, quick mode), helpers
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-notebooks: $(BIN)/.installed  ## regenerate notebooks/*.ipynb from the episodes
+notebooks: $(BIN)/.installed  ## regenerate notebooks/*.ipynb and gpulesson/lesson.py from the episodes
 	$(BIN)/python tools/make_notebooks.py
+
+reference: $(BIN)/.installed  ## record a CPU-vs-GPU run of the CNN in results/ and redraw its figures
+	$(BIN)/python -m gpulesson.reference_run
+	$(BIN)/python fig/02-cpu-vs-gpu/reference.py
 
 kernel: $(BIN)/.installed  ## register this environment as the Jupyter kernel "$(KERNEL)"
 	$(BIN)/python -m ipykernel install --user --name $(KERNEL) --display-name "Python ($(KERNEL))"

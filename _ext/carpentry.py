@@ -5,6 +5,10 @@ Each episode's YAML front matter (the Carpentries schema) is the single source o
   at the top of the episode and the keypoints box at its end, injected when Sphinx reads it;
 - the schedule table on the landing page (directive ``lesson-schedule``).
 
+Measured numbers reach the episodes through placeholders ``{{ ref_... }}``, replaced by
+:func:`fill_results` with values computed from the lesson's results files (``results/``), in
+the site and in the generated notebooks alike: no measurement is typed into an episode.
+
 The functions above ``setup`` are plain Python so that tests and tools can use them too.
 """
 
@@ -167,6 +171,32 @@ def schedule_markdown(eps: list[Episode], link_prefix: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
+RESULT_PLACEHOLDER = re.compile(r"\{\{\s*(ref_\w+)\s*\}\}")
+RESULTS_DIR = "results"
+
+
+class PlaceholderError(ValueError):
+    """An episode names a result placeholder that no results file provides."""
+
+
+def result_values(root: Path) -> dict[str, str]:
+    """The ``ref_*`` values of the lesson's results files under ``root``."""
+    from gpulesson.reference import EXPERIMENT, substitutions
+
+    return substitutions(Path(root) / RESULTS_DIR / f"{EXPERIMENT}.jsonl")
+
+
+def fill_results(text: str, root: Path, values: dict[str, str] | None = None) -> str:
+    """``text`` with every ``{{ ref_... }}`` replaced by its value from the results files."""
+    if not RESULT_PLACEHOLDER.search(text):
+        return text
+    values = result_values(root) if values is None else values
+    unknown = sorted({m[1] for m in RESULT_PLACEHOLDER.finditer(text)} - values.keys())
+    if unknown:
+        raise PlaceholderError(f"unknown result placeholder(s) {', '.join(unknown)}; known: {', '.join(sorted(values))}")
+    return RESULT_PLACEHOLDER.sub(lambda m: values[m[1]], text)
+
+
 # --- Sphinx glue ----------------------------------------------------------------------------
 
 
@@ -191,6 +221,13 @@ def _inject_episode_boxes(app, docname, source):
             "episode has its own '# ' title: the title comes from the front matter", location=docname
         )
     front = text[: len(text) - len(body)]
+    root = Path(app.srcdir)
+    try:
+        body = fill_results(body, root)
+    except PlaceholderError as exc:
+        logging.getLogger(__name__).warning("%s", exc, location=docname)
+    for results_file in sorted((root / RESULTS_DIR).glob("*.jsonl")):
+        app.env.note_dependency(str(results_file))  # new measurements rebuild the page
     source[0] = front + overview_markdown(meta) + body.rstrip("\n") + keypoints_markdown(meta)
 
 

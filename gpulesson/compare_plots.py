@@ -69,7 +69,7 @@ def epoch_times(cpu_seconds, gpu_seconds, *, label, hardware=None):
         ax.set_xticks(range(1, longest + 1))
     ax.set_xlabel("epoch")
     ax.set_ylabel("wall time per epoch (s)")
-    ax.set_ylim(bottom=0)
+    ax.set_ylim(0, 1.2 * max(max(s) for _, s in runs))  # room for the warm-up notes
     ax.grid(alpha=0.3)
     ax.legend(title="device")
     if isinstance(hardware, Mapping):

@@ -50,12 +50,14 @@ def _mismatch(info: Hdf5Info, settings: Settings, seed: int) -> str | None:
 
 
 def prepare(settings: Settings | None = None, *, force: bool = False, out=None, seed: int = 0,
-            progress: bool = True) -> Path:
+            progress: bool = True, arrays=None) -> Path:
     """Make sure the HDF5 file for ``settings`` exists and is valid; returns its path.
 
     An existing file is checked (including its checksum) and reused if it is valid and matches
     the settings; otherwise, or with ``force``, it is (re-)written from :func:`load_arrays`.
-    ``out`` overrides the file name (default ``settings.hdf5_path``). Prints one line per step.
+    ``out`` overrides the file name (default ``settings.hdf5_path``). ``arrays``: what
+    :func:`load_arrays` returned for these settings, if the caller has it already (it is not
+    loaded twice). Prints one line per step.
     """
     settings = settings or get_settings()
     path = Path(out).expanduser() if out is not None else settings.hdf5_path
@@ -71,7 +73,12 @@ def prepare(settings: Settings | None = None, *, force: bool = False, out=None, 
                       f"({info.n_train:,} training / {info.n_test:,} test images).")
                 return path
             print(f"{path} does not match the settings ({why}); re-creating it.")
-    train, test, source, class_names = load_arrays(settings, seed=seed, progress=progress)
+    if arrays is None:
+        arrays = load_arrays(settings, seed=seed, progress=progress)
+    train, test, source, class_names = arrays
+    if source != settings.data:
+        raise ValueError(f"the arrays given are {source}, but the settings ask for {settings.data}: "
+                         "use load_arrays(settings)")
     attrs = {"quick": settings.quick}
     if source == "synthetic":
         attrs["seed"] = seed

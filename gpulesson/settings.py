@@ -8,7 +8,7 @@ laptop, in CI and in a batch job on a cluster:
     CIFAR-10 to the synthetic stand-in: results on the stand-in must never be mistaken for
     CIFAR-10 results, so choosing it is always explicit.
 ``LESSON_QUICK``
-    ``1`` (or true/yes) shrinks the data and the epochs so that each notebook runs in about a minute on two CPU
+    ``1`` (or true/yes) shrinks the data, the epochs and the batch size so that each notebook runs in about a minute on two CPU
     cores (used by the tests); ``0`` (default, or false/no/empty) uses the full sizes.
 ``LESSON_DATA_DIR``
     Where the HDF5 files go. Default ``~/gpulesson-data``: in the home directory, so it shows up
@@ -41,6 +41,7 @@ FULL_N_TEST = 10_000
 QUICK_N_TRAIN = 2_000
 QUICK_N_TEST = 500
 QUICK_EPOCHS = 2  # enough to see learning (and a warm-up epoch apart from the rest), not more
+QUICK_BATCH_SIZE = 64  # small data need small batches: enough steps to learn, a validation batch
 
 _TRUE = {"1", "true", "yes"}
 _FALSE = {"0", "false", "no", ""}
@@ -75,6 +76,12 @@ class Settings:
         if full < 1:
             raise ValueError(f"the number of epochs must be at least 1, not {full}")
         return min(full, QUICK_EPOCHS) if self.quick else full
+
+    def batch_size(self, full: int) -> int:
+        """The batch size to train with: ``full``, or at most QUICK_BATCH_SIZE in quick mode."""
+        if full < 1:
+            raise ValueError(f"the batch size must be at least 1, not {full}")
+        return min(full, QUICK_BATCH_SIZE) if self.quick else full
 
     @property
     def is_synthetic(self) -> bool:

@@ -102,3 +102,12 @@ def test_quick_mode_caps_the_epochs():
     assert full.epochs(10) == 10
     with pytest.raises(ValueError, match="at least 1"):
         full.epochs(0)
+
+
+def test_quick_mode_caps_the_batch_size():
+    quick, full = s.get_settings({"LESSON_QUICK": "1"}), s.get_settings({})
+    assert quick.batch_size(256) == s.QUICK_BATCH_SIZE < 256
+    assert quick.batch_size(16) == 16
+    assert full.batch_size(1024) == 1024
+    with pytest.raises(ValueError, match="at least 1"):
+        full.batch_size(0)

@@ -1,0 +1,41 @@
+"""Draw the reference run's figures from the results file:
+
+    python fig/02-cpu-vs-gpu/reference.py   ->  reference-epoch-times.svg, reference-time-bars.svg
+
+The run is the newest one in results/cnn-cpu-vs-gpu.jsonl with a GPU record (see
+gpulesson.reference.reference_run); record a new one with ``python -m gpulesson.reference_run``.
+A test checks that the committed figures are the ones this script draws from the committed file.
+"""
+
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+matplotlib.rcParams["svg.hashsalt"] = "lesson"  # stable ids: the same records give the same file
+
+from gpulesson import reference  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+FIGURES = ("reference-epoch-times.svg", "reference-time-bars.svg")
+
+
+def draw(results=reference.RESULTS_FILE, folder=HERE) -> list[Path]:
+    import matplotlib.pyplot as plt
+
+    records = reference.reference_run(results)
+    if not records:
+        raise SystemExit(f"{results} holds no run: record one with 'python -m gpulesson.reference_run'")
+    paths = []
+    for fig, name in zip(reference.figures(records), FIGURES):
+        path = Path(folder) / name
+        fig.savefig(path, format="svg", metadata={"Date": None}, bbox_inches="tight")
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+if __name__ == "__main__":
+    for written in draw(*sys.argv[1:2]):
+        print(written)

@@ -1,0 +1,333 @@
+"""How the HDF5 storage layout (chunking, compression) changes file size and batch read speed.
+
+A short measured comparison for the lesson; the benchmark reuses it at full size. The same
+images ``x`` (uint8 ``(N, 32, 32, 3)``) and labels ``y`` are written once per layout in
+:data:`LAYOUTS`, then read back batch by batch as a training generator reads them: contiguous
+slices ``x[start:stop]``, in order or in shuffled batch order.
+
+Why the layout matters: HDF5 stores a chunked dataset as separate blocks (chunks) and
+compresses each chunk on its own. Reading a slice reads, and decompresses, every chunk the
+slice touches, in full. With chunks of whole training batches a batch touches one or two
+chunks. With h5py's guessed chunk shape (``chunks=True``, as many tutorials publish) the
+chunks hold thousands of rows but only a corner of each image: for (50000, 32, 32, 3) uint8
+h5py picks (6250, 4, 4, 1), so one batch of 256 whole images touches 192 chunks, decompresses
+all of them and throws most of the bytes away, and the default chunk cache (1 MiB per dataset)
+is far too small to keep them for the next batch. The effect grows with N: h5py guesses
+fewer rows per chunk for small data, so a quick run shows less of it than the full data set.
+
+No TensorFlow/Keras here: h5py, numpy and (for the figure) matplotlib only.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+from gpulesson.compare_plots import _STYLES, _subplots, _title
+from gpulesson.hdf5 import IMAGE_SHAPE, temp_path
+
+CHUNK_ROWS = 256  # the lesson's training batch size, and so its chunk height
+MB = 1_000_000  # file sizes are reported in MB (10^6 bytes), like `ls -lh --si` and file browsers
+ORDERS = ("sequential", "shuffled")
+
+# name -> h5py ``create_dataset`` keyword arguments. A tuple ``chunks`` means "whole batches":
+# :func:`layout_options` replaces its row count by ``chunk_rows`` (and the rest by the
+# dataset's own shape, so the labels get chunks of the same rows).
+LAYOUTS: dict[str, dict] = {
+    "contiguous": {"chunks": None, "compression": None},
+    "batch chunks": {"chunks": (CHUNK_ROWS, *IMAGE_SHAPE), "compression": None},
+    "batch chunks + lzf": {"chunks": (CHUNK_ROWS, *IMAGE_SHAPE), "compression": "lzf"},
+    "batch chunks + gzip": {"chunks": (CHUNK_ROWS, *IMAGE_SHAPE), "compression": "gzip", "compression_opts": 4},
+    "auto chunks + gzip": {"chunks": True, "compression": "gzip"},
+}
+DESCRIPTIONS: dict[str, str] = {
+    "contiguous": "one block of bytes, no chunks, no compression",
+    "batch chunks": "chunks of whole batches of images, no compression (the lesson's files)",
+    "batch chunks + lzf": "batch chunks compressed with LZF (fast, smaller gain)",
+    "batch chunks + gzip": "batch chunks compressed with gzip level 4 (smaller, slower to unpack)",
+    "auto chunks + gzip": "h5py's guessed chunk shape + gzip, as many tutorials do: chunks cut across images",
+}
+_EXTRA_STYLES = ({"hatch": "--", "color": "tab:red"}, {"hatch": "oo", "color": "tab:brown"},
+                 {"hatch": "++", "color": "tab:gray"})
+_BAR_STYLES = tuple({"hatch": s["hatch"], "color": s["color"]} for s in _STYLES) + _EXTRA_STYLES
+
+
+def _check_layout(layout: str) -> None:
+    if layout not in LAYOUTS:
+        known = ", ".join(repr(name) for name in LAYOUTS)
+        raise ValueError(f"unknown layout {layout!r}: choose one of {known}")
+
+
+def layout_options(layout: str, shape=None, *, chunk_rows: int = CHUNK_ROWS) -> dict:
+    """The ``create_dataset`` keyword arguments of ``layout`` for a dataset of ``shape``.
+
+    Batch-aligned chunks hold ``chunk_rows`` rows (the training batch size, so that a batch
+    reads whole chunks), or all rows when there are fewer. ``shape`` defaults to one image.
+    """
+    _check_layout(layout)
+    if int(chunk_rows) != chunk_rows or chunk_rows < 1:
+        raise ValueError(f"chunk_rows must be a whole number >= 1, not {chunk_rows!r}")
+    options = dict(LAYOUTS[layout])
+    if isinstance(options.get("chunks"), tuple):
+        shape = (int(chunk_rows), *IMAGE_SHAPE) if shape is None else tuple(shape)
+        options["chunks"] = (min(int(chunk_rows), shape[0]), *shape[1:])
+    return options
+
+
+def layout_path(directory, layout: str) -> Path:
+    """The file :func:`compare_layouts` writes ``layout`` to, e.g. ``layout-batch-chunks-lzf.h5``."""
+    _check_layout(layout)
+    slug = re.sub(r"[^a-z0-9]+", "-", layout.lower()).strip("-")
+    return Path(directory).expanduser() / f"layout-{slug}.h5"
+
+
+def write_layout(path, x, y, layout: str, *, chunk_rows: int = CHUNK_ROWS) -> Path:
+    """Write datasets ``x`` and ``y`` to ``path`` with ``layout``, atomically; returns the path.
+
+    Like :func:`gpulesson.hdf5.write_hdf5`, the file is written to a temporary name and renamed
+    when complete, so an interrupted write never leaves a half-written file. Each array is
+    written in one call, so HDF5 fills (and compresses) every chunk once, whatever its shape.
+    """
+    import h5py
+
+    _check_layout(layout)
+    x, y = np.asarray(x), np.asarray(y)
+    if x.ndim < 2 or y.ndim != 1 or len(x) != len(y) or len(x) == 0:
+        raise ValueError(f"x and y need the same number (> 0) of rows, not {x.shape} and {y.shape}")
+    options = {name: layout_options(layout, a.shape, chunk_rows=chunk_rows) for name, a in (("x", x), ("y", y))}
+    path = Path(path).expanduser()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_path(path)
+    try:
+        with h5py.File(tmp, "w") as f:
+            f.attrs["layout"] = layout
+            for name, array in (("x", x), ("y", y)):
+                f.create_dataset(name, data=array, **options[name])
+        os.replace(tmp, path)
+    except BaseException:  # including KeyboardInterrupt: never leave a half-written file
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def batch_slices(n: int, batch_size: int, *, order: str = "sequential", seed: int = 0):
+    """The ``(start, stop)`` row ranges of one pass over ``n`` rows, the last one maybe shorter.
+
+    "shuffled" shuffles the order of the batches (seeded), not the rows inside them: every
+    batch is still a contiguous slice, as a generator reading an HDF5 file takes them.
+    """
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {', '.join(ORDERS)}, not {order!r}")
+    if int(batch_size) != batch_size or batch_size < 1:
+        raise ValueError(f"batch_size must be a whole number >= 1, not {batch_size!r}")
+    starts = np.arange(0, int(n), int(batch_size))
+    if order == "shuffled":
+        np.random.default_rng(seed).shuffle(starts)
+    return [(int(start), min(int(start) + int(batch_size), int(n))) for start in starts]
+
+
+def read_batches(path, batch_size: int, *, order: str = "sequential", seed: int = 0,
+                 limit: int | None = None) -> tuple[float, int]:
+    """Read ``x`` and ``y`` of ``path`` batch by batch; returns ``(seconds, images_read)``.
+
+    One pass over the first ``limit`` images (default: all), in :func:`batch_slices` order. The
+    file is opened once; the clock (``time.perf_counter``) runs over the batch reads only, as
+    they happen in every training epoch.
+    """
+    import h5py
+
+    with h5py.File(Path(path).expanduser(), "r") as f:
+        x, y = f["x"], f["y"]
+        if len(x) != len(y):
+            raise ValueError(f"{path}: x has {len(x)} rows but y has {len(y)}")
+        n = len(x) if limit is None else min(int(limit), len(x))
+        slices = batch_slices(n, batch_size, order=order, seed=seed)
+        count = 0
+        start_time = time.perf_counter()
+        for start, stop in slices:
+            images, _labels = x[start:stop], y[start:stop]
+            count += len(images)
+        seconds = time.perf_counter() - start_time
+    return seconds, count
+
+
+def _chunks(dataset):
+    return None if dataset.chunks is None else [int(c) for c in dataset.chunks]
+
+
+def compare_layouts(x, y, directory, *, batch_size: int = CHUNK_ROWS, layouts=None, repeats: int = 3,
+                    order: str = "shuffled", chunk_rows: int | None = None, keep: bool = False,
+                    progress: bool = True) -> list[dict]:
+    """Write ``x, y`` in every layout and time reading them; one JSON-ready dict per layout.
+
+    Each row gives the chunk shape h5py really used, the file size, the write time and the
+    read time of one pass in ``batch_size`` batches: median, min and max of ``repeats``
+    passes, and images/s from the median. Files go to ``directory`` (:func:`layout_path`) and
+    are deleted afterwards unless ``keep``. Batch chunks hold ``chunk_rows`` rows (default:
+    ``batch_size``).
+
+    What this measures: the file was just written, so the operating system's page cache
+    holds it and reads come from RAM. The times are HDF5's own work (finding chunks,
+    decompressing, copying), the best case for the filesystem. On a shared cluster
+    filesystem, read from disk or network, uncompressed files cost more I/O and compressed
+    ones less, so compression can do better there than here.
+    """
+    import h5py
+    from tqdm.auto import tqdm
+
+    layouts = list(LAYOUTS if layouts is None else layouts)
+    for layout in layouts:
+        _check_layout(layout)
+    if int(repeats) != repeats or repeats < 1:
+        raise ValueError(f"repeats must be a whole number >= 1, not {repeats!r}")
+    batch_slices(0, batch_size, order=order)  # check batch_size and order before any work
+    chunk_rows = batch_size if chunk_rows is None else chunk_rows
+    rows = []
+    for layout in tqdm(layouts, desc="Comparing layouts", unit="layout", disable=not progress):
+        path = layout_path(directory, layout)
+        try:
+            start = time.perf_counter()
+            write_layout(path, x, y, layout, chunk_rows=chunk_rows)
+            write_seconds = time.perf_counter() - start
+            with h5py.File(path, "r") as f:
+                dataset = f["x"]
+                chunks, compression, level = _chunks(dataset), dataset.compression, dataset.compression_opts
+                n_images = len(dataset)
+            size = path.stat().st_size
+            times = []
+            for repeat in range(int(repeats)):  # the same batch orders for every layout
+                seconds, count = read_batches(path, batch_size, order=order, seed=repeat)
+                if count != n_images:
+                    raise RuntimeError(f"{path}: read {count} images of {n_images}")
+                times.append(seconds)
+        finally:
+            if not keep:
+                path.unlink(missing_ok=True)
+        median = statistics.median(times)
+        rows.append({
+            "layout": layout,
+            "description": DESCRIPTIONS[layout],
+            "chunks": chunks,
+            "compression": compression,
+            "compression_opts": level if level is None else int(level),
+            "file_bytes": int(size),
+            "file_mb": size / MB,
+            "write_seconds": write_seconds,
+            "read_seconds_median": median,
+            "read_seconds_min": min(times),
+            "read_seconds_max": max(times),
+            "images_per_second": n_images / median if median > 0 else None,
+            "batch_size": int(batch_size),
+            "n_images": int(n_images),
+            "order": order,
+            "repeats": int(repeats),
+            "path": str(path) if keep else None,
+        })
+    return rows
+
+
+def _chunk_text(chunks) -> str:
+    return "contiguous" if chunks is None else "(" + ", ".join(str(c) for c in chunks) + ")"
+
+
+def _compression_text(row) -> str:
+    if not row.get("compression"):
+        return "none"
+    level = row.get("compression_opts")
+    return row["compression"] if level is None else f"{row['compression']} {level}"
+
+
+def _fastest(rows) -> float:
+    return max((r.get("images_per_second") or 0.0) for r in rows)
+
+
+def _slower_text(rate, fastest) -> str:
+    if not rate or not fastest:
+        return ""
+    ratio = fastest / rate
+    return "fastest" if ratio < 1.05 else f"{ratio:.1f}× slower"
+
+
+def layout_table(rows) -> str:
+    """The rows of :func:`compare_layouts` as a plain-text table with aligned columns."""
+    rows = list(rows)
+    if not rows:
+        raise ValueError("layout_table needs at least one row")
+    fastest = _fastest(rows)
+    header = ("layout", "chunk shape", "compression", "file MB", "read images/s", "vs fastest")
+    body = [
+        (
+            str(r["layout"]),
+            _chunk_text(r.get("chunks")),
+            _compression_text(r),
+            f"{r['file_mb']:.1f}",
+            f"{r['images_per_second']:,.0f}" if r.get("images_per_second") else "n/a",
+            _slower_text(r.get("images_per_second"), fastest),
+        )
+        for r in rows
+    ]
+    widths = [max(len(line[i]) for line in (header, *body)) for i in range(len(header))]
+    right = {3, 4}  # numbers are right-aligned
+
+    def line(cells):
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, body)])
+
+
+def _short_number(value, _position=None) -> str:
+    for limit, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= limit:
+            return f"{value / limit:g}{suffix}"
+    return f"{value:g}"
+
+
+def layout_bars(rows, *, label):
+    """File size and read throughput per layout, as two panels of horizontal bars.
+
+    Every bar has its value written on it and its own hatch, and the layouts are named on the
+    axis, so the figure reads the same without colour. ``label`` names the data.
+    """
+    from matplotlib.ticker import MaxNLocator
+
+    rows = list(rows)
+    if not rows:
+        raise ValueError("layout_bars needs at least one row")
+    fastest = _fastest(rows)
+    positions = np.arange(len(rows))
+    fig, axes = _subplots(1, 2, figsize=(12, 1.0 + 0.6 * len(rows) + 1.2), sharey=True)
+    panels = (
+        (axes[0], "file_mb", "file size (MB)", lambda r: f"{r['file_mb']:.3g} MB"),
+        (axes[1], "images_per_second", "read throughput (images/s, higher is faster)",
+         lambda r: ", ".join(filter(None, (f"{r['images_per_second'] or 0:,.0f} images/s",
+                                           _slower_text(r["images_per_second"], fastest))))),
+    )
+    for ax, key, xlabel, text in panels:
+        bars = ax.barh(positions, [r.get(key) or 0.0 for r in rows], edgecolor="black")
+        for i, (bar, row) in enumerate(zip(bars, rows)):
+            style = _BAR_STYLES[i % len(_BAR_STYLES)]
+            bar.set_facecolor(style["color"])
+            bar.set_hatch(style["hatch"])
+            ax.annotate(text(row), (bar.get_width(), bar.get_y() + bar.get_height() / 2), xytext=(3, 0),
+                        textcoords="offset points", ha="left", va="center", fontsize=8)
+        ax.set_xlabel(xlabel)
+        ax.xaxis.set_major_formatter(_short_number)  # 1.5M, not an "1e6" offset
+        ax.xaxis.set_major_locator(MaxNLocator(5, steps=[1, 2, 5, 10]))
+        ax.set_xlim(left=0)
+        ax.margins(x=0.45)
+        ax.grid(axis="x", alpha=0.3)
+    axes[0].set_yticks(positions, [str(r["layout"]) for r in rows])
+    axes[0].invert_yaxis()  # first layout on top (the axes share y)
+    first = rows[0]
+    detail = (f"batch size {first.get('batch_size')}, {first.get('n_images', 0):,} images, "
+              f"{first.get('order')} batch order; median of {first.get('repeats')} reads, "
+              "file in the page cache")
+    _title(fig, "HDF5 layout: file size and batch read speed", label, detail)
+    fig.tight_layout()
+    return fig

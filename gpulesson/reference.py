@@ -1,0 +1,212 @@
+"""The CNN's CPU-vs-GPU measurements: run records, the lesson's reference run, the comparison.
+
+One training run (the notebook of the episode "Training a CNN on the CPU and on the GPU", or
+``python -m gpulesson.reference_run``) gives one record per device, all with the same
+``run_id``. The lesson's *reference* result is the newest run in :data:`RESULTS_FILE` that has
+a GPU record (else the newest run): the figures and the numbers the episode shows are drawn
+from it by code, never typed in.
+
+A run is what :func:`gpulesson.lesson.train_on` returns: a dict with ``device`` ("cpu:0",
+"gpu:0"), ``timing`` (:meth:`gpulesson.timing.EpochTimer.summary`), ``evaluation_seconds``,
+``test_loss``, ``test_accuracy``, ``start_weights`` (fingerprint), ``history`` and ``model``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import secrets
+from pathlib import Path
+
+from gpulesson.results import data_label, make_record, read_records
+
+EXPERIMENT = "cnn-cpu-vs-gpu"
+RESULTS_FILE = Path(__file__).resolve().parents[1] / "results" / f"{EXPERIMENT}.jsonl"
+FULL_EPOCHS = 30  # "what would full training cost?" is answered for this many epochs
+NOT_RECORDED = "not recorded yet"
+
+
+def new_run_id() -> str:
+    """A run id that sorts by time: ``20261121T101500Z-3fa9c2``."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    return f"{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+
+
+def is_gpu(record: dict) -> bool:
+    return record.get("device_kind") == "gpu"
+
+
+def run_record(run: dict, *, data: str, run_id: str, batch_size: int, n_train: int,
+               n_validation: int, n_test: int, source: str = "notebook") -> dict:
+    """The results-file record of one device's run (see the module docstring for ``run``).
+
+    ``device`` is the GPU's name as the framework reports it for a GPU run, and ``"CPU"`` for
+    a CPU run (also on a machine that has a GPU). ``mean_epoch_seconds`` is the mean of the
+    epochs after the first (the first alone when only one ran); ``total_seconds`` adds the
+    evaluation to the training time.
+    """
+    timing = dict(run["timing"])
+    kind = "gpu" if str(run["device"]).lower().startswith(("gpu", "cuda")) else "cpu"
+    mean = timing["steady_mean_epoch_seconds"] or timing["first_epoch_seconds"]
+    training = timing.pop("total_seconds")
+    fields = {
+        "run_id": run_id,
+        "source": source,
+        "device_kind": kind,
+        "keras_device": run["device"],
+        "batch_size": batch_size,
+        "n_train": n_train,
+        "n_validation": n_validation,
+        "n_test": n_test,
+        **timing,
+        "mean_epoch_seconds": mean,
+        "training_seconds": training,
+        "evaluation_seconds": run["evaluation_seconds"],
+        "total_seconds": training + run["evaluation_seconds"],
+        "test_loss": run["test_loss"],
+        "test_accuracy": run["test_accuracy"],
+        "start_weights": run["start_weights"],
+        "history": {key: [float(v) for v in values] for key, values in run["history"].items()},
+    }
+    if kind == "cpu":
+        fields["device"] = "CPU"
+    return make_record(EXPERIMENT, data=data, **fields)
+
+
+def runs(records) -> dict[str, list[dict]]:
+    """Records grouped by ``run_id``, in file order; within a run the CPU record comes first."""
+    grouped: dict[str, list[dict]] = {}
+    for record in records:
+        if record.get("experiment") == EXPERIMENT and record.get("run_id"):
+            grouped.setdefault(record["run_id"], []).append(record)
+    return {run_id: sorted(group, key=is_gpu) for run_id, group in grouped.items()}
+
+
+def reference_run(path=RESULTS_FILE) -> list[dict]:
+    """The records of the reference run: the newest with a GPU record, else the newest.
+
+    An empty list when the file has no run yet (or does not exist).
+    """
+    path = Path(path)
+    if not path.is_file():
+        return []
+    grouped = list(runs(read_records(path)).values())
+    with_gpu = [group for group in grouped if any(is_gpu(r) for r in group)]
+    return (with_gpu or grouped or [[]])[-1]
+
+
+def _pick(records, gpu: bool) -> dict | None:
+    return next((r for r in records if is_gpu(r) == gpu), None)
+
+
+def speedup(records) -> float | None:
+    """How many times shorter the GPU's mean epoch is than the CPU's (None without both)."""
+    cpu, gpu = _pick(records, False), _pick(records, True)
+    if not cpu or not gpu or not gpu.get("mean_epoch_seconds"):
+        return None
+    return cpu["mean_epoch_seconds"] / gpu["mean_epoch_seconds"]
+
+
+def hardware(records) -> dict[str, str]:
+    """``{"CPU": "<model>, <n> cores", "GPU": "<name>"}`` of the records' devices."""
+    result = {}
+    for record in records:
+        if is_gpu(record):
+            result["GPU"] = record["device"]
+        else:
+            result["CPU"] = f"{record.get('cpu_model', 'CPU')}, {record.get('cores_usable', '?')} cores"
+    return result
+
+
+def duration(seconds: float) -> str:
+    """Seconds as a short text: '0.84 s', '12.3 s', '4.5 min', '2.1 h'."""
+    if seconds < 1:
+        return f"{seconds:.2f} s"
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def full_training_seconds(record: dict, epochs: int = FULL_EPOCHS, n_train: int = 50_000) -> float:
+    """What ``epochs`` epochs on ``n_train`` images would take, scaled from the mean epoch.
+
+    Time per epoch grows in proportion to the images in it, so a run on fewer images (quick
+    mode) still gives an estimate; the first epoch's extra warm-up is added once.
+    """
+    scale = n_train / record["n_train"]
+    warm_up = max(0.0, record["first_epoch_seconds"] - record["mean_epoch_seconds"])
+    return warm_up + epochs * record["mean_epoch_seconds"] * scale
+
+
+def describe(records, *, full_epochs: int = FULL_EPOCHS, full_n_train: int | None = None) -> str:
+    """The comparison in words: each device's epoch times, the speed-up, the cost of full training."""
+    if not records:
+        return "No run recorded."
+    lines = [f"Data: {data_label(records)}; {records[0]['n_train']:,} training images per epoch, "
+             f"batch size {records[0]['batch_size']}, backend {records[0]['backend']}."]
+    names = hardware(records)
+    for record in records:
+        kind = "GPU" if is_gpu(record) else "CPU"
+        rate = record.get("images_per_second")
+        lines.append(
+            f"{kind} ({names[kind]}): first epoch {duration(record['first_epoch_seconds'])} (warm-up), "
+            f"then {duration(record['mean_epoch_seconds'])} per epoch"
+            + (f" ({rate:,.0f} images/s)" if rate else "")
+            + f"; evaluation {duration(record['evaluation_seconds'])}; "
+            f"test accuracy {record['test_accuracy']:.3f}."
+        )
+    ratio = speedup(records)
+    if ratio is not None:
+        lines.append(f"Speed-up of the GPU over the CPU: {ratio:.1f}x per epoch (epochs after the first).")
+    n_full = full_n_train or records[0]["n_train"]
+    costs = " and ".join(
+        f"{duration(full_training_seconds(r, full_epochs, n_full))} on the {'GPU' if is_gpu(r) else 'CPU'}"
+        for r in records
+    )
+    lines.append(f"Training {full_epochs} epochs of {n_full:,} images would take about {costs}.")
+    return "\n".join(lines)
+
+
+def figures(records):
+    """The epoch-time plot and the time bar chart of one run's records: ``(fig, fig)``."""
+    from gpulesson import compare_plots
+
+    if not records:
+        raise ValueError("no records to plot: run the training first, or record a reference run")
+    label = data_label(records)
+    cpu, gpu = _pick(records, False), _pick(records, True)
+    names = hardware(records)
+    for kind, record in (("CPU", cpu), ("GPU", gpu)):
+        names.setdefault(kind, NOT_RECORDED)
+    epochs = compare_plots.epoch_times(cpu["epoch_seconds"] if cpu else None,
+                                       gpu["epoch_seconds"] if gpu else None,
+                                       label=label, hardware=names)
+    rows = [{**r, "device": "GPU" if is_gpu(r) else "CPU"} for r in records]
+    return epochs, compare_plots.time_bars(rows, label=label)
+
+
+def substitutions(path=RESULTS_FILE) -> dict[str, str]:
+    """Text snippets of the reference run for the episode pages (MyST substitutions ``ref_*``)."""
+    records = reference_run(path)
+    cpu, gpu = _pick(records, False), _pick(records, True)
+    ratio = speedup(records)
+    values = {
+        "ref_run": records[0]["run_id"] if records else NOT_RECORDED,
+        "ref_date": records[0]["date"][:10] if records else NOT_RECORDED,
+        "ref_backend": f"{records[0]['backend']} {records[0]['versions'].get(records[0]['backend'], '')}".strip()
+        if records else NOT_RECORDED,
+        "ref_data": data_label(records) if records else NOT_RECORDED,
+        "ref_n_train": f"{records[0]['n_train']:,}" if records else NOT_RECORDED,
+        "ref_batch_size": str(records[0]["batch_size"]) if records else NOT_RECORDED,
+        "ref_cpu": hardware([cpu])["CPU"] if cpu else NOT_RECORDED,
+        "ref_gpu": gpu["device"] if gpu else NOT_RECORDED,
+        "ref_speedup": f"{ratio:.1f}x" if ratio else NOT_RECORDED,
+    }
+    for name, record in (("cpu", cpu), ("gpu", gpu)):
+        values[f"ref_{name}_first_epoch"] = duration(record["first_epoch_seconds"]) if record else NOT_RECORDED
+        values[f"ref_{name}_epoch"] = duration(record["mean_epoch_seconds"]) if record else NOT_RECORDED
+        values[f"ref_{name}_full"] = (duration(full_training_seconds(record, FULL_EPOCHS, record["n_train"]))
+                                      if record else NOT_RECORDED)
+        values[f"ref_{name}_accuracy"] = f"{record['test_accuracy']:.3f}" if record else NOT_RECORDED
+    return values

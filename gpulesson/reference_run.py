@@ -1,0 +1,87 @@
+"""Record a CPU-vs-GPU run of the lesson's CNN, with the episode's own code, in a results file.
+
+    LESSON_DATA=synthetic python -m gpulesson.reference_run            # CPU, then GPU if visible
+    python -m gpulesson.reference_run --devices gpu --epochs 5 --out my-runs.jsonl
+
+It runs what the notebook of the episode "Training a CNN on the CPU and on the GPU" runs (the
+generator, model and training function come from :mod:`gpulesson.lesson`, which is generated
+from that episode): same data split, same initial weights on every device, per-epoch times,
+evaluation. Each device's run is appended as one record (sharing a ``run_id``) to ``--out``,
+by default the lesson's reference results file, from which the episode's reference figures
+and numbers are drawn. The data come from the settings (``LESSON_DATA``, ``LESSON_QUICK``,
+``LESSON_DATA_DIR``), as in the notebooks. Any Keras backend works (``KERAS_BACKEND``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from gpulesson.reference import RESULTS_FILE, describe, new_run_id, run_record
+
+DEVICES = {"cpu": "cpu:0", "gpu": "gpu:0"}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--devices", nargs="+", choices=sorted(DEVICES), default=None,
+                        help="devices to train on, in this order (default: cpu, then gpu if one is visible)")
+    parser.add_argument("--epochs", type=int, default=3, help="epochs per device (default 3; quick mode: at most 2)")
+    parser.add_argument("--batch-size", type=int, default=256, help="images per batch (default 256; quick mode: at most 64)")
+    parser.add_argument("--out", type=Path, default=RESULTS_FILE,
+                        help=f"results file to append to (default {RESULTS_FILE})")
+    parser.add_argument("--seed", type=int, default=42, help="random seed of the initial weights")
+    return parser
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    from gpulesson.data import prepare
+    from gpulesson.devices import keras_device
+    from gpulesson.hdf5 import validate_hdf5
+    from gpulesson.results import append_record
+    from gpulesson.settings import get_settings
+
+    settings = get_settings()
+    gpus = keras_device()["gpu_count"]
+    devices = args.devices or (["cpu", "gpu"] if gpus else ["cpu"])
+    if "gpu" in devices and not gpus:
+        print("No GPU is visible to Keras: run with --devices cpu, or on a machine with a GPU.", file=sys.stderr)
+        return 2
+    if args.devices is None and not gpus:
+        print("No GPU visible: recording the CPU run only.")
+
+    import keras
+
+    from gpulesson import lesson
+
+    print(settings.describe())
+    path = prepare(settings)
+    info = validate_hdf5(path)
+    batch_size = settings.batch_size(args.batch_size)
+    n_validation = info.n_train // 10
+    n_train = info.n_train - n_validation
+    train = lesson.HDF5Batches(path, "train", batch_size, stop=n_train, shuffle=True, seed=1)
+    validation = lesson.HDF5Batches(path, "train", batch_size, start=n_train)
+    test = lesson.HDF5Batches(path, "test", batch_size)
+    keras.utils.set_random_seed(args.seed)
+    initial_weights = lesson.build_cnn().get_weights()
+    epochs = settings.epochs(args.epochs)
+
+    run_id, records = new_run_id(), []
+    for name in devices:
+        print(f"Training on {DEVICES[name]} for {epochs} epochs ...", flush=True)
+        run = lesson.train_on(DEVICES[name], initial_weights, train, validation, test, epochs, verbose=2)
+        record = run_record(run, data=settings.data, run_id=run_id, batch_size=batch_size,
+                            n_train=n_train, n_validation=n_validation, n_test=info.n_test,
+                            source="gpulesson.reference_run")
+        append_record(args.out, record)
+        records.append(record)
+    print(describe(records))
+    print(f"Appended {len(records)} record(s) of run {run_id} to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,130 @@
+"""The episode's model and training function (gpulesson/lesson.py), its reference runs, other backends."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from importlib.util import find_spec
+
+import keras
+import numpy as np
+import pytest
+from conftest import ROOT
+
+from gpulesson import lesson, reference
+from gpulesson.data import prepare
+from gpulesson.results import read_records, validate_record
+from gpulesson.settings import get_settings
+
+
+@pytest.fixture(scope="module")
+def quick():
+    """The quick synthetic data split as the episode splits it, and initial weights."""
+    settings = get_settings()
+    assert settings.quick and settings.is_synthetic, "tests run on the quick synthetic stand-in"
+    path = prepare(settings, progress=False)
+    batch = settings.batch_size(256)
+    n_validation = settings.n_train // 10
+    n_train = settings.n_train - n_validation
+    data = (lesson.HDF5Batches(path, "train", batch, stop=n_train, shuffle=True, seed=1),
+            lesson.HDF5Batches(path, "train", batch, start=n_train),
+            lesson.HDF5Batches(path, "test", batch))
+    keras.utils.set_random_seed(42)
+    return data, lesson.build_cnn().get_weights()
+
+
+def test_the_cnn_has_the_episode_architecture():
+    model = lesson.build_cnn()
+    assert model.count_params() == 787_530  # the number the episode explains
+    kinds = [type(layer).__name__ for layer in model.layers]
+    assert kinds == ["Conv2D", "MaxPooling2D"] * 4 + ["Flatten", "Dense", "Dropout", "Dense", "Dropout", "Dense"]
+    assert [layer.filters for layer in model.layers if hasattr(layer, "filters")] == [32, 64, 128, 256]
+    assert [layer.units for layer in model.layers if hasattr(layer, "units")] == [256, 512, 10]
+    assert model.output_shape == (None, 10)
+
+
+def test_runs_start_from_the_same_weights_and_learn(quick):
+    (train, validation, test), initial = quick
+    before = [w.copy() for w in initial]
+    fingerprint = lesson.weights_fingerprint(initial)
+    first = lesson.train_on("cpu:0", initial, train, validation, test, epochs=2, verbose=0)
+    # The second run (the GPU's, in the episode) must not start from the first run's trained weights.
+    second = lesson.train_on("cpu:0", initial, train, validation, test, epochs=1, verbose=0)
+    assert first["start_weights"] == second["start_weights"] == fingerprint
+    assert all(np.array_equal(a, b) for a, b in zip(before, initial)), "training changed the initial weights"
+    assert lesson.weights_fingerprint(first["model"].get_weights()) != fingerprint  # it trained
+    assert len(first["timing"]["epoch_seconds"]) == 2 and len(second["timing"]["epoch_seconds"]) == 1
+    assert first["test_accuracy"] >= 0.3, "quick training must reach well above chance (0.1)"
+    assert first["evaluation_seconds"] > 0 and set(first["history"]) >= {"loss", "accuracy", "val_loss"}
+
+
+def test_fingerprint_tells_weights_apart():
+    weights = [np.zeros((2, 2), np.float32), np.ones(3, np.float32)]
+    changed = [weights[0], weights[1].copy()]
+    changed[1][0] = 2
+    assert lesson.weights_fingerprint(weights) == lesson.weights_fingerprint([w.copy() for w in weights])
+    assert lesson.weights_fingerprint(weights) != lesson.weights_fingerprint(changed)
+
+
+def test_reference_run_records_well_formed_runs(tmp_path):
+    out = tmp_path / "runs.jsonl"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    result = subprocess.run([sys.executable, "-m", "gpulesson.reference_run", "--out", str(out), "--epochs", "2"],
+                            capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "No GPU visible: recording the CPU run only." in result.stdout
+    (record,) = read_records(out)
+    validate_record(record)
+    assert record["experiment"] == reference.EXPERIMENT and record["device"] == "CPU"
+    assert record["data"] == "synthetic" and "not CIFAR-10" in record["data_label"]
+    assert len(record["epoch_seconds"]) == 2 and record["batch_size"] == 64
+    assert record["test_accuracy"] > 0.2 and len(record["history"]["loss"]) == 2
+    assert "Speed-up" not in result.stdout  # no GPU, no speed-up claimed
+
+    refused = subprocess.run([sys.executable, "-m", "gpulesson.reference_run", "--devices", "gpu",
+                              "--out", str(out)], capture_output=True, text=True, env=env, timeout=300)
+    assert refused.returncode == 2 and "No GPU is visible" in refused.stderr
+    assert len(read_records(out)) == 1  # nothing recorded for a refused run
+
+
+OTHER_BACKEND = textwrap.dedent("""
+    import json, keras, numpy as np
+    from gpulesson import lesson
+    from gpulesson.data import prepare
+    from gpulesson.settings import get_settings
+    path = prepare(get_settings(), progress=False)
+    train = lesson.HDF5Batches(path, "train", 64, stop=1800, shuffle=True, workers=2)
+    validation = lesson.HDF5Batches(path, "train", 64, start=1800)
+    test = lesson.HDF5Batches(path, "test", 64)
+    keras.utils.set_random_seed(42)
+    run = lesson.train_on("cpu:0", lesson.build_cnn().get_weights(), train, validation, test, 2, verbose=0)
+    print(json.dumps({"backend": keras.backend.backend(), "accuracy": float(run["test_accuracy"]),
+                      "params": run["model"].count_params(), "epochs": len(run["timing"]["epoch_seconds"])}))
+""")
+
+
+@pytest.mark.skipif(find_spec("jax") is None, reason="JAX is not installed (requirements/backends.txt)")
+def test_generator_and_model_train_on_the_jax_backend():
+    env = {**os.environ, "KERAS_BACKEND": "jax"}
+    result = subprocess.run([sys.executable, "-c", OTHER_BACKEND], capture_output=True, text=True, env=env,
+                            timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["backend"] == "jax" and summary["params"] == 787_530 and summary["epochs"] == 2
+    assert summary["accuracy"] >= 0.3
+
+
+@pytest.mark.skipif(find_spec("jax") is None, reason="JAX is not installed (requirements/backends.txt)")
+def test_the_episode_notebook_runs_unchanged_on_jax(monkeypatch):
+    import nbformat
+    from nbclient import NotebookClient
+
+    notebook = nbformat.read(ROOT / "notebooks" / "02-cpu-vs-gpu.ipynb", as_version=4)
+    monkeypatch.setenv("KERAS_BACKEND", "jax")  # the kernel inherits it
+    NotebookClient(notebook, timeout=600, kernel_name="python3",
+                   resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
+    text = "\n".join(output.get("text", "") for cell in notebook.cells if cell.cell_type == "code"
+                     for output in cell.get("outputs", []))
+    assert "backend jax" in text and "SKIPPED: no GPU is visible" in text
+    assert "same predictions after loading: True" in text

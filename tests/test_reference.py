@@ -1,0 +1,121 @@
+"""Run records of the CNN comparison, the reference run, its figures, and the numbers in the episodes."""
+
+import importlib.util
+
+import pytest
+from carpentry import EPISODE_DIR, PlaceholderError, fill_results
+from conftest import ROOT
+
+from gpulesson import reference
+from gpulesson.results import append_record, validate_record
+
+FIG = ROOT / "fig" / "02-cpu-vs-gpu"
+
+
+def fake_run(device, epochs=(5.0, 2.0, 2.0), evaluation=0.5, accuracy=0.6):
+    timing = {"epochs": len(epochs), "epoch_seconds": list(epochs), "first_epoch_seconds": epochs[0],
+              "steady_mean_epoch_seconds": sum(epochs[1:]) / (len(epochs) - 1) if len(epochs) > 1 else None,
+              "steady_median_epoch_seconds": None, "total_seconds": sum(epochs),
+              "images_per_second": 900 / epochs[-1]}
+    return {"device": device, "timing": timing, "evaluation_seconds": evaluation, "test_loss": 1.0,
+            "test_accuracy": accuracy, "start_weights": "abc", "history": {"loss": [2.0, 1.5, 1.2]}}
+
+
+def record(device, run_id, **kwargs):
+    return reference.run_record(fake_run(device, **kwargs), data="synthetic", run_id=run_id, batch_size=256,
+                                n_train=900, n_validation=100, n_test=200)
+
+
+def test_run_record_fields():
+    cpu, gpu = record("cpu:0", "r1"), record("gpu:0", "r1", epochs=(3.0, 0.2, 0.2))
+    for r in (cpu, gpu):
+        validate_record(r)
+    assert cpu["device"] == "CPU" and cpu["device_kind"] == "cpu" and gpu["device_kind"] == "gpu"
+    assert cpu["mean_epoch_seconds"] == 2.0  # the warm-up epoch is left out
+    assert cpu["training_seconds"] == 9.0 and cpu["total_seconds"] == 9.5
+    assert reference.speedup([cpu, gpu]) == pytest.approx(10.0)
+    assert reference.speedup([cpu]) is None
+    one_epoch = record("cpu:0", "r2", epochs=(4.0,))
+    assert one_epoch["mean_epoch_seconds"] == 4.0
+
+
+def test_reference_run_prefers_the_newest_run_with_a_gpu(tmp_path):
+    path = tmp_path / "runs.jsonl"
+    assert reference.reference_run(path) == []
+    for r in (record("cpu:0", "a"), record("cpu:0", "b"), record("gpu:0", "b", epochs=(3.0, 0.5, 0.5)),
+              record("cpu:0", "c")):
+        append_record(path, r)
+    chosen = reference.reference_run(path)
+    assert [r["run_id"] for r in chosen] == ["b", "b"] and chosen[1]["device_kind"] == "gpu"
+    only_cpu = tmp_path / "cpu.jsonl"
+    for r in (record("cpu:0", "a"), record("cpu:0", "c")):
+        append_record(only_cpu, r)
+    assert [r["run_id"] for r in reference.reference_run(only_cpu)] == ["c"]
+
+
+def test_describe_and_estimates():
+    cpu, gpu = record("cpu:0", "r"), record("gpu:0", "r", epochs=(3.0, 0.2, 0.2))
+    text = reference.describe([cpu, gpu], full_n_train=45_000)
+    assert "Speed-up of the GPU over the CPU: 10.0x" in text and "synthetic stand-in" in text
+    assert "Training 30 epochs of 45,000 images" in text
+    # 30 epochs of 2 s on 900 images, scaled to 45,000 images, plus the 3 s of extra warm-up once
+    assert reference.full_training_seconds(cpu, 30, 45_000) == pytest.approx(3 + 30 * 2 * 50)
+    assert "Speed-up" not in reference.describe([cpu])
+    assert reference.duration(0.5) == "0.50 s" and reference.duration(150) == "2.5 min"
+
+
+def test_substitutions_say_plainly_what_is_missing(tmp_path):
+    values = reference.substitutions(tmp_path / "none.jsonl")
+    assert set(values.values()) == {reference.NOT_RECORDED}
+    path = tmp_path / "runs.jsonl"
+    append_record(path, record("cpu:0", "r"))
+    values = reference.substitutions(path)
+    assert values["ref_cpu_epoch"] == "2.0 s" and values["ref_gpu_epoch"] == reference.NOT_RECORDED
+    assert values["ref_speedup"] == reference.NOT_RECORDED
+    append_record(path, record("gpu:0", "r", epochs=(3.0, 0.25, 0.25)))
+    values = reference.substitutions(path)
+    assert values["ref_speedup"] == "8.0x" and values["ref_gpu_epoch"] == "0.25 s"
+
+
+def test_placeholders_are_filled_and_unknown_ones_refused(tmp_path):
+    values = {"ref_a": "1.5 s"}
+    assert fill_results("took {{ ref_a }} and {{ref_a}}", tmp_path, values) == "took 1.5 s and 1.5 s"
+    assert fill_results("no placeholder {{ other }}", tmp_path, values) == "no placeholder {{ other }}"
+    with pytest.raises(PlaceholderError, match="ref_b"):
+        fill_results("{{ ref_b }}", tmp_path, values)
+
+
+@pytest.mark.parametrize("episode", sorted((ROOT / EPISODE_DIR).glob("*.md")), ids=lambda p: p.name)
+def test_every_placeholder_in_the_episodes_has_a_value(episode):
+    filled = fill_results(episode.read_text(encoding="utf-8"), ROOT)
+    assert "{{ ref_" not in filled
+
+
+def test_reference_results_file_exists_and_is_valid():
+    records = reference.reference_run()
+    assert records, f"{reference.RESULTS_FILE} must hold at least one run (python -m gpulesson.reference_run)"
+    for r in records:
+        validate_record(r)
+        assert r["experiment"] == reference.EXPERIMENT and r["cpu_model"] and r["versions"]["keras"]
+    if not any(reference.is_gpu(r) for r in records):  # honest about what is missing
+        assert reference.substitutions()["ref_gpu"] == reference.NOT_RECORDED
+
+
+def test_committed_reference_figures_are_drawn_from_the_results_file(tmp_path):
+    spec = importlib.util.spec_from_file_location("reference_figures", FIG / "reference.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for drawn in module.draw(reference.RESULTS_FILE, tmp_path):
+        committed = FIG / drawn.name
+        assert committed.exists(), f"{committed} is missing: run python {FIG / 'reference.py'}"
+        assert drawn.read_bytes() == committed.read_bytes(), (
+            f"{committed.name} is not what {reference.RESULTS_FILE.name} gives: run python {FIG / 'reference.py'}")
+
+
+def test_the_episode_page_shows_the_reference_numbers(built_site):
+    html_dir, result = built_site
+    page = (html_dir / "_episodes" / "02-cpu-vs-gpu.html").read_text(encoding="utf-8")
+    values = reference.substitutions()
+    assert "{{" not in page
+    for key in ("ref_cpu", "ref_cpu_epoch", "ref_gpu", "ref_speedup"):
+        assert values[key] in page, key
