@@ -5,7 +5,12 @@ label = row % 10, so every batch can be checked: which rows it holds, and that e
 still has its own label.
 """
 
+import os
 import pickle
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import h5py
 import numpy as np
@@ -119,25 +124,37 @@ def test_file_is_opened_lazily_once_per_process(path, monkeypatch):
     assert len(opened) == 2
 
 
-def test_worker_processes_see_every_image_once(path):
+WORKERS = textwrap.dedent("""
+    import sys
+    import numpy as np
     from keras.src.trainers.data_adapters.py_dataset_adapter import PyDatasetAdapter
+    from gpulesson import lesson
+    from test_lesson_generator import N_TRAIN, rows_of
 
-    batches = lesson.HDF5Batches(path, "train", BATCH, shuffle=True, workers=2, use_multiprocessing=True)
+    batches = lesson.HDF5Batches(sys.argv[1], "train", 64, shuffle=True, workers=2, use_multiprocessing=True)
     batches[0]  # the parent opens the file first: the workers must still open their own
     adapter = PyDatasetAdapter(batches, shuffle=False)
     orders = []
     for _ in range(2):
         adapter.on_epoch_begin()
-        x_all, y_all = [], []
-        for x, y in adapter.get_numpy_iterator():
-            x_all.append(x)
-            y_all.append(y)
+        pairs = [(x, y) for x, y in adapter.get_numpy_iterator()]
         adapter.on_epoch_end()
-        rows = rows_of(np.concatenate(x_all))
-        np.testing.assert_array_equal(np.concatenate(y_all), rows % 10)
+        rows = rows_of(np.concatenate([x for x, _ in pairs]))
+        np.testing.assert_array_equal(np.concatenate([y for _, y in pairs]), rows % 10)
         np.testing.assert_array_equal(np.sort(rows), np.arange(N_TRAIN))
         orders.append(rows)
     assert not np.array_equal(*orders)
+    print("ok")
+""")
+
+
+def test_worker_processes_see_every_image_once(path):
+    # In a fresh interpreter: forking a process that has started JAX's threads (as other tests
+    # do) can deadlock, and the lesson runs its workers from a plain kernel too.
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
+    result = subprocess.run([sys.executable, "-c", WORKERS, str(path)], capture_output=True, text=True,
+                            env=env, timeout=300)
+    assert result.returncode == 0 and result.stdout.strip().endswith("ok"), result.stderr[-3000:]
 
 
 @pytest.mark.parametrize("kwargs, message", [

@@ -162,7 +162,8 @@ def _words(text: str) -> str:
     text = _html.unescape(re.sub(r"[`*]", "", text))
     # Sphinx turns straight quotes into typographic ones ("smart quotes").
     text = text.translate(str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'}))
-    return " ".join(text.split())
+    # Inline markup (code, emphasis) leaves a space before punctuation once the tags are gone.
+    return re.sub(r" ([,.;:!?)])", r"\1", " ".join(text.split()))
 
 
 def test_exercise_list_collects_every_exercise(site):
