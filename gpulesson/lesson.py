@@ -19,28 +19,44 @@ from gpulesson.hdf5 import validate_hdf5
 
 
 class HDF5Batches(keras.utils.PyDataset):
-    """Batches ``(images, labels)`` of one split of a lesson HDF5 file, read one at a time.
+    """Batches (images, labels) of a lesson HDF5 file, read one batch at a time.
 
-    Rows ``start:stop`` of the split ``"train"`` or ``"test"``. Images come as float32 in
-    [0, 1], labels as int32. With ``shuffle=True`` every epoch visits the batches in a new
-    order and shuffles the images within each batch: every image once per epoch, read as
-    contiguous slices. Extra keyword arguments (``workers``, ``use_multiprocessing``,
-    ``max_queue_size``) go to ``PyDataset``.
+    Rows start:stop of the split "train" or "test". Images come as float32 in
+    [0, 1], labels as int32. With shuffle=True every epoch visits the batches in
+    a new order and shuffles the images within each batch: every image once per
+    epoch, read as contiguous slices. Other keyword arguments (workers,
+    use_multiprocessing, max_queue_size) go to PyDataset.
     """
 
-    def __init__(self, path, split="train", batch_size=256, *, start=0, stop=None,
-                 shuffle=False, seed=0, **kwargs):
+    def __init__(
+        self,
+        path,
+        split="train",
+        batch_size=256,
+        *,
+        start=0,
+        stop=None,
+        shuffle=False,
+        seed=0,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
-        info = validate_hdf5(path)  # missing or damaged: an error that says how to re-create it
+        info = validate_hdf5(
+            path
+        )  # missing or damaged: an error that says how to re-create it
         if split not in ("train", "test"):
             raise ValueError(f"split must be 'train' or 'test', not {split!r}")
         n_rows = info.n_train if split == "train" else info.n_test
         stop = n_rows if stop is None else stop
         if not 0 <= start < stop <= n_rows:
-            raise ValueError(f"rows {start}:{stop} are not within the {n_rows} rows of {split!r}")
+            raise ValueError(
+                f"rows {start}:{stop} are not within the {n_rows} rows of {split!r}"
+            )
         if not 1 <= batch_size <= stop - start:
-            raise ValueError(f"batch_size={batch_size} must be between 1 and the number of "
-                             f"images ({stop - start}); use a smaller batch or more images")
+            raise ValueError(
+                f"batch_size={batch_size} must be between 1 and the number of "
+                f"images ({stop - start}); use a smaller batch or more images"
+            )
         self.path, self.split, self.batch_size = info.path, split, batch_size
         self.start, self.stop, self.shuffle, self.seed = start, stop, shuffle, seed
         self.epoch = 0
@@ -52,7 +68,9 @@ class HDF5Batches(keras.utils.PyDataset):
         return self.stop - self.start
 
     def __len__(self):
-        return math.ceil(self.n_images / self.batch_size)  # the last batch may be smaller
+        return math.ceil(
+            self.n_images / self.batch_size
+        )  # the last batch may be smaller
 
     def _order(self):
         if not self.shuffle:
@@ -60,7 +78,9 @@ class HDF5Batches(keras.utils.PyDataset):
         return np.random.default_rng([self.seed, self.epoch]).permutation(len(self))
 
     def _datasets(self):
-        if self._file is None or self._pid != os.getpid():  # first use in this process
+        if (
+            self._file is None or self._pid != os.getpid()
+        ):  # first use in this process
             self._file, self._pid = h5py.File(self.path, "r"), os.getpid()
         return self._file[f"x_{self.split}"], self._file[f"y_{self.split}"]
 
@@ -72,8 +92,12 @@ class HDF5Batches(keras.utils.PyDataset):
         last = min(first + self.batch_size, self.stop)
         images, labels = self._datasets()
         x, y = images[first:last], labels[first:last]  # one contiguous read each
-        if self.shuffle:  # the same permutation for both keeps every image with its label
-            within = np.random.default_rng([self.seed, self.epoch, batch]).permutation(len(y))
+        if (
+            self.shuffle
+        ):  # the same permutation for both keeps every image with its label
+            within = np.random.default_rng(
+                [self.seed, self.epoch, batch]
+            ).permutation(len(y))
             x, y = x[within], y[within]
         return x.astype("float32") / 255.0, y.astype("int32")
 
@@ -90,11 +114,13 @@ from keras import layers
 
 
 def build_cnn(input_shape=(32, 32, 3), n_classes=10):
-    """The lesson's CNN: 4 x [Conv2D 3x3 + MaxPool 2x2] (32/64/128/256 filters), Dense 256 and 512 with dropout."""
+    """4 x [Conv2D 3x3 + MaxPool 2x2], then Dense 256 and 512 with dropout."""
     model = keras.Sequential(name="cifar_cnn")
     model.add(keras.Input(shape=input_shape))
     for filters in (32, 64, 128, 256):
-        model.add(layers.Conv2D(filters, kernel_size=3, padding="same", activation="relu"))
+        model.add(
+            layers.Conv2D(filters, kernel_size=3, padding="same", activation="relu")
+        )
         model.add(layers.MaxPooling2D(pool_size=2))
     model.add(layers.Flatten())
     model.add(layers.Dense(256, activation="relu"))
@@ -106,9 +132,12 @@ def build_cnn(input_shape=(32, 32, 3), n_classes=10):
 
 
 def compile_cnn(model, learning_rate=1e-3):
-    model.compile(optimizer=keras.optimizers.Adam(learning_rate),
-                  loss="sparse_categorical_crossentropy",  # labels are class numbers, not one-hot
-                  metrics=["accuracy"])
+    model.compile(
+        optimizer=keras.optimizers.Adam(learning_rate),
+        # the labels are class numbers, not one-hot vectors: "sparse"
+        loss="sparse_categorical_crossentropy",
+        metrics=["accuracy"],
+    )
     return model
 
 
@@ -119,24 +148,41 @@ from gpulesson.timing import EpochTimer, timed
 
 
 def weights_fingerprint(weights):
-    """A short hash of a list of weight arrays: equal fingerprints, equal weights."""
+    """A short hash of a list of weight arrays: same fingerprint, same weights."""
     digest = hashlib.sha256()
     for array in weights:
         digest.update(np.ascontiguousarray(array).tobytes())
     return digest.hexdigest()[:12]
 
 
-def train_on(device, initial_weights, train, validation, test, epochs, verbose="auto"):
-    """Train a fresh CNN on ``device`` from ``initial_weights``; time every epoch and the test."""
+def train_on(
+    device, initial_weights, train, validation, test, epochs, verbose="auto"
+):
+    """Train a new CNN on `device` from `initial_weights`; time epochs and test."""
     with keras.device(device):
         model = compile_cnn(build_cnn())
-        model.set_weights(initial_weights)  # the same starting point on every device
+        model.set_weights(
+            initial_weights
+        )  # the same starting point on every device
         start_weights = weights_fingerprint(model.get_weights())
         timer = EpochTimer(samples_per_epoch=train.n_images)
-        history = model.fit(train, validation_data=validation, epochs=epochs,
-                            callbacks=[timer], verbose=verbose)
-        (test_loss, test_accuracy), evaluation_seconds = timed(model.evaluate, test, verbose=0)
-    return {"device": device, "model": model, "history": history.history,
-            "timing": timer.summary(), "evaluation_seconds": evaluation_seconds,
-            "test_loss": test_loss, "test_accuracy": test_accuracy,
-            "start_weights": start_weights}
+        history = model.fit(
+            train,
+            validation_data=validation,
+            epochs=epochs,
+            callbacks=[timer],
+            verbose=verbose,
+        )
+        (test_loss, test_accuracy), evaluation_seconds = timed(
+            model.evaluate, test, verbose=0
+        )
+    return {
+        "device": device,
+        "model": model,
+        "history": history.history,
+        "timing": timer.summary(),
+        "evaluation_seconds": evaluation_seconds,
+        "test_loss": test_loss,
+        "test_accuracy": test_accuracy,
+        "start_weights": start_weights,
+    }

@@ -177,7 +177,7 @@ def figures(records):
     label = data_label(records)
     cpu, gpu = _pick(records, False), _pick(records, True)
     names = hardware(records)
-    for kind, record in (("CPU", cpu), ("GPU", gpu)):
+    for kind in ("CPU", "GPU"):  # say so in the figure when a device is missing
         names.setdefault(kind, NOT_RECORDED)
     epochs = compare_plots.epoch_times(cpu["epoch_seconds"] if cpu else None,
                                        gpu["epoch_seconds"] if gpu else None,
