@@ -34,7 +34,7 @@ notebooks: $(BIN)/.installed  ## regenerate notebooks/*.ipynb and gpulesson/less
 
 reference: $(BIN)/.installed  ## record a CPU-vs-GPU run of the CNN in results/ and redraw its figures
 	$(BIN)/python -m gpulesson.reference_run
-	$(BIN)/python fig/02-cpu-vs-gpu/reference.py
+	$(BIN)/python fig/04-cpu-vs-gpu/reference.py
 
 kernel: $(BIN)/.installed  ## register this environment as the Jupyter kernel "$(KERNEL)"
 	$(BIN)/python -m ipykernel install --user --name $(KERNEL) --display-name "Python ($(KERNEL))"

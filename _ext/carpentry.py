@@ -5,11 +5,14 @@ Each episode's YAML front matter (the Carpentries schema) is the single source o
   at the top of the episode and the keypoints box at its end, injected when Sphinx reads it;
 - the schedule table on the landing page (directive ``lesson-schedule``).
 
-Measured numbers reach the episodes through placeholders ``{{ ref_... }}``, replaced by
-:func:`fill_results` with values computed from the lesson's results files (``results/``), in
-the site and in the generated notebooks alike: no measurement is typed into an episode.
+Two kinds of values reach the pages through placeholders, replaced by :func:`fill_placeholders`
+in the site and in the generated notebooks alike (also inside code blocks):
 
-The functions above ``setup`` are plain Python so that tests and tools can use them too.
+- ``{{ site_... }}``: the cluster the lesson is taught on (name, login host, partitions, modules,
+  GPU types), from the section ``lesson_site`` of ``_config.yml``: the one file another
+  institution edits to adapt the lesson;
+- ``{{ ref_... }}``: measured numbers, computed from the lesson's results files (``results/``),
+  so that no measurement is typed into an episode.
 """
 
 from __future__ import annotations
@@ -171,12 +174,20 @@ def schedule_markdown(eps: list[Episode], link_prefix: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
-RESULT_PLACEHOLDER = re.compile(r"\{\{\s*(ref_\w+)\s*\}\}")
+PLACEHOLDER = re.compile(r"\{\{\s*((?:site|ref)_\w+)\s*\}\}")
 RESULTS_DIR = "results"
+SITE_SECTION = "lesson_site"
 
 
 class PlaceholderError(ValueError):
-    """An episode names a result placeholder that no results file provides."""
+    """A page names a placeholder that neither _config.yml nor a results file provides."""
+
+
+def site_values(root: Path) -> dict[str, str]:
+    """``site_<key>`` for every key of the ``lesson_site`` section of ``root/_config.yml``."""
+    config = yaml.safe_load((Path(root) / "_config.yml").read_text(encoding="utf-8")) or {}
+    section = config.get(SITE_SECTION) or {}
+    return {f"site_{key}": str(value) for key, value in section.items()}
 
 
 def result_values(root: Path) -> dict[str, str]:
@@ -186,18 +197,38 @@ def result_values(root: Path) -> dict[str, str]:
     return substitutions(Path(root) / RESULTS_DIR / f"{EXPERIMENT}.jsonl")
 
 
-def fill_results(text: str, root: Path, values: dict[str, str] | None = None) -> str:
-    """``text`` with every ``{{ ref_... }}`` replaced by its value from the results files."""
-    if not RESULT_PLACEHOLDER.search(text):
+def placeholder_values(root: Path) -> dict[str, str]:
+    return {**site_values(root), **result_values(root)}
+
+
+def fill_placeholders(text: str, root: Path, values: dict[str, str] | None = None) -> str:
+    """``text`` with every ``{{ site_... }}`` and ``{{ ref_... }}`` replaced by its value."""
+    if not PLACEHOLDER.search(text):
         return text
-    values = result_values(root) if values is None else values
-    unknown = sorted({m[1] for m in RESULT_PLACEHOLDER.finditer(text)} - values.keys())
+    values = placeholder_values(root) if values is None else values
+    unknown = sorted({m[1] for m in PLACEHOLDER.finditer(text)} - values.keys())
     if unknown:
-        raise PlaceholderError(f"unknown result placeholder(s) {', '.join(unknown)}; known: {', '.join(sorted(values))}")
-    return RESULT_PLACEHOLDER.sub(lambda m: values[m[1]], text)
+        raise PlaceholderError(f"unknown placeholder(s) {', '.join(unknown)}: "
+                               f"add site values to '{SITE_SECTION}' in _config.yml; "
+                               f"known: {', '.join(sorted(values))}")
+    return PLACEHOLDER.sub(lambda m: values[m[1]], text)
 
 
 # --- Sphinx glue ----------------------------------------------------------------------------
+
+
+def _fill_placeholders(app, docname, source):
+    from sphinx.util import logging
+
+    root = Path(app.srcdir)
+    if not PLACEHOLDER.search(source[0]):
+        return
+    try:
+        source[0] = fill_placeholders(source[0], root)
+    except PlaceholderError as exc:
+        logging.getLogger(__name__).warning("%s", exc, location=docname)
+    for source_file in [root / "_config.yml", *sorted((root / RESULTS_DIR).glob("*.jsonl"))]:
+        app.env.note_dependency(str(source_file))  # new values rebuild the page
 
 
 def _inject_episode_boxes(app, docname, source):
@@ -221,13 +252,6 @@ def _inject_episode_boxes(app, docname, source):
             "episode has its own '# ' title: the title comes from the front matter", location=docname
         )
     front = text[: len(text) - len(body)]
-    root = Path(app.srcdir)
-    try:
-        body = fill_results(body, root)
-    except PlaceholderError as exc:
-        logging.getLogger(__name__).warning("%s", exc, location=docname)
-    for results_file in sorted((root / RESULTS_DIR).glob("*.jsonl")):
-        app.env.note_dependency(str(results_file))  # new measurements rebuild the page
     source[0] = front + overview_markdown(meta) + body.rstrip("\n") + keypoints_markdown(meta)
 
 
@@ -248,6 +272,7 @@ def setup(app):
             prefix = "" if str(here) == "." else "../" * len(here.parts)
             return self.parse_text_to_nodes(schedule_markdown(eps, prefix))
 
+    app.connect("source-read", _fill_placeholders)  # first: front matter may hold placeholders too
     app.connect("source-read", _inject_episode_boxes)
     app.add_directive("lesson-schedule", LessonSchedule)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -7,7 +7,7 @@ the code a learner writes in the notebooks.
 # ruff: noqa: E402  (each cell brings its own imports, where the episode introduces them)
 
 
-# From _episodes/02-cpu-vs-gpu.md
+# From _episodes/04-cpu-vs-gpu.md
 import math
 import os
 
@@ -109,7 +109,7 @@ class HDF5Batches(keras.utils.PyDataset):
         return {**self.__dict__, "_file": None, "_pid": None}
 
 
-# From _episodes/02-cpu-vs-gpu.md
+# From _episodes/04-cpu-vs-gpu.md
 from keras import layers
 
 
@@ -141,7 +141,7 @@ def compile_cnn(model, learning_rate=1e-3):
     return model
 
 
-# From _episodes/02-cpu-vs-gpu.md
+# From _episodes/04-cpu-vs-gpu.md
 import hashlib
 
 from gpulesson.timing import EpochTimer, timed

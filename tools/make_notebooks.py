@@ -27,7 +27,7 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "_ext"))
-from carpentry import EPISODE_DIR, bullets, fill_results, split_front_matter  # noqa: E402
+from carpentry import EPISODE_DIR, bullets, fill_placeholders, split_front_matter  # noqa: E402
 
 NOTEBOOK_DIR = "notebooks"
 MODULE = "gpulesson/lesson.py"
@@ -99,7 +99,7 @@ def plain_markdown(text: str) -> str:
 
 def build_notebook(episode: Path) -> nbformat.NotebookNode:
     """The learner notebook for one episode, as it should be on disk."""
-    text = fill_results(episode.read_text(encoding="utf-8"), episode.parents[1])
+    text = fill_placeholders(episode.read_text(encoding="utf-8"), episode.parents[1])
     meta, _ = split_front_matter(text)
     source = jupytext.reads(text, fmt="myst")
     cells = [

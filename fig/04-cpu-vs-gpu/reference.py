@@ -1,6 +1,6 @@
 """Draw the reference run's figures from the results file:
 
-    python fig/02-cpu-vs-gpu/reference.py   ->  reference-epoch-times.svg, reference-time-bars.svg
+    python fig/04-cpu-vs-gpu/reference.py   ->  reference-epoch-times.svg, reference-time-bars.svg
 
 The run is the newest one in results/cnn-cpu-vs-gpu.jsonl with a GPU record (see
 gpulesson.reference.reference_run); record a new one with ``python -m gpulesson.reference_run``.
