@@ -41,3 +41,17 @@ def show_images(x, y, class_names, *, n=16, ncols=8, title=None, label=None):
     fig.suptitle(" | ".join(parts))
     fig.tight_layout()
     return fig
+
+
+def save_svg(fig, path) -> None:
+    """Save ``fig`` as an SVG file that depends only on the figure, then close it.
+
+    A fixed hash salt and no date make the file byte-for-byte reproducible, so that a figure
+    committed to the lesson can be checked against the script that draws it.
+    """
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    with matplotlib.rc_context({"svg.hashsalt": "lesson"}):
+        fig.savefig(path, format="svg", bbox_inches="tight", metadata={"Date": None})
+    plt.close(fig)

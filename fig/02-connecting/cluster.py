@@ -5,9 +5,10 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-matplotlib.rcParams["svg.hashsalt"] = "lesson"  # stable ids: the same figure gives the same file
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle  # noqa: E402
+
+from gpulesson.plots import save_svg  # noqa: E402
 
 INK = "#1f3b63"
 FILL = "#e8eef7"
@@ -73,8 +74,7 @@ def draw(path: Path) -> None:
     ax.set_xlim(-0.15, 11.55)
     ax.set_ylim(-0.15, 5.85)
     ax.axis("off")
-    fig.savefig(path, bbox_inches="tight", metadata={"Date": None})
-    plt.close(fig)
+    save_svg(fig, path)
 
 
 if __name__ == "__main__":

@@ -13,25 +13,22 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-matplotlib.rcParams["svg.hashsalt"] = "lesson"  # stable ids: the same records give the same file
 
 from gpulesson import reference  # noqa: E402
+from gpulesson.plots import save_svg  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 FIGURES = ("reference-epoch-times.svg", "reference-time-bars.svg")
 
 
 def draw(results=reference.RESULTS_FILE, folder=HERE) -> list[Path]:
-    import matplotlib.pyplot as plt
-
     records = reference.reference_run(results)
     if not records:
         raise SystemExit(f"{results} holds no run: record one with 'python -m gpulesson.reference_run'")
     paths = []
     for fig, name in zip(reference.figures(records), FIGURES):
         path = Path(folder) / name
-        fig.savefig(path, format="svg", metadata={"Date": None}, bbox_inches="tight")
-        plt.close(fig)
+        save_svg(fig, path)
         paths.append(path)
     return paths
 
