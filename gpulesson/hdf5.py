@@ -12,6 +12,7 @@ half-written file that a later notebook would trust.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -124,6 +125,24 @@ def temp_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}.tmp")
 
 
+@contextlib.contextmanager
+def atomic_hdf5(path):
+    """An HDF5 file open for writing under :func:`temp_path`, renamed onto ``path`` only when
+    the block completes; on any exception (Ctrl-C included) the temporary file is deleted."""
+    import h5py
+
+    path = Path(path).expanduser()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_path(path)
+    try:
+        with h5py.File(tmp, "w") as f:
+            yield f
+        os.replace(tmp, path)
+    except BaseException:  # never leave a half-written file
+        tmp.unlink(missing_ok=True)
+        raise
+
+
 def write_hdf5(
     path,
     train,
@@ -142,38 +161,30 @@ def write_hdf5(
     ``origin``. Chunks hold ``chunk_rows`` images (choose the training batch size);
     ``compression`` is passed to h5py (None: fastest reads).
     """
-    import h5py
     from tqdm.auto import tqdm
 
     path = Path(path).expanduser()
     arrays = _check_arrays(train, test, len(class_names))
     provenance = _provenance(arrays, source, class_names, attrs)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temp_path(path)
     total = sum(len(arrays[name]) for name in ("x_train", "x_test"))
-    try:
-        with h5py.File(tmp, "w") as f, tqdm(
-            total=total, desc=f"Writing {path.name}", unit="img", disable=not progress
-        ) as bar:
-            f.attrs.update(provenance)
-            for name in DATASETS:
-                array = arrays[name]
-                rows = min(chunk_rows, len(array))
-                dataset = f.create_dataset(
-                    name,
-                    shape=array.shape,
-                    dtype=array.dtype,
-                    chunks=(rows, *array.shape[1:]),
-                    compression=compression,
-                )
-                for start in range(0, len(array), rows):
-                    dataset[start : start + rows] = array[start : start + rows]
-                    if name.startswith("x"):
-                        bar.update(len(array[start : start + rows]))
-        os.replace(tmp, path)
-    except BaseException:  # including KeyboardInterrupt: never leave a half-written file
-        tmp.unlink(missing_ok=True)
-        raise
+    with atomic_hdf5(path) as f, tqdm(
+        total=total, desc=f"Writing {path.name}", unit="img", disable=not progress
+    ) as bar:
+        f.attrs.update(provenance)
+        for name in DATASETS:
+            array = arrays[name]
+            rows = min(chunk_rows, len(array))
+            dataset = f.create_dataset(
+                name,
+                shape=array.shape,
+                dtype=array.dtype,
+                chunks=(rows, *array.shape[1:]),
+                compression=compression,
+            )
+            for start in range(0, len(array), rows):
+                dataset[start : start + rows] = array[start : start + rows]
+                if name.startswith("x"):
+                    bar.update(len(array[start : start + rows]))
     return path
 
 

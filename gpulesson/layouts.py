@@ -20,7 +20,6 @@ No TensorFlow/Keras here: h5py, numpy and (for the figure) matplotlib only.
 
 from __future__ import annotations
 
-import os
 import re
 import statistics
 import time
@@ -29,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from gpulesson.compare_plots import _STYLES, _subplots, _title
-from gpulesson.hdf5 import IMAGE_SHAPE, temp_path
+from gpulesson.hdf5 import IMAGE_SHAPE, atomic_hdf5
 
 CHUNK_ROWS = 256  # the lesson's training batch size, and so its chunk height
 MB = 1_000_000  # file sizes are reported in MB (10^6 bytes), like `ls -lh --si` and file browsers
@@ -93,25 +92,16 @@ def write_layout(path, x, y, layout: str, *, chunk_rows: int = CHUNK_ROWS) -> Pa
     when complete, so an interrupted write never leaves a half-written file. Each array is
     written in one call, so HDF5 fills (and compresses) every chunk once, whatever its shape.
     """
-    import h5py
-
     _check_layout(layout)
     x, y = np.asarray(x), np.asarray(y)
     if x.ndim < 2 or y.ndim != 1 or len(x) != len(y) or len(x) == 0:
         raise ValueError(f"x and y need the same number (> 0) of rows, not {x.shape} and {y.shape}")
     options = {name: layout_options(layout, a.shape, chunk_rows=chunk_rows) for name, a in (("x", x), ("y", y))}
     path = Path(path).expanduser()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temp_path(path)
-    try:
-        with h5py.File(tmp, "w") as f:
-            f.attrs["layout"] = layout
-            for name, array in (("x", x), ("y", y)):
-                f.create_dataset(name, data=array, **options[name])
-        os.replace(tmp, path)
-    except BaseException:  # including KeyboardInterrupt: never leave a half-written file
-        tmp.unlink(missing_ok=True)
-        raise
+    with atomic_hdf5(path) as f:
+        f.attrs["layout"] = layout
+        for name, array in (("x", x), ("y", y)):
+            f.create_dataset(name, data=array, **options[name])
     return path
 
 
