@@ -110,6 +110,18 @@ class HDF5Batches(keras.utils.PyDataset):
 
 
 # From _episodes/04-cpu-vs-gpu.md
+def split_batches(path, batch_size, seed=1):
+    """Training (shuffled), validation (last tenth of the training images), test."""
+    n_rows = validate_hdf5(path).n_train
+    cut = n_rows - n_rows // 10  # the first validation image
+    return (
+        HDF5Batches(path, "train", batch_size, stop=cut, shuffle=True, seed=seed),
+        HDF5Batches(path, "train", batch_size, start=cut),
+        HDF5Batches(path, "test", batch_size),
+    )
+
+
+# From _episodes/04-cpu-vs-gpu.md
 from keras import layers
 
 

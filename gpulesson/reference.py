@@ -35,9 +35,11 @@ def is_gpu(record: dict) -> bool:
     return record.get("device_kind") == "gpu"
 
 
-def run_record(run: dict, *, data: str, run_id: str, batch_size: int, n_train: int,
-               n_validation: int, n_test: int, source: str = "notebook") -> dict:
+def run_record(run: dict, *, data: str, run_id: str, batches, source: str = "notebook") -> dict:
     """The results-file record of one device's run (see the module docstring for ``run``).
+
+    ``batches``: the ``(train, validation, test)`` generators of the run (``HDF5Batches``),
+    which give the batch size and the number of images of each part.
 
     ``device`` is the GPU's name as the framework reports it for a GPU run, and ``"CPU"`` for
     a CPU run (also on a machine that has a GPU). ``mean_epoch_seconds`` is the mean of the
@@ -53,10 +55,10 @@ def run_record(run: dict, *, data: str, run_id: str, batch_size: int, n_train: i
         "source": source,
         "device_kind": kind,
         "keras_device": run["device"],
-        "batch_size": batch_size,
-        "n_train": n_train,
-        "n_validation": n_validation,
-        "n_test": n_test,
+        "batch_size": batches[0].batch_size,
+        "n_train": batches[0].n_images,
+        "n_validation": batches[1].n_images,
+        "n_test": batches[2].n_images,
         **timing,
         "mean_epoch_seconds": mean,
         "training_seconds": training,

@@ -39,7 +39,6 @@ def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     from gpulesson.data import prepare
     from gpulesson.devices import keras_device
-    from gpulesson.hdf5 import validate_hdf5
     from gpulesson.results import append_record
     from gpulesson.settings import get_settings
 
@@ -58,13 +57,7 @@ def main(argv=None) -> int:
 
     print(settings.describe())
     path = prepare(settings)
-    info = validate_hdf5(path)
-    batch_size = settings.batch_size(args.batch_size)
-    n_validation = info.n_train // 10
-    n_train = info.n_train - n_validation
-    train = lesson.HDF5Batches(path, "train", batch_size, stop=n_train, shuffle=True, seed=1)
-    validation = lesson.HDF5Batches(path, "train", batch_size, start=n_train)
-    test = lesson.HDF5Batches(path, "test", batch_size)
+    batches = lesson.split_batches(path, settings.batch_size(args.batch_size))
     keras.utils.set_random_seed(args.seed)
     initial_weights = lesson.build_cnn().get_weights()
     epochs = settings.epochs(args.epochs)
@@ -72,9 +65,8 @@ def main(argv=None) -> int:
     run_id, records = new_run_id(), []
     for name in devices:
         print(f"Training on {DEVICES[name]} for {epochs} epochs ...", flush=True)
-        run = lesson.train_on(DEVICES[name], initial_weights, train, validation, test, epochs, verbose=2)
-        record = run_record(run, data=settings.data, run_id=run_id, batch_size=batch_size,
-                            n_train=n_train, n_validation=n_validation, n_test=info.n_test,
+        run = lesson.train_on(DEVICES[name], initial_weights, *batches, epochs, verbose=2)
+        record = run_record(run, data=settings.data, run_id=run_id, batches=batches,
                             source="gpulesson.reference_run")
         append_record(args.out, record)
         records.append(record)

@@ -24,12 +24,7 @@ def quick():
     settings = get_settings()
     assert settings.quick and settings.is_synthetic, "tests run on the quick synthetic stand-in"
     path = prepare(settings, progress=False)
-    batch = settings.batch_size(256)
-    n_validation = settings.n_train // 10
-    n_train = settings.n_train - n_validation
-    data = (lesson.HDF5Batches(path, "train", batch, stop=n_train, shuffle=True, seed=1),
-            lesson.HDF5Batches(path, "train", batch, start=n_train),
-            lesson.HDF5Batches(path, "test", batch))
+    data = lesson.split_batches(path, settings.batch_size(256))
     keras.utils.set_random_seed(42)
     return data, lesson.build_cnn().get_weights()
 
@@ -94,11 +89,10 @@ OTHER_BACKEND = textwrap.dedent("""
     from gpulesson.data import prepare
     from gpulesson.settings import get_settings
     path = prepare(get_settings(), progress=False)
-    train = lesson.HDF5Batches(path, "train", 64, stop=1800, shuffle=True, workers=2)
-    validation = lesson.HDF5Batches(path, "train", 64, start=1800)
-    test = lesson.HDF5Batches(path, "test", 64)
+    batches = lesson.split_batches(path, 64)
+    batches[0].workers = 2  # training batches fetched by worker threads
     keras.utils.set_random_seed(42)
-    run = lesson.train_on("cpu:0", lesson.build_cnn().get_weights(), train, validation, test, 2, verbose=0)
+    run = lesson.train_on("cpu:0", lesson.build_cnn().get_weights(), *batches, 2, verbose=0)
     print(json.dumps({"backend": keras.backend.backend(), "accuracy": float(run["test_accuracy"]),
                       "params": run["model"].count_params(), "epochs": len(run["timing"]["epoch_seconds"])}))
 """)

@@ -1,6 +1,7 @@
 """Run records of the CNN comparison, the reference run, its figures, and the numbers in the episodes."""
 
 import importlib.util
+from types import SimpleNamespace
 
 import pytest
 from conftest import ROOT
@@ -21,8 +22,8 @@ def fake_run(device, epochs=(5.0, 2.0, 2.0), evaluation=0.5, accuracy=0.6):
 
 
 def record(device, run_id, **kwargs):
-    return reference.run_record(fake_run(device, **kwargs), data="synthetic", run_id=run_id, batch_size=256,
-                                n_train=900, n_validation=100, n_test=200)
+    batches = [SimpleNamespace(batch_size=256, n_images=n) for n in (900, 100, 200)]
+    return reference.run_record(fake_run(device, **kwargs), data="synthetic", run_id=run_id, batches=batches)
 
 
 def test_run_record_fields():
