@@ -19,68 +19,57 @@ from gpulesson.hdf5 import validate_hdf5
 
 
 class HDF5Batches(keras.utils.PyDataset):
-    """Batches (images, labels) of a lesson HDF5 file, read one batch at a time.
+    """Batches (images, labels) of a lesson HDF5 file, read one at a time.
 
-    Rows start:stop of the split "train" or "test". Images come as float32 in
-    [0, 1], labels as int32. With shuffle=True every epoch visits the batches in
-    a new order and shuffles the images within each batch: every image once per
-    epoch, read as contiguous slices. Other keyword arguments (workers,
-    use_multiprocessing, max_queue_size) go to PyDataset.
+    Rows start:stop of the split "train" or "test". Images come as float32
+    in [0, 1], labels as int32. With shuffle=True every epoch visits the
+    batches in a new order and shuffles the images within each batch: every
+    image once per epoch, read as contiguous slices. Other keyword arguments
+    (workers, use_multiprocessing, max_queue_size) go to PyDataset.
     """
 
-    def __init__(
-        self,
-        path,
-        split="train",
-        batch_size=256,
-        *,
-        start=0,
-        stop=None,
-        shuffle=False,
-        seed=0,
-        **kwargs,
-    ):
+    def __init__(self, path, split="train", batch_size=256, *, start=0,
+                 stop=None, shuffle=False, seed=0, **kwargs):
         super().__init__(**kwargs)
-        info = validate_hdf5(
-            path
-        )  # missing or damaged: an error that says how to re-create it
+        # A missing or damaged file: an error that says how to re-create it.
+        info = validate_hdf5(path)
         if split not in ("train", "test"):
-            raise ValueError(f"split must be 'train' or 'test', not {split!r}")
+            raise ValueError(f"split must be 'train' or 'test': {split!r}")
         n_rows = info.n_train if split == "train" else info.n_test
         stop = n_rows if stop is None else stop
         if not 0 <= start < stop <= n_rows:
-            raise ValueError(
-                f"rows {start}:{stop} are not within the {n_rows} rows of {split!r}"
-            )
+            raise ValueError(f"rows {start}:{stop} are not within "
+                             f"the {n_rows} rows of {split!r}")
         if not 1 <= batch_size <= stop - start:
-            raise ValueError(
-                f"batch_size={batch_size} must be between 1 and the number of "
-                f"images ({stop - start}); use a smaller batch or more images"
-            )
-        self.path, self.split, self.batch_size = info.path, split, batch_size
-        self.start, self.stop, self.shuffle, self.seed = start, stop, shuffle, seed
+            raise ValueError(f"batch_size={batch_size} must be between 1 "
+                             f"and the number of images ({stop - start}); "
+                             "use a smaller batch or more images")
+        self.path, self.split = info.path, split
+        self.batch_size = batch_size
+        self.start, self.stop = start, stop
+        self.shuffle, self.seed = shuffle, seed
         self.epoch = 0
         self.batch_order = self._order()
-        self._file, self._pid = None, None  # opened by the process that reads
+        # The file is opened by the process that reads from it.
+        self._file, self._pid = None, None
 
     @property
     def n_images(self):
         return self.stop - self.start
 
     def __len__(self):
-        return math.ceil(
-            self.n_images / self.batch_size
-        )  # the last batch may be smaller
+        # The last batch is smaller when the images do not fill it.
+        return math.ceil(self.n_images / self.batch_size)
 
     def _order(self):
         if not self.shuffle:
             return np.arange(len(self))
-        return np.random.default_rng([self.seed, self.epoch]).permutation(len(self))
+        rng = np.random.default_rng([self.seed, self.epoch])
+        return rng.permutation(len(self))
 
     def _datasets(self):
-        if (
-            self._file is None or self._pid != os.getpid()
-        ):  # first use in this process
+        if self._file is None or self._pid != os.getpid():
+            # First use in this process: open the file here, never inherit it.
             self._file, self._pid = h5py.File(self.path, "r"), os.getpid()
         return self._file[f"x_{self.split}"], self._file[f"y_{self.split}"]
 
@@ -91,13 +80,12 @@ class HDF5Batches(keras.utils.PyDataset):
         first = self.start + batch * self.batch_size
         last = min(first + self.batch_size, self.stop)
         images, labels = self._datasets()
-        x, y = images[first:last], labels[first:last]  # one contiguous read each
-        if (
-            self.shuffle
-        ):  # the same permutation for both keeps every image with its label
-            within = np.random.default_rng(
-                [self.seed, self.epoch, batch]
-            ).permutation(len(y))
+        # One contiguous read each.
+        x, y = images[first:last], labels[first:last]
+        if self.shuffle:
+            # The same permutation for both keeps every image with its label.
+            rng = np.random.default_rng([self.seed, self.epoch, batch])
+            within = rng.permutation(len(y))
             x, y = x[within], y[within]
         return x.astype("float32") / 255.0, y.astype("int32")
 
@@ -105,17 +93,19 @@ class HDF5Batches(keras.utils.PyDataset):
         self.epoch += 1
         self.batch_order = self._order()
 
-    def __getstate__(self):  # a copy sent to a worker process opens its own file
+    def __getstate__(self):
+        # A copy sent to a worker process opens its own file.
         return {**self.__dict__, "_file": None, "_pid": None}
 
 
 # From _episodes/04-cpu-vs-gpu.md
 def split_batches(path, batch_size, seed=1):
-    """Training (shuffled), validation (last tenth of the training images), test."""
+    """Training (shuffled), validation (last tenth of training) and test."""
     n_rows = validate_hdf5(path).n_train
     cut = n_rows - n_rows // 10  # the first validation image
     return (
-        HDF5Batches(path, "train", batch_size, stop=cut, shuffle=True, seed=seed),
+        HDF5Batches(path, "train", batch_size, stop=cut, shuffle=True,
+                    seed=seed),
         HDF5Batches(path, "train", batch_size, start=cut),
         HDF5Batches(path, "test", batch_size),
     )
@@ -130,9 +120,8 @@ def build_cnn(input_shape=(32, 32, 3), n_classes=10):
     model = keras.Sequential(name="cifar_cnn")
     model.add(keras.Input(shape=input_shape))
     for filters in (32, 64, 128, 256):
-        model.add(
-            layers.Conv2D(filters, kernel_size=3, padding="same", activation="relu")
-        )
+        model.add(layers.Conv2D(filters, kernel_size=3, padding="same",
+                                activation="relu"))
         model.add(layers.MaxPooling2D(pool_size=2))
     model.add(layers.Flatten())
     model.add(layers.Dense(256, activation="relu"))
@@ -160,22 +149,20 @@ from gpulesson.timing import EpochTimer, timed
 
 
 def weights_fingerprint(weights):
-    """A short hash of a list of weight arrays: same fingerprint, same weights."""
+    """A short hash of a list of weight arrays: same hash, same weights."""
     digest = hashlib.sha256()
     for array in weights:
         digest.update(np.ascontiguousarray(array).tobytes())
     return digest.hexdigest()[:12]
 
 
-def train_on(
-    device, initial_weights, train, validation, test, epochs, verbose="auto"
-):
-    """Train a new CNN on `device` from `initial_weights`; time epochs and test."""
+def train_on(device, initial_weights, train, validation, test, epochs,
+             verbose="auto"):
+    """Train a new CNN on `device` from `initial_weights`; time it."""
     with keras.device(device):
         model = compile_cnn(build_cnn())
-        model.set_weights(
-            initial_weights
-        )  # the same starting point on every device
+        # The same starting point on every device.
+        model.set_weights(initial_weights)
         start_weights = weights_fingerprint(model.get_weights())
         timer = EpochTimer(samples_per_epoch=train.n_images)
         history = model.fit(
