@@ -190,11 +190,24 @@ def site_values(root: Path) -> dict[str, str]:
     return {f"site_{key}": str(value) for key, value in section.items()}
 
 
-def result_values(root: Path) -> dict[str, str]:
-    """The ``ref_*`` values of the lesson's results files under ``root``."""
-    from gpulesson.reference import EXPERIMENT, substitutions
+# Modules that turn a results file into ``ref_*`` values: each has ``EXPERIMENT`` (its results
+# file is results/<EXPERIMENT>.jsonl) and ``substitutions(path) -> {"ref_...": text}``.
+RESULT_SOURCES = ("gpulesson.reference",)
 
-    return substitutions(Path(root) / RESULTS_DIR / f"{EXPERIMENT}.jsonl")
+
+def result_values(root: Path, sources: tuple[str, ...] = RESULT_SOURCES) -> dict[str, str]:
+    """The ``ref_*`` values of the lesson's results files under ``root``."""
+    import importlib
+
+    values: dict[str, str] = {}
+    for name in sources:
+        module = importlib.import_module(name)
+        found = module.substitutions(Path(root) / RESULTS_DIR / f"{module.EXPERIMENT}.jsonl")
+        clash = sorted(found.keys() & values.keys())
+        if clash:
+            raise PlaceholderError(f"{name} defines placeholders another results module has: {', '.join(clash)}")
+        values.update(found)
+    return values
 
 
 def placeholder_values(root: Path) -> dict[str, str]:

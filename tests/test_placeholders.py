@@ -52,3 +52,10 @@ def test_a_changed_site_value_reaches_the_pages(tmp_path):
     result = build_book(source)
     assert result.returncode == 0, result.stdout[-2000:]
     assert "On Zebra Cluster." in (source / "_build" / "html" / "setup.html").read_text()
+
+
+def test_results_modules_may_not_share_a_placeholder():
+    from carpentry import result_values
+
+    with pytest.raises(PlaceholderError, match="gpulesson.reference"):
+        result_values(ROOT, ("gpulesson.reference", "gpulesson.reference"))
