@@ -33,6 +33,11 @@ DEFAULT_DATA_DIR = Path("~/gpulesson-data")
 LABELS = {
     "cifar10": "CIFAR-10",
     "synthetic": "synthetic stand-in (not CIFAR-10)",
+    # Data of the other episodes' measurements (results records name one of these).
+    "breast_cancer": "Wisconsin breast cancer (scikit-learn)",
+    "mnist": "MNIST",
+    "synthetic_mnist": "synthetic stand-in (not MNIST)",
+    "random": "random numbers (timing only)",
 }
 NO_LABEL = "data source not given"  # for a result whose data source nobody recorded
 
