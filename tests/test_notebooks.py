@@ -37,6 +37,22 @@ def test_a_changed_episode_is_detected(tmp_path):
     assert any("02-orphan.ipynb has no episode" in p for p in problems), problems
 
 
+def test_named_module_tags_make_their_own_module(tmp_path):
+    root = lesson_files(tmp_path)
+    episode = root / "_episodes" / "01-introduction.md"
+    cell = "```{code-cell} ipython3\n:tags: [lesson-module-extra]\n\nimport json\nANSWER = 42\n```\n"
+    episode.write_text(episode.read_text() + "\n" + cell)
+    made = mk.modules(root)
+    assert set(made) == {"gpulesson/lesson.py", "gpulesson/lesson_extra.py"}
+    assert "ANSWER = 42" in made["gpulesson/lesson_extra.py"]
+    assert "ANSWER = 42" not in made["gpulesson/lesson.py"]
+    assert any("lesson_extra.py differs" in p for p in mk.out_of_sync(root))
+    (root / "gpulesson" / "lesson_stale.py").write_text("")
+    assert any("lesson_stale.py has no cells" in p for p in mk.out_of_sync(root))
+    with pytest.raises(ValueError, match="lesson-module-NAME"):
+        mk.module_path("lesson-module-Bad Name")
+
+
 def test_myst_markup_becomes_plain_markdown():
     text = """Intro {term}`GPU` and {doc}`the setup <../setup>`.
 
