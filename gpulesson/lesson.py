@@ -185,3 +185,58 @@ def train_on(device, initial_weights, train, validation, test, epochs,
         "test_accuracy": test_accuracy,
         "start_weights": start_weights,
     }
+
+
+# From _episodes/06-small-models.md
+import keras
+from keras import layers
+
+from gpulesson.timing import EpochTimer
+
+
+def build_mlp(n_features=30, widths=(16, 8), n_classes=2):
+    """Dense layers of `widths` units (ReLU), then a softmax output."""
+    model = keras.Sequential(name="mlp")
+    model.add(keras.Input(shape=(n_features,)))
+    for width in widths:
+        model.add(layers.Dense(width, activation="relu"))
+    model.add(layers.Dense(n_classes, activation="softmax"))
+    model.compile(
+        optimizer=keras.optimizers.Adam(learning_rate=1e-3),
+        # one-hot labels; class numbers would need "sparse_..."
+        loss="categorical_crossentropy",
+        metrics=["accuracy"],
+    )
+    return model
+
+
+def train_mlp(device, initial_weights, train, test, epochs, batch_size=32,
+              callbacks=(), widths=(16, 8), verbose=0):
+    """Train a new MLP on `device` from `initial_weights`; time each epoch.
+
+    The last fifth of the training rows is the validation data.
+    """
+    (x_train, y_train), (x_test, y_test) = train, test
+    with keras.device(device):
+        model = build_mlp(x_train.shape[1], widths, y_train.shape[1])
+        # the same starting point on every device
+        model.set_weights(initial_weights)
+        timer = EpochTimer()
+        history = model.fit(
+            x_train,
+            y_train,
+            validation_split=0.2,
+            epochs=epochs,
+            batch_size=batch_size,
+            callbacks=[timer, *callbacks],
+            verbose=verbose,
+        )
+        test_loss, test_accuracy = model.evaluate(x_test, y_test, verbose=0)
+    return {
+        "device": device,
+        "model": model,
+        "history": history.history,
+        "timing": timer.summary(),
+        "test_loss": test_loss,
+        "test_accuracy": test_accuracy,
+    }

@@ -6,7 +6,7 @@ One training run (the notebook of the episode "Training a CNN on the CPU and on 
 a GPU record (else the newest run): the figures and the numbers the episode shows are drawn
 from it by code, never typed in.
 
-A run is what :func:`gpulesson.lesson.train_on` returns: a dict with ``device`` ("cpu:0",
+A run is what :func:`gpulesson.lesson.train_on` returns: a dict with ``device`` ("cpu",
 "gpu:0"), ``timing`` (:meth:`gpulesson.timing.EpochTimer.summary`), ``evaluation_seconds``,
 ``test_loss``, ``test_accuracy``, ``start_weights`` (fingerprint), ``history`` and ``model``.
 """

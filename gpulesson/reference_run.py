@@ -20,7 +20,7 @@ from pathlib import Path
 
 from gpulesson.reference import RESULTS_FILE, describe, new_run_id, run_record
 
-DEVICES = {"cpu": "cpu:0", "gpu": "gpu:0"}
+DEVICES = {"cpu": "cpu", "gpu": "gpu:0"}
 
 
 def _parser() -> argparse.ArgumentParser:

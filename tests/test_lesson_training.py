@@ -43,9 +43,9 @@ def test_runs_start_from_the_same_weights_and_learn(quick):
     (train, validation, test), initial = quick
     before = [w.copy() for w in initial]
     fingerprint = lesson.weights_fingerprint(initial)
-    first = lesson.train_on("cpu:0", initial, train, validation, test, epochs=2, verbose=0)
+    first = lesson.train_on("cpu", initial, train, validation, test, epochs=2, verbose=0)
     # The second run (the GPU's, in the episode) must not start from the first run's trained weights.
-    second = lesson.train_on("cpu:0", initial, train, validation, test, epochs=1, verbose=0)
+    second = lesson.train_on("cpu", initial, train, validation, test, epochs=1, verbose=0)
     assert first["start_weights"] == second["start_weights"] == fingerprint
     assert all(np.array_equal(a, b) for a, b in zip(before, initial)), "training changed the initial weights"
     assert lesson.weights_fingerprint(first["model"].get_weights()) != fingerprint  # it trained
@@ -92,33 +92,42 @@ OTHER_BACKEND = textwrap.dedent("""
     batches = lesson.split_batches(path, 64)
     batches[0].workers = 2  # training batches fetched by worker threads
     keras.utils.set_random_seed(42)
-    run = lesson.train_on("cpu:0", lesson.build_cnn().get_weights(), *batches, 2, verbose=0)
+    run = lesson.train_on("cpu", lesson.build_cnn().get_weights(), *batches, 2, verbose=0)
     print(json.dumps({"backend": keras.backend.backend(), "accuracy": float(run["test_accuracy"]),
                       "params": run["model"].count_params(), "epochs": len(run["timing"]["epoch_seconds"])}))
 """)
 
 
-@pytest.mark.skipif(find_spec("jax") is None, reason="JAX is not installed (requirements/backends.txt)")
-def test_generator_and_model_train_on_the_jax_backend():
-    env = {**os.environ, "KERAS_BACKEND": "jax"}
+# The other Keras backends the lesson's code must run on unchanged, and where each comes from.
+OTHER_BACKENDS = [
+    pytest.param("jax", marks=pytest.mark.skipif(find_spec("jax") is None,
+                                                 reason="JAX is not installed (requirements/backends.txt)")),
+    pytest.param("torch", marks=pytest.mark.skipif(find_spec("torch") is None,
+                                                   reason="PyTorch is not installed (requirements/torch.txt)")),
+]
+
+
+@pytest.mark.parametrize("backend", OTHER_BACKENDS)
+def test_generator_and_model_train_on_another_backend(backend):
+    env = {**os.environ, "KERAS_BACKEND": backend}
     result = subprocess.run([sys.executable, "-c", OTHER_BACKEND], capture_output=True, text=True, env=env,
                             timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     summary = json.loads(result.stdout.strip().splitlines()[-1])
-    assert summary["backend"] == "jax" and summary["params"] == 787_530 and summary["epochs"] == 2
+    assert summary["backend"] == backend and summary["params"] == 787_530 and summary["epochs"] == 2
     assert summary["accuracy"] >= 0.3
 
 
-@pytest.mark.skipif(find_spec("jax") is None, reason="JAX is not installed (requirements/backends.txt)")
-def test_the_episode_notebook_runs_unchanged_on_jax(monkeypatch):
+@pytest.mark.parametrize("backend", OTHER_BACKENDS)
+def test_the_episode_notebook_runs_unchanged_on_another_backend(backend, monkeypatch):
     import nbformat
     from nbclient import NotebookClient
 
     notebook = nbformat.read(ROOT / "notebooks" / "04-cpu-vs-gpu.ipynb", as_version=4)
-    monkeypatch.setenv("KERAS_BACKEND", "jax")  # the kernel inherits it
+    monkeypatch.setenv("KERAS_BACKEND", backend)  # the kernel inherits it
     NotebookClient(notebook, timeout=600, kernel_name="python3",
                    resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
     text = "\n".join(output.get("text", "") for cell in notebook.cells if cell.cell_type == "code"
                      for output in cell.get("outputs", []))
-    assert "backend jax" in text and "SKIPPED: no GPU is visible" in text
+    assert f"backend {backend}" in text and "SKIPPED: no GPU is visible" in text
     assert "same predictions after loading: True" in text
