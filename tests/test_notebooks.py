@@ -43,7 +43,7 @@ def test_named_module_tags_make_their_own_module(tmp_path):
     cell = "```{code-cell} ipython3\n:tags: [lesson-module-extra]\n\nimport json\nANSWER = 42\n```\n"
     episode.write_text(episode.read_text() + "\n" + cell)
     made = mk.modules(root)
-    assert set(made) == {"gpulesson/lesson.py", "gpulesson/lesson_extra.py"}
+    assert {"gpulesson/lesson.py", "gpulesson/lesson_extra.py"} <= set(made)
     assert "ANSWER = 42" in made["gpulesson/lesson_extra.py"]
     assert "ANSWER = 42" not in made["gpulesson/lesson.py"]
     assert any("lesson_extra.py differs" in p for p in mk.out_of_sync(root))
