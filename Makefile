@@ -8,7 +8,7 @@ KERNEL ?= gpulesson
 # Extra pytest arguments, e.g. make test PYTEST_ARGS="-k hdf5 -x"
 PYTEST_ARGS ?=
 
-.PHONY: help site test lab kernel notebooks reference lock clean distclean
+.PHONY: help site test lab kernel notebooks reference figures lock clean distclean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12
@@ -32,9 +32,15 @@ test: $(BIN)/.installed  ## run every test: site, episodes, notebooks (synthetic
 notebooks: $(BIN)/.installed  ## regenerate notebooks/*.ipynb and gpulesson/lesson.py from the episodes
 	$(BIN)/python tools/make_notebooks.py
 
-reference: $(BIN)/.installed  ## record a CPU-vs-GPU run of the CNN in results/ and redraw its figures
-	$(BIN)/python -m gpulesson.reference_run
-	$(BIN)/python fig/04-cpu-vs-gpu/reference.py
+reference: $(BIN)/.installed  ## record every reference measurement here (CPU, and GPU if visible), redraw, refill
+	$(BIN)/python -m gpulesson.reference_run      # episode 4: the CNN
+	$(BIN)/python -m gpulesson.matmul             # episode 5: matrix multiplication
+	$(BIN)/python -m gpulesson.small_models       # episode 6: the small MLP and the sweep
+	$(BIN)/python -m gpulesson.torch_reference    # episode 7: PyTorch (needs requirements/torch.txt)
+	$(MAKE) figures notebooks
+
+figures: $(BIN)/.installed  ## redraw every figure from its script in fig/ (measured ones from results/)
+	for script in fig/*/*.py; do $(BIN)/python $$script || exit 1; done
 
 kernel: $(BIN)/.installed  ## register this environment as the Jupyter kernel "$(KERNEL)"
 	$(BIN)/python -m ipykernel install --user --name $(KERNEL) --display-name "Python ($(KERNEL))"

@@ -44,11 +44,11 @@ def _subplots(*args, **kwargs):
     return plt.subplots(*args, **kwargs)
 
 
-def epoch_times(cpu_seconds, gpu_seconds, *, label, hardware=None):
+def epoch_times(cpu_seconds, gpu_seconds, *, label, hardware=None, first_epoch="includes compiling"):
     """Line plot of the wall time of every epoch on the CPU and on the GPU.
 
-    Either list may be None or empty (e.g. no GPU run yet). The first epoch includes compiling
-    and warm-up and is marked as such. ``hardware`` (text, or a mapping like
+    Either list may be None or empty (e.g. no GPU run yet). The first epoch includes one-off
+    costs and is marked as such, with ``first_epoch`` saying which. ``hardware`` (text, or a mapping like
     ``{"CPU": "AMD EPYC, 8 cores", "GPU": "NVIDIA H100"}``) goes under the title.
     """
     runs = [(name, list(s)) for name, s in (("CPU", cpu_seconds), ("GPU", gpu_seconds)) if s is not None and len(s)]
@@ -62,7 +62,7 @@ def epoch_times(cpu_seconds, gpu_seconds, *, label, hardware=None):
         # The warm-up epoch: hollow marker and a text note, not only its height.
         ax.plot([1], [seconds[0]], marker=style["marker"], markersize=13, markerfacecolor="none",
                 markeredgecolor=style["color"], linestyle="none")
-        ax.annotate(f"{name} epoch 1: warm-up\n(includes compiling)", (1, seconds[0]),
+        ax.annotate(f"{name} epoch 1: warm-up\n({first_epoch})", (1, seconds[0]),
                     xytext=(12, 0), textcoords="offset points", va="center", fontsize=8)
     longest = max(len(s) for _, s in runs)
     if longest <= 20:  # whole epochs only

@@ -55,3 +55,22 @@ def save_svg(fig, path) -> None:
     with matplotlib.rc_context({"svg.hashsalt": "lesson"}):
         fig.savefig(path, format="svg", bbox_inches="tight", metadata={"Date": None})
     plt.close(fig)
+
+
+def save_figures(records, figures, names, folder, *, results, command: str) -> list:
+    """Draw ``figures(records)`` and save them as ``folder/<name>`` SVGs (:func:`save_svg`).
+
+    For the figure scripts in fig/: ``records`` is a reference run read from the results file
+    ``results``; with none, the script stops and names the ``command`` that records one.
+    Returns the paths written.
+    """
+    from pathlib import Path
+
+    if not records:
+        raise SystemExit(f"{results} holds no run: record one with '{command}'")
+    paths = []
+    for fig, name in zip(figures(records), names, strict=True):
+        path = Path(folder) / name
+        save_svg(fig, path)
+        paths.append(path)
+    return paths

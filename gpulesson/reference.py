@@ -13,26 +13,23 @@ A run is what :func:`gpulesson.lesson.train_on` returns: a dict with ``device`` 
 
 from __future__ import annotations
 
-import datetime
-import secrets
 from pathlib import Path
 
-from gpulesson.results import data_label, make_record, read_records
+from gpulesson import results
+from gpulesson.results import (
+    NOT_RECORDED,
+    data_label,
+    duration,
+    hardware,
+    is_gpu,
+    make_record,
+    speedup,
+)
+from gpulesson.results import pick as _pick
 
 EXPERIMENT = "cnn-cpu-vs-gpu"
 RESULTS_FILE = Path(__file__).resolve().parents[1] / "results" / f"{EXPERIMENT}.jsonl"
 FULL_EPOCHS = 30  # "what would full training cost?" is answered for this many epochs
-NOT_RECORDED = "not recorded yet"
-
-
-def new_run_id() -> str:
-    """A run id that sorts by time: ``20261121T101500Z-3fa9c2``."""
-    now = datetime.datetime.now(datetime.timezone.utc)
-    return f"{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
-
-
-def is_gpu(record: dict) -> bool:
-    return record.get("device_kind") == "gpu"
 
 
 def run_record(run: dict, *, data: str, run_id: str, batches, source: str = "notebook") -> dict:
@@ -75,59 +72,13 @@ def run_record(run: dict, *, data: str, run_id: str, batches, source: str = "not
 
 
 def runs(records) -> dict[str, list[dict]]:
-    """Records grouped by ``run_id``, in file order; within a run the CPU record comes first."""
-    grouped: dict[str, list[dict]] = {}
-    for record in records:
-        if record.get("experiment") == EXPERIMENT and record.get("run_id"):
-            grouped.setdefault(record["run_id"], []).append(record)
-    return {run_id: sorted(group, key=is_gpu) for run_id, group in grouped.items()}
+    """This experiment's records grouped by ``run_id`` (:func:`gpulesson.results.runs`)."""
+    return results.runs(records, EXPERIMENT)
 
 
 def reference_run(path=RESULTS_FILE) -> list[dict]:
-    """The records of the reference run: the newest with a GPU record, else the newest.
-
-    An empty list when the file has no run yet (or does not exist).
-    """
-    path = Path(path)
-    if not path.is_file():
-        return []
-    grouped = list(runs(read_records(path)).values())
-    with_gpu = [group for group in grouped if any(is_gpu(r) for r in group)]
-    return (with_gpu or grouped or [[]])[-1]
-
-
-def _pick(records, gpu: bool) -> dict | None:
-    return next((r for r in records if is_gpu(r) == gpu), None)
-
-
-def speedup(records) -> float | None:
-    """How many times shorter the GPU's mean epoch is than the CPU's (None without both)."""
-    cpu, gpu = _pick(records, False), _pick(records, True)
-    if not cpu or not gpu or not gpu.get("mean_epoch_seconds"):
-        return None
-    return cpu["mean_epoch_seconds"] / gpu["mean_epoch_seconds"]
-
-
-def hardware(records) -> dict[str, str]:
-    """``{"CPU": "<model>, <n> cores", "GPU": "<name>"}`` of the records' devices."""
-    result = {}
-    for record in records:
-        if is_gpu(record):
-            result["GPU"] = record["device"]
-        else:
-            result["CPU"] = f"{record.get('cpu_model', 'CPU')}, {record.get('cores_usable', '?')} cores"
-    return result
-
-
-def duration(seconds: float) -> str:
-    """Seconds as a short text: '0.84 s', '12.3 s', '4.5 min', '2.1 h'."""
-    if seconds < 1:
-        return f"{seconds:.2f} s"
-    if seconds < 120:
-        return f"{seconds:.1f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
+    """The records of the reference run (:func:`gpulesson.results.reference_run`)."""
+    return results.reference_run(path, EXPERIMENT)
 
 
 def full_training_seconds(record: dict, epochs: int = FULL_EPOCHS, n_train: int = 50_000) -> float:
@@ -170,20 +121,23 @@ def describe(records, *, full_epochs: int = FULL_EPOCHS, full_n_train: int | Non
     return "\n".join(lines)
 
 
-def figures(records):
-    """The epoch-time plot and the time bar chart of one run's records: ``(fig, fig)``."""
+def figures(records, *, first_epoch: str = "includes compiling", hardware_names=None):
+    """The epoch-time plot and the time bar chart of one run's records: ``(fig, fig)``.
+
+    ``first_epoch`` says what the first epoch's extra time includes; ``hardware_names``
+    replaces :func:`gpulesson.results.hardware` of the records in the titles."""
     from gpulesson import compare_plots
 
     if not records:
         raise ValueError("no records to plot: run the training first, or record a reference run")
     label = data_label(records)
     cpu, gpu = _pick(records, False), _pick(records, True)
-    names = hardware(records)
+    names = dict(hardware_names or hardware(records))
     for kind in ("CPU", "GPU"):  # say so in the figure when a device is missing
         names.setdefault(kind, NOT_RECORDED)
     epochs = compare_plots.epoch_times(cpu["epoch_seconds"] if cpu else None,
                                        gpu["epoch_seconds"] if gpu else None,
-                                       label=label, hardware=names)
+                                       label=label, hardware=names, first_epoch=first_epoch)
     rows = [{**r, "device": "GPU" if is_gpu(r) else "CPU"} for r in records]
     return epochs, compare_plots.time_bars(rows, label=label)
 

@@ -18,7 +18,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from gpulesson.reference import RESULTS_FILE, describe, new_run_id, run_record
+from gpulesson.reference import RESULTS_FILE, describe, run_record
+from gpulesson.results import new_run_id
 
 DEVICES = {"cpu": "cpu", "gpu": "gpu:0"}
 

@@ -16,6 +16,7 @@ import json
 import math
 import os
 import platform
+import secrets
 from pathlib import Path
 
 from gpulesson.settings import LABELS
@@ -33,6 +34,17 @@ def _version(module: str) -> str | None:
         return __import__(module).__version__
     except ImportError:
         return None
+
+
+def machine_record() -> dict:
+    """When and on what CPU: ``date`` (ISO 8601, UTC), ``cpu_model``, ``cores_usable``,
+    ``cores_total``. Imports no deep-learning framework."""
+    from gpulesson import devices
+
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        **devices.cpu_info(),
+    }
 
 
 def environment_record() -> dict:
@@ -54,8 +66,7 @@ def environment_record() -> dict:
         "h5py": _version("h5py"),
     }
     return {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        **devices.cpu_info(),
+        **machine_record(),
         "device": device["device"],
         "gpu_count": device["gpu_count"],
         "backend": device["backend"],
@@ -63,12 +74,15 @@ def environment_record() -> dict:
     }
 
 
-def make_record(experiment: str, *, data: str, **measurements) -> dict:
-    """A complete record: :func:`environment_record`, the data source and its label, and
-    ``measurements`` (e.g. ``**timer.summary()``), which win over the environment's keys."""
+def make_record(experiment: str, *, data: str, environment: dict | None = None, **measurements) -> dict:
+    """A complete record: the ``environment`` (default :func:`environment_record`, which asks
+    Keras; code that measures another framework passes :func:`machine_record` and its own
+    framework's fields), the data source and its label, and ``measurements`` (e.g.
+    ``**timer.summary()``), which win over the environment's keys."""
     if data not in LABELS:
         raise ValueError(f"data must be one of {', '.join(LABELS)}, not {data!r}")
-    return {**environment_record(), "experiment": experiment, "data": data,
+    environment = environment_record() if environment is None else environment
+    return {**environment, "experiment": experiment, "data": data,
             "data_label": LABELS[data], **measurements}
 
 
@@ -181,3 +195,84 @@ def data_label(records) -> str:
             "select one with read_records(path, data=...)"
         )
     return labels.pop()
+
+
+# --- Runs: the records of one measurement session --------------------------------------------
+# A run is the records one command or notebook appends together, sharing a ``run_id`` (one per
+# device, or per device and setting). An episode shows its *reference run*, chosen by
+# :func:`reference_run`, and says "not recorded yet" (:data:`NOT_RECORDED`) for what it lacks.
+
+NOT_RECORDED = "not recorded yet"
+
+
+def new_run_id() -> str:
+    """A run id that sorts by time: ``20261121T101500Z-3fa9c2``."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    return f"{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+
+
+def is_gpu(record: dict) -> bool:
+    return record.get("device_kind") == "gpu"
+
+
+def pick(records, gpu: bool) -> dict | None:
+    """The first CPU (``gpu=False``) or GPU record of ``records``, or None."""
+    return next((r for r in records if is_gpu(r) == gpu), None)
+
+
+def runs(records, experiment: str, **match) -> dict[str, list[dict]]:
+    """The records of ``experiment`` (and with the ``match`` key values) grouped by ``run_id``,
+    runs in file order; within a run the CPU records come first, each kind in file order."""
+    grouped: dict[str, list[dict]] = {}
+    for record in records:
+        if (record.get("experiment") == experiment and record.get("run_id")
+                and all(record.get(key) == value for key, value in match.items())):
+            grouped.setdefault(record["run_id"], []).append(record)
+    return {run_id: sorted(group, key=is_gpu) for run_id, group in grouped.items()}
+
+
+def reference_run(path: str | os.PathLike, experiment: str, **match) -> list[dict]:
+    """The records of the reference run in the results file ``path``: the newest run with CPU
+    and GPU records, else the newest with GPU records, else the newest run.
+
+    An empty list when the file holds no such run (or does not exist).
+    """
+    path = Path(path).expanduser()
+    if not path.is_file():
+        return []
+    grouped = list(runs(read_records(path), experiment, **match).values())
+    with_gpu = [group for group in grouped if any(is_gpu(r) for r in group)]
+    with_both = [group for group in with_gpu if not all(is_gpu(r) for r in group)]
+    return (with_both or with_gpu or grouped or [[]])[-1]
+
+
+def speedup(records, key: str = "mean_epoch_seconds") -> float | None:
+    """How many times shorter the GPU's ``key`` time is than the CPU's (None without both)."""
+    cpu, gpu = pick(records, False), pick(records, True)
+    if not cpu or not gpu or not cpu.get(key) or not gpu.get(key):
+        return None
+    return cpu[key] / gpu[key]
+
+
+def hardware(records) -> dict[str, str]:
+    """``{"CPU": "<model>, <n> cores", "GPU": "<name>"}`` of the records' devices."""
+    result = {}
+    for record in records:
+        if is_gpu(record):
+            result["GPU"] = record["device"]
+        else:
+            result["CPU"] = f"{record.get('cpu_model', 'CPU')}, {record.get('cores_usable', '?')} cores"
+    return result
+
+
+def duration(seconds: float) -> str:
+    """Seconds as a short text: '41 µs', '2.5 ms', '840 ms', '12.3 s', '4.5 min', '2.1 h'."""
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.3g} µs"
+    if seconds < 1:
+        return f"{seconds * 1e3:.3g} ms"
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"

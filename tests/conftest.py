@@ -29,6 +29,13 @@ os.environ.update(
 )
 
 
+# TensorFlow and Triton (the compiler PyTorch imports when it trains) each bring their own LLVM,
+# and the two cannot live in one process ("LLVM ERROR: inconsistency in registered CommandLine
+# options"). This test process imports both frameworks; a learner's kernel never does (the
+# PyTorch notebook imports no Keras). PyTorch on the CPU needs no Triton, so it is hidden here.
+sys.modules.setdefault("triton", None)
+
+
 def pytest_sessionfinish(session, exitstatus):
     shutil.rmtree(_DATA_DIR, ignore_errors=True)
 

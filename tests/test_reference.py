@@ -61,7 +61,7 @@ def test_describe_and_estimates():
     # 30 epochs of 2 s on 900 images, scaled to 45,000 images, plus the 3 s of extra warm-up once
     assert reference.full_training_seconds(cpu, 30, 45_000) == pytest.approx(3 + 30 * 2 * 50)
     assert "Speed-up" not in reference.describe([cpu])
-    assert reference.duration(0.5) == "0.50 s" and reference.duration(150) == "2.5 min"
+    assert reference.duration(0.5) == "500 ms" and reference.duration(150) == "2.5 min"
 
 
 def test_substitutions_say_plainly_what_is_missing(tmp_path):
@@ -74,7 +74,7 @@ def test_substitutions_say_plainly_what_is_missing(tmp_path):
     assert values["ref_speedup"] == reference.NOT_RECORDED
     append_record(path, record("gpu:0", "r", epochs=(3.0, 0.25, 0.25)))
     values = reference.substitutions(path)
-    assert values["ref_speedup"] == "8.0x" and values["ref_gpu_epoch"] == "0.25 s"
+    assert values["ref_speedup"] == "8.0x" and values["ref_gpu_epoch"] == "250 ms"
 
 
 def test_reference_results_file_exists_and_is_valid():

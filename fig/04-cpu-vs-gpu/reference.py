@@ -15,22 +15,15 @@ import matplotlib
 matplotlib.use("Agg")
 
 from gpulesson import reference  # noqa: E402
-from gpulesson.plots import save_svg  # noqa: E402
+from gpulesson.plots import save_figures  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 FIGURES = ("reference-epoch-times.svg", "reference-time-bars.svg")
 
 
 def draw(results=reference.RESULTS_FILE, folder=HERE) -> list[Path]:
-    records = reference.reference_run(results)
-    if not records:
-        raise SystemExit(f"{results} holds no run: record one with 'python -m gpulesson.reference_run'")
-    paths = []
-    for fig, name in zip(reference.figures(records), FIGURES):
-        path = Path(folder) / name
-        save_svg(fig, path)
-        paths.append(path)
-    return paths
+    return save_figures(reference.reference_run(results), reference.figures, FIGURES, folder,
+                        results=results, command="python -m gpulesson.reference_run")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,290 @@
+"""The PyTorch episode's CPU-vs-GPU measurements: records, the reference run, the CLI.
+
+    LESSON_DATA=synthetic python -m gpulesson.torch_reference    # CPU, then GPU if visible
+    python -m gpulesson.torch_reference --devices gpu --epochs 3 --out my-runs.jsonl
+
+The command runs what the notebook of the episode "The same comparison in PyTorch" runs (the
+model and the training function come from :mod:`gpulesson.lesson_torch`, generated from that
+episode): same data, same initial weights on every device, per-epoch times, evaluation. Each
+device's run is appended as one record (sharing a ``run_id``) to ``--out``, by default the
+lesson's results file :data:`RESULTS_FILE`, from which the episode's reference figures and
+numbers (``{{ ref_torch_... }}``) are drawn. The data follow the lesson's settings
+(``LESSON_DATA=synthetic`` for the stand-in, else MNIST; ``LESSON_QUICK``; ``LESSON_DATA_DIR``).
+
+A run is what :func:`gpulesson.lesson_torch.train_on` returns: a dict with ``device``
+("cpu", "cuda", "mps"), ``epoch_seconds``, ``train_loss``, ``evaluation_seconds``,
+``test_loss``, ``test_accuracy``, ``start_weights`` (fingerprint) and ``batch_size``.
+
+Importing this module needs neither PyTorch nor torchvision: the notebook's first cell uses
+:func:`check_torch` to say plainly when PyTorch is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import platform
+import statistics
+import sys
+from pathlib import Path
+
+from gpulesson import reference, results
+from gpulesson.reference import describe
+from gpulesson.results import (
+    NOT_RECORDED,
+    data_label,
+    duration,
+    hardware,
+    make_record,
+    new_run_id,
+    pick,
+    speedup,
+)
+
+EXPERIMENT = "pytorch-cpu-vs-gpu"
+RESULTS_FILE = Path(__file__).resolve().parents[1] / "results" / f"{EXPERIMENT}.jsonl"
+INSTALL = "python -m pip install -r requirements/torch.txt"
+DEVICES = {"cpu": "cpu", "gpu": "cuda"}
+FULL_EPOCHS = 5
+FULL_BATCH_SIZE = 128
+
+__all__ = ["EXPERIMENT", "RESULTS_FILE", "check_torch", "describe", "figures", "reference_run",
+           "run_record", "runs", "substitutions"]
+
+SKIPPED = (
+    "SKIPPED: PyTorch is not installed in this kernel's environment, so this notebook\n"
+    "runs none of its code: every later code cell does nothing. PyTorch is an optional\n"
+    "extra of the lesson. To run the notebook, install the lesson's pinned versions\n"
+    "into the environment (on a login node: it downloads several GB)\n"
+    f"    {INSTALL}\n"
+    "then restart the kernel. The page of this episode shows the recorded results."
+)
+SKIPPED_CELL = "print('Skipped: PyTorch is not installed (see the first cell).')\n"
+
+
+def _skip_cell(lines):
+    """An IPython input transformer: the cell's code is replaced by a short note."""
+    return [SKIPPED_CELL]
+
+
+def check_torch(shell=None) -> bool:
+    """Whether PyTorch can be imported; if not, say so and make later cells no-ops.
+
+    Without PyTorch it prints :data:`SKIPPED` and, inside IPython (a notebook kernel),
+    registers an input transformer that replaces the code of every cell run afterwards by a
+    one-line note, so the rest of the notebook runs without errors and without doing anything.
+    Restarting the kernel removes it. With PyTorch it prints its version and returns True.
+    """
+    if importlib.util.find_spec("torch") is None:
+        print(SKIPPED)
+        if shell is None:
+            try:
+                from IPython import get_ipython
+            except ImportError:
+                get_ipython = None
+            shell = get_ipython() if get_ipython else None
+        if shell is not None and _skip_cell not in shell.input_transformers_post:
+            shell.input_transformers_post.append(_skip_cell)
+        return False
+    import torch
+
+    print(f"PyTorch {torch.__version__}")
+    return True
+
+
+def _version(module: str) -> str | None:
+    if importlib.util.find_spec(module) is None:
+        return None
+    return __import__(module).__version__
+
+
+def torch_environment(device: str) -> dict:
+    """What a PyTorch record says about the framework and the device it ran on.
+
+    These keys replace the Keras-oriented ones of :func:`gpulesson.results.environment_record`:
+    ``backend`` "pytorch", ``versions`` (python, torch, torchvision, numpy), ``gpu_count``
+    (CUDA GPUs PyTorch sees), ``torch_threads`` (CPU threads PyTorch computes with) and
+    ``device``: the GPU's name for a GPU run, ``"CPU"`` for a CPU run.
+    """
+    import torch
+
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    kind = torch.device(device).type
+    if kind == "cuda":
+        name = torch.cuda.get_device_name(torch.device(device))
+    elif kind == "mps":
+        name = f"Apple GPU (MPS), {platform.machine()}"
+    else:
+        name = "CPU"
+    return {
+        "backend": "pytorch",
+        "versions": {"python": platform.python_version(), "torch": torch.__version__,
+                     "torchvision": _version("torchvision"), "numpy": _version("numpy")},
+        "gpu_count": gpus,
+        "torch_threads": torch.get_num_threads(),
+        "device": name,
+    }
+
+
+def run_record(run: dict, *, data: str, run_id: str, n_train: int, n_test: int,
+               source: str = "notebook") -> dict:
+    """The results-file record of one device's run (see the module docstring for ``run``).
+
+    ``mean_epoch_seconds`` is the mean of the epochs after the first (the first alone when only
+    one ran); ``total_seconds`` adds the evaluation to the training time. The record has the
+    fields :func:`gpulesson.reference.describe` and :func:`~gpulesson.reference.figures` read.
+    """
+    seconds = [float(s) for s in run["epoch_seconds"]]
+    if not seconds:
+        raise ValueError("the run has no epoch times")
+    mean = statistics.fmean(seconds[1:]) if len(seconds) > 1 else seconds[0]
+    training = sum(seconds)
+    fields = {
+        "run_id": run_id,
+        "source": source,
+        "device_kind": "cpu" if str(run["device"]).startswith("cpu") else "gpu",
+        "torch_device": str(run["device"]),
+        "batch_size": run["batch_size"],
+        "n_train": n_train,
+        "n_test": n_test,
+        "epochs": len(seconds),
+        "epoch_seconds": seconds,
+        "first_epoch_seconds": seconds[0],
+        "mean_epoch_seconds": mean,
+        "images_per_second": n_train / mean,
+        "training_seconds": training,
+        "evaluation_seconds": run["evaluation_seconds"],
+        "total_seconds": training + run["evaluation_seconds"],
+        "train_loss": [float(v) for v in run["train_loss"]],
+        "test_loss": run["test_loss"],
+        "test_accuracy": run["test_accuracy"],
+        "start_weights": run["start_weights"],
+    }
+    # PyTorch's view of the machine, without importing Keras (and with it TensorFlow, which
+    # must not share a process with PyTorch's compiler, Triton: their LLVM copies clash).
+    environment = {**results.machine_record(), **torch_environment(str(run["device"]))}
+    return make_record(EXPERIMENT, data=data, environment=environment, **fields)
+
+
+def figures(records):
+    """The epoch-time plot and the time bar chart of one run's records: ``(fig, fig)``.
+
+    Those of :func:`gpulesson.reference.figures`, except that the note on the first epoch
+    does not speak of compiling: PyTorch runs eagerly, and its first epoch only pays start-up
+    costs (loading GPU kernels, allocating memory); and the CPU's line in the title says how
+    many threads PyTorch computed with.
+    """
+    names = hardware(records)
+    cpu = pick(records, False)
+    if cpu and cpu.get("torch_threads"):
+        # The cores of the machine, and how many of them PyTorch computed with.
+        threads = cpu["torch_threads"]
+        names["CPU"] += f", {threads} PyTorch thread{'s' if threads > 1 else ''}"
+    return reference.figures(records, first_epoch="one-off start-up costs", hardware_names=names)
+
+
+def runs(records) -> dict[str, list[dict]]:
+    """This experiment's records grouped by ``run_id`` (:func:`gpulesson.results.runs`)."""
+    return results.runs(records, EXPERIMENT)
+
+
+def reference_run(path=RESULTS_FILE) -> list[dict]:
+    """The records of the reference run (:func:`gpulesson.results.reference_run`)."""
+    return results.reference_run(path, EXPERIMENT)
+
+
+def substitutions(path=RESULTS_FILE) -> dict[str, str]:
+    """The reference run as text for the episode page (placeholders ``ref_torch_*``)."""
+    records = reference_run(path)
+    first = records[0] if records else None
+    cpu, gpu = pick(records, False), pick(records, True)
+    ratio = speedup(records)
+    values = {
+        "ref_torch_date": first["date"][:10] if first else NOT_RECORDED,
+        "ref_torch_version": first["versions"]["torch"] if first else NOT_RECORDED,
+        "ref_torch_data": data_label(records) if first else NOT_RECORDED,
+        "ref_torch_n_train": f"{first['n_train']:,}" if first else NOT_RECORDED,
+        "ref_torch_batch_size": str(first["batch_size"]) if first else NOT_RECORDED,
+        "ref_torch_epochs": str(first["epochs"]) if first else NOT_RECORDED,
+        "ref_torch_cpu": hardware([cpu])["CPU"] if cpu else NOT_RECORDED,
+        "ref_torch_cpu_threads": str(cpu["torch_threads"]) if cpu else NOT_RECORDED,
+        "ref_torch_gpu": gpu["device"] if gpu else NOT_RECORDED,
+        "ref_torch_speedup": f"{ratio:.1f}x" if ratio else NOT_RECORDED,
+    }
+    for name, record in (("cpu", cpu), ("gpu", gpu)):
+        for key, field in (("first_epoch", "first_epoch_seconds"), ("epoch", "mean_epoch_seconds"),
+                           ("evaluation", "evaluation_seconds"), ("total", "total_seconds")):
+            values[f"ref_torch_{name}_{key}"] = duration(record[field]) if record else NOT_RECORDED
+        values[f"ref_torch_{name}_accuracy"] = f"{record['test_accuracy']:.3f}" if record else NOT_RECORDED
+    return values
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--devices", nargs="+", choices=sorted(DEVICES), default=None,
+                        help="devices to train on, in this order (default: cpu, then gpu if one is visible)")
+    parser.add_argument("--epochs", type=int, default=FULL_EPOCHS,
+                        help=f"epochs per device (default {FULL_EPOCHS}; quick mode: at most 2)")
+    parser.add_argument("--batch-size", type=int, default=FULL_BATCH_SIZE,
+                        help=f"images per batch (default {FULL_BATCH_SIZE}; quick mode: at most 64)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="CPU threads for PyTorch (default: PyTorch's choice)")
+    parser.add_argument("--out", type=Path, default=RESULTS_FILE,
+                        help=f"results file to append to (default {RESULTS_FILE})")
+    parser.add_argument("--seed", type=int, default=42, help="random seed of the initial weights")
+    return parser
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    if importlib.util.find_spec("torch") is None:
+        print(f"PyTorch is not installed: {INSTALL}", file=sys.stderr)
+        return 2
+    import copy
+
+    import torch
+
+    from gpulesson import lesson_torch
+    from gpulesson.mnist import load_data
+    from gpulesson.results import append_record
+    from gpulesson.settings import get_settings
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    gpus = torch.cuda.is_available()
+    devices = args.devices or (["cpu", "gpu"] if gpus else ["cpu"])
+    if "gpu" in devices and not gpus:
+        print("No GPU is visible to PyTorch: run with --devices cpu, or on a machine with a GPU.",
+              file=sys.stderr)
+        return 2
+    if args.devices is None and not gpus:
+        print("No GPU visible: recording the CPU run only.")
+
+    settings = get_settings()
+    (x_train, y_train), (x_test, y_test), data, _ = load_data(settings)
+    mean, std = float(x_train.mean() / 255), float(x_train.std() / 255)
+    train_set = lesson_torch.to_dataset(x_train, y_train, mean, std)
+    test_set = lesson_torch.to_dataset(x_test, y_test, mean, std)
+    torch.manual_seed(args.seed)
+    initial_state = copy.deepcopy(lesson_torch.SmallCNN().state_dict())
+    epochs = settings.epochs(args.epochs)
+    batch_size = settings.batch_size(args.batch_size)
+    print(f"{len(train_set):,} training and {len(test_set):,} test images; {epochs} epochs of "
+          f"batch size {batch_size}; PyTorch {torch.__version__}, {torch.get_num_threads()} CPU threads")
+
+    run_id, records = new_run_id(), []
+    for name in devices:
+        print(f"Training on {DEVICES[name]} ...", flush=True)
+        run = lesson_torch.train_on(DEVICES[name], initial_state, train_set, test_set, epochs,
+                                    batch_size=batch_size)
+        record = run_record(run, data=data, run_id=run_id, n_train=len(train_set),
+                            n_test=len(test_set), source="gpulesson.torch_reference")
+        append_record(args.out, record)
+        records.append(record)
+    print(describe(records, full_epochs=epochs))
+    print(f"Appended {len(records)} record(s) of run {run_id} to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
