@@ -157,8 +157,11 @@ def weights_fingerprint(weights):
 
 
 def train_on(device, initial_weights, train, validation, test, epochs,
-             verbose="auto"):
-    """Train a new CNN on `device` from `initial_weights`; time it."""
+             verbose="auto", callbacks=()):
+    """Train a new CNN on `device` from `initial_weights`; time it.
+
+    `callbacks`: more Keras callbacks for `fit` (a batch job adds some).
+    """
     with keras.device(device):
         model = compile_cnn(build_cnn())
         # The same starting point on every device.
@@ -169,7 +172,7 @@ def train_on(device, initial_weights, train, validation, test, epochs,
             train,
             validation_data=validation,
             epochs=epochs,
-            callbacks=[timer],
+            callbacks=[timer, *callbacks],
             verbose=verbose,
         )
         (test_loss, test_accuracy), evaluation_seconds = timed(

@@ -1,6 +1,7 @@
 """Batch-job scripts: valid shell, a GPU request, and a clear refusal of a missing notebook."""
 
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,50 @@ def test_script_is_valid_bash_with_slurm_directives(script):
 
 def test_run_notebook_refuses_a_missing_notebook(tmp_path):
     result = subprocess.run(["bash", str(ROOT / "jobs" / "run-notebook.sbatch"), "notebooks/none.ipynb"],
-                            cwd=tmp_path, capture_output=True, text=True)
+                            check=False, cwd=tmp_path, capture_output=True, text=True)
     assert result.returncode == 2
     assert "No notebook at notebooks/none.ipynb" in result.stderr
     assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())
+
+
+TRAINING_SCRIPTS = ["train-cnn.sbatch", "sweep-array.sbatch"]
+
+
+@pytest.mark.parametrize("name", TRAINING_SCRIPTS)
+def test_training_jobs_requeue_themselves_before_the_time_limit(name):
+    text = (ROOT / "jobs" / name).read_text()
+    for line in ("#SBATCH --signal=B:USR1@120", "#SBATCH --requeue", "#SBATCH --open-mode=append",
+                 "#SBATCH --output=results/%x-"):
+        assert line in text, f"{name} lacks {line}"
+    # The trap stops the training and requeues; the training runs in the background so that
+    # the trap can run before it ends.
+    assert "trap requeue USR1" in text and 'scontrol requeue "$SLURM_JOB_ID"' in text
+    assert "python -u -m gpulesson.train_job" in text and 'wait "$pid"' in text
+    hours, minutes, seconds = map(int, text.split("#SBATCH --time=")[1].split()[0].split(":"))
+    assert 120 < hours * 3600 + minutes * 60 + seconds
+
+
+def lesson_folder(tmp_path):
+    """A folder to submit from whose .venv is this Python's environment (outside Slurm)."""
+    bin_dir = tmp_path / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    (bin_dir / "python").chmod(0o755)
+    (bin_dir / "activate").write_text(f'PATH="{Path(sys.executable).parent}:$PATH"\n')
+    return tmp_path
+
+
+def test_train_cnn_passes_its_arguments_to_train_job(tmp_path):
+    result = subprocess.run(["bash", str(ROOT / "jobs" / "train-cnn.sbatch"), "--epochs", "0"],
+                            cwd=lesson_folder(tmp_path), check=False, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 2
+    assert "argument --epochs: must be at least 1, not 0" in result.stderr
+
+
+def test_the_sweep_refuses_to_run_outside_a_job_array(tmp_path):
+    result = subprocess.run(["bash", str(ROOT / "jobs" / "sweep-array.sbatch")], cwd=tmp_path,
+                            check=False, capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+    assert result.returncode != 0
+    assert "submit this script with sbatch: it is a job array" in result.stderr
+    assert not (tmp_path / "results").exists()

@@ -1,0 +1,156 @@
+"""A hyper-parameter sweep as a Slurm job array: the grid, and one table of its results.
+
+    python -m gpulesson.sweep list                      # the grid, one line per array task
+    python -m gpulesson.sweep params --index 3          # task 3's arguments for train_job
+    python -m gpulesson.sweep gather results/jobs/sweep-12345
+
+Every task of ``jobs/sweep-array.sbatch`` turns its ``SLURM_ARRAY_TASK_ID`` into arguments of
+:mod:`gpulesson.train_job` with ``params`` and trains into its own folder
+``results/jobs/sweep-<array job id>/task-<task id>/``. ``gather`` reads the ``record.json``
+of every run below the folders it is given and writes one table, as Markdown and CSV (default
+``<folder>/sweep.md`` and ``<folder>/sweep.csv``); runs not finished yet are listed as such.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import itertools
+import json
+import sys
+from pathlib import Path
+
+from gpulesson.results import data_label, duration, hardware
+
+# Task i of the array trains with GRID_POINTS[i]: every combination, batch size varying slowest.
+GRID = {"batch_size": (64, 128, 256), "learning_rate": (1e-3, 3e-4)}
+GRID_POINTS = [dict(zip(GRID, values)) for values in itertools.product(*GRID.values())]
+COLUMNS = ("run", "batch_size", "learning_rate", "epochs", "best_val_accuracy",
+           "test_accuracy", "mean_epoch_seconds", "device", "status")
+
+
+def grid_point(index: int) -> dict:
+    """The parameters of array task ``index``; IndexError names the valid range."""
+    if not 0 <= index < len(GRID_POINTS):
+        raise IndexError(f"task index {index} is not in the grid: use 0-{len(GRID_POINTS) - 1} "
+                         f"({len(GRID_POINTS)} combinations; see python -m gpulesson.sweep list)")
+    return dict(GRID_POINTS[index])
+
+
+def arguments(point: dict) -> list[str]:
+    """A grid point as command-line arguments of train_job: ``--batch-size 64 ...``."""
+    return [part for key, value in point.items()
+            for part in (f"--{key.replace('_', '-')}", f"{value:g}")]
+
+
+def _row(folder: Path) -> dict:
+    """One table row for a run folder of train_job (finished or not)."""
+    record_path = folder / "record.json"
+    if record_path.exists():
+        record = json.loads(record_path.read_text())
+        return {"run": folder.name, **{key: record.get(key) for key in COLUMNS[1:-2]},
+                "device": "GPU" if record.get("device_kind") == "gpu" else "CPU",
+                "status": "finished", "_record": record}
+    params = json.loads((folder / "params.json").read_text())["params"]
+    done = 0
+    if (folder / "history.csv").exists():
+        from gpulesson.train_job import read_history
+
+        done = len(read_history(folder / "history.csv"))
+    return {"run": folder.name, "batch_size": params["batch_size"],
+            "learning_rate": params["learning_rate"], "epochs": done,
+            "status": f"not finished ({done}/{params['epochs']} epochs)"}
+
+
+def gather(folders) -> list[dict]:
+    """The rows of all train_job runs below ``folders``, sorted by batch size and learning rate.
+
+    Raises FileNotFoundError when there is no run, ValueError for runs of different data."""
+    runs = sorted({p.parent for folder in map(Path, folders) for p in folder.rglob("params.json")})
+    if not runs:
+        raise FileNotFoundError(f"no train_job runs (folders with params.json) below "
+                                f"{', '.join(map(str, folders))}")
+    rows = [_row(run) for run in runs]
+    records = [row["_record"] for row in rows if "_record" in row]
+    if records:
+        data_label(records)  # refuses runs of different data sets
+    return sorted(rows, key=lambda r: (r["batch_size"], -r["learning_rate"], r["run"]))
+
+
+def _cell(key, value) -> str:
+    if value is None:
+        return "-"
+    if key == "mean_epoch_seconds":
+        return duration(value)
+    if key in ("best_val_accuracy", "test_accuracy"):
+        return f"{value:.3f}"
+    if key == "learning_rate":
+        return f"{value:g}"
+    return str(value)
+
+
+def markdown(rows) -> str:
+    """The table as Markdown, with a line that says which data and hardware it comes from."""
+    records = [row["_record"] for row in rows if "_record" in row]
+    lines = []
+    if records:
+        names = hardware(records)
+        lines.append(f"Data: {data_label(records)}. Hardware: "
+                     + "; ".join(f"{kind} {name}" for kind, name in names.items()) + ".\n")
+    lines.append("| " + " | ".join(COLUMNS) + " |")
+    lines.append("|" + "|".join("---" for _ in COLUMNS) + "|")
+    lines += ["| " + " | ".join(_cell(k, row.get(k)) for k in COLUMNS) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def write_csv(rows, path) -> None:
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m gpulesson.sweep",
+                                     description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("list", help="the grid, one line per array task")
+    params = commands.add_parser("params", help="one task's arguments for train_job")
+    params.add_argument("--index", type=int, required=True, help="the array task id")
+    gathered = commands.add_parser("gather", help="one table of the runs below the folders")
+    gathered.add_argument("folders", nargs="+", type=Path)
+    gathered.add_argument("--markdown", type=Path, help="default <first folder>/sweep.md")
+    gathered.add_argument("--csv", type=Path, help="default <first folder>/sweep.csv")
+    return parser
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "list":
+        for index, point in enumerate(GRID_POINTS):
+            print(index, " ".join(arguments(point)))
+        print(f"Array range: --array=0-{len(GRID_POINTS) - 1}")
+        return 0
+    if args.command == "params":
+        try:
+            print(" ".join(arguments(grid_point(args.index))))
+        except IndexError as exc:
+            print(exc, file=sys.stderr)
+            return 2
+        return 0
+    try:
+        rows = gather(args.folders)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"Cannot gather: {exc}", file=sys.stderr)
+        return 2
+    table = markdown(rows)
+    md_path = args.markdown or args.folders[0] / "sweep.md"
+    csv_path = args.csv or args.folders[0] / "sweep.csv"
+    md_path.write_text(table)
+    write_csv(rows, csv_path)
+    print(table + f"\nWritten: {md_path} and {csv_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,328 @@
+"""Train the lesson's CNN as a batch job that loses at most one epoch when it is stopped.
+
+    python -m gpulesson.train_job --epochs 20 --batch-size 256
+    python -m gpulesson.train_job --data synthetic --epochs 3 --out-dir results/jobs/try
+    sbatch jobs/train-cnn.sbatch --epochs 20            # the same, as a Slurm job
+
+It trains exactly what the notebook of the episode "Training a CNN on the CPU and on the GPU"
+trains: the data split, model and training function come from :mod:`gpulesson.lesson`, which
+is generated from that episode's cells. This module adds only what a batch job needs:
+
+* parameters from the command line (``--epochs``, ``--batch-size``, ``--learning-rate``,
+  ``--seed``, ``--data``: ``cifar10``, ``synthetic`` or the path of a lesson HDF5 file);
+* everything in one folder, ``--out-dir`` (default ``results/jobs/<Slurm job id>/``, or
+  ``results/jobs/<array job id>_<task id>/`` for a job-array task, ``results/jobs/local/``
+  outside Slurm): ``params.json`` (the run's parameters), ``history.csv`` (one row per
+  completed epoch, ``keras.callbacks.CSVLogger``), ``best.keras`` (the model of the epoch with
+  the lowest validation loss, ``ModelCheckpoint``), ``model.keras`` (the final model) and
+  ``record.json`` (the results record, also appended to ``--results-file``);
+* ``keras.callbacks.BackupAndRestore``: at the end of every epoch the weights, the optimizer's
+  state and the epoch number go to ``<out-dir>/backup/``. Started again with the same
+  command, the run continues after the last *completed* epoch; the epoch that was running when
+  the job stopped is trained again from its start (its partial work is lost: the backup is
+  written at epoch ends only). The backup is deleted once the run has finished and its
+  record is written; running the command again then just says the run is finished.
+* SIGTERM and SIGUSR1 (what Slurm sends before a time limit, see ``jobs/train-cnn.sbatch``)
+  stop the training at the end of the current batch, with a message, leaving the backup of
+  the last completed epoch in place.
+
+An out folder that holds a run with other parameters is refused, so that a restarted job
+never mixes two runs. The environment variable ``LESSON_BATCH_DELAY`` (seconds) slows every
+batch down; it exists for the test that stops a run in the middle of an epoch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import shutil
+import signal
+import sys
+import time
+from pathlib import Path
+
+from gpulesson.errors import DataFileError
+from gpulesson.settings import DATA_CHOICES, get_settings
+
+EXPERIMENT = "cnn-batch-job"
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS_FILE = ROOT / "results" / f"{EXPERIMENT}.jsonl"
+JOBS_DIR = ROOT / "results" / "jobs"
+DEFAULT_EPOCHS = 10
+DEFAULT_BATCH_SIZE = 256
+DEFAULT_LEARNING_RATE = 1e-3  # the one compile_cnn uses
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
+PARAMS, RECORD, HISTORY = "params.json", "record.json", "history.csv"
+BACKUP, BEST, MODEL = "backup", "best.keras", "model.keras"
+
+
+class Stopped(BaseException):
+    """Raised by the signal handler; a BaseException so that no library code swallows it."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _stop(signum, frame):
+    raise Stopped(signum)
+
+
+def job_id(environ=None) -> str:
+    """The Slurm job's id (``<array job>_<task>`` for an array task), or ``"local"``."""
+    env = os.environ if environ is None else environ
+    if env.get("SLURM_ARRAY_JOB_ID") and env.get("SLURM_ARRAY_TASK_ID"):
+        return f"{env['SLURM_ARRAY_JOB_ID']}_{env['SLURM_ARRAY_TASK_ID']}"
+    return env.get("SLURM_JOB_ID") or "local"
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, not {text}")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m gpulesson.train_job", description=__doc__.splitlines()[0],
+        epilog="Run it again with the same arguments to resume after the last completed epoch.")
+    parser.add_argument("--epochs", type=_positive_int, default=DEFAULT_EPOCHS,
+                        help=f"epochs in all, resumed ones included (default {DEFAULT_EPOCHS})")
+    parser.add_argument("--batch-size", type=_positive_int, default=None,
+                        help=f"images per batch (default {DEFAULT_BATCH_SIZE}; quick mode: 64)")
+    parser.add_argument("--learning-rate", type=_positive_float, default=DEFAULT_LEARNING_RATE,
+                        help=f"Adam's learning rate (default {DEFAULT_LEARNING_RATE:g})")
+    parser.add_argument("--seed", type=int, default=42, help="seed of the initial weights (default 42)")
+    parser.add_argument("--data", default=None,
+                        help="cifar10, synthetic (the file the lesson's settings name) or the path "
+                             "of a lesson HDF5 file (default: LESSON_DATA, else cifar10)")
+    parser.add_argument("--device", choices=("auto", "cpu", "gpu"), default="auto",
+                        help="where to train (default: the GPU if one is visible, else the CPU)")
+    parser.add_argument("--out-dir", type=Path, default=None,
+                        help="folder for this run's files (default results/jobs/<job id>/)")
+    parser.add_argument("--results-file", type=Path, default=RESULTS_FILE,
+                        help=f"results file the run's record is appended to (default {RESULTS_FILE})")
+    return parser
+
+
+def _data_file(choice: str | None):
+    """``(path, info)`` of the data file ``choice`` names; DataFileError if it is unusable."""
+    from gpulesson.hdf5 import validate_hdf5
+
+    settings = get_settings()
+    if choice is None or choice in DATA_CHOICES:
+        if choice is not None:
+            settings = type(settings)(data=choice, quick=settings.quick, data_dir=settings.data_dir)
+        path = settings.hdf5_path
+    else:
+        path = Path(choice).expanduser()
+    # A missing or damaged file: the message gives the prepare command.
+    info = validate_hdf5(path)
+    return Path(info.path).resolve(), info
+
+
+def read_history(path) -> list[dict]:
+    """The rows of a run's ``history.csv``, one per epoch (numbers as floats, ``epoch`` as int).
+
+    An epoch that was completed, then interrupted before its backup was written, and trained
+    again appears twice in the file: the later row wins.
+    """
+    by_epoch = {}
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            epoch = int(row.pop("epoch"))
+            by_epoch[epoch] = {"epoch": epoch, **{k: float(v) for k, v in row.items()}}
+    return [by_epoch[e] for e in sorted(by_epoch)]
+
+
+def _check_out_dir(out: Path, params: dict) -> str | None:
+    """None to train; "finished" if this run is done; raises ValueError for another run."""
+    saved = out / PARAMS
+    if not saved.exists():
+        if out.exists() and any(out.iterdir()):
+            raise ValueError(f"{out} already holds files but no {PARAMS}: it is not a folder of "
+                             "this command; choose another --out-dir")
+        return None
+    old = json.loads(saved.read_text())["params"]
+    if old != params:
+        changed = ", ".join(f"{k} {old.get(k)!r} -> {params.get(k)!r}"
+                            for k in sorted(set(old) | set(params)) if old.get(k) != params.get(k))
+        raise ValueError(
+            f"{out} holds a run with other parameters ({changed}). A restarted job must "
+            "resume the same run: use the same arguments, another --out-dir, or delete "
+            f"{out} to start again.")
+    return "finished" if (out / RECORD).exists() else None
+
+
+def _callbacks(out: Path, epochs: int, learning_rate: float, delay: float):
+    """The batch job's Keras callbacks, in the order their epoch ends must run."""
+    import keras
+
+    class EpochLog(keras.callbacks.Callback):
+        """Logs each epoch's start and time; adds ``epoch_seconds`` to the logs."""
+
+        def __init__(self):
+            super().__init__()
+            self.first = True
+
+        def on_epoch_begin(self, epoch, logs=None):
+            if self.first and epoch > 0:
+                print(f"Resuming from the backup after epoch {epoch}.", flush=True)
+            self.first = False
+            print(f"Epoch {epoch + 1}/{epochs} started at {time.strftime('%H:%M:%S')}.",
+                  flush=True)
+            self.start = time.perf_counter()
+
+        def on_train_batch_end(self, batch, logs=None):
+            if delay:
+                time.sleep(delay)
+
+        def on_epoch_end(self, epoch, logs=None):
+            # The CSV logger, next in the list, writes it into history.csv.
+            logs["epoch_seconds"] = time.perf_counter() - self.start
+
+    best_so_far = None
+    if (out / HISTORY).exists():
+        losses = [row["val_loss"] for row in read_history(out / HISTORY)]
+        best_so_far = min(losses) if losses else None
+    return [
+        keras.callbacks.LearningRateScheduler(lambda epoch, lr: learning_rate),
+        EpochLog(),
+        keras.callbacks.CSVLogger(str(out / HISTORY), append=True),
+        # Saves only an epoch better than all before, those of earlier starts too.
+        keras.callbacks.ModelCheckpoint(str(out / BEST), monitor="val_loss", save_best_only=True,
+                                        initial_value_threshold=best_so_far),
+        # Last: once the backup says "epoch k done", the files above have epoch k.
+        keras.callbacks.BackupAndRestore(str(out / BACKUP), save_freq="epoch",
+                                         delete_checkpoint=False),
+    ]
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    settings = get_settings()
+    try:
+        path, info = _data_file(args.data)
+    except DataFileError as exc:
+        print(f"No usable data file. {exc}", file=sys.stderr)
+        return 2
+    batch_size = args.batch_size or settings.batch_size(DEFAULT_BATCH_SIZE)
+    params = {"epochs": args.epochs, "batch_size": batch_size, "learning_rate": args.learning_rate,
+              "seed": args.seed, "data": str(path), "device": args.device}
+    out = (args.out_dir or JOBS_DIR / job_id()).expanduser().resolve()
+    try:
+        state = _check_out_dir(out, params)
+    except ValueError as exc:
+        print(f"Refusing to train: {exc}", file=sys.stderr)
+        return 2
+    if state == "finished":
+        print(f"The run in {out} is finished already ({RECORD} is there): nothing to do.")
+        return 0
+
+    # Keras is imported only now: the checks above answer at once.
+    from gpulesson import lesson
+    from gpulesson.devices import keras_device
+
+    if args.device == "gpu" and not keras_device()["gpu_count"]:
+        print("No GPU is visible to Keras: use --device cpu, or run on a GPU node.", file=sys.stderr)
+        return 2
+    try:
+        batches = lesson.split_batches(path, batch_size)
+    except ValueError as exc:
+        print(f"Cannot split {path} into batches: {exc}", file=sys.stderr)
+        return 2
+    out.mkdir(parents=True, exist_ok=True)
+    if not (out / PARAMS).exists():
+        from gpulesson.results import new_run_id
+
+        job = {"run_id": new_run_id(), "params": params}
+        (out / PARAMS).write_text(json.dumps(job, indent=1) + "\n")
+    run_id = json.loads((out / PARAMS).read_text())["run_id"]
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, _stop)
+    try:
+        return _train(args, params, batches, info, out, run_id)
+    except Stopped as stop:
+        done = len(read_history(out / HISTORY)) if (out / HISTORY).exists() else 0
+        print(f"Stopped by {stop}: the backup in {out / BACKUP} holds the {done} completed "
+              "epoch(s); the epoch that was running is lost. Run the same command again to "
+              "resume.", flush=True)
+        return 128 + stop.signum
+
+
+def _train(args, params, batches, info, out: Path, run_id: str) -> int:
+    import keras
+
+    from gpulesson import lesson
+    from gpulesson.devices import keras_device
+    from gpulesson.reference import run_record
+    from gpulesson.results import append_record
+    from gpulesson.timing import EpochTimer
+
+    gpus = keras_device()["gpu_count"]
+    device = "gpu:0" if gpus and args.device != "cpu" else "cpu"
+    resuming = (out / BACKUP).exists()
+    print(f"Data: {info.label} ({params['data']}); {batches[0].n_images:,} training images, "
+          f"batch size {params['batch_size']}, learning rate {params['learning_rate']:g}, "
+          f"{params['epochs']} epochs on {device}; files in {out}", flush=True)
+    print("A backup exists: resuming." if resuming else "No backup: starting at epoch 1.", flush=True)
+    keras.utils.set_random_seed(args.seed)
+    initial_weights = lesson.build_cnn().get_weights()
+    delay = float(os.environ.get("LESSON_BATCH_DELAY") or 0)
+    callbacks = _callbacks(out, params["epochs"], params["learning_rate"], delay)
+    run = lesson.train_on(device, initial_weights, *batches, params["epochs"], verbose=2,
+                          callbacks=callbacks)
+    run["model"].save(out / MODEL)
+
+    # The whole run's epochs, over all starts, come from history.csv.
+    history = read_history(out / HISTORY)
+    timer = EpochTimer(samples_per_epoch=batches[0].n_images)
+    timer.epoch_seconds = [row["epoch_seconds"] for row in history]
+    run["timing"] = timer.summary()
+    run["history"] = {key: [row[key] for row in history]
+                      for key in history[0] if key not in ("epoch", "epoch_seconds")}
+    record = run_record(run, data=info.source, run_id=run_id, batches=batches,
+                        source="gpulesson.train_job")
+    val_accuracy = run["history"].get("val_accuracy") or [None]
+    record.update(
+        experiment=EXPERIMENT,
+        learning_rate=params["learning_rate"],
+        seed=params["seed"],
+        best_val_accuracy=max(val_accuracy),
+        best_val_loss=min(run["history"]["val_loss"]),
+        job_id=os.environ.get("SLURM_JOB_ID"),
+        array_job_id=os.environ.get("SLURM_ARRAY_JOB_ID"),
+        array_task_id=os.environ.get("SLURM_ARRAY_TASK_ID"),
+        restart_count=int(os.environ.get("SLURM_RESTART_COUNT") or 0),
+        out_dir=str(out.relative_to(ROOT) if out.is_relative_to(ROOT) else out),
+    )
+    # record.json marks the run as finished: written whole, or not at all.
+    partial = out / f".{RECORD}.tmp"
+    partial.write_text(json.dumps(record, indent=1) + "\n")
+    partial.replace(out / RECORD)
+    append_record(args.results_file, record)
+    shutil.rmtree(out / BACKUP, ignore_errors=True)
+    print(f"Finished {len(history)} epochs: test accuracy {run['test_accuracy']:.3f}, best "
+          f"validation accuracy {record['best_val_accuracy']:.3f}. Record appended to "
+          f"{args.results_file}; models in {out}.", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
