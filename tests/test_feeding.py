@@ -1,0 +1,383 @@
+"""The input-pipeline benchmark (gpulesson.feeding): pipelines, timing, records, the page's
+numbers, the goals, the figures and the command line, on the CPU at tiny sizes."""
+
+import copy
+import json
+import os
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+import pytest
+from conftest import ROOT
+
+from gpulesson import feeding
+from gpulesson import feeding_pipelines as fp
+from gpulesson.results import NOT_RECORDED, append_record, read_records, validate_record
+
+FIG = ROOT / "fig" / "08-feeding-the-gpu"
+N, BATCH = 96, 32  # 3 batches an epoch: every code path, in seconds
+
+
+def _draw_module():
+    sys.path.insert(0, str(ROOT / "tools"))
+    import draw_feeding
+
+    return draw_feeding
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    """One tiny benchmark run: every pipeline (train and loader), then every sweep."""
+    import keras
+
+    before = keras.mixed_precision.global_policy().name
+    lines = []
+    records = feeding.run_benchmark(
+        devices=["cpu"], pipelines=list(fp.PIPELINES), batch_size=BATCH, n_images=N,
+        repeats=1, workers=2, sweeps=feeding.SWEEPS, batch_sizes=(48,), spe_values=(2,),
+        precisions=("mixed_bfloat16",), data_dir=tmp_path_factory.mktemp("feeding-data"),
+        progress=lines.append)
+    return records, lines, before
+
+
+def test_every_pipeline_gives_well_formed_records(measured):
+    records, lines, _ = measured
+    assert not [line for line in lines if line.startswith("skipped")], lines
+    assert len({r["run_id"] for r in records}) == 1
+    base = [r for r in records if r["group"] == "pipelines"]
+    assert {(r["pipeline"], r["mode"]) for r in base} == {
+        (p, m) for p in fp.PIPELINES for m in ("train", "loader")}
+    for r in records:
+        validate_record(r)
+        assert r["experiment"] == "feeding" and r["data"] == "synthetic"
+        assert r["device"] == "CPU" and r["device_kind"] == "cpu" and r["cpu_model"]
+        assert r["cores_usable"] >= 1 and r["backend"] and r["versions"]["keras"] and r["date"]
+        assert r["images_per_second"] > 0 and r["median_epoch_seconds"] > 0
+        assert r["min_epoch_seconds"] <= r["median_epoch_seconds"] <= r["max_epoch_seconds"]
+        assert r["images_per_second"] == pytest.approx(
+            r["images_per_epoch"] / r["median_epoch_seconds"])
+        assert r["warmup_epochs"] == 1 and len(r["warmup_seconds"]) == 1 and r["repeats"] == 1
+        assert not r["partial_epoch"] and r["steps"] == r["full_epoch_steps"]
+        assert r["load_average"] is None or len(r["load_average"]) == 3
+        assert json.loads(json.dumps(r)) == r  # JSON-ready
+    train = [r for r in base if r["mode"] == "train"]
+    assert {(r["precision"], r["jit_compile"], r["steps_per_execution"]) for r in train} == {
+        ("float32", True, 1)}
+    classic = feeding.find(records, "cpu", "classic")
+    assert classic["compression"] == "gzip" and classic["chunks"][1:] != [32, 32, 3]
+    lesson = feeding.find(records, "cpu", "lesson")
+    assert lesson["chunks"] == [BATCH, 32, 32, 3] and lesson["compression"] is None
+    assert feeding.find(records, "cpu", "lesson-workers")["workers"] == 2
+
+
+def test_the_sweeps_vary_one_setting_on_the_fastest_pipeline(measured):
+    records, _, policy_before = measured
+    import keras
+
+    best = feeding.best_pipeline(records, "cpu")
+    swept = [r for r in records if r["group"] in feeding.SWEEPS]
+    assert {r["pipeline"] for r in swept} == {best} and {r["mode"] for r in swept} == {"train"}
+    settings = {(r["group"], r["precision"], r["jit_compile"], r["steps_per_execution"],
+                 r["batch_size"]) for r in swept}
+    assert settings == {("precision", "mixed_bfloat16", True, 1, BATCH),
+                        ("jit", "float32", False, 1, BATCH),
+                        ("spe", "float32", True, 2, BATCH),
+                        ("batch", "float32", True, 1, 48)}
+    # mixed precision was set for its model only
+    assert keras.mixed_precision.global_policy().name == policy_before == "float32"
+
+
+def test_the_precision_policy_is_restored_after_an_error():
+    import keras
+
+    with pytest.raises(RuntimeError, match="inside"), feeding.precision_policy("mixed_float16"):
+        assert keras.mixed_precision.global_policy().name == "mixed_float16"
+        raise RuntimeError("inside")
+    assert keras.mixed_precision.global_policy().name == "float32"
+    model = feeding.build_model("cpu", precision="mixed_bfloat16")
+    assert model.layers[0].compute_dtype == "bfloat16"
+    assert keras.mixed_precision.global_policy().name == "float32"
+
+
+# --- the pipelines -------------------------------------------------------------------------------
+
+def _numbered(n):
+    """Images that carry their own row number in their first two bytes."""
+    x = np.zeros((n, 32, 32, 3), dtype=np.uint8)
+    x[:, 0, 0, 0], x[:, 0, 0, 1] = np.arange(n) % 256, np.arange(n) // 256
+    return x, (np.arange(n) % 10).astype(np.uint8)
+
+
+def _ids(images):
+    pixels = np.rint(np.asarray(images)[:, 0, 0, :2] * 255).astype(int)
+    return pixels[:, 0] + 256 * pixels[:, 1]
+
+
+def test_the_classic_file_is_guessed_chunks_with_gzip(tmp_path):
+    x, y = _numbered(N)
+    path = fp.write_files(tmp_path, x, y, ["classic"], batch_size=BATCH)["classic"]
+    with h5py.File(path, "r") as f:
+        dataset = f["x"]
+        assert dataset.compression == "gzip" and dataset.chunks is not None
+        # h5py guessed the chunks (chunks=True): they cut across images
+        assert dataset.chunks[1:] != (32, 32, 3)
+    assert fp.file_info(path)["compression"] == "gzip"
+    # for the full data set this layout gives h5py's guess (6250, 4, 4, 1)
+    from h5py._hl.filters import guess_chunk
+
+    from gpulesson.layouts import layout_options
+
+    assert layout_options("auto chunks + gzip", (50_000, 32, 32, 3))["chunks"] is True
+    assert guess_chunk((50_000, 32, 32, 3), None, 1) == (6250, 4, 4, 1)
+
+
+def test_the_classic_generator_reads_the_whole_dataset_every_epoch(tmp_path, monkeypatch):
+    x, y = _numbered(N)
+    path = fp.write_files(tmp_path, x, y, ["classic"], batch_size=BATCH)["classic"]
+    reads = []
+    original = h5py.Dataset.__getitem__
+
+    def counting(self, key, *args, **kwargs):
+        result = original(self, key, *args, **kwargs)
+        if self.name == "/x":
+            reads.append(len(result))
+        return result
+
+    monkeypatch.setattr(h5py.Dataset, "__getitem__", counting)
+    classic = fp.ClassicBatches(path, BATCH)
+    assert reads == [N]  # counting the images read them all
+    for _ in range(2):
+        batches = list(feeding._batches(classic))
+        assert len(batches) == 3
+    # every epoch: 3 batch reads, then the whole dataset again to count it
+    assert reads == [N, BATCH, BATCH, BATCH, N, BATCH, BATCH, BATCH, N]
+    assert classic.full_reads == 3
+    # and its shuffle never reaches the batches (the first mistake)
+    assert list(_ids(batches[0][0])) == list(range(BATCH))
+    classic.close()
+
+
+@pytest.mark.parametrize("pipeline", ["lesson", "lesson-gzip", "ram", "device"])
+def test_a_pipeline_delivers_every_image_once_per_epoch(tmp_path, pipeline):
+    x, y = _numbered(N + 5)  # a smaller last batch
+    files = fp.write_files(tmp_path, x, y, ["none", "gzip"], batch_size=BATCH)
+    ram = (x.astype("float32") / 255, y.astype("int32"))
+    dataset = fp.make_pipeline(pipeline, batch_size=BATCH, files=files, arrays=ram,
+                               device_arrays=fp.to_device(*ram, "cpu"))
+    orders = []
+    for _ in range(2):
+        ids = np.concatenate([_ids(np.asarray(b[0])) for b in feeding._batches(dataset)])
+        assert sorted(ids) == list(range(N + 5))
+        orders.append(list(ids))
+    assert orders[0] != orders[1]  # shuffled anew every epoch
+
+
+def test_the_workers_pipeline_reads_in_worker_processes(tmp_path):
+    x, y = _numbered(N)
+    files = fp.write_files(tmp_path, x, y, ["none"], batch_size=BATCH)
+    dataset = fp.make_pipeline("lesson-workers", batch_size=BATCH, files=files, workers=2)
+    assert dataset.workers == 2 and dataset.use_multiprocessing
+    ids = np.concatenate([_ids(b[0]) for b in feeding._batches(dataset)])
+    assert sorted(ids) == list(range(N))
+    # the batches were read by the worker processes: this process never opened the file
+    assert dataset._file is None
+
+
+def test_a_partial_epoch_is_timed_and_recorded_as_such(tmp_path):
+    x, y = _numbered(N)
+    ram = (x.astype("float32") / 255, y.astype("int32"))
+    full = fp.make_pipeline("ram", batch_size=BATCH, arrays=ram)
+    part = fp.limit(full, 2)
+    assert len(part) == 2 and fp.limit(full, 10) is full and fp.limit(full, None) is full
+    budget = feeding.time_loader(part, "cpu", warmup=1, repeats=2)
+    record = feeding.measurement_record(
+        budget, run_id="r", device="cpu", pipeline="ram", mode="loader", batch_size=BATCH,
+        steps=len(part), full_steps=len(full), n_images=N, precision=None, jit_compile=None,
+        steps_per_execution=None, group="pipelines", extra={})
+    assert record["partial_epoch"] and record["steps"] == 2 and record["images_per_epoch"] == 64
+    assert record["full_epoch_seconds"] == pytest.approx(N / record["images_per_second"])
+    assert len(record["epoch_seconds"]) == 2
+
+
+def test_timed_epochs_stop_at_the_time_budget():
+    budget = feeding._Budget(warmup=1, repeats=5, max_seconds=1.0)
+    budget.seconds += [9.0]
+    assert not budget.done()  # the warm-up does not count
+    budget.seconds += [0.6]
+    assert not budget.done()
+    budget.seconds += [0.6]
+    assert budget.done() and budget.timed == [0.6, 0.6]
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: fp.check_pipelines(["lesson", "nope"]), "unknown pipeline.*'nope'"),
+    (lambda: fp.check_pipelines([]), "no pipelines"),
+    (lambda: feeding.check_device("tpu"), "unknown device 'tpu'"),
+    (lambda: feeding.check_precision("float64"), "unknown precision 'float64'"),
+    (lambda: feeding.run_benchmark(devices=["cpu"], pipelines=["ram"], batch_size=64,
+                                   n_images=32, repeats=1), "larger than n_images"),
+    (lambda: feeding.run_benchmark(devices=["cpu"], pipelines=["ram"], batch_size=0,
+                                   n_images=32, repeats=1), "batch_size must be"),
+    (lambda: feeding.run_benchmark(devices=["cpu"], pipelines=["ram"], batch_size=8,
+                                   n_images=32, repeats=1, sweeps=["colour"]), "unknown sweep"),
+    (lambda: fp.make_pipeline("ram", batch_size=0, arrays=_numbered(4)), "batch size"),
+])
+def test_bad_input_gives_a_clear_error(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+# --- the page's numbers and the goals ---------------------------------------------------------------
+
+def _as_gpu(records, rates):
+    """Made-up GPU copies of CPU records (tests only: never committed)."""
+    made = []
+    for r in records:
+        g = copy.deepcopy(r)
+        g.update(device_kind="gpu", keras_device="gpu:0", device="Made-up GPU 80GB")
+        rate = rates.get(r["pipeline"], 1000.0)
+        g.update(images_per_second=rate, images_per_second_low=0.9 * rate,
+                 images_per_second_high=1.1 * rate, n_images=50_000,
+                 full_epoch_seconds=50_000 / rate, other_programs_cpu_share=0.0)
+        made.append(g)
+    return made
+
+
+def _write(path, records):
+    for r in records:
+        append_record(path, r)
+    return path
+
+
+def test_without_gpu_records_the_gpu_numbers_are_not_recorded(measured, tmp_path):
+    records, _, _ = measured
+    path = _write(tmp_path / "cpu.jsonl", records)
+    values = feeding.substitutions(path)
+    assert all(k.startswith("ref_feed_") for k in values)
+    gpu = {k: v for k, v in values.items() if k.startswith("ref_feed_gpu")}
+    assert gpu and set(gpu.values()) == {NOT_RECORDED}
+    assert values["ref_feed_lesson_vs_device"] == values["ref_feed_targets"] == NOT_RECORDED
+    assert values["ref_feed_cpu_lesson_ips"] != NOT_RECORDED
+    assert values["ref_feed_cpu"].endswith("cores")
+    assert values["ref_feed_cpuonly_cpu_device_ips"] == values["ref_feed_cpu_device_ips"]
+    assert feeding.targets(records) is None
+    empty = feeding.substitutions(tmp_path / "none.jsonl")
+    assert set(empty.values()) == {NOT_RECORDED} and empty.keys() == values.keys()
+
+
+def test_the_committed_results_give_no_gpu_number_unless_measured():
+    values = feeding.substitutions()
+    if not any(r.get("device_kind") == "gpu" for r in read_records(feeding.RESULTS_FILE)):
+        assert values["ref_feed_gpu"] == values["ref_feed_gpu_lesson_ips"] == NOT_RECORDED
+    assert values["ref_feed_cpu_lesson_ips"] != NOT_RECORDED
+
+
+def test_the_goals_are_checked_on_gpu_records(measured, tmp_path):
+    records, _, _ = measured
+    base = [r for r in records if r["group"] == "pipelines"]
+    good = _as_gpu(base, {"lesson": 60_000.0, "lesson-workers": 95_000.0,
+                          "device": 100_000.0, "classic": 2_000.0})
+    checks = feeding.targets(good)
+    assert checks["pipeline"] == "lesson-workers" and checks["share"] == pytest.approx(0.95)
+    assert checks["share_ok"] and checks["epoch_ok"] and checks["full_size"]
+    assert checks["epoch_seconds"] == pytest.approx(50_000 / 95_000)
+    slow = _as_gpu(base, {p: 20_000.0 for p in fp.HDF5_PIPELINES} | {"device": 40_000.0})
+    checks = feeding.targets(slow)
+    assert checks["share"] == pytest.approx(0.5) and not checks["share_ok"]
+    assert not checks["epoch_ok"]  # 2.5 s an epoch
+
+    path = _write(tmp_path / "both.jsonl", base + good)
+    values = feeding.substitutions(path)
+    assert values["ref_feed_gpu"] == "Made-up GPU 80GB"
+    assert values["ref_feed_lesson_vs_device"] == "95%"
+    assert values["ref_feed_gpu_classic_slowdown"] == values["ref_feed_classic_slowdown"] == "48"
+    assert values["ref_feed_gpu_device_ips"] == "100,000"
+    assert "met" in values["ref_feed_targets"] and "not met" not in values["ref_feed_targets"]
+    assert values["ref_feed_cpuonly_run"] == NOT_RECORDED  # the only run has a GPU
+
+
+def test_the_figures_draw_made_up_gpu_records(measured, tmp_path):
+    records, _, _ = measured
+    base = [r for r in records if r["group"] == "pipelines"]
+    gpu = _as_gpu(records, {"device": 100_000.0})
+    path = _write(tmp_path / "made-up.jsonl", records + gpu)
+    written = _draw_module().draw(tmp_path / "fig", path)
+    assert [p.name for p in written] == ["feeding-pipelines.svg", "feeding-settings.svg"]
+    pipelines = written[0].read_text()
+    assert "Made-up GPU 80GB" in pipelines and "synthetic stand-in" in pipelines
+    assert f"GPU: {NOT_RECORDED}" not in pipelines
+    assert "not recorded yet" not in written[1].read_text()
+    # without GPU records the figures say so
+    cpu_only = _draw_module().draw(tmp_path / "cpu", _write(tmp_path / "cpu.jsonl", base))
+    assert f"GPU: {NOT_RECORDED}" in cpu_only[0].read_text()
+    with pytest.raises(SystemExit, match="python -m gpulesson.feeding"):
+        _draw_module().draw(tmp_path / "none", tmp_path / "missing.jsonl")
+
+
+def test_the_committed_figures_are_drawn_from_the_committed_results(tmp_path):
+    written = _draw_module().draw(tmp_path, feeding.RESULTS_FILE)
+    for path in written:
+        committed = FIG / path.name
+        assert committed.is_file(), f"run: python tools/draw_feeding.py ({committed} missing)"
+        assert committed.read_bytes() == path.read_bytes(), (
+            f"{committed} is not what the results file gives: run python tools/draw_feeding.py")
+
+
+# --- the command line ---------------------------------------------------------------------------
+
+def test_the_command_refuses_the_gpu_without_one(tmp_path, capsys):
+    import keras
+
+    from gpulesson.devices import keras_device
+
+    if keras_device()["gpu_count"]:
+        pytest.skip("a GPU is visible")
+    out = tmp_path / "f.jsonl"
+    for args in (["--devices", "gpu"], ["--devices", "cpu", "--sweep-devices", "gpu"]):
+        assert feeding.main([*args, "--out", str(out)]) == 2
+        assert "No GPU is visible" in capsys.readouterr().err
+    assert not out.exists()
+    del keras
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--batch-size", "0"], "--batch-size must be at least 1"),
+    (["--n-images", "16", "--batch-size", "64"], "larger than --n-images"),
+    (["--pipelines", "nope"], "invalid choice: 'nope'"),
+    (["--max-steps", "0"], "--max-steps must be at least 1"),
+    (["--workers", "0"], "--workers must be at least 1"),
+    (["--spe", "0"], "--spe must all be at least 1"),
+    (["--devices", "tpu"], "invalid choice: 'tpu'"),
+    (["--repeats", "x"], "invalid int value"),
+])
+def test_bad_arguments_get_clear_errors(tmp_path, capsys, args, message):
+    out = tmp_path / "f.jsonl"
+    with pytest.raises(SystemExit) as exit_info:
+        feeding.main([*args, "--out", str(out)])
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_the_command_runs_on_jax_without_tensorflow(tmp_path):
+    """The GPU machine has JAX and Keras but no TensorFlow: the command must not need it."""
+    out = tmp_path / "jax.jsonl"
+    code = (
+        "import sys\n"
+        "sys.modules['tensorflow'] = None  # importing it now fails, as if not installed\n"
+        "from gpulesson import feeding\n"
+        "status = feeding.main(['--quick', '--devices', 'cpu', '--n-images', '64',\n"
+        "    '--batch-size', '32', '--pipelines', 'lesson', 'lesson-workers', 'device',\n"
+        f"    '--sweeps', 'spe', '--spe', '2', '--out', {str(out)!r}])\n"
+        "sys.exit(status)\n"
+    )
+    env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          check=False, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    records = read_records(out)
+    assert len(records) == 7 and {r["backend"] for r in records} == {"jax"}
+    assert len({r["run_id"] for r in records}) == 1
+    assert {r["group"] for r in records} == {"pipelines", "spe"}
+    assert "images/s" in done.stdout and "Appended 7 record(s)" in done.stdout
