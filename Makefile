@@ -37,10 +37,11 @@ reference: $(BIN)/.installed  ## record every reference measurement here (CPU, a
 	$(BIN)/python -m gpulesson.matmul             # episode 5: matrix multiplication
 	$(BIN)/python -m gpulesson.small_models       # episode 6: the small MLP and the sweep
 	$(BIN)/python -m gpulesson.torch_reference    # episode 7: PyTorch (needs requirements/torch.txt)
+	$(BIN)/python -m gpulesson.feeding            # episode 8: input pipelines (see --help for sizes)
 	$(MAKE) figures notebooks
 
 figures: $(BIN)/.installed  ## redraw every figure from its script in fig/ (measured ones from results/)
-	for script in fig/*/*.py; do $(BIN)/python $$script || exit 1; done
+	for script in fig/*/*.py tools/draw_feeding.py; do $(BIN)/python $$script || exit 1; done
 
 kernel: $(BIN)/.installed  ## register this environment as the Jupyter kernel "$(KERNEL)"
 	$(BIN)/python -m ipykernel install --user --name $(KERNEL) --display-name "Python ($(KERNEL))"
