@@ -53,7 +53,7 @@ JOBS_DIR = ROOT / "results" / "jobs"
 DEFAULT_EPOCHS = 10
 DEFAULT_BATCH_SIZE = 256
 DEFAULT_LEARNING_RATE = 1e-3  # the one compile_cnn uses
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT)  # Slurm, and Ctrl-C
 PARAMS, RECORD, HISTORY = "params.json", "record.json", "history.csv"
 BACKUP, BEST, MODEL = "backup", "best.keras", "model.keras"
 

@@ -280,3 +280,24 @@ def test_gather_refuses_no_runs_and_mixed_data(uninterrupted, tmp_path, capsys):
     (tmp_path / "b" / "record.json").write_text(json.dumps(record))
     assert sweep.main(["gather", str(tmp_path)]) == 2
     assert "mix data sources" in capsys.readouterr().err
+
+
+def test_ctrl_c_stops_cleanly_and_says_how_to_resume(data_file, tmp_path):
+    out, results, log = tmp_path / "run", tmp_path / "results.jsonl", tmp_path / "run.log"
+    env = {**os.environ, "LESSON_BATCH_DELAY": BATCH_DELAY}
+    with open(log, "w") as f:
+        process = subprocess.Popen(_command(out, results), stdout=f, stderr=subprocess.STDOUT,
+                                   cwd=ROOT, env=env)
+        try:
+            _wait_for(log, f"Epoch 2/{EPOCHS} started", process)
+            time.sleep(0.3)
+            process.send_signal(signal.SIGINT)  # what Ctrl-C in a terminal sends
+            code = process.wait(timeout=120)
+        finally:
+            process.kill()
+            process.wait()
+    text = log.read_text()
+    assert code == 128 + signal.SIGINT, text
+    assert "Stopped by SIGINT" in text and "the 1 completed epoch(s)" in text
+    assert "Traceback" not in text
+    assert len(train_job.read_history(out / "history.csv")) == 1
