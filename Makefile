@@ -8,7 +8,7 @@ KERNEL ?= gpulesson
 # Extra pytest arguments, e.g. make test PYTEST_ARGS="-k hdf5 -x"
 PYTEST_ARGS ?=
 
-.PHONY: help site test lab kernel notebooks reference figures lock clean distclean
+.PHONY: help site test lint lab kernel notebooks reference figures lock clean distclean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12
@@ -27,7 +27,13 @@ site: $(BIN)/.installed  ## build the lesson site into _build/html (no notebook 
 	@echo "Open _build/html/index.html in a browser, or serve it: $(BIN)/python -m http.server -d _build/html"
 
 test: $(BIN)/.installed  ## run every test: site, episodes, notebooks (synthetic data, quick mode), helpers
+	tools/ensure_chromium.sh  # for the browser tests: installs Debian's Chromium if root, else says how
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(BIN)/.installed  ## ruff, codespell, notebooks in sync with the episodes and clean (also part of make test)
+	$(BIN)/ruff check
+	$(BIN)/codespell
+	$(BIN)/python tools/make_notebooks.py --check
 
 notebooks: $(BIN)/.installed  ## regenerate notebooks/*.ipynb and gpulesson/lesson.py from the episodes
 	$(BIN)/python tools/make_notebooks.py

@@ -192,7 +192,7 @@ def site_values(root: Path) -> dict[str, str]:
 
 # Modules that turn a results file into ``ref_*`` values: each has ``EXPERIMENT`` (its results
 # file is results/<EXPERIMENT>.jsonl) and ``substitutions(path) -> {"ref_...": text}``.
-RESULT_SOURCES = ("gpulesson.reference", "gpulesson.torch_reference", "gpulesson.small_models", "gpulesson.matmul", "gpulesson.feeding")
+RESULT_SOURCES = ("gpulesson.reference", "gpulesson.torch_reference", "gpulesson.small_models", "gpulesson.matmul", "gpulesson.feeding")  # noqa: E501 (one line: registered by one-line edits)
 
 
 def result_values(root: Path, sources: tuple[str, ...] = RESULT_SOURCES) -> dict[str, str]:
@@ -205,7 +205,8 @@ def result_values(root: Path, sources: tuple[str, ...] = RESULT_SOURCES) -> dict
         found = module.substitutions(Path(root) / RESULTS_DIR / f"{module.EXPERIMENT}.jsonl")
         clash = sorted(found.keys() & values.keys())
         if clash:
-            raise PlaceholderError(f"{name} defines placeholders another results module has: {', '.join(clash)}")
+            raise PlaceholderError(f"{name} defines placeholders another results module has: "
+                                   f"{', '.join(clash)}")
         values.update(found)
     return values
 
@@ -268,7 +269,20 @@ def _inject_episode_boxes(app, docname, source):
     source[0] = front + overview_markdown(meta) + body.rstrip("\n") + keypoints_markdown(meta)
 
 
+def _unique_scripts(app, pagename, templatename, context, doctree):
+    """Drop inline scripts that Sphinx adds twice (sphinx-thebe's and togglebutton's, once with
+    the file name None and once with ''), which browsers report as 'already declared' errors."""
+    seen, unique = set(), []
+    for js in context.get("script_files", []):
+        key = (getattr(js, "filename", js) or "", tuple(sorted(getattr(js, "attributes", {}).items())))
+        if key not in seen:
+            seen.add(key)
+            unique.append(js)
+    context["script_files"][:] = unique
+
+
 def setup(app):
+    app.connect("html-page-context", _unique_scripts)
     from sphinx.util.docutils import SphinxDirective
 
     class LessonSchedule(SphinxDirective):

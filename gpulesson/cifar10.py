@@ -161,7 +161,7 @@ def load_cifar10(
 def read_batches(batches_dir: str | os.PathLike, origin: str = CIFAR10_URL):
     """Parse an extracted ``cifar-10-batches-py`` folder (any number of images per batch)."""
     batches_dir = Path(batches_dir)
-    names = list(TRAIN_BATCHES) + [TEST_BATCH]
+    names = [*TRAIN_BATCHES, TEST_BATCH]
     missing = [name for name in names if not (batches_dir / name).is_file()]
     if missing:
         raise DataFileError(
@@ -221,7 +221,8 @@ def _read_batch(path: Path, n_classes: int) -> tuple[np.ndarray, np.ndarray]:
     if labels.shape != (len(data),):
         raise _bad_batch(path, f"{labels.size} labels for {len(data)} images")
     if labels.size and (labels.min() < 0 or labels.max() >= n_classes):
-        raise _bad_batch(path, f"labels range from {labels.min()} to {labels.max()}, expected 0..{n_classes - 1}")
+        raise _bad_batch(path, f"labels range from {labels.min()} to {labels.max()}, "
+                               f"expected 0..{n_classes - 1}")
     # Each row is the red plane, then green, then blue, each 32x32 row-major: to channels last.
     x = np.ascontiguousarray(data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1))
     return x, labels.astype(np.uint8)

@@ -51,11 +51,12 @@ def epoch_times(cpu_seconds, gpu_seconds, *, label, hardware=None, first_epoch="
     costs and is marked as such, with ``first_epoch`` saying which. ``hardware`` (text, or a mapping like
     ``{"CPU": "AMD EPYC, 8 cores", "GPU": "NVIDIA H100"}``) goes under the title.
     """
-    runs = [(name, list(s)) for name, s in (("CPU", cpu_seconds), ("GPU", gpu_seconds)) if s is not None and len(s)]
+    runs = [(name, list(s)) for name, s in (("CPU", cpu_seconds), ("GPU", gpu_seconds))
+            if s is not None and len(s)]
     if not runs:
         raise ValueError("epoch_times needs the epoch times of at least one run")
     fig, ax = _subplots(figsize=(7, 4))
-    for (name, seconds), style in zip(runs, _STYLES):
+    for (name, seconds), style in zip(runs, _STYLES, strict=False):  # more styles than runs
         epochs = np.arange(1, len(seconds) + 1)
         ax.plot(epochs, seconds, marker=style["marker"], linestyle=style["linestyle"],
                 color=style["color"], label=name)
@@ -103,11 +104,11 @@ def time_bars(rows, *, label):
     fig, ax = _subplots(figsize=(7, 4.2))
     width = 0.8 / len(rows)
     x = np.arange(len(fields))
-    for i, (row, style) in enumerate(zip(rows, _STYLES * len(rows))):
+    for i, (row, style) in enumerate(zip(rows, _STYLES * len(rows), strict=False)):
         values = [row.get(key) or 0.0 for key, _ in fields]
         bars = ax.bar(x + (i - (len(rows) - 1) / 2) * width, values, width, label=str(row.get("device")),
                       color=style["color"], hatch=style["hatch"], edgecolor="black")
-        for bar, (key, _), value in zip(bars, fields, values):
+        for bar, (key, _), value in zip(bars, fields, values, strict=True):
             text = f"{value:.3g} s"
             if cpu is not None and row is not cpu:
                 speed = _speed_up(cpu.get(key), value)

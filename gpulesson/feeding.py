@@ -8,8 +8,8 @@
 The benchmark of the episode "Feeding the GPU". It trains the lesson's CNN
 (:func:`gpulesson.lesson.build_cnn`) on 50,000 CIFAR-shaped images of the synthetic stand-in
 (speed does not depend on the pixel values) from each pipeline of
-:data:`PIPELINES` (made by :mod:`gpulesson.feeding_pipelines`): the classic tutorial generator (the instructive
-mistake), the lesson's generator on uncompressed and compressed batch-chunked files, with and
+:data:`PIPELINES` (made by :mod:`gpulesson.feeding_pipelines`): the classic tutorial generator (the
+instructive mistake), the lesson's generator on uncompressed and compressed batch-chunked files, with and
 without worker processes, the whole data set in RAM, and the data already on the device. On
 the best of them it then varies one setting at a time (:data:`SWEEPS`): mixed precision, XLA
 compilation (``jit_compile``) off, ``steps_per_execution`` and the batch size.
@@ -578,7 +578,7 @@ def figures(records):
     fig, axes = plt.subplots(1, 2, figsize=(13, 6.2), sharey=True)
     order = [p for p in PIPELINES if any(r["pipeline"] == p for r in records)]
     positions = np.arange(len(order))
-    for ax, device in zip(axes, devices):
+    for ax, device in zip(axes, devices, strict=True):
         ax.set_title(f"{device.upper()}", fontsize=10)
         found, labelled = False, set()
         for offset, mode in ((-0.2, "train"), (0.2, "loader")):
@@ -626,7 +626,7 @@ def figures(records):
     base = find(records, device, pipeline) if pipeline else None
     names = {"precision": "precision", "jit": "XLA compilation",
              "spe": "steps per execution", "batch": "batch size"}
-    for ax, group in zip(axes2, SWEEPS):
+    for ax, group in zip(axes2, SWEEPS, strict=True):
         rows = [r for r in swept if r["group"] == group]
         if base:
             rows = [base, *rows]
@@ -825,7 +825,7 @@ def _tolerant(measure, progress, *args, **kwargs) -> None:
     old GPU) is reported and skipped, not fatal to the run."""
     try:
         measure(*args, **kwargs)
-    except Exception as exc:  # noqa: BLE001 (reported, the run goes on)
+    except Exception as exc:
         progress(f"skipped {args[0]} {kwargs}: {type(exc).__name__}: {str(exc)[:200]}")
 
 

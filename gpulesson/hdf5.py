@@ -18,7 +18,7 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -108,7 +108,7 @@ def _provenance(arrays, source, class_names, attrs) -> dict:
         "synthetic": source == "synthetic",
         "label": LABELS[source],
         "class_names": np.array(list(class_names), dtype=h5py.string_dtype()),
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "gpulesson_version": __version__,
         "h5py_version": h5py.__version__,
         "numpy_version": np.__version__,

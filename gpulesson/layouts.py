@@ -41,7 +41,8 @@ LAYOUTS: dict[str, dict] = {
     "contiguous": {"chunks": None, "compression": None},
     "batch chunks": {"chunks": (CHUNK_ROWS, *IMAGE_SHAPE), "compression": None},
     "batch chunks + lzf": {"chunks": (CHUNK_ROWS, *IMAGE_SHAPE), "compression": "lzf"},
-    "batch chunks + gzip": {"chunks": (CHUNK_ROWS, *IMAGE_SHAPE), "compression": "gzip", "compression_opts": 4},
+    "batch chunks + gzip": {"chunks": (CHUNK_ROWS, *IMAGE_SHAPE), "compression": "gzip",
+                            "compression_opts": 4},
     "auto chunks + gzip": {"chunks": True, "compression": "gzip"},
 }
 DESCRIPTIONS: dict[str, str] = {
@@ -96,7 +97,8 @@ def write_layout(path, x, y, layout: str, *, chunk_rows: int = CHUNK_ROWS) -> Pa
     x, y = np.asarray(x), np.asarray(y)
     if x.ndim < 2 or y.ndim != 1 or len(x) != len(y) or len(x) == 0:
         raise ValueError(f"x and y need the same number (> 0) of rows, not {x.shape} and {y.shape}")
-    options = {name: layout_options(layout, a.shape, chunk_rows=chunk_rows) for name, a in (("x", x), ("y", y))}
+    options = {name: layout_options(layout, a.shape, chunk_rows=chunk_rows)
+               for name, a in (("x", x), ("y", y))}
     path = Path(path).expanduser()
     with atomic_hdf5(path) as f:
         f.attrs["layout"] = layout
@@ -266,7 +268,7 @@ def layout_table(rows) -> str:
 
     def line(cells):
         return "  ".join(c.rjust(w) if i in right else c.ljust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
 
     return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, body)])
 
@@ -300,7 +302,7 @@ def layout_bars(rows, *, label):
     )
     for ax, key, xlabel, text in panels:
         bars = ax.barh(positions, [r.get(key) or 0.0 for r in rows], edgecolor="black")
-        for i, (bar, row) in enumerate(zip(bars, rows)):
+        for i, (bar, row) in enumerate(zip(bars, rows, strict=True)):
             style = _BAR_STYLES[i % len(_BAR_STYLES)]
             bar.set_facecolor(style["color"])
             bar.set_hatch(style["hatch"])

@@ -259,7 +259,7 @@ class _BusyMeter:
         end = self._sample()
         if self.start is None or end is None:
             return None
-        busy, own, wall = (b - a for a, b in zip(self.start, end))
+        busy, own, wall = (b - a for a, b in zip(self.start, end, strict=True))
         if wall <= 0:
             return None
         share = (busy - own) / (wall * (os.cpu_count() or 1))
@@ -490,8 +490,8 @@ def figures(records):
         device, dtype = record["device_kind"], record["dtype"]
         n = [p["n"] for p in record["points"]]
         rate = [p["gflops"] for p in record["points"]]
-        low = [r - p["gflops_low"] for r, p in zip(rate, record["points"])]
-        high = [p["gflops_high"] - r for r, p in zip(rate, record["points"])]
+        low = [r - p["gflops_low"] for r, p in zip(rate, record["points"], strict=True)]
+        high = [p["gflops_high"] - r for r, p in zip(rate, record["points"], strict=True)]
         style = {**_DEVICE_STYLE[device], **_DTYPE_STYLE[dtype]}
         style["color"] = _SHADES.get((device, dtype), style["color"])
         ax.errorbar(n, rate, yerr=[low, high], capsize=2, linewidth=1.6, markersize=6,

@@ -100,9 +100,9 @@ def process_slice(x, global_batch: int, process_id: int, num_processes: int):
                          f"{global_batch}")
     local = global_batch // num_processes
     x = np.asarray(x)
-    batches = x.reshape((len(x) // global_batch, global_batch) + x.shape[1:])
+    batches = x.reshape((len(x) // global_batch, global_batch, *x.shape[1:]))
     mine = batches[:, process_id * local:(process_id + 1) * local]
-    return mine.reshape((-1,) + x.shape[1:])
+    return mine.reshape((-1, *x.shape[1:]))
 
 
 # --- The engine: Keras 3 distribution API on JAX ----------------------------------------------

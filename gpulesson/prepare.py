@@ -29,7 +29,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--data", choices=DATA_CHOICES, help="data set (default: $LESSON_DATA or cifar10)")
     parser.add_argument("--quick", action=argparse.BooleanOptionalAction, default=None,
                         help="small sizes for quick runs (default: $LESSON_QUICK)")
-    parser.add_argument("--data-dir", type=Path, help="folder of the data files (default: $LESSON_DATA_DIR or ~/gpulesson-data)")
+    parser.add_argument("--data-dir", type=Path,
+                        help="folder of the data files (default: $LESSON_DATA_DIR or ~/gpulesson-data)")
     parser.add_argument("--out", type=Path, help="write this file instead of DATA_DIR/<data>[-quick].h5")
     parser.add_argument("--force", action="store_true", help="re-create the file even if a valid one exists")
     parser.add_argument("--seed", type=int, help="random seed of the synthetic data (default 0)")

@@ -142,6 +142,11 @@ def figures(records, *, first_epoch: str = "includes compiling", hardware_names=
     return epochs, compare_plots.time_bars(rows, label=label)
 
 
+def _backend(record: dict) -> str:
+    """The Keras backend of a record and its version, e.g. ``"tensorflow 2.21.0"``."""
+    return f"{record['backend']} {record['versions'].get(record['backend'], '')}".strip()
+
+
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     """Text snippets of the reference run for the episode pages (MyST substitutions ``ref_*``)."""
     records = reference_run(path)
@@ -150,8 +155,7 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     values = {
         "ref_run": records[0]["run_id"] if records else NOT_RECORDED,
         "ref_date": records[0]["date"][:10] if records else NOT_RECORDED,
-        "ref_backend": f"{records[0]['backend']} {records[0]['versions'].get(records[0]['backend'], '')}".strip()
-        if records else NOT_RECORDED,
+        "ref_backend": _backend(records[0]) if records else NOT_RECORDED,
         "ref_data": data_label(records) if records else NOT_RECORDED,
         "ref_n_train": f"{records[0]['n_train']:,}" if records else NOT_RECORDED,
         "ref_batch_size": str(records[0]["batch_size"]) if records else NOT_RECORDED,
@@ -160,7 +164,8 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         "ref_speedup": f"{ratio:.1f}x" if ratio else NOT_RECORDED,
     }
     for name, record in (("cpu", cpu), ("gpu", gpu)):
-        values[f"ref_{name}_first_epoch"] = duration(record["first_epoch_seconds"]) if record else NOT_RECORDED
+        values[f"ref_{name}_first_epoch"] = (duration(record["first_epoch_seconds"]) if record
+                                             else NOT_RECORDED)
         values[f"ref_{name}_epoch"] = duration(record["mean_epoch_seconds"]) if record else NOT_RECORDED
         values[f"ref_{name}_full"] = (duration(full_training_seconds(record, FULL_EPOCHS, record["n_train"]))
                                       if record else NOT_RECORDED)

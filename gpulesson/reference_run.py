@@ -28,8 +28,10 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--devices", nargs="+", choices=sorted(DEVICES), default=None,
                         help="devices to train on, in this order (default: cpu, then gpu if one is visible)")
-    parser.add_argument("--epochs", type=int, default=3, help="epochs per device (default 3; quick mode: at most 2)")
-    parser.add_argument("--batch-size", type=int, default=256, help="images per batch (default 256; quick mode: at most 64)")
+    parser.add_argument("--epochs", type=int, default=3,
+                        help="epochs per device (default 3; quick mode: at most 2)")
+    parser.add_argument("--batch-size", type=int, default=256,
+                        help="images per batch (default 256; quick mode: at most 64)")
     parser.add_argument("--out", type=Path, default=RESULTS_FILE,
                         help=f"results file to append to (default {RESULTS_FILE})")
     parser.add_argument("--seed", type=int, default=42, help="random seed of the initial weights")
@@ -47,7 +49,8 @@ def main(argv=None) -> int:
     gpus = keras_device()["gpu_count"]
     devices = args.devices or (["cpu", "gpu"] if gpus else ["cpu"])
     if "gpu" in devices and not gpus:
-        print("No GPU is visible to Keras: run with --devices cpu, or on a machine with a GPU.", file=sys.stderr)
+        print("No GPU is visible to Keras: run with --devices cpu, or on a machine with a GPU.",
+              file=sys.stderr)
         return 2
     if args.devices is None and not gpus:
         print("No GPU visible: recording the CPU run only.")

@@ -42,7 +42,7 @@ def machine_record() -> dict:
     from gpulesson import devices
 
     return {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         **devices.cpu_info(),
     }
 
@@ -207,7 +207,7 @@ NOT_RECORDED = "not recorded yet"
 
 def new_run_id() -> str:
     """A run id that sorts by time: ``20261121T101500Z-3fa9c2``."""
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     return f"{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
 
 

@@ -8,8 +8,9 @@ laptop, in CI and in a batch job on a cluster:
     CIFAR-10 to the synthetic stand-in: results on the stand-in must never be mistaken for
     CIFAR-10 results, so choosing it is always explicit.
 ``LESSON_QUICK``
-    ``1`` (or true/yes) shrinks the data, the epochs and the batch size so that each notebook runs in about a minute on two CPU
-    cores (used by the tests); ``0`` (default, or false/no/empty) uses the full sizes.
+    ``1`` (or true/yes) shrinks the data, the epochs and the batch size so that each notebook runs
+    in about a minute on two CPU cores (used by the tests); ``0`` (default, or false/no/empty)
+    uses the full sizes.
 ``LESSON_DATA_DIR``
     Where the HDF5 files go. Default ``~/gpulesson-data``: in the home directory, so it shows up
     in JupyterLab's file browser on a cluster.

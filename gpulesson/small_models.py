@@ -268,7 +268,8 @@ def sweep_cells(records) -> dict[tuple[int, int], dict[str, dict]]:
     """``{(width, batch_size): {"cpu": record, "gpu": record}}`` of one sweep run's records."""
     cells: dict[tuple[int, int], dict[str, dict]] = {}
     for record in records:
-        cells.setdefault((record["width"], record["batch_size"]), {})["gpu" if is_gpu(record) else "cpu"] = record
+        device = "gpu" if is_gpu(record) else "cpu"
+        cells.setdefault((record["width"], record["batch_size"]), {})[device] = record
     return cells
 
 
@@ -389,7 +390,9 @@ def sweep_figure(records):
         fig.colorbar(image, ax=ax, label="speed-up: CPU time / GPU time (1 = equal)")
 
         def text(value):
-            return (f"{value:.2g}×\nGPU faster" if value >= 1 else f"{value:.2g}×\nGPU {1 / value:.2g}× slower")
+            if value >= 1:
+                return f"{value:.2g}×\nGPU faster"
+            return f"{value:.2g}×\nGPU {1 / value:.2g}× slower"
         title = "Speed-up of the GPU over the CPU, per sample"
         detail = f"CPU: {names.get('CPU', NOT_RECORDED)}; GPU: {names['GPU']}"
     else:
@@ -464,7 +467,8 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         "ref_mlp_speedup": speedup_text(speedup(comparison)),
     })
     for name, record in (("cpu", _pick(comparison, False)), ("gpu", _pick(comparison, True))):
-        values[f"ref_mlp_{name}_first_epoch"] = short_time(record["first_epoch_seconds"]) if record else NOT_RECORDED
+        values[f"ref_mlp_{name}_first_epoch"] = (short_time(record["first_epoch_seconds"]) if record
+                                                 else NOT_RECORDED)
         values[f"ref_mlp_{name}_epoch"] = short_time(record["mean_epoch_seconds"]) if record else NOT_RECORDED
         values[f"ref_mlp_{name}_accuracy"] = f"{record['test_accuracy']:.3f}" if record else NOT_RECORDED
 
@@ -519,7 +523,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--widths", nargs="+", type=int, default=None, metavar="N",
                         help=f"sweep layer widths (default {' '.join(map(str, GRID['widths']))})")
     parser.add_argument("--rows", type=int, default=None,
-                        help=f"random rows per sweep epoch, at least {MIN_BATCHES} batches (default {GRID['n_rows']})")
+                        help=f"random rows per sweep epoch, at least {MIN_BATCHES} batches "
+                             f"(default {GRID['n_rows']})")
     parser.add_argument("--epochs", type=int, default=None,
                         help=f"epochs per sweep cell, the first not timed (default {GRID['epochs']})")
     parser.add_argument("--quick", action="store_true",

@@ -24,7 +24,7 @@ from gpulesson.results import data_label, duration, hardware
 
 # Task i of the array trains with GRID_POINTS[i]: every combination, batch size varying slowest.
 GRID = {"batch_size": (64, 128, 256), "learning_rate": (1e-3, 3e-4)}
-GRID_POINTS = [dict(zip(GRID, values)) for values in itertools.product(*GRID.values())]
+GRID_POINTS = [dict(zip(GRID, values, strict=True)) for values in itertools.product(*GRID.values())]
 COLUMNS = ("run", "batch_size", "learning_rate", "epochs", "best_val_accuracy",
            "test_accuracy", "mean_epoch_seconds", "device", "status")
 

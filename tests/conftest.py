@@ -36,6 +36,20 @@ os.environ.update(
 sys.modules.setdefault("triton", None)
 
 
+def pytest_configure(config):
+    # The bad_input marker and its count, kept in one place: tests/bad_input.py.
+    import bad_input
+
+    bad_input.configure(config)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    # One line: how many bad inputs and faults were tried, and whether each got a clear message.
+    import bad_input
+
+    bad_input.terminal_summary(terminalreporter)
+
+
 def pytest_sessionfinish(session, exitstatus):
     shutil.rmtree(_DATA_DIR, ignore_errors=True)
 

@@ -41,6 +41,7 @@ def test_gflops_is_two_n_cubed_over_time():
     (lambda: matmul.sweep("cpu", sizes=[0]), "at least 1"),
     (lambda: matmul.time_matmul(4, repeats=0), "at least 1"),
 ])
+@pytest.mark.bad_input("bad argument")
 def test_bad_input_gives_a_clear_error(call, message):
     with pytest.raises(ValueError, match=message):
         call()
@@ -267,6 +268,7 @@ def test_committed_figures_are_what_the_scripts_draw(tmp_path):
 
 # --- command line -------------------------------------------------------------------------------
 
+@pytest.mark.bad_input("no GPU")
 def test_the_command_refuses_a_gpu_it_cannot_see(tmp_path, capsys):
     from gpulesson.devices import keras_device
 
@@ -284,6 +286,7 @@ def test_the_command_refuses_a_gpu_it_cannot_see(tmp_path, capsys):
     (["--dtypes", "float64"], "invalid choice: 'float64'"),
     (["--repeats", "0"], "at least 1"),
 ])
+@pytest.mark.bad_input("bad argument")
 def test_the_command_rejects_bad_arguments(tmp_path, capsys, args, message):
     out = tmp_path / "never.jsonl"
     with pytest.raises(SystemExit) as exit_info:

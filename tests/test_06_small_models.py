@@ -203,6 +203,7 @@ def test_committed_figures_are_drawn_from_the_results_file(tmp_path):
 
 # ----------------------------------------------------------------------------- bad inputs, CLI
 
+@pytest.mark.bad_input("bad argument")
 def test_bad_devices_and_sizes_are_refused():
     with pytest.raises(sm.SmallModelsError, match="unknown device 'tpu'"):
         sm.check_devices(["tpu"], gpu_count=1)
@@ -228,6 +229,7 @@ def test_bad_devices_and_sizes_are_refused():
     (["--batch-sizes", "0"], "batch size must be"),
     (["--parts", "everything"], "unknown part"),
 ])
+@pytest.mark.bad_input("bad argument")
 def test_the_command_refuses_bad_input_and_writes_nothing(args, message, tmp_path, capsys):
     from gpulesson.devices import keras_device
 
@@ -240,6 +242,7 @@ def test_the_command_refuses_bad_input_and_writes_nothing(args, message, tmp_pat
     assert not out.exists()
 
 
+@pytest.mark.bad_input("missing package")
 def test_the_sweep_runs_without_scikit_learn(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "sklearn", None)  # import sklearn now fails
     out = tmp_path / "out.jsonl"

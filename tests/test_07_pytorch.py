@@ -107,6 +107,7 @@ def test_load_data_gives_mnist_unless_the_stand_in_is_chosen(tmp_path, unreachab
     assert (len(train[0]), len(test[0])) == (QUICK_N_TRAIN, QUICK_N_TEST)
 
 
+@pytest.mark.bad_input("no internet")
 def test_missing_mnist_without_network_says_what_to_do(tmp_path, unreachable_mirrors):
     with pytest.raises(DataUnavailableError) as failed:
         mnist.load_mnist(tmp_path)
@@ -121,6 +122,7 @@ def test_missing_mnist_without_network_says_what_to_do(tmp_path, unreachable_mir
         mnist.load_data(Settings("cifar10", quick=True, data_dir=tmp_path))
 
 
+@pytest.mark.bad_input("corrupt file")
 def test_damaged_files_are_reported_as_such(tmp_path, unreachable_mirrors):
     tiny_mnist(tmp_path)
     raw = mnist.raw_folder(tmp_path)
@@ -135,6 +137,7 @@ def test_damaged_files_are_reported_as_such(tmp_path, unreachable_mirrors):
         mnist.load_mnist(tmp_path)
 
 
+@pytest.mark.bad_input("missing package")
 def test_missing_torchvision_is_explained(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "torchvision", None)
     monkeypatch.setitem(sys.modules, "torchvision.datasets", None)
@@ -142,6 +145,7 @@ def test_missing_torchvision_is_explained(tmp_path, monkeypatch):
         mnist.load_mnist(tmp_path)
 
 
+@pytest.mark.bad_input("no internet")
 def test_download_command(tmp_path, unreachable_mirrors, capsys):
     assert mnist.main(["--data-dir", str(tmp_path)]) == 1
     assert "python -m gpulesson.mnist" in capsys.readouterr().out
@@ -388,6 +392,7 @@ def without_torch(tmp_path):
     return {**os.environ, "PYTHONPATH": path}
 
 
+@pytest.mark.bad_input("missing package")
 def test_the_notebook_skips_itself_without_pytorch(without_torch, tmp_path):
     script = textwrap.dedent(f"""
         import json, sys
@@ -412,6 +417,7 @@ def test_the_notebook_skips_itself_without_pytorch(without_torch, tmp_path):
         assert "".join(later).startswith("Skipped: PyTorch is not installed"), later
 
 
+@pytest.mark.bad_input("missing package")
 def test_the_recording_command_without_pytorch(without_torch):
     done = subprocess.run([sys.executable, "-m", "gpulesson.torch_reference", "--out", os.devnull],
                           check=False, env=without_torch, capture_output=True, text=True, timeout=120, cwd=ROOT)

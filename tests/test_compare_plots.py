@@ -89,6 +89,7 @@ def test_confusion_matrix_counts():
     assert cell_texts == [str(v) for v in expected.flat]
 
 
+@pytest.mark.bad_input("bad labels")
 def test_confusion_matrix_accepts_scores_and_checks_classes():
     scores = np.eye(3)[[0, 2, 1]]
     _, matrix = cp.confusion_matrix(np.array([[0], [2], [2]]), scores, CLASSES, label=LABEL)

@@ -72,6 +72,7 @@ def test_progress_messages_only_when_asked(archive, tmp_path, capsys):
     assert "Downloading data from" in capsys.readouterr().out
 
 
+@pytest.mark.bad_input("no internet")
 def test_unreachable_origin_explains_both_fixes(tmp_path):
     url = closed_port_url()
     with pytest.raises(DataUnavailableError) as err:
@@ -83,6 +84,7 @@ def test_unreachable_origin_explains_both_fixes(tmp_path):
     assert "login node" in message
 
 
+@pytest.mark.bad_input("corrupt file")
 def test_hash_mismatch_is_a_clear_error(archive, tmp_path):
     with pytest.raises(DataUnavailableError) as err:
         load_cifar10(archive.url, "1" * 64, cache_dir=tmp_path, progress=False)
@@ -90,12 +92,14 @@ def test_hash_mismatch_is_a_clear_error(archive, tmp_path):
     assert "1" * 64 in message and "SHA-256" in message and archive.url in message
 
 
+@pytest.mark.bad_input("missing file")
 def test_missing_http_file_is_unavailable(archive, tmp_path):
     with serve_directory(archive.path.parent) as (base, _):
         with pytest.raises(DataUnavailableError, match="404"):
             load_cifar10(f"{base}/nothing-here.tar.gz", None, cache_dir=tmp_path, progress=False)
 
 
+@pytest.mark.bad_input("corrupt file")
 def test_archive_without_the_batches(tmp_path):
     bad = write_tar_gz(tmp_path / "other.tar.gz", {"readme.txt": b"not CIFAR"}, folder="something-else")
     with pytest.raises(DataFileError) as err:
@@ -132,6 +136,7 @@ class Boom:
     (pickle.dumps([1, 2, 3]), "dict"),
     (b"garbage", "cannot be read"),
 ])
+@pytest.mark.bad_input("corrupt file")
 def test_bad_batches_are_refused_clearly(tmp_path, payload, problem):
     bad = _archive_with(tmp_path, payload)
     with pytest.raises(DataFileError) as err:
@@ -139,6 +144,7 @@ def test_bad_batches_are_refused_clearly(tmp_path, payload, problem):
     assert "test_batch" in str(err.value) and problem in str(err.value)
 
 
+@pytest.mark.bad_input("corrupt file")
 def test_other_label_names_are_not_cifar10(tmp_path):
     archive = make_cifar_archive(tmp_path / "src", n_per_batch=2, n_test=2, label_names=[f"c{i}" for i in range(10)])
     with pytest.raises(LessonDataError, match="batches.meta"):

@@ -48,6 +48,7 @@ def test_no_gpu_line_matches_what_tensorflow_sees(text):
         assert devices.NO_GPU in text
 
 
+@pytest.mark.bad_input("missing package")
 def test_missing_or_broken_frameworks_do_not_stop_the_report(monkeypatch):
     def broken():
         raise RuntimeError("CUDA driver version is insufficient")

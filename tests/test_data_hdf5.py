@@ -106,6 +106,7 @@ def test_creates_parent_folder_and_replaces(tmp_path):
 
 
 @pytest.mark.parametrize("exc_type", [RuntimeError, KeyboardInterrupt])
+@pytest.mark.bad_input("interrupted write")
 def test_interrupted_write_leaves_nothing(tmp_path, monkeypatch, exc_type):
     calls = []
     original = h5py.Dataset.__setitem__
@@ -123,6 +124,7 @@ def test_interrupted_write_leaves_nothing(tmp_path, monkeypatch, exc_type):
     assert leftovers(tmp_path) == []
 
 
+@pytest.mark.bad_input("interrupted write")
 def test_failed_rewrite_keeps_the_good_file(good_file, monkeypatch):
     before = good_file.read_bytes()
 
@@ -144,6 +146,7 @@ def test_failed_rewrite_keeps_the_good_file(good_file, monkeypatch):
     (lambda tr, te: (tr, (te[0], te[1][:-1])), "y_test"),
     (lambda tr, te: (tr, (te[0], te[1] + 10)), "labels"),
 ])
+@pytest.mark.bad_input("bad argument")
 def test_writer_refuses_wrong_arrays(tmp_path, change, match):
     train, test = change(*small_arrays())
     with pytest.raises(ValueError, match=match):
@@ -151,6 +154,7 @@ def test_writer_refuses_wrong_arrays(tmp_path, change, match):
     assert leftovers(tmp_path) == []
 
 
+@pytest.mark.bad_input("bad argument")
 def test_writer_refuses_unknown_source_and_reserved_attrs(tmp_path):
     with pytest.raises(ValueError, match="source"):
         write_small(tmp_path / "w.h5", source="mnist")
@@ -171,6 +175,7 @@ def expect_error(path, *parts, verify=False):
     return message
 
 
+@pytest.mark.bad_input("missing file")
 def test_missing_files_say_how_to_prepare_them(tmp_path):
     message = expect_error(tmp_path / "cifar10.h5", "does not exist", "--data cifar10", "login node")
     assert f"--data-dir {tmp_path}" in message
@@ -179,18 +184,21 @@ def test_missing_files_say_how_to_prepare_them(tmp_path):
     expect_error(tmp_path / "mine.h5", f"--out {tmp_path}/mine.h5")
 
 
+@pytest.mark.bad_input("truncated file")
 def test_truncated_file(good_file):
     data = good_file.read_bytes()
     good_file.write_bytes(data[: len(data) // 2])
     expect_error(good_file, "truncated", "--data synthetic --quick")
 
 
+@pytest.mark.bad_input("corrupt file")
 def test_random_bytes(tmp_path):
     path = tmp_path / "cifar10.h5"
     path.write_bytes(np.random.default_rng(0).integers(0, 256, 5000, dtype=np.uint8).tobytes())
     expect_error(path, "not an HDF5 file", "--data cifar10")
 
 
+@pytest.mark.bad_input("truncated file")
 def test_empty_file(tmp_path):
     path = tmp_path / "synthetic.h5"
     path.touch()
@@ -203,6 +211,7 @@ def rewrite(path, name, data):
         f[name] = data
 
 
+@pytest.mark.bad_input("corrupt file")
 def test_missing_dataset(good_file):
     with h5py.File(good_file, "a") as f:
         del f["y_test"]
@@ -214,11 +223,13 @@ def test_wrong_shape(good_file):
     expect_error(good_file, "x_train", "(40, 32, 32)")
 
 
+@pytest.mark.bad_input("corrupt file")
 def test_wrong_dtype(good_file):
     rewrite(good_file, "x_test", np.zeros((10, 32, 32, 3), np.float32))
     expect_error(good_file, "x_test", "float32")
 
 
+@pytest.mark.bad_input("bad labels")
 def test_labels_not_integer(good_file):
     rewrite(good_file, "y_train", np.zeros(40, np.float64))
     expect_error(good_file, "y_train", "integer")
@@ -229,11 +240,13 @@ def test_length_mismatch(good_file):
     expect_error(good_file, "40 images", "39 labels")
 
 
+@pytest.mark.bad_input("bad labels")
 def test_labels_out_of_range(good_file):
     rewrite(good_file, "y_test", np.full(10, 12, np.uint8))
     expect_error(good_file, "y_test", "12", "10 classes")
 
 
+@pytest.mark.bad_input("corrupt file")
 def test_missing_provenance(good_file):
     with h5py.File(good_file, "a") as f:
         del f.attrs["source"]

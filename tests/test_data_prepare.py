@@ -54,6 +54,7 @@ def test_prepare_writes_then_reuses(tmp_path, capsys):
     (lambda path: path.write_bytes(b"\0" * 100), "cannot be used"),
     (lambda path: prepare(synthetic_quick(path.parent), seed=5, force=True, progress=False), "seed 5"),
 ])
+@pytest.mark.bad_input("corrupt file")
 def test_prepare_recreates_unusable_or_mismatching_files(tmp_path, capsys, spoil, expect):
     settings = synthetic_quick(tmp_path)
     spoil(settings.hdf5_path)
@@ -121,6 +122,7 @@ def test_cli_defaults_come_from_the_environment(env, tmp_path, capsys):
     assert not (tmp_path / "data").exists()
 
 
+@pytest.mark.bad_input("no internet")
 def test_cli_unavailable_cifar10_fails_cleanly(env, tmp_path, capsys):
     env.setenv("LESSON_CIFAR10_URL", closed_port_url())
     assert main(["--data", "cifar10", "--quick"]) == 1
@@ -136,6 +138,7 @@ def test_cli_unavailable_cifar10_fails_cleanly(env, tmp_path, capsys):
     ([], {"LESSON_QUICK": "maybe"}, "LESSON_QUICK"),
     (["--data", "mnist"], {}, "invalid choice"),
 ])
+@pytest.mark.bad_input("bad argument")
 def test_cli_usage_errors(env, capsys, argv, variables, message):
     for name, value in variables.items():
         env.setenv(name, value)
@@ -145,6 +148,7 @@ def test_cli_usage_errors(env, capsys, argv, variables, message):
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.bad_input("no internet")
 def test_cli_as_a_module_end_to_end(tmp_path):
     """The real command, in a fresh interpreter: success, then a failure without a traceback."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LESSON_")}

@@ -37,6 +37,7 @@ def test_quick_values(text, expected):
 
 
 @pytest.mark.parametrize("text", ["2", "on", "quick", "y", "-1"])
+@pytest.mark.bad_input("bad argument")
 def test_quick_rejects_unknown_values(text):
     with pytest.raises(ValueError, match="LESSON_QUICK") as err:
         get_settings({"LESSON_QUICK": text})
@@ -44,6 +45,7 @@ def test_quick_rejects_unknown_values(text):
 
 
 @pytest.mark.parametrize("text", ["cifar100", "CIFAR-10", "mnist", "synth"])
+@pytest.mark.bad_input("bad argument")
 def test_data_rejects_unknown_values_listing_the_allowed_ones(text):
     with pytest.raises(ValueError) as err:
         get_settings({"LESSON_DATA": text})

@@ -62,6 +62,7 @@ def test_a_small_set_is_the_start_of_a_larger_one(quick_set):
     assert np.array_equal(xts, xt[:100]) and np.array_equal(yts, yt[:100])
 
 
+@pytest.mark.bad_input("bad argument")
 def test_invalid_sizes():
     with pytest.raises(ValueError, match="n_train"):
         make_synthetic(-1, 10, progress=False)

@@ -224,6 +224,7 @@ def test_timed_epochs_stop_at_the_time_budget():
                                    n_images=32, repeats=1, sweeps=["colour"]), "unknown sweep"),
     (lambda: fp.make_pipeline("ram", batch_size=0, arrays=_numbered(4)), "batch size"),
 ])
+@pytest.mark.bad_input("bad argument")
 def test_bad_input_gives_a_clear_error(call, message):
     with pytest.raises(ValueError, match=message):
         call()
@@ -327,6 +328,7 @@ def test_the_committed_figures_are_drawn_from_the_committed_results(tmp_path):
 
 # --- the command line ---------------------------------------------------------------------------
 
+@pytest.mark.bad_input("no GPU")
 def test_the_command_refuses_the_gpu_without_one(tmp_path, capsys):
     import keras
 
@@ -352,6 +354,7 @@ def test_the_command_refuses_the_gpu_without_one(tmp_path, capsys):
     (["--devices", "tpu"], "invalid choice: 'tpu'"),
     (["--repeats", "x"], "invalid int value"),
 ])
+@pytest.mark.bad_input("bad argument")
 def test_bad_arguments_get_clear_errors(tmp_path, capsys, args, message):
     out = tmp_path / "f.jsonl"
     with pytest.raises(SystemExit) as exit_info:

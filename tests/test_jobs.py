@@ -18,6 +18,7 @@ def test_script_is_valid_bash_with_slurm_directives(script):
         assert f"#SBATCH {directive}" in text
 
 
+@pytest.mark.bad_input("missing file")
 def test_run_notebook_refuses_a_missing_notebook(tmp_path):
     result = subprocess.run(["bash", str(ROOT / "jobs" / "run-notebook.sbatch"), "notebooks/none.ipynb"],
                             check=False, cwd=tmp_path, capture_output=True, text=True)
@@ -53,6 +54,7 @@ def lesson_folder(tmp_path):
     return tmp_path
 
 
+@pytest.mark.bad_input("bad argument")
 def test_train_cnn_passes_its_arguments_to_train_job(tmp_path):
     result = subprocess.run(["bash", str(ROOT / "jobs" / "train-cnn.sbatch"), "--epochs", "0"],
                             cwd=lesson_folder(tmp_path), check=False, capture_output=True,
@@ -61,6 +63,7 @@ def test_train_cnn_passes_its_arguments_to_train_job(tmp_path):
     assert "argument --epochs: must be at least 1, not 0" in result.stderr
 
 
+@pytest.mark.bad_input("not under Slurm")
 def test_the_sweep_refuses_to_run_outside_a_job_array(tmp_path):
     result = subprocess.run(["bash", str(ROOT / "jobs" / "sweep-array.sbatch")], cwd=tmp_path,
                             check=False, capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})

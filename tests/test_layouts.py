@@ -211,6 +211,7 @@ def test_compare_layouts_can_keep_the_files(tmp_path, data):
     assert rows[0]["path"] == str(lay.layout_path(tmp_path, "contiguous"))
 
 
+@pytest.mark.bad_input("interrupted write")
 def test_an_interrupted_write_leaves_no_file(tmp_path, data, monkeypatch):
     x, y = data
     original = h5py.Group.create_dataset
@@ -236,6 +237,7 @@ def test_an_interrupted_write_leaves_no_file(tmp_path, data, monkeypatch):
         assert f.attrs["layout"] == "contiguous" and len(f["y"]) == N
 
 
+@pytest.mark.bad_input("bad argument")
 def test_unknown_layouts_are_refused(tmp_path, data):
     x, y = data
     for call in (

@@ -164,17 +164,20 @@ def test_worker_processes_see_every_image_once(path):
     ({"stop": N_TRAIN + 5}, "not within the 1000 rows"),
     ({"split": "validation"}, "split must be 'train' or 'test'"),
 ])
+@pytest.mark.bad_input("bad argument")
 def test_bad_arguments_get_clear_errors(path, kwargs, message):
     kwargs = {"split": "train", "batch_size": BATCH, **kwargs}
     with pytest.raises(ValueError, match=message):
         lesson.HDF5Batches(path, **kwargs)
 
 
+@pytest.mark.bad_input("missing file")
 def test_missing_file_names_the_preparation_step(tmp_path):
     with pytest.raises(DataFileError, match=r"does not exist.*\n.*python -m gpulesson.prepare --data synthetic"):
         lesson.HDF5Batches(tmp_path / "synthetic.h5")
 
 
+@pytest.mark.bad_input("corrupt file")
 def test_wrong_shaped_dataset_is_refused(path, tmp_path):
     bad = tmp_path / "synthetic.h5"
     with h5py.File(path) as src, h5py.File(bad, "w") as dst:
@@ -186,6 +189,7 @@ def test_wrong_shaped_dataset_is_refused(path, tmp_path):
         lesson.HDF5Batches(bad)
 
 
+@pytest.mark.bad_input("corrupt file")
 def test_a_file_that_is_not_hdf5_is_refused(tmp_path):
     bad = tmp_path / "cifar10.h5"
     bad.write_bytes(b"not an HDF5 file")

@@ -259,6 +259,7 @@ def test_cost_command_line(capsys):
     assert "must be > 0, not 0.0" in capsys.readouterr().err
 
 
+@pytest.mark.bad_input("bad argument")
 def test_train_command_line_refuses_incomplete_process_settings(capsys):
     with pytest.raises(SystemExit, match="need --coordinator, --num-processes and --process-id"):
         parallel.main(["train", "--coordinator", "127.0.0.1:1234"])
@@ -304,6 +305,7 @@ def test_multi_node_job_runs_srun_with_its_arguments(tmp_path):
     assert "KERAS_BACKEND=jax" in result.stdout and "job 123: 2 nodes" in result.stdout
 
 
+@pytest.mark.bad_input("not under Slurm")
 def test_multi_node_job_refuses_to_run_outside_slurm(tmp_path):
     result = subprocess.run(["bash", str(SBATCH)], cwd=tmp_path, capture_output=True, text=True, check=False,
                             env={"PATH": "/usr/bin:/bin"}, timeout=60)

@@ -90,6 +90,7 @@ def resumed(data_file, tmp_path_factory):
     return out, results, killed, again.stdout
 
 
+@pytest.mark.bad_input("killed job")
 def test_a_killed_run_loses_only_the_epoch_it_was_in(resumed):
     killed = resumed[2]
     assert f"Epoch 4/{EPOCHS} started" not in killed["log"], "the kill came too late"
@@ -98,6 +99,7 @@ def test_a_killed_run_loses_only_the_epoch_it_was_in(resumed):
     assert not killed["record"]
 
 
+@pytest.mark.bad_input("killed job")
 def test_the_restarted_run_resumes_after_the_last_completed_epoch(resumed, uninterrupted):
     out, _, killed, output = resumed
     assert "Resuming from the backup after epoch 2." in output
@@ -145,6 +147,7 @@ def test_running_a_finished_run_again_does_nothing(uninterrupted):
     assert (out / "history.csv").read_text() == before and len(read_records(results)) == 1
 
 
+@pytest.mark.bad_input("bad argument")
 def test_refuses_an_out_dir_of_a_run_with_other_parameters(uninterrupted, capsys):
     out, results, _ = uninterrupted
     params = (out / "params.json").read_text()
@@ -156,12 +159,14 @@ def test_refuses_an_out_dir_of_a_run_with_other_parameters(uninterrupted, capsys
     assert (out / "params.json").read_text() == params
 
 
+@pytest.mark.bad_input("bad argument")
 def test_refuses_a_folder_that_is_not_a_runs(tmp_path, data_file, capsys):
     (tmp_path / "notes.txt").write_text("mine")
     assert train_job.main(["--out-dir", str(tmp_path)]) == 2
     assert "no params.json" in capsys.readouterr().err
 
 
+@pytest.mark.bad_input("missing file")
 def test_a_missing_data_file_names_the_prepare_command(tmp_path, capsys):
     code = train_job.main(["--data", str(tmp_path / "synthetic-quick.h5"), "--out-dir", str(tmp_path / "o")])
     assert code == 2
@@ -169,6 +174,7 @@ def test_a_missing_data_file_names_the_prepare_command(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.bad_input("bad argument")
 def test_a_batch_larger_than_the_validation_data_is_refused_before_writing(tmp_path, data_file, capsys):
     assert train_job.main(["--batch-size", "1000", "--out-dir", str(tmp_path / "o")]) == 2
     assert "batch_size=1000" in capsys.readouterr().err
@@ -177,6 +183,7 @@ def test_a_batch_larger_than_the_validation_data_is_refused_before_writing(tmp_p
 
 @pytest.mark.parametrize("args", [["--epochs", "0"], ["--batch-size", "-3"], ["--epochs", "two"],
                                   ["--learning-rate", "0"], ["--device", "tpu"]])
+@pytest.mark.bad_input("bad argument")
 def test_bad_arguments_are_argparse_errors(args, capsys):
     with pytest.raises(SystemExit) as exit_:
         train_job.main(args)
@@ -190,6 +197,7 @@ def test_job_ids_come_from_slurm():
                              "SLURM_ARRAY_TASK_ID": "3"}) == "70_3"
 
 
+@pytest.mark.bad_input("killed job")
 def test_the_job_script_requeues_itself_when_slurm_signals(tmp_path, data_file):
     """jobs/train-cnn.sbatch outside Slurm: USR1 to the script stops the training, requeues."""
     bin_dir = tmp_path / "bin"
@@ -234,6 +242,7 @@ def test_a_tasks_parameters_are_train_job_arguments():
 
 
 @pytest.mark.parametrize("index", [-1, 6, 100])
+@pytest.mark.bad_input("bad argument")
 def test_a_bad_task_index_is_a_clear_error(index, capsys):
     with pytest.raises(IndexError, match="use 0-5"):
         sweep.grid_point(index)
@@ -270,6 +279,7 @@ def test_gather_makes_one_table_of_the_runs(resumed, uninterrupted, tmp_path, ca
     assert f"| task-1 | 64 | 0.001 | {EPOCHS} | {record['best_val_accuracy']:.3f} |" in table
 
 
+@pytest.mark.bad_input("bad argument")
 def test_gather_refuses_no_runs_and_mixed_data(uninterrupted, tmp_path, capsys):
     assert sweep.main(["gather", str(tmp_path)]) == 2
     assert "no train_job runs" in capsys.readouterr().err
@@ -282,6 +292,7 @@ def test_gather_refuses_no_runs_and_mixed_data(uninterrupted, tmp_path, capsys):
     assert "mix data sources" in capsys.readouterr().err
 
 
+@pytest.mark.bad_input("killed job")
 def test_ctrl_c_stops_cleanly_and_says_how_to_resume(data_file, tmp_path):
     out, results, log = tmp_path / "run", tmp_path / "results.jsonl", tmp_path / "run.log"
     env = {**os.environ, "LESSON_BATCH_DELAY": BATCH_DELAY}

@@ -5,10 +5,10 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.patches import FancyArrowPatch, FancyBboxPatch  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-from gpulesson.plots import save_svg  # noqa: E402
+from gpulesson.plots import save_svg
 
 STEPS = [
     ("Images", "CIFAR-10\nor synthetic\nstand-in"),

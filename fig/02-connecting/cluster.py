@@ -5,10 +5,10 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 
-from gpulesson.plots import save_svg  # noqa: E402
+from gpulesson.plots import save_svg
 
 INK = "#1f3b63"
 FILL = "#e8eef7"

@@ -14,8 +14,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from gpulesson import reference  # noqa: E402
-from gpulesson.plots import save_figures  # noqa: E402
+from gpulesson import reference
+from gpulesson.plots import save_figures
 
 HERE = Path(__file__).resolve().parent
 FIGURES = ("reference-epoch-times.svg", "reference-time-bars.svg")

@@ -10,10 +10,10 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.patches import FancyArrowPatch, Rectangle  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.patches import FancyArrowPatch, Rectangle
 
-from gpulesson.plots import save_svg  # noqa: E402
+from gpulesson.plots import save_svg
 
 HERE = Path(__file__).resolve().parent
 INK = "#1f3b63"
@@ -38,7 +38,7 @@ def rect(ax, x, y, w, h, fill, ink=INK, hatch=None, lw=1.0, text=None, size=8, c
 def cpu(ax):
     rect(ax, 0, 1.6, 4.6, 4.45, "white", lw=1.8)
     ax.text(2.3, 6.3, "CPU: a few large cores", ha="center", fontsize=11, weight="bold")
-    for i, (x, y) in enumerate([(0.2, 3.75), (2.4, 3.75), (0.2, 2.5), (2.4, 2.5)]):
+    for x, y in [(0.2, 3.75), (2.4, 3.75), (0.2, 2.5), (2.4, 2.5)]:
         rect(ax, x, y, 2.0, 1.15, "white", lw=1.2)
         rect(ax, x + 0.08, y + 0.55, 1.0, 0.52, CONTROL, text="control,\nprediction", size=6.5)
         rect(ax, x + 1.15, y + 0.55, 0.77, 0.52, ALU, text="ALU\n(SIMD)", size=6.5, color="white")
@@ -70,7 +70,7 @@ def gpu(ax):
             "while some wait for memory, others compute",
             ha="center", va="center", fontsize=7.5, style="italic")
     rect(ax, x0 + 0.15, 1.8, 5.7, 0.55, CACHE, ink=GPU_INK, hatch="//", text="L2 cache", size=8)
-    for i, x in enumerate((x0 + 0.2, x0 + 3.1)):
+    for x in (x0 + 0.2, x0 + 3.1):
         rect(ax, x, 0.0, 2.7, 0.75, MEMORY, ink=GPU_INK, hatch="..",
              text="HBM on the package\n(fast, smaller)", size=7.5)
         ax.add_patch(FancyArrowPatch((x + 1.35, 0.8), (x + 1.35, 1.55), arrowstyle="<|-|>",

@@ -14,8 +14,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from gpulesson import matmul  # noqa: E402
-from gpulesson.plots import save_figures  # noqa: E402
+from gpulesson import matmul
+from gpulesson.plots import save_figures
 
 HERE = Path(__file__).resolve().parent
 FIGURES = ("matmul-gflops.svg", "matmul-sync.svg")

@@ -16,8 +16,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from gpulesson import small_models  # noqa: E402
-from gpulesson.plots import save_figures  # noqa: E402
+from gpulesson import small_models
+from gpulesson.plots import save_figures
 
 HERE = Path(__file__).resolve().parent
 FIGURES = {
@@ -29,8 +29,9 @@ FIGURES = {
 def draw(results=small_models.RESULTS_FILE, folder=HERE) -> list[Path]:
     paths = []
     for name, (part, figure) in FIGURES.items():
-        paths += save_figures(small_models.reference_run(part, results), lambda r, figure=figure: [figure(r)], [name],
-                              folder, results=results, command=f"python -m gpulesson.small_models --parts {part}")
+        command = f"python -m gpulesson.small_models --parts {part}"
+        paths += save_figures(small_models.reference_run(part, results), lambda r, figure=figure: [figure(r)],
+                              [name], folder, results=results, command=command)
     return paths
 
 

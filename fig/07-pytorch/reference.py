@@ -15,8 +15,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from gpulesson import torch_reference  # noqa: E402
-from gpulesson.plots import save_figures  # noqa: E402
+from gpulesson import torch_reference
+from gpulesson.plots import save_figures
 
 HERE = Path(__file__).resolve().parent
 FIGURES = ("reference-epoch-times.svg", "reference-time-bars.svg")

@@ -12,11 +12,11 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-from gpulesson.plots import save_svg  # noqa: E402
-from gpulesson.sweep import GRID_POINTS  # noqa: E402
+from gpulesson.plots import save_svg
+from gpulesson.sweep import GRID_POINTS
 
 HERE = Path(__file__).resolve().parent
 INK = "#1f3b63"

@@ -1,0 +1,257 @@
+"""The lesson site in a real browser: Debian's Chromium, driven by Playwright, on the built site
+served from 127.0.0.1. Every page loads without console errors, its links and images resolve,
+its headings descend without skipping a level; the sidebar follows the schedule; solutions
+open on click; the copy button copies; the search finds HDF5. Screenshots of the landing page
+and episode 4 are saved to _build/test-artifacts/.
+
+No browser is downloaded (test machines have no internet): the tests drive the Chromium that
+tools/ensure_chromium.sh installs with apt-get (or LESSON_CHROMIUM=/path), and skip, saying how
+to enable them, when there is none.
+"""
+
+import functools
+import http.server
+import os
+import shutil
+import threading
+from pathlib import Path
+from urllib.parse import urldefrag, urlsplit
+
+import pytest
+import yaml
+from carpentry import episodes, schedule_rows
+from conftest import ROOT
+
+ENABLE = ("browser tests need Chromium: apt-get install chromium (or set LESSON_CHROMIUM=/path), "
+          "and the playwright package (pip install -r requirements/dev.txt)")
+ARTIFACTS = ROOT / "_build" / "test-artifacts"
+TIMEOUT_MS = 15_000
+
+
+def chromium_path() -> str | None:
+    """The Chromium to drive: $LESSON_CHROMIUM, else Debian's, else one on the PATH."""
+    candidates = [os.environ.get("LESSON_CHROMIUM"), "/usr/bin/chromium", "/usr/bin/chromium-browser",
+                  shutil.which("chromium"), shutil.which("chromium-browser")]
+    return next((c for c in candidates if c and os.access(c, os.X_OK)), None)
+
+
+def toc_pages() -> list[str]:
+    """Every page of the table of contents, as a path relative to the site root ('x/y.html')."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    names = [toc["root"]] + [ch["file"] for part in toc.get("parts", []) for ch in part["chapters"]]
+    return [name.removesuffix(".md") + ".html" for name in names]
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def site(built_site):
+    html, result = built_site
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return html
+
+
+@pytest.fixture(scope="module")
+def base_url(site):
+    """The built site served over HTTP on 127.0.0.1 (a free port) for the module's tests."""
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}/"
+    server.shutdown()
+    server.server_close()
+    thread.join(5)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    executable = chromium_path()
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip(ENABLE + " [the playwright package is not installed]")
+    if executable is None:
+        pytest.skip(ENABLE + " [no Chromium found]")
+    with sync_playwright() as pw:
+        # --no-sandbox: CI runs the tests as root, where Chromium's sandbox refuses to start.
+        chromium = pw.chromium.launch(executable_path=executable, headless=True, args=["--no-sandbox"])
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser, base_url):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(TIMEOUT_MS)
+    tab = context.new_page()
+    yield tab
+    context.close()
+
+
+# What one visit to each page of the table of contents saw; the tests below judge it.
+_COLLECT = """() => {
+  const headings = [...document.querySelectorAll('h1, h2, h3, h4, h5, h6')]
+    .filter(h => !h.closest('.d-print-block, .onlyprint'))
+    .map(h => [Number(h.tagName[1]), h.textContent.trim().slice(0, 60),
+               Boolean(h.closest('article.bd-article'))]);
+  return {
+    links: [...document.querySelectorAll('a[href]')].map(a => a.href),
+    images: [...document.querySelectorAll('img[src]')].map(i => i.src),
+    ids: [...document.querySelectorAll('[id]')].map(e => e.id),
+    headings: headings,
+  };
+}"""
+
+
+@pytest.fixture(scope="module")
+def visits(browser, base_url):
+    """Load every page of the table of contents once: its console errors and what it holds."""
+    context = browser.new_context()
+    context.set_default_timeout(TIMEOUT_MS)
+    tab = context.new_page()
+    errors: list[str] = []
+
+    def on_console(msg):
+        # The browser itself asks for /favicon.ico when a page names no icon; the site ships
+        # none and no page refers to one, so that 404 says nothing about the lesson's pages.
+        if msg.type == "error" and not (msg.location or {}).get("url", "").endswith("/favicon.ico"):
+            errors.append(f"console.error: {msg.text}")
+
+    tab.on("console", on_console)
+    tab.on("pageerror", lambda exc: errors.append(f"uncaught: {exc}"))
+    seen = {}
+    for name in toc_pages():
+        errors.clear()
+        response = tab.goto(base_url + name, wait_until="load")
+        tab.wait_for_load_state("networkidle")
+        seen[name] = dict(tab.evaluate(_COLLECT), status=response.status, errors=list(errors))
+    context.close()
+    return seen
+
+
+def test_every_page_loads_without_console_errors(visits):
+    bad = {name: v["errors"] for name, v in visits.items() if v["status"] != 200 or v["errors"]}
+    assert not bad, "\n".join(f"{name}: {errs}" for name, errs in bad.items())
+
+
+def test_internal_links_and_images_resolve(visits, base_url, browser):
+    """Every same-origin link and image answers 200; a link's #fragment names an id there."""
+    context = browser.new_context()
+    status: dict[str, int] = {}
+    broken = []
+    ids = {base_url + name: set(v["ids"]) for name, v in visits.items()}
+    for name, v in visits.items():
+        for kind, refs in (("link", v["links"]), ("image", v["images"])):
+            for ref in refs:
+                url, fragment = urldefrag(ref)
+                if not url.startswith(base_url):
+                    continue  # external: not checked offline
+                if url not in status:
+                    status[url] = context.request.get(url).status
+                if status[url] != 200:
+                    broken.append(f"{name}: {kind} {ref} -> HTTP {status[url]}")
+                elif kind == "link" and fragment and url in ids and fragment not in ids[url]:
+                    broken.append(f"{name}: link {ref} -> no element with id {fragment!r}")
+    context.close()
+    assert len(status) > len(visits), "too few internal links were found: is the page empty?"
+    assert not broken, "\n".join(broken)
+
+
+def test_headings_descend_without_skipping_a_level(visits):
+    """In the article (the page's own content) there is one h1, and no heading is more than
+    one level below the one before it (h2 -> h4 skips h3). The theme's chrome around it is
+    left out: its print-only title repeats the h1 and its 'Contents' box is an h2."""
+    problems = []
+    for name, v in visits.items():
+        levels = [(level, text) for level, text, in_article in v["headings"] if in_article]
+        if [level for level, _ in levels].count(1) != 1:
+            problems.append(f"{name}: {[level for level, _ in levels].count(1)} h1 headings")
+        for (before, _), (level, text) in zip([(1, "")] + levels, levels):
+            if level > before + 1:
+                problems.append(f"{name}: h{before} -> h{level} ({text!r})")
+        if levels and levels[0][0] != 1:
+            problems.append(f"{name}: first heading is h{levels[0][0]}, not h1")
+    assert not problems, "\n".join(problems)
+
+
+def test_sidebar_lists_the_episodes_in_schedule_order(page, base_url):
+    page.goto(base_url + "index.html")
+    sidebar = page.evaluate("""() => {
+      const caption = [...document.querySelectorAll('nav.bd-links p.caption')]
+        .find(p => p.textContent.trim() === 'Episodes');
+      return [...caption.nextElementSibling.querySelectorAll(':scope > li > a')].map(a => a.href);
+    }""")
+    schedule = page.evaluate("""() => [...document.querySelectorAll('table tbody tr')]
+        .map(tr => tr.querySelector('a.reference.internal'))
+        .filter(a => a && a.href.includes('/_episodes/')).map(a => a.href)""")
+    expected = [base_url + ep.docname + ".html" for _, ep, _ in schedule_rows(episodes(ROOT))]
+    assert schedule == expected, "the schedule table does not list the episodes in teaching order"
+    assert sidebar == schedule
+
+
+def test_solutions_start_collapsed_and_open_on_click(page, base_url):
+    page.goto(base_url + "_episodes/04-cpu-vs-gpu.html")
+    solutions = page.locator(".admonition.solution")
+    assert solutions.count() > 0
+    # Wait for sphinx-togglebutton to have turned every solution into a collapsed dropdown.
+    page.wait_for_selector(".admonition.solution button.toggle-button")
+    for i in range(solutions.count()):
+        body = solutions.nth(i).locator(":scope > :not(.admonition-title)").first
+        assert body.is_hidden(), f"solution {i} is visible before it is opened"
+    first = solutions.first
+    body = first.locator(":scope > :not(.admonition-title)").first
+    first.locator(".admonition-title").click()
+    body.wait_for(state="visible")
+    assert first.locator("button.toggle-button").get_attribute("aria-expanded") == "true"
+    assert solutions.nth(1).locator(":scope > :not(.admonition-title)").first.is_hidden()
+    first.locator(".admonition-title").click()
+    body.wait_for(state="hidden")
+
+
+def test_copy_button_copies_the_code(browser, base_url):
+    context = browser.new_context()
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=base_url.rstrip("/"))
+    tab = context.new_page()
+    tab.goto(base_url + "_episodes/04-cpu-vs-gpu.html")
+    block = tab.locator("div.highlight:has(button.copybtn)").first
+    block.hover()
+    button = block.locator("button.copybtn")
+    target = button.get_attribute("data-clipboard-target")
+    code = tab.locator(target).inner_text()
+    assert "import" in code
+    button.click()
+    try:
+        copied = tab.evaluate("navigator.clipboard.readText()")
+    except Exception as exc:  # no clipboard in this headless browser: check what would be copied
+        print(f"copy button: clipboard unavailable ({exc.__class__.__name__}); checked its target")
+        assert target.startswith("#") and code.strip()
+    else:
+        print("copy button: read the code back from the clipboard")
+        assert copied.strip() == code.strip()
+    context.close()
+
+
+def test_search_finds_hdf5(page, base_url):
+    page.goto(base_url + "search.html?q=HDF5")
+    page.wait_for_selector("#search-results ul.search li a")
+    hits = page.eval_on_selector_all("#search-results ul.search li a", "els => els.map(a => a.href)")
+    pages = {urlsplit(url).path for url in hits}
+    assert "/_episodes/04-cpu-vs-gpu.html" in pages, hits
+
+
+def test_screenshots_of_the_landing_page_and_an_episode(page, base_url):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    saved = []
+    for name, shot in (("index.html", "landing-page.png"),
+                       ("_episodes/04-cpu-vs-gpu.html", "episode-04-cpu-vs-gpu.png")):
+        page.goto(base_url + name)
+        page.wait_for_load_state("networkidle")
+        path = ARTIFACTS / shot
+        page.screenshot(path=str(path), full_page=True)
+        assert path.stat().st_size > 10_000
+        saved.append(path)
+    print("screenshots:", *saved)
