@@ -21,6 +21,18 @@ import warnings
 NO_GPU = "No GPU visible: training will run on the CPU."
 
 
+# The Keras names of the lesson's two devices, by the short names its commands take. The CPU is
+# "cpu", not "cpu:0": under "cpu:0", Keras 3.15's PyTorch backend cannot build a Dropout layer.
+KERAS_DEVICES = {"cpu": "cpu", "gpu": "gpu:0"}
+
+
+def keras_device_name(device: str) -> str:
+    """``"cpu"`` or ``"gpu"`` -> the Keras device name (``"cpu"``, ``"gpu:0"``)."""
+    if device not in KERAS_DEVICES:
+        raise ValueError(f"unknown device {device!r}: use one of {', '.join(KERAS_DEVICES)}")
+    return KERAS_DEVICES[device]
+
+
 def _cpu_model() -> str:
     try:
         with open("/proc/cpuinfo") as f:

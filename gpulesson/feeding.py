@@ -49,6 +49,8 @@ import time
 from pathlib import Path
 
 from gpulesson import results
+from gpulesson.devices import KERAS_DEVICES as DEVICES
+from gpulesson.devices import keras_device_name as check_device
 from gpulesson.results import (
     NOT_RECORDED,
     data_label,
@@ -61,7 +63,6 @@ from gpulesson.results import duration as _seconds
 EXPERIMENT = "feeding"
 RESULTS_FILE = Path(__file__).resolve().parents[1] / "results" / f"{EXPERIMENT}.jsonl"
 DATA = "synthetic"
-DEVICES = {"cpu": "cpu", "gpu": "gpu:0"}  # "cpu", not "cpu:0": that breaks Dropout on torch
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 SWEEPS = ("precision", "jit", "spe", "batch")
 N_IMAGES, QUICK_N_IMAGES = 50_000, 1_024
@@ -111,13 +112,6 @@ def check_pipelines(names) -> list[str]:
 
 
 # --- checks -----------------------------------------------------------------------------------
-
-def check_device(device: str) -> str:
-    """``"cpu"`` or ``"gpu"`` -> the Keras device name (``"cpu"``, ``"gpu:0"``)."""
-    if device not in DEVICES:
-        raise ValueError(f"unknown device {device!r}: use one of {', '.join(DEVICES)}")
-    return DEVICES[device]
-
 
 def check_precision(precision: str) -> str:
     if precision not in PRECISIONS:

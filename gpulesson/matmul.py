@@ -34,6 +34,8 @@ import time
 from pathlib import Path
 
 from gpulesson import results
+from gpulesson.devices import KERAS_DEVICES as DEVICES
+from gpulesson.devices import keras_device_name as check_device
 from gpulesson.results import (
     NOT_RECORDED,
     data_label,
@@ -46,7 +48,6 @@ from gpulesson.results import duration as _seconds
 EXPERIMENT = "matmul"
 RESULTS_FILE = Path(__file__).resolve().parents[1] / "results" / f"{EXPERIMENT}.jsonl"
 DATA = "random"  # the matrices are random numbers: gpulesson.settings.LABELS
-DEVICES = {"cpu": "cpu", "gpu": "gpu:0"}
 DTYPES = ("float32", "bfloat16", "float16")
 SIZES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 QUICK_SIZES = (16, 32, 64, 128, 256)
@@ -56,13 +57,6 @@ BUSY = 0.25  # a sweep during which other programs used more CPU time than this 
 
 
 # --- checks -----------------------------------------------------------------------------------
-
-def check_device(device: str) -> str:
-    """``"cpu"`` or ``"gpu"`` -> the Keras device name (``"cpu"``, ``"gpu:0"``)."""
-    if device not in DEVICES:
-        raise ValueError(f"unknown device {device!r}: use one of {', '.join(DEVICES)}")
-    return DEVICES[device]
-
 
 def check_dtype(dtype: str) -> str:
     if dtype not in DTYPES:

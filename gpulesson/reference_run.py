@@ -18,10 +18,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from gpulesson.devices import KERAS_DEVICES as DEVICES
 from gpulesson.reference import RESULTS_FILE, describe, run_record
 from gpulesson.results import new_run_id
-
-DEVICES = {"cpu": "cpu", "gpu": "gpu:0"}
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from gpulesson import results
+from gpulesson.devices import KERAS_DEVICES as DEVICES
 from gpulesson.results import (
     NOT_RECORDED,
     append_record,
@@ -50,7 +51,6 @@ from gpulesson.results import speedup as _epoch_speedup
 
 EXPERIMENT = "mlp-cpu-vs-gpu"
 RESULTS_FILE = Path(__file__).resolve().parents[1] / "results" / f"{EXPERIMENT}.jsonl"
-DEVICES = {"cpu": "cpu", "gpu": "gpu:0"}
 PARTS = ("comparison", "sweep")
 N_FEATURES, N_CLASSES = 30, 2
 EPISODE_WIDTHS = (16, 8)  # the episode's MLP: 30 -> 16 -> 8 -> 2

@@ -13,6 +13,7 @@ import functools
 import http.server
 import os
 import shutil
+import sys
 import threading
 from pathlib import Path
 from urllib.parse import urldefrag, urlsplit
@@ -47,6 +48,14 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+class _Server(http.server.ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        # The browser may close a connection before a response is sent (a page left early):
+        # not an error of the site, and not worth a traceback in the test log.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 @pytest.fixture(scope="module")
 def site(built_site):
     html, result = built_site
@@ -57,7 +66,7 @@ def site(built_site):
 @pytest.fixture(scope="module")
 def base_url(site):
     """The built site served over HTTP on 127.0.0.1 (a free port) for the module's tests."""
-    server = http.server.ThreadingHTTPServer(
+    server = _Server(
         ("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
