@@ -282,6 +282,14 @@ def _train(args, params, batches, info, out: Path, run_id: str) -> int:
           f"batch size {params['batch_size']}, learning rate {params['learning_rate']:g}, "
           f"{params['epochs']} epochs on {device}; files in {out}", flush=True)
     print("A backup exists: resuming." if resuming else "No backup: starting at epoch 1.", flush=True)
+    metadata = out / BACKUP / "training_metadata.json"
+    if metadata.exists():
+        # The backup holds this many completed epochs: the data order goes on from there, as
+        # it would have without the interruption (each epoch has its own shuffle).
+        done = int(json.loads(metadata.read_text()).get("epoch", 0))
+        for _ in range(done):
+            batches[0].on_epoch_end()
+        print(f"The data order goes on from epoch {done + 1}.", flush=True)
     keras.utils.set_random_seed(args.seed)
     initial_weights = lesson.build_cnn().get_weights()
     delay = float(os.environ.get("LESSON_BATCH_DELAY") or 0)

@@ -120,6 +120,8 @@ def test_the_restarted_run_resumes_after_the_last_completed_epoch(resumed, unint
     assert losses[:2] == [row["loss"] for row in killed["history"]]
     assert losses[2] < 0.75 * losses[0], losses
     assert losses[3] < losses[0], losses
+    # The data order goes on from the backup's epoch (each epoch has its own shuffle).
+    assert "The data order goes on from epoch 3." in output
 
 
 def test_a_finished_run_leaves_its_files_and_no_backup(resumed, uninterrupted):
