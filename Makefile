@@ -47,7 +47,7 @@ reference: $(BIN)/.installed  ## record every reference measurement here (CPU, a
 	$(MAKE) figures notebooks
 
 figures: $(BIN)/.installed  ## redraw every figure from its script in fig/ (measured ones from results/)
-	for script in fig/*/*.py tools/draw_feeding.py; do $(BIN)/python $$script || exit 1; done
+	for script in fig/*/*.py; do $(BIN)/python $$script || exit 1; done
 
 kernel: $(BIN)/.installed  ## register this environment as the Jupyter kernel "$(KERNEL)"
 	$(BIN)/python -m ipykernel install --user --name $(KERNEL) --display-name "Python ($(KERNEL))"

@@ -34,7 +34,7 @@ Timed epochs stop early once they have taken ``max_seconds`` together (at least 
 
 Records (:func:`measurement_record`) share one ``run_id``; :func:`substitutions` gives the
 episode's numbers (``ref_feed_*``), :func:`targets` checks the lesson's goals, and
-``tools/draw_feeding.py`` draws the figures (:func:`figures`). Never imports TensorFlow.
+``fig/08-feeding-the-gpu/figures.py`` draws the figures (:func:`figures`). Never imports TensorFlow.
 """
 
 from __future__ import annotations

@@ -91,8 +91,11 @@ def test_no_measured_number_is_typed_into_the_text():
 
 
 def test_figures_exist_and_are_the_ones_the_draw_script_writes():
-    sys.path.insert(0, str(ROOT / "tools"))
-    import draw_feeding
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("feeding_figures", ROOT / "fig" / "08-feeding-the-gpu" / "figures.py")
+    draw_feeding = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(draw_feeding)
 
     shown = FIGURE.findall(TEXT)
     assert shown, "the episode shows the benchmark's figures"
@@ -104,7 +107,7 @@ def test_figures_exist_and_are_the_ones_the_draw_script_writes():
     assert {p.rsplit("/", 1)[-1] for p in shown} == set(draw_feeding.FIGURES)
     # the captions name the script and the results file
     for caption in re.findall(r"^:{3,}\{figure\}.*?^:{3,}$", TEXT, re.DOTALL | re.MULTILINE):
-        assert "tools/draw_feeding.py" in caption and "results/feeding.jsonl" in caption
+        assert "fig/08-feeding-the-gpu/figures.py" in caption and "results/feeding.jsonl" in caption
 
 
 def test_every_option_shown_for_the_benchmark_exists():

@@ -21,8 +21,11 @@ N, BATCH = 96, 32  # 3 batches an epoch: every code path, in seconds
 
 
 def _draw_module():
-    sys.path.insert(0, str(ROOT / "tools"))
-    import draw_feeding
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("feeding_figures", ROOT / "fig" / "08-feeding-the-gpu" / "figures.py")
+    draw_feeding = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(draw_feeding)
 
     return draw_feeding
 
@@ -321,9 +324,9 @@ def test_the_committed_figures_are_drawn_from_the_committed_results(tmp_path):
     written = _draw_module().draw(tmp_path, feeding.RESULTS_FILE)
     for path in written:
         committed = FIG / path.name
-        assert committed.is_file(), f"run: python tools/draw_feeding.py ({committed} missing)"
+        assert committed.is_file(), f"run: python fig/08-feeding-the-gpu/figures.py ({committed} missing)"
         assert committed.read_bytes() == path.read_bytes(), (
-            f"{committed} is not what the results file gives: run python tools/draw_feeding.py")
+            f"{committed} is not what the results file gives: run python fig/08-feeding-the-gpu/figures.py")
 
 
 # --- the command line ---------------------------------------------------------------------------

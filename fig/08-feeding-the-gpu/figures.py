@@ -1,6 +1,6 @@
 """Draw the feeding benchmark's figures from its results file:
 
-    python tools/draw_feeding.py [FOLDER] [RESULTS]
+    python fig/08-feeding-the-gpu/figures.py [FOLDER] [RESULTS]
         ->  FOLDER/feeding-pipelines.svg, FOLDER/feeding-settings.svg
 
 FOLDER defaults to fig/08-feeding-the-gpu/ (created if missing), RESULTS to
@@ -20,8 +20,7 @@ matplotlib.use("Agg")
 from gpulesson import feeding
 from gpulesson.plots import save_figures
 
-ROOT = Path(__file__).resolve().parents[1]
-FOLDER = ROOT / "fig" / "08-feeding-the-gpu"
+FOLDER = Path(__file__).resolve().parent
 FIGURES = ("feeding-pipelines.svg", "feeding-settings.svg")
 
 
