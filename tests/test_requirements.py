@@ -44,10 +44,30 @@ def test_environment_yml_matches_the_gpu_requirements():
     assert "--editable ." in pip_lines  # the helper package
 
 
+# JAX's CUDA build for GPU nodes: the plugin packages that jax[cuda12] pulls in, pinned too.
+JAX_CUDA = ("jax-cuda12-plugin", "jax-cuda12-pjrt")
+
+
 def test_cpu_and_gpu_builds_have_the_same_versions():
     cpu, gpu = req("cpu.txt"), req("gpu.txt")
     assert cpu.pop("tensorflow-cpu") == cpu.pop("tensorflow") == gpu.pop("tensorflow")
+    for name in ("jax", "jaxlib", *JAX_CUDA):
+        gpu.pop(name)
     assert cpu == gpu
+
+
+def test_gpu_nodes_get_the_cuda_build_of_the_tested_jax():
+    """The multi-GPU episode runs on JAX: GPU nodes get JAX's CUDA build, in the version the
+    tests run (backends.txt, the CPU build)."""
+    backends, gpu = req("backends.txt"), req("gpu.txt")
+    version = backends["jax"]
+    assert backends == {"jax": version, "jaxlib": version}
+    for name in ("jax", "jaxlib", *JAX_CUDA):
+        assert gpu.get(name) == version, f"{name} in gpu.txt: {gpu.get(name)}, tested: {version}"
+    lines = (REQ / "gpu.txt").read_text()
+    assert f"jax[cuda12]=={version}" in lines, "the extra brings JAX's CUDA libraries from PyPI"
+    # TensorFlow's CUDA wheels are CUDA 12 ones: JAX must be the build for the same CUDA.
+    assert "tensorflow[and-cuda]" in lines and not re.search(r"jax[-_]cuda(?!12)\d+", lines)
 
 
 def test_lock_agrees_with_the_direct_pins():
