@@ -1,0 +1,184 @@
+"""No timing claim is typed into an episode's prose.
+
+Durations, speed-ups and promises of speed reach the pages from the results files, through
+``{{ ref_... }}`` placeholders, or the text says in words that a value is not measured. This
+test reads every episode's prose (front matter, text, callouts, exercises and instructor notes;
+not code blocks, inline code or placeholders) and fails on
+
+- a number with a time unit: "32 s", "0.6 ms", "10-minute", "two hours";
+- a speed-up with a number: "4 times faster", "12x", "3× slower";
+- a vague promise: "well under a minute", "a few seconds", "much faster", "many times faster".
+
+A phrase that is not a measurement (a Slurm setting, the teaching schedule, numbers an exercise
+makes up, the output of the cost model's arithmetic) is listed in ``ALLOWED`` with the reason.
+"""
+
+import re
+from pathlib import Path
+
+import pytest
+from carpentry import PLACEHOLDER
+from conftest import ROOT
+
+EPISODES = sorted((ROOT / "_episodes").glob("*.md"))
+
+NUMBER_WORDS = (r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|"
+                r"twenty|thirty|forty|fifty|sixty|ninety|a hundred|half an?")
+UNITS = (r"ms|milliseconds?|µs|us|microseconds?|ns|nanoseconds?|s|secs?|seconds?|min|mins|"
+         r"minutes?|h|hrs?|hours?|days?")
+SPEED = r"faster|slower|quicker|as fast|speed-?ups?|more throughput"
+CLAIMS = {
+    "a number with a time unit": re.compile(
+        rf"(?<![\w.])\d[\d,.]*(?:\s?-\s?|\s)?(?:{UNITS})\b"),
+    "a number word with a time unit": re.compile(
+        rf"\b(?:{NUMBER_WORDS})[\s-]+(?:minutes?|hours?|days?|seconds|milliseconds?|"
+        rf"microseconds?|nanoseconds?)\b"),
+    "a speed-up with a number": re.compile(
+        rf"(?<![\w.])\d[\d,.]*\s?(?:×|x\b|times\b)\s*(?:{SPEED})|(?<![\w.])\d+(?:\.\d+)?x\b|"
+        rf"\b(?:{NUMBER_WORDS}|hundred|thousand)\s+times\s+(?:{SPEED})"),
+    "a vague promise": re.compile(
+        rf"\b(?:a|an|one)\s+(?:minute|hour|millisecond|microsecond|nanosecond)\b|"
+        rf"\b(?:a few|few|several|some|tens of|hundreds of|dozens of|many|a couple of)\s+"
+        rf"(?:tenths of a second|(?:milli|micro|nano)?seconds|minutes|hours|days)\b|"
+        rf"\btenths of a second\b|"
+        rf"\b(?:in|within|takes?|took|only)\s+(?:(?:milli|micro|nano)?seconds|minutes|hours)\b|"
+        rf"\b(?:much|far|many times|several times|tens of times|orders? of magnitude|a lot|"
+        rf"dramatically|significantly|considerably|a little|slightly|way)\s+(?:{SPEED})"),
+}
+
+# (episode, phrase, why it is not a measurement). The phrase is matched with its whitespace
+# normalised; it must contain the claim it allows, and each entry must still be needed.
+ALLOWED = [
+    ("05-why-gpus-are-fast.md", "The concepts take about 15 minutes",
+     "the teaching schedule of the instructor note"),
+    ("05-why-gpus-are-fast.md", "Sizes whose single call would take more than 20 s are skipped",
+     "the benchmark's setting (matmul.MAX_SECONDS), not a result"),
+    ("06-small-models.md", "trains at least five times faster per sample than the CPU",
+     "the goal the exercise sets, not a result"),
+    ("09-beyond-one-gpu.md", "an epoch has 4 times fewer steps",
+     "arithmetic of the global batch"),
+    ("09-beyond-one-gpu.md", "here with the same assumed 20 ms per step",
+     "the assumed compute time of the cost model, labelled as such"),
+    ("09-beyond-one-gpu.md", "0.018 ms over NVLink",
+     "cost-model arithmetic of the exercise, checked by test_09_beyond_one_gpu"),
+    ("09-beyond-one-gpu.md", "4.4 ms over Ethernet", "cost-model arithmetic, checked"),
+    ("09-beyond-one-gpu.md", "143.6 ms over Ethernet, 0.60 ms over NVLink",
+     "cost-model arithmetic, checked"),
+    ("09-beyond-one-gpu.md", "9 × 143.6 ms ≈ 1.3 s", "cost-model arithmetic, checked"),
+    ("09-beyond-one-gpu.md", "120 s before the time limit", "the job script's --signal setting"),
+    ("09-beyond-one-gpu.md", "one epoch plus these 120 s", "the job script's --signal setting"),
+    ("09-beyond-one-gpu.md", "than an epoch plus 120 s", "the job script's --signal setting"),
+    ("09-beyond-one-gpu.md", "slows every batch down by 0.2 s",
+     "the LESSON_BATCH_DELAY setting the exercise chooses"),
+    ("09-beyond-one-gpu.md", "A training job with 10-minute epochs",
+     "a made-up scenario of the exercise"),
+    ("09-beyond-one-gpu.md", "7 minutes into epoch 12", "a made-up scenario of the exercise"),
+    ("09-beyond-one-gpu.md", "The 7 minutes of epoch 12", "its solution"),
+    ("09-beyond-one-gpu.md", "The concepts and the cost model take about 20 minutes; "
+     "the batch-job part 15", "the teaching schedule of the instructor note"),
+    ("10-next-steps.md", "the first epoch takes 95 s", "numbers the exercise makes up, and says so"),
+    ("10-next-steps.md", "the next two take 40 s each", "numbers the exercise makes up"),
+    ("10-next-steps.md", "about 10 × 40 s = 400 s", "the exercise's arithmetic"),
+    ("10-next-steps.md", "about 24,000 s, or 6 h 40 min", "the exercise's arithmetic"),
+    ("10-next-steps.md", "ask for 8 to 10 hours", "the exercise's arithmetic"),
+]
+
+
+def prose(text: str) -> str:
+    """The episode without code blocks, inline code, placeholders and link targets, with
+    whitespace normalised to single spaces."""
+    text = re.sub(r"^(`{3,}|~{3,}).*?^\1[ \t]*$", " ", text, flags=re.DOTALL | re.MULTILINE)
+    text = PLACEHOLDER.sub(" ", text)
+    text = re.sub(r"`[^`\n]*`", " ", text)
+    text = re.sub(r"\]\([^)\s]*\)|<https?://[^>]*>|https?://\S+", " ", text)
+    return re.sub(r"\s+", " ", text)
+
+
+def claims(text: str) -> list[tuple[str, int, int]]:
+    """(kind, start, end) of every timing claim in already normalised prose."""
+    found = []
+    for kind, pattern in CLAIMS.items():
+        found += [(kind, m.start(), m.end()) for m in pattern.finditer(text)]
+    return sorted(found, key=lambda claim: claim[1])
+
+
+def allowed_spans(name: str, text: str) -> list[tuple[int, int]]:
+    spans = []
+    for episode, phrase, _ in ALLOWED:
+        if episode == name:
+            phrase = re.sub(r"\s+", " ", phrase)
+            spans += [(m.start(), m.end()) for m in re.finditer(re.escape(phrase), text)]
+    return spans
+
+
+def unallowed(name: str, raw: str) -> list[str]:
+    text = prose(raw)
+    spans = allowed_spans(name, text)
+    problems = []
+    for kind, start, end in claims(text):
+        if not any(a <= start and end <= b for a, b in spans):
+            context = text[max(0, start - 50):end + 30].strip()
+            problems.append(f"{name}: {kind}: {text[start:end]!r} in '...{context}...'")
+    return problems
+
+
+@pytest.mark.parametrize("path", EPISODES, ids=lambda p: p.name)
+def test_no_timing_claim_is_typed_into_the_prose(path: Path):
+    problems = unallowed(path.name, path.read_text(encoding="utf-8"))
+    assert not problems, ("typed timing claims (use a {{ ref_... }} value, say it is not "
+                          "measured, or list a non-measurement in ALLOWED with the reason):\n"
+                          + "\n".join(problems))
+
+
+def test_every_allowed_phrase_is_still_there_and_needed():
+    names = {path.name: path for path in EPISODES}
+    for episode, phrase, why in ALLOWED:
+        assert why.strip(), phrase
+        assert episode in names, f"no episode {episode}"
+        text = prose(names[episode].read_text(encoding="utf-8"))
+        phrase = re.sub(r"\s+", " ", phrase)
+        assert phrase in text, f"{episode}: the allowed phrase {phrase!r} is gone: remove it"
+        assert claims(phrase), f"{episode}: {phrase!r} holds no claim: remove it from ALLOWED"
+
+
+@pytest.mark.parametrize("sentence", [
+    "One epoch took 32 s on the GPU.",
+    "The sweep took 1.5 seconds.",
+    "It finishes in 0.6 ms per step.",
+    "A 10-minute run.",
+    "Training takes two hours on the CPU.",
+    "The GPU was 4 times faster.",
+    "A 12x speed-up.",
+    "The GPU is 3× slower here.",
+    "It runs in well under a minute.",
+    "It runs in about a minute on two cores.",
+    "Each takes a few seconds.",
+    "2048 x 2048 takes a few tenths of a second.",
+    "The GPU is much faster.",
+    "Tensor cores are many times faster.",
+    "The first epoch is a little slower.",
+    "It returns in microseconds.",
+])
+def test_the_check_finds_typed_claims(sentence):
+    assert claims(prose(sentence)), sentence
+
+
+@pytest.mark.parametrize("sentence", [
+    "The first epoch includes compiling; leave it out when you time.",
+    "One epoch took {{ ref_gpu_epoch }} on the GPU.",
+    "Set `--time=01:00:00` in the script.",
+    "A second environment and a second kernel.",
+    "4 GPUs at 128 images take one step on 512 images.",
+    "The H100 has 3.35 TB/s of memory bandwidth.",
+    "Python 3.11 and Keras 3.",
+    "Multiplying two 4,000 × 4,000 matrices.",
+    "```bash\nsleep 30s\n```\n",
+])
+def test_the_check_leaves_other_numbers_alone(sentence):
+    assert not claims(prose(sentence)), sentence
+
+
+def test_an_allowed_phrase_covers_only_itself():
+    text = "Slurm signals 120 s before the time limit. One epoch took 40 s."
+    problems = unallowed("09-beyond-one-gpu.md", text)
+    assert len(problems) == 1 and "'40 s'" in problems[0], problems
