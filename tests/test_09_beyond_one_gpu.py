@@ -182,6 +182,20 @@ def test_the_all_reduce_solution_matches_the_cost_model():
         assert text in TEXT, f"the solution should say {text!r}"
 
 
+def test_the_efficiency_solution_matches_the_cost_model():
+    ethernet = parallel.INTERCONNECTS["10 Gb/s Ethernet"]
+    seconds = [parallel.allreduce_seconds(parallel.LESSON_CNN_PARAMETERS, n, ethernet)
+               for n in (2, 4, 8)]
+    efficiency = [parallel.scaling_efficiency(0.020, s) for s in seconds]
+    ms = ", ".join(f"{s * 1e3:.1f}" for s in seconds[:2]) + f" and {seconds[2] * 1e3:.1f} ms"
+    percent = [f"{e * 100:.0f} %" for e in efficiency]
+    speedup = [f"{n * e:.1f}" for n, e in zip((2, 4, 8), efficiency)]
+    text = " ".join(TEXT.split())
+    assert f"all-reduce {ms} on 2, 4 and 8 GPUs" in text
+    assert f"efficiency {percent[0]}, {percent[1]} and {percent[2]}" in text
+    assert f"a speed-up of {speedup[0]}, {speedup[1]} and {speedup[2]}" in text
+
+
 def test_the_learning_rate_solution_matches_the_rule():
     rate = parallel.scaled_learning_rate(1e-3, parallel.global_batch_size(256, 4), 256)
     assert f"4 × 0.001 =\n{rate:g}" in TEXT
