@@ -3,7 +3,8 @@
 Each episode's YAML front matter (the Carpentries schema) is the single source of
 - the title heading and the overview box (teaching/exercise minutes, questions, objectives)
   at the top of the episode and the keypoints box at its end, injected when Sphinx reads it;
-- the schedule table on the landing page (directive ``lesson-schedule``).
+- the schedule on the landing page (directive ``lesson-schedule``): one table per part of the
+  table of contents (the half-day core, then further episodes), with the breaks of ``_config.yml``.
 
 Two kinds of values reach the pages through placeholders, replaced by :func:`fill_placeholders`
 in the site and in the generated notebooks alike (also inside code blocks):
@@ -123,13 +124,71 @@ def episodes(root: Path) -> list[Episode]:
     return [read_episode(root, p) for p in toc_episode_paths(root)]
 
 
-def schedule_rows(eps: list[Episode]) -> list[tuple[str, Episode, int]]:
-    """(start time 'H:MM', episode, cumulative minutes at its end) for each episode."""
-    rows, elapsed = [], 0
-    for ep in eps:
-        rows.append((f"{elapsed // 60}:{elapsed % 60:02d}", ep, elapsed + ep.minutes))
-        elapsed += ep.minutes
-    return rows
+@dataclass(frozen=True)
+class Break:
+    """A break in the schedule, after an episode (``lesson_schedule.breaks`` in ``_config.yml``)."""
+
+    minutes: int
+
+
+@dataclass(frozen=True)
+class SchedulePart:
+    """A part of the table of contents that holds episodes: its caption and its timed rows."""
+
+    caption: str
+    rows: list  # (start 'H:MM', Episode or Break, minutes at its end)
+
+    @property
+    def minutes(self) -> int:
+        return self.rows[-1][2] if self.rows else 0
+
+    @property
+    def episodes(self) -> list[Episode]:
+        return [item for _, item, _ in self.rows if isinstance(item, Episode)]
+
+
+def _clock(minutes: int) -> str:
+    return f"{minutes // 60}:{minutes % 60:02d}"
+
+
+def schedule_breaks(root: Path) -> dict[str, int]:
+    """Minutes of break after an episode, by its file name without '.md', from ``_config.yml``."""
+    config = yaml.safe_load((Path(root) / "_config.yml").read_text(encoding="utf-8")) or {}
+    breaks = (config.get("lesson_schedule") or {}).get("breaks") or {}
+    slugs = {Path(p).stem for p in toc_episode_paths(root)}
+    for slug, minutes in breaks.items():
+        if slug not in slugs:
+            raise FrontMatterError(f"_config.yml lesson_schedule.breaks: no episode named {slug!r}")
+        if not isinstance(minutes, int) or isinstance(minutes, bool) or minutes <= 0:
+            raise FrontMatterError(
+                f"_config.yml lesson_schedule.breaks.{slug}: minutes must be a positive integer")
+    return dict(breaks)
+
+
+def schedule_parts(root: Path) -> list[SchedulePart]:
+    """The episodes by part of the table of contents, each part timed from 0:00 with its breaks.
+
+    The first part is the core of the lesson (a half-day workshop); later parts are further
+    episodes, taught on another half-day or chosen one by one.
+    """
+    breaks = schedule_breaks(root)
+    toc = yaml.safe_load((Path(root) / "_toc.yml").read_text(encoding="utf-8"))
+    parts = []
+    for part in toc.get("parts", []):
+        paths = [c["file"] if c["file"].endswith(".md") else c["file"] + ".md"
+                 for c in part.get("chapters", []) if c.get("file", "").startswith(EPISODE_DIR + "/")]
+        if not paths:
+            continue
+        rows, elapsed = [], 0
+        for path in paths:
+            ep = read_episode(root, path)
+            rows.append((_clock(elapsed), ep, elapsed + ep.minutes))
+            elapsed += ep.minutes
+            if ep.slug in breaks and path != paths[-1]:
+                rows.append((_clock(elapsed), Break(breaks[ep.slug]), elapsed + breaks[ep.slug]))
+                elapsed += breaks[ep.slug]
+        parts.append(SchedulePart(part.get("caption", ""), rows))
+    return parts
 
 
 _FENCE = re.compile(r"^(`{3,}|~{3,}).*?^\1[ \t]*$", re.DOTALL | re.MULTILINE)
@@ -159,19 +218,25 @@ def keypoints_markdown(meta: dict) -> str:
     return f"\n\n:::{{keypoints}}\n{bullets(meta['keypoints'])}\n:::\n"
 
 
-def schedule_markdown(eps: list[Episode], link_prefix: str = "") -> str:
-    """A Markdown table: start, episode (linked), teaching and exercise minutes."""
-    lines = [
-        "| Start | Episode | Teaching | Exercises |",
-        "|---|---|---:|---:|",
-    ]
-    rows = schedule_rows(eps)
-    for start, ep, _ in rows:
-        link = f"[{ep.number}. {ep.meta['title']}]({link_prefix}{ep.path.as_posix()})"
-        lines.append(f"| {start} | {link} | {ep.meta['teaching']} min | {ep.meta['exercises']} min |")
-    total = rows[-1][2] if rows else 0
-    lines.append(f"| {total // 60}:{total % 60:02d} | **Finish** | | |")
-    return "\n".join(lines) + "\n"
+def schedule_markdown(parts: list[SchedulePart], link_prefix: str = "") -> str:
+    """Markdown tables, one per part: start, episode (linked) or break, teaching and exercise minutes."""
+    out = []
+    for part in parts:
+        lines = [
+            f"**{part.caption}**",
+            "",
+            "| Start | Episode | Teaching | Exercises |",
+            "|---|---|---:|---:|",
+        ]
+        for start, item, _end in part.rows:
+            if isinstance(item, Break):
+                lines.append(f"| {start} | *Break* ({item.minutes} min) | | |")
+                continue
+            link = f"[{item.number}. {item.meta['title']}]({link_prefix}{item.path.as_posix()})"
+            lines.append(f"| {start} | {link} | {item.meta['teaching']} min | {item.meta['exercises']} min |")
+        lines.append(f"| {_clock(part.minutes)} | **Finish** | | |")
+        out.append("\n".join(lines))
+    return "\n\n".join(out) + "\n"
 
 
 PLACEHOLDER = re.compile(r"\{\{\s*((?:site|ref)_\w+)\s*\}\}")
@@ -286,18 +351,19 @@ def setup(app):
     from sphinx.util.docutils import SphinxDirective
 
     class LessonSchedule(SphinxDirective):
-        """The schedule of all episodes, computed from their front matter."""
+        """The schedule: the core and the further episodes, timed from their front matter, with breaks."""
 
         has_content = False
 
         def run(self):
             root = Path(self.env.srcdir)
-            eps = episodes(root)
-            for ep in eps:
+            parts = schedule_parts(root)
+            for ep in (ep for part in parts for ep in part.episodes):
                 self.env.note_dependency(str(root / ep.path))
+            self.env.note_dependency(str(root / "_config.yml"))
             here = Path(self.env.docname).parent
             prefix = "" if str(here) == "." else "../" * len(here.parts)
-            return self.parse_text_to_nodes(schedule_markdown(eps, prefix))
+            return self.parse_text_to_nodes(schedule_markdown(parts, prefix))
 
     app.connect("source-read", _fill_placeholders)  # first: front matter may hold placeholders too
     app.connect("source-read", _inject_episode_boxes)

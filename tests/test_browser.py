@@ -20,7 +20,7 @@ from urllib.parse import urldefrag, urlsplit
 
 import pytest
 import yaml
-from carpentry import episodes, schedule_rows
+from carpentry import schedule_parts
 from conftest import ROOT
 
 ENABLE = ("browser tests need Chromium: apt-get install chromium (or set LESSON_CHROMIUM=/path), "
@@ -189,15 +189,16 @@ def test_headings_descend_without_skipping_a_level(visits):
 
 def test_sidebar_lists_the_episodes_in_schedule_order(page, base_url):
     page.goto(base_url + "index.html")
-    sidebar = page.evaluate("""() => {
+    parts = schedule_parts(ROOT)
+    sidebar = page.evaluate("""(captions) => captions.flatMap(name => {
       const caption = [...document.querySelectorAll('nav.bd-links p.caption')]
-        .find(p => p.textContent.trim() === 'Episodes');
+        .find(p => p.textContent.trim() === name);
       return [...caption.nextElementSibling.querySelectorAll(':scope > li > a')].map(a => a.href);
-    }""")
+    })""", [part.caption for part in parts])
     schedule = page.evaluate("""() => [...document.querySelectorAll('table tbody tr')]
         .map(tr => tr.querySelector('a.reference.internal'))
         .filter(a => a && a.href.includes('/_episodes/')).map(a => a.href)""")
-    expected = [base_url + ep.docname + ".html" for _, ep, _ in schedule_rows(episodes(ROOT))]
+    expected = [base_url + ep.docname + ".html" for part in parts for ep in part.episodes]
     assert schedule == expected, "the schedule table does not list the episodes in teaching order"
     assert sidebar == schedule
 

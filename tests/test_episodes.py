@@ -3,9 +3,10 @@
 import re
 
 import pytest
-from carpentry import (EPISODE_DIR, FrontMatterError, check_schema, episodes, has_title_heading,
-                       read_episode, schedule_markdown, schedule_rows, split_front_matter,
-                       toc_episode_paths)
+import yaml
+from carpentry import (EPISODE_DIR, Break, Episode, FrontMatterError, check_schema, episodes,
+                       has_title_heading, read_episode, schedule_markdown, schedule_parts,
+                       split_front_matter, toc_episode_paths)
 from conftest import ROOT
 
 EPISODE_FILES = sorted((ROOT / EPISODE_DIR).glob("*.md"))
@@ -62,15 +63,44 @@ def test_title_heading_detection_ignores_code():
 
 
 def test_schedule_adds_up():
-    eps = episodes(ROOT)
-    rows = schedule_rows(eps)
-    assert rows[0][0] == "0:00"
-    elapsed = 0
-    for (start, ep, end) in rows:
-        assert start == f"{elapsed // 60}:{elapsed % 60:02d}"
-        elapsed += ep.meta["teaching"] + ep.meta["exercises"]
-        assert end == elapsed
-    assert schedule_markdown(eps).splitlines()[-1].startswith(f"| {elapsed // 60}:{elapsed % 60:02d} | **Finish**")
+    parts = schedule_parts(ROOT)
+    breaks = yaml.safe_load((ROOT / "_config.yml").read_text())["lesson_schedule"]["breaks"]
+    assert [ep.path.as_posix() for part in parts for ep in part.episodes] == toc_episode_paths(ROOT)
+    for part in parts:
+        assert part.rows[0][0] == "0:00"
+        elapsed = 0
+        for start, item, end in part.rows:
+            assert start == f"{elapsed // 60}:{elapsed % 60:02d}"
+            elapsed += item.minutes if isinstance(item, Break) else item.meta["teaching"] + item.meta["exercises"]
+            assert end == elapsed
+        # a break follows exactly the episodes _config.yml names, never the last of a part
+        named = [item.slug for _, item, _ in part.rows if isinstance(item, Episode) and item.slug in breaks]
+        assert sum(isinstance(item, Break) for _, item, _ in part.rows) == len(
+            [slug for slug in named if slug != part.episodes[-1].slug])
+    table = schedule_markdown(parts)
+    for part in parts:
+        assert f"**{part.caption}**" in table
+        assert f"| {part.minutes // 60}:{part.minutes % 60:02d} | **Finish**" in table
+
+
+def test_the_core_is_a_half_day_with_breaks():
+    core = schedule_parts(ROOT)[0]
+    assert "half a day" in core.caption
+    assert 150 <= core.minutes <= 240, f"the core takes {core.minutes} min, not a half-day"
+    assert any(isinstance(item, Break) for _, item, _ in core.rows)
+    assert core.episodes[0].slug == "01-introduction"
+
+
+def test_a_break_after_an_unknown_episode_is_an_error(tmp_path):
+    for name in ("_toc.yml", "_config.yml"):
+        (tmp_path / name).write_text((ROOT / name).read_text())
+    (tmp_path / "_episodes").mkdir()
+    for path in toc_episode_paths(ROOT):
+        (tmp_path / path).write_text((ROOT / path).read_text())
+    config = tmp_path / "_config.yml"
+    config.write_text(config.read_text().replace("02-connecting: 10", "02-conecting: 10"))
+    with pytest.raises(FrontMatterError, match="no episode named '02-conecting'"):
+        schedule_parts(tmp_path)
 
 
 FIGURE = re.compile(r"^:{3,}\{figure\}\s*(?P<src>\S+)\s*\n(?P<opts>(?::[\w-]+:.*\n)*)", re.MULTILINE)

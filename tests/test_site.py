@@ -7,7 +7,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
-from carpentry import episodes, schedule_rows
+from carpentry import Break, episodes, schedule_parts
 from conftest import ROOT, build_book, lesson_files
 
 TOC_PAGES = ["index", "setup", "exercises", "reference", "guide", "profiles",
@@ -130,12 +130,15 @@ def test_solutions_are_collapsed(site):
 
 def test_schedule_on_the_landing_page(site):
     text = _words(_strip_tags((site / "index.html").read_text(encoding="utf-8")))
-    eps = episodes(ROOT)
-    for start, ep, end in schedule_rows(eps):
-        assert _words(f"{start} {ep.number}. {ep.meta['title']} {ep.meta['teaching']} min "
-                      f"{ep.meta['exercises']} min") in text
-    total = sum(ep.minutes for ep in eps)
-    assert f"{total // 60}:{total % 60:02d} Finish" in text
+    for part in schedule_parts(ROOT):
+        assert _words(part.caption) in text
+        for start, item, end in part.rows:
+            if isinstance(item, Break):
+                assert _words(f"{start} Break ({item.minutes} min)") in text
+            else:
+                assert _words(f"{start} {item.number}. {item.meta['title']} {item.meta['teaching']} min "
+                              f"{item.meta['exercises']} min") in text
+        assert f"{part.minutes // 60}:{part.minutes % 60:02d} Finish" in text
 
 
 def test_footer_states_both_licences(site):
