@@ -99,7 +99,7 @@ def test_a_file_in_place_of_the_folder_is_named(tmp_path):
 def test_the_repair_works_in_the_kernel_that_holds_the_damaged_file(tmp_path, capsys):
     settings = Settings(data="synthetic", quick=True, data_dir=tmp_path)
     path = data.prepare(settings, progress=False)
-    training, validation, test = lesson.split_batches(path, 64)
+    training, _, _ = lesson.split_batches(path, 64)
     training[0]
     assert open_handles(path), "the generator should hold the file open"
     # Cut short in place (an interrupted copy over it), while the generator holds it.
@@ -118,7 +118,7 @@ def test_the_repair_works_in_the_kernel_that_holds_the_damaged_file(tmp_path, ca
     assert "re-creating it" in capsys.readouterr().out
     # ... and the loading cell works again.
     training, _, _ = lesson.split_batches(path, 64)
-    x, y = training[0]
+    x, _ = training[0]
     assert x.shape[0] == 64 and validate_hdf5(path, verify_checksum=True).n_train == 2000
 
 
