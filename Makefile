@@ -74,7 +74,9 @@ figures: $(BIN)/.installed  ## redraw every figure from its script in fig/ (meas
 	for script in fig/*/*.py; do $(BIN)/python $$script || exit 1; done
 
 kernel: $(BIN)/.installed  ## register this environment as the Jupyter kernel "$(KERNEL)"
-	$(BIN)/python -m ipykernel install --user --name $(KERNEL) --display-name "Python ($(KERNEL))"
+	# TF_CPP_MIN_LOG_LEVEL=1: TensorFlow's INFO notes on stderr look like errors in a notebook.
+	$(BIN)/python -m ipykernel install --user --name $(KERNEL) --display-name "Python ($(KERNEL))" \
+		--env TF_CPP_MIN_LOG_LEVEL 1
 
 lab: kernel  ## start JupyterLab on your copies of the notebooks (my-notebooks/), with the lesson kernel
 	$(BIN)/python -m gpulesson.workcopy --to $(MY_NOTEBOOKS)
