@@ -1,10 +1,23 @@
 # Deep learning on GPUs — CPU vs GPU: build the site, run the tests, work on the lesson.
-# Every target creates the virtual environment (.venv) from the pinned requirements the first time.
+# The targets create their virtual environment from the pinned requirements the first time:
+# 'make site' a small one that only builds the site (.venv-site), the others the full one (.venv).
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 KERNEL ?= gpulesson
+# The site needs neither TensorFlow nor PyTorch: its own small environment (requirements/site.txt).
+SITE_VENV ?= .venv-site
+SITE_BIN  := $(SITE_VENV)/bin
+# Extra options for JupyterLab, e.g. on a compute node (see README.md):
+#   make lab LAB_ARGS="--no-browser --ip=$$(hostname) --port=8888"
+LAB_ARGS ?=
+# JupyterLab refuses to start as root without --allow-root; containers and some cluster nodes
+# run everything as root, so the option is added there (and only there).
+ROOT_ARGS := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
+# The learners' working copies of the notebooks: JupyterLab saves outputs into the notebooks
+# it opens, so it opens these (ignored by git), never the tracked ones in notebooks/.
+MY_NOTEBOOKS ?= my-notebooks
 # Extra pytest arguments, e.g. make test PYTEST_ARGS="-k hdf5 -x"
 PYTEST_ARGS ?=
 
@@ -13,18 +26,29 @@ PYTEST_ARGS ?=
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12
 
-$(BIN)/.installed: requirements/*.txt
+# Only the files the full environment is installed from (requirements/site.txt is not one).
+FULL_REQUIREMENTS := $(filter-out requirements/site.txt,$(wildcard requirements/*.txt))
+
+$(BIN)/.installed: $(FULL_REQUIREMENTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements/dev.txt -c requirements/constraints.txt
 	$(BIN)/python -m pip install --quiet --no-deps --editable .
 	touch $@
 
+# Jupyter Book and the site's extension only; the same versions as the full lock.
+$(SITE_BIN)/.installed: requirements/site.txt requirements/constraints.txt
+	test -x $(SITE_BIN)/python || $(PYTHON) -m venv $(SITE_VENV)
+	$(SITE_BIN)/python -m pip install --quiet --upgrade pip
+	$(SITE_BIN)/python -m pip install --quiet -r requirements/site.txt -c requirements/constraints.txt
+	$(SITE_BIN)/python -m pip install --quiet --no-deps --editable .
+	touch $@
+
 venv: $(BIN)/.installed  ## create the virtual environment only
 
-site: $(BIN)/.installed  ## build the lesson site into _build/html (no notebook is executed)
-	$(BIN)/jupyter-book build . --builder html --warningiserror --keep-going
-	@echo "Open _build/html/index.html in a browser, or serve it: $(BIN)/python -m http.server -d _build/html"
+site: $(SITE_BIN)/.installed  ## build the lesson site into _build/html (small environment; no notebook is executed)
+	$(SITE_BIN)/jupyter-book build . --builder html --warningiserror --keep-going
+	@echo "Open _build/html/index.html in a browser, or serve it: python3 -m http.server -d _build/html"
 
 test: $(BIN)/.installed  ## run every test: site, episodes, notebooks (synthetic data, quick mode), helpers
 	tools/ensure_chromium.sh  # for the browser tests: installs Debian's Chromium if root, else says how
@@ -50,11 +74,14 @@ figures: $(BIN)/.installed  ## redraw every figure from its script in fig/ (meas
 	for script in fig/*/*.py; do $(BIN)/python $$script || exit 1; done
 
 kernel: $(BIN)/.installed  ## register this environment as the Jupyter kernel "$(KERNEL)"
-	$(BIN)/python -m ipykernel install --user --name $(KERNEL) --display-name "Python ($(KERNEL))"
+	# TF_CPP_MIN_LOG_LEVEL=1: TensorFlow's INFO notes on stderr look like errors in a notebook.
+	$(BIN)/python -m ipykernel install --user --name $(KERNEL) --display-name "Python ($(KERNEL))" \
+		--env TF_CPP_MIN_LOG_LEVEL 1
 
-lab: kernel  ## start JupyterLab on the lesson folder, showing notebooks/, with the lesson kernel
+lab: kernel  ## start JupyterLab on your copies of the notebooks (my-notebooks/), with the lesson kernel
+	$(BIN)/python -m gpulesson.workcopy --to $(MY_NOTEBOOKS)
 	# The root stays the lesson folder: notebooks show figures from ../fig and link to ../setup.md.
-	$(BIN)/jupyter lab --notebook-dir=. --LabApp.default_url=/lab/tree/notebooks
+	$(BIN)/jupyter lab --notebook-dir=. --LabApp.default_url=/lab/tree/$(MY_NOTEBOOKS) $(ROOT_ARGS) $(LAB_ARGS)
 
 lock: $(BIN)/.installed  ## rewrite requirements/constraints.txt from the environment
 	tools/lock.sh $(BIN)/python > requirements/constraints.txt
@@ -62,5 +89,5 @@ lock: $(BIN)/.installed  ## rewrite requirements/constraints.txt from the enviro
 clean:  ## remove the built site
 	rm -rf _build
 
-distclean: clean  ## also remove the virtual environment
-	rm -rf $(VENV)
+distclean: clean  ## also remove the virtual environments
+	rm -rf $(VENV) $(SITE_VENV)

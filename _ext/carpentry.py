@@ -14,6 +14,20 @@ in the site and in the generated notebooks alike (also inside code blocks):
   institution edits to adapt the lesson;
 - ``{{ ref_... }}``: measured numbers, computed from the lesson's results files (``results/``),
   so that no measurement is typed into an episode.
+
+A measurement that has not been recorded yet (the GPU run, before anyone ran it on a GPU node)
+has the value "not recorded yet". A sentence, a table or a paragraph that needs it is written
+as a conditional block, so that the page says once, in a sentence of its own, what is missing
+and how to record it, instead of a number-shaped gap in every cell::
+
+    {{ if ref_gpu_epoch ref_speedup }}
+    One epoch took {{ ref_gpu_epoch }} on the GPU, {{ ref_speedup }} faster.
+    {{ else }}
+    The GPU run has not been recorded yet; on a GPU node, run ``python -m gpulesson.reference_run``.
+    {{ endif }}
+
+The first part is kept when every value named after ``if`` is recorded, the ``else`` part (which
+may be left out) otherwise. Blocks may sit inside a sentence; they do not nest.
 """
 
 from __future__ import annotations
@@ -240,6 +254,15 @@ def schedule_markdown(parts: list[SchedulePart], link_prefix: str = "") -> str:
 
 
 PLACEHOLDER = re.compile(r"\{\{\s*((?:site|ref)_\w+)\s*\}\}")
+CONDITIONAL = re.compile(
+    r"\{\{\s*if\s+(?P<names>(?:(?:site|ref)_\w+\s*)+)\}\}(?P<then>.*?)"
+    r"(?:\{\{\s*else\s*\}\}(?P<otherwise>.*?))?\{\{\s*endif\s*\}\}",
+    re.DOTALL,
+)
+_KEYWORD = re.compile(r"\{\{\s*(?:if\b|else\s*\}\}|endif\s*\}\})")
+# The value of a measurement not recorded yet (gpulesson.results.NOT_RECORDED; a test keeps the
+# two equal): a value that contains it, e.g. "not recorded yet (not recorded yet)", is missing.
+MISSING = "not recorded yet"
 RESULTS_DIR = "results"
 SITE_SECTION = "lesson_site"
 
@@ -280,11 +303,44 @@ def placeholder_values(root: Path) -> dict[str, str]:
     return {**site_values(root), **result_values(root)}
 
 
+def has_placeholders(text: str) -> bool:
+    return bool(PLACEHOLDER.search(text) or _KEYWORD.search(text))
+
+
+def is_recorded(value: str) -> bool:
+    """Whether a placeholder's value is a measurement (not the text for a missing one)."""
+    return MISSING not in value
+
+
+def resolve_conditionals(text: str, values: dict[str, str]) -> str:
+    """``text`` with each ``{{ if ... }}`` block replaced by the part that applies."""
+
+    def choose(match):
+        names = match["names"].split()
+        unknown = sorted(set(names) - values.keys())
+        if unknown:
+            raise PlaceholderError(f"unknown placeholder(s) {', '.join(unknown)} in "
+                                   f"'{{{{ if {match['names'].strip()} }}}}'")
+        recorded = all(is_recorded(values[name]) for name in names)
+        return match["then"] if recorded else (match["otherwise"] or "")
+
+    resolved = CONDITIONAL.sub(choose, text)
+    stray = _KEYWORD.search(resolved)
+    if stray:
+        line = resolved.count("\n", 0, stray.start()) + 1
+        raise PlaceholderError(f"'{stray[0]}...' without its block (line {line} of the filled "
+                               "text): write {{ if ref_... }} ... {{ else }} ... {{ endif }}, "
+                               "not nested")
+    return resolved
+
+
 def fill_placeholders(text: str, root: Path, values: dict[str, str] | None = None) -> str:
-    """``text`` with every ``{{ site_... }}`` and ``{{ ref_... }}`` replaced by its value."""
-    if not PLACEHOLDER.search(text):
+    """``text`` with every ``{{ site_... }}`` and ``{{ ref_... }}`` replaced by its value, and
+    every ``{{ if ... }}`` block by the part that applies (see the module's docstring)."""
+    if not has_placeholders(text):
         return text
     values = placeholder_values(root) if values is None else values
+    text = resolve_conditionals(text, values)
     unknown = sorted({m[1] for m in PLACEHOLDER.finditer(text)} - values.keys())
     if unknown:
         raise PlaceholderError(f"unknown placeholder(s) {', '.join(unknown)}: "
@@ -300,7 +356,7 @@ def _fill_placeholders(app, docname, source):
     from sphinx.util import logging
 
     root = Path(app.srcdir)
-    if not PLACEHOLDER.search(source[0]):
+    if not has_placeholders(source[0]):
         return
     try:
         source[0] = fill_placeholders(source[0], root)

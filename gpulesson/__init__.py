@@ -7,4 +7,14 @@ a few images. Submodules import Keras/TensorFlow only when needed, so importing 
 (or ``gpulesson.settings``) is instant.
 """
 
+import os
+
 __version__ = "0.1.0"
+
+# TensorFlow's C++ start-up and progress notes (INFO level: "cpu_feature_guard ... rebuild
+# TensorFlow with the appropriate compiler flags", "Memory patch applied: M_TRIM_THRESHOLD")
+# reach notebooks on stderr, in red boxes that look like errors; they are not. Level 1 hides
+# INFO and keeps warnings and errors. It only works before TensorFlow is imported, and notebooks
+# import gpulesson first (the lesson kernel also sets it, for episodes that import Keras first);
+# a value someone set on purpose is kept.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")

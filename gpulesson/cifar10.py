@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gpulesson.errors import DataFileError, DataUnavailableError
+from gpulesson.errors import DataFileError, DataUnavailableError, how_to_set
 from gpulesson.settings import LABELS
 
 CLASS_NAMES = (
@@ -100,7 +100,8 @@ def unavailable_message(origin: str, reason: str, cache: Path | None = None) -> 
         f"     It downloads CIFAR-10 into the Keras cache{cache_text} and writes the HDF5 file "
         "the notebooks read (add --quick for the quick-mode file); or\n"
         "  2. choose the synthetic stand-in explicitly with LESSON_DATA=synthetic "
-        f"(results are then labelled '{LABELS['synthetic']}')."
+        f"(results are then labelled '{LABELS['synthetic']}').\n"
+        + how_to_set("LESSON_DATA", "synthetic")
     )
 
 

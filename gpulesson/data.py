@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpulesson.errors import DataFileError
+from gpulesson.errors import DataFileError, check_writable
 from gpulesson.hdf5 import Hdf5Info, validate_hdf5, write_hdf5
 from gpulesson.settings import Settings, get_settings
 
@@ -73,6 +73,8 @@ def prepare(settings: Settings | None = None, *, force: bool = False, out=None, 
                       f"({info.n_train:,} training / {info.n_test:,} test images).")
                 return path
             print(f"{path} does not match the settings ({why}); re-creating it.")
+    # Before the download and the conversion: a folder we cannot write to stops us now.
+    check_writable(path.parent)
     if arrays is None:
         arrays = load_arrays(settings, seed=seed, progress=progress)
     train, test, source, class_names = arrays

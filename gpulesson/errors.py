@@ -1,12 +1,27 @@
 """Exceptions with messages a learner can act on.
 
-Every message names the file or URL concerned and says how to fix the problem, because these
-errors are usually read in a notebook on a cluster, far from this source code.
+Every message names the file, folder, setting or URL concerned and says how to fix the problem,
+because these errors are usually read in a notebook on a cluster, far from this source code.
+
+In a notebook (IPython), an error of the lesson is shown as its message alone: the traceback
+and the exceptions it was raised from (a ``gaierror`` deep in urllib, for instance) would push
+the message out of sight, and they are about the lesson's code, not about what the learner can
+change. Everything else keeps IPython's full traceback.
 """
 
+from __future__ import annotations
 
-class LessonDataError(Exception):
-    """Base class: something is wrong with the lesson's data (the message says what to do)."""
+import os
+import sys
+from pathlib import Path
+
+
+class LessonError(Exception):
+    """Base class: an error meant for the learner (the message says what to do)."""
+
+
+class LessonDataError(LessonError):
+    """Something is wrong with the lesson's data (the message says what to do)."""
 
 
 class DataUnavailableError(LessonDataError):
@@ -15,3 +30,83 @@ class DataUnavailableError(LessonDataError):
 
 class DataFileError(LessonDataError):
     """A data file is missing, truncated, corrupt or not what the lesson expects."""
+
+
+class DataFolderError(LessonDataError):
+    """The folder the data files go to cannot be created or written to."""
+
+
+class SettingsError(LessonError, ValueError):
+    """An environment variable of the lesson has a value it does not understand."""
+
+
+def how_to_set(name: str, value: str) -> str:
+    """How to give the environment variable ``name`` the value ``value``, in JupyterLab and in
+    a shell (a notebook's kernel reads its variables when it starts, so a cell sets them)."""
+    return (
+        f"In JupyterLab, add a cell at the top of the notebook with\n"
+        f"    %env {name}={value}\n"
+        f"and run the notebook again from the top (Kernel > Restart Kernel and Run All Cells: "
+        f"the cell sets it again after the restart). In a terminal or a batch job:\n"
+        f"    export {name}={value}"
+    )
+
+
+def check_writable(folder, setting: str = "LESSON_DATA_DIR", option: str = "--data-dir") -> Path:
+    """Create ``folder`` if needed and check that a file can be written in it; returns it.
+
+    Called before long work (a download, a conversion) starts, so that a read-only shared
+    folder stops the lesson at once, with a message that names the folder and how to choose
+    another, instead of an HDF5 traceback at the end. Raises :class:`DataFolderError`.
+    """
+    folder = Path(folder).expanduser()
+    probe = folder / f".gpulesson-write-test.{os.getpid()}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe.touch()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise DataFolderError(
+            f"Cannot write the lesson's data files into {folder} ({reason}). It may be a shared "
+            f"folder that only your instructor can write to, or a path that does not exist here.\n"
+            f"Choose a folder of your own with {setting}, for example your home directory's "
+            f"gpulesson-data. {how_to_set(setting, '~/gpulesson-data')}\n"
+            f"or pass {option} DIR to python -m gpulesson.prepare."
+        ) from None
+    else:
+        probe.unlink(missing_ok=True)
+    return folder
+
+
+# --- notebooks: the message alone ------------------------------------------------------------
+
+
+def _message_only(shell, etype, value, tb, tb_offset=None):
+    """IPython's handler for LessonError: the exception's name and message, nothing else."""
+    lines = [f"{etype.__name__}: {value}"]
+    # _showtraceback is how IPython hands a traceback to the front end (in a Jupyter kernel: an
+    # "error" output, so that Run All stops here); the short one takes the long one's place.
+    show = getattr(shell, "_showtraceback", None)
+    if show is not None:
+        show(etype, value, lines)
+    else:
+        print(lines[0], file=sys.stderr)
+    return lines
+
+
+def show_message_only_in_notebooks() -> bool:
+    """Have IPython (a notebook's kernel) show LessonError as its message alone; returns
+    whether it does. Leaves another custom exception handler that someone installed alone."""
+    ipython = sys.modules.get("IPython")  # only where IPython is running already
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is None:
+        return False
+    handled = getattr(shell, "custom_exceptions", ())
+    # By name: a reloaded module has a new class of the same name.
+    if any(getattr(kind, "__name__", None) != "LessonError" for kind in handled):
+        return False
+    shell.set_custom_exc((LessonError,), _message_only)
+    return True
+
+
+show_message_only_in_notebooks()

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from gpulesson import __version__
-from gpulesson.errors import DataFileError
+from gpulesson.errors import DataFileError, check_writable
 from gpulesson.settings import DATA_CHOICES, LABELS, prepare_command
 
 DATASETS = ("x_train", "y_train", "x_test", "y_test")
@@ -132,7 +132,8 @@ def atomic_hdf5(path):
     import h5py
 
     path = Path(path).expanduser()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    # A read-only folder: a message naming it and how to choose another, not an HDF5 traceback.
+    check_writable(path.parent)
     tmp = temp_path(path)
     try:
         with h5py.File(tmp, "w") as f:
@@ -283,11 +284,47 @@ def _inspect(f, path: Path, verify_checksum: bool) -> Hdf5Info:
     )
 
 
+def open_handles(path) -> list:
+    """The h5py file identifiers this process holds open on ``path`` (any name for it)."""
+    import h5py
+
+    target = os.path.realpath(Path(path).expanduser())
+    found = []
+    for fid in h5py.h5f.get_obj_ids(types=h5py.h5f.OBJ_FILE):
+        with contextlib.suppress(Exception):  # an identifier closed meanwhile has no name
+            if os.path.realpath(os.fsdecode(fid.name)) == target:
+                found.append(fid)
+    return found
+
+
+def close_open_handles(path) -> int:
+    """Close every handle this process holds on ``path`` (a generator's, a ``with`` block's);
+    returns how many files were open. Objects opened from them become invalid."""
+    import h5py
+
+    handles = open_handles(path)
+    for fid in handles:
+        with contextlib.suppress(Exception):  # closing one closes the others of its file too
+            h5py.File(fid).close()
+    return len(handles)
+
+
+# What h5py raises for a damaged or truncated file: OSError when opening, KeyError ("bad object
+# header version number") when opening a dataset, RuntimeError or ValueError for broken ids.
+_H5_DAMAGE = (OSError, KeyError, RuntimeError, ValueError)
+
+
 def validate_hdf5(path, verify_checksum: bool = False) -> Hdf5Info:
     """Check that ``path`` is a complete lesson data file; raise :class:`DataFileError` if not.
 
     ``verify_checksum`` also re-reads all the data and compares the stored SHA-256 (about a
     second for the full CIFAR-10 file).
+
+    HDF5 shares one open file between all the handles of a process: while a generator of an
+    earlier run holds a file that has since been damaged or replaced, a new handle would see
+    that stale state, and even re-creating the file would fail until the kernel restarts. So
+    when the file cannot be read and this process holds it open, those handles are closed and
+    the file is read once more, from the disk.
     """
     import h5py
 
@@ -295,12 +332,24 @@ def validate_hdf5(path, verify_checksum: bool = False) -> Hdf5Info:
     if not path.is_file():
         raise _missing_file_error(path)
     if not h5py.is_hdf5(path):
+        close_open_handles(path)
         raise _file_error(path, "this is not an HDF5 file (empty, overwritten or corrupt)")
     try:
-        with h5py.File(path, "r") as f:
-            return _inspect(f, path, verify_checksum)
-    except OSError as exc:  # h5py's error for truncated or damaged files
+        return _read_info(path, verify_checksum)
+    except _H5_DAMAGE as exc:
+        if not close_open_handles(path):
+            raise _file_error(path, f"the file is truncated or damaged ({exc})") from exc
+    try:
+        return _read_info(path, verify_checksum)
+    except _H5_DAMAGE as exc:
         raise _file_error(path, f"the file is truncated or damaged ({exc})") from exc
+
+
+def _read_info(path: Path, verify_checksum: bool) -> Hdf5Info:
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        return _inspect(f, path, verify_checksum)
 
 
 def read_hdf5(path, split: str = "train", start: int = 0, stop: int | None = None):

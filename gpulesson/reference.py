@@ -133,11 +133,14 @@ def figures(records, *, first_epoch: str = "includes compiling", hardware_names=
     label = data_label(records)
     cpu, gpu = _pick(records, False), _pick(records, True)
     names = dict(hardware_names or hardware(records))
-    for kind in ("CPU", "GPU"):  # say so in the figure when a device is missing
-        names.setdefault(kind, NOT_RECORDED)
+    # The devices that ran, named; one that did not is said in words ("no GPU run"), not
+    # titled "GPU: not recorded yet" as if that were its name.
+    ran = {"CPU": cpu, "GPU": gpu}
+    detail = "; ".join([f"{kind}: {names.get(kind, kind)}" for kind in ran if ran[kind]]
+                       + [f"no {kind} run" for kind in ran if not ran[kind]])
     epochs = compare_plots.epoch_times(cpu["epoch_seconds"] if cpu else None,
                                        gpu["epoch_seconds"] if gpu else None,
-                                       label=label, hardware=names, first_epoch=first_epoch)
+                                       label=label, hardware=detail, first_epoch=first_epoch)
     rows = [{**r, "device": "GPU" if is_gpu(r) else "CPU"} for r in records]
     return epochs, compare_plots.time_bars(rows, label=label)
 

@@ -26,6 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpulesson.errors import SettingsError, how_to_set
+
 DATA_CHOICES = ("cifar10", "synthetic")
 DEFAULT_DATA = "cifar10"
 DEFAULT_DATA_DIR = Path("~/gpulesson-data")
@@ -63,7 +65,7 @@ class Settings:
 
     def __post_init__(self):
         if self.data not in DATA_CHOICES:
-            raise ValueError(f"data must be one of {', '.join(DATA_CHOICES)}, not {self.data!r}")
+            raise SettingsError(f"data must be one of {', '.join(DATA_CHOICES)}, not {self.data!r}")
 
     @property
     def hdf5_path(self) -> Path:
@@ -138,15 +140,17 @@ def parse_bool(name: str, value: str) -> bool:
         return True
     if text in _FALSE:
         return False
-    raise ValueError(f"{name}={value!r} is not understood: use 1 or 0 (or true/false, yes/no).")
+    raise SettingsError(f"{name}={value!r} is not understood: use 1 or 0 (or true/false, yes/no).\n"
+                        + how_to_set(name, "1"))
 
 
 def parse_data(value: str, name: str = "LESSON_DATA") -> str:
     text = value.strip().lower() or DEFAULT_DATA
     if text not in DATA_CHOICES:
-        raise ValueError(
+        raise SettingsError(
             f"{name}={value!r} is not a known data set: use one of {', '.join(DATA_CHOICES)} "
-            f"(default {DEFAULT_DATA}). The synthetic stand-in is only used when chosen explicitly."
+            f"(default {DEFAULT_DATA}). The synthetic stand-in is only used when chosen "
+            f"explicitly.\n" + how_to_set(name, DEFAULT_DATA)
         )
     return text
 

@@ -37,6 +37,8 @@ KINDS = {
     "bad argument": "a wrong option, setting or argument value",
     "not under Slurm": "a job script started outside the batch system it needs",
     "killed job": "a training run killed, interrupted or stopped by the time limit",
+    "unwritable folder": "a data folder that cannot be created or written to (read-only, shared)",
+    "run as root": "JupyterLab or a command started as root, as in containers and on some nodes",
 }
 
 _PROPERTY = "bad_input_kind"

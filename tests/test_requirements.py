@@ -83,3 +83,14 @@ def test_pins_parser_catches_unpinned_lines(tmp_path):
 
     with pytest.raises(AssertionError, match="not pinned"):
         pins(["numpy>=2"], tmp_path)
+
+
+def test_the_site_environment_is_small_and_has_the_locked_versions():
+    site = req("site.txt")
+    lock = pins([l for l in (REQ / "constraints.txt").read_text().splitlines() if not l.startswith("#")], REQ)
+    for name, version in site.items():
+        assert lock.get(name) == version, f"{name}: {version} in site.txt, {lock.get(name)} in the lock"
+    assert {"jupyter-book", "sphinx-lesson", "pyyaml"} <= site.keys()
+    # make site must not install the frameworks: the site executes no notebook.
+    heavy = {"tensorflow", "tensorflow-cpu", "keras", "torch", "torchvision", "jax", "jaxlib", "h5py"}
+    assert not heavy & site.keys()

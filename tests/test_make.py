@@ -1,0 +1,129 @@
+"""The commands a newcomer runs first: make site (a small environment), make lab (options, root,
+the learner's own copies of the notebooks)."""
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gpulesson import workcopy
+
+ROOT = Path(__file__).resolve().parents[1]
+needs_make = pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+# What the site build must not need: the frameworks and the data libraries.
+HEAVY = ("tensorflow", "keras", "torch", "torchvision", "jax", "h5py", "sklearn", "matplotlib",
+         "tqdm")
+
+
+def dry_run(*args: str) -> str:
+    """The commands ``make -n ARGS`` would run (nothing is run, nothing installed)."""
+    result = subprocess.run(["make", "-n", *args], cwd=ROOT, capture_output=True, text=True,
+                            timeout=60, check=True)
+    return result.stdout
+
+
+def command_of(output: str, program: str) -> str:
+    return next(line for line in output.splitlines() if program in line and not
+                line.lstrip().startswith("#"))
+
+
+# --- make site: a small environment ------------------------------------------------------------
+
+@needs_make
+def test_make_site_builds_in_the_small_environment():
+    build = command_of(dry_run("site"), "jupyter-book build")
+    assert build.startswith(".venv-site/bin/jupyter-book build . "), build
+    assert "--warningiserror" in build
+    # Changing the site's requirements does not reinstall the full environment.
+    full = subprocess.run(["make", "-p", "-n", "venv"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60).stdout
+    rule = next(line for line in full.splitlines() if line.startswith(".venv/bin/.installed:"))
+    assert "requirements/dev.txt" in rule and "requirements/site.txt" not in rule, rule
+
+
+def test_the_site_extension_fills_every_page_without_the_frameworks(tmp_path):
+    """What _ext/carpentry.py imports to fill the pages must not need TensorFlow, Keras, h5py,
+    PyTorch or matplotlib, which the site's environment does not have."""
+    script = textwrap.dedent(f"""
+        import importlib.abc, sys
+        from pathlib import Path
+        HEAVY = {HEAVY!r}
+
+        class Block(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] in HEAVY:
+                    raise ImportError(f"{{name}} is not in the site's environment")
+
+        sys.meta_path.insert(0, Block())
+        root = Path({str(ROOT)!r})
+        sys.path[:0] = [str(root / "_ext"), str(root)]
+        import carpentry
+        values = carpentry.placeholder_values(root)
+        # the site's pages (_config.yml leaves these three out of it)
+        outside = {{"README.md", "CONTRIBUTING.md", "CODE_OF_CONDUCT.md"}}
+        pages = [*root.glob("_episodes/*.md"),
+                 *(p for p in root.glob("*.md") if p.name not in outside)]
+        for page in pages:
+            carpentry.fill_placeholders(page.read_text(encoding="utf-8"), root, values)
+        print(len(values), "values,", len(pages), "pages")
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=120, cwd=tmp_path, env={**os.environ, "PYTHONPATH": ""})
+    assert result.returncode == 0, result.stderr
+    assert " values, " in result.stdout
+
+
+# --- make lab: options, root, and the learner's own copies ---------------------------------------
+
+@needs_make
+@pytest.mark.bad_input("run as root")
+def test_make_lab_takes_options_and_starts_as_root():
+    options = "--no-browser --ip=node042 --port=8890"
+    lab = command_of(dry_run("lab", f"LAB_ARGS={options}"), "jupyter lab")
+    assert lab.endswith(options), lab
+    # JupyterLab refuses root without --allow-root: added for root, and only for root.
+    assert ("--allow-root" in lab) == (os.geteuid() == 0), lab
+    # It opens the learner's copies, which the step before makes.
+    assert "default_url=/lab/tree/my-notebooks" in lab, lab
+    assert "-m gpulesson.workcopy --to my-notebooks" in dry_run("lab")
+
+
+def test_work_copies_are_made_once_and_never_overwritten(tmp_path):
+    source = tmp_path / "notebooks"
+    source.mkdir()
+    for name in ("01-a.ipynb", "02-b.ipynb"):
+        (source / name).write_text(f'{{"lesson": "{name}"}}')
+    target = tmp_path / "my-notebooks"
+    copied, kept = workcopy.copy_notebooks(source, target)
+    assert [p.name for p in copied] == ["01-a.ipynb", "02-b.ipynb"] and kept == []
+
+    # The learner works (JupyterLab saves outputs); the lesson gets a new notebook.
+    (target / "01-a.ipynb").write_text('{"lesson": "01-a.ipynb", "outputs": "mine"}')
+    (source / "03-c.ipynb").write_text('{"lesson": "03-c.ipynb"}')
+    copied, kept = workcopy.copy_notebooks(source, target)
+    assert [p.name for p in copied] == ["03-c.ipynb"] and len(kept) == 2
+    assert "mine" in (target / "01-a.ipynb").read_text()
+    assert sorted(p.name for p in target.iterdir()) == ["01-a.ipynb", "02-b.ipynb", "03-c.ipynb"]
+
+
+@pytest.mark.bad_input("bad argument")
+def test_work_copies_from_a_folder_without_notebooks_say_where_to_run(tmp_path, capsys):
+    code = workcopy.main(["--lesson", str(tmp_path), "--to", str(tmp_path / "mine")])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "holds no notebooks" in err and "lesson folder" in err, err
+    assert not (tmp_path / "mine").exists()
+
+
+def test_work_copies_of_the_lesson_are_ignored_by_git_and_open_its_figures(tmp_path):
+    copied, _ = workcopy.copy_notebooks(ROOT / "notebooks", tmp_path / "my-notebooks")
+    assert len(copied) == len(list((ROOT / "notebooks").glob("*.ipynb")))
+    ignored = subprocess.run(["git", "check-ignore", "-q", "my-notebooks/01-introduction.ipynb"],
+                             cwd=ROOT, timeout=30)
+    assert ignored.returncode == 0, "my-notebooks/ must be in .gitignore"
+    # A copy sits next to notebooks/, so its relative links (../fig, ../setup.md) still work.
+    assert (ROOT / workcopy.DEFAULT_TARGET).parent == (ROOT / workcopy.SOURCE).parent
