@@ -14,7 +14,7 @@ from carpentry import PLACEHOLDER, split_front_matter
 from conftest import ROOT
 
 from gpulesson import feeding
-from gpulesson import feeding_pipelines as fp
+from gpulesson.feeding import pipelines as fp
 
 EPISODE = ROOT / "_episodes" / "08-feeding-the-gpu.md"
 TEXT = EPISODE.read_text(encoding="utf-8")
@@ -66,17 +66,25 @@ def test_every_placeholder_is_one_the_benchmark_provides():
     assert refs == {name for name in used if name.startswith("ref_feed_")}, \
         "the episode's numbers come from the feeding benchmark only"
     assert not refs - values.keys(), sorted(refs - values.keys())
-    # the reference table covers every pipeline on both devices
-    for device in ("cpu", "gpu"):
-        for pipeline in feeding.PIPELINES:
-            key = f"ref_feed_{device}_{pipeline.replace('-', '_')}_ips"
-            assert key in used, key
+    # the reference run: its table, what it shows, and the answer to the reading exercise
+    assert {"ref_feed_table", "ref_feed_findings", "ref_feed_reading"} <= refs
 
 
-def test_placeholders_read_not_recorded_without_a_results_file(tmp_path):
+def test_without_a_results_file_the_page_says_so_in_sentences(tmp_path):
     values = feeding.substitutions(tmp_path / "none.jsonl")
-    used = {m[1] for m in PLACEHOLDER.finditer(TEXT)}
-    assert {values[name] for name in used} == {feeding.NOT_RECORDED}
+    filled = PLACEHOLDER.sub(lambda m: values[m[1]], BODY)
+    assert "No reference run has been recorded yet" in filled
+    assert "not recorded yet (not recorded yet)" not in filled
+    assert feeding.NOT_RECORDED not in filled.replace("has not been recorded yet", "")
+
+
+def test_the_page_shows_no_record_of_a_pipeline_that_delivered_wrong_data():
+    values = feeding.substitutions()
+    shown = values["ref_feed_table"] + values["ref_feed_findings"]
+    for record in feeding.reference_run():
+        if feeding.delivered_wrong_data(record):
+            assert "Keras workers |" not in values["ref_feed_table"]
+            assert "delivered batches of earlier epochs" in shown
 
 
 def test_no_measured_number_is_typed_into_the_text():
@@ -93,7 +101,8 @@ def test_no_measured_number_is_typed_into_the_text():
 def test_figures_exist_and_are_the_ones_the_draw_script_writes():
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("feeding_figures", ROOT / "fig" / "08-feeding-the-gpu" / "figures.py")
+    figures_py = ROOT / "fig" / "08-feeding-the-gpu" / "figures.py"
+    spec = importlib.util.spec_from_file_location("feeding_figures", figures_py)
     draw_feeding = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(draw_feeding)
 
@@ -164,7 +173,10 @@ def test_gpu_cells_skip_out_loud_and_exercises_have_solutions():
     assert "SKIPPED: no GPU is visible" in TEXT
     assert "SKIPPED: no NVIDIA GPU/NVML" in TEXT
     exercises = re.findall(r"^::::\{exercise\}.*?^::::$", TEXT, re.DOTALL | re.MULTILINE)
-    assert len(exercises) >= 5
+    assert len(exercises) >= 7
+    # the objectives on GPU memory and on reading the benchmark have their exercises
+    titles = " ".join(e.splitlines()[0] for e in exercises)
+    assert "Will a batch of 1024 fit?" in titles and "Read the benchmark" in titles
     for exercise in exercises:
         assert ":::{solution}" in exercise, exercise[:80]
     assert ":::{instructor-note}" in TEXT

@@ -1,4 +1,4 @@
-"""The input pipelines that the feeding benchmark (:mod:`gpulesson.feeding`) compares.
+"""The input pipelines that the feeding benchmark compares, and their data files.
 
 Every pipeline is a ``keras.utils.PyDataset`` that hands ``model.fit`` batches of
 ``(images, labels)``: images float32 in [0, 1], labels integers. They differ only in where the
@@ -17,7 +17,9 @@ images come from and how they are read:
     chunks are whole batches, uncompressed or compressed (smaller file, more CPU work per batch).
 ``lesson-workers``, ``lesson-gzip-workers``
     The same with Keras' worker processes (``workers``, ``use_multiprocessing=True``): each
-    process opens its own file handle and reads batches ahead while the model trains.
+    process opens its own file handle and reads batches ahead while the model trains. Measured
+    with the TensorFlow backend only: with JAX and PyTorch, Keras 3 hands out batches read
+    ahead in one epoch in the next (:data:`~gpulesson.feeding.records.WRONG_DATA_WITH_WORKERS`).
 ``ram``
     The whole data set normalised once into a float32 array in RAM (:class:`ArrayBatches`),
     batches sliced from it: no file at all.
@@ -38,7 +40,7 @@ import h5py
 import keras
 import numpy as np
 
-from gpulesson.feeding import (  # noqa: F401 (the names of the pipelines live there)
+from gpulesson.feeding.records import (  # noqa: F401 (the names of the pipelines live there)
     FILES,
     HDF5_PIPELINES,
     PIPELINES,
@@ -244,5 +246,5 @@ def limit(dataset, max_steps: int | None):
     if max_steps is None or max_steps >= len(dataset):
         return dataset
     return FirstBatches(dataset, max_steps, workers=dataset.workers,
-                                       use_multiprocessing=dataset.use_multiprocessing,
-                                       max_queue_size=dataset.max_queue_size)
+                        use_multiprocessing=dataset.use_multiprocessing,
+                        max_queue_size=dataset.max_queue_size)

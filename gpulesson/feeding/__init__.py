@@ -1,0 +1,58 @@
+"""Feeding the GPU: training throughput of the lesson's CNN from each input pipeline.
+
+The benchmark of the episode "Feeding the GPU". It trains the lesson's CNN
+(:func:`gpulesson.lesson.build_cnn`) on 50,000 CIFAR-shaped images of the synthetic stand-in
+(speed does not depend on the pixel values) from each pipeline of :data:`PIPELINES`: the
+classic tutorial generator (the instructive mistake), the lesson's generator on uncompressed
+and compressed batch-chunked files, with and without Keras worker processes (TensorFlow
+backend only), the whole data set in RAM, and the data already on the device. On the best of
+them it then varies one setting at a time (:data:`SWEEPS`): mixed precision, XLA compilation
+(``jit_compile``) off, ``steps_per_execution`` and the batch size.
+
+Its parts, in the order of an experiment:
+
+- :mod:`~gpulesson.feeding.pipelines`: the input pipelines and their data files;
+- :mod:`~gpulesson.feeding.measure`: timing ``fit`` and the loader, :func:`run_benchmark`;
+- :mod:`~gpulesson.feeding.records`: the records, which of them the page may show, the goals;
+- :mod:`~gpulesson.feeding.page`: the episode's ``ref_feed_*`` values and the notebook's table;
+- :mod:`~gpulesson.feeding.figures`: the figures (``fig/08-feeding-the-gpu/figures.py``);
+- :mod:`~gpulesson.feeding.__main__`: the command line, ``python -m gpulesson.feeding``.
+
+Importing the package imports no deep-learning framework (the page's values are computed while
+the site builds); the pipelines and the measurements import Keras when used.
+"""
+
+from gpulesson.feeding.figures import figures
+from gpulesson.feeding.measure import (
+    BATCH_SIZE,
+    PRECISIONS,
+    QUICK_N_IMAGES,
+    SWEEPS,
+    build_model,
+    check_precision,
+    precision_policy,
+    run_benchmark,
+    time_loader,
+    time_training,
+)
+from gpulesson.feeding.page import describe, substitutions
+from gpulesson.feeding.records import (
+    EXPERIMENT,
+    N_IMAGES,
+    PIPELINES,
+    RESULTS_FILE,
+    best_pipeline,
+    delivered_wrong_data,
+    find,
+    reference_run,
+    targets,
+)
+from gpulesson.results import NOT_RECORDED
+
+__all__ = [
+    "BATCH_SIZE", "EXPERIMENT", "NOT_RECORDED", "N_IMAGES", "PIPELINES", "PRECISIONS",
+    "QUICK_N_IMAGES", "RESULTS_FILE", "SWEEPS", "best_pipeline", "build_model",
+    "check_precision", "delivered_wrong_data", "describe", "figures", "find",
+    "precision_policy", "reference_run", "run_benchmark", "substitutions", "targets",
+    "time_loader", "time_training",
+]

@@ -1,0 +1,172 @@
+"""Feeding the GPU: training throughput of the lesson's CNN from each input pipeline.
+
+The benchmark's command line: it measures, appends the records, prints the table.
+
+    python -m gpulesson.feeding                        # CPU, then GPU if one is visible
+    python -m gpulesson.feeding --devices gpu cpu --cpu-max-steps 40 --classic-max-steps 40
+    python -m gpulesson.feeding --quick --out my-feeding.jsonl
+
+The default pipelines are those that deliver every batch once on the Keras backend in use: the
+``*-workers`` pipelines (Keras worker processes) run with TensorFlow only, since with JAX and
+PyTorch Keras hands out batches of earlier epochs (episode 8, "Workers, prefetching and
+caching").
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from gpulesson.devices import KERAS_DEVICES as DEVICES
+from gpulesson.feeding.measure import (
+    BATCH_SIZE,
+    BATCH_SIZES,
+    MAX_SECONDS,
+    QUICK_BATCH_SIZE,
+    QUICK_BATCH_SIZES,
+    QUICK_N_IMAGES,
+    QUICK_REPEATS,
+    QUICK_SPE_VALUES,
+    REPEATS,
+    SPE_VALUES,
+    SWEEPS,
+    WARMUP,
+    run_benchmark,
+)
+from gpulesson.feeding.page import describe
+from gpulesson.feeding.records import (
+    N_IMAGES,
+    PIPELINES,
+    RESULTS_FILE,
+    check_pipelines,
+    pipelines_for,
+)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m gpulesson.feeding",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--devices", nargs="+", choices=sorted(DEVICES), default=None,
+                        help="devices to measure, in this order (default: cpu, then gpu if "
+                             "visible)")
+    parser.add_argument("--pipelines", nargs="+", choices=list(PIPELINES), default=None,
+                        help="pipelines to measure (default: all that deliver the right data "
+                             "on this Keras backend; the *-workers ones with TensorFlow only)")
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help=f"batch size of the pipeline comparison (default {BATCH_SIZE}; "
+                             f"--quick: {QUICK_BATCH_SIZE})")
+    parser.add_argument("--n-images", type=int, default=None,
+                        help=f"training images (default {N_IMAGES:,}; --quick: "
+                             f"{QUICK_N_IMAGES:,})")
+    parser.add_argument("--repeats", type=int, default=None,
+                        help=f"timed epochs (default {REPEATS}; --quick: {QUICK_REPEATS})")
+    parser.add_argument("--warmup", type=int, default=WARMUP,
+                        help=f"warm-up epochs, not counted (default {WARMUP})")
+    parser.add_argument("--max-steps", type=int, default=None,
+                        help="time only the first N batches of each epoch (default: all)")
+    parser.add_argument("--cpu-max-steps", type=int, default=None,
+                        help="--max-steps for the CPU only (default: --max-steps)")
+    parser.add_argument("--classic-max-steps", type=int, default=None,
+                        help="at most N batches an epoch for the (slow) classic pipeline")
+    parser.add_argument("--max-seconds", type=float, default=MAX_SECONDS,
+                        help="stop timing a pipeline's epochs once they took this long "
+                             f"together (default {MAX_SECONDS:g})")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="worker processes of the *-workers pipelines, TensorFlow backend "
+                             "only (default: half the usable cores, 2 to 8)")
+    parser.add_argument("--sweeps", nargs="+", choices=[*SWEEPS, "none"], default=list(SWEEPS),
+                        help="settings to vary on the best pipeline (default: all; 'none')")
+    parser.add_argument("--sweep-devices", nargs="+", choices=sorted(DEVICES), default=None,
+                        help="devices to run the sweeps on (default: the first device)")
+    parser.add_argument("--sweep-pipeline", choices=list(PIPELINES), default=None,
+                        help="pipeline to vary the settings on (default: the fastest)")
+    parser.add_argument("--batch-sizes", nargs="+", type=int, default=None,
+                        help=f"batch sizes of the batch sweep (default "
+                             f"{' '.join(map(str, BATCH_SIZES))})")
+    parser.add_argument("--spe", nargs="+", type=int, default=None,
+                        help=f"steps_per_execution values of the sweep (default "
+                             f"{' '.join(map(str, SPE_VALUES))})")
+    parser.add_argument("--quick", action="store_true",
+                        help="tiny sizes (also when LESSON_QUICK=1), for tests")
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help="folder for the data files (default: a temporary folder)")
+    parser.add_argument("--out", type=Path, default=RESULTS_FILE,
+                        help=f"results file to append to (default {RESULTS_FILE})")
+    return parser
+
+
+def _default_workers() -> int:
+    from gpulesson.devices import cpu_info
+
+    return max(2, min(8, int(cpu_info()["cores_usable"]) // 2))
+
+
+def main(argv=None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    from gpulesson.settings import get_settings
+
+    quick = args.quick or get_settings().quick
+    def given(value, quick_default, default):
+        return value if value is not None else (quick_default if quick else default)
+
+    options = {
+        "batch_size": given(args.batch_size, QUICK_BATCH_SIZE, BATCH_SIZE),
+        "n_images": given(args.n_images, QUICK_N_IMAGES, N_IMAGES),
+        "repeats": given(args.repeats, QUICK_REPEATS, REPEATS),
+        "batch_sizes": given(args.batch_sizes, QUICK_BATCH_SIZES, BATCH_SIZES),
+        "spe_values": given(args.spe, QUICK_SPE_VALUES, SPE_VALUES),
+    }
+    for name in ("batch_size", "n_images", "repeats"):
+        if options[name] < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1, not {options[name]}")
+    if options["batch_size"] > options["n_images"]:
+        parser.error(f"--batch-size {options['batch_size']} is larger than --n-images "
+                     f"{options['n_images']}")
+    for name, values in (("--batch-sizes", options["batch_sizes"]), ("--spe", options["spe_values"])):
+        if any(v < 1 for v in values):
+            parser.error(f"{name} must all be at least 1, not {values}")
+    for name in ("max_steps", "cpu_max_steps", "classic_max_steps", "workers"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1, not {value}")
+    if args.warmup < 0 or not args.max_seconds > 0:
+        parser.error("--warmup must be at least 0 and --max-seconds positive")
+    sweeps = [] if "none" in args.sweeps else args.sweeps
+
+    from gpulesson.devices import keras_device
+    from gpulesson.results import append_record
+
+    found = keras_device()
+    devices = args.devices or (["cpu", "gpu"] if found["gpu_count"] else ["cpu"])
+    wants_gpu = "gpu" in devices or "gpu" in (args.sweep_devices or [])
+    if wants_gpu and not found["gpu_count"]:
+        print(f"No GPU is visible to Keras ({found['backend']} backend): nothing was measured "
+              "or written. Run with --devices cpu, or on a machine with a GPU.", file=sys.stderr)
+        return 2
+    pipelines = args.pipelines or pipelines_for(found["backend"])
+    try:
+        check_pipelines(pipelines, found["backend"])
+    except ValueError as exc:
+        parser.error(str(exc))
+    workers = args.workers if args.workers is not None else (
+        2 if quick else _default_workers())
+    print(f"Keras backend {found['backend']}; devices: {', '.join(devices)}; "
+          f"{options['n_images']:,} images, batch {options['batch_size']}, "
+          f"{options['repeats']} timed epoch(s) after {args.warmup} warm-up", flush=True)
+    made = run_benchmark(
+        devices=devices, pipelines=pipelines, warmup=args.warmup,
+        max_steps=args.max_steps, cpu_max_steps=args.cpu_max_steps,
+        classic_max_steps=args.classic_max_steps,
+        max_seconds=args.max_seconds, workers=workers, sweeps=sweeps,
+        sweep_devices=args.sweep_devices, sweep_pipeline=args.sweep_pipeline,
+        data_dir=args.data_dir, on_record=lambda r: append_record(args.out, r),
+        progress=lambda line: print(line, flush=True), **options)
+    print(describe(made))
+    print(f"Appended {len(made)} record(s) of run {made[0]['run_id']} to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

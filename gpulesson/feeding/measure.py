@@ -1,0 +1,395 @@
+"""Measuring: time ``model.fit`` and the loader alone on each pipeline, and the settings.
+
+One model per setting (device, precision, jit, steps per execution, batch size) is built and
+compiled once and trained with ``model.fit`` from every pipeline in turn (its weights go on
+training: the speed does not depend on them). Each pipeline gets a warm-up epoch (compiling,
+worker start-up, caches), which is not counted, then ``repeats`` timed epochs.
+:class:`SyncedEpochTimer` reads the clock only after the epoch's last step has finished on the
+device: it converts the epoch's loss to a Python number, which waits for the work behind it
+(JAX and PyTorch return from a step before the GPU has done it). The loader alone (no model) is
+timed the same way: one epoch of batches as Keras fetches them, each converted to a tensor on
+the device, waiting for the last one.
+
+A slow device may time only the first ``max_steps`` batches of each epoch: the record says so
+(``partial_epoch``, ``steps``), and its images/s come from those steps. (The classic
+pipeline's whole-file read at the end of each epoch then weighs more per step than in a whole
+epoch: a partial epoch makes it look somewhat slower than it is.) Timed epochs stop early once
+they have taken ``max_seconds`` together (at least one is timed).
+
+Keras and the pipelines are imported when first needed: importing this module imports no
+deep-learning framework.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import time
+
+from gpulesson.devices import keras_device_name as check_device
+from gpulesson.feeding.page import rate_text, setting_text
+from gpulesson.feeding.records import (
+    FILES,
+    WORKER_PIPELINES,
+    best_pipeline,
+    check_pipelines,
+    measurement_record,
+)
+from gpulesson.results import new_run_id
+
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+SWEEPS = ("precision", "jit", "spe", "batch")
+QUICK_N_IMAGES = 1_024
+BATCH_SIZE, QUICK_BATCH_SIZE = 256, 64
+BATCH_SIZES, QUICK_BATCH_SIZES = (250, 512, 1024, 2048), (32, 128)
+SPE_VALUES, QUICK_SPE_VALUES = (4, 16), (4,)
+REPEATS, QUICK_REPEATS = 3, 1
+WARMUP = 1
+MAX_SECONDS = 30.0  # timed epochs of one pipeline stop once they took this long together
+
+
+# --- checks -----------------------------------------------------------------------------------
+def check_precision(precision: str) -> str:
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}: use one of {', '.join(PRECISIONS)}")
+    return precision
+
+
+def _whole(name: str, value, least: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ValueError(f"{name} must be a whole number of at least {least}, not {value!r}")
+    return value
+
+
+
+# --- timing -----------------------------------------------------------------------------------
+
+def _keras():
+    import keras
+
+    return keras
+
+
+class _Budget:
+    """Epoch times: a warm-up that is not counted, then timed epochs until ``repeats`` are
+    done or they took ``max_seconds`` together."""
+
+    def __init__(self, warmup: int, repeats: int, max_seconds: float):
+        self.warmup, self.repeats, self.max_seconds = warmup, repeats, max_seconds
+        self.seconds: list[float] = []
+
+    @property
+    def timed(self) -> list[float]:
+        return self.seconds[self.warmup:]
+
+    def done(self) -> bool:
+        timed = self.timed
+        return len(timed) >= self.repeats or (timed and sum(timed) >= self.max_seconds)
+
+
+def _synchronise(logs) -> None:
+    """Wait until the epoch's work is done on the device: converting the loss that its last
+    step computed to a Python number has to wait for it (and, on a GPU, for everything queued
+    before it)."""
+    for value in (logs or {}).values():
+        float(value)
+
+
+def _synced_timer_class():
+    keras = _keras()
+
+    class SyncedEpochTimer(keras.callbacks.Callback):
+        """Epoch wall times of ``model.fit``, each read after the device finished the epoch;
+        stops training when its :class:`_Budget` is done."""
+
+        def __init__(self, budget: _Budget):
+            super().__init__()
+            self.budget, self._start = budget, None
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self._start = time.perf_counter()
+
+        def on_epoch_end(self, epoch, logs=None):
+            _synchronise(logs)
+            self.budget.seconds.append(time.perf_counter() - self._start)
+            if self.budget.done():
+                self.model.stop_training = True
+
+    return SyncedEpochTimer
+
+
+def _device_tensor(x, keras_device: str):
+    keras = _keras()
+    with keras.device(keras_device):
+        return keras.ops.convert_to_tensor(x)
+
+
+def _wait(tensor) -> None:
+    """Wait for ``tensor`` by fetching one of its elements to the host (as
+    :func:`gpulesson.matmul.wait`)."""
+    keras = _keras()
+    keras.ops.convert_to_numpy(keras.ops.reshape(tensor, (-1,))[:1])
+
+
+def _batches(dataset):
+    """The batches of one epoch of ``dataset`` as ``model.fit`` fetches them: with its worker
+    threads or processes when it has any (Keras' own adapter, the one ``fit`` uses)."""
+    from keras.src.trainers.data_adapters.py_dataset_adapter import PyDatasetAdapter
+
+    adapter = PyDatasetAdapter(dataset, shuffle=False)
+    adapter.on_epoch_begin()
+    try:
+        if adapter.enqueuer is None:
+            for index in range(len(dataset)):
+                yield dataset[index]
+        else:
+            yield from adapter._get_iterator()
+    finally:
+        adapter.on_epoch_end()
+
+
+def time_loader(dataset, keras_device: str, *, warmup: int = WARMUP, repeats: int = REPEATS,
+                max_seconds: float = MAX_SECONDS) -> _Budget:
+    """Time epochs of ``dataset`` without a model: every batch is fetched as ``fit`` fetches it
+    and converted to a tensor on ``keras_device`` (as the model would receive it); the clock
+    stops once the last one is there."""
+    budget = _Budget(warmup, repeats, max_seconds)
+    while not budget.done():
+        start = time.perf_counter()
+        last = None
+        for x, y in _batches(dataset):
+            last = (_device_tensor(x, keras_device), _device_tensor(y, keras_device))
+        _wait(last[0])
+        _wait(last[1])
+        budget.seconds.append(time.perf_counter() - start)
+    return budget
+
+
+def time_training(model, dataset, *, warmup: int = WARMUP, repeats: int = REPEATS,
+                  max_seconds: float = MAX_SECONDS) -> _Budget:
+    """Train ``model`` on ``dataset`` with ``fit``: ``warmup`` epochs, then timed epochs."""
+    budget = _Budget(warmup, repeats, max_seconds)
+    timer = _synced_timer_class()(budget)
+    model.fit(dataset, epochs=warmup + repeats, callbacks=[timer], verbose=0)
+    return budget
+
+
+@contextlib.contextmanager
+def precision_policy(precision: str):
+    """Build layers in ``precision`` (a Keras dtype policy) inside the block; the previous
+    global policy is restored afterwards, even after an error."""
+    keras = _keras()
+    check_precision(precision)
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy(precision)
+    try:
+        yield
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+
+
+def build_model(keras_device: str, *, precision: str = "float32", jit_compile: bool = True,
+                steps_per_execution: int = 1):
+    """The lesson's CNN (:func:`gpulesson.lesson.build_cnn`), compiled as
+    :func:`gpulesson.lesson.compile_cnn` does (Adam, sparse categorical cross-entropy,
+    accuracy) with the benchmark's ``jit_compile`` and ``steps_per_execution``."""
+    keras = _keras()
+    from gpulesson.lesson import build_cnn
+
+    _whole("steps_per_execution", steps_per_execution)
+    with keras.device(keras_device), precision_policy(precision):
+        model = build_cnn()
+        model.compile(optimizer=keras.optimizers.Adam(1e-3),
+                      loss="sparse_categorical_crossentropy", metrics=["accuracy"],
+                      jit_compile=jit_compile, steps_per_execution=steps_per_execution)
+    return model
+
+
+class _BusyMeter:
+    """Other programs' share of the machine's CPU time while measuring, and the load average.
+
+    The matmul benchmark's meter (:class:`gpulesson.matmul._BusyMeter`) plus
+    ``os.getloadavg()`` at the end."""
+
+    def __init__(self):
+        from gpulesson.matmul import _BusyMeter as Meter
+
+        self.meter = Meter()
+
+    def read(self) -> dict:
+        try:
+            load = [round(v, 2) for v in os.getloadavg()]
+        except OSError:
+            load = None
+        return {"other_programs_cpu_share": self.meter.other_share(), "load_average": load}
+
+
+
+# --- the benchmark ----------------------------------------------------------------------------
+
+def _arrays(n_images: int, seed: int = 0):
+    from gpulesson.synthetic import make_synthetic
+
+    (x, y), _ = make_synthetic(n_images, 10, seed=seed, progress=False)
+    return x, y
+
+
+def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats: int,
+                  warmup: int = WARMUP, max_steps=None, cpu_max_steps=None,
+                  classic_max_steps=None, max_seconds: float = MAX_SECONDS, workers: int = 2, sweeps=SWEEPS,
+                  sweep_devices=None, sweep_pipeline: str | None = None,
+                  batch_sizes=BATCH_SIZES, spe_values=SPE_VALUES,
+                  precisions=PRECISIONS[1:], data_dir=None, run_id: str | None = None,
+                  on_record=None, progress=print) -> list[dict]:
+    """Measure; returns the records (``on_record(record)`` is called as each one is made).
+
+    For each device: every pipeline at ``batch_size`` with the base setting, training and
+    loader alone; then, on ``sweep_devices`` (default: the first device), the ``sweeps`` on
+    ``sweep_pipeline`` (default: the device's fastest pipeline). ``max_steps`` (and
+    ``cpu_max_steps`` for the CPU, ``classic_max_steps`` for the slow classic pipeline, when
+    smaller) time partial epochs. Data files go to ``data_dir`` (default:
+    a temporary folder, deleted afterwards).
+    """
+    from gpulesson.feeding import pipelines as fp
+
+    pipelines = check_pipelines(pipelines, _keras().backend.backend())
+    for device in devices:
+        check_device(device)
+    for name, value in (("batch_size", batch_size), ("n_images", n_images),
+                        ("repeats", repeats), ("workers", workers)):
+        _whole(name, value)
+    _whole("warmup", warmup, 0)
+    for name, value in (("max_steps", max_steps), ("cpu_max_steps", cpu_max_steps),
+                        ("classic_max_steps", classic_max_steps)):
+        if value is not None:
+            _whole(name, value)
+    if batch_size > n_images:
+        raise ValueError(f"batch_size {batch_size} is larger than n_images {n_images}")
+    unknown = set(sweeps) - set(SWEEPS)
+    if unknown:
+        raise ValueError(f"unknown sweep(s) {sorted(unknown)}: choose from {', '.join(SWEEPS)}")
+    if sweep_pipeline is not None:
+        check_pipelines([sweep_pipeline])
+    for p in precisions:
+        check_precision(p)
+    run_id = run_id or new_run_id()
+    sweep_devices = list(devices[:1] if sweep_devices is None else sweep_devices)
+    made: list[dict] = []
+    cleanup = None
+    if data_dir is None:
+        cleanup = tempfile.TemporaryDirectory(prefix="gpulesson-feeding-")
+        data_dir = cleanup.name
+    try:
+        x, y = _arrays(n_images)
+        ram = (x.astype("float32") / 255.0, y.astype("int32"))
+        files: dict[int, dict] = {}
+
+        def files_for(size, names):
+            kinds = [FILES[n] for n in names if FILES[n]]
+            have = files.setdefault(size, {})
+            missing = [k for k in dict.fromkeys(kinds) if k not in have]
+            if missing:
+                started = time.perf_counter()
+                have.update(fp.write_files(data_dir, x, y, missing, batch_size=size))
+                progress(f"wrote {', '.join(missing)} file(s), batch {size} chunks, in "
+                         f"{time.perf_counter() - started:.1f} s")
+            return have
+
+        def measure(device, names, *, size, group, precision="float32", jit=True, spe=1,
+                    loader=True):
+            keras_device = check_device(device)
+            device_limit = cpu_max_steps if device == "cpu" and cpu_max_steps else max_steps
+            paths = files_for(size, names)
+            on_device = fp.to_device(*ram, keras_device) if "device" in names else None
+            model = build_model(keras_device, precision=precision, jit_compile=jit,
+                                steps_per_execution=spe)
+            for name in names:
+                meter = _BusyMeter()
+                full = fp.make_pipeline(name, batch_size=size, files=paths, arrays=ram,
+                                        device_arrays=on_device, workers=workers)
+                steps_limit = device_limit
+                if name == "classic" and classic_max_steps:
+                    steps_limit = min(filter(None, (device_limit, classic_max_steps)))
+                dataset = fp.limit(full, steps_limit)
+                extra = {"workers": workers if name in WORKER_PIPELINES else 0}
+                if FILES[name]:
+                    extra.update(fp.file_info(paths[FILES[name]]))
+                common = {"run_id": run_id, "device": device, "pipeline": name, "batch_size": size,
+                          "steps": len(dataset), "full_steps": len(full), "n_images": n_images,
+                          "group": group}
+                for mode in ("train", "loader") if loader else ("train",):
+                    if mode == "train":
+                        with keras_scope(keras_device):
+                            budget = time_training(model, dataset, warmup=warmup,
+                                                   repeats=repeats, max_seconds=max_seconds)
+                        setting = {"precision": precision, "jit_compile": jit,
+                                   "steps_per_execution": spe}
+                    else:
+                        budget = time_loader(dataset, keras_device, warmup=warmup,
+                                             repeats=repeats, max_seconds=max_seconds)
+                        setting = {"precision": None, "jit_compile": None,
+                                   "steps_per_execution": None}
+                    if name == "classic":
+                        extra["full_reads"] = full.full_reads
+                    record = measurement_record(budget, **common, mode=mode, **setting,
+                                                extra={**extra, **meter.read()})
+                    made.append(record)
+                    if on_record:
+                        on_record(record)
+                    progress(f"{device} {name:20} {mode:6} {setting_text(record):30} batch {size:5}: "
+                             f"{rate_text(record['images_per_second']):>9} images/s, epoch "
+                             f"{record['median_epoch_seconds']:.3f} s"
+                             + (f" ({record['steps']} of {record['full_epoch_steps']} steps)"
+                                if record["partial_epoch"] else ""))
+                if name == "classic":
+                    full.close()
+            del model
+
+        def sweep(device):
+            chosen = sweep_pipeline or best_pipeline(made, device) or pipelines[0]
+            progress(f"{device}: settings on pipeline {chosen!r}")
+            if "precision" in sweeps:
+                for precision in precisions:
+                    _tolerant(measure, progress, device, [chosen], size=batch_size,
+                              group="precision", precision=precision, loader=False)
+            if "spe" in sweeps:
+                for spe in spe_values:
+                    _tolerant(measure, progress, device, [chosen], size=batch_size,
+                              group="spe", spe=spe, loader=False)
+            if "batch" in sweeps:
+                for size in batch_sizes:
+                    if size != batch_size and size <= n_images:
+                        _tolerant(measure, progress, device, [chosen], size=size,
+                                  group="batch", loader=False)
+            # Last: without XLA every operation runs on its own, the slowest setting by far.
+            if "jit" in sweeps:
+                _tolerant(measure, progress, device, [chosen], size=batch_size, group="jit",
+                          jit=False, loader=False)
+
+        # Each device's sweeps right after its pipelines: a run cut short keeps whole groups.
+        for device in devices:
+            measure(device, pipelines, size=batch_size, group="pipelines")
+            if sweeps and device in sweep_devices:
+                sweep(device)
+    finally:
+        if cleanup is not None:
+            cleanup.cleanup()
+    return made
+
+
+def _tolerant(measure, progress, *args, **kwargs) -> None:
+    """Run one sweep setting; one that the backend or device cannot run (e.g. float16 on an
+    old GPU) is reported and skipped, not fatal to the run."""
+    try:
+        measure(*args, **kwargs)
+    except Exception as exc:
+        progress(f"skipped {args[0]} {kwargs}: {type(exc).__name__}: {str(exc)[:200]}")
+
+
+@contextlib.contextmanager
+def keras_scope(keras_device: str):
+    with _keras().device(keras_device):
+        yield
+
+

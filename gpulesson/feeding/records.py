@@ -1,0 +1,199 @@
+"""The feeding benchmark's records: what each pipeline is, one record per measurement, and the
+choice of records that the page and the figures show.
+
+A record is one pipeline, one setting, one device, in mode "train" (``model.fit``) or "loader"
+(the batches alone), appended as one line to ``results/feeding.jsonl``. :func:`shown` is the
+rule that keeps records of a pipeline that delivered wrong data off the page: they stay in the
+file, as measured, but no table, value or figure presents them as valid.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+from gpulesson import results
+from gpulesson.devices import keras_device_name as check_device
+from gpulesson.results import make_record
+
+EXPERIMENT = "feeding"
+RESULTS_FILE = Path(__file__).resolve().parents[2] / "results" / f"{EXPERIMENT}.jsonl"
+DATA = "synthetic"
+N_IMAGES = 50_000  # the full benchmark, and the size the lesson's goals are stated for
+TARGET_SHARE = 0.90  # the lesson's HDF5 pipeline: at least 90 % of device-resident data
+TARGET_EPOCH_SECONDS = 1.0  # and one epoch of 50,000 images in at most 1 s on the GPU
+BASE = {"precision": "float32", "jit_compile": True, "steps_per_execution": 1}
+
+# name -> what it is (for tables, figure labels and records)
+PIPELINES: dict[str, str] = {
+    "classic": "classic tutorial: chunks=True + gzip, reads all to count (the mistake)",
+    "lesson": "lesson generator, batch chunks, uncompressed",
+    "lesson-lzf": "lesson generator, batch chunks + lzf",
+    "lesson-gzip": "lesson generator, batch chunks + gzip",
+    "lesson-workers": "lesson generator, uncompressed, worker processes",
+    "lesson-gzip-workers": "lesson generator, gzip, worker processes",
+    "ram": "whole data set in RAM (float32 array)",
+    "device": "whole data set resident on the device",
+}
+# The data file each pipeline reads (None: no file), by its compression in the lesson format.
+FILES: dict[str, str | None] = {
+    "classic": "classic", "lesson": "none", "lesson-lzf": "lzf", "lesson-gzip": "gzip",
+    "lesson-workers": "none", "lesson-gzip-workers": "gzip", "ram": None, "device": None,
+}
+HDF5_PIPELINES = tuple(name for name, kind in FILES.items() if kind and kind != "classic")
+WORKER_PIPELINES = ("lesson-workers", "lesson-gzip-workers")
+
+# Backends on which Keras' own workers (a PyDataset's ``workers``) deliver wrong data: batches
+# read ahead before an epoch ended are handed out in the next one (found with Keras 3.15.1;
+# episode 8 shows the code path). TensorFlow's trainer delivers every batch once.
+WRONG_DATA_WITH_WORKERS = ("jax", "torch")
+WRONG_DATA = ("delivered wrong data: Keras worker processes on this backend hand out batches "
+              "of earlier epochs")
+
+
+def workers_deliver_right_data(backend: str) -> bool:
+    """Whether a PyDataset with Keras workers gives ``fit`` every batch once on ``backend``."""
+    return backend not in WRONG_DATA_WITH_WORKERS
+
+
+def check_pipelines(names, backend: str | None = None) -> list[str]:
+    """``names`` without repeats, checked; with ``backend``, also refuses the pipelines that
+    deliver wrong data there (Keras workers on JAX and PyTorch), saying what to do."""
+    names = list(names)
+    if not names:
+        raise ValueError("no pipelines given")
+    unknown = [n for n in names if n not in PIPELINES]
+    if unknown:
+        raise ValueError(f"unknown pipeline(s) {', '.join(map(repr, unknown))}: "
+                         f"choose from {', '.join(PIPELINES)}")
+    wrong = [n for n in names if n in WORKER_PIPELINES]
+    if backend is not None and wrong and not workers_deliver_right_data(backend):
+        raise ValueError(
+            f"pipeline(s) {', '.join(map(repr, wrong))} use Keras worker processes, which "
+            f"deliver batches of earlier epochs with the {backend} backend: leave them out "
+            "(the default), or measure them with KERAS_BACKEND=tensorflow")
+    return list(dict.fromkeys(names))
+
+
+def pipelines_for(backend: str) -> list[str]:
+    """Every pipeline that delivers the right data on ``backend`` (the command's default)."""
+    if workers_deliver_right_data(backend):
+        return list(PIPELINES)
+    return [name for name in PIPELINES if name not in WORKER_PIPELINES]
+
+
+def delivered_wrong_data(record: dict) -> bool:
+    """Whether ``record`` was measured with Keras workers on a backend where they deliver
+    batches of earlier epochs (kept in the file; never shown as a valid rate)."""
+    return bool(record.get("workers")) and not workers_deliver_right_data(
+        record.get("backend", ""))
+
+
+def shown(records) -> list[dict]:
+    """The records a page or figure may present: all but :func:`delivered_wrong_data`."""
+    return [r for r in records if not delivered_wrong_data(r)]
+
+
+def measurement_record(budget, *, run_id: str, device: str, pipeline: str, mode: str,
+                       batch_size: int, steps: int, full_steps: int, n_images: int,
+                       precision: str | None, jit_compile: bool | None,
+                       steps_per_execution: int | None, group: str, extra: dict) -> dict:
+    """One results-file record from ``budget`` (its warm-up and timed epoch seconds): one
+    pipeline, one setting, one device, ``mode`` "train" (model.fit) or "loader" (batches
+    only). ``steps`` timed batches per epoch of the ``full_steps`` a whole epoch of
+    ``n_images`` has."""
+    timed = budget.timed
+    if not timed:
+        raise ValueError("no timed epoch to record")
+    images = min(steps * batch_size, n_images)
+    median = statistics.median(timed)
+    fields = {
+        "run_id": run_id, "source": "gpulesson.feeding", "device_kind": device,
+        "keras_device": check_device(device), "pipeline": pipeline,
+        "pipeline_label": PIPELINES[pipeline], "mode": mode, "group": group,
+        "precision": precision, "jit_compile": jit_compile,
+        "steps_per_execution": steps_per_execution, "batch_size": batch_size,
+        "n_images": n_images, "steps": steps, "full_epoch_steps": full_steps,
+        "images_per_epoch": images, "partial_epoch": steps < full_steps,
+        "warmup_epochs": budget.warmup, "repeats": len(timed),
+        "warmup_seconds": budget.seconds[:budget.warmup], "epoch_seconds": timed,
+        "median_epoch_seconds": median, "min_epoch_seconds": min(timed),
+        "max_epoch_seconds": max(timed), "images_per_second": images / median,
+        "images_per_second_low": images / max(timed),
+        "images_per_second_high": images / min(timed),
+        "full_epoch_seconds": n_images / (images / median), **extra,
+    }
+    if device == "cpu":
+        fields["device"] = "CPU"
+    return make_record(EXPERIMENT, data=DATA, **fields)
+
+
+# --- choosing records -------------------------------------------------------------------------
+
+def runs(records) -> dict[str, list[dict]]:
+    return results.runs(records, EXPERIMENT)
+
+
+def reference_run(path=RESULTS_FILE) -> list[dict]:
+    """The newest run with CPU and GPU records, else with GPU records, else the newest run."""
+    return results.reference_run(path, EXPERIMENT)
+
+
+def cpu_only_run(path=RESULTS_FILE) -> list[dict]:
+    """The newest run without GPU records (e.g. a 2-core laptop's), or []."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    found = [group for group in runs(results.read_records(path)).values()
+             if not any(results.is_gpu(r) for r in group)]
+    return found[-1] if found else []
+
+
+def find(records, device: str, pipeline: str | None = None, mode: str = "train",
+         **setting) -> dict | None:
+    """The shown record of ``device`` and ``pipeline`` in ``mode`` with the base setting
+    (float32, jit, one step per execution) updated by ``setting`` and, unless given, the
+    run's base batch size."""
+    wanted = {**BASE, **setting} if mode == "train" else dict(setting)
+    for record in shown(records):
+        if (record.get("device_kind") == device and record.get("mode") == mode
+                and (pipeline is None or record.get("pipeline") == pipeline)
+                and all(record.get(k) == v for k, v in wanted.items())
+                and ("batch_size" in setting or record.get("group") == "pipelines")):
+            return record
+    return None
+
+
+def _base_training(records, device: str) -> list[dict]:
+    return [r for r in shown(records) if r.get("device_kind") == device
+            and r.get("mode") == "train" and r.get("group") == "pipelines"]
+
+
+def best_pipeline(records, device: str) -> str | None:
+    """The pipeline with the most images/s in training with the base setting."""
+    found = _base_training(records, device)
+    return max(found, key=lambda r: r["images_per_second"])["pipeline"] if found else None
+
+
+def best_hdf5(records, device: str) -> dict | None:
+    """The fastest training record of the lesson's generator reading an HDF5 file."""
+    found = [r for r in _base_training(records, device) if r.get("pipeline") in HDF5_PIPELINES]
+    return max(found, key=lambda r: r["images_per_second"]) if found else None
+
+
+def targets(records) -> dict | None:
+    """The lesson's goals checked on one run's GPU records; None without them.
+
+    ``share``: images/s of the fastest lesson HDF5 pipeline / device-resident data (goal
+    >= 90 %); ``epoch_seconds``: its time for an epoch of all images (goal <= 1 s; estimated
+    from the timed steps when the epochs were partial).
+    """
+    lesson, device = best_hdf5(records, "gpu"), find(records, "gpu", "device")
+    if lesson is None or device is None:
+        return None
+    share = lesson["images_per_second"] / device["images_per_second"]
+    epoch = lesson["full_epoch_seconds"]
+    return {"pipeline": lesson["pipeline"], "share": share, "share_ok": share >= TARGET_SHARE,
+            "epoch_seconds": epoch, "epoch_estimated": lesson["partial_epoch"],
+            "epoch_ok": epoch <= TARGET_EPOCH_SECONDS, "n_images": lesson["n_images"],
+            "full_size": lesson["n_images"] >= N_IMAGES}
