@@ -17,6 +17,7 @@ from gpulesson.devices import keras_device_name
 from gpulesson.feeding import measure, page
 from gpulesson.feeding import pipelines as fp
 from gpulesson.feeding import records as rec
+from gpulesson.feeding.__main__ import main as feeding_main
 from gpulesson.results import NOT_RECORDED, append_record, read_records, validate_record
 
 FIG = ROOT / "fig" / "08-feeding-the-gpu"
@@ -392,7 +393,7 @@ def test_the_command_refuses_the_gpu_without_one(tmp_path, capsys):
         pytest.skip("a GPU is visible")
     out = tmp_path / "f.jsonl"
     for args in (["--devices", "gpu"], ["--devices", "cpu", "--sweep-devices", "gpu"]):
-        assert feeding.main([*args, "--out", str(out)]) == 2
+        assert feeding_main([*args, "--out", str(out)]) == 2
         assert "No GPU is visible" in capsys.readouterr().err
     assert not out.exists()
     del keras
@@ -412,7 +413,7 @@ def test_the_command_refuses_the_gpu_without_one(tmp_path, capsys):
 def test_bad_arguments_get_clear_errors(tmp_path, capsys, args, message):
     out = tmp_path / "f.jsonl"
     with pytest.raises(SystemExit) as exit_info:
-        feeding.main([*args, "--out", str(out)])
+        feeding_main([*args, "--out", str(out)])
     assert exit_info.value.code == 2 and message in capsys.readouterr().err
     assert not out.exists()
 
@@ -423,8 +424,8 @@ def test_the_command_runs_on_jax_without_tensorflow(tmp_path):
     code = (
         "import sys\n"
         "sys.modules['tensorflow'] = None  # importing it now fails, as if not installed\n"
-        "from gpulesson import feeding\n"
-        "status = feeding.main(['--quick', '--devices', 'cpu', '--n-images', '64',\n"
+        "from gpulesson.feeding.__main__ import main\n"
+        "status = main(['--quick', '--devices', 'cpu', '--n-images', '64',\n"
         "    '--batch-size', '32', '--pipelines', 'lesson', 'device',\n"
         f"    '--sweeps', 'spe', '--spe', '2', '--out', {str(out)!r}])\n"
         "sys.exit(status)\n"
