@@ -37,6 +37,8 @@ KINDS = {
     "bad argument": "a wrong option, setting or argument value",
     "not under Slurm": "a job script started outside the batch system it needs",
     "killed job": "a training run killed, interrupted or stopped by the time limit",
+    "bad form input": "an Open OnDemand form value that is not valid or that the cluster "
+                      "cannot grant",
 }
 
 _PROPERTY = "bad_input_kind"
