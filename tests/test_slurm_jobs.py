@@ -194,8 +194,8 @@ def test_two_tasks_under_srun_train_like_one_process(slurm, lesson, jobs, tmp_pa
     w0, w1 = (weights(folder / "results" / f"weights-{rank}.npz") for rank in range(2))
     one = weights(tmp_path / "one.npz")
     assert len(w0) == len(w1) == len(one) > 0
-    assert max(float(np.abs(a - b).max()) for a, b in zip(w0, w1)) == 0
-    assert max(float(np.abs(a - b).max()) for a, b in zip(w0, one)) < ATOL
+    assert max(float(np.abs(a - b).max()) for a, b in zip(w0, w1, strict=True)) == 0
+    assert max(float(np.abs(a - b).max()) for a, b in zip(w0, one, strict=True)) < ATOL
 
 
 def test_the_cluster_hands_out_the_stand_in_gpus(slurm, lesson):
