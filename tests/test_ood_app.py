@@ -112,8 +112,11 @@ def test_form_values_become_slurm_options(ruby, tmp_path, values, expected):
     ({"hours": "three"}, "Number of hours: 'three' is not a whole number; enter one from 1 to {hours}."),
     ({"partition": "{cpu}"}, "Number of GPUs: the partition {cpu} has no GPUs; choose {gpu}, or 0 GPUs."),
     ({"partition": "bigmem"}, "Partition: 'bigmem' is not one of {gpu}, {cpu}."),
+    ({"lesson_dir": 'gpu-lesson"; rm -r x'},
+     "Lesson folder: 'gpu-lesson\"; rm -r x' may hold only letters, digits, '.', '_', '-' and "
+     "'/'; give it relative to your home directory (such as gpu-lesson) or as an absolute path."),
 ], ids=["zero-hours", "negative-cores", "unknown-gpu-type", "too-many-gpus", "hours-in-words",
-        "gpus-on-a-cpu-partition", "unknown-partition"])
+        "gpus-on-a-cpu-partition", "unknown-partition", "quote-in-the-folder"])
 def test_bad_form_values_are_refused_with_a_clear_message(ruby, tmp_path, values, message):
     site = site_config()
     names = {"gpu": site["gpu_partition"], "cpu": site["cpu_partition"],
@@ -211,6 +214,12 @@ def test_the_app_starts_jupyterlab_with_the_lesson_kernel_under_slurm(ruby, slur
     view = render(ruby, "view", staged / "connection.yml").stdout
     path = f"/node/{connection['host']}/{connection['port']}/lab/tree/notebooks"
     assert f'action="{path}"' in view and f'value="{password}"' in view
+    # What the button does: open that page with the password, which logs the browser in.
+    button = requests.Session()
+    page = button.get(f"http://127.0.0.1:{connection['port']}{path}",
+                      params={"token": password}, timeout=10)
+    assert page.status_code == 200 and "JupyterLab" in page.text
+    assert button.get(f"{base}/api/kernelspecs", timeout=10).status_code == 200
 
     # Log in with the password through the login form, then use the REST API as the browser.
     browser = requests.Session()

@@ -48,6 +48,18 @@ module LessonSite
     number
   end
 
+  # The lesson folder as the job will use it: a plain path, so that the shell takes it as is.
+  def lesson_dir(value)
+    folder = value.to_s.strip
+    folder = LESSON_DIR if folder.empty?
+    unless folder.match?(%r{\A[A-Za-z0-9._/-]+\z}) && !folder.split("/").include?("..")
+      raise FormError, "Lesson folder: '#{folder}' may hold only letters, digits, '.', '_', '-' " \
+                       "and '/'; give it relative to your home directory (such as " \
+                       "#{LESSON_DIR}) or as an absolute path."
+    end
+    folder
+  end
+
   # The form's values as sbatch options; a FormError says which value to change and how.
   def slurm_args(form, values = site)
     partitions = [values["gpu_partition"], values["cpu_partition"]].map(&:to_s)
@@ -59,6 +71,7 @@ module LessonSite
     cores = whole(form["cores"], "Cores", 1, values["session_max_cores"].to_i)
     memory = whole(form["memory_gb"], "Memory (GB)", 1, values["session_max_memory_gb"].to_i)
     gpus = whole(form["gpus"], "Number of GPUs", 0, values["session_max_gpus"].to_i)
+    lesson_dir(form["lesson_dir"])
     type = form["gpu_type"].to_s.strip
     type = "any" if type.empty?
     unless type == "any" || gpu_types(values).include?(type)
