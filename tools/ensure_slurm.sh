@@ -18,10 +18,11 @@ done
 
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "Installing Slurm, munge and Ruby for the cluster tests (apt-get install$missing) ..."
-    # The packages' own services are not started: the tests run their own daemons.
+    # The tests start their own daemons with their own configuration and ports; they never
+    # use services the packages may have started.
     # shellcheck disable=SC2086
     if DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null &&
-       DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 apt-get install -y -qq --no-install-recommends \
+       DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
            $missing >/dev/null; then
         exit 0
     fi
