@@ -12,7 +12,7 @@ config's example type. The GPUs are stand-ins: device files that Slurm counts an
 (``CUDA_VISIBLE_DEVICES`` is set) but that no framework can use; the jobs train on the CPU.
 The partitions are the site config's GPU and CPU partitions (``_config.yml``, ``lesson_site``).
 
-Loaded as a plugin by ``tests/conftest.py``.
+Imported by ``tests/conftest.py``, which makes the fixture available to every test.
 """
 
 from __future__ import annotations
