@@ -52,6 +52,7 @@ site: $(SITE_BIN)/.installed  ## build the lesson site into _build/html (small e
 
 test: $(BIN)/.installed  ## run every test: site, episodes, notebooks (synthetic data, quick mode), helpers
 	tools/ensure_chromium.sh  # for the browser tests: installs Debian's Chromium if root, else says how
+	tools/ensure_slurm.sh     # for the Slurm and OOD tests: installs Slurm, munge and Ruby if root, else says how
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(BIN)/.installed  ## ruff, codespell, notebooks in sync with the episodes and clean (also part of make test)

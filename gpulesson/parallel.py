@@ -439,7 +439,9 @@ def _parser():
     multi.add_argument("--coordinator", help="host:port of process 0, outside Slurm")
     multi.add_argument("--num-processes", type=_positive_int)
     multi.add_argument("--process-id", type=int)
-    multi.add_argument("--save-weights", help="write the final weights here (.npz)")
+    multi.add_argument("--save-weights",
+                       help="write the final weights here (.npz); '{process}' in the path "
+                            "becomes the process number, so that every task writes its own")
 
     cost = sub.add_parser("cost", help="print the all-reduce cost model")
     cost.add_argument("--compute-ms", type=_positive_float, required=True,
@@ -472,7 +474,8 @@ def _train(args) -> int:
     print(f"process {jax.process_index()}: the weights on its {len(jax.local_devices())} "
           f"device(s) are {'identical' if synced else 'DIFFERENT'}")
     if args.save_weights:
-        np.savez(args.save_weights, *local_weights(model))
+        np.savez(args.save_weights.replace("{process}", str(jax.process_index())),
+                 *local_weights(model))
     return 0 if synced else 1
 
 

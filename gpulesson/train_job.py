@@ -259,10 +259,14 @@ def main(argv=None) -> int:
     try:
         return _train(args, params, batches, info, out, run_id)
     except Stopped as stop:
-        done = len(read_history(out / HISTORY)) if (out / HISTORY).exists() else 0
-        print(f"Stopped by {stop}: the backup in {out / BACKUP} holds the {done} completed "
-              "epoch(s); the epoch that was running is lost. Run the same command again to "
-              "resume.", flush=True)
+        # What a restart resumes from is the backup, not history.csv: a stop between an
+        # epoch's row and its backup leaves one row more than the backup holds.
+        metadata = out / BACKUP / "training_metadata.json"
+        done = int(json.loads(metadata.read_text()).get("epoch", 0)) if metadata.exists() else 0
+        kept = (f"the backup in {out / BACKUP} holds the {done} completed epoch(s)" if done
+                else "no epoch's backup was written yet")
+        print(f"Stopped by {stop}: {kept}; the epoch that was running is lost. Run the same "
+              "command again to resume.", flush=True)
         return 128 + stop.signum
 
 

@@ -39,6 +39,8 @@ KINDS = {
     "killed job": "a training run killed, interrupted or stopped by the time limit",
     "unwritable folder": "a data folder that cannot be created or written to (read-only, shared)",
     "run as root": "JupyterLab or a command started as root, as in containers and on some nodes",
+    "bad form input": "an Open OnDemand form value that is not valid or that the cluster "
+                      "cannot grant",
 }
 
 _PROPERTY = "bad_input_kind"

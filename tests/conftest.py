@@ -35,6 +35,9 @@ os.environ.update(
 # PyTorch notebook imports no Keras). PyTorch on the CPU needs no Triton, so it is hidden here.
 sys.modules.setdefault("triton", None)
 
+# The session fixture "slurm": a real one-node Slurm for the job and OOD tests.
+from slurm_cluster import slurm  # noqa: E402, F401
+
 
 def pytest_configure(config):
     # The bad_input marker and its count, kept in one place: tests/bad_input.py.

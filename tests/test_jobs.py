@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import ROOT
 
 SCRIPTS = sorted((ROOT / "jobs").glob("*.sbatch"))
@@ -70,3 +71,31 @@ def test_the_sweep_refuses_to_run_outside_a_job_array(tmp_path):
     assert result.returncode != 0
     assert "submit this script with sbatch: it is a job array" in result.stderr
     assert not (tmp_path / "results").exists()
+
+
+def _sourced(cwd, env):
+    command = "source jobs/site.sh && echo $SBATCH_PARTITION $SBATCH_ACCOUNT $LESSON_CONDA_MODULE"
+    if cwd != ROOT:
+        command = command.replace("jobs/site.sh", str(ROOT / "jobs" / "site.sh"))
+    return subprocess.run(["bash", "-c", command], cwd=cwd, env={"PATH": "/usr/bin:/bin", **env},
+                          check=False, capture_output=True, text=True, timeout=30)
+
+
+def test_site_sh_gives_sbatch_the_site_values_of_the_config():
+    site = yaml.safe_load((ROOT / "_config.yml").read_text())["lesson_site"]
+    result = _sourced(ROOT, {})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [site["gpu_partition"], site["account"], site["conda_module"]]
+    # A value set already wins: a learner's own account, say.
+    kept = _sourced(ROOT, {"SBATCH_ACCOUNT": "mine"}).stdout.split()
+    assert kept == [site["gpu_partition"], "mine", site["conda_module"]]
+    # No script names a partition or an account of its own.
+    for script in SCRIPTS:
+        assert "--partition" not in script.read_text() and "--account" not in script.read_text()
+
+
+@pytest.mark.bad_input("missing file")
+def test_site_sh_outside_the_lesson_folder_says_where_to_run_it(tmp_path):
+    result = _sourced(tmp_path, {})
+    assert result.returncode == 2
+    assert "No _config.yml here: source jobs/site.sh in the lesson folder" in result.stderr
