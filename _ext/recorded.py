@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -50,10 +49,13 @@ def refresh_command(slug: str, data: str = "cifar10") -> str:
 
 
 def read_record(path: Path) -> dict:
-    """An executed copy as plain JSON (nbformat 4); raises ValueError naming the file."""
+    """An executed copy (nbformat 4); raises ValueError naming the file."""
+    import nbformat
+
     try:
-        nb = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        # nbformat joins the lines of sources and texts, as MyST-NB expects them.
+        nb = nbformat.reads(Path(path).read_text(encoding="utf-8"), as_version=4)
+    except (OSError, ValueError, AttributeError, KeyError) as exc:
         raise ValueError(f"{path}: not a readable notebook ({exc}); record it again with "
                          f"'{refresh_command(Path(path).stem)}'") from None
     if METADATA_KEY not in nb.get("metadata", {}):

@@ -46,8 +46,8 @@ def final_text(text: str) -> str:
             else:
                 line.append(char)
             cursor += 1
-    tail = "".join(line).rstrip()
-    return "\n".join(lines) + ("\n" + tail if tail else "\n" if lines else "")
+    done = "".join(f"{text}\n" for text in lines)
+    return done + "".join(line).rstrip()
 
 
 def clean_text(text: str, home: str | None = None) -> str:

@@ -37,7 +37,15 @@ sys.path.insert(0, str(ROOT / "_ext"))
 sys.path.insert(0, str(ROOT / "tools"))
 import clean_outputs  # noqa: E402
 import make_notebooks  # noqa: E402
-from recorded import EXECUTED_DIR, METADATA_KEY, cell_hash  # noqa: E402
+from carpentry import EPISODE_DIR  # noqa: E402
+from recorded import (  # noqa: E402
+    EXECUTED_DIR,
+    METADATA_KEY,
+    cell_hash,
+    read_record,
+    refresh_command,
+    stale_cells,
+)
 
 DATA_LABELS = {
     "cifar10": "CIFAR-10 (and MNIST in the PyTorch episode), the real data sets",
@@ -231,6 +239,7 @@ def execute(notebook: Path, workdir: Path, timeout: float, env: dict):
     A line per cell says how far it got; the whole notebook has ``timeout`` seconds."""
     import nbformat
     from nbclient import NotebookClient
+    from nbclient.exceptions import CellTimeoutError
 
     nb = nbformat.read(notebook, as_version=4)
     nb.cells.insert(0, nbformat.v4.new_code_cell(KERNEL_SETUP))
@@ -256,6 +265,9 @@ def execute(notebook: Path, workdir: Path, timeout: float, env: dict):
     os.environ.update(env)  # the kernel inherits this process's environment
     try:
         client.execute()
+    except CellTimeoutError:
+        raise RecordError(f"the notebook ran over its time limit of {timeout:g} s (--timeout) "
+                          f"in its code cell {count['done'] + 1}") from None
     finally:
         os.environ.clear()
         os.environ.update(saved)
@@ -266,11 +278,18 @@ def execute(notebook: Path, workdir: Path, timeout: float, env: dict):
 def write_atomically(nb: dict, path: Path) -> None:
     import nbformat
 
-    nbformat.validate(nbformat.from_dict(nb))
+    node = nbformat.from_dict(nb)
+    nbformat.validate(node)
     path.parent.mkdir(parents=True, exist_ok=True)
+    text = nbformat.writes(node) + "\n"  # as notebooks/ are written: sources as lists of lines
     with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, suffix=".tmp",
                                      delete=False) as tmp:
-        tmp.write(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+        try:
+            tmp.write(text)
+        except BaseException:
+            tmp.close()
+            os.unlink(tmp.name)
+            raise
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(tmp.name, 0o666 & ~umask)  # as an ordinary new file, not the temporary's 0600
@@ -293,6 +312,57 @@ def record(notebook: Path, out_dir: Path, *, data: str, quick: bool, facts: dict
     target = out_dir / notebook.name
     write_atomically(nb, target)
     return target
+
+
+def code_sources(episode: Path) -> list[str]:
+    """The code cells of an episode's learner notebook, as the recorded run executed them."""
+    return [cell.source for cell in make_notebooks.build_notebook(episode).cells
+            if cell.cell_type == "code"]
+
+
+def stale_records(root: Path = ROOT) -> list[str]:
+    """One line per executed copy whose code no longer matches its episode (or that is not a
+    record of this tool), naming the notebook, what changed and the command that refreshes it."""
+    problems = []
+    for path in sorted((root / EXECUTED_DIR).glob("*.ipynb")):
+        episode = root / EPISODE_DIR / f"{path.stem}.md"
+        if not episode.exists():
+            problems.append(f"{EXECUTED_DIR}/{path.name} has no episode {EPISODE_DIR}/{episode.name}: "
+                            "remove it")
+            continue
+        try:
+            nb = read_record(path)
+        except ValueError as exc:
+            problems.append(str(exc))
+            continue
+        run = nb["metadata"][METADATA_KEY]
+        command = refresh_command(path.stem, run.get("data", "cifar10"))
+        hashes = [cell_hash("".join(cell["source"])) for cell in nb["cells"]
+                  if cell["cell_type"] == "code"]
+        if hashes != run.get("cells"):
+            problems.append(f"{EXECUTED_DIR}/{path.name} was edited after its run; refresh it: "
+                            f"{command}")
+            continue
+        changed = stale_cells(code_sources(episode), nb)
+        if changed:
+            problems.append(f"{EXECUTED_DIR}/{path.name} is stale ({'; '.join(changed)}); "
+                            f"refresh it: {command}")
+    return problems
+
+
+def unrecorded(root: Path = ROOT) -> list[str]:
+    """The episodes with code cells that have no executed copy yet."""
+    return [episode.stem for episode in make_notebooks.notebook_episodes(root)
+            if code_sources(episode) and not (root / EXECUTED_DIR / f"{episode.stem}.ipynb").exists()]
+
+
+def check_size(folder: Path, limit: int = SIZE_LIMIT) -> str | None:
+    """A message when the executed copies together are larger than ``limit`` bytes."""
+    total = clean_outputs.size_of(folder) if Path(folder).exists() else 0
+    if total > limit:
+        return (f"{Path(folder).name}/ holds {total / 1e6:.2f} MB of executed notebooks, over the "
+                f"limit of {limit / 1e6:.0f} MB: show fewer or smaller figures")
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -339,13 +409,12 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(f"{notebook.stem}: recorded in {target.relative_to(args.out.parent)} "
               f"({target.stat().st_size / 1e6:.2f} MB)", flush=True)
-    total = clean_outputs.size_of(args.out) if args.out.exists() else 0
-    print(f"{args.out.name}/ holds {total / 1e6:.2f} MB of executed notebooks "
-          f"(limit {SIZE_LIMIT / 1e6:.0f} MB)")
-    if total > SIZE_LIMIT:
-        print("the executed notebooks are over the size limit: show fewer or smaller figures",
-              file=sys.stderr)
+    too_large = check_size(args.out)
+    if too_large:
+        print(too_large, file=sys.stderr)
         return 1
+    print(f"{args.out.name}/ holds {clean_outputs.size_of(args.out) / 1e6:.2f} MB of executed "
+          f"notebooks (limit {SIZE_LIMIT / 1e6:.0f} MB)")
     if failed:
         print(f"not recorded: {', '.join(failed)}", file=sys.stderr)
         return 1
