@@ -135,7 +135,10 @@ def box_markdown(run: dict | None, slug: str, stale: int = 0) -> str:
     machine = run["machine"]
     gpu = (f"GPU: {machine['gpu']}" if machine.get("gpu")
            else "**no GPU** (the GPU cells show what a learner without one sees)")
-    versions = ", ".join(f"{name} {version}" for name, version in run["versions"].items())
+    # Python, Keras and the backend first; the file keeps them in alphabetical order.
+    first = ("python", "keras", run["backend"])
+    names = [n for n in first if n in run["versions"]] + sorted(set(run["versions"]) - set(first))
+    versions = ", ".join(f"{name} {run['versions'][name]}" for name in names)
     mode = ("**quick mode** (small data, few epochs: the numbers mean little)" if run["quick"]
             else "full size")
     lines = [
