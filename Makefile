@@ -70,6 +70,12 @@ reference: $(BIN)/.installed  ## record every reference measurement here (CPU, a
 	$(BIN)/python -m gpulesson.torch_reference    # episode 7: PyTorch (needs requirements/torch.txt)
 	$(BIN)/python -m gpulesson.feeding            # episode 8: input pipelines (see --help for sizes)
 	$(MAKE) figures notebooks
+	$(MAKE) executed                              # the pages' outputs: same machine, same date
+
+# The data must be chosen: LESSON_DATA=cifar10 make executed (or synthetic); RECORD_ARGS="--only 04".
+.PHONY: executed
+executed: $(BIN)/.installed  ## run every notebook here, full size, and keep its outputs for the site in executed/
+	$(BIN)/python tools/record_run.py $(RECORD_ARGS)
 
 figures: $(BIN)/.installed  ## redraw every figure from its script in fig/ (measured ones from results/)
 	for script in fig/*/*.py; do $(BIN)/python $$script || exit 1; done

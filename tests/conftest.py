@@ -86,3 +86,30 @@ def built_site(tmp_path_factory):
     source = lesson_files(tmp_path_factory.mktemp("site"))
     result = build_book(source)
     return source / "_build" / "html", result
+
+
+def record_run(root: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """tools/record_run.py in the lesson copy ``root`` (quick mode is passed by the caller)."""
+    return subprocess.run([sys.executable, str(root / "tools" / "record_run.py"), *args],
+                          cwd=root, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, **(env or {})})
+
+
+@pytest.fixture(scope="session")
+def recorded_lesson(tmp_path_factory):
+    """A copy of the lesson with a quick-mode recorded run of episodes 1 and 3 (the small ones),
+    on the synthetic stand-in, with data files of its own (so that they are written, with their
+    progress bars, during the run): (lesson folder, the command's result)."""
+    root = lesson_files(tmp_path_factory.mktemp("recorded"))
+    data_dir = tmp_path_factory.mktemp("recorded-data")
+    result = record_run(root, "--quick", "--data", "synthetic", "--only", "01", "03",
+                        env={"LESSON_DATA_DIR": str(data_dir)})
+    return root, result
+
+
+@pytest.fixture(scope="session")
+def recorded_site(recorded_lesson):
+    """The site built from the lesson copy with the recorded run: (html folder, build log)."""
+    root, recorded = recorded_lesson
+    assert recorded.returncode == 0, recorded.stdout[-3000:] + recorded.stderr[-3000:]
+    return root / "_build" / "html", build_book(root)

@@ -265,3 +265,68 @@ def test_screenshots_of_the_landing_page_and_an_episode(page, base_url):
         assert path.stat().st_size > 10_000
         saved.append(path)
     print("screenshots:", *saved)
+
+
+@pytest.fixture(scope="module")
+def recorded_url(recorded_site):
+    """The site built with a quick recorded run of episodes 1 and 3, served like ``base_url``."""
+    html, build = recorded_site
+    assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
+    server = _Server(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(html)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}/"
+    server.shutdown()
+    server.server_close()
+    thread.join(5)
+
+
+def test_recorded_outputs_follow_their_cells_under_the_provenance_box(browser, recorded_url,
+                                                                      recorded_lesson):
+    """Every code cell that printed or drew in the recorded run shows its output right after
+    it; figures have alt text; the page opens with the run's provenance box."""
+    import recorded
+
+    root, _ = recorded_lesson
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    tab = context.new_page()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    for slug in ("01-introduction", "03-environments"):
+        nb = recorded.read_record(root / "executed" / f"{slug}.ipynb")
+        expected = [bool(cell.outputs) for cell in nb.cells if cell.cell_type == "code"]
+        tab.goto(recorded_url + f"_episodes/{slug}.html", wait_until="load")
+        seen = tab.evaluate("""() => [...document.querySelectorAll('article div.cell')].map(cell => {
+            const output = cell.querySelector(':scope > div.cell_output');
+            return {output: Boolean(output && output.innerText.trim()),
+                    after: Boolean(output && cell.querySelector(':scope > div.cell_input')
+                        .compareDocumentPosition(output) & Node.DOCUMENT_POSITION_FOLLOWING),
+                    alts: [...cell.querySelectorAll('.cell_output img')].map(i => i.alt)};
+        })""")
+        assert [cell["output"] for cell in seen] == expected, slug
+        assert all(cell["after"] for cell in seen if cell["output"])
+        assert all(alt.startswith("Figure drawn by the code above")
+                   for cell in seen for alt in cell["alts"])
+        box = tab.locator("article .admonition.recorded-run").first
+        assert box.is_visible()
+        text = box.inner_text()
+        assert "quick mode" in text and "synthetic stand-in" in text and "ran in" in text
+        # Right under the title, before the questions and everything else.
+        assert tab.evaluate("""() => {
+            const box = document.querySelector('article .admonition.recorded-run');
+            const after = (a, b) => Boolean(a.compareDocumentPosition(b)
+                                            & Node.DOCUMENT_POSITION_FOLLOWING);
+            return after(document.querySelector('article h1'), box)
+                && after(box, document.querySelector('article .questions'));
+        }""")
+        shot = ARTIFACTS / f"recorded-{slug}.png"
+        tab.screenshot(path=str(shot), full_page=True)
+        assert shot.stat().st_size > 10_000
+    tab.goto(recorded_url + "_episodes/01-introduction.html", wait_until="networkidle")
+    images = tab.evaluate("""() => [...document.querySelectorAll('.cell_output img')]
+        .map(i => i.complete && i.naturalWidth > 0)""")
+    assert images and all(images), "a recorded figure did not load"
+    tab.goto(recorded_url + "_episodes/04-cpu-vs-gpu.html", wait_until="load")
+    assert "No recorded run of this episode yet" in tab.locator(
+        "article .admonition.recorded-run").first.inner_text()
+    context.close()
+    print("screenshots:", *sorted(ARTIFACTS.glob("recorded-*.png")))

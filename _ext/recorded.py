@@ -1,0 +1,269 @@
+"""The outputs of a recorded run on the episodes' pages, with the run's provenance.
+
+``tools/record_run.py`` executes the learner notebooks and keeps executed copies in
+``executed/NN-slug.ipynb``: the cells' outputs, and in the notebook's metadata (key
+``recorded_run``) the machine, versions, data, mode, date, wall time and a hash of every code
+cell's source. When Sphinx reads an episode, this extension
+
+- gives each code cell the outputs of the recorded cell with the same source (the prose always
+  comes from the episode, so editing it needs no new run); a code cell changed since the run gets
+  no output, and the page's box says so;
+- opens the page with a box saying where and how the outputs were made (CPU, GPU or "no GPU",
+  backend and versions, data, full size or quick mode, date, wall time), or in one line that
+  there is no recorded run yet;
+- gives every recorded figure its alt text, made from the figure's titles and labels when it
+  was drawn.
+
+It imports neither TensorFlow nor the lesson's package: the site builds with Jupyter Book alone.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from collections import defaultdict
+from pathlib import Path
+
+from carpentry import EPISODE_DIR, split_front_matter
+
+EXECUTED_DIR = "executed"
+METADATA_KEY = "recorded_run"
+REFRESH = "LESSON_DATA={data} python tools/record_run.py --only {number}"
+BOX_CLASS = "recorded-run"
+
+
+def cell_hash(source: str) -> str:
+    """A short hash of a code cell's source; blank lines around the code do not count."""
+    text = "\n".join(line.rstrip() for line in source.replace("\r\n", "\n").strip().split("\n"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def executed_path(root: Path, slug: str) -> Path:
+    return Path(root) / EXECUTED_DIR / f"{slug}.ipynb"
+
+
+def refresh_command(slug: str, data: str = "cifar10") -> str:
+    """The command that records episode ``slug`` again (with the data of its last record)."""
+    return REFRESH.format(number=slug.split("-", 1)[0], data=data)
+
+
+def read_record(path: Path) -> dict:
+    """An executed copy (nbformat 4); raises ValueError naming the file."""
+    import nbformat
+
+    try:
+        # nbformat joins the lines of sources and texts, as MyST-NB expects them.
+        nb = nbformat.reads(Path(path).read_text(encoding="utf-8"), as_version=4)
+    except (OSError, ValueError, AttributeError, KeyError) as exc:
+        raise ValueError(f"{path}: not a readable notebook ({exc}); record it again with "
+                         f"'{refresh_command(Path(path).stem)}'") from None
+    if METADATA_KEY not in nb.get("metadata", {}):
+        raise ValueError(f"{path}: no '{METADATA_KEY}' metadata, so not made by "
+                         f"tools/record_run.py; record it with '{refresh_command(Path(path).stem)}'")
+    return nb
+
+
+def _source(cell: dict) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source
+
+
+def recorded_outputs(nb: dict) -> dict[str, list[list]]:
+    """{cell hash: [outputs of each recorded cell with that source, in order]}."""
+    found: dict[str, list[list]] = defaultdict(list)
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            found[cell_hash(_source(cell))].append(cell.get("outputs", []))
+    return found
+
+
+def match_cells(sources: list[str], nb: dict) -> list[list | None]:
+    """For each code cell source (in page order): the recorded outputs of the cell with the
+    same source (the n-th repeat of a source gets the n-th recorded one), or None when no
+    recorded cell has that source, i.e. the cell changed since the run."""
+    available = recorded_outputs(nb)
+    matched = []
+    for source in sources:
+        queue = available.get(cell_hash(source))
+        matched.append(queue.pop(0) if queue else None)
+    return matched
+
+
+def stale_cells(sources: list[str], nb: dict) -> list[str]:
+    """What differs between the code cells of an episode and those of its recorded run: the
+    first line of every changed or new cell, and a line for the recorded cells now gone."""
+    problems = [f"changed or new cell: {(source.strip().splitlines() or [''])[0]!r}"
+                for source, outputs in zip(sources, match_cells(sources, nb), strict=True)
+                if outputs is None]
+    recorded = sum(cell["cell_type"] == "code" for cell in nb["cells"])
+    gone = recorded - (len(sources) - len(problems))
+    if gone > 0:
+        problems.append(f"{gone} recorded cell(s) no longer in the episode")
+    return problems
+
+
+def image_alts(nb: dict) -> dict[str, str]:
+    """{sha256 of an image's bytes: its alt text}: MyST-NB names image files by that hash."""
+    alts = {}
+    for cell in nb["cells"]:
+        for output in cell.get("outputs", []):
+            for mime, data in output.get("data", {}).items():
+                alt = output.get("metadata", {}).get(mime, {}).get("alt")
+                if mime.startswith("image/") and alt:
+                    payload = "".join(data) if isinstance(data, list) else data
+                    raw = base64.b64decode(payload) if mime != "image/svg+xml" else payload.encode()
+                    alts[hashlib.sha256(raw).hexdigest()] = alt
+    return alts
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    if hours:
+        return f"{hours} h {minutes} min"
+    return f"{minutes} min {secs} s" if minutes else f"{secs} s"
+
+
+def box_markdown(run: dict | None, slug: str, stale: int = 0) -> str:
+    """The box at the top of an episode page: where and how its outputs were made."""
+    command = refresh_command(slug, run["data"] if run else "cifar10")
+    if run is None:
+        return ("\n:::{note}\n:class: " + BOX_CLASS + " no-record\n"
+                "No recorded run of this episode yet: its code cells are shown without "
+                f"outputs (record one with `{command}`).\n:::\n\n")
+    machine = run["machine"]
+    gpu = (f"GPU: {machine['gpu']}" if machine.get("gpu")
+           else "**no GPU** (the GPU cells show what a learner without one sees)")
+    # Python, Keras and the backend first; the file keeps them in alphabetical order.
+    first = ("python", "keras", run["backend"])
+    names = [n for n in first if n in run["versions"]] + sorted(set(run["versions"]) - set(first))
+    versions = ", ".join(f"{name} {run['versions'][name]}" for name in names)
+    mode = ("**quick mode** (small data, few epochs: the numbers mean little)" if run["quick"]
+            else "full size")
+    lines = [
+        "The outputs on this page come from one run of the episode's notebook, recorded with "
+        "`tools/record_run.py`; they are not live.",
+        "",
+        f"- **Machine:** {machine['cpu_model']}, {machine['cores_usable']} CPU cores; {gpu}",
+        f"- **Keras backend:** {run['backend']}; {versions}",
+        f"- **Data:** {run['data_label']}; {mode}",
+        f"- **Recorded:** {run['date'][:10]}; the whole notebook ran in "
+        f"{_duration(run['wall_s'])}",
+    ]
+    if stale:
+        lines += ["", f"{stale} code cell(s) changed since this run and show no output; "
+                      f"refresh the record with `{command}`."]
+    kind = "warning" if (stale or run["quick"] or not machine.get("gpu")
+                         or run["data"] != "cifar10") else "note"
+    title = "Recorded run" + ("" if machine.get("gpu") else ": no GPU")
+    return (f"\n:::{{admonition}} {title}\n:class: {kind} {BOX_CLASS}\n"
+            + "\n".join(lines) + "\n:::\n\n")
+
+
+def episode_code_sources(text: str) -> list[str]:
+    """The code cells of an episode (a MyST text notebook), as jupytext reads them."""
+    import jupytext
+
+    return [cell.source for cell in jupytext.reads(text, fmt="myst").cells
+            if cell.cell_type == "code"]
+
+
+# --- Sphinx glue ----------------------------------------------------------------------------
+
+
+def _episode(docname: str) -> str | None:
+    parts = docname.split("/")
+    return parts[1] if len(parts) == 2 and parts[0] == EPISODE_DIR else None
+
+
+def _inject_box(app, docname, source):
+    """After carpentry's title and overview (higher priority number: runs later), a box right
+    under the page's title. Only text notebooks (episodes with code cells) get one."""
+    from sphinx.util import logging
+
+    slug = _episode(docname)
+    text = source[0]
+    if slug is None or not text.startswith("---") or "\njupytext:" not in text.split("\n---", 1)[0]:
+        return
+    sources = episode_code_sources(text)
+    if not sources:
+        return
+    path = executed_path(Path(app.srcdir), slug)
+    run, stale = None, 0
+    if path.exists():
+        app.env.note_dependency(str(path))  # a new record rebuilds the page
+        try:
+            nb = read_record(path)
+        except ValueError as exc:
+            logging.getLogger(__name__).warning("%s", exc, location=docname)
+            return
+        run = nb["metadata"][METADATA_KEY]
+        stale = sum(outputs is None for outputs in match_cells(sources, nb))
+    _, body = split_front_matter(text)
+    title = re.search(r"^# .*\n", body, flags=re.MULTILINE)
+    if title is None:
+        return
+    end = len(text) - len(body) + title.end()
+    source[0] = text[:end] + box_markdown(run, slug, stale) + text[end:]
+
+
+def _reader_with_outputs(create_nb_reader):
+    """Wrap MyST-NB's create_nb_reader: the notebook read from an episode gets the recorded
+    outputs of its unchanged code cells before MyST-NB renders it, so that outputs render
+    exactly as MyST-NB renders those of an executed notebook."""
+    import dataclasses
+
+    def create(path, md_config, nb_config, content):
+        reader = create_nb_reader(path, md_config, nb_config, content)
+        path = Path(path)
+        record = executed_path(path.parents[1], path.stem)
+        if reader is None or path.parent.name != EPISODE_DIR or not record.exists():
+            return reader
+        read = reader.read
+
+        def read_with_outputs(text):
+            notebook = read(text)
+            cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
+            try:
+                matched = match_cells([cell.source for cell in cells], read_record(record))
+            except ValueError:
+                return notebook  # the box's source-read step has warned already
+            import nbformat
+
+            for cell, outputs in zip(cells, matched, strict=True):
+                cell.outputs = [nbformat.from_dict(output) for output in outputs or []]
+            return notebook
+
+        return dataclasses.replace(reader, read=read_with_outputs)
+
+    create.recorded = True
+    return create
+
+
+def _image_alt_text(app, doctree):
+    slug = _episode(app.env.docname)
+    path = executed_path(Path(app.srcdir), slug) if slug else None
+    if path is None or not path.exists():
+        return
+    from docutils import nodes
+
+    try:
+        alts = image_alts(read_record(path))
+    except ValueError:
+        return
+    for image in doctree.findall(nodes.image):
+        alt = alts.get(Path(image.get("uri", "")).stem)
+        if alt and not image.get("alt"):
+            image["alt"] = alt
+
+
+def setup(app):
+    import myst_nb.sphinx_ as myst_nb_sphinx
+
+    if not getattr(myst_nb_sphinx.create_nb_reader, "recorded", False):
+        myst_nb_sphinx.create_nb_reader = _reader_with_outputs(myst_nb_sphinx.create_nb_reader)
+    # Priority 600: after carpentry's source-read handlers (500), which add the title.
+    app.connect("source-read", _inject_box, priority=600)
+    app.connect("doctree-read", _image_alt_text)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

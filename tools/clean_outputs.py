@@ -1,0 +1,175 @@
+"""Outputs of an executed notebook made fit for a static page (used by tools/record_run.py).
+
+What a kernel sends is written for a live front end: progress bars redrawn with carriage
+returns and backspaces, colours as ANSI escapes, widgets as JSON that only JupyterLab can draw,
+one stream message per line, full-size PNGs, paths with the recording user's home folder, and
+the C++ start-up log of TensorFlow and XLA. :func:`clean_notebook` turns these into what a
+reader of the page should see: the final text of each line, no escapes, a widget's text form,
+one stream output per run of text, smaller PNGs, ``~`` for the home folder, and no C++ log.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import re
+from pathlib import Path
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
+# A line of the C++ logging of TensorFlow, XLA and absl (e.g. "2026-01-02 10:11:12.345678: I
+# external/local_xla/...", "E0000 00:00:1700000000.1 123 cuda_dnn.cc:8310] ..."), and absl's
+# note on it. TF_CPP_MIN_LOG_LEVEL hides most of it, not all (the CUDA plugins register
+# before it is read); it is start-up noise of the framework, not output of the lesson's code.
+CPP_LOG = re.compile(
+    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] |[IWEF]\d{4} \d\d:\d\d:\d+\.\d+ +\d+ "
+    r"|WARNING: All log messages before absl::InitializeLog\(\) is called)")
+WIDGET = "application/vnd.jupyter.widget-view+json"
+MAX_STREAM_LINES = 60  # longer logs keep their head and tail: the page is for reading
+PNG_BUDGET = 120_000  # bytes; a larger PNG is reduced to 256 colours
+
+
+def final_text(text: str) -> str:
+    """Text as a terminal would leave it: ``\\r`` returns to the start of the line, ``\\b``
+    steps back one character, so a progress bar keeps only its last state."""
+    lines, line, cursor = [], [], 0
+    for char in text:
+        if char == "\n":
+            lines.append("".join(line).rstrip())
+            line, cursor = [], 0
+        elif char == "\r":
+            cursor = 0
+        elif char == "\b":
+            cursor = max(0, cursor - 1)
+        else:
+            if cursor < len(line):
+                line[cursor] = char
+            else:
+                line.append(char)
+            cursor += 1
+    done = "".join(f"{text}\n" for text in lines)
+    return done + "".join(line).rstrip()
+
+
+def clean_text(text: str, home: str | None = None) -> str:
+    text = final_text(ANSI.sub("", text))
+    if home and home != "/":
+        text = text.replace(home.rstrip("/") + "/", "~/")
+    return text
+
+
+def _shorten(text: str, limit: int = MAX_STREAM_LINES) -> str:
+    lines = text.splitlines()
+    if len(lines) <= limit:
+        return text
+    head, tail = lines[: limit // 2], lines[-(limit // 2):]
+    left_out = len(lines) - len(head) - len(tail)
+    return "\n".join([*head, f"[... {left_out} lines of this output are not shown ...]", *tail]) + "\n"
+
+
+def _stream(name: str, text: str) -> dict:
+    return {"output_type": "stream", "name": name, "text": text}
+
+
+def clean_streams(outputs: list[dict], home: str | None = None) -> list[dict]:
+    """Consecutive stream outputs of one name joined, then cleaned; C++ log lines dropped."""
+    joined: list[dict] = []
+    for output in outputs:
+        if (output["output_type"] == "stream" and joined
+                and joined[-1]["output_type"] == "stream" and joined[-1]["name"] == output["name"]):
+            joined[-1] = _stream(output["name"], joined[-1]["text"] + _text(output["text"]))
+        elif output["output_type"] == "stream":
+            joined.append(_stream(output["name"], _text(output["text"])))
+        else:
+            joined.append(output)
+    cleaned = []
+    for output in joined:
+        if output["output_type"] == "stream":
+            text = clean_text(output["text"], home)
+            if output["name"] == "stderr":
+                text = "".join(line for line in text.splitlines(keepends=True)
+                               if not CPP_LOG.match(line))
+            text = _shorten(text)
+            if text.strip():
+                cleaned.append(_stream(output["name"], text))
+        else:
+            cleaned.append(output)
+    return cleaned
+
+
+def _text(value) -> str:
+    return "".join(value) if isinstance(value, list) else value
+
+
+def compress_png(data: str, budget: int = PNG_BUDGET) -> str:
+    """A base64 PNG re-encoded with Pillow's optimiser, and reduced to 256 colours when it is
+    still larger than ``budget`` bytes (plots use few colours; photos lose little)."""
+    from PIL import Image
+
+    raw = base64.b64decode(data)
+    image = Image.open(io.BytesIO(raw))
+    best = raw
+    for attempt in ("optimize", "palette"):
+        if attempt == "palette":
+            if len(best) <= budget:
+                break
+            image = image.convert("RGB").quantize(256)
+        out = io.BytesIO()
+        image.save(out, format="PNG", optimize=True)
+        if len(out.getvalue()) < len(best):
+            best = out.getvalue()
+    return base64.b64encode(best).decode("ascii")
+
+
+def clean_data(output: dict, home: str | None = None) -> dict | None:
+    """A display or result output for a static page; None when nothing is left of it."""
+    data = dict(output.get("data", {}))
+    metadata = dict(output.get("metadata", {}))
+    if WIDGET in data:
+        # A widget (a progress bar of tqdm, say) cannot be drawn without a live kernel: its
+        # text form, reduced to its last state, is what the page shows.
+        data.pop(WIDGET)
+        metadata.pop(WIDGET, None)
+    data.pop("application/vnd.jupyter.widget-state+json", None)
+    for mime in list(data):
+        if mime == "image/png":
+            data[mime] = compress_png(_text(data[mime]))
+        elif mime.startswith("text/") or mime == "image/svg+xml":
+            data[mime] = clean_text(_text(data[mime]), home)
+    if "text/plain" in data and set(data) == {"text/plain"} and not data["text/plain"].strip():
+        return None
+    if not data:
+        return None
+    return {**output, "data": data, "metadata": metadata}
+
+
+def clean_outputs(outputs: list[dict], home: str | None = None) -> list[dict]:
+    cleaned = []
+    for output in clean_streams(outputs, home):
+        if output["output_type"] in ("display_data", "execute_result"):
+            output = clean_data(output, home)
+            if output is None:
+                continue
+            if output["output_type"] == "execute_result":
+                # No execution counts anywhere, so that a new run changes only what it did.
+                output["execution_count"] = None
+        elif output["output_type"] == "error":
+            output = {**output, "traceback": [ANSI.sub("", line) for line in output["traceback"]]}
+        cleaned.append(output)
+    return cleaned
+
+
+def clean_notebook(nb: dict, home: str | None = None) -> dict:
+    """The notebook (nbformat 4 as a dict) with every code cell's outputs cleaned, no execution
+    counts and no timing metadata. ``home`` (default: this user's) becomes ``~``."""
+    home = str(Path.home()) if home is None else home
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        cell["outputs"] = clean_outputs(cell.get("outputs", []), home)
+        cell["execution_count"] = None
+        cell.get("metadata", {}).pop("execution", None)
+    return nb
+
+
+def size_of(folder: Path) -> int:
+    return sum(path.stat().st_size for path in Path(folder).glob("*.ipynb"))

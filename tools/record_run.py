@@ -1,0 +1,425 @@
+"""Record a run of the learner notebooks, whose outputs the site shows under each code cell.
+
+    LESSON_DATA=cifar10 python tools/record_run.py            # every notebook, full size
+    LESSON_DATA=synthetic python tools/record_run.py --only 04 05
+    LESSON_DATA=synthetic python tools/record_run.py --quick --only 01   # a try-out, labelled so
+
+Each notebook of ``notebooks/`` runs end to end, as a learner runs it, on this machine: in a
+temporary copy next to ``notebooks/`` (which stays clean), on a fresh kernel of this Python,
+with the data chosen explicitly (``LESSON_DATA`` or ``--data``: there is no default, so a
+synthetic run is never mistaken for a CIFAR-10 one). Its executed copy, with its outputs
+cleaned for a static page (``tools/clean_outputs.py``) and its provenance in the metadata
+(machine, GPU or none, Keras backend and versions, data, full size or quick mode, date, wall
+time, a hash of each code cell), goes to ``executed/NN-slug.ipynb`` in one atomic step: a run
+killed half-way keeps every record finished before it. ``_ext/recorded.py`` puts the outputs
+on the episode's pages; ``tests/test_recorded.py`` names the records whose code has changed.
+
+Works on any Keras backend (``KERAS_BACKEND=jax`` or ``torch`` where TensorFlow is absent).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "_ext"))
+sys.path.insert(0, str(ROOT / "tools"))
+import clean_outputs  # noqa: E402
+import make_notebooks  # noqa: E402
+from carpentry import EPISODE_DIR  # noqa: E402
+from recorded import (  # noqa: E402
+    EXECUTED_DIR,
+    METADATA_KEY,
+    cell_hash,
+    read_record,
+    refresh_command,
+    stale_cells,
+)
+
+DATA_LABELS = {
+    "cifar10": "CIFAR-10 (and MNIST in the PyTorch episode), the real data sets",
+    "synthetic": "synthetic stand-in (not CIFAR-10; in the PyTorch episode not MNIST either)",
+}
+SIZE_LIMIT = 10_000_000  # bytes, for all executed copies together
+DEFAULT_TIMEOUT = 3 * 3600  # seconds per notebook
+PACKAGES = ("keras", "tensorflow", "jax", "torch", "numpy", "h5py")
+
+# Runs on the kernel before the notebook's first cell (and is left out of the record):
+# - every matplotlib figure the notebook shows gets alt text made from its own titles and
+#   labels, in the output's metadata, where the site finds it;
+# - tqdm draws its text bar, not a widget: a static page cannot draw a widget, whose text form
+#   stays at 0 %; the text bar (on stdout, reduced to its last state) shows how it ended.
+KERNEL_SETUP = r'''
+def _recorded_run_text_bars():
+    import sys
+
+    import tqdm.auto
+    import tqdm.std
+
+    class TextBar(tqdm.std.tqdm):
+        def __init__(self, *args, **kwargs):
+            kwargs.setdefault("file", sys.stdout)
+            super().__init__(*args, **kwargs)
+
+    tqdm.auto.tqdm = TextBar
+
+
+def _recorded_run_alt_text():
+    from IPython import get_ipython
+    from matplotlib.figure import Figure
+    # Loading the inline backend registers its PNG formatter for figures, wrapped below.
+    import matplotlib_inline.backend_inline  # noqa: F401
+
+    def describe(fig):
+        parts = []
+        if fig._suptitle is not None and fig._suptitle.get_text():
+            parts.append(fig._suptitle.get_text())
+        axes = [ax for ax in fig.axes if ax.get_visible() and ax.axison or ax.images]
+        titles = [ax.get_title() for ax in axes if ax.get_title()]
+        if len(axes) > 4:
+            kind = "images" if all(ax.images for ax in axes) else "panels"
+            parts.append(f"{len(axes)} {kind}" + (": " + ", ".join(titles) if titles else ""))
+        else:
+            for ax in axes:
+                bits = [ax.get_title()] if ax.get_title() else []
+                if ax.get_xlabel() or ax.get_ylabel():
+                    bits.append(f"{ax.get_ylabel() or 'values'} against "
+                                f"{ax.get_xlabel() or 'position'}")
+                legend = ax.get_legend()
+                if legend is not None:
+                    labels = [t.get_text() for t in legend.get_texts()]
+                    bits.append("series: " + ", ".join(labels))
+                if ax.images and not bits:
+                    bits.append("an image")
+                if bits:
+                    parts.append("; ".join(bits))
+        text = ". ".join(parts) or "a figure without titles or labels"
+        return "Figure drawn by the code above: " + text
+
+    png = get_ipython().display_formatter.formatters["image/png"]
+    draw = png.lookup_by_type(Figure)
+
+    def with_alt(fig, *args, **kwargs):
+        result = draw(fig, *args, **kwargs)
+        data, metadata = result if isinstance(result, tuple) else (result, {})
+        return data, {**(metadata or {}), "alt": describe(fig)}
+
+    png.for_type(Figure, with_alt)
+
+
+_recorded_run_alt_text()
+_recorded_run_text_bars()
+del _recorded_run_alt_text, _recorded_run_text_bars
+'''
+
+PROBE = r'''
+import json
+from gpulesson import devices
+
+facts = devices.cpu_info()
+try:
+    facts.update(devices.keras_device())
+except Exception as exc:  # the record says so rather than guessing a GPU
+    facts["probe_error"] = f"{type(exc).__name__}: {exc}"
+print(json.dumps(facts))
+'''
+
+
+class RecordError(RuntimeError):
+    """The run cannot start as asked; the message says what to do."""
+
+
+def choose_data(arg: str | None, environ) -> str:
+    data = arg or environ.get("LESSON_DATA", "").strip().lower()
+    if not data:
+        raise RecordError(
+            "choose the data explicitly: LESSON_DATA=cifar10 (the lesson's record, where CIFAR-10 "
+            "can be had) or LESSON_DATA=synthetic (the full-size stand-in, labelled so), "
+            "or --data cifar10|synthetic")
+    if data not in DATA_LABELS:
+        raise RecordError(f"unknown data {data!r}: use cifar10 or synthetic")
+    return data
+
+
+def choose_quick(arg: bool, environ) -> bool:
+    value = environ.get("LESSON_QUICK", "").strip().lower()
+    if value not in ("", "0", "false", "no") and not arg:
+        raise RecordError(f"LESSON_QUICK={environ['LESSON_QUICK']} is set: unset it for the "
+                          "lesson's recorded run (full size), or pass --quick for a try-out")
+    return arg
+
+
+def select_notebooks(only: list[str] | None, root: Path = ROOT) -> list[Path]:
+    notebooks = sorted((root / make_notebooks.NOTEBOOK_DIR).glob("*.ipynb"))
+    if not only:
+        return notebooks
+    chosen = [nb for nb in notebooks if any(nb.stem.startswith(prefix) for prefix in only)]
+    unknown = [p for p in only if not any(nb.stem.startswith(p) for nb in notebooks)]
+    if unknown:
+        raise RecordError(f"no notebook starts with {', '.join(unknown)}; there are: "
+                          + ", ".join(nb.stem for nb in notebooks))
+    return chosen
+
+
+def kernel_environment(data: str, quick: bool) -> dict:
+    env = dict(os.environ)
+    env.update(
+        LESSON_DATA=data,
+        LESSON_QUICK="1" if quick else "0",
+        # The lesson's package from this folder, as `make lab` gives learners.
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
+        # Figures inline, as in JupyterLab (a test run may have set Agg for its own process).
+        MPLBACKEND="module://matplotlib_inline.backend_inline",
+        # TensorFlow's C++ start-up log is no output of the lesson's code (what escapes this
+        # is dropped by clean_outputs.CPP_LOG); warnings and errors of Python still show.
+        TF_CPP_MIN_LOG_LEVEL="2",
+    )
+    return env
+
+
+def versions(facts: dict) -> dict:
+    """Python, Keras, the backend's framework (as the probe saw it), then the other packages
+    the notebooks use, where installed (tensorflow-cpu counts as tensorflow)."""
+    found = {"python": platform.python_version()}
+    if facts.get("backend_version"):
+        found[facts["backend"]] = facts["backend_version"]
+    for package in PACKAGES:
+        for distribution in (package, f"{package}-cpu"):
+            try:
+                found.setdefault(package, version(distribution))
+            except PackageNotFoundError:
+                continue
+            break
+    return dict(sorted(found.items(), key=lambda item: item[0] not in ("python", "keras")))
+
+
+def probe_machine(env: dict) -> dict:
+    """CPU, cores and the backend's GPU, asked in a process of its own (with the kernels'
+    environment), so that this one imports no deep-learning framework."""
+    done = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True,
+                          text=True, timeout=600)
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        raise RecordError("could not ask this Python about the machine (python -c "
+                          f"'from gpulesson import devices'):\n{done.stderr[-2000:]}")
+    return json.loads(lines[-1])
+
+
+def provenance(facts: dict, data: str, quick: bool, wall_s: float, cells: list[str]) -> dict:
+    gpu = facts.get("device") if facts.get("device") not in (None, "CPU") else None
+    return {
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "wall_s": round(wall_s, 1),
+        "machine": {"cpu_model": facts["cpu_model"], "cores_usable": facts["cores_usable"],
+                    "cores_total": facts["cores_total"], "gpu": gpu,
+                    "gpu_count": facts.get("gpu_count", 0)},
+        "backend": facts.get("backend", "unknown: " + facts.get("probe_error", "")),
+        "versions": versions(facts),
+        "data": data,
+        "data_label": DATA_LABELS[data],
+        "quick": quick,
+        "command": "python tools/record_run.py",
+        "cells": cells,
+    }
+
+
+def execute(notebook: Path, workdir: Path, timeout: float, env: dict):
+    """Run ``notebook`` in ``workdir`` on a fresh kernel; returns (notebook node, wall seconds).
+    A line per cell says how far it got; the whole notebook has ``timeout`` seconds."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellTimeoutError
+
+    nb = nbformat.read(notebook, as_version=4)
+    nb.cells.insert(0, nbformat.v4.new_code_cell(KERNEL_SETUP))
+    n_code = sum(cell.cell_type == "code" for cell in nb.cells) - 1
+    started = time.monotonic()
+    deadline = started + timeout
+    count = {"done": 0}
+
+    def progress(cell, cell_index, **_):
+        if cell.cell_type != "code" or cell_index == 0:
+            return
+        count["done"] += 1
+        print(f"  {notebook.stem}: cell {count['done']}/{n_code} done "
+              f"({time.monotonic() - started:.0f} s)", flush=True)
+
+    client = NotebookClient(
+        nb, kernel_name="python3", resources={"metadata": {"path": str(workdir)}},
+        timeout_func=lambda cell: max(1, int(deadline - time.monotonic())),
+        on_cell_executed=progress, record_timing=False,
+    )
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)  # the kernel inherits this process's environment
+    try:
+        client.execute()
+    except CellTimeoutError:
+        raise RecordError(f"the notebook ran over its time limit of {timeout:g} s (--timeout) "
+                          f"in its code cell {count['done'] + 1}") from None
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    del nb.cells[0]
+    return nb, time.monotonic() - started
+
+
+def write_atomically(nb: dict, path: Path) -> None:
+    import nbformat
+
+    node = nbformat.from_dict(nb)
+    nbformat.validate(node)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = nbformat.writes(node) + "\n"  # as notebooks/ are written: sources as lists of lines
+    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, suffix=".tmp",
+                                     delete=False) as tmp:
+        try:
+            tmp.write(text)
+        except BaseException:
+            tmp.close()
+            os.unlink(tmp.name)
+            raise
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp.name, 0o666 & ~umask)  # as an ordinary new file, not the temporary's 0600
+    os.replace(tmp.name, path)
+
+
+def record(notebook: Path, out_dir: Path, *, data: str, quick: bool, facts: dict, env: dict,
+           timeout: float) -> Path:
+    """Execute one notebook and write its cleaned, labelled copy to ``out_dir``."""
+    workdir = Path(tempfile.mkdtemp(prefix=".record-run-", dir=ROOT))
+    try:
+        shutil.copy2(notebook, workdir / notebook.name)
+        nb, wall_s = execute(workdir / notebook.name, workdir, timeout, env)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    nb = clean_outputs.clean_notebook(json.loads(json.dumps(nb)))
+    cells = [cell_hash("".join(cell["source"])) for cell in nb["cells"]
+             if cell["cell_type"] == "code"]
+    nb["metadata"][METADATA_KEY] = provenance(facts, data, quick, wall_s, cells)
+    target = out_dir / notebook.name
+    write_atomically(nb, target)
+    return target
+
+
+def code_sources(episode: Path) -> list[str]:
+    """The code cells of an episode's learner notebook, as the recorded run executed them."""
+    return [cell.source for cell in make_notebooks.build_notebook(episode).cells
+            if cell.cell_type == "code"]
+
+
+def stale_records(root: Path = ROOT) -> list[str]:
+    """One line per executed copy whose code no longer matches its episode (or that is not a
+    record of this tool), naming the notebook, what changed and the command that refreshes it."""
+    problems = []
+    for path in sorted((root / EXECUTED_DIR).glob("*.ipynb")):
+        episode = root / EPISODE_DIR / f"{path.stem}.md"
+        if not episode.exists():
+            problems.append(f"{EXECUTED_DIR}/{path.name} has no episode {EPISODE_DIR}/{episode.name}: "
+                            "remove it")
+            continue
+        try:
+            nb = read_record(path)
+        except ValueError as exc:
+            problems.append(str(exc))
+            continue
+        run = nb["metadata"][METADATA_KEY]
+        command = refresh_command(path.stem, run.get("data", "cifar10"))
+        hashes = [cell_hash("".join(cell["source"])) for cell in nb["cells"]
+                  if cell["cell_type"] == "code"]
+        if hashes != run.get("cells"):
+            problems.append(f"{EXECUTED_DIR}/{path.name} was edited after its run; refresh it: "
+                            f"{command}")
+            continue
+        changed = stale_cells(code_sources(episode), nb)
+        if changed:
+            problems.append(f"{EXECUTED_DIR}/{path.name} is stale ({'; '.join(changed)}); "
+                            f"refresh it: {command}")
+    return problems
+
+
+def unrecorded(root: Path = ROOT) -> list[str]:
+    """The episodes with code cells that have no executed copy yet."""
+    return [episode.stem for episode in make_notebooks.notebook_episodes(root)
+            if code_sources(episode) and not (root / EXECUTED_DIR / f"{episode.stem}.ipynb").exists()]
+
+
+def check_size(folder: Path, limit: int = SIZE_LIMIT) -> str | None:
+    """A message when the executed copies together are larger than ``limit`` bytes."""
+    total = clean_outputs.size_of(folder) if Path(folder).exists() else 0
+    if total > limit:
+        return (f"{Path(folder).name}/ holds {total / 1e6:.2f} MB of executed notebooks, over the "
+                f"limit of {limit / 1e6:.0f} MB: show fewer or smaller figures")
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", choices=sorted(DATA_LABELS),
+                        help="the data (else LESSON_DATA; one of the two is required)")
+    parser.add_argument("--quick", action="store_true",
+                        help="quick mode (LESSON_QUICK=1): a try-out, not the lesson's record")
+    parser.add_argument("--only", nargs="+", metavar="NN",
+                        help="only the notebooks whose names start with these, e.g. 04 05")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+                        help="seconds allowed for each whole notebook (default %(default)s)")
+    parser.add_argument("--out", type=Path, default=ROOT / EXECUTED_DIR,
+                        help="folder of the executed copies (default: executed/)")
+    args = parser.parse_args(argv)
+    try:
+        data = choose_data(args.data, os.environ)
+        quick = choose_quick(args.quick, os.environ)
+        notebooks = select_notebooks(args.only)
+        stale = make_notebooks.out_of_sync()
+        if stale:
+            raise RecordError("the notebooks differ from their episodes:\n  " + "\n  ".join(stale)
+                              + "\nrun 'python tools/make_notebooks.py' first")
+        env = kernel_environment(data, quick)
+        facts = probe_machine(env)
+    except RecordError as exc:
+        print(f"record_run: {exc}", file=sys.stderr)
+        return 2
+    gpu = facts.get("device") if facts.get("gpu_count") else "no GPU"
+    print(f"Recording {len(notebooks)} notebook(s) on {facts['cpu_model']} "
+          f"({facts['cores_usable']} cores), {gpu}, backend {facts.get('backend')}, "
+          f"data {data}, {'quick mode' if quick else 'full size'}", flush=True)
+    failed = []
+    for notebook in notebooks:
+        print(f"{notebook.stem}: running", flush=True)
+        try:
+            target = record(notebook, args.out, data=data, quick=quick, facts=facts, env=env,
+                            timeout=args.timeout)
+        except Exception as exc:  # one failed notebook must not lose the others' records
+            failed.append(notebook.stem)
+            message = str(exc).strip().splitlines()
+            print(f"{notebook.stem}: FAILED, its previous record is kept: "
+                  f"{type(exc).__name__}: {' '.join(message[-3:])[:1500]}", file=sys.stderr)
+            continue
+        print(f"{notebook.stem}: recorded in {target.relative_to(args.out.parent)} "
+              f"({target.stat().st_size / 1e6:.2f} MB)", flush=True)
+    too_large = check_size(args.out)
+    if too_large:
+        print(too_large, file=sys.stderr)
+        return 1
+    print(f"{args.out.name}/ holds {clean_outputs.size_of(args.out) / 1e6:.2f} MB of executed "
+          f"notebooks (limit {SIZE_LIMIT / 1e6:.0f} MB)")
+    if failed:
+        print(f"not recorded: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
