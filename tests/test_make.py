@@ -129,3 +129,55 @@ def test_work_copies_of_the_lesson_are_ignored_by_git_and_open_its_figures(tmp_p
     assert ignored.returncode == 0, "my-notebooks/ must be in .gitignore"
     # A copy sits next to notebooks/, so its relative links (../fig, ../setup.md) still work.
     assert (ROOT / workcopy.DEFAULT_TARGET).parent == (ROOT / workcopy.SOURCE).parent
+
+
+def _site_closure() -> set[str]:
+    """The distributions requirements/site.txt installs: its pins and what they require."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    todo = [line.split("==")[0] for line in (ROOT / "requirements/site.txt").read_text().splitlines()
+            if line.strip() and not line.startswith("#")]
+    seen: set[str] = set()
+    while todo:
+        name = canonicalize_name(todo.pop())
+        if name in seen:
+            continue
+        seen.add(name)
+        for text in metadata.requires(name) or []:
+            req = Requirement(text)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(req.name)
+    return seen
+
+
+def test_the_site_environment_has_what_the_extensions_import():
+    """Every package that _ext/*.py imports (at any depth of a function) is installed by
+    requirements/site.txt: a missing one breaks 'make site' on a fresh machine only."""
+    import ast
+    from importlib import metadata
+
+    from packaging.utils import canonicalize_name
+
+    local = {p.stem for p in (ROOT / "_ext").glob("*.py")} | {"gpulesson"}
+    providers = metadata.packages_distributions()
+    closure = _site_closure()
+    missing = []
+    for source in sorted((ROOT / "_ext").glob("*.py")):
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                if top in sys.stdlib_module_names or top in local or top == "__future__":
+                    continue
+                dists = {canonicalize_name(d) for d in providers.get(top, [top])}
+                if not dists & closure:
+                    missing.append(f"{source.name}: import {name} ({', '.join(sorted(dists))})")
+    assert not missing, "not installed by requirements/site.txt:\n" + "\n".join(missing)
