@@ -25,8 +25,8 @@ class HDF5Batches(keras.utils.PyDataset):
     rows. With shuffle=True every epoch visits the blocks in a new order,
     `window` blocks at a time: a window is read as contiguous slices, its
     images are mixed (with their labels) and cut into batches. A batch
-    depends only on (seed, epoch, index): set `epoch` before an epoch
-    (the DataEpoch callback does) and train with fit(shuffle=False).
+    depends only on (seed, epoch, index): the DataEpoch callback sets
+    `epoch` to Keras' epoch number; train with fit(shuffle=False).
     Images come as float32 in [0, 1], labels as int32.
     """
 
@@ -113,6 +113,10 @@ class HDF5Batches(keras.utils.PyDataset):
         rows = slice(position * self.batch_size,
                      (position + 1) * self.batch_size)
         return x[rows].astype("float32") / 255.0, y[rows].astype("int32")
+
+    def on_epoch_end(self):
+        # Used without DataEpoch, the generator still moves on to a new mix.
+        self.epoch += 1
 
     def __getstate__(self):
         # A copy sent to a worker process opens its own file.

@@ -99,6 +99,16 @@ def test_batch_membership_changes_between_epochs_while_reads_stay_contiguous(pat
                                                     for r in range(b * BATCH, min((b + 1) * BATCH, N_TRAIN)))
 
 
+def test_on_epoch_end_moves_on_to_the_next_epochs_mix(path):
+    batches = lesson.HDF5Batches(path, "train", BATCH, shuffle=True, seed=4)
+    first = at_epoch(batches, 0)
+    batches.on_epoch_end()
+    assert batches.epoch == 1
+    following = epoch(batches)
+    assert all(np.array_equal(a, b) for a, b in zip(following, at_epoch(batches, 1)))
+    assert membership(first) != membership(following)
+
+
 def test_unshuffled_order_is_the_file_order(path):
     batches = lesson.HDF5Batches(path, "test", BATCH)
     np.testing.assert_array_equal(np.concatenate(at_epoch(batches, 0)), np.arange(N_TEST))
