@@ -9,9 +9,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from gpulesson.errors import DataFileError, check_writable
-from gpulesson.hdf5 import Hdf5Info, validate_hdf5, write_hdf5
+from gpulesson.hdf5 import Hdf5Info, file_attributes, validate_hdf5, write_hdf5
 from gpulesson.settings import Settings, get_settings
+
+# The training rows are shuffled once, with this seed, when a data file is written, so that any
+# contiguous slice of the file is a random mix of classes (the episode's generator reads slices).
+ROW_SEED = 0
+FULL_BATCH_SIZE = 256  # the episode's batch size: one chunk of the file holds one batch
 
 
 def load_arrays(settings: Settings, *, seed: int = 0, progress: bool = True):
@@ -46,7 +53,35 @@ def _mismatch(info: Hdf5Info, settings: Settings, seed: int) -> str | None:
         return "it was made for the other mode (quick / full size)"
     if info.synthetic and info.attrs.get("seed") != seed:
         return f"it was made with seed {info.attrs.get('seed')}, not {seed}"
+    if info.attrs.get("train_row_seed") != ROW_SEED:
+        return "its training rows are not shuffled the way the lesson writes them"
     return None
+
+
+def _settings_attrs(settings: Settings, source: str, seed: int) -> dict:
+    attrs = {"quick": settings.quick, "train_row_seed": ROW_SEED}
+    if source == "synthetic":
+        attrs["seed"] = seed
+    else:
+        from gpulesson.cifar10 import cifar10_source
+
+        attrs["origin"] = cifar10_source()[0]
+    return attrs
+
+
+def lesson_file_attributes(settings: Settings, arrays, source: str, class_names, *,
+                           seed: int = 0) -> dict:
+    """The attributes of a data file that the episode writes itself with h5py: the same as
+    :func:`prepare` writes, so that :func:`prepare` reuses that file (``arrays``: the four
+    datasets by name, training rows already shuffled with :data:`ROW_SEED`)."""
+    return file_attributes(arrays, source=source, class_names=class_names,
+                           attrs=_settings_attrs(settings, source, seed))
+
+
+def shuffle_rows(x, y, seed: int = ROW_SEED):
+    """``(x, y)`` with their rows in the one random order a lesson data file keeps them in."""
+    order = np.random.default_rng(seed).permutation(len(y))
+    return x[order], y[order]
 
 
 def prepare(settings: Settings | None = None, *, force: bool = False, out=None, seed: int = 0,
@@ -81,15 +116,10 @@ def prepare(settings: Settings | None = None, *, force: bool = False, out=None, 
     if source != settings.data:
         raise ValueError(f"the arrays given are {source}, but the settings ask for {settings.data}: "
                          "use load_arrays(settings)")
-    attrs = {"quick": settings.quick}
-    if source == "synthetic":
-        attrs["seed"] = seed
-    else:
-        from gpulesson.cifar10 import cifar10_source
-
-        attrs["origin"] = cifar10_source()[0]
-    write_hdf5(path, train, test, source=source, class_names=class_names, attrs=attrs,
-               progress=progress)
+    # Written as the episode writes it: training rows shuffled once, a batch per chunk.
+    write_hdf5(path, shuffle_rows(*train), test, source=source, class_names=class_names,
+               attrs=_settings_attrs(settings, source, seed),
+               chunk_rows=settings.batch_size(FULL_BATCH_SIZE), progress=progress)
     print(f"Wrote {path}.")
     return path
 

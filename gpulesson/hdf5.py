@@ -120,6 +120,14 @@ def _provenance(arrays, source, class_names, attrs) -> dict:
     }
 
 
+def file_attributes(arrays: Mapping, *, source: str, class_names, attrs: Mapping | None = None) -> dict:
+    """The root attributes :func:`write_hdf5` gives a file of ``arrays`` (the four datasets by
+    name): provenance, shapes, checksum and ``attrs``, for a file written with h5py directly."""
+    checked = _check_arrays((arrays["x_train"], arrays["y_train"]),
+                            (arrays["x_test"], arrays["y_test"]), len(class_names))
+    return _provenance(checked, source, class_names, attrs)
+
+
 def temp_path(path: Path) -> Path:
     """The hidden temporary file a write goes to before it is renamed onto ``path``."""
     return path.with_name(f".{path.name}.{os.getpid()}.tmp")

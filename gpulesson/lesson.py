@@ -9,6 +9,7 @@ the code a learner writes in the notebooks.
 # From _episodes/04-cpu-vs-gpu.md
 import math
 import os
+import time
 
 import h5py
 import keras
@@ -18,17 +19,19 @@ from gpulesson.hdf5 import validate_hdf5
 
 
 class HDF5Batches(keras.utils.PyDataset):
-    """Batches (images, labels) of a lesson HDF5 file, read one at a time.
+    """Batches (images, labels) of a lesson HDF5 file.
 
-    Rows start:stop of the split "train" or "test". Images come as float32
-    in [0, 1], labels as int32. With shuffle=True every epoch visits the
-    batches in a new order and shuffles the images within each batch: every
-    image once per epoch, read as contiguous slices. Other keyword arguments
-    (workers, use_multiprocessing, max_queue_size) go to PyDataset.
+    Rows start:stop of the split "train" or "test", as blocks of batch_size
+    rows. With shuffle=True every epoch visits the blocks in a new order,
+    `window` blocks at a time: a window is read as contiguous slices, its
+    images are mixed (with their labels) and cut into batches. A batch
+    depends only on (seed, epoch, index): the DataEpoch callback sets
+    `epoch` to Keras' epoch number; train with fit(shuffle=False).
+    Images come as float32 in [0, 1], labels as int32.
     """
 
     def __init__(self, path, split="train", batch_size=256, *, start=0,
-                 stop=None, shuffle=False, seed=0, **kwargs):
+                 stop=None, shuffle=False, seed=0, window=4, **kwargs):
         super().__init__(**kwargs)
         # A missing or damaged file: an error that says how to re-create it.
         info = validate_hdf5(path)
@@ -43,14 +46,17 @@ class HDF5Batches(keras.utils.PyDataset):
             raise ValueError(f"batch_size={batch_size} must be between 1 "
                              f"and the number of images ({stop - start}); "
                              "use a smaller batch or more images")
+        if window < 1:
+            raise ValueError(f"window={window} must be at least 1 block")
         self.path, self.split = info.path, split
-        self.batch_size = batch_size
+        self.batch_size, self.window = batch_size, window
         self.start, self.stop = start, stop
         self.shuffle, self.seed = shuffle, seed
         self.epoch = 0
-        self.batch_order = self._order()
         # The file is opened by the process that reads from it.
         self._file, self._pid = None, None
+        # The last window read: (epoch, window number) -> its images
+        self._cached = (None, None)
 
     @property
     def n_images(self):
@@ -60,11 +66,14 @@ class HDF5Batches(keras.utils.PyDataset):
         # The last batch is smaller when the images do not fill it.
         return math.ceil(self.n_images / self.batch_size)
 
-    def _order(self):
+    def block_order(self):
+        """This epoch's order of the blocks; a short last one stays last."""
+        n_blocks, n_full = len(self), self.n_images // self.batch_size
         if not self.shuffle:
-            return np.arange(len(self))
+            return np.arange(n_blocks)
         rng = np.random.default_rng([self.seed, self.epoch])
-        return rng.permutation(len(self))
+        return np.concatenate([rng.permutation(n_full),
+                               np.arange(n_full, n_blocks)])
 
     def _datasets(self):
         if self._file is None or self._pid != os.getpid():
@@ -72,29 +81,58 @@ class HDF5Batches(keras.utils.PyDataset):
             self._file, self._pid = h5py.File(self.path, "r"), os.getpid()
         return self._file[f"x_{self.split}"], self._file[f"y_{self.split}"]
 
+    def _read_window(self, number):
+        """The images and labels of one window of blocks, mixed."""
+        blocks = self.block_order()[number * self.window:
+                                    (number + 1) * self.window]
+        images, labels = self._datasets()
+        xs, ys = [], []
+        # One contiguous read per block, in file order.
+        for block in np.sort(blocks):
+            first = self.start + int(block) * self.batch_size
+            last = min(first + self.batch_size, self.stop)
+            xs.append(images[first:last])
+            ys.append(labels[first:last])
+        x, y = np.concatenate(xs), np.concatenate(ys)
+        if self.shuffle:
+            # One permutation for both keeps every image with its label.
+            rng = np.random.default_rng([self.seed, self.epoch, number])
+            mix = rng.permutation(len(y))
+            x, y = x[mix], y[mix]
+        return x, y
+
     def __getitem__(self, index):
         if not 0 <= index < len(self):
             raise IndexError(f"batch {index} of {len(self)}")
-        batch = int(self.batch_order[index])
-        first = self.start + batch * self.batch_size
-        last = min(first + self.batch_size, self.stop)
-        images, labels = self._datasets()
-        # One contiguous read each.
-        x, y = images[first:last], labels[first:last]
-        if self.shuffle:
-            # The same permutation for both keeps every image with its label.
-            rng = np.random.default_rng([self.seed, self.epoch, batch])
-            within = rng.permutation(len(y))
-            x, y = x[within], y[within]
-        return x.astype("float32") / 255.0, y.astype("int32")
+        number, position = divmod(index, self.window)
+        key, window = self._cached
+        if key != (self.epoch, number):
+            window = self._read_window(number)
+            self._cached = ((self.epoch, number), window)
+        x, y = window
+        rows = slice(position * self.batch_size,
+                     (position + 1) * self.batch_size)
+        return x[rows].astype("float32") / 255.0, y[rows].astype("int32")
 
     def on_epoch_end(self):
+        # Used without DataEpoch, the generator still moves on to a new mix.
         self.epoch += 1
-        self.batch_order = self._order()
 
     def __getstate__(self):
         # A copy sent to a worker process opens its own file.
-        return {**self.__dict__, "_file": None, "_pid": None}
+        return {**self.__dict__, "_file": None, "_pid": None,
+                "_cached": (None, None)}
+
+
+class DataEpoch(keras.callbacks.Callback):
+    """Tells a generator which epoch Keras starts: its data order."""
+
+    def __init__(self, batches):
+        super().__init__()
+        self.batches = batches
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.batches.epoch = epoch
 
 
 # From _episodes/04-cpu-vs-gpu.md
@@ -112,6 +150,12 @@ def split_batches(path, batch_size, seed=1):
 
 # From _episodes/04-cpu-vs-gpu.md
 from keras import layers
+
+# XLA compilation, fixed rather than "auto": with TensorFlow, "auto" turns
+# XLA on only when a GPU is visible (also for a run on the CPU), so a CPU
+# run on a GPU node would be compiled differently from one elsewhere. JAX
+# always compiles with XLA; TensorFlow and PyTorch run without it here.
+JIT_COMPILE = keras.backend.backend() == "jax"
 
 
 def build_cnn(input_shape=(32, 32, 3), n_classes=10):
@@ -131,20 +175,69 @@ def build_cnn(input_shape=(32, 32, 3), n_classes=10):
     return model
 
 
-def compile_cnn(model, learning_rate=1e-3):
+def compile_cnn(model, learning_rate=1e-3, jit_compile=JIT_COMPILE):
     model.compile(
         optimizer=keras.optimizers.Adam(learning_rate),
         # the labels are class numbers, not one-hot vectors: "sparse"
         loss="sparse_categorical_crossentropy",
         metrics=["accuracy"],
+        jit_compile=jit_compile,
     )
     return model
 
 
 # From _episodes/04-cpu-vs-gpu.md
-import hashlib
+import statistics
 
-from gpulesson.timing import EpochTimer, timed
+
+class EpochTimer(keras.callbacks.Callback):
+    """Wall time of every epoch of `fit`, and of its validation part."""
+
+    def __init__(self, samples_per_epoch=None):
+        super().__init__()
+        self.samples_per_epoch = samples_per_epoch
+        self.epoch_seconds, self.validation_seconds = [], []
+
+    def on_train_begin(self, logs=None):
+        # A new fit starts a new measurement.
+        self.epoch_seconds, self.validation_seconds = [], []
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.start = time.perf_counter()
+
+    def on_test_begin(self, logs=None):
+        # During fit: the validation pass at the end of an epoch.
+        self.validation_start = time.perf_counter()
+
+    def on_test_end(self, logs=None):
+        seconds = time.perf_counter() - self.validation_start
+        self.validation_seconds.append(seconds)
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.epoch_seconds.append(time.perf_counter() - self.start)
+
+    def summary(self):
+        """The times as a dict; "steady" means the epochs after the first."""
+        first, steady = self.epoch_seconds[:1], self.epoch_seconds[1:]
+        mean = statistics.fmean(steady) if steady else None
+        rate = None
+        if mean and self.samples_per_epoch:
+            rate = self.samples_per_epoch / mean
+        return {
+            "epochs": len(self.epoch_seconds),
+            "epoch_seconds": list(self.epoch_seconds),
+            "validation_seconds": list(self.validation_seconds),
+            "first_epoch_seconds": first[0] if first else None,
+            "steady_mean_epoch_seconds": mean,
+            "steady_median_epoch_seconds": (statistics.median(steady)
+                                            if steady else None),
+            "total_seconds": sum(self.epoch_seconds),
+            "images_per_second": rate,
+        }
+
+
+# From _episodes/04-cpu-vs-gpu.md
+import hashlib
 
 
 def weights_fingerprint(weights):
@@ -171,12 +264,14 @@ def train_on(device, initial_weights, train, validation, test, epochs,
             train,
             validation_data=validation,
             epochs=epochs,
-            callbacks=[timer, *callbacks],
+            # The generator owns the order; Keras must not reshuffle it.
+            shuffle=False,
+            callbacks=[DataEpoch(train), timer, *callbacks],
             verbose=verbose,
         )
-        (test_loss, test_accuracy), evaluation_seconds = timed(
-            model.evaluate, test, verbose=0
-        )
+        start = time.perf_counter()
+        test_loss, test_accuracy = model.evaluate(test, verbose=0)
+        evaluation_seconds = time.perf_counter() - start
     return {
         "device": device,
         "model": model,
@@ -186,6 +281,7 @@ def train_on(device, initial_weights, train, validation, test, epochs,
         "test_loss": test_loss,
         "test_accuracy": test_accuracy,
         "start_weights": start_weights,
+        "jit_compile": bool(model.jit_compile),
     }
 
 

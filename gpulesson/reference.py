@@ -8,7 +8,9 @@ from it by code, never typed in.
 
 A run is what :func:`gpulesson.lesson.train_on` returns: a dict with ``device`` ("cpu",
 "gpu:0"), ``timing`` (:meth:`gpulesson.timing.EpochTimer.summary`), ``evaluation_seconds``,
-``test_loss``, ``test_accuracy``, ``start_weights`` (fingerprint), ``history`` and ``model``.
+``test_loss``, ``test_accuracy``, ``start_weights`` (fingerprint), ``jit_compile``, ``history``
+and ``model``. Its record adds what decides a CPU timing (:func:`gpulesson.timing.cpu_settings`:
+cores, framework threads, load average), read when the record is made, right after the run.
 """
 
 from __future__ import annotations
@@ -26,10 +28,12 @@ from gpulesson.results import (
     speedup,
 )
 from gpulesson.results import pick as _pick
+from gpulesson.timing import cpu_settings
 
 EXPERIMENT = "cnn-cpu-vs-gpu"
 RESULTS_FILE = Path(__file__).resolve().parents[1] / "results" / f"{EXPERIMENT}.jsonl"
 FULL_EPOCHS = 30  # "what would full training cost?" is answered for this many epochs
+WORKSHOP_EPOCHS = 3  # the episode's EPOCHS: what a learner's cell runs
 
 
 def run_record(run: dict, *, data: str, run_id: str, batches, source: str = "notebook") -> dict:
@@ -41,12 +45,15 @@ def run_record(run: dict, *, data: str, run_id: str, batches, source: str = "not
     ``device`` is the GPU's name as the framework reports it for a GPU run, and ``"CPU"`` for
     a CPU run (also on a machine that has a GPU). ``mean_epoch_seconds`` is the mean of the
     epochs after the first (the first alone when only one ran); ``total_seconds`` adds the
-    evaluation to the training time.
+    evaluation to the training time. ``mean_validation_seconds`` is the part of a mean epoch
+    spent on its validation pass (same epochs as the mean).
     """
     timing = dict(run["timing"])
     kind = "gpu" if str(run["device"]).lower().startswith(("gpu", "cuda")) else "cpu"
     mean = timing["steady_mean_epoch_seconds"] or timing["first_epoch_seconds"]
     training = timing.pop("total_seconds")
+    validation = timing.get("validation_seconds") or []
+    validation = validation[1:] or validation
     fields = {
         "run_id": run_id,
         "source": source,
@@ -58,6 +65,9 @@ def run_record(run: dict, *, data: str, run_id: str, batches, source: str = "not
         "n_test": batches[2].n_images,
         **timing,
         "mean_epoch_seconds": mean,
+        "mean_validation_seconds": sum(validation) / len(validation) if validation else None,
+        "jit_compile": run.get("jit_compile"),
+        **cpu_settings(),
         "training_seconds": training,
         "evaluation_seconds": run["evaluation_seconds"],
         "total_seconds": training + run["evaluation_seconds"],
@@ -150,6 +160,18 @@ def _backend(record: dict) -> str:
     return f"{record['backend']} {record['versions'].get(record['backend'], '')}".strip()
 
 
+def workshop_seconds(record: dict, epochs: int = WORKSHOP_EPOCHS) -> float:
+    """What the episode's ``epochs`` epochs take on the record's data: first epoch plus the rest."""
+    return record["first_epoch_seconds"] + (epochs - 1) * record["mean_epoch_seconds"]
+
+
+def _optional(record: dict | None, key: str, show) -> str:
+    """A record's value as text, or :data:`NOT_RECORDED` (records made before it was kept)."""
+    if not record or record.get(key) is None:
+        return NOT_RECORDED
+    return show(record[key])
+
+
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     """Text snippets of the reference run for the episode pages (MyST substitutions ``ref_*``)."""
     records = reference_run(path)
@@ -173,4 +195,10 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         values[f"ref_{name}_full"] = (duration(full_training_seconds(record, FULL_EPOCHS, record["n_train"]))
                                       if record else NOT_RECORDED)
         values[f"ref_{name}_accuracy"] = f"{record['test_accuracy']:.3f}" if record else NOT_RECORDED
+        values[f"ref_{name}_workshop"] = duration(workshop_seconds(record)) if record else NOT_RECORDED
+        values[f"ref_{name}_validation"] = _optional(record, "mean_validation_seconds", duration)
+        values[f"ref_{name}_jit_compile"] = _optional(record, "jit_compile",
+                                                      lambda on: "on" if on else "off")
+        values[f"ref_{name}_cores"] = _optional(record, "cpu_cores_available", str)
+        values[f"ref_{name}_load"] = _optional(record, "load_average", lambda load: f"{load[0]:.2f}")
     return values

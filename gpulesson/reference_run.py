@@ -34,11 +34,21 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, default=RESULTS_FILE,
                         help=f"results file to append to (default {RESULTS_FILE})")
     parser.add_argument("--seed", type=int, default=42, help="random seed of the initial weights")
+    parser.add_argument("--cpu-threads", type=int, default=None,
+                        help="CPU threads of TensorFlow or PyTorch (default: the cores this process "
+                             "may use); recorded with the run, like XLA and the load average")
     return parser
 
 
 def main(argv=None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.cpu_threads is not None and args.cpu_threads < 1:
+        parser.error(f"--cpu-threads must be at least 1, not {args.cpu_threads}")
+    from gpulesson.timing import set_cpu_threads
+
+    # Before the framework runs anything: TensorFlow fixes its threads at its first operation.
+    threads = set_cpu_threads(args.cpu_threads)
     from gpulesson.data import prepare
     from gpulesson.devices import keras_device
     from gpulesson.results import append_record
@@ -59,6 +69,7 @@ def main(argv=None) -> int:
     from gpulesson import lesson
 
     print(settings.describe())
+    print(f"CPU threads: {threads}; XLA (jit_compile): {lesson.JIT_COMPILE}")
     path = prepare(settings)
     batches = lesson.split_batches(path, settings.batch_size(args.batch_size))
     keras.utils.set_random_seed(args.seed)

@@ -1,90 +1,94 @@
-"""Wall-clock timing of training epochs and of single calls, the same way on CPU and GPU.
+"""Timing helpers that the episodes do not teach: single calls, and the CPU facts of a timing.
 
-Why wall-clock epoch ends are honest on a GPU: GPU work is queued asynchronously, so a timer
-read right after *launching* work can stop too early. Keras' ``fit`` however converts each
-epoch's logs (loss, metrics) to Python floats before it calls ``on_epoch_end`` (Keras 3's
-``CallbackList.on_epoch_end`` does this for every backend); fetching those numbers waits for
-all of the epoch's device work. So the time between ``on_epoch_begin`` and ``on_epoch_end`` is
-the real time the epoch took, including its validation pass when ``validation_data`` is given.
+The epoch timer itself, ``EpochTimer``, is written in the episode "Training a CNN on the CPU
+and on the GPU" and lives in :mod:`gpulesson.lesson`; ``gpulesson.timing.EpochTimer`` still
+finds it there, for code that imports it from here.
 
-The first epoch also includes tracing/compiling the model and warming up the device (memory
-pools, kernel selection), which is why it is reported apart from the "steady" epochs.
-
-Importing this module imports Keras (``EpochTimer`` is a Keras callback).
+A CPU timing depends on more than the code: on how many cores the process may use (a batch
+job gets a share of a node), on the framework's thread settings, and on what else runs on the
+node. :func:`cpu_settings` records these with every run, and :func:`set_cpu_threads` fixes
+the framework's threads to the cores the job was given.
 """
 
 from __future__ import annotations
 
-import statistics
+import os
 import sys
 import time
 
-import keras
+
+def __getattr__(name):
+    # Imported lazily: gpulesson.lesson itself imports this module (episode 6's code does).
+    if name == "EpochTimer":
+        from gpulesson.lesson import EpochTimer
+
+        return EpochTimer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class EpochTimer(keras.callbacks.Callback):
-    """Records the wall time of every epoch of ``model.fit`` in :attr:`epoch_seconds`.
+def available_cores() -> int:
+    """The cores this process may run on (a Slurm job's allocation, not the whole node)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
-    ``samples_per_epoch`` (optional, e.g. ``len(x_train)``) lets :meth:`summary` report a
-    throughput in images per second over the steady epochs.
 
-    Use: ``timer = EpochTimer(len(x_train)); model.fit(..., callbacks=[timer]); timer.summary()``
+def framework_threads() -> dict:
+    """The Keras backend's CPU thread settings (0 or absent: the framework decides)."""
+    backend = _keras_backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        return {"intra_op": tf.config.threading.get_intra_op_parallelism_threads(),
+                "inter_op": tf.config.threading.get_inter_op_parallelism_threads()}
+    if backend == "torch":
+        import torch
+
+        return {"intra_op": torch.get_num_threads(), "inter_op": torch.get_num_interop_threads()}
+    # JAX: XLA's CPU thread pool follows the cores available; only XLA_FLAGS can change it.
+    return {"xla_flags": os.environ.get("XLA_FLAGS", "")}
+
+
+def cpu_settings() -> dict:
+    """The facts that decide a CPU timing, for a run's record: cores available to this
+    process, cores of the machine, the framework's threads and the load average (processes
+    wanting a core, over 1, 5 and 15 minutes; above the core count, others compete)."""
+    return {
+        "cpu_cores_available": available_cores(),
+        "cpu_cores_machine": os.cpu_count(),
+        "framework_threads": framework_threads(),
+        "load_average": [round(value, 2) for value in os.getloadavg()],
+    }
+
+
+def set_cpu_threads(threads: int | None = None) -> dict:
+    """Fix the framework's CPU threads to ``threads`` (default: :func:`available_cores`).
+
+    Must run before the framework does any work (TensorFlow refuses later changes; the error
+    says so). JAX has no such setting at run time. Returns :func:`framework_threads`.
     """
+    threads = threads or available_cores()
+    backend = _keras_backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
 
-    def __init__(self, samples_per_epoch: int | None = None):
-        super().__init__()
-        self.samples_per_epoch = samples_per_epoch
-        self.epoch_seconds: list[float] = []
-        self._start: float | None = None
+        try:
+            tf.config.threading.set_intra_op_parallelism_threads(threads)
+            tf.config.threading.set_inter_op_parallelism_threads(threads)
+        except RuntimeError as exc:
+            raise RuntimeError(f"TensorFlow's threads can only be set before it runs anything: "
+                               f"call set_cpu_threads() first ({exc})") from exc
+    elif backend == "torch":
+        import torch
 
-    def on_train_begin(self, logs=None):
-        # A new fit starts a new measurement: reusing the timer must not mix two runs.
-        self.epoch_seconds = []
-        self._start = None
+        torch.set_num_threads(threads)
+    return framework_threads()
 
-    def on_epoch_begin(self, epoch, logs=None):
-        self._start = time.perf_counter()
 
-    def on_epoch_end(self, epoch, logs=None):
-        if self._start is None:
-            raise RuntimeError("EpochTimer: on_epoch_end was called without on_epoch_begin")
-        self.epoch_seconds.append(time.perf_counter() - self._start)
-        self._start = None
+def _keras_backend() -> str:
+    import keras
 
-    @property
-    def first_epoch(self) -> float | None:
-        """Seconds of the first epoch (includes compiling and warm-up); None before any epoch."""
-        return self.epoch_seconds[0] if self.epoch_seconds else None
-
-    @property
-    def steady_epochs(self) -> list[float]:
-        """Seconds of the epochs after the first: what training the model really costs."""
-        return self.epoch_seconds[1:]
-
-    @property
-    def total_seconds(self) -> float:
-        return sum(self.epoch_seconds)
-
-    def summary(self) -> dict:
-        """The timings as a plain dict (JSON-ready, e.g. for :func:`gpulesson.results.append_record`).
-
-        The steady mean and median are None when only one epoch ran (there is no steady epoch
-        to average); ``images_per_second`` needs ``samples_per_epoch`` and a steady epoch.
-        """
-        steady = self.steady_epochs
-        mean = statistics.fmean(steady) if steady else None
-        rate = None
-        if mean and self.samples_per_epoch:
-            rate = self.samples_per_epoch / mean
-        return {
-            "epochs": len(self.epoch_seconds),
-            "epoch_seconds": list(self.epoch_seconds),
-            "first_epoch_seconds": self.first_epoch,
-            "steady_mean_epoch_seconds": mean,
-            "steady_median_epoch_seconds": statistics.median(steady) if steady else None,
-            "total_seconds": self.total_seconds,
-            "images_per_second": rate,
-        }
+    return keras.backend.backend()
 
 
 def _wait_for_device(result) -> None:

@@ -277,7 +277,6 @@ def _train(args, params, batches, info, out: Path, run_id: str) -> int:
     from gpulesson.devices import keras_device
     from gpulesson.reference import run_record
     from gpulesson.results import append_record
-    from gpulesson.timing import EpochTimer
 
     gpus = keras_device()["gpu_count"]
     device = "gpu:0" if gpus and args.device != "cpu" else "cpu"
@@ -288,11 +287,9 @@ def _train(args, params, batches, info, out: Path, run_id: str) -> int:
     print("A backup exists: resuming." if resuming else "No backup: starting at epoch 1.", flush=True)
     metadata = out / BACKUP / "training_metadata.json"
     if metadata.exists():
-        # The backup holds this many completed epochs: the data order goes on from there, as
-        # it would have without the interruption (each epoch has its own shuffle).
+        # BackupAndRestore resumes at Keras' epoch number, and the generator's order follows
+        # that number (lesson.DataEpoch): the batches are those of an uninterrupted run.
         done = int(json.loads(metadata.read_text()).get("epoch", 0))
-        for _ in range(done):
-            batches[0].on_epoch_end()
         print(f"The data order goes on from epoch {done + 1}.", flush=True)
     keras.utils.set_random_seed(args.seed)
     initial_weights = lesson.build_cnn().get_weights()
@@ -304,7 +301,7 @@ def _train(args, params, batches, info, out: Path, run_id: str) -> int:
 
     # The whole run's epochs, over all starts, come from history.csv.
     history = read_history(out / HISTORY)
-    timer = EpochTimer(samples_per_epoch=batches[0].n_images)
+    timer = lesson.EpochTimer(samples_per_epoch=batches[0].n_images)
     timer.epoch_seconds = [row["epoch_seconds"] for row in history]
     run["timing"] = timer.summary()
     run["history"] = {key: [row[key] for row in history]

@@ -5,12 +5,7 @@ label = row % 10, so every batch can be checked: which rows it holds, and that e
 still has its own label.
 """
 
-import os
 import pickle
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
 
 import h5py
 import numpy as np
@@ -55,50 +50,85 @@ def epoch(batches) -> list[np.ndarray]:
     return out
 
 
+def at_epoch(batches, number: int) -> list[np.ndarray]:
+    """The rows of every batch of epoch ``number`` (as the DataEpoch callback sets it)."""
+    batches.epoch = number
+    return epoch(batches)
+
+
+def membership(rows: list[np.ndarray]) -> set[frozenset]:
+    return {frozenset(r.tolist()) for r in rows}
+
+
 @pytest.mark.parametrize("shuffle", [True, False])
 @pytest.mark.parametrize("start, stop", [(0, None), (100, 900)])
 def test_every_image_exactly_once_per_epoch(path, shuffle, start, stop):
     batches = lesson.HDF5Batches(path, "train", BATCH, start=start, stop=stop, shuffle=shuffle)
     expected = np.arange(start, stop or N_TRAIN)
     assert len(batches) == -(-len(expected) // BATCH)
-    for _ in range(3):
-        rows = epoch(batches)
+    for number in range(3):
+        rows = at_epoch(batches, number)
         np.testing.assert_array_equal(np.sort(np.concatenate(rows)), expected)
-        batches.on_epoch_end()
 
 
 def test_last_partial_batch(path):
-    batches = lesson.HDF5Batches(path, "train", BATCH)
-    sizes = [len(batches[i][1]) for i in range(len(batches))]
-    assert sizes == [BATCH] * 15 + [N_TRAIN - 15 * BATCH]
+    batches = lesson.HDF5Batches(path, "train", BATCH, shuffle=True)
+    for number in range(3):
+        sizes = [len(rows) for rows in at_epoch(batches, number)]
+        assert sizes == [BATCH] * 15 + [N_TRAIN - 15 * BATCH]  # the short batch stays last
     with pytest.raises(IndexError):
         batches[len(batches)]
 
 
-def test_shuffled_order_changes_between_epochs_but_reads_stay_contiguous(path):
-    batches = lesson.HDF5Batches(path, "train", BATCH, shuffle=True, seed=3)
-    first = epoch(batches)
+@pytest.mark.parametrize("window", [1, 4, 100])
+def test_batch_membership_changes_between_epochs_while_reads_stay_contiguous(path, window):
+    batches = lesson.HDF5Batches(path, "train", BATCH, shuffle=True, seed=3, window=window)
+    first, second = at_epoch(batches, 0), at_epoch(batches, 1)
+    if window == 1:
+        # One block per window: only the order of the blocks changes, no new batch members.
+        assert membership(first) == membership(second)
+    else:
+        assert not membership(first) & membership(second)  # no batch is repeated
+    for rows in (first, second):
+        for at in range(0, len(rows), window):
+            mixed = np.concatenate(rows[at:at + window])
+            blocks = set((mixed // BATCH).tolist())
+            # A window's images come from whole blocks of the file, read as contiguous slices.
+            assert len(blocks) == min(window, len(rows) - at)
+            assert sorted(mixed.tolist()) == sorted(r for b in blocks
+                                                    for r in range(b * BATCH, min((b + 1) * BATCH, N_TRAIN)))
+
+
+def test_on_epoch_end_moves_on_to_the_next_epochs_mix(path):
+    batches = lesson.HDF5Batches(path, "train", BATCH, shuffle=True, seed=4)
+    first = at_epoch(batches, 0)
     batches.on_epoch_end()
-    second = epoch(batches)
-    assert not np.array_equal(np.concatenate(first), np.concatenate(second))  # new order
-    assert [r.min() for r in first] != [r.min() for r in second]  # new batch order
-    for rows in first + second:
-        assert not np.array_equal(rows, np.sort(rows)) or len(rows) == 1  # shuffled within the batch
-        # ... but each batch is one contiguous slice of the file: no random access.
-        np.testing.assert_array_equal(np.sort(rows), np.arange(rows.min(), rows.min() + len(rows)))
+    assert batches.epoch == 1
+    following = epoch(batches)
+    assert all(np.array_equal(a, b) for a, b in zip(following, at_epoch(batches, 1)))
+    assert membership(first) != membership(following)
 
 
 def test_unshuffled_order_is_the_file_order(path):
     batches = lesson.HDF5Batches(path, "test", BATCH)
-    np.testing.assert_array_equal(np.concatenate(epoch(batches)), np.arange(N_TEST))
+    np.testing.assert_array_equal(np.concatenate(at_epoch(batches, 0)), np.arange(N_TEST))
+    np.testing.assert_array_equal(np.concatenate(at_epoch(batches, 5)), np.arange(N_TEST))
 
 
-def test_shuffling_is_reproducible_from_the_seed(path):
-    def first_epoch(seed):
-        return np.concatenate(epoch(lesson.HDF5Batches(path, "train", BATCH, shuffle=True, seed=seed)))
+def test_a_batch_depends_only_on_seed_epoch_and_index(path):
+    def batches_of(seed, number, window=4):
+        return at_epoch(lesson.HDF5Batches(path, "train", BATCH, shuffle=True, seed=seed,
+                                           window=window), number)
 
-    np.testing.assert_array_equal(first_epoch(1), first_epoch(1))
-    assert not np.array_equal(first_epoch(1), first_epoch(2))
+    one, again = batches_of(1, 2), batches_of(1, 2)
+    assert all(np.array_equal(a, b) for a, b in zip(one, again))
+    assert not np.array_equal(np.concatenate(one), np.concatenate(batches_of(2, 2)))
+    # Reading batches out of order, or another epoch in between, changes nothing.
+    batches = lesson.HDF5Batches(path, "train", BATCH, shuffle=True, seed=1)
+    at_epoch(batches, 0)
+    batches.epoch = 2
+    backwards = [rows_of(batches[i][0]) for i in reversed(range(len(batches)))][::-1]
+    assert all(np.array_equal(a, b) for a, b in zip(one, backwards))
 
 
 def test_file_is_opened_lazily_once_per_process(path, monkeypatch):
@@ -113,48 +143,24 @@ def test_file_is_opened_lazily_once_per_process(path, monkeypatch):
     batches = lesson.HDF5Batches(path, "train", BATCH, shuffle=True)
     assert batches._file is None  # construction checks the file's metadata and keeps nothing open
     opened.clear()
-    epoch(batches)
-    batches.on_epoch_end()
-    epoch(batches)
+    at_epoch(batches, 0)
+    at_epoch(batches, 1)
     assert len(opened) == 1  # one handle for all batches and epochs
     copy = pickle.loads(pickle.dumps(batches))  # what a worker process gets
-    assert copy._file is None and copy.epoch == batches.epoch
+    assert copy._file is None and copy._cached == (None, None) and copy.epoch == batches.epoch
     batches._pid = -1  # as seen from a forked child: the parent's handle must not be used
+    batches._cached = (None, None)
     batches[0]
     assert len(opened) == 2
 
 
-WORKERS = textwrap.dedent("""
-    import sys
-    import numpy as np
-    from keras.src.trainers.data_adapters.py_dataset_adapter import PyDatasetAdapter
-    from gpulesson import lesson
-    from test_lesson_generator import N_TRAIN, rows_of
-
-    batches = lesson.HDF5Batches(sys.argv[1], "train", 64, shuffle=True, workers=2, use_multiprocessing=True)
-    batches[0]  # the parent opens the file first: the workers must still open their own
-    adapter = PyDatasetAdapter(batches, shuffle=False)
-    orders = []
-    for _ in range(2):
-        adapter.on_epoch_begin()
-        pairs = [(x, y) for x, y in adapter.get_numpy_iterator()]
-        adapter.on_epoch_end()
-        rows = rows_of(np.concatenate([x for x, _ in pairs]))
-        np.testing.assert_array_equal(np.concatenate([y for _, y in pairs]), rows % 10)
-        np.testing.assert_array_equal(np.sort(rows), np.arange(N_TRAIN))
-        orders.append(rows)
-    assert not np.array_equal(*orders)
-    print("ok")
-""")
-
-
-def test_worker_processes_see_every_image_once(path):
-    # In a fresh interpreter: forking a process that has started JAX's threads (as other tests
-    # do) can deadlock, and the lesson runs its workers from a plain kernel too.
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
-    result = subprocess.run([sys.executable, "-c", WORKERS, str(path)], capture_output=True, text=True,
-                            env=env, timeout=300)
-    assert result.returncode == 0 and result.stdout.strip().endswith("ok"), result.stderr[-3000:]
+def test_each_window_is_read_once(path, monkeypatch):
+    batches = lesson.HDF5Batches(path, "train", BATCH, shuffle=True, window=4)
+    reads = []
+    real = batches._read_window
+    monkeypatch.setattr(batches, "_read_window", lambda number: reads.append(number) or real(number))
+    at_epoch(batches, 0)
+    assert reads == [0, 1, 2, 3]  # 16 batches, 4 windows: one read of 4 blocks each
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -163,6 +169,7 @@ def test_worker_processes_see_every_image_once(path):
     ({"start": 900, "stop": 100}, "rows 900:100 are not within"),
     ({"stop": N_TRAIN + 5}, "not within the 1000 rows"),
     ({"split": "validation"}, "split must be 'train' or 'test'"),
+    ({"window": 0}, "window=0 must be at least 1"),
 ])
 @pytest.mark.bad_input("bad argument")
 def test_bad_arguments_get_clear_errors(path, kwargs, message):

@@ -52,6 +52,9 @@ def test_runs_start_from_the_same_weights_and_learn(quick):
     assert len(first["timing"]["epoch_seconds"]) == 2 and len(second["timing"]["epoch_seconds"]) == 1
     assert first["test_accuracy"] >= 0.3, "quick training must reach well above chance (0.1)"
     assert first["evaluation_seconds"] > 0 and set(first["history"]) >= {"loss", "accuracy", "val_loss"}
+    # XLA is fixed, not "auto": on TensorFlow off on every device, visible GPU or not.
+    assert first["jit_compile"] is False and first["model"].jit_compile is False
+    assert len(first["timing"]["validation_seconds"]) == 2
 
 
 def test_fingerprint_tells_weights_apart():
@@ -74,6 +77,9 @@ def test_reference_run_records_well_formed_runs(tmp_path):
     assert record["experiment"] == reference.EXPERIMENT and record["device"] == "CPU"
     assert record["data"] == "synthetic" and "not CIFAR-10" in record["data_label"]
     assert len(record["epoch_seconds"]) == 2 and record["batch_size"] == 64
+    # What decides a CPU timing is recorded: XLA, the cores, the threads fixed to them, the load.
+    assert record["jit_compile"] is False and record["load_average"]
+    assert record["framework_threads"]["intra_op"] == record["cpu_cores_available"]
     assert record["test_accuracy"] > 0.2 and len(record["history"]["loss"]) == 2
     assert "Speed-up" not in result.stdout  # no GPU, no speed-up claimed
 
@@ -90,11 +96,11 @@ OTHER_BACKEND = textwrap.dedent("""
     from gpulesson.settings import get_settings
     path = prepare(get_settings(), progress=False)
     batches = lesson.split_batches(path, 64)
-    batches[0].workers = 2  # training batches fetched by worker threads
     keras.utils.set_random_seed(42)
     run = lesson.train_on("cpu", lesson.build_cnn().get_weights(), *batches, 2, verbose=0)
     print(json.dumps({"backend": keras.backend.backend(), "accuracy": float(run["test_accuracy"]),
-                      "params": run["model"].count_params(), "epochs": len(run["timing"]["epoch_seconds"])}))
+                      "params": run["model"].count_params(), "epochs": len(run["timing"]["epoch_seconds"]),
+                      "jit_compile": run["jit_compile"]}))
 """)
 
 
@@ -116,6 +122,8 @@ def test_generator_and_model_train_on_another_backend(backend):
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     assert summary["backend"] == backend and summary["params"] == 787_530 and summary["epochs"] == 2
     assert summary["accuracy"] >= 0.3
+    # XLA as the episode fixes it, whatever devices are visible: JAX always compiles with it.
+    assert summary["jit_compile"] is (backend == "jax")
 
 
 @pytest.mark.parametrize("backend", OTHER_BACKENDS)

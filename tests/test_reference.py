@@ -17,8 +17,10 @@ def fake_run(device, epochs=(5.0, 2.0, 2.0), evaluation=0.5, accuracy=0.6):
               "steady_mean_epoch_seconds": sum(epochs[1:]) / (len(epochs) - 1) if len(epochs) > 1 else None,
               "steady_median_epoch_seconds": None, "total_seconds": sum(epochs),
               "images_per_second": 900 / epochs[-1]}
+    timing["validation_seconds"] = [0.1 * s for s in epochs]
     return {"device": device, "timing": timing, "evaluation_seconds": evaluation, "test_loss": 1.0,
-            "test_accuracy": accuracy, "start_weights": "abc", "history": {"loss": [2.0, 1.5, 1.2]}}
+            "test_accuracy": accuracy, "start_weights": "abc", "history": {"loss": [2.0, 1.5, 1.2]},
+            "jit_compile": False}
 
 
 def record(device, run_id, **kwargs):
@@ -37,6 +39,16 @@ def test_run_record_fields():
     assert reference.speedup([cpu]) is None
     one_epoch = record("cpu:0", "r2", epochs=(4.0,))
     assert one_epoch["mean_epoch_seconds"] == 4.0
+
+
+def test_run_record_keeps_what_decides_the_timing():
+    cpu = record("cpu:0", "r1")
+    # Validation of the epochs after the first (0.2 s each), the same epochs as the mean.
+    assert cpu["mean_validation_seconds"] == pytest.approx(0.2)
+    assert cpu["validation_seconds"] == pytest.approx([0.5, 0.2, 0.2])
+    assert cpu["jit_compile"] is False
+    assert 1 <= cpu["cpu_cores_available"] <= cpu["cpu_cores_machine"]
+    assert len(cpu["load_average"]) == 3 and cpu["framework_threads"]
 
 
 def test_reference_run_prefers_the_newest_run_with_a_gpu(tmp_path):
@@ -72,9 +84,23 @@ def test_substitutions_say_plainly_what_is_missing(tmp_path):
     values = reference.substitutions(path)
     assert values["ref_cpu_epoch"] == "2.0 s" and values["ref_gpu_epoch"] == reference.NOT_RECORDED
     assert values["ref_speedup"] == reference.NOT_RECORDED
+    assert values["ref_cpu_workshop"] == "9.0 s"  # the first epoch and two more of 2 s
+    assert values["ref_cpu_jit_compile"] == "off" and values["ref_cpu_validation"] == "200 ms"
+    assert values["ref_cpu_cores"].isdigit() and float(values["ref_cpu_load"]) >= 0
     append_record(path, record("gpu:0", "r", epochs=(3.0, 0.25, 0.25)))
     values = reference.substitutions(path)
     assert values["ref_speedup"] == "8.0x" and values["ref_gpu_epoch"] == "250 ms"
+
+
+def test_records_made_before_the_settings_were_kept_say_so(tmp_path):
+    path = tmp_path / "old.jsonl"
+    old = record("cpu:0", "r")
+    for key in ("jit_compile", "mean_validation_seconds", "cpu_cores_available", "load_average"):
+        del old[key]
+    append_record(path, old)
+    values = reference.substitutions(path)
+    for key in ("ref_cpu_jit_compile", "ref_cpu_validation", "ref_cpu_cores", "ref_cpu_load"):
+        assert values[key] == reference.NOT_RECORDED, key
 
 
 def test_reference_results_file_exists_and_is_valid():

@@ -1,47 +1,58 @@
-"""Epoch timing callback and the timed() helper."""
+"""The episode's epoch timer (gpulesson.lesson.EpochTimer), timed() and the CPU facts of a run."""
 
 import time
 
 import numpy as np
 import pytest
 
-from gpulesson import timing
-from gpulesson.timing import EpochTimer, timed
+from gpulesson import lesson, timing
+from gpulesson.lesson import EpochTimer
+from gpulesson.timing import timed
 
 
-def fake_clock(monkeypatch, readings):
-    """Make perf_counter return ``readings`` one after another (only this test calls it)."""
+def fake_clock(monkeypatch, module, readings):
+    """Make ``module``'s perf_counter return ``readings`` one after another."""
     values = iter(readings)
-    monkeypatch.setattr(timing.time, "perf_counter", lambda: next(values))
+    monkeypatch.setattr(module.time, "perf_counter", lambda: next(values))
 
 
-def run_epochs(timer, n):
+def run_epochs(timer, n, validation=False):
     timer.on_train_begin()
     for epoch in range(n):
         timer.on_epoch_begin(epoch)
+        if validation:
+            timer.on_test_begin()
+            timer.on_test_end()
         timer.on_epoch_end(epoch, {"loss": 1.0})
     timer.on_train_end()
 
 
 def test_arithmetic_with_a_fake_clock(monkeypatch):
     # Epochs of 5 s (warm-up), then 2, 2 and 4 s.
-    fake_clock(monkeypatch, [10.0, 15.0, 20.0, 22.0, 30.0, 32.0, 40.0, 44.0])
+    fake_clock(monkeypatch, lesson, [10.0, 15.0, 20.0, 22.0, 30.0, 32.0, 40.0, 44.0])
     timer = EpochTimer(samples_per_epoch=1000)
     run_epochs(timer, 4)
     assert timer.epoch_seconds == [5.0, 2.0, 2.0, 4.0]
-    assert timer.first_epoch == 5.0
-    assert timer.steady_epochs == [2.0, 2.0, 4.0]
-    assert timer.total_seconds == 13.0
     summary = timer.summary()
-    assert summary["epochs"] == 4
+    assert summary["epochs"] == 4 and summary["first_epoch_seconds"] == 5.0
+    assert summary["total_seconds"] == 13.0
     assert summary["steady_mean_epoch_seconds"] == pytest.approx(8 / 3)
     assert summary["steady_median_epoch_seconds"] == 2.0
     assert summary["images_per_second"] == pytest.approx(1000 / (8 / 3))
     assert summary["epoch_seconds"] == [5.0, 2.0, 2.0, 4.0]
+    assert summary["validation_seconds"] == []
+
+
+def test_validation_is_timed_within_the_epoch(monkeypatch):
+    # Epoch 0..10 s with validation 7..9 s; epoch 20..24 s with validation 22..23 s.
+    fake_clock(monkeypatch, lesson, [0.0, 7.0, 9.0, 10.0, 20.0, 22.0, 23.0, 24.0])
+    timer = EpochTimer()
+    run_epochs(timer, 2, validation=True)
+    assert timer.epoch_seconds == [10.0, 4.0] and timer.validation_seconds == [2.0, 1.0]
 
 
 def test_a_new_fit_starts_a_new_measurement(monkeypatch):
-    fake_clock(monkeypatch, [0.0, 3.0, 3.0, 4.0, 100.0, 107.0])
+    fake_clock(monkeypatch, lesson, [0.0, 3.0, 3.0, 4.0, 100.0, 107.0])
     timer = EpochTimer()
     run_epochs(timer, 2)
     run_epochs(timer, 1)
@@ -50,21 +61,23 @@ def test_a_new_fit_starts_a_new_measurement(monkeypatch):
 
 def test_one_epoch_and_no_epoch_have_no_steady_numbers(monkeypatch):
     timer = EpochTimer(samples_per_epoch=10)
-    assert timer.first_epoch is None and timer.total_seconds == 0
-    assert timer.summary()["steady_mean_epoch_seconds"] is None
-    fake_clock(monkeypatch, [0.0, 1.5])
+    summary = timer.summary()
+    assert summary["first_epoch_seconds"] is None and summary["total_seconds"] == 0
+    assert summary["steady_mean_epoch_seconds"] is None
+    fake_clock(monkeypatch, lesson, [0.0, 1.5])
     run_epochs(timer, 1)
     summary = timer.summary()
     assert summary["first_epoch_seconds"] == 1.5
     assert summary["steady_mean_epoch_seconds"] is None and summary["images_per_second"] is None
 
 
-def test_epoch_end_without_begin_is_an_error():
-    with pytest.raises(RuntimeError, match="without on_epoch_begin"):
-        EpochTimer().on_epoch_end(0)
+def test_the_timer_is_also_found_under_its_old_name():
+    assert timing.EpochTimer is EpochTimer
+    with pytest.raises(AttributeError, match="no attribute 'Nothing'"):
+        timing.Nothing  # noqa: B018
 
 
-def test_times_a_real_keras_fit():
+def test_times_a_real_keras_fit_with_validation():
     import keras
 
     rng = np.random.default_rng(0)
@@ -74,16 +87,24 @@ def test_times_a_real_keras_fit():
     model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
     timer = EpochTimer(samples_per_epoch=len(x))
     start = time.perf_counter()
-    model.fit(x, y, epochs=3, batch_size=32, verbose=0, callbacks=[timer])
+    model.fit(x, y, epochs=3, batch_size=32, verbose=0, callbacks=[timer], validation_split=0.25)
     elapsed = time.perf_counter() - start
     assert len(timer.epoch_seconds) == 3 and all(s > 0 for s in timer.epoch_seconds)
-    assert len(timer.steady_epochs) == 2
-    assert timer.total_seconds <= elapsed
+    assert len(timer.validation_seconds) == 3
+    assert all(0 < v < e for v, e in zip(timer.validation_seconds, timer.epoch_seconds))
+    assert sum(timer.epoch_seconds) <= elapsed
     assert timer.summary()["images_per_second"] > 0
 
 
+def test_cpu_settings_name_cores_threads_and_load():
+    facts = timing.cpu_settings()
+    assert 1 <= facts["cpu_cores_available"] <= facts["cpu_cores_machine"]
+    assert len(facts["load_average"]) == 3 and all(v >= 0 for v in facts["load_average"])
+    assert isinstance(facts["framework_threads"], dict) and facts["framework_threads"]
+
+
 def test_timed_returns_result_and_seconds(monkeypatch):
-    fake_clock(monkeypatch, [1.0, 3.5])
+    fake_clock(monkeypatch, timing, [1.0, 3.5])
     result, seconds = timed(lambda a, b=0: a + b, 2, b=3)
     assert result == 5 and seconds == 2.5
 
