@@ -50,6 +50,21 @@ CLAIMS = {
 # (episode, phrase, why it is not a measurement). The phrase is matched with its whitespace
 # normalised; it must contain the claim it allows, and each entry must still be needed.
 ALLOWED = [
+    ("02-connecting.md", "says what to change: 0 hours",
+     "a form value the lesson's Open OnDemand app refuses (lesson_site.rb), not a result"),
+    ("02-connecting.md", "4 cores, 24 GB and 30 minutes",
+     "the --time request of jobs/run-notebook.sbatch"),
+    ("02-connecting.md", "four cores and one GPU for two hours",
+     "a Slurm request compared with a larger one, not a result"),
+    ("02-connecting.md", "2 hours, 1 task, 8 cores per task",
+     "the form values the exercise gives, turned into --time=02:00:00"),
+    ("02-connecting.md", "3 hours, 4 cores, 24 GB, 1 GPU of any type",
+     "the lesson's form request (lesson_site.rb DEFAULTS), --time=03:00:00"),
+    ("02-connecting.md", "so that it keeps running for ten minutes",
+     "the sleep 600 the exercise adds to the job script"),
+    ("02-connecting.md", "Train the lesson's network for two hours on a GPU",
+     "a made-up task of the exercise"),
+    ("02-connecting.md", "two hours of heavy work", "its solution, the same made-up task"),
     ("05-why-gpus-are-fast.md", "The concepts take about 15 minutes",
      "the teaching schedule of the instructor note"),
     ("05-why-gpus-are-fast.md", "Sizes whose single call would take more than 20 s are skipped",
