@@ -64,11 +64,11 @@ notebooks: $(BIN)/.installed  ## regenerate notebooks/*.ipynb and gpulesson/less
 	$(BIN)/python tools/make_notebooks.py
 
 reference: $(BIN)/.installed  ## record every reference measurement here (CPU, and GPU if visible), redraw, refill
-	$(BIN)/python -m gpulesson.reference_run      # episode 4: the CNN
-	$(BIN)/python -m gpulesson.matmul             # episode 5: matrix multiplication
-	$(BIN)/python -m gpulesson.small_models       # episode 6: the small MLP and the sweep
-	$(BIN)/python -m gpulesson.torch_reference    # episode 7: PyTorch (needs requirements/torch.txt)
-	$(BIN)/python -m gpulesson.feeding            # episode 8: input pipelines (see --help for sizes)
+	$(BIN)/python -m gpulesson.reference_run      # episode 5: the CNN
+	$(BIN)/python -m gpulesson.matmul             # episode 6: matrix multiplication
+	$(BIN)/python -m gpulesson.small_models       # episode 7: the small MLP and the sweep
+	$(BIN)/python -m gpulesson.torch_reference    # episode 8: PyTorch (needs requirements/torch.txt)
+	$(BIN)/python -m gpulesson.feeding            # episode 9: input pipelines (see --help for sizes)
 	$(MAKE) figures notebooks
 	$(MAKE) executed                              # the pages' outputs: same machine, same date
 

@@ -6,7 +6,7 @@ the code a learner writes in the notebooks.
 """
 
 
-# From _episodes/04-cpu-vs-gpu.md
+# From _episodes/04-data-pipeline.md
 import math
 import os
 import time
@@ -135,7 +135,7 @@ class DataEpoch(keras.callbacks.Callback):
         self.batches.epoch = epoch
 
 
-# From _episodes/04-cpu-vs-gpu.md
+# From _episodes/04-data-pipeline.md
 def split_batches(path, batch_size, seed=1):
     """Training (shuffled), validation (last tenth of training) and test."""
     n_rows = validate_hdf5(path).n_train
@@ -148,7 +148,7 @@ def split_batches(path, batch_size, seed=1):
     )
 
 
-# From _episodes/04-cpu-vs-gpu.md
+# From _episodes/05-cpu-vs-gpu.md
 from keras import layers
 
 # XLA compilation, fixed rather than "auto": with TensorFlow, "auto" turns
@@ -186,7 +186,7 @@ def compile_cnn(model, learning_rate=1e-3, jit_compile=JIT_COMPILE):
     return model
 
 
-# From _episodes/04-cpu-vs-gpu.md
+# From _episodes/05-cpu-vs-gpu.md
 import statistics
 
 
@@ -236,7 +236,7 @@ class EpochTimer(keras.callbacks.Callback):
         }
 
 
-# From _episodes/04-cpu-vs-gpu.md
+# From _episodes/05-cpu-vs-gpu.md
 import hashlib
 
 
@@ -285,7 +285,7 @@ def train_on(device, initial_weights, train, validation, test, epochs,
     }
 
 
-# From _episodes/06-small-models.md
+# From _episodes/07-small-models.md
 import keras
 from keras import layers
 

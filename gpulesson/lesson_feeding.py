@@ -6,7 +6,7 @@ the code a learner writes in the notebooks.
 """
 
 
-# From _episodes/08-feeding-the-gpu.md
+# From _episodes/09-feeding-the-gpu.md
 import keras
 
 
@@ -44,7 +44,7 @@ class GpuWatch(keras.callbacks.Callback):
                 self.samples.append(found[0])
 
 
-# From _episodes/08-feeding-the-gpu.md
+# From _episodes/09-feeding-the-gpu.md
 import math
 
 

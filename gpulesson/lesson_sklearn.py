@@ -6,7 +6,7 @@ the code a learner writes in the notebooks.
 """
 
 
-# From _episodes/06-small-models.md
+# From _episodes/07-small-models.md
 import keras
 from sklearn.datasets import load_breast_cancer
 from sklearn.model_selection import train_test_split

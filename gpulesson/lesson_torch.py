@@ -6,7 +6,7 @@ the code a learner writes in the notebooks.
 """
 
 
-# From _episodes/07-pytorch.md
+# From _episodes/08-pytorch.md
 import hashlib
 import time
 
@@ -27,7 +27,7 @@ def to_dataset(images, labels, mean, std):
     return TensorDataset(x, y)
 
 
-# From _episodes/07-pytorch.md
+# From _episodes/08-pytorch.md
 class SmallCNN(nn.Module):
     """2 x [Conv2d 5x5 + max pooling 2x2], then Linear 128 and Linear 10."""
 
@@ -50,7 +50,7 @@ class SmallCNN(nn.Module):
         return self.fc2(x)
 
 
-# From _episodes/07-pytorch.md
+# From _episodes/08-pytorch.md
 def train_epoch(model, loader, optimizer, device):
     """One pass over `loader`, updating `model`; returns the mean loss."""
     model.train()
@@ -84,7 +84,7 @@ def evaluate(model, loader, device):
     return total / n_images, correct / n_images
 
 
-# From _episodes/07-pytorch.md
+# From _episodes/08-pytorch.md
 def wait_for(device):
     """Wait until `device` has done all the work queued for it."""
     if device.type == "cuda":

@@ -20,7 +20,7 @@ run, :func:`crossover` finds the size from which the GPU is faster.
 
 The lesson's reference run is the newest run in :data:`RESULTS_FILE` with a GPU sweep (else the
 newest run): its numbers reach the episode through :func:`substitutions` and its figures are
-drawn by ``fig/05-why-gpus-are-fast/matmul.py``. Needs only keras, numpy and a Keras backend
+drawn by ``fig/06-why-gpus-are-fast/matmul.py``. Needs only keras, numpy and a Keras backend
 (matplotlib for the figures); never imports TensorFlow itself.
 """
 

@@ -18,7 +18,7 @@ import time
 
 
 def __getattr__(name):
-    # Imported lazily: gpulesson.lesson itself imports this module (episode 6's code does).
+    # Imported lazily: gpulesson.lesson itself imports this module (episode 7's code does).
     if name == "EpochTimer":
         from gpulesson.lesson import EpochTimer
 

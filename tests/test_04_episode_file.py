@@ -15,7 +15,7 @@ from conftest import ROOT
 from gpulesson import data
 from gpulesson.settings import get_settings
 
-EPISODE = ROOT / "_episodes" / "04-cpu-vs-gpu.md"
+EPISODE = ROOT / "_episodes" / "04-data-pipeline.md"
 CELL = re.compile(r"```\{code-cell\} ipython3\n(?P<code>(?:(?!```).)*?with atomic_hdf5\(path\)(?:(?!```).)*)```",
                   re.DOTALL)
 

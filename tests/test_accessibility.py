@@ -57,14 +57,14 @@ def problems(fig) -> list[str]:
 
 
 FIGURES = {
-    "cnn (episode 4)": lambda: reference.figures(with_gpu_twins(reference.reference_run())),
-    "matmul (episode 5)": lambda: matmul.figures(with_gpu_twins(matmul.reference_run())),
-    "small models comparison (episode 6)": lambda: [small_models.comparison_figure(
+    "cnn (episode 5)": lambda: reference.figures(with_gpu_twins(reference.reference_run())),
+    "matmul (episode 6)": lambda: matmul.figures(with_gpu_twins(matmul.reference_run())),
+    "small models comparison (episode 7)": lambda: [small_models.comparison_figure(
         with_gpu_twins(small_models.reference_run("comparison")))],
-    "small models sweep (episode 6)": lambda: [small_models.sweep_figure(
+    "small models sweep (episode 7)": lambda: [small_models.sweep_figure(
         with_gpu_twins(small_models.reference_run("sweep")))],
-    "pytorch (episode 7)": lambda: torch_reference.figures(with_gpu_twins(torch_reference.reference_run())),
-    "feeding (episode 8)": lambda: feeding.figures(with_gpu_twins(feeding.reference_run())),
+    "pytorch (episode 8)": lambda: torch_reference.figures(with_gpu_twins(torch_reference.reference_run())),
+    "feeding (episode 9)": lambda: feeding.figures(with_gpu_twins(feeding.reference_run())),
 }
 
 

@@ -2,7 +2,7 @@
 served from 127.0.0.1. Every page loads without console errors, its links and images resolve,
 its headings descend without skipping a level; the sidebar follows the schedule; solutions
 open on click; the copy button copies; the search finds HDF5. Screenshots of the landing page
-and episode 4 are saved to _build/test-artifacts/.
+and episode 5 are saved to _build/test-artifacts/.
 
 No browser is downloaded (test machines have no internet): the tests drive the Chromium that
 tools/ensure_chromium.sh installs with apt-get (or LESSON_CHROMIUM=/path), and skip, saying how
@@ -204,7 +204,7 @@ def test_sidebar_lists_the_episodes_in_schedule_order(page, base_url):
 
 
 def test_solutions_start_collapsed_and_open_on_click(page, base_url):
-    page.goto(base_url + "_episodes/04-cpu-vs-gpu.html")
+    page.goto(base_url + "_episodes/05-cpu-vs-gpu.html")
     solutions = page.locator(".admonition.solution")
     assert solutions.count() > 0
     # Wait for sphinx-togglebutton to have turned every solution into a collapsed dropdown.
@@ -226,7 +226,7 @@ def test_copy_button_copies_the_code(browser, base_url):
     context = browser.new_context()
     context.grant_permissions(["clipboard-read", "clipboard-write"], origin=base_url.rstrip("/"))
     tab = context.new_page()
-    tab.goto(base_url + "_episodes/04-cpu-vs-gpu.html")
+    tab.goto(base_url + "_episodes/05-cpu-vs-gpu.html")
     block = tab.locator("div.highlight:has(button.copybtn)").first
     block.hover()
     button = block.locator("button.copybtn")
@@ -250,14 +250,14 @@ def test_search_finds_hdf5(page, base_url):
     page.wait_for_selector("#search-results ul.search li a")
     hits = page.eval_on_selector_all("#search-results ul.search li a", "els => els.map(a => a.href)")
     pages = {urlsplit(url).path for url in hits}
-    assert "/_episodes/04-cpu-vs-gpu.html" in pages, hits
+    assert "/_episodes/04-data-pipeline.html" in pages, hits
 
 
 def test_screenshots_of_the_landing_page_and_an_episode(page, base_url):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     saved = []
     for name, shot in (("index.html", "landing-page.png"),
-                       ("_episodes/04-cpu-vs-gpu.html", "episode-04-cpu-vs-gpu.png")):
+                       ("_episodes/05-cpu-vs-gpu.html", "episode-5-cpu-vs-gpu.png")):
         page.goto(base_url + name)
         page.wait_for_load_state("networkidle")
         path = ARTIFACTS / shot
@@ -325,7 +325,7 @@ def test_recorded_outputs_follow_their_cells_under_the_provenance_box(browser, r
     images = tab.evaluate("""() => [...document.querySelectorAll('.cell_output img')]
         .map(i => i.complete && i.naturalWidth > 0)""")
     assert images and all(images), "a recorded figure did not load"
-    tab.goto(recorded_url + "_episodes/04-cpu-vs-gpu.html", wait_until="load")
+    tab.goto(recorded_url + "_episodes/05-cpu-vs-gpu.html", wait_until="load")
     assert "No recorded run of this episode yet" in tab.locator(
         "article .admonition.recorded-run").first.inner_text()
     context.close()

@@ -20,7 +20,7 @@ from gpulesson.feeding import records as rec
 from gpulesson.feeding.__main__ import main as feeding_main
 from gpulesson.results import NOT_RECORDED, append_record, read_records, validate_record
 
-FIG = ROOT / "fig" / "08-feeding-the-gpu"
+FIG = ROOT / "fig" / "09-feeding-the-gpu"
 N, BATCH = 96, 32  # 3 batches an epoch: every code path, in seconds
 
 
@@ -376,9 +376,9 @@ def test_the_committed_figures_are_drawn_from_the_committed_results(tmp_path):
     written = _draw_module().draw(tmp_path, feeding.RESULTS_FILE)
     for path in written:
         committed = FIG / path.name
-        assert committed.is_file(), f"run: python fig/08-feeding-the-gpu/figures.py ({committed} missing)"
+        assert committed.is_file(), f"run: python fig/09-feeding-the-gpu/figures.py ({committed} missing)"
         assert committed.read_bytes() == path.read_bytes(), (
-            f"{committed} is not what the results file gives: run python fig/08-feeding-the-gpu/figures.py")
+            f"{committed} is not what the results file gives: run python fig/09-feeding-the-gpu/figures.py")
 
 
 # --- the command line ---------------------------------------------------------------------------
@@ -478,7 +478,7 @@ def test_keras_workers_still_carry_batches_over_on_jax():
     """The reason for records.WRONG_DATA_WITH_WORKERS, checked on the installed Keras: with
     JAX, fit's symbolic build starts the enqueuer, and the batches it read ahead come back in
     the first epoch (stop() moves them to the ready queue). When this fails, Keras has fixed
-    it: check PyTorch too, then relax the rule and episode 8's section on workers."""
+    it: check PyTorch too, then relax the rule and episode 9's section on workers."""
     env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu"}
     done = subprocess.run([sys.executable, "-c", _CARRY_OVER], env=env, capture_output=True,
                           text=True, check=False, timeout=300, cwd=ROOT)

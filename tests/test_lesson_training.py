@@ -131,7 +131,7 @@ def test_the_episode_notebook_runs_unchanged_on_another_backend(backend, monkeyp
     import nbformat
     from nbclient import NotebookClient
 
-    notebook = nbformat.read(ROOT / "notebooks" / "04-cpu-vs-gpu.ipynb", as_version=4)
+    notebook = nbformat.read(ROOT / "notebooks" / "05-cpu-vs-gpu.ipynb", as_version=4)
     monkeypatch.setenv("KERAS_BACKEND", backend)  # the kernel inherits it
     NotebookClient(notebook, timeout=600, kernel_name="python3",
                    resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()

@@ -166,7 +166,7 @@ def test_the_page_shows_the_outputs_after_their_cells_and_the_box(recorded_site,
     assert page.index("recorded-run") < page.index("Teaching:")
     # An episode with code but no record says so in one line; one without code has no box.
     assert "No recorded run of this episode yet" in (
-        html / "_episodes" / "04-cpu-vs-gpu.html").read_text(encoding="utf-8")
+        html / "_episodes" / "05-cpu-vs-gpu.html").read_text(encoding="utf-8")
     assert "recorded-run" not in (html / "_episodes" / "02-connecting.html").read_text(encoding="utf-8")
 
 
@@ -228,16 +228,16 @@ def _run(**changes) -> dict:
 
 
 def test_the_box_says_plainly_what_the_run_was_not():
-    full = recorded.box_markdown(_run(), "04-cpu-vs-gpu")
+    full = recorded.box_markdown(_run(), "05-cpu-vs-gpu")
     assert "NVIDIA H100" in full and "full size" in full and "12 min 34 s" in full
     assert ":class: note" in full and "no GPU" not in full and "quick" not in full
     cpu_run = _run(gpu=None, data="synthetic", quick=True,
                    data_label="synthetic stand-in (not CIFAR-10)")
-    cpu = recorded.box_markdown(cpu_run, "04-cpu-vs-gpu", stale=2)
+    cpu = recorded.box_markdown(cpu_run, "05-cpu-vs-gpu", stale=2)
     assert "**no GPU**" in cpu and "**quick mode**" in cpu and "not CIFAR-10" in cpu
     assert ":class: warning" in cpu
     assert "2 code cell(s) changed" in cpu and "--only 04" in cpu
-    assert "No recorded run" in recorded.box_markdown(None, "04-cpu-vs-gpu")
+    assert "No recorded run" in recorded.box_markdown(None, "05-cpu-vs-gpu")
 
 
 def test_repeated_sources_get_their_own_outputs_in_order():

@@ -9,7 +9,7 @@ from conftest import ROOT
 from gpulesson import reference
 from gpulesson.results import append_record, validate_record
 
-FIG = ROOT / "fig" / "04-cpu-vs-gpu"
+FIG = ROOT / "fig" / "05-cpu-vs-gpu"
 
 
 def fake_run(device, epochs=(5.0, 2.0, 2.0), evaluation=0.5, accuracy=0.6):
@@ -126,7 +126,7 @@ def test_committed_reference_figures_are_drawn_from_the_results_file(tmp_path):
 
 def test_the_episode_page_shows_the_reference_numbers(built_site):
     html_dir, result = built_site
-    page = (html_dir / "_episodes" / "04-cpu-vs-gpu.html").read_text(encoding="utf-8")
+    page = (html_dir / "_episodes" / "05-cpu-vs-gpu.html").read_text(encoding="utf-8")
     values = reference.substitutions()
     assert "{{" not in page
     for key in ("ref_cpu", "ref_cpu_epoch", "ref_gpu", "ref_speedup"):

@@ -15,7 +15,7 @@ Its parts, in the order of an experiment:
 - :mod:`~gpulesson.feeding.measure`: timing ``fit`` and the loader, :func:`run_benchmark`;
 - :mod:`~gpulesson.feeding.records`: the records, which of them the page may show, the goals;
 - :mod:`~gpulesson.feeding.page`: the episode's ``ref_feed_*`` values and the notebook's table;
-- :mod:`~gpulesson.feeding.figures`: the figures (``fig/08-feeding-the-gpu/figures.py``);
+- :mod:`~gpulesson.feeding.figures`: the figures (``fig/09-feeding-the-gpu/figures.py``);
 - :mod:`~gpulesson.feeding.__main__`: the command line, ``python -m gpulesson.feeding``.
 
 Importing the package imports no deep-learning framework (the page's values are computed while

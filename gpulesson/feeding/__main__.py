@@ -8,7 +8,7 @@ The benchmark's command line: it measures, appends the records, prints the table
 
 The default pipelines are those that deliver every batch once on the Keras backend in use: the
 ``*-workers`` pipelines (Keras worker processes) run with TensorFlow only, since with JAX and
-PyTorch Keras hands out batches of earlier epochs (episode 8, "Workers, prefetching and
+PyTorch Keras hands out batches of earlier epochs (episode 9, "Workers, prefetching and
 caching").
 """
 

@@ -1,4 +1,4 @@
-"""The feeding benchmark's figures, drawn from one run's records (``fig/08-feeding-the-gpu/
+"""The feeding benchmark's figures, drawn from one run's records (``fig/09-feeding-the-gpu/
 figures.py`` saves them): images/s per pipeline, and the settings on the fastest pipeline.
 
 Only what was measured gets a panel: a device without records, or a kind of setting that was

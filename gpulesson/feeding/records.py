@@ -45,7 +45,7 @@ WORKER_PIPELINES = ("lesson-workers", "lesson-gzip-workers")
 
 # Backends on which Keras' own workers (a PyDataset's ``workers``) deliver wrong data: batches
 # read ahead before an epoch ended are handed out in the next one (found with Keras 3.15.1;
-# episode 8 shows the code path). TensorFlow's trainer delivers every batch once.
+# episode 9 shows the code path). TensorFlow's trainer delivers every batch once.
 WRONG_DATA_WITH_WORKERS = ("jax", "torch")
 WRONG_DATA = ("delivered wrong data: Keras worker processes on this backend hand out batches "
               "of earlier epochs")

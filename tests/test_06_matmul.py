@@ -1,0 +1,318 @@
+"""The matrix-multiplication benchmark of episode 6: timing, records, crossover, page numbers,
+figures and the command line."""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from conftest import ROOT
+
+from gpulesson import matmul
+from gpulesson.results import NOT_RECORDED, is_gpu
+from gpulesson.results import append_record, read_records, validate_record
+
+FIG = ROOT / "fig" / "06-why-gpus-are-fast"
+
+
+# --- arithmetic and checks ----------------------------------------------------------------------
+
+def test_gflops_is_two_n_cubed_over_time():
+    assert matmul.gflops(1000, 2.0) == pytest.approx(1.0)  # 2e9 operations in 2 s
+    assert matmul.gflops(16, 8192e-9) == pytest.approx(1.0)  # 2 * 16^3 = 8192
+    assert matmul.gflops(4096, 1.0) == pytest.approx(2 * 4096**3 / 1e9)
+    with pytest.raises(ValueError, match="positive"):
+        matmul.gflops(16, 0.0)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: matmul.check_device("tpu"), "unknown device 'tpu'.*cpu, gpu"),
+    (lambda: matmul.check_dtype("float64"), "unknown dtype 'float64'"),
+    (lambda: matmul.check_sizes([16, 0]), "at least 1, not 0"),
+    (lambda: matmul.check_sizes([-4]), "at least 1"),
+    (lambda: matmul.check_sizes([2.5]), "whole number"),
+    (lambda: matmul.check_sizes([]), "no matrix sizes"),
+    (lambda: matmul.gflops(0, 1.0), "at least 1"),
+    (lambda: matmul.sweep("tpu", sizes=[4]), "unknown device"),
+    (lambda: matmul.sweep("cpu", sizes=[0]), "at least 1"),
+    (lambda: matmul.time_matmul(4, repeats=0), "at least 1"),
+])
+@pytest.mark.bad_input("bad argument")
+def test_bad_input_gives_a_clear_error(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+# --- measuring ---------------------------------------------------------------------------------
+
+def test_a_tiny_sweep_gives_well_formed_records(tmp_path):
+    result = matmul.sweep("cpu", "float32", [8, 4], repeats=2)
+    assert result["sizes"] == [4, 8] and [p["n"] for p in result["points"]] == [4, 8]
+    for point in result["points"]:
+        assert len(point["seconds"]) == 2 and all(s > 0 for s in point["seconds"])
+        assert point["min_seconds"] <= point["median_seconds"] <= point["max_seconds"]
+        assert point["gflops"] == pytest.approx(2 * point["n"] ** 3 / point["median_seconds"] / 1e9)
+        assert point["gflops_low"] <= point["gflops"] <= point["gflops_high"]
+        assert point["first_call_seconds"] > 0
+        assert point["unsynchronised_median_seconds"] > 0  # float32: the mistake is timed too
+        assert point["transfer_median_seconds"] is None  # nothing to copy on the CPU
+    record = matmul.sweep_record(result, run_id="r1", source="test", repeats=2)
+    validate_record(record)
+    assert record["experiment"] == "matmul" and record["device"] == "CPU"
+    assert record["data"] == "random" and record["versions"]["keras"]
+    path = append_record(tmp_path / "m.jsonl", record)
+    assert read_records(path) == [json.loads(json.dumps(record))]
+
+    reduced = matmul.sweep("cpu", "bfloat16", [4], repeats=1)
+    assert reduced["unsupported"] is None and reduced["points"][0]["gflops"] > 0
+    assert reduced["points"][0]["unsynchronised_median_seconds"] is None
+
+
+def test_the_copy_to_the_device_can_be_timed():
+    point = matmul.time_matmul(8, "cpu", "float32", repeats=2, transfer=True)
+    assert point["transfer_median_seconds"] > 0
+
+
+class LazyValue:
+    """What a GPU framework returns at once: the number exists only once the work is done."""
+
+    def __init__(self, delay):
+        self.delay = delay
+
+    def __array__(self, dtype=None, copy=None):
+        time.sleep(self.delay)  # fetching it waits for the work
+        return np.zeros((1, 1), dtype="float32")
+
+
+class LazyResult:
+    def __init__(self, delay):
+        self.shape, self.delay = (4, 4), delay
+
+    def __getitem__(self, index):
+        return LazyValue(self.delay)
+
+
+def test_the_timed_call_waits_for_a_lazy_result():
+    delay = 0.05
+    point = matmul.time_matmul(4, repeats=2, unsynchronised=True,
+                               op=lambda a, b: LazyResult(delay))
+    assert point["min_seconds"] >= delay  # waited for every result
+    assert point["unsynchronised_median_seconds"] < delay  # the mistake: the clock stopped early
+
+
+def test_slow_sizes_are_skipped_and_unsupported_precisions_reported():
+    result = matmul.sweep("cpu", "float32", [4, 8, 16], repeats=1, max_seconds=1e-12)
+    assert [p["n"] for p in result["points"]] == [4]
+    assert [s["n"] for s in result["skipped"]] == [8, 16] and "limit" in result["skipped"][0]["reason"]
+
+    def refuse(a, b):
+        raise TypeError("no float16 matmul on this device")
+
+    result = matmul.sweep("cpu", "float16", [4, 8], repeats=1, op=refuse)
+    assert result["points"] == [] and "TypeError: no float16" in result["unsupported"]
+
+
+# --- crossover, reference run and page numbers ---------------------------------------------------
+
+def made_up(device, rates, dtype="float32", run_id="r", transfer=None):
+    """A hand-made sweep record: rates {n: GFLOP/s}. For tests only, never committed."""
+    points = []
+    for n, rate in rates.items():
+        seconds = 2 * n**3 / (rate * 1e9)
+        points.append({"n": n, "seconds": [seconds] * 3, "median_seconds": seconds,
+                       "min_seconds": seconds * 0.9, "max_seconds": seconds * 1.2,
+                       "gflops": rate, "gflops_low": rate / 1.2, "gflops_high": rate / 0.9,
+                       "first_call_seconds": seconds + 0.5,
+                       "unsynchronised_median_seconds": seconds / 50 if dtype == "float32" else None,
+                       "transfer_median_seconds": transfer})
+    return {"experiment": "matmul", "run_id": run_id, "device_kind": device, "dtype": dtype,
+            "keras_device": f"{device}:0", "device": "CPU" if device == "cpu" else "Made-up GPU",
+            "backend": "jax", "date": "2026-01-01T00:00:00+00:00", "cpu_model": "Test CPU",
+            "cores_usable": 2, "versions": {"keras": "3", "jax": "0"}, "data": "random",
+            "data_label": "random numbers (timing only)", "sizes": list(rates), "points": points,
+            "skipped": [], "unsupported": None, "wall_seconds": 1.5}
+
+
+SIZES = (16, 64, 256, 1024)
+
+
+@pytest.mark.parametrize("cpu, gpu, expected", [
+    ((10, 20, 30, 40), (50, 100, 500, 900), 16),  # the GPU is always faster
+    ((10, 20, 30, 40), (1, 2, 3, 4), None),  # never faster
+    ((10, 20, 30, 40), (1, 5, 300, 900), 256),  # crossing
+    ((10, 20, 30, 40), (11, 5, 300, 900), 256),  # faster at 16 by chance, then slower
+    ((10, 20, 30, 40), (1, 50, 300, 30), None),  # slower again at the largest size
+    ((10, 20, 30, 40), (1, 20, 300, 900), 256),  # a tie is not faster
+])
+def test_crossover(cpu, gpu, expected):
+    records = [made_up("cpu", dict(zip(SIZES, cpu))), made_up("gpu", dict(zip(SIZES, gpu)))]
+    assert matmul.crossover(records) == expected
+
+
+def test_crossover_needs_both_devices_of_one_run():
+    cpu = made_up("cpu", {16: 1.0})
+    with pytest.raises(ValueError, match="no GPU sweep"):
+        matmul.crossover([cpu])
+    with pytest.raises(ValueError, match="several runs"):
+        matmul.crossover([cpu, made_up("gpu", {16: 2.0}, run_id="other")])
+    # sizes measured on one device only do not count
+    gpu = made_up("gpu", {16: 2.0, 32: 5.0})
+    assert matmul.crossover([made_up("cpu", {16: 1.0, 64: 9.0}), gpu]) == 16
+
+
+def test_crossover_in_words():
+    cpu = made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40))))
+    assert matmul.crossover_text([cpu]) == NOT_RECORDED
+    crossing = [cpu, made_up("gpu", dict(zip(SIZES, (1, 5, 300, 900))))]
+    assert matmul.crossover_text(crossing) == "n = 256"
+    never = [cpu, made_up("gpu", dict(zip(SIZES, (1, 2, 3, 4))))]
+    assert "none" in matmul.crossover_text(never) and "1,024" in matmul.crossover_text(never)
+    always = [cpu, made_up("gpu", dict(zip(SIZES, (50, 100, 500, 900))))]
+    assert "every size" in matmul.crossover_text(always)
+
+
+def write(path, records):
+    for record in records:
+        append_record(path, record)
+    return path
+
+
+def test_substitutions_say_plainly_what_is_missing(tmp_path):
+    values = matmul.substitutions(tmp_path / "none.jsonl")
+    assert values and set(values.values()) == {NOT_RECORDED}
+    assert all(key.startswith("ref_mm_") for key in values)
+
+    cpu_only = write(tmp_path / "cpu.jsonl", [made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40))))])
+    values = matmul.substitutions(cpu_only)
+    assert values["ref_mm_cpu_float32"] == "40.0 GFLOP/s (n = 1,024)"
+    assert values["ref_mm_cpu_largest_n"] == "1,024" and values["ref_mm_cpu"] == "Test CPU, 2 cores"
+    assert values["ref_mm_cpu_unsync_gflops"] == "2,000 GFLOP/s"  # 50 times too fast
+    assert values["ref_mm_cpu_sweep_time"] == "1.5 s"
+    for key in ("ref_mm_gpu", "ref_mm_crossover", "ref_mm_gpu_float32", "ref_mm_gpu_bfloat16",
+                "ref_mm_gpu_transfer_time", "ref_mm_gpu_smallest", "ref_mm_cpu_bfloat16"):
+        assert values[key] == NOT_RECORDED, key
+
+    both = write(tmp_path / "both.jsonl", [
+        made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40))), run_id="a"),
+        made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40))), run_id="b"),
+        made_up("gpu", dict(zip(SIZES, (1, 5, 300, 900))), run_id="b", transfer=0.01),
+        made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40))), run_id="c"),  # newest, but no GPU
+    ])
+    assert {r["run_id"] for r in matmul.reference_run(both)} == {"b"}
+    values = matmul.substitutions(both)
+    assert values["ref_mm_run"] == "b" and values["ref_mm_gpu"] == "Made-up GPU"
+    assert values["ref_mm_crossover"] == "n = 256"
+    assert values["ref_mm_gpu_transfer_time"] == "10 ms"
+    gpu_seconds = 2 * 1024**3 / 900e9
+    assert values["ref_mm_gpu_transfer_gflops"] == f"{2 * 1024**3 / (gpu_seconds + 0.01) / 1e9:,.0f} GFLOP/s"
+
+
+def test_the_figures_handle_a_run_with_a_gpu(tmp_path):
+    records = [made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40)))),
+               made_up("cpu", dict(zip(SIZES, (8, 15, 25, 35))), dtype="bfloat16"),
+               made_up("gpu", dict(zip(SIZES, (1, 5, 300, 900))), transfer=0.01),
+               made_up("gpu", dict(zip(SIZES, (1, 6, 900, 3000))), dtype="bfloat16"),
+               {**made_up("gpu", {}, dtype="float16"), "unsupported": "TypeError: no"}]
+    gflops_fig, sync_fig = matmul.figures(records)
+    ax = gflops_fig.axes[0]
+    labels = ax.get_legend_handles_labels()[1]
+    assert {"CPU float32", "CPU bfloat16", "GPU float32", "GPU bfloat16"} <= set(labels)
+    assert "GPU float32, with copying the inputs to it" in labels
+    assert any("GPU faster\nfrom n = 256" == t.get_text() for t in ax.texts)
+    assert "Made-up GPU" in gflops_fig._suptitle.get_text()
+    assert "random numbers" in gflops_fig._suptitle.get_text()
+    sync_labels = sync_fig.axes[0].get_legend_handles_labels()[1]
+    assert "GPU float32, not waiting (wrong)" in sync_labels
+    # and the figure script draws such a file
+    script = load_script("matmul.py")
+    drawn = script.draw(write(tmp_path / "gpu.jsonl", records[:3]), tmp_path)
+    assert [p.name for p in drawn] == ["matmul-gflops.svg", "matmul-sync.svg"]
+    assert all(p.stat().st_size > 1000 for p in drawn)
+
+
+# --- the committed results and figures ---------------------------------------------------------
+
+def load_script(name):
+    spec = importlib.util.spec_from_file_location(f"fig05_{name[:-3]}", FIG / name)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_results_file_holds_a_valid_run():
+    records = matmul.reference_run()
+    assert records, f"{matmul.RESULTS_FILE} must hold a run: python -m gpulesson.matmul"
+    assert len({r["run_id"] for r in records}) == 1
+    for record in records:
+        validate_record(record)
+        assert record["experiment"] == "matmul" and record["cpu_model"] and record["points"]
+    values = matmul.substitutions()
+    assert values["ref_mm_cpu_float32"] != NOT_RECORDED
+    if not any(is_gpu(r) for r in records):  # honest about what is missing
+        assert values["ref_mm_gpu"] == values["ref_mm_crossover"] == NOT_RECORDED
+
+
+def test_committed_figures_are_what_the_scripts_draw(tmp_path):
+    drawn = load_script("matmul.py").draw(matmul.RESULTS_FILE, tmp_path)
+    drawn.append(load_script("cores.py").draw(tmp_path / "cores.svg"))
+    for path in drawn:
+        committed = FIG / path.name
+        assert committed.exists(), f"{committed} is missing: run the script in {FIG}"
+        assert path.read_bytes() == committed.read_bytes(), (
+            f"{committed.name} is not what its script draws: run the script in {FIG}")
+
+
+# --- command line -------------------------------------------------------------------------------
+
+@pytest.mark.bad_input("no GPU")
+def test_the_command_refuses_a_gpu_it_cannot_see(tmp_path, capsys):
+    from gpulesson.devices import keras_device
+
+    if keras_device()["gpu_count"]:
+        pytest.skip("this machine has a GPU")
+    out = tmp_path / "never.jsonl"
+    assert matmul.main(["--devices", "gpu", "--sizes", "4", "--out", str(out)]) == 2
+    assert "No GPU is visible" in capsys.readouterr().err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--devices", "tpu"], "invalid choice: 'tpu'"),
+    (["--sizes", "16", "0"], "at least 1, not 0"),
+    (["--dtypes", "float64"], "invalid choice: 'float64'"),
+    (["--repeats", "0"], "at least 1"),
+])
+@pytest.mark.bad_input("bad argument")
+def test_the_command_rejects_bad_arguments(tmp_path, capsys, args, message):
+    out = tmp_path / "never.jsonl"
+    with pytest.raises(SystemExit) as exit_info:
+        matmul.main([*args, "--out", str(out)])
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_the_command_runs_on_jax_without_tensorflow_or_h5py(tmp_path):
+    """The GPU machine has JAX and Keras but no TensorFlow: the command must not need it."""
+    out = tmp_path / "jax.jsonl"
+    code = (
+        "import sys\n"
+        "sys.modules['tensorflow'] = None  # importing it now fails, as if not installed\n"
+        "sys.modules['h5py'] = None\n"
+        "from gpulesson import matmul\n"
+        f"status = matmul.main(['--devices', 'cpu', '--sizes', '4', '8', '--repeats', '1',\n"
+        f"                      '--dtypes', 'float32', 'bfloat16', '--out', {str(out)!r}])\n"
+        "sys.exit(status)\n"
+    )
+    env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          check=False, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    records = read_records(out)
+    assert [(r["device_kind"], r["dtype"]) for r in records] == [("cpu", "float32"),
+                                                                ("cpu", "bfloat16")]
+    assert {r["backend"] for r in records} == {"jax"} and len({r["run_id"] for r in records}) == 1
+    assert records[0]["versions"]["h5py"] is None and "GFLOP/s (median)" in done.stdout

@@ -1,0 +1,269 @@
+"""Episode 7: the breast-cancer data preparation, the small MLP, its CPU-vs-GPU records, the
+sweep, its figures and the numbers on the page."""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from conftest import ROOT
+
+from gpulesson import small_models as sm
+from gpulesson.results import NOT_RECORDED
+from gpulesson.results import append_record, make_record, read_records, validate_record
+
+FIG = ROOT / "fig" / "07-small-models"
+
+
+def figures_script():
+    spec = importlib.util.spec_from_file_location("small_model_figures", FIG / "figures.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def figure_texts(fig):
+    return " ".join(t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text")))
+
+
+# ----------------------------------------------------------------------------- data and model
+
+@pytest.fixture(scope="module")
+def prepared():
+    from gpulesson.lesson_sklearn import prepare_breast_cancer
+
+    return prepare_breast_cancer()
+
+
+def test_scaler_is_fitted_on_the_training_rows_only(prepared):
+    from sklearn.datasets import load_breast_cancer
+
+    (x_train, _), (x_test, _), scaler, names = prepared
+    assert x_train.shape == (455, 30) and x_test.shape == (114, 30)
+    assert x_train.dtype == np.float32 and names == ["malignant", "benign"]
+    assert scaler.n_samples_seen_ == len(x_train)
+    # The scaler's means are those of the (unscaled) training rows, not of all rows.
+    raw_train = scaler.inverse_transform(x_train)
+    np.testing.assert_allclose(scaler.mean_, raw_train.mean(axis=0), rtol=1e-4, atol=1e-3)
+    all_rows = load_breast_cancer().data
+    assert not np.allclose(scaler.mean_, all_rows.mean(axis=0), rtol=1e-6, atol=0)
+    np.testing.assert_allclose(x_train.mean(axis=0), 0, atol=1e-5)
+    np.testing.assert_allclose(x_train.std(axis=0), 1, atol=1e-3)
+    assert abs(x_test.mean(axis=0)).max() > 1e-3  # scaled with the training statistics
+
+
+def test_labels_are_one_hot_and_stratified(prepared):
+    (_, y_train), (_, y_test), _, _ = prepared
+    for y in (y_train, y_test):
+        assert y.shape[1] == 2 and set(np.unique(y)) == {0.0, 1.0}
+        assert (y.sum(axis=1) == 1).all()
+    # Stratified: the malignant share differs by less than one test row.
+    assert abs(y_train[:, 0].mean() - y_test[:, 0].mean()) < 1 / len(y_test)
+
+
+def test_the_mlp_learns_and_its_checkpoint_loads(prepared, tmp_path):
+    import keras
+
+    from gpulesson import lesson
+
+    train, test, _, _ = prepared
+    model = lesson.build_mlp()
+    assert model.count_params() == sm.parameter_count(sm.EPISODE_WIDTHS) == 650
+    keras.utils.set_random_seed(1)
+    path = tmp_path / "best.keras"
+    checkpoint = keras.callbacks.ModelCheckpoint(path, monitor="val_loss", save_best_only=True)
+    stopping = keras.callbacks.EarlyStopping(monitor="val_loss", patience=5, restore_best_weights=True)
+    run = lesson.train_mlp("cpu", model.get_weights(), train, test, 40, callbacks=[checkpoint, stopping])
+    assert run["test_accuracy"] > 0.9, run["test_accuracy"]
+    assert run["timing"]["epochs"] == len(run["history"]["loss"]) == len(run["history"]["val_loss"])
+    assert path.is_file()
+    loaded = keras.saving.load_model(path)
+    x_test = test[0]
+    np.testing.assert_allclose(loaded.predict(x_test, verbose=0), run["model"].predict(x_test, verbose=0),
+                               atol=1e-6)
+    record = sm.comparison_record(run, run_id="t", batch_size=32, n_train=455, n_test=114)
+    validate_record(record)
+    assert record["part"] == "comparison" and record["data"] == "breast_cancer"
+    assert record["device"] == "CPU" and record["n_parameters"] == 650
+
+
+# ----------------------------------------------------------------------------- sweep
+
+def test_sweep_records_are_well_formed():
+    records = sm.sweep(["cpu"], [8, 32], [4], n_rows=64, epochs=2, run_id="s", progress=None)
+    assert [(r["width"], r["batch_size"]) for r in records] == [(4, 8), (4, 32)]
+    for r in records:
+        validate_record(r)
+        assert r["experiment"] == sm.EXPERIMENT and r["part"] == "sweep" and r["run_id"] == "s"
+        assert r["data"] == "random" and r["device_kind"] == "cpu" and r["device"] == "CPU"
+        assert r["hidden_widths"] == [4, 2] and r["n_parameters"] == sm.parameter_count((4, 2))
+        assert r["epochs"] == 2 and r["seconds_per_sample"] > 0
+        assert r["seconds_per_sample"] == pytest.approx(r["mean_epoch_seconds"] / r["n_rows"])
+    # at least MIN_BATCHES batches per epoch
+    assert records[1]["n_rows"] == sm.rows_for(32, 64) == 32 * sm.MIN_BATCHES
+    assert sm.hidden_widths(16) == (16, 8) and sm.hidden_widths(1) == (1, 1)
+
+
+def fake_sweep(run_id="fake", gpu=True, date="2030-01-01T00:00:00+00:00"):
+    """Made-up sweep records for the figure and text code; written only to tmp folders."""
+    records = []
+    for width in (16, 1024):
+        for batch in (32, 4096):
+            cpu_time = {16: 1e-5, 1024: 4e-4}[width] * (1 if batch == 32 else 0.3)
+            gpu_time = {16: 4e-5, 1024: 1e-5}[width] * (1 if batch == 32 else 0.05)
+            for kind, seconds in (("cpu", cpu_time), ("gpu", gpu_time)):
+                if kind == "gpu" and not gpu:
+                    continue
+                records.append(make_record(
+                    sm.EXPERIMENT, data="random", part="sweep", run_id=run_id, date=date,
+                    device_kind=kind, device="CPU" if kind == "cpu" else "Made-up GPU",
+                    width=width, batch_size=batch, n_rows=4096, epochs=3, seconds_per_sample=seconds,
+                    seconds_per_step=seconds * batch, mean_epoch_seconds=seconds * 4096,
+                    total_seconds=seconds * 4096 * 3))
+    return records
+
+
+def fake_comparison(run_id="fake", gpu=True):
+    records = []
+    for kind, epoch in (("cpu", 0.2), ("gpu", 0.5)):
+        if kind == "gpu" and not gpu:
+            continue
+        records.append(make_record(
+            sm.EXPERIMENT, data="breast_cancer", part="comparison", run_id=run_id, device_kind=kind,
+            device="CPU" if kind == "cpu" else "Made-up GPU", batch_size=32, n_train=455, n_test=114,
+            epochs=3, epoch_seconds=[2.0, epoch, epoch], first_epoch_seconds=2.0, mean_epoch_seconds=epoch,
+            test_accuracy=0.95))
+    return records
+
+
+def test_speedups_tables_and_figures_on_made_up_records(tmp_path):
+    path = tmp_path / "made-up.jsonl"
+    for record in fake_sweep("old", gpu=False) + fake_comparison("a") + fake_sweep("b") + fake_sweep("c", gpu=False):
+        append_record(path, record)
+    sweep = sm.reference_run("sweep", path)
+    assert {r["run_id"] for r in sweep} == {"b"}  # the newest run with a GPU
+    ratios = sm.sweep_speedups(sweep)
+    assert ratios[(16, 32)] == pytest.approx(0.25) and ratios[(1024, 4096)] == pytest.approx(240)
+    table = sm.sweep_table(sweep)
+    assert "speed-up" in table and "0.25x" in table and "240.00x" in table
+    texts = figure_texts(sm.sweep_figure(sweep))
+    assert "Speed-up of the GPU" in texts and "GPU faster" in texts and "GPU 4× slower" in texts
+    assert "Made-up GPU" in texts and "random numbers" in texts
+    values = sm.substitutions(path)
+    assert values["ref_mlp_sweep_best"] == "240.0× at width 1024, batch size 4096"
+    assert values["ref_mlp_sweep_worst"] == "0.25× at width 16, batch size 32"
+    assert values["ref_mlp_sweep_paying"] == "3 of 4"
+    assert values["ref_mlp_speedup"] == "0.40× (GPU 2.5× slower)"
+    assert values["ref_mlp_gpu_epoch"] == "500 ms" and values["ref_mlp_sweep_gpu_small_sample"] == "40 µs"
+    for written in figures_script().draw(path, tmp_path):
+        assert written.read_bytes().startswith(b"<?xml")
+
+
+def test_without_gpu_records_the_page_says_not_recorded(tmp_path):
+    values = sm.substitutions(tmp_path / "none.jsonl")
+    assert set(values.values()) == {NOT_RECORDED}
+    path = tmp_path / "cpu-only.jsonl"
+    for record in fake_comparison(gpu=False) + fake_sweep(gpu=False):
+        append_record(path, record)
+    values = sm.substitutions(path)
+    for key in ("ref_mlp_gpu", "ref_mlp_gpu_epoch", "ref_mlp_speedup", "ref_mlp_sweep_gpu",
+                "ref_mlp_sweep_best", "ref_mlp_sweep_paying", "ref_mlp_sweep_gpu_small_step"):
+        assert values[key] == NOT_RECORDED, key
+    assert values["ref_mlp_cpu_epoch"] == "200 ms" and values["ref_mlp_sweep_cpu_small_sample"] == "10 µs"
+    assert "not recorded yet" in sm.describe_comparison(sm.reference_run("comparison", path))
+    texts = figure_texts(sm.sweep_figure(sm.reference_run("sweep", path)))
+    assert "GPU sweep: not recorded yet" in texts and "10 µs" in texts
+    assert "Speed-up of the GPU" not in texts
+
+
+def test_committed_results_are_valid_and_honest():
+    records = read_records(sm.RESULTS_FILE)
+    assert records, f"{sm.RESULTS_FILE} is empty: python -m gpulesson.small_models"
+    for part in sm.PARTS:
+        run = sm.reference_run(part)
+        assert run, f"no {part} run in {sm.RESULTS_FILE}"
+        for r in run:
+            validate_record(r)
+            assert r["cpu_model"] and r["versions"]["keras"]
+            assert r["data"] == ("breast_cancer" if part == "comparison" else "random")
+        if not any(sm.is_gpu(r) for r in run):
+            assert sm.substitutions()["ref_mlp_gpu" if part == "comparison" else "ref_mlp_sweep_gpu"] == NOT_RECORDED
+
+
+def test_committed_figures_are_drawn_from_the_results_file(tmp_path):
+    for drawn in figures_script().draw(sm.RESULTS_FILE, tmp_path):
+        committed = FIG / drawn.name
+        assert committed.exists(), f"{committed} is missing: run python {FIG / 'figures.py'}"
+        assert drawn.read_bytes() == committed.read_bytes(), (
+            f"{committed.name} is not what {sm.RESULTS_FILE.name} gives: run python {FIG / 'figures.py'}")
+
+
+# ----------------------------------------------------------------------------- bad inputs, CLI
+
+@pytest.mark.bad_input("bad argument")
+def test_bad_devices_and_sizes_are_refused():
+    with pytest.raises(sm.SmallModelsError, match="unknown device 'tpu'"):
+        sm.check_devices(["tpu"], gpu_count=1)
+    with pytest.raises(sm.SmallModelsError, match="SKIPPED: no GPU is visible"):
+        sm.check_devices(["cpu", "gpu"], gpu_count=0)
+    with pytest.raises(sm.SmallModelsError, match="named twice"):
+        sm.check_devices(["cpu", "cpu"], gpu_count=0)
+    assert sm.check_devices(["cpu", "gpu"], gpu_count=1) == ["cpu", "gpu:0"]
+    with pytest.raises(sm.SmallModelsError, match="layer width must be a whole number of at least 1"):
+        sm.hidden_widths(0)
+    with pytest.raises(sm.SmallModelsError, match="batch size"):
+        sm.check_grid([32, -1], [16], 64, 2)
+    with pytest.raises(sm.SmallModelsError, match="at least 2 epochs"):
+        sm.check_grid([32], [16], 64, 1)
+    with pytest.raises(sm.SmallModelsError, match="layer width"):
+        sm.sweep(["cpu"], [32], [16, 0], n_rows=64, epochs=2, progress=None)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--devices", "tpu"], "unknown device 'tpu'"),
+    (["--devices", "gpu"], "SKIPPED: no GPU is visible"),
+    (["--widths", "16", "0"], "layer width must be"),
+    (["--batch-sizes", "0"], "batch size must be"),
+    (["--parts", "everything"], "unknown part"),
+])
+@pytest.mark.bad_input("bad argument")
+def test_the_command_refuses_bad_input_and_writes_nothing(args, message, tmp_path, capsys):
+    from gpulesson.devices import keras_device
+
+    if "gpu" in args and keras_device()["gpu_count"]:
+        pytest.skip("this machine has a GPU")
+    out = tmp_path / "out.jsonl"
+    assert sm.main([*args, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Nothing was measured or written" in err
+    assert not out.exists()
+
+
+@pytest.mark.bad_input("missing package")
+def test_the_sweep_runs_without_scikit_learn(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "sklearn", None)  # import sklearn now fails
+    out = tmp_path / "out.jsonl"
+    assert sm.main(["--parts", "comparison", "--out", str(out)]) == 2
+    assert "scikit-learn is not installed" in capsys.readouterr().err and not out.exists()
+    assert sm.main(["--parts", "sweep", "--devices", "cpu", "--batch-sizes", "16", "--widths", "4",
+                    "--rows", "32", "--out", str(out)]) == 0
+    assert [r["part"] for r in read_records(out)] == ["sweep"]
+    # The lesson module the CNN episode and the GPU runs import must not need it either.
+    assert "sklearn" not in (ROOT / "gpulesson" / "lesson.py").read_text(encoding="utf-8")
+
+
+def test_the_command_records_both_parts_under_jax(tmp_path):
+    out = tmp_path / "jax.jsonl"
+    env = {**os.environ, "KERAS_BACKEND": "jax", "LESSON_QUICK": "1"}
+    result = subprocess.run(
+        [sys.executable, "-m", "gpulesson.small_models", "--devices", "cpu", "--batch-sizes", "16",
+         "--widths", "4", "8", "--rows", "32", "--out", str(out)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["part"] for r in records] == ["comparison", "sweep", "sweep"]
+    assert {r["backend"] for r in records} == {"jax"} and len({r["run_id"] for r in records}) == 1
+    assert records[0]["epochs"] == sm.QUICK_COMPARISON["epochs"] and records[0]["start_weights"]

@@ -1,0 +1,268 @@
+"""Episode 9, "Feeding the GPU": its placeholders, figures, command-line options and calls
+into the benchmark exist; its numbers come from the results file; the code it teaches
+(gpulesson/lesson_feeding.py) estimates memory and reads NVML correctly."""
+
+import ast
+import inspect
+import re
+import subprocess
+import sys
+import types
+
+import pytest
+from carpentry import PLACEHOLDER, split_front_matter
+from conftest import ROOT
+
+from gpulesson import feeding
+from gpulesson.feeding import pipelines as fp
+
+EPISODE = ROOT / "_episodes" / "09-feeding-the-gpu.md"
+TEXT = EPISODE.read_text(encoding="utf-8")
+META_TEXT, BODY = split_front_matter(TEXT)
+FENCE = re.compile(r"^(`{3,}|:{3,}|~{3,})\{?([\w-]*)\}?[^\n]*\n(.*?)^\1[ \t]*$",
+                   re.DOTALL | re.MULTILINE)
+CODE_CELL = re.compile(r"^```\{code-cell\} ipython3\n(.*?)^```[ \t]*$", re.DOTALL | re.MULTILINE)
+FIGURE = re.compile(r"^:{3,}\{figure\}\s*(\S+)", re.MULTILINE)
+
+
+def code_cells(text=TEXT) -> list[str]:
+    """The source of every code cell, without its ``:tags:`` line."""
+    return [re.sub(r"\A:tags:.*\n", "", m[1]) for m in CODE_CELL.finditer(text)]
+
+
+def prose(text=BODY) -> str:
+    """The text outside code blocks (``` and ~~~ fences)."""
+    return re.sub(r"^(`{3,}|~{3,}).*?^\1[ \t]*$", "", text, flags=re.DOTALL | re.MULTILINE)
+
+
+def help_options() -> set[str]:
+    """The options ``python -m gpulesson.feeding --help`` lists."""
+    out = subprocess.run([sys.executable, "-m", "gpulesson.feeding", "--help"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    return set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", out))
+
+
+def shown_options(text=TEXT) -> set[str]:
+    """Options the episode gives the benchmark: on its command lines (with backslash
+    continuations) and in backticks near a mention of it (the instructor note)."""
+    found = set()
+    joined = text.replace("\\\n", " ")
+    for line in joined.splitlines():
+        if "gpulesson.feeding" in line and ("python -m" in line or "--" in line):
+            found |= set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", line))
+    note = re.search(r":::\{instructor-note\}(.*?)^:::$", text, re.DOTALL | re.MULTILINE)
+    if note:
+        found |= set(re.findall(r"`(--[a-z][a-z0-9-]*)", note[1]))
+    return found
+
+
+# --------------------------------------------------------------------- the page and the benchmark
+
+def test_every_placeholder_is_one_the_benchmark_provides():
+    used = {m[1] for m in PLACEHOLDER.finditer(TEXT)}
+    assert used, "the episode shows no recorded number"
+    values = feeding.substitutions()
+    refs = {name for name in used if name.startswith("ref_")}
+    assert refs == {name for name in used if name.startswith("ref_feed_")}, \
+        "the episode's numbers come from the feeding benchmark only"
+    assert not refs - values.keys(), sorted(refs - values.keys())
+    # the reference run: its table, what it shows, and the answer to the reading exercise
+    assert {"ref_feed_table", "ref_feed_findings", "ref_feed_reading"} <= refs
+
+
+def test_without_a_results_file_the_page_says_so_in_sentences(tmp_path):
+    values = feeding.substitutions(tmp_path / "none.jsonl")
+    filled = PLACEHOLDER.sub(lambda m: values[m[1]], BODY)
+    assert "No reference run has been recorded yet" in filled
+    assert "not recorded yet (not recorded yet)" not in filled
+    assert feeding.NOT_RECORDED not in filled.replace("has not been recorded yet", "")
+
+
+def test_the_page_shows_no_record_of_a_pipeline_that_delivered_wrong_data():
+    values = feeding.substitutions()
+    shown = values["ref_feed_table"] + values["ref_feed_findings"]
+    for record in feeding.reference_run():
+        if feeding.delivered_wrong_data(record):
+            assert "Keras workers |" not in values["ref_feed_table"]
+            assert "delivered batches of earlier epochs" in shown
+
+
+def test_no_measured_number_is_typed_into_the_text():
+    """Rates, percentages and durations in the prose come from placeholders; the only
+    typed ones are the goals and the meaning of a full GPU."""
+    allowed = {"90 %", "100 %"}
+    text = re.sub(r"^:width:.*$", "", PLACEHOLDER.sub("", prose()), flags=re.MULTILINE)
+    typed = re.findall(r"\d[\d,.]*\s?(?:images/s|%|ms\b|GB/s|TFLOP/s|GFLOP/s)", text)
+    assert set(typed) <= allowed, set(typed) - allowed
+    seconds = re.findall(r"\d+\.\d+\s?(?:s|min)\b", text)
+    assert not seconds, seconds
+
+
+def test_figures_exist_and_are_the_ones_the_draw_script_writes():
+    import importlib.util
+
+    figures_py = ROOT / "fig" / "09-feeding-the-gpu" / "figures.py"
+    spec = importlib.util.spec_from_file_location("feeding_figures", figures_py)
+    draw_feeding = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(draw_feeding)
+
+    shown = FIGURE.findall(TEXT)
+    assert shown, "the episode shows the benchmark's figures"
+    for src in shown:
+        path = (EPISODE.parent / src).resolve()
+        assert path.is_file(), src
+        assert path.parent == draw_feeding.FOLDER.resolve(), src
+        assert path.name in draw_feeding.FIGURES, src
+    assert {p.rsplit("/", 1)[-1] for p in shown} == set(draw_feeding.FIGURES)
+    # the captions name the script and the results file
+    for caption in re.findall(r"^:{3,}\{figure\}.*?^:{3,}$", TEXT, re.DOTALL | re.MULTILINE):
+        assert "fig/09-feeding-the-gpu/figures.py" in caption and "results/feeding.jsonl" in caption
+
+
+def test_every_option_shown_for_the_benchmark_exists():
+    shown = shown_options()
+    assert {"--devices", "--cpu-max-steps", "--out"} <= shown, shown
+    assert not shown - help_options(), sorted(shown - help_options())
+
+
+def test_the_option_check_catches_a_wrong_option():
+    text = TEXT + "\n```bash\npython -m gpulesson.feeding --gpus 2\n```\n"
+    assert "--gpus" in shown_options(text) - help_options()
+
+
+def _calls(module_names):
+    """(module alias, attribute, keyword names) of every call the code cells make on the
+    benchmark's modules."""
+    calls = []
+    for source in code_cells():
+        for node in ast.walk(ast.parse(source)):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and node.value.id in module_names):
+                calls.append((node.value.id, node.attr, None))
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and isinstance(node.func.value, ast.Name)
+                    and node.func.value.id in module_names):
+                calls.append((node.func.value.id, node.func.attr,
+                              {k.arg for k in node.keywords if k.arg}))
+    return calls
+
+
+def test_the_notebook_uses_only_what_the_benchmark_has():
+    modules = {"feeding": feeding, "fp": fp}
+    calls = _calls(modules)
+    assert any(name == "run_benchmark" for _, name, _ in calls)
+    for alias, name, keywords in calls:
+        assert hasattr(modules[alias], name), f"{alias}.{name} does not exist"
+        if keywords:
+            accepted = inspect.signature(getattr(modules[alias], name)).parameters
+            assert keywords <= accepted.keys(), (name, keywords - accepted.keys())
+
+
+def test_the_pipelines_and_sweeps_it_names_exist():
+    for source in code_cells():
+        for match in re.finditer(r"pipelines=\[([^\]]*)\]", source):
+            names = re.findall(r'"([\w-]+)"', match[1])
+            assert fp.check_pipelines(names) == names
+        for match in re.finditer(r"sweeps=\[([^\]]*)\]", source):
+            assert set(re.findall(r'"(\w+)"', match[1])) <= set(feeding.SWEEPS)
+        for name in re.findall(r'make_pipeline\(\s*"([\w-]+)"', source):
+            fp.check_pipelines([name])
+
+
+def test_gpu_cells_skip_out_loud_and_exercises_have_solutions():
+    assert "SKIPPED: no GPU is visible" in TEXT
+    assert "SKIPPED: no NVIDIA GPU/NVML" in TEXT
+    exercises = re.findall(r"^::::\{exercise\}.*?^::::$", TEXT, re.DOTALL | re.MULTILINE)
+    assert len(exercises) >= 7
+    # the objectives on GPU memory and on reading the benchmark have their exercises
+    titles = " ".join(e.splitlines()[0] for e in exercises)
+    assert "Will a batch of 1024 fit?" in titles and "Read the benchmark" in titles
+    for exercise in exercises:
+        assert ":::{solution}" in exercise, exercise[:80]
+    assert ":::{instructor-note}" in TEXT
+
+
+def test_code_lines_are_short_and_glossary_terms_exist():
+    for source in code_cells():
+        for line in source.splitlines():
+            assert len(line) <= 78, line
+    glossary = (ROOT / "reference.md").read_text(encoding="utf-8")
+    for label, target in re.findall(r"\{term\}`([^`<]+?)(?:\s*<([^>]+)>)?`", TEXT):
+        term = (target or label).strip()
+        assert re.search(rf"^{re.escape(term)}\n  \S", glossary, re.MULTILINE), term
+
+
+# ------------------------------------------------------------------ the code the episode teaches
+
+@pytest.fixture(scope="module")
+def lesson_feeding():
+    from gpulesson import lesson_feeding
+
+    return lesson_feeding
+
+
+def _tiny_model():
+    import keras
+
+    return keras.Sequential([keras.Input(shape=(4, 4, 1)),
+                             keras.layers.Conv2D(2, 3, padding="same"),
+                             keras.layers.Flatten(),
+                             keras.layers.Dense(3)])
+
+
+def test_activations_and_memory_estimate(lesson_feeding):
+    model = _tiny_model()
+    # input 16, conv 32, flatten 32, dense 3
+    assert lesson_feeding.activations_per_image(model) == 16 + 32 + 32 + 3
+    params = model.count_params()
+    assert params == (9 * 2 + 2) + (32 * 3 + 3)
+    one = lesson_feeding.training_memory(model, 1)
+    assert one == 16 * params + 2 * 4 * 83
+    ten = lesson_feeding.training_memory(model, 10)
+    assert ten - one == 9 * 2 * 4 * 83
+    half = lesson_feeding.training_memory(model, 10, bytes_per_activation=2)
+    assert ten - half == 10 * 2 * 2 * 83
+    with pytest.raises(ValueError, match="batch_size must be at least 1"):
+        lesson_feeding.training_memory(model, 0)
+
+
+def test_lesson_cnn_memory_grows_with_the_batch(lesson_feeding):
+    from gpulesson.lesson import build_cnn
+
+    model = build_cnn()
+    sizes = [lesson_feeding.training_memory(model, b) for b in (1, 256, 1024)]
+    assert sizes == sorted(sizes) and sizes[0] > 16 * model.count_params()
+
+
+def _fake_nvml(busy=73, used=3 * 2**30, total=80 * 2**30, fail=False):
+    module = types.ModuleType("pynvml")
+
+    def init():
+        if fail:
+            raise RuntimeError("NVML Shared Library Not Found")
+
+    module.nvmlInit = init
+    module.nvmlDeviceGetHandleByIndex = lambda index: ("handle", index)
+    module.nvmlDeviceGetUtilizationRates = lambda handle: types.SimpleNamespace(gpu=busy)
+    module.nvmlDeviceGetMemoryInfo = lambda handle: types.SimpleNamespace(used=used, total=total)
+    return module
+
+
+def test_gpu_utilisation_reads_nvml_or_says_none(lesson_feeding, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", _fake_nvml())
+    assert lesson_feeding.gpu_utilisation() == (73, 3.0, 80.0)
+    monkeypatch.setitem(sys.modules, "pynvml", _fake_nvml(fail=True))
+    assert lesson_feeding.gpu_utilisation() is None
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # not installed
+    assert lesson_feeding.gpu_utilisation() is None
+
+
+def test_gpu_watch_samples_every_few_batches(lesson_feeding, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", _fake_nvml(busy=55))
+    watch = lesson_feeding.GpuWatch(every=3)
+    for batch in range(7):
+        watch.on_train_batch_end(batch)
+    assert watch.samples == [55, 55, 55]
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    watch.on_train_batch_end(9)
+    assert watch.samples == [55, 55, 55]

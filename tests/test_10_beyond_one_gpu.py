@@ -1,0 +1,214 @@
+"""Episode 10, "Beyond one GPU": its figures, the commands it shows, the numbers it types.
+
+The episode shows shell commands (sbatch, python -m gpulesson....) that the notebook does not
+run. These tests make sure each still exists: every job script it names is in jobs/, every
+``python -m gpulesson.<module> [subcommand]`` answers ``--help``, and every option the episode
+passes appears in that help. The numbers of the all-reduce exercise are typed into the text;
+they are checked against the cost model that computes them.
+"""
+
+import importlib.util
+import re
+import shlex
+import subprocess
+import sys
+from functools import cache
+
+import pytest
+from conftest import ROOT
+
+from gpulesson import parallel, sweep
+
+EPISODE = ROOT / "_episodes" / "10-beyond-one-gpu.md"
+FIG = ROOT / "fig" / "10-beyond-one-gpu"
+TEXT = EPISODE.read_text(encoding="utf-8")
+# Which command each job script passes its arguments to.
+JOB_TARGETS = {
+    "jobs/train-cnn.sbatch": ("gpulesson.train_job", None),
+    "jobs/sweep-array.sbatch": ("gpulesson.train_job", None),
+    "jobs/train-multi-node.sbatch": ("gpulesson.parallel", "train"),
+}
+
+
+# --- figures ------------------------------------------------------------------------------------
+
+def load_script(name):
+    spec = importlib.util.spec_from_file_location(f"fig09_{name[:-3]}", FIG / name)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_committed_figures_are_what_the_script_draws(tmp_path):
+    drawn = load_script("parallelism.py").draw(tmp_path)
+    assert [p.name for p in drawn] == ["data-parallel.svg", "model-parallel.svg", "job-array.svg"]
+    for path in drawn:
+        committed = FIG / path.name
+        assert committed.exists(), f"{committed} is missing: run the script in {FIG}"
+        assert path.read_bytes() == committed.read_bytes(), (
+            f"{committed.name} is not what its script draws: python {FIG / 'parallelism.py'}")
+        assert f"../fig/10-beyond-one-gpu/{path.name}" in TEXT, f"{path.name} is not shown"
+
+
+def test_the_job_array_figure_shows_the_sweeps_grid(tmp_path):
+    script = load_script("parallelism.py")
+
+    def texts(path):
+        return path.read_text().count('<g id="text_')
+
+    full = texts(script.job_array(tmp_path / "full.svg"))
+    # Three labels per task (its number, its parameters, its folder): a smaller grid in
+    # gpulesson.sweep would draw fewer tasks.
+    script.GRID_POINTS = sweep.GRID_POINTS[:2]
+    assert full - texts(script.job_array(tmp_path / "two.svg")) == 3 * (len(sweep.GRID_POINTS) - 2)
+
+
+# --- the commands the episode shows ----------------------------------------------------------
+
+def shown_commands(text: str) -> list[str]:
+    """Shell commands of the ```bash blocks (continuations joined) and of inline code."""
+    commands = []
+    for block in re.findall(r"^```bash\n(.*?)^```", text, flags=re.S | re.M):
+        block = block.replace("\\\n", " ")
+        for line in block.splitlines():
+            line = re.sub(r"\s#.*$", "", line).strip()
+            if line and not line.startswith("#"):
+                commands.append(line)
+    commands += re.findall(r"`([^`\n]*(?:python -m gpulesson|sbatch )[^`\n]*)`", text)
+    return commands
+
+
+def invocations(text: str):
+    """``(module, subcommand or None, [options], command)`` for every command the text shows."""
+    found = []
+    for command in shown_commands(text):
+        words = shlex.split(command.replace("<", "").replace(">", ""))
+        if "sbatch" in words:
+            scripts = [w for w in words if w.startswith("jobs/")]
+            assert len(scripts) == 1, f"which job script does this run? {command}"
+            script = scripts[0]
+            module, sub = JOB_TARGETS.get(script, (None, None))
+            rest = words[words.index(script) + 1:]
+            found.append((script, module, sub, [w for w in rest if w.startswith("--")], command))
+        elif "python" in words and "-m" in words and words[words.index("-m") + 1].startswith(
+                "gpulesson"):
+            module = words[words.index("-m") + 1]
+            rest = words[words.index("-m") + 2:]
+            sub = rest[0] if rest and not rest[0].startswith("-") else None
+            found.append((None, module, sub, [w for w in rest if w.startswith("--")], command))
+    return found
+
+
+@cache
+def help_text(module: str, sub: str | None) -> str:
+    args = [sys.executable, "-m", module] + ([sub] if sub else []) + ["--help"]
+    result = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, f"{' '.join(args[1:])} failed:\n{result.stderr[-2000:]}"
+    return result.stdout
+
+
+def test_the_episode_shows_the_commands_it_teaches():
+    found = invocations(TEXT)
+    scripts = {script for script, *_ in found if script}
+    assert scripts == set(JOB_TARGETS), scripts
+    modules = {(module, sub) for script, module, sub, *_ in found if not script}
+    assert {("gpulesson.parallel", "train"), ("gpulesson.parallel", "cost"),
+            ("gpulesson.sweep", "list"), ("gpulesson.sweep", "gather"),
+            ("gpulesson.sweep", "params"), ("gpulesson.train_job", None),
+            ("gpulesson.prepare", None)} <= modules
+
+
+def test_every_job_script_shown_exists_and_runs_what_the_episode_says():
+    for script, (module, sub) in JOB_TARGETS.items():
+        text = (ROOT / script).read_text()
+        assert f"-m {module}" + (f" {sub}" if sub else "") in text, script
+
+
+def test_every_command_shown_answers_help_and_knows_its_options():
+    for script, module, sub, options, command in invocations(TEXT):
+        if script:
+            assert (ROOT / script).is_file(), f"{script} does not exist ({command})"
+        if module is None:
+            continue
+        text = help_text(module, sub)
+        if sub is None:
+            assert not re.search(r"\[-h\]\s+\{", text), f"{module} needs a subcommand: {command}"
+        for option in options:
+            name = option.split("=")[0]
+            assert re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text), (
+                f"{command}: {module} {sub or ''} has no option {name}")
+
+
+def test_a_wrong_option_would_be_caught():
+    # The check above must be able to fail: an option the command does not have.
+    fake = "```bash\npython -m gpulesson.sweep gather results --no-such-option\n```\n"
+    [(_, module, sub, options, _)] = invocations(fake)
+    assert (module, sub, options) == ("gpulesson.sweep", "gather", ["--no-such-option"])
+    assert "--no-such-option" not in help_text(module, sub)
+    with pytest.raises(AssertionError, match="which job script"):
+        invocations("```bash\nsbatch --wrap 'hostname'\n```\n")
+
+
+def test_no_code_cell_runs_a_shell_command():
+    cells = re.findall(r"^```\{code-cell\} ipython3\n(.*?)^```", TEXT, flags=re.S | re.M)
+    assert cells
+    for cell in cells:
+        assert not re.search(r"^\s*!|subprocess|os\.system|sbatch\(", cell, flags=re.M), cell
+
+
+# --- the numbers typed into the text -------------------------------------------------------------
+
+def test_the_all_reduce_solution_matches_the_cost_model():
+    ethernet = parallel.INTERCONNECTS["10 Gb/s Ethernet"]
+    nvlink = parallel.INTERCONNECTS["NVLink 3 (A100)"]
+    assert f"({ethernet:g} GB/s)" in TEXT and f"({nvlink:g} GB/s)" in TEXT
+    for count in (parallel.LESSON_CNN_PARAMETERS, parallel.RESNET50_PARAMETERS):
+        assert f"{count:,} parameters" in TEXT
+
+    def ms(n, link):
+        return parallel.allreduce_seconds(n, 8, link) * 1e3
+
+    cnn, resnet = parallel.LESSON_CNN_PARAMETERS, parallel.RESNET50_PARAMETERS
+    expected = [
+        f"{parallel.ring_allreduce_bytes(cnn, 8) / 1e6:.1f} MB per GPU",
+        f"{ms(cnn, ethernet):.1f} ms over Ethernet",
+        f"{ms(cnn, nvlink):.3f} ms over NVLink",
+        f"{parallel.ring_allreduce_bytes(resnet, 8) / 1e6:.1f} MB per GPU",
+        f"{ms(resnet, ethernet):.1f} ms over\n  Ethernet",
+        f"{ms(resnet, nvlink):.2f} ms over NVLink",
+        f"9 × {ms(resnet, ethernet):.1f} ms ≈ {9 * ms(resnet, ethernet) / 1e3:.1f} s",
+    ]
+    for text in expected:
+        assert text in TEXT, f"the solution should say {text!r}"
+
+
+def test_the_efficiency_solution_matches_the_cost_model():
+    ethernet = parallel.INTERCONNECTS["10 Gb/s Ethernet"]
+    seconds = [parallel.allreduce_seconds(parallel.LESSON_CNN_PARAMETERS, n, ethernet)
+               for n in (2, 4, 8)]
+    efficiency = [parallel.scaling_efficiency(0.020, s) for s in seconds]
+    ms = ", ".join(f"{s * 1e3:.1f}" for s in seconds[:2]) + f" and {seconds[2] * 1e3:.1f} ms"
+    percent = [f"{e * 100:.0f} %" for e in efficiency]
+    speedup = [f"{n * e:.1f}" for n, e in zip((2, 4, 8), efficiency)]
+    text = " ".join(TEXT.split())
+    assert f"all-reduce {ms} on 2, 4 and 8 GPUs" in text
+    assert f"efficiency {percent[0]}, {percent[1]} and {percent[2]}" in text
+    assert f"a speed-up of {speedup[0]}, {speedup[1]} and {speedup[2]}" in text
+
+
+def test_the_learning_rate_solution_matches_the_rule():
+    rate = parallel.scaled_learning_rate(1e-3, parallel.global_batch_size(256, 4), 256)
+    assert f"4 × 0.001 =\n{rate:g}" in TEXT
+
+
+def test_the_text_agrees_with_the_job_scripts_and_the_grid():
+    last = len(sweep.GRID_POINTS) - 1
+    array = (ROOT / "jobs" / "sweep-array.sbatch").read_text()
+    assert f"#SBATCH --array=0-{last}\n" in array
+    assert f"`#SBATCH --array=0-{last}`" in TEXT and f"--array=0-{last}%2" in TEXT
+    assert "task *i* of the array" in TEXT and "Six tasks" in TEXT and len(sweep.GRID_POINTS) == 6
+    train = (ROOT / "jobs" / "train-cnn.sbatch").read_text()
+    assert "#SBATCH --signal=B:USR1@120" in train and "#SBATCH --requeue" in train
+    assert "`#SBATCH --signal=B:USR1@120`" in TEXT
+    limit = re.search(r"LESSON_MAX_REQUEUES:-(\d+)", train).group(1)
+    assert f"gives up after {limit}\n  requeues" in TEXT
