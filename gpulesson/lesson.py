@@ -76,8 +76,10 @@ class HDF5Batches(keras.utils.PyDataset):
                                np.arange(n_full, n_blocks)])
 
     def _datasets(self):
-        if self._file is None or self._pid != os.getpid():
-            # First use in this process: open the file here, never inherit it.
+        # A closed h5py file is false: after a repair in this kernel the
+        # generator opens the new file. In a new process, open it here too:
+        # never inherit an open file from another process.
+        if not self._file or self._pid != os.getpid():
             self._file, self._pid = h5py.File(self.path, "r"), os.getpid()
         return self._file[f"x_{self.split}"], self._file[f"y_{self.split}"]
 
@@ -289,8 +291,6 @@ def train_on(device, initial_weights, train, validation, test, epochs,
 import keras
 from keras import layers
 
-from gpulesson.timing import EpochTimer
-
 
 def build_mlp(n_features=30, widths=(16, 8), n_classes=2):
     """Dense layers of `widths` units (ReLU), then a softmax output."""
@@ -304,6 +304,8 @@ def build_mlp(n_features=30, widths=(16, 8), n_classes=2):
         # one-hot labels; class numbers would need "sparse_..."
         loss="categorical_crossentropy",
         metrics=["accuracy"],
+        # the same compilation on every device (episode 5)
+        jit_compile=JIT_COMPILE,
     )
     return model
 
@@ -337,4 +339,5 @@ def train_mlp(device, initial_weights, train, test, epochs, batch_size=32,
         "timing": timer.summary(),
         "test_loss": test_loss,
         "test_accuracy": test_accuracy,
+        "jit_compile": JIT_COMPILE,
     }

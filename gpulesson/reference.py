@@ -7,7 +7,7 @@ a GPU record (else the newest run): the figures and the numbers the episode show
 from it by code, never typed in.
 
 A run is what :func:`gpulesson.lesson.train_on` returns: a dict with ``device`` ("cpu",
-"gpu:0"), ``timing`` (:meth:`gpulesson.timing.EpochTimer.summary`), ``evaluation_seconds``,
+"gpu:0"), ``timing`` (:meth:`gpulesson.lesson.EpochTimer.summary`), ``evaluation_seconds``,
 ``test_loss``, ``test_accuracy``, ``start_weights`` (fingerprint), ``jit_compile``, ``history``
 and ``model``. Its record adds what decides a CPU timing (:func:`gpulesson.timing.cpu_settings`:
 cores, framework threads, load average), read when the record is made, right after the run.

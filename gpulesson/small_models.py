@@ -150,12 +150,12 @@ def parameter_count(widths, n_features: int = N_FEATURES, n_classes: int = N_CLA
 def time_cell(device: str, batch_size: int, width: int, *, n_rows: int, epochs: int, seed: int = 0) -> dict:
     """Train a new sweep MLP of ``width`` on ``device`` for ``epochs`` epochs of random rows.
 
-    Returns the :class:`~gpulesson.timing.EpochTimer` summary with the cell's facts and
+    Returns the :class:`~gpulesson.lesson.EpochTimer` summary with the cell's facts and
     ``seconds_per_sample`` (the mean of the epochs after the first, per row).
     """
     import keras
 
-    from gpulesson.timing import EpochTimer
+    from gpulesson.lesson import JIT_COMPILE, EpochTimer
 
     rows = rows_for(batch_size, n_rows)
     x, y = random_data(rows, seed=seed)
@@ -180,6 +180,7 @@ def time_cell(device: str, batch_size: int, width: int, *, n_rows: int, epochs: 
         "mean_epoch_seconds": mean,
         "seconds_per_sample": mean / rows,
         "seconds_per_step": mean / math.ceil(rows / batch_size),
+        "jit_compile": JIT_COMPILE,
     }
 
 
@@ -232,7 +233,7 @@ def comparison_record(run: dict, *, run_id: str, batch_size: int, n_train: int, 
         hidden_widths=list(EPISODE_WIDTHS), n_parameters=run["model"].count_params(),
         **timing, mean_epoch_seconds=mean, training_seconds=training,
         test_loss=float(run["test_loss"]), test_accuracy=float(run["test_accuracy"]),
-        start_weights=start_weights,
+        start_weights=start_weights, jit_compile=run.get("jit_compile"),
         history={key: [float(v) for v in values] for key, values in run["history"].items()},
     )
 

@@ -1,8 +1,8 @@
 """Timing helpers that the episodes do not teach: single calls, and the CPU facts of a timing.
 
 The epoch timer itself, ``EpochTimer``, is written in the episode "Training a CNN on the CPU
-and on the GPU" and lives in :mod:`gpulesson.lesson`; ``gpulesson.timing.EpochTimer`` still
-finds it there, for code that imports it from here.
+and on the GPU" and lives in :mod:`gpulesson.lesson`, which imports this module (never the
+other way round).
 
 A CPU timing depends on more than the code: on how many cores the process may use (a batch
 job gets a share of a node), on the framework's thread settings, and on what else runs on the
@@ -15,15 +15,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-
-
-def __getattr__(name):
-    # Imported lazily: gpulesson.lesson itself imports this module (episode 7's code does).
-    if name == "EpochTimer":
-        from gpulesson.lesson import EpochTimer
-
-        return EpochTimer
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def available_cores() -> int:
