@@ -236,7 +236,7 @@ def test_the_box_says_plainly_what_the_run_was_not():
     cpu = recorded.box_markdown(cpu_run, "05-cpu-vs-gpu", stale=2)
     assert "**no GPU**" in cpu and "**quick mode**" in cpu and "not CIFAR-10" in cpu
     assert ":class: warning" in cpu
-    assert "2 code cell(s) changed" in cpu and "--only 04" in cpu
+    assert "2 code cell(s) changed" in cpu and "--only 05" in cpu
     assert "No recorded run" in recorded.box_markdown(None, "05-cpu-vs-gpu")
 
 
