@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
-from gpulesson import matmul
+from gpulesson.experiments import matmul
 from gpulesson.results import NOT_RECORDED, is_gpu
 from gpulesson.results import append_record, read_records, validate_record
 
@@ -245,7 +245,7 @@ def load_script(name):
 
 def test_the_results_file_holds_a_valid_run():
     records = matmul.reference_run()
-    assert records, f"{matmul.RESULTS_FILE} must hold a run: python -m gpulesson.matmul"
+    assert records, f"{matmul.RESULTS_FILE} must hold a run: python -m gpulesson.experiments.matmul"
     assert len({r["run_id"] for r in records}) == 1
     for record in records:
         validate_record(record)
@@ -302,7 +302,7 @@ def test_the_command_runs_on_jax_without_tensorflow_or_h5py(tmp_path):
         "import sys\n"
         "sys.modules['tensorflow'] = None  # importing it now fails, as if not installed\n"
         "sys.modules['h5py'] = None\n"
-        "from gpulesson import matmul\n"
+        "from gpulesson.experiments import matmul\n"
         f"status = matmul.main(['--devices', 'cpu', '--sizes', '4', '8', '--repeats', '1',\n"
         f"                      '--dtypes', 'float32', 'bfloat16', '--out', {str(out)!r}])\n"
         "sys.exit(status)\n"

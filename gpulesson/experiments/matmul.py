@@ -1,8 +1,8 @@
 """Matrix multiplication on the CPU and on the GPU: GFLOP/s against matrix size.
 
-    python -m gpulesson.matmul                      # CPU, then GPU if one is visible
-    KERAS_BACKEND=jax python -m gpulesson.matmul --devices cpu gpu
-    python -m gpulesson.matmul --quick --out my-matmul.jsonl
+    python -m gpulesson.experiments.matmul                      # CPU, then GPU if one is visible
+    KERAS_BACKEND=jax python -m gpulesson.experiments.matmul --devices cpu gpu
+    python -m gpulesson.experiments.matmul --quick --out my-matmul.jsonl
 
 The benchmark of the episode "Why GPUs are fast". It multiplies two random n x n matrices with
 ``keras.ops.matmul`` (any Keras backend), on a device chosen with ``keras.device``, with the
@@ -46,7 +46,7 @@ from gpulesson.results import (
 from gpulesson.results import duration as _seconds
 
 EXPERIMENT = "matmul"
-RESULTS_FILE = Path(__file__).resolve().parents[1] / "results" / f"{EXPERIMENT}.jsonl"
+RESULTS_FILE = results.RESULTS_DIR / f"{EXPERIMENT}.jsonl"
 DATA = "random"  # the matrices are random numbers: gpulesson.settings.LABELS
 DTYPES = ("float32", "bfloat16", "float16")
 SIZES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
@@ -590,7 +590,7 @@ def main(argv=None) -> int:
         for dtype in args.dtypes:
             result = sweep(device, dtype, sizes, repeats=repeats, max_seconds=args.max_seconds,
                            progress=lambda line: print(line, flush=True))
-            record = sweep_record(result, run_id=run_id, source="gpulesson.matmul",
+            record = sweep_record(result, run_id=run_id, source="gpulesson.experiments.matmul",
                                   repeats=repeats)
             append_record(args.out, record)
             records.append(record)

@@ -1,15 +1,15 @@
 """A small MLP on the CPU and on the GPU, and a sweep of batch size x layer width.
 
-    python -m gpulesson.small_models                      # CPU, then GPU if one is visible
-    KERAS_BACKEND=jax python -m gpulesson.small_models --devices cpu gpu
-    python -m gpulesson.small_models --parts sweep --batch-sizes 32 4096 --widths 16 4096
+    python -m gpulesson.experiments.small_models                      # CPU, then GPU if one is visible
+    KERAS_BACKEND=jax python -m gpulesson.experiments.small_models --devices cpu gpu
+    python -m gpulesson.experiments.small_models --parts sweep --batch-sizes 32 4096 --widths 16 4096
 
 Two measurements of the episode "Small models: when the GPU does not help", both with the
 episode's own code (:func:`gpulesson.lesson.build_mlp` and :func:`gpulesson.lesson.train_mlp`):
 
 ``comparison``
     The episode's multilayer perceptron (30 -> 16 -> 8 -> 2) trained on the Wisconsin
-    breast-cancer data (``gpulesson.lesson_sklearn``, needs scikit-learn) from the same initial
+    breast-cancer data (``gpulesson.lesson.sklearn``, needs scikit-learn) from the same initial
     weights on every device, for a fixed number of epochs; one record per device.
 ``sweep``
     The same kind of MLP with hidden layers ``(width, width // 2)``, trained on random numbers
@@ -50,7 +50,7 @@ from gpulesson.results import pick as _pick
 from gpulesson.results import speedup as _epoch_speedup
 
 EXPERIMENT = "mlp-cpu-vs-gpu"
-RESULTS_FILE = Path(__file__).resolve().parents[1] / "results" / f"{EXPERIMENT}.jsonl"
+RESULTS_FILE = results.RESULTS_DIR / f"{EXPERIMENT}.jsonl"
 PARTS = ("comparison", "sweep")
 N_FEATURES, N_CLASSES = 30, 2
 EPISODE_WIDTHS = (16, 8)  # the episode's MLP: 30 -> 16 -> 8 -> 2
@@ -342,7 +342,8 @@ def comparison_figure(records):
     from gpulesson import compare_plots
 
     if not records:
-        raise SmallModelsError("no comparison records to plot: run python -m gpulesson.small_models")
+        raise SmallModelsError("no comparison records to plot: "
+                               "run python -m gpulesson.experiments.small_models")
     cpu, gpu = _pick(records, False), _pick(records, True)
     names = hardware(records)
     for kind in ("CPU", "GPU"):
@@ -379,7 +380,8 @@ def sweep_figure(records):
     import matplotlib.pyplot as plt
 
     if not records:
-        raise SmallModelsError("no sweep records to plot: run python -m gpulesson.small_models --parts sweep")
+        raise SmallModelsError("no sweep records to plot: "
+                               "run python -m gpulesson.experiments.small_models --parts sweep")
     cells, ratios = sweep_cells(records), sweep_speedups(records)
     names = hardware(records)
     fig, ax = plt.subplots(figsize=(7.5, 5.6))
@@ -561,7 +563,7 @@ def run_comparison(devices, *, run_id: str, seed: int, settings: dict, source: s
     import keras
 
     from gpulesson import lesson
-    from gpulesson.lesson_sklearn import prepare_breast_cancer
+    from gpulesson.lesson.sklearn import prepare_breast_cancer
 
     train, test, _, _ = prepare_breast_cancer()
     keras.utils.set_random_seed(seed)
@@ -594,7 +596,7 @@ def main(argv=None) -> int:
         return 2
     if args.devices is None and not gpus:
         print(f"{SKIPPED_GPU}: recording the CPU only.")
-    run_id, source = new_run_id(), "gpulesson.small_models" + (" --quick" if quick else "")
+    run_id, source = new_run_id(), "gpulesson.experiments.small_models" + (" --quick" if quick else "")
     print(f"Run {run_id}: {', '.join(plan['parts'])} on {', '.join(devices)}"
           + (" (quick mode)" if quick else ""), flush=True)
     for part in plan["parts"]:
