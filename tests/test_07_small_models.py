@@ -12,6 +12,7 @@ import pytest
 from conftest import ROOT
 
 from gpulesson.experiments import small_models as sm
+from gpulesson.experiments.small_models.__main__ import main as small_models_main
 from gpulesson.results import NOT_RECORDED
 from gpulesson.results import append_record, make_record, read_records, validate_record
 
@@ -236,7 +237,7 @@ def test_the_command_refuses_bad_input_and_writes_nothing(args, message, tmp_pat
     if "gpu" in args and keras_device()["gpu_count"]:
         pytest.skip("this machine has a GPU")
     out = tmp_path / "out.jsonl"
-    assert sm.main([*args, "--out", str(out)]) == 2
+    assert small_models_main([*args, "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert message in err and "Nothing was measured or written" in err
     assert not out.exists()
@@ -246,9 +247,9 @@ def test_the_command_refuses_bad_input_and_writes_nothing(args, message, tmp_pat
 def test_the_sweep_runs_without_scikit_learn(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "sklearn", None)  # import sklearn now fails
     out = tmp_path / "out.jsonl"
-    assert sm.main(["--parts", "comparison", "--out", str(out)]) == 2
+    assert small_models_main(["--parts", "comparison", "--out", str(out)]) == 2
     assert "scikit-learn is not installed" in capsys.readouterr().err and not out.exists()
-    assert sm.main(["--parts", "sweep", "--devices", "cpu", "--batch-sizes", "16", "--widths", "4",
+    assert small_models_main(["--parts", "sweep", "--devices", "cpu", "--batch-sizes", "16", "--widths", "4",
                     "--rows", "32", "--out", str(out)]) == 0
     assert [r["part"] for r in read_records(out)] == ["sweep"]
     # The lesson module the CNN episode and the GPU runs import must not need it either.

@@ -127,7 +127,7 @@ def _device_tensor(x, keras_device: str):
 
 def _wait(tensor) -> None:
     """Wait for ``tensor`` by fetching one of its elements to the host (as
-    :func:`gpulesson.experiments.matmul.wait`)."""
+    :func:`gpulesson.experiments.matmul.measure.wait`)."""
     keras = _keras()
     keras.ops.convert_to_numpy(keras.ops.reshape(tensor, (-1,))[:1])
 
@@ -209,11 +209,11 @@ def build_model(keras_device: str, *, precision: str = "float32", jit_compile: b
 class _BusyMeter:
     """Other programs' share of the machine's CPU time while measuring, and the load average.
 
-    The matmul benchmark's meter (:class:`gpulesson.experiments.matmul._BusyMeter`) plus
+    The matmul benchmark's meter (:class:`gpulesson.experiments.matmul.measure._BusyMeter`) plus
     ``os.getloadavg()`` at the end."""
 
     def __init__(self):
-        from gpulesson.experiments.matmul import _BusyMeter as Meter
+        from gpulesson.experiments.matmul.measure import _BusyMeter as Meter
 
         self.meter = Meter()
 
