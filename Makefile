@@ -60,17 +60,17 @@ lint: $(BIN)/.installed  ## ruff, codespell, notebooks in sync with the episodes
 	$(BIN)/codespell
 	$(BIN)/python tools/make_notebooks.py --check
 
-notebooks: $(BIN)/.installed  ## regenerate notebooks/*.ipynb and gpulesson/lesson.py from the episodes
+notebooks: $(BIN)/.installed  ## regenerate notebooks/*.ipynb and gpulesson/lesson/ from the episodes
 	$(BIN)/python tools/make_notebooks.py
 
 reference: $(BIN)/.installed  ## record every reference measurement here (CPU, and GPU if visible), redraw, refill
-	$(BIN)/python -m gpulesson.reference_run      # episode 5: the CNN
-	$(BIN)/python -m gpulesson.matmul             # episode 6: matrix multiplication
-	$(BIN)/python -m gpulesson.small_models       # episode 7: the small MLP and the sweep
-	$(BIN)/python -m gpulesson.torch_reference    # episode 8: PyTorch (needs requirements/torch.txt)
-	$(BIN)/python -m gpulesson.feeding            # episode 9: input pipelines (see --help for sizes)
+	$(BIN)/python -m gpulesson.experiments.cnn              # episode 5: the CNN
+	$(BIN)/python -m gpulesson.experiments.matmul           # episode 6: matrix multiplication
+	$(BIN)/python -m gpulesson.experiments.small_models     # episode 7: the small MLP and the sweep
+	$(BIN)/python -m gpulesson.experiments.torch_reference  # episode 8: PyTorch (needs requirements/torch.txt)
+	$(BIN)/python -m gpulesson.experiments.feeding          # episode 9: input pipelines (see --help for sizes)
 	$(MAKE) figures notebooks
-	$(MAKE) executed                              # the pages' outputs: same machine, same date
+	$(MAKE) executed                                        # the pages' outputs: same machine, same date
 
 # The data must be chosen: LESSON_DATA=cifar10 make executed (or synthetic); RECORD_ARGS="--only 04".
 .PHONY: executed

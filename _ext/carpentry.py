@@ -23,7 +23,7 @@ and how to record it, instead of a number-shaped gap in every cell::
     {{ if ref_gpu_epoch ref_speedup }}
     One epoch took {{ ref_gpu_epoch }} on the GPU, {{ ref_speedup }} faster.
     {{ else }}
-    The GPU run has not been recorded yet; on a GPU node, run ``python -m gpulesson.reference_run``.
+    The GPU run has not been recorded yet; on a GPU node, run ``python -m gpulesson.experiments.cnn``.
     {{ endif }}
 
 The first part is kept when every value named after ``if`` is recorded, the ``else`` part (which
@@ -280,7 +280,7 @@ def site_values(root: Path) -> dict[str, str]:
 
 # Modules that turn a results file into ``ref_*`` values: each has ``EXPERIMENT`` (its results
 # file is results/<EXPERIMENT>.jsonl) and ``substitutions(path) -> {"ref_...": text}``.
-RESULT_SOURCES = ("gpulesson.reference", "gpulesson.torch_reference", "gpulesson.small_models", "gpulesson.matmul", "gpulesson.feeding")  # noqa: E501 (one line: registered by one-line edits)
+RESULT_SOURCES = ("gpulesson.experiments.cnn", "gpulesson.experiments.torch_reference", "gpulesson.experiments.small_models", "gpulesson.experiments.matmul", "gpulesson.experiments.feeding")  # noqa: E501 (one line: registered by one-line edits)
 
 
 def result_values(root: Path, sources: tuple[str, ...] = RESULT_SOURCES) -> dict[str, str]:

@@ -22,6 +22,11 @@ from pathlib import Path
 from gpulesson.settings import LABELS
 from gpulesson.settings import NO_LABEL as NO_DATA_LABEL
 
+# The lesson's folder and its results/, where every experiment keeps its records
+# (results/<EXPERIMENT>.jsonl), wherever in the package the experiment lives.
+LESSON_ROOT = Path(__file__).resolve().parents[1]
+RESULTS_DIR = LESSON_ROOT / "results"
+
 REQUIRED_KEYS = ("experiment", "device", "date", "backend")
 
 

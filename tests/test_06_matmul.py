@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
-from gpulesson import matmul
+from gpulesson.experiments import matmul
+from gpulesson.experiments.matmul.__main__ import main as matmul_main
 from gpulesson.results import NOT_RECORDED, is_gpu
 from gpulesson.results import append_record, read_records, validate_record
 
@@ -245,7 +246,7 @@ def load_script(name):
 
 def test_the_results_file_holds_a_valid_run():
     records = matmul.reference_run()
-    assert records, f"{matmul.RESULTS_FILE} must hold a run: python -m gpulesson.matmul"
+    assert records, f"{matmul.RESULTS_FILE} must hold a run: python -m gpulesson.experiments.matmul"
     assert len({r["run_id"] for r in records}) == 1
     for record in records:
         validate_record(record)
@@ -275,7 +276,7 @@ def test_the_command_refuses_a_gpu_it_cannot_see(tmp_path, capsys):
     if keras_device()["gpu_count"]:
         pytest.skip("this machine has a GPU")
     out = tmp_path / "never.jsonl"
-    assert matmul.main(["--devices", "gpu", "--sizes", "4", "--out", str(out)]) == 2
+    assert matmul_main(["--devices", "gpu", "--sizes", "4", "--out", str(out)]) == 2
     assert "No GPU is visible" in capsys.readouterr().err
     assert not out.exists()
 
@@ -290,7 +291,7 @@ def test_the_command_refuses_a_gpu_it_cannot_see(tmp_path, capsys):
 def test_the_command_rejects_bad_arguments(tmp_path, capsys, args, message):
     out = tmp_path / "never.jsonl"
     with pytest.raises(SystemExit) as exit_info:
-        matmul.main([*args, "--out", str(out)])
+        matmul_main([*args, "--out", str(out)])
     assert exit_info.value.code == 2 and message in capsys.readouterr().err
     assert not out.exists()
 
@@ -302,8 +303,8 @@ def test_the_command_runs_on_jax_without_tensorflow_or_h5py(tmp_path):
         "import sys\n"
         "sys.modules['tensorflow'] = None  # importing it now fails, as if not installed\n"
         "sys.modules['h5py'] = None\n"
-        "from gpulesson import matmul\n"
-        f"status = matmul.main(['--devices', 'cpu', '--sizes', '4', '8', '--repeats', '1',\n"
+        "from gpulesson.experiments.matmul.__main__ import main as matmul_main\n"
+        f"status = matmul_main(['--devices', 'cpu', '--sizes', '4', '8', '--repeats', '1',\n"
         f"                      '--dtypes', 'float32', 'bfloat16', '--out', {str(out)!r}])\n"
         "sys.exit(status)\n"
     )

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
-from gpulesson import small_models as sm
+from gpulesson.experiments import small_models as sm
+from gpulesson.experiments.small_models.__main__ import main as small_models_main
 from gpulesson.results import NOT_RECORDED
 from gpulesson.results import append_record, make_record, read_records, validate_record
 
@@ -33,7 +34,7 @@ def figure_texts(fig):
 
 @pytest.fixture(scope="module")
 def prepared():
-    from gpulesson.lesson_sklearn import prepare_breast_cancer
+    from gpulesson.lesson.sklearn import prepare_breast_cancer
 
     return prepare_breast_cancer()
 
@@ -181,7 +182,7 @@ def test_without_gpu_records_the_page_says_not_recorded(tmp_path):
 
 def test_committed_results_are_valid_and_honest():
     records = read_records(sm.RESULTS_FILE)
-    assert records, f"{sm.RESULTS_FILE} is empty: python -m gpulesson.small_models"
+    assert records, f"{sm.RESULTS_FILE} is empty: python -m gpulesson.experiments.small_models"
     for part in sm.PARTS:
         run = sm.reference_run(part)
         assert run, f"no {part} run in {sm.RESULTS_FILE}"
@@ -236,7 +237,7 @@ def test_the_command_refuses_bad_input_and_writes_nothing(args, message, tmp_pat
     if "gpu" in args and keras_device()["gpu_count"]:
         pytest.skip("this machine has a GPU")
     out = tmp_path / "out.jsonl"
-    assert sm.main([*args, "--out", str(out)]) == 2
+    assert small_models_main([*args, "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert message in err and "Nothing was measured or written" in err
     assert not out.exists()
@@ -246,20 +247,20 @@ def test_the_command_refuses_bad_input_and_writes_nothing(args, message, tmp_pat
 def test_the_sweep_runs_without_scikit_learn(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "sklearn", None)  # import sklearn now fails
     out = tmp_path / "out.jsonl"
-    assert sm.main(["--parts", "comparison", "--out", str(out)]) == 2
+    assert small_models_main(["--parts", "comparison", "--out", str(out)]) == 2
     assert "scikit-learn is not installed" in capsys.readouterr().err and not out.exists()
-    assert sm.main(["--parts", "sweep", "--devices", "cpu", "--batch-sizes", "16", "--widths", "4",
+    assert small_models_main(["--parts", "sweep", "--devices", "cpu", "--batch-sizes", "16", "--widths", "4",
                     "--rows", "32", "--out", str(out)]) == 0
     assert [r["part"] for r in read_records(out)] == ["sweep"]
     # The lesson module the CNN episode and the GPU runs import must not need it either.
-    assert "sklearn" not in (ROOT / "gpulesson" / "lesson.py").read_text(encoding="utf-8")
+    assert "sklearn" not in (ROOT / "gpulesson" / "lesson" / "__init__.py").read_text(encoding="utf-8")
 
 
 def test_the_command_records_both_parts_under_jax(tmp_path):
     out = tmp_path / "jax.jsonl"
     env = {**os.environ, "KERAS_BACKEND": "jax", "LESSON_QUICK": "1"}
     result = subprocess.run(
-        [sys.executable, "-m", "gpulesson.small_models", "--devices", "cpu", "--batch-sizes", "16",
+        [sys.executable, "-m", "gpulesson.experiments.small_models", "--devices", "cpu", "--batch-sizes", "16",
          "--widths", "4", "8", "--rows", "32", "--out", str(out)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stderr[-2000:]

@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
-from gpulesson import mnist, torch_reference
+from gpulesson import mnist
+from gpulesson.experiments import torch_reference
 from gpulesson.errors import DataFileError, DataUnavailableError
 from gpulesson.results import NOT_RECORDED
 from gpulesson.results import append_record, read_records, validate_record
@@ -177,7 +178,7 @@ def test_stand_in_is_mnist_shaped_balanced_and_reproducible():
 # --- the episode's PyTorch code --------------------------------------------------------------
 
 def datasets(n_train, n_test):
-    from gpulesson import lesson_torch
+    from gpulesson.lesson import torch as lesson_torch
 
     (x_train, y_train), (x_test, y_test) = mnist.synthetic_mnist(n_train, n_test)
     mean, std = float(x_train.mean() / 255), float(x_train.std() / 255)
@@ -186,7 +187,7 @@ def datasets(n_train, n_test):
 
 
 def initial(seed=42):
-    from gpulesson import lesson_torch
+    from gpulesson.lesson import torch as lesson_torch
 
     torch.manual_seed(seed)
     return copy.deepcopy(lesson_torch.SmallCNN().state_dict())
@@ -200,7 +201,7 @@ def test_to_dataset_layout_and_standardisation():
 
 
 def test_training_learns_the_stand_in_in_quick_mode(one_thread):
-    from gpulesson import lesson_torch
+    from gpulesson.lesson import torch as lesson_torch
 
     train_set, test_set = datasets(QUICK_N_TRAIN, QUICK_N_TEST)
     run = lesson_torch.train_on("cpu", initial(), train_set, test_set, 2, batch_size=64, verbose=False)
@@ -211,7 +212,7 @@ def test_training_learns_the_stand_in_in_quick_mode(one_thread):
 
 
 def test_same_initial_weights_give_the_same_first_step(one_thread):
-    from gpulesson import lesson_torch
+    from gpulesson.lesson import torch as lesson_torch
 
     train_set, test_set = datasets(64, 20)
     state = initial()
@@ -319,7 +320,7 @@ def test_figures_of_a_made_up_gpu_run_say_what_they_show(tmp_path, made_up_gpu):
 
 def test_committed_results_are_valid_and_honest_about_the_gpu():
     records = read_records(torch_reference.RESULTS_FILE)
-    assert records, f"record a run: python -m gpulesson.torch_reference ({torch_reference.RESULTS_FILE})"
+    assert records, f"record a run: python -m gpulesson.experiments.torch_reference ({torch_reference.RESULTS_FILE})"
     for r in records:
         validate_record(r)
         assert r["experiment"] == torch_reference.EXPERIMENT and r["backend"] == "pytorch"
@@ -419,7 +420,7 @@ def test_the_notebook_skips_itself_without_pytorch(without_torch, tmp_path):
 
 @pytest.mark.bad_input("missing package")
 def test_the_recording_command_without_pytorch(without_torch):
-    done = subprocess.run([sys.executable, "-m", "gpulesson.torch_reference", "--out", os.devnull],
+    done = subprocess.run([sys.executable, "-m", "gpulesson.experiments.torch_reference", "--out", os.devnull],
                           check=False, env=without_torch, capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 2 and "requirements/torch.txt" in done.stderr
 

@@ -1,6 +1,6 @@
 """Episode 9, "Feeding the GPU": its placeholders, figures, command-line options and calls
 into the benchmark exist; its numbers come from the results file; the code it teaches
-(gpulesson/lesson_feeding.py) estimates memory and reads NVML correctly."""
+(gpulesson/lesson/feeding.py) estimates memory and reads NVML correctly."""
 
 import ast
 import inspect
@@ -13,8 +13,8 @@ import pytest
 from carpentry import PLACEHOLDER, split_front_matter
 from conftest import ROOT
 
-from gpulesson import feeding
-from gpulesson.feeding import pipelines as fp
+from gpulesson.experiments import feeding
+from gpulesson.experiments.feeding import pipelines as fp
 
 EPISODE = ROOT / "_episodes" / "09-feeding-the-gpu.md"
 TEXT = EPISODE.read_text(encoding="utf-8")
@@ -36,8 +36,8 @@ def prose(text=BODY) -> str:
 
 
 def help_options() -> set[str]:
-    """The options ``python -m gpulesson.feeding --help`` lists."""
-    out = subprocess.run([sys.executable, "-m", "gpulesson.feeding", "--help"], cwd=ROOT,
+    """The options ``python -m gpulesson.experiments.feeding --help`` lists."""
+    out = subprocess.run([sys.executable, "-m", "gpulesson.experiments.feeding", "--help"], cwd=ROOT,
                          capture_output=True, text=True, timeout=120, check=True).stdout
     return set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", out))
 
@@ -48,7 +48,7 @@ def shown_options(text=TEXT) -> set[str]:
     found = set()
     joined = text.replace("\\\n", " ")
     for line in joined.splitlines():
-        if "gpulesson.feeding" in line and ("python -m" in line or "--" in line):
+        if "gpulesson.experiments.feeding" in line and ("python -m" in line or "--" in line):
             found |= set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", line))
     note = re.search(r":::\{instructor-note\}(.*?)^:::$", text, re.DOTALL | re.MULTILINE)
     if note:
@@ -126,7 +126,7 @@ def test_every_option_shown_for_the_benchmark_exists():
 
 
 def test_the_option_check_catches_a_wrong_option():
-    text = TEXT + "\n```bash\npython -m gpulesson.feeding --gpus 2\n```\n"
+    text = TEXT + "\n```bash\npython -m gpulesson.experiments.feeding --gpus 2\n```\n"
     assert "--gpus" in shown_options(text) - help_options()
 
 
@@ -196,7 +196,7 @@ def test_code_lines_are_short_and_glossary_terms_exist():
 
 @pytest.fixture(scope="module")
 def lesson_feeding():
-    from gpulesson import lesson_feeding
+    from gpulesson.lesson import feeding as lesson_feeding
 
     return lesson_feeding
 

@@ -17,16 +17,16 @@ from functools import cache
 import pytest
 from conftest import ROOT
 
-from gpulesson import parallel, sweep
+from gpulesson.experiments import parallel, sweep
 
 EPISODE = ROOT / "_episodes" / "10-beyond-one-gpu.md"
 FIG = ROOT / "fig" / "10-beyond-one-gpu"
 TEXT = EPISODE.read_text(encoding="utf-8")
 # Which command each job script passes its arguments to.
 JOB_TARGETS = {
-    "jobs/train-cnn.sbatch": ("gpulesson.train_job", None),
-    "jobs/sweep-array.sbatch": ("gpulesson.train_job", None),
-    "jobs/train-multi-node.sbatch": ("gpulesson.parallel", "train"),
+    "jobs/train-cnn.sbatch": ("gpulesson.experiments.train_job", None),
+    "jobs/sweep-array.sbatch": ("gpulesson.experiments.train_job", None),
+    "jobs/train-multi-node.sbatch": ("gpulesson.experiments.parallel", "train"),
 }
 
 
@@ -58,7 +58,7 @@ def test_the_job_array_figure_shows_the_sweeps_grid(tmp_path):
 
     full = texts(script.job_array(tmp_path / "full.svg"))
     # Three labels per task (its number, its parameters, its folder): a smaller grid in
-    # gpulesson.sweep would draw fewer tasks.
+    # gpulesson.experiments.sweep would draw fewer tasks.
     script.GRID_POINTS = sweep.GRID_POINTS[:2]
     assert full - texts(script.job_array(tmp_path / "two.svg")) == 3 * (len(sweep.GRID_POINTS) - 2)
 
@@ -112,9 +112,9 @@ def test_the_episode_shows_the_commands_it_teaches():
     scripts = {script for script, *_ in found if script}
     assert scripts == set(JOB_TARGETS), scripts
     modules = {(module, sub) for script, module, sub, *_ in found if not script}
-    assert {("gpulesson.parallel", "train"), ("gpulesson.parallel", "cost"),
-            ("gpulesson.sweep", "list"), ("gpulesson.sweep", "gather"),
-            ("gpulesson.sweep", "params"), ("gpulesson.train_job", None),
+    assert {("gpulesson.experiments.parallel", "train"), ("gpulesson.experiments.parallel", "cost"),
+            ("gpulesson.experiments.sweep", "list"), ("gpulesson.experiments.sweep", "gather"),
+            ("gpulesson.experiments.sweep", "params"), ("gpulesson.experiments.train_job", None),
             ("gpulesson.prepare", None)} <= modules
 
 
@@ -141,9 +141,9 @@ def test_every_command_shown_answers_help_and_knows_its_options():
 
 def test_a_wrong_option_would_be_caught():
     # The check above must be able to fail: an option the command does not have.
-    fake = "```bash\npython -m gpulesson.sweep gather results --no-such-option\n```\n"
+    fake = "```bash\npython -m gpulesson.experiments.sweep gather results --no-such-option\n```\n"
     [(_, module, sub, options, _)] = invocations(fake)
-    assert (module, sub, options) == ("gpulesson.sweep", "gather", ["--no-such-option"])
+    assert (module, sub, options) == ("gpulesson.experiments.sweep", "gather", ["--no-such-option"])
     assert "--no-such-option" not in help_text(module, sub)
     with pytest.raises(AssertionError, match="which job script"):
         invocations("```bash\nsbatch --wrap 'hostname'\n```\n")

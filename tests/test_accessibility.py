@@ -13,7 +13,7 @@ from matplotlib.lines import Line2D
 
 matplotlib.use("Agg")
 
-from gpulesson import feeding, matmul, reference, small_models, torch_reference  # noqa: E402
+from gpulesson.experiments import cnn, feeding, matmul, small_models, torch_reference  # noqa: E402
 
 
 def with_gpu_twins(records):
@@ -57,7 +57,7 @@ def problems(fig) -> list[str]:
 
 
 FIGURES = {
-    "cnn (episode 5)": lambda: reference.figures(with_gpu_twins(reference.reference_run())),
+    "cnn (episode 5)": lambda: cnn.figures(with_gpu_twins(cnn.reference_run())),
     "matmul (episode 6)": lambda: matmul.figures(with_gpu_twins(matmul.reference_run())),
     "small models comparison (episode 7)": lambda: [small_models.comparison_figure(
         with_gpu_twins(small_models.reference_run("comparison")))],

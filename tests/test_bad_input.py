@@ -17,7 +17,8 @@ import pytest
 
 import bad_input
 from data_fixtures import small_arrays
-from gpulesson import data, lesson, parallel, train_job
+from gpulesson import data, lesson
+from gpulesson.experiments import parallel, train_job
 from gpulesson.errors import DataFileError
 from gpulesson.hdf5 import validate_hdf5, write_hdf5
 from gpulesson.settings import Settings

@@ -1,4 +1,4 @@
-"""The input-pipeline benchmark (gpulesson.feeding): pipelines, timing, records, the page's
+"""The input-pipeline benchmark (gpulesson.experiments.feeding): pipelines, timing, records, the page's
 values, the goals, the figures and the command line, on the CPU at tiny sizes."""
 
 import copy
@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
-from gpulesson import feeding
+from gpulesson.experiments import feeding
 from gpulesson.devices import keras_device_name
-from gpulesson.feeding import measure, page
-from gpulesson.feeding import pipelines as fp
-from gpulesson.feeding import records as rec
-from gpulesson.feeding.__main__ import main as feeding_main
+from gpulesson.experiments.feeding import measure, page
+from gpulesson.experiments.feeding import pipelines as fp
+from gpulesson.experiments.feeding import records as rec
+from gpulesson.experiments.feeding.__main__ import main as feeding_main
 from gpulesson.results import NOT_RECORDED, append_record, read_records, validate_record
 
 FIG = ROOT / "fig" / "09-feeding-the-gpu"
@@ -134,7 +134,7 @@ def test_the_classic_file_is_guessed_chunks_with_gzip(tmp_path):
     # for the full data set this layout gives h5py's guess (6250, 4, 4, 1)
     from h5py._hl.filters import guess_chunk
 
-    from gpulesson.layouts import layout_options
+    from gpulesson.experiments.layouts import layout_options
 
     assert layout_options("auto chunks + gzip", (50_000, 32, 32, 3))["chunks"] is True
     assert guess_chunk((50_000, 32, 32, 3), None, 1) == (6250, 4, 4, 1)
@@ -368,7 +368,7 @@ def test_the_figures_draw_made_up_gpu_records(measured, tmp_path):
     # without GPU records the figures say so
     cpu_only = _draw_module().draw(tmp_path / "cpu", _write(tmp_path / "cpu.jsonl", base))
     assert f"GPU: {NOT_RECORDED}" in cpu_only[0].read_text()
-    with pytest.raises(SystemExit, match=r"python -m gpulesson\.feeding"):
+    with pytest.raises(SystemExit, match=r"python -m gpulesson\.experiments\.feeding"):
         _draw_module().draw(tmp_path / "none", tmp_path / "missing.jsonl")
 
 
@@ -424,7 +424,7 @@ def test_the_command_runs_on_jax_without_tensorflow(tmp_path):
     code = (
         "import sys\n"
         "sys.modules['tensorflow'] = None  # importing it now fails, as if not installed\n"
-        "from gpulesson.feeding.__main__ import main\n"
+        "from gpulesson.experiments.feeding.__main__ import main\n"
         "status = main(['--quick', '--devices', 'cpu', '--n-images', '64',\n"
         "    '--batch-size', '32', '--pipelines', 'lesson', 'device',\n"
         f"    '--sweeps', 'spe', '--spe', '2', '--out', {str(out)!r}])\n"

@@ -40,7 +40,7 @@ def test_training_jobs_requeue_themselves_before_the_time_limit(name):
     # The trap stops the training and requeues; the training runs in the background so that
     # the trap can run before it ends.
     assert "trap requeue USR1" in text and 'scontrol requeue "$SLURM_JOB_ID"' in text
-    assert "python -u -m gpulesson.train_job" in text and 'wait "$pid"' in text
+    assert "python -u -m gpulesson.experiments.train_job" in text and 'wait "$pid"' in text
     hours, minutes, seconds = map(int, text.split("#SBATCH --time=")[1].split()[0].split(":"))
     assert 120 < hours * 3600 + minutes * 60 + seconds
 

@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from gpulesson import layouts as lay
+from gpulesson.experiments import layouts as lay
 from gpulesson.settings import LABELS
 from gpulesson.synthetic import make_synthetic
 

@@ -1,4 +1,4 @@
-"""The episode's data generator (HDF5Batches in gpulesson/lesson.py, generated from episode 4).
+"""The episode's data generator (HDF5Batches in gpulesson.lesson, generated from episode 4).
 
 The test data carry their row number in the pixels (first pixel: three base-256 digits) and
 label = row % 10, so every batch can be checked: which rows it holds, and that every image

@@ -1,4 +1,4 @@
-"""The episode's model and training function (gpulesson/lesson.py), its reference runs, other backends."""
+"""The episode's model and training function (gpulesson.lesson), its reference runs, other backends."""
 
 import json
 import os
@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
-from gpulesson import lesson, reference
+from gpulesson import lesson
+from gpulesson.experiments import cnn
 from gpulesson.data import prepare
 from gpulesson.results import read_records, validate_record
 from gpulesson.settings import get_settings
@@ -68,13 +69,13 @@ def test_fingerprint_tells_weights_apart():
 def test_reference_run_records_well_formed_runs(tmp_path):
     out = tmp_path / "runs.jsonl"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    result = subprocess.run([sys.executable, "-m", "gpulesson.reference_run", "--out", str(out), "--epochs", "2"],
+    result = subprocess.run([sys.executable, "-m", "gpulesson.experiments.cnn", "--out", str(out), "--epochs", "2"],
                             capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "No GPU visible: recording the CPU run only." in result.stdout
     (record,) = read_records(out)
     validate_record(record)
-    assert record["experiment"] == reference.EXPERIMENT and record["device"] == "CPU"
+    assert record["experiment"] == cnn.EXPERIMENT and record["device"] == "CPU"
     assert record["data"] == "synthetic" and "not CIFAR-10" in record["data_label"]
     assert len(record["epoch_seconds"]) == 2 and record["batch_size"] == 64
     # What decides a CPU timing is recorded: XLA, the cores, the threads fixed to them, the load.
@@ -83,7 +84,7 @@ def test_reference_run_records_well_formed_runs(tmp_path):
     assert record["test_accuracy"] > 0.2 and len(record["history"]["loss"]) == 2
     assert "Speed-up" not in result.stdout  # no GPU, no speed-up claimed
 
-    refused = subprocess.run([sys.executable, "-m", "gpulesson.reference_run", "--devices", "gpu",
+    refused = subprocess.run([sys.executable, "-m", "gpulesson.experiments.cnn", "--devices", "gpu",
                               "--out", str(out)], capture_output=True, text=True, env=env, timeout=300)
     assert refused.returncode == 2 and "No GPU is visible" in refused.stderr
     assert len(read_records(out)) == 1  # nothing recorded for a refused run

@@ -60,7 +60,7 @@ def test_hooks_need_no_network_and_take_their_paths_from_pyproject():
     assert HOOKS["ruff"]["entry"] == "ruff check" and HOOKS["codespell"]["entry"] == "codespell"
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]
     include = pyproject["ruff"]["include"]
-    for wanted in ("gpulesson/*.py", "tools/*.py", "_ext/*.py", "fig/*/*.py", "notebooks/*.ipynb"):
+    for wanted in ("gpulesson/**/*.py", "tools/*.py", "_ext/*.py", "fig/*/*.py", "notebooks/*.ipynb"):
         assert wanted in include
     assert "./_build" in pyproject["codespell"]["skip"]
 

@@ -1,4 +1,4 @@
-"""Data-parallel training of the lesson's CNN (gpulesson.parallel) and its all-reduce cost model.
+"""Data-parallel training of the lesson's CNN (gpulesson.experiments.parallel) and its all-reduce cost model.
 
 The training runs are real and run on CPUs: JAX in subprocesses (its backend and its number of
 logical CPU devices are fixed when it starts). One subprocess trains the same global batches
@@ -20,7 +20,7 @@ import pytest
 from conftest import ROOT
 from test_jobs import lesson_folder
 
-from gpulesson import parallel
+from gpulesson.experiments import parallel
 
 # The run both tests compare: 3 steps of 4 x 8 images, SGD at 0.05 (tuned for 32 images).
 PER_REPLICA, STEPS, RATE, BASE = 8, 3, 0.05, 32
@@ -31,7 +31,7 @@ TIMEOUT = 240
 SINGLE_PROCESS = textwrap.dedent(f"""
     import json, sys
     import numpy as np
-    from gpulesson import parallel
+    from gpulesson.experiments import parallel
 
     keras = parallel.use_jax(cpu_devices=4)
     devices = keras.distribution.list_devices()
@@ -137,7 +137,7 @@ def test_two_processes_train_like_one(single_process, tmp_path):
         try:
             for rank, log in enumerate(logs):
                 processes.append(subprocess.Popen(
-                    [sys.executable, "-m", "gpulesson.parallel", "train", "--cpu-devices", "2",
+                    [sys.executable, "-m", "gpulesson.experiments.parallel", "train", "--cpu-devices", "2",
                      "--per-replica-batch", str(PER_REPLICA), "--steps", str(STEPS),
                      "--learning-rate", str(RATE), "--base-batch", str(BASE),
                      "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2",
@@ -285,7 +285,7 @@ def test_multi_node_job_asks_for_nodes_and_one_task_per_gpu():
     assert directives["gres"] == f"gpu:{directives['ntasks-per-node']}"
     assert "gpus-per-task" not in text.replace("no --gpus-per-task", "")
     assert "export KERAS_BACKEND=jax" in text
-    assert 'srun --kill-on-bad-exit=1 python -u -m gpulesson.parallel train --slurm "$@"' in text
+    assert 'srun --kill-on-bad-exit=1 python -u -m gpulesson.experiments.parallel train --slurm "$@"' in text
 
 
 def test_multi_node_job_runs_srun_with_its_arguments(tmp_path):
@@ -300,7 +300,7 @@ def test_multi_node_job_runs_srun_with_its_arguments(tmp_path):
     result = subprocess.run(["bash", str(SBATCH), "--steps", "5"], cwd=folder, env=env, check=False,
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
-    assert ("srun --kill-on-bad-exit=1 python -u -m gpulesson.parallel train --slurm --steps 5"
+    assert ("srun --kill-on-bad-exit=1 python -u -m gpulesson.experiments.parallel train --slurm --steps 5"
             in result.stdout)
     assert "KERAS_BACKEND=jax" in result.stdout and "job 123: 2 nodes" in result.stdout
 

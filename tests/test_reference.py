@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import pytest
 from conftest import ROOT
 
-from gpulesson import reference
+from gpulesson.experiments import cnn
 from gpulesson.results import append_record, validate_record
 
 FIG = ROOT / "fig" / "05-cpu-vs-gpu"
@@ -25,7 +25,7 @@ def fake_run(device, epochs=(5.0, 2.0, 2.0), evaluation=0.5, accuracy=0.6):
 
 def record(device, run_id, **kwargs):
     batches = [SimpleNamespace(batch_size=256, n_images=n) for n in (900, 100, 200)]
-    return reference.run_record(fake_run(device, **kwargs), data="synthetic", run_id=run_id, batches=batches)
+    return cnn.run_record(fake_run(device, **kwargs), data="synthetic", run_id=run_id, batches=batches)
 
 
 def test_run_record_fields():
@@ -35,8 +35,8 @@ def test_run_record_fields():
     assert cpu["device"] == "CPU" and cpu["device_kind"] == "cpu" and gpu["device_kind"] == "gpu"
     assert cpu["mean_epoch_seconds"] == 2.0  # the warm-up epoch is left out
     assert cpu["training_seconds"] == 9.0 and cpu["total_seconds"] == 9.5
-    assert reference.speedup([cpu, gpu]) == pytest.approx(10.0)
-    assert reference.speedup([cpu]) is None
+    assert cnn.speedup([cpu, gpu]) == pytest.approx(10.0)
+    assert cnn.speedup([cpu]) is None
     one_epoch = record("cpu:0", "r2", epochs=(4.0,))
     assert one_epoch["mean_epoch_seconds"] == 4.0
 
@@ -53,42 +53,42 @@ def test_run_record_keeps_what_decides_the_timing():
 
 def test_reference_run_prefers_the_newest_run_with_a_gpu(tmp_path):
     path = tmp_path / "runs.jsonl"
-    assert reference.reference_run(path) == []
+    assert cnn.reference_run(path) == []
     for r in (record("cpu:0", "a"), record("cpu:0", "b"), record("gpu:0", "b", epochs=(3.0, 0.5, 0.5)),
               record("cpu:0", "c")):
         append_record(path, r)
-    chosen = reference.reference_run(path)
+    chosen = cnn.reference_run(path)
     assert [r["run_id"] for r in chosen] == ["b", "b"] and chosen[1]["device_kind"] == "gpu"
     only_cpu = tmp_path / "cpu.jsonl"
     for r in (record("cpu:0", "a"), record("cpu:0", "c")):
         append_record(only_cpu, r)
-    assert [r["run_id"] for r in reference.reference_run(only_cpu)] == ["c"]
+    assert [r["run_id"] for r in cnn.reference_run(only_cpu)] == ["c"]
 
 
 def test_describe_and_estimates():
     cpu, gpu = record("cpu:0", "r"), record("gpu:0", "r", epochs=(3.0, 0.2, 0.2))
-    text = reference.describe([cpu, gpu], full_n_train=45_000)
+    text = cnn.describe([cpu, gpu], full_n_train=45_000)
     assert "Speed-up of the GPU over the CPU: 10.0x" in text and "synthetic stand-in" in text
     assert "Training 30 epochs of 45,000 images" in text
     # 30 epochs of 2 s on 900 images, scaled to 45,000 images, plus the 3 s of extra warm-up once
-    assert reference.full_training_seconds(cpu, 30, 45_000) == pytest.approx(3 + 30 * 2 * 50)
-    assert "Speed-up" not in reference.describe([cpu])
-    assert reference.duration(0.5) == "500 ms" and reference.duration(150) == "2.5 min"
+    assert cnn.full_training_seconds(cpu, 30, 45_000) == pytest.approx(3 + 30 * 2 * 50)
+    assert "Speed-up" not in cnn.describe([cpu])
+    assert cnn.duration(0.5) == "500 ms" and cnn.duration(150) == "2.5 min"
 
 
 def test_substitutions_say_plainly_what_is_missing(tmp_path):
-    values = reference.substitutions(tmp_path / "none.jsonl")
-    assert set(values.values()) == {reference.NOT_RECORDED}
+    values = cnn.substitutions(tmp_path / "none.jsonl")
+    assert set(values.values()) == {cnn.NOT_RECORDED}
     path = tmp_path / "runs.jsonl"
     append_record(path, record("cpu:0", "r"))
-    values = reference.substitutions(path)
-    assert values["ref_cpu_epoch"] == "2.0 s" and values["ref_gpu_epoch"] == reference.NOT_RECORDED
-    assert values["ref_speedup"] == reference.NOT_RECORDED
+    values = cnn.substitutions(path)
+    assert values["ref_cpu_epoch"] == "2.0 s" and values["ref_gpu_epoch"] == cnn.NOT_RECORDED
+    assert values["ref_speedup"] == cnn.NOT_RECORDED
     assert values["ref_cpu_workshop"] == "9.0 s"  # the first epoch and two more of 2 s
     assert values["ref_cpu_jit_compile"] == "off" and values["ref_cpu_validation"] == "200 ms"
     assert values["ref_cpu_cores"].isdigit() and float(values["ref_cpu_load"]) >= 0
     append_record(path, record("gpu:0", "r", epochs=(3.0, 0.25, 0.25)))
-    values = reference.substitutions(path)
+    values = cnn.substitutions(path)
     assert values["ref_speedup"] == "8.0x" and values["ref_gpu_epoch"] == "250 ms"
 
 
@@ -98,36 +98,36 @@ def test_records_made_before_the_settings_were_kept_say_so(tmp_path):
     for key in ("jit_compile", "mean_validation_seconds", "cpu_cores_available", "load_average"):
         del old[key]
     append_record(path, old)
-    values = reference.substitutions(path)
+    values = cnn.substitutions(path)
     for key in ("ref_cpu_jit_compile", "ref_cpu_validation", "ref_cpu_cores", "ref_cpu_load"):
-        assert values[key] == reference.NOT_RECORDED, key
+        assert values[key] == cnn.NOT_RECORDED, key
 
 
 def test_reference_results_file_exists_and_is_valid():
-    records = reference.reference_run()
-    assert records, f"{reference.RESULTS_FILE} must hold at least one run (python -m gpulesson.reference_run)"
+    records = cnn.reference_run()
+    assert records, f"{cnn.RESULTS_FILE} must hold at least one run (python -m gpulesson.experiments.cnn)"
     for r in records:
         validate_record(r)
-        assert r["experiment"] == reference.EXPERIMENT and r["cpu_model"] and r["versions"]["keras"]
-    if not any(reference.is_gpu(r) for r in records):  # honest about what is missing
-        assert reference.substitutions()["ref_gpu"] == reference.NOT_RECORDED
+        assert r["experiment"] == cnn.EXPERIMENT and r["cpu_model"] and r["versions"]["keras"]
+    if not any(cnn.is_gpu(r) for r in records):  # honest about what is missing
+        assert cnn.substitutions()["ref_gpu"] == cnn.NOT_RECORDED
 
 
 def test_committed_reference_figures_are_drawn_from_the_results_file(tmp_path):
     spec = importlib.util.spec_from_file_location("reference_figures", FIG / "reference.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    for drawn in module.draw(reference.RESULTS_FILE, tmp_path):
+    for drawn in module.draw(cnn.RESULTS_FILE, tmp_path):
         committed = FIG / drawn.name
         assert committed.exists(), f"{committed} is missing: run python {FIG / 'reference.py'}"
         assert drawn.read_bytes() == committed.read_bytes(), (
-            f"{committed.name} is not what {reference.RESULTS_FILE.name} gives: run python {FIG / 'reference.py'}")
+            f"{committed.name} is not what {cnn.RESULTS_FILE.name} gives: run python {FIG / 'reference.py'}")
 
 
 def test_the_episode_page_shows_the_reference_numbers(built_site):
     html_dir, result = built_site
     page = (html_dir / "_episodes" / "05-cpu-vs-gpu.html").read_text(encoding="utf-8")
-    values = reference.substitutions()
+    values = cnn.substitutions()
     assert "{{" not in page
     for key in ("ref_cpu", "ref_cpu_epoch", "ref_gpu", "ref_speedup"):
         assert values[key] in page, key

@@ -154,13 +154,13 @@ def test_sweep_runs_as_a_job_array_and_gather_makes_the_table(slurm, lesson, job
                        explain=_log(folder, f"sweep-cnn-{job_id}_*.log"))
     assert sorted(int(task["ArrayTaskId"]) for task in tasks) == list(range(SWEEP_TASKS))
     sweep_dir = folder / "results" / "jobs" / f"sweep-{job_id}"
-    gathered = subprocess.run([sys.executable, "-m", "gpulesson.sweep", "gather", str(sweep_dir)],
+    gathered = subprocess.run([sys.executable, "-m", "gpulesson.experiments.sweep", "gather", str(sweep_dir)],
                               cwd=folder, env=env, check=False, capture_output=True, text=True,
                               timeout=120)
     assert gathered.returncode == 0, gathered.stdout + gathered.stderr
     rows = list(csv.DictReader((sweep_dir / "sweep.csv").open()))
     assert len(rows) == SWEEP_TASKS, rows
-    grid = subprocess.run([sys.executable, "-m", "gpulesson.sweep", "list"], cwd=folder, env=env,
+    grid = subprocess.run([sys.executable, "-m", "gpulesson.experiments.sweep", "list"], cwd=folder, env=env,
                           check=True, capture_output=True, text=True).stdout
     for row in rows:
         assert row["batch_size"] in grid and row["learning_rate"]
@@ -173,7 +173,7 @@ def test_two_tasks_under_srun_train_like_one_process(slurm, lesson, jobs, tmp_pa
     job_id = jobs["multi"]
     # The same training in one process on 2 devices, beside the job.
     reference = subprocess.run(
-        [sys.executable, "-m", "gpulesson.parallel", "train", "--cpu-devices", "2", *PARALLEL,
+        [sys.executable, "-m", "gpulesson.experiments.parallel", "train", "--cpu-devices", "2", *PARALLEL,
          "--save-weights", str(tmp_path / "one.npz")],
         cwd=folder, env={**env, "KERAS_BACKEND": "jax"}, check=False, capture_output=True,
         text=True, timeout=JOB_TIMEOUT)

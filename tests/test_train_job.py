@@ -1,4 +1,4 @@
-"""The CNN as a batch job (gpulesson.train_job) and the job-array sweep (gpulesson.sweep).
+"""The CNN as a batch job (gpulesson.experiments.train_job) and the job-array sweep (gpulesson.experiments.sweep).
 
 The training runs are real (quick synthetic data, a few seconds an epoch on two cores): one
 uninterrupted run, and one killed with SIGKILL in the middle of an epoch and started again,
@@ -18,7 +18,7 @@ import pytest
 from conftest import ROOT
 from test_jobs import lesson_folder
 
-from gpulesson import sweep, train_job
+from gpulesson.experiments import sweep, train_job
 from gpulesson.data import prepare
 from gpulesson.results import read_records
 from gpulesson.settings import get_settings
@@ -29,7 +29,7 @@ BATCH_DELAY = "0.04"
 
 
 def _command(out, results, *extra):
-    return [sys.executable, "-m", "gpulesson.train_job", "--epochs", str(EPOCHS),
+    return [sys.executable, "-m", "gpulesson.experiments.train_job", "--epochs", str(EPOCHS),
             "--batch-size", "64", "--out-dir", str(out), "--results-file", str(results), *extra]
 
 

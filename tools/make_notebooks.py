@@ -8,13 +8,14 @@ directives, roles) becomes plain Markdown that JupyterLab shows as is: solutions
 
 Code cells tagged ``lesson-module`` (in MyST: a ``:tags: [lesson-module]`` line) are the code
 learners write that is worth reusing: the data generator, the model, the training function.
-They are also collected, in episode order, into the module ``gpulesson/lesson.py``, which the
-tests and the batch jobs import: the code they run is the code the episodes teach. Code that
-needs an optional package (PyTorch) goes into a module of its own, so that ``gpulesson.lesson``
-imports without it: a cell tagged ``lesson-module-NAME`` is collected into
-``gpulesson/lesson_NAME.py``.
+They are also collected, in episode order, into the package ``gpulesson.lesson``
+(``gpulesson/lesson/__init__.py``), which the tests, the experiments and the batch jobs import:
+the code they run is the code the episodes teach. Code that needs an optional package (PyTorch)
+goes into a module of its own, so that ``gpulesson.lesson`` imports without it: a cell tagged
+``lesson-module-NAME`` is collected into ``gpulesson/lesson/NAME.py``. Every module in
+``gpulesson/lesson/`` is generated; nothing else lives there.
 
-    python tools/make_notebooks.py          # write notebooks/*.ipynb and gpulesson/lesson.py
+    python tools/make_notebooks.py          # write notebooks/*.ipynb and gpulesson/lesson/
     python tools/make_notebooks.py --check  # exit 1 if any of them is out of date
 """
 
@@ -33,7 +34,8 @@ sys.path.insert(0, str(ROOT / "_ext"))
 from carpentry import EPISODE_DIR, bullets, fill_placeholders, split_front_matter  # noqa: E402
 
 NOTEBOOK_DIR = "notebooks"
-MODULE = "gpulesson/lesson.py"
+MODULE_DIR = "gpulesson/lesson"
+MODULE = f"{MODULE_DIR}/__init__.py"
 MODULE_TAG = "lesson-module"
 MODULE_HEADER = '''"""The code the episodes teach, collected from their cells tagged "{tag}".
 
@@ -136,15 +138,15 @@ def build_notebook(episode: Path) -> nbformat.NotebookNode:
 
 
 def module_path(tag: str) -> str:
-    """Where the cells with ``tag`` go: lesson-module -> gpulesson/lesson.py,
-    lesson-module-NAME -> gpulesson/lesson_NAME.py."""
+    """Where the cells with ``tag`` go: lesson-module -> gpulesson/lesson/__init__.py,
+    lesson-module-NAME -> gpulesson/lesson/NAME.py."""
     if tag == MODULE_TAG:
         return MODULE
     name = tag.removeprefix(MODULE_TAG + "-")
     if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
         raise ValueError(f"tag {tag!r}: a module tag is {MODULE_TAG} or {MODULE_TAG}-NAME, "
                          "NAME in a-z, 0-9, _")
-    return MODULE.replace("lesson.py", f"lesson_{name}.py")
+    return f"{MODULE_DIR}/{name}.py"
 
 
 def module_tags(episode: Path) -> set[str]:
@@ -207,7 +209,7 @@ def out_of_sync(root: Path = ROOT) -> list[str]:
         module = root / relpath
         if not module.exists() or module.read_text(encoding="utf-8") != text:
             problems.append(f"{relpath} differs from the episodes' cells tagged for it")
-    for module in sorted((root / MODULE).parent.glob("lesson_*.py")):
+    for module in sorted((root / MODULE_DIR).glob("*.py")):
         if module.relative_to(root).as_posix() not in expected_modules:
             problems.append(f"{module.relative_to(root)} has no cells tagged for it in {EPISODE_DIR}/")
     return problems

@@ -3,9 +3,9 @@
     python fig/07-small-models/figures.py   ->  comparison-epoch-times.svg, sweep.svg
 
 Each comes from the reference run of its part in results/mlp-cpu-vs-gpu.jsonl (the newest run
-with CPU and GPU records, else the newest; see gpulesson.small_models.reference_run). Without GPU
+with CPU and GPU records, else the newest; see gpulesson.experiments.small_models.reference_run). Without GPU
 records the sweep figure shows the CPU's time per sample and says that the GPU sweep is not
-recorded yet. Record runs with ``python -m gpulesson.small_models``. A test checks that the
+recorded yet. Record runs with ``python -m gpulesson.experiments.small_models``. A test checks that the
 committed figures are the ones this script draws from the committed file.
 """
 
@@ -16,7 +16,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from gpulesson import small_models
+from gpulesson.experiments import small_models
 from gpulesson.plots import save_figures
 
 HERE = Path(__file__).resolve().parent
@@ -29,7 +29,7 @@ FIGURES = {
 def draw(results=small_models.RESULTS_FILE, folder=HERE) -> list[Path]:
     paths = []
     for name, (part, figure) in FIGURES.items():
-        command = f"python -m gpulesson.small_models --parts {part}"
+        command = f"python -m gpulesson.experiments.small_models --parts {part}"
         paths += save_figures(small_models.reference_run(part, results), lambda r, figure=figure: [figure(r)],
                               [name], folder, results=results, command=command)
     return paths

@@ -15,8 +15,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
+from gpulesson.experiments.sweep import GRID_POINTS
 from gpulesson.plots import save_svg
-from gpulesson.sweep import GRID_POINTS
 
 HERE = Path(__file__).resolve().parent
 INK = "#1f3b63"
@@ -128,7 +128,7 @@ def job_array(path: Path) -> Path:
     box(ax, 3.1, 4.9, 3.8, 0.7, "white",
         text=f"sbatch jobs/sweep-array.sbatch\n(#SBATCH --array=0-{len(GRID_POINTS) - 1})",
         size=9)
-    # The grid of gpulesson.sweep, one box per array task.
+    # The grid of gpulesson.experiments.sweep, one box per array task.
     for i, point in enumerate(GRID_POINTS):
         bs, lr = point["batch_size"], f"{point['learning_rate']:g}"
         x = 0.15 + i * 1.65
@@ -139,9 +139,9 @@ def job_array(path: Path) -> Path:
                 fontsize=8)
         box(ax, x + 0.1, 2.05, 1.2, 0.45, "white", text=f"task-{i}/", size=7.5)
         arrow(ax, (x + 0.7, 1.9), (5.0, 1.25), color=MUTED)
-    box(ax, 3.1, 0.45, 3.8, 0.75, "white",
-        text="python -m gpulesson.sweep gather\none table: sweep.md, sweep.csv", size=9)
-    ax.text(7.2, 0.85, "no communication between tasks:\nthey may run at the same time or "
+    box(ax, 2.8, 0.45, 4.4, 0.75, "white",
+        text="python -m gpulesson.experiments.sweep gather\none table: sweep.md, sweep.csv", size=9)
+    ax.text(7.3, 0.85, "no communication between tasks:\nthey may run at the same time or "
             "one after\nthe other, on any free GPUs", ha="left", va="center", fontsize=8.5,
             style="italic")
     return finish(ax, fig, (0, 10), (0.2, 6.4), path)

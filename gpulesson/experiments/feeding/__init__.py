@@ -11,19 +11,20 @@ them it then varies one setting at a time (:data:`SWEEPS`): mixed precision, XLA
 
 Its parts, in the order of an experiment:
 
-- :mod:`~gpulesson.feeding.pipelines`: the input pipelines and their data files;
-- :mod:`~gpulesson.feeding.measure`: timing ``fit`` and the loader, :func:`run_benchmark`;
-- :mod:`~gpulesson.feeding.records`: the records, which of them the page may show, the goals;
-- :mod:`~gpulesson.feeding.page`: the episode's ``ref_feed_*`` values and the notebook's table;
-- :mod:`~gpulesson.feeding.figures`: the figures (``fig/09-feeding-the-gpu/figures.py``);
-- :mod:`~gpulesson.feeding.__main__`: the command line, ``python -m gpulesson.feeding``.
+- :mod:`~gpulesson.experiments.feeding.pipelines`: the input pipelines and their data files;
+- :mod:`~gpulesson.experiments.feeding.measure`: timing ``fit`` and the loader, :func:`run_benchmark`;
+- :mod:`~gpulesson.experiments.feeding.records`: the records, which of them the page may show, the goals;
+- :mod:`~gpulesson.experiments.feeding.page`: the episode's ``ref_feed_*`` values and the notebook's table;
+- :mod:`~gpulesson.experiments.feeding.figures`: the figures (``fig/09-feeding-the-gpu/figures.py``);
+- :mod:`~gpulesson.experiments.feeding.__main__`: the command line,
+  ``python -m gpulesson.experiments.feeding``.
 
 Importing the package imports no deep-learning framework (the page's values are computed while
 the site builds); the pipelines and the measurements import Keras when used.
 """
 
-from gpulesson.feeding.figures import figures
-from gpulesson.feeding.measure import (
+from gpulesson.experiments.feeding.figures import figures
+from gpulesson.experiments.feeding.measure import (
     BATCH_SIZE,
     PRECISIONS,
     QUICK_N_IMAGES,
@@ -35,8 +36,8 @@ from gpulesson.feeding.measure import (
     time_loader,
     time_training,
 )
-from gpulesson.feeding.page import describe, substitutions
-from gpulesson.feeding.records import (
+from gpulesson.experiments.feeding.page import describe, substitutions
+from gpulesson.experiments.feeding.records import (
     EXPERIMENT,
     N_IMAGES,
     PIPELINES,

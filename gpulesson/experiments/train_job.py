@@ -1,7 +1,7 @@
 """Train the lesson's CNN as a batch job that loses at most one epoch when it is stopped.
 
-    python -m gpulesson.train_job --epochs 20 --batch-size 256
-    python -m gpulesson.train_job --data synthetic --epochs 3 --out-dir results/jobs/try
+    python -m gpulesson.experiments.train_job --epochs 20 --batch-size 256
+    python -m gpulesson.experiments.train_job --data synthetic --epochs 3 --out-dir results/jobs/try
     sbatch jobs/train-cnn.sbatch --epochs 20            # the same, as a Slurm job
 
 It trains exactly what the notebook of the episode "Training a CNN on the CPU and on the GPU"
@@ -44,12 +44,13 @@ import time
 from pathlib import Path
 
 from gpulesson.errors import DataFileError
+from gpulesson.results import LESSON_ROOT, RESULTS_DIR
 from gpulesson.settings import DATA_CHOICES, get_settings
 
 EXPERIMENT = "cnn-batch-job"
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS_FILE = ROOT / "results" / f"{EXPERIMENT}.jsonl"
-JOBS_DIR = ROOT / "results" / "jobs"
+ROOT = LESSON_ROOT
+RESULTS_FILE = RESULTS_DIR / f"{EXPERIMENT}.jsonl"
+JOBS_DIR = RESULTS_DIR / "jobs"
 DEFAULT_EPOCHS = 10
 DEFAULT_BATCH_SIZE = 256
 DEFAULT_LEARNING_RATE = 1e-3  # the one compile_cnn uses
@@ -100,7 +101,7 @@ def _positive_float(text: str) -> float:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m gpulesson.train_job", description=__doc__.splitlines()[0],
+        prog="python -m gpulesson.experiments.train_job", description=__doc__.splitlines()[0],
         epilog="Run it again with the same arguments to resume after the last completed epoch.")
     parser.add_argument("--epochs", type=_positive_int, default=DEFAULT_EPOCHS,
                         help=f"epochs in all, resumed ones included (default {DEFAULT_EPOCHS})")
@@ -275,7 +276,7 @@ def _train(args, params, batches, info, out: Path, run_id: str) -> int:
 
     from gpulesson import lesson
     from gpulesson.devices import keras_device
-    from gpulesson.reference import run_record
+    from gpulesson.experiments.cnn import run_record
     from gpulesson.results import append_record
 
     gpus = keras_device()["gpu_count"]
@@ -307,7 +308,7 @@ def _train(args, params, batches, info, out: Path, run_id: str) -> int:
     run["history"] = {key: [row[key] for row in history]
                       for key in history[0] if key not in ("epoch", "epoch_seconds")}
     record = run_record(run, data=info.source, run_id=run_id, batches=batches,
-                        source="gpulesson.train_job")
+                        source="gpulesson.experiments.train_job")
     val_accuracy = run["history"].get("val_accuracy") or [None]
     record.update(
         experiment=EXPERIMENT,

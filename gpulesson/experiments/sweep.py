@@ -1,11 +1,11 @@
 """A hyper-parameter sweep as a Slurm job array: the grid, and one table of its results.
 
-    python -m gpulesson.sweep list                      # the grid, one line per array task
-    python -m gpulesson.sweep params --index 3          # task 3's arguments for train_job
-    python -m gpulesson.sweep gather results/jobs/sweep-12345
+    python -m gpulesson.experiments.sweep list                      # the grid, one line per array task
+    python -m gpulesson.experiments.sweep params --index 3          # task 3's arguments for train_job
+    python -m gpulesson.experiments.sweep gather results/jobs/sweep-12345
 
 Every task of ``jobs/sweep-array.sbatch`` turns its ``SLURM_ARRAY_TASK_ID`` into arguments of
-:mod:`gpulesson.train_job` with ``params`` and trains into its own folder
+:mod:`gpulesson.experiments.train_job` with ``params`` and trains into its own folder
 ``results/jobs/sweep-<array job id>/task-<task id>/``. ``gather`` reads the ``record.json``
 of every run below the folders it is given and writes one table, as Markdown and CSV (default
 ``<folder>/sweep.md`` and ``<folder>/sweep.csv``); runs not finished yet are listed as such.
@@ -33,7 +33,7 @@ def grid_point(index: int) -> dict:
     """The parameters of array task ``index``; IndexError names the valid range."""
     if not 0 <= index < len(GRID_POINTS):
         raise IndexError(f"task index {index} is not in the grid: use 0-{len(GRID_POINTS) - 1} "
-                         f"({len(GRID_POINTS)} combinations; see python -m gpulesson.sweep list)")
+                         f"({len(GRID_POINTS)} combinations; see python -m gpulesson.experiments.sweep list)")
     return dict(GRID_POINTS[index])
 
 
@@ -54,7 +54,7 @@ def _row(folder: Path) -> dict:
     params = json.loads((folder / "params.json").read_text())["params"]
     done = 0
     if (folder / "history.csv").exists():
-        from gpulesson.train_job import read_history
+        from gpulesson.experiments.train_job import read_history
 
         done = len(read_history(folder / "history.csv"))
     return {"run": folder.name, "batch_size": params["batch_size"],
@@ -111,7 +111,7 @@ def write_csv(rows, path) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m gpulesson.sweep",
+    parser = argparse.ArgumentParser(prog="python -m gpulesson.experiments.sweep",
                                      description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="the grid, one line per array task")

@@ -19,7 +19,7 @@ images come from and how they are read:
     The same with Keras' worker processes (``workers``, ``use_multiprocessing=True``): each
     process opens its own file handle and reads batches ahead while the model trains. Measured
     with the TensorFlow backend only: with JAX and PyTorch, Keras 3 hands out batches read
-    ahead in one epoch in the next (:data:`~gpulesson.feeding.records.WRONG_DATA_WITH_WORKERS`).
+    ahead in one epoch in the next (:data:`~gpulesson.experiments.feeding.records.WRONG_DATA_WITH_WORKERS`).
 ``ram``
     The whole data set normalised once into a float32 array in RAM (:class:`ArrayBatches`),
     batches sliced from it: no file at all.
@@ -40,14 +40,14 @@ import h5py
 import keras
 import numpy as np
 
-from gpulesson.feeding.records import (  # noqa: F401 (the names of the pipelines live there)
+from gpulesson.experiments.feeding.records import (  # noqa: F401 (the names of the pipelines live there)
     FILES,
     HDF5_PIPELINES,
     PIPELINES,
     WORKER_PIPELINES,
     check_pipelines,
 )
-from gpulesson.layouts import write_layout
+from gpulesson.experiments.layouts import write_layout
 
 CLASS_NAMES = tuple(f"class {i}" for i in range(10))  # labels only: speed does not need names
 
@@ -61,7 +61,7 @@ class ClassicBatches(keras.utils.PyDataset):
     reaches ``__getitem__``; ``on_epoch_end`` reads the whole dataset (``x[:]``) only to
     count it, every epoch; the file is opened in ``__init__`` (unsafe with worker
     processes, so the benchmark never gives it any). Here it reads the datasets ``x`` and
-    ``y`` of a :func:`gpulesson.layouts.write_layout` file. ``full_reads`` counts the
+    ``y`` of a :func:`gpulesson.experiments.layouts.write_layout` file. ``full_reads`` counts the
     whole-dataset reads (added to check the benchmark; not part of the mistake).
     """
 
@@ -185,7 +185,7 @@ def write_files(directory, x, y, kinds, *, batch_size: int) -> dict[str, Path]:
     """Write the data files the pipelines need; ``{kind: path}``.
 
     ``"classic"``: datasets ``x``/``y`` with ``chunks=True`` + gzip
-    (:func:`gpulesson.layouts.write_layout`, layout "auto chunks + gzip"). ``"none"``,
+    (:func:`gpulesson.experiments.layouts.write_layout`, layout "auto chunks + gzip"). ``"none"``,
     ``"lzf"``, ``"gzip"``: lesson data files (:func:`gpulesson.hdf5.write_hdf5`, validated by
     the lesson's generator) with chunks of ``batch_size`` images, compressed or not; their test
     split holds a few images only (the benchmark trains, it does not evaluate).

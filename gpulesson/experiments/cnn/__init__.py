@@ -1,7 +1,7 @@
 """The CNN's CPU-vs-GPU measurements: run records, the lesson's reference run, the comparison.
 
 One training run (the notebook of the episode "Training a CNN on the CPU and on the GPU", or
-``python -m gpulesson.reference_run``) gives one record per device, all with the same
+``python -m gpulesson.experiments.cnn``) gives one record per device, all with the same
 ``run_id``. The lesson's *reference* result is the newest run in :data:`RESULTS_FILE` that has
 a GPU record (else the newest run): the figures and the numbers the episode shows are drawn
 from it by code, never typed in.
@@ -14,8 +14,6 @@ cores, framework threads, load average), read when the record is made, right aft
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 from gpulesson import results
 from gpulesson.results import (
@@ -31,7 +29,7 @@ from gpulesson.results import pick as _pick
 from gpulesson.timing import cpu_settings
 
 EXPERIMENT = "cnn-cpu-vs-gpu"
-RESULTS_FILE = Path(__file__).resolve().parents[1] / "results" / f"{EXPERIMENT}.jsonl"
+RESULTS_FILE = results.RESULTS_DIR / f"{EXPERIMENT}.jsonl"
 FULL_EPOCHS = 30  # "what would full training cost?" is answered for this many epochs
 WORKSHOP_EPOCHS = 3  # the episode's EPOCHS: what a learner's cell runs
 

@@ -17,7 +17,7 @@ from gpulesson.devices import keras_device_name as check_device
 from gpulesson.results import make_record
 
 EXPERIMENT = "feeding"
-RESULTS_FILE = Path(__file__).resolve().parents[2] / "results" / f"{EXPERIMENT}.jsonl"
+RESULTS_FILE = results.RESULTS_DIR / f"{EXPERIMENT}.jsonl"
 DATA = "synthetic"
 N_IMAGES = 50_000  # the full benchmark, and the size the lesson's goals are stated for
 TARGET_SHARE = 0.90  # the lesson's HDF5 pipeline: at least 90 % of device-resident data
@@ -108,7 +108,7 @@ def measurement_record(budget, *, run_id: str, device: str, pipeline: str, mode:
     images = min(steps * batch_size, n_images)
     median = statistics.median(timed)
     fields = {
-        "run_id": run_id, "source": "gpulesson.feeding", "device_kind": device,
+        "run_id": run_id, "source": "gpulesson.experiments.feeding", "device_kind": device,
         "keras_device": check_device(device), "pipeline": pipeline,
         "pipeline_label": PIPELINES[pipeline], "mode": mode, "group": group,
         "precision": precision, "jit_compile": jit_compile,

@@ -8,7 +8,7 @@ what the run has.
 
 from __future__ import annotations
 
-from gpulesson.feeding.records import (
+from gpulesson.experiments.feeding.records import (
     PIPELINES,
     RESULTS_FILE,
     TARGET_EPOCH_SECONDS,
@@ -25,7 +25,7 @@ from gpulesson.results import NOT_RECORDED, data_label, hardware
 from gpulesson.results import duration as seconds_text
 
 DEVICES = ("cpu", "gpu")
-RECORD_COMMAND = "python -m gpulesson.feeding"
+RECORD_COMMAND = "python -m gpulesson.experiments.feeding"
 # Short row names of the page's table.
 ROWS = {
     "classic": "classic (gzip, guessed chunks, reads all to count)",

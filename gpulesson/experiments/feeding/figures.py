@@ -3,15 +3,15 @@ figures.py`` saves them): images/s per pipeline, and the settings on the fastest
 
 Only what was measured gets a panel: a device without records, or a kind of setting that was
 not varied, is named in the title instead of drawn as an empty panel. Records of a pipeline that
-delivered wrong data (:func:`gpulesson.feeding.records.delivered_wrong_data`) are left out, and
+delivered wrong data (:func:`gpulesson.experiments.feeding.records.delivered_wrong_data`) are left out, and
 a note under the figure says so.
 """
 
 from __future__ import annotations
 
-from gpulesson.feeding.measure import SWEEPS
-from gpulesson.feeding.page import rate_text, software
-from gpulesson.feeding.records import PIPELINES, delivered_wrong_data, find, shown
+from gpulesson.experiments.feeding.measure import SWEEPS
+from gpulesson.experiments.feeding.page import rate_text, software
+from gpulesson.experiments.feeding.records import PIPELINES, delivered_wrong_data, find, shown
 from gpulesson.results import NOT_RECORDED, data_label, hardware
 
 BUSY = 0.25  # a measurement during which other programs used more CPU time than this is flagged

@@ -28,8 +28,8 @@ import tempfile
 import time
 
 from gpulesson.devices import keras_device_name as check_device
-from gpulesson.feeding.page import rate_text, setting_text
-from gpulesson.feeding.records import (
+from gpulesson.experiments.feeding.page import rate_text, setting_text
+from gpulesson.experiments.feeding.records import (
     FILES,
     WORKER_PIPELINES,
     best_pipeline,
@@ -127,7 +127,7 @@ def _device_tensor(x, keras_device: str):
 
 def _wait(tensor) -> None:
     """Wait for ``tensor`` by fetching one of its elements to the host (as
-    :func:`gpulesson.matmul.wait`)."""
+    :func:`gpulesson.experiments.matmul.measure.wait`)."""
     keras = _keras()
     keras.ops.convert_to_numpy(keras.ops.reshape(tensor, (-1,))[:1])
 
@@ -209,11 +209,11 @@ def build_model(keras_device: str, *, precision: str = "float32", jit_compile: b
 class _BusyMeter:
     """Other programs' share of the machine's CPU time while measuring, and the load average.
 
-    The matmul benchmark's meter (:class:`gpulesson.matmul._BusyMeter`) plus
+    The matmul benchmark's meter (:class:`gpulesson.experiments.matmul.measure._BusyMeter`) plus
     ``os.getloadavg()`` at the end."""
 
     def __init__(self):
-        from gpulesson.matmul import _BusyMeter as Meter
+        from gpulesson.experiments.matmul.measure import _BusyMeter as Meter
 
         self.meter = Meter()
 
@@ -251,7 +251,7 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
     smaller) time partial epochs. Data files go to ``data_dir`` (default:
     a temporary folder, deleted afterwards).
     """
-    from gpulesson.feeding import pipelines as fp
+    from gpulesson.experiments.feeding import pipelines as fp
 
     pipelines = check_pipelines(pipelines, _keras().backend.backend())
     for device in devices:

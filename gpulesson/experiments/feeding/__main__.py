@@ -2,9 +2,9 @@
 
 The benchmark's command line: it measures, appends the records, prints the table.
 
-    python -m gpulesson.feeding                        # CPU, then GPU if one is visible
-    python -m gpulesson.feeding --devices gpu cpu --cpu-max-steps 40 --classic-max-steps 40
-    python -m gpulesson.feeding --quick --out my-feeding.jsonl
+    python -m gpulesson.experiments.feeding                        # CPU, then GPU if one is visible
+    python -m gpulesson.experiments.feeding --devices gpu cpu --cpu-max-steps 40 --classic-max-steps 40
+    python -m gpulesson.experiments.feeding --quick --out my-feeding.jsonl
 
 The default pipelines are those that deliver every batch once on the Keras backend in use: the
 ``*-workers`` pipelines (Keras worker processes) run with TensorFlow only, since with JAX and
@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from gpulesson.devices import KERAS_DEVICES as DEVICES
-from gpulesson.feeding.measure import (
+from gpulesson.experiments.feeding.measure import (
     BATCH_SIZE,
     BATCH_SIZES,
     MAX_SECONDS,
@@ -34,8 +34,8 @@ from gpulesson.feeding.measure import (
     WARMUP,
     run_benchmark,
 )
-from gpulesson.feeding.page import describe
-from gpulesson.feeding.records import (
+from gpulesson.experiments.feeding.page import describe
+from gpulesson.experiments.feeding.records import (
     N_IMAGES,
     PIPELINES,
     RESULTS_FILE,
@@ -45,7 +45,7 @@ from gpulesson.feeding.records import (
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m gpulesson.feeding",
+    parser = argparse.ArgumentParser(prog="python -m gpulesson.experiments.feeding",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--devices", nargs="+", choices=sorted(DEVICES), default=None,
                         help="devices to measure, in this order (default: cpu, then gpu if "

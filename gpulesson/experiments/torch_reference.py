@@ -1,17 +1,17 @@
 """The PyTorch episode's CPU-vs-GPU measurements: records, the reference run, the CLI.
 
-    LESSON_DATA=synthetic python -m gpulesson.torch_reference    # CPU, then GPU if visible
-    python -m gpulesson.torch_reference --devices gpu --epochs 3 --out my-runs.jsonl
+    LESSON_DATA=synthetic python -m gpulesson.experiments.torch_reference    # CPU, then GPU if visible
+    python -m gpulesson.experiments.torch_reference --devices gpu --epochs 3 --out my-runs.jsonl
 
 The command runs what the notebook of the episode "The same comparison in PyTorch" runs (the
-model and the training function come from :mod:`gpulesson.lesson_torch`, generated from that
+model and the training function come from :mod:`gpulesson.lesson.torch`, generated from that
 episode): same data, same initial weights on every device, per-epoch times, evaluation. Each
 device's run is appended as one record (sharing a ``run_id``) to ``--out``, by default the
 lesson's results file :data:`RESULTS_FILE`, from which the episode's reference figures and
 numbers (``{{ ref_torch_... }}``) are drawn. The data follow the lesson's settings
 (``LESSON_DATA=synthetic`` for the stand-in, else MNIST; ``LESSON_QUICK``; ``LESSON_DATA_DIR``).
 
-A run is what :func:`gpulesson.lesson_torch.train_on` returns: a dict with ``device``
+A run is what :func:`gpulesson.lesson.torch.train_on` returns: a dict with ``device``
 ("cpu", "cuda", "mps"), ``epoch_seconds``, ``train_loss``, ``evaluation_seconds``,
 ``test_loss``, ``test_accuracy``, ``start_weights`` (fingerprint) and ``batch_size``.
 
@@ -28,8 +28,9 @@ import statistics
 import sys
 from pathlib import Path
 
-from gpulesson import reference, results
-from gpulesson.reference import describe
+from gpulesson import results
+from gpulesson.experiments import cnn
+from gpulesson.experiments.cnn import describe
 from gpulesson.results import (
     NOT_RECORDED,
     data_label,
@@ -42,7 +43,7 @@ from gpulesson.results import (
 )
 
 EXPERIMENT = "pytorch-cpu-vs-gpu"
-RESULTS_FILE = Path(__file__).resolve().parents[1] / "results" / f"{EXPERIMENT}.jsonl"
+RESULTS_FILE = results.RESULTS_DIR / f"{EXPERIMENT}.jsonl"
 INSTALL = "python -m pip install -r requirements/torch.txt"
 DEVICES = {"cpu": "cpu", "gpu": "cuda"}
 FULL_EPOCHS = 5
@@ -132,7 +133,7 @@ def run_record(run: dict, *, data: str, run_id: str, n_train: int, n_test: int,
 
     ``mean_epoch_seconds`` is the mean of the epochs after the first (the first alone when only
     one ran); ``total_seconds`` adds the evaluation to the training time. The record has the
-    fields :func:`gpulesson.reference.describe` and :func:`~gpulesson.reference.figures` read.
+    fields :func:`gpulesson.experiments.cnn.describe` and :func:`~gpulesson.experiments.cnn.figures` read.
     """
     seconds = [float(s) for s in run["epoch_seconds"]]
     if not seconds:
@@ -169,7 +170,7 @@ def run_record(run: dict, *, data: str, run_id: str, n_train: int, n_test: int,
 def figures(records):
     """The epoch-time plot and the time bar chart of one run's records: ``(fig, fig)``.
 
-    Those of :func:`gpulesson.reference.figures`, except that the note on the first epoch
+    Those of :func:`gpulesson.experiments.cnn.figures`, except that the note on the first epoch
     does not speak of compiling: PyTorch runs eagerly, and its first epoch only pays start-up
     costs (loading GPU kernels, allocating memory); and the CPU's line in the title says how
     many threads PyTorch computed with.
@@ -180,7 +181,7 @@ def figures(records):
         # The cores of the machine, and how many of them PyTorch computed with.
         threads = cpu["torch_threads"]
         names["CPU"] += f", {threads} PyTorch thread{'s' if threads > 1 else ''}"
-    return reference.figures(records, first_epoch="one-off start-up costs", hardware_names=names)
+    return cnn.figures(records, first_epoch="one-off start-up costs", hardware_names=names)
 
 
 def runs(records) -> dict[str, list[dict]]:
@@ -244,7 +245,7 @@ def main(argv=None) -> int:
 
     import torch
 
-    from gpulesson import lesson_torch
+    from gpulesson.lesson import torch as lesson_torch
     from gpulesson.mnist import load_data
     from gpulesson.results import append_record
     from gpulesson.settings import get_settings
@@ -278,7 +279,7 @@ def main(argv=None) -> int:
         run = lesson_torch.train_on(DEVICES[name], initial_state, train_set, test_set, epochs,
                                     batch_size=batch_size)
         record = run_record(run, data=data, run_id=run_id, n_train=len(train_set),
-                            n_test=len(test_set), source="gpulesson.torch_reference")
+                            n_test=len(test_set), source="gpulesson.experiments.torch_reference")
         append_record(args.out, record)
         records.append(record)
     print(describe(records, full_epochs=epochs))

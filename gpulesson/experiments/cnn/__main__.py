@@ -1,7 +1,7 @@
 """Record a CPU-vs-GPU run of the lesson's CNN, with the episode's own code, in a results file.
 
-    LESSON_DATA=synthetic python -m gpulesson.reference_run            # CPU, then GPU if visible
-    python -m gpulesson.reference_run --devices gpu --epochs 5 --out my-runs.jsonl
+    LESSON_DATA=synthetic python -m gpulesson.experiments.cnn            # CPU, then GPU if visible
+    python -m gpulesson.experiments.cnn --devices gpu --epochs 5 --out my-runs.jsonl
 
 It runs what the notebook of the episode "Training a CNN on the CPU and on the GPU" runs (the
 generator, model and training function come from :mod:`gpulesson.lesson`, which is generated
@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from gpulesson.devices import KERAS_DEVICES as DEVICES
-from gpulesson.reference import RESULTS_FILE, describe, run_record
+from gpulesson.experiments.cnn import RESULTS_FILE, describe, run_record
 from gpulesson.results import new_run_id
 
 
@@ -81,7 +81,7 @@ def main(argv=None) -> int:
         print(f"Training on {DEVICES[name]} for {epochs} epochs ...", flush=True)
         run = lesson.train_on(DEVICES[name], initial_weights, *batches, epochs, verbose=2)
         record = run_record(run, data=settings.data, run_id=run_id, batches=batches,
-                            source="gpulesson.reference_run")
+                            source="gpulesson.experiments.cnn")
         append_record(args.out, record)
         records.append(record)
     print(describe(records))

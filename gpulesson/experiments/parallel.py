@@ -1,9 +1,9 @@
 """Data-parallel training of the lesson's CNN, and what the gradient exchange costs.
 
-    python -m gpulesson.parallel train --cpu-devices 4 --steps 5     # try it on a laptop
-    python -m gpulesson.parallel train --per-replica-batch 128       # all local GPUs
-    srun python -m gpulesson.parallel train --slurm ...              # several nodes
-    python -m gpulesson.parallel cost --compute-ms 40                # the all-reduce model
+    python -m gpulesson.experiments.parallel train --cpu-devices 4 --steps 5     # try it on a laptop
+    python -m gpulesson.experiments.parallel train --per-replica-batch 128       # all local GPUs
+    srun python -m gpulesson.experiments.parallel train --slurm ...              # several nodes
+    python -m gpulesson.experiments.parallel cost --compute-ms 40                # the all-reduce model
 
 The engine is the Keras 3 distribution API on the JAX backend (``KERAS_BACKEND=jax``):
 
@@ -414,7 +414,7 @@ def _positive_float(text):
 
 
 def _parser():
-    parser = argparse.ArgumentParser(prog="python -m gpulesson.parallel",
+    parser = argparse.ArgumentParser(prog="python -m gpulesson.experiments.parallel",
                                      description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
 

@@ -1,0 +1,20 @@
+"""The lesson's experiments: one per episode that measures something.
+
+Each records its measurements in ``results/`` and gives the episode its values and figures, with
+the same parts in the same order: measure, records, values for the page (``substitutions()``,
+read by ``_ext/carpentry.py`` while the site builds), figures, command line
+(``python -m gpulesson.experiments.NAME``). They use the code the episodes teach
+(:mod:`gpulesson.lesson`) and the helpers at the top of :mod:`gpulesson`; no helper imports them.
+
+- :mod:`~gpulesson.experiments.cnn`: episode 5, the CNN on the CPU and the GPU;
+- :mod:`~gpulesson.experiments.matmul`: episode 6, matrix multiplication;
+- :mod:`~gpulesson.experiments.small_models`: episode 7, the small MLP and its sweep;
+- :mod:`~gpulesson.experiments.torch_reference`: episode 8, the PyTorch version;
+- :mod:`~gpulesson.experiments.feeding` and :mod:`~gpulesson.experiments.layouts`: episode 9,
+  input pipelines and HDF5 layouts;
+- :mod:`~gpulesson.experiments.parallel`, :mod:`~gpulesson.experiments.train_job` and
+  :mod:`~gpulesson.experiments.sweep`: episode 10, data-parallel training, the batch job and
+  the job-array sweep.
+
+Importing this package imports none of them.
+"""

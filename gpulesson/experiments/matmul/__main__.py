@@ -1,0 +1,94 @@
+"""Matrix multiplication on the CPU and on the GPU: GFLOP/s against matrix size.
+
+    python -m gpulesson.experiments.matmul                      # CPU, then GPU if one is visible
+    KERAS_BACKEND=jax python -m gpulesson.experiments.matmul --devices cpu gpu
+    python -m gpulesson.experiments.matmul --quick --out my-matmul.jsonl
+
+Measures every device and precision asked for, appends one record per sweep to the results
+file (one ``run_id`` for the whole command) and prints the run as a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from gpulesson.devices import KERAS_DEVICES as DEVICES
+from gpulesson.experiments.matmul.measure import (
+    DTYPES,
+    MAX_SECONDS,
+    QUICK_REPEATS,
+    QUICK_SIZES,
+    REPEATS,
+    SIZES,
+    check_sizes,
+    sweep,
+)
+from gpulesson.experiments.matmul.records import RESULTS_FILE, describe, sweep_record
+from gpulesson.results import new_run_id
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m gpulesson.experiments.matmul",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--devices", nargs="+", choices=sorted(DEVICES), default=None,
+                        help="devices to measure, in this order (default: cpu, then gpu if visible)")
+    parser.add_argument("--dtypes", nargs="+", choices=DTYPES, default=list(DTYPES),
+                        help="precisions to measure (default: all)")
+    parser.add_argument("--sizes", nargs="+", type=int, default=None,
+                        help=f"matrix sizes n (default {' '.join(map(str, SIZES))}; "
+                             f"--quick: {' '.join(map(str, QUICK_SIZES))})")
+    parser.add_argument("--repeats", type=int, default=None,
+                        help=f"timed calls per size (default {REPEATS}; --quick: {QUICK_REPEATS})")
+    parser.add_argument("--max-seconds", type=float, default=MAX_SECONDS,
+                        help=f"skip sizes whose one call would take longer (default {MAX_SECONDS:g})")
+    parser.add_argument("--quick", action="store_true",
+                        help="small sizes and few repeats (also when LESSON_QUICK=1)")
+    parser.add_argument("--out", type=Path, default=RESULTS_FILE,
+                        help=f"results file to append to (default {RESULTS_FILE})")
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    from gpulesson.settings import get_settings
+
+    quick = args.quick or get_settings().quick
+    try:
+        sizes = check_sizes(args.sizes or (QUICK_SIZES if quick else SIZES))
+    except ValueError as exc:
+        parser.error(str(exc))
+    repeats = args.repeats if args.repeats is not None else (QUICK_REPEATS if quick else REPEATS)
+    if repeats < 1:
+        parser.error(f"--repeats must be at least 1, not {repeats}")
+
+    from gpulesson.devices import keras_device
+    from gpulesson.results import append_record
+
+    found = keras_device()
+    devices = args.devices or (["cpu", "gpu"] if found["gpu_count"] else ["cpu"])
+    if "gpu" in devices and not found["gpu_count"]:
+        print(f"No GPU is visible to Keras ({found['backend']} backend): nothing was measured or "
+              "written. Run with --devices cpu, or on a machine with a GPU.", file=sys.stderr)
+        return 2
+    print(f"Keras backend {found['backend']}; devices: {', '.join(devices)}; sizes: "
+          f"{' '.join(map(str, sizes))}; {repeats} timed calls each", flush=True)
+
+    run_id, records = new_run_id(), []
+    for device in devices:
+        for dtype in args.dtypes:
+            result = sweep(device, dtype, sizes, repeats=repeats, max_seconds=args.max_seconds,
+                           progress=lambda line: print(line, flush=True))
+            record = sweep_record(result, run_id=run_id, source="gpulesson.experiments.matmul",
+                                  repeats=repeats)
+            append_record(args.out, record)
+            records.append(record)
+    print(describe(records))
+    print(f"Appended {len(records)} sweep(s) of run {run_id} to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,88 @@
+"""A small MLP on the CPU and on the GPU, and a sweep of batch size x layer width.
+
+Two measurements of the episode "Small models: when the GPU does not help", both with the
+episode's own code (:func:`gpulesson.lesson.build_mlp` and :func:`gpulesson.lesson.train_mlp`):
+
+``comparison``
+    The episode's multilayer perceptron (30 -> 16 -> 8 -> 2) trained on the Wisconsin
+    breast-cancer data (``gpulesson.lesson.sklearn``, needs scikit-learn) from the same initial
+    weights on every device, for a fixed number of epochs; one record per device.
+``sweep``
+    The same kind of MLP with hidden layers ``(width, width // 2)``, trained on random numbers
+    of the same 30 features (``data: "random"``: enough rows to time, nothing to learn) for
+    every batch size and width; one record per device and cell, with the time per sample.
+
+All records of one call share a ``run_id``, and are appended to ``--out`` (default: the
+lesson's results file :data:`RESULTS_FILE`). The episode's numbers and figures are drawn from
+the newest run with CPU and GPU records (else with GPU records, else the newest run),
+separately for each part. The speed-up of a cell is the CPU's time divided by the GPU's, from
+records of the same run: one machine's CPU against its own GPU. Any Keras backend works
+(``KERAS_BACKEND``); the sweep needs no scikit-learn.
+
+Its parts, in the order of an experiment:
+
+- :mod:`~gpulesson.experiments.small_models.measure`: the settings and their checks, training
+  on each device (:func:`sweep`, :func:`run_comparison`);
+- :mod:`~gpulesson.experiments.small_models.records`: the records, the reference runs, the
+  speed-ups, a run in words or as a table;
+- :mod:`~gpulesson.experiments.small_models.page`: the episode's ``ref_mlp_*`` values;
+- :mod:`~gpulesson.experiments.small_models.figures`: the figures
+  (``fig/07-small-models/figures.py``);
+- :mod:`~gpulesson.experiments.small_models.__main__`: the command line,
+  ``python -m gpulesson.experiments.small_models``.
+
+Importing the package imports no deep-learning framework (the page's values are computed while
+the site builds); training imports Keras when used.
+"""
+
+from gpulesson.experiments.small_models.figures import comparison_figure, sweep_figure
+from gpulesson.experiments.small_models.measure import (
+    COMPARISON,
+    GRID,
+    MIN_BATCHES,
+    QUICK_COMPARISON,
+    QUICK_GRID,
+    SKIPPED_GPU,
+    check_devices,
+    check_grid,
+    hidden_widths,
+    keras_device_name,
+    parameter_count,
+    random_data,
+    rows_for,
+    run_comparison,
+    sweep,
+    time_cell,
+)
+from gpulesson.experiments.small_models.page import substitutions
+from gpulesson.experiments.small_models.records import (
+    EPISODE_WIDTHS,
+    EXPERIMENT,
+    N_CLASSES,
+    N_FEATURES,
+    PARTS,
+    RESULTS_FILE,
+    SmallModelsError,
+    comparison_record,
+    describe_comparison,
+    is_gpu_device,
+    reference_run,
+    runs,
+    speedup,
+    speedup_text,
+    sweep_cells,
+    sweep_speedups,
+    sweep_table,
+)
+from gpulesson.results import NOT_RECORDED, is_gpu
+from gpulesson.results import duration as short_time
+
+__all__ = [
+    "COMPARISON", "EPISODE_WIDTHS", "EXPERIMENT", "GRID", "MIN_BATCHES", "NOT_RECORDED",
+    "N_CLASSES", "N_FEATURES", "PARTS", "QUICK_COMPARISON", "QUICK_GRID", "RESULTS_FILE",
+    "SKIPPED_GPU", "SmallModelsError", "check_devices", "check_grid", "comparison_figure",
+    "comparison_record", "describe_comparison", "hidden_widths", "is_gpu", "is_gpu_device",
+    "keras_device_name", "parameter_count", "random_data", "reference_run", "rows_for",
+    "run_comparison", "runs", "short_time", "speedup", "speedup_text", "substitutions", "sweep",
+    "sweep_cells", "sweep_figure", "sweep_speedups", "sweep_table", "time_cell",
+]

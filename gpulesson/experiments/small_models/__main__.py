@@ -1,0 +1,118 @@
+"""A small MLP on the CPU and on the GPU, and a sweep of batch size x layer width.
+
+    python -m gpulesson.experiments.small_models              # CPU, then GPU if one is visible
+    KERAS_BACKEND=jax python -m gpulesson.experiments.small_models --devices cpu gpu
+    python -m gpulesson.experiments.small_models --parts sweep --batch-sizes 32 4096 \\
+        --widths 16 4096
+
+Checks everything asked for before measuring, then records each part on every device (one
+``run_id`` for the whole command), appends the records to ``--out`` and prints each part.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from gpulesson.experiments.small_models.measure import (
+    COMPARISON,
+    GRID,
+    MIN_BATCHES,
+    QUICK_COMPARISON,
+    QUICK_GRID,
+    SKIPPED_GPU,
+    check_devices,
+    check_grid,
+    run_comparison,
+    sweep,
+)
+from gpulesson.experiments.small_models.records import (
+    PARTS,
+    RESULTS_FILE,
+    SmallModelsError,
+    describe_comparison,
+    sweep_table,
+)
+from gpulesson.results import append_record, new_run_id
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m gpulesson.experiments.small_models",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--devices", nargs="+", default=None, metavar="DEVICE",
+                        help="cpu, gpu or both, in this order (default: cpu, then gpu if one is visible)")
+    parser.add_argument("--parts", nargs="+", default=list(PARTS), metavar="PART",
+                        help="comparison (breast-cancer MLP; needs scikit-learn), sweep, or both (default)")
+    parser.add_argument("--batch-sizes", nargs="+", type=int, default=None, metavar="N",
+                        help=f"sweep batch sizes (default {' '.join(map(str, GRID['batch_sizes']))})")
+    parser.add_argument("--widths", nargs="+", type=int, default=None, metavar="N",
+                        help=f"sweep layer widths (default {' '.join(map(str, GRID['widths']))})")
+    parser.add_argument("--rows", type=int, default=None,
+                        help=f"random rows per sweep epoch, at least {MIN_BATCHES} batches "
+                             f"(default {GRID['n_rows']})")
+    parser.add_argument("--epochs", type=int, default=None,
+                        help=f"epochs per sweep cell, the first not timed (default {GRID['epochs']})")
+    parser.add_argument("--quick", action="store_true",
+                        help="a tiny run for tests (also with LESSON_QUICK=1)")
+    parser.add_argument("--out", type=Path, default=RESULTS_FILE,
+                        help=f"results file to append to (default {RESULTS_FILE})")
+    parser.add_argument("--seed", type=int, default=42, help="random seed of the initial weights")
+    return parser
+
+
+def _plan(args, quick: bool) -> dict:
+    """Everything the run will do, checked before anything is measured or written."""
+    unknown = [p for p in args.parts if p not in PARTS]
+    if unknown:
+        raise SmallModelsError(f"unknown part(s) {', '.join(unknown)}: use {' and/or '.join(PARTS)}")
+    if "comparison" in args.parts:
+        try:
+            import sklearn  # noqa: F401
+        except ImportError:
+            raise SmallModelsError(
+                "scikit-learn is not installed, and the comparison on the breast-cancer data needs it: "
+                "pip install scikit-learn==1.9.1, or record only the sweep with --parts sweep") from None
+    base = QUICK_GRID if quick else GRID
+    grid = check_grid(args.batch_sizes or base["batch_sizes"], args.widths or base["widths"],
+                      args.rows if args.rows is not None else base["n_rows"],
+                      args.epochs if args.epochs is not None else base["epochs"])
+    return {"parts": [p for p in PARTS if p in args.parts], "grid": grid,
+            "comparison": QUICK_COMPARISON if quick else COMPARISON}
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    from gpulesson.devices import keras_device
+    from gpulesson.settings import get_settings
+
+    quick = args.quick or get_settings().quick
+    try:
+        plan = _plan(args, quick)
+        gpus = keras_device()["gpu_count"]
+        devices = check_devices(args.devices or (["cpu", "gpu"] if gpus else ["cpu"]), gpus)
+    except SmallModelsError as exc:
+        print(f"error: {exc}. Nothing was measured or written.", file=sys.stderr)
+        return 2
+    if args.devices is None and not gpus:
+        print(f"{SKIPPED_GPU}: recording the CPU only.")
+    run_id, source = new_run_id(), "gpulesson.experiments.small_models" + (" --quick" if quick else "")
+    print(f"Run {run_id}: {', '.join(plan['parts'])} on {', '.join(devices)}"
+          + (" (quick mode)" if quick else ""), flush=True)
+    for part in plan["parts"]:
+        if part == "comparison":
+            records = run_comparison(devices, run_id=run_id, seed=args.seed, settings=plan["comparison"],
+                                     source=source)
+            print(describe_comparison(records))
+        else:
+            records = sweep(devices, **plan["grid"], run_id=run_id, seed=args.seed, source=source,
+                            progress=lambda line: print(line, flush=True))
+            print(sweep_table(records))
+        for record in records:
+            append_record(args.out, record)
+        print(f"Appended {len(records)} {part} record(s) of run {run_id} to {args.out}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

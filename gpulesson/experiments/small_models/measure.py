@@ -1,0 +1,191 @@
+"""Training the MLPs on each device: the comparison on the breast-cancer data, the sweep of
+batch size x layer width on random rows, and the checks of what is asked for. Keras is imported
+only when something is trained.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from gpulesson.devices import KERAS_DEVICES as DEVICES
+from gpulesson.experiments.small_models.records import (
+    EXPERIMENT,
+    N_CLASSES,
+    N_FEATURES,
+    SmallModelsError,
+    _device_fields,
+    comparison_record,
+    is_gpu_device,
+)
+from gpulesson.results import duration as short_time
+from gpulesson.results import make_record, new_run_id
+
+# The CPU-vs-GPU comparison on the breast-cancer data: a fixed number of epochs, no early stop.
+COMPARISON = {"epochs": 20, "batch_size": 32}
+QUICK_COMPARISON = {"epochs": 2, "batch_size": 32}
+# The sweep: every batch size x every width, on random rows (at least 4 batches per epoch).
+GRID = {"batch_sizes": (32, 256, 1024, 4096), "widths": (16, 256, 1024, 4096),
+        "n_rows": 4096, "epochs": 3}
+QUICK_GRID = {"batch_sizes": (32, 256), "widths": (16, 64), "n_rows": 1024, "epochs": 2}
+MIN_BATCHES = 4
+SKIPPED_GPU = "SKIPPED: no GPU is visible to Keras"
+
+
+def keras_device_name(device: str) -> str:
+    """``"cpu"``/``"gpu"`` (or ``"gpu:0"``) -> the Keras device name (``"cpu"``, ``"gpu:0"``)."""
+    name = str(device).lower()
+    if name in DEVICES:
+        return DEVICES[name]
+    if name in DEVICES.values():
+        return name
+    raise SmallModelsError(f"unknown device {device!r}: use one of {', '.join(DEVICES)}")
+
+
+
+def check_devices(devices, gpu_count: int) -> list[str]:
+    """The Keras names of ``devices``; refuses unknown devices, and a GPU when none is visible."""
+    names = [keras_device_name(d) for d in devices]
+    if not names:
+        raise SmallModelsError("no device given: use cpu, gpu or both")
+    if len(set(names)) != len(names):
+        raise SmallModelsError(f"a device is named twice: {', '.join(map(str, devices))}")
+    if any(is_gpu_device(n) for n in names) and not gpu_count:
+        raise SmallModelsError(f"{SKIPPED_GPU}: run with --devices cpu, or on a machine with a GPU "
+                               "(python -m gpulesson.devices tells what this Python sees)")
+    return names
+
+
+def _positive_ints(values, what: str) -> tuple[int, ...]:
+    values = tuple(values)
+    if not values:
+        raise SmallModelsError(f"give at least one {what}")
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise SmallModelsError(f"every {what} must be a whole number of at least 1, not {value!r}")
+    return tuple(int(v) for v in values)
+
+
+def check_grid(batch_sizes, widths, n_rows: int, epochs: int) -> dict:
+    """The sweep's grid, checked: whole numbers >= 1, and at least 2 epochs (one to warm up)."""
+    grid = {"batch_sizes": _positive_ints(batch_sizes, "batch size"),
+            "widths": _positive_ints(widths, "layer width"),
+            "n_rows": _positive_ints([n_rows], "number of rows")[0],
+            "epochs": _positive_ints([epochs], "number of epochs")[0]}
+    if grid["epochs"] < 2:
+        raise SmallModelsError("the sweep needs at least 2 epochs: the first one is warm-up and not timed")
+    return grid
+
+
+def hidden_widths(width: int) -> tuple[int, int]:
+    """The hidden layers of the sweep's MLP of ``width``: (width, width // 2); 16 -> (16, 8)."""
+    (width,) = _positive_ints([width], "layer width")
+    return width, max(1, width // 2)
+
+
+def rows_for(batch_size: int, n_rows: int) -> int:
+    """Rows of random data for one sweep cell: ``n_rows``, and at least MIN_BATCHES batches."""
+    return max(n_rows, MIN_BATCHES * batch_size)
+
+
+def random_data(n_rows: int, n_features: int = N_FEATURES, n_classes: int = N_CLASSES, seed: int = 0):
+    """``(x, y)``: standard-normal float32 features and random one-hot labels (timing only)."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n_rows, n_features), dtype=np.float32)
+    y = np.eye(n_classes, dtype="float32")[rng.integers(0, n_classes, n_rows)]
+    return x, y
+
+
+def parameter_count(widths, n_features: int = N_FEATURES, n_classes: int = N_CLASSES) -> int:
+    """Weights and biases of an MLP with hidden layers ``widths``: sum of (inputs + 1) x outputs."""
+    sizes = [n_features, *widths, n_classes]
+    return sum((a + 1) * b for a, b in itertools.pairwise(sizes))
+
+
+
+def time_cell(device: str, batch_size: int, width: int, *, n_rows: int, epochs: int, seed: int = 0) -> dict:
+    """Train a new sweep MLP of ``width`` on ``device`` for ``epochs`` epochs of random rows.
+
+    Returns the :class:`~gpulesson.lesson.EpochTimer` summary with the cell's facts and
+    ``seconds_per_sample`` (the mean of the epochs after the first, per row).
+    """
+    import keras
+
+    from gpulesson.lesson import JIT_COMPILE, EpochTimer
+
+    rows = rows_for(batch_size, n_rows)
+    x, y = random_data(rows, seed=seed)
+    widths = hidden_widths(width)
+    from gpulesson import lesson
+
+    keras.utils.set_random_seed(seed)
+    with keras.device(keras_device_name(device)):
+        model = lesson.build_mlp(N_FEATURES, widths, N_CLASSES)
+        timer = EpochTimer(samples_per_epoch=rows)
+        model.fit(x, y, batch_size=batch_size, epochs=epochs, callbacks=[timer], verbose=0)
+    timing = timer.summary()
+    mean = timing["steady_mean_epoch_seconds"] or timing["first_epoch_seconds"]
+    return {
+        "batch_size": batch_size,
+        "width": width,
+        "hidden_widths": list(widths),
+        "n_parameters": model.count_params(),
+        "n_rows": rows,
+        "steps_per_epoch": math.ceil(rows / batch_size),
+        **timing,
+        "mean_epoch_seconds": mean,
+        "seconds_per_sample": mean / rows,
+        "seconds_per_step": mean / math.ceil(rows / batch_size),
+        "jit_compile": JIT_COMPILE,
+    }
+
+
+
+def sweep(devices, batch_sizes, widths, *, n_rows: int, epochs: int, run_id: str | None = None,
+          seed: int = 0, source: str = "notebook", progress=print) -> list[dict]:
+    """Time every (batch size, width) cell on every device; one record per device and cell.
+
+    ``devices``: Keras names (``"cpu"``, ``"gpu:0"``). Checks the whole grid before the
+    first measurement. Records have ``part: "sweep"`` and ``data: "random"``.
+    """
+    devices = [keras_device_name(d) for d in devices]
+    grid = check_grid(batch_sizes, widths, n_rows, epochs)
+    run_id = run_id or new_run_id()
+    records = []
+    for device in devices:
+        for width in grid["widths"]:
+            for batch_size in grid["batch_sizes"]:
+                cell = time_cell(device, batch_size, width, n_rows=grid["n_rows"], epochs=grid["epochs"],
+                                 seed=seed)
+                if progress:
+                    progress(f"{device}  width {width:5}  batch {batch_size:5}  "
+                             f"{short_time(cell['seconds_per_sample'])} per sample")
+                records.append(make_record(EXPERIMENT, data="random", part="sweep", run_id=run_id,
+                                           source=source, **_device_fields(device), **cell))
+    return records
+
+
+
+def run_comparison(devices, *, run_id: str, seed: int, settings: dict, source: str) -> list[dict]:
+    """Train the episode's MLP on the breast-cancer data on every device; one record each."""
+    import keras
+
+    from gpulesson import lesson
+    from gpulesson.lesson.sklearn import prepare_breast_cancer
+
+    train, test, _, _ = prepare_breast_cancer()
+    keras.utils.set_random_seed(seed)
+    initial_weights = lesson.build_mlp().get_weights()
+    start = lesson.weights_fingerprint(initial_weights)
+    records = []
+    for device in devices:
+        print(f"Comparison: training the MLP on {device} for {settings['epochs']} epochs ...", flush=True)
+        keras.utils.set_random_seed(seed)
+        run = lesson.train_mlp(device, initial_weights, train, test, settings["epochs"],
+                               batch_size=settings["batch_size"])
+        records.append(comparison_record(run, run_id=run_id, batch_size=settings["batch_size"],
+                                         n_train=len(train[0]), n_test=len(test[0]),
+                                         start_weights=start, source=source))
+    return records

@@ -1,0 +1,89 @@
+"""The episode's ``ref_mlp_*`` values, from the reference runs (read while the site builds)."""
+
+from __future__ import annotations
+
+from gpulesson.experiments.small_models.records import (
+    RESULTS_FILE,
+    _axes,
+    reference_run,
+    speedup,
+    speedup_text,
+    sweep_cells,
+    sweep_speedups,
+)
+from gpulesson.results import NOT_RECORDED, hardware, is_gpu
+from gpulesson.results import duration as short_time
+from gpulesson.results import pick as _pick
+
+
+def _list_text(values) -> str:
+    values = [str(v) for v in values]
+    return values[0] if len(values) == 1 else ", ".join(values[:-1]) + " and " + values[-1]
+
+
+def _run_facts(prefix: str, records) -> dict[str, str]:
+    first = records[0] if records else None
+    cpu, gpu = _pick(records, False), _pick(records, True)
+    return {
+        f"{prefix}_run": first["run_id"] if first else NOT_RECORDED,
+        f"{prefix}_date": first["date"][:10] if first else NOT_RECORDED,
+        f"{prefix}_backend": (f"{first['backend']} {first['versions'].get(first['backend'], '')}".strip()
+                              if first else NOT_RECORDED),
+        f"{prefix}_cpu": hardware([cpu])["CPU"] if cpu else NOT_RECORDED,
+        f"{prefix}_gpu": gpu["device"] if gpu else NOT_RECORDED,
+    }
+
+
+def substitutions(path=RESULTS_FILE) -> dict[str, str]:
+    """Text snippets of the reference runs for the episode page (MyST substitutions ``ref_mlp_*``)."""
+    comparison = reference_run("comparison", path)
+    values = _run_facts("ref_mlp", comparison)
+    first = comparison[0] if comparison else None
+    values.update({
+        "ref_mlp_n_train": str(first["n_train"]) if first else NOT_RECORDED,
+        "ref_mlp_batch_size": str(first["batch_size"]) if first else NOT_RECORDED,
+        "ref_mlp_epochs": str(first["epochs"]) if first else NOT_RECORDED,
+        "ref_mlp_speedup": speedup_text(speedup(comparison)),
+    })
+    for name, record in (("cpu", _pick(comparison, False)), ("gpu", _pick(comparison, True))):
+        values[f"ref_mlp_{name}_first_epoch"] = (short_time(record["first_epoch_seconds"]) if record
+                                                 else NOT_RECORDED)
+        values[f"ref_mlp_{name}_epoch"] = short_time(record["mean_epoch_seconds"]) if record else NOT_RECORDED
+        values[f"ref_mlp_{name}_accuracy"] = f"{record['test_accuracy']:.3f}" if record else NOT_RECORDED
+
+    records = reference_run("sweep", path)
+    values.update(_run_facts("ref_mlp_sweep", records))
+    cells, ratios = sweep_cells(records), sweep_speedups(records)
+    widths, batches = _axes(records) if records else ([], [])
+    smallest = cells.get((widths[0], batches[0]), {}) if records else {}
+    largest = cells.get((widths[-1], batches[-1]), {}) if records else {}
+    values.update({
+        "ref_mlp_sweep_batches": _list_text(batches) if records else NOT_RECORDED,
+        "ref_mlp_sweep_widths": _list_text(widths) if records else NOT_RECORDED,
+        "ref_mlp_sweep_epochs": str(records[0]["epochs"]) if records else NOT_RECORDED,
+        "ref_mlp_sweep_small_cell": (f"width {widths[0]}, batch size {batches[0]}" if records
+                                     else NOT_RECORDED),
+        "ref_mlp_sweep_large_cell": (f"width {widths[-1]}, batch size {batches[-1]}" if records
+                                     else NOT_RECORDED),
+    })
+    for name in ("cpu", "gpu"):
+        kind_records = [r for r in records if is_gpu(r) == (name == "gpu")]
+        values[f"ref_mlp_sweep_{name}_total"] = (short_time(sum(r["total_seconds"] for r in kind_records))
+                                                 if kind_records else NOT_RECORDED)
+        for size, cell in (("small", smallest), ("large", largest)):
+            record = cell.get(name)
+            values[f"ref_mlp_sweep_{name}_{size}_sample"] = (short_time(record["seconds_per_sample"])
+                                                             if record else NOT_RECORDED)
+            values[f"ref_mlp_sweep_{name}_{size}_step"] = (short_time(record["seconds_per_step"])
+                                                           if record else NOT_RECORDED)
+    if ratios:
+        best = max(ratios, key=ratios.get)
+        worst = min(ratios, key=ratios.get)
+        paying = sorted(key for key, ratio in ratios.items() if ratio > 1)
+        values["ref_mlp_sweep_best"] = f"{ratios[best]:.1f}× at width {best[0]}, batch size {best[1]}"
+        values["ref_mlp_sweep_worst"] = f"{ratios[worst]:.2f}× at width {worst[0]}, batch size {worst[1]}"
+        values["ref_mlp_sweep_paying"] = f"{len(paying)} of {len(ratios)}"
+    else:
+        for key in ("best", "worst", "paying"):
+            values[f"ref_mlp_sweep_{key}"] = NOT_RECORDED
+    return values
