@@ -280,7 +280,7 @@ def site_values(root: Path) -> dict[str, str]:
 
 # Modules that turn a results file into ``ref_*`` values: each has ``EXPERIMENT`` (its results
 # file is results/<EXPERIMENT>.jsonl) and ``substitutions(path) -> {"ref_...": text}``.
-RESULT_SOURCES = ("gpulesson.reference", "gpulesson.torch_reference", "gpulesson.small_models", "gpulesson.matmul", "gpulesson.feeding")  # noqa: E501 (one line: registered by one-line edits)
+RESULT_SOURCES = ("gpulesson.reference", "gpulesson.torch_reference", "gpulesson.small_models", "gpulesson.matmul", "gpulesson.feeding", "gpulesson.calibration")  # noqa: E501 (one line: registered by one-line edits)
 
 
 def result_values(root: Path, sources: tuple[str, ...] = RESULT_SOURCES) -> dict[str, str]:
