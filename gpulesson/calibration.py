@@ -103,6 +103,9 @@ def calibrate(n_train, n_test, epochs, batch_size, *, device="cpu", seed=42, dat
             chosen = np.clip(scores[np.arange(len(y_test)), y_test], 1e-7, 1.0)
             tested["accuracy"].append(float((predicted == y_test).mean()))
             tested["loss"].append(float(-np.log(chosen).mean()))
+            if verbose:
+                print(f"test accuracy after epoch {epoch + 1}: {tested['accuracy'][-1]:.4f}",
+                      flush=True)
             if epoch + 1 in (WORKSHOP_EPOCHS, epochs):
                 matrix = confusion_counts(y_test, predicted, N_CLASSES)
                 tested["confusion"][str(epoch + 1)] = matrix.tolist()
@@ -261,7 +264,7 @@ def figures(records):
     from gpulesson.synthetic import SYNTHETIC_CLASS_NAMES
 
     if not records:
-        raise ValueError(f"no calibration record: record one with 'python -m gpulesson.{__name__.split('.')[-1]}'")
+        raise ValueError("no calibration record: record one with 'python -m gpulesson.calibration'")
     record = records[-1]
     label, found, history = data_label([record]), findings(record), record["history"]
     curves, axes = _subplots(1, 2, figsize=(11, 4.2))
@@ -269,8 +272,8 @@ def figures(records):
                        ("test", record["test_loss_per_epoch"])),
               "accuracy": (("training", history["accuracy"]), ("validation", history["val_accuracy"]),
                            ("test", record["test_accuracy_per_epoch"]))}
-    for ax, (name, lines) in zip(axes, series.items()):
-        for style, (part, values) in zip(_STYLES, lines):
+    for ax, (name, lines) in zip(axes, series.items(), strict=True):
+        for style, (part, values) in zip(_STYLES, lines, strict=False):
             ax.plot(np.arange(1, len(values) + 1), values, label=part, color=style["color"],
                     marker=style["marker"], linestyle=style["linestyle"], markersize=4)
         ax.axvline(found["workshop_epochs"], color="grey", linestyle=":")
