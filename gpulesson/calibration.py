@@ -327,8 +327,10 @@ def main(argv=None) -> int:
     quick = args.quick or get_settings().quick
     base = QUICK if quick else FULL
     try:
-        plan = check_plan(args.n_train or base["n_train"], args.n_test or base["n_test"],
-                          args.epochs or base["epochs"], args.batch_size or base["batch_size"])
+        given = {"n_train": args.n_train, "n_test": args.n_test, "epochs": args.epochs,
+                 "batch_size": args.batch_size}
+        plan = check_plan(**{key: base[key] if value is None else value
+                             for key, value in given.items()})
     except CalibrationError as exc:
         print(f"error: {exc}. Nothing was measured or written.", file=sys.stderr)
         return 2
