@@ -4,26 +4,39 @@ It is only ever used when chosen explicitly (``LESSON_DATA=synthetic``) and is a
 "synthetic stand-in (not CIFAR-10)", with class names that are not CIFAR's, so that its results
 cannot be mistaken for CIFAR-10 results.
 
-The images are 32x32 RGB uint8, 10 balanced classes. Each class is a family of patterns:
+The images are 32x32 RGB uint8, 10 balanced classes, in five *families* of two classes. The
+two classes of a family are the same kind of pattern and differ in one subtle attribute, like
+CIFAR-10's cat and dog or automobile and truck; telling the families apart is easy, telling
+the two classes of a family apart is hard:
 
-====  ===================  ===================================================
- 0    horizontal stripes   sine grating, orientation near 0 degrees
- 1    vertical stripes     sine grating, near 90 degrees
- 2    rising diagonal      sine grating, near 45 degrees (stripes like /)
- 3    falling diagonal     sine grating, near 135 degrees (stripes like \\)
- 4    checkerboard         product of two gratings
- 5    rings                concentric rings around a random centre
- 6    blob                 one soft round blob at a random position
- 7    dots                 several small dots at random positions
- 8    square               a filled square at a random position and size
- 9    cross                a horizontal and a vertical bar crossing
-====  ===================  ===================================================
+====  ======================  =============================================================
+ 0    stripes leaning left    sine stripes, near-vertical, tilted a little to the left
+ 1    stripes leaning right   the same, tilted a little to the right
+ 2    fine checks             checkerboard with small squares
+ 3    coarse checks           checkerboard with larger squares
+ 4    few spots               a few round spots at random positions
+ 5    many spots              more of the same spots
+ 6    wide box                a filled rectangle, wider than tall
+ 7    tall box                a filled rectangle, taller than wide
+ 8    thin cross              a horizontal and a vertical bar crossing, thin bars
+ 9    thick cross             the same with thicker bars
+====  ======================  =============================================================
 
-Each image draws a random frequency, phase, position, contrast and brightness, a colour that
-only leans towards its class' tint, a background colour and gradient, and pixel noise. So the
-classes are learnable (a small CNN gets well above chance within a minute on a CPU) but not
-trivially (it does not reach 100 % after one epoch), which makes learning curves look like
-learning.
+Pairs (family: attribute): stripes 0/1 (tilt), checks 2/3 (square size), spots 4/5 (count),
+boxes 6/7 (aspect ratio), crosses 8/9 (bar width).
+
+Each image's attribute is drawn around its class' value with a spread (:data:`SEPARATION`),
+so the attributes of the two classes of a pair overlap: a share of the images is ambiguous and
+no model gets every one right, as with real photographs. The background leans towards a tint of
+the family (shared by both classes of a pair, like the sky behind aeroplanes): a cue that is
+learnt early, as colour is on CIFAR-10. Strong nuisance that says nothing about the class makes
+every image unique: a random colour and polarity of the pattern, a background colour and
+gradient, a weaker pattern of another family as clutter, sometimes an occluding region entering
+from a side, and pixel noise. A network of the lesson's size therefore learns the families
+first, improves slowly on the pairs, and then starts to memorise its training images
+(overfitting); its mistakes fall mostly within the pairs. ``python -m gpulesson.experiments.calibration``
+measures this with the lesson's CNN (``results/standin-calibration.jsonl``); record it again
+after any change here.
 
 Generation is deterministic: the same seed gives the same bytes. It is vectorised numpy in
 chunks of :data:`CHUNK` images, each chunk with its own random stream, so a small set is exactly
@@ -36,43 +49,34 @@ from __future__ import annotations
 import numpy as np
 
 SYNTHETIC_CLASS_NAMES = (
-    "horizontal stripes",
-    "vertical stripes",
-    "rising diagonal stripes",
-    "falling diagonal stripes",
-    "checkerboard",
-    "rings",
-    "blob",
-    "dots",
-    "square",
-    "cross",
+    "stripes leaning left",
+    "stripes leaning right",
+    "fine checks",
+    "coarse checks",
+    "few spots",
+    "many spots",
+    "wide box",
+    "tall box",
+    "thin cross",
+    "thick cross",
 )
 N_CLASSES = len(SYNTHETIC_CLASS_NAMES)
+N_FAMILIES = N_CLASSES // 2  # class 2k and 2k + 1 form family k
+PAIRS = tuple((2 * k, 2 * k + 1) for k in range(N_FAMILIES))
 SIZE = 32
 CHUNK = 1000  # images generated at a time (a multiple of N_CLASSES)
 
-# Tunable difficulty (checked by tests/test_data_synthetic.py: learnable, not trivial).
-NOISE_STD = 28.0  # pixel noise, in grey levels
-CONTRAST = (0.25, 1.0)  # pattern amplitude relative to the full range
-TINT_WEIGHT = (0.0, 0.5)  # how much the colour leans towards the class tint
-ANGLE_JITTER = 12.0  # degrees of random rotation of the gratings
+# Difficulty, calibrated with the lesson's CNN (gpulesson/calibration.py, its results file).
+SEPARATION = 0.6  # class attribute at -/+ this many spreads: the overlap makes images ambiguous
+NOISE_STD = 24.0  # pixel noise, in grey levels
+CONTRAST = (0.2, 1.0)  # pattern amplitude, relative to half the range
+CLUTTER = (0.2, 0.5)  # amplitude of another family's pattern, relative to the class pattern
+OCCLUDED = 0.3  # share of the images with an occluder
+TINT_WEIGHT = (0.2, 0.7)  # how far the background leans towards its family's tint
 
-# A tint per class (RGB, 0..1). It only biases the colour, it does not determine it.
-_TINTS = np.array(
-    [
-        [1.0, 0.3, 0.3],
-        [0.3, 1.0, 0.3],
-        [0.3, 0.3, 1.0],
-        [1.0, 1.0, 0.3],
-        [1.0, 0.3, 1.0],
-        [0.3, 1.0, 1.0],
-        [1.0, 0.6, 0.2],
-        [0.6, 0.2, 1.0],
-        [0.2, 0.6, 0.6],
-        [0.8, 0.8, 0.8],
-    ]
-)
-_GRATING_ANGLES = {0: 0.0, 1: 90.0, 2: 45.0, 3: 135.0}
+# A background tint per family (RGB grey levels); both classes of a pair share it.
+_TINTS = np.array([[190, 80, 80], [80, 170, 80], [80, 100, 190], [180, 170, 70], [160, 80, 170]],
+                  np.float32)
 
 _yy, _xx = np.mgrid[0:SIZE, 0:SIZE].astype(np.float32) / SIZE  # coordinates in [0, 1)
 
@@ -82,66 +86,72 @@ def _u(rng, n, low, high):
     return rng.uniform(low, high, size=(n, 1, 1)).astype(np.float32)
 
 
-def _grating(rng, n, angle):
-    theta = np.deg2rad(angle + rng.uniform(-ANGLE_JITTER, ANGLE_JITTER, size=(n, 1, 1)))
-    freq = _u(rng, n, 2.0, 6.0)  # cycles per image
-    phase = _u(rng, n, 0.0, 2 * np.pi)
-    # The sine varies across the stripes: at 0 degrees along y (horizontal stripes), at 90
-    # degrees along x (vertical); y points down, so 45 degrees rises to the right.
+def _col(t):
+    """An attribute per image, shaped (n, 1, 1)."""
+    return np.asarray(t, np.float32).reshape(-1, 1, 1)
+
+
+# Each family draws n patterns, values in [-1, 1], shape (n, 32, 32), from the attribute t of
+# each image: about -1 for the family's first class and +1 for its second.
+
+def _stripes(rng, n, t):
+    # 90 degrees: vertical stripes; the tilt is a few degrees either way
+    theta = np.deg2rad(90.0 + 6.5 * _col(t) + _u(rng, n, -3.0, 3.0))
+    freq = _u(rng, n, 2.5, 5.0)  # cycles per image
     along = _yy * np.cos(theta) + _xx * np.sin(theta)
-    return np.sin(2 * np.pi * freq * along + phase)
+    return np.sin(2 * np.pi * freq * along + _u(rng, n, 0, 2 * np.pi))
 
 
-def _checkerboard(rng, n):
-    freq = _u(rng, n, 1.5, 4.0)
+def _checks(rng, n, t):
+    freq = 2.6 * np.exp(-0.22 * _col(t))  # fine checks: more squares per image
     px, py = _u(rng, n, 0, 2 * np.pi), _u(rng, n, 0, 2 * np.pi)
-    return np.sign(np.sin(2 * np.pi * freq * _xx + px) * np.sin(2 * np.pi * freq * _yy + py))
+    wave = np.sin(2 * np.pi * freq * _xx + px) * np.sin(2 * np.pi * freq * _yy + py)
+    return np.tanh(4 * wave)
 
 
-def _radius(rng, n, margin=0.15):
-    cx, cy = _u(rng, n, margin, 1 - margin), _u(rng, n, margin, 1 - margin)
-    return np.sqrt((_xx - cx) ** 2 + (_yy - cy) ** 2)
-
-
-def _rings(rng, n):
-    freq = _u(rng, n, 3.0, 7.0)
-    return np.sin(2 * np.pi * freq * _radius(rng, n, 0.3) + _u(rng, n, 0, 2 * np.pi))
-
-
-def _blob(rng, n):
-    sigma = _u(rng, n, 0.08, 0.2)
-    return 2 * np.exp(-(_radius(rng, n, 0.2) ** 2) / (2 * sigma**2)) - 1
-
-
-def _dots(rng, n, count=5):
+def _spots(rng, n, t, most=8):
+    count = np.clip(np.rint(4.0 + 1.0 * _col(t)), 1, most)
     out = np.zeros((n, SIZE, SIZE), np.float32)
-    for _ in range(count):
-        out = np.maximum(out, np.exp(-(_radius(rng, n, 0.08) ** 2) / (2 * 0.035**2)))
+    for k in range(most):
+        cx, cy = _u(rng, n, 0.08, 0.92), _u(rng, n, 0.08, 0.92)
+        spot = np.exp(-((_xx - cx) ** 2 + (_yy - cy) ** 2) / (2 * 0.04**2))
+        out = np.maximum(out, np.where(k < count, spot, 0))
     return 2 * out - 1
 
 
-def _square(rng, n):
-    half = _u(rng, n, 0.12, 0.3)
+def _box(rng, n, t):
+    ratio = np.exp(0.22 * _col(t))  # height / width: a tall box above 1
+    side = _u(rng, n, 0.3, 0.5)
+    half_w, half_h = side / 2 / np.sqrt(ratio), side / 2 * np.sqrt(ratio)
     cx, cy = _u(rng, n, 0.3, 0.7), _u(rng, n, 0.3, 0.7)
-    inside = (np.abs(_xx - cx) < half) & (np.abs(_yy - cy) < half)
+    inside = (np.abs(_xx - cx) < half_w) & (np.abs(_yy - cy) < half_h)
     return np.where(inside, 1.0, -1.0).astype(np.float32)
 
 
-def _cross(rng, n):
-    width = _u(rng, n, 0.05, 0.12)
+def _cross(rng, n, t):
+    width = 0.065 * np.exp(0.22 * _col(t))  # half the bar width
     cx, cy = _u(rng, n, 0.25, 0.75), _u(rng, n, 0.25, 0.75)
     bars = (np.abs(_xx - cx) < width) | (np.abs(_yy - cy) < width)
     return np.where(bars, 1.0, -1.0).astype(np.float32)
 
 
-_PATTERNS = {4: _checkerboard, 5: _rings, 6: _blob, 7: _dots, 8: _square, 9: _cross}
+_FAMILIES = (_stripes, _checks, _spots, _box, _cross)
 
 
-def _pattern(rng, label, n):
-    """n patterns of class ``label``, values in [-1, 1], shape (n, 32, 32)."""
-    if label in _GRATING_ANGLES:
-        return _grating(rng, n, _GRATING_ANGLES[label])
-    return _PATTERNS[label](rng, n)
+def _patterns(rng, family, t):
+    """The pattern of each image of ``family`` (array) with attribute ``t``."""
+    out = np.empty((len(family), SIZE, SIZE), np.float32)
+    for k, draw in enumerate(_FAMILIES):
+        where = np.flatnonzero(family == k)
+        if where.size:
+            out[where] = draw(rng, where.size, t[where])
+    return out
+
+
+def _colour(rng, n):
+    """A random colour per image, with a random sign (light or dark pattern): (n, 1, 1, 3)."""
+    sign = rng.choice(np.array([-1.0, 1.0], np.float32), size=(n, 1))
+    return (sign * rng.uniform(0.2, 1.0, size=(n, 3))).astype(np.float32)[:, None, None, :]
 
 
 def _chunk(seed: int, split: int, index: int) -> tuple[np.ndarray, np.ndarray]:
@@ -151,22 +161,40 @@ def _chunk(seed: int, split: int, index: int) -> tuple[np.ndarray, np.ndarray]:
     # Every run of 10 labels holds each class once, so any prefix is balanced to within one.
     blocks = np.tile(np.arange(N_CLASSES, dtype=np.uint8), (n // N_CLASSES, 1))
     labels = rng.permuted(blocks, axis=1).ravel()
-    pattern = np.empty((n, SIZE, SIZE), np.float32)
-    for label in range(N_CLASSES):
-        where = np.flatnonzero(labels == label)
-        if where.size:
-            pattern[where] = _pattern(rng, label, where.size)
+    family = labels // 2
+    # The class attribute: -SEPARATION or +SEPARATION spreads, plus one spread of noise.
+    side = np.where(labels % 2 == 0, -1.0, 1.0)
+    t = (side * SEPARATION + rng.normal(0, 1, size=n)) / SEPARATION
+    pattern = _patterns(rng, family, t)
+    # Clutter: a pattern of another family, any attribute, weaker and in a colour of its own.
+    other = (family + rng.integers(1, N_FAMILIES, size=n)) % N_FAMILIES
+    clutter = _patterns(rng, other, rng.normal(0, 1.5, size=n))
 
-    # Colour: a random direction that leans towards the class tint by a random amount.
-    weight = rng.uniform(*TINT_WEIGHT, size=(n, 1))
-    colour = (1 - weight) * rng.uniform(0.2, 1.0, size=(n, 3)) + weight * _TINTS[labels]
-    contrast = rng.uniform(*CONTRAST, size=(n, 1, 1, 1)) * 127.0
-    background = rng.uniform(60, 190, size=(n, 1, 1, 3))
-    slope = rng.normal(0, 30, size=(n, 1, 1, 2))
+    contrast = rng.uniform(*CONTRAST, size=(n, 1, 1)).astype(np.float32) * 127.0
+    weight = rng.uniform(*CLUTTER, size=(n, 1, 1)).astype(np.float32)
+    # The background leans towards its family's tint by a random amount (as sky and water
+    # colour many photographs of aeroplanes and ships): a cue shared by the two classes of a pair.
+    lean = rng.uniform(*TINT_WEIGHT, size=(n, 1))
+    background = (1 - lean) * rng.uniform(60, 190, size=(n, 3)) + lean * _TINTS[family]
+    background = background.astype(np.float32)[:, None, None, :]
+    slope = rng.normal(0, 30, size=(n, 1, 1, 2)).astype(np.float32)
     gradient = slope[..., :1] * (_xx[..., None] - 0.5) + slope[..., 1:] * (_yy[..., None] - 0.5)
+    image = background + gradient
+    image += (contrast * pattern)[..., None] * _colour(rng, n)
+    image += (contrast * weight * clutter)[..., None] * _colour(rng, n)
 
-    image = background + gradient + contrast * pattern[..., None] * colour[:, None, None, :]
-    image += rng.normal(0, NOISE_STD, size=image.shape).astype(np.float32)
+    # Occluders: a flat region of a random colour cut off by a straight edge, entering from a
+    # side or a corner (not a rectangle, which would look like a box).
+    angle = _u(rng, n, 0, 2 * np.pi)
+    depth = _u(rng, n, 0.2, 0.45)  # how far it reaches in from the edge
+    beyond = (_xx - 0.5) * np.cos(angle) + (_yy - 0.5) * np.sin(angle) > 0.5 - depth
+    covered = beyond & (rng.random(size=(n, 1, 1)) < OCCLUDED)
+    fill = rng.uniform(0, 255, size=(n, 1, 1, 3)).astype(np.float32)
+    np.copyto(image, fill, where=covered[..., None])
+
+    noise = rng.standard_normal(size=image.shape, dtype=np.float32)
+    noise *= NOISE_STD
+    image += noise
     return np.clip(image, 0, 255).astype(np.uint8), labels
 
 
@@ -190,8 +218,9 @@ def make_synthetic(n_train: int, n_test: int, seed: int = 0, progress: bool = Tr
     """Make the stand-in as ``((x_train, y_train), (x_test, y_test))``, like ``load_cifar10``.
 
     x is uint8 (N, 32, 32, 3), y uint8 (N,) with classes 0..9 (see
-    :data:`SYNTHETIC_CLASS_NAMES`), balanced to within one image per class. Training and test
-    images come from different random streams of the same seed.
+    :data:`SYNTHETIC_CLASS_NAMES`; class 2k and 2k + 1 are a look-alike pair, :data:`PAIRS`),
+    balanced to within one image per class. Training and test images come from different
+    random streams of the same seed.
     """
     for name, n in (("n_train", n_train), ("n_test", n_test)):
         if int(n) != n or n < 0:

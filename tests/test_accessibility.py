@@ -13,7 +13,7 @@ from matplotlib.lines import Line2D
 
 matplotlib.use("Agg")
 
-from gpulesson.experiments import cnn, feeding, matmul, small_models, torch_reference  # noqa: E402
+from gpulesson.experiments import calibration, cnn, feeding, matmul, small_models, torch_reference  # noqa: E402
 
 
 def with_gpu_twins(records):
@@ -65,6 +65,7 @@ FIGURES = {
         with_gpu_twins(small_models.reference_run("sweep")))],
     "pytorch (episode 8)": lambda: torch_reference.figures(with_gpu_twins(torch_reference.reference_run())),
     "feeding (episode 9)": lambda: feeding.figures(with_gpu_twins(feeding.reference_run())),
+    "stand-in calibration (episode 5)": lambda: calibration.figures([calibration.reference_record()]),
 }
 
 

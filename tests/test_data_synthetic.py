@@ -1,4 +1,5 @@
-"""The synthetic stand-in: CIFAR-shaped, balanced, deterministic, fast, learnable but not trivial."""
+"""The synthetic stand-in: CIFAR-shaped, balanced, deterministic, fast, learnable but not trivial,
+with its mistakes between look-alike pairs (the full-size calibration: tests/test_calibration.py)."""
 
 import time
 
@@ -6,7 +7,8 @@ import numpy as np
 import pytest
 
 from gpulesson.cifar10 import CLASS_NAMES
-from gpulesson.synthetic import CHUNK, SYNTHETIC_CLASS_NAMES, make_synthetic
+from gpulesson import synthetic
+from gpulesson.synthetic import CHUNK, PAIRS, SYNTHETIC_CLASS_NAMES, make_synthetic
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +40,17 @@ def test_images_use_the_range_and_differ(quick_set):
 def test_class_names_are_not_cifar():
     assert len(SYNTHETIC_CLASS_NAMES) == 10 == len(set(SYNTHETIC_CLASS_NAMES))
     assert not set(SYNTHETIC_CLASS_NAMES) & set(CLASS_NAMES)
+
+
+def test_the_pairs_are_documented_and_named_alike():
+    """Five pairs cover the ten classes once; both names of a pair name the same kind of pattern."""
+    assert sorted(c for pair in PAIRS for c in pair) == list(range(10))
+    doc = " ".join(synthetic.__doc__.split())
+    for a, b in PAIRS:
+        first, second = SYNTHETIC_CLASS_NAMES[a], SYNTHETIC_CLASS_NAMES[b]
+        assert first in doc and second in doc, (first, second)
+        assert f"{a}/{b}" in doc, f"the docstring must say what pair {a}/{b} differs in"
+        assert set(first.split()) & set(second.split()) - {"leaning"}, (first, second)
 
 
 def test_same_seed_same_bytes_other_seed_other_data(quick_set):
@@ -96,12 +109,18 @@ def test_classes_are_not_told_apart_by_mean_colour_alone(quick_set):
     assert (guess == yt).mean() < 0.4
 
 
-def test_a_small_cnn_learns_it_within_a_minute(quick_set):
-    """The lesson's kind of CNN: well above chance (10 %) on the quick sizes, but not at once."""
+EPOCHS = 8
+
+
+def test_a_small_cnn_learns_it_and_confuses_the_pairs():
+    """A small CNN, within a minute: well above chance (10 %) but far from perfect, and most of its
+    mistakes between the two classes of a look-alike pair (chance would put a ninth there)."""
     import keras
     from keras import layers
 
-    (x, y), (xt, yt) = quick_set
+    from gpulesson.compare_plots import confusion_counts
+
+    (x, y), (xt, yt) = make_synthetic(4000, 1000, seed=0, progress=False)
     keras.utils.set_random_seed(0)
     model = keras.Sequential([
         keras.Input((32, 32, 3)),
@@ -120,10 +139,13 @@ def test_a_small_cnn_learns_it_within_a_minute(quick_set):
         metrics=["accuracy"],
     )
     start = time.perf_counter()
-    history = model.fit(x, y, epochs=6, batch_size=64, validation_data=(xt, yt), verbose=0)
+    history = model.fit(x, y, epochs=EPOCHS, batch_size=64, validation_data=(xt, yt), verbose=0)
     elapsed = time.perf_counter() - start
     val = history.history["val_accuracy"]
     assert elapsed < 60, f"training took {elapsed:.0f} s"
-    assert val[-1] >= 0.5, f"test accuracy per epoch: {val}"
-    assert val[0] < 0.9, f"already {val[0]:.2f} after one epoch: too easy to show learning"
-    assert val[-1] > val[0] + 0.2, f"no learning curve: {val}"
+    assert 0.3 <= max(val) <= 0.8, f"test accuracy per epoch: {val}"
+    assert val[-1] > val[0] + 0.1, f"no learning curve: {val}"
+    matrix = confusion_counts(yt, model.predict(xt, verbose=0), 10)
+    mistakes = matrix.sum() - np.trace(matrix)
+    within = sum(matrix[a, b] + matrix[b, a] for a, b in PAIRS)
+    assert within / mistakes > 0.5, f"{within} of {mistakes} mistakes within a pair:\n{matrix}"
