@@ -43,9 +43,12 @@ def test_named_module_tags_make_their_own_module(tmp_path):
     cell = "```{code-cell} ipython3\n:tags: [lesson-module-extra]\n\nimport json\nANSWER = 42\n```\n"
     episode.write_text(episode.read_text() + "\n" + cell)
     made = mk.modules(root)
-    assert {"gpulesson/lesson/__init__.py", "gpulesson/lesson/extra.py"} <= set(made)
+    assert {"gpulesson/lesson/__init__.py", "gpulesson/lesson/core.py",
+            "gpulesson/lesson/extra.py"} <= set(made)
     assert "ANSWER = 42" in made["gpulesson/lesson/extra.py"]
-    assert "ANSWER = 42" not in made["gpulesson/lesson/__init__.py"]
+    assert "ANSWER = 42" not in made["gpulesson/lesson/core.py"]
+    # the package's __init__ knows the new module, so importing it never loads core
+    assert "'extra'" in made["gpulesson/lesson/__init__.py"]
     assert any("lesson/extra.py differs" in p for p in mk.out_of_sync(root))
     (root / "gpulesson" / "lesson" / "stale.py").write_text("")
     assert any("lesson/stale.py has no cells" in p for p in mk.out_of_sync(root))

@@ -151,3 +151,22 @@ def test_no_module_is_too_long_to_read():
     long = [f"{path.relative_to(ROOT)}: {n} lines" for path in sorted(PACKAGE.rglob("*.py"))
             if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES]
     assert not long, f"split into parts of at most {MAX_LINES} lines:\n" + "\n".join(long)
+
+
+def test_importing_the_pytorch_code_loads_no_keras():
+    """TensorFlow and PyTorch's compiler each bring LLVM, and a process that loads both aborts
+    ("LLVM ERROR: inconsistency in registered CommandLine options"): the PyTorch episode's code
+    must import without Keras, while ``from gpulesson.lesson import build_cnn`` still works."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from gpulesson.lesson import torch as lesson_torch\n"
+            "import gpulesson.experiments.torch_reference\n"
+            "assert 'keras' not in sys.modules and 'tensorflow' not in sys.modules, 'Keras loaded'\n"
+            "from gpulesson.lesson import EpochTimer\n"
+            "assert 'keras' in sys.modules\n"
+            "print('ok')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                          timeout=300, env={**__import__("os").environ, "KERAS_BACKEND": "jax"})
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
