@@ -253,7 +253,9 @@ def test_the_sweep_runs_without_scikit_learn(tmp_path, monkeypatch, capsys):
                     "--rows", "32", "--out", str(out)]) == 0
     assert [r["part"] for r in read_records(out)] == ["sweep"]
     # The lesson module the CNN episode and the GPU runs import must not need it either.
-    assert "sklearn" not in (ROOT / "gpulesson" / "lesson" / "__init__.py").read_text(encoding="utf-8")
+    for module in ("__init__.py", "core.py"):
+        text = (ROOT / "gpulesson" / "lesson" / module).read_text(encoding="utf-8")
+        assert "import sklearn" not in text and "from sklearn" not in text, module
 
 
 def test_the_command_records_both_parts_under_jax(tmp_path):
