@@ -98,9 +98,11 @@ def record_run(root: Path, *args: str, env: dict | None = None) -> subprocess.Co
 @pytest.fixture(scope="session")
 def recorded_lesson(tmp_path_factory):
     """A copy of the lesson with a quick-mode recorded run of episodes 1 and 3 (the small ones),
-    on the synthetic stand-in, with data files of its own (so that they are written, with their
-    progress bars, during the run): (lesson folder, the command's result)."""
+    and no other record, on the synthetic stand-in, with data files of its own (so that they are
+    written, with their progress bars, during the run): (lesson folder, the command's result)."""
     root = lesson_files(tmp_path_factory.mktemp("recorded"))
+    # Without the lesson's own record: the copy's pages show only what this run recorded.
+    shutil.rmtree(root / "executed", ignore_errors=True)
     data_dir = tmp_path_factory.mktemp("recorded-data")
     result = record_run(root, "--quick", "--data", "synthetic", "--only", "01", "03",
                         env={"LESSON_DATA_DIR": str(data_dir)})

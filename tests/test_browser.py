@@ -281,6 +281,29 @@ def recorded_url(recorded_site):
     thread.join(5)
 
 
+# Each code cell of an article: does an output (text or image) follow it, and its images' alt text.
+_CELLS = """() => [...document.querySelectorAll('article div.cell')].map(cell => {
+    const output = cell.querySelector(':scope > div.cell_output');
+    return {output: Boolean(output && (output.innerText.trim() || output.querySelector('img'))),
+            after: Boolean(output && cell.querySelector(':scope > div.cell_input')
+                .compareDocumentPosition(output) & Node.DOCUMENT_POSITION_FOLLOWING),
+            text: output ? output.innerText : '',
+            alts: [...cell.querySelectorAll('.cell_output img')].map(i => i.alt)};
+})"""
+
+
+def check_recorded_cells(tab, nb, slug: str) -> list[dict]:
+    """The page in ``tab`` shows an output right after every code cell that printed or drew in
+    the record ``nb``, and none after the others; every figure has the alt text of the record."""
+    expected = [bool(cell.outputs) for cell in nb.cells if cell.cell_type == "code"]
+    seen = tab.evaluate(_CELLS)
+    assert [cell["output"] for cell in seen] == expected, slug
+    assert all(cell["after"] for cell in seen if cell["output"]), slug
+    assert all(alt.startswith("Figure drawn by the code above")
+               for cell in seen for alt in cell["alts"]), slug
+    return seen
+
+
 def test_recorded_outputs_follow_their_cells_under_the_provenance_box(browser, recorded_url,
                                                                       recorded_lesson):
     """Every code cell that printed or drew in the recorded run shows its output right after
@@ -293,19 +316,8 @@ def test_recorded_outputs_follow_their_cells_under_the_provenance_box(browser, r
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     for slug in ("01-introduction", "03-environments"):
         nb = recorded.read_record(root / "executed" / f"{slug}.ipynb")
-        expected = [bool(cell.outputs) for cell in nb.cells if cell.cell_type == "code"]
         tab.goto(recorded_url + f"_episodes/{slug}.html", wait_until="load")
-        seen = tab.evaluate("""() => [...document.querySelectorAll('article div.cell')].map(cell => {
-            const output = cell.querySelector(':scope > div.cell_output');
-            return {output: Boolean(output && output.innerText.trim()),
-                    after: Boolean(output && cell.querySelector(':scope > div.cell_input')
-                        .compareDocumentPosition(output) & Node.DOCUMENT_POSITION_FOLLOWING),
-                    alts: [...cell.querySelectorAll('.cell_output img')].map(i => i.alt)};
-        })""")
-        assert [cell["output"] for cell in seen] == expected, slug
-        assert all(cell["after"] for cell in seen if cell["output"])
-        assert all(alt.startswith("Figure drawn by the code above")
-                   for cell in seen for alt in cell["alts"])
+        check_recorded_cells(tab, nb, slug)
         box = tab.locator("article .admonition.recorded-run").first
         assert box.is_visible()
         text = box.inner_text()
@@ -330,3 +342,43 @@ def test_recorded_outputs_follow_their_cells_under_the_provenance_box(browser, r
         "article .admonition.recorded-run").first.inner_text()
     context.close()
     print("screenshots:", *sorted(ARTIFACTS.glob("recorded-*.png")))
+
+
+def test_the_lessons_recorded_pages_show_what_their_run_printed_and_drew(browser, base_url):
+    """The lesson's own record (executed/), on the site: every output after its cell, the box
+    above it all, and on the two core episodes what a reader who runs nothing needs to follow:
+    shapes, images, the file's layout, the model, a compact log, the figures of the run."""
+    import recorded
+
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(TIMEOUT_MS)
+    tab = context.new_page()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    texts, alts = {}, {}
+    paths = sorted((ROOT / recorded.EXECUTED_DIR).glob("*.ipynb"))
+    assert paths, "no recorded run in executed/ (tests/test_recorded_lesson.py says how to make one)"
+    for path in paths:
+        nb = recorded.read_record(path)
+        tab.goto(base_url + f"_episodes/{path.stem}.html", wait_until="networkidle")
+        seen = check_recorded_cells(tab, nb, path.stem)
+        texts[path.stem] = "\n".join(cell["text"] for cell in seen)
+        alts[path.stem] = [alt for cell in seen for alt in cell["alts"]]
+        box = tab.locator("article .admonition.recorded-run").first.inner_text()
+        run = nb.metadata[recorded.METADATA_KEY]
+        assert "full size" in box and run["data_label"] in box and run["date"][:10] in box
+        assert (run["machine"]["gpu"] or "no GPU") in box
+        images = tab.evaluate("""() => [...document.querySelectorAll('.cell_output img')]
+            .map(i => i.complete && i.naturalWidth > 0)""")
+        assert all(images), f"{path.stem}: a recorded figure did not load"
+        shot = ARTIFACTS / f"recorded-lesson-{path.stem}.png"
+        tab.screenshot(path=str(shot), full_page=True)
+    context.close()
+    data = texts["04-data-pipeline"]
+    assert "x_train  shape (" in data and "chunks=(" in data and "images/s" in data
+    assert alts["04-data-pipeline"], "episode 4 shows no image grid"
+    cnn = texts["05-cpu-vs-gpu"]
+    assert 'Model: "cifar_cnn"' in cnn and "Total params" in cnn
+    assert "Epoch 1/" in cnn and "epoch times (s):" in cnn and "Test accuracy of the" in cnn
+    # Comparison (2), learning curves, prediction grid, confusion matrix.
+    assert len(alts["05-cpu-vs-gpu"]) >= 5, alts["05-cpu-vs-gpu"]
+    print("screenshots:", *sorted(ARTIFACTS.glob("recorded-lesson-*.png")))
