@@ -16,9 +16,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from gpulesson.devices import KERAS_DEVICES as DEVICES
+from gpulesson.experiments.cli import (
+    add_out_option,
+    add_seed_option,
+    default_devices,
+    say_appended,
+)
 from gpulesson.experiments.cnn import RESULTS_FILE, describe, run_record
 from gpulesson.results import new_run_id
 
@@ -31,9 +36,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="epochs per device (default 3; quick mode: at most 2)")
     parser.add_argument("--batch-size", type=int, default=256,
                         help="images per batch (default 256; quick mode: at most 64)")
-    parser.add_argument("--out", type=Path, default=RESULTS_FILE,
-                        help=f"results file to append to (default {RESULTS_FILE})")
-    parser.add_argument("--seed", type=int, default=42, help="random seed of the initial weights")
+    add_out_option(parser, RESULTS_FILE)
+    add_seed_option(parser)
     parser.add_argument("--cpu-threads", type=int, default=None,
                         help="CPU threads of TensorFlow or PyTorch (default: the cores this process "
                              "may use); recorded with the run, like XLA and the load average")
@@ -56,7 +60,7 @@ def main(argv=None) -> int:
 
     settings = get_settings()
     gpus = keras_device()["gpu_count"]
-    devices = args.devices or (["cpu", "gpu"] if gpus else ["cpu"])
+    devices = default_devices(args.devices, gpus)
     if "gpu" in devices and not gpus:
         print("No GPU is visible to Keras: run with --devices cpu, or on a machine with a GPU.",
               file=sys.stderr)
@@ -85,7 +89,7 @@ def main(argv=None) -> int:
         append_record(args.out, record)
         records.append(record)
     print(describe(records))
-    print(f"Appended {len(records)} record(s) of run {run_id} to {args.out}")
+    say_appended(records, args.out)
     return 0
 
 
