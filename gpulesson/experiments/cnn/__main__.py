@@ -24,8 +24,8 @@ from gpulesson.experiments.cli import (
     default_devices,
     say_appended,
 )
-from gpulesson.experiments.cnn import RESULTS_FILE, describe, run_record
-from gpulesson.results import new_run_id
+from gpulesson.experiments.cnn.measure import run_devices
+from gpulesson.experiments.cnn.records import RESULTS_FILE, describe
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -53,7 +53,6 @@ def main(argv=None) -> int:
 
     # Before the framework runs anything: TensorFlow fixes its threads at its first operation.
     threads = set_cpu_threads(args.cpu_threads)
-    from gpulesson.data import prepare
     from gpulesson.devices import keras_device
     from gpulesson.results import append_record
     from gpulesson.settings import get_settings
@@ -68,26 +67,12 @@ def main(argv=None) -> int:
     if args.devices is None and not gpus:
         print("No GPU visible: recording the CPU run only.")
 
-    import keras
-
     from gpulesson import lesson
 
     print(settings.describe())
     print(f"CPU threads: {threads}; XLA (jit_compile): {lesson.JIT_COMPILE}")
-    path = prepare(settings)
-    batches = lesson.split_batches(path, settings.batch_size(args.batch_size))
-    keras.utils.set_random_seed(args.seed)
-    initial_weights = lesson.build_cnn().get_weights()
-    epochs = settings.epochs(args.epochs)
-
-    run_id, records = new_run_id(), []
-    for name in devices:
-        print(f"Training on {DEVICES[name]} for {epochs} epochs ...", flush=True)
-        run = lesson.train_on(DEVICES[name], initial_weights, *batches, epochs, verbose=2)
-        record = run_record(run, data=settings.data, run_id=run_id, batches=batches,
-                            source="gpulesson.experiments.cnn")
-        append_record(args.out, record)
-        records.append(record)
+    records = run_devices(devices, settings, epochs=args.epochs, batch_size=args.batch_size,
+                          seed=args.seed, on_record=lambda record: append_record(args.out, record))
     print(describe(records))
     say_appended(records, args.out)
     return 0
