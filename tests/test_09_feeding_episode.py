@@ -266,3 +266,10 @@ def test_gpu_watch_samples_every_few_batches(lesson_feeding, monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", None)
     watch.on_train_batch_end(9)
     assert watch.samples == [55, 55, 55]
+
+
+def test_the_episode_states_the_loader_margin_that_the_page_applies():
+    from gpulesson.experiments.feeding.page import LOADER_MARGIN
+
+    stated = set(re.findall(r"([\d.]+) times the (?:images per second|rate)", " ".join(TEXT.split())))
+    assert stated == {f"{LOADER_MARGIN:g}"}, f"the episode states {stated}, the page {LOADER_MARGIN:g}"

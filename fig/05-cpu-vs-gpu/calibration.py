@@ -8,25 +8,21 @@ The record is the newest one in results/standin-calibration.jsonl; record a new 
 script draws from the committed file.
 """
 
-import sys
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-
 from gpulesson.experiments import calibration
-from gpulesson.plots import save_figures
+from gpulesson.figure_scripts import drawer, main
 
 HERE = Path(__file__).resolve().parent
 
 
-def draw(results=calibration.RESULTS_FILE, folder=HERE) -> list[Path]:
+def _newest(results) -> list[dict]:
     record = calibration.reference_record(results)
-    return save_figures([record] if record else [], calibration.figures, calibration.FIGURES,
-                        folder, results=results, command="python -m gpulesson.experiments.calibration")
+    return [record] if record else []
+
+
+draw = drawer(calibration, calibration.FIGURES, HERE, run=_newest)
 
 
 if __name__ == "__main__":
-    for written in draw(*sys.argv[1:2]):
-        print(written)
+    main(draw)

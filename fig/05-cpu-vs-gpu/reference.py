@@ -7,25 +7,14 @@ gpulesson.experiments.cnn.reference_run); record a new one with ``python -m gpul
 A test checks that the committed figures are the ones this script draws from the committed file.
 """
 
-import sys
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-
 from gpulesson.experiments import cnn
-from gpulesson.plots import save_figures
+from gpulesson.figure_scripts import drawer, main
 
 HERE = Path(__file__).resolve().parent
-FIGURES = ("reference-epoch-times.svg", "reference-time-bars.svg")
-
-
-def draw(results=cnn.RESULTS_FILE, folder=HERE) -> list[Path]:
-    return save_figures(cnn.reference_run(results), cnn.figures, FIGURES, folder,
-                        results=results, command="python -m gpulesson.experiments.cnn")
+draw = drawer(cnn, ("reference-epoch-times.svg", "reference-time-bars.svg"), HERE)
 
 
 if __name__ == "__main__":
-    for written in draw(*sys.argv[1:2]):
-        print(written)
+    main(draw)

@@ -8,25 +8,14 @@ gpulesson.experiments.matmul.reference_run); record one with
 this script draws from the committed file.
 """
 
-import sys
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-
 from gpulesson.experiments import matmul
-from gpulesson.plots import save_figures
+from gpulesson.figure_scripts import drawer, main
 
 HERE = Path(__file__).resolve().parent
-FIGURES = ("matmul-gflops.svg", "matmul-sync.svg")
-
-
-def draw(results=matmul.RESULTS_FILE, folder=HERE) -> list[Path]:
-    return save_figures(matmul.reference_run(results), matmul.figures, FIGURES, folder,
-                        results=results, command="python -m gpulesson.experiments.matmul")
+draw = drawer(matmul, ("matmul-gflops.svg", "matmul-sync.svg"), HERE)
 
 
 if __name__ == "__main__":
-    for written in draw(*sys.argv[1:2]):
-        print(written)
+    main(draw)

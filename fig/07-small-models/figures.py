@@ -9,32 +9,29 @@ recorded yet. Record runs with ``python -m gpulesson.experiments.small_models``.
 committed figures are the ones this script draws from the committed file.
 """
 
-import sys
+from functools import partial
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-
 from gpulesson.experiments import small_models
-from gpulesson.plots import save_figures
+from gpulesson.figure_scripts import drawer, main
 
 HERE = Path(__file__).resolve().parent
-FIGURES = {
-    "comparison-epoch-times.svg": ("comparison", small_models.comparison_figure),
-    "sweep.svg": ("sweep", small_models.sweep_figure),
+# Each part has its own reference run, figure and command.
+PARTS = {
+    "comparison": ("comparison-epoch-times.svg", small_models.comparison_figure),
+    "sweep": ("sweep.svg", small_models.sweep_figure),
 }
+DRAWERS = [
+    drawer(small_models, [name], HERE, run=partial(small_models.reference_run, part),
+           figures=lambda records, figure=figure: [figure(records)],
+           command=f"python -m gpulesson.experiments.small_models --parts {part}")
+    for part, (name, figure) in PARTS.items()
+]
 
 
 def draw(results=small_models.RESULTS_FILE, folder=HERE) -> list[Path]:
-    paths = []
-    for name, (part, figure) in FIGURES.items():
-        command = f"python -m gpulesson.experiments.small_models --parts {part}"
-        paths += save_figures(small_models.reference_run(part, results), lambda r, figure=figure: [figure(r)],
-                              [name], folder, results=results, command=command)
-    return paths
+    return [path for part in DRAWERS for path in part(results, folder)]
 
 
 if __name__ == "__main__":
-    for written in draw(*sys.argv[1:2]):
-        print(written)
+    main(draw)

@@ -8,25 +8,15 @@ The run is the newest one in results/pytorch-cpu-vs-gpu.jsonl with a GPU record,
 this script draws from the committed file.
 """
 
-import sys
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-
 from gpulesson.experiments import torch_reference
-from gpulesson.plots import save_figures
+from gpulesson.figure_scripts import drawer, main
 
 HERE = Path(__file__).resolve().parent
-FIGURES = ("reference-epoch-times.svg", "reference-time-bars.svg")
-
-
-def draw(results=torch_reference.RESULTS_FILE, folder=HERE) -> list[Path]:
-    return save_figures(torch_reference.reference_run(results), torch_reference.figures, FIGURES, folder,
-                        results=results, command="python -m gpulesson.experiments.torch_reference")
+draw = drawer(torch_reference, ("reference-epoch-times.svg", "reference-time-bars.svg"),
+              HERE)
 
 
 if __name__ == "__main__":
-    for written in draw(*sys.argv[1:2]):
-        print(written)
+    main(draw)

@@ -10,27 +10,20 @@ newest with GPU records, else the newest run (gpulesson.experiments.feeding.refe
 script draws from the committed file.
 """
 
-import sys
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-
 from gpulesson.experiments import feeding
-from gpulesson.plots import save_figures
+from gpulesson.figure_scripts import drawer, main
 
 FOLDER = Path(__file__).resolve().parent
 FIGURES = ("feeding-pipelines.svg", "feeding-settings.svg")
+_draw = drawer(feeding, FIGURES, FOLDER)
 
 
 def draw(folder=FOLDER, results=feeding.RESULTS_FILE) -> list[Path]:
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    return save_figures(feeding.reference_run(results), feeding.figures, FIGURES, folder,
-                        results=results, command="python -m gpulesson.experiments.feeding")
+    # The folder comes first here: the script is also run to draw into another folder.
+    return _draw(results, folder)
 
 
 if __name__ == "__main__":
-    for written in draw(*sys.argv[1:3]):
-        print(written)
+    main(draw, 2)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gpulesson.experiments.cli import add_out_option, add_seed_option
 from gpulesson.results import (
     NOT_RECORDED,
     RESULTS_DIR,
@@ -322,9 +323,8 @@ def _parser() -> argparse.ArgumentParser:
                         help=f"images per batch (default {FULL['batch_size']})")
     parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
                         help="where to train (default cpu; the accuracies do not depend on it)")
-    parser.add_argument("--out", type=Path, default=RESULTS_FILE,
-                        help=f"results file to append to (default {RESULTS_FILE})")
-    parser.add_argument("--seed", type=int, default=42, help="random seed of the initial weights")
+    add_out_option(parser, RESULTS_FILE)
+    add_seed_option(parser)
     return parser
 
 

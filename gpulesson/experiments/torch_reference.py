@@ -26,10 +26,15 @@ import importlib.util
 import platform
 import statistics
 import sys
-from pathlib import Path
 
 from gpulesson import results
 from gpulesson.experiments import cnn
+from gpulesson.experiments.cli import (
+    add_out_option,
+    add_seed_option,
+    default_devices,
+    say_appended,
+)
 from gpulesson.experiments.cnn import describe
 from gpulesson.results import (
     NOT_RECORDED,
@@ -230,9 +235,8 @@ def _parser() -> argparse.ArgumentParser:
                         help=f"images per batch (default {FULL_BATCH_SIZE}; quick mode: at most 64)")
     parser.add_argument("--threads", type=int, default=None,
                         help="CPU threads for PyTorch (default: PyTorch's choice)")
-    parser.add_argument("--out", type=Path, default=RESULTS_FILE,
-                        help=f"results file to append to (default {RESULTS_FILE})")
-    parser.add_argument("--seed", type=int, default=42, help="random seed of the initial weights")
+    add_out_option(parser, RESULTS_FILE)
+    add_seed_option(parser)
     return parser
 
 
@@ -253,7 +257,7 @@ def main(argv=None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     gpus = torch.cuda.is_available()
-    devices = args.devices or (["cpu", "gpu"] if gpus else ["cpu"])
+    devices = default_devices(args.devices, gpus)
     if "gpu" in devices and not gpus:
         print("No GPU is visible to PyTorch: run with --devices cpu, or on a machine with a GPU.",
               file=sys.stderr)
@@ -283,7 +287,7 @@ def main(argv=None) -> int:
         append_record(args.out, record)
         records.append(record)
     print(describe(records, full_epochs=epochs))
-    print(f"Appended {len(records)} record(s) of run {run_id} to {args.out}")
+    say_appended(records, args.out)
     return 0
 
 

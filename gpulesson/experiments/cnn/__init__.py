@@ -6,16 +6,38 @@ One training run (the notebook of the episode "Training a CNN on the CPU and on 
 a GPU record (else the newest run): the figures and the numbers the episode shows are drawn
 from it by code, never typed in.
 
-A run is what :func:`gpulesson.lesson.train_on` returns: a dict with ``device`` ("cpu",
-"gpu:0"), ``timing`` (:meth:`gpulesson.lesson.EpochTimer.summary`), ``evaluation_seconds``,
-``test_loss``, ``test_accuracy``, ``start_weights`` (fingerprint), ``jit_compile``, ``history``
-and ``model``. Its record adds what decides a CPU timing (:func:`gpulesson.timing.cpu_settings`:
-cores, framework threads, load average), read when the record is made, right after the run.
+A run is what :func:`gpulesson.lesson.train_on` returns (see
+:mod:`~gpulesson.experiments.cnn.records`).
+
+Its parts, in the order of an experiment:
+
+- :mod:`~gpulesson.experiments.cnn.measure`: training on each device, :func:`run_devices`;
+- :mod:`~gpulesson.experiments.cnn.records`: the records, the reference run, the comparison
+  in words (:func:`describe`);
+- :mod:`~gpulesson.experiments.cnn.page`: the episode's ``ref_*`` values;
+- :mod:`~gpulesson.experiments.cnn.figures`: the figures (``fig/05-cpu-vs-gpu/reference.py``);
+- :mod:`~gpulesson.experiments.cnn.__main__`: the command line,
+  ``python -m gpulesson.experiments.cnn``.
 """
 
 from __future__ import annotations
 
 from gpulesson import results
+from gpulesson.experiments.cnn.figures import figures
+from gpulesson.experiments.cnn.measure import run_devices
+from gpulesson.experiments.cnn.page import substitutions
+from gpulesson.experiments.cnn.records import (
+    EXPERIMENT,
+    FULL_EPOCHS,
+    RESULTS_FILE,
+    WORKSHOP_EPOCHS,
+    describe,
+    full_training_seconds,
+    reference_run,
+    run_record,
+    runs,
+    workshop_seconds,
+)
 from gpulesson.results import (
     NOT_RECORDED,
     data_label,
@@ -25,178 +47,11 @@ from gpulesson.results import (
     make_record,
     speedup,
 )
-from gpulesson.results import pick as _pick
 from gpulesson.timing import cpu_settings
 
-EXPERIMENT = "cnn-cpu-vs-gpu"
-RESULTS_FILE = results.RESULTS_DIR / f"{EXPERIMENT}.jsonl"
-FULL_EPOCHS = 30  # "what would full training cost?" is answered for this many epochs
-WORKSHOP_EPOCHS = 3  # the episode's EPOCHS: what a learner's cell runs
-
-
-def run_record(run: dict, *, data: str, run_id: str, batches, source: str = "notebook") -> dict:
-    """The results-file record of one device's run (see the module docstring for ``run``).
-
-    ``batches``: the ``(train, validation, test)`` generators of the run (``HDF5Batches``),
-    which give the batch size and the number of images of each part.
-
-    ``device`` is the GPU's name as the framework reports it for a GPU run, and ``"CPU"`` for
-    a CPU run (also on a machine that has a GPU). ``mean_epoch_seconds`` is the mean of the
-    epochs after the first (the first alone when only one ran); ``total_seconds`` adds the
-    evaluation to the training time. ``mean_validation_seconds`` is the part of a mean epoch
-    spent on its validation pass (same epochs as the mean).
-    """
-    timing = dict(run["timing"])
-    kind = "gpu" if str(run["device"]).lower().startswith(("gpu", "cuda")) else "cpu"
-    mean = timing["steady_mean_epoch_seconds"] or timing["first_epoch_seconds"]
-    training = timing.pop("total_seconds")
-    validation = timing.get("validation_seconds") or []
-    validation = validation[1:] or validation
-    fields = {
-        "run_id": run_id,
-        "source": source,
-        "device_kind": kind,
-        "keras_device": run["device"],
-        "batch_size": batches[0].batch_size,
-        "n_train": batches[0].n_images,
-        "n_validation": batches[1].n_images,
-        "n_test": batches[2].n_images,
-        **timing,
-        "mean_epoch_seconds": mean,
-        "mean_validation_seconds": sum(validation) / len(validation) if validation else None,
-        "jit_compile": run.get("jit_compile"),
-        **cpu_settings(),
-        "training_seconds": training,
-        "evaluation_seconds": run["evaluation_seconds"],
-        "total_seconds": training + run["evaluation_seconds"],
-        "test_loss": run["test_loss"],
-        "test_accuracy": run["test_accuracy"],
-        "start_weights": run["start_weights"],
-        "history": {key: [float(v) for v in values] for key, values in run["history"].items()},
-    }
-    if kind == "cpu":
-        fields["device"] = "CPU"
-    return make_record(EXPERIMENT, data=data, **fields)
-
-
-def runs(records) -> dict[str, list[dict]]:
-    """This experiment's records grouped by ``run_id`` (:func:`gpulesson.results.runs`)."""
-    return results.runs(records, EXPERIMENT)
-
-
-def reference_run(path=RESULTS_FILE) -> list[dict]:
-    """The records of the reference run (:func:`gpulesson.results.reference_run`)."""
-    return results.reference_run(path, EXPERIMENT)
-
-
-def full_training_seconds(record: dict, epochs: int = FULL_EPOCHS, n_train: int = 50_000) -> float:
-    """What ``epochs`` epochs on ``n_train`` images would take, scaled from the mean epoch.
-
-    Time per epoch grows in proportion to the images in it, so a run on fewer images (quick
-    mode) still gives an estimate; the first epoch's extra warm-up is added once.
-    """
-    scale = n_train / record["n_train"]
-    warm_up = max(0.0, record["first_epoch_seconds"] - record["mean_epoch_seconds"])
-    return warm_up + epochs * record["mean_epoch_seconds"] * scale
-
-
-def describe(records, *, full_epochs: int = FULL_EPOCHS, full_n_train: int | None = None) -> str:
-    """The comparison in words: each device's epoch times, the speed-up, the cost of full training."""
-    if not records:
-        return "No run recorded."
-    lines = [f"Data: {data_label(records)}; {records[0]['n_train']:,} training images per epoch, "
-             f"batch size {records[0]['batch_size']}, backend {records[0]['backend']}."]
-    names = hardware(records)
-    for record in records:
-        kind = "GPU" if is_gpu(record) else "CPU"
-        rate = record.get("images_per_second")
-        lines.append(
-            f"{kind} ({names[kind]}): first epoch {duration(record['first_epoch_seconds'])} (warm-up), "
-            f"then {duration(record['mean_epoch_seconds'])} per epoch"
-            + (f" ({rate:,.0f} images/s)" if rate else "")
-            + f"; evaluation {duration(record['evaluation_seconds'])}; "
-            f"test accuracy {record['test_accuracy']:.3f}."
-        )
-    ratio = speedup(records)
-    if ratio is not None:
-        lines.append(f"Speed-up of the GPU over the CPU: {ratio:.1f}x per epoch (epochs after the first).")
-    n_full = full_n_train or records[0]["n_train"]
-    costs = " and ".join(
-        f"{duration(full_training_seconds(r, full_epochs, n_full))} on the {'GPU' if is_gpu(r) else 'CPU'}"
-        for r in records
-    )
-    lines.append(f"Training {full_epochs} epochs of {n_full:,} images would take about {costs}.")
-    return "\n".join(lines)
-
-
-def figures(records, *, first_epoch: str = "includes compiling", hardware_names=None):
-    """The epoch-time plot and the time bar chart of one run's records: ``(fig, fig)``.
-
-    ``first_epoch`` says what the first epoch's extra time includes; ``hardware_names``
-    replaces :func:`gpulesson.results.hardware` of the records in the titles."""
-    from gpulesson import compare_plots
-
-    if not records:
-        raise ValueError("no records to plot: run the training first, or record a reference run")
-    label = data_label(records)
-    cpu, gpu = _pick(records, False), _pick(records, True)
-    names = dict(hardware_names or hardware(records))
-    # The devices that ran, named; one that did not is said in words ("no GPU run"), not
-    # titled "GPU: not recorded yet" as if that were its name.
-    ran = {"CPU": cpu, "GPU": gpu}
-    detail = "; ".join([f"{kind}: {names.get(kind, kind)}" for kind in ran if ran[kind]]
-                       + [f"no {kind} run" for kind in ran if not ran[kind]])
-    epochs = compare_plots.epoch_times(cpu["epoch_seconds"] if cpu else None,
-                                       gpu["epoch_seconds"] if gpu else None,
-                                       label=label, hardware=detail, first_epoch=first_epoch)
-    rows = [{**r, "device": "GPU" if is_gpu(r) else "CPU"} for r in records]
-    return epochs, compare_plots.time_bars(rows, label=label)
-
-
-def _backend(record: dict) -> str:
-    """The Keras backend of a record and its version, e.g. ``"tensorflow 2.21.0"``."""
-    return f"{record['backend']} {record['versions'].get(record['backend'], '')}".strip()
-
-
-def workshop_seconds(record: dict, epochs: int = WORKSHOP_EPOCHS) -> float:
-    """What the episode's ``epochs`` epochs take on the record's data: first epoch plus the rest."""
-    return record["first_epoch_seconds"] + (epochs - 1) * record["mean_epoch_seconds"]
-
-
-def _optional(record: dict | None, key: str, show) -> str:
-    """A record's value as text, or :data:`NOT_RECORDED` (records made before it was kept)."""
-    if not record or record.get(key) is None:
-        return NOT_RECORDED
-    return show(record[key])
-
-
-def substitutions(path=RESULTS_FILE) -> dict[str, str]:
-    """Text snippets of the reference run for the episode pages (MyST substitutions ``ref_*``)."""
-    records = reference_run(path)
-    cpu, gpu = _pick(records, False), _pick(records, True)
-    ratio = speedup(records)
-    values = {
-        "ref_run": records[0]["run_id"] if records else NOT_RECORDED,
-        "ref_date": records[0]["date"][:10] if records else NOT_RECORDED,
-        "ref_backend": _backend(records[0]) if records else NOT_RECORDED,
-        "ref_data": data_label(records) if records else NOT_RECORDED,
-        "ref_n_train": f"{records[0]['n_train']:,}" if records else NOT_RECORDED,
-        "ref_batch_size": str(records[0]["batch_size"]) if records else NOT_RECORDED,
-        "ref_cpu": hardware([cpu])["CPU"] if cpu else NOT_RECORDED,
-        "ref_gpu": gpu["device"] if gpu else NOT_RECORDED,
-        "ref_speedup": f"{ratio:.1f}x" if ratio else NOT_RECORDED,
-    }
-    for name, record in (("cpu", cpu), ("gpu", gpu)):
-        values[f"ref_{name}_first_epoch"] = (duration(record["first_epoch_seconds"]) if record
-                                             else NOT_RECORDED)
-        values[f"ref_{name}_epoch"] = duration(record["mean_epoch_seconds"]) if record else NOT_RECORDED
-        values[f"ref_{name}_full"] = (duration(full_training_seconds(record, FULL_EPOCHS, record["n_train"]))
-                                      if record else NOT_RECORDED)
-        values[f"ref_{name}_accuracy"] = f"{record['test_accuracy']:.3f}" if record else NOT_RECORDED
-        values[f"ref_{name}_workshop"] = duration(workshop_seconds(record)) if record else NOT_RECORDED
-        values[f"ref_{name}_validation"] = _optional(record, "mean_validation_seconds", duration)
-        values[f"ref_{name}_jit_compile"] = _optional(record, "jit_compile",
-                                                      lambda on: "on" if on else "off")
-        values[f"ref_{name}_cores"] = _optional(record, "cpu_cores_available", str)
-        values[f"ref_{name}_load"] = _optional(record, "load_average", lambda load: f"{load[0]:.2f}")
-    return values
+__all__ = [
+    "EXPERIMENT", "FULL_EPOCHS", "NOT_RECORDED", "RESULTS_FILE", "WORKSHOP_EPOCHS",
+    "cpu_settings", "data_label", "describe", "duration", "figures", "full_training_seconds",
+    "hardware", "is_gpu", "make_record", "reference_run", "results", "run_devices", "run_record",
+    "runs", "speedup", "substitutions", "workshop_seconds",
+]

@@ -16,11 +16,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from gpulesson.devices import KERAS_DEVICES as DEVICES
-from gpulesson.experiments.cnn import RESULTS_FILE, describe, run_record
-from gpulesson.results import new_run_id
+from gpulesson.experiments.cli import (
+    add_out_option,
+    add_seed_option,
+    default_devices,
+    say_appended,
+)
+from gpulesson.experiments.cnn.measure import run_devices
+from gpulesson.experiments.cnn.records import RESULTS_FILE, describe
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -31,9 +36,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="epochs per device (default 3; quick mode: at most 2)")
     parser.add_argument("--batch-size", type=int, default=256,
                         help="images per batch (default 256; quick mode: at most 64)")
-    parser.add_argument("--out", type=Path, default=RESULTS_FILE,
-                        help=f"results file to append to (default {RESULTS_FILE})")
-    parser.add_argument("--seed", type=int, default=42, help="random seed of the initial weights")
+    add_out_option(parser, RESULTS_FILE)
+    add_seed_option(parser)
     parser.add_argument("--cpu-threads", type=int, default=None,
                         help="CPU threads of TensorFlow or PyTorch (default: the cores this process "
                              "may use); recorded with the run, like XLA and the load average")
@@ -49,14 +53,13 @@ def main(argv=None) -> int:
 
     # Before the framework runs anything: TensorFlow fixes its threads at its first operation.
     threads = set_cpu_threads(args.cpu_threads)
-    from gpulesson.data import prepare
     from gpulesson.devices import keras_device
     from gpulesson.results import append_record
     from gpulesson.settings import get_settings
 
     settings = get_settings()
     gpus = keras_device()["gpu_count"]
-    devices = args.devices or (["cpu", "gpu"] if gpus else ["cpu"])
+    devices = default_devices(args.devices, gpus)
     if "gpu" in devices and not gpus:
         print("No GPU is visible to Keras: run with --devices cpu, or on a machine with a GPU.",
               file=sys.stderr)
@@ -64,28 +67,14 @@ def main(argv=None) -> int:
     if args.devices is None and not gpus:
         print("No GPU visible: recording the CPU run only.")
 
-    import keras
-
     from gpulesson import lesson
 
     print(settings.describe())
     print(f"CPU threads: {threads}; XLA (jit_compile): {lesson.JIT_COMPILE}")
-    path = prepare(settings)
-    batches = lesson.split_batches(path, settings.batch_size(args.batch_size))
-    keras.utils.set_random_seed(args.seed)
-    initial_weights = lesson.build_cnn().get_weights()
-    epochs = settings.epochs(args.epochs)
-
-    run_id, records = new_run_id(), []
-    for name in devices:
-        print(f"Training on {DEVICES[name]} for {epochs} epochs ...", flush=True)
-        run = lesson.train_on(DEVICES[name], initial_weights, *batches, epochs, verbose=2)
-        record = run_record(run, data=settings.data, run_id=run_id, batches=batches,
-                            source="gpulesson.experiments.cnn")
-        append_record(args.out, record)
-        records.append(record)
+    records = run_devices(devices, settings, epochs=args.epochs, batch_size=args.batch_size,
+                          seed=args.seed, on_record=lambda record: append_record(args.out, record))
     print(describe(records))
-    print(f"Appended {len(records)} record(s) of run {run_id} to {args.out}")
+    say_appended(records, args.out)
     return 0
 
 

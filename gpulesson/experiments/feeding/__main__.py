@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from gpulesson.devices import KERAS_DEVICES as DEVICES
+from gpulesson.experiments.cli import add_out_option, default_devices, say_appended
 from gpulesson.experiments.feeding.measure import (
     BATCH_SIZE,
     BATCH_SIZES,
@@ -91,8 +92,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="tiny sizes (also when LESSON_QUICK=1), for tests")
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="folder for the data files (default: a temporary folder)")
-    parser.add_argument("--out", type=Path, default=RESULTS_FILE,
-                        help=f"results file to append to (default {RESULTS_FILE})")
+    add_out_option(parser, RESULTS_FILE)
     return parser
 
 
@@ -139,7 +139,7 @@ def main(argv=None) -> int:
     from gpulesson.results import append_record
 
     found = keras_device()
-    devices = args.devices or (["cpu", "gpu"] if found["gpu_count"] else ["cpu"])
+    devices = default_devices(args.devices, found["gpu_count"])
     wants_gpu = "gpu" in devices or "gpu" in (args.sweep_devices or [])
     if wants_gpu and not found["gpu_count"]:
         print(f"No GPU is visible to Keras ({found['backend']} backend): nothing was measured "
@@ -164,7 +164,7 @@ def main(argv=None) -> int:
         data_dir=args.data_dir, on_record=lambda r: append_record(args.out, r),
         progress=lambda line: print(line, flush=True), **options)
     print(describe(made))
-    print(f"Appended {len(made)} record(s) of run {made[0]['run_id']} to {args.out}")
+    say_appended(made, args.out)
     return 0
 
 

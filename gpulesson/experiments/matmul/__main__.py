@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from gpulesson.devices import KERAS_DEVICES as DEVICES
+from gpulesson.experiments.cli import add_out_option, default_devices, say_appended
 from gpulesson.experiments.matmul.measure import (
     DTYPES,
     MAX_SECONDS,
@@ -45,8 +45,7 @@ def _parser() -> argparse.ArgumentParser:
                         help=f"skip sizes whose one call would take longer (default {MAX_SECONDS:g})")
     parser.add_argument("--quick", action="store_true",
                         help="small sizes and few repeats (also when LESSON_QUICK=1)")
-    parser.add_argument("--out", type=Path, default=RESULTS_FILE,
-                        help=f"results file to append to (default {RESULTS_FILE})")
+    add_out_option(parser, RESULTS_FILE)
     return parser
 
 
@@ -68,7 +67,7 @@ def main(argv=None) -> int:
     from gpulesson.results import append_record
 
     found = keras_device()
-    devices = args.devices or (["cpu", "gpu"] if found["gpu_count"] else ["cpu"])
+    devices = default_devices(args.devices, found["gpu_count"])
     if "gpu" in devices and not found["gpu_count"]:
         print(f"No GPU is visible to Keras ({found['backend']} backend): nothing was measured or "
               "written. Run with --devices cpu, or on a machine with a GPU.", file=sys.stderr)
@@ -86,7 +85,7 @@ def main(argv=None) -> int:
             append_record(args.out, record)
             records.append(record)
     print(describe(records))
-    print(f"Appended {len(records)} sweep(s) of run {run_id} to {args.out}")
+    say_appended(records, args.out, "sweep(s)")
     return 0
 
 

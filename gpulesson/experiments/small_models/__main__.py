@@ -13,8 +13,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
+from gpulesson.experiments.cli import (
+    add_out_option,
+    add_seed_option,
+    default_devices,
+    say_appended,
+)
 from gpulesson.experiments.small_models.measure import (
     COMPARISON,
     GRID,
@@ -55,9 +60,8 @@ def _parser() -> argparse.ArgumentParser:
                         help=f"epochs per sweep cell, the first not timed (default {GRID['epochs']})")
     parser.add_argument("--quick", action="store_true",
                         help="a tiny run for tests (also with LESSON_QUICK=1)")
-    parser.add_argument("--out", type=Path, default=RESULTS_FILE,
-                        help=f"results file to append to (default {RESULTS_FILE})")
-    parser.add_argument("--seed", type=int, default=42, help="random seed of the initial weights")
+    add_out_option(parser, RESULTS_FILE)
+    add_seed_option(parser)
     return parser
 
 
@@ -90,7 +94,7 @@ def main(argv=None) -> int:
     try:
         plan = _plan(args, quick)
         gpus = keras_device()["gpu_count"]
-        devices = check_devices(args.devices or (["cpu", "gpu"] if gpus else ["cpu"]), gpus)
+        devices = check_devices(default_devices(args.devices, gpus), gpus)
     except SmallModelsError as exc:
         print(f"error: {exc}. Nothing was measured or written.", file=sys.stderr)
         return 2
@@ -110,7 +114,7 @@ def main(argv=None) -> int:
             print(sweep_table(records))
         for record in records:
             append_record(args.out, record)
-        print(f"Appended {len(records)} {part} record(s) of run {run_id} to {args.out}", flush=True)
+        say_appended(records, args.out, f"{part} record(s)")
     return 0
 
 

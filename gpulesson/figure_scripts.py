@@ -1,0 +1,53 @@
+"""The skeleton of the figure scripts in ``fig/``: read a run, draw it, save the SVGs.
+
+Each script names its experiment and its files and leaves the rest to :func:`drawer` and
+:func:`main`::
+
+    draw = drawer(cnn, ("reference-epoch-times.svg", "reference-time-bars.svg"), HERE)
+
+    if __name__ == "__main__":
+        main(draw)
+
+``draw(results, folder)`` reads the experiment's reference run from the results file, stops
+with the command that records one when there is none, and saves the figures with the lesson's
+settings (:func:`gpulesson.plots.save_figures`). Importing this module selects matplotlib's
+headless backend, as the scripts run without a display.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import matplotlib
+
+from gpulesson.plots import save_figures
+
+# The scripts run without a display; gpulesson.plots imports pyplot only when it draws.
+matplotlib.use("Agg")
+
+
+def drawer(experiment, names, folder: Path, *, run=None, figures=None, command: str | None = None):
+    """A ``draw(results=experiment.RESULTS_FILE, folder=folder)`` that saves ``names``.
+
+    ``run(results)`` gives the records to draw (default ``experiment.reference_run``),
+    ``figures(records)`` the matplotlib figures, one per name (default ``experiment.figures``),
+    and ``command`` the command that records a run (default ``python -m`` the experiment).
+    The folder is made if it is missing.
+    """
+    run = run or experiment.reference_run
+    figures = figures or experiment.figures
+    command = command or f"python -m {experiment.__name__}"
+
+    def draw(results=experiment.RESULTS_FILE, folder=folder) -> list[Path]:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        return save_figures(run(results), figures, names, folder, results=results,
+                            command=command)
+
+    return draw
+
+
+def main(draw, n_args: int = 1) -> None:
+    """Run ``draw`` with the first ``n_args`` command-line arguments; print the files written."""
+    for written in draw(*sys.argv[1:1 + n_args]):
+        print(written)
