@@ -43,7 +43,8 @@ def figures(records):
                    markersize=7, label=label, **_STYLE.get(threads, _STYLE[1]))
         for r, m in zip(series, mean, strict=True):
             if r.get("load_max") is not None:
-                left.annotate(f"load {r['load_max']:.1f}", (r["copies"], m), xytext=(6, -4),
+                left.annotate(f"load {r['load_max']:.1f}", (r["copies"], m),
+                              xytext=(6, 5 if threads is None else -12),
                               textcoords="offset points", fontsize=8)
     alone = find_in(records, 1, None)
     if alone:
@@ -57,6 +58,7 @@ def figures(records):
     right.set_ylabel("images/s, all copies together")
     for ax in (left, right):
         ax.set_xticks(copies, [str(k) for k in copies])
+        ax.set_xlim(min(copies) - 0.3, max(copies) + 0.5)
         ax.set_xlabel("trainings running at once (k)")
         ax.set_ylim(bottom=0)
         ax.grid(True, alpha=0.3)

@@ -100,8 +100,9 @@ def describe(records) -> str:
     for r in records:
         slowdown = f"{r['slowdown']:.2f}x" if r.get("slowdown") else "-"
         load = f"{r['load_max']:.2f}" if r.get("load_max") is not None else "-"
+        fastest = f"{r['first_epoch_fastest']} of {r['copies']}" if r["epochs"] > 1 else "-"
         lines.append(f"{r['copies']:>6} {threads_text(r['threads']):>18} "
                      f"{r['mean_epoch_seconds']:>8.1f} {r['images_per_second']:>11,.0f} "
                      f"{r['images_per_second_total']:>12,.0f} {slowdown:>9} {load:>9} "
-                     f"{r['first_epoch_fastest']:>6} of {r['copies']}")
+                     f"{fastest:>12}")
     return "\n".join(lines)
