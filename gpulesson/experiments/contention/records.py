@@ -7,12 +7,13 @@ same run. Imports no deep-learning framework.
 
 from __future__ import annotations
 
+import os
 import statistics
 
 from gpulesson import results
 from gpulesson.experiments.contention.measure import epoch_summary
 from gpulesson.results import make_record
-from gpulesson.timing import cpu_settings
+from gpulesson.timing import available_cores
 
 EXPERIMENT = "contention"
 RESULTS_FILE = results.RESULTS_DIR / f"{EXPERIMENT}.jsonl"
@@ -52,7 +53,8 @@ def condition_record(condition: dict, *, run_id: str, n_images: int, batch_size:
         "load_max": max(samples, default=None),
         "load_mean": statistics.fmean(samples) if samples else None,
         "wall_seconds": condition["wall_seconds"],
-        **{k: v for k, v in cpu_settings().items() if k.startswith("cpu_cores")},
+        "cpu_cores_available": available_cores(),
+        "cpu_cores_machine": os.cpu_count(),
     }
     return make_record(EXPERIMENT, data=DATA, environment=environment, **fields)
 
