@@ -5,10 +5,10 @@ import importlib.util
 import json
 import sys
 
+import carpentry
 import pytest
 from conftest import ROOT
 
-import carpentry
 from gpulesson.experiments import contention
 from gpulesson.experiments.contention import measure
 from gpulesson.experiments.contention.__main__ import main as contention_main
@@ -179,7 +179,7 @@ def test_the_figure_script_draws_from_a_records_file(records_file, tmp_path):
 
 @pytest.mark.bad_input("missing file")
 def test_the_figure_script_says_when_nothing_is_recorded(tmp_path):
-    with pytest.raises(SystemExit, match="holds no run.*python -m gpulesson.experiments.contention"):
+    with pytest.raises(SystemExit, match=r"holds no run.*python -m gpulesson.experiments.contention"):
         _figure_script().draw(tmp_path / "none.jsonl", tmp_path)
     assert not list(tmp_path.glob("*.svg"))
 
@@ -205,7 +205,7 @@ def test_a_killed_training_is_a_clear_error(tmp_path, monkeypatch):
 def test_a_training_without_its_timings_is_a_clear_error(tmp_path, monkeypatch):
     silent = [sys.executable, "-c", "import sys; sys.stderr.write('out of memory')"]
     monkeypatch.setattr(measure, "_command", lambda *a, **k: silent)
-    with pytest.raises(contention.WorkerError, match="without its timings(.|\n)*out of memory"):
+    with pytest.raises(contention.WorkerError, match=r"without its timings(.|\n)*out of memory"):
         contention.run_condition(tmp_path / "x.h5", 1, n_images=64, batch_size=32, epochs=1)
 
 
@@ -242,3 +242,14 @@ def test_worker_output_is_one_json_line(tmp_path):
     out.write_text("noise\n" + json.dumps(_report(1.0, 2.0)) + "\n")
     err.write_text("")
     assert measure._report(out, err, 1)["epoch_seconds"] == [1.0, 2.0]
+
+
+def test_series_differ_by_more_than_colour():
+    import matplotlib.pyplot as plt
+    from test_accessibility import problems
+
+    (fig,) = contention.figures(_records())
+    try:
+        assert not problems(fig)
+    finally:
+        plt.close(fig)
