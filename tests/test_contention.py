@@ -59,7 +59,8 @@ def records_file(tmp_path):
 def test_k_trainings_at_once_are_measured_and_recorded(tmp_path):
     out = tmp_path / "runs.jsonl"
     assert contention_main(["--quick", "--copies", "1", "2", "--n-images", "128",
-                            "--batch-size", "64", "--epochs", "1", "--out", str(out)]) == 0
+                            "--batch-size", "64", "--epochs", "1", "--cpu-threads",
+                            "--out", str(out)]) == 0
     records = read_records(out)
     assert [(r["copies"], r["threads"]) for r in records] == [(1, None), (2, None)]
     assert len({r["run_id"] for r in records}) == 1
@@ -227,6 +228,7 @@ def test_trainings_past_the_limit_are_stopped_and_nothing_is_written(tmp_path, c
     (["--copies", "0"], "--copies must be at least 1"),
     (["--n-images", "64", "--batch-size", "128"], "larger than --n-images"),
     (["--timeout", "0"], "--timeout must be positive"),
+    (["--cpu-threads", "0"], "--cpu-threads must be at least 1"),
 ])
 def test_bad_arguments_are_refused_before_anything_runs(tmp_path, capsys, args, message):
     out = tmp_path / "runs.jsonl"

@@ -1,12 +1,13 @@
 """The lesson's CNN trained by k processes at once on one CPU: what sharing the cores costs.
 
     python -m gpulesson.experiments.contention                     # 1, 2, 3 copies at once
-    python -m gpulesson.experiments.contention --copies 1 2 4 --one-thread
+    python -m gpulesson.experiments.contention --copies 1 2 4 --cpu-threads 1 2
     python -m gpulesson.experiments.contention --quick --out my-contention.jsonl
 
 For each number of copies it starts that many identical trainings together, each a process of
-its own, and records their epoch times and the load average seen while they ran; with
-``--one-thread`` it repeats each with one framework thread per copy. The records of all
+its own, and records their epoch times and the load average seen while they ran; then it repeats
+each with every number of framework threads per copy given by ``--cpu-threads`` (default: one
+thread; ``--cpu-threads`` alone: none). The records of all
 conditions are appended once every condition has finished: a copy that fails or runs past
 ``--timeout`` stops the command with its error, and the results file is left as it was.
 Measure on an otherwise quiet machine: other programs would count as one more copy.
@@ -39,8 +40,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--copies", nargs="+", type=int, default=list(COPIES),
                         help=f"numbers of trainings at once (default "
                              f"{' '.join(map(str, COPIES))})")
-    parser.add_argument("--one-thread", action="store_true",
-                        help="also run each number of copies with one CPU thread per copy")
+    parser.add_argument("--cpu-threads", nargs="*", type=int, default=[1],
+                        help="also run each number of copies with this many framework CPU "
+                             "threads per copy (default 1; give none to skip)")
     parser.add_argument("--n-images", type=int, default=None,
                         help=f"training images per epoch (default {N_IMAGES:,}; --quick: "
                              f"{QUICK_N_IMAGES})")
@@ -71,7 +73,8 @@ def main(argv=None) -> int:
     epochs = args.epochs or (QUICK_EPOCHS if quick else EPOCHS)
     batch_size = args.batch_size or (QUICK_BATCH_SIZE if quick else BATCH_SIZE)
     for name, value in (("--n-images", n_images), ("--epochs", epochs),
-                        ("--batch-size", batch_size), *(("--copies", k) for k in args.copies)):
+                        ("--batch-size", batch_size), *(("--copies", k) for k in args.copies),
+                        *(("--cpu-threads", t) for t in args.cpu_threads)):
         if value < 1:
             parser.error(f"{name} must be at least 1, not {value}")
     if batch_size > n_images:
@@ -83,9 +86,10 @@ def main(argv=None) -> int:
 
     print(f"{n_images:,} images, batch {batch_size}, {epochs} epoch(s) per copy; copies "
           f"{' '.join(map(str, sorted(set(args.copies))))}"
-          + ("; then one thread each" if args.one_thread else ""), flush=True)
+          + "".join(f"; then {t} thread(s) each" for t in sorted(set(args.cpu_threads))),
+          flush=True)
     try:
-        conditions = run_benchmark(args.copies, one_thread=args.one_thread, n_images=n_images,
+        conditions = run_benchmark(args.copies, threads=args.cpu_threads, n_images=n_images,
                                    batch_size=batch_size, epochs=epochs, timeout=args.timeout,
                                    data_dir=args.data_dir,
                                    progress=lambda line: print(line, flush=True))

@@ -10,6 +10,7 @@ from gpulesson.results import data_label, hardware
 # Line style and marker, not only colour, tell the series apart.
 _STYLE = {None: {"marker": "o", "linestyle": "-", "color": "tab:blue"},
           1: {"marker": "s", "linestyle": "--", "color": "tab:orange", "fillstyle": "none"}}
+_OTHER = {"marker": "D", "linestyle": "-.", "color": "tab:green"}  # any other thread count
 
 
 def _series(records, threads):
@@ -38,9 +39,9 @@ def figures(records):
                 for m, r in zip(mean, series, strict=True)]
         label = f"each copy: {threads_text(threads)}"
         left.errorbar(k, mean, yerr=[low, high], capsize=3, linewidth=1.6, markersize=7,
-                      label=label, **_STYLE.get(threads, _STYLE[1]))
+                      label=label, **_STYLE.get(threads, _OTHER))
         right.plot(k, [r["images_per_second_total"] for r in series], linewidth=1.6,
-                   markersize=7, label=label, **_STYLE.get(threads, _STYLE[1]))
+                   markersize=7, label=label, **_STYLE.get(threads, _OTHER))
         for r, m in zip(series, mean, strict=True):
             if r.get("load_max") is not None:
                 left.annotate(f"load {r['load_max']:.1f}", (r["copies"], m),

@@ -140,11 +140,11 @@ def epoch_summary(epoch_seconds, n_images: int) -> dict:
             "first_epoch_fastest": bool(later) and first < min(later)}
 
 
-def run_benchmark(copies=COPIES, *, one_thread: bool = False, n_images: int = N_IMAGES,
+def run_benchmark(copies=COPIES, *, threads=(), n_images: int = N_IMAGES,
                   batch_size: int = BATCH_SIZE, epochs: int = EPOCHS,
                   timeout: float = TIMEOUT, data_dir=None, progress=None) -> list[dict]:
-    """Every condition: each number of ``copies`` with the framework's threads, then (with
-    ``one_thread``) each with one thread per copy. Returns the conditions
+    """Every condition: each number of ``copies`` with the framework's threads, then each
+    with every number of ``threads`` per copy (e.g. ``(1,)``). Returns the conditions
     (:func:`run_condition`) once all have finished; raises :class:`WorkerError` otherwise."""
     copies = sorted(set(copies))
     if not copies or copies[0] < 1:
@@ -152,7 +152,9 @@ def run_benchmark(copies=COPIES, *, one_thread: bool = False, n_images: int = N_
     if not 1 <= batch_size <= n_images or epochs < 1:
         raise ValueError(f"need 1 <= batch size ({batch_size}) <= images ({n_images}) and at "
                          f"least one epoch ({epochs})")
-    plan = [(k, None) for k in copies] + ([(k, 1) for k in copies] if one_thread else [])
+    if any(t < 1 for t in threads):
+        raise ValueError(f"threads per copy must be at least 1, not {list(threads)}")
+    plan = [(k, None) for k in copies] + [(k, t) for t in sorted(set(threads)) for k in copies]
     with tempfile.TemporaryDirectory(prefix="gpulesson-contention-data-") as folder:
         data = write_data(data_dir or folder, n_images, batch_size)
         conditions = []
