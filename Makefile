@@ -65,6 +65,7 @@ notebooks: $(BIN)/.installed  ## regenerate notebooks/*.ipynb and gpulesson/less
 
 reference: $(BIN)/.installed  ## record every reference measurement here (CPU, and GPU if visible), redraw, refill
 	$(BIN)/python -m gpulesson.experiments.cnn              # episode 5: the CNN
+	$(BIN)/python -m gpulesson.experiments.contention       # episode 5: CPU epochs on a shared node
 	$(BIN)/python -m gpulesson.experiments.matmul           # episode 6: matrix multiplication
 	$(BIN)/python -m gpulesson.experiments.small_models     # episode 7: the small MLP and the sweep
 	$(BIN)/python -m gpulesson.experiments.torch_reference  # episode 8: PyTorch (needs requirements/torch.txt)

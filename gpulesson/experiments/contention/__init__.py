@@ -1,0 +1,56 @@
+"""Trainings sharing a CPU: the lesson's CNN trained by 1, 2, 3 processes at once.
+
+The measurement behind the episode "Training a CNN on the CPU and on the GPU"'s section on how
+long a CPU epoch should take. Each framework process starts as many threads as there are
+cores, so k trainings at once on the same cores each get about a k-th of the machine, or less
+when their thread pools, which wait for each other, are preempted. The benchmark starts k
+identical trainings together, each a process of its own running the lesson's code
+(:func:`gpulesson.lesson.build_cnn`, ``HDF5Batches``, ``EpochTimer``) on a subset of the
+synthetic stand-in, records every copy's epoch times and the load average seen meanwhile, and
+optionally repeats it with one framework thread per copy.
+
+Its parts, in the order of an experiment:
+
+- :mod:`~gpulesson.experiments.contention.measure`: the conditions, :func:`run_benchmark`
+  (the trainings themselves: :mod:`~gpulesson.experiments.contention.worker`);
+- :mod:`~gpulesson.experiments.contention.records`: the records, the reference run, a table;
+- :mod:`~gpulesson.experiments.contention.page`: the episode's ``ref_cont_*`` values;
+- :mod:`~gpulesson.experiments.contention.figures`: the figure
+  (``fig/05-cpu-vs-gpu/contention.py``);
+- :mod:`~gpulesson.experiments.contention.__main__`: the command line,
+  ``python -m gpulesson.experiments.contention``.
+
+Importing the package imports no deep-learning framework; only the workers do.
+"""
+
+from gpulesson.experiments.contention.figures import figures
+from gpulesson.experiments.contention.measure import (
+    BATCH_SIZE,
+    COPIES,
+    EPOCHS,
+    N_IMAGES,
+    TIMEOUT,
+    WorkerError,
+    epoch_summary,
+    run_benchmark,
+    run_condition,
+    write_data,
+)
+from gpulesson.experiments.contention.page import substitutions
+from gpulesson.experiments.contention.records import (
+    DATA,
+    EXPERIMENT,
+    RESULTS_FILE,
+    describe,
+    find_in,
+    make_records,
+    reference_run,
+)
+from gpulesson.results import NOT_RECORDED
+
+__all__ = [
+    "BATCH_SIZE", "COPIES", "DATA", "EPOCHS", "EXPERIMENT", "NOT_RECORDED", "N_IMAGES",
+    "RESULTS_FILE", "TIMEOUT", "WorkerError", "describe", "epoch_summary", "figures",
+    "find_in", "make_records", "reference_run", "run_benchmark", "run_condition",
+    "substitutions", "write_data",
+]

@@ -1,0 +1,171 @@
+"""Timing k copies of the lesson's CNN training at once, each in a process of its own.
+
+A *condition* is ``copies`` identical trainings (:mod:`~gpulesson.experiments.contention.worker`)
+started together, each with the framework's default CPU threads (as many as the cores) or a
+fixed number (``threads``). While they run, the parent samples the load average every second.
+Every worker is bounded in time: one that fails or runs past ``timeout`` stops all of its
+condition and raises :class:`WorkerError`, which names it and quotes its error output; nothing
+is returned for a condition that did not finish, so no record of it can be written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from gpulesson.results import LESSON_ROOT
+
+N_IMAGES, EPOCHS, BATCH_SIZE = 10_000, 2, 256
+QUICK_N_IMAGES, QUICK_EPOCHS, QUICK_BATCH_SIZE = 256, 1, 64
+COPIES = (1, 2, 3)
+TIMEOUT = 1800.0  # seconds one condition may take, all copies together
+WORKER = "gpulesson.experiments.contention.worker"
+CLASS_NAMES = tuple(f"class {i}" for i in range(10))  # labels only: speed does not need names
+
+
+class WorkerError(RuntimeError):
+    """A training process failed or ran past its time; the message says which and why."""
+
+
+def write_data(directory, n_images: int, batch_size: int, seed: int = 0) -> Path:
+    """A lesson data file of ``n_images`` synthetic training images (chunks of a batch)."""
+    from gpulesson.hdf5 import write_hdf5
+    from gpulesson.synthetic import make_synthetic
+
+    (x, y), test = make_synthetic(n_images, 16, seed=seed, progress=False)
+    path = Path(directory) / f"contention-{n_images}-{batch_size}.h5"
+    return write_hdf5(path, (x, y), test, source="synthetic", class_names=CLASS_NAMES,
+                      chunk_rows=batch_size, progress=False)
+
+
+def _command(data, *, n_images, batch_size, epochs, threads, seed) -> list[str]:
+    command = [sys.executable, "-m", WORKER, str(data), "--n-images", str(n_images),
+               "--batch-size", str(batch_size), "--epochs", str(epochs), "--seed", str(seed)]
+    return command + (["--threads", str(threads)] if threads else [])
+
+
+def _environment() -> dict:
+    # The workers import this lesson's gpulesson, wherever they start.
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(LESSON_ROOT),
+                                                      env.get("PYTHONPATH")]))
+    return env
+
+
+def _stop(processes) -> None:
+    for process in processes:
+        if process.poll() is None:
+            process.kill()
+    for process in processes:
+        process.wait()
+
+
+def _tail(path: Path, lines: int = 8) -> str:
+    text = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+    return "\n".join(text[-lines:]) or "(no error output)"
+
+
+def _report(out: Path, err: Path, copy: int) -> dict:
+    lines = [line for line in out.read_text(encoding="utf-8").splitlines() if line.strip()]
+    try:
+        report = json.loads(lines[-1])
+        if not report["epoch_seconds"]:
+            raise ValueError("no epoch")
+    except (IndexError, ValueError, KeyError, TypeError) as exc:
+        raise WorkerError(f"training copy {copy} ended without its timings ({exc}); its "
+                          f"error output:\n{_tail(err)}") from None
+    return report
+
+
+def run_condition(data, copies: int, threads: int | None = None, *, n_images: int,
+                  batch_size: int, epochs: int, timeout: float = TIMEOUT, seed: int = 42,
+                  sample_every: float = 1.0) -> dict:
+    """Start ``copies`` trainings together, wait for all; their reports and the load average.
+
+    Returns ``{"copies", "threads", "reports": [worker JSON per copy], "load_before",
+    "load_samples", "wall_seconds"}``. Raises :class:`WorkerError` when a copy fails or the
+    condition takes longer than ``timeout`` seconds (all copies are then stopped).
+    """
+    if copies < 1 or (threads is not None and threads < 1):
+        raise ValueError(f"copies and threads must be at least 1, not {copies} and {threads}")
+    command = _command(data, n_images=n_images, batch_size=batch_size, epochs=epochs,
+                       threads=threads, seed=seed)
+    with tempfile.TemporaryDirectory(prefix="gpulesson-contention-") as folder:
+        outs = [Path(folder) / f"copy-{i}.out" for i in range(copies)]
+        errs = [Path(folder) / f"copy-{i}.err" for i in range(copies)]
+        load_before = os.getloadavg()[0]
+        started, processes, samples = time.perf_counter(), [], []
+        try:
+            for out, err in zip(outs, errs, strict=True):
+                with open(out, "wb") as o, open(err, "wb") as e:
+                    processes.append(subprocess.Popen(command, stdout=o, stderr=e,
+                                                      env=_environment()))
+            while any(p.poll() is None for p in processes):
+                elapsed = time.perf_counter() - started
+                if elapsed > timeout:
+                    raise WorkerError(
+                        f"{copies} training copies ran past the limit of {timeout:g} s and were "
+                        "stopped: give more time (--timeout), fewer images (--n-images) or "
+                        "fewer epochs (--epochs)")
+                samples.append(round(os.getloadavg()[0], 2))
+                time.sleep(min(sample_every, max(timeout - elapsed, 0.01)))
+        finally:
+            _stop(processes)
+        wall = time.perf_counter() - started
+        for copy, (process, err) in enumerate(zip(processes, errs, strict=True), start=1):
+            if process.returncode != 0:
+                raise WorkerError(f"training copy {copy} of {copies} failed (exit status "
+                                  f"{process.returncode}); its error output:\n{_tail(err)}")
+        reports = [_report(out, err, copy)
+                   for copy, (out, err) in enumerate(zip(outs, errs, strict=True), start=1)]
+    return {"copies": copies, "threads": threads, "reports": reports,
+            "load_before": round(load_before, 2), "load_samples": samples,
+            "wall_seconds": wall}
+
+
+def epoch_summary(epoch_seconds, n_images: int) -> dict:
+    """One copy's epochs: first, mean of the later ones (the first alone if only one ran),
+    images/s from that mean, and whether the first epoch was the fastest."""
+    first, later = epoch_seconds[0], epoch_seconds[1:]
+    mean = statistics.fmean(later) if later else first
+    return {"epoch_seconds": list(epoch_seconds), "first_epoch_seconds": first,
+            "later_epoch_seconds": mean if later else None, "mean_epoch_seconds": mean,
+            "images_per_second": n_images / mean,
+            "first_epoch_fastest": bool(later) and first < min(later)}
+
+
+def run_benchmark(copies=COPIES, *, threads=(), n_images: int = N_IMAGES,
+                  batch_size: int = BATCH_SIZE, epochs: int = EPOCHS,
+                  timeout: float = TIMEOUT, data_dir=None, progress=None) -> list[dict]:
+    """Every condition: each number of ``copies`` with the framework's threads, then each
+    with every number of ``threads`` per copy (e.g. ``(1,)``). Returns the conditions
+    (:func:`run_condition`) once all have finished; raises :class:`WorkerError` otherwise."""
+    copies = sorted(set(copies))
+    if not copies or copies[0] < 1:
+        raise ValueError(f"the numbers of copies must be at least 1, not {copies}")
+    if not 1 <= batch_size <= n_images or epochs < 1:
+        raise ValueError(f"need 1 <= batch size ({batch_size}) <= images ({n_images}) and at "
+                         f"least one epoch ({epochs})")
+    if any(t < 1 for t in threads):
+        raise ValueError(f"threads per copy must be at least 1, not {list(threads)}")
+    plan = [(k, None) for k in copies] + [(k, t) for t in sorted(set(threads)) for k in copies]
+    with tempfile.TemporaryDirectory(prefix="gpulesson-contention-data-") as folder:
+        data = write_data(data_dir or folder, n_images, batch_size)
+        conditions = []
+        for k, threads in plan:
+            condition = run_condition(data, k, threads, n_images=n_images,
+                                      batch_size=batch_size, epochs=epochs, timeout=timeout)
+            conditions.append(condition)
+            if progress:
+                times = [epoch_summary(r["epoch_seconds"], n_images)["mean_epoch_seconds"]
+                         for r in condition["reports"]]
+                progress(f"{k} cop{'y' if k == 1 else 'ies'}, threads "
+                         f"{threads or 'default'}: epoch {statistics.fmean(times):.1f} s each, "
+                         f"load average up to {max(condition['load_samples'], default=0):.2f}")
+    return conditions

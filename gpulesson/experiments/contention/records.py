@@ -1,0 +1,110 @@
+"""The contention records: one per condition (copies, threads), the reference run, a table.
+
+The lesson's reference run is the newest run in :data:`RESULTS_FILE`. A record's
+``slowdown`` is its mean epoch time over that of one copy with the framework's threads in the
+same run. Imports no deep-learning framework.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+
+from gpulesson import results
+from gpulesson.experiments.contention.measure import epoch_summary
+from gpulesson.results import make_record
+from gpulesson.timing import available_cores
+
+EXPERIMENT = "contention"
+RESULTS_FILE = results.RESULTS_DIR / f"{EXPERIMENT}.jsonl"
+DATA = "synthetic"  # speed does not depend on the pixels: gpulesson.settings.LABELS
+
+
+def condition_record(condition: dict, *, run_id: str, n_images: int, batch_size: int,
+                     epochs: int, baseline: float | None, source: str,
+                     environment: dict | None = None) -> dict:
+    """The results-file record of one :func:`~gpulesson.experiments.contention.measure.run_condition`.
+
+    ``baseline``: the mean epoch seconds of one copy with the framework's threads in this run
+    (None when that condition was not measured): ``slowdown`` is this condition's over it.
+    """
+    copies = [epoch_summary(r["epoch_seconds"], n_images) for r in condition["reports"]]
+    starts = [r["fit_start"] for r in condition["reports"]]
+    ends = [r["fit_end"] for r in condition["reports"]]
+    mean = statistics.fmean(c["mean_epoch_seconds"] for c in copies)
+    samples = condition["load_samples"]
+    fields = {
+        "run_id": run_id, "source": source, "device": "CPU", "device_kind": "cpu",
+        "copies": condition["copies"], "threads": condition["threads"],
+        "framework_threads": condition["reports"][0]["framework_threads"],
+        "n_images": n_images, "batch_size": batch_size, "epochs": epochs,
+        "per_copy": copies,
+        "mean_epoch_seconds": mean,
+        "first_epoch_seconds": statistics.fmean(c["first_epoch_seconds"] for c in copies),
+        "images_per_second": statistics.fmean(c["images_per_second"] for c in copies),
+        "images_per_second_total": sum(c["images_per_second"] for c in copies),
+        "slowdown": mean / baseline if baseline else None,
+        "first_epoch_fastest": sum(c["first_epoch_fastest"] for c in copies),
+        # Seconds between the first and the last copy's start of training.
+        "start_spread_seconds": max(starts) - min(starts),
+        "overlap_seconds": max(0.0, min(ends) - max(starts)),
+        "load_before": condition["load_before"],
+        "load_samples": samples,
+        "load_max": max(samples, default=None),
+        "load_mean": statistics.fmean(samples) if samples else None,
+        "wall_seconds": condition["wall_seconds"],
+        "cpu_cores_available": available_cores(),
+        "cpu_cores_machine": os.cpu_count(),
+    }
+    return make_record(EXPERIMENT, data=DATA, environment=environment, **fields)
+
+
+def make_records(conditions, *, run_id: str, n_images: int, batch_size: int, epochs: int,
+                 source: str = "gpulesson.experiments.contention",
+                 environment: dict | None = None) -> list[dict]:
+    """The records of one run's conditions, with slowdowns against its one-copy condition."""
+    alone = find_in(conditions, 1, None)
+    baseline = None
+    if alone is not None:
+        baseline = statistics.fmean(epoch_summary(r["epoch_seconds"], n_images)
+                                    ["mean_epoch_seconds"] for r in alone["reports"])
+    return [condition_record(c, run_id=run_id, n_images=n_images, batch_size=batch_size,
+                             epochs=epochs, baseline=baseline, source=source,
+                             environment=environment) for c in conditions]
+
+
+def find_in(items, copies: int, threads: int | None) -> dict | None:
+    """The condition or record of ``copies`` copies with ``threads`` (None: the default)."""
+    return next((r for r in items if r.get("copies") == copies and r.get("threads") == threads),
+                None)
+
+
+def reference_run(path=RESULTS_FILE) -> list[dict]:
+    """The records of the reference run (:func:`gpulesson.results.reference_run`)."""
+    return results.reference_run(path, EXPERIMENT)
+
+
+def threads_text(threads: int | None) -> str:
+    return "framework default" if threads is None else f"{threads} thread{'s' * (threads > 1)}"
+
+
+def describe(records) -> str:
+    """One run as a table: per condition the epoch time, images/s, slowdown, load average."""
+    if not records:
+        return "No run recorded."
+    first = records[0]
+    lines = [f"Run {first['run_id']}: {first.get('cpu_model', 'CPU')}, "
+             f"{first.get('cpu_cores_available', '?')} cores usable; "
+             f"{first['n_images']:,} images, batch {first['batch_size']}, "
+             f"{first['epochs']} epoch(s) per copy",
+             f"{'copies':>6} {'threads':>18} {'epoch s':>8} {'img/s each':>11} "
+             f"{'img/s total':>12} {'slowdown':>9} {'load max':>9} {'1st fastest':>12}"]
+    for r in records:
+        slowdown = f"{r['slowdown']:.2f}x" if r.get("slowdown") else "-"
+        load = f"{r['load_max']:.2f}" if r.get("load_max") is not None else "-"
+        fastest = f"{r['first_epoch_fastest']} of {r['copies']}" if r["epochs"] > 1 else "-"
+        lines.append(f"{r['copies']:>6} {threads_text(r['threads']):>18} "
+                     f"{r['mean_epoch_seconds']:>8.1f} {r['images_per_second']:>11,.0f} "
+                     f"{r['images_per_second_total']:>12,.0f} {slowdown:>9} {load:>9} "
+                     f"{fastest:>12}")
+    return "\n".join(lines)

@@ -1,0 +1,58 @@
+"""One training of the contention benchmark, in a process of its own (started by
+:func:`gpulesson.experiments.contention.measure.run_condition`).
+
+    python -m gpulesson.experiments.contention.worker DATA.h5 --n-images 10000 --epochs 2
+
+It trains the lesson's CNN (:func:`gpulesson.lesson.build_cnn`, ``compile_cnn``) on the first
+``--n-images`` training images of a lesson data file, read by the lesson's generator
+(``HDF5Batches``), timed by the lesson's ``EpochTimer``, and prints one JSON line: the epoch
+times, the framework's threads, the cores and when ``fit`` started and ended (Unix time, so
+that the parent can tell whether the copies overlapped).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m gpulesson.experiments.contention.worker",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("data", help="lesson HDF5 data file")
+    parser.add_argument("--n-images", type=int, required=True)
+    parser.add_argument("--batch-size", type=int, required=True)
+    parser.add_argument("--epochs", type=int, required=True)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="framework CPU threads (default: the cores this process may use)")
+    parser.add_argument("--seed", type=int, default=42)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    from gpulesson.timing import available_cores, set_cpu_threads
+
+    # Before the framework runs anything: TensorFlow fixes its threads at its first operation.
+    threads = set_cpu_threads(args.threads)
+    import keras
+
+    from gpulesson import lesson
+
+    train = lesson.HDF5Batches(args.data, "train", args.batch_size, stop=args.n_images,
+                               shuffle=True, seed=1)
+    keras.utils.set_random_seed(args.seed)
+    model = lesson.compile_cnn(lesson.build_cnn())
+    timer = lesson.EpochTimer(samples_per_epoch=train.n_images)
+    started = time.time()
+    model.fit(train, epochs=args.epochs, shuffle=False,
+              callbacks=[lesson.DataEpoch(train), timer], verbose=0)
+    print(json.dumps({"epoch_seconds": timer.epoch_seconds, "framework_threads": threads,
+                      "cores": available_cores(), "fit_start": started,
+                      "fit_end": time.time()}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,257 @@
+"""The contention benchmark of episode 5 (k trainings at once on one CPU): the measurement on
+tiny data, its records, the page's values, the figure, and failing or killed trainings."""
+
+import importlib.util
+import json
+import sys
+
+import carpentry
+import pytest
+from conftest import ROOT
+
+from gpulesson.experiments import contention
+from gpulesson.experiments.contention import measure
+from gpulesson.experiments.contention.__main__ import main as contention_main
+from gpulesson.results import NOT_RECORDED, append_record, read_records, validate_record
+
+EPISODE = ROOT / "_episodes" / "05-cpu-vs-gpu.md"
+ENVIRONMENT = {"date": "2026-11-23T10:00:00+00:00", "cpu_model": "Test CPU", "cores_usable": 2,
+               "cores_total": 2, "device": "CPU", "gpu_count": 0, "backend": "tensorflow",
+               "versions": {"keras": "3.15.1", "tensorflow": "2.21.0"}}
+
+
+def _report(*epochs, start=0.0):
+    return {"epoch_seconds": list(epochs), "framework_threads": {"intra_op": 2, "inter_op": 2},
+            "cores": 2, "fit_start": 1000.0 + start, "fit_end": 1000.0 + start + sum(epochs)}
+
+
+def _conditions():
+    """One copy alone, then two and three at once, then three with one thread each."""
+    return [
+        {"copies": 1, "threads": None, "reports": [_report(12.0, 10.0)], "load_before": 0.1,
+         "load_samples": [0.5, 1.9, 2.0], "wall_seconds": 25.0},
+        {"copies": 2, "threads": None, "reports": [_report(21.0, 20.0), _report(23.0, 24.0, start=1)],
+         "load_before": 1.0, "load_samples": [2.5, 4.1], "wall_seconds": 50.0},
+        {"copies": 3, "threads": None,
+         "reports": [_report(20.0, 40.0), _report(30.0, 45.0, start=2), _report(38.0, 35.0, start=4)],
+         "load_before": 2.0, "load_samples": [4.0, 6.2], "wall_seconds": 90.0},
+        {"copies": 3, "threads": 1,
+         "reports": [_report(16.0, 15.0), _report(16.0, 15.0), _report(16.0, 15.0)],
+         "load_before": 2.0, "load_samples": [3.0], "wall_seconds": 50.0},
+    ]
+
+
+def _records(run_id="20261123T100000Z-abcdef"):
+    return contention.make_records(_conditions(), run_id=run_id, n_images=1000, batch_size=100,
+                                   epochs=2, environment=ENVIRONMENT)
+
+
+@pytest.fixture
+def records_file(tmp_path):
+    path = tmp_path / "contention.jsonl"
+    for record in _records():
+        append_record(path, record)
+    return path
+
+
+# --- the measurement, on tiny data -----------------------------------------------------------
+
+def test_k_trainings_at_once_are_measured_and_recorded(tmp_path):
+    out = tmp_path / "runs.jsonl"
+    assert contention_main(["--quick", "--copies", "1", "2", "--n-images", "128",
+                            "--batch-size", "64", "--epochs", "1", "--cpu-threads",
+                            "--out", str(out)]) == 0
+    records = read_records(out)
+    assert [(r["copies"], r["threads"]) for r in records] == [(1, None), (2, None)]
+    assert len({r["run_id"] for r in records}) == 1
+    for record in records:
+        validate_record(record)
+        assert record["experiment"] == "contention" and record["device"] == "CPU"
+        assert record["data"] == "synthetic" and record["backend"]
+        assert len(record["per_copy"]) == record["copies"]
+        for copy in record["per_copy"]:
+            assert len(copy["epoch_seconds"]) == 1 and copy["epoch_seconds"][0] > 0
+            assert copy["images_per_second"] == pytest.approx(128 / copy["epoch_seconds"][0])
+        assert record["images_per_second_total"] == pytest.approx(
+            sum(c["images_per_second"] for c in record["per_copy"]))
+        assert record["load_samples"] and record["load_max"] == max(record["load_samples"])
+        assert record["cpu_cores_available"] >= 1 and record["framework_threads"]
+        # Both copies trained at the same time, not one after the other.
+        assert record["overlap_seconds"] > 0
+    assert records[0]["slowdown"] == pytest.approx(1.0)
+    assert records[1]["slowdown"] == pytest.approx(
+        records[1]["mean_epoch_seconds"] / records[0]["mean_epoch_seconds"])
+
+
+# --- records ------------------------------------------------------------------------------------
+
+def test_a_record_has_every_field_the_page_and_figure_need():
+    alone, two, three, three_one = _records()
+    assert alone["slowdown"] == 1.0 and alone["mean_epoch_seconds"] == 10.0
+    assert alone["images_per_second"] == 100.0 and alone["first_epoch_seconds"] == 12.0
+    # Copy 1 took 20 s, copy 2 24 s after their first epochs: 22 s against 10 s alone.
+    assert two["mean_epoch_seconds"] == pytest.approx(22.0)
+    assert two["slowdown"] == pytest.approx(2.2)
+    assert two["images_per_second_total"] == pytest.approx(1000 / 20 + 1000 / 24)
+    assert two["start_spread_seconds"] == 1.0 and two["load_max"] == 4.1
+    # Two of the three copies had a first epoch faster than their later ones.
+    assert three["first_epoch_fastest"] == 2 and three["per_copy"][0]["first_epoch_fastest"]
+    assert three_one["threads"] == 1 and three_one["slowdown"] == pytest.approx(1.5)
+    for record in (alone, two, three, three_one):
+        validate_record(record)
+        assert record["cpu_model"] == "Test CPU" and record["run_id"] == alone["run_id"]
+
+
+def test_without_a_copy_alone_there_is_no_slowdown():
+    records = contention.make_records(_conditions()[1:], run_id="r", n_images=1000,
+                                      batch_size=100, epochs=2, environment=ENVIRONMENT)
+    assert all(r["slowdown"] is None for r in records)
+    assert "-" in contention.describe(records)
+
+
+def test_the_table_names_every_condition(records_file):
+    text = contention.describe(contention.reference_run(records_file))
+    assert "Test CPU" in text and "1 thread" in text and "2.20x" in text
+    assert contention.describe([]) == "No run recorded."
+
+
+# --- the page's values ------------------------------------------------------------------------
+
+def test_page_values_come_from_the_newest_run(records_file):
+    for record in _records(run_id="20261123T110000Z-123456"):
+        append_record(records_file, {**record, "slowdown": (record["slowdown"] or 0) * 2})
+    values = contention.substitutions(records_file)
+    assert values["ref_cont_run"] == "20261123T110000Z-123456"
+    assert values["ref_cont_cpu"] == "Test CPU, 2 cores"
+    assert values["ref_cont_alone_rate"] == "100 images/s"
+    # The episode's 45,000 images at 100 images/s.
+    assert values["ref_cont_alone_lesson_epoch"] == "7.5 min"
+    assert values["ref_cont_two_slowdown"] == "4.4 times"
+    assert values["ref_cont_three_one_thread_slowdown"] == "3.0 times"
+    assert values["ref_cont_three_load"] == "6.2"
+    assert values["ref_cont_alone_first"] == "12.0 s" and values["ref_cont_alone_later"] == "10.0 s"
+    assert not [k for k, v in values.items() if NOT_RECORDED in v]
+
+
+def test_a_missing_file_gives_not_recorded_values(tmp_path):
+    values = contention.substitutions(tmp_path / "none.jsonl")
+    assert values["ref_cont_lesson_images"] == "45,000"
+    assert all(v == NOT_RECORDED for k, v in values.items() if k != "ref_cont_lesson_images")
+
+
+def _episode(values_from):
+    values = {**carpentry.placeholder_values(ROOT), **contention.substitutions(values_from)}
+    return carpentry.fill_placeholders(EPISODE.read_text(encoding="utf-8"), ROOT, values)
+
+
+def test_the_episode_reads_well_without_the_records(tmp_path):
+    filled = _episode(tmp_path / "none.jsonl")
+    section = filled.split("## How long should a CPU epoch take?")[1].split("\n## ")[0]
+    assert "python -m gpulesson.experiments.contention" in section
+    assert "contention.svg" not in section
+    assert not [line for line in section.splitlines()
+                if NOT_RECORDED in line and not line.startswith(":alt:")]
+
+
+def test_the_episode_shows_the_measurement_once_recorded(records_file):
+    filled = _episode(records_file)
+    section = filled.split("## How long should a CPU epoch take?")[1].split("\n## ")[0]
+    assert "contention.svg" in section and "4.4 times" not in section
+    assert "2.2 times" in section and "100 images/s" in section
+    assert NOT_RECORDED not in section
+
+
+# --- the figure ---------------------------------------------------------------------------------
+
+def _figure_script():
+    spec = importlib.util.spec_from_file_location(
+        "contention_figure", ROOT / "fig" / "05-cpu-vs-gpu" / "contention.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_figure_script_draws_from_a_records_file(records_file, tmp_path):
+    written = _figure_script().draw(records_file, tmp_path)
+    assert [p.name for p in written] == ["contention.svg"]
+    svg = written[0].read_text(encoding="utf-8")
+    assert "trainings running at once" in svg and "1 thread" in svg
+
+
+@pytest.mark.bad_input("missing file")
+def test_the_figure_script_says_when_nothing_is_recorded(tmp_path):
+    with pytest.raises(SystemExit, match=r"holds no run.*python -m gpulesson.experiments.contention"):
+        _figure_script().draw(tmp_path / "none.jsonl", tmp_path)
+    assert not list(tmp_path.glob("*.svg"))
+
+
+# --- failing and killed trainings ---------------------------------------------------------------
+
+@pytest.mark.bad_input("missing file")
+def test_a_failing_training_is_a_clear_error(tmp_path):
+    with pytest.raises(contention.WorkerError, match=r"copy 1 of 1 failed(.|\n)*no-such\.h5"):
+        contention.run_condition(tmp_path / "no-such.h5", 1, n_images=64, batch_size=32,
+                                 epochs=1, timeout=300)
+
+
+@pytest.mark.bad_input("killed job")
+def test_a_killed_training_is_a_clear_error(tmp_path, monkeypatch):
+    killed = [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"]
+    monkeypatch.setattr(measure, "_command", lambda *a, **k: killed)
+    with pytest.raises(contention.WorkerError, match="exit status -9"):
+        contention.run_condition(tmp_path / "x.h5", 2, n_images=64, batch_size=32, epochs=1)
+
+
+@pytest.mark.bad_input("killed job")
+def test_a_training_without_its_timings_is_a_clear_error(tmp_path, monkeypatch):
+    silent = [sys.executable, "-c", "import sys; sys.stderr.write('out of memory')"]
+    monkeypatch.setattr(measure, "_command", lambda *a, **k: silent)
+    with pytest.raises(contention.WorkerError, match=r"without its timings(.|\n)*out of memory"):
+        contention.run_condition(tmp_path / "x.h5", 1, n_images=64, batch_size=32, epochs=1)
+
+
+@pytest.mark.bad_input("killed job")
+def test_trainings_past_the_limit_are_stopped_and_nothing_is_written(tmp_path, capsys):
+    out = tmp_path / "runs.jsonl"
+    append_record(out, _records()[0])
+    before = out.read_bytes()
+    assert contention_main(["--quick", "--copies", "1", "2", "--timeout", "0.5",
+                            "--out", str(out)]) == 1
+    error = capsys.readouterr().err
+    assert "ran past the limit of 0.5 s" in error and "--timeout" in error
+    assert "Nothing was written" in error
+    assert out.read_bytes() == before
+
+
+@pytest.mark.bad_input("bad argument")
+@pytest.mark.parametrize("args, message", [
+    (["--copies", "0"], "--copies must be at least 1"),
+    (["--n-images", "64", "--batch-size", "128"], "larger than --n-images"),
+    (["--timeout", "0"], "--timeout must be positive"),
+    (["--cpu-threads", "0"], "--cpu-threads must be at least 1"),
+])
+def test_bad_arguments_are_refused_before_anything_runs(tmp_path, capsys, args, message):
+    out = tmp_path / "runs.jsonl"
+    with pytest.raises(SystemExit):
+        contention_main([*args, "--quick", "--out", str(out)])
+    assert message in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_worker_output_is_one_json_line(tmp_path):
+    """The worker's report format, read back as the parent reads it."""
+    out, err = tmp_path / "o", tmp_path / "e"
+    out.write_text("noise\n" + json.dumps(_report(1.0, 2.0)) + "\n")
+    err.write_text("")
+    assert measure._report(out, err, 1)["epoch_seconds"] == [1.0, 2.0]
+
+
+def test_series_differ_by_more_than_colour():
+    import matplotlib.pyplot as plt
+    from test_accessibility import problems
+
+    (fig,) = contention.figures(_records())
+    try:
+        assert not problems(fig)
+    finally:
+        plt.close(fig)
