@@ -13,7 +13,15 @@ from matplotlib.lines import Line2D
 
 matplotlib.use("Agg")
 
-from gpulesson.experiments import calibration, cnn, feeding, matmul, small_models, torch_reference  # noqa: E402
+from gpulesson.experiments import (  # noqa: E402
+    calibration,
+    cnn,
+    contention,
+    feeding,
+    matmul,
+    small_models,
+    torch_reference,
+)
 
 
 def with_gpu_twins(records):
@@ -66,6 +74,7 @@ FIGURES = {
     "pytorch (episode 8)": lambda: torch_reference.figures(with_gpu_twins(torch_reference.reference_run())),
     "feeding (episode 9)": lambda: feeding.figures(with_gpu_twins(feeding.reference_run())),
     "stand-in calibration (episode 5)": lambda: calibration.figures([calibration.reference_record()]),
+    "contention (episode 5)": lambda: contention.figures(contention.reference_run()),
 }
 
 

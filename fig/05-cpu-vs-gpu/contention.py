@@ -8,25 +8,15 @@ gpulesson.experiments.contention.reference_run); record one on an otherwise quie
 nothing.
 """
 
-import sys
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-
 from gpulesson.experiments import contention
-from gpulesson.plots import save_figures
+from gpulesson.figure_scripts import drawer, main
 
 HERE = Path(__file__).resolve().parent
 FIGURES = ("contention.svg",)
-
-
-def draw(results=contention.RESULTS_FILE, folder=HERE) -> list[Path]:
-    return save_figures(contention.reference_run(results), contention.figures, FIGURES, folder,
-                        results=results, command="python -m gpulesson.experiments.contention")
+draw = drawer(contention, FIGURES, HERE)
 
 
 if __name__ == "__main__":
-    for written in draw(*sys.argv[1:2]):
-        print(written)
+    main(draw)

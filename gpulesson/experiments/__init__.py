@@ -7,6 +7,9 @@ read by ``_ext/carpentry.py`` while the site builds), figures, command line
 (:mod:`gpulesson.lesson`) and the helpers at the top of :mod:`gpulesson`; no helper imports them.
 
 - :mod:`~gpulesson.experiments.cnn`: episode 5, the CNN on the CPU and the GPU;
+  :mod:`~gpulesson.experiments.contention`: episode 5, CPU epochs on a shared machine;
+  :mod:`~gpulesson.experiments.calibration`: episode 5's instructor notes, the stand-in's
+  calibration;
 - :mod:`~gpulesson.experiments.matmul`: episode 6, matrix multiplication;
 - :mod:`~gpulesson.experiments.small_models`: episode 7, the small MLP and its sweep;
 - :mod:`~gpulesson.experiments.torch_reference`: episode 8, the PyTorch version;

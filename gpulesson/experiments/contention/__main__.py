@@ -19,6 +19,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from gpulesson.experiments.cli import add_out_option, say_appended
 from gpulesson.experiments.contention.measure import (
     BATCH_SIZE,
     COPIES,
@@ -58,8 +59,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="tiny sizes (also when LESSON_QUICK=1), for tests")
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="folder for the data file (default: a temporary folder)")
-    parser.add_argument("--out", type=Path, default=RESULTS_FILE,
-                        help=f"results file to append to (default {RESULTS_FILE})")
+    add_out_option(parser, RESULTS_FILE)
     return parser
 
 
@@ -102,7 +102,7 @@ def main(argv=None) -> int:
     for record in records:
         append_record(args.out, record)
     print(describe(records))
-    print(f"Appended {len(records)} record(s) of run {run_id} to {args.out}")
+    say_appended(records, args.out)
     return 0
 
 
