@@ -46,10 +46,23 @@ def _records(run_id="20261123T100000Z-abcdef"):
                                    epochs=2, environment=ENVIRONMENT)
 
 
+def _watched_records(run_id="20261123T100500Z-fedcba"):
+    """One training shown in no browser, with Keras' bar in a browser, with a line an epoch."""
+    conditions = [
+        {"copies": 1, "threads": None, "watched": mode, "reports": [_report(*epochs)],
+         "load_before": 0.2, "load_samples": samples, "wall_seconds": sum(epochs)}
+        for mode, epochs, samples in (
+            ("no browser", (30.0, 28.0, 28.0), [1.2]),
+            ("browser, bar per step", (40.0, 70.0, 98.0), [2.9, 3.4]),
+            ("browser, line per epoch", (31.0, 29.0, 29.0), [1.3]))]
+    return contention.make_records(conditions, run_id=run_id, n_images=45000, batch_size=256,
+                                   epochs=3, environment=ENVIRONMENT)
+
+
 @pytest.fixture
 def records_file(tmp_path):
     path = tmp_path / "contention.jsonl"
-    for record in _records():
+    for record in _records() + _watched_records():
         append_record(path, record)
     return path
 
@@ -58,7 +71,7 @@ def records_file(tmp_path):
 
 def test_k_trainings_at_once_are_measured_and_recorded(tmp_path):
     out = tmp_path / "runs.jsonl"
-    assert contention_main(["--quick", "--copies", "1", "2", "--n-images", "128",
+    assert contention_main(["--quick", "--parts", "copies", "--copies", "1", "2", "--n-images", "128",
                             "--batch-size", "64", "--epochs", "1", "--cpu-threads",
                             "--out", str(out)]) == 0
     records = read_records(out)
@@ -173,9 +186,11 @@ def _figure_script():
 
 def test_the_figure_script_draws_from_a_records_file(records_file, tmp_path):
     written = _figure_script().draw(records_file, tmp_path)
-    assert [p.name for p in written] == ["contention.svg"]
+    assert [p.name for p in written] == ["contention.svg", "contention-watched.svg"]
     svg = written[0].read_text(encoding="utf-8")
     assert "trainings running at once" in svg and "1 thread" in svg
+    svg = written[1].read_text(encoding="utf-8")
+    assert "browser, bar per step" in svg and "no browser" in svg and "epoch" in svg
 
 
 @pytest.mark.bad_input("missing file")
@@ -215,8 +230,8 @@ def test_trainings_past_the_limit_are_stopped_and_nothing_is_written(tmp_path, c
     out = tmp_path / "runs.jsonl"
     append_record(out, _records()[0])
     before = out.read_bytes()
-    assert contention_main(["--quick", "--copies", "1", "2", "--timeout", "0.5",
-                            "--out", str(out)]) == 1
+    assert contention_main(["--quick", "--parts", "copies", "--copies", "1", "2", "--timeout",
+                            "0.5", "--out", str(out)]) == 1
     error = capsys.readouterr().err
     assert "ran past the limit of 0.5 s" in error and "--timeout" in error
     assert "Nothing was written" in error
@@ -250,8 +265,80 @@ def test_series_differ_by_more_than_colour():
     import matplotlib.pyplot as plt
     from test_accessibility import problems
 
-    (fig,) = contention.figures(_records())
+    figures = contention.figures(_records()) + contention.watched_figures(_watched_records())
     try:
-        assert not problems(fig)
+        assert not [p for fig in figures for p in problems(fig)]
     finally:
-        plt.close(fig)
+        for fig in figures:
+            plt.close(fig)
+
+
+# --- the watched part ---------------------------------------------------------------------------
+
+def test_the_watched_part_has_its_own_run_and_slowdowns_against_no_browser():
+    none, bar, lines = _watched_records()
+    assert {r["part"] for r in (none, bar, lines)} == {"watched"}
+    assert none["slowdown"] == 1.0
+    assert bar["slowdown"] == pytest.approx((70 + 98) / 2 / 28)
+    assert all(r["part"] == "copies" and r["watched"] is None for r in _records())
+    text = contention.describe(_watched_records())
+    assert "browser, bar per step" in text and "40.0, 70.0, 98.0" in text
+
+
+def test_watched_page_values_come_from_the_newest_watched_run(records_file):
+    values = contention.substitutions(records_file)
+    # The copies part is still read from its own run.
+    assert values["ref_cont_run"] == "20261123T100000Z-abcdef"
+    assert values["ref_cont_watch_images"] == "45,000" and values["ref_cont_watch_epochs"] == "3"
+    assert values["ref_cont_watch_bar_epochs"] == "40, 70, 98 s"
+    assert values["ref_cont_watch_bar_first"] == "40.0 s" and values["ref_cont_watch_bar_last"] == "1.6 min"
+    assert values["ref_cont_watch_bar_slowdown"] == "3.0 times"
+    assert values["ref_cont_watch_lines_slowdown"] == "1.0 times"
+    assert values["ref_cont_watch_none_load"] == "1.2"
+    assert values["ref_cont_watch_bar_trend"] == "grew from one epoch to the next"
+    assert values["ref_cont_watch_lines_trend"].startswith("stayed about the same")
+    assert values["ref_cont_watch_bar_vs_none"] == "slower than"
+    assert values["ref_cont_watch_lines_vs_none"] == "about as fast as"
+
+
+def test_comparisons_in_words_follow_the_numbers(records_file):
+    values = contention.substitutions(records_file)
+    # Three at once: 40 s against 10 s alone, more than the 3 times of an equal share.
+    assert values["ref_cont_three_vs_share"] == "more than"
+    assert contention.page.compared(2.0, 3.0) == "less than"
+    assert contention.page.compared(3.2, 3.0) == "about"
+    assert contention.page.compared(4.0, 3.0) == "more than"
+    # One thread each: 15 s against 40 s with the default threads.
+    assert values["ref_cont_one_thread_vs_default"] == "faster than"
+
+
+def test_a_training_in_a_browser_is_measured(tmp_path):
+    """The watched part for real, tiny: JupyterLab, the notebook open in headless Chromium,
+    its cells run from the page; skipped where Chromium or Playwright is missing."""
+    from gpulesson.experiments.contention import watched
+
+    if watched.chromium_path() is None or importlib.util.find_spec("playwright") is None:
+        pytest.skip(watched.ENABLE)
+    out = tmp_path / "runs.jsonl"
+    assert contention_main(["--quick", "--parts", "watched", "--watched-n-images", "128",
+                            "--batch-size", "64", "--watched-epochs", "2", "--timeout", "300",
+                            "--out", str(out)]) == 0
+    records = read_records(out)
+    assert [r["watched"] for r in records] == list(watched.MODES)
+    for record in records:
+        validate_record(record)
+        assert record["part"] == "watched" and len(record["per_copy"][0]["epoch_seconds"]) == 2
+        # The load was sampled while the training ran, also while the page ran it.
+        assert record["load_samples"] and record["load_max"] > 0
+    assert records[0]["slowdown"] == 1.0 and records[1]["slowdown"] > 0
+
+
+@pytest.mark.bad_input("missing file")
+def test_a_failing_training_in_the_browser_is_a_clear_error(tmp_path):
+    from gpulesson.experiments.contention import watched
+
+    if watched.chromium_path() is None or importlib.util.find_spec("playwright") is None:
+        pytest.skip(watched.ENABLE)
+    with pytest.raises(contention.WorkerError, match=r"failed in the notebook(.|\n)*no-such"):
+        watched.run_watched(tmp_path / "no-such.h5", "browser, line per epoch", n_images=64,
+                            batch_size=32, epochs=1, timeout=120)

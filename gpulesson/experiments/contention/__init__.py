@@ -1,18 +1,23 @@
-"""Trainings sharing a CPU: the lesson's CNN trained by 1, 2, 3 processes at once.
+"""Trainings sharing a CPU: the lesson's CNN trained by 1, 2, 3 processes at once, or shown
+live in a browser on the same machine.
 
 The measurement behind the episode "Training a CNN on the CPU and on the GPU"'s section on how
 long a CPU epoch should take. Each framework process starts as many threads as there are
-cores, so k trainings at once on the same cores each get about a k-th of the machine, or less
-when their thread pools, which wait for each other, are preempted. The benchmark starts k
+cores, so k trainings at once on the same cores take turns on them; how much each loses is
+what the benchmark measures. It starts k
 identical trainings together, each a process of its own running the lesson's code
 (:func:`gpulesson.lesson.build_cnn`, ``HDF5Batches``, ``EpochTimer``) on a subset of the
 synthetic stand-in, records every copy's epoch times and the load average seen meanwhile, and
-optionally repeats it with one framework thread per copy.
+optionally repeats it with one framework thread per copy. Its second part runs one training
+of the episode's size in a JupyterLab notebook open in headless Chromium, with Keras' progress
+bar and with one line an epoch, and once with no browser
+(:mod:`~gpulesson.experiments.contention.watched`); each part is a run of its own.
 
 Its parts, in the order of an experiment:
 
 - :mod:`~gpulesson.experiments.contention.measure`: the conditions, :func:`run_benchmark`
-  (the trainings themselves: :mod:`~gpulesson.experiments.contention.worker`);
+  (the trainings themselves: :mod:`~gpulesson.experiments.contention.worker`), and
+  :mod:`~gpulesson.experiments.contention.watched` for the browser;
 - :mod:`~gpulesson.experiments.contention.records`: the records, the reference run, a table;
 - :mod:`~gpulesson.experiments.contention.page`: the episode's ``ref_cont_*`` values;
 - :mod:`~gpulesson.experiments.contention.figures`: the figure
@@ -23,7 +28,7 @@ Its parts, in the order of an experiment:
 Importing the package imports no deep-learning framework; only the workers do.
 """
 
-from gpulesson.experiments.contention.figures import figures
+from gpulesson.experiments.contention.figures import figures, watched_figures
 from gpulesson.experiments.contention.measure import (
     BATCH_SIZE,
     COPIES,
@@ -52,5 +57,5 @@ __all__ = [
     "BATCH_SIZE", "COPIES", "DATA", "EPOCHS", "EXPERIMENT", "NOT_RECORDED", "N_IMAGES",
     "RESULTS_FILE", "TIMEOUT", "WorkerError", "describe", "epoch_summary", "figures",
     "find_in", "make_records", "reference_run", "run_benchmark", "run_condition",
-    "substitutions", "write_data",
+    "substitutions", "watched_figures", "write_data",
 ]

@@ -1,5 +1,6 @@
-"""The figure of one run: epoch time and throughput against the number of trainings at once
-(drawn by ``fig/05-cpu-vs-gpu/contention.py``)."""
+"""The figures of the two parts: epoch time and throughput against the number of trainings at
+once, and the epochs of one training shown in a browser or not (drawn by
+``fig/05-cpu-vs-gpu/contention.py``)."""
 
 from __future__ import annotations
 
@@ -68,5 +69,42 @@ def figures(records):
     fig.suptitle(f"The lesson's CNN, k trainings at once on one CPU | {data_label(records)}\n"
                  f"{cpu} | batch {first['batch_size']} | {software(records[0])} | "
                  f"run {first['run_id']}", fontsize=9.5)
+    fig.tight_layout()
+    return (fig,)
+
+
+# Per mode of the watched part: line style and marker as well as colour.
+_WATCHED_STYLE = {
+    "no browser": {"marker": "o", "linestyle": "-", "color": "tab:blue"},
+    "browser, bar per step": {"marker": "s", "linestyle": "--", "color": "tab:red",
+                              "fillstyle": "none"},
+    "browser, line per epoch": {"marker": "^", "linestyle": ":", "color": "tab:green"},
+}
+
+
+def watched_figures(records):
+    """``(fig,)``: the seconds of each epoch of one training, one line for each way its output
+    was shown (no browser; in JupyterLab in Chromium with Keras' bar; with a line an epoch)."""
+    import matplotlib.pyplot as plt
+
+    if not records:
+        raise ValueError("no records to plot: run python -m gpulesson.experiments.contention "
+                         "--parts watched")
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for record in records:
+        epochs = record["per_copy"][0]["epoch_seconds"]
+        ax.plot(range(1, len(epochs) + 1), epochs, linewidth=1.6, markersize=7,
+                label=record["watched"], **_WATCHED_STYLE.get(record["watched"], _OTHER))
+    first = records[0]
+    ax.set_xticks(range(1, first["epochs"] + 1))
+    ax.set_xlabel("epoch")
+    ax.set_ylabel(f"seconds for {first['n_images']:,} images")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    cpu = hardware(records).get("CPU", "CPU")
+    ax.set_title(f"One training of the lesson's CNN, its output shown live or not | "
+                 f"{data_label(records)}\n{cpu} | batch {first['batch_size']} | "
+                 f"{software(first)} | run {first['run_id']}", fontsize=9)
     fig.tight_layout()
     return (fig,)

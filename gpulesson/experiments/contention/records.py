@@ -35,6 +35,10 @@ def condition_record(condition: dict, *, run_id: str, n_images: int, batch_size:
     samples = condition["load_samples"]
     fields = {
         "run_id": run_id, "source": source, "device": "CPU", "device_kind": "cpu",
+        # Two parts, each recorded as a run of its own: k copies at once ("copies"), and one
+        # training shown live in a browser or not ("watched", see contention.watched).
+        "part": "watched" if condition.get("watched") else "copies",
+        "watched": condition.get("watched"),
         "copies": condition["copies"], "threads": condition["threads"],
         "framework_threads": condition["reports"][0]["framework_threads"],
         "n_images": n_images, "batch_size": batch_size, "epochs": epochs,
@@ -62,8 +66,10 @@ def condition_record(condition: dict, *, run_id: str, n_images: int, batch_size:
 def make_records(conditions, *, run_id: str, n_images: int, batch_size: int, epochs: int,
                  source: str = "gpulesson.experiments.contention",
                  environment: dict | None = None) -> list[dict]:
-    """The records of one run's conditions, with slowdowns against its one-copy condition."""
-    alone = find_in(conditions, 1, None)
+    """The records of one run's conditions, with slowdowns against its one-copy condition (in
+    the watched part: against the training shown in no browser)."""
+    watched = any(c.get("watched") for c in conditions)
+    alone = find_in(conditions, 1, None, "no browser" if watched else None)
     baseline = None
     if alone is not None:
         baseline = statistics.fmean(epoch_summary(r["epoch_seconds"], n_images)
@@ -73,15 +79,16 @@ def make_records(conditions, *, run_id: str, n_images: int, batch_size: int, epo
                              environment=environment) for c in conditions]
 
 
-def find_in(items, copies: int, threads: int | None) -> dict | None:
-    """The condition or record of ``copies`` copies with ``threads`` (None: the default)."""
-    return next((r for r in items if r.get("copies") == copies and r.get("threads") == threads),
-                None)
+def find_in(items, copies: int, threads: int | None, watched: str | None = None) -> dict | None:
+    """The condition or record of ``copies`` copies with ``threads`` (None: the default),
+    shown as ``watched`` (None: the copies part)."""
+    return next((r for r in items if r.get("copies") == copies and r.get("threads") == threads
+                 and r.get("watched") == watched), None)
 
 
-def reference_run(path=RESULTS_FILE) -> list[dict]:
-    """The records of the reference run (:func:`gpulesson.results.reference_run`)."""
-    return results.reference_run(path, EXPERIMENT)
+def reference_run(path=RESULTS_FILE, part: str = "copies") -> list[dict]:
+    """The records of the newest run of ``part`` ("copies" or "watched")."""
+    return results.reference_run(path, EXPERIMENT, part=part)
 
 
 def threads_text(threads: int | None) -> str:
@@ -99,6 +106,8 @@ def describe(records) -> str:
              f"{first['epochs']} epoch(s) per copy",
              f"{'copies':>6} {'threads':>18} {'epoch s':>8} {'img/s each':>11} "
              f"{'img/s total':>12} {'slowdown':>9} {'load max':>9} {'1st fastest':>12}"]
+    if first.get("part") == "watched":
+        return _describe_watched(records, lines[0])
     for r in records:
         slowdown = f"{r['slowdown']:.2f}x" if r.get("slowdown") else "-"
         load = f"{r['load_max']:.2f}" if r.get("load_max") is not None else "-"
@@ -107,4 +116,14 @@ def describe(records) -> str:
                      f"{r['mean_epoch_seconds']:>8.1f} {r['images_per_second']:>11,.0f} "
                      f"{r['images_per_second_total']:>12,.0f} {slowdown:>9} {load:>9} "
                      f"{fastest:>12}")
+    return "\n".join(lines)
+
+
+def _describe_watched(records, title: str) -> str:
+    lines = [title, f"{'shown':>24} {'epochs (s)':>24} {'slowdown':>9} {'load max':>9}"]
+    for r in records:
+        epochs = ", ".join(f"{t:.1f}" for t in r["per_copy"][0]["epoch_seconds"])
+        slowdown = f"{r['slowdown']:.2f}x" if r.get("slowdown") else "-"
+        load = f"{r['load_max']:.2f}" if r.get("load_max") is not None else "-"
+        lines.append(f"{r['watched']:>24} {epochs:>24} {slowdown:>9} {load:>9}")
     return "\n".join(lines)

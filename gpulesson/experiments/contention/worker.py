@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -27,6 +28,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--threads", type=int, default=None,
                         help="framework CPU threads (default: the cores this process may use)")
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--verbose", type=int, choices=(0, 1, 2), default=0,
+                        help="Keras' log: 0 none, 1 a progress bar updated every step, 2 one "
+                             "line an epoch (default 0)")
+    parser.add_argument("--result", default=None,
+                        help="also write the JSON line to this file (a notebook's output "
+                             "is hard to read back)")
     return parser
 
 
@@ -47,10 +54,16 @@ def main(argv=None) -> int:
     timer = lesson.EpochTimer(samples_per_epoch=train.n_images)
     started = time.time()
     model.fit(train, epochs=args.epochs, shuffle=False,
-              callbacks=[lesson.DataEpoch(train), timer], verbose=0)
-    print(json.dumps({"epoch_seconds": timer.epoch_seconds, "framework_threads": threads,
-                      "cores": available_cores(), "fit_start": started,
-                      "fit_end": time.time()}), flush=True)
+              callbacks=[lesson.DataEpoch(train), timer], verbose=args.verbose)
+    report = json.dumps({"epoch_seconds": timer.epoch_seconds, "framework_threads": threads,
+                         "cores": available_cores(), "fit_start": started,
+                         "fit_end": time.time()})
+    if args.result:
+        # Written whole under another name, then renamed: a reader never sees half a line.
+        partial = Path(args.result).with_suffix(".partial")
+        partial.write_text(report + "\n", encoding="utf-8")
+        partial.replace(args.result)
+    print(report, flush=True)
     return 0
 
 
