@@ -299,6 +299,9 @@ def test_watched_page_values_come_from_the_newest_watched_run(records_file):
     assert values["ref_cont_watch_lines_trend"].startswith("stayed about the same")
     assert values["ref_cont_watch_bar_vs_none"] == "slower than"
     assert values["ref_cont_watch_lines_vs_none"] == "about as fast as"
+    # Alone: 12 and 10 s for 1,000 images (copies), 30 and 28 s for 45,000 (no browser), each
+    # scaled to the episode's 45,000 images.
+    assert values["ref_cont_alone_range"] == "28.0 s to 9.0 min"
 
 
 def test_comparisons_in_words_follow_the_numbers(records_file):

@@ -113,6 +113,20 @@ def _verdicts(records) -> dict[str, str]:
     return values
 
 
+def _alone_range(copies_run, watched_run) -> str:
+    """The shortest and longest epoch of a training alone on the machine, in both parts' runs
+    (one copy with the default threads; no browser), scaled to the episode's epoch: how much
+    single runs vary there."""
+    alone = [r for r in (find_in(copies_run, 1, None),
+                         find_in(watched_run, 1, None, WATCHED["none"])) if r]
+    rates = [r["n_images"] / seconds for r in alone
+             for seconds in r["per_copy"][0]["epoch_seconds"]]
+    if not rates:
+        return NOT_RECORDED
+    return (f"{duration(LESSON_EPOCH_IMAGES / max(rates))} to "
+            f"{duration(LESSON_EPOCH_IMAGES / min(rates))}")
+
+
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     """Text snippets of the reference run for episode 5 (MyST substitutions ``ref_cont_*``);
     NOT_RECORDED for everything the run lacks."""
@@ -137,5 +151,7 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
                                     ("three_one_thread", 3, 1)):
         values.update(_condition(f"ref_cont_{prefix}", find_in(records, copies, threads)))
     values.update(_verdicts(records))
-    values.update(_watched(reference_run(path, "watched")))
+    watched = reference_run(path, "watched")
+    values.update(_watched(watched))
+    values["ref_cont_alone_range"] = _alone_range(records, watched)
     return values
