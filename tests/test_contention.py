@@ -317,17 +317,18 @@ def test_comparisons_in_words_follow_the_numbers(records_file):
 
 def test_a_training_in_a_browser_is_measured(tmp_path):
     """The watched part for real, tiny: JupyterLab, the notebook open in headless Chromium,
-    its cells run from the page; skipped where Chromium or Playwright is missing."""
+    its cells run from the page, and the same training with no browser; skipped where
+    Chromium or Playwright is missing."""
     from gpulesson.experiments.contention import watched
 
     if watched.chromium_path() is None or importlib.util.find_spec("playwright") is None:
         pytest.skip(watched.ENABLE)
-    out = tmp_path / "runs.jsonl"
-    assert contention_main(["--quick", "--parts", "watched", "--watched-n-images", "128",
-                            "--batch-size", "64", "--watched-epochs", "2", "--timeout", "300",
-                            "--out", str(out)]) == 0
-    records = read_records(out)
-    assert [r["watched"] for r in records] == list(watched.MODES)
+    modes = ("no browser", "browser, bar per step")
+    conditions = watched.run_watched_benchmark(modes, n_images=128, batch_size=64, epochs=2,
+                                               timeout=300, data_dir=tmp_path)
+    records = contention.make_records(conditions, run_id="r", n_images=128, batch_size=64,
+                                      epochs=2)
+    assert [r["watched"] for r in records] == list(modes)
     for record in records:
         validate_record(record)
         assert record["part"] == "watched" and len(record["per_copy"][0]["epoch_seconds"]) == 2
