@@ -71,8 +71,10 @@ def test_the_cnn_episode_shows_a_model_that_still_makes_mistakes():
     assert found, "the CNN episode's record prints no test accuracy"
     low, high = TEACHING_ACCURACY
     assert low <= float(found[-1]) <= high, found
-    assert 'Model: "cifar_cnn"' in json.dumps(
-        [cell.outputs for cell in records()["05-cpu-vs-gpu"].cells if cell.cell_type == "code"])
+    shown = "".join(output.get("data", {}).get("text/plain", "")
+                    for cell in records()["05-cpu-vs-gpu"].cells if cell.cell_type == "code"
+                    for output in cell.outputs)
+    assert 'Model: "cifar_cnn"' in shown and "Total params" in shown
     # Keras' log: one line an epoch (the bar's last state), not one a step.
     epochs = re.findall(r"^Epoch \d+/\d+$", text, flags=re.MULTILINE)
     assert epochs and len(text.splitlines()) < 20 * len(epochs)

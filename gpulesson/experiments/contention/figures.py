@@ -103,8 +103,8 @@ def watched_figures(records):
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
     cpu = hardware(records).get("CPU", "CPU")
-    ax.set_title(f"One training of the lesson's CNN, its output shown live or not | "
-                 f"{data_label(records)}\n{cpu} | batch {first['batch_size']} | "
+    ax.set_title(f"One training of the lesson's CNN, its output shown live or not\n"
+                 f"{data_label(records)} | {cpu} | batch {first['batch_size']}\n"
                  f"{software(first)} | run {first['run_id']}", fontsize=9)
     fig.tight_layout()
     return (fig,)
