@@ -23,17 +23,12 @@ import yaml
 from carpentry import schedule_parts
 from conftest import ROOT
 
+from gpulesson.localhost import chromium_path
+
 ENABLE = ("browser tests need Chromium: apt-get install chromium (or set LESSON_CHROMIUM=/path), "
           "and the playwright package (pip install -r requirements/dev.txt)")
 ARTIFACTS = ROOT / "_build" / "test-artifacts"
 TIMEOUT_MS = 15_000
-
-
-def chromium_path() -> str | None:
-    """The Chromium to drive: $LESSON_CHROMIUM, else Debian's, else one on the PATH."""
-    candidates = [os.environ.get("LESSON_CHROMIUM"), "/usr/bin/chromium", "/usr/bin/chromium-browser",
-                  shutil.which("chromium"), shutil.which("chromium-browser")]
-    return next((c for c in candidates if c and os.access(c, os.X_OK)), None)
 
 
 def toc_pages() -> list[str]:

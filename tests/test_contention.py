@@ -12,6 +12,7 @@ from conftest import ROOT
 from gpulesson.experiments import contention
 from gpulesson.experiments.contention import measure
 from gpulesson.experiments.contention.__main__ import main as contention_main
+from gpulesson.localhost import chromium_path
 from gpulesson.results import NOT_RECORDED, append_record, read_records, validate_record
 
 EPISODE = ROOT / "_episodes" / "05-cpu-vs-gpu.md"
@@ -321,7 +322,7 @@ def test_a_training_in_a_browser_is_measured(tmp_path):
     Chromium or Playwright is missing."""
     from gpulesson.experiments.contention import watched
 
-    if watched.chromium_path() is None or importlib.util.find_spec("playwright") is None:
+    if chromium_path() is None or importlib.util.find_spec("playwright") is None:
         pytest.skip(watched.ENABLE)
     modes = ("no browser", "browser, bar per step")
     conditions = watched.run_watched_benchmark(modes, n_images=128, batch_size=64, epochs=2,
@@ -341,7 +342,7 @@ def test_a_training_in_a_browser_is_measured(tmp_path):
 def test_a_failing_training_in_the_browser_is_a_clear_error(tmp_path):
     from gpulesson.experiments.contention import watched
 
-    if watched.chromium_path() is None or importlib.util.find_spec("playwright") is None:
+    if chromium_path() is None or importlib.util.find_spec("playwright") is None:
         pytest.skip(watched.ENABLE)
     with pytest.raises(contention.WorkerError, match=r"failed in the notebook(.|\n)*no-such"):
         watched.run_watched(tmp_path / "no-such.h5", "browser, line per epoch", n_images=64,

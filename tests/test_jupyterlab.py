@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from gpulesson.localhost import free_port
+
 requests = pytest.importorskip("requests")
 # jupyter_server depends on websocket-client, so JupyterLab always brings it.
 websocket = pytest.importorskip("websocket")
@@ -30,12 +32,6 @@ KERNEL = "gpulesson"
 DISPLAY_NAME = "Python (gpulesson)"
 STARTUP_S = 30
 CELL_S = 40
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _stop(process: subprocess.Popen) -> None:
@@ -78,7 +74,7 @@ def jupyter_env(tmp_path_factory):
 @pytest.fixture(scope="module")
 def lab(jupyter_env, tmp_path_factory):
     """A running JupyterLab on the lesson folder: (base URL, headers); stopped afterwards."""
-    port = _free_port()
+    port = free_port()
     token = secrets.token_hex(16)
     log_path = tmp_path_factory.mktemp("jupyter-log") / "lab.log"
     log = open(log_path, "w")

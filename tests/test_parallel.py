@@ -21,6 +21,7 @@ from conftest import ROOT
 from test_jobs import lesson_folder
 
 from gpulesson.experiments import parallel
+from gpulesson.localhost import free_port
 
 # The run both tests compare: 3 steps of 4 x 8 images, SGD at 0.05 (tuned for 32 images).
 PER_REPLICA, STEPS, RATE, BASE = 8, 3, 0.05, 32
@@ -121,15 +122,9 @@ def test_replicas_in_sync_sees_a_copy_that_differs():
     assert parallel.local_weights(model([3.0], [3.0]))[0].tolist() == [3.0]
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_two_processes_train_like_one(single_process, tmp_path):
     _, npz = single_process
-    port = _free_port()
+    port = free_port()
     processes = []
     with contextlib.ExitStack() as stack:
         logs = [stack.enter_context(open(tmp_path / f"process{rank}.log", "w+"))

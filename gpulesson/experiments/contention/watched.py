@@ -17,8 +17,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,6 +25,7 @@ import urllib.request
 from pathlib import Path
 
 from gpulesson.experiments.contention.measure import WORKER, WorkerError, _environment, _tail
+from gpulesson.localhost import chromium_path, free_port
 
 # The ways a training's output is shown: the name in the records, Keras' verbose, in a browser.
 MODES = {
@@ -37,20 +36,6 @@ MODES = {
 START_TIMEOUT = 120.0  # seconds for JupyterLab and its page to be ready
 ENABLE = ("the watched conditions need Chromium (apt-get install chromium, or set "
           "LESSON_CHROMIUM=/path) and Playwright (pip install -r requirements/dev.txt)")
-
-
-def chromium_path() -> str | None:
-    """The Chromium to drive: $LESSON_CHROMIUM, else Debian's, else one on the PATH."""
-    candidates = [os.environ.get("LESSON_CHROMIUM"), "/usr/bin/chromium",
-                  "/usr/bin/chromium-browser", shutil.which("chromium"),
-                  shutil.which("chromium-browser")]
-    return next((c for c in candidates if c and os.access(c, os.X_OK)), None)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _notebook(path: Path, arguments: list[str]) -> None:
@@ -168,7 +153,7 @@ class _Browser:
             raise WorkerError(ENABLE + " [Playwright is not installed]") from None
         if executable is None:
             raise WorkerError(ENABLE + " [no Chromium found]")
-        port, token = _free_port(), secrets.token_hex(16)
+        port, token = free_port(), secrets.token_hex(16)
         home = self.folder / "home"
         env = _environment()
         # Jupyter's own folders in the temporary one: the user's settings and kernels stay
