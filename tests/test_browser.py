@@ -286,6 +286,10 @@ _CELLS = """() => [...document.querySelectorAll('article div.cell')].map(cell =>
             alts: [...cell.querySelectorAll('.cell_output img')].map(i => i.alt)};
 })"""
 
+# For each figure in a cell's output: has the browser loaded it?
+_OUTPUT_IMAGES_LOADED = """() => [...document.querySelectorAll('.cell_output img')]
+    .map(i => i.complete && i.naturalWidth > 0)"""
+
 
 def check_recorded_cells(tab, nb, slug: str) -> list[dict]:
     """The page in ``tab`` shows an output right after every code cell that printed or drew in
@@ -329,8 +333,7 @@ def test_recorded_outputs_follow_their_cells_under_the_provenance_box(browser, r
         tab.screenshot(path=str(shot), full_page=True)
         assert shot.stat().st_size > 10_000
     tab.goto(recorded_url + "_episodes/01-introduction.html", wait_until="networkidle")
-    images = tab.evaluate("""() => [...document.querySelectorAll('.cell_output img')]
-        .map(i => i.complete && i.naturalWidth > 0)""")
+    images = tab.evaluate(_OUTPUT_IMAGES_LOADED)
     assert images and all(images), "a recorded figure did not load"
     tab.goto(recorded_url + "_episodes/05-cpu-vs-gpu.html", wait_until="load")
     assert "No recorded run of this episode yet" in tab.locator(
@@ -362,8 +365,7 @@ def test_the_lessons_recorded_pages_show_what_their_run_printed_and_drew(browser
         run = nb.metadata[recorded.METADATA_KEY]
         assert "full size" in box and run["data_label"] in box and run["date"][:10] in box
         assert (run["machine"]["gpu"] or "no GPU") in box
-        images = tab.evaluate("""() => [...document.querySelectorAll('.cell_output img')]
-            .map(i => i.complete && i.naturalWidth > 0)""")
+        images = tab.evaluate(_OUTPUT_IMAGES_LOADED)
         assert all(images), f"{path.stem}: a recorded figure did not load"
         shot = ARTIFACTS / f"recorded-lesson-{path.stem}.png"
         tab.screenshot(path=str(shot), full_page=True)

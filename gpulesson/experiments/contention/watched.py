@@ -24,7 +24,13 @@ import time
 import urllib.request
 from pathlib import Path
 
-from gpulesson.experiments.contention.measure import WORKER, WorkerError, _environment, _tail
+from gpulesson.experiments.contention.measure import (
+    WORKER,
+    WorkerError,
+    _environment,
+    _stop,
+    _tail,
+)
 from gpulesson.localhost import chromium_path, free_port
 
 # The ways a training's output is shown: the name in the records, Keras' verbose, in a browser.
@@ -131,9 +137,8 @@ class _Pipe:
                                   f"\n{_tail(self.log)}")
 
     def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
+        if self.process:
+            _stop([self.process])
 
 
 class _Browser:
