@@ -148,6 +148,10 @@ def report() -> str:
         n_gpus += count
     if n_gpus == 0:
         lines.append(NO_GPU)
+    else:
+        line = precision_line()
+        if line:
+            lines.append(line)
     return "\n".join(lines)
 
 
@@ -180,6 +184,224 @@ def keras_device() -> dict:
         version, gpus = _gpu_names(backend)
     return {"backend": backend, "backend_version": version, "device": gpus[0] if gpus else "CPU",
             "gpu_count": len(gpus)}
+
+
+# --- The GPU's facts and the float32 precision in force, for records -------------------------
+# A GPU timing depends on the GPU, its driver and CUDA, and on whether float32 matmuls and
+# convolutions run on TF32 tensor cores (Ampere, compute capability 8.0, and later); each
+# framework decides the last by its own setting, so each is asked, never assumed.
+
+CPU_PRECISION = {"matmul": "float32", "convolution": "float32"}  # the CPU computes in float32
+TF32_CAPABILITY = (8, 0)  # the first GPUs with TF32 tensor cores (Ampere)
+GPU_FIELDS = ("name", "driver_version", "cuda_driver_version", "cuda_runtime_version",
+              "compute_capability", "memory_total_mib")
+
+
+def _capability(value) -> str | None:
+    """A compute capability as ``"8.0"``, from ``(8, 0)``, ``"8.0"`` or ``"8"``."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, (tuple, list)):
+        return ".".join(str(int(v)) for v in value)
+    text = str(value)
+    return text if "." in text else f"{text}.0"
+
+
+def _cuda_version(number) -> str | None:
+    """CUDA's version number (12040) as text ("12.4")."""
+    if not number:
+        return None
+    return f"{int(number) // 1000}.{int(number) % 1000 // 10}"
+
+
+def _backend_gpu(backend: str) -> dict | None:
+    """The first GPU as the backend's framework sees it: name, compute capability, the CUDA
+    version it runs on (or was built for), memory where it tells; None without a GPU."""
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        gpus = tf.config.list_physical_devices("GPU")
+        if not gpus:
+            return None
+        details = tf.config.experimental.get_device_details(gpus[0])
+        return {"name": details.get("device_name"),
+                "compute_capability": _capability(details.get("compute_capability")),
+                "cuda_runtime_version": tf.sysconfig.get_build_info().get("cuda_version")}
+    if backend == "jax":
+        import jax
+
+        gpus = [d for d in jax.devices() if d.platform == "gpu"]
+        if not gpus:
+            return None
+        runtime = None
+        try:  # jaxlib's CUDA plugin, a private module: absent on other builds
+            from jax._src.lib import cuda_versions
+
+            runtime = _cuda_version(cuda_versions.cuda_runtime_get_version())
+        except Exception:
+            pass
+        return {"name": getattr(gpus[0], "device_kind", None),
+                "compute_capability": _capability(getattr(gpus[0], "compute_capability", None)),
+                "cuda_runtime_version": runtime}
+    if backend == "torch":
+        import torch
+
+        if not torch.cuda.is_available() or torch.cuda.device_count() == 0:
+            return None
+        properties = torch.cuda.get_device_properties(0)
+        return {"name": properties.name,
+                "compute_capability": _capability(torch.cuda.get_device_capability(0)),
+                "cuda_runtime_version": torch.version.cuda,
+                "memory_total_mib": properties.total_memory // 2**20}
+    raise ValueError(f"no GPU probe for the Keras backend {backend!r}")
+
+
+def _nvml_gpu() -> dict:
+    """Driver, CUDA driver, compute capability and memory of CUDA's first GPU, read through
+    NVML (the ``nvidia-ml-py`` package); ``{}`` when NVML is missing or cannot answer."""
+    try:
+        import pynvml as nvml
+    except ImportError:
+        return {}
+    try:
+        nvml.nvmlInit()
+    except Exception:  # no driver, or no NVML library
+        return {}
+    try:
+        # NVML numbers every GPU of the node; CUDA's first is the first of CUDA_VISIBLE_DEVICES.
+        first = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0].strip() or "0"
+        if first.startswith(("GPU-", "MIG-")):
+            handle = nvml.nvmlDeviceGetHandleByUUID(first)
+        else:
+            handle = nvml.nvmlDeviceGetHandleByIndex(int(first))
+        facts = {}
+        for key, read in (
+                ("name", lambda: nvml.nvmlDeviceGetName(handle)),
+                ("driver_version", nvml.nvmlSystemGetDriverVersion),
+                ("cuda_driver_version",
+                 lambda: _cuda_version(nvml.nvmlSystemGetCudaDriverVersion())),
+                ("compute_capability",
+                 lambda: _capability(nvml.nvmlDeviceGetCudaComputeCapability(handle))),
+                ("memory_total_mib",
+                 lambda: nvml.nvmlDeviceGetMemoryInfo(handle).total // 2**20)):
+            try:
+                value = read()
+                facts[key] = value.decode() if isinstance(value, bytes) else value
+            except Exception:  # this field not readable here (an old driver, a MIG slice)
+                facts[key] = None
+        return facts
+    except Exception:
+        return {}
+    finally:
+        with contextlib.suppress(Exception):
+            nvml.nvmlShutdown()
+
+
+def gpu_facts(backend: str | None = None) -> dict | None:
+    """The GPU that the Keras backend (default: the active one) computes on, as data:
+    :data:`GPU_FIELDS`, each None when neither NVML nor the framework tells it; None when the
+    backend sees no GPU. No host name, no serial number."""
+    backend = backend or _active_backend()
+    with _captured_output():
+        framework = _backend_gpu(backend)
+    if framework is None:
+        return None
+    nvml = _nvml_gpu()
+    if nvml.get("name") and framework.get("name") and nvml["name"] != framework["name"]:
+        nvml = {}  # NVML counted another GPU than CUDA's first: its facts would be wrong
+    facts = {key: None for key in GPU_FIELDS}
+    facts.update({k: v for k, v in framework.items() if v is not None})
+    facts.update({k: v for k, v in nvml.items() if v is not None})
+    return facts
+
+
+def _tf32(mode: str, capability: str | None) -> str:
+    """``mode`` as the GPU applies it: TF32 and bfloat16 need compute capability 8.0."""
+    if mode in ("tf32", "bf16", "bf16x3") and capability is not None:
+        major, minor = (int(part) for part in capability.split(".")[:2])
+        if (major, minor) < TF32_CAPABILITY:
+            return "float32"
+    return mode
+
+
+def _backend_precision(backend: str) -> tuple[str, str, str]:
+    """``(matmul, convolution, setting)`` as the backend's own setting asks for them."""
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        enabled = tf.config.experimental.tensor_float_32_execution_enabled()
+        mode = "tf32" if enabled else "float32"
+        return mode, mode, f"tensor_float_32_execution_enabled={enabled}"
+    if backend == "jax":
+        import jax
+
+        value = jax.config.jax_default_matmul_precision
+        try:
+            # DEFAULT and HIGH use TF32 on a GPU that has it, HIGHEST float32 (jax.lax.Precision).
+            level = jax.lax.Precision(value)
+            mode = "float32" if level == jax.lax.Precision.HIGHEST else "tf32"
+        except (ValueError, TypeError):  # an algorithm preset: recorded as JAX names it
+            mode = str(value).lower()
+        return mode, mode, f"jax_default_matmul_precision={value}"
+    if backend == "torch":
+        import torch
+
+        matmul_precision = torch.get_float32_matmul_precision()
+        allow_matmul = torch.backends.cuda.matmul.allow_tf32
+        allow_conv = torch.backends.cudnn.allow_tf32
+        if matmul_precision == "medium":
+            matmul = "bf16"
+        elif allow_matmul or matmul_precision == "high":
+            matmul = "tf32"
+        else:
+            matmul = "float32"
+        return (matmul, "tf32" if allow_conv else "float32",
+                f"float32_matmul_precision={matmul_precision}, matmul.allow_tf32={allow_matmul}, "
+                f"cudnn.allow_tf32={allow_conv}")
+    raise ValueError(f"no precision probe for the Keras backend {backend!r}")
+
+
+def float32_precision(backend: str | None = None, gpu: dict | None = None) -> dict:
+    """How float32 matmuls and convolutions are computed on ``gpu`` (:func:`gpu_facts`; None:
+    on the CPU, in float32): ``{"matmul", "convolution", "setting"}``, the first two "tf32",
+    "float32" (or "bf16", or a JAX preset's name), from the backend's setting now in force and
+    the GPU's compute capability (unknown capability: the setting as asked)."""
+    if gpu is None:
+        return {**CPU_PRECISION, "setting": "CPU"}
+    if os.environ.get("NVIDIA_TF32_OVERRIDE") == "0":
+        # cuBLAS and cuDNN then compute float32 in float32 whatever a framework asks.
+        return {**CPU_PRECISION, "setting": "NVIDIA_TF32_OVERRIDE=0"}
+    with _captured_output():
+        matmul, convolution, setting = _backend_precision(backend or _active_backend())
+    capability = gpu.get("compute_capability")
+    return {"matmul": _tf32(matmul, capability), "convolution": _tf32(convolution, capability),
+            "setting": setting}
+
+
+def precision_line(backend: str | None = None) -> str | None:
+    """One report line: the GPU's float32 precision under the active backend; None without a
+    GPU or without Keras."""
+    if importlib.util.find_spec("keras") is None:
+        return None
+    try:
+        backend = backend or _active_backend()
+        gpu = gpu_facts(backend)
+        if gpu is None:
+            return None
+        precision = float32_precision(backend, gpu)
+    except Exception as exc:  # the report goes on without it
+        return f"float32 precision: could not be read ({type(exc).__name__}: {exc})"
+    return (f"float32 on the GPU ({backend}): matmul {precision['matmul']}, convolution "
+            f"{precision['convolution']} ({precision['setting']}; compute capability "
+            f"{gpu['compute_capability'] or 'unknown'}, driver {gpu['driver_version'] or '?'}, "
+            f"CUDA {gpu['cuda_runtime_version'] or '?'})")
+
+
+def _active_backend() -> str:
+    with _captured_output():
+        import keras
+
+        return keras.backend.backend()
 
 
 def main() -> int:

@@ -20,12 +20,14 @@ import sys
 from gpulesson.devices import KERAS_DEVICES as DEVICES
 from gpulesson.experiments.cli import (
     add_out_option,
+    add_run_id_option,
     add_seed_option,
+    continue_run,
     default_devices,
     say_appended,
 )
 from gpulesson.experiments.cnn.measure import run_devices
-from gpulesson.experiments.cnn.records import RESULTS_FILE, describe
+from gpulesson.experiments.cnn.records import EXPERIMENT, RESULTS_FILE, describe
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -38,6 +40,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="images per batch (default 256; quick mode: at most 64)")
     add_out_option(parser, RESULTS_FILE)
     add_seed_option(parser)
+    add_run_id_option(parser)
     parser.add_argument("--cpu-threads", type=int, default=None,
                         help="CPU threads of TensorFlow or PyTorch (default: the cores this process "
                              "may use); recorded with the run, like XLA and the load average")
@@ -54,7 +57,7 @@ def main(argv=None) -> int:
     # Before the framework runs anything: TensorFlow fixes its threads at its first operation.
     threads = set_cpu_threads(args.cpu_threads)
     from gpulesson.devices import keras_device
-    from gpulesson.results import append_record
+    from gpulesson.results import append_record, read_records
     from gpulesson.settings import get_settings
 
     settings = get_settings()
@@ -67,13 +70,22 @@ def main(argv=None) -> int:
     if args.devices is None and not gpus:
         print("No GPU visible: recording the CPU run only.")
 
+    run_id, done = continue_run(args.out, EXPERIMENT, args.run_id, lambda r: r["device_kind"])
+    if done:
+        print(f"Run {run_id} has {', '.join(sorted(done))} already: "
+              + (f"going on with {', '.join(d for d in devices if d not in done)}."
+                 if set(devices) - done else "nothing left to record."))
+        devices = [d for d in devices if d not in done]
+    if not devices:
+        return 0
     from gpulesson import lesson
 
     print(settings.describe())
     print(f"CPU threads: {threads}; XLA (jit_compile): {lesson.JIT_COMPILE}")
     records = run_devices(devices, settings, epochs=args.epochs, batch_size=args.batch_size,
-                          seed=args.seed, on_record=lambda record: append_record(args.out, record))
-    print(describe(records))
+                          seed=args.seed, run_id=run_id,
+                          on_record=lambda record: append_record(args.out, record))
+    print(describe(read_records(args.out, experiment=EXPERIMENT, run_id=run_id)))
     say_appended(records, args.out)
     return 0
 

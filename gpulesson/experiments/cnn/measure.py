@@ -11,12 +11,13 @@ from gpulesson.experiments.cnn.records import run_record
 
 
 def run_devices(devices, settings, *, epochs: int, batch_size: int, seed: int,
-                on_record=None) -> list[dict]:
+                on_record=None, run_id: str | None = None) -> list[dict]:
     """Train on each of ``devices`` ("cpu", "gpu") in turn; return one record a device.
 
     ``epochs`` and ``batch_size`` are capped by the ``settings`` (quick mode); ``seed`` gives
     the initial weights, the same for every device. ``on_record(record)`` is called as soon as
-    a device's record is made, so that a run that stops keeps what it measured.
+    a device's record is made, so that a run that stops keeps what it measured; ``run_id``
+    names the run the records join (default: a new one).
     """
     import keras
 
@@ -31,7 +32,7 @@ def run_devices(devices, settings, *, epochs: int, batch_size: int, seed: int,
     initial_weights = lesson.build_cnn().get_weights()
     epochs = settings.epochs(epochs)
 
-    run_id, records = new_run_id(), []
+    run_id, records = run_id or new_run_id(), []
     for name in devices:
         print(f"Training on {DEVICES[name]} for {epochs} epochs ...", flush=True)
         run = lesson.train_on(DEVICES[name], initial_weights, *batches, epochs, verbose=2)

@@ -5,7 +5,8 @@
     python -m gpulesson.experiments.matmul --quick --out my-matmul.jsonl
 
 Measures every device and precision asked for, appends one record per sweep to the results
-file (one ``run_id`` for the whole command) and prints the run as a table.
+file as it is made (one ``run_id`` for the whole command) and prints the run as a table.
+``--run-id`` goes on with an earlier run, measuring only the sweeps it lacks.
 """
 
 from __future__ import annotations
@@ -14,7 +15,13 @@ import argparse
 import sys
 
 from gpulesson.devices import KERAS_DEVICES as DEVICES
-from gpulesson.experiments.cli import add_out_option, default_devices, say_appended
+from gpulesson.experiments.cli import (
+    add_out_option,
+    add_run_id_option,
+    continue_run,
+    default_devices,
+    say_appended,
+)
 from gpulesson.experiments.matmul.measure import (
     DTYPES,
     MAX_SECONDS,
@@ -25,8 +32,7 @@ from gpulesson.experiments.matmul.measure import (
     check_sizes,
     sweep,
 )
-from gpulesson.experiments.matmul.records import RESULTS_FILE, describe, sweep_record
-from gpulesson.results import new_run_id
+from gpulesson.experiments.matmul.records import EXPERIMENT, RESULTS_FILE, describe, sweep_record
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -46,6 +52,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--quick", action="store_true",
                         help="small sizes and few repeats (also when LESSON_QUICK=1)")
     add_out_option(parser, RESULTS_FILE)
+    add_run_id_option(parser)
     return parser
 
 
@@ -64,7 +71,7 @@ def main(argv=None) -> int:
         parser.error(f"--repeats must be at least 1, not {repeats}")
 
     from gpulesson.devices import keras_device
-    from gpulesson.results import append_record
+    from gpulesson.results import append_record, read_records
 
     found = keras_device()
     devices = default_devices(args.devices, found["gpu_count"])
@@ -75,17 +82,23 @@ def main(argv=None) -> int:
     print(f"Keras backend {found['backend']}; devices: {', '.join(devices)}; sizes: "
           f"{' '.join(map(str, sizes))}; {repeats} timed calls each", flush=True)
 
-    run_id, records = new_run_id(), []
+    run_id, done = continue_run(args.out, EXPERIMENT, args.run_id,
+                                lambda r: (r["device_kind"], r["dtype"]))
+    records = []
     for device in devices:
         for dtype in args.dtypes:
+            if (device, dtype) in done:
+                print(f"{device} {dtype}: recorded in run {run_id} already", flush=True)
+                continue
             result = sweep(device, dtype, sizes, repeats=repeats, max_seconds=args.max_seconds,
                            progress=lambda line: print(line, flush=True))
             record = sweep_record(result, run_id=run_id, source="gpulesson.experiments.matmul",
                                   repeats=repeats)
             append_record(args.out, record)
             records.append(record)
-    print(describe(records))
-    say_appended(records, args.out, "sweep(s)")
+    print(describe(read_records(args.out, experiment=EXPERIMENT, run_id=run_id)))
+    if records:
+        say_appended(records, args.out, "sweep(s)")
     return 0
 
 

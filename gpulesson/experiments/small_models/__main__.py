@@ -6,17 +6,21 @@
         --widths 16 4096
 
 Checks everything asked for before measuring, then records each part on every device (one
-``run_id`` for the whole command), appends the records to ``--out`` and prints each part.
+``run_id`` for the whole command), appending each record to ``--out`` as it is made, and
+prints each part. ``--run-id`` goes on with an earlier run, measuring only what it lacks.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 
 from gpulesson.experiments.cli import (
     add_out_option,
+    add_run_id_option,
     add_seed_option,
+    continue_run,
     default_devices,
     say_appended,
 )
@@ -29,17 +33,19 @@ from gpulesson.experiments.small_models.measure import (
     SKIPPED_GPU,
     check_devices,
     check_grid,
+    condition,
     run_comparison,
     sweep,
 )
 from gpulesson.experiments.small_models.records import (
+    EXPERIMENT,
     PARTS,
     RESULTS_FILE,
     SmallModelsError,
     describe_comparison,
     sweep_table,
 )
-from gpulesson.results import append_record, new_run_id
+from gpulesson.results import append_record, read_records
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -62,6 +68,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="a tiny run for tests (also with LESSON_QUICK=1)")
     add_out_option(parser, RESULTS_FILE)
     add_seed_option(parser)
+    add_run_id_option(parser)
     return parser
 
 
@@ -100,21 +107,27 @@ def main(argv=None) -> int:
         return 2
     if args.devices is None and not gpus:
         print(f"{SKIPPED_GPU}: recording the CPU only.")
-    run_id, source = new_run_id(), "gpulesson.experiments.small_models" + (" --quick" if quick else "")
+    run_id, done = continue_run(args.out, EXPERIMENT, args.run_id, condition)
+    source = "gpulesson.experiments.small_models" + (" --quick" if quick else "")
     print(f"Run {run_id}: {', '.join(plan['parts'])} on {', '.join(devices)}"
-          + (" (quick mode)" if quick else ""), flush=True)
+          + (" (quick mode)" if quick else "")
+          + (f"; going on: {len(done)} condition(s) recorded already" if done else ""), flush=True)
+    save = functools.partial(append_record, args.out)
+
     for part in plan["parts"]:
         if part == "comparison":
             records = run_comparison(devices, run_id=run_id, seed=args.seed, settings=plan["comparison"],
-                                     source=source)
-            print(describe_comparison(records))
+                                     source=source, done=done, on_record=save)
         else:
             records = sweep(devices, **plan["grid"], run_id=run_id, seed=args.seed, source=source,
-                            progress=lambda line: print(line, flush=True))
-            print(sweep_table(records))
-        for record in records:
-            append_record(args.out, record)
-        say_appended(records, args.out, f"{part} record(s)")
+                            progress=lambda line: print(line, flush=True), done=done,
+                            on_record=save)
+        whole = read_records(args.out, experiment=EXPERIMENT, run_id=run_id, part=part) \
+            if args.out.is_file() else []
+        if whole:
+            print(describe_comparison(whole) if part == "comparison" else sweep_table(whole))
+        if records:
+            say_appended(records, args.out, f"{part} record(s)")
     return 0
 
 

@@ -143,12 +143,22 @@ def time_cell(device: str, batch_size: int, width: int, *, n_rows: int, epochs: 
 
 
 
+def condition(record: dict) -> tuple:
+    """What one record measured: its part, device kind and, for the sweep, its cell. A run that
+    goes on (``--run-id``) skips the conditions it has."""
+    cell = (record.get("width"), record.get("batch_size")) if record["part"] == "sweep" else ()
+    return (record["part"], record["device_kind"], *cell)
+
+
 def sweep(devices, batch_sizes, widths, *, n_rows: int, epochs: int, run_id: str | None = None,
-          seed: int = 0, source: str = "notebook", progress=print) -> list[dict]:
+          seed: int = 0, source: str = "notebook", progress=print, done=frozenset(),
+          on_record=None) -> list[dict]:
     """Time every (batch size, width) cell on every device; one record per device and cell.
 
     ``devices``: Keras names (``"cpu"``, ``"gpu:0"``). Checks the whole grid before the
-    first measurement. Records have ``part: "sweep"`` and ``data: "random"``.
+    first measurement. Records have ``part: "sweep"`` and ``data: "random"``. Cells whose
+    :func:`condition` is in ``done`` are skipped; ``on_record(record)`` is called as each
+    record is made, so that a run that stops keeps what it measured.
     """
     devices = [keras_device_name(d) for d in devices]
     grid = check_grid(batch_sizes, widths, n_rows, epochs)
@@ -157,19 +167,27 @@ def sweep(devices, batch_sizes, widths, *, n_rows: int, epochs: int, run_id: str
     for device in devices:
         for width in grid["widths"]:
             for batch_size in grid["batch_sizes"]:
+                if ("sweep", _device_fields(device)["device_kind"], width, batch_size) in done:
+                    continue
                 cell = time_cell(device, batch_size, width, n_rows=grid["n_rows"], epochs=grid["epochs"],
                                  seed=seed)
                 if progress:
                     progress(f"{device}  width {width:5}  batch {batch_size:5}  "
                              f"{short_time(cell['seconds_per_sample'])} per sample")
-                records.append(make_record(EXPERIMENT, data="random", part="sweep", run_id=run_id,
-                                           source=source, **_device_fields(device), **cell))
+                record = make_record(EXPERIMENT, data="random", part="sweep", run_id=run_id,
+                                     source=source, **_device_fields(device), **cell)
+                if on_record:
+                    on_record(record)
+                records.append(record)
     return records
 
 
 
-def run_comparison(devices, *, run_id: str, seed: int, settings: dict, source: str) -> list[dict]:
-    """Train the episode's MLP on the breast-cancer data on every device; one record each."""
+def run_comparison(devices, *, run_id: str, seed: int, settings: dict, source: str,
+                   done=frozenset(), on_record=None) -> list[dict]:
+    """Train the episode's MLP on the breast-cancer data on every device; one record each
+    (devices whose :func:`condition` is in ``done`` are skipped; ``on_record`` as in
+    :func:`sweep`)."""
     import keras
 
     from gpulesson import lesson
@@ -181,11 +199,16 @@ def run_comparison(devices, *, run_id: str, seed: int, settings: dict, source: s
     start = lesson.weights_fingerprint(initial_weights)
     records = []
     for device in devices:
+        if ("comparison", _device_fields(device)["device_kind"]) in done:
+            continue
         print(f"Comparison: training the MLP on {device} for {settings['epochs']} epochs ...", flush=True)
         keras.utils.set_random_seed(seed)
         run = lesson.train_mlp(device, initial_weights, train, test, settings["epochs"],
                                batch_size=settings["batch_size"])
-        records.append(comparison_record(run, run_id=run_id, batch_size=settings["batch_size"],
-                                         n_train=len(train[0]), n_test=len(test[0]),
-                                         start_weights=start, source=source))
+        record = comparison_record(run, run_id=run_id, batch_size=settings["batch_size"],
+                                   n_train=len(train[0]), n_test=len(test[0]),
+                                   start_weights=start, source=source)
+        if on_record:
+            on_record(record)
+        records.append(record)
     return records

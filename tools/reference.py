@@ -1,0 +1,334 @@
+"""Record the lesson's reference run in stages, each bounded in time and able to go on.
+
+    python tools/reference.py --list                      # the stages, their steps and estimates
+    LESSON_DATA=synthetic python tools/reference.py core   # one stage (or several, in order)
+    LESSON_DATA=synthetic python tools/reference.py all    # every stage, as `make reference`
+
+A stage is a few steps: an experiment's command, the figures and notebooks, one notebook's
+recorded run, the final pack. Each stage stops itself at ``--time-limit`` seconds (default 480,
+so that it fits a 10-minute job step with room to start): the step in progress is stopped and
+what the finished steps and conditions recorded stays. Run the same stage again to go on: each
+experiment is given the run id it had (``--run-id``) and skips the conditions that run already
+has, finished steps are skipped, so nothing is recorded twice. ``--fresh`` starts a stage anew.
+
+The state of each stage lives in ``_build/reference/state.json``, the log of each stage in
+``_build/reference/STAGE.log``. The last stage, ``pack``, redraws the figures, refills the
+notebooks and packs ``results/``, ``fig/``, ``notebooks/`` and ``executed/`` into one archive,
+``_build/reference/reference-run.tar.gz`` (at most :data:`PACK_LIMIT` bytes), so that a run's
+whole output can be carried back as one file.
+
+It runs with the Python that runs it and installs nothing: on a machine without the lesson's
+environment (a cluster's GPU node), run it with a Python that has the packages; a missing one
+is named, with how to add it, before anything runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import functools
+import json
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # the lesson's package, wherever this Python is
+    sys.path.insert(0, str(ROOT))
+
+from gpulesson.preflight import MissingPackage, require  # noqa: E402
+
+STATE_DIR = ROOT / "_build" / "reference"
+TIME_LIMIT = 480.0  # seconds a stage may take: a 10-minute job step, less its start-up
+GRACE = 15.0  # seconds a stopped step has to end before it is killed
+PACK_LIMIT = 12 * 2**20  # bytes of the packed run: under a 16 MiB file limit, with room
+PACKED = ("results", "fig", "notebooks", "executed")
+MODULE = "gpulesson.experiments."
+_say = functools.partial(print, flush=True)
+
+
+@dataclass
+class Step:
+    """One thing a stage does: ``argv`` after this Python (``None`` for the pack), whether the
+    command takes ``--run-id`` and ``--devices``, and what it needs installed."""
+
+    name: str
+    argv: list[str] | None
+    needs: tuple[str, ...] = ()
+    resumable: bool = False
+    devices: bool = False
+
+
+@dataclass
+class Stage:
+    name: str
+    what: str
+    estimate: str  # full size, one H100 and 16 cores (README.md says how each was estimated)
+    steps: list[Step] = field(default_factory=list)
+
+
+KERAS = ("keras", "numpy", "h5py", "matplotlib", "tqdm")
+NOTEBOOK = (*KERAS, "nbclient", "nbformat", "ipykernel", "jupytext")
+FIGURES = ("matplotlib", "numpy")
+
+
+def _experiment(name: str, *args: str, needs=KERAS, devices=True) -> Step:
+    return Step(name, ["-m", MODULE + name, *args], needs, resumable=True, devices=devices)
+
+
+def _notebooks(*numbers: str) -> list[Step]:
+    return [Step(f"notebook {n}", ["tools/record_run.py", "--only", n], NOTEBOOK) for n in numbers]
+
+
+REFRESH = [Step("figures", ["tools/reference.py", "--figures"], FIGURES),
+           Step("notebooks", ["tools/make_notebooks.py"], ("jupytext", "nbformat"))]
+NOTEBOOKS_1 = ("01", "03", "04", "05", "06")
+NOTEBOOKS_2 = ("07", "08", "09", "10")
+
+STAGES = {stage.name: stage for stage in (
+    Stage("core", "episode 5's CNN, episode 6's matrix multiplication, episode 8's PyTorch",
+          "about 5 min", [
+              _experiment("cnn"),
+              _experiment("matmul"),
+              _experiment("torch_reference", needs=("torch", "torchvision", "numpy", "h5py")),
+          ]),
+    Stage("small-models", "episode 7's small MLP and its sweep", "about 4 min",
+          [_experiment("small_models", needs=(*KERAS, "sklearn"))]),
+    Stage("feeding", "episode 9's input pipelines, at the sizes its instructor notes give",
+          "about 7 min",
+          [_experiment("feeding", "--cpu-max-steps", "40", "--classic-max-steps", "40")]),
+    Stage("contention", "episode 5's CPU epochs on a shared node (CPU only: not part of a GPU "
+          "node's run)", "about 4 min", [_experiment("contention", devices=False)]),
+    Stage("notebooks-1", "figures and notebooks refilled, then episodes 1 and 3 to 6 recorded",
+          "about 6 min", [*REFRESH, *_notebooks(*NOTEBOOKS_1)]),
+    Stage("notebooks-2", "episodes 7 to 10 recorded", "about 6 min", _notebooks(*NOTEBOOKS_2)),
+    Stage("pack", "figures and notebooks refilled, everything packed into one archive",
+          "under 1 min", [*REFRESH, Step("pack", None)]),
+)}
+# What a GPU node records: all but the CPU-only contention experiment.
+GPU_NODE = ("core", "small-models", "feeding", "notebooks-1", "notebooks-2", "pack")
+
+
+class StageStopped(RuntimeError):
+    """A step failed or the stage reached its time limit; the message says what to do."""
+
+
+def gpu_present() -> bool:
+    """An NVIDIA GPU on this machine, asked of the driver, not of a framework (seconds, not
+    the minute a framework may take to start)."""
+    gpus = Path("/proc/driver/nvidia/gpus")
+    return gpus.is_dir() and any(gpus.iterdir())
+
+
+def load_state(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise StageStopped(f"{path} is damaged ({exc}): delete it to start every stage anew") from None
+
+
+def save_state(path: Path, state: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps(state, indent=1) + "\n", encoding="utf-8")
+    partial.replace(path)  # a reader never sees half a state
+
+
+def command(step: Step, run_id: str | None, gpu: bool, python: str = sys.executable) -> list[str]:
+    argv = [python, *step.argv]
+    if step.resumable and run_id:
+        argv += ["--run-id", run_id]
+    if step.devices and gpu:
+        argv += ["--devices", "gpu", "cpu"]  # the GPU first: the scarce measurement
+    return argv
+
+
+def run_step(argv: list[str], deadline: float, log) -> int:
+    """Run ``argv`` in its own process group until it ends or ``deadline`` (monotonic) passes;
+    its output goes to this process's and to ``log``. Raises :class:`TimeoutError` at the
+    deadline, after stopping the whole group (the step and any processes it started)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
+                                                                      os.environ.get("PYTHONPATH")])),
+           "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, start_new_session=True)
+    os.set_blocking(process.stdout.fileno(), False)
+    try:
+        while True:
+            chunk = process.stdout.read()
+            if chunk:
+                text = chunk.decode(errors="replace")
+                sys.stdout.write(text)
+                sys.stdout.flush()
+                log.write(text)
+                log.flush()
+            if process.poll() is not None and not chunk:
+                return process.returncode
+            if time.monotonic() > deadline:
+                raise TimeoutError
+            time.sleep(0.2)
+    finally:
+        if process.poll() is None:
+            _stop_group(process)
+
+
+def _stop_group(process: subprocess.Popen) -> None:
+    for sig, wait in ((signal.SIGTERM, GRACE), (signal.SIGKILL, None)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def run_stage(stage: Stage, *, time_limit: float, state_file: Path, fresh: bool = False,
+              gpu: bool | None = None, say=_say) -> None:
+    """Run the steps of ``stage`` that it has not finished, within ``time_limit`` seconds."""
+    state = load_state(state_file)
+    if fresh:
+        state.pop(stage.name, None)
+    mine = state.setdefault(stage.name, {"done": [], "run_ids": {}})
+    todo = [step for step in stage.steps if step.name not in mine["done"]]
+    if not todo:
+        say(f"Stage {stage.name}: already done (all of {', '.join(s.name for s in stage.steps)}); "
+            "--fresh records it anew.")
+        return
+    for step in todo:
+        require(step.needs, what=f"stage {stage.name} ({step.name})")
+    gpu = gpu_present() if gpu is None else gpu
+    started = time.monotonic()
+    deadline = started + time_limit if time_limit > 0 else float("inf")
+    limit = f"{time_limit:g} s" if time_limit > 0 else "no time limit"
+    say(f"Stage {stage.name}: {stage.what}; {len(todo)} of {len(stage.steps)} step(s) to do, "
+        f"{limit}, {'a GPU' if gpu else 'no GPU'} on this machine.")
+    with open(state_file.with_name(f"{stage.name}.log"), "a", encoding="utf-8") as log:
+        log.write(f"--- {datetime.datetime.now(datetime.UTC).isoformat(timespec='seconds')} "
+                  f"stage {stage.name}\n")
+        for step in todo:
+            if step.resumable and step.name not in mine["run_ids"]:
+                from gpulesson.results import new_run_id
+
+                mine["run_ids"][step.name] = new_run_id()
+                save_state(state_file, state)  # before it runs: a re-run goes on with this run
+            began = time.monotonic()
+            say(f"[{stage.name}] {step.name} ...")
+            try:
+                if step.argv is None:
+                    pack(say=say)
+                    status = 0
+                else:
+                    status = run_step(command(step, mine["run_ids"].get(step.name), gpu),
+                                      deadline, log)
+            except TimeoutError:
+                raise StageStopped(
+                    f"stage {stage.name} reached its time limit of {limit} during {step.name}, "
+                    f"which was stopped; what finished is kept. Run the stage again to go on: "
+                    f"python tools/reference.py {stage.name}") from None
+            if status != 0:
+                raise StageStopped(f"stage {stage.name}: {step.name} failed (exit status "
+                                   f"{status}); what finished is kept. Fix the cause above, "
+                                   f"then run the stage again: python tools/reference.py "
+                                   f"{stage.name}")
+            mine["done"].append(step.name)
+            save_state(state_file, state)
+            say(f"[{stage.name}] {step.name} done in {time.monotonic() - began:.0f} s")
+    say(f"Stage {stage.name} done in {time.monotonic() - started:.0f} s.")
+
+
+def draw_figures(say=_say) -> None:
+    """Every figure script in ``fig/``, each in a process of its own, as `make figures`."""
+    for script in sorted(ROOT.glob("fig/*/*.py")):
+        done = subprocess.run([sys.executable, str(script)], cwd=ROOT)
+        if done.returncode != 0:
+            raise StageStopped(f"{script.relative_to(ROOT)} failed (exit status {done.returncode})")
+    say("figures redrawn")
+
+
+def pack(out: Path | None = None, limit: int = PACK_LIMIT, say=_say) -> Path:
+    """Pack :data:`PACKED` and the stages' state and logs into one ``.tar.gz`` (atomically)."""
+    out = out or STATE_DIR / "reference-run.tar.gz"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_suffix(".partial")
+    with tarfile.open(partial, "w:gz") as archive:
+        for name in PACKED:
+            archive.add(ROOT / name, arcname=name,
+                        filter=lambda info: None if "__pycache__" in info.name else info)
+        for extra in sorted(STATE_DIR.glob("*.log")) + sorted(STATE_DIR.glob("state.json")):
+            archive.add(extra, arcname=f"reference-logs/{extra.name}")
+    size = partial.stat().st_size
+    if size > limit:
+        partial.unlink()
+        raise StageStopped(f"the packed run would be {size / 2**20:.1f} MiB, over its limit of "
+                           f"{limit / 2**20:.0f} MiB: record fewer or smaller figures")
+    partial.replace(out)
+    say(f"packed {', '.join(PACKED)} and the stage logs into {out.relative_to(ROOT)} "
+        f"({size / 2**20:.1f} MiB, limit {limit / 2**20:.0f} MiB)")
+    return out
+
+
+def describe() -> str:
+    lines = ["Stages of the reference run (estimates: full size, one H100, 16 cores):"]
+    for stage in STAGES.values():
+        lines.append(f"  {stage.name:13} {stage.estimate:12} {stage.what}")
+        for step in stage.steps:
+            lines.append(f"  {'':13} {'':12} - {step.name}"
+                         + (f": python {' '.join(step.argv)}" if step.argv else ""))
+    lines.append(f"'all' runs: {', '.join(STAGES)}; a GPU node: {', '.join(GPU_NODE)}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python tools/reference.py",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("stages", nargs="*", metavar="STAGE",
+                        help=f"stages to run in order: {', '.join(STAGES)}, 'gpu-node' "
+                             f"({', '.join(GPU_NODE)}) or 'all'")
+    parser.add_argument("--time-limit", type=float, default=TIME_LIMIT,
+                        help=f"seconds each stage may take (default {TIME_LIMIT:g}; 0: no limit)")
+    parser.add_argument("--fresh", action="store_true",
+                        help="start the stages anew instead of going on with their last run")
+    parser.add_argument("--list", action="store_true", help="list the stages and their steps")
+    parser.add_argument("--figures", action="store_true", help="only redraw every figure")
+    args = parser.parse_args(argv)
+    if args.list:
+        print(describe())
+        return 0
+    try:
+        if args.figures:
+            require(FIGURES, what="the figures")
+            draw_figures()
+            return 0
+        names = []
+        for name in args.stages or parser.error("name a stage (or --list)"):
+            names += {"all": list(STAGES), "gpu-node": list(GPU_NODE)}.get(name, [name])
+        unknown = [n for n in names if n not in STAGES]
+        if unknown:
+            parser.error(f"unknown stage(s) {', '.join(unknown)}: use {', '.join(STAGES)}, "
+                         "gpu-node or all")
+        if args.time_limit < 0:
+            parser.error("--time-limit must be 0 (no limit) or more")
+        for name in names:
+            run_stage(STAGES[name], time_limit=args.time_limit,
+                      state_file=STATE_DIR / "state.json", fresh=args.fresh)
+    except MissingPackage as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    except StageStopped as exc:
+        print(f"reference: {exc}", file=sys.stderr)
+        return 124 if "time limit" in str(exc) else 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
