@@ -20,14 +20,25 @@ ROOT_ARGS := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
 MY_NOTEBOOKS ?= my-notebooks
 # Extra pytest arguments, e.g. make test PYTEST_ARGS="-k hdf5 -x"
 PYTEST_ARGS ?=
+# Recording with a Python that already has the lesson's packages (a cluster's GPU node, where no
+# environment can be built): make reference LESSON_PYTHON=python3 installs nothing and runs that
+# Python; a package it lacks is named before anything runs (README.md, "Recording on your cluster").
+LESSON_PYTHON ?=
+RUN   := $(or $(LESSON_PYTHON),$(BIN)/python)
+READY := $(if $(LESSON_PYTHON),,$(BIN)/.installed)
+# The reference run's stages (tools/reference.py --list): 'auto' is every stage on a machine
+# without a GPU, and on a GPU node all but the CPU-only contention experiment. Each stage stops
+# itself after STAGE_TIME_LIMIT seconds (0: never) and goes on where it stopped when run again.
+STAGES ?= auto
+STAGE_TIME_LIMIT ?= 480
 
-.PHONY: help site test lint lab kernel notebooks reference figures lock clean distclean
+.PHONY: help site test lint lab kernel notebooks reference stage figures lock clean distclean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12
 
-# Only the files the full environment is installed from (requirements/site.txt is not one).
-FULL_REQUIREMENTS := $(filter-out requirements/site.txt,$(wildcard requirements/*.txt))
+# Only the files the full environment is installed from (not the site's, not a GPU node's wheels).
+FULL_REQUIREMENTS := $(filter-out requirements/site.txt requirements/node.txt,$(wildcard requirements/*.txt))
 
 $(BIN)/.installed: $(FULL_REQUIREMENTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -60,31 +71,31 @@ lint: $(BIN)/.installed  ## ruff, codespell, notebooks in sync with the episodes
 	$(BIN)/codespell
 	$(BIN)/python tools/make_notebooks.py --check
 
-notebooks: $(BIN)/.installed  ## regenerate notebooks/*.ipynb and gpulesson/lesson/ from the episodes
-	$(BIN)/python tools/make_notebooks.py
+notebooks: $(READY)  ## regenerate notebooks/*.ipynb and gpulesson/lesson/ from the episodes
+	$(RUN) tools/make_notebooks.py
 
-reference: $(BIN)/.installed  ## record every reference measurement here (CPU, and GPU if visible), redraw, refill
-	$(BIN)/python -m gpulesson.experiments.cnn              # episode 5: the CNN
-	$(BIN)/python -m gpulesson.experiments.contention       # episode 5: CPU epochs on a shared node
-	$(BIN)/python -m gpulesson.experiments.matmul           # episode 6: matrix multiplication
-	$(BIN)/python -m gpulesson.experiments.small_models     # episode 7: the small MLP and the sweep
-	$(BIN)/python -m gpulesson.experiments.torch_reference  # episode 8: PyTorch (needs requirements/torch.txt)
-	$(BIN)/python -m gpulesson.experiments.feeding          # episode 9: input pipelines (see --help for sizes)
-	$(MAKE) figures notebooks
-	$(MAKE) executed                                        # the pages' outputs: same machine, same date
+# The data must be chosen: LESSON_DATA=synthetic make reference (or cifar10).
+reference: $(READY)  ## record the reference run here in stages (CPU, and GPU if any), redraw, refill, pack
+	$(RUN) tools/reference.py $(STAGES) --time-limit $(STAGE_TIME_LIMIT)
+
+stage: $(READY)  ## one stage of the reference run, e.g. make stage STAGE=core (list: tools/reference.py --list)
+	$(RUN) tools/reference.py $(STAGE) --time-limit $(STAGE_TIME_LIMIT)
 
 # The data must be chosen: LESSON_DATA=cifar10 make executed (or synthetic); RECORD_ARGS="--only 04".
 .PHONY: executed
-executed: $(BIN)/.installed  ## run every notebook here, full size, and keep its outputs for the site in executed/
-	$(BIN)/python tools/record_run.py $(RECORD_ARGS)
+executed: $(READY)  ## run every notebook here, full size, and keep its outputs for the site in executed/
+	$(RUN) tools/record_run.py $(RECORD_ARGS)
 
-figures: $(BIN)/.installed  ## redraw every figure from its script in fig/ (measured ones from results/)
-	for script in fig/*/*.py; do $(BIN)/python $$script || exit 1; done
+figures: $(READY)  ## redraw every figure from its script in fig/ (measured ones from results/)
+	$(RUN) tools/reference.py --figures
 
 kernel: $(BIN)/.installed  ## register this environment as the Jupyter kernel "$(KERNEL)"
 	# TF_CPP_MIN_LOG_LEVEL=1: TensorFlow's INFO notes on stderr look like errors in a notebook.
+	# No preallocation: JAX would take 75 % of the GPU's memory, TensorFlow all of it, at the
+	# first GPU operation, and a second kernel or job on a shared GPU would then fail.
 	$(BIN)/python -m ipykernel install --user --name $(KERNEL) --display-name "Python ($(KERNEL))" \
-		--env TF_CPP_MIN_LOG_LEVEL 1
+		--env TF_CPP_MIN_LOG_LEVEL 1 --env XLA_PYTHON_CLIENT_PREALLOCATE false \
+		--env TF_FORCE_GPU_ALLOW_GROWTH true
 
 lab: kernel  ## start JupyterLab on your copies of the notebooks (my-notebooks/), with the lesson kernel
 	$(BIN)/python -m gpulesson.workcopy --to $(MY_NOTEBOOKS)

@@ -10,6 +10,7 @@ summarised in one calm line instead of being printed raw.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import io
 import os
@@ -301,14 +302,20 @@ def gpu_facts(backend: str | None = None) -> dict | None:
     """The GPU that the Keras backend (default: the active one) computes on, as data:
     :data:`GPU_FIELDS`, each None when neither NVML nor the framework tells it; None when the
     backend sees no GPU. No host name, no serial number."""
-    backend = backend or _active_backend()
+    facts = _gpu_facts(backend or _active_backend())
+    return None if facts is None else dict(facts)
+
+
+@functools.cache  # asked once a process: a sweep writes hundreds of records
+def _gpu_facts(backend: str) -> dict | None:
     with _captured_output():
         framework = _backend_gpu(backend)
     if framework is None:
         return None
     nvml = _nvml_gpu()
     if nvml.get("name") and framework.get("name") and nvml["name"] != framework["name"]:
-        nvml = {}  # NVML counted another GPU than CUDA's first: its facts would be wrong
+        # NVML counted another GPU than CUDA's first: only the system's facts hold for it.
+        nvml = {k: nvml.get(k) for k in ("driver_version", "cuda_driver_version")}
     facts = {key: None for key in GPU_FIELDS}
     facts.update({k: v for k, v in framework.items() if v is not None})
     facts.update({k: v for k, v in nvml.items() if v is not None})

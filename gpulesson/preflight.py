@@ -23,7 +23,8 @@ class MissingPackage(RuntimeError):
 
 def pinned(distribution: str, constraints: Path = CONSTRAINTS) -> str:
     """``name==version`` as the lesson's lock pins it, or the bare name if it is not pinned."""
-    pattern = re.compile(rf"^{re.escape(distribution).replace('-', '[-_]')}==(\S+)", re.I | re.M)
+    name = "[-_.]".join(re.escape(part) for part in re.split(r"[-_.]", distribution))
+    pattern = re.compile(rf"^{name}==(\S+)", re.I | re.M)
     try:
         found = pattern.search(constraints.read_text(encoding="utf-8"))
     except OSError:
@@ -47,3 +48,11 @@ def require(modules, *, what: str) -> None:
         f"{'it' if len(absent) == 1 else 'them'} with `python -m pip install {pins}`, or, without "
         f"internet, install the wheels into a folder (`pip install --no-index --no-deps --target "
         f"DIR WHEELS`) and put DIR on PYTHONPATH")
+
+
+def require_or_exit(modules, *, what: str) -> None:
+    """:func:`require` for a script's start: the message alone on stderr, exit status 2."""
+    try:
+        require(modules, what=what)
+    except MissingPackage as exc:
+        raise SystemExit(f"{exc}") from None

@@ -86,9 +86,32 @@ def make_record(experiment: str, *, data: str, environment: dict | None = None, 
     ``**timer.summary()``), which win over the environment's keys."""
     if data not in LABELS:
         raise ValueError(f"data must be one of {', '.join(LABELS)}, not {data!r}")
-    environment = environment_record() if environment is None else environment
-    return {**environment, "experiment": experiment, "data": data,
-            "data_label": LABELS[data], **measurements}
+    record = {**(environment_record() if environment is None else environment),
+              "experiment": experiment, "data": data, "data_label": LABELS[data], **measurements}
+    if environment is None:  # measured here, through Keras: say on what hardware and precision
+        record = {**device_facts(record), **record}
+    return record
+
+
+def ran_on_gpu(record: dict) -> bool:
+    """Whether a record's measurement ran on a GPU: its ``device_kind``, else its ``device``."""
+    if "device_kind" in record:
+        return record["device_kind"] == "gpu"
+    return bool(record.get("gpu_count")) and str(record.get("device", "CPU")).upper() != "CPU"
+
+
+def device_facts(record: dict) -> dict:
+    """``float32_precision`` (how float32 matmuls and convolutions were computed: "tf32" or
+    "float32") for every record, and for a GPU measurement ``gpu``: the model, driver, CUDA
+    versions, compute capability and memory (:func:`gpulesson.devices.gpu_facts`). A timing on
+    a GPU means little without them: TF32 alone can change a float32 rate severalfold."""
+    from gpulesson import devices
+
+    if not ran_on_gpu(record):
+        return {"float32_precision": devices.float32_precision()}
+    backend = {"pytorch": "torch"}.get(record.get("backend"), record.get("backend"))
+    gpu = devices.gpu_facts(backend)
+    return {"gpu": gpu, "float32_precision": devices.float32_precision(backend, gpu)}
 
 
 def _to_json(value):

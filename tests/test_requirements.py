@@ -94,3 +94,14 @@ def test_the_site_environment_is_small_and_has_the_locked_versions():
     # make site must not install the frameworks: the site executes no notebook.
     heavy = {"tensorflow", "tensorflow-cpu", "keras", "torch", "torchvision", "jax", "jaxlib", "h5py"}
     assert not heavy & site.keys()
+
+
+def test_a_gpu_nodes_wheels_are_the_locked_versions_and_cover_what_recording_needs():
+    """requirements/node.txt: what travels to a GPU node as wheels (README.md)."""
+    node = req("node.txt")
+    lock = pins([l for l in (REQ / "constraints.txt").read_text().splitlines() if not l.startswith("#")], REQ)
+    for name, version in node.items():
+        assert lock.get(name) == version, f"{name}: {version} for the node, {lock.get(name)} in the lock"
+    # Keras, the notebook-executing stack, and NVML for the records' driver version.
+    assert {"keras", "nbclient", "nbformat", "ipykernel", "jupytext", "nvidia-ml-py"} <= node.keys()
+    assert not {"tensorflow", "jax", "torch"} & node.keys(), "the node has its own frameworks"

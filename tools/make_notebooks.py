@@ -28,11 +28,14 @@ import re
 import sys
 from pathlib import Path
 
-import jupytext
-import nbformat
-
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the lesson's package, installed or not
 sys.path.insert(0, str(ROOT / "_ext"))
+from gpulesson.preflight import require_or_exit  # noqa: E402
+
+require_or_exit(("jupytext", "nbformat", "yaml"), what="tools/make_notebooks.py")
+import jupytext  # noqa: E402
+import nbformat  # noqa: E402
 from carpentry import EPISODE_DIR, bullets, fill_placeholders, split_front_matter  # noqa: E402
 
 NOTEBOOK_DIR = "notebooks"

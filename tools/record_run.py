@@ -33,6 +33,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the lesson's package, installed or not
 sys.path.insert(0, str(ROOT / "_ext"))
 sys.path.insert(0, str(ROOT / "tools"))
 import clean_outputs  # noqa: E402
@@ -46,6 +47,8 @@ from recorded import (  # noqa: E402
     refresh_command,
     stale_cells,
 )
+
+from gpulesson.preflight import require_or_exit  # noqa: E402
 
 DATA_LABELS = {
     "cifar10": "CIFAR-10 (and MNIST in the PyTorch episode), the real data sets",
@@ -378,6 +381,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / EXECUTED_DIR,
                         help="folder of the executed copies (default: executed/)")
     args = parser.parse_args(argv)
+    # Before minutes of work: the executing stack and what every notebook imports.
+    require_or_exit(("nbclient", "nbformat", "ipykernel", "jupytext", "keras", "h5py", "numpy",
+                     "matplotlib", "tqdm"), what="tools/record_run.py")
     try:
         data = choose_data(args.data, os.environ)
         quick = choose_quick(args.quick, os.environ)

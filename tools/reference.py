@@ -10,6 +10,7 @@ so that it fits a 10-minute job step with room to start): the step in progress i
 what the finished steps and conditions recorded stays. Run the same stage again to go on: each
 experiment is given the run id it had (``--run-id``) and skips the conditions that run already
 has, finished steps are skipped, so nothing is recorded twice. ``--fresh`` starts a stage anew.
+A run ends with its pack: after it, the next stage starts a new run.
 
 The state of each stage lives in ``_build/reference/state.json``, the log of each stage in
 ``_build/reference/STAGE.log``. The last stage, ``pack``, redraws the figures, refills the
@@ -62,6 +63,7 @@ class Step:
     needs: tuple[str, ...] = ()
     resumable: bool = False
     devices: bool = False
+    quick_option: bool = False  # takes --quick (a recorded notebook refuses LESSON_QUICK alone)
 
 
 @dataclass
@@ -82,13 +84,17 @@ def _experiment(name: str, *args: str, needs=KERAS, devices=True) -> Step:
 
 
 def _notebooks(*numbers: str) -> list[Step]:
-    return [Step(f"notebook {n}", ["tools/record_run.py", "--only", n], NOTEBOOK) for n in numbers]
+    return [Step(f"notebook {n}", ["tools/record_run.py", "--only", n], NOTEBOOK, quick_option=True)
+            for n in numbers]
 
 
 REFRESH = [Step("figures", ["tools/reference.py", "--figures"], FIGURES),
            Step("notebooks", ["tools/make_notebooks.py"], ("jupytext", "nbformat"))]
+# Three stages of notebooks, each within the time limit: full size on this lesson's 2-core
+# machine (no GPU) 01-06 took 248 s, 07, 08 and 10 257 s, and 09 248 s (executed/*.ipynb).
 NOTEBOOKS_1 = ("01", "03", "04", "05", "06")
-NOTEBOOKS_2 = ("07", "08", "09", "10")
+NOTEBOOKS_2 = ("07", "08", "10")
+NOTEBOOKS_3 = ("09",)
 
 STAGES = {stage.name: stage for stage in (
     Stage("core", "episode 5's CNN, episode 6's matrix multiplication, episode 8's PyTorch",
@@ -106,12 +112,32 @@ STAGES = {stage.name: stage for stage in (
           "node's run)", "about 4 min", [_experiment("contention", devices=False)]),
     Stage("notebooks-1", "figures and notebooks refilled, then episodes 1 and 3 to 6 recorded",
           "about 6 min", [*REFRESH, *_notebooks(*NOTEBOOKS_1)]),
-    Stage("notebooks-2", "episodes 7 to 10 recorded", "about 6 min", _notebooks(*NOTEBOOKS_2)),
+    Stage("notebooks-2", "episodes 7, 8 and 10 recorded", "about 6 min", _notebooks(*NOTEBOOKS_2)),
+    Stage("notebooks-3", "episode 9 recorded", "about 6 min", _notebooks(*NOTEBOOKS_3)),
     Stage("pack", "figures and notebooks refilled, everything packed into one archive",
           "under 1 min", [*REFRESH, Step("pack", None)]),
 )}
 # What a GPU node records: all but the CPU-only contention experiment.
-GPU_NODE = ("core", "small-models", "feeding", "notebooks-1", "notebooks-2", "pack")
+GPU_NODE = ("core", "small-models", "feeding", "notebooks-1", "notebooks-2", "notebooks-3", "pack")
+
+
+def expand(name: str) -> list[str]:
+    """A stage's name, or an alias: 'all', 'gpu-node', 'auto' (a GPU node's stages where the
+    driver shows a GPU, else all)."""
+    if name == "auto":
+        name = "gpu-node" if gpu_present() else "all"
+    return {"all": list(STAGES), "gpu-node": list(GPU_NODE)}.get(name, [name])
+
+
+def check_data_chosen() -> None:
+    """A reference run records one data set, chosen on purpose: never a default."""
+    data = os.environ.get("LESSON_DATA", "").strip().lower()
+    if data not in ("cifar10", "synthetic"):
+        raise StageStopped(
+            f"choose the data for the whole run: LESSON_DATA=cifar10 (the real data set, "
+            f"prepared beforehand: python -m gpulesson.prepare --data cifar10) or "
+            f"LESSON_DATA=synthetic (the labelled stand-in), not {data or 'unset'!r}; e.g. "
+            f"LESSON_DATA=synthetic python tools/reference.py core")
 
 
 class StageStopped(RuntimeError):
@@ -147,7 +173,16 @@ def command(step: Step, run_id: str | None, gpu: bool, python: str = sys.executa
         argv += ["--run-id", run_id]
     if step.devices and gpu:
         argv += ["--devices", "gpu", "cpu"]  # the GPU first: the scarce measurement
+    if step.quick_option and quick_mode():
+        argv.append("--quick")
     return argv
+
+
+def quick_mode() -> bool:
+    """LESSON_QUICK as the lesson reads it: a rehearsal at tiny sizes, labelled quick."""
+    from gpulesson.settings import parse_bool
+
+    return parse_bool("LESSON_QUICK", os.environ.get("LESSON_QUICK", ""))
 
 
 def run_step(argv: list[str], deadline: float, log) -> int:
@@ -212,6 +247,7 @@ def run_stage(stage: Stage, *, time_limit: float, state_file: Path, fresh: bool 
     limit = f"{time_limit:g} s" if time_limit > 0 else "no time limit"
     say(f"Stage {stage.name}: {stage.what}; {len(todo)} of {len(stage.steps)} step(s) to do, "
         f"{limit}, {'a GPU' if gpu else 'no GPU'} on this machine.")
+    state_file.parent.mkdir(parents=True, exist_ok=True)
     with open(state_file.with_name(f"{stage.name}.log"), "a", encoding="utf-8") as log:
         log.write(f"--- {datetime.datetime.now(datetime.UTC).isoformat(timespec='seconds')} "
                   f"stage {stage.name}\n")
@@ -244,6 +280,10 @@ def run_stage(stage: Stage, *, time_limit: float, state_file: Path, fresh: bool 
             save_state(state_file, state)
             say(f"[{stage.name}] {step.name} done in {time.monotonic() - began:.0f} s")
     say(f"Stage {stage.name} done in {time.monotonic() - started:.0f} s.")
+    if stage.name == "pack":
+        # The run is complete: the next stage run starts a new one. Its state stays for reading.
+        stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+        state_file.replace(state_file.with_name(f"state-{stamp}.json"))
 
 
 def draw_figures(say=_say) -> None:
@@ -272,7 +312,8 @@ def pack(out: Path | None = None, limit: int = PACK_LIMIT, say=_say) -> Path:
         raise StageStopped(f"the packed run would be {size / 2**20:.1f} MiB, over its limit of "
                            f"{limit / 2**20:.0f} MiB: record fewer or smaller figures")
     partial.replace(out)
-    say(f"packed {', '.join(PACKED)} and the stage logs into {out.relative_to(ROOT)} "
+    shown = out.relative_to(ROOT) if out.is_relative_to(ROOT) else out
+    say(f"packed {', '.join(PACKED)} and the stage logs into {shown} "
         f"({size / 2**20:.1f} MiB, limit {limit / 2**20:.0f} MiB)")
     return out
 
@@ -293,7 +334,8 @@ def main(argv=None) -> int:
                                      description=__doc__.splitlines()[0])
     parser.add_argument("stages", nargs="*", metavar="STAGE",
                         help=f"stages to run in order: {', '.join(STAGES)}, 'gpu-node' "
-                             f"({', '.join(GPU_NODE)}) or 'all'")
+                             f"({', '.join(GPU_NODE)}), 'all', or 'auto' (gpu-node where "
+                             f"a GPU is present, else all)")
     parser.add_argument("--time-limit", type=float, default=TIME_LIMIT,
                         help=f"seconds each stage may take (default {TIME_LIMIT:g}; 0: no limit)")
     parser.add_argument("--fresh", action="store_true",
@@ -311,13 +353,15 @@ def main(argv=None) -> int:
             return 0
         names = []
         for name in args.stages or parser.error("name a stage (or --list)"):
-            names += {"all": list(STAGES), "gpu-node": list(GPU_NODE)}.get(name, [name])
+            names += expand(name)
         unknown = [n for n in names if n not in STAGES]
         if unknown:
             parser.error(f"unknown stage(s) {', '.join(unknown)}: use {', '.join(STAGES)}, "
-                         "gpu-node or all")
+                         "gpu-node, all or auto")
         if args.time_limit < 0:
             parser.error("--time-limit must be 0 (no limit) or more")
+        if set(names) - {"pack"}:
+            check_data_chosen()
         for name in names:
             run_stage(STAGES[name], time_limit=args.time_limit,
                       state_file=STATE_DIR / "state.json", fresh=args.fresh)

@@ -1,6 +1,10 @@
 """Draw the lesson's workflow diagram: python fig/01-introduction/workflow.py -> workflow.svg."""
 
+import sys
 from pathlib import Path
+
+# The lesson's package from this checkout, installed or not (a cluster node's own Python).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import matplotlib
 

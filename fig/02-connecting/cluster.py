@@ -1,6 +1,10 @@
 """Draw how a cluster is reached and used: python fig/02-connecting/cluster.py -> cluster.svg."""
 
+import sys
 from pathlib import Path
+
+# The lesson's package from this checkout, installed or not (a cluster node's own Python).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import matplotlib
 

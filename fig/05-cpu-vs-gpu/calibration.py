@@ -8,7 +8,11 @@ The record is the newest one in results/standin-calibration.jsonl; record a new 
 script draws from the committed file.
 """
 
+import sys
 from pathlib import Path
+
+# The lesson's package from this checkout, installed or not (a cluster node's own Python).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from gpulesson.experiments import calibration
 from gpulesson.figure_scripts import drawer, main

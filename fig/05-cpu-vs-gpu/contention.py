@@ -8,7 +8,11 @@ gpulesson.experiments.contention.reference_run); record them on an otherwise qui
 nothing.
 """
 
+import sys
 from pathlib import Path
+
+# The lesson's package from this checkout, installed or not (a cluster node's own Python).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from gpulesson.experiments import contention
 from gpulesson.figure_scripts import drawer, main

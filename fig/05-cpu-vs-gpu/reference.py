@@ -7,7 +7,11 @@ gpulesson.experiments.cnn.reference_run); record a new one with ``python -m gpul
 A test checks that the committed figures are the ones this script draws from the committed file.
 """
 
+import sys
 from pathlib import Path
+
+# The lesson's package from this checkout, installed or not (a cluster node's own Python).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from gpulesson.experiments import cnn
 from gpulesson.figure_scripts import drawer, main

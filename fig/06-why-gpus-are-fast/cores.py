@@ -5,7 +5,11 @@ a GPU on many small lanes grouped in streaming multiprocessors, with tensor core
 high-bandwidth memory; the two are joined by PCIe (or NVLink).
 """
 
+import sys
 from pathlib import Path
+
+# The lesson's package from this checkout, installed or not (a cluster node's own Python).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import matplotlib
 

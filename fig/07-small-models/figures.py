@@ -9,8 +9,12 @@ recorded yet. Record runs with ``python -m gpulesson.experiments.small_models``.
 committed figures are the ones this script draws from the committed file.
 """
 
+import sys
 from functools import partial
 from pathlib import Path
+
+# The lesson's package from this checkout, installed or not (a cluster node's own Python).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from gpulesson.experiments import small_models
 from gpulesson.figure_scripts import drawer, main

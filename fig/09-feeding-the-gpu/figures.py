@@ -10,7 +10,11 @@ newest with GPU records, else the newest run (gpulesson.experiments.feeding.refe
 script draws from the committed file.
 """
 
+import sys
 from pathlib import Path
+
+# The lesson's package from this checkout, installed or not (a cluster node's own Python).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from gpulesson.experiments import feeding
 from gpulesson.figure_scripts import drawer, main

@@ -7,7 +7,11 @@ Schematics, not measurements: what each GPU holds, what it computes and what tra
 the GPUs. Every element is labelled in words; colour only repeats what the labels say.
 """
 
+import sys
 from pathlib import Path
+
+# The lesson's package from this checkout, installed or not (a cluster node's own Python).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import matplotlib
 

@@ -1,0 +1,203 @@
+"""The reference run's stages (tools/reference.py): bounded in time, able to go on without
+recording anything twice, runnable with a Python that has the packages and installs nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import textwrap
+from pathlib import Path
+
+import pytest
+import reference
+from conftest import ROOT, lesson_files
+
+from gpulesson import preflight
+
+# A step that records three conditions of a run, each a line "run_id condition", skipping those
+# its run already has, as the experiments do with --run-id. Condition 2 hangs while the file
+# HANG exists, after starting a child process that only the stage's stop can end.
+STEP = textwrap.dedent("""
+    import argparse, os, subprocess, sys, time, uuid
+    from pathlib import Path
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out")
+    parser.add_argument("--run-id", default=None)
+    args = parser.parse_args()
+    out = Path(args.out)
+    run_id = args.run_id or uuid.uuid4().hex
+    done = {line.split()[1] for line in out.read_text().splitlines()
+            if line.split()[0] == run_id} if out.exists() else set()
+    for condition in ("1", "2", "3"):
+        if condition in done:
+            continue
+        if condition == "2" and (out.parent / "HANG").exists():
+            child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+            (out.parent / "child.pid").write_text(str(child.pid))
+            time.sleep(600)
+        with open(out, "a") as f:
+            f.write(f"{run_id} {condition}\\n")
+""")
+
+
+def _stage(tmp_path, *, needs=()) -> reference.Stage:
+    script = tmp_path / "step.py"
+    script.write_text(STEP)
+    step = reference.Step("conditions", [str(script), str(tmp_path / "records.txt")], needs,
+                          resumable=True)
+    return reference.Stage("try", "three conditions", "seconds", [step])
+
+
+def _lines(tmp_path) -> list[str]:
+    return (tmp_path / "records.txt").read_text().splitlines()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/stat")
+    return not (status.exists() and status.read_text().split()[2] == "Z")
+
+
+def test_a_stage_stopped_at_its_limit_keeps_what_finished_and_goes_on_without_duplicates(tmp_path):
+    stage, state = _stage(tmp_path), tmp_path / "state.json"
+    (tmp_path / "HANG").touch()
+    with pytest.raises(reference.StageStopped, match="time limit .* python tools/reference.py try"):
+        reference.run_stage(stage, time_limit=10, state_file=state, say=lambda *a: None)
+    first = _lines(tmp_path)
+    assert [line.split()[1] for line in first] == ["1"], "condition 1 finished and is kept"
+    # The step and the child it started were stopped together (the stage's process group).
+    child = int((tmp_path / "child.pid").read_text())
+    assert not _alive(child), "a process the step started outlived the stage's stop"
+    run_id = json.loads(state.read_text())["try"]["run_ids"]["conditions"]
+    assert first[0].split()[0] == run_id, "the run id was saved before the step ran"
+
+    (tmp_path / "HANG").unlink()
+    reference.run_stage(stage, time_limit=0, state_file=state, say=lambda *a: None)
+    lines = _lines(tmp_path)
+    assert sorted(lines) == sorted(f"{run_id} {c}" for c in "123"), "one run, no duplicate"
+    assert json.loads(state.read_text())["try"]["done"] == ["conditions"]
+
+    said = []
+    reference.run_stage(stage, time_limit=0, state_file=state, say=said.append)
+    assert "already done" in said[0] and _lines(tmp_path) == lines
+    reference.run_stage(stage, time_limit=0, state_file=state, fresh=True, say=lambda *a: None)
+    assert len(_lines(tmp_path)) == 6, "--fresh records a new run"
+
+
+def test_a_failing_step_says_how_to_go_on(tmp_path):
+    stage = reference.Stage("broken", "fails", "seconds",
+                            [reference.Step("boom", ["-c", "raise SystemExit(3)"])])
+    with pytest.raises(reference.StageStopped, match=r"boom failed \(exit status 3\).*"
+                                                     r"python tools/reference.py broken"):
+        reference.run_stage(stage, time_limit=0, state_file=tmp_path / "s.json",
+                            say=lambda *a: None)
+
+
+def test_a_missing_package_is_named_with_its_pin_before_anything_runs(tmp_path):
+    stage = _stage(tmp_path, needs=("numpy", "no_such_package_for_the_lesson"))
+    with pytest.raises(preflight.MissingPackage) as caught:
+        reference.run_stage(stage, time_limit=0, state_file=tmp_path / "s.json",
+                            say=lambda *a: None)
+    message = str(caught.value)
+    assert "no_such_package_for_the_lesson" in message and "numpy," not in message
+    assert "pip install" in message and "--no-index" in message and "\n" not in message
+    assert not (tmp_path / "records.txt").exists(), "nothing ran"
+    assert preflight.pinned("keras") == f"keras=={_pin('keras')}"
+    assert preflight.pinned("scikit-learn").startswith("scikit-learn==")
+
+
+def _pin(name: str) -> str:
+    for line in (ROOT / "requirements" / "constraints.txt").read_text().splitlines():
+        if line.startswith(f"{name}=="):
+            return line.split("==")[1]
+    raise AssertionError(f"{name} not pinned")
+
+
+def test_the_command_passes_the_run_id_and_puts_the_gpu_first():
+    step = reference.Step("cnn", ["-m", "gpulesson.experiments.cnn"], resumable=True, devices=True)
+    assert reference.command(step, "r1", gpu=True, python="py") == [
+        "py", "-m", "gpulesson.experiments.cnn", "--run-id", "r1", "--devices", "gpu", "cpu"]
+    assert reference.command(step, "r1", gpu=False, python="py")[-2:] == ["--run-id", "r1"]
+    assert reference.expand("gpu-node") == list(reference.GPU_NODE)
+    assert "contention" not in reference.GPU_NODE and "contention" in reference.expand("all")
+
+
+def test_a_run_needs_its_data_chosen(monkeypatch, capsys):
+    monkeypatch.delenv("LESSON_DATA", raising=False)
+    assert reference.main(["core"]) == 1
+    assert "LESSON_DATA=synthetic" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        reference.main(["nothing-such"])
+
+
+def test_the_pack_holds_the_run_under_its_limit_or_is_not_written(tmp_path):
+    out = reference.pack(tmp_path / "run.tar.gz", say=lambda *a: None)
+    assert out.stat().st_size <= reference.PACK_LIMIT
+    with tarfile.open(out) as archive:
+        names = archive.getnames()
+    for folder in reference.PACKED:
+        assert any(n.startswith(f"{folder}/") for n in names), folder
+    assert any(n.startswith("executed/05") for n in names) and not any("__pycache__" in n for n in names)
+    with pytest.raises(reference.StageStopped, match="over its limit"):
+        reference.pack(tmp_path / "small.tar.gz", limit=1000, say=lambda *a: None)
+    assert not list(tmp_path.glob("small*")), "no half-written archive"
+
+
+# Each stage's commands, in quick mode, through the path a GPU node takes: `make stage` with
+# LESSON_PYTHON, in a copy of the lesson that has no environment of its own (make would build
+# one otherwise). The notebook stages run their first notebook only, to keep the suite short.
+QUICK_STAGES = ["core", "small-models", "feeding", "contention", "notebooks-1", "notebooks-2",
+                "notebooks-3", "pack"]
+
+
+@pytest.fixture(scope="module")
+def node_copy(tmp_path_factory):
+    root = lesson_files(tmp_path_factory.mktemp("node"))
+    assert not (root / ".venv").exists()
+    return root, tmp_path_factory.mktemp("node-data")
+
+
+def _make_stage(root: Path, data_dir: Path, stage: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "LESSON_DATA": "synthetic", "LESSON_QUICK": "1",
+           "LESSON_DATA_DIR": str(data_dir), "MPLBACKEND": "Agg"}
+    return subprocess.run(["make", "--no-print-directory", "stage", f"STAGE={stage}",
+                           f"LESSON_PYTHON={sys.executable}", "STAGE_TIME_LIMIT=0"],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=1200)
+
+
+@pytest.mark.parametrize("stage", QUICK_STAGES)
+def test_each_stage_runs_in_quick_mode_with_an_existing_python(node_copy, stage):
+    root, data_dir = node_copy
+    if stage.startswith("notebooks"):
+        # The first notebook of the stage stands for the others (each is the same command).
+        spec = reference.STAGES[stage]
+        first = next(s for s in spec.steps if s.name.startswith("notebook"))
+        state = root / "_build" / "reference" / "state.json"
+        state.parent.mkdir(parents=True, exist_ok=True)
+        saved = json.loads(state.read_text()) if state.exists() else {}
+        saved[stage] = {"done": [s.name for s in spec.steps
+                                 if s.name.startswith("notebook") and s is not first],
+                        "run_ids": {}}
+        state.write_text(json.dumps(saved))
+    done = _make_stage(root, data_dir, stage)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-4000:]
+    assert "pip install" not in output and not (root / ".venv").exists(), "nothing installed"
+    assert f"Stage {stage} done" in output, output[-2000:]
+    built = root / "_build" / "reference"
+    if stage == "pack":
+        assert (built / "reference-run.tar.gz").is_file()
+        # The run is complete: its state is kept under its date, and a new run starts afresh.
+        assert not (built / "state.json").exists() and list(built.glob("state-*.json"))
+        return
+    # A second time, the stage says it is done and records nothing more.
+    before = {p.name: p.read_bytes() for p in (root / "results").glob("*.jsonl")}
+    again = _make_stage(root, data_dir, stage)
+    assert again.returncode == 0 and "already done" in again.stdout, again.stdout[-2000:]
+    assert {p.name: p.read_bytes() for p in (root / "results").glob("*.jsonl")} == before
