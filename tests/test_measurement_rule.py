@@ -1,0 +1,98 @@
+"""The measurement rule (gpulesson.experiments.common): repeats, summaries, comparisons in words."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpulesson.experiments import common
+
+
+def test_the_rule_is_five_repeats_after_one_warmup():
+    assert common.REPEATS >= 5 and common.WARMUP == 1
+    assert common.repeats_for(False) == common.REPEATS
+    assert 1 <= common.repeats_for(True) < common.REPEATS
+
+
+def test_summary_keeps_every_sample_and_the_warmup_apart():
+    s = common.summarise([3.0, 1.0, 2.0, 5.0, 4.0], [9.0])
+    assert s["median"] == 3.0 and s["min"] == 1.0 and s["max"] == 5.0 and s["n"] == 5
+    assert s["samples"] == [3.0, 1.0, 2.0, 5.0, 4.0] and s["warmup"] == [9.0]
+
+
+@pytest.mark.bad_input("bad argument")
+def test_a_warmup_alone_is_no_measurement():
+    with pytest.raises(ValueError, match="warm-up"):
+        common.summarise([], [1.0])
+
+
+def test_old_records_are_summarised_from_what_they_hold():
+    kept = {"summary": common.summarise([1.0, 2.0])}
+    assert common.summary_of(kept)["n"] == 2
+    # Epoch times without a warm-up list: the first epoch is the warm-up.
+    old = common.summary_of({"epoch_seconds": [26.5, 24.7, 24.6]})
+    assert old["warmup"] == [26.5] and old["samples"] == [24.7, 24.6]
+    # A warm-up list of its own: every epoch_seconds value is timed.
+    feeding = common.summary_of({"warmup_seconds": [13.7], "epoch_seconds": [11.0]})
+    assert feeding["n"] == 1 and feeding["warmup"] == [13.7]
+    assert common.summary_of({"epoch_seconds": []}) is None
+    assert common.summary_of({}) is None
+
+
+def test_page_text_shows_the_median_and_the_range_or_says_there_is_none():
+    assert common.summary_text(common.summarise([2.0, 1.0, 3.0])) == "2 s (range 1–3 s, 3 repeats)"
+    assert "no range" in common.summary_text(common.summarise([2.0]))
+    assert common.summary_text(None) == "not measured"
+
+
+def test_rate_of_a_time_summary():
+    rate = common.as_rate(common.summarise([1.0, 2.0, 4.0]), 100)
+    assert rate["median"] == 50 and rate["min"] == 25 and rate["max"] == 100
+
+
+def test_overlapping_ranges_are_no_measurable_difference():
+    a = common.summarise([1.0, 1.2, 1.1])
+    b = common.summarise([1.15, 1.3, 1.25])
+    verdict = common.compare(a, b)
+    assert not verdict.measurable and verdict.word == "about as fast as"
+    assert verdict.sentence == common.NO_DIFFERENCE
+
+
+def test_separate_ranges_are_faster_or_slower_with_their_size():
+    fast, slow = common.summarise([1.0, 1.1, 1.05]), common.summarise([2.0, 2.2, 2.1])
+    assert common.compare(fast, slow).text == "2× faster than"
+    assert common.compare(slow, fast).text == "2× slower than"
+    near = common.summarise([1.2, 1.25, 1.22])
+    assert common.compare(fast, near).text == "faster than"
+    # Rates: higher is better.
+    assert common.compare(slow, fast, higher_is_better=True).word == "faster"
+
+
+def test_a_single_repeat_is_never_ranked():
+    one, other = common.summarise([1.0]), common.summarise([5.0])
+    assert not common.compare(one, other).measurable
+
+
+def test_ranking_puts_indistinguishable_conditions_in_one_place():
+    summaries = {"ram": common.summarise([820, 830, 810]), "device": common.summarise([800, 825]),
+                 "hdf5": common.summarise([600, 610, 590]), "single": common.summarise([900])}
+    places = common.rank(summaries, higher_is_better=True)
+    assert places[0][0] == "single" and "ram" in places[0]  # one repeat ranks nowhere
+    summaries.pop("single")
+    places = common.rank(summaries, higher_is_better=True)
+    assert places == [["ram", "device"], ["hdf5"]]
+    assert common.best_text(summaries, higher_is_better=True) == \
+        "ram and device (no measurable difference)"
+
+
+def test_draw_spread_draws_ranges_and_samples():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    ax.bar([0, 1], [1, 2])
+    common.draw_spread(ax, [0, 1], [common.summarise([0.9, 1, 1.1]), None])
+    assert ax.collections  # the error bar
+    assert len(ax.lines) >= 3  # whiskers' caps and the samples
+    plt.close(fig)
