@@ -1,7 +1,5 @@
-"""The synthetic stand-in: CIFAR-shaped, balanced, deterministic, fast, learnable but not trivial,
+"""The synthetic stand-in: CIFAR-shaped, balanced, deterministic, learnable but not trivial,
 with its mistakes between look-alike pairs (the full-size calibration: tests/test_calibration.py)."""
-
-import time
 
 import numpy as np
 import pytest
@@ -91,13 +89,11 @@ def test_progress_bar_is_shown(capsys):
     assert capsys.readouterr().err == ""
 
 
-def test_full_size_is_fast():
-    start = time.perf_counter()
-    (x, _), (xt, _) = make_synthetic(20_000, 4_000, progress=False)
-    elapsed = time.perf_counter() - start
-    assert len(x) + len(xt) == 24_000
-    # 60,000 images must take well under 15 s: 24,000 in 6 s leaves margin on slow machines
-    assert elapsed < 6, f"{elapsed:.1f} s for 24,000 images"
+def test_a_large_set_is_made_whole():
+    (x, y), (xt, yt) = make_synthetic(20_000, 4_000, progress=False)
+    assert x.shape == (20_000, 32, 32, 3) and xt.shape == (4_000, 32, 32, 3)
+    assert x.dtype == xt.dtype == np.uint8 and len(y) == 20_000 and len(yt) == 4_000
+    assert sorted(np.unique(y)) == list(range(10)), "every class is there"
 
 
 def test_classes_are_not_told_apart_by_mean_colour_alone(quick_set):
@@ -113,7 +109,7 @@ EPOCHS = 8
 
 
 def test_a_small_cnn_learns_it_and_confuses_the_pairs():
-    """A small CNN, within a minute: well above chance (10 %) but far from perfect, and most of its
+    """A small CNN: well above chance (10 %) but far from perfect, and most of its
     mistakes between the two classes of a look-alike pair (chance would put a ninth there)."""
     import keras
     from keras import layers
@@ -138,11 +134,8 @@ def test_a_small_cnn_learns_it_and_confuses_the_pairs():
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=["accuracy"],
     )
-    start = time.perf_counter()
     history = model.fit(x, y, epochs=EPOCHS, batch_size=64, validation_data=(xt, yt), verbose=0)
-    elapsed = time.perf_counter() - start
     val = history.history["val_accuracy"]
-    assert elapsed < 60, f"training took {elapsed:.0f} s"
     assert 0.3 <= max(val) <= 0.8, f"test accuracy per epoch: {val}"
     assert val[-1] > val[0] + 0.1, f"no learning curve: {val}"
     matrix = confusion_counts(yt, model.predict(xt, verbose=0), 10)
