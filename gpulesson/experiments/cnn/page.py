@@ -9,6 +9,7 @@ from gpulesson.experiments.cnn.records import (
     reference_run,
     workshop_seconds,
 )
+from gpulesson.experiments.common import compare, summary_of, summary_text
 from gpulesson.results import NOT_RECORDED, data_label, duration, hardware, speedup
 from gpulesson.results import pick as _pick
 
@@ -23,6 +24,40 @@ def _optional(record: dict | None, key: str, show) -> str:
     if not record or record.get(key) is None:
         return NOT_RECORDED
     return show(record[key])
+
+
+def epoch_summary(record: dict | None) -> dict | None:
+    """The summary of a record's epoch times: the epochs after the first, the first kept apart
+    as the warm-up (:func:`gpulesson.experiments.common.summary_of`)."""
+    return summary_of(record) if record else None
+
+
+def _precision(record: dict | None) -> str:
+    """How float32 matrix products and convolutions were computed, e.g. "TF32 matrix products,
+    TF32 convolutions"; NOT_RECORDED for records made before it was kept."""
+    found = (record or {}).get("float32_precision")
+    if not isinstance(found, dict) or not found.get("matmul"):
+        return NOT_RECORDED
+
+    def name(mode):
+        return {"tf32": "TF32", "float32": "float32"}.get(mode, str(mode))
+
+    return (f"{name(found['matmul'])} matrix products, "
+            f"{name(found.get('convolution', found['matmul']))} convolutions")
+
+
+def _epoch_range(record: dict | None) -> str:
+    """The shortest and the longest of all of a record's epochs, warm-up included."""
+    if not record or not record.get("epoch_seconds"):
+        return NOT_RECORDED
+    epochs = record["epoch_seconds"]
+    return f"{duration(min(epochs))} to {duration(max(epochs))}"
+
+
+def gpu_comparison(records) -> tuple[dict, dict] | None:
+    """(GPU epoch summary, CPU epoch summary) of a run with both, or None."""
+    cpu, gpu = epoch_summary(_pick(records, False)), epoch_summary(_pick(records, True))
+    return (gpu, cpu) if cpu and gpu else None
 
 
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
@@ -54,4 +89,12 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
                                                       lambda on: "on" if on else "off")
         values[f"ref_{name}_cores"] = _optional(record, "cpu_cores_available", str)
         values[f"ref_{name}_load"] = _optional(record, "load_average", lambda load: f"{load[0]:.2f}")
+        summary = epoch_summary(record)
+        values[f"ref_{name}_epoch_summary"] = (summary_text(summary, duration, what="epochs")
+                                               if summary else NOT_RECORDED)
+        values[f"ref_{name}_epoch_range"] = _epoch_range(record)
+        values[f"ref_{name}_float32_precision"] = _precision(record)
+    pair = gpu_comparison(records)
+    # The GPU against the CPU in words (common.compare): "3.1× faster", "no measurable difference".
+    values["ref_gpu_vs_cpu"] = compare(*pair).sentence if pair else NOT_RECORDED
     return values

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from gpulesson.experiments.common import NO_DIFFERENCE, as_rate, compare, summarise, summary_of, summary_text
 from gpulesson.experiments.matmul.measure import DTYPES, gflops
 from gpulesson.experiments.matmul.records import (
     RESULTS_FILE,
@@ -27,6 +30,123 @@ def _largest(record: dict | None) -> dict | None:
     if not record or not record["points"]:
         return None
     return max(record["points"], key=lambda p: p["n"])
+
+
+def point_summary(point: dict | None) -> dict | None:
+    """The timing summary of one size of a sweep (its timed calls; the first call is the
+    warm-up), or None for a point recorded without its samples."""
+    if not point or not point.get("seconds"):
+        return None
+    warmup = [point["first_call_seconds"]] if point.get("first_call_seconds") else []
+    return summarise(point["seconds"], warmup)
+
+
+def _point(record: dict | None, n: int) -> dict | None:
+    return next((p for p in record["points"] if p["n"] == n), None) if record else None
+
+
+def dtype_comparison(records, device: str, dtype: str):
+    """(summary in ``dtype``, summary in float32) of ``device`` at the largest size both
+    sweeps measured, or None: the two timings a page compares."""
+    base, other = find(records, device, "float32"), find(records, device, dtype)
+    if not (base and other and base["points"] and other["points"]):
+        return None
+    common = {p["n"] for p in base["points"]} & {p["n"] for p in other["points"]}
+    if not common:
+        return None
+    n = max(common)
+    a, b = point_summary(_point(other, n)), point_summary(_point(base, n))
+    return (a, b, n) if a and b else None
+
+
+def _dtype_text(records, device: str, dtype: str) -> str:
+    """``"1.8× faster than"``, ``"slower than"`` or ``"about as fast as"``: one multiplication
+    in ``dtype`` against one in float32 at the largest size of both (:func:`compare`)."""
+    found = dtype_comparison(records, device, dtype)
+    return compare(found[0], found[1]).text if found else NOT_RECORDED
+
+
+def _unsync_text(record: dict | None) -> str:
+    """What the time measured without waiting says: an impossible rate (above the fastest
+    call that waited for its result, at any size) or one that the waited-for calls reach too."""
+    largest = _largest(record)
+    unsync = largest and largest.get("unsynchronised_median_seconds")
+    if not unsync:
+        return NOT_RECORDED
+    rate = gflops(largest["n"], unsync)
+    best = max(p.get("gflops_high", p["gflops"]) for p in record["points"])
+    if rate > best:
+        return (f"{rate_text(rate)} GFLOP/s: more than any call that waited for its result "
+                f"reached (at most {rate_text(best)} GFLOP/s), an impossible number")
+    return (f"{rate_text(rate)} GFLOP/s, no more than the calls that waited for their result "
+            f"reached (up to {rate_text(best)} GFLOP/s): no sign that this call returned before its "
+            "work was done")
+
+
+# The whole-model measurement episode 6 sets beside the matmul: episode 9's training of the CNN
+# in float32 and in mixed bfloat16 (results/feeding.jsonl), on the CPU.
+FEEDING_FILE = "feeding.jsonl"
+
+
+def model_precision(path) -> tuple[dict, dict, dict] | None:
+    """(mixed bfloat16 rate summary, float32 rate summary, the bfloat16 record) of the newest
+    feeding run that trained the CNN on the CPU in mixed bfloat16 with one setting changed,
+    against the same pipeline's float32 training of that run; None without both."""
+    from gpulesson.results import read_records, runs
+
+    path = Path(path)
+    if not path.is_file():
+        return None
+    for group in reversed(list(runs(read_records(path), "feeding").values())):
+        cpu = [r for r in group if r.get("device_kind") == "cpu" and r.get("mode") == "train"]
+        mixed = next((r for r in cpu if r.get("group") == "precision"
+                      and r.get("precision") == "mixed_bfloat16"), None)
+        if not mixed:
+            continue
+        base = next((r for r in cpu if r.get("group") == "pipelines"
+                     and r.get("pipeline") == mixed["pipeline"] and r.get("precision") == "float32"
+                     and r.get("jit_compile") == mixed.get("jit_compile")
+                     and r.get("steps_per_execution") == mixed.get("steps_per_execution")
+                     and r.get("batch_size") == mixed.get("batch_size")), None)
+        if base:
+            return _rate(mixed), _rate(base), mixed
+    return None
+
+
+def _rate(record: dict) -> dict:
+    """A feeding record's training rate as a summary (images/s of each timed epoch)."""
+    images = record["images_per_second"] * record["median_epoch_seconds"]
+    return as_rate(summary_of(record), images)
+
+
+def _model_values(path) -> dict[str, str]:
+    found = model_precision(path)
+    keys = ("ref_mm_model_bfloat16", "ref_mm_model_float32", "ref_mm_model_verdict",
+            "ref_mm_model_cpu")
+    if not found:
+        return dict.fromkeys(keys, NOT_RECORDED)
+    mixed, base, record = found
+    verdict = compare(mixed, base, higher_is_better=True)
+    if verdict.measurable:
+        words = f"mixed bfloat16 trained {verdict.text} float32"
+    elif min(mixed["n"], base["n"]) < 2:
+        words = (f"{NO_DIFFERENCE} by the lesson's rule, because "
+                 + ("a setting was timed only once" if min(mixed["n"], base["n"]) == 1
+                    else "a setting was timed too few times")
+                 + " and so has no range to tell the two apart")
+    else:
+        words = f"{NO_DIFFERENCE}: their ranges overlap"
+    return {
+        "ref_mm_model_bfloat16": summary_text(mixed),
+        "ref_mm_model_float32": summary_text(base),
+        "ref_mm_model_verdict": words,
+        "ref_mm_model_cpu": hardware([record]).get("CPU", NOT_RECORDED),
+    }
+
+
+# Page values that are comparisons, with the two timings each compares (tests check their words).
+COMPARISONS = {f"ref_mm_{device}_{dtype}_vs_float32": (device, dtype)
+               for device in ("cpu", "gpu") for dtype in DTYPES if dtype != "float32"}
 
 
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
@@ -59,11 +179,15 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         values[f"{prefix}_unsync_time"] = _seconds(unsync) if unsync else NOT_RECORDED
         values[f"{prefix}_unsync_gflops"] = (f"{rate_text(gflops(largest['n'], unsync))} GFLOP/s"
                                              if unsync else NOT_RECORDED)
+        values[f"{prefix}_unsync_verdict"] = _unsync_text(base)
         for dtype in DTYPES:
             values[f"{prefix}_{dtype}"] = _peak(find(records, device, dtype))
         walls = [r["wall_seconds"] for r in records
                  if r.get("device_kind") == device and r.get("wall_seconds")]
         values[f"{prefix}_sweep_time"] = _seconds(sum(walls)) if walls else NOT_RECORDED
+    for name, (device, dtype) in COMPARISONS.items():
+        values[name] = _dtype_text(records, device, dtype)
+    values.update(_model_values(Path(path).parent / FEEDING_FILE))
     gpu = find(records, "gpu", "float32")
     copied = _largest(gpu)
     copy_seconds = copied and copied.get("transfer_median_seconds")

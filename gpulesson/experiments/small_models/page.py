@@ -76,6 +76,13 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
                                                              if record else NOT_RECORDED)
             values[f"ref_mlp_sweep_{name}_{size}_step"] = (short_time(record["seconds_per_step"])
                                                            if record else NOT_RECORDED)
+        # One step of the narrowest model at the smallest and at the largest batch: how much a
+        # step's time grows along the top row of the grid.
+        row = [cells.get((widths[0], batch), {}).get(name) for batch in batches] if records else []
+        values[f"ref_mlp_sweep_{name}_row_steps"] = (
+            f"from {short_time(row[0]['seconds_per_step'])} at batch size {batches[0]:,} to "
+            f"{short_time(row[-1]['seconds_per_step'])} at batch size {batches[-1]:,}"
+            if len(row) > 1 and row[0] and row[-1] else NOT_RECORDED)
     if ratios:
         best = max(ratios, key=ratios.get)
         worst = min(ratios, key=ratios.get)
