@@ -116,7 +116,7 @@ def test_the_stand_in_behaves_like_cifar10(reference):
 def test_the_notes_values_come_from_the_record(reference):
     values = calibration.substitutions()
     found = calibration.findings(reference)
-    assert values["ref_calib_workshop_accuracy"] == f"{found['workshop_accuracy']:.2f}"
+    assert values["ref_calib_workshop_accuracy"] == f"{found['workshop_accuracy']:.1%}"
     assert values["ref_calib_n_train"] == "45,000" and values["ref_calib_epochs"] == str(reference["epochs"])
     a, b = found["most_confused"]
     assert values["ref_calib_most_confused"] == f"{SYNTHETIC_CLASS_NAMES[a]} and {SYNTHETIC_CLASS_NAMES[b]}"
