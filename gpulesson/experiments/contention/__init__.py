@@ -8,10 +8,13 @@ what the benchmark measures. It starts k
 identical trainings together, each a process of its own running the lesson's code
 (:func:`gpulesson.lesson.build_cnn`, ``HDF5Batches``, ``EpochTimer``) on a subset of the
 synthetic stand-in, records every copy's epoch times and the load average seen meanwhile, and
-optionally repeats it with one framework thread per copy. Its second part runs one training
+optionally repeats it with one framework thread per copy (TensorFlow and PyTorch: Keras on JAX
+has no such setting). The trainings see no GPU, so that on a GPU node too they measure the
+CPU; each condition is recorded as soon as it finishes. Its second part runs one training
 of the episode's size in a JupyterLab notebook open in headless Chromium, with Keras' progress
 bar and with one line an epoch, and once with no browser
-(:mod:`~gpulesson.experiments.contention.watched`); each part is a run of its own.
+(:mod:`~gpulesson.experiments.contention.watched`), where Chromium, Playwright and JupyterLab
+are installed; each part is a run of its own.
 
 Its parts, in the order of an experiment:
 

@@ -2,7 +2,9 @@
 
 A *condition* is ``copies`` identical trainings (:mod:`~gpulesson.experiments.contention.worker`)
 started together, each with the framework's default CPU threads (as many as the cores) or a
-fixed number (``threads``). While they run, the parent samples the load average every second.
+fixed number (``threads``, only on backends with a per-process setting: :data:`THREAD_SETTINGS`).
+While they run, the parent samples the load average every second. The workers never see a GPU
+(:data:`GPU_HIDDEN`): on a GPU node they still train on the CPU, which is what is measured.
 Every worker is bounded in time: one that fails or runs past ``timeout`` stops all of its
 condition and raises :class:`WorkerError`, which names it and quotes its error output; nothing
 is returned for a condition that did not finish, so no record of it can be written.
@@ -27,6 +29,13 @@ COPIES = (1, 2, 3)
 TIMEOUT = 1800.0  # seconds one condition may take, all copies together
 WORKER = "gpulesson.experiments.contention.worker"
 CLASS_NAMES = tuple(f"class {i}" for i in range(10))  # labels only: speed does not need names
+# The workers' environment hides every GPU: CUDA for TensorFlow and PyTorch, and JAX told to
+# start its CPU backend only (it would otherwise claim most of the GPU's memory at start).
+GPU_HIDDEN = {"CUDA_VISIBLE_DEVICES": "", "JAX_PLATFORMS": "cpu"}
+# Keras backends whose framework takes a CPU thread count per process, and how. JAX has none:
+# XLA's CPU threads follow the cores (only XLA_FLAGS, read at start, touch some of them).
+THREAD_SETTINGS = {"tensorflow": "tf.config.threading intra- and inter-op threads",
+                   "torch": "torch.set_num_threads"}
 
 
 class WorkerError(RuntimeError):
@@ -51,11 +60,35 @@ def _command(data, *, n_images, batch_size, epochs, threads, seed) -> list[str]:
 
 
 def _environment() -> dict:
-    # The workers import this lesson's gpulesson, wherever they start.
-    env = dict(os.environ)
+    # The workers import this lesson's gpulesson, wherever they start, and see no GPU.
+    env = {**os.environ, **GPU_HIDDEN}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(LESSON_ROOT),
                                                       env.get("PYTHONPATH")]))
     return env
+
+
+def threads_honoured(backend: str) -> bool:
+    """Whether the Keras ``backend``'s framework takes a CPU thread count per process."""
+    return backend in THREAD_SETTINGS
+
+
+def keras_backend() -> str:
+    """The Keras backend the workers will use (they inherit this process's settings)."""
+    import keras
+
+    return keras.backend.backend()
+
+
+def threads_skipped(backend: str, threads) -> str | None:
+    """Why the conditions with ``threads`` per copy are not run on ``backend`` (None: they are)."""
+    threads = sorted(set(threads))
+    if not threads or threads_honoured(backend):
+        return None
+    counts = " and ".join(map(str, threads))
+    return (f"the condition(s) with {counts} thread(s) per copy were skipped: Keras on {backend} "
+            f"has no per-process CPU thread setting (XLA's CPU threads follow the cores); "
+            f"record them with KERAS_BACKEND=torch or tensorflow "
+            f"({', '.join(f'{b}: {how}' for b, how in THREAD_SETTINGS.items())})")
 
 
 def _stop(processes) -> None:
@@ -124,7 +157,7 @@ def run_condition(data, copies: int, threads: int | None = None, *, n_images: in
                                   f"{process.returncode}); its error output:\n{_tail(err)}")
         reports = [_report(out, err, copy)
                    for copy, (out, err) in enumerate(zip(outs, errs, strict=True), start=1)]
-    return {"copies": copies, "threads": threads, "reports": reports,
+    return {"copies": copies, "threads": threads, "reports": reports, "gpu_hidden": True,
             "load_before": round(load_before, 2), "load_samples": samples,
             "wall_seconds": wall}
 
@@ -140,12 +173,21 @@ def epoch_summary(epoch_seconds, n_images: int) -> dict:
             "first_epoch_fastest": bool(later) and first < min(later)}
 
 
+def plan(copies=COPIES, threads=()) -> list[tuple[int, int | None]]:
+    """The conditions ``(copies, threads)`` in the order they run: each number of copies with
+    the framework's threads (None), then each with every number of ``threads`` per copy."""
+    copies = sorted(set(copies))
+    return [(k, None) for k in copies] + [(k, t) for t in sorted(set(threads)) for k in copies]
+
+
 def run_benchmark(copies=COPIES, *, threads=(), n_images: int = N_IMAGES,
                   batch_size: int = BATCH_SIZE, epochs: int = EPOCHS,
-                  timeout: float = TIMEOUT, data_dir=None, progress=None) -> list[dict]:
-    """Every condition: each number of ``copies`` with the framework's threads, then each
-    with every number of ``threads`` per copy (e.g. ``(1,)``). Returns the conditions
-    (:func:`run_condition`) once all have finished; raises :class:`WorkerError` otherwise."""
+                  timeout: float = TIMEOUT, data_dir=None, progress=None, done=(),
+                  on_condition=None) -> list[dict]:
+    """Every condition of :func:`plan` but those in ``done`` (``(copies, threads)`` pairs
+    already recorded), one after the other. ``on_condition(condition)`` is called as each
+    finishes, so that it can be recorded at once. Returns the conditions run; raises
+    :class:`WorkerError` at the first that fails (those before it were handed over)."""
     copies = sorted(set(copies))
     if not copies or copies[0] < 1:
         raise ValueError(f"the numbers of copies must be at least 1, not {copies}")
@@ -154,14 +196,19 @@ def run_benchmark(copies=COPIES, *, threads=(), n_images: int = N_IMAGES,
                          f"least one epoch ({epochs})")
     if any(t < 1 for t in threads):
         raise ValueError(f"threads per copy must be at least 1, not {list(threads)}")
-    plan = [(k, None) for k in copies] + [(k, t) for t in sorted(set(threads)) for k in copies]
+    done = set(done)
+    todo = [(k, t) for k, t in plan(copies, threads) if (k, t) not in done]
+    conditions = []
+    if not todo:
+        return conditions
     with tempfile.TemporaryDirectory(prefix="gpulesson-contention-data-") as folder:
         data = write_data(data_dir or folder, n_images, batch_size)
-        conditions = []
-        for k, threads in plan:
+        for k, threads in todo:
             condition = run_condition(data, k, threads, n_images=n_images,
                                       batch_size=batch_size, epochs=epochs, timeout=timeout)
             conditions.append(condition)
+            if on_condition:
+                on_condition(condition)
             if progress:
                 times = [epoch_summary(r["epoch_seconds"], n_images)["mean_epoch_seconds"]
                          for r in condition["reports"]]

@@ -18,21 +18,30 @@ from gpulesson.timing import available_cores
 EXPERIMENT = "contention"
 RESULTS_FILE = results.RESULTS_DIR / f"{EXPERIMENT}.jsonl"
 DATA = "synthetic"  # speed does not depend on the pixels: gpulesson.settings.LABELS
+BASELINE_MODE = "no browser"  # the watched part's slowdowns are against this training
+
+
+def condition_key(item: dict) -> tuple:
+    """What tells a condition (or its record) from the others of its run: copies, threads and
+    how it was shown (None in the copies part)."""
+    return item.get("copies"), item.get("threads"), item.get("watched")
 
 
 def condition_record(condition: dict, *, run_id: str, n_images: int, batch_size: int,
                      epochs: int, baseline: float | None, source: str,
-                     environment: dict | None = None) -> dict:
+                     environment: dict | None = None, skipped=()) -> dict:
     """The results-file record of one :func:`~gpulesson.experiments.contention.measure.run_condition`.
 
     ``baseline``: the mean epoch seconds of one copy with the framework's threads in this run
     (None when that condition was not measured): ``slowdown`` is this condition's over it.
+    ``skipped``: notes on conditions of the run that were not measured, and why.
     """
     copies = [epoch_summary(r["epoch_seconds"], n_images) for r in condition["reports"]]
     starts = [r["fit_start"] for r in condition["reports"]]
     ends = [r["fit_end"] for r in condition["reports"]]
     mean = statistics.fmean(c["mean_epoch_seconds"] for c in copies)
     samples = condition["load_samples"]
+    seen = [r["devices_seen"]["gpu_count"] for r in condition["reports"] if "devices_seen" in r]
     fields = {
         "run_id": run_id, "source": source, "device": "CPU", "device_kind": "cpu",
         # Two parts, each recorded as a run of its own: k copies at once ("copies"), and one
@@ -40,7 +49,12 @@ def condition_record(condition: dict, *, run_id: str, n_images: int, batch_size:
         "part": "watched" if condition.get("watched") else "copies",
         "watched": condition.get("watched"),
         "copies": condition["copies"], "threads": condition["threads"],
+        # None where the backend has no per-process thread setting (JAX).
         "framework_threads": condition["reports"][0]["framework_threads"],
+        # The trainings ran with every GPU hidden; the GPUs their framework still saw (0).
+        "gpu_hidden": condition.get("gpu_hidden"),
+        "gpus_seen": max(seen) if seen else None,
+        "skipped_conditions": list(skipped),
         "n_images": n_images, "batch_size": batch_size, "epochs": epochs,
         "per_copy": copies,
         "mean_epoch_seconds": mean,
@@ -65,18 +79,20 @@ def condition_record(condition: dict, *, run_id: str, n_images: int, batch_size:
 
 def make_records(conditions, *, run_id: str, n_images: int, batch_size: int, epochs: int,
                  source: str = "gpulesson.experiments.contention",
-                 environment: dict | None = None) -> list[dict]:
+                 environment: dict | None = None, baseline: float | None = None,
+                 skipped=()) -> list[dict]:
     """The records of one run's conditions, with slowdowns against its one-copy condition (in
-    the watched part: against the training shown in no browser)."""
+    the watched part: against the training shown in no browser). ``baseline``: that
+    condition's mean epoch seconds when it is not among ``conditions`` (recorded earlier in
+    the run, by a command that went on with it)."""
     watched = any(c.get("watched") for c in conditions)
-    alone = find_in(conditions, 1, None, "no browser" if watched else None)
-    baseline = None
+    alone = find_in(conditions, 1, None, BASELINE_MODE if watched else None)
     if alone is not None:
         baseline = statistics.fmean(epoch_summary(r["epoch_seconds"], n_images)
                                     ["mean_epoch_seconds"] for r in alone["reports"])
     return [condition_record(c, run_id=run_id, n_images=n_images, batch_size=batch_size,
                              epochs=epochs, baseline=baseline, source=source,
-                             environment=environment) for c in conditions]
+                             environment=environment, skipped=skipped) for c in conditions]
 
 
 def find_in(items, copies: int, threads: int | None, watched: str | None = None) -> dict | None:
@@ -108,6 +124,8 @@ def describe(records) -> str:
              f"{'img/s total':>12} {'slowdown':>9} {'load max':>9} {'1st fastest':>12}"]
     if first.get("part") == "watched":
         return _describe_watched(records, lines[0])
+    notes = [note for note in dict.fromkeys(n for r in records
+                                             for n in r.get("skipped_conditions") or ())]
     for r in records:
         slowdown = f"{r['slowdown']:.2f}x" if r.get("slowdown") else "-"
         load = f"{r['load_max']:.2f}" if r.get("load_max") is not None else "-"
@@ -116,6 +134,7 @@ def describe(records) -> str:
                      f"{r['mean_epoch_seconds']:>8.1f} {r['images_per_second']:>11,.0f} "
                      f"{r['images_per_second_total']:>12,.0f} {slowdown:>9} {load:>9} "
                      f"{fastest:>12}")
+    lines += [f"Note: {note}" for note in notes]
     return "\n".join(lines)
 
 

@@ -7,13 +7,15 @@ the browser runs on the machine that trains (a desktop, or a test machine; not a
 learners' browsers run on their laptops), that work competes with the training for the cores.
 :func:`run_watched` measures it: it starts JupyterLab on a notebook that runs one training
 (:mod:`~gpulesson.experiments.contention.worker`), opens the notebook in headless Chromium,
-runs all cells from the page and waits for the training's timings. Without Chromium or
-Playwright it raises :class:`~gpulesson.experiments.contention.measure.WorkerError` saying how
-to get them.
+runs all cells from the page and waits for the training's timings. It needs Chromium,
+Playwright and JupyterLab on this machine (:func:`missing` says which are not, :func:`skip_note`
+how to add them); without them :func:`run_watched` raises
+:class:`~gpulesson.experiments.contention.measure.WorkerError` saying so.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import secrets
@@ -42,6 +44,33 @@ MODES = {
 START_TIMEOUT = 120.0  # seconds for JupyterLab and its page to be ready
 ENABLE = ("the watched conditions need Chromium (apt-get install chromium, or set "
           "LESSON_CHROMIUM=/path) and Playwright (pip install -r requirements/dev.txt)")
+ENABLE_HOW = ("to record it, add Chromium (sh tools/ensure_chromium.sh installs Debian's where it "
+              "can; or set LESSON_CHROMIUM=/path/to/chromium) and Playwright and JupyterLab "
+              "(pip install -r requirements/dev.txt), then run python -m "
+              "gpulesson.experiments.contention --parts watched")
+
+
+def _installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def missing() -> list[str]:
+    """What the watched part needs and this machine lacks (empty: it can run)."""
+    lacking = []
+    if chromium_path() is None:
+        lacking.append("Chromium")
+    if not _installed("playwright"):
+        lacking.append("Playwright")
+    if not (_installed("jupyterlab") and _installed("nbformat")):
+        lacking.append("JupyterLab")
+    return lacking
+
+
+def skip_note(lacking, skipped: bool = True) -> str:
+    """One line: the watched part is skipped (or cannot run), what is missing, how to add it."""
+    return (f"{'Skipped the' if skipped else 'The'} watched part (a training shown in JupyterLab "
+            f"in Chromium){'' if skipped else ' cannot run'}: {' and '.join(lacking)} not found "
+            f"here; {ENABLE_HOW}.")
 
 
 def _notebook(path: Path, arguments: list[str]) -> None:
@@ -113,7 +142,7 @@ def run_watched(data, mode: str, *, n_images: int, batch_size: int, epochs: int,
             watch.stop()
         report = json.loads(result.read_text(encoding="utf-8"))
     return {"copies": 1, "threads": None, "watched": mode, "reports": [report],
-            "load_before": round(load_before, 2), "load_samples": samples,
+            "gpu_hidden": True, "load_before": round(load_before, 2), "load_samples": samples,
             "wall_seconds": wall}
 
 
@@ -218,9 +247,11 @@ class _Browser:
 
 
 def run_watched_benchmark(modes=tuple(MODES), *, n_images: int, batch_size: int, epochs: int,
-                          timeout: float, data_dir=None, progress=None) -> list[dict]:
-    """One training in each of ``modes``, one after the other, on a data file of
-    ``n_images``; the conditions once all have finished (WorkerError otherwise)."""
+                          timeout: float, data_dir=None, progress=None, done=(),
+                          on_condition=None) -> list[dict]:
+    """One training in each of ``modes`` but those in ``done`` (already recorded), one after
+    the other, on a data file of ``n_images``; ``on_condition(condition)`` as each finishes.
+    Returns the conditions run; raises WorkerError at the first that fails."""
     import statistics
 
     from gpulesson.experiments.contention.measure import epoch_summary, write_data
@@ -228,13 +259,19 @@ def run_watched_benchmark(modes=tuple(MODES), *, n_images: int, batch_size: int,
     unknown = sorted(set(modes) - set(MODES))
     if unknown:
         raise ValueError(f"unknown modes {unknown}: choose from {sorted(MODES)}")
+    done = set(done)
+    todo = [mode for mode in modes if mode not in done]
+    conditions = []
+    if not todo:
+        return conditions
     with tempfile.TemporaryDirectory(prefix="gpulesson-contention-data-") as folder:
         data = write_data(data_dir or folder, n_images, batch_size)
-        conditions = []
-        for mode in modes:
+        for mode in todo:
             condition = run_watched(data, mode, n_images=n_images, batch_size=batch_size,
                                     epochs=epochs, timeout=timeout)
             conditions.append(condition)
+            if on_condition:
+                on_condition(condition)
             if progress:
                 times = condition["reports"][0]["epoch_seconds"]
                 summary = epoch_summary(times, n_images)

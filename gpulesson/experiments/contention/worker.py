@@ -6,8 +6,9 @@
 It trains the lesson's CNN (:func:`gpulesson.lesson.build_cnn`, ``compile_cnn``) on the first
 ``--n-images`` training images of a lesson data file, read by the lesson's generator
 (``HDF5Batches``), timed by the lesson's ``EpochTimer``, and prints one JSON line: the epoch
-times, the framework's threads, the cores and when ``fit`` started and ended (Unix time, so
-that the parent can tell whether the copies overlapped).
+times, the Keras backend and the GPUs it saw (none: the parent hides them), the framework's
+threads where the backend has a per-process setting (else null), the cores and when ``fit``
+started and ended (Unix time, so that the parent can tell whether the copies overlapped).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--batch-size", type=int, required=True)
     parser.add_argument("--epochs", type=int, required=True)
     parser.add_argument("--threads", type=int, default=None,
-                        help="framework CPU threads (default: the cores this process may use)")
+                        help="framework CPU threads (default: the cores this process may use); "
+                             "TensorFlow and PyTorch only")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--verbose", type=int, choices=(0, 1, 2), default=0,
                         help="Keras' log: 0 none, 1 a progress bar updated every step, 2 one "
@@ -38,14 +40,21 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = _parser().parse_args(argv)
-    from gpulesson.timing import available_cores, set_cpu_threads
-
-    # Before the framework runs anything: TensorFlow fixes its threads at its first operation.
-    threads = set_cpu_threads(args.threads)
+    parser = _parser()
+    args = parser.parse_args(argv)
     import keras
 
-    from gpulesson import lesson
+    from gpulesson.experiments.contention.measure import threads_honoured
+    from gpulesson.timing import available_cores, set_cpu_threads
+
+    backend = keras.backend.backend()
+    threads = None
+    if threads_honoured(backend):
+        # Before the framework runs anything: TensorFlow fixes its threads at its first operation.
+        threads = set_cpu_threads(args.threads)
+    elif args.threads is not None:
+        parser.error(f"--threads: Keras on {backend} has no per-process CPU thread setting")
+    from gpulesson import devices, lesson
 
     train = lesson.HDF5Batches(args.data, "train", args.batch_size, stop=args.n_images,
                                shuffle=True, seed=1)
@@ -55,9 +64,12 @@ def main(argv=None) -> int:
     started = time.time()
     model.fit(train, epochs=args.epochs, shuffle=False,
               callbacks=[lesson.DataEpoch(train), timer], verbose=args.verbose)
+    ended = time.time()
+    seen = devices.keras_device()  # after fit: what the framework trained with could see
     report = json.dumps({"epoch_seconds": timer.epoch_seconds, "framework_threads": threads,
-                         "cores": available_cores(), "fit_start": started,
-                         "fit_end": time.time()})
+                         "backend": backend,
+                         "devices_seen": {"device": seen["device"], "gpu_count": seen["gpu_count"]},
+                         "cores": available_cores(), "fit_start": started, "fit_end": ended})
     if args.result:
         # Written whole under another name, then renamed: a reader never sees half a line.
         partial = Path(args.result).with_suffix(".partial")
