@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
-from gpulesson.experiments import matmul
+from gpulesson.experiments import common, matmul
 from gpulesson.experiments.matmul.__main__ import main as matmul_main
+from gpulesson.experiments.matmul.figures import gflops_alt, sync_alt
 from gpulesson.results import NOT_RECORDED, is_gpu
 from gpulesson.results import append_record, read_records, validate_record
 
@@ -55,13 +56,25 @@ def test_a_tiny_sweep_gives_well_formed_records(tmp_path):
     assert result["sizes"] == [4, 8] and [p["n"] for p in result["points"]] == [4, 8]
     for point in result["points"]:
         assert len(point["seconds"]) == 2 and all(s > 0 for s in point["seconds"])
+        # the rule: a recorded warm-up, every timed sample kept, and their summary
+        assert len(point["warmup_seconds"]) == common.WARMUP
+        assert point["first_call_seconds"] == point["warmup_seconds"][0]
+        summary = point["summary"]
+        assert summary["samples"] == point["seconds"] and summary["n"] == 2
+        assert summary["warmup"] == point["warmup_seconds"]
+        assert summary["median"] == point["median_seconds"]
+        assert len(point["unsynchronised_seconds"]) == 2
         assert point["min_seconds"] <= point["median_seconds"] <= point["max_seconds"]
         assert point["gflops"] == pytest.approx(2 * point["n"] ** 3 / point["median_seconds"] / 1e9)
         assert point["gflops_low"] <= point["gflops"] <= point["gflops_high"]
         assert point["first_call_seconds"] > 0
         assert point["unsynchronised_median_seconds"] > 0  # float32: the mistake is timed too
         assert point["transfer_median_seconds"] is None  # nothing to copy on the CPU
+    for moment in ("start", "end"):  # the load average before and after the sweep
+        load = result["load_average"][moment]
+        assert load is None or (len(load) == 3 and all(v >= 0 for v in load))
     record = matmul.sweep_record(result, run_id="r1", source="test", repeats=2)
+    assert record["warmup"] == common.WARMUP and record["repeats"] == 2
     validate_record(record)
     assert record["experiment"] == "matmul" and record["device"] == "CPU"
     assert record["data"] == "random" and record["versions"]["keras"]
@@ -75,7 +88,21 @@ def test_a_tiny_sweep_gives_well_formed_records(tmp_path):
 
 def test_the_copy_to_the_device_can_be_timed():
     point = matmul.time_matmul(8, "cpu", "float32", repeats=2, transfer=True)
-    assert point["transfer_median_seconds"] > 0
+    assert point["transfer_median_seconds"] > 0 and len(point["transfer_seconds"]) == 2
+
+
+def test_the_measurement_follows_the_lessons_rule():
+    import inspect
+
+    from gpulesson.experiments.matmul import measure
+
+    assert matmul.REPEATS == common.REPEATS and matmul.QUICK_REPEATS == common.QUICK_REPEATS
+    for function in (measure.time_matmul, measure.sweep):
+        defaults = inspect.signature(function).parameters
+        assert defaults["repeats"].default == common.REPEATS
+        assert defaults["warmup"].default == common.WARMUP
+    # the command: the rule's repeats, fewer in quick mode
+    assert "repeats_for(quick)" in inspect.getsource(matmul_main)
 
 
 class LazyValue:
@@ -124,9 +151,11 @@ def made_up(device, rates, dtype="float32", run_id="r", transfer=None):
     points = []
     for n, rate in rates.items():
         seconds = 2 * n**3 / (rate * 1e9)
-        points.append({"n": n, "seconds": [seconds] * 3, "median_seconds": seconds,
-                       "min_seconds": seconds * 0.9, "max_seconds": seconds * 1.2,
-                       "gflops": rate, "gflops_low": rate / 1.2, "gflops_high": rate / 0.9,
+        # three timed calls 5 % apart: ranges of rates more than about 10 % apart do not overlap
+        points.append({"n": n, "seconds": [seconds * 0.95, seconds, seconds * 1.05],
+                       "median_seconds": seconds,
+                       "min_seconds": seconds * 0.95, "max_seconds": seconds * 1.05,
+                       "gflops": rate, "gflops_low": rate / 1.05, "gflops_high": rate / 0.95,
                        "first_call_seconds": seconds + 0.5,
                        "unsynchronised_median_seconds": seconds / 50 if dtype == "float32" else None,
                        "transfer_median_seconds": transfer})
@@ -148,6 +177,8 @@ SIZES = (16, 64, 256, 1024)
     ((10, 20, 30, 40), (11, 5, 300, 900), 256),  # faster at 16 by chance, then slower
     ((10, 20, 30, 40), (1, 50, 300, 30), None),  # slower again at the largest size
     ((10, 20, 30, 40), (1, 20, 300, 900), 256),  # a tie is not faster
+    ((10, 20, 30, 40), (1, 5, 31, 900), 1024),  # 31 against 30: the ranges overlap
+    ((10, 20, 30, 40), (1, 5, 300, 42), None),  # higher median at the largest, ranges overlap
 ])
 def test_crossover(cpu, gpu, expected):
     records = [made_up("cpu", dict(zip(SIZES, cpu))), made_up("gpu", dict(zip(SIZES, gpu)))]
@@ -189,7 +220,12 @@ def test_substitutions_say_plainly_what_is_missing(tmp_path):
 
     cpu_only = write(tmp_path / "cpu.jsonl", [made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40))))])
     values = matmul.substitutions(cpu_only)
-    assert values["ref_mm_cpu_float32"] == "40.0 GFLOP/s (n = 1,024)"
+    # medians with their ranges (common.summary_text); 3 timed calls each
+    rate = 40 / 1.05, 40 / 0.95
+    assert values["ref_mm_cpu_float32"] == (f"40 GFLOP/s (range {rate[0]:.3g}–{rate[1]:.3g} "
+                                            "GFLOP/s, 3 repeats) at n = 1,024")
+    assert values["ref_mm_cpu_smallest"].startswith("10 GFLOP/s (range ")
+    assert "3 repeats" in values["ref_mm_cpu_largest_time"]
     assert values["ref_mm_cpu_largest_n"] == "1,024" and values["ref_mm_cpu"] == "Test CPU, 2 cores"
     assert values["ref_mm_cpu_unsync_gflops"] == "2,000 GFLOP/s"  # 50 times too fast
     assert values["ref_mm_cpu_sweep_time"] == "1.5 s"
@@ -207,7 +243,7 @@ def test_substitutions_say_plainly_what_is_missing(tmp_path):
     values = matmul.substitutions(both)
     assert values["ref_mm_run"] == "b" and values["ref_mm_gpu"] == "Made-up GPU"
     assert values["ref_mm_crossover"] == "n = 256"
-    assert values["ref_mm_gpu_transfer_time"] == "10 ms"
+    assert values["ref_mm_gpu_transfer_time"] == "10 ms (median; the repeats were not kept)"
     gpu_seconds = 2 * 1024**3 / 900e9
     assert values["ref_mm_gpu_transfer_gflops"] == f"{2 * 1024**3 / (gpu_seconds + 0.01) / 1e9:,.0f} GFLOP/s"
 
@@ -235,6 +271,76 @@ def test_the_figures_handle_a_run_with_a_gpu(tmp_path):
     assert all(p.stat().st_size > 1000 for p in drawn)
 
 
+def test_a_point_recorded_before_the_rule_is_summarised_from_its_calls():
+    old = {"n": 64, "seconds": [3.0, 1.0, 2.0], "median_seconds": 2.0, "first_call_seconds": 9.0}
+    summary = matmul.point_summary(old)
+    assert summary["median"] == 2.0 and (summary["min"], summary["max"]) == (1.0, 3.0)
+    assert summary["n"] == 3 and summary["warmup"] == [9.0]  # the first call is the warm-up
+    rate = matmul.rate_summary(old)
+    assert rate["median"] == pytest.approx(matmul.gflops(64, 2.0))
+    assert rate["max"] == pytest.approx(matmul.gflops(64, 1.0))
+    assert matmul.point_summary({"n": 64, "seconds": []}) is None
+
+
+def test_overlapping_precisions_are_no_measurable_difference(tmp_path):
+    cpu32 = made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40))))
+    close = made_up("cpu", dict(zip(SIZES, (10, 20, 30, 41))), dtype="bfloat16")  # ranges overlap
+    apart = made_up("cpu", dict(zip(SIZES, (10, 20, 30, 80))), dtype="float16")
+    values = matmul.substitutions(write(tmp_path / "m.jsonl", [cpu32, close, apart]))
+    assert values["ref_mm_cpu_bfloat16_vs_float32"] == common.SAME_WORD
+    assert values["ref_mm_cpu_float16_vs_float32"] == "2× faster than"
+    # the best size of a sweep names the sizes it cannot be told apart from
+    both = made_up("cpu", dict(zip(SIZES, (10, 20, 39, 40))))
+    values = matmul.substitutions(write(tmp_path / "b.jsonl", [both]))
+    assert values["ref_mm_cpu_float32"].endswith(f"at n = 1,024 ({common.NO_DIFFERENCE} from n = 256)")
+
+
+def test_alt_texts_describe_what_is_drawn():
+    cpu_only = [made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40)))),
+                made_up("cpu", dict(zip(SIZES, (8, 15, 25, 35))), dtype="bfloat16")]
+    for alt in (gflops_alt(cpu_only), sync_alt(cpu_only)):
+        assert "GPU" not in alt and "CPU" in alt, alt
+    assert "CPU float32" in gflops_alt(cpu_only) and "CPU bfloat16" in gflops_alt(cpu_only)
+    assert "40 GFLOP/s at n = 1,024" in gflops_alt(cpu_only)  # numbers from the drawn data
+    assert "median of 3 timed calls" in gflops_alt(cpu_only)
+    assert "CPU float16" not in gflops_alt(cpu_only)  # not measured, so not drawn
+
+    with_gpu = cpu_only + [made_up("gpu", dict(zip(SIZES, (1, 5, 300, 900))), transfer=0.01)]
+    alt = gflops_alt(with_gpu)
+    assert "GPU float32" in alt and "copying the inputs" in alt
+    assert "line at n = 256" in alt and "900 GFLOP/s at n = 1,024" in alt
+    assert "GPU reached 900 GFLOP/s" in sync_alt(with_gpu)
+    # every line of the figure is named in its alt text, and nothing else
+    fig, sync = matmul.figures(with_gpu)
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert labels and all(label in alt for label in labels)
+    assert "GPU float16" not in alt
+
+
+def test_the_figures_draw_the_spread_of_the_repeats():
+    from matplotlib.collections import LineCollection
+
+    records = [made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40))))]
+    fig, sync = matmul.figures(records)
+    ax = fig.axes[0]
+    whiskers = [c for c in ax.collections if isinstance(c, LineCollection)]
+    assert whiskers and sum(len(c.get_segments()) for c in whiskers) == len(SIZES)
+    dots = [line for line in ax.get_lines() if line.get_marker() == "."]
+    assert sorted(len(d.get_xdata()) for d in dots) == [3] * len(SIZES)  # every call
+    assert "whiskers: fastest to slowest" in ax.get_title()
+    texts = " ".join(t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text")))
+    assert "GPU:" in texts and "Made-up GPU" not in fig._suptitle.get_text()
+
+
+def test_the_page_uses_the_generated_alt_texts():
+    text = (ROOT / "_episodes" / "06-why-gpus-are-fast.md").read_text(encoding="utf-8")
+    assert ":alt: {{ ref_mm_fig_gflops_alt }}" in text and ":alt: {{ ref_mm_fig_sync_alt }}" in text
+    values = matmul.substitutions()
+    assert values["ref_mm_fig_gflops_alt"] == gflops_alt(matmul.reference_run())
+    if not any(is_gpu(r) for r in matmul.reference_run()):
+        assert "GPU" not in values["ref_mm_fig_gflops_alt"] + values["ref_mm_fig_sync_alt"]
+
+
 # --- the committed results and figures ---------------------------------------------------------
 
 def load_script(name):
@@ -253,6 +359,10 @@ def test_the_results_file_holds_a_valid_run():
         assert record["experiment"] == "matmul" and record["cpu_model"] and record["points"]
     values = matmul.substitutions()
     assert values["ref_mm_cpu_float32"] != NOT_RECORDED
+    # records made before the summaries still give medians with their ranges
+    repeats = {r["repeats"] for r in records}
+    assert all(f"{n} repeats" in values["ref_mm_cpu_float32"] for n in repeats)
+    assert "range" in values["ref_mm_cpu_largest_time"]
     if not any(is_gpu(r) for r in records):  # honest about what is missing
         assert values["ref_mm_gpu"] == values["ref_mm_crossover"] == NOT_RECORDED
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
+from gpulesson.experiments import common
 from gpulesson.experiments import small_models as sm
 from gpulesson.experiments.small_models.__main__ import main as small_models_main
 from gpulesson.results import NOT_RECORDED
@@ -94,36 +95,56 @@ def test_the_mlp_learns_and_its_checkpoint_loads(prepared, tmp_path):
 # ----------------------------------------------------------------------------- sweep
 
 def test_sweep_records_are_well_formed():
-    records = sm.sweep(["cpu"], [8, 32], [4], n_rows=64, epochs=2, run_id="s", progress=None)
+    records = sm.sweep(["cpu"], [8, 32], [4], n_rows=64, epochs=sm.MIN_EPOCHS, run_id="s",
+                       progress=None)
     assert [(r["width"], r["batch_size"]) for r in records] == [(4, 8), (4, 32)]
     for r in records:
         validate_record(r)
         assert r["experiment"] == sm.EXPERIMENT and r["part"] == "sweep" and r["run_id"] == "s"
         assert r["data"] == "random" and r["device_kind"] == "cpu" and r["device"] == "CPU"
         assert r["hidden_widths"] == [4, 2] and r["n_parameters"] == sm.parameter_count((4, 2))
-        assert r["epochs"] == 2 and r["seconds_per_sample"] > 0
-        assert r["seconds_per_sample"] == pytest.approx(r["mean_epoch_seconds"] / r["n_rows"])
+        assert r["epochs"] == sm.MIN_EPOCHS and r["seconds_per_sample"] > 0
+        # the rule: the first epoch the recorded warm-up, the others the timed repeats, all kept
+        summary = r["summary"]
+        assert summary["warmup"] == r["epoch_seconds"][:common.WARMUP]
+        assert summary["samples"] == r["epoch_seconds"][common.WARMUP:]
+        assert summary["n"] == sm.MIN_EPOCHS - common.WARMUP >= common.repeats_for(True)
+        assert r["seconds_per_sample"] == pytest.approx(summary["median"] / r["n_rows"])
+        for moment in ("start", "end"):
+            load = r["load_average"][moment]
+            assert load is None or len(load) == 3
     # at least MIN_BATCHES batches per epoch
     assert records[1]["n_rows"] == sm.rows_for(32, 64) == 32 * sm.MIN_BATCHES
     assert sm.hidden_widths(16) == (16, 8) and sm.hidden_widths(1) == (1, 1)
 
 
-def fake_sweep(run_id="fake", gpu=True, date="2030-01-01T00:00:00+00:00"):
-    """Made-up sweep records for the figure and text code; written only to tmp folders."""
+def epochs_around(seconds, spread=0.05):
+    """A made-up warm-up epoch and three timed epochs ``spread`` apart around ``seconds``."""
+    return [2.0, seconds * (1 - spread), seconds, seconds * (1 + spread)]
+
+
+def fake_sweep(run_id="fake", gpu=True, date="2030-01-01T00:00:00+00:00", old=False):
+    """Made-up sweep records for the figure and text code; written only to tmp folders.
+    ``old``: without a ``summary``, as recorded before the measurement rule."""
     records = []
     for width in (16, 1024):
         for batch in (32, 4096):
             cpu_time = {16: 1e-5, 1024: 4e-4}[width] * (1 if batch == 32 else 0.3)
             gpu_time = {16: 4e-5, 1024: 1e-5}[width] * (1 if batch == 32 else 0.05)
+            if (width, batch) == (16, 4096):
+                gpu_time = cpu_time * 0.98  # the ranges overlap: no measurable difference
             for kind, seconds in (("cpu", cpu_time), ("gpu", gpu_time)):
                 if kind == "gpu" and not gpu:
                     continue
+                epochs = epochs_around(seconds * 4096)
+                summary = {} if old else {"summary": common.summarise(epochs[1:], epochs[:1])}
                 records.append(make_record(
                     sm.EXPERIMENT, data="random", part="sweep", run_id=run_id, date=date,
                     device_kind=kind, device="CPU" if kind == "cpu" else "Made-up GPU",
-                    width=width, batch_size=batch, n_rows=4096, epochs=3, seconds_per_sample=seconds,
+                    width=width, batch_size=batch, n_rows=4096, epochs=4, seconds_per_sample=seconds,
+                    steps_per_epoch=-(-4096 // batch), epoch_seconds=epochs, **summary,
                     seconds_per_step=seconds * batch, mean_epoch_seconds=seconds * 4096,
-                    total_seconds=seconds * 4096 * 3))
+                    total_seconds=sum(epochs)))
     return records
 
 
@@ -135,8 +156,8 @@ def fake_comparison(run_id="fake", gpu=True):
         records.append(make_record(
             sm.EXPERIMENT, data="breast_cancer", part="comparison", run_id=run_id, device_kind=kind,
             device="CPU" if kind == "cpu" else "Made-up GPU", batch_size=32, n_train=455, n_test=114,
-            epochs=3, epoch_seconds=[2.0, epoch, epoch], first_epoch_seconds=2.0, mean_epoch_seconds=epoch,
-            test_accuracy=0.95))
+            epochs=4, epoch_seconds=epochs_around(epoch), first_epoch_seconds=2.0,
+            mean_epoch_seconds=epoch, test_accuracy=0.95))
     return records
 
 
@@ -150,15 +171,18 @@ def test_speedups_tables_and_figures_on_made_up_records(tmp_path):
     assert ratios[(16, 32)] == pytest.approx(0.25) and ratios[(1024, 4096)] == pytest.approx(240)
     table = sm.sweep_table(sweep)
     assert "speed-up" in table and "0.25x" in table and "240.00x" in table
+    assert common.NO_DIFFERENCE in table  # the cell whose ranges overlap
     texts = figure_texts(sm.sweep_figure(sweep))
-    assert "Speed-up of the GPU" in texts and "GPU faster" in texts and "GPU 4× slower" in texts
+    assert "Speed-up of the GPU" in texts and "GPU 40× faster" in texts and "GPU 4× slower" in texts
+    assert "no measurable\ndifference" in texts  # overlapping ranges are not ranked
     assert "Made-up GPU" in texts and "random numbers" in texts
     values = sm.substitutions(path)
-    assert values["ref_mlp_sweep_best"] == "240.0× at width 1024, batch size 4096"
-    assert values["ref_mlp_sweep_worst"] == "0.25× at width 16, batch size 32"
-    assert values["ref_mlp_sweep_paying"] == "3 of 4"
-    assert values["ref_mlp_speedup"] == "0.40× (GPU 2.5× slower)"
-    assert values["ref_mlp_gpu_epoch"] == "500 ms" and values["ref_mlp_sweep_gpu_small_sample"] == "40 µs"
+    assert values["ref_mlp_sweep_best"] == "240× at width 1024, batch size 4096 (GPU 240× faster)"
+    assert values["ref_mlp_sweep_worst"] == "0.25× at width 16, batch size 32 (GPU 4× slower)"
+    assert values["ref_mlp_sweep_paying"] == "2 of 4"  # measurably faster only
+    assert values["ref_mlp_speedup"] == "0.4× (GPU 2.5× slower)"
+    assert values["ref_mlp_gpu_epoch"] == "500 ms (range 475 ms–525 ms, 3 repeats)"
+    assert values["ref_mlp_sweep_gpu_small_sample"] == "40 µs (range 38 µs–42 µs, 3 repeats)"
     for written in figures_script().draw(path, tmp_path):
         assert written.read_bytes().startswith(b"<?xml")
 
@@ -173,11 +197,66 @@ def test_without_gpu_records_the_page_says_not_recorded(tmp_path):
     for key in ("ref_mlp_gpu", "ref_mlp_gpu_epoch", "ref_mlp_speedup", "ref_mlp_sweep_gpu",
                 "ref_mlp_sweep_best", "ref_mlp_sweep_paying", "ref_mlp_sweep_gpu_small_step"):
         assert values[key] == NOT_RECORDED, key
-    assert values["ref_mlp_cpu_epoch"] == "200 ms" and values["ref_mlp_sweep_cpu_small_sample"] == "10 µs"
+    assert values["ref_mlp_cpu_epoch"] == "200 ms (range 190 ms–210 ms, 3 repeats)"
+    assert values["ref_mlp_sweep_cpu_small_sample"] == "10 µs (range 9.5 µs–10.5 µs, 3 repeats)"
     assert "not recorded yet" in sm.describe_comparison(sm.reference_run("comparison", path))
     texts = figure_texts(sm.sweep_figure(sm.reference_run("sweep", path)))
-    assert "GPU sweep: not recorded yet" in texts and "10 µs" in texts
+    assert "GPU sweep: not recorded yet" in texts and "10 µs" in texts and "9.5 µs–10.5 µs" in texts
     assert "Speed-up of the GPU" not in texts
+
+
+def test_records_made_before_the_rule_still_give_the_page_values(tmp_path):
+    path = tmp_path / "old.jsonl"
+    for record in fake_comparison() + fake_sweep(old=True):
+        append_record(path, record)
+    values = sm.substitutions(path)
+    # the first epoch is taken as the warm-up, the others as the timed repeats
+    assert values["ref_mlp_sweep_cpu_small_sample"] == "10 µs (range 9.5 µs–10.5 µs, 3 repeats)"
+    assert values["ref_mlp_sweep_best"].startswith("240× at width 1024")
+    one_epoch = make_record(sm.EXPERIMENT, data="random", part="sweep", run_id="one",
+                            device_kind="cpu", device="CPU", width=4, batch_size=8, n_rows=64,
+                            epochs=1, epoch_seconds=[0.5], mean_epoch_seconds=0.5)
+    assert "no range" in common.summary_text(sm.sample_summary(one_epoch))
+
+
+def test_alt_texts_name_only_what_is_drawn():
+    cpu_sweep, cpu_comparison = fake_sweep(gpu=False), fake_comparison(gpu=False)
+    for alt in (sm.sweep_alt(cpu_sweep), sm.comparison_alt(cpu_comparison)):
+        assert "GPU" not in alt and "CPU" in alt, alt
+    assert "from 3 µs at width 16, batch size 4096" in sm.sweep_alt(cpu_sweep)
+    assert "200 ms (range 190 ms–210 ms, 3 timed epochs)" in sm.comparison_alt(cpu_comparison)
+
+    alt = sm.sweep_alt(fake_sweep())
+    assert "GPU was measurably faster in 2 of 4 cells and measurably slower in 1" in alt
+    assert "largest, 240×, at width 1024, batch size 4096" in alt
+    alt = sm.comparison_alt(fake_comparison())
+    assert "the GPU with square markers" in alt and "GPU: first epoch 2.0 s" in alt
+
+
+def test_the_figures_draw_the_spread_and_the_page_uses_their_alt_texts():
+    from matplotlib.collections import LineCollection
+
+    fig = sm.comparison_figure(fake_comparison())
+    ax = fig.axes[0]
+    assert len([c for c in ax.collections if isinstance(c, LineCollection)]) == 2  # per device
+    assert sorted(len(line.get_xdata()) for line in ax.get_lines()
+                  if line.get_marker() == ".") == [3, 3]  # the timed epochs as dots
+    assert "GPU" not in figure_texts(sm.comparison_figure(fake_comparison(gpu=False))).replace(
+        "GPU: not recorded yet", "")
+    text = (ROOT / "_episodes" / "07-small-models.md").read_text(encoding="utf-8")
+    assert ":alt: {{ ref_mlp_fig_comparison_alt }}" in text
+    assert ":alt: {{ ref_mlp_fig_sweep_alt }}" in text
+    values = sm.substitutions()
+    assert values["ref_mlp_fig_sweep_alt"] == sm.sweep_alt(sm.reference_run("sweep"))
+    if not any(sm.is_gpu(r) for r in sm.reference_run("sweep")):
+        assert "GPU" not in values["ref_mlp_fig_sweep_alt"]
+
+
+def test_the_rule_sets_the_epochs():
+    assert sm.GRID["epochs"] == common.WARMUP + common.REPEATS
+    assert sm.QUICK_GRID["epochs"] == sm.QUICK_COMPARISON["epochs"] == sm.MIN_EPOCHS
+    assert sm.MIN_EPOCHS == common.WARMUP + common.repeats_for(True)
+    assert sm.COMPARISON["epochs"] >= common.WARMUP + common.REPEATS
 
 
 def test_committed_results_are_valid_and_honest():
@@ -192,6 +271,9 @@ def test_committed_results_are_valid_and_honest():
             assert r["data"] == ("breast_cancer" if part == "comparison" else "random")
         if not any(sm.is_gpu(r) for r in run):
             assert sm.substitutions()["ref_mlp_gpu" if part == "comparison" else "ref_mlp_sweep_gpu"] == NOT_RECORDED
+    # records made before the summaries: medians with ranges from their epochs
+    values = sm.substitutions()
+    assert "range" in values["ref_mlp_cpu_epoch"] and "range" in values["ref_mlp_sweep_cpu_small_sample"]
 
 
 def test_committed_figures_are_drawn_from_the_results_file(tmp_path):
@@ -217,8 +299,8 @@ def test_bad_devices_and_sizes_are_refused():
         sm.hidden_widths(0)
     with pytest.raises(sm.SmallModelsError, match="batch size"):
         sm.check_grid([32, -1], [16], 64, 2)
-    with pytest.raises(sm.SmallModelsError, match="at least 2 epochs"):
-        sm.check_grid([32], [16], 64, 1)
+    with pytest.raises(sm.SmallModelsError, match=f"at least {sm.MIN_EPOCHS} epochs"):
+        sm.check_grid([32], [16], 64, sm.MIN_EPOCHS - 1)
     with pytest.raises(sm.SmallModelsError, match="layer width"):
         sm.sweep(["cpu"], [32], [16, 0], n_rows=64, epochs=2, progress=None)
 

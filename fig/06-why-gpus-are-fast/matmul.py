@@ -6,6 +6,11 @@ The run is the newest one in results/matmul.jsonl with a GPU sweep, else the new
 gpulesson.experiments.matmul.reference_run); record one with
 ``python -m gpulesson.experiments.matmul``. A test checks that the committed figures are the ones
 this script draws from the committed file.
+
+Each line shows the median of a size's timed calls, with whiskers from the fastest to the slowest
+call and the calls as dots. The figures' alt texts on the page (``ref_mm_fig_gflops_alt``,
+``ref_mm_fig_sync_alt``) come from the same drawing code
+(gpulesson.experiments.matmul.alt_texts), so they describe what is drawn here.
 """
 
 import sys

@@ -7,6 +7,11 @@ with CPU and GPU records, else the newest; see gpulesson.experiments.small_model
 records the sweep figure shows the CPU's time per sample and says that the GPU sweep is not
 recorded yet. Record runs with ``python -m gpulesson.experiments.small_models``. A test checks that the
 committed figures are the ones this script draws from the committed file.
+
+Both show the spread of the timed epochs: the comparison as whiskers and dots beside the epochs,
+the sweep as the range written in each cell. Their alt texts on the page
+(``ref_mlp_fig_comparison_alt``, ``ref_mlp_fig_sweep_alt``) come from the same drawing code
+(gpulesson.experiments.small_models.comparison_alt and sweep_alt).
 """
 
 import sys

@@ -5,6 +5,11 @@ The benchmark of the episode "Why GPUs are fast". It multiplies two random n x n
 inputs created on that device, and times every call only once its result is there
 (:func:`~gpulesson.experiments.matmul.measure.wait`).
 
+Every size is timed by the lesson's measurement rule (:mod:`gpulesson.experiments.common`):
+a recorded warm-up call, then the timed repeats, all kept with their ``summary``; the page's
+values show medians with their ranges, and its comparisons (precisions, the crossover) say
+"no measurable difference" where the ranges overlap.
+
 A *sweep* is one device and one precision (float32, bfloat16, float16) over the sizes; each
 sweep is one record in the results file, and the sweeps of one command share a ``run_id``.
 float32 sweeps also time the same calls without waiting (the classic mistake), and GPU sweeps
@@ -18,7 +23,7 @@ Its parts, in the order of an experiment:
 - :mod:`~gpulesson.experiments.matmul.records`: the records, the reference run, the crossover;
 - :mod:`~gpulesson.experiments.matmul.page`: the episode's ``ref_mm_*`` values;
 - :mod:`~gpulesson.experiments.matmul.figures`: the figures
-  (``fig/06-why-gpus-are-fast/matmul.py``);
+  (``fig/06-why-gpus-are-fast/matmul.py``) and their alt texts;
 - :mod:`~gpulesson.experiments.matmul.__main__`: the command line,
   ``python -m gpulesson.experiments.matmul``.
 
@@ -26,7 +31,7 @@ Needs only keras, numpy and a Keras backend (matplotlib for the figures), import
 importing the package imports no deep-learning framework, and it never imports TensorFlow.
 """
 
-from gpulesson.experiments.matmul.figures import figures
+from gpulesson.experiments.matmul.figures import alt_texts, figures
 from gpulesson.experiments.matmul.measure import (
     DTYPES,
     MAX_SECONDS,
@@ -38,6 +43,7 @@ from gpulesson.experiments.matmul.measure import (
     check_dtype,
     check_sizes,
     gflops,
+    load_average,
     make_inputs,
     sweep,
     time_matmul,
@@ -53,6 +59,8 @@ from gpulesson.experiments.matmul.records import (
     crossover_text,
     describe,
     find,
+    point_summary,
+    rate_summary,
     reference_run,
     runs,
     software,
@@ -62,8 +70,8 @@ from gpulesson.results import NOT_RECORDED
 
 __all__ = [
     "BUSY", "DATA", "DTYPES", "EXPERIMENT", "MAX_SECONDS", "NOT_RECORDED", "QUICK_REPEATS",
-    "QUICK_SIZES", "REPEATS", "RESULTS_FILE", "SIZES", "check_device", "check_dtype",
-    "check_sizes", "crossover", "crossover_text", "describe", "figures", "find", "gflops",
-    "make_inputs", "reference_run", "runs", "software", "substitutions", "sweep", "sweep_record",
-    "time_matmul", "wait",
+    "QUICK_SIZES", "REPEATS", "RESULTS_FILE", "SIZES", "alt_texts", "check_device",
+    "check_dtype", "check_sizes", "crossover", "crossover_text", "describe", "figures", "find",
+    "gflops", "load_average", "make_inputs", "point_summary", "rate_summary", "reference_run",
+    "runs", "software", "substitutions", "sweep", "sweep_record", "time_matmul", "wait",
 ]

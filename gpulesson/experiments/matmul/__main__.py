@@ -22,6 +22,7 @@ from gpulesson.experiments.cli import (
     default_devices,
     say_appended,
 )
+from gpulesson.experiments.common import repeats_for
 from gpulesson.experiments.matmul.measure import (
     DTYPES,
     MAX_SECONDS,
@@ -29,6 +30,7 @@ from gpulesson.experiments.matmul.measure import (
     QUICK_SIZES,
     REPEATS,
     SIZES,
+    WARMUP,
     check_sizes,
     sweep,
 )
@@ -46,7 +48,8 @@ def _parser() -> argparse.ArgumentParser:
                         help=f"matrix sizes n (default {' '.join(map(str, SIZES))}; "
                              f"--quick: {' '.join(map(str, QUICK_SIZES))})")
     parser.add_argument("--repeats", type=int, default=None,
-                        help=f"timed calls per size (default {REPEATS}; --quick: {QUICK_REPEATS})")
+                        help=f"timed calls per size, after {WARMUP} recorded warm-up call "
+                             f"(default {REPEATS}; --quick: {QUICK_REPEATS})")
     parser.add_argument("--max-seconds", type=float, default=MAX_SECONDS,
                         help=f"skip sizes whose one call would take longer (default {MAX_SECONDS:g})")
     parser.add_argument("--quick", action="store_true",
@@ -66,7 +69,7 @@ def main(argv=None) -> int:
         sizes = check_sizes(args.sizes or (QUICK_SIZES if quick else SIZES))
     except ValueError as exc:
         parser.error(str(exc))
-    repeats = args.repeats if args.repeats is not None else (QUICK_REPEATS if quick else REPEATS)
+    repeats = args.repeats if args.repeats is not None else repeats_for(quick)
     if repeats < 1:
         parser.error(f"--repeats must be at least 1, not {repeats}")
 
@@ -93,7 +96,7 @@ def main(argv=None) -> int:
             result = sweep(device, dtype, sizes, repeats=repeats, max_seconds=args.max_seconds,
                            progress=lambda line: print(line, flush=True))
             record = sweep_record(result, run_id=run_id, source="gpulesson.experiments.matmul",
-                                  repeats=repeats)
+                                  repeats=repeats, warmup=WARMUP)
             append_record(args.out, record)
             records.append(record)
     print(describe(read_records(args.out, experiment=EXPERIMENT, run_id=run_id)))

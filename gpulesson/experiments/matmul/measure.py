@@ -1,10 +1,12 @@
 """Timing a matrix multiplication on one device: the sizes, precisions and rates, and a sweep.
 
-Each size is multiplied once or more to warm up (compiling, caching, the first allocation),
-then timed several times; every timed call waits for its result (:func:`wait`) before the
-clock is read, because GPU frameworks, and JAX also on the CPU, return from a call before the
-work is done. A multiplication of two n x n matrices takes 2 n^3 floating-point operations, so
-its rate is 2 n^3 / t (:func:`gflops`). Keras is imported only when something is measured.
+Each size follows the lesson's measurement rule (:mod:`gpulesson.experiments.common`): one
+recorded warm-up call (compiling, caching, the first allocation), then at least
+:data:`REPEATS` timed calls, every sample kept and summarised (``summary``); every timed call
+waits for its result (:func:`wait`) before the clock is read, because GPU frameworks, and JAX
+also on the CPU, return from a call before the work is done. A multiplication of two n x n
+matrices takes 2 n^3 floating-point operations, so its rate is 2 n^3 / t (:func:`gflops`). Keras
+is imported only when something is measured.
 """
 
 from __future__ import annotations
@@ -14,11 +16,17 @@ import statistics
 import time
 
 from gpulesson.devices import keras_device_name as check_device
+from gpulesson.experiments import common
+from gpulesson.experiments.common import summarise
 
 DTYPES = ("float32", "bfloat16", "float16")
 SIZES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 QUICK_SIZES = (16, 32, 64, 128, 256)
-REPEATS, QUICK_REPEATS = 5, 3
+# REPEATS timed calls per size (QUICK_REPEATS in quick mode) after WARMUP warm-up call(s): the
+# lesson's rule. On the lesson's 2-core reference CPU a whole float32 sweep of SIZES with 5
+# repeats took 9 to 13 s (``wall_seconds`` in results/matmul.jsonl), n = 4,096 most of it, so
+# the size list stays whole; MAX_SECONDS skips sizes on a slower machine.
+REPEATS, QUICK_REPEATS, WARMUP = common.REPEATS, common.QUICK_REPEATS, common.WARMUP
 MAX_SECONDS = 20.0  # larger sizes are skipped once one call would take longer than this
 
 
@@ -86,16 +94,20 @@ def _clock(op, a, b, synchronise: bool):
 
 
 def time_matmul(n: int, device: str = "cpu", dtype: str = "float32", *, repeats: int = REPEATS,
-                warmup: int = 1, unsynchronised: bool = False, transfer: bool = False,
+                warmup: int = WARMUP, unsynchronised: bool = False, transfer: bool = False,
                 op=None) -> dict:
     """Time ``op(a, b)`` (default ``keras.ops.matmul``) for n x n inputs on ``device``.
 
-    ``warmup`` calls first (the first one's time is kept as ``first_call_seconds``), then
-    ``repeats`` timed calls, each waiting for its result. Returns one point of a sweep: the
-    times, their median, minimum and maximum, and GFLOP/s from the median (``gflops``) and
-    from the slowest and fastest call (``gflops_low``, ``gflops_high``).
-    ``unsynchronised``: also time ``repeats`` calls that do not wait (the mistake).
-    ``transfer``: also time copying both inputs from the host's memory to ``device``.
+    ``warmup`` calls first, each timed and kept (``warmup_seconds``; the first one also as
+    ``first_call_seconds``), then ``repeats`` timed calls, each waiting for its result.
+    Returns one point of a sweep: the times (``seconds``) and their ``summary``
+    (:func:`~gpulesson.experiments.common.summarise`: median, range, the warm-up apart), the
+    median, minimum and maximum, and GFLOP/s from the median (``gflops``) and from the slowest
+    and fastest call (``gflops_low``, ``gflops_high``).
+    ``unsynchronised``: also time ``repeats`` calls that do not wait (the mistake;
+    ``unsynchronised_seconds`` and their median).
+    ``transfer``: also time copying both inputs from the host's memory to ``device``
+    (``transfer_seconds`` and their median).
     """
     import keras
 
@@ -104,21 +116,23 @@ def time_matmul(n: int, device: str = "cpu", dtype: str = "float32", *, repeats:
         raise ValueError(f"repeats and warmup must be at least 1, not {repeats} and {warmup}")
     a, b = make_inputs(n, device, dtype)
     with keras.device(check_device(device)):
-        first = _clock(op, a, b, synchronise=True)[0]
-        for _ in range(warmup - 1):
-            _clock(op, a, b, synchronise=True)
+        warmups = [_clock(op, a, b, synchronise=True)[0] for _ in range(warmup)]
         seconds = [_clock(op, a, b, synchronise=True)[0] for _ in range(repeats)]
         point = {
             "n": n,
             "seconds": seconds,
+            "warmup_seconds": warmups,
+            "summary": summarise(seconds, warmups),
             "median_seconds": statistics.median(seconds),
             "min_seconds": min(seconds),
             "max_seconds": max(seconds),
             "gflops": gflops(n, statistics.median(seconds)),
             "gflops_low": gflops(n, max(seconds)),
             "gflops_high": gflops(n, min(seconds)),
-            "first_call_seconds": first,
+            "first_call_seconds": warmups[0],
+            "unsynchronised_seconds": None,
             "unsynchronised_median_seconds": None,
+            "transfer_seconds": None,
             "transfer_median_seconds": None,
         }
         if unsynchronised:
@@ -126,6 +140,7 @@ def time_matmul(n: int, device: str = "cpu", dtype: str = "float32", *, repeats:
             # Let the queued work finish before anything else is timed.
             for _, result in calls:
                 wait(result)
+            point["unsynchronised_seconds"] = [s for s, _ in calls]
             point["unsynchronised_median_seconds"] = statistics.median(s for s, _ in calls)
         if transfer:
             host = [keras.ops.convert_to_numpy(x) for x in (a, b)]
@@ -136,12 +151,13 @@ def time_matmul(n: int, device: str = "cpu", dtype: str = "float32", *, repeats:
                 for x in on_device:
                     wait(x)
                 copies.append(time.perf_counter() - start)
+            point["transfer_seconds"] = copies
             point["transfer_median_seconds"] = statistics.median(copies)
     return point
 
 
 def sweep(device: str = "cpu", dtype: str = "float32", sizes=SIZES, *, repeats: int = REPEATS,
-          warmup: int = 1, max_seconds: float = MAX_SECONDS, unsynchronised: bool | None = None,
+          warmup: int = WARMUP, max_seconds: float = MAX_SECONDS, unsynchronised: bool | None = None,
           transfer: bool | None = None, progress=None, op=None) -> dict:
     """Time the multiplication on one device in one precision for every size.
 
@@ -150,7 +166,8 @@ def sweep(device: str = "cpu", dtype: str = "float32", sizes=SIZES, *, repeats: 
     device or backend cannot multiply in is reported in ``unsupported`` (the error), not
     raised. By default float32 sweeps also time the unsynchronised mistake, and GPU sweeps
     the copy of the inputs to the GPU. ``progress``: a function called with one line per size;
-    ``op``: what to time instead of ``keras.ops.matmul`` (see :func:`time_matmul`).
+    ``op``: what to time instead of ``keras.ops.matmul`` (see :func:`time_matmul`). The load
+    average (``os.getloadavg``) before and after the sweep is kept in ``load_average``.
     """
     keras_device = check_device(device)
     check_dtype(dtype)
@@ -161,7 +178,8 @@ def sweep(device: str = "cpu", dtype: str = "float32", sizes=SIZES, *, repeats: 
         transfer = device == "gpu"
     result = {"device_kind": device, "keras_device": keras_device, "dtype": dtype,
               "sizes": sizes, "points": [], "skipped": [], "unsupported": None,
-              "other_programs_cpu_share": None}
+              "other_programs_cpu_share": None,
+              "load_average": {"start": load_average(), "end": None}}
     busy, started = _BusyMeter(), time.perf_counter()
     for n in sizes:
         points = result["points"]
@@ -187,7 +205,17 @@ def sweep(device: str = "cpu", dtype: str = "float32", sizes=SIZES, *, repeats: 
                      f"(median of {repeats}, {point['median_seconds'] * 1e3:.3f} ms)")
     result["other_programs_cpu_share"] = busy.other_share()
     result["wall_seconds"] = time.perf_counter() - started
+    result["load_average"]["end"] = load_average()
     return result
+
+
+def load_average() -> list[float] | None:
+    """The machine's load average over 1, 5 and 15 minutes (None where the system has none):
+    above the number of cores, other programs competed with the measurement."""
+    try:
+        return [round(v, 2) for v in os.getloadavg()]
+    except (OSError, AttributeError):
+        return None
 
 
 class _BusyMeter:

@@ -1,28 +1,59 @@
-"""The episode's ``ref_mm_*`` values, from the reference run (read while the site builds)."""
+"""The episode's ``ref_mm_*`` values, from the reference run (read while the site builds).
+
+Every measured value is a median with its range (:func:`~gpulesson.experiments.common.summary_text`),
+and every comparison word comes from :func:`~gpulesson.experiments.common.compare` (or
+:func:`~gpulesson.experiments.common.rank`): where the ranges of the repeats overlap, the page
+says there is no measurable difference. Old records without a ``summary`` are summarised from
+the samples they hold (:func:`~gpulesson.experiments.matmul.records.point_summary`).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from gpulesson.experiments.common import NO_DIFFERENCE, as_rate, compare, summarise, summary_of, summary_text
+from gpulesson.experiments.common import (
+    NO_DIFFERENCE,
+    as_rate,
+    compare,
+    rank,
+    summary_of,
+    summary_text,
+)
+from gpulesson.experiments.matmul.figures import alt_texts
 from gpulesson.experiments.matmul.measure import DTYPES, gflops
 from gpulesson.experiments.matmul.records import (
     RESULTS_FILE,
     crossover_text,
     find,
+    point_summary,
+    rate_summary,
     rate_text,
     reference_run,
+    samples_summary,
     software,
 )
 from gpulesson.results import NOT_RECORDED, hardware
 from gpulesson.results import duration as _seconds
 
 
+def _list(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def _peak(record: dict | None) -> str:
-    if not record or not record["points"]:
+    """The highest median rate of a sweep, with its range and size; sizes whose rates
+    :func:`rank` cannot tell apart from it are named with it."""
+    rates = {p["n"]: rate_summary(p) for p in record["points"]} if record else {}
+    rates = {n: s for n, s in rates.items() if s}
+    if not rates:
         return NOT_RECORDED
-    best = max(record["points"], key=lambda p: p["gflops"])
-    return f"{rate_text(best['gflops'])} GFLOP/s (n = {best['n']:,})"
+    first = rank({f"{n:,}": s for n, s in rates.items()}, higher_is_better=True)[0]
+    best = max(rates, key=lambda n: rates[n]["median"])
+    text = f"{summary_text(rates[best])} at n = {best:,}"
+    others = [n for n in first if n != f"{best:,}"]
+    if others:
+        text += f" ({NO_DIFFERENCE} from n = {_list(others)})"
+    return text
 
 
 def _largest(record: dict | None) -> dict | None:
@@ -32,13 +63,18 @@ def _largest(record: dict | None) -> dict | None:
     return max(record["points"], key=lambda p: p["n"])
 
 
-def point_summary(point: dict | None) -> dict | None:
-    """The timing summary of one size of a sweep (its timed calls; the first call is the
-    warm-up), or None for a point recorded without its samples."""
-    if not point or not point.get("seconds"):
-        return None
-    warmup = [point["first_call_seconds"]] if point.get("first_call_seconds") else []
-    return summarise(point["seconds"], warmup)
+def _time_text(summary: dict | None) -> str:
+    return summary_text(summary, _seconds) if summary else NOT_RECORDED
+
+
+def _times_text(point: dict | None, key: str) -> str:
+    """The times of ``key`` (``unsynchronised``, ``transfer``) of a point: median and range, or
+    the median alone where the record kept only that."""
+    summary = samples_summary(point, f"{key}_seconds")
+    if summary:
+        return _time_text(summary)
+    median = point.get(f"{key}_median_seconds") if point else None
+    return f"{_seconds(median)} (median; the repeats were not kept)" if median else NOT_RECORDED
 
 
 def _point(record: dict | None, n: int) -> dict | None:
@@ -74,7 +110,8 @@ def _unsync_text(record: dict | None) -> str:
     if not unsync:
         return NOT_RECORDED
     rate = gflops(largest["n"], unsync)
-    best = max(p.get("gflops_high", p["gflops"]) for p in record["points"])
+    rates = [rate_summary(p) for p in record["points"]]
+    best = max(r["max"] for r in rates if r)  # the fastest call that waited, at any size
     if rate > best:
         return (f"{rate_text(rate)} GFLOP/s: more than any call that waited for its result "
                 f"reached (at most {rate_text(best)} GFLOP/s), an impossible number")
@@ -167,16 +204,16 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         smallest = min(base["points"], key=lambda p: p["n"]) if base and base["points"] else None
         largest = _largest(base)
         prefix = f"ref_mm_{device}"
-        values[f"{prefix}_smallest"] = (
-            f"{rate_text(smallest['gflops'])} GFLOP/s (n = {smallest['n']:,}, "
-            f"{_seconds(smallest['median_seconds'])} a call)" if smallest else NOT_RECORDED)
+        small_rate = rate_summary(smallest)
+        values[f"{prefix}_smallest"] = (f"{summary_text(small_rate)} at n = {smallest['n']:,}"
+                                        if small_rate else NOT_RECORDED)
         values[f"{prefix}_largest_n"] = f"{largest['n']:,}" if largest else NOT_RECORDED
-        values[f"{prefix}_largest_time"] = (_seconds(largest["median_seconds"]) if largest
-                                            else NOT_RECORDED)
-        values[f"{prefix}_first_call"] = (_seconds(largest["first_call_seconds"]) if largest
+        values[f"{prefix}_largest_time"] = _time_text(point_summary(largest))
+        values[f"{prefix}_first_call"] = (_seconds(largest["first_call_seconds"])
+                                          if largest and largest.get("first_call_seconds")
                                           else NOT_RECORDED)
         unsync = largest and largest.get("unsynchronised_median_seconds")
-        values[f"{prefix}_unsync_time"] = _seconds(unsync) if unsync else NOT_RECORDED
+        values[f"{prefix}_unsync_time"] = _times_text(largest, "unsynchronised")
         values[f"{prefix}_unsync_gflops"] = (f"{rate_text(gflops(largest['n'], unsync))} GFLOP/s"
                                              if unsync else NOT_RECORDED)
         values[f"{prefix}_unsync_verdict"] = _unsync_text(base)
@@ -192,8 +229,12 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     copied = _largest(gpu)
     copy_seconds = copied and copied.get("transfer_median_seconds")
     values["ref_mm_gpu_transfer_n"] = f"{copied['n']:,}" if copy_seconds else NOT_RECORDED
-    values["ref_mm_gpu_transfer_time"] = _seconds(copy_seconds) if copy_seconds else NOT_RECORDED
+    values["ref_mm_gpu_transfer_time"] = (_times_text(copied, "transfer") if copy_seconds
+                                          else NOT_RECORDED)
     values["ref_mm_gpu_transfer_gflops"] = (
         f"{rate_text(gflops(copied['n'], copied['median_seconds'] + copy_seconds))} GFLOP/s"
         if copy_seconds else NOT_RECORDED)
+    gflops_alt, sync_alt = alt_texts(records) if records else (NOT_RECORDED, NOT_RECORDED)
+    values["ref_mm_fig_gflops_alt"] = gflops_alt
+    values["ref_mm_fig_sync_alt"] = sync_alt
     return values

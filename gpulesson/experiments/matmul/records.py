@@ -7,6 +7,7 @@ newest run). Imports no deep-learning framework.
 from __future__ import annotations
 
 from gpulesson import results
+from gpulesson.experiments.common import WARMUP, as_rate, compare, summary_of
 from gpulesson.results import NOT_RECORDED, hardware, make_record
 
 EXPERIMENT = "matmul"
@@ -15,7 +16,8 @@ DATA = "random"  # the matrices are random numbers: gpulesson.settings.LABELS
 BUSY = 0.25  # a sweep during which other programs used more CPU time than this is flagged
 
 
-def sweep_record(result: dict, *, run_id: str, source: str, repeats: int, warmup: int = 1) -> dict:
+def sweep_record(result: dict, *, run_id: str, source: str, repeats: int,
+                 warmup: int = WARMUP) -> dict:
     """The results-file record of one :func:`sweep` (hardware, versions and date added).
 
     ``device`` is the GPU's name for a GPU sweep and ``"CPU"`` for a CPU sweep.
@@ -43,9 +45,52 @@ def find(records, device: str, dtype: str = "float32") -> dict | None:
                 None)
 
 
+def point_summary(point: dict | None) -> dict | None:
+    """The timing summary of one size of a sweep (seconds per call): the ``summary`` a record
+    keeps, or, for a point recorded before it had one, one built from its ``seconds`` with the
+    first call as the warm-up. None for a point without samples."""
+    if not point or not point.get("seconds"):
+        return None
+    warmup = point.get("warmup_seconds")
+    if warmup is None:
+        warmup = [point["first_call_seconds"]] if point.get("first_call_seconds") else []
+    return summary_of({**point, "warmup_seconds": warmup}, "seconds")
+
+
+def samples_summary(point: dict | None, key: str) -> dict | None:
+    """The summary of another list of times of a point (``unsynchronised_seconds``,
+    ``transfer_seconds``), None where the point kept only their median (older records)."""
+    seconds = point.get(key) if point else None
+    return summary_of({key: seconds}, key, warmup_key=None, first_is_warmup=False) \
+        if seconds else None
+
+
+def flop(n: int) -> float:
+    """The billions of floating-point operations of one n x n by n x n multiplication."""
+    return 2 * n**3 / 1e9
+
+
+def rate_summary(point: dict | None) -> dict | None:
+    """:func:`point_summary` as GFLOP/s (:func:`~gpulesson.experiments.common.as_rate`)."""
+    summary = point_summary(point)
+    return as_rate(summary, flop(point["n"]), "GFLOP/s") if summary else None
+
+
+def gpu_faster(cpu_point: dict | None, gpu_point: dict | None) -> bool:
+    """Whether the GPU was measurably faster than the CPU at one size
+    (:func:`~gpulesson.experiments.common.compare`: the ranges apart, enough repeats)."""
+    cpu, gpu = rate_summary(cpu_point), rate_summary(gpu_point)
+    if not (cpu and gpu):
+        return False
+    verdict = compare(gpu, cpu, higher_is_better=True)
+    return verdict.measurable and verdict.word == "faster"
+
+
 def crossover(records, dtype: str = "float32") -> int | None:
     """The smallest measured size from which the GPU is faster than the CPU: at that size and
     at every larger size measured on both. None when the GPU is not faster at the largest.
+    "Faster" is :func:`gpu_faster`: where the ranges of the repeats overlap, the GPU is not
+    counted as faster.
 
     ``records``: the sweeps of one run; they must include a CPU and a GPU sweep in ``dtype``.
     """
@@ -55,11 +100,11 @@ def crossover(records, dtype: str = "float32") -> int | None:
     if cpu is None or gpu is None:
         missing = " and ".join(d.upper() for d, r in (("cpu", cpu), ("gpu", gpu)) if r is None)
         raise ValueError(f"no {missing} sweep in {dtype}: the crossover needs both")
-    cpu_rate = {p["n"]: p["gflops"] for p in cpu["points"]}
-    gpu_rate = {p["n"]: p["gflops"] for p in gpu["points"]}
+    cpu_points = {p["n"]: p for p in cpu["points"]}
+    gpu_points = {p["n"]: p for p in gpu["points"]}
     found = None
-    for n in sorted(cpu_rate.keys() & gpu_rate.keys(), reverse=True):
-        if gpu_rate[n] <= cpu_rate[n]:
+    for n in sorted(cpu_points.keys() & gpu_points.keys(), reverse=True):
+        if not gpu_faster(cpu_points[n], gpu_points[n]):
             break
         found = n
     return found
@@ -80,7 +125,8 @@ def crossover_text(records, dtype: str = "float32") -> str:
     n = crossover(records, dtype)
     largest = max(p["n"] for p in find(records, "gpu", dtype)["points"])
     if n is None:
-        return f"none: the CPU was as fast or faster up to n = {largest:,}"
+        return (f"none: at n = {largest:,}, the largest size, the GPU was not measurably faster "
+                "than the CPU")
     smallest = min(p["n"] for p in find(records, "gpu", dtype)["points"])
     if n == smallest:
         return f"n = {n:,} or smaller: the GPU was faster at every size measured"

@@ -12,6 +12,11 @@ episode's own code (:func:`gpulesson.lesson.build_mlp` and :func:`gpulesson.less
     of the same 30 features (``data: "random"``: enough rows to time, nothing to learn) for
     every batch size and width; one record per device and cell, with the time per sample.
 
+Both follow the lesson's measurement rule (:mod:`gpulesson.experiments.common`): the first
+epoch of each training is the recorded warm-up, the later ones the timed repeats, kept with
+their ``summary``; the page shows medians with their ranges, and says "no measurable
+difference" where the ranges of the CPU and the GPU overlap.
+
 All records of one call share a ``run_id``, and are appended to ``--out`` (default: the
 lesson's results file :data:`RESULTS_FILE`). The episode's numbers and figures are drawn from
 the newest run with CPU and GPU records (else with GPU records, else the newest run),
@@ -35,11 +40,18 @@ Importing the package imports no deep-learning framework (the page's values are 
 the site builds); training imports Keras when used.
 """
 
-from gpulesson.experiments.small_models.figures import comparison_figure, sweep_figure
+from gpulesson.experiments.small_models.figures import (
+    comparison_alt,
+    comparison_figure,
+    sweep_alt,
+    sweep_drawn,
+    sweep_figure,
+)
 from gpulesson.experiments.small_models.measure import (
     COMPARISON,
     GRID,
     MIN_BATCHES,
+    MIN_EPOCHS,
     QUICK_COMPARISON,
     QUICK_GRID,
     SKIPPED_GPU,
@@ -65,24 +77,32 @@ from gpulesson.experiments.small_models.records import (
     SmallModelsError,
     comparison_record,
     describe_comparison,
+    epoch_summary,
+    gpu_against_cpu,
     is_gpu_device,
     reference_run,
     runs,
+    sample_summary,
     speedup,
     speedup_text,
+    step_summary,
     sweep_cells,
     sweep_speedups,
     sweep_table,
+    sweep_verdicts,
+    verdict,
 )
 from gpulesson.results import NOT_RECORDED, is_gpu
 from gpulesson.results import duration as short_time
 
 __all__ = [
-    "COMPARISON", "EPISODE_WIDTHS", "EXPERIMENT", "GRID", "MIN_BATCHES", "NOT_RECORDED",
-    "N_CLASSES", "N_FEATURES", "PARTS", "QUICK_COMPARISON", "QUICK_GRID", "RESULTS_FILE",
-    "SKIPPED_GPU", "SmallModelsError", "check_devices", "check_grid", "comparison_figure",
-    "comparison_record", "describe_comparison", "hidden_widths", "is_gpu", "is_gpu_device",
+    "COMPARISON", "EPISODE_WIDTHS", "EXPERIMENT", "GRID", "MIN_BATCHES", "MIN_EPOCHS",
+    "NOT_RECORDED", "N_CLASSES", "N_FEATURES", "PARTS", "QUICK_COMPARISON", "QUICK_GRID",
+    "RESULTS_FILE", "SKIPPED_GPU", "SmallModelsError", "check_devices", "check_grid",
+    "comparison_alt", "comparison_figure", "comparison_record", "describe_comparison",
+    "epoch_summary", "gpu_against_cpu", "hidden_widths", "is_gpu", "is_gpu_device",
     "keras_device_name", "parameter_count", "random_data", "reference_run", "rows_for",
-    "run_comparison", "runs", "short_time", "speedup", "speedup_text", "substitutions", "sweep",
-    "sweep_cells", "sweep_figure", "sweep_speedups", "sweep_table", "time_cell",
+    "run_comparison", "runs", "sample_summary", "short_time", "speedup", "speedup_text",
+    "step_summary", "substitutions", "sweep", "sweep_alt", "sweep_cells", "sweep_drawn",
+    "sweep_figure", "sweep_speedups", "sweep_table", "sweep_verdicts", "time_cell", "verdict",
 ]

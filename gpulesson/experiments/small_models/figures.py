@@ -1,10 +1,17 @@
 """The figures: time per epoch of the comparison, and the sweep's grid of speed-ups
-(drawn by ``fig/07-small-models/figures.py``)."""
+(drawn by ``fig/07-small-models/figures.py``), and their alt texts.
+
+What a figure draws is decided once (``_comparison_drawn``, :func:`sweep_drawn`); the drawing
+code and the alt texts (:func:`comparison_alt`, :func:`sweep_alt`, the episode's
+``ref_mlp_fig_*_alt`` values) both read it, so that an alt text names only what is drawn and
+takes its numbers from the drawn data.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
+from gpulesson.experiments.common import SPREAD_NOTE, draw_spread, summary_text, times_text
 from gpulesson.experiments.small_models.measure import hidden_widths
 from gpulesson.experiments.small_models.records import (
     EPISODE_WIDTHS,
@@ -12,52 +19,182 @@ from gpulesson.experiments.small_models.records import (
     N_FEATURES,
     SmallModelsError,
     _axes,
+    epoch_summary,
+    sample_summary,
     sweep_cells,
-    sweep_speedups,
+    sweep_verdicts,
 )
 from gpulesson.results import NOT_RECORDED, data_label, hardware
 from gpulesson.results import duration as short_time
 from gpulesson.results import pick as _pick
 
+_DEVICE_WORDS = {"CPU": "round markers and a solid line", "GPU": "square markers and a dashed line"}
+
+
+def _comparison_drawn(records) -> list[dict]:
+    """What :func:`comparison_figure` draws: per device recorded (CPU first), its epoch times
+    and the summary of its timed epochs."""
+    drawn = []
+    for kind, record in (("CPU", _pick(records, False)), ("GPU", _pick(records, True))):
+        if record and record.get("epoch_seconds"):
+            drawn.append({"kind": kind, "epochs": list(record["epoch_seconds"]),
+                          "summary": epoch_summary(record)})
+    return drawn
+
+
+def comparison_alt(records) -> str:
+    """The alt text of :func:`comparison_figure`, from what it draws of ``records``."""
+    drawn = _comparison_drawn(records)
+    if not drawn:
+        return "Chart without lines: the run kept no epoch times."
+    devices = " and ".join(d["kind"] for d in drawn)
+    parts = [f"Line chart of the wall time of each of the {len(drawn[0]['epochs'])} training "
+             f"epochs of the small network on the breast-cancer data on the {devices}, "
+             + "; ".join(f"the {d['kind']} with {_DEVICE_WORDS[d['kind']]}" for d in drawn)
+             + "; the first epoch is circled and labelled as the warm-up. Right of the epochs, "
+             "a whisker spans the fastest to the slowest timed epoch around the median, with "
+             "the timed epochs as dots."]
+    for d in drawn:
+        parts.append(f"{d['kind']}: first epoch {short_time(d['epochs'][0])}, then "
+                     f"{summary_text(d['summary'], short_time, what='timed epochs')}.")
+    return " ".join(parts)
+
 
 def comparison_figure(records):
-    """Time per epoch of the comparison run, per device (the GPU line only when recorded)."""
+    """Time per epoch of the comparison run, per device recorded, and at the right the median
+    and range of each device's timed epochs (:func:`~gpulesson.experiments.common.draw_spread`).
+    The title names the hardware of the devices drawn."""
     from gpulesson import compare_plots
 
     if not records:
         raise SmallModelsError("no comparison records to plot: "
                                "run python -m gpulesson.experiments.small_models")
-    cpu, gpu = _pick(records, False), _pick(records, True)
+    drawn = _comparison_drawn(records)
+    if not drawn:
+        raise SmallModelsError("the comparison records keep no epoch times to plot")
     names = hardware(records)
-    for kind in ("CPU", "GPU"):
-        names.setdefault(kind, NOT_RECORDED)
-    fig = compare_plots.epoch_times(cpu["epoch_seconds"] if cpu else None,
-                                    gpu["epoch_seconds"] if gpu else None,
-                                    label=data_label(records), hardware=names)
-    fig.axes[0].set_title(f"MLP {' -> '.join(map(str, [N_FEATURES, *EPISODE_WIDTHS, N_CLASSES]))}, "
-                          f"batch size {records[0]['batch_size']}, backend {records[0]['backend']}",
-                          fontsize=9)
+    found = {d["kind"]: d for d in drawn}
+    fig = compare_plots.epoch_times(found["CPU"]["epochs"] if "CPU" in found else None,
+                                    found["GPU"]["epochs"] if "GPU" in found else None,
+                                    label=data_label(records),
+                                    hardware={k: names.get(k, NOT_RECORDED) for k in found})
+    ax = fig.axes[0]
+    colours = {line.get_label(): line.get_color() for line in ax.get_lines()}
+    longest = max(len(d["epochs"]) for d in drawn)
+    where = longest + 1.5
+    for i, d in enumerate(drawn):
+        draw_spread(ax, [where + 0.6 * i], [d["summary"]], color=colours.get(d["kind"], "black"))
+    ticks = [t for t in range(1, longest + 1) if longest <= 20 or t % 5 == 0 or t == 1]
+    ax.set_xticks([*ticks, where + 0.3 * (len(drawn) - 1)],
+                  [*map(str, ticks), "timed\nepochs"])
+    ax.set_xlabel(f"epoch; right: {SPREAD_NOTE.split('; ', 1)[1]}", fontsize=8)
+    if "GPU" not in found:
+        ax.text(0.98, 0.97, f"GPU: {NOT_RECORDED}", transform=ax.transAxes, ha="right",
+                va="top", fontsize=8, style="italic")
+    ax.set_title(f"MLP {' -> '.join(map(str, [N_FEATURES, *EPISODE_WIDTHS, N_CLASSES]))}, "
+                 f"batch size {records[0]['batch_size']}, backend {records[0]['backend']}",
+                 fontsize=9)
     fig.tight_layout()
     return fig
 
 
-def _grid_values(records, value) -> tuple[list[int], list[int], np.ndarray]:
+def _range_text(summary, show) -> str:
+    if summary["n"] < 2:
+        return f"{show(summary['median'])}\n(1 epoch)"
+    return f"{show(summary['median'])}\n({show(summary['min'])}–{show(summary['max'])})"
+
+
+def _ratio_range(pair) -> tuple[float, float]:
+    """The speed-up's range from the timed epochs: the CPU's fastest over the GPU's slowest to
+    the CPU's slowest over the GPU's fastest."""
+    cpu, gpu = sample_summary(pair["cpu"]), sample_summary(pair["gpu"])
+    return cpu["min"] / gpu["max"], cpu["max"] / gpu["min"]
+
+
+def sweep_drawn(records) -> dict:
+    """What :func:`sweep_figure` draws of a sweep run: ``kind`` ("speed-up" with both devices,
+    else the one device's "cpu" or "gpu" time per sample), ``widths``, ``batches`` and per
+    cell its ``value`` (the speed-up, or seconds per sample), ``text`` and ``verdict``."""
+    cells, verdicts = sweep_cells(records), sweep_verdicts(records)
     widths, batches = _axes(records)
-    matrix = np.full((len(widths), len(batches)), np.nan)
-    for i, width in enumerate(widths):
-        for j, batch in enumerate(batches):
-            found = value(width, batch)
-            if found is not None:
-                matrix[i, j] = found
-    return widths, batches, matrix
+    drawn = {"widths": widths, "batches": batches, "cells": {}}
+    if verdicts:
+        drawn["kind"] = "speed-up"
+        for key, found in verdicts.items():
+            low, high = _ratio_range(cells[key])
+            words = f"GPU {found.sentence}" if found.measurable else "no measurable\ndifference"
+            drawn["cells"][key] = {"value": found.ratio, "verdict": found,
+                                   "text": f"{times_text(found.ratio)}\n{words}\n"
+                                           f"({times_text(low)}–{times_text(high)})"}
+        return drawn
+    kind = "cpu" if any("cpu" in pair for pair in cells.values()) else "gpu"
+    drawn["kind"] = kind
+    for key, pair in cells.items():
+        summary = sample_summary(pair.get(kind))
+        if summary:
+            drawn["cells"][key] = {"value": summary["median"], "verdict": None,
+                                   "summary": summary, "text": _range_text(summary, short_time)}
+    return drawn
+
+
+def _where(key) -> str:
+    return f"width {key[0]}, batch size {key[1]}"
+
+
+def sweep_alt(records) -> str:
+    """The alt text of :func:`sweep_figure`, from what it draws of ``records``."""
+    drawn = sweep_drawn(records)
+    widths, batches, cells = drawn["widths"], drawn["batches"], drawn["cells"]
+    if not cells:
+        return "Empty grid: the sweep run has no measured cells."
+    parts = [f"Grid of {len(widths)} layer widths (rows, {widths[0]} to {widths[-1]} units) by "
+             f"{len(batches)} batch sizes (columns, {batches[0]} to {batches[-1]})"]
+    missing = len(widths) * len(batches) - len(cells)
+    if drawn["kind"] == "speed-up":
+        verdicts = {key: cell["verdict"] for key, cell in cells.items()}
+        faster = sum(v.measurable and v.word == "faster" for v in verdicts.values())
+        slower = sum(v.measurable and v.word == "slower" for v in verdicts.values())
+        best = max(verdicts, key=lambda k: verdicts[k].ratio)
+        worst = min(verdicts, key=lambda k: verdicts[k].ratio)
+        parts[0] += (", each cell coloured and labelled with the GPU's speed-up over the CPU per "
+                     "sample (the CPU's median time over the GPU's), the verdict, and the range "
+                     "of the speed-up from the timed epochs.")
+        parts.append(f"The GPU was measurably faster in {faster} of {len(cells)} cells and "
+                     f"measurably slower in {slower}; the others show no measurable difference. "
+                     f"The speed-up was largest, {times_text(verdicts[best].ratio)}, at "
+                     f"{_where(best)}, and smallest, {times_text(verdicts[worst].ratio)}, at "
+                     f"{_where(worst)}.")
+    else:
+        device = drawn["kind"].upper()
+        values = {key: cell["value"] for key, cell in cells.items()}
+        low, high = min(values, key=values.get), max(values, key=values.get)
+        parts[0] += (f", each cell coloured and labelled with the {device}'s median time per "
+                     "sample and, in brackets, the range of the timed epochs.")
+        parts.append(f"The median time per sample ranged from {short_time(values[low])} at "
+                     f"{_where(low)} to {short_time(values[high])} at {_where(high)}.")
+    if missing:
+        parts.append(f"{missing} cells are labelled not measured.")
+    return " ".join(parts)
+
+
+def _grid_values(drawn) -> np.ndarray:
+    matrix = np.full((len(drawn["widths"]), len(drawn["batches"])), np.nan)
+    for i, width in enumerate(drawn["widths"]):
+        for j, batch in enumerate(drawn["batches"]):
+            cell = drawn["cells"].get((width, batch))
+            if cell is not None:
+                matrix[i, j] = cell["value"]
+    return matrix
 
 
 def sweep_figure(records):
     """The sweep as a grid of widths (rows) x batch sizes (columns), every cell annotated.
 
     With GPU records: the GPU's speed-up over the CPU (the colour centred on 1, where the two
-    are equal; each cell says "GPU n× faster" or "GPU n× slower"). Without: the CPU's time per
-    sample, and a note that the GPU sweep is not recorded yet.
+    are equal; each cell says "GPU n× faster", "GPU n× slower" or, where the ranges of the
+    timed epochs overlap, "no measurable difference", and the speed-up's range). Without: the
+    CPU's median time per sample and its range, and a note that the GPU sweep is not recorded
+    yet. The spread of the repeats is written in each cell (a grid has no room for whiskers).
     """
     import matplotlib.colors as mcolors
     import matplotlib.pyplot as plt
@@ -65,41 +202,34 @@ def sweep_figure(records):
     if not records:
         raise SmallModelsError("no sweep records to plot: "
                                "run python -m gpulesson.experiments.small_models --parts sweep")
-    cells, ratios = sweep_cells(records), sweep_speedups(records)
+    drawn = sweep_drawn(records)
+    widths, batches = drawn["widths"], drawn["batches"]
+    matrix = _grid_values(drawn)
     names = hardware(records)
-    fig, ax = plt.subplots(figsize=(7.5, 5.6))
-    if ratios:
-        widths, batches, matrix = _grid_values(records, lambda w, b: ratios.get((w, b)))
+    fig, ax = plt.subplots(figsize=(7.5, 6.2))
+    if drawn["kind"] == "speed-up":
         bound = max(2.0, float(np.nanmax(np.abs(np.log10(matrix)))) if np.isfinite(matrix).any() else 2.0)
         norm = mcolors.LogNorm(vmin=10 ** -bound, vmax=10 ** bound)
         image = ax.imshow(matrix, cmap="RdBu", norm=norm)
-        fig.colorbar(image, ax=ax, label="speed-up: CPU time / GPU time (1 = equal)")
-
-        def text(value):
-            if value >= 1:
-                return f"{value:.2g}×\nGPU faster"
-            return f"{value:.2g}×\nGPU {1 / value:.2g}× slower"
+        fig.colorbar(image, ax=ax, label="speed-up: CPU median time / GPU median time (1 = equal)")
         title = "Speed-up of the GPU over the CPU, per sample"
-        detail = f"CPU: {names.get('CPU', NOT_RECORDED)}; GPU: {names['GPU']}"
+        detail = (f"CPU: {names.get('CPU', NOT_RECORDED)}; GPU: {names['GPU']}\n"
+                  "in brackets: the speed-up's range over the timed epochs")
     else:
         # One device only (normally the CPU): its time per sample, and why there is no speed-up.
-        kind = "cpu" if "CPU" in names else "gpu"
-        widths, batches, matrix = _grid_values(
-            records, lambda w, b: cells.get((w, b), {}).get(kind, {}).get("seconds_per_sample"))
+        kind = drawn["kind"]
+        image = ax.imshow(matrix * 1e6, cmap="YlOrBr", norm=mcolors.LogNorm())
+        fig.colorbar(image, ax=ax, label=f"{kind.upper()} median time per sample (µs, log scale)")
         matrix = matrix * 1e6
-        image = ax.imshow(matrix, cmap="YlOrBr", norm=mcolors.LogNorm())
-        fig.colorbar(image, ax=ax, label=f"{kind.upper()} time per sample (µs, log scale)")
-
-        def text(value):
-            return short_time(value / 1e6)
         if kind == "cpu":
             title = "CPU time per sample (GPU sweep: not recorded yet)"
-            detail = f"CPU: {names['CPU']}; GPU: {NOT_RECORDED}, so no speed-up can be shown"
+            detail = f"CPU: {names['CPU']}; no GPU sweep, so no speed-up can be shown"
         else:
             title = "GPU time per sample (no CPU sweep in this run)"
-            detail = f"GPU: {names['GPU']}; CPU: {NOT_RECORDED}, so no speed-up can be shown"
-    for i in range(len(widths)):
-        for j in range(len(batches)):
+            detail = f"GPU: {names['GPU']}; no CPU sweep, so no speed-up can be shown"
+        detail += "\ncell: median time per sample; in brackets: fastest–slowest timed epoch"
+    for i, width in enumerate(widths):
+        for j, batch in enumerate(batches):
             value = matrix[i, j]
             if not np.isfinite(value):
                 ax.text(j, i, "not\nmeasured", ha="center", va="center", fontsize=8)
@@ -107,8 +237,8 @@ def sweep_figure(records):
             # Dark cells get white text: the number must be readable on every colour.
             red, green, blue, _ = image.cmap(image.norm(value))
             dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5
-            ax.text(j, i, text(value), ha="center", va="center", fontsize=8,
-                    color="white" if dark else "black")
+            ax.text(j, i, drawn["cells"][(width, batch)]["text"], ha="center", va="center",
+                    fontsize=7, color="white" if dark else "black")
     ax.set_xticks(range(len(batches)), [str(b) for b in batches])
     ax.set_yticks(range(len(widths)), [f"{w} ({hidden_widths(w)[1]})" for w in widths])
     ax.set_xlabel("batch size")

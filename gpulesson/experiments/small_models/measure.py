@@ -1,16 +1,24 @@
 """Training the MLPs on each device: the comparison on the breast-cancer data, the sweep of
 batch size x layer width on random rows, and the checks of what is asked for. Keras is imported
 only when something is trained.
+
+Both follow the lesson's measurement rule (:mod:`gpulesson.experiments.common`): the first
+epoch of every training is the recorded warm-up, the epochs after it are the timed repeats (at
+least :data:`~gpulesson.experiments.common.REPEATS`, or
+:data:`~gpulesson.experiments.common.QUICK_REPEATS` in quick mode), every epoch is kept, and
+each record keeps their ``summary`` and the load average before and after it was measured.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import os
 
 import numpy as np
 
 from gpulesson.devices import KERAS_DEVICES as DEVICES
+from gpulesson.experiments.common import WARMUP, repeats_for, summarise
 from gpulesson.experiments.small_models.records import (
     EXPERIMENT,
     N_CLASSES,
@@ -23,13 +31,21 @@ from gpulesson.experiments.small_models.records import (
 from gpulesson.results import duration as short_time
 from gpulesson.results import make_record, new_run_id
 
-# The CPU-vs-GPU comparison on the breast-cancer data: a fixed number of epochs, no early stop.
+# The CPU-vs-GPU comparison on the breast-cancer data: a fixed number of epochs, no early stop;
+# the first is the warm-up, the other 19 the timed repeats (more than the rule's minimum: an
+# epoch of this model takes about 0.1 s on the lesson's CPU).
 COMPARISON = {"epochs": 20, "batch_size": 32}
-QUICK_COMPARISON = {"epochs": 2, "batch_size": 32}
-# The sweep: every batch size x every width, on random rows (at least 4 batches per epoch).
+QUICK_COMPARISON = {"epochs": WARMUP + repeats_for(True), "batch_size": 32}
+# The sweep: every batch size x every width, on random rows (at least 4 batches per epoch), each
+# cell one warm-up epoch and the rule's timed repeats. On the lesson's 2-core CPU the warm-up
+# epochs of all 16 cells took 26 to 29 s and one timed epoch of all of them 17 to 19 s
+# (results/mlp-cpu-vs-gpu.jsonl, whose sweeps of 3 epochs a cell took 61 to 66 s; the width-4096
+# cells most of it), so the full sweep of 6 epochs a cell takes about two minutes there.
 GRID = {"batch_sizes": (32, 256, 1024, 4096), "widths": (16, 256, 1024, 4096),
-        "n_rows": 4096, "epochs": 3}
-QUICK_GRID = {"batch_sizes": (32, 256), "widths": (16, 64), "n_rows": 1024, "epochs": 2}
+        "n_rows": 4096, "epochs": WARMUP + repeats_for(False)}
+QUICK_GRID = {"batch_sizes": (32, 256), "widths": (16, 64), "n_rows": 1024,
+              "epochs": WARMUP + repeats_for(True)}
+MIN_EPOCHS = WARMUP + repeats_for(True)  # the warm-up and at least the quick mode's repeats
 MIN_BATCHES = 4
 SKIPPED_GPU = "SKIPPED: no GPU is visible to Keras"
 
@@ -69,13 +85,16 @@ def _positive_ints(values, what: str) -> tuple[int, ...]:
 
 
 def check_grid(batch_sizes, widths, n_rows: int, epochs: int) -> dict:
-    """The sweep's grid, checked: whole numbers >= 1, and at least 2 epochs (one to warm up)."""
+    """The sweep's grid, checked: whole numbers >= 1, and at least :data:`MIN_EPOCHS` epochs
+    (the warm-up and enough timed repeats to have a range)."""
     grid = {"batch_sizes": _positive_ints(batch_sizes, "batch size"),
             "widths": _positive_ints(widths, "layer width"),
             "n_rows": _positive_ints([n_rows], "number of rows")[0],
             "epochs": _positive_ints([epochs], "number of epochs")[0]}
-    if grid["epochs"] < 2:
-        raise SmallModelsError("the sweep needs at least 2 epochs: the first one is warm-up and not timed")
+    if grid["epochs"] < MIN_EPOCHS:
+        raise SmallModelsError(
+            f"the sweep needs at least {MIN_EPOCHS} epochs: the first {WARMUP} warm-up, not "
+            f"timed, and at least {MIN_EPOCHS - WARMUP} timed repeats")
     return grid
 
 
@@ -108,8 +127,10 @@ def parameter_count(widths, n_features: int = N_FEATURES, n_classes: int = N_CLA
 def time_cell(device: str, batch_size: int, width: int, *, n_rows: int, epochs: int, seed: int = 0) -> dict:
     """Train a new sweep MLP of ``width`` on ``device`` for ``epochs`` epochs of random rows.
 
-    Returns the :class:`~gpulesson.lesson.EpochTimer` summary with the cell's facts and
-    ``seconds_per_sample`` (the mean of the epochs after the first, per row).
+    Returns the :class:`~gpulesson.lesson.EpochTimer` summary with the cell's facts, the
+    ``summary`` of the epoch times (the first epoch the warm-up, the others the timed repeats),
+    ``seconds_per_sample`` and ``seconds_per_step`` (the median timed epoch per row and per
+    step) and the ``load_average`` before and after.
     """
     import keras
 
@@ -121,25 +142,48 @@ def time_cell(device: str, batch_size: int, width: int, *, n_rows: int, epochs: 
     from gpulesson import lesson
 
     keras.utils.set_random_seed(seed)
+    load = {"start": load_average(), "end": None}
     with keras.device(keras_device_name(device)):
         model = lesson.build_mlp(N_FEATURES, widths, N_CLASSES)
         timer = EpochTimer(samples_per_epoch=rows)
         model.fit(x, y, batch_size=batch_size, epochs=epochs, callbacks=[timer], verbose=0)
+    load["end"] = load_average()
     timing = timer.summary()
     mean = timing["steady_mean_epoch_seconds"] or timing["first_epoch_seconds"]
+    summary = epoch_summary(timing["epoch_seconds"])
+    steps = math.ceil(rows / batch_size)
     return {
         "batch_size": batch_size,
         "width": width,
         "hidden_widths": list(widths),
         "n_parameters": model.count_params(),
         "n_rows": rows,
-        "steps_per_epoch": math.ceil(rows / batch_size),
+        "steps_per_epoch": steps,
         **timing,
         "mean_epoch_seconds": mean,
-        "seconds_per_sample": mean / rows,
-        "seconds_per_step": mean / math.ceil(rows / batch_size),
+        "summary": summary,
+        "seconds_per_sample": summary["median"] / rows,
+        "seconds_per_step": summary["median"] / steps,
         "jit_compile": JIT_COMPILE,
+        "load_average": load,
     }
+
+
+def epoch_summary(epoch_seconds) -> dict:
+    """The summary of one training's epochs: the first :data:`WARMUP` the warm-up, the others
+    the timed repeats (a training of one epoch has that one as its only sample)."""
+    epoch_seconds = list(epoch_seconds)
+    if len(epoch_seconds) <= WARMUP:
+        return summarise(epoch_seconds)
+    return summarise(epoch_seconds[WARMUP:], epoch_seconds[:WARMUP])
+
+
+def load_average() -> list[float] | None:
+    """The machine's load average over 1, 5 and 15 minutes, or None where there is none."""
+    try:
+        return [round(v, 2) for v in os.getloadavg()]
+    except (OSError, AttributeError):
+        return None
 
 
 
@@ -203,11 +247,13 @@ def run_comparison(devices, *, run_id: str, seed: int, settings: dict, source: s
             continue
         print(f"Comparison: training the MLP on {device} for {settings['epochs']} epochs ...", flush=True)
         keras.utils.set_random_seed(seed)
+        load = {"start": load_average(), "end": None}
         run = lesson.train_mlp(device, initial_weights, train, test, settings["epochs"],
                                batch_size=settings["batch_size"])
+        load["end"] = load_average()
         record = comparison_record(run, run_id=run_id, batch_size=settings["batch_size"],
                                    n_train=len(train[0]), n_test=len(test[0]),
-                                   start_weights=start, source=source)
+                                   start_weights=start, source=source, load_average=load)
         if on_record:
             on_record(record)
         records.append(record)

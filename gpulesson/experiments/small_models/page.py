@@ -1,15 +1,26 @@
-"""The episode's ``ref_mlp_*`` values, from the reference runs (read while the site builds)."""
+"""The episode's ``ref_mlp_*`` values, from the reference runs (read while the site builds).
+
+Times are medians with their ranges (:func:`~gpulesson.experiments.common.summary_text`), and
+the words that compare the GPU with the CPU come from
+:func:`~gpulesson.experiments.common.compare` (through
+:func:`~gpulesson.experiments.small_models.records.gpu_against_cpu`).
+"""
 
 from __future__ import annotations
 
+from gpulesson.experiments.common import summary_text, times_text
+from gpulesson.experiments.small_models.figures import comparison_alt, sweep_alt
 from gpulesson.experiments.small_models.records import (
     RESULTS_FILE,
     _axes,
+    epoch_summary,
     reference_run,
-    speedup,
+    sample_summary,
     speedup_text,
+    step_summary,
     sweep_cells,
-    sweep_speedups,
+    sweep_verdicts,
+    verdict,
 )
 from gpulesson.results import NOT_RECORDED, hardware, is_gpu
 from gpulesson.results import duration as short_time
@@ -43,17 +54,19 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         "ref_mlp_n_train": str(first["n_train"]) if first else NOT_RECORDED,
         "ref_mlp_batch_size": str(first["batch_size"]) if first else NOT_RECORDED,
         "ref_mlp_epochs": str(first["epochs"]) if first else NOT_RECORDED,
-        "ref_mlp_speedup": speedup_text(speedup(comparison)),
+        "ref_mlp_speedup": speedup_text(verdict(comparison)),
+        "ref_mlp_fig_comparison_alt": comparison_alt(comparison) if comparison else NOT_RECORDED,
     })
     for name, record in (("cpu", _pick(comparison, False)), ("gpu", _pick(comparison, True))):
         values[f"ref_mlp_{name}_first_epoch"] = (short_time(record["first_epoch_seconds"]) if record
                                                  else NOT_RECORDED)
-        values[f"ref_mlp_{name}_epoch"] = short_time(record["mean_epoch_seconds"]) if record else NOT_RECORDED
+        values[f"ref_mlp_{name}_epoch"] = (summary_text(epoch_summary(record), short_time)
+                                           if record else NOT_RECORDED)
         values[f"ref_mlp_{name}_accuracy"] = f"{record['test_accuracy']:.3f}" if record else NOT_RECORDED
 
     records = reference_run("sweep", path)
     values.update(_run_facts("ref_mlp_sweep", records))
-    cells, ratios = sweep_cells(records), sweep_speedups(records)
+    cells, verdicts = sweep_cells(records), sweep_verdicts(records)
     widths, batches = _axes(records) if records else ([], [])
     smallest = cells.get((widths[0], batches[0]), {}) if records else {}
     largest = cells.get((widths[-1], batches[-1]), {}) if records else {}
@@ -65,6 +78,7 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
                                      else NOT_RECORDED),
         "ref_mlp_sweep_large_cell": (f"width {widths[-1]}, batch size {batches[-1]}" if records
                                      else NOT_RECORDED),
+        "ref_mlp_fig_sweep_alt": sweep_alt(records) if records else NOT_RECORDED,
     })
     for name in ("cpu", "gpu"):
         kind_records = [r for r in records if is_gpu(r) == (name == "gpu")]
@@ -72,24 +86,30 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
                                                  if kind_records else NOT_RECORDED)
         for size, cell in (("small", smallest), ("large", largest)):
             record = cell.get(name)
-            values[f"ref_mlp_sweep_{name}_{size}_sample"] = (short_time(record["seconds_per_sample"])
-                                                             if record else NOT_RECORDED)
-            values[f"ref_mlp_sweep_{name}_{size}_step"] = (short_time(record["seconds_per_step"])
-                                                           if record else NOT_RECORDED)
+            values[f"ref_mlp_sweep_{name}_{size}_sample"] = (
+                summary_text(sample_summary(record), short_time) if record else NOT_RECORDED)
+            values[f"ref_mlp_sweep_{name}_{size}_step"] = (
+                summary_text(step_summary(record), short_time) if record else NOT_RECORDED)
         # One step of the narrowest model at the smallest and at the largest batch: how much a
         # step's time grows along the top row of the grid.
         row = [cells.get((widths[0], batch), {}).get(name) for batch in batches] if records else []
         values[f"ref_mlp_sweep_{name}_row_steps"] = (
-            f"from {short_time(row[0]['seconds_per_step'])} at batch size {batches[0]:,} to "
-            f"{short_time(row[-1]['seconds_per_step'])} at batch size {batches[-1]:,}"
+            f"from {short_time(step_summary(row[0])['median'])} at batch size {batches[0]:,} to "
+            f"{short_time(step_summary(row[-1])['median'])} at batch size {batches[-1]:,} (medians)"
             if len(row) > 1 and row[0] and row[-1] else NOT_RECORDED)
-    if ratios:
-        best = max(ratios, key=ratios.get)
-        worst = min(ratios, key=ratios.get)
-        paying = sorted(key for key, ratio in ratios.items() if ratio > 1)
-        values["ref_mlp_sweep_best"] = f"{ratios[best]:.1f}× at width {best[0]}, batch size {best[1]}"
-        values["ref_mlp_sweep_worst"] = f"{ratios[worst]:.2f}× at width {worst[0]}, batch size {worst[1]}"
-        values["ref_mlp_sweep_paying"] = f"{len(paying)} of {len(ratios)}"
+    if verdicts:
+        best = max(verdicts, key=lambda key: verdicts[key].ratio)
+        worst = min(verdicts, key=lambda key: verdicts[key].ratio)
+        paying = [key for key, found in verdicts.items()
+                  if found.measurable and found.word == "faster"]
+
+        def cell(key):
+            found = verdicts[key]
+            words = f"GPU {found.sentence}" if found.measurable else found.sentence
+            return f"{times_text(found.ratio)} at width {key[0]}, batch size {key[1]} ({words})"
+        values["ref_mlp_sweep_best"] = cell(best)
+        values["ref_mlp_sweep_worst"] = cell(worst)
+        values["ref_mlp_sweep_paying"] = f"{len(paying)} of {len(verdicts)}"
     else:
         for key in ("best", "worst", "paying"):
             values[f"ref_mlp_sweep_{key}"] = NOT_RECORDED

@@ -1,14 +1,28 @@
 """The small-models records: one per device (comparison) or per device and cell (sweep), the
 reference runs, speed-ups, and a run in words or as a table. Imports no deep-learning framework.
+
+Each record keeps its epoch times and their ``summary`` (the first epoch the warm-up, the
+lesson's measurement rule); records made before the rule are summarised from their epoch
+times (:func:`epoch_summary`). Comparisons of the CPU and the GPU come from
+:func:`~gpulesson.experiments.common.compare`: where the ranges of the timed epochs overlap,
+there is no measurable difference, whatever the ratio of the medians.
 """
 
 from __future__ import annotations
 
 from gpulesson import results
+from gpulesson.experiments.common import (
+    WARMUP,
+    Comparison,
+    compare,
+    summarise,
+    summary_of,
+    summary_text,
+    times_text,
+)
 from gpulesson.results import NOT_RECORDED, data_label, hardware, is_gpu, make_record
 from gpulesson.results import duration as short_time
 from gpulesson.results import pick as _pick
-from gpulesson.results import speedup as _epoch_speedup
 
 EXPERIMENT = "mlp-cpu-vs-gpu"
 RESULTS_FILE = results.RESULTS_DIR / f"{EXPERIMENT}.jsonl"
@@ -38,11 +52,17 @@ def _device_fields(device: str) -> dict:
 
 
 def comparison_record(run: dict, *, run_id: str, batch_size: int, n_train: int, n_test: int,
-                      start_weights: str | None = None, source: str = "notebook") -> dict:
-    """The record of one device's run of :func:`gpulesson.lesson.train_mlp` (``part: "comparison"``)."""
+                      start_weights: str | None = None, source: str = "notebook",
+                      load_average: dict | None = None) -> dict:
+    """The record of one device's run of :func:`gpulesson.lesson.train_mlp` (``part: "comparison"``),
+    with the ``summary`` of its epochs (the first the warm-up) and, when given, the
+    ``load_average`` before and after (``{"start": [...], "end": [...]}``)."""
     timing = dict(run["timing"])
     mean = timing["steady_mean_epoch_seconds"] or timing["first_epoch_seconds"]
     training = timing.pop("total_seconds")
+    epochs = list(timing["epoch_seconds"])
+    summary = (summarise(epochs[WARMUP:], epochs[:WARMUP]) if len(epochs) > WARMUP
+               else summarise(epochs))
     return make_record(
         EXPERIMENT, data="breast_cancer", part="comparison", run_id=run_id, source=source,
         **_device_fields(run["device"]),
@@ -51,6 +71,7 @@ def comparison_record(run: dict, *, run_id: str, batch_size: int, n_train: int, 
         **timing, mean_epoch_seconds=mean, training_seconds=training,
         test_loss=float(run["test_loss"]), test_accuracy=float(run["test_accuracy"]),
         start_weights=start_weights, jit_compile=run.get("jit_compile"),
+        summary=summary, load_average=load_average,
         history={key: [float(v) for v in values] for key, values in run["history"].items()},
     )
 
@@ -70,15 +91,67 @@ def reference_run(part: str, path=RESULTS_FILE) -> list[dict]:
     return results.reference_run(path, EXPERIMENT, part=part)
 
 
+def epoch_summary(record: dict | None) -> dict | None:
+    """The summary of a record's timed epochs (seconds per epoch): the one it keeps, or, for a
+    record made before the rule, one of its epochs after the first (the warm-up). A sweep
+    record without epoch times has its median epoch as its only sample (no range)."""
+    if not record:
+        return None
+    found = summary_of(record, "epoch_seconds", warmup_key=None)
+    if found is None and record.get("mean_epoch_seconds"):
+        found = summarise([record["mean_epoch_seconds"]])
+    return found
+
+
+def scaled(summary: dict | None, divisor: float) -> dict | None:
+    """A time summary divided by ``divisor`` (rows, steps): per sample, per step."""
+    if not summary:
+        return None
+    return {**summary, "median": summary["median"] / divisor, "min": summary["min"] / divisor,
+            "max": summary["max"] / divisor,
+            "samples": [v / divisor for v in summary["samples"]],
+            "warmup": [v / divisor for v in summary.get("warmup", [])]}
+
+
+def sample_summary(record: dict | None) -> dict | None:
+    """The time per sample of a sweep record (its epoch summary over its rows)."""
+    return scaled(epoch_summary(record), record["n_rows"]) if record else None
+
+
+def step_summary(record: dict | None) -> dict | None:
+    """The time per step of a sweep record (its epoch summary over its steps per epoch)."""
+    if not record:
+        return None
+    steps = record.get("steps_per_epoch") or -(-record["n_rows"] // record["batch_size"])
+    return scaled(epoch_summary(record), steps)
+
+
+def gpu_against_cpu(cpu: dict | None, gpu: dict | None) -> Comparison | None:
+    """The GPU's timing against the CPU's (:func:`~gpulesson.experiments.common.compare` of two
+    time summaries), or None without both. ``ratio``: CPU median over GPU median."""
+    if not (cpu and gpu):
+        return None
+    return compare(gpu, cpu)
+
+
+def verdict(records) -> Comparison | None:
+    """The GPU against the CPU of one comparison run, per timed epoch (None without both)."""
+    return gpu_against_cpu(epoch_summary(_pick(records, False)), epoch_summary(_pick(records, True)))
+
+
 def speedup(records) -> float | None:
-    """CPU mean epoch / GPU mean epoch of one comparison run (None without both)."""
-    return _epoch_speedup(records)
+    """CPU median epoch / GPU median epoch of one comparison run (None without both)."""
+    found = verdict(records)
+    return found.ratio if found else None
 
 
-def speedup_text(ratio: float | None) -> str:
-    if ratio is None:
+def speedup_text(found: Comparison | None) -> str:
+    """A comparison of the GPU with the CPU in words: the ratio of the medians and the verdict,
+    ``"0.4× (GPU 2.5× slower)"`` or ``"1.1× (no measurable difference)"``."""
+    if found is None:
         return NOT_RECORDED
-    return f"{ratio:.1f}× (GPU faster)" if ratio >= 1 else f"{ratio:.2f}× (GPU {1 / ratio:.1f}× slower)"
+    words = f"GPU {found.sentence}" if found.measurable else found.sentence
+    return f"{times_text(found.ratio)} ({words})"
 
 
 def sweep_cells(records) -> dict[tuple[int, int], dict[str, dict]]:
@@ -90,13 +163,21 @@ def sweep_cells(records) -> dict[tuple[int, int], dict[str, dict]]:
     return cells
 
 
-def sweep_speedups(records) -> dict[tuple[int, int], float]:
-    """``{(width, batch_size): CPU time per sample / GPU time per sample}`` for cells with both."""
+def sweep_verdicts(records) -> dict[tuple[int, int], Comparison]:
+    """``{(width, batch_size): the GPU against the CPU}`` (:func:`gpu_against_cpu` of the times
+    per sample) for the cells with both devices."""
     result = {}
     for key, pair in sweep_cells(records).items():
-        if "cpu" in pair and "gpu" in pair and pair["gpu"]["seconds_per_sample"]:
-            result[key] = pair["cpu"]["seconds_per_sample"] / pair["gpu"]["seconds_per_sample"]
+        found = gpu_against_cpu(sample_summary(pair.get("cpu")), sample_summary(pair.get("gpu")))
+        if found is not None:
+            result[key] = found
     return result
+
+
+def sweep_speedups(records) -> dict[tuple[int, int], float]:
+    """``{(width, batch_size): CPU median time per sample / GPU median time per sample}`` for
+    cells with both."""
+    return {key: found.ratio for key, found in sweep_verdicts(records).items()}
 
 
 def _axes(records) -> tuple[list[int], list[int]]:
@@ -117,12 +198,12 @@ def describe_comparison(records) -> str:
     for record in sorted(records, key=is_gpu):
         kind = "GPU" if is_gpu(record) else "CPU"
         lines.append(f"{kind} ({names[kind]}): first epoch {short_time(record['first_epoch_seconds'])} "
-                     f"(warm-up), then {short_time(record['mean_epoch_seconds'])} per epoch; "
-                     f"test accuracy {record['test_accuracy']:.3f}.")
+                     f"(warm-up), then {summary_text(epoch_summary(record), short_time)} per "
+                     f"epoch; test accuracy {record['test_accuracy']:.3f}.")
     if _pick(records, True) is None:
         lines.append(f"GPU: {NOT_RECORDED}.")
     else:
-        lines.append(f"Speed-up of the GPU per epoch: {speedup_text(speedup(records))}.")
+        lines.append(f"Speed-up of the GPU per epoch (medians): {speedup_text(verdict(records))}.")
     return "\n".join(lines)
 
 
@@ -131,21 +212,30 @@ def sweep_table(records) -> str:
     if not records:
         return "No sweep recorded."
     widths, batches = _axes(records)
-    cells, ratios = sweep_cells(records), sweep_speedups(records)
+    cells, verdicts = sweep_cells(records), sweep_verdicts(records)
     kinds = [k for k in ("cpu", "gpu") if any(k in pair for pair in cells.values())]
-    header = f"{'width':>6} {'batch':>6} " + " ".join(f"{k.upper() + ' per sample':>16}" for k in kinds)
-    if ratios:
-        header += f" {'speed-up':>9}"
-    lines = [f"Data: {data_label(records)}; backend {records[0]['backend']}.", header]
+    header = f"{'width':>6} {'batch':>6} " + " ".join(f"{k.upper() + ' per sample':>24}" for k in kinds)
+    if verdicts:
+        header += f" {'speed-up':>9}  GPU against CPU"
+    lines = [f"Data: {data_label(records)}; backend {records[0]['backend']}; per sample: median "
+             "(fastest-slowest timed epoch).", header]
+
+    def cell(record):
+        found = sample_summary(record)
+        if not found:
+            return "-"
+        text = short_time(found["median"])
+        return text + (f" ({short_time(found['min'])}-{short_time(found['max'])})"
+                       if found["n"] > 1 else " (1 epoch)")
+
     for width in widths:
         for batch in batches:
             pair = cells.get((width, batch), {})
-            line = f"{width:6} {batch:6} " + " ".join(
-                f"{short_time(pair[k]['seconds_per_sample']) if k in pair else '-':>16}" for k in kinds)
-            if ratios:
-                ratio = ratios.get((width, batch))
-                line += f" {f'{ratio:.2f}x' if ratio else '-':>9}"
+            line = f"{width:6} {batch:6} " + " ".join(f"{cell(pair.get(k)):>24}" for k in kinds)
+            if verdicts:
+                found = verdicts.get((width, batch))
+                line += (f" {found.ratio:8.2f}x  {found.sentence}" if found else f" {'-':>9}")
             lines.append(line)
-    if not ratios:
+    if not verdicts:
         lines.append(f"Speed-up: {NOT_RECORDED} (no GPU records in this sweep).")
     return "\n".join(lines)
