@@ -68,7 +68,9 @@ def test_reference_run_prefers_the_newest_run_with_a_gpu(tmp_path):
 def test_describe_and_estimates():
     cpu, gpu = record("cpu:0", "r"), record("gpu:0", "r", epochs=(3.0, 0.2, 0.2))
     text = cnn.describe([cpu, gpu], full_n_train=45_000)
-    assert "Speed-up of the GPU over the CPU: 10.0x" in text and "synthetic stand-in" in text
+    # The median epochs after the warm-up: 2 s against 0.2 s.
+    assert "Speed-up of the GPU over the CPU: 10.0x per epoch" in text and "synthetic stand-in" in text
+    assert "warm-up epoch 5.0 s, then 2.0 s (range 2.0 s–2.0 s, 2 epochs) per epoch" in text
     assert "Training 30 epochs of 45,000 images" in text
     # 30 epochs of 2 s on 900 images, scaled to 45,000 images, plus the 3 s of extra warm-up once
     assert cnn.full_training_seconds(cpu, 30, 45_000) == pytest.approx(3 + 30 * 2 * 50)
@@ -82,20 +84,27 @@ def test_substitutions_say_plainly_what_is_missing(tmp_path):
     path = tmp_path / "runs.jsonl"
     append_record(path, record("cpu:0", "r"))
     values = cnn.substitutions(path)
-    assert values["ref_cpu_epoch"] == "2.0 s" and values["ref_gpu_epoch"] == cnn.NOT_RECORDED
-    assert values["ref_speedup"] == cnn.NOT_RECORDED
+    # An epoch after the warm-up: the median and range of the timed epochs.
+    assert values["ref_cpu_epoch"] == "2.0 s (range 2.0 s–2.0 s, 2 epochs)"
+    assert values["ref_gpu_epoch"] == cnn.NOT_RECORDED
+    assert values["ref_speedup"] == cnn.NOT_RECORDED and values["ref_gpu_vs_cpu"] == cnn.NOT_RECORDED
     assert values["ref_cpu_workshop"] == "9.0 s"  # the first epoch and two more of 2 s
-    assert values["ref_cpu_jit_compile"] == "off" and values["ref_cpu_validation"] == "200 ms"
-    assert values["ref_cpu_cores"].isdigit() and float(values["ref_cpu_load"]) >= 0
+    assert values["ref_cpu_jit_compile"] == "off"
+    assert values["ref_cpu_validation"] == "200 ms (range 200 ms–200 ms, 2 epochs)"
+    assert values["ref_cpu_cores"].isdigit() and values["ref_cpu_load"].endswith("after the training")
+    assert "GPU" not in values["ref_fig_epoch_times_alt"] + values["ref_fig_time_bars_alt"]
     append_record(path, record("gpu:0", "r", epochs=(3.0, 0.25, 0.25)))
     values = cnn.substitutions(path)
-    assert values["ref_speedup"] == "8.0x" and values["ref_gpu_epoch"] == "250 ms"
+    assert values["ref_speedup"] == "8.0x" and values["ref_gpu_vs_cpu"] == "8× faster"
+    assert values["ref_gpu_epoch"] == "250 ms (range 250 ms–250 ms, 2 epochs)"
+    assert "GPU" in values["ref_fig_epoch_times_alt"] and "8× faster" in values["ref_fig_time_bars_alt"]
 
 
 def test_records_made_before_the_settings_were_kept_say_so(tmp_path):
     path = tmp_path / "old.jsonl"
     old = record("cpu:0", "r")
-    for key in ("jit_compile", "mean_validation_seconds", "cpu_cores_available", "load_average"):
+    for key in ("jit_compile", "mean_validation_seconds", "validation_seconds", "cpu_cores_available",
+                "load_average", "summary"):
         del old[key]
     append_record(path, old)
     values = cnn.substitutions(path)

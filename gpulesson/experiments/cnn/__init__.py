@@ -2,8 +2,12 @@
 
 One training run (the notebook of the episode "Training a CNN on the CPU and on the GPU", or
 ``python -m gpulesson.experiments.cnn``) gives one record per device, all with the same
-``run_id``. The lesson's *reference* result is the newest run in :data:`RESULTS_FILE` that has
-a GPU record (else the newest run): the figures and the numbers the episode shows are drawn
+``run_id``. Each device's epochs follow the lesson's measurement rule
+(:mod:`gpulesson.experiments.common`): a warm-up epoch, recorded but not averaged, then the
+timed epochs, kept with their summary (median and range).
+
+The lesson's *reference* result is the newest run in :data:`RESULTS_FILE` that has a GPU
+record (else the newest run): the figures and the numbers the episode shows are drawn
 from it by code, never typed in.
 
 A run is what :func:`gpulesson.lesson.train_on` returns (see
@@ -15,7 +19,8 @@ Its parts, in the order of an experiment:
 - :mod:`~gpulesson.experiments.cnn.records`: the records, the reference run, the comparison
   in words (:func:`describe`);
 - :mod:`~gpulesson.experiments.cnn.page`: the episode's ``ref_*`` values;
-- :mod:`~gpulesson.experiments.cnn.figures`: the figures (``fig/05-cpu-vs-gpu/reference.py``);
+- :mod:`~gpulesson.experiments.cnn.figures`: the figures (``fig/05-cpu-vs-gpu/reference.py``)
+  and their alt texts (:func:`alt_texts`);
 - :mod:`~gpulesson.experiments.cnn.__main__`: the command line,
   ``python -m gpulesson.experiments.cnn``.
 """
@@ -23,7 +28,7 @@ Its parts, in the order of an experiment:
 from __future__ import annotations
 
 from gpulesson import results
-from gpulesson.experiments.cnn.figures import figures
+from gpulesson.experiments.cnn.figures import alt_texts, figures
 from gpulesson.experiments.cnn.measure import run_devices
 from gpulesson.experiments.cnn.page import substitutions
 from gpulesson.experiments.cnn.records import (
@@ -32,7 +37,9 @@ from gpulesson.experiments.cnn.records import (
     RESULTS_FILE,
     WORKSHOP_EPOCHS,
     describe,
+    epoch_summary,
     full_training_seconds,
+    gpu_comparison,
     reference_run,
     run_record,
     runs,
@@ -50,8 +57,9 @@ from gpulesson.results import (
 from gpulesson.timing import cpu_settings
 
 __all__ = [
-    "EXPERIMENT", "FULL_EPOCHS", "NOT_RECORDED", "RESULTS_FILE", "WORKSHOP_EPOCHS",
-    "cpu_settings", "data_label", "describe", "duration", "figures", "full_training_seconds",
-    "hardware", "is_gpu", "make_record", "reference_run", "results", "run_devices", "run_record",
-    "runs", "speedup", "substitutions", "workshop_seconds",
+    "EXPERIMENT", "FULL_EPOCHS", "NOT_RECORDED", "RESULTS_FILE", "WORKSHOP_EPOCHS", "alt_texts",
+    "cpu_settings", "data_label", "describe", "duration", "epoch_summary", "figures",
+    "full_training_seconds", "gpu_comparison", "hardware", "is_gpu", "make_record",
+    "reference_run", "results", "run_devices", "run_record", "runs", "speedup", "substitutions",
+    "workshop_seconds",
 ]

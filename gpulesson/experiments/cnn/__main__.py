@@ -1,12 +1,15 @@
 """Record a CPU-vs-GPU run of the lesson's CNN, with the episode's own code, in a results file.
 
     LESSON_DATA=synthetic python -m gpulesson.experiments.cnn            # CPU, then GPU if visible
-    python -m gpulesson.experiments.cnn --devices gpu --epochs 5 --out my-runs.jsonl
+    python -m gpulesson.experiments.cnn --devices gpu --epochs 11 --out my-runs.jsonl
 
 It runs what the notebook of the episode "Training a CNN on the CPU and on the GPU" runs (the
 generator, model and training function come from :mod:`gpulesson.lesson`, which is generated
 from that episode): same data split, same initial weights on every device, per-epoch times,
-evaluation. Each device's run is appended as one record (sharing a ``run_id``) to ``--out``,
+evaluation. Each device trains by the lesson's measurement rule
+(:mod:`gpulesson.experiments.common`): one warm-up epoch, recorded but not averaged, then five
+timed epochs (two in quick mode), whose median and range the pages show; ``--epochs`` counts
+both, the warm-up included. Each device's run is appended as one record (sharing a ``run_id``) to ``--out``,
 by default the lesson's reference results file, from which the episode's reference figures
 and numbers are drawn. The data come from the settings (``LESSON_DATA``, ``LESSON_QUICK``,
 ``LESSON_DATA_DIR``), as in the notebooks. Any Keras backend works (``KERAS_BACKEND``).
@@ -26,16 +29,19 @@ from gpulesson.experiments.cli import (
     default_devices,
     say_appended,
 )
-from gpulesson.experiments.cnn.measure import run_devices
+from gpulesson.experiments.cnn.measure import check_epochs, default_epochs, run_devices
 from gpulesson.experiments.cnn.records import EXPERIMENT, RESULTS_FILE, describe
+from gpulesson.experiments.common import REPEATS, WARMUP
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--devices", nargs="+", choices=sorted(DEVICES), default=None,
                         help="devices to train on, in this order (default: cpu, then gpu if one is visible)")
-    parser.add_argument("--epochs", type=int, default=3,
-                        help="epochs per device (default 3; quick mode: at most 2)")
+    parser.add_argument("--epochs", type=int, default=None,
+                        help=f"epochs per device, the {WARMUP} warm-up epoch included (default "
+                             f"{default_epochs(False)}: {WARMUP} warm-up and {REPEATS} timed; quick "
+                             f"mode {default_epochs(True)}); at least {WARMUP + 1}")
     parser.add_argument("--batch-size", type=int, default=256,
                         help="images per batch (default 256; quick mode: at most 64)")
     add_out_option(parser, RESULTS_FILE)
@@ -50,6 +56,11 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.epochs is not None:
+        try:
+            check_epochs(args.epochs)
+        except ValueError as exc:
+            parser.error(str(exc))
     if args.cpu_threads is not None and args.cpu_threads < 1:
         parser.error(f"--cpu-threads must be at least 1, not {args.cpu_threads}")
     from gpulesson.timing import set_cpu_threads

@@ -1,30 +1,220 @@
-"""The figures of a run: epoch times and the time bars (``fig/05-cpu-vs-gpu/reference.py``)."""
+"""The figures of a run: epoch times and the time bars (``fig/05-cpu-vs-gpu/reference.py``),
+and their alt texts.
+
+Both figures follow the lesson's measurement rule (:mod:`gpulesson.experiments.common`): the
+warm-up epoch is drawn but marked apart, and the epochs after it are shown as their median and
+range with every epoch as a dot (:func:`~gpulesson.experiments.common.draw_spread`). The one
+comparison word a figure writes, on the GPU's epoch bar, comes from
+:func:`~gpulesson.experiments.common.compare`; the evaluation and the total are single
+measurements and are not compared.
+
+What a figure shows is decided once, by :func:`drawn` (which devices, with which style, which
+numbers); the drawing, the titles and the alt texts (:func:`alt_texts`, the figures'
+``alt_text``) all read it, so that an alt text never describes a device or a number that the
+figure does not show.
+"""
 
 from __future__ import annotations
 
-from gpulesson.results import data_label, hardware, is_gpu
+from dataclasses import dataclass
+
+from gpulesson.experiments.cnn.records import epoch_summary, gpu_comparison
+from gpulesson.experiments.common import SPREAD_NOTE, draw_spread, summary_text
+from gpulesson.results import data_label, duration, hardware
 from gpulesson.results import pick as _pick
 
+FIRST_EPOCH = "includes compiling"  # what the warm-up epoch's extra time includes, by default
+# Marker names for the alt texts, for the markers of gpulesson.compare_plots' styles.
+MARKER_NAMES = {"o": "round", "s": "square", "^": "triangular", "D": "diamond"}
+BAR_GROUPS = ("epoch after the warm-up\n(median)", "evaluation\n(one run)",
+              "training + evaluation\n(one run)")
+SPREAD_LABEL = "after the warm-up:\nmedian, range"
 
-def figures(records, *, first_epoch: str = "includes compiling", hardware_names=None):
-    """The epoch-time plot and the time bar chart of one run's records: ``(fig, fig)``.
 
-    ``first_epoch`` says what the first epoch's extra time includes; ``hardware_names``
-    replaces :func:`gpulesson.results.hardware` of the records in the titles."""
-    from gpulesson import compare_plots
+@dataclass(frozen=True)
+class Series:
+    """One device as the figures draw it."""
+
+    kind: str  # "CPU" or "GPU"
+    name: str  # its hardware, for the title
+    style: dict  # marker, line style, hatch, colour (gpulesson.compare_plots)
+    epochs: list  # every epoch's seconds, the warm-up first
+    summary: dict  # the epochs after the warm-up (common.summarise)
+    evaluation: float
+    total: float
+
+    @property
+    def marker(self) -> str:
+        return MARKER_NAMES.get(self.style["marker"], "")
+
+    @property
+    def warmup(self) -> list:
+        return self.summary["warmup"]
+
+
+def drawn(records, hardware_names=None) -> tuple[list[Series], object]:
+    """What the figures of ``records`` show: ``(series, comparison)``, one :class:`Series` per
+    device that ran (CPU first) and the GPU against the CPU
+    (:func:`~gpulesson.experiments.cnn.records.gpu_comparison`, None without both)."""
+    from gpulesson.compare_plots import _STYLES
 
     if not records:
         raise ValueError("no records to plot: run the training first, or record a reference run")
-    label = data_label(records)
-    cpu, gpu = _pick(records, False), _pick(records, True)
     names = dict(hardware_names or hardware(records))
+    series = []
+    for kind, record in (("CPU", _pick(records, False)), ("GPU", _pick(records, True))):
+        if record:
+            series.append(Series(kind, names.get(kind, kind), _STYLES[len(series)],
+                                 [float(s) for s in record["epoch_seconds"]],
+                                 epoch_summary(record), float(record["evaluation_seconds"]),
+                                 float(record["total_seconds"])))
+    return series, gpu_comparison(records)
+
+
+def _and(parts) -> str:
+    parts = list(parts)
+    return ", ".join(parts[:-1]) + f" and {parts[-1]}" if len(parts) > 1 else parts[0]
+
+
+def _epochs_text(s: Series) -> str:
+    return summary_text(s.summary, duration, what="epochs")
+
+
+def epoch_times_alt(series, *, first_epoch: str = FIRST_EPOCH) -> str:
+    """The alt text of the epoch-time figure of ``series`` (:func:`drawn`)."""
+    if len(series) == 1:
+        (s,) = series
+        text = (f"Line chart of the wall time of each training epoch on the {s.kind} ({s.name}): "
+                f"{len(s.epochs)} epochs, {s.marker} markers.")
+    else:
+        lines = [f"the {s.kind} ({s.name}), {len(s.epochs)} epochs, {s.marker} markers"
+                 for s in series]
+        text = ("Line chart of the wall time of each training epoch, one line per device: "
+                + "; ".join(lines) + ".")
+    warm = [s for s in series if s.warmup]
+    if len(warm) == 1 and len(series) == 1:
+        text += (f" The first epoch, {duration(warm[0].warmup[0])}, is circled and labelled as "
+                 f"the warm-up ({first_epoch}).")
+    elif warm:
+        text += (f" The first epoch of each is circled and labelled as the warm-up "
+                 f"({first_epoch}): "
+                 + _and(f"{duration(s.warmup[0])} on the {s.kind}" for s in warm) + ".")
+    where = "the line" if len(series) == 1 else "the lines"
+    if len(series) == 1:
+        text += (f" To the right of {where}, the median and range of the epochs after the "
+                 f"warm-up, with each epoch as a dot: {_epochs_text(series[0])}.")
+    else:
+        text += (f" To the right of {where}, the median and range of each device's epochs after "
+                 "the warm-up, with each epoch as a dot: "
+                 + _and(f"{s.kind} {_epochs_text(s)}" for s in series) + ".")
+    return text
+
+
+def time_bars_alt(series, comparison=None) -> str:
+    """The alt text of the time bar chart of ``series`` and ``comparison`` (:func:`drawn`)."""
+    kinds = _and(f"the {s.kind}" for s in series)
+    spread = ("with a whisker from the fastest to the slowest epoch after the warm-up and each "
+              "of those epochs as a dot")
+    if len(series) == 1:
+        (s,) = series
+        return (f"Bar chart of the training and evaluation time on {kinds}, one hatched bar per "
+                f"group, each labelled with its value: an epoch after the warm-up, whose bar is "
+                f"the median, {_epochs_text(s)}, {spread}; the evaluation on the "
+                f"test images, {duration(s.evaluation)}; training and evaluation together, "
+                f"{duration(s.total)}.")
+    epoch = _and(f"{s.kind} {_epochs_text(s)}" for s in series)
+    words = (f", the GPU's bar labelled \"{comparison.sentence}\"" if comparison is not None
+             else "")
+    return (f"Bar chart of the training and evaluation time on {kinds}, one hatched bar per "
+            f"device in each group, each labelled with its value. An epoch after the warm-up "
+            f"(the bars are the medians, {spread}): {epoch}{words}. The evaluation on the test "
+            "images, one run each: " + _and(f"{s.kind} {duration(s.evaluation)}" for s in series)
+            + ". Training and evaluation together: "
+            + _and(f"{s.kind} {duration(s.total)}" for s in series) + ".")
+
+
+def alt_texts(records, *, first_epoch: str = FIRST_EPOCH, hardware_names=None) -> tuple[str, str]:
+    """The alt texts of :func:`figures` of the same records: ``(epoch times, time bars)``."""
+    series, comparison = drawn(records, hardware_names)
+    return epoch_times_alt(series, first_epoch=first_epoch), time_bars_alt(series, comparison)
+
+
+def epoch_times_figure(series, *, label: str, first_epoch: str = FIRST_EPOCH):
+    """Every epoch's time per device (:func:`gpulesson.compare_plots.epoch_times`), and to the
+    right of the lines the median and range of the epochs after the warm-up, with the epochs
+    as dots (:func:`~gpulesson.experiments.common.draw_spread`)."""
+    from gpulesson import compare_plots
+
+    by_kind = {s.kind: s for s in series}
     # The devices that ran, named; one that did not is said in words ("no GPU run"), not
     # titled "GPU: not recorded yet" as if that were its name.
-    ran = {"CPU": cpu, "GPU": gpu}
-    detail = "; ".join([f"{kind}: {names.get(kind, kind)}" for kind in ran if ran[kind]]
-                       + [f"no {kind} run" for kind in ran if not ran[kind]])
-    epochs = compare_plots.epoch_times(cpu["epoch_seconds"] if cpu else None,
-                                       gpu["epoch_seconds"] if gpu else None,
-                                       label=label, hardware=detail, first_epoch=first_epoch)
-    rows = [{**r, "device": "GPU" if is_gpu(r) else "CPU"} for r in records]
-    return epochs, compare_plots.time_bars(rows, label=label)
+    detail = "; ".join([f"{s.kind}: {s.name}" for s in series]
+                       + [f"no {kind} run" for kind in ("CPU", "GPU") if kind not in by_kind])
+    fig = compare_plots.epoch_times(by_kind["CPU"].epochs if "CPU" in by_kind else None,
+                                    by_kind["GPU"].epochs if "GPU" in by_kind else None,
+                                    label=label, hardware=detail, first_epoch=first_epoch)
+    ax = fig.axes[0]
+    longest = max(len(s.epochs) for s in series)
+    where = longest + 1
+    for i, s in enumerate(series):
+        x = where + (i - (len(series) - 1) / 2) * 0.3
+        draw_spread(ax, [x], [s.summary], color=s.style["color"])
+        ax.plot([x], [s.summary["median"]], marker=s.style["marker"], color=s.style["color"],
+                linestyle="none", zorder=5)
+    if longest <= 20:  # whole epochs only, as epoch_times numbers them
+        ax.set_xticks([*range(1, longest + 1), where],
+                      [*(str(e) for e in range(1, longest + 1)), SPREAD_LABEL])
+    else:
+        ax.annotate(SPREAD_LABEL, (where, 0), xytext=(0, 4), textcoords="offset points",
+                    ha="center", va="bottom", fontsize=8)
+    ax.set_xlim(0.5, where + 0.7)
+    fig.tight_layout()
+    fig.alt_text = epoch_times_alt(series, first_epoch=first_epoch)
+    return fig
+
+
+def time_bars_figure(series, comparison=None, *, label: str):
+    """Bars of an epoch after the warm-up (the median, with its range and epochs), the
+    evaluation and training plus evaluation, one bar a device in each group. The GPU's epoch
+    bar carries the comparison's words (:func:`~gpulesson.experiments.common.compare`)."""
+    import numpy as np
+
+    from gpulesson.compare_plots import _subplots, _title
+
+    fig, ax = _subplots(figsize=(8, 4.4))
+    width = 0.8 / len(series)
+    x = np.arange(len(BAR_GROUPS))
+    for i, s in enumerate(series):
+        where = x + (i - (len(series) - 1) / 2) * width
+        values = [s.summary["median"], s.evaluation, s.total]
+        bars = ax.bar(where, values, width, label=s.kind, color=s.style["color"],
+                      hatch=s.style["hatch"], edgecolor="black")
+        draw_spread(ax, [where[0]], [s.summary])
+        tops = [max(s.summary["max"], values[0]), values[1], values[2]]
+        for j, (bar, value, top) in enumerate(zip(bars, values, tops, strict=True)):
+            text = duration(value)
+            if j == 0 and s.kind == "GPU" and comparison is not None:
+                text += f"\n{comparison.sentence}"
+            ax.annotate(text, (bar.get_x() + bar.get_width() / 2, top), xytext=(0, 2),
+                        textcoords="offset points", ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(x, BAR_GROUPS)
+    ax.set_ylabel("seconds")
+    ax.margins(y=0.25)
+    ax.legend(title="device")
+    _title(fig, "Training and evaluation time", label, SPREAD_NOTE)
+    fig.tight_layout()
+    fig.alt_text = time_bars_alt(series, comparison)
+    return fig
+
+
+def figures(records, *, first_epoch: str = FIRST_EPOCH, hardware_names=None):
+    """The epoch-time plot and the time bar chart of one run's records: ``(fig, fig)``, each
+    with its ``alt_text`` (:func:`alt_texts`).
+
+    ``first_epoch`` says what the first epoch's extra time includes; ``hardware_names``
+    replaces :func:`gpulesson.results.hardware` of the records in the titles."""
+    series, comparison = drawn(records, hardware_names)
+    label = data_label(records)
+    return (epoch_times_figure(series, label=label, first_epoch=first_epoch),
+            time_bars_figure(series, comparison, label=label))
+

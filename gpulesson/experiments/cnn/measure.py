@@ -3,22 +3,55 @@
 The generator, model and training function come from :mod:`gpulesson.lesson`, which is
 generated from the episode "Training a CNN on the CPU and on the GPU": the same data split and
 the same initial weights on every device, per-epoch times, evaluation.
+
+Each device follows the lesson's measurement rule (:mod:`gpulesson.experiments.common`): its
+first :data:`~gpulesson.experiments.common.WARMUP` epoch is the warm-up, recorded but not
+averaged, and the :func:`~gpulesson.experiments.common.repeats_for` epochs after it are the
+timed repeats (:data:`~gpulesson.experiments.common.REPEATS`; fewer in quick mode). The load
+average is read right before and right after each device's training, so that a run on a busy
+machine can be recognised.
 """
 
 from __future__ import annotations
 
+import os
+
 from gpulesson.experiments.cnn.records import run_record
+from gpulesson.experiments.common import WARMUP, repeats_for
 
 
-def run_devices(devices, settings, *, epochs: int, batch_size: int, seed: int,
+def default_epochs(quick: bool) -> int:
+    """The epochs a device trains: the warm-up, then the timed repeats of the rule."""
+    return WARMUP + repeats_for(quick)
+
+
+def check_epochs(epochs: int) -> int:
+    """``epochs`` if it leaves at least one timed epoch after the warm-up, else a ValueError."""
+    if epochs < WARMUP + 1:
+        raise ValueError(f"epochs must be at least {WARMUP + 1} ({WARMUP} warm-up and at least one "
+                         f"timed epoch), not {epochs}")
+    return epochs
+
+
+def _load_average():
+    try:
+        return os.getloadavg()
+    except OSError:  # not available on this system
+        return None
+
+
+def run_devices(devices, settings, *, epochs: int | None = None, batch_size: int, seed: int,
                 on_record=None, run_id: str | None = None) -> list[dict]:
     """Train on each of ``devices`` ("cpu", "gpu") in turn; return one record a device.
 
-    ``epochs`` and ``batch_size`` are capped by the ``settings`` (quick mode); ``seed`` gives
-    the initial weights, the same for every device. ``on_record(record)`` is called as soon as
-    a device's record is made, so that a run that stops keeps what it measured; ``run_id``
-    names the run the records join (default: a new one).
+    ``epochs``: the epochs each device trains, the warm-up included (default
+    :func:`default_epochs`: the warm-up and the rule's repeats, fewer in quick mode); at least
+    one more than the warm-up. ``batch_size`` is capped by the ``settings`` (quick mode);
+    ``seed`` gives the initial weights, the same for every device. ``on_record(record)`` is
+    called as soon as a device's record is made, so that a run that stops keeps what it
+    measured; ``run_id`` names the run the records join (default: a new one).
     """
+    epochs = check_epochs(default_epochs(settings.quick) if epochs is None else epochs)
     import keras
 
     from gpulesson import lesson
@@ -30,14 +63,17 @@ def run_devices(devices, settings, *, epochs: int, batch_size: int, seed: int,
     batches = lesson.split_batches(path, settings.batch_size(batch_size))
     keras.utils.set_random_seed(seed)
     initial_weights = lesson.build_cnn().get_weights()
-    epochs = settings.epochs(epochs)
 
     run_id, records = run_id or new_run_id(), []
     for name in devices:
-        print(f"Training on {DEVICES[name]} for {epochs} epochs ...", flush=True)
+        print(f"Training on {DEVICES[name]} for {epochs} epochs ({WARMUP} warm-up, "
+              f"{epochs - WARMUP} timed) ...", flush=True)
+        load_before = _load_average()
         run = lesson.train_on(DEVICES[name], initial_weights, *batches, epochs, verbose=2)
+        load_after = _load_average()
         record = run_record(run, data=settings.data, run_id=run_id, batches=batches,
-                            source="gpulesson.experiments.cnn")
+                            source="gpulesson.experiments.cnn", load_before=load_before,
+                            load_after=load_after)
         if on_record:
             on_record(record)
         records.append(record)

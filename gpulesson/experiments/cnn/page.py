@@ -1,16 +1,29 @@
-"""Values for the page: the episode's ``ref_*`` placeholders from the reference run."""
+"""Values for the page: the episode's ``ref_*`` placeholders from the reference run.
+
+Epoch times follow the lesson's measurement rule (:mod:`gpulesson.experiments.common`): an
+epoch after the warm-up is shown as the median and the range of the timed epochs
+(:func:`~gpulesson.experiments.common.summary_text`), the GPU against the CPU in the words of
+:func:`~gpulesson.experiments.common.compare`, and the alt texts of the figures come from the
+code that draws them (:func:`gpulesson.experiments.cnn.figures.alt_texts`). A value a record
+does not have (no GPU run, a record made before it was kept) is :data:`NOT_RECORDED`.
+"""
 
 from __future__ import annotations
 
+from gpulesson.experiments.cnn.figures import alt_texts
 from gpulesson.experiments.cnn.records import (
     FULL_EPOCHS,
     RESULTS_FILE,
+    epoch_summary,
     full_training_seconds,
+    gpu_comparison,
     reference_run,
+    speedup_text,
+    split_epochs,
     workshop_seconds,
 )
-from gpulesson.experiments.common import compare, summary_of, summary_text
-from gpulesson.results import NOT_RECORDED, data_label, duration, hardware, speedup
+from gpulesson.experiments.common import summarise, summary_text
+from gpulesson.results import NOT_RECORDED, data_label, duration, hardware
 from gpulesson.results import pick as _pick
 
 
@@ -24,12 +37,6 @@ def _optional(record: dict | None, key: str, show) -> str:
     if not record or record.get(key) is None:
         return NOT_RECORDED
     return show(record[key])
-
-
-def epoch_summary(record: dict | None) -> dict | None:
-    """The summary of a record's epoch times: the epochs after the first, the first kept apart
-    as the warm-up (:func:`gpulesson.experiments.common.summary_of`)."""
-    return summary_of(record) if record else None
 
 
 def _precision(record: dict | None) -> str:
@@ -54,17 +61,42 @@ def _epoch_range(record: dict | None) -> str:
     return f"{duration(min(epochs))} to {duration(max(epochs))}"
 
 
-def gpu_comparison(records) -> tuple[dict, dict] | None:
-    """(GPU epoch summary, CPU epoch summary) of a run with both, or None."""
-    cpu, gpu = epoch_summary(_pick(records, False)), epoch_summary(_pick(records, True))
-    return (gpu, cpu) if cpu and gpu else None
+def _load(record: dict | None) -> str:
+    """The load average over the last minute before and after the training ("0.52 before and
+    1.98 after the training"); records made before the first was kept have only the one read
+    after it ("1.20 after the training")."""
+    if not record:
+        return NOT_RECORDED
+    before = record.get("load_average_before")
+    after = record.get("load_average_after") or record.get("load_average")
+    if not after:
+        return NOT_RECORDED
+    if before:
+        return f"{before[0]:.2f} before and {after[0]:.2f} after the training"
+    return f"{after[0]:.2f} after the training"
+
+
+def _validation(record: dict | None) -> str:
+    """The validation pass of an epoch after the warm-up: the median and range of the timed
+    epochs' passes (:func:`~gpulesson.experiments.cnn.records.split_epochs`); the mean for
+    records that kept only that, NOT_RECORDED for records made before either was kept."""
+    passes = (record or {}).get("validation_seconds")
+    if passes and len(passes) == len(record.get("epoch_seconds") or []):
+        return summary_text(summarise(split_epochs(passes)[1]), duration, what="epochs")
+    return _optional(record, "mean_validation_seconds", duration)
+
+
+def _epochs(record: dict | None) -> str:
+    """An epoch after the warm-up: the median and range of the timed epochs."""
+    summary = epoch_summary(record)
+    return summary_text(summary, duration, what="epochs") if summary else NOT_RECORDED
 
 
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     """Text snippets of the reference run for the episode pages (MyST substitutions ``ref_*``)."""
     records = reference_run(path)
     cpu, gpu = _pick(records, False), _pick(records, True)
-    ratio = speedup(records)
+    comparison = gpu_comparison(records)
     values = {
         "ref_run": records[0]["run_id"] if records else NOT_RECORDED,
         "ref_date": records[0]["date"][:10] if records else NOT_RECORDED,
@@ -74,27 +106,28 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         "ref_batch_size": str(records[0]["batch_size"]) if records else NOT_RECORDED,
         "ref_cpu": hardware([cpu])["CPU"] if cpu else NOT_RECORDED,
         "ref_gpu": gpu["device"] if gpu else NOT_RECORDED,
-        "ref_speedup": f"{ratio:.1f}x" if ratio else NOT_RECORDED,
+        # The ratio of the median epochs, and where the ranges overlap, that they do.
+        "ref_speedup": speedup_text(comparison) if comparison else NOT_RECORDED,
     }
+    epochs_alt, bars_alt = alt_texts(records) if records else (NOT_RECORDED, NOT_RECORDED)
+    values["ref_fig_epoch_times_alt"] = epochs_alt
+    values["ref_fig_time_bars_alt"] = bars_alt
     for name, record in (("cpu", cpu), ("gpu", gpu)):
         values[f"ref_{name}_first_epoch"] = (duration(record["first_epoch_seconds"]) if record
                                              else NOT_RECORDED)
-        values[f"ref_{name}_epoch"] = duration(record["mean_epoch_seconds"]) if record else NOT_RECORDED
+        values[f"ref_{name}_epoch"] = _epochs(record)
         values[f"ref_{name}_full"] = (duration(full_training_seconds(record, FULL_EPOCHS, record["n_train"]))
                                       if record else NOT_RECORDED)
         values[f"ref_{name}_accuracy"] = f"{record['test_accuracy']:.3f}" if record else NOT_RECORDED
         values[f"ref_{name}_workshop"] = duration(workshop_seconds(record)) if record else NOT_RECORDED
-        values[f"ref_{name}_validation"] = _optional(record, "mean_validation_seconds", duration)
+        values[f"ref_{name}_validation"] = _validation(record)
         values[f"ref_{name}_jit_compile"] = _optional(record, "jit_compile",
                                                       lambda on: "on" if on else "off")
         values[f"ref_{name}_cores"] = _optional(record, "cpu_cores_available", str)
-        values[f"ref_{name}_load"] = _optional(record, "load_average", lambda load: f"{load[0]:.2f}")
-        summary = epoch_summary(record)
-        values[f"ref_{name}_epoch_summary"] = (summary_text(summary, duration, what="epochs")
-                                               if summary else NOT_RECORDED)
+        values[f"ref_{name}_load"] = _load(record)
+        values[f"ref_{name}_epoch_summary"] = _epochs(record)
         values[f"ref_{name}_epoch_range"] = _epoch_range(record)
         values[f"ref_{name}_float32_precision"] = _precision(record)
-    pair = gpu_comparison(records)
     # The GPU against the CPU in words (common.compare): "3.1× faster", "no measurable difference".
-    values["ref_gpu_vs_cpu"] = compare(*pair).sentence if pair else NOT_RECORDED
+    values["ref_gpu_vs_cpu"] = comparison.sentence if comparison else NOT_RECORDED
     return values

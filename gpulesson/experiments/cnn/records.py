@@ -5,12 +5,30 @@ A run is what :func:`gpulesson.lesson.train_on` returns: a dict with ``device`` 
 ``test_loss``, ``test_accuracy``, ``start_weights`` (fingerprint), ``jit_compile``, ``history``
 and ``model``. Its record adds what decides a CPU timing (:func:`gpulesson.timing.cpu_settings`:
 cores, framework threads, load average), read when the record is made, right after the run.
+
+**The measurement rule** (:mod:`gpulesson.experiments.common`): a device's first
+:data:`~gpulesson.experiments.common.WARMUP` epoch(s) are its warm-up, recorded but not
+averaged; the epochs after them are its timed repeats. A record keeps every epoch's seconds
+(``epoch_seconds``, the warm-up first) and their summary under ``summary``
+(:func:`~gpulesson.experiments.common.summarise`: median, range, the samples, the warm-up
+apart). Records made before the rule have no summary: :func:`epoch_summary` builds one from
+their ``epoch_seconds`` in the same way (:func:`~gpulesson.experiments.common.summary_of`).
 """
 
 from __future__ import annotations
 
 from gpulesson import results
-from gpulesson.results import data_label, duration, hardware, is_gpu, make_record, speedup
+from gpulesson.experiments.common import (
+    NO_DIFFERENCE,
+    SUMMARY_KEY,
+    WARMUP,
+    compare,
+    summarise,
+    summary_of,
+    summary_text,
+)
+from gpulesson.results import data_label, duration, hardware, is_gpu, make_record
+from gpulesson.results import pick as _pick
 from gpulesson.timing import cpu_settings
 
 EXPERIMENT = "cnn-cpu-vs-gpu"
@@ -19,19 +37,51 @@ FULL_EPOCHS = 30  # "what would full training cost?" is answered for this many e
 WORKSHOP_EPOCHS = 3  # the episode's EPOCHS: what a learner's cell runs
 
 
-def run_record(run: dict, *, data: str, run_id: str, batches, source: str = "notebook") -> dict:
+def split_epochs(epoch_seconds) -> tuple[list[float], list[float]]:
+    """``(warm-up, timed)`` epochs of a run: the first :data:`WARMUP` are the warm-up, the rest
+    are timed. A run of no more epochs than the warm-up has no warm-up kept apart: its epochs
+    are its (single, warm) samples, which :func:`summary_text` shows as "no range"."""
+    seconds = [float(s) for s in epoch_seconds]
+    if len(seconds) <= WARMUP:
+        return [], seconds
+    return seconds[:WARMUP], seconds[WARMUP:]
+
+
+def epoch_summary(record: dict | None) -> dict | None:
+    """The summary of a record's epoch times: the one it keeps (``summary``), or, for a record
+    made before the rule, one built from its ``epoch_seconds`` with the first epoch as the
+    warm-up (:func:`gpulesson.experiments.common.summary_of`). None without epochs."""
+    if not record:
+        return None
+    return summary_of(record, "epoch_seconds", warmup_key=None)
+
+
+def steady_epoch_seconds(record: dict) -> float:
+    """The time of an epoch after the warm-up: the median of the timed epochs (the mean that
+    old records keep when they have no epoch list)."""
+    summary = epoch_summary(record)
+    return summary["median"] if summary else record["mean_epoch_seconds"]
+
+
+def run_record(run: dict, *, data: str, run_id: str, batches, source: str = "notebook",
+               load_before=None, load_after=None) -> dict:
     """The results-file record of one device's run (see the module docstring for ``run``).
 
     ``batches``: the ``(train, validation, test)`` generators of the run (``HDF5Batches``),
     which give the batch size and the number of images of each part.
 
     ``device`` is the GPU's name as the framework reports it for a GPU run, and ``"CPU"`` for
-    a CPU run (also on a machine that has a GPU). ``mean_epoch_seconds`` is the mean of the
-    epochs after the first (the first alone when only one ran); ``total_seconds`` adds the
-    evaluation to the training time. ``mean_validation_seconds`` is the part of a mean epoch
-    spent on its validation pass (same epochs as the mean).
+    a CPU run (also on a machine that has a GPU). ``summary`` is the summary of the timed
+    epochs, the warm-up apart (:func:`split_epochs`); ``mean_epoch_seconds`` is their mean
+    (the first epoch alone when only one ran); ``total_seconds`` adds the evaluation to the
+    training time. ``mean_validation_seconds`` is the part of a mean epoch spent on its
+    validation pass (same epochs as the mean). ``load_before`` and ``load_after``: the load
+    average (``os.getloadavg()``) right before and right after the training, kept as
+    ``load_average_before`` and ``load_average_after`` when given, so that a run on a busy
+    machine can be recognised (``load_average`` is read when the record is made).
     """
     timing = dict(run["timing"])
+    warmup, timed = split_epochs(timing["epoch_seconds"])
     kind = "gpu" if str(run["device"]).lower().startswith(("gpu", "cuda")) else "cpu"
     mean = timing["steady_mean_epoch_seconds"] or timing["first_epoch_seconds"]
     training = timing.pop("total_seconds")
@@ -49,6 +99,7 @@ def run_record(run: dict, *, data: str, run_id: str, batches, source: str = "not
         **timing,
         "mean_epoch_seconds": mean,
         "mean_validation_seconds": sum(validation) / len(validation) if validation else None,
+        SUMMARY_KEY: summarise(timed, warmup),
         "jit_compile": run.get("jit_compile"),
         **cpu_settings(),
         "training_seconds": training,
@@ -59,6 +110,9 @@ def run_record(run: dict, *, data: str, run_id: str, batches, source: str = "not
         "start_weights": run["start_weights"],
         "history": {key: [float(v) for v in values] for key, values in run["history"].items()},
     }
+    for key, load in (("load_average_before", load_before), ("load_average_after", load_after)):
+        if load is not None:
+            fields[key] = [round(float(v), 2) for v in load]
     if kind == "cpu":
         fields["device"] = "CPU"
     return make_record(EXPERIMENT, data=data, **fields)
@@ -75,23 +129,44 @@ def reference_run(path=RESULTS_FILE) -> list[dict]:
 
 
 def full_training_seconds(record: dict, epochs: int = FULL_EPOCHS, n_train: int = 50_000) -> float:
-    """What ``epochs`` epochs on ``n_train`` images would take, scaled from the mean epoch.
+    """What ``epochs`` epochs on ``n_train`` images would take, scaled from the median epoch
+    after the warm-up (:func:`steady_epoch_seconds`).
 
     Time per epoch grows in proportion to the images in it, so a run on fewer images (quick
     mode) still gives an estimate; the first epoch's extra warm-up is added once.
     """
     scale = n_train / record["n_train"]
-    warm_up = max(0.0, record["first_epoch_seconds"] - record["mean_epoch_seconds"])
-    return warm_up + epochs * record["mean_epoch_seconds"] * scale
+    steady = steady_epoch_seconds(record)
+    warm_up = max(0.0, record["first_epoch_seconds"] - steady)
+    return warm_up + epochs * steady * scale
 
 
 def workshop_seconds(record: dict, epochs: int = WORKSHOP_EPOCHS) -> float:
-    """What the episode's ``epochs`` epochs take on the record's data: first epoch plus the rest."""
-    return record["first_epoch_seconds"] + (epochs - 1) * record["mean_epoch_seconds"]
+    """What the episode's ``epochs`` epochs take on the record's data: the first epoch, plus
+    the median epoch after the warm-up for each of the rest."""
+    return record["first_epoch_seconds"] + (epochs - 1) * steady_epoch_seconds(record)
+
+
+def gpu_comparison(records):
+    """The GPU's epochs against the CPU's (:func:`gpulesson.experiments.common.compare` of their
+    summaries), or None for a run without both."""
+    cpu, gpu = epoch_summary(_pick(records, False)), epoch_summary(_pick(records, True))
+    return compare(gpu, cpu) if cpu and gpu else None
+
+
+def speedup_text(comparison) -> str:
+    """The speed-up of the GPU per epoch, the ratio of the median epochs: "8.0x"; where the
+    ranges do not tell the devices apart (:attr:`~gpulesson.experiments.common.Comparison.measurable`),
+    it says so: "1.1x by the medians, no measurable difference by the ranges"."""
+    if comparison.measurable:
+        return f"{comparison.ratio:.1f}x"
+    return f"{comparison.ratio:.1f}x by the medians, {NO_DIFFERENCE} by the ranges"
 
 
 def describe(records, *, full_epochs: int = FULL_EPOCHS, full_n_train: int | None = None) -> str:
-    """The comparison in words: each device's epoch times, the speed-up, the cost of full training."""
+    """The comparison in words: each device's epoch times (the warm-up, then the median and
+    range of the timed epochs), the GPU against the CPU (:func:`gpu_comparison`), the cost of
+    full training."""
     if not records:
         return "No run recorded."
     lines = [f"Data: {data_label(records)}; {records[0]['n_train']:,} training images per epoch, "
@@ -99,17 +174,19 @@ def describe(records, *, full_epochs: int = FULL_EPOCHS, full_n_train: int | Non
     names = hardware(records)
     for record in records:
         kind = "GPU" if is_gpu(record) else "CPU"
-        rate = record.get("images_per_second")
+        summary = epoch_summary(record)
+        warmup = ", ".join(duration(s) for s in summary["warmup"]) if summary else ""
         lines.append(
-            f"{kind} ({names[kind]}): first epoch {duration(record['first_epoch_seconds'])} (warm-up), "
-            f"then {duration(record['mean_epoch_seconds'])} per epoch"
-            + (f" ({rate:,.0f} images/s)" if rate else "")
-            + f"; evaluation {duration(record['evaluation_seconds'])}; "
+            f"{kind} ({names[kind]}): "
+            + (f"warm-up epoch {warmup}, then " if warmup else "")
+            + f"{summary_text(summary, duration, what='epochs')} per epoch; "
+            f"evaluation {duration(record['evaluation_seconds'])}; "
             f"test accuracy {record['test_accuracy']:.3f}."
         )
-    ratio = speedup(records)
-    if ratio is not None:
-        lines.append(f"Speed-up of the GPU over the CPU: {ratio:.1f}x per epoch (epochs after the first).")
+    comparison = gpu_comparison(records)
+    if comparison is not None:
+        lines.append(f"Speed-up of the GPU over the CPU: {speedup_text(comparison)} per epoch "
+                     "(the median epochs after the warm-up).")
     n_full = full_n_train or records[0]["n_train"]
     costs = " and ".join(
         f"{duration(full_training_seconds(r, full_epochs, n_full))} on the {'GPU' if is_gpu(r) else 'CPU'}"
