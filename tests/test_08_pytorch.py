@@ -424,3 +424,56 @@ def test_the_recording_command_without_pytorch(without_torch):
                           check=False, env=without_torch, capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 2 and "requirements/torch.txt" in done.stderr
 
+
+
+# --- going on with an interrupted recording run ---------------------------------------------------
+
+@pytest.fixture
+def fake_training(monkeypatch, made_up_gpu):
+    """The command with a made-up GPU and instant, made-up training; ``calls`` lists the devices
+    trained on; training on the GPU raises while ``stop_on_gpu`` is set."""
+    from gpulesson.lesson import torch as lesson_torch
+
+    state = SimpleNamespace(calls=[], stop_on_gpu=True)
+
+    def train_on(device, initial_state, train_set, test_set, epochs, batch_size, **kwargs):
+        state.calls.append(device)
+        if device == "cuda" and state.stop_on_gpu:
+            raise RuntimeError("stopped while training on the GPU")
+        return {**fake_run(device, epochs=(2.0, 1.0)[:epochs]), "batch_size": batch_size}
+
+    monkeypatch.setattr(lesson_torch, "train_on", train_on)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    return state
+
+
+@pytest.mark.bad_input("killed job")
+def test_a_run_that_goes_on_trains_only_on_the_devices_it_lacks(tmp_path, fake_training, capsys):
+    out = tmp_path / "torch.jsonl"
+    argv = ["--devices", "cpu", "gpu", "--out", str(out)]
+    with pytest.raises(RuntimeError, match="on the GPU"):
+        torch_reference.main(argv)
+    [cpu] = read_records(out)  # the device that finished is kept
+    assert cpu["device_kind"] == "cpu" and fake_training.calls == ["cpu", "cuda"]
+    run_id = cpu["run_id"]
+    append_record(out, {**cpu, "device_kind": "gpu", "run_id": "another-run"})  # not this run's
+    capsys.readouterr()
+
+    # Going on with other settings would mix two comparisons in one run: refused.
+    assert torch_reference.main([*argv, "--run-id", run_id, "--batch-size", "16"]) == 2
+    assert "was recorded with batch_size 64, not 16" in capsys.readouterr().err
+
+    fake_training.calls.clear()
+    fake_training.stop_on_gpu = False
+    assert torch_reference.main([*argv, "--run-id", run_id]) == 0
+    printed = capsys.readouterr().out
+    assert fake_training.calls == ["cuda"] and "going on with gpu" in printed
+    mine = read_records(out, run_id=run_id)
+    assert [r["device_kind"] for r in mine] == ["cpu", "gpu"] and mine[0] == cpu
+    assert "Speed-up of the GPU over the CPU" in printed  # the whole run, read back
+    assert "Appended 1 record(s)" in printed
+
+    before = out.read_text()
+    assert torch_reference.main([*argv, "--run-id", run_id]) == 0
+    assert fake_training.calls == ["cuda"] and out.read_text() == before
+    assert "nothing left to record" in capsys.readouterr().out

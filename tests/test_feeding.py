@@ -486,3 +486,68 @@ def test_keras_workers_still_carry_batches_over_on_jax():
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert len(seen) == 12 and seen != list(range(12)), (
         f"every batch once ({seen}): Keras no longer carries batches over on JAX")
+
+
+# --- going on with an interrupted run -----------------------------------------------------------
+
+_TINY = ["--devices", "cpu", "--n-images", str(N), "--batch-size", str(BATCH), "--repeats", "1",
+         "--pipelines", "ram", "device", "--sweeps", "spe", "--spe", "2"]  # 5 conditions
+
+
+def _stop_at_the_loader(*args, **kwargs):
+    raise RuntimeError("stopped in the second condition")
+
+
+@pytest.mark.bad_input("killed job")
+def test_a_run_that_goes_on_records_only_the_conditions_it_lacks(tmp_path, monkeypatch, capsys):
+    out, data = tmp_path / "f.jsonl", tmp_path / "data"
+    argv = [*_TINY, "--out", str(out), "--data-dir", str(data)]
+    # Interrupted in its second condition (ram's loader): the first one's record is kept.
+    with monkeypatch.context() as patch:
+        patch.setattr(measure, "time_loader", _stop_at_the_loader)
+        with pytest.raises(RuntimeError, match="second condition"):
+            feeding_main(argv)
+    [first] = read_records(out)
+    assert (first["pipeline"], first["mode"]) == ("ram", "train")
+    run_id = first["run_id"]
+    # Another run's record of the same condition does not count for this run.
+    append_record(out, {**first, "run_id": "another-run"})
+    capsys.readouterr()
+
+    assert feeding_main([*argv, "--run-id", run_id]) == 0
+    printed = capsys.readouterr().out
+    assert f"1 of 4 condition(s) recorded in run {run_id} already" in printed
+    mine = read_records(out, run_id=run_id)
+    keys = [rec.condition(r) for r in mine]
+    assert len(keys) == len(set(keys)) == 5, keys
+    assert mine[0] == first  # kept as it was, not measured again
+    assert {(r["pipeline"], r["mode"], r["group"]) for r in mine} == {
+        ("ram", "train", "pipelines"), ("ram", "loader", "pipelines"),
+        ("device", "train", "pipelines"), ("device", "loader", "pipelines"),
+        (feeding.best_pipeline(mine, "cpu"), "train", "spe")}
+    assert "Appended 4 record(s)" in printed
+    assert printed.count(" loader ") >= 2  # the whole run's table, not only what was appended
+
+    # A run that has everything measures nothing: no model is even built.
+    before = out.read_text()
+    monkeypatch.setattr(measure, "build_model", _stop_at_the_loader)
+    assert feeding_main([*argv, "--run-id", run_id]) == 0
+    assert out.read_text() == before
+    assert "has every condition already" in capsys.readouterr().out
+
+
+@pytest.mark.bad_input("bad argument")
+def test_a_run_goes_on_only_with_the_sizes_it_had(tmp_path, capsys):
+    budget = measure._Budget(warmup=1, repeats=1, max_seconds=1.0)
+    budget.seconds += [2.0, 1.0]
+    run_id = "earlier"
+    out = _write(tmp_path / "f.jsonl", [rec.measurement_record(
+        budget, run_id=run_id, device="cpu", pipeline="ram", mode="train", batch_size=BATCH,
+        steps=3, full_steps=3, n_images=N, precision="float32", jit_compile=True,
+        steps_per_execution=1, group="pipelines", extra={})])
+    before = out.read_text()
+    assert feeding_main([*_TINY[:2], "--n-images", str(2 * N), "--run-id", run_id,
+                         "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"run {run_id} was recorded with n_images {N}, not {2 * N}" in err
+    assert out.read_text() == before

@@ -10,6 +10,8 @@ device's run is appended as one record (sharing a ``run_id``) to ``--out``, by d
 lesson's results file :data:`RESULTS_FILE`, from which the episode's reference figures and
 numbers (``{{ ref_torch_... }}``) are drawn. The data follow the lesson's settings
 (``LESSON_DATA=synthetic`` for the stand-in, else MNIST; ``LESSON_QUICK``; ``LESSON_DATA_DIR``).
+Each record is appended as soon as its device is done; ``--run-id`` goes on with an earlier
+run, training only on the devices it lacks, and the summary printed is the whole run.
 
 A run is what :func:`gpulesson.lesson.torch.train_on` returns: a dict with ``device``
 ("cpu", "cuda", "mps"), ``epoch_seconds``, ``train_loss``, ``evaluation_seconds``,
@@ -31,7 +33,9 @@ from gpulesson import results
 from gpulesson.experiments import cnn
 from gpulesson.experiments.cli import (
     add_out_option,
+    add_run_id_option,
     add_seed_option,
+    continue_run,
     default_devices,
     say_appended,
 )
@@ -42,7 +46,6 @@ from gpulesson.results import (
     duration,
     hardware,
     make_record,
-    new_run_id,
     pick,
     speedup,
 )
@@ -237,7 +240,24 @@ def _parser() -> argparse.ArgumentParser:
                         help="CPU threads for PyTorch (default: PyTorch's choice)")
     add_out_option(parser, RESULTS_FILE)
     add_seed_option(parser)
+    add_run_id_option(parser)
     return parser
+
+
+def condition(record: dict) -> str:
+    """What sets a record apart within a run: its kind of device (one record each)."""
+    return record["device_kind"]
+
+
+def check_earlier(earlier, **run) -> None:
+    """A run goes on only with the data, sizes and epochs it was recorded with (``run``:
+    field -> value), so that its CPU and GPU records compare."""
+    for field, value in run.items():
+        found = sorted({str(r.get(field)) for r in earlier} - {str(value)})
+        if found:
+            raise ValueError(
+                f"run {earlier[0].get('run_id')} was recorded with {field} {', '.join(found)}, "
+                f"not {value}: go on with the settings it had, or start a new run")
 
 
 def main(argv=None) -> int:
@@ -251,7 +271,7 @@ def main(argv=None) -> int:
 
     from gpulesson.lesson import torch as lesson_torch
     from gpulesson.mnist import load_data
-    from gpulesson.results import append_record
+    from gpulesson.results import append_record, read_records
     from gpulesson.settings import get_settings
 
     if args.threads:
@@ -265,19 +285,41 @@ def main(argv=None) -> int:
     if args.devices is None and not gpus:
         print("No GPU visible: recording the CPU run only.")
 
+    run_id, done = continue_run(args.out, EXPERIMENT, args.run_id, condition)
+
+    def whole_run() -> list[dict]:
+        if not args.out.is_file():
+            return []
+        return read_records(args.out, experiment=EXPERIMENT, run_id=run_id)
+
     settings = get_settings()
+    epochs = settings.epochs(args.epochs)
+    if done:
+        left = [d for d in devices if d not in done]
+        print(f"Run {run_id} has {', '.join(sorted(done))} already: "
+              + (f"going on with {', '.join(left)}." if left else "nothing left to record."))
+        devices = left
+        if not devices:
+            print(describe(whole_run(), full_epochs=epochs))
+            return 0
     (x_train, y_train), (x_test, y_test), data, _ = load_data(settings)
     mean, std = float(x_train.mean() / 255), float(x_train.std() / 255)
     train_set = lesson_torch.to_dataset(x_train, y_train, mean, std)
     test_set = lesson_torch.to_dataset(x_test, y_test, mean, std)
     torch.manual_seed(args.seed)
     initial_state = copy.deepcopy(lesson_torch.SmallCNN().state_dict())
-    epochs = settings.epochs(args.epochs)
     batch_size = settings.batch_size(args.batch_size)
-    print(f"{len(train_set):,} training and {len(test_set):,} test images; {epochs} epochs of "
-          f"batch size {batch_size}; PyTorch {torch.__version__}, {torch.get_num_threads()} CPU threads")
+    try:
+        check_earlier(whole_run() if done else [], data=data, n_train=len(train_set),
+                      batch_size=batch_size, epochs=epochs)
+    except ValueError as exc:
+        print(f"error: {exc}. Nothing was trained or written.", file=sys.stderr)
+        return 2
+    print(f"Run {run_id}: {len(train_set):,} training and {len(test_set):,} test images; "
+          f"{epochs} epochs of batch size {batch_size}; PyTorch {torch.__version__}, "
+          f"{torch.get_num_threads()} CPU threads", flush=True)
 
-    run_id, records = new_run_id(), []
+    records = []
     for name in devices:
         print(f"Training on {DEVICES[name]} ...", flush=True)
         run = lesson_torch.train_on(DEVICES[name], initial_state, train_set, test_set, epochs,
@@ -286,7 +328,7 @@ def main(argv=None) -> int:
                             n_test=len(test_set), source="gpulesson.experiments.torch_reference")
         append_record(args.out, record)
         records.append(record)
-    print(describe(records, full_epochs=epochs))
+    print(describe(whole_run(), full_epochs=epochs))
     say_appended(records, args.out)
     return 0
 

@@ -6,6 +6,11 @@ The benchmark's command line: it measures, appends the records, prints the table
     python -m gpulesson.experiments.feeding --devices gpu cpu --cpu-max-steps 40 --classic-max-steps 40
     python -m gpulesson.experiments.feeding --quick --out my-feeding.jsonl
 
+Each record is appended to ``--out`` as soon as it is measured (one ``run_id`` for the whole
+command), and the table printed at the end is the whole run as the file has it. ``--run-id``
+goes on with an earlier run, measuring only the conditions it lacks (see
+:func:`gpulesson.experiments.feeding.records.condition`).
+
 The default pipelines are those that deliver every batch once on the Keras backend in use: the
 ``*-workers`` pipelines (Keras worker processes) run with TensorFlow only, since with JAX and
 PyTorch Keras hands out batches of earlier epochs (episode 9, "Workers, prefetching and
@@ -19,7 +24,13 @@ import sys
 from pathlib import Path
 
 from gpulesson.devices import KERAS_DEVICES as DEVICES
-from gpulesson.experiments.cli import add_out_option, default_devices, say_appended
+from gpulesson.experiments.cli import (
+    add_out_option,
+    add_run_id_option,
+    continue_run,
+    default_devices,
+    say_appended,
+)
 from gpulesson.experiments.feeding.measure import (
     BATCH_SIZE,
     BATCH_SIZES,
@@ -33,14 +44,17 @@ from gpulesson.experiments.feeding.measure import (
     SPE_VALUES,
     SWEEPS,
     WARMUP,
+    check_earlier,
     run_benchmark,
 )
 from gpulesson.experiments.feeding.page import describe
 from gpulesson.experiments.feeding.records import (
+    EXPERIMENT,
     N_IMAGES,
     PIPELINES,
     RESULTS_FILE,
     check_pipelines,
+    condition,
     pipelines_for,
 )
 
@@ -93,6 +107,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="folder for the data files (default: a temporary folder)")
     add_out_option(parser, RESULTS_FILE)
+    add_run_id_option(parser)
     return parser
 
 
@@ -136,7 +151,7 @@ def main(argv=None) -> int:
     sweeps = [] if "none" in args.sweeps else args.sweeps
 
     from gpulesson.devices import keras_device
-    from gpulesson.results import append_record
+    from gpulesson.results import append_record, read_records
 
     found = keras_device()
     devices = default_devices(args.devices, found["gpu_count"])
@@ -152,19 +167,38 @@ def main(argv=None) -> int:
         parser.error(str(exc))
     workers = args.workers if args.workers is not None else (
         2 if quick else _default_workers())
-    print(f"Keras backend {found['backend']}; devices: {', '.join(devices)}; "
+    run_id, done = continue_run(args.out, EXPERIMENT, args.run_id, condition)
+
+    def whole_run() -> list[dict]:
+        if not args.out.is_file():
+            return []
+        return read_records(args.out, experiment=EXPERIMENT, run_id=run_id)
+
+    earlier = whole_run() if done else []
+    try:
+        check_earlier(earlier, n_images=options["n_images"], backend=found["backend"])
+    except ValueError as exc:
+        print(f"error: {exc}. Nothing was measured or written.", file=sys.stderr)
+        return 2
+    print(f"Run {run_id}: Keras backend {found['backend']}; devices: {', '.join(devices)}; "
           f"{options['n_images']:,} images, batch {options['batch_size']}, "
-          f"{options['repeats']} timed epoch(s) after {args.warmup} warm-up", flush=True)
+          f"{options['repeats']} timed epoch(s) after {args.warmup} warm-up"
+          + (f"; going on: {len(done)} condition(s) recorded already" if done else ""),
+          flush=True)
     made = run_benchmark(
         devices=devices, pipelines=pipelines, warmup=args.warmup,
         max_steps=args.max_steps, cpu_max_steps=args.cpu_max_steps,
         classic_max_steps=args.classic_max_steps,
         max_seconds=args.max_seconds, workers=workers, sweeps=sweeps,
         sweep_devices=args.sweep_devices, sweep_pipeline=args.sweep_pipeline,
-        data_dir=args.data_dir, on_record=lambda r: append_record(args.out, r),
+        data_dir=args.data_dir, run_id=run_id, earlier=earlier,
+        on_record=lambda r: append_record(args.out, r),
         progress=lambda line: print(line, flush=True), **options)
-    print(describe(made))
-    say_appended(made, args.out)
+    print(describe(whole_run()))
+    if made:
+        say_appended(made, args.out)
+    else:
+        print(f"Run {run_id} has every condition already: nothing appended to {args.out}")
     return 0
 
 

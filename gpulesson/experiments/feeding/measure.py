@@ -34,6 +34,7 @@ from gpulesson.experiments.feeding.records import (
     WORKER_PIPELINES,
     best_pipeline,
     check_pipelines,
+    condition,
     measurement_record,
 )
 from gpulesson.results import new_run_id
@@ -241,7 +242,7 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
                   sweep_devices=None, sweep_pipeline: str | None = None,
                   batch_sizes=BATCH_SIZES, spe_values=SPE_VALUES,
                   precisions=PRECISIONS[1:], data_dir=None, run_id: str | None = None,
-                  on_record=None, progress=print) -> list[dict]:
+                  earlier=(), on_record=None, progress=print) -> list[dict]:
     """Measure; returns the records (``on_record(record)`` is called as each one is made).
 
     For each device: every pipeline at ``batch_size`` with the base setting, training and
@@ -250,6 +251,10 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
     ``cpu_max_steps`` for the CPU, ``classic_max_steps`` for the slow classic pipeline, when
     smaller) time partial epochs. Data files go to ``data_dir`` (default:
     a temporary folder, deleted afterwards).
+
+    ``earlier``: the records run ``run_id`` already has (a run that goes on): their conditions
+    (:func:`~gpulesson.experiments.feeding.records.condition`) are skipped, and the sweeps'
+    pipeline is chosen from them too, as the first attempt chose it.
     """
     from gpulesson.experiments.feeding import pipelines as fp
 
@@ -273,6 +278,9 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
         check_pipelines([sweep_pipeline])
     for p in precisions:
         check_precision(p)
+    earlier = list(earlier)
+    check_earlier(earlier, n_images=n_images, backend=_keras().backend.backend())
+    done = {condition(r) for r in earlier}
     run_id = run_id or new_run_id()
     sweep_devices = list(devices[:1] if sweep_devices is None else sweep_devices)
     made: list[dict] = []
@@ -299,6 +307,21 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
         def measure(device, names, *, size, group, precision="float32", jit=True, spe=1,
                     loader=True):
             keras_device = check_device(device)
+            settings = {"train": {"precision": precision, "jit_compile": jit,
+                                  "steps_per_execution": spe},
+                        "loader": {"precision": None, "jit_compile": None,
+                                   "steps_per_execution": None}}
+            modes = ("train", "loader") if loader else ("train",)
+            todo = {name: [mode for mode in modes if condition(
+                {"device_kind": device, "pipeline": name, "mode": mode, "group": group,
+                 "batch_size": size, **settings[mode]}) not in done] for name in names}
+            skipped = sum(len(modes) - len(left) for left in todo.values())
+            if skipped:
+                progress(f"{device} {group}: {skipped} of {len(names) * len(modes)} "
+                         f"condition(s) recorded in run {run_id} already")
+            names = [name for name in names if todo[name]]
+            if not names:
+                return  # nothing left: no files written, no model built
             device_limit = cpu_max_steps if device == "cpu" and cpu_max_steps else max_steps
             paths = files_for(size, names)
             on_device = fp.to_device(*ram, keras_device) if "device" in names else None
@@ -318,18 +341,15 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
                 common = {"run_id": run_id, "device": device, "pipeline": name, "batch_size": size,
                           "steps": len(dataset), "full_steps": len(full), "n_images": n_images,
                           "group": group}
-                for mode in ("train", "loader") if loader else ("train",):
+                for mode in todo[name]:
+                    setting = settings[mode]
                     if mode == "train":
                         with keras_scope(keras_device):
                             budget = time_training(model, dataset, warmup=warmup,
                                                    repeats=repeats, max_seconds=max_seconds)
-                        setting = {"precision": precision, "jit_compile": jit,
-                                   "steps_per_execution": spe}
                     else:
                         budget = time_loader(dataset, keras_device, warmup=warmup,
                                              repeats=repeats, max_seconds=max_seconds)
-                        setting = {"precision": None, "jit_compile": None,
-                                   "steps_per_execution": None}
                     if name == "classic":
                         extra["full_reads"] = full.full_reads
                     record = measurement_record(budget, **common, mode=mode, **setting,
@@ -347,7 +367,7 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
             del model
 
         def sweep(device):
-            chosen = sweep_pipeline or best_pipeline(made, device) or pipelines[0]
+            chosen = sweep_pipeline or best_pipeline([*earlier, *made], device) or pipelines[0]
             progress(f"{device}: settings on pipeline {chosen!r}")
             if "precision" in sweeps:
                 for precision in precisions:
@@ -376,6 +396,17 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
         if cleanup is not None:
             cleanup.cleanup()
     return made
+
+
+def check_earlier(earlier, *, n_images: int, backend: str) -> None:
+    """A run goes on only with the number of images and the backend its ``earlier`` records
+    have: mixed, its rates would not compare."""
+    for field, value in (("n_images", n_images), ("backend", backend)):
+        found = sorted({str(r.get(field)) for r in earlier} - {str(value)})
+        if found:
+            raise ValueError(
+                f"run {earlier[0].get('run_id')} was recorded with {field} {', '.join(found)}, "
+                f"not {value}: go on with the options it had, or start a new run")
 
 
 def _tolerant(measure, progress, *args, **kwargs) -> None:

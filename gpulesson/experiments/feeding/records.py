@@ -128,6 +128,17 @@ def measurement_record(budget, *, run_id: str, device: str, pipeline: str, mode:
     return make_record(EXPERIMENT, data=DATA, **fields)
 
 
+# What makes a measurement distinct within a run: a run that goes on (``--run-id``) skips the
+# conditions it has. A run's sizes (images, steps, workers) are the same for all its records.
+CONDITION = ("device_kind", "pipeline", "mode", "group", "precision", "jit_compile",
+             "steps_per_execution", "batch_size")
+
+
+def condition(record: dict) -> tuple:
+    """The key of ``record``'s condition (:data:`CONDITION`), as a tuple."""
+    return tuple(record.get(name) for name in CONDITION)
+
+
 # --- choosing records -------------------------------------------------------------------------
 
 def runs(records) -> dict[str, list[dict]]:
