@@ -237,6 +237,11 @@ def fake_run(device, epochs=(4.0, 2.0, 2.0), evaluation=0.5, accuracy=0.9):
             "start_weights": "abc123", "batch_size": 128}
 
 
+MADE_UP_GPU = {"name": "Made-up GPU for tests", "driver_version": None,
+               "cuda_driver_version": None, "cuda_runtime_version": None,
+               "compute_capability": "9.0", "memory_total_mib": 1024}
+
+
 @pytest.fixture
 def made_up_gpu(monkeypatch):
     """Records of a made-up GPU, for tests in temporary folders only."""
@@ -244,7 +249,10 @@ def made_up_gpu(monkeypatch):
 
     def environment(device):
         if device.startswith("cuda"):
-            return {**real("cpu"), "device": "Made-up GPU for tests", "gpu_count": 1}
+            return {**real("cpu"), "device": "Made-up GPU for tests", "gpu_count": 1,
+                    "gpu": dict(MADE_UP_GPU),
+                    "float32_precision": {"matmul": "float32", "convolution": "tf32",
+                                          "setting": "made up"}}
         return real(device)
 
     monkeypatch.setattr(torch_reference, "torch_environment", environment)
@@ -269,10 +277,56 @@ def test_run_records_are_well_formed(made_up_gpu):
     assert cpu["training_seconds"] == 8.0 and cpu["total_seconds"] == 8.5
     assert cpu["images_per_second"] == 3000
     assert record("cpu", "r", epochs=(5.0,))["mean_epoch_seconds"] == 5.0
+    # The measurement rule: every epoch kept, the warm-up apart from the timed ones' summary.
+    assert cpu["epoch_seconds"] == [4.0, 2.0, 2.0]
+    assert cpu["summary"] == {"unit": "s", "n": 2, "median": 2.0, "min": 2.0, "max": 2.0,
+                              "samples": [2.0, 2.0], "warmup": [4.0]}
+    assert gpu["summary"]["samples"] == [0.25, 0.25] and gpu["summary"]["warmup"] == [3.0]
+    assert record("cpu", "r", epochs=(5.0,))["summary"]["warmup"] == []  # one epoch: no warm-up apart
+    # How float32 was computed: on the CPU in float32; the GPU's facts only on a GPU record.
+    assert cpu["float32_precision"]["matmul"] == "float32" and "gpu" not in cpu
+    assert gpu["gpu"]["name"] == "Made-up GPU for tests" and gpu["float32_precision"]["convolution"] == "tf32"
+    assert len(cpu["load_average"]) == 3 and "load_average_before" not in cpu
     with pytest.raises(ValueError, match="no epoch times"):
         record("cpu", "r", epochs=())
     with pytest.raises(ValueError, match="data must be one of"):
         torch_reference.run_record(fake_run("cpu"), data="mnist-ish", run_id="r", n_train=1, n_test=1)
+
+
+def test_a_record_keeps_the_load_before_and_after(made_up_gpu):
+    kept = torch_reference.run_record(fake_run("cpu"), data="synthetic_mnist", run_id="r",
+                                      n_train=6000, n_test=1000, load_before=(0.5, 0.25, 0.125),
+                                      load_after=[1.987, 1.0, 0.5])
+    assert kept["load_average_before"] == [0.5, 0.25, 0.12] and kept["load_average_after"][0] == 1.99
+
+
+def test_a_cuda_record_says_which_gpu_and_how_float32_was_computed(monkeypatch):
+    """torch_environment of a CUDA device, on a machine without one: PyTorch made to see a
+    made-up GPU, whose facts gpulesson.devices gives; the precision is read from PyTorch's
+    own settings, as on a real GPU."""
+    from gpulesson import devices
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: MADE_UP_GPU["name"])
+    asked = []
+    monkeypatch.setattr(devices, "gpu_facts",
+                        lambda backend=None: asked.append(backend) or dict(MADE_UP_GPU))
+    # PyTorch's own settings (module attributes that monkeypatch cannot undo), put back after.
+    before = (torch.get_float32_matmul_precision(), torch.backends.cudnn.allow_tf32)
+    torch.set_float32_matmul_precision("highest")
+    torch.backends.cudnn.allow_tf32 = True
+    try:
+        gpu = torch_reference.torch_environment("cuda")
+    finally:
+        torch.set_float32_matmul_precision(before[0])
+        torch.backends.cudnn.allow_tf32 = before[1]
+    assert asked == ["torch"] and gpu["gpu"] == MADE_UP_GPU and gpu["device"] == MADE_UP_GPU["name"]
+    assert gpu["float32_precision"]["matmul"] == "float32"
+    assert gpu["float32_precision"]["convolution"] == "tf32"  # compute capability 9.0 has TF32
+    assert "cudnn.allow_tf32=True" in gpu["float32_precision"]["setting"]
+    cpu = torch_reference.torch_environment("cpu")
+    assert "gpu" not in cpu and cpu["float32_precision"]["setting"] == "CPU"
 
 
 def test_reference_run_and_placeholders(tmp_path, made_up_gpu):
@@ -280,19 +334,45 @@ def test_reference_run_and_placeholders(tmp_path, made_up_gpu):
     values = torch_reference.substitutions(path)
     assert values and set(values.values()) == {NOT_RECORDED}
     assert all(key.startswith("ref_torch_") for key in values)
-    append_record(path, record("cpu", "a"))
+    append_record(path, record("cpu", "a", epochs=(4.0, 2.5, 2.0, 2.25)))
     values = torch_reference.substitutions(path)
-    assert values["ref_torch_cpu_epoch"] == "2.0 s" and values["ref_torch_cpu_total"] == "8.5 s"
+    # An epoch after the warm-up: the median and range of the timed epochs (the rule's words).
+    assert values["ref_torch_cpu_epoch"] == "2.2 s (range 2.0 s–2.5 s, 3 epochs)"
+    assert values["ref_torch_cpu_total"] == "11.2 s" and values["ref_torch_cpu_first_epoch"] == "4.0 s"
+    assert values["ref_torch_epochs"] == "4" and values["ref_torch_epochs_timed"] == "1 warm-up and 3 timed"
     assert values["ref_torch_gpu"] == values["ref_torch_speedup"] == NOT_RECORDED
+    assert values["ref_torch_gpu_vs_cpu"] == values["ref_torch_gpu_epoch"] == NOT_RECORDED
     assert values["ref_torch_data"] == "synthetic stand-in (not MNIST)"
+    # Alt texts from what is drawn: a CPU-only run's figures name no GPU.
+    for key in ("ref_torch_fig_epoch_times_alt", "ref_torch_fig_time_bars_alt"):
+        assert "GPU" not in values[key] and "CPU" in values[key], values[key]
+    assert "2.2 s (range 2.0 s–2.5 s, 3 epochs)" in values["ref_torch_fig_epoch_times_alt"]
+    assert "one-off start-up costs" in values["ref_torch_fig_epoch_times_alt"]
     for r in (record("cpu", "b"), record("cuda", "b", epochs=(3.0, 0.25, 0.25)), record("cpu", "c")):
         append_record(path, r)
     chosen = torch_reference.reference_run(path)
     assert [r["run_id"] for r in chosen] == ["b", "b"] and chosen[1]["device_kind"] == "gpu"
     values = torch_reference.substitutions(path)
     assert values["ref_torch_speedup"] == "8.0x" and values["ref_torch_gpu"] == "Made-up GPU for tests"
+    assert values["ref_torch_gpu_vs_cpu"] == "8× faster"  # common.compare's words
+    # Alt texts from what is drawn: the made-up GPU is named, with its epochs and the comparison.
+    epochs_alt, bars_alt = (values["ref_torch_fig_epoch_times_alt"],
+                            values["ref_torch_fig_time_bars_alt"])
+    assert "Made-up GPU for tests" in epochs_alt and "GPU" in bars_alt
+    assert '"8× faster"' in bars_alt
+    assert (epochs_alt, bars_alt) == torch_reference.alt_texts(chosen)
     text = torch_reference.describe(chosen)
     assert "Speed-up of the GPU over the CPU: 8.0x" in text and "not MNIST" in text
+
+
+def test_overlapping_epochs_are_no_measurable_difference(tmp_path, made_up_gpu):
+    path = tmp_path / "runs.jsonl"
+    for r in (record("cpu", "b", epochs=(4.0, 2.0, 3.0)), record("cuda", "b", epochs=(3.0, 2.5, 1.5))):
+        append_record(path, r)
+    values = torch_reference.substitutions(path)
+    assert values["ref_torch_gpu_vs_cpu"] == "no measurable difference"
+    assert values["ref_torch_speedup"] == "1.2x by the medians, no measurable difference by the ranges"
+    assert "no measurable difference" in values["ref_torch_fig_time_bars_alt"]
 
 
 def load_figure_script():
@@ -312,7 +392,10 @@ def test_figures_of_a_made_up_gpu_run_say_what_they_show(tmp_path, made_up_gpu):
     notes = [t.get_text() for t in epochs.axes[0].texts]
     assert len(notes) == 2 and all("one-off start-up costs" in n and "compiling" not in n for n in notes)
     assert "not MNIST" in bars._suptitle.get_text()
-    assert any("8.0× faster" in t.get_text() for t in bars.axes[0].texts)
+    # The GPU's bar says what common.compare says of the two devices' epochs.
+    assert any("8× faster" in t.get_text() for t in bars.axes[0].texts)
+    assert (epochs.alt_text, bars.alt_text) == torch_reference.alt_texts(
+        torch_reference.reference_run(path))
     drawn = load_figure_script().draw(path, tmp_path)
     assert [p.name for p in drawn] == ["reference-epoch-times.svg", "reference-time-bars.svg"]
     assert all(p.read_bytes().startswith(b"<?xml") for p in drawn)
@@ -440,7 +523,7 @@ def fake_training(monkeypatch, made_up_gpu):
         state.calls.append(device)
         if device == "cuda" and state.stop_on_gpu:
             raise RuntimeError("stopped while training on the GPU")
-        return {**fake_run(device, epochs=(2.0, 1.0)[:epochs]), "batch_size": batch_size}
+        return {**fake_run(device, epochs=(2.0,) + (1.0,) * (epochs - 1)), "batch_size": batch_size}
 
     monkeypatch.setattr(lesson_torch, "train_on", train_on)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)

@@ -26,25 +26,32 @@ def _report(*epochs, start=0.0):
             "cores": 2, "fit_start": 1000.0 + start, "fit_end": 1000.0 + start + sum(epochs)}
 
 
-def _conditions():
-    """One copy alone, then two and three at once, then three with one thread each."""
+def _conditions(factor=1.0):
+    """One copy alone, then two and three at once, then three with one thread each: each copy
+    a warm-up epoch and two timed ones. ``factor`` multiplies the epochs of every condition
+    but the copy alone."""
+    def report(*epochs, start=0.0, alone=False):
+        return _report(*(e * (1.0 if alone else factor) for e in epochs), start=start)
+
     return [
-        {"copies": 1, "threads": None, "reports": [_report(12.0, 10.0)], "load_before": 0.1,
-         "load_samples": [0.5, 1.9, 2.0], "wall_seconds": 25.0},
-        {"copies": 2, "threads": None, "reports": [_report(21.0, 20.0), _report(23.0, 24.0, start=1)],
+        {"copies": 1, "threads": None, "reports": [report(12.0, 9.0, 11.0, alone=True)],
+         "load_before": 0.1, "load_samples": [0.5, 1.9, 2.0], "wall_seconds": 25.0},
+        {"copies": 2, "threads": None,
+         "reports": [report(21.0, 19.0, 21.0), report(23.0, 23.0, 25.0, start=1)],
          "load_before": 1.0, "load_samples": [2.5, 4.1], "wall_seconds": 50.0},
         {"copies": 3, "threads": None,
-         "reports": [_report(20.0, 40.0), _report(30.0, 45.0, start=2), _report(38.0, 35.0, start=4)],
+         "reports": [report(20.0, 39.0, 41.0), report(30.0, 44.0, 46.0, start=2),
+                     report(38.0, 34.0, 36.0, start=4)],
          "load_before": 2.0, "load_samples": [4.0, 6.2], "wall_seconds": 90.0},
         {"copies": 3, "threads": 1,
-         "reports": [_report(16.0, 15.0), _report(16.0, 15.0), _report(16.0, 15.0)],
+         "reports": [report(16.0, 14.5, 15.5), report(16.0, 14.5, 15.5), report(16.0, 14.5, 15.5)],
          "load_before": 2.0, "load_samples": [3.0], "wall_seconds": 50.0},
     ]
 
 
-def _records(run_id="20261123T100000Z-abcdef"):
-    return contention.make_records(_conditions(), run_id=run_id, n_images=1000, batch_size=100,
-                                   epochs=2, environment=ENVIRONMENT)
+def _records(run_id="20261123T100000Z-abcdef", factor=1.0):
+    return contention.make_records(_conditions(factor), run_id=run_id, n_images=1000,
+                                   batch_size=100, epochs=3, environment=ENVIRONMENT)
 
 
 def _watched_records(run_id="20261123T100500Z-fedcba"):
@@ -53,9 +60,9 @@ def _watched_records(run_id="20261123T100500Z-fedcba"):
         {"copies": 1, "threads": None, "watched": mode, "reports": [_report(*epochs)],
          "load_before": 0.2, "load_samples": samples, "wall_seconds": sum(epochs)}
         for mode, epochs, samples in (
-            ("no browser", (30.0, 28.0, 28.0), [1.2]),
+            ("no browser", (30.0, 27.5, 28.5), [1.2]),
             ("browser, bar per step", (40.0, 70.0, 98.0), [2.9, 3.4]),
-            ("browser, line per epoch", (31.0, 29.0, 29.0), [1.3]))]
+            ("browser, line per epoch", (31.0, 28.0, 30.0), [1.3]))]
     return contention.make_records(conditions, run_id=run_id, n_images=45000, batch_size=256,
                                    epochs=3, environment=ENVIRONMENT)
 
@@ -105,7 +112,7 @@ def test_a_record_has_every_field_the_page_and_figure_need():
     alone, two, three, three_one = _records()
     assert alone["slowdown"] == 1.0 and alone["mean_epoch_seconds"] == 10.0
     assert alone["images_per_second"] == 100.0 and alone["first_epoch_seconds"] == 12.0
-    # Copy 1 took 20 s, copy 2 24 s after their first epochs: 22 s against 10 s alone.
+    # Copy 1 took 20 s, copy 2 24 s after their first epochs (means): 22 s against 10 s alone.
     assert two["mean_epoch_seconds"] == pytest.approx(22.0)
     assert two["slowdown"] == pytest.approx(2.2)
     assert two["images_per_second_total"] == pytest.approx(1000 / 20 + 1000 / 24)
@@ -116,11 +123,24 @@ def test_a_record_has_every_field_the_page_and_figure_need():
     for record in (alone, two, three, three_one):
         validate_record(record)
         assert record["cpu_model"] == "Test CPU" and record["run_id"] == alone["run_id"]
+    # The rule: every copy's epochs after its warm-up are the condition's samples, summarised.
+    assert three["summary"]["samples"] == [39.0, 41.0, 44.0, 46.0, 34.0, 36.0]
+    assert three["summary"]["warmup"] == [20.0, 30.0, 38.0] and three["summary"]["median"] == 40.0
+    assert alone["summary"]["n"] == 2 and alone["summary"]["min"] == 9.0
+
+
+def test_records_made_before_the_summary_get_the_same_one():
+    from gpulesson.experiments.contention.records import condition_summary
+
+    for record in _records():
+        old = {k: v for k, v in record.items() if k != "summary"}
+        assert condition_summary(old) == record["summary"]
+    assert condition_summary(None) is None
 
 
 def test_without_a_copy_alone_there_is_no_slowdown():
     records = contention.make_records(_conditions()[1:], run_id="r", n_images=1000,
-                                      batch_size=100, epochs=2, environment=ENVIRONMENT)
+                                      batch_size=100, epochs=3, environment=ENVIRONMENT)
     assert all(r["slowdown"] is None for r in records)
     assert "-" in contention.describe(records)
 
@@ -134,8 +154,8 @@ def test_the_table_names_every_condition(records_file):
 # --- the page's values ------------------------------------------------------------------------
 
 def test_page_values_come_from_the_newest_run(records_file):
-    for record in _records(run_id="20261123T110000Z-123456"):
-        append_record(records_file, {**record, "slowdown": (record["slowdown"] or 0) * 2})
+    for record in _records(run_id="20261123T110000Z-123456", factor=2.0):
+        append_record(records_file, record)
     values = contention.substitutions(records_file)
     assert values["ref_cont_run"] == "20261123T110000Z-123456"
     assert values["ref_cont_cpu"] == "Test CPU, 2 cores"
@@ -145,7 +165,8 @@ def test_page_values_come_from_the_newest_run(records_file):
     assert values["ref_cont_two_slowdown"] == "4.4 times"
     assert values["ref_cont_three_one_thread_slowdown"] == "3.0 times"
     assert values["ref_cont_three_load"] == "6.2"
-    assert values["ref_cont_alone_first"] == "12.0 s" and values["ref_cont_alone_later"] == "10.0 s"
+    assert values["ref_cont_alone_first"] == "12.0 s"
+    assert values["ref_cont_alone_later"] == "10.0 s (range 9.0 s–11.0 s, 2 epochs)"
     assert not [k for k, v in values.items() if NOT_RECORDED in v]
 
 
@@ -185,6 +206,32 @@ def _figure_script():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def test_the_figure_draws_the_spread_and_says_what_it_draws(records_file):
+    import matplotlib.pyplot as plt
+
+    records = contention.reference_run(records_file)
+    (fig,) = contention.figures(records)
+    try:
+        left = fig.axes[0]
+        # One whisker per condition (common.draw_spread), and the epochs as dots.
+        assert len(left.containers) == 2 and all(len(c.lines[2]) for c in left.containers)
+        assert "whiskers: fastest to slowest epoch" in fig._suptitle.get_text()
+        values = contention.substitutions(records_file)
+        assert fig.alt_text == values["ref_cont_fig_alt"]
+        for text in ("10.0 s (range 9.0 s–11.0 s, 2 epochs)", "40.0 s (range 34.0 s–46.0 s, 6 epochs)",
+                     "load 6.2", "1 thread per training", "fair share"):
+            assert text in fig.alt_text, text
+        (watched,) = contention.watched_figures(contention.reference_run(records_file, "watched"))
+        assert watched.alt_text == values["ref_cont_fig_watched_alt"]
+        assert "40.0 s, 70.0 s, 98.0 s" in watched.alt_text and "warm-up" in watched.alt_text
+    finally:
+        plt.close("all")
+    # Without the one-thread conditions, the alt text does not speak of them.
+    (fig,) = contention.figures([r for r in records if r["threads"] is None])
+    assert "1 thread" not in fig.alt_text
+    plt.close(fig)
 
 
 def test_the_figure_script_draws_from_a_records_file(records_file, tmp_path):
@@ -295,27 +342,58 @@ def test_watched_page_values_come_from_the_newest_watched_run(records_file):
     assert values["ref_cont_watch_images"] == "45,000" and values["ref_cont_watch_epochs"] == "3"
     assert values["ref_cont_watch_bar_epochs"] == "40, 70, 98 s"
     assert values["ref_cont_watch_bar_first"] == "40.0 s" and values["ref_cont_watch_bar_last"] == "98.0 s"
+    # The bar's timed epochs (70, 98 s) against no browser's (27.5, 28.5 s): apart, by the medians.
     assert values["ref_cont_watch_bar_slowdown"] == "3.0 times"
-    assert values["ref_cont_watch_lines_slowdown"] == "1.0 times"
+    # With a line an epoch (28, 30 s) the ranges overlap: the medians' ratio, said to be no more.
+    assert values["ref_cont_watch_lines_slowdown"] == (
+        "1.0 times (by the medians; no measurable difference by the ranges)")
     assert values["ref_cont_watch_none_load"] == "1.2"
     assert values["ref_cont_watch_bar_trend"] == "grew from one epoch to the next"
-    assert values["ref_cont_watch_lines_trend"].startswith("stayed about the same")
-    assert values["ref_cont_watch_bar_vs_none"] == "slower than"
+    assert values["ref_cont_watch_lines_trend"] == "did not grow measurably from one epoch to the next"
+    assert values["ref_cont_watch_bar_vs_none"] == "3× slower than"  # common.compare's words
     assert values["ref_cont_watch_lines_vs_none"] == "about as fast as"
-    # Alone: 12 and 10 s for 1,000 images (copies), 30 and 28 s for 45,000 (no browser), each
+    # Alone: 9 to 12 s for 1,000 images (copies), 27.5 to 30 s for 45,000 (no browser), each
     # scaled to the episode's 45,000 images.
-    assert values["ref_cont_alone_range"] == "28.0 s to 9.0 min"
+    assert values["ref_cont_alone_range"] == "27.5 s to 9.0 min"
 
 
 def test_comparisons_in_words_follow_the_numbers(records_file):
     values = contention.substitutions(records_file)
-    # Three at once: 40 s against 10 s alone, more than the 3 times of an equal share.
+    # Three at once: epochs of 34 to 46 s against 27 to 33 s, three times one alone's 9 to 11 s.
     assert values["ref_cont_three_vs_share"] == "more than"
-    assert contention.page.compared(2.0, 3.0) == "less than"
-    assert contention.page.compared(3.2, 3.0) == "about"
-    assert contention.page.compared(4.0, 3.0) == "more than"
-    # One thread each: 15 s against 40 s with the default threads.
-    assert values["ref_cont_one_thread_vs_default"] == "faster than"
+    assert values["ref_cont_together"].startswith(
+        "Together the three processed fewer images per second than one alone (75 images/s "
+        "against 100, by the median epochs)")
+    # One thread each: 14.5 to 15.5 s against 34 to 46 s with the default threads (medians 15, 40).
+    assert values["ref_cont_one_thread_vs_default"] == "2.7× faster than"
+    assert values["ref_cont_two_slowdown"] == "2.2 times"
+
+
+def test_a_copy_alone_with_one_timed_epoch_ranks_nothing():
+    """Each copy one warm-up and one timed epoch: one copy alone has a single sample, no range,
+    so common.compare tells no condition apart from it, and the page says so."""
+    conditions = _conditions()
+    for condition in conditions:
+        for report in condition["reports"]:
+            report["epoch_seconds"] = report["epoch_seconds"][:2]
+    path_values = {}
+    records = contention.make_records(conditions, run_id="r", n_images=1000, batch_size=100,
+                                      epochs=2, environment=ENVIRONMENT)
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "contention.jsonl"
+        for record in records:
+            append_record(path, record)
+        path_values = contention.substitutions(path)
+    assert path_values["ref_cont_alone_later"] == "9.0 s (1 epoch, no range)"
+    # 19 and 23 s against 9 s: 2.3 times by the medians, with no range alone to tell them apart.
+    assert path_values["ref_cont_two_slowdown"] == (
+        "2.3 times (by the medians; no measurable difference by the ranges)")
+    assert path_values["ref_cont_three_vs_share"] == "not measurably different from"
+    assert "no measurable difference" in path_values["ref_cont_together"]
+    assert "fewer" not in path_values["ref_cont_together"]
 
 
 def test_a_training_in_a_browser_is_measured(tmp_path):

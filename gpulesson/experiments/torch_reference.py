@@ -1,12 +1,24 @@
 """The PyTorch episode's CPU-vs-GPU measurements: records, the reference run, the CLI.
 
     LESSON_DATA=synthetic python -m gpulesson.experiments.torch_reference    # CPU, then GPU if visible
-    python -m gpulesson.experiments.torch_reference --devices gpu --epochs 3 --out my-runs.jsonl
+    python -m gpulesson.experiments.torch_reference --devices gpu --epochs 11 --out my-runs.jsonl
 
 The command runs what the notebook of the episode "The same comparison in PyTorch" runs (the
 model and the training function come from :mod:`gpulesson.lesson.torch`, generated from that
-episode): same data, same initial weights on every device, per-epoch times, evaluation. Each
-device's run is appended as one record (sharing a ``run_id``) to ``--out``, by default the
+episode): same data, same initial weights on every device, per-epoch times, evaluation.
+
+Each device follows the lesson's measurement rule (:mod:`gpulesson.experiments.common`): one
+warm-up epoch (:data:`~gpulesson.experiments.common.WARMUP`), recorded but not averaged, then
+the timed epochs (:func:`~gpulesson.experiments.common.repeats_for`: five, two in quick mode);
+``--epochs`` counts both, the warm-up included. A record keeps every epoch, their summary
+(``summary``: median, range, the samples, the warm-up apart) and the load average right before
+and right after the device's training; a CUDA record also keeps the GPU's facts (``gpu``) and
+how float32 was computed (``float32_precision``), as the Keras records do. The page shows
+medians and ranges (:func:`~gpulesson.experiments.common.summary_text`) and compares the devices
+in the words of :func:`~gpulesson.experiments.common.compare`; the figures' alt texts are made
+from what they draw (:func:`alt_texts`).
+
+Each device's run is appended as one record (sharing a ``run_id``) to ``--out``, by default the
 lesson's results file :data:`RESULTS_FILE`, from which the episode's reference figures and
 numbers (``{{ ref_torch_... }}``) are drawn. The data follow the lesson's settings
 (``LESSON_DATA=synthetic`` for the stand-in, else MNIST; ``LESSON_QUICK``; ``LESSON_DATA_DIR``).
@@ -25,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import platform
 import statistics
 import sys
@@ -40,6 +53,14 @@ from gpulesson.experiments.cli import (
     say_appended,
 )
 from gpulesson.experiments.cnn import describe
+from gpulesson.experiments.cnn.measure import check_epochs, default_epochs
+from gpulesson.experiments.cnn.records import (
+    epoch_summary,
+    gpu_comparison,
+    speedup_text,
+    split_epochs,
+)
+from gpulesson.experiments.common import REPEATS, SUMMARY_KEY, WARMUP, summarise, summary_text
 from gpulesson.results import (
     NOT_RECORDED,
     data_label,
@@ -47,18 +68,17 @@ from gpulesson.results import (
     hardware,
     make_record,
     pick,
-    speedup,
 )
 
 EXPERIMENT = "pytorch-cpu-vs-gpu"
 RESULTS_FILE = results.RESULTS_DIR / f"{EXPERIMENT}.jsonl"
 INSTALL = "python -m pip install -r requirements/torch.txt"
 DEVICES = {"cpu": "cpu", "gpu": "cuda"}
-FULL_EPOCHS = 5
 FULL_BATCH_SIZE = 128
+FIRST_EPOCH = "one-off start-up costs"  # what a PyTorch warm-up epoch pays for (no compiling)
 
-__all__ = ["EXPERIMENT", "RESULTS_FILE", "check_torch", "describe", "figures", "reference_run",
-           "run_record", "runs", "substitutions"]
+__all__ = ["EXPERIMENT", "RESULTS_FILE", "alt_texts", "check_torch", "describe", "figures",
+           "reference_run", "run_record", "runs", "substitutions"]
 
 SKIPPED = (
     "SKIPPED: PyTorch is not installed in this kernel's environment, so this notebook\n"
@@ -114,8 +134,17 @@ def torch_environment(device: str) -> dict:
     ``backend`` "pytorch", ``versions`` (python, torch, torchvision, numpy), ``gpu_count``
     (CUDA GPUs PyTorch sees), ``torch_threads`` (CPU threads PyTorch computes with) and
     ``device``: the GPU's name for a GPU run, ``"CPU"`` for a CPU run.
+
+    As in the Keras records (:func:`gpulesson.results.device_facts`), a CUDA run also has
+    ``gpu`` (model, driver, CUDA versions, compute capability, memory:
+    :func:`gpulesson.devices.gpu_facts` of PyTorch's first GPU) and ``float32_precision`` (TF32
+    or float32 for matrix products and convolutions, from PyTorch's settings in force and the
+    GPU: :func:`gpulesson.devices.float32_precision`); a CPU run has ``float32_precision``
+    (float32). An Apple GPU (MPS) run has neither: those probes know CUDA GPUs only.
     """
     import torch
+
+    from gpulesson import devices
 
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     kind = torch.device(device).type
@@ -125,7 +154,7 @@ def torch_environment(device: str) -> dict:
         name = f"Apple GPU (MPS), {platform.machine()}"
     else:
         name = "CPU"
-    return {
+    environment = {
         "backend": "pytorch",
         "versions": {"python": platform.python_version(), "torch": torch.__version__,
                      "torchvision": _version("torchvision"), "numpy": _version("numpy")},
@@ -133,20 +162,44 @@ def torch_environment(device: str) -> dict:
         "torch_threads": torch.get_num_threads(),
         "device": name,
     }
+    if kind == "cuda":
+        gpu = devices.gpu_facts("torch")
+        environment["gpu"] = gpu
+        environment["float32_precision"] = devices.float32_precision("torch", gpu)
+    elif kind == "cpu":
+        environment["float32_precision"] = devices.float32_precision()
+    return environment
+
+
+def _load_average():
+    """``os.getloadavg()`` rounded, or None where the system has none."""
+    try:
+        return [round(float(v), 2) for v in os.getloadavg()]
+    except OSError:
+        return None
 
 
 def run_record(run: dict, *, data: str, run_id: str, n_train: int, n_test: int,
-               source: str = "notebook") -> dict:
+               source: str = "notebook", load_before=None, load_after=None) -> dict:
     """The results-file record of one device's run (see the module docstring for ``run``).
 
-    ``mean_epoch_seconds`` is the mean of the epochs after the first (the first alone when only
-    one ran); ``total_seconds`` adds the evaluation to the training time. The record has the
-    fields :func:`gpulesson.experiments.cnn.describe` and :func:`~gpulesson.experiments.cnn.figures` read.
+    The measurement rule: the first :data:`~gpulesson.experiments.common.WARMUP` epoch is the
+    warm-up, the epochs after it are the timed ones; ``summary`` keeps their summary
+    (:func:`~gpulesson.experiments.common.summarise`, the warm-up apart), ``epoch_seconds``
+    every epoch, the warm-up first. ``mean_epoch_seconds`` is the mean of the timed epochs (the
+    first alone when only one ran), ``images_per_second`` the images over their median;
+    ``total_seconds`` adds the evaluation to the training time. ``load_before`` and
+    ``load_after``: the load average right before and right after the training
+    (``os.getloadavg()``), kept as ``load_average_before`` and ``load_average_after`` when
+    given; ``load_average`` is read when the record is made. The record has the fields
+    :func:`gpulesson.experiments.cnn.describe` and :func:`~gpulesson.experiments.cnn.figures` read.
     """
     seconds = [float(s) for s in run["epoch_seconds"]]
     if not seconds:
         raise ValueError("the run has no epoch times")
-    mean = statistics.fmean(seconds[1:]) if len(seconds) > 1 else seconds[0]
+    warmup, timed = split_epochs(seconds)
+    summary = summarise(timed, warmup)
+    mean = statistics.fmean(timed)
     training = sum(seconds)
     fields = {
         "run_id": run_id,
@@ -160,7 +213,8 @@ def run_record(run: dict, *, data: str, run_id: str, n_train: int, n_test: int,
         "epoch_seconds": seconds,
         "first_epoch_seconds": seconds[0],
         "mean_epoch_seconds": mean,
-        "images_per_second": n_train / mean,
+        SUMMARY_KEY: summary,
+        "images_per_second": n_train / summary["median"],
         "training_seconds": training,
         "evaluation_seconds": run["evaluation_seconds"],
         "total_seconds": training + run["evaluation_seconds"],
@@ -168,28 +222,48 @@ def run_record(run: dict, *, data: str, run_id: str, n_train: int, n_test: int,
         "test_loss": run["test_loss"],
         "test_accuracy": run["test_accuracy"],
         "start_weights": run["start_weights"],
+        "load_average": _load_average(),
     }
+    for key, load in (("load_average_before", load_before), ("load_average_after", load_after)):
+        if load is not None:
+            fields[key] = [round(float(v), 2) for v in load]
     # PyTorch's view of the machine, without importing Keras (and with it TensorFlow, which
     # must not share a process with PyTorch's compiler, Triton: their LLVM copies clash).
     environment = {**results.machine_record(), **torch_environment(str(run["device"]))}
     return make_record(EXPERIMENT, data=data, environment=environment, **fields)
 
 
-def figures(records):
-    """The epoch-time plot and the time bar chart of one run's records: ``(fig, fig)``.
-
-    Those of :func:`gpulesson.experiments.cnn.figures`, except that the note on the first epoch
-    does not speak of compiling: PyTorch runs eagerly, and its first epoch only pays start-up
-    costs (loading GPU kernels, allocating memory); and the CPU's line in the title says how
-    many threads PyTorch computed with.
-    """
+def _hardware_names(records) -> dict[str, str]:
+    """The devices' names for the figures: the CPU's line says how many threads PyTorch
+    computed with."""
     names = hardware(records)
     cpu = pick(records, False)
     if cpu and cpu.get("torch_threads"):
         # The cores of the machine, and how many of them PyTorch computed with.
         threads = cpu["torch_threads"]
         names["CPU"] += f", {threads} PyTorch thread{'s' if threads > 1 else ''}"
-    return cnn.figures(records, first_epoch="one-off start-up costs", hardware_names=names)
+    return names
+
+
+def figures(records):
+    """The epoch-time plot and the time bar chart of one run's records: ``(fig, fig)``, each
+    with its ``alt_text``.
+
+    Those of :func:`gpulesson.experiments.cnn.figures` (the warm-up epoch marked apart, the
+    timed epochs as median, range and dots, the GPU's bar labelled with the words of
+    :func:`~gpulesson.experiments.common.compare`), except that the note on the first epoch
+    does not speak of compiling: PyTorch runs eagerly, and its first epoch only pays start-up
+    costs (loading GPU kernels, allocating memory); and the CPU's line in the title says how
+    many threads PyTorch computed with.
+    """
+    return cnn.figures(records, first_epoch=FIRST_EPOCH, hardware_names=_hardware_names(records))
+
+
+def alt_texts(records) -> tuple[str, str]:
+    """The alt texts of :func:`figures` of the same records, ``(epoch times, time bars)``,
+    made from what they draw (:func:`gpulesson.experiments.cnn.alt_texts`)."""
+    return cnn.alt_texts(records, first_epoch=FIRST_EPOCH,
+                         hardware_names=_hardware_names(records))
 
 
 def runs(records) -> dict[str, list[dict]]:
@@ -202,12 +276,36 @@ def reference_run(path=RESULTS_FILE) -> list[dict]:
     return results.reference_run(path, EXPERIMENT)
 
 
+def _epochs_text(record: dict | None) -> str:
+    """An epoch after the warm-up: the median and range of the timed epochs (records made
+    before the rule: of the epochs after the first,
+    :func:`~gpulesson.experiments.cnn.records.epoch_summary`)."""
+    summary = epoch_summary(record)
+    return summary_text(summary, duration, what="epochs") if summary else NOT_RECORDED
+
+
+def _warmup_epochs(record: dict | None) -> str:
+    """How many epochs of a record are its warm-up and how many are timed: "1 warm-up and 4 timed"."""
+    summary = epoch_summary(record)
+    if not summary:
+        return NOT_RECORDED
+    return f"{len(summary['warmup'])} warm-up and {summary['n']} timed"
+
+
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
-    """The reference run as text for the episode page (placeholders ``ref_torch_*``)."""
+    """The reference run as text for the episode page (placeholders ``ref_torch_*``).
+
+    An epoch after the warm-up is the median and range of the timed epochs
+    (:func:`~gpulesson.experiments.common.summary_text`); the GPU against the CPU is said by
+    :func:`~gpulesson.experiments.common.compare` (``ref_torch_gpu_vs_cpu``) and its ratio of
+    medians (``ref_torch_speedup``, which says so where the ranges overlap); the first epoch,
+    the evaluation and the total are single measurements. ``ref_torch_fig_*_alt``: the alt
+    texts of the figures, made from what they draw (:func:`alt_texts`)."""
     records = reference_run(path)
     first = records[0] if records else None
     cpu, gpu = pick(records, False), pick(records, True)
-    ratio = speedup(records)
+    comparison = gpu_comparison(records)
+    epochs_alt, bars_alt = alt_texts(records) if records else (NOT_RECORDED, NOT_RECORDED)
     values = {
         "ref_torch_date": first["date"][:10] if first else NOT_RECORDED,
         "ref_torch_version": first["versions"]["torch"] if first else NOT_RECORDED,
@@ -215,15 +313,22 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         "ref_torch_n_train": f"{first['n_train']:,}" if first else NOT_RECORDED,
         "ref_torch_batch_size": str(first["batch_size"]) if first else NOT_RECORDED,
         "ref_torch_epochs": str(first["epochs"]) if first else NOT_RECORDED,
+        "ref_torch_epochs_timed": _warmup_epochs(first),
         "ref_torch_cpu": hardware([cpu])["CPU"] if cpu else NOT_RECORDED,
         "ref_torch_cpu_threads": str(cpu["torch_threads"]) if cpu else NOT_RECORDED,
         "ref_torch_gpu": gpu["device"] if gpu else NOT_RECORDED,
-        "ref_torch_speedup": f"{ratio:.1f}x" if ratio else NOT_RECORDED,
+        # The ratio of the median epochs, and where the ranges overlap, that they do.
+        "ref_torch_speedup": speedup_text(comparison) if comparison else NOT_RECORDED,
+        # The GPU against the CPU in words (common.compare): "8× faster", "no measurable difference".
+        "ref_torch_gpu_vs_cpu": comparison.sentence if comparison else NOT_RECORDED,
+        "ref_torch_fig_epoch_times_alt": epochs_alt,
+        "ref_torch_fig_time_bars_alt": bars_alt,
     }
     for name, record in (("cpu", cpu), ("gpu", gpu)):
-        for key, field in (("first_epoch", "first_epoch_seconds"), ("epoch", "mean_epoch_seconds"),
+        for key, field in (("first_epoch", "first_epoch_seconds"),
                            ("evaluation", "evaluation_seconds"), ("total", "total_seconds")):
             values[f"ref_torch_{name}_{key}"] = duration(record[field]) if record else NOT_RECORDED
+        values[f"ref_torch_{name}_epoch"] = _epochs_text(record)
         values[f"ref_torch_{name}_accuracy"] = f"{record['test_accuracy']:.3f}" if record else NOT_RECORDED
     return values
 
@@ -232,8 +337,10 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--devices", nargs="+", choices=sorted(DEVICES), default=None,
                         help="devices to train on, in this order (default: cpu, then gpu if one is visible)")
-    parser.add_argument("--epochs", type=int, default=FULL_EPOCHS,
-                        help=f"epochs per device (default {FULL_EPOCHS}; quick mode: at most 2)")
+    parser.add_argument("--epochs", type=int, default=None,
+                        help=f"epochs per device, the {WARMUP} warm-up epoch included (default "
+                             f"{default_epochs(False)}: {WARMUP} warm-up and {REPEATS} timed; quick "
+                             f"mode {default_epochs(True)}); at least {WARMUP + 1}")
     parser.add_argument("--batch-size", type=int, default=FULL_BATCH_SIZE,
                         help=f"images per batch (default {FULL_BATCH_SIZE}; quick mode: at most 64)")
     parser.add_argument("--threads", type=int, default=None,
@@ -261,7 +368,13 @@ def check_earlier(earlier, **run) -> None:
 
 
 def main(argv=None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.epochs is not None:
+        try:
+            check_epochs(args.epochs)
+        except ValueError as exc:
+            parser.error(str(exc))
     if importlib.util.find_spec("torch") is None:
         print(f"PyTorch is not installed: {INSTALL}", file=sys.stderr)
         return 2
@@ -293,7 +406,8 @@ def main(argv=None) -> int:
         return read_records(args.out, experiment=EXPERIMENT, run_id=run_id)
 
     settings = get_settings()
-    epochs = settings.epochs(args.epochs)
+    # The rule: one warm-up epoch, then the timed ones (fewer in quick mode), unless --epochs.
+    epochs = default_epochs(settings.quick) if args.epochs is None else args.epochs
     if done:
         left = [d for d in devices if d not in done]
         print(f"Run {run_id} has {', '.join(sorted(done))} already: "
@@ -321,11 +435,15 @@ def main(argv=None) -> int:
 
     records = []
     for name in devices:
-        print(f"Training on {DEVICES[name]} ...", flush=True)
+        print(f"Training on {DEVICES[name]} for {epochs} epochs ({WARMUP} warm-up, "
+              f"{epochs - WARMUP} timed) ...", flush=True)
+        load_before = _load_average()
         run = lesson_torch.train_on(DEVICES[name], initial_state, train_set, test_set, epochs,
                                     batch_size=batch_size)
+        load_after = _load_average()
         record = run_record(run, data=data, run_id=run_id, n_train=len(train_set),
-                            n_test=len(test_set), source="gpulesson.experiments.torch_reference")
+                            n_test=len(test_set), source="gpulesson.experiments.torch_reference",
+                            load_before=load_before, load_after=load_after)
         append_record(args.out, record)
         records.append(record)
     print(describe(whole_run(), full_epochs=epochs))

@@ -1,63 +1,167 @@
 """The figures of the two parts: epoch time and throughput against the number of trainings at
 once, and the epochs of one training shown in a browser or not (drawn by
-``fig/05-cpu-vs-gpu/contention.py``)."""
+``fig/05-cpu-vs-gpu/contention.py``), and their alt texts.
+
+Both follow the lesson's measurement rule (:mod:`gpulesson.experiments.common`): a condition's
+epochs after each copy's warm-up are its samples
+(:func:`~gpulesson.experiments.contention.records.condition_summary`), drawn as their median
+with a whisker from the fastest to the slowest and every sample as a dot
+(:func:`~gpulesson.experiments.common.draw_spread`). What a figure shows is decided once
+(:func:`drawn`, :func:`watched_drawn`); the drawing, the title and the alt text
+(:func:`alt_text`, :func:`watched_alt_text`, the figures' ``alt_text``) all read it, so that
+an alt text never describes a series or a number that the figure does not show.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from gpulesson.experiments.common import draw_spread, summary_text
 from gpulesson.experiments.contention.page import software
-from gpulesson.experiments.contention.records import find_in, threads_text
-from gpulesson.results import data_label, hardware
+from gpulesson.experiments.contention.records import condition_summary, find_in, threads_text
+from gpulesson.results import data_label, duration, hardware
 
 # Line style and marker, not only colour, tell the series apart.
 _STYLE = {None: {"marker": "o", "linestyle": "-", "color": "tab:blue"},
           1: {"marker": "s", "linestyle": "--", "color": "tab:orange", "fillstyle": "none"}}
 _OTHER = {"marker": "D", "linestyle": "-.", "color": "tab:green"}  # any other thread count
+# Words for the alt texts, for the markers and line styles above.
+_MARKERS = {"o": "round", "s": "open square", "D": "diamond", "^": "triangular"}
+_LINES = {"-": "solid", "--": "dashed", "-.": "dash-dotted", ":": "dotted"}
+# What the left panel draws at each point (common.SPREAD_NOTE speaks of bars; these are points).
+SPREAD_NOTE_LINES = ("points: median; whiskers: fastest to slowest epoch; dots: the epochs "
+                     "(after each copy's warm-up)")
 
 
-def _series(records, threads):
-    return sorted((r for r in records if r["threads"] == threads), key=lambda r: r["copies"])
+@dataclass(frozen=True)
+class Point:
+    """One condition as the figure draws it."""
+
+    copies: int
+    summary: dict  # the copies' epochs after the warm-up (common.summarise)
+    total_rate: float  # images/s of all copies together, by the median epoch
+    load_max: float | None
+
+
+@dataclass(frozen=True)
+class Series:
+    """One thread setting: its conditions, by number of copies."""
+
+    threads: int | None
+    style: dict
+    points: list
+
+    @property
+    def label(self) -> str:
+        return f"each copy: {threads_text(self.threads)}"
+
+    @property
+    def threads_words(self) -> str:
+        return ("the framework's default threads" if self.threads is None
+                else f"{threads_text(self.threads)} per training")
+
+    @property
+    def words(self) -> str:
+        return (f"a {_LINES[self.style['linestyle']]} line with "
+                f"{_MARKERS.get(self.style['marker'], '')} markers")
+
+
+def drawn(records) -> tuple[list[Series], dict | None]:
+    """What :func:`figures` shows: ``(series, alone)``, one :class:`Series` per thread setting
+    (the framework's default first) and the summary of one copy alone with the default threads
+    (the fair-share line; None when not measured)."""
+    if not records:
+        raise ValueError("no records to plot: run python -m gpulesson.experiments.contention")
+    series = []
+    for threads in sorted({r["threads"] for r in records}, key=lambda t: t or 0):
+        points = []
+        for r in sorted((r for r in records if r["threads"] == threads), key=lambda r: r["copies"]):
+            summary = condition_summary(r)
+            if summary:
+                points.append(Point(r["copies"], summary,
+                                    r["copies"] * r["n_images"] / summary["median"],
+                                    r.get("load_max")))
+        if points:
+            series.append(Series(threads, _STYLE.get(threads, _OTHER), points))
+    return series, condition_summary(find_in(records, 1, None))
+
+
+def _and(parts) -> str:
+    parts = list(parts)
+    return ", ".join(parts[:-1]) + f" and {parts[-1]}" if len(parts) > 1 else parts[0]
+
+
+def _title(records) -> str:
+    first = records[0]
+    cpu = hardware(records).get("CPU", "CPU")
+    return (f"The lesson's CNN, k trainings at once on one CPU | {data_label(records)}\n"
+            f"{cpu} | batch {first['batch_size']} | {software(first)} | run {first['run_id']}\n"
+            f"left: {SPREAD_NOTE_LINES}")
+
+
+def alt_text(records) -> str:
+    """The alt text of :func:`figures` of ``records``, from what it draws (:func:`drawn`)."""
+    series, alone = drawn(records)
+    first = records[0]
+    parts = []
+    for s in series:
+        points = "; ".join(
+            f"{p.copies} at once: {summary_text(p.summary, duration, what='epochs')}"
+            + (f", load {p.load_max:.1f}" if p.load_max is not None else "")
+            for p in s.points)
+        parts.append(f"{s.words} for {s.threads_words} ({points})")
+    text = (f"Two line charts against the number of trainings running at once on one CPU "
+            f"({_and(str(k) for k in sorted({p.copies for s in series for p in s.points}))}). "
+            f"Left, the seconds per epoch of {first['n_images']:,} images of each training: at "
+            f"each point the median of the epochs after each copy's warm-up, with a whisker from "
+            f"the fastest to the slowest and each epoch as a dot, labelled with the highest load "
+            f"average seen; " + "; ".join(parts) + ".")
+    if alone:
+        text += (" A dotted grey line with triangles shows a fair share of the machine, k times "
+                 f"the median epoch of one training alone ({duration(alone['median'])}).")
+    rates = "; ".join(f"{s.threads_words}: "
+                      + ", ".join(f"{p.copies} at once {p.total_rate:,.0f}" for p in s.points)
+                      for s in series)
+    text += (" Right, the images per second of all trainings together, by the median epochs, "
+             f"with the same line styles ({rates})")
+    if alone:
+        text += ", and a dotted grey line at one training alone"
+    return text + "."
 
 
 def figures(records):
-    """One figure of one run's records, ``(fig,)``: left, the seconds per epoch of each copy
-    (mean, bars from the fastest to the slowest copy) against the number of copies, with the
-    time that a fair share of the machine would give (k times one copy alone); right, the
-    images/s of all copies together. Each point is labelled with the highest load average
-    seen while it ran."""
+    """One figure of one run's records, ``(fig,)`` with its ``alt_text``: left, the seconds
+    per epoch of each copy against the number of copies (the median of the copies' epochs
+    after their warm-up, a whisker from the fastest to the slowest, every epoch as a dot), with
+    the time that a fair share of the machine would give (k times the median of one copy
+    alone); right, the images/s of all copies together, by the median epochs. Each point is
+    labelled with the highest load average seen while it ran."""
     import matplotlib.pyplot as plt
 
-    if not records:
-        raise ValueError("no records to plot: run python -m gpulesson.experiments.contention")
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.6))
-    copies = sorted({r["copies"] for r in records})
-    for threads in sorted({r["threads"] for r in records}, key=lambda t: t or 0):
-        series = _series(records, threads)
-        k = [r["copies"] for r in series]
-        mean = [r["mean_epoch_seconds"] for r in series]
-        low = [m - min(c["mean_epoch_seconds"] for c in r["per_copy"])
-               for m, r in zip(mean, series, strict=True)]
-        high = [max(c["mean_epoch_seconds"] for c in r["per_copy"]) - m
-                for m, r in zip(mean, series, strict=True)]
-        label = f"each copy: {threads_text(threads)}"
-        left.errorbar(k, mean, yerr=[low, high], capsize=3, linewidth=1.6, markersize=7,
-                      label=label, **_STYLE.get(threads, _OTHER))
-        right.plot(k, [r["images_per_second_total"] for r in series], linewidth=1.6,
-                   markersize=7, label=label, **_STYLE.get(threads, _OTHER))
-        for r, m in zip(series, mean, strict=True):
-            if r.get("load_max") is not None:
-                left.annotate(f"load {r['load_max']:.1f}", (r["copies"], m),
-                              xytext=(6, 5 if threads is None else -12),
+    series, alone = drawn(records)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.8))
+    copies = sorted({p.copies for s in series for p in s.points})
+    offsets = {s.threads: (i - (len(series) - 1) / 2) * 0.08 for i, s in enumerate(series)}
+    for s in series:
+        k = [p.copies + offsets[s.threads] for p in s.points]
+        medians = [p.summary["median"] for p in s.points]
+        left.plot(k, medians, linewidth=1.6, markersize=7, label=s.label, **s.style)
+        draw_spread(left, k, [p.summary for p in s.points], color=s.style["color"])
+        right.plot([p.copies for p in s.points], [p.total_rate for p in s.points],
+                   linewidth=1.6, markersize=7, label=s.label, **s.style)
+        for x, p in zip(k, s.points, strict=True):
+            if p.load_max is not None:
+                left.annotate(f"load {p.load_max:.1f}", (x, p.summary["median"]),
+                              xytext=(6, 5 if s.threads is None else -12),
                               textcoords="offset points", fontsize=8)
-    alone = find_in(records, 1, None)
     if alone:
-        left.plot(copies, [k * alone["mean_epoch_seconds"] for k in copies], color="gray",
-                  linestyle=":", marker="^", markersize=5,
-                  label="fair share: k × one copy alone")
-        right.axhline(alone["images_per_second_total"], color="gray", linestyle=":",
+        left.plot(copies, [k * alone["median"] for k in copies], color="gray", linestyle=":",
+                  marker="^", markersize=5, label="fair share: k × one copy alone (median)")
+        right.axhline(records[0]["n_images"] / alone["median"], color="gray", linestyle=":",
                       label="one copy alone")
     first = records[0]
     left.set_ylabel(f"seconds per epoch of {first['n_images']:,} images (per copy)")
-    right.set_ylabel("images/s, all copies together")
+    right.set_ylabel("images/s, all copies together (median epochs)")
     for ax in (left, right):
         ax.set_xticks(copies, [str(k) for k in copies])
         ax.set_xlim(min(copies) - 0.3, max(copies) + 0.5)
@@ -65,11 +169,9 @@ def figures(records):
         ax.set_ylim(bottom=0)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8, loc="upper left" if ax is left else "lower right")
-    cpu = hardware(records).get("CPU", "CPU")
-    fig.suptitle(f"The lesson's CNN, k trainings at once on one CPU | {data_label(records)}\n"
-                 f"{cpu} | batch {first['batch_size']} | {software(records[0])} | "
-                 f"run {first['run_id']}", fontsize=9.5)
+    fig.suptitle(_title(records), fontsize=9)
     fig.tight_layout()
+    fig.alt_text = alt_text(records)
     return (fig,)
 
 
@@ -80,23 +182,52 @@ _WATCHED_STYLE = {
                               "fillstyle": "none"},
     "browser, line per epoch": {"marker": "^", "linestyle": ":", "color": "tab:green"},
 }
+_WATCHED_WORDS = {"no browser": "with its output going to a file, no browser",
+                  "browser, bar per step": "in JupyterLab in a browser with Keras' progress bar",
+                  "browser, line per epoch": "in JupyterLab in a browser with one line an epoch"}
 
 
-def watched_figures(records):
-    """``(fig,)``: the seconds of each epoch of one training, one line for each way its output
-    was shown (no browser; in JupyterLab in Chromium with Keras' bar; with a line an epoch)."""
-    import matplotlib.pyplot as plt
-
+def watched_drawn(records) -> list[tuple[dict, list, dict | None]]:
+    """What :func:`watched_figures` shows: per record, ``(style, epochs, summary)``: every
+    epoch of its training (the first is the warm-up) and the summary of those after it."""
     if not records:
         raise ValueError("no records to plot: run python -m gpulesson.experiments.contention "
                          "--parts watched")
+    return [(_WATCHED_STYLE.get(r["watched"], _OTHER), r["per_copy"][0]["epoch_seconds"],
+             condition_summary(r)) for r in records]
+
+
+def watched_alt_text(records) -> str:
+    """The alt text of :func:`watched_figures` of ``records``, from what it draws."""
+    lines = []
+    for record, (style, epochs, summary) in zip(records, watched_drawn(records), strict=True):
+        mode = _WATCHED_WORDS.get(record["watched"], record["watched"])
+        lines.append(f"a {_LINES[style['linestyle']]} line with "
+                     f"{_MARKERS.get(style['marker'], '')} markers for the training {mode}: "
+                     + ", ".join(duration(t) for t in epochs)
+                     + (f" (after the warm-up {summary_text(summary, duration, what='epochs')})"
+                        if summary and len(epochs) > 1 else ""))
+    longest = max(len(e) for _, e, _ in watched_drawn(records))
+    return (f"A line chart of the seconds of each epoch of one training of the lesson's CNN, "
+            f"epochs 1 to {longest} on the horizontal axis, the first epoch being the warm-up: "
+            + "; ".join(lines) + ".")
+
+
+def watched_figures(records):
+    """``(fig,)`` with its ``alt_text``: the seconds of each epoch of one training, one line for
+    each way its output was shown (no browser; in JupyterLab in Chromium with Keras' bar; with
+    a line an epoch); the first epoch is the warm-up, marked as such on the axis."""
+    import matplotlib.pyplot as plt
+
+    shown = watched_drawn(records)
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    for record in records:
-        epochs = record["per_copy"][0]["epoch_seconds"]
+    for record, (style, epochs, _) in zip(records, shown, strict=True):
         ax.plot(range(1, len(epochs) + 1), epochs, linewidth=1.6, markersize=7,
-                label=record["watched"], **_WATCHED_STYLE.get(record["watched"], _OTHER))
+                label=record["watched"], **style)
+    longest = max(len(e) for _, e, _ in shown)
+    ax.set_xticks(range(1, longest + 1),
+                  ["1\n(warm-up)", *(str(e) for e in range(2, longest + 1))])
     first = records[0]
-    ax.set_xticks(range(1, first["epochs"] + 1))
     ax.set_xlabel("epoch")
     ax.set_ylabel(f"seconds for {first['n_images']:,} images")
     ax.set_ylim(bottom=0)
@@ -107,4 +238,5 @@ def watched_figures(records):
                  f"{data_label(records)} | {cpu} | batch {first['batch_size']}\n"
                  f"{software(first)} | run {first['run_id']}", fontsize=9)
     fig.tight_layout()
+    fig.alt_text = watched_alt_text(records)
     return (fig,)

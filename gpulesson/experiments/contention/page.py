@@ -4,11 +4,28 @@ builds): ``ref_cont_watch_*`` from the watched part, the others from the copies 
 Times are given for the episode's own epoch (the full-size training split without its
 validation tenth), scaled from the images/s measured on the benchmark's subset: an epoch's
 time grows in proportion to its images.
+
+The measurement rule (:mod:`gpulesson.experiments.common`): a condition's samples are the
+epochs after the warm-up of all its copies
+(:func:`~gpulesson.experiments.contention.records.condition_summary`); rates, epochs and
+slowdowns are given by the medians, and every word that compares two timings ("less than",
+"slower than", "about as fast as", "no measurable difference") comes from
+:func:`~gpulesson.experiments.common.compare` of their summaries: where their ranges overlap,
+or one condition has a single timed epoch and so no range, a slowdown is said to be by the
+medians only.
 """
 
 from __future__ import annotations
 
-from gpulesson.experiments.contention.records import RESULTS_FILE, find_in, reference_run
+from itertools import pairwise
+
+from gpulesson.experiments.common import NO_DIFFERENCE, compare, summary_text
+from gpulesson.experiments.contention.records import (
+    RESULTS_FILE,
+    condition_summary,
+    find_in,
+    reference_run,
+)
 from gpulesson.results import NOT_RECORDED, duration, hardware
 from gpulesson.settings import FULL_N_TRAIN
 
@@ -22,16 +39,41 @@ def software(record: dict) -> str:
             f"{record['versions'].get(backend, '?')}")
 
 
-def _condition(prefix: str, record: dict | None) -> dict[str, str]:
-    if record is None:
+def scaled(summary: dict, factor: float) -> dict:
+    """A summary with every value times ``factor``: e.g. what k times one copy's epochs would
+    be (an equal share of the cores among k trainings)."""
+    return {**summary, **{key: summary[key] * factor for key in ("median", "min", "max")},
+            "samples": [v * factor for v in summary["samples"]],
+            "warmup": [v * factor for v in summary.get("warmup", [])]}
+
+
+def slowdown_text(condition: dict | None, baseline: dict | None) -> str:
+    """How many times as long a condition's epochs took as the baseline's, by the medians:
+    "2.2 times"; where :func:`~gpulesson.experiments.common.compare` cannot tell the two apart
+    (ranges that overlap, or a single timed epoch), it says so:
+    "1.6 times (by the medians; no measurable difference by the ranges)"."""
+    if not condition or not baseline:
+        return NOT_RECORDED
+    comparison = compare(baseline, condition)  # ratio: the condition's median over the baseline's
+    text = f"{comparison.ratio:.1f} times"
+    return text if comparison.measurable else f"{text} (by the medians; {NO_DIFFERENCE} by the ranges)"
+
+
+def _condition(prefix: str, record: dict | None, baseline: dict | None, *,
+               is_baseline: bool = False) -> dict[str, str]:
+    """A condition's values; ``baseline``: the summary of one copy alone (``is_baseline``: the
+    condition is that copy, whose slowdown is 1 by definition)."""
+    summary = condition_summary(record)
+    if record is None or summary is None:
         return {f"{prefix}_{key}": NOT_RECORDED
                 for key in ("rate", "total_rate", "lesson_epoch", "slowdown", "load")}
-    slowdown, load = record.get("slowdown"), record.get("load_max")
+    load = record.get("load_max")
+    rate = record["n_images"] / summary["median"]  # each copy, by the median epoch
     return {
-        f"{prefix}_rate": f"{record['images_per_second']:,.0f} images/s",
-        f"{prefix}_total_rate": f"{record['images_per_second_total']:,.0f} images/s",
-        f"{prefix}_lesson_epoch": duration(LESSON_EPOCH_IMAGES / record["images_per_second"]),
-        f"{prefix}_slowdown": f"{slowdown:.1f} times" if slowdown else NOT_RECORDED,
+        f"{prefix}_rate": f"{rate:,.0f} images/s",
+        f"{prefix}_total_rate": f"{rate * record['copies']:,.0f} images/s",
+        f"{prefix}_lesson_epoch": duration(LESSON_EPOCH_IMAGES / rate),
+        f"{prefix}_slowdown": "1.0 times" if is_baseline else slowdown_text(summary, baseline),
         f"{prefix}_load": f"{load:.1f}" if load is not None else NOT_RECORDED,
     }
 
@@ -45,71 +87,92 @@ def _watched(records) -> dict[str, str]:
     values = {"ref_cont_watch_images": f"{first['n_images']:,}" if first else NOT_RECORDED,
               "ref_cont_watch_epochs": str(first["epochs"]) if first else NOT_RECORDED,
               "ref_cont_watch_date": first["date"][:10] if first else NOT_RECORDED}
+    none = condition_summary(find_in(records, 1, None, WATCHED["none"]))
     for key, mode in WATCHED.items():
         record = find_in(records, 1, None, mode)
+        summary = condition_summary(record)
         prefix = f"ref_cont_watch_{key}"
-        if record is None:
+        if record is None or summary is None:
             values.update({f"{prefix}_{name}": NOT_RECORDED
                            for name in ("epochs", "first", "last", "slowdown", "load", "trend")})
             continue
         epochs = record["per_copy"][0]["epoch_seconds"]
-        slowdown, load = record.get("slowdown"), record.get("load_max")
+        load = record.get("load_max")
         values.update({
             f"{prefix}_epochs": ", ".join(f"{t:.0f}" for t in epochs) + " s",
             f"{prefix}_first": duration(epochs[0]),
             f"{prefix}_last": duration(epochs[-1]),
-            f"{prefix}_slowdown": f"{slowdown:.1f} times" if slowdown else NOT_RECORDED,
+            f"{prefix}_slowdown": "1.0 times" if key == "none" else slowdown_text(summary, none),
             f"{prefix}_load": f"{load:.1f}" if load is not None else NOT_RECORDED,
-            # Did the epochs grow as the cell's output grew? Words that follow the numbers.
-            f"{prefix}_trend": ("grew from one epoch to the next"
-                                if epochs[-1] > epochs[0] * 1.15 else
-                                "stayed about the same from one epoch to the next"),
+            f"{prefix}_trend": trend(epochs, summary, none),
         })
-    none = find_in(records, 1, None, WATCHED["none"])
     for key in ("bar", "lines"):
-        record = find_in(records, 1, None, WATCHED[key])
-        values[f"ref_cont_watch_{key}_vs_none"] = (
-            compared(record["mean_epoch_seconds"], none["mean_epoch_seconds"],
-                     words=("faster than", "about as fast as", "slower than"))
-            if record and none else NOT_RECORDED)
+        summary = condition_summary(find_in(records, 1, None, WATCHED[key]))
+        # "3× slower than", "faster than", "about as fast as" (common.compare).
+        values[f"ref_cont_watch_{key}_vs_none"] = (compare(summary, none).text
+                                                   if summary and none else NOT_RECORDED)
     return values
 
 
-def compared(value: float, reference: float, words=("less than", "about", "more than"),
-             tolerance: float = 0.15) -> str:
-    """``value`` against ``reference`` in words: within ``tolerance`` (a fraction) is "about"."""
-    if value < reference * (1 - tolerance):
-        return words[0]
-    if value > reference * (1 + tolerance):
-        return words[2]
-    return words[1]
+def trend(epochs, summary: dict, none: dict | None) -> str:
+    """Did a training's epochs grow as the cell's output grew? "grew from one epoch to the
+    next" only where each epoch took longer than the one before and the timed epochs were
+    measurably slower than those of the training without a browser
+    (:func:`~gpulesson.experiments.common.compare`); otherwise they did not grow measurably."""
+    rising = len(epochs) > 1 and all(b > a for a, b in pairwise(epochs))
+    against = compare(summary, none) if none is not None else None
+    if rising and against is not None and against.measurable and against.word == "slower":
+        return "grew from one epoch to the next"
+    return "did not grow measurably from one epoch to the next"
+
+
+def share_comparison(records):
+    """Three copies at once against an equal share of the cores (each epoch three times that of
+    one copy alone): :func:`~gpulesson.experiments.common.compare` of the three copies' epochs
+    with one copy's times three; None without both conditions."""
+    three = condition_summary(find_in(records, 3, None))
+    alone = condition_summary(find_in(records, 1, None))
+    return compare(three, scaled(alone, 3)) if three and alone else None
 
 
 def _verdicts(records) -> dict[str, str]:
-    """Words that compare conditions, so that the page's sentences follow the measurement."""
-    three, three_one = find_in(records, 3, None), find_in(records, 3, 1)
-    values = {"ref_cont_three_vs_share": NOT_RECORDED, "ref_cont_one_thread_vs_default":
-              NOT_RECORDED}
-    if three and three.get("slowdown"):
-        # An equal share of the cores would make each of three trainings three times slower.
-        values["ref_cont_three_vs_share"] = compared(three["slowdown"], 3.0)
-    alone = find_in(records, 1, None)
-    values["ref_cont_together"] = NOT_RECORDED
-    if alone and three:
-        together, single = three["images_per_second_total"], alone["images_per_second_total"]
-        rates = f"{together:,.0f} images/s against {single:,.0f}"
-        # Why k trainings may lose less than a k-th each: what the totals say.
-        values["ref_cont_together"] = (
-            f"Together the three processed more images per second than one alone ({rates}): "
-            "a single training leaves the cores idle part of the time, between its steps, "
-            "and the others fill those gaps."
-            if compared(together, single) == "more than" else
-            f"Together the three processed no more images per second than one alone ({rates}): "
-            "one training already kept the cores busy.")
+    """Words that compare conditions, so that the page's sentences follow the measurement: all
+    from :func:`~gpulesson.experiments.common.compare` of the conditions' summaries."""
+    three_record, alone_record = find_in(records, 3, None), find_in(records, 1, None)
+    three, alone = condition_summary(three_record), condition_summary(alone_record)
+    three_one = condition_summary(find_in(records, 3, 1))
+    values = {"ref_cont_three_vs_share": NOT_RECORDED, "ref_cont_together": NOT_RECORDED,
+              "ref_cont_one_thread_vs_default": NOT_RECORDED}
+    share = share_comparison(records)
+    if share is not None:
+        # An equal share of the cores would make each of three trainings three times slower:
+        # faster than that is less time, slower more.
+        values["ref_cont_three_vs_share"] = (
+            ("less than" if share.word == "faster" else "more than") if share.measurable
+            else "not measurably different from")
+        # Why k trainings may lose less than a k-th each: what the totals say. Three copies
+        # process more images per second together than one alone exactly when each of their
+        # epochs takes less than three of one alone: the same comparison.
+        together = three_record["copies"] * three_record["n_images"] / three["median"]
+        single = alone_record["n_images"] / alone["median"]
+        rates = f"{together:,.0f} images/s against {single:,.0f}, by the median epochs"
+        if not share.measurable:
+            values["ref_cont_together"] = (
+                f"Together the three processed {together:,.0f} images/s and one alone "
+                f"{single:,.0f}, by the median epochs; by the ranges of their epochs, "
+                f"{NO_DIFFERENCE}.")
+        elif share.word == "faster":
+            values["ref_cont_together"] = (
+                f"Together the three processed more images per second than one alone ({rates}): "
+                "a single training leaves the cores idle part of the time, between its steps, "
+                "and the others fill those gaps.")
+        else:
+            values["ref_cont_together"] = (
+                f"Together the three processed fewer images per second than one alone ({rates}): "
+                "one training already kept the cores busy, and taking turns cost time.")
     if three and three_one:
-        values["ref_cont_one_thread_vs_default"] = compared(
-            three_one["mean_epoch_seconds"], three["mean_epoch_seconds"],
-            words=("faster than", "about as fast as", "slower than"))
+        # "faster than", "1.3× slower than", "about as fast as" (common.compare).
+        values["ref_cont_one_thread_vs_default"] = compare(three_one, three).text
     return values
 
 
@@ -133,6 +196,7 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     records = reference_run(path)
     first = records[0] if records else None
     alone = find_in(records, 1, None)
+    baseline = condition_summary(alone)
     values = {
         "ref_cont_run": first["run_id"] if first else NOT_RECORDED,
         "ref_cont_date": first["date"][:10] if first else NOT_RECORDED,
@@ -144,14 +208,22 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         "ref_cont_lesson_images": f"{LESSON_EPOCH_IMAGES:,}",
         "ref_cont_alone_first": (duration(alone["first_epoch_seconds"]) if alone
                                  else NOT_RECORDED),
-        "ref_cont_alone_later": (duration(alone["mean_epoch_seconds"])
-                                 if alone and alone["epochs"] > 1 else NOT_RECORDED),
+        # An epoch after the warm-up alone: the median and range (common.summary_text).
+        "ref_cont_alone_later": (summary_text(baseline, duration, what="epochs")
+                                 if baseline and alone["epochs"] > 1 else NOT_RECORDED),
     }
     for prefix, copies, threads in (("alone", 1, None), ("two", 2, None), ("three", 3, None),
                                     ("three_one_thread", 3, 1)):
-        values.update(_condition(f"ref_cont_{prefix}", find_in(records, copies, threads)))
+        record = find_in(records, copies, threads)
+        values.update(_condition(f"ref_cont_{prefix}", record, baseline,
+                                 is_baseline=record is not None and record is alone))
     values.update(_verdicts(records))
     watched = reference_run(path, "watched")
     values.update(_watched(watched))
     values["ref_cont_alone_range"] = _alone_range(records, watched)
+    # The figures' alt texts, made from what they draw (contention.figures).
+    from gpulesson.experiments.contention.figures import alt_text, watched_alt_text
+
+    values["ref_cont_fig_alt"] = alt_text(records) if records else NOT_RECORDED
+    values["ref_cont_fig_watched_alt"] = watched_alt_text(watched) if watched else NOT_RECORDED
     return values

@@ -3,6 +3,13 @@
 The lesson's reference run is the newest run in :data:`RESULTS_FILE`. A record's
 ``slowdown`` is its mean epoch time over that of one copy with the framework's threads in the
 same run. Imports no deep-learning framework.
+
+**The measurement rule** (:mod:`gpulesson.experiments.common`): each copy's first
+:data:`~gpulesson.experiments.common.WARMUP` epoch is its warm-up, recorded but not averaged;
+the epochs after it, of every copy of a condition, are the condition's timed samples. A record
+keeps them summarised under ``summary`` (:func:`condition_summary`, which builds the same
+summary for records made before it was kept), and the page and the figure compare conditions
+by these summaries (:func:`~gpulesson.experiments.common.compare`).
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ import os
 import statistics
 
 from gpulesson import results
+from gpulesson.experiments.common import SUMMARY_KEY, WARMUP, summarise
 from gpulesson.experiments.contention.measure import epoch_summary
 from gpulesson.results import make_record
 from gpulesson.timing import available_cores
@@ -25,6 +33,33 @@ def condition_key(item: dict) -> tuple:
     """What tells a condition (or its record) from the others of its run: copies, threads and
     how it was shown (None in the copies part)."""
     return item.get("copies"), item.get("threads"), item.get("watched")
+
+
+def copies_summary(per_copy) -> dict | None:
+    """The summary of a condition's copies (``per_copy``: dicts with ``epoch_seconds``): every
+    copy's epochs after its warm-up are the samples, the warm-ups kept apart. A copy of no more
+    epochs than the warm-up gives its epochs as (single, warm) samples, which
+    :func:`~gpulesson.experiments.common.summary_text` shows as "no range". None without epochs."""
+    warmup, timed = [], []
+    for copy in per_copy:
+        seconds = [float(s) for s in copy["epoch_seconds"]]
+        if len(seconds) <= WARMUP:
+            timed += seconds
+        else:
+            warmup += seconds[:WARMUP]
+            timed += seconds[WARMUP:]
+    return summarise(timed, warmup) if timed else None
+
+
+def condition_summary(record: dict | None) -> dict | None:
+    """A condition's epoch times as one summary: the one its record keeps (``summary``), or,
+    for a record made before it was kept, :func:`copies_summary` of its ``per_copy``."""
+    if not record:
+        return None
+    kept = record.get(SUMMARY_KEY)
+    if isinstance(kept, dict) and kept.get("samples"):
+        return dict(kept)
+    return copies_summary(record.get("per_copy") or [])
 
 
 def condition_record(condition: dict, *, run_id: str, n_images: int, batch_size: int,
@@ -57,6 +92,8 @@ def condition_record(condition: dict, *, run_id: str, n_images: int, batch_size:
         "skipped_conditions": list(skipped),
         "n_images": n_images, "batch_size": batch_size, "epochs": epochs,
         "per_copy": copies,
+        # Every copy's epochs after its warm-up, summarised: what the page compares.
+        SUMMARY_KEY: copies_summary(copies),
         "mean_epoch_seconds": mean,
         "first_epoch_seconds": statistics.fmean(c["first_epoch_seconds"] for c in copies),
         "images_per_second": statistics.fmean(c["images_per_second"] for c in copies),
