@@ -74,14 +74,14 @@ def test_a_stage_stopped_at_its_limit_keeps_what_finished_and_goes_on_without_du
     # The step and the child it started were stopped together (the stage's process group).
     child = int((tmp_path / "child.pid").read_text())
     assert not _alive(child), "a process the step started outlived the stage's stop"
-    run_id = json.loads(state.read_text())["try"]["run_ids"]["conditions"]
+    run_id = json.loads(state.read_text())["runs"]["conditions"]
     assert first[0].split()[0] == run_id, "the run id was saved before the step ran"
 
     (tmp_path / "HANG").unlink()
     reference.run_stage(stage, time_limit=0, state_file=state, say=lambda *a: None)
     lines = _lines(tmp_path)
     assert sorted(lines) == sorted(f"{run_id} {c}" for c in "123"), "one run, no duplicate"
-    assert json.loads(state.read_text())["try"]["done"] == ["conditions"]
+    assert json.loads(state.read_text())["stages"]["try"]["done"] == ["conditions"]
 
     said = []
     reference.run_stage(stage, time_limit=0, state_file=state, say=said.append)
@@ -120,12 +120,34 @@ def _pin(name: str) -> str:
 
 
 def test_the_command_passes_the_run_id_and_puts_the_gpu_first():
-    step = reference.Step("cnn", ["-m", "gpulesson.experiments.cnn"], resumable=True, devices=True)
+    step = reference.STAGES["core"].steps[0]
     assert reference.command(step, "r1", gpu=True, python="py") == [
         "py", "-m", "gpulesson.experiments.cnn", "--run-id", "r1", "--devices", "gpu", "cpu"]
     assert reference.command(step, "r1", gpu=False, python="py")[-2:] == ["--run-id", "r1"]
     assert reference.expand("gpu-node") == list(reference.GPU_NODE)
     assert "contention" not in reference.GPU_NODE and "contention" in reference.expand("all")
+    # Feeding: the GPU's stage, then the CPU's, whose sweeps run on the CPU only without a GPU.
+    on_cpu = reference.STAGES["feeding-cpu"].steps[0]
+    assert "--sweeps" in reference.command(on_cpu, "r", gpu=True)
+    assert "--sweeps" not in reference.command(on_cpu, "r", gpu=False)
+
+
+def test_steps_of_one_experiment_in_two_stages_are_one_run_and_a_gpu_step_waits_for_a_gpu(tmp_path):
+    script = tmp_path / "step.py"
+    script.write_text(STEP)
+    out = str(tmp_path / "records.txt")
+    first = reference.Stage("one", "", "", [reference.Step("a", [str(script), out], resumable=True,
+                                                            run="shared")])
+    second = reference.Stage("two", "", "", [
+        reference.Step("gpu part", ["-c", "raise SystemExit(9)"], gpu_only=True),
+        reference.Step("b", [str(script), out], resumable=True, run="shared")])
+    state, said = tmp_path / "state.json", []
+    for stage in (first, second):
+        reference.run_stage(stage, time_limit=0, state_file=state, gpu=False, say=said.append)
+    assert any("gpu part: skipped, no GPU" in line for line in said)
+    run_ids = {line.split()[0] for line in _lines(tmp_path)}
+    assert run_ids == {json.loads(state.read_text())["runs"]["shared"]}, "one run"
+    assert len(_lines(tmp_path)) == 3, "the second stage went on with the first's run"
 
 
 def test_a_run_needs_its_data_chosen(monkeypatch, capsys):
@@ -152,8 +174,7 @@ def test_the_pack_holds_the_run_under_its_limit_or_is_not_written(tmp_path):
 # Each stage's commands, in quick mode, through the path a GPU node takes: `make stage` with
 # LESSON_PYTHON, in a copy of the lesson that has no environment of its own (make would build
 # one otherwise). The notebook stages run their first notebook only, to keep the suite short.
-QUICK_STAGES = ["core", "small-models", "feeding", "contention", "notebooks-1", "notebooks-2",
-                "notebooks-3", "pack"]
+QUICK_STAGES = list(reference.STAGES)  # in order: the pack comes last
 
 
 @pytest.fixture(scope="module")
@@ -181,9 +202,8 @@ def test_each_stage_runs_in_quick_mode_with_an_existing_python(node_copy, stage)
         state = root / "_build" / "reference" / "state.json"
         state.parent.mkdir(parents=True, exist_ok=True)
         saved = json.loads(state.read_text()) if state.exists() else {}
-        saved[stage] = {"done": [s.name for s in spec.steps
-                                 if s.name.startswith("notebook") and s is not first],
-                        "run_ids": {}}
+        saved.setdefault("stages", {})[stage] = {
+            "done": [s.name for s in spec.steps if s.name.startswith("notebook") and s is not first]}
         state.write_text(json.dumps(saved))
     done = _make_stage(root, data_dir, stage)
     output = done.stdout + done.stderr

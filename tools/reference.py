@@ -53,17 +53,31 @@ MODULE = "gpulesson.experiments."
 _say = functools.partial(print, flush=True)
 
 
+GPU_FIRST = ("--devices", "gpu", "cpu")  # the GPU first: the scarce measurement
+
+
 @dataclass
 class Step:
-    """One thing a stage does: ``argv`` after this Python (``None`` for the pack), whether the
-    command takes ``--run-id`` and ``--devices``, and what it needs installed."""
+    """One thing a stage does: ``argv`` after this Python (``None`` for the pack), what it
+    needs installed, and how it runs.
+
+    ``resumable``: it takes ``--run-id``; steps with the same ``run`` (default: the name)
+    share one run, also across stages, so that one experiment recorded in two steps is one
+    run. ``with_gpu``: arguments added where a GPU is present. ``gpu_only``: skipped, with a
+    note, where none is."""
 
     name: str
     argv: list[str] | None
     needs: tuple[str, ...] = ()
     resumable: bool = False
-    devices: bool = False
+    run: str | None = None
+    with_gpu: tuple[str, ...] = ()
+    gpu_only: bool = False
     quick_option: bool = False  # takes --quick (a recorded notebook refuses LESSON_QUICK alone)
+
+    @property
+    def run_key(self) -> str:
+        return self.run or self.name
 
 
 @dataclass
@@ -79,8 +93,10 @@ NOTEBOOK = (*KERAS, "nbclient", "nbformat", "ipykernel", "jupytext")
 FIGURES = ("matplotlib", "numpy")
 
 
-def _experiment(name: str, *args: str, needs=KERAS, devices=True) -> Step:
-    return Step(name, ["-m", MODULE + name, *args], needs, resumable=True, devices=devices)
+def _experiment(name: str, *args: str, needs=KERAS, with_gpu=GPU_FIRST, step: str | None = None,
+                gpu_only: bool = False) -> Step:
+    return Step(step or name, ["-m", MODULE + name, *args], needs, resumable=True, run=name,
+                with_gpu=with_gpu, gpu_only=gpu_only)
 
 
 def _notebooks(*numbers: str) -> list[Step]:
@@ -92,6 +108,8 @@ REFRESH = [Step("figures", ["tools/reference.py", "--figures"], FIGURES),
            Step("notebooks", ["tools/make_notebooks.py"], ("jupytext", "nbformat"))]
 # Three stages of notebooks, each within the time limit: full size on this lesson's 2-core
 # machine (no GPU) 01-06 took 248 s, 07, 08 and 10 257 s, and 09 248 s (executed/*.ipynb).
+# CPU epochs of the feeding benchmark are capped so that five repeats of every pipeline fit.
+FEEDING_CPU_STEPS = "10"
 NOTEBOOKS_1 = ("01", "03", "04", "05", "06")
 NOTEBOOKS_2 = ("07", "08", "10")
 NOTEBOOKS_3 = ("09",)
@@ -105,11 +123,18 @@ STAGES = {stage.name: stage for stage in (
           ]),
     Stage("small-models", "episode 7's small MLP and its sweep", "about 4 min",
           [_experiment("small_models", needs=(*KERAS, "sklearn"))]),
-    Stage("feeding", "episode 9's input pipelines, at the sizes its instructor notes give",
-          "about 7 min",
-          [_experiment("feeding", "--cpu-max-steps", "40", "--classic-max-steps", "40")]),
+    # Episode 9's pipelines in two stages of one run: the GPU's full epochs with the settings
+    # sweeps, then the CPU's epochs capped (the sweeps run on the CPU only without a GPU).
+    Stage("feeding-gpu", "episode 9's input pipelines and settings on the GPU (none without one)",
+          "about 6 min", [_experiment("feeding", "--devices", "gpu", "--sweep-devices", "gpu",
+                                      with_gpu=(), gpu_only=True, step="feeding on the GPU")]),
+    Stage("feeding-cpu", f"episode 9's input pipelines on the CPU, {FEEDING_CPU_STEPS} steps an "
+          "epoch", "about 6 min",
+          [_experiment("feeding", "--devices", "cpu", "--cpu-max-steps", FEEDING_CPU_STEPS,
+                       "--classic-max-steps", FEEDING_CPU_STEPS, with_gpu=("--sweeps", "none"),
+                       step="feeding on the CPU")]),
     Stage("contention", "episode 5's CPU epochs on a shared node (CPU only: not part of a GPU "
-          "node's run)", "about 4 min", [_experiment("contention", devices=False)]),
+          "node's run)", "about 4 min", [_experiment("contention", with_gpu=())]),
     Stage("notebooks-1", "figures and notebooks refilled, then episodes 1 and 3 to 6 recorded",
           "about 6 min", [*REFRESH, *_notebooks(*NOTEBOOKS_1)]),
     Stage("notebooks-2", "episodes 7, 8 and 10 recorded", "about 6 min", _notebooks(*NOTEBOOKS_2)),
@@ -118,7 +143,8 @@ STAGES = {stage.name: stage for stage in (
           "under 1 min", [*REFRESH, Step("pack", None)]),
 )}
 # What a GPU node records: all but the CPU-only contention experiment.
-GPU_NODE = ("core", "small-models", "feeding", "notebooks-1", "notebooks-2", "notebooks-3", "pack")
+GPU_NODE = ("core", "small-models", "feeding-gpu", "feeding-cpu", "notebooks-1", "notebooks-2",
+            "notebooks-3", "pack")
 
 
 def expand(name: str) -> list[str]:
@@ -171,8 +197,8 @@ def command(step: Step, run_id: str | None, gpu: bool, python: str = sys.executa
     argv = [python, *step.argv]
     if step.resumable and run_id:
         argv += ["--run-id", run_id]
-    if step.devices and gpu:
-        argv += ["--devices", "gpu", "cpu"]  # the GPU first: the scarce measurement
+    if gpu:
+        argv += step.with_gpu
     if step.quick_option and quick_mode():
         argv.append("--quick")
     return argv
@@ -231,9 +257,12 @@ def run_stage(stage: Stage, *, time_limit: float, state_file: Path, fresh: bool 
               gpu: bool | None = None, say=_say) -> None:
     """Run the steps of ``stage`` that it has not finished, within ``time_limit`` seconds."""
     state = load_state(state_file)
+    runs = state.setdefault("runs", {})  # run key -> run id, shared by the stages
     if fresh:
-        state.pop(stage.name, None)
-    mine = state.setdefault(stage.name, {"done": [], "run_ids": {}})
+        state.setdefault("stages", {}).pop(stage.name, None)
+        for step in stage.steps:
+            runs.pop(step.run_key, None)
+    mine = state.setdefault("stages", {}).setdefault(stage.name, {"done": []})
     todo = [step for step in stage.steps if step.name not in mine["done"]]
     if not todo:
         say(f"Stage {stage.name}: already done (all of {', '.join(s.name for s in stage.steps)}); "
@@ -252,10 +281,15 @@ def run_stage(stage: Stage, *, time_limit: float, state_file: Path, fresh: bool 
         log.write(f"--- {datetime.datetime.now(datetime.UTC).isoformat(timespec='seconds')} "
                   f"stage {stage.name}\n")
         for step in todo:
-            if step.resumable and step.name not in mine["run_ids"]:
+            if step.gpu_only and not gpu:
+                say(f"[{stage.name}] {step.name}: skipped, no GPU on this machine")
+                mine["done"].append(step.name)
+                save_state(state_file, state)
+                continue
+            if step.resumable and step.run_key not in runs:
                 from gpulesson.results import new_run_id
 
-                mine["run_ids"][step.name] = new_run_id()
+                runs[step.run_key] = new_run_id()
                 save_state(state_file, state)  # before it runs: a re-run goes on with this run
             began = time.monotonic()
             say(f"[{stage.name}] {step.name} ...")
@@ -264,8 +298,7 @@ def run_stage(stage: Stage, *, time_limit: float, state_file: Path, fresh: bool 
                     pack(say=say)
                     status = 0
                 else:
-                    status = run_step(command(step, mine["run_ids"].get(step.name), gpu),
-                                      deadline, log)
+                    status = run_step(command(step, runs.get(step.run_key), gpu), deadline, log)
             except TimeoutError:
                 raise StageStopped(
                     f"stage {stage.name} reached its time limit of {limit} during {step.name}, "
@@ -323,8 +356,10 @@ def describe() -> str:
     for stage in STAGES.values():
         lines.append(f"  {stage.name:13} {stage.estimate:12} {stage.what}")
         for step in stage.steps:
+            extra = (" (GPU only)" if step.gpu_only else
+                     f" (with a GPU: {' '.join(step.with_gpu)})" if step.with_gpu else "")
             lines.append(f"  {'':13} {'':12} - {step.name}"
-                         + (f": python {' '.join(step.argv)}" if step.argv else ""))
+                         + (f": python {' '.join(step.argv)}" if step.argv else "") + extra)
     lines.append(f"'all' runs: {', '.join(STAGES)}; a GPU node: {', '.join(GPU_NODE)}")
     return "\n".join(lines)
 
