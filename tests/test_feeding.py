@@ -2,6 +2,7 @@
 values, the goals, the figures and the command line, on the CPU at tiny sizes."""
 
 import copy
+import inspect
 import json
 import os
 import subprocess
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
-from gpulesson.experiments import feeding
+from gpulesson.experiments import common, feeding
 from gpulesson.devices import keras_device_name
 from gpulesson.experiments.feeding import measure, page
 from gpulesson.experiments.feeding import pipelines as fp
@@ -22,6 +23,7 @@ from gpulesson.results import NOT_RECORDED, append_record, read_records, validat
 
 FIG = ROOT / "fig" / "09-feeding-the-gpu"
 N, BATCH = 96, 32  # 3 batches an epoch: every code path, in seconds
+REPEATS = common.QUICK_REPEATS  # the rule's least, as in quick mode
 
 
 def _draw_module():
@@ -43,7 +45,7 @@ def measured(tmp_path_factory):
     lines = []
     records = feeding.run_benchmark(
         devices=["cpu"], pipelines=list(fp.PIPELINES), batch_size=BATCH, n_images=N,
-        repeats=1, workers=2, sweeps=feeding.SWEEPS, batch_sizes=(48,), spe_values=(2,),
+        repeats=REPEATS, workers=2, sweeps=feeding.SWEEPS, batch_sizes=(48,), spe_values=(2,),
         precisions=("mixed_bfloat16",), data_dir=tmp_path_factory.mktemp("feeding-data"),
         progress=lines.append)
     return records, lines, before
@@ -65,9 +67,12 @@ def test_every_pipeline_gives_well_formed_records(measured):
         assert r["min_epoch_seconds"] <= r["median_epoch_seconds"] <= r["max_epoch_seconds"]
         assert r["images_per_second"] == pytest.approx(
             r["images_per_epoch"] / r["median_epoch_seconds"])
-        assert r["warmup_epochs"] == 1 and len(r["warmup_seconds"]) == 1 and r["repeats"] == 1
+        assert r["warmup_epochs"] == 1 and len(r["warmup_seconds"]) == 1
+        assert r["repeats"] == REPEATS
         assert not r["partial_epoch"] and r["steps"] == r["full_epoch_steps"]
         assert r["load_average"] is None or len(r["load_average"]) == 3
+        for key in ("load_average_before", "load_average_after"):
+            assert key in r and (r[key] is None or len(r[key]) == 3)
         assert json.loads(json.dumps(r)) == r  # JSON-ready
     train = [r for r in base if r["mode"] == "train"]
     assert {(r["precision"], r["jit_compile"], r["steps_per_execution"]) for r in train} == {
@@ -208,14 +213,32 @@ def test_a_partial_epoch_is_timed_and_recorded_as_such(tmp_path):
     assert len(record["epoch_seconds"]) == 2
 
 
-def test_timed_epochs_stop_at_the_time_budget():
-    budget = measure._Budget(warmup=1, repeats=5, max_seconds=1.0)
-    budget.seconds += [9.0]
+def test_a_slow_epoch_never_cuts_the_repeats():
+    """The rule: a warm-up and every timed epoch asked for, however long they take (a 40-step
+    CPU epoch used to stop a condition after one timed epoch)."""
+    budget = measure._Budget(warmup=1, repeats=common.REPEATS)
+    budget.seconds += [900.0]
     assert not budget.done()  # the warm-up does not count
-    budget.seconds += [0.6]
-    assert not budget.done()
-    budget.seconds += [0.6]
-    assert budget.done() and budget.timed == [0.6, 0.6]
+    for _ in range(common.REPEATS - 1):
+        budget.seconds += [600.0]
+        assert not budget.done()
+    budget.seconds += [600.0]
+    assert budget.done() and budget.timed == [600.0] * common.REPEATS
+    assert "max_seconds" not in inspect.signature(feeding.run_benchmark).parameters
+
+
+def test_every_record_follows_the_measurement_rule(measured):
+    records, _, _ = measured
+    for r in records:
+        summary = r[common.SUMMARY_KEY]
+        assert summary["n"] == r["repeats"] == len(r["epoch_seconds"]) >= REPEATS
+        assert summary["samples"] == r["epoch_seconds"]
+        assert summary["warmup"] == r["warmup_seconds"] and len(summary["warmup"]) == common.WARMUP
+        assert summary["min"] <= summary["median"] <= summary["max"]
+        assert rec.epoch_summary(r) == summary
+        rate = rec.rate_summary(r)
+        assert rate["median"] == pytest.approx(r["images_per_second"])
+        assert rate["min"] == pytest.approx(r["images_per_second_low"])
 
 
 @pytest.mark.parametrize("call, message", [
@@ -239,17 +262,30 @@ def test_bad_input_gives_a_clear_error(call, message):
 
 # --- the page's numbers and the goals ---------------------------------------------------------------
 
+def _with_rates(record, rate, spread=0.05, n=common.REPEATS):
+    """``record`` with made-up timed epochs whose rates lie within ``spread`` of ``rate``."""
+    images = record["images_per_epoch"]
+    factors = [1 + spread * (2 * i / (n - 1) - 1) for i in range(n)] if n > 1 else [1.0]
+    seconds = [images / (rate * f) for f in factors]
+    summary = common.summarise(seconds, [2 * seconds[0]])
+    record.update(epoch_seconds=seconds, warmup_seconds=summary["warmup"], repeats=n,
+                  median_epoch_seconds=summary["median"], min_epoch_seconds=summary["min"],
+                  max_epoch_seconds=summary["max"], images_per_second=images / summary["median"],
+                  images_per_second_low=images / summary["max"],
+                  images_per_second_high=images / summary["min"],
+                  full_epoch_seconds=record["n_images"] * summary["median"] / images,
+                  **{common.SUMMARY_KEY: summary})
+    return record
+
+
 def _as_gpu(records, rates):
     """Made-up GPU copies of CPU records (tests only: never committed)."""
     made = []
     for r in records:
         g = copy.deepcopy(r)
-        g.update(device_kind="gpu", keras_device="gpu:0", device="Made-up GPU 80GB")
-        rate = rates.get(r["pipeline"], 1000.0)
-        g.update(images_per_second=rate, images_per_second_low=0.9 * rate,
-                 images_per_second_high=1.1 * rate, n_images=50_000,
-                 full_epoch_seconds=50_000 / rate, other_programs_cpu_share=0.0)
-        made.append(g)
+        g.update(device_kind="gpu", keras_device="gpu:0", device="Made-up GPU 80GB",
+                 n_images=50_000, images_per_epoch=50_000, other_programs_cpu_share=0.0)
+        made.append(_with_rates(g, rates.get(r["pipeline"], 1000.0)))
     return made
 
 
@@ -305,10 +341,10 @@ def test_the_goals_are_checked_on_gpu_records(measured, tmp_path):
     path = _write(tmp_path / "both.jsonl", base + good)
     values = feeding.substitutions(path)
     assert values["ref_feed_gpu"] == "Made-up GPU 80GB"
-    assert "| GPU: Made-up GPU 80GB |" in values["ref_feed_table"].splitlines()[0]
-    assert "| 100,000 (100,000) |" in values["ref_feed_table"]
+    assert "| GPU: Made-up GPU 80GB, training |" in values["ref_feed_table"].splitlines()[0]
+    assert "| 100,000 (range 95,000–105,000, 5 repeats) |" in values["ref_feed_table"]
     findings = values["ref_feed_findings"]
-    assert "**95%**" in findings and "48 times slower" in findings
+    assert "**95%**" in findings and "trained 48× slower than" in findings
     assert "met" in findings and "not met" not in findings
     assert page.NO_GPU_RUN not in findings + values["ref_feed_table"]
 
@@ -365,9 +401,9 @@ def test_the_figures_draw_made_up_gpu_records(measured, tmp_path):
     assert "Made-up GPU 80GB" in pipelines and "synthetic stand-in" in pipelines
     assert f"GPU: {NOT_RECORDED}" not in pipelines
     assert "not recorded yet" not in written[1].read_text()
-    # without GPU records the figures say so
+    # without GPU records the figures draw and name no GPU
     cpu_only = _draw_module().draw(tmp_path / "cpu", _write(tmp_path / "cpu.jsonl", base))
-    assert f"GPU: {NOT_RECORDED}" in cpu_only[0].read_text()
+    assert "GPU" not in cpu_only[0].read_text() and "GPU" not in cpu_only[1].read_text()
     with pytest.raises(SystemExit, match=r"python -m gpulesson\.experiments\.feeding"):
         _draw_module().draw(tmp_path / "none", tmp_path / "missing.jsonl")
 
@@ -408,6 +444,10 @@ def test_the_command_refuses_the_gpu_without_one(tmp_path, capsys):
     (["--spe", "0"], "--spe must all be at least 1"),
     (["--devices", "tpu"], "invalid choice: 'tpu'"),
     (["--repeats", "x"], "invalid int value"),
+    (["--repeats", "1"], "--repeats must be at least"),
+    (["--quick", "--repeats", "1"], f"--repeats must be at least {common.QUICK_REPEATS}"),
+    (["--warmup", "0"], "--warmup must be at least 1"),
+    (["--max-seconds", "30"], "unrecognized arguments: --max-seconds"),
 ])
 @pytest.mark.bad_input("bad argument")
 def test_bad_arguments_get_clear_errors(tmp_path, capsys, args, message):
@@ -490,7 +530,7 @@ def test_keras_workers_still_carry_batches_over_on_jax():
 
 # --- going on with an interrupted run -----------------------------------------------------------
 
-_TINY = ["--devices", "cpu", "--n-images", str(N), "--batch-size", str(BATCH), "--repeats", "1",
+_TINY = ["--quick", "--devices", "cpu", "--n-images", str(N), "--batch-size", str(BATCH),
          "--pipelines", "ram", "device", "--sweeps", "spe", "--spe", "2"]  # 5 conditions
 
 
@@ -538,7 +578,7 @@ def test_a_run_that_goes_on_records_only_the_conditions_it_lacks(tmp_path, monke
 
 @pytest.mark.bad_input("bad argument")
 def test_a_run_goes_on_only_with_the_sizes_it_had(tmp_path, capsys):
-    budget = measure._Budget(warmup=1, repeats=1, max_seconds=1.0)
+    budget = measure._Budget(warmup=1, repeats=1)
     budget.seconds += [2.0, 1.0]
     run_id = "earlier"
     out = _write(tmp_path / "f.jsonl", [rec.measurement_record(
@@ -546,8 +586,107 @@ def test_a_run_goes_on_only_with_the_sizes_it_had(tmp_path, capsys):
         steps=3, full_steps=3, n_images=N, precision="float32", jit_compile=True,
         steps_per_execution=1, group="pipelines", extra={})])
     before = out.read_text()
-    assert feeding_main([*_TINY[:2], "--n-images", str(2 * N), "--run-id", run_id,
+    assert feeding_main([*_TINY[:3], "--n-images", str(2 * N), "--run-id", run_id,
                          "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert f"run {run_id} was recorded with n_images {N}, not {2 * N}" in err
     assert out.read_text() == before
+
+
+# --- the rule's words on the page and in the figures ----------------------------------------------
+
+COMMITTED = ROOT / "results" / "feeding.jsonl"
+
+
+def test_the_committed_records_made_before_the_rule_still_give_the_page_its_values():
+    """One timed epoch per training condition: medians with "1 repeat", and no ranking, where
+    the page once ranked device-resident data (607 images/s) and RAM (572) below the HDF5
+    generator (823), and called XLA off (1,472) faster than on (823)."""
+    records = feeding.reference_run(COMMITTED)
+    assert records and all(common.SUMMARY_KEY not in r for r in records)  # made before the rule
+    values = feeding.substitutions(COMMITTED)
+    text = values["ref_feed_table"] + values["ref_feed_findings"] + values["ref_feed_reading"]
+    if all(rec.epoch_summary(r)["n"] == 1 for r in records if r["mode"] == "train"):
+        assert "1 repeat, no range" in values["ref_feed_table"]
+        for word in ("faster", "slower", "×", "made the model wait", "set the pace"):
+            assert word not in text, word
+        fastest = page.fastest_text(records, "cpu")
+        assert common.NO_DIFFERENCE in fastest
+        assert all(f"`{p}`" in fastest for p in ("lesson", "ram", "device"))
+        assert "XLA off " in values["ref_feed_findings"]
+        assert common.NO_DIFFERENCE in values["ref_feed_findings"]
+
+
+def _pair(tmp_path, lesson_rate, ram_rate, *, n=common.REPEATS, spread=0.1):
+    """Two made-up CPU training records of one run, with rates around the given ones."""
+    budget = measure._Budget(warmup=1, repeats=1)
+    budget.seconds += [2.0, 1.0]
+    made = []
+    for pipeline, rate in (("lesson", lesson_rate), ("ram", ram_rate)):
+        r = rec.measurement_record(
+            budget, run_id="made-up", device="cpu", pipeline=pipeline, mode="train",
+            batch_size=BATCH, steps=3, full_steps=3, n_images=N, precision="float32",
+            jit_compile=True, steps_per_execution=1, group="pipelines", extra={})
+        made.append(_with_rates(r, rate, spread, n))
+    return made
+
+
+@pytest.mark.parametrize("lesson, ram, n, expected", [
+    (1000.0, 1050.0, 5, "overlap"),  # ranges of ±10 % overlap
+    (1000.0, 3000.0, 1, "once"),  # far apart, but one epoch each: no range
+    (1000.0, 3000.0, 5, "apart"),
+])
+def test_the_page_ranks_pipelines_only_where_their_ranges_are_apart(tmp_path, lesson, ram, n,
+                                                                     expected):
+    records = _pair(tmp_path, lesson, ram, n=n)
+    fastest = page.fastest_text(records, "cpu")
+    clause = page.versus("`ram`", rec.rate_summary(records[1]), "`lesson`",
+                         rec.rate_summary(records[0]))
+    if expected == "apart":
+        assert fastest == "`ram`" and rec.fastest(records, "cpu") == ["ram"]
+        assert clause == "`ram` trained 3× faster than `lesson`"
+    else:
+        assert fastest == f"`ram` and `lesson` ({common.NO_DIFFERENCE})"
+        assert common.NO_DIFFERENCE in clause and "faster" not in clause
+        assert ("ranges overlap" in clause) == (expected == "overlap")
+        assert ("timed once" in clause) == (expected == "once")
+    # the choice of the sweeps' pipeline is the highest median either way
+    assert feeding.best_pipeline(records, "cpu") == "ram"
+
+
+def test_the_loader_is_said_to_keep_ahead_only_where_the_rule_can_tell(measured):
+    records, _, _ = measured
+    train = copy.deepcopy(feeding.find(records, "cpu", "lesson"))
+    loader = copy.deepcopy(feeding.find(records, "cpu", "lesson", "loader"))
+    assert page.loader_verdict(_with_rates(train, 100.0), _with_rates(loader, 1000.0)) == "ahead"
+    assert page.loader_verdict(_with_rates(train, 100.0), _with_rates(loader, 110.0)) == "waiting"
+    assert page.loader_verdict(_with_rates(train, 100.0), _with_rates(loader, 150.0)) == "unclear"
+    assert page.loader_verdict(_with_rates(train, 100.0, n=1),
+                               _with_rates(loader, 1000.0)) == "unclear"
+
+
+def test_alt_texts_name_what_is_drawn(measured, tmp_path):
+    records, _, _ = measured
+    cpu_alt = feeding.alt_texts(records)
+    assert all("GPU" not in text for text in cpu_alt), cpu_alt
+    assert "the CPU (" in cpu_alt[0] and "one panel for the CPU" in cpu_alt[0]
+    for pipeline in fp.PIPELINES:
+        assert pipeline in cpu_alt[0]
+    assert f"{REPEATS} for training" in cpu_alt[0]
+    assert "Precision: float32" in cpu_alt[1] and "(base)" in cpu_alt[1]
+    gpu = _as_gpu([r for r in records if r["group"] == "pipelines"], {"device": 100_000.0})
+    both = feeding.alt_texts(records + gpu)
+    assert "the CPU (" in both[0] and "the GPU (Made-up GPU 80GB)" in both[0]
+    assert "GPU training medians: from 1,000 images/s" in both[0]
+    assert "to 100,000 images/s (device); fastest by the lesson's rule: device." in both[0]
+    # the settings were varied on the CPU only: their figure draws and names no GPU
+    assert "on the CPU (" in both[1] and "GPU" not in both[1]
+    path = _write(tmp_path / "both.jsonl", records + gpu)
+    values = feeding.substitutions(path)
+    assert (values["ref_feed_fig_pipelines_alt"], values["ref_feed_fig_settings_alt"]) == both
+
+
+def test_the_episode_takes_its_alt_texts_from_the_page():
+    episode = (ROOT / "_episodes" / "09-feeding-the-gpu.md").read_text(encoding="utf-8")
+    for key in page.ALT_KEYS:
+        assert f":alt: {{{{ {key} }}}}" in episode, key

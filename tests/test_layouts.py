@@ -8,6 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
+from gpulesson.experiments import common
 from gpulesson.experiments import layouts as lay
 from gpulesson.settings import LABELS
 from gpulesson.synthetic import make_synthetic
@@ -28,6 +29,7 @@ ROW_KEYS = {
     "layout", "description", "chunks", "compression", "compression_opts", "file_bytes", "file_mb",
     "write_seconds", "read_seconds_median", "read_seconds_min", "read_seconds_max",
     "images_per_second", "batch_size", "n_images", "order", "repeats", "path",
+    "read_seconds", "read_warmup_seconds", "summary", "warmup",
 }
 
 
@@ -160,7 +162,7 @@ def test_shuffled_order_is_seeded_and_keeps_contiguous_batches():
 def test_compare_layouts_rows_table_and_figure(tmp_path, data):
     x, y = data
     directory = tmp_path / "layouts"
-    rows = lay.compare_layouts(x, y, directory, repeats=3, progress=False)
+    rows = lay.compare_layouts(x, y, directory, progress=False)
     print("\n" + lay.layout_table(rows))
     assert [r["layout"] for r in rows] == list(lay.LAYOUTS)
     assert list(directory.iterdir()) == []  # files deleted, no temporary files left
@@ -173,6 +175,11 @@ def test_compare_layouts_rows_table_and_figure(tmp_path, data):
         assert row["write_seconds"] > 0
         assert 0 < row["read_seconds_min"] <= row["read_seconds_median"] <= row["read_seconds_max"]
         assert row["images_per_second"] == pytest.approx(N / row["read_seconds_median"])
+        # the rule: one recorded warm-up pass, then REPEATS timed ones, all kept
+        assert row["repeats"] == common.REPEATS == len(row["read_seconds"])
+        assert row["warmup"] == common.WARMUP == len(row["read_warmup_seconds"])
+        assert row["summary"]["samples"] == row["read_seconds"]
+        assert row["summary"]["median"] == row["read_seconds_median"]
         assert row["compression"] == EXPECTED[row["layout"]][1] and row["path"] is None
     by_name = {r["layout"]: r for r in rows}
     assert by_name["contiguous"]["chunks"] is None
@@ -185,9 +192,9 @@ def test_compare_layouts_rows_table_and_figure(tmp_path, data):
     assert all(name in table for name in lay.LAYOUTS)
     assert "fastest" in table and "slower" in table and "(256, 32, 32, 3)" in table
     lines = table.splitlines()
-    assert len(lines) == 2 + len(rows)
+    assert len(lines) == 3 + len(rows) and "warm-up" in lines[-1]
     end = lines[0].index("file MB") + len("file MB")  # numbers are right-aligned under it
-    for line, row in zip(lines[2:], rows):
+    for line, row in zip(lines[2:-1], rows):
         value = f"{row['file_mb']:.1f}"
         assert line[end - len(value) - 1 : end] == " " + value
 
@@ -199,6 +206,28 @@ def test_compare_layouts_rows_table_and_figure(tmp_path, data):
     assert [t.get_text() for t in size_ax.get_yticklabels()] == list(lay.LAYOUTS)
     assert len(size_ax.texts) == len(speed_ax.texts) == len(rows)
     assert all(t.get_text().endswith("MB") for t in size_ax.texts)
+
+
+def _row(layout, seconds):
+    summary = common.summarise(seconds, [seconds[0]])
+    return {"layout": layout, "chunks": None, "compression": None, "file_mb": 1.0,
+            "n_images": 1000, "repeats": len(seconds), "warmup": 1, "summary": summary,
+            "read_seconds_median": summary["median"], "read_seconds_min": summary["min"],
+            "read_seconds_max": summary["max"], "images_per_second": 1000 / summary["median"],
+            "batch_size": 10, "order": "shuffled"}
+
+
+def test_the_table_says_slower_only_where_the_ranges_are_apart():
+    """Episode 9's table once called lzf "2.0× slower" than the fastest layout while the next
+    cell timed it faster: its words now come from the rule's comparison."""
+    apart = [_row("contiguous", [1.0, 1.1, 1.05]), _row("batch chunks + lzf", [2.0, 2.1, 2.2])]
+    assert lay.versus_fastest(apart) == ["fastest", "2× slower"]
+    overlapping = [_row("contiguous", [1.0, 1.3, 1.1]), _row("batch chunks + lzf", [1.2, 1.4, 1.25])]
+    assert lay.versus_fastest(overlapping) == ["highest median", common.NO_DIFFERENCE]
+    once = [_row("contiguous", [1.0]), _row("batch chunks + lzf", [2.0])]
+    assert lay.versus_fastest(once) == ["highest median", common.NO_DIFFERENCE]
+    table = lay.layout_table(overlapping)
+    assert "slower" not in table and common.NO_DIFFERENCE in table and "1.20" not in table
 
 
 def test_compare_layouts_can_keep_the_files(tmp_path, data):

@@ -15,6 +15,11 @@ all of them and throws most of the bytes away, and the default chunk cache (1 Mi
 is far too small to keep them for the next batch. The effect grows with N: h5py guesses
 fewer rows per chunk for small data, so a quick run shows less of it than the full data set.
 
+Timing follows the lesson's measurement rule (:mod:`gpulesson.experiments.common`): one
+recorded warm-up pass per layout, then :data:`~gpulesson.experiments.common.REPEATS` timed
+passes, every sample kept with their summary; the table's and the figure's words ("2.0× slower",
+"no measurable difference") come from :func:`~gpulesson.experiments.common.compare`.
+
 No TensorFlow/Keras here: h5py, numpy and (for the figure) matplotlib only.
 """
 
@@ -28,6 +33,17 @@ from pathlib import Path
 import numpy as np
 
 from gpulesson.compare_plots import _STYLES, _subplots, _title
+from gpulesson.experiments.common import (
+    REPEATS,
+    SPREAD_NOTE,
+    SUMMARY_KEY,
+    WARMUP,
+    as_rate,
+    compare,
+    draw_spread,
+    rank,
+    summarise,
+)
 from gpulesson.hdf5 import IMAGE_SHAPE, atomic_hdf5
 
 CHUNK_ROWS = 256  # the lesson's training batch size, and so its chunk height
@@ -152,14 +168,17 @@ def _chunks(dataset):
     return None if dataset.chunks is None else [int(c) for c in dataset.chunks]
 
 
-def compare_layouts(x, y, directory, *, batch_size: int = CHUNK_ROWS, layouts=None, repeats: int = 3,
-                    order: str = "shuffled", chunk_rows: int | None = None, keep: bool = False,
+def compare_layouts(x, y, directory, *, batch_size: int = CHUNK_ROWS, layouts=None,
+                    repeats: int = REPEATS, warmup: int = WARMUP, order: str = "shuffled",
+                    chunk_rows: int | None = None, keep: bool = False,
                     progress: bool = True) -> list[dict]:
     """Write ``x, y`` in every layout and time reading them; one JSON-ready dict per layout.
 
     Each row gives the chunk shape h5py really used, the file size, the write time and the
-    read time of one pass in ``batch_size`` batches: median, min and max of ``repeats``
-    passes, and images/s from the median. Files go to ``directory`` (:func:`layout_path`) and
+    read time of one pass in ``batch_size`` batches: ``warmup`` passes first, recorded apart
+    (``read_warmup_seconds``), then ``repeats`` timed passes (``read_seconds``, all kept), their
+    summary (``summary``: median, min, max) and images/s from the median. Files go to
+    ``directory`` (:func:`layout_path`) and
     are deleted afterwards unless ``keep``. Batch chunks hold ``chunk_rows`` rows (default:
     ``batch_size``).
 
@@ -177,6 +196,8 @@ def compare_layouts(x, y, directory, *, batch_size: int = CHUNK_ROWS, layouts=No
         _check_layout(layout)
     if int(repeats) != repeats or repeats < 1:
         raise ValueError(f"repeats must be a whole number >= 1, not {repeats!r}")
+    if int(warmup) != warmup or warmup < 0:
+        raise ValueError(f"warmup must be a whole number >= 0, not {warmup!r}")
     batch_slices(0, batch_size, order=order)  # check batch_size and order before any work
     chunk_rows = batch_size if chunk_rows is None else chunk_rows
     rows = []
@@ -192,11 +213,13 @@ def compare_layouts(x, y, directory, *, batch_size: int = CHUNK_ROWS, layouts=No
                 n_images = len(dataset)
             size = path.stat().st_size
             times = []
-            for repeat in range(int(repeats)):  # the same batch orders for every layout
+            # the same batch orders for every layout; the warm-up passes come first
+            for repeat in range(int(warmup) + int(repeats)):
                 seconds, count = read_batches(path, batch_size, order=order, seed=repeat)
                 if count != n_images:
                     raise RuntimeError(f"{path}: read {count} images of {n_images}")
                 times.append(seconds)
+            warm, times = times[:int(warmup)], times[int(warmup):]
         finally:
             if not keep:
                 path.unlink(missing_ok=True)
@@ -213,11 +236,15 @@ def compare_layouts(x, y, directory, *, batch_size: int = CHUNK_ROWS, layouts=No
             "read_seconds_median": median,
             "read_seconds_min": min(times),
             "read_seconds_max": max(times),
+            "read_seconds": times,
+            "read_warmup_seconds": warm,
+            SUMMARY_KEY: summarise(times, warm),
             "images_per_second": n_images / median if median > 0 else None,
             "batch_size": int(batch_size),
             "n_images": int(n_images),
             "order": order,
             "repeats": int(repeats),
+            "warmup": int(warmup),
             "path": str(path) if keep else None,
         })
     return rows
@@ -234,15 +261,38 @@ def _compression_text(row) -> str:
     return row["compression"] if level is None else f"{row['compression']} {level}"
 
 
-def _fastest(rows) -> float:
-    return max((r.get("images_per_second") or 0.0) for r in rows)
+def read_rate(row) -> dict | None:
+    """A row's read throughput (images/s) as a summary of its timed passes; for a row without
+    its samples, one built from its median, min and max (``repeats`` passes)."""
+    summary = row.get(SUMMARY_KEY)
+    if not summary:
+        if not row.get("read_seconds_median"):
+            return None
+        summary = {"unit": "s", "n": int(row.get("repeats") or 1),
+                   "median": row["read_seconds_median"], "min": row["read_seconds_min"],
+                   "max": row["read_seconds_max"], "samples": [], "warmup": []}
+    return as_rate(summary, row["n_images"])
 
 
-def _slower_text(rate, fastest) -> str:
-    if not rate or not fastest:
-        return ""
-    ratio = fastest / rate
-    return "fastest" if ratio < 1.05 else f"{ratio:.1f}× slower"
+def versus_fastest(rows) -> list[str]:
+    """Each row's read speed against the row with the highest median, in the rule's words
+    (:func:`~gpulesson.experiments.common.compare`): "fastest" (alone in first place),
+    "highest median" (first place shared), "2.0× slower", "no measurable difference"."""
+    rates = {i: read_rate(r) for i, r in enumerate(rows)}
+    timed = {i: s for i, s in rates.items() if s}
+    if not timed:
+        return [""] * len(rows)
+    first = rank(timed, higher_is_better=True)[0]
+    best = max(timed, key=lambda i: timed[i]["median"])
+    words = []
+    for i in range(len(rows)):
+        if i not in timed:
+            words.append("")
+        elif i == best:
+            words.append("fastest" if len(first) == 1 else "highest median")
+        else:
+            words.append(compare(timed[i], timed[best], higher_is_better=True).sentence)
+    return words
 
 
 def layout_table(rows) -> str:
@@ -250,8 +300,9 @@ def layout_table(rows) -> str:
     rows = list(rows)
     if not rows:
         raise ValueError("layout_table needs at least one row")
-    fastest = _fastest(rows)
-    header = ("layout", "chunk shape", "compression", "file MB", "read images/s", "vs fastest")
+    words = versus_fastest(rows)
+    header = ("layout", "chunk shape", "compression", "file MB", "read images/s",
+              "range images/s", "vs fastest")
     body = [
         (
             str(r["layout"]),
@@ -259,18 +310,30 @@ def layout_table(rows) -> str:
             _compression_text(r),
             f"{r['file_mb']:.1f}",
             f"{r['images_per_second']:,.0f}" if r.get("images_per_second") else "n/a",
-            _slower_text(r.get("images_per_second"), fastest),
+            _range_text(read_rate(r)),
+            word,
         )
-        for r in rows
+        for r, word in zip(rows, words, strict=True)
     ]
     widths = [max(len(line[i]) for line in (header, *body)) for i in range(len(header))]
-    right = {3, 4}  # numbers are right-aligned
+    right = {3, 4, 5}  # numbers are right-aligned
 
     def line(cells):
         return "  ".join(c.rjust(w) if i in right else c.ljust(w)
                          for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
 
-    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, body)])
+    first = rows[0]
+    note = (f"median of {first.get('repeats')} timed reads after {first.get('warmup', 0)} "
+            "warm-up; ranges that overlap are no measurable difference")
+    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, body), note])
+
+
+def _range_text(rate) -> str:
+    if not rate:
+        return "n/a"
+    if rate["n"] < 2:
+        return "1 repeat"
+    return f"{rate['min']:,.0f}–{rate['max']:,.0f}"
 
 
 def _short_number(value, _position=None) -> str:
@@ -291,14 +354,14 @@ def layout_bars(rows, *, label):
     rows = list(rows)
     if not rows:
         raise ValueError("layout_bars needs at least one row")
-    fastest = _fastest(rows)
+    words = versus_fastest(rows)
     positions = np.arange(len(rows))
     fig, axes = _subplots(1, 2, figsize=(12, 1.0 + 0.6 * len(rows) + 1.2), sharey=True)
     panels = (
         (axes[0], "file_mb", "file size (MB)", lambda r: f"{r['file_mb']:.3g} MB"),
         (axes[1], "images_per_second", "read throughput (images/s, higher is faster)",
          lambda r: ", ".join(filter(None, (f"{r['images_per_second'] or 0:,.0f} images/s",
-                                           _slower_text(r["images_per_second"], fastest))))),
+                                           words[rows.index(r)])))),
     )
     for ax, key, xlabel, text in panels:
         bars = ax.barh(positions, [r.get(key) or 0.0 for r in rows], edgecolor="black")
@@ -308,6 +371,9 @@ def layout_bars(rows, *, label):
             bar.set_hatch(style["hatch"])
             ax.annotate(text(row), (bar.get_width(), bar.get_y() + bar.get_height() / 2), xytext=(3, 0),
                         textcoords="offset points", ha="left", va="center", fontsize=8)
+        if key == "images_per_second":
+            draw_spread(ax, list(positions), [read_rate(r) for r in rows], horizontal=True)
+            xlabel += f"\n{SPREAD_NOTE}"
         ax.set_xlabel(xlabel)
         ax.xaxis.set_major_formatter(_short_number)  # 1.5M, not an "1e6" offset
         ax.xaxis.set_major_locator(MaxNLocator(5, steps=[1, 2, 5, 10]))
@@ -318,8 +384,8 @@ def layout_bars(rows, *, label):
     axes[0].invert_yaxis()  # first layout on top (the axes share y)
     first = rows[0]
     detail = (f"batch size {first.get('batch_size')}, {first.get('n_images', 0):,} images, "
-              f"{first.get('order')} batch order; median of {first.get('repeats')} reads, "
-              "file in the page cache")
+              f"{first.get('order')} batch order; median of {first.get('repeats')} reads after "
+              f"{first.get('warmup', 0)} warm-up, file in the page cache")
     _title(fig, "HDF5 layout: file size and batch read speed", label, detail)
     fig.tight_layout()
     return fig

@@ -7,7 +7,11 @@ classic tutorial generator (the instructive mistake), the lesson's generator on 
 and compressed batch-chunked files, with and without Keras worker processes (TensorFlow
 backend only), the whole data set in RAM, and the data already on the device. On the best of
 them it then varies one setting at a time (:data:`SWEEPS`): mixed precision, XLA compilation
-(``jit_compile``) off, ``steps_per_execution`` and the batch size.
+(``jit_compile``) off, ``steps_per_execution`` and the batch size. Every condition follows the
+lesson's measurement rule (:mod:`gpulesson.experiments.common`): a recorded warm-up epoch and
+at least :data:`~gpulesson.experiments.common.REPEATS` timed ones, every epoch and their
+summary kept, medians and ranges on the page, comparison words from
+:func:`~gpulesson.experiments.common.compare`.
 
 Its parts, in the order of an experiment:
 
@@ -23,7 +27,7 @@ Importing the package imports no deep-learning framework (the page's values are 
 the site builds); the pipelines and the measurements import Keras when used.
 """
 
-from gpulesson.experiments.feeding.figures import figures
+from gpulesson.experiments.feeding.figures import alt_texts, figures
 from gpulesson.experiments.feeding.measure import (
     BATCH_SIZE,
     PRECISIONS,
@@ -44,16 +48,41 @@ from gpulesson.experiments.feeding.records import (
     RESULTS_FILE,
     best_pipeline,
     delivered_wrong_data,
+    epoch_summary,
+    fastest,
     find,
+    rate_summary,
     reference_run,
     targets,
 )
 from gpulesson.results import NOT_RECORDED
 
 __all__ = [
-    "BATCH_SIZE", "EXPERIMENT", "NOT_RECORDED", "N_IMAGES", "PIPELINES", "PRECISIONS",
-    "QUICK_N_IMAGES", "RESULTS_FILE", "SWEEPS", "best_pipeline", "build_model",
-    "check_precision", "delivered_wrong_data", "describe", "figures", "find",
-    "precision_policy", "reference_run", "run_benchmark", "substitutions", "targets",
-    "time_loader", "time_training",
+    "BATCH_SIZE",
+    "EXPERIMENT",
+    "NOT_RECORDED",
+    "N_IMAGES",
+    "PIPELINES",
+    "PRECISIONS",
+    "QUICK_N_IMAGES",
+    "RESULTS_FILE",
+    "SWEEPS",
+    "alt_texts",
+    "best_pipeline",
+    "build_model",
+    "check_precision",
+    "delivered_wrong_data",
+    "describe",
+    "epoch_summary",
+    "fastest",
+    "figures",
+    "find",
+    "precision_policy",
+    "rate_summary",
+    "reference_run",
+    "run_benchmark",
+    "substitutions",
+    "targets",
+    "time_loader",
+    "time_training",
 ]

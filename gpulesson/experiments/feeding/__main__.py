@@ -3,18 +3,36 @@
 The benchmark's command line: it measures, appends the records, prints the table.
 
     python -m gpulesson.experiments.feeding                        # CPU, then GPU if one is visible
-    python -m gpulesson.experiments.feeding --devices gpu cpu --cpu-max-steps 40 --classic-max-steps 40
     python -m gpulesson.experiments.feeding --quick --out my-feeding.jsonl
 
-Each record is appended to ``--out`` as soon as it is measured (one ``run_id`` for the whole
-command), and the table printed at the end is the whole run as the file has it. ``--run-id``
-goes on with an earlier run, measuring only the conditions it lacks (see
-:func:`gpulesson.experiments.feeding.records.condition`).
+Every condition follows the lesson's measurement rule (:mod:`gpulesson.experiments.common`): a
+recorded warm-up epoch and 5 timed epochs (2 with ``--quick``); ``--repeats`` and ``--warmup``
+cannot go below that, and no time budget cuts a condition short. A device too slow for whole
+epochs times only the first N batches of each (``--cpu-max-steps``, ``--classic-max-steps``).
 
-The default pipelines are those that deliver every batch once on the Keras backend in use: the
-``*-workers`` pipelines (Keras worker processes) run with TensorFlow only, since with JAX and
-PyTorch Keras hands out batches of earlier epochs (episode 9, "Workers, prefetching and
-caching").
+The reference is recorded in bounded stages that share one run id (``--run-id``):
+
+    # on a GPU node: every pipeline and the sweeps on the GPU, whole epochs
+    python -m gpulesson.experiments.feeding --devices gpu --sweep-devices gpu
+    # then the CPU's pipelines, 12 batches an epoch, no sweeps
+    python -m gpulesson.experiments.feeding --devices cpu --sweeps none \
+        --cpu-max-steps 12 --classic-max-steps 12 --run-id RUN
+    # on a machine without a GPU: the CPU's pipelines and its sweeps
+    python -m gpulesson.experiments.feeding --devices cpu --cpu-max-steps 12 --classic-max-steps 12
+
+12 batches an epoch (:data:`~gpulesson.experiments.feeding.measure.REFERENCE_CPU_STEPS`) is
+chosen so that the CPU stage without sweeps (8 pipelines, training and loader alone, a warm-up
+and 5 timed epochs each, 50,000 images) takes at most about 7 minutes on an idle 2-core
+machine. That is an extrapolation, not a measurement of the whole stage: the committed run
+20261123T025717Z-e5fe6a (TensorFlow, 12 steps, 3 timed epochs, other programs under 7 % of the
+CPU) spent about 58 s on the warm-ups of the 8 trainings, 45 s on one timed epoch of all 8 and
+about 6 s on one epoch of all 8 loaders alone, so 5 timed epochs come to about 6 minutes with
+writing the data files. On a busy machine it takes several times longer: a probe of two
+pipelines at 20 steps, sharing the 2 cores with another training (load average about 4, other
+programs 58 to 76 % of the CPU), took 30 to 50 s per training epoch of the lesson's pipeline
+and 52 to 124 s of the classic one. The CPU's sweeps at 12 steps add about 10 minutes
+(extrapolated from the same run's sweeps), most of it the batch sizes 1,024 and 2,048, whose
+steps hold 4 and 8 times the images.
 """
 
 from __future__ import annotations
@@ -31,15 +49,16 @@ from gpulesson.experiments.cli import (
     default_devices,
     say_appended,
 )
+from gpulesson.experiments.common import repeats_for
 from gpulesson.experiments.feeding.measure import (
     BATCH_SIZE,
     BATCH_SIZES,
-    MAX_SECONDS,
     QUICK_BATCH_SIZE,
     QUICK_BATCH_SIZES,
     QUICK_N_IMAGES,
     QUICK_REPEATS,
     QUICK_SPE_VALUES,
+    REFERENCE_CPU_STEPS,
     REPEATS,
     SPE_VALUES,
     SWEEPS,
@@ -60,8 +79,14 @@ from gpulesson.experiments.feeding.records import (
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m gpulesson.experiments.feeding",
-                                     description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m gpulesson.experiments.feeding", description=__doc__.splitlines()[0],
+        epilog=f"Every condition: {WARMUP} recorded warm-up epoch and at least {REPEATS} timed "
+               f"ones ({QUICK_REPEATS} with --quick). The reference's CPU part times "
+               f"{REFERENCE_CPU_STEPS} batches an epoch (--cpu-max-steps {REFERENCE_CPU_STEPS} "
+               f"--classic-max-steps {REFERENCE_CPU_STEPS}): about 6 minutes without sweeps on "
+               "an idle 2-core machine (an extrapolation from a recorded run), several times "
+               "longer on a busy one; the CPU's sweeps add about 10 minutes.")
     parser.add_argument("--devices", nargs="+", choices=sorted(DEVICES), default=None,
                         help="devices to measure, in this order (default: cpu, then gpu if "
                              "visible)")
@@ -75,18 +100,19 @@ def _parser() -> argparse.ArgumentParser:
                         help=f"training images (default {N_IMAGES:,}; --quick: "
                              f"{QUICK_N_IMAGES:,})")
     parser.add_argument("--repeats", type=int, default=None,
-                        help=f"timed epochs (default {REPEATS}; --quick: {QUICK_REPEATS})")
+                        help=f"timed epochs of every condition, at least the lesson's rule "
+                             f"(default and least {REPEATS}; --quick: {QUICK_REPEATS})")
     parser.add_argument("--warmup", type=int, default=WARMUP,
-                        help=f"warm-up epochs, not counted (default {WARMUP})")
+                        help=f"warm-up epochs, recorded but not counted (default and least "
+                             f"{WARMUP})")
     parser.add_argument("--max-steps", type=int, default=None,
                         help="time only the first N batches of each epoch (default: all)")
     parser.add_argument("--cpu-max-steps", type=int, default=None,
-                        help="--max-steps for the CPU only (default: --max-steps)")
+                        help="--max-steps for the CPU only (default: --max-steps); the "
+                             f"reference uses {REFERENCE_CPU_STEPS}")
     parser.add_argument("--classic-max-steps", type=int, default=None,
-                        help="at most N batches an epoch for the (slow) classic pipeline")
-    parser.add_argument("--max-seconds", type=float, default=MAX_SECONDS,
-                        help="stop timing a pipeline's epochs once they took this long "
-                             f"together (default {MAX_SECONDS:g})")
+                        help="at most N batches an epoch for the (slow) classic pipeline; the "
+                             f"reference uses {REFERENCE_CPU_STEPS}")
     parser.add_argument("--workers", type=int, default=None,
                         help="worker processes of the *-workers pipelines, TensorFlow backend "
                              "only (default: half the usable cores, 2 to 8)")
@@ -146,8 +172,14 @@ def main(argv=None) -> int:
         value = getattr(args, name)
         if value is not None and value < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1, not {value}")
-    if args.warmup < 0 or not args.max_seconds > 0:
-        parser.error("--warmup must be at least 0 and --max-seconds positive")
+    if options["repeats"] < repeats_for(quick):
+        parser.error(f"--repeats must be at least {repeats_for(quick)} (the lesson's rule: "
+                     f"{REPEATS} timed epochs, {QUICK_REPEATS} with --quick), not "
+                     f"{options['repeats']}: make a slow condition smaller with --cpu-max-steps "
+                     "or --classic-max-steps instead")
+    if args.warmup < WARMUP:
+        parser.error(f"--warmup must be at least {WARMUP} (the lesson's rule: a recorded "
+                     f"warm-up), not {args.warmup}")
     sweeps = [] if "none" in args.sweeps else args.sweeps
 
     from gpulesson.devices import keras_device
@@ -189,7 +221,7 @@ def main(argv=None) -> int:
         devices=devices, pipelines=pipelines, warmup=args.warmup,
         max_steps=args.max_steps, cpu_max_steps=args.cpu_max_steps,
         classic_max_steps=args.classic_max_steps,
-        max_seconds=args.max_seconds, workers=workers, sweeps=sweeps,
+        workers=workers, sweeps=sweeps,
         sweep_devices=args.sweep_devices, sweep_pipeline=args.sweep_pipeline,
         data_dir=args.data_dir, run_id=run_id, earlier=earlier,
         on_record=lambda r: append_record(args.out, r),

@@ -2,8 +2,12 @@
 
 One model per setting (device, precision, jit, steps per execution, batch size) is built and
 compiled once and trained with ``model.fit`` from every pipeline in turn (its weights go on
-training: the speed does not depend on them). Each pipeline gets a warm-up epoch (compiling,
-worker start-up, caches), which is not counted, then ``repeats`` timed epochs.
+training: the speed does not depend on them). Each condition follows the lesson's measurement
+rule (:mod:`gpulesson.experiments.common`): :data:`WARMUP` warm-up epoch(s) (compiling, worker
+start-up, caches), recorded but not averaged, then ``repeats`` timed epochs, by default
+:data:`REPEATS` (:func:`~gpulesson.experiments.common.repeats_for`; fewer in quick mode). No
+time budget cuts them short: a condition too slow for that is made smaller with ``max_steps``
+(partial epochs), never with fewer repeats.
 :class:`SyncedEpochTimer` reads the clock only after the epoch's last step has finished on the
 device: it converts the epoch's loss to a Python number, which waits for the work behind it
 (JAX and PyTorch return from a step before the GPU has done it). The loader alone (no model) is
@@ -13,8 +17,8 @@ the device, waiting for the last one.
 A slow device may time only the first ``max_steps`` batches of each epoch: the record says so
 (``partial_epoch``, ``steps``), and its images/s come from those steps. (The classic
 pipeline's whole-file read at the end of each epoch then weighs more per step than in a whole
-epoch: a partial epoch makes it look somewhat slower than it is.) Timed epochs stop early once
-they have taken ``max_seconds`` together (at least one is timed).
+epoch: a partial epoch makes it look somewhat slower than it is.) Each record keeps every epoch,
+their summary and the load average before and after the condition.
 
 Keras and the pipelines are imported when first needed: importing this module imports no
 deep-learning framework.
@@ -28,6 +32,7 @@ import tempfile
 import time
 
 from gpulesson.devices import keras_device_name as check_device
+from gpulesson.experiments.common import QUICK_REPEATS, REPEATS, WARMUP, summary_text  # noqa: F401 (QUICK_REPEATS: the command's)
 from gpulesson.experiments.feeding.page import rate_text, setting_text
 from gpulesson.experiments.feeding.records import (
     FILES,
@@ -45,9 +50,10 @@ QUICK_N_IMAGES = 1_024
 BATCH_SIZE, QUICK_BATCH_SIZE = 256, 64
 BATCH_SIZES, QUICK_BATCH_SIZES = (250, 512, 1024, 2048), (32, 128)
 SPE_VALUES, QUICK_SPE_VALUES = (4, 16), (4,)
-REPEATS, QUICK_REPEATS = 3, 1
-WARMUP = 1
-MAX_SECONDS = 30.0  # timed epochs of one pipeline stop once they took this long together
+# The reference's CPU epochs (--cpu-max-steps, --classic-max-steps): every pipeline's training
+# and loader alone, a warm-up and REPEATS timed epochs each, in about 6 minutes on an idle
+# 2-core machine (extrapolated from a committed run's epochs: see __main__'s docstring).
+REFERENCE_CPU_STEPS = 12
 
 
 # --- checks -----------------------------------------------------------------------------------
@@ -73,11 +79,12 @@ def _keras():
 
 
 class _Budget:
-    """Epoch times: a warm-up that is not counted, then timed epochs until ``repeats`` are
-    done or they took ``max_seconds`` together."""
+    """Epoch times of one condition: ``warmup`` epochs, recorded apart, then ``repeats`` timed
+    ones. However long they take, all of them are timed (the lesson's rule): no clock cuts a
+    condition short."""
 
-    def __init__(self, warmup: int, repeats: int, max_seconds: float):
-        self.warmup, self.repeats, self.max_seconds = warmup, repeats, max_seconds
+    def __init__(self, warmup: int, repeats: int):
+        self.warmup, self.repeats = warmup, repeats
         self.seconds: list[float] = []
 
     @property
@@ -85,8 +92,7 @@ class _Budget:
         return self.seconds[self.warmup:]
 
     def done(self) -> bool:
-        timed = self.timed
-        return len(timed) >= self.repeats or (timed and sum(timed) >= self.max_seconds)
+        return len(self.timed) >= self.repeats
 
 
 def _synchronise(logs) -> None:
@@ -150,12 +156,12 @@ def _batches(dataset):
         adapter.on_epoch_end()
 
 
-def time_loader(dataset, keras_device: str, *, warmup: int = WARMUP, repeats: int = REPEATS,
-                max_seconds: float = MAX_SECONDS) -> _Budget:
+def time_loader(dataset, keras_device: str, *, warmup: int = WARMUP,
+                repeats: int = REPEATS) -> _Budget:
     """Time epochs of ``dataset`` without a model: every batch is fetched as ``fit`` fetches it
     and converted to a tensor on ``keras_device`` (as the model would receive it); the clock
-    stops once the last one is there."""
-    budget = _Budget(warmup, repeats, max_seconds)
+    stops once the last one is there. ``warmup`` epochs, then ``repeats`` timed ones."""
+    budget = _Budget(warmup, repeats)
     while not budget.done():
         start = time.perf_counter()
         last = None
@@ -167,10 +173,10 @@ def time_loader(dataset, keras_device: str, *, warmup: int = WARMUP, repeats: in
     return budget
 
 
-def time_training(model, dataset, *, warmup: int = WARMUP, repeats: int = REPEATS,
-                  max_seconds: float = MAX_SECONDS) -> _Budget:
-    """Train ``model`` on ``dataset`` with ``fit``: ``warmup`` epochs, then timed epochs."""
-    budget = _Budget(warmup, repeats, max_seconds)
+def time_training(model, dataset, *, warmup: int = WARMUP, repeats: int = REPEATS) -> _Budget:
+    """Train ``model`` on ``dataset`` with ``fit``: ``warmup`` epochs, then ``repeats`` timed
+    epochs."""
+    budget = _Budget(warmup, repeats)
     timer = _synced_timer_class()(budget)
     model.fit(dataset, epochs=warmup + repeats, callbacks=[timer], verbose=0)
     return budget
@@ -207,23 +213,35 @@ def build_model(keras_device: str, *, precision: str = "float32", jit_compile: b
     return model
 
 
+def _seconds(value: float) -> str:
+    return f"{value:.3f} s"
+
+
+def _load_average() -> list[float] | None:
+    try:
+        return [round(v, 2) for v in os.getloadavg()]
+    except OSError:
+        return None
+
+
 class _BusyMeter:
-    """Other programs' share of the machine's CPU time while measuring, and the load average.
+    """Other programs' share of the machine's CPU time while measuring one condition, and the
+    load average right before and right after it.
 
     The matmul benchmark's meter (:class:`gpulesson.experiments.matmul.measure._BusyMeter`) plus
-    ``os.getloadavg()`` at the end."""
+    ``os.getloadavg()`` when started and when read (``load_average`` is the one read after,
+    as records made before the rule kept it)."""
 
     def __init__(self):
         from gpulesson.experiments.matmul.measure import _BusyMeter as Meter
 
+        self.before = _load_average()
         self.meter = Meter()
 
     def read(self) -> dict:
-        try:
-            load = [round(v, 2) for v in os.getloadavg()]
-        except OSError:
-            load = None
-        return {"other_programs_cpu_share": self.meter.other_share(), "load_average": load}
+        after = _load_average()
+        return {"other_programs_cpu_share": self.meter.other_share(), "load_average": after,
+                "load_average_before": self.before, "load_average_after": after}
 
 
 
@@ -238,7 +256,7 @@ def _arrays(n_images: int, seed: int = 0):
 
 def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats: int,
                   warmup: int = WARMUP, max_steps=None, cpu_max_steps=None,
-                  classic_max_steps=None, max_seconds: float = MAX_SECONDS, workers: int = 2, sweeps=SWEEPS,
+                  classic_max_steps=None, workers: int = 2, sweeps=SWEEPS,
                   sweep_devices=None, sweep_pipeline: str | None = None,
                   batch_sizes=BATCH_SIZES, spe_values=SPE_VALUES,
                   precisions=PRECISIONS[1:], data_dir=None, run_id: str | None = None,
@@ -249,8 +267,10 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
     loader alone; then, on ``sweep_devices`` (default: the first device), the ``sweeps`` on
     ``sweep_pipeline`` (default: the device's fastest pipeline). ``max_steps`` (and
     ``cpu_max_steps`` for the CPU, ``classic_max_steps`` for the slow classic pipeline, when
-    smaller) time partial epochs. Data files go to ``data_dir`` (default:
-    a temporary folder, deleted afterwards).
+    smaller) time partial epochs. Every condition gets ``warmup`` warm-up epochs and
+    ``repeats`` timed ones, whatever they take (the lesson's rule asks for :data:`REPEATS`, or
+    :data:`QUICK_REPEATS` in quick mode; the command line refuses fewer). Data files go to
+    ``data_dir`` (default: a temporary folder, deleted afterwards).
 
     ``earlier``: the records run ``run_id`` already has (a run that goes on): their conditions
     (:func:`~gpulesson.experiments.feeding.records.condition`) are skipped, and the sweeps'
@@ -328,7 +348,6 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
             model = build_model(keras_device, precision=precision, jit_compile=jit,
                                 steps_per_execution=spe)
             for name in names:
-                meter = _BusyMeter()
                 full = fp.make_pipeline(name, batch_size=size, files=paths, arrays=ram,
                                         device_arrays=on_device, workers=workers)
                 steps_limit = device_limit
@@ -343,13 +362,14 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
                           "group": group}
                 for mode in todo[name]:
                     setting = settings[mode]
+                    meter = _BusyMeter()
                     if mode == "train":
                         with keras_scope(keras_device):
                             budget = time_training(model, dataset, warmup=warmup,
-                                                   repeats=repeats, max_seconds=max_seconds)
+                                                   repeats=repeats)
                     else:
                         budget = time_loader(dataset, keras_device, warmup=warmup,
-                                             repeats=repeats, max_seconds=max_seconds)
+                                             repeats=repeats)
                     if name == "classic":
                         extra["full_reads"] = full.full_reads
                     record = measurement_record(budget, **common, mode=mode, **setting,
@@ -359,7 +379,7 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
                         on_record(record)
                     progress(f"{device} {name:20} {mode:6} {setting_text(record):30} batch {size:5}: "
                              f"{rate_text(record['images_per_second']):>9} images/s, epoch "
-                             f"{record['median_epoch_seconds']:.3f} s"
+                             f"{summary_text(record['summary'], _seconds, what='epochs')}"
                              + (f" ({record['steps']} of {record['full_epoch_steps']} steps)"
                                 if record["partial_epoch"] else ""))
                 if name == "classic":

@@ -4,19 +4,32 @@ Where the reference run lacks something (no GPU records yet, a pipeline that del
 data), the page says so once, in a whole sentence, instead of a cell or a number reading "not
 recorded yet": :func:`substitutions` gives sentences and a whole Markdown table, built from
 what the run has.
+
+Numbers follow the lesson's measurement rule (:mod:`gpulesson.experiments.common`): a rate or a
+time is its median and range (:func:`~gpulesson.experiments.common.summary_text`), and every
+ranking or comparison word ("faster", "N× slower", the fastest pipeline, a loader that leaves
+the model waiting) comes from :func:`~gpulesson.experiments.common.compare`,
+:func:`~gpulesson.experiments.common.rank` or :func:`~gpulesson.experiments.common.best_text`:
+where ranges overlap, or a condition was timed once, the page says there is no measurable
+difference instead of ranking noise. The figures' alt texts come from the code that draws them
+(:func:`gpulesson.experiments.feeding.figures.alt_texts`).
 """
 
 from __future__ import annotations
 
+from gpulesson.experiments.common import NO_DIFFERENCE, best_text, compare, summary_text
 from gpulesson.experiments.feeding.records import (
     PIPELINES,
     RESULTS_FILE,
     TARGET_EPOCH_SECONDS,
     TARGET_SHARE,
+    base_rates,
     best_hdf5,
-    best_pipeline,
     delivered_wrong_data,
+    epoch_summary,
     find,
+    full_epoch_summary,
+    rate_summary,
     reference_run,
     shown,
     targets,
@@ -50,6 +63,41 @@ NO_GPU_RUN = ("The GPU part of the reference run has not been recorded yet; on a
 
 def rate_text(value: float) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def rate_summary_text(summary) -> str:
+    """A rate summary on the page: "823 images/s (1 repeat, no range)", "32,666 images/s (range
+    30,100–33,000 images/s, 5 repeats)"."""
+    return summary_text(summary, lambda v: f"{rate_text(v)} images/s")
+
+
+def seconds_summary_text(summary) -> str:
+    """A time summary on the page, e.g. "1.5 min (range 1.4–1.6 min, 5 repeats)"."""
+    return summary_text(summary, seconds_text)
+
+
+def quoted(name: str) -> str:
+    return f"`{name}`"
+
+
+def versus(a_name: str, a: dict, b_name: str, b: dict, verb: str = "trained") -> str:
+    """Rate ``a`` against rate ``b`` as a clause in the rule's words (:func:`compare`):
+    "the classic pipeline trained 3.1× slower than `lesson`", or, where the rule cannot tell
+    them apart, "the lesson's rule finds no measurable difference between ... and ... (their
+    ranges overlap)"."""
+    verdict = compare(a, b, higher_is_better=True)
+    if verdict.measurable:
+        return f"{a_name} {verb} {verdict.text} {b_name}"
+    return f"the lesson's rule finds {NO_DIFFERENCE} between {a_name} and {b_name} ({_why(a, b)})"
+
+
+def _why(*summaries, many: bool = False) -> str:
+    """Why the rule cannot tell ``summaries`` apart (``many``: said of several pairs)."""
+    least = min(s["n"] for s in summaries)
+    if least < 2:
+        who = "some were" if many else "one of them was"
+        return f"{who} timed once, with no range" if least == 1 else "too few timed repeats"
+    return "their ranges overlap"
 
 
 def ratio_text(value: float) -> str:
@@ -108,15 +156,16 @@ def describe(records) -> str:
     lines = [f"Run {records[0]['run_id']}: {software(records)}; {data_label(records)}; "
              + "; ".join(f"{k}: {v}" for k, v in hardware(records).items())]
     lines.append(f"{'device':6} {'pipeline':20} {'mode':6} {'setting':32} {'batch':>5} "
-                 f"{'images/s':>10} {'epoch s (min-max)':>24}")
+                 f"{'images/s':>10} {'epoch s: median (min-max)':>26} {'n':>2}")
     for r in records:
         part = f" [{r['steps']}/{r['full_epoch_steps']} steps]" if r["partial_epoch"] else ""
         wrong = " WRONG DATA" if delivered_wrong_data(r) else ""
+        epochs = epoch_summary(r)
         lines.append(
             f"{r['device_kind']:6} {r['pipeline']:20} {r['mode']:6} {setting_text(r):32} "
-            f"{r['batch_size']:>5} {rate_text(r['images_per_second']):>10} "
-            f"{r['median_epoch_seconds']:>8.3f} ({r['min_epoch_seconds']:.3f}-"
-            f"{r['max_epoch_seconds']:.3f}){part}{wrong}")
+            f"{r['batch_size']:>5} {rate_text(rate_summary(r)['median']):>10} "
+            f"{epochs['median']:>10.3f} ({epochs['min']:.3f}-{epochs['max']:.3f}) "
+            f"{epochs['n']:>2}{part}{wrong}")
     if any(delivered_wrong_data(r) for r in records):
         lines.append("WRONG DATA: Keras worker processes on this backend delivered batches of "
                      "earlier epochs; the rate is not valid.")
@@ -128,39 +177,53 @@ def describe(records) -> str:
 
 # --- the page's values --------------------------------------------------------------------------
 
-def _cell(records, device, pipeline) -> str:
-    train = find(records, device, pipeline)
-    if train is None:
-        return "not measured"
-    loader = find(records, device, pipeline, "loader")
-    return rate_text(train["images_per_second"]) + (
-        f" ({rate_text(loader['images_per_second'])})" if loader else "")
+def _rate_cell(record) -> str:
+    return rate_summary_text(rate_summary(record)).replace(" images/s", "") if record \
+        else "not measured"
+
+
+def fastest_text(records, device: str) -> str:
+    """The fastest pipeline in training on ``device`` in the rule's words
+    (:func:`~gpulesson.experiments.common.best_text`): "`ram`", or several names and "no
+    measurable difference" where the rule cannot tell them apart."""
+    rates = base_rates(records, device)
+    return best_text(rates, higher_is_better=True, quote=quoted) if rates else "not measured"
 
 
 def table(records) -> str:
-    """The reference run as a Markdown table: a column per device it has, a row per pipeline
-    with shown records (training images/s, the loader alone in brackets), epoch times and
-    the fastest pipeline; then a sentence on what is missing or left out."""
+    """The reference run as a Markdown table: two columns per device it has (training, and the
+    loader alone; images/s as median and range), a row per pipeline with shown records, epoch
+    times and the fastest pipeline in the rule's words; then a sentence on what is missing or
+    left out."""
     if not records:
         return (f"No reference run has been recorded yet: `{RECORD_COMMAND}` records one "
                 "(the instructor note gives the whole command).")
     names = hardware(records)
     devices = [d for d in DEVICES if any(r.get("device_kind") == d for r in shown(records))]
-    lines = ["| pipeline | " + " | ".join(f"{d.upper()}: {names[d.upper()]}" for d in devices)
-             + " |", "|---" * (len(devices) + 1) + "|"]
+    header = []
+    for d in devices:
+        header += [f"{d.upper()}: {names[d.upper()]}, training", f"{d.upper()}: loader alone"]
+    lines = ["| pipeline | " + " | ".join(header) + " |", "|---" * (len(header) + 1) + "|"]
     for pipeline in PIPELINES:
         if any(find(records, d, pipeline) for d in devices):
-            lines.append(f"| {ROWS[pipeline]} | "
-                         + " | ".join(_cell(records, d, pipeline) for d in devices) + " |")
+            cells = []
+            for d in devices:
+                cells += [_rate_cell(find(records, d, pipeline)),
+                          _rate_cell(find(records, d, pipeline, "loader"))]
+            lines.append(f"| {ROWS[pipeline]} | " + " | ".join(cells) + " |")
     for pipeline, what in (("classic", "classic"), ("lesson", "lesson (uncompressed)"),
                            ("device", "on the device")):
-        cells = [find(records, d, pipeline) for d in devices]
-        if any(cells):
-            lines.append(f"| one epoch, {what} | " + " | ".join(
-                seconds_text(c["full_epoch_seconds"]) if c else "not measured" for c in cells)
-                + " |")
-    lines.append("| fastest pipeline | " + " | ".join(
-        best_pipeline(records, d) or "not measured" for d in devices) + " |")
+        found = [find(records, d, pipeline) for d in devices]
+        if any(found):
+            cells = []
+            for c in found:
+                cells += [seconds_summary_text(full_epoch_summary(c)) if c else "not measured",
+                          ""]
+            lines.append(f"| one epoch, {what} | " + " | ".join(cells) + " |")
+    cells = []
+    for d in devices:
+        cells += [fastest_text(records, d), ""]
+    lines.append("| fastest pipeline | " + " | ".join(cells) + " |")
     note = wrong_data_sentence(records)
     return "\n".join(lines) + (f"\n\n{note}" if note else "")
 
@@ -169,32 +232,64 @@ def _slowdown(records, device) -> str | None:
     lesson, classic = best_hdf5(records, device), find(records, device, "classic")
     if not (lesson and classic):
         return None
-    return (f"the classic pipeline trained "
-            f"{ratio_text(lesson['images_per_second'] / classic['images_per_second'])} times "
-            f"slower than the lesson's fastest HDF5 pipeline (`{lesson['pipeline']}`)")
+    return (versus("the classic pipeline", rate_summary(classic),
+                   f"the lesson's HDF5 pipeline with the highest median (`{lesson['pipeline']}`)",
+                   rate_summary(lesson))
+            + f": {rate_summary_text(rate_summary(classic))} against "
+            f"{rate_summary_text(rate_summary(lesson))}")
+
+
+SETTING_NAMES = {"precision": "precision", "jit": "XLA compilation", "spe": "steps per execution",
+                 "batch": "batch size"}
+
+
+def _setting_name(record) -> str:
+    group = record["group"]
+    if group == "precision":
+        return record["precision"].replace("_", " ")
+    if group == "jit":
+        return "XLA off" if record["jit_compile"] is False else "XLA on"
+    if group == "spe":
+        return f"{record['steps_per_execution']} steps per execution"
+    return f"batch {record['batch_size']:,}"
+
+
+def sweep_device(records) -> str:
+    """The device whose settings the page and the figure show: the GPU where it has any."""
+    return "gpu" if any(r.get("device_kind") == "gpu" and r.get("group") not in
+                        (None, "pipelines") for r in shown(records)) else "cpu"
 
 
 def _settings_sentence(records) -> str:
-    device = "gpu" if any(r.get("device_kind") == "gpu" and r.get("group") not in
-                          (None, "pipelines") for r in shown(records)) else "cpu"
+    device = sweep_device(records)
     swept = [r for r in shown(records) if r.get("device_kind") == device
-             and r.get("group") in ("precision", "jit", "batch")]
+             and r.get("group") in SETTING_NAMES]
     if not swept:
         return ""
-    base = find(records, device, swept[0]["pipeline"])
-    parts = [f"{r['precision'].replace('_', ' ')} {rate_text(r['images_per_second'])}"
-             for r in swept if r["group"] == "precision"]
-    if parts:
-        parts[0] += " images/s"
-    parts += [f"XLA off {rate_text(r['images_per_second'])}" for r in swept
-              if r["group"] == "jit" and r["jit_compile"] is False]
-    batch = [r for r in swept if r["group"] == "batch"] + ([base] if base else [])
-    fastest = max(batch, key=lambda r: r["images_per_second"])
-    start = (f"On the {device.upper()}'s fastest pipeline (`{swept[0]['pipeline']}`"
-             + (f", {rate_text(base['images_per_second'])} images/s in float32" if base
-                else "") + "), with one setting changed at a time: ")
-    return (start + ", ".join(parts) + f"; the fastest batch size was {fastest['batch_size']:,}. "
-            "The second figure shows all settings, including `steps_per_execution`.")
+    pipeline = swept[0]["pipeline"]
+    base = find(records, device, pipeline)
+    start = f"On the {device.upper()}, with one setting changed at a time on `{pipeline}`"
+    if not base:
+        parts = [f"{_setting_name(r)} {rate_summary_text(rate_summary(r))}" for r in swept]
+        return start + ": " + "; ".join(parts) + "."
+    base_rate = rate_summary(base)
+    verdicts = [compare(rate_summary(r), base_rate, higher_is_better=True) for r in swept]
+    parts = [f"{_setting_name(r)} {rate_summary_text(rate_summary(r))}, {v.sentence}"
+             for r, v in zip(swept, verdicts, strict=True)]
+    text = (start + f" against the base (float32, XLA on, one step per execution, batch "
+            f"{base['batch_size']:,}: {rate_summary_text(base_rate)}): " + "; ".join(parts) + ".")
+    same = [rate_summary(r) for r, v in zip(swept, verdicts, strict=True) if not v.measurable]
+    if same:
+        text += (f" Where it says {NO_DIFFERENCE}, "
+                 + ("a setting or the base was timed once, with no range, and the rule ranks "
+                    "nothing without one" if min(s["n"] for s in [*same, base_rate]) < 2
+                    else "the ranges of the setting and the base overlap") + ".")
+    batch = {f"{r['batch_size']:,}": rate_summary(r) for r in swept if r["group"] == "batch"}
+    if batch:
+        batch[f"{base['batch_size']:,}"] = base_rate
+        text += (" The fastest batch size: "
+                 + best_text(batch, higher_is_better=True) + ".")
+    return text + " The second figure shows every setting with its range."
 
 
 def findings(records) -> str:
@@ -208,22 +303,25 @@ def findings(records) -> str:
     checks = targets(records)
     if checks:
         device = find(records, "gpu", "device")
+        lesson = find(records, "gpu", checks["pipeline"])
+        against = versus(f"`{checks['pipeline']}`", rate_summary(lesson),
+                         "device-resident data", rate_summary(device))
         sentences.append(
-            f"On the GPU, the lesson's fastest HDF5 pipeline (`{checks['pipeline']}`) reached "
-            f"**{checks['share']:.0%}** of the rate of device-resident data, and one epoch of "
-            f"{checks['n_images']:,} images took **{seconds_text(checks['epoch_seconds'])}** "
-            f"(on the device: {seconds_text(device['full_epoch_seconds'])}). The lesson's goals "
-            f"are at least {TARGET_SHARE:.0%} and at most {TARGET_EPOCH_SECONDS:g} second; "
-            f"the check: {targets_text(checks)}.")
+            f"On the GPU, the lesson's HDF5 pipeline with the highest median "
+            f"(`{checks['pipeline']}`) reached **{checks['share']:.0%}** of the median rate of "
+            f"device-resident data ({against}), and one epoch "
+            f"of {checks['n_images']:,} images took **{seconds_text(checks['epoch_seconds'])}** "
+            f"(median; on the device: {seconds_text(device['full_epoch_seconds'])}). The "
+            f"lesson's goals are at least {TARGET_SHARE:.0%} and at most "
+            f"{TARGET_EPOCH_SECONDS:g} second; the check: {targets_text(checks)}.")
         gpu = _slowdown(records, "gpu")
         if gpu:
             sentences.append(f"On the GPU, {gpu}.")
         lesson_gpu, lesson_cpu = find(records, "gpu", "lesson"), find(records, "cpu", "lesson")
         if lesson_gpu and lesson_cpu:
-            sentences.append(
-                "The GPU trained from the lesson's pipeline "
-                f"{ratio_text(lesson_gpu['images_per_second'] / lesson_cpu['images_per_second'])}"
-                " times faster than the CPU.")
+            clause = versus("the GPU", rate_summary(lesson_gpu), "the CPU",
+                            rate_summary(lesson_cpu))
+            sentences.append(f"From the lesson's pipeline, {clause}.")
     elif not any(r.get("device_kind") == "gpu" for r in shown(records)):
         sentences.append("Whether the GPU waits for any of these pipelines, and the lesson's "
                          f"goals (at least {TARGET_SHARE:.0%} of the rate of device-resident "
@@ -231,6 +329,28 @@ def findings(records) -> str:
                          "read from a GPU run. " + NO_GPU_RUN)
     settings = _settings_sentence(records)
     return " ".join(sentences) + ("\n\n" + settings if settings else "")
+
+
+def _scaled(summary: dict, factor: float) -> dict:
+    return {**summary, **{k: summary[k] * factor for k in ("median", "min", "max")},
+            "samples": [v * factor for v in summary["samples"]]}
+
+
+def loader_verdict(train: dict, loader: dict) -> str:
+    """Whether a pipeline's loader alone left the model waiting, by the rule's comparison of the
+    loader's rate with :data:`LOADER_MARGIN` times the training rate: "ahead" (the loader is
+    measurably faster than that), "waiting" (measurably slower) or "unclear" (their ranges
+    overlap, or either was timed once)."""
+    verdict = compare(rate_summary(loader), _scaled(rate_summary(train), LOADER_MARGIN),
+                      higher_is_better=True)
+    if not verdict.measurable:
+        return "unclear"
+    return "ahead" if verdict.word == "faster" else "waiting"
+
+
+def _names(names) -> str:
+    quoted_names = [quoted(n) for n in names]
+    return ", ".join(quoted_names[:-1]) + (" and " if len(names) > 1 else "") + quoted_names[-1]
 
 
 def reading(records) -> str:
@@ -242,19 +362,27 @@ def reading(records) -> str:
         rows = [(t, ld) for t, ld in rows if t and ld]
         if not rows:
             continue
-        waiting = [t["pipeline"] for t, ld in rows
-                   if ld["images_per_second"] < LOADER_MARGIN * t["images_per_second"]]
-        best = best_pipeline(records, device)
-        text = (f"on the {device.upper()}, the fastest pipeline was `{best}`; ")
+        verdicts = {t["pipeline"]: loader_verdict(t, ld) for t, ld in rows}
+        text = f"on the {device.upper()}, the fastest pipeline was {fastest_text(records, device)}; "
+        found = []
+        waiting = [p for p, v in verdicts.items() if v == "waiting"]
+        ahead = [p for p, v in verdicts.items() if v == "ahead"]
+        unclear = [(t, ld) for t, ld in rows if verdicts[t["pipeline"]] == "unclear"]
         if waiting:
-            text += ("training came close to the loader's own rate for "
-                     + ", ".join(f"`{p}`" for p in waiting)
-                     + f" (the loader alone delivered less than {LOADER_MARGIN:g} times the "
-                     "images per second of training): those pipelines made the model wait")
-        else:
-            text += (f"every loader alone delivered at least {LOADER_MARGIN:g} times the images "
-                     "per second of training from it: the model, not the data, set the pace")
-        parts.append(text)
+            found.append(f"the loader alone of {_names(waiting)} was measurably slower than "
+                         f"{LOADER_MARGIN:g} times the images per second of training from it: "
+                         "those pipelines made the model wait")
+        if ahead:
+            found.append(f"the loader alone of {_names(ahead)} delivered measurably more than "
+                         f"{LOADER_MARGIN:g} times the images per second of training from it: "
+                         "there the model, not the data, set the pace")
+        if unclear:
+            names = [t["pipeline"] for t, _ in unclear]
+            why = _why(*[rate_summary(r) for pair in unclear for r in pair], many=True)
+            found.append(f"for {_names(names)} the rule cannot tell whether the loader kept "
+                         f"ahead ({NO_DIFFERENCE} between the loader alone and "
+                         f"{LOADER_MARGIN:g} times training: {why})")
+        parts.append(text + "; ".join(found))
     if not parts:
         return "No reference run has been recorded yet."
     answer = "In the reference run, " + "; ".join(parts) + "."
@@ -263,10 +391,16 @@ def reading(records) -> str:
     return answer
 
 
+ALT_KEYS = ("ref_feed_fig_pipelines_alt", "ref_feed_fig_settings_alt")
+NO_FIGURE = "A chart without data: no reference run has been recorded yet."
+
+
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     """The episode's values (``ref_feed_*``) from the reference run: its date, software and
     hardware, the table, the findings and the answer to the reading exercise; each says in
     words what the run lacks."""
+    from gpulesson.experiments.feeding.figures import alt_texts
+
     records = reference_run(path)
     names = hardware(records)
     return {
@@ -282,5 +416,6 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         "ref_feed_reading": reading(records),
         "ref_feed_workers": wrong_data_sentence(records)
         or "No record of the reference run was measured with a pipeline that delivered wrong data.",
+        **dict(zip(ALT_KEYS, alt_texts(records) if records else (NO_FIGURE,) * 2, strict=True)),
     }
 

@@ -5,6 +5,14 @@ A record is one pipeline, one setting, one device, in mode "train" (``model.fit`
 (the batches alone), appended as one line to ``results/feeding.jsonl``. :func:`shown` is the
 rule that keeps records of a pipeline that delivered wrong data off the page: they stay in the
 file, as measured, but no table, value or figure presents them as valid.
+
+Every record follows the lesson's measurement rule (:mod:`gpulesson.experiments.common`): its
+warm-up epoch(s) (``warmup_seconds``), every timed epoch (``epoch_seconds``) and their summary
+(``summary``), the load average before and after. Records made before the rule have no summary:
+:func:`epoch_summary` builds one from their epochs (a run with one timed epoch per condition
+shows "1 repeat, no range", and nothing of it is ranked). Choices and words that rank
+conditions (:func:`fastest`, :func:`rate_summary`) go through
+:func:`~gpulesson.experiments.common.rank` and :func:`~gpulesson.experiments.common.compare`.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ from pathlib import Path
 
 from gpulesson import results
 from gpulesson.devices import keras_device_name as check_device
+from gpulesson.experiments.common import SUMMARY_KEY, as_rate, rank, summarise, summary_of
 from gpulesson.results import make_record
 
 EXPERIMENT = "feeding"
@@ -121,7 +130,8 @@ def measurement_record(budget, *, run_id: str, device: str, pipeline: str, mode:
         "max_epoch_seconds": max(timed), "images_per_second": images / median,
         "images_per_second_low": images / max(timed),
         "images_per_second_high": images / min(timed),
-        "full_epoch_seconds": n_images / (images / median), **extra,
+        "full_epoch_seconds": n_images / (images / median),
+        SUMMARY_KEY: summarise(timed, budget.seconds[:budget.warmup]), **extra,
     }
     if device == "cpu":
         fields["device"] = "CPU"
@@ -137,6 +147,35 @@ CONDITION = ("device_kind", "pipeline", "mode", "group", "precision", "jit_compi
 def condition(record: dict) -> tuple:
     """The key of ``record``'s condition (:data:`CONDITION`), as a tuple."""
     return tuple(record.get(name) for name in CONDITION)
+
+
+# --- summaries ---------------------------------------------------------------------------------
+
+def epoch_summary(record: dict | None) -> dict | None:
+    """The summary of a record's timed epochs (seconds): the one it keeps, or, for a record
+    made before the rule, one built from its ``epoch_seconds`` (its ``warmup_seconds`` apart)."""
+    if not record:
+        return None
+    return summary_of(record, "epoch_seconds", warmup_key="warmup_seconds")
+
+
+def rate_summary(record: dict | None) -> dict | None:
+    """A record's images per second as a summary (:func:`~gpulesson.experiments.common.as_rate`
+    of its timed epochs: the images an epoch timed over each epoch's seconds)."""
+    summary = epoch_summary(record)
+    return as_rate(summary, record["images_per_epoch"]) if summary else None
+
+
+def full_epoch_summary(record: dict | None) -> dict | None:
+    """The summary of an epoch of all ``n_images`` in seconds: the timed epochs themselves, or,
+    for partial epochs, each scaled up from the steps it timed (an estimate)."""
+    summary = epoch_summary(record)
+    if not summary:
+        return None
+    scale = record["n_images"] / record["images_per_epoch"]
+    return {**summary, **{k: summary[k] * scale for k in ("median", "min", "max")},
+            "samples": [v * scale for v in summary["samples"]],
+            "warmup": [v * scale for v in summary.get("warmup", [])]}
 
 
 # --- choosing records -------------------------------------------------------------------------
@@ -180,16 +219,35 @@ def _base_training(records, device: str) -> list[dict]:
             and r.get("mode") == "train" and r.get("group") == "pipelines"]
 
 
+def base_rates(records, device: str, names=None) -> dict[str, dict]:
+    """Pipeline -> training rate summary (:func:`rate_summary`) with the base setting on
+    ``device`` (only ``names``, when given), in the order of :data:`PIPELINES`."""
+    found = {r["pipeline"]: rate_summary(r) for r in _base_training(records, device)
+             if names is None or r["pipeline"] in names}
+    return {name: found[name] for name in PIPELINES if found.get(name)}
+
+
+def fastest(records, device: str, names=None) -> list[str]:
+    """The pipelines in first place of training with the base setting on ``device``
+    (:func:`~gpulesson.experiments.common.rank`): one name where its range is apart from the
+    others', several where the rule cannot tell them apart; [] without records."""
+    rates = base_rates(records, device, names)
+    return rank(rates, higher_is_better=True)[0] if rates else []
+
+
 def best_pipeline(records, device: str) -> str | None:
-    """The pipeline with the most images/s in training with the base setting."""
-    found = _base_training(records, device)
-    return max(found, key=lambda r: r["images_per_second"])["pipeline"] if found else None
+    """The pipeline with the highest median images/s in training with the base setting: the one
+    the sweeps vary the settings on (a choice, not a ranking: :func:`fastest` says whether the
+    rule can tell it from the others)."""
+    rates = base_rates(records, device)
+    return max(rates, key=lambda name: rates[name]["median"]) if rates else None
 
 
 def best_hdf5(records, device: str) -> dict | None:
-    """The fastest training record of the lesson's generator reading an HDF5 file."""
+    """The training record of the lesson's generator reading an HDF5 file with the highest
+    median images/s."""
     found = [r for r in _base_training(records, device) if r.get("pipeline") in HDF5_PIPELINES]
-    return max(found, key=lambda r: r["images_per_second"]) if found else None
+    return max(found, key=lambda r: rate_summary(r)["median"]) if found else None
 
 
 def targets(records) -> dict | None:
