@@ -545,7 +545,9 @@ def test_going_on_with_other_sizes_is_refused(tmp_path, monkeypatch, capsys, on_
     assert contention_main(args) == 1
     ran = _fake_trainings(monkeypatch)
     before = out.read_bytes()
-    assert contention_main([*args, "--epochs", "3"]) == 2
+    from gpulesson.experiments.contention.measure import QUICK_EPOCHS
+
+    assert contention_main([*args, "--epochs", str(QUICK_EPOCHS + 1)]) == 2
     assert "give the same sizes" in capsys.readouterr().err
     assert ran == [] and out.read_bytes() == before
 

@@ -61,7 +61,8 @@ from gpulesson.experiments.contention.records import (
 from gpulesson.experiments.contention.watched import MODES
 
 PARTS = ("copies", "watched")
-WATCHED_EPOCHS = 3  # the workshop's epochs: the bar's output grows over all of them
+# The workshop's epochs (the bar's output grows over all of them), at least the rule's repeats.
+WATCHED_EPOCHS = max(3, EPOCHS)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -98,7 +99,7 @@ def _parser() -> argparse.ArgumentParser:
                              f"the episode's epoch; --quick: {QUICK_N_IMAGES})")
     parser.add_argument("--watched-epochs", type=int, default=None,
                         help=f"epochs of the watched part (default {WATCHED_EPOCHS}, the "
-                             f"workshop's; --quick: {QUICK_EPOCHS + 1})")
+                             f"workshop's and the rule's; --quick: {QUICK_EPOCHS})")
     add_out_option(parser, RESULTS_FILE)
     add_run_id_option(parser)
     return parser
@@ -114,7 +115,7 @@ def main(argv=None) -> int:
     epochs = args.epochs or (QUICK_EPOCHS if quick else EPOCHS)
     batch_size = args.batch_size or (QUICK_BATCH_SIZE if quick else BATCH_SIZE)
     watched_n = args.watched_n_images or (QUICK_N_IMAGES if quick else LESSON_EPOCH_IMAGES)
-    watched_epochs = args.watched_epochs or (QUICK_EPOCHS + 1 if quick else WATCHED_EPOCHS)
+    watched_epochs = args.watched_epochs or (QUICK_EPOCHS if quick else WATCHED_EPOCHS)
     for name, value in (("--n-images", n_images), ("--epochs", epochs),
                         ("--watched-n-images", watched_n), ("--watched-epochs", watched_epochs),
                         ("--batch-size", batch_size), *(("--copies", k) for k in args.copies),
