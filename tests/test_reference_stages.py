@@ -130,6 +130,12 @@ def test_the_command_passes_the_run_id_and_puts_the_gpu_first():
     on_cpu = reference.STAGES["feeding-cpu"].steps[0]
     assert "--sweeps" in reference.command(on_cpu, "r", gpu=True)
     assert "--sweeps" not in reference.command(on_cpu, "r", gpu=False)
+    from gpulesson.experiments.feeding.measure import REFERENCE_CPU_STEPS
+
+    assert reference.FEEDING_CPU_STEPS == str(REFERENCE_CPU_STEPS)
+    extra = {"REFERENCE_ARGS_FEEDING": "--pipelines lesson 'classic'"}
+    assert reference.extra_arguments(on_cpu, extra) == ["--pipelines", "lesson", "classic"]
+    assert reference.extra_arguments(step, extra) == []
 
 
 def test_steps_of_one_experiment_in_two_stages_are_one_run_and_a_gpu_step_waits_for_a_gpu(tmp_path):
@@ -184,9 +190,14 @@ def node_copy(tmp_path_factory):
     return root, tmp_path_factory.mktemp("node-data")
 
 
+# The two longest experiments measure fewer conditions here: their own tests cover the rest.
+SHORTER = {"REFERENCE_ARGS_FEEDING": "--pipelines lesson classic --sweeps precision",
+           "REFERENCE_ARGS_CONTENTION": "--parts copies --copies 1 2 --cpu-threads"}
+
+
 def _make_stage(root: Path, data_dir: Path, stage: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "LESSON_DATA": "synthetic", "LESSON_QUICK": "1",
-           "LESSON_DATA_DIR": str(data_dir), "MPLBACKEND": "Agg"}
+           "LESSON_DATA_DIR": str(data_dir), "MPLBACKEND": "Agg", **SHORTER}
     return subprocess.run(["make", "--no-print-directory", "stage", f"STAGE={stage}",
                            f"LESSON_PYTHON={sys.executable}", "STAGE_TIME_LIMIT=0"],
                           cwd=root, env=env, capture_output=True, text=True, timeout=1200)

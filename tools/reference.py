@@ -11,6 +11,8 @@ what the finished steps and conditions recorded stays. Run the same stage again 
 experiment is given the run id it had (``--run-id``) and skips the conditions that run already
 has, finished steps are skipped, so nothing is recorded twice. ``--fresh`` starts a stage anew.
 A run ends with its pack: after it, the next stage starts a new run.
+``REFERENCE_ARGS_<EXPERIMENT>`` adds arguments to one experiment's command (e.g.
+``REFERENCE_ARGS_FEEDING="--pipelines lesson classic"``).
 
 The state of each stage lives in ``_build/reference/state.json``, the log of each stage in
 ``_build/reference/STAGE.log``. The last stage, ``pack``, redraws the figures, refills the
@@ -30,6 +32,7 @@ import datetime
 import functools
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -108,8 +111,9 @@ REFRESH = [Step("figures", ["tools/reference.py", "--figures"], FIGURES),
            Step("notebooks", ["tools/make_notebooks.py"], ("jupytext", "nbformat"))]
 # Three stages of notebooks, each within the time limit: full size on this lesson's 2-core
 # machine (no GPU) 01-06 took 248 s, 07, 08 and 10 257 s, and 09 248 s (executed/*.ipynb).
-# CPU epochs of the feeding benchmark are capped so that five repeats of every pipeline fit.
-FEEDING_CPU_STEPS = "10"
+# CPU epochs of the feeding benchmark are capped so that five repeats of every pipeline fit
+# (gpulesson.experiments.feeding.measure.REFERENCE_CPU_STEPS says how it was chosen).
+FEEDING_CPU_STEPS = "12"
 NOTEBOOKS_1 = ("01", "03", "04", "05", "06")
 NOTEBOOKS_2 = ("07", "08", "10")
 NOTEBOOKS_3 = ("09",)
@@ -193,8 +197,16 @@ def save_state(path: Path, state: dict) -> None:
     partial.replace(path)  # a reader never sees half a state
 
 
+def extra_arguments(step: Step, environ=os.environ) -> list[str]:
+    """Arguments added to an experiment's command from ``REFERENCE_ARGS_<RUN>`` (e.g.
+    ``REFERENCE_ARGS_FEEDING="--pipelines lesson classic"``): fewer conditions on a node shared
+    with others, or a rehearsal that must be short. The records say what was measured."""
+    return shlex.split(environ.get(f"REFERENCE_ARGS_{step.run_key.upper()}", "")) \
+        if step.resumable else []
+
+
 def command(step: Step, run_id: str | None, gpu: bool, python: str = sys.executable) -> list[str]:
-    argv = [python, *step.argv]
+    argv = [python, *step.argv, *extra_arguments(step)]
     if step.resumable and run_id:
         argv += ["--run-id", run_id]
     if gpu:
