@@ -282,6 +282,15 @@ def speedup(records, key: str = "mean_epoch_seconds") -> float | None:
     return cpu[key] / gpu[key]
 
 
+def software(records) -> str:
+    """``"Keras 3.15.1, jax 0.10.2"``: the versions a record (or the first of a list of records)
+    was measured with."""
+    first = records if isinstance(records, dict) else records[0]
+    versions = first.get("versions", {})
+    backend = first["backend"]
+    return f"Keras {versions.get('keras', '?')}, {backend} {versions.get(backend, '?')}"
+
+
 def hardware(records) -> dict[str, str]:
     """``{"CPU": "<model>, <n> cores", "GPU": "<name>"}`` of the records' devices."""
     result = {}

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gpulesson.experiments.cli import add_out_option, add_seed_option
+from gpulesson.experiments.common import add_out_option, add_seed_option
 from gpulesson.results import (
     NOT_RECORDED,
     RESULTS_DIR,

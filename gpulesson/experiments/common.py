@@ -17,16 +17,23 @@ these two functions, so that a sentence never ranks noise.
 from the samples they hold (e.g. the epochs after the first), so that the pages still build
 from them and show what they have (a range over two epochs, or one value and "1 repeat").
 
+**The command line.** Every experiment's command appends its records to a results file
+(``--out``), most seed their models' initial weights (``--seed``), measure the CPU and then the
+GPU if one is visible unless told which devices, can go on with an earlier run (``--run-id``,
+skipping the conditions it has), and end by saying what they appended.
+
 **Figures.** :func:`draw_spread` draws a summary's range as an error bar around its median,
 with the samples as small dots, so a figure shows how much the repeats varied.
 """
 
 from __future__ import annotations
 
+import argparse
 import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 REPEATS = 5  # timed repeats of each condition (the rule)
 WARMUP = 1  # warm-up repeats before them: recorded, never averaged
@@ -235,3 +242,61 @@ def draw_spread(ax, positions: Sequence[float], summaries: Sequence[Mapping | No
 
 
 SPREAD_NOTE = "bars: median; whiskers: fastest to slowest repeat; dots: the repeats"
+
+
+# --- the command line ---------------------------------------------------------------------------
+
+DEFAULT_SEED = 42
+
+
+def add_out_option(parser: argparse.ArgumentParser, default: Path) -> None:
+    """``--out``: the results file the records are appended to, ``default`` if not given."""
+    parser.add_argument("--out", type=Path, default=default,
+                        help=f"results file to append to (default {default})")
+
+
+def add_seed_option(parser: argparse.ArgumentParser, default: int = DEFAULT_SEED) -> None:
+    """``--seed``: the random seed of the initial weights."""
+    parser.add_argument("--seed", type=int, default=default,
+                        help="random seed of the initial weights")
+
+
+def default_devices(requested: list[str] | None, gpu_visible) -> list[str]:
+    """The devices asked for; if none were, the CPU, then the GPU when one is visible."""
+    if requested:
+        return list(requested)
+    return ["cpu", "gpu"] if gpu_visible else ["cpu"]
+
+
+def say_appended(records: list[dict], out: Path, what: str = "record(s)") -> None:
+    """Print how many records of which run were appended to ``out``."""
+    print(f"Appended {len(records)} {what} of run {records[0]['run_id']} to {out}", flush=True)
+
+
+def add_run_id_option(parser: argparse.ArgumentParser) -> None:
+    """``--run-id``: go on with an earlier run instead of starting a new one.
+
+    A reference stage that was stopped (its time limit, a lost job) runs its commands again with
+    the same run id; each command then measures only the conditions that run does not have yet,
+    so a re-run never records a condition twice.
+    """
+    parser.add_argument("--run-id", default=None,
+                        help="add to this run of the results file instead of starting a new "
+                             "one, skipping the conditions it already has (how an interrupted "
+                             "reference stage goes on)")
+
+
+def continue_run(out: Path, experiment: str, run_id: str | None, key) -> tuple[str, set]:
+    """``(run id, keys of the conditions already recorded)`` for a run that may go on.
+
+    Without ``run_id``: a new run, nothing recorded. With it: the keys ``key(record)`` of the
+    records of ``experiment`` with that run id in ``out`` (none if the file is missing).
+    """
+    from gpulesson.results import new_run_id, read_records
+
+    if not run_id:
+        return new_run_id(), set()
+    if not Path(out).is_file():
+        return run_id, set()
+    done = {key(record) for record in read_records(out, experiment=experiment, run_id=run_id)}
+    return run_id, done

@@ -44,14 +44,6 @@ import sys
 
 from gpulesson import results
 from gpulesson.experiments import cnn
-from gpulesson.experiments.cli import (
-    add_out_option,
-    add_run_id_option,
-    add_seed_option,
-    continue_run,
-    default_devices,
-    say_appended,
-)
 from gpulesson.experiments.cnn import describe
 from gpulesson.experiments.cnn.measure import check_epochs, default_epochs
 from gpulesson.experiments.cnn.records import (
@@ -60,7 +52,19 @@ from gpulesson.experiments.cnn.records import (
     speedup_text,
     split_epochs,
 )
-from gpulesson.experiments.common import REPEATS, SUMMARY_KEY, WARMUP, summarise, summary_text
+from gpulesson.experiments.common import (
+    REPEATS,
+    SUMMARY_KEY,
+    WARMUP,
+    add_out_option,
+    add_run_id_option,
+    add_seed_option,
+    continue_run,
+    default_devices,
+    say_appended,
+    summarise,
+    summary_text,
+)
 from gpulesson.results import (
     NOT_RECORDED,
     data_label,

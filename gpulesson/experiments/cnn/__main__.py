@@ -21,7 +21,11 @@ import argparse
 import sys
 
 from gpulesson.devices import KERAS_DEVICES as DEVICES
-from gpulesson.experiments.cli import (
+from gpulesson.experiments.cnn.measure import check_epochs, default_epochs, run_devices
+from gpulesson.experiments.cnn.records import EXPERIMENT, RESULTS_FILE, describe
+from gpulesson.experiments.common import (
+    REPEATS,
+    WARMUP,
     add_out_option,
     add_run_id_option,
     add_seed_option,
@@ -29,9 +33,6 @@ from gpulesson.experiments.cli import (
     default_devices,
     say_appended,
 )
-from gpulesson.experiments.cnn.measure import check_epochs, default_epochs, run_devices
-from gpulesson.experiments.cnn.records import EXPERIMENT, RESULTS_FILE, describe
-from gpulesson.experiments.common import REPEATS, WARMUP
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -32,7 +32,7 @@ import functools
 import sys
 from pathlib import Path
 
-from gpulesson.experiments.cli import add_out_option, add_run_id_option, continue_run, say_appended
+from gpulesson.experiments.common import add_out_option, add_run_id_option, continue_run, say_appended
 from gpulesson.experiments.contention import watched as watched_part
 from gpulesson.experiments.contention.measure import (
     BATCH_SIZE,

@@ -17,9 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpulesson.experiments.common import draw_spread, summary_text
-from gpulesson.experiments.contention.page import software
 from gpulesson.experiments.contention.records import condition_summary, find_in, threads_text
-from gpulesson.results import data_label, duration, hardware
+from gpulesson.results import data_label, duration, hardware, software
 
 # Line style and marker, not only colour, tell the series apart.
 _STYLE = {None: {"marker": "o", "linestyle": "-", "color": "tab:blue"},

@@ -26,17 +26,13 @@ from gpulesson.experiments.contention.records import (
     find_in,
     reference_run,
 )
-from gpulesson.results import NOT_RECORDED, duration, hardware
+from gpulesson.results import NOT_RECORDED, duration, hardware, software
 from gpulesson.settings import FULL_N_TRAIN
 
 # The episode's training images per epoch: split_batches keeps the last tenth for validation.
 LESSON_EPOCH_IMAGES = FULL_N_TRAIN - FULL_N_TRAIN // 10
 
 
-def software(record: dict) -> str:
-    backend = record["backend"]
-    return (f"Keras {record['versions'].get('keras', '?')}, {backend} "
-            f"{record['versions'].get(backend, '?')}")
 
 
 def scaled(summary: dict, factor: float) -> dict:

@@ -42,14 +42,14 @@ import sys
 from pathlib import Path
 
 from gpulesson.devices import KERAS_DEVICES as DEVICES
-from gpulesson.experiments.cli import (
+from gpulesson.experiments.common import (
     add_out_option,
     add_run_id_option,
     continue_run,
     default_devices,
+    repeats_for,
     say_appended,
 )
-from gpulesson.experiments.common import repeats_for
 from gpulesson.experiments.feeding.measure import (
     BATCH_SIZE,
     BATCH_SIZES,

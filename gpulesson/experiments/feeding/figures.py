@@ -18,15 +18,17 @@ from __future__ import annotations
 
 from gpulesson.experiments.common import SPREAD_NOTE, best_text, draw_spread
 from gpulesson.experiments.feeding.measure import SWEEPS
-from gpulesson.experiments.feeding.page import quoted, rate_text, software, sweep_device
 from gpulesson.experiments.feeding.records import (
     PIPELINES,
     delivered_wrong_data,
     find,
+    quoted,
     rate_summary,
+    rate_text,
     shown,
+    sweep_device,
 )
-from gpulesson.results import NOT_RECORDED, data_label, hardware
+from gpulesson.results import NOT_RECORDED, data_label, hardware, software
 
 BUSY = 0.25  # a measurement during which other programs used more CPU time than this is flagged
 _DEVICE_COLOUR = {"cpu": "tab:blue", "gpu": "tab:orange"}

@@ -33,7 +33,6 @@ import time
 
 from gpulesson.devices import keras_device_name as check_device
 from gpulesson.experiments.common import QUICK_REPEATS, REPEATS, WARMUP, summary_text  # noqa: F401 (QUICK_REPEATS: the command's)
-from gpulesson.experiments.feeding.page import rate_text, setting_text
 from gpulesson.experiments.feeding.records import (
     FILES,
     WORKER_PIPELINES,
@@ -41,6 +40,8 @@ from gpulesson.experiments.feeding.records import (
     check_pipelines,
     condition,
     measurement_record,
+    rate_text,
+    setting_text,
 )
 from gpulesson.results import new_run_id
 

@@ -29,12 +29,16 @@ from gpulesson.experiments.feeding.records import (
     epoch_summary,
     find,
     full_epoch_summary,
+    quoted,
     rate_summary,
+    rate_text,
     reference_run,
+    setting_text,
     shown,
+    sweep_device,
     targets,
 )
-from gpulesson.results import NOT_RECORDED, data_label, hardware
+from gpulesson.results import NOT_RECORDED, data_label, hardware, software
 from gpulesson.results import duration as seconds_text
 
 DEVICES = ("cpu", "gpu")
@@ -61,8 +65,6 @@ NO_GPU_RUN = ("The GPU part of the reference run has not been recorded yet; on a
 
 # --- numbers as text ------------------------------------------------------------------------------
 
-def rate_text(value: float) -> str:
-    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
 def rate_summary_text(summary) -> str:
@@ -76,8 +78,6 @@ def seconds_summary_text(summary) -> str:
     return summary_text(summary, seconds_text)
 
 
-def quoted(name: str) -> str:
-    return f"`{name}`"
 
 
 def versus(a_name: str, a: dict, b_name: str, b: dict, verb: str = "trained") -> str:
@@ -105,20 +105,8 @@ def ratio_text(value: float) -> str:
     return f"{value:.2g}" if value < 10 else f"{value:.0f}"
 
 
-def software(records) -> str:
-    first = records[0]
-    backend = first["backend"]
-    return f"Keras {first['versions'].get('keras', '?')}, {backend} " \
-           f"{first['versions'].get(backend, '?')}"
 
 
-def setting_text(record) -> str:
-    if record["mode"] == "loader":
-        return "loader only"
-    parts = [record["precision"], "jit" if record["jit_compile"] else "no jit"]
-    if record["steps_per_execution"] != 1:
-        parts.append(f"{record['steps_per_execution']} steps/execution")
-    return ", ".join(parts)
 
 
 def targets_text(checks: dict | None) -> str:
@@ -254,10 +242,6 @@ def _setting_name(record) -> str:
     return f"batch {record['batch_size']:,}"
 
 
-def sweep_device(records) -> str:
-    """The device whose settings the page and the figure show: the GPU where it has any."""
-    return "gpu" if any(r.get("device_kind") == "gpu" and r.get("group") not in
-                        (None, "pipelines") for r in shown(records)) else "cpu"
 
 
 def _settings_sentence(records) -> str:

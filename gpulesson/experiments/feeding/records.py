@@ -266,3 +266,28 @@ def targets(records) -> dict | None:
             "epoch_seconds": epoch, "epoch_estimated": lesson["partial_epoch"],
             "epoch_ok": epoch <= TARGET_EPOCH_SECONDS, "n_images": lesson["n_images"],
             "full_size": lesson["n_images"] >= N_IMAGES}
+
+
+# --- how the page, the figures and the command write a record's parts -------------------------
+
+def quoted(name: str) -> str:
+    return f"`{name}`"
+
+
+def rate_text(value: float) -> str:
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def setting_text(record) -> str:
+    if record["mode"] == "loader":
+        return "loader only"
+    parts = [record["precision"], "jit" if record["jit_compile"] else "no jit"]
+    if record["steps_per_execution"] != 1:
+        parts.append(f"{record['steps_per_execution']} steps/execution")
+    return ", ".join(parts)
+
+
+def sweep_device(records) -> str:
+    """The device whose settings the page and the figure show: the GPU where it has any."""
+    return "gpu" if any(r.get("device_kind") == "gpu" and r.get("group") not in
+                        (None, "pipelines") for r in shown(records)) else "cpu"

@@ -15,14 +15,14 @@ import argparse
 import sys
 
 from gpulesson.devices import KERAS_DEVICES as DEVICES
-from gpulesson.experiments.cli import (
+from gpulesson.experiments.common import (
     add_out_option,
     add_run_id_option,
     continue_run,
     default_devices,
+    repeats_for,
     say_appended,
 )
-from gpulesson.experiments.common import repeats_for
 from gpulesson.experiments.matmul.measure import (
     DTYPES,
     MAX_SECONDS,

@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from gpulesson import results
 from gpulesson.experiments.common import WARMUP, as_rate, compare, summary_of
-from gpulesson.results import NOT_RECORDED, hardware, make_record
+from gpulesson.results import (
+    NOT_RECORDED,
+    hardware,
+    make_record,
+    software,
+)
 
 EXPERIMENT = "matmul"
 RESULTS_FILE = results.RESULTS_DIR / f"{EXPERIMENT}.jsonl"
@@ -110,12 +115,6 @@ def crossover(records, dtype: str = "float32") -> int | None:
     return found
 
 
-def software(records) -> str:
-    """``"Keras 3.15.1, jax 0.10.2"``: the versions the records were measured with."""
-    first = records[0]
-    versions = first.get("versions", {})
-    backend = first["backend"]
-    return f"Keras {versions.get('keras', '?')}, {backend} {versions.get(backend, '?')}"
 
 
 def crossover_text(records, dtype: str = "float32") -> str:

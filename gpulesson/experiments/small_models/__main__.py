@@ -16,7 +16,7 @@ import argparse
 import functools
 import sys
 
-from gpulesson.experiments.cli import (
+from gpulesson.experiments.common import (
     add_out_option,
     add_run_id_option,
     add_seed_option,
