@@ -190,9 +190,13 @@ def node_copy(tmp_path_factory):
     return root, tmp_path_factory.mktemp("node-data")
 
 
-# The two longest experiments measure fewer conditions here: their own tests cover the rest.
-SHORTER = {"REFERENCE_ARGS_FEEDING": "--pipelines lesson classic --sweeps precision",
-           "REFERENCE_ARGS_CONTENTION": "--parts copies --copies 1 2 --cpu-threads"}
+# The experiments measure fewer conditions here, to keep the suite short: their own tests
+# cover the rest, and a rehearsal of the stages at quick sizes runs them whole.
+SHORTER = {"REFERENCE_ARGS_FEEDING": "--pipelines lesson --sweeps none",
+           "REFERENCE_ARGS_CONTENTION": "--parts copies --copies 1 --cpu-threads",
+           "REFERENCE_ARGS_CNN": "--epochs 2", "REFERENCE_ARGS_TORCH_REFERENCE": "--epochs 2",
+           "REFERENCE_ARGS_MATMUL": "--dtypes float32 --sizes 64 128",
+           "REFERENCE_ARGS_SMALL_MODELS": "--widths 16 --batch-sizes 32"}
 
 
 def _make_stage(root: Path, data_dir: Path, stage: str) -> subprocess.CompletedProcess:
