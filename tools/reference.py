@@ -114,41 +114,51 @@ REFRESH = [Step("figures", ["tools/reference.py", "--figures"], FIGURES),
 # CPU epochs of the feeding benchmark are capped so that five repeats of every pipeline fit
 # (gpulesson.experiments.feeding.measure.REFERENCE_CPU_STEPS says how it was chosen).
 FEEDING_CPU_STEPS = "12"
+# Beside a GPU, the CPU's side of the comparison: the pipelines episode 9 sets against the GPU's
+# (the slow classic one, the lesson's, gzip's and data in memory), without sweeps.
+FEEDING_CPU_WITH_GPU = ("--sweeps", "none", "--pipelines", "classic", "lesson", "lesson-gzip", "ram")
 NOTEBOOKS_1 = ("01", "03", "04", "05", "06")
 NOTEBOOKS_2 = ("07", "08", "10")
 NOTEBOOKS_3 = ("09",)
 
 STAGES = {stage.name: stage for stage in (
     Stage("core", "episode 5's CNN, episode 6's matrix multiplication, episode 8's PyTorch",
-          "about 5 min", [
+          "about 4 min", [
               _experiment("cnn"),
               _experiment("matmul"),
               _experiment("torch_reference", needs=("torch", "torchvision", "numpy", "h5py")),
           ]),
-    Stage("small-models", "episode 7's small MLP and its sweep", "about 4 min",
+    Stage("small-models", "episode 7's small MLP and its sweep", "about 3 min",
           [_experiment("small_models", needs=(*KERAS, "sklearn"))]),
-    # Episode 9's pipelines in two stages of one run: the GPU's full epochs with the settings
-    # sweeps, then the CPU's epochs capped (the sweeps run on the CPU only without a GPU).
-    Stage("feeding-gpu", "episode 9's input pipelines and settings on the GPU (none without one)",
-          "about 6 min", [_experiment("feeding", "--devices", "gpu", "--sweep-devices", "gpu",
-                                      with_gpu=(), gpu_only=True, step="feeding on the GPU")]),
+    # Episode 9's pipelines in three stages of one run: the GPU's full epochs, then its
+    # settings sweeps on the fastest pipeline, then the CPU's epochs capped (the sweeps run on
+    # the CPU only without a GPU). The classic pipeline is capped everywhere: it reads a few
+    # hundred images a second, so a full epoch of it would take minutes on any device.
+    Stage("feeding-gpu", "episode 9's input pipelines on the GPU (nothing without one)",
+          "about 3 min", [_experiment("feeding", "--devices", "gpu", "--sweeps", "none",
+                                      "--classic-max-steps", FEEDING_CPU_STEPS, with_gpu=(),
+                                      gpu_only=True, step="pipelines on the GPU")]),
+    Stage("feeding-settings", "episode 9's settings sweeps on the GPU (nothing without one)",
+          "about 4 min", [_experiment("feeding", "--devices", "gpu", "--sweep-devices", "gpu",
+                                      "--classic-max-steps", FEEDING_CPU_STEPS, with_gpu=(),
+                                      gpu_only=True, step="settings on the GPU")]),
     Stage("feeding-cpu", f"episode 9's input pipelines on the CPU, {FEEDING_CPU_STEPS} steps an "
-          "epoch", "about 6 min",
+          "epoch", "about 2 min",
           [_experiment("feeding", "--devices", "cpu", "--cpu-max-steps", FEEDING_CPU_STEPS,
-                       "--classic-max-steps", FEEDING_CPU_STEPS, with_gpu=("--sweeps", "none"),
-                       step="feeding on the CPU")]),
+                       "--classic-max-steps", FEEDING_CPU_STEPS, with_gpu=FEEDING_CPU_WITH_GPU,
+                       step="pipelines on the CPU")]),
     Stage("contention", "episode 5's CPU epochs on a shared node (CPU only: not part of a GPU "
-          "node's run)", "about 4 min", [_experiment("contention", with_gpu=())]),
+          "node's run)", "CPU only", [_experiment("contention", with_gpu=())]),
     Stage("notebooks-1", "figures and notebooks refilled, then episodes 1 and 3 to 6 recorded",
-          "about 6 min", [*REFRESH, *_notebooks(*NOTEBOOKS_1)]),
-    Stage("notebooks-2", "episodes 7, 8 and 10 recorded", "about 6 min", _notebooks(*NOTEBOOKS_2)),
-    Stage("notebooks-3", "episode 9 recorded", "about 6 min", _notebooks(*NOTEBOOKS_3)),
+          "about 3 min", [*REFRESH, *_notebooks(*NOTEBOOKS_1)]),
+    Stage("notebooks-2", "episodes 7, 8 and 10 recorded", "about 3 min", _notebooks(*NOTEBOOKS_2)),
+    Stage("notebooks-3", "episode 9 recorded", "about 2 min", _notebooks(*NOTEBOOKS_3)),
     Stage("pack", "figures and notebooks refilled, everything packed into one archive",
           "under 1 min", [*REFRESH, Step("pack", None)]),
 )}
 # What a GPU node records: all but the CPU-only contention experiment.
-GPU_NODE = ("core", "small-models", "feeding-gpu", "feeding-cpu", "notebooks-1", "notebooks-2",
-            "notebooks-3", "pack")
+GPU_NODE = ("core", "small-models", "feeding-gpu", "feeding-settings", "feeding-cpu",
+            "notebooks-1", "notebooks-2", "notebooks-3", "pack")
 
 
 def expand(name: str) -> list[str]:
@@ -366,11 +376,11 @@ def pack(out: Path | None = None, limit: int = PACK_LIMIT, say=_say) -> Path:
 def describe() -> str:
     lines = ["Stages of the reference run (estimates: full size, one H100, 16 cores):"]
     for stage in STAGES.values():
-        lines.append(f"  {stage.name:13} {stage.estimate:12} {stage.what}")
+        lines.append(f"  {stage.name:16} {stage.estimate:12} {stage.what}")
         for step in stage.steps:
             extra = (" (GPU only)" if step.gpu_only else
                      f" (with a GPU: {' '.join(step.with_gpu)})" if step.with_gpu else "")
-            lines.append(f"  {'':13} {'':12} - {step.name}"
+            lines.append(f"  {'':16} {'':12} - {step.name}"
                          + (f": python {' '.join(step.argv)}" if step.argv else "") + extra)
     lines.append(f"'all' runs: {', '.join(STAGES)}; a GPU node: {', '.join(GPU_NODE)}")
     return "\n".join(lines)
