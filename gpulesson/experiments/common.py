@@ -49,6 +49,19 @@ def repeats_for(quick: bool) -> int:
     return QUICK_REPEATS if quick else REPEATS
 
 
+def default_epochs(quick: bool) -> int:
+    """The epochs a training of a device runs: the warm-up, then the rule's timed repeats."""
+    return WARMUP + repeats_for(quick)
+
+
+def check_epochs(epochs: int) -> int:
+    """``epochs`` if it leaves at least one timed epoch after the warm-up, else a ValueError."""
+    if epochs < WARMUP + 1:
+        raise ValueError(f"epochs must be at least {WARMUP + 1} ({WARMUP} warm-up and at least one "
+                         f"timed epoch), not {epochs}")
+    return epochs
+
+
 # --- summaries --------------------------------------------------------------------------------
 
 def summarise(samples: Sequence[float], warmup: Sequence[float] = (), *,
@@ -300,3 +313,18 @@ def continue_run(out: Path, experiment: str, run_id: str | None, key) -> tuple[s
         return run_id, set()
     done = {key(record) for record in read_records(out, experiment=experiment, run_id=run_id)}
     return run_id, done
+
+
+def add_epochs_option(parser: argparse.ArgumentParser) -> None:
+    """``--epochs``: epochs per device, the warm-up included (default: :func:`default_epochs`);
+    a number that leaves no timed epoch is refused as a usage error."""
+    def epochs(text: str) -> int:
+        try:
+            return check_epochs(int(text))
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parser.add_argument("--epochs", type=epochs, default=None,
+                        help=f"epochs per device, the {WARMUP} warm-up epoch included (default "
+                             f"{default_epochs(False)}: {WARMUP} warm-up and {REPEATS} timed; quick "
+                             f"mode {default_epochs(True)}); at least {WARMUP + 1}")

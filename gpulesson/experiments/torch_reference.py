@@ -45,7 +45,6 @@ import sys
 from gpulesson import results
 from gpulesson.experiments import cnn
 from gpulesson.experiments.cnn import describe
-from gpulesson.experiments.cnn.measure import check_epochs, default_epochs
 from gpulesson.experiments.cnn.records import (
     epoch_summary,
     gpu_comparison,
@@ -53,14 +52,15 @@ from gpulesson.experiments.cnn.records import (
     split_epochs,
 )
 from gpulesson.experiments.common import (
-    REPEATS,
     SUMMARY_KEY,
     WARMUP,
+    add_epochs_option,
     add_out_option,
     add_run_id_option,
     add_seed_option,
     continue_run,
     default_devices,
+    default_epochs,
     say_appended,
     summarise,
     summary_text,
@@ -341,10 +341,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--devices", nargs="+", choices=sorted(DEVICES), default=None,
                         help="devices to train on, in this order (default: cpu, then gpu if one is visible)")
-    parser.add_argument("--epochs", type=int, default=None,
-                        help=f"epochs per device, the {WARMUP} warm-up epoch included (default "
-                             f"{default_epochs(False)}: {WARMUP} warm-up and {REPEATS} timed; quick "
-                             f"mode {default_epochs(True)}); at least {WARMUP + 1}")
+    add_epochs_option(parser)
     parser.add_argument("--batch-size", type=int, default=FULL_BATCH_SIZE,
                         help=f"images per batch (default {FULL_BATCH_SIZE}; quick mode: at most 64)")
     parser.add_argument("--threads", type=int, default=None,
@@ -374,11 +371,6 @@ def check_earlier(earlier, **run) -> None:
 def main(argv=None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.epochs is not None:
-        try:
-            check_epochs(args.epochs)
-        except ValueError as exc:
-            parser.error(str(exc))
     if importlib.util.find_spec("torch") is None:
         print(f"PyTorch is not installed: {INSTALL}", file=sys.stderr)
         return 2

@@ -21,11 +21,10 @@ import argparse
 import sys
 
 from gpulesson.devices import KERAS_DEVICES as DEVICES
-from gpulesson.experiments.cnn.measure import check_epochs, default_epochs, run_devices
+from gpulesson.experiments.cnn.measure import run_devices
 from gpulesson.experiments.cnn.records import EXPERIMENT, RESULTS_FILE, describe
 from gpulesson.experiments.common import (
-    REPEATS,
-    WARMUP,
+    add_epochs_option,
     add_out_option,
     add_run_id_option,
     add_seed_option,
@@ -39,10 +38,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--devices", nargs="+", choices=sorted(DEVICES), default=None,
                         help="devices to train on, in this order (default: cpu, then gpu if one is visible)")
-    parser.add_argument("--epochs", type=int, default=None,
-                        help=f"epochs per device, the {WARMUP} warm-up epoch included (default "
-                             f"{default_epochs(False)}: {WARMUP} warm-up and {REPEATS} timed; quick "
-                             f"mode {default_epochs(True)}); at least {WARMUP + 1}")
+    add_epochs_option(parser)
     parser.add_argument("--batch-size", type=int, default=256,
                         help="images per batch (default 256; quick mode: at most 64)")
     add_out_option(parser, RESULTS_FILE)
@@ -57,11 +53,6 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.epochs is not None:
-        try:
-            check_epochs(args.epochs)
-        except ValueError as exc:
-            parser.error(str(exc))
     if args.cpu_threads is not None and args.cpu_threads < 1:
         parser.error(f"--cpu-threads must be at least 1, not {args.cpu_threads}")
     from gpulesson.timing import set_cpu_threads

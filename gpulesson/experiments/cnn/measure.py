@@ -17,20 +17,7 @@ from __future__ import annotations
 import os
 
 from gpulesson.experiments.cnn.records import run_record
-from gpulesson.experiments.common import WARMUP, repeats_for
-
-
-def default_epochs(quick: bool) -> int:
-    """The epochs a device trains: the warm-up, then the timed repeats of the rule."""
-    return WARMUP + repeats_for(quick)
-
-
-def check_epochs(epochs: int) -> int:
-    """``epochs`` if it leaves at least one timed epoch after the warm-up, else a ValueError."""
-    if epochs < WARMUP + 1:
-        raise ValueError(f"epochs must be at least {WARMUP + 1} ({WARMUP} warm-up and at least one "
-                         f"timed epoch), not {epochs}")
-    return epochs
+from gpulesson.experiments.common import WARMUP, check_epochs, default_epochs
 
 
 def _load_average():

@@ -21,12 +21,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from gpulesson.experiments.common import WARMUP, repeats_for
+from gpulesson.experiments.common import default_epochs
 from gpulesson.results import LESSON_ROOT
 
 # The measurement rule: every copy trains a warm-up epoch and the rule's timed ones.
-N_IMAGES, EPOCHS, BATCH_SIZE = 10_000, WARMUP + repeats_for(False), 256
-QUICK_N_IMAGES, QUICK_EPOCHS, QUICK_BATCH_SIZE = 256, WARMUP + repeats_for(True), 64
+N_IMAGES, EPOCHS, BATCH_SIZE = 10_000, default_epochs(False), 256
+QUICK_N_IMAGES, QUICK_EPOCHS, QUICK_BATCH_SIZE = 256, default_epochs(True), 64
 COPIES = (1, 2, 3)
 TIMEOUT = 1800.0  # seconds one condition may take, all copies together
 WORKER = "gpulesson.experiments.contention.worker"
