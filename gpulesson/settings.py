@@ -155,6 +155,20 @@ def parse_data(value: str, name: str = "LESSON_DATA") -> str:
     return text
 
 
+def explicit_data(value: str) -> str:
+    """The data a record of the lesson is made with, chosen on purpose: ``value`` (e.g.
+    LESSON_DATA) must name one of :data:`DATA_CHOICES`; empty is refused, not defaulted."""
+    data = value.strip().lower()
+    if not data:
+        raise SettingsError(
+            "choose the data explicitly: LESSON_DATA=cifar10 (the real CIFAR-10, prepared "
+            "beforehand with python -m gpulesson.prepare --data cifar10 where there is no "
+            "internet) or LESSON_DATA=synthetic (the full-size stand-in, labelled so)")
+    if data not in DATA_CHOICES:
+        raise SettingsError(f"unknown data {data!r}: use {' or '.join(DATA_CHOICES)}")
+    return data
+
+
 def get_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """Read the settings from ``environ`` (default: ``os.environ``)."""
     env = os.environ if environ is None else environ

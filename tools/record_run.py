@@ -144,15 +144,13 @@ class RecordError(RuntimeError):
 
 
 def choose_data(arg: str | None, environ) -> str:
-    data = arg or environ.get("LESSON_DATA", "").strip().lower()
-    if not data:
-        raise RecordError(
-            "choose the data explicitly: LESSON_DATA=cifar10 (the lesson's record, where CIFAR-10 "
-            "can be had) or LESSON_DATA=synthetic (the full-size stand-in, labelled so), "
-            "or --data cifar10|synthetic")
-    if data not in DATA_LABELS:
-        raise RecordError(f"unknown data {data!r}: use cifar10 or synthetic")
-    return data
+    from gpulesson.errors import SettingsError
+    from gpulesson.settings import explicit_data
+
+    try:
+        return explicit_data(arg or environ.get("LESSON_DATA", ""))
+    except SettingsError as exc:
+        raise RecordError(f"{exc} (or --data cifar10|synthetic)") from None
 
 
 def choose_quick(arg: bool, environ) -> bool:

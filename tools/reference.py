@@ -171,13 +171,13 @@ def expand(name: str) -> list[str]:
 
 def check_data_chosen() -> None:
     """A reference run records one data set, chosen on purpose: never a default."""
-    data = os.environ.get("LESSON_DATA", "").strip().lower()
-    if data not in ("cifar10", "synthetic"):
-        raise StageStopped(
-            f"choose the data for the whole run: LESSON_DATA=cifar10 (the real data set, "
-            f"prepared beforehand: python -m gpulesson.prepare --data cifar10) or "
-            f"LESSON_DATA=synthetic (the labelled stand-in), not {data or 'unset'!r}; e.g. "
-            f"LESSON_DATA=synthetic python tools/reference.py core")
+    from gpulesson.errors import SettingsError
+    from gpulesson.settings import explicit_data
+
+    try:
+        explicit_data(os.environ.get("LESSON_DATA", ""))
+    except SettingsError as exc:
+        raise StageStopped(f"{exc}; e.g. LESSON_DATA=synthetic python tools/reference.py core") from None
 
 
 class StageStopped(RuntimeError):
