@@ -40,6 +40,15 @@ def framework_threads() -> dict:
     return {"xla_flags": os.environ.get("XLA_FLAGS", "")}
 
 
+def load_average() -> list[float] | None:
+    """The machine's load average over 1, 5 and 15 minutes, rounded (None where the system has
+    none): above the number of cores, other programs competed with a measurement."""
+    try:
+        return [round(float(v), 2) for v in os.getloadavg()]
+    except (OSError, AttributeError):
+        return None
+
+
 def cpu_settings() -> dict:
     """The facts that decide a CPU timing, for a run's record: cores available to this
     process, cores of the machine, the framework's threads and the load average (processes
@@ -48,7 +57,7 @@ def cpu_settings() -> dict:
         "cpu_cores_available": available_cores(),
         "cpu_cores_machine": os.cpu_count(),
         "framework_threads": framework_threads(),
-        "load_average": [round(value, 2) for value in os.getloadavg()],
+        "load_average": load_average(),
     }
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import os
 import sys
 from pathlib import Path
 
@@ -36,6 +35,7 @@ from gpulesson.results import (
     make_record,
     new_run_id,
 )
+from gpulesson.timing import load_average
 
 EXPERIMENT = "standin-calibration"
 RESULTS_FILE = RESULTS_DIR / f"{EXPERIMENT}.jsonl"
@@ -77,11 +77,6 @@ def check_plan(n_train: int, n_test: int, epochs: int, batch_size: int) -> dict:
     return plan
 
 
-def _load_average():
-    try:
-        return [round(v, 2) for v in os.getloadavg()]
-    except OSError:  # not available on this system
-        return None
 
 
 def calibrate(n_train, n_test, epochs, batch_size, *, device="cpu", seed=42, data_seed=0,
@@ -118,7 +113,7 @@ def calibrate(n_train, n_test, epochs, batch_size, *, device="cpu", seed=42, dat
                 matrix = confusion_counts(y_test, predicted, N_CLASSES)
                 tested["confusion"][str(epoch + 1)] = matrix.tolist()
 
-    load_before = _load_average()
+    load_before = load_average()
     keras.utils.set_random_seed(seed)
     timer = EpochTimer(samples_per_epoch=cut)
     with keras.device(device):
@@ -136,7 +131,7 @@ def calibrate(n_train, n_test, epochs, batch_size, *, device="cpu", seed=42, dat
         "confusion": tested["confusion"],
         "epoch_seconds": timer.epoch_seconds,
         "training_seconds": timer.summary()["total_seconds"],
-        "load_average": {"start": load_before, "end": _load_average()},
+        "load_average": {"start": load_before, "end": load_average()},
         "generator": generator_fingerprint(data_seed),
     }
 

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import os
 import platform
 import statistics
 import sys
@@ -73,6 +72,7 @@ from gpulesson.results import (
     make_record,
     pick,
 )
+from gpulesson.timing import load_average
 
 EXPERIMENT = "pytorch-cpu-vs-gpu"
 RESULTS_FILE = results.RESULTS_DIR / f"{EXPERIMENT}.jsonl"
@@ -175,12 +175,6 @@ def torch_environment(device: str) -> dict:
     return environment
 
 
-def _load_average():
-    """``os.getloadavg()`` rounded, or None where the system has none."""
-    try:
-        return [round(float(v), 2) for v in os.getloadavg()]
-    except OSError:
-        return None
 
 
 def run_record(run: dict, *, data: str, run_id: str, n_train: int, n_test: int,
@@ -226,7 +220,7 @@ def run_record(run: dict, *, data: str, run_id: str, n_train: int, n_test: int,
         "test_loss": run["test_loss"],
         "test_accuracy": run["test_accuracy"],
         "start_weights": run["start_weights"],
-        "load_average": _load_average(),
+        "load_average": load_average(),
     }
     for key, load in (("load_average_before", load_before), ("load_average_after", load_after)):
         if load is not None:
@@ -433,10 +427,10 @@ def main(argv=None) -> int:
     for name in devices:
         print(f"Training on {DEVICES[name]} for {epochs} epochs ({WARMUP} warm-up, "
               f"{epochs - WARMUP} timed) ...", flush=True)
-        load_before = _load_average()
+        load_before = load_average()
         run = lesson_torch.train_on(DEVICES[name], initial_state, train_set, test_set, epochs,
                                     batch_size=batch_size)
-        load_after = _load_average()
+        load_after = load_average()
         record = run_record(run, data=data, run_id=run_id, n_train=len(train_set),
                             n_test=len(test_set), source="gpulesson.experiments.torch_reference",
                             load_before=load_before, load_after=load_after)

@@ -14,17 +14,9 @@ machine can be recognised.
 
 from __future__ import annotations
 
-import os
-
 from gpulesson.experiments.cnn.records import run_record
 from gpulesson.experiments.common import WARMUP, check_epochs, default_epochs
-
-
-def _load_average():
-    try:
-        return os.getloadavg()
-    except OSError:  # not available on this system
-        return None
+from gpulesson.timing import load_average
 
 
 def run_devices(devices, settings, *, epochs: int | None = None, batch_size: int, seed: int,
@@ -55,9 +47,9 @@ def run_devices(devices, settings, *, epochs: int | None = None, batch_size: int
     for name in devices:
         print(f"Training on {DEVICES[name]} for {epochs} epochs ({WARMUP} warm-up, "
               f"{epochs - WARMUP} timed) ...", flush=True)
-        load_before = _load_average()
+        load_before = load_average()
         run = lesson.train_on(DEVICES[name], initial_weights, *batches, epochs, verbose=2)
-        load_after = _load_average()
+        load_after = load_average()
         record = run_record(run, data=settings.data, run_id=run_id, batches=batches,
                             source="gpulesson.experiments.cnn", load_before=load_before,
                             load_after=load_after)

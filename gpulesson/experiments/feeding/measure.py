@@ -27,7 +27,6 @@ deep-learning framework.
 from __future__ import annotations
 
 import contextlib
-import os
 import tempfile
 import time
 
@@ -44,6 +43,7 @@ from gpulesson.experiments.feeding.records import (
     setting_text,
 )
 from gpulesson.results import new_run_id
+from gpulesson.timing import load_average
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 SWEEPS = ("precision", "jit", "spe", "batch")
@@ -218,11 +218,6 @@ def _seconds(value: float) -> str:
     return f"{value:.3f} s"
 
 
-def _load_average() -> list[float] | None:
-    try:
-        return [round(v, 2) for v in os.getloadavg()]
-    except OSError:
-        return None
 
 
 class _BusyMeter:
@@ -236,11 +231,11 @@ class _BusyMeter:
     def __init__(self):
         from gpulesson.experiments.matmul.measure import _BusyMeter as Meter
 
-        self.before = _load_average()
+        self.before = load_average()
         self.meter = Meter()
 
     def read(self) -> dict:
-        after = _load_average()
+        after = load_average()
         return {"other_programs_cpu_share": self.meter.other_share(), "load_average": after,
                 "load_average_before": self.before, "load_average_after": after}
 

@@ -18,6 +18,7 @@ import time
 from gpulesson.devices import keras_device_name as check_device
 from gpulesson.experiments import common
 from gpulesson.experiments.common import summarise
+from gpulesson.timing import load_average
 
 DTYPES = ("float32", "bfloat16", "float16")
 SIZES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
@@ -209,13 +210,6 @@ def sweep(device: str = "cpu", dtype: str = "float32", sizes=SIZES, *, repeats: 
     return result
 
 
-def load_average() -> list[float] | None:
-    """The machine's load average over 1, 5 and 15 minutes (None where the system has none):
-    above the number of cores, other programs competed with the measurement."""
-    try:
-        return [round(v, 2) for v in os.getloadavg()]
-    except (OSError, AttributeError):
-        return None
 
 
 class _BusyMeter:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 
 import numpy as np
 
@@ -30,6 +29,7 @@ from gpulesson.experiments.small_models.records import (
 )
 from gpulesson.results import duration as short_time
 from gpulesson.results import make_record, new_run_id
+from gpulesson.timing import load_average
 
 # The CPU-vs-GPU comparison on the breast-cancer data: a fixed number of epochs, no early stop;
 # the first is the warm-up, the other 19 the timed repeats (more than the rule's minimum: an
@@ -178,12 +178,6 @@ def epoch_summary(epoch_seconds) -> dict:
     return summarise(epoch_seconds[WARMUP:], epoch_seconds[:WARMUP])
 
 
-def load_average() -> list[float] | None:
-    """The machine's load average over 1, 5 and 15 minutes, or None where there is none."""
-    try:
-        return [round(v, 2) for v in os.getloadavg()]
-    except (OSError, AttributeError):
-        return None
 
 
 
