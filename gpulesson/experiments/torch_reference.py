@@ -148,7 +148,6 @@ def torch_environment(device: str) -> dict:
     """
     import torch
 
-    from gpulesson import devices
 
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     kind = torch.device(device).type
@@ -166,12 +165,9 @@ def torch_environment(device: str) -> dict:
         "torch_threads": torch.get_num_threads(),
         "device": name,
     }
-    if kind == "cuda":
-        gpu = devices.gpu_facts("torch")
-        environment["gpu"] = gpu
-        environment["float32_precision"] = devices.float32_precision("torch", gpu)
-    elif kind == "cpu":
-        environment["float32_precision"] = devices.float32_precision()
+    if kind in ("cuda", "cpu"):  # as in the Keras records; MPS has no such facts to read
+        environment.update(results.device_facts(
+            {**environment, "device_kind": "gpu" if kind == "cuda" else "cpu"}))
     return environment
 
 
