@@ -22,11 +22,6 @@ _STYLES = (
     {"marker": "^", "linestyle": ":", "hatch": "xx", "color": "tab:green"},
     {"marker": "D", "linestyle": "-.", "hatch": "\\\\", "color": "tab:purple"},
 )
-TIME_FIELDS = (
-    ("mean_epoch_seconds", "mean epoch"),
-    ("evaluation_seconds", "evaluation"),
-    ("total_seconds", "total"),
-)
 CORRECT, WRONG = "✓", "✗"
 
 
@@ -76,50 +71,6 @@ def epoch_times(cpu_seconds, gpu_seconds, *, label, hardware=None, first_epoch="
     if isinstance(hardware, Mapping):
         hardware = "; ".join(f"{k}: {v}" for k, v in hardware.items())
     _title(fig, "Time per training epoch", label, hardware)
-    fig.tight_layout()
-    return fig
-
-
-def _speed_up(reference: float, value: float) -> str:
-    if not value or not reference:
-        return ""
-    ratio = reference / value
-    return f"{ratio:.1f}× faster" if ratio >= 1 else f"{1 / ratio:.1f}× slower"
-
-
-def time_bars(rows, *, label):
-    """Bar chart of mean epoch, evaluation and total time per device, with the speed-ups.
-
-    ``rows``: one dict per run, with ``device`` and any of :data:`TIME_FIELDS`'s keys
-    (``mean_epoch_seconds``, ``evaluation_seconds``, ``total_seconds``; seconds). The speed-up
-    of every other device over the row whose device is ``"CPU"`` is written above its bars.
-    """
-    rows = list(rows)
-    if not rows:
-        raise ValueError("time_bars needs at least one row")
-    fields = [(key, name) for key, name in TIME_FIELDS if any(r.get(key) is not None for r in rows)]
-    if not fields:
-        raise ValueError(f"the rows have none of {', '.join(k for k, _ in TIME_FIELDS)}")
-    cpu = next((r for r in rows if str(r.get("device", "")).upper() == "CPU"), None)
-    fig, ax = _subplots(figsize=(7, 4.2))
-    width = 0.8 / len(rows)
-    x = np.arange(len(fields))
-    for i, (row, style) in enumerate(zip(rows, _STYLES * len(rows), strict=False)):
-        values = [row.get(key) or 0.0 for key, _ in fields]
-        bars = ax.bar(x + (i - (len(rows) - 1) / 2) * width, values, width, label=str(row.get("device")),
-                      color=style["color"], hatch=style["hatch"], edgecolor="black")
-        for bar, (key, _), value in zip(bars, fields, values, strict=True):
-            text = f"{value:.3g} s"
-            if cpu is not None and row is not cpu:
-                speed = _speed_up(cpu.get(key), value)
-                text += f"\n{speed}" if speed else ""
-            ax.annotate(text, (bar.get_x() + bar.get_width() / 2, bar.get_height()), xytext=(0, 2),
-                        textcoords="offset points", ha="center", va="bottom", fontsize=8)
-    ax.set_xticks(x, [name for _, name in fields])
-    ax.set_ylabel("seconds")
-    ax.margins(y=0.25)
-    ax.legend(title="device")
-    _title(fig, "Training and evaluation time", label)
     fig.tight_layout()
     return fig
 

@@ -46,23 +46,6 @@ def test_epoch_times_with_one_run_only():
         cp.epoch_times(None, [], label=LABEL)
 
 
-def test_time_bars_write_the_speed_up():
-    rows = [
-        {"device": "CPU", "mean_epoch_seconds": 20.0, "evaluation_seconds": 4.0, "total_seconds": 100.0},
-        {"device": "NVIDIA H100", "mean_epoch_seconds": 2.0, "evaluation_seconds": 0.5, "total_seconds": 25.0},
-    ]
-    fig = cp.time_bars(rows, label=LABEL)
-    assert LABEL in fig.get_suptitle()
-    shown = " ".join(texts(fig))
-    assert "10.0× faster" in shown and "8.0× faster" in shown and "4.0× faster" in shown
-    ax = fig.axes[0]
-    assert len(ax.patches) == 6
-    assert {p.get_hatch() for p in ax.patches} == {"//", ".."}
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["mean epoch", "evaluation", "total"]
-    with pytest.raises(ValueError):
-        cp.time_bars([], label=LABEL)
-
-
 def test_learning_curves_two_panels():
     history = {"loss": [2.0, 1.5, 1.2], "val_loss": [2.1, 1.7, 1.6],
                "accuracy": [0.2, 0.4, 0.5], "val_accuracy": [0.2, 0.35, 0.4]}
