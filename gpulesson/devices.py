@@ -147,6 +147,13 @@ def report() -> str:
         line, count = _framework_line(title, module, probe)
         lines.append(line)
         n_gpus += count
+    driver = _nvml_gpu().get("driver_version")
+    if driver:  # an NVIDIA driver is here: is it new enough for what is installed?
+        from gpulesson import driver as driver_check
+
+        with _captured_output():
+            builds = driver_check.build_cuda()
+        lines.extend(driver_check.check(driver, builds))
     if n_gpus == 0:
         lines.append(NO_GPU)
     else:
