@@ -7,6 +7,7 @@ import inspect
 import re
 import subprocess
 import sys
+import threading
 import types
 
 import pytest
@@ -257,15 +258,44 @@ def test_gpu_utilisation_reads_nvml_or_says_none(lesson_feeding, monkeypatch):
     assert lesson_feeding.gpu_utilisation() is None
 
 
-def test_gpu_watch_samples_every_few_batches(lesson_feeding, monkeypatch):
-    monkeypatch.setitem(sys.modules, "pynvml", _fake_nvml(busy=55))
-    watch = lesson_feeding.GpuWatch(every=3)
-    for batch in range(7):
-        watch.on_train_batch_end(batch)
-    assert watch.samples == [55, 55, 55]
-    monkeypatch.setitem(sys.modules, "pynvml", None)
-    watch.on_train_batch_end(9)
-    assert watch.samples == [55, 55, 55]
+def test_gpu_watch_samples_from_its_own_thread_while_training(lesson_feeding, monkeypatch):
+    nvml, sampled = _fake_nvml(busy=55), threading.Event()
+    read = nvml.nvmlDeviceGetUtilizationRates
+
+    def counted(handle):
+        if len(watch.samples) >= 2:
+            sampled.set()
+        return read(handle)
+
+    nvml.nvmlDeviceGetUtilizationRates = counted
+    monkeypatch.setitem(sys.modules, "pynvml", nvml)
+    watch = lesson_feeding.GpuWatch(interval=0.001)
+    watch.on_train_begin()
+    assert sampled.wait(timeout=120), "the watch took no samples"
+    watch.on_train_end()
+    assert not watch._thread.is_alive()
+    taken = list(watch.samples)
+    assert len(taken) >= 3 and set(taken) == {55}
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # no NVML: sampling goes on, adds nothing
+    watch.on_train_begin()
+    watch.on_train_end()
+    assert watch.samples == taken
+
+
+def test_gpu_watch_keeps_keras_callbacks_asynchronous(lesson_feeding, monkeypatch):
+    """A per-batch method makes Keras wait for every step (its CallbackList then turns
+    asynchronous dispatch off); the watch must not have one."""
+    import keras
+    from keras.src import backend
+
+    class PerBatch(keras.callbacks.Callback):  # the old way: sampling after some batches
+        def on_train_batch_end(self, batch, logs=None):
+            pass
+
+    # As on the JAX and PyTorch backends, whichever backend runs the tests.
+    monkeypatch.setattr(backend, "IS_THREAD_SAFE", True)
+    assert keras.callbacks.CallbackList([lesson_feeding.GpuWatch()])._async_train
+    assert not keras.callbacks.CallbackList([PerBatch()])._async_train
 
 
 def test_the_episode_states_the_loader_margin_that_the_page_applies():

@@ -7,6 +7,8 @@ the code a learner writes in the notebooks.
 
 
 # From _episodes/09-feeding-the-gpu.md
+import threading
+
 import keras
 
 
@@ -30,18 +32,33 @@ def gpu_utilisation(index=0):
 
 
 class GpuWatch(keras.callbacks.Callback):
-    """Records the GPU's utilisation (percent) after every `every` batches
-    of training, in `samples`."""
+    """Samples the GPU's utilisation (percent) every `interval` seconds
+    while training runs, from a thread of its own, into `samples`.
 
-    def __init__(self, every=5):
+    It has no per-batch method on purpose: one would make Keras wait for
+    every step to finish before starting the next, and so lower the
+    utilisation it measures.
+    """
+
+    def __init__(self, interval=0.2):
         super().__init__()
-        self.every, self.samples = every, []
+        self.interval, self.samples = interval, []
+        self._stop, self._thread = threading.Event(), None
 
-    def on_train_batch_end(self, batch, logs=None):
-        if batch % self.every == 0:
+    def _sample(self):
+        while not self._stop.wait(self.interval):
             found = gpu_utilisation()
             if found is not None:
                 self.samples.append(found[0])
+
+    def on_train_begin(self, logs=None):
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def on_train_end(self, logs=None):
+        self._stop.set()
+        self._thread.join()
 
 
 # From _episodes/09-feeding-the-gpu.md
