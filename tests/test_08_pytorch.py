@@ -200,6 +200,42 @@ def test_to_dataset_layout_and_standardisation():
     assert abs(images.mean().item()) < 1e-3 and abs(images.std().item() - 1) < 1e-2
 
 
+def test_whole_batches_are_the_row_by_row_loaders_batches_in_its_order():
+    from gpulesson.lesson.torch import batches
+    from torch.utils.data import DataLoader, TensorDataset
+
+    data = TensorDataset(torch.arange(70).float().unsqueeze(1) * 10, torch.arange(70))
+    for shuffle in (True, False):
+        row_by_row = DataLoader(data, batch_size=16, shuffle=shuffle,
+                                generator=torch.Generator().manual_seed(3))
+        whole = batches(data, 16, shuffle=shuffle, generator=torch.Generator().manual_seed(3))
+        pairs = list(zip(row_by_row, whole, strict=True))
+        assert [len(y) for _, (_, y) in pairs] == [16, 16, 16, 16, 6]  # the short last batch
+        for (x_rows, y_rows), (x_whole, y_whole) in pairs:
+            assert torch.equal(x_rows, x_whole) and torch.equal(y_rows, y_whole)
+            assert torch.equal(x_whole[:, 0], y_whole.float() * 10)  # images stay with labels
+        seen = torch.cat([y for _, y in whole])
+        assert sorted(seen.tolist()) == list(range(70))  # every row once per epoch
+        if shuffle:
+            assert seen.tolist() != list(range(70))
+
+
+def test_whole_batches_take_one_indexing_step_per_batch():
+    from gpulesson.lesson.torch import batches
+    from torch.utils.data import TensorDataset
+
+    class Counted(TensorDataset):
+        calls = 0
+
+        def __getitem__(self, index):
+            Counted.calls += 1
+            return super().__getitem__(index)
+
+    data = Counted(torch.zeros(50, 1), torch.zeros(50))
+    assert len(list(batches(data, 16))) == 4
+    assert Counted.calls == 4
+
+
 def test_training_learns_the_stand_in_in_quick_mode(one_thread):
     from gpulesson.lesson import torch as lesson_torch
 
