@@ -34,7 +34,12 @@ def test_the_cnn_has_the_episode_architecture():
     model = lesson.build_cnn()
     assert model.count_params() == 787_530  # the number the episode explains
     kinds = [type(layer).__name__ for layer in model.layers]
-    assert kinds == ["Conv2D", "MaxPooling2D"] * 4 + ["Flatten", "Dense", "Dropout", "Dense", "Dropout", "Dense"]
+    assert kinds == ["Rescaling"] + ["Conv2D", "MaxPooling2D"] * 4 + ["Flatten", "Dense", "Dropout",
+                                                                    "Dense", "Dropout", "Dense"]
+    # Bytes in: the first layer scales them to [0, 1], on the device that trains.
+    assert float(model.layers[0].scale) == 1 / 255 and float(model.layers[0].offset) == 0.0
+    ones = model.layers[0](np.full((1, 32, 32, 3), 255, np.uint8))
+    assert np.allclose(np.asarray(ones), 1.0)
     assert [layer.filters for layer in model.layers if hasattr(layer, "filters")] == [32, 64, 128, 256]
     assert [layer.units for layer in model.layers if hasattr(layer, "units")] == [256, 512, 10]
     assert model.output_shape == (None, 10)

@@ -95,8 +95,7 @@ def calibrate(n_train, n_test, epochs, batch_size, *, device="cpu", seed=42, dat
     check_plan(n_train, n_test, epochs, batch_size)
     (x, y), (x_test, y_test) = make_synthetic(n_train, n_test, seed=data_seed, progress=False)
     cut = n_train - n_train // 10  # as the episode's split_batches
-    x = x.astype("float32") / 255.0
-    x_test = x_test.astype("float32") / 255.0
+    # Bytes, as the episode's generator gives them: the model scales them.
     tested = {"accuracy": [], "loss": [], "confusion": {}}
 
     class TestEveryEpoch(keras.callbacks.Callback):

@@ -27,7 +27,8 @@ class HDF5Batches(keras.utils.PyDataset):
     images are mixed (with their labels) and cut into batches. A batch
     depends only on (seed, epoch, index): the DataEpoch callback sets
     `epoch` to Keras' epoch number; train with fit(shuffle=False).
-    Images come as float32 in [0, 1], labels as int32.
+    Images come as stored, uint8 (0..255): the model scales them. Labels
+    come as int32.
     """
 
     def __init__(self, path, split="train", batch_size=256, *, start=0,
@@ -114,7 +115,7 @@ class HDF5Batches(keras.utils.PyDataset):
         x, y = window
         rows = slice(position * self.batch_size,
                      (position + 1) * self.batch_size)
-        return x[rows].astype("float32") / 255.0, y[rows].astype("int32")
+        return x[rows], y[rows].astype("int32")
 
     def on_epoch_end(self):
         # Used without DataEpoch, the generator still moves on to a new mix.
@@ -161,9 +162,12 @@ JIT_COMPILE = keras.backend.backend() == "jax"
 
 
 def build_cnn(input_shape=(32, 32, 3), n_classes=10):
-    """4 x [Conv2D 3x3 + MaxPool 2x2], then Dense 256 and 512 with dropout."""
+    """Bytes scaled to [0, 1], 4 x [Conv2D 3x3 + MaxPool 2x2], then Dense
+    256 and 512 with dropout."""
     model = keras.Sequential(name="cifar_cnn")
     model.add(keras.Input(shape=input_shape))
+    # Bytes (0..255) in, numbers in [0, 1] out: converted on the device.
+    model.add(layers.Rescaling(1 / 255))
     for filters in (32, 64, 128, 256):
         model.add(layers.Conv2D(filters, kernel_size=3, padding="same",
                                 activation="relu"))

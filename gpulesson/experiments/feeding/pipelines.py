@@ -1,8 +1,9 @@
 """The input pipelines that the feeding benchmark compares, and their data files.
 
 Every pipeline is a ``keras.utils.PyDataset`` that hands ``model.fit`` batches of
-``(images, labels)``: images float32 in [0, 1], labels integers. They differ only in where the
-images come from and how they are read:
+``(images, labels)``: images as bytes (uint8, 0..255, scaled by the model's ``Rescaling``
+layer on the device), labels integers. They differ only in where the images come from and how
+they are read:
 
 ``classic``
     The instructive mistake: the generator that older tutorials publish (the exercise "Spot
@@ -21,8 +22,8 @@ images come from and how they are read:
     with the TensorFlow backend only: with JAX and PyTorch, Keras 3 hands out batches read
     ahead in one epoch in the next (:data:`~gpulesson.experiments.feeding.records.WRONG_DATA_WITH_WORKERS`).
 ``ram``
-    The whole data set normalised once into a float32 array in RAM (:class:`ArrayBatches`),
-    batches sliced from it: no file at all.
+    The whole data set read once into an array in RAM (:class:`ArrayBatches`), batches sliced
+    from it: no file at all.
 ``device``
     The whole data set copied once to the device the model runs on (:func:`to_device`), batches
     sliced there: no copying from the host's memory during training.
@@ -77,8 +78,9 @@ class ClassicBatches(keras.utils.PyDataset):
 
     def __getitem__(self, index):
         start, stop = index * self.batch_size, (index + 1) * self.batch_size
-        x = self.file["x"][start:stop].astype("float32") / 255
-        return x, self.file["y"][start:stop]
+        # Published with .astype("float32") / 255 here; bytes, as every pipeline feeds the
+        # same model (it scales them): the mistakes measured are in the reading.
+        return self.file["x"][start:stop], self.file["y"][start:stop]
 
     def on_epoch_end(self):
         self.indices = np.arange(len(self.file["x"][:]))
@@ -166,11 +168,12 @@ def to_device(x, y, keras_device: str):
     ``torch.Tensor`` on ``cuda:0``. Slices of it (``x[a:b]``) are computed there and stay
     there, and Keras passes such batches to the model without a copy: the host only sends the
     slice's start and stop. On the CPU the "device" is the host's RAM, so this is the RAM case
-    plus one conversion. A float32 copy of 50,000 CIFAR-shaped images takes 614 MB.
+    plus one conversion. 50,000 CIFAR-shaped images take 154 MB as bytes (614 MB as float32).
+    The images keep their dtype (bytes: the model scales them).
     """
 
     with keras.device(keras_device):
-        x_dev = keras.ops.convert_to_tensor(x, dtype="float32")
+        x_dev = keras.ops.convert_to_tensor(x)
         y_dev = keras.ops.convert_to_tensor(y, dtype="int32")
     return x_dev, y_dev
 
@@ -222,7 +225,7 @@ def make_pipeline(name: str, *, batch_size: int, files=None, arrays=None, device
                   workers: int = 2, seed: int = 0):
     """The PyDataset of pipeline ``name`` over the training images.
 
-    ``files``: from :func:`write_files`; ``arrays``: ``(x, y)`` float32/int32 in RAM;
+    ``files``: from :func:`write_files`; ``arrays``: ``(x, y)`` uint8/int32 in RAM;
     ``device_arrays``: ``(x, y)`` from :func:`to_device`.
     """
     check_pipelines([name])

@@ -200,7 +200,8 @@ def train_steps(model, x, y, global_batch: int, num_processes: int = 1, process_
 
 
 def load_images(data: str, n_images: int, seed: int = 0):
-    """``n_images`` training images (float32 in [0, 1]) and labels (int32).
+    """``n_images`` training images (uint8, as stored: the lesson's CNN scales them) and
+    labels (int32).
 
     ``data`` is ``"synthetic"`` (the stand-in, made in memory from ``seed``) or the path of
     a lesson HDF5 file (its first ``n_images`` training images).
@@ -215,7 +216,7 @@ def load_images(data: str, n_images: int, seed: int = 0):
         x, y = read_hdf5(data, "train", 0, n_images)
         if len(x) < n_images:
             raise ValueError(f"{data} has {len(x)} training images, {n_images} are needed")
-    return x.astype("float32") / 255.0, y.astype("int32")
+    return x, y.astype("int32")
 
 
 def run_training(*, per_replica_batch: int, steps: int, learning_rate: float,
