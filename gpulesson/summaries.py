@@ -81,6 +81,17 @@ def as_rate(summary: Mapping, amount: float, unit: str = "images/s") -> dict:
             "warmup": [rate(s) for s in summary.get("warmup", [])]}
 
 
+def scale(summary: Mapping | None, factor: float, unit: str | None = None) -> dict | None:
+    """A summary with every value multiplied by ``factor`` (a time per epoch as the time of 30
+    epochs, joules per epoch as joules per image), in ``unit`` if given; None stays None."""
+    if not summary:
+        return None
+    return {**summary, "unit": summary.get("unit", "") if unit is None else unit,
+            "median": summary["median"] * factor, "min": summary["min"] * factor,
+            "max": summary["max"] * factor, "samples": [v * factor for v in summary["samples"]],
+            "warmup": [v * factor for v in summary.get("warmup", [])]}
+
+
 def fmt_number(value: float) -> str:
     """A measured number with the digits it deserves: 1,824; 214; 9.4; 0.62."""
     if value >= 100:
