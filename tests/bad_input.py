@@ -31,6 +31,8 @@ KINDS = {
     "interrupted write": "writing or converting a data file stopped half-way (an error, Ctrl-C)",
     "no internet": "a download on a node without internet, or an unreachable mirror",
     "no GPU": "a GPU asked for on a machine where none is visible",
+    "no energy counter": "an energy counter (powercap/RAPL, NVML) that is missing, unreadable "
+                         "or not supported",
     "wrong backend": "Keras on another backend than the code needs",
     "missing package": "an optional framework or package that is not installed",
     "bad labels": "labels outside the classes, of the wrong type or number",

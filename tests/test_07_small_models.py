@@ -352,3 +352,7 @@ def test_the_command_records_both_parts_under_jax(tmp_path):
     assert [r["part"] for r in records] == ["comparison", "sweep", "sweep"]
     assert {r["backend"] for r in records} == {"jax"} and len({r["run_id"] for r in records}) == 1
     assert records[0]["epochs"] == sm.QUICK_COMPARISON["epochs"] and records[0]["start_weights"]
+    # The comparison keeps its epochs' energy, or why this machine could not read it.
+    energy = records[0]["energy"]
+    assert energy["summary"]["n"] == records[0]["summary"]["n"] if energy["measured"] \
+        else energy["reason"]

@@ -27,6 +27,7 @@ JOB_TARGETS = {
     "jobs/train-cnn.sbatch": ("gpulesson.experiments.train_job", None),
     "jobs/sweep-array.sbatch": ("gpulesson.experiments.train_job", None),
     "jobs/train-multi-node.sbatch": ("gpulesson.experiments.parallel", "train"),
+    "jobs/train-torch-ddp.sbatch": ("gpulesson.experiments.torch_ddp", None),
 }
 
 
@@ -90,8 +91,8 @@ def invocations(text: str):
             module, sub = JOB_TARGETS.get(script, (None, None))
             rest = words[words.index(script) + 1:]
             found.append((script, module, sub, [w for w in rest if w.startswith("--")], command))
-        elif "python" in words and "-m" in words and words[words.index("-m") + 1].startswith(
-                "gpulesson"):
+        elif ("python" in words or "torchrun" in words) and "-m" in words and words[
+                words.index("-m") + 1].startswith("gpulesson"):
             module = words[words.index("-m") + 1]
             rest = words[words.index("-m") + 2:]
             sub = rest[0] if rest and not rest[0].startswith("-") else None
@@ -115,7 +116,7 @@ def test_the_episode_shows_the_commands_it_teaches():
     assert {("gpulesson.experiments.parallel", "train"), ("gpulesson.experiments.parallel", "cost"),
             ("gpulesson.experiments.sweep", "list"), ("gpulesson.experiments.sweep", "gather"),
             ("gpulesson.experiments.sweep", "params"), ("gpulesson.experiments.train_job", None),
-            ("gpulesson.prepare", None)} <= modules
+            ("gpulesson.experiments.torch_ddp", None), ("gpulesson.prepare", None)} <= modules
 
 
 def test_every_job_script_shown_exists_and_runs_what_the_episode_says():
@@ -212,3 +213,56 @@ def test_the_text_agrees_with_the_job_scripts_and_the_grid():
     assert "`#SBATCH --signal=B:USR1@120`" in TEXT
     limit = re.search(r"LESSON_MAX_REQUEUES:-(\d+)", train).group(1)
     assert f"gives up after {limit}\n  requeues" in TEXT
+
+
+# --- the PyTorch route --------------------------------------------------------------------------
+
+DDP = ROOT / "gpulesson" / "experiments" / "torch_ddp"
+
+
+def shown_excerpts(text: str, module: str) -> list[list[str]]:
+    """The ```python blocks introduced by "(lines from `module`)", as stripped lines."""
+    blocks = re.findall(rf"\(lines from `{re.escape(module)}`\):\n\n```python\n(.*?)^```",
+                        text, flags=re.S | re.M)
+    return [[line.strip() for line in block.splitlines() if line.strip()] for block in blocks]
+
+
+def is_excerpt(lines: list[str], source: str) -> bool:
+    """Whether ``lines`` ("..." for what is left out) appear in ``source`` in this order."""
+    source_lines = iter(line.strip() for line in source.splitlines())
+    return all(line == "..." or any(line == s for s in source_lines) for line in lines)
+
+
+@pytest.mark.parametrize("module", ["command.py", "training.py"])
+def test_the_ddp_code_shown_is_the_code_that_runs(module):
+    [lines] = shown_excerpts(TEXT, module)
+    source = (DDP / module).read_text()
+    assert is_excerpt(lines, source), f"the episode's excerpt of {module} is not in it"
+    # The check can fail: a changed line, or two lines swapped.
+    assert not is_excerpt([*lines, "loss.backward(retain_graph=True)"], source)
+    assert not is_excerpt(lines[::-1], source)
+
+
+def test_the_parameter_server_numbers_match_the_cost_model():
+    ethernet = parallel.INTERCONNECTS["10 Gb/s Ethernet"] * 1e9
+    resnet = parallel.RESNET50_PARAMETERS
+    server = parallel.parameter_server_bytes(resnet, 8)
+    ring = parallel.ring_allreduce_bytes(resnet, 8)
+    text = " ".join(TEXT.split())
+    assert (f"the server receives {server / 1e6:.1f} MB per step, {server / ethernet * 1e3:.1f} ms; "
+            f"the ring sends {ring / 1e6:.1f} MB per GPU, {ring / ethernet * 1e3:.1f} ms") in text
+    assert parallel.parameter_server_bytes(100, 4) == 4 * 100 * 4
+
+
+def test_the_ddp_exercise_matches_the_sampler():
+    from gpulesson.experiments.torch_ddp.training import make_sampler
+
+    padded = [len(make_sampler(10, 4, r)) for r in range(4)]
+    dropped = [len(make_sampler(10, 4, r, drop_last=True)) for r in range(4)]
+    assert padded == [3] * 4 and dropped == [2] * 4
+    text = " ".join(TEXT.split())
+    assert "pads to 12: each process reads 3, and 2 samples are read twice" in text
+    assert "With `--drop-last` each reads 2, and 2 samples are left out" in text
+    assert "256 each" in text and len(make_sampler(512, 2, 0)) == 256
+    rate = parallel.scaled_learning_rate(0.01, parallel.global_batch_size(32, 2), 64)
+    assert f"the learning rate stays {rate:g}" in text

@@ -13,6 +13,7 @@ import matplotlib
 import pytest
 from test_reference import fake_run, record
 
+from gpulesson.energy import Intervals
 from gpulesson.experiments import cnn, common
 from gpulesson.results import append_record
 
@@ -79,9 +80,26 @@ def test_each_device_trains_the_warmup_and_the_rules_repeats(monkeypatch, quick)
 
     asked = []
 
-    def train_on(device, weights, train, validation, test, n_epochs, verbose=None):
+    def train_on(device, weights, train, validation, test, n_epochs, verbose=None, callbacks=()):
         asked.append(n_epochs)
+        for epoch in range(n_epochs):  # the energy callback reads the meter around each epoch
+            for callback in callbacks:
+                callback.on_epoch_begin(epoch)
+            for callback in callbacks:
+                callback.on_epoch_end(epoch)
         return fake_run(device, epochs=tuple(3.0 - 0.1 * i for i in range(n_epochs)))
+
+    class Meter:  # 7 J between two readings
+        source, total = "test counter", 0.0
+
+        def joules(self):
+            self.total += 7.0
+            return self.total
+
+        def __exit__(self, *exc):
+            pass
+
+    monkeypatch.setattr(measure, "start_intervals", lambda kind: (Intervals(Meter()), None))
 
     batches = [SimpleNamespace(batch_size=64, n_images=n) for n in (900, 100, 200)]
     monkeypatch.setattr(lesson, "train_on", train_on)
@@ -96,6 +114,10 @@ def test_each_device_trains_the_warmup_and_the_rules_repeats(monkeypatch, quick)
     assert len(cpu["epoch_seconds"]) == common.WARMUP + repeats
     assert cpu["summary"]["n"] == repeats and len(cpu["summary"]["warmup"]) == common.WARMUP
     assert len(cpu["load_average_before"]) == 3 and len(cpu["load_average_after"]) == 3
+    energy = cpu["energy"]
+    assert energy["measured"] and energy["source"] == "test counter" and energy["images"] == 900
+    assert energy["summary"]["samples"] == [7.0] * repeats
+    assert energy["summary"]["warmup"] == [7.0] * common.WARMUP
 
 
 # --- old records ---------------------------------------------------------------------------------

@@ -99,3 +99,28 @@ def test_site_sh_outside_the_lesson_folder_says_where_to_run_it(tmp_path):
     result = _sourced(tmp_path, {})
     assert result.returncode == 2
     assert "No _config.yml here: source jobs/site.sh in the lesson folder" in result.stderr
+
+
+def test_the_ddp_job_requeues_itself_and_stops_its_tasks_gently():
+    text = (ROOT / "jobs" / "train-torch-ddp.sbatch").read_text()
+    for line in ("#SBATCH --signal=B:USR1@120", "#SBATCH --requeue", "#SBATCH --open-mode=append",
+                 "#SBATCH --output=results/%x-", "trap requeue USR1",
+                 'scontrol requeue "$SLURM_JOB_ID"', 'wait "$pid"'):
+        assert line in text, f"train-torch-ddp.sbatch lacks {line}"
+    # srun forwards USR1 to the tasks (they stop after writing nothing half); a TERM would
+    # make srun kill them.
+    assert 'kill -USR1 "$pid"' in text and "kill -TERM" not in text
+    assert "srun --kill-on-bad-exit=1 python -u -m gpulesson.experiments.torch_ddp" in text
+    # One task per GPU: as many tasks per node as GPUs per node.
+    tasks = text.split("#SBATCH --ntasks-per-node=")[1].split()[0]
+    assert f"#SBATCH --gres=gpu:{tasks}\n" in text
+
+
+@pytest.mark.bad_input("not under Slurm")
+def test_the_ddp_job_refuses_to_run_outside_slurm(tmp_path):
+    result = subprocess.run(["bash", str(ROOT / "jobs" / "train-torch-ddp.sbatch")], cwd=tmp_path,
+                            check=False, capture_output=True, text=True, timeout=30,
+                            env={"PATH": "/usr/bin:/bin"})
+    assert result.returncode == 2
+    assert "submit this script with sbatch: it needs a Slurm job" in result.stderr
+    assert not (tmp_path / "results").exists()

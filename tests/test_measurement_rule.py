@@ -96,3 +96,12 @@ def test_draw_spread_draws_ranges_and_samples():
     assert ax.collections  # the error bar
     assert len(ax.lines) >= 3  # whiskers' caps and the samples
     plt.close(fig)
+
+
+def test_scale_multiplies_every_value_and_keeps_none():
+    summary = common.summarise([2.0, 4.0, 3.0], [9.0])
+    scaled = common.scale(summary, 10, "J")
+    assert (scaled["median"], scaled["min"], scaled["max"]) == (30.0, 20.0, 40.0)
+    assert scaled["samples"] == [20.0, 40.0, 30.0] and scaled["warmup"] == [90.0]
+    assert scaled["unit"] == "J" and common.scale(summary, 2)["unit"] == "s"
+    assert summary["median"] == 3.0 and common.scale(None, 2) is None

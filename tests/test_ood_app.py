@@ -75,6 +75,8 @@ def test_the_form_has_episode_2s_fields_with_the_site_configs_defaults(ruby):
     assert [v for _, v in attributes["gpu_type"]["options"]] == ["any", *site["gpu_gres_types"].split()]
     assert attributes["conda_module"]["value"] == site["conda_module"]
     assert attributes["conda_env"]["value"] == site["conda_env"]
+    assert attributes["class_results"] == {"widget": "hidden_field",
+                                           "value": site["class_results"]}
 
 
 @pytest.mark.parametrize(("values", "expected"), [
@@ -99,6 +101,7 @@ def test_form_values_become_slurm_options(ruby, tmp_path, values, expected):
     script = (staged / "script.sh").read_text()
     assert f'module load "{site["conda_module"]}"' in script
     assert f'conda activate "{site["conda_env"]}"' in script
+    assert f'export LESSON_CLASS_RESULTS="${{LESSON_CLASS_RESULTS:-{site["class_results"]}}}"' in script
     assert "python -m ipykernel install --user --name gpulesson" in script
     assert "/lab/tree/notebooks" in (staged / "before.sh").read_text()
 

@@ -216,6 +216,18 @@ def test_ring_allreduce_arithmetic():
         parallel.scaling_efficiency(0, 0.01)
 
 
+def test_a_parameter_server_carries_all_the_gradients():
+    cnn = parallel.LESSON_CNN_PARAMETERS
+    # The server receives N x 3,150,120 bytes per step; a ring GPU sends less than twice one.
+    assert parallel.parameter_server_bytes(cnn, 1) == 3_150_120
+    assert parallel.parameter_server_bytes(cnn, 8) == 8 * 3_150_120
+    for n in (2, 4, 8, 64):
+        assert parallel.parameter_server_bytes(cnn, n) > parallel.ring_allreduce_bytes(cnn, n)
+        assert parallel.ring_allreduce_bytes(cnn, n) < 2 * 3_150_120
+    with pytest.raises(ValueError, match="n_gpus must be a whole number >= 1"):
+        parallel.parameter_server_bytes(cnn, 0)
+
+
 def test_cost_table_for_the_cnn_and_a_resnet50_sized_model(capsys):
     models = {"lesson CNN": (parallel.LESSON_CNN_PARAMETERS, 20.0),
               "ResNet-50 size": (parallel.RESNET50_PARAMETERS, 20.0)}

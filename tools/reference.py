@@ -121,12 +121,21 @@ NOTEBOOKS_1 = ("01", "03", "04", "05", "06")
 NOTEBOOKS_2 = ("07", "08", "10")
 NOTEBOOKS_3 = ("09",)
 
+# Episode 10's PyTorch route on the node's GPUs: one process per GPU under torchrun, NCCL. A
+# check that it runs, not a measurement: it records nothing (its files stay out of the pack).
+DDP_CHECK = Step("DDP on the GPUs (NCCL)",
+                 ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node=gpu",
+                  "-m", MODULE + "torch_ddp", "--device", "gpu", "--epochs", "2",
+                  "--out-dir", str(STATE_DIR.relative_to(ROOT) / "torch-ddp")],
+                 ("torch", "numpy"), gpu_only=True)
+
 STAGES = {stage.name: stage for stage in (
     Stage("core", "episode 5's CNN, episode 6's matrix multiplication, episode 8's PyTorch",
           "about 4 min", [
               _experiment("cnn"),
               _experiment("matmul"),
               _experiment("torch_reference", needs=("torch", "torchvision", "numpy", "h5py")),
+              DDP_CHECK,
           ]),
     Stage("small-models", "episode 7's small MLP and its sweep", "about 3 min",
           [_experiment("small_models", needs=(*KERAS, "sklearn"))]),

@@ -4,7 +4,8 @@ One training run (the notebook of the episode "Training a CNN on the CPU and on 
 ``python -m gpulesson.experiments.cnn``) gives one record per device, all with the same
 ``run_id``. Each device's epochs follow the lesson's measurement rule
 (:mod:`gpulesson.experiments.common`): a warm-up epoch, recorded but not averaged, then the
-timed epochs, kept with their summary (median and range).
+timed epochs, kept with their summary (median and range), and the energy of each epoch where
+the machine lets it be read (:mod:`gpulesson.energy`).
 
 The lesson's *reference* result is the newest run in :data:`RESULTS_FILE` that has a GPU
 record (else the newest run): the figures and the numbers the episode shows are drawn
@@ -18,6 +19,9 @@ Its parts, in the order of an experiment:
 - :mod:`~gpulesson.experiments.cnn.measure`: training on each device, :func:`run_devices`;
 - :mod:`~gpulesson.experiments.cnn.records`: the records, the reference run, the comparison
   in words (:func:`describe`);
+- :mod:`~gpulesson.experiments.cnn.inference`: prediction on each device (throughput at a
+  large batch, latency of one image), its records (experiment ``cnn-inference``, in the same
+  results file and run as the training) and its ``ref_inf_*`` values;
 - :mod:`~gpulesson.experiments.cnn.page`: the episode's ``ref_*`` values;
 - :mod:`~gpulesson.experiments.cnn.figures`: the figures (``fig/05-cpu-vs-gpu/reference.py``)
   and their alt texts (:func:`alt_texts`);
@@ -28,6 +32,7 @@ Its parts, in the order of an experiment:
 from __future__ import annotations
 
 from gpulesson import results
+from gpulesson.experiments.cnn import inference
 from gpulesson.experiments.cnn.figures import alt_texts, figures
 from gpulesson.experiments.cnn.measure import run_devices
 from gpulesson.experiments.cnn.page import substitutions
@@ -59,7 +64,7 @@ from gpulesson.timing import cpu_settings
 __all__ = [
     "EXPERIMENT", "FULL_EPOCHS", "NOT_RECORDED", "RESULTS_FILE", "WORKSHOP_EPOCHS", "alt_texts",
     "cpu_settings", "data_label", "describe", "duration", "epoch_summary", "figures",
-    "full_training_seconds", "gpu_comparison", "hardware", "is_gpu", "make_record",
+    "full_training_seconds", "gpu_comparison", "hardware", "inference", "is_gpu", "make_record",
     "reference_run", "results", "run_devices", "run_record", "runs", "speedup", "substitutions",
     "workshop_seconds",
 ]

@@ -13,6 +13,14 @@ both, the warm-up included. Each device's run is appended as one record (sharing
 by default the lesson's reference results file, from which the episode's reference figures
 and numbers are drawn. The data come from the settings (``LESSON_DATA``, ``LESSON_QUICK``,
 ``LESSON_DATA_DIR``), as in the notebooks. Any Keras backend works (``KERAS_BACKEND``).
+
+After the training, each device predicts (:mod:`gpulesson.experiments.cnn.inference`): images
+per second at a large batch, and the latency of one image. ``--parts`` picks the parts; a run
+continued with ``--run-id`` measures only the parts and devices it does not have yet, so
+
+    python -m gpulesson.experiments.cnn --run-id 20261123T120000Z-abc123 --devices cpu
+
+adds the prediction to a run whose CPU training is recorded, without training again.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import argparse
 import sys
 
 from gpulesson.devices import KERAS_DEVICES as DEVICES
+from gpulesson.experiments.cnn import inference
 from gpulesson.experiments.cnn.measure import run_devices
 from gpulesson.experiments.cnn.records import EXPERIMENT, RESULTS_FILE, describe
 from gpulesson.experiments.common import (
@@ -33,11 +42,41 @@ from gpulesson.experiments.common import (
     say_appended,
 )
 
+PARTS = ("training", "inference")
+
+
+def _left(out, experiment: str, run_id, devices) -> tuple[str, list[str]]:
+    """``(run id, devices)``: the devices of ``devices`` that the run has no record of
+    ``experiment`` for (all of them for a new run), said aloud when some are done."""
+    run_id, done = continue_run(out, experiment, run_id, lambda r: r["device_kind"])
+    if done:
+        left = [d for d in devices if d not in done]
+        print(f"Run {run_id} has {experiment} on {', '.join(sorted(done))} already: "
+              + (f"going on with {', '.join(left)}." if left else "nothing left to record."))
+        return run_id, left
+    return run_id, list(devices)
+
+
+def _other_data(out, run_id, data: str) -> str | None:
+    """The data of the run ``run_id`` in ``out`` when they are not ``data``, else None: a run
+    that goes on must not mix data sources."""
+    from pathlib import Path
+
+    from gpulesson.results import read_records
+
+    if not run_id or not Path(out).is_file():
+        return None
+    found = {r.get("data") for r in read_records(out, run_id=run_id)} - {data, None}
+    return sorted(found)[0] if found else None
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--devices", nargs="+", choices=sorted(DEVICES), default=None,
                         help="devices to train on, in this order (default: cpu, then gpu if one is visible)")
+    parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS),
+                        help="what to measure on each device (default: both): the training, "
+                             "and the prediction (throughput and latency)")
     add_epochs_option(parser)
     parser.add_argument("--batch-size", type=int, default=256,
                         help="images per batch (default 256; quick mode: at most 64)")
@@ -73,23 +112,35 @@ def main(argv=None) -> int:
     if args.devices is None and not gpus:
         print("No GPU visible: recording the CPU run only.")
 
-    run_id, done = continue_run(args.out, EXPERIMENT, args.run_id, lambda r: r["device_kind"])
-    if done:
-        print(f"Run {run_id} has {', '.join(sorted(done))} already: "
-              + (f"going on with {', '.join(d for d in devices if d not in done)}."
-                 if set(devices) - done else "nothing left to record."))
-        devices = [d for d in devices if d not in done]
-    if not devices:
+    mismatch = _other_data(args.out, args.run_id, settings.data)
+    if mismatch:
+        print(f"Run {args.run_id} was measured on the data {mismatch!r}, not {settings.data!r}: "
+              f"set LESSON_DATA={mismatch} (and LESSON_QUICK as then) to go on with it.",
+              file=sys.stderr)
+        return 2
+    run_id, train = _left(args.out, EXPERIMENT, args.run_id, devices)
+    run_id, predict = _left(args.out, inference.EXPERIMENT, run_id, devices)
+    train = train if "training" in args.parts else []
+    predict = predict if "inference" in args.parts else []
+    if not train and not predict:
         return 0
     from gpulesson import lesson
 
     print(settings.describe())
     print(f"CPU threads: {threads}; XLA (jit_compile): {lesson.JIT_COMPILE}")
-    records = run_devices(devices, settings, epochs=args.epochs, batch_size=args.batch_size,
-                          seed=args.seed, run_id=run_id,
-                          on_record=lambda record: append_record(args.out, record))
-    print(describe(read_records(args.out, experiment=EXPERIMENT, run_id=run_id)))
-    say_appended(records, args.out)
+    appended = []
+    if train:
+        appended += run_devices(train, settings, epochs=args.epochs, batch_size=args.batch_size,
+                                seed=args.seed, run_id=run_id,
+                                on_record=lambda record: append_record(args.out, record))
+        print(describe(read_records(args.out, experiment=EXPERIMENT, run_id=run_id)))
+    if predict:
+        appended += inference.measure_inference(
+            predict, settings, seed=args.seed, run_id=run_id,
+            on_record=lambda record: append_record(args.out, record))
+        print(inference.describe(read_records(args.out, experiment=inference.EXPERIMENT,
+                                              run_id=run_id)))
+    say_appended(appended, args.out)
     return 0
 
 

@@ -10,12 +10,18 @@ averaged, and the :func:`~gpulesson.experiments.common.repeats_for` epochs after
 timed repeats (:data:`~gpulesson.experiments.common.REPEATS`; fewer in quick mode). The load
 average is read right before and right after each device's training, so that a run on a busy
 machine can be recognised.
+
+Each epoch's energy is read too, from the trained device's meter (:mod:`gpulesson.energy`:
+the CPU packages' counters for the CPU, the board's for an NVIDIA GPU) at the start and the
+end of the epoch, with no extra synchronisation; where no meter can be read, the record keeps
+the reason (:mod:`gpulesson.experiments.energy`).
 """
 
 from __future__ import annotations
 
 from gpulesson.experiments.cnn.records import run_record
 from gpulesson.experiments.common import WARMUP, check_epochs, default_epochs
+from gpulesson.experiments.energy import energy_callback, start_intervals, stop_intervals
 from gpulesson.timing import load_average
 
 
@@ -47,12 +53,17 @@ def run_devices(devices, settings, *, epochs: int | None = None, batch_size: int
     for name in devices:
         print(f"Training on {DEVICES[name]} for {epochs} epochs ({WARMUP} warm-up, "
               f"{epochs - WARMUP} timed) ...", flush=True)
-        load_before = load_average()
-        run = lesson.train_on(DEVICES[name], initial_weights, *batches, epochs, verbose=2)
-        load_after = load_average()
+        intervals, reason = start_intervals(name)
+        try:
+            load_before = load_average()
+            run = lesson.train_on(DEVICES[name], initial_weights, *batches, epochs, verbose=2,
+                                  callbacks=[energy_callback(intervals)])
+            load_after = load_average()
+        finally:
+            energy = stop_intervals(intervals, reason, warmup=WARMUP, images=batches[0].n_images)
         record = run_record(run, data=settings.data, run_id=run_id, batches=batches,
                             source="gpulesson.experiments.cnn", load_before=load_before,
-                            load_after=load_after)
+                            load_after=load_after, energy=energy)
         if on_record:
             on_record(record)
         records.append(record)

@@ -6,10 +6,16 @@ epoch after the warm-up is shown as the median and the range of the timed epochs
 :func:`~gpulesson.experiments.common.compare`, and the alt texts of the figures come from the
 code that draws them (:func:`gpulesson.experiments.cnn.figures.alt_texts`). A value a record
 does not have (no GPU run, a record made before it was kept) is :data:`NOT_RECORDED`.
+
+Energy per epoch and per image come from the records' ``energy``
+(:func:`gpulesson.experiments.energy.energy_text`: "not measurable on this machine" with the
+reason where no counter could be read), and the prediction's values from its records
+(:func:`gpulesson.experiments.cnn.inference.substitutions`, ``ref_inf_*``).
 """
 
 from __future__ import annotations
 
+from gpulesson.experiments.cnn import inference
 from gpulesson.experiments.cnn.figures import alt_texts
 from gpulesson.experiments.cnn.records import (
     FULL_EPOCHS,
@@ -23,6 +29,7 @@ from gpulesson.experiments.cnn.records import (
     workshop_seconds,
 )
 from gpulesson.experiments.common import summarise, summary_text
+from gpulesson.experiments.energy import energy_text
 from gpulesson.results import NOT_RECORDED, data_label, duration, hardware
 from gpulesson.results import pick as _pick
 
@@ -128,6 +135,10 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         values[f"ref_{name}_epoch_summary"] = _epochs(record)
         values[f"ref_{name}_epoch_range"] = _epoch_range(record)
         values[f"ref_{name}_float32_precision"] = _precision(record)
+        values[f"ref_{name}_epoch_energy"] = energy_text(record) if record else NOT_RECORDED
+        values[f"ref_{name}_image_energy"] = (energy_text(record, per_image=True) if record
+                                              else NOT_RECORDED)
     # The GPU against the CPU in words (common.compare): "3.1× faster", "no measurable difference".
     values["ref_gpu_vs_cpu"] = comparison.sentence if comparison else NOT_RECORDED
+    values.update(inference.substitutions(path, records[0]["run_id"] if records else None))
     return values

@@ -64,7 +64,7 @@ def steady_epoch_seconds(record: dict) -> float:
 
 
 def run_record(run: dict, *, data: str, run_id: str, batches, source: str = "notebook",
-               load_before=None, load_after=None) -> dict:
+               load_before=None, load_after=None, energy: dict | None = None) -> dict:
     """The results-file record of one device's run (see the module docstring for ``run``).
 
     ``batches``: the ``(train, validation, test)`` generators of the run (``HDF5Batches``),
@@ -78,7 +78,9 @@ def run_record(run: dict, *, data: str, run_id: str, batches, source: str = "not
     validation pass (same epochs as the mean). ``load_before`` and ``load_after``: the load
     average (``os.getloadavg()``) right before and right after the training, kept as
     ``load_average_before`` and ``load_average_after`` when given, so that a run on a busy
-    machine can be recognised (``load_average`` is read when the record is made).
+    machine can be recognised (``load_average`` is read when the record is made). ``energy``:
+    the joules of each epoch or why they could not be read
+    (:mod:`gpulesson.experiments.energy`), kept as ``energy`` when given.
     """
     timing = dict(run["timing"])
     warmup, timed = split_epochs(timing["epoch_seconds"])
@@ -113,6 +115,8 @@ def run_record(run: dict, *, data: str, run_id: str, batches, source: str = "not
     for key, load in (("load_average_before", load_before), ("load_average_after", load_after)):
         if load is not None:
             fields[key] = [round(float(v), 2) for v in load]
+    if energy is not None:
+        fields["energy"] = energy
     if kind == "cpu":
         fields["device"] = "CPU"
     return make_record(EXPERIMENT, data=data, **fields)

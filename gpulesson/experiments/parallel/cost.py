@@ -41,6 +41,18 @@ def ring_allreduce_bytes(n_parameters: int, n_gpus: int, bytes_per_parameter: in
     return 2 * (n_gpus - 1) / n_gpus * n_parameters * bytes_per_parameter
 
 
+def parameter_server_bytes(n_parameters: int, n_gpus: int, bytes_per_parameter: int = 4) -> float:
+    """Bytes that reach one parameter server per step, from ``N`` GPUs: ``N * B``.
+
+    The older picture of data parallelism: every GPU sends its gradients (``B`` bytes) to one
+    server, which averages them and sends the new weights (``B`` bytes) back to every GPU. The
+    server's link carries ``N * B`` in each direction, so it grows with the GPUs, where a ring
+    all-reduce (:func:`ring_allreduce_bytes`) stays below ``2 B`` per GPU.
+    """
+    ring_allreduce_bytes(n_parameters, n_gpus, bytes_per_parameter)  # the same checks
+    return n_gpus * n_parameters * bytes_per_parameter
+
+
 def allreduce_seconds(n_parameters: int, n_gpus: int, bandwidth_gb_s: float,
                       bytes_per_parameter: int = 4) -> float:
     """Seconds one step's all-reduce takes: bytes per GPU over the link's bandwidth (GB/s).

@@ -7,6 +7,8 @@ epoch of every training is the recorded warm-up, the epochs after it are the tim
 least :data:`~gpulesson.experiments.common.REPEATS`, or
 :data:`~gpulesson.experiments.common.QUICK_REPEATS` in quick mode), every epoch is kept, and
 each record keeps their ``summary`` and the load average before and after it was measured.
+The comparison also reads the energy of each epoch where the device's meter can be read
+(:mod:`gpulesson.energy`; a record of why not otherwise).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import numpy as np
 
 from gpulesson.devices import KERAS_DEVICES as DEVICES
 from gpulesson.experiments.common import WARMUP, repeats_for, summarise
+from gpulesson.experiments.energy import energy_callback, start_intervals, stop_intervals
 from gpulesson.experiments.small_models.records import (
     EXPERIMENT,
     N_CLASSES,
@@ -241,13 +244,19 @@ def run_comparison(devices, *, run_id: str, seed: int, settings: dict, source: s
             continue
         print(f"Comparison: training the MLP on {device} for {settings['epochs']} epochs ...", flush=True)
         keras.utils.set_random_seed(seed)
-        load = {"start": load_average(), "end": None}
-        run = lesson.train_mlp(device, initial_weights, train, test, settings["epochs"],
-                               batch_size=settings["batch_size"])
-        load["end"] = load_average()
+        intervals, reason = start_intervals(_device_fields(device)["device_kind"])
+        try:
+            load = {"start": load_average(), "end": None}
+            run = lesson.train_mlp(device, initial_weights, train, test, settings["epochs"],
+                                   batch_size=settings["batch_size"],
+                                   callbacks=[energy_callback(intervals)])
+            load["end"] = load_average()
+        finally:
+            energy = stop_intervals(intervals, reason, warmup=WARMUP, images=len(train[0]))
         record = comparison_record(run, run_id=run_id, batch_size=settings["batch_size"],
                                    n_train=len(train[0]), n_test=len(test[0]),
-                                   start_weights=start, source=source, load_average=load)
+                                   start_weights=start, source=source, load_average=load,
+                                   energy=energy)
         if on_record:
             on_record(record)
         records.append(record)

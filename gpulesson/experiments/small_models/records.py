@@ -53,10 +53,11 @@ def _device_fields(device: str) -> dict:
 
 def comparison_record(run: dict, *, run_id: str, batch_size: int, n_train: int, n_test: int,
                       start_weights: str | None = None, source: str = "notebook",
-                      load_average: dict | None = None) -> dict:
+                      load_average: dict | None = None, energy: dict | None = None) -> dict:
     """The record of one device's run of :func:`gpulesson.lesson.train_mlp` (``part: "comparison"``),
     with the ``summary`` of its epochs (the first the warm-up) and, when given, the
-    ``load_average`` before and after (``{"start": [...], "end": [...]}``)."""
+    ``load_average`` before and after (``{"start": [...], "end": [...]}``), and the ``energy``
+    of each epoch or why it could not be read (:mod:`gpulesson.experiments.energy`)."""
     timing = dict(run["timing"])
     mean = timing["steady_mean_epoch_seconds"] or timing["first_epoch_seconds"]
     training = timing.pop("total_seconds")
@@ -72,6 +73,7 @@ def comparison_record(run: dict, *, run_id: str, batch_size: int, n_train: int, 
         test_loss=float(run["test_loss"]), test_accuracy=float(run["test_accuracy"]),
         start_weights=start_weights, jit_compile=run.get("jit_compile"),
         summary=summary, load_average=load_average,
+        **({"energy": energy} if energy is not None else {}),
         history={key: [float(v) for v in values] for key, values in run["history"].items()},
     )
 

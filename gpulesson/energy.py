@@ -1,0 +1,253 @@
+"""Energy meters: what a device used, in joules, read from the counters the machine offers.
+
+- **The CPU**: the package energy counters of Linux powercap (RAPL), one
+  ``/sys/class/powercap/intel-rapl:N/energy_uj`` a CPU package (AMD processors show theirs
+  there too on recent kernels). A counter wraps around at ``max_energy_range_uj``;
+  :func:`counter_delta` adds the range back, and the meter reads the counters every
+  :data:`POLL_SECONDS` so that no interval holds more than one wrap. A package counter counts
+  everything its CPU does, other programs on the node included.
+- **An NVIDIA GPU**: through NVML (``pynvml``), the board's total energy counter where the GPU
+  has one, otherwise its power sampled every :data:`POLL_SECONDS` from a thread and integrated
+  (:func:`integrate`, the trapezoidal rule). Neither adds a synchronisation to the training.
+
+A meter's :meth:`~EnergyMeter.joules` is the energy used since it started; the energy of an
+interval (an epoch) is the difference of two readings (:class:`Intervals`). Where no counter
+can be read, :func:`open_meter` raises :class:`EnergyUnavailable`, whose message says why; a
+record then keeps that reason (:func:`unmeasured`), never a guessed wattage
+(:mod:`gpulesson.experiments.energy` keeps and shows what was measured).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from itertools import pairwise
+from pathlib import Path
+
+POWERCAP = Path("/sys/class/powercap")
+POLL_SECONDS = 0.1  # how often a meter's thread reads its counter or samples the power
+UNIT = "J"
+
+
+class EnergyUnavailable(RuntimeError):
+    """No energy counter can be read here; the message says why."""
+
+
+# --- arithmetic ---------------------------------------------------------------------------------
+
+def integrate(times: Sequence[float], watts: Sequence[float]) -> float:
+    """The joules of power samples ``watts`` taken at ``times`` (seconds), by the trapezoidal
+    rule. Needs at least two samples, in order of time, and no negative power."""
+    if len(times) != len(watts):
+        raise ValueError(f"{len(times)} sample times but {len(watts)} power samples: "
+                         "give one time for each sample")
+    if len(times) < 2:
+        raise ValueError("at least two power samples are needed to integrate over a time")
+    if any(b < a for a, b in pairwise(times)):
+        raise ValueError("the sample times must not go backwards: sort the samples by time")
+    if any(w < 0 for w in watts):
+        raise ValueError("a power sample is negative: the meter read a wrong value")
+    return sum((t1 - t0) * (w0 + w1) / 2
+               for (t0, t1), (w0, w1) in zip(pairwise(times), pairwise(watts), strict=True))
+
+
+def counter_delta(before: int, after: int, max_range: int) -> int:
+    """The counts between two readings of a counter that wraps to 0 after ``max_range``
+    (powercap's ``max_energy_range_uj``): at most one wrap is assumed."""
+    if max_range <= 0:
+        raise ValueError(f"the counter's range must be positive, not {max_range}")
+    if not (0 <= before <= max_range and 0 <= after <= max_range):
+        raise ValueError(f"readings {before} and {after} lie outside the counter's range "
+                         f"0..{max_range}")
+    return after - before if after >= before else after + max_range - before
+
+
+# --- meters -----------------------------------------------------------------------------------
+
+class EnergyMeter:
+    """Joules used since the meter started, kept up to date by a thread reading ``read()``
+    every ``poll`` seconds. Subclasses give :meth:`read` and :meth:`_advance`."""
+
+    source = ""
+
+    def __init__(self, poll: float = POLL_SECONDS, clock: Callable[[], float] = time.perf_counter):
+        self._poll, self._clock = poll, clock
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._total = 0.0
+        self._last = self.read()
+        self._last_time = clock()
+        self._thread = None
+
+    def read(self):
+        raise NotImplementedError
+
+    def _advance(self, before, after, seconds: float) -> float:
+        """The joules between two readings ``seconds`` apart."""
+        raise NotImplementedError
+
+    def update(self) -> float:
+        """Read the counter now; the joules since the meter started."""
+        with self._lock:
+            now, when = self.read(), self._clock()
+            self._total += self._advance(self._last, now, when - self._last_time)
+            self._last, self._last_time = now, when
+            return self._total
+
+    joules = update
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._poll):
+            self.update()
+
+    def __enter__(self):
+        self._thread = threading.Thread(target=self._run, name="energy-meter", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+
+class PowercapMeter(EnergyMeter):
+    """The CPU packages' energy counters of Linux powercap (RAPL) under ``root``."""
+
+    def __init__(self, root: Path = POWERCAP, **kwargs):
+        self.zones = cpu_zones(root)
+        self.ranges = [int(_read(zone / "max_energy_range_uj")) for zone in self.zones]
+        self.source = "RAPL package counters (" + ", ".join(z.name for z in self.zones) + ")"
+        super().__init__(**kwargs)
+
+    def read(self) -> list[int]:
+        return [int(_read(zone / "energy_uj")) for zone in self.zones]
+
+    def _advance(self, before, after, seconds):
+        return sum(counter_delta(b, a, r)
+                   for b, a, r in zip(before, after, self.ranges, strict=True)) / 1e6
+
+
+class NvmlCounterMeter(EnergyMeter):
+    """An NVIDIA GPU's total energy counter (millijoules since the driver loaded)."""
+
+    source = "NVML total energy counter"
+
+    def __init__(self, nvml, handle, **kwargs):
+        self._nvml, self._handle = nvml, handle
+        super().__init__(**kwargs)
+
+    def read(self) -> int:
+        return self._nvml.nvmlDeviceGetTotalEnergyConsumption(self._handle)
+
+    def _advance(self, before, after, seconds):
+        return (after - before) / 1e3
+
+
+class NvmlPowerMeter(EnergyMeter):
+    """An NVIDIA GPU's board power (milliwatts), sampled and integrated (:func:`integrate`)."""
+
+    source = "NVML power samples"
+
+    def __init__(self, nvml, handle, **kwargs):
+        self._nvml, self._handle = nvml, handle
+        super().__init__(**kwargs)
+
+    def read(self) -> float:
+        return self._nvml.nvmlDeviceGetPowerUsage(self._handle) / 1e3
+
+    def _advance(self, before, after, seconds):
+        return integrate([0.0, seconds], [before, after])
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except PermissionError:
+        raise EnergyUnavailable(
+            f"the CPU's energy counter {path} is not readable by this user (the node's "
+            "administrators can allow it)") from None
+    except OSError as exc:
+        raise EnergyUnavailable(f"the CPU's energy counter {path} cannot be read "
+                                f"({exc.strerror or exc})") from None
+
+
+def cpu_zones(root: Path = POWERCAP) -> list[Path]:
+    """The powercap zones of the CPU packages under ``root`` (``intel-rapl:0``, ...; not their
+    sub-zones, which the package counts already)."""
+    zones = sorted(p for p in Path(root).glob("intel-rapl:*") if p.name.count(":") == 1)
+    if not zones:
+        raise EnergyUnavailable(f"this machine shows no CPU energy counters (no {root}/intel-rapl:*;"
+                                " a virtual machine or container often hides them)")
+    return zones
+
+
+def _nvml_handle():
+    """``(pynvml, handle)`` of the first visible GPU, or EnergyUnavailable with the reason."""
+    import os
+
+    try:
+        import pynvml as nvml
+    except ImportError:
+        raise EnergyUnavailable("nvidia-ml-py (pynvml) is not installed") from None
+    try:
+        nvml.nvmlInit()
+    except Exception as exc:  # no driver or no NVML library
+        raise EnergyUnavailable(f"NVML cannot be started ({exc}): no NVIDIA driver here") from None
+    first = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0].strip() or "0"
+    try:
+        if first.startswith(("GPU-", "MIG-")):
+            return nvml, nvml.nvmlDeviceGetHandleByUUID(first)
+        return nvml, nvml.nvmlDeviceGetHandleByIndex(int(first))
+    except Exception as exc:
+        raise EnergyUnavailable(f"NVML does not know the GPU {first!r} ({exc})") from None
+
+
+def gpu_meter(nvml=None, handle=None, **kwargs) -> EnergyMeter:
+    """A meter of the first visible NVIDIA GPU: its energy counter, else its power samples."""
+    if nvml is None:
+        nvml, handle = _nvml_handle()
+    reasons = []
+    for meter in (NvmlCounterMeter, NvmlPowerMeter):
+        try:
+            return meter(nvml, handle, **kwargs)
+        except Exception as exc:  # NVMLError_NotSupported and the like
+            reasons.append(f"{meter.source}: {exc}")
+    raise EnergyUnavailable("this GPU reports neither its energy nor its power ("
+                            + "; ".join(reasons) + ")")
+
+
+def open_meter(device_kind: str, *, powercap: Path = POWERCAP, **kwargs) -> EnergyMeter:
+    """The meter of ``device_kind`` ("cpu": :class:`PowercapMeter`; "gpu": :func:`gpu_meter`),
+    not yet started; EnergyUnavailable, with the reason, where none can be read."""
+    if device_kind == "cpu":
+        return PowercapMeter(powercap, **kwargs)
+    if device_kind == "gpu":
+        return gpu_meter(**kwargs)
+    raise ValueError(f"unknown device kind {device_kind!r}: give 'cpu' or 'gpu'")
+
+
+class Intervals:
+    """The joules of consecutive intervals of a meter (e.g. epochs): :meth:`begin` and
+    :meth:`end` around each; ``joules`` lists them in order. A meter of None records nothing."""
+
+    def __init__(self, meter: EnergyMeter | None):
+        self.meter, self.joules, self._start = meter, [], None
+
+    def begin(self) -> None:
+        if self.meter is not None:
+            self._start = self.meter.joules()
+
+    def end(self) -> None:
+        if self.meter is not None and self._start is not None:
+            self.joules.append(self.meter.joules() - self._start)
+            self._start = None
+
+
+# --- what a record keeps ------------------------------------------------------------------------
+
+def unmeasured(reason: str) -> dict:
+    """A record's ``energy`` where no meter could be read: the reason, and no number."""
+    return {"measured": False, "reason": str(reason)}
+

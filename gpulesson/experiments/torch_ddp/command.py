@@ -1,0 +1,236 @@
+"""The command line of :mod:`gpulesson.experiments.torch_ddp`: one process of a DDP training.
+
+Every process runs this; the launcher (``torchrun`` or ``srun``) says which one it is
+(:mod:`~gpulesson.experiments.torch_ddp.launch`). Rank 0 owns the out folder:
+``params.json`` (the run's parameters; a restart with others is refused), ``checkpoint.pt``
+(weights, optimizer state and losses after the last completed epoch, written atomically;
+deleted when the run has finished), ``model.pt`` (the final weights) and ``record.json``
+(written last: the run is finished). All processes read the checkpoint when they start, so
+the folder must be on a file system every node sees (as the lesson's folder is on a cluster).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+from gpulesson.errors import LessonDataError
+from gpulesson.experiments.torch_ddp.checkpoint import CHECKPOINT, load_checkpoint, save_atomically
+from gpulesson.experiments.torch_ddp.launch import LaunchError, choose_backend, from_environment
+from gpulesson.experiments.train_job import (
+    JOBS_DIR,
+    PARAMS,
+    RECORD,
+    STOP_SIGNALS,
+    Stopped,
+    _check_out_dir,
+    _positive_float,
+    _positive_int,
+    _stop,
+    job_id,
+)
+
+EXPERIMENT = "torch-ddp"
+MODEL = "model.pt"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m gpulesson.experiments.torch_ddp",
+        description="Train the PyTorch episode's CNN with DistributedDataParallel: one "
+                    "process per GPU, started by torchrun or srun (or alone).",
+        epilog="Run it again with the same arguments to resume after the last completed epoch.")
+    parser.add_argument("--epochs", type=_positive_int, default=3,
+                        help="epochs in all, resumed ones included (default 3)")
+    parser.add_argument("--per-replica-batch", type=_positive_int, default=64,
+                        help="images per process and step (default 64)")
+    parser.add_argument("--learning-rate", type=_positive_float, default=0.01,
+                        help="SGD learning rate for a global batch of --base-batch (default 0.01)")
+    parser.add_argument("--base-batch", type=_positive_int, default=64,
+                        help="the batch the learning rate is tuned for; the rate is scaled "
+                             "linearly to the global batch (default 64)")
+    parser.add_argument("--n-train", type=_positive_int, default=2048,
+                        help="training images (default 2048)")
+    parser.add_argument("--data", choices=("synthetic", "mnist"), default="synthetic",
+                        help="the MNIST-shaped stand-in made in memory, or MNIST (default synthetic)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the weights and the order")
+    parser.add_argument("--no-dropout", action="store_true",
+                        help="leave dropout out (then any number of processes gives the same "
+                             "weights as one process on the same global batch)")
+    parser.add_argument("--drop-last", action="store_true",
+                        help="leave out the last samples that do not fill a share for every "
+                             "process (default: repeat a few, as DistributedSampler does)")
+    parser.add_argument("--device", choices=("auto", "cpu", "gpu"), default="auto",
+                        help="the GPU of this process' local rank if there is one (default)")
+    parser.add_argument("--out-dir", type=Path, default=None,
+                        help="folder of this run (default results/jobs/torch-ddp-<job id>/)")
+    return parser
+
+
+def _prepare_out_dir(out: Path, params: dict) -> tuple[str, str]:
+    """Rank 0: ``("train"|"finished"|"refused", message)``; makes the folder and params.json."""
+    from gpulesson.results import new_run_id
+
+    try:
+        state = _check_out_dir(out, params)
+    except ValueError as exc:
+        return "refused", f"Refusing to train: {exc}"
+    if state == "finished":
+        return "finished", f"The run in {out} is finished already ({RECORD} is there): nothing to do."
+    out.mkdir(parents=True, exist_ok=True)
+    if not (out / PARAMS).exists():
+        partial = out / f".{PARAMS}.tmp"
+        partial.write_text(json.dumps({"run_id": new_run_id(), "params": params}, indent=1) + "\n")
+        partial.replace(out / PARAMS)
+    return "train", ""
+
+
+def _agree(decision):
+    """Rank 0's ``decision``, on every rank."""
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        return decision
+    box = [decision]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        launch = from_environment()
+    except LaunchError as exc:
+        print(f"Cannot tell which process this is: {exc}", file=sys.stderr)
+        return 2
+    import torch.distributed as dist
+
+    from gpulesson.experiments.parallel.training import global_batch_size, scaled_learning_rate
+    from gpulesson.experiments.torch_ddp import training
+
+    try:
+        device = training.pick_device(launch.local_rank, args.device)
+    except RuntimeError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    backend = choose_backend(device.type == "cuda")
+    batch = global_batch_size(args.per_replica_batch, launch.world_size)
+    rate = scaled_learning_rate(args.learning_rate, batch, args.base_batch)
+    params = {"epochs": args.epochs, "per_replica_batch": args.per_replica_batch,
+              "world_size": launch.world_size, "global_batch": batch, "learning_rate": rate,
+              "n_train": args.n_train, "data": args.data, "seed": args.seed,
+              "dropout": not args.no_dropout, "drop_last": args.drop_last}
+    out = (args.out_dir or JOBS_DIR / f"{EXPERIMENT}-{job_id()}").expanduser().resolve()
+
+    if launch.launcher != "single":
+        # torchrun and srun both end up here (one process too: DDP and NCCL still run); the
+        # meeting point is MASTER_ADDR:MASTER_PORT.
+        os.environ.setdefault("MASTER_ADDR", launch.master_addr)
+        os.environ.setdefault("MASTER_PORT", str(launch.master_port))
+        dist.init_process_group(backend, init_method="env://", rank=launch.rank,
+                                world_size=launch.world_size)
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, _stop)
+    try:
+        decision = _prepare_out_dir(out, params) if launch.is_main else None
+        state, message = _agree(decision)
+        if state != "train":
+            if launch.is_main:
+                print(message, file=sys.stderr if state == "refused" else sys.stdout)
+            return 2 if state == "refused" else 0
+        return _train(args, params, launch, device, backend, out)
+    except Stopped as stop:
+        if launch.is_main:
+            checkpoint = load_checkpoint(out / CHECKPOINT)
+            done = checkpoint["epoch"] if checkpoint else 0
+            print(f"Stopped by {stop}: {out / CHECKPOINT} holds {done} completed epoch(s); the "
+                  "epoch that was running is lost. Run the same command again to resume.",
+                  flush=True)
+        return 128 + stop.signum
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def _train(args, params, launch, device, backend, out: Path) -> int:
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    from gpulesson.experiments.torch_ddp import training
+
+    def log(text):
+        if launch.is_main:
+            print(text, flush=True)
+
+    try:
+        checkpoint = load_checkpoint(out / CHECKPOINT)
+    except ValueError as exc:
+        log(str(exc))
+        return 2
+    try:
+        dataset = training.load_dataset(args.data, args.n_train, args.seed)
+    except (ValueError, LessonDataError) as exc:
+        log(f"No usable data: {exc}")
+        return 2
+    sampler = training.make_sampler(len(dataset), launch.world_size, launch.rank,
+                                    seed=args.seed, drop_last=args.drop_last)
+    model = training.build_model(args.seed, dropout=not args.no_dropout).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=params["learning_rate"], momentum=0.9)
+    history, first_epoch = [], 0
+    if checkpoint:
+        model.load_state_dict(checkpoint["model"])
+        optimizer.load_state_dict(checkpoint["optimizer"])
+        history, first_epoch = list(checkpoint["history"]), int(checkpoint["epoch"])
+    if dist.is_initialized():
+        # Copies rank 0's weights to every rank, and all-reduces the gradients from now on.
+        model = DistributedDataParallel(
+            model, device_ids=[device.index] if device.type == "cuda" else None)
+
+    share = len(sampler)
+    extra = share * launch.world_size - len(dataset)
+    log(f"{launch.world_size} process(es) ({launch.launcher}), backend {backend}, device "
+        f"{device.type}; global batch {params['global_batch']} = {launch.world_size} x "
+        f"{args.per_replica_batch}, learning rate {params['learning_rate']:g}; files in {out}")
+    log(f"Each process reads {share} of the {len(dataset)} samples per epoch"
+        + (f" ({extra} repeated to even out the processes)" if extra > 0 else "")
+        + (f" ({-extra} left out, --drop-last)" if extra < 0 else "") + ".")
+    log(f"Resuming after epoch {first_epoch} from {out / CHECKPOINT}." if checkpoint
+        else "No checkpoint: starting at epoch 1.")
+
+    def on_epoch_end(epoch, loss):
+        history.append(loss)
+        if launch.is_main:
+            module = model.module if hasattr(model, "module") else model
+            save_atomically({"epoch": epoch + 1, "model": module.state_dict(),
+                             "optimizer": optimizer.state_dict(), "history": history},
+                            out / CHECKPOINT)
+
+    training.train_epochs(model, optimizer, dataset, sampler,
+                          per_replica_batch=args.per_replica_batch, device=device,
+                          first_epoch=first_epoch, epochs=args.epochs,
+                          on_epoch_end=on_epoch_end, log=log, batch_delay=training.batch_delay())
+    print(f"rank {launch.rank}: weights {training.fingerprint(model)}", flush=True)
+    if launch.is_main:
+        _finish(params, launch, backend, device, model, history, out)
+    return 0
+
+
+def _finish(params, launch, backend, device, model, history, out: Path) -> None:
+    module = model.module if hasattr(model, "module") else model
+    save_atomically(module.state_dict(), out / MODEL)
+    record = {"experiment": EXPERIMENT, "run_id": json.loads((out / PARAMS).read_text())["run_id"],
+              **params, "launcher": launch.launcher, "backend": backend, "device": device.type,
+              "loss": history, "job_id": os.environ.get("SLURM_JOB_ID"),
+              "restart_count": int(os.environ.get("SLURM_RESTART_COUNT") or 0)}
+    # record.json marks the run as finished: written whole, or not at all.
+    partial = out / f".{RECORD}.tmp"
+    partial.write_text(json.dumps(record, indent=1) + "\n")
+    partial.replace(out / RECORD)
+    (out / CHECKPOINT).unlink(missing_ok=True)
+    print(f"Finished {len(history)} epochs: final loss {history[-1]:.4f}; weights in "
+          f"{out / MODEL}.", flush=True)

@@ -1,0 +1,140 @@
+"""Data-parallel training of the PyTorch episode's CNN with DistributedDataParallel.
+
+One process per GPU (or, on a CPU, per core group). Every process builds the same model,
+wraps it in ``DistributedDataParallel`` (DDP) and reads its own share of every epoch through a
+``DistributedSampler``. During the backward pass DDP sums the gradients over the processes
+with an all-reduce (NCCL on GPUs, gloo on CPUs) and divides them by the number of processes,
+so every process makes the same update: one step has seen the global batch,
+``per_replica_batch * world_size``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
+
+from gpulesson.lesson.torch import SmallCNN, state_fingerprint, to_dataset
+
+
+def load_dataset(data: str, n_train: int, seed: int = 0):
+    """``n_train`` training images of the PyTorch episode's data as a TensorDataset.
+
+    ``data`` is ``"synthetic"`` (the MNIST-shaped stand-in, made from ``seed``) or
+    ``"mnist"`` (the lesson's data folder, see :mod:`gpulesson.mnist`). MNIST is not
+    downloaded here (every process at once, on nodes that often have no internet): the error
+    says how to get it first.
+    """
+    from gpulesson import mnist
+
+    if data == "synthetic":
+        (x, y), _ = mnist.synthetic_mnist(n_train, 0, seed=seed)
+    elif data == "mnist":
+        from gpulesson.settings import get_settings
+
+        (x, y), _ = mnist.load_mnist(get_settings().data_dir, download=False)
+        if len(x) < n_train:
+            raise ValueError(f"MNIST has {len(x)} training images, not {n_train}: "
+                             "lower --n-train")
+        x, y = x[:n_train], y[:n_train]
+    else:
+        raise ValueError(f"--data must be 'synthetic' or 'mnist', not {data!r}")
+    scaled = x.astype("float32") / 255
+    return to_dataset(x, y, float(scaled.mean()), float(scaled.std()))
+
+
+def make_sampler(n_samples: int, world_size: int, rank: int, *, seed: int = 0,
+                 drop_last: bool = False) -> DistributedSampler:
+    """This rank's sampler: a shuffled share of ``n_samples`` that is new every epoch.
+
+    Every rank shuffles with the same seed, so the ranks agree on one order and take every
+    ``world_size``-th index of it, starting at their ``rank``. Call ``set_epoch(epoch)``
+    before each epoch, or every epoch repeats the first one's order. If ``n_samples`` is not
+    a multiple of ``world_size``, the sampler pads (the default): it repeats the first
+    indices of the order so that every rank has as many samples, and all of them take the
+    same number of steps; with ``drop_last=True`` it leaves the last few out instead.
+    """
+    return DistributedSampler(range(n_samples), num_replicas=world_size, rank=rank,
+                              shuffle=True, seed=seed, drop_last=drop_last)
+
+
+def epoch_indices(sampler: DistributedSampler, epoch: int) -> list[int]:
+    """The sample numbers ``sampler`` gives its rank in ``epoch``, in order."""
+    sampler.set_epoch(epoch)
+    return list(sampler)
+
+
+def build_model(seed: int, dropout: bool = True) -> nn.Module:
+    """The episode's SmallCNN with weights drawn from ``seed`` (the same in every process).
+
+    Dropout draws its masks per process, so a run with dropout matches a one-process run
+    only in distribution; ``dropout=False`` replaces it by the identity.
+    """
+    torch.manual_seed(seed)
+    model = SmallCNN()
+    if not dropout:
+        model.dropout = nn.Identity()
+    return model
+
+
+def train_epochs(model, optimizer, dataset, sampler, *, per_replica_batch: int, device,
+                 first_epoch: int, epochs: int, on_epoch_end, log=print,
+                 batch_delay: float = 0.0):
+    """Train from ``first_epoch`` (0-based) up to ``epochs``; ``on_epoch_end(epoch, loss)``.
+
+    ``model`` is the DDP-wrapped model. The loss passed on is the mean over all ranks' samples
+    of the epoch (an all-reduce of the sums). ``batch_delay`` (seconds) slows every batch
+    down, for the tests that stop a run in the middle of an epoch.
+    """
+    import torch.distributed as dist
+
+    loss_fn = nn.CrossEntropyLoss()
+    loader = DataLoader(dataset, batch_size=per_replica_batch, sampler=sampler)
+    for epoch in range(first_epoch, epochs):
+        # A new order on every rank each epoch, the same one after a restart.
+        sampler.set_epoch(epoch)
+        model.train()
+        total = torch.zeros(2, device=device)
+        for images, labels in loader:
+            images, labels = images.to(device), labels.to(device)
+            optimizer.zero_grad()
+            loss = loss_fn(model(images), labels)
+            # DDP all-reduces the gradients here, bucket by bucket, while the backward
+            # pass goes on: communication overlaps the computation.
+            loss.backward()
+            optimizer.step()
+            total += torch.stack([loss.detach() * len(labels),
+                                  torch.tensor(float(len(labels)), device=device)])
+            if batch_delay:
+                time.sleep(batch_delay)
+        if dist.is_initialized():
+            dist.all_reduce(total)
+        mean_loss = float(total[0] / total[1])
+        log(f"epoch {epoch + 1}/{epochs}: loss {mean_loss:.4f} over {int(total[1])} samples")
+        on_epoch_end(epoch, mean_loss)
+
+
+def fingerprint(model) -> str:
+    """A short hash of the weights (``gpulesson.lesson.torch.state_fingerprint``)."""
+    module = model.module if hasattr(model, "module") else model
+    return state_fingerprint(module.state_dict())
+
+
+def pick_device(local_rank: int, want: str = "auto") -> torch.device:
+    """This process' GPU (its local rank, modulo the GPUs it sees) or the CPU."""
+    if want == "cpu" or (want == "auto" and not torch.cuda.is_available()):
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise RuntimeError("no GPU is visible to PyTorch: use --device cpu, or run on a GPU node")
+    device = torch.device("cuda", local_rank % torch.cuda.device_count())
+    torch.cuda.set_device(device)
+    return device
+
+
+def batch_delay() -> float:
+    """Seconds to wait after every batch (``LESSON_BATCH_DELAY``, as for the CNN's batch job)."""
+    return float(os.environ.get("LESSON_BATCH_DELAY") or 0)

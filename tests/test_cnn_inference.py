@@ -1,0 +1,155 @@
+"""The CNN's prediction conditions (gpulesson.experiments.cnn.inference): timed calls under the
+measurement rule, records beside the training's, page values, and a run that goes on."""
+
+import json
+import shutil
+
+import pytest
+from conftest import ROOT
+
+from gpulesson.experiments.cnn import inference, page
+from gpulesson.experiments.cnn import records as cnn_records
+from gpulesson.experiments.cnn.__main__ import _left
+from gpulesson.experiments.common import REPEATS, summarise
+from gpulesson.results import NOT_RECORDED, read_records
+
+
+class Intervals:
+    def __init__(self):
+        self.calls = []
+
+    def begin(self):
+        self.calls.append("begin")
+
+    def end(self):
+        self.calls.append("end")
+
+
+def test_time_calls_keeps_the_warmup_apart_and_every_timed_call():
+    calls, intervals = [], Intervals()
+    warmup, timed = inference.time_calls(lambda: calls.append(1), 1, 4, intervals)
+    assert len(calls) == 5 and len(warmup) == 1 and len(timed) == 4
+    assert all(s >= 0 for s in warmup + timed)
+    assert intervals.calls == ["begin", "end"] * 5
+
+
+@pytest.mark.bad_input("bad argument")
+def test_time_calls_needs_a_timed_call():
+    with pytest.raises(ValueError, match="at least one timed call"):
+        inference.time_calls(lambda: None, 1, 0)
+
+
+def test_latency_has_at_least_the_rules_repeats():
+    assert inference.latency_repeats(False) >= REPEATS
+    assert inference.latency_repeats(True) >= inference.latency_repeats(False) // REPEATS
+
+
+def _record(kind: str, run_id: str, call_seconds, latency, *, batch=1000) -> dict:
+    return {"experiment": inference.EXPERIMENT, "run_id": run_id, "device_kind": kind,
+            "device": "CPU" if kind == "cpu" else "Test GPU", "batch_size": batch,
+            "date": "2026-11-23T00:00:00+00:00", "backend": "tensorflow",
+            "summary": summarise(call_seconds, [9.0]), "latency": summarise(latency, [1.0]),
+            "energy": {"measured": False, "reason": "no counters in this test"}}
+
+
+def _write(path, records):
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+
+
+def test_throughput_and_latency_summaries():
+    record = _record("cpu", "r", [2.0, 1.0, 4.0], [0.010, 0.012, 0.011])
+    rate = inference.throughput_summary(record)
+    assert rate["unit"] == "images/s" and rate["median"] == pytest.approx(500.0)
+    assert (rate["min"], rate["max"]) == pytest.approx((250.0, 1000.0))
+    assert inference.latency_summary(record)["median"] == pytest.approx(0.011)
+    assert inference.throughput_summary(None) is None and inference.latency_summary({}) is None
+
+
+def test_page_values_without_a_gpu_record_say_it_is_missing(tmp_path):
+    path = tmp_path / "cnn.jsonl"
+    _write(path, [_record("cpu", "r", [2.0, 2.1], [0.01, 0.011])])
+    values = inference.substitutions(path, "r")
+    assert values["ref_inf_batch"] == "1,000 images a call"
+    assert values["ref_inf_cpu_rate"].startswith("488 images/s (range")
+    assert "not measurable on this machine (no counters in this test)" in \
+        values["ref_inf_cpu_image_energy"]
+    for name in ("gpu_rate", "gpu_latency", "rate_gpu_vs_cpu", "latency_gpu_vs_cpu"):
+        assert values[f"ref_inf_{name}"] == NOT_RECORDED
+
+
+def test_the_answer_can_differ_between_throughput_and_latency(tmp_path):
+    """Made-up timings of a test: the GPU far ahead at the large batch, behind on one image."""
+    path = tmp_path / "cnn.jsonl"
+    _write(path, [_record("cpu", "r", [2.0, 2.1, 2.2], [0.010, 0.011, 0.012]),
+                  _record("gpu", "r", [0.10, 0.11, 0.12], [0.020, 0.021, 0.022])])
+    values = inference.substitutions(path, "r")
+    assert values["ref_inf_rate_gpu_vs_cpu"] == "19× faster"
+    assert values["ref_inf_latency_gpu_vs_cpu"] == "1.9× slower"
+    # Overlapping ranges are no ranking.
+    _write(path, [_record("cpu", "r", [1.0, 2.0], [0.010, 0.020]),
+                  _record("gpu", "r", [1.5, 2.5], [0.015, 0.025])])
+    values = inference.substitutions(path, "r")
+    assert values["ref_inf_rate_gpu_vs_cpu"] == values["ref_inf_latency_gpu_vs_cpu"] == \
+        "no measurable difference"
+
+
+def test_the_prediction_of_the_trainings_reference_run_is_shown(tmp_path):
+    path = tmp_path / "cnn.jsonl"
+    _write(path, [_record("cpu", "old", [2.0, 2.1], [0.01, 0.011]),
+                  _record("cpu", "newer", [3.0, 3.1], [0.01, 0.011])])
+    assert inference.reference_inference(path, "old")[0]["run_id"] == "old"
+    assert inference.reference_inference(path, "other")[0]["run_id"] == "newer"
+    assert inference.reference_inference(tmp_path / "missing.jsonl", "old") == []
+
+
+@pytest.fixture
+def lesson_results(tmp_path):
+    """A copy of the lesson's CNN results (training records made before energy was kept)."""
+    path = tmp_path / "cnn-cpu-vs-gpu.jsonl"
+    shutil.copy(ROOT / "results" / "cnn-cpu-vs-gpu.jsonl", path)
+    return path
+
+
+def test_old_training_records_still_load_and_say_energy_was_not_measured(lesson_results):
+    values = page.substitutions(lesson_results)
+    assert values["ref_cpu_epoch"] != NOT_RECORDED
+    assert values["ref_cpu_epoch_energy"].startswith("not measured")
+    assert values["ref_cpu_image_energy"].startswith("not measured")
+    assert values["ref_inf_cpu_rate"] == NOT_RECORDED
+
+
+def test_prediction_records_leave_the_training_alone_and_join_its_run(lesson_results):
+    before = page.substitutions(lesson_results)
+    run_id = before["ref_run"]
+    with open(lesson_results, "a", encoding="utf-8") as f:
+        f.write(json.dumps(_record("cpu", run_id, [2.0, 2.1], [0.01, 0.011])) + "\n")
+    after = page.substitutions(lesson_results)
+    assert {k: v for k, v in after.items() if not k.startswith("ref_inf_")} == \
+        {k: v for k, v in before.items() if not k.startswith("ref_inf_")}
+    assert after["ref_inf_cpu_rate"] != NOT_RECORDED
+    assert all(r["experiment"] == cnn_records.EXPERIMENT
+               for r in read_records(lesson_results, experiment=cnn_records.EXPERIMENT))
+
+
+def test_a_continued_run_adds_the_prediction_without_training_again(lesson_results, capsys):
+    run_id = cnn_records.reference_run(lesson_results)[0]["run_id"]
+    assert _left(lesson_results, cnn_records.EXPERIMENT, run_id, ["cpu"]) == (run_id, [])
+    assert _left(lesson_results, inference.EXPERIMENT, run_id, ["cpu"]) == (run_id, ["cpu"])
+    assert "nothing left to record" in capsys.readouterr().out
+    with open(lesson_results, "a", encoding="utf-8") as f:
+        f.write(json.dumps(_record("cpu", run_id, [2.0, 2.1], [0.01, 0.011])) + "\n")
+    assert _left(lesson_results, inference.EXPERIMENT, run_id, ["cpu", "gpu"]) == \
+        (run_id, ["gpu"])
+
+
+
+@pytest.mark.bad_input("bad argument")
+def test_a_run_goes_on_only_with_its_own_data(lesson_results):
+    from gpulesson.experiments.cnn.__main__ import _other_data
+
+    run_id = cnn_records.reference_run(lesson_results)[0]["run_id"]
+    data = cnn_records.reference_run(lesson_results)[0]["data"]
+    assert _other_data(lesson_results, run_id, data) is None
+    other = "cifar10" if data == "synthetic" else "synthetic"
+    assert _other_data(lesson_results, run_id, other) == data
+    assert _other_data(lesson_results, None, other) is None
