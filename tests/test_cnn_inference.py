@@ -2,7 +2,6 @@
 measurement rule, records beside the training's, page values, and a run that goes on."""
 
 import json
-import shutil
 
 import pytest
 from conftest import ROOT
@@ -104,9 +103,17 @@ def test_the_prediction_of_the_trainings_reference_run_is_shown(tmp_path):
 
 @pytest.fixture
 def lesson_results(tmp_path):
-    """A copy of the lesson's CNN results (training records made before energy was kept)."""
+    """The lesson's CNN training records as they were before energy and prediction were kept:
+    its results file without prediction records and without the training records' energy."""
     path = tmp_path / "cnn-cpu-vs-gpu.jsonl"
-    shutil.copy(ROOT / "results" / "cnn-cpu-vs-gpu.jsonl", path)
+    old = []
+    for line in (ROOT / "results" / "cnn-cpu-vs-gpu.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if record.get("experiment") == inference.EXPERIMENT:
+            continue
+        record.pop("energy", None)
+        old.append(json.dumps(record))
+    path.write_text("\n".join(old) + "\n")
     return path
 
 

@@ -80,8 +80,11 @@ def test_reference_run_records_well_formed_runs(tmp_path):
                             capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "No GPU visible: recording the CPU run only." in result.stdout
-    (record,) = read_records(out)
+    (record,) = read_records(out, experiment=cnn.EXPERIMENT)
     validate_record(record)
+    # The same run also timed prediction on the CPU, in records of their own.
+    (predicted,) = [r for r in read_records(out) if r["experiment"] != cnn.EXPERIMENT]
+    assert predicted["run_id"] == record["run_id"] and predicted["device"] == "CPU"
     assert record["experiment"] == cnn.EXPERIMENT and record["device"] == "CPU"
     assert record["data"] == "synthetic" and "not CIFAR-10" in record["data_label"]
     assert len(record["epoch_seconds"]) == 2 and record["batch_size"] == 64
@@ -94,7 +97,7 @@ def test_reference_run_records_well_formed_runs(tmp_path):
     refused = subprocess.run([sys.executable, "-m", "gpulesson.experiments.cnn", "--devices", "gpu",
                               "--out", str(out)], capture_output=True, text=True, env=env, timeout=300)
     assert refused.returncode == 2 and "No GPU is visible" in refused.stderr
-    assert len(read_records(out)) == 1  # nothing recorded for a refused run
+    assert len(read_records(out)) == 2  # nothing recorded for a refused run
 
 
 OTHER_BACKEND = textwrap.dedent("""
