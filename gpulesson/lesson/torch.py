@@ -12,8 +12,7 @@ import time
 
 import torch
 from torch import nn
-from torch.utils.data import (BatchSampler, DataLoader, RandomSampler,
-                              SequentialSampler, TensorDataset)
+from torch.utils.data import DataLoader, TensorDataset, sampler
 
 
 def to_dataset(images, labels, mean, std):
@@ -36,10 +35,10 @@ def batches(dataset, batch_size, shuffle=False, generator=None):
     shuffle=shuffle, generator=generator).
     """
     if shuffle:
-        order = RandomSampler(dataset, generator=generator)
+        order = sampler.RandomSampler(dataset, generator=generator)
     else:
-        order = SequentialSampler(dataset)
-    rows = BatchSampler(order, batch_size, drop_last=False)
+        order = sampler.SequentialSampler(dataset)
+    rows = sampler.BatchSampler(order, batch_size, drop_last=False)
     # batch_size=None: each item the sampler gives is already a batch.
     # The loader draws from `generator` too, as a plain one would.
     return DataLoader(dataset, sampler=rows, batch_size=None,
