@@ -1,0 +1,41 @@
+"""The ceiling of ``fit``: how many images per second each backend's training loop can take,
+and how close the lesson's generator comes to it.
+
+The benchmark of episode 9's section "What limits fit". A model that does almost nothing
+(:func:`~gpulesson.experiments.ceiling.measure.tiny_model`) is trained with ``model.fit`` from
+arrays in memory (the ceiling: the best of Keras' array path, a slicing ``PyDataset`` and, on a
+GPU, arrays resident there) and from the lesson's HDF5 generator, alone and inside
+``ReadAhead``, with TensorFlow, JAX and PyTorch, one process each. Every condition follows the
+lesson's measurement rule (:mod:`gpulesson.experiments.common`).
+
+Its parts, in the order of an experiment:
+
+- :mod:`~gpulesson.experiments.ceiling.measure`: the model and the timing;
+- :mod:`~gpulesson.experiments.ceiling.records`: the records, the ceiling, a share of it;
+- :mod:`~gpulesson.experiments.ceiling.page`: the episode's ``ref_ceil_*`` values, the table;
+- :mod:`~gpulesson.experiments.ceiling.figures`: the figure (``fig/09-feeding-the-gpu/figures.py``);
+- :mod:`~gpulesson.experiments.ceiling.__main__`: the command line,
+  ``python -m gpulesson.experiments.ceiling``.
+
+Importing the package imports no deep-learning framework.
+"""
+
+from gpulesson.experiments.ceiling.figures import FILE, alt_text, figures
+from gpulesson.experiments.ceiling.page import describe, substitutions, table
+from gpulesson.experiments.ceiling.records import (
+    BACKENDS,
+    EXPERIMENT,
+    IN_MEMORY,
+    N_IMAGES,
+    PIPELINES,
+    RESULTS_FILE,
+    TARGET_SHARE,
+    ceiling,
+    find,
+    reference_run,
+    share,
+)
+
+__all__ = ["BACKENDS", "EXPERIMENT", "FILE", "IN_MEMORY", "N_IMAGES", "PIPELINES", "RESULTS_FILE",
+           "TARGET_SHARE", "alt_text", "ceiling", "describe", "figures", "find", "reference_run",
+           "share", "substitutions", "table"]

@@ -1,0 +1,137 @@
+"""The ceiling of ``fit`` on each Keras backend: its command line.
+
+    python -m gpulesson.experiments.ceiling                   # every installed backend, CPU then GPU
+    python -m gpulesson.experiments.ceiling --backends jax --devices gpu
+    python -m gpulesson.experiments.ceiling --quick --out my-ceiling.jsonl
+
+A Keras process has one backend, so the command starts one process per backend (the same
+command with ``--backends NAME``, and ``KERAS_BACKEND=NAME``); each appends its records to the
+results file as it makes them, all with one ``run_id``. ``--run-id`` goes on with an earlier
+run, skipping the conditions it has. Every condition: a recorded warm-up epoch and 5 timed
+epochs (2 with ``--quick``), of 50,000 images in batches of 256 (1,024 in batches of 64). On
+an idle 2-core machine the whole command takes a few minutes; Keras' array path on PyTorch
+is the slowest part.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from importlib.util import find_spec
+
+from gpulesson.devices import KERAS_DEVICES as DEVICES
+from gpulesson.experiments.ceiling.measure import BATCH_SIZE, QUICK_BATCH_SIZE, QUICK_N_IMAGES
+from gpulesson.experiments.ceiling.records import (
+    BACKENDS,
+    EXPERIMENT,
+    N_IMAGES,
+    PIPELINES,
+    RESULTS_FILE,
+    condition,
+)
+from gpulesson.experiments.common import (
+    WARMUP,
+    add_out_option,
+    add_run_id_option,
+    continue_run,
+    default_devices,
+    repeats_for,
+    say_appended,
+)
+
+MODULES = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
+
+
+def installed_backends() -> list[str]:
+    return [b for b in BACKENDS if find_spec(MODULES[b]) is not None]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m gpulesson.experiments.ceiling",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--backends", nargs="+", choices=BACKENDS, default=None,
+                        help="Keras backends, one process each (default: every one installed)")
+    parser.add_argument("--devices", nargs="+", choices=sorted(DEVICES), default=None,
+                        help="devices (default: cpu, then gpu if the backend sees one)")
+    parser.add_argument("--pipelines", nargs="+", choices=list(PIPELINES), default=None,
+                        help="ways of feeding fit (default: all that the device has)")
+    parser.add_argument("--n-images", type=int, default=None,
+                        help=f"images an epoch (default {N_IMAGES:,}; --quick {QUICK_N_IMAGES:,})")
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help=f"default {BATCH_SIZE} (--quick {QUICK_BATCH_SIZE})")
+    parser.add_argument("--quick", action="store_true",
+                        help="tiny sizes and 2 timed epochs (also when LESSON_QUICK=1)")
+    add_out_option(parser, RESULTS_FILE)
+    add_run_id_option(parser)
+    return parser
+
+
+def _measure_here(args, *, quick: bool, run_id: str, done: set) -> list[dict]:
+    """Measure with this process's backend (the child's work)."""
+    from gpulesson.devices import keras_device
+    from gpulesson.experiments.ceiling.measure import measure
+    from gpulesson.results import append_record
+
+    found = keras_device()
+    devices = default_devices(args.devices, found["gpu_count"])
+    if "gpu" in devices and not found["gpu_count"]:
+        print(f"No GPU is visible to Keras ({found['backend']} backend): nothing measured. "
+              "Run with --devices cpu, or on a machine with a GPU.", file=sys.stderr)
+        raise SystemExit(2)
+    return measure(devices=devices, pipelines=args.pipelines,
+                   n_images=args.n_images or (QUICK_N_IMAGES if quick else N_IMAGES),
+                   batch_size=args.batch_size or (QUICK_BATCH_SIZE if quick else BATCH_SIZE),
+                   repeats=repeats_for(quick), warmup=WARMUP, run_id=run_id, done=done,
+                   on_record=lambda r: append_record(args.out, r),
+                   progress=lambda line: print(line, flush=True))
+
+
+def main(argv=None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    from gpulesson.settings import get_settings
+
+    quick = args.quick or get_settings().quick
+    for name in ("n_images", "batch_size"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1, not {value}")
+    run_id, done = continue_run(args.out, EXPERIMENT, args.run_id, condition)
+    backends = args.backends or installed_backends()
+    missing = [b for b in backends if find_spec(MODULES[b]) is None]
+    if missing:
+        parser.error(f"backend(s) {', '.join(missing)} not installed: pip install "
+                     f"{' '.join(MODULES[b] for b in missing)}, or leave them out")
+    if len(backends) == 1 and os.environ.get("KERAS_BACKEND") == backends[0]:
+        made = _measure_here(args, quick=quick, run_id=run_id, done=done)
+        say_appended(made, args.out) if made else print("Nothing left to measure.")
+        return 0
+    failed = []
+    for backend in backends:
+        child = [sys.executable, "-m", "gpulesson.experiments.ceiling", "--backends", backend,
+                 "--run-id", run_id, "--out", str(args.out)]
+        for option in ("devices", "pipelines"):
+            if getattr(args, option):
+                child += [f"--{option}", *getattr(args, option)]
+        for option in ("n_images", "batch_size"):
+            if getattr(args, option):
+                child += [f"--{option.replace('_', '-')}", str(getattr(args, option))]
+        child += ["--quick"] if quick else []
+        print(f"--- {backend}", flush=True)
+        if subprocess.run(child, env={**os.environ, "KERAS_BACKEND": backend}).returncode:
+            failed.append(backend)
+    from gpulesson.experiments.ceiling.page import describe
+    from gpulesson.results import read_records
+
+    if args.out.is_file():
+        print(describe(read_records(args.out, experiment=EXPERIMENT, run_id=run_id)))
+    if failed:
+        print(f"error: the {', '.join(failed)} process(es) failed (above).", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

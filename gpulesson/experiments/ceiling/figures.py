@@ -1,0 +1,75 @@
+"""The ceiling's figure: images per second of ``fit`` for each way of feeding it, one panel a
+backend and device, with the range and the repeats of every condition and the lesson's goal
+(:data:`~gpulesson.experiments.ceiling.records.TARGET_SHARE` of the ceiling) as a line.
+Its alt text is made from what it draws (:func:`alt_text`)."""
+
+from __future__ import annotations
+
+from gpulesson.experiments.ceiling.records import (
+    IN_MEMORY,
+    NAMES,
+    PIPELINES,
+    TARGET_SHARE,
+    ceiling,
+    find,
+    groups,
+    rate_number,
+    rate_summary,
+    share,
+)
+from gpulesson.experiments.common import SPREAD_NOTE, draw_spread
+from gpulesson.results import hardware
+
+FILE = "feeding-ceiling.svg"
+
+
+def _panels(records):
+    for backend, device in groups(records):
+        drawn = [(name, r) for name in PIPELINES if (r := find(records, backend, device, name))]
+        yield backend, device, drawn, ceiling(records, backend, device)
+
+
+def alt_text(records) -> str:
+    """What the figure shows, in words, from the records it draws."""
+    if not records:
+        return "No ceiling measurement is recorded yet."
+    parts = []
+    for backend, device, drawn, top in _panels(records):
+        said = ", ".join(f"{name} {rate_number(r['images_per_second'])}"
+                         + ("" if r is top else f" ({share(r, top):.0%})") for name, r in drawn)
+        parts.append(f"{NAMES.get(backend, backend)} on the {device.upper()}: {said}")
+    return ("Horizontal bars of the median images per second that fit reaches with a model "
+            "that does almost nothing, one panel per backend and device, with whiskers from "
+            f"the slowest to the fastest epoch and a dashed line at {TARGET_SHARE:.0%} of the "
+            "fastest in-memory bar (the ceiling). Medians, with shares of the ceiling in "
+            f"brackets: {'; '.join(parts)}.")
+
+
+def figures(records):
+    """One figure: a panel per backend and device, a bar per way of feeding ``fit``."""
+    import matplotlib.pyplot as plt
+
+    if not records:
+        raise ValueError("no records to plot: run python -m gpulesson.experiments.ceiling")
+    panels = list(_panels(records))
+    fig, axes = plt.subplots(len(panels), 1, figsize=(8, 1.2 + 1.35 * len(panels) + 0.3),
+                             squeeze=False, sharex=True)
+    for ax, (backend, device, drawn, top) in zip(axes[:, 0], panels, strict=True):
+        positions = list(range(len(drawn)))[::-1]
+        rates = [rate_summary(r) for _, r in drawn]
+        colours = ["#4c72b0" if name in IN_MEMORY else "#dd8452" for name, _ in drawn]
+        ax.barh(positions, [s["median"] for s in rates], color=colours, height=0.6)
+        draw_spread(ax, positions, rates, horizontal=True)
+        ax.set_yticks(positions, [name for name, _ in drawn])
+        if top:
+            ax.axvline(TARGET_SHARE * top["images_per_second"], color="black",
+                       linestyle="--", linewidth=1)
+        ax.set_title(f"{NAMES.get(backend, backend)}, {device.upper()}", fontsize=10, loc="left")
+    axes[-1, 0].set_xlabel("images per second through fit (higher is better)")
+    names = hardware(records)
+    machine = "; ".join(f"{k}: {v}" for k, v in names.items())
+    fig.suptitle(f"The ceiling of fit: blue in memory, orange from the HDF5 file; dashed "
+                 f"line {TARGET_SHARE:.0%} of the ceiling\n{machine}\n{SPREAD_NOTE}",
+                 fontsize=8.5)
+    fig.tight_layout()
+    return (fig,)

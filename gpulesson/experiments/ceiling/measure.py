@@ -1,0 +1,130 @@
+"""Measuring the ceiling of ``fit``: a model that does almost nothing, fed each way in turn.
+
+The model scales the bytes, averages each image's pixels and classifies the averages
+(:func:`tiny_model`): a step costs almost no arithmetic, so an epoch's time is what ``fit`` and
+the data path cost, the most images per second that any model can train at on this backend
+and device. It is fed from arrays in memory (Keras' own array path, and a ``PyDataset`` that
+slices them; on a GPU also arrays resident there), from the lesson's generator on a
+batch-chunked HDF5 file, and from that generator inside ``ReadAhead`` (episode 9). Each
+condition follows the lesson's rule: a recorded warm-up epoch and the timed epochs after it,
+each read after the device finished (:class:`gpulesson.experiments.feeding.measure.SyncedEpochTimer`).
+
+One process measures its own Keras backend; the command line starts one per backend.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+
+from gpulesson.experiments.ceiling.records import (
+    DATA,
+    condition,
+    measurement_record,
+    pipelines_for,
+)
+from gpulesson.experiments.common import WARMUP, summary_text
+from gpulesson.experiments.feeding.measure import _Budget, _BusyMeter, _synced_timer_class
+from gpulesson.results import new_run_id
+
+BATCH_SIZE = 256  # episode 9's batch
+QUICK_N_IMAGES, QUICK_BATCH_SIZE = 1_024, 64
+
+
+def tiny_model(keras_device: str):
+    """Bytes scaled to [0, 1], the mean of each channel, one Dense layer: almost no work."""
+    import keras
+
+    from gpulesson.lesson import JIT_COMPILE
+
+    with keras.device(keras_device):
+        model = keras.Sequential([
+            keras.Input((32, 32, 3)), keras.layers.Rescaling(1 / 255),
+            keras.layers.GlobalAveragePooling2D(), keras.layers.Dense(10)])
+        model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy",
+                      jit_compile=JIT_COMPILE)
+    return model
+
+
+def _fit(model, feed: dict, *, warmup: int, repeats: int) -> list[float]:
+    """Seconds of every epoch of ``model.fit(**feed)``, warm-up first."""
+    budget = _Budget(warmup, repeats)
+    callbacks = [_synced_timer_class()(budget), *feed.pop("callbacks", [])]
+    model.fit(**feed, epochs=warmup + repeats, callbacks=callbacks, verbose=0)
+    return budget.seconds
+
+
+def _feeds(names, *, x, y, path, batch_size: int, keras_device: str):
+    """``(name, fit's arguments)`` of each pipeline, made when its turn comes."""
+    from gpulesson.experiments.feeding.pipelines import ArrayBatches, to_device
+    from gpulesson.lesson import DataEpoch, HDF5Batches
+    from gpulesson.lesson.feeding import ReadAhead
+
+    for name in names:
+        if name == "arrays":
+            yield name, {"x": x, "y": y, "batch_size": batch_size, "shuffle": True}
+        elif name in ("ram", "device"):
+            arrays = (x, y) if name == "ram" else to_device(x, y, keras_device)
+            yield name, {"x": ArrayBatches(*arrays, batch_size, seed=1), "shuffle": False}
+        else:
+            batches = HDF5Batches(path, "train", batch_size, shuffle=True, seed=1)
+            if name == "lesson-readahead":
+                batches = ReadAhead(batches)
+            yield name, {"x": batches, "shuffle": False, "callbacks": [DataEpoch(batches)]}
+
+
+def _setting() -> dict:
+    """The cores and threads the measurement ran with."""
+    from gpulesson.timing import cpu_settings
+
+    return {"cpu_settings": cpu_settings()}
+
+
+def measure(*, devices, n_images: int, batch_size: int, repeats: int, warmup: int = WARMUP,
+            pipelines=None, run_id: str | None = None, done=(), on_record=None,
+            progress=print) -> list[dict]:
+    """Measure every pipeline (default :func:`~gpulesson.experiments.ceiling.records.pipelines_for`
+    the device) on each of ``devices`` with the current Keras backend; returns the records,
+    calling ``on_record(record)`` as each is made. Conditions in ``done`` are skipped."""
+    import keras
+
+    from gpulesson.devices import keras_device_name
+    from gpulesson.hdf5 import write_hdf5
+    from gpulesson.synthetic import make_synthetic
+
+    if not 1 <= batch_size <= n_images:
+        raise ValueError(f"batch_size must be from 1 to n_images ({n_images}), not {batch_size}")
+    backend = keras.backend.backend()
+    run_id = run_id or new_run_id()
+    (x, y), _ = make_synthetic(n_images, 10, seed=0, progress=False)
+    y = y.astype("int32")
+    made = []
+    with tempfile.TemporaryDirectory(prefix="gpulesson-ceiling-") as folder:
+        path = write_hdf5(f"{folder}/train.h5", (x, y), (x[:16], y[:16]), source=DATA,
+                          class_names=[f"class {i}" for i in range(10)],
+                          chunk_rows=batch_size, progress=False)
+        for device in devices:
+            keras_device = keras_device_name(device)
+            names = [n for n in (pipelines or pipelines_for(device)) if n in pipelines_for(device)
+                     and (backend, device, n, batch_size) not in set(done)]
+            for name, feed in _feeds(names, x=x, y=y, path=path, batch_size=batch_size,
+                                     keras_device=keras_device):
+                model = tiny_model(keras_device)
+                meter = _BusyMeter()
+                started = time.perf_counter()
+                with keras.device(keras_device):
+                    seconds = _fit(model, feed, warmup=warmup, repeats=repeats)
+                record = measurement_record(
+                    seconds, warmup=warmup, run_id=run_id, device=device, pipeline=name,
+                    batch_size=batch_size, n_images=n_images,
+                    extra={**meter.read(), **_setting(),
+                           "wall_seconds": time.perf_counter() - started})
+                assert condition(record) == (backend, device, name, batch_size)
+                made.append(record)
+                if on_record:
+                    on_record(record)
+                rate = record["summary"]
+                progress(f"{backend:10} {device} {name:17}: {n_images / rate['median']:9,.0f} "
+                         f"images/s, epoch {summary_text(rate, lambda s: f'{s:.3f} s', what='epochs')}")
+                del model
+    return made

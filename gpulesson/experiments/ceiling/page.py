@@ -1,0 +1,102 @@
+"""The ceiling on the page: episode 9's ``ref_ceil_*`` values and the command's table.
+
+Every value comes from the reference run (:func:`~gpulesson.experiments.ceiling.records.reference_run`);
+without one, each says :data:`~gpulesson.results.NOT_RECORDED`. Imports no deep-learning framework.
+"""
+
+from __future__ import annotations
+
+from gpulesson.experiments.ceiling.figures import alt_text
+from gpulesson.experiments.ceiling.records import (
+    BACKENDS,
+    NAMES,
+    PIPELINES,
+    RESULTS_FILE,
+    TARGET_SHARE,
+    ceiling,
+    find,
+    groups,
+    rate_number,
+    rate_summary,
+    reference_run,
+    verdict,
+)
+from gpulesson.experiments.common import summary_text
+from gpulesson.results import NOT_RECORDED, hardware, software
+
+
+def rate_text(record: dict | None) -> str:
+    """Median images/s and the range over the record's timed epochs."""
+    return summary_text(rate_summary(record), rate_number, what="epochs") if record else "not measured"
+
+
+def rows(records) -> list[list[str]]:
+    """One row per record: backend and device, pipeline, images/s, how it compares with the
+    ceiling of its backend and device."""
+    found = []
+    for backend, device in groups(records):
+        top = ceiling(records, backend, device)
+        for name in PIPELINES:
+            record = find(records, backend, device, name)
+            if record:
+                found.append([f"{NAMES.get(backend, backend)}, {device.upper()}", name,
+                              rate_text(record), verdict(record, top) or ""])
+    return found
+
+
+def table(records) -> str:
+    """The run as a Markdown table (for the page)."""
+    head = ["Backend, device", "Fed from", "Images/s: median (range)", "Against the ceiling"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows(records)]
+    return "\n".join(lines)
+
+
+def describe(records) -> str:
+    """The run as plain text (for the command line)."""
+    if not records:
+        return "No ceiling records."
+    out = [f"Run {records[0]['run_id']}: {software(records)}"]
+    for backend_device, name, rate, against in rows(records):
+        out.append(f"  {backend_device:16} {name:17} {rate:40} {against}")
+    return "\n".join(out)
+
+
+def lesson_summary(records) -> str:
+    """One sentence a backend: the lesson's generator and ReadAhead against the ceiling."""
+    parts = []
+    for backend, device in groups(records):
+        top = ceiling(records, backend, device)
+        said = [f"{label} {verdict(r, top).split(';')[0]}" for label, name in
+                (("the generator reaches", "lesson"), ("ReadAhead", "lesson-readahead"))
+                if (r := find(records, backend, device, name))]
+        if top and said:
+            parts.append(f"{NAMES.get(backend, backend)} on the {device.upper()} "
+                         f"(ceiling: {top['pipeline']}): {', '.join(said)}")
+    return "; ".join(parts) + "." if parts else NOT_RECORDED
+
+
+def substitutions(path=RESULTS_FILE) -> dict[str, str]:
+    """Episode 9's values of the ceiling (MyST substitutions ``ref_ceil_*``)."""
+    records = reference_run(path)
+    names = hardware(records)
+    first = records[0] if records else {}
+    settings = first.get("cpu_settings") or {}
+    return {
+        "ref_ceil_run": first.get("run_id", NOT_RECORDED),
+        "ref_ceil_date": first["date"][:10] if records else NOT_RECORDED,
+        "ref_ceil_software": software(records) if records else NOT_RECORDED,
+        "ref_ceil_cpu": names.get("CPU", NOT_RECORDED),
+        "ref_ceil_gpu": names.get("GPU", NOT_RECORDED),
+        "ref_ceil_cores": (f"{settings['cpu_cores_available']} of "
+                           f"{settings['cpu_cores_machine']} cores" if settings else NOT_RECORDED),
+        "ref_ceil_load": (", ".join(f"{v:.1f}" for v in first["load_average_before"])
+                          if first.get("load_average_before") else NOT_RECORDED),
+        "ref_ceil_backends": (", ".join(NAMES[b] for b in BACKENDS
+                                        if any(r["backend"] == b for r in records))
+                              or NOT_RECORDED),
+        "ref_ceil_table": table(records) if records else NOT_RECORDED,
+        "ref_ceil_summary": lesson_summary(records),
+        "ref_ceil_goal": f"{TARGET_SHARE:.0%}",
+        "ref_ceil_alt": alt_text(records),
+    }

@@ -1,0 +1,124 @@
+"""The ceiling's records: one per backend, device and way of feeding ``fit``, and what a page
+takes from them.
+
+A record is one condition (:data:`CONDITION`): its warm-up and timed epochs, their summary, the
+cores, threads and load average it ran with. The ceiling of a backend and device is its fastest
+in-memory condition (:data:`IN_MEMORY`, by median); a pipeline's share of it is the ratio of
+the medians, and the words that compare the two come from
+:func:`~gpulesson.experiments.common.compare`, so a share inside the noise is not called a
+difference. Imports no deep-learning framework.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from gpulesson import results
+from gpulesson.experiments.common import SUMMARY_KEY, as_rate, compare, summarise, summary_of
+from gpulesson.results import make_record
+
+EXPERIMENT = "ceiling"
+RESULTS_FILE = results.RESULTS_DIR / f"{EXPERIMENT}.jsonl"
+DATA = "synthetic"  # speed does not depend on the pixel values
+N_IMAGES = 50_000  # episode 9's epoch: the size its 1-s goal is stated for
+TARGET_SHARE = 0.90  # the lesson's pipeline: at least this share of the in-memory ceiling
+BACKENDS = ("tensorflow", "jax", "torch")
+
+# name -> what it is (tables, figure labels, records)
+PIPELINES: dict[str, str] = {
+    "arrays": "arrays in memory, given to fit (Keras' own array path)",
+    "ram": "arrays in memory, batches sliced by a PyDataset",
+    "device": "arrays resident on the GPU, batches sliced there",
+    "lesson": "lesson generator (HDF5Batches), batch chunks",
+    "lesson-readahead": "lesson generator in ReadAhead (one reading thread)",
+}
+IN_MEMORY = ("arrays", "ram", "device")
+GPU_ONLY = ("device",)  # on the CPU, device-resident data are the RAM case
+CONDITION = ("backend", "device_kind", "pipeline", "batch_size")
+NAMES = {"tensorflow": "TensorFlow", "jax": "JAX", "torch": "PyTorch"}
+
+
+def rate_number(value: float) -> str:
+    """Images per second as a page writes them: 41,218."""
+    return f"{value:,.0f}"
+
+
+def pipelines_for(device: str) -> list[str]:
+    """Every pipeline measured on ``device`` ("cpu" or "gpu")."""
+    return [name for name in PIPELINES if device == "gpu" or name not in GPU_ONLY]
+
+
+def condition(record: dict) -> tuple:
+    """The key of ``record``'s condition: a run that goes on skips the ones it has."""
+    return tuple(record.get(name) for name in CONDITION)
+
+
+def measurement_record(seconds: list[float], *, warmup: int, run_id: str, device: str,
+                       pipeline: str, batch_size: int, n_images: int, extra: dict) -> dict:
+    """One results-file record: ``seconds`` of every epoch, the first ``warmup`` of them the
+    warm-up (recorded, never summarised)."""
+    timed = seconds[warmup:]
+    if not timed:
+        raise ValueError("no timed epoch to record")
+    median = statistics.median(timed)
+    fields = {
+        "run_id": run_id, "source": "gpulesson.experiments.ceiling", "device_kind": device,
+        "pipeline": pipeline, "pipeline_label": PIPELINES[pipeline], "batch_size": batch_size,
+        "n_images": n_images, "warmup_epochs": warmup, "repeats": len(timed),
+        "warmup_seconds": seconds[:warmup], "epoch_seconds": timed,
+        "images_per_second": n_images / median,
+        SUMMARY_KEY: summarise(timed, seconds[:warmup]), **extra,
+    }
+    if device == "cpu":
+        fields["device"] = "CPU"
+    return make_record(EXPERIMENT, data=DATA, **fields)
+
+
+def rate_summary(record: dict | None) -> dict | None:
+    """A record's images per second as a summary (median and range over its timed epochs)."""
+    if not record:
+        return None
+    return as_rate(summary_of(record, "epoch_seconds"), record["n_images"])
+
+
+def reference_run(path=RESULTS_FILE) -> list[dict]:
+    """The newest run with GPU records, else the newest run (:func:`gpulesson.results.reference_run`)."""
+    return results.reference_run(path, EXPERIMENT)
+
+
+def groups(records) -> list[tuple[str, str]]:
+    """The (backend, device) pairs of ``records``, in the order of :data:`BACKENDS`, CPU first."""
+    found = {(r["backend"], r["device_kind"]) for r in records}
+    order = {name: i for i, name in enumerate(BACKENDS)}
+    return sorted(found, key=lambda pair: (pair[1] != "cpu", order.get(pair[0], 9), pair[0]))
+
+
+def find(records, backend: str, device: str, pipeline: str) -> dict | None:
+    return next((r for r in records if (r.get("backend"), r.get("device_kind"),
+                                        r.get("pipeline")) == (backend, device, pipeline)), None)
+
+
+def ceiling(records, backend: str, device: str) -> dict | None:
+    """The in-memory record with the highest median rate for ``backend`` on ``device``."""
+    found = [r for name in IN_MEMORY if (r := find(records, backend, device, name))]
+    return max(found, key=lambda r: r["images_per_second"], default=None)
+
+
+def share(record: dict | None, top: dict | None) -> float | None:
+    """``record``'s median rate over the ceiling's."""
+    if not record or not top:
+        return None
+    return record["images_per_second"] / top["images_per_second"]
+
+
+def verdict(record: dict | None, top: dict | None) -> str | None:
+    """How ``record`` compares with the ceiling ``top``: the share, its words from
+    :func:`~gpulesson.experiments.common.compare`, and whether it meets :data:`TARGET_SHARE`."""
+    ratio = share(record, top)
+    if ratio is None:
+        return None
+    if record is top:
+        return "the ceiling"
+    words = compare(rate_summary(record), rate_summary(top), higher_is_better=True).sentence
+    goal = "meets" if ratio >= TARGET_SHARE else "misses"
+    return f"{ratio:.0%} of it ({words}); {goal} the {TARGET_SHARE:.0%} goal"

@@ -1,0 +1,140 @@
+"""Episode 9's ceiling of ``fit`` and ``ReadAhead``: the reading thread keeps the generator's
+batches when the epoch changes under it; the ceiling's records, words, table and figure follow
+what was measured; the command measures and appends records with one run id."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from conftest import ROOT
+
+from gpulesson.experiments import ceiling
+from gpulesson.experiments.ceiling import page, records
+from gpulesson.hdf5 import write_hdf5
+from gpulesson.results import NOT_RECORDED
+
+
+@pytest.fixture(scope="module")
+def path(tmp_path_factory):
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 256, (300, 32, 32, 3), dtype=np.uint8)
+    y = (np.arange(300) % 10).astype(np.uint8)
+    return write_hdf5(tmp_path_factory.mktemp("ceiling") / "train.h5", (x, y), (x[:20], y[:20]),
+                      source="synthetic", class_names=[f"c{i}" for i in range(10)],
+                      progress=False)
+
+
+def batch(generator, epoch, index):
+    generator.epoch = epoch
+    return generator[index]
+
+
+def test_read_ahead_gives_the_generators_batches_even_when_the_epoch_changes(path):
+    from gpulesson.lesson import HDF5Batches
+    from gpulesson.lesson.feeding import ReadAhead
+
+    plain = HDF5Batches(path, "train", 32, shuffle=True, seed=3)
+    ahead = ReadAhead(HDF5Batches(path, "train", 32, shuffle=True, seed=3), depth=4)
+    assert len(ahead) == len(plain) == 10
+    first = ahead[0]  # batches 1 to 4 of epoch 0 are being read now
+    np.testing.assert_array_equal(first[0], batch(plain, 0, 0)[0])
+    ahead.epoch = 1  # a new epoch before they were used: they must not be handed out
+    for index in range(len(ahead)):  # the short last batch included
+        got, want = ahead[index], batch(plain, 1, index)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+    ahead.on_epoch_end()
+    assert ahead.epoch == 2
+    np.testing.assert_array_equal(ahead[2][0], batch(plain, 2, 2)[0])
+    with pytest.raises(IndexError):
+        ahead[len(ahead)]
+
+
+def record(backend, device, pipeline, seconds, n=1000):
+    return {"backend": backend, "device_kind": device, "pipeline": pipeline, "n_images": n,
+            "run_id": "r", "date": "2026-11-23T00:00:00+00:00", "device": "CPU",
+            "cpu_model": "Test CPU", "versions": {"keras": "3"}, "epoch_seconds": seconds,
+            "warmup_seconds": [1.0], "images_per_second": n / sorted(seconds)[len(seconds) // 2],
+            "experiment": records.EXPERIMENT}
+
+
+RUN = [record("jax", "cpu", "arrays", [1.0, 1.1, 1.05, 1.0, 1.02]),
+       record("jax", "cpu", "ram", [0.5, 0.52, 0.51, 0.5, 0.55]),
+       record("jax", "cpu", "lesson", [1.0, 1.1, 1.2, 1.05, 1.0]),
+       record("jax", "cpu", "lesson-readahead", [0.53, 0.5, 0.56, 0.52, 0.51])]
+
+
+def test_the_ceiling_is_the_fastest_in_memory_way_and_shares_follow_the_medians():
+    top = records.ceiling(RUN, "jax", "cpu")
+    assert top["pipeline"] == "ram"
+    assert records.share(RUN[2], top) == pytest.approx(0.51 / 1.05)
+    assert records.verdict(RUN[2], top).endswith("misses the 90% goal")
+    assert "slower" in records.verdict(RUN[2], top)
+    # Overlapping ranges are not a difference, and 98 % meets the goal.
+    said = records.verdict(RUN[3], top)
+    assert "no measurable difference" in said and said.endswith("meets the 90% goal")
+    assert records.verdict(top, top) == "the ceiling"
+    assert records.ceiling(RUN, "torch", "cpu") is None
+
+
+def test_table_alt_text_and_page_values_say_what_was_measured(tmp_path):
+    table = page.table(RUN)
+    header = table.splitlines()[0]
+    assert all(cell.strip() for cell in header.strip("|").split("|"))
+    assert table.count("\n| JAX, CPU |") == 4
+    alt = ceiling.alt_text(RUN)
+    assert "JAX on the CPU" in alt and "lesson 952 (49%)" in alt and "GPU" not in alt
+    file = tmp_path / "ceiling.jsonl"
+    assert set(page.substitutions(file).values()) >= {NOT_RECORDED}
+    file.write_text("".join(json.dumps(r) + "\n" for r in RUN))
+    values = page.substitutions(file)
+    assert values["ref_ceil_table"] == table
+    assert values["ref_ceil_gpu"] == NOT_RECORDED
+    assert "JAX on the CPU (ceiling: ram)" in values["ref_ceil_summary"]
+
+
+def test_the_figure_draws_a_panel_per_backend_and_device():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    run = [*RUN, record("tensorflow", "cpu", "ram", [0.7] * 5)]
+    (fig,) = ceiling.figures(run)
+    assert [ax.get_title(loc="left") for ax in fig.axes] == ["TensorFlow, CPU", "JAX, CPU"]
+    with pytest.raises(ValueError, match=r"run python -m gpulesson\.experiments\.ceiling"):
+        ceiling.figures([])
+
+
+def test_the_command_measures_one_process_per_backend_and_appends_one_run(tmp_path):
+    out = tmp_path / "ceiling.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "LESSON_QUICK": "1"}
+    result = subprocess.run(
+        [sys.executable, "-m", "gpulesson.experiments.ceiling", "--backends", "jax",
+         "--pipelines", "ram", "lesson-readahead", "--n-images", "256", "--devices", "cpu",
+         "--out", str(out)], capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    made = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["backend"], r["pipeline"]) for r in made] == [("jax", "ram"),
+                                                             ("jax", "lesson-readahead")]
+    assert len({r["run_id"] for r in made}) == 1
+    for r in made:
+        assert len(r["epoch_seconds"]) == 2 and len(r["warmup_seconds"]) == 1  # quick rule
+        assert r["n_images"] == 256 and r["cpu_settings"]["cpu_cores_available"] >= 1
+        assert r["load_average_before"] is not None
+    assert "JAX, CPU" in result.stdout and "the ceiling" in result.stdout
+    # Going on with the same run measures nothing again.
+    again = subprocess.run(
+        [sys.executable, "-m", "gpulesson.experiments.ceiling", "--backends", "jax",
+         "--pipelines", "ram", "--n-images", "256", "--devices", "cpu", "--out", str(out),
+         "--run-id", made[0]["run_id"]], capture_output=True, text=True, env=env, timeout=600)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert len(out.read_text().splitlines()) == 2
+
+
+def test_the_command_refuses_bad_sizes():
+    result = subprocess.run([sys.executable, "-m", "gpulesson.experiments.ceiling",
+                             "--n-images", "0"], capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert result.returncode == 2 and "--n-images must be at least 1" in result.stderr
