@@ -14,7 +14,7 @@ import pytest
 from carpentry import PLACEHOLDER, split_front_matter
 from conftest import ROOT
 
-from gpulesson.experiments import feeding
+from gpulesson.experiments import ceiling, feeding
 from gpulesson.experiments.feeding import pipelines as fp
 
 EPISODE = ROOT / "_episodes" / "09-feeding-the-gpu.md"
@@ -62,17 +62,18 @@ def shown_options(text=TEXT) -> set[str]:
 def test_every_placeholder_is_one_the_benchmark_provides():
     used = {m[1] for m in PLACEHOLDER.finditer(TEXT)}
     assert used, "the episode shows no recorded number"
-    values = feeding.substitutions()
+    values = {**feeding.substitutions(), **ceiling.substitutions()}
     refs = {name for name in used if name.startswith("ref_")}
-    assert refs == {name for name in used if name.startswith("ref_feed_")}, \
-        "the episode's numbers come from the feeding benchmark only"
+    assert refs == {name for name in used if name.startswith(("ref_feed_", "ref_ceil_"))}, \
+        "the episode's numbers come from the feeding benchmark and the ceiling only"
     assert not refs - values.keys(), sorted(refs - values.keys())
     # the reference run: its table, what it shows, and the answer to the reading exercise
     assert {"ref_feed_table", "ref_feed_findings", "ref_feed_reading"} <= refs
 
 
 def test_without_a_results_file_the_page_says_so_in_sentences(tmp_path):
-    values = feeding.substitutions(tmp_path / "none.jsonl")
+    values = {**feeding.substitutions(tmp_path / "none.jsonl"),
+              **ceiling.substitutions(tmp_path / "none.jsonl")}
     filled = PLACEHOLDER.sub(lambda m: values[m[1]], BODY)
     assert "No reference run has been recorded yet" in filled
     assert "not recorded yet (not recorded yet)" not in filled

@@ -195,6 +195,7 @@ def node_copy(tmp_path_factory):
 # cover the rest, and a rehearsal of the stages at quick sizes runs them whole.
 SHORTER = {"REFERENCE_ARGS_FEEDING": "--pipelines lesson --sweeps none",
            "REFERENCE_ARGS_CONTENTION": "--parts copies --copies 1 --cpu-threads",
+           "REFERENCE_ARGS_CEILING": "--backends jax --pipelines ram lesson",
            "REFERENCE_ARGS_CNN": "--epochs 2", "REFERENCE_ARGS_TORCH_REFERENCE": "--epochs 2",
            "REFERENCE_ARGS_MATMUL": "--dtypes float32 --sizes 64 128",
            "REFERENCE_ARGS_SMALL_MODELS": "--widths 16 --batch-sizes 32"}

@@ -156,6 +156,8 @@ STAGES = {stage.name: stage for stage in (
           [_experiment("feeding", "--devices", "cpu", "--cpu-max-steps", FEEDING_CPU_STEPS,
                        "--classic-max-steps", FEEDING_CPU_STEPS, with_gpu=FEEDING_CPU_WITH_GPU,
                        step="pipelines on the CPU")]),
+    Stage("ceiling", "episode 9's ceiling of fit, one process per installed backend", "about 2 min",
+          [_experiment("ceiling")]),
     Stage("contention", "episode 5's CPU epochs on a shared node (CPU only: not part of a GPU "
           "node's run)", "CPU only", [_experiment("contention", with_gpu=())]),
     Stage("notebooks-1", "figures and notebooks refilled, then episodes 1 and 3 to 6 recorded",
@@ -166,7 +168,7 @@ STAGES = {stage.name: stage for stage in (
           "under 1 min", [*REFRESH, Step("pack", None)]),
 )}
 # What a GPU node records: all but the CPU-only contention experiment.
-GPU_NODE = ("core", "small-models", "feeding-gpu", "feeding-settings", "feeding-cpu",
+GPU_NODE = ("core", "small-models", "feeding-gpu", "feeding-settings", "feeding-cpu", "ceiling",
             "notebooks-1", "notebooks-2", "notebooks-3", "pack")
 
 

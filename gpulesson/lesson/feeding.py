@@ -113,6 +113,24 @@ class ReadAhead(keras.utils.PyDataset):
 
 
 # From _episodes/09-feeding-the-gpu.md
+def flops_per_image(model):
+    """Floating-point operations of one image's forward pass through the
+    Conv2D and Dense layers (a multiply-add counts 2); the other layers
+    add little."""
+    total = 0
+    for layer in model.layers:
+        if isinstance(layer, keras.layers.Conv2D):
+            kernel_h, kernel_w = layer.kernel_size
+            height, width, channels_out = layer.output.shape[1:]
+            channels_in = layer.input.shape[-1]
+            total += (2 * height * width * channels_out
+                      * kernel_h * kernel_w * channels_in)
+        elif isinstance(layer, keras.layers.Dense):
+            total += 2 * layer.input.shape[-1] * layer.units
+    return total
+
+
+# From _episodes/09-feeding-the-gpu.md
 import math
 
 

@@ -76,27 +76,36 @@ def lesson_summary(records) -> str:
     return "; ".join(parts) + "." if parts else NOT_RECORDED
 
 
+NONE = ("No ceiling run has been recorded yet: `python -m gpulesson.experiments.ceiling` "
+        "records one.")
+
+
+def provenance(records) -> str:
+    """Where and how the run was measured, as a sentence."""
+    names = hardware(records)
+    first = records[0]
+    settings = first.get("cpu_settings") or {}
+    cores = (f", {settings['cpu_cores_available']} of {settings['cpu_cores_machine']} cores "
+             "available" if settings else "")
+    load = first.get("load_average_before")
+    load = f"; load average before the first condition {', '.join(f'{v:.1f}' for v in load)}" \
+        if load else ""
+    gpu = f", {names['GPU']}" if "GPU" in names else ""
+    return (f"Machine: {names.get('CPU', 'CPU not recorded')}{cores}{gpu}{load}; "
+            f"{software(records)}; run {first['run_id']} ({first['date'][:10]}), "
+            "`results/ceiling.jsonl`.")
+
+
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     """Episode 9's values of the ceiling (MyST substitutions ``ref_ceil_*``)."""
     records = reference_run(path)
-    names = hardware(records)
-    first = records[0] if records else {}
-    settings = first.get("cpu_settings") or {}
     return {
-        "ref_ceil_run": first.get("run_id", NOT_RECORDED),
-        "ref_ceil_date": first["date"][:10] if records else NOT_RECORDED,
-        "ref_ceil_software": software(records) if records else NOT_RECORDED,
-        "ref_ceil_cpu": names.get("CPU", NOT_RECORDED),
-        "ref_ceil_gpu": names.get("GPU", NOT_RECORDED),
-        "ref_ceil_cores": (f"{settings['cpu_cores_available']} of "
-                           f"{settings['cpu_cores_machine']} cores" if settings else NOT_RECORDED),
-        "ref_ceil_load": (", ".join(f"{v:.1f}" for v in first["load_average_before"])
-                          if first.get("load_average_before") else NOT_RECORDED),
+        "ref_ceil_table": table(records) if records else NONE,
+        "ref_ceil_summary": (f"{lesson_summary(records)} {provenance(records)}" if records
+                             else "Without a run there is nothing to compare yet."),
         "ref_ceil_backends": (", ".join(NAMES[b] for b in BACKENDS
                                         if any(r["backend"] == b for r in records))
                               or NOT_RECORDED),
-        "ref_ceil_table": table(records) if records else NOT_RECORDED,
-        "ref_ceil_summary": lesson_summary(records),
         "ref_ceil_goal": f"{TARGET_SHARE:.0%}",
         "ref_ceil_alt": alt_text(records),
     }
