@@ -103,7 +103,8 @@ def test_form_values_become_slurm_options(ruby, tmp_path, values, expected):
     assert f'conda activate "{site["conda_env"]}"' in script
     assert f'export LESSON_CLASS_RESULTS="${{LESSON_CLASS_RESULTS:-{site["class_results"]}}}"' in script
     assert "python -m ipykernel install --user --name gpulesson" in script
-    assert "/lab/tree/notebooks" in (staged / "before.sh").read_text()
+    assert "/lab/tree/my-notebooks" in (staged / "before.sh").read_text()
+    assert "python -m gpulesson.workcopy --lesson . --to my-notebooks" in script
 
 
 @pytest.mark.bad_input("bad form input")
@@ -213,9 +214,9 @@ def test_the_app_starts_jupyterlab_with_the_lesson_kernel_under_slurm(ruby, slur
     # Nobody gets in without the password.
     assert requests.get(f"{base}/api/kernelspecs", timeout=10).status_code == 403
 
-    # The Connect button of view.html.erb leads to the notebooks folder with the password.
+    # The Connect button of view.html.erb leads to the learner's copies with the password.
     view = render(ruby, "view", staged / "connection.yml").stdout
-    path = f"/node/{connection['host']}/{connection['port']}/lab/tree/notebooks"
+    path = f"/node/{connection['host']}/{connection['port']}/lab/tree/my-notebooks"
     assert f'action="{path}"' in view and f'value="{password}"' in view
     # What the button does: open that page with the password, which logs the browser in.
     button = requests.Session()
@@ -233,14 +234,15 @@ def test_the_app_starts_jupyterlab_with_the_lesson_kernel_under_slurm(ruby, slur
     assert login.status_code == 302, login.text
     specs = browser.get(f"{base}/api/kernelspecs", timeout=10).json()["kernelspecs"]
     assert specs["gpulesson"]["spec"]["display_name"] == "Python (gpulesson)"
-    page = browser.get(f"{base}/lab/tree/notebooks", timeout=10)
+    page = browser.get(f"{base}/lab/tree/my-notebooks", timeout=10)
     assert page.status_code == 200 and "JupyterLab" in page.text
-    notebooks = browser.get(f"{base}/api/contents/notebooks", timeout=10).json()
+    # The job copied the notebooks into the learner's folder.
+    notebooks = browser.get(f"{base}/api/contents/my-notebooks", timeout=10).json()
     assert "01-introduction.ipynb" in [item["name"] for item in notebooks["content"]]
 
     headers = {"X-XSRFToken": browser.cookies.get("_xsrf")}
     reply = browser.post(f"{base}/api/sessions", headers=headers, timeout=60, json={
-        "path": "notebooks/01-introduction.ipynb", "type": "notebook", "name": "",
+        "path": "my-notebooks/01-introduction.ipynb", "type": "notebook", "name": "",
         "kernel": {"name": "gpulesson"}})
     assert reply.status_code == 201, reply.text
     kernel_id = reply.json()["kernel"]["id"]
