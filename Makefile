@@ -1,6 +1,8 @@
 # Deep learning on GPUs — CPU vs GPU: build the site, run the tests, work on the lesson.
 # The targets create their virtual environment from the pinned requirements the first time:
-# 'make site' a small one that only builds the site (.venv-site), the others the full one (.venv).
+# 'make site' a small one that only builds the site (.venv-site), 'make lab' and 'make kernel' the
+# learner's one (.venv, requirements/lab.txt: no test tools, CUDA libraries or PyTorch), the others
+# the full one (.venv again, completed with everything the tests need).
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
@@ -9,6 +11,9 @@ KERNEL ?= gpulesson
 # The site needs neither TensorFlow nor PyTorch: its own small environment (requirements/site.txt).
 SITE_VENV ?= .venv-site
 SITE_BIN  := $(SITE_VENV)/bin
+# make lab TORCH=1 also installs PyTorch (requirements/torch.txt) for episode 8: on Linux PyPI's
+# build, with its CUDA libraries (several GB); setup.md shows the smaller CPU-only build.
+TORCH ?=
 # Extra options for JupyterLab, e.g. on a compute node (see README.md):
 #   make lab LAB_ARGS="--no-browser --ip=$$(hostname) --port=8888"
 LAB_ARGS ?=
@@ -32,7 +37,7 @@ READY := $(if $(LESSON_PYTHON),,$(BIN)/.installed)
 STAGES ?= auto
 STAGE_TIME_LIMIT ?= 480
 
-.PHONY: help site test lint lab kernel notebooks reference stage figures lock clean distclean
+.PHONY: help site test lint lab lab-venv venv kernel notebooks reference stage figures lock clean distclean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12
@@ -55,7 +60,25 @@ $(SITE_BIN)/.installed: requirements/site.txt requirements/constraints.txt
 	$(SITE_BIN)/python -m pip install --quiet --no-deps --editable .
 	touch $@
 
-venv: $(BIN)/.installed  ## create the virtual environment only
+# The learner's environment (make lab, make kernel): requirements/lab.txt only, in the same .venv
+# that make test completes (a full environment already has all of it: pip installs nothing then).
+$(BIN)/.installed-lab: requirements/lab.txt requirements/cpu.txt requirements/common.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements/lab.txt -c requirements/constraints.txt
+	$(BIN)/python -m pip install --quiet --no-deps --editable .
+	touch $@
+
+# PyTorch for episode 8, only when asked for (make lab TORCH=1).
+$(BIN)/.installed-torch: requirements/torch.txt $(BIN)/.installed-lab
+	$(BIN)/python -m pip install --quiet -r requirements/torch.txt -c requirements/constraints.txt
+	touch $@
+
+LAB_READY := $(BIN)/.installed-lab $(if $(TORCH),$(BIN)/.installed-torch)
+
+venv: $(BIN)/.installed  ## create the full virtual environment only (what make test needs)
+
+lab-venv: $(LAB_READY)  ## create the learner's environment only (what make lab needs; TORCH=1 adds PyTorch)
 
 site: $(SITE_BIN)/.installed  ## build the lesson site into _build/html (small environment; no notebook is executed)
 	$(SITE_BIN)/jupyter-book build . --builder html --warningiserror --keep-going
@@ -93,7 +116,7 @@ executed: $(READY)  ## run every notebook here, full size, and keep its outputs 
 figures: $(READY)  ## redraw every figure from its script in fig/ (measured ones from results/)
 	$(RUN) tools/reference.py --figures
 
-kernel: $(BIN)/.installed  ## register this environment as the Jupyter kernel "$(KERNEL)"
+kernel: $(LAB_READY)  ## register this environment as the Jupyter kernel "$(KERNEL)"
 	# TF_CPP_MIN_LOG_LEVEL=1: TensorFlow's INFO notes on stderr look like errors in a notebook.
 	# No preallocation: JAX would take 75 % of the GPU's memory, TensorFlow all of it, at the
 	# first GPU operation, and a second kernel or job on a shared GPU would then fail.

@@ -18,3 +18,9 @@ __version__ = "0.1.0"
 # import gpulesson first (the lesson kernel also sets it, for episodes that import Keras first);
 # a value someone set on purpose is kept.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+
+# In a notebook, the lesson's errors and a cell the learner stopped (Kernel > Interrupt Kernel)
+# are shown as a short message instead of a long traceback (gpulesson.errors installs IPython's
+# handler when imported; elsewhere it does nothing). Every notebook imports gpulesson before it
+# trains anything, so importing the package is what switches it on.
+from gpulesson import errors as _errors  # noqa: F401

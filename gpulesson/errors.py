@@ -6,7 +6,8 @@ because these errors are usually read in a notebook on a cluster, far from this 
 In a notebook (IPython), an error of the lesson is shown as its message alone: the traceback
 and the exceptions it was raised from (a ``gaierror`` deep in urllib, for instance) would push
 the message out of sight, and they are about the lesson's code, not about what the learner can
-change. Everything else keeps IPython's full traceback.
+change. A cell the learner stopped (KeyboardInterrupt) gets two lines instead of its traceback
+(:mod:`gpulesson.interrupt`). Everything else keeps IPython's full traceback.
 """
 
 from __future__ import annotations
@@ -80,32 +81,43 @@ def check_writable(folder, setting: str = "LESSON_DATA_DIR", option: str = "--da
 
 # --- notebooks: the message alone ------------------------------------------------------------
 
+# What a notebook shows as a short message: the lesson's errors, and a cell the learner stopped
+# (gpulesson.interrupt). IPython keeps one handler for all its custom exceptions, so both are here.
+SHORT_MESSAGE_KINDS = ("LessonError", "KeyboardInterrupt")
+
 
 def _message_only(shell, etype, value, tb, tb_offset=None):
-    """IPython's handler for LessonError: the exception's name and message, nothing else."""
-    lines = [f"{etype.__name__}: {value}"]
+    """IPython's handler for LessonError: the exception's name and message, nothing else; for
+    KeyboardInterrupt: what was stopped, what is kept and how to go on (two lines)."""
+    if issubclass(etype, KeyboardInterrupt):
+        from gpulesson.interrupt import interrupt_lines
+
+        lines = interrupt_lines(tb, getattr(shell, "user_ns", None))
+    else:
+        lines = [f"{etype.__name__}: {value}"]
     # _showtraceback is how IPython hands a traceback to the front end (in a Jupyter kernel: an
     # "error" output, so that Run All stops here); the short one takes the long one's place.
     show = getattr(shell, "_showtraceback", None)
     if show is not None:
         show(etype, value, lines)
     else:
-        print(lines[0], file=sys.stderr)
+        print("\n".join(lines), file=sys.stderr)
     return lines
 
 
 def show_message_only_in_notebooks() -> bool:
-    """Have IPython (a notebook's kernel) show LessonError as its message alone; returns
-    whether it does. Leaves another custom exception handler that someone installed alone."""
+    """Have IPython (a notebook's kernel) show LessonError as its message alone, and an
+    interrupted cell as two lines instead of its traceback; returns whether it does. Leaves
+    another custom exception handler that someone installed alone."""
     ipython = sys.modules.get("IPython")  # only where IPython is running already
     shell = ipython.get_ipython() if ipython is not None else None
     if shell is None:
         return False
     handled = getattr(shell, "custom_exceptions", ())
     # By name: a reloaded module has a new class of the same name.
-    if any(getattr(kind, "__name__", None) != "LessonError" for kind in handled):
+    if any(getattr(kind, "__name__", None) not in SHORT_MESSAGE_KINDS for kind in handled):
         return False
-    shell.set_custom_exc((LessonError,), _message_only)
+    shell.set_custom_exc((LessonError, KeyboardInterrupt), _message_only)
     return True
 
 

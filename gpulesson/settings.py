@@ -30,6 +30,15 @@ from gpulesson.errors import SettingsError, how_to_set
 
 DATA_CHOICES = ("cifar10", "synthetic")
 DEFAULT_DATA = "cifar10"
+# What each choice needs: error messages list them all, so that a learner offline is pointed to
+# the stand-in and not only to the default, whose download fails there.
+DATA_NEEDS = {
+    "cifar10": "the real CIFAR-10 (the default): needs the internet once, to download it, or a "
+               "file prepared beforehand where there is internet (on a cluster's login node: "
+               "python -m gpulesson.prepare --data cifar10)",
+    "synthetic": "a CIFAR-shaped stand-in made from a seed: needs no download and works "
+                 "offline; its results are labelled synthetic",
+}
 DEFAULT_DATA_DIR = Path("~/gpulesson-data")
 
 # Human labels for plots and tables. The synthetic one says what it is NOT, on purpose.
@@ -144,13 +153,20 @@ def parse_bool(name: str, value: str) -> bool:
                         + how_to_set(name, "1"))
 
 
+def data_choices_text() -> str:
+    """Every data choice, one a line, with what it needs (for error messages)."""
+    width = max(map(len, DATA_CHOICES))
+    return "\n".join(f"    {choice:<{width}}  {DATA_NEEDS[choice]}" for choice in DATA_CHOICES)
+
+
 def parse_data(value: str, name: str = "LESSON_DATA") -> str:
     text = value.strip().lower() or DEFAULT_DATA
     if text not in DATA_CHOICES:
         raise SettingsError(
-            f"{name}={value!r} is not a known data set: use one of {', '.join(DATA_CHOICES)} "
-            f"(default {DEFAULT_DATA}). The synthetic stand-in is only used when chosen "
-            f"explicitly.\n" + how_to_set(name, DEFAULT_DATA)
+            f"{name}={value!r} is not a known data set. Choose one of:\n{data_choices_text()}\n"
+            "Offline, without a prepared CIFAR-10 file, choose synthetic: the stand-in is only "
+            "used when chosen explicitly.\n"
+            + how_to_set(name, "synthetic") + f"\n(or {name}=cifar10 in either place)"
         )
     return text
 
@@ -165,7 +181,7 @@ def explicit_data(value: str) -> str:
             "beforehand with python -m gpulesson.prepare --data cifar10 where there is no "
             "internet) or LESSON_DATA=synthetic (the full-size stand-in, labelled so)")
     if data not in DATA_CHOICES:
-        raise SettingsError(f"unknown data {data!r}: use {' or '.join(DATA_CHOICES)}")
+        raise SettingsError(f"unknown data {data!r}: use one of\n{data_choices_text()}")
     return data
 
 

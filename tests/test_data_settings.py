@@ -53,6 +53,27 @@ def test_data_rejects_unknown_values_listing_the_allowed_ones(text):
     assert "LESSON_DATA" in message and "cifar10" in message and "synthetic" in message
 
 
+@pytest.mark.bad_input("bad argument")
+def test_a_typo_in_the_data_names_every_choice_and_what_it_needs():
+    """A typo must not point a learner who is offline to cifar10 alone, whose download fails
+    there: every choice is named, with what it needs, and the offline one is suggested."""
+    with pytest.raises(ValueError) as err:
+        get_settings({"LESSON_DATA": "cifr10"})
+    message = str(err.value)
+    for choice in s.DATA_CHOICES:
+        # one line per choice: its name, then what it needs
+        assert f"    {choice} " in message and s.DATA_NEEDS[choice] in message, message
+    assert "internet" in s.DATA_NEEDS["cifar10"] and "offline" in s.DATA_NEEDS["synthetic"]
+    assert "python -m gpulesson.prepare --data cifar10" in message
+    # How to set it, for the offline choice and for the other.
+    assert "%env LESSON_DATA=synthetic" in message and "export LESSON_DATA=synthetic" in message
+    assert "LESSON_DATA=cifar10" in message
+    # The records' explicit choice says the same.
+    with pytest.raises(ValueError, match="unknown data 'cifr10'") as err:
+        s.explicit_data("cifr10")
+    assert all(s.DATA_NEEDS[choice] in str(err.value) for choice in s.DATA_CHOICES)
+
+
 def test_data_is_case_insensitive_and_empty_means_default():
     assert get_settings({"LESSON_DATA": "Synthetic"}).data == "synthetic"
     assert get_settings({"LESSON_DATA": ""}).data == "cifar10"

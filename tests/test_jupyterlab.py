@@ -131,8 +131,10 @@ def test_lab_opens_a_lesson_notebook(lab):
     assert model["type"] == "notebook"
     notebook = model["content"]
     assert notebook["metadata"]["kernelspec"]["name"] == KERNEL
-    first = "".join(notebook["cells"][0]["source"])
-    assert first.startswith("# Introduction: what runs where")
+    # How to choose the data first, then the episode's title.
+    first, title = ("".join(cell["source"]) for cell in notebook["cells"][:2])
+    assert "LESSON_DATA=synthetic" in first
+    assert title.startswith("# Introduction: what runs where")
     missing = requests.get(f"{base}/api/contents/notebooks/no-such.ipynb",
                            headers=headers, timeout=10)
     assert missing.status_code == 404

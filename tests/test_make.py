@@ -1,5 +1,6 @@
-"""The commands a newcomer runs first: make site (a small environment), make lab (options, root,
-the learner's own copies of the notebooks)."""
+"""The commands a newcomer runs first: make site (a small environment), make lab (a learner's
+environment without test tools, CUDA libraries or PyTorch; options, root, the learner's own
+copies of the notebooks)."""
 
 import os
 import shutil
@@ -94,6 +95,38 @@ def test_make_lab_takes_options_and_starts_as_root():
     assert "-m gpulesson.workcopy --to my-notebooks" in dry_run("lab")
 
 
+@needs_make
+def test_make_lab_installs_only_the_learners_environment():
+    """make lab installs requirements/lab.txt, not the full environment of the tests (dev.txt:
+    test tools, JAX, PyTorch with its CUDA libraries); PyTorch only with TORCH=1."""
+    lab = dry_run("-B", "lab")  # -B: every step, as on a fresh clone
+    installs = [line for line in lab.splitlines() if "pip install" in line]
+    assert any("-r requirements/lab.txt -c requirements/constraints.txt" in line
+               for line in installs), installs
+    assert not any(f"requirements/{name}" in line for line in installs
+                   for name in ("dev.txt", "torch.txt", "backends.txt", "gpu.txt")), installs
+    assert command_of(lab, "ipykernel install").lstrip().startswith(".venv/bin/python ")
+    with_torch = [line for line in dry_run("-B", "lab", "TORCH=1").splitlines()
+                  if "pip install" in line]
+    assert any("-r requirements/torch.txt" in line for line in with_torch), with_torch
+    assert not any("requirements/dev.txt" in line for line in with_torch), with_torch
+    # make kernel registers the same environment, and installs no more.
+    assert not any("requirements/dev.txt" in line for line in dry_run("-B", "kernel").splitlines())
+
+
+def test_the_lab_environment_brings_no_cuda_libraries_or_test_tools():
+    """What requirements/lab.txt installs, its indirect requirements included (as installed
+    here): TensorFlow's CPU build brings no CUDA library (those come only with its extra
+    and-cuda, which gpu.txt asks for), and nothing of the tests, PyTorch or JAX comes along."""
+    closure = _closure("requirements/lab.txt")
+    assert {"tensorflow-cpu", "keras", "h5py", "jupyterlab", "ipykernel"} <= closure
+    cuda = sorted(name for name in closure if name.startswith("nvidia-") and name != "nvidia-ml-py")
+    assert not cuda, cuda
+    heavy = {"torch", "torchvision", "triton", "jax", "jaxlib", "pytest", "nbval", "playwright",
+             "ruff", "jupyter-book"}
+    assert not heavy & closure, heavy & closure
+
+
 def test_work_copies_are_made_once_and_never_overwritten(tmp_path):
     source = tmp_path / "notebooks"
     source.mkdir()
@@ -131,15 +164,33 @@ def test_work_copies_of_the_lesson_are_ignored_by_git_and_open_its_figures(tmp_p
     assert (ROOT / workcopy.DEFAULT_TARGET).parent == (ROOT / workcopy.SOURCE).parent
 
 
-def _site_closure() -> set[str]:
-    """The distributions requirements/site.txt installs: its pins and what they require."""
+def _requirement_names(path: Path) -> list[str]:
+    """The distributions a requirements file names for this platform, following '-r'."""
+    from packaging.requirements import Requirement
+
+    names = []
+    for raw in path.read_text().splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if line.startswith("-r "):
+            names += _requirement_names(path.parent / line[3:].strip())
+            continue
+        req = Requirement(line)
+        if req.marker is None or req.marker.evaluate():
+            names.append(req.name)
+    return names
+
+
+def _closure(requirements: str) -> set[str]:
+    """The distributions a requirements file installs: its pins and what they require, as
+    installed in this environment (no extras)."""
     from importlib import metadata
 
     from packaging.requirements import Requirement
     from packaging.utils import canonicalize_name
 
-    todo = [line.split("==")[0] for line in (ROOT / "requirements/site.txt").read_text().splitlines()
-            if line.strip() and not line.startswith("#")]
+    todo = _requirement_names(ROOT / requirements)
     seen: set[str] = set()
     while todo:
         name = canonicalize_name(todo.pop())
@@ -151,6 +202,11 @@ def _site_closure() -> set[str]:
             if req.marker is None or req.marker.evaluate({"extra": ""}):
                 todo.append(req.name)
     return seen
+
+
+def _site_closure() -> set[str]:
+    """The distributions requirements/site.txt installs: its pins and what they require."""
+    return _closure("requirements/site.txt")
 
 
 def test_the_site_environment_has_what_the_extensions_import():

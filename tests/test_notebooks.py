@@ -27,6 +27,34 @@ def test_notebook_is_clean(path):
     assert nb["metadata"]["kernelspec"]["name"] == "gpulesson"
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_the_first_cell_says_how_to_choose_the_data_offline(path):
+    """Markdown, so that no notebook's code (and no recorded run) changes; every choice of
+    gpulesson.settings named, with what it needs, and the one that works offline."""
+    from gpulesson.settings import DATA_CHOICES
+
+    first, title = json.loads(path.read_text(encoding="utf-8"))["cells"][:2]
+    assert first["cell_type"] == "markdown" and title["source"][0].startswith("# ")
+    text = "".join(first["source"])
+    for choice in DATA_CHOICES:
+        assert f"`LESSON_DATA={choice}`" in text, choice
+    assert "internet" in text and "offline" in text and "choose `synthetic`" in text
+    assert "%env LESSON_DATA=synthetic" in text and "python -m gpulesson.prepare --data cifar10" in text
+    assert "LESSON_DATA_DIR" in text and "(../setup.md)" in text
+    assert text == mk.data_choice_markdown()
+
+
+def test_the_data_cell_adds_no_code():
+    import jupytext
+
+    episode = ROOT / "_episodes" / "05-cpu-vs-gpu.md"
+    text = mk.fill_placeholders(episode.read_text(encoding="utf-8"), ROOT)
+    source = jupytext.reads(text, fmt="myst")
+    made = mk.build_notebook(episode)
+    code = [cell.source for cell in made.cells if cell.cell_type == "code"]
+    assert code == [cell.source for cell in source.cells if cell.cell_type == "code"]
+
+
 def test_a_changed_episode_is_detected(tmp_path):
     root = lesson_files(tmp_path)
     episode = root / "_episodes" / "01-introduction.md"

@@ -105,3 +105,32 @@ def test_a_gpu_nodes_wheels_are_the_locked_versions_and_cover_what_recording_nee
     # Keras, the notebook-executing stack, and NVML for the records' driver version.
     assert {"keras", "nbclient", "nbformat", "ipykernel", "jupytext", "nvidia-ml-py"} <= node.keys()
     assert not {"tensorflow", "jax", "torch"} & node.keys(), "the node has its own frameworks"
+
+
+# What a learner's laptop must not get from make lab: test tools, the site's tools, the other
+# frameworks and CUDA libraries (nvidia-ml-py, which reads the GPU's driver version, is small).
+NOT_FOR_THE_LAB = {"pytest", "nbval", "ruff", "codespell", "pre-commit", "playwright",
+                   "jupyter-book", "sphinx-lesson", "torch", "torchvision", "triton", "jax",
+                   "jaxlib", "tensorflow-cpu[and-cuda]"}
+
+
+def test_the_lab_environment_has_what_the_notebooks_need_and_nothing_heavy():
+    """requirements/lab.txt (make lab): the CPU build of TensorFlow and the notebooks' packages,
+    in the versions of the other files, and no test tools, PyTorch, JAX or CUDA libraries."""
+    lab = req("lab.txt")
+    assert lab == req("cpu.txt"), "the lab installs exactly the laptop's pins"
+    assert {"tensorflow-cpu", "keras", "h5py", "numpy", "matplotlib", "jupyterlab",
+            "ipykernel", "scikit-learn"} <= lab.keys()
+    assert not NOT_FOR_THE_LAB & lab.keys()
+    assert not [name for name in lab if name.startswith("nvidia-") and name != "nvidia-ml-py"]
+    text = "".join((REQ / name).read_text() for name in ("lab.txt", "cpu.txt", "common.txt"))
+    assert "[and-cuda]" not in text and "-r dev.txt" not in text and "-r torch.txt" not in text
+    # The same versions as the full environment and the GPU nodes.
+    lock = pins([l for l in (REQ / "constraints.txt").read_text().splitlines() if not l.startswith("#")], REQ)
+    for name, version in lab.items():
+        if name in lock:
+            assert lock[name] == version, f"{name}: {version} in lab.txt, {lock[name]} in the lock"
+    gpu = req("gpu.txt")
+    for name, version in lab.items():
+        if name in gpu:
+            assert gpu[name] == version, f"{name}: {version} in lab.txt, {gpu[name]} in gpu.txt"

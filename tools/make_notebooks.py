@@ -1,10 +1,11 @@
 """Generate the learner notebooks (notebooks/NN-slug.ipynb) and the lesson module from the episodes.
 
 The episodes are the single source. Each hands-on episode is a MyST text notebook (jupytext's
-``myst`` format). Its notebook gets the episode's title, questions and objectives as a first cell
-and its keypoints as a last cell, and the MyST-only markup (exercise, solution, callout and figure
-directives, roles) becomes plain Markdown that JupyterLab shows as is: solutions become collapsed
-``<details>`` blocks, instructor notes are left out. Notebooks are written without outputs.
+``myst`` format). Its notebook opens with a cell that says how to choose the data (offline too),
+then gets the episode's title, questions and objectives as a cell and its keypoints as a last
+cell, and the MyST-only markup (exercise, solution, callout and figure directives, roles) becomes
+plain Markdown that JupyterLab shows as is: solutions become collapsed ``<details>`` blocks,
+instructor notes are left out. Notebooks are written without outputs.
 
 Code cells tagged ``lesson-module`` (in MyST: a ``:tags: [lesson-module]`` line) are the code
 learners write that is worth reusing: the data generator, the model, the training function.
@@ -32,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the lesson's package, installed or not
 sys.path.insert(0, str(ROOT / "_ext"))
 from gpulesson.preflight import require_or_exit  # noqa: E402
+from gpulesson.settings import DATA_CHOICES, DEFAULT_DATA, QUICK_EPOCHS, QUICK_N_TRAIN  # noqa: E402
 
 require_or_exit(("jupytext", "nbformat", "yaml"), what="tools/make_notebooks.py")
 import jupytext  # noqa: E402
@@ -107,12 +109,47 @@ def plain_markdown(text: str) -> str:
     return ROLE.sub(lambda m: m["text"], result)
 
 
+# The first cell of every notebook: how to choose the data, offline too. Markdown, not code: a
+# code cell would change every notebook's code, and so every recorded run of the notebooks.
+DATA_NEEDS_MARKDOWN = {
+    "cifar10": "the real CIFAR-10. It needs the internet once, to download it, or an HDF5 file "
+               "prepared beforehand where there is internet (on a cluster, on a login node: "
+               "`python -m gpulesson.prepare --data cifar10`).",
+    "synthetic": "a CIFAR-shaped stand-in made from a seed. It needs no download and works "
+                 "offline; everything computed on it is labelled synthetic.",
+}
+assert set(DATA_NEEDS_MARKDOWN) == set(DATA_CHOICES), "one line for every data choice"
+
+
+def data_choice_markdown() -> str:
+    """The Markdown of the notebooks' first cell: how to choose the data, offline too."""
+    choices = "\n".join(
+        f"- `LESSON_DATA={choice}`{' (the default)' if choice == DEFAULT_DATA else ''}: "
+        f"{DATA_NEEDS_MARKDOWN[choice]}" for choice in DATA_CHOICES)
+    return (
+        "**Before you run: choose the data.** The notebooks read the data the environment "
+        "variable `LESSON_DATA` names:\n\n"
+        f"{choices}\n\n"
+        "Without internet and without a prepared file (a compute node, a train), choose "
+        "`synthetic`. To choose, add a cell at the top of this notebook, for example\n\n"
+        "```python\n%env LESSON_DATA=synthetic\n```\n\n"
+        "and run the notebook from the top (**Kernel → Restart Kernel and Run All Cells**). "
+        "`%env LESSON_DATA_DIR=FOLDER` reads the prepared files from a folder of your own or your "
+        f"instructor's (default `~/gpulesson-data`); `%env LESSON_QUICK=1` uses "
+        f"{QUICK_N_TRAIN:,} training images and at most {QUICK_EPOCHS} epochs, for a first try. The "
+        "PyTorch "
+        "episode reads MNIST (`python -m gpulesson.mnist` downloads it), or with `synthetic` an "
+        "MNIST-shaped stand-in. The [setup page](../setup.md) has the details."
+    )
+
+
 def build_notebook(episode: Path) -> nbformat.NotebookNode:
     """The learner notebook for one episode, as it should be on disk."""
     text = fill_placeholders(episode.read_text(encoding="utf-8"), episode.parents[1])
     meta, _ = split_front_matter(text)
     source = jupytext.reads(text, fmt="myst")
     cells = [
+        nbformat.v4.new_markdown_cell(data_choice_markdown()),
         nbformat.v4.new_markdown_cell(
             f"# {meta['title']}\n\n"
             f"*Episode {episode.name.split('-')[0]} of the lesson \"Deep learning on GPUs: CPU vs GPU\". "

@@ -40,6 +40,7 @@ from gpulesson.experiments.parallel.command import (
     main,
 )
 from gpulesson.experiments.parallel.cost import (
+    INTERCONNECT_SOURCES,
     INTERCONNECTS,
     LESSON_CNN_PARAMETERS,
     RESNET50_PARAMETERS,
@@ -70,6 +71,7 @@ from gpulesson.experiments.parallel.training import (
 
 __all__ = [
     "INTERCONNECTS",
+    "INTERCONNECT_SOURCES",
     "LESSON_CNN_PARAMETERS",
     "RESNET50_PARAMETERS",
     "CostRow",

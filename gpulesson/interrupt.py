@@ -1,0 +1,122 @@
+"""A short message, instead of a long traceback, when a notebook cell is interrupted.
+
+Stopping a running cell (JupyterLab's square button, or Kernel > Interrupt Kernel) raises
+``KeyboardInterrupt`` wherever the code happens to be. Deep inside Keras' ``fit`` that is a
+traceback of over a hundred lines about Keras' and TensorFlow's internals, which hides the three
+things a learner needs: what was stopped, what is kept, and how to go on.
+:func:`interrupt_lines` says these in two lines; :mod:`gpulesson.errors` shows them in a notebook
+(IPython allows one handler for its custom exceptions, and that module installs the lesson's).
+
+What is kept, in every Keras backend: the model keeps the weights it had reached, those of the
+finished epochs and of the steps of the stopped one (JAX hands them back to the model when
+``fit`` ends, stopped or not), and ``model.history.history`` holds the finished epochs' metrics.
+But a model made inside a function, like the lesson's ``train_on``, is lost with the function.
+
+This module imports nothing but the standard library.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+# Keras' calls that can run for long, and what to call them in the message.
+KERAS_CALLS = {"fit": "training (fit)", "evaluate": "evaluation (evaluate)",
+               "predict": "prediction (predict)"}
+LESSON_PACKAGE = "gpulesson.lesson"  # the code the episodes teach (their training loops)
+
+
+def _frames(tb):
+    """The frames of a traceback, outermost first, with the line each was at."""
+    while tb is not None:
+        yield tb.tb_frame, tb.tb_lineno
+        tb = tb.tb_next
+
+
+def _module(frame) -> str:
+    return frame.f_globals.get("__name__", "") or ""
+
+
+def _names_of(obj, namespace: Mapping) -> list[str]:
+    """The learner's variables that hold ``obj`` (not IPython's _, _1, ...)."""
+    if obj is None:
+        return []
+    return sorted(name for name, value in namespace.items()
+                  if value is obj and not name.startswith("_"))
+
+
+def interrupted(tb, namespace: Mapping | None = None) -> dict:
+    """What the interrupted cell was doing, from the traceback ``tb`` of the KeyboardInterrupt.
+
+    Returns a dict with ``what`` (Keras' call, or else a training function of the lesson, or
+    None), ``function`` (Keras' call's name), ``inside`` (the lesson's function it ran in, if
+    any), ``epoch`` (1-based, the stopped one) and ``epochs`` where known, ``model_names`` (the
+    variables of ``namespace`` that hold the model) and ``line`` (the line of the cell, when the
+    cell's frame runs in ``namespace``).
+    """
+    namespace = {} if namespace is None else namespace
+    found = {"what": None, "function": None, "inside": None, "epoch": None, "epochs": None,
+             "model_names": [], "line": None}
+    model = None
+    for frame, line in _frames(tb):
+        name, module, local = frame.f_code.co_name, _module(frame), frame.f_locals
+        if frame.f_globals is namespace and name == "<module>":
+            found["line"] = line  # the cell (the innermost one: %run or exec may nest)
+        elif (module.startswith("keras.") and name in KERAS_CALLS and "self" in local
+              and found["function"] is None):  # the outermost: fit runs evaluate inside
+            found.update(what=KERAS_CALLS[name], function=name)
+            model = local["self"]
+            if name == "fit" and isinstance(local.get("epoch"), int):
+                first = local.get("initial_epoch") or 0
+                epochs = local.get("epochs")
+                found.update(epoch=local["epoch"] - first + 1,
+                             epochs=epochs - first if isinstance(epochs, int) else None)
+        elif (module.startswith(LESSON_PACKAGE) and isinstance(local.get("epochs"), int)
+              and found["inside"] is None and found["function"] is None):
+            # A training function the episodes teach (train_on, train_mlp): it may make its
+            # model itself, and may run its own loop of epochs 1, 2, ... (PyTorch).
+            found.update(inside=name, epochs=local["epochs"])
+            if isinstance(local.get("epoch"), int):
+                found["epoch"] = local["epoch"]
+            model = local.get("model")
+    if found["what"] is None and found["inside"] is not None:
+        found["what"] = f"training ({found['inside']})"
+    found["model_names"] = _names_of(model, namespace)
+    return found
+
+
+def interrupt_lines(tb, namespace: Mapping | None = None) -> list[str]:
+    """Two lines for an interrupted cell: what was stopped, what is kept and how to go on."""
+    info = interrupted(tb, namespace)
+    where = f" at line {info['line']} of the cell" if info["line"] else ""
+    what = info["what"]
+    if what is None:
+        return [f"KeyboardInterrupt: the cell was stopped{where}.",
+                "What it finished before is kept (variables it set, files it wrote); "
+                "run the cell again to do the rest."]
+    if info["function"] in ("evaluate", "predict"):
+        return [f"KeyboardInterrupt: {what} was stopped{where}; the model is unchanged.",
+                "Run the cell again for its result."]
+    epoch, epochs = info["epoch"], info["epochs"]
+    if epoch is not None and epochs:
+        finished = epoch - 1
+        stopped = (f"{what} was stopped in epoch {epoch} of {epochs} "
+                   f"({finished} finished){where}.")
+    else:
+        stopped = f"{what} was stopped{where}."
+    names = info["model_names"]
+    if names:
+        model = names[0]
+        metrics = (f" (the finished epochs' metrics are in {model}.history.history)"
+                   if epoch is not None and epoch > 1 else "")
+        kept = (f"{model} keeps the weights it had reached{metrics}: call fit again to train "
+                "on from there, or rebuild the model to start over.")
+        if info["function"] != "fit":
+            kept = (f"{model} keeps the weights it had reached: train it again to go on, "
+                    "or rebuild it to start over.")
+    elif info["inside"] is not None:
+        kept = (f"The model was made inside {info['inside']}(), which returns nothing when "
+                "stopped: run the cell again to train from the start (fewer epochs finish sooner).")
+    else:
+        kept = ("The model keeps the weights it had reached: call fit again to train on from "
+                "there, or rebuild it to start over.")
+    return [f"KeyboardInterrupt: {stopped}", kept]
