@@ -402,8 +402,28 @@ def _unique_scripts(app, pagename, templatename, context, doctree):
     context["script_files"][:] = unique
 
 
+# The header of a table's first column when the page leaves it empty: that column names what
+# each row measures. A page should write its own; an empty header cell is no header at all
+# for a screen reader (axe-core: empty-table-header).
+ROW_LABELS_HEADER = "Measure"
+
+
+def _name_empty_row_headers(app, doctree):
+    """A table whose first header cell is empty gets ``ROW_LABELS_HEADER`` written in it."""
+    from docutils import nodes
+
+    for table in doctree.findall(nodes.table):
+        for thead in table.findall(nodes.thead):
+            for row in thead.findall(nodes.row):
+                entries = [child for child in row.children if isinstance(child, nodes.entry)]
+                if entries and not entries[0].astext().strip():
+                    entries[0].children = []
+                    entries[0] += nodes.paragraph(text=ROW_LABELS_HEADER)
+
+
 def setup(app):
     app.connect("html-page-context", _unique_scripts)
+    app.connect("doctree-read", _name_empty_row_headers)
     from sphinx.util.docutils import SphinxDirective
 
     class LessonSchedule(SphinxDirective):

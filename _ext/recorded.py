@@ -258,6 +258,51 @@ def _image_alt_text(app, doctree):
             image["alt"] = alt
 
 
+# An output box at a 1280-px-wide window holds about this many characters of monospace text
+# (the site's CSS, _static/lesson.css, wraps longer lines).
+OUTPUT_CHARS = 78
+# The widest table that the CSS has a font size for (output-cols-N, N up to this).
+TABLE_MAX_CHARS = 200
+
+
+_RULE = re.compile(r"\s*[-=─━]{3,}[-=─━ ]*")
+_COLUMN = re.compile(r"(?<=\S {2})\S|(?<=\S {3})\S|(?<= {4})\S")
+
+
+def table_lines(lines: list[str]) -> list[str]:
+    """The lines of printed text that belong to a table: rules of dashes, and lines with at
+    least two columns (text after two or more spaces) starting where those of two other lines
+    start. Fewer than three such lines are no table, and the answer is empty."""
+    starts = [{m.start() for m in _COLUMN.finditer(line)} for line in lines]
+    counts: dict[int, int] = defaultdict(int)
+    for found in starts:
+        for pos in found:
+            counts[pos] += 1
+    rows = [line for line, found in zip(lines, starts, strict=True)
+            if _RULE.fullmatch(line) or sum(counts[pos] >= 3 for pos in found) >= 2]
+    return rows if len(rows) >= 3 else []
+
+
+def output_classes(text: str) -> list[str]:
+    """CSS classes for a text output on the page. Every line wraps in the box (the site's CSS);
+    a table wider than the box gets a font that fits its widest row (``output-table`` and
+    ``output-cols-N``, N that width rounded up to ten characters), down to a smallest size,
+    below which its rows wrap, each at the same column."""
+    width = max((len(line.rstrip()) for line in table_lines(text.splitlines())), default=0)
+    if width <= OUTPUT_CHARS:
+        return []
+    return ["output-table", f"output-cols-{min(-(-width // 10) * 10, TABLE_MAX_CHARS)}"]
+
+
+def _mark_wide_outputs(app, doctree):
+    """Text outputs wider than the box: tables get the classes of :func:`output_classes`."""
+    from docutils import nodes
+
+    for block in doctree.findall(nodes.literal_block):
+        if "output" in block["classes"]:
+            block["classes"] += [c for c in output_classes(block.astext()) if c not in block["classes"]]
+
+
 def setup(app):
     import myst_nb.sphinx_ as myst_nb_sphinx
 
@@ -266,4 +311,5 @@ def setup(app):
     # Priority 600: after carpentry's source-read handlers (500), which add the title.
     app.connect("source-read", _inject_box, priority=600)
     app.connect("doctree-read", _image_alt_text)
+    app.connect("doctree-read", _mark_wide_outputs)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

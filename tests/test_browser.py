@@ -1,8 +1,9 @@
 """The lesson site in a real browser: Debian's Chromium, driven by Playwright, on the built site
 served from 127.0.0.1. Every page loads without console errors, its links and images resolve,
-its headings descend without skipping a level; the sidebar follows the schedule; solutions
-open on click; the copy button copies; the search finds HDF5. Screenshots of the landing page
-and episode 5 are saved to _build/test-artifacts/.
+its headings descend without skipping a level, no figure is shown twice, no output needs
+scrolling sideways at 1280 px, and axe-core finds no serious accessibility problem; the sidebar
+follows the schedule; solutions open on click; the copy button copies; the search finds HDF5.
+Screenshots of the landing page and episode 5 are saved to _build/test-artifacts/.
 
 No browser is downloaded (test machines have no internet): the tests drive the Chromium that
 tools/ensure_chromium.sh installs with apt-get (or LESSON_CHROMIUM=/path), and skip, saying how
@@ -12,6 +13,7 @@ to enable them, when there is none.
 import functools
 import http.server
 import os
+import re
 import shutil
 import sys
 import threading
@@ -29,6 +31,9 @@ ENABLE = ("browser tests need Chromium: apt-get install chromium (or set LESSON_
           "and the playwright package (pip install -r requirements/dev.txt)")
 ARTIFACTS = ROOT / "_build" / "test-artifacts"
 TIMEOUT_MS = 15_000
+# axe-core, the accessibility engine, kept in the repository (tests/vendor/axe-core/README.md).
+AXE = ROOT / "tests" / "vendor" / "axe-core" / "axe.min.js"
+AXE_VERSION = "4.14.1"
 
 
 def toc_pages() -> list[str]:
@@ -97,32 +102,55 @@ def page(browser, base_url):
 
 
 # What one visit to each page of the table of contents saw; the tests below judge it.
+# ``wide``: the output blocks (recorded outputs, printed text) whose content is wider than the
+# block, so that a reader would have to scroll sideways: the block's place and its widest line.
 _COLLECT = """() => {
   const headings = [...document.querySelectorAll('h1, h2, h3, h4, h5, h6')]
     .filter(h => !h.closest('.d-print-block, .onlyprint'))
     .map(h => [Number(h.tagName[1]), h.textContent.trim().slice(0, 60),
                Boolean(h.closest('article.bd-article'))]);
+  const section = e => (e.closest('section[id]') || {}).id || '(top)';
+  const wide = [...document.querySelectorAll('.cell_output, .cell_output div.output, .cell_output pre')]
+    .filter(e => e.scrollWidth > e.clientWidth)
+    .map(e => `block ${e.tagName.toLowerCase()}.${[...e.classList].join('.')} in section #${section(e)}`
+              + ` (${e.scrollWidth} px of content in ${e.clientWidth} px): `
+              + JSON.stringify(e.innerText.split('\\n').reduce((a, b) => b.length > a.length ? b : a, '')
+                               .slice(0, 100)));
   return {
     links: [...document.querySelectorAll('a[href]')].map(a => a.href),
     images: [...document.querySelectorAll('img[src]')].map(i => i.src),
     ids: [...document.querySelectorAll('[id]')].map(e => e.id),
     headings: headings,
+    wide: wide,
   };
 }"""
+
+# axe-core's findings on the page: each violated rule, its impact and the elements it names.
+_AXE = """async () => (await axe.run(document, {resultTypes: ['violations']})).violations
+    .map(v => ({id: v.id, impact: v.impact, help: v.help,
+                nodes: v.nodes.map(n => n.target.join(' '))}))"""
+
+
+def theme_exceptions() -> dict[str, str]:
+    """{axe rule id: CSS selector of the theme's elements} that CONTRIBUTING.md lists as
+    problems of the theme that the lesson cannot fix (its table under "Accessibility")."""
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    section = text.split("### Accessibility problems of the theme", 1)[1].split("\n#", 1)[0]
+    return {rule: selector for rule, selector in
+            re.findall(r"^\| `([a-z-]+)` \| `([^`]+)` \|", section, flags=re.MULTILINE)}
 
 
 @pytest.fixture(scope="module")
 def visits(browser, base_url):
-    """Load every page of the table of contents once: its console errors and what it holds."""
-    context = browser.new_context()
+    """Load every page of the table of contents once, in a window 1280 px wide: its console
+    errors, what it holds, and what axe-core finds in it."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
     context.set_default_timeout(TIMEOUT_MS)
     tab = context.new_page()
     errors: list[str] = []
 
     def on_console(msg):
-        # The browser itself asks for /favicon.ico when a page names no icon; the site ships
-        # none and no page refers to one, so that 404 says nothing about the lesson's pages.
-        if msg.type == "error" and not (msg.location or {}).get("url", "").endswith("/favicon.ico"):
+        if msg.type == "error":
             errors.append(f"console.error: {msg.text}")
 
     tab.on("console", on_console)
@@ -133,6 +161,8 @@ def visits(browser, base_url):
         response = tab.goto(base_url + name, wait_until="load")
         tab.wait_for_load_state("networkidle")
         seen[name] = dict(tab.evaluate(_COLLECT), status=response.status, errors=list(errors))
+        tab.add_script_tag(path=str(AXE))
+        seen[name]["axe"] = tab.evaluate(_AXE)
     context.close()
     return seen
 
@@ -179,6 +209,39 @@ def test_headings_descend_without_skipping_a_level(visits):
                 problems.append(f"{name}: h{before} -> h{level} ({text!r})")
         if levels and levels[0][0] != 1:
             problems.append(f"{name}: first heading is h{levels[0][0]}, not h1")
+    assert not problems, "\n".join(problems)
+
+
+def test_no_output_needs_scrolling_sideways(visits):
+    """In a window 1280 px wide, every output block (the recorded outputs under the code cells)
+    holds its text: long lines wrap, wide printed tables shrink to fit (_static/lesson.css,
+    _ext/recorded.py), so the numbers in them are seen without scrolling."""
+    wide = [f"{name}: {block}" for name, v in visits.items() for block in v["wide"]]
+    assert not wide, "output blocks that need scrolling sideways:\n" + "\n".join(wide)
+
+
+def test_no_figure_is_shown_twice_on_a_page(visits):
+    repeated = {name: sorted({src for src in v["images"] if v["images"].count(src) > 1})
+                for name, v in visits.items()}
+    repeated = {name: srcs for name, srcs in repeated.items() if srcs}
+    assert not repeated, repeated
+
+
+def test_axe_finds_no_serious_accessibility_problem(visits):
+    """axe-core on every page: no critical or serious violation, except those that
+    CONTRIBUTING.md lists as the theme's, on the theme's elements named there."""
+    assert AXE.read_text(encoding="utf-8", errors="replace")[:40].startswith(f"/*! axe v{AXE_VERSION}")
+    allowed = theme_exceptions()
+    problems = []
+    for name, v in visits.items():
+        for found in v["axe"]:
+            if found["impact"] not in ("critical", "serious"):
+                continue
+            theirs = found["id"] in allowed and all(
+                allowed[found["id"]] in node for node in found["nodes"])
+            if not theirs:
+                problems.append(f"{name}: {found['id']} ({found['impact']}: {found['help']}) "
+                                f"on {found['nodes'][:5]}")
     assert not problems, "\n".join(problems)
 
 
@@ -276,10 +339,12 @@ def recorded_url(recorded_site):
     thread.join(5)
 
 
-# Each code cell of an article: does an output (text or image) follow it, and its images' alt text.
+# Each code cell of an article: does an output (text or image) follow it, and its images' alt text;
+# whether the episode leaves its output off the page (tag remove-output: the page shows it otherwise).
 _CELLS = """() => [...document.querySelectorAll('article div.cell')].map(cell => {
     const output = cell.querySelector(':scope > div.cell_output');
-    return {output: Boolean(output && (output.innerText.trim() || output.querySelector('img'))),
+    return {removed: cell.classList.contains('tag_remove-output'),
+            output: Boolean(output && (output.innerText.trim() || output.querySelector('img'))),
             after: Boolean(output && cell.querySelector(':scope > div.cell_input')
                 .compareDocumentPosition(output) & Node.DOCUMENT_POSITION_FOLLOWING),
             text: output ? output.innerText : '',
@@ -293,9 +358,12 @@ _OUTPUT_IMAGES_LOADED = """() => [...document.querySelectorAll('.cell_output img
 
 def check_recorded_cells(tab, nb, slug: str) -> list[dict]:
     """The page in ``tab`` shows an output right after every code cell that printed or drew in
-    the record ``nb``, and none after the others; every figure has the alt text of the record."""
-    expected = [bool(cell.outputs) for cell in nb.cells if cell.cell_type == "code"]
+    the record ``nb``, and none after the others (nor after a cell that the episode tags
+    ``remove-output``, whose output the page shows otherwise); every figure has the alt text of
+    the record."""
+    recorded_outputs = [bool(cell.outputs) for cell in nb.cells if cell.cell_type == "code"]
     seen = tab.evaluate(_CELLS)
+    expected = [has and not cell["removed"] for has, cell in zip(recorded_outputs, seen, strict=True)]
     assert [cell["output"] for cell in seen] == expected, slug
     assert all(cell["after"] for cell in seen if cell["output"]), slug
     assert all(alt.startswith("Figure drawn by the code above")

@@ -187,6 +187,51 @@ def test_widgets_become_text_and_large_pngs_shrink():
     assert cleaned[1]["metadata"]["image/png"]["alt"] == "noise"
 
 
+RICH = ('<pre style="white-space:pre;overflow-x:auto;line-height:normal;font-family:Menlo,'
+        "'DejaVu Sans Mono',consolas,'Courier New',monospace\"><span style=\"color: #00af00\">"
+        "Total params</span>: 10</pre>\n")
+
+
+def test_terminal_colours_are_left_out_of_the_recorded_outputs():
+    """Keras' summary() sends Rich's HTML, coloured for a terminal, beside its plain text: the
+    page shows the plain text. ANSI escapes go from texts and tracebacks."""
+    summary = {"output_type": "display_data", "metadata": {},
+               "data": {"text/html": RICH, "text/plain": "\x1b[32mTotal params\x1b[0m: 10\n"}}
+    html = {"output_type": "display_data", "metadata": {},
+            "data": {"text/html": "<table><tr><td>1</td></tr></table>", "text/plain": "x"}}
+    cleaned = clean_outputs.clean_outputs([summary, html])
+    assert cleaned[0]["data"] == {"text/plain": "Total params: 10\n"}
+    assert cleaned[1]["data"]["text/html"].startswith("<table>")  # not Rich's: kept
+    assert not any(clean_outputs.has_colours(output) for output in cleaned)
+    assert clean_outputs.has_colours(summary) and clean_outputs.has_colours(
+        {"output_type": "error", "traceback": ["\x1b[31mValueError\x1b[0m"]})
+
+
+def test_the_clean_only_step_takes_colours_out_of_old_records_and_keeps_them_current(tmp_path):
+    """An executed copy recorded before the cleaning knew of Rich's HTML: --clean-only takes its
+    colours out without running it, and the record still matches its episode."""
+    slug = "07-small-models"
+    for folder in ("_episodes", "executed"):
+        (tmp_path / folder).mkdir()
+    shutil.copy2(ROOT / "_episodes" / f"{slug}.md", tmp_path / "_episodes")
+    shutil.copy2(ROOT / "_config.yml", tmp_path)
+    nb = json.loads((ROOT / "executed" / f"{slug}.ipynb").read_text(encoding="utf-8"))
+    cell = code_cells(nb)[1]
+    cell["outputs"] = [*cell["outputs"], {"output_type": "display_data", "metadata": {},
+                                          "data": {"text/html": RICH.splitlines(keepends=True),
+                                                   "text/plain": ["Total params: 10\n"]}},
+                       {"output_type": "stream", "name": "stdout", "text": ["\x1b[1mbold\x1b[0m\n"]}]
+    path = tmp_path / "executed" / f"{slug}.ipynb"
+    path.write_text(json.dumps(nb, indent=1), encoding="utf-8")
+    assert record_run.clean_records(tmp_path / "executed") == [path]
+    cleaned = json.loads(path.read_text(encoding="utf-8"))
+    outputs = [output for cell in code_cells(cleaned) for output in cell["outputs"]]
+    assert not any(clean_outputs.has_colours(output) for output in outputs)
+    assert {"text/plain": ["Total params: 10\n"]} in [output.get("data") for output in outputs]
+    assert record_run.stale_records(tmp_path) == []
+    assert record_run.clean_records(tmp_path / "executed") == []  # nothing left to clean
+
+
 def _run(**changes) -> dict:
     run = {"date": "2030-01-01T00:00:00+00:00", "wall_s": 754.0, "backend": "jax",
            "machine": {"cpu_model": "Some CPU", "cores_usable": 8, "gpu": "NVIDIA H100",
@@ -291,3 +336,18 @@ def test_a_notebook_over_its_time_limit_keeps_its_previous_record(lesson, tmp_pa
     assert (root / "executed" / "03-environments.ipynb").read_bytes() == before
     assert sorted(p.name for p in (root / "executed").iterdir()) == [f"{s}.ipynb" for s in RECORDED]
     assert not list(root.glob(".record-run-*"))
+
+
+def test_wide_printed_tables_get_a_font_that_fits_and_prose_wraps():
+    """_ext/recorded.py marks a printed table wider than an output box for the site's CSS,
+    which has a font size for every width it names; a long sentence is left to wrap."""
+    table = "\n".join(["name        rate     epoch s  note", "-" * 100]
+                      + [f"row {i:<7}  {i * 1000:>6,}   {i:6.2f}  " + "x" * 70 for i in range(4)])
+    assert recorded.output_classes(table) == ["output-table", "output-cols-100"]
+    assert recorded.output_classes("a long sentence, " * 20) == []
+    assert recorded.output_classes("short  table  rows\n" * 5) == []
+    css = (ROOT / "_static" / "lesson.css").read_text(encoding="utf-8")
+    for width in range(recorded.OUTPUT_CHARS + 1, recorded.TABLE_MAX_CHARS + 40, 7):
+        wide = "\n".join(f"{'a' * width}" if i == 0 else f"x  y  {i:>{width - 6}}" for i in range(4))
+        marked = recorded.output_classes(wide)[-1]
+        assert f"div.{marked} {{ --output-cols:" in css, marked

@@ -43,6 +43,18 @@ def test_the_lessons_records_match_their_episodes():
     assert not problems, "\n".join(problems)
 
 
+def test_the_lessons_records_carry_no_terminal_colours():
+    """No recorded output keeps an ANSI escape or Rich's coloured HTML, whose colours fail
+    contrast on the page (clean them with 'python tools/record_run.py --clean-only')."""
+    import clean_outputs
+
+    coloured = [f"{path.name}: cell {index}"
+                for path in sorted((ROOT / recorded.EXECUTED_DIR).glob("*.ipynb"))
+                for index, cell in enumerate(json.loads(path.read_text(encoding="utf-8"))["cells"])
+                if any(clean_outputs.has_colours(output) for output in cell.get("outputs", []))]
+    assert not coloured, "outputs with terminal colours: " + ", ".join(coloured)
+
+
 def test_every_episode_with_code_has_a_full_size_record():
     missing = record_run.unrecorded(ROOT)
     assert not missing, ("no recorded run of " + ", ".join(missing) + " (their pages show code "

@@ -176,3 +176,24 @@ def test_exercise_list_collects_every_exercise(site):
     assert titles
     for title in titles:
         assert _words(title) in listed, title
+
+
+def test_no_table_has_an_empty_header_cell(site):
+    """Every header cell names its column: an empty one tells a screen reader nothing (the
+    first column of the reference tables names what each row measures)."""
+    empty = re.compile(r"<th\b[^>]*>\s*(?:<p>\s*</p>\s*)?</th>")
+    found = [f"{p.relative_to(site)}: {len(empty.findall(p.read_text(encoding='utf-8')))} empty <th>"
+             for p in _internal_pages(site) if empty.search(p.read_text(encoding="utf-8"))]
+    assert not found, found
+
+
+def test_every_page_links_the_favicon(site):
+    """The site's icon (_config.yml: html.favicon) is named by every page and is there."""
+    icon = site / "_static" / "favicon.svg"
+    assert icon.is_file() and b"<svg" in icon.read_bytes()[:200]
+    missing = []
+    for path in _internal_pages(site):
+        links = re.findall(r'<link rel="icon" href="([^"]+)"', path.read_text(encoding="utf-8"))
+        if not links or (path.parent / links[0]).resolve() != icon.resolve():
+            missing.append(f"{path.relative_to(site)}: {links}")
+    assert not missing, missing

@@ -3,9 +3,12 @@
 What a kernel sends is written for a live front end: progress bars redrawn with carriage
 returns and backspaces, colours as ANSI escapes, widgets as JSON that only JupyterLab can draw,
 one stream message per line, full-size PNGs, paths with the recording user's home folder, and
-the C++ start-up log of TensorFlow and XLA. :func:`clean_notebook` turns these into what a
-reader of the page should see: the final text of each line, no escapes, a widget's text form,
-one stream output per run of text, smaller PNGs, ``~`` for the home folder, and no C++ log.
+the C++ start-up log of TensorFlow and XLA, and Rich's coloured HTML (Keras' ``summary()``),
+whose terminal colours are hard to read on the page. :func:`clean_notebook` turns these into
+what a reader of the page should see: the final text of each line, no escapes and no colours
+(the plain-text form of a Rich table), a widget's text form, one stream output per run of
+text, smaller PNGs, ``~`` for the home folder, and no C++ log. :func:`plain_colours` does the
+colour part alone on a notebook cleaned before (``tools/record_run.py --clean-only``).
 """
 
 from __future__ import annotations
@@ -23,6 +26,10 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
 CPP_LOG = re.compile(
     r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] |[IWEF]\d{4} \d\d:\d\d:\d+\.\d+ +\d+ "
     r"|WARNING: All log messages before absl::InitializeLog\(\) is called)")
+# The HTML that Rich (Keras' summary() and its other tables) sends to Jupyter beside the same
+# text as text/plain: a <pre> of spans coloured for a terminal, unreadable on the page's
+# background. The page shows the text/plain form instead.
+RICH_HTML = re.compile(r'\s*<pre style="white-space:pre;overflow-x:auto;line-height:normal;font-family:')
 WIDGET = "application/vnd.jupyter.widget-view+json"
 MAX_STREAM_LINES = 60  # longer logs keep their head and tail: the page is for reading
 PNG_BUDGET = 120_000  # bytes; a larger PNG is reduced to 256 colours
@@ -130,6 +137,8 @@ def clean_data(output: dict, home: str | None = None) -> dict | None:
         data.pop(WIDGET)
         metadata.pop(WIDGET, None)
     data.pop("application/vnd.jupyter.widget-state+json", None)
+    if is_rich_html(data):
+        data.pop("text/html")
     for mime in list(data):
         if mime == "image/png":
             data[mime] = compress_png(_text(data[mime]))
@@ -140,6 +149,48 @@ def clean_data(output: dict, home: str | None = None) -> dict | None:
     if not data:
         return None
     return {**output, "data": data, "metadata": metadata}
+
+
+def is_rich_html(data: dict) -> bool:
+    """Whether an output's data holds Rich's coloured HTML beside its plain-text form."""
+    return "text/plain" in data and bool(RICH_HTML.match(_text(data.get("text/html", ""))))
+
+
+def plain_colours(nb: dict) -> int:
+    """The colours of a notebook's outputs taken out, in place, and nothing else changed:
+    ANSI escapes left out of texts and tracebacks, Rich's coloured HTML dropped where its
+    plain text is there. Returns how many outputs changed."""
+    changed = 0
+    for cell in nb["cells"]:
+        for output in cell.get("outputs", []) if cell["cell_type"] == "code" else []:
+            found = has_colours(output)
+            if "text" in output:
+                output["text"] = _plain(output["text"])
+            if "traceback" in output:
+                output["traceback"] = [ANSI.sub("", line) for line in output["traceback"]]
+            data = output.get("data", {})
+            if is_rich_html(data):
+                data.pop("text/html")
+            for mime in list(data):
+                if mime.startswith("text/") or mime == "image/svg+xml":
+                    data[mime] = _plain(data[mime])
+            changed += found
+    return changed
+
+
+def _plain(value):
+    """A text (a string, or a list of lines as in a notebook file) without ANSI escapes,
+    in the same form; unchanged when it has none."""
+    if isinstance(value, list):
+        return [ANSI.sub("", line) for line in value]
+    return ANSI.sub("", value)
+
+
+def has_colours(output: dict) -> bool:
+    """Whether an output still carries terminal colours: an ANSI escape or Rich's HTML."""
+    texts = [_text(output.get("text", "")), *output.get("traceback", [])]
+    texts += [_text(v) for k, v in output.get("data", {}).items() if k.startswith("text/")]
+    return any(ANSI.search(text) or "\x1b" in text for text in texts) or is_rich_html(output.get("data", {}))
 
 
 def clean_outputs(outputs: list[dict], home: str | None = None) -> list[dict]:

@@ -3,6 +3,7 @@
     LESSON_DATA=cifar10 python tools/record_run.py            # every notebook, full size
     LESSON_DATA=synthetic python tools/record_run.py --only 04 05
     LESSON_DATA=synthetic python tools/record_run.py --quick --only 01   # a try-out, labelled so
+    python tools/record_run.py --clean-only      # the records' colours out, nothing run again
 
 Each notebook of ``notebooks/`` runs end to end, as a learner runs it, on this machine: in a
 temporary copy next to ``notebooks/`` (which stays clean), on a fresh kernel of this Python,
@@ -366,6 +367,21 @@ def check_size(folder: Path, limit: int = SIZE_LIMIT) -> str | None:
     return None
 
 
+def clean_records(folder: Path, only: list[str] | None = None) -> list[Path]:
+    """The executed copies in ``folder`` (those starting with ``only``) with the colours of their
+    outputs taken out (``clean_outputs.plain_colours``), without running them again: their code,
+    provenance and cell hashes stay as they were. Returns the copies that changed."""
+    changed = []
+    for path in sorted(Path(folder).glob("*.ipynb")):
+        if only and not any(path.name.startswith(prefix) for prefix in only):
+            continue
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        if clean_outputs.plain_colours(nb):
+            write_atomically(nb, path)
+            changed.append(path)
+    return changed
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", choices=sorted(DATA_LABELS),
@@ -378,7 +394,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds allowed for each whole notebook (default %(default)s)")
     parser.add_argument("--out", type=Path, default=ROOT / EXECUTED_DIR,
                         help="folder of the executed copies (default: executed/)")
+    parser.add_argument("--clean-only", action="store_true",
+                        help="run nothing: take the terminal colours out of the executed copies' "
+                             "outputs (ANSI escapes, Rich's coloured HTML)")
     args = parser.parse_args(argv)
+    if args.clean_only:
+        changed = clean_records(args.out, args.only)
+        print(f"{len(changed)} executed notebook(s) cleaned of colours"
+              + "".join(f"\n  {path.name}" for path in changed))
+        return 0
     # Before minutes of work: the executing stack and what every notebook imports.
     require_or_exit(("nbclient", "nbformat", "ipykernel", "jupytext", "keras", "h5py", "numpy",
                      "matplotlib", "tqdm"), what="tools/record_run.py")

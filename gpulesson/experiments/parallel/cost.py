@@ -132,16 +132,29 @@ def cost_table(models: dict[str, tuple[int, float]], interconnects: dict[str, fl
 
 
 def format_cost_table(rows: list[CostRow]) -> str:
-    """The rows as a plain-text table."""
-    header = (f"{'model':<22} {'parameters':>11} {'interconnect':<26} {'GPUs':>4} "
-              f"{'MB/GPU':>7} {'comm ms':>8} {'compute ms':>10} {'efficiency':>10} "
-              f"{'speed-up':>8}")
-    lines = [header, "-" * len(header)]
-    for r in rows:
-        lines.append(f"{r.model:<22} {r.n_parameters:>11,} {r.interconnect:<26} {r.n_gpus:>4} "
-                     f"{r.megabytes_per_gpu:>7.1f} {r.communication_ms:>8.2f} "
-                     f"{r.compute_ms:>10.1f} {r.efficiency:>10.0%} {r.speedup:>8.2f}")
-    return "\n".join(lines)
+    """The rows as a plain-text table, each column as wide as its widest entry, so that the
+    table fits where it is printed (a notebook, a web page's output box: about 80 characters
+    with the lesson's models and interconnects)."""
+    columns = [  # header, how a row shows it, left-aligned
+        ("model", lambda r: r.model, True),
+        ("parameters", lambda r: f"{r.n_parameters:,}", False),
+        ("interconnect", lambda r: r.interconnect, True),
+        ("GPUs", lambda r: str(r.n_gpus), False),
+        ("MB/GPU", lambda r: f"{r.megabytes_per_gpu:.1f}", False),
+        ("comm ms", lambda r: f"{r.communication_ms:.2f}", False),
+        ("compute ms", lambda r: f"{r.compute_ms:.1f}", False),
+        ("efficiency", lambda r: f"{r.efficiency:.0%}", False),
+        ("speed-up", lambda r: f"{r.speedup:.2f}", False),
+    ]
+    cells = [[show(r) for _, show, _ in columns] for r in rows]
+    widths = [max([len(name)] + [len(row[i]) for row in cells]) for i, (name, _, _) in enumerate(columns)]
+
+    def line(values):
+        return " ".join(v.ljust(w) if left else v.rjust(w)
+                        for v, w, (_, _, left) in zip(values, widths, columns, strict=True)).rstrip()
+
+    header = line([name for name, _, _ in columns])
+    return "\n".join([header, "-" * len(header)] + [line(row) for row in cells])
 
 
 def print_cost_table(models, interconnects=None, gpus=(2, 4, 8), bytes_per_parameter=4):
