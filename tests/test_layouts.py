@@ -193,7 +193,7 @@ def test_compare_layouts_rows_table_and_figure(tmp_path, data):
     assert "fastest" in table and "slower" in table and "(256, 32, 32, 3)" in table
     lines = table.splitlines()
     assert len(lines) == 3 + len(rows) and "warm-up" in lines[-1]
-    end = lines[0].index("file MB") + len("file MB")  # numbers are right-aligned under it
+    end = lines[0].index(" MB") + len(" MB")  # numbers are right-aligned under it
     for line, row in zip(lines[2:-1], rows):
         value = f"{row['file_mb']:.1f}"
         assert line[end - len(value) - 1 : end] == " " + value

@@ -301,8 +301,7 @@ def layout_table(rows) -> str:
     if not rows:
         raise ValueError("layout_table needs at least one row")
     words = versus_fastest(rows)
-    header = ("layout", "chunk shape", "compression", "file MB", "read images/s",
-              "range images/s", "vs fastest")
+    header = ("layout", "chunks", "compression", "MB", "images/s", "range", "vs fastest")
     body = [
         (
             str(r["layout"]),

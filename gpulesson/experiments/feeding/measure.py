@@ -40,7 +40,7 @@ from gpulesson.experiments.feeding.records import (
     condition,
     measurement_record,
     rate_text,
-    setting_text,
+    short_setting,
 )
 from gpulesson.results import new_run_id
 from gpulesson.timing import load_average
@@ -373,10 +373,12 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
                     made.append(record)
                     if on_record:
                         on_record(record)
-                    progress(f"{device} {name:20} {mode:6} {setting_text(record):30} batch {size:5}: "
-                             f"{rate_text(record['images_per_second']):>9} images/s, epoch "
-                             f"{summary_text(record['summary'], _seconds, what='epochs')}"
-                             + (f" ({record['steps']} of {record['full_epoch_steps']} steps)"
+                    epochs = record["summary"]
+                    progress(f"{device} {name:19} {short_setting(record):14} b{size}: "
+                             f"{rate_text(record['images_per_second']):>7} img/s, epoch "
+                             f"{epochs['median']:.3f} s ({epochs['min']:.3f}-"
+                             f"{epochs['max']:.3f}, {epochs['n']})"
+                             + (f" {record['steps']}/{record['full_epoch_steps']} steps"
                                 if record["partial_epoch"] else ""))
                 if name == "classic":
                     full.close()

@@ -33,7 +33,7 @@ from gpulesson.experiments.feeding.records import (
     rate_summary,
     rate_text,
     reference_run,
-    setting_text,
+    short_setting,
     shown,
     sweep_device,
     targets,
@@ -138,22 +138,29 @@ def wrong_data_sentence(records) -> str:
 # --- the notebook's table -----------------------------------------------------------------------
 
 def describe(records) -> str:
-    """A table of one run: images/s and epoch time (median, range) per record."""
+    """A table of one run, narrow enough for a page's column: images/s and epoch time (median,
+    range, timed epochs) per record; training rows name their setting, loader rows say
+    "loader"; a "*" marks partial epochs, explained under the table."""
     if not records:
         return "No run recorded."
-    lines = [f"Run {records[0]['run_id']}: {software(records)}; {data_label(records)}; "
-             + "; ".join(f"{k}: {v}" for k, v in hardware(records).items())]
-    lines.append(f"{'device':6} {'pipeline':20} {'mode':6} {'setting':32} {'batch':>5} "
-                 f"{'images/s':>10} {'epoch s: median (min-max)':>26} {'n':>2}")
+    lines = [f"Run {records[0]['run_id']}: {software(records)}; {data_label(records)}"]
+    lines += [f"  {k}: {v}" for k, v in hardware(records).items()]
+    lines.append(f"{'dev':3} {'pipeline':19} {'setting':14} {'batch':>5} {'img/s':>8} "
+                 f"{'epoch s (range)':>23} n")
+    partial = set()
     for r in records:
-        part = f" [{r['steps']}/{r['full_epoch_steps']} steps]" if r["partial_epoch"] else ""
-        wrong = " WRONG DATA" if delivered_wrong_data(r) else ""
         epochs = epoch_summary(r)
+        mark = ""
+        if r["partial_epoch"]:
+            partial.add((r["steps"], r["full_epoch_steps"]))
+            mark = "*"
+        wrong = " WRONG DATA" if delivered_wrong_data(r) else ""
         lines.append(
-            f"{r['device_kind']:6} {r['pipeline']:20} {r['mode']:6} {setting_text(r):32} "
-            f"{r['batch_size']:>5} {rate_text(rate_summary(r)['median']):>10} "
-            f"{epochs['median']:>10.3f} ({epochs['min']:.3f}-{epochs['max']:.3f}) "
-            f"{epochs['n']:>2}{part}{wrong}")
+            f"{r['device_kind']:3} {r['pipeline']:19} {short_setting(r):14} {r['batch_size']:>5} "
+            f"{rate_text(rate_summary(r)['median']):>8} {epochs['median']:>7.3f} "
+            f"({epochs['min']:.3f}-{epochs['max']:.3f}) {epochs['n']}{mark}{wrong}")
+    for steps, full in sorted(partial):
+        lines.append(f"* partial epochs: the first {steps} of {full} steps timed")
     if any(delivered_wrong_data(r) for r in records):
         lines.append("WRONG DATA: Keras worker processes on this backend delivered batches of "
                      "earlier epochs; the rate is not valid.")

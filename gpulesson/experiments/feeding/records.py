@@ -287,6 +287,20 @@ def setting_text(record) -> str:
     return ", ".join(parts)
 
 
+SHORT_PRECISION = {"float32": "f32", "mixed_bfloat16": "bf16", "mixed_float16": "f16"}
+
+
+def short_setting(record) -> str:
+    """:func:`setting_text` for a narrow table: "loader", "f32 jit", "bf16 no-jit spe 4"."""
+    if record["mode"] == "loader":
+        return "loader"
+    parts = [SHORT_PRECISION.get(record["precision"], str(record["precision"])),
+             "jit" if record["jit_compile"] else "no-jit"]
+    if record["steps_per_execution"] != 1:
+        parts.append(f"spe {record['steps_per_execution']}")
+    return " ".join(parts)
+
+
 def sweep_device(records) -> str:
     """The device whose settings the page and the figure show: the GPU where it has any."""
     return "gpu" if any(r.get("device_kind") == "gpu" and r.get("group") not in
