@@ -215,17 +215,7 @@ def test_a_toc_without_a_core_part_is_refused(tmp_path, capsys):
     assert "must be the core" in capsys.readouterr().err
 
 
-# Episodes whose exercises do not name their objectives yet. Strict: an episode that gets its
-# ':class: objective-N' options fails here until it is taken off the list.
-NOT_YET_MAPPED = {"06-why-gpus-are-fast", "07-small-models", "08-pytorch", "09-feeding-the-gpu",
-                  "10-beyond-one-gpu", "11-next-steps"}
-
-
-@pytest.mark.parametrize("path", [
-    pytest.param(ep.path, id=ep.slug, marks=[pytest.mark.xfail(
-        strict=True, reason="its exercises do not name their objectives yet")]
-        if ep.slug in NOT_YET_MAPPED else [])
-    for ep in episodes(ROOT)])
+@pytest.mark.parametrize("path", [pytest.param(ep.path, id=ep.slug) for ep in episodes(ROOT)])
 def test_every_objective_has_an_exercise_with_a_solution(path):
     gaps = core_check.objective_gaps(ROOT, path)
     assert not gaps, (f"{path}: objective(s) {gaps} have no exercise with a solution that names "
