@@ -11,7 +11,7 @@ import threading
 import types
 
 import pytest
-from carpentry import PLACEHOLDER, split_front_matter
+from carpentry import PLACEHOLDER, resolve_conditionals, split_front_matter
 from conftest import ROOT
 
 from gpulesson.experiments import ceiling, feeding
@@ -74,7 +74,7 @@ def test_every_placeholder_is_one_the_benchmark_provides():
 def test_without_a_results_file_the_page_says_so_in_sentences(tmp_path):
     values = {**feeding.substitutions(tmp_path / "none.jsonl"),
               **ceiling.substitutions(tmp_path / "none.jsonl")}
-    filled = PLACEHOLDER.sub(lambda m: values[m[1]], BODY)
+    filled = PLACEHOLDER.sub(lambda m: values[m[1]], resolve_conditionals(BODY, values))
     assert "No reference run has been recorded yet" in filled
     assert "not recorded yet (not recorded yet)" not in filled
     assert feeding.NOT_RECORDED not in filled.replace("has not been recorded yet", "")

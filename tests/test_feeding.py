@@ -484,7 +484,7 @@ def test_the_command_runs_on_jax_without_tensorflow(tmp_path):
     assert len(records) == 5 and {r["backend"] for r in records} == {"jax"}
     assert len({r["run_id"] for r in records}) == 1
     assert {r["group"] for r in records} == {"pipelines", "spe"}
-    assert "images/s" in done.stdout and "Appended 5 record(s)" in done.stdout
+    assert "img/s" in done.stdout and "Appended 5 record(s)" in done.stdout
     assert not any(r["workers"] for r in records)
 
 
