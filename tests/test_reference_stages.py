@@ -178,10 +178,34 @@ def test_the_pack_holds_the_run_under_its_limit_or_is_not_written(tmp_path):
     assert not list(tmp_path.glob("small*")), "no half-written archive"
 
 
-# Each stage's commands, in quick mode, through the path a GPU node takes: `make stage` with
+# Stages run whole, in quick mode, through the path a GPU node takes: `make stage` with
 # LESSON_PYTHON, in a copy of the lesson that has no environment of its own (make would build
-# one otherwise). The notebook stages run their first notebook only, to keep the suite short.
-QUICK_STAGES = list(reference.STAGES)  # in order: the pack comes last
+# one otherwise). One of each kind, to keep the suite short: several experiments and a GPU-only
+# step (core), one process per backend (ceiling), a notebook (notebooks-3) and the pack, which
+# comes last. Every other stage runs the same machinery with other arguments: those arguments
+# are checked by the experiment's own parser below, and each experiment's own tests run it.
+QUICK_STAGES = ["core", "ceiling", "notebooks-3", "pack"]
+
+
+def _experiment_steps():
+    for stage in reference.STAGES.values():
+        for step in stage.steps:
+            if step.argv and step.argv[0] == "-m" and step.argv[1].startswith(reference.MODULE):
+                yield pytest.param(step, id=f"{stage.name}: {step.name}")
+
+
+@pytest.mark.parametrize("step", list(_experiment_steps()))
+def test_every_stage_step_has_arguments_its_experiment_accepts(step):
+    """What `make stage` would run, with and without a GPU and with the suite's shorter
+    arguments, parses as the experiment's command line."""
+    import importlib
+
+    name = step.argv[1]
+    module = importlib.import_module(name if name.endswith("torch_reference") else f"{name}.__main__")
+    for gpu in (False, True):
+        argv = reference.command(step, "run-1", gpu=gpu, python="py")[3:]
+        argv += reference.extra_arguments(step, SHORTER)
+        module._parser().parse_args(argv)  # an unknown option or bad value exits here
 
 
 @pytest.fixture(scope="module")
