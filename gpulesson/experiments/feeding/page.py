@@ -159,8 +159,10 @@ def describe(records) -> str:
             f"{r['device_kind']:3} {r['pipeline']:19} {short_setting(r):14} {r['batch_size']:>5} "
             f"{rate_text(rate_summary(r)['median']):>8} {epochs['median']:>7.3f} "
             f"({epochs['min']:.3f}-{epochs['max']:.3f}) {epochs['n']}{mark}{wrong}")
-    for steps, full in sorted(partial):
-        lines.append(f"* partial epochs: the first {steps} of {full} steps timed")
+    for steps in sorted({steps for steps, _ in partial}):
+        fulls = sorted(full for timed, full in partial if timed == steps)
+        of = f"{fulls[0]}" if len(fulls) == 1 else f"{fulls[0]}-{fulls[-1]}"
+        lines.append(f"* partial epochs: the first {steps} steps timed (of {of} an epoch)")
     if any(delivered_wrong_data(r) for r in records):
         lines.append("WRONG DATA: Keras worker processes on this backend delivered batches of "
                      "earlier epochs; the rate is not valid.")
