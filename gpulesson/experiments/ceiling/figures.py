@@ -16,6 +16,7 @@ from gpulesson.experiments.ceiling.records import (
     rate_number,
     rate_summary,
     share,
+    share_text,
 )
 from gpulesson.experiments.common import SPREAD_NOTE, draw_spread
 from gpulesson.results import hardware
@@ -36,7 +37,7 @@ def alt_text(records) -> str:
     parts = []
     for backend, device, drawn, top in _panels(records):
         said = ", ".join(f"{name} {rate_number(r['images_per_second'])}"
-                         + ("" if r is top else f" ({share(r, top):.0%})") for name, r in drawn)
+                         + ("" if r is top else f" ({share_text(share(r, top))})") for name, r in drawn)
         parts.append(f"{NAMES.get(backend, backend)} on the {device.upper()}: {said}")
     return ("Horizontal bars of the median images per second that fit reaches with a model "
             "that does almost nothing, one panel per backend and device, with whiskers from "

@@ -23,7 +23,7 @@ from gpulesson.experiments.ceiling.records import (
     measurement_record,
     pipelines_for,
 )
-from gpulesson.experiments.common import WARMUP, summary_text
+from gpulesson.experiments.common import WARMUP
 from gpulesson.experiments.feeding.measure import _Budget, _BusyMeter, _synced_timer_class
 from gpulesson.results import new_run_id
 
@@ -123,8 +123,9 @@ def measure(*, devices, n_images: int, batch_size: int, repeats: int, warmup: in
                 made.append(record)
                 if on_record:
                     on_record(record)
-                rate = record["summary"]
-                progress(f"{backend:10} {device} {name:17}: {n_images / rate['median']:9,.0f} "
-                         f"images/s, epoch {summary_text(rate, lambda s: f'{s:.3f} s', what='epochs')}")
+                epochs = record["summary"]
+                progress(f"{backend} {device} {name}: {n_images / epochs['median']:,.0f} img/s, "
+                         f"epoch {epochs['median']:.3f} s ({epochs['min']:.3f}-"
+                         f"{epochs['max']:.3f}, {epochs['n']} epochs)")
                 del model
     return made

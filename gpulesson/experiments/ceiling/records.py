@@ -11,6 +11,7 @@ difference. Imports no deep-learning framework.
 
 from __future__ import annotations
 
+import math
 import statistics
 
 from gpulesson import results
@@ -121,4 +122,9 @@ def verdict(record: dict | None, top: dict | None) -> str | None:
         return "the ceiling"
     words = compare(rate_summary(record), rate_summary(top), higher_is_better=True).sentence
     goal = "meets" if ratio >= TARGET_SHARE else "misses"
-    return f"{ratio:.0%} of it ({words}); {goal} the {TARGET_SHARE:.0%} goal"
+    return f"{share_text(ratio)} of it ({words}); {goal} the {TARGET_SHARE:.0%} goal"
+
+
+def share_text(ratio: float) -> str:
+    """A share in whole percent, rounded down: 0.899 is 89 %, below a 90 % goal, as it reads."""
+    return f"{math.floor(ratio * 100 + 1e-9)}%"
