@@ -13,6 +13,7 @@ from gpulesson.experiments.ceiling.records import (
     PIPELINES,
     RESULTS_FILE,
     TARGET_SHARE,
+    against,
     ceiling,
     find,
     groups,
@@ -57,8 +58,8 @@ def describe(records) -> str:
     if not records:
         return "No ceiling records."
     out = [f"Run {records[0]['run_id']}: {software(records)}"]
-    for backend_device, name, rate, against in rows(records):
-        out.append(f"  {backend_device:16} {name:17} {rate:40} {against}")
+    for backend_device, name, rate, said in rows(records):
+        out.append(f"  {backend_device:16} {name:17} {rate:40} {said}")
     return "\n".join(out)
 
 
@@ -67,7 +68,7 @@ def lesson_summary(records) -> str:
     parts = []
     for backend, device in groups(records):
         top = ceiling(records, backend, device)
-        said = [f"{label} {verdict(r, top).split(';')[0]}" for label, name in
+        said = [f"{label} {against(r, top)}" for label, name in
                 (("the generator reaches", "lesson"), ("ReadAhead", "lesson-readahead"))
                 if (r := find(records, backend, device, name))]
         if top and said:
