@@ -106,6 +106,19 @@ FRAMEWORKS = (
     ("JAX", "jax", _jax_gpus),
     ("PyTorch", "torch", _torch_gpus),
 )
+# Keras names each backend after the framework's module.
+KERAS_BACKENDS = tuple(module for _, module, _ in FRAMEWORKS)
+BACKEND_TITLES = {module: title for title, module, _ in FRAMEWORKS}
+
+
+def backend_installed(backend: str) -> bool:
+    """Whether the framework of the Keras backend ``backend`` can be imported (not importing it)."""
+    return importlib.util.find_spec(backend) is not None
+
+
+def installed_backends() -> list[str]:
+    """The Keras backends whose framework is installed, in the order of :data:`FRAMEWORKS`."""
+    return [b for b in KERAS_BACKENDS if backend_installed(b)]
 
 
 def _framework_line(title: str, module: str, probe) -> tuple[str, int]:

@@ -22,13 +22,13 @@ import os
 import subprocess
 import sys
 import textwrap
-from importlib.util import find_spec
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from gpulesson import lesson
+from gpulesson.devices import backend_installed
 from gpulesson.hdf5 import write_hdf5
 
 N_TRAIN, BATCH, EPOCHS, SEED = 300, 16, 3, 5  # 19 batches, the last one short
@@ -39,6 +39,7 @@ FIT = textwrap.dedent("""
     import keras
     import numpy as np
     from gpulesson import lesson
+from gpulesson.devices import backend_installed
 
     path, modes = sys.argv[1], sys.argv[2].split(",")
     OPTIONS = {"none": {}, "readahead": {}, "threads": {"workers": 2},
@@ -130,9 +131,8 @@ def exactly_once(epoch: list[list[int]]) -> bool:
 
 
 def installed(backend: str):
-    module = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}[backend]
-    return pytest.param(backend, marks=pytest.mark.skipif(find_spec(module) is None,
-                                                          reason=f"{module} is not installed"))
+    return pytest.param(backend, marks=pytest.mark.skipif(not backend_installed(backend),
+                                                          reason=f"{backend} is not installed"))
 
 
 # Where the lesson relies on each route: no workers everywhere; workers (threads and

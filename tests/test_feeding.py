@@ -218,7 +218,7 @@ def test_a_partial_epoch_is_timed_and_recorded_as_such(tmp_path):
 def test_a_slow_epoch_never_cuts_the_repeats():
     """The rule: a warm-up and every timed epoch asked for, however long they take (a 40-step
     CPU epoch used to stop a condition after one timed epoch)."""
-    budget = measure._Budget(warmup=1, repeats=common.REPEATS)
+    budget = common.Budget(warmup=1, repeats=common.REPEATS)
     budget.seconds += [900.0]
     assert not budget.done()  # the warm-up does not count
     for _ in range(common.REPEATS - 1):
@@ -584,7 +584,7 @@ def test_a_run_that_goes_on_records_only_the_conditions_it_lacks(tmp_path, monke
 
 @pytest.mark.bad_input("bad argument")
 def test_a_run_goes_on_only_with_the_sizes_it_had(tmp_path, capsys):
-    budget = measure._Budget(warmup=1, repeats=1)
+    budget = common.Budget(warmup=1, repeats=1)
     budget.seconds += [2.0, 1.0]
     run_id = "earlier"
     out = _write(tmp_path / "f.jsonl", [rec.measurement_record(
@@ -637,7 +637,7 @@ def test_the_committed_records_made_before_the_rule_still_give_the_page_its_valu
 
 def _pair(tmp_path, lesson_rate, ram_rate, *, n=common.REPEATS, spread=0.1):
     """Two made-up CPU training records of one run, with rates around the given ones."""
-    budget = measure._Budget(warmup=1, repeats=1)
+    budget = common.Budget(warmup=1, repeats=1)
     budget.seconds += [2.0, 1.0]
     made = []
     for pipeline, rate in (("lesson", lesson_rate), ("ram", ram_rate)):

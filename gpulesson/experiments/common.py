@@ -22,6 +22,12 @@ from them and show what they have (a range over two epochs, or one value and "1 
 GPU if one is visible unless told which devices, can go on with an earlier run (``--run-id``,
 skipping the conditions it has), and end by saying what they appended.
 
+**The meters.** :class:`Budget` holds one condition's epoch times (the warm-up apart) and says
+when the rule's repeats are done; :func:`synced_epoch_timer` is the ``fit`` callback that reads
+each epoch's time after the device finished it and stops training when the budget is done;
+:class:`BusyMeter` records what else the machine did meanwhile (other programs' CPU share, the
+load average before and after).
+
 **Figures.** :func:`draw_spread` draws a summary's range as an error bar around its median,
 with the samples as small dots, so a figure shows how much the repeats varied.
 
@@ -33,6 +39,8 @@ follow the same rule; this module gives them to the experiments with the rest of
 from __future__ import annotations
 
 import argparse
+import os
+import time
 from pathlib import Path
 
 from gpulesson.summaries import (  # noqa: F401 (the rule's summaries and words, kept here too)
@@ -56,6 +64,7 @@ from gpulesson.summaries import (  # noqa: F401 (the rule's summaries and words,
     summary_text,
     times_text,
 )
+from gpulesson.timing import load_average
 
 REPEATS = 5  # timed repeats of each condition (the rule)
 WARMUP = 1  # warm-up repeats before them: recorded, never averaged
@@ -78,6 +87,94 @@ def check_epochs(epochs: int) -> int:
         raise ValueError(f"epochs must be at least {WARMUP + 1} ({WARMUP} warm-up and at least one "
                          f"timed epoch), not {epochs}")
     return epochs
+
+
+# --- the meters -------------------------------------------------------------------------------
+
+class Budget:
+    """Epoch times of one condition: ``warmup`` epochs, recorded apart, then ``repeats`` timed
+    ones. However long they take, all of them are timed (the rule): no clock cuts a condition
+    short."""
+
+    def __init__(self, warmup: int, repeats: int):
+        self.warmup, self.repeats = warmup, repeats
+        self.seconds: list[float] = []
+
+    @property
+    def timed(self) -> list[float]:
+        return self.seconds[self.warmup:]
+
+    def done(self) -> bool:
+        return len(self.timed) >= self.repeats
+
+
+def synchronise(logs) -> None:
+    """Wait until the epoch's work is done on the device: converting the loss that its last
+    step computed to a Python number has to wait for it (and, on a GPU, for everything queued
+    before it)."""
+    for value in (logs or {}).values():
+        float(value)
+
+
+def synced_epoch_timer(budget: Budget):
+    """A ``fit`` callback that appends each epoch's wall time to ``budget``, read after the
+    device finished the epoch, and stops training when the budget is done."""
+    import keras  # only when something is measured
+
+    class SyncedEpochTimer(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.budget, self._start = budget, None
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self._start = time.perf_counter()
+
+        def on_epoch_end(self, epoch, logs=None):
+            synchronise(logs)
+            self.budget.seconds.append(time.perf_counter() - self._start)
+            if self.budget.done():
+                self.model.stop_training = True
+
+    return SyncedEpochTimer()
+
+
+class BusyMeter:
+    """How much of the machine's CPU time other programs used while one condition was measured
+    (0: the machine was ours; 0.5: half of all cores were busy elsewhere), and the load average
+    right before and right after. Other programs on the same cores slow a CPU measurement down,
+    so every record keeps these. The share needs Linux's /proc/stat (None elsewhere)."""
+
+    def __init__(self):
+        self.before = load_average()
+        self.start = self._sample()
+
+    @staticmethod
+    def _sample():
+        try:
+            with open("/proc/stat") as f:
+                fields = [int(v) for v in f.readline().split()[1:]]
+        except (OSError, ValueError):
+            return None
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle and iowait
+        busy = (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+        return busy, time.process_time(), time.perf_counter()
+
+    def other_share(self) -> float | None:
+        end = self._sample()
+        if self.start is None or end is None:
+            return None
+        busy, own, wall = (b - a for a, b in zip(self.start, end, strict=True))
+        if wall <= 0:
+            return None
+        share = (busy - own) / (wall * (os.cpu_count() or 1))
+        return round(min(max(share, 0.0), 1.0), 3)
+
+    def read(self) -> dict:
+        """The record's fields (``load_average`` is the one read after, as records made before
+        the rule kept it)."""
+        after = load_average()
+        return {"other_programs_cpu_share": self.other_share(), "load_average": after,
+                "load_average_before": self.before, "load_average_after": after}
 
 
 # --- the command line ---------------------------------------------------------------------------

@@ -19,9 +19,9 @@ import argparse
 import os
 import subprocess
 import sys
-from importlib.util import find_spec
 
 from gpulesson.devices import KERAS_DEVICES as DEVICES
+from gpulesson.devices import backend_installed, installed_backends
 from gpulesson.experiments.ceiling.measure import BATCH_SIZE, QUICK_BATCH_SIZE, QUICK_N_IMAGES
 from gpulesson.experiments.ceiling.records import (
     BACKENDS,
@@ -40,12 +40,6 @@ from gpulesson.experiments.common import (
     repeats_for,
     say_appended,
 )
-
-MODULES = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
-
-
-def installed_backends() -> list[str]:
-    return [b for b in BACKENDS if find_spec(MODULES[b]) is not None]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -100,10 +94,10 @@ def main(argv=None) -> int:
             parser.error(f"--{name.replace('_', '-')} must be at least 1, not {value}")
     run_id, done = continue_run(args.out, EXPERIMENT, args.run_id, condition)
     backends = args.backends or installed_backends()
-    missing = [b for b in backends if find_spec(MODULES[b]) is None]
+    missing = [b for b in backends if not backend_installed(b)]
     if missing:
         parser.error(f"backend(s) {', '.join(missing)} not installed: pip install "
-                     f"{' '.join(MODULES[b] for b in missing)}, or leave them out")
+                     f"{' '.join(missing)}, or leave them out")
     if len(backends) == 1 and os.environ.get("KERAS_BACKEND") == backends[0]:
         made = _measure_here(args, quick=quick, run_id=run_id, done=done)
         say_appended(made, args.out) if made else print("Nothing left to measure.")

@@ -7,7 +7,7 @@ and device. It is fed from arrays in memory (Keras' own array path, and a ``PyDa
 slices them; on a GPU also arrays resident there), from the lesson's generator on a
 batch-chunked HDF5 file, and from that generator inside ``ReadAhead`` (episode 9). Each
 condition follows the lesson's rule: a recorded warm-up epoch and the timed epochs after it,
-each read after the device finished (:class:`gpulesson.experiments.feeding.measure.SyncedEpochTimer`).
+each read after the device finished (:func:`gpulesson.experiments.common.synced_epoch_timer`).
 
 One process measures its own Keras backend; the command line starts one per backend.
 """
@@ -23,8 +23,7 @@ from gpulesson.experiments.ceiling.records import (
     measurement_record,
     pipelines_for,
 )
-from gpulesson.experiments.common import WARMUP
-from gpulesson.experiments.feeding.measure import _Budget, _BusyMeter, _synced_timer_class
+from gpulesson.experiments.common import WARMUP, Budget, BusyMeter, synced_epoch_timer
 from gpulesson.results import new_run_id
 
 BATCH_SIZE = 256  # episode 9's batch
@@ -48,8 +47,8 @@ def tiny_model(keras_device: str):
 
 def _fit(model, feed: dict, *, warmup: int, repeats: int) -> list[float]:
     """Seconds of every epoch of ``model.fit(**feed)``, warm-up first."""
-    budget = _Budget(warmup, repeats)
-    callbacks = [_synced_timer_class()(budget), *feed.pop("callbacks", [])]
+    budget = Budget(warmup, repeats)
+    callbacks = [synced_epoch_timer(budget), *feed.pop("callbacks", [])]
     model.fit(**feed, epochs=warmup + repeats, callbacks=callbacks, verbose=0)
     return budget.seconds
 
@@ -110,7 +109,7 @@ def measure(*, devices, n_images: int, batch_size: int, repeats: int, warmup: in
             for name, feed in _feeds(names, x=x, y=y, path=path, batch_size=batch_size,
                                      keras_device=keras_device):
                 model = tiny_model(keras_device)
-                meter = _BusyMeter()
+                meter = BusyMeter()
                 started = time.perf_counter()
                 with keras.device(keras_device):
                     seconds = _fit(model, feed, warmup=warmup, repeats=repeats)

@@ -15,6 +15,7 @@ import math
 import statistics
 
 from gpulesson import results
+from gpulesson.devices import BACKEND_TITLES, KERAS_BACKENDS
 from gpulesson.experiments.common import SUMMARY_KEY, as_rate, compare, summarise, summary_of
 from gpulesson.results import make_record
 
@@ -23,7 +24,7 @@ RESULTS_FILE = results.RESULTS_DIR / f"{EXPERIMENT}.jsonl"
 DATA = "synthetic"  # speed does not depend on the pixel values
 N_IMAGES = 50_000  # episode 9's epoch: the size its 1-s goal is stated for
 TARGET_SHARE = 0.90  # the lesson's pipeline: at least this share of the in-memory ceiling
-BACKENDS = ("tensorflow", "jax", "torch")
+BACKENDS = KERAS_BACKENDS
 
 # name -> what it is (tables, figure labels, records)
 PIPELINES: dict[str, str] = {
@@ -36,7 +37,7 @@ PIPELINES: dict[str, str] = {
 IN_MEMORY = ("arrays", "ram", "device")
 GPU_ONLY = ("device",)  # on the CPU, device-resident data are the RAM case
 CONDITION = ("backend", "device_kind", "pipeline", "batch_size")
-NAMES = {"tensorflow": "TensorFlow", "jax": "JAX", "torch": "PyTorch"}
+NAMES = BACKEND_TITLES
 
 
 def rate_number(value: float) -> str:

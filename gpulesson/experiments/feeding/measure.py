@@ -8,11 +8,11 @@ start-up, caches), recorded but not averaged, then ``repeats`` timed epochs, by 
 :data:`REPEATS` (:func:`~gpulesson.experiments.common.repeats_for`; fewer in quick mode). No
 time budget cuts them short: a condition too slow for that is made smaller with ``max_steps``
 (partial epochs), never with fewer repeats.
-:class:`SyncedEpochTimer` reads the clock only after the epoch's last step has finished on the
-device: it converts the epoch's loss to a Python number, which waits for the work behind it
-(JAX and PyTorch return from a step before the GPU has done it). The loader alone (no model) is
-timed the same way: one epoch of batches as Keras fetches them, each converted to a tensor on
-the device, waiting for the last one.
+:func:`~gpulesson.experiments.common.synced_epoch_timer` reads the clock only after the
+epoch's last step has finished on the device: it converts the epoch's loss to a Python number,
+which waits for the work behind it (JAX and PyTorch return from a step before the GPU has done
+it). The loader alone (no model) is timed the same way: one epoch of batches as Keras fetches
+them, each converted to a tensor on the device, waiting for the last one.
 
 A slow device may time only the first ``max_steps`` batches of each epoch: the record says so
 (``partial_epoch``, ``steps``), and its images/s come from those steps. (The classic
@@ -31,7 +31,15 @@ import tempfile
 import time
 
 from gpulesson.devices import keras_device_name as check_device
-from gpulesson.experiments.common import QUICK_REPEATS, REPEATS, WARMUP, summary_text  # noqa: F401 (QUICK_REPEATS: the command's)
+from gpulesson.experiments.common import (  # noqa: F401 (QUICK_REPEATS: the command's)
+    QUICK_REPEATS,
+    REPEATS,
+    WARMUP,
+    Budget,
+    BusyMeter,
+    summary_text,
+    synced_epoch_timer,
+)
 from gpulesson.experiments.feeding.records import (
     FILES,
     WORKER_PIPELINES,
@@ -43,7 +51,6 @@ from gpulesson.experiments.feeding.records import (
     short_setting,
 )
 from gpulesson.results import new_run_id
-from gpulesson.timing import load_average
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 SWEEPS = ("precision", "jit", "spe", "batch")
@@ -70,61 +77,12 @@ def _whole(name: str, value, least: int = 1) -> int:
     return value
 
 
-
 # --- timing -----------------------------------------------------------------------------------
 
 def _keras():
     import keras
 
     return keras
-
-
-class _Budget:
-    """Epoch times of one condition: ``warmup`` epochs, recorded apart, then ``repeats`` timed
-    ones. However long they take, all of them are timed (the lesson's rule): no clock cuts a
-    condition short."""
-
-    def __init__(self, warmup: int, repeats: int):
-        self.warmup, self.repeats = warmup, repeats
-        self.seconds: list[float] = []
-
-    @property
-    def timed(self) -> list[float]:
-        return self.seconds[self.warmup:]
-
-    def done(self) -> bool:
-        return len(self.timed) >= self.repeats
-
-
-def _synchronise(logs) -> None:
-    """Wait until the epoch's work is done on the device: converting the loss that its last
-    step computed to a Python number has to wait for it (and, on a GPU, for everything queued
-    before it)."""
-    for value in (logs or {}).values():
-        float(value)
-
-
-def _synced_timer_class():
-    keras = _keras()
-
-    class SyncedEpochTimer(keras.callbacks.Callback):
-        """Epoch wall times of ``model.fit``, each read after the device finished the epoch;
-        stops training when its :class:`_Budget` is done."""
-
-        def __init__(self, budget: _Budget):
-            super().__init__()
-            self.budget, self._start = budget, None
-
-        def on_epoch_begin(self, epoch, logs=None):
-            self._start = time.perf_counter()
-
-        def on_epoch_end(self, epoch, logs=None):
-            _synchronise(logs)
-            self.budget.seconds.append(time.perf_counter() - self._start)
-            if self.budget.done():
-                self.model.stop_training = True
-
-    return SyncedEpochTimer
 
 
 def _device_tensor(x, keras_device: str):
@@ -158,11 +116,11 @@ def _batches(dataset):
 
 
 def time_loader(dataset, keras_device: str, *, warmup: int = WARMUP,
-                repeats: int = REPEATS) -> _Budget:
+                repeats: int = REPEATS) -> Budget:
     """Time epochs of ``dataset`` without a model: every batch is fetched as ``fit`` fetches it
     and converted to a tensor on ``keras_device`` (as the model would receive it); the clock
     stops once the last one is there. ``warmup`` epochs, then ``repeats`` timed ones."""
-    budget = _Budget(warmup, repeats)
+    budget = Budget(warmup, repeats)
     while not budget.done():
         start = time.perf_counter()
         last = None
@@ -174,12 +132,12 @@ def time_loader(dataset, keras_device: str, *, warmup: int = WARMUP,
     return budget
 
 
-def time_training(model, dataset, *, warmup: int = WARMUP, repeats: int = REPEATS) -> _Budget:
+def time_training(model, dataset, *, warmup: int = WARMUP, repeats: int = REPEATS) -> Budget:
     """Train ``model`` on ``dataset`` with ``fit``: ``warmup`` epochs, then ``repeats`` timed
     epochs."""
-    budget = _Budget(warmup, repeats)
-    timer = _synced_timer_class()(budget)
-    model.fit(dataset, epochs=warmup + repeats, callbacks=[timer], verbose=0)
+    budget = Budget(warmup, repeats)
+    model.fit(dataset, epochs=warmup + repeats, callbacks=[synced_epoch_timer(budget)],
+              verbose=0)
     return budget
 
 
@@ -216,29 +174,6 @@ def build_model(keras_device: str, *, precision: str = "float32", jit_compile: b
 
 def _seconds(value: float) -> str:
     return f"{value:.3f} s"
-
-
-
-
-class _BusyMeter:
-    """Other programs' share of the machine's CPU time while measuring one condition, and the
-    load average right before and right after it.
-
-    The matmul benchmark's meter (:class:`gpulesson.experiments.matmul.measure._BusyMeter`) plus
-    ``os.getloadavg()`` when started and when read (``load_average`` is the one read after,
-    as records made before the rule kept it)."""
-
-    def __init__(self):
-        from gpulesson.experiments.matmul.measure import _BusyMeter as Meter
-
-        self.before = load_average()
-        self.meter = Meter()
-
-    def read(self) -> dict:
-        after = load_average()
-        return {"other_programs_cpu_share": self.meter.other_share(), "load_average": after,
-                "load_average_before": self.before, "load_average_after": after}
-
 
 
 # --- the benchmark ----------------------------------------------------------------------------
@@ -358,7 +293,7 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
                           "group": group}
                 for mode in todo[name]:
                     setting = settings[mode]
-                    meter = _BusyMeter()
+                    meter = BusyMeter()
                     if mode == "train":
                         with keras_scope(keras_device):
                             budget = time_training(model, dataset, warmup=warmup,

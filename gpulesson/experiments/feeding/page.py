@@ -17,6 +17,7 @@ difference instead of ranking noise. The figures' alt texts come from the code t
 
 from __future__ import annotations
 
+from gpulesson.devices import BACKEND_TITLES
 from gpulesson.experiments.common import NO_DIFFERENCE, best_text, compare, summary_text
 from gpulesson.experiments.feeding.records import (
     PIPELINES,
@@ -54,7 +55,6 @@ ROWS = {
     "ram": "whole data set in RAM",
     "device": "data resident on the device",
 }
-BACKENDS = {"jax": "JAX", "torch": "PyTorch", "tensorflow": "TensorFlow"}
 # A loader that alone delivers less than this many times the images per second of training
 # from it leaves the model waiting: the margin absorbs the epochs' spread and the loader's
 # share of the CPU while training runs. The episode states the same rule (tested).
@@ -127,7 +127,7 @@ def wrong_data_sentence(records) -> str:
                       key=list(PIPELINES).index)
     if not left_out:
         return ""
-    backends = " and ".join(sorted({BACKENDS.get(r["backend"], r["backend"])
+    backends = " and ".join(sorted({BACKEND_TITLES.get(r["backend"], r["backend"])
                                     for r in records if delivered_wrong_data(r)}))
     names = " and ".join(f"`{name}`" for name in left_out)
     return (f"The run also timed {names} with Keras worker processes on {backends}, where they "

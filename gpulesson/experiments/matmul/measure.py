@@ -11,7 +11,6 @@ is imported only when something is measured.
 
 from __future__ import annotations
 
-import os
 import statistics
 import time
 
@@ -181,7 +180,7 @@ def sweep(device: str = "cpu", dtype: str = "float32", sizes=SIZES, *, repeats: 
               "sizes": sizes, "points": [], "skipped": [], "unsupported": None,
               "other_programs_cpu_share": None,
               "load_average": {"start": load_average(), "end": None}}
-    busy, started = _BusyMeter(), time.perf_counter()
+    busy, started = common.BusyMeter(), time.perf_counter()
     for n in sizes:
         points = result["points"]
         if points:
@@ -208,38 +207,3 @@ def sweep(device: str = "cpu", dtype: str = "float32", sizes=SIZES, *, repeats: 
     result["wall_seconds"] = time.perf_counter() - started
     result["load_average"]["end"] = load_average()
     return result
-
-
-
-
-class _BusyMeter:
-    """How much of the machine's CPU time other programs used while this one measured.
-
-    Other programs busy on the same cores slow a CPU measurement down, so each sweep records
-    their share (0: the machine was ours; 0.5: half of all cores were busy elsewhere). Linux
-    only (from /proc/stat); None elsewhere.
-    """
-
-    def __init__(self):
-        self.start = self._sample()
-
-    @staticmethod
-    def _sample():
-        try:
-            with open("/proc/stat") as f:
-                fields = [int(v) for v in f.readline().split()[1:]]
-        except (OSError, ValueError):
-            return None
-        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle and iowait
-        busy = (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
-        return busy, time.process_time(), time.perf_counter()
-
-    def other_share(self) -> float | None:
-        end = self._sample()
-        if self.start is None or end is None:
-            return None
-        busy, own, wall = (b - a for a, b in zip(self.start, end, strict=True))
-        if wall <= 0:
-            return None
-        share = (busy - own) / (wall * (os.cpu_count() or 1))
-        return round(min(max(share, 0.0), 1.0), 3)
