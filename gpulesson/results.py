@@ -283,12 +283,14 @@ def speedup(records, key: str = "mean_epoch_seconds") -> float | None:
 
 
 def software(records) -> str:
-    """``"Keras 3.15.1, jax 0.10.2"``: the versions a record (or the first of a list of records)
-    was measured with."""
-    first = records if isinstance(records, dict) else records[0]
-    versions = first.get("versions", {})
-    backend = first["backend"]
-    return f"Keras {versions.get('keras', '?')}, {backend} {versions.get(backend, '?')}"
+    """``"Keras 3.15.1, jax 0.10.2"``: the versions a record, or a list of records, was measured
+    with: Keras as the first record has it, then each backend of the records, in their order."""
+    records = [records] if isinstance(records, dict) else list(records)
+    first = {}
+    for record in records:  # the first record of each backend
+        first.setdefault(record["backend"], record.get("versions", {}))
+    backends = ", ".join(f"{name} {versions.get(name, '?')}" for name, versions in first.items())
+    return f"Keras {records[0].get('versions', {}).get('keras', '?')}, {backends}"
 
 
 def hardware(records) -> dict[str, str]:

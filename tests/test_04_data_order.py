@@ -39,7 +39,6 @@ FIT = textwrap.dedent("""
     import keras
     import numpy as np
     from gpulesson import lesson
-from gpulesson.devices import backend_installed
 
     path, modes = sys.argv[1], sys.argv[2].split(",")
     OPTIONS = {"none": {}, "readahead": {}, "threads": {"workers": 2},

@@ -56,6 +56,7 @@ class HDF5Batches(keras.utils.PyDataset):
         self.epoch = 0
         # The file is opened by the process that reads from it.
         self._file, self._pid = None, None
+        self._images, self._labels = None, None
         # The last window read: (epoch, window number) -> its images
         self._cached = (None, None)
 
@@ -81,8 +82,15 @@ class HDF5Batches(keras.utils.PyDataset):
         # generator opens the new file. In a new process, open it here too:
         # never inherit an open file from another process.
         if not self._file or self._pid != os.getpid():
-            self._file, self._pid = h5py.File(self.path, "r"), os.getpid()
-        return self._file[f"x_{self.split}"], self._file[f"y_{self.split}"]
+            file = h5py.File(self.path, "r")
+            # Looking a dataset up by name costs time: once per file. The
+            # labels (a byte per image) are read once, into memory.
+            labels = file[f"y_{self.split}"][self.start:self.stop]
+            self._images = file[f"x_{self.split}"]
+            self._labels = labels.astype("int32")
+            # The file last: a worker thread that sees it sees the rest.
+            self._file, self._pid = file, os.getpid()
+        return self._images, self._labels
 
     def _read_window(self, number):
         """The images and labels of one window of blocks, mixed."""
@@ -92,9 +100,9 @@ class HDF5Batches(keras.utils.PyDataset):
         xs, ys = [], []
         # One contiguous read per block, in file order.
         for block in np.sort(blocks):
-            first = self.start + int(block) * self.batch_size
-            last = min(first + self.batch_size, self.stop)
-            xs.append(images[first:last])
+            first = int(block) * self.batch_size  # counted from `start`
+            last = min(first + self.batch_size, self.n_images)
+            xs.append(images[self.start + first:self.start + last])
             ys.append(labels[first:last])
         x, y = np.concatenate(xs), np.concatenate(ys)
         if self.shuffle:
@@ -115,7 +123,7 @@ class HDF5Batches(keras.utils.PyDataset):
         x, y = window
         rows = slice(position * self.batch_size,
                      (position + 1) * self.batch_size)
-        return x[rows], y[rows].astype("int32")
+        return x[rows], y[rows]
 
     def on_epoch_end(self):
         # Used without DataEpoch, the generator still moves on to a new mix.
@@ -124,7 +132,7 @@ class HDF5Batches(keras.utils.PyDataset):
     def __getstate__(self):
         # A copy sent to a worker process opens its own file.
         return {**self.__dict__, "_file": None, "_pid": None,
-                "_cached": (None, None)}
+                "_images": None, "_labels": None, "_cached": (None, None)}
 
 
 class DataEpoch(keras.callbacks.Callback):
