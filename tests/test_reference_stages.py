@@ -19,7 +19,7 @@ from gpulesson import preflight
 
 # A step that records three conditions of a run, each a line "run_id condition", skipping those
 # its run already has, as the experiments do with --run-id. Condition 2 hangs while the file
-# HANG exists, after starting a child process that only the stage's stop can end.
+# HANG exists, after starting a child process that ignores SIGTERM: only the stage's stop ends it.
 STEP = textwrap.dedent("""
     import argparse, os, subprocess, sys, time, uuid
     from pathlib import Path
@@ -35,7 +35,9 @@ STEP = textwrap.dedent("""
         if condition in done:
             continue
         if condition == "2" and (out.parent / "HANG").exists():
-            child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+            # A child that ignores SIGTERM: only the stop's SIGKILL to the group ends it.
+            child = subprocess.Popen([sys.executable, "-c", "import signal, time; "
+                                      "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"])
             (out.parent / "child.pid").write_text(str(child.pid))
             time.sleep(600)
         with open(out, "a") as f:

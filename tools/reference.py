@@ -273,17 +273,44 @@ def run_step(argv: list[str], deadline: float, log) -> int:
             _stop_group(process)
 
 
+def _group_alive(group: int) -> bool:
+    """Whether a process of process group ``group`` still runs (zombies, already ended, do not
+    count: only their parent's wait removes them)."""
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    proc = Path("/proc")
+    if not proc.is_dir():  # no /proc: a group that takes signals is alive
+        return True
+    for stat in proc.glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # ended while we looked
+        if int(fields[2]) == group and fields[0] != "Z":  # state, ppid, pgrp
+            return True
+    return False
+
+
 def _stop_group(process: subprocess.Popen) -> None:
-    for sig, wait in ((signal.SIGTERM, GRACE), (signal.SIGKILL, None)):
+    """Stop the step and every process it started (its process group): SIGTERM, and SIGKILL to
+    whatever of the group still runs after :data:`GRACE` seconds. Returns when the step has
+    ended and no process of its group runs any more."""
+    group = process.pid  # start_new_session: the step leads its own group
+    for sig, grace in ((signal.SIGTERM, GRACE), (signal.SIGKILL, GRACE)):
         try:
-            os.killpg(process.pid, sig)
+            os.killpg(group, sig)
         except ProcessLookupError:
-            return
-        try:
-            process.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+            pass
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            if process.poll() is not None and not _group_alive(group):
+                return
+            time.sleep(0.1)
+    process.wait()
 
 
 def run_stage(stage: Stage, *, time_limit: float, state_file: Path, fresh: bool = False,
