@@ -43,7 +43,6 @@ from gpulesson.experiments.matmul.measure import (
     check_dtype,
     check_sizes,
     gflops,
-    load_average,
     make_inputs,
     sweep,
     time_matmul,
@@ -67,6 +66,7 @@ from gpulesson.experiments.matmul.records import (
     sweep_record,
 )
 from gpulesson.results import NOT_RECORDED
+from gpulesson.timing import load_average
 
 __all__ = [
     "BUSY", "DATA", "DTYPES", "EXPERIMENT", "MAX_SECONDS", "NOT_RECORDED", "QUICK_REPEATS",

@@ -17,7 +17,6 @@ import time
 from gpulesson.devices import keras_device_name as check_device
 from gpulesson.experiments import common
 from gpulesson.experiments.common import summarise
-from gpulesson.timing import load_average
 
 DTYPES = ("float32", "bfloat16", "float16")
 SIZES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
@@ -176,11 +175,11 @@ def sweep(device: str = "cpu", dtype: str = "float32", sizes=SIZES, *, repeats: 
         unsynchronised = dtype == "float32"
     if transfer is None:
         transfer = device == "gpu"
+    busy, started = common.BusyMeter(), time.perf_counter()
     result = {"device_kind": device, "keras_device": keras_device, "dtype": dtype,
               "sizes": sizes, "points": [], "skipped": [], "unsupported": None,
               "other_programs_cpu_share": None,
-              "load_average": {"start": load_average(), "end": None}}
-    busy, started = common.BusyMeter(), time.perf_counter()
+              "load_average": {"start": busy.before, "end": None}}
     for n in sizes:
         points = result["points"]
         if points:
@@ -203,7 +202,8 @@ def sweep(device: str = "cpu", dtype: str = "float32", sizes=SIZES, *, repeats: 
         if progress:
             progress(f"{device} {dtype:8} n={n:5}: {point['gflops']:10.2f} GFLOP/s "
                      f"(median of {repeats}, {point['median_seconds'] * 1e3:.3f} ms)")
-    result["other_programs_cpu_share"] = busy.other_share()
+    meter = busy.read()
+    result["other_programs_cpu_share"] = meter["other_programs_cpu_share"]
     result["wall_seconds"] = time.perf_counter() - started
-    result["load_average"]["end"] = load_average()
+    result["load_average"]["end"] = meter["load_average_after"]
     return result
