@@ -57,6 +57,18 @@ def pytest_sessionfinish(session, exitstatus):
     shutil.rmtree(_DATA_DIR, ignore_errors=True)
 
 
+def random_hdf5(folder: Path, n_train: int, n_test: int = 20, seed: int = 0) -> Path:
+    """A small lesson HDF5 file of random images (labels 0-9 in turn) in ``folder``."""
+    import numpy as np
+
+    from gpulesson.hdf5 import write_hdf5
+
+    x = np.random.default_rng(seed).integers(0, 256, (n_train, 32, 32, 3), dtype=np.uint8)
+    y = (np.arange(n_train) % 10).astype(np.uint8)
+    return write_hdf5(folder / "train.h5", (x, y), (x[:n_test], y[:n_test]), source="synthetic",
+                      class_names=[f"c{i}" for i in range(10)], progress=False)
+
+
 def lesson_files(dest: Path) -> Path:
     """Copy the lesson's tracked and new (not ignored) files to dest, as a fresh clone has them."""
     listed = subprocess.run(

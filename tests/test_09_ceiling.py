@@ -1,5 +1,5 @@
-"""Episode 9's ceiling of ``fit`` and ``ReadAhead``: the reading thread keeps the generator's
-batches when the epoch changes under it; the ceiling's records, words, table and figure follow
+"""Episode 9's ceiling of ``fit`` and ``ReadAhead``: the reading thread (and the reading process
+of ``ProcessReadAhead``) keeps the generator's batches when the epoch changes under it; the ceiling's records, words, table and figure follow
 what was measured; the command measures and appends records with one run id."""
 
 import json
@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import ROOT, random_hdf5
 
 from gpulesson.experiments import ceiling
 from gpulesson.experiments.ceiling import page, records
@@ -18,12 +18,7 @@ from gpulesson.hdf5 import write_hdf5
 
 @pytest.fixture(scope="module")
 def path(tmp_path_factory):
-    rng = np.random.default_rng(0)
-    x = rng.integers(0, 256, (300, 32, 32, 3), dtype=np.uint8)
-    y = (np.arange(300) % 10).astype(np.uint8)
-    return write_hdf5(tmp_path_factory.mktemp("ceiling") / "train.h5", (x, y), (x[:20], y[:20]),
-                      source="synthetic", class_names=[f"c{i}" for i in range(10)],
-                      progress=False)
+    return random_hdf5(tmp_path_factory.mktemp("ceiling"), 300)
 
 
 def batch(generator, epoch, index):
@@ -31,12 +26,19 @@ def batch(generator, epoch, index):
     return generator[index]
 
 
-def test_read_ahead_gives_the_generators_batches_even_when_the_epoch_changes(path):
-    from gpulesson.lesson import HDF5Batches
+def read_ahead(kind, batches):
     from gpulesson.lesson.feeding import ReadAhead
+    from gpulesson.readahead import ProcessReadAhead
+
+    return {"thread": ReadAhead, "process": ProcessReadAhead}[kind](batches, depth=4)
+
+
+@pytest.mark.parametrize("kind", ["thread", "process"])
+def test_read_ahead_gives_the_generators_batches_even_when_the_epoch_changes(path, kind):
+    from gpulesson.lesson import HDF5Batches
 
     plain = HDF5Batches(path, "train", 32, shuffle=True, seed=3)
-    ahead = ReadAhead(HDF5Batches(path, "train", 32, shuffle=True, seed=3), depth=4)
+    ahead = read_ahead(kind, HDF5Batches(path, "train", 32, shuffle=True, seed=3))
     assert len(ahead) == len(plain) == 10
     first = ahead[0]  # batches 1 to 4 of epoch 0 are being read now
     np.testing.assert_array_equal(first[0], batch(plain, 0, 0)[0])
@@ -48,8 +50,12 @@ def test_read_ahead_gives_the_generators_batches_even_when_the_epoch_changes(pat
     ahead.on_epoch_end()
     assert ahead.epoch == 2
     np.testing.assert_array_equal(ahead[2][0], batch(plain, 2, 2)[0])
+    # Out of order (as when Keras looks at a batch first), and back.
+    for index in (7, 0, 9, 8):
+        np.testing.assert_array_equal(ahead[index][1], batch(plain, 2, index)[1])
     with pytest.raises(IndexError):
         ahead[len(ahead)]
+    getattr(ahead, "close", lambda: None)()
 
 
 def record(backend, device, pipeline, seconds, n=1000):

@@ -5,7 +5,8 @@ The model scales the bytes, averages each image's pixels and classifies the aver
 the data path cost, the most images per second that any model can train at on this backend
 and device. It is fed from arrays in memory (Keras' own array path, and a ``PyDataset`` that
 slices them; on a GPU also arrays resident there), from the lesson's generator on a
-batch-chunked HDF5 file, and from that generator inside ``ReadAhead`` (episode 9). Each
+batch-chunked HDF5 file, and from that generator inside ``ReadAhead`` (episode 9, a reading
+thread) and :class:`~gpulesson.readahead.ProcessReadAhead` (a reading process). Each
 condition follows the lesson's rule: a recorded warm-up epoch and the timed epochs after it,
 each read after the device finished (:func:`gpulesson.experiments.common.synced_epoch_timer`).
 
@@ -58,6 +59,7 @@ def _feeds(names, *, x, y, path, batch_size: int, keras_device: str):
     from gpulesson.experiments.feeding.pipelines import ArrayBatches, to_device
     from gpulesson.lesson import DataEpoch, HDF5Batches
     from gpulesson.lesson.feeding import ReadAhead
+    from gpulesson.readahead import ProcessReadAhead
 
     for name in names:
         if name == "arrays":
@@ -69,7 +71,12 @@ def _feeds(names, *, x, y, path, batch_size: int, keras_device: str):
             batches = HDF5Batches(path, "train", batch_size, shuffle=True, seed=1)
             if name == "lesson-readahead":
                 batches = ReadAhead(batches)
-            yield name, {"x": batches, "shuffle": False, "callbacks": [DataEpoch(batches)]}
+            elif name == "lesson-process":
+                batches = ProcessReadAhead(batches)
+            try:
+                yield name, {"x": batches, "shuffle": False, "callbacks": [DataEpoch(batches)]}
+            finally:  # once measured: the reading process ends before the next condition
+                getattr(batches, "close", lambda: None)()
 
 
 def _setting() -> dict:

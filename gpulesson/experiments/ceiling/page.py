@@ -64,12 +64,13 @@ def describe(records) -> str:
 
 
 def lesson_summary(records) -> str:
-    """One sentence a backend: the lesson's generator and ReadAhead against the ceiling."""
+    """One sentence a backend: the lesson's generator, read ahead or not, against the ceiling."""
     parts = []
     for backend, device in groups(records):
         top = ceiling(records, backend, device)
         said = [f"{label} {against(r, top)}" for label, name in
-                (("the generator reaches", "lesson"), ("ReadAhead", "lesson-readahead"))
+                (("the generator reaches", "lesson"), ("ReadAhead", "lesson-readahead"),
+                 ("ProcessReadAhead", "lesson-process"))
                 if (r := find(records, backend, device, name))]
         if top and said:
             parts.append(f"{NAMES.get(backend, backend)} on the {device.upper()} "

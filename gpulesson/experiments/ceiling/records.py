@@ -33,6 +33,7 @@ PIPELINES: dict[str, str] = {
     "device": "arrays resident on the GPU, batches sliced there",
     "lesson": "lesson generator (HDF5Batches), batch chunks",
     "lesson-readahead": "lesson generator in ReadAhead (one reading thread)",
+    "lesson-process": "lesson generator in ProcessReadAhead (one reading process)",
 }
 IN_MEMORY = ("arrays", "ram", "device")
 GPU_ONLY = ("device",)  # on the CPU, device-resident data are the RAM case
