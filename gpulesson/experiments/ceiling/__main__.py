@@ -94,7 +94,7 @@ def main(argv=None) -> int:
             parser.error(f"--{name.replace('_', '-')} must be at least 1, not {value}")
     run_id, done = continue_run(args.out, EXPERIMENT, args.run_id, condition)
     backends = args.backends or installed_backends()
-    missing = [b for b in backends if not backend_installed(b)]
+    missing = [b for b in args.backends or [] if not backend_installed(b)]
     if missing:
         parser.error(f"backend(s) {', '.join(missing)} not installed: pip install "
                      f"{' '.join(missing)}, or leave them out")
