@@ -49,6 +49,36 @@ def load_average() -> list[float] | None:
         return None
 
 
+def own_cpu_seconds() -> float:
+    """CPU seconds used so far by this process and its child processes: those still running
+    (a reading process, Keras' worker processes; read from Linux's /proc) and those ended and
+    waited for. What a measurement's own helpers use is not other programs' load."""
+    times = os.times()
+    total = time.process_time() + times.children_user + times.children_system
+    tick, parents = os.sysconf("SC_CLK_TCK"), [os.getpid()]
+    while parents:
+        parent = parents.pop()
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:  # not Linux, or the process has just ended
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{parent}/task/{task}/children") as f:
+                    children = [int(pid) for pid in f.read().split()]
+            except (OSError, ValueError):
+                continue
+            for child in children:
+                try:
+                    with open(f"/proc/{child}/stat") as f:
+                        fields = f.read().rsplit(")", 1)[1].split()
+                except (OSError, IndexError):
+                    continue
+                total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+                parents.append(child)
+    return total
+
+
 def cpu_settings() -> dict:
     """The facts that decide a CPU timing, for a run's record: cores available to this
     process, cores of the machine, the framework's threads and the load average (processes

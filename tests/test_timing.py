@@ -126,3 +126,33 @@ def test_timed_waits_for_asynchronous_results():
 
     result, seconds = timed(Pending)
     assert result.ready and seconds >= 0
+
+
+BURN = """
+import sys, time
+while time.process_time() < 0.5:
+    pass
+print("done", flush=True)
+sys.stdin.read()  # stays alive until the test closes its input
+"""
+
+
+@pytest.mark.skipif(not __import__("os").path.isdir("/proc/self/task"), reason="needs Linux's /proc")
+def test_a_child_process_cpu_counts_as_the_measurements_own_alive_and_ended():
+    import subprocess
+    import sys
+
+    from gpulesson.experiments.common import BusyMeter
+
+    meter, before = BusyMeter(), timing.own_cpu_seconds()
+    child = subprocess.Popen([sys.executable, "-c", BURN], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "done"
+        # Running: read from /proc, with its own 0.5 s of CPU (and its start-up).
+        assert timing.own_cpu_seconds() - before >= 0.5
+        assert meter.read()["own_cpu_cores"] > 0
+    finally:
+        child.communicate("")
+    # Ended and waited for: in the process's children's times.
+    assert timing.own_cpu_seconds() - before >= 0.5

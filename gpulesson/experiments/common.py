@@ -64,7 +64,7 @@ from gpulesson.summaries import (  # noqa: F401 (the rule's summaries and words,
     summary_text,
     times_text,
 )
-from gpulesson.timing import load_average
+from gpulesson.timing import load_average, own_cpu_seconds
 
 REPEATS = 5  # timed repeats of each condition (the rule)
 WARMUP = 1  # warm-up repeats before them: recorded, never averaged
@@ -140,9 +140,11 @@ def synced_epoch_timer(budget: Budget):
 
 class BusyMeter:
     """How much of the machine's CPU time other programs used while one condition was measured
-    (0: the machine was ours; 0.5: half of all cores were busy elsewhere), and the load average
-    right before and right after. Other programs on the same cores slow a CPU measurement down,
-    so every record keeps these. The share needs Linux's /proc/stat (None elsewhere)."""
+    (0: the machine was ours; 0.5: half of all cores were busy elsewhere), how many cores the
+    measurement itself kept busy (its process and its child processes, such as a reading
+    process), and the load average right before and right after. Other programs on the same
+    cores slow a CPU measurement down, so every record keeps these. The shares need Linux's
+    /proc (None elsewhere)."""
 
     def __init__(self):
         self.before = load_average()
@@ -157,7 +159,7 @@ class BusyMeter:
             return None
         idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle and iowait
         busy = (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
-        return busy, time.process_time(), time.perf_counter()
+        return busy, own_cpu_seconds(), time.perf_counter()
 
     def other_share(self) -> float | None:
         end = self._sample()
@@ -169,12 +171,20 @@ class BusyMeter:
         share = (busy - own) / (wall * (os.cpu_count() or 1))
         return round(min(max(share, 0.0), 1.0), 3)
 
+    def own_cores(self) -> float | None:
+        """Cores that this process and its children kept busy, on average, since the start."""
+        end = self._sample()
+        if self.start is None or end is None or end[2] <= self.start[2]:
+            return None
+        return round((end[1] - self.start[1]) / (end[2] - self.start[2]), 2)
+
     def read(self) -> dict:
         """The record's fields (``load_average`` is the one read after, as records made before
         the rule kept it)."""
         after = load_average()
-        return {"other_programs_cpu_share": self.other_share(), "load_average": after,
-                "load_average_before": self.before, "load_average_after": after}
+        return {"other_programs_cpu_share": self.other_share(), "own_cpu_cores": self.own_cores(),
+                "load_average": after, "load_average_before": self.before,
+                "load_average_after": after}
 
 
 # --- the command line ---------------------------------------------------------------------------
