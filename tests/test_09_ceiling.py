@@ -102,6 +102,13 @@ def test_table_alt_text_and_page_values_say_what_was_measured(tmp_path):
     summary = values["ref_ceil_summary"]
     assert "JAX on the CPU (ceiling: ram)" in summary and "GPU" not in summary
     assert "Machine: Test CPU" in summary and "run r (2026-11-23)" in summary
+    # Records made before the measurement kept its own cores say nothing of them ...
+    assert "Cores kept busy" not in summary
+    # ... and records that keep them name the ceiling's, of the cores the run had.
+    kept = [{**r, "own_cpu_cores": 1.5 if r["pipeline"] == "ram" else 1.9,
+             "cpu_settings": {"cpu_cores_available": 2}} for r in RUN]
+    assert page.cores_busy(kept) == ("Cores kept busy by training fed from memory, on average "
+                                     "(of 2 available): JAX on the CPU 1.5.")
 
 
 def test_the_figure_draws_a_panel_per_backend_and_device():

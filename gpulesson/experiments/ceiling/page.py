@@ -78,6 +78,23 @@ def lesson_summary(records) -> str:
     return "; ".join(parts) + "." if parts else NOT_RECORDED
 
 
+def cores_busy(records) -> str:
+    """How many cores training kept busy when fed from memory (the ceiling's condition), per
+    backend and device: what is left is what a reading process can use. Empty for records
+    made before the measurement kept it."""
+    said = []
+    for backend, device in groups(records):
+        top = ceiling(records, backend, device)
+        if top and top.get("own_cpu_cores") is not None:
+            said.append(f"{NAMES.get(backend, backend)} on the {device.upper()} "
+                        f"{top['own_cpu_cores']:.1f}")
+    if not said:
+        return ""
+    cores = (records[0].get("cpu_settings") or {}).get("cpu_cores_available")
+    of = f" (of {cores} available)" if cores else ""
+    return f"Cores kept busy by training fed from memory, on average{of}: {', '.join(said)}."
+
+
 NONE = ("No ceiling run has been recorded yet: `python -m gpulesson.experiments.ceiling` "
         "records one.")
 
@@ -103,7 +120,8 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     records = reference_run(path)
     return {
         "ref_ceil_table": table(records) if records else NONE,
-        "ref_ceil_summary": (f"{lesson_summary(records)} {provenance(records)}" if records
+        "ref_ceil_summary": (" ".join(filter(None, (lesson_summary(records), cores_busy(records),
+                                                    provenance(records)))) if records
                              else "Without a run there is nothing to compare yet."),
         "ref_ceil_backends": (", ".join(NAMES[b] for b in BACKENDS
                                         if any(r["backend"] == b for r in records))
