@@ -57,6 +57,21 @@ def _buffers(path: str, shapes: dict, mode: str):
     return x, y
 
 
+def _reserve(handle: int, size: int, path: str) -> None:
+    """Give the buffer's file its bytes now: a mapped file that runs out of room later kills
+    the process that writes to it (SIGBUS) instead of raising an error."""
+    try:
+        if hasattr(os, "posix_fallocate"):
+            os.posix_fallocate(handle, 0, size)
+        else:  # macOS: no reservation, only the size
+            os.ftruncate(handle, size)
+    except OSError as error:
+        raise ReaderError(
+            f"no room for the reading buffer ({size / 2**20:.1f} MiB) in "
+            f"{os.path.dirname(path)}: {error.strerror}. Free space there, or use a smaller "
+            "depth or batch") from error
+
+
 def _buffer_bytes(shapes: dict) -> int:
     return sum(int(np.prod(shapes[k])) * np.dtype(shapes[f"{k}_dtype"]).itemsize for k in "xy")
 
@@ -120,7 +135,7 @@ class ProcessReadAhead(keras.utils.PyDataset):
             shapes = self._answer(ours, process, START_SECONDS, "start")
             handle, path = tempfile.mkstemp(prefix="gpulesson-readahead-", dir=_shared_folder())
             try:
-                os.ftruncate(handle, _buffer_bytes(shapes))
+                _reserve(handle, _buffer_bytes(shapes), path)
                 ours.send(path)
                 self._answer(ours, process, START_SECONDS, "start")
                 self._x, self._y = _buffers(path, shapes, "r")

@@ -89,3 +89,28 @@ def test_batches_that_cannot_travel_and_a_reader_that_cannot_either(path):
             pickle.dumps(reader)
     with pytest.raises(ValueError, match="depth=0"):
         ProcessReadAhead(HDF5Batches(path, "train", 16), depth=0)
+
+
+def test_no_room_for_the_buffer_is_an_error_that_leaves_nothing_behind(path, monkeypatch):
+    import errno
+    import subprocess
+
+    import gpulesson.readahead as readahead
+
+    def full(handle, offset, size):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    started = []
+    popen = subprocess.Popen
+
+    def remember(*args, **kwargs):
+        started.append(popen(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(readahead.os, "posix_fallocate", full, raising=False)
+    monkeypatch.setattr(readahead.subprocess, "Popen", remember)
+    before = shared_files()
+    with pytest.raises(ReaderError, match="no room for the reading buffer.*smaller depth"):
+        ProcessReadAhead(HDF5Batches(path, "train", 16), depth=2)
+    assert started and started[0].wait(timeout=10) is not None
+    assert shared_files() == before
