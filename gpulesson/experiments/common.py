@@ -161,7 +161,9 @@ class BusyMeter:
         busy = (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
         return busy, own_cpu_seconds(), time.perf_counter()
 
-    def other_share(self) -> float | None:
+    def _since_start(self) -> tuple[float, float] | None:
+        """(other programs' share of all cores, cores this process and its children kept busy)
+        from the start until now, from one sample; None without /proc or time elapsed."""
         end = self._sample()
         if self.start is None or end is None:
             return None
@@ -169,20 +171,14 @@ class BusyMeter:
         if wall <= 0:
             return None
         share = (busy - own) / (wall * (os.cpu_count() or 1))
-        return round(min(max(share, 0.0), 1.0), 3)
-
-    def own_cores(self) -> float | None:
-        """Cores that this process and its children kept busy, on average, since the start."""
-        end = self._sample()
-        if self.start is None or end is None or end[2] <= self.start[2]:
-            return None
-        return round((end[1] - self.start[1]) / (end[2] - self.start[2]), 2)
+        return round(min(max(share, 0.0), 1.0), 3), round(own / wall, 2)
 
     def read(self) -> dict:
         """The record's fields (``load_average`` is the one read after, as records made before
         the rule kept it)."""
+        other, own = self._since_start() or (None, None)
         after = load_average()
-        return {"other_programs_cpu_share": self.other_share(), "own_cpu_cores": self.own_cores(),
+        return {"other_programs_cpu_share": other, "own_cpu_cores": own,
                 "load_average": after, "load_average_before": self.before,
                 "load_average_after": after}
 
