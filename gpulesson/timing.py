@@ -7,7 +7,8 @@ other way round).
 A CPU timing depends on more than the code: on how many cores the process may use (a batch
 job gets a share of a node), on the framework's thread settings, and on what else runs on the
 node. :func:`cpu_settings` records these with every run, and :func:`set_cpu_threads` fixes
-the framework's threads to the cores the job was given.
+the framework's threads to the cores the job was given. :func:`own_cpu_seconds` counts what a
+measurement's own processes used, read (like :func:`process_running`) from Linux's /proc.
 """
 
 from __future__ import annotations
@@ -49,6 +50,29 @@ def load_average() -> list[float] | None:
         return None
 
 
+def process_stat(pid) -> list[str] | None:
+    """The fields of Linux's /proc/PID/stat after the command's name: state first ("Z" for a
+    zombie), then parent, process group, ...; None when there is no such process or no /proc."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()  # the name may hold spaces and ")"
+    except (OSError, IndexError):
+        return None
+
+
+def process_running(pid: int) -> bool:
+    """Whether process ``pid`` runs: it exists and is not a zombie (ended, waiting for its
+    parent to collect it)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # someone else's process: it exists
+    stat = process_stat(pid)
+    return stat is None or stat[0] != "Z"
+
+
 def own_cpu_seconds() -> float:
     """CPU seconds used so far by this process and its child processes: those still running
     (a reading process, Keras' worker processes; read from Linux's /proc) and those ended and
@@ -69,10 +93,8 @@ def own_cpu_seconds() -> float:
             except (OSError, ValueError):
                 continue
             for child in children:
-                try:
-                    with open(f"/proc/{child}/stat") as f:
-                        fields = f.read().rsplit(")", 1)[1].split()
-                except (OSError, IndexError):
+                fields = process_stat(child)
+                if fields is None:  # ended meanwhile
                     continue
                 total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
                 parents.append(child)

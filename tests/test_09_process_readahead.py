@@ -12,6 +12,7 @@ from conftest import random_hdf5
 
 from gpulesson.lesson import HDF5Batches
 from gpulesson.readahead import ProcessReadAhead, ReaderError
+from gpulesson.timing import process_running
 
 
 @pytest.fixture(scope="module")
@@ -24,24 +25,16 @@ def shared_files() -> set[str]:
     return {n for n in os.listdir(folder) if n.startswith("gpulesson-readahead-")} if folder else set()
 
 
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 def test_close_ends_the_process_and_leaves_no_file(path):
     before = shared_files()
     reader = ProcessReadAhead(HDF5Batches(path, "train", 16), depth=2)
     pid = reader._process.pid
-    assert alive(pid) and shared_files() == before  # the buffer's name is gone once mapped
+    assert process_running(pid) and shared_files() == before  # the buffer's name is gone once mapped
     x, y = reader[len(reader) - 1]  # the short last batch
     assert x.shape == (100 % 16, 32, 32, 3) and x.dtype == np.uint8 and y.dtype == np.int32
     reader.close()
     reader._process.wait(timeout=10)
-    assert not alive(pid)
+    assert not process_running(pid)
     with pytest.raises(ReaderError, match="closed: make a new one"):
         reader[0]
 

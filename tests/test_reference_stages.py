@@ -16,6 +16,7 @@ import reference
 from conftest import ROOT, lesson_files
 
 from gpulesson import preflight
+from gpulesson.timing import process_running
 
 # A step that records three conditions of a run, each a line "run_id condition", skipping those
 # its run already has, as the experiments do with --run-id. Condition 2 hangs while the file
@@ -57,15 +58,6 @@ def _lines(tmp_path) -> list[str]:
     return (tmp_path / "records.txt").read_text().splitlines()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    status = Path(f"/proc/{pid}/stat")
-    return not (status.exists() and status.read_text().split()[2] == "Z")
-
-
 def test_a_stage_stopped_at_its_limit_keeps_what_finished_and_goes_on_without_duplicates(tmp_path):
     stage, state = _stage(tmp_path), tmp_path / "state.json"
     (tmp_path / "HANG").touch()
@@ -76,7 +68,7 @@ def test_a_stage_stopped_at_its_limit_keeps_what_finished_and_goes_on_without_du
     assert [line.split()[1] for line in first] == ["1"], "condition 1 finished and is kept"
     # The step and the child it started were stopped together (the stage's process group).
     child = int((tmp_path / "child.pid").read_text())
-    assert not _alive(child), "a process the step started outlived the stage's stop"
+    assert not process_running(child), "a process the step started outlived the stage's stop"
     run_id = json.loads(state.read_text())["runs"]["conditions"]
     assert first[0].split()[0] == run_id, "the run id was saved before the step ran"
 

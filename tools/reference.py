@@ -46,6 +46,7 @@ if str(ROOT) not in sys.path:  # the lesson's package, wherever this Python is
     sys.path.insert(0, str(ROOT))
 
 from gpulesson.preflight import MissingPackage, require  # noqa: E402
+from gpulesson.timing import process_stat  # noqa: E402
 
 STATE_DIR = ROOT / "_build" / "reference"
 TIME_LIMIT = 480.0  # seconds a stage may take: a 10-minute job step, less its start-up
@@ -285,12 +286,9 @@ def _group_alive(group: int) -> bool:
     proc = Path("/proc")
     if not proc.is_dir():  # no /proc: a group that takes signals is alive
         return True
-    for stat in proc.glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # ended while we looked
-        if int(fields[2]) == group and fields[0] != "Z":  # state, ppid, pgrp
+    for entry in proc.iterdir():
+        fields = process_stat(entry.name) if entry.name.isdigit() else None
+        if fields and int(fields[2]) == group and fields[0] != "Z":  # state, ppid, pgrp
             return True
     return False
 
