@@ -48,12 +48,16 @@ def _shared_folder() -> str:
     return "/dev/shm" if os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
 
 
+def _nbytes(shapes: dict, key: str) -> int:
+    """Bytes of the slots of ``key`` ("x": images, "y": labels)."""
+    return int(np.prod(shapes[key])) * np.dtype(shapes[f"{key}_dtype"]).itemsize
+
+
 def _buffers(path: str, shapes: dict, mode: str):
-    """The images' and labels' slots, mapped from the file at ``path``."""
-    x_shape, y_shape = shapes["x"], shapes["y"]
-    x_bytes = int(np.prod(x_shape)) * np.dtype(shapes["x_dtype"]).itemsize
-    x = np.memmap(path, dtype=shapes["x_dtype"], mode=mode, shape=x_shape)
-    y = np.memmap(path, dtype=shapes["y_dtype"], mode=mode, shape=y_shape, offset=x_bytes)
+    """The images' and labels' slots, mapped from the file at ``path``, the labels after."""
+    x = np.memmap(path, dtype=shapes["x_dtype"], mode=mode, shape=shapes["x"])
+    y = np.memmap(path, dtype=shapes["y_dtype"], mode=mode, shape=shapes["y"],
+                  offset=_nbytes(shapes, "x"))
     return x, y
 
 
@@ -73,7 +77,7 @@ def _reserve(handle: int, size: int, path: str) -> None:
 
 
 def _buffer_bytes(shapes: dict) -> int:
-    return sum(int(np.prod(shapes[k])) * np.dtype(shapes[f"{k}_dtype"]).itemsize for k in "xy")
+    return _nbytes(shapes, "x") + _nbytes(shapes, "y")
 
 
 def _stop(process: subprocess.Popen, connection: Connection) -> None:
