@@ -64,12 +64,14 @@ def describe(records) -> str:
 
 
 def lesson_summary(records) -> str:
-    """One sentence a backend: the lesson's generator, read ahead or not, against the ceiling."""
+    """One sentence a backend: reading alone and the lesson's generator, read ahead or not,
+    against the ceiling."""
     parts = []
     for backend, device in groups(records):
         top = ceiling(records, backend, device)
         said = [f"{label} {against(r, top)}" for label, name in
-                (("the generator reaches", "lesson"), ("ReadAhead", "lesson-readahead"),
+                (("reading the blocks alone, unmixed, reaches", "blocks"),
+                 ("the generator", "lesson"), ("ReadAhead", "lesson-readahead"),
                  ("ProcessReadAhead", "lesson-process"))
                 if (r := find(records, backend, device, name))]
         if top and said:
