@@ -62,8 +62,9 @@ def test_a_stage_stopped_at_its_limit_keeps_what_finished_and_goes_on_without_du
     stage, state = _stage(tmp_path), tmp_path / "state.json"
     (tmp_path / "HANG").touch()
     with pytest.raises(reference.StageStopped, match="time limit .* python tools/reference.py try"):
-        # Long enough for condition 1 on a busy machine; condition 2 hangs until the limit.
-        reference.run_stage(stage, time_limit=30, state_file=state, say=lambda *a: None)
+        # Long enough for condition 1 (one line of a file, after Python starts) on a busy
+        # machine; condition 2 hangs until the limit.
+        reference.run_stage(stage, time_limit=12, state_file=state, say=lambda *a: None)
     first = _lines(tmp_path)
     assert [line.split()[1] for line in first] == ["1"], "condition 1 finished and is kept"
     # The step and the child it started were stopped together (the stage's process group).
