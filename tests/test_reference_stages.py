@@ -175,13 +175,13 @@ def test_the_pack_holds_the_run_under_its_limit_or_is_not_written(tmp_path):
 
 # Stages run whole, in quick mode, through the path a GPU node takes: `make stage` with
 # LESSON_PYTHON, in a copy of the lesson that has no environment of its own (make would build
-# one otherwise). One of each kind, to keep the suite short: a notebook (notebooks-3, first,
+# one otherwise). One of each kind, to keep the suite short: a notebook (notebooks-2, first,
 # while the copy's results still match its notebooks: a real run refills them in notebooks-1),
 # several experiments and a GPU-only step (core), one process per backend (ceiling) and the
 # pack, which refills figures and notebooks and comes last. Every other stage runs the same
 # machinery with other arguments: those arguments are checked by the experiment's own parser
 # below, and each experiment's own tests run it.
-QUICK_STAGES = ["notebooks-3", "core", "ceiling", "pack"]
+QUICK_STAGES = ["notebooks-2", "core", "ceiling", "pack"]
 
 
 def _experiment_steps():
