@@ -1,8 +1,9 @@
 """The CNN as a batch job (gpulesson.experiments.train_job) and the job-array sweep (gpulesson.experiments.sweep).
 
-The training runs are real (quick synthetic data, a few seconds an epoch on two cores): one
-uninterrupted run, and one killed with SIGKILL in the middle of an epoch and started again,
-which must resume after the last completed epoch and end like the uninterrupted one.
+The training run is real (quick synthetic data, a few seconds an epoch on two cores): a run
+killed with SIGKILL in the middle of an epoch and started again, which must resume after the
+last completed epoch and end as a finished run does (every epoch once, its files, one record).
+Runs that nothing stops are the Slurm sweep's tasks (tests/test_slurm_jobs.py).
 """
 
 import csv
@@ -52,16 +53,6 @@ def data_file():
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(data_file, tmp_path_factory):
-    """A run of EPOCHS epochs that nothing stops: (out folder, results file, output)."""
-    tmp = tmp_path_factory.mktemp("uninterrupted")
-    out, results = tmp / "runs" / "whole", tmp / "results.jsonl"
-    done = _run(_command(out, results))
-    assert done.returncode == 0, done.stdout + done.stderr
-    return out, results, done.stdout
-
-
-@pytest.fixture(scope="module")
 def resumed(data_file, tmp_path_factory):
     """A run killed (SIGKILL) in the middle of epoch 3, then started again.
 
@@ -100,7 +91,7 @@ def test_a_killed_run_loses_only_the_epoch_it_was_in(resumed):
 
 
 @pytest.mark.bad_input("killed job")
-def test_the_restarted_run_resumes_after_the_last_completed_epoch(resumed, uninterrupted):
+def test_the_restarted_run_resumes_after_the_last_completed_epoch(resumed):
     out, _, killed, output = resumed
     assert "Resuming from the backup after epoch 2." in output
     assert f"Epoch 1/{EPOCHS} started" not in output and f"Epoch 2/{EPOCHS} started" not in output
@@ -111,9 +102,6 @@ def test_the_restarted_run_resumes_after_the_last_completed_epoch(resumed, unint
     # Every epoch once (at most one repeated, had the kill come between its row and its backup).
     assert [row["epoch"] for row in history] == list(range(EPOCHS))
     assert len(raw_epochs) - len(set(raw_epochs)) <= 1
-    # The same number of epochs as the uninterrupted run.
-    whole = train_job.read_history(uninterrupted[0] / "history.csv")
-    assert len(whole) == len(history) == EPOCHS
     # The resumed epochs go on from the backup's weights: a restart from scratch (same seed,
     # same initial weights) would give a first loss like epoch 1's.
     losses = [row["loss"] for row in history]
@@ -126,25 +114,25 @@ def test_the_restarted_run_resumes_after_the_last_completed_epoch(resumed, unint
     assert "The data order goes on from epoch 3." in output
 
 
-def test_a_finished_run_leaves_its_files_and_no_backup(resumed, uninterrupted):
+def test_a_finished_run_leaves_its_files_and_no_backup(resumed):
     import keras
 
-    for out, results, *_ in (resumed, uninterrupted):
-        assert not (out / "backup").exists(), "the backup is removed once the run is finished"
-        record = json.loads((out / "record.json").read_text())
-        assert record["experiment"] == train_job.EXPERIMENT == "cnn-batch-job"
-        assert record["epochs"] == EPOCHS and len(record["epoch_seconds"]) == EPOCHS
-        assert len(record["history"]["val_loss"]) == EPOCHS
-        assert record["batch_size"] == 64 and record["learning_rate"] == 1e-3
-        assert record["best_val_loss"] == min(record["history"]["val_loss"])
-        assert 0.1 < record["test_accuracy"] <= 1 and record["data"] == "synthetic"
-        assert read_records(results) == [record], "one record, appended to the results file"
-        for name in ("best.keras", "model.keras"):
-            assert keras.saving.load_model(out / name).count_params() == 787_530
+    out, results, *_ = resumed
+    assert not (out / "backup").exists(), "the backup is removed once the run is finished"
+    record = json.loads((out / "record.json").read_text())
+    assert record["experiment"] == train_job.EXPERIMENT == "cnn-batch-job"
+    assert record["epochs"] == EPOCHS and len(record["epoch_seconds"]) == EPOCHS
+    assert len(record["history"]["val_loss"]) == EPOCHS
+    assert record["batch_size"] == 64 and record["learning_rate"] == 1e-3
+    assert record["best_val_loss"] == min(record["history"]["val_loss"])
+    assert 0.1 < record["test_accuracy"] <= 1 and record["data"] == "synthetic"
+    assert read_records(results) == [record], "one record, appended to the results file"
+    for name in ("best.keras", "model.keras"):
+        assert keras.saving.load_model(out / name).count_params() == 787_530
 
 
-def test_running_a_finished_run_again_does_nothing(uninterrupted):
-    out, results, _ = uninterrupted
+def test_running_a_finished_run_again_does_nothing(resumed):
+    out, results, *_ = resumed
     before = (out / "history.csv").read_text()
     again = _run(_command(out, results))
     assert again.returncode == 0 and "finished already" in again.stdout
@@ -152,8 +140,8 @@ def test_running_a_finished_run_again_does_nothing(uninterrupted):
 
 
 @pytest.mark.bad_input("bad argument")
-def test_refuses_an_out_dir_of_a_run_with_other_parameters(uninterrupted, capsys):
-    out, results, _ = uninterrupted
+def test_refuses_an_out_dir_of_a_run_with_other_parameters(resumed, capsys):
+    out, results, *_ = resumed
     params = (out / "params.json").read_text()
     code = train_job.main(["--epochs", str(EPOCHS + 1), "--batch-size", "64", "--out-dir", str(out),
                            "--results-file", str(results)])
@@ -261,13 +249,13 @@ def test_the_array_script_matches_the_grid(capsys):
     assert capsys.readouterr().out == "--batch-size 64 --learning-rate 0.001\n"
 
 
-def test_gather_makes_one_table_of_the_runs(resumed, uninterrupted, tmp_path, capsys):
-    # The two real runs, and one that is not finished, in one sweep folder.
+def test_gather_makes_one_table_of_the_runs(resumed, tmp_path, capsys):
+    # The real run twice, and one that is not finished, in one sweep folder.
     runs = tmp_path / "sweep-1"
-    for name, (out, *_) in (("task-0", uninterrupted), ("task-1", resumed)):
-        shutil.copytree(out, runs / name)
+    for name in ("task-0", "task-1"):
+        shutil.copytree(resumed[0], runs / name)
     (runs / "task-2").mkdir()
-    params = json.loads((uninterrupted[0] / "params.json").read_text())
+    params = json.loads((resumed[0] / "params.json").read_text())
     params["params"]["batch_size"] = 128
     (runs / "task-2" / "params.json").write_text(json.dumps(params))
     assert sweep.main(["gather", str(runs)]) == 0
@@ -284,11 +272,11 @@ def test_gather_makes_one_table_of_the_runs(resumed, uninterrupted, tmp_path, ca
 
 
 @pytest.mark.bad_input("bad argument")
-def test_gather_refuses_no_runs_and_mixed_data(uninterrupted, tmp_path, capsys):
+def test_gather_refuses_no_runs_and_mixed_data(resumed, tmp_path, capsys):
     assert sweep.main(["gather", str(tmp_path)]) == 2
     assert "no train_job runs" in capsys.readouterr().err
     for name in ("a", "b"):
-        shutil.copytree(uninterrupted[0], tmp_path / name)
+        shutil.copytree(resumed[0], tmp_path / name)
     record = json.loads((tmp_path / "b" / "record.json").read_text())
     record.update(data="cifar10", data_label="CIFAR-10")
     (tmp_path / "b" / "record.json").write_text(json.dumps(record))
