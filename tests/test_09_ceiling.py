@@ -58,38 +58,6 @@ def test_read_ahead_gives_the_generators_batches_even_when_the_epoch_changes(pat
     getattr(ahead, "close", lambda: None)()
 
 
-def test_the_reading_yardstick_reads_every_block_once_an_epoch_in_a_new_order(path):
-    import h5py
-
-    from gpulesson.experiments.feeding.pipelines import BlockBatches
-
-    with h5py.File(path, "r") as file:
-        x, y = file["x_train"][:], file["y_train"][:]
-    blocks = BlockBatches(path, 32, seed=3)
-    assert len(blocks) == 10
-    orders = []
-    for _ in range(3):
-        order = []
-        for index in range(len(blocks)):
-            images, labels = blocks[index]
-            # A whole block of the file, as stored: the first row says which.
-            first = int(np.flatnonzero((x == images[0]).all(axis=(1, 2, 3)))[0])
-            assert first % 32 == 0
-            np.testing.assert_array_equal(images, x[first:first + 32])
-            np.testing.assert_array_equal(labels, y[first:first + 32])
-            assert labels.dtype == np.int32
-            order.append(first // 32)
-        assert sorted(order) == list(range(10))  # the short last block included
-        orders.append(order)
-        blocks.on_epoch_end()
-    assert orders[0] != orders[1] != orders[2]
-    first = orders[0][0] * 32  # seeded: a new one starts the same way
-    np.testing.assert_array_equal(BlockBatches(path, 32, seed=3)[0][0], x[first:first + 32])
-    with pytest.raises(IndexError):
-        blocks[len(blocks)]
-    blocks.close()
-
-
 def record(backend, device, pipeline, seconds, n=1000):
     return {"backend": backend, "device_kind": device, "pipeline": pipeline, "n_images": n,
             "run_id": "r", "date": "2026-11-23T00:00:00+00:00", "device": "CPU",
@@ -159,12 +127,12 @@ def test_the_command_measures_one_process_per_backend_and_appends_one_run(tmp_pa
     env = {**os.environ, "PYTHONPATH": str(ROOT), "LESSON_QUICK": "1"}
     result = subprocess.run(
         [sys.executable, "-m", "gpulesson.experiments.ceiling", "--backends", "jax",
-         "--pipelines", "ram", "blocks", "lesson-readahead", "--n-images", "256", "--devices", "cpu",
+         "--pipelines", "ram", "lesson-window1", "lesson-readahead", "--n-images", "256", "--devices", "cpu",
          "--out", str(out)], capture_output=True, text=True, env=env, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
     made = [json.loads(line) for line in out.read_text().splitlines()]
     assert [(r["backend"], r["pipeline"]) for r in made] == [
-        ("jax", "ram"), ("jax", "blocks"), ("jax", "lesson-readahead")]
+        ("jax", "ram"), ("jax", "lesson-window1"), ("jax", "lesson-readahead")]
     assert len({r["run_id"] for r in made}) == 1
     for r in made:
         assert len(r["epoch_seconds"]) == 2 and len(r["warmup_seconds"]) == 1  # quick rule

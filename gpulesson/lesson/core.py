@@ -24,8 +24,9 @@ class HDF5Batches(keras.utils.PyDataset):
     Rows start:stop of the split "train" or "test", as blocks of batch_size
     rows. With shuffle=True every epoch visits the blocks in a new order,
     `window` blocks at a time: a window is read as contiguous slices, its
-    images are mixed (with their labels) and cut into batches. A batch
-    depends only on (seed, epoch, index): the DataEpoch callback sets
+    images are mixed (with their labels) and cut into batches; window=1
+    keeps each block as stored, a batch, and only changes their order. A
+    batch depends only on (seed, epoch, index): the DataEpoch callback sets
     `epoch` to Keras' epoch number; train with fit(shuffle=False).
     Images come as stored, uint8 (0..255): the model scales them. Labels
     come as int32.
@@ -104,6 +105,10 @@ class HDF5Batches(keras.utils.PyDataset):
             last = min(first + self.batch_size, self.n_images)
             xs.append(images[self.start + first:self.start + last])
             ys.append(labels[first:last])
+        if len(xs) == 1:
+            # One block is one batch: mixing it would only reorder the
+            # images within the batch, which changes nothing.
+            return xs[0], ys[0]
         x, y = np.concatenate(xs), np.concatenate(ys)
         if self.shuffle:
             # One permutation for both keeps every image with its label.

@@ -4,11 +4,10 @@ The model scales the bytes, averages each image's pixels and classifies the aver
 (:func:`tiny_model`): a step costs almost no arithmetic, so an epoch's time is what ``fit`` and
 the data path cost, the most images per second that any model can train at on this backend
 and device. It is fed from arrays in memory (Keras' own array path, and a ``PyDataset`` that
-slices them; on a GPU also arrays resident there), from a batch-chunked HDF5 file read block
-by block without mixing (:class:`~gpulesson.experiments.feeding.pipelines.BlockBatches`, the
-floor under any reading of that file), from the lesson's generator on the same file, and from
-that generator inside ``ReadAhead`` (episode 9, a reading thread) and
-:class:`~gpulesson.readahead.ProcessReadAhead` (a reading process). Each
+slices them; on a GPU also arrays resident there), from the lesson's generator on a
+batch-chunked HDF5 file (mixing windows of 4 blocks, and with ``window=1``: the stored batches
+in a new order, reading without mixing), and from that generator inside ``ReadAhead`` (episode
+9, a reading thread) and :class:`~gpulesson.readahead.ProcessReadAhead` (a reading process). Each
 condition follows the lesson's rule: a recorded warm-up epoch and the timed epochs after it,
 each read after the device finished (:func:`gpulesson.experiments.common.synced_epoch_timer`).
 
@@ -58,7 +57,7 @@ def _fit(model, feed: dict, *, warmup: int, repeats: int) -> list[float]:
 
 def _feeds(names, *, x, y, path, batch_size: int, keras_device: str):
     """``(name, fit's arguments)`` of each pipeline, made when its turn comes."""
-    from gpulesson.experiments.feeding.pipelines import ArrayBatches, BlockBatches, to_device
+    from gpulesson.experiments.feeding.pipelines import ArrayBatches, to_device
     from gpulesson.lesson import DataEpoch, HDF5Batches
     from gpulesson.lesson.feeding import ReadAhead
     from gpulesson.readahead import ProcessReadAhead
@@ -69,14 +68,9 @@ def _feeds(names, *, x, y, path, batch_size: int, keras_device: str):
         elif name in ("ram", "device"):
             arrays = (x, y) if name == "ram" else to_device(x, y, keras_device)
             yield name, {"x": ArrayBatches(*arrays, batch_size, seed=1), "shuffle": False}
-        elif name == "blocks":
-            blocks = BlockBatches(path, batch_size, seed=1)
-            try:
-                yield name, {"x": blocks, "shuffle": False}
-            finally:
-                blocks.close()
         else:
-            batches = HDF5Batches(path, "train", batch_size, shuffle=True, seed=1)
+            options = {"window": 1} if name == "lesson-window1" else {}  # else its default
+            batches = HDF5Batches(path, "train", batch_size, shuffle=True, seed=1, **options)
             if name == "lesson-readahead":
                 batches = ReadAhead(batches)
             elif name == "lesson-process":

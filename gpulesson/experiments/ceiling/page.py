@@ -64,14 +64,14 @@ def describe(records) -> str:
 
 
 def lesson_summary(records) -> str:
-    """One sentence a backend: reading alone and the lesson's generator, read ahead or not,
+    """One sentence a backend: the lesson's generator (mixing or not, read ahead or not)
     against the ceiling."""
     parts = []
     for backend, device in groups(records):
         top = ceiling(records, backend, device)
         said = [f"{label} {against(r, top)}" for label, name in
-                (("reading the blocks alone, unmixed, reaches", "blocks"),
-                 ("the generator", "lesson"), ("ReadAhead", "lesson-readahead"),
+                (("the generator reaches", "lesson"),
+                 ("with window=1 (not mixed)", "lesson-window1"), ("ReadAhead", "lesson-readahead"),
                  ("ProcessReadAhead", "lesson-process"))
                 if (r := find(records, backend, device, name))]
         if top and said:

@@ -31,8 +31,8 @@ PIPELINES: dict[str, str] = {
     "arrays": "arrays in memory, given to fit (Keras' own array path)",
     "ram": "arrays in memory, batches sliced by a PyDataset",
     "device": "arrays resident on the GPU, batches sliced there",
-    "blocks": "HDF5 blocks in a new order, not mixed: reading alone (a yardstick)",
     "lesson": "lesson generator (HDF5Batches), batch chunks",
+    "lesson-window1": "lesson generator, window=1: stored batches in a new order, not mixed",
     "lesson-readahead": "lesson generator in ReadAhead (one reading thread)",
     "lesson-process": "lesson generator in ProcessReadAhead (one reading process)",
 }

@@ -160,52 +160,6 @@ class FirstBatches(keras.utils.PyDataset):
         self.dataset.on_epoch_end()
 
 
-class BlockBatches(keras.utils.PyDataset):
-    """A yardstick, not a recipe: the batch-sized blocks of a lesson HDF5 file in a new
-    (seeded) order every epoch, each read with one slice and handed on as it is.
-
-    No window is joined and no image is mixed with another block's, so a batch holds the same
-    images every epoch (too weak a shuffle to train with). What it costs is what reading the
-    file costs at the least: the floor under any generator that reads it, the lesson's
-    included.
-    """
-
-    def __init__(self, path, batch_size, *, seed=0):
-        super().__init__()
-        self.path, self.batch_size, self.seed, self.epoch = path, int(batch_size), seed, 0
-        with h5py.File(path, "r") as file:
-            self._n = math.ceil(len(file["x_train"]) / self.batch_size)
-        self._file, self._order = None, self._new_order()
-
-    def _datasets(self):
-        if self._file is None:  # opened by the process that reads, on its first batch
-            self._file = h5py.File(self.path, "r")
-            self._x, self._y = self._file["x_train"], self._file["y_train"][:].astype("int32")
-        return self._x, self._y
-
-    def _new_order(self):
-        return np.random.default_rng([self.seed, self.epoch]).permutation(len(self))
-
-    def __len__(self):
-        return self._n
-
-    def __getitem__(self, index):
-        if not 0 <= index < self._n:
-            raise IndexError(f"batch {index} of {self._n}")
-        x, y = self._datasets()
-        first = int(self._order[index]) * self.batch_size
-        return x[first:first + self.batch_size], y[first:first + self.batch_size]
-
-    def on_epoch_end(self):
-        self.epoch += 1
-        self._order = self._new_order()
-
-    def close(self):
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-
-
 def to_device(x, y, keras_device: str):
     """Copy ``x`` and ``y`` once to ``keras_device`` ("cpu" or "gpu:0") as backend tensors.
 
