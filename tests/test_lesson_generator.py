@@ -167,6 +167,21 @@ def test_each_window_is_read_once(path, monkeypatch):
     assert reads == [0, 1, 2, 3]  # 16 batches, 4 windows: one read of 4 blocks each
 
 
+@pytest.mark.parametrize("window", [1, 4])
+def test_the_block_order_is_drawn_once_an_epoch(path, monkeypatch, window):
+    batches = lesson.HDF5Batches(path, "train", BATCH, shuffle=True, window=window)
+    seeds = []
+    real = np.random.default_rng
+    monkeypatch.setattr(np.random, "default_rng", lambda seed: seeds.append(tuple(seed)) or real(seed))
+    for number in range(2):
+        at_epoch(batches, number)
+    # Per epoch one order of the blocks, (seed, epoch); with windows of 4, also one mix a
+    # window, (seed, epoch, window); with window=1 no mix at all.
+    orders = [seed for seed in seeds if len(seed) == 2]
+    assert orders == [(0, 0), (0, 1)]
+    assert len(seeds) - len(orders) == (2 * 4 if window == 4 else 0)
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"batch_size": N_TRAIN + 1}, "batch_size=1001 must be between 1 and the number of images"),
     ({"batch_size": 0}, "batch_size=0"),

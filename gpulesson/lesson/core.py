@@ -60,6 +60,8 @@ class HDF5Batches(keras.utils.PyDataset):
         self._images, self._labels = None, None
         # The last window read: (epoch, window number) -> its images
         self._cached = (None, None)
+        # This epoch's block order: (epoch, order)
+        self._order = (None, None)
 
     @property
     def n_images(self):
@@ -71,12 +73,18 @@ class HDF5Batches(keras.utils.PyDataset):
 
     def block_order(self):
         """This epoch's order of the blocks; a short last one stays last."""
+        epoch, order = self._order
+        if epoch == self.epoch:
+            return order
         n_blocks, n_full = len(self), self.n_images // self.batch_size
-        if not self.shuffle:
-            return np.arange(n_blocks)
-        rng = np.random.default_rng([self.seed, self.epoch])
-        return np.concatenate([rng.permutation(n_full),
-                               np.arange(n_full, n_blocks)])
+        order = np.arange(n_blocks)
+        if self.shuffle:
+            rng = np.random.default_rng([self.seed, self.epoch])
+            order[:n_full] = rng.permutation(n_full)
+        # Drawn once an epoch, not for every window: making a random
+        # generator takes tens of microseconds, which add up over an epoch.
+        self._order = (self.epoch, order)
+        return order
 
     def _datasets(self):
         # A closed h5py file is false: after a repair in this kernel the
