@@ -82,7 +82,8 @@ class HDF5Batches(keras.utils.PyDataset):
             rng = np.random.default_rng([self.seed, self.epoch])
             order[:n_full] = rng.permutation(n_full)
         # Drawn once an epoch, not for every window: making a random
-        # generator takes tens of microseconds, which add up over an epoch.
+        # generator has a cost of its own, and with window=1 every batch
+        # would pay it.
         self._order = (self.epoch, order)
         return order
 
