@@ -122,6 +122,30 @@ def test_the_figure_draws_a_panel_per_backend_and_device():
         ceiling.figures([])
 
 
+def test_the_tf_data_ceiling_gives_every_image_once_an_epoch_in_a_new_order():
+    from gpulesson.experiments.ceiling.measure import tf_batches
+
+    y = np.arange(10, dtype=np.int32)
+    x = np.broadcast_to(y.astype(np.uint8)[:, None, None, None], (10, 32, 32, 3))
+    dataset = tf_batches(x, y, 4, seed=1)
+    assert dataset.options().autotune.enabled is False  # the wait between epochs
+    epochs = [[(images.numpy(), labels.numpy()) for images, labels in dataset]
+              for _ in range(6)]
+    for batches in epochs:
+        assert sorted(len(labels) for _, labels in batches) == [2, 4, 4]  # a short last batch
+        assert sorted(np.concatenate([labels for _, labels in batches])) == list(range(10))
+        for images, labels in batches:  # every image with its label
+            np.testing.assert_array_equal(images[:, 0, 0, 0], labels)
+    assert len({tuple(int(labels[0]) for _, labels in batches) for batches in epochs}) > 1
+
+
+def test_each_backend_and_device_measures_its_own_pipelines():
+    assert "tfdata" in records.pipelines_for("cpu", "tensorflow")
+    assert "tfdata" not in records.pipelines_for("gpu", "jax") + records.pipelines_for("cpu", "torch")
+    assert "device" in records.pipelines_for("gpu", "jax")
+    assert "device" not in records.pipelines_for("cpu", "tensorflow")
+
+
 def test_the_command_measures_one_process_per_backend_and_appends_one_run(tmp_path):
     out = tmp_path / "ceiling.jsonl"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "LESSON_QUICK": "1"}

@@ -4,7 +4,8 @@ The model scales the bytes, averages each image's pixels and classifies the aver
 (:func:`tiny_model`): a step costs almost no arithmetic, so an epoch's time is what ``fit`` and
 the data path cost, the most images per second that any model can train at on this backend
 and device. It is fed from arrays in memory (Keras' own array path, and a ``PyDataset`` that
-slices them; on a GPU also arrays resident there), from the lesson's generator on a
+slices them; on a GPU also arrays resident there; on TensorFlow a ``tf.data`` pipeline that
+slices them, :func:`tf_batches`), from the lesson's generator on a
 batch-chunked HDF5 file (mixing windows of 4 blocks, and with ``window=1``: the stored batches
 in a new order, reading without mixing), and from that generator inside ``ReadAhead`` (episode
 9, a reading thread) and :class:`~gpulesson.readahead.ProcessReadAhead` (a reading process). Each
@@ -16,6 +17,7 @@ One process measures its own Keras backend; the command line starts one per back
 
 from __future__ import annotations
 
+import math
 import tempfile
 import time
 
@@ -47,6 +49,30 @@ def tiny_model(keras_device: str):
     return model
 
 
+def tf_batches(x, y, batch_size: int, *, seed: int):
+    """The ``ram`` pipeline written in ``tf.data`` (TensorFlow only): batches sliced from arrays
+    in memory, in a new order every epoch, the next ones read ahead by ``prefetch``.
+
+    tf.data's autotuning is off: with it, training waits at the start of some epochs, the CPU
+    idle, while a new iterator replaces the last epoch's; that wait, not the data path, made
+    TensorFlow's epochs vary more than the other backends'."""
+    import tensorflow as tf
+
+    with tf.device("/CPU:0"):  # host memory, as the arrays path: tf.data runs there
+        images, labels = tf.constant(x), tf.constant(y)
+    n_batches = math.ceil(len(y) / batch_size)
+
+    def batch(index):
+        start = index * batch_size
+        return images[start:start + batch_size], labels[start:start + batch_size]
+
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    return (tf.data.Dataset.range(n_batches)
+            .shuffle(n_batches, seed=seed, reshuffle_each_iteration=True)
+            .map(batch).prefetch(2).with_options(options))
+
+
 def _fit(model, feed: dict, *, warmup: int, repeats: int) -> list[float]:
     """Seconds of every epoch of ``model.fit(**feed)``, warm-up first."""
     budget = Budget(warmup, repeats)
@@ -68,6 +94,8 @@ def _feeds(names, *, x, y, path, batch_size: int, keras_device: str):
         elif name in ("ram", "device"):
             arrays = (x, y) if name == "ram" else to_device(x, y, keras_device)
             yield name, {"x": ArrayBatches(*arrays, batch_size, seed=1), "shuffle": False}
+        elif name == "tfdata":
+            yield name, {"x": tf_batches(x, y, batch_size, seed=1)}
         else:
             options = {"window": 1} if name == "lesson-window1" else {}  # else its default
             batches = HDF5Batches(path, "train", batch_size, shuffle=True, seed=1, **options)
@@ -92,7 +120,7 @@ def measure(*, devices, n_images: int, batch_size: int, repeats: int, warmup: in
             pipelines=None, run_id: str | None = None, done=(), on_record=None,
             progress=print) -> list[dict]:
     """Measure every pipeline (default :func:`~gpulesson.experiments.ceiling.records.pipelines_for`
-    the device) on each of ``devices`` with the current Keras backend; returns the records,
+    the device and backend) on each of ``devices`` with the current Keras backend; returns the records,
     calling ``on_record(record)`` as each is made. Conditions in ``done`` are skipped."""
     import keras
 
@@ -113,7 +141,8 @@ def measure(*, devices, n_images: int, batch_size: int, repeats: int, warmup: in
                           chunk_rows=batch_size, progress=False)
         for device in devices:
             keras_device = keras_device_name(device)
-            names = [n for n in (pipelines or pipelines_for(device)) if n in pipelines_for(device)
+            measured = pipelines_for(device, backend)
+            names = [n for n in (pipelines or measured) if n in measured
                      and (backend, device, n, batch_size) not in set(done)]
             for name, feed in _feeds(names, x=x, y=y, path=path, batch_size=batch_size,
                                      keras_device=keras_device):

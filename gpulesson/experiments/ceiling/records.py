@@ -31,13 +31,15 @@ PIPELINES: dict[str, str] = {
     "arrays": "arrays in memory, given to fit (Keras' own array path)",
     "ram": "arrays in memory, batches sliced by a PyDataset",
     "device": "arrays resident on the GPU, batches sliced there",
+    "tfdata": "arrays in memory, batches sliced by tf.data, its autotuning off (TensorFlow only)",
     "lesson": "lesson generator (HDF5Batches), batch chunks",
     "lesson-window1": "lesson generator, window=1: stored batches in a new order, not mixed",
     "lesson-readahead": "lesson generator in ReadAhead (one reading thread)",
     "lesson-process": "lesson generator in ProcessReadAhead (one reading process)",
 }
-IN_MEMORY = ("arrays", "ram", "device")
+IN_MEMORY = ("arrays", "ram", "device", "tfdata")
 GPU_ONLY = ("device",)  # on the CPU, device-resident data are the RAM case
+TENSORFLOW_ONLY = ("tfdata",)  # a tf.data pipeline needs TensorFlow
 CONDITION = ("backend", "device_kind", "pipeline", "batch_size")
 NAMES = BACKEND_TITLES
 
@@ -47,9 +49,10 @@ def rate_number(value: float) -> str:
     return f"{value:,.0f}"
 
 
-def pipelines_for(device: str) -> list[str]:
-    """Every pipeline measured on ``device`` ("cpu" or "gpu")."""
-    return [name for name in PIPELINES if device == "gpu" or name not in GPU_ONLY]
+def pipelines_for(device: str, backend: str) -> list[str]:
+    """Every pipeline measured on ``device`` ("cpu" or "gpu") with ``backend``."""
+    return [name for name in PIPELINES if (device == "gpu" or name not in GPU_ONLY)
+            and (backend == "tensorflow" or name not in TENSORFLOW_ONLY)]
 
 
 def condition(record: dict) -> tuple:
