@@ -131,6 +131,7 @@ def measure(*, devices, n_images: int, batch_size: int, repeats: int, warmup: in
     if not 1 <= batch_size <= n_images:
         raise ValueError(f"batch_size must be from 1 to n_images ({n_images}), not {batch_size}")
     backend = keras.backend.backend()
+    done = set(done)  # conditions of the run so far: looked up once per pipeline
     run_id = run_id or new_run_id()
     (x, y), _ = make_synthetic(n_images, 10, seed=0, progress=False)
     y = y.astype("int32")
@@ -143,7 +144,7 @@ def measure(*, devices, n_images: int, batch_size: int, repeats: int, warmup: in
             keras_device = keras_device_name(device)
             measured = pipelines_for(device, backend)
             names = [n for n in (pipelines or measured) if n in measured
-                     and (backend, device, n, batch_size) not in set(done)]
+                     and (backend, device, n, batch_size) not in done]
             for name, feed in _feeds(names, x=x, y=y, path=path, batch_size=batch_size,
                                      keras_device=keras_device):
                 model = tiny_model(keras_device)
