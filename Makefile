@@ -25,6 +25,9 @@ ROOT_ARGS := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
 MY_NOTEBOOKS ?= my-notebooks
 # Extra pytest arguments, e.g. make test PYTEST_ARGS="-k hdf5 -x"
 PYTEST_ARGS ?=
+# Test processes (pytest-xdist): two keep a 2-core machine busy while a test waits on Slurm, a
+# browser or a subprocess; 0 runs every test in the one pytest process.
+TEST_PROCESSES ?= 2
 # Recording with a Python that already has the lesson's packages (a cluster's GPU node, where no
 # environment can be built): make reference LESSON_PYTHON=python3 installs nothing and runs that
 # Python; a package it lacks is named before anything runs (README.md, "Recording on your cluster").
@@ -91,7 +94,7 @@ ifneq ($(SYSTEM),no)
 	tools/ensure_chromium.sh  # for the browser tests: installs Debian's Chromium if root, else says how
 	tools/ensure_slurm.sh     # for the Slurm and OOD tests: installs Slurm, munge and Ruby if root, else says how
 endif
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist loadscope $(PYTEST_ARGS)
 
 lint: $(BIN)/.installed  ## ruff, codespell, notebooks in sync with the episodes and clean (also part of make test)
 	$(BIN)/ruff check

@@ -46,6 +46,57 @@ def pytest_configure(config):
     bad_input.configure(config)
 
 
+# 'make test' runs the tests in two processes (pytest-xdist). Each process takes whole groups:
+# a test file, so that a module's fixtures are made once and a notebook's cells run in order on
+# one kernel, or the files below, which share an expensive session fixture, so that it is made
+# once (one Slurm cluster, one site build).
+SHARED = {"slurm": ("test_ood_app.py", "test_slurm_jobs.py", "test_slurm_torch_ddp.py"),
+          "site": ("test_browser.py", "test_recorded.py", "test_reference.py", "test_site.py")}
+SHARED_FIXTURES = {"slurm": "slurm", "built_site": "site", "recorded_site": "site",
+                   "recorded_lesson": "site"}
+
+
+def process_group(nodeid: str) -> str:
+    """The group of tests that the test ``nodeid`` runs with, in one process."""
+    path = nodeid.split("::")[0]
+    name = path.rsplit("/", 1)[-1]
+    return next((group for group, files in SHARED.items() if name in files), path)
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: only called where it is installed
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") in ("no", "each"):
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByGroup(LoadScopeScheduling):
+        """Load scheduling of whole groups (``process_group``): the shared ones first, as they
+        take longest (and Slurm's jobs leave cores idle while they wait), then the others, the
+        largest first."""
+
+        def _split_scope(self, nodeid):
+            return process_group(nodeid)
+
+        def _assign_work_unit(self, node):
+            for group in reversed(SHARED):
+                if group in self.workqueue:
+                    self.workqueue.move_to_end(group, last=False)
+            super()._assign_work_unit(node)
+
+    return ByGroup(config, log)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for fixture, group in SHARED_FIXTURES.items():
+            if fixture in getattr(item, "fixturenames", ()) and \
+                    process_group(item.nodeid) != group:
+                raise pytest.UsageError(
+                    f"{item.nodeid} uses the session fixture {fixture!r}: add its file to "
+                    f"SHARED[{group!r}] in tests/conftest.py, so that the test processes of "
+                    "'make test' make that fixture once")
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     # One line: how many bad inputs and faults were tried, and whether each got a clear message.
     import bad_input

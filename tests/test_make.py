@@ -237,3 +237,35 @@ def test_the_site_environment_has_what_the_extensions_import():
                 if not dists & closure:
                     missing.append(f"{source.name}: import {name} ({', '.join(sorted(dists))})")
     assert not missing, "not installed by requirements/site.txt:\n" + "\n".join(missing)
+
+
+# --- make test: two processes, whole groups each -----------------------------------------------
+
+@needs_make
+def test_make_test_runs_the_tests_in_processes_that_take_whole_groups():
+    import conftest
+
+    pytest_line = command_of(dry_run("test", "SYSTEM=no"), "-m pytest")
+    assert "-n 2 --dist loadscope" in pytest_line, pytest_line
+    assert "-n 0 " in command_of(dry_run("test", "SYSTEM=no", "TEST_PROCESSES=0"), "-m pytest")
+    group = conftest.process_group
+    # A notebook's cells share one kernel, a module its fixtures: one process each.
+    assert group("notebooks/04-data-pipeline.ipynb::Cell 3") == \
+        group("notebooks/04-data-pipeline.ipynb::Cell 7") == "notebooks/04-data-pipeline.ipynb"
+    assert group("tests/test_feeding.py::test_a[x]") == "tests/test_feeding.py"
+    assert group("tests/test_slurm_jobs.py::test_a") == group("tests/test_ood_app.py::b") == "slurm"
+    assert group("tests/test_site.py::test_a") == group("tests/test_browser.py::b") == "site"
+    for files in conftest.SHARED.values():
+        assert all((ROOT / "tests" / name).is_file() for name in files), files
+
+
+def test_a_test_that_shares_a_fixture_from_an_unlisted_file_is_refused():
+    import conftest
+
+    class Item:
+        nodeid, fixturenames = "tests/test_new.py::test_a", ["tmp_path", "slurm"]
+
+    with pytest.raises(pytest.UsageError, match=r"SHARED\['slurm'\] in tests/conftest.py"):
+        conftest.pytest_collection_modifyitems(None, [Item()])
+    Item.nodeid = "tests/test_slurm_jobs.py::test_a"
+    conftest.pytest_collection_modifyitems(None, [Item()])  # listed: accepted
