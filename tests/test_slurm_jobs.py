@@ -118,7 +118,7 @@ def test_train_cnn_requeues_itself_on_slurms_signal_and_resumes(slurm, lesson, j
                             for j in slurm.job(job_id)), "requeued job", slurm, job_id, logs)
     stopped_at = len(rows())
     assert 1 <= stopped_at < EPOCHS, slurm.explain(job_id, logs)
-    slurm.run("scontrol", "update", f"JobId={job_id}", "StartTime=now")
+    slurm.release_requeued(job_id)
     slurm.wait(job_id, timeout=JOB_TIMEOUT, explain=logs)
 
     log = logs[0].read_text()
