@@ -105,7 +105,7 @@ def test_classes_are_not_told_apart_by_mean_colour_alone(quick_set):
     assert (guess == yt).mean() < 0.4
 
 
-EPOCHS = 8
+EPOCHS = 5
 
 
 def test_a_small_cnn_learns_it_and_confuses_the_pairs():
@@ -116,7 +116,7 @@ def test_a_small_cnn_learns_it_and_confuses_the_pairs():
 
     from gpulesson.compare_plots import confusion_counts
 
-    (x, y), (xt, yt) = make_synthetic(4000, 1000, seed=0, progress=False)
+    (x, y), (xt, yt) = make_synthetic(4000, 800, seed=0, progress=False)
     keras.utils.set_random_seed(0)
     model = keras.Sequential([
         keras.Input((32, 32, 3)),
