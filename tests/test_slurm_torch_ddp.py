@@ -74,7 +74,7 @@ def test_two_srun_tasks_requeue_resume_and_train_like_one_process(slurm, lesson,
     assert f"holds {done} completed epoch(s)" in log and f"Resuming after epoch {done}" in log
     # The replicas ended identical (the tasks share the log, so their lines may interleave).
     resumed = log.split(f"Resuming after epoch {done}")[1]
-    prints = dict(re.findall(r"rank (\d+): weights (\w+)", resumed))
+    prints = dict(re.findall(r"rank (\d+): weights ([0-9a-f]{12})", resumed))
     assert sorted(prints) == ["0", "1"] and len(set(prints.values())) == 1, log
     record = json.loads((out / "record.json").read_text())
     assert record["restart_count"] == 1 and record["job_id"] == job_id

@@ -197,7 +197,7 @@ def test_two_processes_under_torchrun_give_the_weights_of_one(one_process, two_p
     assert "Each process reads 32 of the 64 samples per epoch." in log
     # DDP keeps the replicas identical ...
     # (The processes share one output, so their lines may interleave.)
-    prints = dict(re.findall(r"rank (\d+): weights (\w+)", log))
+    prints = dict(re.findall(r"rank (\d+): weights ([0-9a-f]{12})", log))
     assert sorted(prints) == ["0", "1"] and len(set(prints.values())) == 1, log
     # ... and equal to one process on the whole global batch.
     assert max_difference(weights(out), weights(one_process)) < ATOL

@@ -214,7 +214,9 @@ def _train(args, params, launch, device, backend, out: Path) -> int:
                           per_replica_batch=args.per_replica_batch, device=device,
                           first_epoch=first_epoch, epochs=args.epochs,
                           on_epoch_end=on_epoch_end, log=log, batch_delay=training.batch_delay())
-    print(f"rank {launch.rank}: weights {training.fingerprint(model)}", flush=True)
+    # One write with its newline: print() writes the line and its end separately, and the
+    # other process's lines can fall in between them on a shared, unbuffered output.
+    print(f"rank {launch.rank}: weights {training.fingerprint(model)}\n", end="", flush=True)
     if launch.is_main:
         _finish(params, launch, backend, device, model, history, out)
     return 0
