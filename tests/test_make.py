@@ -3,6 +3,7 @@ environment without test tools, CUDA libraries or PyTorch; options, root, the le
 copies of the notebooks)."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -20,10 +21,17 @@ HEAVY = ("tensorflow", "keras", "torch", "torchvision", "jax", "h5py", "sklearn"
          "tqdm")
 
 
+# Run from inside make (``make test TEST_PROCESSES=3``), a child make would inherit the outer
+# one's variables through MAKEFLAGS and the environment: the defaults are what is tested here.
+MAKE_VARIABLES = {"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES",
+                  *re.findall(r"^(\w+)\s*\?=", (ROOT / "Makefile").read_text(), re.MULTILINE)}
+
+
 def dry_run(*args: str) -> str:
     """The commands ``make -n ARGS`` would run (nothing is run, nothing installed)."""
+    env = {k: v for k, v in os.environ.items() if k not in MAKE_VARIABLES}
     result = subprocess.run(["make", "-n", *args], cwd=ROOT, capture_output=True, text=True,
-                            timeout=60, check=True)
+                            timeout=60, check=True, env=env)
     return result.stdout
 
 
