@@ -197,12 +197,8 @@ class Cluster:
         slurmd compares credentials in whole seconds: a job started in the same second as its
         old run ended is refused ("Job credential revoked") and fails."""
         log, ended = self.logs / "slurmd.log", f"[{job_id}.batch] done with job"
-        deadline = time.monotonic() + timeout
-        while ended not in log.read_text(errors="replace"):
-            if time.monotonic() > deadline:
-                raise AssertionError(f"job {job_id}'s first run did not end within {timeout} s:\n"
-                                     f"{self.explain(job_id)}")
-            time.sleep(0.5)
+        _wait_for(lambda: ended in log.read_text(errors="replace"),
+                  f"end of job {job_id}'s first run", self, timeout)
         time.sleep(2 - time.time() % 1)  # into the second after the next one
         self.run("scontrol", "update", f"JobId={job_id}", "StartTime=now")
 

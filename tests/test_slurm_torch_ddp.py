@@ -9,7 +9,6 @@ Skips, saying how to enable it, where Slurm cannot start.
 """
 
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import lesson_files
 from test_slurm_jobs import JOB_TIMEOUT, _wait_until, submit_env
-from test_torch_ddp import ATOL, EPOCHS, TRAIN, max_difference, weights
+from test_torch_ddp import ATOL, EPOCHS, TRAIN, max_difference, rank_fingerprints, weights
 
 from gpulesson.experiments.torch_ddp.checkpoint import CHECKPOINT, load_checkpoint
 
@@ -74,7 +73,7 @@ def test_two_srun_tasks_requeue_resume_and_train_like_one_process(slurm, lesson,
     assert f"holds {done} completed epoch(s)" in log and f"Resuming after epoch {done}" in log
     # The replicas ended identical (the tasks share the log, so their lines may interleave).
     resumed = log.split(f"Resuming after epoch {done}")[1]
-    prints = dict(re.findall(r"rank (\d+): weights ([0-9a-f]{12})", resumed))
+    prints = rank_fingerprints(resumed)
     assert sorted(prints) == ["0", "1"] and len(set(prints.values())) == 1, log
     record = json.loads((out / "record.json").read_text())
     assert record["restart_count"] == 1 and record["job_id"] == job_id

@@ -47,6 +47,12 @@ def run(args, **env):
     return result
 
 
+def rank_fingerprints(log: str) -> dict[str, str]:
+    """{rank: weights fingerprint} from the ranks' "rank N: weights H" lines (12 hex digits,
+    as state_fingerprint gives: text run together on a shared output cannot pass as one)."""
+    return dict(re.findall(r"rank (\d+): weights ([0-9a-f]{12})", log))
+
+
 def weights(folder):
     return torch.load(folder / "model.pt", map_location="cpu", weights_only=True)
 
@@ -197,7 +203,7 @@ def test_two_processes_under_torchrun_give_the_weights_of_one(one_process, two_p
     assert "Each process reads 32 of the 64 samples per epoch." in log
     # DDP keeps the replicas identical ...
     # (The processes share one output, so their lines may interleave.)
-    prints = dict(re.findall(r"rank (\d+): weights ([0-9a-f]{12})", log))
+    prints = rank_fingerprints(log)
     assert sorted(prints) == ["0", "1"] and len(set(prints.values())) == 1, log
     # ... and equal to one process on the whole global batch.
     assert max_difference(weights(out), weights(one_process)) < ATOL
