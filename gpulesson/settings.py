@@ -12,21 +12,32 @@ laptop, in CI and in a batch job on a cluster:
     in about a minute on two CPU cores (used by the tests); ``0`` (default, or false/no/empty)
     uses the full sizes.
 ``LESSON_DATA_DIR``
-    Where the HDF5 files go. Default ``~/gpulesson-data``: in the home directory, so it shows up
-    in JupyterLab's file browser on a cluster.
+    Where the prepared HDF5 data files are read from (and written to, by ``python -m
+    gpulesson.prepare``). Default ``~/gpulesson-data``: in the home directory, so it shows up in
+    JupyterLab's file browser on a cluster. It may be a shared folder that an instructor prepared
+    and learners can only read: the notebooks write nothing into it.
+``LESSON_WORK_DIR``
+    The learner's own folder, ``settings.work_dir``: their records (``my-results.jsonl``), saved
+    models (``cifar-cnn.keras``) and the HDF5 files they write themselves. Default
+    ``~/gpulesson-work``. It is created when first used, and it may not be the data folder.
+
+In both folder variables, ``~`` and ``$HOME`` (or any ``$NAME`` that is set) are expanded here,
+because JupyterLab's ``%env`` writes them as they are; a ``$NAME`` that is not set is refused.
 
 This module imports nothing heavy, so ``import gpulesson.settings`` is instant.
 """
 
 from __future__ import annotations
 
+import operator
 import os
+import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpulesson.errors import SettingsError, how_to_set
+from gpulesson.errors import DataFolderError, SettingsError, how_to_set
 
 DATA_CHOICES = ("cifar10", "synthetic")
 DEFAULT_DATA = "cifar10"
@@ -40,6 +51,7 @@ DATA_NEEDS = {
                  "offline; its results are labelled synthetic",
 }
 DEFAULT_DATA_DIR = Path("~/gpulesson-data")
+DEFAULT_WORK_DIR = Path("~/gpulesson-work")
 
 # Human labels for plots and tables. The synthetic one says what it is NOT, on purpose.
 LABELS = {
@@ -71,10 +83,18 @@ class Settings:
     data: str
     quick: bool
     data_dir: Path
+    # The learner's folder as chosen (None: the default); use work_dir, which creates it.
+    work_folder: Path | None = None
 
     def __post_init__(self):
         if self.data not in DATA_CHOICES:
             raise SettingsError(f"data must be one of {', '.join(DATA_CHOICES)}, not {self.data!r}")
+
+    @property
+    def work_dir(self) -> Path:
+        """The learner's own folder (records, saved models, their own HDF5 files), created if
+        needed; never the data folder, which may be shared and read-only."""
+        return ensure_work_dir(self.work_folder or DEFAULT_WORK_DIR.expanduser(), self.data_dir)
 
     @property
     def hdf5_path(self) -> Path:
@@ -90,14 +110,14 @@ class Settings:
 
     def epochs(self, full: int) -> int:
         """The number of epochs to train: ``full``, or at most QUICK_EPOCHS in quick mode."""
-        if full < 1:
-            raise ValueError(f"the number of epochs must be at least 1, not {full}")
+        full = whole_number(full, "the number of epochs", "EPOCHS = 3")
         return min(full, QUICK_EPOCHS) if self.quick else full
 
     def batch_size(self, full: int) -> int:
-        """The batch size to train with: ``full``, or at most QUICK_BATCH_SIZE in quick mode."""
-        if full < 1:
-            raise ValueError(f"the batch size must be at least 1, not {full}")
+        """The batch size to train with: ``full``, or at most QUICK_BATCH_SIZE in quick mode
+        (quick mode's 2,000 training images keep 200, the last tenth, for validation: a batch
+        must fit in those)."""
+        full = whole_number(full, "the batch size", "BATCH_SIZE = 256 // 4")
         return min(full, QUICK_BATCH_SIZE) if self.quick else full
 
     @property
@@ -119,6 +139,22 @@ class Settings:
             f"Data: {self.label} | {mode}: {self.n_train:,} training and {self.n_test:,} test "
             f"images | file: {self.hdf5_path}"
         )
+
+
+def whole_number(value, what: str, example: str) -> int:
+    """``value`` as an int of at least 1, or a :class:`SettingsError` saying what to write:
+    ``256 / 4`` is the float 64.0 in Python, which Keras cannot cut batches with."""
+    if isinstance(value, float):
+        hint = (f"write {int(value)} or use // (whole-number division): {example}"
+                if value.is_integer() else f"write a whole number, e.g. {example}")
+        raise SettingsError(f"{what} must be a whole number, not {value!r} (a float: in Python, "
+                            f"/ always gives a float, 256 / 4 is 64.0); {hint}")
+    if isinstance(value, bool) or not hasattr(value, "__index__"):  # numpy's integers pass
+        raise SettingsError(f"{what} must be a whole number, not {value!r}: write e.g. {example}")
+    value = operator.index(value)
+    if value < 1:
+        raise SettingsError(f"{what} must be at least 1, not {value}: write e.g. {example}")
+    return value
 
 
 def hdf5_filename(data: str, quick: bool) -> str:
@@ -185,10 +221,77 @@ def explicit_data(value: str) -> str:
     return data
 
 
+def parse_folder(name: str, value: str, default: Path, environ: Mapping[str, str]) -> Path:
+    """The folder an environment variable names: ``~`` and ``$NAME`` expanded (``%env`` in a
+    notebook does not expand them), quotes around it dropped; empty means ``default``."""
+    text = value.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        text = text[1:-1].strip()  # %env keeps quotes as part of the value
+    if not text:
+        return default.expanduser()
+    unset = []
+
+    def expand(match):
+        var = match.group(1) or match.group(2)
+        if var in environ:
+            return environ[var]
+        unset.append(var)
+        return match.group(0)
+
+    expanded = _VARIABLE.sub(expand, text)
+    if unset:
+        raise SettingsError(
+            f"{name}={value} names ${unset[0]}, which is not set here, so the folder would be "
+            f"called {unset[0]!r} literally. Write the folder out, or start it with ~ for your "
+            f"home directory.\n" + how_to_set(name, "~/" + default.name))
+    folder = Path(os.path.expanduser(expanded))  # os.path: "~nobody" stays as it is
+    if str(folder).startswith("~"):
+        raise SettingsError(f"{name}={value}: {str(folder).split('/')[0]} is not a user's home "
+                            f"directory here.\n" + how_to_set(name, "~/" + default.name))
+    return folder
+
+
+_VARIABLE = re.compile(r"\$(?:\{(\w+)\}|(\w+))")
+
+
+def _same_folder(a: Path, b: Path) -> bool:
+    return Path(a).expanduser().resolve() == Path(b).expanduser().resolve()
+
+
+def ensure_work_dir(folder, data_dir) -> Path:
+    """``folder``, created if needed, after checking it is not the data folder ``data_dir``.
+
+    Raises :class:`SettingsError` for the data folder and :class:`DataFolderError` when the
+    folder cannot be created or written to; both messages say how to choose another."""
+    folder = Path(folder).expanduser()
+    if _same_folder(folder, data_dir):
+        raise SettingsError(
+            f"LESSON_WORK_DIR is the data folder {folder} (LESSON_DATA_DIR). Your own files "
+            "(records, saved models, HDF5 files you write) go to a folder of their own, because "
+            "the data folder may be shared and read-only.\n"
+            + how_to_set("LESSON_WORK_DIR", "~/" + DEFAULT_WORK_DIR.name))
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        writable = os.access(folder, os.W_OK | os.X_OK)
+    except OSError as exc:
+        writable, reason = False, exc.strerror or type(exc).__name__
+    else:
+        reason = "permission denied"
+    if not writable:
+        raise DataFolderError(
+            f"Cannot create or write to your work folder {folder} ({reason}): it holds your "
+            "records and saved models. Choose a folder of your own, for example in your home "
+            "directory.\n" + how_to_set("LESSON_WORK_DIR", "~/" + DEFAULT_WORK_DIR.name))
+    return folder
+
+
 def get_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """Read the settings from ``environ`` (default: ``os.environ``)."""
     env = os.environ if environ is None else environ
     data = parse_data(env.get("LESSON_DATA", ""))
     quick = parse_bool("LESSON_QUICK", env.get("LESSON_QUICK", ""))
-    data_dir = Path(env.get("LESSON_DATA_DIR", "").strip() or DEFAULT_DATA_DIR).expanduser()
-    return Settings(data=data, quick=quick, data_dir=data_dir)
+    data_dir = parse_folder("LESSON_DATA_DIR", env.get("LESSON_DATA_DIR", ""), DEFAULT_DATA_DIR, env)
+    work = parse_folder("LESSON_WORK_DIR", env.get("LESSON_WORK_DIR", ""), DEFAULT_WORK_DIR, env)
+    if _same_folder(work, data_dir):
+        ensure_work_dir(work, data_dir)  # refused now, with the message, rather than later
+    return Settings(data=data, quick=quick, data_dir=data_dir, work_folder=work)

@@ -134,3 +134,103 @@ def test_quick_mode_caps_the_batch_size():
     assert full.batch_size(1024) == 1024
     with pytest.raises(ValueError, match="at least 1"):
         full.batch_size(0)
+
+
+# --- the learner's own folder (LESSON_WORK_DIR) --------------------------------------------------
+
+def test_the_work_folder_defaults_to_home_and_is_created_when_first_used(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    settings = get_settings({"LESSON_DATA_DIR": str(tmp_path / "data")})
+    default = tmp_path / "gpulesson-work"
+    assert not default.exists(), "reading the settings creates nothing"
+    assert settings.work_dir == default and default.is_dir()
+    assert not (tmp_path / "data").exists(), "the data folder is not the work folder"
+    chosen = get_settings({"LESSON_WORK_DIR": str(tmp_path / "mine" / "work")})
+    assert chosen.work_dir == tmp_path / "mine" / "work" and chosen.work_dir.is_dir()
+
+
+@pytest.mark.bad_input("bad argument")
+@pytest.mark.parametrize("work", ["{data}", "{data}/", "{data}/../data"])
+def test_the_work_folder_may_not_be_the_data_folder(tmp_path, work):
+    env = {"LESSON_DATA_DIR": str(tmp_path / "data"), "LESSON_WORK_DIR": work.format(data=tmp_path / "data")}
+    with pytest.raises(ValueError) as refused:
+        get_settings(env)
+    message = str(refused.value)
+    assert "LESSON_WORK_DIR is the data folder" in message and "%env LESSON_WORK_DIR=~/gpulesson-work" in message
+    # Settings made in code are refused when the folder is used.
+    settings = Settings("synthetic", quick=True, data_dir=tmp_path / "data", work_folder=tmp_path / "data")
+    with pytest.raises(ValueError, match="is the data folder"):
+        settings.work_dir
+    assert not (tmp_path / "data").exists()
+
+
+@pytest.mark.bad_input("unwritable folder")
+def test_a_work_folder_that_cannot_be_made_is_named(tmp_path):
+    from gpulesson.errors import DataFolderError
+
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("a file")
+    settings = get_settings({"LESSON_WORK_DIR": str(not_a_folder / "work")})
+    with pytest.raises(DataFolderError) as failed:
+        settings.work_dir
+    message = str(failed.value)
+    assert str(not_a_folder / "work") in message and "%env LESSON_WORK_DIR=" in message
+    assert failed.value.__cause__ is None
+
+
+@pytest.mark.parametrize("name", ["LESSON_DATA_DIR", "LESSON_WORK_DIR"])
+@pytest.mark.parametrize("value", ["$HOME/lesson", "${HOME}/lesson", "~/lesson", '"~/lesson"',
+                                   "'$HOME/lesson'"])
+def test_home_in_a_folder_variable_is_expanded_as_a_shell_would(tmp_path, monkeypatch, name, value):
+    """%env in a notebook keeps $HOME, ~ and quotes literally: expanded here, never a folder
+    named '$HOME'."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    settings = get_settings({name: value, "HOME": str(tmp_path)})
+    folder = settings.data_dir if name == "LESSON_DATA_DIR" else settings.work_dir
+    assert folder == tmp_path / "lesson"
+    assert "$" not in str(folder) and "~" not in str(folder) and '"' not in str(folder)
+
+
+@pytest.mark.bad_input("bad argument")
+@pytest.mark.parametrize("value, named", [("$HOMEDIR/lesson", "$HOMEDIR"), ("~nosuchuser9/x", "~nosuchuser9")])
+def test_a_folder_variable_that_cannot_be_expanded_is_refused(tmp_path, value, named):
+    with pytest.raises(ValueError) as refused:
+        get_settings({"LESSON_DATA_DIR": value})
+    message = str(refused.value)
+    assert named in message and "%env LESSON_DATA_DIR=~/gpulesson-data" in message
+    assert not any(tmp_path.iterdir())
+
+
+# --- batch size and epochs: plausible typos ------------------------------------------------------
+
+@pytest.mark.bad_input("bad argument")
+@pytest.mark.parametrize("quick", ["0", "1"])
+def test_a_float_batch_size_says_to_use_whole_number_division(quick):
+    settings = get_settings({"LESSON_QUICK": quick})
+    with pytest.raises(ValueError) as refused:
+        settings.batch_size(256 / 4)
+    message = str(refused.value)
+    assert "64.0" in message and "a float" in message and "BATCH_SIZE = 256 // 4" in message
+    with pytest.raises(ValueError, match="whole number, not 2.5"):
+        settings.epochs(2.5)
+    assert settings.batch_size(256 // 4) == 64
+
+
+@pytest.mark.bad_input("bad argument")
+@pytest.mark.parametrize("value", [0, -3])
+def test_zero_epochs_or_batch_size_say_what_to_write(value):
+    from gpulesson.errors import LessonError
+
+    settings = get_settings({})
+    with pytest.raises(LessonError, match=rf"the number of epochs must be at least 1, not {value}: write e.g. EPOCHS = 3"):
+        settings.epochs(value)
+    with pytest.raises(LessonError, match=rf"the batch size must be at least 1, not {value}: write"):
+        settings.batch_size(value)
+
+
+def test_numpy_integers_are_whole_numbers():
+    import numpy as np
+
+    assert get_settings({}).batch_size(np.int64(128)) == 128
+    with pytest.raises(ValueError, match="whole number, not True"):
+        get_settings({}).epochs(True)
