@@ -62,8 +62,6 @@ ALLOWED = [
      "the form values the exercise gives, turned into --time=02:00:00"),
     ("02-connecting.md", "3 hours, 4 cores, 24 GB, 1 GPU of any type",
      "the lesson's form request (lesson_site.rb DEFAULTS), --time=03:00:00"),
-    ("02-connecting.md", "so that it keeps running for ten minutes",
-     "the sleep 600 the exercise adds to the job script"),
     ("02-connecting.md", "Train the lesson's network for two hours on a GPU",
      "a made-up task of the exercise"),
     ("02-connecting.md", "two hours of heavy work", "its solution, the same made-up task"),
