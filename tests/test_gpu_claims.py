@@ -250,6 +250,71 @@ def test_matmul_precision_words_agree_with_the_records():
     assert checked, "no comparison of precisions in the matmul records"
 
 
+def _sizes_said(text: str) -> dict[str, set[int]]:
+    """The sizes a size-by-size value names after each of its verdicts ("faster at n = 1,024,
+    slower at n = 32 and 4,096, with no measurable difference at n = 16 and 512")."""
+    keys = {"faster": "faster at n = ", "slower": "slower at n = ",
+            common.NO_DIFFERENCE: f"{common.NO_DIFFERENCE} at"}
+    found = sorted((text.index(key), name) for name, key in keys.items() if key in text)
+    said = {}
+    for (start, name), (end, _) in zip(found, [*found[1:], (len(text), None)]):
+        said[name] = {int(n.replace(",", "")) for n in re.findall(r"\d{1,3}(?:,\d{3})*",
+                                                                   text[start:end])}
+    return said
+
+
+def test_matmul_precision_words_size_by_size_agree_with_the_records():
+    """Each size's verdict, recomputed from the records, is the one the page names it under:
+    a rule read at one size (float16 slower than float32) is not said of the others."""
+    from gpulesson.experiments.matmul import page
+    from gpulesson.experiments.matmul.records import find
+
+    records = _matmul_records()
+    values = page.substitutions(ROOT / RESULTS_DIR / "matmul.jsonl")
+    checked = 0
+    for name, (device, dtype) in page.BY_SIZE.items():
+        base, other = find(records, device, "float32"), find(records, device, dtype)
+        if not (base and other):
+            assert values[name] == MISSING, name
+            continue
+        said = _sizes_said(values[name])
+        for point in other["points"]:
+            ref = next(p for p in base["points"] if p["n"] == point["n"])
+            a, b = _summary(point["seconds"]), _summary(ref["seconds"])
+            verdict = [key for key, sizes in said.items() if point["n"] in sizes]
+            assert len(verdict) == 1, (name, point["n"], values[name])
+            _check_words(verdict[0], a, b)
+            checked += 1
+    assert checked, "no size-by-size comparison of precisions in the matmul records"
+
+
+def test_the_size_by_size_words_follow_made_up_records(tmp_path):
+    from gpulesson.experiments.matmul import page
+
+    def sweep(dtype, by_size):
+        points = [{"n": n, "seconds": s, "median_seconds": sorted(s)[1], "min_seconds": min(s),
+                   "max_seconds": max(s), "gflops": 1.0, "first_call_seconds": 1.0}
+                  for n, s in by_size.items()]
+        return {"experiment": "matmul", "run_id": "r1", "date": "2026-01-01T00:00:00",
+                "device_kind": "cpu", "device": "CPU", "dtype": dtype, "gpu_count": 0,
+                "backend": "tensorflow", "versions": {"keras": "3", "tensorflow": "2"},
+                "cpu_model": "Test CPU", "cores_usable": 2, "cores_total": 2, "points": points}
+
+    path = tmp_path / "matmul.jsonl"
+    base = {64: [1.0, 1.1, 1.2], 1024: [4.0, 4.1, 4.2], 4096: [9.0, 9.1, 9.2]}
+    half = {64: [1.05, 1.15, 1.25], 1024: [3.0, 3.1, 3.2], 4096: [12.0, 12.1, 12.2]}
+    path.write_text("".join(json.dumps(sweep(d, t)) + "\n" for d, t in
+                            [("float32", base), ("float16", half), ("bfloat16", base)]))
+    values = page.substitutions(path)
+    assert values["ref_mm_cpu_float16_by_size"] == (
+        f"faster at n = 1,024, slower at n = 4,096, with {common.NO_DIFFERENCE} at n = 64")
+    assert _sizes_said(values["ref_mm_cpu_float16_by_size"]) == {
+        "faster": {1024}, "slower": {4096}, common.NO_DIFFERENCE: {64}}
+    assert values["ref_mm_cpu_bfloat16_by_size"].startswith(f"{common.NO_DIFFERENCE} at any size")
+    # the largest size alone would have said "slower" of float16 everywhere
+    assert values["ref_mm_cpu_float16_vs_float32"] == "1.3× slower than"
+
+
 def test_the_whole_model_verdict_agrees_with_the_records():
     from gpulesson.experiments.matmul import page
 
@@ -320,4 +385,5 @@ def test_no_page_value_that_ranks_is_typed_elsewhere():
     """The comparison values are used by the pages, so their words reach the readers."""
     text = "".join(path.read_text(encoding="utf-8") for path in EPISODES)
     used = {m[1] for m in PLACEHOLDER.finditer(text)}
-    assert {"ref_mm_cpu_bfloat16_vs_float32", "ref_mm_model_verdict", "ref_gpu_vs_cpu"} <= used
+    assert {"ref_mm_cpu_float16_by_size", "ref_mm_cpu_bfloat16_by_size", "ref_mm_model_verdict",
+            "ref_gpu_vs_cpu"} <= used

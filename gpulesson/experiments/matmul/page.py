@@ -102,6 +102,37 @@ def _dtype_text(records, device: str, dtype: str) -> str:
     return compare(found[0], found[1]).text if found else NOT_RECORDED
 
 
+def dtype_by_size(records, device: str, dtype: str) -> dict[str, list[int]]:
+    """The sizes at which one multiplication in ``dtype`` was ``"faster"``, ``"slower"`` or not
+    measurably different (:data:`NO_DIFFERENCE`) from one in float32 on ``device``
+    (:func:`compare` at each size both sweeps measured); empty groups left out."""
+    base, other = find(records, device, "float32"), find(records, device, dtype)
+    groups: dict[str, list[int]] = {}
+    for point in sorted(other["points"], key=lambda p: p["n"]) if base and other else []:
+        a, b = point_summary(point), point_summary(_point(base, point["n"]))
+        if a and b:
+            verdict = compare(a, b)
+            groups.setdefault(verdict.word if verdict.measurable else NO_DIFFERENCE,
+                              []).append(point["n"])
+    return {key: groups[key] for key in ("faster", "slower", NO_DIFFERENCE) if key in groups}
+
+
+def _by_size_text(records, device: str, dtype: str) -> str:
+    """``dtype`` against float32 size by size, in words: ``"faster at n = 1,024, slower at
+    n = 4,096, with no measurable difference at n = 512 and 2,048"``. A verdict at one size
+    does not hold at the others (a CPU's float16 can lose at one size and win at another)."""
+    groups = dtype_by_size(records, device, dtype)
+    if not groups:
+        return NOT_RECORDED
+    sizes = {key: "n = " + _list([f"{n:,}" for n in found]) for key, found in groups.items()}
+    ranked = [f"{word} at {sizes[word]}" for word in ("faster", "slower") if word in sizes]
+    if NO_DIFFERENCE not in sizes:
+        return ", ".join(ranked)
+    if not ranked:
+        return f"{NO_DIFFERENCE} at any size measured ({sizes[NO_DIFFERENCE]})"
+    return ", ".join(ranked) + f", with {NO_DIFFERENCE} at {sizes[NO_DIFFERENCE]}"
+
+
 def _unsync_text(record: dict | None) -> str:
     """What the time measured without waiting says: an impossible rate (above the fastest
     call that waited for its result, at any size) or one that the waited-for calls reach too."""
@@ -181,9 +212,12 @@ def _model_values(path) -> dict[str, str]:
     }
 
 
-# Page values that are comparisons, with the two timings each compares (tests check their words).
+# Page values that are comparisons, with the two timings each compares (tests check their words):
+# at the largest size of both sweeps, and size by size.
 COMPARISONS = {f"ref_mm_{device}_{dtype}_vs_float32": (device, dtype)
                for device in ("cpu", "gpu") for dtype in DTYPES if dtype != "float32"}
+BY_SIZE = {f"ref_mm_{device}_{dtype}_by_size": (device, dtype)
+           for device in ("cpu", "gpu") for dtype in DTYPES if dtype != "float32"}
 
 
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
@@ -224,6 +258,8 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         values[f"{prefix}_sweep_time"] = _seconds(sum(walls)) if walls else NOT_RECORDED
     for name, (device, dtype) in COMPARISONS.items():
         values[name] = _dtype_text(records, device, dtype)
+    for name, (device, dtype) in BY_SIZE.items():
+        values[name] = _by_size_text(records, device, dtype)
     values.update(_model_values(Path(path).parent / FEEDING_FILE))
     gpu = find(records, "gpu", "float32")
     copied = _largest(gpu)
