@@ -3,6 +3,11 @@
 The choice between CIFAR-10 and the synthetic stand-in is always explicit (``settings.data``):
 if CIFAR-10 cannot be downloaded, the error says how to fix that, and nothing silently
 switches to synthetic data.
+
+:func:`prepare` uses a valid prepared file in the data folder as it is, even in a read-only
+folder shared by an instructor, without Keras' loader and without the network; it creates one
+only when none is there. :func:`load_prepared` gives the arrays from that file, in the order
+:func:`load_arrays` gives them, so that a notebook explores the data without any download.
 """
 
 from __future__ import annotations
@@ -11,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from gpulesson.errors import DataFileError, check_writable
+from gpulesson.errors import DataFileError, DataFolderError, check_writable
 from gpulesson.hdf5 import Hdf5Info, file_attributes, validate_hdf5, write_hdf5
-from gpulesson.settings import Settings, get_settings
+from gpulesson.settings import DEFAULT_DATA_DIR, Settings, get_settings, prepare_command
 
 # The training rows are shuffled once, with this seed, when a data file is written, so that any
 # contiguous slice of the file is a random mix of classes (the episode's generator reads slices).
@@ -84,32 +89,58 @@ def shuffle_rows(x, y, seed: int = ROW_SEED):
     return x[order], y[order]
 
 
+def _cannot_write_here(path: Path, settings: Settings, problem: str,
+                       reason: str) -> DataFolderError:
+    """The short message for a data folder that has no usable file and cannot take one."""
+    command = prepare_command(settings.data, settings.quick, path)
+    own = f"~/{DEFAULT_DATA_DIR.name}"
+    login = ""
+    if settings.data == "cifar10":
+        login = "\nCIFAR-10 needs the internet once: on a cluster, prepare it on a login node."
+    return DataFolderError(
+        f"{problem}, and the data folder {path.parent} cannot be written to ({reason}), so the "
+        f"file cannot be prepared there. Either:\n"
+        f"  - ask your instructor (whoever looks after that folder) to prepare it there:\n"
+        f"        {command}\n"
+        f"  - or use a data folder of your own: in JupyterLab, a first cell "
+        f"%env LESSON_DATA_DIR={own}, then run the notebook again from the top; in a terminal, "
+        f"export LESSON_DATA_DIR={own} or pass --data-dir DIR to python -m gpulesson.prepare."
+        + login)
+
+
 def prepare(settings: Settings | None = None, *, force: bool = False, out=None, seed: int = 0,
             progress: bool = True, arrays=None) -> Path:
     """Make sure the HDF5 file for ``settings`` exists and is valid; returns its path.
 
-    An existing file is checked (including its checksum) and reused if it is valid and matches
-    the settings; otherwise, or with ``force``, it is (re-)written from :func:`load_arrays`.
-    ``out`` overrides the file name (default ``settings.hdf5_path``). ``arrays``: what
-    :func:`load_arrays` returned for these settings, if the caller has it already (it is not
-    loaded twice). Prints one line per step.
+    An existing file is checked (including its checksum) and used as it is if it is valid and
+    matches the settings: nothing is written, so a read-only shared folder is fine, and neither
+    Keras' loader nor the network is used. Otherwise, or with ``force``, it is (re-)written from
+    :func:`load_arrays`, through a temporary file. ``out`` overrides the file name (default
+    ``settings.hdf5_path``). ``arrays``: what :func:`load_arrays` returned for these settings,
+    if the caller has it already (it is not loaded twice). Prints one line per step.
     """
     settings = settings or get_settings()
     path = Path(out).expanduser() if out is not None else settings.hdf5_path
+    problem = f"There is no prepared file {path}"
     if path.exists() and not force:
         try:
             info = validate_hdf5(path, verify_checksum=True)
         except DataFileError as exc:
-            print(f"{path} cannot be used ({str(exc).splitlines()[0]}); re-creating it.")
+            problem = f"{path} cannot be used ({str(exc).splitlines()[0]})"
+            print(f"{problem}; re-creating it.")
         else:
             why = _mismatch(info, settings, seed)
             if why is None:
                 print(f"Reusing {path}: a valid {info.label} file "
                       f"({info.n_train:,} training / {info.n_test:,} test images).")
                 return path
-            print(f"{path} does not match the settings ({why}); re-creating it.")
+            problem = f"{path} does not match the settings ({why})"
+            print(f"{problem}; re-creating it.")
     # Before the download and the conversion: a folder we cannot write to stops us now.
-    check_writable(path.parent)
+    try:
+        check_writable(path.parent)
+    except DataFolderError as exc:
+        raise _cannot_write_here(path, settings, problem, exc.reason) from None
     if arrays is None:
         arrays = load_arrays(settings, seed=seed, progress=progress)
     train, test, source, class_names = arrays
@@ -122,6 +153,31 @@ def prepare(settings: Settings | None = None, *, force: bool = False, out=None, 
                chunk_rows=settings.batch_size(FULL_BATCH_SIZE), progress=progress)
     print(f"Wrote {path}.")
     return path
+
+
+def load_prepared(settings: Settings | None = None, *, seed: int = 0, progress: bool = True):
+    """``(train, test, source, class_names)`` as :func:`load_arrays` gives them, read from the
+    prepared file (:func:`prepare` makes it first if none is there).
+
+    The file keeps its training rows shuffled (:data:`ROW_SEED`); they are put back in their
+    original order here, so the arrays equal :func:`load_arrays`' and a notebook that shuffles
+    and writes them again writes the same file. No Keras, no network when the file is there.
+    """
+    import h5py
+
+    settings = settings or get_settings()
+    path = prepare(settings, seed=seed, progress=progress)
+    with h5py.File(path, "r") as f:
+        x_train, y_train = f["x_train"][()], f["y_train"][()]
+        x_test, y_test = f["x_test"][()], f["y_test"][()]
+        source = str(f.attrs["source"])
+        class_names = tuple(
+            n.decode() if isinstance(n, bytes) else str(n) for n in f.attrs["class_names"])
+    # Row i of the file is original row order[i]: scatter the rows back.
+    order = np.random.default_rng(ROW_SEED).permutation(len(y_train))
+    original = np.empty_like(order)
+    original[order] = np.arange(len(order))
+    return (x_train[original], y_train[original]), (x_test, y_test), source, class_names
 
 
 def dataset_label(path_or_settings) -> str:

@@ -36,6 +36,16 @@ class DataFileError(LessonDataError):
 class DataFolderError(LessonDataError):
     """The folder the data files go to cannot be created or written to."""
 
+    folder: Path | None = None
+    reason: str = ""
+
+    @classmethod
+    def about(cls, folder, reason: str, message: str) -> DataFolderError:
+        """The error, with the folder and the system's reason kept for a caller's own message."""
+        error = cls(message)
+        error.folder, error.reason = Path(folder), reason
+        return error
+
 
 class SettingsError(LessonError, ValueError):
     """An environment variable of the lesson has a value it does not understand."""
@@ -67,7 +77,7 @@ def check_writable(folder, setting: str = "LESSON_DATA_DIR", option: str = "--da
         probe.touch()
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        raise DataFolderError(
+        raise DataFolderError.about(folder, reason,
             f"Cannot write the lesson's data files into {folder} ({reason}). It may be a shared "
             f"folder that only your instructor can write to, or a path that does not exist here.\n"
             f"Choose a folder of your own with {setting}, for example your home directory's "

@@ -52,7 +52,8 @@ def test_prepare_command_stops_at_once_on_an_unwritable_folder(read_only_folder,
     code = prepare.main(["--data", "synthetic", "--quick", "--data-dir", str(read_only_folder)])
     assert code == 1
     err = capsys.readouterr().err
-    assert err.startswith("error: Cannot write the lesson's data files into"), err
+    assert err.startswith("error: There is no prepared file"), err
+    assert "cannot be written to" in err and "ask your instructor" in err
     _says_how_to_choose_another(err, read_only_folder)
     assert "Traceback" not in err and "Unable to synchronously" not in err
     assert not list(read_only_folder.glob("*.h5")) and not list(read_only_folder.glob(".*tmp"))

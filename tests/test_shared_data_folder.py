@@ -1,0 +1,191 @@
+"""The guide's shared data folder: an instructor prepares the data file in a folder that learners
+can only read. The lesson uses that file as it is, offline, without Keras' CIFAR-10 loader, and
+writes the learners' own files (records, saved models, their HDF5 files) to their work folder."""
+
+import contextlib
+import hashlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from data_fixtures import closed_port_url
+
+from gpulesson import cifar10, data
+from gpulesson.errors import DataFolderError
+from gpulesson.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def snapshot(folder: Path) -> dict:
+    """Every file and folder under ``folder``: name, size, modification time and contents."""
+    found = {}
+    for path in sorted(folder.rglob("*")):
+        stat = path.stat()
+        digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "folder"
+        found[str(path.relative_to(folder))] = (stat.st_size, stat.st_mtime_ns, digest)
+    return found
+
+
+@contextlib.contextmanager
+def read_only(folder: Path):
+    """``folder`` and its files read-only, also for root (who ignores modes): then made immutable
+    with chattr where the filesystem allows. Yields whether writing is really refused; the
+    tests also compare snapshots, so they hold either way."""
+    paths = [folder, *folder.rglob("*")]
+    for path in paths:
+        path.chmod(0o555 if path.is_dir() else 0o444)
+    locked = []
+    if os.access(folder, os.W_OK) and shutil.which("chattr"):
+        for path in paths:
+            if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode == 0:
+                locked.append(path)
+    try:
+        probe = folder / ".probe"
+        try:
+            probe.touch()
+        except OSError:
+            enforced = True
+        else:
+            probe.unlink()
+            enforced = False
+        yield enforced
+    finally:
+        for path in locked:
+            subprocess.run(["chattr", "-i", str(path)], capture_output=True)
+        for path in paths:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+def prepared_folder(folder: Path, source: str) -> Settings:
+    """``folder`` with the quick-mode file of ``source``, as an instructor prepares it. A
+    "cifar10" file is made of the stand-in's images (CIFAR-10 cannot be downloaded here)."""
+    settings = Settings(source, quick=True, data_dir=folder)
+    train, test, _, names = data.load_arrays(Settings("synthetic", quick=True, data_dir=folder),
+                                             progress=False)
+    if source == "cifar10":
+        names = cifar10.CLASS_NAMES
+    data.prepare(settings, arrays=(train, test, source, names), progress=False)
+    return settings
+
+
+@pytest.fixture
+def offline(monkeypatch):
+    """No network for this process: every connection to another host is refused."""
+    def refuse(sock, address, *args):
+        raise OSError(101, f"Network is unreachable (the test is offline): {address}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+
+
+def _no_loader(monkeypatch):
+    def never(*args, **kwargs):
+        raise AssertionError("the data were loaded (Keras' CIFAR-10 loader or the stand-in's "
+                             "maker) although a prepared file was there")
+
+    monkeypatch.setattr(data, "load_arrays", never)
+    monkeypatch.setattr(cifar10, "load_cifar10", never)
+
+
+@pytest.mark.bad_input("unwritable folder")
+@pytest.mark.parametrize("source", ["synthetic", "cifar10"])
+def test_a_prepared_file_in_a_read_only_folder_is_used_as_it_is(tmp_path, monkeypatch, offline,
+                                                                capsys, source):
+    settings = prepared_folder(tmp_path / "shared", source)
+    before = snapshot(settings.data_dir)
+    _no_loader(monkeypatch)
+    with read_only(settings.data_dir):
+        assert data.prepare(settings, progress=False) == settings.hdf5_path
+        train, test, got_source, names = data.load_prepared(settings, progress=False)
+    assert "Reusing" in capsys.readouterr().out
+    assert got_source == source and len(names) == 10
+    assert train[0].shape == (settings.n_train, 32, 32, 3) and len(test[1]) == settings.n_test
+    assert snapshot(settings.data_dir) == before
+
+
+def test_the_prepared_arrays_are_those_load_arrays_gives(tmp_path):
+    """In their original order: the episode shuffles and writes them itself, the same file."""
+    settings = Settings("synthetic", quick=True, data_dir=tmp_path)
+    expected = data.load_arrays(settings, progress=False)
+    got = data.load_prepared(settings, progress=False)  # no file yet: made, then read
+    assert settings.hdf5_path.is_file()
+    for want, have in zip(expected[:2], got[:2], strict=True):
+        np.testing.assert_array_equal(want[0], have[0])
+        np.testing.assert_array_equal(want[1], have[1])
+    assert got[2:] == ("synthetic", tuple(expected[3]))
+    # The file itself holds the rows shuffled once (a slice of it mixes the classes).
+    with __import__("h5py").File(settings.hdf5_path, "r") as f:
+        assert not np.array_equal(f["y_train"][()], expected[0][1])
+
+
+def _message_lines(message: str) -> list[str]:
+    return [line for line in message.splitlines() if line.strip()]
+
+
+@pytest.mark.bad_input("unwritable folder")
+@pytest.mark.parametrize("source", ["synthetic", "cifar10"])
+def test_a_read_only_folder_without_the_file_says_what_to_do(tmp_path, monkeypatch, offline,
+                                                             source):
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    settings = Settings(source, quick=True, data_dir=folder)
+    _no_loader(monkeypatch)  # nothing is loaded before the folder is known to take the file
+    with read_only(folder) as enforced:
+        if not enforced:
+            pytest.skip("no way to make a folder read-only for this user here")
+        with pytest.raises(DataFolderError) as failed:
+            data.load_prepared(settings, progress=False)
+    message = str(failed.value)
+    assert message.startswith(f"There is no prepared file {settings.hdf5_path}, and the data "
+                              f"folder {folder} cannot be written to")
+    for part in ("ask your instructor", f"python -m gpulesson.prepare --data {source} --quick",
+                 "%env LESSON_DATA_DIR=~/gpulesson-data", "export LESSON_DATA_DIR="):
+        assert part in message, message
+    assert ("login node" in message) is (source == "cifar10")
+    assert len(_message_lines(message)) <= 6 and failed.value.__cause__ is None
+    assert not any(folder.iterdir())
+
+
+@pytest.mark.bad_input("unwritable folder")
+def test_a_read_only_file_of_other_settings_says_why_it_cannot_be_used(tmp_path, monkeypatch,
+                                                                       offline):
+    settings = prepared_folder(tmp_path / "shared", "synthetic")
+    before = snapshot(settings.data_dir)
+    _no_loader(monkeypatch)
+    with read_only(settings.data_dir) as enforced:
+        if not enforced:
+            pytest.skip("no way to make a folder read-only for this user here")
+        with pytest.raises(DataFolderError) as failed:
+            data.prepare(settings, seed=7, progress=False)
+    message = str(failed.value)
+    assert "does not match the settings (it was made with seed 0, not 7)" in message
+    assert "ask your instructor" in message and snapshot(settings.data_dir) == before
+
+
+@pytest.mark.bad_input("no internet")
+def test_a_fresh_python_reads_the_shared_file_without_keras_or_network(tmp_path):
+    """What a notebook's first cell does, in a new process: no Keras, no TensorFlow imported,
+    no download (Keras' cache is empty and every proxy leads nowhere)."""
+    settings = prepared_folder(tmp_path / "shared", "cifar10")
+    nowhere = closed_port_url("")
+    env = {**os.environ, "LESSON_DATA": "cifar10", "LESSON_QUICK": "1",
+           "LESSON_DATA_DIR": str(settings.data_dir), "LESSON_WORK_DIR": str(tmp_path / "work"),
+           "KERAS_HOME": str(tmp_path / "keras"), "LESSON_CIFAR10_URL": nowhere + "cifar.tgz",
+           "http_proxy": nowhere, "https_proxy": nowhere, "HTTP_PROXY": nowhere,
+           "HTTPS_PROXY": nowhere}
+    code = ("import sys\nfrom gpulesson.data import load_prepared\n"
+            "train, test, source, names = load_prepared()\n"
+            "print(source, len(train[0]), sorted({'keras', 'tensorflow'} & set(sys.modules)))")
+    before = snapshot(settings.data_dir)
+    with read_only(settings.data_dir):
+        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                              text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines()[-1] == f"cifar10 {settings.n_train} []", done.stdout
+    assert snapshot(settings.data_dir) == before and not (tmp_path / "keras").exists()
