@@ -58,7 +58,7 @@ def test_read_ahead_gives_the_generators_batches_even_when_the_epoch_changes(pat
     getattr(ahead, "close", lambda: None)()
 
 
-def record(backend, device, pipeline, seconds, n=1000):
+def record(backend, device, pipeline, seconds, n=records.N_IMAGES):
     return {"backend": backend, "device_kind": device, "pipeline": pipeline, "n_images": n,
             "run_id": "r", "date": "2026-11-23T00:00:00+00:00", "device": "CPU",
             "cpu_model": "Test CPU", "versions": {"keras": "3"}, "epoch_seconds": seconds,
@@ -85,6 +85,18 @@ def test_the_ceiling_is_the_fastest_in_memory_way_and_shares_follow_the_medians(
     assert records.share_text(0.8999) == "89%" and records.share_text(0.9) == "90%"
     assert records.verdict(top, top) == "the ceiling"
     assert records.ceiling(RUN, "torch", "cpu") is None
+    # A short run (fewer epochs or images than the rule) is not judged against the goal.
+    short = [{**r, "epoch_seconds": r["epoch_seconds"][:2], "n_images": 5_000} for r in RUN]
+    said = records.verdict(short[2], records.ceiling(short, "jax", "cpu"))
+    assert "too rough to judge the 90% goal" in said and "misses" not in said
+
+
+def test_the_page_states_the_generators_share_of_the_ceiling_on_each_backend():
+    run = [*RUN, record("torch", "cpu", "ram", [0.5] * 5), record("torch", "cpu", "lesson", [0.52] * 5)]
+    said = page.goal_shares(run)
+    assert said == ("In the reference run the lesson's own generator reached, as a share of the "
+                    "ceiling, 48% on JAX (CPU) and 96% on PyTorch (CPU): it meets the goal in 1 of "
+                    "2 cases.")
 
 
 def test_table_alt_text_and_page_values_say_what_was_measured(tmp_path):
@@ -93,14 +105,14 @@ def test_table_alt_text_and_page_values_say_what_was_measured(tmp_path):
     assert all(cell.strip() for cell in header.strip("|").split("|"))
     assert table.count("\n| JAX, CPU |") == 4
     alt = ceiling.alt_text(RUN)
-    assert "JAX on the CPU" in alt and "lesson 952 (48%)" in alt and "GPU" not in alt
+    assert "JAX on the CPU" in alt and "lesson 47,619 (48%)" in alt and "GPU" not in alt
     file = tmp_path / "ceiling.jsonl"
     assert page.substitutions(file)["ref_ceil_table"] == page.NONE
     file.write_text("".join(json.dumps(r) + "\n" for r in RUN))
     values = page.substitutions(file)
     assert values["ref_ceil_table"] == table
     summary = values["ref_ceil_summary"]
-    assert "JAX on the CPU (ceiling: ram)" in summary and "GPU" not in summary
+    assert "JAX on the CPU (ceiling: `ram`)" in summary and "GPU" not in summary
     assert "Machine: Test CPU" in summary and "run r (2026-11-23)" in summary
     # Records made before the measurement kept its own cores say nothing of them ...
     assert "Cores kept busy" not in summary

@@ -305,3 +305,28 @@ def test_the_episode_states_the_loader_margin_that_the_page_applies():
 
     stated = set(re.findall(r"([\d.]+) times the (?:images per second|rate)", " ".join(TEXT.split())))
     assert stated == {f"{LOADER_MARGIN:g}"}, f"the episode states {stated}, the page {LOADER_MARGIN:g}"
+
+
+def test_the_page_is_short_and_its_sentences_too():
+    """At most 4,000 words of prose on the page as shown (the reference run's values filled
+    in), no sentence over 50 words: generated sentences included."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import core_check
+    from carpentry import fill_placeholders
+
+    page = core_check.parse_body(fill_placeholders(BODY, ROOT))
+    found = core_check.sentences(page.paragraphs)
+    assert sum(core_check.words(p) for p in page.paragraphs) <= 4000
+    longest = max(found, key=core_check.words)
+    assert core_check.words(longest) <= 50, longest
+
+
+def test_pipeline_names_are_defined_before_they_are_used():
+    """The legend's table comes before any pipeline name in backticks."""
+    legend = BODY.index("## The pipelines this episode measures")
+    names = set(fp.PIPELINES) | set(ceiling.PIPELINES)
+    first = min(m.start() for name in names if (m := re.search(rf"`{re.escape(name)}`", BODY)))
+    assert first > legend
+    table = BODY[legend:BODY.index("## Is the GPU waiting?")]
+    for name in names:
+        assert f"`{name}`" in table, name

@@ -20,6 +20,8 @@ from gpulesson.experiments.ceiling.records import (
     rate_number,
     rate_summary,
     reference_run,
+    share,
+    share_text,
     verdict,
 )
 from gpulesson.experiments.common import summary_text
@@ -63,21 +65,42 @@ def describe(records) -> str:
     return "\n".join(out)
 
 
+LESSON_LABELS = (("the generator reaches", "lesson"), ("with window=1 (not mixed)", "lesson-window1"),
+                 ("ReadAhead", "lesson-readahead"), ("ProcessReadAhead", "lesson-process"))
+
+
 def lesson_summary(records) -> str:
-    """One sentence a backend: the lesson's generator (mixing or not, read ahead or not)
-    against the ceiling."""
-    parts = []
+    """One sentence a backend and device: the lesson's generator (mixing or not, read ahead or
+    not) against the ceiling, which it names."""
+    sentences = []
     for backend, device in groups(records):
         top = ceiling(records, backend, device)
-        said = [f"{label} {against(r, top)}" for label, name in
-                (("the generator reaches", "lesson"),
-                 ("with window=1 (not mixed)", "lesson-window1"), ("ReadAhead", "lesson-readahead"),
-                 ("ProcessReadAhead", "lesson-process"))
+        said = [f"{label} {against(r, top)}" for label, name in LESSON_LABELS
                 if (r := find(records, backend, device, name))]
         if top and said:
-            parts.append(f"{NAMES.get(backend, backend)} on the {device.upper()} "
-                         f"(ceiling: {top['pipeline']}): {', '.join(said)}")
-    return "; ".join(parts) + "." if parts else NOT_RECORDED
+            sentences.append(f"{NAMES.get(backend, backend)} on the {device.upper()} (ceiling: "
+                             f"`{top['pipeline']}`): {', '.join(said)}.")
+    return " ".join(sentences) if sentences else NOT_RECORDED
+
+
+def goal_shares(records) -> str:
+    """The lesson's generator against its own goal, one share a backend and device, as one
+    sentence: what the page says where it states the goal."""
+    shares = []
+    for backend, device in groups(records):
+        top, lesson = ceiling(records, backend, device), find(records, backend, device, "lesson")
+        if top and lesson:
+            shares.append((f"{share_text(share(lesson, top))} on {NAMES.get(backend, backend)} "
+                           f"({device.upper()})", share(lesson, top) >= TARGET_SHARE))
+    if not shares:
+        return "The reference run has no record of the lesson's generator to compare with."
+    listed = ", ".join(text for text, _ in shares[:-1]) + (" and " if len(shares) > 1 else "") \
+        + shares[-1][0]
+    met = sum(ok for _, ok in shares)
+    how = ("misses it everywhere" if not met else "meets it everywhere" if met == len(shares)
+           else f"meets it in {met} of {len(shares)} cases")
+    return (f"In the reference run the lesson's own generator reached, as a share of the "
+            f"ceiling, {listed}: it {how.replace('it', 'the goal', 1)}.")
 
 
 def cores_busy(records) -> str:
@@ -129,5 +152,7 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
                                         if any(r["backend"] == b for r in records))
                               or NOT_RECORDED),
         "ref_ceil_goal": f"{TARGET_SHARE:.0%}",
+        "ref_ceil_shares": (goal_shares(records) if records else "No ceiling run has been "
+                            "recorded yet to say how close the lesson's generator comes."),
         "ref_ceil_alt": alt_text(records),
     }

@@ -16,7 +16,14 @@ import statistics
 
 from gpulesson import results
 from gpulesson.devices import BACKEND_TITLES, KERAS_BACKENDS
-from gpulesson.experiments.common import SUMMARY_KEY, as_rate, compare, summarise, summary_of
+from gpulesson.experiments.common import (
+    REPEATS,
+    SUMMARY_KEY,
+    as_rate,
+    compare,
+    summarise,
+    summary_of,
+)
 from gpulesson.results import make_record
 
 EXPERIMENT = "ceiling"
@@ -130,11 +137,23 @@ def against(record: dict | None, top: dict | None) -> str | None:
     return f"{share_text(ratio)} of it ({words})"
 
 
+def rough(record: dict) -> bool:
+    """Whether ``record`` is too small a measurement to judge the goal by: fewer timed epochs
+    than the lesson's rule asks for, or fewer images than the goal's epoch."""
+    timed = record.get("repeats", len(record.get("epoch_seconds", ())))
+    return timed < REPEATS or record["n_images"] < N_IMAGES
+
+
 def verdict(record: dict | None, top: dict | None) -> str | None:
-    """:func:`against`, and whether the share meets :data:`TARGET_SHARE`."""
+    """:func:`against`, and whether the share meets :data:`TARGET_SHARE`; a rough measurement
+    (:func:`rough`) is not judged, since a short run can put a pipeline level with a ceiling
+    that the full run puts far above it."""
     said = against(record, top)
     if said is None or record is top:
         return said
+    if rough(record) or rough(top):
+        return (f"{said}; too rough to judge the {TARGET_SHARE:.0%} goal (the goal is judged on "
+                f"{REPEATS} epochs of {N_IMAGES:,} images)")
     goal = "meets" if share(record, top) >= TARGET_SHARE else "misses"
     return f"{said}; {goal} the {TARGET_SHARE:.0%} goal"
 

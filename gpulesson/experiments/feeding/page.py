@@ -254,6 +254,8 @@ def _setting_name(record) -> str:
 
 
 def _settings_sentence(records) -> str:
+    """The settings sweep in short sentences: the base, each setting that differs measurably
+    from it, and the others named together (the figure gives their numbers)."""
     device = sweep_device(records)
     swept = [r for r in shown(records) if r.get("device_kind") == device
              and r.get("group") in SETTING_NAMES]
@@ -261,28 +263,38 @@ def _settings_sentence(records) -> str:
         return ""
     pipeline = swept[0]["pipeline"]
     base = find(records, device, pipeline)
-    start = f"On the {device.upper()}, with one setting changed at a time on `{pipeline}`"
+    start = f"On the {device.upper()}, one setting was changed at a time on `{pipeline}`"
     if not base:
-        parts = [f"{_setting_name(r)} {rate_summary_text(rate_summary(r))}" for r in swept]
-        return start + ": " + "; ".join(parts) + "."
+        parts = [f"{_setting_name(r)} {rate_summary_text(rate_summary(r))}." for r in swept]
+        return start + ". " + " ".join(p[0].upper() + p[1:] for p in parts)
     base_rate = rate_summary(base)
-    verdicts = [compare(rate_summary(r), base_rate, higher_is_better=True) for r in swept]
-    parts = [f"{_setting_name(r)} {rate_summary_text(rate_summary(r))}, {v.sentence}"
-             for r, v in zip(swept, verdicts, strict=True)]
-    text = (start + f" against the base (float32, XLA on, one step per execution, batch "
-            f"{base['batch_size']:,}: {rate_summary_text(base_rate)}): " + "; ".join(parts) + ".")
-    same = [rate_summary(r) for r, v in zip(swept, verdicts, strict=True) if not v.measurable]
+    sentences = [start + f"; the base (float32, XLA on, one step per execution, batch "
+                 f"{base['batch_size']:,}) trained at {rate_summary_text(base_rate)}."]
+    same = []
+    for r in swept:
+        verdict = compare(rate_summary(r), base_rate, higher_is_better=True)
+        if verdict.measurable:
+            name = _setting_name(r)
+            sentences.append(f"{name[0].upper() + name[1:]}: "
+                             f"{rate_summary_text(rate_summary(r))}, {verdict.sentence}.")
+        else:
+            same.append(r)
     if same:
-        text += (f" Where it says {NO_DIFFERENCE}, "
-                 + ("a setting or the base was timed once, with no range, and the rule ranks "
-                    "nothing without one" if min(s["n"] for s in [*same, base_rate]) < 2
-                    else "the ranges of the setting and the base overlap") + ".")
+        once = min(rate_summary(r)["n"] for r in [*same, base]) < 2
+        sentences.append(f"The lesson's rule finds {NO_DIFFERENCE} from the base for "
+                         + _listed([_setting_name(r) for r in same])
+                         + (" (a setting or the base was timed once, with no range)." if once
+                            else " (their ranges overlap)."))
     batch = {f"{r['batch_size']:,}": rate_summary(r) for r in swept if r["group"] == "batch"}
     if batch:
         batch[f"{base['batch_size']:,}"] = base_rate
-        text += (" The fastest batch size: "
-                 + best_text(batch, higher_is_better=True) + ".")
-    return text + " The second figure shows every setting with its range."
+        sentences.append("The fastest batch size: " + best_text(batch, higher_is_better=True)
+                         + ".")
+    return " ".join(sentences) + " The second figure shows every setting with its range."
+
+
+def _listed(names) -> str:
+    return ", ".join(names[:-1]) + (" and " if len(names) > 1 else "") + names[-1]
 
 
 def findings(records) -> str:
@@ -299,14 +311,16 @@ def findings(records) -> str:
         lesson = find(records, "gpu", checks["pipeline"])
         against = versus(f"`{checks['pipeline']}`", rate_summary(lesson),
                          "device-resident data", rate_summary(device))
-        sentences.append(
+        sentences += [
             f"On the GPU, the lesson's HDF5 pipeline with the highest median "
             f"(`{checks['pipeline']}`) reached **{checks['share']:.0%}** of the median rate of "
-            f"device-resident data ({against}), and one epoch "
-            f"of {checks['n_images']:,} images took **{seconds_text(checks['epoch_seconds'])}** "
-            f"(median; on the device: {seconds_text(device['full_epoch_seconds'])}). The "
-            f"lesson's goals are at least {TARGET_SHARE:.0%} and at most "
-            f"{TARGET_EPOCH_SECONDS:g} second; the check: {targets_text(checks)}.")
+            f"device-resident data.",
+            f"In the lesson's words, {against}.",
+            f"One epoch of {checks['n_images']:,} images took "
+            f"**{seconds_text(checks['epoch_seconds'])}** (median; on the device: "
+            f"{seconds_text(device['full_epoch_seconds'])}).",
+            f"The lesson's goals are at least {TARGET_SHARE:.0%} and at most "
+            f"{TARGET_EPOCH_SECONDS:g} second; the check: {targets_text(checks)}."]
         gpu = _slowdown(records, "gpu")
         if gpu:
             sentences.append(f"On the GPU, {gpu}.")
@@ -356,29 +370,29 @@ def reading(records) -> str:
         if not rows:
             continue
         verdicts = {t["pipeline"]: loader_verdict(t, ld) for t, ld in rows}
-        text = f"on the {device.upper()}, the fastest pipeline was {fastest_text(records, device)}; "
+        text = f"On the {device.upper()}, the fastest pipeline was {fastest_text(records, device)}. "
         found = []
         waiting = [p for p, v in verdicts.items() if v == "waiting"]
         ahead = [p for p, v in verdicts.items() if v == "ahead"]
         unclear = [(t, ld) for t, ld in rows if verdicts[t["pipeline"]] == "unclear"]
         if waiting:
-            found.append(f"the loader alone of {_names(waiting)} was measurably slower than "
+            found.append(f"The loader alone of {_names(waiting)} was measurably slower than "
                          f"{LOADER_MARGIN:g} times the images per second of training from it: "
                          "those pipelines made the model wait")
         if ahead:
-            found.append(f"the loader alone of {_names(ahead)} delivered measurably more than "
+            found.append(f"The loader alone of {_names(ahead)} delivered measurably more than "
                          f"{LOADER_MARGIN:g} times the images per second of training from it: "
                          "there the model, not the data, set the pace")
         if unclear:
             names = [t["pipeline"] for t, _ in unclear]
             why = _why(*[rate_summary(r) for pair in unclear for r in pair], many=True)
-            found.append(f"for {_names(names)} the rule cannot tell whether the loader kept "
+            found.append(f"For {_names(names)} the rule cannot tell whether the loader kept "
                          f"ahead ({NO_DIFFERENCE} between the loader alone and "
                          f"{LOADER_MARGIN:g} times training: {why})")
-        parts.append(text + "; ".join(found))
+        parts.append(text + ". ".join(found) + ".")
     if not parts:
         return "No reference run has been recorded yet."
-    answer = "In the reference run, " + "; ".join(parts) + "."
+    answer = "In the reference run: " + " ".join(parts)
     if not any(r.get("device_kind") == "gpu" for r in shown(records)):
         answer += " There is no GPU run to compare with yet."
     return answer
