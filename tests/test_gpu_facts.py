@@ -9,6 +9,7 @@ import sys
 import types
 
 import pytest
+from conftest import ROOT
 
 from gpulesson import devices, results
 
@@ -157,3 +158,38 @@ def test_every_record_says_its_precision_and_a_gpu_record_its_gpu(monkeypatch):
     assert "float32_precision" not in other
     assert results.ran_on_gpu({"gpu_count": 1, "device": "NVIDIA H100"})
     assert not results.ran_on_gpu({"gpu_count": 1, "device": "CPU"})
+
+
+def test_the_pytorch_settings_the_episodes_teach_exist_with_the_defaults_they_state():
+    """Episodes 6 and 8 teach PyTorch's ``fp32_precision`` settings (PyTorch >= 2.9, in
+    torch/backends/cuda/__init__.py and torch/backends/cudnn/__init__.py) with their defaults,
+    and that cuDNN times its convolution algorithms only with ``cudnn.benchmark = True``."""
+    pytest.importorskip("torch")
+    code = ("import torch; b = torch.backends\n"
+            "print(b.cudnn.conv.fp32_precision, b.cuda.matmul.fp32_precision, b.cudnn.benchmark,"
+            " torch.get_float32_matmul_precision(), b.cudnn.allow_tf32, b.cuda.matmul.allow_tf32)")
+    assert _in_a_process(code).split() == ["tf32", "none", "False", "highest", "True", "False"]
+    episodes = ROOT / "_episodes"
+    six = (episodes / "06-why-gpus-are-fast.md").read_text(encoding="utf-8")
+    assert '`torch.backends.cudnn.conv.fp32_precision` is `"tf32"`' in six
+    assert '`torch.backends.cuda.matmul.fp32_precision` is `"none"`' in six
+    eight = (episodes / "08-pytorch.md").read_text(encoding="utf-8")
+    assert "torch.backends.cudnn.benchmark = True" in eight
+
+
+def test_pytorch_threads_follow_the_cores_the_process_may_use():
+    """Episode 8: PyTorch 2.15's default intra-op threads are capped by the CPU affinity."""
+    pytest.importorskip("torch")
+    import os
+
+    if not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs Linux and two cores to restrict the process to one")
+    one = min(os.sched_getaffinity(0))
+    code = (f"import os; os.sched_setaffinity(0, {{{one}}})\n"
+            "import torch; print(torch.get_num_threads())")
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    found = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                           text=True, timeout=300, env=env).stdout.strip()
+    assert found == "1"
+    eight = (ROOT / "_episodes" / "08-pytorch.md").read_text(encoding="utf-8")
+    assert "CPU affinity" in eight and "cpuinfo" in eight
