@@ -23,6 +23,9 @@ ROOT_ARGS := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
 # The learners' working copies of the notebooks: JupyterLab saves outputs into the notebooks
 # it opens, so it opens these (ignored by git), never the tracked ones in notebooks/.
 MY_NOTEBOOKS ?= my-notebooks
+# make lab COMPLETE=1 also copies the complete notebooks (notebooks/, every cell filled in) there,
+# as NN-slug-complete.ipynb: the fallback for a learner who falls behind the typing.
+COMPLETE ?=
 # Extra pytest arguments, e.g. make test PYTEST_ARGS="-k hdf5 -x"
 PYTEST_ARGS ?=
 # Test processes (pytest-xdist): two keep a 2-core machine busy while a test waits on Slurm, a
@@ -127,8 +130,9 @@ kernel: $(LAB_READY)  ## register this environment as the Jupyter kernel "$(KERN
 		--env TF_CPP_MIN_LOG_LEVEL 1 --env XLA_PYTHON_CLIENT_PREALLOCATE false \
 		--env TF_FORCE_GPU_ALLOW_GROWTH true
 
-lab: kernel  ## start JupyterLab on your copies of the notebooks (my-notebooks/), with the lesson kernel
+lab: kernel  ## start JupyterLab on your copies of the notebooks (my-notebooks/; COMPLETE=1: the complete ones too)
 	$(BIN)/python -m gpulesson.workcopy --to $(MY_NOTEBOOKS)
+	$(if $(COMPLETE),$(BIN)/python -m gpulesson.workcopy --to $(MY_NOTEBOOKS) --complete)
 	# The root stays the lesson folder: notebooks show figures from ../fig and link to ../setup.md.
 	$(BIN)/jupyter lab --notebook-dir=. --LabApp.default_url=/lab/tree/$(MY_NOTEBOOKS) $(ROOT_ARGS) $(LAB_ARGS)
 

@@ -1,13 +1,17 @@
 """Your own copies of the lesson's notebooks, to work in.
 
-    python -m gpulesson.workcopy [--to my-notebooks]
+    python -m gpulesson.workcopy [--to my-notebooks]             # the notebooks to type into
+    python -m gpulesson.workcopy [--to my-notebooks] --complete  # the complete ones, as well
 
 JupyterLab saves a notebook with its outputs as you work (and every two minutes on its own), so
 working in ``notebooks/`` would change the lesson's tracked files and make ``git pull`` fail.
-This copies each notebook of ``notebooks/`` into a folder of your own (``my-notebooks/`` by
-default, next to ``notebooks/`` so that the notebooks' links to ``../fig`` and ``../setup.md``
-still work, and ignored by git). A copy that is already there is yours and is never overwritten:
-to start a notebook afresh, delete your copy and run the command again.
+This copies each notebook of ``notebooks/learner/`` (the cells you type hold only a ``# `` line
+that says what to write; exercises have ``____`` blanks) into a folder of your own
+(``my-notebooks/`` by default, next to ``notebooks/`` so that the notebooks' links to ``../fig``
+and ``../setup.md`` still work, and ignored by git). With ``--complete`` it copies the complete
+notebooks of ``notebooks/`` instead, as ``NN-slug-complete.ipynb``: the fallback when you fall
+behind, beside your own. A copy that is already there is yours and is never overwritten: to
+start a notebook afresh, delete your copy and run the command again.
 """
 
 from __future__ import annotations
@@ -18,21 +22,24 @@ import sys
 from pathlib import Path
 
 LESSON_ROOT = Path(__file__).resolve().parents[1]
-SOURCE = "notebooks"
+SOURCE = "notebooks/learner"  # what learners type into (tools/make_notebooks.py)
+COMPLETE_SOURCE = "notebooks"  # every cell filled in
+COMPLETE_SUFFIX = "-complete"
 DEFAULT_TARGET = "my-notebooks"
 
 
-def copy_notebooks(source: Path, target: Path) -> tuple[list[Path], list[Path]]:
-    """Copy every ``*.ipynb`` of ``source`` that ``target`` lacks; returns (copied, kept)."""
+def copy_notebooks(source: Path, target: Path, suffix: str = "") -> tuple[list[Path], list[Path]]:
+    """Copy every ``*.ipynb`` of ``source`` that ``target`` lacks, its name's stem followed by
+    ``suffix``; returns (copied, kept)."""
     notebooks = sorted(Path(source).glob("*.ipynb"))
     if not notebooks:
         raise FileNotFoundError(f"{source} holds no notebooks: run this in the lesson folder "
-                                f"(the one with {SOURCE}/ and setup.md)")
+                                f"(the one with {COMPLETE_SOURCE}/ and setup.md)")
     target = Path(target)
     target.mkdir(parents=True, exist_ok=True)
     copied, kept = [], []
     for notebook in notebooks:
-        mine = target / notebook.name
+        mine = target / f"{notebook.stem}{suffix}{notebook.suffix}"
         if mine.exists():
             kept.append(mine)
             continue
@@ -47,20 +54,27 @@ def copy_notebooks(source: Path, target: Path) -> tuple[list[Path], list[Path]]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m gpulesson.workcopy",
-        description="Copy the lesson's notebooks into a folder of your own (existing copies "
-                    "are kept), so that JupyterLab saves your work there, not in notebooks/.")
+        description="Copy the lesson's notebooks to type into (notebooks/learner/) into a folder "
+                    "of your own (existing copies are kept), so that JupyterLab saves your work "
+                    "there, not in notebooks/.")
     parser.add_argument("--to", type=Path, default=LESSON_ROOT / DEFAULT_TARGET,
                         help=f"your folder (default: {DEFAULT_TARGET}/ in the lesson folder)")
     parser.add_argument("--lesson", type=Path, default=LESSON_ROOT,
                         help="the lesson folder (default: the one this package belongs to)")
+    parser.add_argument("--complete", action="store_true",
+                        help=f"copy the complete notebooks ({COMPLETE_SOURCE}/, every cell filled "
+                             f"in) instead, as NN-slug{COMPLETE_SUFFIX}.ipynb beside your own")
     args = parser.parse_args(argv)
     target = args.to if args.to.is_absolute() else Path.cwd() / args.to
+    source = COMPLETE_SOURCE if args.complete else SOURCE
     try:
-        copied, kept = copy_notebooks(args.lesson / SOURCE, target)
+        copied, kept = copy_notebooks(args.lesson / source, target,
+                                      COMPLETE_SUFFIX if args.complete else "")
     except OSError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print(f"Your notebooks are in {target}: {len(copied)} copied from {SOURCE}/, "
+    what = "complete notebooks" if args.complete else "notebooks"
+    print(f"Your {what} are in {target}: {len(copied)} copied from {source}/, "
           f"{len(kept)} of yours kept as they are. Open them from there.")
     return 0
 

@@ -101,6 +101,9 @@ def test_make_lab_takes_options_and_starts_as_root():
     # It opens the learner's copies, which the step before makes.
     assert "default_url=/lab/tree/my-notebooks" in lab, lab
     assert "-m gpulesson.workcopy --to my-notebooks" in dry_run("lab")
+    assert "--complete" not in dry_run("lab")
+    # COMPLETE=1 adds the complete notebooks, beside the learner's own.
+    assert "-m gpulesson.workcopy --to my-notebooks --complete" in dry_run("lab", "COMPLETE=1")
 
 
 @needs_make
@@ -163,13 +166,38 @@ def test_work_copies_from_a_folder_without_notebooks_say_where_to_run(tmp_path, 
 
 
 def test_work_copies_of_the_lesson_are_ignored_by_git_and_open_its_figures(tmp_path):
-    copied, _ = workcopy.copy_notebooks(ROOT / "notebooks", tmp_path / "my-notebooks")
+    copied, _ = workcopy.copy_notebooks(ROOT / workcopy.SOURCE, tmp_path / "my-notebooks")
     assert len(copied) == len(list((ROOT / "notebooks").glob("*.ipynb")))
-    ignored = subprocess.run(["git", "check-ignore", "-q", "my-notebooks/01-introduction.ipynb"],
-                             cwd=ROOT, timeout=30)
+    ignored = subprocess.run(["git", "check-ignore", "-q", "my-notebooks/01-introduction.ipynb",
+                              "my-notebooks/01-introduction-complete.ipynb"], cwd=ROOT, timeout=30)
     assert ignored.returncode == 0, "my-notebooks/ must be in .gitignore"
     # A copy sits next to notebooks/, so its relative links (../fig, ../setup.md) still work.
-    assert (ROOT / workcopy.DEFAULT_TARGET).parent == (ROOT / workcopy.SOURCE).parent
+    assert (ROOT / workcopy.DEFAULT_TARGET).parent == (ROOT / workcopy.COMPLETE_SOURCE).parent
+
+
+def test_work_copies_are_the_learners_notebooks_and_the_complete_ones_come_beside_them(tmp_path):
+    """By default the notebooks to type into (notebooks/learner/); --complete adds the complete
+    ones (notebooks/) as NN-slug-complete.ipynb, never over the learner's own."""
+    lesson = tmp_path / "lesson"
+    (lesson / "notebooks" / "learner").mkdir(parents=True)
+    (lesson / "notebooks" / "01-a.ipynb").write_text('{"cells": "complete"}')
+    (lesson / "notebooks" / "learner" / "01-a.ipynb").write_text('{"cells": "to type"}')
+    mine = tmp_path / "mine"
+    assert workcopy.main(["--lesson", str(lesson), "--to", str(mine)]) == 0
+    assert [p.name for p in mine.iterdir()] == ["01-a.ipynb"]
+    assert "to type" in (mine / "01-a.ipynb").read_text()
+    assert workcopy.main(["--lesson", str(lesson), "--to", str(mine), "--complete"]) == 0
+    assert sorted(p.name for p in mine.iterdir()) == ["01-a-complete.ipynb", "01-a.ipynb"]
+    assert "to type" in (mine / "01-a.ipynb").read_text()
+    assert "complete" in (mine / "01-a-complete.ipynb").read_text()
+    # The real lesson: the default copies have prompts to type; the complete ones have code.
+    workcopy.main(["--to", str(tmp_path / "real")])
+    workcopy.main(["--to", str(tmp_path / "real"), "--complete"])
+    learner = (tmp_path / "real" / "01-introduction.ipynb").read_text()
+    complete = (tmp_path / "real" / "01-introduction-complete.ipynb").read_text()
+    assert learner == (ROOT / "notebooks" / "learner" / "01-introduction.ipynb").read_text()
+    assert complete == (ROOT / "notebooks" / "01-introduction.ipynb").read_text()
+    assert learner != complete
 
 
 def _requirement_names(path: Path) -> list[str]:

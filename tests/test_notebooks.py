@@ -1,4 +1,5 @@
-"""Learner notebooks: generated from the episodes, in sync with them, committed clean."""
+"""The complete notebooks (notebooks/): generated from the episodes, in sync with them, committed
+clean. The learners' notebooks (notebooks/learner/) are tested in test_type_along.py."""
 
 import json
 
@@ -52,13 +53,16 @@ def test_the_data_cell_adds_no_code():
     source = jupytext.reads(text, fmt="myst")
     made = mk.build_notebook(episode)
     code = [cell.source for cell in made.cells if cell.cell_type == "code"]
-    assert code == [cell.source for cell in source.cells if cell.cell_type == "code"]
+    # Every code cell of the episode but the exercises' cells with blanks (the learners' only).
+    assert code == [cell.source for cell in source.cells if cell.cell_type == "code"
+                    and mk.EXERCISE not in cell.metadata.get("tags", [])]
 
 
 def test_a_changed_episode_is_detected(tmp_path):
     root = lesson_files(tmp_path)
     episode = root / "_episodes" / "01-introduction.md"
-    episode.write_text(episode.read_text() + "\n```{code-cell} ipython3\nprint('new')\n```\n")
+    episode.write_text(episode.read_text()
+                       + "\n```{code-cell} ipython3\n:prompt: Print new.\n\nprint('new')\n```\n")
     (root / "notebooks" / "02-orphan.ipynb").write_text("{}")
     problems = mk.out_of_sync(root)
     assert any("01-introduction.ipynb differs" in p for p in problems), problems
@@ -68,7 +72,7 @@ def test_a_changed_episode_is_detected(tmp_path):
 def test_named_module_tags_make_their_own_module(tmp_path):
     root = lesson_files(tmp_path)
     episode = root / "_episodes" / "01-introduction.md"
-    cell = "```{code-cell} ipython3\n:tags: [lesson-module-extra]\n\nimport json\nANSWER = 42\n```\n"
+    cell = "```{code-cell} ipython3\n:tags: [lesson-module-extra, given]\n\nimport json\nANSWER = 42\n```\n"
     episode.write_text(episode.read_text() + "\n" + cell)
     made = mk.modules(root)
     assert {"gpulesson/lesson/__init__.py", "gpulesson/lesson/core.py",

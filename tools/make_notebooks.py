@@ -1,4 +1,4 @@
-"""Generate the learner notebooks (notebooks/NN-slug.ipynb) and the lesson module from the episodes.
+"""Generate the notebooks (complete and learner's) and the lesson module from the episodes.
 
 The episodes are the single source. Each hands-on episode is a MyST text notebook (jupytext's
 ``myst`` format). Its notebook opens with a cell that says how to choose the data (offline too),
@@ -6,6 +6,21 @@ then gets the episode's title, questions and objectives as a cell and its keypoi
 cell, and the MyST-only markup (exercise, solution, callout and figure directives, roles) becomes
 plain Markdown that JupyterLab shows as is: solutions become collapsed ``<details>`` blocks,
 instructor notes are left out. Notebooks are written without outputs.
+
+Each episode gives two notebooks, which differ only in code cells:
+
+- ``notebooks/NN-slug.ipynb``, the *complete* notebook: every cell filled in. CI (nbval),
+  ``tools/record_run.py`` and the batch jobs run it; instructors teach from it.
+- ``notebooks/learner/NN-slug.ipynb``, the *learner's* notebook (``make lab``, the Open
+  OnDemand app, ``python -m gpulesson.workcopy``). In a type-along episode (the core part of
+  ``_toc.yml``, or front matter ``type-along: true``; ``false`` opts out) a code cell is
+  *typed*: the learner's cell holds only ``# `` and the cell's one-line ``:prompt:`` option, and
+  the learner writes the code with the instructor. A cell tagged ``given`` is complete in both
+  notebooks, as is every cell of the other episodes.
+
+A code cell tagged ``exercise`` (code with ``____`` blanks) must be followed at once by the code
+cell tagged ``solution`` that fills them: the learner's notebook has the exercise cell, the
+complete one its solution, in the same place. No solution reaches a learner's notebook.
 
 Code cells tagged ``lesson-module`` (in MyST: a ``:tags: [lesson-module]`` line) are the code
 learners write that is worth reusing: the data generator, the model, the training function.
@@ -18,7 +33,7 @@ into ``gpulesson/lesson/NAME.py``, and importing that module loads neither Keras
 (TensorFlow and PyTorch's compiler each bring LLVM, and a process that loads both aborts).
 Every module in ``gpulesson/lesson/`` is generated; nothing else lives there.
 
-    python tools/make_notebooks.py          # write notebooks/*.ipynb and gpulesson/lesson/
+    python tools/make_notebooks.py          # write notebooks/, notebooks/learner/, gpulesson/lesson/
     python tools/make_notebooks.py --check  # exit 1 if any of them is out of date
 """
 
@@ -38,9 +53,22 @@ from gpulesson.settings import DATA_CHOICES, DEFAULT_DATA, QUICK_EPOCHS, QUICK_N
 require_or_exit(("jupytext", "nbformat", "yaml"), what="tools/make_notebooks.py")
 import jupytext  # noqa: E402
 import nbformat  # noqa: E402
-from carpentry import EPISODE_DIR, bullets, fill_placeholders, split_front_matter  # noqa: E402
+import yaml  # noqa: E402
+from carpentry import (  # noqa: E402
+    EPISODE_DIR,
+    bullets,
+    fill_placeholders,
+    schedule_parts,
+    split_front_matter,
+)
+from jupytext.myst import MystMetadataParsingError  # noqa: E402
 
 NOTEBOOK_DIR = "notebooks"
+LEARNER_DIR = f"{NOTEBOOK_DIR}/learner"
+GIVEN, EXERCISE, SOLUTION, TYPED = "given", "exercise", "solution", "typed"
+PROMPT = "prompt"  # the code-cell option ':prompt:'
+TYPE_ALONG = "type-along"  # front matter: true or false, against the toc's core part
+BLANK = "____"
 MODULE_DIR = "gpulesson/lesson"
 MODULE = f"{MODULE_DIR}/core.py"
 PACKAGE_INIT = f"{MODULE_DIR}/__init__.py"
@@ -143,41 +171,174 @@ def data_choice_markdown() -> str:
     )
 
 
-def build_notebook(episode: Path) -> nbformat.NotebookNode:
-    """The learner notebook for one episode, as it should be on disk."""
-    text = fill_placeholders(episode.read_text(encoding="utf-8"), episode.parents[1])
+class EpisodeCellError(ValueError):
+    """An episode's code cells break the rules of the notebooks (see the module's docstring)."""
+
+
+def _first_line(source: str) -> str:
+    return next((line.strip() for line in source.splitlines() if line.strip()), "")
+
+
+def type_along(episode: Path, meta: dict, root: Path = ROOT) -> bool:
+    """Whether learners type the episode's code cells: its front matter's ``type-along``, else
+    whether ``_toc.yml``'s first part (the core) lists it."""
+    if TYPE_ALONG in meta:
+        if not isinstance(meta[TYPE_ALONG], bool):
+            raise EpisodeCellError(f"{episode.name}: front matter '{TYPE_ALONG}' must be true or false")
+        return meta[TYPE_ALONG]
+    parts = schedule_parts(root)
+    return bool(parts) and episode.name in {ep.path.name for ep in parts[0].episodes}
+
+
+def cell_role(cell, typed: bool) -> str:
+    """GIVEN, TYPED, EXERCISE or SOLUTION for a code cell of an episode (``typed``: whether the
+    episode is a type-along one)."""
+    tags = set(cell.metadata.get("tags", []))
+    roles = tags & {GIVEN, EXERCISE, SOLUTION}
+    if len(roles) > 1:
+        raise EpisodeCellError(f"the code cell that begins {_first_line(cell.source)!r} is tagged "
+                               f"{', '.join(sorted(roles))}: a cell has one of these tags at most")
+    if roles:
+        return roles.pop()
+    return TYPED if typed else GIVEN
+
+
+def _raw_prompts(text: str) -> list[str]:
+    """The ``:prompt:`` options as written, in order (to find those YAML reads otherwise)."""
+    return re.findall(r"^:prompt:[ \t]*(.*?)[ \t]*$", text, flags=re.MULTILINE)
+
+
+def _check_prompts(name: str, text: str, cells: list) -> None:
+    """A prompt is read as YAML: '# ' would end it early, a number would not be text."""
+    written = iter(_raw_prompts(text))
+    for cell in cells:
+        if PROMPT not in cell.metadata:
+            continue
+        raw, read = next(written, ""), cell.metadata[PROMPT]
+        meant = yaml.safe_load(raw) if raw[:1] in "'\"" else raw
+        if read != meant or not isinstance(read, str) or not read.strip():
+            raise EpisodeCellError(
+                f"{name}: the prompt ':prompt: {raw}' (cell beginning {_first_line(cell.source)!r}) "
+                f"reads as {read!r}: write one line of text, in double quotes if it holds ': ' "
+                "or ' #'")
+
+
+def read_myst(name: str, text: str) -> nbformat.NotebookNode:
+    """An episode's text read by jupytext; its unreadable cell options are an EpisodeCellError."""
+    try:
+        return jupytext.reads(text, fmt="myst")
+    except MystMetadataParsingError as exc:
+        raise EpisodeCellError(f"{name}: {exc} (a ':prompt:' with ': ' in it needs double "
+                               "quotes)") from None
+
+
+def episode_cells(episode: Path, root: Path = ROOT) -> tuple[dict, list, bool]:
+    """(front matter, jupytext cells, type-along?) of an episode, its placeholders filled."""
+    text = fill_placeholders(episode.read_text(encoding="utf-8"), root)
     meta, _ = split_front_matter(text)
-    source = jupytext.reads(text, fmt="myst")
-    cells = [
-        nbformat.v4.new_markdown_cell(data_choice_markdown()),
-        nbformat.v4.new_markdown_cell(
-            f"# {meta['title']}\n\n"
-            f"*Episode {episode.name.split('-')[0]} of the lesson \"Deep learning on GPUs: CPU vs GPU\". "
-            f"Teaching: {meta['teaching']} min, exercises: {meta['exercises']} min. "
-            "This notebook is generated from the episode: edit the episode, not the notebook.*\n\n"
-            f"**Questions**\n\n{bullets(meta['questions'])}\n\n"
-            f"**Objectives**\n\n{bullets(meta['objectives'])}"
-        )
-    ]
-    for cell in source.cells:
-        if cell.cell_type == "markdown":
-            body = plain_markdown(cell.source)
-            if body:
-                cells.append(nbformat.v4.new_markdown_cell(body))
-        elif cell.cell_type == "code":
-            cells.append(nbformat.v4.new_code_cell(cell.source))  # no outputs, no execution count
-        else:
-            cells.append(nbformat.v4.new_raw_cell(cell.source))
-    cells.append(nbformat.v4.new_markdown_cell(f"## Key points\n\n{bullets(meta['keypoints'])}"))
-    nb = nbformat.v4.new_notebook(cells=cells)
-    nb.metadata = {
-        "kernelspec": dict(source.metadata["kernelspec"]),
-        "language_info": {"name": "python"},
-    }
-    # Stable cell ids, so that regenerating an unchanged episode changes nothing.
-    for i, cell in enumerate(nb.cells):
-        cell["id"] = f"{episode.stem[:2]}-{i:03d}"
-    return nb
+    source = read_myst(episode.name, text)
+    _check_prompts(episode.name, text, source.cells)
+    return meta, source, type_along(episode, meta, root)
+
+
+def code_pairs(episode: Path, root: Path = ROOT) -> list[tuple[str, object, object]]:
+    """The episode's cells as (role, complete notebook's cell, learner's cell), in order. An
+    exercise cell and the solution cell right after it make one pair (SOLUTION, solution,
+    exercise); markdown cells are (``"markdown"``, cell, cell)."""
+    _, source, typed = episode_cells(episode, root)
+    return _pairs(episode.name, source.cells, typed)
+
+
+def _pairs(name: str, cells: list, typed: bool) -> list[tuple[str, object, object]]:
+    pairs, i = [], 0
+    while i < len(cells):
+        cell = cells[i]
+        i += 1
+        if cell.cell_type != "code":
+            pairs.append((cell.cell_type, cell, cell))
+            continue
+        role = cell_role(cell, typed)
+        where = f"{name}: the code cell that begins {_first_line(cell.source)!r}"
+        if role == SOLUTION:
+            raise EpisodeCellError(f"{where} is tagged '{SOLUTION}' but does not follow a cell "
+                                   f"tagged '{EXERCISE}': put the exercise's code, with {BLANK} "
+                                   "blanks, in a cell right before it")
+        if role == EXERCISE:
+            after = cells[i] if i < len(cells) else None
+            if after is None or after.cell_type != "code" or cell_role(after, typed) != SOLUTION:
+                raise EpisodeCellError(f"{where} is tagged '{EXERCISE}': the next cell must be its "
+                                       f"answer, a code cell tagged '{SOLUTION}'")
+            if BLANK not in cell.source:
+                raise EpisodeCellError(f"{where} is tagged '{EXERCISE}' but has no {BLANK} blank")
+            pairs.append((SOLUTION, after, cell))
+            i += 1
+            continue
+        if role == TYPED and not str(cell.metadata.get(PROMPT, "")).strip():
+            raise EpisodeCellError(
+                f"{where} is typed by learners but has no prompt: add a line ':prompt: <what to "
+                "write, in one line>' right under its '```{code-cell}' line, or tag it 'given'")
+        pairs.append((role, cell, cell))
+    return pairs
+
+
+def _markdown_cell(cell) -> nbformat.NotebookNode | None:
+    if cell.cell_type == "markdown":
+        body = plain_markdown(cell.source)
+        return nbformat.v4.new_markdown_cell(body) if body else None
+    return nbformat.v4.new_raw_cell(cell.source)
+
+
+TYPE_ALONG_NOTE = (
+    "*Type along: in the learners' copy of this notebook a code cell that holds only a comment "
+    "(`# ...`) is yours to write, with the instructor, and an exercise's code has blanks "
+    f"(`{BLANK}`) to fill in. This episode's complete notebook, every cell filled in, is in the "
+    "lesson's `notebooks/` folder.*"
+)
+
+
+def build_notebooks(episode: Path, root: Path = ROOT) -> tuple[nbformat.NotebookNode, nbformat.NotebookNode]:
+    """The complete notebook and the learner's notebook for one episode, as they should be on disk."""
+    meta, source, typed = episode_cells(episode, root)
+    title = (
+        f"# {meta['title']}\n\n"
+        f"*Episode {episode.name.split('-')[0]} of the lesson \"Deep learning on GPUs: CPU vs GPU\". "
+        f"Teaching: {meta['teaching']} min, exercises: {meta['exercises']} min. "
+        "This notebook is generated from the episode: edit the episode, not the notebook.*\n\n"
+        + (f"{TYPE_ALONG_NOTE}\n\n" if typed else "")
+        + f"**Questions**\n\n{bullets(meta['questions'])}\n\n"
+        f"**Objectives**\n\n{bullets(meta['objectives'])}"
+    )
+    head = [nbformat.v4.new_markdown_cell(data_choice_markdown()), nbformat.v4.new_markdown_cell(title)]
+    complete, learner = list(head), list(head)
+    for role, full, mine in _pairs(episode.name, source.cells, typed):
+        if role in ("markdown", "raw"):
+            made = _markdown_cell(full)
+            if made is not None:
+                complete.append(made)
+                learner.append(made)
+            continue
+        complete.append(nbformat.v4.new_code_cell(full.source))  # no outputs, no execution count
+        learner.append(nbformat.v4.new_code_cell(
+            f"# {mine.metadata[PROMPT].strip()}" if role == TYPED else mine.source))
+    keypoints = nbformat.v4.new_markdown_cell(f"## Key points\n\n{bullets(meta['keypoints'])}")
+    notebooks = []
+    for cells in (complete, learner):
+        nb = nbformat.v4.new_notebook(cells=[*cells, keypoints])
+        nb.metadata = {
+            "kernelspec": dict(source.metadata["kernelspec"]),
+            "language_info": {"name": "python"},
+        }
+        # Stable cell ids, the same in both notebooks, so that regenerating an unchanged
+        # episode changes nothing and a learner's cell is found in the complete notebook.
+        nb.cells = [nbformat.from_dict({**cell, "id": f"{episode.stem[:2]}-{i:03d}"})
+                    for i, cell in enumerate(nb.cells)]
+        notebooks.append(nb)
+    return notebooks[0], notebooks[1]
+
+
+def build_notebook(episode: Path, root: Path = ROOT) -> nbformat.NotebookNode:
+    """The complete notebook for one episode (what CI and the recorded runs execute)."""
+    return build_notebooks(episode, root)[0]
 
 
 def module_path(tag: str) -> str:
@@ -193,14 +354,14 @@ def module_path(tag: str) -> str:
 
 
 def module_tags(episode: Path) -> set[str]:
-    source = jupytext.reads(episode.read_text(encoding="utf-8"), fmt="myst")
+    source = read_myst(episode.name, episode.read_text(encoding="utf-8"))
     return {tag for cell in source.cells for tag in cell.metadata.get("tags", [])
             if tag == MODULE_TAG or tag.startswith(MODULE_TAG + "-")}
 
 
 def module_cells(episode: Path, tag: str = MODULE_TAG) -> list[str]:
     """The sources of the episode's code cells tagged ``tag``."""
-    source = jupytext.reads(episode.read_text(encoding="utf-8"), fmt="myst")
+    source = read_myst(episode.name, episode.read_text(encoding="utf-8"))
     return [cell.source.strip() for cell in source.cells
             if cell.cell_type == "code" and tag in cell.metadata.get("tags", [])]
 
@@ -253,10 +414,20 @@ def modules(root: Path = ROOT) -> dict[str, str]:
     return texts
 
 
-def notebook_text(episode: Path) -> str:
-    nb = build_notebook(episode)
+def _text(nb: nbformat.NotebookNode) -> str:
     nbformat.validate(nb)
     return nbformat.writes(nb) + "\n"
+
+
+def notebook_texts(episode: Path, root: Path = ROOT) -> dict[Path, str]:
+    """{path: text} of the episode's complete notebook and learner's notebook."""
+    complete, learner = build_notebooks(episode, root)
+    return {target(episode, root): _text(complete), learner_target(episode, root): _text(learner)}
+
+
+def notebook_text(episode: Path, root: Path = ROOT) -> str:
+    """The text of the episode's complete notebook."""
+    return _text(build_notebook(episode, root))
 
 
 def notebook_episodes(root: Path = ROOT) -> list[Path]:
@@ -265,22 +436,40 @@ def notebook_episodes(root: Path = ROOT) -> list[Path]:
 
 
 def target(episode: Path, root: Path = ROOT) -> Path:
+    """The complete notebook of an episode."""
     return root / NOTEBOOK_DIR / f"{episode.stem}.ipynb"
 
 
+def learner_target(episode: Path, root: Path = ROOT) -> Path:
+    """The learner's notebook of an episode."""
+    return root / LEARNER_DIR / f"{episode.stem}.ipynb"
+
+
 def out_of_sync(root: Path = ROOT) -> list[str]:
-    """Notebooks that differ from what their episodes generate, and notebooks without an episode."""
-    problems = []
-    expected = {target(ep, root): ep for ep in notebook_episodes(root)}
-    for nb_path, ep in expected.items():
-        if not nb_path.exists():
-            problems.append(f"{nb_path.relative_to(root)} is missing (episode {ep.relative_to(root)})")
-        elif nb_path.read_text(encoding="utf-8") != notebook_text(ep):
-            problems.append(f"{nb_path.relative_to(root)} differs from episode {ep.relative_to(root)}")
-    for nb_path in sorted((root / NOTEBOOK_DIR).glob("*.ipynb")):
-        if nb_path not in expected:
-            problems.append(f"{nb_path.relative_to(root)} has no episode in {EPISODE_DIR}/")
-    expected_modules = modules(root)
+    """Notebooks (complete and learner's) that differ from what their episodes generate,
+    notebooks without an episode, and episodes whose cells break the notebooks' rules."""
+    problems, expected = [], {}
+    for ep in notebook_episodes(root):
+        try:
+            texts = notebook_texts(ep, root)
+        except EpisodeCellError as exc:
+            problems.append(str(exc))
+            expected.update({target(ep, root): None, learner_target(ep, root): None})
+            continue
+        expected.update(texts)
+        for nb_path, text in texts.items():
+            if not nb_path.exists():
+                problems.append(f"{nb_path.relative_to(root)} is missing (episode {ep.relative_to(root)})")
+            elif nb_path.read_text(encoding="utf-8") != text:
+                problems.append(f"{nb_path.relative_to(root)} differs from episode {ep.relative_to(root)}")
+    for folder in (NOTEBOOK_DIR, LEARNER_DIR):
+        for nb_path in sorted((root / folder).glob("*.ipynb")):
+            if nb_path not in expected:
+                problems.append(f"{nb_path.relative_to(root)} has no episode in {EPISODE_DIR}/")
+    try:
+        expected_modules = modules(root)
+    except EpisodeCellError as exc:  # an episode that cannot be read: named above
+        return problems if str(exc) in problems else [*problems, str(exc)]
     for relpath, text in expected_modules.items():
         module = root / relpath
         if not module.exists() or module.read_text(encoding="utf-8") != text:
@@ -302,15 +491,28 @@ def main(argv: list[str] | None = None) -> int:
         if problems:
             print("Run 'make notebooks' to regenerate the notebooks and the lesson module from the episodes.")
         return 1 if problems else 0
+    errors = []
     for ep in notebook_episodes():
-        path = target(ep)
-        path.parent.mkdir(exist_ok=True)
-        path.write_text(notebook_text(ep), encoding="utf-8")
-        print(f"{ep.relative_to(ROOT)} -> {path.relative_to(ROOT)}")
-    for relpath, text in modules().items():
+        try:
+            texts = notebook_texts(ep)
+        except EpisodeCellError as exc:  # the other episodes' notebooks are still written
+            errors.append(str(exc))
+            continue
+        for path, text in texts.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        print(f"{ep.relative_to(ROOT)} -> {', '.join(p.relative_to(ROOT).as_posix() for p in texts)}")
+    try:
+        texts = modules()
+    except EpisodeCellError as exc:
+        texts = {}
+        errors += [] if str(exc) in errors else [str(exc)]
+    for relpath, text in texts.items():
         (ROOT / relpath).write_text(text, encoding="utf-8")
         print(f"{'the package' if relpath == PACKAGE_INIT else 'cells tagged for it'} -> {relpath}")
-    return 0
+    for error in errors:
+        print(f"error: {error}; that episode's notebooks were not written", file=sys.stderr)
+    return 1 if errors else 0
 
 
 if __name__ == "__main__":
