@@ -1,6 +1,6 @@
-"""Episode 9's ceiling of ``fit`` and ``ReadAhead``: the reading thread (and the reading process
-of ``ProcessReadAhead``) keeps the generator's batches when the epoch changes under it; the ceiling's records, words, table and figure follow
-what was measured; the command measures and appends records with one run id."""
+"""Episode 9's ceiling of ``fit``: the ceiling's records, words, table and figure follow what was
+measured (records of pipelines the lesson no longer has are left out); the command measures and
+appends records with one run id."""
 
 import json
 import os
@@ -9,53 +9,10 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import ROOT, random_hdf5
+from conftest import ROOT
 
 from gpulesson.experiments import ceiling
 from gpulesson.experiments.ceiling import page, records
-from gpulesson.hdf5 import write_hdf5
-
-
-@pytest.fixture(scope="module")
-def path(tmp_path_factory):
-    return random_hdf5(tmp_path_factory.mktemp("ceiling"), 300)
-
-
-def batch(generator, epoch, index):
-    generator.epoch = epoch
-    return generator[index]
-
-
-def read_ahead(kind, batches):
-    from gpulesson.lesson.feeding import ReadAhead
-    from gpulesson.readahead import ProcessReadAhead
-
-    return {"thread": ReadAhead, "process": ProcessReadAhead}[kind](batches, depth=4)
-
-
-@pytest.mark.parametrize("kind", ["thread", "process"])
-def test_read_ahead_gives_the_generators_batches_even_when_the_epoch_changes(path, kind):
-    from gpulesson.lesson import HDF5Batches
-
-    plain = HDF5Batches(path, "train", 32, shuffle=True, seed=3)
-    ahead = read_ahead(kind, HDF5Batches(path, "train", 32, shuffle=True, seed=3))
-    assert len(ahead) == len(plain) == 10
-    first = ahead[0]  # batches 1 to 4 of epoch 0 are being read now
-    np.testing.assert_array_equal(first[0], batch(plain, 0, 0)[0])
-    ahead.epoch = 1  # a new epoch before they were used: they must not be handed out
-    for index in range(len(ahead)):  # the short last batch included
-        got, want = ahead[index], batch(plain, 1, index)
-        np.testing.assert_array_equal(got[0], want[0])
-        np.testing.assert_array_equal(got[1], want[1])
-    ahead.on_epoch_end()
-    assert ahead.epoch == 2
-    np.testing.assert_array_equal(ahead[2][0], batch(plain, 2, 2)[0])
-    # Out of order (as when Keras looks at a batch first), and back.
-    for index in (7, 0, 9, 8):
-        np.testing.assert_array_equal(ahead[index][1], batch(plain, 2, index)[1])
-    with pytest.raises(IndexError):
-        ahead[len(ahead)]
-    getattr(ahead, "close", lambda: None)()
 
 
 def record(backend, device, pipeline, seconds, n=records.N_IMAGES):
@@ -69,7 +26,7 @@ def record(backend, device, pipeline, seconds, n=records.N_IMAGES):
 RUN = [record("jax", "cpu", "arrays", [1.0, 1.1, 1.05, 1.0, 1.02]),
        record("jax", "cpu", "ram", [0.5, 0.52, 0.51, 0.5, 0.55]),
        record("jax", "cpu", "lesson", [1.0, 1.1, 1.2, 1.05, 1.0]),
-       record("jax", "cpu", "lesson-readahead", [0.53, 0.5, 0.56, 0.52, 0.51])]
+       record("jax", "cpu", "lesson-window1", [0.53, 0.5, 0.56, 0.52, 0.51])]
 
 
 def test_the_ceiling_is_the_fastest_in_memory_way_and_shares_follow_the_medians():
@@ -114,13 +71,23 @@ def test_table_alt_text_and_page_values_say_what_was_measured(tmp_path):
     summary = values["ref_ceil_summary"]
     assert "JAX on the CPU (ceiling: `ram`)" in summary and "GPU" not in summary
     assert "Machine: Test CPU" in summary and "run r (2026-11-23)" in summary
-    # Records made before the measurement kept its own cores say nothing of them ...
-    assert "Cores kept busy" not in summary
-    # ... and records that keep them name the ceiling's, of the cores the run had.
-    kept = [{**r, "own_cpu_cores": 1.5 if r["pipeline"] == "ram" else 1.9,
-             "cpu_settings": {"cpu_cores_available": 2}} for r in RUN]
-    assert page.cores_busy(kept) == ("Cores kept busy by training fed from memory, on average "
-                                     "(of 2 available): JAX on the CPU 1.5.")
+
+
+def test_records_of_retired_pipelines_are_read_and_left_out(tmp_path):
+    """A run that also measured the reading thread and process the lesson no longer has still
+    gives the page, the table and the figure, without them."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    file = tmp_path / "ceiling.jsonl"
+    old = [*RUN, *(record("jax", "cpu", name, [0.6] * 5) for name in records.RETIRED)]
+    file.write_text("".join(json.dumps(r) + "\n" for r in old))
+    kept = records.reference_run(file)
+    assert [r["pipeline"] for r in kept] == [r["pipeline"] for r in RUN]
+    values = page.substitutions(file)
+    assert not any(name in text for name in records.RETIRED for text in values.values())
+    assert values["ref_ceil_table"] == page.table(RUN)
+    ceiling.figures(kept)
 
 
 def test_the_figure_draws_a_panel_per_backend_and_device():
@@ -163,12 +130,12 @@ def test_the_command_measures_one_process_per_backend_and_appends_one_run(tmp_pa
     env = {**os.environ, "PYTHONPATH": str(ROOT), "LESSON_QUICK": "1"}
     result = subprocess.run(
         [sys.executable, "-m", "gpulesson.experiments.ceiling", "--backends", "jax",
-         "--pipelines", "ram", "lesson-window1", "lesson-readahead", "--n-images", "256", "--devices", "cpu",
+         "--pipelines", "ram", "lesson-window1", "lesson", "--n-images", "256", "--devices", "cpu",
          "--out", str(out)], capture_output=True, text=True, env=env, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
     made = [json.loads(line) for line in out.read_text().splitlines()]
     assert [(r["backend"], r["pipeline"]) for r in made] == [
-        ("jax", "ram"), ("jax", "lesson-window1"), ("jax", "lesson-readahead")]
+        ("jax", "ram"), ("jax", "lesson-window1"), ("jax", "lesson")]
     assert len({r["run_id"] for r in made}) == 1
     for r in made:
         assert len(r["epoch_seconds"]) == 2 and len(r["warmup_seconds"]) == 1  # quick rule

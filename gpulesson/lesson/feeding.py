@@ -62,57 +62,6 @@ class GpuWatch(keras.callbacks.Callback):
 
 
 # From _episodes/09-feeding-the-gpu.md
-from concurrent.futures import ThreadPoolExecutor, wait
-
-
-class ReadAhead(keras.utils.PyDataset):
-    """Reads the next `depth` batches of `batches` in a background
-    thread while the model trains: the same batches, in the same order.
-
-    Train with fit(shuffle=False) and DataEpoch(read_ahead).
-    """
-
-    def __init__(self, batches, depth=4):
-        super().__init__()
-        self.batches, self.depth = batches, depth
-        self._reader = ThreadPoolExecutor(max_workers=1)
-        self._ahead = {}  # batch index -> its batch, being read
-
-    def __len__(self):
-        return len(self.batches)
-
-    @property
-    def epoch(self):
-        return self.batches.epoch
-
-    @epoch.setter
-    def epoch(self, value):
-        if value != self.batches.epoch:
-            self._forget()
-            self.batches.epoch = value
-
-    def _forget(self):
-        # Batches read for another epoch's order are of no use.
-        for batch in self._ahead.values():
-            batch.cancel()
-        wait(self._ahead.values())
-        self._ahead.clear()
-
-    def __getitem__(self, index):
-        if not 0 <= index < len(self):
-            raise IndexError(f"batch {index} of {len(self)}")
-        for ahead in range(index, min(index + 1 + self.depth, len(self))):
-            if ahead not in self._ahead:
-                self._ahead[ahead] = self._reader.submit(
-                    self.batches.__getitem__, ahead)
-        return self._ahead.pop(index).result()
-
-    def on_epoch_end(self):
-        self._forget()
-        self.batches.on_epoch_end()
-
-
-# From _episodes/09-feeding-the-gpu.md
 def flops_per_image(model):
     """Floating-point operations of one image's forward pass through the
     Conv2D and Dense layers (a multiply-add counts 2); the other layers

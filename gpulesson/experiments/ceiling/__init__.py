@@ -5,8 +5,8 @@ The benchmark of episode 9's section "What limits fit". A model that does almost
 (:func:`~gpulesson.experiments.ceiling.measure.tiny_model`) is trained with ``model.fit`` from
 arrays in memory (the ceiling: the best of Keras' array path, a slicing ``PyDataset``, on
 TensorFlow a ``tf.data`` pipeline and, on a GPU, arrays resident there) and from the lesson's
-HDF5 generator, alone, inside ``ReadAhead`` (a reading thread) and inside ``ProcessReadAhead``
-(a reading process), with TensorFlow, JAX and PyTorch, one process each. Every condition
+HDF5 generator, mixing a window of stored batches or not (``window=1``), with TensorFlow, JAX
+and PyTorch, one process each. Every condition
 follows the lesson's measurement rule (:mod:`gpulesson.experiments.common`).
 
 Its parts, in the order of an experiment:

@@ -7,8 +7,7 @@ and device. It is fed from arrays in memory (Keras' own array path, and a ``PyDa
 slices them; on a GPU also arrays resident there; on TensorFlow a ``tf.data`` pipeline that
 slices them, :func:`tf_batches`), from the lesson's generator on a
 batch-chunked HDF5 file (mixing windows of 4 blocks, and with ``window=1``: the stored batches
-in a new order, reading without mixing), and from that generator inside ``ReadAhead`` (episode
-9, a reading thread) and :class:`~gpulesson.readahead.ProcessReadAhead` (a reading process). Each
+in a new order, reading without mixing). Each
 condition follows the lesson's rule: a recorded warm-up epoch and the timed epochs after it,
 each read after the device finished (:func:`gpulesson.experiments.common.synced_epoch_timer`).
 
@@ -86,8 +85,6 @@ def _feeds(names, *, x, y, path, batch_size: int, keras_device: str):
     """``(name, fit's arguments)`` of each pipeline, made when its turn comes."""
     from gpulesson.experiments.feeding.pipelines import ArrayBatches, to_device
     from gpulesson.lesson import DataEpoch, HDF5Batches
-    from gpulesson.lesson.feeding import ReadAhead
-    from gpulesson.readahead import ProcessReadAhead
 
     for name in names:
         if name == "arrays":
@@ -100,14 +97,7 @@ def _feeds(names, *, x, y, path, batch_size: int, keras_device: str):
         else:
             options = {"window": 1} if name == "lesson-window1" else {}  # else its default
             batches = HDF5Batches(path, "train", batch_size, shuffle=True, seed=1, **options)
-            if name == "lesson-readahead":
-                batches = ReadAhead(batches)
-            elif name == "lesson-process":
-                batches = ProcessReadAhead(batches)
-            try:
-                yield name, {"x": batches, "shuffle": False, "callbacks": [DataEpoch(batches)]}
-            finally:  # once measured: the reading process ends before the next condition
-                getattr(batches, "close", lambda: None)()
+            yield name, {"x": batches, "shuffle": False, "callbacks": [DataEpoch(batches)]}
 
 
 def _setting() -> dict:

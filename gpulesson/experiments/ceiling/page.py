@@ -65,13 +65,12 @@ def describe(records) -> str:
     return "\n".join(out)
 
 
-LESSON_LABELS = (("the generator reaches", "lesson"), ("with window=1 (not mixed)", "lesson-window1"),
-                 ("ReadAhead", "lesson-readahead"), ("ProcessReadAhead", "lesson-process"))
+LESSON_LABELS = (("the generator reaches", "lesson"), ("with window=1 (not mixed)", "lesson-window1"))
 
 
 def lesson_summary(records) -> str:
-    """One sentence a backend and device: the lesson's generator (mixing or not, read ahead or
-    not) against the ceiling, which it names."""
+    """One sentence a backend and device: the lesson's generator (mixing or not) against the
+    ceiling, which it names."""
     sentences = []
     for backend, device in groups(records):
         top = ceiling(records, backend, device)
@@ -103,23 +102,6 @@ def goal_shares(records) -> str:
             f"ceiling, {listed}: it {how.replace('it', 'the goal', 1)}.")
 
 
-def cores_busy(records) -> str:
-    """How many cores training kept busy when fed from memory (the ceiling's condition), per
-    backend and device: what is left is what a reading process can use. Empty for records
-    made before the measurement kept it."""
-    said = []
-    for backend, device in groups(records):
-        top = ceiling(records, backend, device)
-        if top and top.get("own_cpu_cores") is not None:
-            said.append(f"{NAMES.get(backend, backend)} on the {device.upper()} "
-                        f"{top['own_cpu_cores']:.1f}")
-    if not said:
-        return ""
-    cores = (records[0].get("cpu_settings") or {}).get("cpu_cores_available")
-    of = f" (of {cores} available)" if cores else ""
-    return f"Cores kept busy by training fed from memory, on average{of}: {', '.join(said)}."
-
-
 NONE = ("No ceiling run has been recorded yet: `python -m gpulesson.experiments.ceiling` "
         "records one.")
 
@@ -145,7 +127,7 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     records = reference_run(path)
     return {
         "ref_ceil_table": table(records) if records else NONE,
-        "ref_ceil_summary": (" ".join(filter(None, (lesson_summary(records), cores_busy(records),
+        "ref_ceil_summary": (" ".join(filter(None, (lesson_summary(records),
                                                     provenance(records)))) if records
                              else "Without a run there is nothing to compare yet."),
         "ref_ceil_backends": (", ".join(NAMES[b] for b in BACKENDS
