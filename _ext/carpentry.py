@@ -146,11 +146,20 @@ class Break:
 
 
 @dataclass(frozen=True)
+class SetupCheck:
+    """The check at the start of the core that every learner's JupyterLab, kernel and data work
+    (``lesson_schedule.setup_check`` minutes in ``_config.yml``)."""
+
+    minutes: int
+    label = "Setup check"
+
+
+@dataclass(frozen=True)
 class SchedulePart:
     """A part of the table of contents that holds episodes: its caption and its timed rows."""
 
     caption: str
-    rows: list  # (start 'H:MM', Episode or Break, minutes at its end)
+    rows: list  # (start 'H:MM', Episode, Break or SetupCheck, minutes at its end)
 
     @property
     def minutes(self) -> int:
@@ -179,13 +188,24 @@ def schedule_breaks(root: Path) -> dict[str, int]:
     return dict(breaks)
 
 
+def schedule_setup_check(root: Path) -> int:
+    """Minutes of the setup check at the start of the core (``_config.yml``; 0: none)."""
+    config = yaml.safe_load((Path(root) / "_config.yml").read_text(encoding="utf-8")) or {}
+    minutes = (config.get("lesson_schedule") or {}).get("setup_check", 0)
+    if not isinstance(minutes, int) or isinstance(minutes, bool) or minutes < 0:
+        raise FrontMatterError("_config.yml lesson_schedule.setup_check: minutes must be a whole "
+                               "number, 0 or more")
+    return minutes
+
+
 def schedule_parts(root: Path) -> list[SchedulePart]:
     """The episodes by part of the table of contents, each part timed from 0:00 with its breaks.
 
-    The first part is the core of the lesson (a half-day workshop); later parts are further
-    episodes, taught on another half-day or chosen one by one.
+    The first part is the core of the lesson (a half-day workshop), which starts with the setup
+    check; later parts are further episodes, taught on another half-day or chosen one by one.
     """
     breaks = schedule_breaks(root)
+    setup = schedule_setup_check(root)
     toc = yaml.safe_load((Path(root) / "_toc.yml").read_text(encoding="utf-8"))
     parts = []
     for part in toc.get("parts", []):
@@ -194,6 +214,9 @@ def schedule_parts(root: Path) -> list[SchedulePart]:
         if not paths:
             continue
         rows, elapsed = [], 0
+        if setup and not parts:
+            rows.append((_clock(0), SetupCheck(setup), setup))
+            elapsed = setup
         for path in paths:
             ep = read_episode(root, path)
             rows.append((_clock(elapsed), ep, elapsed + ep.minutes))
@@ -245,6 +268,10 @@ def schedule_markdown(parts: list[SchedulePart], link_prefix: str = "") -> str:
         for start, item, _end in part.rows:
             if isinstance(item, Break):
                 lines.append(f"| {start} | *Break* ({item.minutes} min) | | |")
+                continue
+            if isinstance(item, SetupCheck):
+                lines.append(f"| {start} | *{item.label}*: JupyterLab, kernel and data work for "
+                             f"everyone ([setup]({link_prefix}setup.md)) | | {item.minutes} min |")
                 continue
             link = f"[{item.number}. {item.meta['title']}]({link_prefix}{item.path.as_posix()})"
             lines.append(f"| {start} | {link} | {item.meta['teaching']} min | {item.meta['exercises']} min |")
@@ -421,9 +448,27 @@ def _name_empty_row_headers(app, doctree):
                     entries[0] += nodes.paragraph(text=ROW_LABELS_HEADER)
 
 
+# A code cell tagged "solution" (an exercise's answer, right after the exercise's cell with blanks,
+# tools/make_notebooks.py) is folded on the page as the exercises' solutions are; its button:
+SOLUTION_PROMPT = "Answer"
+SOLUTION_PROMPT_HIDE = "Hide the answer"
+
+
+def _fold_solution_cells(app, doctree):
+    """Code cells tagged ``solution`` start folded, code and output, behind ``SOLUTION_PROMPT``
+    (MyST-NB's hide-cell mode, which its post-transform turns into a <details> block)."""
+    from docutils import nodes
+
+    for cell in doctree.findall(nodes.container):
+        if cell.get("nb_element") == "cell_code" and "tag_solution" in cell["classes"]:
+            cell["hide_mode"] = "all"
+            cell["prompt_show"], cell["prompt_hide"] = SOLUTION_PROMPT, SOLUTION_PROMPT_HIDE
+
+
 def setup(app):
     app.connect("html-page-context", _unique_scripts)
     app.connect("doctree-read", _name_empty_row_headers)
+    app.connect("doctree-read", _fold_solution_cells)
     from sphinx.util.docutils import SphinxDirective
 
     class LessonSchedule(SphinxDirective):

@@ -161,12 +161,22 @@ def box_markdown(run: dict | None, slug: str, stale: int = 0) -> str:
             + "\n".join(lines) + "\n:::\n\n")
 
 
+# Code cells that no run executes: an exercise's code with ____ blanks (the learners' notebook
+# has it, the complete notebook that is recorded has its solution instead).
+NOT_RUN_TAG = "exercise"
+
+
+def is_run(cell) -> bool:
+    """Whether a code cell of an episode runs in the recorded (complete) notebook."""
+    return cell.cell_type == "code" and NOT_RUN_TAG not in cell.metadata.get("tags", [])
+
+
 def episode_code_sources(text: str) -> list[str]:
-    """The code cells of an episode (a MyST text notebook), as jupytext reads them."""
+    """The code cells of an episode (a MyST text notebook) that a run executes, as jupytext
+    reads them."""
     import jupytext
 
-    return [cell.source for cell in jupytext.reads(text, fmt="myst").cells
-            if cell.cell_type == "code"]
+    return [cell.source for cell in jupytext.reads(text, fmt="myst").cells if is_run(cell)]
 
 
 # --- Sphinx glue ----------------------------------------------------------------------------
@@ -224,7 +234,7 @@ def _reader_with_outputs(create_nb_reader):
 
         def read_with_outputs(text):
             notebook = read(text)
-            cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
+            cells = [cell for cell in notebook.cells if is_run(cell)]  # exercises: no output
             try:
                 matched = match_cells([cell.source for cell in cells], read_record(record))
             except ValueError:

@@ -4,8 +4,8 @@ import re
 
 import pytest
 import yaml
-from carpentry import (EPISODE_DIR, Break, Episode, FrontMatterError, check_schema, episodes,
-                       has_title_heading, read_episode, schedule_markdown, schedule_parts,
+from carpentry import (EPISODE_DIR, Break, Episode, FrontMatterError, SetupCheck, check_schema,
+                       episodes, has_title_heading, read_episode, schedule_markdown, schedule_parts,
                        split_front_matter, toc_episode_paths)
 from conftest import ROOT
 
@@ -71,7 +71,8 @@ def test_schedule_adds_up():
         elapsed = 0
         for start, item, end in part.rows:
             assert start == f"{elapsed // 60}:{elapsed % 60:02d}"
-            elapsed += item.minutes if isinstance(item, Break) else item.meta["teaching"] + item.meta["exercises"]
+            elapsed += (item.minutes if isinstance(item, (Break, SetupCheck))
+                        else item.meta["teaching"] + item.meta["exercises"])
             assert end == elapsed
         # a break follows exactly the episodes _config.yml names, never the last of a part
         named = [item.slug for _, item, _ in part.rows if isinstance(item, Episode) and item.slug in breaks]
@@ -89,6 +90,11 @@ def test_the_core_is_a_half_day_with_breaks():
     assert 150 <= core.minutes <= 240, f"the core takes {core.minutes} min, not a half-day"
     assert any(isinstance(item, Break) for _, item, _ in core.rows)
     assert core.episodes[0].slug == "01-introduction"
+    # It starts with the setup check (_config.yml), which only the core has.
+    assert core.rows[0] == ("0:00", SetupCheck(10), 10)
+    assert not any(isinstance(item, SetupCheck) for part in schedule_parts(ROOT)[1:]
+                   for _, item, _ in part.rows)
+    assert "| 0:00 | *Setup check*: " in schedule_markdown([core])
 
 
 def test_a_break_after_an_unknown_episode_is_an_error(tmp_path):
@@ -100,6 +106,10 @@ def test_a_break_after_an_unknown_episode_is_an_error(tmp_path):
     config = tmp_path / "_config.yml"
     config.write_text(config.read_text().replace("02-connecting: 10", "02-conecting: 10"))
     with pytest.raises(FrontMatterError, match="no episode named '02-conecting'"):
+        schedule_parts(tmp_path)
+    config.write_text(config.read_text().replace("02-conecting: 10", "02-connecting: 10")
+                      .replace("setup_check: 10", "setup_check: ten"))
+    with pytest.raises(FrontMatterError, match="setup_check: minutes must be a whole number"):
         schedule_parts(tmp_path)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
-from carpentry import Break, episodes, schedule_parts
+from carpentry import Break, SetupCheck, episodes, schedule_parts
 from conftest import ROOT, build_book, lesson_files
 
 TOC_PAGES = ["index", "setup", "exercises", "reference", "guide", "profiles",
@@ -135,6 +135,8 @@ def test_schedule_on_the_landing_page(site):
         for start, item, end in part.rows:
             if isinstance(item, Break):
                 assert _words(f"{start} Break ({item.minutes} min)") in text
+            elif isinstance(item, SetupCheck):
+                assert _words(f"{start} Setup check:") in text
             else:
                 assert _words(f"{start} {item.number}. {item.meta['title']} {item.meta['teaching']} min "
                               f"{item.meta['exercises']} min") in text
