@@ -24,3 +24,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 # handler when imported; elsewhere it does nothing). Every notebook imports gpulesson before it
 # trains anything, so importing the package is what switches it on.
 from gpulesson import errors as _errors  # noqa: F401
+
+# A Keras backend that is chosen (KERAS_BACKEND=jax) but not installed: "import keras", in any
+# later cell, fails with one short message saying how to install it, instead of a long traceback.
+from gpulesson.backends import guard_keras_import as _guard
+
+_guard()

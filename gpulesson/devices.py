@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.metadata
 import importlib.util
 import io
 import os
@@ -142,6 +143,13 @@ def _framework_line(title: str, module: str, probe) -> tuple[str, int]:
 def _keras_line() -> str:
     if importlib.util.find_spec("keras") is None:
         return "Keras: not installed"
+    from gpulesson.backends import missing_backend_message
+
+    # A backend chosen but not installed: say so and how to fix it, before importing Keras
+    # (whose import would fail with a long traceback).
+    problem = "keras" not in sys.modules and missing_backend_message()
+    if problem:
+        return f"Keras {importlib.metadata.version('keras')}: cannot start. {problem}"
     with _captured_output():
         import keras
     return f"Keras {keras.__version__}, backend: {keras.backend.backend()}"

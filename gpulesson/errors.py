@@ -47,6 +47,10 @@ class DataFolderError(LessonDataError):
         return error
 
 
+class KerasBackendError(LessonError, ImportError):
+    """The Keras backend chosen is not installed (:mod:`gpulesson.backends`)."""
+
+
 class SettingsError(LessonError, ValueError):
     """An environment variable of the lesson has a value it does not understand."""
 

@@ -1,0 +1,123 @@
+"""A Keras backend chosen but not installed (KERAS_BACKEND=jax after 'make lab', which installs
+TensorFlow only): one short message naming the backend and how to install it, in every place
+that would otherwise show Keras' long traceback; the device report says it instead of crashing."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from test_learner_errors import _run_cells
+
+from gpulesson import backends
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def without_jax(tmp_path):
+    """The environment of a Python in which JAX cannot be imported (as after 'make lab')."""
+    blocker = tmp_path / "blocker"
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text(
+        "import sys\n# JAX is 'not installed': imports fail, find_spec returns None\n"
+        "for name in ('jax', 'jaxlib'):\n    sys.modules[name] = None\n")
+    path = os.pathsep.join(filter(None, [str(blocker), str(ROOT), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path, "KERAS_BACKEND": "jax",
+            "KERAS_HOME": str(tmp_path / "keras")}
+
+
+def _says_how_to_install_jax(text: str) -> None:
+    assert "Keras is set to the backend 'jax' (KERAS_BACKEND), but JAX is not installed" in text
+    assert f"{sys.executable} -m pip install jax==0.10.2 jaxlib==0.10.2" in text, text
+    assert "requirements/backends.txt" in text and "%env KERAS_BACKEND=tensorflow" in text
+    assert "Restart Kernel" in text
+
+
+@pytest.mark.bad_input("missing package")
+def test_import_keras_fails_with_one_short_message_until_another_backend_is_chosen(without_jax):
+    code = (
+        "import os\nimport gpulesson\n"
+        "for attempt in range(2):\n"
+        "    try:\n        from keras import layers\n"
+        "    except ImportError as exc:\n"
+        "        print(type(exc).__name__, exc.__cause__, exc.__context__, sep='|')\n"
+        "        print(exc)\n"
+        "os.environ['KERAS_BACKEND'] = 'tensorflow'\n"
+        "import keras\nprint('now', keras.backend.backend())\n")
+    done = subprocess.run([sys.executable, "-c", code], env=without_jax, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    # Every attempt: the lesson's error, with nothing chained to it, the same few lines.
+    assert out.count("KerasBackendError|None|None") == 2, out
+    message = out.split("KerasBackendError|None|None\n")[1]
+    _says_how_to_install_jax(message)
+    assert len(message.strip().splitlines()) <= 4, message
+    # Chosen again, Keras imports normally (the check is made again at each import).
+    assert out.strip().endswith("now tensorflow"), out
+
+
+@pytest.mark.bad_input("missing package")
+def test_a_notebook_shows_the_missing_backend_as_its_message_alone(without_jax, tmp_path):
+    env = {**without_jax, "JUPYTER_PATH": str(tmp_path / "jupyter"),
+           "JUPYTER_DATA_DIR": str(tmp_path / "data"), "IPYTHONDIR": str(tmp_path / "ipython"),
+           "JPY_SESSION_NAME": uuid.uuid4().hex}
+    results = _run_cells(["from gpulesson.settings import get_settings\nsettings = get_settings()",
+                          "import keras", "from keras import layers"], env, tmp_path)
+    assert results[0] == ("ok", [])
+    for status, errors in results[1:]:
+        assert status == "error" and len(errors) == 1, errors
+        text = "\n".join(errors[0]["traceback"])
+        assert errors[0]["ename"] == "KerasBackendError" and "Traceback" not in text, text
+        assert text.startswith("KerasBackendError: Keras is set to the backend 'jax'"), text
+        _says_how_to_install_jax(text)
+        assert len(text.splitlines()) <= 4, text
+
+
+@pytest.mark.bad_input("missing package")
+def test_the_device_report_says_the_backend_is_missing(without_jax):
+    done = subprocess.run([sys.executable, "-m", "gpulesson.devices"], env=without_jax,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert re.search(r"^Keras 3\.\S+: cannot start\. Keras is set to the backend 'jax'",
+                     done.stdout, re.M), done.stdout
+    _says_how_to_install_jax(done.stdout)
+    assert "JAX: not installed" in done.stdout and "TensorFlow 2." in done.stdout
+
+
+@pytest.mark.bad_input("missing package")
+def test_a_backend_chosen_in_keras_json_is_named_with_its_file(tmp_path, monkeypatch):
+    (tmp_path / "keras.json").write_text(json.dumps({"backend": "torch"}))
+    monkeypatch.setattr(backends.importlib.util, "find_spec",
+                        lambda name: None if name == "torch" else object())
+    message = backends.missing_backend_message({"KERAS_HOME": str(tmp_path)})
+    assert f"'torch' ({tmp_path / 'keras.json'} (\"backend\"))" in message
+    assert "PyTorch is not installed" in message and "pip install torch==2.15.0" in message
+    assert f"change the backend in {tmp_path / 'keras.json'}" in message
+    # KERAS_BACKEND wins over the file, as in Keras.
+    assert backends.missing_backend_message({"KERAS_HOME": str(tmp_path),
+                                             "KERAS_BACKEND": "tensorflow"}) is None
+
+
+@pytest.mark.bad_input("bad argument")
+def test_a_backend_keras_does_not_have_is_named_with_the_choices(tmp_path):
+    message = backends.missing_backend_message({"KERAS_BACKEND": "jaxx",
+                                                "KERAS_HOME": str(tmp_path)})
+    assert "backend 'jaxx', which Keras does not have" in message
+    assert "tensorflow, jax, torch" in message
+    assert backends.missing_backend_message({"KERAS_BACKEND": "numpy"}) is None
+
+
+def test_the_versions_to_install_are_the_lesson_pins():
+    def pins(name):
+        text = (ROOT / "requirements" / name).read_text()
+        return set(re.findall(r"^([A-Za-z0-9_.\-\[\]]+==[^\s;]+)", text, re.M))
+
+    assert set(backends.LESSON_BACKENDS["jax"][2]) <= pins("backends.txt")
+    assert set(backends.LESSON_BACKENDS["torch"][2]) <= pins("torch.txt")
+    assert set(backends.LESSON_BACKENDS["tensorflow"][2]) <= pins("cpu.txt")
