@@ -52,8 +52,13 @@ def test_the_page_states_the_generators_share_of_the_ceiling_on_each_backend():
     run = [*RUN, record("torch", "cpu", "ram", [0.5] * 5), record("torch", "cpu", "lesson", [0.52] * 5)]
     said = page.goal_shares(run)
     assert said == ("In the reference run the lesson's own generator reached, as a share of the "
-                    "ceiling, 48% on JAX (CPU) and 96% on PyTorch (CPU): it meets the goal in 1 of "
-                    "2 cases.")
+                    "ceiling, 48% on JAX (CPU) and 96% on PyTorch (CPU). Where the goal applies, "
+                    "it meets it in 1 of 2 cases.")
+    # TensorFlow's share is said, but no goal is set that no PyDataset can meet there.
+    tf = [record("tensorflow", "cpu", "tfdata", [0.5] * 5),
+          record("tensorflow", "cpu", "lesson", [1.0] * 5)]
+    assert page.goal_shares(tf).endswith("ceiling, 50% on TensorFlow (CPU).")
+    assert records.verdict(tf[1], tf[0]) == "50% of it (2× slower)"
 
 
 def test_table_alt_text_and_page_values_say_what_was_measured(tmp_path):

@@ -147,12 +147,19 @@ def rough(record: dict) -> bool:
     return timed < REPEATS or record["n_images"] < N_IMAGES
 
 
+def has_goal(record: dict) -> bool:
+    """Whether :data:`TARGET_SHARE` applies to ``record``: to the lesson's generator on JAX and
+    PyTorch. On TensorFlow every ``PyDataset`` reaches ``fit`` through ``from_generator``, a
+    Python call per batch, and the lesson's recipe there is the data in memory (``tfdata``)."""
+    return record["pipeline"] not in IN_MEMORY and record["backend"] != "tensorflow"
+
+
 def verdict(record: dict | None, top: dict | None) -> str | None:
-    """:func:`against`, and whether the share meets :data:`TARGET_SHARE`; a rough measurement
-    (:func:`rough`) is not judged, since a short run can put a pipeline level with a ceiling
-    that the full run puts far above it."""
+    """:func:`against`, and, where the goal applies (:func:`has_goal`), whether the share meets
+    :data:`TARGET_SHARE`; a rough measurement (:func:`rough`) is not judged, since a short run
+    can put a pipeline level with a ceiling that the full run puts far above it."""
     said = against(record, top)
-    if said is None or record is top:
+    if said is None or record is top or not has_goal(record):
         return said
     if rough(record) or rough(top):
         return (f"{said}; too rough to judge the {TARGET_SHARE:.0%} goal (the goal is judged on "
