@@ -266,6 +266,10 @@ class EpochTimer(keras.callbacks.Callback):
 
 # From _episodes/05-cpu-vs-gpu.md
 import hashlib
+import numbers
+
+from gpulesson.devices import keras_device
+from gpulesson.errors import LessonError
 
 
 def weights_fingerprint(weights):
@@ -276,12 +280,31 @@ def weights_fingerprint(weights):
     return digest.hexdigest()[:12]
 
 
+def check_run(device, epochs):
+    """Refuse, saying what to do, a run that would not be what it is called."""
+    if (isinstance(epochs, bool) or not isinstance(epochs, numbers.Integral)
+            or epochs < 1):
+        raise LessonError(f"epochs must be a whole number of at least 1, not "
+                          f"{epochs!r}: for example CPU_EPOCHS = 1")
+    if str(device).lower().startswith("gpu"):
+        index = int(str(device).partition(":")[2] or 0)
+        found = keras_device()["gpu_count"]
+        if index >= found:
+            # Keras would run it on the CPU without a word.
+            raise LessonError(
+                f"No GPU {device!r} here: Keras sees {found} GPU(s), so this run "
+                "would happen on the CPU. Train on \"cpu\", or start JupyterLab "
+                "in a job that asks for a GPU.")
+
+
+# From _episodes/05-cpu-vs-gpu.md
 def train_on(device, initial_weights, train, validation, test, epochs,
              verbose="auto", callbacks=()):
     """Train a new CNN on `device` from `initial_weights`; time it.
 
     `callbacks`: more Keras callbacks for `fit` (a batch job adds some).
     """
+    check_run(device, epochs)
     with keras.device(device):
         model = compile_cnn(build_cnn())
         # The same starting point on every device.

@@ -1,0 +1,132 @@
+"""Episode 5's page and notebook: the missing GPU record said once, honest runs, the learner's
+own folder, and no answer in the learner's notebook."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from carpentry import CONDITIONAL, fill_placeholders, placeholder_values, split_front_matter
+from conftest import ROOT
+
+from gpulesson.charges import read_rates
+from gpulesson.results import NOT_RECORDED
+
+EPISODE = ROOT / "_episodes" / "05-cpu-vs-gpu.md"
+NO_GPU_NOTE = "The lesson's GPU reference run has not been recorded yet."
+LONGEST_SENTENCE = 50  # words
+
+
+def _text():
+    return EPISODE.read_text(encoding="utf-8")
+
+
+def _filled(**values):
+    return fill_placeholders(_text(), ROOT, {**placeholder_values(ROOT), **values})
+
+
+def _gpu_values():
+    """Every GPU value of the page as if recorded (made-up text, never a number on a page)."""
+    found = placeholder_values(ROOT)
+    return {key: f"<{key}>" for key, value in found.items()
+            if key.startswith("ref_") and NOT_RECORDED in value}
+
+
+def test_without_a_gpu_record_the_page_says_so_once():
+    values = placeholder_values(ROOT)
+    if NOT_RECORDED not in values["ref_gpu_epoch"]:
+        pytest.skip("the lesson has a GPU reference run")
+    filled = fill_placeholders(_text(), ROOT, values)
+    assert filled.count(NO_GPU_NOTE) == 1
+    gaps = [line for line in filled.splitlines()
+            if NOT_RECORDED in line and not line.startswith(":alt:")]
+    assert not gaps, "\n".join(gaps)
+    assert "| GPU" not in filled  # no table column for what was not measured
+
+
+def test_with_gpu_records_the_values_show_and_the_note_goes():
+    filled = _filled(**_gpu_values())
+    assert NO_GPU_NOTE not in filled
+    assert "| each later epoch |" in filled and "<ref_gpu_epoch>" in filled
+    assert "<ref_speedup>" in filled and "<ref_dec_cnn_cost_verdict>" in filled
+
+
+def test_no_sentence_is_longer_than_the_limit():
+    import core_check
+
+    _, body = split_front_matter(_text())
+    # Both parts of every block, the way either page reads.
+    for part in ("then", "otherwise"):
+        shown = CONDITIONAL.sub(lambda m, part=part: m[part] or "", body)
+        page = core_check.parse_body(shown)
+        long = [s for s in core_check.sentences([core_check.as_shown(p) for p in page.paragraphs])
+                if core_check.words(s) > LONGEST_SENTENCE]
+        assert not long, long
+
+
+def test_the_learners_files_go_to_their_own_folder():
+    code = "\n".join(re.findall(r"```\{code-cell\}.*?```", _text(), flags=re.DOTALL))
+    assert 'settings.work_dir / "my-results.jsonl"' in code
+    assert 'settings.work_dir / "cifar-cnn.keras"' in code
+    assert "data_dir" not in code
+
+
+def test_the_cost_exercise_uses_the_sites_rates():
+    rates = read_rates(ROOT / "_config.yml")
+    filled = _filled()
+    line = re.search(r"^CORE_HOUR, GPU_HOUR = (.+?), (.+?)  #", filled, flags=re.MULTILINE)
+    assert line and (float(line[1]), float(line[2])) == (rates.core_hour, rates.gpu_hour)
+
+
+def _code(notebook):
+    cells = json.loads((ROOT / notebook).read_text(encoding="utf-8"))["cells"]
+    return "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+
+
+def test_the_learners_notebook_holds_no_answer():
+    learner = _code("notebooks/learner/05-cpu-vs-gpu.ipynb")
+    complete = _code("notebooks/05-cpu-vs-gpu.ipynb")
+    answers = ("with keras.device(device):", "model.set_weights(initial_weights)",
+               "statistics.median(cpu_seconds[1:])", "break_even = GPU_HOUR / (cores * CORE_HOUR)")
+    for answer in answers:
+        assert answer in complete and answer not in learner, answer
+    assert learner.count("____") >= 7 and "____" not in complete
+    # Typed cells hold their prompt only: the CPU's training call is the learner's to write.
+    assert 'cpu_run = train_on(' in complete and 'cpu_run = train_on(' not in learner
+
+
+# --- honest runs ------------------------------------------------------------------------------
+
+@pytest.fixture
+def lesson(monkeypatch):
+    from gpulesson.lesson import core
+
+    monkeypatch.setattr(core, "keras_device", lambda: {"gpu_count": 0, "device": "CPU",
+                                                       "backend": "tensorflow"})
+    return core
+
+
+@pytest.mark.parametrize("epochs", [0, -1, 2.0, 256 / 4, True, "3"])
+def test_a_run_without_whole_epochs_is_refused_with_what_to_write(lesson, epochs):
+    from gpulesson.errors import LessonError
+
+    with pytest.raises(LessonError, match=r"whole number of at least 1.*CPU_EPOCHS = 1"):
+        lesson.check_run("cpu", epochs)
+
+
+@pytest.mark.parametrize("device", ["gpu:0", "GPU:1", "gpu"])
+def test_a_gpu_run_without_that_gpu_is_refused_before_training(lesson, device):
+    from gpulesson.errors import LessonError
+
+    with pytest.raises(LessonError, match=r"No GPU .* Keras sees 0 GPU\(s\).*\"cpu\""):
+        # Refused before any of the other arguments is touched: nothing trains.
+        lesson.train_on(device, None, None, None, None, 3)
+
+
+def test_a_run_that_is_what_it_says_passes(lesson, monkeypatch):
+    lesson.check_run("cpu", 3)
+    monkeypatch.setattr(lesson, "keras_device", lambda: {"gpu_count": 2})
+    lesson.check_run("gpu:1", 1)
+    with pytest.raises(lesson.LessonError):
+        lesson.check_run("gpu:2", 1)
