@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import reference
+import steprun
 from conftest import ROOT, lesson_files
 
 from gpulesson import preflight
@@ -63,7 +64,7 @@ def test_a_stage_stopped_at_its_limit_keeps_what_finished_and_goes_on_without_du
     stage, state = _stage(tmp_path), tmp_path / "state.json"
     # The hanging child ignores SIGTERM: the stop waits the grace out, then kills. A short
     # grace keeps the test short; the order of the stop is the same.
-    monkeypatch.setattr(reference, "GRACE", 3.0)
+    monkeypatch.setattr(steprun, "GRACE", 3.0)
     (tmp_path / "HANG").touch()
     with pytest.raises(reference.StageStopped, match="time limit .* python tools/reference.py try"):
         # Long enough for condition 1 (one line of a file, after Python starts) on a busy

@@ -3,6 +3,9 @@
     python tools/reference.py --list                      # the stages, their steps and estimates
     LESSON_DATA=synthetic python tools/reference.py core   # one stage (or several, in order)
     LESSON_DATA=synthetic python tools/reference.py all    # every stage, as `make reference`
+    LESSON_DATA=synthetic python tools/reference.py budget --deadline 480 --out DIR
+                                                           # what the run lacks, by a deadline
+                                                           # (tools/budget.py), packed into DIR
 
 A stage is a few steps: an experiment's command, the figures and notebooks, one notebook's
 recorded run, the final pack. Each stage stops itself at ``--time-limit`` seconds (default 480,
@@ -30,6 +33,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import functools
+import io
 import json
 import os
 import shlex
@@ -45,12 +49,12 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the lesson's package, wherever this Python is
     sys.path.insert(0, str(ROOT))
 
+from steprun import StopRequested, run_step, stop_on_signals  # noqa: E402
+
 from gpulesson.preflight import MissingPackage, require  # noqa: E402
-from gpulesson.timing import process_stat  # noqa: E402
 
 STATE_DIR = ROOT / "_build" / "reference"
 TIME_LIMIT = 480.0  # seconds a stage may take: a 10-minute job step, less its start-up
-GRACE = 15.0  # seconds a stopped step has to end before it is killed
 PACK_LIMIT = 12 * 2**20  # bytes of the packed run: under a 16 MiB file limit, with room
 PACKED = ("results", "fig", "notebooks", "executed")
 MODULE = "gpulesson.experiments."
@@ -78,6 +82,7 @@ class Step:
     with_gpu: tuple[str, ...] = ()
     gpu_only: bool = False
     quick_option: bool = False  # takes --quick (a recorded notebook refuses LESSON_QUICK alone)
+    env: tuple[tuple[str, str], ...] = ()  # environment it needs, unless already set
 
     @property
     def run_key(self) -> str:
@@ -92,15 +97,18 @@ class Stage:
     steps: list[Step] = field(default_factory=list)
 
 
+# PyTorch's CPU threads spin while they wait for work (OpenMP's default): on a machine that is
+# busy with anything else a step took 169 ms against 26 ms with passive waits.
+TORCH_ENV = (("OMP_WAIT_POLICY", "PASSIVE"),)
 KERAS = ("keras", "numpy", "h5py", "matplotlib", "tqdm")
 NOTEBOOK = (*KERAS, "nbclient", "nbformat", "ipykernel", "jupytext")
 FIGURES = ("matplotlib", "numpy")
 
 
 def _experiment(name: str, *args: str, needs=KERAS, with_gpu=GPU_FIRST, step: str | None = None,
-                gpu_only: bool = False) -> Step:
+                gpu_only: bool = False, env=()) -> Step:
     return Step(step or name, ["-m", MODULE + name, *args], needs, resumable=True, run=name,
-                with_gpu=with_gpu, gpu_only=gpu_only)
+                with_gpu=with_gpu, gpu_only=gpu_only, env=env)
 
 
 def _notebooks(*numbers: str) -> list[Step]:
@@ -110,8 +118,10 @@ def _notebooks(*numbers: str) -> list[Step]:
 
 REFRESH = [Step("figures", ["tools/reference.py", "--figures"], FIGURES),
            Step("notebooks", ["tools/make_notebooks.py"], ("jupytext", "nbformat"))]
-# Three stages of notebooks, each within the time limit: full size on this lesson's 2-core
-# machine (no GPU) 01-06 took 248 s, 07, 08 and 10 257 s, and 09 248 s (executed/*.ipynb).
+# Three stages of notebooks. Full size on this lesson's 2-core machine (no GPU, TensorFlow) they
+# took, by the wall times executed/*.ipynb record: 01-06 478 s (05 alone 363 s), 07, 08 and 10
+# 389 s (07 alone 318 s), 09 290 s; notebooks-1 is at the default time limit there, so such a
+# machine records them with --time-limit 0.
 # CPU epochs of the feeding benchmark are capped so that five repeats of every pipeline fit
 # (gpulesson.experiments.feeding.measure.REFERENCE_CPU_STEPS says how it was chosen).
 FEEDING_CPU_STEPS = "12"
@@ -128,14 +138,15 @@ DDP_CHECK = Step("DDP on the GPUs (NCCL)",
                  ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node=gpu",
                   "-m", MODULE + "torch_ddp", "--device", "gpu", "--epochs", "2",
                   "--out-dir", str(STATE_DIR.relative_to(ROOT) / "torch-ddp")],
-                 ("torch", "numpy"), gpu_only=True)
+                 ("torch", "numpy"), gpu_only=True, env=TORCH_ENV)
 
 STAGES = {stage.name: stage for stage in (
     Stage("core", "episode 5's CNN, episode 6's matrix multiplication, episode 8's PyTorch",
           "about 4 min", [
               _experiment("cnn"),
               _experiment("matmul"),
-              _experiment("torch_reference", needs=("torch", "torchvision", "numpy", "h5py")),
+              _experiment("torch_reference", needs=("torch", "torchvision", "numpy", "h5py"),
+                          env=TORCH_ENV),
               DDP_CHECK,
           ]),
     Stage("small-models", "episode 7's small MLP and its sweep", "about 3 min",
@@ -245,72 +256,6 @@ def quick_mode() -> bool:
     return parse_bool("LESSON_QUICK", os.environ.get("LESSON_QUICK", ""))
 
 
-def run_step(argv: list[str], deadline: float, log) -> int:
-    """Run ``argv`` in its own process group until it ends or ``deadline`` (monotonic) passes;
-    its output goes to this process's and to ``log``. Raises :class:`TimeoutError` at the
-    deadline, after stopping the whole group (the step and any processes it started)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
-                                                                      os.environ.get("PYTHONPATH")])),
-           "PYTHONUNBUFFERED": "1"}
-    process = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, start_new_session=True)
-    os.set_blocking(process.stdout.fileno(), False)
-    try:
-        while True:
-            chunk = process.stdout.read()
-            if chunk:
-                text = chunk.decode(errors="replace")
-                sys.stdout.write(text)
-                sys.stdout.flush()
-                log.write(text)
-                log.flush()
-            if process.poll() is not None and not chunk:
-                return process.returncode
-            if time.monotonic() > deadline:
-                raise TimeoutError
-            time.sleep(0.2)
-    finally:
-        if process.poll() is None:
-            _stop_group(process)
-
-
-def _group_alive(group: int) -> bool:
-    """Whether a process of process group ``group`` still runs (zombies, already ended, do not
-    count: only their parent's wait removes them)."""
-    try:
-        os.killpg(group, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    proc = Path("/proc")
-    if not proc.is_dir():  # no /proc: a group that takes signals is alive
-        return True
-    for entry in proc.iterdir():
-        fields = process_stat(entry.name) if entry.name.isdigit() else None
-        if fields and int(fields[2]) == group and fields[0] != "Z":  # state, ppid, pgrp
-            return True
-    return False
-
-
-def _stop_group(process: subprocess.Popen) -> None:
-    """Stop the step and every process it started (its process group): SIGTERM, and SIGKILL to
-    whatever of the group still runs after :data:`GRACE` seconds. Returns when the step has
-    ended and no process of its group runs any more."""
-    group = process.pid  # start_new_session: the step leads its own group
-    for sig, grace in ((signal.SIGTERM, GRACE), (signal.SIGKILL, GRACE)):
-        try:
-            os.killpg(group, sig)
-        except ProcessLookupError:
-            pass
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline:
-            if process.poll() is not None and not _group_alive(group):
-                return
-            time.sleep(0.1)
-    process.wait()
-
-
 def run_stage(stage: Stage, *, time_limit: float, state_file: Path, fresh: bool = False,
               gpu: bool | None = None, say=_say) -> None:
     """Run the steps of ``stage`` that it has not finished, within ``time_limit`` seconds."""
@@ -321,14 +266,18 @@ def run_stage(stage: Stage, *, time_limit: float, state_file: Path, fresh: bool 
         for step in stage.steps:
             runs.pop(step.run_key, None)
     mine = state.setdefault("stages", {}).setdefault(stage.name, {"done": []})
+    gpu = gpu_present() if gpu is None else gpu
     todo = [step for step in stage.steps if step.name not in mine["done"]]
-    if not todo:
-        say(f"Stage {stage.name}: already done (all of {', '.join(s.name for s in stage.steps)}); "
+    # A GPU-only step is never marked done without a GPU: a state carried to a GPU node runs it.
+    waiting = [step.name for step in todo if step.gpu_only and not gpu]
+    if len(waiting) == len(todo):
+        left = f"; left for a machine with a GPU: {', '.join(waiting)}" if waiting else ""
+        say(f"Stage {stage.name}: already done (all of "
+            f"{', '.join(s.name for s in stage.steps if s.name not in waiting)}){left}; "
             "--fresh records it anew.")
         return
     for step in todo:
         require(step.needs, what=f"stage {stage.name} ({step.name})")
-    gpu = gpu_present() if gpu is None else gpu
     started = time.monotonic()
     deadline = started + time_limit if time_limit > 0 else float("inf")
     limit = f"{time_limit:g} s" if time_limit > 0 else "no time limit"
@@ -340,9 +289,8 @@ def run_stage(stage: Stage, *, time_limit: float, state_file: Path, fresh: bool 
                   f"stage {stage.name}\n")
         for step in todo:
             if step.gpu_only and not gpu:
-                say(f"[{stage.name}] {step.name}: skipped, no GPU on this machine")
-                mine["done"].append(step.name)
-                save_state(state_file, state)
+                say(f"[{stage.name}] {step.name}: skipped, no GPU on this machine (not marked "
+                    "done: a machine with a GPU runs it)")
                 continue
             if step.resumable and step.run_key not in runs:
                 from gpulesson.results import new_run_id
@@ -353,10 +301,11 @@ def run_stage(stage: Stage, *, time_limit: float, state_file: Path, fresh: bool 
             say(f"[{stage.name}] {step.name} ...")
             try:
                 if step.argv is None:
-                    pack(say=say)
+                    pack(say=say, state=unpacked(state, stage))
                     status = 0
                 else:
-                    status = run_step(command(step, runs.get(step.run_key), gpu), deadline, log)
+                    status = run_step(command(step, runs.get(step.run_key), gpu), deadline, log,
+                                      step.env)
             except TimeoutError:
                 raise StageStopped(
                     f"stage {stage.name} reached its time limit of {limit} during {step.name}, "
@@ -386,17 +335,38 @@ def draw_figures(say=_say) -> None:
     say("figures redrawn")
 
 
-def pack(out: Path | None = None, limit: int = PACK_LIMIT, say=_say) -> Path:
-    """Pack :data:`PACKED` and the stages' state and logs into one ``.tar.gz`` (atomically)."""
+def unpacked(state: dict, stage: Stage) -> dict:
+    """``state`` as the pack keeps it: ``stage`` (the pack's) not begun, so that a run restored
+    from the pack packs again whole, redrawing the figures and refilling the notebooks from
+    the records it then has, instead of finding them done."""
+    kept = json.loads(json.dumps(state))
+    kept.get("stages", {}).pop(stage.name, None)
+    return kept
+
+
+def add_text(archive: tarfile.TarFile, name: str, text: str) -> None:
+    data = text.encode("utf-8")
+    info = tarfile.TarInfo(name)
+    info.size, info.mtime, info.mode = len(data), int(time.time()), 0o644
+    archive.addfile(info, io.BytesIO(data))
+
+
+def pack(out: Path | None = None, limit: int = PACK_LIMIT, say=_say, state: dict | None = None,
+         folders=PACKED, logs=None) -> Path:
+    """Pack ``folders`` (:data:`PACKED`), the stages' logs and ``state`` (as
+    ``reference-logs/state.json``) into one ``.tar.gz``, atomically: ``out`` is the whole
+    archive or absent."""
     out = out or STATE_DIR / "reference-run.tar.gz"
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_suffix(".partial")
     with tarfile.open(partial, "w:gz") as archive:
-        for name in PACKED:
+        for name in folders:
             archive.add(ROOT / name, arcname=name,
                         filter=lambda info: None if "__pycache__" in info.name else info)
-        for extra in sorted(STATE_DIR.glob("*.log")) + sorted(STATE_DIR.glob("state.json")):
+        for extra in sorted(STATE_DIR.glob("*.log")) if logs is None else logs:
             archive.add(extra, arcname=f"reference-logs/{extra.name}")
+        if state is not None:
+            add_text(archive, "reference-logs/state.json", json.dumps(state, indent=1) + "\n")
     size = partial.stat().st_size
     if size > limit:
         partial.unlink()
@@ -404,7 +374,7 @@ def pack(out: Path | None = None, limit: int = PACK_LIMIT, say=_say) -> Path:
                            f"{limit / 2**20:.0f} MiB: record fewer or smaller figures")
     partial.replace(out)
     shown = out.relative_to(ROOT) if out.is_relative_to(ROOT) else out
-    say(f"packed {', '.join(PACKED)} and the stage logs into {shown} "
+    say(f"packed {', '.join(folders)} and the logs into {shown} "
         f"({size / 2**20:.1f} MiB, limit {limit / 2**20:.0f} MiB)")
     return out
 
@@ -423,6 +393,11 @@ def describe() -> str:
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["budget"]:  # the budgeted run: what the run lacks, by a deadline, packed
+        import budget
+
+        return budget.main(argv[1:])
     parser = argparse.ArgumentParser(prog="python tools/reference.py",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("stages", nargs="*", metavar="STAGE",
@@ -455,9 +430,15 @@ def main(argv=None) -> int:
             parser.error("--time-limit must be 0 (no limit) or more")
         if set(names) - {"pack"}:
             check_data_chosen()
-        for name in names:
-            run_stage(STAGES[name], time_limit=args.time_limit,
-                      state_file=STATE_DIR / "state.json", fresh=args.fresh)
+        with stop_on_signals():
+            for name in names:
+                run_stage(STAGES[name], time_limit=args.time_limit,
+                          state_file=STATE_DIR / "state.json", fresh=args.fresh)
+    except StopRequested as exc:
+        print(f"reference: stopped by {exc}; the step in progress was stopped with every process "
+              "it started, what finished is kept: run the same stage again to go on",
+              file=sys.stderr)
+        return 128 + getattr(signal, str(exc)).value
     except MissingPackage as exc:
         print(exc, file=sys.stderr)
         return 2

@@ -1,0 +1,251 @@
+"""The budgeted reference run (tools/budget.py) and the three ways a run could be lost between
+calls: a pack whose saved state said it was half done, a step that outlived a SIGTERM, a GPU-only
+step marked done on a CPU. Fake steps stand in for the experiments: the machinery is tested."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tarfile
+import textwrap
+import time
+from pathlib import Path
+
+import budget
+import pytest
+import reference
+import steprun
+from conftest import ROOT, lesson_files
+
+from gpulesson.timing import process_running
+
+QUIET = {"say": lambda *a: None}
+
+
+def _marker_step(tmp_path: Path, name: str, **kwargs) -> reference.Step:
+    """A step that appends a line to ``name``.txt each time it runs."""
+    out = tmp_path / f"{name}.txt"
+    return reference.Step(name, ["-c", f"open({str(out)!r}, 'a').write('ran\\n')"], **kwargs)
+
+
+def _runs(tmp_path: Path, name: str) -> int:
+    path = tmp_path / f"{name}.txt"
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def test_a_restored_pack_state_redraws_the_figures_and_refills_the_notebooks(tmp_path, monkeypatch):
+    monkeypatch.setattr(reference, "STATE_DIR", tmp_path / "build")
+    monkeypatch.setattr(reference, "PACKED", ("results",))
+    stage = reference.Stage("pack", "", "", [_marker_step(tmp_path, "figures"), reference.Step("pack", None)])
+    state = tmp_path / "build" / "state.json"
+    reference.run_stage(stage, time_limit=0, state_file=state, **QUIET)
+    with tarfile.open(tmp_path / "build" / "reference-run.tar.gz") as archive:
+        packed = json.load(archive.extractfile("reference-logs/state.json"))
+    assert "pack" not in packed.get("stages", {}), "the packed state marks the pack begun"
+    state.write_text(json.dumps(packed))  # a later call, from what came back
+    reference.run_stage(stage, time_limit=0, state_file=state, **QUIET)
+    assert _runs(tmp_path, "figures") == 2, "a restored state must redraw before it packs"
+
+
+# A stage whose step starts a child and sleeps; each writes its pid.
+HANGING = textwrap.dedent("""
+    import os, subprocess, sys, time
+    from pathlib import Path
+    here = Path(sys.argv[1])
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    (here / "child.pid").write_text(str(child.pid))
+    (here / "step.pid").write_text(str(os.getpid()))
+    time.sleep(600)
+""")
+DRIVER = textwrap.dedent("""
+    import sys
+    sys.path[:0] = [{tools!r}]
+    import reference
+    reference.STAGES["hang"] = reference.Stage("hang", "", "", [reference.Step("hang", [{script!r}, {here!r}])])
+    raise SystemExit(reference.main(["hang", "--time-limit", "0"]))
+""")
+
+
+def test_sigterm_stops_the_stage_and_its_steps_process_group(tmp_path):
+    (tmp_path / "hang.py").write_text(HANGING)
+    driver = tmp_path / "driver.py"
+    driver.write_text(DRIVER.format(tools=str(ROOT / "tools"), script=str(tmp_path / "hang.py"),
+                                    here=str(tmp_path)))
+    stage = subprocess.Popen([sys.executable, str(driver)], cwd=tmp_path, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             env={**os.environ, "LESSON_DATA": "synthetic"})
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "child.pid").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.3)
+    pids = [int((tmp_path / f"{n}.pid").read_text()) for n in ("step", "child")]
+    stage.send_signal(signal.SIGTERM)  # what `timeout` sends
+    output, _ = stage.communicate(timeout=60)
+    assert stage.returncode == 128 + signal.SIGTERM, output
+    assert "stopped by SIGTERM" in output
+    for pid in pids:
+        assert not process_running(pid), f"process {pid} of the step outlived the stage"
+
+
+def test_a_gpu_only_step_skipped_without_a_gpu_is_not_marked_done(tmp_path):
+    stage = reference.Stage("mixed", "", "", [_marker_step(tmp_path, "cpu"),
+                                              _marker_step(tmp_path, "gpu", gpu_only=True)])
+    state, said = tmp_path / "state.json", []
+    reference.run_stage(stage, time_limit=0, state_file=state, gpu=False, say=said.append)
+    assert json.loads(state.read_text())["stages"]["mixed"]["done"] == ["cpu"]
+    reference.run_stage(stage, time_limit=0, state_file=state, gpu=False, say=said.append)
+    assert "already done" in said[-1] and "left for a machine with a GPU: gpu" in said[-1]
+    # The state carried to a GPU node: the GPU-only step runs there, the rest is not redone.
+    reference.run_stage(stage, time_limit=0, state_file=state, gpu=True, **QUIET)
+    assert (_runs(tmp_path, "cpu"), _runs(tmp_path, "gpu")) == (1, 1)
+
+
+def test_pytorch_steps_wait_passively_unless_told_otherwise(tmp_path, monkeypatch):
+    probe = ["-c", "import os; print('policy', os.environ.get('OMP_WAIT_POLICY'))"]
+    torch_steps = [p.step for p in budget.PLAN if "torch" in p.step.needs]
+    assert torch_steps and all(s.env == reference.TORCH_ENV for s in torch_steps)
+    for preset, expected in ((None, "PASSIVE"), ("ACTIVE", "ACTIVE")):
+        if preset:
+            monkeypatch.setenv("OMP_WAIT_POLICY", preset)
+        else:
+            monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+        log = tmp_path / f"log-{expected}"
+        with open(log, "w") as handle:
+            assert steprun.run_step([sys.executable, *probe], time.monotonic() + 60, handle,
+                                    reference.TORCH_ENV) == 0
+        assert f"policy {expected}" in log.read_text()
+
+
+def _state(**done) -> dict:
+    return {"data": "synthetic", "quick": True, "gpu": None, "runs": {}, "calls": [], "done": done}
+
+
+def test_what_a_call_lacks_depends_on_the_gpu_it_has():
+    names = lambda planned: [p.name for p in planned]  # noqa: E731
+    on_cpu = names(budget.lacking(_state(), None, 3))
+    assert on_cpu[:4] == ["cnn", "matmul", "torch_reference", "small model"]
+    assert not any(p.step.gpu_only and p.name in on_cpu for p in budget.PLAN)
+    rehearsed = _state(**{name: {"gpu": None} for name in on_cpu})
+    assert budget.lacking(rehearsed, None, 3) == []
+    # Carried to a GPU node: every step with a GPU part is lacking, the GPU-only ones too.
+    on_gpu = names(budget.lacking(rehearsed, "H100", 3))
+    assert "DDP on the GPUs (NCCL)" in on_gpu and "feeding on the GPU" in on_gpu and "cnn" in on_gpu
+    done_there = _state(**{p.name: {"gpu": "H100"} for p in budget.PLAN})
+    assert budget.lacking(done_there, "H100", 3) == []
+    assert all(p.lease == 1 for p in budget.lacking(_state(), "H100", 1))
+
+
+def test_a_run_stays_on_its_gpu_model_data_and_size(tmp_path, monkeypatch):
+    monkeypatch.setenv("LESSON_DATA", "synthetic")
+    monkeypatch.setenv("LESSON_QUICK", "1")
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({**_state(), "gpu": "NVIDIA H100 80GB HBM3"}))
+    with pytest.raises(reference.StageStopped, match="same GPU model"):
+        budget.open_run(path, "NVIDIA H200", fresh=False)
+    assert budget.open_run(path, "NVIDIA H200", fresh=True)["gpu"] == "NVIDIA H200"
+    monkeypatch.setenv("LESSON_QUICK", "0")
+    with pytest.raises(reference.StageStopped, match="quick"):
+        budget.open_run(path, "NVIDIA H100 80GB HBM3", fresh=False)
+
+
+def test_every_planned_step_has_an_estimate_and_its_basis():
+    for planned in budget.PLAN:
+        low, high = planned.estimate
+        assert 0 < low <= high and len(planned.basis) > 30 and planned.lease in budget.LEASES
+    headline = [p for p in budget.PLAN if p.lease == 1]
+    # Lease 1 must fit its ~7.5 minutes of steps by the CPU-side estimates, with room left.
+    assert sum(p.estimate[1] for p in headline) <= 450 * 0.75
+    assert sum(p.estimate[1] for p in budget.PLAN if p.lease == 2) <= 450
+
+
+# The budgeted command through the path a GPU node takes: the test's Python, nothing installed,
+# in a copy of the lesson, quick mode. Fake steps stand in for the plan (the experiments have
+# tests of their own): one that records three conditions, one that hangs until the deadline
+# stops it, one for a GPU only. The figures and notebooks are refreshed by fakes too.
+CONDITIONS = textwrap.dedent("""
+    import argparse, time
+    from pathlib import Path
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out")
+    parser.add_argument("--run-id")
+    args = parser.parse_args()
+    out = Path(args.out)
+    done = {l.split()[1] for l in out.read_text().splitlines() if l.split()[0] == args.run_id} \\
+        if out.exists() else set()
+    for condition in "123":
+        if condition in done:
+            continue
+        while condition == "2" and out.with_suffix(".hang").exists():
+            time.sleep(0.2)
+        with open(out, "a") as f:
+            f.write(f"{args.run_id} {condition}\\n")
+""")
+BUDGET_DRIVER = textwrap.dedent("""
+    import sys
+    sys.path[:0] = ["tools"]
+    import budget, reference, steprun
+    from reference import Step
+    steprun.GRACE, budget.MIN_START = 2.0, 1.0
+    cond = lambda name, out: Step(name, ["fake/conditions.py", out], resumable=True)
+    budget.PLAN[:] = [budget.Planned(cond("first", "fake/first.txt"), 1, (1, 2), "a fake"),
+                      budget.Planned(cond("slow", "fake/slow.txt"), 1, (1, 2), "a fake"),
+                      budget.Planned(Step("gpu", ["-c", "raise SystemExit(5)"], gpu_only=True), 2,
+                                     (1, 2), "a fake")]
+    reference.REFRESH[:] = [Step("figures", ["-c", "open('fake/figures.txt', 'a').write('x')"])]
+    raise SystemExit(budget.main(sys.argv[1:]))
+""")
+
+
+def _budget(root: Path, out: Path, deadline: float) -> tuple[subprocess.CompletedProcess, float]:
+    env = {**os.environ, "LESSON_DATA": "synthetic", "LESSON_QUICK": "1", "MPLBACKEND": "Agg"}
+    began = time.monotonic()
+    done = subprocess.run([sys.executable, "fake/driver.py", "--deadline", str(deadline),
+                           "--out", str(out), "--pack-reserve", "4"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=120)
+    return done, time.monotonic() - began
+
+
+def test_the_budgeted_command_stops_by_its_deadline_packs_and_a_later_call_goes_on(tmp_path):
+    root = lesson_files(tmp_path / "lesson")
+    fake = root / "fake"
+    fake.mkdir()
+    (fake / "conditions.py").write_text(CONDITIONS)
+    (fake / "driver.py").write_text(BUDGET_DRIVER)
+    (fake / "slow.hang").touch()
+    first, took = _budget(root, tmp_path / "out1", deadline=14)
+    output = first.stdout + first.stderr
+    assert first.returncode == 0, output[-3000:]
+    assert took <= 14 + 3, f"the call took {took:.1f} s, past its deadline of 14 s"
+    assert "pip install" not in output and not (root / ".venv").exists(), "nothing installed"
+    files = sorted(p.name for p in (tmp_path / "out1").iterdir())
+    assert files == sorted(budget.FILES) and len(files) <= 3
+    for path in (tmp_path / "out1").iterdir():
+        assert path.stat().st_size <= reference.PACK_LIMIT
+    about = json.loads((tmp_path / "out1" / "budget.json").read_text())
+    assert [s["result"] for s in about["steps"]] == ["done", "stopped at the deadline"]
+    assert about["left"] == ["slow"] and about["left_for_a_gpu"] == ["gpu"]
+    with tarfile.open(tmp_path / "out1" / "records.tar.gz") as archive:
+        names = archive.getnames()
+        state = json.load(archive.extractfile("results/reference-run.json"))
+    assert any(re.match(r"reference-logs/budget-.*\.log", n) for n in names)
+    assert list(state["done"]) == ["first"] and state["quick"] is True
+    with tarfile.open(tmp_path / "out1" / "pages.tar.gz") as archive:
+        assert {n.split("/")[0] for n in archive.getnames()} == {"fig", "notebooks", "executed"}
+    assert (fake / "figures.txt").exists() and (fake / "figures.txt").read_text() == "x", about
+
+
+    # Days later, elsewhere: only what was committed (results/, with the state) goes on.
+    (fake / "slow.hang").unlink()
+    run_id = state["runs"]["slow"]
+    second, _ = _budget(root, tmp_path / "out2", deadline=30)
+    assert second.returncode == 0, (second.stdout + second.stderr)[-3000:]
+    assert (fake / "first.txt").read_text().count("\n") == 3, "nothing recorded twice"
+    lines = (fake / "slow.txt").read_text().splitlines()
+    assert sorted(lines) == [f"{run_id} {c}" for c in "123"], "the same run went on"
+    about = json.loads((tmp_path / "out2" / "budget.json").read_text())
+    assert about["left"] == [] and len(json.loads((root / "results" / "reference-run.json")
+                                                  .read_text())["calls"]) == 2

@@ -1,0 +1,403 @@
+"""A budgeted reference run: what the lesson's records still lack, in order of value, by a deadline,
+always packed.
+
+    LESSON_DATA=synthetic python tools/reference.py budget --deadline 480 --out DIR
+    python tools/reference.py budget --list        # the plan: its steps, leases and estimates
+
+One call runs the steps of :data:`PLAN` that the run in ``results/reference-run.json`` still
+lacks, in the plan's order (the lesson's headline first), each an experiment's command or one
+notebook's recorded run (the steps of ``tools/reference.py``). It starts a step only while it
+has time for it, stops the step in progress at the deadline (with every process the step
+started; what the step finished stays recorded), and ALWAYS ends by packing what it has into
+three files in ``--out``: ``records.tar.gz`` (``results/``, the run's state with it, and this
+call's log), ``pages.tar.gz`` (the figures redrawn and the notebooks refilled from the records,
+and ``executed/``) and ``budget.json`` (what this call did, how long each step took, what is
+left). SIGTERM or SIGINT (``timeout``) stops it the same way, and it packs at once.
+
+Unpack both archives in the lesson folder and commit them: the state is in ``results/``, so the
+next call, days later and on another machine, goes on with the same run, each experiment given
+the run id it had (``--run-id``: it skips the conditions it has). A step is done once it
+finished on a machine with a GPU (a step with a GPU part) or anywhere (a CPU-only step): a run
+rehearsed on a CPU is taken up whole by a GPU node, in a new run, and a GPU-only step (the DDP
+check, the GPU's feeding rows) is never marked done without a GPU. A run stays on one GPU model:
+a call on another model refuses to go on with it. ``--fresh`` starts a new run.
+
+It runs with the Python that runs it and installs nothing (a missing package is named first).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import reference
+import steprun
+from reference import ROOT, StageStopped, Step, StopRequested
+
+STATE_FILE = ROOT / "results" / "reference-run.json"
+LOG_DIR = reference.STATE_DIR
+PACK_RESERVE = 40.0  # s kept for the pack: measured 16 s on 2 cores (figures 11, notebooks 1.5, tars)
+TAR_RESERVE = 10.0  # s of the pack kept for the archives once the figures are being redrawn
+MIN_START = 30.0  # s a resumable step needs to be worth starting: its start and one condition
+FILES = ("records.tar.gz", "pages.tar.gz", "budget.json")
+RECORDS, PAGES = ("results",), ("fig", "notebooks", "executed")
+
+# What the estimates stand on, measured in the CPU stand-in of the GPU node (Python 3.12, JAX
+# 0.11.2, PyTorch 2.11, 2 cores, a busy machine): one training step of episode 5's CNN (batch 256)
+# costs 0.74-0.76 CPU-seconds on JAX and its first step 4.6-5 s of compiling; predicting costs
+# 0.44 CPU-s a 1,000 images; importing JAX and Keras 3.7 s, PyTorch 1.8 s; the full synthetic data
+# set is written in 6.9 s; the figures are redrawn in 10.9 s and the notebooks refilled in 1.5 s.
+# The node's 16 cores are taken to do CPU work 8 to 16 times as fast as one core (XLA's
+# threads at 50 to 100 % use): CPU-seconds / 16 is the low estimate, / 8 the high one. A GPU
+# part is estimated from its CPU-side costs only (start, compiling, feeding at the rates the
+# records measured on the CPU): its GPU compute is not estimated (no GPU has been measured),
+# it is what the slack under the deadline is for, and a step it outruns is stopped and goes on
+# in the next call.
+BASIS = ("JAX CPU costs measured in the stand-in (2 cores): CNN step 0.75 CPU-s, compile 5 s, "
+         "prediction 0.44 CPU-s/1,000 images; 16 cores at 50-100 % use; GPU compute not estimated")
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A step of the plan: which lease it is planned for (1: the headline; 2: the rest a GPU
+    node must record; 3: only if time is left), its estimate in seconds on the node (full
+    size, one H100, 16 cores: low, high), and what the estimate stands on."""
+
+    step: Step
+    lease: int
+    estimate: tuple[int, int]
+    basis: str
+
+    @property
+    def name(self) -> str:
+        return self.step.name
+
+    @property
+    def gpu_part(self) -> bool:
+        return self.step.gpu_only or bool(self.step.with_gpu)
+
+
+_x = reference._experiment
+TORCH = ("torch", "torchvision", "numpy", "h5py")
+PLAN = [
+    Planned(_x("cnn"), 1, (95, 150),
+            "CPU half: 6 epochs x 176 steps x 0.75 CPU-s + 46,000 images predicted = 812 CPU-s, "
+            "51-102 s on 16 cores; compiling 3 programs a device, 30 s; start and data 11 s; "
+            "GPU half: its compiling and feeding (2 s of the lesson's generator)"),
+    Planned(_x("matmul"), 1, (20, 45),
+            "CPU: JAX's three sweeps took 27 s on 2 cores (results/matmul.jsonl), less on 16; "
+            "GPU: 27 sizes x 6 calls, dispatch and compiling, about 8 s; start 4 s"),
+    Planned(_x("torch_reference", needs=TORCH, env=reference.TORCH_ENV), 1, (20, 35),
+            "CPU: 6 epochs x 21.7 CPU-s (10.8 s an epoch on 2 cores, results/pytorch-cpu-vs-"
+            "gpu.jsonl) = 130 CPU-s, 8-16 s; GPU: 6 x 469 steps of Python, about 3 s; start 2 s"),
+    Planned(_x("small_models", "--parts", "comparison", step="small model"), 1, (20, 30),
+            "20 epochs of 15 steps a device (0.1 s an epoch on 2 cores), compiling 2 x 5 s, "
+            "start 4 s"),
+    Planned(reference.DDP_CHECK, 1, (20, 40),
+            "torchrun and NCCL start about 10 s; 2 epochs x 469 steps of Python, 1 s"),
+    Planned(Step("notebook 05", ["tools/record_run.py", "--only", "05"], reference.NOTEBOOK,
+                 quick_option=True), 2, (80, 130),
+            "3 CPU epochs: 528 steps x 0.75 CPU-s + 25,000 images predicted = 407 CPU-s, 25-51 s; "
+            "compiling 2 x 15 s; kernel, imports, data and the other cells about 25 s"),
+    Planned(_x("feeding", "--devices", "gpu", "--sweeps", "none", "--pipelines", "classic",
+               "lesson", "lesson-gzip", "ram", "device", "--classic-max-steps",
+               reference.FEEDING_CPU_STEPS, with_gpu=(), gpu_only=True, step="feeding on the GPU"),
+            2, (100, 150),
+            "5 pipelines x (warm-up + 5 epochs) x (training, loader): feeding at the CPU-measured "
+            "loader rates (results/feeding.jsonl: classic 1,076 images/s capped at 12 steps, "
+            "35 s; lesson 78,677; gzip 33,824; memory 176,002), 30 s; compiling 5 x 5 s; start "
+            "and data 11 s"),
+    Planned(_x("ceiling", "--devices", "gpu", with_gpu=(), gpu_only=True,
+               step="ceiling on the GPU"), 2, (90, 130),
+            "JAX and PyTorch x 7 pipelines x 6 epochs of 50,000 images at the loop rates "
+            "measured on 2 CPU cores (results/ceiling.jsonl: JAX 121,000-162,000, PyTorch "
+            "60,000-84,000 images/s), 45 s; a start and compile per condition, 42 s"),
+    Planned(_x("small_models", "--parts", "sweep", step="small models' sweep"), 3, (150, 250),
+            "16 cells x 6 epochs a device: 2 minutes on 2 CPU cores (gpulesson.experiments."
+            "small_models.measure.GRID), a compile per cell on the GPU; if time is left"),
+    Planned(_x("feeding", "--devices", "gpu", "--sweep-devices", "gpu", "--pipelines", "lesson",
+               "--classic-max-steps", reference.FEEDING_CPU_STEPS, with_gpu=(), gpu_only=True,
+               step="feeding settings on the GPU"), 3, (120, 200),
+            "9 settings of the lesson's pipeline x 6 epochs, a compile each; if time is left"),
+]
+LEASES = {1: "the headline: episodes 5 (CNN, CPU and GPU), 6, 7 and 8, and the DDP check",
+          2: "episode 5's notebook executed on the GPU, episode 9's GPU rows and ceiling",
+          3: "if time is left: the settings sweeps (otherwise they stay CPU-recorded)"}
+
+
+def now_iso() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+
+def gpu_model() -> str | None:
+    """The first NVIDIA GPU's model, as the driver names it (None without one)."""
+    for info in sorted(Path("/proc/driver/nvidia/gpus").glob("*/information")):
+        for line in info.read_text(errors="replace").splitlines():
+            if line.startswith("Model:"):
+                return line.split(":", 1)[1].strip()
+    return "NVIDIA GPU" if reference.gpu_present() else None
+
+
+def settings_now() -> dict:
+    return {"data": os.environ.get("LESSON_DATA", ""), "quick": reference.quick_mode()}
+
+
+def open_run(path: Path, gpu: str | None, fresh: bool) -> dict:
+    """The run's state, new or going on; refuses a run of other data, size or GPU model."""
+    state = {} if fresh else reference.load_state(path)
+    if not state:
+        return {"about": "the budgeted reference run (tools/budget.py): what is done, on which "
+                         "GPU, and each experiment's run id", **settings_now(), "gpu": gpu,
+                "runs": {}, "done": {}, "calls": []}
+    for key, value in settings_now().items():
+        if state.get(key) != value:
+            raise StageStopped(f"{path.name} holds a run with {key}={state.get(key)!r}, this call "
+                               f"has {value!r}: set it as the run had it, or pass --fresh")
+    if state.get("gpu") and state["gpu"] != gpu:
+        raise StageStopped(f"the run in {path.name} is recorded on {state['gpu']}; this machine "
+                           f"has {gpu or 'no GPU'}. Ask for the same GPU model (a run that goes on "
+                           "must not change cards), or pass --fresh to start a new run")
+    return state
+
+
+def lacking(state: dict, gpu: str | None, lease: int) -> list[Planned]:
+    """The planned steps (up to ``lease``) this machine can do that the run has not done."""
+    left = []
+    for planned in PLAN:
+        done = state["done"].get(planned.name)
+        if planned.lease > lease or (planned.step.gpu_only and not gpu):
+            continue
+        if done is None or (planned.gpu_part and gpu and not done.get("gpu")):
+            left.append(planned)
+    return left
+
+
+def fits(planned: Planned, left_s: float, quick: bool) -> bool:
+    """Whether to start a step with ``left_s`` seconds to go: a resumable one (an experiment
+    keeps each condition it finishes) needs :data:`MIN_START`; a notebook, recorded whole or
+    not at all, needs its high estimate (at full size)."""
+    need = MIN_START if planned.step.resumable or quick else max(MIN_START, planned.estimate[1])
+    return left_s >= need
+
+
+class Call:
+    """One call of the budgeted run: its deadline, its log, what it did."""
+
+    def __init__(self, args, say=reference._say):
+        self.started = time.monotonic()
+        self.deadline = self.started + args.deadline
+        self.args, self.say, self.did = args, say, []
+        self.gpu = gpu_model() if args.gpu is None else (args.gpu or None)
+        stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+        LOG_DIR.mkdir(parents=True, exist_ok=True)
+        self.log_path = LOG_DIR / f"budget-{stamp}.log"
+        self.stopped = None
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def note(self, text: str, log) -> None:
+        self.say(text)
+        log.write(text + "\n")
+        log.flush()
+
+    def record(self, state: dict, log) -> None:
+        """Run what the run lacks until the steps' deadline (the pack's reserve before it)."""
+        steps_end = self.deadline - self.args.pack_reserve - steprun.GRACE
+        quick = reference.quick_mode()
+        todo = lacking(state, self.gpu, self.args.lease)
+        self.note(f"budget: {len(todo)} step(s) lacking ({', '.join(p.name for p in todo) or 'none'})"
+                  f"; {self.args.deadline:g} s in all, steps until {steps_end - self.started:.0f} s; "
+                  f"{self.gpu or 'no GPU'}", log)
+        for planned in todo:
+            left_s = steps_end - time.monotonic()
+            if not fits(planned, left_s, quick):
+                self.did.append({"step": planned.name, "result": "not started",
+                                 "why": f"{left_s:.0f} s left"})
+                self.note(f"[budget] {planned.name}: not started, {left_s:.0f} s left", log)
+                continue
+            self.run_one(planned, state, steps_end, log)
+
+    def run_one(self, planned: Planned, state: dict, steps_end: float, log) -> None:
+        step, began = planned.step, time.monotonic()
+        done = state["done"].get(planned.name)
+        if done is not None and not done.get("gpu"):  # done without a GPU: the GPU's is a new run
+            state["runs"].pop(step.run_key, None)
+        if step.resumable and step.run_key not in state["runs"]:
+            from gpulesson.results import new_run_id
+
+            state["runs"][step.run_key] = new_run_id()
+        reference.save_state(self.args.state, state)  # before it runs: a re-run goes on with it
+        self.note(f"[budget] {planned.name} at {self.elapsed():.0f} s (estimate on the node "
+                  f"{planned.estimate[0]}-{planned.estimate[1]} s) ...", log)
+        entry = {"step": planned.name, "run_id": state["runs"].get(step.run_key)}
+        self.did.append(entry)
+        try:
+            if step.quick_option:  # a notebook's run: its notebook refilled from the records first
+                entry["notes"] = self.refresh(log, steps_end, names=("notebooks",))
+            status = reference.run_step(
+                reference.command(step, state["runs"].get(step.run_key), bool(self.gpu)),
+                steps_end, log, step.env)
+        except TimeoutError:
+            status = "stopped at the deadline"
+        except StopRequested as exc:
+            self.stopped = status = f"stopped by {exc}"
+        entry["seconds"] = round(time.monotonic() - began, 1)
+        if status == 0:
+            entry["result"] = "done"
+            state["done"][planned.name] = {"gpu": self.gpu, "date": now_iso(),
+                                           "seconds": entry["seconds"]}
+        else:
+            entry["result"] = status if isinstance(status, str) else f"failed (exit {status})"
+        reference.save_state(self.args.state, state)
+        self.note(f"[budget] {planned.name}: {entry['result']} in {entry['seconds']:.0f} s", log)
+        if self.stopped:
+            raise StopRequested(self.stopped)
+
+    def refresh(self, log, end: float, names=("figures", "notebooks")) -> list[str]:
+        """Redraw the figures and refill the notebooks (or those of ``names``) by ``end``."""
+        notes = []
+        for step in (step for step in reference.REFRESH if step.name in names):
+            if end - time.monotonic() < 2:
+                notes.append(f"{step.name}: not redone, no time left")
+                continue
+            try:
+                status = reference.run_step(reference.command(step, None, False), end, log)
+            except TimeoutError:
+                status = "stopped at the deadline"
+            if status != 0:
+                notes.append(f"{step.name}: " + (status if isinstance(status, str)
+                                                 else f"failed (exit {status})"))
+        return notes
+
+    def pack(self, state: dict, log, refresh: bool) -> dict:
+        """Records first (seconds), then the pages, then the records again with the final log."""
+        out = self.args.out
+        out.mkdir(parents=True, exist_ok=True)
+        files, notes = {}, []
+
+        def archive(name, folders):
+            try:
+                path = reference.pack(out / name, say=lambda *a: None, folders=folders,
+                                      logs=[self.log_path] if name == FILES[0] else [])
+                files[name] = path.stat().st_size
+            except (StageStopped, OSError) as exc:
+                notes.append(f"{name}: {exc}")
+
+        archive(FILES[0], RECORDS)
+        end = self.deadline - min(TAR_RESERVE, self.args.pack_reserve / 4)
+        notes += self.refresh(log, end) if refresh else ["figures and notebooks not redone: stopped"]
+        archive(FILES[1], PAGES)
+        self.note(f"budget: packed at {self.elapsed():.0f} s"
+                  + (f" ({'; '.join(notes)})" if notes else ""), log)
+        log.flush()
+        archive(FILES[0], RECORDS)
+        return {"files": files, "pack_notes": notes}
+
+
+def summary(call: Call, state: dict, packed: dict) -> dict:
+    left = [p.name for p in lacking(state, call.gpu, 3)]
+    waiting = [p.name for p in PLAN if p.step.gpu_only and not call.gpu]
+    return {"date": now_iso(), "machine": {"gpu": call.gpu, "cores": os.cpu_count()},
+            "settings": settings_now(), "deadline_s": call.args.deadline,
+            "seconds": round(call.elapsed(), 1), "stopped": call.stopped, "steps": call.did,
+            "left": left, "left_for_a_gpu": waiting, **packed}
+
+
+def run(args, say=reference._say) -> int:
+    call = Call(args, say)
+    state = open_run(args.state, call.gpu, args.fresh)
+    if state.get("gpu") is None and call.gpu:
+        state["gpu"] = call.gpu
+    for planned in lacking(state, call.gpu, args.lease):
+        reference.require(planned.step.needs, what=f"the budgeted run ({planned.name})")
+    with open(call.log_path, "a", encoding="utf-8") as log:
+        try:
+            with reference.stop_on_signals():
+                call.record(state, log)
+        except StopRequested as exc:
+            call.stopped = call.stopped or f"stopped by {exc}"
+            call.note(f"budget: {call.stopped}; the step in progress was stopped, packing", log)
+        # The pack is not interrupted: the caller's hard limit (timeout -k) is the last word.
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, signal.SIG_IGN)
+        packed = {}
+        try:
+            about = summary(call, state, {})
+            state["calls"] = [*state.get("calls", []), {k: about[k] for k in (
+                "date", "machine", "deadline_s", "seconds", "stopped", "left")}]
+            reference.save_state(args.state, state)
+            packed = call.pack(state, log, refresh=call.stopped is None)
+        finally:
+            about = summary(call, state, packed)
+            (args.out / FILES[2]).write_text(json.dumps(about, indent=1) + "\n", encoding="utf-8")
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, signal.SIG_DFL)
+    say(f"budget: {len(about['left'])} step(s) left ({', '.join(about['left']) or 'none'}); "
+        f"{', '.join(f'{n} {s / 2**20:.1f} MiB' for n, s in packed.get('files', {}).items())} "
+        f"in {args.out}")
+    return 143 if call.stopped else 0
+
+
+def describe() -> str:
+    lines = [f"The budgeted reference run, step by step in this order (estimates on the node: full "
+             f"size, one H100, 16 cores; {BASIS}):"]
+    for lease, what in LEASES.items():
+        steps = [p for p in PLAN if p.lease == lease]
+        low, high = sum(p.estimate[0] for p in steps), sum(p.estimate[1] for p in steps)
+        lines.append(f"lease {lease}: {what} ({low}-{high} s + GPU compute)")
+        for p in steps:
+            lines.append(f"  {p.name:28} {p.estimate[0]:4}-{p.estimate[1]:<4} s"
+                         f"{'  GPU only' if p.step.gpu_only else ''}  {p.basis}")
+    return "\n".join(lines)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python tools/reference.py budget",
+                                description=__doc__.splitlines()[0] + " " + __doc__.splitlines()[1])
+    p.add_argument("--deadline", type=float, help="seconds from now by which this call has "
+                   "stopped and packed (the pack's reserve included)")
+    p.add_argument("--out", type=Path, help=f"folder for the three files ({', '.join(FILES)})")
+    p.add_argument("--lease", type=int, choices=sorted(LEASES), default=max(LEASES),
+                   help="record only what leases up to this one plan (default: all, in order)")
+    p.add_argument("--pack-reserve", type=float, default=PACK_RESERVE,
+                   help=f"seconds kept for the pack before the deadline (default {PACK_RESERVE:g})")
+    p.add_argument("--state", type=Path, default=STATE_FILE,
+                   help="the run's state (default results/reference-run.json, committed)")
+    p.add_argument("--fresh", action="store_true", help="start a new run")
+    p.add_argument("--gpu", default=None, help=argparse.SUPPRESS)  # tests: a GPU model, '' none
+    p.add_argument("--list", action="store_true", help="show the plan and its estimates")
+    return p
+
+
+def main(argv=None) -> int:
+    p = parser()
+    args = p.parse_args(argv)
+    if args.list:
+        print(describe())
+        return 0
+    if args.deadline is None or args.out is None:
+        p.error("give --deadline SECONDS and --out DIR (or --list)")
+    if args.deadline < args.pack_reserve + steprun.GRACE:
+        p.error(f"--deadline must leave room for the pack: at least "
+                f"{args.pack_reserve + steprun.GRACE:g} s")
+    try:
+        reference.check_data_chosen()
+        return run(args)
+    except reference.MissingPackage as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    except StageStopped as exc:
+        print(f"budget: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
