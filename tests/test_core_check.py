@@ -1,8 +1,10 @@
 """tools/core_check.py: the lesson's core fits a half-day, and the check fails where it should.
 
 The script runs on the real episodes (they must pass) and on small made-up lessons, one limit
-broken at a time, to show that each check can fail and names the episode and the limit. The
-last test maps every objective of every episode to an exercise with a solution.
+broken at a time, to show that each check can fail and names the episode and the limit: typed
+lines, each exercise's minutes, their sum, required exercises in the core, CPU training, long
+sentences, objectives, prose per episode and in all, the half-day with its setup check and
+breaks. The last test maps every objective of every episode to an exercise with a solution.
 """
 
 import subprocess
@@ -51,11 +53,12 @@ parts:
 """
 CONFIG = """\
 lesson_schedule:
+  setup_check: 10
   breaks:
     01-one: 10
 """
 GOOD_EXERCISE = """\
-::::{exercise} Say it
+::::{exercise} Say it (10 min)
 :class: objective-1
 What does it do?
 
@@ -108,9 +111,14 @@ def test_too_many_typed_lines_fail_and_given_cells_do_not_count(tmp_path, capsys
     assert "01-one: 71 typed lines in 20 scheduled minutes" in err and "3.5 a minute" in err
     for text in (code_cell(71, "lesson-module, given"),
                  "## More (optional)\n\n" + code_cell(71),
-                 code_cell(30) + "# only a comment\n" * 50):
-        (root / "_episodes" / "01-one.md").write_text(episode("Text.\n\n" + text + GOOD_EXERCISE))
+                 code_cell(30) + "# only a comment\n" * 50,
+                 code_cell(40, "exercise") + code_cell(40, "solution")):
+        (root / "_episodes" / "01-one.md").write_text(episode("Text.\n\n" + GOOD_EXERCISE + text))
         assert failures(root) == [], text[:40]
+    # An episode that learners do not type along (front matter) has no typed lines.
+    text = episode("Text.\n\n" + code_cell(71) + GOOD_EXERCISE).replace("---\n\n", "type-along: false\n---\n\n")
+    (root / "_episodes" / "01-one.md").write_text(text)
+    assert failures(root) == []
 
 
 def test_comment_lines_and_blank_lines_are_not_typed():
@@ -118,13 +126,45 @@ def test_comment_lines_and_blank_lines_are_not_typed():
     assert [cell.typed_lines for cell in page.cells] == [1]
 
 
-def test_too_many_exercises_fail_unless_optional(tmp_path):
-    many = "\n".join(GOOD_EXERCISE.replace("Say it", f"Say it {n}") for n in range(4))
-    root = lesson(tmp_path, episode("Text.\n\n" + many))
-    assert any("01-one: 4 exercises in 20 scheduled minutes" in f and "one per 6 minutes" in f
-               for f in failures(root))
-    optional = many.replace("Say it 3", "Say it 3 (optional)")
-    (root / "_episodes" / "01-one.md").write_text(episode("Text.\n\n" + optional))
+def exercise(title: str, classes: str = "objective-1") -> str:
+    return GOOD_EXERCISE.replace("Say it (10 min)", title).replace("objective-1", classes)
+
+
+@pytest.mark.parametrize("title, classes, message", [
+    ("Say it", "objective-1", "the exercise 'Say it' gives no minutes: end its title with"),
+    ("Say it (7 min)", "objective-1", "the exercise 'Say it (7 min)' takes 7 minutes, under 8"),
+    ("Guess (2 min)", "objective-1 prediction", "the exercise 'Guess (2 min)' takes 2 minutes"),
+])
+def test_a_required_exercise_needs_its_minutes_in_its_title_and_enough_of_them(tmp_path, title,
+                                                                                classes, message):
+    root = lesson(tmp_path, episode("Text.\n\n" + exercise(title, classes)))
+    assert any(f.startswith(f"01-one: {message}") for f in failures(root)), failures(root)
+    # Optional, or a prediction of 3 minutes and more, it passes.
+    for title, classes in ((f"{title} (optional)", classes), ("Guess (3 min)", "objective-1 prediction")):
+        (root / "_episodes" / "01-one.md").write_text(
+            episode("Text.\n\n" + GOOD_EXERCISE + exercise(title, classes), exercises=13))
+        assert failures(root) == [], title
+
+
+def test_required_exercises_over_the_episodes_exercise_minutes_fail(tmp_path):
+    two = exercise("Say it (10 min)") + exercise("Say more (8 min)")
+    root = lesson(tmp_path, episode("Text.\n\n" + two, exercises=17))
+    assert any(f.startswith("01-one: its 2 required exercises take 18 minutes, over its 17 exercise "
+                            "minutes") for f in failures(root)), failures(root)
+    (root / "_episodes" / "01-one.md").write_text(episode("Text.\n\n" + two, exercises=18))
+    assert failures(root) == []
+
+
+def test_more_than_twelve_required_exercises_in_the_core_fail(tmp_path):
+    seven = "".join(exercise(f"Say it {n} (8 min)") for n in range(7))
+    root = lesson(tmp_path, episode("Text.\n\n" + seven, teaching=20, exercises=56),
+                  two=episode("Text.\n\n" + seven, teaching=20, exercises=56),
+                  config=CONFIG.replace("01-one: 10", "01-one: 10\n    02-two: 10"))
+    problems = failures(root)
+    assert "the core has 14 required exercises, over 12: make some optional (an objective needs " \
+           "one) or cut them" in problems, problems
+    (root / "_episodes" / "02-two.md").write_text(
+        episode("Text.\n\n" + seven.replace(" (8 min)", " (optional)", 2), teaching=20, exercises=56))
     assert failures(root) == []
 
 
@@ -186,7 +226,20 @@ def test_sentences_are_split_and_measured_as_the_page_shows_them():
 
 def test_an_objective_without_an_exercise_fails(tmp_path):
     root = lesson(tmp_path, episode("Text.\n\n" + GOOD_EXERCISE, objectives=2))
-    assert any("01-one: objective(s) 2 of the front matter" in f for f in failures(root))
+    assert any("01-one: objective(s) 2 of the front matter have no required exercise" in f
+               for f in failures(root))
+    # An optional exercise assesses nothing in the core (elsewhere it does).
+    optional = exercise("Say more (optional)", "objective-2")
+    (root / "_episodes" / "01-one.md").write_text(
+        episode("Text.\n\n" + GOOD_EXERCISE + optional, objectives=2))
+    assert any("01-one: objective(s) 2" in f for f in failures(root))
+    assert core_check.objective_gaps(root, "_episodes/01-one.md") == []
+    # A code cell tagged solution after the exercise is its solution.
+    by_cell = ("::::{exercise} Write it (8 min)\n:class: objective-2\nFill the blanks.\n::::\n\n"
+               + code_cell(2, "exercise") + code_cell(2, "solution"))
+    (root / "_episodes" / "01-one.md").write_text(
+        episode("Text.\n\n" + GOOD_EXERCISE + by_cell, exercises=18, objectives=2))
+    assert failures(root) == []
     # An exercise without a solution does not assess anything.
     unsolved = "::::{exercise} Think\n:class: objective-2\nWhy?\n::::\n"
     (root / "_episodes" / "01-one.md").write_text(
@@ -198,8 +251,70 @@ def test_a_core_over_four_hours_or_a_long_stretch_without_a_break_fails(tmp_path
     root = lesson(tmp_path, episode("Text.\n\n" + GOOD_EXERCISE, teaching=100, exercises=50),
                   two=episode("Text.\n\n" + GOOD_EXERCISE, teaching=50, exercises=50))
     problems = failures(root)
-    assert any("the core takes 260 minutes" in f for f in problems), problems
-    assert any("150 minutes without a break" in f for f in problems), problems
+    # 10 (setup check) + 150 + 10 (break) + 100
+    assert any("the core takes 270 minutes with its breaks and setup check" in f for f in problems), problems
+    assert any("160 minutes without a break" in f for f in problems), problems
+
+
+def test_a_core_without_its_setup_check_fails(tmp_path):
+    root = lesson(tmp_path, episode("Text.\n\n" + GOOD_EXERCISE),
+                  config=CONFIG.replace("setup_check: 10", "setup_check: 5"))
+    assert failures(root) == ["the core starts with no setup check of 10 minutes: set "
+                              "lesson_schedule.setup_check: 10 in _config.yml"]
+    (root / "_config.yml").write_text(CONFIG.replace("  setup_check: 10\n", ""))
+    assert len(failures(root)) == 1
+
+
+def test_prose_over_the_limit_of_an_episode_fails(tmp_path):
+    prose = "Some words here. " * 1001  # 3,003 words
+    root = lesson(tmp_path, episode(prose + "\n\n" + GOOD_EXERCISE))
+    assert any(f.startswith("01-one: 3,0") and "words of prose, over 3,000" in f
+               for f in failures(root)), failures(root)
+    # Instructor notes, code and tables' code are not prose.
+    moved = (":::{instructor-note}\n" + prose + "\n:::\n\n" + code_cell(3) + GOOD_EXERCISE)
+    (root / "_episodes" / "01-one.md").write_text(episode(moved))
+    assert failures(root) == []
+
+
+def test_prose_over_the_limit_of_the_core_fails(tmp_path, monkeypatch):
+    monkeypatch.setattr(core_check, "MAX_CORE_PROSE", 60)
+    prose = "Some words here. " * 10
+    root = lesson(tmp_path, episode(prose + "\n\n" + GOOD_EXERCISE),
+                  two=episode(prose + "\n\n" + GOOD_EXERCISE))
+    # Each episode: 30 words, and 11 in its exercise's title, question and solution.
+    assert failures(root) == ["the core has 82 words of prose, over 60: cut rather than move"]
+
+
+def test_prose_is_the_text_the_page_shows():
+    body = textwrap.dedent("""\
+        ## A heading here
+
+        One {term}`GPU` and [the setup](../setup.md) for `fit`: {{ ref_speed }} faster.
+
+        ```{code-cell} ipython3
+        print("not prose at all")
+        ```
+
+        | Option | What it does |
+        |---|---|
+        | `--gres=gpu:1` | asks for one GPU |
+
+        :::{figure} ../fig/x.svg
+        :alt: Alt text is not shown
+
+        The caption counts.
+        :::
+
+        :::{instructor-note}
+        Only for instructors, not counted.
+        :::
+
+        (a-label)=
+        ![an image](../fig/y.svg)
+        """)
+    page = core_check.parse_body(body)
+    # 3 + 9 (a placeholder is one word) + 4 (header) + 4 (row, its code left out) + 3 (caption)
+    assert core_check.prose_words(page.prose) == 23, page.prose
 
 
 def test_a_guide_that_names_another_core_fails(tmp_path):

@@ -1,4 +1,4 @@
-"""Check that the core of the lesson can be taught in a half-day.
+"""Check that the core of the lesson can be taught in a half-day, on what learners really do.
 
     python tools/core_check.py            # a table per core episode; exit 1 naming what fails
     python tools/core_check.py --root DIR # another copy of the lesson
@@ -9,37 +9,45 @@ core episode is timed by its front matter: ``teaching`` + ``exercises`` minutes,
 minutes*. Parts of an episode that the core does not teach are marked optional, visibly: a
 section whose heading ends with "(optional)" (everything below it, up to the next heading of
 the same or a higher level) and an exercise whose title ends with "(optional)" (a heading or
-title that starts with "Optional:" counts too). The checks
-leave optional parts out, except the check of long sentences, which reads the whole page.
+title that starts with "Optional:" counts too). An exercise that is not optional is *required*.
 
 For each core episode:
 
 a. **Typing.** At most ``MAX_TYPED_PER_MINUTE`` typed lines per scheduled minute. Typed lines
-   are the lines of the episode's code cells (``{code-cell}``) that are not blank and not only a
-   comment, in cells not tagged ``given`` and not in an optional section. A cell tagged
-   ``given`` (``:tags: [given]``, beside ``lesson-module`` if it has that tag too) is read and
-   run, not typed: the page marks it as given. Code inside exercises and solutions, and shell
-   commands in fenced blocks, are not counted: typing them is part of the exercise minutes.
-b. **Exercises.** At most one exercise (not optional) per ``MINUTES_PER_EXERCISE`` scheduled
-   minutes.
-c. **No CPU training in an exercise.** An exercise (not optional), its solution included, may
-   not ask learners to train on the CPU again: a workshop cannot wait for it. An exercise trains
-   when its text calls ``.fit(`` or ``train_on(``, or says to train (or retrain) again, or to
-   run the cells again from some point. It is allowed when it names a GPU device (``"gpu``) and
-   no CPU device (``"cpu"``), when every training call limits the steps (``steps_per_epoch=``),
-   and for code with blanks to fill in (``____``), which cannot run.
+   are the lines that are not blank and not only a comment of the cells learners type
+   (``tools/make_notebooks.py``): code cells (``{code-cell}``) not tagged ``given``,
+   ``exercise`` or ``solution`` and not in an optional section (none when the front matter
+   says ``type-along: false``). Given cells are read and run; an exercise's code (its cell with
+   ``____`` blanks, its solution cell, code in its text) is part of the exercise's minutes.
+b. **Exercise time.** A required exercise's title ends with its minutes, debrief included:
+   ``Count the parameters (10 min)``. Each takes at least ``MIN_EXERCISE`` minutes, except a
+   one-line prediction (class ``prediction``: ``:class: objective-1 prediction``), at least
+   ``MIN_PREDICTION``; together they take at most the front matter's ``exercises`` minutes.
+c. **No CPU training in an exercise.** A required exercise, its solution included, may not ask
+   learners to train on the CPU again: a workshop cannot wait for it. An exercise trains when
+   its text calls ``.fit(`` or ``train_on(``, or says to train (or retrain) again, or to run
+   the cells again from some point. It is allowed when it names a GPU device (``"gpu``) and no
+   CPU device (``"cpu"``), when every training call limits the steps (``steps_per_epoch=``),
+   and for code with blanks to fill in (``____``), which cannot run. (A solution cell after an
+   exercise's cell with blanks is the episode's own run of that code, not a repeat.)
 d. **Sentences.** At most ``MAX_LONG_SHARE`` of the prose sentences (outside code, tables and
    figure options; instructor notes included) are longer than ``LONG_SENTENCE`` words. The page
    is read as it is shown when every measurement is recorded: a ``{{ if ... }}`` block reads as
    its first part, and a placeholder as one word.
-e. **Objectives.** Every objective of the front matter is assessed by an exercise with a
-   solution: the exercise names it with a class option, ``:class: objective-2`` (several:
-   ``:class: objective-1 objective-3``). The option shows nowhere on the page or in the notebook.
+e. **Objectives.** Every objective of the front matter is assessed by a required exercise with a
+   solution (a ``{solution}`` block, or a code cell tagged ``solution`` after it): the exercise
+   names it with a class option, ``:class: objective-2`` (several: ``:class: objective-1
+   objective-3``). The option shows nowhere on the page or in the notebook.
+f. **Prose.** At most ``MAX_PROSE_WORDS`` words of prose: the page's text as shown (headings,
+   paragraphs, lists, tables, exercises and their solutions, inline code in a sentence) outside
+   code blocks and cells, the front matter, code in tables, figure options and instructor notes.
 
-For the core as a whole: it takes at most ``HALF_DAY`` minutes with its breaks (from
-``_config.yml``), and no part of the schedule runs longer than ``MAX_STRETCH`` minutes without a
-break. The guide and the landing page, where they name the core's episodes ("episodes 1 to 5"),
-name the ones ``_toc.yml`` lists.
+For the core as a whole: at most ``MAX_REQUIRED`` required exercises and ``MAX_CORE_PROSE``
+words of prose; it takes at most ``HALF_DAY`` minutes with its breaks and its setup check of at
+least ``SETUP_CHECK`` minutes at the start (both from ``_config.yml``'s ``lesson_schedule``),
+and no part of the schedule runs longer than ``MAX_STRETCH`` minutes without a break. The guide
+and the landing page, where they name the core's episodes ("episodes 1 to 5"), name the ones
+``_toc.yml`` lists.
 """
 
 from __future__ import annotations
@@ -47,29 +55,36 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "_ext"))
-from carpentry import (  # noqa: E402
-    CONDITIONAL,
-    PLACEHOLDER,
-    Break,
-    FrontMatterError,
-    schedule_parts,
-    split_front_matter,
+sys.path.insert(0, str(ROOT / "tools"))
+from carpentry import Break, FrontMatterError, SetupCheck, schedule_parts, split_front_matter  # noqa: E402
+from episode_page import (  # noqa: E402
+    GIVEN_TAG,
+    PREDICTION,
+    Exercise,
+    Page,
+    as_shown,
+    parse_body,
+    prose_words,
+    sentences,
+    words,
 )
 
 MAX_TYPED_PER_MINUTE = 3.5
-MINUTES_PER_EXERCISE = 6
+MIN_EXERCISE = 8  # minutes, debrief included
+MIN_PREDICTION = 3  # minutes, for a one-line prediction
+MAX_REQUIRED = 12  # required exercises in the core
+MAX_PROSE_WORDS = 3_000  # per core episode
+MAX_CORE_PROSE = 10_000
 LONG_SENTENCE = 35  # words
 MAX_LONG_SHARE = 0.12
-HALF_DAY = 240  # minutes, breaks included
+HALF_DAY = 240  # minutes, breaks and setup check included
+SETUP_CHECK = 10  # minutes at least, at the start of the core
 MAX_STRETCH = 90  # minutes of episodes in a row without a break
-GIVEN_TAG = "given"
-OPTIONAL = re.compile(r"^optional\b|\(optional\)$", re.IGNORECASE)
-OBJECTIVE_CLASS = re.compile(r"\bobjective-(\d+)\b")
 BLANK = "____"
 TRAINING_CALL = re.compile(r"\.fit\(|\btrain_on\(")
 TRAIN_AGAIN = re.compile(
@@ -79,187 +94,9 @@ TRAIN_AGAIN = re.compile(
 )
 CORE_NAMED = re.compile(r"\bcore\b[^.]{0,80}?\bepisodes (\d+) to (\d+)", re.IGNORECASE | re.DOTALL)
 
-# A code fence, also one that opens a list item ("1. ```bash").
-_CODE_FENCE = re.compile(r"^\s*(?:(?:[-*+]|\d+[.)])\s+)?(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
-_DIRECTIVE = re.compile(r"^\s*(?P<fence>:{3,})\{(?P<name>[\w-]+)\}[ \t]*(?P<title>.*)$")
-_HEADING = re.compile(r"^(?P<level>#{1,6})\s+(?P<title>.+?)\s*#*\s*$")
-_OPTION = re.compile(r"^\s*:(?P<key>[\w-]+):\s*(?P<value>.*)$")
-_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
-# A sentence ends at . ! or ? before a capital, a digit or inline code (which may start lower case).
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]*]*\s+(?=[\"'(*\[]*[A-Z0-9]|`)")
-
 
 class CoreCheckError(Exception):
     """The lesson's files do not let the core be checked (no core part, bad front matter)."""
-
-
-@dataclass
-class Exercise:
-    title: str
-    classes: str = ""
-    optional: bool = False
-    question: list[str] = field(default_factory=list)
-    solution: list[str] = field(default_factory=list)
-    code: list[str] = field(default_factory=list)  # its fenced code blocks, solution included
-    has_solution: bool = False
-
-    @property
-    def objectives(self) -> set[int]:
-        return {int(n) for n in OBJECTIVE_CLASS.findall(self.classes)}
-
-    @property
-    def text(self) -> str:
-        return "\n".join(self.question + self.solution + self.code)
-
-
-@dataclass
-class CodeCell:
-    lines: list[str]
-    tags: set[str]
-    optional: bool
-
-    @property
-    def typed_lines(self) -> int:
-        return sum(1 for line in self.lines if line.strip() and not line.strip().startswith("#"))
-
-
-@dataclass
-class Page:
-    """What the checks need from one episode's body."""
-
-    cells: list[CodeCell] = field(default_factory=list)
-    exercises: list[Exercise] = field(default_factory=list)
-    paragraphs: list[str] = field(default_factory=list)
-
-
-def _tags(value: str) -> set[str]:
-    return {t.strip().strip("'\"") for t in value.strip().strip("[]").split(",") if t.strip()}
-
-
-def parse_body(body: str) -> Page:
-    """Code cells, exercises and prose paragraphs of an episode's MyST body."""
-    page = Page()
-    lines = body.splitlines()
-    directives: list[dict] = []  # open colon fences, outermost first
-    sections: list[tuple[int, bool]] = []  # (heading level, optional)
-    paragraph: list[str] = []
-
-    def flush():
-        if paragraph:
-            page.paragraphs.append(" ".join(paragraph))
-            paragraph.clear()
-
-    def in_optional() -> bool:
-        return any(optional for _, optional in sections)
-
-    def current_exercise() -> tuple[Exercise | None, bool]:
-        """The exercise that encloses this line, and whether the line is in its solution."""
-        exercise, in_solution = None, False
-        for d in directives:
-            if d["name"] == "exercise":
-                exercise, in_solution = d["exercise"], False
-            elif d["name"] == "solution" and exercise is not None:
-                in_solution = True
-        return exercise, in_solution
-
-    def note(line: str):
-        exercise, in_solution = current_exercise()
-        if exercise is not None:
-            (exercise.solution if in_solution else exercise.question).append(line)
-
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        fence = _CODE_FENCE.match(line)
-        if fence:
-            flush()
-            marker, info = fence["fence"], fence["info"].strip()
-            block, i = [], i + 1
-            closing = re.compile(rf"^\s*{re.escape(marker[0])}{{{len(marker)},}}\s*$")
-            while i < len(lines) and not closing.match(lines[i]):
-                block.append(lines[i])
-                i += 1
-            i += 1  # the closing fence
-            exercise, _ = current_exercise()
-            if exercise is not None:
-                exercise.code.append("\n".join(block))
-            if info.startswith("{code-cell}"):
-                tags: set[str] = set()
-                while block and _OPTION.match(block[0]):
-                    option = _OPTION.match(block.pop(0))
-                    if option["key"] == "tags":
-                        tags |= _tags(option["value"])
-                page.cells.append(CodeCell(block, tags, in_optional()))
-            continue
-        opening = _DIRECTIVE.match(line)
-        if opening:
-            flush()
-            entry = {"fence": opening["fence"], "name": opening["name"], "exercise": None}
-            title = opening["title"].strip()
-            if opening["name"] == "exercise":
-                entry["exercise"] = Exercise(title, optional=in_optional() or bool(OPTIONAL.search(title)))
-                page.exercises.append(entry["exercise"])
-            elif opening["name"] == "solution":
-                exercise, _ = current_exercise()
-                if exercise is not None:
-                    exercise.has_solution = True
-            if title:
-                page.paragraphs.append(title)
-            directives.append(entry)
-            i += 1
-            # Options right after the opening line: :class:, :alt:, :width:, ...
-            while i < len(lines) and _OPTION.match(lines[i]):
-                option = _OPTION.match(lines[i])
-                if option["key"] == "class" and entry["exercise"] is not None:
-                    entry["exercise"].classes += " " + option["value"]
-                i += 1
-            continue
-        if directives and line.strip() == directives[-1]["fence"]:
-            flush()
-            directives.pop()
-            i += 1
-            continue
-        heading = _HEADING.match(line) if not directives else None
-        if heading:
-            flush()
-            level = len(heading["level"])
-            while sections and sections[-1][0] >= level:
-                sections.pop()
-            sections.append((level, bool(OPTIONAL.search(heading["title"]))))
-            i += 1
-            continue
-        note(line)
-        stripped = line.strip()
-        if not stripped or stripped.startswith(("|", "![", "<!--")):
-            flush()
-        elif stripped.startswith(": "):  # a definition after its term
-            flush()
-            paragraph.append(stripped[2:])
-        elif _ITEM.match(line):
-            flush()
-            paragraph.append(_ITEM.sub("", line, count=1).strip())
-        else:
-            paragraph.append(stripped)
-        i += 1
-    flush()
-    return page
-
-
-def as_shown(text: str) -> str:
-    """The text as the page shows it when every measurement is recorded (for counting words)."""
-    text = CONDITIONAL.sub(lambda m: m["then"], text)
-    return PLACEHOLDER.sub("VALUE", text)
-
-
-def sentences(paragraphs: list[str]) -> list[str]:
-    out = []
-    for paragraph in paragraphs:
-        out += [s for s in _SENTENCE_END.split(paragraph) if re.search(r"[A-Za-z]", s)]
-    return out
-
-
-def words(sentence: str) -> int:
-    return sum(1 for token in sentence.split() if re.search(r"\w", token))
 
 
 def trains_on_cpu(exercise: Exercise) -> bool:
@@ -281,25 +118,47 @@ def trains_on_cpu(exercise: Exercise) -> bool:
 class EpisodeReport:
     slug: str
     minutes: int
+    exercise_minutes: int  # the front matter's
     typed: int
-    exercises: int
+    required: list[Exercise]
     cpu_training: list[str]
     sentences: int
     long_sentences: list[str]
     objectives: int
     unassessed: list[int]
+    prose: int
 
     @property
     def typed_limit(self) -> float:
         return MAX_TYPED_PER_MINUTE * self.minutes
 
     @property
-    def exercise_limit(self) -> int:
-        return self.minutes // MINUTES_PER_EXERCISE
+    def required_minutes(self) -> int:
+        return sum(e.minutes or 0 for e in self.required)
 
     @property
     def long_share(self) -> float:
         return len(self.long_sentences) / self.sentences if self.sentences else 0.0
+
+    def exercise_failures(self) -> list[str]:
+        problems = []
+        for e in self.required:
+            least = MIN_PREDICTION if e.prediction else MIN_EXERCISE
+            if e.minutes is None:
+                problems.append(
+                    f"{self.slug}: the exercise '{e.title}' gives no minutes: end its title with "
+                    "its minutes, debrief included, '(10 min)', or make it '(optional)'")
+            elif e.minutes < least:
+                problems.append(
+                    f"{self.slug}: the exercise '{e.title}' takes {e.minutes} minutes, under "
+                    f"{MIN_EXERCISE} ({MIN_PREDICTION} for a one-line prediction, class "
+                    f"'{PREDICTION}'): give it the time it needs, or make it optional")
+        if self.required_minutes > self.exercise_minutes:
+            problems.append(
+                f"{self.slug}: its {len(self.required)} required exercises take "
+                f"{self.required_minutes} minutes, over its {self.exercise_minutes} exercise "
+                "minutes (front matter 'exercises'): make some optional or give them more time")
+        return problems
 
     def failures(self) -> list[str]:
         problems = []
@@ -308,11 +167,7 @@ class EpisodeReport:
                 f"{self.slug}: {self.typed} typed lines in {self.minutes} scheduled minutes, over the "
                 f"limit of {MAX_TYPED_PER_MINUTE} a minute ({self.typed_limit:g}); tag cells that "
                 f"learners only run '{GIVEN_TAG}', move code to an optional section, or shorten it")
-        if self.exercises > self.exercise_limit:
-            problems.append(
-                f"{self.slug}: {self.exercises} exercises in {self.minutes} scheduled minutes, over the "
-                f"limit of one per {MINUTES_PER_EXERCISE} minutes ({self.exercise_limit}); make some "
-                "optional or move them out of the core")
+        problems += self.exercise_failures()
         for title in self.cpu_training:
             problems.append(
                 f"{self.slug}: the exercise '{title}' trains on the CPU again; a core exercise may "
@@ -326,35 +181,49 @@ class EpisodeReport:
         if self.unassessed:
             problems.append(
                 f"{self.slug}: objective(s) {', '.join(map(str, self.unassessed))} of the front matter "
-                "have no exercise with a solution that names them (':class: objective-N')")
+                "have no required exercise with a solution that names them (':class: objective-N')")
+        if self.prose > MAX_PROSE_WORDS:
+            problems.append(
+                f"{self.slug}: {self.prose:,} words of prose, over {MAX_PROSE_WORDS:,}: cut; what "
+                "an instructor needs goes into an instructor note, what an expert wants into a "
+                "further episode")
         return problems
+
+
+def _unassessed(page: Page, n_objectives: int, required_only: bool) -> list[int]:
+    assessed = {n for e in page.exercises if e.has_solution and not (required_only and e.optional)
+                for n in e.objectives}
+    return [n for n in range(1, n_objectives + 1) if n not in assessed]
 
 
 def check_episode(root: Path, relpath: str | Path) -> EpisodeReport:
     path = Path(root) / relpath
     meta, body = split_front_matter(path.read_text(encoding="utf-8"))
     page = parse_body(body)
-    core_exercises = [e for e in page.exercises if not e.optional]
+    required = [e for e in page.exercises if not e.optional]
     found = sentences([as_shown(p) for p in page.paragraphs])
     longest = sorted((s for s in found if words(s) > LONG_SENTENCE), key=words, reverse=True)
-    assessed = {n for e in page.exercises if e.has_solution for n in e.objectives}
-    n_objectives = len(meta.get("objectives") or [])
+    typed = meta.get("type-along", True) is not False
     return EpisodeReport(
         slug=path.stem,
         minutes=int(meta["teaching"]) + int(meta["exercises"]),
-        typed=sum(c.typed_lines for c in page.cells if not c.optional and GIVEN_TAG not in c.tags),
-        exercises=len(core_exercises),
-        cpu_training=[e.title for e in core_exercises if trains_on_cpu(e)],
+        exercise_minutes=int(meta["exercises"]),
+        typed=sum(c.typed_lines for c in page.cells if c.typed) if typed else 0,
+        required=required,
+        cpu_training=[e.title for e in required if trains_on_cpu(e)],
         sentences=len(found),
         long_sentences=longest,
-        objectives=n_objectives,
-        unassessed=[n for n in range(1, n_objectives + 1) if n not in assessed],
+        objectives=len(meta.get("objectives") or []),
+        unassessed=_unassessed(page, len(meta.get("objectives") or []), required_only=True),
+        prose=prose_words(page.prose),
     )
 
 
 def objective_gaps(root: Path, relpath: str | Path) -> list[int]:
-    """The objectives (numbered from 1) of an episode that no exercise with a solution names."""
-    return check_episode(root, relpath).unassessed
+    """The objectives (numbered from 1) of any episode that no exercise with a solution names
+    (optional exercises count here; the core's check asks for required ones)."""
+    meta, body = split_front_matter((Path(root) / relpath).read_text(encoding="utf-8"))
+    return _unassessed(parse_body(body), len(meta.get("objectives") or []), required_only=False)
 
 
 def core_part(root: Path):
@@ -369,9 +238,13 @@ def schedule_failures(root: Path) -> list[str]:
     """The core's length and the breaks of every part; the core as the guide and index name it."""
     parts = core_part(root)
     core, problems = parts[0], []
+    setup = core.rows[0][1] if isinstance(core.rows[0][1], SetupCheck) else None
+    if setup is None or setup.minutes < SETUP_CHECK:
+        problems.append(f"the core starts with no setup check of {SETUP_CHECK} minutes: set "
+                        f"lesson_schedule.setup_check: {SETUP_CHECK} in _config.yml")
     if core.minutes > HALF_DAY:
-        problems.append(f"the core takes {core.minutes} minutes with its breaks, over the half-day "
-                        f"of {HALF_DAY}")
+        problems.append(f"the core takes {core.minutes} minutes with its breaks and setup check, "
+                        f"over the half-day of {HALF_DAY}")
     for part in parts:
         stretch = 0
         for _, item, _ in part.rows:
@@ -401,27 +274,53 @@ def table(report: EpisodeReport) -> str:
         f"{report.slug} ({report.minutes} scheduled minutes)",
         f"  {'check':<34} {'value':>10} {'limit':>12}",
         row("a. typed lines", report.typed, f"{report.typed_limit:g}", report.typed <= report.typed_limit),
-        row("b. exercises", report.exercises, report.exercise_limit,
-            report.exercises <= report.exercise_limit),
+        row("b. required exercises' minutes", report.required_minutes, report.exercise_minutes,
+            not report.exercise_failures()),
+    ]
+    for e in report.required:
+        least = MIN_PREDICTION if e.prediction else MIN_EXERCISE
+        lines.append(row(f"   {e.title[:31]}", "?" if e.minutes is None else e.minutes,
+                         f">= {least}", e.minutes is not None and e.minutes >= least))
+    lines += [
         row("c. exercises training on the CPU", len(report.cpu_training), 0, not report.cpu_training),
-        row("d. sentences over 35 words", f"{len(report.long_sentences)}/{report.sentences}",
+        row(f"d. sentences over {LONG_SENTENCE} words", f"{len(report.long_sentences)}/{report.sentences}",
             f"{MAX_LONG_SHARE:.0%}", report.long_share <= MAX_LONG_SHARE),
         row("e. objectives without an exercise", len(report.unassessed), 0, not report.unassessed),
+        row("f. words of prose", f"{report.prose:,}", f"{MAX_PROSE_WORDS:,}",
+            report.prose <= MAX_PROSE_WORDS),
     ]
     return "\n".join(lines)
+
+
+def core_failures(reports: list[EpisodeReport]) -> list[str]:
+    """The limits on the core as a whole: required exercises and prose."""
+    problems = []
+    required = sum(len(r.required) for r in reports)
+    if required > MAX_REQUIRED:
+        problems.append(f"the core has {required} required exercises, over {MAX_REQUIRED}: make "
+                        "some optional (an objective needs one) or cut them")
+    prose = sum(r.prose for r in reports)
+    if prose > MAX_CORE_PROSE:
+        problems.append(f"the core has {prose:,} words of prose, over {MAX_CORE_PROSE:,}: cut "
+                        "rather than move")
+    return problems
 
 
 def run(root: Path = ROOT, out=sys.stdout) -> list[str]:
     """Print the tables; return the failures (empty when the core passes)."""
     parts = core_part(root)
     core = parts[0]
-    failures = []
+    failures, reports = [], []
     for episode in core.episodes:
         report = check_episode(root, episode.path)
+        reports.append(report)
         print(table(report), file=out)
         failures += report.failures()
-    print(f"core: {len(core.episodes)} episodes, {core.minutes} minutes with breaks "
-          f"(limit {HALF_DAY})", file=out)
+    print(f"core: {len(core.episodes)} episodes, {core.minutes} minutes with breaks and the setup "
+          f"check (limit {HALF_DAY}), {sum(len(r.required) for r in reports)} required exercises "
+          f"(limit {MAX_REQUIRED}), {sum(r.prose for r in reports):,} words of prose "
+          f"(limit {MAX_CORE_PROSE:,})", file=out)
+    failures += core_failures(reports)
     failures += schedule_failures(root)
     return failures
 
