@@ -76,6 +76,11 @@ def test_table_alt_text_and_page_values_say_what_was_measured(tmp_path):
     summary = values["ref_ceil_summary"]
     assert "JAX on the CPU (ceiling: `ram`)" in summary and "GPU" not in summary
     assert "Machine: Test CPU" in summary and "run r (2026-11-23)" in summary
+    assert "malloc" not in summary  # no PyTorch record
+    torch = [record("torch", "cpu", "ram", [0.5] * 5)]
+    assert "default mode" in page.malloc_note(torch)
+    fixed = [{**r, "malloc": {"mode": "fixed"}} for r in torch]
+    assert page.malloc_note(fixed) == "PyTorch was measured with glibc malloc's thresholds fixed."
 
 
 def test_records_of_retired_pipelines_are_read_and_left_out(tmp_path):
@@ -146,6 +151,9 @@ def test_the_command_measures_one_process_per_backend_and_appends_one_run(tmp_pa
         assert len(r["epoch_seconds"]) == 2 and len(r["warmup_seconds"]) == 1  # quick rule
         assert r["n_images"] == 256 and r["cpu_settings"]["cpu_cores_available"] >= 1
         assert r["load_average_before"] is not None
+        # JAX runs in glibc's default malloc mode, and says so; each record keeps its ceiling.
+        assert r["malloc"]["mode"] in ("glibc default", "not glibc")
+        assert r["ceiling"]["pipeline"] == "ram"
     assert "JAX, CPU" in result.stdout and "the ceiling" in result.stdout
     # Going on with the same run measures nothing again.
     again = subprocess.run(
@@ -161,3 +169,34 @@ def test_the_command_refuses_bad_sizes():
                              "--n-images", "0"], capture_output=True, text=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
     assert result.returncode == 2 and "--n-images must be at least 1" in result.stderr
+
+
+ALLOCATOR_PROBE = ("import json; from gpulesson.experiments import allocator; "
+                   "allocator.fix_for({backend!r}); print(json.dumps(allocator.mode()))")
+
+
+@pytest.mark.parametrize("how", ["environment", "mallopt", "default"])
+def test_pytorch_is_measured_in_one_malloc_mode_and_records_say_which(how):
+    """The command gives PyTorch's process the fixed thresholds in its environment; a process
+    started otherwise sets them itself (mallopt); other backends keep glibc's default. The mode
+    goes into every record."""
+    import platform
+
+    from gpulesson.experiments import allocator
+
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("the malloc settings are glibc's")
+    base = {k: v for k, v in os.environ.items() if k not in allocator.ENV}
+    env = allocator.environment("torch", base) if how == "environment" else base
+    assert (env.items() >= allocator.ENV.items()) == (how == "environment")
+    assert allocator.environment("jax", base) == base
+    code = ALLOCATOR_PROBE.format(backend="jax" if how == "default" else "torch")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**env, "PYTHONPATH": str(ROOT)}, check=True).stdout
+    malloc = json.loads(out)["malloc"]
+    if how == "default":
+        assert malloc["mode"] == "glibc default"
+    else:
+        assert malloc == {"mode": "fixed", "set_by": how, "mmap_threshold": 33554432,
+                          "trim_threshold": 268435456,
+                          "environment": {k: env.get(k) for k in allocator.ENV}}

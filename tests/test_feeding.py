@@ -86,6 +86,7 @@ def test_every_pipeline_gives_well_formed_records(measured):
         for key in ("load_average_before", "load_average_after"):
             assert key in r and (r[key] is None or len(r[key]) == 3)
         assert json.loads(json.dumps(r)) == r  # JSON-ready
+        assert r["malloc"]["mode"]  # the allocator mode it was measured in
     train = [r for r in base if r["mode"] == "train"]
     assert {(r["precision"], r["jit_compile"], r["steps_per_execution"]) for r in train} == {
         ("float32", True, 1)}

@@ -7,10 +7,11 @@
 A Keras process has one backend, so the command starts one process per backend (the same
 command with ``--backends NAME``, and ``KERAS_BACKEND=NAME``); each appends its records to the
 results file as it makes them, all with one ``run_id``. ``--run-id`` goes on with an earlier
-run, skipping the conditions it has. Every condition: a recorded warm-up epoch and 5 timed
-epochs (2 with ``--quick``), of 50,000 images in batches of 256 (1,024 in batches of 64). On
-an idle 2-core machine the whole command takes a few minutes; Keras' array path on PyTorch
-is the slowest part.
+run, skipping the conditions it has. PyTorch is measured with glibc malloc's thresholds fixed
+(:mod:`gpulesson.experiments.allocator`), and every record says its allocator mode. Every
+condition: a recorded warm-up epoch and 5 timed epochs (2 with ``--quick``), of 50,000 images
+in batches of 256 (1,024 in batches of 64). On an idle 2-core machine the whole command takes
+a few minutes; Keras' array path on PyTorch is the slowest part.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import sys
 
 from gpulesson.devices import KERAS_DEVICES as DEVICES
 from gpulesson.devices import backend_installed, installed_backends
+from gpulesson.experiments import allocator
 from gpulesson.experiments.ceiling.measure import BATCH_SIZE, QUICK_BATCH_SIZE, QUICK_N_IMAGES
 from gpulesson.experiments.ceiling.records import (
     BACKENDS,
@@ -69,6 +71,7 @@ def _measure_here(args, *, quick: bool, run_id: str, done: set) -> list[dict]:
     from gpulesson.results import append_record
 
     found = keras_device()
+    allocator.fix_for(found["backend"])  # set already where the command started this process
     devices = default_devices(args.devices, found["gpu_count"])
     if "gpu" in devices and not found["gpu_count"]:
         print(f"No GPU is visible to Keras ({found['backend']} backend): nothing measured. "
@@ -114,7 +117,8 @@ def main(argv=None) -> int:
                 child += [f"--{option.replace('_', '-')}", str(getattr(args, option))]
         child += ["--quick"] if quick else []
         print(f"--- {backend}", flush=True)
-        if subprocess.run(child, env={**os.environ, "KERAS_BACKEND": backend}).returncode:
+        env = allocator.environment(backend, {**os.environ, "KERAS_BACKEND": backend})
+        if subprocess.run(child, env=env).returncode:
             failed.append(backend)
     from gpulesson.experiments.ceiling.page import describe
     from gpulesson.results import read_records

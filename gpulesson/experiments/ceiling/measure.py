@@ -22,6 +22,7 @@ import time
 
 from gpulesson.experiments.ceiling.records import (
     DATA,
+    IN_MEMORY,
     condition,
     measurement_record,
     pipelines_for,
@@ -100,11 +101,23 @@ def _feeds(names, *, x, y, path, batch_size: int, keras_device: str):
             yield name, {"x": batches, "shuffle": False, "callbacks": [DataEpoch(batches)]}
 
 
+def _ceiling_so_far(made: list[dict], record: dict) -> dict | None:
+    """The ceiling as this run knows it when ``record`` is made: the fastest in-memory way into
+    ``fit`` measured so far on its device, ``record`` included (the in-memory pipelines come
+    first), so that each record keeps the path it was compared with. None before any."""
+    found = [r for r in [*made, record] if r["pipeline"] in IN_MEMORY
+             and r["device_kind"] == record["device_kind"]]
+    top = max(found, key=lambda r: r["images_per_second"], default=None)
+    return {"pipeline": top["pipeline"], "images_per_second": top["images_per_second"]} \
+        if top else None
+
+
 def _setting() -> dict:
-    """The cores and threads the measurement ran with."""
+    """The cores, threads and allocator mode the measurement ran with."""
+    from gpulesson.experiments import allocator
     from gpulesson.timing import cpu_settings
 
-    return {"cpu_settings": cpu_settings()}
+    return {"cpu_settings": cpu_settings(), **allocator.mode()}
 
 
 def measure(*, devices, n_images: int, batch_size: int, repeats: int, warmup: int = WARMUP,
@@ -149,6 +162,7 @@ def measure(*, devices, n_images: int, batch_size: int, repeats: int, warmup: in
                     extra={**meter.read(), **_setting(),
                            "wall_seconds": time.perf_counter() - started})
                 assert condition(record) == (backend, device, name, batch_size)
+                record["ceiling"] = _ceiling_so_far(made, record)
                 made.append(record)
                 if on_record:
                     on_record(record)

@@ -130,12 +130,24 @@ def provenance(records) -> str:
             "`results/ceiling.jsonl`.")
 
 
+def malloc_note(records) -> str:
+    """Which malloc mode the run's PyTorch records were made in, as a sentence ('' without
+    PyTorch records): a reader compares only runs made in the same mode."""
+    torch = [r for r in records if r.get("backend") == "torch"]
+    if not torch:
+        return ""
+    if all((r.get("malloc") or {}).get("mode") == "fixed" for r in torch):
+        return "PyTorch was measured with glibc malloc's thresholds fixed."
+    return ("PyTorch was measured in glibc malloc's default mode, in which a fit can land in a "
+            "fast or a slow mode by chance.")
+
+
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     """Episode 9's values of the ceiling (MyST substitutions ``ref_ceil_*``)."""
     records = reference_run(path)
     return {
         "ref_ceil_table": table(records) if records else NONE,
-        "ref_ceil_summary": (" ".join(filter(None, (lesson_summary(records),
+        "ref_ceil_summary": (" ".join(filter(None, (lesson_summary(records), malloc_note(records),
                                                     provenance(records)))) if records
                              else "Without a run there is nothing to compare yet."),
         "ref_ceil_backends": (", ".join(NAMES[b] for b in BACKENDS

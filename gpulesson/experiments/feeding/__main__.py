@@ -42,6 +42,7 @@ import sys
 from pathlib import Path
 
 from gpulesson.devices import KERAS_DEVICES as DEVICES
+from gpulesson.experiments import allocator
 from gpulesson.experiments.common import (
     add_out_option,
     add_run_id_option,
@@ -186,6 +187,7 @@ def main(argv=None) -> int:
     from gpulesson.results import append_record, read_records
 
     found = keras_device()
+    allocator.fix_for(found["backend"])  # PyTorch: one known malloc mode for every record
     devices = default_devices(args.devices, found["gpu_count"])
     wants_gpu = "gpu" in devices or "gpu" in (args.sweep_devices or [])
     if wants_gpu and not found["gpu_count"]:

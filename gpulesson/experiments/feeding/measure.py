@@ -31,6 +31,7 @@ import tempfile
 import time
 
 from gpulesson.devices import keras_device_name as check_device
+from gpulesson.experiments import allocator
 from gpulesson.experiments.common import (  # noqa: F401 (QUICK_REPEATS: the command's)
     QUICK_REPEATS,
     REPEATS,
@@ -285,7 +286,8 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
                 if name == "classic" and classic_max_steps:
                     steps_limit = min(filter(None, (device_limit, classic_max_steps)))
                 dataset = fp.limit(full, steps_limit)
-                extra = {"workers": workers if name in WORKER_PIPELINES else 0}
+                extra = {"workers": workers if name in WORKER_PIPELINES else 0,
+                         **allocator.mode()}
                 if FILES[name]:
                     extra.update(fp.file_info(paths[FILES[name]]))
                 common = {"run_id": run_id, "device": device, "pipeline": name, "batch_size": size,
