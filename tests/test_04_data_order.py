@@ -8,10 +8,6 @@ for each epoch, computed here from (seed, epoch, index) alone: equal means every
 epoch, the same batches in every run with that seed (on the CPU and the GPU alike), and,
 since the generator's batches change, new batch members every epoch.
 
-Episode 9's ``ReadAhead`` (one thread of the lesson's own that reads the next batches of the same
-epoch) and ``gpulesson.readahead.ProcessReadAhead`` (the same in a reading process) are tested the
-same way on every backend: they must deliver exactly the generator's batches.
-
 Worker threads with the JAX and PyTorch backends are tested for what Keras 3.15 does: batches
 fetched ahead before training (when ``fit`` inspects the data) and at the end of each epoch are
 handed out in the next one, so an epoch repeats and omits images. The episode therefore trains
@@ -42,7 +38,7 @@ FIT = textwrap.dedent("""
     from gpulesson import lesson
 
     path, modes = sys.argv[1], sys.argv[2].split(",")
-    OPTIONS = {"none": {}, "readahead": {}, "process": {}, "threads": {"workers": 2},
+    OPTIONS = {"none": {}, "threads": {"workers": 2},
                "processes": {"workers": 2, "use_multiprocessing": True}}
 
     class RecordRows(keras.layers.Layer):
@@ -72,17 +68,8 @@ FIT = textwrap.dedent("""
                       run_eagerly=True)
         batches = lesson.HDF5Batches(path, "train", %(batch)d, shuffle=True,
                                      seed=%(seed)d, **OPTIONS[mode])
-        if mode == "readahead":
-            from gpulesson.lesson.feeding import ReadAhead
-
-            batches = ReadAhead(batches, depth=3)
-        elif mode == "process":
-            from gpulesson.readahead import ProcessReadAhead
-
-            batches = ProcessReadAhead(batches, depth=3)
         model.fit(batches, epochs=%(epochs)d, shuffle=False, verbose=0,
                   callbacks=[lesson.DataEpoch(batches)])
-        getattr(batches, "close", lambda: None)()
         out[mode] = record.rows
     print(json.dumps(out))
 """ % {"batch": BATCH, "seed": SEED, "epochs": EPOCHS})
@@ -142,10 +129,7 @@ def installed(backend: str):
 
 # Where the lesson relies on each route: no workers everywhere; workers (threads and
 # processes) are correct with TensorFlow, whose fit does not inspect the data first.
-# Episode 9's ReadAhead (a reading thread that follows the epochs) and ProcessReadAhead (a
-# reading process that does) are correct everywhere.
-CORRECT = {"tensorflow": ["none", "readahead", "process", "threads", "processes"],
-           "jax": ["none", "readahead", "process"], "torch": ["none", "readahead", "process"]}
+CORRECT = {"tensorflow": ["none", "threads", "processes"], "jax": ["none"], "torch": ["none"]}
 CARRIED_OVER = {"tensorflow": [], "jax": ["threads"], "torch": ["threads"]}
 
 
