@@ -16,7 +16,8 @@ __version__ = "0.1.0"
 # reach notebooks on stderr, in red boxes that look like errors; they are not. Level 1 hides
 # INFO and keeps warnings and errors. It only works before TensorFlow is imported, and notebooks
 # import gpulesson first (the lesson kernel also sets it, for episodes that import Keras first);
-# a value someone set on purpose is kept.
+# a value someone set on purpose is kept. TensorFlow 2.21 logs the notes of its import before
+# its logging is set up, past this setting: gpulesson.backends leaves those out (below).
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 # In a notebook, the lesson's errors and a cell the learner stopped (Kernel > Interrupt Kernel)
@@ -28,5 +29,7 @@ from gpulesson import errors as _errors  # noqa: F401
 # A Keras backend that is chosen (KERAS_BACKEND=jax) but not installed: "import keras", in any
 # later cell, fails with one short message saying how to install it, instead of a long traceback.
 from gpulesson.backends import guard_keras_import as _guard
+from gpulesson.backends import quiet_tensorflow_start as _quiet
 
 _guard()
+_quiet()

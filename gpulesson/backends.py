@@ -8,16 +8,29 @@ traceback of dozens of lines, again in every cell that imports it. :func:`guard_
 fail with one short message instead: which backend, where it was chosen, and how to install it
 or choose another. It does nothing when the backend is installed or Keras is imported already.
 
-The versions are those of requirements/ (tests/test_learner_errors.py checks that they agree).
+The versions are those of requirements/ (tests/test_keras_backend_errors.py checks that they
+agree).
+
+TensorFlow 2.21 logs its start-up notes through absl before absl's logging is set up, so they
+reach stderr whatever ``TF_CPP_MIN_LOG_LEVEL`` says ("All log messages before
+absl::InitializeLog() is called are written to STDERR", "oneDNN custom operations are on",
+"This TensorFlow binary is optimized to use available CPU instructions"), and a notebook shows
+them in red, as if they were errors. No environment variable reaches them (GLOG_minloglevel,
+TF_ENABLE_ONEDNN_OPTS=1 tried). :func:`quiet_tensorflow_start` leaves out those INFO notes, and
+only them, while TensorFlow is imported; warnings and errors still show. It honours
+``TF_CPP_MIN_LOG_LEVEL=0`` (everything shown).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.abc
 import importlib.util
 import json
 import os
+import re
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -117,4 +130,91 @@ def guard_keras_import() -> bool:
     if missing_backend_message() is None:
         return False
     sys.meta_path.insert(0, _KerasGuard())
+    return True
+
+
+# --- TensorFlow's start-up notes -------------------------------------------------------------
+
+# An absl log line: severity letter, date, time, thread, file:line] message.
+_ABSL_LINE = re.compile(r"^([IWEF])\d{4} [\d:.]+\s+\d+ [^\]\s]+:\d+\] ")
+_ABSL_PREAMBLE = "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR"
+
+
+def drop_info_notes(text: str) -> str:
+    """``text`` (what TensorFlow wrote to stderr) without absl's INFO lines, the lines that
+    continue them, and absl's note that logging is not set up; everything else kept."""
+    kept, dropping = [], False
+    for line in text.splitlines(keepends=True):
+        match = _ABSL_LINE.match(line)
+        if match:
+            dropping = match.group(1) == "I"
+        elif line.rstrip("\n") == _ABSL_PREAMBLE:
+            dropping = True
+        if not dropping:
+            kept.append(line)
+    return "".join(kept)
+
+
+@contextlib.contextmanager
+def _stderr_without_info_notes():
+    """File descriptor 2 (where C++ libraries write) into a temporary file; afterwards, what was
+    written goes to the real stderr without the INFO notes."""
+    try:
+        saved = os.dup(2)
+    except OSError:  # no stderr descriptor (some embedded interpreters): nothing to filter
+        yield
+        return
+    with tempfile.TemporaryFile() as caught:
+        os.dup2(caught.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            caught.seek(0)
+            rest = drop_info_notes(caught.read().decode(errors="replace"))
+            if rest:
+                os.write(2, rest.encode())
+
+
+class _QuietLoader(importlib.abc.Loader):
+    """TensorFlow's own loader, run with its start-up notes left out."""
+
+    def __init__(self, loader):
+        self.loader = loader
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        try:
+            with _stderr_without_info_notes():
+                self.loader.exec_module(module)
+        finally:  # the module keeps its real loader
+            module.__loader__ = self.loader
+            if module.__spec__ is not None:
+                module.__spec__.loader = self.loader
+
+
+class _QuietTensorFlow(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name != "tensorflow" or os.environ.get("TF_CPP_MIN_LOG_LEVEL", "").strip() == "0":
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                    spec.loader = _QuietLoader(spec.loader)
+                return spec
+        return None
+
+
+def quiet_tensorflow_start() -> bool:
+    """Leave TensorFlow's start-up INFO notes out of stderr when it is imported (by Keras, or
+    directly); returns whether that was arranged (not once TensorFlow is imported)."""
+    if "tensorflow" in sys.modules or any(isinstance(f, _QuietTensorFlow) for f in sys.meta_path):
+        return False
+    sys.meta_path.insert(0, _QuietTensorFlow())
     return True

@@ -121,3 +121,80 @@ def test_the_versions_to_install_are_the_lesson_pins():
     assert set(backends.LESSON_BACKENDS["jax"][2]) <= pins("backends.txt")
     assert set(backends.LESSON_BACKENDS["torch"][2]) <= pins("torch.txt")
     assert set(backends.LESSON_BACKENDS["tensorflow"][2]) <= pins("cpu.txt")
+
+
+# --- TensorFlow's start-up notes -----------------------------------------------------------------
+
+def _stream_outputs(cells, env, folder: Path) -> list[str]:
+    """What each cell printed on stderr, run in a fresh kernel (the kernel forwards what C++
+    libraries write to file descriptor 2, as JupyterLab shows it)."""
+    import jupyter_client
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    spec = folder / "kernels" / "lesson-test"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "lesson test", "language": "python"}))
+    manager = jupyter_client.KernelManager(
+        kernel_name="lesson-test",
+        kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(folder / "kernels")]))
+    manager.start_kernel(env=env)
+    client = manager.client()
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=120)
+        printed = []
+        for code in cells:
+            err = []
+
+            def keep(msg, err=err):
+                if msg["msg_type"] == "stream" and msg["content"]["name"] == "stderr":
+                    err.append(msg["content"]["text"])
+
+            reply = client.execute_interactive(code, timeout=300, output_hook=keep)
+            assert reply["content"]["status"] == "ok", reply["content"]
+            printed.append("".join(err))
+        return printed
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+
+
+# What TensorFlow 2.21 prints at its import despite TF_CPP_MIN_LOG_LEVEL=1 (twice).
+NOTES = ("absl::InitializeLog", "oneDNN custom operations")
+
+
+@pytest.mark.parametrize("first", ["import gpulesson.settings\n", ""], ids=["lesson", "without"])
+def test_tensorflow_start_up_notes_stay_out_of_the_notebook(tmp_path, first):
+    """In the learner's kernel (TF_CPP_MIN_LOG_LEVEL=1, as 'make kernel' sets it), importing
+    Keras after gpulesson shows none of TensorFlow's start-up notes; without gpulesson they are
+    there (which shows this test can see them), and a warning printed during the import stays."""
+    # Without PYTEST_CURRENT_TEST: ipykernel forwards file descriptor 2 only outside pytest.
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"},
+           "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "1",
+           "KERAS_BACKEND": "tensorflow", "JUPYTER_PATH": str(tmp_path / "jupyter"),
+           "JUPYTER_DATA_DIR": str(tmp_path / "data"), "IPYTHONDIR": str(tmp_path / "ipython"),
+           "JPY_SESSION_NAME": uuid.uuid4().hex}
+    cells = [first + "import keras\nimport tensorflow as tf\nprint(float(tf.constant(2.0) + 1))"]
+    [printed] = _stream_outputs(cells, env, tmp_path)
+    if first:
+        assert not any(note in printed for note in NOTES), printed
+    else:
+        assert all(note in printed for note in NOTES), printed
+
+
+def test_only_the_info_notes_are_left_out():
+    text = (f"{backends._ABSL_PREAMBLE}\n"
+            "I0000 00:00:1795665936.790551   18937 port.cc:153] oneDNN custom operations are on.\n"
+            "I0000 00:00:1795665936.892138   18937 cpu_feature_guard.cc:227] This TensorFlow "
+            "binary is optimized\nTo enable the following instructions: AVX2, rebuild TensorFlow\n"
+            "W0000 00:00:1795665936.9   18937 gpu_device.cc:2342] Cannot dlopen some GPU libraries.\n"
+            "Skipping registering GPU devices...\n"
+            "E0000 00:00:1795665937.1   18937 cuda_executor.cc:1] failed call to cuInit\n"
+            "Something else entirely\n")
+    assert backends.drop_info_notes(text) == (
+        "W0000 00:00:1795665936.9   18937 gpu_device.cc:2342] Cannot dlopen some GPU libraries.\n"
+        "Skipping registering GPU devices...\n"
+        "E0000 00:00:1795665937.1   18937 cuda_executor.cc:1] failed call to cuInit\n"
+        "Something else entirely\n")
