@@ -189,3 +189,82 @@ def test_a_fresh_python_reads_the_shared_file_without_keras_or_network(tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.splitlines()[-1] == f"cifar10 {settings.n_train} []", done.stdout
     assert snapshot(settings.data_dir) == before and not (tmp_path / "keras").exists()
+
+
+# --- the guide's setup, end to end: notebooks 04 and 05 on a read-only folder, offline ----------
+
+# Imported first by every Python of the notebooks' kernel: no connection leaves this machine
+# (the kernel's own sockets are ZeroMQ's, below Python, and on this machine).
+OFFLINE_SITECUSTOMIZE = '''
+import socket
+
+_connect, _connect_ex = socket.socket.connect, socket.socket.connect_ex
+
+
+def _local(sock, address):
+    if sock.family not in (socket.AF_INET, socket.AF_INET6):
+        return True
+    return str(address[0]) in ("127.0.0.1", "::1", "localhost")
+
+
+def connect(sock, address):
+    if not _local(sock, address):
+        raise OSError(101, "Network is unreachable (offline test)")
+    return _connect(sock, address)
+
+
+def connect_ex(sock, address):
+    return _connect_ex(sock, address) if _local(sock, address) else 101
+
+
+socket.socket.connect, socket.socket.connect_ex = connect, connect_ex
+'''
+GUIDE_NOTEBOOKS = ("04-data-pipeline.ipynb", "05-cpu-vs-gpu.ipynb")
+
+
+@pytest.mark.bad_input("unwritable folder")
+def test_the_guides_shared_folder_runs_notebooks_04_and_05_offline(tmp_path, monkeypatch):
+    """The guide's setup: the instructor prepared the (quick, synthetic) file in a folder that
+    learners can only read; no network. The complete notebooks 04 and 05 run clean, write
+    nothing into the data folder, and the learner's file, records and saved model are in the
+    learner's work folder."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    settings = prepared_folder(tmp_path / "shared", "synthetic")
+    work, home = tmp_path / "work", tmp_path / "home"
+    home.mkdir()
+    blocker = tmp_path / "offline"
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text(OFFLINE_SITECUSTOMIZE)
+    nowhere = closed_port_url("")
+    for name, value in {
+            "LESSON_DATA": "synthetic", "LESSON_QUICK": "1",
+            "LESSON_DATA_DIR": str(settings.data_dir), "LESSON_WORK_DIR": str(work),
+            "HOME": str(home), "KERAS_HOME": str(tmp_path / "keras"),
+            "LESSON_CIFAR10_URL": nowhere + "cifar.tgz", "http_proxy": nowhere,
+            "https_proxy": nowhere, "HTTP_PROXY": nowhere, "HTTPS_PROXY": nowhere,
+            "PYTHONPATH": os.pathsep.join([str(blocker), str(ROOT)])}.items():
+        monkeypatch.setenv(name, value)  # the kernels inherit them
+    before = snapshot(settings.data_dir)
+    folder = tmp_path / "my-notebooks"  # the learner's copies run from here
+    folder.mkdir()
+    outputs = {}
+    with read_only(settings.data_dir):
+        for name in GUIDE_NOTEBOOKS:
+            notebook = nbformat.read(ROOT / "notebooks" / name, as_version=4)
+            NotebookClient(notebook, timeout=600, kernel_name="python3",
+                           resources={"metadata": {"path": str(folder)}}).execute()
+            outputs[name] = [output for cell in notebook.cells if cell.cell_type == "code"
+                             for output in cell.get("outputs", [])]
+    assert snapshot(settings.data_dir) == before, "something was written to the data folder"
+    for name, cell_outputs in outputs.items():
+        assert not [o for o in cell_outputs if o.get("output_type") == "error"], name
+        text = "".join(o.get("text", "") for o in cell_outputs)
+        for problem in ("Traceback", "PermissionError", "Read-only file system", "Could not get"):
+            assert problem not in text, (name, text[-3000:])
+    # The learner's own files: their HDF5 copy (episode 4), records and saved model (episode 5).
+    mine = sorted(path.name for path in work.iterdir())
+    assert {settings.hdf5_path.name, "my-results.jsonl", "cifar-cnn.keras"} <= set(mine), mine
+    assert (work / "my-results.jsonl").read_text().strip()
+    assert not (tmp_path / "keras" / "datasets").exists(), "Keras' loader was called"
