@@ -1,13 +1,14 @@
 """Episodes 1 to 3: the learners' setup check opens the workshop, and episode 3's facts hold.
 
-The schedule counts the 10-minute setup check inside episode 1's exercise minutes, so the check
-must be episode 1's first exercise, timed 10 minutes, after the cells whose output it reads.
+The schedule gives the setup check its own slot before episode 1 (``lesson_schedule.setup_check``
+in ``_config.yml``), so the check is a checklist, not an exercise counted in episode 1's minutes,
+and it comes right after the cells whose output it reads.
 """
 
 import re
 
 import core_check
-from carpentry import split_front_matter
+from carpentry import schedule_setup_check, split_front_matter
 from conftest import ROOT
 
 EPISODES = ROOT / "_episodes"
@@ -19,20 +20,18 @@ def _page(name: str):
 
 
 def test_episode_1_opens_with_the_setup_check_on_the_cells_it_reads():
-    meta, body, page = _page("01-introduction.md")
-    first = page.exercises[0]
-    assert first.title == "Check your session (10 min)" and not first.optional
-    assert first.objectives and first.has_solution
-    assert int(meta["exercises"]) >= 10 + sum(
-        int(re.search(r"\((\d+) min\)$", e.title)[1]) for e in page.exercises[1:] if not e.optional)
-    before = body[:body.index("{exercise} Check your session")]
-    code = "\n".join("\n".join(cell.lines) for cell in page.cells)
+    assert schedule_setup_check(ROOT) >= 10
+    _, body, page = _page("01-introduction.md")
+    first_section = body[body.index("## Setup check"):body.index("\n## ", body.index("## Setup check") + 1)]
+    assert first_section.index("{checklist}") < first_section.index("{exercise}")
+    before = first_section[:first_section.index("{checklist}")]
     for call in ("devices.report()", "get_settings()", "prepare(settings)"):
-        assert call in code and call in before, call
+        assert call in before, call
+    assert body.index("## Setup check") < min(body.index(f"```{{code-cell}}"), body.index("{exercise}"))
+    assert not any("session work" in e.title for e in page.exercises)
     # Each point of the check has its fix in the solution.
-    solution = "\n".join(first.solution)
-    assert "Change Kernel" in solution and "gpulesson.prepare" in solution
-    assert "No GPU visible" in solution
+    fixes = first_section[first_section.index("{solution} If a point fails"):]
+    assert "Change Kernel" in fixes and "gpulesson.prepare" in fixes and "No GPU visible" in fixes
 
 
 def test_every_code_cell_of_episodes_1_and_3_is_given_or_prompted():
