@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from gpulesson import __version__
-from gpulesson.errors import DataFileError, check_writable
+from gpulesson.errors import DataFileError, LessonDataError, check_writable, how_to_set
 from gpulesson.settings import DATA_CHOICES, LABELS, prepare_command
 
 DATASETS = ("x_train", "y_train", "x_test", "y_test")
@@ -345,12 +345,25 @@ def validate_hdf5(path, verify_checksum: bool = False) -> Hdf5Info:
     try:
         return _read_info(path, verify_checksum)
     except _H5_DAMAGE as exc:
+        _check_lock(path, exc)
         if not close_open_handles(path):
             raise _file_error(path, f"the file is truncated or damaged ({exc})") from exc
     try:
         return _read_info(path, verify_checksum)
     except _H5_DAMAGE as exc:
+        _check_lock(path, exc)
         raise _file_error(path, f"the file is truncated or damaged ({exc})") from exc
+
+
+def _check_lock(path: Path, exc: Exception) -> None:
+    """A file that HDF5 cannot lock is not damaged: some shared filesystems (NFS without its
+    lock service, Lustre without flock) refuse the lock HDF5 takes by default to open a file."""
+    if isinstance(exc, OSError) and "unable to lock file" in str(exc):
+        raise LessonDataError(
+            f"HDF5 cannot lock {path} to read it ({exc}): the filesystem of {path.parent} "
+            "(often a shared one) does not support the file locks HDF5 takes by default. "
+            "Reading needs none: switch them off with HDF5_USE_FILE_LOCKING=FALSE, set before "
+            "h5py is imported.\n" + how_to_set("HDF5_USE_FILE_LOCKING", "FALSE")) from None
 
 
 def _read_info(path: Path, verify_checksum: bool) -> Hdf5Info:

@@ -268,3 +268,29 @@ def test_the_guides_shared_folder_runs_notebooks_04_and_05_offline(tmp_path, mon
     assert {settings.hdf5_path.name, "my-results.jsonl", "cifar-cnn.keras"} <= set(mine), mine
     assert (work / "my-results.jsonl").read_text().strip()
     assert not (tmp_path / "keras" / "datasets").exists(), "Keras' loader was called"
+
+
+@pytest.mark.bad_input("unwritable folder")
+def test_a_shared_filesystem_without_file_locks_is_not_called_damage(tmp_path, monkeypatch,
+                                                                     capsys):
+    """NFS without its lock service refuses the lock HDF5 takes to open a file: the file is
+    fine, so the message says how to read it without locks, and nothing is re-created."""
+    from gpulesson import hdf5
+    from gpulesson.errors import DataFileError, LessonDataError
+
+    settings = prepared_folder(tmp_path / "shared", "synthetic")
+    before = snapshot(settings.data_dir)
+
+    def no_locks(path, verify_checksum):
+        raise OSError("Unable to synchronously open file (unable to lock file, errno = 37, "
+                      "error message = 'No locks available')")
+
+    monkeypatch.setattr(hdf5, "_read_info", no_locks)
+    _no_loader(monkeypatch)
+    with pytest.raises(LessonDataError) as failed:
+        data.prepare(settings, progress=False)
+    assert not isinstance(failed.value, DataFileError)
+    message = str(failed.value)
+    assert f"HDF5 cannot lock {settings.hdf5_path}" in message and "No locks available" in message
+    assert "%env HDF5_USE_FILE_LOCKING=FALSE" in message and "damaged" not in message
+    assert "re-creating" not in capsys.readouterr().out and snapshot(settings.data_dir) == before
