@@ -114,6 +114,14 @@ reference: $(READY)  ## record the reference run here in stages (CPU, and GPU if
 stage: $(READY)  ## one stage of the reference run, e.g. make stage STAGE=core (list: tools/reference.py --list)
 	$(RUN) tools/reference.py $(STAGE) --time-limit $(STAGE_TIME_LIMIT)
 
+# One job step of the budgeted reference run (tools/budget.py): what the run lacks, in order of
+# value, stopped by BUDGET_DEADLINE seconds and packed into three files in BUDGET_OUT.
+BUDGET_DEADLINE ?= 480
+BUDGET_OUT ?= _build/reference/budget
+.PHONY: budget
+budget: $(READY)  ## the reference run by a deadline, packed: make budget BUDGET_DEADLINE=480 BUDGET_OUT=DIR
+	$(RUN) tools/reference.py budget --deadline $(BUDGET_DEADLINE) --out $(BUDGET_OUT)
+
 # The data must be chosen: LESSON_DATA=cifar10 make executed (or synthetic); RECORD_ARGS="--only 04".
 .PHONY: executed
 executed: $(READY)  ## run every notebook here, full size, and keep its outputs for the site in executed/

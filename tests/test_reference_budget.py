@@ -65,7 +65,8 @@ DRIVER = textwrap.dedent("""
     import sys
     sys.path[:0] = [{tools!r}]
     import reference
-    reference.STAGES["hang"] = reference.Stage("hang", "", "", [reference.Step("hang", [{script!r}, {here!r}])])
+    step = reference.Step("hang", [{script!r}, {here!r}])
+    reference.STAGES["hang"] = reference.Stage("hang", "", "", [step])
     raise SystemExit(reference.main(["hang", "--time-limit", "0"]))
 """)
 
@@ -249,3 +250,29 @@ def test_the_budgeted_command_stops_by_its_deadline_packs_and_a_later_call_goes_
     about = json.loads((tmp_path / "out2" / "budget.json").read_text())
     assert about["left"] == [] and len(json.loads((root / "results" / "reference-run.json")
                                                   .read_text())["calls"]) == 2
+
+
+def _lease_commands() -> list[str]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("### Recording on your cluster", 1)[1].split("\n## ", 1)[0]
+    return [block for block in re.findall(r"```bash\n(.*?)```", section, re.DOTALL)
+            if "reference.py budget --deadline $D" in block]
+
+
+def test_the_readmes_lease_command_fits_a_device_call_and_names_only_options_budget_accepts():
+    commands = _lease_commands()
+    assert len(commands) == 1, "one lease command, the same for both leases"
+    for command in commands:
+        assert len(command) <= 2000, f"{len(command)} characters: a device call takes 2,000"
+        assert ".whl/*.whl" in command and "tee $OUT/" in command and "LESSON_DATA=synthetic" in command
+        calls = re.findall(r"tools/reference\.py budget ([^\n;|&]*)", command)
+        assert calls
+        for call in calls:
+            # The shell's values stand in as numbers and a folder; an unknown option exits here.
+            args = budget.parser().parse_args(
+                call.replace("$D", "450").replace("$OUT", "/tmp/out").split())
+            assert args.deadline == 450 and args.out == Path("/tmp/out")
+        # The budget's deadline leaves its outer limit and the 590-s call time to end.
+        deadline = int(re.search(r"D=\$\(\((\d+)-SECONDS\)\)", command).group(1))
+        outer = re.search(r"timeout -k (\d+) \$\(\(D\+(\d+)\)\)", command)
+        assert deadline + int(outer.group(2)) + int(outer.group(1)) <= 590
