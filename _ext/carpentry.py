@@ -4,7 +4,8 @@ Each episode's YAML front matter (the Carpentries schema) is the single source o
 - the title heading and the overview box (teaching/exercise minutes, questions, objectives)
   at the top of the episode and the keypoints box at its end, injected when Sphinx reads it;
 - the schedule on the landing page (directive ``lesson-schedule``): one table per part of the
-  table of contents (the half-day core, then further episodes), with the breaks of ``_config.yml``.
+  table of contents (the half-day core, then further episodes), with the breaks of ``_config.yml``
+  and, at the start of the core, its setup check.
 
 Two kinds of values reach the pages through placeholders, replaced by :func:`fill_placeholders`
 in the site and in the generated notebooks alike (also inside code blocks):
