@@ -232,7 +232,7 @@ def test_the_budgeted_command_stops_by_its_deadline_packs_and_a_later_call_goes_
     with tarfile.open(tmp_path / "out1" / "records.tar.gz") as archive:
         names = archive.getnames()
         state = json.load(archive.extractfile("results/reference-run.json"))
-    assert any(re.match(r"reference-logs/budget-.*\.log", n) for n in names)
+    assert any(re.match(r"_build/reference/budget-.*\.log", n) for n in names)
     assert list(state["done"]) == ["first"] and state["quick"] is True
     with tarfile.open(tmp_path / "out1" / "pages.tar.gz") as archive:
         assert {n.split("/")[0] for n in archive.getnames()} == {"fig", "notebooks", "executed"}

@@ -10,7 +10,7 @@ notebook's recorded run (the steps of ``tools/reference.py``). It starts a step 
 has time for it, stops the step in progress at the deadline (with every process the step
 started; what the step finished stays recorded), and ALWAYS ends by packing what it has into
 three files in ``--out``: ``records.tar.gz`` (``results/``, the run's state with it, and this
-call's log), ``pages.tar.gz`` (the figures redrawn and the notebooks refilled from the records,
+call's log under ``_build/reference/``, which git ignores), ``pages.tar.gz`` (the figures redrawn and the notebooks refilled from the records,
 and ``executed/``) and ``budget.json`` (what this call did, how long each step took, what is
 left). SIGTERM or SIGINT (``timeout``) stops it the same way, and it packs at once.
 
@@ -286,7 +286,8 @@ class Call:
         def archive(name, folders):
             try:
                 path = reference.pack(out / name, say=lambda *a: None, folders=folders,
-                                      logs=[self.log_path] if name == FILES[0] else [])
+                                      logs=[self.log_path] if name == FILES[0] else [],
+                                      logs_under=str(LOG_DIR.relative_to(ROOT)))
                 files[name] = path.stat().st_size
             except (StageStopped, OSError) as exc:
                 notes.append(f"{name}: {exc}")

@@ -352,7 +352,7 @@ def add_text(archive: tarfile.TarFile, name: str, text: str) -> None:
 
 
 def pack(out: Path | None = None, limit: int = PACK_LIMIT, say=_say, state: dict | None = None,
-         folders=PACKED, logs=None) -> Path:
+         folders=PACKED, logs=None, logs_under: str = "reference-logs") -> Path:
     """Pack ``folders`` (:data:`PACKED`), the stages' logs and ``state`` (as
     ``reference-logs/state.json``) into one ``.tar.gz``, atomically: ``out`` is the whole
     archive or absent."""
@@ -364,7 +364,7 @@ def pack(out: Path | None = None, limit: int = PACK_LIMIT, say=_say, state: dict
             archive.add(ROOT / name, arcname=name,
                         filter=lambda info: None if "__pycache__" in info.name else info)
         for extra in sorted(STATE_DIR.glob("*.log")) if logs is None else logs:
-            archive.add(extra, arcname=f"reference-logs/{extra.name}")
+            archive.add(extra, arcname=f"{logs_under}/{extra.name}")
         if state is not None:
             add_text(archive, "reference-logs/state.json", json.dumps(state, indent=1) + "\n")
     size = partial.stat().st_size
