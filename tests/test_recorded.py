@@ -232,6 +232,96 @@ def test_the_clean_only_step_takes_colours_out_of_old_records_and_keeps_them_cur
     assert record_run.clean_records(tmp_path / "executed") == []  # nothing left to clean
 
 
+# --- the recording machine's folders -------------------------------------------------------
+
+# An absolute path into a home folder, or to a Python environment, that no placeholder stands for.
+MACHINE_PATH = re.compile(r"/home/[^/\s\"']+/|/Users/[^/\s\"']+/|/root/"
+                          r"|(?<![\w>~])/[^\s\"'()<>]*?/\.venv/")
+
+
+def machine_paths_shown(nb: dict) -> list[str]:
+    """The outputs of ``nb`` that show a folder of this machine (the checkout, the Python
+    environment, the home folder) or any home folder or environment path, one line each."""
+    own = [path for path, _ in clean_outputs.machine_paths()]
+    found = []
+    for index, cell in enumerate(code_cells(nb)):
+        for output in cell.get("outputs", []):
+            text = json.dumps(output, ensure_ascii=False).replace("\\/", "/")
+            hits = [path for path in own if re.search(re.escape(path) + r"(?![\w.-])", text)]
+            hits += MACHINE_PATH.findall(text)
+            if hits:
+                found.append(f"code cell {index + 1}: {', '.join(sorted(set(hits)))}")
+    return found
+
+
+def test_the_machines_folders_get_neutral_names():
+    paths = clean_outputs.machine_paths(root="/srv/ana/gpu-lesson", prefix="/opt/envs/gl",
+                                        home="/srv/ana")
+    assert paths == [("/srv/ana/gpu-lesson", "<lesson>"), ("/opt/envs/gl", "<venv>"),
+                     ("/srv/ana", "~")]
+    text = ("Python 3.11.7 (/opt/envs/gl/bin/python)\n/srv/ana/gpu-lesson/gpulesson\n"
+            "/srv/ana/data.h5 /srv/ana/gpu-lessons /srv/ana\n")
+    assert clean_outputs.neutral_paths(text, paths) == (
+        "Python 3.11.7 (<venv>/bin/python)\n<lesson>/gpulesson\n~/data.h5 ~/gpu-lessons ~\n")
+    # An environment inside the checkout keeps its place in it: <lesson>/.venv
+    inside = clean_outputs.machine_paths(root="/w/l", prefix="/w/l/.venv", home="/")
+    assert inside == [("/w/l", "<lesson>")]
+    assert clean_outputs.clean_text("(/w/l/.venv/bin/python)", paths=inside) == "(<lesson>/.venv/bin/python)"
+    # the temporary folder a notebook runs in is its own folder on the page
+    assert clean_outputs.neutral_paths("/w/l/.record-run-ab_1/my.csv", inside) == "<lesson>/notebooks/my.csv"
+    # HTML and Markdown outputs would read <lesson> as a tag
+    html = {"output_type": "display_data", "metadata": {},
+            "data": {"text/html": "<b>/w/l/x</b>", "text/plain": "/w/l/x"}}
+    assert clean_outputs.clean_data(html, inside)["data"] == {"text/html": "<b>&lt;lesson&gt;/x</b>",
+                                                              "text/plain": "<lesson>/x"}
+    error = {"output_type": "error", "ename": "E", "evalue": "",
+             "traceback": ["File /w/l/.venv/lib/x.py:1"]}
+    assert clean_outputs.clean_outputs([error], inside)[0]["traceback"] == ["File <lesson>/.venv/lib/x.py:1"]
+
+
+def test_the_clean_only_step_names_the_machines_folders_neutrally(tmp_path):
+    """A record made before the cleaning named the folders: --clean-only names them without
+    running it again, the record still matches its episode, and the check below finds nothing."""
+    slug = "07-small-models"
+    for folder in ("_episodes", "executed"):
+        (tmp_path / folder).mkdir()
+    shutil.copy2(ROOT / "_episodes" / f"{slug}.md", tmp_path / "_episodes")
+    shutil.copy2(ROOT / "_config.yml", tmp_path)
+    nb = json.loads((ROOT / "executed" / f"{slug}.ipynb").read_text(encoding="utf-8"))
+    python = f"Python 3.11.7 ({clean_outputs.CHECKOUT}/.venv/bin/python)\n"
+    code_cells(nb)[0]["outputs"].append({"output_type": "stream", "name": "stdout",
+                                         "text": [python, f"{sys.prefix}/lib/x.py:1: Warning\n"]})
+    assert machine_paths_shown(nb), "the check must see the checkout's path"
+    path = tmp_path / "executed" / f"{slug}.ipynb"
+    path.write_text(json.dumps(nb, indent=1), encoding="utf-8")
+    assert record_run.clean_records(tmp_path / "executed") == [path]
+    cleaned = json.loads(path.read_text(encoding="utf-8"))
+    assert machine_paths_shown(cleaned) == []
+    python, warning = code_cells(cleaned)[0]["outputs"][-1]["text"]
+    assert python == "Python 3.11.7 (<lesson>/.venv/bin/python)\n"
+    assert warning.startswith(("<lesson>/", "<venv>/", "~/")), warning
+    assert record_run.stale_records(tmp_path) == []
+    assert record_run.clean_records(tmp_path / "executed") == []  # nothing left to clean
+
+
+@pytest.mark.parametrize("text", ["/home/ana/gpulesson-data/x.h5", "/Users/ben/l/x",
+                                  "/opt/conda/envs/a/../b/.venv/bin/python", "/root/l/x"])
+def test_the_check_sees_a_home_folder_or_an_environment_of_any_machine(text):
+    nb = {"cells": [{"cell_type": "code", "source": "", "outputs": [
+        {"output_type": "stream", "name": "stdout", "text": text}]}]}
+    assert machine_paths_shown(nb)
+
+
+def test_the_lessons_records_show_no_path_of_the_recording_machine():
+    """The pages show outputs with neutral folder names (<lesson>, <venv>, ~): made so when
+    recorded (tools/clean_outputs.py), or afterwards by ``tools/record_run.py --clean-only``."""
+    shown = {path.name: machine_paths_shown(json.loads(path.read_text(encoding="utf-8")))
+             for path in sorted((ROOT / "executed").glob("*.ipynb"))}
+    shown = {name: found for name, found in shown.items() if found}
+    assert not shown, ("recorded outputs show this machine's folders; run "
+                       f"'python tools/record_run.py --clean-only': {shown}")
+
+
 def _run(**changes) -> dict:
     run = {"date": "2030-01-01T00:00:00+00:00", "wall_s": 754.0, "backend": "jax",
            "machine": {"cpu_model": "Some CPU", "cores_usable": 8, "gpu": "NVIDIA H100",

@@ -7,16 +7,25 @@ the C++ start-up log of TensorFlow and XLA, and Rich's coloured HTML (Keras' ``s
 whose terminal colours are hard to read on the page. :func:`clean_notebook` turns these into
 what a reader of the page should see: the final text of each line, no escapes and no colours
 (the plain-text form of a Rich table), a widget's text form, one stream output per run of
-text, smaller PNGs, ``~`` for the home folder, and no C++ log. :func:`plain_colours` does the
-colour part alone on a notebook cleaned before (``tools/record_run.py --clean-only``).
+text, smaller PNGs, neutral names for the recording machine's folders (:func:`machine_paths`:
+``<lesson>`` for the checkout, ``<venv>`` for a Python environment outside it, ``~`` for the home
+folder), and no C++ log. :func:`plain_colours` and :func:`plain_paths` do the colour and the
+path parts alone on a notebook cleaned before (``tools/record_run.py --clean-only``).
 """
 
 from __future__ import annotations
 
 import base64
+import html
 import io
 import re
+import sys
 from pathlib import Path
+
+CHECKOUT = Path(__file__).resolve().parents[1]
+# The folder tools/record_run.py runs a notebook's copy in (a temporary folder in the checkout):
+# on the page, the notebook's own folder.
+RUN_FOLDER = re.compile(r"<lesson>/\.record-run-[\w.-]+")
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
 # A line of the C++ logging of TensorFlow, XLA and absl (e.g. "2026-01-02 10:11:12.345678: I
@@ -57,11 +66,40 @@ def final_text(text: str) -> str:
     return done + "".join(line).rstrip()
 
 
-def clean_text(text: str, home: str | None = None) -> str:
+def machine_paths(root=CHECKOUT, prefix: str | None = None,
+                  home: str | None = None) -> list[tuple[str, str]]:
+    """The recording machine's folders that an output may show, each with the neutral name a
+    page shows instead, the most specific first: the Python environment (``sys.prefix``) where
+    it is outside the checkout (``<venv>``; inside, it is ``<lesson>/.venv``), the checkout
+    (``<lesson>``) and the home folder (``~``). A folder that is ``/`` is left out."""
+    prefix = sys.prefix if prefix is None else prefix
+    home = str(Path.home()) if home is None else home
+    root = str(root) if root else ""
+    found = [(prefix, "<venv>"), (root, "<lesson>"), (home, "~")]
+    found = [(path.rstrip("/"), name) for path, name in found if path and path.rstrip("/")]
+    found = [(path, name) for path, name in found
+             if not (name == "<venv>" and root and (path + "/").startswith(root.rstrip("/") + "/"))]
+    return sorted(found, key=lambda pair: len(pair[0]), reverse=True)
+
+
+def neutral_paths(text: str, paths, *, markup: bool = False) -> str:
+    """``text`` with each folder of ``paths`` (:func:`machine_paths`) replaced by its neutral
+    name, wherever the folder stands whole (``/work/lesson`` in ``/work/lesson/x`` or
+    ``(/work/lesson)``, not in ``/work/lessons``). ``markup``: the text is HTML, SVG or
+    Markdown, where ``<lesson>`` must be written ``&lt;lesson&gt;``."""
+    for path, name in paths:
+        name = html.escape(name) if markup else name
+        text = re.sub(re.escape(path) + r"(?![\w.-])", lambda _: name, text)
+    return RUN_FOLDER.sub("<lesson>/notebooks", text) if not markup else text
+
+
+def clean_text(text: str, home: str | None = None, paths=None, *, markup: bool = False) -> str:
+    """An output's text as the page shows it (:func:`final_text`, no ANSI escapes), the
+    machine's folders named neutrally (``paths``; default: :func:`machine_paths` with ``home``)."""
     text = final_text(ANSI.sub("", text))
-    if home and home != "/":
-        text = text.replace(home.rstrip("/") + "/", "~/")
-    return text
+    if paths is None:
+        paths = machine_paths(home=home)
+    return neutral_paths(text, paths, markup=markup)
 
 
 def _shorten(text: str, limit: int = MAX_STREAM_LINES) -> str:
@@ -77,7 +115,7 @@ def _stream(name: str, text: str) -> dict:
     return {"output_type": "stream", "name": name, "text": text}
 
 
-def clean_streams(outputs: list[dict], home: str | None = None) -> list[dict]:
+def clean_streams(outputs: list[dict], paths=None) -> list[dict]:
     """Consecutive stream outputs of one name joined, then cleaned; C++ log lines dropped."""
     joined: list[dict] = []
     for output in outputs:
@@ -91,7 +129,7 @@ def clean_streams(outputs: list[dict], home: str | None = None) -> list[dict]:
     cleaned = []
     for output in joined:
         if output["output_type"] == "stream":
-            text = clean_text(output["text"], home)
+            text = clean_text(output["text"], paths=paths)
             if output["name"] == "stderr":
                 text = "".join(line for line in text.splitlines(keepends=True)
                                if not CPP_LOG.match(line))
@@ -127,7 +165,7 @@ def compress_png(data: str, budget: int = PNG_BUDGET) -> str:
     return base64.b64encode(best).decode("ascii")
 
 
-def clean_data(output: dict, home: str | None = None) -> dict | None:
+def clean_data(output: dict, paths=None) -> dict | None:
     """A display or result output for a static page; None when nothing is left of it."""
     data = dict(output.get("data", {}))
     metadata = dict(output.get("metadata", {}))
@@ -143,7 +181,7 @@ def clean_data(output: dict, home: str | None = None) -> dict | None:
         if mime == "image/png":
             data[mime] = compress_png(_text(data[mime]))
         elif mime.startswith("text/") or mime == "image/svg+xml":
-            data[mime] = clean_text(_text(data[mime]), home)
+            data[mime] = clean_text(_text(data[mime]), paths=paths, markup=mime != "text/plain")
     if "text/plain" in data and set(data) == {"text/plain"} and not data["text/plain"].strip():
         return None
     if not data:
@@ -178,6 +216,34 @@ def plain_colours(nb: dict) -> int:
     return changed
 
 
+def plain_paths(nb: dict, paths=None) -> int:
+    """The machine's folders in a notebook's outputs given their neutral names
+    (:func:`neutral_paths`), in place, and nothing else changed: for records made before the
+    cleaning named them. Returns how many outputs changed."""
+    paths = machine_paths() if paths is None else paths
+    changed = 0
+    for cell in nb["cells"]:
+        for output in cell.get("outputs", []) if cell["cell_type"] == "code" else []:
+            before = repr(output)
+            if "text" in output:
+                output["text"] = _each_line(output["text"], lambda t: neutral_paths(t, paths))
+            if "traceback" in output:
+                output["traceback"] = [neutral_paths(line, paths) for line in output["traceback"]]
+            data = output.get("data", {})
+            for mime in list(data):
+                if mime.startswith("text/") or mime == "image/svg+xml":
+                    markup = mime != "text/plain"
+                    data[mime] = _each_line(
+                        data[mime], lambda t, m=markup: neutral_paths(t, paths, markup=m))
+            changed += repr(output) != before
+    return changed
+
+
+def _each_line(value, change):
+    """``change`` applied to a text kept as a string or as a notebook's list of lines."""
+    return [change(line) for line in value] if isinstance(value, list) else change(value)
+
+
 def _plain(value):
     """A text (a string, or a list of lines as in a notebook file) without ANSI escapes,
     in the same form; unchanged when it has none."""
@@ -193,30 +259,33 @@ def has_colours(output: dict) -> bool:
     return any(ANSI.search(text) or "\x1b" in text for text in texts) or is_rich_html(output.get("data", {}))
 
 
-def clean_outputs(outputs: list[dict], home: str | None = None) -> list[dict]:
+def clean_outputs(outputs: list[dict], paths=None) -> list[dict]:
+    paths = machine_paths() if paths is None else paths
     cleaned = []
-    for output in clean_streams(outputs, home):
+    for output in clean_streams(outputs, paths):
         if output["output_type"] in ("display_data", "execute_result"):
-            output = clean_data(output, home)
+            output = clean_data(output, paths)
             if output is None:
                 continue
             if output["output_type"] == "execute_result":
                 # No execution counts anywhere, so that a new run changes only what it did.
                 output["execution_count"] = None
         elif output["output_type"] == "error":
-            output = {**output, "traceback": [ANSI.sub("", line) for line in output["traceback"]]}
+            output = {**output, "traceback": [neutral_paths(ANSI.sub("", line), paths)
+                                              for line in output["traceback"]]}
         cleaned.append(output)
     return cleaned
 
 
-def clean_notebook(nb: dict, home: str | None = None) -> dict:
+def clean_notebook(nb: dict, home: str | None = None, paths=None) -> dict:
     """The notebook (nbformat 4 as a dict) with every code cell's outputs cleaned, no execution
-    counts and no timing metadata. ``home`` (default: this user's) becomes ``~``."""
-    home = str(Path.home()) if home is None else home
+    counts and no timing metadata. The machine's folders (``paths``, default
+    :func:`machine_paths` with ``home``, by default this user's) get their neutral names."""
+    paths = machine_paths(home=home) if paths is None else paths
     for cell in nb["cells"]:
         if cell["cell_type"] != "code":
             continue
-        cell["outputs"] = clean_outputs(cell.get("outputs", []), home)
+        cell["outputs"] = clean_outputs(cell.get("outputs", []), paths)
         cell["execution_count"] = None
         cell.get("metadata", {}).pop("execution", None)
     return nb

@@ -3,7 +3,7 @@
     LESSON_DATA=cifar10 python tools/record_run.py            # every notebook, full size
     LESSON_DATA=synthetic python tools/record_run.py --only 04 05
     LESSON_DATA=synthetic python tools/record_run.py --quick --only 01   # a try-out, labelled so
-    python tools/record_run.py --clean-only      # the records' colours out, nothing run again
+    python tools/record_run.py --clean-only      # colours and machine paths out, nothing run again
 
 Each notebook of ``notebooks/`` runs end to end, as a learner runs it, on this machine: in a
 temporary copy next to ``notebooks/`` (which stays clean), on a fresh kernel of this Python,
@@ -369,14 +369,15 @@ def check_size(folder: Path, limit: int = SIZE_LIMIT) -> str | None:
 
 def clean_records(folder: Path, only: list[str] | None = None) -> list[Path]:
     """The executed copies in ``folder`` (those starting with ``only``) with the colours of their
-    outputs taken out (``clean_outputs.plain_colours``), without running them again: their code,
-    provenance and cell hashes stay as they were. Returns the copies that changed."""
+    outputs taken out (``clean_outputs.plain_colours``) and this machine's folders named neutrally
+    (``clean_outputs.plain_paths``: ``<lesson>``, ``<venv>``, ``~``), without running them again:
+    their code, provenance and cell hashes stay as they were. Returns the copies that changed."""
     changed = []
     for path in sorted(Path(folder).glob("*.ipynb")):
         if only and not any(path.name.startswith(prefix) for prefix in only):
             continue
         nb = json.loads(path.read_text(encoding="utf-8"))
-        if clean_outputs.plain_colours(nb):
+        if clean_outputs.plain_colours(nb) + clean_outputs.plain_paths(nb):
             write_atomically(nb, path)
             changed.append(path)
     return changed
@@ -395,12 +396,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / EXECUTED_DIR,
                         help="folder of the executed copies (default: executed/)")
     parser.add_argument("--clean-only", action="store_true",
-                        help="run nothing: take the terminal colours out of the executed copies' "
-                             "outputs (ANSI escapes, Rich's coloured HTML)")
+                        help="run nothing: take the terminal colours (ANSI escapes, Rich's coloured "
+                             "HTML) and this machine's folders (checkout, environment, home) out of "
+                             "the executed copies' outputs")
     args = parser.parse_args(argv)
     if args.clean_only:
         changed = clean_records(args.out, args.only)
-        print(f"{len(changed)} executed notebook(s) cleaned of colours"
+        print(f"{len(changed)} executed notebook(s) cleaned of colours and of this machine's paths"
               + "".join(f"\n  {path.name}" for path in changed))
         return 0
     # Before minutes of work: the executing stack and what every notebook imports.
