@@ -104,7 +104,7 @@ lint: $(BIN)/.installed  ## ruff, codespell, notebooks in sync with the episodes
 	$(BIN)/codespell
 	$(BIN)/python tools/make_notebooks.py --check
 
-notebooks: $(READY)  ## regenerate notebooks/*.ipynb and gpulesson/lesson/ from the episodes
+notebooks: $(READY)  ## regenerate notebooks/*.ipynb, notebooks/learner/*.ipynb and gpulesson/lesson/ from the episodes
 	$(RUN) tools/make_notebooks.py
 
 # The data must be chosen: LESSON_DATA=synthetic make reference (or cifar10).
