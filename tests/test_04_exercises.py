@@ -83,7 +83,7 @@ def test_each_exercise_is_its_solution_with_blanks(exercise, solution):
 def test_the_pydataset_solution_hands_out_the_file_in_order(path, capsys):
     namespace = {"h5py": h5py, "my_file": path, "BATCH_SIZE": BATCH}
     exec(solution_with("class FileBatches"), namespace)
-    assert capsys.readouterr().out.strip() == f"16 batches; the last holds 40 images; in all {N_TRAIN}"
+    assert capsys.readouterr().out.strip() == f"16 batches; the last holds 40 images; {N_TRAIN} in all"
     batches = namespace["FileBatches"](path, BATCH)
     assert batches.file is None  # nothing open until the first read
     assert len(batches) == 16
