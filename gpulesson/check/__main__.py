@@ -1,0 +1,131 @@
+"""``python -m gpulesson.check``: is this cluster (or laptop) ready for the workshop?
+
+Run on the login node: checks the kernel, the data, the class folder, the site values and the
+Open OnDemand app there, then one short job on the GPU partition; prints the checklist and
+writes it as JSON. Exit status 0 when nothing failed (items not checked allowed), 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from gpulesson.check import login, report
+from gpulesson.check.report import fail, items_from_json, ok, skip
+
+
+def parse(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m gpulesson.check", description=__doc__.split("\n\n")[1],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", type=Path, default=Path(report.DEFAULT_JSON),
+                        help="where to write the checklist as JSON (default: %(default)s here)")
+    parser.add_argument("--queue-wait", type=float, default=300, metavar="SECONDS",
+                        help="how long the job may wait in the queue before it counts as not "
+                             "started and is cancelled (default: %(default)s)")
+    parser.add_argument("--time-limit", type=int, default=15, metavar="MINUTES",
+                        help="the job's --time (default: %(default)s)")
+    parser.add_argument("--config", type=Path, default=login.CONFIG,
+                        help="the lesson's _config.yml with the site values (default: this lesson's)")
+    parser.add_argument("--kernel", default=login.KERNEL, help="the kernel's name (default: %(default)s)")
+    parser.add_argument("--ood-app", type=Path, help="where the Open OnDemand app is installed "
+                        f"(default: {' or '.join(map(str, login.OOD_PLACES))})")
+    parser.add_argument("--laptop", action="store_true",
+                        help="check the laptop path (make lab) instead of a cluster; the default "
+                             "where there is no sbatch")
+    parser.add_argument("--no-job", action="store_true", help="only the login node's checks")
+    parser.add_argument("--inside-job", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.queue_wait < 0 or args.time_limit < 1:
+        parser.error("--queue-wait must be 0 or more seconds, --time-limit at least 1 minute")
+    return args
+
+
+def _settings(environ):
+    from gpulesson.settings import get_settings
+
+    return get_settings({**os.environ, **environ})
+
+
+def _local_job(python: str, env: dict, laptop: bool) -> list:
+    """The compute node's checks run here, with the kernel's Python and settings (a laptop)."""
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "job.json"
+        command = [python, "-m", "gpulesson.check", "--inside-job", "--json", str(out)]
+        result = subprocess.run(command + (["--laptop"] if laptop else []), cwd=login.ROOT,
+                                env={**os.environ, **env}, capture_output=True, text=True,
+                                timeout=900, check=False)
+        if not out.is_file():
+            tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no output"]
+            return [fail("Kernel's Python runs the checks", tail[0],
+                         f"run {' '.join(command)} to see the whole error")]
+        import json
+
+        return items_from_json(json.loads(out.read_text(encoding="utf-8")))
+
+
+def laptop(args) -> list:
+    why = "a laptop run (make lab): no cluster"
+    venv = login.ROOT / ".venv" / "bin" / "python"
+    items = [ok("Environment .venv", str(venv)) if venv.exists() else
+             fail("Environment .venv", f"no {venv}", "create it: make lab")]
+    kernel, python, env = login.check_kernel(args.kernel)
+    items += kernel + login.check_data(_settings(env), shared=False)
+    items += [skip(name, why) for name in ("Class folder", "Site values", "Open OnDemand app")]
+    if python and not args.no_job:
+        items += _local_job(python, env, laptop=True)
+    return items
+
+
+def cluster(args) -> list:
+    from gpulesson.check.submit import run_job
+
+    kernel, python, env = login.check_kernel(args.kernel)
+    settings = _settings(env)
+    items = kernel + login.check_data(settings)
+    site_items, site = login.check_site(args.config)
+    items += login.check_class_folder(site, settings.data_dir) + site_items
+    items += login.check_ood(site, args.config, args.ood_app)
+    title = "Job on the GPU partition"
+    if args.no_job:
+        items.append(skip(title, "--no-job"))
+    elif python is None:
+        items.append(skip(title, "no kernel to run it with (see above)"))
+    elif not site.get("gpu_partition"):
+        items.append(skip(title, "no gpu_partition in the site values"))
+    else:
+        out = args.json.resolve().parent / "gpulesson-check-jobs"
+        items += run_job(login.ROOT, site, python, env, out, queue_wait=args.queue_wait,
+                         minutes=args.time_limit, say=lambda line: print(line, flush=True))
+    return items
+
+
+def main(argv=None) -> int:
+    args = parse(argv)
+    if args.inside_job:
+        mode, where = ("laptop", "laptop") if args.laptop else ("job", "job")
+        from gpulesson.check.job import inside_job
+
+        items = inside_job(_settings({}), gpu_expected=not args.laptop, where=where)
+    elif args.laptop or shutil.which("sbatch") is None:
+        mode = "laptop"
+        if not args.laptop:
+            print("No sbatch here: checking the laptop path (make lab); on a cluster, run this "
+                  "on the login node.", flush=True)
+        items = laptop(args)
+    else:
+        mode = "cluster"
+        items = cluster(args)
+    print(report.text(items, title=f"Lesson readiness check ({mode}, {sys.executable}):"))
+    path = report.write_json(args.json, items, mode=mode, lesson=str(login.ROOT))
+    if not args.inside_job:
+        print(f"Written to {path}: send it to your site's support with any ✗.")
+    return report.exit_status(items)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,161 @@
+"""What only a compute node can show: run inside the job (``python -m gpulesson.check
+--inside-job``) with the kernel's Python and settings, or on a laptop in place of a job.
+
+GPUs seen by ``nvidia-smi`` and by each installed Keras backend, the driver against each
+framework's CUDA build, the data read without a network, a few training steps of the lesson's
+CNN on the GPU and on the CPU (a smoke test, not a measurement), and the kernel's settings.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+from gpulesson.check.report import fail, ok, skip
+
+STEPS, BATCH = 4, 32  # a handful of steps: does it train at all, not how fast
+NO_GPU_FIX = ("submit to the GPU partition with a GPU request (--gres=gpu:1) and check that "
+              "its nodes have NVIDIA GPUs and driver (ask the site's support if nvidia-smi fails)")
+# One backend per process: Keras chooses its backend once, at import.
+BACKEND_PROBE = ("import json\nfrom gpulesson.devices import keras_device\n"
+                 "print('CHECK ' + json.dumps(keras_device()))\n")
+
+
+def nvidia_smi(where: str):
+    """(item, driver version or None, GPU names)."""
+    title = "GPUs (nvidia-smi)"
+    if shutil.which("nvidia-smi") is None:
+        return fail(title, "no GPU: nvidia-smi is not on this node", NO_GPU_FIX, where=where), None, []
+    result = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
+                             "--format=csv,noheader"], capture_output=True, text=True,
+                            timeout=60, check=False)
+    rows = [line.split(", ") for line in result.stdout.strip().splitlines() if ", " in line]
+    if result.returncode != 0 or not rows:
+        said = (result.stdout + result.stderr).strip().splitlines()
+        return fail(title, f"no GPU: {said[-1] if said else 'nvidia-smi lists none'}", NO_GPU_FIX,
+                    where=where), None, []
+    names = [row[0] for row in rows]
+    return ok(title, f"{len(names)} × {names[0]}, driver {rows[0][1]}", where=where), rows[0][1], names
+
+
+def backend_gpus(where: str):
+    """One item per installed Keras backend: does it see the GPU?"""
+    from gpulesson.devices import BACKEND_TITLES, installed_backends
+
+    items = []
+    for backend in installed_backends():
+        title = f"GPU in Keras ({BACKEND_TITLES[backend]})"
+        result = subprocess.run([sys.executable, "-c", BACKEND_PROBE], capture_output=True,
+                                text=True, timeout=300, check=False,
+                                env={**os.environ, "KERAS_BACKEND": backend})
+        found = [line[6:] for line in result.stdout.splitlines() if line.startswith("CHECK ")]
+        if not found:
+            tail = result.stderr.strip().splitlines()[-1:] or ["no answer"]
+            items.append(fail(title, f"could not start: {tail[0]}", f"reinstall it: "
+                              f"{sys.executable} -m pip install -r requirements/gpu.txt "
+                              "-c requirements/constraints.txt", where=where))
+            continue
+        device = json.loads(found[0])
+        if device["gpu_count"]:
+            items.append(ok(title, f"{device['gpu_count']} GPU(s), {device['device']}", where=where))
+        else:
+            items.append(fail(title, f"{BACKEND_TITLES[backend]} {device['backend_version']} sees "
+                              "no GPU though nvidia-smi does", "install its CUDA build (requirements/"
+                              "gpu.txt; see the driver line below)", where=where))
+    return items
+
+
+def driver_items(driver: str, where: str):
+    from gpulesson import driver as driver_check
+
+    lines = driver_check.check(driver, driver_check.build_cuda())
+    if not lines:
+        return [skip("Driver and CUDA builds", "no framework here was built for CUDA", where=where)]
+    bad = [line for line in lines if line.startswith("DRIVER TOO OLD")]
+    if bad:
+        return [fail("Driver and CUDA builds", bad[0].split(". ")[0],
+                     bad[0].split(". ", 2)[-1], where=where)]
+    return [ok("Driver and CUDA builds", " ".join(lines), where=where)]
+
+
+def data_item(settings, where: str):
+    """The prepared file, validated and read (no network: nothing here downloads)."""
+    from gpulesson.check.login import first_sentence
+    from gpulesson.errors import DataFileError
+    from gpulesson.hdf5 import read_hdf5
+
+    title = "Data read on this node"
+    try:
+        x, y = read_hdf5(settings.hdf5_path, "train", 0, STEPS * BATCH)
+    except (DataFileError, OSError) as exc:
+        return fail(title, first_sentence(exc), "prepare the data on the login node in a "
+                    f"folder the compute nodes mount: {settings.prepare_command()}", where=where), None
+    return ok(title, f"{settings.hdf5_path} ({len(x)} images read)", where=where), (x, y)
+
+
+def train_items(arrays, where: str, gpu_expected: bool, no_gpu_why: str):
+    """A few steps of the lesson's CNN on the CPU and, where Keras sees one, on the GPU."""
+    import numpy as np
+
+    if arrays is None:  # the data item failed: train on random bytes, the smoke test still runs
+        rng = np.random.default_rng(0)
+        arrays = (rng.integers(0, 256, (STEPS * BATCH, 32, 32, 3), dtype=np.uint8),
+                  rng.integers(0, 10, STEPS * BATCH).astype(np.uint8))
+    import keras
+
+    from gpulesson.devices import keras_device
+    from gpulesson.lesson.core import build_cnn, compile_cnn
+
+    device_info = keras_device()
+    backend = device_info["backend"]
+    items = []
+    for device, title in (("cpu", "Training steps on the CPU"), ("gpu:0", "Training steps on the GPU")):
+        if device != "cpu" and not device_info["gpu_count"]:
+            items.append(fail(title, f"no GPU for Keras ({backend})", NO_GPU_FIX, where=where)
+                         if gpu_expected else skip(title, no_gpu_why, where=where))
+            continue
+        try:
+            with keras.device(device):
+                model = compile_cnn(build_cnn())
+                history = model.fit(*arrays, batch_size=BATCH, epochs=1, shuffle=False, verbose=0)
+            loss = history.history["loss"][-1]
+        except Exception as exc:  # a smoke test: any failure is the finding
+            items.append(fail(title, f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}",
+                              "run notebooks/05-cpu-vs-gpu.ipynb on this node to see the whole "
+                              "error, and send it to the site's support", where=where))
+            continue
+        if not math.isfinite(loss):
+            items.append(fail(title, f"loss {loss}", "send this file to the site's support",
+                              where=where))
+        else:
+            items.append(ok(title, f"{STEPS} steps of the lesson's CNN with {backend}, loss "
+                                   f"{loss:.2f}", where=where))
+    return items
+
+
+def inside_job(settings, *, gpu_expected: bool = True, where: str = "job"):
+    """Every check of a compute node (``gpu_expected``: a job on the GPU partition; False on a
+    laptop, where no GPU is no fault)."""
+    from gpulesson.check.login import check_settings
+
+    # On a laptop the kernel's settings were checked already, from its kernel.json.
+    items = [] if not gpu_expected else [check_settings(
+        os.environ, "register the kernel with the Makefile's settings (make kernel), or export "
+        "them in the job", where=where)]
+    gpu, driver, _ = nvidia_smi(where)
+    if driver or gpu_expected:
+        items.append(gpu)
+    else:
+        items.append(skip(gpu.name, "no NVIDIA GPU here: the lesson trains on the CPU", where=where))
+    if driver:
+        items += backend_gpus(where) + driver_items(driver, where)
+    else:
+        items.append(skip("GPU in Keras and driver", "no GPU (see nvidia-smi)", where=where))
+    data, arrays = data_item(settings, where)
+    items.append(data)
+    why = "no GPU (see nvidia-smi)" if gpu_expected else "no GPU here: the lesson trains on the CPU"
+    return items + train_items(arrays, where, gpu_expected and bool(driver), why)

@@ -1,0 +1,321 @@
+"""What the login node can check: the kernel and its packages, the prepared data, the class
+folder, the site values in ``_config.yml`` and the Open OnDemand app's form values."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from gpulesson.check.report import Item, fail, ok, skip
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = ROOT / "_config.yml"
+KERNEL = "gpulesson"  # the Makefile's KERNEL: the kernel "Python (gpulesson)"
+# The Makefile's kernel target registers the kernel's settings; read from there, not repeated.
+KERNEL_ENV_SOURCE = ROOT / "Makefile"
+# The lesson's example values say so: "Example HPC", "login.hpc.example.edu", "your_project".
+EXAMPLE = re.compile(r"example|\byour_", re.I)
+SITE_KEYS = ("cluster_name", "login_host", "ondemand_url", "docs_url", "account",
+             "gpu_partition", "cpu_partition")
+MAY_BE_EMPTY = {"account"}  # a site without accounts leaves it empty (the form says so)
+OOD_APP = "gpulesson-jupyterlab"
+OOD_PLACES = (Path("/var/www/ood/apps/sys") / OOD_APP, Path("~/ondemand/dev").expanduser() / OOD_APP)
+OOD_CLUSTERS = Path("/etc/ood/config/clusters.d")
+OOD_DASHBOARD_ENV = Path("/etc/ood/config/apps/dashboard/env")
+
+
+def site_values(config: Path = CONFIG) -> dict:
+    return yaml.safe_load(Path(config).read_text(encoding="utf-8")).get("lesson_site") or {}
+
+
+def kernel_env_expected(makefile: Path = KERNEL_ENV_SOURCE) -> dict[str, str]:
+    """The settings the Makefile's kernel target gives the kernel (``--env NAME VALUE``)."""
+    try:
+        return dict(re.findall(r"--env (\S+) (\S+)", makefile.read_text(encoding="utf-8")))
+    except OSError:
+        return {}
+
+
+# --- the kernel and its packages -------------------------------------------------------------
+
+def kernel_dirs() -> list[Path]:
+    """Where Jupyter looks for kernels, first found first (JUPYTER_PATH, user, environment, system)."""
+    try:
+        from jupyter_core.paths import jupyter_path
+
+        return [Path(p) for p in jupyter_path("kernels")]
+    except ImportError:
+        extra = [Path(p) / "kernels" for p in os.environ.get("JUPYTER_PATH", "").split(os.pathsep) if p]
+        return [*extra, Path("~/.local/share/jupyter/kernels").expanduser(),
+                Path("/usr/local/share/jupyter/kernels"), Path("/usr/share/jupyter/kernels")]
+
+
+def find_kernel(name: str = KERNEL) -> tuple[Path | None, dict]:
+    """The kernel spec file ``name`` and its contents, as Jupyter would find it."""
+    for folder in kernel_dirs():
+        spec = folder / name / "kernel.json"
+        if spec.is_file():
+            try:
+                return spec, json.loads(spec.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                return spec, {}
+    return None, {}
+
+
+def pinned_packages(requirements: Path = ROOT / "requirements") -> dict[str, tuple[str, ...]]:
+    """``{pinned version: distribution names that may carry it}`` keyed by the first name: what a
+    learner's kernel needs (common.txt) and TensorFlow (cpu.txt: tensorflow-cpu or tensorflow)."""
+    pins: dict[str, tuple[str, tuple[str, ...]]] = {}
+    for line in (requirements / "common.txt").read_text().splitlines():
+        match = re.match(r"^([A-Za-z0-9_.-]+)(?:\[[^]]*\])?==(\S+)", line.strip())
+        if match:
+            pins[match[1].lower()] = (match[2], (match[1].lower(),))
+    tf = re.search(r"^tensorflow\S*==(\S+)", (requirements / "cpu.txt").read_text(), re.M)
+    if tf:
+        pins["tensorflow"] = (tf[1], ("tensorflow", "tensorflow-cpu"))
+    return {name: (version, *names) for name, (version, names) in pins.items()}
+
+
+PROBE = ("import importlib.metadata as m, json, sys\n"
+         "out = {}\n"
+         "for name in sys.argv[1:]:\n"
+         "    try: out[name] = m.version(name)\n"
+         "    except m.PackageNotFoundError: out[name] = None\n"
+         "print(json.dumps(out))\n")
+
+
+def installed_versions(python: str, names) -> dict[str, str | None]:
+    result = subprocess.run([python, "-c", PROBE, *names], capture_output=True, text=True,
+                            timeout=60, check=False)
+    if result.returncode != 0:
+        raise OSError(result.stderr.strip().splitlines()[-1] if result.stderr.strip()
+                      else f"exit status {result.returncode}")
+    return json.loads(result.stdout)
+
+
+def check_kernel(name: str = KERNEL):
+    """Items: the kernel is registered, its Python runs and has the pinned packages, and it has
+    the Makefile's settings. Returns (items, kernel's Python or None, kernel's env)."""
+    spec_path, spec = find_kernel(name)
+    title = f'Kernel "Python ({name})"'
+    register = f"register it from the lesson's environment: make kernel (or python -m ipykernel " \
+               f'install --user --name {name} --display-name "Python ({name})", with the --env ' \
+               f"settings of the Makefile's kernel target)"
+    if spec_path is None:
+        return [fail(title, "not registered", register)], None, {}
+    python = (spec.get("argv") or [""])[0]
+    env = {k: str(v) for k, v in (spec.get("env") or {}).items()}
+    if not python or shutil.which(python) is None:
+        return [fail(title, f"{spec_path} starts {python!r}, which is not there", register)], None, env
+    python = shutil.which(python)
+    items = [ok(title, f"{spec_path} → {python}"), check_packages(python),
+             check_settings(env, register)]
+    return items, python, env
+
+
+def check_packages(python: str) -> Item:
+    """The lesson's pinned packages, same versions, in the Python ``python``."""
+    pins = pinned_packages()
+    names = [n for version, *alternatives in pins.values() for n in alternatives]
+    fix = (f"install the lesson's pins into that Python: {python} -m pip install "
+           f"-r requirements/lab.txt -c requirements/constraints.txt")
+    try:
+        found = installed_versions(python, names)
+    except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
+        return fail("Kernel's packages", f"{python} did not answer ({exc})", fix)
+    missing, wrong = [], []
+    for key, (version, *alternatives) in pins.items():
+        have = next((found[n] for n in alternatives if found.get(n)), None)
+        if have is None:
+            missing.append(f"{key}=={version}")
+        elif have != version:
+            wrong.append(f"{key} {have} (pinned {version})")
+    if missing or wrong:
+        detail = "; ".join(filter(None, [missing and f"missing {', '.join(missing)}",
+                                         wrong and f"other versions: {', '.join(wrong)}"]))
+        return fail("Kernel's packages", detail, fix)
+    return ok("Kernel's packages", f"the {len(pins)} pinned packages of requirements/common.txt "
+                                   "and TensorFlow, same versions")
+
+
+def check_settings(env, fix: str, where: str = "login") -> Item:
+    """The kernel's environment ``env`` has the settings of the Makefile's kernel target."""
+    expected = kernel_env_expected()
+    off = {k: v for k, v in expected.items() if env.get(k) != v}
+    if off:
+        return fail("Kernel's settings", "not as the Makefile's kernel target sets them: "
+                    + ", ".join(f"{k}={v} (found {env.get(k)!r})" for k, v in off.items()), fix,
+                    where=where)
+    return ok("Kernel's settings", ", ".join(f"{k}={v}" for k, v in expected.items()), where=where)
+
+
+# --- files and folders others must read or write ---------------------------------------------
+
+def first_sentence(exc) -> str:
+    """The first sentence of an error's message: what is wrong (the fix is given apart)."""
+    return str(exc).splitlines()[0].split(". ")[0].rstrip(".:")
+
+
+def closed_parents(path: Path) -> list[Path]:
+    """The folders above ``path`` that other users cannot enter (no o+x)."""
+    return [p for p in Path(path).resolve().parents if not p.stat().st_mode & stat.S_IXOTH]
+
+
+def under_home(path: Path) -> bool:
+    path = Path(path).resolve()
+    homes = {Path.home().resolve(), Path("/home")}
+    return any(path == h or h in path.parents for h in homes)
+
+
+def check_data(settings, *, shared: bool = True):
+    """The prepared data file: valid and (``shared``) readable by the other users."""
+    from gpulesson.errors import DataFileError
+    from gpulesson.hdf5 import validate_hdf5
+
+    path, title = Path(settings.hdf5_path), f"Data file ({settings.label})"
+    if not path.exists() and settings.is_synthetic and not shared:
+        return [ok(title, f"the synthetic stand-in, made at the first use in {path.parent}")]
+    try:
+        info = validate_hdf5(path)
+    except DataFileError as exc:
+        return [fail(title, first_sentence(exc), f"prepare it: {settings.prepare_command()}"
+                     + ("" if settings.is_synthetic else " (or choose LESSON_DATA=synthetic)"))]
+    except PermissionError as exc:
+        return [fail(title, f"cannot read it ({exc})", f"chmod a+r {path}")]
+    detail = f"{path}, {info.n_train:,} training images"
+    if not shared:
+        return [ok(title, detail)]
+    if not path.stat().st_mode & stat.S_IROTH:
+        return [fail(title, f"{path} is not readable by other users", f"chmod o+r {path}")]
+    closed = closed_parents(path)
+    if closed:
+        return [fail(title, f"other users cannot enter {closed[0]}", f"chmod o+x {closed[0]}")]
+    if under_home(path):
+        detail += " (under a home folder: the job below shows whether compute nodes see it)"
+    return [ok(title, detail)]
+
+
+def check_class_folder(site: dict, data_dir: Path):
+    from gpulesson.class_share import CLASS_ENV, class_folder
+
+    title = "Class folder"
+    folder = class_folder(site.get("class_results"))
+    if folder is None:
+        return [skip(title, f"class_results is empty and {CLASS_ENV} unset: the class shares no runs")]
+    make = f"mkdir -p {folder} && chgrp CLASSGROUP {folder} && chmod 2775 {folder} (or chmod 1777 {folder})"
+    if not folder.is_dir():
+        return [fail(title, f"{folder} does not exist", make)]
+    resolved, data = folder.resolve(), Path(data_dir).expanduser().resolve()
+    if resolved == data or data in resolved.parents:
+        return [fail(title, f"{folder} is in the data folder {data}, which learners only read",
+                     "set class_results in _config.yml to a folder of its own")]
+    mode = folder.stat().st_mode
+    group_way = mode & stat.S_ISGID and mode & stat.S_IWGRP and mode & stat.S_IXGRP
+    world_way = mode & stat.S_ISVTX and mode & stat.S_IWOTH and mode & stat.S_IXOTH
+    if not (group_way or world_way):
+        return [fail(title, f"{folder} (mode {stat.filemode(mode)}) is not writable by the class's "
+                     "group with setgid, nor by everyone with the sticky bit", make)]
+    closed = closed_parents(folder)
+    if closed:
+        return [fail(title, f"other users cannot enter {closed[0]}", f"chmod o+x {closed[0]}")]
+    how = "group-writable, setgid" if group_way else "writable by all, sticky"
+    return [ok(title, f"{folder} ({stat.filemode(mode)}, {how})")]
+
+
+# --- the site values and the Open OnDemand app ------------------------------------------------
+
+def partitions() -> set[str] | None:
+    """The partitions Slurm knows (None without sinfo)."""
+    if shutil.which("sinfo") is None:
+        return None
+    result = subprocess.run(["sinfo", "--noheader", "--format=%R"], capture_output=True, text=True,
+                            timeout=30, check=False)
+    return set(result.stdout.split()) if result.returncode == 0 else None
+
+
+def check_site(config: Path = CONFIG):
+    from gpulesson.charges import ChargeRatesError, read_rates
+
+    site = site_values(config)
+    where = f"the section lesson_site of {config}"
+    bad = [k for k in SITE_KEYS if (not str(site.get(k) or "").strip() and k not in MAY_BE_EMPTY)
+           or EXAMPLE.search(str(site.get(k) or ""))]
+    items = [fail("Site values", f"example or empty: {', '.join(bad)}",
+                  f"set your site's {', '.join(bad)} in {where}, then rebuild the site (make site)")
+             if bad else ok("Site values", f"account {site.get('account') or '(none)'}, partitions "
+                            f"{site.get('gpu_partition')} and {site.get('cpu_partition')}")]
+    known = partitions()
+    wanted = [str(site.get(k)) for k in ("gpu_partition", "cpu_partition") if site.get(k)]
+    if known is None:
+        items.append(skip("Partitions in Slurm", "no sinfo on this machine"))
+    elif set(wanted) - known:
+        items.append(fail("Partitions in Slurm", f"Slurm has no {', '.join(sorted(set(wanted) - known))} "
+                          f"(it has {', '.join(sorted(known)) or 'none'})",
+                          f"set gpu_partition and cpu_partition in {where} to partitions of `sinfo`"))
+    else:
+        items.append(ok("Partitions in Slurm", ", ".join(wanted)))
+    try:
+        rates = read_rates(config)
+    except ChargeRatesError as exc:
+        items.append(fail("Charging rates", str(exc), f"set charge_unit, core_hour_rate and "
+                          f"gpu_hour_rate in {where}"))
+    else:
+        detail = f"{rates.core_hour:g} {rates.unit} per core-hour, {rates.gpu_hour:g} per GPU-hour"
+        if not rates.note.strip() or EXAMPLE.search(rates.note):
+            items.append(fail("Charging rates", f"{detail}, still called example rates",
+                              f"set your site's rates in {where} and write charge_note naming them "
+                              "as your site's (the pages show it beside every cost)"))
+        else:
+            items.append(ok("Charging rates", f"{detail}: {rates.note}"))
+    return items, site
+
+
+def _app_config(app: Path) -> Path:
+    """The _config.yml an installed app reads (see ood/gpulesson-jupyterlab/lesson_site.rb)."""
+    try:
+        env = OOD_DASHBOARD_ENV.read_text()
+    except OSError:
+        env = ""
+    found = re.search(r"^\s*(?:export\s+)?GPULESSON_SITE_CONFIG=[\"']?([^\"'\s]+)", env, re.M)
+    return Path(found[1]) if found else app.resolve().parents[1] / "_config.yml"
+
+
+def check_ood(site: dict, config: Path = CONFIG, app: Path | None = None):
+    title = "Open OnDemand app"
+    places = [Path(app)] if app else list(OOD_PLACES)
+    installed = next((p for p in places if (p / "form.yml.erb").is_file()), None)
+    if installed is None:
+        return [skip(title, f"not installed in {' or '.join(map(str, places))}: check that the "
+                     "portal's own JupyterLab app can ask for a GPU")]
+    reads = _app_config(installed)
+    if not reads.is_file() or not reads.samefile(config):
+        return [fail(title, f"{installed} reads {reads}, not {config}",
+                     f"link the app into this lesson: ln -sfn {ROOT / 'ood' / OOD_APP} {installed}")]
+    rb = (installed / "lesson_site.rb").read_text()
+    # Episode 2's request, the form's defaults: the most a session may ask for must allow it.
+    request = rb.split("DEFAULTS", 1)[-1].split("}")[0]
+    defaults = {k: int(v) for k, v in re.findall(r'"(\w+)" => (\d+)', request)}
+    problems = []
+    for key, default in defaults.items():
+        value = site.get(f"session_max_{key}")
+        if not str(value).isdigit() or int(value) < default:
+            problems.append(f"session_max_{key} is {value!r}, less than episode 2's {default}")
+    cluster = str(site.get("ood_cluster") or "")
+    if not cluster or EXAMPLE.search(cluster):
+        problems.append(f"ood_cluster is {cluster!r}")
+    elif OOD_CLUSTERS.is_dir() and not (OOD_CLUSTERS / f"{cluster}.yml").is_file():
+        problems.append(f"no {OOD_CLUSTERS / cluster}.yml")
+    if not str(site.get("gpu_gres_types") or "").split():
+        problems.append("gpu_gres_types is empty")
+    if problems:
+        return [fail(title, "; ".join(problems), f"set these form values in the section lesson_site "
+                     f"of {config}")]
+    return [ok(title, f"{installed}, cluster {cluster}, up to {site['session_max_gpus']} GPUs, "
+                      f"{site['session_max_hours']} h")]
