@@ -127,7 +127,7 @@ def test_the_page_shows_the_outputs_after_their_cells_and_the_box(recorded_site,
     assert not re.findall(r".*WARNING.*", build.stdout + build.stderr)
     page = (html / "_episodes" / "01-introduction.html").read_text(encoding="utf-8")
     # Each code cell, up to the next one: only a cell's own output can be in it.
-    cells = page.split('<div class="cell docutils container">')[1:]
+    cells = re.split(r'<div class="cell(?: tag_[\w-]+)* docutils container">', page)[1:]  # tags: given
     recorded_cells = code_cells(load(lesson, "01-introduction"))
     assert len(cells) == len(recorded_cells)
     for cell, record in zip(cells, recorded_cells, strict=True):
