@@ -1,0 +1,280 @@
+"""The readiness check, python -m gpulesson.check, without Slurm: the login node's checks, each
+with a fault made on purpose, the checklist and its JSON, the laptop path and the learners' check.
+The job part under a real Slurm: tests/test_check_slurm.py."""
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import ROOT
+
+from gpulesson.check import login, report
+from gpulesson.check.report import FAIL, OK, SKIP
+from gpulesson.data import prepare
+from gpulesson.settings import get_settings
+
+KERNEL_ENV = login.kernel_env_expected()
+
+
+def by_name(items):
+    return {item.name: item for item in items}
+
+
+@pytest.fixture
+def open_folder():
+    """A folder every user can enter (pytest's own are closed to others)."""
+    folder = Path(tempfile.mkdtemp(prefix="gpulesson-check-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def settings(open_folder):
+    """Settings of a prepared quick synthetic file in a folder others can read."""
+    data = open_folder / "data"
+    data.mkdir(mode=0o755)
+    data.chmod(0o755)
+    chosen = get_settings({"LESSON_DATA": "synthetic", "LESSON_QUICK": "1",
+                           "LESSON_DATA_DIR": str(data)})
+    prepare(chosen, progress=False)
+    chosen.hdf5_path.chmod(0o644)
+    return chosen
+
+
+def write_kernel(folder: Path, python: str, env: dict) -> Path:
+    """A kernel spec "gpulesson" in folder/kernels (put folder on JUPYTER_PATH)."""
+    spec = folder / "kernels" / login.KERNEL / "kernel.json"
+    spec.parent.mkdir(parents=True)
+    spec.write_text(json.dumps({"argv": [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                                "display_name": f"Python ({login.KERNEL})", "language": "python",
+                                "env": env}))
+    return spec
+
+
+def data_env(settings) -> dict:
+    return {"LESSON_DATA": settings.data, "LESSON_QUICK": "1",
+            "LESSON_DATA_DIR": str(settings.data_dir)}
+
+
+# --- the kernel ----------------------------------------------------------------------------
+
+def test_the_lessons_environment_passes_as_the_kernel(tmp_path, monkeypatch):
+    write_kernel(tmp_path, sys.executable, KERNEL_ENV)
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path))
+    items, python, env = login.check_kernel()
+    assert [item.status for item in items] == [OK, OK, OK], report.text(items)
+    assert python == sys.executable and env == KERNEL_ENV
+    # The settings are the Makefile's kernel target's.
+    assert KERNEL_ENV["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
+    assert KERNEL_ENV["TF_FORCE_GPU_ALLOW_GROWTH"] == "true"
+
+
+@pytest.mark.bad_input("missing package")
+def test_a_kernel_whose_python_lacks_the_pinned_packages_is_named_with_the_fix(tmp_path, monkeypatch):
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    python = str(bare / "bin" / "python")
+    write_kernel(tmp_path, python, KERNEL_ENV)
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path))
+    items = by_name(login.check_kernel()[0])
+    packages = items["Kernel's packages"]
+    keras_pin = login.pinned_packages()["keras"][0]
+    assert packages.status == FAIL and f"keras=={keras_pin}" in packages.detail
+    assert packages.fix.startswith(f"install the lesson's pins into that Python: {python} -m pip")
+
+
+@pytest.mark.bad_input("missing package")
+def test_a_kernel_missing_or_without_the_settings_says_to_register_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path))
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "user"))
+    items = login.check_kernel("no-such-kernel")[0]
+    assert [item.status for item in items] == [FAIL] and "make kernel" in items[0].fix
+    write_kernel(tmp_path, sys.executable, {})
+    items = by_name(login.check_kernel()[0])
+    assert items["Kernel's settings"].status == FAIL
+    assert "XLA_PYTHON_CLIENT_PREALLOCATE=false" in items["Kernel's settings"].detail
+
+
+# --- the data and the class folder -------------------------------------------------------
+
+def test_a_prepared_file_others_can_read_passes(settings):
+    [item] = login.check_data(settings)
+    assert item.status == OK and str(settings.hdf5_path) in item.detail
+
+
+@pytest.mark.bad_input("missing file")
+def test_a_data_file_others_cannot_read_is_named_with_the_chmod(settings):
+    settings.hdf5_path.chmod(0o600)
+    [item] = login.check_data(settings)
+    assert item.status == FAIL and "not readable by other users" in item.detail
+    assert item.fix == f"chmod o+r {settings.hdf5_path}"
+    settings.hdf5_path.chmod(0o644)
+    settings.data_dir.chmod(0o700)
+    [item] = login.check_data(settings)
+    assert item.status == FAIL and item.fix == f"chmod o+x {settings.data_dir}"
+    # A learner's own file need not be shared.
+    assert login.check_data(settings, shared=False)[0].status == OK
+
+
+@pytest.mark.bad_input("corrupt file")
+def test_a_damaged_or_missing_data_file_says_how_to_prepare_it(settings):
+    settings.hdf5_path.write_bytes(b"not HDF5")
+    [item] = login.check_data(settings)
+    assert item.status == FAIL and item.fix.startswith("prepare it: ") and "--data synthetic" in item.fix
+    settings.hdf5_path.unlink()
+    assert login.check_data(settings)[0].status == FAIL
+    # On a laptop the synthetic stand-in is made at its first use.
+    assert login.check_data(settings, shared=False)[0].status == OK
+
+
+@pytest.mark.parametrize("mode, status", [(0o2775, OK), (0o2770, OK), (0o1777, OK),
+                                          (0o755, FAIL), (0o777, FAIL), (0o775, FAIL)])
+def test_the_class_folder_must_be_writable_by_the_class(open_folder, monkeypatch, mode, status):
+    monkeypatch.delenv("LESSON_CLASS_RESULTS", raising=False)
+    folder = open_folder / "class"
+    folder.mkdir()
+    folder.chmod(mode)
+    [item] = login.check_class_folder({"class_results": str(folder)}, open_folder / "data")
+    assert item.status == status, item
+    if status == FAIL:
+        assert "chmod 2775" in item.fix and "chmod 1777" in item.fix
+
+
+@pytest.mark.bad_input("unwritable folder")
+def test_a_missing_class_folder_or_the_data_folder_fails_and_none_is_skipped(open_folder, monkeypatch):
+    monkeypatch.delenv("LESSON_CLASS_RESULTS", raising=False)
+    [missing] = login.check_class_folder({"class_results": str(open_folder / "nope")}, open_folder)
+    assert missing.status == FAIL and missing.fix.startswith(f"mkdir -p {open_folder / 'nope'}")
+    data = open_folder / "data"
+    data.mkdir(mode=0o1777)
+    data.chmod(0o1777)
+    [inside] = login.check_class_folder({"class_results": str(data)}, data)
+    assert inside.status == FAIL and "data folder" in inside.detail
+    assert login.check_class_folder({"class_results": ""}, data)[0].status == SKIP
+
+
+# --- the site values and the Open OnDemand app -------------------------------------------
+
+def filled_config(tmp_path) -> Path:
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    config["lesson_site"].update(
+        cluster_name="Alpine", login_host="login.alpine.uni.test", ondemand_url="https://od.uni.test",
+        docs_url="https://docs.uni.test/gpu", account="ws-2026", ood_cluster="alpine",
+        charge_note="Alpine's rates for 2026, from its user guide.")
+    path = tmp_path / "_config.yml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+@pytest.mark.bad_input("bad argument")
+def test_example_site_values_and_rates_are_named(tmp_path, monkeypatch):
+    monkeypatch.setattr(login, "partitions", lambda: None)
+    copy = tmp_path / "_config.yml"
+    shutil.copy(ROOT / "_config.yml", copy)
+    items = by_name(login.check_site(copy)[0])
+    site = items["Site values"]
+    assert site.status == FAIL
+    for key in ("cluster_name", "login_host", "account"):
+        assert key in site.detail and key in site.fix
+    assert items["Charging rates"].status == FAIL and "example" in items["Charging rates"].detail
+    assert items["Partitions in Slurm"].status == SKIP
+
+
+def test_filled_site_values_pass_and_partitions_are_asked_of_slurm(tmp_path, monkeypatch):
+    config = filled_config(tmp_path)
+    monkeypatch.setattr(login, "partitions", lambda: {"gpu", "compute", "debug"})
+    items = by_name(login.check_site(config)[0])
+    assert {name: item.status for name, item in items.items()} == {
+        "Site values": OK, "Partitions in Slurm": OK, "Charging rates": OK}
+    monkeypatch.setattr(login, "partitions", lambda: {"debug"})
+    partitions = by_name(login.check_site(config)[0])["Partitions in Slurm"]
+    assert partitions.status == FAIL and "gpu" in partitions.detail
+
+
+def test_the_ood_app_is_checked_where_installed(tmp_path):
+    site = login.site_values()
+    [absent] = login.check_ood(site, login.CONFIG, tmp_path / "nowhere")
+    assert absent.status == SKIP and "portal's own JupyterLab app" in absent.detail
+    app = tmp_path / login.OOD_APP
+    app.symlink_to(ROOT / "ood" / login.OOD_APP)
+    [example] = login.check_ood(site, login.CONFIG, app)
+    assert example.status == FAIL and "ood_cluster is 'example'" in example.detail
+    # An app that reads another lesson's _config.yml than the one checked.
+    [other] = login.check_ood(site, filled_config(tmp_path), app)
+    assert other.status == FAIL and other.fix.startswith("link the app into this lesson")
+    assert login.check_ood({**site, "ood_cluster": "alpine"}, login.CONFIG, app)[0].status == OK
+
+
+# --- the checklist, the command and the learners' check ----------------------------------
+
+def test_the_checklist_marks_each_item_and_its_json_round_trips(tmp_path):
+    items = [report.ok("A", "fine"), report.fail("B", "broken", "mend it"), report.skip("C", "why")]
+    printed = report.text(items)
+    assert "✓ A: fine" in printed and "✗ B: broken\n    → mend it" in printed
+    assert "– C (not checked: why)" in printed and printed.endswith("1 ✓, 1 ✗, 1 not checked")
+    assert report.exit_status(items) == 1 and report.exit_status([items[0], items[2]]) == 0
+    data = json.loads(report.write_json(tmp_path / "c.json", items, mode="test").read_text())
+    assert data["format"] == report.FORMAT and data["passed"] is False
+    assert report.items_from_json(data) == items
+    with pytest.raises(ValueError, match="needs a fix"):
+        report.fail("D", "broken", "")
+
+
+def run_check(*args, env, cwd):
+    return subprocess.run([sys.executable, "-m", "gpulesson.check", *args], cwd=cwd,
+                          env={**os.environ, **env}, capture_output=True, text=True, timeout=600)
+
+
+def test_the_laptop_path_trains_on_the_cpu_and_says_what_it_did_not_check(tmp_path, settings):
+    write_kernel(tmp_path, sys.executable, {**KERNEL_ENV, **data_env(settings)})
+    result = run_check("--laptop", "--json", str(tmp_path / "out.json"),
+                       env={"JUPYTER_PATH": str(tmp_path)}, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    items = by_name(report.items_from_json(json.loads((tmp_path / "out.json").read_text())))
+    assert items["Training steps on the CPU"].status == OK
+    assert items["Training steps on the GPU"].status == SKIP
+    assert items["Class folder"].status == SKIP and "laptop" in items["Class folder"].detail
+    assert "– Training steps on the GPU (not checked: no GPU here" in result.stdout
+
+
+@pytest.mark.bad_input("missing package")
+def test_the_command_exits_1_on_a_failure_and_writes_the_json_here(tmp_path):
+    result = run_check("--laptop", "--no-job", "--kernel", "no-such-kernel",
+                       env={"JUPYTER_PATH": str(tmp_path)}, cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert '✗ Kernel "Python (no-such-kernel)": not registered' in result.stdout
+    assert json.loads((tmp_path / report.DEFAULT_JSON).read_text())["passed"] is False
+
+
+def test_learner_checks_print_the_same_lines_in_the_kernel(tmp_path, settings):
+    code = "import sys\nfrom gpulesson.check import learner_checks\nsys.exit(0 if learner_checks() else 1)"
+    env = {**os.environ, **KERNEL_ENV, **data_env(settings)}
+    env.pop("SLURM_JOB_ID", None)
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("✓ Kernel's packages") and lines[1].startswith("✓ Kernel's settings")
+    assert lines[2].startswith("✓ Data file") and lines[3].startswith("– GPU for Keras")
+
+
+@pytest.mark.bad_input("no GPU")
+def test_in_a_job_without_a_gpu_the_learner_is_told_to_ask_for_one(monkeypatch):
+    import gpulesson.devices
+    from gpulesson.check import gpu_item
+
+    monkeypatch.setattr(gpulesson.devices, "keras_device", lambda: {
+        "backend": "tensorflow", "backend_version": "x", "device": "CPU", "gpu_count": 0})
+    monkeypatch.setenv("SLURM_JOB_ID", "7")
+    item = gpu_item()
+    assert item.status == FAIL and "asks for a GPU" in item.fix
+    monkeypatch.delenv("SLURM_JOB_ID")
+    assert gpu_item().status == SKIP
