@@ -81,8 +81,18 @@ def _choose_another(where: str) -> str:
     return f"or set KERAS_BACKEND=tensorflow, or change the backend in {where.split(' (')[0]}"
 
 
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # an import blocker, or a module half-removed
+        return False
+
+
 def missing_backend_message(environ: Mapping[str, str] | None = None) -> str | None:
-    """What to do when the chosen Keras backend cannot be used here; None when it can."""
+    """What to do when the chosen Keras backend cannot be used here; None when it can (or
+    when Keras itself is not installed: then its import fails plainly, with its name)."""
+    if not _installed("keras"):
+        return None
     backend, where = chosen_backend(environ)
     restart = "then restart the kernel (Kernel > Restart Kernel)"
     if backend not in LESSON_BACKENDS:
@@ -92,7 +102,7 @@ def missing_backend_message(environ: Mapping[str, str] | None = None) -> str | N
                 f"{', '.join(LESSON_BACKENDS)} (the lesson's default is tensorflow), "
                 f"{restart}.")
     module, title, packages, requirements = LESSON_BACKENDS[backend]
-    if importlib.util.find_spec(module) is not None:
+    if _installed(module):
         return None
     return (f"Keras is set to the backend {backend!r} ({where}), but {title} is not installed "
             f"in this Python ({sys.executable}). Install it (the lesson's versions, "
