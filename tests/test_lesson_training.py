@@ -126,7 +126,7 @@ def test_the_episode_notebook_runs_unchanged_on_another_backend(backend, monkeyp
     accuracy = float(re.search(r"Test accuracy of the cpu model: ([\d.]+)", text).group(1))
     assert accuracy >= 0.2, text  # well above chance (0.1), as on TensorFlow
     # The run's record, which the notebook appends to the learner's results file.
-    record = [r for r in read_records(get_settings().data_dir / "my-results.jsonl")
+    record = [r for r in read_records(get_settings().work_dir / "my-results.jsonl")
               if r["backend"] == backend][-1]
     assert record["test_accuracy"] == pytest.approx(accuracy, abs=5e-4)
     assert len(record["history"]["loss"]) == get_settings().epochs(3)
