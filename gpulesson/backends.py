@@ -91,8 +91,10 @@ def _installed(module: str) -> bool:
 def missing_backend_message(environ: Mapping[str, str] | None = None) -> str | None:
     """What to do when the chosen Keras backend cannot be used here; None when it can (or
     when Keras itself is not installed: then its import fails plainly, with its name)."""
-    if not _installed("keras"):
-        return None
+    return None if not _installed("keras") else _backend_problem(environ)
+
+
+def _backend_problem(environ: Mapping[str, str] | None = None) -> str | None:
     backend, where = chosen_backend(environ)
     restart = "then restart the kernel (Kernel > Restart Kernel)"
     if backend not in LESSON_BACKENDS:
@@ -117,7 +119,7 @@ class _KerasGuard(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, name, path=None, target=None):
         if name != "keras" and not name.startswith("keras."):
             return None
-        message = missing_backend_message()
+        message = _backend_problem()  # (Keras is installed: this guard was)
         if message is None:  # installed or chosen again since: let Keras import normally
             if self in sys.meta_path:
                 sys.meta_path.remove(self)
