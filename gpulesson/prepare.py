@@ -7,6 +7,11 @@ Defaults come from the environment (LESSON_DATA, LESSON_QUICK, LESSON_DATA_DIR).
 on a login node of a cluster (which has internet) so that CIFAR-10 is downloaded into the Keras
 cache and converted; the notebooks on the compute nodes then only read the file. An existing
 valid file is reused.
+
+For a workshop, an instructor can prepare the files once in a folder that learners can read
+(both sizes: with and without --quick), make it readable (chmod -R a+rX DIR), and have learners
+set LESSON_DATA_DIR=DIR: the notebooks read the files there as they are, and write nothing into
+that folder (learners' own files go to LESSON_WORK_DIR).
 """
 
 from __future__ import annotations
