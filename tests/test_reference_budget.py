@@ -276,3 +276,12 @@ def test_the_readmes_lease_command_fits_a_device_call_and_names_only_options_bud
         deadline = int(re.search(r"D=\$\(\((\d+)-SECONDS\)\)", command).group(1))
         outer = re.search(r"timeout -k (\d+) \$\(\(D\+(\d+)\)\)", command)
         assert deadline + int(outer.group(2)) + int(outer.group(1)) <= 590
+
+
+def test_make_budget_runs_the_budgeted_command_with_an_existing_python():
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MAKE", "MFLAGS", "BUDGET_"))}
+    dry = subprocess.run(["make", "-n", "budget", "LESSON_PYTHON=python3", "BUDGET_DEADLINE=300",
+                          "BUDGET_OUT=packed"], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    assert "python3 tools/reference.py budget --deadline 300 --out packed" in dry
+    assert "pip" not in dry, "nothing installed"

@@ -10,9 +10,10 @@ notebook's recorded run (the steps of ``tools/reference.py``). It starts a step 
 has time for it, stops the step in progress at the deadline (with every process the step
 started; what the step finished stays recorded), and ALWAYS ends by packing what it has into
 three files in ``--out``: ``records.tar.gz`` (``results/``, the run's state with it, and this
-call's log under ``_build/reference/``, which git ignores), ``pages.tar.gz`` (the figures redrawn and the notebooks refilled from the records,
-and ``executed/``) and ``budget.json`` (what this call did, how long each step took, what is
-left). SIGTERM or SIGINT (``timeout``) stops it the same way, and it packs at once.
+call's log under ``_build/reference/``, which git ignores), ``pages.tar.gz`` (the figures
+redrawn and the notebooks refilled from the records, and ``executed/``) and ``budget.json``
+(what this call did, how long each step took, what is left). SIGTERM or SIGINT (``timeout``)
+stops it the same way, and it packs at once.
 
 Unpack both archives in the lesson folder and commit them: the state is in ``results/``, so the
 next call, days later and on another machine, goes on with the same run, each experiment given
@@ -332,8 +333,9 @@ def run(args, say=reference._say) -> int:
         packed = {}
         try:
             about = summary(call, state, {})
-            state["calls"] = [*state.get("calls", []), {k: about[k] for k in (
-                "date", "machine", "deadline_s", "seconds", "stopped", "left")}]
+            state["calls"] = [*state.get("calls", []), {
+                **{k: about[k] for k in ("date", "machine", "deadline_s", "stopped", "left")},
+                "steps_seconds": about["seconds"]}]  # the pack's time is in budget.json
             reference.save_state(args.state, state)
             packed = call.pack(state, log, refresh=call.stopped is None)
         finally:
