@@ -64,7 +64,9 @@ HANGING = textwrap.dedent("""
 DRIVER = textwrap.dedent("""
     import sys
     sys.path[:0] = [{tools!r}]
+    from pathlib import Path
     import reference
+    reference.STATE_DIR = Path({here!r}) / "build"  # the state and log stay out of the lesson
     step = reference.Step("hang", [{script!r}, {here!r}])
     reference.STAGES["hang"] = reference.Stage("hang", "", "", [step])
     raise SystemExit(reference.main(["hang", "--time-limit", "0"]))
@@ -90,6 +92,7 @@ def test_sigterm_stops_the_stage_and_its_steps_process_group(tmp_path):
     assert "stopped by SIGTERM" in output
     for pid in pids:
         assert not process_running(pid), f"process {pid} of the step outlived the stage"
+    assert (tmp_path / "build" / "hang.log").exists()
 
 
 def test_a_gpu_only_step_skipped_without_a_gpu_is_not_marked_done(tmp_path):
