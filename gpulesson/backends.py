@@ -119,7 +119,7 @@ class _KerasGuard(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, name, path=None, target=None):
         if name != "keras" and not name.startswith("keras."):
             return None
-        message = _backend_problem()  # (Keras is installed: this guard was)
+        message = _backend_problem()  # Keras itself is installed, or there is no guard
         if message is None:  # installed or chosen again since: let Keras import normally
             if self in sys.meta_path:
                 sys.meta_path.remove(self)
