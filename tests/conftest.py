@@ -50,7 +50,8 @@ def pytest_configure(config):
 # a test file, so that a module's fixtures are made once and a notebook's cells run in order on
 # one kernel, or the files below, which share an expensive session fixture, so that it is made
 # once (one Slurm cluster, one site build).
-SHARED = {"slurm": ("test_ood_app.py", "test_slurm_jobs.py", "test_slurm_torch_ddp.py"),
+SHARED = {"slurm": ("test_check_slurm.py", "test_ood_app.py", "test_slurm_jobs.py",
+                    "test_slurm_torch_ddp.py"),
           "site": ("test_browser.py", "test_recorded.py", "test_reference.py", "test_site.py")}
 SHARED_FIXTURES = {"slurm": "slurm", "built_site": "site", "recorded_site": "site",
                    "recorded_lesson": "site"}

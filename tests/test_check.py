@@ -5,7 +5,6 @@ The job part under a real Slurm: tests/test_check_slurm.py."""
 import json
 import os
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -38,6 +37,10 @@ def open_folder():
 
 @pytest.fixture
 def settings(open_folder):
+    return prepared_settings(open_folder)
+
+
+def prepared_settings(open_folder: Path):
     """Settings of a prepared quick synthetic file in a folder others can read."""
     data = open_folder / "data"
     data.mkdir(mode=0o755)

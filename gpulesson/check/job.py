@@ -18,8 +18,8 @@ import sys
 from gpulesson.check.report import fail, ok, skip
 
 STEPS, BATCH = 4, 32  # a handful of steps: does it train at all, not how fast
-NO_GPU_FIX = ("submit to the GPU partition with a GPU request (--gres=gpu:1) and check that "
-              "its nodes have NVIDIA GPUs and driver (ask the site's support if nvidia-smi fails)")
+NO_GPU_FIX = ("check that gpu_partition and gres_example (e.g. gpu:1) in _config.yml name GPU "
+              "nodes and a GPU; if they do, ask the site's support why nvidia-smi finds no GPU there")
 # One backend per process: Keras chooses its backend once, at import.
 BACKEND_PROBE = ("import json\nfrom gpulesson.devices import keras_device\n"
                  "print('CHECK ' + json.dumps(keras_device()))\n")
