@@ -93,7 +93,9 @@ class Step:
 class Stage:
     name: str
     what: str
-    estimate: str  # full size, one H100 and 16 cores (README.md says how each was estimated)
+    # Full size, one H100 and 16 cores, CPU-side costs only: tools/budget.py's PLAN estimates the
+    # same steps one by one, with their basis (core, small-models and ceiling from there).
+    estimate: str
     steps: list[Step] = field(default_factory=list)
 
 
@@ -142,14 +144,14 @@ DDP_CHECK = Step("DDP on the GPUs (NCCL)",
 
 STAGES = {stage.name: stage for stage in (
     Stage("core", "episode 5's CNN, episode 6's matrix multiplication, episode 8's PyTorch",
-          "about 4 min", [
+          "3-5 min", [
               _experiment("cnn"),
               _experiment("matmul"),
               _experiment("torch_reference", needs=("torch", "torchvision", "numpy", "h5py"),
                           env=TORCH_ENV),
               DDP_CHECK,
           ]),
-    Stage("small-models", "episode 7's small MLP and its sweep", "about 3 min",
+    Stage("small-models", "episode 7's small MLP and its sweep", "3-5 min",
           [_experiment("small_models", needs=(*KERAS, "sklearn"))]),
     # Episode 9's pipelines in three stages of one run: the GPU's full epochs, then its
     # settings sweeps on the fastest pipeline, then the CPU's epochs capped (the sweeps run on
@@ -168,7 +170,7 @@ STAGES = {stage.name: stage for stage in (
           [_experiment("feeding", "--devices", "cpu", "--cpu-max-steps", FEEDING_CPU_STEPS,
                        "--classic-max-steps", FEEDING_CPU_STEPS, with_gpu=FEEDING_CPU_WITH_GPU,
                        step="pipelines on the CPU")]),
-    Stage("ceiling", "episode 9's ceiling of fit, one process per installed backend", "about 2 min",
+    Stage("ceiling", "episode 9's ceiling of fit, one process per installed backend", "3-5 min",
           [_experiment("ceiling")]),
     Stage("contention", "episode 5's CPU epochs on a shared node (CPU only: not part of a GPU "
           "node's run)", "CPU only", [_experiment("contention", with_gpu=())]),
