@@ -258,7 +258,8 @@ def test_the_command_exits_1_on_a_failure_and_writes_the_json_here(tmp_path):
 
 
 def test_learner_checks_print_the_same_lines_in_the_kernel(tmp_path, settings):
-    code = "import sys\nfrom gpulesson.check import learner_checks\nsys.exit(0 if learner_checks() else 1)"
+    code = ("import sys\nfrom gpulesson.check import learner_checks, learner_items, report\n"
+            "learner_checks()\nsys.exit(report.exit_status(learner_items()))")
     env = {**os.environ, **KERNEL_ENV, **data_env(settings)}
     env.pop("SLURM_JOB_ID", None)
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
@@ -281,3 +282,15 @@ def test_in_a_job_without_a_gpu_the_learner_is_told_to_ask_for_one(monkeypatch):
     assert item.status == FAIL and "asks for a GPU" in item.fix
     monkeypatch.delenv("SLURM_JOB_ID")
     assert gpu_item().status == SKIP
+
+
+def test_the_guide_names_every_option_and_shows_what_the_code_prints():
+    from gpulesson.check.__main__ import parse
+    from gpulesson.check.job import NO_GPU_FIX
+
+    guide = (ROOT / "guide.md").read_text(encoding="utf-8")
+    options = [o for action in parse([])._get_kwargs() for o in [action[0]]]
+    for option in options:
+        if option != "inside_job":
+            assert f"`--{option.replace('_', '-')}" in guide, option
+    assert NO_GPU_FIX in guide and "learner_checks()" in guide

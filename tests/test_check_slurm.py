@@ -15,6 +15,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import yaml
+from conftest import ROOT
 from slurm_cluster import site_config
 from test_check import KERNEL_ENV, by_name, data_env, prepared_settings, write_kernel
 
@@ -33,6 +35,8 @@ def settings():
 
 
 def run_check(slurm, tmp_path, settings, *args):
+    """python -m gpulesson.check against the cluster, with a kernel of this Python: (result,
+    items by name, the JSON)."""
     write_kernel(tmp_path, sys.executable, {**KERNEL_ENV, **data_env(settings)})
     env = {**slurm.env, "JUPYTER_PATH": str(tmp_path)}
     env.pop("PYTHONPATH", None)  # the job imports gpulesson from the lesson folder, as on a cluster
@@ -83,3 +87,18 @@ def test_a_job_the_queue_does_not_start_is_cancelled_after_the_queue_wait(slurm,
     [record] = slurm.job(job_id)
     assert record["JobState"] == "CANCELLED", record
     assert "GPUs (nvidia-smi)" not in items
+
+
+@pytest.mark.bad_input("bad argument")
+def test_a_partition_slurm_does_not_know_is_refused_with_the_setting_to_correct(slurm, tmp_path,
+                                                                              settings):
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    config["lesson_site"]["gpu_partition"] = "no-such-partition"
+    copy = tmp_path / "_config.yml"
+    copy.write_text(yaml.safe_dump(config))
+    result, items, _ = run_check(slurm, tmp_path, settings, "--config", str(copy))
+    assert result.returncode == 1
+    assert items["Partitions in Slurm"].status == FAIL
+    job = items["Job on the GPU partition"]
+    assert job.status == FAIL and job.detail.startswith("sbatch refused it")
+    assert "--partition=no-such-partition" in job.fix

@@ -15,7 +15,7 @@ import sys
 
 from gpulesson.check.report import Item, fail, ok, skip, text
 
-__all__ = ["Item", "learner_checks"]
+__all__ = ["Item", "learner_checks", "learner_items"]
 
 GPU_REQUEST = ("start JupyterLab again in a job that asks for a GPU (episode 2's request: the "
                "GPU partition, 1 GPU)")
@@ -35,11 +35,10 @@ def gpu_item() -> Item:
                        "a GPU node")
 
 
-def learner_checks(show: bool = True) -> bool:
-    """A learner's setup check, run in the lesson's kernel: its packages and settings, the data,
-    the GPU. Prints one ✓/✗/– line each (``show``); True when nothing failed."""
+def learner_items() -> list[Item]:
+    """The checks that apply to a learner, in this Python (the lesson's kernel): its packages
+    and settings, the data, the GPU."""
     from gpulesson.check.login import check_data, check_packages, check_settings
-    from gpulesson.check.report import all_passed
     from gpulesson.settings import get_settings
 
     items = [check_packages(sys.executable),
@@ -48,6 +47,9 @@ def learner_checks(show: bool = True) -> bool:
              *check_data(get_settings(), shared=False), gpu_item()]
     for item in items:
         item.where = "learner"
-    if show:
-        print(text(items))
-    return all_passed(items)
+    return items
+
+
+def learner_checks() -> None:
+    """Episode 1's setup check: one ✓, ✗ (with its fix) or – line per check of :func:`learner_items`."""
+    print(text(learner_items()))

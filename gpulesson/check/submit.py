@@ -28,7 +28,7 @@ def job_script(root: Path, python: str, env: dict, out: Path) -> str:
 def sbatch_args(site: dict, minutes: int, out: Path) -> list[str]:
     args = [f"--partition={site['gpu_partition']}", f"--time={minutes}", "--nodes=1", "--ntasks=1",
             f"--cpus-per-task={CORES}", f"--mem={MEMORY}", "--job-name=gpulesson-check",
-            f"--output={out}/gpulesson-check-%j.out", "--parsable"]
+            f"--output={out}/gpulesson-check-%j.out"]
     if str(site.get("account") or "").strip():
         args.append(f"--account={site['account']}")
     if str(site.get("gres_example") or "").strip():
@@ -38,10 +38,17 @@ def sbatch_args(site: dict, minutes: int, out: Path) -> list[str]:
 
 def _queue(job_id: str) -> tuple[str, str]:
     """(state, reason) as squeue shows them; ("", "") once the job has left the queue."""
-    result = subprocess.run(["squeue", "--noheader", "--jobs", job_id, "--format=%T|%r"],
-                            capture_output=True, text=True, timeout=60, check=False)
+    try:
+        result = subprocess.run(["squeue", "--noheader", "--jobs", job_id, "--format=%T|%r"],
+                                capture_output=True, text=True, timeout=60, check=False)
+    except subprocess.TimeoutExpired:
+        return "UNKNOWN", "squeue did not answer"
     line = result.stdout.strip().splitlines()[:1]
-    return tuple(line[0].split("|", 1)) if line and "|" in line[0] else ("", "")
+    if line and "|" in line[0]:
+        return tuple(line[0].split("|", 1))
+    if result.returncode != 0 and "invalid job id" not in result.stderr.lower():
+        return "UNKNOWN", result.stderr.strip()  # the controller busy: look again
+    return "", ""
 
 
 def run_job(root: Path, site: dict, python: str, env: dict, out: Path, *, queue_wait: float,
@@ -53,19 +60,27 @@ def run_job(root: Path, site: dict, python: str, env: dict, out: Path, *, queue_
     script = out / "gpulesson-check.sbatch"
     script.write_text(job_script(root, python, env, out))
     args = sbatch_args(site, minutes, out)
-    submitted = subprocess.run(["sbatch", *args, str(script)], capture_output=True, text=True,
+    submitted = subprocess.run(["sbatch", "--parsable", *args, str(script)], capture_output=True, text=True,
                                timeout=120, check=False)
     if submitted.returncode != 0:
         said = (submitted.stderr or submitted.stdout).strip().splitlines()
         return [fail(title, f"sbatch refused it: {said[-1] if said else submitted.returncode}",
                      "correct gpu_partition, account or gres_example in _config.yml (sbatch "
-                     f"{' '.join(args[:-1])} must be accepted)")]
+                     f"{' '.join(args)} must be accepted)")]
     job_id = submitted.stdout.strip().split(";")[0]
+    try:
+        return _wait(job_id, title, out, python, site, queue_wait, minutes, say)
+    except KeyboardInterrupt:
+        subprocess.run(["scancel", job_id], capture_output=True, timeout=60, check=False)
+        raise
+
+
+def _wait(job_id, title, out, python, site, queue_wait, minutes, say):
     say(f"Submitted job {job_id} to {site['gpu_partition']}; waiting up to {queue_wait:g} s for "
         f"it to start ...")
     start = time.monotonic()
     state, reason = _queue(job_id)
-    while state == "PENDING":
+    while state in ("PENDING", "UNKNOWN"):
         if time.monotonic() - start > queue_wait:
             subprocess.run(["scancel", job_id], capture_output=True, timeout=60, check=False)
             return [fail(title, f"job {job_id} did not start within {queue_wait:g} s (Slurm's "
