@@ -138,6 +138,14 @@ def test_a_damaged_or_missing_data_file_says_how_to_prepare_it(settings):
     assert login.check_data(settings, shared=False)[0].status == OK
 
 
+@pytest.mark.bad_input("missing file")
+def test_a_learners_cifar10_file_not_made_yet_is_fine_where_prepare_can_make_it(open_folder):
+    chosen = get_settings({"LESSON_DATA": "cifar10", "LESSON_DATA_DIR": str(open_folder / "new")})
+    [item] = login.check_data(chosen, shared=False, not_yet_ok=True)
+    assert item.status == SKIP and "prepare(settings) makes" in item.detail
+    assert login.check_data(chosen, shared=False)[0].status == FAIL  # a laptop: prepare it now
+
+
 @pytest.mark.parametrize("mode, status", [(0o2775, OK), (0o2770, OK), (0o1777, OK),
                                           (0o755, FAIL), (0o777, FAIL), (0o775, FAIL)])
 def test_the_class_folder_must_be_writable_by_the_class(open_folder, monkeypatch, mode, status):

@@ -44,7 +44,7 @@ def learner_items() -> list[Item]:
     items = [check_packages(sys.executable),
              check_settings(os.environ, 'choose the kernel "Python (gpulesson)" (Kernel menu, '
                             "Change Kernel), or register it again: make kernel"),
-             *check_data(get_settings(), shared=False), gpu_item()]
+             *check_data(get_settings(), shared=False, not_yet_ok=True), gpu_item()]
     for item in items:
         item.where = "learner"
     return items

@@ -174,21 +174,35 @@ def under_home(path: Path) -> bool:
     return any(path == h or h in path.parents for h in homes)
 
 
-def check_data(settings, *, shared: bool = True):
-    """The prepared data file: valid and (``shared``) readable by the other users."""
+def _can_create(folder: Path) -> bool:
+    """Whether this user may create ``folder`` (or write into it, if it exists)."""
+    existing = next(p for p in (folder, *folder.parents) if p.exists())
+    return os.access(existing, os.W_OK | os.X_OK)
+
+
+def check_data(settings, *, shared: bool = True, not_yet_ok: bool = False):
+    """The prepared data file: valid and (``shared``) readable by the other users.
+    ``not_yet_ok``: a learner's file not made yet is fine where ``prepare`` can make it."""
     from gpulesson.errors import DataFileError
     from gpulesson.hdf5 import validate_hdf5
 
     path, title = Path(settings.hdf5_path), f"Data file ({settings.label})"
     if not path.exists() and settings.is_synthetic and not shared:
         return [ok(title, f"the synthetic stand-in, made at the first use in {path.parent}")]
+    if not path.exists() and not_yet_ok:
+        if _can_create(path.parent):
+            return [skip(title, f"not prepared yet: prepare(settings) makes {path} (CIFAR-10 is "
+                                "downloaded: it needs the internet once)")]
+        return [fail(title, f"{path} is not there and {path.parent} is not yours to write",
+                     "ask your instructor for the shared data folder and set it in the first "
+                     "cell: %env LESSON_DATA_DIR=/path/to/shared/gpulesson-data")]
+    if not os.access(path, os.R_OK) and path.exists():
+        return [fail(title, f"you cannot read {path}", f"ask its owner: chmod a+r {path}")]
     try:
         info = validate_hdf5(path)
     except DataFileError as exc:
         return [fail(title, first_sentence(exc), f"prepare it: {settings.prepare_command()}"
                      + ("" if settings.is_synthetic else " (or choose LESSON_DATA=synthetic)"))]
-    except PermissionError as exc:
-        return [fail(title, f"cannot read it ({exc})", f"chmod a+r {path}")]
     detail = f"{path}, {info.n_train:,} training images"
     if not shared:
         return [ok(title, detail)]
