@@ -52,8 +52,10 @@ RECORDS, PAGES = ("results",), ("fig", "notebooks", "executed")
 
 # What the estimates stand on, measured in the CPU stand-in of the GPU node (Python 3.12, JAX
 # 0.11.2, PyTorch 2.11, 2 cores, a busy machine): one training step of episode 5's CNN (batch 256)
-# costs 0.74-0.76 CPU-seconds on JAX and its first step 4.6-5 s of compiling; predicting costs
-# 0.44 CPU-s a 1,000 images; importing JAX and Keras 3.7 s, PyTorch 1.8 s; the full synthetic data
+# costs 0.74-0.76 CPU-seconds on JAX fed from arrays and its first step 4.6-5 s of compiling; a
+# full epoch of the experiment itself (the lesson's generator, 176 steps and the validation of
+# 5,000 images) 171 CPU-s (load average 7-10: contention makes it more, not less); predicting
+# costs 0.44 CPU-s a 1,000 images; importing JAX and Keras 3.7 s, PyTorch 1.8 s; the full synthetic data
 # set is written in 6.9 s; the figures are redrawn in 10.9 s and the notebooks refilled in 1.5 s.
 # The node's 16 cores are taken to do CPU work 8 to 16 times as fast as one core (XLA's
 # threads at 50 to 100 % use): CPU-seconds / 16 is the low estimate, / 8 the high one. A GPU
@@ -61,7 +63,7 @@ RECORDS, PAGES = ("results",), ("fig", "notebooks", "executed")
 # records measured on the CPU): its GPU compute is not estimated (no GPU has been measured),
 # it is what the slack under the deadline is for, and a step it outruns is stopped and goes on
 # in the next call.
-BASIS = ("JAX CPU costs measured in the stand-in (2 cores): CNN step 0.75 CPU-s, compile 5 s, "
+BASIS = ("JAX CPU costs measured in the stand-in (2 cores): CNN epoch 171 CPU-s, compile 5 s, "
          "prediction 0.44 CPU-s/1,000 images; 16 cores at 50-100 % use; GPU compute not estimated")
 
 
@@ -88,10 +90,10 @@ class Planned:
 _x = reference._experiment
 TORCH = ("torch", "torchvision", "numpy", "h5py")
 PLAN = [
-    Planned(_x("cnn"), 1, (95, 150),
-            "CPU half: 6 epochs x 176 steps x 0.75 CPU-s + 46,000 images predicted = 812 CPU-s, "
-            "51-102 s on 16 cores; compiling 3 programs a device, 30 s; start and data 11 s; "
-            "GPU half: its compiling and feeding (2 s of the lesson's generator)"),
+    Planned(_x("cnn"), 1, (105, 175),
+            "CPU half: 6 epochs x 171 CPU-s + 16,000 images predicted = 1,033 CPU-s, 65-130 s on "
+            "16 cores; compiling 3 programs a device, 30 s; start and data 11 s; GPU half: its "
+            "compiling and feeding (2 s of the lesson's generator)"),
     Planned(_x("matmul"), 1, (20, 45),
             "CPU: JAX's three sweeps took 27 s on 2 cores (results/matmul.jsonl), less on 16; "
             "GPU: 27 sizes x 6 calls, dispatch and compiling, about 8 s; start 4 s"),
@@ -104,9 +106,9 @@ PLAN = [
     Planned(reference.DDP_CHECK, 1, (20, 40),
             "torchrun and NCCL start about 10 s; 2 epochs x 469 steps of Python, 1 s"),
     Planned(Step("notebook 05", ["tools/record_run.py", "--only", "05"], reference.NOTEBOOK,
-                 quick_option=True), 2, (80, 130),
-            "3 CPU epochs: 528 steps x 0.75 CPU-s + 25,000 images predicted = 407 CPU-s, 25-51 s; "
-            "compiling 2 x 15 s; kernel, imports, data and the other cells about 25 s"),
+                 quick_option=True), 2, (90, 140),
+            "3 CPU epochs x 171 CPU-s + 10,000 images predicted = 517 CPU-s, 32-65 s; compiling "
+            "2 x 15 s; kernel, imports, data and the other cells about 25 s"),
     Planned(_x("feeding", "--devices", "gpu", "--sweeps", "none", "--pipelines", "classic",
                "lesson", "lesson-gzip", "ram", "device", "--classic-max-steps",
                reference.FEEDING_CPU_STEPS, with_gpu=(), gpu_only=True, step="feeding on the GPU"),
