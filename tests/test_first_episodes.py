@@ -2,7 +2,7 @@
 
 The schedule gives the setup check its own slot before episode 1 (``lesson_schedule.setup_check``
 in ``_config.yml``), so the check is a checklist, not an exercise counted in episode 1's minutes,
-and it comes right after the cells whose output it reads.
+and it comes right after the cells whose output it reads, gpulesson.check's learner part last.
 """
 
 import re
@@ -25,7 +25,8 @@ def test_episode_1_opens_with_the_setup_check_on_the_cells_it_reads():
     first_section = body[body.index("## Setup check"):body.index("\n## ", body.index("## Setup check") + 1)]
     assert first_section.index("{checklist}") < first_section.index("{exercise}")
     before = first_section[:first_section.index("{checklist}")]
-    for call in ("devices.report()", "get_settings()", "prepare(settings)"):
+    # The same checks as the instructor's readiness check, for what applies to a learner.
+    for call in ("devices.report()", "get_settings()", "prepare(settings)", "learner_checks()"):
         assert call in before, call
     assert body.index("## Setup check") < min(body.index(f"```{{code-cell}}"), body.index("{exercise}"))
     assert not any("session work" in e.title for e in page.exercises)
