@@ -274,20 +274,28 @@ def test_learner_checks_print_the_same_lines_in_the_kernel(tmp_path, settings):
                             timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("✓ Kernel's packages") and lines[1].startswith("✓ Kernel's settings")
+    assert lines[0].startswith("✓ Kernel's packages") and lines[1].startswith("– Kernel's settings")
     assert lines[2].startswith("✓ Data file") and lines[3].startswith("– GPU for Keras")
 
 
 @pytest.mark.bad_input("no GPU")
 def test_in_a_job_without_a_gpu_the_learner_is_told_to_ask_for_one(monkeypatch):
     import gpulesson.devices
-    from gpulesson.check import gpu_item
+    from gpulesson.check import gpu_item, learner_items
 
     monkeypatch.setattr(gpulesson.devices, "keras_device", lambda: {
         "backend": "tensorflow", "backend_version": "x", "device": "CPU", "gpu_count": 0})
     monkeypatch.setenv("SLURM_JOB_ID", "7")
     item = gpu_item()
     assert item.status == FAIL and "asks for a GPU" in item.fix
+    # In a job the GPU's memory settings count: the app's job exports them, a kernel has them.
+    for name in login.GPU_SETTINGS:
+        monkeypatch.delenv(name, raising=False)
+    items = by_name(learner_items())
+    assert items["Kernel's settings"].status == FAIL
+    for name in login.GPU_SETTINGS:
+        monkeypatch.setenv(name, KERNEL_ENV[name])
+    assert by_name(learner_items())["Kernel's settings"].status == OK
     monkeypatch.delenv("SLURM_JOB_ID")
     assert gpu_item().status == SKIP
 

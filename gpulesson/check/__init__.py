@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import sys
 
-from gpulesson.check.report import Item, fail, ok, skip, text
+from gpulesson.check.report import SKIP, Item, fail, ok, skip, text
 
 __all__ = ["Item", "learner_checks", "learner_items"]
 
@@ -38,13 +38,17 @@ def gpu_item() -> Item:
 def learner_items() -> list[Item]:
     """The checks that apply to a learner, in this Python (the lesson's kernel): its packages
     and settings, the data, the GPU."""
-    from gpulesson.check.login import check_data, check_packages, check_settings
+    from gpulesson.check.login import GPU_SETTINGS, check_data, check_packages, check_settings
     from gpulesson.settings import get_settings
 
-    items = [check_packages(sys.executable),
-             check_settings(os.environ, 'choose the kernel "Python (gpulesson)" (Kernel menu, '
-                            "Change Kernel), or register it again: make kernel"),
-             *check_data(get_settings(), shared=False, not_yet_ok=True), gpu_item()]
+    gpu = gpu_item()
+    settings = check_settings(os.environ, 'choose the kernel "Python (gpulesson)" (Kernel menu, '
+                              "Change Kernel), or register it again: make kernel",
+                              names=GPU_SETTINGS)
+    if gpu.status == SKIP:  # a laptop without a GPU: the GPU's memory settings do not matter
+        settings = skip(settings.name, "they concern a GPU's memory, and there is none here")
+    items = [check_packages(sys.executable), settings,
+             *check_data(get_settings(), shared=False, not_yet_ok=True), gpu]
     for item in items:
         item.where = "learner"
     return items

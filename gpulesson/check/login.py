@@ -24,6 +24,9 @@ KERNEL_ENV_SOURCE = ROOT / "Makefile"
 EXAMPLE = re.compile(r"example|\byour_", re.I)
 SITE_KEYS = ("cluster_name", "login_host", "ondemand_url", "docs_url", "account",
              "gpu_partition", "cpu_partition")
+# The settings that matter on a GPU: no preallocation of its memory (JAX, TensorFlow), so that
+# a second kernel or job on a shared GPU does not fail. The values: the Makefile's.
+GPU_SETTINGS = ("XLA_PYTHON_CLIENT_PREALLOCATE", "TF_FORCE_GPU_ALLOW_GROWTH")
 MAY_BE_EMPTY = {"account"}  # a site without accounts leaves it empty (the form says so)
 OOD_APP = "gpulesson-jupyterlab"
 OOD_PLACES = (Path("/var/www/ood/apps/sys") / OOD_APP, Path("~/ondemand/dev").expanduser() / OOD_APP)
@@ -145,13 +148,14 @@ def check_packages(python: str) -> Item:
                                    "and TensorFlow, same versions")
 
 
-def check_settings(env, fix: str, where: str = "login") -> Item:
-    """The kernel's environment ``env`` has the settings of the Makefile's kernel target."""
-    expected = kernel_env_expected()
+def check_settings(env, fix: str, where: str = "login", names=None) -> Item:
+    """The kernel's environment ``env`` has the settings of the Makefile's kernel target (only
+    those of ``names``, if given)."""
+    expected = {k: v for k, v in kernel_env_expected().items() if names is None or k in names}
     off = {k: v for k, v in expected.items() if env.get(k) != v}
     if off:
         return fail("Kernel's settings", "not as the Makefile's kernel target sets them: "
-                    + ", ".join(f"{k}={v} (found {env.get(k)!r})" for k, v in off.items()), fix,
+                    + ", ".join(f"{k}={v} (found {env.get(k) or 'not set'})" for k, v in off.items()), fix,
                     where=where)
     return ok("Kernel's settings", ", ".join(f"{k}={v}" for k, v in expected.items()), where=where)
 
