@@ -9,8 +9,9 @@ not code blocks, inline code or placeholders) and fails on
 - a speed-up with a number: "4 times faster", "12x", "3× slower";
 - a vague promise: "well under a minute", "a few seconds", "much faster", "many times faster".
 
-A phrase that is not a measurement (a Slurm setting, the teaching schedule, numbers an exercise
-makes up, the output of the cost model's arithmetic) is listed in ``ALLOWED`` with the reason.
+An exercise title's minutes ("(10 min)") and an instructor note's paragraph that opens with
+"Timing" are the teaching schedule, and are not read. Any other phrase that is not a
+measurement (a Slurm setting, numbers an exercise makes up, the output of the cost model's arithmetic) is listed in ``ALLOWED`` with the reason.
 """
 
 import re
@@ -65,10 +66,6 @@ ALLOWED = [
     ("02-connecting.md", "Train the lesson's network for two hours on a GPU",
      "a made-up task of the exercise"),
     ("02-connecting.md", "two hours of heavy work", "its solution, the same made-up task"),
-    ("06-why-gpus-are-fast.md", "The concepts take about 15 minutes",
-     "the teaching schedule of the instructor note"),
-    ("06-why-gpus-are-fast.md", "Sizes whose single call would take more than 20 s are skipped",
-     "the benchmark's setting (matmul.MAX_SECONDS), not a result"),
     ("06-why-gpus-are-fast.md", "and reports 50 µs: 2 × 4096³ operations in 50 µs",
      "the made-up wrong timing the exercise asks learners to find"),
     ("07-small-models.md", "trains at least five times faster per sample than the CPU",
@@ -103,8 +100,6 @@ ALLOWED = [
      "a made-up scenario of the exercise"),
     ("10-beyond-one-gpu.md", "7 minutes into epoch 12", "a made-up scenario of the exercise"),
     ("10-beyond-one-gpu.md", "The 7 minutes of epoch 12", "its solution"),
-    ("10-beyond-one-gpu.md", "The concepts and the cost model take about 20 minutes; "
-     "the batch-job part 15", "the teaching schedule of the instructor note"),
     ("11-next-steps.md", "the first epoch takes 95 s", "numbers the exercise makes up, and says so"),
     ("11-next-steps.md", "the next two take 40 s each", "numbers the exercise makes up"),
     ("11-next-steps.md", "about 10 × 40 s = 400 s", "the exercise's arithmetic"),
@@ -113,10 +108,19 @@ ALLOWED = [
 ]
 
 
+EXERCISE_MINUTES = re.compile(r"^(:{3,}\{exercise\}.*?)\s*\(\d+ min\)[ \t]*$", re.MULTILINE)
+
+TIMING_NOTE = re.compile(r"^(?:\*\*)?Timing\b(?!s).*?(?=\n[ \t]*\n|\n:{3,})", re.MULTILINE | re.DOTALL)
+
+
 def prose(text: str) -> str:
     """The episode without code blocks, inline code, placeholders and link targets, with
     whitespace normalised to single spaces."""
     text = re.sub(r"^(`{3,}|~{3,}).*?^\1[ \t]*$", " ", text, flags=re.DOTALL | re.MULTILINE)
+    # A required exercise's title ends with its minutes: the teaching schedule, not a result.
+    text = EXERCISE_MINUTES.sub(r"\1", text)
+    # So does an instructor note's paragraph that opens with "Timing": how the minutes are spent.
+    text = TIMING_NOTE.sub(" ", text)
     text = PLACEHOLDER.sub(" ", text)
     text = re.sub(r"`[^`\n]*`", " ", text)
     text = re.sub(r"\]\([^)\s]*\)|<https?://[^>]*>|https?://\S+", " ", text)
