@@ -57,8 +57,9 @@ RECORDS, PAGES = ("results",), ("fig", "notebooks", "executed")
 # costs 0.74-0.76 CPU-seconds on JAX fed from arrays and its first step 4.6-5 s of compiling; a
 # full epoch of the experiment itself (the lesson's generator, 176 steps and the validation of
 # 5,000 images) 171 CPU-s (load average 7-10: contention makes it more, not less); predicting
-# costs 0.44 CPU-s a 1,000 images; importing JAX and Keras 3.7 s, PyTorch 1.8 s; the full synthetic data
-# set is written in 6.9 s; the figures are redrawn in 10.9 s and the notebooks refilled in 1.5 s.
+# costs 0.44 CPU-s a 1,000 images; importing JAX and Keras 3.7 s, PyTorch 1.8 s; the full
+# synthetic data set is written in 6.9 s; the figures are redrawn in 11 s (an idler moment) to
+# 45 s, the notebooks refilled in 1.5 s.
 # The node's 16 cores are taken to do CPU work 8 to 16 times as fast as one core (XLA's
 # threads at 50 to 100 % use): CPU-seconds / 16 is the low estimate, / 8 the high one. A GPU
 # part is estimated from its CPU-side costs only (start, compiling, feeding at the rates the
