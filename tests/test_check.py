@@ -310,3 +310,40 @@ def test_the_guide_names_every_option_and_shows_what_the_code_prints():
         if option != "inside_job":
             assert f"`--{option.replace('_', '-')}" in guide, option
     assert NO_GPU_FIX in guide and "learner_checks()" in guide
+
+
+@pytest.fixture
+def fake_nvidia_smi(tmp_path, monkeypatch):
+    """An nvidia-smi that lists one GPU (no framework can use it): the GPU items' logic, not a GPU."""
+    tool = tmp_path / "bin" / "nvidia-smi"
+    tool.parent.mkdir()
+    tool.write_text("#!/bin/sh\necho 'NVIDIA Stand-in, 550.54.15'\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tool.parent}{os.pathsep}{os.environ['PATH']}")
+
+
+@pytest.mark.bad_input("no GPU")
+def test_a_gpu_nvidia_smi_lists_but_a_backend_does_not_see_is_a_failure(fake_nvidia_smi, monkeypatch):
+    import gpulesson.devices
+    from gpulesson.check import job
+
+    item, driver, names = job.nvidia_smi("job")
+    assert item.status == OK and driver == "550.54.15" and names == ["NVIDIA Stand-in"]
+    monkeypatch.setattr(gpulesson.devices, "installed_backends", lambda: ["jax"])
+    [jax] = job.backend_gpus("job")
+    assert jax.name == "GPU in Keras (JAX)" and jax.status == FAIL
+    assert "sees no GPU though nvidia-smi does" in jax.detail and "requirements/gpu.txt" in jax.fix
+
+
+def test_the_driver_is_judged_against_each_frameworks_cuda_build(monkeypatch):
+    from gpulesson import driver
+    from gpulesson.check import job
+
+    monkeypatch.setattr(driver, "build_cuda", lambda: {"PyTorch": "13.0", "TensorFlow": "12.5.1"})
+    [old] = job.driver_items("535.104.05", "job")
+    assert old.status == FAIL and old.detail.startswith("DRIVER TOO OLD for PyTorch")
+    assert "Ask your site for a newer driver" in old.fix
+    [new] = job.driver_items("580.65.06", "job")
+    assert new.status == OK and "new enough for PyTorch" in new.detail
+    monkeypatch.setattr(driver, "build_cuda", lambda: {"TensorFlow": None})
+    assert job.driver_items("580.65.06", "job")[0].status == SKIP

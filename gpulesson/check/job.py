@@ -30,9 +30,13 @@ def nvidia_smi(where: str):
     title = "GPUs (nvidia-smi)"
     if shutil.which("nvidia-smi") is None:
         return fail(title, "no GPU: nvidia-smi is not on this node", NO_GPU_FIX, where=where), None, []
-    result = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
-                             "--format=csv,noheader"], capture_output=True, text=True,
-                            timeout=60, check=False)
+    try:
+        result = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
+                                 "--format=csv,noheader"], capture_output=True, text=True,
+                                timeout=60, check=False)
+    except subprocess.TimeoutExpired:
+        return fail(title, "no GPU: nvidia-smi did not answer in 60 s", NO_GPU_FIX,
+                    where=where), None, []
     rows = [line.split(", ") for line in result.stdout.strip().splitlines() if ", " in line]
     if result.returncode != 0 or not rows:
         said = (result.stdout + result.stderr).strip().splitlines()
@@ -49,9 +53,12 @@ def backend_gpus(where: str):
     items = []
     for backend in installed_backends():
         title = f"GPU in Keras ({BACKEND_TITLES[backend]})"
-        result = subprocess.run([sys.executable, "-c", BACKEND_PROBE], capture_output=True,
-                                text=True, timeout=300, check=False,
-                                env={**os.environ, "KERAS_BACKEND": backend})
+        try:
+            result = subprocess.run([sys.executable, "-c", BACKEND_PROBE], capture_output=True,
+                                    text=True, timeout=300, check=False,
+                                    env={**os.environ, "KERAS_BACKEND": backend})
+        except subprocess.TimeoutExpired as exc:
+            result = subprocess.CompletedProcess(exc.cmd, -1, "", "no answer in 300 s")
         found = [line[6:] for line in result.stdout.splitlines() if line.startswith("CHECK ")]
         if not found:
             tail = result.stderr.strip().splitlines()[-1:] or ["no answer"]
@@ -72,7 +79,11 @@ def backend_gpus(where: str):
 def driver_items(driver: str, where: str):
     from gpulesson import driver as driver_check
 
-    lines = driver_check.check(driver, driver_check.build_cuda())
+    try:
+        lines = driver_check.check(driver, driver_check.build_cuda())
+    except Exception as exc:  # a framework that fails to import: its own item says more
+        return [skip("Driver and CUDA builds", f"a framework did not load ({type(exc).__name__})",
+                     where=where)]
     if not lines:
         return [skip("Driver and CUDA builds", "no framework here was built for CUDA", where=where)]
     bad = [line for line in lines if line.startswith("DRIVER TOO OLD")]
