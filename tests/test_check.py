@@ -258,11 +258,15 @@ def test_the_laptop_path_trains_on_the_cpu_and_says_what_it_did_not_check(tmp_pa
 
 @pytest.mark.bad_input("missing package")
 def test_the_command_exits_1_on_a_failure_and_writes_the_json_here(tmp_path):
-    result = run_check("--laptop", "--no-job", "--kernel", "no-such-kernel",
-                       env={"JUPYTER_PATH": str(tmp_path)}, cwd=tmp_path)
+    # No sbatch on the PATH: the laptop path, said so.
+    result = run_check("--no-job", "--kernel", "no-such-kernel",
+                       env={"JUPYTER_PATH": str(tmp_path), "PATH": str(Path(sys.executable).parent)},
+                       cwd=tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stdout.startswith("No sbatch here: checking the laptop path (make lab)")
     assert '✗ Kernel "Python (no-such-kernel)": not registered' in result.stdout
-    assert json.loads((tmp_path / report.DEFAULT_JSON).read_text())["passed"] is False
+    written = json.loads((tmp_path / report.DEFAULT_JSON).read_text())
+    assert written["passed"] is False and written["mode"] == "laptop"
 
 
 def test_learner_checks_print_the_same_lines_in_the_kernel(tmp_path, settings):
