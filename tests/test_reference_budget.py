@@ -138,6 +138,7 @@ def test_what_a_call_lacks_depends_on_the_gpu_it_has():
     # Carried to a GPU node: every step with a GPU part is lacking, the GPU-only ones too.
     on_gpu = names(budget.lacking(rehearsed, "H100", 3))
     assert "DDP on the GPUs (NCCL)" in on_gpu and "feeding on the GPU" in on_gpu and "cnn" in on_gpu
+    assert "notebook 05" in on_gpu, "the notebook a reader sees must be recorded beside the GPU"
     done_there = _state(**{p.name: {"gpu": "H100"} for p in budget.PLAN})
     assert budget.lacking(done_there, "H100", 3) == []
     assert all(p.lease == 1 for p in budget.lacking(_state(), "H100", 1))
@@ -288,3 +289,38 @@ def test_make_budget_runs_the_budgeted_command_with_an_existing_python():
                          timeout=60, check=True).stdout
     assert "python3 tools/reference.py budget --deadline 300 --out packed" in dry
     assert "pip" not in dry, "nothing installed"
+
+
+def test_a_run_begun_on_a_cpu_goes_on_beside_a_gpu_as_a_new_run_and_stays_one(tmp_path, monkeypatch):
+    """A CPU rehearsal's state carried to the node: the steps with a GPU part run again, in a
+    new run (a run is one machine's), and two steps of one experiment share that run."""
+    script = tmp_path / "conditions.py"
+    script.write_text(CONDITIONS)
+    out = str(tmp_path / "records.txt")
+    shared = lambda name: reference.Step(name, [str(script), out], resumable=True,  # noqa: E731
+                                         run="shared", with_gpu=("--gpu-too",))
+    monkeypatch.setattr(budget, "PLAN", [budget.Planned(shared("a"), 1, (1, 2), "a fake"),
+                                         budget.Planned(shared("b"), 1, (1, 2), "a fake")])
+    monkeypatch.setattr(reference, "REFRESH", [])
+    monkeypatch.setattr(budget, "LOG_DIR", tmp_path / "logs")
+    monkeypatch.setattr(reference, "command", lambda step, run_id, gpu: [
+        sys.executable, *step.argv, "--run-id", run_id])
+    monkeypatch.setenv("LESSON_DATA", "synthetic")
+    monkeypatch.setenv("LESSON_QUICK", "1")
+    state = tmp_path / "run.json"
+
+    def call(gpu: str) -> dict:
+        args = budget.parser().parse_args(["--deadline", "120", "--out", str(tmp_path / gpu),
+                                           "--state", str(state), "--gpu", gpu])
+        assert budget.run(args, say=lambda *a: None) == 0
+        return json.loads(state.read_text())
+
+    on_cpu = call("")
+    on_gpu = call("H100")
+    assert on_cpu["runs"]["shared"] != on_gpu["runs"]["shared"], "a new run beside the GPU"
+    assert on_gpu["gpu"] == "H100" and set(on_gpu["done"]) == {"a", "b"}
+    assert all(done["gpu"] == "H100" for done in on_gpu["done"].values())
+    runs = [line.split()[0] for line in Path(out).read_text().splitlines()]
+    assert runs.count(on_gpu["runs"]["shared"]) == 3, "both steps of the GPU's run in one run"
+    assert call("H100")["runs"] == on_gpu["runs"], "nothing left: the same run, nothing recorded"
+    assert len(Path(out).read_text().splitlines()) == 6

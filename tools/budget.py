@@ -80,6 +80,7 @@ class Planned:
     lease: int
     estimate: tuple[int, int]
     basis: str
+    beside_gpu: bool = False  # records what the machine has, its GPU too (a notebook's run)
 
     @property
     def name(self) -> str:
@@ -87,7 +88,7 @@ class Planned:
 
     @property
     def gpu_part(self) -> bool:
-        return self.step.gpu_only or bool(self.step.with_gpu)
+        return self.beside_gpu or self.step.gpu_only or bool(self.step.with_gpu)
 
 
 _x = reference._experiment
@@ -111,7 +112,7 @@ PLAN = [
     Planned(Step("notebook 05", ["tools/record_run.py", "--only", "05"], reference.NOTEBOOK,
                  quick_option=True), 2, (90, 140),
             "3 CPU epochs x 171 CPU-s + 10,000 images predicted = 517 CPU-s, 32-65 s; compiling "
-            "2 x 15 s; kernel, imports, data and the other cells about 25 s"),
+            "2 x 15 s; kernel, imports, data and the other cells about 25 s", beside_gpu=True),
     Planned(_x("feeding", "--devices", "gpu", "--sweeps", "none", "--pipelines", "classic",
                "lesson", "lesson-gzip", "ram", "device", "--classic-max-steps",
                reference.FEEDING_CPU_STEPS, with_gpu=(), gpu_only=True, step="feeding on the GPU"),
@@ -233,13 +234,14 @@ class Call:
 
     def run_one(self, planned: Planned, state: dict, steps_end: float, log) -> None:
         step, began = planned.step, time.monotonic()
-        done = state["done"].get(planned.name)
-        if done is not None and not done.get("gpu"):  # done without a GPU: the GPU's is a new run
-            state["runs"].pop(step.run_key, None)
+        begun_on = state.setdefault("run_gpus", {})  # run key -> the GPU its run began beside
+        if self.gpu and step.run_key in state["runs"] and not begun_on.get(step.run_key):
+            state["runs"].pop(step.run_key)  # begun without a GPU: the GPU's is a new run
         if step.resumable and step.run_key not in state["runs"]:
             from gpulesson.results import new_run_id
 
             state["runs"][step.run_key] = new_run_id()
+            begun_on[step.run_key] = self.gpu
         reference.save_state(self.args.state, state)  # before it runs: a re-run goes on with it
         self.note(f"[budget] {planned.name} at {self.elapsed():.0f} s (estimate on the node "
                   f"{planned.estimate[0]}-{planned.estimate[1]} s) ...", log)
@@ -293,7 +295,7 @@ class Call:
             try:
                 path = reference.pack(out / name, say=lambda *a: None, folders=folders,
                                       logs=[self.log_path] if name == FILES[0] else [],
-                                      logs_under=str(LOG_DIR.relative_to(ROOT)))
+                                      logs_under="_build/reference")
                 files[name] = path.stat().st_size
             except (StageStopped, OSError) as exc:
                 notes.append(f"{name}: {exc}")
