@@ -324,3 +324,15 @@ def test_a_run_begun_on_a_cpu_goes_on_beside_a_gpu_as_a_new_run_and_stays_one(tm
     assert runs.count(on_gpu["runs"]["shared"]) == 3, "both steps of the GPU's run in one run"
     assert call("H100")["runs"] == on_gpu["runs"], "nothing left: the same run, nothing recorded"
     assert len(Path(out).read_text().splitlines()) == 6
+
+
+@pytest.mark.parametrize("planned", [p for p in budget.PLAN if p.step.argv[0] == "-m"
+                                     and p.step.argv[1].startswith(reference.MODULE)],
+                         ids=lambda p: p.name)
+def test_every_planned_experiment_step_parses_as_its_command_line(planned):
+    import importlib
+
+    name = planned.step.argv[1]
+    module = importlib.import_module(name if name.endswith("torch_reference") else f"{name}.__main__")
+    for gpu in (False, True):
+        module._parser().parse_args(reference.command(planned.step, "run-1", gpu, python="py")[3:])
