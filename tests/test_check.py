@@ -14,7 +14,7 @@ import pytest
 import yaml
 from conftest import ROOT
 
-from gpulesson.check import login, report
+from gpulesson.check import login, report, site
 from gpulesson.check.report import FAIL, OK, SKIP
 from gpulesson.data import prepare
 from gpulesson.settings import get_settings
@@ -187,41 +187,41 @@ def filled_config(tmp_path) -> Path:
 
 @pytest.mark.bad_input("bad argument")
 def test_example_site_values_and_rates_are_named(tmp_path, monkeypatch):
-    monkeypatch.setattr(login, "partitions", lambda: None)
+    monkeypatch.setattr(site, "partitions", lambda: None)
     copy = tmp_path / "_config.yml"
     shutil.copy(ROOT / "_config.yml", copy)
-    items = by_name(login.check_site(copy)[0])
-    site = items["Site values"]
-    assert site.status == FAIL
+    items = by_name(site.check_site(copy)[0])
+    values = items["Site values"]
+    assert values.status == FAIL
     for key in ("cluster_name", "login_host", "account"):
-        assert key in site.detail and key in site.fix
+        assert key in values.detail and key in values.fix
     assert items["Charging rates"].status == FAIL and "example" in items["Charging rates"].detail
     assert items["Partitions in Slurm"].status == SKIP
 
 
 def test_filled_site_values_pass_and_partitions_are_asked_of_slurm(tmp_path, monkeypatch):
     config = filled_config(tmp_path)
-    monkeypatch.setattr(login, "partitions", lambda: {"gpu", "compute", "debug"})
-    items = by_name(login.check_site(config)[0])
+    monkeypatch.setattr(site, "partitions", lambda: {"gpu", "compute", "debug"})
+    items = by_name(site.check_site(config)[0])
     assert {name: item.status for name, item in items.items()} == {
         "Site values": OK, "Partitions in Slurm": OK, "Charging rates": OK}
-    monkeypatch.setattr(login, "partitions", lambda: {"debug"})
-    partitions = by_name(login.check_site(config)[0])["Partitions in Slurm"]
+    monkeypatch.setattr(site, "partitions", lambda: {"debug"})
+    partitions = by_name(site.check_site(config)[0])["Partitions in Slurm"]
     assert partitions.status == FAIL and "gpu" in partitions.detail
 
 
 def test_the_ood_app_is_checked_where_installed(tmp_path):
-    site = login.site_values()
-    [absent] = login.check_ood(site, login.CONFIG, tmp_path / "nowhere")
+    values = login.site_values()
+    [absent] = site.check_ood(values, login.CONFIG, tmp_path / "nowhere")
     assert absent.status == SKIP and "portal's own JupyterLab app" in absent.detail
-    app = tmp_path / login.OOD_APP
-    app.symlink_to(ROOT / "ood" / login.OOD_APP)
-    [example] = login.check_ood(site, login.CONFIG, app)
+    app = tmp_path / site.OOD_APP
+    app.symlink_to(ROOT / "ood" / site.OOD_APP)
+    [example] = site.check_ood(values, login.CONFIG, app)
     assert example.status == FAIL and "ood_cluster is 'example'" in example.detail
     # An app that reads another lesson's _config.yml than the one checked.
-    [other] = login.check_ood(site, filled_config(tmp_path), app)
+    [other] = site.check_ood(values, filled_config(tmp_path), app)
     assert other.status == FAIL and other.fix.startswith("link the app into this lesson")
-    assert login.check_ood({**site, "ood_cluster": "alpine"}, login.CONFIG, app)[0].status == OK
+    assert site.check_ood({**values, "ood_cluster": "alpine"}, login.CONFIG, app)[0].status == OK
 
 
 # --- the checklist, the command and the learners' check ----------------------------------

@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 from gpulesson.check import login, report
+from gpulesson.check import site as site_check
 from gpulesson.check.report import fail, items_from_json, ok, skip
 
 
@@ -33,7 +34,7 @@ def parse(argv=None) -> argparse.Namespace:
                         help="the lesson's _config.yml with the site values (default: this lesson's)")
     parser.add_argument("--kernel", default=login.KERNEL, help="the kernel's name (default: %(default)s)")
     parser.add_argument("--ood-app", type=Path, help="where the Open OnDemand app is installed "
-                        f"(default: {' or '.join(map(str, login.OOD_PLACES))})")
+                        f"(default: {' or '.join(map(str, site_check.OOD_PLACES))})")
     parser.add_argument("--laptop", action="store_true",
                         help="check the laptop path (make lab) instead of a cluster; the default "
                              "where there is no sbatch")
@@ -87,9 +88,9 @@ def cluster(args) -> list:
     kernel, python, env = login.check_kernel(args.kernel)
     settings = _settings(env)
     items = kernel + login.check_data(settings)
-    site_items, site = login.check_site(args.config)
+    site_items, site = site_check.check_site(args.config)
     items += login.check_class_folder(site, settings.data_dir) + site_items
-    items += login.check_ood(site, args.config, args.ood_app)
+    items += site_check.check_ood(site, args.config, args.ood_app)
     title = "Job on the GPU partition"
     if args.no_job:
         items.append(skip(title, "--no-job"))

@@ -1,0 +1,112 @@
+"""The site values in ``_config.yml`` (filled, not the lesson's examples, the partitions known
+to Slurm, the charging rates named as the site's) and the Open OnDemand app's form values."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from gpulesson.check.login import CONFIG, ROOT, site_values
+from gpulesson.check.report import fail, ok, skip
+
+# The lesson's example values say so: "Example HPC", "login.hpc.example.edu", "your_project".
+EXAMPLE = re.compile(r"example|\byour_", re.I)
+SITE_KEYS = ("cluster_name", "login_host", "ondemand_url", "docs_url", "account",
+             "gpu_partition", "cpu_partition")
+MAY_BE_EMPTY = {"account"}  # a site without accounts leaves it empty (the form says so)
+OOD_APP = "gpulesson-jupyterlab"
+OOD_PLACES = (Path("/var/www/ood/apps/sys") / OOD_APP, Path("~/ondemand/dev").expanduser() / OOD_APP)
+OOD_CLUSTERS = Path("/etc/ood/config/clusters.d")
+OOD_DASHBOARD_ENV = Path("/etc/ood/config/apps/dashboard/env")
+
+
+def partitions() -> set[str] | None:
+    """The partitions Slurm knows (None without sinfo)."""
+    if shutil.which("sinfo") is None:
+        return None
+    result = subprocess.run(["sinfo", "--noheader", "--format=%R"], capture_output=True, text=True,
+                            timeout=30, check=False)
+    return set(result.stdout.split()) if result.returncode == 0 else None
+
+
+def check_site(config: Path = CONFIG):
+    from gpulesson.charges import ChargeRatesError, read_rates
+
+    site = site_values(config)
+    where = f"the section lesson_site of {config}"
+    bad = [k for k in SITE_KEYS if (not str(site.get(k) or "").strip() and k not in MAY_BE_EMPTY)
+           or EXAMPLE.search(str(site.get(k) or ""))]
+    items = [fail("Site values", f"example or empty: {', '.join(bad)}",
+                  f"set your site's {', '.join(bad)} in {where}, then rebuild the site (make site)")
+             if bad else ok("Site values", f"account {site.get('account') or '(none)'}, partitions "
+                            f"{site.get('gpu_partition')} and {site.get('cpu_partition')}")]
+    known = partitions()
+    wanted = [str(site.get(k)) for k in ("gpu_partition", "cpu_partition") if site.get(k)]
+    if known is None:
+        items.append(skip("Partitions in Slurm", "no sinfo on this machine"))
+    elif set(wanted) - known:
+        items.append(fail("Partitions in Slurm", f"Slurm has no {', '.join(sorted(set(wanted) - known))} "
+                          f"(it has {', '.join(sorted(known)) or 'none'})",
+                          f"set gpu_partition and cpu_partition in {where} to partitions of `sinfo`"))
+    else:
+        items.append(ok("Partitions in Slurm", ", ".join(wanted)))
+    try:
+        rates = read_rates(config)
+    except ChargeRatesError as exc:
+        items.append(fail("Charging rates", str(exc), f"set charge_unit, core_hour_rate and "
+                          f"gpu_hour_rate in {where}"))
+    else:
+        detail = f"{rates.core_hour:g} {rates.unit} per core-hour, {rates.gpu_hour:g} per GPU-hour"
+        if not rates.note.strip() or EXAMPLE.search(rates.note):
+            items.append(fail("Charging rates", f"{detail}, still called example rates",
+                              f"set your site's rates in {where} and write charge_note naming them "
+                              "as your site's (the pages show it beside every cost)"))
+        else:
+            items.append(ok("Charging rates", f"{detail}: {rates.note}"))
+    return items, site
+
+
+def _app_config(app: Path) -> Path:
+    """The _config.yml an installed app reads (see ood/gpulesson-jupyterlab/lesson_site.rb)."""
+    try:
+        env = OOD_DASHBOARD_ENV.read_text()
+    except OSError:
+        env = ""
+    found = re.search(r"^\s*(?:export\s+)?GPULESSON_SITE_CONFIG=[\"']?([^\"'\s]+)", env, re.M)
+    return Path(found[1]) if found else app.resolve().parents[1] / "_config.yml"
+
+
+def check_ood(site: dict, config: Path = CONFIG, app: Path | None = None):
+    title = "Open OnDemand app"
+    places = [Path(app)] if app else list(OOD_PLACES)
+    installed = next((p for p in places if (p / "form.yml.erb").is_file()), None)
+    if installed is None:
+        return [skip(title, f"not installed in {' or '.join(map(str, places))}: check that the "
+                     "portal's own JupyterLab app can ask for a GPU")]
+    reads = _app_config(installed)
+    if not reads.is_file() or not reads.samefile(config):
+        return [fail(title, f"{installed} reads {reads}, not {config}",
+                     f"link the app into this lesson: ln -sfn {ROOT / 'ood' / OOD_APP} {installed}")]
+    rb = (installed / "lesson_site.rb").read_text()
+    # Episode 2's request, the form's defaults: the most a session may ask for must allow it.
+    request = rb.split("DEFAULTS", 1)[-1].split("}")[0]
+    defaults = {k: int(v) for k, v in re.findall(r'"(\w+)" => (\d+)', request)}
+    problems = []
+    for key, default in defaults.items():
+        value = site.get(f"session_max_{key}")
+        if not str(value).isdigit() or int(value) < default:
+            problems.append(f"session_max_{key} is {value!r}, less than episode 2's {default}")
+    cluster = str(site.get("ood_cluster") or "")
+    if not cluster or EXAMPLE.search(cluster):
+        problems.append(f"ood_cluster is {cluster!r}")
+    elif OOD_CLUSTERS.is_dir() and not (OOD_CLUSTERS / f"{cluster}.yml").is_file():
+        problems.append(f"no {OOD_CLUSTERS / cluster}.yml")
+    if not str(site.get("gpu_gres_types") or "").split():
+        problems.append("gpu_gres_types is empty")
+    if problems:
+        return [fail(title, "; ".join(problems), f"set these form values in the section lesson_site "
+                     f"of {config}")]
+    return [ok(title, f"{installed}, cluster {cluster}, up to {site['session_max_gpus']} GPUs, "
+                      f"{site['session_max_hours']} h")]
