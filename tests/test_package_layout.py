@@ -109,7 +109,18 @@ def test_the_layout_has_its_three_parts():
                  "parallel", "train_job", "sweep"):
         assert name in experiments and name not in top, name
     assert {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"} == {
-        "lesson", "experiments"}, "subpackages of gpulesson: lesson/ and experiments/ only"
+        "lesson", "experiments", "check"}, \
+        "subpackages of gpulesson: lesson/, experiments/ and the instructor's check/ only"
+
+
+def test_nothing_but_the_check_imports_the_check():
+    """The readiness check stands on top, as the experiments do: it uses the helpers and the
+    lesson's CNN, and nothing of the package depends on it (episode 1 calls it from a cell)."""
+    graph = import_graph()
+    wrong = [f"{name} imports {other}" for name, imports in sorted(graph.items())
+             if not name.startswith("gpulesson.check") for other in sorted(imports)
+             if other.startswith("gpulesson.check")]
+    assert not wrong, "\n".join(wrong)
 
 
 def test_helpers_import_neither_the_lesson_nor_the_experiments():
