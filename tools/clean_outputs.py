@@ -89,7 +89,7 @@ def neutral_paths(text: str, paths, *, markup: bool = False) -> str:
     Markdown, where ``<lesson>`` must be written ``&lt;lesson&gt;``."""
     for path, name in paths:
         name = html.escape(name) if markup else name
-        text = re.sub(re.escape(path) + r"(?![\w.-])", lambda _: name, text)
+        text = re.sub(re.escape(path) + r"(?![\w.-])", lambda _, name=name: name, text)
     return RUN_FOLDER.sub("<lesson>/notebooks", text) if not markup else text
 
 
