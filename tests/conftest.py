@@ -23,6 +23,8 @@ os.environ.update(
     LESSON_DATA="synthetic",
     LESSON_QUICK="1",
     LESSON_DATA_DIR=_DATA_DIR,
+    # The learners' own folder (records, saved models, their HDF5 files): never the real ~.
+    LESSON_WORK_DIR=os.path.join(_DATA_DIR, "work"),
     KERAS_HOME=os.path.join(_DATA_DIR, "keras"),
     MPLBACKEND="Agg",
     TF_CPP_MIN_LOG_LEVEL="2",

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import json
 import os
 import shutil
@@ -129,7 +130,7 @@ def _data_file(choice: str | None):
     settings = get_settings()
     if choice is None or choice in DATA_CHOICES:
         if choice is not None:
-            settings = type(settings)(data=choice, quick=settings.quick, data_dir=settings.data_dir)
+            settings = dataclasses.replace(settings, data=choice)  # keeps every other setting
         path = settings.hdf5_path
     else:
         path = Path(choice).expanduser()
