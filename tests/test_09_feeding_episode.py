@@ -246,7 +246,15 @@ def _fake_nvml(busy=73, used=3 * 2**30, total=80 * 2**30, fail=False):
 
     module.nvmlInit = init
     module.nvmlDeviceGetHandleByIndex = lambda index: ("handle", index)
-    module.nvmlDeviceGetUtilizationRates = lambda handle: types.SimpleNamespace(gpu=busy)
+
+    def by_uuid(uuid):  # the node's one GPU known by its UUID; NVML refuses any other
+        if uuid != "GPU-a":
+            raise RuntimeError("NVML: Not Found")
+        return ("handle", uuid)
+
+    module.nvmlDeviceGetHandleByUUID = by_uuid
+    module.nvmlDeviceGetUtilizationRates = lambda handle: types.SimpleNamespace(
+        gpu=busy if handle[1] in (0, "GPU-a") else handle[1])
     module.nvmlDeviceGetMemoryInfo = lambda handle: types.SimpleNamespace(used=used, total=total)
     return module
 
@@ -258,6 +266,19 @@ def test_gpu_utilisation_reads_nvml_or_says_none(lesson_feeding, monkeypatch):
     assert lesson_feeding.gpu_utilisation() is None
     monkeypatch.setitem(sys.modules, "pynvml", None)  # not installed
     assert lesson_feeding.gpu_utilisation() is None
+
+
+def test_gpu_utilisation_counts_the_gpus_the_job_sees(lesson_feeding, monkeypatch):
+    """NVML numbers the node's GPUs; a job given GPUs 2 and 0 reads GPU 2 as its first."""
+    monkeypatch.setitem(sys.modules, "pynvml", _fake_nvml())
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,0")
+    assert lesson_feeding.gpu_utilisation(0)[0] == 2
+    assert lesson_feeding.gpu_utilisation(1)[0] == 73
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-a")
+    assert lesson_feeding.gpu_utilisation(0)[0] == 73
+    assert lesson_feeding.gpu_utilisation(1) is None  # the job sees one GPU only
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert lesson_feeding.gpu_utilisation(0) is None  # no GPU visible
 
 
 def test_gpu_watch_samples_from_its_own_thread_while_training(lesson_feeding, monkeypatch):

@@ -7,22 +7,33 @@ the code a learner writes in the notebooks.
 
 
 # From _episodes/09-feeding-the-gpu.md
+import os
 import threading
 
 import keras
 
 
 def gpu_utilisation(index=0):
-    """(percent busy, GiB used, GiB total) of GPU `index`, from NVML.
+    """(percent busy, GiB used, GiB total) of the `index`-th GPU that this
+    process sees, from NVML.
 
-    None when the package nvidia-ml-py (pynvml) is missing or there is
-    no NVIDIA GPU and driver.
+    NVML numbers every GPU of the node; a job sees the GPUs listed in
+    CUDA_VISIBLE_DEVICES (numbers or UUIDs), and `index` counts in that
+    list. None when the package nvidia-ml-py (pynvml) is missing or there
+    is no NVIDIA GPU and driver.
     """
     try:
         import pynvml
 
         pynvml.nvmlInit()
-        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        if visible is None:
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        else:
+            name = visible.split(",")[index].strip()
+            handle = (pynvml.nvmlDeviceGetHandleByIndex(int(name))
+                      if name.isdigit()
+                      else pynvml.nvmlDeviceGetHandleByUUID(name))
         busy = pynvml.nvmlDeviceGetUtilizationRates(handle).gpu
         memory = pynvml.nvmlDeviceGetMemoryInfo(handle)
     except Exception:
