@@ -6,6 +6,7 @@ still has its own label.
 """
 
 import pickle
+import re
 
 import h5py
 import numpy as np
@@ -183,8 +184,11 @@ def test_the_block_order_is_drawn_once_an_epoch(path, monkeypatch, window):
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"batch_size": N_TRAIN + 1}, "batch_size=1001 must be between 1 and the number of images"),
-    ({"batch_size": 0}, "batch_size=0"),
+    ({"batch_size": N_TRAIN + 1}, "batch_size=1001 is more than the 1000 images of rows 0:1000"),
+    ({"batch_size": 200, "start": 900}, "the 100 images of the validation split (rows 900:1000, "
+                                        "the last tenth of 'train')"),
+    ({"batch_size": 0}, "batch_size must be at least 1, not 0"),
+    ({"batch_size": 256 / 4}, "BATCH_SIZE = 256 // 4"),
     ({"start": 900, "stop": 100}, "rows 900:100 are not within"),
     ({"stop": N_TRAIN + 5}, "not within the 1000 rows"),
     ({"split": "validation"}, "split must be 'train' or 'test'"),
@@ -193,7 +197,7 @@ def test_the_block_order_is_drawn_once_an_epoch(path, monkeypatch, window):
 @pytest.mark.bad_input("bad argument")
 def test_bad_arguments_get_clear_errors(path, kwargs, message):
     kwargs = {"split": "train", "batch_size": BATCH, **kwargs}
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ValueError, match=re.escape(message)):
         lesson.HDF5Batches(path, **kwargs)
 
 

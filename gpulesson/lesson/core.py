@@ -16,6 +16,7 @@ import keras
 import numpy as np
 
 from gpulesson.hdf5 import validate_hdf5
+from gpulesson.settings import whole_number
 
 
 class HDF5Batches(keras.utils.PyDataset):
@@ -44,10 +45,16 @@ class HDF5Batches(keras.utils.PyDataset):
         if not 0 <= start < stop <= n_rows:
             raise ValueError(f"rows {start}:{stop} are not within "
                              f"the {n_rows} rows of {split!r}")
-        if not 1 <= batch_size <= stop - start:
-            raise ValueError(f"batch_size={batch_size} must be between 1 "
-                             f"and the number of images ({stop - start}); "
-                             "use a smaller batch or more images")
+        # A float (256 / 4 is 64.0) or 0: a message saying what to write.
+        batch_size = whole_number(batch_size, "batch_size",
+                                  "BATCH_SIZE = 256 // 4")
+        if batch_size > stop - start:
+            part = (f"rows {start}:{stop} of {split!r}" if start == 0 else
+                    f"the validation split (rows {start}:{stop}, the last "
+                    f"tenth of {split!r})")
+            raise ValueError(f"batch_size={batch_size} is more than the "
+                             f"{stop - start} images of {part}; use a "
+                             "smaller batch or more images")
         if window < 1:
             raise ValueError(f"window={window} must be at least 1 block")
         self.path, self.split = info.path, split
