@@ -404,8 +404,11 @@ def float32_precision(backend: str | None = None, gpu: dict | None = None) -> di
     if gpu is None:
         return {**CPU_PRECISION, "setting": "CPU"}
     if os.environ.get("NVIDIA_TF32_OVERRIDE") == "0":
-        # cuBLAS and cuDNN then compute float32 in float32 whatever a framework asks.
-        return {**CPU_PRECISION, "setting": "NVIDIA_TF32_OVERRIDE=0"}
+        # cuBLAS and cuDNN then compute float32 in float32 whatever a framework asks; kernels
+        # that XLA or Triton generate (JAX's fused matrix products) do not read it.
+        return {**CPU_PRECISION,
+                "setting": "NVIDIA_TF32_OVERRIDE=0 (cuBLAS and cuDNN only, not kernels XLA or "
+                           "Triton generate)"}
     with _captured_output():
         matmul, convolution, setting = _backend_precision(backend or _active_backend())
     capability = gpu.get("compute_capability")
