@@ -67,12 +67,15 @@ def how_to_set(name: str, value: str) -> str:
     )
 
 
-def check_writable(folder, setting: str = "LESSON_DATA_DIR", option: str = "--data-dir") -> Path:
+def check_writable(folder, setting: str | None = "LESSON_DATA_DIR",
+                   option: str = "--data-dir") -> Path:
     """Create ``folder`` if needed and check that a file can be written in it; returns it.
 
     Called before long work (a download, a conversion) starts, so that a read-only shared
     folder stops the lesson at once, with a message that names the folder and how to choose
     another, instead of an HDF5 traceback at the end. Raises :class:`DataFolderError`.
+    ``setting=None``: a file written where the caller chose (not the data folder), so the
+    message names no setting.
     """
     folder = Path(folder).expanduser()
     probe = folder / f".gpulesson-write-test.{os.getpid()}"
@@ -81,6 +84,10 @@ def check_writable(folder, setting: str = "LESSON_DATA_DIR", option: str = "--da
         probe.touch()
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
+        if setting is None:
+            raise DataFolderError.about(folder, reason,
+                f"Cannot write into {folder} ({reason}): choose a folder you can write to, "
+                f"such as your own work folder (settings.work_dir).") from None
         raise DataFolderError.about(folder, reason,
             f"Cannot write the lesson's data files into {folder} ({reason}). It may be a shared "
             f"folder that only your instructor can write to, or a path that does not exist here.\n"

@@ -141,7 +141,8 @@ def atomic_hdf5(path):
 
     path = Path(path).expanduser()
     # A read-only folder: a message naming it and how to choose another, not an HDF5 traceback.
-    check_writable(path.parent)
+    # (The data folder's own setting is named by prepare(), which checks its folder first.)
+    check_writable(path.parent, setting=None)
     tmp = temp_path(path)
     try:
         with h5py.File(tmp, "w") as f:

@@ -91,7 +91,25 @@ def test_a_file_in_place_of_the_folder_is_named(tmp_path):
     with pytest.raises(DataFolderError) as failed:
         check_writable(not_a_folder / "inside")
     assert str(not_a_folder / "inside") in str(failed.value)
+    assert "LESSON_DATA_DIR" in str(failed.value)  # the data folder's setting, and how to set it
     assert not_a_folder.read_text() == "a file, not a folder"
+
+
+@pytest.mark.bad_input("unwritable folder")
+def test_a_file_written_elsewhere_names_no_data_setting(tmp_path):
+    """A learner's own HDF5 file (episode 4) goes where they chose: the message about a folder
+    that cannot be written must not send them to the data folder's setting."""
+    import numpy as np
+
+    from gpulesson.hdf5 import write_hdf5
+
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file")
+    x, y = np.zeros((10, 32, 32, 3), np.uint8), np.zeros(10, np.uint8)
+    with pytest.raises(DataFolderError) as failed:
+        write_hdf5(blocked / "mine.h5", (x, y), (x, y), source="synthetic",
+                   class_names=[str(i) for i in range(10)], progress=False)
+    assert "work folder" in str(failed.value) and "LESSON_DATA_DIR" not in str(failed.value)
 
 
 # --- 3. a file damaged while this kernel holds it open ------------------------------------------
