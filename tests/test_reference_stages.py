@@ -66,7 +66,7 @@ def test_a_stage_stopped_at_its_limit_keeps_what_finished_and_goes_on_without_du
     # grace keeps the test short; the order of the stop is the same.
     monkeypatch.setattr(steprun, "GRACE", 3.0)
     (tmp_path / "HANG").touch()
-    with pytest.raises(reference.StageStopped, match="time limit .* python tools/reference.py try"):
+    with pytest.raises(reference.StageStopped, match=r"time limit .* python tools/reference\.py try"):
         # Long enough for condition 1 (one line of a file, after Python starts) on a busy
         # machine; condition 2 hangs until the limit.
         reference.run_stage(stage, time_limit=12, state_file=state, say=lambda *a: None)
