@@ -263,11 +263,11 @@ def _lease_commands() -> list[str]:
             if "reference.py budget --deadline $D" in block]
 
 
-def test_the_readmes_lease_command_fits_a_device_call_and_names_only_options_budget_accepts():
+def test_the_readmes_lease_command_fits_a_job_step_and_names_only_options_budget_accepts():
     commands = _lease_commands()
     assert len(commands) == 1, "one lease command, the same for both leases"
     for command in commands:
-        assert len(command) <= 2000, f"{len(command)} characters: a device call takes 2,000"
+        assert len(command) <= 2000, f"{len(command)} characters: the README promises at most 2,000"
         assert ".whl/*.whl" in command and "tee $OUT/" in command and "LESSON_DATA=synthetic" in command
         calls = re.findall(r"tools/reference\.py budget ([^\n;|&]*)", command)
         assert calls
