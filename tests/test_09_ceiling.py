@@ -13,6 +13,7 @@ from conftest import ROOT
 
 from gpulesson.experiments import ceiling
 from gpulesson.experiments.ceiling import page, records
+from gpulesson.results import NOT_RECORDED
 
 
 def record(backend, device, pipeline, seconds, n=records.N_IMAGES):
@@ -77,6 +78,11 @@ def test_table_alt_text_and_page_values_say_what_was_measured(tmp_path):
     assert "JAX on the CPU (ceiling: `ram`)" in summary and "GPU" not in summary
     assert "Machine: Test CPU" in summary and "run r (2026-11-23)" in summary
     assert "malloc" not in summary  # no PyTorch record
+    # the episode's note on what is missing tests the GPU's name
+    assert values["ref_ceil_gpu"] == NOT_RECORDED
+    gpu = [*RUN, {**record("jax", "gpu", "device", [0.1] * 5), "device": "Made-up GPU"}]
+    file.write_text("".join(json.dumps(r) + "\n" for r in gpu))
+    assert page.substitutions(file)["ref_ceil_gpu"] == "Made-up GPU"
     torch = [record("torch", "cpu", "ram", [0.5] * 5)]
     assert "default mode" in page.malloc_note(torch)
     fixed = [{**r, "malloc": {"mode": "fixed"}} for r in torch]

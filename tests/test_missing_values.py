@@ -1,5 +1,7 @@
 """A measurement not recorded yet: the page says so once, in a sentence ({{ if ... }} blocks)."""
 
+import re
+
 import pytest
 from conftest import ROOT
 
@@ -41,7 +43,8 @@ def test_a_broken_block_is_an_error_that_says_how_to_write_it(text, message):
 
 
 @pytest.mark.parametrize("page", ["_episodes/06-why-gpus-are-fast.md", "_episodes/07-small-models.md",
-                                  "_episodes/08-pytorch.md", "setup.md"])
+                                  "_episodes/08-pytorch.md", "_episodes/09-feeding-the-gpu.md",
+                                  "_episodes/10-beyond-one-gpu.md", "setup.md"])
 def test_pages_say_in_words_what_is_missing(page):
     """With the lesson's results (CPU runs, no GPU run yet), no value reads "not recorded yet"
     in the text: the sentences and tables say what is missing instead (alt texts, which
@@ -50,3 +53,71 @@ def test_pages_say_in_words_what_is_missing(page):
     lines = [line for line in filled.splitlines()
              if NOT_RECORDED in line and not line.startswith(":alt:")]
     assert not lines, "\n".join(lines)
+
+
+# --- a page without GPU records says so once, in one note ------------------------------------
+
+GPU_PAGES = ["_episodes/06-why-gpus-are-fast.md", "_episodes/07-small-models.md",
+             "_episodes/08-pytorch.md", "_episodes/09-feeding-the-gpu.md"]
+# What a page says of a measurement it lacks, in its own text (code cells and their outputs,
+# which print the learner's run, aside).
+SAYS_MISSING = re.compile(r"recorded\s+yet|no\s+GPU\s+(?:run|sweep)\s+recorded|"
+                          r"no\s+GPU\s+run\s+to\s+compare|not\s+measurable", re.I)
+CODE_CELL = re.compile(r"^```\{code-cell\}.*?^```$", re.S | re.M)
+NOTE = re.compile(r"^:::\{note\}\n(.*?)^:::$", re.S | re.M)
+
+
+def missing_notes(text: str) -> list[str]:
+    """The notes of ``text`` that say what is missing; fails where the text says it elsewhere."""
+    text = CODE_CELL.sub("", text)
+    notes = [n for n in NOTE.findall(text) if SAYS_MISSING.search(n)]
+    outside = NOTE.sub("", text)
+    assert not SAYS_MISSING.search(outside), \
+        outside[max(0, SAYS_MISSING.search(outside).start() - 200):][:400]
+    return notes
+
+
+def with_gpu(values: dict, *prefixes: str) -> dict:
+    """``values`` with every missing value that starts with one of ``prefixes`` made up."""
+    return {k: ("1.0 s (made up)" if not carpentry.is_recorded(v) and k.startswith(prefixes)
+                else v) for k, v in values.items()}
+
+
+@pytest.fixture(scope="module")
+def lesson_values():
+    return carpentry.placeholder_values(ROOT)
+
+
+@pytest.mark.parametrize("page", GPU_PAGES)
+def test_a_page_says_once_in_one_note_what_is_not_recorded(page, lesson_values):
+    text = (ROOT / page).read_text(encoding="utf-8")
+    values = {k: NOT_RECORDED if k.startswith(("ref_mm_gpu", "ref_mlp_gpu", "ref_mlp_sweep_gpu",
+                                                "ref_torch_gpu", "ref_feed_gpu", "ref_ceil_gpu"))
+              else v for k, v in lesson_values.items()}
+    notes = missing_notes(carpentry.fill_placeholders(text, ROOT, values))
+    assert len(notes) == 1, notes
+    assert "python -m gpulesson.experiments." in notes[0] and "lease" in notes[0]
+    # Once every value is recorded, the note goes, and nothing else says a value is missing.
+    assert missing_notes(carpentry.fill_placeholders(text, ROOT, with_gpu(values, "ref_"))) == []
+
+
+# The values of each GPU run that a page shows.
+COMPARISON, SWEEP = ("ref_mlp_gpu", "ref_mlp_speedup"), ("ref_mlp_sweep_",)
+
+
+@pytest.mark.parametrize("page, recorded, missing, says", [
+    ("_episodes/07-small-models.md", COMPARISON, "ref_mlp_sweep_gpu", "half of the sweep"),
+    ("_episodes/07-small-models.md", SWEEP, "ref_mlp_gpu", "run of the comparison"),
+    ("_episodes/09-feeding-the-gpu.md", ("ref_feed_gpu",), "ref_ceil_gpu", "ceiling on a GPU"),
+    ("_episodes/09-feeding-the-gpu.md", ("ref_ceil_gpu",), "ref_feed_gpu", "feeding benchmark"),
+])
+def test_a_note_names_only_what_is_still_missing(page, recorded, missing, says, lesson_values):
+    """Two runs fill one page: with one recorded, the one note names only the other."""
+    values = {k: NOT_RECORDED if k.startswith(missing) else v for k, v in lesson_values.items()}
+    values = with_gpu(values, *recorded)
+    filled = carpentry.fill_placeholders((ROOT / page).read_text(encoding="utf-8"), ROOT, values)
+    notes = missing_notes(filled)
+    assert len(notes) == 1 and says in notes[0], notes
+    other = {"half of the sweep": "run of the comparison", "run of the comparison": "half of the sweep",
+             "ceiling on a GPU": "feeding benchmark", "feeding benchmark": "ceiling on a GPU"}[says]
+    assert other not in notes[0]

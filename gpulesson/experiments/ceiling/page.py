@@ -153,6 +153,8 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         "ref_ceil_backends": (", ".join(NAMES[b] for b in BACKENDS
                                         if any(r["backend"] == b for r in records))
                               or NOT_RECORDED),
+        # The GPU the run measured on: the episode's note on what is missing tests it.
+        "ref_ceil_gpu": hardware(records).get("GPU", NOT_RECORDED),
         "ref_ceil_goal": f"{TARGET_SHARE:.0%}",
         "ref_ceil_shares": (goal_shares(records) if records else "No ceiling run has been "
                             "recorded yet to say how close the lesson's generator comes."),

@@ -1,9 +1,10 @@
 """Values for the page: the episode's ``ref_feed_*`` placeholders and the notebook's table.
 
-Where the reference run lacks something (no GPU records yet, a pipeline that delivered wrong
-data), the page says so once, in a whole sentence, instead of a cell or a number reading "not
-recorded yet": :func:`substitutions` gives sentences and a whole Markdown table, built from
-what the run has.
+:func:`substitutions` gives sentences and a whole Markdown table, built from what the reference
+run has: no cell or sentence reads "not recorded yet". A run without GPU records gives a table
+of the CPU alone and says nothing of the GPU: the episode says once, in a note conditional on
+``ref_feed_gpu``, what is missing and how to record it. A pipeline that delivered wrong data is
+left out, and a sentence says so.
 
 Numbers follow the lesson's measurement rule (:mod:`gpulesson.experiments.common`): a rate or a
 time is its median and range (:func:`~gpulesson.experiments.common.summary_text`), and every
@@ -59,8 +60,6 @@ ROWS = {
 # from it leaves the model waiting: the margin absorbs the epochs' spread and the loader's
 # share of the CPU while training runs. The episode states the same rule (tested).
 LOADER_MARGIN = 1.5
-NO_GPU_RUN = ("The GPU part of the reference run has not been recorded yet; on a GPU node, "
-              f"`{RECORD_COMMAND}` records it (the instructor note gives the whole command).")
 
 
 # --- numbers as text ------------------------------------------------------------------------------
@@ -329,11 +328,6 @@ def findings(records) -> str:
             clause = versus("the GPU", rate_summary(lesson_gpu), "the CPU",
                             rate_summary(lesson_cpu))
             sentences.append(f"From the lesson's pipeline, {clause}.")
-    elif not any(r.get("device_kind") == "gpu" for r in shown(records)):
-        sentences.append("Whether the GPU waits for any of these pipelines, and the lesson's "
-                         f"goals (at least {TARGET_SHARE:.0%} of the rate of device-resident "
-                         f"data, at most {TARGET_EPOCH_SECONDS:g} second an epoch), can only be "
-                         "read from a GPU run. " + NO_GPU_RUN)
     settings = _settings_sentence(records)
     return " ".join(sentences) + ("\n\n" + settings if settings else "")
 
@@ -392,10 +386,7 @@ def reading(records) -> str:
         parts.append(text + ". ".join(found) + ".")
     if not parts:
         return "No reference run has been recorded yet."
-    answer = "In the reference run: " + " ".join(parts)
-    if not any(r.get("device_kind") == "gpu" for r in shown(records)):
-        answer += " There is no GPU run to compare with yet."
-    return answer
+    return "In the reference run: " + " ".join(parts)
 
 
 ALT_KEYS = ("ref_feed_fig_pipelines_alt", "ref_feed_fig_settings_alt")
@@ -419,7 +410,7 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         "ref_feed_cpu": names.get("CPU", NOT_RECORDED),
         "ref_feed_gpu": names.get("GPU", NOT_RECORDED),
         "ref_feed_table": table(records),
-        "ref_feed_findings": findings(records) or table(records),
+        "ref_feed_findings": findings(records),  # '' without a run: the table says so
         "ref_feed_reading": reading(records),
         "ref_feed_workers": wrong_data_sentence(records)
         or "No record of the reference run was measured with a pipeline that delivered wrong data.",
