@@ -198,3 +198,22 @@ def test_only_the_info_notes_are_left_out():
         "Skipping registering GPU devices...\n"
         "E0000 00:00:1795665937.1   18937 cuda_executor.cc:1] failed call to cuInit\n"
         "Something else entirely\n")
+
+
+KERAS_IMPORT = re.compile(r"^\s*(?:import keras\b|from keras\b)", re.MULTILINE)
+LESSON_IMPORT = re.compile(r"^\s*(?:import gpulesson\b|from gpulesson\b)", re.MULTILINE)
+
+
+@pytest.mark.parametrize("notebook", sorted((ROOT / "notebooks").glob("*.ipynb")),
+                         ids=lambda path: path.stem)
+def test_each_notebook_imports_the_lessons_package_before_keras(notebook):
+    """The package checks the backend and quiets TensorFlow's start when it is imported: a
+    notebook that imports Keras first shows the long traceback and the start-up notes."""
+    code = "\n".join("".join(cell["source"]) for cell in json.loads(notebook.read_text())["cells"]
+                     if cell["cell_type"] == "code")
+    keras = KERAS_IMPORT.search(code)
+    if keras is None:
+        pytest.skip("imports no Keras")
+    lesson = LESSON_IMPORT.search(code)
+    assert lesson and lesson.start() < keras.start(), \
+        f"{notebook.name}: Keras is imported before the lesson's package"

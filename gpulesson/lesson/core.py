@@ -181,6 +181,7 @@ def split_batches(path, batch_size, seed=1):
 
 
 # From _episodes/05-cpu-vs-gpu.md
+import keras
 from keras import layers
 
 # XLA compilation, fixed rather than "auto": with TensorFlow, "auto" turns
