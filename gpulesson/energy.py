@@ -5,7 +5,10 @@
   there too on recent kernels). A counter wraps around at ``max_energy_range_uj``;
   :func:`counter_delta` adds the range back, and the meter reads the counters every
   :data:`POLL_SECONDS` so that no interval holds more than one wrap. A package counter counts
-  everything its CPU does, other programs on the node included.
+  everything its CPU does, other programs on the node included. Since Linux 5.10 ``energy_uj``
+  is readable by root only (a side channel, CVE-2020-8694), so on most nodes a job cannot read
+  it: its records say so. A package counter and a GPU board's counter measure different
+  things (one CPU package, against a whole board with its memory): compare them with care.
 - **An NVIDIA GPU**: through NVML (``pynvml``), the board's total energy counter where the GPU
   has one, otherwise its power sampled every :data:`POLL_SECONDS` from a thread and integrated
   (:func:`integrate`, the trapezoidal rule). Neither adds a synchronisation to the training.
@@ -166,8 +169,8 @@ def _read(path: Path) -> str:
         return path.read_text(encoding="utf-8").strip()
     except PermissionError:
         raise EnergyUnavailable(
-            f"the CPU's energy counter {path} is not readable by this user (the node's "
-            "administrators can allow it)") from None
+            f"the CPU's energy counter {path} is readable by root only (Linux 5.10 and "
+            "newer; the node's administrators can allow it)") from None
     except OSError as exc:
         raise EnergyUnavailable(f"the CPU's energy counter {path} cannot be read "
                                 f"({exc.strerror or exc})") from None

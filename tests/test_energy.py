@@ -134,7 +134,7 @@ def test_an_unreadable_counter_says_why(powercap, monkeypatch):
         return real(path, *args, **kwargs)
 
     monkeypatch.setattr(Path, "read_text", read_text)
-    with pytest.raises(energy.EnergyUnavailable, match="not readable by this user"):
+    with pytest.raises(energy.EnergyUnavailable, match="readable by root only"):
         energy.open_meter("cpu", powercap=powercap)
 
 
