@@ -11,6 +11,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from fresh_kernel import fresh_kernel
 from test_learner_errors import _run_cells
 
 from gpulesson import backends
@@ -128,22 +129,7 @@ def test_the_versions_to_install_are_the_lesson_pins():
 def _stream_outputs(cells, env, folder: Path) -> list[str]:
     """What each cell printed on stderr, run in a fresh kernel (the kernel forwards what C++
     libraries write to file descriptor 2, as JupyterLab shows it)."""
-    import jupyter_client
-    from jupyter_client.kernelspec import KernelSpecManager
-
-    spec = folder / "kernels" / "lesson-test"
-    spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "lesson test", "language": "python"}))
-    manager = jupyter_client.KernelManager(
-        kernel_name="lesson-test",
-        kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(folder / "kernels")]))
-    manager.start_kernel(env=env)
-    client = manager.client()
-    client.start_channels()
-    try:
-        client.wait_for_ready(timeout=120)
+    with fresh_kernel(env, folder) as client:
         printed = []
         for code in cells:
             err = []
@@ -156,9 +142,6 @@ def _stream_outputs(cells, env, folder: Path) -> list[str]:
             assert reply["content"]["status"] == "ok", reply["content"]
             printed.append("".join(err))
         return printed
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
 
 
 # What TensorFlow 2.21 prints at its import despite TF_CPP_MIN_LOG_LEVEL=1 (twice).

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from data_fixtures import closed_port_url
+from fresh_kernel import fresh_kernel
 from gpulesson import data, lesson, prepare
 from gpulesson.errors import DataFolderError, check_writable
 from gpulesson.hdf5 import open_handles, validate_hdf5
@@ -145,23 +146,8 @@ def test_the_repair_works_in_the_kernel_that_holds_the_damaged_file(tmp_path, ca
 
 def _run_cells(cells, env, folder: Path, timeout=120):
     """Run ``cells`` in a fresh IPython kernel of this environment; each cell's status and error
-    outputs. The kernel spec is written into ``folder``: whoever runs the tests keeps theirs."""
-    jupyter_client = pytest.importorskip("jupyter_client")
-    from jupyter_client.kernelspec import KernelSpecManager
-
-    spec = folder / "kernels" / "lesson-test"
-    spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "lesson test", "language": "python"}))
-    manager = jupyter_client.KernelManager(
-        kernel_name="lesson-test",
-        kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(folder / "kernels")]))
-    manager.start_kernel(env=env)
-    client = manager.client()
-    client.start_channels()
-    try:
-        client.wait_for_ready(timeout=timeout)
+    outputs."""
+    with fresh_kernel(env, folder, timeout) as client:
         results = []
         for code in cells:
             errors = []
@@ -173,9 +159,6 @@ def _run_cells(cells, env, folder: Path, timeout=120):
             reply = client.execute_interactive(code, timeout=timeout, output_hook=keep_errors)
             results.append((reply["content"]["status"], errors))
         return results
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
 
 
 @pytest.mark.bad_input("bad argument")
