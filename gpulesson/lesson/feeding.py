@@ -73,6 +73,40 @@ class GpuWatch(keras.callbacks.Callback):
 
 
 # From _episodes/09-feeding-the-gpu.md
+from gpulesson.lesson import HDF5Batches
+
+
+def grain_blocks(path, epochs, batch_size=256, *, seed=0, **rows):
+    """(dataset, steps): the stored blocks of a lesson HDF5 file's
+    training split through Grain, a new order every epoch, for
+    fit(dataset, epochs=epochs, steps_per_epoch=steps, shuffle=False).
+
+    `rows` (start=, stop=) are those of HDF5Batches, whose item i is
+    block i, as stored.
+    """
+    import grain  # only this route needs it
+
+    blocks = HDF5Batches(path, "train", batch_size, window=1, **rows)
+    dataset = (grain.MapDataset.source(blocks)
+               .shuffle(seed=seed)  # a new order in every epoch...
+               .repeat(epochs)      # ...only when it repeats itself
+               .to_iter_dataset())
+    return dataset, len(blocks)
+
+
+def torch_blocks(path, batch_size=256, *, seed=0, **rows):
+    """The same blocks through PyTorch's DataLoader: an item is a block,
+    batch_size=None keeps it whole, shuffle=True draws a new order every
+    epoch. For fit(loader, epochs=..., shuffle=False)."""
+    import torch
+
+    blocks = HDF5Batches(path, "train", batch_size, window=1, **rows)
+    return torch.utils.data.DataLoader(
+        blocks, batch_size=None, shuffle=True,
+        generator=torch.Generator().manual_seed(seed))
+
+
+# From _episodes/09-feeding-the-gpu.md
 def flops_per_image(model):
     """Floating-point operations of one image's forward pass through the
     Conv2D and Dense layers (a multiply-add counts 2); the other layers
