@@ -466,7 +466,26 @@ def _fold_solution_cells(app, doctree):
             cell["prompt_show"], cell["prompt_hide"] = SOLUTION_PROMPT, SOLUTION_PROMPT_HIDE
 
 
+def _visit_folded_cell(self, node):
+    """MyST-NB's folded cell, its button named by its visible text: MyST-NB labels every such
+    button "Toggle hidden content", which is not the "Answer" it shows (axe-core:
+    label-content-name-mismatch)."""
+    from html import escape
+
+    self.body.append(f'<details class="admonition hide {" ".join(node["classes"])}">\n<summary>\n'
+                     f'<p class="collapsed admonition-title">{escape(node["prompt_show"])}</p>\n'
+                     f'<p class="expanded admonition-title">{escape(node["prompt_hide"])}</p>\n'
+                     "</summary>\n")
+
+
+def _name_folded_cells(app):
+    from myst_nb.sphinx_ import HideCodeCellNode, depart_HideCellInput
+
+    app.add_node(HideCodeCellNode, override=True, html=(_visit_folded_cell, depart_HideCellInput))
+
+
 def setup(app):
+    app.connect("builder-inited", _name_folded_cells)
     app.connect("html-page-context", _unique_scripts)
     app.connect("doctree-read", _name_empty_row_headers)
     app.connect("doctree-read", _fold_solution_cells)

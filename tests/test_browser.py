@@ -341,13 +341,16 @@ def recorded_url(recorded_site):
 
 # Each code cell of an article: does an output (text or image) follow it, and its images' alt text;
 # whether the episode leaves its output off the page (tag remove-output: the page shows it otherwise).
-_CELLS = """() => [...document.querySelectorAll('article div.cell')].map(cell => {
-    const output = cell.querySelector(':scope > div.cell_output');
+# An exercise's cell with blanks is never run (the record has no such cell); an answer's cell is
+# folded in a <details> block, whose closed content has no innerText (hence textContent).
+_CELLS = """() => [...document.querySelectorAll('article div.cell:not(.tag_exercise)')].map(cell => {
+    const output = cell.querySelector('div.cell_output');
+    const text = output ? (output.innerText.trim() || output.textContent.trim()) : '';
     return {removed: cell.classList.contains('tag_remove-output'),
-            output: Boolean(output && (output.innerText.trim() || output.querySelector('img'))),
-            after: Boolean(output && cell.querySelector(':scope > div.cell_input')
+            output: Boolean(output && (text || output.querySelector('img'))),
+            after: Boolean(output && cell.querySelector('div.cell_input')
                 .compareDocumentPosition(output) & Node.DOCUMENT_POSITION_FOLLOWING),
-            text: output ? output.innerText : '',
+            text: text,
             alts: [...cell.querySelectorAll('.cell_output img')].map(i => i.alt)};
 })"""
 
