@@ -31,15 +31,12 @@ from gpulesson.hdf5 import write_hdf5
 N_TRAIN, BATCH, EPOCHS, SEED = 300, 16, 3, 5  # 19 batches, the last one short
 CLASSES = [f"class {i}" for i in range(10)]
 
-FIT = textwrap.dedent("""
-    import json, sys
+# Shared with the other scripts that fit in a backend's own process (test_09_grain.py): each
+# image carries its row number in its first pixel, and a layer of an eagerly run model records
+# the rows that fit hands it.
+RECORDING = textwrap.dedent("""
     import keras
     import numpy as np
-    from gpulesson import lesson
-
-    path, modes = sys.argv[1], sys.argv[2].split(",")
-    OPTIONS = {"none": {}, "threads": {"workers": 2},
-               "processes": {"workers": 2, "use_multiprocessing": True}}
 
     class RecordRows(keras.layers.Layer):
         def __init__(self):
@@ -57,8 +54,8 @@ FIT = textwrap.dedent("""
             self.rows.append(rows.tolist())
             return x
 
-    out = {"backend": keras.backend.backend()}
-    for mode in modes:
+    def recording_model():
+        # (a model that records the rows it is fed, its recording layer)
         keras.utils.set_random_seed(0)
         record = RecordRows()
         inputs = keras.Input((32, 32, 3))
@@ -66,6 +63,20 @@ FIT = textwrap.dedent("""
         model = keras.Model(inputs, keras.layers.Dense(10, activation="softmax")(hidden))
         model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy",
                       run_eagerly=True)
+        return model, record
+""")
+
+FIT = RECORDING + textwrap.dedent("""
+    import json, sys
+    from gpulesson import lesson
+
+    path, modes = sys.argv[1], sys.argv[2].split(",")
+    OPTIONS = {"none": {}, "threads": {"workers": 2},
+               "processes": {"workers": 2, "use_multiprocessing": True}}
+
+    out = {"backend": keras.backend.backend()}
+    for mode in modes:
+        model, record = recording_model()
         batches = lesson.HDF5Batches(path, "train", %(batch)d, shuffle=True,
                                      seed=%(seed)d, **OPTIONS[mode])
         model.fit(batches, epochs=%(epochs)d, shuffle=False, verbose=0,

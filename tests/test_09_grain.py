@@ -18,7 +18,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from test_04_data_order import encoded, encoded_rows
+from test_04_data_order import RECORDING, encoded, encoded_rows
 
 from gpulesson.devices import backend_installed
 from gpulesson.hdf5 import write_hdf5
@@ -29,31 +29,13 @@ pytest.importorskip("grain", reason="Grain is not installed: pip install -r requ
 N_TRAIN, BATCH, EPOCHS, SEED = 300, 16, 3, 5  # 19 blocks, the last one of 12 images
 N_BLOCKS = -(-N_TRAIN // BATCH)
 
-FIT = textwrap.dedent("""
+FIT = RECORDING + textwrap.dedent("""
     import json, sys
-    import keras
-    import numpy as np
     from gpulesson import lesson
     from gpulesson.lesson.feeding import grain_blocks
 
     path, modes = sys.argv[1], sys.argv[2].split(",")
     N, BATCH, EPOCHS, SEED = json.loads(sys.argv[3])
-
-
-    class RecordRows(keras.layers.Layer):
-        def __init__(self):
-            super().__init__()
-            self.rows = []
-
-        def call(self, x):
-            try:
-                pixels = keras.ops.convert_to_numpy(x[:, 0, 0, :])
-            except Exception:
-                return x  # symbolic shapes while Keras builds the model
-            digits = np.rint(pixels).astype(np.int64)
-            self.rows.append((digits[:, 0] * 65536 + digits[:, 1] * 256
-                              + digits[:, 2]).tolist())
-            return x
 
 
     def feed(mode):
@@ -83,13 +65,7 @@ FIT = textwrap.dedent("""
 
     out = {"backend": keras.backend.backend()}
     for mode in modes:
-        keras.utils.set_random_seed(0)
-        record = RecordRows()
-        inputs = keras.Input((32, 32, 3))
-        hidden = keras.layers.GlobalAveragePooling2D()(record(inputs))
-        model = keras.Model(inputs, keras.layers.Dense(10)(hidden))
-        model.compile(optimizer="sgd", run_eagerly=True,
-                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        model, record = recording_model()
         data, options = feed(mode)
         model.fit(data, epochs=EPOCHS, shuffle=False, verbose=0, **options)
         out[mode] = record.rows
