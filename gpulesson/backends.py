@@ -81,7 +81,8 @@ def _choose_another(where: str) -> str:
     return f"or set KERAS_BACKEND=tensorflow, or change the backend in {where.split(' (')[0]}"
 
 
-def _installed(module: str) -> bool:
+def module_installed(module: str) -> bool:
+    """Whether ``module`` can be imported here, without importing it."""
     try:
         return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):  # an import blocker, or a module half-removed
@@ -91,7 +92,7 @@ def _installed(module: str) -> bool:
 def missing_backend_message(environ: Mapping[str, str] | None = None) -> str | None:
     """What to do when the chosen Keras backend cannot be used here; None when it can (or
     when Keras itself is not installed: then its import fails plainly, with its name)."""
-    return None if not _installed("keras") else _backend_problem(environ)
+    return None if not module_installed("keras") else _backend_problem(environ)
 
 
 def _backend_problem(environ: Mapping[str, str] | None = None) -> str | None:
@@ -104,7 +105,7 @@ def _backend_problem(environ: Mapping[str, str] | None = None) -> str | None:
                 f"{', '.join(LESSON_BACKENDS)} (the lesson's default is tensorflow), "
                 f"{restart}.")
     module, title, packages, requirements = LESSON_BACKENDS[backend]
-    if _installed(module):
+    if module_installed(module):
         return None
     return (f"Keras is set to the backend {backend!r} ({where}), but {title} is not installed "
             f"in this Python ({sys.executable}). Install it (the lesson's versions, "

@@ -114,7 +114,9 @@ BACKEND_TITLES = {module: title for title, module, _ in FRAMEWORKS}
 
 def backend_installed(backend: str) -> bool:
     """Whether the framework of the Keras backend ``backend`` can be imported (not importing it)."""
-    return importlib.util.find_spec(backend) is not None
+    from gpulesson.backends import module_installed
+
+    return module_installed(backend)
 
 
 def installed_backends() -> list[str]:
