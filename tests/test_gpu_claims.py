@@ -231,18 +231,27 @@ def _matmul_records() -> list[dict]:
     return reference_run(ROOT / RESULTS_DIR / "matmul.jsonl")
 
 
-def test_matmul_precision_words_agree_with_the_records():
-    from gpulesson.experiments.matmul import page
+def _compared(comparisons: dict, values: dict):
+    """(value name, float32 record, other precision's record) of each comparison the records
+    hold; a comparison they cannot make must say the value is missing."""
     from gpulesson.experiments.matmul.records import find
 
     records = _matmul_records()
+    for name, (device, dtype) in comparisons.items():
+        base, other = find(records, device, "float32"), find(records, device, dtype)
+        if base and other:
+            yield name, base, other
+        else:
+            assert values[name] == MISSING, name
+
+
+def test_matmul_precision_words_agree_with_the_records():
+    from gpulesson.experiments.matmul import page
+
     values = page.substitutions(ROOT / RESULTS_DIR / "matmul.jsonl")
     checked = 0
-    for name, (device, dtype) in page.COMPARISONS.items():
-        base, other = find(records, device, "float32"), find(records, device, dtype)
-        if not (base and other):
-            assert values[name] == MISSING, name
-            continue
+    for name, base, other in _compared(page.COMPARISONS, values):
+        dtype = other["dtype"]
         n = max({p["n"] for p in base["points"]} & {p["n"] for p in other["points"]})
         at = {r["dtype"]: next(p for p in r["points"] if p["n"] == n) for r in (base, other)}
         _check_words(values[name], _summary(at[dtype]["seconds"]), _summary(at["float32"]["seconds"]))
@@ -267,16 +276,10 @@ def test_matmul_precision_words_size_by_size_agree_with_the_records():
     """Each size's verdict, recomputed from the records, is the one the page names it under:
     a rule read at one size (float16 slower than float32) is not said of the others."""
     from gpulesson.experiments.matmul import page
-    from gpulesson.experiments.matmul.records import find
 
-    records = _matmul_records()
     values = page.substitutions(ROOT / RESULTS_DIR / "matmul.jsonl")
     checked = 0
-    for name, (device, dtype) in page.BY_SIZE.items():
-        base, other = find(records, device, "float32"), find(records, device, dtype)
-        if not (base and other):
-            assert values[name] == MISSING, name
-            continue
+    for name, base, other in _compared(page.BY_SIZE, values):
         said = _sizes_said(values[name])
         for point in other["points"]:
             ref = next(p for p in base["points"] if p["n"] == point["n"])

@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import clean_outputs
 import make_notebooks as mk
@@ -207,15 +208,21 @@ def test_terminal_colours_are_left_out_of_the_recorded_outputs():
         {"output_type": "error", "traceback": ["\x1b[31mValueError\x1b[0m"]})
 
 
+def _lesson_with_record(root: Path, slug: str) -> dict:
+    """A lesson folder in ``root`` holding one episode and its config, with an empty executed/;
+    returns the lesson's own record of that episode, for the test to change and write there."""
+    for folder in ("_episodes", "executed"):
+        (root / folder).mkdir()
+    shutil.copy2(ROOT / "_episodes" / f"{slug}.md", root / "_episodes")
+    shutil.copy2(ROOT / "_config.yml", root)
+    return json.loads((ROOT / "executed" / f"{slug}.ipynb").read_text(encoding="utf-8"))
+
+
 def test_the_clean_only_step_takes_colours_out_of_old_records_and_keeps_them_current(tmp_path):
     """An executed copy recorded before the cleaning knew of Rich's HTML: --clean-only takes its
     colours out without running it, and the record still matches its episode."""
     slug = "07-small-models"
-    for folder in ("_episodes", "executed"):
-        (tmp_path / folder).mkdir()
-    shutil.copy2(ROOT / "_episodes" / f"{slug}.md", tmp_path / "_episodes")
-    shutil.copy2(ROOT / "_config.yml", tmp_path)
-    nb = json.loads((ROOT / "executed" / f"{slug}.ipynb").read_text(encoding="utf-8"))
+    nb = _lesson_with_record(tmp_path, slug)
     cell = code_cells(nb)[1]
     cell["outputs"] = [*cell["outputs"], {"output_type": "display_data", "metadata": {},
                                           "data": {"text/html": RICH.splitlines(keepends=True),
@@ -283,11 +290,7 @@ def test_the_clean_only_step_names_the_machines_folders_neutrally(tmp_path):
     """A record made before the cleaning named the folders: --clean-only names them without
     running it again, the record still matches its episode, and the check below finds nothing."""
     slug = "07-small-models"
-    for folder in ("_episodes", "executed"):
-        (tmp_path / folder).mkdir()
-    shutil.copy2(ROOT / "_episodes" / f"{slug}.md", tmp_path / "_episodes")
-    shutil.copy2(ROOT / "_config.yml", tmp_path)
-    nb = json.loads((ROOT / "executed" / f"{slug}.ipynb").read_text(encoding="utf-8"))
+    nb = _lesson_with_record(tmp_path, slug)
     python = f"Python 3.11.7 ({clean_outputs.CHECKOUT}/.venv/bin/python)\n"
     code_cells(nb)[0]["outputs"].append({"output_type": "stream", "name": "stdout",
                                          "text": [python, f"{sys.prefix}/lib/x.py:1: Warning\n"]})
