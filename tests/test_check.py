@@ -172,6 +172,79 @@ def test_a_missing_class_folder_or_the_data_folder_fails_and_none_is_skipped(ope
     assert login.check_class_folder({"class_results": ""}, data)[0].status == SKIP
 
 
+# In a process of another user where the tests run as root (root writes in any folder, whatever
+# its mode): imported first, then nobody, as a learner's job would be.
+CLASS_WRITE_PROBE = """
+import dataclasses, json, os, sys
+import gpulesson.class_share
+from gpulesson.check import job
+if os.geteuid() == 0:
+    os.setgroups([]); os.setgid(65534); os.setuid(65534)
+print(json.dumps(dataclasses.asdict(job.class_folder_item(sys.argv[1]))))
+"""
+
+
+def class_write_as_a_learner(folder: Path, mode: int) -> report.Item:
+    """The job's class-folder item for ``folder`` with ``mode``, as a user who does not own it
+    (nobody under root; this user on a folder without write permission otherwise)."""
+    folder.chmod(mode if os.geteuid() == 0 or mode & 0o002 else 0o555)  # as its owner: no w
+    env = {k: v for k, v in os.environ.items() if k != "LESSON_CLASS_RESULTS"}
+    result = subprocess.run([sys.executable, "-c", CLASS_WRITE_PROBE, str(folder)], cwd=ROOT,
+                            env=env, capture_output=True, text=True, timeout=120)
+    folder.chmod(0o755)
+    assert result.returncode == 0, result.stderr
+    return report.Item(**json.loads(result.stdout))
+
+
+@pytest.mark.bad_input("unwritable folder")
+def test_the_job_writes_in_the_class_folder_and_names_the_fix_when_it_cannot(open_folder):
+    folder = open_folder / "class"
+    folder.mkdir()
+    closed = class_write_as_a_learner(folder, 0o755)
+    assert closed.status == FAIL and closed.where == "job", closed
+    assert f"cannot create a file in {folder} here" in closed.detail
+    assert f"chmod 2775 {folder}" in closed.fix and "read-only" in closed.fix
+    shared = class_write_as_a_learner(folder, 0o1777)
+    assert shared.status == OK and "a file created and removed" in shared.detail, shared
+    assert list(folder.iterdir()) == [], "the check's file must be removed"
+
+
+@pytest.mark.bad_input("unwritable folder")
+def test_a_class_folder_not_on_the_node_fails_and_none_is_not_checked(open_folder, monkeypatch):
+    from gpulesson.check import job
+
+    monkeypatch.delenv("LESSON_CLASS_RESULTS", raising=False)
+    missing = job.class_folder_item(str(open_folder / "not-mounted"))
+    assert missing.status == FAIL and missing.detail.endswith("is not there on this node")
+    assert "compute nodes mount it" in missing.fix
+    assert job.class_folder_item("").status == SKIP
+    # The folder the login node checked (given to the job) wins over the lesson's _config.yml.
+    monkeypatch.setenv("LESSON_CLASS_RESULTS", str(open_folder))
+    assert job.class_folder_item(str(open_folder / "not-mounted")).status == OK
+
+
+def test_the_job_checks_the_class_folder_and_is_given_the_one_checked_on_the_login_node(
+        open_folder, monkeypatch, tmp_path):
+    from gpulesson.check import job, submit
+
+    monkeypatch.delenv("LESSON_CLASS_RESULTS", raising=False)
+    monkeypatch.setattr(job, "nvidia_smi", lambda where: (report.skip("GPUs", "stub"), None, []))
+    monkeypatch.setattr(job, "data_item", lambda settings, where: (report.skip("Data", "stub"), None))
+    monkeypatch.setattr(job, "train_items", lambda *args: [])
+    names = [item.name for item in job.inside_job(None)]
+    assert names[:2] == ["Kernel's settings", "Class folder written from this node"]
+    assert "Class folder written from this node" not in [
+        item.name for item in job.inside_job(None, gpu_expected=False, where="laptop")]
+    # The job script exports the class folder the login node checked.
+    scripts = []
+    monkeypatch.setattr(submit, "job_script", lambda root, python, env, out: scripts.append(env) or "")
+    monkeypatch.setattr(submit.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(
+        a, 1, "", "stopped here"))
+    submit.run_job(ROOT, {"gpu_partition": "gpu", "class_results": str(open_folder)}, "python",
+                   {"A": "1"}, tmp_path, queue_wait=0, minutes=1)
+    assert scripts == [{"A": "1", "LESSON_CLASS_RESULTS": str(open_folder)}]
+
+
 # --- the site values and the Open OnDemand app -------------------------------------------
 
 def filled_config(tmp_path) -> Path:
@@ -311,8 +384,7 @@ def test_the_guide_names_every_option_and_shows_what_the_code_prints():
     guide = (ROOT / "guide.md").read_text(encoding="utf-8")
     options = [o for action in parse([])._get_kwargs() for o in [action[0]]]
     for option in options:
-        if option != "inside_job":
-            assert f"`--{option.replace('_', '-')}" in guide, option
+        assert f"`--{option.replace('_', '-')}" in guide, option
     assert NO_GPU_FIX in guide and "learner_checks()" in guide
 
 

@@ -5,8 +5,9 @@ always packed.
     python tools/reference.py budget --list        # the plan: its steps, leases and estimates
 
 One call runs the steps of :data:`PLAN` that the run in ``results/reference-run.json`` still
-lacks, in the plan's order (the lesson's headline first), each an experiment's command or one
-notebook's recorded run (the steps of ``tools/reference.py``). It starts a step only while it
+lacks, in the plan's order (the lesson's headline first), each an experiment's command, one
+notebook's recorded run (the steps of ``tools/reference.py``) or a check on the GPU (the DDP
+check; the readiness check's job part, whose record is the instructor guide's example). It starts a step only while it
 has time for it, stops the step in progress at the deadline (with every process the step
 started; what the step finished stays recorded), and ALWAYS ends by packing what it has into
 three files in ``--out``: ``records.tar.gz`` (``results/``, the run's state with it, and this
@@ -41,6 +42,10 @@ from pathlib import Path
 import reference
 import steprun
 from reference import ROOT, StageStopped, Step, StopRequested
+
+from gpulesson.check import example as check_example
+from gpulesson.check.login import kernel_env_expected
+from gpulesson.class_share import CLASS_ENV
 
 STATE_FILE = ROOT / "results" / "reference-run.json"
 LOG_DIR = reference.STATE_DIR
@@ -93,6 +98,17 @@ class Planned:
 
 _x = reference._experiment
 TORCH = ("torch", "torchvision", "numpy", "h5py")
+# The instructor's readiness check, its job part on the node (python -m gpulesson.check
+# --inside-job): its record, results/check-gpu.jsonl, is the guide's example of the GPU items.
+# With the kernel's settings (the Makefile's) and the node's /tmp as the class folder (the
+# lesson's _config.yml names an example one, which no node has). Lease 2, first: lease 1's
+# estimates leave no more room, and a call that has time after the headline runs it next.
+CHECK_GPU = Step("readiness check on the GPU",
+                 ["-m", "gpulesson.check", "--inside-job",
+                  "--json", str(LOG_DIR.relative_to(ROOT) / "check-gpu.json"),
+                  "--record", str(check_example.RESULTS_FILE.relative_to(ROOT))],
+                 ("keras", "numpy", "h5py", "yaml"), gpu_only=True,
+                 env=(*kernel_env_expected().items(), *reference.TORCH_ENV, (CLASS_ENV, "/tmp")))
 PLAN = [
     Planned(_x("cnn"), 1, (105, 175),
             "CPU half: 6 epochs x 171 CPU-s + 16,000 images predicted = 1,033 CPU-s, 65-130 s on "
@@ -109,6 +125,11 @@ PLAN = [
             "start 4 s"),
     Planned(reference.DDP_CHECK, 1, (20, 40),
             "torchrun and NCCL start about 10 s; 2 epochs x 469 steps of Python, 1 s"),
+    Planned(CHECK_GPU, 2, (15, 30),
+            "its GPU items' path measured on 2 cores (JAX and PyTorch, no TensorFlow, a stand-in "
+            "nvidia-smi): 18 s, 18 CPU-s, mostly one thread (imports, compiling, each backend's "
+            "probe in turn), so 16 cores cut little; on the node a second compile, for the GPU, "
+            "and CUDA's start in 3 processes; GPU compute not estimated"),
     Planned(Step("notebook 05", ["tools/record_run.py", "--only", "05"], reference.NOTEBOOK,
                  quick_option=True), 2, (90, 140),
             "3 CPU epochs x 171 CPU-s + 10,000 images predicted = 517 CPU-s, 32-65 s; compiling "
@@ -135,7 +156,8 @@ PLAN = [
             "9 settings of the lesson's pipeline x 6 epochs, a compile each; if time is left"),
 ]
 LEASES = {1: "the headline: episodes 5 (CNN, CPU and GPU), 6, 7 and 8, and the DDP check",
-          2: "episode 5's notebook executed on the GPU, episode 9's GPU rows and ceiling",
+          2: "the readiness check's GPU items, episode 5's notebook executed on the GPU, "
+             "episode 9's GPU rows and ceiling",
           3: "if time is left: the settings sweeps (otherwise they stay CPU-recorded)"}
 
 

@@ -39,10 +39,18 @@ def parse(argv=None) -> argparse.Namespace:
                         help="check the laptop path (make lab) instead of a cluster; the default "
                              "where there is no sbatch")
     parser.add_argument("--no-job", action="store_true", help="only the login node's checks")
-    parser.add_argument("--inside-job", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--inside-job", action="store_true",
+                        help="only the compute node's checks, here (what the job runs; on a node "
+                             "you are logged in to, e.g. with srun --pty)")
+    parser.add_argument("--record", type=Path, metavar="FILE",
+                        help="with --inside-job: also append the checklist as one record to the "
+                             "results file FILE (no host name), as the lesson's GPU recording "
+                             "does for the guide's example (results/check-gpu.jsonl)")
     args = parser.parse_args(argv)
     if args.queue_wait < 0 or args.time_limit < 1:
         parser.error("--queue-wait must be 0 or more seconds, --time-limit at least 1 minute")
+    if args.record and not args.inside_job:
+        parser.error("--record goes with --inside-job: it records a compute node's checklist")
     return args
 
 
@@ -123,6 +131,10 @@ def main(argv=None) -> int:
         items = cluster(args)
     print(report.text(items, title=f"Lesson readiness check ({mode}, {sys.executable}):"))
     path = report.write_json(args.json, items, mode=mode, lesson=str(login.ROOT))
+    if args.record:
+        from gpulesson.check.example import append_check
+
+        print(f"Recorded in {append_check(args.record, items, _settings({}))}")
     if args.inside_job:
         return 0  # the checks ran: the job COMPLETED; its findings are in the JSON
     print(f"Written to {path}: send it to your site's support with any ✗.")

@@ -8,12 +8,14 @@ CNN on the GPU and on the CPU (a smoke test, not a measurement), and the kernel'
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 
 from gpulesson.check.report import fail, ok, skip
 
@@ -148,15 +150,43 @@ def train_items(arrays, where: str, gpu_expected: bool, no_gpu_why: str):
     return items
 
 
+def class_folder_item(site_value, where: str = "job"):
+    """Can this node write in the class folder (``LESSON_CLASS_RESULTS``, else the site's
+    ``class_results``)? A file is created and removed there: what a learner's job does."""
+    from gpulesson.class_share import CLASS_ENV, class_folder
+
+    title = "Class folder written from this node"
+    folder = class_folder(site_value)
+    if folder is None:
+        return skip(title, f"class_results is empty and {CLASS_ENV} unset: the class shares no runs",
+                    where=where)
+    try:
+        handle, probe = tempfile.mkstemp(prefix=".gpulesson-check-", dir=folder)
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            return fail(title, f"{folder} is not there on this node", "ask the site's support "
+                        "whether the compute nodes mount it, or set class_results in _config.yml "
+                        "to a folder on a file system they mount (read-write)", where=where)
+        return fail(title, f"cannot create a file in {folder} here ({exc.strerror})",
+                    f"on the login node: chgrp CLASSGROUP {folder} && chmod 2775 {folder} (or "
+                    f"chmod 1777 {folder}); if the login node's check of it passed, ask the site's "
+                    "support whether the compute nodes mount it read-only", where=where)
+    return ok(title, f"{folder} (a file created and removed)", where=where)
+
+
 def inside_job(settings, *, gpu_expected: bool = True, where: str = "job"):
     """Every check of a compute node (``gpu_expected``: a job on the GPU partition; False on a
     laptop, where no GPU is no fault)."""
-    from gpulesson.check.login import check_settings
+    from gpulesson.check.login import check_settings, site_values
 
     # On a laptop the kernel's settings were checked already, from its kernel.json.
     items = [] if not gpu_expected else [check_settings(
         os.environ, "register the kernel with the Makefile's settings (make kernel), or export "
         "them in the job", where=where)]
+    if gpu_expected:  # a laptop has no class folder (a cluster's job is given it, see submit)
+        items.append(class_folder_item(site_values().get("class_results"), where))
     gpu, driver, _ = nvidia_smi(where)
     if driver or gpu_expected:
         items.append(gpu)

@@ -11,8 +11,6 @@ import stat
 import subprocess
 from pathlib import Path
 
-import yaml
-
 from gpulesson.check.report import Item, fail, ok, skip
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,6 +24,8 @@ GPU_SETTINGS = ("XLA_PYTHON_CLIENT_PREALLOCATE", "TF_FORCE_GPU_ALLOW_GROWTH")
 
 
 def site_values(config: Path = CONFIG) -> dict:
+    import yaml  # here: a GPU node's recording imports this module for kernel_env_expected
+
     return yaml.safe_load(Path(config).read_text(encoding="utf-8")).get("lesson_site") or {}
 
 

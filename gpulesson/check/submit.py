@@ -55,9 +55,13 @@ def run_job(root: Path, site: dict, python: str, env: dict, out: Path, *, queue_
             minutes: int, say=print):
     """Submit the job, wait ``queue_wait`` seconds at most for it to start, then until it ends
     (its time limit bounds that); return its items, and one for the job itself."""
+    from gpulesson.class_share import CLASS_ENV, class_folder
+
     title = "Job on the GPU partition"
     out.mkdir(parents=True, exist_ok=True)
     script = out / "gpulesson-check.sbatch"
+    folder = class_folder(site.get("class_results"))  # the one the login node checked (--config)
+    env = {**env, CLASS_ENV: str(folder)} if folder else env
     script.write_text(job_script(root, python, env, out))
     args = sbatch_args(site, minutes, out)
     submitted = subprocess.run(["sbatch", "--parsable", *args, str(script)], capture_output=True, text=True,
