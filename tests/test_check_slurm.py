@@ -34,11 +34,11 @@ def settings():
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def run_check(slurm, tmp_path, settings, *args):
-    """python -m gpulesson.check against the cluster, with a kernel of this Python: (result,
-    items by name, the JSON)."""
+def run_check(slurm, tmp_path, settings, *args, env=None):
+    """python -m gpulesson.check against the cluster, with a kernel of this Python (and ``env``
+    on the login node): (result, items by name, the JSON)."""
     write_kernel(tmp_path, sys.executable, {**KERNEL_ENV, **data_env(settings)})
-    env = {**slurm.env, "JUPYTER_PATH": str(tmp_path)}
+    env = {**slurm.env, "JUPYTER_PATH": str(tmp_path), **(env or {})}
     env.pop("PYTHONPATH", None)  # the job imports gpulesson from the lesson folder, as on a cluster
     out = tmp_path / "check.json"
     result = subprocess.run([sys.executable, "-m", "gpulesson.check", "--json", str(out), *args],
@@ -48,8 +48,12 @@ def run_check(slurm, tmp_path, settings, *args):
 
 
 def test_the_job_runs_on_the_gpu_partition_and_says_no_gpu_with_the_fix(slurm, tmp_path, settings):
+    # A class folder as the guide has it made (chmod 1777), where the job can reach it.
+    folder = settings.data_dir.parent / "class"
+    folder.mkdir()
+    folder.chmod(0o1777)
     result, items, data = run_check(slurm, tmp_path, settings, "--queue-wait", "120",
-                                    "--time-limit", "10")
+                                    "--time-limit", "10", env={"LESSON_CLASS_RESULTS": str(folder)})
     printed = result.stdout + result.stderr
     assert result.returncode == 1 and data["mode"] == "cluster", printed
     job = items["Job on the GPU partition"]
@@ -58,8 +62,12 @@ def test_the_job_runs_on_the_gpu_partition_and_says_no_gpu_with_the_fix(slurm, t
     [record] = slurm.job(job_id)
     assert record["Partition"] == site_config()["gpu_partition"] and record["JobState"] == "COMPLETED"
     # Inside the job: the kernel's settings, the data, a few training steps on the CPU.
-    for name in ("Kernel's settings", "Data read on this node", "Training steps on the CPU"):
+    for name in ("Kernel's settings", "Data read on this node", "Training steps on the CPU",
+                 "Class folder written from this node"):
         assert [i.status for i in items_from_json(data) if i.name == name][-1] == OK, printed
+    assert items["Class folder written from this node"].where == "job"
+    assert str(folder) in items["Class folder written from this node"].detail
+    assert list(folder.iterdir()) == []
     # No GPU: one ✗ with the fix, and what could not be checked without one.
     gpu = items["GPUs (nvidia-smi)"]
     assert gpu.status == FAIL and gpu.detail.startswith("no GPU") and "gres_example" in gpu.fix

@@ -7,14 +7,14 @@ always packed.
 One call runs the steps of :data:`PLAN` that the run in ``results/reference-run.json`` still
 lacks, in the plan's order (the lesson's headline first), each an experiment's command, one
 notebook's recorded run (the steps of ``tools/reference.py``) or a check on the GPU (the DDP
-check; the readiness check's job part, whose record is the instructor guide's example). It starts a step only while it
-has time for it, stops the step in progress at the deadline (with every process the step
-started; what the step finished stays recorded), and ALWAYS ends by packing what it has into
-three files in ``--out``: ``records.tar.gz`` (``results/``, the run's state with it, and this
-call's log under ``_build/reference/``, which git ignores), ``pages.tar.gz`` (the figures
-redrawn and the notebooks refilled from the records, and ``executed/``) and ``budget.json``
-(what this call did, how long each step took, what is left). SIGTERM or SIGINT (``timeout``)
-stops it the same way, and it packs at once.
+check; the readiness check's job part, whose record is the instructor guide's example). It
+starts a step only while it has time for it, stops the step in progress at the deadline (with
+every process the step started; what the step finished stays recorded), and ALWAYS ends by
+packing what it has into three files in ``--out``: ``records.tar.gz`` (``results/``, the run's
+state with it, and this call's log under ``_build/reference/``, which git ignores),
+``pages.tar.gz`` (the figures redrawn and the notebooks refilled from the records, and
+``executed/``) and ``budget.json`` (what this call did, how long each step took, what is left).
+SIGTERM or SIGINT (``timeout``) stops it the same way, and it packs at once.
 
 Unpack both archives in the lesson folder and commit them: the state is in ``results/``, so the
 next call, days later and on another machine, goes on with the same run, each experiment given
