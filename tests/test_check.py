@@ -305,7 +305,7 @@ def test_the_checklist_marks_each_item_and_its_json_round_trips(tmp_path):
     assert "✓ A: fine" in printed and "✗ B: broken\n    → mend it" in printed
     assert "– C (not checked: why)" in printed and printed.endswith("1 ✓, 1 ✗, 1 not checked")
     assert report.exit_status(items) == 1 and report.exit_status([items[0], items[2]]) == 0
-    data = json.loads(report.write_json(tmp_path / "c.json", items, mode="test").read_text())
+    data = json.loads(report.write_json(tmp_path / "new" / "c.json", items, mode="test").read_text())
     assert data["format"] == report.FORMAT and data["passed"] is False
     assert report.items_from_json(data) == items
     with pytest.raises(ValueError, match="needs a fix"):

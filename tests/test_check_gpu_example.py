@@ -122,7 +122,7 @@ def test_the_budgeted_gpu_run_makes_the_record_after_the_ddp_check_and_only_besi
     step = budget.CHECK_GPU
     assert names.index(step.name) == names.index(reference.DDP_CHECK.name) + 1
     [planned] = [p for p in budget.PLAN if p.step is step]
-    assert step.gpu_only and planned.lease == 2 and "measured on 2 cores" in planned.basis
+    assert step.gpu_only and planned.lease == 2 and "rehearsed on 2 cores" in planned.basis
     argv = reference.command(step, None, True)
     assert argv[1:4] == ["-m", "gpulesson.check", "--inside-job"]
     record = Path(argv[argv.index("--record") + 1])

@@ -126,10 +126,11 @@ PLAN = [
     Planned(reference.DDP_CHECK, 1, (20, 40),
             "torchrun and NCCL start about 10 s; 2 epochs x 469 steps of Python, 1 s"),
     Planned(CHECK_GPU, 2, (15, 30),
-            "its GPU items' path measured on 2 cores (JAX and PyTorch, no TensorFlow, a stand-in "
-            "nvidia-smi): 18 s, 18 CPU-s, mostly one thread (imports, compiling, each backend's "
-            "probe in turn), so 16 cores cut little; on the node a second compile, for the GPU, "
-            "and CUDA's start in 3 processes; GPU compute not estimated"),
+            "the step rehearsed on 2 cores with a stand-in nvidia-smi: 23 s, of which about 8 s "
+            "TensorFlow's probe and import (no TensorFlow on the node); mostly one thread "
+            "(imports, compiling, each backend's probe in turn), so 16 cores cut little; on the "
+            "node a second compile, for the GPU, and CUDA's start in 3 processes; GPU compute "
+            "not estimated"),
     Planned(Step("notebook 05", ["tools/record_run.py", "--only", "05"], reference.NOTEBOOK,
                  quick_option=True), 2, (90, 140),
             "3 CPU epochs x 171 CPU-s + 10,000 images predicted = 517 CPU-s, 32-65 s; compiling "

@@ -93,6 +93,7 @@ def items_from_json(data: dict) -> list[Item]:
 
 def write_json(path, items, **about) -> Path:
     path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(to_json(items, **about), indent=2, ensure_ascii=False) + "\n",
                     encoding="utf-8")
     return path
