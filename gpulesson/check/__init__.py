@@ -5,7 +5,8 @@ The instructor runs it on the login node the day before: it checks what the logi
 (:mod:`~gpulesson.check.submit`, :mod:`~gpulesson.check.job`), and prints a checklist, each
 item ✓, ✗ with the one thing to do, or – not checked with why (:mod:`~gpulesson.check.report`),
 also written as JSON for the site's support. :func:`learner_checks` is the part that applies to
-a learner: episode 1's setup check.
+a learner: episode 1's setup check. :mod:`~gpulesson.check.example` keeps the job part's
+checklist from a GPU node as the instructor guide's example.
 """
 
 from __future__ import annotations
