@@ -14,7 +14,7 @@ import pytest
 from carpentry import PLACEHOLDER, resolve_conditionals, split_front_matter
 from conftest import ROOT
 
-from gpulesson.experiments import ceiling, feeding
+from gpulesson.experiments import ceiling, feeding, workers
 from gpulesson.experiments.feeding import pipelines as fp
 
 EPISODE = ROOT / "_episodes" / "09-feeding-the-gpu.md"
@@ -62,10 +62,11 @@ def shown_options(text=TEXT) -> set[str]:
 def test_every_placeholder_is_one_the_benchmark_provides():
     used = {m[1] for m in PLACEHOLDER.finditer(TEXT)}
     assert used, "the episode shows no recorded number"
-    values = {**feeding.substitutions(), **ceiling.substitutions()}
+    values = {**feeding.substitutions(), **ceiling.substitutions(), **workers.substitutions()}
     refs = {name for name in used if name.startswith("ref_")}
-    assert refs == {name for name in used if name.startswith(("ref_feed_", "ref_ceil_"))}, \
-        "the episode's numbers come from the feeding benchmark and the ceiling only"
+    assert refs == {name for name in used
+                    if name.startswith(("ref_feed_", "ref_ceil_", "ref_workers_"))}, \
+        "the episode's numbers come from the feeding benchmark, the ceiling and Grain's workers"
     assert not refs - values.keys(), sorted(refs - values.keys())
     # the reference run: its table, what it shows, and the answer to the reading exercise
     assert {"ref_feed_table", "ref_feed_findings", "ref_feed_reading"} <= refs
@@ -73,7 +74,8 @@ def test_every_placeholder_is_one_the_benchmark_provides():
 
 def test_without_a_results_file_the_page_says_so_in_sentences(tmp_path):
     values = {**feeding.substitutions(tmp_path / "none.jsonl"),
-              **ceiling.substitutions(tmp_path / "none.jsonl")}
+              **ceiling.substitutions(tmp_path / "none.jsonl"),
+              **workers.substitutions(tmp_path / "none.jsonl")}
     filled = PLACEHOLDER.sub(lambda m: values[m[1]], resolve_conditionals(BODY, values))
     assert "No reference run has been recorded yet" in filled
     assert "not recorded yet (not recorded yet)" not in filled
@@ -114,12 +116,13 @@ def test_figures_exist_and_are_the_ones_the_draw_script_writes():
         path = (EPISODE.parent / src).resolve()
         assert path.is_file(), src
         assert path.parent == draw_feeding.FOLDER.resolve(), src
-        assert path.name in (*draw_feeding.FIGURES, ceiling.FILE), src
-    assert {p.rsplit("/", 1)[-1] for p in shown} == {*draw_feeding.FIGURES, ceiling.FILE}
+        assert path.name in (*draw_feeding.FIGURES, ceiling.FILE, workers.FILE), src
+    assert {p.rsplit("/", 1)[-1] for p in shown} == {*draw_feeding.FIGURES, ceiling.FILE,
+                                                    workers.FILE}
     # the captions name the script and the results file
     for caption in re.findall(r"^:{3,}\{figure\}.*?^:{3,}$", TEXT, re.DOTALL | re.MULTILINE):
         assert "fig/09-feeding-the-gpu/figures.py" in caption
-        assert "results/feeding.jsonl" in caption or "results/ceiling.jsonl" in caption
+        assert re.search(r"results/(feeding|ceiling|workers)\.jsonl", caption), caption
 
 
 def test_every_option_shown_for_the_benchmark_exists():

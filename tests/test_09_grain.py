@@ -45,6 +45,9 @@ FIT = RECORDING + textwrap.dedent("""
         if mode == "lesson":
             dataset, steps = grain_blocks(path, EPOCHS, BATCH, seed=SEED)
             return dataset, {"steps_per_epoch": steps}
+        if mode == "workers":  # the same pipeline, read by a worker process
+            dataset, steps = grain_blocks(path, EPOCHS, BATCH, seed=SEED, workers=1)
+            return dataset, {"steps_per_epoch": steps}
         if mode == "torch":
             from gpulesson.lesson.feeding import torch_blocks
 
@@ -74,7 +77,7 @@ FIT = RECORDING + textwrap.dedent("""
 
 # What each backend runs: the lesson's routes on both, the traps once (they are Keras' and
 # Grain's, not a backend's).
-MODES = {"jax": ["lesson", "no-repeat", "index-sampler"], "torch": ["lesson", "torch"]}
+MODES = {"jax": ["lesson", "workers", "no-repeat", "index-sampler"], "torch": ["lesson", "torch"]}
 
 
 @pytest.fixture(scope="module")
@@ -130,6 +133,45 @@ def test_the_lessons_routes_give_every_image_once_per_epoch_in_new_orders(path, 
 
 def test_grain_gives_the_same_order_on_both_backends(path):
     assert delivered(path, "jax")["lesson"] == delivered(path, "torch")["lesson"]
+
+
+def test_a_worker_process_gives_fit_the_same_batches_in_the_same_order(path):
+    """workers=1 inside fit (with the absl workaround, JAX installed): what no worker gives."""
+    assert delivered(path, "jax")["workers"] == delivered(path, "jax")["lesson"]
+
+
+def test_flip_crop_shifts_and_flips_each_image_and_keeps_its_label():
+    import numpy as np
+
+    from gpulesson.lesson.feeding import flip_crop
+
+    x, y = encoded(64)
+    out, labels = flip_crop((x, y), np.random.default_rng(3))
+    assert out.dtype == x.dtype and out.shape == x.shape and labels is y
+    padded = np.pad(x, ((0, 0), (4, 4), (4, 4), (0, 0)), mode="reflect")
+    crops = [{(padded[i, dy:dy + 32, dx:dx + 32][:, ::f]).tobytes() for dy in range(9)
+              for dx in range(9) for f in (1, -1)} for i in range(len(x))]
+    assert all(out[i].tobytes() in crops[i] for i in range(len(x)))  # its own image, moved
+    assert not np.array_equal(out, x)  # 64 images: some shifted or flipped
+    again, _ = flip_crop((x, y), np.random.default_rng(3))
+    assert np.array_equal(out, again)
+
+
+def test_augmented_blocks_are_the_same_with_and_without_a_worker(path):
+    """Grain seeds augment's generator from the seed and the block's place, not the process."""
+    from gpulesson.lesson.feeding import flip_crop, grain_blocks
+
+    def blocks(workers):
+        dataset, _ = grain_blocks(path, 2, BATCH, seed=SEED, augment=flip_crop, workers=workers)
+        return [(x.copy(), y.copy()) for x, y in dataset]
+
+    alone, by_worker = blocks(0), blocks(1)
+    assert len(alone) == len(by_worker) == 2 * N_BLOCKS
+    for (x0, y0), (x1, y1) in zip(alone, by_worker, strict=True):
+        assert (x0 == x1).all() and (y0 == y1).all()
+    # a new augmentation in each epoch: the two epochs' sets of blocks differ
+    epochs = [sorted(x.tobytes() for x, _ in alone[e * N_BLOCKS:(e + 1) * N_BLOCKS]) for e in (0, 1)]
+    assert epochs[0] != epochs[1]
 
 
 def test_trap_without_repeat_every_epoch_has_the_same_order(path):

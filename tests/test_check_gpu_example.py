@@ -117,12 +117,12 @@ def test_the_command_records_a_node_without_a_gpu_as_such(tmp_path):
     assert example.substitutions(out)["ref_check_gpu"] == MISSING
 
 
-def test_the_budgeted_gpu_run_makes_the_record_after_the_ddp_check_and_only_beside_a_gpu():
-    names = [planned.name for planned in budget.PLAN]
+def test_the_budgeted_gpu_run_makes_the_record_after_its_two_leases_and_only_beside_a_gpu():
     step = budget.CHECK_GPU
-    assert names.index(step.name) == names.index(reference.DDP_CHECK.name) + 1
+    # First of what is left once the two leases of GPU records have run.
+    assert [p.name for p in budget.PLAN if p.lease == 3][0] == step.name
     [planned] = [p for p in budget.PLAN if p.step is step]
-    assert step.gpu_only and planned.lease == 2 and "rehearsed on 2 cores" in planned.basis
+    assert step.gpu_only and planned.lease == 3 and "rehearsed on 2 cores" in planned.basis
     argv = reference.command(step, None, True)
     assert argv[1:4] == ["-m", "gpulesson.check", "--inside-job"]
     record = Path(argv[argv.index("--record") + 1])
@@ -132,4 +132,5 @@ def test_the_budgeted_gpu_run_makes_the_record_after_the_ddp_check_and_only_besi
     assert env["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false" and env["LESSON_CLASS_RESULTS"] == "/tmp"
     state = {"data": "synthetic", "quick": True, "gpu": None, "runs": {}, "calls": [], "done": {}}
     assert step.name not in [p.name for p in budget.lacking(state, None, 3)]
-    assert step.name in [p.name for p in budget.lacking(state, "NVIDIA H100 80GB HBM3", 2)]
+    assert step.name not in [p.name for p in budget.lacking(state, "NVIDIA H100 80GB HBM3", 2)]
+    assert step.name in [p.name for p in budget.lacking(state, "NVIDIA H100 80GB HBM3", 3)]

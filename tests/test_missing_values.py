@@ -92,7 +92,8 @@ def lesson_values():
 def test_a_page_says_once_in_one_note_what_is_not_recorded(page, lesson_values):
     text = (ROOT / page).read_text(encoding="utf-8")
     values = {k: NOT_RECORDED if k.startswith(("ref_mm_gpu", "ref_mlp_gpu", "ref_mlp_sweep_gpu",
-                                                "ref_torch_gpu", "ref_feed_gpu", "ref_ceil_gpu"))
+                                                "ref_torch_gpu", "ref_feed_gpu", "ref_ceil_gpu",
+                                                "ref_workers_gpu"))
               else v for k, v in lesson_values.items()}
     notes = missing_notes(carpentry.fill_placeholders(text, ROOT, values))
     assert len(notes) == 1, notes

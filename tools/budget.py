@@ -109,6 +109,9 @@ CHECK_GPU = Step("readiness check on the GPU",
                   "--record", str(check_example.RESULTS_FILE.relative_to(ROOT))],
                  ("keras", "numpy", "h5py", "yaml"), gpu_only=True,
                  env=(*kernel_env_expected().items(), *reference.TORCH_ENV, (CLASS_ENV, "/tmp")))
+# Grain's workers beside the node's GPU: JAX, the backend the node's lessons run.
+WORKERS_GPU = ("--backends", "jax", "--devices", "gpu")
+GRAIN = (*reference.KERAS, "grain")
 PLAN = [
     Planned(_x("cnn"), 1, (105, 175),
             "CPU half: 6 epochs x 171 CPU-s + 16,000 images predicted = 1,033 CPU-s, 65-130 s on "
@@ -125,12 +128,6 @@ PLAN = [
             "start 4 s"),
     Planned(reference.DDP_CHECK, 1, (20, 40),
             "torchrun and NCCL start about 10 s; 2 epochs x 469 steps of Python, 1 s"),
-    Planned(CHECK_GPU, 2, (15, 30),
-            "the step rehearsed on 2 cores with a stand-in nvidia-smi: 23 s, of which about 8 s "
-            "TensorFlow's probe and import (no TensorFlow on the node); mostly one thread "
-            "(imports, compiling, each backend's probe in turn), so 16 cores cut little; on the "
-            "node a second compile, for the GPU, and CUDA's start in 3 processes; GPU compute "
-            "not estimated"),
     Planned(Step("notebook 05", ["tools/record_run.py", "--only", "05"], reference.NOTEBOOK,
                  quick_option=True), 2, (90, 140),
             "3 CPU epochs x 171 CPU-s + 10,000 images predicted = 517 CPU-s, 32-65 s; compiling "
@@ -148,6 +145,17 @@ PLAN = [
             "JAX and PyTorch x 7 pipelines x 6 epochs of 50,000 images at the loop rates "
             "measured on 2 CPU cores (results/ceiling.jsonl: JAX 121,000-162,000, PyTorch "
             "60,000-84,000 images/s), 45 s; a start and compile per condition, 42 s"),
+    Planned(_x("workers", *WORKERS_GPU, "--works", "augment", "--workers", "0", "4", needs=GRAIN,
+               with_gpu=(), gpu_only=True, step="Grain's workers beside the GPU"), 2, (20, 30),
+            "JAX's start 3.7 s and 50,000 images made and written 6.9 s; 2 fits of 6 epochs: on 2 "
+            "CPU cores, 4 s with no worker and 15 s with 1 or 2 (results/workers.jsonl: worker "
+            "processes start, each importing Keras); 4 workers start side by side on 16 cores"),
+    Planned(CHECK_GPU, 3, (15, 30),
+            "the step rehearsed on 2 cores with a stand-in nvidia-smi: 23 s, of which about 8 s "
+            "TensorFlow's probe and import (no TensorFlow on the node); mostly one thread "
+            "(imports, compiling, each backend's probe in turn), so 16 cores cut little; on the "
+            "node a second compile, for the GPU, and CUDA's start in 3 processes; GPU compute "
+            "not estimated"),
     Planned(_x("small_models", "--parts", "sweep", step="small models' sweep"), 3, (150, 250),
             "16 cells x 6 epochs a device: 2 minutes on 2 CPU cores (gpulesson.experiments."
             "small_models.measure.GRID), a compile per cell on the GPU; if time is left"),
@@ -155,11 +163,16 @@ PLAN = [
                "--classic-max-steps", reference.FEEDING_CPU_STEPS, with_gpu=(), gpu_only=True,
                step="feeding settings on the GPU"), 3, (120, 200),
             "9 settings of the lesson's pipeline x 6 epochs, a compile each; if time is left"),
+    Planned(_x("workers", *WORKERS_GPU, needs=GRAIN, with_gpu=(), gpu_only=True,
+               step="Grain's workers, every count"), 3, (40, 80),
+            "the rest of the grid: 8 fits with 1 to 8 workers, of the stored blocks and with "
+            "flip_crop, 5-15 s each by the 2-core fits (results/workers.jsonl); if time is left"),
 ]
 LEASES = {1: "the headline: episodes 5 (CNN, CPU and GPU), 6, 7 and 8, and the DDP check",
-          2: "the readiness check's GPU items, episode 5's notebook executed on the GPU, "
-             "episode 9's GPU rows and ceiling",
-          3: "if time is left: the settings sweeps (otherwise they stay CPU-recorded)"}
+          2: "episode 5's notebook executed on the GPU, episode 9's GPU rows, ceiling and "
+             "Grain's workers with augmentation",
+          3: "if time is left: the readiness check's GPU items for the guide, the settings "
+             "sweeps and the rest of Grain's workers (otherwise they stay CPU-recorded)"}
 
 
 def now_iso() -> str:

@@ -172,6 +172,10 @@ STAGES = {stage.name: stage for stage in (
                        step="pipelines on the CPU")]),
     Stage("ceiling", "episode 9's ceiling of fit, one process per installed backend", "3-5 min",
           [_experiment("ceiling")]),
+    Stage("workers", "episode 9's Grain worker processes, JAX and PyTorch (beside a GPU: JAX, "
+          "training on the GPU)", "about 5 min",
+          [_experiment("workers", needs=(*KERAS, "grain"),
+                       with_gpu=("--backends", "jax", "--devices", "gpu"))]),
     Stage("contention", "episode 5's CPU epochs on a shared node (CPU only: not part of a GPU "
           "node's run)", "CPU only", [_experiment("contention", with_gpu=())]),
     Stage("notebooks-1", "figures and notebooks refilled, then episodes 1 and 3 to 6 recorded",
@@ -183,7 +187,7 @@ STAGES = {stage.name: stage for stage in (
 )}
 # What a GPU node records: all but the CPU-only contention experiment.
 GPU_NODE = ("core", "small-models", "feeding-gpu", "feeding-settings", "feeding-cpu", "ceiling",
-            "notebooks-1", "notebooks-2", "notebooks-3", "pack")
+            "workers", "notebooks-1", "notebooks-2", "notebooks-3", "pack")
 
 
 def expand(name: str) -> list[str]:

@@ -1,10 +1,12 @@
 """Draw the feeding benchmark's figures from its results file:
 
     python fig/09-feeding-the-gpu/figures.py [FOLDER] [RESULTS]
-        ->  FOLDER/feeding-pipelines.svg, FOLDER/feeding-settings.svg, FOLDER/feeding-ceiling.svg
+        ->  FOLDER/feeding-pipelines.svg, FOLDER/feeding-settings.svg,
+            FOLDER/feeding-ceiling.svg, FOLDER/feeding-workers.svg
 
 FOLDER defaults to fig/09-feeding-the-gpu/ (created if missing), RESULTS to
-results/feeding.jsonl (the ceiling: results/ceiling.jsonl, beside it). The run drawn is the
+results/feeding.jsonl (the ceiling and Grain's workers: results/ceiling.jsonl and
+results/workers.jsonl, beside it). The run drawn is the
 newest one with CPU and GPU records, else the
 newest with GPU records, else the newest run (gpulesson.experiments.feeding.reference_run); record one with
 ``python -m gpulesson.experiments.feeding``. A test checks that the committed figures are the ones this
@@ -17,21 +19,24 @@ from pathlib import Path
 # The lesson's package from this checkout, installed or not (a cluster node's own Python).
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from gpulesson.experiments import ceiling, feeding
+from gpulesson.experiments import ceiling, feeding, workers
 from gpulesson.figure_scripts import drawer, main
 
 FOLDER = Path(__file__).resolve().parent
 FIGURES = ("feeding-pipelines.svg", "feeding-settings.svg")
 _draw = drawer(feeding, FIGURES, FOLDER)
-_draw_ceiling = drawer(ceiling, (ceiling.FILE,), FOLDER)
+# Drawn from their own results files, beside the feeding benchmark's, when they are there.
+BESIDE = [(ceiling, drawer(ceiling, (ceiling.FILE,), FOLDER)),
+          (workers, drawer(workers, (workers.FILE,), FOLDER))]
 
 
 def draw(folder=FOLDER, results=feeding.RESULTS_FILE) -> list[Path]:
     # The folder comes first here: the script is also run to draw into another folder.
     written = _draw(results, folder)
-    ceiling_results = Path(results).with_name(ceiling.RESULTS_FILE.name)
-    if ceiling_results.is_file():
-        written += _draw_ceiling(ceiling_results, folder)
+    for experiment, draw_beside in BESIDE:
+        beside = Path(results).with_name(experiment.RESULTS_FILE.name)
+        if beside.is_file():
+            written += draw_beside(beside, folder)
     return written
 
 

@@ -13,8 +13,9 @@ read by ``_ext/carpentry.py`` while the site builds), figures, command line
 - :mod:`~gpulesson.experiments.matmul`: episode 6, matrix multiplication;
 - :mod:`~gpulesson.experiments.small_models`: episode 7, the small MLP and its sweep;
 - :mod:`~gpulesson.experiments.torch_reference`: episode 8, the PyTorch version;
-- :mod:`~gpulesson.experiments.feeding` and :mod:`~gpulesson.experiments.layouts`: episode 9,
-  input pipelines and HDF5 layouts;
+- :mod:`~gpulesson.experiments.feeding`, :mod:`~gpulesson.experiments.layouts`,
+  :mod:`~gpulesson.experiments.ceiling` and :mod:`~gpulesson.experiments.workers`: episode 9,
+  input pipelines, HDF5 layouts, the ceiling of ``fit`` and Grain's worker processes;
 - :mod:`~gpulesson.experiments.parallel`, :mod:`~gpulesson.experiments.train_job` and
   :mod:`~gpulesson.experiments.sweep`: episode 10, data-parallel training, the batch job and
   the job-array sweep.

@@ -40,6 +40,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -254,3 +256,49 @@ def add_epochs_option(parser: argparse.ArgumentParser) -> None:
                         help=f"epochs per device, the {WARMUP} warm-up epoch included (default "
                              f"{default_epochs(False)}: {WARMUP} warm-up and {REPEATS} timed; quick "
                              f"mode {default_epochs(True)}); at least {WARMUP + 1}")
+
+
+def run_each_backend(module: str, backends, options: list[str], *, run_id: str, out: Path,
+                     settings: dict | None = None) -> list[str]:
+    """Run ``python -m module --backends NAME --run-id RUN --out OUT *options`` once per backend
+    (a Keras process has one backend), with ``KERAS_BACKEND`` set, for PyTorch glibc malloc's
+    thresholds fixed (:mod:`gpulesson.experiments.allocator`), and ``settings[NAME]`` (a dict
+    of environment variables) added; the backends whose process failed."""
+    from gpulesson.experiments import allocator
+
+    failed = []
+    for backend in backends:
+        print(f"--- {backend}", flush=True)
+        env = allocator.environment(backend, {**os.environ, "KERAS_BACKEND": backend,
+                                              **(settings or {}).get(backend, {})})
+        child = [sys.executable, "-m", module, "--backends", backend, "--run-id", run_id,
+                 "--out", str(out), *options]
+        if subprocess.run(child, env=env).returncode:
+            failed.append(backend)
+    return failed
+
+
+def passed_on(args: argparse.Namespace, names) -> list[str]:
+    """The options among ``names`` given on this command line, as arguments for a child
+    process (``--n-images 1024``, ``--devices cpu gpu``, ``--quick``)."""
+    found = []
+    for name in names:
+        value = getattr(args, name)
+        if value is None or value is False or value == []:
+            continue
+        flag = f"--{name.replace('_', '-')}"
+        found += [flag] if value is True else [flag, *map(str, value)] \
+            if isinstance(value, list | tuple) else [flag, str(value)]
+    return found
+
+
+def chosen_backends(parser: argparse.ArgumentParser, requested, installed) -> list[str]:
+    """The backends asked for (all of ``installed`` if none was); a usage error naming those
+    not installed."""
+    from gpulesson.devices import backend_installed
+
+    missing = [b for b in requested or [] if not backend_installed(b)]
+    if missing:
+        parser.error(f"backend(s) {', '.join(missing)} not installed: pip install "
+                     f"{' '.join(missing)}, or leave them out")
+    return list(requested or installed)

@@ -73,14 +73,20 @@ class GpuWatch(keras.callbacks.Callback):
 
 
 # From _episodes/09-feeding-the-gpu.md
+import numpy as np
+
 from gpulesson.lesson import HDF5Batches
 
 
-def grain_blocks(path, epochs, batch_size=256, *, seed=0, **rows):
+def grain_blocks(path, epochs, batch_size=256, *, seed=0, augment=None,
+                 workers=0, **rows):
     """(dataset, steps): the stored blocks of a lesson HDF5 file's
     training split through Grain, a new order every epoch, for
     fit(dataset, epochs=epochs, steps_per_epoch=steps, shuffle=False).
 
+    `augment(block, rng)` changes a block's images, with a generator
+    Grain seeds from `seed` and the block's place: the same images
+    whatever `workers` is. `workers` processes run it beside training.
     `rows` (start=, stop=) are those of HDF5Batches, whose item i is
     block i, as stored.
     """
@@ -89,9 +95,39 @@ def grain_blocks(path, epochs, batch_size=256, *, seed=0, **rows):
     blocks = HDF5Batches(path, "train", batch_size, window=1, **rows)
     dataset = (grain.MapDataset.source(blocks)
                .shuffle(seed=seed)  # a new order in every epoch...
-               .repeat(epochs)      # ...only when it repeats itself
-               .to_iter_dataset())
+               .repeat(epochs))     # ...only when it repeats itself
+    if augment is not None:
+        dataset = dataset.random_map(augment, seed=seed)
+    # Two reading threads and 8 blocks ahead: Grain's default reads 500
+    # blocks (400 MB) ahead, in every worker.
+    dataset = dataset.to_iter_dataset(
+        grain.ReadOptions(num_threads=2, prefetch_buffer_size=8))
+    if workers:
+        # Grain 0.2.18's workers read absl flags that nobody parsed
+        # (google/grain#1355, fixed after that release).
+        from absl import flags
+
+        if not flags.FLAGS.is_parsed():
+            flags.FLAGS.mark_as_parsed()
+        dataset = dataset.mp_prefetch(
+            grain.MultiprocessingOptions(num_workers=workers))
     return dataset, len(blocks)
+
+
+def flip_crop(block, rng):
+    """A block's images, each shifted by up to 4 pixels (edges
+    mirrored) and flipped left to right half of the time: augmentation
+    written one image at a time, as Python code usually is."""
+    images, labels = block
+    padded = np.pad(images, ((0, 0), (4, 4), (4, 4), (0, 0)),
+                    mode="reflect")
+    shifts = rng.integers(0, 9, size=(len(images), 2))
+    flips = rng.random(len(images)) < 0.5
+    out = np.empty_like(images)
+    for i, (dy, dx) in enumerate(shifts):
+        image = padded[i, dy:dy + 32, dx:dx + 32]
+        out[i] = image[:, ::-1] if flips[i] else image
+    return out, labels
 
 
 def torch_blocks(path, batch_size=256, *, seed=0, **rows):

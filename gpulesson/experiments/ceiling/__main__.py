@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 
 from gpulesson.devices import KERAS_DEVICES as DEVICES
-from gpulesson.devices import backend_installed, installed_backends
+from gpulesson.devices import installed_backends
 from gpulesson.experiments import allocator
 from gpulesson.experiments.ceiling.measure import BATCH_SIZE, QUICK_BATCH_SIZE, QUICK_N_IMAGES
 from gpulesson.experiments.ceiling.records import (
@@ -37,9 +36,12 @@ from gpulesson.experiments.common import (
     WARMUP,
     add_out_option,
     add_run_id_option,
+    chosen_backends,
     continue_run,
     default_devices,
+    passed_on,
     repeats_for,
+    run_each_backend,
     say_appended,
 )
 
@@ -96,30 +98,15 @@ def main(argv=None) -> int:
         if value is not None and value < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1, not {value}")
     run_id, done = continue_run(args.out, EXPERIMENT, args.run_id, condition)
-    backends = args.backends or installed_backends()
-    missing = [b for b in args.backends or [] if not backend_installed(b)]
-    if missing:
-        parser.error(f"backend(s) {', '.join(missing)} not installed: pip install "
-                     f"{' '.join(missing)}, or leave them out")
+    backends = chosen_backends(parser, args.backends, installed_backends())
     if len(backends) == 1 and os.environ.get("KERAS_BACKEND") == backends[0]:
         made = _measure_here(args, quick=quick, run_id=run_id, done=done)
         say_appended(made, args.out) if made else print("Nothing left to measure.")
         return 0
-    failed = []
-    for backend in backends:
-        child = [sys.executable, "-m", "gpulesson.experiments.ceiling", "--backends", backend,
-                 "--run-id", run_id, "--out", str(args.out)]
-        for option in ("devices", "pipelines"):
-            if getattr(args, option):
-                child += [f"--{option}", *getattr(args, option)]
-        for option in ("n_images", "batch_size"):
-            if getattr(args, option):
-                child += [f"--{option.replace('_', '-')}", str(getattr(args, option))]
-        child += ["--quick"] if quick else []
-        print(f"--- {backend}", flush=True)
-        env = allocator.environment(backend, {**os.environ, "KERAS_BACKEND": backend})
-        if subprocess.run(child, env=env).returncode:
-            failed.append(backend)
+    options = passed_on(args, ("devices", "pipelines", "n_images", "batch_size"))
+    options += ["--quick"] if quick else []
+    failed = run_each_backend("gpulesson.experiments.ceiling", backends, options, run_id=run_id,
+                              out=args.out)
     from gpulesson.experiments.ceiling.page import describe
     from gpulesson.results import read_records
 

@@ -1,0 +1,135 @@
+"""Grain's worker processes, with and without per-item work: the command line.
+
+    python -m gpulesson.experiments.workers                  # JAX and PyTorch, CPU (then GPU)
+    python -m gpulesson.experiments.workers --backends jax --devices gpu --workers 0 2 8
+    python -m gpulesson.experiments.workers --quick --out my-workers.jsonl
+
+One process per backend (``KERAS_BACKEND`` set; PyTorch with glibc malloc's thresholds fixed and
+``OMP_WAIT_POLICY=PASSIVE``, :data:`SETTINGS`),
+each appending its records to the results file as it makes them, all with one ``run_id``;
+``--run-id`` goes on with an earlier run, skipping the conditions it has. Every condition: a
+recorded warm-up epoch (which also starts the workers) and 5 timed epochs (2 with ``--quick``)
+of 50,000 images in batches of 256 (1,024 in batches of 64). Without ``--workers``: 0, then
+1, 2, 4, ... up to the cores available, at most 8. On an idle 2-core machine the command takes
+about 5 minutes, mostly for starting worker processes, which import Keras each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from gpulesson.devices import KERAS_DEVICES as DEVICES
+from gpulesson.devices import installed_backends
+from gpulesson.experiments import allocator
+from gpulesson.experiments.common import (
+    WARMUP,
+    add_out_option,
+    add_run_id_option,
+    chosen_backends,
+    continue_run,
+    default_devices,
+    passed_on,
+    repeats_for,
+    run_each_backend,
+    say_appended,
+)
+from gpulesson.experiments.workers.measure import BATCH_SIZE, QUICK_BATCH_SIZE, QUICK_N_IMAGES
+from gpulesson.experiments.workers.records import (
+    BACKENDS,
+    EXPERIMENT,
+    N_IMAGES,
+    RESULTS_FILE,
+    WORK,
+    condition,
+)
+
+# PyTorch's OpenMP threads wait for work by spinning: beside Grain's threads and workers on a
+# few cores, that stalled some half-second epochs for seconds on 2 cores; waiting passively
+# did not.
+SETTINGS = {"torch": {"OMP_WAIT_POLICY": "PASSIVE"}}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m gpulesson.experiments.workers",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--backends", nargs="+", choices=BACKENDS, default=None,
+                        help="Keras backends, one process each (default: JAX and PyTorch, "
+                             "those installed)")
+    parser.add_argument("--devices", nargs="+", choices=sorted(DEVICES), default=None,
+                        help="devices the model trains on (default: cpu, then gpu if the "
+                             "backend sees one)")
+    parser.add_argument("--works", nargs="+", choices=list(WORK), default=None,
+                        help="what is done to each block (default: all)")
+    parser.add_argument("--workers", nargs="+", type=int, default=None,
+                        help="numbers of worker processes (default: 0, 1, 2, 4, ... up to the "
+                             "cores available, at most 8)")
+    parser.add_argument("--n-images", type=int, default=None,
+                        help=f"images an epoch (default {N_IMAGES:,}; --quick {QUICK_N_IMAGES:,})")
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help=f"default {BATCH_SIZE} (--quick {QUICK_BATCH_SIZE})")
+    parser.add_argument("--quick", action="store_true",
+                        help="tiny sizes and 2 timed epochs (also when LESSON_QUICK=1)")
+    add_out_option(parser, RESULTS_FILE)
+    add_run_id_option(parser)
+    return parser
+
+
+def _measure_here(args, *, quick: bool, run_id: str, done: set) -> list[dict]:
+    """Measure with this process's backend (the child's work)."""
+    from gpulesson.devices import keras_device
+    from gpulesson.experiments.workers.measure import measure
+    from gpulesson.results import append_record
+
+    found = keras_device()
+    allocator.fix_for(found["backend"])  # set already where the command started this process
+    devices = default_devices(args.devices, found["gpu_count"])
+    if "gpu" in devices and not found["gpu_count"]:
+        print(f"No GPU is visible to Keras ({found['backend']} backend): nothing measured. "
+              "Run with --devices cpu, or on a machine with a GPU.", file=sys.stderr)
+        raise SystemExit(2)
+    return measure(devices=devices, works=args.works or list(WORK), workers=args.workers,
+                   n_images=args.n_images or (QUICK_N_IMAGES if quick else N_IMAGES),
+                   batch_size=args.batch_size or (QUICK_BATCH_SIZE if quick else BATCH_SIZE),
+                   repeats=repeats_for(quick), warmup=WARMUP, run_id=run_id, done=done,
+                   on_record=lambda r: append_record(args.out, r),
+                   progress=lambda line: print(line, flush=True))
+
+
+def main(argv=None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    from gpulesson.settings import get_settings
+
+    quick = args.quick or get_settings().quick
+    for name in ("n_images", "batch_size"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1, not {value}")
+    if any(n < 0 for n in args.workers or ()):
+        parser.error("--workers takes 0 (none) or more worker processes")
+    run_id, done = continue_run(args.out, EXPERIMENT, args.run_id, condition)
+    backends = chosen_backends(parser, args.backends,
+                               [b for b in installed_backends() if b in BACKENDS])
+    if len(backends) == 1 and os.environ.get("KERAS_BACKEND") == backends[0]:
+        made = _measure_here(args, quick=quick, run_id=run_id, done=done)
+        say_appended(made, args.out) if made else print("Nothing left to measure.")
+        return 0
+    options = passed_on(args, ("devices", "works", "workers", "n_images", "batch_size"))
+    failed = run_each_backend("gpulesson.experiments.workers", backends,
+                              options + (["--quick"] if quick else []), run_id=run_id,
+                              out=args.out, settings=SETTINGS)
+    from gpulesson.experiments.workers.page import describe
+    from gpulesson.results import read_records
+
+    if args.out.is_file():
+        print(describe(read_records(args.out, experiment=EXPERIMENT, run_id=run_id)))
+    if failed:
+        print(f"error: the {', '.join(failed)} process(es) failed (above).", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

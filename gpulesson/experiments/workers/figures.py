@@ -1,0 +1,83 @@
+"""The workers' figure: images per second of ``fit`` against the number of Grain worker
+processes, a bar for each per-item work, one panel a backend and device, with the range and the
+repeats of every condition. Its alt text is made from what it draws (:func:`alt_text`)."""
+
+from __future__ import annotations
+
+from gpulesson.experiments.common import SPREAD_NOTE, draw_spread
+from gpulesson.experiments.workers.records import (
+    NAMES,
+    WORK,
+    find,
+    groups,
+    rate_summary,
+    worker_counts,
+)
+from gpulesson.results import hardware
+
+FILE = "feeding-workers.svg"
+COLOURS = {"none": "#4c72b0", "augment": "#dd8452"}
+SHORT = {"none": "blocks as stored", "augment": "flip_crop on each image"}
+
+
+def _bars(records, backend: str, device: str):
+    """(work, workers, record) of a panel, by work, then workers."""
+    return [(work, n, r) for work in WORK for n in worker_counts(records, backend, device, work)
+            if (r := find(records, backend, device, work, n))]
+
+
+def alt_text(records) -> str:
+    """What the figure shows, in words, from the records it draws."""
+    if not records:
+        return "No measurement of Grain's worker processes is recorded yet."
+    parts = []
+    for backend, device in groups(records):
+        said = "; ".join(
+            f"{SHORT[work]}: " + ", ".join(f"{n} {_workers(n)} {r['images_per_second']:,.0f}"
+                                           for w, n, r in _bars(records, backend, device)
+                                           if w == work)
+            for work in WORK if any(w == work for w, _, _ in _bars(records, backend, device)))
+        parts.append(f"{NAMES.get(backend, backend)} on the {device.upper()}: {said}")
+    return ("Bars of the median images per second that fit reaches through Grain with a model "
+            "that does almost nothing, against the number of worker processes, blue for the "
+            "stored blocks as they are and orange with the lesson's augmentation, one panel per "
+            "backend and device, with whiskers from the slowest to the fastest epoch. Medians: "
+            f"{'. '.join(parts)}.")
+
+
+def _workers(n: int) -> str:
+    return "worker" if n == 1 else "workers"
+
+
+def figures(records):
+    """One figure: a panel per backend and device, bars by number of workers and work."""
+    import matplotlib.pyplot as plt
+
+    if not records:
+        raise ValueError("no records to plot: run python -m gpulesson.experiments.workers")
+    pairs = groups(records)
+    fig, axes = plt.subplots(1, len(pairs), figsize=(4.2 * len(pairs) + 1, 3.6), squeeze=False,
+                             sharey=True)
+    for ax, (backend, device) in zip(axes[0], pairs, strict=True):
+        bars = _bars(records, backend, device)
+        counts = sorted({n for _, n, _ in bars})
+        width = 0.8 / len(WORK)
+        for offset, work in enumerate(WORK):
+            drawn = [(counts.index(n) + (offset - (len(WORK) - 1) / 2) * width, rate_summary(r))
+                     for w, n, r in bars if w == work]
+            if not drawn:
+                continue
+            positions = [p for p, _ in drawn]
+            ax.bar(positions, [s["median"] for _, s in drawn], width=width * 0.95,
+                   color=COLOURS[work], label=SHORT[work])
+            draw_spread(ax, positions, [s for _, s in drawn])
+        ax.set_xticks(range(len(counts)), [str(n) for n in counts])
+        ax.set_xlabel("Grain worker processes (0: none)")
+        ax.set_title(f"{NAMES.get(backend, backend)}, {device.upper()}", fontsize=10, loc="left")
+    axes[0, 0].set_ylabel("images per second through fit\n(higher is better)")
+    axes[0, -1].legend(fontsize=8, loc="best")
+    machine = "; ".join(f"{k}: {v}" for k, v in hardware(records).items())
+    fig.suptitle(f"Grain's worker processes with a model that does almost nothing. {machine}\n"
+                 f"{SPREAD_NOTE}", fontsize=8.5)
+    fig.tight_layout()
+    return (fig,)

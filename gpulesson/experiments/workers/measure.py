@@ -1,0 +1,140 @@
+"""Measuring Grain's worker processes: the ceiling's model, fed the stored blocks through the
+lesson's ``grain_blocks``, with and without the lesson's augmentation (``flip_crop``), by 0 to N
+worker processes.
+
+The model does almost nothing (:func:`~gpulesson.experiments.ceiling.measure.tiny_model`), so an
+epoch's time is what the input path costs. With no worker, Grain's reading threads read and
+augment the blocks in the training process; with N, N processes do and hand each block over
+through shared memory. Before the fits, the cost of reading one block and of augmenting one is
+measured alone (:func:`block_costs`), so that a page can say what each worker has to do. Each
+condition follows the lesson's rule: a recorded warm-up epoch (it also takes the workers'
+start) and the timed epochs after it (:func:`gpulesson.experiments.common.synced_epoch_timer`).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import time
+
+from gpulesson.experiments.common import WARMUP, Budget, BusyMeter, synced_epoch_timer
+from gpulesson.experiments.workers.records import DATA, WORK, condition, measurement_record
+from gpulesson.results import new_run_id
+
+BATCH_SIZE = 256  # episode 9's batch
+QUICK_N_IMAGES, QUICK_BATCH_SIZE = 1_024, 64
+COST_BLOCKS = 20  # blocks read and augmented alone for block_costs
+
+
+def default_workers(cores: int) -> list[int]:
+    """0, then 1, 2, 4, ... up to the cores this process may use, at most 8."""
+    counts, n = [0], 1
+    while n <= min(cores, 8):
+        counts.append(n)
+        n *= 2
+    return counts
+
+
+def block_costs(path, batch_size: int, *, seed: int = 0) -> dict:
+    """Median milliseconds to read one stored block, and to augment one (``flip_crop``), in this
+    process, over :data:`COST_BLOCKS` blocks."""
+    import numpy as np
+
+    from gpulesson.lesson import HDF5Batches
+    from gpulesson.lesson.feeding import flip_crop
+
+    blocks = HDF5Batches(path, "train", batch_size, window=1)
+    rng = np.random.default_rng(seed)
+    read, work = [], []
+    for index in range(min(COST_BLOCKS, len(blocks))):
+        started = time.perf_counter()
+        block = blocks[index]
+        read.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        flip_crop(block, rng)
+        work.append(time.perf_counter() - started)
+    return {"read_ms": 1e3 * statistics.median(read), "work_ms": 1e3 * statistics.median(work)}
+
+
+def _fit(model, path, *, work: str, workers: int, batch_size: int, warmup: int,
+         repeats: int) -> list[float]:
+    """Seconds of every epoch of one fit fed by ``grain_blocks``, warm-up first."""
+    from gpulesson.lesson.feeding import flip_crop, grain_blocks
+
+    epochs = warmup + repeats
+    dataset, steps = grain_blocks(path, epochs, batch_size, seed=1, workers=workers,
+                                  augment=flip_crop if work == "augment" else None)
+    budget = Budget(warmup, repeats)
+    model.fit(dataset, epochs=epochs, steps_per_epoch=steps, shuffle=False, verbose=0,
+              callbacks=[synced_epoch_timer(budget)])
+    return budget.seconds
+
+
+def _setting() -> dict:
+    """The cores, threads, allocator mode, OpenMP's waiting and Grain's version the measurement
+    ran with."""
+    from importlib.metadata import version
+
+    from gpulesson.experiments import allocator
+    from gpulesson.timing import cpu_settings
+
+    return {"cpu_settings": cpu_settings(), **allocator.mode(), "grain": version("grain"),
+            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")}
+
+
+def measure(*, devices, n_images: int, batch_size: int, repeats: int, warmup: int = WARMUP,
+            works=tuple(WORK), workers=None, run_id: str | None = None, done=(), on_record=None,
+            progress=print) -> list[dict]:
+    """Measure every ``works`` x ``workers`` (default :func:`default_workers` of the cores) on
+    each of ``devices`` with the current Keras backend; returns the records, calling
+    ``on_record(record)`` as each is made. Conditions in ``done`` are skipped."""
+    import keras
+
+    from gpulesson.devices import keras_device_name
+    from gpulesson.experiments.ceiling.measure import tiny_model
+    from gpulesson.hdf5 import write_hdf5
+    from gpulesson.synthetic import make_synthetic
+    from gpulesson.timing import available_cores
+
+    if not 1 <= batch_size <= n_images:
+        raise ValueError(f"batch_size must be from 1 to n_images ({n_images}), not {batch_size}")
+    backend = keras.backend.backend()
+    counts = default_workers(available_cores()) if workers is None else sorted(set(workers))
+    run_id, done = run_id or new_run_id(), set(done)
+    (x, y), _ = make_synthetic(n_images, 10, seed=0, progress=False)
+    made = []
+    with tempfile.TemporaryDirectory(prefix="gpulesson-workers-") as folder:
+        path = write_hdf5(f"{folder}/train.h5", (x, y.astype("int32")), (x[:16], y[:16]),
+                          source=DATA, class_names=[f"class {i}" for i in range(10)],
+                          chunk_rows=batch_size, progress=False)
+        del x, y
+        costs = block_costs(path, batch_size)
+        for device in devices:
+            keras_device = keras_device_name(device)
+            for work in works:
+                for n in counts:
+                    if (backend, device, work, n, batch_size) in done:
+                        continue
+                    model = tiny_model(keras_device)
+                    meter = BusyMeter()
+                    started = time.perf_counter()
+                    with keras.device(keras_device):
+                        seconds = _fit(model, path, work=work, workers=n, batch_size=batch_size,
+                                       warmup=warmup, repeats=repeats)
+                    record = measurement_record(
+                        seconds, warmup=warmup, run_id=run_id, device=device, work=work,
+                        workers=n, batch_size=batch_size, n_images=n_images,
+                        extra={**costs, **meter.read(), **_setting(),
+                               "wall_seconds": time.perf_counter() - started})
+                    assert condition(record) == (backend, device, work, n, batch_size)
+                    made.append(record)
+                    if on_record:
+                        on_record(record)
+                    epochs = record["summary"]
+                    progress(f"{backend} {device} {work}, {n} worker(s): "
+                             f"{n_images / epochs['median']:,.0f} img/s, epoch "
+                             f"{epochs['median']:.3f} s ({epochs['min']:.3f}-{epochs['max']:.3f}, "
+                             f"{epochs['n']} epochs)")
+                    del model
+    return made

@@ -1,0 +1,129 @@
+"""Grain's workers on the page: episode 9's ``ref_workers_*`` values and the command's table.
+
+Every value comes from the reference run (:func:`~gpulesson.experiments.workers.records.reference_run`);
+without one, each says so in a sentence. Imports no deep-learning framework.
+"""
+
+from __future__ import annotations
+
+from gpulesson.experiments.common import compare, summary_text
+from gpulesson.experiments.workers.figures import SHORT, alt_text
+from gpulesson.experiments.workers.records import (
+    NAMES,
+    RESULTS_FILE,
+    WORK,
+    against_none,
+    best,
+    cost_ms,
+    find,
+    groups,
+    rate_summary,
+    reference_run,
+    worker_counts,
+)
+from gpulesson.results import NOT_RECORDED, hardware, software
+
+NONE = ("No run with Grain's worker processes has been recorded yet: "
+        "`python -m gpulesson.experiments.workers` records one.")
+
+
+def rate_text(record: dict) -> str:
+    """Median images/s and the range over the record's timed epochs."""
+    return summary_text(rate_summary(record), lambda v: f"{v:,.0f}", what="epochs")
+
+
+def rows(records) -> list[list[str]]:
+    """One row per record: backend and device, work, workers, images/s, against none."""
+    found = []
+    for backend, device in groups(records):
+        for work in WORK:
+            for n in worker_counts(records, backend, device, work):
+                record = find(records, backend, device, work, n)
+                found.append([f"{NAMES.get(backend, backend)}, {device.upper()}", SHORT[work],
+                              str(n), rate_text(record), against_none(record, records)])
+    return found
+
+
+def table(records) -> str:
+    """The run as a Markdown table (for the page)."""
+    head = ["Backend, device", "Work on each block", "Worker processes",
+            "Images/s: median (range)", "Against no worker"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows(records)]
+    return "\n".join(lines)
+
+
+def describe(records) -> str:
+    """The run as plain text (for the command line)."""
+    if not records:
+        return "No workers records."
+    out = [f"Run {records[0]['run_id']}: {software(records)}"]
+    for backend_device, work, n, rate, said in rows(records):
+        out.append(f"  {backend_device:12} {work:24} {n:>2} {rate:42} {said}")
+    return "\n".join(out)
+
+
+# How a sentence names each work.
+IN_WORDS = {"none": "for the stored blocks", "augment": "with `flip_crop`"}
+
+
+def findings(records) -> str:
+    """A sentence a backend and device: what a block costs to read and to augment, and for
+    each work the fastest number of workers against none, in the rule's words."""
+    sentences = []
+    for backend, device in groups(records):
+        mine = [r for r in records if (r["backend"], r["device_kind"]) == (backend, device)]
+        cores = (mine[0].get("cpu_settings") or {}).get("cpu_cores_available", "?")
+        read, work_ms = (cost_ms(records, backend, device, key) for key in ("read_ms", "work_ms"))
+        said = []
+        for work in WORK:
+            top, base = best(records, backend, device, work), find(records, backend, device,
+                                                                     work, 0)
+            if top and base:
+                words = compare(rate_summary(top), rate_summary(base), higher_is_better=True).text
+                said.append(f"{words} none {IN_WORDS[work]} ({top['workers']})")
+        costs = (f"; reading a block took {read:.2g} ms, `flip_crop` {work_ms:.2g} ms"
+                 if read is not None and work_ms is not None else "")
+        if said:
+            sentences.append(f"{NAMES.get(backend, backend)} on the {device.upper()} ({cores} "
+                             f"cores{costs}): the best worker count was "
+                             f"{' and '.join(said)}.")
+    return " ".join(sentences) or NONE
+
+
+def torch_setting(records) -> str:
+    """How the run's PyTorch process was set up, as it recorded it ('' without one)."""
+    torch = [r for r in records if r["backend"] == "torch"]
+    if not torch:
+        return ""
+    malloc = all((r.get("malloc") or {}).get("mode") == "fixed" for r in torch)
+    policy = {r.get("omp_wait_policy") for r in torch}
+    said = [*(["glibc malloc's thresholds fixed"] if malloc else []),
+            *([f"`OMP_WAIT_POLICY={policy.pop()}`"] if len(policy) == 1 and None not in policy
+              else [])]
+    return f"PyTorch ran with {' and '.join(said)}. " if said else ""
+
+
+def provenance(records) -> str:
+    """Where and how the run was measured, as a sentence."""
+    first = records[0]
+    machine = "; ".join(f"{k}: {v}" for k, v in hardware(records).items())
+    load = first.get("load_average_before")
+    load = f"; load average before the first condition {', '.join(f'{v:.1f}' for v in load)}" \
+        if load else ""
+    return (f"{torch_setting(records)}{machine}{load}; {software(records)}, Grain "
+            f"{first.get('grain', '?')}; run {first['run_id']} ({first['date'][:10]}), "
+            "`results/workers.jsonl`.")
+
+
+def substitutions(path=RESULTS_FILE) -> dict[str, str]:
+    """Episode 9's values of Grain's workers (MyST substitutions ``ref_workers_*``)."""
+    records = reference_run(path)
+    return {
+        "ref_workers_table": table(records) if records else NONE,
+        "ref_workers_summary": (f"{findings(records)} {provenance(records)}" if records
+                                else "Without a run there is nothing to compare yet."),
+        "ref_workers_alt": alt_text(records),
+        # The GPU the run measured on: the episode's note on what is missing tests it.
+        "ref_workers_gpu": hardware(records).get("GPU", NOT_RECORDED),
+    }

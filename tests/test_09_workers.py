@@ -1,0 +1,124 @@
+"""Episode 9's Grain workers: the records' comparisons, table, words and figure follow what was
+measured; the command measures, appends records with one run id and goes on with a run."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+from gpulesson.experiments import workers
+from gpulesson.experiments.workers import measure, page, records
+
+
+def record(backend, work, n_workers, seconds, device="cpu"):
+    return {"backend": backend, "device_kind": device, "work": work, "workers": n_workers,
+            "n_images": records.N_IMAGES, "run_id": "r", "date": "2026-11-26T00:00:00+00:00",
+            "device": "CPU", "cpu_model": "Test CPU", "cores_usable": 2,
+            "versions": {"keras": "3", "jax": "0.1"}, "grain": "0.2.18",
+            "cpu_settings": {"cpu_cores_available": 2}, "epoch_seconds": seconds,
+            "warmup_seconds": [3.0], "read_ms": 0.4, "work_ms": 2.2,
+            "images_per_second": records.N_IMAGES / sorted(seconds)[len(seconds) // 2],
+            "experiment": records.EXPERIMENT}
+
+
+RUN = [record("jax", "none", 0, [0.40, 0.41, 0.42, 0.40, 0.43]),
+       record("jax", "none", 1, [0.60, 0.62, 0.61, 0.65, 0.60]),
+       record("jax", "none", 2, [0.58, 0.61, 0.60, 0.59, 0.66]),
+       record("jax", "augment", 0, [0.60, 0.62, 0.63, 0.60, 0.61]),
+       record("jax", "augment", 1, [0.58, 0.70, 0.61, 0.66, 0.60]),
+       record("jax", "augment", 2, [0.45, 0.46, 0.47, 0.45, 0.44])]
+
+
+def test_default_worker_counts_go_up_to_the_cores_and_8_at_most():
+    assert measure.default_workers(1) == [0, 1]
+    assert measure.default_workers(2) == [0, 1, 2]
+    assert measure.default_workers(6) == [0, 1, 2, 4]
+    assert measure.default_workers(64) == [0, 1, 2, 4, 8]
+
+
+def test_each_count_of_workers_is_compared_with_none_in_the_rules_words():
+    assert records.against_none(RUN[0], RUN) == ""  # the baseline itself
+    assert records.against_none(RUN[1], RUN) == "1.5× slower"
+    assert records.against_none(RUN[4], RUN) == "no measurable difference"  # ranges overlap
+    assert records.against_none(RUN[5], RUN) == "1.4× faster"
+    assert records.best(RUN, "jax", "cpu", "none") is RUN[2]
+    assert records.best(RUN, "jax", "cpu", "augment") is RUN[5]
+    assert records.best(RUN[:1], "jax", "cpu", "none") is None  # no worker measured
+
+
+def test_the_findings_say_the_costs_and_the_best_count_against_none():
+    said = page.findings(RUN)
+    assert said == ("JAX on the CPU (2 cores; reading a block took 0.4 ms, `flip_crop` 2.2 ms): "
+                    "the best worker count was 1.5× slower than none for the stored blocks "
+                    "(2) and 1.4× faster than none with `flip_crop` (2).")
+
+
+def test_table_alt_text_and_page_values_say_what_was_measured(tmp_path):
+    table = page.table(RUN)
+    assert table.count("\n| JAX, CPU |") == len(RUN)
+    assert "| 1 | 81,967 (range 76,923–83,333, 5 epochs) | 1.5× slower |" in table
+    alt = workers.alt_text(RUN)
+    assert "blocks as stored: 0 workers 121,951, 1 worker 81,967, 2 workers 83,333" in alt
+    assert "GPU" not in alt
+    file = tmp_path / "workers.jsonl"
+    assert page.substitutions(file)["ref_workers_table"] == page.NONE
+    file.write_text("".join(json.dumps(r) + "\n" for r in RUN))
+    values = page.substitutions(file)
+    assert values["ref_workers_table"] == table
+    assert values["ref_workers_summary"].endswith(
+        "Grain 0.2.18; run r (2026-11-26), `results/workers.jsonl`.")
+    assert "CPU: Test CPU, 2 cores" in values["ref_workers_summary"]
+
+
+def test_the_figure_has_a_panel_a_backend_and_a_bar_a_condition():
+    run = [*RUN, record("torch", "none", 0, [0.5] * 5), record("torch", "none", 1, [0.6] * 5)]
+    (figure,) = workers.figures(run)
+    axes = figure.get_axes()
+    assert [ax.get_title(loc="left") for ax in axes] == ["JAX, CPU", "PyTorch, CPU"]
+    assert [len(ax.patches) for ax in axes] == [6, 2]
+    with pytest.raises(ValueError, match="python -m gpulesson.experiments.workers"):
+        workers.figures([])
+
+
+def test_the_committed_run_is_the_pages_and_its_figure_is_drawn_from_it():
+    committed = records.reference_run()
+    if not committed:
+        pytest.skip("no run in results/workers.jsonl yet")
+    assert {r["work"] for r in committed} == set(records.WORK)
+    assert all(r["repeats"] >= 5 and r["n_images"] == records.N_IMAGES for r in committed)
+    assert all(r["read_ms"] > 0 and r["work_ms"] > 0 for r in committed)
+
+
+def run_command(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "gpulesson.experiments.workers", *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, **(env or {})})
+
+
+def test_bad_options_are_usage_errors():
+    result = run_command("--workers", "-1")
+    assert result.returncode == 2 and "--workers takes 0 (none) or more" in result.stderr
+    result = run_command("--backends", "tensorflow")
+    assert result.returncode == 2 and "invalid choice" in result.stderr
+
+
+def test_the_command_measures_appends_and_goes_on_with_a_run(tmp_path):
+    pytest.importorskip("grain")
+    out = tmp_path / "workers.jsonl"
+    env = {"KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu", "LESSON_DATA": "synthetic"}
+    args = ["--backends", "jax", "--quick", "--works", "augment", "--workers", "0", "1",
+            "--n-images", "256", "--out", str(out)]
+    result = run_command(*args, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    made = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["work"], r["workers"]) for r in made] == [("augment", 0), ("augment", 1)]
+    assert len({r["run_id"] for r in made}) == 1
+    for r in made:
+        assert r["repeats"] == 2 and len(r["warmup_seconds"]) == 1 and r["grain"]
+        assert r["work_ms"] > 0 and r["read_ms"] > 0 and r["cpu_settings"]["cpu_cores_available"]
+    again = run_command(*args, "--run-id", made[0]["run_id"], env=env)
+    assert again.returncode == 0 and "Nothing left to measure." in again.stdout
+    assert len(out.read_text().splitlines()) == 2
