@@ -302,3 +302,42 @@ def chosen_backends(parser: argparse.ArgumentParser, requested, installed) -> li
         parser.error(f"backend(s) {', '.join(missing)} not installed: pip install "
                      f"{' '.join(missing)}, or leave them out")
     return list(requested or installed)
+
+
+def devices_here(requested) -> list[str]:
+    """In a process that measures with its own Keras backend: PyTorch's allocator fixed (set
+    already where the command started the process), and the devices to measure, ``requested``
+    or :func:`default_devices`; a message and exit status 2 when a GPU is asked for and the
+    backend sees none."""
+    from gpulesson.devices import keras_device
+    from gpulesson.experiments import allocator
+
+    found = keras_device()
+    allocator.fix_for(found["backend"])
+    devices = default_devices(requested, found["gpu_count"])
+    if "gpu" in devices and not found["gpu_count"]:
+        print(f"No GPU is visible to Keras ({found['backend']} backend): nothing measured. "
+              "Run with --devices cpu, or on a machine with a GPU.", file=sys.stderr)
+        raise SystemExit(2)
+    return devices
+
+
+def refuse_below_one(parser: argparse.ArgumentParser, args: argparse.Namespace, names) -> None:
+    """A usage error for any of the options ``names`` given below 1."""
+    for name in names:
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1, not {value}")
+
+
+def report_backends(out: Path, experiment: str, run_id: str, describe, failed) -> int:
+    """After one process per backend: the run's table (``describe`` of its records in ``out``),
+    the backends whose process failed; the command's exit status."""
+    from gpulesson.results import read_records
+
+    if Path(out).is_file():
+        print(describe(read_records(out, experiment=experiment, run_id=run_id)))
+    if failed:
+        print(f"error: the {', '.join(failed)} process(es) failed (above).", file=sys.stderr)
+        return 1
+    return 0

@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 from gpulesson.devices import KERAS_DEVICES as DEVICES
 from gpulesson.devices import installed_backends
-from gpulesson.experiments import allocator
 from gpulesson.experiments.ceiling.measure import BATCH_SIZE, QUICK_BATCH_SIZE, QUICK_N_IMAGES
 from gpulesson.experiments.ceiling.records import (
     BACKENDS,
@@ -38,9 +36,11 @@ from gpulesson.experiments.common import (
     add_run_id_option,
     chosen_backends,
     continue_run,
-    default_devices,
+    devices_here,
     passed_on,
+    refuse_below_one,
     repeats_for,
+    report_backends,
     run_each_backend,
     say_appended,
 )
@@ -68,17 +68,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def _measure_here(args, *, quick: bool, run_id: str, done: set) -> list[dict]:
     """Measure with this process's backend (the child's work)."""
-    from gpulesson.devices import keras_device
     from gpulesson.experiments.ceiling.measure import measure
     from gpulesson.results import append_record
 
-    found = keras_device()
-    allocator.fix_for(found["backend"])  # set already where the command started this process
-    devices = default_devices(args.devices, found["gpu_count"])
-    if "gpu" in devices and not found["gpu_count"]:
-        print(f"No GPU is visible to Keras ({found['backend']} backend): nothing measured. "
-              "Run with --devices cpu, or on a machine with a GPU.", file=sys.stderr)
-        raise SystemExit(2)
+    devices = devices_here(args.devices)
     return measure(devices=devices, pipelines=args.pipelines,
                    n_images=args.n_images or (QUICK_N_IMAGES if quick else N_IMAGES),
                    batch_size=args.batch_size or (QUICK_BATCH_SIZE if quick else BATCH_SIZE),
@@ -93,10 +86,7 @@ def main(argv=None) -> int:
     from gpulesson.settings import get_settings
 
     quick = args.quick or get_settings().quick
-    for name in ("n_images", "batch_size"):
-        value = getattr(args, name)
-        if value is not None and value < 1:
-            parser.error(f"--{name.replace('_', '-')} must be at least 1, not {value}")
+    refuse_below_one(parser, args, ("n_images", "batch_size"))
     run_id, done = continue_run(args.out, EXPERIMENT, args.run_id, condition)
     backends = chosen_backends(parser, args.backends, installed_backends())
     if len(backends) == 1 and os.environ.get("KERAS_BACKEND") == backends[0]:
@@ -108,14 +98,8 @@ def main(argv=None) -> int:
     failed = run_each_backend("gpulesson.experiments.ceiling", backends, options, run_id=run_id,
                               out=args.out)
     from gpulesson.experiments.ceiling.page import describe
-    from gpulesson.results import read_records
 
-    if args.out.is_file():
-        print(describe(read_records(args.out, experiment=EXPERIMENT, run_id=run_id)))
-    if failed:
-        print(f"error: the {', '.join(failed)} process(es) failed (above).", file=sys.stderr)
-        return 1
-    return 0
+    return report_backends(args.out, EXPERIMENT, run_id, describe, failed)
 
 
 if __name__ == "__main__":
