@@ -341,3 +341,30 @@ def report_backends(out: Path, experiment: str, run_id: str, describe, failed) -
         print(f"error: the {', '.join(failed)} process(es) failed (above).", file=sys.stderr)
         return 1
     return 0
+
+
+def add_size_options(parser: argparse.ArgumentParser, sizes: dict) -> None:
+    """``--n-images``, ``--batch-size`` and ``--quick`` of a command whose epoch is ``sizes``:
+    ``{"n_images": ..., "batch_size": ..., "quick_n_images": ..., "quick_batch_size": ...}``."""
+    parser.add_argument("--n-images", type=int, default=None,
+                        help=f"images an epoch (default {sizes['n_images']:,}; --quick "
+                             f"{sizes['quick_n_images']:,})")
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help=f"default {sizes['batch_size']} (--quick {sizes['quick_batch_size']})")
+    parser.add_argument("--quick", action="store_true",
+                        help="tiny sizes and 2 timed epochs (also when LESSON_QUICK=1)")
+
+
+def rule_arguments(args: argparse.Namespace, sizes: dict, *, quick: bool, run_id: str,
+                   done: set) -> dict:
+    """The keyword arguments of an experiment's ``measure`` for the options of
+    :func:`add_size_options`: the epoch's size, the rule's warm-up and repeats, the run, and
+    each record appended to ``args.out`` as it is made, with its progress printed."""
+    from gpulesson.results import append_record
+
+    size = "quick_" if quick else ""
+    return {"n_images": args.n_images or sizes[f"{size}n_images"],
+            "batch_size": args.batch_size or sizes[f"{size}batch_size"],
+            "repeats": repeats_for(quick), "warmup": WARMUP, "run_id": run_id, "done": done,
+            "on_record": lambda r: append_record(args.out, r),
+            "progress": lambda line: print(line, flush=True)}

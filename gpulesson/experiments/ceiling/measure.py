@@ -23,6 +23,7 @@ import time
 from gpulesson.experiments.ceiling.records import (
     DATA,
     IN_MEMORY,
+    N_IMAGES,
     condition,
     measurement_record,
     pipelines_for,
@@ -32,6 +33,9 @@ from gpulesson.results import new_run_id
 
 BATCH_SIZE = 256  # episode 9's batch
 QUICK_N_IMAGES, QUICK_BATCH_SIZE = 1_024, 64
+# The epoch's size, full and quick, as the command line takes it (common.add_size_options).
+SIZES = {"n_images": N_IMAGES, "batch_size": BATCH_SIZE, "quick_n_images": QUICK_N_IMAGES,
+         "quick_batch_size": QUICK_BATCH_SIZE}
 
 
 def tiny_model(keras_device: str, **compile_options):

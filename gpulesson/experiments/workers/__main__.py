@@ -22,24 +22,23 @@ import os
 from gpulesson.devices import KERAS_DEVICES as DEVICES
 from gpulesson.devices import installed_backends
 from gpulesson.experiments.common import (
-    WARMUP,
     add_out_option,
     add_run_id_option,
+    add_size_options,
     chosen_backends,
     continue_run,
     devices_here,
     passed_on,
     refuse_below_one,
-    repeats_for,
     report_backends,
+    rule_arguments,
     run_each_backend,
     say_appended,
 )
-from gpulesson.experiments.workers.measure import BATCH_SIZE, QUICK_BATCH_SIZE, QUICK_N_IMAGES
+from gpulesson.experiments.workers.measure import SIZES
 from gpulesson.experiments.workers.records import (
     BACKENDS,
     EXPERIMENT,
-    N_IMAGES,
     RESULTS_FILE,
     WORK,
     condition,
@@ -65,12 +64,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--workers", nargs="+", type=int, default=None,
                         help="numbers of worker processes (default: 0, 1, 2, 4, ... up to the "
                              "cores available, at most 8)")
-    parser.add_argument("--n-images", type=int, default=None,
-                        help=f"images an epoch (default {N_IMAGES:,}; --quick {QUICK_N_IMAGES:,})")
-    parser.add_argument("--batch-size", type=int, default=None,
-                        help=f"default {BATCH_SIZE} (--quick {QUICK_BATCH_SIZE})")
-    parser.add_argument("--quick", action="store_true",
-                        help="tiny sizes and 2 timed epochs (also when LESSON_QUICK=1)")
+    add_size_options(parser, SIZES)
     add_out_option(parser, RESULTS_FILE)
     add_run_id_option(parser)
     return parser
@@ -79,15 +73,10 @@ def _parser() -> argparse.ArgumentParser:
 def _measure_here(args, *, quick: bool, run_id: str, done: set) -> list[dict]:
     """Measure with this process's backend (the child's work)."""
     from gpulesson.experiments.workers.measure import measure
-    from gpulesson.results import append_record
 
-    devices = devices_here(args.devices)
-    return measure(devices=devices, works=args.works or list(WORK), workers=args.workers,
-                   n_images=args.n_images or (QUICK_N_IMAGES if quick else N_IMAGES),
-                   batch_size=args.batch_size or (QUICK_BATCH_SIZE if quick else BATCH_SIZE),
-                   repeats=repeats_for(quick), warmup=WARMUP, run_id=run_id, done=done,
-                   on_record=lambda r: append_record(args.out, r),
-                   progress=lambda line: print(line, flush=True))
+    return measure(devices=devices_here(args.devices), works=args.works or list(WORK),
+                   workers=args.workers,
+                   **rule_arguments(args, SIZES, quick=quick, run_id=run_id, done=done))
 
 
 def main(argv=None) -> int:
