@@ -60,6 +60,7 @@ def test_table_alt_text_and_page_values_say_what_was_measured(tmp_path):
     table = page.table(RUN)
     assert table.count("\n| JAX, CPU |") == len(RUN)
     assert "| 1 | 81,967 (range 76,923–83,333, 5 epochs) | 1.5× slower |" in table
+    assert "| 0 | 121,951 (range 116,279–125,000, 5 epochs) | baseline |" in table
     alt = workers.alt_text(RUN)
     assert "blocks as stored: 0 workers 121,951, 1 worker 81,967, 2 workers 83,333" in alt
     assert "GPU" not in alt

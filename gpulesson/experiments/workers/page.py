@@ -40,7 +40,8 @@ def rows(records) -> list[list[str]]:
             for n in worker_counts(records, backend, device, work):
                 record = find(records, backend, device, work, n)
                 found.append([f"{NAMES.get(backend, backend)}, {device.upper()}", SHORT[work],
-                              str(n), rate_text(record), against_none(record, records)])
+                              str(n), rate_text(record),
+                              against_none(record, records) or "baseline"])
     return found
 
 
