@@ -185,6 +185,13 @@ class BusyMeter:
                 "load_average_after": after}
 
 
+def markdown_table(head, rows) -> str:
+    """A Markdown table of ``rows`` (lists of cell texts) under the column titles ``head``: how
+    the experiments' pages and commands show a run."""
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
+
+
 # --- the command line ---------------------------------------------------------------------------
 
 DEFAULT_SEED = 42

@@ -20,6 +20,7 @@ import json
 import sys
 from pathlib import Path
 
+from gpulesson.experiments.common import markdown_table
 from gpulesson.results import data_label, duration, hardware
 
 # Task i of the array trains with GRID_POINTS[i]: every combination, batch size varying slowest.
@@ -97,9 +98,7 @@ def markdown(rows) -> str:
         names = hardware(records)
         lines.append(f"Data: {data_label(records)}. Hardware: "
                      + "; ".join(f"{kind} {name}" for kind, name in names.items()) + ".\n")
-    lines.append("| " + " | ".join(COLUMNS) + " |")
-    lines.append("|" + "|".join("---" for _ in COLUMNS) + "|")
-    lines += ["| " + " | ".join(_cell(k, row.get(k)) for k in COLUMNS) + " |" for row in rows]
+    lines.append(markdown_table(COLUMNS, [[_cell(k, row.get(k)) for k in COLUMNS] for row in rows]))
     return "\n".join(lines) + "\n"
 
 

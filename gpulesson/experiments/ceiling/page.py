@@ -25,7 +25,7 @@ from gpulesson.experiments.ceiling.records import (
     share_text,
     verdict,
 )
-from gpulesson.experiments.common import summary_text
+from gpulesson.experiments.common import markdown_table, summary_text
 from gpulesson.results import NOT_RECORDED, hardware, software
 
 
@@ -51,9 +51,7 @@ def rows(records) -> list[list[str]]:
 def table(records) -> str:
     """The run as a Markdown table (for the page)."""
     head = ["Backend, device", "Fed from", "Images/s: median (range)", "Against the ceiling"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows(records)]
-    return "\n".join(lines)
+    return markdown_table(head, rows(records))
 
 
 def describe(records) -> str:

@@ -21,6 +21,7 @@ import os
 
 from gpulesson.devices import KERAS_DEVICES as DEVICES
 from gpulesson.devices import installed_backends
+from gpulesson.experiments.ceiling.measure import SIZES  # the ceiling's epoch: the same model
 from gpulesson.experiments.common import (
     add_out_option,
     add_run_id_option,
@@ -35,7 +36,6 @@ from gpulesson.experiments.common import (
     run_each_backend,
     say_appended,
 )
-from gpulesson.experiments.workers.measure import SIZES
 from gpulesson.experiments.workers.records import (
     BACKENDS,
     EXPERIMENT,

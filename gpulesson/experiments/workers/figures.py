@@ -8,10 +8,9 @@ from gpulesson.experiments.common import SPREAD_NOTE, draw_spread
 from gpulesson.experiments.workers.records import (
     NAMES,
     WORK,
-    find,
+    conditions,
     groups,
     rate_summary,
-    worker_counts,
 )
 from gpulesson.results import hardware
 
@@ -20,23 +19,17 @@ COLOURS = {"none": "#4c72b0", "augment": "#dd8452"}
 SHORT = {"none": "blocks as stored", "augment": "flip_crop on each image"}
 
 
-def _bars(records, backend: str, device: str):
-    """(work, workers, record) of a panel, by work, then workers."""
-    return [(work, n, r) for work in WORK for n in worker_counts(records, backend, device, work)
-            if (r := find(records, backend, device, work, n))]
-
-
 def alt_text(records) -> str:
     """What the figure shows, in words, from the records it draws."""
     if not records:
         return "No measurement of Grain's worker processes is recorded yet."
     parts = []
     for backend, device in groups(records):
+        drawn = conditions(records, backend, device)
         said = "; ".join(
             f"{SHORT[work]}: " + ", ".join(f"{n} {_workers(n)} {r['images_per_second']:,.0f}"
-                                           for w, n, r in _bars(records, backend, device)
-                                           if w == work)
-            for work in WORK if any(w == work for w, _, _ in _bars(records, backend, device)))
+                                           for w, n, r in drawn if w == work)
+            for work in WORK if any(w == work for w, _, _ in drawn))
         parts.append(f"{NAMES.get(backend, backend)} on the {device.upper()}: {said}")
     return ("Bars of the median images per second that fit reaches through Grain with a model "
             "that does almost nothing, against the number of worker processes, blue for the "
@@ -59,7 +52,7 @@ def figures(records):
     fig, axes = plt.subplots(1, len(pairs), figsize=(4.2 * len(pairs) + 1, 3.6), squeeze=False,
                              sharey=True)
     for ax, (backend, device) in zip(axes[0], pairs, strict=True):
-        bars = _bars(records, backend, device)
+        bars = conditions(records, backend, device)
         counts = sorted({n for _, n, _ in bars})
         width = 0.8 / len(WORK)
         for offset, work in enumerate(WORK):

@@ -6,7 +6,7 @@ without one, each says so in a sentence. Imports no deep-learning framework.
 
 from __future__ import annotations
 
-from gpulesson.experiments.common import compare, summary_text
+from gpulesson.experiments.common import compare, markdown_table, summary_text
 from gpulesson.experiments.workers.figures import SHORT, alt_text
 from gpulesson.experiments.workers.records import (
     NAMES,
@@ -14,12 +14,12 @@ from gpulesson.experiments.workers.records import (
     WORK,
     against_none,
     best,
+    conditions,
     cost_ms,
     find,
     groups,
     rate_summary,
     reference_run,
-    worker_counts,
 )
 from gpulesson.results import NOT_RECORDED, hardware, software
 
@@ -36,12 +36,9 @@ def rows(records) -> list[list[str]]:
     """One row per record: backend and device, work, workers, images/s, against none."""
     found = []
     for backend, device in groups(records):
-        for work in WORK:
-            for n in worker_counts(records, backend, device, work):
-                record = find(records, backend, device, work, n)
-                found.append([f"{NAMES.get(backend, backend)}, {device.upper()}", SHORT[work],
-                              str(n), rate_text(record),
-                              against_none(record, records) or "baseline"])
+        for work, n, record in conditions(records, backend, device):
+            found.append([f"{NAMES.get(backend, backend)}, {device.upper()}", SHORT[work],
+                          str(n), rate_text(record), against_none(record, records) or "baseline"])
     return found
 
 
@@ -49,9 +46,7 @@ def table(records) -> str:
     """The run as a Markdown table (for the page)."""
     head = ["Backend, device", "Work on each block", "Worker processes",
             "Images/s: median (range)", "Against no worker"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows(records)]
-    return "\n".join(lines)
+    return markdown_table(head, rows(records))
 
 
 def describe(records) -> str:

@@ -15,13 +15,13 @@ import statistics
 
 from gpulesson import results
 from gpulesson.devices import BACKEND_TITLES
+from gpulesson.experiments.ceiling.records import N_IMAGES  # noqa: F401 (the ceiling's epoch, re-exported)
 from gpulesson.experiments.common import SUMMARY_KEY, as_rate, compare, summarise, summary_of
 from gpulesson.results import make_record
 
 EXPERIMENT = "workers"
 RESULTS_FILE = results.RESULTS_DIR / f"{EXPERIMENT}.jsonl"
 DATA = "synthetic"  # speed does not depend on the pixel values
-N_IMAGES = 50_000  # episode 9's epoch
 BACKENDS = ("jax", "torch")  # Grain needs no TensorFlow; on TensorFlow any Python feed pays more
 NAMES = BACKEND_TITLES
 # name -> what is done to each block before training (tables, figure labels, records)
@@ -84,6 +84,13 @@ def worker_counts(records, backend: str, device: str, work: str) -> list[int]:
     """The numbers of workers measured for ``work`` on a backend and device, smallest first."""
     return sorted({r["workers"] for r in records if (r["backend"], r["device_kind"], r["work"])
                    == (backend, device, work)})
+
+
+def conditions(records, backend: str, device: str) -> list[tuple[str, int, dict]]:
+    """``(work, workers, record)`` of a backend and device, by work as :data:`WORK` orders them,
+    then by number of workers."""
+    return [(work, n, r) for work in WORK for n in worker_counts(records, backend, device, work)
+            if (r := find(records, backend, device, work, n))]
 
 
 def against_none(record: dict, records) -> str:
