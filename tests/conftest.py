@@ -15,6 +15,19 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def blocked_imports(folder: Path, *modules: str, paths=()) -> dict:
+    """This process's environment for a Python in which ``modules`` cannot be imported, as if not
+    installed (imports fail, ``find_spec`` returns None): a ``sitecustomize.py`` in ``folder``,
+    first on PYTHONPATH, then ``paths``, then the PYTHONPATH already set."""
+    folder.mkdir()
+    (folder / "sitecustomize.py").write_text(
+        "import sys\n# 'not installed': imports fail, find_spec returns None\n"
+        f"for name in {modules!r}:\n    sys.modules[name] = None\n")
+    path = os.pathsep.join(filter(None, [str(folder), *map(str, paths),
+                                         os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path}
 sys.path.insert(0, str(ROOT / "_ext"))
 sys.path.insert(0, str(ROOT / "tools"))
 

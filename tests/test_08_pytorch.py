@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import ROOT, blocked_imports
 
 from gpulesson import mnist
 from gpulesson.experiments import torch_reference
@@ -503,13 +503,7 @@ def test_check_torch_makes_later_cells_no_ops_without_pytorch(monkeypatch, capsy
 @pytest.fixture
 def without_torch(tmp_path):
     """The environment of a Python in which PyTorch and torchvision cannot be imported."""
-    blocker = tmp_path / "blocker"
-    blocker.mkdir()
-    (blocker / "sitecustomize.py").write_text(
-        "import sys\n# PyTorch is 'not installed': imports fail, find_spec returns None\n"
-        "for name in ('torch', 'torchvision'):\n    sys.modules[name] = None\n")
-    path = os.pathsep.join(filter(None, [str(blocker), os.environ.get("PYTHONPATH")]))
-    return {**os.environ, "PYTHONPATH": path}
+    return blocked_imports(tmp_path / "blocker", "torch", "torchvision")
 
 
 @pytest.mark.bad_input("missing package")

@@ -11,25 +11,19 @@ import uuid
 from pathlib import Path
 
 import pytest
+from conftest import ROOT, blocked_imports
 from fresh_kernel import fresh_kernel
 from test_learner_errors import _run_cells
 
 from gpulesson import backends
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
 def without_jax(tmp_path):
     """The environment of a Python in which JAX cannot be imported (as after 'make lab')."""
-    blocker = tmp_path / "blocker"
-    blocker.mkdir()
-    (blocker / "sitecustomize.py").write_text(
-        "import sys\n# JAX is 'not installed': imports fail, find_spec returns None\n"
-        "for name in ('jax', 'jaxlib'):\n    sys.modules[name] = None\n")
-    path = os.pathsep.join(filter(None, [str(blocker), str(ROOT), os.environ.get("PYTHONPATH")]))
-    return {**os.environ, "PYTHONPATH": path, "KERAS_BACKEND": "jax",
-            "KERAS_HOME": str(tmp_path / "keras")}
+    return {**blocked_imports(tmp_path / "blocker", "jax", "jaxlib", paths=[ROOT]),
+            "KERAS_BACKEND": "jax", "KERAS_HOME": str(tmp_path / "keras")}
 
 
 def _says_how_to_install_jax(text: str) -> None:
