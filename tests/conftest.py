@@ -7,6 +7,7 @@ every Jupyter kernel nbval starts inherits them.
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -194,3 +195,30 @@ def recorded_site(recorded_lesson):
     root, recorded = recorded_lesson
     assert recorded.returncode == 0, recorded.stdout[-3000:] + recorded.stderr[-3000:]
     return root / "_build" / "html", build_book(root)
+
+
+@pytest.fixture(scope="module")
+def feeding_measured(tmp_path_factory):
+    """One tiny run of episode 9's feeding benchmark, once per test module that asks:
+    (records, progress lines, the precision policy before)."""
+    from feeding_helpers import tiny_benchmark
+
+    return tiny_benchmark(tmp_path_factory.mktemp("feeding-data"))
+
+
+@pytest.fixture
+def contention_records(tmp_path):
+    """A file of made-up records of episode 5's contention benchmark, both parts."""
+    from contention_helpers import write_made_up
+
+    return write_made_up(tmp_path / "contention.jsonl")
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """No socket connection succeeds: a test that would reach the internet fails instead."""
+    def refuse(*args, **kwargs):
+        raise OSError("network access is switched off in the tests")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)

@@ -289,7 +289,7 @@ def test_make_test_runs_the_tests_in_processes_that_take_whole_groups():
     # A notebook's cells share one kernel, a module its fixtures: one process each.
     assert group("notebooks/04-data-pipeline.ipynb::Cell 3") == \
         group("notebooks/04-data-pipeline.ipynb::Cell 7") == "notebooks/04-data-pipeline.ipynb"
-    assert group("tests/test_feeding.py::test_a[x]") == "tests/test_feeding.py"
+    assert group("tests/test_09_feeding_page.py::test_a[x]") == "tests/test_09_feeding_page.py"
     assert group("tests/test_slurm_jobs.py::test_a") == group("tests/test_ood_app.py::b") == "slurm"
     assert group("tests/test_site.py::test_a") == group("tests/test_browser.py::b") == "site"
     for files in conftest.SHARED.values():

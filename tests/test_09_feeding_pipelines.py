@@ -1,7 +1,7 @@
-"""The input-pipeline benchmark (gpulesson.experiments.feeding): pipelines, timing, records, the page's
-values, the goals, the figures and the command line, on the CPU at tiny sizes."""
+"""The input-pipeline benchmark of episode 9 (gpulesson.experiments.feeding): its pipelines,
+timing and records, the measurement rule, and the command line, on the CPU at tiny sizes. The
+page's values and figures are tested in test_09_feeding_page.py."""
 
-import copy
 import inspect
 import json
 import os
@@ -12,59 +12,19 @@ import h5py
 import numpy as np
 import pytest
 from conftest import ROOT
+from feeding_helpers import BATCH, REPEATS, N, do_nothing_model, write_records
 
 from gpulesson.devices import keras_device_name
 from gpulesson.experiments import common, feeding
-from gpulesson.experiments.ceiling.measure import tiny_model
-from gpulesson.experiments.feeding import measure, page
+from gpulesson.experiments.feeding import measure
 from gpulesson.experiments.feeding import pipelines as fp
 from gpulesson.experiments.feeding import records as rec
 from gpulesson.experiments.feeding.__main__ import main as feeding_main
-from gpulesson.results import NOT_RECORDED, append_record, read_records, validate_record
-
-FIG = ROOT / "fig" / "09-feeding-the-gpu"
-N, BATCH = 96, 32  # 3 batches an epoch: every code path, in seconds
-REPEATS = common.QUICK_REPEATS  # the rule's least, as in quick mode
+from gpulesson.results import append_record, read_records, validate_record
 
 
-def _draw_module():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("feeding_figures", FIG / "figures.py")
-    draw_feeding = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(draw_feeding)
-
-    return draw_feeding
-
-
-def _tiny_model(keras_device, *, precision="float32", jit_compile=True, steps_per_execution=1):
-    """``build_model`` with the ceiling's do-nothing model in place of the lesson's CNN. These
-    tests check the benchmark's bookkeeping, and compiling the CNN for every condition took most
-    of their time; episode 9's notebook runs the benchmark with the CNN itself."""
-    with feeding.precision_policy(precision):
-        return tiny_model(keras_device, metrics=["accuracy"], jit_compile=jit_compile,
-                          steps_per_execution=steps_per_execution)
-
-
-@pytest.fixture(scope="module")
-def measured(tmp_path_factory):
-    """One tiny benchmark run: every pipeline (train and loader), then every sweep."""
-    import keras
-
-    before = keras.mixed_precision.global_policy().name
-    lines = []
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(measure, "build_model", _tiny_model)
-        records = feeding.run_benchmark(
-            devices=["cpu"], pipelines=list(fp.PIPELINES), batch_size=BATCH, n_images=N,
-            repeats=REPEATS, workers=2, sweeps=feeding.SWEEPS, batch_sizes=(48,),
-            spe_values=(2,), precisions=("mixed_bfloat16",),
-            data_dir=tmp_path_factory.mktemp("feeding-data"), progress=lines.append)
-    return records, lines, before
-
-
-def test_every_pipeline_gives_well_formed_records(measured):
-    records, lines, _ = measured
+def test_every_pipeline_gives_well_formed_records(feeding_measured):
+    records, lines, _ = feeding_measured
     assert not [line for line in lines if line.startswith("skipped")], lines
     assert len({r["run_id"] for r in records}) == 1
     base = [r for r in records if r["group"] == "pipelines"]
@@ -97,8 +57,8 @@ def test_every_pipeline_gives_well_formed_records(measured):
     assert feeding.find(records, "cpu", "lesson-workers")["workers"] == 2
 
 
-def test_the_sweeps_vary_one_setting_on_the_fastest_pipeline(measured):
-    records, _, policy_before = measured
+def test_the_sweeps_vary_one_setting_on_the_fastest_pipeline(feeding_measured):
+    records, _, policy_before = feeding_measured
     import keras
 
     best = feeding.best_pipeline(records, "cpu")
@@ -242,8 +202,8 @@ def test_a_slow_epoch_never_cuts_the_repeats():
     assert "max_seconds" not in inspect.signature(feeding.run_benchmark).parameters
 
 
-def test_every_record_follows_the_measurement_rule(measured):
-    records, _, _ = measured
+def test_every_record_follows_the_measurement_rule(feeding_measured):
+    records, _, _ = feeding_measured
     for r in records:
         summary = r[common.SUMMARY_KEY]
         assert summary["n"] == r["repeats"] == len(r["epoch_seconds"]) >= REPEATS
@@ -275,127 +235,6 @@ def test_bad_input_gives_a_clear_error(call, message):
         call()
 
 
-# --- the page's numbers and the goals ---------------------------------------------------------------
-
-def _with_rates(record, rate, spread=0.05, n=common.REPEATS):
-    """``record`` with made-up timed epochs whose rates lie within ``spread`` of ``rate``."""
-    images = record["images_per_epoch"]
-    factors = [1 + spread * (2 * i / (n - 1) - 1) for i in range(n)] if n > 1 else [1.0]
-    seconds = [images / (rate * f) for f in factors]
-    summary = common.summarise(seconds, [2 * seconds[0]])
-    record.update(epoch_seconds=seconds, warmup_seconds=summary["warmup"], repeats=n,
-                  median_epoch_seconds=summary["median"], min_epoch_seconds=summary["min"],
-                  max_epoch_seconds=summary["max"], images_per_second=images / summary["median"],
-                  images_per_second_low=images / summary["max"],
-                  images_per_second_high=images / summary["min"],
-                  full_epoch_seconds=record["n_images"] * summary["median"] / images,
-                  **{common.SUMMARY_KEY: summary})
-    return record
-
-
-def _as_gpu(records, rates):
-    """Made-up GPU copies of CPU records (tests only: never committed)."""
-    made = []
-    for r in records:
-        g = copy.deepcopy(r)
-        g.update(device_kind="gpu", keras_device="gpu:0", device="Made-up GPU 80GB",
-                 n_images=50_000, images_per_epoch=50_000, other_programs_cpu_share=0.0)
-        made.append(_with_rates(g, rates.get(r["pipeline"], 1000.0)))
-    return made
-
-
-def _write(path, records):
-    for r in records:
-        append_record(path, r)
-    return path
-
-
-def test_without_gpu_records_the_values_show_the_cpu_alone(measured, tmp_path):
-    """The episode's note says once what is missing (test_missing_values): the values say
-    nothing of the GPU."""
-    records, _, _ = measured
-    path = _write(tmp_path / "cpu.jsonl", records)
-    values = feeding.substitutions(path)
-    assert all(k.startswith("ref_feed_") for k in values)
-    table, findings = values["ref_feed_table"], values["ref_feed_findings"]
-    # a column for the CPU only, and a row for every pipeline it measured
-    assert table.splitlines()[0].startswith("| pipeline | CPU: ") and "GPU" not in table
-    for pipeline in fp.PIPELINES:
-        assert page.ROWS[pipeline] in table
-    page_text = table + findings + values["ref_feed_reading"]
-    assert NOT_RECORDED not in page_text and "not measured" not in table
-    assert "GPU" not in page_text and "recorded yet" not in page_text
-    assert values["ref_feed_cpu"].endswith("cores")
-    assert feeding.targets(records) is None
-    empty = feeding.substitutions(tmp_path / "none.jsonl")
-    assert empty.keys() == values.keys()
-    assert empty["ref_feed_table"].startswith("No reference run has been recorded yet")
-    assert empty["ref_feed_reading"] == "No reference run has been recorded yet."
-
-
-def test_the_committed_results_give_no_gpu_number_unless_measured():
-    values = feeding.substitutions()
-    if not any(r.get("device_kind") == "gpu" for r in read_records(feeding.RESULTS_FILE)):
-        assert values["ref_feed_gpu"] == NOT_RECORDED and "GPU" not in values["ref_feed_table"]
-        assert "GPU" not in values["ref_feed_findings"] + values["ref_feed_reading"]
-    assert values["ref_feed_table"].count("|") > 10
-
-
-def test_the_goals_are_checked_on_gpu_records(measured, tmp_path):
-    records, _, _ = measured
-    base = [r for r in records if r["group"] == "pipelines"]
-    good = _as_gpu(base, {"lesson": 60_000.0, "lesson-workers": 95_000.0,
-                          "device": 100_000.0, "classic": 2_000.0})
-    checks = feeding.targets(good)
-    assert checks["pipeline"] == "lesson-workers" and checks["share"] == pytest.approx(0.95)
-    assert checks["share_ok"] and checks["epoch_ok"] and checks["full_size"]
-    assert checks["epoch_seconds"] == pytest.approx(50_000 / 95_000)
-    slow = _as_gpu(base, {p: 20_000.0 for p in fp.HDF5_PIPELINES} | {"device": 40_000.0})
-    checks = feeding.targets(slow)
-    assert checks["share"] == pytest.approx(0.5) and not checks["share_ok"]
-    assert not checks["epoch_ok"]  # 2.5 s an epoch
-
-    path = _write(tmp_path / "both.jsonl", base + good)
-    values = feeding.substitutions(path)
-    assert values["ref_feed_gpu"] == "Made-up GPU 80GB"
-    assert "| GPU: Made-up GPU 80GB, training |" in values["ref_feed_table"].splitlines()[0]
-    assert "| 100,000 (range 95,000–105,000, 5 repeats) |" in values["ref_feed_table"]
-    findings = values["ref_feed_findings"]
-    assert "**95%**" in findings and "trained 48× slower than" in findings
-    assert "met" in findings and "not met" not in findings
-    assert "recorded yet" not in findings + values["ref_feed_table"]
-
-
-def test_ratios_keep_the_digits_they_deserve():
-    assert page.ratio_text(1.86) == "1.9" and page.ratio_text(1.0) == "1"
-    assert page.ratio_text(48.2) == "48" and page.ratio_text(9.96) == "10"
-
-
-def test_worker_records_on_jax_and_torch_are_never_shown(measured, tmp_path):
-    """Keras workers deliver batches of earlier epochs with JAX and PyTorch: such records
-    stay in the file but no table, value, choice or figure presents them."""
-    records, _, _ = measured
-    base = [r for r in records if r["group"] == "pipelines"]
-    on_jax = copy.deepcopy(base)
-    for r in on_jax:
-        r["backend"] = "jax"
-        if r["pipeline"] in fp.WORKER_PIPELINES:
-            r["images_per_second"] *= 1000  # the fastest, were it shown
-    wrong = [r for r in on_jax if feeding.delivered_wrong_data(r)]
-    assert {r["pipeline"] for r in wrong} == set(fp.WORKER_PIPELINES)
-    assert not any(feeding.delivered_wrong_data(r) for r in base)  # TensorFlow: right data
-    assert feeding.best_pipeline(on_jax, "cpu") not in fp.WORKER_PIPELINES
-    assert feeding.find(on_jax, "cpu", "lesson-workers") is None
-    path = _write(tmp_path / "jax.jsonl", on_jax)
-    values = feeding.substitutions(path)
-    assert page.ROWS["lesson-workers"] not in values["ref_feed_table"]
-    assert "`lesson-workers` and `lesson-gzip-workers`" in values["ref_feed_workers"]
-    assert values["ref_feed_workers"] in values["ref_feed_table"]
-    assert "WRONG DATA" in feeding.describe(on_jax)
-    svg = _draw_module().draw(tmp_path / "fig", path)[0].read_text()
-    assert "Left out: lesson-workers, lesson-gzip-workers" in svg
-    assert len(read_records(path)) == len(on_jax)  # nothing deleted
-
 
 @pytest.mark.parametrize("backend", ["jax", "torch"])
 @pytest.mark.bad_input("bad argument")
@@ -405,33 +244,6 @@ def test_the_benchmark_refuses_keras_workers_where_they_deliver_wrong_data(backe
     assert rec.pipelines_for("tensorflow") == list(fp.PIPELINES)
     with pytest.raises(ValueError, match=f"batches of earlier epochs with the {backend}"):
         rec.check_pipelines(["lesson", "lesson-gzip-workers"], backend)
-
-
-def test_the_figures_draw_made_up_gpu_records(measured, tmp_path):
-    records, _, _ = measured
-    base = [r for r in records if r["group"] == "pipelines"]
-    gpu = _as_gpu(records, {"device": 100_000.0})
-    path = _write(tmp_path / "made-up.jsonl", records + gpu)
-    written = _draw_module().draw(tmp_path / "fig", path)
-    assert [p.name for p in written] == ["feeding-pipelines.svg", "feeding-settings.svg"]
-    pipelines = written[0].read_text()
-    assert "Made-up GPU 80GB" in pipelines and "synthetic stand-in" in pipelines
-    assert f"GPU: {NOT_RECORDED}" not in pipelines
-    assert "not recorded yet" not in written[1].read_text()
-    # without GPU records the figures draw and name no GPU
-    cpu_only = _draw_module().draw(tmp_path / "cpu", _write(tmp_path / "cpu.jsonl", base))
-    assert "GPU" not in cpu_only[0].read_text() and "GPU" not in cpu_only[1].read_text()
-    with pytest.raises(SystemExit, match=r"python -m gpulesson\.experiments\.feeding"):
-        _draw_module().draw(tmp_path / "none", tmp_path / "missing.jsonl")
-
-
-def test_the_committed_figures_are_drawn_from_the_committed_results(tmp_path):
-    written = _draw_module().draw(tmp_path, feeding.RESULTS_FILE)
-    for path in written:
-        committed = FIG / path.name
-        assert committed.is_file(), f"run: python fig/09-feeding-the-gpu/figures.py ({committed} missing)"
-        assert committed.read_bytes() == path.read_bytes(), (
-            f"{committed} is not what the results file gives: run python fig/09-feeding-the-gpu/figures.py")
 
 
 # --- the command line ---------------------------------------------------------------------------
@@ -563,7 +375,7 @@ def _stop_at_the_loader(*args, **kwargs):
 def test_a_run_that_goes_on_records_only_the_conditions_it_lacks(tmp_path, monkeypatch, capsys):
     out, data = tmp_path / "f.jsonl", tmp_path / "data"
     argv = [*_TINY, "--out", str(out), "--data-dir", str(data)]
-    monkeypatch.setattr(measure, "build_model", _tiny_model)
+    monkeypatch.setattr(measure, "build_model", do_nothing_model)
     # Interrupted in its second condition (ram's loader): the first one's record is kept.
     with monkeypatch.context() as patch:
         patch.setattr(measure, "time_loader", _stop_at_the_loader)
@@ -603,7 +415,7 @@ def test_a_run_goes_on_only_with_the_sizes_it_had(tmp_path, capsys):
     budget = common.Budget(warmup=1, repeats=1)
     budget.seconds += [2.0, 1.0]
     run_id = "earlier"
-    out = _write(tmp_path / "f.jsonl", [rec.measurement_record(
+    out = write_records(tmp_path / "f.jsonl", [rec.measurement_record(
         budget, run_id=run_id, device="cpu", pipeline="ram", mode="train", batch_size=BATCH,
         steps=3, full_steps=3, n_images=N, precision="float32", jit_compile=True,
         steps_per_execution=1, group="pipelines", extra={})])
@@ -615,112 +427,3 @@ def test_a_run_goes_on_only_with_the_sizes_it_had(tmp_path, capsys):
     assert out.read_text() == before
 
 
-# --- the rule's words on the page and in the figures ----------------------------------------------
-
-COMMITTED = ROOT / "results" / "feeding.jsonl"
-
-
-def test_the_committed_reference_run_follows_the_rule():
-    records = feeding.reference_run(COMMITTED)
-    assert records and all(common.SUMMARY_KEY in r for r in records)
-    assert all(len(r["warmup_seconds"]) == common.WARMUP and r["repeats"] >= common.REPEATS
-               for r in records)
-
-
-def test_the_committed_records_made_before_the_rule_still_give_the_page_its_values(tmp_path):
-    """One timed epoch per training condition: medians with "1 repeat", and no ranking, where
-    the page once ranked device-resident data (607 images/s) and RAM (572) below the HDF5
-    generator (823), and called XLA off (1,472) faster than on (823). The newest run made
-    before the rule stays in the results file; the page is built from it alone here."""
-    old_runs = [run for run in rec.runs(read_records(COMMITTED)).values()
-                if all(common.SUMMARY_KEY not in r for r in run)]
-    assert old_runs, "the results file keeps the runs made before the rule"
-    old = _write(tmp_path / "before-the-rule.jsonl", old_runs[-1])
-    records = feeding.reference_run(old)
-    assert records == old_runs[-1]
-    values = feeding.substitutions(old)
-    text = values["ref_feed_table"] + values["ref_feed_findings"] + values["ref_feed_reading"]
-    if all(rec.epoch_summary(r)["n"] == 1 for r in records if r["mode"] == "train"):
-        assert "1 repeat, no range" in values["ref_feed_table"]
-        for word in ("faster", "slower", "×", "made the model wait", "set the pace"):
-            assert word not in text, word
-        fastest = page.fastest_text(records, "cpu")
-        assert common.NO_DIFFERENCE in fastest
-        assert all(f"`{p}`" in fastest for p in ("lesson", "ram", "device"))
-        assert "XLA off " in values["ref_feed_findings"]
-        assert common.NO_DIFFERENCE in values["ref_feed_findings"]
-
-
-def _pair(tmp_path, lesson_rate, ram_rate, *, n=common.REPEATS, spread=0.1):
-    """Two made-up CPU training records of one run, with rates around the given ones."""
-    budget = common.Budget(warmup=1, repeats=1)
-    budget.seconds += [2.0, 1.0]
-    made = []
-    for pipeline, rate in (("lesson", lesson_rate), ("ram", ram_rate)):
-        r = rec.measurement_record(
-            budget, run_id="made-up", device="cpu", pipeline=pipeline, mode="train",
-            batch_size=BATCH, steps=3, full_steps=3, n_images=N, precision="float32",
-            jit_compile=True, steps_per_execution=1, group="pipelines", extra={})
-        made.append(_with_rates(r, rate, spread, n))
-    return made
-
-
-@pytest.mark.parametrize("lesson, ram, n, expected", [
-    (1000.0, 1050.0, 5, "overlap"),  # ranges of ±10 % overlap
-    (1000.0, 3000.0, 1, "once"),  # far apart, but one epoch each: no range
-    (1000.0, 3000.0, 5, "apart"),
-])
-def test_the_page_ranks_pipelines_only_where_their_ranges_are_apart(tmp_path, lesson, ram, n,
-                                                                     expected):
-    records = _pair(tmp_path, lesson, ram, n=n)
-    fastest = page.fastest_text(records, "cpu")
-    clause = page.versus("`ram`", rec.rate_summary(records[1]), "`lesson`",
-                         rec.rate_summary(records[0]))
-    if expected == "apart":
-        assert fastest == "`ram`" and rec.fastest(records, "cpu") == ["ram"]
-        assert clause == "`ram` trained 3× faster than `lesson`"
-    else:
-        assert fastest == f"`ram` and `lesson` ({common.NO_DIFFERENCE})"
-        assert common.NO_DIFFERENCE in clause and "faster" not in clause
-        assert ("ranges overlap" in clause) == (expected == "overlap")
-        assert ("timed once" in clause) == (expected == "once")
-    # the choice of the sweeps' pipeline is the highest median either way
-    assert feeding.best_pipeline(records, "cpu") == "ram"
-
-
-def test_the_loader_is_said_to_keep_ahead_only_where_the_rule_can_tell(measured):
-    records, _, _ = measured
-    train = copy.deepcopy(feeding.find(records, "cpu", "lesson"))
-    loader = copy.deepcopy(feeding.find(records, "cpu", "lesson", "loader"))
-    assert page.loader_verdict(_with_rates(train, 100.0), _with_rates(loader, 1000.0)) == "ahead"
-    assert page.loader_verdict(_with_rates(train, 100.0), _with_rates(loader, 110.0)) == "waiting"
-    assert page.loader_verdict(_with_rates(train, 100.0), _with_rates(loader, 150.0)) == "unclear"
-    assert page.loader_verdict(_with_rates(train, 100.0, n=1),
-                               _with_rates(loader, 1000.0)) == "unclear"
-
-
-def test_alt_texts_name_what_is_drawn(measured, tmp_path):
-    records, _, _ = measured
-    cpu_alt = feeding.alt_texts(records)
-    assert all("GPU" not in text for text in cpu_alt), cpu_alt
-    assert "the CPU (" in cpu_alt[0] and "one panel for the CPU" in cpu_alt[0]
-    for pipeline in fp.PIPELINES:
-        assert pipeline in cpu_alt[0]
-    assert f"{REPEATS} for training" in cpu_alt[0]
-    assert "Precision: float32" in cpu_alt[1] and "(base)" in cpu_alt[1]
-    gpu = _as_gpu([r for r in records if r["group"] == "pipelines"], {"device": 100_000.0})
-    both = feeding.alt_texts(records + gpu)
-    assert "the CPU (" in both[0] and "the GPU (Made-up GPU 80GB)" in both[0]
-    assert "GPU training medians: from 1,000 images/s" in both[0]
-    assert "to 100,000 images/s (device); fastest by the lesson's rule: device." in both[0]
-    # the settings were varied on the CPU only: their figure draws and names no GPU
-    assert "on the CPU (" in both[1] and "GPU" not in both[1]
-    path = _write(tmp_path / "both.jsonl", records + gpu)
-    values = feeding.substitutions(path)
-    assert (values["ref_feed_fig_pipelines_alt"], values["ref_feed_fig_settings_alt"]) == both
-
-
-def test_the_episode_takes_its_alt_texts_from_the_page():
-    episode = (ROOT / "_episodes" / "09-feeding-the-gpu.md").read_text(encoding="utf-8")
-    for key in page.ALT_KEYS:
-        assert f":alt: {{{{ {key} }}}}" in episode, key

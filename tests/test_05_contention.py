@@ -1,0 +1,324 @@
+"""The contention benchmark of episode 5 (k trainings at once on one CPU): the measurement on
+tiny data, in a browser, failing or killed trainings, and going on with a run. Its records, the
+page's values and the figure are tested in test_05_contention_page.py."""
+
+import importlib.util
+import json
+import sys
+
+import pytest
+from contention_helpers import made_up_records, made_up_report
+
+from gpulesson.experiments import contention
+from gpulesson.experiments.contention import measure
+from gpulesson.experiments.contention.__main__ import main as contention_main
+from gpulesson.localhost import chromium_path
+from gpulesson.results import append_record, read_records, validate_record
+
+# --- the measurement, on tiny data -----------------------------------------------------------
+
+def test_k_trainings_at_once_are_measured_and_recorded(tmp_path):
+    out = tmp_path / "runs.jsonl"
+    assert contention_main(["--quick", "--parts", "copies", "--copies", "1", "2", "--n-images", "128",
+                            "--batch-size", "64", "--epochs", "1", "--cpu-threads",
+                            "--out", str(out)]) == 0
+    records = read_records(out)
+    assert [(r["copies"], r["threads"]) for r in records] == [(1, None), (2, None)]
+    assert len({r["run_id"] for r in records}) == 1
+    for record in records:
+        validate_record(record)
+        assert record["experiment"] == "contention" and record["device"] == "CPU"
+        assert record["data"] == "synthetic" and record["backend"]
+        assert len(record["per_copy"]) == record["copies"]
+        for copy in record["per_copy"]:
+            assert len(copy["epoch_seconds"]) == 1 and copy["epoch_seconds"][0] > 0
+            assert copy["images_per_second"] == pytest.approx(128 / copy["epoch_seconds"][0])
+        assert record["images_per_second_total"] == pytest.approx(
+            sum(c["images_per_second"] for c in record["per_copy"]))
+        assert record["load_samples"] and record["load_max"] == max(record["load_samples"])
+        assert record["cpu_cores_available"] >= 1 and record["framework_threads"]
+        # The trainings ran with the GPU hidden, and their framework saw none.
+        assert record["gpu_hidden"] is True and record["gpus_seen"] == 0
+        # Both copies trained at the same time, not one after the other.
+        assert record["overlap_seconds"] > 0
+    assert records[0]["slowdown"] == pytest.approx(1.0)
+    assert records[1]["slowdown"] == pytest.approx(
+        records[1]["mean_epoch_seconds"] / records[0]["mean_epoch_seconds"])
+
+
+
+# --- failing and killed trainings ---------------------------------------------------------------
+
+@pytest.mark.bad_input("missing file")
+def test_a_failing_training_is_a_clear_error(tmp_path):
+    with pytest.raises(contention.WorkerError, match=r"copy 1 of 1 failed(.|\n)*no-such\.h5"):
+        contention.run_condition(tmp_path / "no-such.h5", 1, n_images=64, batch_size=32,
+                                 epochs=1, timeout=300)
+
+
+@pytest.mark.bad_input("killed job")
+def test_a_killed_training_is_a_clear_error(tmp_path, monkeypatch):
+    killed = [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"]
+    monkeypatch.setattr(measure, "_command", lambda *a, **k: killed)
+    with pytest.raises(contention.WorkerError, match="exit status -9"):
+        contention.run_condition(tmp_path / "x.h5", 2, n_images=64, batch_size=32, epochs=1)
+
+
+@pytest.mark.bad_input("killed job")
+def test_a_training_without_its_timings_is_a_clear_error(tmp_path, monkeypatch):
+    silent = [sys.executable, "-c", "import sys; sys.stderr.write('out of memory')"]
+    monkeypatch.setattr(measure, "_command", lambda *a, **k: silent)
+    with pytest.raises(contention.WorkerError, match=r"without its timings(.|\n)*out of memory"):
+        contention.run_condition(tmp_path / "x.h5", 1, n_images=64, batch_size=32, epochs=1)
+
+
+@pytest.mark.bad_input("killed job")
+def test_trainings_past_the_limit_are_stopped_and_nothing_is_written(tmp_path, capsys):
+    out = tmp_path / "runs.jsonl"
+    append_record(out, made_up_records()[0])
+    before = out.read_bytes()
+    assert contention_main(["--quick", "--parts", "copies", "--copies", "1", "2", "--timeout",
+                            "0.5", "--out", str(out)]) == 1
+    error = capsys.readouterr().err
+    assert "ran past the limit of 0.5 s" in error and "--timeout" in error
+    assert "Nothing was written" in error
+    assert out.read_bytes() == before
+
+
+@pytest.mark.bad_input("bad argument")
+@pytest.mark.parametrize("args, message", [
+    (["--copies", "0"], "--copies must be at least 1"),
+    (["--n-images", "64", "--batch-size", "128"], "larger than --n-images"),
+    (["--timeout", "0"], "--timeout must be positive"),
+    (["--cpu-threads", "0"], "--cpu-threads must be at least 1"),
+])
+def test_bad_arguments_are_refused_before_anything_runs(tmp_path, capsys, args, message):
+    out = tmp_path / "runs.jsonl"
+    with pytest.raises(SystemExit):
+        contention_main([*args, "--quick", "--out", str(out)])
+    assert message in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_worker_output_is_one_json_line(tmp_path):
+    """The worker's report format, read back as the parent reads it."""
+    out, err = tmp_path / "o", tmp_path / "e"
+    out.write_text("noise\n" + json.dumps(made_up_report(1.0, 2.0)) + "\n")
+    err.write_text("")
+    assert measure._report(out, err, 1)["epoch_seconds"] == [1.0, 2.0]
+
+
+
+def test_a_training_in_a_browser_is_measured(tmp_path):
+    """The watched part for real, tiny: JupyterLab, the notebook open in headless Chromium,
+    its cells run from the page, and the same training with no browser; skipped where
+    Chromium or Playwright is missing."""
+    from gpulesson.experiments.contention import watched
+
+    if chromium_path() is None or importlib.util.find_spec("playwright") is None:
+        pytest.skip(watched.ENABLE)
+    modes = ("no browser", "browser, bar per step")
+    conditions = watched.run_watched_benchmark(modes, n_images=128, batch_size=64, epochs=2,
+                                               timeout=300, data_dir=tmp_path)
+    records = contention.make_records(conditions, run_id="r", n_images=128, batch_size=64,
+                                      epochs=2)
+    assert [r["watched"] for r in records] == list(modes)
+    for record in records:
+        validate_record(record)
+        assert record["part"] == "watched" and len(record["per_copy"][0]["epoch_seconds"]) == 2
+        # The load was sampled while the training ran, also while the page ran it.
+        assert record["load_samples"] and record["load_max"] > 0
+    assert records[0]["slowdown"] == 1.0 and records[1]["slowdown"] > 0
+
+
+@pytest.mark.bad_input("missing file")
+def test_a_failing_training_in_the_browser_is_a_clear_error(tmp_path):
+    from gpulesson.experiments.contention import watched
+
+    if chromium_path() is None or importlib.util.find_spec("playwright") is None:
+        pytest.skip(watched.ENABLE)
+    with pytest.raises(contention.WorkerError, match=r"failed in the notebook(.|\n)*no-such"):
+        watched.run_watched(tmp_path / "no-such.h5", "browser, line per epoch", n_images=64,
+                            batch_size=32, epochs=1, timeout=120)
+
+
+# --- on a GPU node, going on with a run, parts that cannot run -----------------------------------
+
+def test_the_trainings_see_no_gpu(tmp_path, monkeypatch):
+    """A node's own settings would show the workers its GPU; the workers get it hidden."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    monkeypatch.setenv("JAX_PLATFORMS", "cuda")
+    env = measure._environment()
+    assert env["CUDA_VISIBLE_DEVICES"] == "" and env["JAX_PLATFORMS"] == "cpu"
+    # What a started training really gets: a stand-in worker prints its environment.
+    shown = [sys.executable, "-c",
+             "import json, os; print(json.dumps({'epoch_seconds': [1.0], "
+             "'framework_threads': None, 'cores': 1, 'fit_start': 0.0, 'fit_end': 1.0, "
+             "'env': [os.environ['CUDA_VISIBLE_DEVICES'], os.environ['JAX_PLATFORMS']]}))"]
+    monkeypatch.setattr(measure, "_command", lambda *a, **k: shown)
+    condition = contention.run_condition(tmp_path / "x.h5", 2, n_images=64, batch_size=32, epochs=1)
+    assert [r["env"] for r in condition["reports"]] == [["", "cpu"], ["", "cpu"]]
+    assert condition["gpu_hidden"] is True
+
+
+
+def _fake_trainings(monkeypatch, fail_at=None, interrupt_at=None):
+    """Conditions made up at once instead of trained (epoch 10 s per copy alone, more with
+    more copies); the list of the (copies, threads) run. ``fail_at``/``interrupt_at``: the
+    condition that fails (WorkerError) or is interrupted (KeyboardInterrupt, as Ctrl-C)."""
+    ran = []
+
+    def run_condition(data, copies, threads=None, **kwargs):
+        if (copies, threads) == fail_at:
+            raise contention.WorkerError(f"training copy 1 of {copies} failed (exit status 1)")
+        if (copies, threads) == interrupt_at:
+            raise KeyboardInterrupt
+        ran.append((copies, threads))
+        seconds = 10.0 * copies / (2 if threads else 1)
+        reports = [{**made_up_report(seconds, seconds), "devices_seen": {"device": "CPU", "gpu_count": 0}}
+                   for _ in range(copies)]
+        return {"copies": copies, "threads": threads, "reports": reports, "gpu_hidden": True,
+                "load_before": 0.1, "load_samples": [1.0], "wall_seconds": 2 * seconds}
+
+    monkeypatch.setattr(measure, "run_condition", run_condition)
+    monkeypatch.setattr(measure, "write_data", lambda folder, *a, **k: folder)
+    return ran
+
+
+COPIES_ARGS = ["--quick", "--parts", "copies", "--copies", "1", "2", "--cpu-threads", "1"]
+
+
+@pytest.fixture
+def on_torch(monkeypatch):
+    """The workers' backend taken as PyTorch, which has a per-process thread setting."""
+    from gpulesson.experiments.contention import __main__ as command
+
+    monkeypatch.setattr(command, "keras_backend", lambda: "torch")
+
+
+def _keys(path):
+    return [(r["copies"], r["threads"]) for r in read_records(path)]
+
+
+@pytest.mark.bad_input("killed job")
+def test_going_on_with_a_run_completes_it_and_records_nothing_twice(tmp_path, monkeypatch,
+                                                                    capsys, on_torch):
+    out = tmp_path / "runs.jsonl"
+    args = [*COPIES_ARGS, "--run-id", "20261123T120000Z-aaaaaa", "--out", str(out)]
+    ran = _fake_trainings(monkeypatch, fail_at=(2, None))
+    assert contention_main(args) == 1
+    error = capsys.readouterr().err
+    assert "Nothing was written" in error and "--run-id 20261123T120000Z-aaaaaa" in error
+    assert ran == [(1, None)] and _keys(out) == [(1, None)], "the failed condition is not written"
+
+    ran = _fake_trainings(monkeypatch)
+    assert contention_main(args) == 0
+    assert ran == [(2, None), (1, 1), (2, 1)], "only what the run lacked"
+    records = read_records(out)
+    assert _keys(out) == [(1, None), (2, None), (1, 1), (2, 1)]
+    assert {r["run_id"] for r in records} == {"20261123T120000Z-aaaaaa"}
+    # Slowdowns against the copy alone recorded by the first command.
+    assert [r["slowdown"] for r in records] == pytest.approx([1.0, 2.0, 0.5, 1.0])
+    summary = capsys.readouterr().out
+    assert "going on: 1 condition(s) recorded already" in summary
+    assert "Appended 3 record(s)" in summary and summary.count("1 thread ") == 2
+
+    ran = _fake_trainings(monkeypatch)
+    before = out.read_bytes()
+    assert contention_main(args) == 0
+    assert ran == [] and out.read_bytes() == before
+    assert "nothing measured" in capsys.readouterr().out
+
+
+@pytest.mark.bad_input("killed job")
+def test_a_run_stopped_after_its_first_condition_keeps_that_record(tmp_path, monkeypatch, on_torch):
+    out = tmp_path / "runs.jsonl"
+    _fake_trainings(monkeypatch, interrupt_at=(2, None))
+    with pytest.raises(KeyboardInterrupt):
+        contention_main([*COPIES_ARGS, "--out", str(out)])
+    [record] = read_records(out)
+    validate_record(record)
+    assert (record["copies"], record["threads"], record["slowdown"]) == (1, None, 1.0)
+
+
+@pytest.mark.bad_input("bad argument")
+def test_going_on_with_other_sizes_is_refused(tmp_path, monkeypatch, capsys, on_torch):
+    out = tmp_path / "runs.jsonl"
+    _fake_trainings(monkeypatch, fail_at=(2, None))
+    args = [*COPIES_ARGS, "--run-id", "r1", "--out", str(out)]
+    assert contention_main(args) == 1
+    ran = _fake_trainings(monkeypatch)
+    before = out.read_bytes()
+    from gpulesson.experiments.contention.measure import QUICK_EPOCHS
+
+    assert contention_main([*args, "--epochs", str(QUICK_EPOCHS + 1)]) == 2
+    assert "give the same sizes" in capsys.readouterr().err
+    assert ran == [] and out.read_bytes() == before
+
+
+def _no_browser(monkeypatch):
+    """This machine as a GPU node: no Chromium, no Playwright."""
+    from gpulesson.experiments.contention import watched
+
+    monkeypatch.setattr(watched, "chromium_path", lambda: None)
+    monkeypatch.setattr(watched, "_installed", lambda module: module != "playwright")
+
+    def not_here(*args, **kwargs):
+        raise AssertionError("the watched part ran without a browser")
+
+    monkeypatch.setattr(watched, "run_watched_benchmark", not_here)
+    return watched
+
+
+@pytest.mark.bad_input("missing package")
+def test_without_a_browser_the_watched_part_is_skipped_and_the_copies_kept(tmp_path, monkeypatch,
+                                                                          capsys, on_torch):
+    watched = _no_browser(monkeypatch)
+    assert watched.missing() == ["Chromium", "Playwright"]
+    ran = _fake_trainings(monkeypatch)
+    out = tmp_path / "runs.jsonl"
+    assert contention_main(["--quick", "--copies", "1", "2", "--out", str(out)]) == 0
+    assert ran == [(1, None), (2, None), (1, 1), (2, 1)]
+    assert {r["part"] for r in read_records(out)} == {"copies"} and len(read_records(out)) == 4
+    printed = capsys.readouterr().out
+    notes = [line for line in printed.splitlines() if line.startswith("Skipped the watched part")]
+    assert len(notes) == 1, printed
+    assert "Chromium and Playwright not found" in notes[0]
+    assert "tools/ensure_chromium.sh" in notes[0] and "requirements/dev.txt" in notes[0]
+    # The note comes after the copies' table: they were measured and written first.
+    assert printed.index("Appended 4 record(s)") < printed.index(notes[0])
+
+
+@pytest.mark.bad_input("missing package")
+def test_asking_only_for_the_watched_part_without_a_browser_is_an_error(tmp_path, monkeypatch,
+                                                                       capsys):
+    _no_browser(monkeypatch)
+    out = tmp_path / "runs.jsonl"
+    assert contention_main(["--quick", "--parts", "watched", "--out", str(out)]) == 2
+    error = capsys.readouterr().err
+    assert "Chromium and Playwright not found" in error and "Nothing was measured" in error
+    assert not out.exists()
+
+
+@pytest.mark.bad_input("wrong backend")
+def test_thread_conditions_are_skipped_where_the_backend_has_no_thread_setting(tmp_path, monkeypatch,
+                                                                              capsys):
+    from gpulesson.experiments.contention import __main__ as command
+
+    assert measure.threads_honoured("tensorflow") and measure.threads_honoured("torch")
+    assert not measure.threads_honoured("jax")
+    monkeypatch.setattr(command, "keras_backend", lambda: "jax")
+    ran = _fake_trainings(monkeypatch)
+    out = tmp_path / "runs.jsonl"
+    assert contention_main([*COPIES_ARGS, "--out", str(out)]) == 0
+    assert ran == [(1, None), (2, None)], "no one-thread condition on JAX"
+    records = read_records(out)
+    assert all(r["threads"] is None for r in records)
+    for record in records:
+        [note] = record["skipped_conditions"]
+        assert "1 thread(s) per copy were skipped" in note and "jax" in note
+    printed = capsys.readouterr().out
+    assert printed.startswith("Note: the condition(s) with 1 thread(s) per copy were skipped")
+    # The run's table, read back from the file, says so too.
+    assert f"Note: {note}" in contention.describe(records)
+    assert f"Note: {note}" in printed.split("Run ")[-1]
