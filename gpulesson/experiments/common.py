@@ -39,6 +39,7 @@ follow the same rule; this module gives them to the experiments with the rest of
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import subprocess
 import sys
@@ -348,6 +349,31 @@ def report_backends(out: Path, experiment: str, run_id: str, describe, failed) -
         print(f"error: the {', '.join(failed)} process(es) failed (above).", file=sys.stderr)
         return 1
     return 0
+
+
+def per_backend_command(parser: argparse.ArgumentParser, args: argparse.Namespace, *,
+                        module: str, experiment: str, condition, installed, measure_here,
+                        passed, settings: dict | None = None) -> int:
+    """The command of an experiment measured in one process per Keras backend, after its own
+    checks of ``args``: a new run, or ``--run-id``'s, skipping the conditions (``condition`` of
+    a record) it has. In the process of the one backend asked for, ``measure_here(args,
+    quick=, run_id=, done=)`` appends the records; otherwise the same command runs once per
+    backend (those asked for, or ``installed``), with the options named in ``passed`` and
+    ``settings`` (:func:`run_each_backend`), and the run's table comes from ``module``'s page."""
+    from gpulesson.settings import get_settings
+
+    quick = args.quick or get_settings().quick
+    run_id, done = continue_run(args.out, experiment, args.run_id, condition)
+    backends = chosen_backends(parser, args.backends, installed)
+    if len(backends) == 1 and os.environ.get("KERAS_BACKEND") == backends[0]:
+        made = measure_here(args, quick=quick, run_id=run_id, done=done)
+        say_appended(made, args.out) if made else print("Nothing left to measure.")
+        return 0
+    options = passed_on(args, passed) + (["--quick"] if quick else [])
+    failed = run_each_backend(module, backends, options, run_id=run_id, out=args.out,
+                              settings=settings)
+    describe = importlib.import_module(f"{module}.page").describe
+    return report_backends(args.out, experiment, run_id, describe, failed)
 
 
 def add_size_options(parser: argparse.ArgumentParser, sizes: dict) -> None:

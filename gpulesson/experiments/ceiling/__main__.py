@@ -17,7 +17,6 @@ a few minutes; Keras' array path on PyTorch is the slowest part.
 from __future__ import annotations
 
 import argparse
-import os
 
 from gpulesson.devices import KERAS_DEVICES as DEVICES
 from gpulesson.devices import installed_backends
@@ -33,15 +32,10 @@ from gpulesson.experiments.common import (
     add_out_option,
     add_run_id_option,
     add_size_options,
-    chosen_backends,
-    continue_run,
     devices_here,
-    passed_on,
+    per_backend_command,
     refuse_below_one,
-    report_backends,
     rule_arguments,
-    run_each_backend,
-    say_appended,
 )
 
 
@@ -71,23 +65,11 @@ def _measure_here(args, *, quick: bool, run_id: str, done: set) -> list[dict]:
 def main(argv=None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    from gpulesson.settings import get_settings
-
-    quick = args.quick or get_settings().quick
     refuse_below_one(parser, args, ("n_images", "batch_size"))
-    run_id, done = continue_run(args.out, EXPERIMENT, args.run_id, condition)
-    backends = chosen_backends(parser, args.backends, installed_backends())
-    if len(backends) == 1 and os.environ.get("KERAS_BACKEND") == backends[0]:
-        made = _measure_here(args, quick=quick, run_id=run_id, done=done)
-        say_appended(made, args.out) if made else print("Nothing left to measure.")
-        return 0
-    options = passed_on(args, ("devices", "pipelines", "n_images", "batch_size"))
-    options += ["--quick"] if quick else []
-    failed = run_each_backend("gpulesson.experiments.ceiling", backends, options, run_id=run_id,
-                              out=args.out)
-    from gpulesson.experiments.ceiling.page import describe
-
-    return report_backends(args.out, EXPERIMENT, run_id, describe, failed)
+    return per_backend_command(
+        parser, args, module="gpulesson.experiments.ceiling", experiment=EXPERIMENT,
+        condition=condition, installed=installed_backends(), measure_here=_measure_here,
+        passed=("devices", "pipelines", "n_images", "batch_size"))
 
 
 if __name__ == "__main__":

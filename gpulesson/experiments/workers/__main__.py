@@ -17,7 +17,6 @@ about 5 minutes, mostly for starting worker processes, which import Keras each.
 from __future__ import annotations
 
 import argparse
-import os
 
 from gpulesson.devices import KERAS_DEVICES as DEVICES
 from gpulesson.devices import installed_backends
@@ -26,15 +25,10 @@ from gpulesson.experiments.common import (
     add_out_option,
     add_run_id_option,
     add_size_options,
-    chosen_backends,
-    continue_run,
     devices_here,
-    passed_on,
+    per_backend_command,
     refuse_below_one,
-    report_backends,
     rule_arguments,
-    run_each_backend,
-    say_appended,
 )
 from gpulesson.experiments.workers.records import (
     BACKENDS,
@@ -82,26 +76,14 @@ def _measure_here(args, *, quick: bool, run_id: str, done: set) -> list[dict]:
 def main(argv=None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    from gpulesson.settings import get_settings
-
-    quick = args.quick or get_settings().quick
     refuse_below_one(parser, args, ("n_images", "batch_size"))
     if any(n < 0 for n in args.workers or ()):
         parser.error("--workers takes 0 (none) or more worker processes")
-    run_id, done = continue_run(args.out, EXPERIMENT, args.run_id, condition)
-    backends = chosen_backends(parser, args.backends,
-                               [b for b in installed_backends() if b in BACKENDS])
-    if len(backends) == 1 and os.environ.get("KERAS_BACKEND") == backends[0]:
-        made = _measure_here(args, quick=quick, run_id=run_id, done=done)
-        say_appended(made, args.out) if made else print("Nothing left to measure.")
-        return 0
-    options = passed_on(args, ("devices", "works", "workers", "n_images", "batch_size"))
-    failed = run_each_backend("gpulesson.experiments.workers", backends,
-                              options + (["--quick"] if quick else []), run_id=run_id,
-                              out=args.out, settings=SETTINGS)
-    from gpulesson.experiments.workers.page import describe
-
-    return report_backends(args.out, EXPERIMENT, run_id, describe, failed)
+    return per_backend_command(
+        parser, args, module="gpulesson.experiments.workers", experiment=EXPERIMENT,
+        condition=condition, installed=[b for b in installed_backends() if b in BACKENDS],
+        measure_here=_measure_here, passed=("devices", "works", "workers", "n_images", "batch_size"),
+        settings=SETTINGS)
 
 
 if __name__ == "__main__":
