@@ -186,6 +186,13 @@ class BusyMeter:
                 "load_average_after": after}
 
 
+def fit_progress(n_images: int, epochs: dict) -> str:
+    """A fit's progress line after its condition: the rate and the epochs' median and range,
+    from a record's ``summary``."""
+    return (f"{n_images / epochs['median']:,.0f} img/s, epoch {epochs['median']:.3f} s "
+            f"({epochs['min']:.3f}-{epochs['max']:.3f}, {epochs['n']} epochs)")
+
+
 def markdown_table(head, rows) -> str:
     """A Markdown table of ``rows`` (lists of cell texts) under the column titles ``head``: how
     the experiments' pages and commands show a run."""

@@ -28,7 +28,13 @@ from gpulesson.experiments.ceiling.records import (
     measurement_record,
     pipelines_for,
 )
-from gpulesson.experiments.common import WARMUP, Budget, BusyMeter, synced_epoch_timer
+from gpulesson.experiments.common import (
+    WARMUP,
+    Budget,
+    BusyMeter,
+    fit_progress,
+    synced_epoch_timer,
+)
 from gpulesson.results import new_run_id
 
 BATCH_SIZE = 256  # episode 9's batch
@@ -170,9 +176,7 @@ def measure(*, devices, n_images: int, batch_size: int, repeats: int, warmup: in
                 made.append(record)
                 if on_record:
                     on_record(record)
-                epochs = record["summary"]
-                progress(f"{backend} {device} {name}: {n_images / epochs['median']:,.0f} img/s, "
-                         f"epoch {epochs['median']:.3f} s ({epochs['min']:.3f}-"
-                         f"{epochs['max']:.3f}, {epochs['n']} epochs)")
+                progress(f"{backend} {device} {name}: "
+                         + fit_progress(n_images, record["summary"]))
                 del model
     return made

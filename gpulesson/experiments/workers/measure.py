@@ -18,7 +18,13 @@ import statistics
 import tempfile
 import time
 
-from gpulesson.experiments.common import WARMUP, Budget, BusyMeter, synced_epoch_timer
+from gpulesson.experiments.common import (
+    WARMUP,
+    Budget,
+    BusyMeter,
+    fit_progress,
+    synced_epoch_timer,
+)
 from gpulesson.experiments.workers.records import (
     DATA,
     WORK,
@@ -134,10 +140,7 @@ def measure(*, devices, n_images: int, batch_size: int, repeats: int, warmup: in
                     made.append(record)
                     if on_record:
                         on_record(record)
-                    epochs = record["summary"]
                     progress(f"{backend} {device} {work}, {n} worker(s): "
-                             f"{n_images / epochs['median']:,.0f} img/s, epoch "
-                             f"{epochs['median']:.3f} s ({epochs['min']:.3f}-{epochs['max']:.3f}, "
-                             f"{epochs['n']} epochs)")
+                             + fit_progress(n_images, record["summary"]))
                     del model
     return made
