@@ -217,6 +217,8 @@ def _budget(root: Path, out: Path, deadline: float) -> subprocess.CompletedProce
 
 def test_the_budgeted_command_stops_by_its_deadline_packs_and_a_later_call_goes_on(tmp_path):
     root = lesson_files(tmp_path / "lesson")
+    # A lesson whose budgeted run has not begun: the committed run's state stays behind.
+    (root / "results" / "reference-run.json").unlink(missing_ok=True)
     fake = root / "fake"
     fake.mkdir()
     (fake / "conditions.py").write_text(CONDITIONS)
