@@ -228,7 +228,8 @@ def data_label(records) -> str:
 # --- Runs: the records of one measurement session --------------------------------------------
 # A run is the records one command or notebook appends together, sharing a ``run_id`` (one per
 # device, or per device and setting). An episode shows its *reference run*, chosen by
-# :func:`reference_run`, and says "not recorded yet" (:data:`NOT_RECORDED`) for what it lacks.
+# :func:`reference_run`, and says "not recorded yet" (:data:`NOT_RECORDED`) for what it lacks,
+# in a note of its own, never inside a sentence that holds a recorded value.
 
 NOT_RECORDED = "not recorded yet"
 
@@ -259,9 +260,14 @@ def runs(records, experiment: str, **match) -> dict[str, list[dict]]:
     return {run_id: sorted(group, key=is_gpu) for run_id, group in grouped.items()}
 
 
-def reference_run(path: str | os.PathLike, experiment: str, **match) -> list[dict]:
-    """The records of the reference run in the results file ``path``: the newest run with CPU
-    and GPU records, else the newest with GPU records, else the newest run.
+def reference_run(path: str | os.PathLike, experiment: str, *, complete=None, **match) -> list[dict]:
+    """The records of the reference run in the results file ``path``.
+
+    A comparison is a page's reference only when every device it compares is recorded in that
+    run: the newest *complete* run with CPU and GPU records. Without one, the newest complete run
+    with CPU records stays the reference (a run cut short on a GPU node never replaces it), then
+    the newest complete run, then the newest run. ``complete(records)`` says whether a run
+    finished what it set out to measure (every cell of a sweep, say); by default every run has.
 
     An empty list when the file holds no such run (or does not exist).
     """
@@ -269,9 +275,10 @@ def reference_run(path: str | os.PathLike, experiment: str, **match) -> list[dic
     if not path.is_file():
         return []
     grouped = list(runs(read_records(path), experiment, **match).values())
-    with_gpu = [group for group in grouped if any(is_gpu(r) for r in group)]
-    with_both = [group for group in with_gpu if not all(is_gpu(r) for r in group)]
-    return (with_both or with_gpu or grouped or [[]])[-1]
+    finished = [group for group in grouped if complete is None or complete(group)]
+    with_cpu = [group for group in finished if not all(is_gpu(r) for r in group)]
+    with_both = [group for group in with_cpu if any(is_gpu(r) for r in group)]
+    return (with_both or with_cpu or finished or grouped or [[]])[-1]
 
 
 def speedup(records, key: str = "mean_epoch_seconds") -> float | None:

@@ -5,13 +5,21 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 
 import pytest
-from carpentry import CONDITIONAL, fill_placeholders, placeholder_values, split_front_matter
+from carpentry import (
+    CONDITIONAL,
+    fill_placeholders,
+    placeholder_values,
+    result_values,
+    site_values,
+    split_front_matter,
+)
 from conftest import ROOT
 
 from gpulesson.charges import read_rates
-from gpulesson.results import NOT_RECORDED
+from gpulesson.results import NOT_RECORDED, is_gpu
 
 EPISODE = ROOT / "_episodes" / "05-cpu-vs-gpu.md"
 NO_GPU_NOTE = "The lesson's GPU reference run has not been recorded yet."
@@ -26,17 +34,22 @@ def _filled(**values):
     return fill_placeholders(_text(), ROOT, {**placeholder_values(ROOT), **values})
 
 
-def _gpu_values():
-    """Every GPU value of the page as if recorded (made-up text, never a number on a page)."""
-    found = placeholder_values(ROOT)
-    return {key: f"<{key}>" for key, value in found.items()
-            if key.startswith("ref_") and NOT_RECORDED in value}
+def _cpu_only_values(tmp_path):
+    """The page's values from a copy of the lesson's results without any GPU run: the page as
+    it reads before a GPU node records (or for a site that never has one)."""
+    folder = tmp_path / "results"
+    shutil.copytree(ROOT / "results", folder)
+    for path in folder.glob("*.jsonl"):
+        records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+        gpu_runs = {r.get("run_id") for r in records if is_gpu(r)}
+        path.write_text("".join(json.dumps(r) + "\n" for r in records
+                                if r.get("run_id") not in gpu_runs), encoding="utf-8")
+    return {**site_values(ROOT), **result_values(tmp_path)}
 
 
-def test_without_a_gpu_record_the_page_says_so_once():
-    values = placeholder_values(ROOT)
-    if NOT_RECORDED not in values["ref_gpu_epoch"]:
-        pytest.skip("the lesson has a GPU reference run")
+def test_without_a_gpu_record_the_page_says_so_once(tmp_path):
+    values = _cpu_only_values(tmp_path)
+    assert NOT_RECORDED in values["ref_gpu_epoch"]
     filled = fill_placeholders(_text(), ROOT, values)
     assert filled.count(NO_GPU_NOTE) == 1
     gaps = [line for line in filled.splitlines()
@@ -46,10 +59,12 @@ def test_without_a_gpu_record_the_page_says_so_once():
 
 
 def test_with_gpu_records_the_values_show_and_the_note_goes():
-    filled = _filled(**_gpu_values())
-    assert NO_GPU_NOTE not in filled
-    assert "| each later epoch |" in filled and "<ref_gpu_epoch>" in filled
-    assert "<ref_speedup>" in filled and "<ref_dec_cnn_cost_verdict>" in filled
+    values = placeholder_values(ROOT)
+    assert NOT_RECORDED not in values["ref_gpu_epoch"], "the lesson's results hold a GPU run"
+    filled = fill_placeholders(_text(), ROOT, values)
+    assert NO_GPU_NOTE not in filled and NOT_RECORDED not in filled
+    assert f"| each later epoch | {values['ref_cpu_epoch']} | {values['ref_gpu_epoch']} |" in filled
+    assert values["ref_speedup"] in filled and values["ref_dec_cnn_cost_verdict"] in filled
 
 
 def test_no_sentence_is_longer_than_the_limit():

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpulesson.compare_plots import LOG_NOTE, needs_log_axis
 from gpulesson.experiments.cnn.records import epoch_summary, gpu_comparison
 from gpulesson.experiments.common import SPREAD_NOTE, draw_spread, summary_text
 from gpulesson.results import data_label, duration, hardware
@@ -50,6 +51,16 @@ class Series:
     @property
     def warmup(self) -> list:
         return self.summary["warmup"]
+
+    @property
+    def bar_values(self) -> list:
+        """The heights and whisker ends of this device's bars (:func:`time_bars_figure`)."""
+        return [self.summary["min"], self.summary["max"], self.summary["median"],
+                self.evaluation, self.total]
+
+
+def _log_note(values) -> str:
+    return f" {LOG_NOTE}" if needs_log_axis(values) else ""
 
 
 def drawn(records, hardware_names=None) -> tuple[list[Series], object]:
@@ -107,7 +118,7 @@ def epoch_times_alt(series, *, first_epoch: str = FIRST_EPOCH) -> str:
         text += (f" To the right of {where}, the median and range of each device's epochs after "
                  "the warm-up, with each epoch as a dot: "
                  + _and(f"{s.kind} {_epochs_text(s)}" for s in series) + ".")
-    return text
+    return text + _log_note([v for s in series for v in s.epochs])
 
 
 def time_bars_alt(series, comparison=None) -> str:
@@ -121,7 +132,7 @@ def time_bars_alt(series, comparison=None) -> str:
                 f"group, each labelled with its value: an epoch after the warm-up, whose bar is "
                 f"the median, {_epochs_text(s)}, {spread}; the evaluation on the "
                 f"test images, {duration(s.evaluation)}; training and evaluation together, "
-                f"{duration(s.total)}.")
+                f"{duration(s.total)}." + _log_note(s.bar_values))
     epoch = _and(f"{s.kind} {_epochs_text(s)}" for s in series)
     words = (f", the GPU's bar labelled \"{comparison.sentence}\"" if comparison is not None
              else "")
@@ -130,7 +141,8 @@ def time_bars_alt(series, comparison=None) -> str:
             f"(the bars are the medians, {spread}): {epoch}{words}. The evaluation on the test "
             "images, one run each: " + _and(f"{s.kind} {duration(s.evaluation)}" for s in series)
             + ". Training and evaluation together: "
-            + _and(f"{s.kind} {duration(s.total)}" for s in series) + ".")
+            + _and(f"{s.kind} {duration(s.total)}" for s in series) + "."
+            + _log_note([v for s in series for v in s.bar_values]))
 
 
 def alt_texts(records, *, first_epoch: str = FIRST_EPOCH, hardware_names=None) -> tuple[str, str]:
@@ -179,7 +191,7 @@ def time_bars_figure(series, comparison=None, *, label: str):
     bar carries the comparison's words (:func:`~gpulesson.experiments.common.compare`)."""
     import numpy as np
 
-    from gpulesson.compare_plots import _subplots, _title
+    from gpulesson.compare_plots import _subplots, _title, time_axis
 
     fig, ax = _subplots(figsize=(8, 4.4))
     width = 0.8 / len(series)
@@ -198,7 +210,7 @@ def time_bars_figure(series, comparison=None, *, label: str):
             ax.annotate(text, (bar.get_x() + bar.get_width() / 2, top), xytext=(0, 2),
                         textcoords="offset points", ha="center", va="bottom", fontsize=8)
     ax.set_xticks(x, BAR_GROUPS)
-    ax.set_ylabel("seconds")
+    time_axis(ax, [v for s in series for v in s.bar_values], "seconds")
     ax.margins(y=0.25)
     ax.legend(title="device")
     _title(fig, "Training and evaluation time", label, SPREAD_NOTE)

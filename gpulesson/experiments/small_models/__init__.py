@@ -87,6 +87,7 @@ from gpulesson.experiments.small_models.records import (
     speedup_text,
     step_summary,
     sweep_cells,
+    sweep_complete,
     sweep_speedups,
     sweep_table,
     sweep_verdicts,
@@ -103,6 +104,6 @@ __all__ = [
     "epoch_summary", "gpu_against_cpu", "hidden_widths", "is_gpu", "is_gpu_device",
     "keras_device_name", "parameter_count", "random_data", "reference_run", "rows_for",
     "run_comparison", "runs", "sample_summary", "short_time", "speedup", "speedup_text",
-    "step_summary", "substitutions", "sweep", "sweep_alt", "sweep_cells", "sweep_drawn",
+    "step_summary", "substitutions", "sweep", "sweep_alt", "sweep_cells", "sweep_complete", "sweep_drawn",
     "sweep_figure", "sweep_speedups", "sweep_table", "sweep_verdicts", "time_cell", "verdict",
 ]

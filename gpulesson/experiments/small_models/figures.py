@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpulesson.compare_plots import LOG_NOTE, needs_log_axis
 from gpulesson.experiments.common import SPREAD_NOTE, draw_spread, summary_text, times_text
 from gpulesson.experiments.small_models.measure import hidden_widths
 from gpulesson.experiments.small_models.records import (
@@ -57,6 +58,8 @@ def comparison_alt(records) -> str:
     for d in drawn:
         parts.append(f"{d['kind']}: first epoch {short_time(d['epochs'][0])}, then "
                      f"{summary_text(d['summary'], short_time, what='timed epochs')}.")
+    if needs_log_axis([v for d in drawn for v in d["epochs"]]):
+        parts.append(LOG_NOTE)
     return " ".join(parts)
 
 

@@ -87,10 +87,21 @@ def runs(records, part: str) -> dict[str, list[dict]]:
 
 
 def reference_run(part: str, path=RESULTS_FILE) -> list[dict]:
-    """The records of ``part`` of the reference run (:func:`gpulesson.results.reference_run`)."""
+    """The records of ``part`` of the reference run (:func:`gpulesson.results.reference_run`):
+    a sweep counts only with every cell of its grid on each device it measured."""
     if part not in PARTS:
         raise SmallModelsError(f"unknown part {part!r}: use one of {', '.join(PARTS)}")
-    return results.reference_run(path, EXPERIMENT, part=part)
+    return results.reference_run(path, EXPERIMENT, part=part,
+                                 complete=sweep_complete if part == "sweep" else None)
+
+
+def sweep_complete(records) -> bool:
+    """Whether each device of a sweep run has every cell of the run's grid (widths x batches)."""
+    widths, batches = _axes(records)
+    grid = {(w, b) for w in widths for b in batches}
+    devices = {is_gpu(r) for r in records}
+    return all({(r["width"], r["batch_size"]) for r in records if is_gpu(r) == gpu} == grid
+               for gpu in devices)
 
 
 def epoch_summary(record: dict | None) -> dict | None:
