@@ -15,7 +15,9 @@ reason where no counter could be read), and the prediction's values from its rec
 
 from __future__ import annotations
 
-from gpulesson.experiments.cnn import inference
+from pathlib import Path
+
+from gpulesson.experiments.cnn import gpu_use, inference
 from gpulesson.experiments.cnn.figures import alt_texts
 from gpulesson.experiments.cnn.records import (
     FULL_EPOCHS,
@@ -141,4 +143,5 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     # The GPU against the CPU in words (common.compare): "3.1× faster", "no measurable difference".
     values["ref_gpu_vs_cpu"] = comparison.sentence if comparison else NOT_RECORDED
     values.update(inference.substitutions(path, records[0]["run_id"] if records else None))
+    values.update(gpu_use.substitutions(records, Path(path).with_name(gpu_use.CEILING_FILE.name)))
     return values

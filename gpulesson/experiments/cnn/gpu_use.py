@@ -1,0 +1,105 @@
+"""What the devices did in episode 5's reference run: the arithmetic rate each reached, the
+card's published peak beside it, the share of a GPU step that a model doing almost nothing
+already takes on the same node, and why the speed-up per epoch is not the speed-up of a
+whole training.
+
+Rates are counted, not measured: the operations of an epoch after the warm-up (each training
+image :func:`gpulesson.flops.training_flops_per_image`, each validation image a forward pass)
+over the median epoch. The whole epoch is used, validation included, rather than its training
+part alone: with an asynchronous backend the clock at the start of validation can still run
+queued training steps, so the split is less certain than the whole. The do-nothing model's
+step comes from episode 9's ceiling (:mod:`gpulesson.experiments.ceiling`), recorded on the
+same GPU model with the same backend.
+"""
+
+from __future__ import annotations
+
+import math
+
+from gpulesson import flops, gpu_peaks, results
+from gpulesson.experiments.cnn.records import (
+    FULL_EPOCHS,
+    epoch_summary,
+    full_training_seconds,
+    steady_epoch_seconds,
+)
+from gpulesson.experiments.common import times_text
+from gpulesson.results import NOT_RECORDED, duration, is_gpu
+
+CEILING_FILE = results.RESULTS_DIR / "ceiling.jsonl"
+IN_MEMORY = ("arrays", "ram", "device")  # the ceiling's pipelines that read nothing per step
+
+
+def epoch_flops(record: dict) -> int:
+    """The operations of one epoch: training images forward and backward, validation forward."""
+    return (record["n_train"] * flops.training_flops_per_image()
+            + (record.get("n_validation") or 0) * flops.cnn_forward_flops())
+
+
+def achieved_tflops(record: dict) -> float:
+    """The arithmetic rate of an epoch after the warm-up (the median), in TFLOP/s."""
+    return flops.tflops(epoch_flops(record), 1, steady_epoch_seconds(record))
+
+
+def steps_per_epoch(record: dict) -> int:
+    return math.ceil(record["n_train"] / record["batch_size"])
+
+
+def precision(record: dict) -> str:
+    """The peak to compare with: TF32 where the record's convolutions ran in TF32 (they are
+    most of the CNN's arithmetic), else plain float32."""
+    mode = (record.get("float32_precision") or {}).get("convolution")
+    return "tf32" if mode == "tf32" else "fp32"
+
+
+def do_nothing_step(gpu_record: dict, path=CEILING_FILE) -> dict | None:
+    """The fastest in-memory step of the ceiling's do-nothing model on the same GPU model and
+    backend (the newest such run): ``{"seconds", "pipeline", "run_id"}``, or None."""
+    if not path.is_file():
+        return None
+    found = None
+    for run in results.runs(results.read_records(path), "ceiling").values():
+        same = [r for r in run if is_gpu(r) and r.get("device") == gpu_record.get("device")
+                and r.get("backend") == gpu_record.get("backend") and r.get("pipeline") in IN_MEMORY]
+        if same:
+            best = max(same, key=lambda r: r["images_per_second"])
+            found = {"seconds": best["batch_size"] / best["images_per_second"],
+                     "pipeline": best["pipeline"], "run_id": best["run_id"]}
+    return found
+
+
+def substitutions(records, ceiling_path=CEILING_FILE) -> dict[str, str]:
+    """``ref_use_*``: the rates, the peak, the host's share of a step, the 30-epoch speed-up."""
+    cpu, gpu = results.pick(records, False), results.pick(records, True)
+    per_image = flops.training_flops_per_image()
+    values = {"ref_use_flops_per_image": f"{per_image / 1e6:.0f} MFLOP",
+              "ref_use_forward_flops": f"{flops.cnn_forward_flops() / 1e6:.1f} MFLOP"}
+    for name, record in (("cpu", cpu), ("gpu", gpu)):
+        rate = achieved_tflops(record) if record else None
+        values[f"ref_use_{name}_tflops"] = f"{rate:.3g} TFLOP/s" if rate else NOT_RECORDED
+    peaks = gpu_peaks.peaks_for(gpu["device"]) if gpu else None
+    if gpu and peaks:
+        key = precision(gpu)
+        share = gpu_peaks.share_of_peak(achieved_tflops(gpu), gpu["device"], key)
+        values["ref_use_gpu_peak"] = (f"{peaks[key]:g} TFLOP/s in {key.upper()} "
+                                      f"({gpu_peaks.SOURCES[gpu_peaks.card(gpu['device'])]})")
+        values["ref_use_gpu_share"] = f"{100 * share:.1f} %"
+    else:
+        values["ref_use_gpu_peak"] = values["ref_use_gpu_share"] = NOT_RECORDED
+    step = steady_epoch_seconds(gpu) / steps_per_epoch(gpu) if gpu else None
+    idle = do_nothing_step(gpu, ceiling_path) if gpu else None
+    values["ref_use_gpu_step"] = duration(step) if step else NOT_RECORDED
+    values["ref_use_host_step"] = duration(idle["seconds"]) if idle else NOT_RECORDED
+    values["ref_use_host_share"] = f"{100 * idle['seconds'] / step:.0f} %" if idle else NOT_RECORDED
+    values["ref_use_host_run"] = idle["run_id"] if idle else NOT_RECORDED
+    if cpu and gpu and epoch_summary(cpu) and epoch_summary(gpu):
+        whole = {r["device_kind"]: full_training_seconds(r, FULL_EPOCHS, r["n_train"]) for r in (cpu, gpu)}
+        warm = max(0.0, gpu["first_epoch_seconds"] - steady_epoch_seconds(gpu))
+        values["ref_use_full_speedup"] = times_text(whole["cpu"] / whole["gpu"])
+        values["ref_use_gpu_warmup"] = duration(warm)
+        values["ref_use_gpu_warmup_share"] = f"{100 * warm / whole['gpu']:.0f} %"
+        values["ref_use_gpu_full"] = duration(whole["gpu"])
+    else:
+        for key in ("full_speedup", "gpu_warmup", "gpu_warmup_share", "gpu_full"):
+            values[f"ref_use_{key}"] = NOT_RECORDED
+    return values

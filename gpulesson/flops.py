@@ -1,0 +1,69 @@
+"""Floating-point operations of a training step, counted from the layers' shapes.
+
+A multiply-add counts as 2 operations. Only the convolutions and dense layers are counted: the
+activations, pooling, dropout and the optimizer add a few per weight or pixel, well under 1 %
+of the lesson's CNN. Training costs about 3 times the forward pass: the backward pass computes
+the gradients of the inputs and of the weights, each about as much as the forward pass.
+
+    >>> cnn_forward_flops() / 1e6  # the lesson's CNN, one 32 x 32 x 3 image  # doctest: +ELLIPSIS
+    30.8...
+
+:func:`keras_forward_flops` counts a built Keras model the same way; a test checks that both
+agree on the lesson's ``build_cnn()``, so that the page's number follows the model.
+"""
+
+from __future__ import annotations
+
+TRAINING_FACTOR = 3  # forward + backward (gradients of the inputs and of the weights)
+
+
+def conv2d_flops(height: int, width: int, kernel: int, channels_in: int, channels_out: int) -> int:
+    """A 'same'-padded, stride-1 convolution: one multiply-add per output value and kernel tap."""
+    return 2 * height * width * kernel * kernel * channels_in * channels_out
+
+
+def dense_flops(units_in: int, units_out: int) -> int:
+    return 2 * units_in * units_out
+
+
+def cnn_forward_flops(input_shape=(32, 32, 3), filters=(32, 64, 128, 256), dense=(256, 512),
+                      n_classes: int = 10, kernel: int = 3) -> int:
+    """The forward pass of one image through the lesson's CNN: blocks of a 3 x 3 convolution
+    and a 2 x 2 max-pooling, then dense layers (``gpulesson.lesson.build_cnn``)."""
+    height, width, channels = input_shape
+    total = 0
+    for out in filters:
+        total += conv2d_flops(height, width, kernel, channels, out)
+        height, width, channels = height // 2, width // 2, out
+    units = height * width * channels
+    for out in (*dense, n_classes):
+        total += dense_flops(units, out)
+        units = out
+    return total
+
+
+def training_flops_per_image(forward: int | None = None) -> int:
+    """One training image: forward and backward pass (:data:`TRAINING_FACTOR` x the forward)."""
+    return TRAINING_FACTOR * (cnn_forward_flops() if forward is None else forward)
+
+
+def keras_forward_flops(model) -> int:
+    """The forward pass of one sample through a built Keras model's Conv2D and Dense layers."""
+    total = 0
+    for layer in model.layers:
+        kind = type(layer).__name__
+        if kind == "Conv2D":
+            _, height, width, channels_out = layer.output.shape
+            kh, kw, channels_in, _ = layer.kernel.shape
+            total += 2 * height * width * kh * kw * channels_in * channels_out
+        elif kind == "Dense":
+            units_in, units_out = layer.kernel.shape
+            total += dense_flops(units_in, units_out)
+    return int(total)
+
+
+def tflops(flops_per_image: float, images: int, seconds: float) -> float:
+    """The achieved rate in TFLOP/s: ``images`` of ``flops_per_image`` in ``seconds``."""
+    if seconds <= 0:
+        raise ValueError(f"seconds must be positive, not {seconds}")
+    return flops_per_image * images / seconds / 1e12
