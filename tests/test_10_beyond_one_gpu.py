@@ -184,15 +184,22 @@ def test_the_all_reduce_solution_matches_the_cost_model():
 
 
 def test_the_efficiency_solution_matches_the_cost_model():
+    """The solution's numbers, as the page shows them, follow the cost model for the step the
+    page names (the lesson's GPU run, or the assumed one)."""
+    import carpentry
+    from gpulesson.experiments import cnn
+    from gpulesson.experiments.parallel.page import cnn_step
+
+    step_ms, _ = cnn_step(cnn.reference_run())
     ethernet = parallel.INTERCONNECTS["10 Gb/s Ethernet"]
     seconds = [parallel.allreduce_seconds(parallel.LESSON_CNN_PARAMETERS, n, ethernet)
                for n in (2, 4, 8)]
-    efficiency = [parallel.scaling_efficiency(0.020, s) for s in seconds]
-    ms = ", ".join(f"{s * 1e3:.1f}" for s in seconds[:2]) + f" and {seconds[2] * 1e3:.1f} ms"
+    efficiency = [parallel.scaling_efficiency(step_ms / 1e3, s) for s in seconds]
+    ms = ", ".join(f"{s * 1e3:.2g}" for s in seconds[:2]) + f" and {seconds[2] * 1e3:.2g} ms"
     percent = [f"{e * 100:.0f} %" for e in efficiency]
     speedup = [f"{n * e:.1f}" for n, e in zip((2, 4, 8), efficiency)]
-    text = " ".join(TEXT.split())
-    assert f"all-reduce {ms} on 2, 4 and 8 GPUs" in text
+    text = " ".join(carpentry.fill_placeholders(TEXT, ROOT).split())
+    assert f"steps of {step_ms:.3g} ms: all-reduce {ms} on 2, 4 and 8 GPUs" in text
     assert f"efficiency {percent[0]}, {percent[1]} and {percent[2]}" in text
     assert f"a speed-up of {speedup[0]}, {speedup[1]} and {speedup[2]}" in text
 
@@ -266,3 +273,23 @@ def test_the_ddp_exercise_matches_the_sampler():
     assert "256 each" in text and len(make_sampler(512, 2, 0)) == 256
     rate = parallel.scaled_learning_rate(0.01, parallel.global_batch_size(32, 2), 64)
     assert f"the learning rate stays {rate:g}" in text
+
+
+def test_the_cost_model_takes_the_measured_step_or_says_it_assumes_one(tmp_path):
+    import json
+
+    from gpulesson.experiments.parallel import page
+
+    path = tmp_path / "cnn-cpu-vs-gpu.jsonl"
+    cpu = {"experiment": "cnn-cpu-vs-gpu", "run_id": "1", "device_kind": "cpu", "n_train": 45_000,
+           "batch_size": 256, "epoch_seconds": [30.0, 20.0, 21.0, 19.0]}
+    path.write_text(json.dumps(cpu) + "\n")
+    values = page.substitutions(path)
+    assert values["ref_par_step"] == "20 ms" and "assumed" in values["ref_par_step_source"]
+    gpu = {**cpu, "device_kind": "gpu", "device": "NVIDIA H200",
+           "epoch_seconds": [9.0, 0.176, 0.352, 0.170]}  # median 0.176 s over 176 steps: 1 ms
+    path.write_text(json.dumps(cpu) + "\n" + json.dumps(gpu) + "\n")
+    values = page.substitutions(path)
+    assert values["ref_par_step"] == "1 ms" and "measured on NVIDIA H200" in values["ref_par_step_source"]
+    assert values["ref_par_eth_efficiency"].startswith("28 %")  # 1 / (1 + 2.52) ms on 2 GPUs
+    assert values["ref_par_eth_verdict"].startswith("From 2 GPUs on")

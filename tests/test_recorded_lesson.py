@@ -79,7 +79,7 @@ def test_the_executed_folder_stays_small():
 
 def test_the_cnn_episode_shows_a_model_that_still_makes_mistakes():
     text = streams(records()["05-cpu-vs-gpu"])
-    found = re.findall(r"Test accuracy of the \w+ model: ([0-9.]+)", text)
+    found = re.findall(r"Test accuracy of the [\w:]+ model: ([0-9.]+)", text)
     assert found, "the CNN episode's record prints no test accuracy"
     low, high = TEACHING_ACCURACY
     assert low <= float(found[-1]) <= high, found

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import math
 import platform
 import statistics
 import sys
@@ -324,6 +325,12 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
             values[f"ref_torch_{name}_{key}"] = duration(record[field]) if record else NOT_RECORDED
         values[f"ref_torch_{name}_epoch"] = _epochs_text(record)
         values[f"ref_torch_{name}_accuracy"] = f"{record['test_accuracy']:.3f}" if record else NOT_RECORDED
+        # An epoch after the warm-up over its steps: for a network this small, the host's
+        # time per step (Python, the copy of each batch and the wait for it), not arithmetic.
+        summary = epoch_summary(record) if record else None
+        values[f"ref_torch_{name}_step"] = (
+            duration(summary["median"] / math.ceil(record["n_train"] / record["batch_size"]))
+            if summary else NOT_RECORDED)
     return values
 
 

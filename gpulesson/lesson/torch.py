@@ -81,7 +81,7 @@ def train_epoch(model, loader, optimizer, device):
         loss = loss_fn(model(images), labels)
         loss.backward()
         optimizer.step()
-        # Added up on the device: no waiting for the GPU at every step.
+        # Added up on the device: no .item() copy back in every step.
         total += loss.detach() * len(labels)
     # .item() copies one number to the CPU, once all the work is done.
     return total.item() / len(loader.dataset)
