@@ -150,3 +150,18 @@ def test_time_evaluation_times_one_compiled_call(device):
     assert device.compiles == 2
     assert measure.time_evaluation(model, test) == pytest.approx(3 * BATCH)
     assert device.compiles == 2
+
+
+def test_a_real_fit_times_each_validation_pass_after_waiting_for_the_model():
+    """The mechanism with Keras itself: a tiny model, two epochs, a validation pass each."""
+    import keras
+    import numpy as np
+
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    model.compile(optimizer="sgd", loss="mse")
+    x, y = np.ones((32, 4), "float32"), np.zeros((32, 2), "float32")
+    timer = measure.synced_validation_timer()
+    model.fit(x, y, validation_data=(x, y), epochs=2, batch_size=8, verbose=0,
+              callbacks=[timer])
+    assert len(timer.seconds) == 2 and all(s > 0 for s in timer.seconds)
+    measure.wait_for_model(model)  # a fetch of the smallest variable, on any backend
