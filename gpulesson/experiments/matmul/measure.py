@@ -298,8 +298,8 @@ def sweep(device: str = "cpu", dtype: str = "float32", sizes=None, *, repeats: i
     Sizes whose one call would take longer than ``max_seconds`` (predicted from the previous
     size, as time grows like n^3) are skipped and listed in ``skipped``. A precision the
     device or backend cannot multiply in is reported in ``unsupported`` (the error), not
-    raised. By default float32 sweeps also time the unsynchronised mistake, and GPU sweeps
-    the copy of the inputs to the GPU. ``progress``: a function called with one line per size;
+    raised. By default float32 sweeps also time the unsynchronised mistake, and float32 GPU
+    sweeps the copy of the inputs to the GPU (the page shows that one). ``progress``: a function called with one line per size;
     ``op``: what to time instead of ``keras.ops.matmul`` (see :func:`time_matmul`). The load
     average (``os.getloadavg``) before and after the sweep is kept in ``load_average``.
     """
@@ -309,7 +309,7 @@ def sweep(device: str = "cpu", dtype: str = "float32", sizes=None, *, repeats: i
     if unsynchronised is None:
         unsynchronised = dtype == "float32"
     if transfer is None:
-        transfer = device == "gpu"
+        transfer = device == "gpu" and dtype == "float32"
     busy, started = common.BusyMeter(), time.perf_counter()
     result = {"method": METHOD, "max_overhead_share": MAX_OVERHEAD_SHARE,
               "device_kind": device, "keras_device": keras_device, "dtype": dtype,
