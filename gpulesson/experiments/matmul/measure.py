@@ -299,8 +299,9 @@ def sweep(device: str = "cpu", dtype: str = "float32", sizes=None, *, repeats: i
     size, as time grows like n^3) are skipped and listed in ``skipped``. A precision the
     device or backend cannot multiply in is reported in ``unsupported`` (the error), not
     raised. By default float32 sweeps also time the unsynchronised mistake, and float32 GPU
-    sweeps the copy of the inputs to the GPU (the page shows that one). ``progress``: a function called with one line per size;
-    ``op``: what to time instead of ``keras.ops.matmul`` (see :func:`time_matmul`). The load
+    sweeps the copy of the inputs to the GPU (the page shows that one). ``progress``: a
+    function called with one line per size; ``op``: what to time instead of
+    ``keras.ops.matmul`` (see :func:`time_matmul`). The load
     average (``os.getloadavg``) before and after the sweep is kept in ``load_average``.
     """
     keras_device = check_device(device)
