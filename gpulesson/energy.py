@@ -14,7 +14,15 @@
   (:func:`integrate`, the trapezoidal rule). Neither adds a synchronisation to the training.
 
 A meter's :meth:`~EnergyMeter.joules` is the energy used since it started; the energy of an
-interval (an epoch) is the difference of two readings (:class:`Intervals`). Where no counter
+interval (an epoch) is the difference of two readings (:class:`Intervals`).
+
+**Resolution.** A counter does not count every joule as it is used: NVML's counter, for one,
+moves in steps (about 12 J on the lesson's H200), so a window of a few milliseconds reads 0 J
+or one whole step. A meter therefore counts how often its reading changed (``changes``) and
+keeps its smallest step (``step_joules``, for counters). A window is measured only when the
+reading changed at least :data:`MIN_CHANGES` times in it: then one step at either end is at
+most about a tenth of it. Shorter windows are added up into one longer window, or said to be
+below the meter's resolution (:mod:`gpulesson.experiments.energy`); never read as 0 J. Where no counter
 can be read, :func:`open_meter` raises :class:`EnergyUnavailable`, whose message says why; a
 record then keeps that reason (:func:`unmeasured`), never a guessed wattage
 (:mod:`gpulesson.experiments.energy` keeps and shows what was measured).
@@ -30,6 +38,7 @@ from pathlib import Path
 
 POWERCAP = Path("/sys/class/powercap")
 POLL_SECONDS = 0.1  # how often a meter's thread reads its counter or samples the power
+MIN_CHANGES = 10  # a window is measured when the meter's reading changed this often in it
 UNIT = "J"
 
 
@@ -73,12 +82,15 @@ class EnergyMeter:
     every ``poll`` seconds. Subclasses give :meth:`read` and :meth:`_advance`."""
 
     source = ""
+    counter = True  # a counter of joules (its smallest step is its resolution), not power samples
 
     def __init__(self, poll: float = POLL_SECONDS, clock: Callable[[], float] = time.perf_counter):
         self._poll, self._clock = poll, clock
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._total = 0.0
+        self.changes = 0  # how often the reading changed since the meter started
+        self.step_joules: float | None = None  # the smallest change of a counter seen
         self._last = self.read()
         self._last_time = clock()
         self._thread = None
@@ -94,11 +106,22 @@ class EnergyMeter:
         """Read the counter now; the joules since the meter started."""
         with self._lock:
             now, when = self.read(), self._clock()
-            self._total += self._advance(self._last, now, when - self._last_time)
+            joules = self._advance(self._last, now, when - self._last_time)
+            if now != self._last:
+                self.changes += 1
+                if self.counter and joules > 0:
+                    self.step_joules = min(joules, self.step_joules or joules)
+            self._total += joules
             self._last, self._last_time = now, when
             return self._total
 
     joules = update
+
+    def reading(self) -> tuple[float, int, float]:
+        """``(joules, changes, time)`` now: a point from which a window is measured."""
+        joules = self.update()
+        with self._lock:
+            return joules, self.changes, self._last_time
 
     def _run(self) -> None:
         while not self._stop.wait(self._poll):
@@ -152,6 +175,7 @@ class NvmlPowerMeter(EnergyMeter):
     """An NVIDIA GPU's board power (milliwatts), sampled and integrated (:func:`integrate`)."""
 
     source = "NVML power samples"
+    counter = False
 
     def __init__(self, nvml, handle, **kwargs):
         self._nvml, self._handle = nvml, handle
@@ -233,19 +257,39 @@ def open_meter(device_kind: str, *, powercap: Path = POWERCAP, **kwargs) -> Ener
 
 class Intervals:
     """The joules of consecutive intervals of a meter (e.g. epochs): :meth:`begin` and
-    :meth:`end` around each; ``joules`` lists them in order. A meter of None records nothing."""
+    :meth:`end` around each; ``joules`` lists them in order, ``changes`` how often the meter's
+    reading changed in each, ``seconds`` their lengths, and ``readings`` the meter's
+    ``(begin, end)`` readings (:meth:`EnergyMeter.reading`) of each, from which the window from
+    one interval's start to a later one's end is measured. A meter of None records nothing."""
 
     def __init__(self, meter: EnergyMeter | None):
-        self.meter, self.joules, self._start = meter, [], None
+        self.meter, self._start = meter, None
+        self.joules: list[float] = []
+        self.changes: list[int] = []
+        self.seconds: list[float] = []
+        self.readings: list[tuple] = []
 
     def begin(self) -> None:
         if self.meter is not None:
-            self._start = self.meter.joules()
+            self._start = self.meter.reading()
 
     def end(self) -> None:
         if self.meter is not None and self._start is not None:
-            self.joules.append(self.meter.joules() - self._start)
+            end = self.meter.reading()
+            self.readings.append((self._start, end))
+            self.joules.append(end[0] - self._start[0])
+            self.changes.append(end[1] - self._start[1])
+            self.seconds.append(end[2] - self._start[2])
             self._start = None
+
+    def window(self, first: int = 0) -> dict:
+        """The window from the start of interval ``first`` to the end of the last one:
+        ``{"joules", "changes", "seconds", "intervals"}``."""
+        if not self.readings[first:]:
+            raise ValueError(f"no interval from number {first} on: {len(self.readings)} recorded")
+        start, end = self.readings[first][0], self.readings[-1][1]
+        return {"joules": end[0] - start[0], "changes": end[1] - start[1],
+                "seconds": end[2] - start[2], "intervals": len(self.readings) - first}
 
 
 # --- what a record keeps ------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from conftest import ROOT
 from gpulesson.experiments import common, matmul
 from gpulesson.experiments.matmul.__main__ import main as matmul_main
 from gpulesson.experiments.matmul.figures import gflops_alt, sync_alt
-from gpulesson.results import NOT_RECORDED, is_gpu
+from gpulesson.results import NOT_RECORDED, duration, is_gpu
 from gpulesson.results import append_record, read_records, validate_record
 
 FIG = ROOT / "fig" / "06-why-gpus-are-fast"
@@ -54,8 +54,18 @@ def test_bad_input_gives_a_clear_error(call, message):
 def test_a_tiny_sweep_gives_well_formed_records(tmp_path):
     result = matmul.sweep("cpu", "float32", [8, 4], repeats=2)
     assert result["sizes"] == [4, 8] and [p["n"] for p in result["points"]] == [4, 8]
+    assert result["method"] == matmul.METHOD and result["max_overhead_share"] == 0.05
     for point in result["points"]:
         assert len(point["seconds"]) == 2 and all(s > 0 for s in point["seconds"])
+        # latency: synchronised calls, kept as such; throughput: windows of calls, one wait each
+        assert len(point["latency_seconds"]) == 2 and point["latency"]["n"] == 2
+        assert point["latency"]["samples"] == point["latency_seconds"]
+        calls = point["calls_per_sync"]
+        assert calls >= 1 and len(point["window_seconds"]) == 2
+        assert point["seconds"] == pytest.approx([w / calls for w in point["window_seconds"]])
+        assert point["overhead_share"] == pytest.approx(
+            point["sync_overhead_seconds"] / np.median(point["window_seconds"]))
+        assert point["probe_calls"] >= 2 and point["probe_seconds"] > 0
         # the rule: a recorded warm-up, every timed sample kept, and their summary
         assert len(point["warmup_seconds"]) == common.WARMUP
         assert point["first_call_seconds"] == point["warmup_seconds"][0]
@@ -128,7 +138,8 @@ def test_the_timed_call_waits_for_a_lazy_result():
     delay = 0.05
     point = matmul.time_matmul(4, repeats=2, unsynchronised=True,
                                op=lambda a, b: LazyResult(delay))
-    assert point["min_seconds"] >= delay  # waited for every result
+    assert point["latency"]["min"] >= delay  # waited for every result
+    assert min(point["window_seconds"]) >= delay  # every window waited for its last result
     assert point["unsynchronised_median_seconds"] < delay  # the mistake: the clock stopped early
 
 
@@ -146,13 +157,22 @@ def test_slow_sizes_are_skipped_and_unsupported_precisions_reported():
 
 # --- crossover, reference run and page numbers ---------------------------------------------------
 
-def made_up(device, rates, dtype="float32", run_id="r", transfer=None):
-    """A hand-made sweep record: rates {n: GFLOP/s}. For tests only, never committed."""
-    points = []
+def made_up(kind, rates, dtype="float32", run_id="r", transfer=None, method=matmul.METHOD,
+            round_trip=0.0005, **fields):
+    """A hand-made sweep record: rates {n: GFLOP/s}, of the current ``method`` (latency: the
+    time per call plus ``round_trip``) or of the older one (``method=None``: the rates are those
+    of synchronised calls). For tests only, never committed."""
+    device, points = kind, []
     for n, rate in rates.items():
         seconds = 2 * n**3 / (rate * 1e9)
+        latency = [(seconds + round_trip) * f for f in (0.95, 1.0, 1.05)]
+        extra = ({"latency_seconds": latency, "latency": common.summarise(latency, [1.0]),
+                  "calls_per_sync": 10, "window_seconds": [seconds * 10 * f
+                                                          for f in (0.95, 1.0, 1.05)],
+                  "sync_overhead_seconds": round_trip, "overhead_share": 0.02}
+                 if method else {})
         # three timed calls 5 % apart: ranges of rates more than about 10 % apart do not overlap
-        points.append({"n": n, "seconds": [seconds * 0.95, seconds, seconds * 1.05],
+        points.append({**extra, "n": n, "seconds": [seconds * 0.95, seconds, seconds * 1.05],
                        "median_seconds": seconds,
                        "min_seconds": seconds * 0.95, "max_seconds": seconds * 1.05,
                        "gflops": rate, "gflops_low": rate / 1.05, "gflops_high": rate / 0.95,
@@ -164,7 +184,8 @@ def made_up(device, rates, dtype="float32", run_id="r", transfer=None):
             "backend": "jax", "date": "2026-01-01T00:00:00+00:00", "cpu_model": "Test CPU",
             "cores_usable": 2, "versions": {"keras": "3", "jax": "0"}, "data": "random",
             "data_label": "random numbers (timing only)", "sizes": list(rates), "points": points,
-            "skipped": [], "unsupported": None, "wall_seconds": 1.5}
+            "skipped": [], "unsupported": None, "wall_seconds": 1.5,
+            **({"method": method} if method else {}), **fields}
 
 
 SIZES = (16, 64, 256, 1024)
@@ -227,7 +248,7 @@ def test_substitutions_say_plainly_what_is_missing(tmp_path):
     assert values["ref_mm_cpu_smallest"].startswith("10 GFLOP/s (range ")
     assert "3 repeats" in values["ref_mm_cpu_largest_time"]
     assert values["ref_mm_cpu_largest_n"] == "1,024" and values["ref_mm_cpu"] == "Test CPU, 2 cores"
-    assert values["ref_mm_cpu_unsync_gflops"] == "2,000 GFLOP/s"  # 50 times too fast
+    assert values["ref_mm_lat_cpu_unsync_gflops"] == "2,000 GFLOP/s"  # 50 times too fast
     assert values["ref_mm_cpu_sweep_time"] == "1.5 s"
     for key in ("ref_mm_gpu", "ref_mm_crossover", "ref_mm_gpu_float32", "ref_mm_gpu_bfloat16",
                 "ref_mm_gpu_transfer_time", "ref_mm_gpu_smallest", "ref_mm_cpu_bfloat16"):
@@ -263,10 +284,16 @@ def test_the_figures_handle_a_run_with_a_gpu(tmp_path):
     assert "Made-up GPU" in gflops_fig._suptitle.get_text()
     assert "random numbers" in gflops_fig._suptitle.get_text()
     sync_labels = sync_fig.axes[0].get_legend_handles_labels()[1]
-    assert "GPU float32, not waiting (wrong)" in sync_labels
+    assert "GPU float32: one call, not waiting (wrong)" in sync_labels
+    assert "GPU float32: one call, waiting for its result (latency)" in sync_labels
+    assert "GPU float32: per call, many calls and one wait (throughput)" in sync_labels
     # and the figure script draws such a file
     script = load_script("matmul.py")
     drawn = script.draw(write(tmp_path / "gpu.jsonl", records[:3]), tmp_path)
+    assert [p.name for p in drawn] == ["matmul-gflops.svg", "matmul-sync.svg"]
+    # a file of the older method alone draws no throughput, only the times of one call
+    old = [made_up(r["device_kind"], {16: 1.0, 64: 5.0}, method=None) for r in records[:3:2]]
+    drawn = script.draw(write(tmp_path / "old.jsonl", old), tmp_path)
     assert [p.name for p in drawn] == ["matmul-gflops.svg", "matmul-sync.svg"]
     assert all(p.stat().st_size > 1000 for p in drawn)
 
@@ -302,14 +329,15 @@ def test_alt_texts_describe_what_is_drawn():
         assert "GPU" not in alt and "CPU" in alt, alt
     assert "CPU float32" in gflops_alt(cpu_only) and "CPU bfloat16" in gflops_alt(cpu_only)
     assert "40 GFLOP/s at n = 1,024" in gflops_alt(cpu_only)  # numbers from the drawn data
-    assert "median of 3 timed calls" in gflops_alt(cpu_only)
+    assert "median time per call over 3 windows of calls" in gflops_alt(cpu_only)
     assert "CPU float16" not in gflops_alt(cpu_only)  # not measured, so not drawn
 
     with_gpu = cpu_only + [made_up("gpu", dict(zip(SIZES, (1, 5, 300, 900))), transfer=0.01)]
     alt = gflops_alt(with_gpu)
     assert "GPU float32" in alt and "copying the inputs" in alt
     assert "line at n = 256" in alt and "900 GFLOP/s at n = 1,024" in alt
-    assert "GPU reached 900 GFLOP/s" in sync_alt(with_gpu)
+    gpu_seconds = 2 * 1024**3 / 900e9
+    assert f"a call in a window of 10 took {duration(gpu_seconds)}" in sync_alt(with_gpu)
     # every line of the figure is named in its alt text, and nothing else
     fig, sync = matmul.figures(with_gpu)
     labels = fig.axes[0].get_legend_handles_labels()[1]
@@ -336,9 +364,14 @@ def test_the_page_uses_the_generated_alt_texts():
     text = (ROOT / "_episodes" / "06-why-gpus-are-fast.md").read_text(encoding="utf-8")
     assert ":alt: {{ ref_mm_fig_gflops_alt }}" in text and ":alt: {{ ref_mm_fig_sync_alt }}" in text
     values = matmul.substitutions()
-    assert values["ref_mm_fig_gflops_alt"] == gflops_alt(matmul.reference_run())
+    throughput = matmul.reference_run()
+    assert values["ref_mm_fig_gflops_alt"] == (gflops_alt(throughput) if throughput
+                                               else NOT_RECORDED)
+    assert values["ref_mm_fig_sync_alt"] == sync_alt(matmul.latency_run())
     if not any(is_gpu(r) for r in matmul.reference_run()):
-        assert "GPU" not in values["ref_mm_fig_gflops_alt"] + values["ref_mm_fig_sync_alt"]
+        assert "GPU" not in values["ref_mm_fig_gflops_alt"]
+    if not any(is_gpu(r) for r in matmul.latency_run()):
+        assert "GPU" not in values["ref_mm_fig_sync_alt"]
 
 
 # --- the committed results and figures ---------------------------------------------------------
@@ -351,13 +384,21 @@ def load_script(name):
 
 
 def test_the_results_file_holds_a_valid_run():
+    latency = matmul.latency_run()
+    assert latency, f"{matmul.RESULTS_FILE} must hold a run: python -m gpulesson.experiments.matmul"
+    values = matmul.substitutions()
+    assert values["ref_mm_lat_cpu_largest_time"] != NOT_RECORDED
     records = matmul.reference_run()
-    assert records, f"{matmul.RESULTS_FILE} must hold a run: python -m gpulesson.experiments.matmul"
+    if not records:  # no run of the current method yet: no throughput on the page
+        assert not any(matmul.amortised(r) for r in read_records(matmul.RESULTS_FILE))
+        assert values["ref_mm_cpu_float32"] == values["ref_mm_gpu"] == NOT_RECORDED
+        assert values["ref_mm_run"] == values["ref_mm_crossover"] == NOT_RECORDED
+        return
     assert len({r["run_id"] for r in records}) == 1
     for record in records:
         validate_record(record)
         assert record["experiment"] == "matmul" and record["cpu_model"] and record["points"]
-    values = matmul.substitutions()
+        assert matmul.amortised(record)
     assert values["ref_mm_cpu_float32"] != NOT_RECORDED
     # records made before the summaries still give medians with their ranges
     repeats = {r["repeats"] for r in records}
@@ -369,6 +410,7 @@ def test_the_results_file_holds_a_valid_run():
 
 def test_committed_figures_are_what_the_scripts_draw(tmp_path):
     drawn = load_script("matmul.py").draw(matmul.RESULTS_FILE, tmp_path)
+    assert len(drawn) == 2
     drawn.append(load_script("cores.py").draw(tmp_path / "cores.svg"))
     for path in drawn:
         committed = FIG / path.name
@@ -426,4 +468,4 @@ def test_the_command_runs_on_jax_without_tensorflow_or_h5py(tmp_path):
     assert [(r["device_kind"], r["dtype"]) for r in records] == [("cpu", "float32"),
                                                                 ("cpu", "bfloat16")]
     assert {r["backend"] for r in records} == {"jax"} and len({r["run_id"] for r in records}) == 1
-    assert records[0]["versions"]["h5py"] is None and "GFLOP/s (median)" in done.stdout
+    assert records[0]["versions"]["h5py"] is None and "GFLOP/s (median over windows" in done.stdout

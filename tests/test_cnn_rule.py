@@ -80,21 +80,31 @@ def test_each_device_trains_the_warmup_and_the_rules_repeats(monkeypatch, quick)
 
     asked = []
 
+    model = SimpleNamespace(trainable_variables=[], evaluate=lambda data, verbose=0: [1.0, 0.5])
+
     def train_on(device, weights, train, validation, test, n_epochs, verbose=None, callbacks=()):
         asked.append(n_epochs)
+        for callback in callbacks:
+            callback.set_model(model)
         for epoch in range(n_epochs):  # the energy callback reads the meter around each epoch
             for callback in callbacks:
                 callback.on_epoch_begin(epoch)
+            for callback in callbacks:  # the validation pass
+                callback.on_test_begin()
+            for callback in callbacks:
+                callback.on_test_end()
             for callback in callbacks:
                 callback.on_epoch_end(epoch)
-        return fake_run(device, epochs=tuple(3.0 - 0.1 * i for i in range(n_epochs)))
+        return {**fake_run(device, epochs=tuple(3.0 - 0.1 * i for i in range(n_epochs))),
+                "model": model}
 
-    class Meter:  # 7 J between two readings
-        source, total = "test counter", 0.0
+    class Meter:  # 7 J between two readings, in 10 steps of the counter
+        source, total, changes, counter, step_joules = "test counter", 0.0, 0, True, 0.7
 
-        def joules(self):
+        def reading(self):
             self.total += 7.0
-            return self.total
+            self.changes += 10
+            return self.total, self.changes, 0.0
 
         def __exit__(self, *exc):
             pass
@@ -114,6 +124,9 @@ def test_each_device_trains_the_warmup_and_the_rules_repeats(monkeypatch, quick)
     assert len(cpu["epoch_seconds"]) == common.WARMUP + repeats
     assert cpu["summary"]["n"] == repeats and len(cpu["summary"]["warmup"]) == common.WARMUP
     assert len(cpu["load_average_before"]) == 3 and len(cpu["load_average_after"]) == 3
+    # the validation passes timed after a synchronisation, the evaluation after its warm-up
+    assert len(cpu["validation_seconds"]) == common.WARMUP + repeats
+    assert cpu["validation_synchronised"] and cpu["evaluation_first_seconds"] == 0.5
     energy = cpu["energy"]
     assert energy["measured"] and energy["source"] == "test counter" and energy["images"] == 900
     assert energy["summary"]["samples"] == [7.0] * repeats

@@ -1,21 +1,41 @@
 """Energy in the records and on the pages: what an experiment keeps of a meter
 (:mod:`gpulesson.energy`), and the words a page shows for it.
 
-A record's ``energy`` is either ``{"measured": True, "source", "images", "summary"}`` (the
-joules of each timed interval and their summary, the warm-up apart, by the lesson's rule) or
-``{"measured": False, "reason"}`` where no counter could be read. Records made before energy
-was measured have no ``energy``: the page says "not measured" for them.
+A record's ``energy`` is one of:
+
+- ``{"measured": True, "window": "each", "source", "images", "summary", "changes",
+  "step_joules"}``: the joules of each timed interval and their summary, the warm-up apart, by
+  the lesson's rule, where the meter's reading changed at least
+  :data:`~gpulesson.energy.MIN_CHANGES` times in every interval (``changes``: how often, in
+  each; ``step_joules``: the counter's smallest step). Records made before the windows were
+  checked have no ``window``: they are read the same way.
+- ``{"measured": True, "window": "phase", "source", "images", "intervals", "joules",
+  "seconds", "changes", "step_joules", "summary"}``: the intervals (epochs, calls) were too
+  short for the meter one by one, so the whole timed phase, from the start of the first timed
+  interval to the end of the last, is one window: its ``joules`` over its ``intervals``, and
+  the ``summary`` of that mean (one sample).
+- ``{"measured": False, "below_resolution": True, "reason", "source", "joules", "seconds",
+  "changes", "step_joules"}``: even the whole phase was too short for the meter; the reason
+  says by how much. No number of joules is claimed.
+- ``{"measured": False, "reason"}`` where no counter could be read.
+
+Records made before energy was measured have no ``energy``: the page says "not measured" for
+them. A window is never read as 0 J.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
-from gpulesson.energy import EnergyUnavailable, Intervals, open_meter, unmeasured
+from gpulesson.energy import MIN_CHANGES, EnergyUnavailable, Intervals, open_meter, unmeasured
 from gpulesson.experiments.common import scale, summarise, summary_text
+
+MAX_WINDOW_SECONDS = 30.0  # energy_of_calls stops here, counted or not
 
 NOT_MEASURED = "not measured (the record was made before energy was measured)"
 UNMEASURABLE = "not measurable on this machine"
+BELOW_RESOLUTION = "below the resolution of the meter"
 
 
 def measured(source: str, joules: Sequence[float], warmup: int, images: int) -> dict:
@@ -41,26 +61,92 @@ def start_intervals(device_kind: str, **kwargs) -> tuple[Intervals, str | None]:
     return Intervals(meter), None
 
 
+def _meter_fields(meter) -> dict:
+    step = meter.step_joules if meter.counter else None
+    return {"source": meter.source, "step_joules": step, "min_changes": MIN_CHANGES}
+
+
+def phase_energy(meter, window: dict, *, images: int, what: str = "timed intervals") -> dict:
+    """A record's ``energy`` of one ``window`` (:meth:`gpulesson.energy.Intervals.window`) of
+    ``window["intervals"]`` intervals of ``images`` images each: measured where the meter's
+    reading changed at least :data:`~gpulesson.energy.MIN_CHANGES` times in it, else below
+    the meter's resolution, with the reason."""
+    fields = {**_meter_fields(meter), "joules": float(window["joules"]),
+              "seconds": float(window["seconds"]), "changes": int(window["changes"])}
+    if window["changes"] >= MIN_CHANGES and window["joules"] > 0:
+        intervals = int(window["intervals"])
+        return {"measured": True, "window": "phase", "images": int(images),
+                "intervals": intervals, **fields,
+                "summary": summarise([window["joules"] / intervals], unit="J")}
+    step = f", {fields['step_joules']:.3g} J a step" if fields["step_joules"] else ""
+    reason = (f"the {what} lasted {window['seconds']:.3g} s in all, in which the meter's "
+              f"reading changed {window['changes']} time(s){step}; a measurement needs at "
+              f"least {MIN_CHANGES} changes")
+    return {"measured": False, "below_resolution": True, "reason": reason, **fields}
+
+
 def stop_intervals(intervals: Intervals, reason: str | None, *, warmup: int, images: int) -> dict:
-    """Stop the meter of :func:`start_intervals`; the record's ``energy`` of its intervals."""
+    """Stop the meter of :func:`start_intervals`; the record's ``energy`` of its intervals:
+    each timed interval where the meter's reading changed at least
+    :data:`~gpulesson.energy.MIN_CHANGES` times in every one, else the whole timed phase as
+    one window (:func:`phase_energy`)."""
     if intervals.meter is None:
         return unmeasured(reason or "no energy meter")
     intervals.meter.__exit__(None, None, None)
     if len(intervals.joules) <= warmup:
         return unmeasured("the meter read no interval after the warm-up")
-    return measured(intervals.meter.source, intervals.joules, warmup, images)
+    timed = intervals.changes[warmup:]
+    if min(timed) >= MIN_CHANGES and min(intervals.joules[warmup:]) > 0:
+        return {**measured(intervals.meter.source, intervals.joules, warmup, images),
+                "window": "each", "changes": list(intervals.changes),
+                **_meter_fields(intervals.meter)}
+    return phase_energy(intervals.meter, intervals.window(warmup), images=images)
+
+
+def energy_of_calls(fn, device_kind: str, *, images: int, meter=None,
+                    max_seconds: float = MAX_WINDOW_SECONDS, **kwargs) -> dict:
+    """A record's ``energy`` of calls of ``fn`` (``images`` images each) repeated in one
+    window until the meter's reading changed :data:`~gpulesson.energy.MIN_CHANGES` times, or
+    ``max_seconds`` passed (then below the meter's resolution). Each call waits for its work
+    (:func:`gpulesson.timing.timed`), so that the window ends when the last call's work is
+    done. ``meter``: the meter to read (default: the device's, :func:`open_meter` with
+    ``kwargs``); where none can be read, the reason."""
+    from gpulesson.timing import timed
+
+    if meter is None:
+        try:
+            meter = open_meter(device_kind, **kwargs)
+        except EnergyUnavailable as exc:
+            return unmeasured(str(exc))
+    with meter:
+        start = meter.reading()
+        calls, began = 0, time.perf_counter()
+        while True:
+            timed(fn)
+            calls += 1
+            if (meter.changes - start[1] >= MIN_CHANGES
+                    or time.perf_counter() - began >= max_seconds):
+                break
+        end = meter.reading()
+    window = {"joules": end[0] - start[0], "changes": end[1] - start[1],
+              "seconds": end[2] - start[2], "intervals": calls}
+    return phase_energy(meter, window, images=images, what=f"{calls} call(s)")
 
 
 def energy_callback(intervals):
     """A Keras callback that reads ``intervals`` (:class:`gpulesson.energy.Intervals`) at the
-    start and the end of each epoch: no synchronisation is added to the steps."""
+    start and the end of each epoch, the end once the epoch's work is done (its logs fetched,
+    as the epoch timer does): no synchronisation is added to the steps."""
     import keras
+
+    from gpulesson.experiments.common import synchronise
 
     class EpochEnergy(keras.callbacks.Callback):
         def on_epoch_begin(self, epoch, logs=None):
             intervals.begin()
 
         def on_epoch_end(self, epoch, logs=None):
+            synchronise(logs)  # the epoch's work is done before the meter is read
             intervals.end()
 
     return EpochEnergy()
@@ -71,9 +157,35 @@ def energy_summary(record: dict | None, per_image: bool = False,
     """The summary of a record's joules per interval (or per image), times ``factor`` (e.g.
     the epochs of a whole training); None unless measured."""
     energy = (record or {}).get("energy")
-    if not isinstance(energy, dict) or not energy.get("measured"):
+    if not isinstance(energy, dict) or not energy.get("measured") or _zero_intervals(energy):
         return None
     return scale(energy["summary"], factor / energy["images"] if per_image else factor, "J")
+
+
+def _zero_intervals(energy: dict) -> bool:
+    """Whether an older record read its intervals one by one and some read 0 J: they were
+    shorter than a step of the counter, so none of its numbers is a measurement."""
+    summary = energy.get("summary") or {}
+    return ("window" not in energy
+            and min([*summary.get("samples", []), *summary.get("warmup", [])], default=1) <= 0)
+
+
+OLD_ZERO = ("the record read its intervals one by one, and some read 0 J: each was shorter "
+            "than a step of the counter")
+
+
+def _phase_text(energy: dict, per_image: bool, factor: float, what: str) -> str:
+    """A window of a whole phase in words: "0.25 J (the mean of 5 epochs, measured as one
+    window of 1.2 kJ in 1.6 s: one epoch alone is too short for the meter)"."""
+    from gpulesson.results import duration
+
+    mean = energy["joules"] / energy["intervals"] * factor
+    if per_image:
+        mean /= energy["images"]
+    one = what.rstrip("s")
+    return (f"{_joules(mean)} (the mean of {energy['intervals']:,} {what}, measured as one "
+            f"window of {_joules(energy['joules'])} in {duration(energy['seconds'])}: one "
+            f"{one} alone is too short for the meter)")
 
 
 def _joules(value: float) -> str:
@@ -95,6 +207,12 @@ def energy_text(record: dict | None, *, per_image: bool = False, factor: float =
     energy = record.get("energy")
     if not isinstance(energy, dict):
         return missing
+    if energy.get("below_resolution"):
+        return f"{BELOW_RESOLUTION} ({energy['reason']})"
+    if energy.get("measured") and _zero_intervals(energy):
+        return f"{BELOW_RESOLUTION} ({OLD_ZERO})"
     if not energy.get("measured"):
         return f"{UNMEASURABLE} ({energy.get('reason') or 'no reason recorded'})"
+    if energy.get("window") == "phase":
+        return _phase_text(energy, per_image, factor, what)
     return summary_text(energy_summary(record, per_image, factor), _joules, what=what)

@@ -11,8 +11,11 @@ calls first, recorded but not summarised, then the timed calls, every one of the
 
 - **Throughput**: ``model.predict_on_batch`` on :data:`LARGE_BATCH` test images
   (:data:`QUICK_LARGE_BATCH` in quick mode), :func:`repeats_for` timed calls; a page shows
-  the images per second (:func:`throughput_summary`). The device's energy
-  (:mod:`gpulesson.energy`) is read around each call, where it can be.
+  the images per second (:func:`throughput_summary`).
+- **Energy**: one call lasts milliseconds on a GPU, far shorter than a step of the GPU's
+  energy counter, so the same call is repeated in one window until the device's meter
+  (:mod:`gpulesson.energy`) has changed often enough
+  (:func:`gpulesson.experiments.energy.energy_of_calls`), where a meter can be read.
 - **Latency**: one image at a time, :func:`latency_repeats` timed calls (at least
   :data:`~gpulesson.experiments.common.REPEATS`); a page shows the median and the range.
 
@@ -33,7 +36,7 @@ from gpulesson.experiments.common import (
     summarise,
     summary_of,
 )
-from gpulesson.experiments.energy import start_intervals, stop_intervals
+from gpulesson.experiments.energy import energy_of_calls
 
 EXPERIMENT = "cnn-inference"
 LARGE_BATCH = 1024  # images a throughput call predicts
@@ -119,12 +122,8 @@ def measure_inference(devices, settings, *, seed: int, run_id: str, on_record=No
         with keras.device(DEVICES[name]):
             model = lesson.compile_cnn(lesson.build_cnn())
             model.set_weights(initial_weights)
-            intervals, reason = start_intervals(name)
-            try:
-                throughput = time_calls(partial(model.predict_on_batch, images), WARMUP,
-                                        repeats, intervals)
-            finally:
-                energy = stop_intervals(intervals, reason, warmup=WARMUP, images=size)
+            throughput = time_calls(partial(model.predict_on_batch, images), WARMUP, repeats)
+            energy = energy_of_calls(partial(model.predict_on_batch, images), name, images=size)
             latency = time_calls(partial(model.predict_on_batch, images[:1]), WARMUP,
                                  latency_repeats(settings.quick))
         record = inference_record(device_kind=name, keras_device=DEVICES[name],

@@ -1,14 +1,18 @@
-"""Matrix multiplication on the CPU and on the GPU: GFLOP/s against matrix size.
+"""Matrix multiplication on the CPU and on the GPU: latency and GFLOP/s against matrix size.
 
 The benchmark of the episode "Why GPUs are fast". It multiplies two random n x n matrices with
 ``keras.ops.matmul`` (any Keras backend), on a device chosen with ``keras.device``, with the
-inputs created on that device, and times every call only once its result is there
-(:func:`~gpulesson.experiments.matmul.measure.wait`).
+inputs created on that device, and reads the clock only once a result is there
+(:func:`~gpulesson.experiments.matmul.measure.wait`). Each size gives two numbers: the latency
+of one synchronised call, and the throughput over windows of many calls with one wait each,
+long enough that the fixed cost of the wait is under 5 % of a window
+(:func:`~gpulesson.experiments.matmul.measure.time_matmul`). A GPU sweep goes on to n = 16,384.
 
 Every size is timed by the lesson's measurement rule (:mod:`gpulesson.experiments.common`):
 a recorded warm-up call, then the timed repeats, all kept with their ``summary``; the page's
 values show medians with their ranges, and its comparisons (precisions, the crossover) say
-"no measurable difference" where the ranges overlap.
+"no measurable difference" where the ranges overlap. Records of the older method (one
+synchronised call each, no ``method``) count as latencies only.
 
 A *sweep* is one device and one precision (float32, bfloat16, float16) over the sizes; each
 sweep is one record in the results file, and the sweeps of one command share a ``run_id``.
@@ -20,7 +24,8 @@ Its parts, in the order of an experiment:
 
 - :mod:`~gpulesson.experiments.matmul.measure`: the sizes and precisions, timing one size,
   :func:`sweep`;
-- :mod:`~gpulesson.experiments.matmul.records`: the records, the reference run, the crossover;
+- :mod:`~gpulesson.experiments.matmul.records`: the records, the reference runs, the crossover,
+  the card's published peaks (:mod:`gpulesson.gpu_peaks`);
 - :mod:`~gpulesson.experiments.matmul.page`: the episode's ``ref_mm_*`` values;
 - :mod:`~gpulesson.experiments.matmul.figures`: the figures
   (``fig/06-why-gpus-are-fast/matmul.py``) and their alt texts;
@@ -34,19 +39,28 @@ importing the package imports no deep-learning framework, and it never imports T
 from gpulesson.experiments.matmul.figures import alt_texts, figures
 from gpulesson.experiments.matmul.measure import (
     DTYPES,
+    GPU_SIZES,
+    MAX_OVERHEAD_SHARE,
     MAX_SECONDS,
+    METHOD,
     QUICK_REPEATS,
     QUICK_SIZES,
     REPEATS,
     SIZES,
+    calls_per_window,
     check_device,
     check_dtype,
     check_sizes,
     gflops,
     make_inputs,
+    overhead,
+    probe_calls,
+    sizes_for,
     sweep,
+    synchronised_call,
     time_matmul,
     wait,
+    window,
 )
 from gpulesson.experiments.matmul.page import substitutions
 from gpulesson.experiments.matmul.records import (
@@ -54,11 +68,17 @@ from gpulesson.experiments.matmul.records import (
     DATA,
     EXPERIMENT,
     RESULTS_FILE,
+    amortised,
     crossover,
     crossover_text,
     describe,
     find,
+    latency_run,
+    latency_summary,
+    page_runs,
     point_summary,
+    precision_label,
+    published_peak,
     rate_summary,
     reference_run,
     runs,
@@ -69,9 +89,52 @@ from gpulesson.results import NOT_RECORDED
 from gpulesson.timing import load_average
 
 __all__ = [
-    "BUSY", "DATA", "DTYPES", "EXPERIMENT", "MAX_SECONDS", "NOT_RECORDED", "QUICK_REPEATS",
-    "QUICK_SIZES", "REPEATS", "RESULTS_FILE", "SIZES", "alt_texts", "check_device",
-    "check_dtype", "check_sizes", "crossover", "crossover_text", "describe", "figures", "find",
-    "gflops", "load_average", "make_inputs", "point_summary", "rate_summary", "reference_run",
-    "runs", "software", "substitutions", "sweep", "sweep_record", "time_matmul", "wait",
+    "BUSY",
+    "DATA",
+    "DTYPES",
+    "EXPERIMENT",
+    "GPU_SIZES",
+    "MAX_OVERHEAD_SHARE",
+    "MAX_SECONDS",
+    "METHOD",
+    "NOT_RECORDED",
+    "QUICK_REPEATS",
+    "QUICK_SIZES",
+    "REPEATS",
+    "RESULTS_FILE",
+    "SIZES",
+    "alt_texts",
+    "amortised",
+    "calls_per_window",
+    "check_device",
+    "check_dtype",
+    "check_sizes",
+    "crossover",
+    "crossover_text",
+    "describe",
+    "figures",
+    "find",
+    "gflops",
+    "latency_run",
+    "latency_summary",
+    "load_average",
+    "make_inputs",
+    "overhead",
+    "page_runs",
+    "point_summary",
+    "precision_label",
+    "probe_calls",
+    "published_peak",
+    "rate_summary",
+    "reference_run",
+    "runs",
+    "sizes_for",
+    "software",
+    "substitutions",
+    "sweep",
+    "sweep_record",
+    "synchronised_call",
+    "time_matmul",
+    "wait",
+    "window",
 ]

@@ -1,4 +1,4 @@
-"""Matrix multiplication on the CPU and on the GPU: GFLOP/s against matrix size.
+"""Matrix multiplication on the CPU and on the GPU: latency and GFLOP/s against matrix size.
 
     python -m gpulesson.experiments.matmul                      # CPU, then GPU if one is visible
     KERAS_BACKEND=jax python -m gpulesson.experiments.matmul --devices cpu gpu
@@ -25,6 +25,7 @@ from gpulesson.experiments.common import (
 )
 from gpulesson.experiments.matmul.measure import (
     DTYPES,
+    GPU_SIZES,
     MAX_SECONDS,
     QUICK_REPEATS,
     QUICK_SIZES,
@@ -32,9 +33,16 @@ from gpulesson.experiments.matmul.measure import (
     SIZES,
     WARMUP,
     check_sizes,
+    sizes_for,
     sweep,
 )
-from gpulesson.experiments.matmul.records import EXPERIMENT, RESULTS_FILE, describe, sweep_record
+from gpulesson.experiments.matmul.records import (
+    EXPERIMENT,
+    RESULTS_FILE,
+    amortised,
+    describe,
+    sweep_record,
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -45,11 +53,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--dtypes", nargs="+", choices=DTYPES, default=list(DTYPES),
                         help="precisions to measure (default: all)")
     parser.add_argument("--sizes", nargs="+", type=int, default=None,
-                        help=f"matrix sizes n (default {' '.join(map(str, SIZES))}; "
+                        help=f"matrix sizes n (default on the CPU {' '.join(map(str, SIZES))}, "
+                             f"on a GPU up to {GPU_SIZES[-1]}; "
                              f"--quick: {' '.join(map(str, QUICK_SIZES))})")
     parser.add_argument("--repeats", type=int, default=None,
-                        help=f"timed calls per size, after {WARMUP} recorded warm-up call "
-                             f"(default {REPEATS}; --quick: {QUICK_REPEATS})")
+                        help=f"timed calls and windows of calls per size, after {WARMUP} "
+                             f"recorded warm-up call (default {REPEATS}; --quick: {QUICK_REPEATS})")
     parser.add_argument("--max-seconds", type=float, default=MAX_SECONDS,
                         help=f"skip sizes whose one call would take longer (default {MAX_SECONDS:g})")
     parser.add_argument("--quick", action="store_true",
@@ -66,7 +75,7 @@ def main(argv=None) -> int:
 
     quick = args.quick or get_settings().quick
     try:
-        sizes = check_sizes(args.sizes or (QUICK_SIZES if quick else SIZES))
+        sizes = check_sizes(args.sizes) if args.sizes else (QUICK_SIZES if quick else None)
     except ValueError as exc:
         parser.error(str(exc))
     repeats = args.repeats if args.repeats is not None else repeats_for(quick)
@@ -82,11 +91,18 @@ def main(argv=None) -> int:
         print(f"No GPU is visible to Keras ({found['backend']} backend): nothing was measured or "
               "written. Run with --devices cpu, or on a machine with a GPU.", file=sys.stderr)
         return 2
+    said = {device: " ".join(map(str, sizes or sizes_for(device))) for device in devices}
     print(f"Keras backend {found['backend']}; devices: {', '.join(devices)}; sizes: "
-          f"{' '.join(map(str, sizes))}; {repeats} timed calls each", flush=True)
+          + "; ".join(f"{d} {s}" for d, s in said.items())
+          + f"; {repeats} timed calls and windows each", flush=True)
 
     run_id, done = continue_run(args.out, EXPERIMENT, args.run_id,
-                                lambda r: (r["device_kind"], r["dtype"]))
+                                lambda r: (r["device_kind"], r["dtype"], amortised(r)))
+    if any(not new for _, _, new in done):
+        parser.error(f"run {run_id} in {args.out} was recorded with the older method (one "
+                     "synchronised call a size, no throughput): start a new run, without "
+                     "--run-id")
+    done = {(device, dtype) for device, dtype, _ in done}
     records = []
     for device in devices:
         for dtype in args.dtypes:

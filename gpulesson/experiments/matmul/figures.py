@@ -1,5 +1,7 @@
-"""The figures of one run: GFLOP/s against size, and the timing mistake
-(drawn by ``fig/06-why-gpus-are-fast/matmul.py``), and their alt texts.
+"""The figures of the reference runs: GFLOP/s against size (throughput, the current method
+only, with the card's published peaks), and the time of one call three ways (waiting for each
+call, one wait for a window of calls, not waiting), drawn by
+``fig/06-why-gpus-are-fast/matmul.py``, and their alt texts.
 
 What a figure draws is decided once (:func:`rate_lines`, :func:`sync_lines`); the drawing
 code and the alt texts (:func:`alt_texts`, the episode's ``ref_mm_fig_*_alt`` values) both
@@ -9,17 +11,21 @@ data.
 
 from __future__ import annotations
 
-from gpulesson.experiments.common import SPREAD_NOTE, as_rate, draw_spread, fmt_number
+from gpulesson.experiments.common import SPREAD_NOTE, draw_spread, fmt_number
 from gpulesson.experiments.matmul.measure import gflops
 from gpulesson.experiments.matmul.records import (
     BUSY,
+    amortised,
     crossover,
-    flop,
+    latency_summary,
+    point_summary,
+    precision_label,
+    published_peak,
     rate_summary,
     samples_summary,
     software,
 )
-from gpulesson.results import NOT_RECORDED, data_label, hardware
+from gpulesson.results import NOT_RECORDED, data_label, duration, hardware
 
 _DEVICE_STYLE = {"cpu": {"marker": "o", "color": "tab:blue"},
                  "gpu": {"marker": "s", "color": "tab:orange"}}
@@ -40,25 +46,28 @@ def _rate(value: float) -> str:
 
 
 def rate_lines(records) -> list[dict]:
-    """The lines of the GFLOP/s figure, in drawing order: one per sweep with points (device,
-    precision, label, style, sizes and rate summaries), and for a sweep that timed the copy of
-    its float32 inputs, a line of the rate with the copy counted (``copy: True``)."""
+    """The lines of the GFLOP/s figure, in drawing order: one per sweep of the current method
+    with points (device, precision as recorded, label, style, sizes and rate summaries), and
+    for a sweep that timed the copy of its float32 inputs, a line of the rate with the copy
+    counted (``copy: True``). Older records measured no throughput and draw no line."""
     lines = []
     for record in records:
-        points = [p for p in record["points"] if rate_summary(p)]
+        points = [p for p in record["points"] if rate_summary(p)] if amortised(record) else []
         if not points:
             continue
         device, dtype = record["device_kind"], record["dtype"]
         style = {**_DEVICE_STYLE[device], **_DTYPE_STYLE[dtype]}
         style["color"] = _SHADES.get((device, dtype), style["color"])
         lines.append({"device": device, "dtype": dtype, "copy": False,
-                      "label": f"{device.upper()} {dtype}", "style": style,
-                      "n": [p["n"] for p in points], "rates": [rate_summary(p) for p in points]})
+                      "label": f"{device.upper()} {precision_label(record)}", "style": style,
+                      "n": [p["n"] for p in points], "rates": [rate_summary(p) for p in points],
+                      "peak": published_peak(record)})
         copies = [p for p in points if p.get("transfer_median_seconds")]
         if dtype == "float32" and copies:
             lines.append({
                 "device": device, "dtype": dtype, "copy": True,
-                "label": f"{device.upper()} float32, with copying the inputs to it",
+                "label": f"{device.upper()} {precision_label(record)}, with copying the inputs "
+                         "to it",
                 "style": {"marker": "v", "linestyle": "-.", "color": "tab:red",
                           "fillstyle": "none"},
                 "n": [p["n"] for p in copies],
@@ -67,28 +76,43 @@ def rate_lines(records) -> list[dict]:
     return lines
 
 
+def peak_lines(lines) -> list[dict]:
+    """The published peaks drawn beside the GPU's lines: one per precision drawn, with its
+    value in GFLOP/s, colour and label (the vendor's figure, named as such)."""
+    found = {}
+    for line in lines:
+        peak = line.get("peak")
+        if peak and not line["copy"] and peak["precision"] not in found:
+            found[peak["precision"]] = {
+                "gflops": peak["gflops"], "color": line["style"]["color"],
+                "label": f"{peak['card']} published {peak['precision'].upper()} peak "
+                         f"({peak['gflops'] / 1e3:g} TFLOP/s)"}
+    return list(found.values())
+
+
 def sync_lines(records) -> list[dict]:
-    """The float32 sweeps of the timing-mistake figure: sizes, the rate summaries of the calls
-    that waited, and the rates of the calls that did not (medians, and summaries where the
-    record kept their samples)."""
+    """The float32 sweeps of the figure of the time of one call: sizes, the latency of one
+    synchronised call (summaries), the time per call over a window of calls with one wait
+    (summaries; current method only) and the time of a call not waited for (medians, and
+    summaries where the record kept their samples)."""
     found = []
     for record in records:
-        points = [p for p in record["points"]
-                  if p.get("unsynchronised_median_seconds") and rate_summary(p)]
-        if record["dtype"] != "float32" or not points:
+        if record["dtype"] != "float32":
             continue
-        unsync = []
-        for p in points:
-            summary = samples_summary(p, "unsynchronised_seconds")
-            unsync.append({"n": p["n"], "median": gflops(p["n"], p["unsynchronised_median_seconds"]),
-                           "summary": _as_rate(summary, p["n"])})
-        found.append({"device": record["device_kind"], "n": [p["n"] for p in points],
-                      "rates": [rate_summary(p) for p in points], "unsync": unsync})
+        points = [p for p in record["points"] if latency_summary(record, p)]
+        if not points:
+            continue
+        unsync = [{"n": p["n"], "median": p["unsynchronised_median_seconds"],
+                   "summary": samples_summary(p, "unsynchronised_seconds")}
+                  for p in points if p.get("unsynchronised_median_seconds")]
+        found.append({"device": record["device_kind"], "label": precision_label(record),
+                      "n": [p["n"] for p in points],
+                      "latency": [latency_summary(record, p) for p in points],
+                      "amortised": ([point_summary(p) for p in points] if amortised(record)
+                                    else None),
+                      "calls": [p.get("calls_per_sync") for p in points],
+                      "unsync": unsync})
     return found
-
-
-def _as_rate(summary, n):
-    return as_rate(summary, flop(n), "GFLOP/s") if summary else None
 
 
 def _devices(lines) -> list[str]:
@@ -122,10 +146,10 @@ def _crossover_drawn(records, lines) -> int | None:
     return None
 
 
-def _repeats_text(summaries) -> str:
+def _repeats_text(summaries, what: str = "timed calls") -> str:
     counts = sorted({s["n"] for s in summaries})
-    return (f"{counts[0]} timed calls" if len(counts) == 1
-            else f"{counts[0]} to {counts[-1]} timed calls")
+    return (f"{counts[0]} {what}" if len(counts) == 1
+            else f"{counts[0]} to {counts[-1]} {what}")
 
 
 def _style_words(style) -> str:
@@ -137,7 +161,8 @@ def gflops_alt(records) -> str:
     """The alt text of the GFLOP/s figure, from what :func:`figures` draws of ``records``."""
     lines = rate_lines(records)
     if not lines:
-        return "Chart without lines: the run has no measured sizes."
+        return ("Chart without lines: the run has no sizes measured with the current method "
+                "(throughput over windows of calls).")
     sizes = sorted({n for line in lines for n in line["n"]})
     rates = [s for line in lines if not line["copy"] for s in line["rates"]]
     devices = " and ".join(d.upper() for d in _devices(lines))
@@ -145,9 +170,9 @@ def gflops_alt(records) -> str:
              f"against matrix size n, from n = {sizes[0]:,} to n = {sizes[-1]:,}, one line per "
              "precision and device: "
              + "; ".join(f"{line['label']} ({_style_words(line['style'])})" for line in lines)
-             + ". Each marker is the median of "
-             f"{_repeats_text(rates)}; whiskers span the fastest to the slowest call and dots "
-             "show each call."]
+             + ". Each marker is the median time per call over "
+             f"{_repeats_text(rates, 'windows of calls')} with one wait each; whiskers span "
+             "the fastest to the slowest window and dots show each window."]
     for line in lines:
         if line["copy"]:
             continue
@@ -159,6 +184,10 @@ def gflops_alt(records) -> str:
         if 0 < best < len(sizes) - 1:
             text += f", highest median {_rate(medians[best])} at n = {sizes[best]:,}"
         parts.append(text + ".")
+    peaks = peak_lines(lines)
+    if peaks:
+        parts.append("Thin dashed horizontal lines mark the vendor's published peaks, not "
+                     "measurements: " + "; ".join(p["label"] for p in peaks) + ".")
     n = _crossover_drawn(records, lines)
     if n is not None:
         parts.append(f"A dotted vertical line at n = {n:,} marks the size from which the GPU "
@@ -167,44 +196,52 @@ def gflops_alt(records) -> str:
 
 
 def sync_alt(records) -> str:
-    """The alt text of the timing-mistake figure, from what :func:`figures` draws."""
+    """The alt text of the figure of the time of one call, from what :func:`figures` draws."""
     lines = sync_lines(records)
     if not lines:
-        return "Chart without lines: the run timed no float32 calls without waiting."
+        return "Chart without lines: the run timed no float32 calls."
     devices = " and ".join(line["device"].upper() for line in lines)
-    parts = [f"Log-log line chart of the float32 GFLOP/s on the {devices} computed from two "
-             "timings of the same multiplications: a solid line with filled markers for calls "
-             "timed until their result was there (median, whiskers from the fastest to the "
-             "slowest call), and a dashed line with hollow markers for calls timed without "
-             "waiting."]
+    parts = [f"Log-log line chart of the time of one float32 call on the {devices} against "
+             "matrix size n: a solid line with filled markers for one call timed until its "
+             "result was there (its latency; median, whiskers from the fastest to the slowest "
+             "call)"]
+    if any(line["amortised"] for line in lines):
+        parts[0] += (", a dash-dotted line with half-filled markers for the time per call of "
+                     "a window of calls with one wait at its end")
+    if any(line["unsync"] for line in lines):
+        parts[0] += ", and a dashed line with hollow markers for calls timed without waiting"
+    parts[0] += "."
     for line in lines:
-        n, waited, unsync = line["n"][-1], line["rates"][-1], line["unsync"][-1]
-        parts.append(f"At n = {n:,} the {line['device'].upper()} reached {_rate(waited['median'])} "
-                     f"timed with waiting and {_rate(unsync['median'])} timed without.")
+        n, waited = line["n"][-1], line["latency"][-1]
+        text = (f"At n = {n:,} one synchronised call on the {line['device'].upper()} took "
+                f"{duration(waited['median'])}")
+        if line["amortised"] and line["amortised"][-1]:
+            text += (f", a call in a window of {line['calls'][-1]:,} took "
+                     f"{duration(line['amortised'][-1]['median'])}")
+        unsync = next((u for u in line["unsync"] if u["n"] == n), None)
+        if unsync:
+            text += f", and a call not waited for {duration(unsync['median'])}"
+        parts.append(text + ".")
+    if not any(line["amortised"] for line in lines):
+        parts.append("The run is of an older method: it timed no windows of calls.")
     return " ".join(parts)
 
 
-def alt_texts(records) -> tuple[str, str]:
-    """``(alt text of the GFLOP/s figure, alt text of the timing-mistake figure)``."""
-    return gflops_alt(records), sync_alt(records)
+def alt_texts(records, latency=None) -> tuple[str, str]:
+    """``(alt text of the GFLOP/s figure, alt text of the figure of the time of one call)``;
+    ``latency``: the run of the second figure (default ``records``)."""
+    return gflops_alt(records), sync_alt(records if latency is None else latency)
 
 
-def figures(records):
-    """Two figures of one run's sweeps: ``(GFLOP/s against size, the timing mistake)``.
+def _sizes(records) -> list[int]:
+    return sorted({p["n"] for r in records for p in r["points"]})
 
-    The first shows every device and precision (median, with the range and the samples of the
-    repeats, :func:`~gpulesson.experiments.common.draw_spread`), the GPU with the copy of its
-    inputs included where recorded, and the crossover; the second compares float32 timed with
-    and without waiting for the result. Markers say the device (circle CPU, square GPU), line
-    styles and marker fill the precision, and every line is labelled in the legend. The titles
-    name the hardware of the devices drawn.
-    """
+
+def _rates_figure(records):
     import matplotlib.pyplot as plt
 
-    if not records:
-        raise ValueError("no records to plot: run the benchmark first")
     lines = rate_lines(records)
-    fig, ax = plt.subplots(figsize=(8, 5.2))
+    fig, ax = plt.subplots(figsize=(8, 5.4))
     for line in lines:
         if line["copy"]:
             ax.plot(line["n"], line["medians"], label=line["label"], **line["style"])
@@ -212,10 +249,13 @@ def figures(records):
         ax.plot(line["n"], [s["median"] for s in line["rates"]], linewidth=1.6, markersize=6,
                 label=line["label"], **line["style"])
         draw_spread(ax, line["n"], line["rates"], color=line["style"]["color"])
-    sizes = sorted({p["n"] for r in records for p in r["points"]})
+    for peak in peak_lines(lines):
+        ax.axhline(peak["gflops"], color=peak["color"], linestyle=(0, (6, 3)), linewidth=0.9,
+                   label=peak["label"])
+    sizes = _sizes([r for r in records if amortised(r)]) or _sizes(records) or [1]
     _axes(ax, sizes)
-    ax.set_ylabel("GFLOP/s")
-    ax.set_title(LINE_SPREAD_NOTE, fontsize=8.5)
+    ax.set_ylabel("GFLOP/s (time per call over a window of calls)")
+    ax.set_title(LINE_SPREAD_NOTE.replace("median", "median window"), fontsize=8.5)
     n = _crossover_drawn(records, lines)
     if n is not None:
         ax.axvline(n, color="black", linestyle=(0, (1, 3)), linewidth=1)
@@ -224,34 +264,68 @@ def figures(records):
     elif "gpu" not in _devices(lines):
         ax.text(0.02, 0.97, f"GPU: {NOT_RECORDED}", transform=ax.transAxes, va="top",
                 fontsize=9, style="italic")
-    ax.legend(fontsize=8, loc="lower right")
-    busy = max(r.get("other_programs_cpu_share") or 0 for r in records)
+    if lines:
+        ax.legend(fontsize=7.5, loc="lower right")
+    busy = max((r.get("other_programs_cpu_share") or 0 for r in records), default=0)
     if busy > BUSY:
         ax.text(0.02, 0.90, f"other programs used up to {busy:.0%} of the CPU time:\n"
                 "CPU numbers may be low", transform=ax.transAxes, va="top", fontsize=8)
-    _title(fig, "Matrix multiplication: GFLOP/s against size", records,
-           _devices(lines) or ["cpu"])
+    if records:
+        _title(fig, "Matrix multiplication: throughput (GFLOP/s) against size", records,
+               _devices(lines) or ["cpu"])
     fig.tight_layout()
+    return fig
 
-    mistake, ax2 = plt.subplots(figsize=(8, 4.6))
+
+def _times_figure(records):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.8))
     drawn = sync_lines(records)
     for line in drawn:
-        device = line["device"]
-        ax2.plot(line["n"], [s["median"] for s in line["rates"]], linestyle="-",
-                 **_DEVICE_STYLE[device],
-                 label=f"{device.upper()} float32, waiting for the result (right)")
-        draw_spread(ax2, line["n"], line["rates"], color=_DEVICE_STYLE[device]["color"])
-        ax2.plot(line["n"], [u["median"] for u in line["unsync"]], linestyle="--",
-                 fillstyle="none", **_DEVICE_STYLE[device],
-                 label=f"{device.upper()} float32, not waiting (wrong)")
-        draw_spread(ax2, line["n"], [u["summary"] for u in line["unsync"]],
-                    color=_DEVICE_STYLE[device]["color"])
-    _axes(ax2, sizes)
-    ax2.set_ylabel("GFLOP/s computed from the time measured")
-    ax2.set_title(LINE_SPREAD_NOTE, fontsize=8.5)
-    ax2.legend(fontsize=8, loc="upper left")
-    _title(mistake, "The same multiplications timed with and without waiting", records,
-           _devices(drawn) or ["cpu"])
-    mistake.tight_layout()
-    return fig, mistake
+        device, style = line["device"], _DEVICE_STYLE[line["device"]]
+        name = f"{device.upper()} {line['label']}"
+        ax.plot(line["n"], [s["median"] for s in line["latency"]], linestyle="-", **style,
+                label=f"{name}: one call, waiting for its result (latency)")
+        draw_spread(ax, line["n"], line["latency"], color=style["color"])
+        if line["amortised"]:
+            ax.plot(line["n"], [s["median"] for s in line["amortised"]], linestyle="-.",
+                    fillstyle="bottom", **style,
+                    label=f"{name}: per call, many calls and one wait (throughput)")
+            draw_spread(ax, line["n"], line["amortised"], color=style["color"])
+        if line["unsync"]:
+            ax.plot([u["n"] for u in line["unsync"]], [u["median"] for u in line["unsync"]],
+                    linestyle="--", fillstyle="none", **style,
+                    label=f"{name}: one call, not waiting (wrong)")
+            draw_spread(ax, [u["n"] for u in line["unsync"]],
+                        [u["summary"] for u in line["unsync"]], color=style["color"])
+    _axes(ax, _sizes(records) or [1])
+    ax.set_ylabel("seconds per call")
+    ax.set_title(LINE_SPREAD_NOTE, fontsize=8.5)
+    if drawn:
+        ax.legend(fontsize=7.5, loc="upper left")
+    if records:
+        _title(fig, "The time of one call: waiting for each, one wait for many, not waiting",
+               records, _devices(drawn) or ["cpu"])
+    fig.tight_layout()
+    return fig
 
+
+def figures(records, latency=None):
+    """Two figures: ``(GFLOP/s against size, the time of one call)``.
+
+    The first shows the throughput of every device and precision of ``records`` measured with
+    the current method (median time per call of the windows, with the range and the samples,
+    :func:`~gpulesson.experiments.common.draw_spread`), the GPU with the copy of its inputs
+    included where recorded, the card's published peaks for the precisions drawn (dashed,
+    from :mod:`gpulesson.gpu_peaks`), and the crossover. The second shows, for the float32
+    sweeps of ``latency`` (default ``records``; any method), the latency of one synchronised
+    call, the time per call over a window (current method) and the time of a call not waited
+    for. Markers say the device (circle CPU, square GPU), line styles and marker fill the
+    precision or the timing, and every line is labelled in the legend. The titles name the
+    hardware of the devices drawn.
+    """
+    latency = records if latency is None else latency
+    if not records and not latency:
+        raise ValueError("no records to plot: run the benchmark first")
+    return _rates_figure(records), _times_figure(latency)

@@ -1,4 +1,6 @@
-"""The episode's ``ref_mm_*`` values, from the reference run (read while the site builds).
+"""The episode's ``ref_mm_*`` values, from the reference runs (read while the site builds):
+throughput from the newest run of the current method, the latency of a synchronised call
+(``ref_mm_lat_*``) from the newest run of any method.
 
 Every measured value is a median with its range (:func:`~gpulesson.experiments.common.summary_text`),
 and every comparison word comes from :func:`~gpulesson.experiments.common.compare` (or
@@ -19,13 +21,18 @@ from gpulesson.experiments.common import (
     summary_of,
     summary_text,
 )
-from gpulesson.experiments.matmul.figures import alt_texts
+from gpulesson.experiments.matmul.figures import gflops_alt, sync_alt
 from gpulesson.experiments.matmul.measure import DTYPES, gflops
 from gpulesson.experiments.matmul.records import (
     RESULTS_FILE,
     crossover_text,
     find,
+    flop,
+    latency_run,
+    latency_summary,
     point_summary,
+    precision_label,
+    published_peak,
     rate_summary,
     rate_text,
     reference_run,
@@ -133,6 +140,11 @@ def _by_size_text(records, device: str, dtype: str) -> str:
     return ", ".join(ranked) + f", with {NO_DIFFERENCE} at {sizes[NO_DIFFERENCE]}"
 
 
+def _latency_rate(record: dict, point: dict) -> dict | None:
+    summary = latency_summary(record, point)
+    return as_rate(summary, flop(point["n"]), "GFLOP/s") if summary else None
+
+
 def _unsync_text(record: dict | None) -> str:
     """What the time measured without waiting says: an impossible rate (above the fastest
     call that waited for its result, at any size) or one that the waited-for calls reach too."""
@@ -141,7 +153,7 @@ def _unsync_text(record: dict | None) -> str:
     if not unsync:
         return NOT_RECORDED
     rate = gflops(largest["n"], unsync)
-    rates = [rate_summary(p) for p in record["points"]]
+    rates = [_latency_rate(record, p) for p in record["points"]]
     best = max(r["max"] for r in rates if r)  # the fastest call that waited, at any size
     if rate > best:
         return (f"{rate_text(rate)} GFLOP/s: more than any call that waited for its result "
@@ -149,6 +161,93 @@ def _unsync_text(record: dict | None) -> str:
     return (f"{rate_text(rate)} GFLOP/s, no more than the calls that waited for their result "
             f"reached (up to {rate_text(best)} GFLOP/s): no sign that this call returned before its "
             "work was done")
+
+
+def latency_values(records) -> dict[str, str]:
+    """The ``ref_mm_lat_*`` values: the latency of one synchronised float32 call in the latency
+    run (:func:`~gpulesson.experiments.matmul.records.latency_run`), and the same calls timed
+    without waiting."""
+    names = hardware(records)
+    values = {
+        "ref_mm_lat_run": records[0]["run_id"] if records else NOT_RECORDED,
+        "ref_mm_lat_date": records[0]["date"][:10] if records else NOT_RECORDED,
+        "ref_mm_lat_software": software(records) if records else NOT_RECORDED,
+        "ref_mm_lat_cpu": names.get("CPU", NOT_RECORDED),
+        "ref_mm_lat_gpu": names.get("GPU", NOT_RECORDED),
+    }
+    for device in ("cpu", "gpu"):
+        base = find(records, device, "float32")
+        prefix = f"ref_mm_lat_{device}"
+        points = sorted(base["points"], key=lambda p: p["n"]) if base else []
+        for name, point in (("smallest", points[0] if points else None),
+                            ("largest", points[-1] if points else None)):
+            summary = latency_summary(base, point) if point else None
+            values[f"{prefix}_{name}"] = (f"{summary_text(summary, _seconds)} at n = "
+                                          f"{point['n']:,}" if summary else NOT_RECORDED)
+        largest = points[-1] if points else None
+        values[f"{prefix}_largest_n"] = f"{largest['n']:,}" if largest else NOT_RECORDED
+        values[f"{prefix}_largest_time"] = _time_text(latency_summary(base, largest)
+                                                      if largest else None)
+        unsync = largest and largest.get("unsynchronised_median_seconds")
+        values[f"{prefix}_unsync_time"] = _times_text(largest, "unsynchronised")
+        values[f"{prefix}_unsync_gflops"] = (f"{rate_text(gflops(largest['n'], unsync))} GFLOP/s"
+                                             if unsync else NOT_RECORDED)
+        values[f"{prefix}_unsync_verdict"] = _unsync_text(base)
+    return values
+
+
+PEAK_WORDS = {"fp32": "FP32", "tf32": "TF32", "bf16": "BF16", "fp16": "FP16"}
+
+
+def _share_text(share: float) -> str:
+    return f"{share:.0%}" if share >= 0.1 else f"{share:.1%}"
+
+
+def peak_values(records) -> dict[str, str]:
+    """The card's published peaks beside the GPU's best rates of the throughput run:
+    ``ref_mm_gpu_peaks`` (the vendor's figures; the page says they are not measurements) and
+    ``ref_mm_gpu_<dtype>_share`` (the best median rate as a share of the peak for the
+    precision in force)."""
+    values = {"ref_mm_gpu_peaks": NOT_RECORDED}
+    found: dict[str, dict] = {}
+    for dtype in DTYPES:
+        record = find(records, "gpu", dtype)
+        peak = published_peak(record) if record and record["points"] else None
+        values[f"ref_mm_gpu_{dtype}_share"] = NOT_RECORDED
+        if not peak:
+            continue
+        best = max(record["points"], key=lambda p: p["gflops"])
+        values[f"ref_mm_gpu_{dtype}_share"] = (
+            f"{_share_text(best['gflops'] / peak['gflops'])} of the published "
+            f"{PEAK_WORDS[peak['precision']]} peak")
+        found.setdefault(peak["precision"], peak)
+    if found:
+        first = next(iter(found.values()))
+        card, source = first["card"], first["source"]
+        listed = _list([f"{PEAK_WORDS[key]} {peak['gflops'] / 1e3:g} TFLOP/s"
+                        for key, peak in found.items()])
+        values["ref_mm_gpu_peaks"] = f"{listed} for the {card}, from the {source}"
+    return values
+
+
+def throughput_values(records) -> dict[str, str]:
+    """How each device's windows were chosen: ``ref_mm_<device>_calls`` (the calls a window
+    held, over the sizes) and ``ref_mm_<device>_overhead`` (the largest share of a window that
+    one synchronisation took)."""
+    values = {}
+    for device in ("cpu", "gpu"):
+        points = [p for r in records if r.get("device_kind") == device for p in r["points"]]
+        calls = sorted({p["calls_per_sync"] for p in points if p.get("calls_per_sync")})
+        shares = [p["overhead_share"] for p in points if p.get("overhead_share") is not None]
+        values[f"ref_mm_{device}_calls"] = (
+            (f"{calls[0]:,} to {calls[-1]:,}" if len(calls) > 1 else f"{calls[0]:,}")
+            if calls else NOT_RECORDED)
+        values[f"ref_mm_{device}_overhead"] = (_share_text(max(shares)) if shares
+                                               else NOT_RECORDED)
+        record = find(records, device, "float32")
+        values[f"ref_mm_{device}_float32_label"] = (precision_label(record) if record
+                                                    else NOT_RECORDED)
+    return values
 
 
 # The whole-model measurement episode 6 sets beside the matmul: episode 9's training of the CNN
@@ -221,9 +320,13 @@ BY_SIZE = {f"ref_mm_{device}_{dtype}_by_size": (device, dtype)
 
 
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
-    """Text snippets of the reference run for the episode (MyST substitutions ``ref_mm_*``);
-    NOT_RECORDED for everything that the run lacks (e.g. every GPU value before a GPU run)."""
-    records = reference_run(path)
+    """Text snippets for the episode (MyST substitutions ``ref_mm_*``) from the two reference
+    runs (:func:`~gpulesson.experiments.matmul.records.reference_run` and
+    :func:`~gpulesson.experiments.matmul.records.latency_run`): rates, precisions, the
+    crossover and the copy from the throughput run, ``ref_mm_lat_*`` from the latency run;
+    NOT_RECORDED for everything that a run lacks (e.g. every GPU rate before a GPU run of the
+    current method)."""
+    records, latency = reference_run(path), latency_run(path)
     names = hardware(records)
     values = {
         "ref_mm_run": records[0]["run_id"] if records else NOT_RECORDED,
@@ -231,6 +334,9 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         "ref_mm_software": software(records) if records else NOT_RECORDED,
         "ref_mm_cpu": names.get("CPU", NOT_RECORDED),
         "ref_mm_gpu": names.get("GPU", NOT_RECORDED),
+        # the CPU of a throughput run without a GPU sweep: the page's CPU-only table
+        "ref_mm_cpu_only": (names.get("CPU", NOT_RECORDED) if "GPU" not in names
+                            else NOT_RECORDED),
         "ref_mm_crossover": crossover_text(records) if records else NOT_RECORDED,
     }
     for device in ("cpu", "gpu"):
@@ -246,11 +352,6 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         values[f"{prefix}_first_call"] = (_seconds(largest["first_call_seconds"])
                                           if largest and largest.get("first_call_seconds")
                                           else NOT_RECORDED)
-        unsync = largest and largest.get("unsynchronised_median_seconds")
-        values[f"{prefix}_unsync_time"] = _times_text(largest, "unsynchronised")
-        values[f"{prefix}_unsync_gflops"] = (f"{rate_text(gflops(largest['n'], unsync))} GFLOP/s"
-                                             if unsync else NOT_RECORDED)
-        values[f"{prefix}_unsync_verdict"] = _unsync_text(base)
         for dtype in DTYPES:
             values[f"{prefix}_{dtype}"] = _peak(find(records, device, dtype))
         walls = [r["wall_seconds"] for r in records
@@ -260,6 +361,9 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         values[name] = _dtype_text(records, device, dtype)
     for name, (device, dtype) in BY_SIZE.items():
         values[name] = _by_size_text(records, device, dtype)
+    values.update(throughput_values(records))
+    values.update(peak_values(records))
+    values.update(latency_values(latency))
     values.update(_model_values(Path(path).parent / FEEDING_FILE))
     gpu = find(records, "gpu", "float32")
     copied = _largest(gpu)
@@ -270,7 +374,6 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     values["ref_mm_gpu_transfer_gflops"] = (
         f"{rate_text(gflops(copied['n'], copied['median_seconds'] + copy_seconds))} GFLOP/s"
         if copy_seconds else NOT_RECORDED)
-    gflops_alt, sync_alt = alt_texts(records) if records else (NOT_RECORDED, NOT_RECORDED)
-    values["ref_mm_fig_gflops_alt"] = gflops_alt
-    values["ref_mm_fig_sync_alt"] = sync_alt
+    values["ref_mm_fig_gflops_alt"] = gflops_alt(records) if records else NOT_RECORDED
+    values["ref_mm_fig_sync_alt"] = sync_alt(latency) if latency else NOT_RECORDED
     return values

@@ -1,15 +1,23 @@
-"""The matmul records: one per sweep, the reference run, the crossover, a run as a table.
+"""The matmul records: one per sweep, the reference runs, the crossover, a run as a table.
 
-The lesson's reference run is the newest run in :data:`RESULTS_FILE` with a GPU sweep (else the
-newest run). Imports no deep-learning framework.
+A record of the current method (``method`` is :data:`METHOD`) keeps, per size, the latency of
+one synchronised call and the throughput over windows of calls (see
+:mod:`~gpulesson.experiments.matmul.measure`). Older records timed one synchronised call only:
+their ``seconds`` are latencies, and on a GPU they are mostly the round trip, not the work.
+So the page has two reference runs: :func:`reference_run`, the newest run of the current
+method (throughput: rates, precisions, the crossover), and :func:`latency_run`, the newest run
+of any method (the latency of a synchronised call). Each is the newest such run with CPU and GPU
+sweeps, else with a GPU sweep, else the newest. Imports no deep-learning framework.
 """
 
 from __future__ import annotations
 
 from gpulesson import results
 from gpulesson.experiments.common import WARMUP, as_rate, compare, summary_of
+from gpulesson.experiments.matmul.measure import METHOD
 from gpulesson.results import (
     NOT_RECORDED,
+    duration,
     hardware,
     make_record,
     software,
@@ -39,9 +47,83 @@ def runs(records) -> dict[str, list[dict]]:
     return results.runs(records, EXPERIMENT)
 
 
+def amortised(record: dict) -> bool:
+    """Whether a sweep measured throughput over windows of calls (:data:`METHOD`), not only
+    the latency of one synchronised call."""
+    return record.get("method") == METHOD
+
+
 def reference_run(path=RESULTS_FILE) -> list[dict]:
-    """The sweeps of the reference run (:func:`gpulesson.results.reference_run`)."""
+    """The sweeps of the throughput's reference run: the current method only
+    (:func:`gpulesson.results.reference_run`)."""
+    return results.reference_run(path, EXPERIMENT, method=METHOD)
+
+
+def latency_run(path=RESULTS_FILE) -> list[dict]:
+    """The sweeps of the latency's reference run: any method, as every record timed
+    synchronised calls (:func:`gpulesson.results.reference_run`)."""
     return results.reference_run(path, EXPERIMENT)
+
+
+def page_runs(path=RESULTS_FILE) -> tuple:
+    """``(reference_run, latency_run)``: what the page and its figures show; ``()`` when the
+    file holds no run at all."""
+    throughput, latency = reference_run(path), latency_run(path)
+    return (throughput, latency) if throughput or latency else ()
+
+
+def float32_mode(record: dict) -> str:
+    """How the sweep's float32 products were computed, as its record says: "float32", "tf32",
+    ...; "float32" for a record that does not say (made on a CPU or before it was kept)."""
+    return str((record.get("float32_precision") or {}).get("matmul") or "float32")
+
+
+def precision_label(record: dict) -> str:
+    """A sweep's precision as its record states it: "bfloat16", "float32", or
+    "float32 (TF32)" where the float32 products ran in TF32."""
+    mode = float32_mode(record)
+    if record.get("dtype") != "float32" or mode == "float32":
+        return record.get("dtype", "?")
+    return f"float32 ({mode.upper()})"
+
+
+_PEAK_KEYS = {"bfloat16": "bf16", "float16": "fp16"}
+_FLOAT32_PEAKS = {"float32": "fp32", "tf32": "tf32", "bf16": "bf16"}
+
+
+def gpu_name(record: dict) -> str | None:
+    """The GPU model a GPU sweep's record names (its ``gpu`` facts, else its ``device``)."""
+    if record.get("device_kind") != "gpu":
+        return None
+    return (record.get("gpu") or {}).get("name") or record.get("device")
+
+
+def published_peak(record: dict) -> dict | None:
+    """The vendor's published dense peak for a GPU sweep's model and precision as recorded
+    (:mod:`gpulesson.gpu_peaks`; float32 as TF32 where TF32 was in force):
+    ``{"gflops", "precision", "card", "source"}``; None for the CPU or an unknown model."""
+    from gpulesson import gpu_peaks
+
+    name = gpu_name(record)
+    peaks, card = gpu_peaks.peaks_for(name), gpu_peaks.card(name)
+    dtype = record.get("dtype")
+    key = (_FLOAT32_PEAKS.get(float32_mode(record)) if dtype == "float32"
+           else _PEAK_KEYS.get(dtype))
+    if not peaks or key not in peaks:
+        return None
+    return {"gflops": peaks[key] * 1e3, "precision": key, "card": card,
+            "source": gpu_peaks.SOURCES[card]}
+
+
+def latency_summary(record: dict, point: dict | None) -> dict | None:
+    """The latency of one synchronised call at one size: the ``latency`` a current record
+    keeps, or for an older one the summary of its ``seconds`` (which were latencies)."""
+    if not point:
+        return None
+    if amortised(record):
+        found = point.get("latency")
+        return dict(found) if isinstance(found, dict) and found.get("samples") else None
+    return point_summary(point)
 
 
 def find(records, device: str, dtype: str = "float32") -> dict | None:
@@ -101,6 +183,10 @@ def crossover(records, dtype: str = "float32") -> int | None:
     """
     if len({r.get("run_id") for r in records}) > 1:
         raise ValueError("the records come from several runs: compare the sweeps of one run_id")
+    if not all(amortised(r) for r in records):
+        raise ValueError("the records time one synchronised call each (an older method), not "
+                         "the throughput: record a new run with python -m "
+                         "gpulesson.experiments.matmul")
     cpu, gpu = find(records, "cpu", dtype), find(records, "gpu", dtype)
     if cpu is None or gpu is None:
         missing = " and ".join(d.upper() for d, r in (("cpu", cpu), ("gpu", gpu)) if r is None)
@@ -118,8 +204,10 @@ def crossover(records, dtype: str = "float32") -> int | None:
 
 
 def crossover_text(records, dtype: str = "float32") -> str:
-    """The crossover in words, or NOT_RECORDED without both a CPU and a GPU sweep."""
-    if find(records, "cpu", dtype) is None or find(records, "gpu", dtype) is None:
+    """The crossover in words, or NOT_RECORDED without both a CPU and a GPU sweep of the
+    current method."""
+    if (find(records, "cpu", dtype) is None or find(records, "gpu", dtype) is None
+            or not all(amortised(r) for r in records)):
         return NOT_RECORDED
     n = crossover(records, dtype)
     largest = max(p["n"] for p in find(records, "gpu", dtype)["points"])
@@ -140,6 +228,18 @@ def rate_text(value: float) -> str:
     return f"{value:.3f}"
 
 
+def _table(sizes, columns, cell) -> list[str]:
+    heads = [f"{r['device_kind'].upper()} {precision_label(r)}" for r in columns]
+    lines = [f"{'n':>6}" + "".join(f"{h:>19}" for h in heads)]
+    for n in sizes:
+        cells = []
+        for r in columns:
+            point = next((p for p in r["points"] if p["n"] == n), None)
+            cells.append(cell(r, point) if point else "-")
+        lines.append(f"{n:>6}" + "".join(f"{c:>19}" for c in cells))
+    return lines
+
+
 def describe(records) -> str:
     """The sweeps of one run as a table of GFLOP/s (median) per size, and the crossover."""
     if not records:
@@ -149,22 +249,26 @@ def describe(records) -> str:
              + "; ".join(f"{k}: {v}" for k, v in names.items())]
     columns = [r for r in records if r["points"]]
     sizes = sorted({p["n"] for r in columns for p in r["points"]})
-    heads = [f"{r['device_kind'].upper()} {r['dtype']}" for r in columns]
-    lines.append("GFLOP/s (median) per matrix size n:")
-    lines.append(f"{'n':>6}" + "".join(f"{h:>16}" for h in heads))
-    for n in sizes:
-        cells = []
-        for r in columns:
-            point = next((p for p in r["points"] if p["n"] == n), None)
-            cells.append(rate_text(point["gflops"]) if point else "-")
-        lines.append(f"{n:>6}" + "".join(f"{c:>16}" for c in cells))
+    throughput = [r for r in columns if amortised(r)]
+    if throughput:
+        lines.append("Throughput, GFLOP/s (median over windows of calls, one wait a window) "
+                     "per matrix size n:")
+        lines += _table(sizes, throughput, lambda r, p: rate_text(p["gflops"]))
+    else:
+        lines.append("Throughput: not measured (records of the old method: one synchronised "
+                     "call each)")
+    lines.append("Latency of one synchronised call (median) per matrix size n:")
+    lines += _table(sizes, columns,
+                    lambda r, p: duration(latency_summary(r, p)["median"])
+                    if latency_summary(r, p) else "-")
     for r in records:
         what = f"{r['device_kind'].upper()} {r['dtype']}"
         if r.get("unsupported"):
             lines.append(f"{what}: not supported here ({r['unsupported']})")
         for skip in r.get("skipped", []):
             lines.append(f"{what}: n = {skip['n']} skipped, {skip['reason']}")
-    lines.append(f"GPU faster (float32) from: {crossover_text(records)}")
+    lines.append("GPU faster (float32) from: "
+                 + (crossover_text(records) if throughput else NOT_RECORDED))
     busy = [r.get("other_programs_cpu_share") or 0 for r in records]
     if max(busy) > BUSY:
         lines.append(f"Note: other programs used up to {max(busy):.0%} of the CPU time during a "

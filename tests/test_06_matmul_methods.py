@@ -1,0 +1,231 @@
+"""Episode 6's matrix products measure the card, not the round trip: latency and throughput
+apart, windows of calls chosen so that one wait is under 5 % of a window (checked on a made-up
+device with its own clock, so that no test depends on the machine's speed), precisions named as
+recorded, the card's published peaks, and records of the older method shown as latencies only."""
+
+import math
+import types
+
+import numpy as np
+import pytest
+from test_06_matmul import made_up, write
+
+from gpulesson import gpu_peaks
+from gpulesson.experiments import matmul
+from gpulesson.experiments.matmul import measure
+from gpulesson.experiments.matmul.__main__ import main as matmul_main
+from gpulesson.experiments.matmul.figures import gflops_alt
+from gpulesson.results import NOT_RECORDED, read_records
+
+# --- a made-up device: calls queue up, a wait is a round trip -----------------------------------
+
+
+class FakeDevice:
+    """A device with its own clock: a call costs ``dispatch`` seconds of the host and queues
+    ``work`` seconds on the device (or runs them before returning, ``synchronous``); a wait
+    lasts until the queue is done, plus ``round_trip``."""
+
+    def __init__(self, dispatch, work, round_trip, synchronous=False):
+        self.dispatch, self.work, self.round_trip = dispatch, work, round_trip
+        self.synchronous, self.now, self.free_at, self.calls = synchronous, 0.0, 0.0, 0
+
+    def clock(self):
+        return self.now
+
+    def op(self, a, b):
+        self.calls += 1
+        self.now += self.dispatch
+        if self.synchronous:
+            self.now += self.work
+            self.free_at = self.now
+        else:
+            self.free_at = max(self.free_at, self.now) + self.work
+        return FakeResult(self)
+
+
+class FakeResult:
+    shape = (4, 4)
+
+    def __init__(self, device):
+        self.device = device
+
+    def __getitem__(self, index):
+        return self
+
+    def __array__(self, dtype=None, copy=None):
+        device = self.device
+        device.now = max(device.now, device.free_at) + device.round_trip
+        return np.zeros((1, 1), dtype="float32")
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    def make(**kwargs):
+        device = FakeDevice(**kwargs)
+        monkeypatch.setattr(measure, "time", types.SimpleNamespace(perf_counter=device.clock))
+        return device
+    return make
+
+
+def test_a_small_product_on_a_gpu_like_device_is_timed_as_latency_and_as_throughput(fake):
+    """Dispatch 30 µs, work 3 µs, round trip 550 µs: one synchronised call is the round trip;
+    queued calls cost their dispatch. The old method gave the round trip as the rate."""
+    device = fake(dispatch=30e-6, work=3e-6, round_trip=550e-6)
+    point = matmul.time_matmul(16, repeats=3, op=device.op)
+    assert point["latency"]["median"] == pytest.approx(30e-6 + 3e-6 + 550e-6)
+    assert point["calls_per_sync"] > 100
+    assert point["overhead_share"] <= matmul.MAX_OVERHEAD_SHARE
+    # the window's fixed cost is paid once: the time per call is near the dispatch
+    assert point["median_seconds"] < point["latency"]["median"] / 10
+    assert point["median_seconds"] == pytest.approx(30e-6, rel=0.1)
+    assert point["gflops"] == pytest.approx(matmul.gflops(16, point["median_seconds"]))
+
+
+def test_a_large_product_needs_one_call_a_window(fake):
+    device = fake(dispatch=30e-6, work=20e-3, round_trip=500e-6)
+    point = matmul.time_matmul(1024, repeats=3, op=device.op)
+    assert point["calls_per_sync"] == 1
+    assert point["window_seconds"] == point["latency_seconds"]  # the calls themselves
+    assert point["overhead_share"] <= matmul.MAX_OVERHEAD_SHARE
+
+
+def test_a_backend_that_computes_before_returning_has_no_overhead_to_amortise(fake):
+    """TensorFlow on the CPU: the call returns when the product is done; a wait costs 10 µs."""
+    device = fake(dispatch=0.0, work=10e-3, round_trip=10e-6, synchronous=True)
+    point = matmul.time_matmul(1024, repeats=3, op=device.op)
+    assert point["calls_per_sync"] == 1
+    assert point["sync_overhead_seconds"] == pytest.approx(10e-6)
+
+
+def test_the_window_grows_when_its_share_came_out_too_large(fake, monkeypatch):
+    """A first estimate that is too small is corrected: the windows are timed again with more
+    calls until one wait is under the limit."""
+    device = fake(dispatch=30e-6, work=3e-6, round_trip=550e-6)
+    monkeypatch.setattr(measure, "calls_per_window", lambda per_call, fixed: 4)
+    point = matmul.time_matmul(16, repeats=3, op=device.op)
+    assert point["calls_per_sync"] > 4
+    assert point["overhead_share"] <= matmul.MAX_OVERHEAD_SHARE
+
+
+@pytest.mark.parametrize("per_call, fixed, expected", [
+    (1e-3, 1e-5, 1),  # the wait is 1 % of one call: one call is a window
+    (30e-6, 550e-6, math.ceil(550e-6 * 0.975 / (0.025 * 30e-6))),
+    (1e-9, 1.0, 20_000),  # at most MAX_CALLS
+    (0.1, 1.0, 10),  # and about MAX_WINDOW_SECONDS of calls
+])
+def test_calls_per_window(per_call, fixed, expected):
+    assert matmul.calls_per_window(per_call, fixed) == expected
+
+
+@pytest.mark.bad_input("bad argument")
+def test_impossible_times_are_refused():
+    with pytest.raises(ValueError, match="must be positive"):
+        matmul.calls_per_window(0.0, 1.0)
+    with pytest.raises(ValueError, match="at least 2 calls"):
+        matmul.overhead(1.0, 2.0, 1, 0.0, 0.0)
+
+
+def test_the_overhead_comes_from_two_windows_and_is_bounded():
+    # latency 583 µs, 17 queued calls in 1.063 ms: 30 µs a call, the rest is fixed
+    fixed, per_call = matmul.overhead(583e-6, 583e-6 + 16 * 30e-6, 17, 500e-6, 33e-6)
+    assert per_call == pytest.approx(30e-6) and fixed == pytest.approx(533e-6, rel=0.01)
+    # noise on a busy machine cannot make the overhead more than a dispatch and a wait
+    fixed, _ = matmul.overhead(1.0, 1.2, 2, 1e-4, 1e-3)
+    assert fixed == pytest.approx(1e-3 + 1e-4)
+
+
+# --- records of two methods on the page ------------------------------------------------------------
+
+SIZES = (16, 64, 256, 1024)
+H200 = {"gpu": {"name": "NVIDIA H200"}, "device": "NVIDIA H200",
+        "float32_precision": {"matmul": "tf32", "convolution": "tf32", "setting": "test"}}
+
+
+def old_run(run_id="old"):
+    return [made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40))), method=None, run_id=run_id),
+            made_up("gpu", dict(zip(SIZES, (0.01, 0.5, 30, 2000))), method=None, run_id=run_id,
+                    **H200)]
+
+
+def test_old_records_are_latencies_only(tmp_path):
+    path = write(tmp_path / "m.jsonl", old_run())
+    assert matmul.reference_run(path) == [] and len(matmul.latency_run(path)) == 2
+    values = matmul.substitutions(path)
+    for key in ("ref_mm_gpu", "ref_mm_gpu_float32", "ref_mm_cpu_float32", "ref_mm_crossover",
+                "ref_mm_gpu_peaks", "ref_mm_gpu_float32_share"):
+        assert values[key] == NOT_RECORDED, key
+    assert values["ref_mm_lat_gpu"] == "NVIDIA H200"
+    seconds = 2 * 1024**3 / 2000e9
+    assert values["ref_mm_lat_gpu_largest"].startswith(f"{seconds * 1e3:.3g} ms (range")
+    assert "GFLOP/s" not in values["ref_mm_lat_gpu_largest"]
+    with pytest.raises(ValueError, match="older method"):
+        matmul.crossover(old_run())
+    assert matmul.crossover_text(old_run()) == NOT_RECORDED
+    text = matmul.describe(old_run())
+    assert "Throughput: not measured" in text and "Latency of one synchronised call" in text
+    fig, times = matmul.figures(*matmul.page_runs(path))
+    assert not fig.axes[0].get_lines()  # no rate drawn from a round trip
+    assert "GPU float32 (TF32): one call, waiting for its result (latency)" in \
+        times.axes[0].get_legend_handles_labels()[1]
+
+
+def test_new_records_are_the_throughput_and_old_ones_stay_latencies(tmp_path):
+    new = [made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40))), run_id="new")]
+    path = write(tmp_path / "m.jsonl", old_run() + new)
+    assert {r["run_id"] for r in matmul.reference_run(path)} == {"new"}
+    assert {r["run_id"] for r in matmul.latency_run(path)} == {"old"}
+    values = matmul.substitutions(path)
+    assert values["ref_mm_cpu_float32"].startswith("40 GFLOP/s")
+    assert values["ref_mm_gpu"] == NOT_RECORDED and values["ref_mm_lat_gpu"] == "NVIDIA H200"
+    assert values["ref_mm_cpu_calls"] == "10" and values["ref_mm_cpu_overhead"] == "2.0%"
+
+
+def test_float32_is_named_as_recorded_and_set_beside_the_published_peak(tmp_path):
+    records = [made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40)))),
+               made_up("gpu", dict(zip(SIZES, (1, 50, 3000, 247_250))), **H200),
+               made_up("gpu", dict(zip(SIZES, (1, 50, 3000, 98_950))), dtype="bfloat16", **H200)]
+    assert matmul.precision_label(records[1]) == "float32 (TF32)"
+    assert matmul.precision_label(records[0]) == "float32"
+    assert matmul.precision_label(records[2]) == "bfloat16"
+    assert matmul.published_peak(records[1])["gflops"] == gpu_peaks.peaks_for("H200")["tf32"] * 1e3
+    assert matmul.published_peak(records[0]) is None
+    full = {**records[1], "float32_precision": {"matmul": "float32"}}
+    assert matmul.published_peak(full)["precision"] == "fp32"
+    values = matmul.substitutions(write(tmp_path / "m.jsonl", records))
+    assert values["ref_mm_gpu_float32_label"] == "float32 (TF32)"
+    assert values["ref_mm_gpu_float32_share"] == "50% of the published TF32 peak"
+    assert values["ref_mm_gpu_bfloat16_share"] == "10% of the published BF16 peak"
+    assert "TF32 494.5 TFLOP/s" in values["ref_mm_gpu_peaks"]
+    assert "BF16 989.5 TFLOP/s" in values["ref_mm_gpu_peaks"]
+    assert "data sheet" in values["ref_mm_gpu_peaks"]
+    assert "H200" in values["ref_mm_gpu_peaks"]
+    fig, _ = matmul.figures(records)
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert "GPU float32 (TF32)" in labels
+    peaks = [label for label in labels if "published" in label]
+    assert peaks == ["H200 published TF32 peak (494.5 TFLOP/s)",
+                     "H200 published BF16 peak (989.5 TFLOP/s)"]
+    alt = gflops_alt(records)
+    assert all(label in alt for label in labels)
+
+
+def test_a_gpu_without_a_table_draws_no_peak():
+    record = made_up("gpu", dict(zip(SIZES, (1, 5, 300, 900))))  # "Made-up GPU"
+    assert matmul.published_peak(record) is None
+    fig, _ = matmul.figures([record])
+    assert not [label for label in fig.axes[0].get_legend_handles_labels()[1]
+                if "published" in label]
+
+
+@pytest.mark.bad_input("bad argument")
+def test_the_command_does_not_go_on_with_a_run_of_the_older_method(tmp_path, capsys):
+    path = write(tmp_path / "m.jsonl", old_run("r0"))
+    with pytest.raises(SystemExit) as exit_info:
+        matmul_main(["--devices", "cpu", "--sizes", "4", "--run-id", "r0", "--out", str(path)])
+    assert exit_info.value.code == 2 and "older method" in capsys.readouterr().err
+    assert len(read_records(path)) == 2  # nothing added
+
+
+def test_gpu_sweeps_go_to_16384_and_the_cpu_stays_capped():
+    assert matmul.sizes_for("gpu")[-1] == 16384 and matmul.sizes_for("cpu") == matmul.SIZES
+    assert matmul.MAX_SECONDS == 20.0
