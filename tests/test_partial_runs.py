@@ -83,7 +83,7 @@ def test_a_run_cut_short_never_becomes_a_reference(tmp_path, keep_gpu_runs):
     folder = root / "results"
     chosen = {
         "cnn": cnn.reference_run(folder / FILES["cnn"]),
-        "matmul": matmul.reference_run(folder / FILES["matmul"]),
+        "matmul": matmul.latency_run(folder / FILES["matmul"]),  # the runs drawn until a new-method one
         "mlp comparison": small_models.reference_run("comparison", folder / FILES["mlp"]),
         "mlp sweep": small_models.reference_run("sweep", folder / FILES["mlp"]),
         "torch": torch_reference.reference_run(folder / FILES["torch"]),

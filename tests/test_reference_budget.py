@@ -339,3 +339,38 @@ def test_every_planned_experiment_step_parses_as_its_command_line(planned):
     module = importlib.import_module(name if name.endswith("torch_reference") else f"{name}.__main__")
     for gpu in (False, True):
         module._parser().parse_args(reference.command(planned.step, "run-1", gpu, python="py")[3:])
+
+
+def test_a_step_done_with_an_older_instrument_is_recorded_again_in_a_new_run(tmp_path, monkeypatch):
+    """A step whose instrument changed (its method number went up) counts as not done: the next
+    call records it again, in a new run, and the other steps stay as they were."""
+    script = tmp_path / "conditions.py"
+    script.write_text(CONDITIONS)
+    out = str(tmp_path / "records.txt")
+    step = lambda name: reference.Step(name, [str(script), out], resumable=True)  # noqa: E731
+    plan = [budget.Planned(step("kept"), 1, (1, 2), "a fake"),
+            budget.Planned(step("changed"), 1, (1, 2), "a fake")]
+    monkeypatch.setattr(budget, "PLAN", plan)
+    monkeypatch.setattr(reference, "REFRESH", [])
+    monkeypatch.setattr(budget, "LOG_DIR", tmp_path / "logs")
+    monkeypatch.setattr(reference, "command", lambda step, run_id, gpu: [
+        sys.executable, *step.argv, "--run-id", run_id])
+    monkeypatch.setenv("LESSON_DATA", "synthetic")
+    monkeypatch.setenv("LESSON_QUICK", "1")
+    state = tmp_path / "run.json"
+
+    def call() -> dict:
+        args = budget.parser().parse_args(["--deadline", "120", "--out", str(tmp_path / "o"),
+                                           "--state", str(state), "--gpu", "H200"])
+        assert budget.run(args, say=lambda *a: None) == 0
+        return json.loads(state.read_text())
+
+    first = call()
+    assert first["done"]["changed"]["method"] == 1
+    assert budget.lacking(first, "H200", 1) == []
+    plan[1] = budget.Planned(step("changed"), 1, (1, 2), "a fake", method=2)
+    assert [p.name for p in budget.lacking(first, "H200", 1)] == ["changed"]
+    second = call()
+    assert second["runs"]["kept"] == first["runs"]["kept"]
+    assert second["runs"]["changed"] != first["runs"]["changed"], "a new run for the new method"
+    assert second["done"]["changed"]["method"] == 2 and budget.lacking(second, "H200", 1) == []

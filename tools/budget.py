@@ -86,6 +86,9 @@ class Planned:
     estimate: tuple[int, int]
     basis: str
     beside_gpu: bool = False  # records what the machine has, its GPU too (a notebook's run)
+    # The version of the step's instrument. A step done with an older one is recorded again,
+    # in a new run: a record of an old method never stays a page's reference beside new ones.
+    method: int = 1
 
     @property
     def name(self) -> str:
@@ -217,7 +220,8 @@ def lacking(state: dict, gpu: str | None, lease: int) -> list[Planned]:
         done = state["done"].get(planned.name)
         if planned.lease > lease or (planned.step.gpu_only and not gpu):
             continue
-        if done is None or (planned.gpu_part and gpu and not done.get("gpu")):
+        if (done is None or (planned.gpu_part and gpu and not done.get("gpu"))
+                or done.get("method", 1) < planned.method):
             left.append(planned)
     return left
 
@@ -271,13 +275,17 @@ class Call:
     def run_one(self, planned: Planned, state: dict, steps_end: float, log) -> None:
         step, began = planned.step, time.monotonic()
         begun_on = state.setdefault("run_gpus", {})  # run key -> the GPU its run began beside
+        methods = state.setdefault("run_methods", {})  # run key -> the method its run began with
         if self.gpu and step.run_key in state["runs"] and not begun_on.get(step.run_key):
             state["runs"].pop(step.run_key)  # begun without a GPU: the GPU's is a new run
+        if step.run_key in state["runs"] and methods.get(step.run_key, 1) < planned.method:
+            state["runs"].pop(step.run_key)  # begun with an older instrument: a new run
         if step.resumable and step.run_key not in state["runs"]:
             from gpulesson.results import new_run_id
 
             state["runs"][step.run_key] = new_run_id()
             begun_on[step.run_key] = self.gpu
+            methods[step.run_key] = planned.method
         reference.save_state(self.args.state, state)  # before it runs: a re-run goes on with it
         self.note(f"[budget] {planned.name} at {self.elapsed():.0f} s (estimate on the node "
                   f"{planned.estimate[0]}-{planned.estimate[1]} s) ...", log)
@@ -297,7 +305,7 @@ class Call:
         if status == 0:
             entry["result"] = "done"
             state["done"][planned.name] = {"gpu": self.gpu, "date": now_iso(),
-                                           "seconds": entry["seconds"]}
+                                           "seconds": entry["seconds"], "method": planned.method}
         else:
             entry["result"] = status if isinstance(status, str) else f"failed (exit {status})"
         reference.save_state(self.args.state, state)

@@ -88,6 +88,12 @@ def substitutions(records, ceiling_path=CEILING_FILE) -> dict[str, str]:
         values["ref_use_gpu_peak"] = values["ref_use_gpu_share"] = NOT_RECORDED
     step = steady_epoch_seconds(gpu) / steps_per_epoch(gpu) if gpu else None
     idle = do_nothing_step(gpu, ceiling_path) if gpu else None
+    first = (gpu or {}).get("evaluation_first_seconds")
+    values["ref_use_evaluation"] = (
+        f"The evaluation is timed on a second call. The first call, which compiles the step for "
+        f"the test set's last, smaller batch, took {duration(first)} on the GPU." if first else
+        "The evaluation is one call, timed once. It includes compiling the evaluation step for "
+        "the test set's last, smaller batch, so its bars are not compared.")
     values["ref_use_gpu_step"] = duration(step) if step else NOT_RECORDED
     values["ref_use_host_step"] = duration(idle["seconds"]) if idle else NOT_RECORDED
     values["ref_use_host_share"] = f"{100 * idle['seconds'] / step:.0f} %" if idle else NOT_RECORDED

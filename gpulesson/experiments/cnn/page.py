@@ -88,7 +88,11 @@ def _load(record: dict | None) -> str:
 def _validation(record: dict | None) -> str:
     """The validation pass of an epoch after the warm-up: the median and range of the timed
     epochs' passes (:func:`~gpulesson.experiments.cnn.records.split_epochs`); the mean for
-    records that kept only that, NOT_RECORDED for records made before either was kept."""
+    records that kept only that, NOT_RECORDED for records made before either was kept, and for
+    records whose clock did not wait for the queued training steps first (before
+    ``validation_synchronised``: on an asynchronous backend that clock ran the training on)."""
+    if not (record or {}).get("validation_synchronised"):
+        return NOT_RECORDED
     passes = (record or {}).get("validation_seconds")
     if passes and len(passes) == len(record.get("epoch_seconds") or []):
         return summary_text(summarise(split_epochs(passes)[1]), duration, what="epochs")
@@ -140,6 +144,14 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         values[f"ref_{name}_epoch_energy"] = energy_text(record) if record else NOT_RECORDED
         values[f"ref_{name}_image_energy"] = (energy_text(record, per_image=True) if record
                                               else NOT_RECORDED)
+    # The validation row of the page's tables, where the records timed it after a
+    # synchronisation (a row, with its line break, or nothing: a table takes no empty line).
+    timed = [values[f"ref_{n}_validation"] for n in ("cpu", "gpu")
+             if values[f"ref_{n}_validation"] != NOT_RECORDED]
+    values["ref_validation_rows"] = (f"| of which validation | {' | '.join(timed)} |\n"
+                                     if len(timed) == 2 else "")
+    values["ref_validation_row_cpu"] = (f"| of which validation | {values['ref_cpu_validation']} |\n"
+                                        if values["ref_cpu_validation"] != NOT_RECORDED else "")
     # The GPU against the CPU in words (common.compare): "3.1× faster", "no measurable difference".
     values["ref_gpu_vs_cpu"] = comparison.sentence if comparison else NOT_RECORDED
     values.update(inference.substitutions(path, records[0]["run_id"] if records else None))
