@@ -40,6 +40,7 @@ Every module in ``gpulesson/lesson/`` is generated; nothing else lives there.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from pathlib import Path
@@ -47,6 +48,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the lesson's package, installed or not
 sys.path.insert(0, str(ROOT / "_ext"))
+from gpulesson.catchup import defined_names, needed_later  # noqa: E402
 from gpulesson.preflight import require_or_exit  # noqa: E402
 from gpulesson.settings import DATA_CHOICES, DEFAULT_DATA, QUICK_EPOCHS, QUICK_N_TRAIN  # noqa: E402
 
@@ -288,29 +290,97 @@ def _markdown_cell(cell) -> nbformat.NotebookNode | None:
     return nbformat.v4.new_raw_cell(cell.source)
 
 
+RECOVER = "python -m gpulesson.workcopy --complete"
+
+
+def learner_note(episode: Path, typed: bool) -> str:
+    """The learner's header note: how to catch up, and the command for the complete notebook."""
+    behind = ("Behind? Run the **catch-up** cell under a cell you skipped or could not finish: it "
+              "runs the complete cell, and keeps what you made. " if typed else
+              "Every cell here is complete. ")
+    return (f"*You work in your own copy of this notebook. {behind}For the complete notebook, run "
+            f"`{RECOVER}` in a terminal, in the lesson folder. It puts "
+            f"`{episode.stem}-complete.ipynb` beside your notebook in `my-notebooks/`, and leaves "
+            "your notebook as it is.*")
+
+
 TYPE_ALONG_NOTE = (
-    "*Type along: in the learners' copy of this notebook a code cell that holds only a comment "
-    "(`# ...`) is yours to write, with the instructor, and an exercise's code has blanks "
-    f"(`{BLANK}`) to fill in. This episode's complete notebook, every cell filled in, is in the "
-    "lesson's `notebooks/` folder.*"
+    "*Type along: a code cell that holds only a comment (`# ...`) is yours to write, with the "
+    "instructor. Keep the names its comment lists: later cells use them. An exercise's code has "
+    f"blanks (`{BLANK}`) to fill in.*"
 )
+MAINTAINER_NOTE = ("*This notebook is generated from the episode: edit the episode, not the "
+                   "notebook.*")
+COMPLETE_NOTE = ("*This is the complete notebook: every cell is filled in. Learners type along "
+                 "in their own copies of the learner's notebook.*")
+CATCH_UP = "catch-up"  # the learner's cell after a cell that later cells need
+
+
+def _typed_prompt(prompt: str, needed: list[str]) -> str:
+    """A typed cell in the learner's notebook: its prompt, and the names later cells use."""
+    these = "this name" if len(needed) == 1 else "these names"
+    names = f"\n# Later cells use {these}: {', '.join(needed)}." if needed else ""
+    return f"# {prompt.strip()}{names}"
+
+
+def catch_up_source(cell_id: str, names: list[str], exercise: bool) -> str:
+    """A catch-up cell: runs the complete cell ``cell_id`` if the kernel lacks one of ``names``."""
+    when = ("the exercise above failed or has blanks left" if exercise else
+            "you skipped the cell above or it failed")
+    have = ", ".join(names) + (" without blanks" if exercise else "")
+    call = ", ".join(json.dumps(item) for item in [cell_id, *names])
+    return (f"# Catch-up: run this cell only if {when}.\n"
+            f"# It runs the complete cell, unless you have {have} already.\n"
+            "from gpulesson.catchup import catch_up\n\n"
+            f"catch_up({call})")
+
+
+def _learner_cells(role: str, full, mine, needed: list[str], cell_id: str) -> list:
+    """The learner's cells for one code cell of the episode: the cell, and its catch-up cell."""
+    if role == TYPED:
+        cells = [nbformat.v4.new_code_cell(_typed_prompt(mine.metadata[PROMPT], needed))]
+    else:
+        cells = [nbformat.v4.new_code_cell(mine.source)]
+    if role == SOLUTION:  # an exercise: the names later cells use, or all it always defines
+        names = needed or defined_names(full.source, conditional=False)
+    else:
+        names = needed if role == TYPED else []
+    if names:
+        cells.append(nbformat.v4.new_code_cell(catch_up_source(cell_id, names, role == SOLUTION),
+                                               metadata={"tags": [CATCH_UP]}))
+    return cells
 
 
 def build_notebooks(episode: Path, root: Path = ROOT) -> tuple[nbformat.NotebookNode, nbformat.NotebookNode]:
-    """The complete notebook and the learner's notebook for one episode, as they should be on disk."""
+    """The complete notebook and the learner's notebook for one episode, as they should be on
+    disk. Their cells have the same ids, the complete notebook's, in both (a learner's cell is
+    found in the complete notebook); a learner's catch-up cell has its cell's id and
+    ``-catch-up``."""
     meta, source, typed = episode_cells(episode, root)
     title = (
         f"# {meta['title']}\n\n"
         f"*Episode {episode.name.split('-')[0]} of the lesson \"Deep learning on GPUs: CPU vs GPU\". "
-        f"Teaching: {meta['teaching']} min, exercises: {meta['exercises']} min. "
-        "This notebook is generated from the episode: edit the episode, not the notebook.*\n\n"
-        + (f"{TYPE_ALONG_NOTE}\n\n" if typed else "")
-        + f"**Questions**\n\n{bullets(meta['questions'])}\n\n"
+        f"Teaching: {meta['teaching']} min, exercises: {meta['exercises']} min.*\n\n"
+        "{notes}"
+        f"**Questions**\n\n{bullets(meta['questions'])}\n\n"
         f"**Objectives**\n\n{bullets(meta['objectives'])}"
     )
-    head = [nbformat.v4.new_markdown_cell(data_choice_markdown()), nbformat.v4.new_markdown_cell(title)]
-    complete, learner = list(head), list(head)
-    for role, full, mine in _pairs(episode.name, source.cells, typed):
+    notes = ([COMPLETE_NOTE] if typed else []) + [MAINTAINER_NOTE]
+    learner_notes = ([TYPE_ALONG_NOTE] if typed else []) + [learner_note(episode, typed)]
+    data = nbformat.v4.new_markdown_cell(data_choice_markdown())
+    complete = [data, nbformat.v4.new_markdown_cell(
+        title.replace("{notes}", "".join(f"{note}\n\n" for note in notes)))]
+    learner = [data, nbformat.v4.new_markdown_cell(
+        title.replace("{notes}", "".join(f"{note}\n\n" for note in learner_notes)))]
+    prefix = episode.stem[:2]
+
+    def cell_id(index: int) -> str:
+        return f"{prefix}-{index:03d}"
+
+    pairs = _pairs(episode.name, source.cells, typed)
+    needed = iter(needed_later([full.source for role, full, _ in pairs
+                                if role not in ("markdown", "raw")]))
+    for role, full, mine in pairs:
         if role in ("markdown", "raw"):
             made = _markdown_cell(full)
             if made is not None:
@@ -318,8 +388,12 @@ def build_notebooks(episode: Path, root: Path = ROOT) -> tuple[nbformat.Notebook
                 learner.append(made)
             continue
         complete.append(nbformat.v4.new_code_cell(full.source))  # no outputs, no execution count
-        learner.append(nbformat.v4.new_code_cell(
-            f"# {mine.metadata[PROMPT].strip()}" if role == TYPED else mine.source))
+        here = cell_id(len(complete) - 1)
+        mine_cells = _learner_cells(role, full, mine, next(needed), here)
+        learner.append(mine_cells[0])
+        for extra in mine_cells[1:]:
+            extra.id = f"{here}-{CATCH_UP}"
+            learner.append(extra)
     keypoints = nbformat.v4.new_markdown_cell(f"## Key points\n\n{bullets(meta['keypoints'])}")
     notebooks = []
     for cells in (complete, learner):
@@ -328,10 +402,16 @@ def build_notebooks(episode: Path, root: Path = ROOT) -> tuple[nbformat.Notebook
             "kernelspec": dict(source.metadata["kernelspec"]),
             "language_info": {"name": "python"},
         }
-        # Stable cell ids, the same in both notebooks, so that regenerating an unchanged
+        # Stable cell ids, the complete notebook's in both, so that regenerating an unchanged
         # episode changes nothing and a learner's cell is found in the complete notebook.
-        nb.cells = [nbformat.from_dict({**cell, "id": f"{episode.stem[:2]}-{i:03d}"})
-                    for i, cell in enumerate(nb.cells)]
+        ids, i = [], 0
+        for cell in nb.cells:
+            if cell.get("id", "").endswith(f"-{CATCH_UP}"):
+                ids.append(cell.id)
+            else:
+                ids.append(cell_id(i))
+                i += 1
+        nb.cells = [nbformat.from_dict({**cell, "id": id_}) for cell, id_ in zip(nb.cells, ids, strict=True)]
         notebooks.append(nb)
     return notebooks[0], notebooks[1]
 
