@@ -262,7 +262,7 @@ def complete_source(cell_id: str, root: Path | None = None) -> tuple[Path, str]:
                 return path, "".join(cell["source"])
     raise CatchUpError(
         f"The lesson's complete notebooks in {root / COMPLETE_DIR} have no code cell {cell_id!r}. "
-        f"Your notebook may be older than the lesson. In a terminal, in the lesson folder, run "
+        f"Your notebook may be older than the lesson. In a terminal (File > New > Terminal), run "
         f"'{RECOVER}' and go on in the complete notebook it puts beside yours.")
 
 
@@ -313,7 +313,7 @@ def catch_up(cell_id: str, *names: str, namespace: dict | None = None,
         raise CatchUpError(
             f"This catch-up cell asks for {_listed(names)}, but the cell {cell_id!r} of "
             f"{path.name} defines {_listed(defines) if defines else 'nothing'}. Your notebook "
-            f"may be older than the lesson: in a terminal, in the lesson folder, run '{RECOVER}' "
+            f"may be older than the lesson: in a terminal (File > New > Terminal), run '{RECOVER}' "
             "and go on in the complete notebook it puts beside yours.")
     missing = sorted(name for name in used_names(source) if name not in namespace)
     if missing:

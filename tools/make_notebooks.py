@@ -7,7 +7,7 @@ cell, and the MyST-only markup (exercise, solution, callout and figure directive
 plain Markdown that JupyterLab shows as is: solutions become collapsed ``<details>`` blocks,
 instructor notes are left out. Notebooks are written without outputs.
 
-Each episode gives two notebooks, which differ only in code cells:
+Each episode gives two notebooks, which differ in code cells and in the header under the title:
 
 - ``notebooks/NN-slug.ipynb``, the *complete* notebook: every cell filled in. CI (nbval),
   ``tools/record_run.py`` and the batch jobs run it; instructors teach from it.
@@ -16,7 +16,12 @@ Each episode gives two notebooks, which differ only in code cells:
   ``_toc.yml``, or front matter ``type-along: true``; ``false`` opts out) a code cell is
   *typed*: the learner's cell holds only ``# `` and the cell's one-line ``:prompt:`` option, and
   the learner writes the code with the instructor. A cell tagged ``given`` is complete in both
-  notebooks, as is every cell of the other episodes.
+  notebooks, as is every cell of the other episodes. A typed cell's comment also lists the names
+  that later cells take from it (found in the cells' code with ``ast``), and a *catch-up* cell
+  follows each typed cell that later cells need and each exercise: it runs the complete cell
+  when the kernel lacks one of those names (``tools/learner_cells.py``,
+  ``gpulesson/catchup.py``). The header speaks to learners: how to catch up, and how to copy
+  the complete notebook beside their own.
 
 A code cell tagged ``exercise`` (code with ``____`` blanks) must be followed at once by the code
 cell tagged ``solution`` that fills them: the learner's notebook has the exercise cell, the
@@ -40,7 +45,6 @@ Every module in ``gpulesson/lesson/`` is generated; nothing else lives there.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from pathlib import Path
@@ -64,6 +68,7 @@ from carpentry import (  # noqa: E402
     split_front_matter,
 )
 from jupytext.myst import MystMetadataParsingError  # noqa: E402
+from learner_cells import CATCH_UP, catch_up_cell, header_notes, typed_prompt  # noqa: E402, F401
 
 NOTEBOOK_DIR = "notebooks"
 LEARNER_DIR = f"{NOTEBOOK_DIR}/learner"
@@ -290,93 +295,48 @@ def _markdown_cell(cell) -> nbformat.NotebookNode | None:
     return nbformat.v4.new_raw_cell(cell.source)
 
 
-RECOVER = "python -m gpulesson.workcopy --complete"
-
-
-def learner_note(episode: Path, typed: bool) -> str:
-    """The learner's header note: how to catch up, and the command for the complete notebook."""
-    behind = ("Behind? Run the **catch-up** cell under a cell you skipped or could not finish: it "
-              "runs the complete cell, and keeps what you made. " if typed else
-              "Every cell here is complete. ")
-    return (f"*You work in your own copy of this notebook. {behind}For the complete notebook, run "
-            f"`{RECOVER}` in a terminal, in the lesson folder. It puts "
-            f"`{episode.stem}-complete.ipynb` beside your notebook in `my-notebooks/`, and leaves "
-            "your notebook as it is.*")
-
-
-TYPE_ALONG_NOTE = (
-    "*Type along: a code cell that holds only a comment (`# ...`) is yours to write, with the "
-    "instructor. Keep the names its comment lists: later cells use them. An exercise's code has "
-    f"blanks (`{BLANK}`) to fill in.*"
-)
-MAINTAINER_NOTE = ("*This notebook is generated from the episode: edit the episode, not the "
-                   "notebook.*")
-COMPLETE_NOTE = ("*This is the complete notebook: every cell is filled in. Learners type along "
-                 "in their own copies of the learner's notebook.*")
-CATCH_UP = "catch-up"  # the learner's cell after a cell that later cells need
-
-
-def _typed_prompt(prompt: str, needed: list[str]) -> str:
-    """A typed cell in the learner's notebook: its prompt, and the names later cells use."""
-    these = "this name" if len(needed) == 1 else "these names"
-    names = f"\n# Later cells use {these}: {', '.join(needed)}." if needed else ""
-    return f"# {prompt.strip()}{names}"
-
-
-def catch_up_source(cell_id: str, names: list[str], exercise: bool) -> str:
-    """A catch-up cell: runs the complete cell ``cell_id`` if the kernel lacks one of ``names``."""
-    when = ("the exercise above failed or has blanks left" if exercise else
-            "you skipped the cell above or it failed")
-    have = ", ".join(names) + (" without blanks" if exercise else "")
-    call = ", ".join(json.dumps(item) for item in [cell_id, *names])
-    return (f"# Catch-up: run this cell only if {when}.\n"
-            f"# It runs the complete cell, unless you have {have} already.\n"
-            "from gpulesson.catchup import catch_up\n\n"
-            f"catch_up({call})")
-
 
 def _learner_cells(role: str, full, mine, needed: list[str], cell_id: str) -> list:
-    """The learner's cells for one code cell of the episode: the cell, and its catch-up cell."""
+    """The learner's cells for one code cell of the episode: its cell, and a catch-up cell
+    after a typed cell that later cells need and after an exercise."""
     if role == TYPED:
-        cells = [nbformat.v4.new_code_cell(_typed_prompt(mine.metadata[PROMPT], needed))]
+        cell = nbformat.v4.new_code_cell(typed_prompt(mine.metadata[PROMPT], needed))
     else:
-        cells = [nbformat.v4.new_code_cell(mine.source)]
+        cell = nbformat.v4.new_code_cell(mine.source)
+    cell.id = cell_id
     if role == SOLUTION:  # an exercise: the names later cells use, or all it always defines
         names = needed or defined_names(full.source, conditional=False)
     else:
         names = needed if role == TYPED else []
-    if names:
-        cells.append(nbformat.v4.new_code_cell(catch_up_source(cell_id, names, role == SOLUTION),
-                                               metadata={"tags": [CATCH_UP]}))
-    return cells
+    return [cell, catch_up_cell(cell_id, names, role == SOLUTION)] if names else [cell]
 
 
 def build_notebooks(episode: Path, root: Path = ROOT) -> tuple[nbformat.NotebookNode, nbformat.NotebookNode]:
     """The complete notebook and the learner's notebook for one episode, as they should be on
-    disk. Their cells have the same ids, the complete notebook's, in both (a learner's cell is
-    found in the complete notebook); a learner's catch-up cell has its cell's id and
-    ``-catch-up``."""
+    disk. Cell ids are stable, so that regenerating an unchanged episode changes nothing, and a
+    learner's cell has the id of its cell in the complete notebook (a catch-up cell: that id and
+    ``-catch-up``)."""
     meta, source, typed = episode_cells(episode, root)
-    title = (
+    notes = [
         f"# {meta['title']}\n\n"
         f"*Episode {episode.name.split('-')[0]} of the lesson \"Deep learning on GPUs: CPU vs GPU\". "
         f"Teaching: {meta['teaching']} min, exercises: {meta['exercises']} min.*\n\n"
-        "{notes}"
-        f"**Questions**\n\n{bullets(meta['questions'])}\n\n"
+        + "".join(f"{note}\n\n" for note in kept)
+        + f"**Questions**\n\n{bullets(meta['questions'])}\n\n"
         f"**Objectives**\n\n{bullets(meta['objectives'])}"
-    )
-    notes = ([COMPLETE_NOTE] if typed else []) + [MAINTAINER_NOTE]
-    learner_notes = ([TYPE_ALONG_NOTE] if typed else []) + [learner_note(episode, typed)]
-    data = nbformat.v4.new_markdown_cell(data_choice_markdown())
-    complete = [data, nbformat.v4.new_markdown_cell(
-        title.replace("{notes}", "".join(f"{note}\n\n" for note in notes)))]
-    learner = [data, nbformat.v4.new_markdown_cell(
-        title.replace("{notes}", "".join(f"{note}\n\n" for note in learner_notes)))]
-    prefix = episode.stem[:2]
+        for kept in header_notes(episode, typed)]
+    complete, learner = [], []
 
-    def cell_id(index: int) -> str:
-        return f"{prefix}-{index:03d}"
+    def add(cell, mine=None) -> str:
+        """Add a cell to both notebooks (``mine``: the learner's, if it differs); its id."""
+        mine = cell if mine is None else mine
+        cell.id = mine.id = f"{episode.stem[:2]}-{len(complete):03d}"
+        complete.append(cell)
+        learner.append(mine)
+        return cell.id
 
+    add(nbformat.v4.new_markdown_cell(data_choice_markdown()))
+    add(nbformat.v4.new_markdown_cell(notes[0]), nbformat.v4.new_markdown_cell(notes[1]))
     pairs = _pairs(episode.name, source.cells, typed)
     needed = iter(needed_later([full.source for role, full, _ in pairs
                                 if role not in ("markdown", "raw")]))
@@ -384,34 +344,18 @@ def build_notebooks(episode: Path, root: Path = ROOT) -> tuple[nbformat.Notebook
         if role in ("markdown", "raw"):
             made = _markdown_cell(full)
             if made is not None:
-                complete.append(made)
-                learner.append(made)
+                add(made)
             continue
-        complete.append(nbformat.v4.new_code_cell(full.source))  # no outputs, no execution count
-        here = cell_id(len(complete) - 1)
-        mine_cells = _learner_cells(role, full, mine, next(needed), here)
-        learner.append(mine_cells[0])
-        for extra in mine_cells[1:]:
-            extra.id = f"{here}-{CATCH_UP}"
-            learner.append(extra)
-    keypoints = nbformat.v4.new_markdown_cell(f"## Key points\n\n{bullets(meta['keypoints'])}")
+        here = add(nbformat.v4.new_code_cell(full.source))  # no outputs, no execution count
+        learner[-1:] = _learner_cells(role, full, mine, next(needed), here)
+    add(nbformat.v4.new_markdown_cell(f"## Key points\n\n{bullets(meta['keypoints'])}"))
     notebooks = []
     for cells in (complete, learner):
-        nb = nbformat.v4.new_notebook(cells=[*cells, keypoints])
+        nb = nbformat.v4.new_notebook(cells=[nbformat.from_dict(cell) for cell in cells])
         nb.metadata = {
             "kernelspec": dict(source.metadata["kernelspec"]),
             "language_info": {"name": "python"},
         }
-        # Stable cell ids, the complete notebook's in both, so that regenerating an unchanged
-        # episode changes nothing and a learner's cell is found in the complete notebook.
-        ids, i = [], 0
-        for cell in nb.cells:
-            if cell.get("id", "").endswith(f"-{CATCH_UP}"):
-                ids.append(cell.id)
-            else:
-                ids.append(cell_id(i))
-                i += 1
-        nb.cells = [nbformat.from_dict({**cell, "id": id_}) for cell, id_ in zip(nb.cells, ids, strict=True)]
         notebooks.append(nb)
     return notebooks[0], notebooks[1]
 
