@@ -94,8 +94,7 @@ def _bound_in(statements: list[ast.stmt], conditional: bool = True) -> list[str]
                     names += _bound_in(handler.body)
             for field in ("body", "orelse", "finalbody"):
                 names += _bound_in(getattr(node, field, None) or [])
-        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names += [n.target.id for n in _walk_scope(node) if isinstance(n, ast.NamedExpr)]
+        names += [n.target.id for n in _walk_scope(node) if isinstance(n, ast.NamedExpr)]
     return list(dict.fromkeys(names))
 
 
@@ -135,12 +134,16 @@ def _free(node: ast.AST) -> set[str]:
     return set().union(set(), *map(_free, ast.iter_child_nodes(node)))
 
 
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp,
+          ast.SetComp, ast.GeneratorExp, ast.DictComp)
+
+
 def _walk_scope(node: ast.AST):
-    """``ast.walk`` that does not go into functions, lambdas, classes and comprehensions."""
+    """``ast.walk`` that does not go into functions, lambdas, classes and comprehensions (it
+    yields such a node, not what is inside it)."""
     yield node
-    for child in ast.iter_child_nodes(node):
-        if not isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef
-                          | ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
+    if not isinstance(node, SCOPES):
+        for child in ast.iter_child_nodes(node):
             yield from _walk_scope(child)
 
 
@@ -324,6 +327,10 @@ def catch_up(cell_id: str, *names: str, namespace: dict | None = None,
             "above, then Run > Run All Above Selected Cell.")
     print(f"Catching up: running the complete cell (cell {cell_id} of {path.name}) for "
           f"{_listed(behind or defines)}.")
+    replaced = [name for name in defines if name in namespace and name not in behind
+                and not inspect.ismodule(namespace[name])]
+    if replaced:
+        print(f"It also sets {_listed(replaced)} again, as the complete cell does.")
     _run(source, f"<complete cell {cell_id}>", namespace)
     print(f"Done: the kernel has the complete cell's {_listed(behind or defines)} now.")
     return True

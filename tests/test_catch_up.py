@@ -148,6 +148,8 @@ def lesson(tmp_path):
         nbformat.v4.new_code_cell("settings = 'S'", id="01-001"),
         nbformat.v4.new_code_cell("path = settings + '.h5'\nprint('made', path)\nlen(path)",
                                   id="01-002"),
+        nbformat.v4.new_code_cell("import os\npath = settings + '.h5'\nlength = len(path)",
+                                  id="01-003"),
     ])
     nbformat.write(nb, folder / "01-one.ipynb")
     return tmp_path
@@ -161,6 +163,13 @@ def test_catch_up_runs_the_complete_cell_when_a_name_is_missing(lesson, capsys):
     assert "Catching up: running the complete cell (cell 01-002 of 01-one.ipynb) for path." in out
     assert "made S.h5" in out and "5" in out  # the cell's last expression is shown, as IPython does
     assert "Done: the kernel has the complete cell's path now." in out
+
+
+def test_catch_up_says_which_of_the_learners_names_it_sets_again(lesson, capsys):
+    namespace = {"settings": "S", "length": 0, "os": os}
+    catch_up("01-003", "path", namespace=namespace, root=lesson)
+    assert "It also sets length again, as the complete cell does." in capsys.readouterr().out
+    assert namespace["length"] == 4
 
 
 def test_catch_up_keeps_what_the_learner_made(lesson, capsys):
