@@ -68,16 +68,17 @@ def _imported(node: ast.Import | ast.ImportFrom) -> list[str]:
     return [alias.asname or alias.name.split(".")[0] for alias in node.names if alias.name != "*"]
 
 
-def _bound_in(statements: list[ast.stmt], conditional: bool = True) -> list[str]:
+def _bound_in(statements: list[ast.stmt], conditional: bool = True,
+              imports: bool = True) -> list[str]:
     """The names the statements bind in their own scope, in order, without the inside of the
     functions and classes they define; ``conditional=False`` leaves out the names bound only
-    inside an ``if``, loop, ``with`` or ``try``."""
+    inside an ``if``, loop, ``with`` or ``try``, ``imports=False`` those of imports."""
     names = []
     for node in statements:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             names.append(node.name)
         elif isinstance(node, ast.Import | ast.ImportFrom):
-            names += _imported(node)
+            names += _imported(node) if imports else []
         elif isinstance(node, ast.Assign):
             names += [name for target in node.targets for name in _targets(target)]
         elif isinstance(node, ast.AugAssign | ast.AnnAssign):
@@ -176,10 +177,11 @@ def _parse(source: str) -> ast.Module:
     return ast.parse(source)
 
 
-def defined_names(source: str, conditional: bool = True) -> list[str]:
+def defined_names(source: str, conditional: bool = True, imports: bool = True) -> list[str]:
     """The names a cell's code binds at its top level, in order (``conditional=False``: only
-    those it binds whatever happens, not inside an ``if``, a loop, ``with`` or ``try``)."""
-    return _bound_in(_parse(source).body, conditional)
+    those it binds whatever happens, not inside an ``if``, a loop, ``with`` or ``try``;
+    ``imports=False``: not those of its imports)."""
+    return _bound_in(_parse(source).body, conditional, imports)
 
 
 def used_names(source: str) -> set[str]:

@@ -100,6 +100,8 @@ a.b = 2
         "handle", "error", "handled", "walrus"]
     assert defined_names(source, conditional=False) == [
         "np", "d", "plots", "os", "x", "y", "z", "total", "f", "C", "walrus"]
+    assert defined_names(source, conditional=False, imports=False) == [
+        "x", "y", "z", "total", "f", "C", "walrus"]
 
 
 def test_the_names_a_cell_uses_are_those_it_reads_before_it_binds_them():
@@ -244,7 +246,7 @@ def test_each_prompt_names_what_later_cells_use_and_a_catch_up_follows(episode):
         if caught:
             cell_id, *called = call_of(following)
             assert cell_id == cell.id and following.id == f"{cell.id}-{mk.CATCH_UP}"
-            assert called == (names or defined_names(full.source, conditional=False))
+            assert called == (names or defined_names(full.source, conditional=False, imports=False))
             assert set(called) <= set(defined_names(complete_code[cell_id]))
             assert following.source.startswith("# Catch-up: run this cell only if")
 

@@ -52,14 +52,19 @@ def typed_prompt(prompt: str, needed: list[str]) -> str:
     return f"# {prompt.strip()}{names}"
 
 
+def _either(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
 def catch_up_source(cell_id: str, names: list[str], exercise: bool) -> str:
-    """A catch-up cell: runs the complete cell ``cell_id`` if the kernel lacks one of ``names``."""
+    """A catch-up cell: runs the complete cell ``cell_id`` if one of ``names`` is missing (or,
+    after an exercise, holds a blank)."""
     when = ("the exercise above failed or has blanks left" if exercise else
             "you skipped the cell above or it failed")
-    have = ", ".join(names) + (" without blanks" if exercise else "")
+    lacks = "is missing or holds a blank" if exercise else "is missing"
     call = ", ".join(json.dumps(item) for item in [cell_id, *names])
     return (f"# Catch-up: run this cell only if {when}.\n"
-            f"# It runs the complete cell, unless you have {have} already.\n"
+            f"# It runs the complete cell if {_either(names)} {lacks}.\n"
             "from gpulesson.catchup import catch_up\n\n"
             f"catch_up({call})")
 

@@ -305,7 +305,7 @@ def _learner_cells(role: str, full, mine, needed: list[str], cell_id: str) -> li
         cell = nbformat.v4.new_code_cell(mine.source)
     cell.id = cell_id
     if role == SOLUTION:  # an exercise: the names later cells use, or all it always defines
-        names = needed or defined_names(full.source, conditional=False)
+        names = needed or defined_names(full.source, conditional=False, imports=False)
     else:
         names = needed if role == TYPED else []
     return [cell, catch_up_cell(cell_id, names, role == SOLUTION)] if names else [cell]
