@@ -30,13 +30,13 @@ TYPE_ALONG_NOTE = (
 
 def learner_note(episode: Path, typed: bool) -> str:
     """The learner's header note: how to catch up, and the command for the complete notebook."""
-    behind = ("Behind? Run the **catch-up** cell under a cell you skipped or could not finish: it "
-              "runs the complete cell, and keeps what you made. " if typed else
-              "Every cell here is complete. ")
-    return (f"*You work in your own copy of this notebook. {behind}For the complete notebook, run "
-            f"`{RECOVER}` in a terminal (**File → New → Terminal**). It puts "
-            f"`{episode.stem}-complete.ipynb` beside your notebook in `my-notebooks/`, and leaves "
-            "your notebook as it is.*")
+    behind = ("Behind? Run the **catch-up** cell under a cell you skipped or could not finish. It "
+              "runs the complete cell only when a name that cell defines is missing. For the "
+              "whole complete notebook, " if typed else
+              "Every cell here is complete. To get the original cells back after a change, ")
+    return (f"*You work in your own copy of this notebook. {behind}run `{RECOVER}` in a terminal "
+            f"(**File → New → Terminal**). It puts `{episode.stem}-complete.ipynb` beside your "
+            "notebook in `my-notebooks/`, and leaves your notebook as it is.*")
 
 
 def header_notes(episode: Path, typed: bool) -> tuple[list[str], list[str]]:
