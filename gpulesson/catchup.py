@@ -173,21 +173,17 @@ def _read_in_order(statements: list[ast.stmt]) -> set[str]:
     return read
 
 
-def _parse(source: str) -> ast.Module:
-    return ast.parse(source)
-
-
 def defined_names(source: str, conditional: bool = True, imports: bool = True) -> list[str]:
     """The names a cell's code binds at its top level, in order (``conditional=False``: only
     those it binds whatever happens, not inside an ``if``, a loop, ``with`` or ``try``;
     ``imports=False``: not those of its imports)."""
-    return _bound_in(_parse(source).body, conditional, imports)
+    return _bound_in(ast.parse(source).body, conditional, imports)
 
 
 def used_names(source: str) -> set[str]:
     """The names a cell's code takes from earlier cells: read before the cell binds them,
     builtins and IPython's own names left out (``del x`` reads ``x`` too)."""
-    return _read_in_order(_parse(source).body) - set(dir(builtins)) - KERNEL_NAMES
+    return _read_in_order(ast.parse(source).body) - set(dir(builtins)) - KERNEL_NAMES
 
 
 def needed_later(sources: list[str]) -> list[list[str]]:
@@ -283,7 +279,7 @@ def _behind(namespace: dict, names: tuple[str, ...]) -> list[str]:
 def _run(source: str, filename: str, namespace: dict) -> None:
     """Run a cell's code as IPython would: the value of a last expression is displayed."""
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
-    tree = _parse(source)
+    tree = ast.parse(source)
     last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
     exec(compile(tree, filename, "exec"), namespace)
     if last is not None:

@@ -9,8 +9,10 @@ How the notebooks are run, and why that is enough. "Skip each typed cell in turn
 blank" would mean one run of a notebook per typed cell: episode 5 would train on the CPU seven
 times. One run does the same work. Each core learner notebook runs once, in a fresh kernel
 (quick mode, synthetic data, CPU), exactly as it is on disk: every typed cell left as its prompt
-(skipped) and every exercise with its blanks. Every catch-up cell must then run the complete
-cell, and every other cell but the exercises must run. A catch-up that ran the complete cell
+(skipped) and every exercise with its blanks. Each exercise's cell must fail, in its own cell
+(episode 5's train_on, whose blanks Python would find only when it trains, through
+check_filled); every catch-up cell must then run the complete cell; and every other cell must
+run. A catch-up that ran the complete cell
 leaves the kernel with what that cell defines, as if the learner had typed it; so the state
 after each catch-up is the same whether the other typed cells were skipped or typed, and the
 one run covers each cell skipped in turn. The other side, a learner who is not behind, is
