@@ -5,13 +5,15 @@
 
 JupyterLab saves a notebook with its outputs as you work (and every two minutes on its own), so
 working in ``notebooks/`` would change the lesson's tracked files and make ``git pull`` fail.
-This copies each notebook of ``notebooks/learner/`` (the cells you type hold only a ``# `` line
-that says what to write; exercises have ``____`` blanks) into a folder of your own
+This copies each notebook of ``notebooks/learner/`` (the cells you type hold only ``# `` lines
+that say what to write; exercises have ``____`` blanks) into a folder of your own
 (``my-notebooks/`` by default, next to ``notebooks/`` so that the notebooks' links to ``../fig``
 and ``../setup.md`` still work, and ignored by git). With ``--complete`` it copies the complete
 notebooks of ``notebooks/`` instead, as ``NN-slug-complete.ipynb``: the fallback when you fall
-behind, beside your own. A copy that is already there is yours and is never overwritten: to
-start a notebook afresh, delete your copy and run the command again.
+behind, beside your own. (Within a notebook, the catch-up cell under a cell to type or an
+exercise runs the complete cell: :mod:`gpulesson.catchup`.) A copy that is already there is
+yours and is never overwritten: to start a notebook afresh, delete your copy and run the command
+again.
 """
 
 from __future__ import annotations
@@ -76,6 +78,9 @@ def main(argv=None) -> int:
     what = "complete notebooks" if args.complete else "notebooks"
     print(f"Your {what} are in {target}: {len(copied)} copied from {source}/, "
           f"{len(kept)} of yours kept as they are. Open them from there.")
+    if not args.complete:
+        print("Behind in a notebook? Run the catch-up cell under the cell you skipped, or run "
+              f"'{parser.prog} --complete' for the complete notebooks, beside yours.")
     return 0
 
 

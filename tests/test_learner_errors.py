@@ -171,12 +171,15 @@ def test_a_notebook_shows_the_lesson_errors_as_their_message_alone(tmp_path):
            # urllib reaches 127.0.0.1 directly even where a proxy is configured
            "no_proxy": "127.0.0.1,localhost", "NO_PROXY": "127.0.0.1,localhost"}
     (status_settings, settings_errors), (status_download, download_errors), (status_other,
-                                                                            other_errors) = \
-        _run_cells([
+                                                                            other_errors), \
+        (status_blanks, blanks_errors) = _run_cells([
             "from gpulesson.settings import get_settings\nsettings = get_settings()",
             "from gpulesson.cifar10 import cifar10_source, load_cifar10\n"
             "load_cifar10(*cifar10_source(), progress=False)",
             "1 / 0",
+            # An exercise's function with a blank left: stopped in its own cell (episode 5).
+            "from gpulesson.catchup import check_filled\n\n\ndef train_on(device):\n"
+            "    return ____\n\n\ncheck_filled(train_on)",
         ], env, tmp_path)
 
     # The cells failed (Run All stops there), each with one error output ...
@@ -193,6 +196,11 @@ def test_a_notebook_shows_the_lesson_errors_as_their_message_alone(tmp_path):
         assert "gaierror" not in text and "File " not in text, text
         # And how to set the variable from inside JupyterLab.
         assert "%env LESSON_DATA=" in text and "Restart Kernel and Run All Cells" in text, text
+    assert status_blanks == "error" and len(blanks_errors) == 1, blanks_errors
+    text = "\n".join(blanks_errors[0]["traceback"])
+    assert text.startswith("BlanksLeftError: train_on still holds blanks (____) in these lines:\n"
+                           "    return ____\nFill in each blank"), text
+    assert "Traceback" not in text and "catch-up cell" in text, text
     # Errors that are not the lesson's keep their full traceback.
     assert status_other == "error" and len(other_errors) == 1
     assert "Traceback" in "".join(other_errors[0]["traceback"]), other_errors

@@ -7,7 +7,7 @@ cell, and the MyST-only markup (exercise, solution, callout and figure directive
 plain Markdown that JupyterLab shows as is: solutions become collapsed ``<details>`` blocks,
 instructor notes are left out. Notebooks are written without outputs.
 
-Each episode gives two notebooks, which differ only in code cells:
+Each episode gives two notebooks, which differ in code cells and in the header under the title:
 
 - ``notebooks/NN-slug.ipynb``, the *complete* notebook: every cell filled in. CI (nbval),
   ``tools/record_run.py`` and the batch jobs run it; instructors teach from it.
@@ -16,7 +16,12 @@ Each episode gives two notebooks, which differ only in code cells:
   ``_toc.yml``, or front matter ``type-along: true``; ``false`` opts out) a code cell is
   *typed*: the learner's cell holds only ``# `` and the cell's one-line ``:prompt:`` option, and
   the learner writes the code with the instructor. A cell tagged ``given`` is complete in both
-  notebooks, as is every cell of the other episodes.
+  notebooks, as is every cell of the other episodes. A typed cell's comment also lists the names
+  that later cells take from it (found in the cells' code with ``ast``), and a *catch-up* cell
+  follows each typed cell that later cells need and each exercise: it runs the complete cell
+  when the kernel lacks one of those names (``tools/learner_cells.py``,
+  ``gpulesson/catchup.py``). The header speaks to learners: how to catch up, and how to copy
+  the complete notebook beside their own.
 
 A code cell tagged ``exercise`` (code with ``____`` blanks) must be followed at once by the code
 cell tagged ``solution`` that fills them: the learner's notebook has the exercise cell, the
@@ -47,6 +52,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the lesson's package, installed or not
 sys.path.insert(0, str(ROOT / "_ext"))
+from gpulesson.catchup import defined_names, needed_later  # noqa: E402
 from gpulesson.preflight import require_or_exit  # noqa: E402
 from gpulesson.settings import DATA_CHOICES, DEFAULT_DATA, QUICK_EPOCHS, QUICK_N_TRAIN  # noqa: E402
 
@@ -62,6 +68,7 @@ from carpentry import (  # noqa: E402
     split_front_matter,
 )
 from jupytext.myst import MystMetadataParsingError  # noqa: E402
+from learner_cells import CATCH_UP, catch_up_cell, header_notes, typed_prompt  # noqa: E402, F401
 
 NOTEBOOK_DIR = "notebooks"
 LEARNER_DIR = f"{NOTEBOOK_DIR}/learner"
@@ -288,50 +295,67 @@ def _markdown_cell(cell) -> nbformat.NotebookNode | None:
     return nbformat.v4.new_raw_cell(cell.source)
 
 
-TYPE_ALONG_NOTE = (
-    "*Type along: in the learners' copy of this notebook a code cell that holds only a comment "
-    "(`# ...`) is yours to write, with the instructor, and an exercise's code has blanks "
-    f"(`{BLANK}`) to fill in. This episode's complete notebook, every cell filled in, is in the "
-    "lesson's `notebooks/` folder.*"
-)
+
+def _learner_cells(role: str, full, mine, needed: list[str], cell_id: str) -> list:
+    """The learner's cells for one code cell of the episode: its cell, and a catch-up cell
+    after a typed cell that later cells need and after an exercise."""
+    if role == TYPED:
+        cell = nbformat.v4.new_code_cell(typed_prompt(mine.metadata[PROMPT], needed))
+    else:
+        cell = nbformat.v4.new_code_cell(mine.source)
+    cell.id = cell_id
+    if role == SOLUTION:  # an exercise: the names later cells use, or all it always defines
+        names = needed or defined_names(full.source, conditional=False, imports=False)
+    else:
+        names = needed if role == TYPED else []
+    return [cell, catch_up_cell(cell_id, names, role == SOLUTION)] if names else [cell]
 
 
 def build_notebooks(episode: Path, root: Path = ROOT) -> tuple[nbformat.NotebookNode, nbformat.NotebookNode]:
-    """The complete notebook and the learner's notebook for one episode, as they should be on disk."""
+    """The complete notebook and the learner's notebook for one episode, as they should be on
+    disk. Cell ids are stable, so that regenerating an unchanged episode changes nothing, and a
+    learner's cell has the id of its cell in the complete notebook (a catch-up cell: that id and
+    ``-catch-up``)."""
     meta, source, typed = episode_cells(episode, root)
-    title = (
+    notes = [
         f"# {meta['title']}\n\n"
         f"*Episode {episode.name.split('-')[0]} of the lesson \"Deep learning on GPUs: CPU vs GPU\". "
-        f"Teaching: {meta['teaching']} min, exercises: {meta['exercises']} min. "
-        "This notebook is generated from the episode: edit the episode, not the notebook.*\n\n"
-        + (f"{TYPE_ALONG_NOTE}\n\n" if typed else "")
+        f"Teaching: {meta['teaching']} min, exercises: {meta['exercises']} min.*\n\n"
+        + "".join(f"{note}\n\n" for note in kept)
         + f"**Questions**\n\n{bullets(meta['questions'])}\n\n"
         f"**Objectives**\n\n{bullets(meta['objectives'])}"
-    )
-    head = [nbformat.v4.new_markdown_cell(data_choice_markdown()), nbformat.v4.new_markdown_cell(title)]
-    complete, learner = list(head), list(head)
-    for role, full, mine in _pairs(episode.name, source.cells, typed):
+        for kept in header_notes(episode, typed)]
+    complete, learner = [], []
+
+    def add(cell, mine=None) -> str:
+        """Add a cell to both notebooks (``mine``: the learner's, if it differs); its id."""
+        mine = cell if mine is None else mine
+        cell.id = mine.id = f"{episode.stem[:2]}-{len(complete):03d}"
+        complete.append(cell)
+        learner.append(mine)
+        return cell.id
+
+    add(nbformat.v4.new_markdown_cell(data_choice_markdown()))
+    add(nbformat.v4.new_markdown_cell(notes[0]), nbformat.v4.new_markdown_cell(notes[1]))
+    pairs = _pairs(episode.name, source.cells, typed)
+    needed = iter(needed_later([full.source for role, full, _ in pairs
+                                if role not in ("markdown", "raw")]))
+    for role, full, mine in pairs:
         if role in ("markdown", "raw"):
             made = _markdown_cell(full)
             if made is not None:
-                complete.append(made)
-                learner.append(made)
+                add(made)
             continue
-        complete.append(nbformat.v4.new_code_cell(full.source))  # no outputs, no execution count
-        learner.append(nbformat.v4.new_code_cell(
-            f"# {mine.metadata[PROMPT].strip()}" if role == TYPED else mine.source))
-    keypoints = nbformat.v4.new_markdown_cell(f"## Key points\n\n{bullets(meta['keypoints'])}")
+        here = add(nbformat.v4.new_code_cell(full.source))  # no outputs, no execution count
+        learner[-1:] = _learner_cells(role, full, mine, next(needed), here)
+    add(nbformat.v4.new_markdown_cell(f"## Key points\n\n{bullets(meta['keypoints'])}"))
     notebooks = []
     for cells in (complete, learner):
-        nb = nbformat.v4.new_notebook(cells=[*cells, keypoints])
+        nb = nbformat.v4.new_notebook(cells=[nbformat.from_dict(cell) for cell in cells])
         nb.metadata = {
             "kernelspec": dict(source.metadata["kernelspec"]),
             "language_info": {"name": "python"},
         }
-        # Stable cell ids, the same in both notebooks, so that regenerating an unchanged
-        # episode changes nothing and a learner's cell is found in the complete notebook.
-        nb.cells = [nbformat.from_dict({**cell, "id": f"{episode.stem[:2]}-{i:03d}"})
-                    for i, cell in enumerate(nb.cells)]
         notebooks.append(nb)
     return notebooks[0], notebooks[1]
 

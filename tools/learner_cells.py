@@ -1,0 +1,77 @@
+"""What a learner's notebook has that the complete notebook has not (tools/make_notebooks.py).
+
+- A header note for learners: how to catch up, and the command that copies the complete
+  notebook beside their own. The complete notebook's header keeps the note for maintainers.
+- A typed cell's comment: its one-line prompt, then the names later cells use (derived from the
+  cells' code by ``gpulesson.catchup.needed_later``), so that a learner keeps those names.
+- A catch-up cell after a typed cell that later cells need and after an exercise: it runs the
+  complete cell of the same id when the kernel lacks one of those names (``gpulesson.catchup``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+
+from gpulesson.catchup import BLANK, RECOVER
+
+CATCH_UP = "catch-up"  # the tag, and the end of the id, of a catch-up cell
+MAINTAINER_NOTE = "*This notebook is generated from the episode: edit the episode, not the notebook.*"
+COMPLETE_NOTE = ("*This is the complete notebook: every cell is filled in. Learners type along "
+                 "in their own copies of the learner's notebook.*")
+TYPE_ALONG_NOTE = (
+    "*Type along: a code cell that holds only a comment (`# ...`) is yours to write, with the "
+    "instructor. Keep the names its comment lists: later cells use them. An exercise's code has "
+    f"blanks (`{BLANK}`) to fill in.*"
+)
+
+
+def learner_note(episode: Path, typed: bool) -> str:
+    """The learner's header note: how to catch up, and the command for the complete notebook."""
+    behind = ("Behind? Run the **catch-up** cell under a cell you skipped or could not finish. It "
+              "runs the complete cell only when a name that cell defines is missing. For the "
+              "whole complete notebook, " if typed else
+              "Every cell here is complete. To get the original cells back after a change, ")
+    return (f"*You work in your own copy of this notebook. {behind}run `{RECOVER}` in a terminal "
+            f"(**File → New → Terminal**). It puts `{episode.stem}-complete.ipynb` beside your "
+            "notebook in `my-notebooks/`, and leaves your notebook as it is.*")
+
+
+def header_notes(episode: Path, typed: bool) -> tuple[list[str], list[str]]:
+    """The notes under the title: (the complete notebook's, the learner's)."""
+    return (([COMPLETE_NOTE] if typed else []) + [MAINTAINER_NOTE],
+            ([TYPE_ALONG_NOTE] if typed else []) + [learner_note(episode, typed)])
+
+
+def typed_prompt(prompt: str, needed: list[str]) -> str:
+    """A typed cell in the learner's notebook: its prompt, and the names later cells use."""
+    these = "this name" if len(needed) == 1 else "these names"
+    names = f"\n# Later cells use {these}: {', '.join(needed)}." if needed else ""
+    return f"# {prompt.strip()}{names}"
+
+
+def _either(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
+def catch_up_source(cell_id: str, names: list[str], exercise: bool) -> str:
+    """A catch-up cell: runs the complete cell ``cell_id`` if one of ``names`` is missing (or,
+    after an exercise, holds a blank)."""
+    when = ("the exercise above failed or has blanks left" if exercise else
+            "you skipped the cell above or it failed")
+    lacks = "is missing or holds a blank" if exercise else "is missing"
+    call = ", ".join(json.dumps(item) for item in [cell_id, *names])
+    return (f"# Catch-up: run this cell only if {when}.\n"
+            f"# It runs the complete cell if {_either(names)} {lacks}.\n"
+            "from gpulesson.catchup import catch_up\n\n"
+            f"catch_up({call})")
+
+
+def catch_up_cell(cell_id: str, names: list[str], exercise: bool) -> nbformat.NotebookNode:
+    """The catch-up cell after the cell ``cell_id``, with its tag and id."""
+    cell = nbformat.v4.new_code_cell(catch_up_source(cell_id, names, exercise),
+                                     metadata={"tags": [CATCH_UP]})
+    cell.id = f"{cell_id}-{CATCH_UP}"
+    return cell
