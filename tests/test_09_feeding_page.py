@@ -102,7 +102,8 @@ def test_the_goals_are_checked_on_gpu_records(feeding_measured, tmp_path):
     path = write_records(tmp_path / "both.jsonl", base + good)
     values = feeding.substitutions(path)
     assert values["ref_feed_gpu"] == "Made-up GPU 80GB"
-    assert "| GPU: Made-up GPU 80GB, training |" in values["ref_feed_table"].splitlines()[0]
+    assert "| GPU: Made-up GPU 80GB (TensorFlow), training |" in \
+        values["ref_feed_table"].splitlines()[0]
     assert "| 100,000 (range 95,000–105,000, 5 repeats) |" in values["ref_feed_table"]
     findings = values["ref_feed_findings"]
     assert "**95%**" in findings and "trained 48× slower than" in findings
