@@ -53,13 +53,13 @@ def test_the_ceiling_is_the_fastest_in_memory_way_and_shares_follow_the_medians(
 def test_the_page_states_the_generators_share_of_the_ceiling_on_each_backend():
     run = [*RUN, record("torch", "cpu", "ram", [0.5] * 5), record("torch", "cpu", "lesson", [0.52] * 5)]
     said = page.goal_shares(run)
-    assert said == ("In the reference run the lesson's generator reached 48% on JAX (CPU) and "
-                    "96% on PyTorch (CPU) of the ceiling. The goal, where it applies, was met in "
-                    "1 of 2 cases.")  # the same cost a step: nothing hidden
+    assert said == ("In the reference run the share of the ceiling that the lesson's generator "
+                    "reached was 48% on JAX (CPU) and 96% on PyTorch (CPU). The goal, where it "
+                    "applies, was met in 1 of 2 cases.")  # the same cost a step: nothing hidden
     # TensorFlow's share is said, but no goal is set that no PyDataset can meet there.
     tf = [record("tensorflow", "cpu", "tfdata", [0.5] * 5),
           record("tensorflow", "cpu", "lesson", [1.0] * 5)]
-    assert page.goal_shares(tf).endswith("reached 50% on TensorFlow (CPU) of the ceiling.")
+    assert page.goal_shares(tf).endswith("reached was 50% on TensorFlow (CPU).")
     assert records.verdict(tf[1], tf[0]) == "50% of it (2× slower)"
 
 

@@ -233,6 +233,7 @@ def test_the_command_measures_appends_and_goes_on_with_a_run(tmp_path):
     for r in made:
         assert r["repeats"] == 2 and len(r["warmup_seconds"]) == 1 and r["grain"]
         assert r["work_ms"] > 0 and r["read_ms"] > 0 and r["cpu_settings"]["cpu_cores_available"]
+        assert r["method"] == records.METHOD  # the workers' shutdown after the timed epochs
     again = run_command(*args, "--run-id", made[0]["run_id"], env=env)
     assert again.returncode == 0 and "Nothing left to measure." in again.stdout
     assert len(out.read_text().splitlines()) == 2

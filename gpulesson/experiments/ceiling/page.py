@@ -86,7 +86,7 @@ def goal_shares(records) -> str:
     if not shares:
         return "The reference run has no record of the lesson's generator to compare with."
     said = (f"In the reference run{'s' if len(parts.part_runs(records)) > 1 else ''} the "
-            f"lesson's generator reached {_listed(shares)} of the ceiling.")
+            f"share of the ceiling that the lesson's generator reached was {_listed(shares)}.")
     if judged:
         how = ("missed" if not any(judged) else "met" if all(judged)
                else f"met in {sum(judged)} of {len(judged)} cases")

@@ -39,6 +39,8 @@ from gpulesson.experiments.feeding.records import (
     RESULTS_FILE,
     TARGET_EPOCH_SECONDS,
     TARGET_SHARE,
+    WORKER_PIPELINES,
+    WRONG_DATA_WITH_WORKERS,
     best_hdf5,
     delivered_wrong_data,
     epoch_summary,
@@ -202,9 +204,12 @@ def describe(records) -> str:
 
 # --- the page's values --------------------------------------------------------------------------
 
-def _rate_cell(record) -> str:
-    return rate_summary_text(rate_summary(record)).replace(" images/s", "") if record \
-        else "not measured"
+def _rate_cell(record, pipeline: str | None = None, backend: str | None = None) -> str:
+    if record:
+        return rate_summary_text(rate_summary(record)).replace(" images/s", "")
+    if pipeline in WORKER_PIPELINES and backend in WRONG_DATA_WITH_WORKERS:
+        return "TensorFlow only"
+    return "not measured"
 
 
 def table(records) -> str:
@@ -227,8 +232,9 @@ def table(records) -> str:
         if any(find(records, d, pipeline) for d in devices):
             cells = []
             for d in devices:
-                cells += [_rate_cell(find(records, d, pipeline)),
-                          _rate_cell(find(records, d, pipeline, "loader"))]
+                backend = next(r["backend"] for r in records if r["device_kind"] == d)
+                cells += [_rate_cell(find(records, d, pipeline), pipeline, backend),
+                          _rate_cell(find(records, d, pipeline, "loader"), pipeline, backend)]
             lines.append(f"| {ROWS[pipeline]} | " + " | ".join(cells) + " |")
     for pipeline, what in (("classic", "classic"), ("lesson", "lesson (uncompressed)"),
                            ("device", "on the device")):
