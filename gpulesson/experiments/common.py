@@ -11,7 +11,9 @@ apart); a page shows the median and the range (:func:`summary_text`).
 "slower", "about as fast", "N× faster"): where their ranges overlap, or where either has too few
 repeats to have a range, it says there is no measurable difference, and :func:`rank` puts such
 conditions in the same place of a ranking. Pages and figures take their comparison words from
-these two functions, so that a sentence never ranks noise.
+these two functions, so that a sentence never ranks noise. :func:`compare_middle` compares the
+middle repeats (:func:`middle`: five or more, without the fastest and the slowest), so that
+one stray repeat cannot decide a comparison either way.
 
 **Old records.** Records made before the rule have no summary: :func:`summary_of` builds one
 from the samples they hold (e.g. the epochs after the first), so that the pages still build
