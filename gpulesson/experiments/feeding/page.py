@@ -291,8 +291,8 @@ def _settings_sentence(records) -> str:
     start = (f"The second figure changes one setting at a time on `{pipeline}`, on the "
              f"{device.upper()} (run {run_id})")
     if not base:
-        parts = [f"{_setting_name(r)} {rate_summary_text(rate_summary(r))}." for r in swept]
-        return start + ". " + " ".join(p[0].upper() + p[1:] for p in parts)
+        each = [f"{_setting_name(r)} {rate_summary_text(rate_summary(r))}." for r in swept]
+        return start + ". " + " ".join(p[0].upper() + p[1:] for p in each)
     base_rate = rate_summary(base)
     apart, same = [], []
     for r in swept:
