@@ -42,7 +42,8 @@ def alt_text(records) -> str:
                          + ("" if r is top else f" ({share_text(share(r, top))})") for name, r in drawn)
         parts.append(f"{NAMES.get(backend, backend)} on the {device.upper()}: {said}")
     return ("Horizontal bars of the median images per second that fit reaches with a model "
-            "that does almost nothing, one panel per backend and device, with whiskers from "
+            "that does almost nothing, one panel per backend and device, each on its own scale "
+            "and titled with its run and machine, with whiskers from "
             f"the slowest to the fastest epoch and a dashed line at {TARGET_SHARE:.0%} of the "
             "fastest in-memory bar (the ceiling). Medians, with shares of the ceiling in "
             f"brackets: {'; '.join(parts)}.")

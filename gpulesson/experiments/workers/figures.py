@@ -34,7 +34,8 @@ def alt_text(records) -> str:
     return ("Bars of the median images per second that fit reaches through Grain with a model "
             "that does almost nothing, against the number of worker processes, blue for the "
             "stored blocks as they are and orange with the lesson's augmentation, one panel per "
-            "backend and device, with whiskers from the slowest to the fastest epoch. Medians: "
+            "backend and device, each on its own scale and titled with its run and machine, "
+            "with whiskers from the slowest to the fastest epoch. Medians: "
             f"{'. '.join(parts)}.")
 
 
