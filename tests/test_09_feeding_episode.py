@@ -332,15 +332,16 @@ def test_the_episode_states_the_loader_margin_that_the_page_applies():
 
 
 def test_the_page_is_short_and_its_sentences_too():
-    """At most 4,000 words of prose on the page as shown (the reference run's values filled
-    in), no sentence over 50 words: generated sentences included."""
+    """At most 4,300 words of prose on the page as shown (the reference runs' values filled
+    in), no sentence over 50 words: generated sentences included. (4,000 while the page showed
+    one run; each device's reference now comes from its own run, named with its machine.)"""
     sys.path.insert(0, str(ROOT / "tools"))
     import core_check
     from carpentry import fill_placeholders
 
     page = core_check.parse_body(fill_placeholders(BODY, ROOT))
     found = core_check.sentences(page.paragraphs)
-    assert sum(core_check.words(p) for p in page.paragraphs) <= 4000
+    assert sum(core_check.words(p) for p in page.paragraphs) <= 4300
     longest = max(found, key=core_check.words)
     assert core_check.words(longest) <= 50, longest
 

@@ -102,7 +102,8 @@ def test_the_goals_are_checked_on_gpu_records(feeding_measured, tmp_path):
     path = write_records(tmp_path / "both.jsonl", base + good)
     values = feeding.substitutions(path)
     assert values["ref_feed_gpu"] == "Made-up GPU 80GB"
-    assert "| GPU: Made-up GPU 80GB, training |" in values["ref_feed_table"].splitlines()[0]
+    assert "| GPU: Made-up GPU 80GB (TensorFlow), training |" in \
+        values["ref_feed_table"].splitlines()[0]
     assert "| 100,000 (range 95,000–105,000, 5 repeats) |" in values["ref_feed_table"]
     findings = values["ref_feed_findings"]
     assert "**95%**" in findings and "trained 48× slower than" in findings
@@ -277,3 +278,93 @@ def test_the_episode_takes_its_alt_texts_from_the_page():
     episode = (ROOT / "_episodes" / "09-feeding-the-gpu.md").read_text(encoding="utf-8")
     for key in page.ALT_KEYS:
         assert f":alt: {{{{ {key} }}}}" in episode, key
+
+
+# --- partial runs and the verdicts on GPU records shaped like the H200's -------------------------
+
+# Training and loader-alone images/s shaped like the H200 run's (tests only: never committed).
+H200_TRAIN = {"classic": 883.0, "lesson": 75_187.0, "lesson-gzip": 9_757.0, "ram": 180_828.0,
+              "device": 116_871.0}
+H200_LOADER = {"classic": 862.0, "lesson": 232_643.0, "lesson-gzip": 35_821.0,
+               "ram": 471_643.0, "device": 506_453.0}
+
+
+def _gpu_run(records, run_id, train=H200_TRAIN, loader=H200_LOADER, groups=("pipelines",)):
+    """Made-up GPU records of one run: the CPU records' pipelines that ``train`` names, with
+    these rates (tests only)."""
+    made = []
+    for r in records:
+        if r["pipeline"] not in train or r["group"] not in groups:
+            continue
+        g = copy.deepcopy(r)
+        g.update(device_kind="gpu", keras_device="gpu:0", device="Made-up H200", run_id=run_id,
+                 cpu_model="Made-up Xeon", cores_usable=16, n_images=50_000,
+                 images_per_epoch=50_000, backend="jax", date="2026-11-27T16:00:00+00:00")
+        rates = loader if g["mode"] == "loader" else train
+        made.append(_with_rates(g, rates[g["pipeline"]]))
+    return made
+
+
+def test_a_partial_gpu_run_never_breaks_the_page(feeding_measured, tmp_path):
+    """A GPU-only run, a GPU sweep cut short and a GPU run stopped before its last pipelines:
+    the CPU's complete run stays the CPU's reference with its settings sweep, the newest
+    complete GPU part is the GPU's, and every value, the exercise's call and the figures work."""
+    records, _, _ = feeding_measured
+    cpu_run = records[0]["run_id"]
+    gpu = _gpu_run(records, "gpu-complete")
+    with_sweep = [r for r in records if r["group"] in ("pipelines", "precision", "spe")]
+    cut_sweep = _gpu_run(with_sweep, "gpu-sweep-cut", train={**H200_TRAIN},
+                         groups=("pipelines", "precision", "spe"))
+    stopped = [r for r in _gpu_run(records, "gpu-stopped") if r["pipeline"] in ("classic", "lesson")]
+    path = write_records(tmp_path / "partial.jsonl", records + gpu + cut_sweep + stopped)
+    reference = feeding.reference_run(path)
+    pipelines = {(r["device_kind"], r["run_id"]) for r in reference if r["group"] == "pipelines"}
+    assert pipelines == {("cpu", cpu_run), ("gpu", "gpu-sweep-cut")}
+    assert {r["run_id"] for r in reference if r["group"] != "pipelines"} == {cpu_run}
+    assert rec.complete_settings([r for r in records if r["device_kind"] == "cpu"])
+    assert not rec.complete_settings([r for r in cut_sweep if r["device_kind"] == "gpu"])
+    assert not rec.complete_pipelines(stopped)
+    assert feeding.best_pipeline(reference, "cpu") is not None
+    assert feeding.best_pipeline(reference, "gpu") == "ram"
+    values = feeding.substitutions(path)
+    said = {k: v for k, v in values.items() if not k.endswith("_alt")}
+    assert not any(NOT_RECORDED in v for v in said.values()), said
+    assert "No run has varied the settings on the GPU completely yet" in values["ref_feed_findings"]
+    assert values["ref_feed_fig_settings_alt"].startswith("Bar charts")
+    assert f"CPU (pipelines and settings): run {cpu_run}" in values["ref_feed_when"]
+    assert "GPU (pipelines): run gpu-sweep-cut" in values["ref_feed_when"]
+    assert "Made-up H200 beside Made-up Xeon, 16 cores" in values["ref_feed_when"]
+    assert "gpu-stopped" not in "".join(values.values())
+    text = feeding.describe(reference)
+    assert cpu_run in text and "gpu-sweep-cut" in text
+    written = _draw_module().draw(tmp_path / "fig", path)
+    settings = written[1].read_text()
+    assert "no run has varied them" not in settings and f"run {cpu_run}" in settings
+
+
+def test_the_goal_and_the_reading_follow_training_from_memory_on_a_gpu(feeding_measured):
+    """On records shaped like the H200's: the 90 % goal against the fastest path from memory
+    (RAM, not the slower device-resident path), and the loader's margin overruled where
+    training from memory is measurably faster: reading adds to each step."""
+    records, _, _ = feeding_measured
+    gpu = _gpu_run(records, "gpu")
+    checks = feeding.targets(gpu)
+    assert checks["reference"] == "ram" and checks["pipeline"] == "lesson"
+    assert checks["share"] == pytest.approx(75_187 / 180_828) and not checks["share_ok"]
+    top = rec.fastest_in_memory(gpu, "gpu")
+    lesson, lesson_loader = feeding.find(gpu, "gpu", "lesson"), feeding.find(gpu, "gpu", "lesson", "loader")
+    assert page.loader_verdict(lesson, lesson_loader) == "ahead"  # the margin alone: no wait
+    assert page.input_verdict(lesson, lesson_loader, top) == "adds"
+    classic = feeding.find(gpu, "gpu", "classic")
+    assert page.input_verdict(classic, feeding.find(gpu, "gpu", "classic", "loader"), top) == "waiting"
+    close = _with_rates(copy.deepcopy(lesson), 178_000.0)
+    assert page.input_verdict(close, lesson_loader, top) == "keeps up"
+    reading = page.reading(gpu)
+    assert "`lesson` 2.4× slower, `lesson-gzip` 19× slower" in reading
+    assert "reading did not overlap the steps" in reading
+    assert "the model set the pace" not in reading
+    findings = page.findings(gpu)
+    assert "**41%** of the rate of `ram`" in findings and "(not met)" in findings
+    # Where the device-resident path is the fastest from memory, it is the reference.
+    faster = _gpu_run(records, "gpu", train={**H200_TRAIN, "device": 200_000.0})
+    assert feeding.targets(faster)["reference"] == "device"

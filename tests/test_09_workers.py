@@ -9,7 +9,7 @@ import sys
 import pytest
 from conftest import ROOT
 
-from gpulesson.experiments import workers
+from gpulesson.experiments import common, parts, workers
 from gpulesson.experiments.workers import measure, page, records
 
 
@@ -51,8 +51,8 @@ def test_each_count_of_workers_is_compared_with_none_in_the_rules_words():
 
 def test_the_findings_say_the_costs_and_the_best_count_against_none():
     said = page.findings(RUN)
-    assert said == ("JAX on the CPU (2 cores; reading a block took 0.4 ms, `flip_crop` 2.2 ms): "
-                    "the best worker count was 1.5× slower than none for the stored blocks "
+    assert said == ("JAX, CPU (2 cores; a block: read 0.4 ms, `flip_crop` 2.2 ms): "
+                    "the best count of workers was 1.5× slower than none for the stored blocks "
                     "(2) and 1.4× faster than none with `flip_crop` (2).")
 
 
@@ -70,7 +70,8 @@ def test_table_alt_text_and_page_values_say_what_was_measured(tmp_path):
     values = page.substitutions(file)
     assert values["ref_workers_table"] == table
     assert values["ref_workers_summary"].endswith(
-        "Grain 0.2.18; run r (2026-11-26), `results/workers.jsonl`.")
+        "run r (2026-11-26); `results/workers.jsonl`.")
+    assert "Grain 0.2.18" in values["ref_workers_summary"]
     assert "CPU: Test CPU, 2 cores" in values["ref_workers_summary"]
 
 
@@ -78,19 +79,131 @@ def test_the_figure_has_a_panel_a_backend_and_a_bar_a_condition():
     run = [*RUN, record("torch", "none", 0, [0.5] * 5), record("torch", "none", 1, [0.6] * 5)]
     (figure,) = workers.figures(run)
     axes = figure.get_axes()
-    assert [ax.get_title(loc="left") for ax in axes] == ["JAX, CPU", "PyTorch, CPU"]
+    assert [ax.get_title(loc="left") for ax in axes] == [
+        "JAX, CPU: Test CPU, 2 cores\nrun r", "PyTorch, CPU: Test CPU, 2 cores\nrun r"]
     assert [len(ax.patches) for ax in axes] == [6, 2]
-    with pytest.raises(ValueError, match="python -m gpulesson.experiments.workers"):
+    with pytest.raises(ValueError, match=r"python -m gpulesson\.experiments\.workers"):
         workers.figures([])
 
 
 def test_the_committed_run_is_the_pages_and_its_figure_is_drawn_from_it():
+    """Each device's part of the reference is a complete grid of one run, named by its run and
+    machine; the CPU's grid has both works, and a GPU part beside it is from a GPU run."""
     committed = records.reference_run()
     if not committed:
         pytest.skip("no run in results/workers.jsonl yet")
+    by_device = {}
+    for r in committed:
+        by_device.setdefault(r["device_kind"], []).append(r)
+    for device, part in by_device.items():
+        assert len({r["run_id"] for r in part}) == 1, device
+        assert records.complete(part), device
+        assert part[0]["run_id"] in page.provenance(committed)
+    if "cpu" in by_device:
+        assert {r["work"] for r in by_device["cpu"]} == set(records.WORK)
     assert {r["work"] for r in committed} == set(records.WORK)
     assert all(r["repeats"] >= 5 and r["n_images"] == records.N_IMAGES for r in committed)
     assert all(r["read_ms"] > 0 and r["work_ms"] > 0 for r in committed)
+    summary = page.substitutions()["ref_workers_summary"]
+    assert "not recorded" not in summary
+    for part in by_device.values():
+        assert parts.machine(part) in summary
+    (figure,) = workers.figures(committed)
+    titles = [ax.get_title(loc="left") for ax in figure.get_axes()]
+    assert all(any(part[0]["run_id"] in t for t in titles) for part in by_device.values())
+
+
+# Made-up records shaped like the H200's: 4 workers with one slow last epoch (the workers'
+# shutdown), none with epochs about twice as long.
+H200_NONE = [0.67, 0.734, 0.733, 0.672, 0.586]
+H200_FOUR = [0.352, 0.337, 0.34, 0.341, 1.675]
+
+
+def gpu_record(n_workers, seconds, *, method=None, run_id="g"):
+    made = {**record("jax", "augment", n_workers, seconds, device="gpu"), "run_id": run_id,
+            "device": "Made-up GPU", "cpu_model": "Made-up Xeon", "cores_usable": 16}
+    return {**made, "method": method} if method else made
+
+
+def test_one_slow_epoch_does_not_decide_the_comparison():
+    run = [gpu_record(0, H200_NONE), gpu_record(4, H200_FOUR)]
+    # The whole ranges overlap (the slow last epoch); the middle three epochs do not.
+    assert common.compare(records.rate_summary(run[1]), records.rate_summary(run[0]),
+                          higher_is_better=True).sentence == common.NO_DIFFERENCE
+    assert records.against_none(run[1], run) == "2× faster"
+    said = page.findings(run)
+    assert "2× faster than none with `flip_crop` (4)" in said
+    assert "1.68 s against a median of 0.341 s" in said  # the shutdown, named
+    # One slow epoch on either side does not flip it either way.
+    slow_none = [gpu_record(0, [0.34, 0.35, 0.33, 0.34, 2.0]), gpu_record(4, [0.35, 0.34] * 2 + [0.33])]
+    assert records.against_none(slow_none[1], slow_none) == common.NO_DIFFERENCE
+    # A record made with the spare epoch has no shutdown to name.
+    fixed = [gpu_record(0, H200_NONE, method=records.METHOD),
+             gpu_record(4, [*H200_FOUR[:4], 0.35], method=records.METHOD)]
+    assert not any(records.teardown_may_be_timed(r) for r in fixed)
+    assert "stop" not in page.findings(fixed)
+
+
+def test_the_workers_stop_after_the_timed_epochs(monkeypatch):
+    """The dataset holds one epoch more than fit trains: no timed epoch reaches its end."""
+    from gpulesson.lesson import feeding as lesson_feeding
+
+    asked = {}
+
+    def fake_blocks(path, epochs, batch_size, **options):
+        asked["epochs"] = epochs
+        return list(range(epochs * 3)), 3
+
+    class FakeModel:
+        stop_training = False
+
+        def fit(self, dataset, *, epochs, steps_per_epoch, callbacks, **options):
+            taken = iter(dataset)
+            for callback in callbacks:
+                callback.set_model(self)
+            for epoch in range(epochs):
+                callbacks[0].on_epoch_begin(epoch)
+                for _ in range(steps_per_epoch):
+                    next(taken)
+                callbacks[0].on_epoch_end(epoch, {})
+            asked["left"] = len(list(taken))
+
+    monkeypatch.setattr(lesson_feeding, "grain_blocks", fake_blocks)
+    seconds = measure._fit(FakeModel(), "file.h5", work="none", workers=2, batch_size=8,
+                           warmup=1, repeats=2)
+    assert len(seconds) == 3 and asked["epochs"] == 4 and asked["left"] == 3
+
+
+def test_a_device_part_is_the_reference_only_when_its_grid_is_complete(tmp_path):
+    """A GPU part cut short (no worker count beside none) does not replace the complete one,
+    and a GPU-only run does not hide the CPU's complete grid."""
+    file = tmp_path / "workers.jsonl"
+    gpu = [gpu_record(0, H200_NONE), gpu_record(4, H200_FOUR)]
+    cut = [gpu_record(0, H200_NONE, run_id="later")]
+    file.write_text("".join(json.dumps(r) + "\n" for r in [*RUN, *gpu, *cut]))
+    reference = records.reference_run(file)
+    assert [(r["run_id"], r["device_kind"]) for r in reference] == \
+        [("r", "cpu")] * len(RUN) + [("g", "gpu")] * 2
+    assert not records.complete(cut)
+    assert not records.complete(RUN[:4])  # "augment" measured with fewer counts than "none"
+    values = page.substitutions(file)
+    assert "run r (2026-11-26)" in values["ref_workers_summary"]
+    assert "run g (2026-11-26)" in values["ref_workers_summary"]
+    assert "Made-up GPU beside Made-up Xeon, 16 cores" in values["ref_workers_summary"]
+    assert "CPU: Test CPU, 2 cores" in values["ref_workers_summary"]
+    assert "later" not in "".join(values.values())
+
+
+def test_bars_stand_on_their_ticks_where_a_panel_has_one_work():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    (figure,) = workers.figures([*RUN, gpu_record(0, H200_NONE), gpu_record(4, H200_FOUR)])
+    gpu_axes = figure.get_axes()[-1]
+    centres = sorted(p.get_x() + p.get_width() / 2 for p in gpu_axes.patches)
+    assert centres == pytest.approx(list(gpu_axes.get_xticks()))
+    cpu_axes = figure.get_axes()[0]
+    assert cpu_axes.get_ylim() != gpu_axes.get_ylim()  # each panel on its own scale
 
 
 def run_command(*args, env=None):
@@ -120,6 +233,7 @@ def test_the_command_measures_appends_and_goes_on_with_a_run(tmp_path):
     for r in made:
         assert r["repeats"] == 2 and len(r["warmup_seconds"]) == 1 and r["grain"]
         assert r["work_ms"] > 0 and r["read_ms"] > 0 and r["cpu_settings"]["cpu_cores_available"]
+        assert r["method"] == records.METHOD  # the workers' shutdown after the timed epochs
     again = run_command(*args, "--run-id", made[0]["run_id"], env=env)
     assert again.returncode == 0 and "Nothing left to measure." in again.stdout
     assert len(out.read_text().splitlines()) == 2

@@ -105,3 +105,20 @@ def test_scale_multiplies_every_value_and_keeps_none():
     assert scaled["samples"] == [20.0, 40.0, 30.0] and scaled["warmup"] == [90.0]
     assert scaled["unit"] == "J" and common.scale(summary, 2)["unit"] == "s"
     assert summary["median"] == 3.0 and common.scale(None, 2) is None
+
+
+def test_one_stray_repeat_cannot_decide_a_comparison_of_the_middle_ones():
+    # Five epochs of 0.34 s and one of them 1.675 s (a shutdown), against five of about 0.67 s.
+    stray = common.summarise([0.352, 0.337, 0.34, 0.341, 1.675])
+    slow = common.summarise([0.67, 0.734, 0.733, 0.672, 0.586])
+    assert not common.compare(stray, slow).measurable  # the whole ranges overlap
+    middle = common.middle(stray)
+    assert (middle["min"], middle["max"], middle["median"]) == (0.34, 0.352, stray["median"])
+    assert middle["samples"] == stray["samples"]  # every sample kept
+    assert common.compare_middle(stray, slow).text == "2× faster than"
+    # One stray fast epoch does not make a difference either.
+    fast_once = common.summarise([0.67, 0.68, 0.66, 0.67, 0.1])
+    assert not common.compare_middle(fast_once, slow).measurable
+    # Fewer than five repeats keep their whole range.
+    few = common.summarise([0.3, 0.5, 0.4])
+    assert common.middle(few) == few and common.middle(None) is None

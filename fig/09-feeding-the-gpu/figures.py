@@ -6,9 +6,9 @@
 
 FOLDER defaults to fig/09-feeding-the-gpu/ (created if missing), RESULTS to
 results/feeding.jsonl (the ceiling and Grain's workers: results/ceiling.jsonl and
-results/workers.jsonl, beside it). The run drawn is the
-newest one with CPU and GPU records, else the
-newest with GPU records, else the newest run (gpulesson.experiments.feeding.reference_run); record one with
+results/workers.jsonl, beside it). Each device is drawn from the newest run that measured it
+completely, the settings from the newest run that varied every setting (each experiment's
+reference_run, e.g. gpulesson.experiments.feeding.reference_run); record one with
 ``python -m gpulesson.experiments.feeding``. A test checks that the committed figures are the ones this
 script draws from the committed file.
 """

@@ -11,7 +11,9 @@ apart); a page shows the median and the range (:func:`summary_text`).
 "slower", "about as fast", "N× faster"): where their ranges overlap, or where either has too few
 repeats to have a range, it says there is no measurable difference, and :func:`rank` puts such
 conditions in the same place of a ranking. Pages and figures take their comparison words from
-these two functions, so that a sentence never ranks noise.
+these two functions, so that a sentence never ranks noise. :func:`compare_middle` compares the
+middle repeats (:func:`middle`: five or more, without the fastest and the slowest), so that
+one stray repeat cannot decide a comparison either way.
 
 **Old records.** Records made before the rule have no summary: :func:`summary_of` builds one
 from the samples they hold (e.g. the epochs after the first), so that the pages still build
@@ -72,6 +74,26 @@ from gpulesson.timing import load_average, own_cpu_seconds
 REPEATS = 5  # timed repeats of each condition (the rule)
 WARMUP = 1  # warm-up repeats before them: recorded, never averaged
 QUICK_REPEATS = 2  # quick mode: fewer, and the page or table says how many
+
+
+MIDDLE_FROM = 5  # from this many repeats on, a comparison reads the middle ones (:func:`middle`)
+
+
+def middle(summary: dict | None) -> dict | None:
+    """``summary`` with the range of its middle repeats, the fastest and the slowest left out,
+    when it has at least :data:`MIDDLE_FROM` (the median is the same): compared through it
+    (:func:`compare_middle`), one stray repeat, such as a pause in one epoch of five, cannot
+    decide a comparison either way. Fewer repeats keep their whole range. Every sample stays in
+    the record and in the range the page shows."""
+    if not summary or summary["n"] < MIDDLE_FROM:
+        return summary
+    kept = sorted(summary["samples"])[1:-1]
+    return {**summary, "min": kept[0], "max": kept[-1], "range": "middle"}
+
+
+def compare_middle(a: dict, b: dict, **options) -> Comparison:
+    """:func:`compare` of the middle repeats of two summaries (:func:`middle`)."""
+    return compare(middle(a), middle(b), **options)
 
 
 def repeats_for(quick: bool) -> int:

@@ -36,7 +36,8 @@ from gpulesson.experiments.ceiling.records import (
     reference_run,
     share,
 )
+from gpulesson.experiments.parts import machine
 
 __all__ = ["BACKENDS", "EXPERIMENT", "FILE", "IN_MEMORY", "N_IMAGES", "PIPELINES", "RESULTS_FILE",
-           "TARGET_SHARE", "alt_text", "ceiling", "describe", "figures", "find", "reference_run",
+           "TARGET_SHARE", "alt_text", "ceiling", "describe", "figures", "find", "machine", "reference_run",
            "share", "substitutions", "table"]

@@ -19,7 +19,7 @@ from gpulesson.experiments.ceiling.records import (
     share_text,
 )
 from gpulesson.experiments.common import SPREAD_NOTE, draw_spread
-from gpulesson.results import hardware
+from gpulesson.experiments.parts import machine
 
 FILE = "feeding-ceiling.svg"
 # In memory blue, the lesson's generator orange; without mixing (window=1) lighter.
@@ -42,7 +42,8 @@ def alt_text(records) -> str:
                          + ("" if r is top else f" ({share_text(share(r, top))})") for name, r in drawn)
         parts.append(f"{NAMES.get(backend, backend)} on the {device.upper()}: {said}")
     return ("Horizontal bars of the median images per second that fit reaches with a model "
-            "that does almost nothing, one panel per backend and device, with whiskers from "
+            "that does almost nothing, one panel per backend and device, each on its own scale "
+            "and titled with its run and machine, with whiskers from "
             f"the slowest to the fastest epoch and a dashed line at {TARGET_SHARE:.0%} of the "
             "fastest in-memory bar (the ceiling). Medians, with shares of the ceiling in "
             f"brackets: {'; '.join(parts)}.")
@@ -56,8 +57,9 @@ def figures(records):
         raise ValueError("no records to plot: run python -m gpulesson.experiments.ceiling")
     panels = list(_panels(records))
     bars = sum(len(drawn) for _, _, drawn, _ in panels)
-    fig, axes = plt.subplots(len(panels), 1, figsize=(8, 1.4 + 0.24 * bars + 0.4 * len(panels)),
-                             squeeze=False, sharex=True)
+    # Each panel on its own scale: the devices may be machines far apart in speed.
+    fig, axes = plt.subplots(len(panels), 1, figsize=(8, 1.4 + 0.24 * bars + 0.75 * len(panels)),
+                             squeeze=False)
     for ax, (backend, device, drawn, top) in zip(axes[:, 0], panels, strict=True):
         positions = list(range(len(drawn)))[::-1]
         rates = [rate_summary(r) for _, r in drawn]
@@ -68,13 +70,13 @@ def figures(records):
         if top:
             ax.axvline(TARGET_SHARE * top["images_per_second"], color="black",
                        linestyle="--", linewidth=1)
-        ax.set_title(f"{NAMES.get(backend, backend)}, {device.upper()}", fontsize=10, loc="left")
-    axes[-1, 0].set_xlabel("images per second through fit (higher is better)")
-    names = hardware(records)
-    machine = "; ".join(f"{k}: {v}" for k, v in names.items())
+        part = [r for _, r in drawn]
+        ax.set_title(f"{NAMES.get(backend, backend)}, {device.upper()}: {machine(part)}; run "
+                     f"{part[0]['run_id']}", fontsize=8.5, loc="left")
+    axes[-1, 0].set_xlabel("images per second through fit (higher is better; each panel on "
+                           "its own scale)")
     fig.suptitle(f"The ceiling of fit: blue in memory, orange the lesson's generator (light: "
-                 f"window=1, not mixed);\ndashed line {TARGET_SHARE:.0%} of the ceiling. "
-                 f"{machine}\n{SPREAD_NOTE}",
-                 fontsize=8.5)
+                 f"window=1, not mixed);\ndashed line {TARGET_SHARE:.0%} of the ceiling.\n"
+                 f"{SPREAD_NOTE}", fontsize=8.5)
     fig.tight_layout()
     return (fig,)

@@ -1,11 +1,13 @@
 """The ceiling on the page: episode 9's ``ref_ceil_*`` values and the command's table.
 
-Every value comes from the reference run (:func:`~gpulesson.experiments.ceiling.records.reference_run`);
-without one, each says :data:`~gpulesson.results.NOT_RECORDED`. Imports no deep-learning framework.
+Every value comes from the reference (:func:`~gpulesson.experiments.ceiling.records.reference_run`):
+for each device the newest run complete there, named by its run, machine and software. Imports
+no deep-learning framework.
 """
 
 from __future__ import annotations
 
+from gpulesson.experiments import parts
 from gpulesson.experiments.ceiling.figures import alt_text
 from gpulesson.experiments.ceiling.records import (
     BACKENDS,
@@ -13,11 +15,11 @@ from gpulesson.experiments.ceiling.records import (
     PIPELINES,
     RESULTS_FILE,
     TARGET_SHARE,
-    against,
     ceiling,
     find,
     groups,
     has_goal,
+    own_step_note,
     rate_number,
     rate_summary,
     reference_run,
@@ -58,34 +60,18 @@ def describe(records) -> str:
     """The run as plain text (for the command line)."""
     if not records:
         return "No ceiling records."
-    out = [f"Run {records[0]['run_id']}: {software(records)}"]
+    out = [f"{device.upper()}: run {run_id}, {software([r for r in records if r['run_id'] == run_id])}"
+           for device, run_id in parts.part_runs(records).items()]
     for backend_device, name, rate, said in rows(records):
         out.append(f"  {backend_device:16} {name:17} {rate:40} {said}")
     return "\n".join(out)
-
-
-LESSON_LABELS = (("the generator reaches", "lesson"), ("with window=1 (not mixed)", "lesson-window1"))
-
-
-def lesson_summary(records) -> str:
-    """One sentence a backend and device: the lesson's generator (mixing or not) against the
-    ceiling, which it names."""
-    sentences = []
-    for backend, device in groups(records):
-        top = ceiling(records, backend, device)
-        said = [f"{label} {against(r, top)}" for label, name in LESSON_LABELS
-                if (r := find(records, backend, device, name))]
-        if top and said:
-            sentences.append(f"{NAMES.get(backend, backend)} on the {device.upper()} (ceiling: "
-                             f"`{top['pipeline']}`): {', '.join(said)}.")
-    return " ".join(sentences) if sentences else NOT_RECORDED
 
 
 def goal_shares(records) -> str:
     """The lesson's generator against the ceiling, one share a backend and device, and whether
     it meets the goal where the goal applies (JAX and PyTorch): what the page says where it
     states the goal."""
-    shares, judged = [], []
+    shares, judged, hidden = [], [], []
     for backend, device in groups(records):
         top, lesson = ceiling(records, backend, device), find(records, backend, device, "lesson")
         if top and lesson:
@@ -93,14 +79,19 @@ def goal_shares(records) -> str:
                           f"({device.upper()})")
             if has_goal(lesson):
                 judged.append(share(lesson, top) >= TARGET_SHARE)
+                own = own_step_note(records, backend, device)
+                if judged[-1] and own:
+                    hidden.append(f"on {NAMES.get(backend, backend)} ({device.upper()}) only "
+                                  f"because {own} hides the reading")
     if not shares:
         return "The reference run has no record of the lesson's generator to compare with."
-    said = (f"In the reference run the lesson's own generator reached, as a share of the "
-            f"ceiling, {_listed(shares)}.")
+    said = (f"In the reference run{'s' if len(parts.part_runs(records)) > 1 else ''} the "
+            f"share of the ceiling that the lesson's generator reached was {_listed(shares)}.")
     if judged:
-        how = ("misses it" if not any(judged) else "meets it" if all(judged)
-               else f"meets it in {sum(judged)} of {len(judged)} cases")
-        said += f" Where the goal applies, it {how}."
+        how = ("missed" if not any(judged) else "met" if all(judged)
+               else f"met in {sum(judged)} of {len(judged)} cases")
+        said += f" The goal, where it applies, was {how}"
+        said += (": " + "; ".join(hidden) + "." if hidden else ".")
     return said
 
 
@@ -113,19 +104,8 @@ NONE = ("No ceiling run has been recorded yet: `python -m gpulesson.experiments.
 
 
 def provenance(records) -> str:
-    """Where and how the run was measured, as a sentence."""
-    names = hardware(records)
-    first = records[0]
-    settings = first.get("cpu_settings") or {}
-    cores = (f", {settings['cpu_cores_available']} of {settings['cpu_cores_machine']} cores "
-             "available" if settings else "")
-    load = first.get("load_average_before")
-    load = f"; load average before the first condition {', '.join(f'{v:.1f}' for v in load)}" \
-        if load else ""
-    gpu = f", {names['GPU']}" if "GPU" in names else ""
-    return (f"Machine: {names.get('CPU', 'CPU not recorded')}{cores}{gpu}{load}; "
-            f"{software(records)}; run {first['run_id']} ({first['date'][:10]}), "
-            "`results/ceiling.jsonl`.")
+    """Where and how each device's part was measured: its machine, software and run."""
+    return parts.provenance(records, file="results/ceiling.jsonl")
 
 
 def malloc_note(records) -> str:
@@ -145,7 +125,7 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     records = reference_run(path)
     return {
         "ref_ceil_table": table(records) if records else NONE,
-        "ref_ceil_summary": (" ".join(filter(None, (lesson_summary(records), malloc_note(records),
+        "ref_ceil_summary": (" ".join(filter(None, (malloc_note(records),
                                                     provenance(records)))) if records
                              else "Without a run there is nothing to compare yet."),
         "ref_ceil_backends": (", ".join(NAMES[b] for b in BACKENDS

@@ -5,8 +5,10 @@ A record is one condition (:data:`CONDITION`): its warm-up and timed epochs, the
 cores, threads and load average it ran with. The ceiling of a backend and device is its fastest
 in-memory condition (:data:`IN_MEMORY`, by median); a pipeline's share of it is the ratio of
 the medians, and the words that compare the two come from
-:func:`~gpulesson.experiments.common.compare`, so a share inside the noise is not called a
-difference. Imports no deep-learning framework.
+:func:`~gpulesson.experiments.common.compare_middle`, so a share inside the noise is not called a
+difference, and one stray epoch does not decide it. The page's reference is, for each device,
+the newest run whose part on it is complete (:func:`complete`). Imports no deep-learning
+framework.
 """
 
 from __future__ import annotations
@@ -16,11 +18,13 @@ import statistics
 
 from gpulesson import results
 from gpulesson.devices import BACKEND_TITLES, KERAS_BACKENDS
+from gpulesson.experiments import parts
 from gpulesson.experiments.common import (
     REPEATS,
     SUMMARY_KEY,
     as_rate,
-    compare,
+    compare_middle,
+    scale,
     summarise,
     summary_of,
 )
@@ -97,10 +101,20 @@ def rate_summary(record: dict | None) -> dict | None:
     return as_rate(summary_of(record, "epoch_seconds"), record["n_images"])
 
 
+def complete(part: list[dict]) -> bool:
+    """Whether one device's part of a run is complete: every backend it has measured every
+    pipeline of :func:`pipelines_for` that device."""
+    return all({r["pipeline"] for r in part if r["backend"] == backend}
+               >= set(pipelines_for(part[0]["device_kind"], backend))
+               for backend in {r["backend"] for r in part})
+
+
 def reference_run(path=RESULTS_FILE) -> list[dict]:
-    """The newest run with GPU records, else the newest run (:func:`gpulesson.results.reference_run`),
-    without the records of pipelines the lesson no longer has (:data:`RETIRED`)."""
-    return [r for r in results.reference_run(path, EXPERIMENT) if r.get("pipeline") in PIPELINES]
+    """For each device, the part of the newest run that is complete on it (:func:`complete`,
+    :func:`gpulesson.experiments.parts.reference_parts`), CPU records first, without the
+    records of pipelines the lesson no longer has (:data:`RETIRED`)."""
+    return parts.reference_parts(path, EXPERIMENT, complete,
+                                 keep=lambda r: r.get("pipeline") in PIPELINES)
 
 
 def groups(records) -> list[tuple[str, str]]:
@@ -135,8 +149,9 @@ def against(record: dict | None, top: dict | None) -> str | None:
     if ratio is None:
         return None
     if record is top:
-        return "the ceiling"
-    words = compare(rate_summary(record), rate_summary(top), higher_is_better=True).sentence
+        step = step_summary(top)
+        return f"the ceiling, {step['median'] * 1e3:.2g} ms a step" if step else "the ceiling"
+    words = compare_middle(rate_summary(record), rate_summary(top), higher_is_better=True).sentence
     return f"{share_text(ratio)} of it ({words})"
 
 
@@ -166,6 +181,44 @@ def verdict(record: dict | None, top: dict | None) -> str | None:
                 f"{REPEATS} epochs of {N_IMAGES:,} images)")
     goal = "meets" if share(record, top) >= TARGET_SHARE else "misses"
     return f"{said}; {goal} the {TARGET_SHARE:.0%} goal"
+
+
+def step_summary(record: dict | None) -> dict | None:
+    """A record's seconds per training step (each epoch over its steps), as a summary: with
+    the model that does almost nothing, what a step costs the backend's own loop. None without
+    a batch size."""
+    if not record or not record.get("batch_size"):
+        return None
+    steps = math.ceil(record["n_images"] / record["batch_size"])
+    return scale(summary_of(record, "epoch_seconds"), 1 / steps)
+
+
+def own_step_note(records, backend: str, device: str) -> str | None:
+    """Where ``backend``'s ceiling on ``device`` is measurably slower than another backend's in
+    the same run (:func:`~gpulesson.experiments.common.compare_middle` of their steps), a
+    clause naming its own cost per step as its ceiling: "its own step (3.8 ms with the
+    do-nothing model, 5.6× JAX's 0.67 ms)"; None otherwise."""
+    top = ceiling(records, backend, device)
+    if not top:
+        return None
+    others = [c for b in {r["backend"] for r in records} - {backend}
+              if (c := ceiling(records, b, device)) and c["run_id"] == top["run_id"]]
+    if not others:
+        return None
+    fastest = max(others, key=lambda r: r["images_per_second"])
+    mine, theirs = step_summary(top), step_summary(fastest)
+    if not mine or not theirs:
+        return None
+    said = compare_middle(mine, theirs)
+    if not said.measurable or said.word != "slower":
+        return None
+    return (f"its own step ({_ms(mine['median'])} with the do-nothing model, "
+            f"{1 / said.ratio:.2g}× {NAMES.get(fastest['backend'], fastest['backend'])}'s "
+            f"{_ms(theirs['median'])})")
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.2g} ms"
 
 
 def share_text(ratio: float) -> str:

@@ -28,6 +28,7 @@ from gpulesson.experiments.feeding.records import (
     shown,
     sweep_device,
 )
+from gpulesson.experiments.parts import machine
 from gpulesson.results import NOT_RECORDED, data_label, hardware, software
 
 BUSY = 0.25  # a measurement during which other programs used more CPU time than this is flagged
@@ -40,10 +41,14 @@ _SWEEP_NAMES = {"precision": "precision", "jit": "XLA compilation",
 
 
 def _title(fig, what: str, records, devices) -> None:
-    names = hardware(records)
-    drawn = " | ".join(f"{d.upper()}: {names.get(d.upper(), NOT_RECORDED)}" for d in devices)
-    fig.suptitle(f"{what} | {data_label(records)}\n{drawn}\n"
-                 f"{software(records)} | run {records[0]['run_id']}", fontsize=9.5)
+    """The figure's title: what it shows, the data, and for each device drawn its machine,
+    software and run (the devices may come from different runs)."""
+    drawn = []
+    for device in devices:
+        part = [r for r in records if r["device_kind"] == device and r.get("part") is None]
+        part = [r for r in part if r["run_id"] == part[0]["run_id"]]
+        drawn.append(f"{device.upper()}: {machine(part)}, {software(part)}, run {part[0]['run_id']}")
+    fig.suptitle(f"{what} | {data_label(records)}\n" + "\n".join(drawn), fontsize=9)
 
 
 def _busy(record) -> bool:
@@ -111,7 +116,7 @@ def settings_panels(records) -> tuple[str, str | None, dict | None, dict[str, li
     device = sweep_device(records)
     swept = [r for r in swept if r["device_kind"] == device]
     pipeline = swept[0]["pipeline"] if swept else None
-    base = find(records, device, pipeline) if pipeline else None
+    base = find(records, device, pipeline, run_id=swept[0]["run_id"]) if pipeline else None
     panels = {}
     for group in SWEEPS:
         rows = ([base] if base else []) + [r for r in swept if r["group"] == group]
@@ -221,12 +226,12 @@ def settings_figure(records):
                     ha="center", va="bottom", fontsize=8)
     what = (f"{device.upper()}, pipeline '{pipeline}': one setting changed at a time "
             "(base: float32, jit on, 1 step/execution)" if panels
-            else f"Settings: {NOT_RECORDED}")
+            else "Settings: no run has varied them yet")
     if missing and panels:
         what += f" | not varied: {', '.join(missing)}"
-    _title(sweeps, what, records, [device] if panels else [])
-    sweeps.tight_layout(rect=(0, 0.03, 1, 1))
     drawn = [r for rows in panels.values() for r in rows]
+    _title(sweeps, what, drawn or records, [device] if panels else [])
+    sweeps.tight_layout(rect=(0, 0.03, 1, 1))
     _busy_note(sweeps, drawn)
     return sweeps
 
@@ -289,7 +294,7 @@ def settings_alt(records) -> str:
     """The alt text of the settings figure, from what :func:`settings_figure` draws."""
     device, pipeline, base, panels = settings_panels(records)
     if not panels:
-        return "Empty chart: no setting was varied in this run."
+        return "Empty chart: no recorded run has varied a setting yet."
     names = hardware(records)
     parts = [f"Bar charts of training images per second on the {device.upper()} "
              f"({names.get(device.upper(), NOT_RECORDED)}) from the pipeline {pipeline}, one "

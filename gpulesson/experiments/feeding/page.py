@@ -19,19 +19,34 @@ difference instead of ranking noise. The figures' alt texts come from the code t
 from __future__ import annotations
 
 from gpulesson.devices import BACKEND_TITLES
-from gpulesson.experiments.common import NO_DIFFERENCE, best_text, compare, summary_text
+from gpulesson.experiments import parts
+from gpulesson.experiments.ceiling.records import share_text
+from gpulesson.experiments.common import (
+    NO_DIFFERENCE,
+    compare_middle,
+    summary_text,
+)
+from gpulesson.experiments.feeding.reading import (  # noqa: F401 (the page's rule, kept here too)
+    LOADER_MARGIN,
+    _why,
+    fastest_text,
+    input_verdict,
+    loader_verdict,
+    reading,
+)
 from gpulesson.experiments.feeding.records import (
     PIPELINES,
     RESULTS_FILE,
     TARGET_EPOCH_SECONDS,
     TARGET_SHARE,
-    base_rates,
+    WORKER_PIPELINES,
+    WRONG_DATA_WITH_WORKERS,
     best_hdf5,
     delivered_wrong_data,
     epoch_summary,
+    fastest_in_memory,
     find,
     full_epoch_summary,
-    quoted,
     rate_summary,
     rate_text,
     reference_run,
@@ -56,12 +71,6 @@ ROWS = {
     "ram": "whole data set in RAM",
     "device": "data resident on the device",
 }
-# A loader that alone delivers less than this many times the images per second of training
-# from it leaves the model waiting: the margin absorbs the epochs' spread and the loader's
-# share of the CPU while training runs. The episode states the same rule (tested).
-LOADER_MARGIN = 1.5
-
-
 # --- numbers as text ------------------------------------------------------------------------------
 
 
@@ -84,19 +93,10 @@ def versus(a_name: str, a: dict, b_name: str, b: dict, verb: str = "trained") ->
     "the classic pipeline trained 3.1× slower than `lesson`", or, where the rule cannot tell
     them apart, "the lesson's rule finds no measurable difference between ... and ... (their
     ranges overlap)"."""
-    verdict = compare(a, b, higher_is_better=True)
+    verdict = compare_middle(a, b, higher_is_better=True)
     if verdict.measurable:
         return f"{a_name} {verb} {verdict.text} {b_name}"
     return f"the lesson's rule finds {NO_DIFFERENCE} between {a_name} and {b_name} ({_why(a, b)})"
-
-
-def _why(*summaries, many: bool = False) -> str:
-    """Why the rule cannot tell ``summaries`` apart (``many``: said of several pairs)."""
-    least = min(s["n"] for s in summaries)
-    if least < 2:
-        who = "some were" if many else "one of them was"
-        return f"{who} timed once, with no range" if least == 1 else "too few timed repeats"
-    return "their ranges overlap"
 
 
 def ratio_text(value: float) -> str:
@@ -115,9 +115,10 @@ def targets_text(checks: dict | None) -> str:
     epoch = "met" if checks["epoch_ok"] else "not met"
     how = "estimated from partial epochs" if checks["epoch_estimated"] else "measured"
     size = "" if checks["full_size"] else f" (only {checks['n_images']:,} images: not the goal's size)"
-    return (f"{checks['pipeline']}: {checks['share']:.0%} of device-resident data "
-            f"(goal {TARGET_SHARE:.0%}: {share}); one epoch {checks['epoch_seconds']:.2f} s, "
-            f"{how} (goal {TARGET_EPOCH_SECONDS:g} s: {epoch}){size}")
+    return (f"{checks['pipeline']}: {share_text(checks['share'])} of `{checks['reference']}`, the "
+            f"fastest path from memory (goal {TARGET_SHARE:.0%}: {share}); one epoch "
+            f"{checks['epoch_seconds']:.2f} s, {how} (goal {TARGET_EPOCH_SECONDS:g} s: "
+            f"{epoch}){size}")
 
 
 def wrong_data_sentence(records) -> str:
@@ -134,6 +135,37 @@ def wrong_data_sentence(records) -> str:
             "but not shown.")
 
 
+# --- which run each number comes from ----------------------------------------------------------
+
+def _parts(records) -> list[tuple[str, str, list[dict]]]:
+    """``(device, run id, records)`` of each device's run in ``records``, in order: the
+    pipelines' runs, then a sweep's run where it is another one."""
+    found: dict[tuple[str, str], list[dict]] = {}
+    for r in records:
+        found.setdefault((r["device_kind"], r["run_id"]), []).append(r)
+    return [(device, run_id, part) for (device, run_id), part in found.items()]
+
+
+def run_lines(records) -> list[str]:
+    """One line per device and run: the run, its date, the machine and the software."""
+    lines = []
+    for device, run_id, part in _parts(records):
+        what = ("settings" if all(r.get("group") != "pipelines" or r.get("part") for r in part)
+                else "pipelines" + (" and settings" if any(
+                    r.get("group") not in (None, "pipelines") for r in part) else ""))
+        lines.append(f"{device.upper()} ({what}): run {run_id} of {part[0]['date'][:10]} on "
+                     f"{parts.machine(part)}, with {software(part)}")
+    return lines
+
+
+def provenance(records) -> str:
+    """Which run, machine and software each device's numbers come from, as sentences."""
+    if not records:
+        return ""
+    return " ".join(f"{line}." for line in run_lines(records)) + \
+        " The records are in `results/feeding.jsonl`."
+
+
 # --- the notebook's table -----------------------------------------------------------------------
 
 def describe(records) -> str:
@@ -142,8 +174,7 @@ def describe(records) -> str:
     "loader"; a "*" marks partial epochs, explained under the table."""
     if not records:
         return "No run recorded."
-    lines = [f"Run {records[0]['run_id']}: {software(records)}; {data_label(records)}"]
-    lines += [f"  {k}: {v}" for k, v in hardware(records).items()]
+    lines = [data_label(records)] + [f"  {line}" for line in run_lines(records)]
     lines.append(f"{'dev':3} {'pipeline':19} {'setting':14} {'batch':>5} {'img/s':>8} "
                  f"{'epoch s (range)':>23} n")
     partial = set()
@@ -173,17 +204,12 @@ def describe(records) -> str:
 
 # --- the page's values --------------------------------------------------------------------------
 
-def _rate_cell(record) -> str:
-    return rate_summary_text(rate_summary(record)).replace(" images/s", "") if record \
-        else "not measured"
-
-
-def fastest_text(records, device: str) -> str:
-    """The fastest pipeline in training on ``device`` in the rule's words
-    (:func:`~gpulesson.experiments.common.best_text`): "`ram`", or several names and "no
-    measurable difference" where the rule cannot tell them apart."""
-    rates = base_rates(records, device)
-    return best_text(rates, higher_is_better=True, quote=quoted) if rates else "not measured"
+def _rate_cell(record, pipeline: str | None = None, backend: str | None = None) -> str:
+    if record:
+        return rate_summary_text(rate_summary(record)).replace(" images/s", "")
+    if pipeline in WORKER_PIPELINES and backend in WRONG_DATA_WITH_WORKERS:
+        return "TensorFlow only"
+    return "not measured"
 
 
 def table(records) -> str:
@@ -194,18 +220,21 @@ def table(records) -> str:
     if not records:
         return (f"No reference run has been recorded yet: `{RECORD_COMMAND}` records one "
                 "(the instructor note gives the whole command).")
-    names = hardware(records)
+    names = hardware([r for r in records if r.get("part") is None])
     devices = [d for d in DEVICES if any(r.get("device_kind") == d for r in shown(records))]
     header = []
     for d in devices:
-        header += [f"{d.upper()}: {names[d.upper()]}, training", f"{d.upper()}: loader alone"]
+        backend = next(r["backend"] for r in records if r["device_kind"] == d)
+        header += [f"{d.upper()}: {names[d.upper()]} ({BACKEND_TITLES.get(backend, backend)}), "
+                   "training", f"{d.upper()}: loader alone"]
     lines = ["| pipeline | " + " | ".join(header) + " |", "|---" * (len(header) + 1) + "|"]
     for pipeline in PIPELINES:
         if any(find(records, d, pipeline) for d in devices):
             cells = []
             for d in devices:
-                cells += [_rate_cell(find(records, d, pipeline)),
-                          _rate_cell(find(records, d, pipeline, "loader"))]
+                backend = next(r["backend"] for r in records if r["device_kind"] == d)
+                cells += [_rate_cell(find(records, d, pipeline), pipeline, backend),
+                          _rate_cell(find(records, d, pipeline, "loader"), pipeline, backend)]
             lines.append(f"| {ROWS[pipeline]} | " + " | ".join(cells) + " |")
     for pipeline, what in (("classic", "classic"), ("lesson", "lesson (uncompressed)"),
                            ("device", "on the device")):
@@ -228,11 +257,8 @@ def _slowdown(records, device) -> str | None:
     lesson, classic = best_hdf5(records, device), find(records, device, "classic")
     if not (lesson and classic):
         return None
-    return (versus("the classic pipeline", rate_summary(classic),
-                   f"the lesson's HDF5 pipeline with the highest median (`{lesson['pipeline']}`)",
-                   rate_summary(lesson))
-            + f": {rate_summary_text(rate_summary(classic))} against "
-            f"{rate_summary_text(rate_summary(lesson))}")
+    return versus("the classic pipeline", rate_summary(classic), f"`{lesson['pipeline']}`",
+                  rate_summary(lesson))
 
 
 SETTING_NAMES = {"precision": "precision", "jit": "XLA compilation", "spe": "steps per execution",
@@ -260,36 +286,33 @@ def _settings_sentence(records) -> str:
              and r.get("group") in SETTING_NAMES]
     if not swept:
         return ""
-    pipeline = swept[0]["pipeline"]
-    base = find(records, device, pipeline)
-    start = f"On the {device.upper()}, one setting was changed at a time on `{pipeline}`"
+    pipeline, run_id = swept[0]["pipeline"], swept[0]["run_id"]
+    base = find(records, device, pipeline, run_id=run_id)
+    start = (f"The second figure changes one setting at a time on `{pipeline}`, on the "
+             f"{device.upper()} (run {run_id})")
     if not base:
-        parts = [f"{_setting_name(r)} {rate_summary_text(rate_summary(r))}." for r in swept]
-        return start + ". " + " ".join(p[0].upper() + p[1:] for p in parts)
+        each = [f"{_setting_name(r)} {rate_summary_text(rate_summary(r))}." for r in swept]
+        return start + ". " + " ".join(p[0].upper() + p[1:] for p in each)
     base_rate = rate_summary(base)
-    sentences = [start + f"; the base (float32, XLA on, one step per execution, batch "
-                 f"{base['batch_size']:,}) trained at {rate_summary_text(base_rate)}."]
-    same = []
+    apart, same = [], []
     for r in swept:
-        verdict = compare(rate_summary(r), base_rate, higher_is_better=True)
+        verdict = compare_middle(rate_summary(r), base_rate, higher_is_better=True)
         if verdict.measurable:
-            name = _setting_name(r)
-            sentences.append(f"{name[0].upper() + name[1:]}: "
-                             f"{rate_summary_text(rate_summary(r))}, {verdict.sentence}.")
+            apart.append(f"{_setting_name(r)} {verdict.sentence}")
         else:
-            same.append(r)
+            same.append(_setting_name(r))
+    said = [f"{start}, from the base (float32, XLA on, one step per execution, batch "
+            f"{base['batch_size']:,}) at {rate_summary_text(base_rate)}."]
+    if apart:
+        said.append(f"Measurably different: {_listed(apart)}.")
     if same:
-        once = min(rate_summary(r)["n"] for r in [*same, base]) < 2
-        sentences.append(f"The lesson's rule finds {NO_DIFFERENCE} from the base for "
-                         + _listed([_setting_name(r) for r in same])
-                         + (" (a setting or the base was timed once, with no range)." if once
-                            else " (their ranges overlap)."))
-    batch = {f"{r['batch_size']:,}": rate_summary(r) for r in swept if r["group"] == "batch"}
-    if batch:
-        batch[f"{base['batch_size']:,}"] = base_rate
-        sentences.append("The fastest batch size: " + best_text(batch, higher_is_better=True)
-                         + ".")
-    return " ".join(sentences) + " The second figure shows every setting with its range."
+        once = min(rate_summary(r)["n"] for r in [*swept, base]) < 2
+        said.append(f"{NO_DIFFERENCE[0].upper()}{NO_DIFFERENCE[1:]} for {_listed(same)}"
+                    + (" (some were timed once, with no range)." if once else "."))
+    text = " ".join(said)
+    if device == "cpu" and any(r.get("device_kind") == "gpu" for r in records):
+        text += " No run has varied the settings on the GPU completely yet."
+    return text
 
 
 def _listed(names) -> str:
@@ -302,91 +325,36 @@ def findings(records) -> str:
         return ""
     sentences = []
     cpu = _slowdown(records, "cpu")
-    if cpu:
+    if cpu and not targets(records):
         sentences.append(f"On the CPU, {cpu}.")
     checks = targets(records)
     if checks:
-        device = find(records, "gpu", "device")
+        top = fastest_in_memory(records, "gpu")
         lesson = find(records, "gpu", checks["pipeline"])
         against = versus(f"`{checks['pipeline']}`", rate_summary(lesson),
-                         "device-resident data", rate_summary(device))
+                         f"`{top['pipeline']}`", rate_summary(top), verb="trained")
+        goal = "met" if checks["share_ok"] else "not met"
+        epoch = "met" if checks["epoch_ok"] else "not met"
         sentences += [
-            f"On the GPU, the lesson's HDF5 pipeline with the highest median "
-            f"(`{checks['pipeline']}`) reached **{checks['share']:.0%}** of the median rate of "
-            f"device-resident data.",
-            f"In the lesson's words, {against}.",
+            f"On the GPU, `{checks['pipeline']}`, the lesson's fastest HDF5 pipeline, reached "
+            f"**{share_text(checks['share'])}** of the rate of `{top['pipeline']}`, the fastest "
+            f"path from memory in the same run: {against}.",
             f"One epoch of {checks['n_images']:,} images took "
-            f"**{seconds_text(checks['epoch_seconds'])}** (median; on the device: "
-            f"{seconds_text(device['full_epoch_seconds'])}).",
-            f"The lesson's goals are at least {TARGET_SHARE:.0%} and at most "
-            f"{TARGET_EPOCH_SECONDS:g} second; the check: {targets_text(checks)}."]
+            f"**{seconds_text(checks['epoch_seconds'])}** (median; from `{top['pipeline']}`: "
+            f"{seconds_text(top['full_epoch_seconds'])}).",
+            f"The goals: at least {TARGET_SHARE:.0%} ({goal}), at most "
+            f"{TARGET_EPOCH_SECONDS:g} s an epoch ({epoch}"
+            f"{', estimated from partial epochs' if checks['epoch_estimated'] else ''})."]
         gpu = _slowdown(records, "gpu")
         if gpu:
             sentences.append(f"On the GPU, {gpu}.")
         lesson_gpu, lesson_cpu = find(records, "gpu", "lesson"), find(records, "cpu", "lesson")
-        if lesson_gpu and lesson_cpu:
+        if lesson_gpu and lesson_cpu and lesson_gpu["run_id"] == lesson_cpu["run_id"]:
             clause = versus("the GPU", rate_summary(lesson_gpu), "the CPU",
                             rate_summary(lesson_cpu))
             sentences.append(f"From the lesson's pipeline, {clause}.")
     settings = _settings_sentence(records)
     return " ".join(sentences) + ("\n\n" + settings if settings else "")
-
-
-def _scaled(summary: dict, factor: float) -> dict:
-    return {**summary, **{k: summary[k] * factor for k in ("median", "min", "max")},
-            "samples": [v * factor for v in summary["samples"]]}
-
-
-def loader_verdict(train: dict, loader: dict) -> str:
-    """Whether a pipeline's loader alone left the model waiting, by the rule's comparison of the
-    loader's rate with :data:`LOADER_MARGIN` times the training rate: "ahead" (the loader is
-    measurably faster than that), "waiting" (measurably slower) or "unclear" (their ranges
-    overlap, or either was timed once)."""
-    verdict = compare(rate_summary(loader), _scaled(rate_summary(train), LOADER_MARGIN),
-                      higher_is_better=True)
-    if not verdict.measurable:
-        return "unclear"
-    return "ahead" if verdict.word == "faster" else "waiting"
-
-
-def _names(names) -> str:
-    quoted_names = [quoted(n) for n in names]
-    return ", ".join(quoted_names[:-1]) + (" and " if len(names) > 1 else "") + quoted_names[-1]
-
-
-def reading(records) -> str:
-    """The answer to the episode's exercise on reading the benchmark, from the records."""
-    parts = []
-    for device in DEVICES:
-        rows = [(find(records, device, p), find(records, device, p, "loader"))
-                for p in PIPELINES]
-        rows = [(t, ld) for t, ld in rows if t and ld]
-        if not rows:
-            continue
-        verdicts = {t["pipeline"]: loader_verdict(t, ld) for t, ld in rows}
-        text = f"On the {device.upper()}, the fastest pipeline was {fastest_text(records, device)}. "
-        found = []
-        waiting = [p for p, v in verdicts.items() if v == "waiting"]
-        ahead = [p for p, v in verdicts.items() if v == "ahead"]
-        unclear = [(t, ld) for t, ld in rows if verdicts[t["pipeline"]] == "unclear"]
-        if waiting:
-            found.append(f"The loader alone of {_names(waiting)} was measurably slower than "
-                         f"{LOADER_MARGIN:g} times the images per second of training from it: "
-                         "those pipelines made the model wait")
-        if ahead:
-            found.append(f"The loader alone of {_names(ahead)} delivered measurably more than "
-                         f"{LOADER_MARGIN:g} times the images per second of training from it: "
-                         "there the model, not the data, set the pace")
-        if unclear:
-            names = [t["pipeline"] for t, _ in unclear]
-            why = _why(*[rate_summary(r) for pair in unclear for r in pair], many=True)
-            found.append(f"For {_names(names)} the rule cannot tell whether the loader kept "
-                         f"ahead ({NO_DIFFERENCE} between the loader alone and "
-                         f"{LOADER_MARGIN:g} times training: {why})")
-        parts.append(text + ". ".join(found) + ".")
-    if not parts:
-        return "No reference run has been recorded yet."
-    return "In the reference run: " + " ".join(parts)
 
 
 ALT_KEYS = ("ref_feed_fig_pipelines_alt", "ref_feed_fig_settings_alt")
@@ -400,13 +368,13 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     from gpulesson.experiments.feeding.figures import alt_texts
 
     records = reference_run(path)
-    names = hardware(records)
+    names = hardware([r for r in records if r.get("part") is None])
     return {
-        "ref_feed_run": records[0]["run_id"] if records else NOT_RECORDED,
-        "ref_feed_date": records[0]["date"][:10] if records else NOT_RECORDED,
-        "ref_feed_software": software(records) if records else NOT_RECORDED,
-        "ref_feed_when": (f"{records[0]['date'][:10]}, {software(records)}" if records
-                          else "none has been recorded yet"),
+        "ref_feed_when": (provenance(records) if records
+                          else "No reference run has been recorded yet."),
+        "ref_feed_goal_gpu": (f"the reference run's GPU ({names['GPU']})" if "GPU" in names
+                              else "a data-centre GPU (none is recorded in the reference run "
+                                   "yet)"),
         "ref_feed_cpu": names.get("CPU", NOT_RECORDED),
         "ref_feed_gpu": names.get("GPU", NOT_RECORDED),
         "ref_feed_table": table(records),

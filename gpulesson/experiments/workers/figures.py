@@ -5,6 +5,7 @@ repeats of every condition. Its alt text is made from what it draws (:func:`alt_
 from __future__ import annotations
 
 from gpulesson.experiments.common import SPREAD_NOTE, draw_spread
+from gpulesson.experiments.parts import machine
 from gpulesson.experiments.workers.records import (
     NAMES,
     WORK,
@@ -12,7 +13,6 @@ from gpulesson.experiments.workers.records import (
     groups,
     rate_summary,
 )
-from gpulesson.results import hardware
 
 FILE = "feeding-workers.svg"
 COLOURS = {"none": "#4c72b0", "augment": "#dd8452"}
@@ -34,7 +34,8 @@ def alt_text(records) -> str:
     return ("Bars of the median images per second that fit reaches through Grain with a model "
             "that does almost nothing, against the number of worker processes, blue for the "
             "stored blocks as they are and orange with the lesson's augmentation, one panel per "
-            "backend and device, with whiskers from the slowest to the fastest epoch. Medians: "
+            "backend and device, each on its own scale and titled with its run and machine, "
+            "with whiskers from the slowest to the fastest epoch. Medians: "
             f"{'. '.join(parts)}.")
 
 
@@ -43,34 +44,35 @@ def _workers(n: int) -> str:
 
 
 def figures(records):
-    """One figure: a panel per backend and device, bars by number of workers and work."""
+    """One figure: a panel per backend and device, bars by number of workers and work, each
+    bar on its tick (side by side only where a panel has both works), each panel on its own
+    scale (the devices may be different machines), titled with its run and machine."""
     import matplotlib.pyplot as plt
 
     if not records:
         raise ValueError("no records to plot: run python -m gpulesson.experiments.workers")
     pairs = groups(records)
-    fig, axes = plt.subplots(1, len(pairs), figsize=(4.2 * len(pairs) + 1, 3.6), squeeze=False,
-                             sharey=True)
+    fig, axes = plt.subplots(1, len(pairs), figsize=(4.2 * len(pairs) + 1, 3.9), squeeze=False)
     for ax, (backend, device) in zip(axes[0], pairs, strict=True):
         bars = conditions(records, backend, device)
         counts = sorted({n for _, n, _ in bars})
-        width = 0.8 / len(WORK)
-        for offset, work in enumerate(WORK):
-            drawn = [(counts.index(n) + (offset - (len(WORK) - 1) / 2) * width, rate_summary(r))
+        works = [work for work in WORK if any(w == work for w, _, _ in bars)]
+        width = 0.8 / len(works)
+        for offset, work in enumerate(works):
+            drawn = [(counts.index(n) + (offset - (len(works) - 1) / 2) * width, rate_summary(r))
                      for w, n, r in bars if w == work]
-            if not drawn:
-                continue
             positions = [p for p, _ in drawn]
             ax.bar(positions, [s["median"] for _, s in drawn], width=width * 0.95,
                    color=COLOURS[work], label=SHORT[work])
             draw_spread(ax, positions, [s for _, s in drawn])
         ax.set_xticks(range(len(counts)), [str(n) for n in counts])
         ax.set_xlabel("Grain worker processes (0: none)")
-        ax.set_title(f"{NAMES.get(backend, backend)}, {device.upper()}", fontsize=10, loc="left")
+        part = [r for _, _, r in bars]
+        ax.set_title(f"{NAMES.get(backend, backend)}, {device.upper()}: {machine(part)}\n"
+                     f"run {part[0]['run_id']}", fontsize=8, loc="left")
+        ax.legend(fontsize=7, loc="lower right")
     axes[0, 0].set_ylabel("images per second through fit\n(higher is better)")
-    axes[0, -1].legend(fontsize=8, loc="best")
-    machine = "; ".join(f"{k}: {v}" for k, v in hardware(records).items())
-    fig.suptitle(f"Grain's worker processes with a model that does almost nothing. {machine}\n"
-                 f"{SPREAD_NOTE}", fontsize=8.5)
+    fig.suptitle("Grain's worker processes with a model that does almost nothing; each panel on "
+                 f"its own scale\n{SPREAD_NOTE}", fontsize=8.5)
     fig.tight_layout()
     return (fig,)

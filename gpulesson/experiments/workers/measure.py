@@ -8,7 +8,8 @@ augment the blocks in the training process; with N, N processes do and hand each
 through shared memory. Before the fits, the cost of reading one block and of augmenting one is
 measured alone (:func:`block_costs`), so that a page can say what each worker has to do. Each
 condition follows the lesson's rule: a recorded warm-up epoch (it also takes the workers'
-start) and the timed epochs after it (:func:`gpulesson.experiments.common.synced_epoch_timer`).
+start) and the timed epochs after it (:func:`gpulesson.experiments.common.synced_epoch_timer`);
+the workers' shutdown falls after them (:func:`_fit`, ``records.METHOD``).
 """
 
 from __future__ import annotations
@@ -66,17 +67,29 @@ def block_costs(path, batch_size: int, *, seed: int = 0) -> dict:
     return {"read_ms": 1e3 * statistics.median(read), "work_ms": 1e3 * statistics.median(work)}
 
 
+SPARE_EPOCHS = 1  # epochs of data beyond those fit trains (records.METHOD)
+
+
 def _fit(model, path, *, work: str, workers: int, batch_size: int, warmup: int,
          repeats: int) -> list[float]:
-    """Seconds of every epoch of one fit fed by ``grain_blocks``, warm-up first."""
+    """Seconds of every epoch of one fit fed by ``grain_blocks``, warm-up first.
+
+    The dataset holds :data:`SPARE_EPOCHS` more epochs than ``fit`` trains: no timed epoch
+    reaches the end of the data, where the iterator waits for the worker processes to stop
+    (Keras on JAX fetches one batch ahead on a GPU). They stop after ``fit``, untimed."""
+    import gc
+
     from gpulesson.lesson.feeding import flip_crop, grain_blocks
 
     epochs = warmup + repeats
-    dataset, steps = grain_blocks(path, epochs, batch_size, seed=1, workers=workers,
+    dataset, steps = grain_blocks(path, epochs + SPARE_EPOCHS, batch_size, seed=1,
+                                  workers=workers,
                                   augment=flip_crop if work == "augment" else None)
     budget = Budget(warmup, repeats)
     model.fit(dataset, epochs=epochs, steps_per_epoch=steps, shuffle=False, verbose=0,
               callbacks=[synced_epoch_timer(budget)])
+    del dataset
+    gc.collect()  # the workers stop here, before the next condition starts
     return budget.seconds
 
 

@@ -1,12 +1,16 @@
 """Grain's workers on the page: episode 9's ``ref_workers_*`` values and the command's table.
 
-Every value comes from the reference run (:func:`~gpulesson.experiments.workers.records.reference_run`);
-without one, each says so in a sentence. Imports no deep-learning framework.
+Every value comes from the reference (:func:`~gpulesson.experiments.workers.records.reference_run`):
+for each device the newest run with a complete grid there, each named by its run, machine and
+software; without one, each says so in a sentence. Imports no deep-learning framework.
 """
 
 from __future__ import annotations
 
-from gpulesson.experiments.common import compare, markdown_table, summary_text
+import statistics
+
+from gpulesson.experiments import parts
+from gpulesson.experiments.common import compare_middle, markdown_table, summary_text
 from gpulesson.experiments.workers.figures import SHORT, alt_text
 from gpulesson.experiments.workers.records import (
     NAMES,
@@ -20,6 +24,7 @@ from gpulesson.experiments.workers.records import (
     groups,
     rate_summary,
     reference_run,
+    teardown_may_be_timed,
 )
 from gpulesson.results import NOT_RECORDED, hardware, software
 
@@ -53,7 +58,8 @@ def describe(records) -> str:
     """The run as plain text (for the command line)."""
     if not records:
         return "No workers records."
-    out = [f"Run {records[0]['run_id']}: {software(records)}"]
+    out = [f"{device.upper()}: run {run_id}, {software([r for r in records if r['run_id'] == run_id])}"
+           for device, run_id in parts.part_runs(records).items()]
     for backend_device, work, n, rate, said in rows(records):
         out.append(f"  {backend_device:12} {work:24} {n:>2} {rate:42} {said}")
     return "\n".join(out)
@@ -76,15 +82,34 @@ def findings(records) -> str:
             top, base = best(records, backend, device, work), find(records, backend, device,
                                                                      work, 0)
             if top and base:
-                words = compare(rate_summary(top), rate_summary(base), higher_is_better=True).text
+                words = compare_middle(rate_summary(top), rate_summary(base),
+                                       higher_is_better=True).text
                 said.append(f"{words} none {IN_WORDS[work]} ({top['workers']})")
-        costs = (f"; reading a block took {read:.2g} ms, `flip_crop` {work_ms:.2g} ms"
+        costs = (f"; a block: read {read:.2g} ms, `flip_crop` {work_ms:.2g} ms"
                  if read is not None and work_ms is not None else "")
         if said:
-            sentences.append(f"{NAMES.get(backend, backend)} on the {device.upper()} ({cores} "
-                             f"cores{costs}): the best worker count was "
+            sentences.append(f"{NAMES.get(backend, backend)}, {device.upper()} ({cores} "
+                             f"cores{costs}): the best count of workers was "
                              f"{' and '.join(said)}.")
-    return " ".join(sentences) or NONE
+    return " ".join([*sentences, teardown_note(records)]).strip() or NONE
+
+
+def teardown_note(records) -> str:
+    """A sentence on the records whose last epoch may include the workers' shutdown
+    (:func:`~gpulesson.experiments.workers.records.teardown_may_be_timed`), with that epoch's
+    time against the median; '' without them."""
+    said = []
+    for r in records:
+        if teardown_may_be_timed(r) and r.get("epoch_seconds"):
+            seconds = r["epoch_seconds"]
+            said.append(f"{r['workers']} workers: "
+                        f"{seconds[-1]:.3g} s against a median of "
+                        f"{statistics.median(seconds):.3g} s")
+    if not said:
+        return ""
+    return ("The last epoch with workers on the GPU also waited for them to stop ("
+            + "; ".join(said) + "): Keras on JAX reads one batch ahead there. The measurement "
+            "now leaves the shutdown out.")
 
 
 def torch_setting(records) -> str:
@@ -101,15 +126,10 @@ def torch_setting(records) -> str:
 
 
 def provenance(records) -> str:
-    """Where and how the run was measured, as a sentence."""
-    first = records[0]
-    machine = "; ".join(f"{k}: {v}" for k, v in hardware(records).items())
-    load = first.get("load_average_before")
-    load = f"; load average before the first condition {', '.join(f'{v:.1f}' for v in load)}" \
-        if load else ""
-    return (f"{torch_setting(records)}{machine}{load}; {software(records)}, Grain "
-            f"{first.get('grain', '?')}; run {first['run_id']} ({first['date'][:10]}), "
-            "`results/workers.jsonl`.")
+    """Where and how each device's part was measured: its machine, software and run."""
+    return torch_setting(records) + parts.provenance(
+        records, file="results/workers.jsonl",
+        extra=lambda part: f", Grain {part[0].get('grain', '?')}")
 
 
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:

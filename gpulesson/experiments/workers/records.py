@@ -5,8 +5,10 @@ A record is one condition (:data:`CONDITION`): its warm-up and timed epochs, the
 cost of the per-item work and of reading a block measured alone, the cores and load it ran
 with. Each number of workers is compared with none (the blocks read and worked on in the
 training process, by Grain's reading threads) through
-:func:`~gpulesson.experiments.common.compare`, so that a difference inside the noise is not
-called one. Imports no deep-learning framework.
+:func:`~gpulesson.experiments.common.compare_middle`, so that a difference inside the noise
+is not called one, and one stray epoch does not decide it. The page's reference is, for each
+device, the newest run whose grid on that device is complete (:func:`complete`). Imports no
+deep-learning framework.
 """
 
 from __future__ import annotations
@@ -15,8 +17,15 @@ import statistics
 
 from gpulesson import results
 from gpulesson.devices import BACKEND_TITLES
+from gpulesson.experiments import parts
 from gpulesson.experiments.ceiling.records import N_IMAGES  # noqa: F401 (the ceiling's epoch, re-exported)
-from gpulesson.experiments.common import SUMMARY_KEY, as_rate, compare, summarise, summary_of
+from gpulesson.experiments.common import (
+    SUMMARY_KEY,
+    as_rate,
+    compare_middle,
+    summarise,
+    summary_of,
+)
 from gpulesson.results import make_record
 
 EXPERIMENT = "workers"
@@ -30,6 +39,11 @@ WORK: dict[str, str] = {
     "augment": "flip_crop: each image shifted and flipped, one at a time in Python",
 }
 CONDITION = ("backend", "device_kind", "work", "workers", "batch_size")
+# How the epochs were timed. Grain's dataset holds one epoch more than fit trains, so that no
+# timed epoch reaches its end: on a GPU, Keras on JAX fetches one batch ahead, and at the end
+# of the data it waits for the worker processes to stop. Records without ``method`` were made
+# before: their last epoch with workers on a GPU may include that shutdown.
+METHOD = "spare-epoch"
 
 
 def condition(record: dict) -> tuple:
@@ -49,7 +63,7 @@ def measurement_record(seconds: list[float], *, warmup: int, run_id: str, device
         "work": work, "work_label": WORK[work], "workers": workers, "batch_size": batch_size,
         "n_images": n_images, "warmup_epochs": warmup, "repeats": len(timed),
         "warmup_seconds": seconds[:warmup], "epoch_seconds": timed,
-        "images_per_second": n_images / statistics.median(timed),
+        "images_per_second": n_images / statistics.median(timed), "method": METHOD,
         SUMMARY_KEY: summarise(timed, seconds[:warmup]), **extra,
     }
     if device == "cpu":
@@ -62,9 +76,33 @@ def rate_summary(record: dict | None) -> dict | None:
     return as_rate(summary_of(record, "epoch_seconds"), record["n_images"]) if record else None
 
 
+def teardown_may_be_timed(record: dict) -> bool:
+    """Whether ``record``'s last timed epoch may include the worker processes' shutdown: a
+    record made before :data:`METHOD`, with workers, on JAX on a GPU (where Keras fetches one
+    batch ahead and so reached the end of the data inside the last epoch)."""
+    return (record.get("method") is None and bool(record.get("workers"))
+            and record.get("device_kind") == "gpu" and record.get("backend") == "jax")
+
+
+def complete(part: list[dict]) -> bool:
+    """Whether one device's part of a run is a complete grid: every backend and work it has
+    was measured with no worker and with at least one count of workers, and every work of a
+    backend with the same counts (a run stopped in its grid is not)."""
+    for backend in {r["backend"] for r in part}:
+        counts = {tuple(worker_counts(part, backend, r["device_kind"], r["work"]))
+                  for r in part if r["backend"] == backend}
+        if len(counts) != 1:
+            return False
+        (found,) = counts
+        if 0 not in found or len(found) < 2:
+            return False
+    return True
+
+
 def reference_run(path=RESULTS_FILE) -> list[dict]:
-    """The newest run with GPU records, else the newest run (:func:`gpulesson.results.reference_run`)."""
-    return results.reference_run(path, EXPERIMENT)
+    """For each device, the newest run whose part on it is a complete grid (:func:`complete`,
+    :func:`gpulesson.experiments.parts.reference_parts`): CPU records first."""
+    return parts.reference_parts(path, EXPERIMENT, complete)
 
 
 def groups(records) -> list[tuple[str, str]]:
@@ -95,11 +133,13 @@ def conditions(records, backend: str, device: str) -> list[tuple[str, int, dict]
 
 def against_none(record: dict, records) -> str:
     """``record`` against the same work with no worker process, in the rule's words
-    ("1.4× slower than", "about as fast as"); '' for the record with none, or without it."""
+    ("1.4× slower", "no measurable difference"), from the middle epochs
+    (:func:`~gpulesson.experiments.common.compare_middle`); '' for the record with none, or
+    without it."""
     base = find(records, record["backend"], record["device_kind"], record["work"], 0)
     if base is None or record is base:
         return ""
-    return compare(rate_summary(record), rate_summary(base), higher_is_better=True).sentence
+    return compare_middle(rate_summary(record), rate_summary(base), higher_is_better=True).sentence
 
 
 def best(records, backend: str, device: str, work: str) -> dict | None:
