@@ -8,7 +8,7 @@ and it comes right after the cells whose output it reads, gpulesson.check's lear
 import re
 
 import core_check
-from carpentry import schedule_setup_check, split_front_matter
+from carpentry import schedule_sessions, schedule_setup_check, split_front_matter
 from conftest import ROOT
 
 EPISODES = ROOT / "_episodes"
@@ -47,3 +47,32 @@ def test_episode_3_says_sbatch_passes_the_environment_and_why_scripts_load_modul
     text = " ".join(body.split())
     assert "--export=ALL" in text and "loaded modules included" in text
     assert "a batch job starts without" not in text and "batch script must load it itself" not in text
+
+
+def test_episode_2_teaches_the_sessions_the_workshop_runs_and_their_cost():
+    sessions = {s.label: s for s in schedule_sessions(ROOT)}
+    cpu, gpu = sessions["CPU session"], sessions["GPU session"]
+    _, body, page = _page("02-connecting.md")
+    text = " ".join(body.split())
+    # The form's table: one column per session, the values of lesson_schedule.sessions.
+    assert (f"| Number of hours | {cpu.hours} | {gpu.hours} |" in text
+            and f"| Cores | {cpu.cores} | {gpu.cores} |" in text
+            and f"| Memory (GB) | {cpu.memory_gb} | {gpu.memory_gb} |" in text
+            and f"| Number of GPUs | {cpu.gpus} | {gpu.gpus} |" in text)
+    assert f"`--time={gpu.hours:02d}:00:00`" in text
+    # The exercise checks the CPU session that learners have, and its solution the time limit.
+    check = next(e for e in page.exercises if e.title.startswith("Find your session"))
+    question, solution = " ".join(check.question), " ".join(check.solution)
+    assert f"CPU session's request ({cpu.hours} hours, {cpu.cores} cores, {cpu.memory_gb} GB, no GPU)" \
+        in question
+    assert f"a time limit of `{cpu.hours}:00:00`" in solution and "3:00:00" not in solution
+    # The cost example: learners x hours x rate, for each session.
+    for hours in (cpu.hours, gpu.hours):
+        assert f"20 learners × {hours} hours ×" in text
+    assert f"20 × {gpu.hours} × {{{{ site_gpu_hour_rate }}}}" in solution
+    # The batch script and srun ask for the lesson's memory.
+    assert "--mem=16G" not in body and f"#SBATCH --mem={gpu.memory_gb}G" in body
+    # The setup page names the same two requests.
+    setup = " ".join((ROOT / "setup.md").read_text(encoding="utf-8").split())
+    assert f"{cpu.memory_gb} GB and {cpu.hours} hours" in setup
+    assert f"{gpu.memory_gb} GB and {gpu.hours} hours" in setup
