@@ -321,6 +321,11 @@ def test_the_ood_app_is_checked_where_installed(tmp_path):
     [other] = site.check_ood(values, filled_config(tmp_path), app)
     assert other.status == FAIL and other.fix.startswith("link the app into this lesson")
     assert site.check_ood({**values, "ood_cluster": "alpine"}, login.CONFIG, app)[0].status == OK
+    # The site's limits must allow each workshop session (lesson_schedule.sessions).
+    [short] = site.check_ood({**values, "ood_cluster": "alpine", "session_max_hours": 4,
+                              "session_max_gpus": 0}, login.CONFIG, app)
+    assert short.status == FAIL and "session_max_hours is 4, less than the CPU session's 6" in \
+        short.detail and "session_max_gpus is 0, less than the GPU session's 1" in short.detail
 
 
 # --- the checklist, the command and the learners' check ----------------------------------
