@@ -453,3 +453,9 @@ def test_every_objective_has_an_exercise_with_a_solution(path):
     gaps = core_check.objective_gaps(ROOT, path)
     assert not gaps, (f"{path}: objective(s) {gaps} have no exercise with a solution that names "
                       "them with ':class: objective-N'")
+
+
+def test_the_guide_gives_the_core_more_than_six_hours_of_work_as_the_model_counts():
+    block = core_check.guide_block((ROOT / "guide.md").read_text(encoding="utf-8"))
+    work = int(block.split("the room works for ")[1].split()[0])
+    assert work > 6 * 60 and "more than six\nhours of work" in (ROOT / "guide.md").read_text()

@@ -140,9 +140,10 @@ def model_table(reports, rates: str, core) -> str:
     slots = {item.label: item.minutes for _, item, _ in core.rows if isinstance(item, Slot)}
     setup = sum(item.minutes for _, item, _ in core.rows if isinstance(item, SetupCheck))
     breaks = core.minutes - sum(slots.values()) - setup - sum(r.minutes for r in reports)
+    work = core.minutes - breaks
     lines += ["", f"With the opening ({slots.get('Opening', 0)} min), the setup check ({setup} "
-              f"min), the wrap-up ({slots.get('Wrap-up', 0)} min) and the breaks ({breaks} min), "
-              f"the day takes {core.minutes} minutes."]
+              f"min) and the wrap-up ({slots.get('Wrap-up', 0)} min), the room works for {work} "
+              f"minutes. With the breaks ({breaks} min), the day takes {core.minutes} minutes."]
     return "\n".join(lines) + "\n"
 
 
