@@ -459,3 +459,13 @@ def test_the_guide_gives_the_core_more_than_six_hours_of_work_as_the_model_count
     block = core_check.guide_block((ROOT / "guide.md").read_text(encoding="utf-8"))
     work = int(block.split("the room works for ")[1].split()[0])
     assert work > 6 * 60 and "more than six\nhours of work" in (ROOT / "guide.md").read_text()
+
+
+@pytest.mark.bad_input("corrupt file")
+def test_an_executed_notebook_without_its_run_time_is_refused_with_what_to_do(tmp_path, capsys):
+    root = lesson(tmp_path, episode("Text.\n\n" + GOOD_EXERCISE))
+    (root / "executed").mkdir()
+    (root / "executed" / "01-one.ipynb").write_text(json.dumps({"metadata": {}, "cells": []}))
+    assert core_check.main(["--root", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert "executed/01-one.ipynb: no recorded run time" in err and "tools/record_run.py" in err
