@@ -4,7 +4,7 @@ Each episode's YAML front matter (the Carpentries schema) is the single source o
 - the title heading and the overview box (teaching/exercise minutes, questions, objectives)
   at the top of the episode and the keypoints box at its end, injected when Sphinx reads it;
 - the schedule on the landing page (directive ``lesson-schedule``): one table per part of the
-  table of contents (the half-day core, then further episodes), with the breaks of ``_config.yml``
+  table of contents (the core, a day, then further episodes), with the breaks of ``_config.yml``
   and, at the start of the core, its setup check.
 
 Two kinds of values reach the pages through placeholders, replaced by :func:`fill_placeholders`
@@ -34,200 +34,34 @@ may be left out) otherwise. Blocks may sit inside a sentence; they do not nest.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
-
-EPISODE_DIR = "_episodes"
-# Carpentries episode schema: key -> required type (lists hold strings).
-SCHEMA = {
-    "title": str,
-    "teaching": int,
-    "exercises": int,
-    "questions": list,
-    "objectives": list,
-    "keypoints": list,
-}
-_FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)---[ \t]*\n", re.DOTALL)
-
-
-class FrontMatterError(ValueError):
-    """An episode's front matter is missing or does not follow the schema."""
-
-
-@dataclass(frozen=True)
-class Episode:
-    path: Path  # relative to the lesson root, e.g. _episodes/01-introduction.md
-    meta: dict
-
-    @property
-    def number(self) -> str:
-        return self.path.name.split("-", 1)[0]
-
-    @property
-    def slug(self) -> str:
-        return self.path.stem
-
-    @property
-    def docname(self) -> str:
-        return f"{EPISODE_DIR}/{self.slug}"
-
-    @property
-    def minutes(self) -> int:
-        return self.meta["teaching"] + self.meta["exercises"]
-
-
-def split_front_matter(text: str) -> tuple[dict, str]:
-    """Return (front matter as a dict, the body after it)."""
-    match = _FRONT_MATTER.match(text)
-    if not match:
-        raise FrontMatterError("no YAML front matter (a block between '---' lines at the top)")
-    meta = yaml.safe_load(match.group(1)) or {}
-    if not isinstance(meta, dict):
-        raise FrontMatterError("front matter is not a YAML mapping")
-    return meta, text[match.end():]
-
-
-def check_schema(meta: dict) -> list[str]:
-    """Problems with the Carpentries keys of ``meta`` (an empty list when it is valid)."""
-    problems = []
-    for key, kind in SCHEMA.items():
-        if key not in meta:
-            problems.append(f"missing key '{key}'")
-            continue
-        value = meta[key]
-        # bool is an int subclass: 'teaching: yes' must not pass as a number of minutes.
-        if not isinstance(value, kind) or isinstance(value, bool):
-            problems.append(f"'{key}' must be {kind.__name__}, not {type(value).__name__}")
-        elif kind is int and value < 0:
-            problems.append(f"'{key}' must not be negative")
-        elif kind is list and (not value or not all(isinstance(v, str) and v.strip() for v in value)):
-            problems.append(f"'{key}' must be a non-empty list of strings")
-        elif kind is str and not value.strip():
-            problems.append(f"'{key}' must not be empty")
-    return problems
-
-
-def read_episode(root: Path, relpath: str | Path) -> Episode:
-    """Read and validate one episode; raises FrontMatterError naming the file."""
-    path = Path(relpath)
-    try:
-        meta, _ = split_front_matter((Path(root) / path).read_text(encoding="utf-8"))
-    except FrontMatterError as exc:
-        raise FrontMatterError(f"{path}: {exc}") from None
-    problems = check_schema(meta)
-    if problems:
-        raise FrontMatterError(f"{path}: " + "; ".join(problems))
-    return Episode(path, meta)
-
-
-def toc_episode_paths(root: Path) -> list[str]:
-    """Episode files in the order the table of contents lists them."""
-    toc = yaml.safe_load((Path(root) / "_toc.yml").read_text(encoding="utf-8"))
-    files = []
-    for part in toc.get("parts", []):
-        for chapter in part.get("chapters", []):
-            name = chapter.get("file", "")
-            if name.startswith(EPISODE_DIR + "/"):
-                files.append(name if name.endswith(".md") else name + ".md")
-    return files
-
-
-def episodes(root: Path) -> list[Episode]:
-    """All episodes, validated, in teaching order."""
-    return [read_episode(root, p) for p in toc_episode_paths(root)]
-
-
-@dataclass(frozen=True)
-class Break:
-    """A break in the schedule, after an episode (``lesson_schedule.breaks`` in ``_config.yml``)."""
-
-    minutes: int
-
-
-@dataclass(frozen=True)
-class SetupCheck:
-    """The check at the start of the core that every learner's JupyterLab, kernel and data work
-    (``lesson_schedule.setup_check`` minutes in ``_config.yml``)."""
-
-    minutes: int
-    label = "Setup check"
-
-
-@dataclass(frozen=True)
-class SchedulePart:
-    """A part of the table of contents that holds episodes: its caption and its timed rows."""
-
-    caption: str
-    rows: list  # (start 'H:MM', Episode, Break or SetupCheck, minutes at its end)
-
-    @property
-    def minutes(self) -> int:
-        return self.rows[-1][2] if self.rows else 0
-
-    @property
-    def episodes(self) -> list[Episode]:
-        return [item for _, item, _ in self.rows if isinstance(item, Episode)]
-
-
-def _clock(minutes: int) -> str:
-    return f"{minutes // 60}:{minutes % 60:02d}"
-
-
-def schedule_breaks(root: Path) -> dict[str, int]:
-    """Minutes of break after an episode, by its file name without '.md', from ``_config.yml``."""
-    config = yaml.safe_load((Path(root) / "_config.yml").read_text(encoding="utf-8")) or {}
-    breaks = (config.get("lesson_schedule") or {}).get("breaks") or {}
-    slugs = {Path(p).stem for p in toc_episode_paths(root)}
-    for slug, minutes in breaks.items():
-        if slug not in slugs:
-            raise FrontMatterError(f"_config.yml lesson_schedule.breaks: no episode named {slug!r}")
-        if not isinstance(minutes, int) or isinstance(minutes, bool) or minutes <= 0:
-            raise FrontMatterError(
-                f"_config.yml lesson_schedule.breaks.{slug}: minutes must be a positive integer")
-    return dict(breaks)
-
-
-def schedule_setup_check(root: Path) -> int:
-    """Minutes of the setup check at the start of the core (``_config.yml``; 0: none)."""
-    config = yaml.safe_load((Path(root) / "_config.yml").read_text(encoding="utf-8")) or {}
-    minutes = (config.get("lesson_schedule") or {}).get("setup_check", 0)
-    if not isinstance(minutes, int) or isinstance(minutes, bool) or minutes < 0:
-        raise FrontMatterError("_config.yml lesson_schedule.setup_check: minutes must be a whole "
-                               "number, 0 or more")
-    return minutes
-
-
-def schedule_parts(root: Path) -> list[SchedulePart]:
-    """The episodes by part of the table of contents, each part timed from 0:00 with its breaks.
-
-    The first part is the core of the lesson (a half-day workshop), which starts with the setup
-    check; later parts are further episodes, taught on another half-day or chosen one by one.
-    """
-    breaks = schedule_breaks(root)
-    setup = schedule_setup_check(root)
-    toc = yaml.safe_load((Path(root) / "_toc.yml").read_text(encoding="utf-8"))
-    parts = []
-    for part in toc.get("parts", []):
-        paths = [c["file"] if c["file"].endswith(".md") else c["file"] + ".md"
-                 for c in part.get("chapters", []) if c.get("file", "").startswith(EPISODE_DIR + "/")]
-        if not paths:
-            continue
-        rows, elapsed = [], 0
-        if setup and not parts:
-            rows.append((_clock(0), SetupCheck(setup), setup))
-            elapsed = setup
-        for path in paths:
-            ep = read_episode(root, path)
-            rows.append((_clock(elapsed), ep, elapsed + ep.minutes))
-            elapsed += ep.minutes
-            if ep.slug in breaks and path != paths[-1]:
-                rows.append((_clock(elapsed), Break(breaks[ep.slug]), elapsed + breaks[ep.slug]))
-                elapsed += breaks[ep.slug]
-        parts.append(SchedulePart(part.get("caption", ""), rows))
-    return parts
-
+from episode_meta import (  # noqa: F401 (re-exported: the lesson's tools import them from here)
+    EPISODE_DIR,
+    SCHEMA,
+    Episode,
+    FrontMatterError,
+    check_schema,
+    episodes,
+    read_episode,
+    split_front_matter,
+    toc_episode_paths,
+)
+from lesson_schedule import (  # noqa: F401 (re-exported)
+    Break,
+    SchedulePart,
+    Session,
+    SetupCheck,
+    Slot,
+    schedule_breaks,
+    schedule_inner_breaks,
+    schedule_markdown,
+    schedule_parts,
+    schedule_sessions,
+    schedule_setup_check,
+    session_text,
+)
 
 _FENCE = re.compile(r"^(`{3,}|~{3,}).*?^\1[ \t]*$", re.DOTALL | re.MULTILINE)
 
@@ -254,31 +88,6 @@ def overview_markdown(meta: dict) -> str:
 def keypoints_markdown(meta: dict) -> str:
     """The keypoints box put at the end of an episode."""
     return f"\n\n:::{{keypoints}}\n{bullets(meta['keypoints'])}\n:::\n"
-
-
-def schedule_markdown(parts: list[SchedulePart], link_prefix: str = "") -> str:
-    """Markdown tables, one per part: start, episode (linked) or break, teaching and exercise minutes."""
-    out = []
-    for part in parts:
-        lines = [
-            f"**{part.caption}**",
-            "",
-            "| Start | Episode | Teaching | Exercises |",
-            "|---|---|---:|---:|",
-        ]
-        for start, item, _end in part.rows:
-            if isinstance(item, Break):
-                lines.append(f"| {start} | *Break* ({item.minutes} min) | | |")
-                continue
-            if isinstance(item, SetupCheck):
-                lines.append(f"| {start} | *{item.label}*: JupyterLab, kernel and data work for "
-                             f"everyone ([setup]({link_prefix}setup.md)) | | {item.minutes} min |")
-                continue
-            link = f"[{item.number}. {item.meta['title']}]({link_prefix}{item.path.as_posix()})"
-            lines.append(f"| {start} | {link} | {item.meta['teaching']} min | {item.meta['exercises']} min |")
-        lines.append(f"| {_clock(part.minutes)} | **Finish** | | |")
-        out.append("\n".join(lines))
-    return "\n\n".join(out) + "\n"
 
 
 PLACEHOLDER = re.compile(r"\{\{\s*((?:site|ref)_\w+)\s*\}\}")

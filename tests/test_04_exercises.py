@@ -103,10 +103,12 @@ def test_the_chunks_solution_writes_guessed_gzip_chunks(path, tmp_path, capsys):
                  "BATCH_SIZE": BATCH, "x_train": x_train}
     exec(solution_with("guessed-chunks.h5"), namespace)
     printed = capsys.readouterr().out
-    assert printed.count("images/s") == 2 and "guessed-chunks.h5 chunks" in printed
+    assert printed.count("images/s") == 2 and "guessed-chunks.h5 x_train: chunks" in printed
     with h5py.File(tmp_path / "guessed-chunks.h5", "r") as f:
         images = f["x_train"]
         assert images.compression == "gzip"
+        # Like with like: the bytes stored for x_train in each file, not the files' sizes.
+        assert f"{images.id.get_storage_size() / 1e6:.1f} MB stored" in printed
         # One batch of whole images spreads over many of the guessed chunks.
         touched = np.prod([-(-size // chunk) for size, chunk in
                            zip((BATCH, 32, 32, 3), images.chunks)])

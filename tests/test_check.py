@@ -139,11 +139,37 @@ def test_a_damaged_or_missing_data_file_says_how_to_prepare_it(settings):
 
 
 @pytest.mark.bad_input("missing file")
-def test_a_learners_cifar10_file_not_made_yet_is_fine_where_prepare_can_make_it(open_folder):
-    chosen = get_settings({"LESSON_DATA": "cifar10", "LESSON_DATA_DIR": str(open_folder / "new")})
-    [item] = login.check_data(chosen, shared=False, not_yet_ok=True)
-    assert item.status == SKIP and "prepare(settings) makes" in item.detail
-    assert login.check_data(chosen, shared=False)[0].status == FAIL  # a laptop: prepare it now
+def test_a_learners_data_file_not_there_is_a_failure_with_the_prepare_cell_as_its_fix(open_folder):
+    # Episode 1's setup check runs after the cell that prepares the file: missing is a ✗.
+    for data in ("cifar10", "synthetic"):
+        chosen = get_settings({"LESSON_DATA": data, "LESSON_DATA_DIR": str(open_folder / "new")})
+        [item] = login.check_data(chosen, shared=False, learner=True)
+        assert item.status == FAIL and "has not been prepared" in item.detail, item
+        assert item.fix.startswith("run the cell above that calls prepare(settings)")
+        assert ("downloads CIFAR-10" in item.fix) == (data == "cifar10")
+    assert login.check_data(chosen, shared=False)[0].status == OK  # a laptop: made at first use
+    # A folder the learner cannot write: the shared data folder is the fix.
+    closed = open_folder / "closed"
+    closed.mkdir(mode=0o555)
+    chosen = get_settings({"LESSON_DATA": "cifar10", "LESSON_DATA_DIR": str(closed)})
+    if os.access(closed, os.W_OK):  # root may write anywhere
+        pytest.skip("this user may write into a read-only folder (root)")
+    [item] = login.check_data(chosen, shared=False, learner=True)
+    assert item.status == FAIL and "LESSON_DATA_DIR" in item.fix
+
+
+@pytest.mark.bad_input("missing file")
+def test_the_learners_check_is_not_ready_without_the_data_file(open_folder, monkeypatch):
+    from gpulesson.check import learner_items
+
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    for name, value in {"LESSON_DATA": "synthetic", "LESSON_QUICK": "1",
+                        "LESSON_DATA_DIR": str(open_folder / "none")}.items():
+        monkeypatch.setenv(name, value)
+    items = learner_items()
+    data = next(item for item in items if item.name.startswith("Data file"))
+    assert data.status == FAIL
+    assert not report.text(items).endswith("ready.") and report.exit_status(items) == 1
 
 
 @pytest.mark.parametrize("mode, status", [(0o2775, OK), (0o2770, OK), (0o1777, OK),
@@ -295,6 +321,11 @@ def test_the_ood_app_is_checked_where_installed(tmp_path):
     [other] = site.check_ood(values, filled_config(tmp_path), app)
     assert other.status == FAIL and other.fix.startswith("link the app into this lesson")
     assert site.check_ood({**values, "ood_cluster": "alpine"}, login.CONFIG, app)[0].status == OK
+    # The site's limits must allow each workshop session (lesson_schedule.sessions).
+    [short] = site.check_ood({**values, "ood_cluster": "alpine", "session_max_hours": 4,
+                              "session_max_gpus": 0}, login.CONFIG, app)
+    assert short.status == FAIL and "session_max_hours is 4, less than the CPU session's 6" in \
+        short.detail and "session_max_gpus is 0, less than the GPU session's 1" in short.detail
 
 
 # --- the checklist, the command and the learners' check ----------------------------------
@@ -356,15 +387,21 @@ def test_learner_checks_print_the_same_lines_in_the_kernel(tmp_path, settings):
 
 
 @pytest.mark.bad_input("no GPU")
-def test_in_a_job_without_a_gpu_the_learner_is_told_to_ask_for_one(monkeypatch):
+def test_in_a_job_given_a_gpu_that_keras_does_not_see_the_learner_is_told_what_to_do(monkeypatch):
     import gpulesson.devices
-    from gpulesson.check import gpu_item, learner_items
+    from gpulesson.check import GPU_JOB_VARIABLES, gpu_item, learner_items
 
     monkeypatch.setattr(gpulesson.devices, "keras_device", lambda: {
         "backend": "tensorflow", "backend_version": "x", "device": "CPU", "gpu_count": 0})
     monkeypatch.setenv("SLURM_JOB_ID", "7")
+    for name in GPU_JOB_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    # The CPU session of episodes 1 to 4 has no GPU, by design: not a failure.
     item = gpu_item()
-    assert item.status == FAIL and "asks for a GPU" in item.fix
+    assert item.status == SKIP and "CPU session" in item.detail
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    item = gpu_item()
+    assert item.status == FAIL and "launch the GPU session" in item.fix
     # In a job the GPU's memory settings count: the app's job exports them, a kernel has them.
     for name in login.GPU_SETTINGS:
         monkeypatch.delenv(name, raising=False)
@@ -375,6 +412,59 @@ def test_in_a_job_without_a_gpu_the_learner_is_told_to_ask_for_one(monkeypatch):
     assert by_name(learner_items())["Kernel's settings"].status == OK
     monkeypatch.delenv("SLURM_JOB_ID")
     assert gpu_item().status == SKIP
+
+
+@pytest.mark.bad_input("no GPU")
+def test_inside_job_exits_1_on_a_failure_as_its_help_says(tmp_path, settings):
+    # No GPU on this machine: the job's GPU items fail, so the exit status is 1.
+    write_kernel(tmp_path, sys.executable, {**KERNEL_ENV, **data_env(settings)})
+    out = tmp_path / "job.json"
+    result = run_check("--inside-job", "--json", str(out), env={"JUPYTER_PATH": str(tmp_path)},
+                       cwd=tmp_path)
+    written = json.loads(out.read_text())
+    assert written["passed"] is False and result.returncode == 1, result.stdout + result.stderr
+    # The help says so.
+    import gpulesson.check.__main__ as command
+
+    assert "1 otherwise,\nalso with --inside-job" in command.__doc__
+
+
+def test_by_hand_inside_a_job_the_kernels_settings_come_from_its_spec(tmp_path, monkeypatch):
+    """srun --pty: the shell has not the kernel's settings; the kernel's spec has them."""
+    from gpulesson.check import submit
+    from gpulesson.check.__main__ import _by_hand
+
+    for name in KERNEL_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv(submit.JOB_MARK, raising=False)
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path))
+    env, item = _by_hand(login.KERNEL)
+    assert item.status == FAIL and "no kernel" in item.detail and "make kernel" in item.fix
+    # No kernel here, but the settings exported by hand (the lesson's GPU recording): they count.
+    for name, value in KERNEL_ENV.items():
+        monkeypatch.setenv(name, value)
+    assert _by_hand(login.KERNEL)[1].status == OK
+    for name in KERNEL_ENV:
+        monkeypatch.delenv(name)
+    spec = write_kernel(tmp_path, sys.executable, {**KERNEL_ENV, "LESSON_DATA_DIR": "/shared/data"})
+    env, item = _by_hand(login.KERNEL)
+    assert item.status == OK and str(spec) in item.detail, item
+    # The checks then run with them, as the kernel would: the data folder included.
+    assert env["LESSON_DATA_DIR"] == "/shared/data" and os.environ["LESSON_DATA_DIR"] == "/shared/data"
+    for name, value in KERNEL_ENV.items():
+        assert os.environ[name] == value
+    # A spec without them: make kernel is the right fix.
+    spec.write_text(json.dumps({"argv": [sys.executable], "env": {}}))
+    for name in KERNEL_ENV:
+        monkeypatch.delenv(name, raising=False)
+    env, item = _by_hand(login.KERNEL)
+    assert item.status == FAIL and "make kernel" in item.fix
+    # In the check's own job the job exports the settings: they are checked where they are.
+    monkeypatch.setenv(submit.JOB_MARK, "1")
+    assert _by_hand(login.KERNEL) == (None, None)
+    script = submit.job_script(ROOT, sys.executable, KERNEL_ENV, tmp_path)
+    assert f"export {submit.JOB_MARK}=1" in script and "exec " not in script
+    assert 'if [ "$status" -le 1 ]; then exit 0; fi' in script
 
 
 def test_the_guide_names_every_option_and_shows_what_the_code_prints():
@@ -423,3 +513,18 @@ def test_the_driver_is_judged_against_each_frameworks_cuda_build(monkeypatch):
     assert new.status == OK and "new enough for PyTorch" in new.detail
     monkeypatch.setattr(driver, "build_cuda", lambda: {"TensorFlow": None})
     assert job.driver_items("580.65.06", "job")[0].status == SKIP
+
+
+def test_the_guide_says_how_long_the_check_takes_and_asks_for_the_gpu_reference_a_week_ahead():
+    guide = " ".join((ROOT / "guide.md").read_text(encoding="utf-8").split())
+    timing = guide[guide.index("**How long it takes.**"):guide.index("**By hand on a compute node.**")]
+    # The reference node's time is the recorded one (results/reference-run.json).
+    run = json.loads((ROOT / "results" / "reference-run.json").read_text())
+    recorded = run["done"]["readiness check on the GPU"]
+    assert f"{recorded['seconds']:.0f} seconds on the lesson's reference node, one {recorded['gpu']}" in timing
+    assert "--queue-wait" in timing and "Plan ten minutes" in timing
+    week = guide[guide.index("**A week before.**"):guide.index("**The day before.**")]
+    day = guide[guide.index("**The day before.**"):guide.index("**The setup check.**")]
+    assert "record the GPU reference" in week and "GPU reference" not in day
+    # By hand in srun --pty, the kernel's settings come from its spec: the guide says so.
+    assert "reads the kernel's settings from its spec" in guide

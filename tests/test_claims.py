@@ -53,7 +53,7 @@ CLAIMS = {
 ALLOWED = [
     ("09-feeding-the-gpu.md", "one epoch of 50,000 images in\n1 s on an H100",
      "the episode's goal (feeding.records.TARGET_EPOCH_SECONDS), not a result"),
-    ("02-connecting.md", "says what to change: 0 hours",
+    ("02-connecting.md", "It\nrefuses 0 hours",
      "a form value the lesson's Open OnDemand app refuses (lesson_site.rb), not a result"),
     ("02-connecting.md", "4 cores, 24 GB and 30 minutes",
      "the --time request of jobs/run-notebook.sbatch"),
@@ -61,8 +61,14 @@ ALLOWED = [
      "a Slurm request compared with a larger one, not a result"),
     ("02-connecting.md", "2 hours, 1 task, 8 cores per task",
      "the form values the exercise gives, turned into --time=02:00:00"),
-    ("02-connecting.md", "3 hours, 4 cores, 24 GB, 1 GPU of any type",
-     "the lesson's form request (lesson_site.rb DEFAULTS), --time=03:00:00"),
+    ("02-connecting.md", "CPU session's request (6 hours, 4 cores, 24 GB, no GPU)",
+     "the CPU session's request (lesson_schedule.sessions; test_first_episodes checks it)"),
+    ("02-connecting.md", "20 learners × 6 hours × 4 cores",
+     "the CPU session's request in the cost example, not a result"),
+    ("02-connecting.md", "20 learners × 3 hours × 1 GPU",
+     "the GPU session's request in the cost example, not a result"),
+    ("02-connecting.md", "20 learners × 8 hours × 1 GPU",
+     "a GPU session for a whole workshop day in the cost example, not a result"),
     ("02-connecting.md", "Train the lesson's network for two hours on a GPU",
      "a made-up task of the exercise"),
     ("02-connecting.md", "two hours of heavy work", "its solution, the same made-up task"),
@@ -215,3 +221,58 @@ def test_an_allowed_phrase_covers_only_itself():
     text = "Slurm signals 120 s before the time limit. One epoch took 40 s."
     problems = unallowed("10-beyond-one-gpu.md", text)
     assert len(problems) == 1 and "'40 s'" in problems[0], problems
+
+
+def _multiply_adds(model) -> int:
+    """Multiply-adds per image of a Keras model's Conv2D and Dense layers."""
+    total = 0
+    for layer in model.layers:
+        kind = type(layer).__name__
+        if kind == "Conv2D":
+            _, height, width, out = layer.output.shape
+            kh, kw = layer.kernel_size
+            total += height * width * out * kh * kw * layer.input.shape[-1]
+        elif kind == "Dense":
+            total += layer.input.shape[-1] * layer.units
+    return total
+
+
+def test_the_three_block_cnns_arithmetic_is_computed_from_the_model():
+    import keras
+    from keras import layers
+
+    from gpulesson.lesson.core import build_cnn
+
+    four = build_cnn()
+    three = keras.Sequential([keras.Input((32, 32, 3)), layers.Rescaling(1 / 255)])
+    for filters in (32, 64, 128):
+        three.add(layers.Conv2D(filters, 3, padding="same", activation="relu"))
+        three.add(layers.MaxPooling2D(2))
+    for layer in (layers.Flatten(), layers.Dense(256, activation="relu"), layers.Dropout(0.2),
+                  layers.Dense(512, activation="relu"), layers.Dropout(0.2),
+                  layers.Dense(10, activation="softmax")):
+        three.add(layer)
+    macs4, macs3 = _multiply_adds(four), _multiply_adds(three)
+    page = " ".join((ROOT / "_episodes" / "05-cpu-vs-gpu.md").read_text(encoding="utf-8").split())
+    assert f"In all {three.count_params():,}, against {four.count_params():,}" in page
+    assert (f"{macs3 / 1e6:.1f} million multiply-adds per image instead of {macs4 / 1e6:.1f} "
+            f"million, {1 - macs3 / macs4:.0%} fewer".replace("%", " %")) in page
+    assert "much less arithmetic" not in page
+
+
+@pytest.mark.parametrize("page, wrong, right", [
+    ("_episodes/01-introduction.md", "however many GPUs", "array_api_dispatch=True"),
+    ("guide.md", "chmod 3770", "chmod 2775"),
+    ("guide.md", "TensorFlow reserves most", "TF_FORCE_GPU_ALLOW_GROWTH"),
+    ("reference.md", "TensorFlow reserves most of it when it first uses a\n  GPU,",
+     "TF_FORCE_GPU_ALLOW_GROWTH=true"),
+    ("_episodes/05-cpu-vs-gpu.md", "TensorFlow reserves most", "TF_FORCE_GPU_ALLOW_GROWTH"),
+    ("guide.md", "starts JupyterLab in the lesson's `notebooks/`", "opens JupyterLab there"),
+    ("_episodes/02-connecting.md", "--mem=16G", "--mem=24G"),
+    ("reference.md", "--mem=16G", "--mem=24G"),
+    ("_episodes/04-data-pipeline.md", "HDF5 always reads", "reads only the\n  part you ask for"),
+    ("_episodes/04-data-pipeline.md", "with `____` raise `NameError` when", "raises\n  `AttributeError`"),
+])
+def test_a_fixed_fact_stays_fixed(page, wrong, right):
+    text = (ROOT / page).read_text(encoding="utf-8")
+    assert wrong not in text and right in text

@@ -1,12 +1,15 @@
-"""tools/core_check.py: the lesson's core fits a half-day, and the check fails where it should.
+"""tools/core_check.py: the lesson's core fits its day and sessions, and the check fails where it should.
 
 The script runs on the real episodes (they must pass) and on small made-up lessons, one limit
-broken at a time, to show that each check can fail and names the episode and the limit: typed
-lines, each exercise's minutes, their sum, required exercises in the core, CPU training, long
-sentences, objectives, prose per episode and in all, the half-day with its setup check and
-breaks. The last test maps every objective of every episode to an exercise with a solution.
+broken at a time, to show that each check can fail and names the episode and the limit: the
+timing model's teaching minutes (typed lines, given lines, talk, recorded waits), each
+exercise's minutes, their sum, required exercises in the core, CPU training, long sentences,
+objectives, prose per episode and in all, the day with its opening, setup check, wrap-up and
+breaks, and the sessions (long enough, GPUs only where used). The guide's table is the model's.
+The last test maps every objective of every episode to an exercise with a solution.
 """
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -26,7 +29,7 @@ def test_the_core_passes_and_prints_a_table_per_episode():
     for path in CORE:
         slug = path.split("/")[-1].removesuffix(".md")
         assert f"{slug} (" in result.stdout
-    assert "a. typed lines" in result.stdout and "the core passes" in result.stdout
+    assert "a. teaching minutes the room needs" in result.stdout and "the core passes" in result.stdout
 
 
 def test_the_core_is_the_first_part_of_the_toc_and_the_guide_and_landing_page_agree():
@@ -43,7 +46,7 @@ TOC = """\
 format: jb-book
 root: index
 parts:
-  - caption: Core episodes (half a day)
+  - caption: Core episodes (a day)
     chapters:
       - file: _episodes/01-one
       - file: _episodes/02-two
@@ -53,9 +56,15 @@ parts:
 """
 CONFIG = """\
 lesson_schedule:
-  setup_check: 10
+  opening: 10
+  setup_check: 15
+  wrap_up: 10
   breaks:
     01-one: 10
+  sessions:
+    - {label: CPU session, first: 01-one, hours: 2, partition: cpu, cores: 4, memory_gb: 24, gpus: 0}
+lesson_site:
+  session_max_hours: 8
 """
 GOOD_EXERCISE = """\
 ::::{exercise} Say it (10 min)
@@ -86,39 +95,83 @@ def lesson(tmp_path, one: str, two: str | None = None, three: str | None = None,
     (tmp_path / "_episodes").mkdir()
     (tmp_path / "_toc.yml").write_text(TOC)
     (tmp_path / "_config.yml").write_text(config)
-    (tmp_path / "guide.md").write_text(guide or "The core (episodes 1 to 2) is a half-day.\n")
     ok = episode("Some text.\n\n" + GOOD_EXERCISE)
     for name, text in (("01-one", one), ("02-two", two or ok), ("03-three", three or ok)):
         (tmp_path / "_episodes" / f"{name}.md").write_text(text)
+    (tmp_path / "guide.md").write_text(guide or "The core (episodes 1 to 2) is a day.\n\n"
+                                       f"{core_check.TABLE_START}\n{core_check.TABLE_END}\n")
+    if not guide:
+        core_check.write_guide(tmp_path / "guide.md", core_check.guide_table(tmp_path))
     return tmp_path
 
 
-def failures(root) -> list[str]:
+def executed(root, slug: str, wall_s: float):
+    """A recorded notebook run of an episode, as tools/record_run.py writes its metadata."""
+    (root / "executed").mkdir(exist_ok=True)
+    (root / "executed" / f"{slug}.ipynb").write_text(json.dumps({"metadata": {"recorded_run": {
+        "wall_s": wall_s, "machine": {"cores_usable": 2, "gpu": None}}}, "cells": []}))
+
+
+def failures(root, guide: bool = True) -> list[str]:
+    """The check's failures; with guide, after writing the model's table into the guide."""
+    if guide:
+        core_check.write_guide(root / "guide.md", core_check.guide_table(root))
     return core_check.run(root, out=open("/dev/null", "w"))
 
 
 def test_a_made_up_lesson_within_the_limits_passes(tmp_path):
-    root = lesson(tmp_path, episode("Two sentences. Short ones.\n\n" + code_cell(60) + GOOD_EXERCISE))
+    root = lesson(tmp_path, episode("Two sentences. Short ones.\n\n" + code_cell(9) + GOOD_EXERCISE))
     assert failures(root) == []
     assert core_check.main(["--root", str(root)]) == 0
 
 
-def test_too_many_typed_lines_fail_and_given_cells_do_not_count(tmp_path, capsys):
-    # 20 scheduled minutes: 70 typed lines at most.
-    root = lesson(tmp_path, episode("Text.\n\n" + code_cell(71) + GOOD_EXERCISE))
+def teaching_failure(root) -> str:
+    found = [f for f in failures(root) if f.startswith("01-one: the room needs")]
+    return found[0] if found else ""
+
+
+def test_typed_lines_count_a_minute_each_and_other_cells_do_not(tmp_path, capsys):
+    # 10 teaching minutes: 10 typed lines at most (with a little talk: fewer).
+    root = lesson(tmp_path, episode("Text.\n\n" + code_cell(11) + GOOD_EXERCISE))
     assert core_check.main(["--root", str(root)]) == 1
     err = capsys.readouterr().err
-    assert "01-one: 71 typed lines in 20 scheduled minutes" in err and "3.5 a minute" in err
-    for text in (code_cell(71, "lesson-module, given"),
-                 "## More (optional)\n\n" + code_cell(71),
-                 code_cell(30) + "# only a comment\n" * 50,
+    assert "01-one: the room needs 12 teaching minutes (typed 11.0, given 0.0, talk 0.0, waits 0.0)" \
+        ", over its 10 (front matter 'teaching')" in err, err
+    for text in ("## More (optional)\n\n" + code_cell(71),
+                 code_cell(5) + "# only a comment\n" * 50,
                  code_cell(40, "exercise") + code_cell(40, "solution")):
         (root / "_episodes" / "01-one.md").write_text(episode("Text.\n\n" + GOOD_EXERCISE + text))
-        assert failures(root) == [], text[:40]
-    # An episode that learners do not type along (front matter) has no typed lines.
+        assert not teaching_failure(root), text[:40]
+    # The same lines given are read at ten a minute; a type-along: false episode reads them too.
+    (root / "_episodes" / "01-one.md").write_text(
+        episode("Text.\n\n" + GOOD_EXERCISE + code_cell(71, "lesson-module, given")))
+    assert "(typed 0.0, given 7.1," in teaching_failure(root) or not teaching_failure(root)
+    (root / "_episodes" / "01-one.md").write_text(
+        episode("Text.\n\n" + GOOD_EXERCISE + code_cell(101, "given")))
+    assert "the room needs 11 teaching minutes (typed 0.0, given 10.1," in teaching_failure(root)
     text = episode("Text.\n\n" + code_cell(71) + GOOD_EXERCISE).replace("---\n\n", "type-along: false\n---\n\n")
     (root / "_episodes" / "01-one.md").write_text(text)
-    assert failures(root) == []
+    assert not teaching_failure(root)
+
+
+def test_talk_shown_commands_and_recorded_waits_count_too(tmp_path):
+    talk = "Some words here. " * 340  # 1,020 words presented: 10.2 minutes
+    root = lesson(tmp_path, episode(talk + "\n\n" + GOOD_EXERCISE))
+    assert "the room needs 11 teaching minutes (typed 0.0, given 0.0, talk 10.2" in teaching_failure(root)
+    # The same words in an instructor note or an optional section are not presented.
+    for where in (":::{instructor-note}\n" + talk + "\n:::\n", "## More (optional)\n\n" + talk):
+        (root / "_episodes" / "01-one.md").write_text(episode("Text.\n\n" + GOOD_EXERCISE + where))
+        assert not teaching_failure(root), where[:30]
+    # Shell commands on the page are read and run.
+    commands = "```bash\n" + "squeue --me\n" * 101 + "```\n"
+    (root / "_episodes" / "01-one.md").write_text(episode("Text.\n\n" + commands + GOOD_EXERCISE))
+    assert "(typed 0.0, given 10.1," in teaching_failure(root)
+    # A recorded run of 240 s waits 3 x 4 = 12 minutes.
+    (root / "_episodes" / "01-one.md").write_text(episode("Text.\n\n" + GOOD_EXERCISE))
+    executed(root, "01-one", 240)
+    assert "(typed 0.0, given 0.0, talk 0.0, waits 12.0)" in teaching_failure(root)
+    (root / "_episodes" / "01-one.md").write_text(episode("Text.\n\n" + GOOD_EXERCISE, teaching=13))
+    assert not teaching_failure(root)
 
 
 def test_comment_lines_and_blank_lines_are_not_typed():
@@ -155,16 +208,17 @@ def test_required_exercises_over_the_episodes_exercise_minutes_fail(tmp_path):
     assert failures(root) == []
 
 
-def test_more_than_twelve_required_exercises_in_the_core_fail(tmp_path):
+def test_more_than_fourteen_required_exercises_in_the_core_fail(tmp_path):
+    eight = "".join(exercise(f"Say it {n} (8 min)") for n in range(8))
     seven = "".join(exercise(f"Say it {n} (8 min)") for n in range(7))
-    root = lesson(tmp_path, episode("Text.\n\n" + seven, teaching=20, exercises=56),
-                  two=episode("Text.\n\n" + seven, teaching=20, exercises=56),
-                  config=CONFIG.replace("01-one: 10", "01-one: 10\n    02-two: 10"))
+    config = CONFIG.replace("hours: 2", "hours: 5").replace("01-one: 10", "01-one: 10\n  breaks_inside:\n    01-one: 10")
+    root = lesson(tmp_path, episode("Text.\n\n" + eight, teaching=5, exercises=64),
+                  two=episode("Text.\n\n" + seven, teaching=5, exercises=56), config=config)
     problems = failures(root)
-    assert "the core has 14 required exercises, over 12: make some optional (an objective needs " \
+    assert "the core has 15 required exercises, over 14: make some optional (an objective needs " \
            "one) or cut them" in problems, problems
     (root / "_episodes" / "02-two.md").write_text(
-        episode("Text.\n\n" + seven.replace(" (8 min)", " (optional)", 2), teaching=20, exercises=56))
+        episode("Text.\n\n" + seven.replace(" (8 min)", " (optional)", 1), teaching=5, exercises=56))
     assert failures(root) == []
 
 
@@ -247,22 +301,86 @@ def test_an_objective_without_an_exercise_fails(tmp_path):
     assert core_check.objective_gaps(root, "_episodes/01-one.md") == [2]
 
 
-def test_a_core_over_four_hours_or_a_long_stretch_without_a_break_fails(tmp_path):
-    root = lesson(tmp_path, episode("Text.\n\n" + GOOD_EXERCISE, teaching=100, exercises=50),
-                  two=episode("Text.\n\n" + GOOD_EXERCISE, teaching=50, exercises=50))
+def test_a_core_over_a_day_or_a_long_stretch_without_a_break_fails(tmp_path):
+    config = CONFIG.replace("hours: 2", "hours: 8")
+    root = lesson(tmp_path, episode("Text.\n\n" + GOOD_EXERCISE, teaching=300, exercises=50),
+                  two=episode("Text.\n\n" + GOOD_EXERCISE, teaching=50, exercises=50), config=config)
     problems = failures(root)
-    # 10 (setup check) + 150 + 10 (break) + 100
-    assert any("the core takes 270 minutes with its breaks and setup check" in f for f in problems), problems
-    assert any("160 minutes without a break" in f for f in problems), problems
+    # 10 (opening) + 15 (setup check) + 350 + 10 (break) + 100 + 10 (wrap-up)
+    assert any("the core takes 495 minutes with its breaks, opening, setup check and wrap-up, "
+               "over the workshop day of 480" in f for f in problems), problems
+    assert any("375 minutes without a break up to 01-one" in f for f in problems), problems
+    # A break halfway through the long episode splits it; the day is still too long.
+    (root / "_config.yml").write_text(config.replace("  sessions:", "  breaks_inside:\n    01-one: 10\n  sessions:"))
+    problems = failures(root)
+    assert any("200 minutes without a break up to 01-one" in f for f in problems), problems
+    assert any("the core takes 505 minutes" in f for f in problems), problems
 
 
-def test_a_core_without_its_setup_check_fails(tmp_path):
-    root = lesson(tmp_path, episode("Text.\n\n" + GOOD_EXERCISE),
-                  config=CONFIG.replace("setup_check: 10", "setup_check: 5"))
-    assert failures(root) == ["the core starts with no setup check of 10 minutes: set "
-                              "lesson_schedule.setup_check: 10 in _config.yml"]
-    (root / "_config.yml").write_text(CONFIG.replace("  setup_check: 10\n", ""))
-    assert len(failures(root)) == 1
+@pytest.mark.parametrize("key, least", [("opening", 10), ("setup_check", 15), ("wrap_up", 10)])
+def test_a_core_without_its_opening_setup_check_or_wrap_up_fails(tmp_path, key, least):
+    root = lesson(tmp_path, episode("Text.\n\n" + GOOD_EXERCISE))
+    config = CONFIG.replace(f"  {key}: {least}\n", f"  {key}: {least - 5}\n")
+    (root / "_config.yml").write_text(config)
+    assert [f for f in failures(root) if "guide.md" not in f] == [
+        next(f for f in failures(root) if f"lesson_schedule.{key}: {least} in _config.yml" in f)]
+    (root / "_config.yml").write_text(CONFIG.replace(f"  {key}: {least}\n", ""))
+    assert any(f"lesson_schedule.{key}: {least}" in f for f in failures(root))
+
+
+GPU_EPISODE = episode("Text.\n\n" + GOOD_EXERCISE + code_cell(1).replace(
+    "x0 = 0", 'with keras.device("gpu:0"):\n    x = 1'))
+
+
+def test_a_session_shorter_than_its_part_or_with_gpus_where_none_are_used_fails(tmp_path):
+    # The core: 10 + 15 + 20 + 10 + 20 + 10 = 85 minutes; with 20 to spare, 2 hours do.
+    root = lesson(tmp_path, episode("Text.\n\n" + GOOD_EXERCISE))
+    assert failures(root) == []
+    (root / "_config.yml").write_text(CONFIG.replace("hours: 2", "hours: 1"))
+    assert any(f.startswith("the CPU session lasts 1 hours but serves 85 minutes") and
+               "it needs 2 hours" in f for f in failures(root)), failures(root)
+    (root / "_config.yml").write_text(CONFIG.replace("hours: 2", "hours: 9"))
+    assert any("over the site's session_max_hours of 8" in f for f in failures(root))
+    (root / "_config.yml").write_text(CONFIG.replace("partition: cpu", "partition: gpu")
+                                      .replace("gpus: 0", "gpus: 1"))
+    assert any("the CPU session holds 1 GPU(s) for 01-one, 02-two, which use none" in f
+               for f in failures(root)), failures(root)
+    (root / "_config.yml").write_text(CONFIG.replace("  sessions:", "  no_sessions:"))
+    assert any("names no Open OnDemand session" in f for f in failures(root))
+
+
+def test_a_gpu_episode_needs_a_gpu_session_launched_at_the_break_before_it(tmp_path):
+    root = lesson(tmp_path, episode("Text.\n\n" + GOOD_EXERCISE), two=GPU_EPISODE)
+    assert any("the CPU session has no GPU, but 02-two uses one" in f for f in failures(root))
+    gpu = ("    - {label: GPU session, first: 02-two, hours: 1, partition: gpu, cores: 4, "
+           "memory_gb: 24, gpus: 1}\n")
+    (root / "_config.yml").write_text(CONFIG.replace("lesson_site:", gpu + "lesson_site:"))
+    assert [f for f in failures(root) if "guide.md" not in f] == []
+    part = core_check.core_part(root)[0]
+    launch = [(start, item.label) for start, item, _ in part.rows
+              if isinstance(item, core_check.Session)]
+    # The GPU session is launched at the start of the break after episode 1 (0:45).
+    assert launch == [("0:00", "CPU session"), ("0:45", "GPU session")]
+    (root / "_config.yml").write_text(CONFIG.replace("lesson_site:", gpu.replace(
+        "partition: gpu", "partition: cpu") + "lesson_site:"))
+    assert any("asks for the CPU partition with 1 GPU(s)" in f for f in failures(root))
+
+
+def test_the_guide_shows_the_models_table(tmp_path):
+    root = lesson(tmp_path, episode("Text.\n\n" + GOOD_EXERCISE))
+    assert failures(root) == []
+    guide = (root / "guide.md").read_text()
+    assert "| 01-one | 0 | 0 | 1 | none recorded | 1 min | 10 min | 10 min | 20 min |" in guide
+    (root / "_episodes" / "01-one.md").write_text(episode("Text.\n\n" + GOOD_EXERCISE, teaching=11))
+    assert failures(root, guide=False) == ["guide.md does not show the timing model's table as it is now: run "
+                              "python tools/core_check.py --write-guide"]
+
+
+def test_the_real_guide_shows_the_models_table_for_the_real_core():
+    guide = (ROOT / "guide.md").read_text(encoding="utf-8")
+    assert core_check.guide_block(guide) == core_check.guide_table(ROOT)
+    for path in CORE:
+        assert f"| {path.split('/')[-1].removesuffix('.md')} |" in core_check.guide_block(guide)
 
 
 def test_prose_over_the_limit_of_an_episode_fails(tmp_path):
@@ -319,13 +437,13 @@ def test_prose_is_the_text_the_page_shows():
 
 def test_a_guide_that_names_another_core_fails(tmp_path):
     root = lesson(tmp_path, episode("Text.\n\n" + GOOD_EXERCISE),
-                  guide="The core (episodes 1 to 4, with two breaks) fits a half-day.\n")
-    assert any("guide.md names the core as episodes 1 to 4" in f for f in failures(root))
+                  guide="The core (episodes 1 to 4, with two breaks) fits a day.\n")
+    assert any("guide.md names the core as episodes 1 to 4" in f for f in failures(root, guide=False))
 
 
 def test_a_toc_without_a_core_part_is_refused(tmp_path, capsys):
     root = lesson(tmp_path, episode("Text.\n\n" + GOOD_EXERCISE))
-    (root / "_toc.yml").write_text(TOC.replace("Core episodes (half a day)", "Episodes"))
+    (root / "_toc.yml").write_text(TOC.replace("Core episodes (a day)", "Episodes"))
     assert core_check.main(["--root", str(root)]) == 2
     assert "must be the core" in capsys.readouterr().err
 
@@ -335,3 +453,19 @@ def test_every_objective_has_an_exercise_with_a_solution(path):
     gaps = core_check.objective_gaps(ROOT, path)
     assert not gaps, (f"{path}: objective(s) {gaps} have no exercise with a solution that names "
                       "them with ':class: objective-N'")
+
+
+def test_the_guide_gives_the_core_more_than_six_hours_of_work_as_the_model_counts():
+    block = core_check.guide_block((ROOT / "guide.md").read_text(encoding="utf-8"))
+    work = int(block.split("the room works for ")[1].split()[0])
+    assert work > 6 * 60 and "more than six\nhours of work" in (ROOT / "guide.md").read_text()
+
+
+@pytest.mark.bad_input("corrupt file")
+def test_an_executed_notebook_without_its_run_time_is_refused_with_what_to_do(tmp_path, capsys):
+    root = lesson(tmp_path, episode("Text.\n\n" + GOOD_EXERCISE))
+    (root / "executed").mkdir()
+    (root / "executed" / "01-one.ipynb").write_text(json.dumps({"metadata": {}, "cells": []}))
+    assert core_check.main(["--root", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert "executed/01-one.ipynb: no recorded run time" in err and "tools/record_run.py" in err

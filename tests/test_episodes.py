@@ -4,7 +4,7 @@ import re
 
 import pytest
 import yaml
-from carpentry import (EPISODE_DIR, Break, Episode, FrontMatterError, SetupCheck, check_schema,
+from carpentry import (EPISODE_DIR, Break, Episode, FrontMatterError, Session, SetupCheck, Slot, check_schema,
                        episodes, has_title_heading, read_episode, schedule_markdown, schedule_parts,
                        split_front_matter, toc_episode_paths)
 from conftest import ROOT
@@ -64,15 +64,19 @@ def test_title_heading_detection_ignores_code():
 
 def test_schedule_adds_up():
     parts = schedule_parts(ROOT)
-    breaks = yaml.safe_load((ROOT / "_config.yml").read_text())["lesson_schedule"]["breaks"]
+    schedule = yaml.safe_load((ROOT / "_config.yml").read_text())["lesson_schedule"]
+    breaks, inner = schedule["breaks"], schedule.get("breaks_inside") or {}
     assert [ep.path.as_posix() for part in parts for ep in part.episodes] == toc_episode_paths(ROOT)
     for part in parts:
         assert part.rows[0][0] == "0:00"
         elapsed = 0
         for start, item, end in part.rows:
             assert start == f"{elapsed // 60}:{elapsed % 60:02d}"
-            elapsed += (item.minutes if isinstance(item, (Break, SetupCheck))
-                        else item.meta["teaching"] + item.meta["exercises"])
+            if isinstance(item, Session):  # launched at the start of a break: no minutes
+                assert end == elapsed
+                continue
+            elapsed += (item.minutes if not isinstance(item, Episode)
+                        else item.meta["teaching"] + item.meta["exercises"] + inner.get(item.slug, 0))
             assert end == elapsed
         # a break follows exactly the episodes _config.yml names, never the last of a part
         named = [item.slug for _, item, _ in part.rows if isinstance(item, Episode) and item.slug in breaks]
@@ -84,17 +88,32 @@ def test_schedule_adds_up():
         assert f"| {part.minutes // 60}:{part.minutes % 60:02d} | **Finish**" in table
 
 
-def test_the_core_is_a_half_day_with_breaks():
+def test_the_core_is_a_day_in_two_sessions_with_breaks():
     core = schedule_parts(ROOT)[0]
-    assert "half a day" in core.caption
-    assert 150 <= core.minutes <= 240, f"the core takes {core.minutes} min, not a half-day"
+    assert "a day" in core.caption
+    assert 240 < core.minutes <= 480, f"the core takes {core.minutes} min, not a day"
     assert any(isinstance(item, Break) for _, item, _ in core.rows)
     assert core.episodes[0].slug == "01-introduction"
-    # It starts with the setup check (_config.yml), which only the core has.
-    assert core.rows[0] == ("0:00", SetupCheck(10), 10)
-    assert not any(isinstance(item, SetupCheck) for part in schedule_parts(ROOT)[1:]
+    # The CPU session is launched first; the opening and the setup check (_config.yml) follow,
+    # which only the core has; the wrap-up ends it.
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())["lesson_schedule"]
+    first, opening, setup = core.rows[:3]
+    assert isinstance(first[1], Session) and first[1].gpus == 0 and first[:1] == ("0:00",)
+    assert opening == ("0:00", Slot(config["opening"], "Opening", opening[1].what), config["opening"])
+    assert setup[1] == SetupCheck(config["setup_check"])
+    assert isinstance(core.rows[-1][1], Slot) and core.rows[-1][1].label == "Wrap-up"
+    assert not any(isinstance(item, (SetupCheck, Slot, Session)) for part in schedule_parts(ROOT)[1:]
                    for _, item, _ in part.rows)
-    assert "| 0:00 | *Setup check*: " in schedule_markdown([core])
+    # The GPU session is launched at the start of the break before episode 5.
+    rows = [(start, item) for start, item, _ in core.rows]
+    at = next(i for i, (_, item) in enumerate(rows) if isinstance(item, Session) and item.gpus)
+    assert isinstance(rows[at + 1][1], Break) and rows[at + 1][0] == rows[at][0]
+    assert rows[at + 2][1].slug == "05-cpu-vs-gpu"
+    table = schedule_markdown([core])
+    assert "| *Setup check*: " in table and "| 0:00 | *Launch the CPU session* in Open OnDemand (6 hours, " \
+        "4 cores, 24 GB, no GPU, on the CPU partition) | | |" in table
+    assert "*Launch the GPU session* in Open OnDemand (3 hours, 4 cores, 24 GB, 1 GPU, on the GPU " \
+        "partition)" in table and "*Wrap-up*: " in table
 
 
 def test_a_break_after_an_unknown_episode_is_an_error(tmp_path):
@@ -104,12 +123,21 @@ def test_a_break_after_an_unknown_episode_is_an_error(tmp_path):
     for path in toc_episode_paths(ROOT):
         (tmp_path / path).write_text((ROOT / path).read_text())
     config = tmp_path / "_config.yml"
-    config.write_text(config.read_text().replace("02-connecting: 10", "02-conecting: 10"))
-    with pytest.raises(FrontMatterError, match="no episode named '02-conecting'"):
+    good = config.read_text()
+    config.write_text(good.replace("01-introduction: 10", "01-introdution: 10"))
+    with pytest.raises(FrontMatterError, match="breaks: no episode named '01-introdution'"):
         schedule_parts(tmp_path)
-    config.write_text(config.read_text().replace("02-conecting: 10", "02-connecting: 10")
-                      .replace("setup_check: 10", "setup_check: ten"))
+    config.write_text(good.replace("setup_check: 15", "setup_check: ten"))
     with pytest.raises(FrontMatterError, match="setup_check: minutes must be a whole number"):
+        schedule_parts(tmp_path)
+    config.write_text(good.replace("first: 05-cpu-vs-gpu", "first: 05-cpu-gpu"))
+    with pytest.raises(FrontMatterError, match="sessions, entry 2: no episode named '05-cpu-gpu'"):
+        schedule_parts(tmp_path)
+    config.write_text(good.replace("      gpus: 1\n", ""))
+    with pytest.raises(FrontMatterError, match="sessions, entry 2: give exactly the keys label, first"):
+        schedule_parts(tmp_path)
+    config.write_text(good.replace("partition: gpu\n", "partition: gpus\n"))
+    with pytest.raises(FrontMatterError, match="'partition' must be gpu or cpu"):
         schedule_parts(tmp_path)
 
 

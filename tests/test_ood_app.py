@@ -1,7 +1,8 @@
 """The Open OnDemand app ood/gpulesson-jupyterlab, without OnDemand itself.
 
 Its ERB files are rendered with Ruby by a small stand-in of the dashboard (tests/ood_render.rb):
-the form's defaults must be episode 2's request with the site config's values, the form values
+the form's defaults must be the workshop's first session (lesson_schedule.sessions, the CPU
+session that episode 2 teaches), its session menu must set each session's request, the form values
 must become the right Slurm options, and bad values must be refused with a message that says
 what to change. Then the rendered job, wrapped like OnDemand's "basic" template wraps it, is
 submitted to the local Slurm (tests/slurm_cluster.py): the test waits for JupyterLab, logs in
@@ -18,6 +19,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import ROOT, lesson_files
 from slurm_cluster import site_config
 from test_jupyterlab import _execute
@@ -28,8 +30,15 @@ websocket = pytest.importorskip("websocket")
 APP = ROOT / "ood" / "gpulesson-jupyterlab"
 RENDER = ROOT / "tests" / "ood_render.rb"
 START_TIMEOUT = 180
-# Episode 2's request in the form (the account and partition come from the site config).
-EPISODE_2 = {"hours": "3", "cores": "4", "memory_gb": "24", "gpus": "1", "gpu_type": "any"}
+SESSIONS = yaml.safe_load((ROOT / "_config.yml").read_text())["lesson_schedule"]["sessions"]
+FIELDS = ("hours", "cores", "memory_gb", "gpus")
+
+
+def session_values(session: dict) -> dict:
+    """A session's request as form values (the partition by its name in the site config)."""
+    site = site_config()
+    return {**{field: str(session[field]) for field in FIELDS}, "gpu_type": "any",
+            "partition": site[f"{session['partition']}_partition"]}
 
 
 @pytest.fixture(scope="module")
@@ -57,17 +66,19 @@ def submit(ruby, tmp_path, values, check=True):
     return render(ruby, "submit", values_file, staged, check=check), staged
 
 
-def test_the_form_has_episode_2s_fields_with_the_site_configs_defaults(ruby):
+def test_the_form_has_episode_2s_fields_with_the_first_sessions_defaults(ruby):
     site = site_config()
     form = json.loads(render(ruby, "form").stdout)
     attributes = form["attributes"]
     assert form["cluster"] == site["ood_cluster"]
-    for field in ("account", "partition", "hours", "cores", "memory_gb", "gpus", "gpu_type"):
+    for field in ("session", "account", "partition", "hours", "cores", "memory_gb", "gpus", "gpu_type"):
         assert field in form["form"] and attributes[field].get("widget") != "hidden_field"
     assert attributes["account"]["value"] == site["account"]
     assert [value for _, value in attributes["partition"]["options"]] == [
         site["gpu_partition"], site["cpu_partition"]]
-    for field, value in EPISODE_2.items():
+    first = session_values(SESSIONS[0])
+    assert SESSIONS[0]["gpus"] == 0 and first["partition"] == site["cpu_partition"]
+    for field, value in first.items():
         if field != "gpu_type":
             assert str(attributes[field]["value"]) == value, field
     assert attributes["hours"]["max"] == site["session_max_hours"]
@@ -79,17 +90,33 @@ def test_the_form_has_episode_2s_fields_with_the_site_configs_defaults(ruby):
                                            "value": site["class_results"]}
 
 
+def test_the_session_menu_sets_each_sessions_request(ruby):
+    options = json.loads(render(ruby, "form").stdout)["attributes"]["session"]["options"]
+    assert [value for _, value, _ in options] == [s["label"] for s in SESSIONS]
+    for (label, _, sets), session in zip(options, SESSIONS, strict=True):
+        expected = session_values(session)
+        assert sets == {"data-set-hours": session["hours"], "data-set-cores": session["cores"],
+                        "data-set-memory-gb": session["memory_gb"], "data-set-gpus": session["gpus"],
+                        "data-set-partition": expected["partition"]}
+        assert f"{session['hours']} hours" in label
+    # The GPU session's request is one the form accepts and Slurm gets as it is.
+    assert [s["gpus"] for s in SESSIONS] == [0, 1]
+
+
 @pytest.mark.parametrize(("values", "expected"), [
-    ({}, ["--partition={gpu}", "--time=03:00:00", "--nodes=1", "--ntasks=1", "--cpus-per-task=4",
-          "--mem=24G", "--account={account}", "--gres=gpu:1"]),
-    ({"gpu_type": "{type}", "gpus": "2", "hours": "8", "cores": "16", "memory_gb": "64",
+    ({}, ["--partition={cpu}", "--time=06:00:00", "--nodes=1", "--ntasks=1", "--cpus-per-task=4",
+          "--mem=24G", "--account={account}"]),
+    ({"partition": "{gpu}", "hours": "3", "gpus": "1"},
+     ["--partition={gpu}", "--time=03:00:00", "--nodes=1", "--ntasks=1", "--cpus-per-task=4",
+      "--mem=24G", "--account={account}", "--gres=gpu:1"]),
+    ({"partition": "{gpu}", "gpu_type": "{type}", "gpus": "2", "hours": "8", "cores": "16", "memory_gb": "64",
       "account": ""},
      ["--partition={gpu}", "--time=08:00:00", "--nodes=1", "--ntasks=1", "--cpus-per-task=16",
       "--mem=64G", "--gres=gpu:{type}:2"]),
-    ({"partition": "{cpu}", "gpus": "0"},
-     ["--partition={cpu}", "--time=03:00:00", "--nodes=1", "--ntasks=1", "--cpus-per-task=4",
+    ({"partition": "{cpu}", "gpus": "0", "hours": "2"},
+     ["--partition={cpu}", "--time=02:00:00", "--nodes=1", "--ntasks=1", "--cpus-per-task=4",
       "--mem=24G", "--account={account}"]),
-], ids=["episode-2", "typed-gpus", "cpu-only"])
+], ids=["cpu-session", "gpu-session", "typed-gpus", "cpu-only"])
 def test_form_values_become_slurm_options(ruby, tmp_path, values, expected):
     site = site_config()
     names = {"gpu": site["gpu_partition"], "cpu": site["cpu_partition"],
@@ -114,7 +141,7 @@ def test_form_values_become_slurm_options(ruby, tmp_path, values, expected):
     ({"gpu_type": "v100"}, "GPU type: 'v100' is not a GPU type of this cluster; choose any, {types}."),
     ({"gpus": "64"}, "Number of GPUs: 64 is not possible here; enter a number from 0 to {gpus}."),
     ({"hours": "three"}, "Number of hours: 'three' is not a whole number; enter one from 1 to {hours}."),
-    ({"partition": "{cpu}"}, "Number of GPUs: the partition {cpu} has no GPUs; choose {gpu}, or 0 GPUs."),
+    ({"gpus": "1"}, "Number of GPUs: the partition {cpu} has no GPUs; choose {gpu}, or 0 GPUs."),
     ({"partition": "bigmem"}, "Partition: 'bigmem' is not one of {gpu}, {cpu}."),
     ({"lesson_dir": 'gpu-lesson"; rm -r x'},
      "Lesson folder: 'gpu-lesson\"; rm -r x' may hold only letters, digits, '.', '_', '-' and "
@@ -158,7 +185,7 @@ wait "$SCRIPT_PID"
 
 @pytest.fixture
 def session(ruby, slurm, tmp_path):
-    """The app's job for episode 2's request, submitted to the local Slurm: (job id, folders)."""
+    """The app's job for the GPU session, submitted to the local Slurm: (job id, folders)."""
     home = tmp_path / "home"
     lesson = lesson_files(home / "gpu-lesson")
     (lesson / ".venv").symlink_to(Path(sys.prefix).resolve(), target_is_directory=True)
@@ -166,7 +193,7 @@ def session(ruby, slurm, tmp_path):
     (home / ".jupyter").mkdir()
     (home / ".jupyter" / "jupyter_server_config.json").write_text(
         json.dumps({"ServerApp": {"allow_root": True}}))
-    result, staged = submit(ruby, tmp_path, {})
+    result, staged = submit(ruby, tmp_path, session_values(SESSIONS[-1]))
     native = json.loads(result.stdout)["submit"]["script"]["native"]
     job_script = staged / "job_script_content.sh"
     job_script.write_text(BASIC_TEMPLATE.format(staged=staged))
@@ -206,8 +233,10 @@ def test_the_app_starts_jupyterlab_with_the_lesson_kernel_under_slurm(ruby, slur
     site = site_config()
     # Like a learner checking the session in a terminal (episode 2): the job is in squeue.
     listed = slurm.run("squeue", "--noheader", "--format=%i %P %b %C %m %l", "--jobs", job_id)
-    assert listed.stdout.split() == [job_id, site["gpu_partition"], "gres:gpu:1", "4", "24G",
-                                     "3:00:00"]
+    gpu = SESSIONS[-1]
+    assert listed.stdout.split() == [job_id, site["gpu_partition"], f"gres:gpu:{gpu['gpus']}",
+                                     str(gpu["cores"]), f"{gpu['memory_gb']}G",
+                                     f"{gpu['hours']}:00:00"]
     base, connection = _wait_for_lab(slurm, job_id, staged, output)
     password = connection["password"]
     assert re.fullmatch(r"[a-zA-Z0-9]{24}", password)

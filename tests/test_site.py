@@ -7,7 +7,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
-from carpentry import Break, SetupCheck, episodes, schedule_parts
+from carpentry import Break, Session, SetupCheck, Slot, episodes, schedule_parts
 from conftest import ROOT, build_book, lesson_files
 
 TOC_PAGES = ["index", "setup", "exercises", "reference", "guide", "profiles",
@@ -137,9 +137,15 @@ def test_schedule_on_the_landing_page(site):
                 assert _words(f"{start} Break ({item.minutes} min)") in text
             elif isinstance(item, SetupCheck):
                 assert _words(f"{start} Setup check:") in text
+            elif isinstance(item, Slot):
+                assert _words(f"{start} {item.label}: {item.what} {item.minutes} min") in text
+            elif isinstance(item, Session):
+                assert _words(f"{start} Launch the {item.label} in Open OnDemand") in text
             else:
-                assert _words(f"{start} {item.number}. {item.meta['title']} {item.meta['teaching']} min "
-                              f"{item.meta['exercises']} min") in text
+                inside = part.inner_breaks.get(item.slug)
+                halfway = f", with a break of {inside} min halfway" if inside else ""
+                assert _words(f"{start} {item.number}. {item.meta['title']}{halfway} "
+                              f"{item.meta['teaching']} min {item.meta['exercises']} min") in text
         assert f"{part.minutes // 60}:{part.minutes % 60:02d} Finish" in text
 
 

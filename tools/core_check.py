@@ -1,7 +1,8 @@
-"""Check that the core of the lesson can be taught in a half-day, on what learners really do.
+"""Check that the core of the lesson can be taught in the day it claims, on what learners really do.
 
-    python tools/core_check.py            # a table per core episode; exit 1 naming what fails
-    python tools/core_check.py --root DIR # another copy of the lesson
+    python tools/core_check.py               # a table per core episode; exit 1 naming what fails
+    python tools/core_check.py --root DIR    # another copy of the lesson
+    python tools/core_check.py --write-guide # write the timing model's table into guide.md
 
 The core is the first part of ``_toc.yml`` that lists episodes (its caption names it the core);
 the landing page's schedule, the instructor guide and this script all take it from there. Each
@@ -11,14 +12,29 @@ section whose heading ends with "(optional)" (everything below it, up to the nex
 the same or a higher level) and an exercise whose title ends with "(optional)" (a heading or
 title that starts with "Optional:" counts too). An exercise that is not optional is *required*.
 
+The timing model counts what a room does, not what the page holds:
+
+- **typed lines** at ``TYPED_LINES_PER_MINUTE``: the lines that are not blank and not only a
+  comment of the cells learners type (``tools/make_notebooks.py``): code cells
+  (``{code-cell}``) not tagged ``given``, ``exercise`` or ``solution`` and not in an optional
+  section (none when the front matter says ``type-along: false``);
+- **given lines** at ``READ_LINES_PER_MINUTE``, read and run while the instructor explains them:
+  the lines of cells tagged ``given`` and of the commands and scripts the page shows outside
+  cells (shell blocks), outside exercises and optional sections;
+- **talk** at ``TALK_WORDS_PER_MINUTE``: the prose the instructor presents, outside exercises,
+  optional sections and instructor notes;
+- **waits**: the recorded wall time of the episode's executed notebook (``executed/NN-slug.ipynb``,
+  its ``recorded_run`` metadata, which ``tools/record_run.py`` writes on the workshop's reference
+  node), times ``WAIT_ALLOWANCE`` for a room whose nodes are shared;
+- **exercises** at the minutes in their titles, debrief included (rule b);
+- the core's **opening**, **setup check** and **wrap-up**, from ``_config.yml``.
+
 For each core episode:
 
-a. **Typing.** At most ``MAX_TYPED_PER_MINUTE`` typed lines per scheduled minute. Typed lines
-   are the lines that are not blank and not only a comment of the cells learners type
-   (``tools/make_notebooks.py``): code cells (``{code-cell}``) not tagged ``given``,
-   ``exercise`` or ``solution`` and not in an optional section (none when the front matter
-   says ``type-along: false``). Given cells are read and run; an exercise's code (its cell with
-   ``____`` blanks, its solution cell, code in its text) is part of the exercise's minutes.
+a. **Teaching time.** The front matter's ``teaching`` minutes are at least the model's typed
+   lines, given lines, talk and waits together, rounded up to a whole minute. An exercise's
+   code (its cell with ``____`` blanks, its solution cell, code in its text) is part of the
+   exercise's minutes.
 b. **Exercise time.** A required exercise's title ends with its minutes, debrief included:
    ``Count the parameters (10 min)``. Each takes at least ``MIN_EXERCISE`` minutes, except a
    one-line prediction (class ``prediction``: ``:class: objective-1 prediction``), at least
@@ -43,16 +59,29 @@ f. **Prose.** At most ``MAX_PROSE_WORDS`` words of prose: the page's text as sho
    code blocks and cells, the front matter, code in tables, figure options and instructor notes.
 
 For the core as a whole: at most ``MAX_REQUIRED`` required exercises and ``MAX_CORE_PROSE``
-words of prose; it takes at most ``HALF_DAY`` minutes with its breaks and its setup check of at
-least ``SETUP_CHECK`` minutes at the start (both from ``_config.yml``'s ``lesson_schedule``),
-and no part of the schedule runs longer than ``MAX_STRETCH`` minutes without a break. The guide
-and the landing page, where they name the core's episodes ("episodes 1 to 5"), name the ones
-``_toc.yml`` lists.
+words of prose. It opens with an opening of at least ``OPENING`` minutes and a setup check of
+at least ``SETUP_CHECK``, ends with a wrap-up of at least ``WRAP_UP``, and takes at most
+``WORKSHOP_DAY`` minutes with its breaks (all from ``_config.yml``'s ``lesson_schedule``); no
+part of the schedule runs longer than ``MAX_STRETCH`` minutes without a break (a break halfway
+through a long episode, ``lesson_schedule.breaks_inside``, splits it in two halves).
+
+**Sessions.** The core runs in the Open OnDemand sessions of ``lesson_schedule.sessions``, the
+first launched before the opening, a later one at the start of the break before its first
+episode. Each session lasts at least ``SESSION_MARGIN`` minutes longer than the part it serves
+(from its launch to the next launch, or the end of the core) and no longer than the site allows
+(``lesson_site.session_max_hours``). A session holds GPUs exactly when an episode it serves uses
+one (a code cell outside optional sections names a GPU device, ``"gpu"`` or ``"gpu:0"``), and
+then asks for the GPU partition; a session without GPUs asks for the CPU partition.
+
+The guide and the landing page, where they name the core's episodes ("episodes 1 to 5"), name
+the ones ``_toc.yml`` lists, and the guide shows the model's table (``--write-guide``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import re
 import sys
 from dataclasses import dataclass
@@ -61,7 +90,25 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "_ext"))
 sys.path.insert(0, str(ROOT / "tools"))
-from carpentry import Break, FrontMatterError, SetupCheck, schedule_parts, split_front_matter  # noqa: E402
+from carpentry import FrontMatterError, Session, schedule_parts, split_front_matter  # noqa: E402, F401
+from core_schedule import (  # noqa: E402, F401 (the day's limits, named in the docstring)
+    CORE_NAMED,
+    MAX_STRETCH,
+    OPENING,
+    SESSION_MARGIN,
+    SETUP_CHECK,
+    TABLE_END,
+    TABLE_START,
+    WORKSHOP_DAY,
+    WRAP_UP,
+    guide_block,
+    model_table,
+    named_core_failures,
+    session_failures,
+    stretch_failures,
+    write_guide,
+)
+from core_schedule import _slot_failures as slot_failures  # noqa: E402
 from episode_page import (  # noqa: E402
     GIVEN_TAG,
     PREDICTION,
@@ -74,17 +121,21 @@ from episode_page import (  # noqa: E402
     words,
 )
 
-MAX_TYPED_PER_MINUTE = 3.5
+TYPED_LINES_PER_MINUTE = 1  # the instructor types and explains a line, the room types it
+READ_LINES_PER_MINUTE = 10  # a given line read, explained and run: about 6 seconds
+TALK_WORDS_PER_MINUTE = 100  # prose presented with questions: slower than speech (about 130)
+# The recorded waits are one run on the reference node; a room shares its nodes. A rerun of
+# episode 5's three CPU epochs on a loaded node took 248 s against 93 s recorded: 2.7 times.
+WAIT_ALLOWANCE = 3
+EXECUTED_DIR = "executed"
 MIN_EXERCISE = 8  # minutes, debrief included
 MIN_PREDICTION = 3  # minutes, for a one-line prediction
-MAX_REQUIRED = 12  # required exercises in the core
+MAX_REQUIRED = 14  # required exercises in the core, a day
 MAX_PROSE_WORDS = 3_000  # per core episode
 MAX_CORE_PROSE = 10_000
 LONG_SENTENCE = 35  # words
 MAX_LONG_SHARE = 0.12
-HALF_DAY = 240  # minutes, breaks and setup check included
-SETUP_CHECK = 10  # minutes at least, at the start of the core
-MAX_STRETCH = 90  # minutes of episodes in a row without a break
+GPU_DEVICE = re.compile(r"""["']gpu(?::\d+)?["']""")
 BLANK = "____"
 TRAINING_CALL = re.compile(r"\.fit\(|\btrain_on\(")
 TRAIN_AGAIN = re.compile(
@@ -92,7 +143,6 @@ TRAIN_AGAIN = re.compile(
     r"|\brun the cells\b[^.?!]{0,40}\b(?:again|from)\b",
     re.IGNORECASE,
 )
-CORE_NAMED = re.compile(r"\bcore\b[^.]{0,80}?\bepisodes (\d+) to (\d+)", re.IGNORECASE | re.DOTALL)
 
 
 class CoreCheckError(Exception):
@@ -118,8 +168,13 @@ def trains_on_cpu(exercise: Exercise) -> bool:
 class EpisodeReport:
     slug: str
     minutes: int
+    teaching_minutes: int  # the front matter's
     exercise_minutes: int  # the front matter's
     typed: int
+    given: int  # lines of given cells and shown commands
+    talk: int  # words the instructor presents
+    wait_seconds: float  # recorded wall time of the executed notebook (0: none)
+    wait_source: str
     required: list[Exercise]
     cpu_training: list[str]
     sentences: int
@@ -127,10 +182,19 @@ class EpisodeReport:
     objectives: int
     unassessed: list[int]
     prose: int
+    uses_gpu: bool
 
     @property
-    def typed_limit(self) -> float:
-        return MAX_TYPED_PER_MINUTE * self.minutes
+    def model(self) -> dict[str, float]:
+        """The timing model's minutes of teaching, by part (rule a)."""
+        return {"typed": self.typed / TYPED_LINES_PER_MINUTE,
+                "given": self.given / READ_LINES_PER_MINUTE,
+                "talk": self.talk / TALK_WORDS_PER_MINUTE,
+                "waits": self.wait_seconds * WAIT_ALLOWANCE / 60}
+
+    @property
+    def model_teaching(self) -> int:
+        return math.ceil(round(sum(self.model.values()), 6))
 
     @property
     def required_minutes(self) -> int:
@@ -162,11 +226,12 @@ class EpisodeReport:
 
     def failures(self) -> list[str]:
         problems = []
-        if self.typed > self.typed_limit:
+        if self.model_teaching > self.teaching_minutes:
+            parts = ", ".join(f"{name} {minutes:.1f}" for name, minutes in self.model.items())
             problems.append(
-                f"{self.slug}: {self.typed} typed lines in {self.minutes} scheduled minutes, over the "
-                f"limit of {MAX_TYPED_PER_MINUTE} a minute ({self.typed_limit:g}); tag cells that "
-                f"learners only run '{GIVEN_TAG}', move code to an optional section, or shorten it")
+                f"{self.slug}: the room needs {self.model_teaching} teaching minutes ({parts}), "
+                f"over its {self.teaching_minutes} (front matter 'teaching'): give it the time, tag "
+                f"cells that learners only run '{GIVEN_TAG}', or move parts to an optional section")
         problems += self.exercise_failures()
         for title in self.cpu_training:
             problems.append(
@@ -190,6 +255,22 @@ class EpisodeReport:
         return problems
 
 
+def recorded_wait(root: Path, slug: str) -> tuple[float, str]:
+    """The recorded wall time of an episode's executed notebook, and where it was recorded."""
+    path = Path(root) / EXECUTED_DIR / f"{slug}.ipynb"
+    if not path.exists():
+        return 0.0, "no executed notebook"
+    try:
+        run = json.loads(path.read_text(encoding="utf-8"))["metadata"]["recorded_run"]
+        seconds = float(run["wall_s"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CoreCheckError(f"{path}: no recorded run time (metadata recorded_run.wall_s): "
+                             f"record it again with python tools/record_run.py ({exc})") from None
+    machine = run.get("machine") or {}
+    where = machine.get("gpu") or f"{machine.get('cores_usable', '?')} CPU cores"
+    return seconds, f"{EXECUTED_DIR}/{slug}.ipynb, {seconds:.0f} s on {where}"
+
+
 def _unassessed(page: Page, n_objectives: int, required_only: bool) -> list[int]:
     assessed = {n for e in page.exercises if e.has_solution and not (required_only and e.optional)
                 for n in e.objectives}
@@ -204,11 +285,18 @@ def check_episode(root: Path, relpath: str | Path) -> EpisodeReport:
     found = sentences([as_shown(p) for p in page.paragraphs])
     longest = sorted((s for s in found if words(s) > LONG_SENTENCE), key=words, reverse=True)
     typed = meta.get("type-along", True) is not False
+    wait, source = recorded_wait(root, path.stem)
     return EpisodeReport(
         slug=path.stem,
         minutes=int(meta["teaching"]) + int(meta["exercises"]),
+        teaching_minutes=int(meta["teaching"]),
         exercise_minutes=int(meta["exercises"]),
         typed=sum(c.typed_lines for c in page.cells if c.typed) if typed else 0,
+        given=sum(c.typed_lines for c in page.cells if c.given or (c.typed and not typed))
+        + page.shown_code_lines,
+        talk=prose_words(page.talk),
+        wait_seconds=wait,
+        wait_source=source,
         required=required,
         cpu_training=[e.title for e in required if trains_on_cpu(e)],
         sentences=len(found),
@@ -216,6 +304,7 @@ def check_episode(root: Path, relpath: str | Path) -> EpisodeReport:
         objectives=len(meta.get("objectives") or []),
         unassessed=_unassessed(page, len(meta.get("objectives") or []), required_only=True),
         prose=prose_words(page.prose),
+        uses_gpu=any(GPU_DEVICE.search("\n".join(c.lines)) for c in page.cells if not c.optional),
     )
 
 
@@ -230,40 +319,33 @@ def core_part(root: Path):
     parts = schedule_parts(root)
     if not parts or "core" not in parts[0].caption.lower():
         raise CoreCheckError("_toc.yml: the first part that lists episodes must be the core "
-                             "(its caption names it, e.g. 'Core episodes (half a day)')")
+                             "(its caption names it, e.g. 'Core episodes (a day, in two sessions)')")
     return parts
 
 
-def schedule_failures(root: Path) -> list[str]:
-    """The core's length and the breaks of every part; the core as the guide and index name it."""
+def schedule_failures(root: Path, reports: list[EpisodeReport] | None = None) -> list[str]:
+    """The core's day and sessions, the breaks of every part, the core as guide and index name it."""
     parts = core_part(root)
-    core, problems = parts[0], []
-    setup = core.rows[0][1] if isinstance(core.rows[0][1], SetupCheck) else None
-    if setup is None or setup.minutes < SETUP_CHECK:
-        problems.append(f"the core starts with no setup check of {SETUP_CHECK} minutes: set "
-                        f"lesson_schedule.setup_check: {SETUP_CHECK} in _config.yml")
-    if core.minutes > HALF_DAY:
-        problems.append(f"the core takes {core.minutes} minutes with its breaks and setup check, "
-                        f"over the half-day of {HALF_DAY}")
+    core = parts[0]
+    if reports is None:
+        reports = [check_episode(root, ep.path) for ep in core.episodes]
+    problems = slot_failures(core)
     for part in parts:
-        stretch = 0
-        for _, item, _ in part.rows:
-            stretch = 0 if isinstance(item, Break) else stretch + item.minutes
-            if stretch > MAX_STRETCH:
-                problems.append(f"'{part.caption}': {stretch} minutes without a break up to "
-                                f"{item.slug}, over {MAX_STRETCH}; add a break in _config.yml "
-                                "(lesson_schedule.breaks)")
-                break
-    first, last = int(core.episodes[0].number), int(core.episodes[-1].number)
-    for name in ("guide.md", "index.md"):
-        page = Path(root) / name
-        if not page.exists():
-            continue
-        for match in CORE_NAMED.finditer(page.read_text(encoding="utf-8")):
-            if (int(match[1]), int(match[2])) != (first, last):
-                problems.append(f"{name} names the core as episodes {match[1]} to {match[2]}; "
-                                f"_toc.yml's core is episodes {first} to {last}")
+        problems += stretch_failures(part)
+    problems += session_failures(root, core, reports)
+    problems += named_core_failures(root, core)
     return problems
+
+
+RATES = (f"Typed lines at {TYPED_LINES_PER_MINUTE} a minute, given lines (given cells and shown "
+         f"commands) at {READ_LINES_PER_MINUTE} a minute, presented words at "
+         f"{TALK_WORDS_PER_MINUTE} a minute, and each executed notebook's recorded run time "
+         f"times {WAIT_ALLOWANCE}.")
+
+
+def guide_table(root: Path = ROOT) -> str:
+    core = core_part(root)[0]
+    return model_table([check_episode(root, ep.path) for ep in core.episodes], RATES, core)
 
 
 def table(report: EpisodeReport) -> str:
@@ -273,10 +355,13 @@ def table(report: EpisodeReport) -> str:
     lines = [
         f"{report.slug} ({report.minutes} scheduled minutes)",
         f"  {'check':<34} {'value':>10} {'limit':>12}",
-        row("a. typed lines", report.typed, f"{report.typed_limit:g}", report.typed <= report.typed_limit),
-        row("b. required exercises' minutes", report.required_minutes, report.exercise_minutes,
-            not report.exercise_failures()),
+        row("a. teaching minutes the room needs", report.model_teaching, report.teaching_minutes,
+            report.model_teaching <= report.teaching_minutes),
     ]
+    for name, minutes in report.model.items():
+        lines.append(f"     {name:<31} {minutes:>10.1f}")
+    lines.append(row("b. required exercises' minutes", report.required_minutes,
+                     report.exercise_minutes, not report.exercise_failures()))
     for e in report.required:
         least = MIN_PREDICTION if e.prediction else MIN_EXERCISE
         lines.append(row(f"   {e.title[:31]}", "?" if e.minutes is None else e.minutes,
@@ -306,6 +391,17 @@ def core_failures(reports: list[EpisodeReport]) -> list[str]:
     return problems
 
 
+def guide_failures(root: Path, reports: list[EpisodeReport]) -> list[str]:
+    guide = Path(root) / "guide.md"
+    if not guide.exists():
+        return []
+    shown = guide_block(guide.read_text(encoding="utf-8"))
+    if shown != model_table(reports, RATES, core_part(root)[0]):
+        return ["guide.md does not show the timing model's table as it is now: run "
+                "python tools/core_check.py --write-guide"]
+    return []
+
+
 def run(root: Path = ROOT, out=sys.stdout) -> list[str]:
     """Print the tables; return the failures (empty when the core passes)."""
     parts = core_part(root)
@@ -316,22 +412,27 @@ def run(root: Path = ROOT, out=sys.stdout) -> list[str]:
         reports.append(report)
         print(table(report), file=out)
         failures += report.failures()
-    print(f"core: {len(core.episodes)} episodes, {core.minutes} minutes with breaks and the setup "
-          f"check (limit {HALF_DAY}), {sum(len(r.required) for r in reports)} required exercises "
-          f"(limit {MAX_REQUIRED}), {sum(r.prose for r in reports):,} words of prose "
-          f"(limit {MAX_CORE_PROSE:,})", file=out)
+    print(f"core: {len(core.episodes)} episodes, {core.minutes} minutes with breaks, opening, "
+          f"setup check and wrap-up (limit {WORKSHOP_DAY}), in {len(core.sessions)} session(s), "
+          f"{sum(len(r.required) for r in reports)} required exercises (limit {MAX_REQUIRED}), "
+          f"{sum(r.prose for r in reports):,} words of prose (limit {MAX_CORE_PROSE:,})", file=out)
     failures += core_failures(reports)
-    failures += schedule_failures(root)
+    failures += schedule_failures(root, reports)
+    failures += guide_failures(root, reports)
     return failures
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", type=Path, default=ROOT, help="the lesson folder (default: this one)")
+    parser.add_argument("--write-guide", action="store_true",
+                        help="write the timing model's table into guide.md, then check")
     args = parser.parse_args(argv)
     try:
+        if args.write_guide:
+            write_guide(args.root / "guide.md", guide_table(args.root))
         failures = run(args.root)
-    except (CoreCheckError, FrontMatterError, OSError) as exc:
+    except (CoreCheckError, FrontMatterError, OSError, ValueError) as exc:
         print(f"core check: {exc}", file=sys.stderr)
         return 2
     for failure in failures:

@@ -76,6 +76,11 @@ class CodeCell:
         """Whether learners type it (see rule a)."""
         return not self.optional and not self.tags & NOT_TYPED
 
+    @property
+    def given(self) -> bool:
+        """Whether learners read and run it in the core (tagged given, not optional)."""
+        return not self.optional and GIVEN_TAG in self.tags
+
 
 @dataclass
 class Page:
@@ -85,6 +90,11 @@ class Page:
     exercises: list[Exercise] = field(default_factory=list)
     paragraphs: list[str] = field(default_factory=list)
     prose: list[str] = field(default_factory=list)  # the page's text, for counting words (rule f)
+    # What the instructor presents (rule a): the prose outside exercises, optional parts and
+    # instructor notes, and the lines of code blocks there that are not cells (shell commands,
+    # batch scripts), which learners read and run.
+    talk: list[str] = field(default_factory=list)
+    shown_code_lines: int = 0
 
 
 def _tags(value: str) -> set[str]:
@@ -111,6 +121,13 @@ def parse_body(body: str) -> Page:
         """Prose of the page, unless in an instructor note."""
         if not any(d["name"] == "instructor-note" for d in directives):
             page.prose.append(text)
+            if presented():
+                page.talk.append(text)
+
+    def presented() -> bool:
+        """Whether the instructor presents this line in the core (rule a)."""
+        return not in_optional() and not any(
+            d["name"] in ("instructor-note", "exercise", "solution") for d in directives)
 
     def current_exercise() -> tuple[Exercise | None, bool]:
         """The exercise that encloses this line, and whether the line is in its solution."""
@@ -143,6 +160,9 @@ def parse_body(body: str) -> Page:
             exercise, _ = current_exercise()
             if exercise is not None:
                 exercise.code.append("\n".join(block))
+            elif not info.startswith("{code-cell}") and presented():
+                page.shown_code_lines += sum(1 for b in block if b.strip()
+                                             and not b.strip().startswith("#"))
             if info.startswith("{code-cell}"):
                 tags: set[str] = set()
                 while block and _OPTION.match(block[0]):
@@ -170,7 +190,9 @@ def parse_body(body: str) -> Page:
                     exercise.has_solution = True
             if title:
                 page.paragraphs.append(title)
-                if opening["name"] not in ("figure", "image", "instructor-note"):  # not a path
+                if opening["name"] in ("exercise", "solution"):  # part of the exercise, not talk
+                    page.prose.append(title)
+                elif opening["name"] not in ("figure", "image", "instructor-note"):  # not a path
                     shown(title)
             directives.append(entry)
             i += 1

@@ -2,7 +2,8 @@
 
 Run on the login node: checks the kernel, the data, the class folder, the site values and the
 Open OnDemand app there, then one short job on the GPU partition; prints the checklist and
-writes it as JSON. Exit status 0 when nothing failed (items not checked allowed), 1 otherwise.
+writes it as JSON. Exit status 0 when nothing failed (items not checked allowed), 1 otherwise,
+also with --inside-job (with --record: 0 once the record is written, which holds any failure).
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--no-job", action="store_true", help="only the login node's checks")
     parser.add_argument("--inside-job", action="store_true",
                         help="only the compute node's checks, here (what the job runs; on a node "
-                             "you are logged in to, e.g. with srun --pty)")
+                             "you are logged in to, e.g. with srun --pty, with the settings of "
+                             "the kernel --kernel)")
     parser.add_argument("--record", type=Path, metavar="FILE",
                         help="with --inside-job: also append the checklist as one record to the "
                              "results file FILE (no host name), as the lesson's GPU recording "
@@ -113,13 +115,38 @@ def cluster(args) -> list:
     return items
 
 
+def _by_hand(kernel: str):
+    """Run by hand (not in the check's own job): the kernel's settings from its spec, applied
+    here as the kernel applies them, and the item on them; (None, None) in the check's job."""
+    from gpulesson.check.submit import JOB_MARK
+
+    if os.environ.get(JOB_MARK):
+        return None, None
+    spec, found = login.find_kernel(kernel)
+    fix = (f'register the kernel "Python ({kernel})" again with the Makefile\'s settings: '
+           "make kernel")
+    if spec is None:  # settings exported by hand (as the lesson's GPU recording does) count
+        item = login.check_settings(os.environ, fix, where="job")
+        if item.status != "ok":
+            item.detail = f'no kernel "Python ({kernel})" is registered, and {item.detail}'
+        return {}, item
+    env = {k: str(v) for k, v in (found.get("env") or {}).items()}
+    os.environ.update(env)
+    item = login.check_settings(env, fix, where="job")
+    if item.status == "ok":
+        item.detail += f" (from {spec})"
+    return env, item
+
+
 def main(argv=None) -> int:
     args = parse(argv)
     if args.inside_job:
         mode, where = ("laptop", "laptop") if args.laptop else ("job", "job")
         from gpulesson.check.job import inside_job
 
-        items = inside_job(_settings({}), gpu_expected=not args.laptop, where=where)
+        env, settings_item = (None, None) if args.laptop else _by_hand(args.kernel)
+        items = inside_job(_settings(env or {}), gpu_expected=not args.laptop, where=where,
+                           settings_item=settings_item)
     elif args.laptop or shutil.which("sbatch") is None:
         mode = "laptop"
         if not args.laptop:
@@ -135,9 +162,10 @@ def main(argv=None) -> int:
         from gpulesson.check.example import append_check
 
         print(f"Recorded in {append_check(args.record, items, _settings({}))}")
-    if args.inside_job:
-        return 0  # the checks ran: the job COMPLETED; its findings are in the JSON
-    print(f"Written to {path}: send it to your site's support with any ✗.")
+    if args.inside_job and args.record:
+        return 0  # recorded: the record holds the findings, ✗ included
+    if not args.inside_job:
+        print(f"Written to {path}: send it to your site's support with any ✗.")
     return report.exit_status(items)
 
 

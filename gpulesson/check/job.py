@@ -176,15 +176,18 @@ def class_folder_item(site_value, where: str = "job"):
     return ok(title, f"{folder} (a file created and removed)", where=where)
 
 
-def inside_job(settings, *, gpu_expected: bool = True, where: str = "job"):
+def inside_job(settings, *, gpu_expected: bool = True, where: str = "job", settings_item=None):
     """Every check of a compute node (``gpu_expected``: a job on the GPU partition; False on a
-    laptop, where no GPU is no fault)."""
+    laptop, where no GPU is no fault). ``settings_item``: the kernel's settings as checked from
+    its spec, when run by hand; by default, whether they reached this job's environment."""
     from gpulesson.check.login import check_settings, site_values
 
     # On a laptop the kernel's settings were checked already, from its kernel.json.
-    items = [] if not gpu_expected else [check_settings(
-        os.environ, "register the kernel with the Makefile's settings (make kernel), or export "
-        "them in the job", where=where)]
+    if settings_item is None and gpu_expected:
+        settings_item = check_settings(
+            os.environ, "register the kernel with the Makefile's settings (make kernel): the job "
+            "runs with the settings of the kernel's spec", where=where)
+    items = [settings_item] if gpu_expected else []
     if gpu_expected:  # a laptop has no class folder (a cluster's job is given it, see submit)
         items.append(class_folder_item(site_values().get("class_results"), where))
     gpu, driver, _ = nvidia_smi(where)

@@ -175,22 +175,26 @@ def _can_create(folder: Path) -> bool:
     return os.access(existing, os.W_OK | os.X_OK)
 
 
-def check_data(settings, *, shared: bool = True, not_yet_ok: bool = False):
+def check_data(settings, *, shared: bool = True, learner: bool = False):
     """The prepared data file: valid and (``shared``) readable by the other users.
-    ``not_yet_ok``: a learner's file not made yet is fine where ``prepare`` can make it."""
+    ``learner``: episode 1's setup check, which runs after the cell that prepares the file, so a
+    file that is not there is a failure, with the fix that suits where it would be made."""
     from gpulesson.errors import DataFileError
     from gpulesson.hdf5 import validate_hdf5
 
     path, title = Path(settings.hdf5_path), f"Data file ({settings.label})"
-    if not path.exists() and settings.is_synthetic and not shared:
-        return [ok(title, f"the synthetic stand-in, made at the first use in {path.parent}")]
-    if not path.exists() and not_yet_ok:
+    if not path.exists() and learner:
         if _can_create(path.parent):
-            return [skip(title, f"not prepared yet: prepare(settings) makes {path} (CIFAR-10 is "
-                                "downloaded: it needs the internet once)")]
+            return [fail(title, f"{path} is not there: it has not been prepared",
+                         "run the cell above that calls prepare(settings), then this one again "
+                         + ("(it makes the synthetic stand-in)" if settings.is_synthetic else
+                            "(it downloads CIFAR-10 once; on a node without internet, ask your "
+                            "instructor for the shared data folder)"))]
         return [fail(title, f"{path} is not there and {path.parent} is not yours to write",
                      "ask your instructor for the shared data folder and set it in the first "
                      "cell: %env LESSON_DATA_DIR=/path/to/shared/gpulesson-data")]
+    if not path.exists() and settings.is_synthetic and not shared:
+        return [ok(title, f"the synthetic stand-in, made at the first use in {path.parent}")]
     if not os.access(path, os.R_OK) and path.exists():
         return [fail(title, f"you cannot read {path}", f"ask its owner: chmod a+r {path}")]
     try:

@@ -78,6 +78,10 @@ def _app_config(app: Path) -> Path:
     return Path(found[1]) if found else app.resolve().parents[1] / "_config.yml"
 
 
+# The form fields a workshop session sets (lesson_schedule.sessions in _config.yml).
+SESSION_REQUEST = ("hours", "cores", "memory_gb", "gpus")
+
+
 def check_ood(site: dict, config: Path = CONFIG, app: Path | None = None):
     title = "Open OnDemand app"
     places = [Path(app)] if app else list(OOD_PLACES)
@@ -89,15 +93,19 @@ def check_ood(site: dict, config: Path = CONFIG, app: Path | None = None):
     if not reads.is_file() or not reads.samefile(config):
         return [fail(title, f"{installed} reads {reads}, not {config}",
                      f"link the app into this lesson: ln -sfn {ROOT / 'ood' / OOD_APP} {installed}")]
-    rb = (installed / "lesson_site.rb").read_text()
-    # Episode 2's request, the form's defaults: the most a session may ask for must allow it.
-    request = rb.split("DEFAULTS", 1)[-1].split("}")[0]
-    defaults = {k: int(v) for k, v in re.findall(r'"(\w+)" => (\d+)', request)}
+    # The workshop's sessions, which the form offers and episode 2 teaches: the most a session
+    # may ask for must allow each of them.
+    import yaml
+
+    schedule = (yaml.safe_load(Path(config).read_text(encoding="utf-8")) or {}).get(
+        "lesson_schedule") or {}
     problems = []
-    for key, default in defaults.items():
-        value = site.get(f"session_max_{key}")
-        if not str(value).isdigit() or int(value) < default:
-            problems.append(f"session_max_{key} is {value!r}, less than episode 2's {default}")
+    for session in schedule.get("sessions") or []:
+        for key in SESSION_REQUEST:
+            value, asked = site.get(f"session_max_{key}"), session.get(key, 0)
+            if not str(value).isdigit() or int(value) < int(asked):
+                problems.append(f"session_max_{key} is {value!r}, less than the "
+                                f"{session.get('label', 'session')}'s {asked}")
     cluster = str(site.get("ood_cluster") or "")
     if not cluster or EXAMPLE.search(cluster):
         problems.append(f"ood_cluster is {cluster!r}")

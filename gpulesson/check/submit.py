@@ -12,17 +12,22 @@ from pathlib import Path
 from gpulesson.check.report import fail, items_from_json, ok
 
 POLL = 2  # seconds between two looks at the queue
+# Set in the check's own job: the kernel's settings are exported there, so the job checks that
+# they reach it. Run by hand (srun --pty), the check reads them from the kernel's spec instead.
+JOB_MARK = "GPULESSON_CHECK_JOB"
 # Episode 2's request, so that the check asks for what learners will ask for.
 CORES, MEMORY = 4, "24G"
 
 
 def job_script(root: Path, python: str, env: dict, out: Path) -> str:
-    exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items())
+    exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in {**env, JOB_MARK: "1"}.items())
     return ("#!/bin/bash\n"
             "# The lesson's readiness check on a compute node (python -m gpulesson.check).\n"
             f"cd {shlex.quote(str(root))}\n{exports}"
-            f"exec {shlex.quote(python)} -m gpulesson.check --inside-job "
-            f"--json {shlex.quote(str(out))}/gpulesson-check-$SLURM_JOB_ID.json\n")
+            f"{shlex.quote(python)} -m gpulesson.check --inside-job "
+            f"--json {shlex.quote(str(out))}/gpulesson-check-$SLURM_JOB_ID.json\n"
+            "# 1: the checks ran and one failed (the checklist says which): the job did its work.\n"
+            'status=$?\nif [ "$status" -le 1 ]; then exit 0; fi\nexit "$status"\n')
 
 
 def sbatch_args(site: dict, minutes: int, out: Path) -> list[str]:

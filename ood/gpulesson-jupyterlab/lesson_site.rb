@@ -3,15 +3,16 @@
 # The site values come from the one place the lesson keeps them: the section lesson_site of the
 # lesson's _config.yml. The app finds it two folders up from its own real location (install the
 # app as a link into a checkout of the lesson), or at GPULESSON_SITE_CONFIG if that is set.
+require "json"
 require "yaml"
 
 module LessonSite
   # A form value that is not valid, or that the cluster cannot grant; OnDemand shows the message.
   class FormError < StandardError; end
 
-  # The request episode 2 teaches: 3 hours, 4 cores, 24 GB, 1 GPU.
-  DEFAULTS = { "hours" => 3, "cores" => 4, "memory_gb" => 24, "gpus" => 1 }.freeze
   LESSON_DIR = "gpu-lesson" # the folder setup.md clones into, relative to the home directory
+  # The form's fields that a workshop session sets (lesson_schedule.sessions in _config.yml).
+  SESSION_FIELDS = %w[hours cores memory_gb gpus].freeze
 
   module_function
 
@@ -21,13 +22,46 @@ module LessonSite
     end
   end
 
-  def site
+  def config
     path = config_path
     unless File.file?(path)
       raise FormError, "The lesson's site configuration #{path} is missing: install the app as " \
                        "a link into a checkout of the lesson, or set GPULESSON_SITE_CONFIG."
     end
-    YAML.safe_load(File.read(path)).fetch("lesson_site")
+    YAML.safe_load(File.read(path))
+  end
+
+  def site
+    config.fetch("lesson_site")
+  end
+
+  # The workshop's sessions, in order, each with its request and its partition's name: the
+  # first is the form's default. Episode 2 teaches these requests.
+  def sessions(values = config)
+    found = (values["lesson_schedule"] || {})["sessions"] || []
+    if found.empty?
+      raise FormError, "The lesson's _config.yml lists no sessions (lesson_schedule.sessions): " \
+                       "restore them from the lesson's copy."
+    end
+    found.map do |session|
+      session.merge("partition" => values.fetch("lesson_site")["#{session['partition']}_partition"])
+    end
+  end
+
+  def defaults(values = config)
+    sessions(values).first
+  end
+
+  # The session menu's options: a label, its value, and the fields it sets (Open OnDemand's
+  # dynamic form: data-set-<field>).
+  def session_options(values = config)
+    sessions(values).map do |session|
+      gpus = session["gpus"].to_i.zero? ? "no GPU" : "#{session['gpus']} GPU"
+      label = "#{session['label']}: #{session['hours']} hours, #{session['cores']} cores, " \
+              "#{session['memory_gb']} GB, #{gpus}"
+      sets = SESSION_FIELDS.to_h { |field| ["data-set-#{field.tr('_', '-')}", session[field]] }
+      [label, session["label"], sets.merge("data-set-partition" => session["partition"])]
+    end
   end
 
   def gpu_types(values = site)

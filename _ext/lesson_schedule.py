@@ -1,0 +1,249 @@
+"""The schedule of the lesson: one timed table per part of the table of contents.
+
+The first part is the core: the Open OnDemand sessions learners launch, the opening, the setup
+check, the episodes with their breaks (after an episode, or halfway through a long one) and the
+wrap-up, all from ``lesson_schedule`` in ``_config.yml``. Later parts are further episodes with
+their breaks. The landing page shows it (the directive ``lesson-schedule`` of ``carpentry``);
+``tools/core_check.py`` checks it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from episode_meta import EPISODE_DIR, Episode, FrontMatterError, read_episode, toc_episode_paths
+
+
+@dataclass(frozen=True)
+class Break:
+    """A break in the schedule, after an episode (``lesson_schedule.breaks`` in ``_config.yml``)."""
+
+    minutes: int
+
+
+@dataclass(frozen=True)
+class SetupCheck:
+    """The check at the start of the core that every learner's JupyterLab, kernel and data work
+    (``lesson_schedule.setup_check`` minutes in ``_config.yml``)."""
+
+    minutes: int
+    label = "Setup check"
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A timed part of the core that is no episode: the opening before the setup check and the
+    wrap-up at the end (``lesson_schedule.opening`` and ``wrap_up`` in ``_config.yml``)."""
+
+    minutes: int
+    label: str
+    what: str
+
+
+@dataclass(frozen=True)
+class Session:
+    """The Open OnDemand session that learners launch for the episodes from ``first`` on
+    (``lesson_schedule.sessions`` in ``_config.yml``): it takes no minutes of its own. The app's
+    form offers each session, with its request as the defaults."""
+
+    label: str
+    first: str  # the slug of its first episode
+    hours: int
+    partition: str  # "gpu" or "cpu": the site's gpu_partition or cpu_partition
+    cores: int
+    memory_gb: int
+    gpus: int
+    minutes = 0
+
+
+@dataclass(frozen=True)
+class SchedulePart:
+    """A part of the table of contents that holds episodes: its caption and its timed rows."""
+
+    caption: str
+    rows: list  # (start 'H:MM', Episode, Break, SetupCheck, Slot or Session, minutes at its end)
+    inner_breaks: dict  # minutes of a break halfway through an episode, by its slug
+
+    @property
+    def minutes(self) -> int:
+        return self.rows[-1][2] if self.rows else 0
+
+    @property
+    def episodes(self) -> list[Episode]:
+        return [item for _, item, _ in self.rows if isinstance(item, Episode)]
+
+    @property
+    def sessions(self) -> list[tuple[Session, int, int]]:
+        """Each session with the minutes, from the part's start, of its launch and its end (the
+        next session's launch, or the end of the part)."""
+        starts = [(item, end) for _, item, end in self.rows if isinstance(item, Session)]
+        if not starts:
+            return []
+        ends = [end for _, end in starts[1:]] + [self.minutes]
+        return [(item, start, end) for (item, start), end in zip(starts, ends, strict=True)]
+
+
+def _clock(minutes: int) -> str:
+    return f"{minutes // 60}:{minutes % 60:02d}"
+
+
+def _schedule_config(root: Path) -> dict:
+    config = yaml.safe_load((Path(root) / "_config.yml").read_text(encoding="utf-8")) or {}
+    return config.get("lesson_schedule") or {}
+
+
+def _minutes_by_episode(root: Path, key: str) -> dict[str, int]:
+    found = _schedule_config(root).get(key) or {}
+    slugs = {Path(p).stem for p in toc_episode_paths(root)}
+    for slug, minutes in found.items():
+        if slug not in slugs:
+            raise FrontMatterError(f"_config.yml lesson_schedule.{key}: no episode named {slug!r}")
+        if not isinstance(minutes, int) or isinstance(minutes, bool) or minutes <= 0:
+            raise FrontMatterError(
+                f"_config.yml lesson_schedule.{key}.{slug}: minutes must be a positive integer")
+    return dict(found)
+
+
+def schedule_breaks(root: Path) -> dict[str, int]:
+    """Minutes of break after an episode, by its file name without '.md', from ``_config.yml``."""
+    return _minutes_by_episode(root, "breaks")
+
+
+def schedule_inner_breaks(root: Path) -> dict[str, int]:
+    """Minutes of a break halfway through a long episode (``lesson_schedule.breaks_inside``)."""
+    return _minutes_by_episode(root, "breaks_inside")
+
+
+def _whole_minutes(root: Path, key: str) -> int:
+    minutes = _schedule_config(root).get(key, 0)
+    if not isinstance(minutes, int) or isinstance(minutes, bool) or minutes < 0:
+        raise FrontMatterError(f"_config.yml lesson_schedule.{key}: minutes must be a whole "
+                               "number, 0 or more")
+    return minutes
+
+
+def schedule_setup_check(root: Path) -> int:
+    """Minutes of the setup check at the start of the core (``_config.yml``; 0: none)."""
+    return _whole_minutes(root, "setup_check")
+
+
+SESSION_KEYS = {"label": str, "first": str, "hours": int, "partition": str, "cores": int,
+                "memory_gb": int, "gpus": int}
+
+
+def schedule_sessions(root: Path) -> list[Session]:
+    """The core's Open OnDemand sessions, in order (``lesson_schedule.sessions``; may be none)."""
+    found = _schedule_config(root).get("sessions") or []
+    slugs = {Path(p).stem for p in toc_episode_paths(root)}
+    sessions = []
+    for n, entry in enumerate(found, 1):
+        where = f"_config.yml lesson_schedule.sessions, entry {n}"
+        if not isinstance(entry, dict) or set(entry) != set(SESSION_KEYS):
+            raise FrontMatterError(f"{where}: give exactly the keys {', '.join(SESSION_KEYS)}")
+        for key, kind in SESSION_KEYS.items():
+            value = entry[key]
+            if not isinstance(value, kind) or isinstance(value, bool) or (kind is int and value < 0):
+                raise FrontMatterError(f"{where}: '{key}' must be "
+                                       + ("a whole number, 0 or more" if kind is int else "text"))
+        if entry["first"] not in slugs:
+            raise FrontMatterError(f"{where}: no episode named {entry['first']!r}")
+        if entry["partition"] not in ("gpu", "cpu"):
+            raise FrontMatterError(f"{where}: 'partition' must be gpu or cpu (the site's "
+                                   "gpu_partition or cpu_partition)")
+        sessions.append(Session(**entry))
+    return sessions
+
+
+def schedule_parts(root: Path) -> list[SchedulePart]:
+    """The episodes by part of the table of contents, each part timed from 0:00 with its breaks.
+
+    The first part is the core of the lesson, which starts with the opening and the setup check
+    and ends with the wrap-up; the Open OnDemand sessions start where ``_config.yml`` says (a
+    session that starts after a break is launched at the start of that break). Later parts are
+    further episodes, taught on another day or chosen one by one.
+    """
+    breaks, inner = schedule_breaks(root), schedule_inner_breaks(root)
+    setup = schedule_setup_check(root)
+    opening, wrap_up = _whole_minutes(root, "opening"), _whole_minutes(root, "wrap_up")
+    sessions = {s.first: s for s in schedule_sessions(root)}
+    toc = yaml.safe_load((Path(root) / "_toc.yml").read_text(encoding="utf-8"))
+    parts = []
+    for part in toc.get("parts", []):
+        paths = [c["file"] if c["file"].endswith(".md") else c["file"] + ".md"
+                 for c in part.get("chapters", []) if c.get("file", "").startswith(EPISODE_DIR + "/")]
+        if not paths:
+            continue
+        core = not parts
+        rows: list = []
+
+        def add(item, minutes, rows=rows):
+            elapsed = rows[-1][2] if rows else 0
+            rows.append((_clock(elapsed), item, elapsed + minutes))
+
+        first = Path(paths[0]).stem
+        if core and first in sessions:  # launched before the workshop opens
+            add(sessions[first], 0)
+        if core and opening:
+            add(Slot(opening, "Opening", "welcome, the day's plan and the code of conduct"), opening)
+        if core and setup:
+            add(SetupCheck(setup), setup)
+        for path in paths:
+            ep = read_episode(root, path)
+            if core and ep.slug in sessions and ep.slug != first:
+                if rows and isinstance(rows[-1][1], Break):  # launched at the start of that break
+                    start, item, end = rows.pop()
+                    rows += [(start, sessions[ep.slug], end - item.minutes), (start, item, end)]
+                else:
+                    add(sessions[ep.slug], 0)
+            add(ep, ep.minutes + inner.get(ep.slug, 0))
+            if ep.slug in breaks and path != paths[-1]:
+                add(Break(breaks[ep.slug]), breaks[ep.slug])
+        if core and wrap_up:
+            add(Slot(wrap_up, "Wrap-up", "key points, feedback and what to do next"), wrap_up)
+        parts.append(SchedulePart(part.get("caption", ""), rows,
+                                  {slug: m for slug, m in inner.items() if slug in
+                                   {Path(p).stem for p in paths}}))
+    return parts
+
+
+def session_text(session: Session) -> str:
+    """A session's request in words, as the schedule and the app's form show it."""
+    gpus = "no GPU" if not session.gpus else f"{session.gpus} GPU" + ("s" if session.gpus > 1 else "")
+    return (f"{session.hours} hours, {session.cores} cores, {session.memory_gb} GB, {gpus}, "
+            f"on the {session.partition.upper()} partition")
+
+
+def schedule_markdown(parts: list[SchedulePart], link_prefix: str = "") -> str:
+    """Markdown tables, one per part: start, episode (linked) or break, teaching and exercise minutes."""
+    out = []
+    for part in parts:
+        lines = [
+            f"**{part.caption}**",
+            "",
+            "| Start | Episode | Teaching | Exercises |",
+            "|---|---|---:|---:|",
+        ]
+        for start, item, _end in part.rows:
+            if isinstance(item, Break):
+                lines.append(f"| {start} | *Break* ({item.minutes} min) | | |")
+                continue
+            if isinstance(item, SetupCheck):
+                lines.append(f"| {start} | *{item.label}*: JupyterLab, kernel and data work for "
+                             f"everyone ([setup]({link_prefix}setup.md)) | | {item.minutes} min |")
+                continue
+            if isinstance(item, Slot):
+                lines.append(f"| {start} | *{item.label}*: {item.what} | {item.minutes} min | |")
+                continue
+            if isinstance(item, Session):
+                lines.append(f"| {start} | *Launch the {item.label}* in Open OnDemand "
+                             f"({session_text(item)}) | | |")
+                continue
+            link = f"[{item.number}. {item.meta['title']}]({link_prefix}{item.path.as_posix()})"
+            if item.slug in part.inner_breaks:
+                link += f", with a break of {part.inner_breaks[item.slug]} min halfway"
+            lines.append(f"| {start} | {link} | {item.meta['teaching']} min | {item.meta['exercises']} min |")
+        lines.append(f"| {_clock(part.minutes)} | **Finish** | | |")
+        out.append("\n".join(lines))
+    return "\n\n".join(out) + "\n"

@@ -1,0 +1,163 @@
+"""The core's day as a whole: opening, setup check, breaks, wrap-up and Open OnDemand sessions.
+
+The rules are those of ``tools/core_check.py`` (its docstring, "For the core as a whole" and
+"Sessions"); this module applies them to the schedule of ``_ext/carpentry.py`` and writes the
+timing model's table for the instructor guide.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+from carpentry import Break, Session, SetupCheck, Slot, site_values
+
+OPENING = 10  # minutes at least: welcome, the day's plan, the code of conduct
+SETUP_CHECK = 15  # minutes at least, at the start of the core
+WRAP_UP = 10  # minutes at least: key points, feedback, what next
+WORKSHOP_DAY = 480  # minutes from the opening to the end of the wrap-up, breaks included
+MAX_STRETCH = 90  # minutes of episodes in a row without a break
+SESSION_MARGIN = 20  # minutes a session outlasts the part it serves: a late start, a slow room
+CORE_NAMED = re.compile(r"\bcore\b[^.]{0,80}?\bepisodes (\d+) to (\d+)", re.IGNORECASE | re.DOTALL)
+# The guide's copy of the model's table sits between these two lines.
+TABLE_START = "<!-- timing model: python tools/core_check.py --write-guide -->"
+TABLE_END = "<!-- end of the timing model -->"
+
+
+def _slot_failures(core) -> list[str]:
+    problems = []
+    items = [item for _, item, _ in core.rows if not isinstance(item, Session)]
+    opening = items[0] if items and isinstance(items[0], Slot) else None
+    setup = items[1] if len(items) > 1 and isinstance(items[1], SetupCheck) else None
+    wrap_up = items[-1] if items and isinstance(items[-1], Slot) else None
+    if opening is None or opening.minutes < OPENING:
+        problems.append(f"the core opens with no opening of {OPENING} minutes: set "
+                        f"lesson_schedule.opening: {OPENING} in _config.yml")
+    if setup is None or setup.minutes < SETUP_CHECK:
+        problems.append(f"the core starts with no setup check of {SETUP_CHECK} minutes: set "
+                        f"lesson_schedule.setup_check: {SETUP_CHECK} in _config.yml")
+    if wrap_up is None or wrap_up.minutes < WRAP_UP:
+        problems.append(f"the core ends with no wrap-up of {WRAP_UP} minutes: set "
+                        f"lesson_schedule.wrap_up: {WRAP_UP} in _config.yml")
+    if core.minutes > WORKSHOP_DAY:
+        problems.append(f"the core takes {core.minutes} minutes with its breaks, opening, setup "
+                        f"check and wrap-up, over the workshop day of {WORKSHOP_DAY}")
+    return problems
+
+
+def stretch_failures(part) -> list[str]:
+    """Minutes in a row without a break; a break inside an episode splits it in halves."""
+    stretch = 0
+    for _, item, _end in part.rows:
+        if isinstance(item, Break):
+            stretch = 0
+            continue
+        if isinstance(item, Session):
+            continue
+        inner = part.inner_breaks.get(getattr(item, "slug", ""), 0)
+        if inner:
+            half = item.minutes // 2
+            if stretch + half > MAX_STRETCH:
+                stretch += half
+            else:
+                stretch = item.minutes - half
+        else:
+            stretch += item.minutes
+        if stretch > MAX_STRETCH:
+            name = getattr(item, "slug", getattr(item, "label", ""))
+            return [f"'{part.caption}': {stretch} minutes without a break up to {name}, over "
+                    f"{MAX_STRETCH}; add a break in _config.yml (lesson_schedule.breaks, or "
+                    "breaks_inside for a long episode)"]
+    return []
+
+
+def session_failures(root: Path, core, reports) -> list[str]:
+    """Each session outlasts the part it serves and holds GPUs exactly where they are used."""
+    sessions = core.sessions
+    if not sessions or core.rows[0][1] is not sessions[0][0]:
+        return ["the core names no Open OnDemand session launched at its start: add "
+                "lesson_schedule.sessions to _config.yml, the first from the first episode"]
+    problems = []
+    most = int(site_values(root).get("site_session_max_hours", "0") or 0)
+    uses_gpu = {r.slug: r.uses_gpu for r in reports}
+    for session, start, end in sessions:
+        served = [item.slug for _, item, at in core.rows
+                  if hasattr(item, "slug") and start < at <= end and item.slug in uses_gpu]
+        need = end - start + SESSION_MARGIN
+        if session.hours * 60 < need:
+            problems.append(
+                f"the {session.label} lasts {session.hours} hours but serves {end - start} "
+                f"minutes (from its launch at {start // 60}:{start % 60:02d}); with "
+                f"{SESSION_MARGIN} minutes to spare it needs {math.ceil(need / 60)} hours: set "
+                "its hours in lesson_schedule.sessions")
+        if most and session.hours > most:
+            problems.append(f"the {session.label} asks for {session.hours} hours, over the "
+                            f"site's session_max_hours of {most}")
+        gpu_used = [slug for slug in served if uses_gpu[slug]]
+        if gpu_used and not session.gpus:
+            problems.append(f"the {session.label} has no GPU, but {', '.join(gpu_used)} uses "
+                            "one: start a GPU session at the break before it")
+        if session.gpus and not gpu_used:
+            problems.append(f"the {session.label} holds {session.gpus} GPU(s) for "
+                            f"{', '.join(served)}, which use none: ask for 0 GPUs")
+        if (session.partition == "gpu") != bool(session.gpus):
+            problems.append(f"the {session.label} asks for the {session.partition.upper()} "
+                            f"partition with {session.gpus} GPU(s): a session with GPUs asks "
+                            "for gpu, one without for cpu")
+    return problems
+
+
+def named_core_failures(root: Path, core) -> list[str]:
+    first, last = int(core.episodes[0].number), int(core.episodes[-1].number)
+    problems = []
+    for name in ("guide.md", "index.md"):
+        page = Path(root) / name
+        if not page.exists():
+            continue
+        for match in CORE_NAMED.finditer(page.read_text(encoding="utf-8")):
+            if (int(match[1]), int(match[2])) != (first, last):
+                problems.append(f"{name} names the core as episodes {match[1]} to {match[2]}; "
+                                f"_toc.yml's core is episodes {first} to {last}")
+    return problems
+
+
+def model_table(reports, rates: str, core) -> str:
+    """The timing model per core episode, as a Markdown table for the guide, and the day."""
+    lines = [
+        rates,
+        "",
+        "| Episode | Typed lines | Given lines | Words presented | Waits | Teaching (model) "
+        "| Teaching (planned) | Exercises | Scheduled |",
+        "|---|---:|---:|---:|---|---:|---:|---:|---:|",
+    ]
+    for r in reports:
+        waits = (f"{r.model['waits']:.1f} min ({r.wait_source})" if r.wait_seconds
+                 else "none recorded")
+        lines.append(f"| {r.slug} | {r.typed} | {r.given} | {r.talk:,} | {waits} | "
+                     f"{r.model_teaching} min | {r.teaching_minutes} min | "
+                     f"{r.exercise_minutes} min | {r.minutes} min |")
+    slots = {item.label: item.minutes for _, item, _ in core.rows if isinstance(item, Slot)}
+    setup = sum(item.minutes for _, item, _ in core.rows if isinstance(item, SetupCheck))
+    breaks = core.minutes - sum(slots.values()) - setup - sum(r.minutes for r in reports)
+    work = core.minutes - breaks
+    lines += ["", f"With the opening ({slots.get('Opening', 0)} min), the setup check ({setup} "
+              f"min) and the wrap-up ({slots.get('Wrap-up', 0)} min), the room works for {work} "
+              f"minutes. With the breaks ({breaks} min), the day takes {core.minutes} minutes."]
+    return "\n".join(lines) + "\n"
+
+
+def guide_block(text: str) -> str | None:
+    """The table between the guide's markers, or None without them."""
+    if TABLE_START not in text or TABLE_END not in text:
+        return None
+    return text[text.index(TABLE_START) + len(TABLE_START):text.index(TABLE_END)].strip("\n") + "\n"
+
+
+def write_guide(path: Path, table: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    if guide_block(text) is None:
+        raise ValueError(f"{path} has no lines {TABLE_START!r} and {TABLE_END!r} to write between")
+    head, rest = text.split(TABLE_START, 1)
+    tail = rest.split(TABLE_END, 1)[1]
+    path.write_text(f"{head}{TABLE_START}\n{table}{TABLE_END}{tail}", encoding="utf-8")
