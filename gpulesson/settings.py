@@ -35,6 +35,7 @@ import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from gpulesson.errors import DataFolderError, SettingsError, how_to_set
@@ -283,6 +284,27 @@ def ensure_work_dir(folder, data_dir) -> Path:
             "records and saved models. Choose a folder of your own, for example in your home "
             "directory.\n" + how_to_set("LESSON_WORK_DIR", "~/" + DEFAULT_WORK_DIR.name))
     return folder
+
+
+def keep_earlier(path) -> Path:
+    """``path``, after an earlier file of that name is moved aside to a new name, said in one
+    line: a model or a file that a learner saved in an earlier run is never written over.
+
+    The new name adds the earlier file's date and time (``cifar-cnn.keras`` becomes e.g.
+    ``cifar-cnn.2026-11-27-1715.keras``), and a number if that name is taken too."""
+    path = Path(path).expanduser()
+    if not path.exists() and not path.is_symlink():
+        return path
+    stamp = datetime.fromtimestamp(path.lstat().st_mtime).strftime("%Y-%m-%d-%H%M")
+    stem, dot, rest = path.name.partition(".")
+    suffix = dot + rest
+    backup, number = path.with_name(f"{stem}.{stamp}{suffix}"), 1
+    while backup.exists() or backup.is_symlink():
+        number += 1
+        backup = path.with_name(f"{stem}.{stamp}-{number}{suffix}")
+    path.rename(backup)
+    print(f"Your earlier {path.name} is kept as {backup.name} in {path.parent}.")
+    return path
 
 
 def get_settings(environ: Mapping[str, str] | None = None) -> Settings:
