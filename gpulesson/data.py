@@ -17,8 +17,21 @@ from pathlib import Path
 import numpy as np
 
 from gpulesson.errors import DataFileError, DataFolderError, check_writable
-from gpulesson.hdf5 import Hdf5Info, file_attributes, validate_hdf5, write_hdf5
-from gpulesson.settings import DEFAULT_DATA_DIR, Settings, get_settings, prepare_command
+from gpulesson.hdf5 import (
+    Hdf5Info,
+    file_attributes,
+    not_the_lessons,
+    refuse_to_replace,
+    validate_hdf5,
+    write_hdf5,
+)
+from gpulesson.settings import (
+    DEFAULT_DATA_DIR,
+    Settings,
+    get_settings,
+    hdf5_filename,
+    prepare_command,
+)
 
 # The training rows are shuffled once, with this seed, when a data file is written, so that any
 # contiguous slice of the file is a random mix of classes (the episode's generator reads slices).
@@ -122,10 +135,16 @@ def prepare(settings: Settings | None = None, *, force: bool = False, out=None, 
     settings = settings or get_settings()
     path = Path(out).expanduser() if out is not None else settings.hdf5_path
     problem = f"There is no prepared file {path}"
+    if path.is_dir():
+        raise DataFileError(f"{path} is a folder: name the file to write in it, e.g. "
+                            f"--out {path / hdf5_filename(settings.data, settings.quick)}")
     if path.exists() and not force:
         try:
             info = validate_hdf5(path, verify_checksum=True)
         except DataFileError as exc:
+            why = not_the_lessons(path)  # someone's own file is never replaced unasked
+            if why is not None:
+                raise refuse_to_replace(path, why) from None
             problem = f"{path} cannot be used ({str(exc).splitlines()[0]})"
             print(f"{problem}; re-creating it.")
         else:

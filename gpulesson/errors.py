@@ -100,6 +100,31 @@ def check_writable(folder, setting: str | None = "LESSON_DATA_DIR",
     return folder
 
 
+def cannot_write_file(path) -> str | None:
+    """Why the file ``path`` cannot be written (None: it can), found before any work is done,
+    so that hours of measuring are never lost at the end. Creates nothing: a folder that is
+    missing is checked through the nearest folder that is there, with a file written and
+    deleted at once."""
+    path = Path(path).expanduser()
+    if path.is_dir():
+        return f"{path} is a folder: name a file, e.g. {path / 'results.jsonl'}"
+    if path.exists():
+        return None if os.access(path, os.W_OK) else f"{path} cannot be written to (read-only)"
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"{folder} is a file, so {path} cannot be made"
+    probe = folder / f".gpulesson-write-test.{os.getpid()}"
+    try:
+        probe.touch()
+    except OSError as exc:
+        return (f"cannot write {path}: {folder} takes no new file "
+                f"({exc.strerror or type(exc).__name__}); choose a folder you can write to")
+    probe.unlink(missing_ok=True)
+    return None
+
+
 # --- notebooks: the message alone ------------------------------------------------------------
 
 # What a notebook shows as a short message: the lesson's errors, and a cell the learner stopped
