@@ -16,7 +16,13 @@ from pathlib import Path
 
 import numpy as np
 
-from gpulesson.errors import DataFileError, DataFolderError, check_writable
+from gpulesson.errors import (
+    DataFileError,
+    DataFolderError,
+    check_writable,
+    home_note,
+    tidy_on_failure,
+)
 from gpulesson.hdf5 import (
     Hdf5Info,
     file_attributes,
@@ -115,7 +121,7 @@ def _cannot_write_here(path: Path, settings: Settings, problem: str,
         f"file cannot be prepared there. Either:\n"
         f"  - ask your instructor (whoever looks after that folder) to prepare it there:\n"
         f"        {command}\n"
-        f"  - or use a data folder of your own: in JupyterLab, a first cell "
+        f"  - or use a data folder of your own{home_note()}: in JupyterLab, a first cell "
         f"%env LESSON_DATA_DIR={own}, then run the notebook again from the top; in a terminal, "
         f"export LESSON_DATA_DIR={own} or pass --data-dir DIR to python -m gpulesson.prepare."
         + login)
@@ -155,21 +161,24 @@ def prepare(settings: Settings | None = None, *, force: bool = False, out=None, 
                 return path
             problem = f"{path} does not match the settings ({why})"
             print(f"{problem}; re-creating it.")
-    # Before the download and the conversion: a folder we cannot write to stops us now.
-    try:
-        check_writable(path.parent)
-    except DataFolderError as exc:
-        raise _cannot_write_here(path, settings, problem, exc.reason) from None
-    if arrays is None:
-        arrays = load_arrays(settings, seed=seed, progress=progress)
-    train, test, source, class_names = arrays
-    if source != settings.data:
-        raise ValueError(f"the arrays given are {source}, but the settings ask for {settings.data}: "
-                         "use load_arrays(settings)")
-    # Written as the episode writes it: training rows shuffled once, a batch per chunk.
-    write_hdf5(path, shuffle_rows(*train), test, source=source, class_names=class_names,
-               attrs=_settings_attrs(settings, source, seed),
-               chunk_rows=settings.batch_size(FULL_BATCH_SIZE), progress=progress)
+    with tidy_on_failure(path.parent):  # a failed download leaves no empty folders
+        # Before the download and the conversion: a folder we cannot write to stops us now.
+        try:
+            check_writable(path.parent)
+        except DataFolderError as exc:
+            if exc.reason == "a file, not a folder":
+                raise
+            raise _cannot_write_here(path, settings, problem, exc.reason) from None
+        if arrays is None:
+            arrays = load_arrays(settings, seed=seed, progress=progress)
+        train, test, source, class_names = arrays
+        if source != settings.data:
+            raise ValueError(f"the arrays given are {source}, but the settings ask for "
+                             f"{settings.data}: use load_arrays(settings)")
+        # Written as the episode writes it: training rows shuffled once, a batch per chunk.
+        write_hdf5(path, shuffle_rows(*train), test, source=source, class_names=class_names,
+                   attrs=_settings_attrs(settings, source, seed),
+                   chunk_rows=settings.batch_size(FULL_BATCH_SIZE), progress=progress)
     print(f"Wrote {path}.")
     return path
 

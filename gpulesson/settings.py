@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from gpulesson.errors import DataFolderError, SettingsError, how_to_set
+from gpulesson.errors import DataFolderError, SettingsError, home_note, how_to_set
 
 DATA_CHOICES = ("cifar10", "synthetic")
 DEFAULT_DATA = "cifar10"
@@ -249,6 +249,9 @@ def parse_folder(name: str, value: str, default: Path, environ: Mapping[str, str
     if str(folder).startswith("~"):
         raise SettingsError(f"{name}={value}: {str(folder).split('/')[0]} is not a user's home "
                             f"directory here.\n" + how_to_set(name, "~/" + default.name))
+    if folder.exists() and not folder.is_dir():
+        raise SettingsError(f"{name}={value} names the file {folder}, not a folder: name a "
+                            f"folder, e.g. ~/{default.name}.\n" + how_to_set(name, "~/" + default.name))
     return folder
 
 
@@ -281,8 +284,8 @@ def ensure_work_dir(folder, data_dir) -> Path:
     if not writable:
         raise DataFolderError(
             f"Cannot create or write to your work folder {folder} ({reason}): it holds your "
-            "records and saved models. Choose a folder of your own, for example in your home "
-            "directory.\n" + how_to_set("LESSON_WORK_DIR", "~/" + DEFAULT_WORK_DIR.name))
+            f"records and saved models. Choose a folder of your own, for example in your home "
+            f"directory{home_note()}.\n" + how_to_set("LESSON_WORK_DIR", "~/" + DEFAULT_WORK_DIR.name))
     return folder
 
 

@@ -223,6 +223,11 @@ def main(argv=None) -> int:
     problem = cannot_write_file(args.results_file)
     if problem:
         parser.error(f"argument --results-file: {problem}")
+    from gpulesson.backends import missing_backend_message
+
+    problem = missing_backend_message()  # before Keras is imported: one line, no traceback
+    if problem:
+        parser.exit(2, f"{parser.prog}: error: {problem}\n")
     settings = get_settings()
     try:
         path, info = _data_file(args.data)

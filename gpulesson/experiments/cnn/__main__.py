@@ -100,6 +100,11 @@ def main(argv=None) -> int:
     problem = cannot_write_file(args.out)
     if problem:
         parser.error(f"argument --out: {problem}")
+    from gpulesson.backends import missing_backend_message
+
+    problem = missing_backend_message()  # before Keras is imported: one line, no traceback
+    if problem:
+        parser.exit(2, f"{parser.prog}: error: {problem}\n")
     from gpulesson.timing import set_cpu_threads
 
     # Before the framework runs anything: TensorFlow fixes its threads at its first operation.
