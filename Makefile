@@ -33,7 +33,7 @@ PYTEST_ARGS ?=
 TEST_PROCESSES ?= 2
 # Recording with a Python that already has the lesson's packages (a cluster's GPU node, where no
 # environment can be built): make reference LESSON_PYTHON=python3 installs nothing and runs that
-# Python; a package it lacks is named before anything runs (README.md, "Recording on your cluster").
+# Python; a package it lacks is named before anything runs (recording.md, "Recording on your cluster").
 LESSON_PYTHON ?=
 RUN   := $(or $(LESSON_PYTHON),$(BIN)/python)
 READY := $(if $(LESSON_PYTHON),,$(BIN)/.installed)

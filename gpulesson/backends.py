@@ -74,8 +74,18 @@ def chosen_backend(environ: Mapping[str, str] | None = None) -> tuple[str, str]:
     return DEFAULT_BACKEND, "Keras' default"
 
 
+def in_notebook() -> bool:
+    """Whether this Python is a notebook's kernel (advice then names cells and the kernel's
+    restart; in a terminal or a batch job, ``export`` and running the command again)."""
+    ipython = sys.modules.get("IPython")  # only where IPython runs already
+    shell = ipython.get_ipython() if ipython is not None else None
+    return getattr(shell, "kernel", None) is not None
+
+
 def _choose_another(where: str) -> str:
     if where == "KERAS_BACKEND":
+        if not in_notebook():
+            return "or use the lesson's default backend: export KERAS_BACKEND=tensorflow"
         return ("or use the lesson's default backend: %env KERAS_BACKEND=tensorflow in the "
                 "notebook's first cell (export KERAS_BACKEND=tensorflow in a terminal)")
     return f"or set KERAS_BACKEND=tensorflow, or change the backend in {where.split(' (')[0]}"
@@ -97,12 +107,15 @@ def missing_backend_message(environ: Mapping[str, str] | None = None) -> str | N
 
 def _backend_problem(environ: Mapping[str, str] | None = None) -> str | None:
     backend, where = chosen_backend(environ)
-    restart = "then restart the kernel (Kernel > Restart Kernel)"
+    restart = ("then restart the kernel (Kernel > Restart Kernel)" if in_notebook()
+               else "then run the command again")
     if backend not in LESSON_BACKENDS:
         if backend in OTHER_KERAS_BACKENDS:
             return None
+        example = ("" if in_notebook() or where != "KERAS_BACKEND"
+                   else " with export KERAS_BACKEND=tensorflow")
         return (f"{where} asks Keras for the backend {backend!r}, which Keras does not have: use "
-                f"{', '.join(LESSON_BACKENDS)} (the lesson's default is tensorflow), "
+                f"{', '.join(LESSON_BACKENDS)} (the lesson's default is tensorflow){example}, "
                 f"{restart}.")
     module, title, packages, requirements = LESSON_BACKENDS[backend]
     if module_installed(module):

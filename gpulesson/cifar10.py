@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gpulesson.errors import DataFileError, DataUnavailableError, how_to_set
+from gpulesson.errors import DataFileError, DataUnavailableError, how_to_set, tidy_on_failure
 from gpulesson.settings import LABELS
 
 CLASS_NAMES = (
@@ -139,13 +139,14 @@ def load_cifar10(
     from keras.utils import get_file  # lazy: keeps `import gpulesson` instant
 
     cache = keras_cache_dir(cache_dir)
-    # get_file silently falls back to /tmp/.keras when the folder does not exist yet.
-    with contextlib.suppress(OSError):
-        cache.mkdir(parents=True, exist_ok=True)
     # Keras prints its download progress bar on stdout; hide it when asked to be quiet.
     quiet = contextlib.nullcontext() if progress else contextlib.redirect_stdout(io.StringIO())
     try:
-        with quiet:
+        # A failed download leaves no empty folders behind (Keras makes datasets/ in the cache).
+        with tidy_on_failure(cache / "datasets"), quiet:
+            # get_file silently falls back to /tmp/.keras when the folder does not exist yet.
+            with contextlib.suppress(OSError):
+                cache.mkdir(parents=True, exist_ok=True)
             extracted = get_file(
                 fname=KERAS_FNAME,
                 origin=origin,

@@ -16,9 +16,28 @@ from pathlib import Path
 
 import numpy as np
 
-from gpulesson.errors import DataFileError, DataFolderError, check_writable
-from gpulesson.hdf5 import Hdf5Info, file_attributes, validate_hdf5, write_hdf5
-from gpulesson.settings import DEFAULT_DATA_DIR, Settings, get_settings, prepare_command
+from gpulesson.errors import (
+    DataFileError,
+    DataFolderError,
+    check_writable,
+    home_note,
+    tidy_on_failure,
+)
+from gpulesson.hdf5 import (
+    Hdf5Info,
+    file_attributes,
+    not_the_lessons,
+    refuse_to_replace,
+    validate_hdf5,
+    write_hdf5,
+)
+from gpulesson.settings import (
+    DEFAULT_DATA_DIR,
+    Settings,
+    get_settings,
+    hdf5_filename,
+    prepare_command,
+)
 
 # The training rows are shuffled once, with this seed, when a data file is written, so that any
 # contiguous slice of the file is a random mix of classes (the episode's generator reads slices).
@@ -102,7 +121,7 @@ def _cannot_write_here(path: Path, settings: Settings, problem: str,
         f"file cannot be prepared there. Either:\n"
         f"  - ask your instructor (whoever looks after that folder) to prepare it there:\n"
         f"        {command}\n"
-        f"  - or use a data folder of your own: in JupyterLab, a first cell "
+        f"  - or use a data folder of your own{home_note()}: in JupyterLab, a first cell "
         f"%env LESSON_DATA_DIR={own}, then run the notebook again from the top; in a terminal, "
         f"export LESSON_DATA_DIR={own} or pass --data-dir DIR to python -m gpulesson.prepare."
         + login)
@@ -122,10 +141,16 @@ def prepare(settings: Settings | None = None, *, force: bool = False, out=None, 
     settings = settings or get_settings()
     path = Path(out).expanduser() if out is not None else settings.hdf5_path
     problem = f"There is no prepared file {path}"
+    if path.is_dir():
+        raise DataFileError(f"{path} is a folder: name the file to write in it, e.g. "
+                            f"--out {path / hdf5_filename(settings.data, settings.quick)}")
     if path.exists() and not force:
         try:
             info = validate_hdf5(path, verify_checksum=True)
         except DataFileError as exc:
+            why = not_the_lessons(path)  # someone's own file is never replaced unasked
+            if why is not None:
+                raise refuse_to_replace(path, why) from None
             problem = f"{path} cannot be used ({str(exc).splitlines()[0]})"
             print(f"{problem}; re-creating it.")
         else:
@@ -136,21 +161,24 @@ def prepare(settings: Settings | None = None, *, force: bool = False, out=None, 
                 return path
             problem = f"{path} does not match the settings ({why})"
             print(f"{problem}; re-creating it.")
-    # Before the download and the conversion: a folder we cannot write to stops us now.
-    try:
-        check_writable(path.parent)
-    except DataFolderError as exc:
-        raise _cannot_write_here(path, settings, problem, exc.reason) from None
-    if arrays is None:
-        arrays = load_arrays(settings, seed=seed, progress=progress)
-    train, test, source, class_names = arrays
-    if source != settings.data:
-        raise ValueError(f"the arrays given are {source}, but the settings ask for {settings.data}: "
-                         "use load_arrays(settings)")
-    # Written as the episode writes it: training rows shuffled once, a batch per chunk.
-    write_hdf5(path, shuffle_rows(*train), test, source=source, class_names=class_names,
-               attrs=_settings_attrs(settings, source, seed),
-               chunk_rows=settings.batch_size(FULL_BATCH_SIZE), progress=progress)
+    with tidy_on_failure(path.parent):  # a failed download leaves no empty folders
+        # Before the download and the conversion: a folder we cannot write to stops us now.
+        try:
+            check_writable(path.parent)
+        except DataFolderError as exc:
+            if exc.reason == "a file, not a folder":
+                raise
+            raise _cannot_write_here(path, settings, problem, exc.reason) from None
+        if arrays is None:
+            arrays = load_arrays(settings, seed=seed, progress=progress)
+        train, test, source, class_names = arrays
+        if source != settings.data:
+            raise ValueError(f"the arrays given are {source}, but the settings ask for "
+                             f"{settings.data}: use load_arrays(settings)")
+        # Written as the episode writes it: training rows shuffled once, a batch per chunk.
+        write_hdf5(path, shuffle_rows(*train), test, source=source, class_names=class_names,
+                   attrs=_settings_attrs(settings, source, seed),
+                   chunk_rows=settings.batch_size(FULL_BATCH_SIZE), progress=progress)
     print(f"Wrote {path}.")
     return path
 

@@ -21,6 +21,7 @@ import tempfile
 import warnings
 
 NO_GPU = "No GPU visible: training will run on the CPU."
+NO_KERAS = "Keras cannot start, so no training will run here until that is fixed (see above)."
 
 
 # The Keras names of the lesson's two devices, by the short names its commands take. The CPU is
@@ -159,11 +160,12 @@ def _keras_line() -> str:
 
 def report() -> str:
     """The device report as text (one fact per line)."""
+    keras_line = _keras_line()
     lines = [
         f"Python {platform.python_version()} ({sys.executable})",
         f"Platform: {platform.platform()}",
         f"CPU: {_cpu_model()}, cores: {_usable_cores()}",
-        _keras_line(),
+        keras_line,
     ]
     n_gpus = 0
     for title, module, probe in FRAMEWORKS:
@@ -177,7 +179,9 @@ def report() -> str:
         with _captured_output():
             builds = driver_check.build_cuda()
         lines.extend(driver_check.check(driver, builds))
-    if n_gpus == 0:
+    if ": cannot start." in keras_line:
+        lines.append(NO_KERAS)
+    elif n_gpus == 0:
         lines.append(NO_GPU)
     else:
         line = precision_line()
@@ -444,9 +448,17 @@ def _active_backend() -> str:
         return keras.backend.backend()
 
 
-def main() -> int:
-    print(report())
-    return 0
+def main(argv=None) -> int:
+    """Print the report; exit status 1 when Keras cannot start (nothing would train), else 0."""
+    import argparse
+
+    argparse.ArgumentParser(
+        prog="python -m gpulesson.devices", description=__doc__.split("\n\n")[1],
+        epilog="Exit status 0 when Keras can start (with or without a GPU), 1 when it cannot."
+    ).parse_args(argv)
+    text = report()
+    print(text)
+    return 1 if NO_KERAS in text else 0
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ change. A cell the learner stopped (KeyboardInterrupt) gets two lines instead of
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -67,6 +68,34 @@ def how_to_set(name: str, value: str) -> str:
     )
 
 
+def home_note() -> str:
+    """`` (HOME is not set, ...)`` when the environment has no HOME: then ``~`` is the home
+    folder of the user's account, which may not be theirs to write in, or not exist."""
+    if os.environ.get("HOME"):
+        return ""
+    return (f" (HOME is not set here, so ~ is {os.path.expanduser('~')}: set HOME to your home "
+            f"folder, or write the folder out in full)")
+
+
+@contextlib.contextmanager
+def tidy_on_failure(*folders):
+    """Removes, if the block fails, those of ``folders`` (and of their parents) that it made
+    and left empty: a failed download or conversion leaves no empty folders behind."""
+    made = []
+    for folder in folders:
+        for path in (Path(folder).expanduser().absolute(), *Path(folder).expanduser().absolute().parents):
+            if path.exists():
+                break
+            made.append(path)
+    try:
+        yield
+    except BaseException:
+        for path in sorted(set(made), key=lambda p: len(p.parts), reverse=True):
+            with contextlib.suppress(OSError):  # not empty, or not made after all
+                path.rmdir()
+        raise
+
+
 def check_writable(folder, setting: str | None = "LESSON_DATA_DIR",
                    option: str = "--data-dir") -> Path:
     """Create ``folder`` if needed and check that a file can be written in it; returns it.
@@ -84,6 +113,14 @@ def check_writable(folder, setting: str | None = "LESSON_DATA_DIR",
         probe.touch()
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
+        blocker = next((p for p in (folder, *folder.parents) if p.exists()), None)
+        if blocker is not None and not blocker.is_dir():
+            fix = (f"name a folder in {setting} or {option}" if setting else
+                   "choose a folder you can write to, such as your own work folder "
+                   "(settings.work_dir)")
+            raise DataFolderError.about(folder, "a file, not a folder",
+                f"{blocker} is a file, not a folder, so {folder} cannot be a folder: "
+                f"{fix}.") from None
         if setting is None:
             raise DataFolderError.about(folder, reason,
                 f"Cannot write into {folder} ({reason}): choose a folder you can write to, "
@@ -92,12 +129,37 @@ def check_writable(folder, setting: str | None = "LESSON_DATA_DIR",
             f"Cannot write the lesson's data files into {folder} ({reason}). It may be a shared "
             f"folder that only your instructor can write to, or a path that does not exist here.\n"
             f"Choose a folder of your own with {setting}, for example your home directory's "
-            f"gpulesson-data. {how_to_set(setting, '~/gpulesson-data')}\n"
+            f"gpulesson-data{home_note()}. {how_to_set(setting, '~/gpulesson-data')}\n"
             f"or pass {option} DIR to python -m gpulesson.prepare."
         ) from None
     else:
         probe.unlink(missing_ok=True)
     return folder
+
+
+def cannot_write_file(path) -> str | None:
+    """Why the file ``path`` cannot be written (None: it can), found before any work is done,
+    so that hours of measuring are never lost at the end. Creates nothing: a folder that is
+    missing is checked through the nearest folder that is there, with a file written and
+    deleted at once."""
+    path = Path(path).expanduser()
+    if path.is_dir():
+        return f"{path} is a folder: name a file, e.g. {path / 'results.jsonl'}"
+    if path.exists():
+        return None if os.access(path, os.W_OK) else f"{path} cannot be written to (read-only)"
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"{folder} is a file, so {path} cannot be made"
+    probe = folder / f".gpulesson-write-test.{os.getpid()}"
+    try:
+        probe.touch()
+    except OSError as exc:
+        return (f"cannot write {path}: {folder} takes no new file "
+                f"({exc.strerror or type(exc).__name__}); choose a folder you can write to")
+    probe.unlink(missing_ok=True)
+    return None
 
 
 # --- notebooks: the message alone ------------------------------------------------------------

@@ -25,7 +25,7 @@ import numpy as np
 
 from gpulesson import __version__
 from gpulesson.errors import DataFileError, LessonDataError, check_writable, how_to_set
-from gpulesson.settings import DATA_CHOICES, LABELS, prepare_command
+from gpulesson.settings import DATA_CHOICES, LABELS, hdf5_filename, prepare_command
 
 DATASETS = ("x_train", "y_train", "x_test", "y_test")
 IMAGE_SHAPE = (32, 32, 3)
@@ -46,6 +46,9 @@ PROVENANCE = (
     "checksum_sha256",
 )
 _HASH_ROWS = 4096  # rows hashed at a time: bounded memory for any file size
+# The names the lesson gives its data files: a damaged file of one of these names is its own.
+LESSON_FILE_NAMES = frozenset(hdf5_filename(data, quick) for data in DATA_CHOICES
+                              for quick in (False, True))
 
 
 @dataclass(frozen=True)
@@ -198,6 +201,36 @@ def write_hdf5(
     return path
 
 
+def not_the_lessons(path) -> str | None:
+    """Why the existing ``path`` is not a file the lesson may replace; None if it may.
+
+    The lesson's own file is one whose attributes mark it as the lesson's (it was written by
+    :func:`write_hdf5` or with :func:`file_attributes`), or a damaged file that HDF5 cannot
+    read, under one of the lesson's own file names (:data:`LESSON_FILE_NAMES`). Anything else
+    belongs to someone: a text file, another HDF5 file, a folder."""
+    import h5py
+
+    path = Path(path).expanduser()
+    if path.is_dir():
+        return "it is a folder"
+    try:
+        with h5py.File(path, "r") as f:
+            marked = {"gpulesson_version", "source", "checksum_sha256"} <= set(f.attrs)
+    except _H5_DAMAGE:  # not HDF5, or damaged
+        if path.name in LESSON_FILE_NAMES:
+            return None
+        return "it is not an HDF5 file the lesson wrote"
+    return None if marked else "it is an HDF5 file that the lesson did not write"
+
+
+def refuse_to_replace(path, why: str) -> DataFileError:
+    """The one line that keeps someone's file ``path``: how to choose another name, or force."""
+    path = Path(path).expanduser()
+    return DataFileError(
+        f"{path} is not a data file of the lesson ({why}), so it is left as it is: write the "
+        f"data file under another name (--out NEW.h5), or pass --force to replace {path.name}.")
+
+
 def _guess_source(path: Path, source=None, quick=None) -> tuple[str | None, bool]:
     """Source and quick mode of a data file: from its attributes if known, else from its name."""
     stem = path.name.lower()
@@ -215,6 +248,12 @@ def _fix_command(path: Path, source=None, quick=None) -> str:
 
 def _file_error(path: Path, problem: str, attrs: Mapping | None = None) -> DataFileError:
     attrs = attrs or {}
+    if "source" not in attrs and path.name not in LESSON_FILE_NAMES:
+        # Not the lesson's file: no command that would write over it.
+        return DataFileError(
+            f"{path}: {problem}. It is not a data file of the lesson: use the lesson's own "
+            f"file, which python -m gpulesson.prepare --data cifar10 (or --data synthetic) "
+            f"prepares in the data folder, without touching {path.name}.")
     command = _fix_command(path, attrs.get("source"), attrs.get("quick"))
     return DataFileError(f"{path}: {problem}.\nRe-create it with:\n    {command}")
 
@@ -338,6 +377,9 @@ def validate_hdf5(path, verify_checksum: bool = False) -> Hdf5Info:
     import h5py
 
     path = Path(path).expanduser()
+    if path.is_dir():
+        raise DataFileError(f"{path} is a folder, not a data file: name the HDF5 file in it, "
+                            f"e.g. {path / hdf5_filename('cifar10', False)}")
     if not path.is_file():
         raise _missing_file_error(path)
     if not h5py.is_hdf5(path):

@@ -35,9 +35,10 @@ import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
-from gpulesson.errors import DataFolderError, SettingsError, how_to_set
+from gpulesson.errors import DataFolderError, SettingsError, home_note, how_to_set
 
 DATA_CHOICES = ("cifar10", "synthetic")
 DEFAULT_DATA = "cifar10"
@@ -248,6 +249,9 @@ def parse_folder(name: str, value: str, default: Path, environ: Mapping[str, str
     if str(folder).startswith("~"):
         raise SettingsError(f"{name}={value}: {str(folder).split('/')[0]} is not a user's home "
                             f"directory here.\n" + how_to_set(name, "~/" + default.name))
+    if folder.exists() and not folder.is_dir():
+        raise SettingsError(f"{name}={value} names the file {folder}, not a folder: name a "
+                            f"folder, e.g. ~/{default.name}.\n" + how_to_set(name, "~/" + default.name))
     return folder
 
 
@@ -280,9 +284,30 @@ def ensure_work_dir(folder, data_dir) -> Path:
     if not writable:
         raise DataFolderError(
             f"Cannot create or write to your work folder {folder} ({reason}): it holds your "
-            "records and saved models. Choose a folder of your own, for example in your home "
-            "directory.\n" + how_to_set("LESSON_WORK_DIR", "~/" + DEFAULT_WORK_DIR.name))
+            f"records and saved models. Choose a folder of your own, for example in your home "
+            f"directory{home_note()}.\n" + how_to_set("LESSON_WORK_DIR", "~/" + DEFAULT_WORK_DIR.name))
     return folder
+
+
+def keep_earlier(path) -> Path:
+    """``path``, after an earlier file of that name is moved aside to a new name, said in one
+    line: a model or a file that a learner saved in an earlier run is never written over.
+
+    The new name adds the earlier file's date and time (``cifar-cnn.keras`` becomes e.g.
+    ``cifar-cnn.2026-11-27-1715.keras``), and a number if that name is taken too."""
+    path = Path(path).expanduser()
+    if not path.exists() and not path.is_symlink():
+        return path
+    stamp = datetime.fromtimestamp(path.lstat().st_mtime).strftime("%Y-%m-%d-%H%M")
+    stem, dot, rest = path.name.partition(".")
+    suffix = dot + rest
+    backup, number = path.with_name(f"{stem}.{stamp}{suffix}"), 1
+    while backup.exists() or backup.is_symlink():
+        number += 1
+        backup = path.with_name(f"{stem}.{stamp}-{number}{suffix}")
+    path.rename(backup)
+    print(f"Your earlier {path.name} is kept as {backup.name} in {path.parent}.")
+    return path
 
 
 def get_settings(environ: Mapping[str, str] | None = None) -> Settings:

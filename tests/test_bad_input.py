@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import bad_input
+from conftest import ROOT
 from data_fixtures import small_arrays
 from gpulesson import data, lesson
 from gpulesson.experiments import parallel, train_job
@@ -220,3 +221,193 @@ def test_an_unknown_kind_is_refused(tmp_path):
         "def test_x():\n    pass\n"))
     assert done.returncode != 0
     assert "the kind must be one of" in done.stdout + done.stderr, done.stdout + done.stderr
+
+
+# --- the command-line tools: one line each, argparse's way, and --help that helps ---------------
+
+COMMANDS = {  # module: how its main() is called with argv
+    "gpulesson.prepare": lambda argv: __import__("gpulesson.prepare", fromlist=["main"]).main(argv),
+    "gpulesson.devices": lambda argv: __import__("gpulesson.devices", fromlist=["main"]).main(argv),
+    "gpulesson.check": lambda argv: __import__("gpulesson.check.__main__",
+                                               fromlist=["main"]).main(argv),
+    "gpulesson.experiments.train_job": lambda argv: train_job.main(argv),
+    "gpulesson.experiments.cnn": lambda argv: __import__("gpulesson.experiments.cnn.__main__",
+                                                         fromlist=["main"]).main(argv),
+}
+
+
+def _last_line(text: str) -> str:
+    assert "Traceback" not in text, text
+    return text.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("module", COMMANDS)
+def test_every_command_helps_with_help_and_names_itself(module, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        COMMANDS[module](["--help"])
+    out = capsys.readouterr().out
+    assert stopped.value.code == 0 and out.startswith(f"usage: python -m {module}"), out
+    assert "CPU:" not in out, "it ran instead of helping"
+
+
+@pytest.mark.bad_input("bad argument")
+@pytest.mark.parametrize("module", COMMANDS)
+def test_every_command_refuses_an_unknown_option_as_a_usage_error(module, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        COMMANDS[module](["--no-such-option"])
+    line = _last_line(capsys.readouterr().err)
+    assert stopped.value.code == 2
+    assert line == f"python -m {module}: error: unrecognized arguments: --no-such-option"
+
+
+@pytest.mark.bad_input("bad argument")
+def test_the_cnn_command_refuses_batch_size_0_as_train_job_does(capsys):
+    from gpulesson.experiments.cnn.__main__ import main
+
+    for command, module in ((main, "cnn"), (train_job.main, "train_job")):
+        with pytest.raises(SystemExit) as stopped:
+            command(["--batch-size", "0"])
+        line = _last_line(capsys.readouterr().err)
+        assert stopped.value.code == 2 and "--batch-size" in line and " 0" in line, line
+        assert line.startswith(f"python -m gpulesson.experiments.{module}: error: ")
+        assert "BATCH_SIZE =" not in line and "//" not in line  # no notebook syntax
+
+
+@pytest.mark.bad_input("wrong backend")
+def test_a_backend_keras_does_not_have_stops_train_job_in_one_terminal_line(monkeypatch,
+                                                                           tmp_path, capsys):
+    monkeypatch.setenv("KERAS_BACKEND", "foo")
+    with pytest.raises(SystemExit) as stopped:
+        train_job.main(["--data", "synthetic", "--out-dir", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and len(err.strip().splitlines()) == 1, err
+    assert err.startswith("python -m gpulesson.experiments.train_job: error: KERAS_BACKEND asks "
+                          "Keras for the backend 'foo', which Keras does not have")
+    assert "export KERAS_BACKEND=tensorflow" in err and "run the command again" in err
+    assert "kernel" not in err.lower() and "%env" not in err
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.bad_input("wrong backend")
+def test_the_device_report_fails_when_keras_cannot_start(tmp_path):
+    env = {**os.environ, "KERAS_BACKEND": "foo", "KERAS_HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-m", "gpulesson.devices"], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert "backend 'foo', which Keras does not have" in done.stdout
+    assert "training will run on the CPU" not in done.stdout
+    assert done.stdout.strip().splitlines()[-1].startswith("Keras cannot start, so no training")
+
+
+@pytest.mark.bad_input("bad argument")
+def test_a_file_named_as_the_data_folder_is_called_a_file(tmp_path):
+    from gpulesson.errors import SettingsError
+    from gpulesson.settings import get_settings
+
+    file = tmp_path / "notes.txt"
+    file.write_text("mine")
+    for name in ("LESSON_DATA_DIR", "LESSON_WORK_DIR"):
+        with pytest.raises(SettingsError) as failed:
+            get_settings({name: str(file)})
+        first = str(failed.value).splitlines()[0]
+        assert first == (f"{name}={file} names the file {file}, not a folder: name a folder, "
+                         f"e.g. ~/gpulesson-{'data' if 'DATA' in name else 'work'}.")
+        assert "instructor" not in str(failed.value)
+    assert file.read_text() == "mine"
+
+
+@pytest.mark.bad_input("bad argument")
+def test_a_data_dir_under_a_file_is_called_so(tmp_path, capsys):
+    from gpulesson.prepare import main
+
+    file = tmp_path / "notes.txt"
+    file.write_text("mine")
+    assert main(["--data", "synthetic", "--quick", "--data-dir", str(file / "data")]) == 1
+    line = _last_line(capsys.readouterr().err)
+    assert line == (f"error: {file} is a file, not a folder, so {file / 'data'} cannot be a "
+                    f"folder: name a folder in LESSON_DATA_DIR or --data-dir.")
+
+
+@pytest.mark.bad_input("unwritable folder")
+def test_home_unset_is_named_where_the_advice_says_home(monkeypatch, tmp_path):
+    from gpulesson.errors import DataFolderError, check_writable
+    from gpulesson.settings import ensure_work_dir
+
+    monkeypatch.delenv("HOME", raising=False)
+    for attempt in (lambda: check_writable("/proc/gpulesson-data"),
+                    lambda: ensure_work_dir("/proc/gpulesson-work", tmp_path)):
+        with pytest.raises(DataFolderError) as failed:
+            attempt()
+        assert "HOME is not set here, so ~ is " in str(failed.value), failed.value
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(DataFolderError) as failed:
+        check_writable("/proc/gpulesson-data")
+    assert "HOME" not in str(failed.value)
+
+
+@pytest.mark.bad_input("missing file")
+def test_the_check_refuses_a_missing_config_in_one_line(capsys):
+    from gpulesson.check.__main__ import parse
+
+    with pytest.raises(SystemExit) as stopped:
+        parse(["--config", "/nonexistent.yml"])
+    assert stopped.value.code == 2
+    assert _last_line(capsys.readouterr().err) == (
+        "python -m gpulesson.check: error: argument --config: /nonexistent.yml does not exist: "
+        f"name the lesson's _config.yml (default: {ROOT / '_config.yml'})")
+
+
+@pytest.mark.bad_input("bad argument")
+def test_the_checks_json_into_a_missing_folder_makes_no_folder(tmp_path, capsys):
+    from gpulesson.check.__main__ import parse
+
+    target = tmp_path / "not" / "there" / "check.json"
+    with pytest.raises(SystemExit) as stopped:
+        parse(["--json", str(target)])
+    assert stopped.value.code == 2
+    line = _last_line(capsys.readouterr().err)
+    assert f"argument --json: the folder {target.parent} does not exist: create it first" in line
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.bad_input("no internet")
+def test_a_failed_cifar10_prepare_leaves_no_empty_folders(tmp_path, monkeypatch):
+    from data_fixtures import closed_port_url, no_proxy
+
+    from gpulesson.errors import DataUnavailableError
+
+    no_proxy(monkeypatch)
+    monkeypatch.setenv("LESSON_CIFAR10_URL", closed_port_url())
+    keras_home = tmp_path / "keras"
+    keras_home.mkdir()
+    monkeypatch.setenv("KERAS_HOME", str(keras_home))
+    settings = Settings("cifar10", quick=True, data_dir=tmp_path / "new" / "data")
+    with pytest.raises(DataUnavailableError):
+        data.prepare(settings, progress=False)
+    assert files_in(tmp_path) == ["keras"] and not (keras_home / "datasets").exists()
+
+
+def test_the_ceilings_tf_data_pipeline_is_not_shuffled_twice():
+    """fit's shuffle does not apply to a tf.data.Dataset (Keras warns if it is asked for): the
+    pipeline shuffles itself, so the page of episode 9 shows no raw UserWarning."""
+    import warnings
+
+    from gpulesson.experiments.ceiling.measure import _feeds
+
+    x = np.zeros((64, 32, 32, 3), np.uint8)
+    y = np.zeros(64, np.int32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ((name, feed),) = _feeds(["tfdata"], x=x, y=y, path=None, batch_size=32,
+                                 keras_device="cpu")
+    assert name == "tfdata" and feed["shuffle"] is False
+
+
+def test_no_recorded_page_shows_a_raw_warning():
+    import json as json_module
+
+    for path in sorted((ROOT / "executed").glob("*.ipynb")):
+        cells = json_module.loads(path.read_text())["cells"]
+        text = "".join("".join(output.get("text", "")) for cell in cells
+                       for output in cell.get("outputs", []))
+        assert "UserWarning" not in text and "DeprecationWarning" not in text, path.name

@@ -26,11 +26,15 @@ def without_jax(tmp_path):
             "KERAS_BACKEND": "jax", "KERAS_HOME": str(tmp_path / "keras")}
 
 
-def _says_how_to_install_jax(text: str) -> None:
+def _says_how_to_install_jax(text: str, notebook: bool = False) -> None:
+    """The advice of a notebook (a cell, the kernel's restart) or of a terminal (export, the
+    command again), never the other's."""
     assert "Keras is set to the backend 'jax' (KERAS_BACKEND), but JAX is not installed" in text
     assert f"{sys.executable} -m pip install jax==0.10.2 jaxlib==0.10.2" in text, text
-    assert "requirements/backends.txt" in text and "%env KERAS_BACKEND=tensorflow" in text
-    assert "Restart Kernel" in text
+    assert "requirements/backends.txt" in text and "export KERAS_BACKEND=tensorflow" in text
+    assert ("%env KERAS_BACKEND=tensorflow" in text) is notebook
+    assert ("Restart Kernel" in text) is notebook
+    assert ("run the command again" in text) is not notebook
 
 
 @pytest.mark.bad_input("missing package")
@@ -70,7 +74,7 @@ def test_a_notebook_shows_the_missing_backend_as_its_message_alone(without_jax, 
         text = "\n".join(errors[0]["traceback"])
         assert errors[0]["ename"] == "KerasBackendError" and "Traceback" not in text, text
         assert text.startswith("KerasBackendError: Keras is set to the backend 'jax'"), text
-        _says_how_to_install_jax(text)
+        _says_how_to_install_jax(text, notebook=True)
         assert len(text.splitlines()) <= 4, text
 
 
@@ -78,10 +82,12 @@ def test_a_notebook_shows_the_missing_backend_as_its_message_alone(without_jax, 
 def test_the_device_report_says_the_backend_is_missing(without_jax):
     done = subprocess.run([sys.executable, "-m", "gpulesson.devices"], env=without_jax,
                           capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    # A failure: nothing would train (the report says so, not "will run on the CPU").
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
     assert re.search(r"^Keras 3\.\S+: cannot start\. Keras is set to the backend 'jax'",
                      done.stdout, re.M), done.stdout
     _says_how_to_install_jax(done.stdout)
+    assert "training will run on the CPU" not in done.stdout
     assert "JAX: not installed" in done.stdout and "TensorFlow 2." in done.stdout
 
 

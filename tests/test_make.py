@@ -74,8 +74,8 @@ def test_the_site_extension_fills_every_page_without_the_frameworks(tmp_path):
         sys.path[:0] = [str(root / "_ext"), str(root)]
         import carpentry
         values = carpentry.placeholder_values(root)
-        # the site's pages (_config.yml leaves these three out of it)
-        outside = {{"README.md", "CONTRIBUTING.md", "CODE_OF_CONDUCT.md"}}
+        # the site's pages (_config.yml leaves these four out of it)
+        outside = {{"README.md", "CONTRIBUTING.md", "CODE_OF_CONDUCT.md", "recording.md"}}
         pages = [*root.glob("_episodes/*.md"),
                  *(p for p in root.glob("*.md") if p.name not in outside)]
         for page in pages:
@@ -306,3 +306,35 @@ def test_a_test_that_shares_a_fixture_from_an_unlisted_file_is_refused():
         conftest.pytest_collection_modifyitems(None, [Item()])
     Item.nodeid = "tests/test_slurm_jobs.py::test_a"
     conftest.pytest_collection_modifyitems(None, [Item()])  # listed: accepted
+
+
+# --- the README: its readers in order, the recording logistics in recording.md -------------------
+
+def test_the_readme_serves_its_readers_in_order_and_links_the_recording_page():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    sections = re.findall(r"^## (.+)$", readme, re.M)
+    order = ["Two commands", "Learners and self-study", "Instructors", "Maintainers"]
+    assert [s for s in sections if s in order] == order, sections
+    assert sections.index("Two commands") == 0
+    assert "](recording.md)" in readme and "### Recording on your cluster" not in readme
+    recording = (ROOT / "recording.md").read_text(encoding="utf-8")
+    for heading in ("## Recording on your cluster", "## Stages"):
+        assert heading in recording
+    # The learners' section: a headless run in quick mode, with the commands spelled out.
+    learners = readme.split("## Learners and self-study", 1)[1].split("\n## ", 1)[0]
+    assert "export LESSON_DATA=synthetic LESSON_QUICK=1" in learners
+    assert "jupyter nbconvert --to notebook --execute" in learners
+    assert "`make lab` needs neither `make site` nor `make test`" in learners
+
+
+def test_every_time_the_readme_states_names_its_machine():
+    """A time in seconds or minutes sits in a paragraph that names the machine it was measured
+    on (its cores, and its CPU or that the model was not recorded) and the date."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for paragraph in readme.split("\n\n"):
+        if paragraph.startswith(("|", "```")):
+            continue
+        if re.search(r"\b\d+(\.\d+)? ?(s|minutes?)\b", paragraph):
+            assert re.search(r"\d+ (CPU )?cores", paragraph), paragraph
+            assert re.search(r"Intel|AMD|CPU model was not recorded", paragraph), paragraph
+            assert re.search(r"20\d\d-\d\d-\d\d", paragraph), paragraph

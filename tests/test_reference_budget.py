@@ -259,8 +259,8 @@ def test_the_budgeted_command_stops_by_its_deadline_packs_and_a_later_call_goes_
 
 
 def _lease_commands() -> list[str]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("### Recording on your cluster", 1)[1].split("\n## ", 1)[0]
+    text = (ROOT / "recording.md").read_text(encoding="utf-8")  # linked from the README
+    section = text.split("## Recording on your cluster", 1)[1].split("\n## ", 1)[0]
     return [block for block in re.findall(r"```bash\n(.*?)```", section, re.DOTALL)
             if "reference.py budget --deadline $D" in block]
 
@@ -269,7 +269,7 @@ def test_the_readmes_lease_command_fits_a_job_step_and_names_only_options_budget
     commands = _lease_commands()
     assert len(commands) == 1, "one lease command, the same for both leases"
     for command in commands:
-        assert len(command) <= 2000, f"{len(command)} characters: the README promises at most 2,000"
+        assert len(command) <= 2000, f"{len(command)} characters: recording.md promises at most 2,000"
         assert ".whl/*.whl" in command and "tee $OUT/" in command and "LESSON_DATA=synthetic" in command
         calls = re.findall(r"tools/reference\.py budget ([^\n;|&]*)", command)
         assert calls

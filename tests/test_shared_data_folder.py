@@ -1,9 +1,29 @@
 """The guide's shared data folder: an instructor prepares the data file in a folder that learners
 can only read. The lesson uses that file as it is, offline, without Keras' CIFAR-10 loader, and
-writes the learners' own files (records, saved models, their HDF5 files) to their work folder."""
+writes the learners' own files (records, saved models, their HDF5 files) to their work folder.
+
+Every notebook is covered in three ways:
+
+- every notebook runs complete, in quick mode on the synthetic stand-in, offline, as an
+  unprivileged process with the data folder read-only: every cell runs, and nothing is
+  written into the data folder. This runs the notebooks a second time in the suite (nbval
+  runs them too, with a writable data folder): in two tests, 04 and 05 (the guide's
+  workshop) and the rest, both in this file's process of ``make test``. On a 2-core Intel
+  Xeon virtual machine shared with other work (2026-11-27), 04 and 05 took 30 to 56 s, and
+  06 to 09 68 s when the machine was quiet (several times longer under load);
+- every place any notebook writes a file is found by reading its code
+  (``tests/notebook_writes.py``), and no code cell names the data folder: a new write is
+  caught even where a run would not reach it (a GPU-only branch);
+- each of those paths is computed with the notebook's own code, as that unprivileged process
+  with a learner's settings, and written into: every one is in the work folder.
+
+"Unprivileged": as root, the process runs without root's capabilities (``setpriv``), so that
+file permissions apply to it as to any learner; as another user, as that user.
+"""
 
 import contextlib
 import hashlib
+import json
 import os
 import shutil
 import socket
@@ -14,6 +34,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from data_fixtures import closed_port_url
+from notebook_writes import writes
 
 from gpulesson import cifar10, data
 from gpulesson.errors import DataFolderError
@@ -220,54 +241,181 @@ def connect_ex(sock, address):
 socket.socket.connect, socket.socket.connect_ex = connect, connect_ex
 '''
 GUIDE_NOTEBOOKS = ("04-data-pipeline.ipynb", "05-cpu-vs-gpu.ipynb")
+OTHER_NOTEBOOKS = tuple(path.name for path in sorted((ROOT / "notebooks").glob("*.ipynb"))
+                        if path.name not in GUIDE_NOTEBOOKS)
+# What each group leaves in the learner's work folder (at least).
+THEIR_FILES = {GUIDE_NOTEBOOKS: {"synthetic-quick.h5", "my-results.jsonl", "cifar-cnn.keras"},
+               OTHER_NOTEBOOKS: {"my-matmul.jsonl", "breast-cancer-mlp-best.keras",
+                                 "breast-cancer-mlp.keras", "my-torch-results.jsonl", "feeding"}}
+
+# Run in an unprivileged process: each notebook, complete, in a kernel of its own; the outputs of
+# the code cells to the file named second. A cell that fails stops it with its traceback.
+RUN_NOTEBOOKS = """
+import json, sys
+import nbformat
+from nbclient import NotebookClient
+folder, out, paths = sys.argv[1], sys.argv[2], sys.argv[3:]
+found = {}
+for path in paths:
+    notebook = nbformat.read(path, as_version=4)
+    NotebookClient(notebook, timeout=600, kernel_name="python3",
+                   resources={"metadata": {"path": folder}}).execute()
+    found[path] = [output for cell in notebook.cells if cell.cell_type == "code"
+                   for output in cell.get("outputs", [])]
+with open(out, "w") as f:
+    json.dump(found, f)
+"""
 
 
-@pytest.mark.bad_input("unwritable folder")
-def test_the_guides_shared_folder_runs_notebooks_04_and_05_offline(tmp_path, monkeypatch):
-    """The guide's setup: the instructor prepared the (quick, synthetic) file in a folder that
-    learners can only read; no network. The complete notebooks 04 and 05 run clean, write
-    nothing into the data folder, and the learner's file, records and saved model are in the
-    learner's work folder."""
-    import nbformat
-    from nbclient import NotebookClient
+def unprivileged() -> list[str]:
+    """The command prefix that runs a program as an unprivileged process: nothing for a user
+    who is not root; for root, ``setpriv`` without any of root's capabilities, so that file
+    permissions apply as to any learner. Skips the test, saying why, where neither works."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root, and setpriv (util-linux) is not installed: no way to run "
+                    "the notebooks as an unprivileged process here")
+    prefix = [setpriv, "--bounding-set=-all", "--inh-caps=-all", "--"]
+    probe = subprocess.run([*prefix, sys.executable, "-c",
+                            "print(open('/proc/self/status').read())"],
+                           capture_output=True, text=True, timeout=60)
+    if probe.returncode != 0 or "CapEff:\t0000000000000000" not in probe.stdout:
+        pytest.skip("running as root, and setpriv cannot drop root's capabilities here: "
+                    + (probe.stderr.strip().splitlines() or ["no reason given"])[-1])
+    return prefix
 
-    settings = prepared_folder(tmp_path / "shared", "synthetic")
-    work, home = tmp_path / "work", tmp_path / "home"
-    home.mkdir()
+
+def learner_environment(tmp_path: Path, settings: Settings) -> dict:
+    """A learner's environment: quick, synthetic, the shared folder, a work folder and a home of
+    their own, and no network (every Python of it imports the blocker first)."""
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
     blocker = tmp_path / "offline"
-    blocker.mkdir()
+    blocker.mkdir(exist_ok=True)
     (blocker / "sitecustomize.py").write_text(OFFLINE_SITECUSTOMIZE)
     nowhere = closed_port_url("")
-    for name, value in {
+    return {**os.environ,
             "LESSON_DATA": "synthetic", "LESSON_QUICK": "1",
-            "LESSON_DATA_DIR": str(settings.data_dir), "LESSON_WORK_DIR": str(work),
+            "LESSON_DATA_DIR": str(settings.data_dir), "LESSON_WORK_DIR": str(tmp_path / "work"),
             "HOME": str(home), "KERAS_HOME": str(tmp_path / "keras"),
             "LESSON_CIFAR10_URL": nowhere + "cifar.tgz", "http_proxy": nowhere,
             "https_proxy": nowhere, "HTTP_PROXY": nowhere, "HTTPS_PROXY": nowhere,
-            "PYTHONPATH": os.pathsep.join([str(blocker), str(ROOT)])}.items():
-        monkeypatch.setenv(name, value)  # the kernels inherit them
+            "PYTHONPATH": os.pathsep.join([str(blocker), str(ROOT)])}
+
+
+@pytest.mark.bad_input("unwritable folder")
+def test_the_guides_shared_folder_runs_notebooks_04_and_05_offline(tmp_path):
+    """The guide's setup: the instructor prepared the (quick, synthetic) file in a folder that
+    learners can only read; no network; the notebooks run by an unprivileged process. The
+    complete notebooks run clean, write nothing into the data folder, and the learner's file,
+    records and saved model are in the learner's work folder."""
+    run_offline(tmp_path, GUIDE_NOTEBOOKS)
+
+
+@pytest.mark.bad_input("unwritable folder")
+def test_the_guides_shared_folder_runs_every_other_notebook_offline(tmp_path):
+    """As notebooks 04 and 05: every other notebook, complete."""
+    run_offline(tmp_path, OTHER_NOTEBOOKS)
+
+
+def run_offline(tmp_path: Path, group: tuple[str, ...]) -> None:
+    """Run the notebooks ``group`` as a learner of the guide's setup would, and check them."""
+    prefix = unprivileged()
+    settings = prepared_folder(tmp_path / "shared", "synthetic")
+    work = tmp_path / "work"
+    env = learner_environment(tmp_path, settings)
     before = snapshot(settings.data_dir)
     folder = tmp_path / "my-notebooks"  # the learner's copies run from here
     folder.mkdir()
-    outputs = {}
+    out = tmp_path / "outputs.json"
     with read_only(settings.data_dir):
-        for name in GUIDE_NOTEBOOKS:
-            notebook = nbformat.read(ROOT / "notebooks" / name, as_version=4)
-            NotebookClient(notebook, timeout=600, kernel_name="python3",
-                           resources={"metadata": {"path": str(folder)}}).execute()
-            outputs[name] = [output for cell in notebook.cells if cell.cell_type == "code"
-                             for output in cell.get("outputs", [])]
+        done = subprocess.run(
+            [*prefix, sys.executable, "-c", RUN_NOTEBOOKS, str(folder), str(out),
+             *(str(ROOT / "notebooks" / name) for name in group)],
+            env=env, capture_output=True, text=True, timeout=1500)
+    assert done.returncode == 0, done.stderr[-4000:]
     assert snapshot(settings.data_dir) == before, "something was written to the data folder"
-    for name, cell_outputs in outputs.items():
+    ran = json.loads(out.read_text())
+    assert len(ran) == len(group)
+    for name, cell_outputs in ran.items():
         assert not [o for o in cell_outputs if o.get("output_type") == "error"], name
         text = "".join(o.get("text", "") for o in cell_outputs)
         for problem in ("Traceback", "PermissionError", "Read-only file system", "Could not get"):
             assert problem not in text, (name, text[-3000:])
-    # The learner's own files: their HDF5 copy (episode 4), records and saved model (episode 5).
+    # The learner's own files: their HDF5 copy (episode 4), records and saved models.
     mine = sorted(path.name for path in work.iterdir())
-    assert {settings.hdf5_path.name, "my-results.jsonl", "cifar-cnn.keras"} <= set(mine), mine
-    assert (work / "my-results.jsonl").read_text().strip()
+    assert THEIR_FILES[group] <= set(mine), mine
+    for records in THEIR_FILES[group]:
+        if records.endswith(".jsonl"):
+            assert (work / records).read_text().strip(), records
     assert not (tmp_path / "keras" / "datasets").exists(), "Keras' loader was called"
+
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+EVERY_WRITE = [write for notebook in NOTEBOOKS for write in writes(notebook)]
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_notebook_names_the_data_folder_in_its_code(notebook):
+    """``settings.data_dir`` is the shared folder: the notebooks read their file through
+    ``prepare(settings)`` and ``settings.hdf5_path`` and never build a path in that folder."""
+    import ast
+
+    from notebook_writes import code_cells
+
+    for number, code in enumerate(code_cells(notebook)):
+        named = [node for node in ast.walk(ast.parse(code))
+                 if isinstance(node, ast.Attribute) and node.attr == "data_dir"]
+        assert not named, f"{notebook.name} code cell {number} names settings.data_dir"
+
+
+def test_every_write_of_every_notebook_is_traced_to_the_code_that_makes_its_path():
+    assert len(EVERY_WRITE) >= 10, "the notebooks' records, models and files are found"
+    assert not [str(w) + ": " + w.problem for w in EVERY_WRITE if w.problem]
+
+
+# Run as the learner: each write's path made by the notebook's own code, then written into.
+WRITE_PATHS = """
+import json, sys
+from pathlib import Path
+from gpulesson.settings import get_settings, keep_earlier
+settings = get_settings()
+found = []
+for setup, path in json.loads(sys.argv[1]):
+    names = {"settings": settings, "keep_earlier": keep_earlier, "Path": Path}
+    for line in setup:
+        exec(line, names)
+    target = Path(eval(path, names)).resolve()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    probe = target.with_name(target.name + ".probe")
+    probe.write_text("written by the learner")
+    probe.unlink()
+    found.append(str(target))
+print(json.dumps(found))
+"""
+
+
+@pytest.mark.bad_input("unwritable folder")
+def test_every_notebook_writes_only_into_the_work_folder(tmp_path):
+    """Each path found by :func:`test_every_write_of_every_notebook_is_traced_to_the_code_that_
+    makes_its_path`, computed by the notebook's code as an unprivileged learner's process, with
+    the shared folder read-only: it is in the work folder, and it can be written."""
+    prefix = unprivileged()
+    settings = prepared_folder(tmp_path / "shared", "synthetic")
+    env = learner_environment(tmp_path, settings)
+    before = snapshot(settings.data_dir)
+    job = [[list(write.setup), write.path] for write in EVERY_WRITE]
+    with read_only(settings.data_dir):
+        done = subprocess.run([*prefix, sys.executable, "-c", WRITE_PATHS, json.dumps(job)],
+                              env=env, capture_output=True, text=True, timeout=120,
+                              cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    work = (tmp_path / "work").resolve()
+    for write, target in zip(EVERY_WRITE, json.loads(done.stdout.splitlines()[-1]), strict=True):
+        assert Path(target).is_relative_to(work), f"{write} writes {target}, outside {work}"
+    assert snapshot(settings.data_dir) == before
 
 
 @pytest.mark.bad_input("unwritable folder")

@@ -19,6 +19,7 @@ from pathlib import Path
 from gpulesson.check import login, report
 from gpulesson.check import site as site_check
 from gpulesson.check.report import fail, items_from_json, ok, skip
+from gpulesson.errors import cannot_write_file
 
 
 def parse(argv=None) -> argparse.Namespace:
@@ -53,6 +54,17 @@ def parse(argv=None) -> argparse.Namespace:
         parser.error("--queue-wait must be 0 or more seconds, --time-limit at least 1 minute")
     if args.record and not args.inside_job:
         parser.error("--record goes with --inside-job: it records a compute node's checklist")
+    if not args.config.is_file():
+        what = "is a folder" if args.config.is_dir() else "does not exist"
+        parser.error(f"argument --config: {args.config} {what}: name the lesson's _config.yml "
+                     f"(default: {login.CONFIG})")
+    folder = args.json.expanduser().parent
+    if not folder.is_dir():
+        parser.error(f"argument --json: the folder {folder} does not exist: create it first, or "
+                     f"name a file in a folder that exists")
+    problem = cannot_write_file(args.json)
+    if problem:
+        parser.error(f"argument --json: {problem}")
     return args
 
 

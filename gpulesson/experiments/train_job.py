@@ -44,7 +44,7 @@ import sys
 import time
 from pathlib import Path
 
-from gpulesson.errors import DataFileError
+from gpulesson.errors import DataFileError, cannot_write_file
 from gpulesson.results import LESSON_ROOT, RESULTS_DIR
 from gpulesson.settings import DATA_CHOICES, get_settings
 
@@ -217,7 +217,17 @@ def _callbacks(out: Path, epochs: int, learning_rate: float, delay: float):
 
 
 def main(argv=None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    # Before any training: the run's record must have somewhere to go.
+    problem = cannot_write_file(args.results_file)
+    if problem:
+        parser.error(f"argument --results-file: {problem}")
+    from gpulesson.backends import missing_backend_message
+
+    problem = missing_backend_message()  # before Keras is imported: one line, no traceback
+    if problem:
+        parser.exit(2, f"{parser.prog}: error: {problem}\n")
     settings = get_settings()
     try:
         path, info = _data_file(args.data)

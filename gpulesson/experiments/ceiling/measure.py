@@ -104,7 +104,8 @@ def _feeds(names, *, x, y, path, batch_size: int, keras_device: str):
             arrays = (x, y) if name == "ram" else to_device(x, y, keras_device)
             yield name, {"x": ArrayBatches(*arrays, batch_size, seed=1), "shuffle": False}
         elif name == "tfdata":
-            yield name, {"x": tf_batches(x, y, batch_size, seed=1)}
+            # It shuffles itself: fit's shuffle does not apply to a tf.data.Dataset.
+            yield name, {"x": tf_batches(x, y, batch_size, seed=1), "shuffle": False}
         else:
             options = {"window": 1} if name == "lesson-window1" else {}  # else its default
             batches = HDF5Batches(path, "train", batch_size, shuffle=True, seed=1, **options)

@@ -29,6 +29,7 @@ import argparse
 import sys
 
 from gpulesson.devices import KERAS_DEVICES as DEVICES
+from gpulesson.errors import cannot_write_file
 from gpulesson.experiments.cnn import inference
 from gpulesson.experiments.cnn.measure import run_devices
 from gpulesson.experiments.cnn.records import EXPERIMENT, RESULTS_FILE, describe
@@ -39,6 +40,7 @@ from gpulesson.experiments.common import (
     add_seed_option,
     continue_run,
     default_devices,
+    refuse_below_one,
     say_appended,
 )
 
@@ -71,7 +73,8 @@ def _other_data(out, run_id, data: str) -> str | None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m gpulesson.experiments.cnn",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("--devices", nargs="+", choices=sorted(DEVICES), default=None,
                         help="devices to train on, in this order (default: cpu, then gpu if one is visible)")
     parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS),
@@ -92,8 +95,16 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.cpu_threads is not None and args.cpu_threads < 1:
-        parser.error(f"--cpu-threads must be at least 1, not {args.cpu_threads}")
+    refuse_below_one(parser, args, ["batch_size", "cpu_threads"])
+    # Before any training: a file that cannot be written would lose the measurement at the end.
+    problem = cannot_write_file(args.out)
+    if problem:
+        parser.error(f"argument --out: {problem}")
+    from gpulesson.backends import missing_backend_message
+
+    problem = missing_backend_message()  # before Keras is imported: one line, no traceback
+    if problem:
+        parser.exit(2, f"{parser.prog}: error: {problem}\n")
     from gpulesson.timing import set_cpu_threads
 
     # Before the framework runs anything: TensorFlow fixes its threads at its first operation.
