@@ -130,17 +130,20 @@ def _state(**done) -> dict:
 
 def test_what_a_call_lacks_depends_on_the_gpu_it_has():
     names = lambda planned: [p.name for p in planned]  # noqa: E731
-    on_cpu = names(budget.lacking(_state(), None, 3))
-    assert on_cpu[:4] == ["cnn", "matmul", "torch_reference", "small model"]
+    every = max(budget.LEASES)
+    on_cpu = names(budget.lacking(_state(), None, every))
+    # The headline first: the lease-1 steps, in the plan's order.
+    assert on_cpu[0] == [p.name for p in budget.PLAN if p.lease == 1][0]
     assert not any(p.step.gpu_only and p.name in on_cpu for p in budget.PLAN)
-    rehearsed = _state(**{name: {"gpu": None} for name in on_cpu})
-    assert budget.lacking(rehearsed, None, 3) == []
+    methods = {p.name: p.method for p in budget.PLAN}
+    rehearsed = _state(**{name: {"gpu": None, "method": methods[name]} for name in on_cpu})
+    assert budget.lacking(rehearsed, None, every) == []
     # Carried to a GPU node: every step with a GPU part is lacking, the GPU-only ones too.
-    on_gpu = names(budget.lacking(rehearsed, "H100", 3))
+    on_gpu = names(budget.lacking(rehearsed, "H100", every))
     assert "DDP on the GPUs (NCCL)" in on_gpu and "feeding on the GPU" in on_gpu and "cnn" in on_gpu
     assert "notebook 05" in on_gpu, "the notebook a reader sees must be recorded beside the GPU"
-    done_there = _state(**{p.name: {"gpu": "H100"} for p in budget.PLAN})
-    assert budget.lacking(done_there, "H100", 3) == []
+    done_there = _state(**{p.name: {"gpu": "H100", "method": p.method} for p in budget.PLAN})
+    assert budget.lacking(done_there, "H100", every) == []
     assert all(p.lease == 1 for p in budget.lacking(_state(), "H100", 1))
 
 

@@ -57,29 +57,23 @@ MIN_START = 30.0  # s a resumable step needs to be worth starting: its start and
 FILES = ("records.tar.gz", "pages.tar.gz", "budget.json")
 RECORDS, PAGES = ("results",), ("fig", "notebooks", "executed")
 
-# What the estimates stand on, measured in the CPU stand-in of the GPU node (Python 3.12, JAX
-# 0.11.2, PyTorch 2.11, 2 cores, a busy machine): one training step of episode 5's CNN (batch 256)
-# costs 0.74-0.76 CPU-seconds on JAX fed from arrays and its first step 4.6-5 s of compiling; a
-# full epoch of the experiment itself (the lesson's generator, 176 steps and the validation of
-# 5,000 images) 171 CPU-s (load average 7-10: contention makes it more, not less); predicting
-# costs 0.44 CPU-s a 1,000 images; importing JAX and Keras 3.7 s, PyTorch 1.8 s; the full
-# synthetic data set is written in 6.9 s; the figures are redrawn in 11 s (an idler moment) to
-# 45 s, the notebooks refilled in 1.5 s.
-# The node's 16 cores are taken to do CPU work 8 to 16 times as fast as one core (XLA's
-# threads at 50 to 100 % use): CPU-seconds / 16 is the low estimate, / 8 the high one. A GPU
-# part is estimated from its CPU-side costs only (start, compiling, feeding at the rates the
-# records measured on the CPU): its GPU compute is not estimated (no GPU has been measured),
-# it is what the slack under the deadline is for, and a step it outruns is stopped and goes on
-# in the next call.
-BASIS = ("JAX CPU costs measured in the stand-in (2 cores): CNN epoch 171 CPU-s, compile 5 s, "
-         "prediction 0.44 CPU-s/1,000 images; 16 cores at 50-100 % use; GPU compute not estimated")
+# What the estimates stand on. The steps recorded on the H200 node on 2026-11-27 (16-core Intel
+# Xeon, JAX 0.11.2, PyTorch 2.11, in two calls: results/reference-run.json, whose "done" keeps
+# each step's seconds) are planned from those seconds. A step never run there is estimated
+# from its CPU-side costs, measured in the CPU stand-in of the node (Python 3.12, 2 cores): one
+# training step of episode 5's CNN (batch 256) 0.74-0.76 CPU-s, its first step 4.6-5 s of
+# compiling, importing JAX and Keras 3.7 s, PyTorch 1.8 s; the node's 16 cores taken to do 8 to
+# 16 times one core's work. Its GPU compute is what the slack under the deadline is for: a step
+# it outruns is stopped and goes on in the next call.
+BASIS = ("seconds measured on the H200 node (2026-11-27) where a step ran there; else CPU costs "
+         "from the 2-core stand-in, 16 cores at 50-100 % use, GPU compute not estimated")
 
 
 @dataclass(frozen=True)
 class Planned:
-    """A step of the plan: which lease it is planned for (1: the headline; 2: the rest a GPU
-    node must record; 3: only if time is left), its estimate in seconds on the node (full
-    size, one H100, 16 cores: low, high), and what the estimate stands on."""
+    """A step of the plan: which lease it is planned for (see :data:`LEASES`), its estimate in
+    seconds on the node (full size, one H200, 16 cores: low, high), and what the estimate
+    stands on."""
 
     step: Step
     lease: int
@@ -115,67 +109,59 @@ CHECK_GPU = Step("readiness check on the GPU",
 # Grain's workers beside the node's GPU: JAX, the backend the node's lessons run.
 WORKERS_GPU = ("--backends", "jax", "--devices", "gpu")
 GRAIN = (*reference.KERAS, "grain")
+# The instruments changed after the first GPU run (method 2): the matrix products measure the
+# card's throughput over windows of calls; the CNN times validation after a synchronisation and
+# evaluation without its compile; the feeding benchmark's device pipeline slices on the device;
+# episode 5's notebook gained cells. Those steps are recorded again, each in a new run.
 PLAN = [
-    Planned(_x("cnn"), 1, (105, 175),
-            "CPU half: 6 epochs x 171 CPU-s + 16,000 images predicted = 1,033 CPU-s, 65-130 s on "
-            "16 cores; compiling 3 programs a device, 30 s; start and data 11 s; GPU half: its "
-            "compiling and feeding (2 s of the lesson's generator)"),
-    Planned(_x("matmul"), 1, (20, 45),
-            "CPU: JAX's three sweeps took 27 s on 2 cores (results/matmul.jsonl), less on 16; "
-            "GPU: 27 sizes x 6 calls, dispatch and compiling, about 8 s; start 4 s"),
-    Planned(_x("torch_reference", needs=TORCH, env=reference.TORCH_ENV), 1, (20, 35),
-            "CPU: 6 epochs x 21.7 CPU-s (10.8 s an epoch on 2 cores, results/pytorch-cpu-vs-"
-            "gpu.jsonl) = 130 CPU-s, 8-16 s; GPU: 6 x 469 steps of Python, about 3 s; start 2 s"),
-    Planned(_x("small_models", "--parts", "comparison", step="small model"), 1, (20, 30),
-            "20 epochs of 15 steps a device (0.1 s an epoch on 2 cores), compiling 2 x 5 s, "
-            "start 4 s"),
-    Planned(reference.DDP_CHECK, 1, (20, 40),
-            "torchrun and NCCL start about 10 s; 2 epochs x 469 steps of Python, 1 s"),
+    Planned(_x("matmul"), 1, (60, 150),
+            "CPU half: the new method's windows took 4.5 min on 2 busy cores, 30-90 s on 16; "
+            "GPU half: 3 precisions x 11 sizes to 16384, 0.2-5 s a size (its windows are capped "
+            "at about 1 s); start 4 s. The old method's run took 27.8 s on the node", method=2),
+    Planned(_x("cnn"), 2, (150, 190),
+            "160.3 s on the H200 node (2026-11-27), the CPU half most of it (6 epochs of 20.7 s); "
+            "a second evaluation a device adds about 1 s", method=2),
     Planned(Step("notebook 05", ["tools/record_run.py", "--only", "05"], reference.NOTEBOOK,
-                 quick_option=True), 2, (90, 140),
-            "3 CPU epochs x 171 CPU-s + 10,000 images predicted = 517 CPU-s, 32-65 s; compiling "
-            "2 x 15 s; kernel, imports, data and the other cells about 25 s", beside_gpu=True),
+                 quick_option=True), 2, (100, 130),
+            "103.1 s on the H200 node (2026-11-27)", beside_gpu=True, method=2),
+    Planned(_x("torch_reference", needs=TORCH, env=reference.TORCH_ENV), 4, (40, 50),
+            "42.0 s on the H200 node (2026-11-27)"),
+    Planned(_x("small_models", "--parts", "comparison", step="small model"), 4, (10, 20),
+            "11.4 s on the H200 node (2026-11-27)"),
+    Planned(reference.DDP_CHECK, 4, (10, 20), "12.6 s on the H200 node (2026-11-27)"),
+    Planned(_x("small_models", "--parts", "sweep", step="small models' sweep"), 2, (40, 110),
+            "on the H200 node 15 of its 16 GPU cells took 46.6 s before the deadline stopped it "
+            "(2026-11-27); left: one GPU cell and the CPU half, 16 cells that took 2 minutes on "
+            "2 CPU cores (15-60 s on 16), a start and a compile"),
     Planned(_x("feeding", "--devices", "gpu", "--sweeps", "none", "--pipelines", "classic",
                "lesson", "lesson-gzip", "ram", "device", "--classic-max-steps",
                reference.FEEDING_CPU_STEPS, with_gpu=(), gpu_only=True, step="feeding on the GPU"),
-            2, (100, 150),
-            "5 pipelines x (warm-up + 5 epochs) x (training, loader): feeding at the CPU-measured "
-            "loader rates (results/feeding.jsonl: classic 1,076 images/s capped at 12 steps, "
-            "35 s; lesson 78,677; gzip 33,824; memory 176,002), 30 s; compiling 5 x 5 s; start "
-            "and data 11 s"),
-    Planned(_x("ceiling", "--devices", "gpu", with_gpu=(), gpu_only=True,
-               step="ceiling on the GPU"), 2, (90, 130),
-            "JAX and PyTorch x 7 pipelines x 6 epochs of 50,000 images at the loop rates "
-            "measured on 2 CPU cores (results/ceiling.jsonl: JAX 121,000-162,000, PyTorch "
-            "60,000-84,000 images/s), 45 s; a start and compile per condition, 42 s"),
-    Planned(_x("workers", *WORKERS_GPU, "--works", "augment", "--workers", "0", "4", needs=GRAIN,
-               with_gpu=(), gpu_only=True, step="Grain's workers beside the GPU"), 2, (20, 30),
-            "JAX's start 3.7 s and 50,000 images made and written 6.9 s; 2 fits of 6 epochs: on 2 "
-            "CPU cores, 4 s with no worker and 15 s with 1 or 2 (results/workers.jsonl: worker "
-            "processes start, each importing Keras); 4 workers start side by side on 16 cores"),
-    Planned(CHECK_GPU, 3, (15, 30),
-            "the step rehearsed on 2 cores with a stand-in nvidia-smi: 23 s, of which about 8 s "
-            "TensorFlow's probe and import (no TensorFlow on the node); mostly one thread "
-            "(imports, compiling, each backend's probe in turn), so 16 cores cut little; on the "
-            "node a second compile, for the GPU, and CUDA's start in 3 processes; GPU compute "
-            "not estimated"),
-    Planned(_x("small_models", "--parts", "sweep", step="small models' sweep"), 3, (150, 250),
-            "16 cells x 6 epochs a device: 2 minutes on 2 CPU cores (gpulesson.experiments."
-            "small_models.measure.GRID), a compile per cell on the GPU; if time is left"),
+            3, (130, 160), "133.5 s on the H200 node (2026-11-27)", method=2),
     Planned(_x("feeding", "--devices", "gpu", "--sweep-devices", "gpu", "--pipelines", "lesson",
                "--classic-max-steps", reference.FEEDING_CPU_STEPS, with_gpu=(), gpu_only=True,
                step="feeding settings on the GPU"), 3, (120, 200),
-            "9 settings of the lesson's pipeline x 6 epochs, a compile each; if time is left"),
+            "9 settings of the lesson's pipeline x 6 epochs at its H200 rate (75,187 images/s, "
+            "0.7 s an epoch), a compile each (about 10 s)", method=2),
+    Planned(_x("workers", *WORKERS_GPU, "--works", "augment", "--workers", "0", "4", needs=GRAIN,
+               with_gpu=(), gpu_only=True, step="Grain's workers beside the GPU"), 4, (45, 60),
+            "47.1 s on the H200 node (2026-11-27); the spare epoch adds one epoch a fit", method=2),
     Planned(_x("workers", *WORKERS_GPU, needs=GRAIN, with_gpu=(), gpu_only=True,
-               step="Grain's workers, every count"), 3, (40, 80),
-            "the rest of the grid: 8 fits with 1 to 8 workers, of the stored blocks and with "
-            "flip_crop, 5-15 s each by the 2-core fits (results/workers.jsonl); if time is left"),
+               step="Grain's workers, every count"), 4, (150, 220),
+            "8 more fits: the 2 fits beside the H200 took 47.1 s with JAX's start and the data "
+            "(about 18 s a fit)", method=2),
+    Planned(_x("ceiling", "--devices", "gpu", with_gpu=(), gpu_only=True,
+               step="ceiling on the GPU"), 4, (60, 80), "66.5 s on the H200 node (2026-11-27)"),
+    Planned(CHECK_GPU, 4, (30, 40), "33.2 s on the H200 node (2026-11-27)"),
 ]
-LEASES = {1: "the headline: episodes 5 (CNN, CPU and GPU), 6, 7 and 8, and the DDP check",
-          2: "episode 5's notebook executed on the GPU, episode 9's GPU rows, ceiling and "
-             "Grain's workers with augmentation",
-          3: "if time is left: the readiness check's GPU items for the guide, the settings "
-             "sweeps and the rest of Grain's workers (otherwise they stay CPU-recorded)"}
+PLAN.sort(key=lambda planned: planned.lease)  # lease by lease, in the list's order within one
+LEASES = {1: "the headline of the new instruments: where a step of episode 5's CNN spends its "
+             "time, the card's settings one at a time, episode 6's throughput",
+          2: "episode 5's CNN and its notebook with the new timers, and the rest of the small "
+             "models' sweep that the first GPU run left",
+          3: "episode 9's GPU rows again (the device path) and its settings sweep",
+          4: "Grain's workers with the spare epoch, every count; and on a new run, what the first "
+             "GPU run recorded with an unchanged method (the ceiling, PyTorch, the small model, "
+             "the DDP and readiness checks)"}
 
 
 def now_iso() -> str:
@@ -402,7 +388,7 @@ def run(args, say=reference._say) -> int:
 
 def describe() -> str:
     lines = [f"The budgeted reference run, step by step in this order (estimates on the node: full "
-             f"size, one H100, 16 cores; {BASIS}):"]
+             f"size, one H200, 16 cores; {BASIS}):"]
     for lease, what in LEASES.items():
         steps = [p for p in PLAN if p.lease == lease]
         low, high = sum(p.estimate[0] for p in steps), sum(p.estimate[1] for p in steps)
