@@ -22,11 +22,10 @@ from gpulesson.results import NOT_RECORDED, duration, hardware, software
 DEVICES = ("cpu", "gpu")
 # What cutting each part takes (the exercise's answer follows the largest part).
 REMEDIES = {
-    "input": "feed the steps from memory or the device (episode 9's DeviceBatches)",
-    "dispatch": "fewer, larger steps: a larger batch, or several steps in one compiled call",
-    "other": "fewer, larger steps, so that fit's own Python work per image shrinks: a larger "
-             "batch, steps_per_execution",
-    "kernels": "cheaper arithmetic: mixed bfloat16 on tensor cores, or a smaller model",
+    "input": "data in memory or on the device (DeviceBatches)",
+    "dispatch": "fewer, larger steps, or several in one compiled call",
+    "other": "fewer, larger steps (a larger batch)",
+    "kernels": "cheaper arithmetic (mixed bfloat16, a smaller model)",
 }
 
 
@@ -110,10 +109,9 @@ def cut_text(record: dict) -> str:
     name, share = largest_cut(record)
     found = record["profile"]
     where = "device" if name == "kernels" else "host"
-    return (f"On the {record['device_kind'].upper()} ({device_name(record)}), the device computed "
-            f"{found['device']['kernels'] / found['step']:.0%} of the profiled step. The largest "
-            f"part to cut is the {where}'s {LABELS.get(name, name)}, {share:.0%} of the step: "
-            f"{REMEDIES[name]}.")
+    return (f"{record['device_kind'].upper()} ({device_name(record)}): kernels "
+            f"{found['device']['kernels'] / found['step']:.0%} of the step; cut the {where}'s "
+            f"{LABELS.get(name, name)} first ({share:.0%}): {REMEDIES[name]}.")
 
 
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
