@@ -112,7 +112,19 @@ CHECK_GPU = Step("readiness check on the GPU",
 # Grain's workers beside the node's GPU: JAX, the backend the node's lessons run.
 WORKERS_GPU = ("--backends", "jax", "--devices", "gpu")
 GRAIN = (*reference.KERAS, "grain")
+# The profile reads JAX's profiler, and the settings measure the path episode 9 teaches on JAX.
+JAX_ENV = (("KERAS_BACKEND", "jax"),)
 PLAN = [
+    Planned(_x("profile", env=JAX_ENV), 1, (100, 175),
+            "GPU: start and data 12 s, compiling 10 s, 6 epochs of the lesson's generator and one "
+            "sampled by NVML (2 s at the CPU-measured 78,677 images/s), 100 steps traced and read, "
+            "5 s; CPU: 6 epochs x 171 CPU-s + 10 steps traced = 1,035 CPU-s, 65-130 s on 16 "
+            "cores; rehearsed in quick mode on 2 busy cores in 108 s"),
+    Planned(_x("gpu_settings", "--devices", "gpu", with_gpu=(), gpu_only=True, env=JAX_ENV,
+               needs=GRAIN, step="settings on the GPU"), 1, (100, 175),
+            "9 settings x (a compile of the step and of the evaluation, 7-15 s, 6 epochs of "
+            "45,000 images, the test split evaluated), Grain's 4 workers started once, 5 s; "
+            "start and data 12 s; rehearsed in quick mode on the 2-core CPU in 690 s"),
     Planned(_x("cnn"), 1, (105, 175),
             "CPU half: 6 epochs x 171 CPU-s + 16,000 images predicted = 1,033 CPU-s, 65-130 s on "
             "16 cores; compiling 3 programs a device, 30 s; start and data 11 s; GPU half: its "
@@ -168,7 +180,8 @@ PLAN = [
             "the rest of the grid: 8 fits with 1 to 8 workers, of the stored blocks and with "
             "flip_crop, 5-15 s each by the 2-core fits (results/workers.jsonl); if time is left"),
 ]
-LEASES = {1: "the headline: episodes 5 (CNN, CPU and GPU), 6, 7 and 8, and the DDP check",
+LEASES = {1: "the headline: where a step's time goes and the settings on the GPU (episode 9), "
+             "episodes 5 (CNN, CPU and GPU), 6, 7 and 8, and the DDP check",
           2: "episode 5's notebook executed on the GPU, episode 9's GPU rows, ceiling and "
              "Grain's workers with augmentation",
           3: "if time is left: the readiness check's GPU items for the guide, the settings "
