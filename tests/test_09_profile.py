@@ -71,6 +71,9 @@ def test_a_trace_without_its_window_or_a_folder_without_a_trace_says_so(tmp_path
     with pytest.raises(ValueError, match="not marked"):
         trace.breakdown([_event("x", 0, 1) | {"process": "/host:CPU", "thread": "python"}],
                         steps=1)
+    window = _event(trace.EPOCH, 0, 10) | {"process": "/host:CPU", "thread": "python"}
+    with pytest.raises(ValueError, match="no GPU line"):
+        trace.breakdown([window], steps=1, device="gpu")
 
 
 def made_record(device, *, step, host, dev, gpu=None, run_id="r1"):
@@ -114,6 +117,8 @@ def test_without_records_the_page_says_not_recorded_and_with_them_answers_the_ex
     values = profile.substitutions(path)
     assert values["ref_prof_gpu"] == "NVIDIA H200"
     assert "| CPU (" in values["ref_prof_table"] and "| GPU (NVIDIA H200)" in values["ref_prof_table"]
+    assert "11.9 (2.4% of TF32) | 35 % |" in values["ref_prof_table"]  # of 494.5 TFLOP/s
+    assert "| not sampled |" in values["ref_prof_table"]
     # the CPU computes most of its step: cut the arithmetic; the GPU waits for the host's loop
     assert "CPU (" in values["ref_prof_cut"] and "device's kernels first (97%)" in values["ref_prof_cut"]
     assert "host's rest of fit first (65%)" in values["ref_prof_cut"]
@@ -124,6 +129,23 @@ def test_without_records_the_page_says_not_recorded_and_with_them_answers_the_ex
     assert "GPU: a step of 2 ms" in values["ref_prof_alt"]
     (fig,) = profile.figures(profile.reference_run(path))
     assert len(fig.axes) == 2
+
+
+def test_a_device_whose_trace_could_not_be_read_keeps_its_record_and_leaves_the_table(tmp_path):
+    path = tmp_path / "profile.jsonl"
+    cpu = made_record("cpu", step=0.3, host={"input": 0.001, "dispatch": 0.001, "other": 0.298},
+                      dev={"kernels": 0.29, "copies": 0.0, "idle": 0.01})
+    gpu = made_record("gpu", step=0.002, gpu="NVIDIA H200", host={}, dev={})
+    gpu["profile"] = {"failed": "ValueError: the trace has no GPU line"}
+    for record in (cpu, gpu):
+        append_record(path, record)
+    values = profile.substitutions(path)
+    assert "| GPU" not in values["ref_prof_table"] and "| CPU (" in values["ref_prof_table"]
+    assert values["ref_prof_gpu"] == NOT_RECORDED
+    assert "Not profiled (ValueError: the trace has no GPU line)" in values["ref_prof_gpu_lines"]
+    assert "GPU" not in values["ref_prof_cut"]
+    (fig,) = profile.figures(profile.reference_run(path))
+    assert len(fig.axes) == 1
 
 
 _TRACE = '''

@@ -108,17 +108,21 @@ def measure(*, devices, repeats: int, warmup: int = WARMUP, seed: int = 42, sett
                 continue
             combined = helped([*earlier, *made], device) if name in TARGETS else []
             chosen = options(name, combined)
-            model = _model(keras_device, chosen, seed)
-            fit, callbacks, extra = _feed(chosen, path=path, cut=cut, keras_device=keras_device,
-                                          epochs=epochs, seed=seed)
             budget = Budget(warmup, repeats)
             meter = BusyMeter()
-            with keras.device(keras_device):
-                model.fit(**fit, epochs=epochs, verbose=0,
-                          callbacks=[synced_epoch_timer(budget), *callbacks])
-                busy = meter.read()
-                test = lesson.HDF5Batches(path, "test", 256)
-                loss, accuracy = model.evaluate(test, verbose=0)
+            try:
+                model = _model(keras_device, chosen, seed)
+                fit, callbacks, extra = _feed(chosen, path=path, cut=cut, epochs=epochs,
+                                              keras_device=keras_device, seed=seed)
+                with keras.device(keras_device):
+                    model.fit(**fit, epochs=epochs, verbose=0,
+                              callbacks=[synced_epoch_timer(budget), *callbacks])
+                    busy = meter.read()
+                    test = lesson.HDF5Batches(path, "test", 256)
+                    loss, accuracy = model.evaluate(test, verbose=0)
+            except Exception as exc:  # one setting the device cannot run: the others still can
+                progress(f"{device} {name}: skipped, {type(exc).__name__}: {str(exc)[:200]}")
+                continue
             what = (SETTINGS[name][0] if name in SETTINGS else
                     f"{' + '.join(combined) or 'the default settings'}, fed from the "
                     f"{'device (DeviceBatches)' if name == 'target' else 'RAM'}").replace("the RAM", "RAM")

@@ -4,7 +4,7 @@ and the device's (kernels, copies, idle). Its alt text is made from what it draw
 
 from __future__ import annotations
 
-from gpulesson.experiments.profile.records import find
+from gpulesson.experiments.profile.records import find, profiled
 from gpulesson.results import duration, hardware
 
 FILE = "profile-step.svg"
@@ -15,7 +15,7 @@ LABELS = {"other": "rest of fit"}
 
 
 def _drawn(records):
-    return [(d, r) for d in DEVICES if (r := find(records, d))]
+    return [(d, r) for d in DEVICES if profiled(r := find(records, d))]
 
 
 def alt_text(records) -> str:

@@ -75,7 +75,7 @@ def marked_epoch():
     return MarkedEpoch()
 
 
-def profile_steps(model, dataset, steps: int) -> dict:
+def profile_steps(model, dataset, steps: int, device: str = "cpu") -> dict:
     """The trace's :func:`~gpulesson.experiments.profile.trace.breakdown` of ``steps`` batches of
     one epoch of ``model.fit`` on ``dataset`` (the trace goes to a temporary folder, deleted)."""
     import jax
@@ -87,7 +87,7 @@ def profile_steps(model, dataset, steps: int) -> dict:
         with jax.profiler.trace(folder, profiler_options=options):
             model.fit(part, epochs=1, callbacks=[marked_epoch()], verbose=0)
         events = trace.read_events(trace.trace_file(folder))
-    return trace.breakdown(events, steps=len(part))
+    return trace.breakdown(events, steps=len(part), device=device)
 
 
 def utilisation(model, dataset, device: str) -> dict:
@@ -144,7 +144,10 @@ def measure(*, devices, batch_size: int, repeats: int, warmup: int = WARMUP, see
                       callbacks=[synced_epoch_timer(budget), lesson.DataEpoch(train)])
             busy = meter.read()
             used = utilisation(model, train, device)
-            profiled = profile_steps(model, train, min(steps[device], len(train)))
+            try:
+                profiled = profile_steps(model, train, min(steps[device], len(train)), device)
+            except Exception as exc:  # the rest of the record still holds: keep it, say why
+                profiled = {"failed": f"{type(exc).__name__}: {exc}"[:300]}
         record = measurement_record(
             budget, run_id=run_id, device=device, batch_size=train.batch_size,
             n_images=train.n_images, steps=len(train), forward_flops=flops,

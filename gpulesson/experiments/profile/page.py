@@ -15,6 +15,7 @@ from gpulesson.experiments.profile.records import (
     largest_cut,
     parts,
     peak,
+    profiled,
     reference_run,
 )
 from gpulesson.results import NOT_RECORDED, duration, hardware, software
@@ -59,14 +60,18 @@ def summary_lines(record: dict) -> list[str]:
     """A device's profile in a few lines: the step, the host's parts, the device's parts, the
     achieved rate, its share of the peak, the utilisation."""
     found = record["profile"]
-    host = ", ".join(f"{k} {ms(v)}" for k, v in found["host"].items())
-    device = ", ".join(f"{k} {ms(v)}" for k, v in found["device"].items())
+    if profiled(record):
+        host = ", ".join(f"{k} {ms(v)}" for k, v in found["host"].items())
+        device = ", ".join(f"{k} {ms(v)}" for k, v in found["device"].items())
+        traced = (f"Profiled ({found['steps']} steps, {ms(found['step'])} each): host {host}; "
+                  f"device {device}.")
+    else:
+        traced = f"Not profiled ({found['failed']})."
     return [
         f"A step {ms(record['step_seconds'])} (batch {record['batch_size']}; "
         f"{summary_text(record['summary'], lambda v: f'{v:.3g} s', what='epochs')} an epoch "
         f"of {record['n_images']:,} images).",
-        f"Profiled ({found['steps']} steps, {ms(found['step'])} each): host {host}; "
-        f"device {device}.",
+        traced,
         f"{record['achieved_tflops']:.3g} TFLOP/s achieved "
         f"({record['train_flops_per_image'] / 1e6:.0f} MFLOP a training image), "
         f"{peak_text(record)}; {utilisation_text(record)}.",
@@ -77,17 +82,21 @@ def rows(records) -> list[list[str]]:
     found = []
     for device in DEVICES:
         record = find(records, device)
-        if record:
+        if profiled(record):
             each = parts(record)
+            top, used = peak(record), record["utilisation"]
             found.append([f"{device.upper()} ({device_name(record)})", ms(record["profile"]["step"]),
                           *(ms(v) for v in each.values()),
-                          f"{record['achieved_tflops']:.3g}"])
+                          f"{record['achieved_tflops']:.3g}"
+                          + (f" ({top['share']:.1%} of {top['precision'].upper()})" if top else ""),
+                          f"{used['mean']:.0f} %" if "mean" in used else "not sampled"])
     return found
 
 
 def table(records) -> str:
     head = ["Device", "Step (profiled)", "Host: input", "Host: dispatch", "Host: rest of fit",
-            "Device: kernels", "Device: copies", "Device: idle", "TFLOP/s"]
+            "Device: kernels", "Device: copies", "Device: idle", "TFLOP/s (of the peak)",
+            "Busy (NVML)"]
     return markdown_table(head, rows(records))
 
 
@@ -119,11 +128,12 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     records = reference_run(path)
     gpu, cpu = find(records, "gpu"), find(records, "cpu")
     return {
-        "ref_prof_table": table(records) if records else NOT_RECORDED,
-        "ref_prof_gpu": device_name(gpu) if gpu else NOT_RECORDED,
+        "ref_prof_table": (table(records) if any(profiled(r) for r in records)
+                           else NOT_RECORDED),
+        "ref_prof_gpu": device_name(gpu) if profiled(gpu) else NOT_RECORDED,
         "ref_prof_gpu_lines": " ".join(summary_lines(gpu)) if gpu else NOT_RECORDED,
         "ref_prof_cpu_lines": " ".join(summary_lines(cpu)) if cpu else NOT_RECORDED,
-        "ref_prof_cut": " ".join(cut_text(r) for r in (cpu, gpu) if r) or NOT_RECORDED,
+        "ref_prof_cut": " ".join(cut_text(r) for r in (cpu, gpu) if profiled(r)) or NOT_RECORDED,
         "ref_prof_when": (f"run {records[0]['run_id']}, {software(records)}" if records
                           else NOT_RECORDED),
         "ref_prof_alt": alt_text(records),

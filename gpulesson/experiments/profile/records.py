@@ -90,6 +90,11 @@ def peak(record: dict) -> dict | None:
             "share": record["achieved_tflops"] / peaks[key]}
 
 
+def profiled(record: dict | None) -> bool:
+    """Whether ``record`` holds a profile (its trace was read; else ``profile["failed"]``)."""
+    return bool(record) and "failed" not in record["profile"]
+
+
 def parts(record: dict) -> dict[str, float]:
     """The six parts of a profiled step, seconds per step: ``host: input``, ... ``device: idle``."""
     found = record["profile"]

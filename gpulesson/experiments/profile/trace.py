@@ -99,10 +99,11 @@ def device_events(events) -> tuple[list[dict], list[str]]:
     return chosen, sorted({e["thread"] for e in chosen})
 
 
-def breakdown(events, *, steps: int) -> dict:
+def breakdown(events, *, steps: int, device: str = "cpu") -> dict:
     """Seconds per step of each part of the two timelines in the window :data:`EPOCH` (see the
     module's text), the window itself (``step``), the lines read, and the five kernels that
-    took longest (seconds per step). A ValueError when the window is missing."""
+    took longest (seconds per step). A ValueError when the window is missing, or when a
+    ``device="gpu"`` trace has no GPU line."""
     if steps < 1:
         raise ValueError(f"steps must be at least 1, not {steps}")
     windows = [_span(e) for e in events if e["name"] == EPOCH]
@@ -116,6 +117,9 @@ def breakdown(events, *, steps: int) -> dict:
     input_time = length(inputs, window)
     dispatch = length(inputs + calls, window) - input_time  # calls made while fetching: input
     on_device, lines = device_events(events)
+    if device == "gpu" and not any("GPU" in e["process"].upper() for e in on_device):
+        raise ValueError("the trace has no GPU line: the profiler did not see the GPU's work "
+                         "(is CUPTI installed?)")
     copies = [_span(e) for e in on_device if COPY.search(e["name"]) or COPY.search(e["thread"])]
     kernels = [_span(e) for e in on_device if not (COPY.search(e["name"]) or COPY.search(e["thread"]))]
     kernel_time = length(kernels, window)
