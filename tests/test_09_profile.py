@@ -179,3 +179,17 @@ def test_a_real_trace_of_a_few_cpu_steps_is_read():
     assert sum(found["host"].values()) == pytest.approx(found["step"])
     assert sum(found["device"].values()) == pytest.approx(found["step"])
     assert any("XLA" in line for line in found["device_lines"])
+
+
+def test_bad_options_and_another_backend_get_one_line_that_says_what_to_do(capsys):
+    from gpulesson.experiments.profile.__main__ import main
+
+    with pytest.raises(SystemExit) as stopped:
+        main(["--steps", "0", "--out", "/nonexistent/profile.jsonl"])
+    assert stopped.value.code == 2 and "--steps must be at least 1" in capsys.readouterr().err
+    import keras
+
+    if keras.backend.backend() != "jax":  # the tests' default backend: TensorFlow
+        assert main(["--devices", "cpu", "--out", "/nonexistent/profile.jsonl"]) == 2
+        assert capsys.readouterr().err.strip() == (
+            "The profile reads JAX's profiler: run it with KERAS_BACKEND=jax.")
