@@ -120,8 +120,9 @@ def test_without_records_the_page_says_not_recorded_and_with_them_answers_the_ex
     assert "11.9 (2.4% of TF32) | 35 % |" in values["ref_prof_table"]  # of 494.5 TFLOP/s
     assert "| not sampled |" in values["ref_prof_table"]
     # the CPU computes most of its step: cut the arithmetic; the GPU waits for the host's loop
-    assert "CPU (" in values["ref_prof_cut"] and "device's kernels first (97%)" in values["ref_prof_cut"]
-    assert "host's rest of fit first (65%)" in values["ref_prof_cut"]
+    assert "CPU (" in values["ref_prof_cut"]
+    assert "kernels 97% of the step; cut the arithmetic first" in values["ref_prof_cut"]
+    assert "kernels 25% of the step; cut the host's rest of fit (65%) first" in values["ref_prof_cut"]
     assert page.REMEDIES["other"] in values["ref_prof_cut"]
     assert "NVIDIA H200's published dense TF32 peak (494.5 TFLOP/s)" in values["ref_prof_gpu_lines"]
     assert "35 % on average" in values["ref_prof_gpu_lines"]

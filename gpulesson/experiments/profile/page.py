@@ -117,10 +117,11 @@ def cut_text(record: dict) -> str:
     """The exercise's answer for one device, from its record."""
     name, share = largest_cut(record)
     found = record["profile"]
-    where = "device" if name == "kernels" else "host"
+    what = ("the arithmetic" if name == "kernels" else
+            f"the host's {LABELS.get(name, name)} ({share:.0%})")
     return (f"{record['device_kind'].upper()} ({device_name(record)}): kernels "
-            f"{found['device']['kernels'] / found['step']:.0%} of the step; cut the {where}'s "
-            f"{LABELS.get(name, name)} first ({share:.0%}): {REMEDIES[name]}.")
+            f"{found['device']['kernels'] / found['step']:.0%} of the step; cut {what} first: "
+            f"{REMEDIES[name]}.")
 
 
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
