@@ -52,7 +52,7 @@ def gpu_shaped_trace(tmp_path):
 
 def test_a_trace_is_read_into_parts_that_add_up_to_the_step(tmp_path):
     events = trace.read_events(trace.trace_file(gpu_shaped_trace(tmp_path)))
-    found = trace.breakdown(events, steps=2)
+    found = trace.breakdown(events, steps=2, device="gpu")
     us = 1e-6 / 2
     assert found["step"] == pytest.approx(1000 * us)
     assert found["host"] == pytest.approx({"input": 100 * us, "dispatch": 200 * us,
@@ -63,6 +63,9 @@ def test_a_trace_is_read_into_parts_that_add_up_to_the_step(tmp_path):
     assert sum(found["device"].values()) == pytest.approx(found["step"])
     assert "XLA Modules" not in found["device_lines"]
     assert found["top_kernels"][0] == ["fusion.1", pytest.approx(200 * us)]
+    # The CPU's profile on the same node reads XLA's threads on the host, not the GPU's lines
+    on_cpu = trace.breakdown(events, steps=2, device="cpu")
+    assert on_cpu["device"]["kernels"] == 0 and on_cpu["device_lines"] == []
 
 
 def test_a_trace_without_its_window_or_a_folder_without_a_trace_says_so(tmp_path):

@@ -84,12 +84,12 @@ def _span(e) -> tuple[float, float]:
     return float(e["ts"]), float(e["ts"]) + float(e["dur"])
 
 
-def device_events(events) -> tuple[list[dict], list[str]]:
-    """``(events, the names of the lines they come from)`` of the device's work: a GPU's stream
-    lines where the trace has any (else its other lines but XLA's module summaries), else the
-    CPU's XLA worker threads."""
+def device_events(events, device: str = "cpu") -> tuple[list[dict], list[str]]:
+    """``(events, the names of the lines they come from)`` of the device's work: on a GPU its
+    stream lines where the trace has any (else its other lines but XLA's module summaries); on
+    the CPU, XLA's worker threads on the host (a GPU beside it is not read)."""
     gpu = [e for e in events if "GPU" in e["process"].upper() and not e["process"].startswith("/host")]
-    if gpu:
+    if device == "gpu":
         streams = [e for e in gpu if "stream" in e["thread"].lower()]
         chosen = streams or [e for e in gpu if "module" not in e["thread"].lower()]
     else:
@@ -116,8 +116,8 @@ def breakdown(events, *, steps: int, device: str = "cpu") -> dict:
     calls = [_span(e) for e in host if e["name"].startswith(DISPATCH)]
     input_time = length(inputs, window)
     dispatch = length(inputs + calls, window) - input_time  # calls made while fetching: input
-    on_device, lines = device_events(events)
-    if device == "gpu" and not any("GPU" in e["process"].upper() for e in on_device):
+    on_device, lines = device_events(events, device)
+    if device == "gpu" and not on_device:
         raise ValueError("the trace has no GPU line: the profiler did not see the GPU's work "
                          "(is CUPTI installed?)")
     copies = [_span(e) for e in on_device if COPY.search(e["name"]) or COPY.search(e["thread"])]
