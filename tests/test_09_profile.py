@@ -32,7 +32,8 @@ def gpu_shaped_trace(tmp_path):
     events = [
         _meta("process", 1, "/host:CPU"), _meta("thread", 1, "python", 1),
         _meta("process", 2, "/device:GPU:0 (NVIDIA H200)"),
-        _meta("thread", 2, "Stream #13(Compute)", 13), _meta("thread", 2, "Stream #14(Compute)", 14),
+        _meta("thread", 2, "Stream #13(Compute,MemcpyD2H)", 13),
+        _meta("thread", 2, "Stream #14(Compute)", 14),
         _meta("thread", 2, "Stream #7(MemcpyH2D)", 7), _meta("thread", 2, "XLA Modules", 99),
         _event(trace.EPOCH, 1000, 1000),
         _event(trace.INPUT, 1000, 100), _event("PjitFunction(take)", 1050, 20),

@@ -14,9 +14,9 @@ Two timelines, each split into parts that add up to the window:
 - **device**: ``kernels`` (computing), ``copies`` (copying between host and device while no
   kernel runs), ``idle`` (nothing).
 
-On a GPU the device's parts come from its stream lines (copies are the ``memcpy`` and
-``memset`` events). On a CPU the "device" is XLA's worker threads on the host: ``kernels`` is the
-time at least one of them computed, and there are no copies. Intervals that overlap (nested
+On a GPU the device's parts come from its stream lines (copies are the events named
+``memcpy...`` or ``memset...``). On a CPU the "device" is XLA's worker threads on the host:
+``kernels`` is the time at least one of them computed, and there are no copies. Intervals that overlap (nested
 events, several threads or streams) are merged before they are added up.
 
 Pure Python: no framework is imported.
@@ -120,8 +120,9 @@ def breakdown(events, *, steps: int, device: str = "cpu") -> dict:
     if device == "gpu" and not on_device:
         raise ValueError("the trace has no GPU line: the profiler did not see the GPU's work "
                          "(is CUPTI installed?)")
-    copies = [_span(e) for e in on_device if COPY.search(e["name"]) or COPY.search(e["thread"])]
-    kernels = [_span(e) for e in on_device if not (COPY.search(e["name"]) or COPY.search(e["thread"]))]
+    # By the event's name: a stream's line is often named after all it does ("Compute,MemcpyH2D")
+    copies = [_span(e) for e in on_device if COPY.search(e["name"])]
+    kernels = [_span(e) for e in on_device if not COPY.search(e["name"])]
     kernel_time = length(kernels, window)
     copy_time = length(kernels + copies, window) - kernel_time  # copies while no kernel ran
     per_kernel: dict[str, float] = {}
