@@ -86,12 +86,15 @@ def _span(e) -> tuple[float, float]:
 
 def device_events(events, device: str = "cpu") -> tuple[list[dict], list[str]]:
     """``(events, the names of the lines they come from)`` of the device's work: on a GPU its
-    stream lines where the trace has any (else its other lines but XLA's module summaries); on
-    the CPU, XLA's worker threads on the host (a GPU beside it is not read)."""
+    stream lines where the trace has any, else its "XLA Ops" line, else its lines but the
+    summaries of modules, steps and framework scopes (which span whole steps); on the CPU,
+    XLA's worker threads on the host (a GPU beside it is not read)."""
     gpu = [e for e in events if "GPU" in e["process"].upper() and not e["process"].startswith("/host")]
     if device == "gpu":
         streams = [e for e in gpu if "stream" in e["thread"].lower()]
-        chosen = streams or [e for e in gpu if "module" not in e["thread"].lower()]
+        ops = [e for e in gpu if "xla ops" in e["thread"].lower()]
+        chosen = streams or ops or [e for e in gpu if not any(
+            word in e["thread"].lower() for word in ("module", "step", "framework", "scope"))]
     else:
         chosen = [e for e in events if e["process"].startswith("/host")
                   and ("XLA" in e["thread"] or e["name"].startswith("ThunkExecutor::Execute"))
