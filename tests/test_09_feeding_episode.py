@@ -14,7 +14,7 @@ import pytest
 from carpentry import PLACEHOLDER, resolve_conditionals, split_front_matter
 from conftest import ROOT
 
-from gpulesson.experiments import ceiling, feeding, workers
+from gpulesson.experiments import ceiling, feeding, gpu_settings, profile, workers
 from gpulesson.experiments.feeding import pipelines as fp
 
 EPISODE = ROOT / "_episodes" / "09-feeding-the-gpu.md"
@@ -62,11 +62,14 @@ def shown_options(text=TEXT) -> set[str]:
 def test_every_placeholder_is_one_the_benchmark_provides():
     used = {m[1] for m in PLACEHOLDER.finditer(TEXT)}
     assert used, "the episode shows no recorded number"
-    values = {**feeding.substitutions(), **ceiling.substitutions(), **workers.substitutions()}
+    values = {**feeding.substitutions(), **ceiling.substitutions(), **workers.substitutions(),
+              **profile.substitutions(), **gpu_settings.substitutions()}
     refs = {name for name in used if name.startswith("ref_")}
     assert refs == {name for name in used
-                    if name.startswith(("ref_feed_", "ref_ceil_", "ref_workers_"))}, \
-        "the episode's numbers come from the feeding benchmark, the ceiling and Grain's workers"
+                    if name.startswith(("ref_feed_", "ref_ceil_", "ref_workers_", "ref_prof_",
+                                            "ref_gpuset_"))}, \
+        "the episode's numbers come from the feeding benchmark, the ceiling, Grain's workers, " \
+        "the profile and the settings"
     assert not refs - values.keys(), sorted(refs - values.keys())
     # the reference run: its table, what it shows, and the answer to the reading exercise
     assert {"ref_feed_table", "ref_feed_findings", "ref_feed_reading"} <= refs
@@ -75,7 +78,9 @@ def test_every_placeholder_is_one_the_benchmark_provides():
 def test_without_a_results_file_the_page_says_so_in_sentences(tmp_path):
     values = {**feeding.substitutions(tmp_path / "none.jsonl"),
               **ceiling.substitutions(tmp_path / "none.jsonl"),
-              **workers.substitutions(tmp_path / "none.jsonl")}
+              **workers.substitutions(tmp_path / "none.jsonl"),
+              **profile.substitutions(tmp_path / "none.jsonl"),
+              **gpu_settings.substitutions(tmp_path / "none.jsonl")}
     filled = PLACEHOLDER.sub(lambda m: values[m[1]], resolve_conditionals(BODY, values))
     assert "No reference run has been recorded yet" in filled
     assert "not recorded yet (not recorded yet)" not in filled

@@ -113,22 +113,36 @@ GRAIN = (*reference.KERAS, "grain")
 # card's throughput over windows of calls; the CNN times validation after a synchronisation and
 # evaluation without its compile; the feeding benchmark's device pipeline slices on the device;
 # episode 5's notebook gained cells. Those steps are recorded again, each in a new run.
+# The profile reads JAX's profiler, and the settings measure the path episode 9 teaches on JAX.
+JAX_ENV = (("KERAS_BACKEND", "jax"),)
 PLAN = [
-    Planned(_x("matmul"), 1, (60, 150),
+    Planned(_x("profile", "--devices", "gpu", with_gpu=(), gpu_only=True, env=JAX_ENV,
+               step="profile on the GPU"), 1, (40, 80),
+            "start and data 12 s, compiling 10 s, 6 epochs of the lesson's generator and one "
+            "sampled by NVML (2 s at the CPU-measured 78,677 images/s), 100 steps traced and read, "
+            "5 s; rehearsed in quick mode on 2 busy cores, both devices, in 108 s"),
+    Planned(_x("gpu_settings", "--devices", "gpu", with_gpu=(), gpu_only=True, env=JAX_ENV,
+               needs=GRAIN, step="settings on the GPU"), 1, (100, 175),
+            "9 settings x (a compile of the step and of the evaluation, 7-15 s, 6 epochs of "
+            "45,000 images, the test split evaluated), Grain's 4 workers started once, 5 s; "
+            "start and data 12 s; rehearsed in quick mode on the 2-core CPU in 690 s"),
+    Planned(_x("profile", "--devices", "cpu", env=JAX_ENV, step="profile on the CPU"), 2, (70, 140),
+            "6 epochs x 171 CPU-s + 10 steps traced = 1,035 CPU-s, 65-130 s on 16 cores"),
+    Planned(_x("matmul"), 2, (60, 150),
             "CPU half: the new method's windows took 4.5 min on 2 busy cores, 30-90 s on 16; "
             "GPU half: 3 precisions x 11 sizes to 16384, 0.2-5 s a size (its windows are capped "
             "at about 1 s); start 4 s. The old method's run took 27.8 s on the node", method=2),
-    Planned(_x("cnn"), 2, (150, 190),
+    Planned(_x("cnn"), 3, (150, 190),
             "160.3 s on the H200 node (2026-11-27), the CPU half most of it (6 epochs of 20.7 s); "
             "a second evaluation a device adds about 1 s", method=2),
     Planned(Step("notebook 05", ["tools/record_run.py", "--only", "05"], reference.NOTEBOOK,
-                 quick_option=True), 2, (100, 130),
+                 quick_option=True), 3, (100, 130),
             "103.1 s on the H200 node (2026-11-27)", beside_gpu=True, method=2),
-    Planned(_x("torch_reference", needs=TORCH, env=reference.TORCH_ENV), 4, (40, 50),
+    Planned(_x("torch_reference", needs=TORCH, env=reference.TORCH_ENV), 5, (40, 50),
             "42.0 s on the H200 node (2026-11-27)"),
-    Planned(_x("small_models", "--parts", "comparison", step="small model"), 4, (10, 20),
+    Planned(_x("small_models", "--parts", "comparison", step="small model"), 5, (10, 20),
             "11.4 s on the H200 node (2026-11-27)"),
-    Planned(reference.DDP_CHECK, 4, (10, 20), "12.6 s on the H200 node (2026-11-27)"),
+    Planned(reference.DDP_CHECK, 5, (10, 20), "12.6 s on the H200 node (2026-11-27)"),
     Planned(_x("small_models", "--parts", "sweep", step="small models' sweep"), 2, (40, 110),
             "on the H200 node 15 of its 16 GPU cells took 46.6 s before the deadline stopped it "
             "(2026-11-27); left: one GPU cell and the CPU half, 16 cells that took 2 minutes on "
@@ -136,30 +150,31 @@ PLAN = [
     Planned(_x("feeding", "--devices", "gpu", "--sweeps", "none", "--pipelines", "classic",
                "lesson", "lesson-gzip", "ram", "device", "--classic-max-steps",
                reference.FEEDING_CPU_STEPS, with_gpu=(), gpu_only=True, step="feeding on the GPU"),
-            3, (130, 160), "133.5 s on the H200 node (2026-11-27)", method=2),
+            4, (130, 160), "133.5 s on the H200 node (2026-11-27)", method=2),
     Planned(_x("feeding", "--devices", "gpu", "--sweep-devices", "gpu", "--pipelines", "lesson",
                "--classic-max-steps", reference.FEEDING_CPU_STEPS, with_gpu=(), gpu_only=True,
-               step="feeding settings on the GPU"), 3, (120, 200),
+               step="feeding settings on the GPU"), 4, (120, 200),
             "9 settings of the lesson's pipeline x 6 epochs at its H200 rate (75,187 images/s, "
             "0.7 s an epoch), a compile each (about 10 s)", method=2),
     Planned(_x("workers", *WORKERS_GPU, "--works", "augment", "--workers", "0", "4", needs=GRAIN,
-               with_gpu=(), gpu_only=True, step="Grain's workers beside the GPU"), 4, (45, 60),
+               with_gpu=(), gpu_only=True, step="Grain's workers beside the GPU"), 5, (45, 60),
             "47.1 s on the H200 node (2026-11-27); the spare epoch adds one epoch a fit", method=2),
     Planned(_x("workers", *WORKERS_GPU, needs=GRAIN, with_gpu=(), gpu_only=True,
-               step="Grain's workers, every count"), 4, (150, 220),
+               step="Grain's workers, every count"), 5, (150, 220),
             "8 more fits: the 2 fits beside the H200 took 47.1 s with JAX's start and the data "
             "(about 18 s a fit)", method=2),
     Planned(_x("ceiling", "--devices", "gpu", with_gpu=(), gpu_only=True,
-               step="ceiling on the GPU"), 4, (60, 80), "66.5 s on the H200 node (2026-11-27)"),
-    Planned(CHECK_GPU, 4, (30, 40), "33.2 s on the H200 node (2026-11-27)"),
+               step="ceiling on the GPU"), 5, (60, 80), "66.5 s on the H200 node (2026-11-27)"),
+    Planned(CHECK_GPU, 5, (30, 40), "33.2 s on the H200 node (2026-11-27)"),
 ]
 PLAN.sort(key=lambda planned: planned.lease)  # lease by lease, in the list's order within one
 LEASES = {1: "the headline of the new instruments: where a step of episode 5's CNN spends its "
-             "time, the card's settings one at a time, episode 6's throughput",
-          2: "episode 5's CNN and its notebook with the new timers, and the rest of the small "
+             "time on the GPU, and the card's settings one at a time (episode 9)",
+          2: "the same profile on the CPU, episode 6's throughput, and the rest of the small "
              "models' sweep that the first GPU run left",
-          3: "episode 9's GPU rows again (the device path) and its settings sweep",
-          4: "Grain's workers with the spare epoch, every count; and on a new run, what the first "
+          3: "episode 5's CNN and its notebook with the new timers",
+          4: "episode 9's GPU rows again (the device path) and its settings sweep",
+          5: "Grain's workers with the spare epoch, every count; and on a new run, what the first "
              "GPU run recorded with an unchanged method (the ceiling, PyTorch, the small model, "
              "the DDP and readiness checks)"}
 

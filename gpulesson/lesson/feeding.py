@@ -73,6 +73,49 @@ class GpuWatch(keras.callbacks.Callback):
 
 
 # From _episodes/09-feeding-the-gpu.md
+import math
+
+
+class DeviceBatches(keras.utils.PyDataset):
+    """The whole data set on the device, for fit with the JAX backend.
+
+    The arrays are copied to the device once. Every epoch draws a new
+    order of all images there and cuts it into batches of indices; a
+    batch is then one compiled call. Nothing goes from host to device
+    during training, not even a batch's number.
+    """
+
+    def __init__(self, x, y, batch_size, *, seed=0):
+        import jax  # only this route needs it
+
+        super().__init__()
+        self.x, self.y = jax.device_put(x), jax.device_put(y)  # once
+        self.batch_size, self.key = batch_size, jax.random.key(seed)
+        self.take = jax.jit(lambda x, y, rows: (x[rows], y[rows]))
+        self.new_order = jax.jit(self._new_order)
+        self.on_epoch_end()
+
+    def _new_order(self, key):
+        import jax
+
+        key, draw = jax.random.split(key)
+        order = jax.random.permutation(draw, len(self.x))
+        cuts = list(range(self.batch_size, len(self.x), self.batch_size))
+        return key, jax.numpy.split(order, cuts)
+
+    def __len__(self):
+        return math.ceil(len(self.x) / self.batch_size)
+
+    def on_epoch_end(self):
+        self.key, self.rows = self.new_order(self.key)
+
+    def __getitem__(self, index):
+        # self.rows[index] is already on the device: only the call
+        # leaves the host.
+        return self.take(self.x, self.y, self.rows[index])
+
+
+# From _episodes/09-feeding-the-gpu.md
 import numpy as np
 
 from gpulesson.lesson import HDF5Batches

@@ -287,7 +287,7 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
                     steps_limit = min(filter(None, (device_limit, classic_max_steps)))
                 dataset = fp.limit(full, steps_limit)
                 extra = {"workers": workers if name in WORKER_PIPELINES else 0,
-                         **allocator.mode()}
+                         **allocator.mode(), **fp.device_method(name)}
                 if FILES[name]:
                     extra.update(fp.file_info(paths[FILES[name]]))
                 common = {"run_id": run_id, "device": device, "pipeline": name, "batch_size": size,

@@ -26,7 +26,13 @@ they are read:
     from it: no file at all.
 ``device``
     The whole data set copied once to the device the model runs on (:func:`to_device`), batches
-    sliced there: no copying from the host's memory during training.
+    taken there. With JAX, by the lesson's :class:`gpulesson.lesson.feeding.DeviceBatches`: a
+    new order of all images drawn on the device every epoch, each batch one compiled call with
+    indices already there, so nothing goes from host to device per step. With PyTorch a slice
+    of the device tensor (a view); with TensorFlow an eager slice. Each record keeps how
+    (``method``, :func:`device_method`): records made before it sliced ``jax.Array`` eagerly in
+    ``__getitem__``, which sends every slice's start from the host and dispatches it from the
+    thread that dispatches the steps, and the page no longer shows them.
 
 No TensorFlow here: keras, numpy, h5py.
 """
@@ -42,6 +48,7 @@ import keras
 import numpy as np
 
 from gpulesson.experiments.feeding.records import (  # noqa: F401 (the names of the pipelines live there)
+    DEVICE_METHODS,
     FILES,
     HDF5_PIPELINES,
     PIPELINES,
@@ -178,6 +185,12 @@ def to_device(x, y, keras_device: str):
     return x_dev, y_dev
 
 
+def device_method(name: str) -> dict:
+    """The ``method`` field of a record of pipeline ``name``: how the ``device`` pipeline takes
+    its batches with this process's Keras backend (:data:`DEVICE_METHODS`); {} for the others."""
+    return {"method": DEVICE_METHODS[keras.backend.backend()]} if name == "device" else {}
+
+
 # --- the data files --------------------------------------------------------------------------
 
 def file_path(directory, kind: str, batch_size: int) -> Path:
@@ -231,6 +244,10 @@ def make_pipeline(name: str, *, batch_size: int, files=None, arrays=None, device
     check_pipelines([name])
     if name == "classic":
         return ClassicBatches(files["classic"], batch_size)
+    if name == "device" and keras.backend.backend() == "jax":
+        from gpulesson.lesson.feeding import DeviceBatches
+
+        return DeviceBatches(*device_arrays, batch_size, seed=seed)
     if name in ("ram", "device"):
         x, y = arrays if name == "ram" else device_arrays
         return ArrayBatches(x, y, batch_size, shuffle=True, seed=seed)

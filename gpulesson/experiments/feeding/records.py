@@ -62,6 +62,10 @@ WORKER_PIPELINES = ("lesson-workers", "lesson-gzip-workers")
 # read ahead before an epoch ended are handed out in the next one (found with Keras 3.15.1;
 # episode 9 shows the code path). TensorFlow's trainer delivers every batch once.
 WRONG_DATA_WITH_WORKERS = ("jax", "torch")
+# How the "device" pipeline takes its batches, by backend (a record's "method"). Its records made
+# before it have no method: they sliced jax.Arrays eagerly, one dispatch and one copy of the
+# start from the host per batch. They stay in the file; no page compares them with these.
+DEVICE_METHODS = {"jax": "compiled take", "torch": "slice view", "tensorflow": "eager slice"}
 WRONG_DATA = ("delivered wrong data: Keras worker processes on this backend hand out batches "
               "of earlier epochs")
 
@@ -104,9 +108,16 @@ def delivered_wrong_data(record: dict) -> bool:
         record.get("backend", ""))
 
 
+def old_device_method(record: dict) -> bool:
+    """Whether ``record`` is of the ``device`` pipeline as it was before its ``method`` was
+    recorded (eager slices of a ``jax.Array``, :data:`DEVICE_METHODS`)."""
+    return record.get("pipeline") == "device" and not record.get("method")
+
+
 def shown(records) -> list[dict]:
-    """The records a page or figure may present: all but :func:`delivered_wrong_data`."""
-    return [r for r in records if not delivered_wrong_data(r)]
+    """The records a page or figure may present: all but :func:`delivered_wrong_data` and
+    :func:`old_device_method`."""
+    return [r for r in records if not delivered_wrong_data(r) and not old_device_method(r)]
 
 
 def measurement_record(budget, *, run_id: str, device: str, pipeline: str, mode: str,

@@ -1,0 +1,89 @@
+"""Profile training steps of the lesson's CNN on each device, and record where their time goes.
+
+    KERAS_BACKEND=jax python -m gpulesson.experiments.profile            # CPU, then GPU if visible
+    KERAS_BACKEND=jax python -m gpulesson.experiments.profile --devices gpu --out my-profile.jsonl
+
+The CNN learns from the lesson's HDF5 file (``LESSON_DATA``, ``LESSON_QUICK``, as the notebooks
+do) through the lesson's generator, by the lesson's rule: a warm-up epoch, then timed epochs (5;
+2 in quick mode). Then NVML samples a GPU's utilisation through one epoch, and
+``jax.profiler`` traces the first ``--steps`` batches of one more epoch; the trace is read into
+the host's parts (input, dispatch, the rest of ``fit``) and the device's (kernels, copies, idle)
+per step. One record per device is appended to ``--out``; ``--run-id`` goes on with an earlier
+run, skipping the devices it has. Needs the Keras backend JAX (its profiler).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from gpulesson.devices import KERAS_DEVICES as DEVICES
+from gpulesson.experiments.common import (
+    add_out_option,
+    add_run_id_option,
+    add_seed_option,
+    continue_run,
+    repeats_for,
+    say_appended,
+)
+from gpulesson.experiments.profile.measure import BATCH_SIZE, PROFILE_STEPS
+from gpulesson.experiments.profile.records import EXPERIMENT, RESULTS_FILE
+
+QUICK_STEPS = 4
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m gpulesson.experiments.profile",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--devices", nargs="+", choices=sorted(DEVICES), default=None,
+                        help="devices (default: cpu, then gpu if one is visible)")
+    parser.add_argument("--batch-size", type=int, default=BATCH_SIZE,
+                        help=f"images per batch (default {BATCH_SIZE}; quick mode: at most 64)")
+    parser.add_argument("--steps", type=int, default=None,
+                        help=f"batches profiled (default: GPU {PROFILE_STEPS['gpu']}, CPU "
+                             f"{PROFILE_STEPS['cpu']}; quick mode {QUICK_STEPS})")
+    parser.add_argument("--quick", action="store_true",
+                        help="2 timed epochs and 4 profiled steps (also when LESSON_QUICK=1)")
+    add_out_option(parser, RESULTS_FILE)
+    add_seed_option(parser)
+    add_run_id_option(parser)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    for name in ("batch_size", "steps"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1, not {value}")
+    import keras
+
+    if keras.backend.backend() != "jax":
+        print("The profile reads JAX's profiler: run it with KERAS_BACKEND=jax.", file=sys.stderr)
+        return 2
+    from gpulesson.experiments.common import devices_here
+    from gpulesson.experiments.profile.measure import measure
+    from gpulesson.experiments.profile.page import describe
+    from gpulesson.results import append_record, read_records
+    from gpulesson.settings import get_settings
+
+    settings = get_settings()
+    quick = args.quick or settings.quick
+    devices = devices_here(args.devices)
+    run_id, done = continue_run(args.out, EXPERIMENT, args.run_id, lambda r: r["device_kind"])
+    steps = args.steps or (QUICK_STEPS if quick else None)
+    print(settings.describe(), flush=True)
+    made = measure(devices=devices, batch_size=args.batch_size, repeats=repeats_for(quick),
+                   seed=args.seed, steps=dict.fromkeys(DEVICES, steps) if steps else None,
+                   run_id=run_id, done=done, on_record=lambda r: append_record(args.out, r))
+    if not made:
+        print("Nothing left to measure.")
+        return 0
+    print(describe(read_records(args.out, experiment=EXPERIMENT, run_id=run_id)))
+    say_appended(made, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

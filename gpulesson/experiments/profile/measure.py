@@ -1,0 +1,167 @@
+"""Measuring where a training step of the lesson's CNN spends its time, on each device.
+
+For each device, with the Keras backend JAX (its profiler reads the steps):
+
+1. The lesson's CNN (:func:`gpulesson.lesson.build_cnn`, compiled by
+   :func:`gpulesson.lesson.compile_cnn`, as episode 5 trains it) learns from the lesson's HDF5
+   file through the lesson's generator (:func:`gpulesson.lesson.split_batches`: 45,000 training
+   images of the full data set). The rule of :mod:`gpulesson.experiments.common`: a warm-up
+   epoch, then the timed epochs, each read after the device finished it. Their median gives the
+   images per second and the achieved TFLOP/s.
+2. On a GPU, one more epoch while NVML samples the GPU's utilisation (episode 9's ``GpuWatch``);
+   on a CPU this is skipped, and the record says why.
+3. The first ``profile_steps`` batches of one more epoch under ``jax.profiler.trace``, without
+   its Python tracer (which would slow the host down many times). The epoch and each batch
+   fetched are marked in the trace, and :mod:`~gpulesson.experiments.profile.trace` splits the
+   window into the host's parts and the device's parts.
+
+Keras and JAX are imported when first needed: importing this module imports no framework.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+
+from gpulesson.experiments.common import WARMUP, Budget, BusyMeter, synced_epoch_timer
+from gpulesson.experiments.profile import trace
+from gpulesson.experiments.profile.records import measurement_record
+
+BATCH_SIZE, QUICK_BATCH_SIZE = 256, 64
+PROFILE_STEPS = {"gpu": 100, "cpu": 10}  # batches profiled (quick mode: at most 4)
+
+
+def annotated(dataset, max_batches: int | None = None):
+    """``dataset`` (a PyDataset) with each batch fetched inside a :data:`trace.INPUT` trace
+    event, and only its first ``max_batches`` batches when given."""
+    import jax
+    import keras
+
+    class Annotated(keras.utils.PyDataset):
+        def __init__(self):
+            super().__init__()
+            self.n = len(dataset) if max_batches is None else min(max_batches, len(dataset))
+
+        def __len__(self):
+            return self.n
+
+        def __getitem__(self, index):
+            with jax.profiler.TraceAnnotation(trace.INPUT):
+                return dataset[index]
+
+        def on_epoch_end(self):
+            dataset.on_epoch_end()
+
+    return Annotated()
+
+
+def marked_epoch():
+    """A ``fit`` callback that marks each epoch in the trace (:data:`trace.EPOCH`), from its
+    start to its end after the device finished it."""
+    import jax
+    import keras
+
+    from gpulesson.experiments.common import synchronise
+
+    class MarkedEpoch(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            self.mark = jax.profiler.TraceAnnotation(trace.EPOCH)
+            self.mark.__enter__()
+
+        def on_epoch_end(self, epoch, logs=None):
+            synchronise(logs)
+            self.mark.__exit__(None, None, None)
+
+    return MarkedEpoch()
+
+
+def profile_steps(model, dataset, steps: int, device: str = "cpu") -> dict:
+    """The trace's :func:`~gpulesson.experiments.profile.trace.breakdown` of ``steps`` batches of
+    one epoch of ``model.fit`` on ``dataset`` (the trace goes to a temporary folder, deleted)."""
+    import jax
+
+    options = jax.profiler.ProfileOptions()
+    options.python_tracer_level = 0  # the Python tracer slows the host down many times
+    part = annotated(dataset, steps)
+    with tempfile.TemporaryDirectory(prefix="gpulesson-profile-") as folder:
+        with jax.profiler.trace(folder, profiler_options=options):
+            model.fit(part, epochs=1, callbacks=[marked_epoch()], verbose=0)
+        events = trace.read_events(trace.trace_file(folder))
+    return trace.breakdown(events, steps=len(part), device=device)
+
+
+def utilisation(model, dataset, device: str) -> dict:
+    """The GPU's utilisation (percent) sampled by NVML through one epoch of ``fit``, or why
+    there is none."""
+    if device != "gpu":
+        return {"skipped": "the CPU has no NVML utilisation"}
+    from gpulesson.lesson.feeding import GpuWatch, gpu_utilisation
+
+    if gpu_utilisation() is None:
+        return {"skipped": "NVML (nvidia-ml-py) cannot read this GPU"}
+    watch = GpuWatch(interval=0.05)
+    model.fit(dataset, epochs=1, callbacks=[watch], verbose=0)
+    found = watch.samples
+    if not found:
+        return {"skipped": "the epoch was shorter than one NVML sample (0.05 s)"}
+    return {"mean": sum(found) / len(found), "min": min(found), "max": max(found),
+            "n": len(found), "interval_seconds": 0.05}
+
+
+def measure(*, devices, batch_size: int, repeats: int, warmup: int = WARMUP, seed: int = 42,
+            steps: dict | None = None, run_id: str, done=(), on_record=None,
+            progress=print) -> list[dict]:
+    """Measure each of ``devices`` (those not in ``done``); returns the records, calling
+    ``on_record(record)`` as each is made. ``steps``: batches profiled per device (default
+    :data:`PROFILE_STEPS`)."""
+    import keras
+
+    from gpulesson import lesson
+    from gpulesson.data import prepare
+    from gpulesson.devices import keras_device_name
+    from gpulesson.lesson.feeding import flops_per_image
+    from gpulesson.settings import get_settings
+
+    if keras.backend.backend() != "jax":
+        raise RuntimeError("the profile reads JAX's profiler: run it with KERAS_BACKEND=jax")
+    settings = get_settings()
+    steps = {**PROFILE_STEPS, **(steps or {})}
+    path = prepare(settings)
+    train = lesson.split_batches(path, settings.batch_size(batch_size))[0]
+    made = []
+    for device in devices:
+        if device in done:
+            continue
+        keras_device = keras_device_name(device)
+        with keras.device(keras_device):
+            keras.utils.set_random_seed(seed)
+            model = lesson.compile_cnn(lesson.build_cnn())
+            flops = flops_per_image(model)
+            budget = Budget(warmup, repeats)
+            meter = BusyMeter()
+            started = time.perf_counter()
+            model.fit(train, epochs=warmup + repeats, verbose=0,
+                      callbacks=[synced_epoch_timer(budget), lesson.DataEpoch(train)])
+            busy = meter.read()
+            used = utilisation(model, train, device)
+            try:
+                profiled = profile_steps(model, train, min(steps[device], len(train)), device)
+            except Exception as exc:  # the rest of the record still holds: keep it, say why
+                profiled = {"failed": f"{type(exc).__name__}: {exc}"[:300]}
+        record = measurement_record(
+            budget, run_id=run_id, device=device, batch_size=train.batch_size,
+            n_images=train.n_images, steps=len(train), forward_flops=flops,
+            utilisation=used, profile=profiled,
+            extra={**busy, "wall_seconds": time.perf_counter() - started})
+        made.append(record)
+        if on_record:
+            on_record(record)
+        progress(f"{device}: " + " ".join(record_lines(record)))
+        del model
+    return made
+
+
+def record_lines(record: dict) -> list[str]:
+    from gpulesson.experiments.profile.page import summary_lines
+
+    return summary_lines(record)

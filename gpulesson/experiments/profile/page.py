@@ -1,0 +1,141 @@
+"""The profile on the page: episode 9's ``ref_prof_*`` values and the command's table.
+
+Every value comes from the reference run (:func:`~gpulesson.experiments.profile.records.reference_run`);
+without a GPU record, the GPU's values say :data:`~gpulesson.results.NOT_RECORDED`, so that the
+episode's ``{{ if ref_prof_gpu }}`` shows its note instead. Imports no deep-learning framework.
+"""
+
+from __future__ import annotations
+
+from gpulesson.experiments.common import markdown_table, summary_text
+from gpulesson.experiments.profile.figures import LABELS, alt_text
+from gpulesson.experiments.profile.records import (
+    RESULTS_FILE,
+    find,
+    largest_cut,
+    parts,
+    peak,
+    profiled,
+    reference_run,
+)
+from gpulesson.results import NOT_RECORDED, duration, hardware, software
+
+DEVICES = ("cpu", "gpu")
+# What cutting each part takes (the exercise's answer follows the largest part).
+REMEDIES = {
+    "input": "data in memory or on the device (DeviceBatches)",
+    "dispatch": "fewer, larger steps, or several in one compiled call",
+    "other": "fewer, larger steps (a larger batch)",
+    "kernels": "cheaper arithmetic (mixed bfloat16, a smaller model)",
+}
+
+
+def ms(seconds: float) -> str:
+    return duration(seconds)
+
+
+def device_name(record: dict) -> str:
+    return hardware([record]).get("GPU" if record["device_kind"] == "gpu" else "CPU", "?")
+
+
+def peak_text(record: dict) -> str:
+    found = peak(record)
+    if found:
+        return (f"{found['share']:.1%} of the {found['card']}'s published dense "
+                f"{found['precision'].upper()} peak ({found['tflops']:g} TFLOP/s)")
+    if record["device_kind"] == "gpu":
+        return "no published peak for this card in the lesson's table"
+    return "the lesson has no published peak for CPUs"
+
+
+def utilisation_text(record: dict) -> str:
+    found = record["utilisation"]
+    if "skipped" in found:
+        return f"utilisation not sampled ({found['skipped']})"
+    return (f"NVML utilisation {found['mean']:.0f} % on average through an epoch "
+            f"({found['min']:.0f}-{found['max']:.0f} %, {found['n']} samples)")
+
+
+def summary_lines(record: dict) -> list[str]:
+    """A device's profile in a few lines: the step, the host's parts, the device's parts, the
+    achieved rate, its share of the peak, the utilisation."""
+    found = record["profile"]
+    if profiled(record):
+        host = ", ".join(f"{k} {ms(v)}" for k, v in found["host"].items())
+        device = ", ".join(f"{k} {ms(v)}" for k, v in found["device"].items())
+        traced = (f"Profiled ({found['steps']} steps, {ms(found['step'])} each): host {host}; "
+                  f"device {device}.")
+    else:
+        traced = f"Not profiled ({found['failed']})."
+    return [
+        f"A step {ms(record['step_seconds'])} (batch {record['batch_size']}; "
+        f"{summary_text(record['summary'], lambda v: f'{v:.3g} s', what='epochs')} an epoch "
+        f"of {record['n_images']:,} images).",
+        traced,
+        f"{record['achieved_tflops']:.3g} TFLOP/s achieved "
+        f"({record['train_flops_per_image'] / 1e6:.0f} MFLOP a training image), "
+        f"{peak_text(record)}; {utilisation_text(record)}.",
+    ]
+
+
+def rows(records) -> list[list[str]]:
+    found = []
+    for device in DEVICES:
+        record = find(records, device)
+        if profiled(record):
+            each = parts(record)
+            top, used = peak(record), record["utilisation"]
+            found.append([f"{device.upper()} ({device_name(record)})", ms(record["profile"]["step"]),
+                          *(ms(v) for v in each.values()),
+                          f"{record['achieved_tflops']:.3g}"
+                          + (f" ({top['share']:.1%} of {top['precision'].upper()})" if top else ""),
+                          f"{used['mean']:.0f} %" if "mean" in used else "not sampled"])
+    return found
+
+
+def table(records) -> str:
+    head = ["Device", "Step (profiled)", "Host: input", "Host: dispatch", "Host: rest of fit",
+            "Device: kernels", "Device: copies", "Device: idle", "TFLOP/s (of the peak)",
+            "Busy (NVML)"]
+    return markdown_table(head, rows(records))
+
+
+def describe(records) -> str:
+    """The run as plain text (for the command line)."""
+    if not records:
+        return "No profile records."
+    lines = [f"Profile of the lesson's CNN, run {records[0]['run_id']} ({software(records)}):"]
+    for device in DEVICES:
+        record = find(records, device)
+        if record:
+            lines += [f"{device.upper()} ({device_name(record)}):",
+                      *(f"  {line}" for line in summary_lines(record))]
+    return "\n".join(lines)
+
+
+def cut_text(record: dict) -> str:
+    """The exercise's answer for one device, from its record."""
+    name, share = largest_cut(record)
+    found = record["profile"]
+    what = ("the arithmetic" if name == "kernels" else
+            f"the host's {LABELS.get(name, name)} ({share:.0%})")
+    return (f"{record['device_kind'].upper()} ({device_name(record)}): kernels "
+            f"{found['device']['kernels'] / found['step']:.0%} of the step; cut {what} first: "
+            f"{REMEDIES[name]}.")
+
+
+def substitutions(path=RESULTS_FILE) -> dict[str, str]:
+    """Episode 9's values of the profile (MyST substitutions ``ref_prof_*``)."""
+    records = reference_run(path)
+    gpu, cpu = find(records, "gpu"), find(records, "cpu")
+    return {
+        "ref_prof_table": (table(records) if any(profiled(r) for r in records)
+                           else NOT_RECORDED),
+        "ref_prof_gpu": device_name(gpu) if profiled(gpu) else NOT_RECORDED,
+        "ref_prof_gpu_lines": " ".join(summary_lines(gpu)) if gpu else NOT_RECORDED,
+        "ref_prof_cpu_lines": " ".join(summary_lines(cpu)) if cpu else NOT_RECORDED,
+        "ref_prof_cut": " ".join(cut_text(r) for r in (cpu, gpu) if profiled(r)) or NOT_RECORDED,
+        "ref_prof_when": (f"run {records[0]['run_id']}, {software(records)}" if records
+                          else NOT_RECORDED),
+        "ref_prof_alt": alt_text(records),
+    }

@@ -1,0 +1,114 @@
+"""The profile's records: one per device, and what a page takes from them.
+
+A record keeps the device's timed epochs (the rule of :mod:`gpulesson.experiments.common`), the
+arithmetic of one training image, the achieved TFLOP/s, the GPU's utilisation through an epoch
+(or why it was not sampled), and the profiled steps split into the host's and the device's parts
+(:func:`gpulesson.experiments.profile.trace.breakdown`), with the hardware and versions of every
+record (:func:`gpulesson.results.make_record`).
+
+**The arithmetic.** A convolution makes one multiply-add (2 FLOP) per weight of its kernel for
+every output pixel and channel, a dense layer one per weight (episode 9's
+``flops_per_image``: ``2·H·W·C_out·k_h·k_w·C_in`` per Conv2D, ``2·n_in·n_out`` per Dense). A
+training step costs about three forward passes (the forward pass, and the two products of the
+backward pass), so a training image costs ``3 × forward``, and the achieved rate is
+``3 × forward × images per second`` (of the timed epochs' median). On a GPU it is set beside
+the card's published dense peak (:mod:`gpulesson.gpu_peaks`) for the precision the record
+computed in: TF32 where float32 matrix products ran as TF32, else FP32.
+
+Imports no deep-learning framework.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from gpulesson import results
+from gpulesson.devices import keras_device_name
+from gpulesson.experiments.common import SUMMARY_KEY, summarise
+from gpulesson.gpu_peaks import peaks_for
+from gpulesson.results import make_record
+
+EXPERIMENT = "profile"
+RESULTS_FILE = results.RESULTS_DIR / f"{EXPERIMENT}.jsonl"
+TRAINING_PASSES = 3  # forward + the two products of the backward pass
+
+
+def data_source() -> str:
+    from gpulesson.settings import get_settings
+
+    return get_settings().data
+
+
+def measurement_record(budget, *, run_id: str, device: str, batch_size: int, n_images: int,
+                       steps: int, forward_flops: int, utilisation: dict, profile: dict,
+                       extra: dict, data: str | None = None) -> dict:
+    """One results-file record of one device (see the module's text)."""
+    timed = budget.timed
+    if not timed:
+        raise ValueError("no timed epoch to record")
+    median = statistics.median(timed)
+    per_image = TRAINING_PASSES * forward_flops
+    fields = {
+        "run_id": run_id, "source": "gpulesson.experiments.profile", "device_kind": device,
+        "keras_device": keras_device_name(device), "batch_size": batch_size,
+        "n_images": n_images, "steps": steps, "warmup_seconds": budget.seconds[:budget.warmup],
+        "epoch_seconds": timed, "median_epoch_seconds": median,
+        "images_per_second": n_images / median, "step_seconds": median / steps,
+        "forward_flops_per_image": forward_flops, "train_flops_per_image": per_image,
+        "achieved_tflops": per_image * n_images / median / 1e12,
+        "utilisation": utilisation, "profile": profile,
+        SUMMARY_KEY: summarise(timed, budget.seconds[:budget.warmup]), **extra,
+    }
+    if device == "cpu":
+        fields["device"] = "CPU"
+    return make_record(EXPERIMENT, data=data or data_source(), **fields)
+
+
+def reference_run(path=RESULTS_FILE) -> list[dict]:
+    """The newest run with CPU and GPU records, else with GPU records, else the newest run."""
+    return results.reference_run(path, EXPERIMENT)
+
+
+def find(records, device: str) -> dict | None:
+    return next((r for r in records if r.get("device_kind") == device), None)
+
+
+def gpu_name(record: dict) -> str | None:
+    gpu = record.get("gpu") or {}
+    return gpu.get("name") or (record.get("device") if record.get("device_kind") == "gpu" else None)
+
+
+def peak(record: dict) -> dict | None:
+    """``{"precision", "tflops" (the published peak), "share" (achieved / peak), "card"}`` of a
+    GPU record whose card the lesson has a table for; None otherwise (a CPU, an unknown card)."""
+    name = gpu_name(record)
+    peaks = peaks_for(name)
+    if not peaks:
+        return None
+    key = "tf32" if record.get("float32_precision") == "tf32" else "fp32"
+    return {"precision": key, "tflops": peaks[key], "card": name,
+            "share": record["achieved_tflops"] / peaks[key]}
+
+
+def profiled(record: dict | None) -> bool:
+    """Whether ``record`` holds a profile (its trace was read; else ``profile["failed"]``)."""
+    return bool(record) and "failed" not in record["profile"]
+
+
+def parts(record: dict) -> dict[str, float]:
+    """The six parts of a profiled step, seconds per step: ``host: input``, ... ``device: idle``."""
+    found = record["profile"]
+    return {**{f"host: {k}": v for k, v in found["host"].items()},
+            **{f"device: {k}": v for k, v in found["device"].items()}}
+
+
+def largest_cut(record: dict) -> tuple[str, float]:
+    """``(part, share of the step)`` that one would cut first: where the device computes less
+    than half of the step, the largest part of the host's timeline (the device waits for the
+    host); else the kernels themselves."""
+    found = record["profile"]
+    step = found["step"]
+    if found["device"]["kernels"] >= step / 2:
+        return "kernels", found["device"]["kernels"] / step
+    name, seconds = max(found["host"].items(), key=lambda item: item[1])
+    return name, seconds / step
