@@ -8,8 +8,10 @@ the gradients of the inputs and of the weights, each about as much as the forwar
     >>> cnn_forward_flops() / 1e6  # the lesson's CNN, one 32 x 32 x 3 image  # doctest: +ELLIPSIS
     30.8...
 
-:func:`keras_forward_flops` counts a built Keras model the same way; a test checks that both
-agree on the lesson's ``build_cnn()``, so that the page's number follows the model.
+:func:`cnn_forward_flops` counts from the architecture alone, so that the site can build its
+pages without Keras; episode 9 teaches the same count on a built model
+(``gpulesson.lesson.feeding.flops_per_image``), and a test checks that both agree on the
+lesson's ``build_cnn()``.
 """
 
 from __future__ import annotations
@@ -45,21 +47,6 @@ def cnn_forward_flops(input_shape=(32, 32, 3), filters=(32, 64, 128, 256), dense
 def training_flops_per_image(forward: int | None = None) -> int:
     """One training image: forward and backward pass (:data:`TRAINING_FACTOR` x the forward)."""
     return TRAINING_FACTOR * (cnn_forward_flops() if forward is None else forward)
-
-
-def keras_forward_flops(model) -> int:
-    """The forward pass of one sample through a built Keras model's Conv2D and Dense layers."""
-    total = 0
-    for layer in model.layers:
-        kind = type(layer).__name__
-        if kind == "Conv2D":
-            _, height, width, channels_out = layer.output.shape
-            kh, kw, channels_in, _ = layer.kernel.shape
-            total += 2 * height * width * kh * kw * channels_in * channels_out
-        elif kind == "Dense":
-            units_in, units_out = layer.kernel.shape
-            total += dense_flops(units_in, units_out)
-    return int(total)
 
 
 def tflops(flops_per_image: float, images: int, seconds: float) -> float:

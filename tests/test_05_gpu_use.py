@@ -15,8 +15,9 @@ from gpulesson.results import NOT_RECORDED
 
 def test_the_counted_operations_follow_the_lessons_model():
     from gpulesson.lesson import build_cnn
+    from gpulesson.lesson.feeding import flops_per_image
 
-    assert flops.keras_forward_flops(build_cnn()) == flops.cnn_forward_flops()
+    assert flops_per_image(build_cnn()) == flops.cnn_forward_flops()
     assert flops.training_flops_per_image() == 3 * flops.cnn_forward_flops()
     with pytest.raises(ValueError, match="positive"):
         flops.tflops(1, 1, 0)
