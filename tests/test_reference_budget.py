@@ -377,3 +377,12 @@ def test_a_step_done_with_an_older_instrument_is_recorded_again_in_a_new_run(tmp
     assert second["runs"]["kept"] == first["runs"]["kept"]
     assert second["runs"]["changed"] != first["runs"]["changed"], "a new run for the new method"
     assert second["done"]["changed"]["method"] == 2 and budget.lacking(second, "H200", 1) == []
+
+
+def test_recordings_plan_table_is_the_budgets_plan():
+    """recording.md shows the plan as tools/budget.py holds it: each step's lease, estimate and
+    basis, in order."""
+    text = (ROOT / "recording.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\d) \| `([^`]+)` \| (\d+)–(\d+) \| (.+) \|$", text, flags=re.MULTILINE)
+    assert rows == [(str(p.lease), p.name, str(p.estimate[0]), str(p.estimate[1]), p.basis)
+                    for p in budget.PLAN]
