@@ -199,7 +199,7 @@ def test_without_gpu_records_the_page_says_not_recorded(tmp_path):
         assert values[key] == NOT_RECORDED, key
     assert values["ref_mlp_cpu_epoch"] == "200 ms (range 190 ms–210 ms, 3 repeats)"
     assert values["ref_mlp_sweep_cpu_small_sample"] == "10 µs (range 9.5 µs–10.5 µs, 3 repeats)"
-    assert "not recorded yet" in sm.describe_comparison(sm.reference_run("comparison", path))
+    assert "GPU: no run in these records." in sm.describe_comparison(sm.reference_run("comparison", path))
     texts = figure_texts(sm.sweep_figure(sm.reference_run("sweep", path)))
     assert "GPU sweep: not recorded yet" in texts and "10 µs" in texts and "9.5 µs–10.5 µs" in texts
     assert "Speed-up of the GPU" not in texts
@@ -242,7 +242,7 @@ def test_the_figures_draw_the_spread_and_the_page_uses_their_alt_texts():
     assert sorted(len(line.get_xdata()) for line in ax.get_lines()
                   if line.get_marker() == ".") == [3, 3]  # the timed epochs as dots
     assert "GPU" not in figure_texts(sm.comparison_figure(fake_comparison(gpu=False))).replace(
-        "GPU: not recorded yet", "")
+        "no GPU run", "")
     text = (ROOT / "_episodes" / "07-small-models.md").read_text(encoding="utf-8")
     assert ":alt: {{ ref_mlp_fig_comparison_alt }}" in text
     assert ":alt: {{ ref_mlp_fig_sweep_alt }}" in text

@@ -92,7 +92,7 @@ def comparison_figure(records):
                   [*map(str, ticks), "timed\nepochs"])
     ax.set_xlabel(f"epoch; right: {SPREAD_NOTE.split('; ', 1)[1]}", fontsize=8)
     if "GPU" not in found:
-        ax.text(0.98, 0.97, f"GPU: {NOT_RECORDED}", transform=ax.transAxes, ha="right",
+        ax.text(0.98, 0.97, "no GPU run", transform=ax.transAxes, ha="right",
                 va="top", fontsize=8, style="italic")
     ax.set_title(f"MLP {' -> '.join(map(str, [N_FEATURES, *EPISODE_WIDTHS, N_CLASSES]))}, "
                  f"batch size {records[0]['batch_size']}, backend {records[0]['backend']}",

@@ -214,7 +214,7 @@ def describe_comparison(records) -> str:
                      f"(warm-up), then {summary_text(epoch_summary(record), short_time)} per "
                      f"epoch; test accuracy {record['test_accuracy']:.3f}.")
     if _pick(records, True) is None:
-        lines.append(f"GPU: {NOT_RECORDED}.")
+        lines.append("GPU: no run in these records.")
     else:
         lines.append(f"Speed-up of the GPU per epoch (medians): {speedup_text(verdict(records))}.")
     return "\n".join(lines)
