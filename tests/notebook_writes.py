@@ -49,6 +49,13 @@ LOOKS_LIKE_A_WRITE = re.compile(r"^(write|save|dump|export|store|copy|move)|mkdi
 NOT_WRITES = {"write", "dumps"}  # a file object's write (its open() is checked), json.dumps
 
 
+def _copies_in_memory(node) -> bool:
+    """``array.copy()``: a method named copy called with nothing copies an object in memory;
+    a file copy (``shutil.copy(src, dst)``) names where it writes."""
+    return (isinstance(node.func, ast.Attribute) and node.func.attr == "copy"
+            and not node.args and not node.keywords)
+
+
 @dataclass(frozen=True)
 class Write:
     """One write in a notebook: where, the code of its path, and what that code needs."""
@@ -189,7 +196,7 @@ def writes(notebook: Path) -> list[Write]:
                 if path is not None:
                     trace(cell, name, path, index, function)
                 elif (name not in SINKS and name not in MODED and name not in NOT_WRITES
-                      and LOOKS_LIKE_A_WRITE.search(name)):
+                      and LOOKS_LIKE_A_WRITE.search(name) and not _copies_in_memory(node)):
                     found.append(Write(notebook.name, cell, name, "?", (),
                                        f"{name}() may write: add it to SINKS or NOT_WRITES"))
     return found

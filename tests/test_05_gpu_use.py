@@ -68,3 +68,10 @@ def test_without_a_gpu_or_a_known_card_the_values_say_so(tmp_path):
     odd = _cnn("gpu", "A card nobody knows", [2.0] + [1.0] * 5, precision="float32")
     values = gpu_use.substitutions([cpu, odd], tmp_path / "none.jsonl")
     assert values["ref_use_gpu_tflops"] != NOT_RECORDED and values["ref_use_gpu_peak"] == NOT_RECORDED
+
+
+def test_the_keys_are_the_values_a_run_gives(tmp_path):
+    cpu = _cnn("cpu", "CPU", [22.0] + [20.0] * 5)
+    gpu = _cnn("gpu", "NVIDIA H200", [2.0] + [1.0] * 5)
+    assert set(gpu_use.substitutions([cpu, gpu], tmp_path / "none.jsonl")) == set(gpu_use.KEYS)
+    assert set(gpu_use.substitutions([], tmp_path / "none.jsonl").values()) == {NOT_RECORDED}

@@ -28,6 +28,10 @@ from gpulesson.results import NOT_RECORDED, duration, is_gpu
 
 CEILING_FILE = results.RESULTS_DIR / "ceiling.jsonl"
 IN_MEMORY = ("arrays", "ram", "device")  # the ceiling's pipelines that read nothing per step
+KEYS = tuple(f"ref_use_{key}" for key in (
+    "flops_per_image", "forward_flops", "cpu_tflops", "gpu_tflops", "gpu_peak", "gpu_share",
+    "evaluation", "gpu_step", "host_step", "host_share", "host_run", "full_speedup", "gpu_warmup",
+    "gpu_warmup_share", "gpu_full"))
 
 
 def epoch_flops(record: dict) -> int:
@@ -71,6 +75,8 @@ def do_nothing_step(gpu_record: dict, path=CEILING_FILE) -> dict | None:
 def substitutions(records, ceiling_path=CEILING_FILE) -> dict[str, str]:
     """``ref_use_*``: the rates, the peak, the host's share of a step, the 30-epoch speed-up."""
     cpu, gpu = results.pick(records, False), results.pick(records, True)
+    if not records:
+        return dict.fromkeys(KEYS, NOT_RECORDED)
     per_image = flops.training_flops_per_image()
     values = {"ref_use_flops_per_image": f"{per_image / 1e6:.0f} MFLOP",
               "ref_use_forward_flops": f"{flops.cnn_forward_flops() / 1e6:.1f} MFLOP"}

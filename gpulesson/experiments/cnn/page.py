@@ -89,9 +89,10 @@ def _validation(record: dict | None) -> str:
     """The validation pass of an epoch after the warm-up: the median and range of the timed
     epochs' passes (:func:`~gpulesson.experiments.cnn.records.split_epochs`); the mean for
     records that kept only that, NOT_RECORDED for records made before either was kept, and for
-    records whose clock did not wait for the queued training steps first (before
-    ``validation_synchronised``: on an asynchronous backend that clock ran the training on)."""
-    if not (record or {}).get("validation_synchronised"):
+    records whose clock did not wait for the queued training steps first where the work is
+    queued (JAX, or a GPU) before ``validation_synchronised``: that clock ran the training on."""
+    if not record or (not record.get("validation_synchronised")
+                      and (record.get("backend") == "jax" or record.get("device_kind") == "gpu")):
         return NOT_RECORDED
     passes = (record or {}).get("validation_seconds")
     if passes and len(passes) == len(record.get("epoch_seconds") or []):
@@ -148,9 +149,11 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     # synchronisation (a row, with its line break, or nothing: a table takes no empty line).
     timed = [values[f"ref_{n}_validation"] for n in ("cpu", "gpu")
              if values[f"ref_{n}_validation"] != NOT_RECORDED]
-    values["ref_validation_rows"] = (f"| of which validation | {' | '.join(timed)} |\n"
+    values["ref_validation_rows"] = (NOT_RECORDED if not records else
+                                     f"| of which validation | {' | '.join(timed)} |\n"
                                      if len(timed) == 2 else "")
-    values["ref_validation_row_cpu"] = (f"| of which validation | {values['ref_cpu_validation']} |\n"
+    values["ref_validation_row_cpu"] = (NOT_RECORDED if not records else
+                                        f"| of which validation | {values['ref_cpu_validation']} |\n"
                                         if values["ref_cpu_validation"] != NOT_RECORDED else "")
     # The GPU against the CPU in words (common.compare): "3.1× faster", "no measurable difference".
     values["ref_gpu_vs_cpu"] = comparison.sentence if comparison else NOT_RECORDED

@@ -43,6 +43,7 @@ from gpulesson.experiments.common import (  # noqa: F401 (QUICK_REPEATS: the com
 )
 from gpulesson.experiments.feeding.records import (
     FILES,
+    SWEEPS,
     WORKER_PIPELINES,
     best_pipeline,
     check_pipelines,
@@ -54,7 +55,6 @@ from gpulesson.experiments.feeding.records import (
 from gpulesson.results import new_run_id
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
-SWEEPS = ("precision", "jit", "spe", "batch")
 QUICK_N_IMAGES = 1_024
 BATCH_SIZE, QUICK_BATCH_SIZE = 256, 64
 BATCH_SIZES, QUICK_BATCH_SIZES = (250, 512, 1024, 2048), (32, 128)

@@ -26,6 +26,9 @@ from gpulesson.experiments import parts
 from gpulesson.experiments.common import SUMMARY_KEY, as_rate, rank, summarise, summary_of
 from gpulesson.results import make_record
 
+# The kinds of setting the settings sweep changes, one at a time (measure runs them in order).
+SWEEPS = ("precision", "jit", "spe", "batch")
+
 EXPERIMENT = "feeding"
 RESULTS_FILE = results.RESULTS_DIR / f"{EXPERIMENT}.jsonl"
 DATA = "synthetic"
@@ -214,9 +217,7 @@ def complete_pipelines(part: list[dict]) -> bool:
 
 def complete_settings(part: list[dict]) -> bool:
     """Whether one device's part of a run has the whole settings sweep: every kind of setting
-    (``measure.SWEEPS``; XLA off is measured last) and the base it is compared with."""
-    from gpulesson.experiments.feeding.measure import SWEEPS
-
+    (:data:`SWEEPS`; XLA off is measured last) and the base it is compared with."""
     swept = [r for r in part if r.get("group") in SWEEPS]
     if {r["group"] for r in swept} != set(SWEEPS):
         return False
