@@ -27,22 +27,29 @@ from gpulesson.plots import save_figures
 matplotlib.use("Agg")
 
 
-def drawer(experiment, names, folder: Path, *, run=None, figures=None, command: str | None = None):
+def drawer(experiment, names, folder: Path, *, run=None, figures=None, command: str | None = None,
+           until_recorded: str | None = None):
     """A ``draw(results=experiment.RESULTS_FILE, folder=folder)`` that saves ``names``.
 
     ``run(results)`` gives the records to draw (default ``experiment.reference_run``),
     ``figures(records)`` the matplotlib figures, one per name (default ``experiment.figures``),
     and ``command`` the command that records a run (default ``python -m`` the experiment).
-    The folder is made if it is missing.
+    The folder is made if it is missing. With ``until_recorded`` (what the file lacks, e.g.
+    "profile"), a file without a run draws nothing and says so, instead of stopping: for a
+    figure that its episode shows only once a run is recorded (every script in ``fig/`` runs
+    when the figures are redrawn).
     """
     run = run or experiment.reference_run
     figures = figures or experiment.figures
     command = command or f"python -m {experiment.__name__}"
 
     def draw(results=experiment.RESULTS_FILE, folder=folder) -> list[Path]:
+        records = run(results)
+        if until_recorded and not records:
+            print(f"{results} holds no {until_recorded} yet: nothing drawn")
+            return []
         Path(folder).mkdir(parents=True, exist_ok=True)
-        return save_figures(run(results), figures, names, folder, results=results,
-                            command=command)
+        return save_figures(records, figures, names, folder, results=results, command=command)
 
     return draw
 

@@ -19,17 +19,9 @@ from gpulesson.experiments import gpu_settings
 from gpulesson.figure_scripts import drawer, main
 
 HERE = Path(__file__).resolve().parent
-_draw = drawer(gpu_settings, (gpu_settings.FILE,), HERE,
-               command="KERAS_BACKEND=jax python -m gpulesson.experiments.gpu_settings")
-
-
-def draw(results=gpu_settings.RESULTS_FILE, folder=HERE) -> list[Path]:
-    # Until a run of the settings is recorded the episode shows no figure: nothing to draw, and no error
-    # (every script in fig/ runs when the figures are redrawn).
-    if not gpu_settings.reference_run(results):
-        print(f"{results} holds no settings yet: nothing drawn")
-        return []
-    return _draw(results, folder)
+# Until a run is recorded the episode shows no figure: nothing to draw, and no error.
+draw = drawer(gpu_settings, (gpu_settings.FILE,), HERE, until_recorded="settings",
+              command="KERAS_BACKEND=jax python -m gpulesson.experiments.gpu_settings")
 
 
 if __name__ == "__main__":

@@ -19,17 +19,9 @@ from gpulesson.experiments import profile
 from gpulesson.figure_scripts import drawer, main
 
 HERE = Path(__file__).resolve().parent
-_draw = drawer(profile, (profile.FILE,), HERE,
-               command="KERAS_BACKEND=jax python -m gpulesson.experiments.profile")
-
-
-def draw(results=profile.RESULTS_FILE, folder=HERE) -> list[Path]:
-    # Until a profile is recorded the episode shows no figure: nothing to draw, and no error
-    # (every script in fig/ runs when the figures are redrawn).
-    if not profile.reference_run(results):
-        print(f"{results} holds no profile yet: nothing drawn")
-        return []
-    return _draw(results, folder)
+# Until a run is recorded the episode shows no figure: nothing to draw, and no error.
+draw = drawer(profile, (profile.FILE,), HERE, until_recorded="profile",
+              command="KERAS_BACKEND=jax python -m gpulesson.experiments.profile")
 
 
 if __name__ == "__main__":
