@@ -251,6 +251,19 @@ def say_appended(records: list[dict], out: Path, what: str = "record(s)") -> Non
     print(f"Appended {len(records)} {what} of run {records[0]['run_id']} to {out}", flush=True)
 
 
+def say_measured(made: list[dict], out: Path, experiment: str, run_id: str, describe) -> int:
+    """A command's last words: the run's table (``describe`` of the run's records in ``out``)
+    and what was appended, or that nothing was left to measure; its exit status, 0."""
+    from gpulesson.results import read_records
+
+    if not made:
+        print("Nothing left to measure.")
+        return 0
+    print(describe(read_records(out, experiment=experiment, run_id=run_id)))
+    say_appended(made, out)
+    return 0
+
+
 def add_run_id_option(parser: argparse.ArgumentParser) -> None:
     """``--run-id``: go on with an earlier run instead of starting a new one.
 

@@ -23,7 +23,7 @@ from gpulesson.experiments.common import (
     add_run_id_option,
     add_seed_option,
     repeats_for,
-    say_appended,
+    say_measured,
 )
 from gpulesson.experiments.gpu_settings.records import (
     EXPERIMENT,
@@ -67,12 +67,7 @@ def main(argv=None) -> int:
     made = measure(devices=devices, repeats=repeats_for(quick), seed=args.seed,
                    settings=args.settings, run_id=run_id, earlier=earlier,
                    on_record=lambda r: append_record(args.out, r))
-    if not made:
-        print("Nothing left to measure.")
-        return 0
-    print(describe(read_records(args.out, experiment=EXPERIMENT, run_id=run_id)))
-    say_appended(made, args.out)
-    return 0
+    return say_measured(made, args.out, EXPERIMENT, run_id, describe)
 
 
 if __name__ == "__main__":

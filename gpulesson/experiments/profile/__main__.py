@@ -24,7 +24,7 @@ from gpulesson.experiments.common import (
     add_seed_option,
     continue_run,
     repeats_for,
-    say_appended,
+    say_measured,
 )
 from gpulesson.experiments.profile.measure import BATCH_SIZE, PROFILE_STEPS
 from gpulesson.experiments.profile.records import EXPERIMENT, RESULTS_FILE
@@ -65,7 +65,7 @@ def main(argv=None) -> int:
     from gpulesson.experiments.common import devices_here
     from gpulesson.experiments.profile.measure import measure
     from gpulesson.experiments.profile.page import describe
-    from gpulesson.results import append_record, read_records
+    from gpulesson.results import append_record
     from gpulesson.settings import get_settings
 
     settings = get_settings()
@@ -77,12 +77,7 @@ def main(argv=None) -> int:
     made = measure(devices=devices, batch_size=args.batch_size, repeats=repeats_for(quick),
                    seed=args.seed, steps=dict.fromkeys(DEVICES, steps) if steps else None,
                    run_id=run_id, done=done, on_record=lambda r: append_record(args.out, r))
-    if not made:
-        print("Nothing left to measure.")
-        return 0
-    print(describe(read_records(args.out, experiment=EXPERIMENT, run_id=run_id)))
-    say_appended(made, args.out)
-    return 0
+    return say_measured(made, args.out, EXPERIMENT, run_id, describe)
 
 
 if __name__ == "__main__":
