@@ -226,24 +226,22 @@ def schedule_markdown(parts: list[SchedulePart], link_prefix: str = "") -> str:
             "|---|---|---:|---:|",
         ]
         for start, item, _end in part.rows:
+            # Each row: what happens, then its teaching and exercise minutes (empty if none).
             if isinstance(item, Break):
-                lines.append(f"| {start} | *Break* ({item.minutes} min) | | |")
-                continue
-            if isinstance(item, SetupCheck):
-                lines.append(f"| {start} | *{item.label}*: JupyterLab, kernel and data work for "
-                             f"everyone ([setup]({link_prefix}setup.md)) | | {item.minutes} min |")
-                continue
-            if isinstance(item, Slot):
-                lines.append(f"| {start} | *{item.label}*: {item.what} | {item.minutes} min | |")
-                continue
-            if isinstance(item, Session):
-                lines.append(f"| {start} | *Launch the {item.label}* in Open OnDemand "
-                             f"({session_text(item)}) | | |")
-                continue
-            link = f"[{item.number}. {item.meta['title']}]({link_prefix}{item.path.as_posix()})"
-            if item.slug in part.inner_breaks:
-                link += f", with a break of {part.inner_breaks[item.slug]} min halfway"
-            lines.append(f"| {start} | {link} | {item.meta['teaching']} min | {item.meta['exercises']} min |")
+                cells = f"*Break* ({item.minutes} min) | |"
+            elif isinstance(item, SetupCheck):
+                cells = (f"*{item.label}*: JupyterLab, kernel and data work for everyone "
+                         f"([setup]({link_prefix}setup.md)) | | {item.minutes} min")
+            elif isinstance(item, Slot):
+                cells = f"*{item.label}*: {item.what} | {item.minutes} min |"
+            elif isinstance(item, Session):
+                cells = f"*Launch the {item.label}* in Open OnDemand ({session_text(item)}) | |"
+            else:
+                link = f"[{item.number}. {item.meta['title']}]({link_prefix}{item.path.as_posix()})"
+                if item.slug in part.inner_breaks:
+                    link += f", with a break of {part.inner_breaks[item.slug]} min halfway"
+                cells = f"{link} | {item.meta['teaching']} min | {item.meta['exercises']} min"
+            lines.append(f"| {start} | {cells} |")
         lines.append(f"| {_clock(part.minutes)} | **Finish** | | |")
         out.append("\n".join(lines))
     return "\n\n".join(out) + "\n"

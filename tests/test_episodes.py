@@ -124,21 +124,17 @@ def test_a_break_after_an_unknown_episode_is_an_error(tmp_path):
         (tmp_path / path).write_text((ROOT / path).read_text())
     config = tmp_path / "_config.yml"
     good = config.read_text()
-    config.write_text(good.replace("01-introduction: 10", "01-introdution: 10"))
-    with pytest.raises(FrontMatterError, match="breaks: no episode named '01-introdution'"):
-        schedule_parts(tmp_path)
-    config.write_text(good.replace("setup_check: 15", "setup_check: ten"))
-    with pytest.raises(FrontMatterError, match="setup_check: minutes must be a whole number"):
-        schedule_parts(tmp_path)
-    config.write_text(good.replace("first: 05-cpu-vs-gpu", "first: 05-cpu-gpu"))
-    with pytest.raises(FrontMatterError, match="sessions, entry 2: no episode named '05-cpu-gpu'"):
-        schedule_parts(tmp_path)
-    config.write_text(good.replace("      gpus: 1\n", ""))
-    with pytest.raises(FrontMatterError, match="sessions, entry 2: give exactly the keys label, first"):
-        schedule_parts(tmp_path)
-    config.write_text(good.replace("partition: gpu\n", "partition: gpus\n"))
-    with pytest.raises(FrontMatterError, match="'partition' must be gpu or cpu"):
-        schedule_parts(tmp_path)
+    for old, new, message in [
+        ("01-introduction: 10", "01-introdution: 10", "breaks: no episode named '01-introdution'"),
+        ("setup_check: 15", "setup_check: ten", "setup_check: minutes must be a whole number"),
+        ("first: 05-cpu-vs-gpu", "first: 05-cpu-gpu", "sessions, entry 2: no episode named '05-cpu-gpu'"),
+        ("      gpus: 1\n", "", "sessions, entry 2: give exactly the keys label, first"),
+        ("partition: gpu\n", "partition: gpus\n", "'partition' must be gpu or cpu"),
+    ]:
+        assert old in good, old
+        config.write_text(good.replace(old, new))
+        with pytest.raises(FrontMatterError, match=message):
+            schedule_parts(tmp_path)
 
 
 FIGURE = re.compile(r"^:{3,}\{figure\}\s*(?P<src>\S+)\s*\n(?P<opts>(?::[\w-]+:.*\n)*)", re.MULTILINE)
