@@ -98,8 +98,7 @@ TORCH = ("torch", "torchvision", "numpy", "h5py")
 # The instructor's readiness check, its job part on the node (python -m gpulesson.check
 # --inside-job): its record, results/check-gpu.jsonl, is the guide's example of the GPU items.
 # With the kernel's settings (the Makefile's) and the node's /tmp as the class folder (the
-# lesson's _config.yml names an example one, which no node has). Lease 2, first: lease 1's
-# estimates leave no more room, and a call that has time after the headline runs it next.
+# lesson's _config.yml names an example one, which no node has).
 CHECK_GPU = Step("readiness check on the GPU",
                  ["-m", "gpulesson.check", "--inside-job",
                   "--json", str(LOG_DIR.relative_to(ROOT) / "check-gpu.json"),
@@ -111,10 +110,17 @@ WORKERS_GPU = ("--backends", "jax", "--devices", "gpu")
 GRAIN = (*reference.KERAS, "grain")
 # The instruments changed after the first GPU run (method 2): the matrix products measure the
 # card's throughput over windows of calls; the CNN times validation after a synchronisation and
-# evaluation without its compile; the feeding benchmark's device pipeline slices on the device;
-# episode 5's notebook gained cells. Those steps are recorded again, each in a new run.
-# The profile reads JAX's profiler, and the settings measure the path episode 9 teaches on JAX.
+# evaluation without its compile; the device pipelines of episode 9 (feeding, ceiling) take their
+# batches on the device; episode 5's notebook gained cells; Grain's workers keep their teardown
+# out of the timed epochs. Those steps are recorded again, each in a new run. The profile reads
+# JAX's profiler, and the settings measure, on the card, one setting at a time: they replace the
+# feeding benchmark's settings sweeps on the GPU (the same precision, steps per execution and
+# batch size, there on the lesson's generator alone), and with their workers' row and the two
+# counts beside the GPU, the grid of every worker count, a question of the host's cores that the
+# CPU's records answer.
 JAX_ENV = (("KERAS_BACKEND", "jax"),)
+LEASE_STEPS = 490  # s of steps in one call of about 9 minutes: the first call's deadline of 546 s
+#                    left 491 s for its steps (results/reference-run.json), the pack after them
 PLAN = [
     Planned(_x("profile", "--devices", "gpu", with_gpu=(), gpu_only=True, env=JAX_ENV,
                step="profile on the GPU"), 1, (40, 80),
@@ -126,57 +132,48 @@ PLAN = [
             "9 settings x (a compile of the step and of the evaluation, 7-15 s, 6 epochs of "
             "45,000 images, the test split evaluated), Grain's 4 workers started once, 5 s; "
             "start and data 12 s; rehearsed in quick mode on the 2-core CPU in 690 s"),
-    Planned(_x("profile", "--devices", "cpu", env=JAX_ENV, step="profile on the CPU"), 2, (70, 140),
-            "6 epochs x 171 CPU-s + 10 steps traced = 1,035 CPU-s, 65-130 s on 16 cores"),
-    Planned(_x("matmul"), 2, (60, 150),
-            "CPU half: the new method's windows took 4.5 min on 2 busy cores, 30-90 s on 16; "
-            "GPU half: 3 precisions x 11 sizes to 16384, 0.2-5 s a size (its windows are capped "
-            "at about 1 s); start 4 s. The old method's run took 27.8 s on the node", method=2),
-    Planned(_x("cnn"), 3, (150, 190),
+    Planned(_x("cnn"), 1, (155, 175),
             "160.3 s on the H200 node (2026-11-27), the CPU half most of it (6 epochs of 20.7 s); "
             "a second evaluation a device adds about 1 s", method=2),
+    Planned(_x("workers", *WORKERS_GPU, "--works", "augment", "--workers", "0", "4", needs=GRAIN,
+               with_gpu=(), gpu_only=True, step="Grain's workers beside the GPU"), 1, (45, 60),
+            "47.1 s on the H200 node (2026-11-27); the spare epoch adds one epoch a fit", method=2),
+    Planned(_x("matmul"), 2, (40, 90),
+            "27.8 s on the H200 node with the old method (2026-11-27: one synchronised call a "
+            "size, both devices); the new one adds a probe and 5 windows a size (on the GPU most "
+            "under 50 ms, at most about 1 s) and the GPU's sizes 8192 and 16384", method=2),
     Planned(Step("notebook 05", ["tools/record_run.py", "--only", "05"], reference.NOTEBOOK,
-                 quick_option=True), 3, (100, 130),
+                 quick_option=True), 2, (100, 130),
             "103.1 s on the H200 node (2026-11-27)", beside_gpu=True, method=2),
-    Planned(_x("torch_reference", needs=TORCH, env=reference.TORCH_ENV), 5, (40, 50),
-            "42.0 s on the H200 node (2026-11-27)"),
-    Planned(_x("small_models", "--parts", "comparison", step="small model"), 5, (10, 20),
-            "11.4 s on the H200 node (2026-11-27)"),
-    Planned(reference.DDP_CHECK, 5, (10, 20), "12.6 s on the H200 node (2026-11-27)"),
-    Planned(_x("small_models", "--parts", "sweep", step="small models' sweep"), 2, (40, 110),
-            "on the H200 node 15 of its 16 GPU cells took 46.6 s before the deadline stopped it "
-            "(2026-11-27); left: one GPU cell and the CPU half, 16 cells that took 2 minutes on "
-            "2 CPU cores (15-60 s on 16), a start and a compile"),
     Planned(_x("feeding", "--devices", "gpu", "--sweeps", "none", "--pipelines", "classic",
                "lesson", "lesson-gzip", "ram", "device", "--classic-max-steps",
                reference.FEEDING_CPU_STEPS, with_gpu=(), gpu_only=True, step="feeding on the GPU"),
-            4, (130, 160), "133.5 s on the H200 node (2026-11-27)", method=2),
-    Planned(_x("feeding", "--devices", "gpu", "--sweep-devices", "gpu", "--pipelines", "lesson",
-               "--classic-max-steps", reference.FEEDING_CPU_STEPS, with_gpu=(), gpu_only=True,
-               step="feeding settings on the GPU"), 4, (120, 200),
-            "9 settings of the lesson's pipeline x 6 epochs at its H200 rate (75,187 images/s, "
-            "0.7 s an epoch), a compile each (about 10 s)", method=2),
-    Planned(_x("workers", *WORKERS_GPU, "--works", "augment", "--workers", "0", "4", needs=GRAIN,
-               with_gpu=(), gpu_only=True, step="Grain's workers beside the GPU"), 5, (45, 60),
-            "47.1 s on the H200 node (2026-11-27); the spare epoch adds one epoch a fit", method=2),
-    Planned(_x("workers", *WORKERS_GPU, needs=GRAIN, with_gpu=(), gpu_only=True,
-               step="Grain's workers, every count"), 5, (150, 220),
-            "8 more fits: the 2 fits beside the H200 took 47.1 s with JAX's start and the data "
-            "(about 18 s a fit)", method=2),
+            2, (130, 160), "133.5 s on the H200 node (2026-11-27)", method=2),
+    Planned(_x("small_models", "--parts", "sweep", step="small models' sweep"), 2, (40, 90),
+            "on the H200 node 15 of its 16 GPU cells took 46.6 s before the deadline stopped it "
+            "(2026-11-27); left: one GPU cell and the CPU half, 16 cells that took 2 minutes on "
+            "2 CPU cores (15-60 s on 16), a start and a compile"),
     Planned(_x("ceiling", "--devices", "gpu", with_gpu=(), gpu_only=True,
-               step="ceiling on the GPU"), 5, (60, 80), "66.5 s on the H200 node (2026-11-27)"),
-    Planned(CHECK_GPU, 5, (30, 40), "33.2 s on the H200 node (2026-11-27)"),
+               step="ceiling on the GPU"), 3, (60, 80), "66.5 s on the H200 node (2026-11-27)",
+            method=2),
+    Planned(_x("profile", "--devices", "cpu", env=JAX_ENV, step="profile on the CPU"), 3, (70, 140),
+            "6 epochs x 171 CPU-s + 10 steps traced = 1,035 CPU-s, 65-130 s on 16 cores"),
+    Planned(_x("torch_reference", needs=TORCH, env=reference.TORCH_ENV), 3, (40, 50),
+            "42.0 s on the H200 node (2026-11-27)"),
+    Planned(_x("small_models", "--parts", "comparison", step="small model"), 3, (10, 20),
+            "11.4 s on the H200 node (2026-11-27)"),
+    Planned(reference.DDP_CHECK, 3, (10, 20), "12.6 s on the H200 node (2026-11-27)"),
+    Planned(CHECK_GPU, 3, (30, 40), "33.2 s on the H200 node (2026-11-27)"),
 ]
 PLAN.sort(key=lambda planned: planned.lease)  # lease by lease, in the list's order within one
 LEASES = {1: "the headline of the new instruments: where a step of episode 5's CNN spends its "
-             "time on the GPU, and the card's settings one at a time (episode 9)",
-          2: "the same profile on the CPU, episode 6's throughput, and the rest of the small "
-             "models' sweep that the first GPU run left",
-          3: "episode 5's CNN and its notebook with the new timers",
-          4: "episode 9's GPU rows again (the device path) and its settings sweep",
-          5: "Grain's workers with the spare epoch, every count; and on a new run, what the first "
-             "GPU run recorded with an unchanged method (the ceiling, PyTorch, the small model, "
-             "the DDP and readiness checks)"}
+             "time on the GPU, the card's settings one at a time (episode 9), and what they "
+             "invalidate in episode 5 (its CNN's timers) and in Grain's workers beside the GPU",
+          2: "episode 6's throughput, episode 5's notebook and episode 9's GPU rows recorded "
+             "again with the new instruments, and the rest of the small models' sweep",
+          3: "the ceiling's device path and the CPU's profile; on a new run, what the first GPU "
+             "run recorded with an unchanged method (PyTorch, the small model, the DDP and "
+             "readiness checks)"}
 
 
 def now_iso() -> str:
