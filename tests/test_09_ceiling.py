@@ -1,6 +1,7 @@
 """Episode 9's ceiling of ``fit``: the ceiling's records, words, table and figure follow what was
-measured (records of pipelines the lesson no longer has are left out); the command measures and
-appends records with one run id."""
+measured (records of pipelines the lesson no longer has, and device records made before their
+method was recorded, are left out); the command measures and appends records with one run id,
+the device pipeline through the feeding benchmark's (DeviceBatches on JAX)."""
 
 import json
 import os
@@ -13,6 +14,7 @@ from conftest import ROOT
 
 from gpulesson.experiments import ceiling
 from gpulesson.experiments.ceiling import page, records
+from gpulesson.experiments.feeding.records import DEVICE_METHODS
 from gpulesson.results import NOT_RECORDED
 
 
@@ -213,10 +215,12 @@ def test_pytorch_is_measured_in_one_malloc_mode_and_records_say_which(how):
 
 
 def gpu_run(backend, seconds_by_pipeline, run_id="g"):
-    """Made-up GPU records of one backend, shaped like the H200's (tests only)."""
+    """Made-up GPU records of one backend, shaped like the H200's (tests only); the device
+    pipeline's records say their method, as the measurement now writes them."""
     return [{**record(backend, "gpu", name, seconds), "run_id": run_id,
              "date": "2026-11-27T00:00:00+00:00", "device": "Made-up GPU",
-             "cpu_model": "Made-up Xeon", "cores_usable": 16}
+             "cpu_model": "Made-up Xeon", "cores_usable": 16,
+             **({"method": DEVICE_METHODS[backend]} if name == "device" else {})}
             for name, seconds in seconds_by_pipeline.items()]
 
 
@@ -260,3 +264,99 @@ def test_a_partial_gpu_run_does_not_replace_a_complete_part(tmp_path):
     assert "run g (2026-11-27)" in summary and "cut" not in summary
     assert NOT_RECORDED not in "".join(values.values())
     assert values["ref_ceil_shares"].startswith("In the reference runs ")
+
+
+def test_a_device_record_of_the_old_method_is_neither_shown_nor_the_ceiling(tmp_path):
+    """A ``device`` record without ``method`` (eager slices of a jax.Array, as the H200 run
+    recorded them) stays in the results file and keeps its part complete, but no row, bar,
+    share or ceiling uses it, and the summary says why; one with its method is all of these."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    fast = {**JAX_GPU, "device": [0.1] * 5}  # 500,000 images/s: above ram's 378,788
+    new = gpu_run("jax", fast)
+    old = [{k: v for k, v in r.items() if k != "method"} for r in new]
+    assert records.ceiling(new, "jax", "gpu")["pipeline"] == "device"
+    assert "| JAX, GPU | device | 500,000 " in page.table(new)
+    assert records.ceiling(old, "jax", "gpu")["pipeline"] == "ram"
+    assert records.find(old, "jax", "gpu", "device") is None
+    assert "| device |" not in page.table(old) and "500,000" not in page.table(old)
+    assert "| JAX, GPU | ram |" in page.table(old)
+    assert "| the ceiling, 0.67 ms a step |" in page.table(old)  # ram's step, not device's
+    assert "61% on JAX (GPU)" in page.goal_shares(old)  # the lesson against ram
+    assert "GPU: arrays 239,234 (63%), ram 378,788, lesson " in ceiling.alt_text(old)
+    assert "ram 378,788 (75%), device 500,000, lesson " in ceiling.alt_text(new)
+    (fig,) = ceiling.figures(old)
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == [
+        "arrays", "ram", "lesson", "lesson-window1"]
+    for made, said in ((old, True), (new, False)):
+        file = tmp_path / "ceiling.jsonl"
+        file.write_text("".join(json.dumps(r) + "\n" for r in [*RUN, *made]))
+        kept = records.reference_run(file)
+        assert [r["pipeline"] for r in kept if r["device_kind"] == "gpu"] == list(fast)
+        values = page.substitutions(file)
+        assert ("| JAX, GPU | device |" in values["ref_ceil_table"]) is not said
+        assert ("500,000" in "".join(values.values())) is not said
+        assert ("`device` rows predate their recorded method (JAX's were eager slices)"
+                in values["ref_ceil_summary"]) is said
+        assert values["ref_ceil_table"] == page.table(made + RUN)
+        assert "GPU: Made-up GPU" in values["ref_ceil_summary"]  # the part is still shown
+
+
+def test_the_committed_h200_device_record_of_the_old_method_is_not_on_the_page():
+    """The H200 run's device rows (JAX 243,511 images/s) were eager slices: the file keeps them,
+    the page's table, figure text and ceilings do not use them."""
+    from gpulesson import results
+
+    kept = [r for r in results.read_records(records.RESULTS_FILE)
+            if r.get("run_id") == "20261127T160443Z-743e59"]
+    h200 = records.find(kept, "jax", "gpu", "device")
+    assert h200 is None  # made before the method was recorded
+    old = [r for r in kept if (r["backend"], r["device_kind"], r["pipeline"])
+           == ("jax", "gpu", "device")]
+    assert len(old) == 1 and round(old[0]["images_per_second"]) == 243_511
+    assert "method" not in old[0]
+    values = page.substitutions()
+    shown = "".join(values.values())
+    reference = records.reference_run()
+    for hidden in records.old_method(reference):
+        assert page.rate_text(hidden) not in shown
+        assert records.ceiling(reference, hidden["backend"], hidden["device_kind"]) is not hidden
+    assert "243,511" not in shown and "| JAX, GPU | device |" not in values["ref_ceil_table"]
+
+
+_MEASURE_DEVICE = '''
+import json
+import numpy as np
+from gpulesson.experiments.ceiling import measure as m
+
+x = np.random.default_rng(0).integers(0, 256, (128, 32, 32, 3), dtype=np.uint8)
+y = np.arange(128, dtype=np.int32) % 10
+feeds = dict(m._feeds(["ram", "device"], x=x, y=y, path=None, batch_size=32, keras_device="cpu"))
+fed = []
+fit = m._fit
+m._fit = lambda model, feed, **rule: fed.append(type(feed["x"]).__name__) or fit(model, feed, **rule)
+m.pipelines_for = lambda device, backend: ["ram", "device"]  # the GPU's pipelines, on the CPU
+made = m.measure(devices=["cpu"], pipelines=["ram", "device"], n_images=128, batch_size=64,
+                 repeats=1, warmup=1, progress=lambda line: None)
+print(json.dumps({"feeds": {n: type(f["x"]).__name__ for n, f in feeds.items()},
+                  "shuffle": feeds["device"]["shuffle"], "fed": fed,
+                  "methods": {r["pipeline"]: r.get("method") for r in made}}))
+'''
+
+
+def test_the_device_pipeline_is_measured_through_device_batches_on_jax():
+    """With Keras' JAX backend the ceiling's ``device`` condition trains from the feeding
+    benchmark's DeviceBatches (one compiled take a batch), not eager slices of a jax.Array, and
+    its record says so; ``ram`` stays a PyDataset slicing arrays in RAM."""
+    pytest.importorskip("jax")
+    env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu",
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", _MEASURE_DEVICE], env=env, capture_output=True,
+                          text=True, check=False, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["feeds"] == {"ram": "ArrayBatches", "device": "DeviceBatches"}
+    assert found["shuffle"] is False  # DeviceBatches draws its own order
+    assert found["fed"] == ["ArrayBatches", "DeviceBatches"]
+    assert found["methods"] == {"ram": None, "device": DEVICE_METHODS["jax"]}

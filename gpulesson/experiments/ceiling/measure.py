@@ -4,8 +4,9 @@ The model scales the bytes, averages each image's pixels and classifies the aver
 (:func:`tiny_model`): a step costs almost no arithmetic, so an epoch's time is what ``fit`` and
 the data path cost, the most images per second that any model can train at on this backend
 and device. It is fed from arrays in memory (Keras' own array path, and a ``PyDataset`` that
-slices them; on a GPU also arrays resident there; on TensorFlow a ``tf.data`` pipeline that
-slices them, :func:`tf_batches`), from the lesson's generator on a
+slices them; on a GPU also arrays resident there, taken as the feeding benchmark's ``device``
+pipeline takes them, each record saying how in its ``method``; on TensorFlow a ``tf.data``
+pipeline that slices them, :func:`tf_batches`), from the lesson's generator on a
 batch-chunked HDF5 file (mixing windows of 4 blocks, and with ``window=1``: the stored batches
 in a new order, reading without mixing). Each
 condition follows the lesson's rule: a recorded warm-up epoch and the timed epochs after it,
@@ -94,15 +95,20 @@ def _fit(model, feed: dict, *, warmup: int, repeats: int) -> list[float]:
 
 def _feeds(names, *, x, y, path, batch_size: int, keras_device: str):
     """``(name, fit's arguments)`` of each pipeline, made when its turn comes."""
-    from gpulesson.experiments.feeding.pipelines import ArrayBatches, to_device
+    from gpulesson.experiments.feeding.pipelines import ArrayBatches, make_pipeline, to_device
     from gpulesson.lesson import DataEpoch, HDF5Batches
 
     for name in names:
         if name == "arrays":
             yield name, {"x": x, "y": y, "batch_size": batch_size, "shuffle": True}
-        elif name in ("ram", "device"):
-            arrays = (x, y) if name == "ram" else to_device(x, y, keras_device)
-            yield name, {"x": ArrayBatches(*arrays, batch_size, seed=1), "shuffle": False}
+        elif name == "ram":
+            yield name, {"x": ArrayBatches(x, y, batch_size, seed=1), "shuffle": False}
+        elif name == "device":
+            # The feeding benchmark's device pipeline: on JAX, DeviceBatches (one compiled take
+            # a batch, nothing from host to device a step); its record says how (device_method).
+            batches = make_pipeline("device", batch_size=batch_size, seed=1,
+                                    device_arrays=to_device(x, y, keras_device))
+            yield name, {"x": batches, "shuffle": False}
         elif name == "tfdata":
             # It shuffles itself: fit's shuffle does not apply to a tf.data.Dataset.
             yield name, {"x": tf_batches(x, y, batch_size, seed=1), "shuffle": False}
@@ -140,6 +146,7 @@ def measure(*, devices, n_images: int, batch_size: int, repeats: int, warmup: in
     import keras
 
     from gpulesson.devices import keras_device_name
+    from gpulesson.experiments.feeding.pipelines import device_method
     from gpulesson.hdf5 import write_hdf5
     from gpulesson.synthetic import make_synthetic
 
@@ -170,7 +177,7 @@ def measure(*, devices, n_images: int, batch_size: int, repeats: int, warmup: in
                 record = measurement_record(
                     seconds, warmup=warmup, run_id=run_id, device=device, pipeline=name,
                     batch_size=batch_size, n_images=n_images,
-                    extra={**meter.read(), **_setting(),
+                    extra={**meter.read(), **_setting(), **device_method(name),
                            "wall_seconds": time.perf_counter() - started})
                 assert condition(record) == (backend, device, name, batch_size)
                 record["ceiling"] = _ceiling_so_far(made, record)

@@ -1,8 +1,9 @@
 """The ceiling on the page: episode 9's ``ref_ceil_*`` values and the command's table.
 
 Every value comes from the reference (:func:`~gpulesson.experiments.ceiling.records.reference_run`):
-for each device the newest run complete there, named by its run, machine and software. Imports
-no deep-learning framework.
+for each device the newest run complete there, named by its run, machine and software. A
+``device`` record of the old method is in no row, share or ceiling, and a sentence says so
+(:func:`old_method_note`). Imports no deep-learning framework.
 """
 
 from __future__ import annotations
@@ -19,12 +20,14 @@ from gpulesson.experiments.ceiling.records import (
     find,
     groups,
     has_goal,
+    old_method,
     own_step_note,
     rate_number,
     rate_summary,
     reference_run,
     share,
     share_text,
+    shown,
     verdict,
 )
 from gpulesson.experiments.common import markdown_table, summary_text
@@ -111,7 +114,7 @@ def provenance(records) -> str:
 def malloc_note(records) -> str:
     """Which malloc mode the run's PyTorch records were made in, as a sentence ('' without
     PyTorch records): a reader compares only runs made in the same mode."""
-    torch = [r for r in records if r.get("backend") == "torch"]
+    torch = [r for r in shown(records) if r.get("backend") == "torch"]
     if not torch:
         return ""
     if all((r.get("malloc") or {}).get("mode") == "fixed" for r in torch):
@@ -120,13 +123,25 @@ def malloc_note(records) -> str:
             "fast or a slow mode by chance.")
 
 
+def old_method_note(records) -> str:
+    """A sentence naming the ``device`` rows left out because they were recorded before their
+    method was (:func:`~gpulesson.experiments.ceiling.records.old_method`), or ''."""
+    old = old_method(records)
+    if not old:
+        return ""
+    devices = " and ".join(d.upper() for d in ("cpu", "gpu") if any(r["device_kind"] == d for r in old))
+    how = " (JAX's were eager slices)" if any(r["backend"] == "jax" for r in old) else ""
+    return (f"The {devices}'s `device` rows predate their recorded method{how}: kept in the file, "
+            "they are left out here, ceiling included.")
+
+
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     """Episode 9's values of the ceiling (MyST substitutions ``ref_ceil_*``)."""
     records = reference_run(path)
     return {
         "ref_ceil_table": table(records) if records else NONE,
-        "ref_ceil_summary": (" ".join(filter(None, (malloc_note(records),
-                                                    provenance(records)))) if records
+        "ref_ceil_summary": (" ".join(filter(None, (malloc_note(records), provenance(records),
+                                                    old_method_note(records)))) if records
                              else "Without a run there is nothing to compare yet."),
         "ref_ceil_backends": (", ".join(NAMES[b] for b in BACKENDS
                                         if any(r["backend"] == b for r in records))

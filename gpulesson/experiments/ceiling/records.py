@@ -7,8 +7,11 @@ in-memory condition (:data:`IN_MEMORY`, by median); a pipeline's share of it is 
 the medians, and the words that compare the two come from
 :func:`~gpulesson.experiments.common.compare_middle`, so a share inside the noise is not called a
 difference, and one stray epoch does not decide it. The page's reference is, for each device,
-the newest run whose part on it is complete (:func:`complete`). Imports no deep-learning
-framework.
+the newest run whose part on it is complete (:func:`complete`). A ``device`` record made before
+records said how that pipeline takes its batches (no ``method``: on JAX, eager slices of a
+``jax.Array``; :func:`gpulesson.experiments.feeding.records.old_device_method`) stays in the
+results file and counts for its part being complete, but no table, figure, share or ceiling
+uses it (:func:`shown`). Imports no deep-learning framework.
 """
 
 from __future__ import annotations
@@ -117,20 +120,41 @@ def reference_run(path=RESULTS_FILE) -> list[dict]:
                                  keep=lambda r: r.get("pipeline") in PIPELINES)
 
 
+def old_method(records) -> list[dict]:
+    """The ``device`` records of ``records`` made the old way
+    (:func:`gpulesson.experiments.feeding.records.old_device_method`)."""
+    # Imported here: the feeding benchmark's page imports this module.
+    from gpulesson.experiments.feeding.records import old_device_method
+
+    return [r for r in records if old_device_method(r)]
+
+
+def shown(records) -> list[dict]:
+    """The records a table, figure or ceiling may use: all but :func:`old_method`'s, as the
+    feeding benchmark's pages leave them out."""
+    from gpulesson.experiments.feeding.records import old_device_method
+
+    return [r for r in records if not old_device_method(r)]
+
+
 def groups(records) -> list[tuple[str, str]]:
-    """The (backend, device) pairs of ``records``, in the order of :data:`BACKENDS`, CPU first."""
-    found = {(r["backend"], r["device_kind"]) for r in records}
+    """The (backend, device) pairs of the :func:`shown` ``records``, in the order of
+    :data:`BACKENDS`, CPU first."""
+    found = {(r["backend"], r["device_kind"]) for r in shown(records)}
     order = {name: i for i, name in enumerate(BACKENDS)}
     return sorted(found, key=lambda pair: (pair[1] != "cpu", order.get(pair[0], 9), pair[0]))
 
 
 def find(records, backend: str, device: str, pipeline: str) -> dict | None:
-    return next((r for r in records if (r.get("backend"), r.get("device_kind"),
-                                        r.get("pipeline")) == (backend, device, pipeline)), None)
+    """The :func:`shown` record of ``pipeline`` for ``backend`` on ``device``, or None."""
+    return next((r for r in shown(records) if (r.get("backend"), r.get("device_kind"),
+                                               r.get("pipeline")) == (backend, device, pipeline)),
+                None)
 
 
 def ceiling(records, backend: str, device: str) -> dict | None:
-    """The in-memory record with the highest median rate for ``backend`` on ``device``."""
+    """The in-memory record with the highest median rate for ``backend`` on ``device``, of those
+    :func:`shown` (never a ``device`` record of the old method)."""
     found = [r for name in IN_MEMORY if (r := find(records, backend, device, name))]
     return max(found, key=lambda r: r["images_per_second"], default=None)
 
