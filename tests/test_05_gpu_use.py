@@ -41,6 +41,7 @@ def test_rates_peaks_host_share_and_the_whole_training(tmp_path):
         _ceiling("NVIDIA H200", "ram", 256 / 0.0005),       # 0.5 ms a step, the fastest in memory
         _ceiling("NVIDIA H200", "arrays", 256 / 0.0008),
         _ceiling("NVIDIA H200", "lesson", 256 / 0.0001),    # a reading pipeline: never the floor
+        _ceiling("NVIDIA H200", "device", 256 / 0.0001),    # the old device method: never used
         _ceiling("NVIDIA H100 PCIe", "ram", 256 / 0.0001),  # another card: never used
         _ceiling("NVIDIA H200", "ram", 256 / 0.0001, backend="torch"),
     ]))

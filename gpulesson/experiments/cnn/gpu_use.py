@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 
 from gpulesson import flops, gpu_peaks, results
+from gpulesson.experiments.ceiling.records import shown as ceiling_shown  # no old device rows
 from gpulesson.experiments.cnn.records import (
     FULL_EPOCHS,
     epoch_summary,
@@ -62,7 +63,7 @@ def do_nothing_step(gpu_record: dict, path=CEILING_FILE) -> dict | None:
     if not path.is_file():
         return None
     found = None
-    for run in results.runs(results.read_records(path), "ceiling").values():
+    for run in results.runs(ceiling_shown(results.read_records(path)), "ceiling").values():
         same = [r for r in run if is_gpu(r) and r.get("device") == gpu_record.get("device")
                 and r.get("backend") == gpu_record.get("backend") and r.get("pipeline") in IN_MEMORY]
         if same:
