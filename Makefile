@@ -43,7 +43,7 @@ READY := $(if $(LESSON_PYTHON),,$(BIN)/.installed)
 STAGES ?= auto
 STAGE_TIME_LIMIT ?= 480
 
-.PHONY: help site test lint lab lab-venv venv kernel notebooks reference stage figures lock clean distclean
+.PHONY: help site test check-notebooks lint lab lab-venv venv kernel notebooks reference stage figures lock clean distclean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12
@@ -98,6 +98,11 @@ ifneq ($(SYSTEM),no)
 	tools/ensure_slurm.sh     # for the Slurm and OOD tests: installs Slurm, munge and Ruby if root, else says how
 endif
 	$(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist loadscope $(PYTEST_ARGS)
+
+# make check-notebooks NOTEBOOKS=notebooks/05-cpu-vs-gpu.ipynb checks one.
+NOTEBOOKS ?= notebooks/
+check-notebooks: $(BIN)/.installed  ## run the complete notebooks with nbval (quick, synthetic): a check of a new environment
+	LESSON_DATA=$${LESSON_DATA:-synthetic} LESSON_QUICK=$${LESSON_QUICK:-1} $(BIN)/python -m pytest -p no:xdist -p no:cacheprovider $(NOTEBOOKS)
 
 lint: $(BIN)/.installed  ## ruff, codespell, notebooks in sync with the episodes and clean (also part of make test)
 	$(BIN)/ruff check

@@ -1,8 +1,8 @@
 """Shared test set-up.
 
-The notebooks (collected by nbval from notebooks/) run on the synthetic stand-in in quick mode,
+The notebooks the tests run (nbclient, nbval) run on the synthetic stand-in in quick mode,
 with their data files in a temporary folder. The variables are set here, at import, so that
-every Jupyter kernel nbval starts inherits them.
+every Jupyter kernel a test starts inherits them.
 """
 
 import os

@@ -2,6 +2,8 @@
 clean. The learners' notebooks (notebooks/learner/) are tested in test_type_along.py."""
 
 import json
+import subprocess
+import sys
 
 import make_notebooks as mk
 import pytest
@@ -121,3 +123,18 @@ The caption.
 def test_an_unclosed_directive_is_an_error():
     with pytest.raises(ValueError, match="never closed"):
         mk.plain_markdown(":::{callout} Oops\ntext\n")
+
+
+def test_nbval_runs_a_complete_notebook_as_make_check_notebooks_does():
+    """``make check-notebooks`` (nbval, every code cell run in one kernel, errors fail) works: on
+    notebook 01 here, every complete notebook being run once elsewhere in the suite
+    (tests/test_shared_data_folder.py)."""
+    options = ["-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider"]
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert " ".join(options) + " $(NOTEBOOKS)" in makefile
+    notebook = ROOT / "notebooks" / "01-introduction.ipynb"
+    cells = [c for c in json.loads(notebook.read_text())["cells"] if c["cell_type"] == "code"]
+    done = subprocess.run([sys.executable, *options, str(notebook)], cwd=ROOT, text=True,
+                          capture_output=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert f"{len(cells)} passed" in done.stdout, done.stdout[-1000:]

@@ -6,9 +6,9 @@ Every notebook is covered in three ways:
 
 - every notebook runs complete, in quick mode on the synthetic stand-in, offline, as an
   unprivileged process with the data folder read-only: every cell runs, and nothing is
-  written into the data folder. This runs the notebooks a second time in the suite (nbval
-  runs them too, with a writable data folder): in two tests, 04 and 05 (the guide's
-  workshop) and the rest, both in this file's process of ``make test``. On a 2-core Intel
+  written into the data folder. This is the suite's one run of every complete notebook
+  (``make check-notebooks`` runs them with nbval, for an instructor): in two tests, 04 and 05
+  (the guide's workshop) and the rest, both in this file's process of ``make test``. On a 2-core Intel
   Xeon virtual machine shared with other work (2026-11-27), 04 and 05 took 30 to 56 s, and
   06 to 09 68 s when the machine was quiet (several times longer under load);
 - every place any notebook writes a file is found by reading its code

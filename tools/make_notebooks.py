@@ -9,8 +9,8 @@ instructor notes are left out. Notebooks are written without outputs.
 
 Each episode gives two notebooks, which differ in code cells and in the header under the title:
 
-- ``notebooks/NN-slug.ipynb``, the *complete* notebook: every cell filled in. CI (nbval),
-  ``tools/record_run.py`` and the batch jobs run it; instructors teach from it.
+- ``notebooks/NN-slug.ipynb``, the *complete* notebook: every cell filled in. The tests, nbval
+  (``make check-notebooks``), ``tools/record_run.py`` and the batch jobs run it; instructors teach from it.
 - ``notebooks/learner/NN-slug.ipynb``, the *learner's* notebook (``make lab``, the Open
   OnDemand app, ``python -m gpulesson.workcopy``). In a type-along episode (the core part of
   ``_toc.yml``, or front matter ``type-along: true``; ``false`` opts out) a code cell is
