@@ -121,13 +121,16 @@ def test_figures_exist_and_are_the_ones_the_draw_script_writes():
         path = (EPISODE.parent / src).resolve()
         assert path.is_file(), src
         assert path.parent == draw_feeding.FOLDER.resolve(), src
-        assert path.name in (*draw_feeding.FIGURES, ceiling.FILE, workers.FILE), src
-    assert {p.rsplit("/", 1)[-1] for p in shown} == {*draw_feeding.FIGURES, ceiling.FILE,
-                                                    workers.FILE}
+    # each figure's script and results file; the profile's has a script of its own
+    drawn_by = {**dict.fromkeys((*draw_feeding.FIGURES, ceiling.FILE, workers.FILE),
+                                ("figures.py", r"results/(feeding|ceiling|workers)\.jsonl")),
+                profile.FILE: ("profile.py", r"results/profile\.jsonl")}
+    assert {p.rsplit("/", 1)[-1] for p in shown} == set(drawn_by)
     # the captions name the script and the results file
     for caption in re.findall(r"^:{3,}\{figure\}.*?^:{3,}$", TEXT, re.DOTALL | re.MULTILINE):
-        assert "fig/09-feeding-the-gpu/figures.py" in caption
-        assert re.search(r"results/(feeding|ceiling|workers)\.jsonl", caption), caption
+        script, results = drawn_by[FIGURE.search(caption)[1].rsplit("/", 1)[-1]]
+        assert f"fig/09-feeding-the-gpu/{script}" in caption
+        assert re.search(results, caption), caption
 
 
 def test_every_option_shown_for_the_benchmark_exists():
@@ -360,3 +363,34 @@ def test_pipeline_names_are_defined_before_they_are_used():
     table = BODY[legend:BODY.index("## Is the GPU waiting?")]
     for name in names:
         assert f"`{name}`" in table, name
+
+
+def test_the_page_stays_short_once_the_card_is_profiled_and_its_settings_recorded(tmp_path):
+    """The next GPU lease adds the profile (both devices) and the settings on the card: the page
+    built from such records (made up, shaped like the first H200 run's) keeps the limits of
+    :func:`test_the_page_is_short_and_its_sentences_too`, so that unpacking them breaks nothing."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import core_check
+    from carpentry import fill_placeholders
+    from conftest import lesson_files
+    from test_09_gpu_settings import h200_shaped
+    from test_09_profile import made_record
+
+    from gpulesson.results import append_record
+
+    root = lesson_files(tmp_path / "lesson")
+    results = root / "results"
+    h200_shaped(results)  # appends to results/gpu-settings.jsonl
+    for record in (
+            made_record("cpu", step=0.3, run_id="p1",
+                        host={"input": 0.001, "dispatch": 0.001, "other": 0.298},
+                        dev={"kernels": 0.29, "copies": 0.0, "idle": 0.01}),
+            made_record("gpu", step=0.002, gpu="NVIDIA H200", run_id="p1",
+                        host={"input": 0.0004, "dispatch": 0.0003, "other": 0.0013},
+                        dev={"kernels": 0.0005, "copies": 0.0, "idle": 0.0015})):
+        append_record(results / "profile.jsonl", record)
+    page = core_check.parse_body(fill_placeholders(BODY, root))
+    assert "NVIDIA H200" in " ".join(page.paragraphs), "the made-up GPU records are on the page"
+    assert sum(core_check.words(p) for p in page.paragraphs) <= 4300
+    longest = max(core_check.sentences(page.paragraphs), key=core_check.words)
+    assert core_check.words(longest) <= 50, longest

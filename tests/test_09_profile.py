@@ -128,6 +128,8 @@ def test_without_records_the_page_says_not_recorded_and_with_them_answers_the_ex
     assert "kernels 97% of the step; cut the arithmetic first" in values["ref_prof_cut"]
     assert "kernels 25% of the step; cut the host's rest of fit (65%) first" in values["ref_prof_cut"]
     assert page.REMEDIES["other"] in values["ref_prof_cut"]
+    # a CPU's arithmetic: never mixed precision, which most CPUs run slower
+    assert page.CPU_KERNELS in values["ref_prof_cut"] and "bfloat16" not in values["ref_prof_cut"]
     assert "NVIDIA H200's published dense TF32 peak (494.5 TFLOP/s)" in values["ref_prof_gpu_lines"]
     assert "35 % on average" in values["ref_prof_gpu_lines"]
     assert "not sampled" in values["ref_prof_cpu_lines"]

@@ -140,7 +140,8 @@ def measure(*, devices, batch_size: int, repeats: int, warmup: int = WARMUP, see
             budget = Budget(warmup, repeats)
             meter = BusyMeter()
             started = time.perf_counter()
-            model.fit(train, epochs=warmup + repeats, verbose=0,
+            progress(f"{device}: training {warmup} warm-up and {repeats} timed epoch(s) ...")
+            model.fit(train, epochs=warmup + repeats, verbose=2,  # a line an epoch
                       callbacks=[synced_epoch_timer(budget), lesson.DataEpoch(train)])
             busy = meter.read()
             used = utilisation(model, train, device)

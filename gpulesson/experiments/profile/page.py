@@ -28,6 +28,8 @@ REMEDIES = {
     "other": "fewer, larger steps (a larger batch)",
     "kernels": "cheaper arithmetic (mixed bfloat16, a smaller model)",
 }
+# Most CPUs have no 16-bit units: mixed precision slows them down (episode 9's exercise).
+CPU_KERNELS = "less arithmetic (a smaller model), or hardware built for it"
 
 
 def ms(seconds: float) -> str:
@@ -121,7 +123,7 @@ def cut_text(record: dict) -> str:
             f"the host's {LABELS.get(name, name)} ({share:.0%})")
     return (f"{record['device_kind'].upper()} ({device_name(record)}): kernels "
             f"{found['device']['kernels'] / found['step']:.0%} of the step; cut {what} first: "
-            f"{REMEDIES[name]}.")
+            f"{CPU_KERNELS if (name, record['device_kind']) == ('kernels', 'cpu') else REMEDIES[name]}.")
 
 
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
