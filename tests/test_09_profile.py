@@ -200,3 +200,23 @@ def test_bad_options_and_another_backend_get_one_line_that_says_what_to_do(capsy
         assert main(["--devices", "cpu", "--out", "/nonexistent/profile.jsonl"]) == 2
         assert capsys.readouterr().err.strip() == (
             "The profile reads JAX's profiler: run it with KERAS_BACKEND=jax.")
+
+
+def test_a_run_of_the_gpu_alone_keeps_the_older_cpu_record_each_named_with_its_run(tmp_path):
+    """A GPU node's lease profiles the GPU in a run of its own: the CPU's record of an older
+    run stays on the page, and the page names each device's run."""
+    path = tmp_path / "profile.jsonl"
+    append_record(path, made_record("cpu", step=0.3, run_id="old-cpu",
+                                    host={"input": 0.001, "dispatch": 0.001, "other": 0.298},
+                                    dev={"kernels": 0.29, "copies": 0.0, "idle": 0.01}))
+    append_record(path, made_record("gpu", step=0.002, gpu="NVIDIA H200", run_id="new-gpu",
+                                    host={"input": 0.0004, "dispatch": 0.0003, "other": 0.0013},
+                                    dev={"kernels": 0.0005, "copies": 0.0, "idle": 0.0015}))
+    assert [r["run_id"] for r in profile.reference_run(path)] == ["old-cpu", "new-gpu"]
+    values = profile.substitutions(path)
+    assert "| CPU (" in values["ref_prof_table"] and "| GPU (NVIDIA H200)" in values["ref_prof_table"]
+    when = values["ref_prof_when"]
+    assert when.startswith("CPU: run old-cpu") and "; GPU: run new-gpu" in when, when
+    (fig,) = profile.figures(profile.reference_run(path))
+    titles = [ax.get_title(loc="left") for ax in fig.axes]
+    assert "run old-cpu" in titles[0] and "run new-gpu" in titles[1], titles

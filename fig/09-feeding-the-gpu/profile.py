@@ -2,9 +2,8 @@
 
     python fig/09-feeding-the-gpu/profile.py [RESULTS]   ->  profile-step.svg
 
-RESULTS defaults to results/profile.jsonl. The run drawn is the newest one with CPU and GPU
-records, else the newest with GPU records, else the newest run
-(gpulesson.experiments.profile.reference_run); record one with
+RESULTS defaults to results/profile.jsonl. Each device's panel is drawn from the newest run
+that profiled it (gpulesson.experiments.profile.reference_run); record one with
 ``KERAS_BACKEND=jax python -m gpulesson.experiments.profile``. Without a run, the script says so,
 draws nothing and exits with status 0.
 """

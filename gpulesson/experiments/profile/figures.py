@@ -55,8 +55,8 @@ def figures(records):
                             va="center", fontsize=8)
                 left += ms
         ax.set_yticks([0, 1], ["device", "host"])
-        ax.set_title(f"{device.upper()}: {hardware([record]).get(device.upper(), '')}, "
-                     f"{found['steps']} steps profiled", fontsize=9, loc="left")
+        ax.set_title(f"{device.upper()}: {hardware([record]).get(device.upper(), '')}, run "
+                     f"{record['run_id']}, {found['steps']} steps profiled", fontsize=9, loc="left")
         ax.set_xlabel("milliseconds per training step")
     handles, labels = axes[0, 0].get_legend_handles_labels()
     unique = dict(zip(labels, handles, strict=True))

@@ -25,6 +25,7 @@ import statistics
 from gpulesson import results
 from gpulesson.devices import keras_device_name
 from gpulesson.experiments.common import SUMMARY_KEY, summarise
+from gpulesson.experiments.parts import reference_parts
 from gpulesson.gpu_peaks import peaks_for
 from gpulesson.results import make_record
 
@@ -65,8 +66,10 @@ def measurement_record(budget, *, run_id: str, device: str, batch_size: int, n_i
 
 
 def reference_run(path=RESULTS_FILE) -> list[dict]:
-    """The newest run with CPU and GPU records, else with GPU records, else the newest run."""
-    return results.reference_run(path, EXPERIMENT)
+    """For each device, CPU first, its record in the newest run that profiled it
+    (:func:`gpulesson.experiments.parts.reference_parts`): a GPU node's run of the GPU alone
+    leaves an older run's CPU record on the page, each named with its run."""
+    return reference_parts(path, EXPERIMENT, complete=bool)
 
 
 def find(records, device: str) -> dict | None:
