@@ -137,6 +137,20 @@ def random_hdf5(folder: Path, n_train: int, n_test: int = 20, seed: int = 0) -> 
                       class_names=[f"c{i}" for i in range(10)], progress=False)
 
 
+def run_on_jax_cpu(code: str, timeout: int = 300):
+    """Run ``code`` in a new Python with Keras on JAX and JAX on the CPU (the lesson's package
+    importable), as a GPU node's Python would start without its GPU; it must succeed and print
+    JSON as its last line, which is returned."""
+    import json
+
+    env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu",
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          check=False, timeout=timeout, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def lesson_files(dest: Path) -> Path:
     """Copy the lesson's tracked and new (not ignored) files to dest, as a fresh clone has them."""
     listed = subprocess.run(

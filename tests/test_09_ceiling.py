@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import ROOT, run_on_jax_cpu
 
 from gpulesson.experiments import ceiling
 from gpulesson.experiments.ceiling import page, records
@@ -350,12 +350,7 @@ def test_the_device_pipeline_is_measured_through_device_batches_on_jax():
     benchmark's DeviceBatches (one compiled take a batch), not eager slices of a jax.Array, and
     its record says so; ``ram`` stays a PyDataset slicing arrays in RAM."""
     pytest.importorskip("jax")
-    env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu",
-           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-c", _MEASURE_DEVICE], env=env, capture_output=True,
-                          text=True, check=False, timeout=300, cwd=ROOT)
-    assert done.returncode == 0, done.stderr[-3000:]
-    found = json.loads(done.stdout.strip().splitlines()[-1])
+    found = run_on_jax_cpu(_MEASURE_DEVICE)
     assert found["feeds"] == {"ram": "ArrayBatches", "device": "DeviceBatches"}
     assert found["shuffle"] is False  # DeviceBatches draws its own order
     assert found["fed"] == ["ArrayBatches", "DeviceBatches"]

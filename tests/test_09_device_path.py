@@ -7,14 +7,10 @@ slice and a numpy batch both make one), every image comes once per epoch in a ne
 the per-step work is one compiled call that is not compiled again.
 """
 
-import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import run_on_jax_cpu
 
 jax = pytest.importorskip("jax")
 
@@ -131,12 +127,7 @@ print(json.dumps(found))
 def test_fit_takes_every_steady_step_with_no_copy_from_the_host_on_jax():
     """With Keras' JAX backend, ``fit`` from the feeding benchmark's ``device`` pipeline copies
     nothing from host to device in a step; the old eager slices and the RAM path do."""
-    env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu",
-           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-c", _FIT], env=env, capture_output=True, text=True,
-                          check=False, timeout=300, cwd=ROOT)
-    assert done.returncode == 0, done.stderr[-3000:]
-    found = json.loads(done.stdout.strip().splitlines()[-1])
+    found = run_on_jax_cpu(_FIT)
     assert found["class"] == "DeviceBatches"
     assert found["method"] == {"method": fr.DEVICE_METHODS["jax"]}
     assert found["device"] == "no copy"

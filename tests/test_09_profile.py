@@ -3,12 +3,9 @@ the arithmetic, the page without and with GPU records, and one real trace of a f
 
 import gzip
 import json
-import os
-import subprocess
-import sys
 
 import pytest
-from conftest import ROOT
+from conftest import run_on_jax_cpu
 
 from gpulesson.experiments import profile
 from gpulesson.experiments.common import Budget
@@ -174,12 +171,7 @@ print(json.dumps(profile_steps(model, batches, 5)))
 def test_a_real_trace_of_a_few_cpu_steps_is_read():
     """``jax.profiler`` on this CPU: the window, the input, the dispatches and XLA's threads
     are all found in the trace it writes."""
-    env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu",
-           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-c", _TRACE], env=env, capture_output=True,
-                          text=True, check=False, timeout=300, cwd=ROOT)
-    assert done.returncode == 0, done.stderr[-3000:]
-    found = json.loads(done.stdout.strip().splitlines()[-1])
+    found = run_on_jax_cpu(_TRACE)
     assert found["steps"] == 5 and found["step"] > 0
     assert found["host"]["input"] > 0 and found["host"]["dispatch"] > 0
     assert found["device"]["kernels"] > 0 and found["device"]["copies"] == 0
