@@ -177,11 +177,12 @@ def lesson_files(dest: Path) -> Path:
     return dest
 
 
-def build_book(source: Path) -> subprocess.CompletedProcess:
-    """Build the Jupyter Book in ``source`` the way 'make site' does (warnings are errors)."""
+def build_book(source: Path, keep_going: bool = True) -> subprocess.CompletedProcess:
+    """Build the Jupyter Book in ``source`` the way 'make site' does (warnings are errors);
+    ``keep_going=False`` stops at the first error (a test of a build that must fail)."""
     return subprocess.run(
         [str(Path(sys.executable).with_name("jupyter-book")), "build", str(source),
-         "--builder", "html", "--warningiserror", "--keep-going"],
+         "--builder", "html", "--warningiserror", *(["--keep-going"] if keep_going else [])],
         capture_output=True, text=True, timeout=600,
     )
 

@@ -158,7 +158,7 @@ def test_bad_front_matter_fails_the_build(tmp_path):
     source = lesson_files(tmp_path)
     episode = source / "_episodes" / "01-introduction.md"
     episode.write_text(episode.read_text().replace("teaching: ", "teaching_minutes: ", 1))
-    result = build_book(source)
+    result = build_book(source, keep_going=False)  # stops at the first error
     assert result.returncode != 0
     assert "missing key 'teaching'" in result.stdout + result.stderr
 
