@@ -80,14 +80,6 @@ def process_group(nodeid: str) -> str:
     return next((group for group, files in SHARED.items() if name in files), path)
 
 
-# The files that take longest (40 s to 3 minutes on a 2-core machine, 2026-11-27), longest
-# first: started early, so that no long one is left for the end while the other process idles.
-LONGEST = ("test_shared_data_folder.py", "test_lesson_training.py", "test_reference_stages.py",
-           "test_09_feeding_pipelines.py", "test_train_job.py", "test_05_contention.py",
-           "test_catch_up.py", "test_parallel.py", "test_check.py", "test_placeholders.py",
-           "test_09_grain.py", "test_04_data_order.py", "test_bad_input.py", "test_torch_ddp.py")
-
-
 @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: only called where it is installed
 def pytest_xdist_make_scheduler(config, log):
     if config.getvalue("dist") in ("no", "each"):
@@ -96,14 +88,14 @@ def pytest_xdist_make_scheduler(config, log):
 
     class ByGroup(LoadScopeScheduling):
         """Load scheduling of whole groups (``process_group``): the shared ones first, as they
-        take longest (and Slurm's jobs leave cores idle while they wait), then :data:`LONGEST`,
-        then the others."""
+        take longest (and Slurm's jobs leave cores idle while they wait), then the others, the
+        largest first."""
 
         def _split_scope(self, nodeid):
             return process_group(nodeid)
 
         def _assign_work_unit(self, node):
-            for group in reversed([*SHARED, *(f"tests/{name}" for name in LONGEST)]):
+            for group in reversed(SHARED):
                 if group in self.workqueue:
                     self.workqueue.move_to_end(group, last=False)
             super()._assign_work_unit(node)
@@ -112,10 +104,6 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 def pytest_collection_modifyitems(config, items):
-    gone = [name for name in LONGEST if not (ROOT / "tests" / name).is_file()]
-    if gone:
-        raise pytest.UsageError(f"tests/conftest.py's LONGEST names files that are gone: "
-                                f"{', '.join(gone)}: take them out or rename them there")
     for item in items:
         for fixture, group in SHARED_FIXTURES.items():
             if fixture in getattr(item, "fixturenames", ()) and \
