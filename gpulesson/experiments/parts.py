@@ -62,6 +62,13 @@ def part_runs(records) -> dict[str, str]:
     return found
 
 
+def run_labels(records) -> list[str]:
+    """``"CPU: run ID, software"`` for each device's part of ``records``, CPU first."""
+    return [f"{device.upper()}: run {run_id}, "
+            f"{results.software([r for r in records if r['run_id'] == run_id])}"
+            for device, run_id in part_runs(records).items()]
+
+
 def host(record: dict) -> str:
     """The CPU a record's process ran on, as the record names it: "AMD EPYC, 2 cores"; a GPU
     record names the host of its GPU the same way."""

@@ -31,7 +31,7 @@ from gpulesson.experiments.ceiling.records import (
     verdict,
 )
 from gpulesson.experiments.common import markdown_table, summary_text
-from gpulesson.results import NOT_RECORDED, hardware, software
+from gpulesson.results import NOT_RECORDED, hardware
 
 
 def rate_text(record: dict | None) -> str:
@@ -63,8 +63,7 @@ def describe(records) -> str:
     """The run as plain text (for the command line)."""
     if not records:
         return "No ceiling records."
-    out = [f"{device.upper()}: run {run_id}, {software([r for r in records if r['run_id'] == run_id])}"
-           for device, run_id in parts.part_runs(records).items()]
+    out = parts.run_labels(records)
     for backend_device, name, rate, said in rows(records):
         out.append(f"  {backend_device:16} {name:17} {rate:40} {said}")
     return "\n".join(out)

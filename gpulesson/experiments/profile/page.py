@@ -9,7 +9,7 @@ values say :data:`~gpulesson.results.NOT_RECORDED`, so that the episode's
 from __future__ import annotations
 
 from gpulesson.experiments.common import markdown_table, summary_text
-from gpulesson.experiments.parts import part_runs
+from gpulesson.experiments.parts import run_labels
 from gpulesson.experiments.profile.figures import LABELS, alt_text
 from gpulesson.experiments.profile.records import (
     RESULTS_FILE,
@@ -139,8 +139,6 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         "ref_prof_gpu_lines": " ".join(summary_lines(gpu)) if gpu else NOT_RECORDED,
         "ref_prof_cpu_lines": " ".join(summary_lines(cpu)) if cpu else NOT_RECORDED,
         "ref_prof_cut": " ".join(cut_text(r) for r in (cpu, gpu) if profiled(r)) or NOT_RECORDED,
-        "ref_prof_when": "; ".join(
-            f"{device.upper()}: run {run_id}, {software([r for r in records if r['run_id'] == run_id])}"
-            for device, run_id in part_runs(records).items()) or NOT_RECORDED,
+        "ref_prof_when": "; ".join(run_labels(records)) or NOT_RECORDED,
         "ref_prof_alt": alt_text(records),
     }

@@ -26,7 +26,7 @@ from gpulesson.experiments.workers.records import (
     reference_run,
     teardown_may_be_timed,
 )
-from gpulesson.results import NOT_RECORDED, hardware, software
+from gpulesson.results import NOT_RECORDED, hardware
 
 NONE = ("No run with Grain's worker processes has been recorded yet: "
         "`python -m gpulesson.experiments.workers` records one.")
@@ -58,8 +58,7 @@ def describe(records) -> str:
     """The run as plain text (for the command line)."""
     if not records:
         return "No workers records."
-    out = [f"{device.upper()}: run {run_id}, {software([r for r in records if r['run_id'] == run_id])}"
-           for device, run_id in parts.part_runs(records).items()]
+    out = parts.run_labels(records)
     for backend_device, work, n, rate, said in rows(records):
         out.append(f"  {backend_device:12} {work:24} {n:>2} {rate:42} {said}")
     return "\n".join(out)
