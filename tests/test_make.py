@@ -56,6 +56,22 @@ def test_make_site_builds_in_the_small_environment():
     assert "requirements/dev.txt" in rule and "requirements/site.txt" not in rule, rule
 
 
+@needs_make
+def test_the_test_and_site_environments_install_with_the_pinned_uv_or_with_pip():
+    """uv installs the same pinned files as pip would, into the environment's own Python;
+    INSTALLER=pip installs them with pip alone."""
+    for target, bin_ in (("venv", ".venv/bin"), (".venv-site/bin/.installed", ".venv-site/bin")):
+        line = command_of(dry_run("-B", target), "uv pip install")
+        assert line.startswith(f"{bin_}/python -m pip install --quiet -r requirements/installer.txt"
+                               f" && "), line
+        assert f"UV_NATIVE_TLS=1 {bin_}/uv pip install --quiet --python {bin_}/python -r " in line
+        assert line.endswith(" -c requirements/constraints.txt"), line
+    plain = dry_run("-B", "venv", "INSTALLER=pip")
+    assert "uv pip" not in plain and "installer.txt" not in plain, plain
+    assert ".venv/bin/python -m pip install --quiet -r requirements/dev.txt -c " \
+        "requirements/constraints.txt" in plain, plain
+
+
 def test_the_site_extension_fills_every_page_without_the_frameworks(tmp_path):
     """What _ext/carpentry.py imports to fill the pages must not need TensorFlow, Keras, h5py,
     PyTorch or matplotlib, which the site's environment does not have."""

@@ -134,3 +134,9 @@ def test_the_lab_environment_has_what_the_notebooks_need_and_nothing_heavy():
     for name, version in lab.items():
         if name in gpu:
             assert gpu[name] == version, f"{name}: {version} in lab.txt, {gpu[name]} in gpu.txt"
+
+
+def test_the_installer_is_pinned_as_in_the_lock():
+    """uv (the Makefile's installer) is pinned, to the version 'make lock' writes."""
+    lock = pins([l for l in (REQ / "constraints.txt").read_text().splitlines() if not l.startswith("#")], REQ)
+    assert req("installer.txt") == {"uv": lock["uv"]}
