@@ -64,7 +64,9 @@ def test_the_test_and_site_environments_install_with_the_pinned_uv_or_with_pip()
         line = command_of(dry_run("-B", target), "uv pip install")
         assert line.startswith(f"{bin_}/python -m pip install --quiet -r requirements/installer.txt"
                                f" && "), line
-        assert f"UV_NATIVE_TLS=1 {bin_}/uv pip install --quiet --python {bin_}/python -r " in line
+        # Compiled at install: with PYTHONDONTWRITEBYTECODE set, no import would compile it.
+        assert f"UV_NATIVE_TLS=1 {bin_}/uv pip install --quiet --compile-bytecode --python "\
+               f"{bin_}/python -r " in line, line
         assert line.endswith(" -c requirements/constraints.txt"), line
     plain = dry_run("-B", "venv", "INSTALLER=pip")
     assert "uv pip" not in plain and "installer.txt" not in plain, plain
