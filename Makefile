@@ -58,7 +58,7 @@ help:  ## list the targets
 INSTALLER ?= uv
 ifeq ($(INSTALLER),uv)
 install = $(1)/python -m pip install --quiet -r requirements/installer.txt && \
-	UV_NATIVE_TLS=1 $(1)/uv pip install --quiet --compile-bytecode --python $(1)/python $(2)
+	UV_SYSTEM_CERTS=1 $(1)/uv pip install --quiet --compile-bytecode --python $(1)/python $(2)
 else
 install = $(1)/python -m pip install --quiet $(2)
 endif

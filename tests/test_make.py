@@ -65,7 +65,7 @@ def test_the_test_and_site_environments_install_with_the_pinned_uv_or_with_pip()
         assert line.startswith(f"{bin_}/python -m pip install --quiet -r requirements/installer.txt"
                                f" && "), line
         # Compiled at install: with PYTHONDONTWRITEBYTECODE set, no import would compile it.
-        assert f"UV_NATIVE_TLS=1 {bin_}/uv pip install --quiet --compile-bytecode --python "\
+        assert f"UV_SYSTEM_CERTS=1 {bin_}/uv pip install --quiet --compile-bytecode --python "\
                f"{bin_}/python -r " in line, line
         assert line.endswith(" -c requirements/constraints.txt"), line
     plain = dry_run("-B", "venv", "INSTALLER=pip")
