@@ -6,6 +6,7 @@ every Jupyter kernel a test starts inherits them.
 """
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -204,12 +205,41 @@ def recorded_lesson(tmp_path_factory):
     return root, result
 
 
+FURTHER = "Further episodes"  # the part of _toc.yml that a build of the core leaves out
+
+
+def core_only(root: Path) -> None:
+    """Make the lesson copy ``root`` a site of the core: the toc without its further episodes
+    and the schedule without their breaks, a build of about a quarter of the full one's time.
+    A link into the episodes left out is not a warning there: the full build (``built_site``)
+    checks every link."""
+    import yaml
+
+    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
+    gone = [chapter["file"].rsplit("/", 1)[-1] for part in toc["parts"]
+            if part["caption"] == FURTHER for chapter in part["chapters"]]
+    assert gone, f"_toc.yml has no part {FURTHER!r}: update tests/conftest.py"
+    toc["parts"] = [part for part in toc["parts"] if part["caption"] != FURTHER]
+    (root / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False), encoding="utf-8")
+    config = (root / "_config.yml").read_text(encoding="utf-8")
+    config = re.sub(rf"^ +(?:{'|'.join(map(re.escape, gone))}): \d+.*\n", "", config, flags=re.M)
+    assert not any(slug in config for slug in gone), "_config.yml names a further episode"
+    assert config.count("\n  config:\n") == 1 and "suppress_warnings" not in config
+    config = config.replace("\n  config:\n",
+                            "\n  config:\n    suppress_warnings: [myst.xref_missing]\n")
+    (root / "_config.yml").write_text(config, encoding="utf-8")
+
+
 @pytest.fixture(scope="session")
-def recorded_site(recorded_lesson):
-    """The site built from the lesson copy with the recorded run: (html folder, build log)."""
+def recorded_site(recorded_lesson, tmp_path_factory):
+    """The site of the core episodes (``core_only``) built from a copy of the lesson copy with
+    the recorded run: (html folder, build log)."""
     root, recorded = recorded_lesson
     assert recorded.returncode == 0, recorded.stdout[-3000:] + recorded.stderr[-3000:]
-    return root / "_build" / "html", build_book(root)
+    site = tmp_path_factory.mktemp("recorded-site") / "lesson"
+    shutil.copytree(root, site, ignore=shutil.ignore_patterns("_build"))
+    core_only(site)
+    return site / "_build" / "html", build_book(site)
 
 
 @pytest.fixture(scope="module")
