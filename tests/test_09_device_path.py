@@ -7,7 +7,6 @@ slice and a numpy batch both make one), every image comes once per epoch in a ne
 the per-step work is one compiled call that is not compiled again.
 """
 
-
 import numpy as np
 import pytest
 from conftest import run_on_jax_cpu

@@ -249,12 +249,12 @@ def test_each_stage_runs_in_quick_mode_with_an_existing_python(node_copy, stage)
         # One notebook of the stage stands for the others (each is the same command): the one
         # whose full-size run in the lesson's record (executed/) was the shortest.
         spec = reference.STAGES[stage]
-        first = min((s for s in spec.steps if s.name.startswith("notebook")), key=_recorded_wall)
+        stand_in = min((s for s in spec.steps if s.name.startswith("notebook")), key=_recorded_wall)
         state = root / "_build" / "reference" / "state.json"
         state.parent.mkdir(parents=True, exist_ok=True)
         saved = json.loads(state.read_text()) if state.exists() else {}
         saved.setdefault("stages", {})[stage] = {
-            "done": [s.name for s in spec.steps if s.name.startswith("notebook") and s is not first]}
+            "done": [s.name for s in spec.steps if s.name.startswith("notebook") and s is not stand_in]}
         state.write_text(json.dumps(saved))
     done = _make_stage(root, data_dir, stage)
     output = done.stdout + done.stderr

@@ -35,6 +35,12 @@ def req(name: str) -> dict:
     return pins((REQ / name).read_text().splitlines(), REQ)
 
 
+def locked() -> dict:
+    """{package: version} of the full lock, requirements/constraints.txt."""
+    lines = (REQ / "constraints.txt").read_text().splitlines()
+    return pins([line for line in lines if not line.startswith("#")], REQ)
+
+
 def test_environment_yml_matches_the_gpu_requirements():
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     deps = env["dependencies"]
@@ -71,7 +77,7 @@ def test_gpu_nodes_get_the_cuda_build_of_the_tested_jax():
 
 
 def test_lock_agrees_with_the_direct_pins():
-    lock = pins([l for l in (REQ / "constraints.txt").read_text().splitlines() if not l.startswith("#")], REQ)
+    lock = locked()
     for name, version in req("dev.txt").items():
         if name in lock:
             assert lock[name] == version, f"{name}: {version} in requirements, {lock[name]} in the lock"
@@ -87,7 +93,7 @@ def test_pins_parser_catches_unpinned_lines(tmp_path):
 
 def test_the_site_environment_is_small_and_has_the_locked_versions():
     site = req("site.txt")
-    lock = pins([l for l in (REQ / "constraints.txt").read_text().splitlines() if not l.startswith("#")], REQ)
+    lock = locked()
     for name, version in site.items():
         assert lock.get(name) == version, f"{name}: {version} in site.txt, {lock.get(name)} in the lock"
     assert {"jupyter-book", "sphinx-lesson", "pyyaml"} <= site.keys()
@@ -99,7 +105,7 @@ def test_the_site_environment_is_small_and_has_the_locked_versions():
 def test_a_gpu_nodes_wheels_are_the_locked_versions_and_cover_what_recording_needs():
     """requirements/node.txt: what travels to a GPU node as wheels (README.md)."""
     node = req("node.txt")
-    lock = pins([l for l in (REQ / "constraints.txt").read_text().splitlines() if not l.startswith("#")], REQ)
+    lock = locked()
     for name, version in node.items():
         assert lock.get(name) == version, f"{name}: {version} for the node, {lock.get(name)} in the lock"
     # Keras, the notebook-executing stack, and NVML for the records' driver version.
@@ -126,7 +132,7 @@ def test_the_lab_environment_has_what_the_notebooks_need_and_nothing_heavy():
     text = "".join((REQ / name).read_text() for name in ("lab.txt", "cpu.txt", "common.txt"))
     assert "[and-cuda]" not in text and "-r dev.txt" not in text and "-r torch.txt" not in text
     # The same versions as the full environment and the GPU nodes.
-    lock = pins([l for l in (REQ / "constraints.txt").read_text().splitlines() if not l.startswith("#")], REQ)
+    lock = locked()
     for name, version in lab.items():
         if name in lock:
             assert lock[name] == version, f"{name}: {version} in lab.txt, {lock[name]} in the lock"
@@ -138,5 +144,5 @@ def test_the_lab_environment_has_what_the_notebooks_need_and_nothing_heavy():
 
 def test_the_installer_is_pinned_as_in_the_lock():
     """uv (the Makefile's installer) is pinned, to the version 'make lock' writes."""
-    lock = pins([l for l in (REQ / "constraints.txt").read_text().splitlines() if not l.startswith("#")], REQ)
+    lock = locked()
     assert req("installer.txt") == {"uv": lock["uv"]}
