@@ -49,7 +49,8 @@ def made_up_gpu(monkeypatch):
                                           "setting": "made up"}}
         return real(device)
 
-    monkeypatch.setattr(torch_reference, "torch_environment", environment)
+    # run_record reads it in records.py, the module it lives in, not in the package.
+    monkeypatch.setattr(torch_reference.records, "torch_environment", environment)
 
 
 def record(device, run_id, **kwargs):

@@ -105,12 +105,31 @@ def test_the_layout_has_its_three_parts():
     experiments = {module_name(p, PACKAGE).split(".")[2]
                    for p in (PACKAGE / "experiments").rglob("*.py") if p.name != "__init__.py"
                    or p.parent != PACKAGE / "experiments"}
-    for name in ("cnn", "matmul", "small_models", "torch_reference", "feeding", "layouts",
-                 "parallel", "train_job", "sweep"):
+    for name in ("cnn", "matmul", "small_models", "torch_reference", "calibration", "feeding",
+                 "layouts", "parallel", "train_job", "sweep"):
         assert name in experiments and name not in top, name
     assert {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"} == {
         "lesson", "experiments", "check"}, \
         "subpackages of gpulesson: lesson/, experiments/ and the instructor's check/ only"
+
+
+EXPERIMENT_PARTS = ("measure", "records", "page", "figures", "__main__")
+
+
+def test_every_experiment_that_records_and_fills_a_page_has_the_same_parts():
+    """An experiment whose records fill a page (``substitutions``) and that has a command line
+    is a package of the same parts in the same order: measure, records, page, figures, command
+    line. Modules that only read others' records (``decision``) or run jobs stay modules."""
+    experiments = PACKAGE / "experiments"
+    single = [p.name for p in experiments.glob("*.py")
+              if "def substitutions(" in (text := p.read_text(encoding="utf-8"))
+              and "def main(" in text]
+    assert not single, f"experiments in one module, not a package of {EXPERIMENT_PARTS}: {single}"
+    recorded = sorted(p.parent for p in experiments.glob("*/records.py"))
+    assert len(recorded) >= 11, recorded
+    for package in recorded:
+        missing = [part for part in EXPERIMENT_PARTS if not (package / f"{part}.py").exists()]
+        assert not missing, f"{package.name} lacks {missing}"
 
 
 def test_nothing_but_the_check_imports_the_check():

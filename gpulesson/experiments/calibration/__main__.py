@@ -1,0 +1,89 @@
+"""How the lesson's CNN learns the synthetic stand-in: accuracy per epoch, overfitting, confusions.
+
+    python -m gpulesson.experiments.calibration          # full size: 45,000 / 5,000 / 10,000, 30 epochs
+    python -m gpulesson.experiments.calibration --quick  # a tiny run, for the tests (also LESSON_QUICK=1)
+
+It trains the lesson's CNN on the stand-in (:func:`~gpulesson.experiments.calibration.measure.calibrate`)
+and appends one record to ``--out`` (default
+:data:`~gpulesson.experiments.calibration.records.RESULTS_FILE`): the history, the test accuracy
+and loss per epoch, the confusion matrices after the workshop's epochs and after the last, the
+machine, versions, load average and date, and a fingerprint of the generator, so that a changed
+stand-in shows that the record is stale.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from gpulesson.experiments.calibration.measure import (
+    FULL,
+    QUICK,
+    CalibrationError,
+    calibrate,
+    check_plan,
+)
+from gpulesson.experiments.calibration.records import EXPERIMENT, RESULTS_FILE, describe
+from gpulesson.experiments.common import add_out_option, add_seed_option
+from gpulesson.results import make_record, new_run_id
+
+
+def _parser() -> argparse.ArgumentParser:
+    # Named as the other experiments name theirs: argv[0] is now "__main__.py".
+    parser = argparse.ArgumentParser(prog="python -m gpulesson.experiments.calibration",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="a tiny run for tests (also with LESSON_QUICK=1)")
+    parser.add_argument("--epochs", type=int, default=None,
+                        help=f"epochs (default {FULL['epochs']}; quick {QUICK['epochs']})")
+    parser.add_argument("--n-train", type=int, default=None,
+                        help=f"training and validation images (default {FULL['n_train']:,})")
+    parser.add_argument("--n-test", type=int, default=None,
+                        help=f"test images (default {FULL['n_test']:,})")
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help=f"images per batch (default {FULL['batch_size']})")
+    parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
+                        help="where to train (default cpu; the accuracies do not depend on it)")
+    add_out_option(parser, RESULTS_FILE)
+    add_seed_option(parser)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    from gpulesson.settings import get_settings
+
+    quick = args.quick or get_settings().quick
+    base = QUICK if quick else FULL
+    try:
+        given = {"n_train": args.n_train, "n_test": args.n_test, "epochs": args.epochs,
+                 "batch_size": args.batch_size}
+        plan = check_plan(**{key: base[key] if value is None else value
+                             for key, value in given.items()})
+    except CalibrationError as exc:
+        print(f"error: {exc}. Nothing was measured or written.", file=sys.stderr)
+        return 2
+    from gpulesson.devices import KERAS_DEVICES, keras_device
+    from gpulesson.results import append_record
+
+    if args.device == "gpu" and not keras_device()["gpu_count"]:
+        print("No GPU is visible to Keras: run with --device cpu. Nothing was measured or written.",
+              file=sys.stderr)
+        return 2
+    print(f"Calibrating the stand-in: {plan['n_train']:,} images (a tenth for validation), "
+          f"{plan['n_test']:,} test images, {plan['epochs']} epochs on the {args.device.upper()}",
+          flush=True)
+    fields = calibrate(**plan, device=KERAS_DEVICES[args.device], seed=args.seed)
+    source = "gpulesson.experiments.calibration" + (" --quick" if quick else "")
+    record = make_record(EXPERIMENT, data="synthetic", run_id=new_run_id(), source=source,
+                         device_kind=args.device, **fields)
+    if args.device == "cpu":
+        record["device"] = "CPU"
+    append_record(args.out, record)
+    print(describe(record))
+    print(f"Appended the record of run {record['run_id']} to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,107 @@
+"""Measuring the calibration: the lesson's CNN trained on the stand-in, tested after every epoch.
+
+:func:`calibrate` trains the episode's own model (:func:`gpulesson.lesson.build_cnn` and
+:func:`gpulesson.lesson.compile_cnn`) on in-memory arrays split as the episode splits its file
+(the last tenth of the training images is the validation set); after every epoch it also
+predicts the test images. Keras is imported only when it trains.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from gpulesson.experiments.calibration.records import WORKSHOP_EPOCHS
+from gpulesson.timing import load_average
+
+FULL = {"n_train": 50_000, "n_test": 10_000, "epochs": 30, "batch_size": 256}
+QUICK = {"n_train": 2_000, "n_test": 500, "epochs": 2, "batch_size": 64}
+
+
+class CalibrationError(ValueError):
+    """An option that cannot give a calibration run; the message says what to use."""
+
+
+def generator_fingerprint(seed: int = 0) -> str:
+    """A short hash of the stand-in's first images: it changes whenever the generator does."""
+    from gpulesson.synthetic import CHUNK, make_synthetic
+
+    (x, y), (xt, yt) = make_synthetic(CHUNK, CHUNK, seed=seed, progress=False)
+    digest = hashlib.sha256()
+    for array in (x, y, xt, yt):
+        digest.update(array.tobytes())
+    return digest.hexdigest()[:12]
+
+
+def check_plan(n_train: int, n_test: int, epochs: int, batch_size: int) -> dict:
+    """The run's sizes, checked before anything is generated, trained or written."""
+    plan = {"n_train": n_train, "n_test": n_test, "epochs": epochs, "batch_size": batch_size}
+    for name, value in plan.items():
+        if int(value) != value or value < 1:
+            raise CalibrationError(f"{name} must be a whole number >= 1, not {value!r}")
+    if n_train < 20:
+        raise CalibrationError(f"n_train={n_train} is too small: the validation set is its last "
+                               "tenth, so use at least 20 images")
+    if batch_size > n_train - n_train // 10:
+        raise CalibrationError(f"batch_size={batch_size} is larger than the "
+                               f"{n_train - n_train // 10} training images: use a smaller batch")
+    return plan
+
+
+
+
+def calibrate(n_train, n_test, epochs, batch_size, *, device="cpu", seed=42, data_seed=0,
+              verbose=2) -> dict:
+    """Train the lesson's CNN on the stand-in; the measured fields of a record (no environment).
+
+    ``device`` is a Keras device name ("cpu", "gpu:0"); ``seed`` sets the initial weights and the
+    shuffling, ``data_seed`` the stand-in.
+    """
+    import keras
+
+    from gpulesson.compare_plots import confusion_counts
+    from gpulesson.lesson import EpochTimer, build_cnn, compile_cnn
+    from gpulesson.synthetic import N_CLASSES, make_synthetic
+
+    check_plan(n_train, n_test, epochs, batch_size)
+    (x, y), (x_test, y_test) = make_synthetic(n_train, n_test, seed=data_seed, progress=False)
+    cut = n_train - n_train // 10  # as the episode's split_batches
+    # Bytes, as the episode's generator gives them: the model scales them.
+    tested = {"accuracy": [], "loss": [], "confusion": {}}
+
+    class TestEveryEpoch(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            scores = self.model.predict(x_test, batch_size=batch_size, verbose=0)
+            predicted = scores.argmax(axis=1)
+            chosen = np.clip(scores[np.arange(len(y_test)), y_test], 1e-7, 1.0)
+            tested["accuracy"].append(float((predicted == y_test).mean()))
+            tested["loss"].append(float(-np.log(chosen).mean()))
+            if verbose:
+                print(f"test accuracy after epoch {epoch + 1}: {tested['accuracy'][-1]:.4f}",
+                      flush=True)
+            if epoch + 1 in (WORKSHOP_EPOCHS, epochs):
+                matrix = confusion_counts(y_test, predicted, N_CLASSES)
+                tested["confusion"][str(epoch + 1)] = matrix.tolist()
+
+    load_before = load_average()
+    keras.utils.set_random_seed(seed)
+    timer = EpochTimer(samples_per_epoch=cut)
+    with keras.device(device):
+        model = compile_cnn(build_cnn())
+        history = model.fit(x[:cut], y[:cut], validation_data=(x[cut:], y[cut:]),
+                            epochs=epochs, batch_size=batch_size,
+                            callbacks=[timer, TestEveryEpoch()], verbose=verbose)
+    return {
+        "n_train": cut, "n_validation": n_train - cut, "n_test": n_test,
+        "epochs": epochs, "batch_size": batch_size, "seed": seed, "data_seed": data_seed,
+        "workshop_epochs": WORKSHOP_EPOCHS,
+        "history": {key: [float(v) for v in values] for key, values in history.history.items()},
+        "test_accuracy_per_epoch": tested["accuracy"],
+        "test_loss_per_epoch": tested["loss"],
+        "confusion": tested["confusion"],
+        "epoch_seconds": timer.epoch_seconds,
+        "training_seconds": timer.summary()["total_seconds"],
+        "load_average": {"start": load_before, "end": load_average()},
+        "generator": generator_fingerprint(data_seed),
+    }

@@ -1,0 +1,125 @@
+"""Record a CPU-vs-GPU run of the PyTorch episode's CNN, with the episode's own code, in a results file.
+
+    LESSON_DATA=synthetic python -m gpulesson.experiments.torch_reference    # CPU, then GPU if visible
+    python -m gpulesson.experiments.torch_reference --devices gpu --epochs 11 --out my-runs.jsonl
+
+The command runs what the notebook of the episode "The same comparison in PyTorch" runs
+(:mod:`~gpulesson.experiments.torch_reference.measure`). Each device trains by the lesson's
+measurement rule (:mod:`gpulesson.experiments.common`): one warm-up epoch, then the timed epochs
+(:func:`~gpulesson.experiments.common.repeats_for`: five, two in quick mode); ``--epochs``
+counts both, the warm-up included.
+
+Each device's run is appended as one record (sharing a ``run_id``) to ``--out``, by default the
+lesson's results file :data:`~gpulesson.experiments.torch_reference.records.RESULTS_FILE`, from
+which the episode's reference figures and numbers (``{{ ref_torch_... }}``) are drawn. The data
+follow the lesson's settings (``LESSON_DATA=synthetic`` for the stand-in, else MNIST;
+``LESSON_QUICK``; ``LESSON_DATA_DIR``). Each record is appended as soon as its device is done;
+``--run-id`` goes on with an earlier run, training only on the devices it lacks, and the summary
+printed is the whole run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+
+from gpulesson.experiments.cnn import describe
+from gpulesson.experiments.common import (
+    add_epochs_option,
+    add_out_option,
+    add_run_id_option,
+    add_seed_option,
+    continue_run,
+    default_devices,
+    default_epochs,
+    say_appended,
+)
+from gpulesson.experiments.torch_reference.measure import DEVICES, INSTALL, prepare, run_devices
+from gpulesson.experiments.torch_reference.records import (
+    EXPERIMENT,
+    RESULTS_FILE,
+    check_earlier,
+    condition,
+)
+
+FULL_BATCH_SIZE = 128
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m gpulesson.experiments.torch_reference",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--devices", nargs="+", choices=sorted(DEVICES), default=None,
+                        help="devices to train on, in this order (default: cpu, then gpu if one is visible)")
+    add_epochs_option(parser)
+    parser.add_argument("--batch-size", type=int, default=FULL_BATCH_SIZE,
+                        help=f"images per batch (default {FULL_BATCH_SIZE}; quick mode: at most 64)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="CPU threads for PyTorch (default: PyTorch's choice)")
+    add_out_option(parser, RESULTS_FILE)
+    add_seed_option(parser)
+    add_run_id_option(parser)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if importlib.util.find_spec("torch") is None:
+        print(f"PyTorch is not installed: {INSTALL}", file=sys.stderr)
+        return 2
+    import torch
+
+    from gpulesson.results import read_records
+    from gpulesson.settings import get_settings
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    gpus = torch.cuda.is_available()
+    devices = default_devices(args.devices, gpus)
+    if "gpu" in devices and not gpus:
+        print("No GPU is visible to PyTorch: run with --devices cpu, or on a machine with a GPU.",
+              file=sys.stderr)
+        return 2
+    if args.devices is None and not gpus:
+        print("No GPU visible: recording the CPU run only.")
+
+    run_id, done = continue_run(args.out, EXPERIMENT, args.run_id, condition)
+
+    def whole_run() -> list[dict]:
+        if not args.out.is_file():
+            return []
+        return read_records(args.out, experiment=EXPERIMENT, run_id=run_id)
+
+    settings = get_settings()
+    # The rule: one warm-up epoch, then the timed ones (fewer in quick mode), unless --epochs.
+    epochs = default_epochs(settings.quick) if args.epochs is None else args.epochs
+    if done:
+        left = [d for d in devices if d not in done]
+        print(f"Run {run_id} has {', '.join(sorted(done))} already: "
+              + (f"going on with {', '.join(left)}." if left else "nothing left to record."))
+        devices = left
+        if not devices:
+            print(describe(whole_run(), full_epochs=epochs))
+            return 0
+    train_set, test_set, data, initial_state = prepare(settings, args.seed)
+    batch_size = settings.batch_size(args.batch_size)
+    try:
+        check_earlier(whole_run() if done else [], data=data, n_train=len(train_set),
+                      batch_size=batch_size, epochs=epochs)
+    except ValueError as exc:
+        print(f"error: {exc}. Nothing was trained or written.", file=sys.stderr)
+        return 2
+    print(f"Run {run_id}: {len(train_set):,} training and {len(test_set):,} test images; "
+          f"{epochs} epochs of batch size {batch_size}; PyTorch {torch.__version__}, "
+          f"{torch.get_num_threads()} CPU threads", flush=True)
+
+    records = run_devices(devices, initial_state, train_set, test_set, epochs,
+                          batch_size=batch_size, data=data, run_id=run_id, out=args.out)
+    print(describe(whole_run(), full_epochs=epochs))
+    say_appended(records, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,81 @@
+"""Values for the page: episode 8's ``ref_torch_*`` placeholders from the reference run.
+
+The page shows medians and ranges (:func:`~gpulesson.experiments.common.summary_text`) and
+compares the devices in the words of :func:`~gpulesson.experiments.common.compare`; the
+figures' alt texts are made from what they draw
+(:func:`gpulesson.experiments.torch_reference.figures.alt_texts`). A value the records do not
+have (no GPU run, an empty results file) is :data:`~gpulesson.results.NOT_RECORDED`.
+"""
+
+from __future__ import annotations
+
+import math
+
+from gpulesson.experiments.cnn.records import epoch_summary, gpu_comparison, speedup_text
+from gpulesson.experiments.common import summary_text
+from gpulesson.experiments.torch_reference.figures import alt_texts
+from gpulesson.experiments.torch_reference.records import RESULTS_FILE, reference_run
+from gpulesson.results import NOT_RECORDED, data_label, duration, hardware, pick
+
+
+def _epochs_text(record: dict | None) -> str:
+    """An epoch after the warm-up: the median and range of the timed epochs (records made
+    before the rule: of the epochs after the first,
+    :func:`~gpulesson.experiments.cnn.records.epoch_summary`)."""
+    summary = epoch_summary(record)
+    return summary_text(summary, duration, what="epochs") if summary else NOT_RECORDED
+
+
+def _warmup_epochs(record: dict | None) -> str:
+    """How many epochs of a record are its warm-up and how many are timed: "1 warm-up and 4 timed"."""
+    summary = epoch_summary(record)
+    if not summary:
+        return NOT_RECORDED
+    return f"{len(summary['warmup'])} warm-up and {summary['n']} timed"
+
+
+def substitutions(path=RESULTS_FILE) -> dict[str, str]:
+    """The reference run as text for the episode page (placeholders ``ref_torch_*``).
+
+    An epoch after the warm-up is the median and range of the timed epochs
+    (:func:`~gpulesson.experiments.common.summary_text`); the GPU against the CPU is said by
+    :func:`~gpulesson.experiments.common.compare` (``ref_torch_gpu_vs_cpu``) and its ratio of
+    medians (``ref_torch_speedup``, which says so where the ranges overlap); the first epoch,
+    the evaluation and the total are single measurements. ``ref_torch_fig_*_alt``: the alt
+    texts of the figures, made from what they draw (:func:`alt_texts`)."""
+    records = reference_run(path)
+    first = records[0] if records else None
+    cpu, gpu = pick(records, False), pick(records, True)
+    comparison = gpu_comparison(records)
+    epochs_alt, bars_alt = alt_texts(records) if records else (NOT_RECORDED, NOT_RECORDED)
+    values = {
+        "ref_torch_date": first["date"][:10] if first else NOT_RECORDED,
+        "ref_torch_version": first["versions"]["torch"] if first else NOT_RECORDED,
+        "ref_torch_data": data_label(records) if first else NOT_RECORDED,
+        "ref_torch_n_train": f"{first['n_train']:,}" if first else NOT_RECORDED,
+        "ref_torch_batch_size": str(first["batch_size"]) if first else NOT_RECORDED,
+        "ref_torch_epochs": str(first["epochs"]) if first else NOT_RECORDED,
+        "ref_torch_epochs_timed": _warmup_epochs(first),
+        "ref_torch_cpu": hardware([cpu])["CPU"] if cpu else NOT_RECORDED,
+        "ref_torch_cpu_threads": str(cpu["torch_threads"]) if cpu else NOT_RECORDED,
+        "ref_torch_gpu": gpu["device"] if gpu else NOT_RECORDED,
+        # The ratio of the median epochs, and where the ranges overlap, that they do.
+        "ref_torch_speedup": speedup_text(comparison) if comparison else NOT_RECORDED,
+        # The GPU against the CPU in words (common.compare): "8× faster", "no measurable difference".
+        "ref_torch_gpu_vs_cpu": comparison.sentence if comparison else NOT_RECORDED,
+        "ref_torch_fig_epoch_times_alt": epochs_alt,
+        "ref_torch_fig_time_bars_alt": bars_alt,
+    }
+    for name, record in (("cpu", cpu), ("gpu", gpu)):
+        for key, field in (("first_epoch", "first_epoch_seconds"),
+                           ("evaluation", "evaluation_seconds"), ("total", "total_seconds")):
+            values[f"ref_torch_{name}_{key}"] = duration(record[field]) if record else NOT_RECORDED
+        values[f"ref_torch_{name}_epoch"] = _epochs_text(record)
+        values[f"ref_torch_{name}_accuracy"] = f"{record['test_accuracy']:.3f}" if record else NOT_RECORDED
+        # An epoch after the warm-up over its steps: for a network this small, the host's
+        # time per step (Python, the copy of each batch and the wait for it), not arithmetic.
+        summary = epoch_summary(record) if record else None
+        values[f"ref_torch_{name}_step"] = (
+            duration(summary["median"] / math.ceil(record["n_train"] / record["batch_size"]))
+            if summary else NOT_RECORDED)
+    return values
