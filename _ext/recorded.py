@@ -150,6 +150,9 @@ def box_markdown(run: dict | None, slug: str, stale: int = 0) -> str:
         f"- **Data:** {run['data_label']}; {mode}",
         f"- **Recorded:** {run['date'][:10]}; the whole notebook ran in "
         f"{_duration(run['wall_s'])}",
+        "- **Reference measurements** (the tables and figures of the reference runs): drawn "
+        "from the lesson's records in `results/`, each naming its own machine and date, which "
+        "may differ from this run's.",
     ]
     if stale:
         lines += ["", f"{stale} code cell(s) changed since this run and show no output; "

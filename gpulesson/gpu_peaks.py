@@ -24,7 +24,8 @@ _TABLES: dict[str, dict[str, float]] = {
 }
 
 SOURCES = {
-    "H200": "NVIDIA H200 Tensor Core GPU data sheet (H200 SXM column, dense)",
+    "H200": ("NVIDIA H200 Tensor Core GPU data sheet (H200 SXM column, dense; nvidia-smi names "
+             "that board \"NVIDIA H200\" and the PCIe board \"NVIDIA H200 NVL\")"),
     "H100 SXM": "NVIDIA H100 Tensor Core GPU data sheet (H100 SXM column, dense)",
     "H100 PCIe": "NVIDIA H100 Tensor Core GPU data sheet (H100 PCIe column, dense)",
     "A100": "NVIDIA A100 Tensor Core GPU data sheet (A100 80GB SXM column, dense)",
@@ -47,6 +48,8 @@ def card(gpu_name: str | None) -> str | None:
     if not gpu_name:
         return None
     upper = gpu_name.upper()
+    if " NVL" in upper:  # the PCIe boards (H100 NVL, H200 NVL) have lower peaks: no table here
+        return None
     return next((key for key, part in _NAMES if part in upper), None)
 
 

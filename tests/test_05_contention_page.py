@@ -114,7 +114,9 @@ def test_the_episode_reads_well_without_the_records(tmp_path):
 def test_the_episode_shows_the_measurement_once_recorded(contention_records):
     filled = _episode(contention_records)
     section = filled.split(SECTION)[1].split("\n## ")[0]
-    assert "contention.svg" in section and "trained at once on 2 cores" in section
+    assert "contention.svg" in section and "trained at once on one machine" in section
+    # The machine and the data are named: the section's runs are not the reference run's.
+    assert "cores" in section.split("trained at once on one machine")[1].split("\n\n")[0]
     assert values_alt_text_is_there(section, contention_records)
     assert NOT_RECORDED not in section
 

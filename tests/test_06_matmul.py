@@ -469,3 +469,14 @@ def test_the_command_runs_on_jax_without_tensorflow_or_h5py(tmp_path):
                                                                 ("cpu", "bfloat16")]
     assert {r["backend"] for r in records} == {"jax"} and len({r["run_id"] for r in records}) == 1
     assert records[0]["versions"]["h5py"] is None and "GFLOP/s (median over windows" in done.stdout
+
+
+def test_the_description_of_a_cpu_only_sweep_says_that_no_gpu_was_swept():
+    """A learner without a GPU reads why there is no crossover, not "not recorded yet"."""
+    from gpulesson.experiments.matmul.records import describe
+
+    cpu_only = describe([made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40))))])
+    assert "GPU faster (float32) from: no GPU sweep in these records" in cpu_only
+    both = describe([made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40)))),
+                     made_up("gpu", dict(zip(SIZES, (1, 5, 300, 900))))])
+    assert "GPU faster (float32) from: n = 256" in both

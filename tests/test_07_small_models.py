@@ -189,7 +189,9 @@ def test_speedups_tables_and_figures_on_made_up_records(tmp_path):
 
 def test_without_gpu_records_the_page_says_not_recorded(tmp_path):
     values = sm.substitutions(tmp_path / "none.jsonl")
+    note = values.pop("ref_mlp_sweep_cut_note")
     assert set(values.values()) == {NOT_RECORDED}
+    assert note.startswith("The GPU half of the sweep") and "not been recorded yet" in note
     path = tmp_path / "cpu-only.jsonl"
     for record in fake_comparison(gpu=False) + fake_sweep(gpu=False):
         append_record(path, record)
@@ -201,8 +203,23 @@ def test_without_gpu_records_the_page_says_not_recorded(tmp_path):
     assert values["ref_mlp_sweep_cpu_small_sample"] == "10 µs (range 9.5 µs–10.5 µs, 3 repeats)"
     assert "GPU: no run in these records." in sm.describe_comparison(sm.reference_run("comparison", path))
     texts = figure_texts(sm.sweep_figure(sm.reference_run("sweep", path)))
-    assert "GPU sweep: not recorded yet" in texts and "10 µs" in texts and "9.5 µs–10.5 µs" in texts
+    assert "no GPU sweep in this run" in texts and "10 µs" in texts and "9.5 µs–10.5 µs" in texts
     assert "Speed-up of the GPU" not in texts
+
+
+def test_a_sweep_cut_short_on_a_gpu_node_is_named_and_the_complete_one_stays(tmp_path):
+    """A GPU node's sweep that stopped at its deadline (3 of 4 GPU cells, no CPU half) is
+    not the page's reference; the note says what it has and which run the page shows."""
+    path = tmp_path / "cut.jsonl"
+    cut = [r for r in fake_sweep("cut") if r["device_kind"] == "gpu"
+           and (r["width"], r["batch_size"]) != (1024, 4096)]
+    for record in fake_sweep("complete", gpu=False) + cut:
+        append_record(path, record)
+    assert {r["run_id"] for r in sm.reference_run("sweep", path)} == {"complete"}
+    note = sm.substitutions(path)["ref_mlp_sweep_cut_note"]
+    assert "on Made-up GPU (run cut, 2030-01-01) stopped before its end" in note
+    assert "with 3 of its 4 GPU cells and no CPU cells" in note
+    assert "the last complete one (run complete)" in note and NOT_RECORDED not in note
 
 
 def test_records_made_before_the_rule_still_give_the_page_values(tmp_path):

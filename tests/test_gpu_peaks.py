@@ -7,6 +7,8 @@ from gpulesson import gpu_peaks
 
 @pytest.mark.parametrize(("recorded", "card"), [
     ("NVIDIA H200", "H200"),
+    ("NVIDIA H200 NVL", None),  # the PCIe board: not the SXM's peaks
+    ("NVIDIA H100 NVL", None),
     ("NVIDIA H100 80GB HBM3", "H100 SXM"),
     ("NVIDIA H100 PCIe", "H100 PCIe"),
     ("NVIDIA A100-SXM4-80GB", "A100"),

@@ -199,6 +199,7 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         "ref_cont_software": software(first) if first else NOT_RECORDED,
         "ref_cont_cpu": hardware(records).get("CPU", NOT_RECORDED),
         "ref_cont_cores": str(first.get("cpu_cores_available")) if first else NOT_RECORDED,
+        "ref_cont_data": first.get("data_label", NOT_RECORDED) if first else NOT_RECORDED,
         "ref_cont_n_images": f"{first['n_images']:,}" if first else NOT_RECORDED,
         "ref_cont_batch_size": str(first["batch_size"]) if first else NOT_RECORDED,
         "ref_cont_lesson_images": f"{LESSON_EPOCH_IMAGES:,}",

@@ -289,7 +289,7 @@ def _rate(record: dict) -> dict:
 def _model_values(path) -> dict[str, str]:
     found = model_precision(path)
     keys = ("ref_mm_model_bfloat16", "ref_mm_model_float32", "ref_mm_model_verdict",
-            "ref_mm_model_cpu")
+            "ref_mm_model_cpu", "ref_mm_model_data")
     if not found:
         return dict.fromkeys(keys, NOT_RECORDED)
     mixed, base, record = found
@@ -308,6 +308,7 @@ def _model_values(path) -> dict[str, str]:
         "ref_mm_model_float32": summary_text(base),
         "ref_mm_model_verdict": words,
         "ref_mm_model_cpu": hardware([record]).get("CPU", NOT_RECORDED),
+        "ref_mm_model_data": record.get("data_label", NOT_RECORDED),
     }
 
 

@@ -267,8 +267,11 @@ def describe(records) -> str:
             lines.append(f"{what}: not supported here ({r['unsupported']})")
         for skip in r.get("skipped", []):
             lines.append(f"{what}: n = {skip['n']} skipped, {skip['reason']}")
-    lines.append("GPU faster (float32) from: "
-                 + (crossover_text(records) if throughput else NOT_RECORDED))
+    if not any(r["device_kind"] == "gpu" for r in records):
+        lines.append("GPU faster (float32) from: no GPU sweep in these records")
+    else:
+        lines.append("GPU faster (float32) from: "
+                     + (crossover_text(records) if throughput else NOT_RECORDED))
     busy = [r.get("other_programs_cpu_share") or 0 for r in records]
     if max(busy) > BUSY:
         lines.append(f"Note: other programs used up to {max(busy):.0%} of the CPU time during a "

@@ -18,22 +18,22 @@ RESNET50_PARAMETERS = 25_636_712
 INTERCONNECTS = {
     # Published nominal bandwidths in ONE direction, GB/s (10**9 bytes): in a ring all-reduce
     # every GPU sends and receives at once, so one direction is what a step waits for. What an
-    # all-reduce reaches is lower. The links of one H100 SXM node (the GPU episode 6 describes)
+    # all-reduce reaches is lower. The links of one H200 SXM node (the card of the lesson's reference run)
     # and two networks between nodes; INTERCONNECT_SOURCES says where each figure comes from.
     "10 Gb/s Ethernet": 1.25,
     "InfiniBand NDR (400 Gb/s)": 50.0,
-    "PCIe Gen5 x16 (H100)": 64.0,
-    "NVLink 4 (H100 SXM)": 450.0,
+    "PCIe Gen5 x16 (H200)": 64.0,
+    "NVLink 4 (H200 SXM)": 450.0,
 }
 
 INTERCONNECT_SOURCES = {
     "10 Gb/s Ethernet": "IEEE 802.3ae: 10 Gb/s = 1.25 GB/s in each direction",
     "InfiniBand NDR (400 Gb/s)": "InfiniBand Trade Association, NDR: 400 Gb/s per port "
                                  "(4 lanes) = 50 GB/s in each direction",
-    "PCIe Gen5 x16 (H100)": "NVIDIA H100 specifications (www.nvidia.com/en-us/data-center/"
-                            "h100/): PCIe Gen5 128 GB/s, both directions together",
-    "NVLink 4 (H100 SXM)": "NVIDIA H100 specifications (www.nvidia.com/en-us/data-center/"
-                           "h100/): NVLink 900 GB/s per GPU, both directions together",
+    "PCIe Gen5 x16 (H200)": "NVIDIA H200 specifications (www.nvidia.com/en-us/data-center/"
+                            "h200/): PCIe Gen5 128 GB/s, both directions together",
+    "NVLink 4 (H200 SXM)": "NVIDIA H200 specifications (www.nvidia.com/en-us/data-center/"
+                           "h200/): NVLink 900 GB/s per GPU, both directions together",
 }
 """Where each of :data:`INTERCONNECTS`' figures comes from (published, not measured)."""
 

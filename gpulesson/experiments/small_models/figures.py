@@ -225,7 +225,7 @@ def sweep_figure(records):
         fig.colorbar(image, ax=ax, label=f"{kind.upper()} median time per sample (µs, log scale)")
         matrix = matrix * 1e6
         if kind == "cpu":
-            title = "CPU time per sample (GPU sweep: not recorded yet)"
+            title = "CPU time per sample (no GPU sweep in this run)"
             detail = f"CPU: {names['CPU']}; no GPU sweep, so no speed-up can be shown"
         else:
             title = "GPU time per sample (no CPU sweep in this run)"

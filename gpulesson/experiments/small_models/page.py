@@ -8,9 +8,13 @@ the words that compare the GPU with the CPU come from
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from gpulesson import results
 from gpulesson.experiments.common import summary_text, times_text
 from gpulesson.experiments.small_models.figures import comparison_alt, sweep_alt
 from gpulesson.experiments.small_models.records import (
+    EXPERIMENT,
     RESULTS_FILE,
     _axes,
     epoch_summary,
@@ -19,6 +23,7 @@ from gpulesson.experiments.small_models.records import (
     speedup_text,
     step_summary,
     sweep_cells,
+    sweep_complete,
     sweep_verdicts,
     verdict,
 )
@@ -30,6 +35,38 @@ from gpulesson.results import pick as _pick
 def _list_text(values) -> str:
     values = [str(v) for v in values]
     return values[0] if len(values) == 1 else ", ".join(values[:-1]) + " and " + values[-1]
+
+
+BUDGET = "`python tools/reference.py budget`"
+
+
+def cut_sweep_note(path, reference) -> str:
+    """Why the page has no GPU sweep: a newer sweep run that stopped before its end (its cells
+    per device, in words), or that none has been recorded. A cut run never becomes the page's
+    reference (:func:`reference_run`), so the note says which run the page shows instead."""
+    path = Path(path)
+    grouped = (list(results.runs(results.read_records(path), EXPERIMENT, part="sweep").values())
+               if path.is_file() else [])
+    shown = reference[0]["run_id"] if reference else None
+    ids = [group[0]["run_id"] for group in grouped]
+    newer = grouped[ids.index(shown) + 1:] if shown in ids else grouped
+    cut = next((g for g in reversed(newer) if not sweep_complete(g)), None)
+    if not cut:
+        return ("The GPU half of the sweep of batch size and layer width has not been recorded "
+                f"yet; the next lease of {BUDGET} records it.")
+    widths, batches = _axes(cut)
+    counts = []
+    for kind, gpu in (("GPU", True), ("CPU", False)):
+        n = sum(1 for r in cut if is_gpu(r) == gpu)
+        counts.append(f"{n} of its {len(widths) * len(batches)} {kind} cells" if n
+                      else f"no {kind} cells")
+    gpu = _pick(cut, True)
+    where = f" on {gpu['device']}" if gpu else ""
+    return ("The GPU half of the sweep of batch size and layer width is not completely recorded "
+            f"yet: the sweep{where} (run {cut[0]['run_id']}, {cut[0]['date'][:10]}) stopped "
+            f"before its end, with {' and '.join(counts)}. A sweep counts only when complete, so "
+            "this page shows the last complete one"
+            + (f" (run {shown})" if shown else "") + f"; the next lease of {BUDGET} records the rest.")
 
 
 def _run_facts(prefix: str, records) -> dict[str, str]:
@@ -66,6 +103,7 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
 
     records = reference_run("sweep", path)
     values.update(_run_facts("ref_mlp_sweep", records))
+    values["ref_mlp_sweep_cut_note"] = cut_sweep_note(path, records)
     cells, verdicts = sweep_cells(records), sweep_verdicts(records)
     widths, batches = _axes(records) if records else ([], [])
     smallest = cells.get((widths[0], batches[0]), {}) if records else {}

@@ -250,5 +250,5 @@ def sweep_table(records) -> str:
                 line += (f" {found.ratio:8.2f}x  {found.sentence}" if found else f" {'-':>9}")
             lines.append(line)
     if not verdicts:
-        lines.append(f"Speed-up: {NOT_RECORDED} (no GPU records in this sweep).")
+        lines.append("Speed-up: not measured (no GPU records in this sweep).")
     return "\n".join(lines)
