@@ -51,7 +51,8 @@ def test_each_count_of_workers_is_compared_with_none_in_the_rules_words():
 
 def test_the_findings_say_the_costs_and_the_best_count_against_none():
     said = page.findings(RUN)
-    assert said == ("JAX, CPU (2 cores; a block: read 0.4 ms, `flip_crop` 2.2 ms): "
+    assert said == ("Each comparison reads the middle three of five epochs. "
+                    "JAX, CPU (2 cores; a block: read 0.4 ms, `flip_crop` 2.2 ms): "
                     "the best count of workers was 1.5× slower than none for the stored blocks "
                     "(2) and 1.4× faster than none with `flip_crop` (2).")
 

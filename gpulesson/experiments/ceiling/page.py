@@ -12,6 +12,7 @@ from gpulesson.experiments import parts
 from gpulesson.experiments.ceiling.figures import alt_text
 from gpulesson.experiments.ceiling.records import (
     BACKENDS,
+    DATA,
     NAMES,
     PIPELINES,
     RESULTS_FILE,
@@ -20,6 +21,7 @@ from gpulesson.experiments.ceiling.records import (
     find,
     groups,
     has_goal,
+    middle_note,
     old_method,
     own_step_note,
     rate_number,
@@ -31,7 +33,8 @@ from gpulesson.experiments.ceiling.records import (
     verdict,
 )
 from gpulesson.experiments.common import markdown_table, summary_text
-from gpulesson.results import NOT_RECORDED, hardware
+from gpulesson.results import NOT_RECORDED, data_label, hardware
+from gpulesson.settings import LABELS
 
 
 def rate_text(record: dict | None) -> str:
@@ -53,9 +56,18 @@ def rows(records) -> list[list[str]]:
     return found
 
 
+def compared(records) -> str:
+    """Which epochs the last column compares, in the rule's words
+    (:func:`~gpulesson.experiments.ceiling.records.middle_note`)."""
+    return middle_note(*(rate_summary(r) for r in shown(records)))
+
+
 def table(records) -> str:
-    """The run as a Markdown table (for the page)."""
-    head = ["Backend, device", "Fed from", "Images/s: median (range)", "Against the ceiling"]
+    """The run as a Markdown table (for the page); the last column's header says which epochs
+    its verdicts compare, so that a reader can check them against the ranges shown."""
+    note = compared(records)
+    head = ["Backend, device", "Fed from", "Images/s: median (range)",
+            "Against the ceiling" + (f" ({note})" if note else "")]
     return markdown_table(head, rows(records))
 
 
@@ -70,15 +82,17 @@ def describe(records) -> str:
 
 
 def goal_shares(records) -> str:
-    """The lesson's generator against the ceiling, one share a backend and device, and whether
-    it meets the goal where the goal applies (JAX and PyTorch): what the page says where it
-    states the goal."""
-    shares, judged, hidden = [], [], []
+    """The lesson's generator against the ceiling, one share a backend and device, grouped by
+    device with the machine and date each was measured on (the CPU's and the GPU's may be
+    different machines and days), and whether it meets the goal where the goal applies (JAX
+    and PyTorch): what the page says where it states the goal."""
+    shares: dict[str, list[str]] = {}
+    judged, hidden = [], []
     for backend, device in groups(records):
         top, lesson = ceiling(records, backend, device), find(records, backend, device, "lesson")
         if top and lesson:
-            shares.append(f"{share_text(share(lesson, top))} on {NAMES.get(backend, backend)} "
-                          f"({device.upper()})")
+            shares.setdefault(device, []).append(
+                f"{share_text(share(lesson, top))} on {NAMES.get(backend, backend)}")
             if has_goal(lesson):
                 judged.append(share(lesson, top) >= TARGET_SHARE)
                 own = own_step_note(records, backend, device)
@@ -87,8 +101,13 @@ def goal_shares(records) -> str:
                                   f"because {own} hides the reading")
     if not shares:
         return "The reference run has no record of the lesson's generator to compare with."
-    said = (f"In the reference run{'s' if len(parts.part_runs(records)) > 1 else ''} the "
-            f"share of the ceiling that the lesson's generator reached was {_listed(shares)}.")
+    runs = parts.part_runs(shown(records))
+    said = "With the do-nothing model, the lesson's generator reached these shares of the ceiling."
+    for device, found in shares.items():
+        part = [r for r in shown(records) if r["device_kind"] == device
+                and r["run_id"] == runs[device]]
+        said += (f" On the {device.upper()} ({parts.machine(part)}, {part[0]['date'][:10]}): "
+                 f"{_listed(found)}.")
     if judged:
         how = ("missed" if not any(judged) else "met" if all(judged)
                else f"met in {sum(judged)} of {len(judged)} cases")
@@ -139,6 +158,8 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     records = reference_run(path)
     return {
         "ref_ceil_table": table(records) if records else NONE,
+        # The data the table's rates were measured on, named where the table is introduced.
+        "ref_ceil_data": data_label(shown(records)) if shown(records) else LABELS[DATA],
         "ref_ceil_summary": (" ".join(filter(None, (malloc_note(records), provenance(records),
                                                     old_method_note(records)))) if records
                              else "Without a run there is nothing to compare yet."),

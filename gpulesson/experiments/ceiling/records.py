@@ -23,6 +23,7 @@ from gpulesson import results
 from gpulesson.devices import BACKEND_TITLES, KERAS_BACKENDS
 from gpulesson.experiments import parts
 from gpulesson.experiments.common import (
+    MIDDLE_FROM,
     REPEATS,
     SUMMARY_KEY,
     as_rate,
@@ -168,15 +169,52 @@ def share(record: dict | None, top: dict | None) -> float | None:
 
 def against(record: dict | None, top: dict | None) -> str | None:
     """``record`` against the ceiling ``top``: its share, with the words of
-    :func:`~gpulesson.experiments.common.compare` ("89% of it (slower)")."""
+    :func:`~gpulesson.experiments.common.compare_middle` ("89% of it, measurably slower",
+    "71% of it, 1.4× slower", "94% of it, no measurable difference"); the table's header says
+    which epochs were compared (:func:`middle_note`)."""
     ratio = share(record, top)
     if ratio is None:
         return None
     if record is top:
         step = step_summary(top)
         return f"the ceiling, {step['median'] * 1e3:.2g} ms a step" if step else "the ceiling"
-    words = compare_middle(rate_summary(record), rate_summary(top), higher_is_better=True).sentence
-    return f"{share_text(ratio)} of it ({words})"
+    said = compare_middle(rate_summary(record), rate_summary(top), higher_is_better=True)
+    return f"{share_text(ratio)} of it, {measurably(said)}"
+
+
+def measurably(said) -> str:
+    """A comparison's verdict (a :class:`~gpulesson.experiments.common.Comparison`) as a
+    clause that says it is one: "1.4× slower", "measurably slower" (apart, but by less than
+    the size the rule names), "no measurable difference"."""
+    if said.measurable and "×" not in said.sentence:
+        return f"measurably {said.sentence}"
+    return said.sentence
+
+
+_COUNTS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+
+
+def _count(n: int) -> str:
+    return _COUNTS[n] if 0 <= n < len(_COUNTS) else f"{n:,}"
+
+
+def middle_note(*summaries, what: str = "epochs") -> str:
+    """Which repeats a comparison of ``summaries`` reads, as the lesson's rule compares them
+    (:func:`~gpulesson.experiments.common.compare_middle`), in words a reader can check
+    against the ranges shown: "middle three of five epochs" (the fastest and the slowest of
+    each left out), "all 2 epochs" where too few were timed to leave any out; '' without
+    summaries."""
+    counts = sorted({s["n"] for s in summaries if s})
+    if not counts:
+        return ""
+    if counts[0] >= MIDDLE_FROM:
+        if len(counts) == 1:
+            return f"middle {_count(counts[0] - 2)} of {_count(counts[0])} {what}"
+        return f"middle {what}: the fastest and the slowest of each left out"
+    if counts[-1] < MIDDLE_FROM:
+        return f"all {what}: too few to leave the fastest and slowest out"
+    return (f"middle {what} where {_count(MIDDLE_FROM)} or more were timed (the fastest and the "
+            f"slowest left out), all of them elsewhere")
 
 
 def rough(record: dict) -> bool:
@@ -245,6 +283,13 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.2g} ms"
 
 
-def share_text(ratio: float) -> str:
-    """A share in whole percent, rounded down: 0.899 is 89 %, below a 90 % goal, as it reads."""
-    return f"{math.floor(ratio * 100 + 1e-9)}%"
+def share_text(ratio: float, goal: float | None = TARGET_SHARE) -> str:
+    """A share in percent, rounded to the nearest whole percent (0.617 is 62%), as every share
+    on the page; where rounding would put it on the other side of ``goal`` than it is (0.8999
+    would read 90%, at a 90% goal it misses), with the decimals it takes to read on its own
+    side (89.99%)."""
+    for digits in range(4):
+        text = f"{ratio * 100:.{digits}f}"
+        if goal is None or (float(text) / 100 >= goal) == (ratio >= goal):
+            return f"{text}%"
+    return f"{ratio * 100:.4f}%"

@@ -18,7 +18,9 @@ Its parts, in the order of an experiment:
 - :mod:`~gpulesson.experiments.feeding.pipelines`: the input pipelines and their data files;
 - :mod:`~gpulesson.experiments.feeding.measure`: timing ``fit`` and the loader, :func:`run_benchmark`;
 - :mod:`~gpulesson.experiments.feeding.records`: the records, which of them the page may show, the goals;
+- :mod:`~gpulesson.experiments.feeding.reading`: the reading exercise's verdicts, the ranking's words;
 - :mod:`~gpulesson.experiments.feeding.page`: the episode's ``ref_feed_*`` values and the notebook's table;
+- :mod:`~gpulesson.experiments.feeding.elsewhere`: what the page sets beside them from other episodes;
 - :mod:`~gpulesson.experiments.feeding.figures`: the figures (``fig/09-feeding-the-gpu/figures.py``);
 - :mod:`~gpulesson.experiments.feeding.__main__`: the command line,
   ``python -m gpulesson.experiments.feeding``.

@@ -16,13 +16,13 @@ the drawn data.
 
 from __future__ import annotations
 
-from gpulesson.experiments.common import SPREAD_NOTE, best_text, draw_spread
+from gpulesson.experiments.common import SPREAD_NOTE, draw_spread
 from gpulesson.experiments.feeding.measure import SWEEPS
+from gpulesson.experiments.feeding.reading import fastest_text
 from gpulesson.experiments.feeding.records import (
     PIPELINES,
     delivered_wrong_data,
     find,
-    quoted,
     rate_summary,
     rate_text,
     shown,
@@ -274,8 +274,8 @@ def pipelines_alt(records) -> str:
             continue
         low = min(train, key=lambda p: rate_summary(train[p])["median"])
         high = max(train, key=lambda p: rate_summary(train[p])["median"])
-        best = best_text({p: rate_summary(r) for p, r in train.items()}, higher_is_better=True,
-                         quote=quoted).replace("`", "")
+        # The page's one ranking: the table and the reading exercise name the same pipelines.
+        best = fastest_text(records, device, quote=str)
         parts.append(f"{device.upper()} training medians: from {_rate_words(train[low])} "
                      f"({low}) to {_rate_words(train[high])} ({high}); fastest by the lesson's "
                      f"rule: {best}.")

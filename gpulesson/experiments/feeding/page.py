@@ -9,32 +9,42 @@ left out, and a sentence says so.
 Numbers follow the lesson's measurement rule (:mod:`gpulesson.experiments.common`): a rate or a
 time is its median and range (:func:`~gpulesson.experiments.common.summary_text`), and every
 ranking or comparison word ("faster", "N× slower", the fastest pipeline, a loader that leaves
-the model waiting) comes from :func:`~gpulesson.experiments.common.compare`,
-:func:`~gpulesson.experiments.common.rank` or :func:`~gpulesson.experiments.common.best_text`:
-where ranges overlap, or a condition was timed once, the page says there is no measurable
-difference instead of ranking noise. The figures' alt texts come from the code that draws them
-(:func:`gpulesson.experiments.feeding.figures.alt_texts`).
+the model waiting) comes from :func:`~gpulesson.experiments.common.compare_middle` or the one
+ranking of the pipelines (:func:`~gpulesson.experiments.feeding.records.ranking`), both of the
+middle epochs: where their ranges overlap, or a condition was timed once, the page says there is
+no measurable difference instead of ranking noise, and each verdict says which epochs it
+compared, so that a reader can check it against the whole ranges shown. An epoch of which only
+the first steps were timed is shown as extrapolated (:func:`epoch_text`). The figures' alt texts
+come from the code that draws them (:func:`gpulesson.experiments.feeding.figures.alt_texts`).
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from gpulesson.devices import BACKEND_TITLES
 from gpulesson.experiments import parts
 from gpulesson.experiments.ceiling.records import share_text
 from gpulesson.experiments.common import (
+    MIDDLE_FROM,
     NO_DIFFERENCE,
     compare_middle,
+    middle,
     summary_text,
 )
+from gpulesson.experiments.feeding.elsewhere import bf16_on_cpus, episode5_note, gpu_peaks_text
 from gpulesson.experiments.feeding.reading import (  # noqa: F401 (the page's rule, kept here too)
     LOADER_MARGIN,
     _why,
+    apart,
+    basis,
     fastest_text,
     input_verdict,
     loader_verdict,
     reading,
 )
 from gpulesson.experiments.feeding.records import (
+    DATA,
     PIPELINES,
     RESULTS_FILE,
     TARGET_EPOCH_SECONDS,
@@ -57,6 +67,7 @@ from gpulesson.experiments.feeding.records import (
 )
 from gpulesson.results import NOT_RECORDED, data_label, hardware, software
 from gpulesson.results import duration as seconds_text
+from gpulesson.settings import LABELS
 
 DEVICES = ("cpu", "gpu")
 RECORD_COMMAND = "python -m gpulesson.experiments.feeding"
@@ -86,16 +97,40 @@ def seconds_summary_text(summary) -> str:
     return summary_text(summary, seconds_text)
 
 
+def extrapolated(record: dict) -> str:
+    """How a partial epoch's time for all the images was made: "extrapolated from 12 of 196
+    steps"."""
+    return f"extrapolated from {record['steps']} of {record['full_epoch_steps']} steps"
+
+
+def epoch_text(record: dict) -> str:
+    """A record's time for an epoch of all its images, with its range: measured where the
+    whole epoch was timed, and marked as extrapolated where only its first steps were
+    ("≈ 56.6 s (range ..., 5 repeats), extrapolated from 12 of 196 steps")."""
+    said = seconds_summary_text(full_epoch_summary(record))
+    return f"≈ {said}, {extrapolated(record)}" if record["partial_epoch"] else said
+
+
+def epoch_median_text(record: dict) -> str:
+    """A record's median time for an epoch of all its images, marked as extrapolated where
+    only its first steps were timed: "665 ms", "≈ 56.6 s (extrapolated from 12 of 196
+    steps)"."""
+    said = seconds_text(full_epoch_summary(record)["median"])
+    return f"≈ {said} ({extrapolated(record)})" if record["partial_epoch"] else said
+
+
 
 
 def versus(a_name: str, a: dict, b_name: str, b: dict, verb: str = "trained") -> str:
-    """Rate ``a`` against rate ``b`` as a clause in the rule's words (:func:`compare`):
-    "the classic pipeline trained 3.1× slower than `lesson`", or, where the rule cannot tell
-    them apart, "the lesson's rule finds no measurable difference between ... and ... (their
-    ranges overlap)"."""
+    """Rate ``a`` against rate ``b`` as a clause in the rule's words
+    (:func:`~gpulesson.experiments.common.compare_middle`), saying on which epochs, so that a
+    reader can check it against the ranges shown: "the classic pipeline trained 3.1× slower
+    than `lesson` (middle three of five epochs apart)", or, where the rule cannot tell them
+    apart, "the lesson's rule finds no measurable difference between ... and ... (the ranges
+    of their middle three of five epochs overlap)"."""
     verdict = compare_middle(a, b, higher_is_better=True)
     if verdict.measurable:
-        return f"{a_name} {verb} {verdict.text} {b_name}"
+        return f"{a_name} {verb} {verdict.text} {b_name} ({apart(a, b)})"
     return f"the lesson's rule finds {NO_DIFFERENCE} between {a_name} and {b_name} ({_why(a, b)})"
 
 
@@ -113,12 +148,12 @@ def targets_text(checks: dict | None) -> str:
         return NOT_RECORDED
     share = "met" if checks["share_ok"] else "not met"
     epoch = "met" if checks["epoch_ok"] else "not met"
-    how = "estimated from partial epochs" if checks["epoch_estimated"] else "measured"
+    took = (f"≈ {checks['epoch_seconds']:.2f} s, {extrapolated(checks['record'])}"
+            if checks["epoch_estimated"] else f"{checks['epoch_seconds']:.2f} s, measured")
     size = "" if checks["full_size"] else f" (only {checks['n_images']:,} images: not the goal's size)"
     return (f"{checks['pipeline']}: {share_text(checks['share'])} of `{checks['reference']}`, the "
             f"fastest path from memory (goal {TARGET_SHARE:.0%}: {share}); one epoch "
-            f"{checks['epoch_seconds']:.2f} s, {how} (goal {TARGET_EPOCH_SECONDS:g} s: "
-            f"{epoch}){size}")
+            f"{took} (goal {TARGET_EPOCH_SECONDS:g} s: {epoch}){size}")
 
 
 def wrong_data_sentence(records) -> str:
@@ -242,8 +277,7 @@ def table(records) -> str:
         if any(found):
             cells = []
             for c in found:
-                cells += [seconds_summary_text(full_epoch_summary(c)) if c else "not measured",
-                          ""]
+                cells += [epoch_text(c) if c else "not measured", ""]
             lines.append(f"| one epoch, {what} | " + " | ".join(cells) + " |")
     cells = []
     for d in devices:
@@ -278,9 +312,19 @@ def _setting_name(record) -> str:
 
 
 
+def _middle_range(summary: dict) -> str:
+    """The range of a rate's middle epochs, "296–303 images/s"; '' where the rule reads all of
+    them (fewer than :data:`~gpulesson.experiments.common.MIDDLE_FROM`)."""
+    if summary["n"] < MIDDLE_FROM:
+        return ""
+    kept = middle(summary)
+    return f"{rate_text(kept['min'])}–{rate_text(kept['max'])} images/s"
+
+
 def _settings_sentence(records) -> str:
     """The settings sweep in short sentences: the base, each setting that differs measurably
-    from it, and the others named together (the figure gives their numbers)."""
+    from it with the range of the middle epochs that decided it (the whole ranges may
+    overlap), and the others named together (the figure gives their numbers)."""
     device = sweep_device(records)
     swept = [r for r in shown(records) if r.get("device_kind") == device
              and r.get("group") in SETTING_NAMES]
@@ -294,17 +338,24 @@ def _settings_sentence(records) -> str:
         each = [f"{_setting_name(r)} {rate_summary_text(rate_summary(r))}." for r in swept]
         return start + ". " + " ".join(p[0].upper() + p[1:] for p in each)
     base_rate = rate_summary(base)
-    apart, same = [], []
+    apart_from, same = [], []
     for r in swept:
         verdict = compare_middle(rate_summary(r), base_rate, higher_is_better=True)
         if verdict.measurable:
-            apart.append(f"{_setting_name(r)} {verdict.sentence}")
+            kept = _middle_range(rate_summary(r))
+            apart_from.append(f"{_setting_name(r)} {verdict.sentence}"
+                              + (f" (middle {kept})" if kept else ""))
         else:
             same.append(_setting_name(r))
+    note = basis(*(rate_summary(r) for r in [*swept, base]))
+    kept = _middle_range(base_rate)
     said = [f"{start}, from the base (float32, XLA on, one step per execution, batch "
-            f"{base['batch_size']:,}) at {rate_summary_text(base_rate)}."]
-    if apart:
-        said.append(f"Measurably different: {_listed(apart)}.")
+            f"{base['batch_size']:,}) at {rate_summary_text(base_rate)}"
+            + (f"; its {basis(base_rate)}: {kept}." if kept else ".")]
+    if apart_from:
+        said.append(f"Measurably different, by their {note} (the whole ranges may overlap): "
+                    f"{_listed(apart_from)}." if note.startswith("middle") else
+                    f"Measurably different ({note} apart): {_listed(apart_from)}.")
     if same:
         once = min(rate_summary(r)["n"] for r in [*swept, base]) < 2
         said.append(f"{NO_DIFFERENCE[0].upper()}{NO_DIFFERENCE[1:]} for {_listed(same)}"
@@ -319,8 +370,10 @@ def _listed(names) -> str:
     return ", ".join(names[:-1]) + (" and " if len(names) > 1 else "") + names[-1]
 
 
-def findings(records) -> str:
-    """What the reference run shows, in sentences, from whatever it has."""
+def findings(records, cnn_path=None) -> str:
+    """What the reference run shows, in sentences, from whatever it has; ``cnn_path``: episode
+    5's results file, whose run of the same model on the GPU :func:`episode5_note` sets beside
+    this one."""
     if not records:
         return ""
     sentences = []
@@ -339,12 +392,14 @@ def findings(records) -> str:
             f"On the GPU, `{checks['pipeline']}`, the lesson's fastest HDF5 pipeline, reached "
             f"**{share_text(checks['share'])}** of the rate of `{top['pipeline']}`, the fastest "
             f"path from memory in the same run: {against}.",
-            f"One epoch of {checks['n_images']:,} images took "
-            f"**{seconds_text(checks['epoch_seconds'])}** (median; from `{top['pipeline']}`: "
-            f"{seconds_text(top['full_epoch_seconds'])}).",
+            f"One epoch of {checks['n_images']:,} images "
+            f"{'would take' if lesson['partial_epoch'] else 'took'} "
+            f"**{epoch_median_text(lesson)}** (median; from `{top['pipeline']}`: "
+            f"{epoch_median_text(top)}).",
             f"The goals: at least {TARGET_SHARE:.0%} ({goal}), at most "
             f"{TARGET_EPOCH_SECONDS:g} s an epoch ({epoch}"
-            f"{', estimated from partial epochs' if checks['epoch_estimated'] else ''})."]
+            f"{', extrapolated from the timed steps' if checks['epoch_estimated'] else ''})."]
+        sentences += filter(None, [episode5_note(records, cnn_path)])
         gpu = _slowdown(records, "gpu")
         if gpu:
             sentences.append(f"On the GPU, {gpu}.")
@@ -364,24 +419,34 @@ NO_FIGURE = "A chart without data: no reference run has been recorded yet."
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     """The episode's values (``ref_feed_*``) from the reference run: its date, software and
     hardware, the table, the findings and the answer to the reading exercise; each says in
-    words what the run lacks."""
+    words what the run lacks. Episode 5's and episode 6's results files, beside ``path``, give
+    what this page sets beside them (:func:`episode5_note`, :func:`bf16_on_cpus`)."""
+    from gpulesson.experiments.cnn.records import RESULTS_FILE as CNN_FILE
     from gpulesson.experiments.feeding.figures import alt_texts
+    from gpulesson.experiments.matmul.records import RESULTS_FILE as MATMUL_FILE
 
+    path = Path(path)
     records = reference_run(path)
     names = hardware([r for r in records if r.get("part") is None])
     return {
         "ref_feed_when": (provenance(records) if records
                           else "No reference run has been recorded yet."),
+        # The data every CNN number of the page was measured on, named where they are shown.
+        "ref_feed_data": data_label(records) if records else LABELS[DATA],
         "ref_feed_goal_gpu": (f"the reference run's GPU ({names['GPU']})" if "GPU" in names
                               else "a data-centre GPU (none is recorded in the reference run "
                                    "yet)"),
+        "ref_feed_peaks": gpu_peaks_text(records),
+        "ref_feed_bf16_gpu": (f"the {names['GPU']} of the reference run" if "GPU" in names
+                              else "a data-centre GPU"),
+        "ref_feed_bf16_cpus": bf16_on_cpus(records, path.with_name(MATMUL_FILE.name)),
         "ref_feed_cpu": names.get("CPU", NOT_RECORDED),
         "ref_feed_gpu": names.get("GPU", NOT_RECORDED),
         "ref_feed_table": table(records),
-        "ref_feed_findings": findings(records),  # '' without a run: the table says so
+        # '' without a run: the table says so
+        "ref_feed_findings": findings(records, path.with_name(CNN_FILE.name)),
         "ref_feed_reading": reading(records),
         "ref_feed_workers": wrong_data_sentence(records)
         or "No record of the reference run was measured with a pipeline that delivered wrong data.",
         **dict(zip(ALT_KEYS, alt_texts(records) if records else (NO_FIGURE,) * 2, strict=True)),
     }
-

@@ -11,8 +11,10 @@ warm-up epoch(s) (``warmup_seconds``), every timed epoch (``epoch_seconds``) and
 (``summary``), the load average before and after. Records made before the rule have no summary:
 :func:`epoch_summary` builds one from their epochs (a run with one timed epoch per condition
 shows "1 repeat, no range", and nothing of it is ranked). Choices and words that rank
-conditions (:func:`fastest`, :func:`rate_summary`) go through
-:func:`~gpulesson.experiments.common.rank` and :func:`~gpulesson.experiments.common.compare`.
+conditions (:func:`ranking`, :func:`fastest`) go through
+:func:`~gpulesson.experiments.common.rank` of the middle epochs
+(:func:`~gpulesson.experiments.common.middle`), as every comparison of the page does
+(:func:`~gpulesson.experiments.common.compare_middle`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pathlib import Path
 from gpulesson import results
 from gpulesson.devices import keras_device_name as check_device
 from gpulesson.experiments import parts
-from gpulesson.experiments.common import SUMMARY_KEY, as_rate, rank, summarise, summary_of
+from gpulesson.experiments.common import SUMMARY_KEY, as_rate, middle, rank, summarise, summary_of
 from gpulesson.results import make_record
 
 # The kinds of setting the settings sweep changes, one at a time (measure runs them in order).
@@ -296,12 +298,23 @@ def base_rates(records, device: str, names=None) -> dict[str, dict]:
     return {name: found[name] for name in PIPELINES if found.get(name)}
 
 
+def ranking(records, device: str, names=None) -> list[list[str]]:
+    """The pipelines in places, best first, by training rate with the base setting on
+    ``device``: :func:`~gpulesson.experiments.common.rank` of their middle epochs
+    (:func:`~gpulesson.experiments.common.middle`), the lesson's rule for every comparison. A
+    place holds the pipeline with the highest median left and those the rule cannot tell from
+    it. The one ranking that the page's table, the reading exercise's answer and the figure's
+    alt text take "the fastest pipeline" from; [] without records."""
+    rates = {name: middle(rate) for name, rate in base_rates(records, device, names).items()}
+    return rank(rates, higher_is_better=True) if rates else []
+
+
 def fastest(records, device: str, names=None) -> list[str]:
-    """The pipelines in first place of training with the base setting on ``device``
-    (:func:`~gpulesson.experiments.common.rank`): one name where its range is apart from the
-    others', several where the rule cannot tell them apart; [] without records."""
-    rates = base_rates(records, device, names)
-    return rank(rates, higher_is_better=True)[0] if rates else []
+    """The pipelines in first place of :func:`ranking`: one name where its middle epochs lie
+    apart from the others', several where the rule cannot tell them apart; [] without
+    records."""
+    places = ranking(records, device, names)
+    return places[0] if places else []
 
 
 def best_pipeline(records, device: str) -> str | None:
@@ -331,8 +344,8 @@ def targets(records) -> dict | None:
 
     ``share``: images/s of the fastest lesson HDF5 pipeline over those of the fastest path
     from memory of the same run and device (:func:`fastest_in_memory`; goal >= 90 %);
-    ``epoch_seconds``: its time for an epoch of all images (goal <= 1 s; estimated from the
-    timed steps when the epochs were partial).
+    ``epoch_seconds``: its time for an epoch of all images (goal <= 1 s; extrapolated from the
+    timed steps when the epochs were partial); ``record``: the pipeline's record.
     """
     lesson, top = best_hdf5(records, "gpu"), fastest_in_memory(records, "gpu")
     if lesson is None or top is None:
@@ -343,7 +356,7 @@ def targets(records) -> dict | None:
             "share_ok": share >= TARGET_SHARE,
             "epoch_seconds": epoch, "epoch_estimated": lesson["partial_epoch"],
             "epoch_ok": epoch <= TARGET_EPOCH_SECONDS, "n_images": lesson["n_images"],
-            "full_size": lesson["n_images"] >= N_IMAGES}
+            "full_size": lesson["n_images"] >= N_IMAGES, "record": lesson}
 
 
 # --- how the page, the figures and the command write a record's parts -------------------------

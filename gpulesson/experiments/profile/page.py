@@ -18,9 +18,10 @@ from gpulesson.experiments.profile.records import (
     parts,
     peak,
     profiled,
+    profiled_tflops,
     reference_run,
 )
-from gpulesson.results import NOT_RECORDED, duration, hardware, software
+from gpulesson.results import NOT_RECORDED, data_label, duration, hardware, software
 
 DEVICES = ("cpu", "gpu")
 # What cutting each part takes (the exercise's answer follows the largest part).
@@ -30,7 +31,8 @@ REMEDIES = {
     "other": "fewer, larger steps (a larger batch)",
     "kernels": "cheaper arithmetic (mixed bfloat16, a smaller model)",
 }
-# Most CPUs have no 16-bit units: mixed precision slows them down (episode 9's exercise).
+# On a CPU, cheaper arithmetic depends on the chip: bfloat16 helps only where its units compute
+# the hot operations (episode 9's exercise on mixed precision, from the records).
 CPU_KERNELS = "less arithmetic (a smaller model), or hardware built for it"
 
 
@@ -42,8 +44,8 @@ def device_name(record: dict) -> str:
     return hardware([record]).get("GPU" if record["device_kind"] == "gpu" else "CPU", "?")
 
 
-def peak_text(record: dict) -> str:
-    found = peak(record)
+def peak_text(record: dict, tflops: float | None = None) -> str:
+    found = peak(record, tflops)
     if found:
         return (f"{found['share']:.1%} of the {found['card']}'s published dense "
                 f"{found['precision'].upper()} peak ({found['tflops']:g} TFLOP/s)")
@@ -71,27 +73,35 @@ def summary_lines(record: dict) -> list[str]:
                   f"device {device}.")
     else:
         traced = f"Not profiled ({found['failed']})."
+    in_profile = profiled_tflops(record)
     return [
-        f"A step {ms(record['step_seconds'])} (batch {record['batch_size']}; "
+        f"A step of the timed epochs {ms(record['step_seconds'])} (batch "
+        f"{record['batch_size']}; "
         f"{summary_text(record['summary'], lambda v: f'{v:.3g} s', what='epochs')} an epoch "
         f"of {record['n_images']:,} images).",
         traced,
-        f"{record['achieved_tflops']:.3g} TFLOP/s achieved "
+        f"{record['achieved_tflops']:.3g} TFLOP/s over the timed epochs "
         f"({record['train_flops_per_image'] / 1e6:.0f} MFLOP a training image), "
-        f"{peak_text(record)}; {utilisation_text(record)}.",
+        f"{peak_text(record)}"
+        + (f"; {in_profile:.3g} TFLOP/s in the profiled steps" if in_profile else "")
+        + f"; {utilisation_text(record)}.",
     ]
 
 
 def rows(records) -> list[list[str]]:
+    """One row per profiled device, all of it of the profiled steps: the step, its parts, and
+    the TFLOP/s of that step (:func:`~gpulesson.experiments.profile.records.profiled_tflops`),
+    never the timed epochs' rate beside the profiled step's parts."""
     found = []
     for device in DEVICES:
         record = find(records, device)
         if profiled(record):
             each = parts(record)
-            top, used = peak(record), record["utilisation"]
+            tflops = profiled_tflops(record)
+            top, used = peak(record, tflops), record["utilisation"]
             found.append([f"{device.upper()} ({device_name(record)})", ms(record["profile"]["step"]),
                           *(ms(v) for v in each.values()),
-                          f"{record['achieved_tflops']:.3g}"
+                          f"{tflops:.3g}"
                           + (f" ({top['share']:.1%} of {top['precision'].upper()})" if top else ""),
                           f"{used['mean']:.0f} %" if "mean" in used else "not sampled"])
     return found
@@ -99,8 +109,8 @@ def rows(records) -> list[list[str]]:
 
 def table(records) -> str:
     head = ["Device", "Step (profiled)", "Host: input", "Host: dispatch", "Host: rest of fit",
-            "Device: kernels", "Device: copies", "Device: idle", "TFLOP/s (of the peak)",
-            "Busy (NVML)"]
+            "Device: kernels", "Device: copies", "Device: idle",
+            "TFLOP/s in the profiled step (of the peak)", "Busy (NVML, an epoch)"]
     return markdown_table(head, rows(records))
 
 
@@ -140,5 +150,7 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         "ref_prof_cpu_lines": " ".join(summary_lines(cpu)) if cpu else NOT_RECORDED,
         "ref_prof_cut": " ".join(cut_text(r) for r in (cpu, gpu) if profiled(r)) or NOT_RECORDED,
         "ref_prof_when": "; ".join(run_labels(records)) or NOT_RECORDED,
+        # The data the profiled CNN trained on, named where the table is introduced.
+        "ref_prof_data": data_label(records) if records else NOT_RECORDED,
         "ref_prof_alt": alt_text(records),
     }

@@ -81,16 +81,28 @@ def gpu_name(record: dict) -> str | None:
     return gpu.get("name") or (record.get("device") if record.get("device_kind") == "gpu" else None)
 
 
-def peak(record: dict) -> dict | None:
+def peak(record: dict, tflops: float | None = None) -> dict | None:
     """``{"precision", "tflops" (the published peak), "share" (achieved / peak), "card"}`` of a
-    GPU record whose card the lesson has a table for; None otherwise (a CPU, an unknown card)."""
+    GPU record whose card the lesson has a table for; None otherwise (a CPU, an unknown card).
+    The share is of ``tflops`` where given (e.g. :func:`profiled_tflops`), else of the rate of
+    the timed epochs (``achieved_tflops``)."""
     name = gpu_name(record)
     peaks = peaks_for(name)
     if not peaks:
         return None
     key = "tf32" if record.get("float32_precision") == "tf32" else "fp32"
-    return {"precision": key, "tflops": peaks[key], "card": name,
-            "share": record["achieved_tflops"] / peaks[key]}
+    achieved = record["achieved_tflops"] if tflops is None else tflops
+    return {"precision": key, "tflops": peaks[key], "card": name, "share": achieved / peaks[key]}
+
+
+def profiled_tflops(record: dict) -> float | None:
+    """The TFLOP/s of the profiled steps: a batch's training arithmetic over the profiled
+    step's time, so that a row that shows the profiled step and its parts shows the rate of
+    that same step (the timed epochs' rate, ``achieved_tflops``, comes from their median
+    step, ``step_seconds``, which may differ). None without a profile."""
+    if not profiled(record):
+        return None
+    return record["train_flops_per_image"] * record["batch_size"] / record["profile"]["step"] / 1e12
 
 
 def profiled(record: dict | None) -> bool:

@@ -10,9 +10,11 @@ from __future__ import annotations
 import statistics
 
 from gpulesson.experiments import parts
+from gpulesson.experiments.ceiling.records import measurably, middle_note
 from gpulesson.experiments.common import compare_middle, markdown_table, summary_text
 from gpulesson.experiments.workers.figures import SHORT, alt_text
 from gpulesson.experiments.workers.records import (
+    DATA,
     NAMES,
     RESULTS_FILE,
     WORK,
@@ -26,7 +28,8 @@ from gpulesson.experiments.workers.records import (
     reference_run,
     teardown_may_be_timed,
 )
-from gpulesson.results import NOT_RECORDED, hardware
+from gpulesson.results import NOT_RECORDED, data_label, hardware
+from gpulesson.settings import LABELS
 
 NONE = ("No run with Grain's worker processes has been recorded yet: "
         "`python -m gpulesson.experiments.workers` records one.")
@@ -47,10 +50,18 @@ def rows(records) -> list[list[str]]:
     return found
 
 
+def compared(records) -> str:
+    """Which epochs the comparisons with no worker read, in the rule's words
+    (:func:`~gpulesson.experiments.ceiling.records.middle_note`)."""
+    return middle_note(*(rate_summary(r) for r in records))
+
+
 def table(records) -> str:
-    """The run as a Markdown table (for the page)."""
+    """The run as a Markdown table (for the page); the last column's header says which epochs
+    its verdicts compare, so that a reader can check them against the ranges shown."""
+    note = compared(records)
     head = ["Backend, device", "Work on each block", "Worker processes",
-            "Images/s: median (range)", "Against no worker"]
+            "Images/s: median (range)", "Against no worker" + (f" ({note})" if note else "")]
     return markdown_table(head, rows(records))
 
 
@@ -82,15 +93,26 @@ def findings(records) -> str:
                                                                      work, 0)
             if top and base:
                 words = compare_middle(rate_summary(top), rate_summary(base),
-                                       higher_is_better=True).text
-                said.append(f"{words} none {IN_WORDS[work]} ({top['workers']})")
+                                       higher_is_better=True)
+                said.append(f"{_versus_none(words)} {IN_WORDS[work]} ({top['workers']})")
         costs = (f"; a block: read {read:.2g} ms, `flip_crop` {work_ms:.2g} ms"
                  if read is not None and work_ms is not None else "")
         if said:
             sentences.append(f"{NAMES.get(backend, backend)}, {device.upper()} ({cores} "
                              f"cores{costs}): the best count of workers was "
                              f"{' and '.join(said)}.")
+    if sentences:
+        sentences.insert(0, f"Each comparison reads the {compared(records)}.")
     return " ".join([*sentences, teardown_note(records)]).strip() or NONE
+
+
+def _versus_none(said) -> str:
+    """A comparison with no worker as a clause: "1.3× slower than none", "measurably slower
+    than none", or, where the rule cannot tell them apart, "about as fast as none (no
+    measurable difference)"."""
+    if not said.measurable:
+        return "about as fast as none (no measurable difference)"
+    return f"{measurably(said)} than none"
 
 
 def teardown_note(records) -> str:
@@ -139,6 +161,8 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         "ref_workers_summary": (f"{findings(records)} {provenance(records)}" if records
                                 else "Without a run there is nothing to compare yet."),
         "ref_workers_alt": alt_text(records),
+        # The data the table's rates were measured on, named where the table is introduced.
+        "ref_workers_data": data_label(records) if records else LABELS[DATA],
         # The GPU the run measured on: the episode's note on what is missing tests it.
         "ref_workers_gpu": hardware(records).get("GPU", NOT_RECORDED),
     }

@@ -18,7 +18,10 @@ import statistics
 from gpulesson import results
 from gpulesson.devices import BACKEND_TITLES
 from gpulesson.experiments import parts
-from gpulesson.experiments.ceiling.records import N_IMAGES  # noqa: F401 (the ceiling's epoch, re-exported)
+from gpulesson.experiments.ceiling.records import (
+    N_IMAGES,  # noqa: F401 (the ceiling's epoch, re-exported)
+    measurably,
+)
 from gpulesson.experiments.common import (
     SUMMARY_KEY,
     as_rate,
@@ -133,13 +136,14 @@ def conditions(records, backend: str, device: str) -> list[tuple[str, int, dict]
 
 def against_none(record: dict, records) -> str:
     """``record`` against the same work with no worker process, in the rule's words
-    ("1.4× slower", "no measurable difference"), from the middle epochs
+    ("1.4× slower", "measurably slower", "no measurable difference"), from the middle epochs
     (:func:`~gpulesson.experiments.common.compare_middle`); '' for the record with none, or
     without it."""
     base = find(records, record["backend"], record["device_kind"], record["work"], 0)
     if base is None or record is base:
         return ""
-    return compare_middle(rate_summary(record), rate_summary(base), higher_is_better=True).sentence
+    return measurably(compare_middle(rate_summary(record), rate_summary(base),
+                                     higher_is_better=True))
 
 
 def best(records, backend: str, device: str, work: str) -> dict | None:

@@ -1,0 +1,123 @@
+"""What episode 9's feeding page sets beside its own records, from elsewhere: episode 5's run
+of the same CNN on the same GPU (:func:`episode5_note`), the published peaks of the reference
+run's GPU (:func:`gpu_peaks_text`, :mod:`gpulesson.gpu_peaks`) and episode 6's products in
+bfloat16 on a CPU (:func:`bf16_on_cpus`). Every number comes from the records, and every
+comparison from the lesson's rule (:func:`~gpulesson.experiments.common.compare_middle`), with
+the epochs or calls it compared. The other episodes' records are only read.
+
+Imports no deep-learning framework.
+"""
+
+from __future__ import annotations
+
+from gpulesson.devices import BACKEND_TITLES
+from gpulesson.experiments import parts
+from gpulesson.experiments.common import NO_DIFFERENCE, as_rate, compare_middle, fmt_number
+from gpulesson.experiments.feeding.reading import _why, apart, basis
+from gpulesson.experiments.feeding.records import (
+    find,
+    rate_summary,
+    rate_text,
+    shown,
+    sweep_device,
+)
+from gpulesson.results import data_label, hardware
+from gpulesson.results import duration as seconds_text
+
+
+def episode5_note(records, cnn_path=None) -> str:
+    """Episode 5's run of the same CNN and generator on the same GPU, backend and batch size
+    beside this run's rate from the lesson's generator, in the rule's words: where the two
+    disagree measurably, a sentence says so, by which factor, and that the next GPU run
+    measures both again; '' where episode 5 has no such run (read from ``cnn_path``, its
+    results file)."""
+    from gpulesson.experiments.cnn import records as cnn  # read only: episode 5's records
+
+    lesson = find(records, "gpu", "lesson")
+    if not lesson or cnn_path is None:
+        return ""
+    theirs = next((r for r in cnn.reference_run(cnn_path) if r.get("device_kind") == "gpu"
+                   and (r.get("gpu") or {}).get("name") == (lesson.get("gpu") or {}).get("name")
+                   and r.get("backend") == lesson.get("backend")
+                   and r.get("batch_size") == lesson.get("batch_size")), None)
+    summary = cnn.epoch_summary(theirs)
+    if not summary:
+        return ""
+    rate, ours = as_rate(summary, theirs["n_train"]), rate_summary(lesson)
+    said = compare_middle(rate, ours, higher_is_better=True)
+    same = parts.machine([theirs]) == parts.machine([lesson])
+    data = "" if data_label([theirs]) == data_label([lesson]) else f" on the {data_label([theirs])}"
+    measured = (f"Episode 5's run of the same model and generator "
+                f"{'on the same hardware' if same else f'on {parts.machine([theirs])}'}{data} "
+                f"({BACKEND_TITLES.get(theirs['backend'], theirs['backend'])}, batch "
+                f"{theirs['batch_size']}, run {theirs['run_id']}) measured "
+                f"{rate_text(rate['median'])} images/s (epochs of {theirs['n_train']:,} images, "
+                f"median {seconds_text(summary['median'])})")
+    if not said.measurable:
+        return (f"{measured}: {NO_DIFFERENCE} from `lesson` here ({_why(rate, ours)}).")
+    return (f"{measured}: {said.text} `lesson` here ({apart(rate, ours)}). The two runs "
+            "disagree by that factor; the next GPU run measures both again with the lesson's "
+            "current instruments.")
+
+
+def gpu_peaks_text(records) -> str:
+    """The published dense peaks of the reference run's GPU (:mod:`gpulesson.gpu_peaks`), for
+    the page's estimate of the TFLOP/s the goal needs; a pointer to the table where the lesson
+    has none for that card, or no GPU was recorded."""
+    from gpulesson.gpu_peaks import peaks_for
+
+    name = hardware([r for r in records if r.get("part") is None]).get("GPU")
+    peaks = peaks_for(name)
+    if not peaks:
+        return ("your GPU's published peaks (`gpulesson.gpu_peaks` has those of the cards the "
+                "lesson was measured on; episode 5 sets the CNN's rate beside them)")
+    return (f"the {name}'s published dense peaks, {peaks['fp32']:g} TFLOP/s in FP32, "
+            f"{peaks['tf32']:g} in TF32 and {peaks['bf16']:g} in BF16 (the vendor's data sheet, "
+            "not measurements; episode 5 sets the CNN's rate beside them)")
+
+
+def bf16_on_cpus(records, matmul_path=None) -> str:
+    """The mixed-precision exercise's answer from the records: whether a CPU computed bfloat16
+    matrix products measurably faster than float32 (episode 6's sweep, the largest size both
+    ran, in ``matmul_path``), and what mixed bfloat16 did to training the CNN on the device of
+    the settings sweep here (the CPU until a GPU has a whole sweep)."""
+    said = []
+    if matmul_path is not None:
+        from gpulesson.experiments.matmul import records as matmul  # read only: episode 6's
+
+        # Any method: on a CPU a call is done when it returns, so the synchronised calls of
+        # the older sweeps time the same work as the windows of the current ones.
+        run = matmul.latency_run(matmul_path)
+        f32, bf16 = matmul.find(run, "cpu", "float32"), matmul.find(run, "cpu", "bfloat16")
+        if f32 and bf16:
+            sizes = sorted({p["n"] for p in f32["points"]} & {p["n"] for p in bf16["points"]})
+            point = {r["dtype"]: next(p for p in r["points"] if p["n"] == sizes[-1])
+                     for r in (f32, bf16)} if sizes else {}
+            fast, slow = (matmul.rate_summary(point.get(d)) for d in ("bfloat16", "float32"))
+            if fast and slow:
+                verdict = compare_middle(fast, slow, higher_is_better=True)
+                words = (f"{verdict.text} float32" if verdict.measurable
+                         else f"with {NO_DIFFERENCE} from float32")
+                gpu = next((r.get("device") for r in run if r.get("device_kind") == "gpu"), None)
+                node = f", beside the {gpu}," if gpu else ","
+                said.append(
+                    f"In episode 6's run {f32['run_id']}, the {parts.machine([f32])}{node} "
+                    f"multiplied matrices of n = {sizes[-1]:,} in bfloat16 {words} "
+                    f"({fmt_number(fast['median'])} against {fmt_number(slow['median'])} "
+                    f"GFLOP/s, {basis(fast, slow, what='calls')}).")
+    device = sweep_device(records)
+    swept = next((r for r in shown(records) if r.get("device_kind") == device
+                  and r.get("group") == "precision" and r.get("precision") == "mixed_bfloat16"),
+                 None)
+    base = find(records, device, swept["pipeline"], run_id=swept["run_id"]) if swept else None
+    if swept and base:
+        a, b = rate_summary(swept), rate_summary(base)
+        verdict = compare_middle(a, b, higher_is_better=True)
+        words = (f"trained {verdict.text} float32" if verdict.measurable
+                 else f"showed {NO_DIFFERENCE} from float32")
+        said.append(
+            f"On the {parts.machine([swept])}, training the CNN with mixed bfloat16 "
+            f"({BACKEND_TITLES.get(swept['backend'], swept['backend'])}, on the "
+            f"{data_label([swept])}) {words}: {rate_text(a['median'])} against "
+            f"{rate_text(b['median'])} images/s, {basis(a, b)}.")
+    return " ".join(said)
