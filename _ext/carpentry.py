@@ -109,10 +109,15 @@ class PlaceholderError(ValueError):
 
 
 def site_values(root: Path) -> dict[str, str]:
-    """``site_<key>`` for every key of the ``lesson_site`` section of ``root/_config.yml``."""
-    config = yaml.safe_load((Path(root) / "_config.yml").read_text(encoding="utf-8")) or {}
+    """``site_<key>`` for every key of the ``lesson_site`` section of ``root/_config.yml``, and
+    the values computed from them (``site_cost_*``: :mod:`gpulesson.session_costs`)."""
+    from gpulesson import session_costs
+
+    path = Path(root) / "_config.yml"
+    config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     section = config.get(SITE_SECTION) or {}
-    return {f"site_{key}": str(value) for key, value in section.items()}
+    return {**{f"site_{key}": str(value) for key, value in section.items()},
+            **session_costs.substitutions(path)}
 
 
 # Modules that turn a results file into ``ref_*`` values: each has ``EXPERIMENT`` (its results

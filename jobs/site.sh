@@ -3,8 +3,9 @@
 #   source jobs/site.sh
 #   sbatch jobs/train-cnn.sbatch --epochs 30
 # sbatch reads SBATCH_PARTITION and SBATCH_ACCOUNT as if they were --partition and --account
-# (options on the sbatch command line still win); the scripts load LESSON_CONDA_MODULE when the
-# lesson folder has no .venv. A variable that is set already is kept; an empty value is left out.
+# (options on the sbatch command line still win); the scripts load LESSON_CONDA_MODULE and
+# activate LESSON_CONDA_ENV (the site's conda environment, a name or a folder), which wins over a
+# .venv in the lesson folder. A variable that is set already is kept; an empty value is left out.
 
 _lesson_site_value() {
     # The value of "  <key>: <value>" inside "lesson_site:", without quotes or a comment.
@@ -21,7 +22,8 @@ if [ ! -f "${LESSON_SITE_CONFIG:-_config.yml}" ]; then
     echo "No ${LESSON_SITE_CONFIG:-_config.yml} here: source jobs/site.sh in the lesson folder" >&2
     return 2 2>/dev/null || exit 2
 fi
-for _pair in SBATCH_PARTITION:gpu_partition SBATCH_ACCOUNT:account LESSON_CONDA_MODULE:conda_module; do
+for _pair in SBATCH_PARTITION:gpu_partition SBATCH_ACCOUNT:account LESSON_CONDA_MODULE:conda_module \
+             LESSON_CONDA_ENV:conda_env; do
     _name=${_pair%%:*}
     _value=$(_lesson_site_value "${_pair#*:}")
     if [ -z "$(printenv "$_name")" ] && [ -n "$_value" ]; then

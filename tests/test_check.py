@@ -100,6 +100,13 @@ def test_a_kernel_missing_or_without_the_settings_says_to_register_it(tmp_path, 
     monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "user"))
     items = login.check_kernel("no-such-kernel")[0]
     assert [item.status for item in items] == [FAIL] and "make kernel" in items[0].fix
+    # On a cluster, make kernel would register a .venv with the CPU-only TensorFlow: the fix
+    # registers the site's conda environment with the setup page's command, settings included.
+    site = login.site_values()
+    assert (f"on a cluster, conda activate {site['conda_env']}, then python -m ipykernel install "
+            "--user --name no-such-kernel") in items[0].fix
+    assert "--env XLA_PYTHON_CLIENT_PREALLOCATE false" in items[0].fix
+    assert items[0].fix.endswith("on a laptop, make kernel")
     write_kernel(tmp_path, sys.executable, {})
     items = by_name(login.check_kernel()[0])
     assert items["Kernel's settings"].status == FAIL
@@ -458,7 +465,7 @@ def test_by_hand_inside_a_job_the_kernels_settings_come_from_its_spec(tmp_path, 
     for name in KERNEL_ENV:
         monkeypatch.delenv(name, raising=False)
     env, item = _by_hand(login.KERNEL)
-    assert item.status == FAIL and "make kernel" in item.fix
+    assert item.status == FAIL and "make kernel" in item.fix and "conda activate" in item.fix
     # In the check's own job the job exports the settings: they are checked where they are.
     monkeypatch.setenv(submit.JOB_MARK, "1")
     assert _by_hand(login.KERNEL) == (None, None)

@@ -23,6 +23,7 @@ from carpentry import (
 from conftest import ROOT
 
 from gpulesson.check import example, report
+from gpulesson.pinned import pinned_environment, same_version
 from gpulesson.results import append_record, read_records
 from gpulesson.settings import get_settings
 
@@ -53,7 +54,9 @@ def guide_with(results: Path) -> str:
 
 def test_without_a_gpu_record_the_guide_says_once_that_no_gpu_node_has_run_it(tmp_path):
     path = tmp_path / "check-gpu.jsonl"
-    assert example.substitutions(path) == {"ref_check_gpu": MISSING, "ref_check_gpu_title": MISSING}
+    check_values = {k: v for k, v in example.substitutions(path).items() if k.startswith("ref_check")}
+    assert check_values == {"ref_check_gpu": MISSING, "ref_check_gpu_title": MISSING,
+                            "ref_check_gpu_environment": MISSING}
     # A record made without a GPU is not an example of the GPU items.
     settings = get_settings({"LESSON_DATA": "synthetic"})
     append_record(path, example.check_record(fixture_items(), settings, [], None,
@@ -81,14 +84,60 @@ def test_a_gpu_record_is_shown_as_the_check_prints_it_titled_with_the_gpu_and_da
     assert values["ref_check_gpu"] == printed
     assert values["ref_check_gpu_title"] == (f"1 × {FIXTURE_GPU}, driver 1.2.3, on 2026-01-02 "
                                              "(Keras 3.0.0, jax 0.0.1)")
+    # The node ran its own environment: the guide says so, with its versions and the pins.
+    pins = pinned_environment()
+    assert values["ref_check_gpu_environment"] == (
+        "The check ran in the node's own Python environment, not the lesson's pinned one: "
+        f"Keras 3.0.0, JAX 0.0.1, where the lesson pins Keras {pins['keras']}, JAX {pins['jax']}.")
     guide = guide_with(path)
     assert NO_RUN_YET not in guide and not has_placeholders(guide)
     assert f"```text\n{printed}\n```" in guide
+    assert f"```\n\n{values['ref_check_gpu_environment']}" in guide
     assert f"What the job part printed on a GPU node, {values['ref_check_gpu_title']}," in guide
     # A later run without a GPU leaves the GPU's example in place.
     append_record(path, example.check_record(items[:1], settings, [], None,
                                              environment={**FIXTURE_ENVIRONMENT, "device": "CPU"}))
     assert example.substitutions(path) == values
+
+
+def test_the_environment_says_which_one_the_node_ran_its_backends_and_the_drivers(tmp_path):
+    """A node's own environment, with another CUDA than the pinned builds': both versions, the
+    backends the check found (no TensorFlow), and the driver each CUDA needs; the pinned one:
+    said so, nothing more."""
+    pins = pinned_environment()
+    items = [{"name": "GPU in Keras (JAX)", "status": "ok", "detail": "", "fix": "", "where": "job"},
+             {"name": "GPU in Keras (PyTorch)", "status": "ok", "detail": "", "fix": "",
+              "where": "job"}]
+    own = {"versions": {"python": "3.12.3", "keras": pins["keras"], "jax": "0.11.2"},
+           "gpu": {"cuda_runtime_version": "13.0"}, "items": items}
+    assert example.environment(own, ROOT) == (
+        "The check ran in the node's own Python environment, not the lesson's pinned one: "
+        f"Python 3.12.3, Keras {pins['keras']}, JAX 0.11.2, CUDA 13.0, where the lesson pins "
+        f"Python {pins['python']}, Keras {pins['keras']}, JAX {pins['jax']}. It found the Keras "
+        f"backends JAX and PyTorch, and no TensorFlow (the lesson pins {pins['tensorflow']}). "
+        "Its driver item holds for CUDA 13.0, which needs driver 580 or newer; the lesson's "
+        f"pinned TensorFlow and JAX are built for CUDA {pins['cuda']} and need driver 525 or "
+        "newer (the setup page).")
+    pinned = {"versions": {"python": f"{pins['python']}.7", "keras": pins["keras"],
+                           "tensorflow": pins["tensorflow"]},
+              "gpu": {"cuda_runtime_version": "12.8"},
+              "items": [{**items[0], "name": "GPU in Keras (TensorFlow)"}]}
+    assert example.environment(pinned, ROOT) == (
+        f"The check ran in the lesson's pinned environment (Python {pins['python']}.7, Keras "
+        f"{pins['keras']}, TensorFlow {pins['tensorflow']}, CUDA 12.8). It found the Keras "
+        "backend TensorFlow.")
+
+
+def test_the_pins_are_those_of_the_environment_file():
+    pins = pinned_environment()
+    environment_yml = (ROOT / "environment.yml").read_text(encoding="utf-8")
+    for line in (f"- python={pins['python']}\n", f"- keras=={pins['keras']}\n",
+                 f"- tensorflow[and-cuda]=={pins['tensorflow']}\n",
+                 f"- jax[cuda{pins['cuda']}]=={pins['jax']}\n"):
+        assert line in environment_yml, line
+    assert f"\ntorch=={pins['torch']}\n" in (ROOT / "requirements" / "torch.txt").read_text()
+    assert same_version("3.11.7", "3.11") and same_version("2.15.0+cu132", "2.15.0")
+    assert not same_version("3.12.3", "3.11") and not same_version("2.11.0+cu130", "2.15.0")
 
 
 def test_the_example_is_a_source_of_the_pages_values(tmp_path):

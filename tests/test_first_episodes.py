@@ -71,7 +71,10 @@ def test_episode_2_teaches_the_sessions_the_workshop_runs_and_their_cost():
     # The cost example: learners x hours x rate, for each session.
     for hours in (cpu.hours, gpu.hours):
         assert f"20 learners × {hours} hours ×" in text
-    assert f"20 × {gpu.hours} × {{{{ site_gpu_hour_rate }}}}" in solution
+    # Its answer: the products with their totals, computed from the site's rates.
+    for name in ("cpu_session", "gpu_session", "gpu_day"):
+        assert f"{{{{ site_cost_{name} }}}}" in solution
+    assert "{{ site_cost_gpu_day_ratio }} times the GPU session" in solution
     # The batch script and srun ask for the lesson's memory.
     assert "--mem=16G" not in body and f"#SBATCH --mem={gpu.memory_gb}G" in body
     # The setup page names the same two requests.

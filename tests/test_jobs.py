@@ -1,4 +1,5 @@
-"""Batch-job scripts: valid shell, a GPU request, and a clear refusal of a missing notebook."""
+"""Batch-job scripts: valid shell, a GPU request, a clear refusal of a missing notebook, and the
+site's conda environment (a name or a folder) activated before a lesson folder's .venv."""
 
 import subprocess
 import sys
@@ -7,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import ROOT
+from fake_conda import calls, fake_cluster, fake_environment
 
 SCRIPTS = sorted((ROOT / "jobs").glob("*.sbatch"))
 
@@ -73,8 +75,65 @@ def test_the_sweep_refuses_to_run_outside_a_job_array(tmp_path):
     assert not (tmp_path / "results").exists()
 
 
+ENVIRONMENT_BLOCK = "# The lesson's environment:"
+
+
+def environment_block(script: Path) -> str:
+    """The lines of a job script that activate the lesson's environment."""
+    text = script.read_text()
+    start = text.index(ENVIRONMENT_BLOCK)
+    return text[start:text.index("\nfi\n", start) + len("\nfi\n")]
+
+
+def test_every_job_activates_the_lesson_environment_the_same_way():
+    blocks = {environment_block(script) for script in SCRIPTS}
+    assert len(blocks) == 1, blocks
+    assert 'conda activate "${LESSON_CONDA_ENV:-gpulesson}"' in blocks.pop()
+
+
+@pytest.mark.parametrize(("conda_env", "venv", "expected"), [
+    ("shared", True, "shared"),
+    ("workshop", False, "workshop"),
+    (None, False, "gpulesson"),
+    (None, True, ".venv"),
+], ids=["shared-prefix-before-venv", "named-env", "default-name", "venv-without-a-site-env"])
+def test_a_job_activates_the_sites_conda_environment_before_a_venv(tmp_path, conda_env, venv,
+                                                                     expected):
+    """The site's conda_env (LESSON_CONDA_ENV, from jobs/site.sh), a folder or a name, wins over
+    a lesson folder's .venv (make lab's CPU-only TensorFlow); without one, the .venv, then the
+    environment gpulesson."""
+    env = fake_cluster(tmp_path / "cluster")
+    env["LESSON_CONDA_MODULE"] = "miniforge3"
+    folder = tmp_path / "lesson"
+    (folder / "notebooks").mkdir(parents=True)
+    (folder / "notebooks" / "x.ipynb").write_text("{}")
+    if venv:
+        fake_environment(folder / ".venv", venv=True)
+    if conda_env == "shared":  # a shared environment, by its folder (conda env create --prefix)
+        conda_env = expected = str(fake_environment(tmp_path / "shared" / "env"))
+    elif conda_env:
+        fake_environment(tmp_path / "cluster" / "envs" / conda_env)
+    if conda_env:
+        env["LESSON_CONDA_ENV"] = conda_env
+    result = subprocess.run(["bash", str(ROOT / "jobs" / "run-notebook.sbatch"), "notebooks/x.ipynb"],
+                            cwd=folder, env=env, check=False, capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    logged = calls(env)
+    if expected == ".venv":
+        python = folder / ".venv" / "bin" / "python"
+        assert not any(line.startswith(("module", "conda")) for line in logged), logged
+    else:
+        prefix = Path(expected) if expected.startswith("/") else tmp_path / "cluster" / "envs" / expected
+        python = prefix / "bin" / "python"
+        assert logged[:2] == ["module load miniforge3", f"conda activate {expected}"], logged
+    assert f"{python} -m gpulesson.devices" in logged, logged
+    assert any(line.startswith(f"{python.with_name('jupyter')} nbconvert") for line in logged), logged
+
+
 def _sourced(cwd, env):
-    command = "source jobs/site.sh && echo $SBATCH_PARTITION $SBATCH_ACCOUNT $LESSON_CONDA_MODULE"
+    command = ("source jobs/site.sh && echo $SBATCH_PARTITION $SBATCH_ACCOUNT $LESSON_CONDA_MODULE "
+               "$LESSON_CONDA_ENV")
     if cwd != ROOT:
         command = command.replace("jobs/site.sh", str(ROOT / "jobs" / "site.sh"))
     return subprocess.run(["bash", "-c", command], cwd=cwd, env={"PATH": "/usr/bin:/bin", **env},
@@ -85,10 +144,11 @@ def test_site_sh_gives_sbatch_the_site_values_of_the_config():
     site = yaml.safe_load((ROOT / "_config.yml").read_text())["lesson_site"]
     result = _sourced(ROOT, {})
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == [site["gpu_partition"], site["account"], site["conda_module"]]
+    assert result.stdout.split() == [site["gpu_partition"], site["account"], site["conda_module"],
+                                     site["conda_env"]]
     # A value set already wins: a learner's own account, say.
     kept = _sourced(ROOT, {"SBATCH_ACCOUNT": "mine"}).stdout.split()
-    assert kept == [site["gpu_partition"], "mine", site["conda_module"]]
+    assert kept == [site["gpu_partition"], "mine", site["conda_module"], site["conda_env"]]
     # No script names a partition or an account of its own.
     for script in SCRIPTS:
         assert "--partition" not in script.read_text() and "--account" not in script.read_text()

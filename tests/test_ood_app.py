@@ -3,10 +3,12 @@
 Its ERB files are rendered with Ruby by a small stand-in of the dashboard (tests/ood_render.rb):
 the form's defaults must be the workshop's first session (lesson_schedule.sessions, the CPU
 session that episode 2 teaches), its session menu must set each session's request, the form values
-must become the right Slurm options, and bad values must be refused with a message that says
-what to change. Then the rendered job, wrapped like OnDemand's "basic" template wraps it, is
-submitted to the local Slurm (tests/slurm_cluster.py): the test waits for JupyterLab, logs in
-with the password from connection.yml, runs a cell on the lesson kernel, and cancels the job.
+must become the right Slurm options (the workshop's reservation only when one is typed), and bad
+values must be refused with a message that says what to change; the job activates the site's
+conda environment before a .venv in the lesson folder. Then the rendered job, wrapped like
+OnDemand's "basic" template wraps it, is submitted to the local Slurm (tests/slurm_cluster.py):
+the test waits for JupyterLab, logs in with the password from connection.yml, runs a cell on the
+lesson kernel, and cancels the job.
 """
 
 import json
@@ -21,6 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import ROOT, lesson_files
+from fake_conda import calls, fake_cluster, fake_environment
 from slurm_cluster import site_config
 from test_jupyterlab import _execute
 
@@ -71,8 +74,11 @@ def test_the_form_has_episode_2s_fields_with_the_first_sessions_defaults(ruby):
     form = json.loads(render(ruby, "form").stdout)
     attributes = form["attributes"]
     assert form["cluster"] == site["ood_cluster"]
-    for field in ("session", "account", "partition", "hours", "cores", "memory_gb", "gpus", "gpu_type"):
+    for field in ("session", "account", "reservation", "partition", "hours", "cores", "memory_gb",
+                  "gpus", "gpu_type"):
         assert field in form["form"] and attributes[field].get("widget") != "hidden_field"
+    # Episode 2: the instructor gives the reservation's name, if the workshop has one.
+    assert attributes["reservation"]["value"] == "" and attributes["reservation"]["label"] == "Reservation"
     assert attributes["account"]["value"] == site["account"]
     assert [value for _, value in attributes["partition"]["options"]] == [
         site["gpu_partition"], site["cpu_partition"]]
@@ -116,7 +122,13 @@ def test_the_session_menu_sets_each_sessions_request(ruby):
     ({"partition": "{cpu}", "gpus": "0", "hours": "2"},
      ["--partition={cpu}", "--time=02:00:00", "--nodes=1", "--ntasks=1", "--cpus-per-task=4",
       "--mem=24G", "--account={account}"]),
-], ids=["cpu-session", "gpu-session", "typed-gpus", "cpu-only"])
+    ({"partition": "{gpu}", "hours": "3", "gpus": "1", "reservation": " gpu-workshop_2.1 "},
+     ["--partition={gpu}", "--time=03:00:00", "--nodes=1", "--ntasks=1", "--cpus-per-task=4",
+      "--mem=24G", "--account={account}", "--reservation=gpu-workshop_2.1", "--gres=gpu:1"]),
+    ({"reservation": "  "},
+     ["--partition={cpu}", "--time=06:00:00", "--nodes=1", "--ntasks=1", "--cpus-per-task=4",
+      "--mem=24G", "--account={account}"]),
+], ids=["cpu-session", "gpu-session", "typed-gpus", "cpu-only", "reservation", "blank-reservation"])
 def test_form_values_become_slurm_options(ruby, tmp_path, values, expected):
     site = site_config()
     names = {"gpu": site["gpu_partition"], "cpu": site["cpu_partition"],
@@ -127,7 +139,8 @@ def test_form_values_become_slurm_options(ruby, tmp_path, values, expected):
     assert native == [option.format(**names) for option in expected]
     script = (staged / "script.sh").read_text()
     assert f'module load "{site["conda_module"]}"' in script
-    assert f'conda activate "{site["conda_env"]}"' in script
+    assert f'conda_env="{site["conda_env"]}"' in script
+    assert 'conda activate "${conda_env:-gpulesson}"' in script
     assert f'export LESSON_CLASS_RESULTS="${{LESSON_CLASS_RESULTS:-{site["class_results"]}}}"' in script
     assert "python -m ipykernel install --user --name gpulesson" in script
     assert "/lab/tree/my-notebooks" in (staged / "before.sh").read_text()
@@ -146,8 +159,12 @@ def test_form_values_become_slurm_options(ruby, tmp_path, values, expected):
     ({"lesson_dir": 'gpu-lesson"; rm -r x'},
      "Lesson folder: 'gpu-lesson\"; rm -r x' may hold only letters, digits, '.', '_', '-' and "
      "'/'; give it relative to your home directory (such as gpu-lesson) or as an absolute path."),
+    ({"reservation": "workshop; rm -r x"},
+     "Reservation: 'workshop; rm -r x' may hold only letters, digits, '.', '_' and '-'; type the "
+     "name your instructor gives, or leave it empty."),
 ], ids=["zero-hours", "negative-cores", "unknown-gpu-type", "too-many-gpus", "hours-in-words",
-        "gpus-on-a-cpu-partition", "unknown-partition", "quote-in-the-folder"])
+        "gpus-on-a-cpu-partition", "unknown-partition", "quote-in-the-folder",
+        "command-in-the-reservation"])
 def test_bad_form_values_are_refused_with_a_clear_message(ruby, tmp_path, values, message):
     site = site_config()
     names = {"gpu": site["gpu_partition"], "cpu": site["cpu_partition"],
@@ -159,6 +176,35 @@ def test_bad_form_values_are_refused_with_a_clear_message(ruby, tmp_path, values
     assert result.stderr.strip() == message.format(**names)
     # Nothing is rendered, so nothing can be submitted.
     assert not staged.exists()
+
+
+@pytest.mark.parametrize(("conda_env", "expected"), [
+    ("shared", "shared"), ("gpulesson", "gpulesson"), ("", ".venv"),
+], ids=["shared-prefix", "named-env", "no-site-env"])
+def test_the_job_activates_the_sites_conda_environment_before_a_venv(ruby, tmp_path, conda_env,
+                                                                       expected):
+    """The site's conda_env (a name, or a shared environment's folder) wins over a .venv in the
+    learner's lesson folder (make lab's CPU-only TensorFlow); a site that names none uses it."""
+    env = fake_cluster(tmp_path / "cluster")
+    lesson = tmp_path / "lesson"
+    fake_environment(lesson / ".venv", venv=True)
+    if conda_env == "shared":
+        conda_env = expected = str(fake_environment(tmp_path / "shared" / "env"))
+    _, staged = submit(ruby, tmp_path, {"conda_env": conda_env})
+    result = subprocess.run(["bash", str(staged / "script.sh")], cwd=staged, check=False,
+                            env={**env, "LESSON_DIR": str(lesson)}, capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    logged = calls(env)
+    if expected == ".venv":
+        prefix = lesson / ".venv"
+        assert not any(line.startswith(("module", "conda")) for line in logged), logged
+    else:
+        prefix = Path(expected) if expected.startswith("/") else tmp_path / "cluster" / "envs" / expected
+        assert logged[:2] == [f"module load {site_config()['conda_module']}",
+                              f"conda activate {expected}"], logged
+    assert f"{prefix / 'bin' / 'python'} -m gpulesson.devices" in logged, logged
+    assert logged[-1] == f"{prefix / 'bin' / 'jupyter'} lab", logged
 
 
 # Open OnDemand's "basic" template wraps the app's before.sh and script.sh like this (ood_core's
@@ -193,7 +239,9 @@ def session(ruby, slurm, tmp_path):
     (home / ".jupyter").mkdir()
     (home / ".jupyter" / "jupyter_server_config.json").write_text(
         json.dumps({"ServerApp": {"allow_root": True}}))
-    result, staged = submit(ruby, tmp_path, session_values(SESSIONS[-1]))
+    # This cluster has no conda: as at a site that names no conda environment, the job uses the
+    # lesson folder's .venv (this Python's environment).
+    result, staged = submit(ruby, tmp_path, {**session_values(SESSIONS[-1]), "conda_env": ""})
     native = json.loads(result.stdout)["submit"]["script"]["native"]
     job_script = staged / "job_script_content.sh"
     job_script.write_text(BASIC_TEMPLATE.format(staged=staged))

@@ -21,7 +21,10 @@ def test_placeholders_are_filled_everywhere_and_unknown_ones_refused(tmp_path):
 def test_site_values_come_from_one_section_of_config():
     section = yaml.safe_load((ROOT / "_config.yml").read_text())["lesson_site"]
     values = site_values(ROOT)
-    assert values == {f"site_{k}": str(v) for k, v in section.items()}
+    computed = {k: v for k, v in values.items() if k.startswith("site_cost_")}  # from the rates
+    assert computed and computed["site_cost_cpu_session"].endswith(f" {section['charge_unit']}")
+    assert {k: v for k, v in values.items() if k not in computed} == {
+        f"site_{k}": str(v) for k, v in section.items()}
     assert {"site_cluster_name", "site_login_host", "site_gpu_partition", "site_gres_example"} <= values.keys()
 
 

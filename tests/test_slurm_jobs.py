@@ -42,6 +42,9 @@ def submit_env(cluster, folder: Path) -> dict:
     env = dict(item.split("=", 1) for item in sourced.stdout.split("\0") if "=" in item)
     # The jobs import gpulesson from the lesson folder they run in, as on a cluster.
     env.pop("PYTHONPATH", None)
+    # This cluster has no conda: as at a site that names no conda environment, the jobs use the
+    # lesson folder's .venv (this Python's environment).
+    env.pop("LESSON_CONDA_ENV", None)
     return env
 
 

@@ -17,7 +17,7 @@ from gpulesson.plots import save_svg
 STEPS = [
     ("Images", "CIFAR-10\nor synthetic\nstand-in"),
     ("HDF5 file", "written once,\nchunked by batch"),
-    ("PyDataset", "reads, shuffles,\nnormalises batches"),
+    ("PyDataset", "reads shuffled\nbatches of bytes,\nas stored"),
     ("CNN training", "same weights,\nCPU then GPU"),
     ("Compare", "epoch times,\naccuracy, speed-up"),
 ]

@@ -56,13 +56,18 @@ def gpu_item() -> Item:
 def learner_items() -> list[Item]:
     """The checks that apply to a learner, in this Python (the lesson's kernel): its packages
     and settings, the data, the GPU."""
-    from gpulesson.check.login import GPU_SETTINGS, check_data, check_packages, check_settings
+    from gpulesson.check.login import (
+        GPU_SETTINGS,
+        check_data,
+        check_packages,
+        check_settings,
+        register_fix,
+    )
     from gpulesson.settings import get_settings
 
     gpu = gpu_item()
     settings = check_settings(os.environ, 'choose the kernel "Python (gpulesson)" (Kernel menu, '
-                              "Change Kernel), or register it again: make kernel",
-                              names=GPU_SETTINGS)
+                              "Change Kernel), or " + register_fix(), names=GPU_SETTINGS)
     if gpu.status == SKIP:  # a laptop without a GPU: the GPU's memory settings do not matter
         settings = skip(settings.name, "they concern a GPU's memory, and there is none here")
     items = [check_packages(sys.executable), settings,

@@ -135,8 +135,7 @@ def _by_hand(kernel: str):
     if os.environ.get(JOB_MARK):
         return None, None
     spec, found = login.find_kernel(kernel)
-    fix = (f'register the kernel "Python ({kernel})" again with the Makefile\'s settings: '
-           "make kernel")
+    fix = login.register_fix(kernel)
     if spec is None:  # settings exported by hand (as the lesson's GPU recording does) count
         item = login.check_settings(os.environ, fix, where="job")
         if item.status != "ok":

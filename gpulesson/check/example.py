@@ -9,8 +9,10 @@ home folder written ``~`` (the file is public; no host name). The lesson's budge
 
 As a source of page values (``RESULT_SOURCES`` in ``_ext/carpentry.py``), :func:`substitutions`
 gives the guide the newest record made beside a GPU: ``ref_check_gpu`` (the items as the check
-prints them) and ``ref_check_gpu_title`` (the GPU, its driver, the date and the versions), or
-:data:`~gpulesson.results.NOT_RECORDED` for both until a GPU node has run it.
+prints them), ``ref_check_gpu_title`` (the GPU, its driver, the date and the versions) and
+``ref_check_gpu_environment`` (whether the node ran the lesson's pinned environment or its own,
+with both versions, the Keras backends it found and the driver the pinned builds need), or
+:data:`~gpulesson.results.NOT_RECORDED` for all three until a GPU node has run it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from gpulesson.check.report import Item, all_passed, items_from_json, text
+from gpulesson.pinned import LESSON_ROOT, environment_note, pinned_environment, same_version
 from gpulesson.results import (
     NOT_RECORDED,
     RESULTS_DIR,
@@ -66,12 +69,43 @@ def title(record: dict) -> str:
             f"{record['date'][:10]} ({software(record)})")
 
 
+BACKEND_ITEM = "GPU in Keras ("  # an item per installed Keras backend: "GPU in Keras (JAX)"
+
+
+def environment(record: dict, root: Path) -> str:
+    """Which environment the check ran in (:func:`~gpulesson.pinned.environment_note`),
+    the Keras backends it found, and, where its CUDA is not that of the pinned builds, the
+    driver those need."""
+    pins = pinned_environment(root)
+    backends = [item["name"][len(BACKEND_ITEM):-1] for item in record.get("items", [])
+                if item["name"].startswith(BACKEND_ITEM)]
+    found = (f" It found the Keras backend{'s' if len(backends) > 1 else ''} "
+             f"{' and '.join(backends)}" if backends else "")
+    if found and "TensorFlow" not in backends and pins.get("tensorflow"):
+        found += f", and no TensorFlow (the lesson pins {pins['tensorflow']})"
+    cuda = str((record.get("gpu") or {}).get("cuda_runtime_version") or "")
+    driver = ""
+    if cuda and pins.get("cuda") and not same_version(cuda.split(".")[0], pins["cuda"]):
+        from gpulesson.driver import MINIMUM_DRIVER
+
+        own, pinned = (MINIMUM_DRIVER.get(int(v)) for v in (cuda.split(".")[0], pins["cuda"]))
+        driver = (f" Its driver item holds for CUDA {cuda}, which needs driver {own} or newer; "
+                  f"the lesson's pinned TensorFlow and JAX are built for CUDA {pins['cuda']} "
+                  f"and need driver {pinned} or newer (the setup page).")
+    return environment_note(record, "The check", root) + (found + "." if found else "") + driver
+
+
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
-    """``ref_check_gpu`` and ``ref_check_gpu_title`` of the newest record with a GPU."""
+    """``ref_check_gpu``, ``ref_check_gpu_title`` and ``ref_check_gpu_environment`` of the
+    newest record with a GPU."""
     path = Path(path)
+    root = path.resolve().parent.parent  # the lesson's folder; else this checkout
+    root = root if (root / "_config.yml").is_file() else LESSON_ROOT
     records = [r for r in read_records(path, experiment=EXPERIMENT) if is_gpu(r)] \
         if path.is_file() else []
     if not records:
-        return {"ref_check_gpu": NOT_RECORDED, "ref_check_gpu_title": NOT_RECORDED}
+        return {"ref_check_gpu": NOT_RECORDED, "ref_check_gpu_title": NOT_RECORDED,
+                "ref_check_gpu_environment": NOT_RECORDED}
     newest = records[-1]
-    return {"ref_check_gpu": text(items_from_json(newest)), "ref_check_gpu_title": title(newest)}
+    return {"ref_check_gpu": text(items_from_json(newest)), "ref_check_gpu_title": title(newest),
+            "ref_check_gpu_environment": environment(newest, root)}

@@ -180,13 +180,13 @@ def inside_job(settings, *, gpu_expected: bool = True, where: str = "job", setti
     """Every check of a compute node (``gpu_expected``: a job on the GPU partition; False on a
     laptop, where no GPU is no fault). ``settings_item``: the kernel's settings as checked from
     its spec, when run by hand; by default, whether they reached this job's environment."""
-    from gpulesson.check.login import check_settings, site_values
+    from gpulesson.check.login import check_settings, register_fix, site_values
 
     # On a laptop the kernel's settings were checked already, from its kernel.json.
     if settings_item is None and gpu_expected:
         settings_item = check_settings(
-            os.environ, "register the kernel with the Makefile's settings (make kernel): the job "
-            "runs with the settings of the kernel's spec", where=where)
+            os.environ, "the job runs with the settings of the kernel's spec: "
+            + register_fix(), where=where)
     items = [settings_item] if gpu_expected else []
     if gpu_expected:  # a laptop has no class folder (a cluster's job is given it, see submit)
         items.append(class_folder_item(site_values().get("class_results"), where))

@@ -37,6 +37,20 @@ def kernel_env_expected(makefile: Path = KERNEL_ENV_SOURCE) -> dict[str, str]:
         return {}
 
 
+def register_fix(name: str = KERNEL, config: Path = CONFIG) -> str:
+    """How to register the kernel with the Makefile's settings: on a cluster from the site's
+    conda environment (a name or a folder; ``make kernel`` would register a .venv with the
+    CPU-only TensorFlow there), on a laptop with ``make kernel``."""
+    try:
+        env = str(site_values(config).get("conda_env") or "").strip() or "gpulesson"
+    except (OSError, ValueError, AttributeError):
+        env = "gpulesson"
+    settings = " ".join(f"--env {key} {value}" for key, value in kernel_env_expected().items())
+    return (f"register it from the lesson's environment: on a cluster, conda activate {env}, then "
+            f'python -m ipykernel install --user --name {name} --display-name "Python ({name})" '
+            f"{settings} (the setup page's command); on a laptop, make kernel")
+
+
 # --- the kernel and its packages -------------------------------------------------------------
 
 def kernel_dirs() -> list[Path]:
@@ -99,9 +113,7 @@ def check_kernel(name: str = KERNEL):
     the Makefile's settings. Returns (items, kernel's Python or None, kernel's env)."""
     spec_path, spec = find_kernel(name)
     title = f'Kernel "Python ({name})"'
-    register = f"register it from the lesson's environment: make kernel (or python -m ipykernel " \
-               f'install --user --name {name} --display-name "Python ({name})", with the --env ' \
-               f"settings of the Makefile's kernel target)"
+    register = register_fix(name)
     if spec_path is None:
         return [fail(title, "not registered", register)], None, {}
     python = (spec.get("argv") or [""])[0]

@@ -94,6 +94,16 @@ module LessonSite
     folder
   end
 
+  # The workshop's reservation, if the instructor names one: a Slurm reservation name, or empty.
+  def reservation(value)
+    name = value.to_s.strip
+    unless name.empty? || name.match?(/\A[A-Za-z0-9._-]+\z/)
+      raise FormError, "Reservation: '#{name}' may hold only letters, digits, '.', '_' and '-'; " \
+                       "type the name your instructor gives, or leave it empty."
+    end
+    name
+  end
+
   # The form's values as sbatch options; a FormError says which value to change and how.
   def slurm_args(form, values = site)
     partitions = [values["gpu_partition"], values["cpu_partition"]].map(&:to_s)
@@ -120,6 +130,8 @@ module LessonSite
             "--ntasks=1", "--cpus-per-task=#{cores}", "--mem=#{memory}G"]
     account = form["account"].to_s.strip
     args << "--account=#{account}" unless account.empty?
+    reserved = reservation(form["reservation"])
+    args << "--reservation=#{reserved}" unless reserved.empty?
     args << (type == "any" ? "--gres=gpu:#{gpus}" : "--gres=gpu:#{type}:#{gpus}") if gpus.positive?
     args
   end

@@ -5,17 +5,69 @@ compares the devices in the words of :func:`~gpulesson.experiments.common.compar
 figures' alt texts are made from what they draw
 (:func:`gpulesson.experiments.torch_reference.figures.alt_texts`). A value the records do not
 have (no GPU run, an empty results file) is :data:`~gpulesson.results.NOT_RECORDED`.
+
+Two values set the reference run beside the learner's: ``ref_torch_environment`` says whether it
+ran in the lesson's pinned environment or in the node's own, with both versions
+(:func:`gpulesson.pinned.environment_note`), and ``ref_torch_notebook_work`` how many epochs
+the notebook trains (its ``EPOCHS = settings.epochs(N)``, read from the episode) against the
+reference run's.
 """
 
 from __future__ import annotations
 
 import math
+import re
+from pathlib import Path
 
 from gpulesson.experiments.cnn.records import epoch_summary, gpu_comparison, speedup_text
 from gpulesson.experiments.common import summary_text
 from gpulesson.experiments.torch_reference.figures import alt_texts
 from gpulesson.experiments.torch_reference.records import RESULTS_FILE, reference_run
 from gpulesson.results import NOT_RECORDED, data_label, duration, hardware, pick
+
+LESSON_ROOT = Path(__file__).resolve().parents[3]
+EPISODE = Path("_episodes") / "08-pytorch.md"
+NOTEBOOK_EPOCHS = re.compile(r"^EPOCHS = settings\.epochs\((\d+)\)", re.M)
+
+
+def notebook_epochs(root: Path = LESSON_ROOT) -> int | None:
+    """The epochs the episode's notebook trains on each device at full size (None if the episode
+    cannot be read)."""
+    for folder in dict.fromkeys((Path(root), LESSON_ROOT)):
+        try:
+            match = NOTEBOOK_EPOCHS.search((folder / EPISODE).read_text(encoding="utf-8"))
+        except OSError:
+            continue
+        return int(match[1]) if match else None
+    return None
+
+
+def _notebook_work(record: dict | None, root: Path) -> str:
+    """The notebook's training against the reference run's: "the notebook's cells train 5 epochs
+    on each device, not the reference run's 6, and load the data first"."""
+    if not record:
+        return NOT_RECORDED
+    epochs = notebook_epochs(root)
+    if epochs is None:
+        trains = "the notebook's cells train the epochs of their EPOCHS"
+    elif epochs == record["epochs"]:
+        trains = f"the notebook's cells train the same {epochs} epochs on each device"
+    else:
+        trains = (f"the notebook's cells train {epochs} epochs on each device, not the reference "
+                  f"run's {record['epochs']}")
+    return f"{trains}, and load the data first"
+
+
+def _environment(records: list[dict], root: Path) -> str:
+    """Whether the reference run ran in the lesson's pinned environment or the node's own."""
+    from gpulesson.pinned import LESSON_ROOT as PINS_ROOT
+    from gpulesson.pinned import environment_note
+
+    if not records:
+        return NOT_RECORDED
+    record = pick(records, True) or records[0]  # the GPU's record also names its CUDA
+    pins = root if (Path(root) / "environment.yml").is_file() else PINS_ROOT
+    return environment_note(record, "The reference run", pins)
 
 
 def _epochs_text(record: dict | None) -> str:
@@ -44,6 +96,7 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     the evaluation and the total are single measurements. ``ref_torch_fig_*_alt``: the alt
     texts of the figures, made from what they draw (:func:`alt_texts`)."""
     records = reference_run(path)
+    root = Path(path).resolve().parent.parent  # the lesson the results file belongs to
     first = records[0] if records else None
     cpu, gpu = pick(records, False), pick(records, True)
     comparison = gpu_comparison(records)
@@ -65,6 +118,8 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         "ref_torch_gpu_vs_cpu": comparison.sentence if comparison else NOT_RECORDED,
         "ref_torch_fig_epoch_times_alt": epochs_alt,
         "ref_torch_fig_time_bars_alt": bars_alt,
+        "ref_torch_environment": _environment(records, root),
+        "ref_torch_notebook_work": _notebook_work(first, root),
     }
     for name, record in (("cpu", cpu), ("gpu", gpu)):
         for key, field in (("first_epoch", "first_epoch_seconds"),
