@@ -480,3 +480,6 @@ def test_the_description_of_a_cpu_only_sweep_says_that_no_gpu_was_swept():
     both = describe([made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40)))),
                      made_up("gpu", dict(zip(SIZES, (1, 5, 300, 900))))])
     assert "GPU faster (float32) from: n = 256" in both
+    mixed = describe([made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40)))),
+                      made_up("gpu", dict(zip(SIZES, (1, 5, 300, 900))), method=None)])
+    assert "GPU faster (float32) from: not measured (records of the old method)" in mixed

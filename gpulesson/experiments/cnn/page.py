@@ -32,6 +32,7 @@ from gpulesson.experiments.cnn.records import (
 )
 from gpulesson.experiments.common import summarise, summary_text
 from gpulesson.experiments.energy import energy_text
+from gpulesson.pinned import environment_note
 from gpulesson.results import NOT_RECORDED, data_label, duration, hardware
 from gpulesson.results import pick as _pick
 
@@ -122,6 +123,9 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         "ref_gpu": gpu["device"] if gpu else NOT_RECORDED,
         # The ratio of the median epochs, and where the ranges overlap, that they do.
         "ref_speedup": speedup_text(comparison) if comparison else NOT_RECORDED,
+        # Which environment the run had: a GPU node's own, or the lesson's pinned one.
+        "ref_environment": (environment_note(gpu or records[0], "The reference run") if records
+                            else NOT_RECORDED),
     }
     epochs_alt, bars_alt = alt_texts(records) if records else (NOT_RECORDED, NOT_RECORDED)
     values["ref_fig_epoch_times_alt"] = epochs_alt

@@ -220,6 +220,17 @@ def crossover_text(records, dtype: str = "float32") -> str:
     return f"n = {n:,}"
 
 
+def crossover_line(records, dtype: str = "float32") -> str:
+    """The crossover as a notebook prints it, saying why where there is none to give."""
+    if not any(r["device_kind"] == "gpu" for r in records):
+        why = "no GPU sweep in these records"
+    elif not all(amortised(r) for r in records):
+        why = "not measured (records of the old method)"
+    else:
+        why = crossover_text(records, dtype)
+    return f"GPU faster ({dtype}) from: {why}"
+
+
 def rate_text(value: float) -> str:
     if value >= 100:
         return f"{value:,.0f}"
@@ -267,11 +278,7 @@ def describe(records) -> str:
             lines.append(f"{what}: not supported here ({r['unsupported']})")
         for skip in r.get("skipped", []):
             lines.append(f"{what}: n = {skip['n']} skipped, {skip['reason']}")
-    if not any(r["device_kind"] == "gpu" for r in records):
-        lines.append("GPU faster (float32) from: no GPU sweep in these records")
-    else:
-        lines.append("GPU faster (float32) from: "
-                     + (crossover_text(records) if throughput else NOT_RECORDED))
+    lines.append(crossover_line(records))
     busy = [r.get("other_programs_cpu_share") or 0 for r in records]
     if max(busy) > BUSY:
         lines.append(f"Note: other programs used up to {max(busy):.0%} of the CPU time during a "
