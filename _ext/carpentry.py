@@ -112,12 +112,17 @@ def site_values(root: Path) -> dict[str, str]:
     """``site_<key>`` for every key of the ``lesson_site`` section of ``root/_config.yml``, and
     the values computed from them (``site_cost_*``: :mod:`gpulesson.session_costs`)."""
     from gpulesson import session_costs
+    from gpulesson.charges import ChargeRatesError
 
     path = Path(root) / "_config.yml"
     config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     section = config.get(SITE_SECTION) or {}
-    return {**{f"site_{key}": str(value) for key, value in section.items()},
-            **session_costs.substitutions(path)}
+    values = {f"site_{key}": str(value) for key, value in section.items()}
+    try:
+        values.update(session_costs.substitutions(path))
+    except ChargeRatesError:
+        pass  # no rates or sessions to compute with: a page that names site_cost_* says so
+    return values
 
 
 # Modules that turn a results file into ``ref_*`` values: each has ``EXPERIMENT`` (its results

@@ -31,18 +31,20 @@ def number(value: float) -> str:
     return f"{value:,.2f}".rstrip("0").rstrip(".")
 
 
-def _session(config: Path, label: str) -> dict:
+def _session(config: Path, label: str) -> dict | None:
     import yaml
 
     values = yaml.safe_load(Path(config).read_text(encoding="utf-8")) or {}
     sessions = (values.get("lesson_schedule") or {}).get("sessions") or []
-    return next(s for s in sessions if s["label"] == label)
+    return next((s for s in sessions if s.get("label") == label), None)
 
 
 def substitutions(config: Path) -> dict[str, str]:
     """The ``site_cost_*`` values of the lesson whose ``_config.yml`` is ``config``."""
     rates = read_rates(config)
     cpu, gpu = _session(config, "CPU session"), _session(config, "GPU session")
+    if not (cpu and gpu):
+        return {}  # a lesson without the workshop's two sessions has no such answer
     unit = rates.unit
 
     def product(hours: int, count: int, rate: float, **what) -> tuple[str, float]:

@@ -161,7 +161,7 @@ def test_no_code_cell_runs_a_shell_command():
 
 def test_the_all_reduce_solution_matches_the_cost_model():
     ethernet = parallel.INTERCONNECTS["10 Gb/s Ethernet"]
-    nvlink = parallel.INTERCONNECTS["NVLink 4 (H100 SXM)"]
+    nvlink = parallel.INTERCONNECTS["NVLink 4 (H200 SXM)"]
     assert f"({ethernet:g} GB/s)" in TEXT and f"({nvlink:g} GB/s)" in TEXT
     for count in (parallel.LESSON_CNN_PARAMETERS, parallel.RESNET50_PARAMETERS):
         assert f"{count:,} parameters" in TEXT

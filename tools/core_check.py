@@ -124,8 +124,9 @@ from episode_page import (  # noqa: E402
 TYPED_LINES_PER_MINUTE = 1  # the instructor types and explains a line, the room types it
 READ_LINES_PER_MINUTE = 10  # a given line read, explained and run: about 6 seconds
 TALK_WORDS_PER_MINUTE = 100  # prose presented with questions: slower than speech (about 130)
-# The recorded waits are one run on the reference node; a room shares its nodes. A rerun of
-# episode 5's three CPU epochs on a loaded node took 248 s against 93 s recorded: 2.7 times.
+# The recorded waits are one run on the reference node; a room shares its nodes. When this was
+# set, a rerun of episode 5's three CPU epochs on a loaded node took 248 s against the 93 s
+# recorded then: 2.7 times (the factor, not the seconds, carries over to later records).
 WAIT_ALLOWANCE = 3
 EXECUTED_DIR = "executed"
 MIN_EXERCISE = 8  # minutes, debrief included
