@@ -5,6 +5,7 @@ with their data files in a temporary folder. The variables are set here, at impo
 every Jupyter kernel a test starts inherits them.
 """
 
+import json
 import os
 import re
 import shutil
@@ -142,7 +143,6 @@ def run_on_jax_cpu(code: str, timeout: int = 300):
     """Run ``code`` in a new Python with Keras on JAX and JAX on the CPU (the lesson's package
     importable), as a GPU node's Python would start without its GPU; it must succeed and print
     JSON as its last line, which is returned."""
-    import json
 
     env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu",
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
@@ -178,9 +178,24 @@ def build_book(source: Path, keep_going: bool = True) -> subprocess.CompletedPro
 
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory):
-    """The site built from a copy of the lesson: (html folder, build log)."""
-    source = lesson_files(tmp_path_factory.mktemp("site"))
-    result = build_book(source)
+    """The site built from a copy of the lesson: (html folder, build log). Built once for the
+    whole run: the test processes (pytest-xdist) share one build, the first to ask makes it
+    while the others wait on a lock, so the tests read the same pages and the run pays for one
+    build of a minute or more, not one a process."""
+    import fcntl
+
+    shared = tmp_path_factory.getbasetemp().parent  # the same folder for every process
+    with open(shared / "built-site.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        source, log = shared / "built-site", shared / "built-site.json"
+        if not log.exists():
+            shutil.rmtree(source, ignore_errors=True)  # a build that died half-way
+            source.mkdir()
+            done = build_book(lesson_files(source))
+            log.write_text(json.dumps({"returncode": done.returncode, "stdout": done.stdout,
+                                       "stderr": done.stderr}), encoding="utf-8")
+        result = subprocess.CompletedProcess(["jupyter-book", "build"],
+                                             **json.loads(log.read_text(encoding="utf-8")))
     return source / "_build" / "html", result
 
 
