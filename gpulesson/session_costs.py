@@ -31,18 +31,23 @@ def number(value: float) -> str:
     return f"{value:,.2f}".rstrip("0").rstrip(".")
 
 
-def _session(config: Path, label: str) -> dict | None:
+def _sessions(config: Path) -> dict[str, dict]:
+    """The workshop's sessions (``lesson_schedule.sessions``) by their labels."""
     import yaml
 
     values = yaml.safe_load(Path(config).read_text(encoding="utf-8")) or {}
     sessions = (values.get("lesson_schedule") or {}).get("sessions") or []
-    return next((s for s in sessions if s.get("label") == label), None)
+    found: dict[str, dict] = {}
+    for session in sessions:
+        found.setdefault(session.get("label"), session)  # the first of a label, as listed
+    return found
 
 
 def substitutions(config: Path) -> dict[str, str]:
     """The ``site_cost_*`` values of the lesson whose ``_config.yml`` is ``config``."""
     rates = read_rates(config)
-    cpu, gpu = _session(config, "CPU session"), _session(config, "GPU session")
+    sessions = _sessions(config)
+    cpu, gpu = sessions.get("CPU session"), sessions.get("GPU session")
     if not (cpu and gpu):
         return {}  # a lesson without the workshop's two sessions has no such answer
     unit = rates.unit

@@ -246,6 +246,19 @@ def default_devices(requested: list[str] | None, gpu_visible) -> list[str]:
     return ["cpu", "gpu"] if gpu_visible else ["cpu"]
 
 
+def devices_or_refuse(requested: list[str] | None, gpu_visible, framework: str) -> list[str] | None:
+    """:func:`default_devices`, saying when the CPU is all there is to record; None, with a
+    message on stderr, when a GPU is asked for and ``framework`` sees none."""
+    devices = default_devices(requested, gpu_visible)
+    if "gpu" in devices and not gpu_visible:
+        print(f"No GPU is visible to {framework}: run with --devices cpu, or on a machine with a "
+              "GPU.", file=sys.stderr)
+        return None
+    if requested is None and not gpu_visible:
+        print("No GPU visible: recording the CPU run only.")
+    return devices
+
+
 def say_appended(records: list[dict], out: Path, what: str = "record(s)") -> None:
     """Print how many records of which run were appended to ``out``."""
     print(f"Appended {len(records)} {what} of run {records[0]['run_id']} to {out}", flush=True)

@@ -39,7 +39,7 @@ from gpulesson.experiments.common import (
     add_run_id_option,
     add_seed_option,
     continue_run,
-    default_devices,
+    devices_or_refuse,
     refuse_below_one,
     say_appended,
 )
@@ -115,13 +115,9 @@ def main(argv=None) -> int:
 
     settings = get_settings()
     gpus = keras_device()["gpu_count"]
-    devices = default_devices(args.devices, gpus)
-    if "gpu" in devices and not gpus:
-        print("No GPU is visible to Keras: run with --devices cpu, or on a machine with a GPU.",
-              file=sys.stderr)
+    devices = devices_or_refuse(args.devices, gpus, "Keras")
+    if devices is None:
         return 2
-    if args.devices is None and not gpus:
-        print("No GPU visible: recording the CPU run only.")
 
     mismatch = _other_data(args.out, args.run_id, settings.data)
     if mismatch:

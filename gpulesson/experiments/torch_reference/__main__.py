@@ -31,8 +31,8 @@ from gpulesson.experiments.common import (
     add_run_id_option,
     add_seed_option,
     continue_run,
-    default_devices,
     default_epochs,
+    devices_or_refuse,
     say_appended,
 )
 from gpulesson.experiments.torch_reference.measure import DEVICES, INSTALL, prepare, run_devices
@@ -76,13 +76,9 @@ def main(argv=None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     gpus = torch.cuda.is_available()
-    devices = default_devices(args.devices, gpus)
-    if "gpu" in devices and not gpus:
-        print("No GPU is visible to PyTorch: run with --devices cpu, or on a machine with a GPU.",
-              file=sys.stderr)
+    devices = devices_or_refuse(args.devices, gpus, "PyTorch")
+    if devices is None:
         return 2
-    if args.devices is None and not gpus:
-        print("No GPU visible: recording the CPU run only.")
 
     run_id, done = continue_run(args.out, EXPERIMENT, args.run_id, condition)
 
