@@ -152,6 +152,18 @@ def run_on_jax_cpu(code: str, timeout: int = 300):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def load_script(path: Path):
+    """The module of a script that is not in a package (a figure script in fig/), loaded from
+    its file, as its own command would run it, without running its main."""
+    import importlib.util
+
+    name = f"script_{path.parent.name}_{path.stem}".replace("-", "_")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def lesson_files(dest: Path) -> Path:
     """Copy the lesson's tracked and new (not ignored) files to dest, as a fresh clone has them."""
     listed = subprocess.run(

@@ -2,18 +2,14 @@
 lesson's data pipeline (episode 4's generator hands out the stored bytes; the model scales
 them), in the picture and in its alt text."""
 
-import importlib.util
 
-from conftest import ROOT
+from conftest import ROOT, load_script
 
 FIG = ROOT / "fig" / "01-introduction"
 
 
 def workflow():
-    spec = importlib.util.spec_from_file_location("workflow", FIG / "workflow.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(FIG / "workflow.py")
 
 
 def test_the_committed_svg_is_the_scripts_drawing(tmp_path):

@@ -1,11 +1,10 @@
 """The contention benchmark's records, page and figure (episode 5), from made-up records: the
 summaries, the page's values and words, the episode's section and the figure."""
 
-import importlib.util
 
 import carpentry
 import pytest
-from conftest import ROOT
+from conftest import ROOT, load_script
 from contention_helpers import (
     ENVIRONMENT,
     made_up_conditions,
@@ -124,11 +123,7 @@ def test_the_episode_shows_the_measurement_once_recorded(contention_records):
 # --- the figure ---------------------------------------------------------------------------------
 
 def _figure_script():
-    spec = importlib.util.spec_from_file_location(
-        "contention_figure", ROOT / "fig" / "05-cpu-vs-gpu" / "contention.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "fig" / "05-cpu-vs-gpu" / "contention.py")
 
 
 def test_the_figure_draws_the_spread_and_says_what_it_draws(contention_records):

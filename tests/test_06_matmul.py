@@ -1,7 +1,6 @@
 """The matrix-multiplication benchmark of episode 6: timing, records, crossover, page numbers,
 figures and the command line."""
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -10,7 +9,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import ROOT, load_script
 
 from gpulesson.experiments import common, matmul
 from gpulesson.experiments.matmul.__main__ import main as matmul_main
@@ -288,7 +287,7 @@ def test_the_figures_handle_a_run_with_a_gpu(tmp_path):
     assert "GPU float32: one call, waiting for its result (latency)" in sync_labels
     assert "GPU float32: per call, many calls and one wait (throughput)" in sync_labels
     # and the figure script draws such a file
-    script = load_script("matmul.py")
+    script = figure_script("matmul.py")
     drawn = script.draw(write(tmp_path / "gpu.jsonl", records[:3]), tmp_path)
     assert [p.name for p in drawn] == ["matmul-gflops.svg", "matmul-sync.svg"]
     # a file of the older method alone draws no throughput, only the times of one call
@@ -376,11 +375,8 @@ def test_the_page_uses_the_generated_alt_texts():
 
 # --- the committed results and figures ---------------------------------------------------------
 
-def load_script(name):
-    spec = importlib.util.spec_from_file_location(f"fig05_{name[:-3]}", FIG / name)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def figure_script(name):
+    return load_script(FIG / name)
 
 
 def test_the_results_file_holds_a_valid_run():
@@ -409,9 +405,9 @@ def test_the_results_file_holds_a_valid_run():
 
 
 def test_committed_figures_are_what_the_scripts_draw(tmp_path):
-    drawn = load_script("matmul.py").draw(matmul.RESULTS_FILE, tmp_path)
+    drawn = figure_script("matmul.py").draw(matmul.RESULTS_FILE, tmp_path)
     assert len(drawn) == 2
-    drawn.append(load_script("cores.py").draw(tmp_path / "cores.svg"))
+    drawn.append(figure_script("cores.py").draw(tmp_path / "cores.svg"))
     for path in drawn:
         committed = FIG / path.name
         assert committed.exists(), f"{committed} is missing: run the script in {FIG}"

@@ -1,7 +1,6 @@
 """Episode 7: the breast-cancer data preparation, the small MLP, its CPU-vs-GPU records, the
 sweep, its figures and the numbers on the page."""
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -9,7 +8,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import ROOT, load_script
 
 from gpulesson.experiments import common
 from gpulesson.experiments import small_models as sm
@@ -21,10 +20,7 @@ FIG = ROOT / "fig" / "07-small-models"
 
 
 def figures_script():
-    spec = importlib.util.spec_from_file_location("small_model_figures", FIG / "figures.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(FIG / "figures.py")
 
 
 def figure_texts(fig):

@@ -2,7 +2,6 @@
 figures, the notebook and the recording command without PyTorch, and going on with a run. MNIST
 and the lesson's PyTorch code are tested in test_08_pytorch_code.py."""
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -11,7 +10,7 @@ import textwrap
 from types import SimpleNamespace
 
 import pytest
-from conftest import ROOT, blocked_imports
+from conftest import ROOT, blocked_imports, load_script
 
 from gpulesson.experiments import torch_reference
 from gpulesson.results import NOT_RECORDED, append_record, read_records, validate_record
@@ -171,10 +170,7 @@ def test_overlapping_epochs_are_no_measurable_difference(tmp_path, made_up_gpu):
 
 
 def load_figure_script():
-    spec = importlib.util.spec_from_file_location("torch_reference_figures", FIG / "reference.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(FIG / "reference.py")
 
 
 def test_figures_of_a_made_up_gpu_run_say_what_they_show(tmp_path, made_up_gpu):

@@ -12,7 +12,7 @@ import types
 
 import pytest
 from carpentry import PLACEHOLDER, resolve_conditionals, split_front_matter
-from conftest import ROOT
+from conftest import ROOT, load_script
 
 from gpulesson.experiments import ceiling, feeding, gpu_settings, profile, workers
 from gpulesson.experiments.feeding import pipelines as fp
@@ -108,12 +108,7 @@ def test_no_measured_number_is_typed_into_the_text():
 
 
 def test_figures_exist_and_are_the_ones_the_draw_script_writes():
-    import importlib.util
-
-    figures_py = ROOT / "fig" / "09-feeding-the-gpu" / "figures.py"
-    spec = importlib.util.spec_from_file_location("feeding_figures", figures_py)
-    draw_feeding = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(draw_feeding)
+    draw_feeding = load_script(ROOT / "fig" / "09-feeding-the-gpu" / "figures.py")
 
     shown = FIGURE.findall(TEXT)
     assert shown, "the episode shows the benchmark's figures"

@@ -4,7 +4,7 @@ GPU records, the figures, the alt texts, and the committed results, on the CPU a
 import copy
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, load_script
 from feeding_helpers import BATCH, FIG, REPEATS, N, write_records
 
 from gpulesson.experiments import common, feeding
@@ -15,13 +15,7 @@ from gpulesson.results import NOT_RECORDED, read_records
 
 
 def _draw_module():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("feeding_figures", FIG / "figures.py")
-    draw_feeding = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(draw_feeding)
-
-    return draw_feeding
+    return load_script(FIG / "figures.py")
 
 
 

@@ -7,7 +7,6 @@ passes appears in that help. The numbers of the all-reduce exercise are typed in
 they are checked against the cost model that computes them.
 """
 
-import importlib.util
 import re
 import shlex
 import subprocess
@@ -15,7 +14,7 @@ import sys
 from functools import cache
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, load_script
 
 from gpulesson.experiments import parallel, sweep
 
@@ -33,15 +32,12 @@ JOB_TARGETS = {
 
 # --- figures ------------------------------------------------------------------------------------
 
-def load_script(name):
-    spec = importlib.util.spec_from_file_location(f"fig09_{name[:-3]}", FIG / name)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def figure_script(name):
+    return load_script(FIG / name)
 
 
 def test_committed_figures_are_what_the_script_draws(tmp_path):
-    drawn = load_script("parallelism.py").draw(tmp_path)
+    drawn = figure_script("parallelism.py").draw(tmp_path)
     assert [p.name for p in drawn] == ["data-parallel.svg", "model-parallel.svg", "job-array.svg"]
     for path in drawn:
         committed = FIG / path.name
@@ -52,7 +48,7 @@ def test_committed_figures_are_what_the_script_draws(tmp_path):
 
 
 def test_the_job_array_figure_shows_the_sweeps_grid(tmp_path):
-    script = load_script("parallelism.py")
+    script = figure_script("parallelism.py")
 
     def texts(path):
         return path.read_text().count('<g id="text_')

@@ -1,11 +1,10 @@
 """The stand-in's calibration: the record of the lesson's CNN on it, its targets, figures and
 the values the instructor notes show."""
 
-import importlib.util
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import ROOT, load_script
 
 from gpulesson.experiments import calibration
 from gpulesson.results import NOT_RECORDED, read_records, validate_record
@@ -15,10 +14,7 @@ FIG = ROOT / "fig" / "05-cpu-vs-gpu"
 
 
 def figures_script():
-    spec = importlib.util.spec_from_file_location("calibration_figures", FIG / "calibration.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(FIG / "calibration.py")
 
 
 @pytest.fixture(scope="module")

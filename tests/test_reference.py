@@ -1,10 +1,9 @@
 """Run records of the CNN comparison, the reference run, its figures, and the numbers in the episodes."""
 
-import importlib.util
 from types import SimpleNamespace
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, load_script
 
 from gpulesson.experiments import cnn
 from gpulesson.results import append_record, validate_record
@@ -123,9 +122,7 @@ def test_reference_results_file_exists_and_is_valid():
 
 
 def test_committed_reference_figures_are_drawn_from_the_results_file(tmp_path):
-    spec = importlib.util.spec_from_file_location("reference_figures", FIG / "reference.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script(FIG / "reference.py")
     for drawn in module.draw(cnn.RESULTS_FILE, tmp_path):
         committed = FIG / drawn.name
         assert committed.exists(), f"{committed} is missing: run python {FIG / 'reference.py'}"
