@@ -53,6 +53,20 @@ def card(gpu_name: str | None) -> str | None:
     return next((key for key, part in _NAMES if part in upper), None)
 
 
+def float32_key(record: dict) -> str:
+    """The peak a float32 training of a CNN is compared with: ``"tf32"`` where the record says its
+    float32 convolutions (most of a CNN's arithmetic) ran as TF32, else ``"fp32"``. A record keeps
+    it as ``{"matmul": ..., "convolution": ...}`` (:func:`gpulesson.devices.float32_precision`).
+
+        >>> float32_key({"float32_precision": {"matmul": "tf32", "convolution": "tf32"}})
+        'tf32'
+        >>> float32_key({"float32_precision": {"matmul": "float32", "convolution": "float32"}})
+        'fp32'
+    """
+    mode = (record.get("float32_precision") or {}).get("convolution")
+    return "tf32" if mode == "tf32" else "fp32"
+
+
 def peaks_for(gpu_name: str | None) -> dict[str, float] | None:
     """The published peaks of a recorded GPU model, or None where the lesson has no table for it."""
     key = card(gpu_name)

@@ -163,3 +163,34 @@ def test_fit_delivers_the_generators_batches_exactly_once_per_epoch(path, backen
         assert not all(exactly_once(epoch) for epoch in epochs), (
             f"Keras now delivers every image once with {backend} and workers ({mode}): "
             "the episode's callout on workers can be updated")
+
+
+class CountingBatches(lesson.HDF5Batches):
+    """The lesson's generator, counting the windows of blocks it reads from the file."""
+
+    windows_read = 0
+
+    def _read_window(self, number):
+        self.windows_read += 1
+        return super()._read_window(number)
+
+
+def test_fit_reorders_a_pydatasets_batches_unless_it_is_told_not_to(path):
+    """``fit(shuffle=True)``, Keras's default, also reorders a PyDataset's batches: the
+    generator then reads a window for almost every batch. With ``IN_ORDER``, which every
+    experiment passes, it reads each window once (as episode 4's ``shuffle=False``). Read
+    through the data adapter that ``fit`` uses, on any backend."""
+    from keras.src.trainers.data_adapters import get_data_adapter
+
+    from gpulesson.experiments.common import IN_ORDER
+
+    reads, delivered = {}, {}
+    for name, options in (("in order", IN_ORDER), ("fit's default", {"shuffle": True})):
+        batches = CountingBatches(path, "train", BATCH, shuffle=True, seed=SEED)
+        labels = [y for _, y in get_data_adapter(batches, **options).get_numpy_iterator()]
+        reads[name], delivered[name] = batches.windows_read, np.concatenate(labels)
+    windows = -(-len(batches) // batches.window)
+    assert reads["in order"] == windows, reads
+    assert reads["fit's default"] > 2 * windows, reads
+    # The same images either way: only the reading differs.
+    assert sorted(delivered["in order"]) == sorted(delivered["fit's default"])

@@ -169,6 +169,18 @@ def test_old_records_are_latencies_only(tmp_path):
         times.axes[0].get_legend_handles_labels()[1]
 
 
+def test_a_run_cut_short_is_not_the_throughputs_comparison(tmp_path):
+    """A GPU half alone, or a GPU precision without its CPU sweep, compares nothing: the
+    throughput keeps no reference rather than a table of missing cells."""
+    cpu = made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40))), run_id="cut")
+    gpu = made_up("gpu", dict(zip(SIZES, (1, 50, 3000, 98_950))), run_id="cut", **H200)
+    bf16 = made_up("gpu", dict(zip(SIZES, (1, 50, 3000, 98_950))), run_id="cut", dtype="bfloat16",
+                   **H200)
+    assert matmul.reference_run(write(tmp_path / "a.jsonl", [gpu])) == []
+    assert matmul.reference_run(write(tmp_path / "b.jsonl", [cpu, gpu, bf16])) == []
+    assert len(matmul.reference_run(write(tmp_path / "c.jsonl", [cpu, gpu]))) == 2
+
+
 def test_new_records_are_the_throughput_and_old_ones_stay_latencies(tmp_path):
     new = [made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40))), run_id="new")]
     path = write(tmp_path / "m.jsonl", old_run() + new)
@@ -183,7 +195,8 @@ def test_new_records_are_the_throughput_and_old_ones_stay_latencies(tmp_path):
 def test_float32_is_named_as_recorded_and_set_beside_the_published_peak(tmp_path):
     records = [made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40)))),
                made_up("gpu", dict(zip(SIZES, (1, 50, 3000, 247_250))), **H200),
-               made_up("gpu", dict(zip(SIZES, (1, 50, 3000, 98_950))), dtype="bfloat16", **H200)]
+               made_up("gpu", dict(zip(SIZES, (1, 50, 3000, 98_950))), dtype="bfloat16", **H200),
+               made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40))), dtype="bfloat16")]
     assert matmul.precision_label(records[1]) == "float32 (TF32)"
     assert matmul.precision_label(records[0]) == "float32"
     assert matmul.precision_label(records[2]) == "bfloat16"

@@ -254,7 +254,7 @@ def test_each_table_on_the_page_names_its_data():
 # --- 10. episode 5's run of the same model beside this one ------------------------------------------
 
 def test_episode_5s_rate_on_the_same_gpu_is_set_beside_the_generators(made, tmp_path):
-    gpu = gpu_part(made)
+    gpu = [dict(r) for r in gpu_part(made)]  # copies: the test changes them
     for r in gpu:
         append_record(tmp_path / "feeding.jsonl", r)
     append_record(tmp_path / "cnn-cpu-vs-gpu.jsonl", make_record(
@@ -264,7 +264,16 @@ def test_episode_5s_rate_on_the_same_gpu_is_set_beside_the_generators(made, tmp_
     said = page.substitutions(tmp_path / "feeding.jsonl")["ref_feed_findings"]
     assert ("Episode 5's run of the same model and generator on the same hardware (JAX, batch "
             "256, run ep5) measured 137,195 images/s (epochs of 45,000 images, median 328 ms): "
-            "1.8× faster than `lesson` here (middle three of five epochs apart). The two runs "
-            "disagree by that factor; the next GPU run measures both again") in said
+            "1.8× faster than `lesson` here (middle three of five epochs apart). Both kept the "
+            "generator's order") in said
+    # made before the experiments kept the generator's order: the one known difference named
+    for r in gpu:
+        r.pop("fit_shuffle")
+    (tmp_path / "feeding.jsonl").unlink()
+    for r in gpu:
+        append_record(tmp_path / "feeding.jsonl", r)
+    said = page.substitutions(tmp_path / "feeding.jsonl")
+    assert "this run's `fit` reordered the generator's batches" in said["ref_feed_findings"]
+    assert said["ref_feed_order"].startswith(f"In run {gpu[0]['run_id']}, `fit` reordered")
     # without episode 5's file beside the results, nothing is said
     assert "Episode 5" not in page.findings(gpu)

@@ -89,7 +89,9 @@ def made_record(device, *, step, host, dev, gpu=None, run_id="r1"):
                  "top_kernels": []},
         extra={}, data="synthetic")
     if gpu:
-        record.update({"device": gpu, "gpu": {"name": gpu}, "float32_precision": "tf32"})
+        # Shaped as a GPU record keeps it (gpulesson.devices.float32_precision).
+        precision = {"matmul": "tf32", "convolution": "tf32", "setting": "test"}
+        record.update({"device": gpu, "gpu": {"name": gpu}, "float32_precision": precision})
     return record
 
 
@@ -212,3 +214,13 @@ def test_a_run_of_the_gpu_alone_keeps_the_older_cpu_record_each_named_with_its_r
     (fig,) = profile.figures(profile.reference_run(path))
     titles = [ax.get_title(loc="left") for ax in fig.axes]
     assert "run old-cpu" in titles[0] and "run new-gpu" in titles[1], titles
+
+
+def test_a_committed_gpu_record_is_compared_with_the_peak_of_the_precision_it_ran_in():
+    """The peak follows the record's own float32_precision (TF32 convolutions on a Hopper)."""
+    from gpulesson.gpu_peaks import float32_key
+
+    for record in records.reference_run():
+        found = records.peak(record)
+        if found:
+            assert found["precision"] == float32_key(record), record["run_id"]

@@ -200,3 +200,49 @@ def test_importing_the_pytorch_code_loads_no_keras():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                           timeout=300, env={**__import__("os").environ, "KERAS_BACKEND": "jax"})
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
+
+
+def fit_calls_that_may_reorder(source: str) -> list[int]:
+    """Lines of ``.fit(...)`` calls given one data argument (a PyDataset, a generator) and no
+    ``shuffle``: Keras's default ``shuffle=True`` would reorder the batches. A call with
+    arrays (``x, y`` or ``y=``) shuffles samples, as Keras should; a ``**`` argument is checked
+    where its dictionary is made."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "fit"):
+            continue
+        if isinstance(node.func.value, ast.Call):  # scikit-learn's Scaler().fit(x): no batches
+            continue
+        names = {k.arg for k in node.keywords}
+        if len(node.args) >= 2 or "y" in names or "shuffle" in names or None in names:
+            continue
+        found.append(node.lineno)
+    return found
+
+
+def test_every_experiment_trains_on_its_data_in_the_generators_order():
+    """Each experiment's ``fit`` keeps the batches in the generator's order (``IN_ORDER``), as the
+    episodes teach: the checker finds a planted call, and none in the experiments."""
+    planted = ("model.fit(batches, epochs=2)\nmodel.fit(x, y)\nmodel.fit(batches, shuffle=False)\n"
+               "StandardScaler().fit(x)\n")
+    assert fit_calls_that_may_reorder(planted) == [1]
+    found = {str(path.relative_to(ROOT)): lines for path in sorted((PACKAGE / "experiments").rglob("*.py"))
+             if (lines := fit_calls_that_may_reorder(path.read_text()))}
+    assert not found, f"fit without shuffle=False (pass **IN_ORDER): {found}"
+
+
+def test_every_episode_trains_on_its_generators_in_their_order():
+    """The same in every code cell of the episodes (their magics and shell lines left out)."""
+    import re
+
+    cell = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
+    found, cells = {}, 0
+    for path in sorted((ROOT / "_episodes").glob("*.md")):
+        for number, match in enumerate(cell.finditer(path.read_text()), 1):
+            code = "\n".join(line for line in match[1].splitlines()
+                             if not line.lstrip().startswith(("!", "%", ":")))
+            cells += 1
+            if lines := fit_calls_that_may_reorder(code):
+                found[f"{path.name}, cell {number}"] = lines
+    assert cells > 50 and not found, f"fit without shuffle=False: {found}"

@@ -57,16 +57,17 @@ MIN_START = 30.0  # s a resumable step needs to be worth starting: its start and
 FILES = ("records.tar.gz", "pages.tar.gz", "budget.json")
 RECORDS, PAGES = ("results",), ("fig", "notebooks", "executed")
 
-# What the estimates stand on. The steps recorded on the H200 node on 2026-11-27 (16-core Intel
-# Xeon, JAX 0.11.2, PyTorch 2.11, in two calls: results/reference-run.json, whose "done" keeps
-# each step's seconds) are planned from those seconds. A step never run there is estimated
-# from its CPU-side costs, measured in the CPU stand-in of the node (Python 3.12, 2 cores): one
-# training step of episode 5's CNN (batch 256) 0.74-0.76 CPU-s, its first step 4.6-5 s of
-# compiling, importing JAX and Keras 3.7 s, PyTorch 1.8 s; the node's 16 cores taken to do 8 to
-# 16 times one core's work. Its GPU compute is what the slack under the deadline is for: a step
-# it outruns is stopped and goes on in the next call.
-BASIS = ("seconds measured on the H200 node (2026-11-27) where a step ran there; else CPU costs "
-         "from the 2-core stand-in, 16 cores at 50-100 % use, GPU compute not estimated")
+# What the estimates stand on. The steps recorded on the H200 node on 2026-11-27 and 2026-11-28
+# (16-core Intel Xeon, JAX 0.11.2, PyTorch 2.11, two calls a day: results/reference-run.json,
+# whose "done" keeps each step's seconds) are planned from those seconds. A step never run
+# there is estimated from its CPU-side costs, measured in the CPU stand-in of the node (Python
+# 3.12, 2 cores): one training step of episode 5's CNN (batch 256) 0.74-0.76 CPU-s, its first
+# step 4.6-5 s of compiling, importing JAX and Keras 3.7 s, PyTorch 1.8 s; the node's 16 cores
+# taken to do 8 to 16 times one core's work. Its GPU compute is what the slack under the
+# deadline is for: a step it outruns is stopped and goes on in the next call.
+BASIS = ("seconds measured on the H200 node (2026-11-27, 2026-11-28) where a step ran there; "
+         "else CPU costs from the 2-core stand-in, 16 cores at 50-100 % use, GPU compute not "
+         "estimated")
 
 
 @dataclass(frozen=True)
@@ -117,47 +118,45 @@ GRAIN = (*reference.KERAS, "grain")
 # feeding benchmark's settings sweeps on the GPU (the same precision, steps per execution and
 # batch size, there on the lesson's generator alone), and with their workers' row and the two
 # counts beside the GPU, the grid of every worker count, a question of the host's cores that the
-# CPU's records answer.
+# CPU's records answer. After the 2026-11-28 records, every experiment keeps the generator's
+# batches in its own order (fit's shuffle=False): the profile and the settings (method 2) and
+# the feeding benchmark (method 3) are recorded again. The CPU's profile is recorded off the
+# node: the node's cores add nothing a GPU run needs, and the lease's time goes to the card.
 JAX_ENV = (("KERAS_BACKEND", "jax"),)
 LEASE_STEPS = 490  # s of steps in one call of about 9 minutes: the first call's deadline of 546 s
 #                    left 491 s for its steps (results/reference-run.json), the pack after them
 PLAN = [
     Planned(_x("profile", "--devices", "gpu", with_gpu=(), gpu_only=True, env=JAX_ENV,
-               step="profile on the GPU"), 1, (40, 80),
-            "start and data 12 s, compiling 10 s, 6 epochs of the lesson's generator and one "
-            "sampled by NVML (2 s at the CPU-measured 78,677 images/s), 100 steps traced and read, "
-            "5 s; rehearsed in quick mode on 2 busy cores, both devices, in 108 s"),
+               step="profile on the GPU"), 1, (35, 45),
+            "36.5 s on the H200 node (2026-11-28), its generator's batches reordered by fit; in "
+            "their own order the generator reads less", method=2),
     Planned(_x("gpu_settings", "--devices", "gpu", with_gpu=(), gpu_only=True, env=JAX_ENV,
-               needs=GRAIN, step="settings on the GPU"), 1, (100, 175),
-            "9 settings x (a compile of the step and of the evaluation, 7-15 s, 6 epochs of "
-            "45,000 images, the test split evaluated), Grain's 4 workers started once, 5 s; "
-            "start and data 12 s; rehearsed in quick mode on the 2-core CPU in 690 s"),
-    Planned(_x("cnn"), 1, (155, 175),
-            "160.3 s on the H200 node (2026-11-27), the CPU half most of it (6 epochs of 20.7 s); "
-            "a second evaluation a device adds about 1 s", method=2),
-    Planned(_x("workers", *WORKERS_GPU, "--works", "augment", "--workers", "0", "4", needs=GRAIN,
-               with_gpu=(), gpu_only=True, step="Grain's workers beside the GPU"), 1, (45, 60),
-            "47.1 s on the H200 node (2026-11-27); the spare epoch adds one epoch a fit", method=2),
-    Planned(_x("matmul"), 2, (40, 90),
-            "27.8 s on the H200 node with the old method (2026-11-27: one synchronised call a "
-            "size, both devices); the new one adds a probe and 5 windows a size (on the GPU most "
-            "under 50 ms, at most about 1 s) and the GPU's sizes 8192 and 16384", method=2),
-    Planned(Step("notebook 05", ["tools/record_run.py", "--only", "05"], reference.NOTEBOOK,
-                 quick_option=True), 2, (100, 130),
-            "103.1 s on the H200 node (2026-11-27)", beside_gpu=True, method=2),
+               needs=GRAIN, step="settings on the GPU"), 1, (145, 165),
+            "151.9 s on the H200 node (2026-11-28), the generator's rows reordered by fit",
+            method=2),
     Planned(_x("feeding", "--devices", "gpu", "--sweeps", "none", "--pipelines", "classic",
                "lesson", "lesson-gzip", "ram", "device", "--classic-max-steps",
                reference.FEEDING_CPU_STEPS, with_gpu=(), gpu_only=True, step="feeding on the GPU"),
-            2, (130, 160), "133.5 s on the H200 node (2026-11-27)", method=2),
-    Planned(_x("small_models", "--parts", "sweep", step="small models' sweep"), 2, (40, 90),
-            "on the H200 node 15 of its 16 GPU cells took 46.6 s before the deadline stopped it "
-            "(2026-11-27); left: one GPU cell and the CPU half, 16 cells that took 2 minutes on "
-            "2 CPU cores (15-60 s on 16), a start and a compile"),
+            1, (130, 145), "133.5 s on the H200 node (2026-11-27)", method=3),
     Planned(_x("ceiling", "--devices", "gpu", with_gpu=(), gpu_only=True,
-               step="ceiling on the GPU"), 3, (60, 80), "66.5 s on the H200 node (2026-11-27)",
+               step="ceiling on the GPU"), 1, (60, 75), "66.5 s on the H200 node (2026-11-27)",
             method=2),
-    Planned(_x("profile", "--devices", "cpu", env=JAX_ENV, step="profile on the CPU"), 3, (70, 140),
-            "6 epochs x 171 CPU-s + 10 steps traced = 1,035 CPU-s, 65-130 s on 16 cores"),
+    Planned(_x("small_models", "--parts", "sweep", step="small models' sweep"), 1, (25, 60),
+            "on the H200 node 15 of its 16 GPU cells took 46.6 s before the deadline stopped it "
+            "(2026-11-27); left: one GPU cell (about 3 s) and the CPU half, 16 cells that took 2 "
+            "minutes on 2 CPU cores (15-45 s on 16), a start and a compile, 10 s"),
+    Planned(_x("cnn"), 2, (190, 210),
+            "195.4 s on the H200 node (2026-11-28), the CPU half most of it (6 epochs of 25.6 s)",
+            method=2),
+    Planned(_x("workers", *WORKERS_GPU, "--works", "augment", "--workers", "0", "4", needs=GRAIN,
+               with_gpu=(), gpu_only=True, step="Grain's workers beside the GPU"), 2, (50, 60),
+            "55.1 s on the H200 node (2026-11-28)", method=2),
+    Planned(_x("matmul"), 2, (60, 80),
+            "68 s on the H200 node (2026-11-28): 48 s until a deadline stopped it in the CPU's "
+            "float32 sizes, 20 s for the rest in the next call", method=2),
+    Planned(Step("notebook 05", ["tools/record_run.py", "--only", "05"], reference.NOTEBOOK,
+                 quick_option=True), 2, (125, 140),
+            "132 s on the H200 node (2026-11-28)", beside_gpu=True, method=2),
     Planned(_x("torch_reference", needs=TORCH, env=reference.TORCH_ENV), 3, (40, 50),
             "42.0 s on the H200 node (2026-11-27)"),
     Planned(_x("small_models", "--parts", "comparison", step="small model"), 3, (10, 20),
@@ -166,14 +165,15 @@ PLAN = [
     Planned(CHECK_GPU, 3, (30, 40), "33.2 s on the H200 node (2026-11-27)"),
 ]
 PLAN.sort(key=lambda planned: planned.lease)  # lease by lease, in the list's order within one
-LEASES = {1: "the headline of the new instruments: where a step of episode 5's CNN spends its "
-             "time on the GPU, the card's settings one at a time (episode 9), and what they "
-             "invalidate in episode 5 (its CNN's timers) and in Grain's workers beside the GPU",
-          2: "episode 6's throughput, episode 5's notebook and episode 9's GPU rows recorded "
-             "again with the new instruments, and the rest of the small models' sweep",
-          3: "the ceiling's device path and the CPU's profile; on a new run, what the first GPU "
-             "run recorded with an unchanged method (PyTorch, the small model, the DDP and "
-             "readiness checks)"}
+LEASES = {1: "what the run lacks: where a step of episode 5's CNN spends its time on the GPU "
+             "and the card's settings one at a time (episode 9), both again with the "
+             "generator's batches in its own order; episode 9's GPU rows with the new "
+             "instruments; the ceiling's device path; the rest of the small models' sweep",
+          2: "on a new run, what the H200 node recorded on 2026-11-28 with the current "
+             "instruments: episode 5's CNN and notebook, Grain's workers beside the GPU, "
+             "episode 6's throughput",
+          3: "on a new run, what the first GPU run recorded with an unchanged method (PyTorch, "
+             "the small model, the DDP and readiness checks)"}
 
 
 def now_iso() -> str:

@@ -78,6 +78,31 @@ QUICK_REPEATS = 2  # quick mode: fewer, and the page or table says how many
 
 MIDDLE_FROM = 5  # from this many repeats on, a comparison reads the middle ones (:func:`middle`)
 
+# fit(shuffle=True), Keras's default, also reorders a PyDataset's batches. The lesson's
+# generator reads `window` blocks at a time and owns its order (episode 4): reordered by fit, it
+# reads a whole window for almost every batch. Every experiment trains with IN_ORDER, and its
+# records say so (ORDER_FIELD); a record without the field was made while fit still reordered.
+IN_ORDER = {"shuffle": False}
+ORDER_FIELD = "fit_shuffle"
+
+
+def reordered_by_fit(record: dict) -> bool:
+    """Whether ``fit`` reordered the batches of ``record``'s training: a record made before the
+    experiments passed :data:`IN_ORDER` has no :data:`ORDER_FIELD`."""
+    return ORDER_FIELD not in record
+
+
+def reordered_note(records, what: str) -> str:
+    """A page's sentence on ``records`` (those read through the lesson's generator) made while
+    ``fit`` reordered their batches (:func:`reordered_by_fit`), naming ``what`` they are and
+    their runs; "" when there are none."""
+    runs = sorted({r["run_id"] for r in records if reordered_by_fit(r)})
+    if not runs:
+        return ""
+    return (f"In {'run' if len(runs) == 1 else 'runs'} {', '.join(runs)}, `fit` reordered "
+            f"{what} (its default `shuffle=True`, episode 4): almost every batch read a whole "
+            "window of blocks, so reading cost more there than in the lesson's code.")
+
 
 def middle(summary: dict | None) -> dict | None:
     """``summary`` with the range of its middle repeats, the fastest and the slowest left out,

@@ -50,13 +50,6 @@ def steps_per_epoch(record: dict) -> int:
     return math.ceil(record["n_train"] / record["batch_size"])
 
 
-def precision(record: dict) -> str:
-    """The peak to compare with: TF32 where the record's convolutions ran in TF32 (they are
-    most of the CNN's arithmetic), else plain float32."""
-    mode = (record.get("float32_precision") or {}).get("convolution")
-    return "tf32" if mode == "tf32" else "fp32"
-
-
 def do_nothing_step(gpu_record: dict, path=CEILING_FILE) -> dict | None:
     """The fastest in-memory step of the ceiling's do-nothing model on the same GPU model and
     backend (the newest such run): ``{"seconds", "pipeline", "run_id"}``, or None."""
@@ -86,7 +79,7 @@ def substitutions(records, ceiling_path=CEILING_FILE) -> dict[str, str]:
         values[f"ref_use_{name}_tflops"] = f"{rate:.3g} TFLOP/s" if rate else NOT_RECORDED
     peaks = gpu_peaks.peaks_for(gpu["device"]) if gpu else None
     if gpu and peaks:
-        key = precision(gpu)
+        key = gpu_peaks.float32_key(gpu)
         share = gpu_peaks.share_of_peak(achieved_tflops(gpu), gpu["device"], key)
         values["ref_use_gpu_peak"] = (f"{peaks[key]:g} TFLOP/s in {key.upper()} "
                                       f"({gpu_peaks.SOURCES[gpu_peaks.card(gpu['device'])]})")

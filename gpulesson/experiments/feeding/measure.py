@@ -33,6 +33,7 @@ import time
 from gpulesson.devices import keras_device_name as check_device
 from gpulesson.experiments import allocator
 from gpulesson.experiments.common import (  # noqa: F401 (QUICK_REPEATS: the command's)
+    IN_ORDER,
     QUICK_REPEATS,
     REPEATS,
     WARMUP,
@@ -138,7 +139,7 @@ def time_training(model, dataset, *, warmup: int = WARMUP, repeats: int = REPEAT
     epochs."""
     budget = Budget(warmup, repeats)
     model.fit(dataset, epochs=warmup + repeats, callbacks=[synced_epoch_timer(budget)],
-              verbose=0)
+              verbose=0, **IN_ORDER)
     return budget
 
 

@@ -30,6 +30,7 @@ from gpulesson.experiments.common import (
     NO_DIFFERENCE,
     compare_middle,
     middle,
+    reordered_note,
     summary_text,
 )
 from gpulesson.experiments.feeding.elsewhere import bf16_on_cpus, episode5_note, gpu_peaks_text
@@ -45,6 +46,7 @@ from gpulesson.experiments.feeding.reading import (  # noqa: F401 (the page's ru
 )
 from gpulesson.experiments.feeding.records import (
     DATA,
+    HDF5_PIPELINES,
     PIPELINES,
     RESULTS_FILE,
     TARGET_EPOCH_SECONDS,
@@ -445,6 +447,9 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         "ref_feed_table": table(records),
         # '' without a run: the table says so
         "ref_feed_findings": findings(records, path.with_name(CNN_FILE.name)),
+        "ref_feed_order": reordered_note(
+            [r for r in records if r.get("pipeline") in HDF5_PIPELINES and r.get("mode") == "train"],
+            "the batches of the `lesson` pipelines"),
         "ref_feed_reading": reading(records),
         "ref_feed_workers": wrong_data_sentence(records)
         or "No record of the reference run was measured with a pipeline that delivered wrong data.",

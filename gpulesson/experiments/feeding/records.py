@@ -25,7 +25,15 @@ from pathlib import Path
 from gpulesson import results
 from gpulesson.devices import keras_device_name as check_device
 from gpulesson.experiments import parts
-from gpulesson.experiments.common import SUMMARY_KEY, as_rate, middle, rank, summarise, summary_of
+from gpulesson.experiments.common import (
+    ORDER_FIELD,
+    SUMMARY_KEY,
+    as_rate,
+    middle,
+    rank,
+    summarise,
+    summary_of,
+)
 from gpulesson.results import make_record
 
 # The kinds of setting the settings sweep changes, one at a time (measure runs them in order).
@@ -153,7 +161,8 @@ def measurement_record(budget, *, run_id: str, device: str, pipeline: str, mode:
         "images_per_second_low": images / max(timed),
         "images_per_second_high": images / min(timed),
         "full_epoch_seconds": n_images / (images / median),
-        SUMMARY_KEY: summarise(timed, budget.seconds[:budget.warmup]), **extra,
+        SUMMARY_KEY: summarise(timed, budget.seconds[:budget.warmup]), ORDER_FIELD: False,
+        **extra,
     }
     if device == "cpu":
         fields["device"] = "CPU"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 
-from gpulesson.experiments.common import WARMUP, Budget, BusyMeter, synced_epoch_timer
+from gpulesson.experiments.common import IN_ORDER, WARMUP, Budget, BusyMeter, synced_epoch_timer
 from gpulesson.experiments.gpu_settings.records import (
     SETTINGS,
     TARGETS,
@@ -45,22 +45,23 @@ def _feed(chosen: dict, *, path, cut: int, keras_device: str, epochs: int, seed:
     batch, feed = chosen["batch_size"], chosen["feed"]
     if feed == "generator":
         train = lesson.HDF5Batches(path, "train", batch, stop=cut, shuffle=True, seed=seed)
-        return {"x": train}, [lesson.DataEpoch(train)], {}
+        return {"x": train, **IN_ORDER}, [lesson.DataEpoch(train)], {}
     if feed.startswith("grain-"):
         from gpulesson.lesson.feeding import grain_blocks
 
         dataset, steps = grain_blocks(path, epochs, batch, seed=seed,
                                       workers=int(feed.split("-")[1]), stop=cut)
-        return {"x": dataset, "steps_per_epoch": steps, "shuffle": False}, [], {}
+        return {"x": dataset, "steps_per_epoch": steps, **IN_ORDER}, [], {}
     arrays, seconds = _arrays(path, cut)
     if feed == "device":
         started = time.perf_counter()
         batches = fp.make_pipeline("device", batch_size=batch, seed=seed,
                                    device_arrays=fp.to_device(*arrays, keras_device))
         seconds += time.perf_counter() - started
-        return {"x": batches}, [], {"load_seconds": seconds, **fp.device_method("device")}
-    return ({"x": fp.make_pipeline("ram", batch_size=batch, arrays=arrays, seed=seed)}, [],
-            {"load_seconds": seconds})
+        return ({"x": batches, **IN_ORDER}, [],
+                {"load_seconds": seconds, **fp.device_method("device")})
+    return ({"x": fp.make_pipeline("ram", batch_size=batch, arrays=arrays, seed=seed),
+             **IN_ORDER}, [], {"load_seconds": seconds})
 
 
 def _model(keras_device: str, chosen: dict, seed: int):

@@ -19,7 +19,7 @@ import statistics
 
 from gpulesson import results
 from gpulesson.devices import keras_device_name
-from gpulesson.experiments.common import SUMMARY_KEY, compare_middle, summarise
+from gpulesson.experiments.common import ORDER_FIELD, SUMMARY_KEY, compare_middle, summarise
 from gpulesson.experiments.profile.records import TRAINING_PASSES
 from gpulesson.results import make_record
 
@@ -87,7 +87,7 @@ def measurement_record(budget, *, run_id: str, device: str, setting: str, what: 
         "achieved_tflops": TRAINING_PASSES * forward_flops * n_images / median / 1e12,
         "forward_flops_per_image": forward_flops, "test_accuracy": test_accuracy,
         "test_loss": test_loss, SUMMARY_KEY: summarise(timed, budget.seconds[:budget.warmup]),
-        **extra,
+        ORDER_FIELD: False, **extra,
     }
     if device == "cpu":
         fields["device"] = "CPU"
@@ -128,7 +128,15 @@ def target(records, device: str) -> dict | None:
         return None
     epoch = got["median_epoch_seconds"] * TARGET_IMAGES / got["n_images"]
     share = got["images_per_second"] / ram["images_per_second"]
+    # The accuracy goal is the default's. The rows that train as the default does (its batch
+    # size and learning rate; another feed or execution) show how far a run of the same
+    # training varies: the target meets the goal when it reaches the lowest of them.
+    alike = [r["test_accuracy"] for r in records if r.get("device_kind") == device
+             and r.get("setting") in SETTINGS and r["batch_size"] == base["batch_size"]
+             and r["learning_rate"] == base["learning_rate"]]
     return {"epoch_seconds": epoch, "epoch_ok": epoch <= TARGET_SECONDS,
             "measured_images": got["n_images"], "share": share, "share_ok": share >= TARGET_SHARE,
             "accuracy": got["test_accuracy"], "default_accuracy": base["test_accuracy"],
+            "alike_accuracy": (min(alike), max(alike), len(alike)),
+            "accuracy_ok": got["test_accuracy"] >= min(alike),
             "combined": got.get("combined", [])}

@@ -53,10 +53,19 @@ def amortised(record: dict) -> bool:
     return record.get("method") == METHOD
 
 
+def compares(records) -> bool:
+    """Whether a run's sweeps make the throughput's comparison: a CPU half, and a GPU half (if
+    any) in the same precisions. A run cut short (the GPU's float32 alone) does not."""
+    cpu = {r.get("dtype") for r in records if r.get("device_kind") == "cpu"}
+    gpu = {r.get("dtype") for r in records if r.get("device_kind") == "gpu"}
+    return bool(cpu) and (not gpu or cpu == gpu)
+
+
 def reference_run(path=RESULTS_FILE) -> list[dict]:
-    """The sweeps of the throughput's reference run: the current method only
-    (:func:`gpulesson.results.reference_run`)."""
-    return results.reference_run(path, EXPERIMENT, method=METHOD)
+    """The sweeps of the throughput's reference run: the current method only, and only a run
+    that :func:`compares` (:func:`gpulesson.results.reference_run`); [] without one."""
+    run = results.reference_run(path, EXPERIMENT, complete=compares, method=METHOD)
+    return run if compares(run) else []
 
 
 def latency_run(path=RESULTS_FILE) -> list[dict]:

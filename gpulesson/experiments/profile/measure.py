@@ -23,7 +23,7 @@ from __future__ import annotations
 import tempfile
 import time
 
-from gpulesson.experiments.common import WARMUP, Budget, BusyMeter, synced_epoch_timer
+from gpulesson.experiments.common import IN_ORDER, WARMUP, Budget, BusyMeter, synced_epoch_timer
 from gpulesson.experiments.profile import trace
 from gpulesson.experiments.profile.records import measurement_record
 
@@ -85,7 +85,7 @@ def profile_steps(model, dataset, steps: int, device: str = "cpu") -> dict:
     part = annotated(dataset, steps)
     with tempfile.TemporaryDirectory(prefix="gpulesson-profile-") as folder:
         with jax.profiler.trace(folder, profiler_options=options):
-            model.fit(part, epochs=1, callbacks=[marked_epoch()], verbose=0)
+            model.fit(part, epochs=1, callbacks=[marked_epoch()], verbose=0, **IN_ORDER)
         events = trace.read_events(trace.trace_file(folder))
     return trace.breakdown(events, steps=len(part), device=device)
 
@@ -100,7 +100,7 @@ def utilisation(model, dataset, device: str) -> dict:
     if gpu_utilisation() is None:
         return {"skipped": "NVML (nvidia-ml-py) cannot read this GPU"}
     watch = GpuWatch(interval=0.05)
-    model.fit(dataset, epochs=1, callbacks=[watch], verbose=0)
+    model.fit(dataset, epochs=1, callbacks=[watch], verbose=0, **IN_ORDER)
     found = watch.samples
     if not found:
         return {"skipped": "the epoch was shorter than one NVML sample (0.05 s)"}
@@ -141,7 +141,7 @@ def measure(*, devices, batch_size: int, repeats: int, warmup: int = WARMUP, see
             meter = BusyMeter()
             started = time.perf_counter()
             progress(f"{device}: training {warmup} warm-up and {repeats} timed epoch(s) ...")
-            model.fit(train, epochs=warmup + repeats, verbose=2,  # a line an epoch
+            model.fit(train, epochs=warmup + repeats, verbose=2, **IN_ORDER,  # a line an epoch
                       callbacks=[synced_epoch_timer(budget), lesson.DataEpoch(train)])
             busy = meter.read()
             used = utilisation(model, train, device)

@@ -8,7 +8,7 @@ values say :data:`~gpulesson.results.NOT_RECORDED`, so that the episode's
 
 from __future__ import annotations
 
-from gpulesson.experiments.common import markdown_table, summary_text
+from gpulesson.experiments.common import markdown_table, reordered_note, summary_text
 from gpulesson.experiments.parts import run_labels
 from gpulesson.experiments.profile.figures import LABELS, alt_text
 from gpulesson.experiments.profile.records import (
@@ -153,4 +153,5 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         # The data the profiled CNN trained on, named where the table is introduced.
         "ref_prof_data": data_label(records) if records else NOT_RECORDED,
         "ref_prof_alt": alt_text(records),
+        "ref_prof_order": reordered_note(records, "the generator's batches"),
     }

@@ -24,9 +24,9 @@ import statistics
 
 from gpulesson import results
 from gpulesson.devices import keras_device_name
-from gpulesson.experiments.common import SUMMARY_KEY, summarise
+from gpulesson.experiments.common import ORDER_FIELD, SUMMARY_KEY, summarise
 from gpulesson.experiments.parts import reference_parts
-from gpulesson.gpu_peaks import peaks_for
+from gpulesson.gpu_peaks import float32_key, peaks_for
 from gpulesson.results import make_record
 
 EXPERIMENT = "profile"
@@ -57,7 +57,7 @@ def measurement_record(budget, *, run_id: str, device: str, batch_size: int, n_i
         "images_per_second": n_images / median, "step_seconds": median / steps,
         "forward_flops_per_image": forward_flops, "train_flops_per_image": per_image,
         "achieved_tflops": per_image * n_images / median / 1e12,
-        "utilisation": utilisation, "profile": profile,
+        "utilisation": utilisation, "profile": profile, ORDER_FIELD: False,
         SUMMARY_KEY: summarise(timed, budget.seconds[:budget.warmup]), **extra,
     }
     if device == "cpu":
@@ -90,7 +90,7 @@ def peak(record: dict, tflops: float | None = None) -> dict | None:
     peaks = peaks_for(name)
     if not peaks:
         return None
-    key = "tf32" if record.get("float32_precision") == "tf32" else "fp32"
+    key = float32_key(record)
     achieved = record["achieved_tflops"] if tflops is None else tflops
     return {"precision": key, "tflops": peaks[key], "card": name, "share": achieved / peaks[key]}
 
