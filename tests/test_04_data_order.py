@@ -194,3 +194,13 @@ def test_fit_reorders_a_pydatasets_batches_unless_it_is_told_not_to(path):
     assert reads["fit's default"] > 2 * windows, reads
     # The same images either way: only the reading differs.
     assert sorted(delivered["in order"]) == sorted(delivered["fit's default"])
+
+
+def test_a_page_names_the_runs_recorded_while_fit_reordered_the_batches():
+    from gpulesson.experiments.common import ORDER_FIELD, reordered_note
+
+    old = [{"run_id": "r2"}, {"run_id": "r1"}, {"run_id": "r2"}]
+    said = reordered_note([*old, {"run_id": "r3", ORDER_FIELD: False}], "the batches")
+    assert said.startswith("In runs r1 and r2, `fit` reordered the batches (its default")
+    assert reordered_note(old[:1], "x").startswith("In run r2, ")
+    assert reordered_note([{"run_id": "r3", ORDER_FIELD: False}], "x") == ""

@@ -119,7 +119,8 @@ def test_figures_exist_and_are_the_ones_the_draw_script_writes():
     # each figure's script and results file; the profile's has a script of its own
     drawn_by = {**dict.fromkeys((*draw_feeding.FIGURES, ceiling.FILE, workers.FILE),
                                 ("figures.py", r"results/(feeding|ceiling|workers)\.jsonl")),
-                profile.FILE: ("profile.py", r"results/profile\.jsonl")}
+                profile.FILE: ("profile.py", r"results/profile\.jsonl"),
+                gpu_settings.FILE: ("gpu_settings.py", r"results/gpu-settings\.jsonl")}
     assert {p.rsplit("/", 1)[-1] for p in shown} == set(drawn_by)
     # the captions name the script and the results file
     for caption in re.findall(r"^:{3,}\{figure\}.*?^:{3,}$", TEXT, re.DOTALL | re.MULTILINE):

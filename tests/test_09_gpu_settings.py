@@ -110,6 +110,12 @@ def test_the_achieved_rate_and_the_figure_come_from_the_records(tmp_path):
     assert len(fig.axes[0].patches) >= len(run)
     assert "default 0.61 s" in gpu_settings.alt_text(run)
     assert page.describe(run).count("| `") == len(run)
+    # the made-up target is 6 times faster than the default: a logarithmic axis, said in words
+    assert fig.axes[0].get_xscale() == "log" and "logarithmic" in gpu_settings.alt_text(run)
+    (tmp_path / "close").mkdir()
+    (close,) = gpu_settings.figures(gpu_settings.reference_run(
+        h200_shaped(tmp_path / "close", target_seconds=0.5, ram_seconds=0.5)))
+    assert close.axes[0].get_xscale() == "linear"
 
 
 def test_every_feed_of_a_file_keeps_its_batches_in_the_generators_order(tmp_path):

@@ -122,6 +122,26 @@ def test_a_changed_code_cell_is_stale_until_recorded_again(lesson, tmp_path):
     assert "changed" in json.dumps(load(root, "03-environments")["cells"])
 
 
+def test_a_copy_whose_printed_reference_changed_is_stale(lesson, tmp_path):
+    """A notebook that prints the lesson's reference beside its own run keeps the reference's
+    runs in its record; once the page's reference is another run, the copy is stale."""
+    root = tmp_path / "lesson"
+    shutil.copytree(lesson, root, ignore=shutil.ignore_patterns("_build"))
+    path = root / "executed" / "03-environments.ipynb"
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    assert nb["metadata"][recorded.METADATA_KEY]["references"] == {}  # it prints none
+    nb["metadata"][recorded.METADATA_KEY]["references"] = {"cnn": ["20260101T000000Z-old000"]}
+    path.write_text(json.dumps(nb), encoding="utf-8")
+    problems = record_run.stale_records(root)
+    assert len(problems) == 1 and "the reference it prints changed (cnn: run " \
+        "20260101T000000Z-old000 -> none)" in problems[0], problems
+    # Episode 10's notebook prints episode 5's CNN reference: the runs the page draws.
+    from gpulesson.experiments.cnn import records as cnn
+
+    assert record_run.printed_references("10-beyond-one-gpu") == {
+        "cnn": sorted({r["run_id"] for r in cnn.reference_run()})}
+
+
 def test_the_page_shows_the_outputs_after_their_cells_and_the_box(recorded_site, lesson):
     html, build = recorded_site
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]

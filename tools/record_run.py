@@ -218,7 +218,34 @@ def probe_machine(env: dict) -> dict:
     return json.loads(lines[-1])
 
 
-def provenance(facts: dict, data: str, quick: bool, wall_s: float, cells: list[str]) -> dict:
+def printed_references(stem: str, results_dir: Path | None = None) -> dict[str, list[str]]:
+    """The runs of the lesson's reference records that episode ``stem``'s notebook prints beside
+    its own run (``{"cnn": [run ids]}``), read from ``results_dir`` (default: the lesson's
+    ``results/``). A recorded copy whose references changed since is stale: its page shows the
+    new ones."""
+    from gpulesson import results
+    from gpulesson.experiments.ceiling import records as ceiling
+    from gpulesson.experiments.cnn import records as cnn
+    from gpulesson.experiments.feeding import records as feeding
+    from gpulesson.experiments.small_models import records as small_models
+    from gpulesson.experiments.torch_reference import records as torch_reference
+
+    folder = Path(results_dir or results.RESULTS_DIR)
+    readers = {
+        "05": {"cnn": (cnn.reference_run, cnn.RESULTS_FILE)},
+        "07": {"mlp comparison": (lambda path: small_models.reference_run("comparison", path),
+                                  small_models.RESULTS_FILE)},
+        "08": {"pytorch": (torch_reference.reference_run, torch_reference.RESULTS_FILE)},
+        "09": {"feeding": (feeding.reference_run, feeding.RESULTS_FILE),
+               "ceiling": (ceiling.reference_run, ceiling.RESULTS_FILE)},
+        "10": {"cnn": (cnn.reference_run, cnn.RESULTS_FILE)},
+    }
+    return {name: sorted({r["run_id"] for r in read(folder / file.name)})
+            for name, (read, file) in readers.get(stem[:2], {}).items()}
+
+
+def provenance(facts: dict, data: str, quick: bool, wall_s: float, cells: list[str],
+               references: dict | None = None) -> dict:
     gpu = facts.get("device") if facts.get("device") not in (None, "CPU") else None
     return {
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
@@ -233,6 +260,7 @@ def provenance(facts: dict, data: str, quick: bool, wall_s: float, cells: list[s
         "quick": quick,
         "command": "python tools/record_run.py",
         "cells": cells,
+        "references": references or {},
     }
 
 
@@ -310,7 +338,8 @@ def record(notebook: Path, out_dir: Path, *, data: str, quick: bool, facts: dict
     nb = clean_outputs.clean_notebook(json.loads(json.dumps(nb)))
     cells = [cell_hash("".join(cell["source"])) for cell in nb["cells"]
              if cell["cell_type"] == "code"]
-    nb["metadata"][METADATA_KEY] = provenance(facts, data, quick, wall_s, cells)
+    nb["metadata"][METADATA_KEY] = provenance(facts, data, quick, wall_s, cells,
+                                              printed_references(notebook.stem))
     target = out_dir / notebook.name
     write_atomically(nb, target)
     return target
@@ -346,6 +375,11 @@ def stale_records(root: Path = ROOT) -> list[str]:
                             f"{command}")
             continue
         changed = stale_cells(code_sources(episode), nb)
+        # A copy recorded before its references were kept cannot say: only a kept one is checked.
+        kept, now = run.get("references"), printed_references(path.stem, root / "results")
+        changed += [f"the reference it prints changed ({name}: run {', '.join(kept[name])} -> "
+                    f"{', '.join(now.get(name, [])) or 'none'})"
+                    for name in sorted(kept or {}) if kept[name] != now.get(name)]
         if changed:
             problems.append(f"{EXECUTED_DIR}/{path.name} is stale ({'; '.join(changed)}); "
                             f"refresh it: {command}")

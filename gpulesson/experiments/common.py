@@ -99,7 +99,8 @@ def reordered_note(records, what: str) -> str:
     runs = sorted({r["run_id"] for r in records if reordered_by_fit(r)})
     if not runs:
         return ""
-    return (f"In {'run' if len(runs) == 1 else 'runs'} {', '.join(runs)}, `fit` reordered "
+    named = ", ".join(runs[:-1]) + f" and {runs[-1]}" if len(runs) > 1 else runs[0]
+    return (f"In {'run' if len(runs) == 1 else 'runs'} {named}, `fit` reordered "
             f"{what} (its default `shuffle=True`, episode 4): almost every batch read a whole "
             "window of blocks, so reading cost more there than in the lesson's code.")
 

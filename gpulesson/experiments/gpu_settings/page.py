@@ -165,6 +165,5 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         "ref_gpuset_alt": alt_text(records),
         "ref_gpuset_order": reordered_note(
             fed := [r for r in gpu if r.get("feed") == "generator"],
-            "the batches of the rows fed by the generator ("
-            + ", ".join(f"`{r['setting']}`" for r in fed) + ")"),
+            "the generator's batches in the rows " + ", ".join(f"`{r['setting']}`" for r in fed)),
     }
