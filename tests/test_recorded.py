@@ -229,10 +229,12 @@ def test_terminal_colours_are_left_out_of_the_recorded_outputs():
 
 
 def _lesson_with_record(root: Path, slug: str) -> dict:
-    """A lesson folder in ``root`` holding one episode and its config, with an empty executed/;
-    returns the lesson's own record of that episode, for the test to change and write there."""
+    """A lesson folder in ``root`` holding one episode, its config and the lesson's results (the
+    references its notebook prints), with an empty executed/; returns the lesson's own record of
+    that episode, for the test to change and write there."""
     for folder in ("_episodes", "executed"):
         (root / folder).mkdir()
+    shutil.copytree(ROOT / "results", root / "results")
     shutil.copy2(ROOT / "_episodes" / f"{slug}.md", root / "_episodes")
     shutil.copy2(ROOT / "_config.yml", root)
     return json.loads((ROOT / "executed" / f"{slug}.ipynb").read_text(encoding="utf-8"))
