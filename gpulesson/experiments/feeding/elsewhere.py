@@ -61,11 +61,12 @@ def episode5_note(records, cnn_path=None) -> str:
                 f"median {seconds_text(summary['median'])})")
     if not said.measurable:
         return (f"{measured}: {NO_DIFFERENCE} from `lesson` here ({_why(rate, ours)}).")
-    factor = max(rate["median"], ours["median"]) / min(rate["median"], ours["median"])
     cause = ("One known difference: this run's `fit` reordered the generator's batches, "
              "episode 5's did not." if reordered_by_fit(lesson) else
              "Both kept the generator's order; no other difference in method is known.")
-    by = "" if "×" in said.text else f", by a factor of {factor:.2g}"  # the words may hold it
+    # The comparison's words give its size only from a certain size on; else say it here.
+    factor = max(said.ratio, 1 / said.ratio)
+    by = "" if said.text != f"{said.word} than" else f", by a factor of {factor:.2g}"
     return f"{measured}: {said.text} `lesson` here{by} ({apart(rate, ours)}). {cause}"
 
 

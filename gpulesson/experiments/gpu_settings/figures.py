@@ -16,13 +16,19 @@ def _drawn(records):
     return device, [(n, r) for n in [*SETTINGS, *TARGETS] if (r := find(records, device, n))]
 
 
+def _logarithmic(drawn) -> bool:
+    """Whether the epochs span more than 5 times: then a target many times faster than the
+    default would be a sliver on a linear axis, so the figure draws a logarithmic one."""
+    medians = [r["median_epoch_seconds"] for _, r in drawn]
+    return max(medians) > 5 * min(medians)
+
+
 def alt_text(records) -> str:
     device, drawn = _drawn(records)
     if not drawn:
         return "No settings are recorded yet."
     said = ", ".join(f"{name} {r['median_epoch_seconds']:.3g} s" for name, r in drawn)
-    medians = [r["median_epoch_seconds"] for _, r in drawn]
-    axis = ", on a logarithmic axis" if max(medians) > 5 * min(medians) else ""
+    axis = ", on a logarithmic axis" if _logarithmic(drawn) else ""
     return (f"Horizontal bars of the median epoch of each setting on the {device.upper()}{axis}, "
             f"with whiskers from the fastest to the slowest epoch and a dashed line at the "
             f"default's median: {said}.")
@@ -44,9 +50,7 @@ def figures(records):
     base = find(records, device, "default")
     if base:
         ax.axvline(base["median_epoch_seconds"], color="black", linestyle="--", linewidth=1)
-    # A target 10 times faster than the default is a sliver on a linear axis.
-    medians = [s["median"] for s in summaries]
-    wide = max(medians) > 5 * min(medians)
+    wide = _logarithmic(drawn)
     if wide:
         ax.set_xscale("log")
     ax.set_xlabel("seconds per epoch (lower is better)" + (", logarithmic axis" if wide else ""))

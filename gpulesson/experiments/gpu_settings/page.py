@@ -91,10 +91,10 @@ def accuracy_text(records, device: str, found: dict) -> str:
     batch = find(records, device, "batch")
     if found["accuracy_ok"] or not batch or "batch" not in found["combined"]:
         return said
-    steps = (math.ceil(batch["n_images"] / b) for b in (batch["batch_size"], BASE_BATCH))
+    steps, default_steps = (math.ceil(batch["n_images"] / size)
+                            for size in (batch["batch_size"], BASE_BATCH))
     return (f"{said}. The batch of {batch['batch_size']} alone reached "
-            f"{batch['test_accuracy']:.3f}: its epochs take {next(steps)} steps, not "
-            f"{next(steps)}")
+            f"{batch['test_accuracy']:.3f}: its epochs take {steps} steps, not {default_steps}")
 
 
 def goal_text(ceiling_path=None) -> str:
