@@ -1,20 +1,21 @@
-"""The CNN experiment's evaluation and validation times measure the work, not a compile or the
-training steps still queued: validation is timed from a synchronisation, evaluation after a
-warm-up that compiled the test set's batches (gpulesson.experiments.cnn.measure). A made-up
-device with its own clock stands in for the GPU, so no test depends on the machine's speed."""
+"""The episode's EpochTimer and train_on time validation and evaluation as the work, not a
+compile or the training steps still queued: the validation clock starts after reading a
+weight, which waits for the queued steps, and evaluation is timed after a warm call that
+compiled the test set's batches. The episode's own train_on runs with a made-up asynchronous
+model (its fit returns while the steps are still queued, and a weight's value is ready only
+once they ran) on a made-up clock, so no test depends on the machine's speed."""
 
 from __future__ import annotations
 
 import importlib
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
-from gpulesson.energy import Intervals
-
-measure = importlib.import_module("gpulesson.experiments.cnn.measure")
-
 QUEUED, VALIDATION, COMPILE, BATCH = 5.0, 1.0, 2.0, 0.01
+
+core = importlib.import_module("gpulesson.lesson.core")
 
 
 class Device:
@@ -26,16 +27,38 @@ class Device:
     def clock(self):
         return self.now
 
-    def wait(self, model):  # a fetch from the device: the queued steps run first
+    def wait(self):  # a fetch from the device: the queued steps run first
         self.now += self.queued
         self.queued = 0.0
 
 
-class Model:
-    """``evaluate`` compiles each batch shape it has not seen, then runs each batch."""
+class Weight:
+    """A weight on the made-up device: reading its value waits for the queued steps."""
 
     def __init__(self, device):
-        self.device, self.trainable_variables = device, []
+        self.device = device
+
+    def __array__(self, dtype=None, copy=None):
+        self.device.wait()
+        return np.zeros(2, dtype or "float32")
+
+
+class Model:
+    """As Keras on JAX or a GPU: ``fit`` queues each epoch's steps and returns before they
+    ran; its validation pass needs the trained weights; ``evaluate`` compiles each batch shape
+    it has not seen, then runs each batch."""
+
+    jit_compile = True
+
+    def __init__(self, device):
+        self.device = device
+        self.trainable_weights = [Weight(device)]
+
+    def get_weights(self):
+        return [np.zeros(2, "float32")]
+
+    def set_weights(self, weights):
+        pass
 
     def evaluate(self, data, verbose=0):
         for size in data.shapes:
@@ -46,122 +69,71 @@ class Model:
             self.device.now += BATCH
         return [1.0, 0.5]
 
+    def fit(self, train, validation_data, epochs, shuffle, callbacks, verbose):
+        for callback in callbacks:
+            callback.set_model(self)
+        for callback in callbacks:
+            callback.on_train_begin()
+        for epoch in range(epochs):
+            for callback in callbacks:
+                callback.on_epoch_begin(epoch)
+            self.device.queued += QUEUED  # dispatched; the device still runs them
+            for callback in callbacks:
+                callback.on_test_begin()
+            self.device.wait()  # validation reads the trained weights
+            self.device.now += VALIDATION
+            for callback in callbacks:
+                callback.on_test_end()
+            for callback in callbacks:  # Keras hands the loss as a number: done
+                callback.on_epoch_end(epoch, {"loss": 1.0})
+        return SimpleNamespace(history={"loss": [1.0] * epochs})
+
 
 @pytest.fixture
 def device(monkeypatch):
-    from gpulesson import data, lesson
-
     device = Device()
-    monkeypatch.setattr(measure, "time", SimpleNamespace(perf_counter=device.clock))
-    monkeypatch.setattr(measure, "wait_for_model", device.wait)
-    monkeypatch.setattr(measure, "start_intervals", lambda kind: (Intervals(None), "no meter"))
-    test = SimpleNamespace(batch_size=256, n_images=10_000, shapes=[256] * 39 + [16])
-    batches = [SimpleNamespace(batch_size=256, n_images=n) for n in (900, 100)] + [test]
-    model = Model(device)
-
-    def train_on(device_name, weights, train, validation, test, n_epochs, verbose=None,
-                 callbacks=()):
-        """As the episode's train_on: its epoch timer first, then the callbacks given; each
-        epoch queues its steps on the device, then validates; then one timed evaluate."""
-        timer = lesson.EpochTimer(samples_per_epoch=train.n_images)
-        for callback in (timer, *callbacks):
-            callback.set_model(model)
-        for epoch in range(n_epochs):
-            for callback in (timer, *callbacks):
-                callback.on_epoch_begin(epoch)
-            device.queued += QUEUED  # the steps were dispatched; the device still runs them
-            for callback in (timer, *callbacks):
-                callback.on_test_begin()
-            device.wait(model)  # validation needs the trained weights
-            device.now += VALIDATION
-            for callback in (timer, *callbacks):
-                callback.on_test_end()
-            for callback in (timer, *callbacks):
-                callback.on_epoch_end(epoch)
-        start = device.now
-        model.evaluate(test)
-        return {"device": device_name, "timing": timer.summary(), "model": model,
-                "evaluation_seconds": device.now - start, "test_loss": 1.0,
-                "test_accuracy": 0.5, "start_weights": "abc", "history": {"loss": [1.0]},
-                "jit_compile": True, "old_validation": list(timer.validation_seconds)}
-
-    monkeypatch.setattr(lesson, "train_on", train_on)
-    monkeypatch.setattr(lesson, "split_batches", lambda path, size: batches)
-    monkeypatch.setattr(lesson, "build_cnn", lambda: SimpleNamespace(get_weights=lambda: []))
-    monkeypatch.setattr(data, "prepare", lambda settings: "unused.h5")
-    # the episode's epoch timer reads the same made-up clock
-    monkeypatch.setattr(importlib.import_module("gpulesson.lesson.core"), "time",
-                        SimpleNamespace(perf_counter=device.clock))
+    monkeypatch.setattr(core, "time", SimpleNamespace(perf_counter=device.clock))
+    monkeypatch.setattr(core, "build_cnn", lambda: None)
+    monkeypatch.setattr(core, "compile_cnn", lambda model: Model(device))
     return device
 
 
-def _run():
-    settings = SimpleNamespace(quick=True, data="synthetic", batch_size=lambda size: size)
-    (record,) = measure.run_devices(["cpu"], settings, batch_size=256, seed=1)
-    return record
+def _train(epochs=3):
+    train = SimpleNamespace(n_images=900, epoch=0)
+    test = SimpleNamespace(shapes=[256] * 39 + [16])
+    return core.train_on("cpu", [], train, None, test, epochs)
 
 
-def test_validation_is_timed_from_a_synchronisation(device):
-    record = _run()
-    assert record["validation_synchronised"]
-    # the queued training steps are not counted as validation
-    assert record["validation_seconds"] == pytest.approx([VALIDATION] * record["epochs"])
-    assert record["mean_validation_seconds"] == pytest.approx(VALIDATION)
+def test_validation_waits_for_the_queued_training_steps(device):
+    run = _train()
+    assert run["timing"]["validation_seconds"] == pytest.approx([VALIDATION] * 3)
+    # the epoch still holds its steps, its validation and nothing else
+    assert run["timing"]["epoch_seconds"] == pytest.approx([QUEUED + VALIDATION] * 3)
 
 
-def test_the_episodes_timer_alone_would_count_the_queued_steps(device):
-    """What the records held before: the epoch timer's clock starts while steps are queued."""
-    from gpulesson import lesson
-
-    timer = lesson.EpochTimer()
-    model = Model(device)
-    timer.set_model(model)
-    device.queued = QUEUED
-    timer.on_test_begin()
-    device.wait(model)
-    device.now += VALIDATION
-    timer.on_test_end()
-    assert timer.validation_seconds == [pytest.approx(QUEUED + VALIDATION)]
+def test_a_timer_without_the_wait_would_count_the_queued_steps(device, monkeypatch):
+    """What the timer measured before it read a weight first: validation plus the queued
+    training steps. Shows that the test above can fail."""
+    monkeypatch.setattr(core.keras.ops, "convert_to_numpy", lambda value: None)
+    run = _train()
+    assert run["timing"]["validation_seconds"] == pytest.approx([QUEUED + VALIDATION] * 3)
 
 
-def test_the_clock_is_read_after_the_wait(monkeypatch):
-    events = []
-    monkeypatch.setattr(measure, "wait_for_model", lambda model: events.append("wait"))
-    monkeypatch.setattr(measure, "time",
-                        SimpleNamespace(perf_counter=lambda: events.append("clock") or 0.0))
-    timer = measure.synced_validation_timer()
-    timer.on_test_begin()
-    timer.on_test_end()
-    assert events == ["wait", "clock", "clock"] and timer.seconds == [0.0]
+def test_evaluation_is_timed_after_a_warm_call(device):
+    run = _train()
+    assert run["evaluation_seconds"] == pytest.approx(40 * BATCH)  # no compile in it
+    assert device.compiles == 2  # 256 images, and the last 16: compiled once, by the warm call
 
 
-def test_evaluation_is_timed_without_its_compile(device):
-    record = _run()
-    n_batches = 40
-    # the first evaluate compiled the test set's batches: 256 images, and the last 16
-    assert record["evaluation_first_seconds"] == pytest.approx(2 * COMPILE + n_batches * BATCH)
-    assert record["evaluation_seconds"] == pytest.approx(n_batches * BATCH)
-    assert device.compiles == 2  # the timed evaluate compiled nothing
-
-
-def test_time_evaluation_times_one_compiled_call(device):
-    model, test = Model(device), SimpleNamespace(shapes=[256, 256, 16])
-    model.evaluate(test)  # the warm-up: two shapes compiled
-    assert device.compiles == 2
-    assert measure.time_evaluation(model, test) == pytest.approx(3 * BATCH)
-    assert device.compiles == 2
-
-
-def test_a_real_fit_times_each_validation_pass_after_waiting_for_the_model():
-    """The mechanism with Keras itself: a tiny model, two epochs, a validation pass each."""
+def test_a_real_fit_times_each_validation_pass():
+    """The mechanism with Keras itself: a tiny model, two epochs, a validation pass each; the
+    timer's read of a weight works on the backend in use."""
     import keras
-    import numpy as np
 
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
     model.compile(optimizer="sgd", loss="mse")
     x, y = np.ones((32, 4), "float32"), np.zeros((32, 2), "float32")
-    timer = measure.synced_validation_timer()
+    timer = core.EpochTimer()
     model.fit(x, y, validation_data=(x, y), epochs=2, batch_size=8, verbose=0,
               callbacks=[timer])
-    assert len(timer.seconds) == 2 and all(s > 0 for s in timer.seconds)
-    measure.wait_for_model(model)  # a fetch of the smallest variable, on any backend
+    assert len(timer.validation_seconds) == 2 and all(s > 0 for s in timer.validation_seconds)

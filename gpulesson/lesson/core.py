@@ -10,6 +10,7 @@ the code a learner writes in the notebooks.
 import math
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import h5py
 import keras
@@ -29,12 +30,15 @@ class HDF5Batches(keras.utils.PyDataset):
     keeps each block as stored, a batch, and only changes their order. A
     batch depends only on (seed, epoch, index): the DataEpoch callback sets
     `epoch` to Keras' epoch number; train with fit(shuffle=False).
+    With read_ahead=True one reader thread reads the next window while
+    the model trains on this one (into the next epoch at an epoch's end).
     Images come as stored, uint8 (0..255): the model scales them. Labels
     come as int32.
     """
 
     def __init__(self, path, split="train", batch_size=256, *, start=0,
-                 stop=None, shuffle=False, seed=0, window=4, **kwargs):
+                 stop=None, shuffle=False, seed=0, window=4,
+                 read_ahead=False, **kwargs):
         super().__init__(**kwargs)
         # A missing or damaged file: an error that says how to re-create it.
         info = validate_hdf5(path)
@@ -61,14 +65,20 @@ class HDF5Batches(keras.utils.PyDataset):
         self.batch_size, self.window = batch_size, window
         self.start, self.stop = start, stop
         self.shuffle, self.seed = shuffle, seed
+        self.read_ahead = bool(read_ahead)
         self.epoch = 0
-        # The file is opened by the process that reads from it.
-        self._file, self._pid = None, None
-        self._images, self._labels = None, None
-        # The last window read: (epoch, window number) -> its images
-        self._cached = (None, None)
         # This epoch's block order: (epoch, order)
         self._order = (None, None)
+        # What a process keeps to itself: its file, the last window read,
+        # its reader thread.
+        self.__dict__.update(self._UNSHARED)
+
+    # The file is opened by the process that reads from it. The last window
+    # read: ((window number, epoch), its images); the window read ahead:
+    # ((window number, epoch), its future); the reader: (pid, executor).
+    _UNSHARED = (("_file", None), ("_pid", None), ("_images", None),
+                 ("_labels", None), ("_cached", (None, None)),
+                 ("_ahead", None), ("_reader", None))
 
     @property
     def n_images(self):
@@ -78,20 +88,21 @@ class HDF5Batches(keras.utils.PyDataset):
         # The last batch is smaller when the images do not fill it.
         return math.ceil(self.n_images / self.batch_size)
 
-    def block_order(self):
-        """This epoch's order of the blocks; a short last one stays last."""
-        epoch, order = self._order
-        if epoch == self.epoch:
+    def block_order(self, epoch=None):
+        """An epoch's order of the blocks; a short last one stays last."""
+        epoch = self.epoch if epoch is None else epoch
+        drawn, order = self._order
+        if drawn == epoch:
             return order
         n_blocks, n_full = len(self), self.n_images // self.batch_size
         order = np.arange(n_blocks)
         if self.shuffle:
-            rng = np.random.default_rng([self.seed, self.epoch])
+            rng = np.random.default_rng([self.seed, epoch])
             order[:n_full] = rng.permutation(n_full)
         # Drawn once an epoch, not for every window: making a random
         # generator has a cost of its own, and with window=1 every batch
         # would pay it.
-        self._order = (self.epoch, order)
+        self._order = (epoch, order)
         return order
 
     def _datasets(self):
@@ -109,38 +120,67 @@ class HDF5Batches(keras.utils.PyDataset):
             self._file, self._pid = file, os.getpid()
         return self._images, self._labels
 
-    def _read_window(self, number):
+    def _read_window(self, number, epoch):
         """The images and labels of one window of blocks, mixed."""
-        blocks = self.block_order()[number * self.window:
-                                    (number + 1) * self.window]
+        blocks = np.sort(self.block_order(epoch)[number * self.window:
+                                                 (number + 1) * self.window])
         images, labels = self._datasets()
         xs, ys = [], []
-        # One contiguous read per block, in file order.
-        for block in np.sort(blocks):
-            first = int(block) * self.batch_size  # counted from `start`
-            last = min(first + self.batch_size, self.n_images)
+        # One contiguous read per run of neighbouring blocks, in file order.
+        runs = np.split(blocks, np.flatnonzero(np.diff(blocks) != 1) + 1)
+        for run in runs:
+            first = int(run[0]) * self.batch_size  # counted from `start`
+            last = min((int(run[-1]) + 1) * self.batch_size, self.n_images)
             xs.append(images[self.start + first:self.start + last])
             ys.append(labels[first:last])
-        if len(xs) == 1:
+        if len(blocks) == 1:
             # One block is one batch: mixing it would only reorder the
             # images within the batch, which changes nothing.
             return xs[0], ys[0]
-        x, y = np.concatenate(xs), np.concatenate(ys)
+        x, y = (xs[0], ys[0]) if len(xs) == 1 else (np.concatenate(xs),
+                                                    np.concatenate(ys))
         if self.shuffle:
             # One permutation for both keeps every image with its label.
-            rng = np.random.default_rng([self.seed, self.epoch, number])
+            rng = np.random.default_rng([self.seed, epoch, number])
             mix = rng.permutation(len(y))
             x, y = x[mix], y[mix]
         return x, y
+
+    def _window(self, key):
+        """Window (epoch, number): read now, or taken from the reader."""
+        if not self.read_ahead:
+            return self._read_window(*key)
+        pid, reader = self._reader or (None, None)
+        if pid != os.getpid():
+            # A new process starts its own reader (a thread is not copied).
+            reader = ThreadPoolExecutor(1, thread_name_prefix="HDF5Batches")
+            self._reader, self._ahead = (os.getpid(), reader), None
+        ahead = self._ahead
+        if ahead is None or ahead[0] != key:
+            # Not the window read ahead (fit jumped): read it now.
+            ahead = (key, reader.submit(self._read_window, *key))
+        # The next window: the next epoch's first after an epoch's last.
+        number, epoch = key
+        if number + 1 < math.ceil(len(self) / self.window):
+            following = (number + 1, epoch)
+        else:
+            following = (0, epoch + 1)
+        # One reader thread reads one window at a time, so h5py never
+        # reads twice at once; it reads while the model trains.
+        self._ahead = (following,
+                       reader.submit(self._read_window, *following))
+        return ahead[1].result()
 
     def __getitem__(self, index):
         if not 0 <= index < len(self):
             raise IndexError(f"batch {index} of {len(self)}")
         number, position = divmod(index, self.window)
         key, window = self._cached
-        if key != (self.epoch, number):
-            window = self._read_window(number)
-            self._cached = ((self.epoch, number), window)
+        if key != (number, self.epoch):
+            # The window depends only on (number, epoch): never on what
+            # was read before, so reading it early changes nothing.
+            window = self._window((number, self.epoch))
+            self._cached = ((number, self.epoch), window)
         x, y = window
         rows = slice(position * self.batch_size,
                      (position + 1) * self.batch_size)
@@ -151,9 +191,9 @@ class HDF5Batches(keras.utils.PyDataset):
         self.epoch += 1
 
     def __getstate__(self):
-        # A copy sent to a worker process opens its own file.
-        return {**self.__dict__, "_file": None, "_pid": None,
-                "_images": None, "_labels": None, "_cached": (None, None)}
+        # A copy sent to a worker process opens its own file and starts its
+        # own reader.
+        return {**self.__dict__, **dict(self._UNSHARED)}
 
 
 class DataEpoch(keras.callbacks.Callback):
@@ -242,7 +282,9 @@ class EpochTimer(keras.callbacks.Callback):
         self.start = time.perf_counter()
 
     def on_test_begin(self, logs=None):
-        # During fit: the validation pass at the end of an epoch.
+        # During fit: the validation pass at the end of an epoch. Reading a
+        # weight waits for the training steps still queued on the device.
+        keras.ops.convert_to_numpy(self.model.trainable_weights[-1])
         self.validation_start = time.perf_counter()
 
     def on_test_end(self, logs=None):
@@ -328,6 +370,7 @@ def train_on(device, initial_weights, train, validation, test, epochs,
             callbacks=[DataEpoch(train), timer, *callbacks],
             verbose=verbose,
         )
+        model.evaluate(test, verbose=0)  # a warm-up: the first call compiles
         start = time.perf_counter()
         test_loss, test_accuracy = model.evaluate(test, verbose=0)
         evaluation_seconds = time.perf_counter() - start

@@ -92,6 +92,8 @@ def substitutions(records, ceiling_path=CEILING_FILE) -> dict[str, str]:
     values["ref_use_evaluation"] = (
         f"The evaluation is timed on a second call. The first call, which compiles the step for "
         f"the test set's last, smaller batch, took {duration(first)} on the GPU." if first else
+        "The evaluation is timed on a second call, after a first that compiled its steps."
+        if (gpu or {}).get("evaluation_warmed") else
         "The evaluation is one call, timed once. It includes compiling the evaluation step for "
         "the test set's last, smaller batch, so its bars are not compared.")
     values["ref_use_gpu_step"] = duration(step) if step else NOT_RECORDED

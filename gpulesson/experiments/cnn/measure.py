@@ -17,69 +17,19 @@ end of the epoch, with no extra synchronisation; epochs too short for the meter 
 as one window, the whole timed phase; where no meter can be read, the record keeps the reason
 (:mod:`gpulesson.experiments.energy`).
 
-Two times are read here rather than by the episode's code, because on a GPU (and with JAX on
-the CPU) the episode's clocks run on while work is queued or compiled:
-
-- **Validation** (``validation_seconds``, ``mean_validation_seconds``): the clock starts only
-  once the training steps queued before it are done (:func:`wait_for_model`,
-  :func:`synced_validation_timer`); the record says so (``validation_synchronised``).
-- **Evaluation** (``evaluation_seconds``): the episode's ``evaluate`` of the test set is its
-  warm-up, as it compiles the test step for the test set's last, smaller batch
-  (``evaluation_first_seconds``, compiling included); a second ``evaluate`` of the same batches
-  is timed (:func:`time_evaluation`).
+The episode's own code times validation and evaluation as the work, not what was queued or
+compiled before it: its ``EpochTimer`` waits for the queued training steps before the
+validation clock starts, and ``train_on`` times a second ``evaluate`` of the test set, after a
+first that compiled its steps. The records say so (``validation_synchronised``,
+``evaluation_warmed``).
 """
 
 from __future__ import annotations
-
-import time
 
 from gpulesson.experiments.cnn.records import run_record
 from gpulesson.experiments.common import WARMUP, check_epochs, default_epochs
 from gpulesson.experiments.energy import energy_callback, start_intervals, stop_intervals
 from gpulesson.timing import load_average
-
-
-def wait_for_model(model) -> None:
-    """Wait until the device has done the work queued so far: fetch the model's smallest
-    trainable variable to the host. The last training step wrote every variable, so the fetch
-    returns only once that step is done (a GPU runs its queue in order)."""
-    import keras
-    import numpy as np
-
-    variables = list(model.trainable_variables)
-    if variables:
-        smallest = min(variables, key=lambda v: int(np.prod(v.shape)))
-        keras.ops.convert_to_numpy(smallest.value)
-
-
-def synced_validation_timer():
-    """A ``fit`` callback that times each validation pass from the moment the training steps
-    queued before it are done (:func:`wait_for_model`, then the clock) to the end of the pass
-    (whose metrics are fetched to the host, so its work is done): ``.seconds``, one a pass."""
-    import keras
-
-    class SyncedValidation(keras.callbacks.Callback):
-        def __init__(self):
-            super().__init__()
-            self.seconds: list[float] = []
-            self._start = None
-
-        def on_test_begin(self, logs=None):
-            wait_for_model(self.model)
-            self._start = time.perf_counter()
-
-        def on_test_end(self, logs=None):
-            self.seconds.append(time.perf_counter() - self._start)
-
-    return SyncedValidation()
-
-
-def time_evaluation(model, test) -> float:
-    """The seconds of ``model.evaluate(test)`` once it is compiled: call it only after one
-    evaluate of the same batches (the last, smaller batch included), which compiled them."""
-    start = time.perf_counter()
-    model.evaluate(test, verbose=0)
-    return time.perf_counter() - start
 
 
 def run_devices(devices, settings, *, epochs: int | None = None, batch_size: int, seed: int,
@@ -111,24 +61,17 @@ def run_devices(devices, settings, *, epochs: int | None = None, batch_size: int
         print(f"Training on {DEVICES[name]} for {epochs} epochs ({WARMUP} warm-up, "
               f"{epochs - WARMUP} timed) ...", flush=True)
         intervals, reason = start_intervals(name)
-        validation = synced_validation_timer()
         try:
             load_before = load_average()
             run = lesson.train_on(DEVICES[name], initial_weights, *batches, epochs, verbose=2,
-                                  callbacks=[energy_callback(intervals), validation])
+                                  callbacks=[energy_callback(intervals)])
             load_after = load_average()
         finally:
             energy = stop_intervals(intervals, reason, warmup=WARMUP, images=batches[0].n_images)
-        # train_on's evaluate compiled the test set's batches: it is the warm-up
-        first_evaluation = run["evaluation_seconds"]
-        with keras.device(DEVICES[name]):
-            run = {**run, "evaluation_seconds": time_evaluation(run["model"], batches[2]),
-                   "timing": {**run["timing"], "validation_seconds": validation.seconds}}
         record = {**run_record(run, data=settings.data, run_id=run_id, batches=batches,
                                source="gpulesson.experiments.cnn", load_before=load_before,
                                load_after=load_after, energy=energy),
-                  "evaluation_first_seconds": first_evaluation,
-                  "validation_synchronised": True}
+                  "validation_synchronised": True, "evaluation_warmed": True}
         if on_record:
             on_record(record)
         records.append(record)
