@@ -141,6 +141,9 @@ def prepare(settings: Settings | None = None, *, force: bool = False, out=None, 
     settings = settings or get_settings()
     path = Path(out).expanduser() if out is not None else settings.hdf5_path
     problem = f"There is no prepared file {path}"
+    if force and path.is_file():
+        problem = (f"--force asks to re-create {path} (without --force a valid file there "
+                   f"is used as it is)")
     if path.is_dir():
         raise DataFileError(f"{path} is a folder: name the file to write in it, e.g. "
                             f"--out {path / hdf5_filename(settings.data, settings.quick)}")

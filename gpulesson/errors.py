@@ -8,6 +8,10 @@ and the exceptions it was raised from (a ``gaierror`` deep in urllib, for instan
 the message out of sight, and they are about the lesson's code, not about what the learner can
 change. A cell the learner stopped (KeyboardInterrupt) gets two lines instead of its traceback
 (:mod:`gpulesson.interrupt`). Everything else keeps IPython's full traceback.
+
+The same holds for the lesson's commands (``python -m gpulesson...``): an error of the lesson
+that no command catches, or Ctrl-C, ends the command with its message in one paragraph, not a
+traceback (:func:`show_message_only_in_commands`).
 """
 
 from __future__ import annotations
@@ -205,3 +209,33 @@ def show_message_only_in_notebooks() -> bool:
 
 
 show_message_only_in_notebooks()
+
+
+# --- commands: the message alone -------------------------------------------------------------
+
+def _command_hook(etype, value, tb, _previous=sys.__excepthook__):
+    """``sys.excepthook`` of the lesson's commands: a LessonError as ``error: message``, Ctrl-C
+    as one line saying that the command stopped; anything else as Python shows it."""
+    if issubclass(etype, LessonError):
+        print(f"error: {value}", file=sys.stderr)
+    elif issubclass(etype, KeyboardInterrupt):
+        print("Stopped (Ctrl-C). A file being written is left out, never half-written: run the "
+              "same command again to go on.", file=sys.stderr)
+    else:
+        _previous(etype, value, tb)
+
+
+def show_message_only_in_commands(main_module: str | None = None) -> bool:
+    """Have a ``python -m gpulesson...`` command show the lesson's errors and Ctrl-C as their
+    message alone; returns whether it does. Other programs that import gpulesson, and an
+    excepthook someone installed, are left alone."""
+    if main_module is None:  # python -m NAME: runpy imports the package before __main__ is set
+        argv = getattr(sys, "orig_argv", [])
+        main_module = next((argv[i + 1] for i, arg in enumerate(argv[:-1]) if arg == "-m"), "")
+    if not main_module.startswith("gpulesson") or sys.excepthook is not sys.__excepthook__:
+        return False
+    sys.excepthook = _command_hook
+    return True
+
+
+show_message_only_in_commands()

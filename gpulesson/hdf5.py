@@ -25,7 +25,7 @@ import numpy as np
 
 from gpulesson import __version__
 from gpulesson.errors import DataFileError, LessonDataError, check_writable, how_to_set
-from gpulesson.settings import DATA_CHOICES, LABELS, hdf5_filename, prepare_command
+from gpulesson.settings import DATA_CHOICES, LABELS, hdf5_filename, keep_earlier, prepare_command
 
 DATASETS = ("x_train", "y_train", "x_test", "y_test")
 IMAGE_SHAPE = (32, 32, 3)
@@ -45,6 +45,9 @@ PROVENANCE = (
     "dtypes",
     "checksum_sha256",
 )
+# Every file :func:`atomic_hdf5` writes carries this attribute: a file without it (or the lesson's
+# provenance) was made by someone else, and is kept under a new name rather than written over.
+WRITER_MARK = "gpulesson_writer"
 _HASH_ROWS = 4096  # rows hashed at a time: bounded memory for any file size
 # The names the lesson gives its data files: a damaged file of one of these names is its own.
 LESSON_FILE_NAMES = frozenset(hdf5_filename(data, quick) for data in DATA_CHOICES
@@ -139,17 +142,25 @@ def temp_path(path: Path) -> Path:
 @contextlib.contextmanager
 def atomic_hdf5(path):
     """An HDF5 file open for writing under :func:`temp_path`, renamed onto ``path`` only when
-    the block completes; on any exception (Ctrl-C included) the temporary file is deleted."""
+    the block completes; on any exception (Ctrl-C included) the temporary file is deleted.
+
+    A file already at ``path`` is replaced only if the lesson made it (:func:`made_by_lesson`);
+    any other file is first kept under a new name (:func:`gpulesson.settings.keep_earlier`)."""
     import h5py
 
     path = Path(path).expanduser()
+    if path.is_dir():
+        raise DataFileError(f"{path} is a folder: name a file in it, e.g. {path / 'mine.h5'}")
     # A read-only folder: a message naming it and how to choose another, not an HDF5 traceback.
     # (The data folder's own setting is named by prepare(), which checks its folder first.)
     check_writable(path.parent, setting=None)
     tmp = temp_path(path)
     try:
         with h5py.File(tmp, "w") as f:
+            f.attrs[WRITER_MARK] = __version__
             yield f
+        if (path.exists() or path.is_symlink()) and not made_by_lesson(path):
+            keep_earlier(path)  # someone's own file: kept under a new name, said in one line
         os.replace(tmp, path)
     except BaseException:  # never leave a half-written file
         tmp.unlink(missing_ok=True)
@@ -201,6 +212,19 @@ def write_hdf5(
     return path
 
 
+def made_by_lesson(path) -> bool:
+    """Whether the existing file ``path`` is an HDF5 file that this package wrote: one marked by
+    :func:`atomic_hdf5` or carrying the lesson's provenance."""
+    import h5py
+
+    try:
+        with h5py.File(Path(path).expanduser(), "r") as f:
+            keys = set(f.attrs)
+    except _H5_DAMAGE:  # not HDF5, damaged, or a folder
+        return False
+    return WRITER_MARK in keys or {"gpulesson_version", "source", "checksum_sha256"} <= keys
+
+
 def not_the_lessons(path) -> str | None:
     """Why the existing ``path`` is not a file the lesson may replace; None if it may.
 
@@ -228,7 +252,8 @@ def refuse_to_replace(path, why: str) -> DataFileError:
     path = Path(path).expanduser()
     return DataFileError(
         f"{path} is not a data file of the lesson ({why}), so it is left as it is: write the "
-        f"data file under another name (--out NEW.h5), or pass --force to replace {path.name}.")
+        f"data file under another name (--out NEW.h5), or pass --force to write there "
+        f"({path.name} is then kept under a new name).")
 
 
 def _guess_source(path: Path, source=None, quick=None) -> tuple[str | None, bool]:

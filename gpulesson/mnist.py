@@ -30,12 +30,19 @@ import argparse
 import gzip
 import os
 import shutil
+import sys
 import urllib.error
 from pathlib import Path
 
 import numpy as np
 
-from gpulesson.errors import DataFileError, DataUnavailableError
+from gpulesson.errors import (
+    DataFileError,
+    DataFolderError,
+    DataUnavailableError,
+    LessonDataError,
+    cannot_write_file,
+)
 from gpulesson.settings import QUICK_N_TEST, QUICK_N_TRAIN, Settings, get_settings
 
 MNIST_CLASS_NAMES = tuple(str(digit) for digit in range(10))
@@ -114,6 +121,14 @@ def load_mnist(root: str | os.PathLike, *, download: bool = True):
             "or choose the synthetic stand-in, which needs neither: LESSON_DATA=synthetic."
         ) from exc
     present = all((raw / name).is_file() for name in RAW_FILES)
+    unwritable = None if present or not download else cannot_write_file(raw / RAW_FILES[0])
+    if unwritable:  # a read-only folder is not the internet's fault: said before any download
+        raise DataFolderError(
+            f"MNIST is not in {raw}, and it cannot be downloaded there ({unwritable}). "
+            f"Download it into a data folder of your own with\n"
+            f"    python -m gpulesson.mnist --data-dir ~/gpulesson-data\n"
+            f"and set LESSON_DATA_DIR=~/gpulesson-data, or ask your instructor to run "
+            f"python -m gpulesson.mnist --data-dir {root}.")
     try:
         splits = [MNIST(root, train=train, download=download) for train in (True, False)]
     except (RuntimeError, OSError, urllib.error.URLError) as exc:
@@ -177,8 +192,8 @@ def main(argv=None) -> int:
     root = args.data_dir or get_settings().data_dir
     try:
         (x_train, _), (x_test, _) = load_mnist(root)
-    except (DataUnavailableError, DataFileError) as exc:
-        print(exc)
+    except LessonDataError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 1
     print(f"MNIST is ready in {raw_folder(root)}: {len(x_train):,} training and "
           f"{len(x_test):,} test images.")

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 from pathlib import Path
 
 from gpulesson.errors import LessonDataError
-from gpulesson.settings import DATA_CHOICES, get_settings
+from gpulesson.settings import DATA_CHOICES, get_settings, hdf5_filename
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -42,17 +43,34 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _names_a_folder(argv) -> bool:
+    """Whether the --out given ends in a slash (argparse's Path drops it: 'newdir/' would
+    become a file named newdir)."""
+    for i, arg in enumerate(argv):
+        value = arg[len("--out="):] if arg.startswith("--out=") else (
+            argv[i + 1] if arg == "--out" and i + 1 < len(argv) else None)
+        if value is not None and value.endswith(("/", os.sep)):
+            return True
+    return False
+
+
 def main(argv=None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     try:
         settings = get_settings()
-    except ValueError as exc:
-        parser.error(str(exc))
+    except ValueError as exc:  # a setting it cannot read: its own message, not argparse's usage
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     overrides = {"data": args.data, "quick": args.quick, "data_dir": args.data_dir}
     settings = dataclasses.replace(settings, **{k: v for k, v in overrides.items() if v is not None})
     if args.seed is not None and not settings.is_synthetic:
         parser.error("--seed only applies to --data synthetic")
+    if args.out is not None and _names_a_folder(sys.argv[1:] if argv is None else argv):
+        name = hdf5_filename(settings.data, settings.quick)
+        print(f"error: --out {args.out}/ names a folder (it ends in /): name the file, "
+              f"e.g. --out {args.out / name}, or pass --data-dir {args.out}", file=sys.stderr)
+        return 2
 
     from gpulesson.data import prepare
     from gpulesson.hdf5 import validate_hdf5
@@ -63,6 +81,10 @@ def main(argv=None) -> int:
     except LessonDataError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # Ctrl-C: the partial file is already deleted (atomic_hdf5)
+        print("Stopped: no data file was written. Run the same command again to prepare it.",
+              file=sys.stderr)
+        return 130
     size_mb = path.stat().st_size / 1e6
     print(f"{path}: {size_mb:.1f} MB, {info.label}, "
           f"{info.n_train:,} training and {info.n_test:,} test images.")

@@ -19,6 +19,7 @@ again.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -53,27 +54,57 @@ def copy_notebooks(source: Path, target: Path, suffix: str = "") -> tuple[list[P
     return copied, kept
 
 
+def lesson_folder(start: Path, default: Path = LESSON_ROOT) -> Path:
+    """The lesson folder that holds ``start`` (a folder with ``notebooks/learner/`` and
+    ``setup.md``), else ``default``: a learner whose shared environment's package lives in the
+    instructor's folder still copies from, and into, the lesson folder they work in."""
+    for folder in (start, *start.parents):
+        if (folder / SOURCE).is_dir() and (folder / "setup.md").is_file():
+            return folder
+    return default
+
+
+def _cannot_copy(target: Path, exc: OSError) -> str:
+    reason = exc.strerror or type(exc).__name__
+    where = exc.filename or target
+    return (f"cannot copy the notebooks into {target} ({where}: {reason}): run this in your own "
+            f"copy of the lesson (cd into it first), or pass --to a folder of your own, e.g. "
+            f"--to ~/my-notebooks")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m gpulesson.workcopy",
         description="Copy the lesson's notebooks to type into (notebooks/learner/) into a folder "
                     "of your own (existing copies are kept), so that JupyterLab saves your work "
                     "there, not in notebooks/.")
-    parser.add_argument("--to", type=Path, default=LESSON_ROOT / DEFAULT_TARGET,
+    parser.add_argument("--to", type=Path,
                         help=f"your folder (default: {DEFAULT_TARGET}/ in the lesson folder)")
-    parser.add_argument("--lesson", type=Path, default=LESSON_ROOT,
-                        help="the lesson folder (default: the one this package belongs to)")
+    parser.add_argument("--lesson", type=Path,
+                        help="the lesson folder (default: the one you are in, else the one this "
+                             "package belongs to)")
     parser.add_argument("--complete", action="store_true",
                         help=f"copy the complete notebooks ({COMPLETE_SOURCE}/, every cell filled "
                              f"in) instead, as NN-slug{COMPLETE_SUFFIX}.ipynb beside your own")
     args = parser.parse_args(argv)
-    target = args.to if args.to.is_absolute() else Path.cwd() / args.to
+    lesson = args.lesson or lesson_folder(Path.cwd())
+    target = (args.to or lesson / DEFAULT_TARGET).expanduser()
+    target = target if target.is_absolute() else Path.cwd() / target
     source = COMPLETE_SOURCE if args.complete else SOURCE
+    if args.to is None and lesson.is_dir() and not os.access(lesson, os.W_OK):
+        print(f"error: {lesson} is not your lesson folder (you cannot write in it; it may be "
+              f"your instructor's): cd into your own copy of the lesson and run this again, or "
+              f"pass --to a folder of your own, e.g. --to ~/my-notebooks", file=sys.stderr)
+        return 1
     try:
-        copied, kept = copy_notebooks(args.lesson / source, target,
+        copied, kept = copy_notebooks(lesson / source, target,
                                       COMPLETE_SUFFIX if args.complete else "")
+    except FileNotFoundError as exc:
+        print(f"error: {exc.args[0] if exc.errno is None else _cannot_copy(target, exc)}",
+              file=sys.stderr)
+        return 1
     except OSError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_cannot_copy(target, exc)}", file=sys.stderr)
         return 1
     what = "complete notebooks" if args.complete else "notebooks"
     print(f"Your {what} are in {target}: {len(copied)} copied from {source}/, "

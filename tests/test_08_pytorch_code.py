@@ -130,7 +130,7 @@ def test_missing_torchvision_is_explained(tmp_path, monkeypatch):
 @pytest.mark.bad_input("no internet")
 def test_download_command(tmp_path, unreachable_mirrors, capsys):
     assert mnist.main(["--data-dir", str(tmp_path)]) == 1
-    assert "python -m gpulesson.mnist" in capsys.readouterr().out
+    assert "python -m gpulesson.mnist" in capsys.readouterr().err
     tiny_mnist(tmp_path)
     assert mnist.main(["--data-dir", str(tmp_path)]) == 0
     assert "20 training and 10 test images" in capsys.readouterr().out
