@@ -212,3 +212,20 @@ def test_workcopy_outside_the_lesson_never_writes_into_someone_elses(tmp_path, c
     err = capsys.readouterr().err
     assert "is not your lesson folder" in err and "--to" in err
     assert list(instructors.iterdir()) == []
+
+
+@pytest.mark.bad_input("corrupt file")
+def test_the_check_names_broken_yaml_in_its_config(tmp_path, capsys):
+    from gpulesson.check.__main__ import parse
+
+    config = tmp_path / "_config.yml"
+    config.write_text("lesson_site:\n  a: [1, 2\n  b: 3\n")
+    with pytest.raises(SystemExit) as stopped:
+        parse(["--config", str(config), "--json", str(tmp_path / "check.json")])
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert stopped.value.code == 2 and "Traceback" not in last
+    assert f"{config} is not valid YAML at line 3" in last and "correct it" in last
+    config.write_text("- just\n- a list\n")
+    with pytest.raises(SystemExit):
+        parse(["--config", str(config), "--json", str(tmp_path / "check.json")])
+    assert "holds no settings" in capsys.readouterr().err

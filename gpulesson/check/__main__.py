@@ -58,6 +58,10 @@ def parse(argv=None) -> argparse.Namespace:
         what = "is a folder" if args.config.is_dir() else "does not exist"
         parser.error(f"argument --config: {args.config} {what}: name the lesson's _config.yml "
                      f"(default: {login.CONFIG})")
+    problem = _unreadable_config(args.config)
+    if problem:
+        parser.error(f"argument --config: {args.config} {problem}: correct it (a copy of the "
+                     f"lesson's _config.yml shows the layout), or name the lesson's _config.yml")
     folder = args.json.expanduser().parent
     if not folder.is_dir():
         parser.error(f"argument --json: the folder {folder} does not exist: create it first, or "
@@ -66,6 +70,24 @@ def parse(argv=None) -> argparse.Namespace:
     if problem:
         parser.error(f"argument --json: {problem}")
     return args
+
+
+def _unreadable_config(config: Path) -> str | None:
+    """Why ``config`` cannot give the site values (None: it can), found before any check runs:
+    broken YAML would otherwise end the check in a traceback half-way."""
+    import yaml
+
+    try:
+        values = yaml.safe_load(config.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        return f"is not valid YAML{where} ({getattr(exc, 'problem', None) or type(exc).__name__})"
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"cannot be read ({getattr(exc, 'strerror', None) or type(exc).__name__})"
+    if not isinstance(values, dict):
+        return "holds no settings (it is not a YAML mapping like the lesson's _config.yml)"
+    return None
 
 
 def _settings(environ):
