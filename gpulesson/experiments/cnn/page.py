@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpulesson.experiments.cnn import gpu_use, inference
+from gpulesson.experiments.cnn import gpu_use, headline, inference
 from gpulesson.experiments.cnn.figures import alt_texts
 from gpulesson.experiments.cnn.records import (
     FULL_EPOCHS,
@@ -163,4 +163,6 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     values["ref_gpu_vs_cpu"] = comparison.sentence if comparison else NOT_RECORDED
     values.update(inference.substitutions(path, records[0]["run_id"] if records else None))
     values.update(gpu_use.substitutions(records, Path(path).with_name(gpu_use.CEILING_FILE.name)))
+    values.update(headline.substitutions(records, path,
+                                         Path(path).with_name(headline.MATMUL_FILE.name)))
     return values
