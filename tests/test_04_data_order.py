@@ -12,6 +12,9 @@ Worker threads with the JAX and PyTorch backends are tested for what Keras 3.15 
 fetched ahead before training (when ``fit`` inspects the data) and at the end of each epoch are
 handed out in the next one, so an epoch repeats and omits images. The episode therefore trains
 without workers; if that test starts failing, Keras has fixed it and the episode can say so.
+The generator's own reading ahead (``read_ahead=True``, one reader thread that reads the next
+window, into the next epoch at an epoch's end) must deliver exactly the batches of the generator
+without it, on every backend, with ``DataEpoch`` and without it.
 """
 
 import json
@@ -70,17 +73,23 @@ FIT = RECORDING + textwrap.dedent("""
     import json, sys
     from gpulesson import lesson
 
-    path, modes = sys.argv[1], sys.argv[2].split(",")
-    OPTIONS = {"none": {}, "threads": {"workers": 2},
-               "processes": {"workers": 2, "use_multiprocessing": True}}
+    path, modes = sys.argv[1], sys.argv[2].split("|")
+    # mode -> (the generator's options, with DataEpoch)
+    OPTIONS = {"none": ({}, True), "threads": ({"workers": 2}, True),
+               "processes": ({"workers": 2, "use_multiprocessing": True}, True),
+               "ahead": ({"read_ahead": True}, True),
+               "ahead, threads": ({"read_ahead": True, "workers": 2}, True),
+               "no callback": ({}, False),
+               "ahead, no callback": ({"read_ahead": True}, False)}
 
     out = {"backend": keras.backend.backend()}
     for mode in modes:
         model, record = recording_model()
+        options, callback = OPTIONS[mode]
         batches = lesson.HDF5Batches(path, "train", %(batch)d, shuffle=True,
-                                     seed=%(seed)d, **OPTIONS[mode])
+                                     seed=%(seed)d, **options)
         model.fit(batches, epochs=%(epochs)d, shuffle=False, verbose=0,
-                  callbacks=[lesson.DataEpoch(batches)])
+                  callbacks=[lesson.DataEpoch(batches)] if callback else [])
         out[mode] = record.rows
     print(json.dumps(out))
 """ % {"batch": BATCH, "seed": SEED, "epochs": EPOCHS})
@@ -116,7 +125,7 @@ def encoded_rows(x) -> np.ndarray:
 
 def delivered(path, backend: str, modes: list[str]) -> dict:
     env = {**os.environ, "KERAS_BACKEND": backend, "PYTHONPATH": str(Path(__file__).parents[1])}
-    result = subprocess.run([sys.executable, "-c", FIT, str(path), ",".join(modes)],
+    result = subprocess.run([sys.executable, "-c", FIT, str(path), "|".join(modes)],
                             capture_output=True, text=True, env=env, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     out = json.loads(result.stdout.strip().splitlines()[-1])
@@ -138,9 +147,11 @@ def installed(backend: str):
                                                           reason=f"{backend} is not installed"))
 
 
-# Where the lesson relies on each route: no workers everywhere; workers (threads and
-# processes) are correct with TensorFlow, whose fit does not inspect the data first.
-CORRECT = {"tensorflow": ["none", "threads", "processes"], "jax": ["none"], "torch": ["none"]}
+# Where the lesson relies on each route: no workers and the generator's own reading ahead
+# everywhere; workers (threads and processes) are correct with TensorFlow, whose fit does not
+# inspect the data first.
+CORRECT = {"tensorflow": ["none", "ahead", "threads", "processes", "ahead, threads"],
+           "jax": ["none", "ahead"], "torch": ["none", "ahead"]}
 CARRIED_OVER = {"tensorflow": [], "jax": ["threads"], "torch": ["threads"]}
 
 
@@ -153,11 +164,18 @@ def test_fit_delivers_the_generators_batches_exactly_once_per_epoch(path, backen
     for before, after in zip(expected, expected[1:]):
         assert not {tuple(b) for b in before} & {tuple(b) for b in after}
 
-    out = delivered(path, backend, CORRECT[backend] + CARRIED_OVER[backend])
+    out = delivered(path, backend, CORRECT[backend] + CARRIED_OVER[backend]
+                    + ["no callback", "ahead, no callback"])
     for mode in CORRECT[backend]:
         # The same batches, in the same order, as the generator defines: every run with
         # this seed, on any backend and device, trains on exactly these.
         assert by_epoch(out[mode], n_batches) == expected, f"{backend}, workers: {mode}"
+    # Without DataEpoch the epochs are numbered by on_epoch_end (which fit also calls once
+    # before training): other epochs of the same generator, read ahead or not alike.
+    plain = by_epoch(out["no callback"], n_batches)
+    assert by_epoch(out["ahead, no callback"], n_batches) == plain
+    assert all(exactly_once(epoch) for epoch in plain)
+    assert plain[0] != expected[0]
     for mode in CARRIED_OVER[backend]:
         epochs = by_epoch(out[mode], n_batches)
         assert not all(exactly_once(epoch) for epoch in epochs), (
@@ -170,9 +188,9 @@ class CountingBatches(lesson.HDF5Batches):
 
     windows_read = 0
 
-    def _read_window(self, number):
+    def _read_window(self, number, epoch):
         self.windows_read += 1
-        return super()._read_window(number)
+        return super()._read_window(number, epoch)
 
 
 def test_fit_reorders_a_pydatasets_batches_unless_it_is_told_not_to(path):
