@@ -12,8 +12,10 @@ and none is a function or class that still holds a blank (``____``), the learner
 it runs nothing and says so, so that their own results stay as they are. Otherwise it runs the
 complete cell of that id, taken from the lesson's complete notebook (``notebooks/NN-slug.ipynb``,
 generated from the same episode): the catch-up never differs from the lesson. It says what it
-ran, and if the complete cell needs a name that an earlier cell defines and the kernel lacks, it
-says which one, instead of failing in the middle.
+ran. What this cell and the cells after it take from earlier cells and the kernel lacks (after a
+kernel restart: everything) is rebuilt first, by running the complete cells that define it, in
+order (:func:`rebuild_plan`), so that a restart never sends the learner back through their own
+cells, which stop at the first blank left.
 
 ``check_filled`` stops an exercise's cell at once when a function it defines still holds a
 blank, which Python would only find when the function is called, many cells later.
@@ -251,20 +253,76 @@ def check_filled(*objects) -> None:
 
 # --- running the complete cell ---------------------------------------------------------------
 
-def complete_source(cell_id: str, root: Path | None = None) -> tuple[Path, str]:
-    """(complete notebook, code) of the cell ``cell_id`` (``"05-031"``) of the lesson."""
+def complete_cells(cell_id: str, root: Path | None = None) -> tuple[Path, list[tuple[str, str]]]:
+    """(complete notebook, its code cells as ``(id, code)`` in order) of the episode of the
+    cell ``cell_id`` (``"05-031"``), which must be one of them."""
     root = Path(root or LESSON_ROOT)
     episode = cell_id.split("-")[0]
-    notebooks = sorted((root / COMPLETE_DIR).glob(f"{episode}-*.ipynb"))
-    for path in notebooks:
-        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-        for cell in cells:
-            if cell.get("id") == cell_id and cell["cell_type"] == "code":
-                return path, "".join(cell["source"])
+    for path in sorted((root / COMPLETE_DIR).glob(f"{episode}-*.ipynb")):
+        cells = [(cell.get("id"), "".join(cell["source"]))
+                 for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]
+                 if cell["cell_type"] == "code"]
+        if any(found == cell_id for found, _ in cells):
+            return path, cells
     raise CatchUpError(
         f"The lesson's complete notebooks in {root / COMPLETE_DIR} have no code cell {cell_id!r}. "
         f"Your notebook may be older than the lesson. In a terminal (File > New > Terminal), run "
         f"'{RECOVER}' and go on in the complete notebook it puts beside yours.")
+
+
+def complete_source(cell_id: str, root: Path | None = None) -> tuple[Path, str]:
+    """(complete notebook, code) of the cell ``cell_id`` (``"05-031"``) of the lesson."""
+    path, cells = complete_cells(cell_id, root)
+    return path, dict(cells)[cell_id]
+
+
+def _parts(source: str) -> tuple[list[str], set[str], set[str]]:
+    """(names defined, names used from earlier cells, names deleted) of a cell's code."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:  # an IPython magic: nothing this module can follow
+        return [], set(), set()
+    deleted = {target.id for node in tree.body if isinstance(node, ast.Delete)
+               for target in node.targets if isinstance(target, ast.Name)}
+    return _bound_in(tree.body), used_names(source), deleted
+
+
+def _lacks(namespace: dict, name: str) -> bool:
+    return name not in namespace or holds_blanks(namespace[name])
+
+
+def _wanted_names(cells: list[tuple[str, str]], index: int) -> set[str]:
+    """The names the cell ``index`` and the cells after it take from earlier cells."""
+    wanted, made = set(), set()
+    for defined, used, _ in map(_parts, (source for _, source in cells[index:])):
+        wanted |= used - made
+        made |= set(defined)
+    return wanted
+
+
+def rebuild_plan(cells: list[tuple[str, str]], index: int, namespace: dict) -> list[int]:
+    """The complete cells above ``cells[index]`` to run first, in order: those that define what
+    this cell and the cells after it take from above and the kernel lacks (after a restart, all
+    of it), and, in turn, what those cells take from earlier ones."""
+    parts = [_parts(source) for _, source in cells]
+
+    def definer(name: str, before: int) -> int | None:
+        for i in range(before - 1, -1, -1):
+            if name in parts[i][2]:
+                return None  # deleted on the way: no later cell takes it from there
+            if name in parts[i][0]:
+                return i
+        return None
+
+    wanted = _wanted_names(cells, index)
+    plan, todo = set(), [(name, index) for name in wanted if _lacks(namespace, name)]
+    while todo:
+        name, before = todo.pop()
+        i = definer(name, before)
+        if i is not None and i not in plan:
+            plan.add(i)
+            todo += [(used, i) for used in parts[i][1] if _lacks(namespace, used)]
+    return sorted(plan)
 
 
 def _caller_namespace() -> dict:
@@ -276,15 +334,16 @@ def _behind(namespace: dict, names: tuple[str, ...]) -> list[str]:
     return [name for name in names if name not in namespace or holds_blanks(namespace[name])]
 
 
-def _run(source: str, filename: str, namespace: dict) -> None:
-    """Run a cell's code as IPython would: the value of a last expression is displayed."""
+def _run(source: str, filename: str, namespace: dict, show: bool = True) -> None:
+    """Run a cell's code as IPython would: the value of a last expression is displayed
+    (``show=False``: not displayed)."""
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
     tree = ast.parse(source)
     last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
     exec(compile(tree, filename, "exec"), namespace)
     if last is not None:
         value = eval(compile(ast.Expression(last.value), filename, "eval"), namespace)
-        if value is not None:
+        if value is not None and show:
             try:
                 from IPython.display import display
             except ImportError:  # outside IPython
@@ -299,16 +358,24 @@ def _listed(names) -> str:
 
 
 def catch_up(cell_id: str, *names: str, namespace: dict | None = None,
-             root: Path | None = None) -> bool:
+             root: Path | None = None) -> None:
     """Run the complete cell ``cell_id`` if the kernel lacks one of ``names`` (or it holds a
-    blank); say what was done. True if it ran the cell."""
+    blank), or always when no names are given; say what was done.
+
+    What the cell and the cells after it take from earlier cells and the kernel lacks (after a
+    restart, everything) is rebuilt first, by running the complete cells that define it, in
+    order: the learner's own cells, blanks and all, are never run. Returns None, so that the
+    catch-up cell shows no value of its own."""
     namespace = _caller_namespace() if namespace is None else namespace
+    path, cells = complete_cells(cell_id, root)
+    index = [found for found, _ in cells].index(cell_id)
+    source = cells[index][1]
+    plan = rebuild_plan(cells, index, namespace)
     behind = _behind(namespace, names)
-    if names and not behind:
+    if names and not behind and not plan:
         print(f"Nothing to do: you have {_listed(names)} already. Your own results stay as "
               "they are.")
-        return False
-    path, source = complete_source(cell_id, root)
+        return
     defines = defined_names(source)
     if not set(names) <= set(defines):
         raise CatchUpError(
@@ -316,19 +383,27 @@ def catch_up(cell_id: str, *names: str, namespace: dict | None = None,
             f"{path.name} defines {_listed(defines) if defines else 'nothing'}. Your notebook "
             f"may be older than the lesson: in a terminal (File > New > Terminal), run '{RECOVER}' "
             "and go on in the complete notebook it puts beside yours.")
-    missing = sorted(name for name in used_names(source) if name not in namespace)
-    if missing:
-        raise CatchUpError(
-            f"The complete cell needs {_listed(missing)}, from earlier cells, and this kernel "
-            f"does not have {'it' if len(missing) == 1 else 'them'} (after a restart, for "
-            "example). Run the cells above first, with their catch-up cells: click the cell "
-            "above, then Run > Run All Above Selected Cell.")
+    if plan:
+        lacking = sorted({name for i in plan for name in _parts(cells[i][1])[0]
+                          if _lacks(namespace, name)} & _wanted_names(cells, index))
+        print(f"The kernel lacks {_listed(lacking) if lacking else 'what earlier cells made'} "
+              f"(after a restart, for example): running the complete cells "
+              f"{_listed(cells[i][0] for i in plan)} of {path.name} first.")
+        for i in plan:
+            _run(cells[i][1], f"<complete cell {cells[i][0]}>", namespace, show=False)
+        if names and not _behind(namespace, names):
+            print(f"Done: the kernel has what the cells from here on need, and {_listed(names)}.")
+            return
+        behind = _behind(namespace, names)
     print(f"Catching up: running the complete cell (cell {cell_id} of {path.name}) for "
-          f"{_listed(behind or defines)}.")
-    replaced = [name for name in defines if name in namespace and name not in behind
+          f"{_listed(behind or names or defines or ['its output'])}.")
+    # The learner's own names that the complete cell sets again (loop variables left out).
+    always = defined_names(source, conditional=False)
+    replaced = [name for name in always if name in namespace and name not in behind
                 and not inspect.ismodule(namespace[name])]
     if replaced:
         print(f"It also sets {_listed(replaced)} again, as the complete cell does.")
     _run(source, f"<complete cell {cell_id}>", namespace)
-    print(f"Done: the kernel has the complete cell's {_listed(behind or defines)} now.")
-    return True
+    if behind or names:
+        print(f"Done: the kernel has the complete cell's {_listed(behind or names)} now.")
+

@@ -161,7 +161,7 @@ def lesson(tmp_path):
 
 def test_catch_up_runs_the_complete_cell_when_a_name_is_missing(lesson, capsys):
     namespace = {"settings": "S"}
-    assert catch_up("01-002", "path", namespace=namespace, root=lesson) is True
+    assert catch_up("01-002", "path", namespace=namespace, root=lesson) is None  # no stray value
     assert namespace["path"] == "S.h5"
     out = capsys.readouterr().out
     assert "Catching up: running the complete cell (cell 01-002 of 01-one.ipynb) for path." in out
@@ -178,7 +178,7 @@ def test_catch_up_says_which_of_the_learners_names_it_sets_again(lesson, capsys)
 
 def test_catch_up_keeps_what_the_learner_made(lesson, capsys):
     namespace = {"settings": "S", "path": "mine.h5"}
-    assert catch_up("01-002", "path", namespace=namespace, root=lesson) is False
+    catch_up("01-002", "path", namespace=namespace, root=lesson)
     assert namespace["path"] == "mine.h5"
     assert capsys.readouterr().out.startswith("Nothing to do: you have path already.")
 
@@ -191,14 +191,33 @@ def test_catch_up_replaces_a_function_that_still_holds_a_blank(tmp_path):
     namespace = {}
     exec("def f(x):\n    return x + ____", namespace)  # the learner's, blanks left
     assert holds_blanks(namespace["f"])
-    assert catch_up("02-001", "f", namespace=namespace, root=tmp_path) is True
+    catch_up("02-001", "f", namespace=namespace, root=tmp_path)
     assert namespace["f"](1) == 2 and not holds_blanks(namespace["f"])
 
 
-def test_catch_up_says_which_earlier_name_the_kernel_lacks(lesson):
-    """After a kernel restart, for example: the complete cell would fail in its middle."""
-    with pytest.raises(CatchUpError, match=r"needs settings, from earlier cells.*Run All Above"):
-        catch_up("01-002", "path", namespace={}, root=lesson)
+def test_after_a_restart_catch_up_first_runs_the_complete_cells_that_make_what_it_needs(
+        lesson, capsys):
+    """A restart empties the kernel: the complete cell defining settings runs first (never the
+    learner's cells, which may hold blanks), then the cell itself; its last value is shown, the
+    earlier cells' are not."""
+    namespace = {}
+    catch_up("01-002", "path", namespace=namespace, root=lesson)
+    assert namespace["settings"] == "S" and namespace["path"] == "S.h5"
+    out = capsys.readouterr().out
+    assert out.startswith("The kernel lacks settings (after a restart, for example): running "
+                          "the complete cells 01-001 of 01-one.ipynb first.")
+    assert "Catching up: running the complete cell (cell 01-002" in out
+
+
+def test_the_rebuild_takes_what_later_cells_need_and_skips_what_was_deleted():
+    cells = [("a", "x = 1\ny = 2"), ("b", "z = x + 1"), ("c", "del y"), ("d", "w = 3"),
+             ("e", "print(z, w)"), ("f", "print(y if False else w)")]
+    assert catchup.rebuild_plan(cells, 4, {}) == [0, 1, 3]  # z needs x; y was deleted
+    assert catchup.rebuild_plan(cells, 4, {"z": 2, "w": 3}) == []
+    assert catchup.rebuild_plan(cells, 1, {"x": 1}) == [0]  # y for "del y"; w is made below
+    exec("def f():\n    return ____", blanks := {})
+    assert catchup.rebuild_plan([("a", "def f():\n    return 1"), ("b", "f()")], 1,
+                                blanks) == [0]
 
 
 @pytest.mark.parametrize("cell, names", [("01-009", ["path"]), ("01-002", ["other"])])
@@ -240,7 +259,7 @@ def test_each_prompt_names_what_later_cells_use_and_a_catch_up_follows(episode):
             assert later_names(cell) == names, cell.source
             for name in names:
                 assert re.search(rf"\b{re.escape(name)}\b", cell.source.splitlines()[-1])
-            assert caught == bool(names), cell.source
+            assert caught, cell.source  # also what a restart needs rebuilt below it
         elif role == mk.SOLUTION:
             assert caught, f"no catch-up after the exercise {cell.source[:60]!r}"
         else:
@@ -248,7 +267,8 @@ def test_each_prompt_names_what_later_cells_use_and_a_catch_up_follows(episode):
         if caught:
             cell_id, *called = call_of(following)
             assert cell_id == cell.id and following.id == f"{cell.id}-{mk.CATCH_UP}"
-            assert called == (names or defined_names(full.source, conditional=False, imports=False))
+            assert called == (names if role == mk.TYPED else
+                              names or defined_names(full.source, conditional=False, imports=False))
             assert set(called) <= set(defined_names(complete_code[cell_id]))
             assert following.source.startswith("# Catch-up: run this cell only if")
 
@@ -339,20 +359,33 @@ def _run(client, code: str) -> tuple[str, list[dict], str]:
     return reply["content"]["status"], errors, "".join(printed)
 
 
+RESTART = "%reset -f"  # a kernel restart, as the kernel's namespace sees it: nothing left
+
+
+@pytest.mark.parametrize("restart", [False, True], ids=["skipped", "restarted"])
 @pytest.mark.parametrize("episode", CORE, ids=[ep.stem for ep in CORE])
-def test_a_learner_who_skips_every_typed_cell_and_leaves_every_blank_catches_up(episode, tmp_path):
+def test_a_learner_who_skips_every_typed_cell_and_leaves_every_blank_catches_up(episode, tmp_path,
+                                                                                 restart):
+    """``restarted``: the kernel's namespace is also emptied before each typed cell, as a
+    restart leaves it; the catch-up under the cell must rebuild all that the cells below need,
+    from the complete cells, without stopping at the blanks left above."""
     nb = learner(episode)
-    exercise_cells = {mine.source for role, _, mine in mk.code_pairs(episode, ROOT)
-                      if role == mk.SOLUTION}
+    pairs = [p for p in mk.code_pairs(episode, ROOT) if p[0] not in ("markdown", "raw")]
+    exercise_cells = {mine.source for role, _, mine in pairs if role == mk.SOLUTION}
+    ours = [cell for cell in nb.cells if cell.cell_type == "code" and not is_catch_up(cell)]
+    typed = {cell.id for cell, (role, _, _) in zip(ours, pairs, strict=True) if role == mk.TYPED}
     env = {**os.environ, "PYTHONPATH": str(ROOT), "LESSON_WORK_DIR": str(tmp_path / "work"),
            "JUPYTER_PATH": str(tmp_path / "jupyter"), "JUPYTER_DATA_DIR": str(tmp_path / "data"),
            "IPYTHONDIR": str(tmp_path / "ipython"), "JPY_SESSION_NAME": uuid.uuid4().hex,
            "MPLBACKEND": "Agg"}
-    caught = 0
+    caught = restarts = rebuilt = 0
     with fresh_kernel(env, tmp_path) as client:
         for cell in nb.cells:
             if cell.cell_type != "code":
                 continue
+            if restart and cell.id in typed:
+                assert _run(client, RESTART)[0] == "ok"
+                restarts += 1
             status, errors, printed = _run(client, cell.source)
             where = f"{episode.stem}, cell {cell.id}: {cell.source[:70]!r}"
             if cell.source in exercise_cells:
@@ -364,7 +397,11 @@ def test_a_learner_who_skips_every_typed_cell_and_leaves_every_blank_catches_up(
             assert status == "ok", f"{where} failed: {errors and errors[0]['evalue']}"
             if is_catch_up(cell):
                 assert "Catching up: running the complete cell" in printed, (where, printed)
+                rebuilt += "The kernel lacks" in printed
                 again = _run(client, cell.source)
-                assert again[0] == "ok" and again[2].startswith("Nothing to do"), (where, again)
+                assert again[0] == "ok", (where, again)
+                if call_of(cell)[1:]:  # it names what it makes: the second time, nothing to do
+                    assert again[2].startswith("Nothing to do"), (where, again)
                 caught += 1
     assert caught == sum(is_catch_up(cell) for cell in nb.cells) > 0
+    assert restarts == (len(typed) if restart else 0) and (rebuilt > 0) == restart

@@ -63,8 +63,9 @@ def catch_up_source(cell_id: str, names: list[str], exercise: bool) -> str:
             "you skipped the cell above or it failed")
     lacks = "is missing or holds a blank" if exercise else "is missing"
     call = ", ".join(json.dumps(item) for item in [cell_id, *names])
-    return (f"# Catch-up: run this cell only if {when}.\n"
-            f"# It runs the complete cell if {_either(names)} {lacks}.\n"
+    what = f"if {_either(names)} {lacks}" if names else "(later cells need nothing from it)"
+    return (f"# Catch-up: run this cell only if {when}, or after a restart.\n"
+            f"# It runs the complete cell {what}, and first what it needs from above.\n"
             "from gpulesson.catchup import catch_up\n\n"
             f"catch_up({call})")
 

@@ -298,7 +298,8 @@ def _markdown_cell(cell) -> nbformat.NotebookNode | None:
 
 def _learner_cells(role: str, full, mine, needed: list[str], cell_id: str) -> list:
     """The learner's cells for one code cell of the episode: its cell, and a catch-up cell
-    after a typed cell that later cells need and after an exercise."""
+    after each typed cell and each exercise (after a restart, the catch-up also rebuilds what
+    the cells below need, so every typed cell has one)."""
     if role == TYPED:
         cell = nbformat.v4.new_code_cell(typed_prompt(mine.metadata[PROMPT], needed))
     else:
@@ -308,7 +309,8 @@ def _learner_cells(role: str, full, mine, needed: list[str], cell_id: str) -> li
         names = needed or defined_names(full.source, conditional=False, imports=False)
     else:
         names = needed if role == TYPED else []
-    return [cell, catch_up_cell(cell_id, names, role == SOLUTION)] if names else [cell]
+    caught = bool(names) or role == TYPED
+    return [cell, catch_up_cell(cell_id, names, role == SOLUTION)] if caught else [cell]
 
 
 def build_notebooks(episode: Path, root: Path = ROOT) -> tuple[nbformat.NotebookNode, nbformat.NotebookNode]:
