@@ -1,5 +1,6 @@
 """Episode 6's matrix products measure the card, not the round trip: latency and throughput
-apart, windows of calls chosen so that one wait is under 5 % of a window (checked on a made-up
+apart, windows of calls chosen so that one wait is under 5 % of a window and each lasts at least
+half a second, with the clock and power of each (checked on a made-up
 device with its own clock, so that no test depends on the machine's speed), precisions named as
 recorded, the card's published peaks, and records of the older method shown as latencies only."""
 
@@ -81,20 +82,80 @@ def test_a_small_product_on_a_gpu_like_device_is_timed_as_latency_and_as_through
     assert point["gflops"] == pytest.approx(matmul.gflops(16, point["median_seconds"]))
 
 
-def test_a_large_product_needs_one_call_a_window(fake):
+def test_every_window_lasts_at_least_half_a_second(fake):
+    """A large product's one call (20 ms) is long enough for the wait's share, but not for a
+    card's clock and power to settle: the window holds 25 calls."""
     device = fake(dispatch=30e-6, work=20e-3, round_trip=500e-6)
     point = matmul.time_matmul(1024, repeats=3, op=device.op)
-    assert point["calls_per_sync"] == 1
-    assert point["window_seconds"] == point["latency_seconds"]  # the calls themselves
+    assert point["calls_per_sync"] == 25
+    assert min(point["window_seconds"]) >= matmul.MIN_WINDOW_SECONDS
     assert point["overhead_share"] <= matmul.MAX_OVERHEAD_SHARE
+    assert point["window_sensor"] is None  # no sensor given: none read
 
 
 def test_a_backend_that_computes_before_returning_has_no_overhead_to_amortise(fake):
     """TensorFlow on the CPU: the call returns when the product is done; a wait costs 10 µs."""
     device = fake(dispatch=0.0, work=10e-3, round_trip=10e-6, synchronous=True)
     point = matmul.time_matmul(1024, repeats=3, op=device.op)
-    assert point["calls_per_sync"] == 1
+    assert point["calls_per_sync"] == 50  # half a second of calls
     assert point["sync_overhead_seconds"] == pytest.approx(10e-6)
+
+
+class FakeNvml:
+    """NVML's two readings on the made-up device's clock: the SM clock droops from 1980 MHz by
+    10 MHz a millisecond of device time, and the board draws 700 W (NVML reports mW)."""
+
+    NVML_CLOCK_SM = 1
+
+    def __init__(self, device):
+        self.device = device
+
+    def nvmlDeviceGetClockInfo(self, handle, kind):
+        assert kind == self.NVML_CLOCK_SM
+        return 1980 - 10 * round(self.device.now * 1e3)
+
+    def nvmlDeviceGetPowerUsage(self, handle):
+        return 700_000
+
+
+def test_each_window_keeps_the_clock_and_power_it_ran_at(fake):
+    """The sensor's samples of a window are the window's; a later window of the same size
+    shows the lower clock, so a slower window can be told from droop."""
+    from gpulesson.experiments.matmul.sensors import WindowSensor
+
+    device = fake(dispatch=30e-6, work=2e-3, round_trip=500e-6)
+    sensor = WindowSensor(FakeNvml(device), handle=None, poll=None, clock=device.clock)
+    point = matmul.time_matmul(512, repeats=3, op=device.op, sensor=sensor)
+    readings = point["window_sensor"]
+    assert len(readings) == len(point["window_seconds"]) == 3
+    assert all(r["watts"] == 700 and r["samples"] == 1 for r in readings)
+    clocks = [r["sm_clock_mhz"] for r in readings]
+    assert clocks[0] > clocks[1] > clocks[2]
+    assert sensor.window(-1.0, -0.5)["samples"] == 1  # no sample inside: one is taken now
+
+
+def test_a_machine_without_nvml_says_why():
+    from gpulesson.experiments.matmul.sensors import open_sensor
+
+    assert open_sensor("cpu") == (None, "the CPU's clock and power are not sampled")
+
+
+def test_the_copy_is_timed_from_pageable_and_from_pinned_memory():
+    """With JAX, both kinds of host memory exist on the CPU too: both copies are timed, and
+    each is named in the record."""
+    import keras
+
+    from gpulesson.experiments.matmul.copies import copy_fields
+
+    host = [np.ones((64, 64), "float32")] * 2
+    fields = copy_fields(host, "cpu", "float32", measure.wait, 2)
+    assert fields["transfer_memory"] == "pageable" and fields["transfer_bytes"] == 2 * 64 * 64 * 4
+    assert len(fields["transfer_seconds"]) == 2 and fields["transfer_median_seconds"] > 0
+    if keras.backend.backend() == "jax":
+        assert len(fields["pinned_transfer_seconds"]) == 2
+        assert fields["pinned_transfer_unsupported"] is None
+    else:
+        assert "JAX backend only" in fields["pinned_transfer_unsupported"]
 
 
 def test_the_window_grows_when_its_share_came_out_too_large(fake, monkeypatch):
@@ -108,10 +169,10 @@ def test_the_window_grows_when_its_share_came_out_too_large(fake, monkeypatch):
 
 
 @pytest.mark.parametrize("per_call, fixed, expected", [
-    (1e-3, 1e-5, 1),  # the wait is 1 % of one call: one call is a window
-    (30e-6, 550e-6, math.ceil(550e-6 * 0.975 / (0.025 * 30e-6))),
-    (1e-9, 1.0, 20_000),  # at most MAX_CALLS
-    (0.1, 1.0, 10),  # and about MAX_WINDOW_SECONDS of calls
+    (1.0, 1e-5, 1),  # one call is longer than half a second: one call is a window
+    (1e-3, 1e-5, 500),  # the wait is 1 % of one call, but a window lasts half a second
+    (0.1, 1.0, math.ceil(1.0 * 0.975 / (0.025 * 0.1))),  # the wait's share decides
+    (1e-9, 1.0, 200_000),  # at most MAX_CALLS
 ])
 def test_calls_per_window(per_call, fixed, expected):
     assert matmul.calls_per_window(per_call, fixed) == expected
@@ -242,3 +303,29 @@ def test_the_command_does_not_go_on_with_a_run_of_the_older_method(tmp_path, cap
 def test_gpu_sweeps_go_to_16384_and_the_cpu_stays_capped():
     assert matmul.sizes_for("gpu")[-1] == 16384 and matmul.sizes_for("cpu") == matmul.SIZES
     assert matmul.MAX_SECONDS == 20.0
+
+
+def test_the_previous_method_stays_the_reference_until_the_new_one_has_a_gpu(tmp_path):
+    """A new method's CPU-only run does not hide the previous method's run with the card; a new
+    run with the card replaces it. The page names the method of what it shows."""
+    rates = dict(zip(SIZES, (10, 20, 30, 40)))
+    before = [made_up("cpu", rates, run_id="before", method="amortised"),
+              made_up("gpu", rates, run_id="before", method="amortised", **H200)]
+    path = write(tmp_path / "m.jsonl", [*before, made_up("cpu", rates, run_id="cpu-only")])
+    assert {r["run_id"] for r in matmul.reference_run(path)} == {"before"}
+    assert "recorded before" in matmul.substitutions(path)["ref_mm_method_note"]
+    write(path, [made_up("cpu", rates, run_id="new"), made_up("gpu", rates, run_id="new", **H200)])
+    assert {r["run_id"] for r in matmul.reference_run(path)} == {"new"}
+    assert "at least 0.5 s" in matmul.substitutions(path)["ref_mm_method_note"]
+
+
+def test_the_copy_names_the_host_memory_it_came_from():
+    point = {"n": 1024, "transfer_median_seconds": 8e-3, "transfer_bytes": 8_000_000}
+    from gpulesson.experiments.matmul.page import copy_text
+
+    assert copy_text(point).startswith("from pageable host memory (a NumPy array), 1 GB/s; "
+                                       "this run did not time a copy from pinned memory")
+    both = {**point, "pinned_transfer_median_seconds": 2e-3}
+    assert copy_text(both).endswith("; from pinned (page-locked) host memory, 4 GB/s")
+    refused = {**point, "pinned_transfer_unsupported": "NotImplementedError: JAX only"}
+    assert copy_text(refused).endswith("could not be made: NotImplementedError: JAX only")

@@ -13,9 +13,11 @@ first allocation), by the lesson's measurement rule (:mod:`gpulesson.experiments
   ``k`` (``seconds``, ``summary``, ``gflops``). ``k`` is chosen from the latency calls
   (:func:`calls_per_window`): the fixed cost of one synchronisation (``sync_overhead_seconds``,
   :func:`synchronised_call`: a call's dispatch plus a wait for a result that is already
-  there) must be under
-  :data:`MAX_OVERHEAD_SHARE` of the window (``overhead_share``). Where one synchronised call is
-  already long enough, ``k`` is 1 and the windows are the latency calls themselves.
+  there) must be under :data:`MAX_OVERHEAD_SHARE` of the window (``overhead_share``), and
+  every window lasts at least :data:`MIN_WINDOW_SECONDS`. On a GPU each window keeps the SM
+  clock and board power that NVML showed while it ran (``window_sensor``,
+  :mod:`~gpulesson.experiments.matmul.sensors`), so a window slowed by clock or power droop
+  can be told from one slowed by the work.
 
 A multiplication of two n x n matrices takes 2 n^3 floating-point operations, so its rate is
 2 n^3 / t (:func:`gflops`). Keras is imported only when something is measured.
@@ -30,6 +32,8 @@ import time
 from gpulesson.devices import keras_device_name as check_device
 from gpulesson.experiments import common
 from gpulesson.experiments.common import summarise
+from gpulesson.experiments.matmul.copies import copy_fields
+from gpulesson.experiments.matmul.sensors import open_sensor
 
 DTYPES = ("float32", "bfloat16", "float16")
 SIZES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
@@ -45,11 +49,16 @@ REPEATS, QUICK_REPEATS, WARMUP = common.REPEATS, common.QUICK_REPEATS, common.WA
 MAX_SECONDS = 20.0  # larger sizes are skipped once one call would take longer than this
 # The method of the records this module makes (the record's ``method``): latency and throughput
 # apart. Records without it timed one synchronised call and called it the rate.
-METHOD = "amortised"
+# "windows": windows of at least MIN_WINDOW_SECONDS, the GPU's SM clock and power per window,
+# the copy from pinned and from pageable memory. "amortised" records chose their windows by
+# the share of one wait alone, down to a few milliseconds.
+METHOD = "windows"
 MAX_OVERHEAD_SHARE = 0.05  # the fixed cost of a synchronisation: at most this share of a window
 TARGET_SHARE = MAX_OVERHEAD_SHARE / 2  # what k is chosen for, so that noise stays under the limit
-MAX_CALLS = 20_000  # at most this many calls in one window
-MAX_WINDOW_SECONDS = 1.0  # and a window of about this long at most, whatever the share
+MAX_CALLS = 200_000  # at most this many calls in one window
+# Every window lasts at least this long: a card's clock and power settle over tenths of a
+# second, and NVML's power reading is itself an average over a similar time.
+MIN_WINDOW_SECONDS = 0.5
 TRIES = 3  # windows re-chosen at most this many times when a share came out too large
 PROBE_CALLS, PROBE_SECONDS = 32, 0.01  # the probe window: 2 to 32 calls, about 10 ms of them
 
@@ -122,14 +131,19 @@ def _clock(op, a, b, synchronise: bool):
     return time.perf_counter() - start, result
 
 
-def window(op, a, b, calls: int) -> float:
+def window(op, a, b, calls: int, readings: list | None = None, sensor=None) -> float:
     """The seconds of ``calls`` calls queued one after another and one wait for the last: a
-    device runs its queued work in order, so the last result is there only when all are."""
+    device runs its queued work in order, so the last result is there only when all are.
+    With a ``sensor`` (:mod:`~gpulesson.experiments.matmul.sensors`), the window's clock and
+    power are appended to ``readings``."""
     start = time.perf_counter()
     for _ in range(calls):
         result = op(a, b)
     wait(result)
-    return time.perf_counter() - start
+    end = time.perf_counter()
+    if sensor is not None:
+        readings.append(sensor.window(start, end))
+    return end - start
 
 
 def synchronised_call(op, a, b) -> tuple[float, float, float]:
@@ -171,23 +185,20 @@ def overhead(latency: float, probe: float, calls: int, wait_seconds: float,
 
 
 def calls_per_window(per_call: float, overhead_seconds: float, *, share: float = TARGET_SHARE,
-                     max_calls: int = MAX_CALLS, max_seconds: float = MAX_WINDOW_SECONDS) -> int:
-    """How many calls a window needs so that ``overhead_seconds`` (one synchronisation) is at
-    most ``share`` of it, when a call costs ``per_call`` once calls queue up: 1 where one
-    synchronised call is long enough (the overhead at most :data:`MAX_OVERHEAD_SHARE` of it:
-    its time is measured already); at most ``max_calls``, and no more calls than about
-    ``max_seconds`` of them."""
+                     max_calls: int = MAX_CALLS, min_seconds: float = MIN_WINDOW_SECONDS) -> int:
+    """How many calls a window needs, when a call costs ``per_call`` once calls queue up: so
+    many that ``overhead_seconds`` (one synchronisation) is at most ``share`` of it, and that
+    it lasts at least ``min_seconds``; at most ``max_calls``."""
     if per_call <= 0 or overhead_seconds < 0:
         raise ValueError(f"the time of a call must be positive and the overhead not negative, "
                          f"not {per_call!r} and {overhead_seconds!r}")
-    if overhead_seconds <= MAX_OVERHEAD_SHARE * (per_call + overhead_seconds):
-        return 1
-    calls = math.ceil(overhead_seconds * (1 - share) / (share * per_call))
-    return max(1, min(calls, max_calls, int(max_seconds / per_call)))
+    by_share = math.ceil(overhead_seconds * (1 - share) / (share * per_call))
+    by_time = math.ceil(min_seconds / per_call)
+    return max(1, min(max(by_share, by_time), max_calls))
 
 
 def _amortised(op, a, b, latency: list[float], dispatches: list[float], waits: list[float],
-               repeats: int) -> dict:
+               repeats: int, sensor=None) -> dict:
     """The windows of one size: a probe window, then ``repeats`` windows of
     :func:`calls_per_window` calls, re-chosen with more calls while the overhead's share of the
     median window is above :data:`MAX_OVERHEAD_SHARE`."""
@@ -197,23 +208,22 @@ def _amortised(op, a, b, latency: list[float], dispatches: list[float], waits: l
     fixed, per_call = overhead(median, probe_seconds, probe, statistics.median(waits),
                                statistics.median(dispatches))
     calls = calls_per_window(per_call, fixed)
-    if calls == 1:
-        windows = list(latency)
-    else:
-        for _ in range(TRIES):
-            windows = [window(op, a, b, calls) for _ in range(repeats)]
-            share = fixed / statistics.median(windows)
-            if share <= MAX_OVERHEAD_SHARE or calls >= MAX_CALLS:
-                break
-            calls = min(MAX_CALLS, math.ceil(calls * share / TARGET_SHARE))
+    for _ in range(TRIES):
+        readings = []
+        windows = [window(op, a, b, calls, readings, sensor) for _ in range(repeats)]
+        share = fixed / statistics.median(windows)
+        if share <= MAX_OVERHEAD_SHARE or calls >= MAX_CALLS:
+            break
+        calls = min(MAX_CALLS, math.ceil(calls * share / TARGET_SHARE))
     return {"probe_calls": probe, "probe_seconds": probe_seconds,
             "sync_overhead_seconds": fixed, "calls_per_sync": calls, "window_seconds": windows,
-            "overhead_share": fixed / statistics.median(windows)}
+            "overhead_share": fixed / statistics.median(windows),
+            "window_sensor": readings if sensor is not None else None}
 
 
 def time_matmul(n: int, device: str = "cpu", dtype: str = "float32", *, repeats: int = REPEATS,
                 warmup: int = WARMUP, unsynchronised: bool = False, transfer: bool = False,
-                op=None) -> dict:
+                op=None, sensor=None) -> dict:
     """Time ``op(a, b)`` (default ``keras.ops.matmul``) for n x n inputs on ``device``.
 
     ``warmup`` calls first, each timed and kept (``warmup_seconds``; the first one also as
@@ -231,8 +241,10 @@ def time_matmul(n: int, device: str = "cpu", dtype: str = "float32", *, repeats:
     and fastest window (``gflops_low``, ``gflops_high``) are the throughput.
     ``unsynchronised``: also time ``repeats`` calls that do not wait (the mistake;
     ``unsynchronised_seconds`` and their median).
-    ``transfer``: also time copying both inputs from the host's memory to ``device``
-    (``transfer_seconds`` and their median).
+    ``transfer``: also time copying both inputs to ``device`` from pageable and from pinned
+    host memory (:func:`~gpulesson.experiments.matmul.copies.copy_fields`).
+    ``sensor``: a :class:`~gpulesson.experiments.matmul.sensors.WindowSensor` whose clock and
+    power readings of each window are kept (``window_sensor``).
     """
     import keras
 
@@ -244,7 +256,7 @@ def time_matmul(n: int, device: str = "cpu", dtype: str = "float32", *, repeats:
         warmups = [_clock(op, a, b, synchronise=True)[0] for _ in range(warmup)]
         calls = [synchronised_call(op, a, b) for _ in range(repeats)]
         latency, dispatches, waits = (list(column) for column in zip(*calls, strict=True))
-        found = _amortised(op, a, b, latency, dispatches, waits, repeats)
+        found = _amortised(op, a, b, latency, dispatches, waits, repeats, sensor)
         seconds = [w / found["calls_per_sync"] for w in found["window_seconds"]]
         point = {
             "n": n,
@@ -277,15 +289,7 @@ def time_matmul(n: int, device: str = "cpu", dtype: str = "float32", *, repeats:
             point["unsynchronised_median_seconds"] = statistics.median(s for s, _ in calls)
         if transfer:
             host = [keras.ops.convert_to_numpy(x) for x in (a, b)]
-            copies = []
-            for _ in range(repeats):
-                start = time.perf_counter()
-                on_device = [keras.ops.convert_to_tensor(x, dtype=dtype) for x in host]
-                for x in on_device:
-                    wait(x)
-                copies.append(time.perf_counter() - start)
-            point["transfer_seconds"] = copies
-            point["transfer_median_seconds"] = statistics.median(copies)
+            point.update(copy_fields(host, device, dtype, wait, repeats))
     return point
 
 
@@ -312,11 +316,32 @@ def sweep(device: str = "cpu", dtype: str = "float32", sizes=None, *, repeats: i
     if transfer is None:
         transfer = device == "gpu" and dtype == "float32"
     busy, started = common.BusyMeter(), time.perf_counter()
+    sensor, unsensed = open_sensor(device)
     result = {"method": METHOD, "max_overhead_share": MAX_OVERHEAD_SHARE,
+              "min_window_seconds": MIN_WINDOW_SECONDS,
+              "sensor": sensor.source if sensor else None, "sensor_unavailable": unsensed,
               "device_kind": device, "keras_device": keras_device, "dtype": dtype,
               "sizes": sizes, "points": [], "skipped": [], "unsupported": None,
               "other_programs_cpu_share": None,
               "load_average": {"start": busy.before, "end": None}}
+    if sensor:
+        sensor.__enter__()
+    try:
+        _measure_sizes(result, sizes, device, dtype, repeats, warmup, max_seconds,
+                       unsynchronised, transfer, progress, op, sensor)
+    finally:
+        if sensor:
+            sensor.__exit__(None, None, None)
+    meter = busy.read()
+    result["other_programs_cpu_share"] = meter["other_programs_cpu_share"]
+    result["wall_seconds"] = time.perf_counter() - started
+    result["load_average"]["end"] = meter["load_average_after"]
+    return result
+
+
+def _measure_sizes(result, sizes, device, dtype, repeats, warmup, max_seconds, unsynchronised,
+                   transfer, progress, op, sensor) -> None:
+    """The sweep's sizes in turn, into ``result`` (see :func:`sweep`)."""
     for n in sizes:
         points = result["points"]
         if points:
@@ -329,7 +354,8 @@ def sweep(device: str = "cpu", dtype: str = "float32", sizes=None, *, repeats: i
                 continue
         try:
             point = time_matmul(n, device, dtype, repeats=repeats, warmup=warmup,
-                                unsynchronised=unsynchronised, transfer=transfer, op=op)
+                                unsynchronised=unsynchronised, transfer=transfer, op=op,
+                                sensor=sensor)
         except Exception as exc:  # a precision this device or backend does not support
             if points:
                 raise
@@ -340,8 +366,3 @@ def sweep(device: str = "cpu", dtype: str = "float32", sizes=None, *, repeats: i
             progress(f"{device} {dtype:8} n={n:5}: {point['gflops']:10.2f} GFLOP/s over "
                      f"{point['calls_per_sync']} call(s) a wait (median of {repeats}); one "
                      f"synchronised call {point['latency']['median'] * 1e3:.3f} ms")
-    meter = busy.read()
-    result["other_programs_cpu_share"] = meter["other_programs_cpu_share"]
-    result["wall_seconds"] = time.perf_counter() - started
-    result["load_average"]["end"] = meter["load_average_after"]
-    return result

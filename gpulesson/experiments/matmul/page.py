@@ -22,7 +22,7 @@ from gpulesson.experiments.common import (
     summary_text,
 )
 from gpulesson.experiments.matmul.figures import gflops_alt, sync_alt
-from gpulesson.experiments.matmul.measure import DTYPES, gflops
+from gpulesson.experiments.matmul.measure import DTYPES, METHOD, MIN_WINDOW_SECONDS, gflops
 from gpulesson.experiments.matmul.records import (
     RESULTS_FILE,
     crossover_text,
@@ -320,6 +320,37 @@ BY_SIZE = {f"ref_mm_{device}_{dtype}_by_size": (device, dtype)
            for device in ("cpu", "gpu") for dtype in DTYPES if dtype != "float32"}
 
 
+def copy_text(point: dict) -> str:
+    """Where the copy's inputs were in the host's memory, and its rate from each kind: "from
+    pageable host memory (a NumPy array), 7.6 GB/s; from pinned memory, 50 GB/s". Records
+    before the pinned copy measured the pageable one only, and the text says so."""
+    nbytes = point.get("transfer_bytes") or 2 * point["n"] ** 2 * 4  # two float32 inputs
+    pageable = nbytes / point["transfer_median_seconds"] / 1e9
+    text = f"from pageable host memory (a NumPy array), {pageable:.3g} GB/s"
+    if point.get("pinned_transfer_median_seconds"):
+        pinned = nbytes / point["pinned_transfer_median_seconds"] / 1e9
+        return text + f"; from pinned (page-locked) host memory, {pinned:.3g} GB/s"
+    reason = point.get("pinned_transfer_unsupported")
+    return text + ("; the copy from pinned memory could not be made: " + reason if reason else
+                   "; this run did not time a copy from pinned memory, which the GPU reads "
+                   "over the link directly")
+
+
+def method_note(records) -> str:
+    """Which method made the throughput's reference run: the current one (windows of at least
+    :data:`MIN_WINDOW_SECONDS`, the GPU's clock and power per window, both copies), or the one
+    before it, which the page shows until a GPU run of the current method is recorded."""
+    if not records:
+        return NOT_RECORDED
+    if records[0].get("method") == METHOD:
+        return (f"Each window lasted at least {MIN_WINDOW_SECONDS:g} s, and on the GPU kept the "
+                "SM clock and board power that NVML showed while it ran.")
+    return (f"These windows were recorded before the lesson's current method: they lasted as "
+            f"little as a few milliseconds, and kept neither clock nor power. The next GPU run "
+            f"(`python -m gpulesson.experiments.matmul`) times windows of at least "
+            f"{MIN_WINDOW_SECONDS:g} s with both.")
+
+
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     """Text snippets for the episode (MyST substitutions ``ref_mm_*``) from the two reference
     runs (:func:`~gpulesson.experiments.matmul.records.reference_run` and
@@ -375,6 +406,8 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     values["ref_mm_gpu_transfer_gflops"] = (
         f"{rate_text(gflops(copied['n'], copied['median_seconds'] + copy_seconds))} GFLOP/s"
         if copy_seconds else NOT_RECORDED)
+    values["ref_mm_gpu_copy_memory"] = copy_text(copied) if copy_seconds else NOT_RECORDED
+    values["ref_mm_method_note"] = method_note(records)
     values["ref_mm_fig_gflops_alt"] = gflops_alt(records) if records else NOT_RECORDED
     values["ref_mm_fig_sync_alt"] = sync_alt(latency) if latency else NOT_RECORDED
     return values

@@ -47,10 +47,16 @@ def runs(records) -> dict[str, list[dict]]:
     return results.runs(records, EXPERIMENT)
 
 
+# The methods that measured throughput over windows of calls, newest first: the current one,
+# and "amortised", whose windows were chosen by the share of one wait alone (no minimum length,
+# no clock or power per window, the copy from pageable memory only).
+THROUGHPUT_METHODS = (METHOD, "amortised")
+
+
 def amortised(record: dict) -> bool:
-    """Whether a sweep measured throughput over windows of calls (:data:`METHOD`), not only
-    the latency of one synchronised call."""
-    return record.get("method") == METHOD
+    """Whether a sweep measured throughput over windows of calls (a method of
+    :data:`THROUGHPUT_METHODS`), not only the latency of one synchronised call."""
+    return record.get("method") in THROUGHPUT_METHODS
 
 
 def compares(records) -> bool:
@@ -62,10 +68,15 @@ def compares(records) -> bool:
 
 
 def reference_run(path=RESULTS_FILE) -> list[dict]:
-    """The sweeps of the throughput's reference run: the current method only, and only a run
-    that :func:`compares` (:func:`gpulesson.results.reference_run`); [] without one."""
-    run = results.reference_run(path, EXPERIMENT, complete=compares, method=METHOD)
-    return run if compares(run) else []
+    """The sweeps of the throughput's reference run, only a run that :func:`compares`
+    (:func:`gpulesson.results.reference_run`): the current method's, or until one with a GPU is
+    recorded, the previous method's (its records name their ``method``); [] without one."""
+    found = [run for method in THROUGHPUT_METHODS
+             if (run := results.reference_run(path, EXPERIMENT, complete=compares, method=method))
+             and compares(run)]
+    # a run with a GPU first: a CPU-only run of the current method does not hide the card's
+    with_gpu = [run for run in found if any(results.is_gpu(r) for r in run)]
+    return (with_gpu or found or [[]])[0]
 
 
 def latency_run(path=RESULTS_FILE) -> list[dict]:
