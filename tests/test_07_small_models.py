@@ -369,3 +369,20 @@ def test_the_command_records_both_parts_under_jax(tmp_path):
     energy = records[0]["energy"]
     assert energy["summary"]["n"] == records[0]["summary"]["n"] if energy["measured"] \
         else energy["reason"]
+
+
+def test_a_sweep_recorded_in_parts_says_when_each_part_was_recorded(tmp_path):
+    """A run resumed in a later call joins cells of two days: the page says which, per device,
+    and whether the parts share machine and versions."""
+    records = fake_sweep("joined")
+    assert sm.sweep_dates(records) == f"on {records[0]['date'][:10]}"
+    later = [{**r, "date": "2030-01-02T00:00:00+00:00"} if r["device_kind"] == "cpu" else r
+             for r in records]
+    first = records[0]["date"][:10]
+    text = sm.sweep_dates(later)
+    assert text.startswith(f"in parts of one run: the GPU's cells on {first} (4), "
+                           "the CPU's cells on 2030-01-02 (4)")
+    assert text.endswith("every part on the same machine with the same versions")
+    other = [*later[:-1], {**later[-1], "cores_usable": 99}]
+    assert sm.sweep_dates(other).endswith("the parts differ in machine or versions")
+    assert sm.sweep_dates([]) == NOT_RECORDED

@@ -66,7 +66,7 @@ from gpulesson.experiments.small_models.measure import (
     sweep,
     time_cell,
 )
-from gpulesson.experiments.small_models.page import substitutions
+from gpulesson.experiments.small_models.page import substitutions, sweep_dates
 from gpulesson.experiments.small_models.records import (
     EPISODE_WIDTHS,
     EXPERIMENT,
@@ -104,6 +104,7 @@ __all__ = [
     "epoch_summary", "gpu_against_cpu", "hidden_widths", "is_gpu", "is_gpu_device",
     "keras_device_name", "parameter_count", "random_data", "reference_run", "rows_for",
     "run_comparison", "runs", "sample_summary", "short_time", "speedup", "speedup_text",
-    "step_summary", "substitutions", "sweep", "sweep_alt", "sweep_cells", "sweep_complete", "sweep_drawn",
+    "step_summary", "substitutions", "sweep", "sweep_alt", "sweep_cells", "sweep_complete", "sweep_dates",
+    "sweep_drawn",
     "sweep_figure", "sweep_speedups", "sweep_table", "sweep_verdicts", "time_cell", "verdict",
 ]

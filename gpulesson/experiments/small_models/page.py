@@ -82,6 +82,29 @@ def _run_facts(prefix: str, records) -> dict[str, str]:
     }
 
 
+def sweep_dates(records) -> str:
+    """When a sweep's cells were recorded: "on 2026-11-28", or, for a run resumed in a later
+    call, each device's days with its cells ("in parts: the GPU's cells on 2026-11-27 (15) and
+    2026-11-28 (1), the CPU's on 2026-11-28 (16)") and whether the parts share their
+    machine and versions, so that a figure joining them says so."""
+    if not records:
+        return NOT_RECORDED
+    days = sorted({r["date"][:10] for r in records})
+    if len(days) == 1:
+        return f"on {days[0]}"
+    parts = []
+    for name, gpu in (("GPU", True), ("CPU", False)):
+        kind = [r["date"][:10] for r in records if is_gpu(r) == gpu]
+        if kind:
+            counted = " and ".join(f"{day} ({kind.count(day)})" for day in sorted(set(kind)))
+            parts.append(f"the {name}'s cells on {counted}")
+    same = len({(r.get("cpu_model"), r.get("cores_usable"), str(sorted(r.get("versions", {}).items())))
+                for r in records}) == 1
+    return (f"in parts of one run: {', '.join(parts)}; "
+            + ("every part on the same machine with the same versions" if same
+               else "the parts differ in machine or versions"))
+
+
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     """Text snippets of the reference runs for the episode page (MyST substitutions ``ref_mlp_*``)."""
     comparison = reference_run("comparison", path)
@@ -104,6 +127,7 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     records = reference_run("sweep", path)
     values.update(_run_facts("ref_mlp_sweep", records))
     values["ref_mlp_sweep_cut_note"] = cut_sweep_note(path, records)
+    values["ref_mlp_sweep_dates"] = sweep_dates(records)
     cells, verdicts = sweep_cells(records), sweep_verdicts(records)
     widths, batches = _axes(records) if records else ([], [])
     smallest = cells.get((widths[0], batches[0]), {}) if records else {}
