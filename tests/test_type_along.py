@@ -170,8 +170,9 @@ def test_a_core_episode_has_cells_to_type_and_a_further_one_is_complete(tmp_path
     root = made_up(tmp_path)
     complete, learner = mk.build_notebooks(root / "_episodes" / "01-one.md", root)
     assert codes(complete) == ["import math", "print(math.sqrt(2))", "print(math.sqrt(16))"]
-    assert codes(learner) == ["import math", "# Compute the square root of two and print it.",
-                              "print(math.____(16))"]
+    typed_and_after = ["import math", "# Compute the square root of two and print it.",
+                       mk.catch_up_source("01-004", [], False), "print(math.____(16))"]
+    assert codes(learner) == typed_and_after  # a catch-up under each typed cell
     assert "Type along" in learner.cells[1].source
     complete, learner = mk.build_notebooks(root / "_episodes" / "02-two.md", root)
     assert codes(learner) == ["import math", "print(math.sqrt(2))", "print(math.____(16))"]

@@ -68,7 +68,7 @@ from carpentry import (  # noqa: E402
     split_front_matter,
 )
 from jupytext.myst import MystMetadataParsingError  # noqa: E402
-from learner_cells import CATCH_UP, catch_up_cell, header_notes, typed_prompt  # noqa: E402, F401
+from learner_cells import CATCH_UP, catch_up_cell, catch_up_source, header_notes, typed_prompt  # noqa: E402, F401
 
 NOTEBOOK_DIR = "notebooks"
 LEARNER_DIR = f"{NOTEBOOK_DIR}/learner"
