@@ -326,7 +326,9 @@ def test_the_committed_h200_device_record_of_the_old_method_is_not_on_the_page()
     for hidden in records.old_method(reference):
         assert page.rate_text(hidden) not in shown
         assert records.ceiling(reference, hidden["backend"], hidden["device_kind"]) is not hidden
-    assert "243,511" not in shown and "| JAX, GPU | device |" not in values["ref_ceil_table"]
+    # A later run's device rows, taken the current way, may be shown: never the old one.
+    assert "243,511" not in shown
+    assert all(r.get("method") for r in reference if r["pipeline"] == "device")
 
 
 _MEASURE_DEVICE = '''

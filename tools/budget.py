@@ -135,12 +135,14 @@ PLAN = [
             "151.9 s on the H200 node (2026-11-28), the generator's rows reordered by fit",
             method=2),
     Planned(_x("feeding", "--devices", "gpu", "--sweeps", "none", "--pipelines", "classic",
-               "lesson", "lesson-gzip", "ram", "device", "--classic-max-steps",
-               reference.FEEDING_CPU_STEPS, with_gpu=(), gpu_only=True, step="feeding on the GPU"),
-            1, (130, 145), "133.5 s on the H200 node (2026-11-27)", method=3),
+               "lesson", "lesson-ahead", "lesson-ahead-window1", "lesson-gzip", "ram", "device",
+               "--classic-max-steps", reference.FEEDING_CPU_STEPS, with_gpu=(), gpu_only=True,
+               step="feeding on the GPU"),
+            1, (145, 165), "133.5 s on the H200 node (2026-11-27) for five pipelines; two more "
+            "read ahead, about 10 s each (not yet rehearsed)", method=4),
     Planned(_x("ceiling", "--devices", "gpu", with_gpu=(), gpu_only=True,
-               step="ceiling on the GPU"), 1, (60, 75), "66.5 s on the H200 node (2026-11-27)",
-            method=2),
+               step="ceiling on the GPU"), 1, (70, 85), "66.5 s on the H200 node (2026-11-27) "
+            "for six pipelines; two more read ahead, about 5 s each (not yet rehearsed)", method=3),
     Planned(_x("small_models", "--parts", "sweep", step="small models' sweep"), 1, (25, 60),
             "on the H200 node 15 of its 16 GPU cells took 46.6 s before the deadline stopped it "
             "(2026-11-27); left: one GPU cell (about 3 s) and the CPU half, 16 cells that took 2 "

@@ -8,7 +8,7 @@ slices them; on a GPU also arrays resident there, taken as the feeding benchmark
 pipeline takes them, each record saying how in its ``method``; on TensorFlow a ``tf.data``
 pipeline that slices them, :func:`tf_batches`), from the lesson's generator on a
 batch-chunked HDF5 file (mixing windows of 4 blocks, and with ``window=1``: the stored batches
-in a new order, reading without mixing). Each
+in a new order, reading without mixing), each also reading ahead (``read_ahead=True``). Each
 condition follows the lesson's rule: a recorded warm-up epoch and the timed epochs after it,
 each read after the device finished (:func:`gpulesson.experiments.common.synced_epoch_timer`).
 
@@ -113,7 +113,10 @@ def _feeds(names, *, x, y, path, batch_size: int, keras_device: str):
             # It shuffles itself: fit's shuffle does not apply to a tf.data.Dataset.
             yield name, {"x": tf_batches(x, y, batch_size, seed=1), "shuffle": False}
         else:
-            options = {"window": 1} if name == "lesson-window1" else {}  # else its default
+            # The generator's default window, or window=1; reading ahead or not.
+            options = {"window": 1} if name.endswith("window1") else {}
+            if name.startswith("lesson-ahead"):
+                options["read_ahead"] = True
             batches = HDF5Batches(path, "train", batch_size, shuffle=True, seed=1, **options)
             yield name, {"x": batches, "shuffle": False, "callbacks": [DataEpoch(batches)]}
 

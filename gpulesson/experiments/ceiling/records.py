@@ -49,12 +49,15 @@ PIPELINES: dict[str, str] = {
     "tfdata": "arrays in memory, batches sliced by tf.data, its autotuning off (TensorFlow only)",
     "lesson": "lesson generator (HDF5Batches), batch chunks",
     "lesson-window1": "lesson generator, window=1: stored batches in a new order, not mixed",
+    "lesson-ahead": "lesson generator reading ahead (read_ahead=True), its default window",
+    "lesson-ahead-window1": "lesson generator reading ahead, window=1",
 }
 # Pipelines that earlier runs measured and the lesson no longer has (a reading thread and a
 # reading process of its own, which did not beat the generator with window=1): their records
 # stay in the results file, as measured, and are left out of what the page and figure read.
 RETIRED = ("lesson-readahead", "lesson-process")
 IN_MEMORY = ("arrays", "ram", "device", "tfdata")
+READ_AHEAD = ("lesson-ahead", "lesson-ahead-window1")  # the generator's own reader thread
 GPU_ONLY = ("device",)  # on the CPU, device-resident data are the RAM case
 TENSORFLOW_ONLY = ("tfdata",)  # a tf.data pipeline needs TensorFlow
 CONDITION = ("backend", "device_kind", "pipeline", "batch_size")
@@ -107,9 +110,10 @@ def rate_summary(record: dict | None) -> dict | None:
 
 def complete(part: list[dict]) -> bool:
     """Whether one device's part of a run is complete: every backend it has measured every
-    pipeline of :func:`pipelines_for` that device."""
+    pipeline of :func:`pipelines_for` that device (those reading ahead, :data:`READ_AHEAD`, only
+    in runs that measured them: runs before them stay complete)."""
     return all({r["pipeline"] for r in part if r["backend"] == backend}
-               >= set(pipelines_for(part[0]["device_kind"], backend))
+               >= set(pipelines_for(part[0]["device_kind"], backend)) - set(READ_AHEAD)
                for backend in {r["backend"] for r in part})
 
 

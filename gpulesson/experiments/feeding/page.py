@@ -77,6 +77,8 @@ RECORD_COMMAND = "python -m gpulesson.experiments.feeding"
 ROWS = {
     "classic": "classic (gzip, guessed chunks, reads all to count)",
     "lesson": "lesson, uncompressed",
+    "lesson-ahead": "lesson, uncompressed, reading ahead",
+    "lesson-ahead-window1": "lesson, uncompressed, reading ahead, window=1",
     "lesson-lzf": "lesson, lzf",
     "lesson-gzip": "lesson, gzip",
     "lesson-workers": "lesson, uncompressed, Keras workers",

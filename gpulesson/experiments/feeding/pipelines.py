@@ -21,6 +21,10 @@ they are read:
     process opens its own file handle and reads batches ahead while the model trains. Measured
     with the TensorFlow backend only: with JAX and PyTorch, Keras 3 hands out batches read
     ahead in one epoch in the next (:data:`~gpulesson.experiments.feeding.records.WRONG_DATA_WITH_WORKERS`).
+``lesson-ahead``, ``lesson-ahead-window1``
+    The lesson's generator reading ahead (``read_ahead=True``): one thread of its own reads
+    the next window of blocks while the model trains, on every backend; with ``window=1``
+    each batch is a stored block, not mixed.
 ``ram``
     The whole data set read once into an array in RAM (:class:`ArrayBatches`), batches sliced
     from it: no file at all.
@@ -52,6 +56,7 @@ from gpulesson.experiments.feeding.records import (  # noqa: F401 (the names of 
     FILES,
     HDF5_PIPELINES,
     PIPELINES,
+    READ_AHEAD,
     WORKER_PIPELINES,
     check_pipelines,
 )
@@ -253,7 +258,7 @@ def make_pipeline(name: str, *, batch_size: int, files=None, arrays=None, device
         return ArrayBatches(x, y, batch_size, shuffle=True, seed=seed)
     from gpulesson.lesson import HDF5Batches
 
-    options = {}
+    options = READ_AHEAD.get(name, {})
     if name in WORKER_PIPELINES:
         options = {"workers": int(workers), "use_multiprocessing": True}
     return HDF5Batches(files[FILES[name]], "train", batch_size, shuffle=True, seed=seed,

@@ -51,6 +51,8 @@ BASE = {"precision": "float32", "jit_compile": True, "steps_per_execution": 1}
 PIPELINES: dict[str, str] = {
     "classic": "classic tutorial: chunks=True + gzip, reads all to count (the mistake)",
     "lesson": "lesson generator, batch chunks, uncompressed",
+    "lesson-ahead": "lesson generator, uncompressed, reading ahead (read_ahead=True)",
+    "lesson-ahead-window1": "lesson generator, uncompressed, reading ahead, window=1",
     "lesson-lzf": "lesson generator, batch chunks + lzf",
     "lesson-gzip": "lesson generator, batch chunks + gzip",
     "lesson-workers": "lesson generator, uncompressed, worker processes",
@@ -60,7 +62,8 @@ PIPELINES: dict[str, str] = {
 }
 # The data file each pipeline reads (None: no file), by its compression in the lesson format.
 FILES: dict[str, str | None] = {
-    "classic": "classic", "lesson": "none", "lesson-lzf": "lzf", "lesson-gzip": "gzip",
+    "classic": "classic", "lesson": "none", "lesson-ahead": "none",
+    "lesson-ahead-window1": "none", "lesson-lzf": "lzf", "lesson-gzip": "gzip",
     "lesson-workers": "none", "lesson-gzip-workers": "gzip", "ram": None, "device": None,
 }
 HDF5_PIPELINES = tuple(name for name, kind in FILES.items() if kind and kind != "classic")
@@ -70,6 +73,10 @@ IN_MEMORY = ("ram", "device")
 # measured last: a run cut short lacks it).
 REQUIRED = ("lesson", "ram", "device")
 WORKER_PIPELINES = ("lesson-workers", "lesson-gzip-workers")
+# The generator's own reader thread (read_ahead=True): right on every backend, as a batch
+# depends only on (seed, epoch, index). name -> the generator's options beside it.
+READ_AHEAD = {"lesson-ahead": {"read_ahead": True},
+              "lesson-ahead-window1": {"read_ahead": True, "window": 1}}
 
 # Backends on which Keras' own workers (a PyDataset's ``workers``) deliver wrong data: batches
 # read ahead before an epoch ended are handed out in the next one (found with Keras 3.15.1;
