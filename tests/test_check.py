@@ -322,17 +322,33 @@ def test_the_ood_app_is_checked_where_installed(tmp_path):
     assert absent.status == SKIP and "portal's own JupyterLab app" in absent.detail
     app = tmp_path / site.OOD_APP
     app.symlink_to(ROOT / "ood" / site.OOD_APP)
-    [example] = site.check_ood(values, login.CONFIG, app)
+    [example, _] = site.check_ood(values, login.CONFIG, app)
     assert example.status == FAIL and "ood_cluster is 'example'" in example.detail
     # An app that reads another lesson's _config.yml than the one checked.
-    [other] = site.check_ood(values, filled_config(tmp_path), app)
+    [other] = site.check_ood(values, filled_config(tmp_path), app)  # stops there
     assert other.status == FAIL and other.fix.startswith("link the app into this lesson")
     assert site.check_ood({**values, "ood_cluster": "alpine"}, login.CONFIG, app)[0].status == OK
     # The site's limits must allow each workshop session (lesson_schedule.sessions).
-    [short] = site.check_ood({**values, "ood_cluster": "alpine", "session_max_hours": 4,
-                              "session_max_gpus": 0}, login.CONFIG, app)
+    [short, _] = site.check_ood({**values, "ood_cluster": "alpine", "session_max_hours": 4,
+                                 "session_max_gpus": 0}, login.CONFIG, app)
     assert short.status == FAIL and "session_max_hours is 4, less than the CPU session's 6" in \
         short.detail and "session_max_gpus is 0, less than the GPU session's 1" in short.detail
+
+
+
+@pytest.mark.bad_input("bad form input")
+@pytest.mark.parametrize("env, version, status", [
+    ("OOD_BC_DYNAMIC_JS=true\n", "2.0.32", OK), ("", "3.1.7", OK), ("", "2.0.32", FAIL),
+    ("export OOD_BC_DYNAMIC_JS=false\n", "3.1.7", FAIL), ("", None, FAIL)])
+def test_the_session_menu_needs_the_dynamic_form(tmp_path, env, version, status):
+    env_file, version_file = tmp_path / "env", tmp_path / "VERSION"
+    env_file.write_text(env)
+    if version:
+        version_file.write_text(version)
+    item = site.check_dynamic_form(env_file, version_file)
+    assert item.status == status, item
+    if status == FAIL:
+        assert "keep the CPU partition" in item.detail and "OOD_BC_DYNAMIC_JS=true" in item.fix
 
 
 # --- the checklist, the command and the learners' check ----------------------------------

@@ -198,10 +198,11 @@ def test_the_job_activates_the_sites_conda_environment_before_a_venv(ruby, tmp_p
     logged = calls(env)
     if expected == ".venv":
         prefix = lesson / ".venv"
-        assert not any(line.startswith(("module", "conda")) for line in logged), logged
+        assert logged[0] == "module purge", logged
+        assert not any(line.startswith(("module load", "conda")) for line in logged), logged
     else:
         prefix = Path(expected) if expected.startswith("/") else tmp_path / "cluster" / "envs" / expected
-        assert logged[:2] == [f"module load {site_config()['conda_module']}",
+        assert logged[:3] == ["module purge", f"module load {site_config()['conda_module']}",
                               f"conda activate {expected}"], logged
     assert f"{prefix / 'bin' / 'python'} -m gpulesson.devices" in logged, logged
     assert logged[-1] == f"{prefix / 'bin' / 'jupyter'} lab", logged

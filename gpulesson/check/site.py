@@ -20,6 +20,8 @@ OOD_APP = "gpulesson-jupyterlab"
 OOD_PLACES = (Path("/var/www/ood/apps/sys") / OOD_APP, Path("~/ondemand/dev").expanduser() / OOD_APP)
 OOD_CLUSTERS = Path("/etc/ood/config/clusters.d")
 OOD_DASHBOARD_ENV = Path("/etc/ood/config/apps/dashboard/env")
+OOD_VERSION = Path("/opt/ood/VERSION")
+DYNAMIC_JS = "OOD_BC_DYNAMIC_JS"
 
 
 def partitions() -> set[str] | None:
@@ -115,6 +117,36 @@ def check_ood(site: dict, config: Path = CONFIG, app: Path | None = None):
         problems.append("gpu_gres_types is empty")
     if problems:
         return [fail(title, "; ".join(problems), f"set these form values in the section lesson_site "
-                     f"of {config}")]
+                     f"of {config}"), check_dynamic_form()]
     return [ok(title, f"{installed}, cluster {cluster}, up to {site['session_max_gpus']} GPUs, "
-                      f"{site['session_max_hours']} h")]
+                      f"{site['session_max_hours']} h"), check_dynamic_form()]
+
+
+def check_dynamic_form(env_file: Path | None = None, version_file: Path | None = None):
+    """The session menu fills in the form (partition, GPUs, hours) only with Open OnDemand's
+    dynamic batch-connect form: on by default from version 3, set by OOD_BC_DYNAMIC_JS=true in
+    the dashboard's env file in version 2. Without it "GPU session" silently keeps the CPU
+    partition and no GPU."""
+    title = "Session menu (dynamic form)"
+    env_file, version_file = env_file or OOD_DASHBOARD_ENV, version_file or OOD_VERSION
+    try:
+        version = version_file.read_text().strip()
+    except OSError:
+        version = ""
+    try:
+        env = env_file.read_text()
+    except OSError:
+        env = ""
+    setting = re.search(rf"^\s*(?:export\s+)?{DYNAMIC_JS}=[\"']?(\w+)", env, re.M)
+    major = int(version.split(".")[0]) if version.split(".")[0].isdigit() else None
+    if setting and setting[1].lower() in ("true", "1", "yes"):
+        return ok(title, f"{DYNAMIC_JS}={setting[1]} in {env_file}")
+    if setting is None and major is not None and major >= 3:
+        return ok(title, f"Open OnDemand {version}: on by default")
+    why = (f"{DYNAMIC_JS}={setting[1]} in {env_file}" if setting else
+           f"no {DYNAMIC_JS}=true in {env_file}" + (f" (Open OnDemand {version})" if version
+                                                      else ""))
+    return fail(title, f"{why}: choosing the GPU session in the menu would keep the CPU "
+                       "partition and no GPU", f"add the line {DYNAMIC_JS}=true to {env_file} "
+                       "(Open OnDemand 2.x; ask the portal's admins), then check that choosing "
+                       "\"GPU session\" fills in the GPU partition and 1 GPU")
