@@ -15,7 +15,8 @@ generated from the same episode): the catch-up never differs from the lesson. It
 ran. What this cell and the cells after it take from earlier cells and the kernel lacks (after a
 kernel restart: everything) is rebuilt first, by running the complete cells that define it, in
 order (:func:`rebuild_plan`), so that a restart never sends the learner back through their own
-cells, which stop at the first blank left.
+cells, which stop at the first blank left. Episode 5's finished runs are reloaded from the
+learner's own files first (:mod:`gpulesson.finished_runs`), so that a restart does not train again.
 
 ``check_filled`` stops an exercise's cell at once when a function it defines still holds a
 blank, which Python would only find when the function is called, many cells later.
@@ -36,6 +37,8 @@ import sys
 from pathlib import Path
 
 from gpulesson.errors import LessonError
+from gpulesson.finished_runs import NAMES as FINISHED_NAMES
+from gpulesson.finished_runs import reload_runs
 
 BLANK = "____"
 LESSON_ROOT = Path(__file__).resolve().parents[1]
@@ -43,6 +46,7 @@ COMPLETE_DIR = "notebooks"
 RECOVER = "python -m gpulesson.workcopy --complete"
 # Names IPython gives every kernel: no cell defines them.
 KERNEL_NAMES = frozenset({"display", "get_ipython", "In", "Out", "exit", "quit"})
+FINISHED = frozenset(FINISHED_NAMES)  # reloaded from the learner's files (finished_runs)
 
 
 class CatchUpError(LessonError):
@@ -370,11 +374,14 @@ def catch_up(cell_id: str, *names: str, namespace: dict | None = None,
     path, cells = complete_cells(cell_id, root)
     index = [found for found, _ in cells].index(cell_id)
     source = cells[index][1]
+    # Episode 5's finished runs come back from the learner's files, not from training again.
+    reloaded = bool(FINISHED & (_wanted_names(cells, index) | set(names))) and reload_runs(namespace)
     plan = rebuild_plan(cells, index, namespace)
     behind = _behind(namespace, names)
     if names and not behind and not plan:
-        print(f"Nothing to do: you have {_listed(names)} already. Your own results stay as "
-              "they are.")
+        if not reloaded:
+            print(f"Nothing to do: you have {_listed(names)} already. Your own results stay "
+                  "as they are.")
         return
     defines = defined_names(source)
     if not set(names) <= set(defines):

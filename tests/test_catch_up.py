@@ -368,7 +368,8 @@ def test_a_learner_who_skips_every_typed_cell_and_leaves_every_blank_catches_up(
                                                                                  restart):
     """``restarted``: the kernel's namespace is also emptied before each typed cell, as a
     restart leaves it; the catch-up under the cell must rebuild all that the cells below need,
-    from the complete cells, without stopping at the blanks left above."""
+    from the complete cells, without stopping at the blanks left above, and reload episode 5's
+    finished runs rather than train again."""
     nb = learner(episode)
     pairs = [p for p in mk.code_pairs(episode, ROOT) if p[0] not in ("markdown", "raw")]
     exercise_cells = {mine.source for role, _, mine in pairs if role == mk.SOLUTION}
@@ -378,7 +379,7 @@ def test_a_learner_who_skips_every_typed_cell_and_leaves_every_blank_catches_up(
            "JUPYTER_PATH": str(tmp_path / "jupyter"), "JUPYTER_DATA_DIR": str(tmp_path / "data"),
            "IPYTHONDIR": str(tmp_path / "ipython"), "JPY_SESSION_NAME": uuid.uuid4().hex,
            "MPLBACKEND": "Agg"}
-    caught = restarts = rebuilt = 0
+    caught = restarts = rebuilt = reloaded = 0
     with fresh_kernel(env, tmp_path) as client:
         for cell in nb.cells:
             if cell.cell_type != "code":
@@ -398,6 +399,7 @@ def test_a_learner_who_skips_every_typed_cell_and_leaves_every_blank_catches_up(
             if is_catch_up(cell):
                 assert "Catching up: running the complete cell" in printed, (where, printed)
                 rebuilt += "The kernel lacks" in printed
+                reloaded += "Reloaded your finished run" in printed
                 again = _run(client, cell.source)
                 assert again[0] == "ok", (where, again)
                 if call_of(cell)[1:]:  # it names what it makes: the second time, nothing to do
@@ -405,3 +407,5 @@ def test_a_learner_who_skips_every_typed_cell_and_leaves_every_blank_catches_up(
                 caught += 1
     assert caught == sum(is_catch_up(cell) for cell in nb.cells) > 0
     assert restarts == (len(typed) if restart else 0) and (rebuilt > 0) == restart
+    # Episode 5 trains once: after a restart its finished runs come back from the saved files.
+    assert (reloaded > 0) == (restart and episode.stem.startswith("05-")), reloaded
