@@ -218,7 +218,7 @@ def split_batches(path, batch_size, seed=1):
     cut = n_rows - n_rows // 10  # the first validation image
     return (
         HDF5Batches(path, "train", batch_size, stop=cut, shuffle=True,
-                    seed=seed),
+                    seed=seed, read_ahead=True),
         HDF5Batches(path, "train", batch_size, start=cut),
         HDF5Batches(path, "test", batch_size),
     )
