@@ -327,14 +327,14 @@ def test_alt_texts_describe_what_is_drawn():
     for alt in (gflops_alt(cpu_only), sync_alt(cpu_only)):
         assert "GPU" not in alt and "CPU" in alt, alt
     assert "CPU float32" in gflops_alt(cpu_only) and "CPU bfloat16" in gflops_alt(cpu_only)
-    assert "40 GFLOP/s at n = 1,024" in gflops_alt(cpu_only)  # numbers from the drawn data
+    assert "0.04 TFLOP/s at n = 1,024" in gflops_alt(cpu_only)  # numbers from the drawn data
     assert "median time per call over 3 windows of calls" in gflops_alt(cpu_only)
     assert "CPU float16" not in gflops_alt(cpu_only)  # not measured, so not drawn
 
     with_gpu = cpu_only + [made_up("gpu", dict(zip(SIZES, (1, 5, 300, 900))), transfer=0.01)]
     alt = gflops_alt(with_gpu)
     assert "GPU float32" in alt and "copying the inputs" in alt
-    assert "line at n = 256" in alt and "900 GFLOP/s at n = 1,024" in alt
+    assert "line at n = 256" in alt and "0.9 TFLOP/s at n = 1,024" in alt
     gpu_seconds = 2 * 1024**3 / 900e9
     assert f"a call in a window of 10 took {duration(gpu_seconds)}" in sync_alt(with_gpu)
     # every line of the figure is named in its alt text, and nothing else

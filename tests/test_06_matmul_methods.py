@@ -329,3 +329,40 @@ def test_the_copy_names_the_host_memory_it_came_from():
     assert copy_text(both).endswith("; from pinned (page-locked) host memory, 4 GB/s")
     refused = {**point, "pinned_transfer_unsupported": "NotImplementedError: JAX only"}
     assert copy_text(refused).endswith("could not be made: NotImplementedError: JAX only")
+
+
+def test_the_throughput_axis_is_in_tflops_with_the_gpu_dispatch_floor_shaded(tmp_path):
+    """Calls that take a flat 70-100 µs whatever n are the host's dispatch: the figure shades
+    those sizes and says so, the axis is in TFLOP/s (not up to 10^6 GFLOP/s), and the page and
+    the alt text name the same floor."""
+    from matplotlib.patches import Polygon, Rectangle
+
+    flat = {16: 70e-6, 64: 100e-6, 256: 90e-6, 1024: 2e-3, 4096: 0.2}  # seconds per call
+    gpu = made_up("gpu", {n: 2 * n**3 / t / 1e9 for n, t in flat.items()}, **H200)
+    cpu = made_up("cpu", dict(zip(flat, (10, 20, 30, 40, 40))))
+    floor = matmul.dispatch_floor(gpu)
+    assert floor["sizes"] == [16, 64, 256]
+    assert (floor["low"], floor["high"]) == (pytest.approx(70e-6), pytest.approx(100e-6))
+    assert matmul.dispatch_floor(cpu) is None  # the CPU has no dispatch to the card
+    assert matmul.dispatch_floor({**gpu, "method": None}) is None  # older method: latencies
+    fig, _ = matmul.figures([cpu, gpu])
+    ax = fig.axes[0]
+    assert ax.get_ylabel().startswith("TFLOP/s")
+    drawn = next(line for line in ax.get_lines() if line.get_label() == "GPU float32 (TF32)")
+    assert drawn.get_ydata()[-1] == pytest.approx(2 * 4096**3 / 0.2 / 1e12)  # TFLOP/s
+    assert ax.get_ylim()[1] < 1e4  # the peaks (494.5, 989.5 TFLOP/s) set the top, not 10^6
+    bands = [p for p in ax.patches if isinstance(p, (Polygon, Rectangle))
+             and p.get_facecolor()[3] < 0.5]
+    assert len(bands) == 1
+    xs = [x for x, _ in bands[0].get_xy()] if isinstance(bands[0], Polygon) else [
+        bands[0].get_x(), bands[0].get_x() + bands[0].get_width()]
+    assert min(xs) < 16 and 256 < max(xs) < 1024
+    label = next(t.get_text() for t in ax.texts if "dispatch floor" in t.get_text())
+    assert "70 µs–100 µs a call" in label and "up to 256" in label and "not the GPU" in label
+    words = "70 µs–100 µs a call at every n up to 256: the host's dispatch of the call, not " \
+            "the GPU's compute"
+    assert words in gflops_alt([cpu, gpu])
+    assert matmul.substitutions(write(tmp_path / "m.jsonl", [cpu, gpu]))["ref_mm_gpu_floor"] \
+        == words
+    assert matmul.substitutions(write(tmp_path / "c.jsonl", [cpu]))["ref_mm_gpu_floor"] \
+        == NOT_RECORDED

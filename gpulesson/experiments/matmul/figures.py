@@ -1,7 +1,7 @@
-"""The figures of the reference runs: GFLOP/s against size (throughput, the current method
-only, with the card's published peaks), and the time of one call three ways (waiting for each
-call, one wait for a window of calls, not waiting), drawn by
-``fig/06-why-gpus-are-fast/matmul.py``, and their alt texts.
+"""The figures of the reference runs: TFLOP/s against size (throughput, the current method
+only, with the card's published peaks and the GPU's dispatch floor), and the time of one
+call three ways (waiting for each call, one wait for a window of calls, not waiting), drawn
+by ``fig/06-why-gpus-are-fast/matmul.py``, and their alt texts.
 
 What a figure draws is decided once (:func:`rate_lines`, :func:`sync_lines`); the drawing
 code and the alt texts (:func:`alt_texts`, the episode's ``ref_mm_fig_*_alt`` values) both
@@ -11,12 +11,15 @@ data.
 
 from __future__ import annotations
 
+import math
+
 from gpulesson.experiments.common import SPREAD_NOTE, draw_spread, fmt_number
 from gpulesson.experiments.matmul.measure import gflops
 from gpulesson.experiments.matmul.records import (
     BUSY,
     amortised,
     crossover,
+    dispatch_floor,
     latency_summary,
     point_summary,
     precision_label,
@@ -42,7 +45,13 @@ LINE_SPREAD_NOTE = "markers: median; " + SPREAD_NOTE.split("; ", 1)[1]
 
 
 def _rate(value: float) -> str:
-    return f"{fmt_number(value)} GFLOP/s"
+    """A rate recorded in GFLOP/s, written in TFLOP/s as the figure's axis is."""
+    return f"{fmt_number(value / 1e3)} TFLOP/s"
+
+
+def _tick(value: float, _position=None) -> str:
+    """A tick of the TFLOP/s axis as a plain number: 0.001, 1, 100."""
+    return f"{value:,.{max(0, -math.floor(math.log10(value) + 1e-9))}f}"
 
 
 def rate_lines(records) -> list[dict]:
@@ -138,6 +147,19 @@ def _axes(ax, sizes) -> None:
     ax.grid(True, which="major", alpha=0.3)
 
 
+def floor_drawn(records) -> dict | None:
+    """The GPU float32 sweep's dispatch floor (:func:`~gpulesson.experiments.matmul.records.
+    dispatch_floor`) that the throughput figure shades; None without one."""
+    return next((floor for r in records if r.get("dtype") == "float32"
+                 and (floor := dispatch_floor(r))), None)
+
+
+def floor_words(floor: dict) -> str:
+    """The dispatch floor in words, as the figure labels it and the page says it."""
+    return (f"{duration(floor['low'])}–{duration(floor['high'])} a call at every n up to "
+            f"{floor['sizes'][-1]:,}: the host's dispatch of the call, not the GPU's compute")
+
+
 def _crossover_drawn(records, lines) -> int | None:
     """The crossover the GFLOP/s figure marks: only with a CPU and a GPU float32 line."""
     drawn = {(line["device"], line["dtype"]) for line in lines if not line["copy"]}
@@ -166,7 +188,7 @@ def gflops_alt(records) -> str:
     sizes = sorted({n for line in lines for n in line["n"]})
     rates = [s for line in lines if not line["copy"] for s in line["rates"]]
     devices = " and ".join(d.upper() for d in _devices(lines))
-    parts = [f"Log-log line chart of the GFLOP/s of matrix multiplication on the {devices} "
+    parts = [f"Log-log line chart of the TFLOP/s of matrix multiplication on the {devices} "
              f"against matrix size n, from n = {sizes[0]:,} to n = {sizes[-1]:,}, one line per "
              "precision and device: "
              + "; ".join(f"{line['label']} ({_style_words(line['style'])})" for line in lines)
@@ -188,6 +210,10 @@ def gflops_alt(records) -> str:
     if peaks:
         parts.append("Thin dashed horizontal lines mark the vendor's published peaks, not "
                      "measurements: " + "; ".join(p["label"] for p in peaks) + ".")
+    floor = floor_drawn(records)
+    if floor:
+        parts.append(f"A grey band over n = {floor['sizes'][0]:,} to {floor['sizes'][-1]:,} "
+                     f"marks the GPU's dispatch floor: float32 calls took {floor_words(floor)}.")
     n = _crossover_drawn(records, lines)
     if n is not None:
         parts.append(f"A dotted vertical line at n = {n:,} marks the size from which the GPU "
@@ -239,23 +265,35 @@ def _sizes(records) -> list[int]:
 
 def _rates_figure(records):
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, LogLocator
 
     lines = rate_lines(records)
     fig, ax = plt.subplots(figsize=(8, 5.4))
-    for line in lines:
+    for line in lines:  # recorded in GFLOP/s, drawn in TFLOP/s
         if line["copy"]:
-            ax.plot(line["n"], line["medians"], label=line["label"], **line["style"])
+            ax.plot(line["n"], [m / 1e3 for m in line["medians"]], label=line["label"],
+                    **line["style"])
             continue
-        ax.plot(line["n"], [s["median"] for s in line["rates"]], linewidth=1.6, markersize=6,
-                label=line["label"], **line["style"])
-        draw_spread(ax, line["n"], line["rates"], color=line["style"]["color"])
+        ax.plot(line["n"], [s["median"] / 1e3 for s in line["rates"]], linewidth=1.6,
+                markersize=6, label=line["label"], **line["style"])
+        draw_spread(ax, line["n"], line["rates"], color=line["style"]["color"], scale=1e-3)
     for peak in peak_lines(lines):
-        ax.axhline(peak["gflops"], color=peak["color"], linestyle=(0, (6, 3)), linewidth=0.9,
-                   label=peak["label"])
+        ax.axhline(peak["gflops"] / 1e3, color=peak["color"], linestyle=(0, (6, 3)),
+                   linewidth=0.9, label=peak["label"])
     sizes = _sizes([r for r in records if amortised(r)]) or _sizes(records) or [1]
     _axes(ax, sizes)
-    ax.set_ylabel("GFLOP/s (time per call over a window of calls)")
+    ax.yaxis.set_major_locator(LogLocator(base=10, numticks=12))
+    ax.yaxis.set_major_formatter(FuncFormatter(_tick))
+    ax.set_ylabel("TFLOP/s (time per call over a window of calls)")
     ax.set_title(LINE_SPREAD_NOTE.replace("median", "median window"), fontsize=8.5)
+    floor = floor_drawn(records)
+    if floor:
+        low, high = floor["sizes"][0], floor["sizes"][-1]
+        ax.axvspan(low / 1.25, high * 1.25, color="0.5", alpha=0.12, linewidth=0)
+        ax.text(low / 1.2, 0.90, f"GPU dispatch floor:\n{duration(floor['low'])}–"
+                f"{duration(floor['high'])} a call\nat every n up to {high:,}:\nthe host's "
+                "dispatch,\nnot the GPU's compute", transform=ax.get_xaxis_transform(),
+                fontsize=8, va="top")
     n = _crossover_drawn(records, lines)
     if n is not None:
         ax.axvline(n, color="black", linestyle=(0, (1, 3)), linewidth=1)
@@ -271,7 +309,7 @@ def _rates_figure(records):
         ax.text(0.02, 0.90, f"other programs used up to {busy:.0%} of the CPU time:\n"
                 "CPU numbers may be low", transform=ax.transAxes, va="top", fontsize=8)
     if records:
-        _title(fig, "Matrix multiplication: throughput (GFLOP/s) against size", records,
+        _title(fig, "Matrix multiplication: throughput (TFLOP/s) against size", records,
                _devices(lines) or ["cpu"])
     fig.tight_layout()
     return fig
@@ -312,12 +350,13 @@ def _times_figure(records):
 
 
 def figures(records, latency=None):
-    """Two figures: ``(GFLOP/s against size, the time of one call)``.
+    """Two figures: ``(TFLOP/s against size, the time of one call)``.
 
     The first shows the throughput of every device and precision of ``records`` measured with
     the current method (median time per call of the windows, with the range and the samples,
     :func:`~gpulesson.experiments.common.draw_spread`), the GPU with the copy of its inputs
-    included where recorded, the card's published peaks for the precisions drawn (dashed,
+    included where recorded, the GPU's dispatch floor shaded (:func:`floor_drawn`), the
+    card's published peaks for the precisions drawn (dashed,
     from :mod:`gpulesson.gpu_peaks`), and the crossover. The second shows, for the float32
     sweeps of ``latency`` (default ``records``; any method), the latency of one synchronised
     call, the time per call over a window (current method) and the time of a call not waited

@@ -21,7 +21,7 @@ from gpulesson.experiments.common import (
     summary_of,
     summary_text,
 )
-from gpulesson.experiments.matmul.figures import gflops_alt, sync_alt
+from gpulesson.experiments.matmul.figures import floor_drawn, floor_words, gflops_alt, sync_alt
 from gpulesson.experiments.matmul.measure import DTYPES, METHOD, MIN_WINDOW_SECONDS, gflops
 from gpulesson.experiments.matmul.records import (
     RESULTS_FILE,
@@ -407,6 +407,8 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         f"{rate_text(gflops(copied['n'], copied['median_seconds'] + copy_seconds))} GFLOP/s"
         if copy_seconds else NOT_RECORDED)
     values["ref_mm_gpu_copy_memory"] = copy_text(copied) if copy_seconds else NOT_RECORDED
+    floor = floor_drawn(records)
+    values["ref_mm_gpu_floor"] = floor_words(floor) if floor else NOT_RECORDED
     values["ref_mm_method_note"] = method_note(records)
     values["ref_mm_fig_gflops_alt"] = gflops_alt(records) if records else NOT_RECORDED
     values["ref_mm_fig_sync_alt"] = sync_alt(latency) if latency else NOT_RECORDED

@@ -183,6 +183,32 @@ def rate_summary(point: dict | None) -> dict | None:
     return as_rate(summary, flop(point["n"]), "GFLOP/s") if summary else None
 
 
+# A size whose time per call stays within this factor of the smallest size's is on the floor.
+FLOOR_FACTOR = 2.0
+
+
+def dispatch_floor(record: dict | None) -> dict | None:
+    """The sizes at which a GPU sweep's calls took a flat time whatever n: from the smallest
+    size up to the last whose median time per call (over windows of calls) stayed within
+    :data:`FLOOR_FACTOR` of the smallest's. There the card finishes the work sooner than the
+    host dispatches the next call, so the rate is 2n³ over the dispatch, not the GPU's
+    compute. ``{"sizes", "low", "high"}`` (seconds: the fastest and slowest of those medians),
+    or None for a CPU sweep, an older method or fewer than two such sizes."""
+    if not record or record.get("device_kind") != "gpu" or not amortised(record):
+        return None
+    medians = [(p["n"], summary["median"]) for p in record["points"]
+               if (summary := point_summary(p))]
+    flat = []
+    for n, seconds in medians:
+        if medians and seconds > FLOOR_FACTOR * medians[0][1]:
+            break
+        flat.append((n, seconds))
+    if len(flat) < 2:
+        return None
+    return {"sizes": [n for n, _ in flat], "low": min(s for _, s in flat),
+            "high": max(s for _, s in flat)}
+
+
 def gpu_faster(cpu_point: dict | None, gpu_point: dict | None) -> bool:
     """Whether the GPU was measurably faster than the CPU at one size
     (:func:`~gpulesson.experiments.common.compare`: the ranges apart, enough repeats)."""
