@@ -141,6 +141,10 @@ def check_writable(folder, setting: str | None = "LESSON_DATA_DIR",
     return folder
 
 
+# The lesson's reference records (gpulesson.results.RESULTS_DIR), the experiments' default --out.
+REFERENCE_RESULTS = Path(__file__).resolve().parents[1] / "results"
+
+
 def cannot_write_file(path) -> str | None:
     """Why the file ``path`` cannot be written (None: it can), found before any work is done,
     so that hours of measuring are never lost at the end. Creates nothing: a folder that is
@@ -150,7 +154,12 @@ def cannot_write_file(path) -> str | None:
     if path.is_dir():
         return f"{path} is a folder: name a file, e.g. {path / 'results.jsonl'}"
     if path.exists():
-        return None if os.access(path, os.W_OK) else f"{path} cannot be written to (read-only)"
+        if os.access(path, os.W_OK):
+            return None
+        if path.resolve().parent == REFERENCE_RESULTS:
+            return (f"{path} is one of the lesson's reference results files, which you cannot "
+                    f"write to: name a file of your own, e.g. --out ~/gpulesson-work/{path.name}")
+        return f"{path} cannot be written to (read-only)"
     folder = path.parent
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent

@@ -22,7 +22,8 @@ from them and show what they have (a range over two epochs, or one value and "1 
 **The command line.** Every experiment's command appends its records to a results file
 (``--out``), most seed their models' initial weights (``--seed``), measure the CPU and then the
 GPU if one is visible unless told which devices, can go on with an earlier run (``--run-id``,
-skipping the conditions it has), and end by saying what they appended.
+skipping the conditions it has; an id the file lacks starts a run only in the form that
+``new_run_id`` gives), and end by saying what they appended. ``--out`` names a ``.jsonl`` file.
 
 **The meters.** :class:`Budget` holds one condition's epoch times (the warm-up apart) and says
 when the rule's repeats are done; :func:`synced_epoch_timer` is the ``fit`` callback that reads
@@ -43,6 +44,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import subprocess
 import sys
 import time
@@ -251,12 +253,36 @@ def markdown_table(head, rows) -> str:
 # --- the command line ---------------------------------------------------------------------------
 
 DEFAULT_SEED = 42
+NEW_RUN_ID = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{6}")  # gpulesson.results.new_run_id's form
+
+
+def results_file(text: str) -> Path:
+    """``--out``'s value: a results file holds JSON lines, so its name ends in ``.jsonl``; any
+    other name (a model, a figure, an HDF5 file) would get text appended to it."""
+    path = Path(text)
+    if path.suffix != ".jsonl":
+        raise argparse.ArgumentTypeError(
+            f"{text} is not a results file: records are JSON lines, appended to a file whose "
+            f"name ends in .jsonl, e.g. --out {path.with_suffix('.jsonl').name}")
+    return path
 
 
 def add_out_option(parser: argparse.ArgumentParser, default: Path) -> None:
     """``--out``: the results file the records are appended to, ``default`` if not given."""
-    parser.add_argument("--out", type=Path, default=default,
+    parser.add_argument("--out", type=results_file, default=default,
                         help=f"results file to append to (default {default})")
+
+
+def positive_seconds(text: str) -> float:
+    """A time limit in seconds, more than 0 (0 or less would skip everything)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(
+            f"must be more than 0 seconds, not {text}: a limit of {text} would skip everything")
+    return seconds
 
 
 def add_seed_option(parser: argparse.ArgumentParser, default: int = DEFAULT_SEED) -> None:
@@ -328,7 +354,16 @@ def continue_run(out: Path, experiment: str, run_id: str | None, key) -> tuple[s
         return new_run_id(), set()
     if not Path(out).is_file():
         return run_id, set()
-    done = {key(record) for record in read_records(out, experiment=experiment, run_id=run_id)}
+    records = read_records(out)
+    done = {key(r) for r in records if r.get("experiment") == experiment and r.get("run_id") == run_id}
+    known = sorted({r.get("run_id") for r in records} - {None})
+    # An id the file lacks: a new run only in new_run_id's form (as tools/reference.py gives it).
+    if run_id not in known and not NEW_RUN_ID.fullmatch(run_id):
+        listed = ", ".join(known[-5:]) + (f" (the last 5 of {len(known)})" if len(known) > 5 else "")
+        print(f"error: --run-id {run_id}: {out} has no run of that id (its runs: "
+              f"{listed or 'none'}). Give one of them to go on with it, or leave --run-id out "
+              "to start a new run.", file=sys.stderr)
+        raise SystemExit(2)
     return run_id, done
 
 

@@ -20,6 +20,7 @@ from gpulesson.experiments.common import (
     add_run_id_option,
     continue_run,
     default_devices,
+    positive_seconds,
     repeats_for,
     say_appended,
 )
@@ -59,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--repeats", type=int, default=None,
                         help=f"timed calls and windows of calls per size, after {WARMUP} "
                              f"recorded warm-up call (default {REPEATS}; --quick: {QUICK_REPEATS})")
-    parser.add_argument("--max-seconds", type=float, default=MAX_SECONDS,
+    parser.add_argument("--max-seconds", type=positive_seconds, default=MAX_SECONDS,
                         help=f"skip sizes whose one call would take longer (default {MAX_SECONDS:g})")
     parser.add_argument("--quick", action="store_true",
                         help="small sizes and few repeats (also when LESSON_QUICK=1)")
