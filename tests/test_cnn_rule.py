@@ -244,3 +244,30 @@ def test_the_episode_takes_the_figures_alt_texts_from_the_drawing_code():
     values = cnn.substitutions()
     assert (values["ref_fig_epoch_times_alt"], values["ref_fig_time_bars_alt"]) == \
         cnn.alt_texts(cnn.reference_run())
+
+
+def test_every_series_has_a_labelled_tick_at_or_below_it_and_the_bars_name_the_machines():
+    """On a logarithmic axis of decades alone, a GPU's 0.5 s epochs and an 85 ms evaluation sat
+    below the lowest label (1 s, 0.1 s): the ticks are at 1 and 3 times each power of ten and
+    written as plain numbers, and the bars' title names both machines."""
+    cpu = copy.deepcopy(cnn.reference_run()[0])
+    gpu = copy.deepcopy(cpu)
+    timed = [0.52, 0.51, 0.53, 0.52, 0.50]
+    gpu.update(device_kind="gpu", device="Made-up GPU", epoch_seconds=[14.0, *timed],
+               evaluation_seconds=0.0848, total_seconds=16.5, first_epoch_seconds=14.0,
+               summary=common.summarise(timed, [14.0]))
+    figs = cnn.figures([cpu, gpu])
+    try:
+        for fig, lowest in zip(figs, (min(timed), 0.0848), strict=True):
+            ax = fig.axes[0]
+            fig.canvas.draw()
+            assert ax.get_yscale() == "log"
+            bottom, top = ax.get_ylim()
+            ticks = [t for t in ax.get_yticks() if bottom <= t <= top]
+            labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+            assert min(ticks) <= lowest, (ticks, lowest)
+            assert all("$" not in label for label in labels), labels  # 0.3, not 10^{-1}
+        title = figs[1]._suptitle.get_text()
+        assert "Made-up GPU" in title and "CPU: " in title
+    finally:
+        _close(figs)

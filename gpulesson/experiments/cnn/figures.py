@@ -193,7 +193,7 @@ def time_bars_figure(series, comparison=None, *, label: str):
 
     from gpulesson.compare_plots import _subplots, _title, time_axis
 
-    fig, ax = _subplots(figsize=(8, 4.4))
+    fig, ax = _subplots(figsize=(8, 4.8))
     width = 0.8 / len(series)
     x = np.arange(len(BAR_GROUPS))
     for i, s in enumerate(series):
@@ -213,7 +213,8 @@ def time_bars_figure(series, comparison=None, *, label: str):
     time_axis(ax, [v for s in series for v in s.bar_values], "seconds")
     ax.margins(y=0.25)
     ax.legend(title="device")
-    _title(fig, "Training and evaluation time", label, SPREAD_NOTE)
+    machines = "; ".join(f"{s.kind}: {s.name}" for s in series)
+    _title(fig, "Training and evaluation time", label, f"{machines}\n{SPREAD_NOTE}")
     fig.tight_layout()
     fig.alt_text = time_bars_alt(series, comparison)
     return fig
