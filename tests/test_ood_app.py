@@ -94,6 +94,7 @@ def test_the_form_has_episode_2s_fields_with_the_first_sessions_defaults(ruby):
     assert attributes["conda_env"]["value"] == site["conda_env"]
     assert attributes["class_results"] == {"widget": "hidden_field",
                                            "value": site["class_results"]}
+    assert attributes["data_dir"] == {"widget": "hidden_field", "value": site["data_dir"]}
 
 
 def test_the_session_menu_sets_each_sessions_request(ruby):
@@ -142,6 +143,7 @@ def test_form_values_become_slurm_options(ruby, tmp_path, values, expected):
     assert f'conda_env="{site["conda_env"]}"' in script
     assert 'conda activate "${conda_env:-gpulesson}"' in script
     assert f'export LESSON_CLASS_RESULTS="${{LESSON_CLASS_RESULTS:-{site["class_results"]}}}"' in script
+    assert f'data_dir="{site["data_dir"]}"' in script
     assert "python -m ipykernel install --user --name gpulesson" in script
     assert "/lab/tree/my-notebooks" in (staged / "before.sh").read_text()
     assert "python -m gpulesson.workcopy --lesson . --to my-notebooks" in script
@@ -206,6 +208,29 @@ def test_the_job_activates_the_sites_conda_environment_before_a_venv(ruby, tmp_p
                               f"conda activate {expected}"], logged
     assert f"{prefix / 'bin' / 'python'} -m gpulesson.devices" in logged, logged
     assert logged[-1] == f"{prefix / 'bin' / 'jupyter'} lab", logged
+
+
+@pytest.mark.parametrize(("data_dir", "preset", "expected"), [
+    ("/shared/gpulesson-data", None, "/shared/gpulesson-data"),
+    ("/shared/gpulesson-data", "/mine", "/mine"),
+    ("", None, "unset"),
+], ids=["site-folder", "session-folder-wins", "no-site-folder"])
+def test_the_job_exports_the_classs_data_folder_from_the_site_value(ruby, tmp_path, data_dir,
+                                                                    preset, expected):
+    """lesson_site's data_dir reaches the notebooks as LESSON_DATA_DIR: pre-staged data need no
+    %env in every learner's notebook; a folder the session already names stays."""
+    env = fake_cluster(tmp_path / "cluster")
+    lesson = tmp_path / "lesson"
+    fake_environment(lesson / ".venv", venv=True)
+    jupyter = lesson / ".venv" / "bin" / "jupyter"
+    jupyter.write_text('#!/bin/bash\necho "$0 $* LESSON_DATA_DIR=${LESSON_DATA_DIR-unset}" >> '
+                       '"$FAKE_LOG"\necho \'"gpulesson"\'\n')
+    _, staged = submit(ruby, tmp_path, {"conda_env": "", "data_dir": data_dir})
+    run_env = {**env, "LESSON_DIR": str(lesson), **({"LESSON_DATA_DIR": preset} if preset else {})}
+    result = subprocess.run(["bash", str(staged / "script.sh")], cwd=staged, check=False,
+                            env=run_env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert calls(env)[-1] == f"{jupyter} lab LESSON_DATA_DIR={expected}", calls(env)
 
 
 # Open OnDemand's "basic" template wraps the app's before.sh and script.sh like this (ood_core's

@@ -130,6 +130,9 @@ def cluster(args) -> list:
     from gpulesson.check.submit import run_job
 
     kernel, python, env = login.check_kernel(args.kernel)
+    data_dir = str(login.site_values(args.config).get("data_dir") or "").strip()
+    if data_dir and "LESSON_DATA_DIR" not in env:  # as the app exports it in each session
+        env = {**env, "LESSON_DATA_DIR": data_dir}
     settings = _settings(env)
     items = kernel + login.check_data(settings)
     site_items, site = site_check.check_site(args.config)
