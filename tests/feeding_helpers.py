@@ -15,20 +15,17 @@ N, BATCH = 96, 32  # 3 batches an epoch: every code path, in seconds
 REPEATS = common.QUICK_REPEATS  # the rule's least, as in quick mode
 
 
-def do_nothing_model(keras_device, *, precision="float32", jit_compile=True,
-                     steps_per_execution=1):
+def do_nothing_model(keras_device):
     """``build_model`` with the ceiling's do-nothing model in place of the lesson's CNN. These
     tests check the benchmark's bookkeeping, and compiling the CNN for every condition took most
     of their time; episode 9's notebook runs the benchmark with the CNN itself."""
-    with feeding.precision_policy(precision):
-        return tiny_model(keras_device, metrics=["accuracy"], jit_compile=jit_compile,
-                          steps_per_execution=steps_per_execution)
+    return tiny_model(keras_device, metrics=["accuracy"])
 
 
 def tiny_benchmark(data_dir):
-    """One tiny benchmark run: every pipeline (train and loader), then every sweep. The records,
-    the progress lines, and the precision policy in force before (the ``feeding_measured``
-    fixture of conftest.py, run once per test module)."""
+    """One tiny benchmark run: every pipeline (train and loader). The records, the progress
+    lines, and the precision policy in force before (the ``feeding_measured`` fixture of
+    conftest.py, run once per test module)."""
     import keras
 
     before = keras.mixed_precision.global_policy().name
@@ -37,9 +34,7 @@ def tiny_benchmark(data_dir):
         patch.setattr(measure, "build_model", do_nothing_model)
         records = feeding.run_benchmark(
             devices=["cpu"], pipelines=list(fp.PIPELINES), batch_size=BATCH, n_images=N,
-            repeats=REPEATS, workers=2, sweeps=feeding.SWEEPS, batch_sizes=(48,),
-            spe_values=(2,), precisions=("mixed_bfloat16",),
-            data_dir=data_dir, progress=lines.append)
+            repeats=REPEATS, workers=2, data_dir=data_dir, progress=lines.append)
     return records, lines, before
 
 

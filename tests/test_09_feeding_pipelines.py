@@ -28,6 +28,7 @@ def test_every_pipeline_gives_well_formed_records(feeding_measured):
     assert not [line for line in lines if line.startswith("skipped")], lines
     assert len({r["run_id"] for r in records}) == 1
     base = [r for r in records if r["group"] == "pipelines"]
+    assert base == records  # the settings are the speed ladder's
     assert {(r["pipeline"], r["mode"]) for r in base} == {
         (p, m) for p in fp.PIPELINES for m in ("train", "loader")}
     for r in records:
@@ -55,23 +56,6 @@ def test_every_pipeline_gives_well_formed_records(feeding_measured):
     lesson = feeding.find(records, "cpu", "lesson")
     assert lesson["chunks"] == [BATCH, 32, 32, 3] and lesson["compression"] is None
     assert feeding.find(records, "cpu", "lesson-workers")["workers"] == 2
-
-
-def test_the_sweeps_vary_one_setting_on_the_fastest_pipeline(feeding_measured):
-    records, _, policy_before = feeding_measured
-    import keras
-
-    best = feeding.best_pipeline(records, "cpu")
-    swept = [r for r in records if r["group"] in feeding.SWEEPS]
-    assert {r["pipeline"] for r in swept} == {best} and {r["mode"] for r in swept} == {"train"}
-    settings = {(r["group"], r["precision"], r["jit_compile"], r["steps_per_execution"],
-                 r["batch_size"]) for r in swept}
-    assert settings == {("precision", "mixed_bfloat16", True, 1, BATCH),
-                        ("jit", "float32", False, 1, BATCH),
-                        ("spe", "float32", True, 2, BATCH),
-                        ("batch", "float32", True, 1, 48)}
-    # mixed precision was set for its model only
-    assert keras.mixed_precision.global_policy().name == policy_before == "float32"
 
 
 def test_the_precision_policy_is_restored_after_an_error():
@@ -225,8 +209,6 @@ def test_every_record_follows_the_measurement_rule(feeding_measured):
                                    n_images=32, repeats=1), "larger than n_images"),
     (lambda: feeding.run_benchmark(devices=["cpu"], pipelines=["ram"], batch_size=0,
                                    n_images=32, repeats=1), "batch_size must be"),
-    (lambda: feeding.run_benchmark(devices=["cpu"], pipelines=["ram"], batch_size=8,
-                                   n_images=32, repeats=1, sweeps=["colour"]), "unknown sweep"),
     (lambda: fp.make_pipeline("ram", batch_size=0, arrays=_numbered(4)), "batch size"),
 ])
 @pytest.mark.bad_input("bad argument")
@@ -257,9 +239,8 @@ def test_the_command_refuses_the_gpu_without_one(tmp_path, capsys):
     if keras_device()["gpu_count"]:
         pytest.skip("a GPU is visible")
     out = tmp_path / "f.jsonl"
-    for args in (["--devices", "gpu"], ["--devices", "cpu", "--sweep-devices", "gpu"]):
-        assert feeding_main([*args, "--out", str(out)]) == 2
-        assert "No GPU is visible" in capsys.readouterr().err
+    assert feeding_main(["--devices", "gpu", "--out", str(out)]) == 2
+    assert "No GPU is visible" in capsys.readouterr().err
     assert not out.exists()
     del keras
 
@@ -270,7 +251,7 @@ def test_the_command_refuses_the_gpu_without_one(tmp_path, capsys):
     (["--pipelines", "nope"], "invalid choice: 'nope'"),
     (["--max-steps", "0"], "--max-steps must be at least 1"),
     (["--workers", "0"], "--workers must be at least 1"),
-    (["--spe", "0"], "--spe must all be at least 1"),
+    (["--sweeps", "none"], "unrecognized arguments: --sweeps"),
     (["--devices", "tpu"], "invalid choice: 'tpu'"),
     (["--repeats", "x"], "invalid int value"),
     (["--repeats", "1"], "--repeats must be at least"),
@@ -299,8 +280,8 @@ def test_the_command_runs_on_jax_without_tensorflow(tmp_path):
         "sys.meta_path.insert(0, NoTensorFlow())\n"
         "from gpulesson.experiments.feeding.__main__ import main\n"
         "status = main(['--quick', '--devices', 'cpu', '--n-images', '64',\n"
-        "    '--batch-size', '32', '--pipelines', 'lesson',\n"  # device: test_09_device_path
-        f"    '--sweeps', 'spe', '--spe', '2', '--out', {str(out)!r}])\n"
+        "    '--batch-size', '32', '--pipelines', 'lesson', 'lesson-ahead',\n"  # device: test_09_device_path
+        f"    '--out', {str(out)!r}])\n"
         "sys.exit(status)\n"
     )
     env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu"}
@@ -308,10 +289,11 @@ def test_the_command_runs_on_jax_without_tensorflow(tmp_path):
                           check=False, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     records = read_records(out)
-    assert len(records) == 3 and {r["backend"] for r in records} == {"jax"}
+    assert len(records) == 4 and {r["backend"] for r in records} == {"jax"}
     assert len({r["run_id"] for r in records}) == 1
-    assert {r["group"] for r in records} == {"pipelines", "spe"}
-    assert "img/s" in done.stdout and "Appended 3 record(s)" in done.stdout
+    assert {(r["pipeline"], r["mode"]) for r in records} == {
+        (p, m) for p in ("lesson", "lesson-ahead") for m in ("train", "loader")}
+    assert "img/s" in done.stdout and "Appended 4 record(s)" in done.stdout
     assert not any(r["workers"] for r in records)
 
 
@@ -364,7 +346,7 @@ def test_keras_workers_still_carry_batches_over_on_jax():
 # --- going on with an interrupted run -----------------------------------------------------------
 
 _TINY = ["--quick", "--devices", "cpu", "--n-images", str(N), "--batch-size", str(BATCH),
-         "--pipelines", "ram", "device", "--sweeps", "spe", "--spe", "2"]  # 5 conditions
+         "--pipelines", "ram", "device"]  # 4 conditions
 
 
 def _stop_at_the_loader(*args, **kwargs):
@@ -393,13 +375,12 @@ def test_a_run_that_goes_on_records_only_the_conditions_it_lacks(tmp_path, monke
     assert f"1 of 4 condition(s) recorded in run {run_id} already" in printed
     mine = read_records(out, run_id=run_id)
     keys = [rec.condition(r) for r in mine]
-    assert len(keys) == len(set(keys)) == 5, keys
+    assert len(keys) == len(set(keys)) == 4, keys
     assert mine[0] == first  # kept as it was, not measured again
     assert {(r["pipeline"], r["mode"], r["group"]) for r in mine} == {
         ("ram", "train", "pipelines"), ("ram", "loader", "pipelines"),
-        ("device", "train", "pipelines"), ("device", "loader", "pipelines"),
-        (feeding.best_pipeline(mine, "cpu"), "train", "spe")}
-    assert "Appended 4 record(s)" in printed
+        ("device", "train", "pipelines"), ("device", "loader", "pipelines")}
+    assert "Appended 3 record(s)" in printed
     assert printed.count(" loader ") >= 2  # the whole run's table, not only what was appended
 
     # A run that has everything measures nothing: no model is even built.

@@ -127,10 +127,10 @@ def test_the_command_passes_the_run_id_and_puts_the_gpu_first():
     assert reference.command(step, "r1", gpu=False, python="py")[-2:] == ["--run-id", "r1"]
     assert reference.expand("gpu-node") == list(reference.GPU_NODE)
     assert "contention" not in reference.GPU_NODE and "contention" in reference.expand("all")
-    # Feeding: the GPU's stage, then the CPU's, whose sweeps run on the CPU only without a GPU.
+    # Feeding: the GPU's stage, then the CPU's, four pipelines beside a GPU, all without one.
     on_cpu = reference.STAGES["feeding-cpu"].steps[0]
-    assert "--sweeps" in reference.command(on_cpu, "r", gpu=True)
-    assert "--sweeps" not in reference.command(on_cpu, "r", gpu=False)
+    assert "--pipelines" in reference.command(on_cpu, "r", gpu=True)
+    assert "--pipelines" not in reference.command(on_cpu, "r", gpu=False)
     from gpulesson.experiments.feeding.measure import REFERENCE_CPU_STEPS
 
     assert reference.FEEDING_CPU_STEPS == str(REFERENCE_CPU_STEPS)
@@ -219,7 +219,7 @@ def node_copy(tmp_path_factory):
 
 # The experiments measure fewer conditions here, to keep the suite short: their own tests
 # cover the rest, and a rehearsal of the stages at quick sizes runs them whole.
-SHORTER = {"REFERENCE_ARGS_FEEDING": "--pipelines lesson --sweeps none",
+SHORTER = {"REFERENCE_ARGS_FEEDING": "--pipelines lesson",
            "REFERENCE_ARGS_CONTENTION": "--parts copies --copies 1 --cpu-threads",
            "REFERENCE_ARGS_CEILING": "--backends jax --pipelines ram lesson",
            "REFERENCE_ARGS_CNN": "--epochs 2", "REFERENCE_ARGS_TORCH_REFERENCE": "--epochs 2",

@@ -134,7 +134,7 @@ PLAN = [
                needs=GRAIN, step="settings on the GPU"), 1, (145, 165),
             "151.9 s on the H200 node (2026-11-28), the generator's rows reordered by fit",
             method=2),
-    Planned(_x("feeding", "--devices", "gpu", "--sweeps", "none", "--pipelines", "classic",
+    Planned(_x("feeding", "--devices", "gpu", "--pipelines", "classic",
                "lesson", "lesson-ahead", "lesson-ahead-window1", "lesson-gzip", "ram", "device",
                "--classic-max-steps", reference.FEEDING_CPU_STEPS, with_gpu=(), gpu_only=True,
                step="feeding on the GPU"),

@@ -128,8 +128,8 @@ REFRESH = [Step("figures", ["tools/reference.py", "--figures"], FIGURES),
 # (gpulesson.experiments.feeding.measure.REFERENCE_CPU_STEPS says how it was chosen).
 FEEDING_CPU_STEPS = "12"
 # Beside a GPU, the CPU's side of the comparison: the pipelines episode 9 sets against the GPU's
-# (the slow classic one, the lesson's, gzip's and data in memory), without sweeps.
-FEEDING_CPU_WITH_GPU = ("--sweeps", "none", "--pipelines", "classic", "lesson", "lesson-gzip", "ram")
+# (the slow classic one, the lesson's, gzip's and data in memory).
+FEEDING_CPU_WITH_GPU = ("--pipelines", "classic", "lesson", "lesson-gzip", "ram")
 NOTEBOOKS_1 = ("01", "03", "04", "05", "06")
 NOTEBOOKS_2 = ("07", "08", "10")
 NOTEBOOKS_3 = ("09",)
@@ -153,18 +153,13 @@ STAGES = {stage.name: stage for stage in (
           ]),
     Stage("small-models", "episode 7's small MLP and its sweep", "3-5 min",
           [_experiment("small_models", needs=(*KERAS, "sklearn"))]),
-    # Episode 9's pipelines in three stages of one run: the GPU's full epochs, then its
-    # settings sweeps on the fastest pipeline, then the CPU's epochs capped (the sweeps run on
-    # the CPU only without a GPU). The classic pipeline is capped everywhere: it reads a few
-    # hundred images a second, so a full epoch of it would take minutes on any device.
+    # Episode 9's pipelines in two stages of one run: the GPU's full epochs, then the CPU's epochs
+    # capped (the settings are the speed ladder's). The classic pipeline is capped everywhere: it
+    # reads a few hundred images a second, so a full epoch of it would take minutes on any device.
     Stage("feeding-gpu", "episode 9's input pipelines on the GPU (nothing without one)",
-          "about 3 min", [_experiment("feeding", "--devices", "gpu", "--sweeps", "none",
+          "about 3 min", [_experiment("feeding", "--devices", "gpu",
                                       "--classic-max-steps", FEEDING_CPU_STEPS, with_gpu=(),
                                       gpu_only=True, step="pipelines on the GPU")]),
-    Stage("feeding-settings", "episode 9's settings sweeps on the GPU (nothing without one)",
-          "about 4 min", [_experiment("feeding", "--devices", "gpu", "--sweep-devices", "gpu",
-                                      "--classic-max-steps", FEEDING_CPU_STEPS, with_gpu=(),
-                                      gpu_only=True, step="settings on the GPU")]),
     Stage("feeding-cpu", f"episode 9's input pipelines on the CPU, {FEEDING_CPU_STEPS} steps an "
           "epoch", "about 2 min",
           [_experiment("feeding", "--devices", "cpu", "--cpu-max-steps", FEEDING_CPU_STEPS,
@@ -186,7 +181,7 @@ STAGES = {stage.name: stage for stage in (
           "under 1 min", [*REFRESH, Step("pack", None)]),
 )}
 # What a GPU node records: all but the CPU-only contention experiment.
-GPU_NODE = ("core", "small-models", "feeding-gpu", "feeding-settings", "feeding-cpu", "ceiling",
+GPU_NODE = ("core", "small-models", "feeding-gpu", "feeding-cpu", "ceiling",
             "workers", "notebooks-1", "notebooks-2", "notebooks-3", "pack")
 
 

@@ -1,15 +1,14 @@
 """Draw the feeding benchmark's figures from its results file:
 
     python fig/09-feeding-the-gpu/figures.py [FOLDER] [RESULTS]
-        ->  FOLDER/feeding-pipelines.svg, FOLDER/feeding-settings.svg,
-            FOLDER/feeding-ceiling.svg, FOLDER/feeding-workers.svg
+        ->  FOLDER/feeding-pipelines.svg, FOLDER/feeding-ceiling.svg,
+            FOLDER/feeding-workers.svg
 
 FOLDER defaults to fig/09-feeding-the-gpu/ (created if missing), RESULTS to
 results/feeding.jsonl (the ceiling and Grain's workers: results/ceiling.jsonl and
 results/workers.jsonl, beside it). Each device is drawn from the newest run that measured it
-completely, the settings from the newest run that varied every setting (each experiment's
-reference_run, e.g. gpulesson.experiments.feeding.reference_run); record one with
-``python -m gpulesson.experiments.feeding``. A test checks that the committed figures are the ones this
+completely (each experiment's reference_run, e.g. gpulesson.experiments.feeding.reference_run);
+record one with ``python -m gpulesson.experiments.feeding``. A test checks that the committed figures are the ones this
 script draws from the committed file.
 """
 
@@ -23,7 +22,7 @@ from gpulesson.experiments import ceiling, feeding, workers
 from gpulesson.figure_scripts import drawer, main
 
 FOLDER = Path(__file__).resolve().parent
-FIGURES = ("feeding-pipelines.svg", "feeding-settings.svg")
+FIGURES = ("feeding-pipelines.svg",)
 _draw = drawer(feeding, FIGURES, FOLDER)
 # Drawn from their own results files, beside the feeding benchmark's, when they are there.
 BESIDE = [(ceiling, drawer(ceiling, (ceiling.FILE,), FOLDER)),

@@ -5,9 +5,9 @@ The benchmark of the episode "Feeding the GPU". It trains the lesson's CNN
 (speed does not depend on the pixel values) from each pipeline of :data:`PIPELINES`: the
 classic tutorial generator (the instructive mistake), the lesson's generator on uncompressed
 and compressed batch-chunked files, with and without Keras worker processes (TensorFlow
-backend only), the whole data set in RAM, and the data already on the device. On the best of
-them it then varies one setting at a time (:data:`SWEEPS`): mixed precision, XLA compilation
-(``jit_compile``) off, ``steps_per_execution`` and the batch size. Every condition follows the
+backend only), the lesson's generator reading ahead (``read_ahead=True``), the whole data set in
+RAM, and the data already on the device. (The settings, precision, steps per execution and batch
+size, are the speed ladder's: :mod:`gpulesson.experiments.ladder`.) Every condition follows the
 lesson's measurement rule (:mod:`gpulesson.experiments.common`): a recorded warm-up epoch and
 at least :data:`~gpulesson.experiments.common.REPEATS` timed ones, every epoch and their
 summary kept, medians and ranges on the page, comparison words from
@@ -34,7 +34,6 @@ from gpulesson.experiments.feeding.measure import (
     BATCH_SIZE,
     PRECISIONS,
     QUICK_N_IMAGES,
-    SWEEPS,
     build_model,
     check_precision,
     precision_policy,
@@ -68,7 +67,6 @@ __all__ = [
     "PRECISIONS",
     "QUICK_N_IMAGES",
     "RESULTS_FILE",
-    "SWEEPS",
     "alt_texts",
     "best_pipeline",
     "build_model",

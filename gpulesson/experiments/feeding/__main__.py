@@ -12,16 +12,14 @@ epochs times only the first N batches of each (``--cpu-max-steps``, ``--classic-
 
 The reference is recorded in bounded stages that share one run id (``--run-id``):
 
-    # on a GPU node: every pipeline and the sweeps on the GPU, whole epochs
-    python -m gpulesson.experiments.feeding --devices gpu --sweep-devices gpu
-    # then the CPU's pipelines, 12 batches an epoch, no sweeps
-    python -m gpulesson.experiments.feeding --devices cpu --sweeps none \
+    # on a GPU node: every pipeline on the GPU, whole epochs
+    python -m gpulesson.experiments.feeding --devices gpu --classic-max-steps 12
+    # then the CPU's pipelines, 12 batches an epoch
+    python -m gpulesson.experiments.feeding --devices cpu \
         --cpu-max-steps 12 --classic-max-steps 12 --run-id RUN
-    # on a machine without a GPU: the CPU's pipelines and its sweeps
-    python -m gpulesson.experiments.feeding --devices cpu --cpu-max-steps 12 --classic-max-steps 12
 
 12 batches an epoch (:data:`~gpulesson.experiments.feeding.measure.REFERENCE_CPU_STEPS`) is
-chosen so that the CPU stage without sweeps (8 pipelines, training and loader alone, a warm-up
+chosen so that the CPU stage (8 pipelines, training and loader alone, a warm-up
 and 5 timed epochs each, 50,000 images) takes at most about 7 minutes on an idle 2-core
 machine. That is an extrapolation, not a measurement of the whole stage: the committed run
 20261123T025717Z-e5fe6a (TensorFlow, 12 steps, 3 timed epochs, other programs under 7 % of the
@@ -30,9 +28,10 @@ about 6 s on one epoch of all 8 loaders alone, so 5 timed epochs come to about 6
 writing the data files. On a busy machine it takes several times longer: a probe of two
 pipelines at 20 steps, sharing the 2 cores with another training (load average about 4, other
 programs 58 to 76 % of the CPU), took 30 to 50 s per training epoch of the lesson's pipeline
-and 52 to 124 s of the classic one. The CPU's sweeps at 12 steps add about 10 minutes
-(extrapolated from the same run's sweeps), most of it the batch sizes 1,024 and 2,048, whose
-steps hold 4 and 8 times the images.
+and 52 to 124 s of the classic one.
+
+The settings (precision, steps per execution, batch size) are measured by the speed ladder,
+``python -m gpulesson.experiments.ladder``, not here.
 """
 
 from __future__ import annotations
@@ -53,16 +52,11 @@ from gpulesson.experiments.common import (
 )
 from gpulesson.experiments.feeding.measure import (
     BATCH_SIZE,
-    BATCH_SIZES,
     QUICK_BATCH_SIZE,
-    QUICK_BATCH_SIZES,
     QUICK_N_IMAGES,
     QUICK_REPEATS,
-    QUICK_SPE_VALUES,
     REFERENCE_CPU_STEPS,
     REPEATS,
-    SPE_VALUES,
-    SWEEPS,
     WARMUP,
     check_earlier,
     run_benchmark,
@@ -85,9 +79,10 @@ def _parser() -> argparse.ArgumentParser:
         epilog=f"Every condition: {WARMUP} recorded warm-up epoch and at least {REPEATS} timed "
                f"ones ({QUICK_REPEATS} with --quick). The reference's CPU part times "
                f"{REFERENCE_CPU_STEPS} batches an epoch (--cpu-max-steps {REFERENCE_CPU_STEPS} "
-               f"--classic-max-steps {REFERENCE_CPU_STEPS}): about 6 minutes without sweeps on "
-               "an idle 2-core machine (an extrapolation from a recorded run), several times "
-               "longer on a busy one; the CPU's sweeps add about 10 minutes.")
+               f"--classic-max-steps {REFERENCE_CPU_STEPS}): about 6 minutes on an idle 2-core "
+               "machine (an extrapolation from a recorded run), several times longer on a busy "
+               "one. The settings are the speed ladder's: python -m "
+               "gpulesson.experiments.ladder.")
     parser.add_argument("--devices", nargs="+", choices=sorted(DEVICES), default=None,
                         help="devices to measure, in this order (default: cpu, then gpu if "
                              "visible)")
@@ -117,18 +112,6 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--workers", type=int, default=None,
                         help="worker processes of the *-workers pipelines, TensorFlow backend "
                              "only (default: half the usable cores, 2 to 8)")
-    parser.add_argument("--sweeps", nargs="+", choices=[*SWEEPS, "none"], default=list(SWEEPS),
-                        help="settings to vary on the best pipeline (default: all; 'none')")
-    parser.add_argument("--sweep-devices", nargs="+", choices=sorted(DEVICES), default=None,
-                        help="devices to run the sweeps on (default: the first device)")
-    parser.add_argument("--sweep-pipeline", choices=list(PIPELINES), default=None,
-                        help="pipeline to vary the settings on (default: the fastest)")
-    parser.add_argument("--batch-sizes", nargs="+", type=int, default=None,
-                        help=f"batch sizes of the batch sweep (default "
-                             f"{' '.join(map(str, BATCH_SIZES))})")
-    parser.add_argument("--spe", nargs="+", type=int, default=None,
-                        help=f"steps_per_execution values of the sweep (default "
-                             f"{' '.join(map(str, SPE_VALUES))})")
     parser.add_argument("--quick", action="store_true",
                         help="tiny sizes (also when LESSON_QUICK=1), for tests")
     parser.add_argument("--data-dir", type=Path, default=None,
@@ -157,8 +140,6 @@ def main(argv=None) -> int:
         "batch_size": given(args.batch_size, QUICK_BATCH_SIZE, BATCH_SIZE),
         "n_images": given(args.n_images, QUICK_N_IMAGES, N_IMAGES),
         "repeats": given(args.repeats, QUICK_REPEATS, REPEATS),
-        "batch_sizes": given(args.batch_sizes, QUICK_BATCH_SIZES, BATCH_SIZES),
-        "spe_values": given(args.spe, QUICK_SPE_VALUES, SPE_VALUES),
     }
     for name in ("batch_size", "n_images", "repeats"):
         if options[name] < 1:
@@ -166,9 +147,6 @@ def main(argv=None) -> int:
     if options["batch_size"] > options["n_images"]:
         parser.error(f"--batch-size {options['batch_size']} is larger than --n-images "
                      f"{options['n_images']}")
-    for name, values in (("--batch-sizes", options["batch_sizes"]), ("--spe", options["spe_values"])):
-        if any(v < 1 for v in values):
-            parser.error(f"{name} must all be at least 1, not {values}")
     for name in ("max_steps", "cpu_max_steps", "classic_max_steps", "workers"):
         value = getattr(args, name)
         if value is not None and value < 1:
@@ -181,7 +159,6 @@ def main(argv=None) -> int:
     if args.warmup < WARMUP:
         parser.error(f"--warmup must be at least {WARMUP} (the lesson's rule: a recorded "
                      f"warm-up), not {args.warmup}")
-    sweeps = [] if "none" in args.sweeps else args.sweeps
 
     from gpulesson.devices import keras_device
     from gpulesson.results import append_record, read_records
@@ -189,8 +166,7 @@ def main(argv=None) -> int:
     found = keras_device()
     allocator.fix_for(found["backend"])  # PyTorch: one known malloc mode for every record
     devices = default_devices(args.devices, found["gpu_count"])
-    wants_gpu = "gpu" in devices or "gpu" in (args.sweep_devices or [])
-    if wants_gpu and not found["gpu_count"]:
+    if "gpu" in devices and not found["gpu_count"]:
         print(f"No GPU is visible to Keras ({found['backend']} backend): nothing was measured "
               "or written. Run with --devices cpu, or on a machine with a GPU.", file=sys.stderr)
         return 2
@@ -223,9 +199,7 @@ def main(argv=None) -> int:
         devices=devices, pipelines=pipelines, warmup=args.warmup,
         max_steps=args.max_steps, cpu_max_steps=args.cpu_max_steps,
         classic_max_steps=args.classic_max_steps,
-        workers=workers, sweeps=sweeps,
-        sweep_devices=args.sweep_devices, sweep_pipeline=args.sweep_pipeline,
-        data_dir=args.data_dir, run_id=run_id, earlier=earlier,
+        workers=workers, data_dir=args.data_dir, run_id=run_id, earlier=earlier,
         on_record=lambda r: append_record(args.out, r),
         progress=lambda line: print(line, flush=True), **options)
     print(describe(whole_run()))

@@ -24,8 +24,6 @@ from gpulesson.experiments.feeding.records import (
     find,
     rate_summary,
     rate_text,
-    shown,
-    sweep_device,
 )
 from gpulesson.results import data_label, hardware
 from gpulesson.results import duration as seconds_text
@@ -76,7 +74,7 @@ def gpu_peaks_text(records) -> str:
     has none for that card, or no GPU was recorded."""
     from gpulesson.gpu_peaks import peaks_for
 
-    name = hardware([r for r in records if r.get("part") is None]).get("GPU")
+    name = hardware(records).get("GPU")
     peaks = peaks_for(name)
     if not peaks:
         return ("your GPU's published peaks (`gpulesson.gpu_peaks` has those of the cards the "
@@ -89,8 +87,8 @@ def gpu_peaks_text(records) -> str:
 def bf16_on_cpus(records, matmul_path=None) -> str:
     """The mixed-precision exercise's answer from the records: whether a CPU computed bfloat16
     matrix products measurably faster than float32 (episode 6's sweep, the largest size both
-    ran, in ``matmul_path``), and what mixed bfloat16 did to training the CNN on the device of
-    the settings sweep here (the CPU until a GPU has a whole sweep)."""
+    ran, in ``matmul_path``). (What mixed bfloat16 does to training the CNN is the speed
+    ladder's.)"""
     said = []
     if matmul_path is not None:
         from gpulesson.experiments.matmul import records as matmul  # read only: episode 6's
@@ -115,19 +113,4 @@ def bf16_on_cpus(records, matmul_path=None) -> str:
                     f"multiplied matrices of n = {sizes[-1]:,} in bfloat16 {words} "
                     f"({fmt_number(fast['median'])} against {fmt_number(slow['median'])} "
                     f"GFLOP/s, {basis(fast, slow, what='calls')}).")
-    device = sweep_device(records)
-    swept = next((r for r in shown(records) if r.get("device_kind") == device
-                  and r.get("group") == "precision" and r.get("precision") == "mixed_bfloat16"),
-                 None)
-    base = find(records, device, swept["pipeline"], run_id=swept["run_id"]) if swept else None
-    if swept and base:
-        a, b = rate_summary(swept), rate_summary(base)
-        verdict = compare_middle(a, b, higher_is_better=True)
-        words = (f"trained {verdict.text} float32" if verdict.measurable
-                 else f"showed {NO_DIFFERENCE} from float32")
-        said.append(
-            f"On the {parts.machine([swept])}, training the CNN with mixed bfloat16 "
-            f"({BACKEND_TITLES.get(swept['backend'], swept['backend'])}, on the "
-            f"{data_label([swept])}) {words}: {rate_text(a['median'])} against "
-            f"{rate_text(b['median'])} images/s, {basis(a, b)}.")
     return " ".join(said)

@@ -1,23 +1,21 @@
 """The feeding benchmark's figures, drawn from one run's records (``fig/09-feeding-the-gpu/
-figures.py`` saves them): images/s per pipeline, and the settings on the fastest pipeline, and
-their alt texts.
+figures.py`` saves it): images/s per pipeline, and its alt text. (The settings are the speed
+ladder's, :mod:`gpulesson.experiments.ladder`.)
 
-Only what was measured gets a panel: a device without records, or a kind of setting that was
-not varied, is not drawn, and the titles name the hardware of the devices drawn only. Records of
-a pipeline that delivered wrong data (:func:`gpulesson.experiments.feeding.records.delivered_wrong_data`)
-are left out, and a note under the figure says so. Every bar is a median with its range and its
-epochs (:func:`~gpulesson.experiments.common.draw_spread`).
+Only what was measured gets a panel: a device without records is not drawn, and the title names
+the hardware of the devices drawn only. Records of a pipeline that delivered wrong data
+(:func:`gpulesson.experiments.feeding.records.delivered_wrong_data`) are left out, and a note
+under the figure says so. Every bar is a median with its range and its epochs
+(:func:`~gpulesson.experiments.common.draw_spread`).
 
-What a figure draws is decided once (:func:`pipeline_panels`, :func:`settings_panels`); the
-drawing code and the alt texts (:func:`alt_texts`, the episode's ``ref_feed_fig_*_alt``
-values) both read it, so that an alt text names only what is drawn and takes its numbers from
-the drawn data.
+What the figure draws is decided once (:func:`pipeline_panels`); the drawing code and the alt
+text (:func:`alt_texts`, the episode's ``ref_feed_fig_pipelines_alt``) both read it, so that an
+alt text names only what is drawn and takes its numbers from the drawn data.
 """
 
 from __future__ import annotations
 
 from gpulesson.experiments.common import SPREAD_NOTE, draw_spread
-from gpulesson.experiments.feeding.measure import SWEEPS
 from gpulesson.experiments.feeding.reading import fastest_text
 from gpulesson.experiments.feeding.records import (
     PIPELINES,
@@ -26,7 +24,6 @@ from gpulesson.experiments.feeding.records import (
     rate_summary,
     rate_text,
     shown,
-    sweep_device,
 )
 from gpulesson.experiments.parts import machine
 from gpulesson.results import NOT_RECORDED, data_label, hardware, software
@@ -36,8 +33,6 @@ _DEVICE_COLOUR = {"cpu": "tab:blue", "gpu": "tab:orange"}
 _MODE_STYLE = {"train": {"hatch": "", "alpha": 1.0},
                "loader": {"hatch": "//", "alpha": 0.45}}
 _MODE_WORDS = {"train": "training (model.fit)", "loader": "loader alone (no model)"}
-_SWEEP_NAMES = {"precision": "precision", "jit": "XLA compilation",
-                "spe": "steps per execution", "batch": "batch size"}
 
 
 def _title(fig, what: str, records, devices) -> None:
@@ -109,23 +104,6 @@ def pipeline_panels(records) -> tuple[list[str], list[str], dict]:
     return devices, order, bars
 
 
-def settings_panels(records) -> tuple[str, str | None, dict | None, dict[str, list[dict]]]:
-    """What the settings figure draws: ``(device, pipeline, base record, {kind of setting: its
-    records, the base first (batch sizes in order)})``, for each kind varied on the device."""
-    swept = [r for r in shown(records) if r.get("group") in SWEEPS]
-    device = sweep_device(records)
-    swept = [r for r in swept if r["device_kind"] == device]
-    pipeline = swept[0]["pipeline"] if swept else None
-    base = find(records, device, pipeline, run_id=swept[0]["run_id"]) if pipeline else None
-    panels = {}
-    for group in SWEEPS:
-        rows = ([base] if base else []) + [r for r in swept if r["group"] == group]
-        if len(rows) >= 2:
-            panels[group] = sorted(rows, key=lambda r: r["batch_size"]) if group == "batch" \
-                else rows
-    return device, pipeline, base, panels
-
-
 # --- drawing ------------------------------------------------------------------------------------
 
 def _pipeline_panel(ax, bars, device, order) -> None:
@@ -182,66 +160,11 @@ def pipelines_figure(records):
     return fig
 
 
-def _sweep_label(record, group) -> str:
-    return {"precision": record["precision"].replace("mixed_", "mixed\n"),
-            "jit": "jit on" if record["jit_compile"] else "jit off",
-            "spe": str(record["steps_per_execution"]),
-            "batch": str(record["batch_size"])}[group]
-
-
-def settings_figure(records):
-    """Training images/s on the swept pipeline for each setting varied from the base
-    (float32, jit, 1 step per execution, base batch size), one panel per kind of setting
-    that was varied, the base bar marked "base"; each bar at its median with the range and the
-    epochs drawn."""
-    import matplotlib.pyplot as plt
-
-    device, pipeline, base, panels = settings_panels(records)
-    sweeps, axes = plt.subplots(1, max(1, len(panels)), figsize=(13, 4.8), squeeze=False)
-    axes = axes[0]
-    for ax, (group, rows) in zip(axes, panels.items(), strict=False):
-        ax.set_title(_SWEEP_NAMES[group], fontsize=10)
-        rates = [rate_summary(r) for r in rows]
-        for i, (r, rate) in enumerate(zip(rows, rates, strict=True)):
-            is_base = r is base
-            ax.bar(i, rate["median"], color=_DEVICE_COLOUR[device], edgecolor="black",
-                   hatch="" if is_base else "..")
-            ax.text(i, rate["median"] / 2,
-                    rate_text(rate["median"]) + (" *" if _busy(r) else "")
-                    + ("\n(base)" if is_base else ""), ha="center", va="center", fontsize=7.5,
-                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.5})
-        draw_spread(ax, list(range(len(rows))), rates)
-        ax.set_xticks(range(len(rows)), [_sweep_label(r, group) for r in rows], fontsize=8)
-        ax.margins(y=0.2)
-        ax.grid(axis="y", alpha=0.3)
-    missing = [_SWEEP_NAMES[g] for g in SWEEPS if g not in panels]
-    if not panels:
-        axes[0].text(0.5, 0.5, "No setting was varied in this run.", transform=axes[0].transAxes,
-                     ha="center", va="center", style="italic")
-        axes[0].set_axis_off()
-    else:
-        axes[0].set_ylabel("training images per second")
-        counts = [rate_summary(r)["n"] for rows in panels.values() for r in rows]
-        sweeps.text(0.5, 0.005, f"{SPREAD_NOTE}; timed epochs per bar: {_repeats_words(counts)}",
-                    ha="center", va="bottom", fontsize=8)
-    what = (f"{device.upper()}, pipeline '{pipeline}': one setting changed at a time "
-            "(base: float32, jit on, 1 step/execution)" if panels
-            else "Settings: no run has varied them yet")
-    if missing and panels:
-        what += f" | not varied: {', '.join(missing)}"
-    drawn = [r for rows in panels.values() for r in rows]
-    _title(sweeps, what, drawn or records, [device] if panels else [])
-    sweeps.tight_layout(rect=(0, 0.03, 1, 1))
-    _busy_note(sweeps, drawn)
-    return sweeps
-
-
 def figures(records):
-    """Two figures of one run: ``(images/s per pipeline, settings on the best pipeline)``
-    (:func:`pipelines_figure`, :func:`settings_figure`)."""
+    """The run's figures, as a tuple: ``(images/s per pipeline,)`` (:func:`pipelines_figure`)."""
     if not records:
         raise ValueError("no records to plot: run the benchmark first")
-    return pipelines_figure(records), settings_figure(records)
+    return (pipelines_figure(records),)
 
 
 # --- alt texts ----------------------------------------------------------------------------------
@@ -290,28 +213,6 @@ def pipelines_alt(records) -> str:
     return " ".join(parts)
 
 
-def settings_alt(records) -> str:
-    """The alt text of the settings figure, from what :func:`settings_figure` draws."""
-    device, pipeline, base, panels = settings_panels(records)
-    if not panels:
-        return "Empty chart: no recorded run has varied a setting yet."
-    names = hardware(records)
-    parts = [f"Bar charts of training images per second on the {device.upper()} "
-             f"({names.get(device.upper(), NOT_RECORDED)}) from the pipeline {pipeline}, one "
-             "panel per kind of setting varied one at a time from the base (float32, XLA on, "
-             "1 step per execution), the base bar plain and marked base, the others dotted; "
-             "each bar at the median of its timed epochs with whiskers from the slowest to the "
-             "fastest and a dot for each epoch, and labelled with its median."]
-    for group, rows in panels.items():
-        values = ", ".join(f"{_sweep_label(r, group).replace(chr(10), ' ')} "
-                           f"{_rate_words(r)}" + (" (base)" if r is base else "")
-                           for r in rows)
-        parts.append(f"{_SWEEP_NAMES[group].capitalize()}: {values}.")
-    counts = [rate_summary(r)["n"] for rows in panels.values() for r in rows]
-    parts.append(f"Timed epochs per bar: {_repeats_words(counts)}.")
-    return " ".join(parts)
-
-
-def alt_texts(records) -> tuple[str, str]:
-    """``(alt text of the pipelines figure, alt text of the settings figure)``."""
-    return pipelines_alt(records), settings_alt(records)
+def alt_texts(records) -> tuple[str]:
+    """The alt texts of :func:`figures`, in its order: ``(pipelines figure's,)``."""
+    return (pipelines_alt(records),)

@@ -1,18 +1,20 @@
-"""Measuring: time ``model.fit`` and the loader alone on each pipeline, and the settings.
+"""Measuring: time ``model.fit`` and the loader alone on each pipeline.
 
-One model per setting (device, precision, jit, steps per execution, batch size) is built and
-compiled once and trained with ``model.fit`` from every pipeline in turn (its weights go on
-training: the speed does not depend on them). Each condition follows the lesson's measurement
-rule (:mod:`gpulesson.experiments.common`): :data:`WARMUP` warm-up epoch(s) (compiling, worker
-start-up, caches), recorded but not averaged, then ``repeats`` timed epochs, by default
-:data:`REPEATS` (:func:`~gpulesson.experiments.common.repeats_for`; fewer in quick mode). No
-time budget cuts them short: a condition too slow for that is made smaller with ``max_steps``
-(partial epochs), never with fewer repeats.
-:func:`~gpulesson.experiments.common.synced_epoch_timer` reads the clock only after the
-epoch's last step has finished on the device: it converts the epoch's loss to a Python number,
-which waits for the work behind it (JAX and PyTorch return from a step before the GPU has done
-it). The loader alone (no model) is timed the same way: one epoch of batches as Keras fetches
-them, each converted to a tensor on the device, waiting for the last one.
+One model per device is built and compiled once (float32, XLA, one step per execution) and
+trained with ``model.fit`` from every pipeline in turn (its weights go on training: the speed
+does not depend on them). The settings (precision, steps per execution, batch size) are the
+speed ladder's (:mod:`gpulesson.experiments.ladder`), not this benchmark's. Each condition
+follows the lesson's measurement rule (:mod:`gpulesson.experiments.common`): :data:`WARMUP`
+warm-up epoch(s) (compiling, worker start-up, caches), recorded but not averaged, then
+``repeats`` timed epochs, by default :data:`REPEATS`
+(:func:`~gpulesson.experiments.common.repeats_for`; fewer in quick mode). No time budget cuts
+them short: a condition too slow for that is made smaller with ``max_steps`` (partial epochs),
+never with fewer repeats. :func:`~gpulesson.experiments.common.synced_epoch_timer` reads the
+clock only after the epoch's last step has finished on the device: it converts the epoch's loss
+to a Python number, which waits for the work behind it (JAX and PyTorch return from a step
+before the GPU has done it). The loader alone (no model) is timed the same way: one epoch of
+batches as Keras fetches them, each converted to a tensor on the device, waiting for the last
+one.
 
 A slow device may time only the first ``max_steps`` batches of each epoch: the record says so
 (``partial_epoch``, ``steps``), and its images/s come from those steps. (The classic
@@ -44,9 +46,7 @@ from gpulesson.experiments.common import (  # noqa: F401 (QUICK_REPEATS: the com
 )
 from gpulesson.experiments.feeding.records import (
     FILES,
-    SWEEPS,
     WORKER_PIPELINES,
-    best_pipeline,
     check_pipelines,
     condition,
     measurement_record,
@@ -58,8 +58,6 @@ from gpulesson.results import new_run_id
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 QUICK_N_IMAGES = 1_024
 BATCH_SIZE, QUICK_BATCH_SIZE = 256, 64
-BATCH_SIZES, QUICK_BATCH_SIZES = (250, 512, 1024, 2048), (32, 128)
-SPE_VALUES, QUICK_SPE_VALUES = (4, 16), (4,)
 # The reference's CPU epochs (--cpu-max-steps, --classic-max-steps): every pipeline's training
 # and loader alone, a warm-up and REPEATS timed epochs each, in about 6 minutes on an idle
 # 2-core machine (extrapolated from a committed run's epochs: see __main__'s docstring).
@@ -189,16 +187,13 @@ def _arrays(n_images: int, seed: int = 0):
 
 def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats: int,
                   warmup: int = WARMUP, max_steps=None, cpu_max_steps=None,
-                  classic_max_steps=None, workers: int = 2, sweeps=SWEEPS,
-                  sweep_devices=None, sweep_pipeline: str | None = None,
-                  batch_sizes=BATCH_SIZES, spe_values=SPE_VALUES,
-                  precisions=PRECISIONS[1:], data_dir=None, run_id: str | None = None,
-                  earlier=(), on_record=None, progress=print) -> list[dict]:
+                  classic_max_steps=None, workers: int = 2, data_dir=None,
+                  run_id: str | None = None, earlier=(), on_record=None,
+                  progress=print) -> list[dict]:
     """Measure; returns the records (``on_record(record)`` is called as each one is made).
 
-    For each device: every pipeline at ``batch_size`` with the base setting, training and
-    loader alone; then, on ``sweep_devices`` (default: the first device), the ``sweeps`` on
-    ``sweep_pipeline`` (default: the device's fastest pipeline). ``max_steps`` (and
+    For each device: every pipeline at ``batch_size`` (float32, XLA, one step per execution),
+    training and loader alone. ``max_steps`` (and
     ``cpu_max_steps`` for the CPU, ``classic_max_steps`` for the slow classic pipeline, when
     smaller) time partial epochs. Every condition gets ``warmup`` warm-up epochs and
     ``repeats`` timed ones, whatever they take (the lesson's rule asks for :data:`REPEATS`, or
@@ -206,8 +201,7 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
     ``data_dir`` (default: a temporary folder, deleted afterwards).
 
     ``earlier``: the records run ``run_id`` already has (a run that goes on): their conditions
-    (:func:`~gpulesson.experiments.feeding.records.condition`) are skipped, and the sweeps'
-    pipeline is chosen from them too, as the first attempt chose it.
+    (:func:`~gpulesson.experiments.feeding.records.condition`) are skipped.
     """
     from gpulesson.experiments.feeding import pipelines as fp
 
@@ -224,18 +218,10 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
             _whole(name, value)
     if batch_size > n_images:
         raise ValueError(f"batch_size {batch_size} is larger than n_images {n_images}")
-    unknown = set(sweeps) - set(SWEEPS)
-    if unknown:
-        raise ValueError(f"unknown sweep(s) {sorted(unknown)}: choose from {', '.join(SWEEPS)}")
-    if sweep_pipeline is not None:
-        check_pipelines([sweep_pipeline])
-    for p in precisions:
-        check_precision(p)
     earlier = list(earlier)
     check_earlier(earlier, n_images=n_images, backend=_keras().backend.backend())
     done = {condition(r) for r in earlier}
     run_id = run_id or new_run_id()
-    sweep_devices = list(devices[:1] if sweep_devices is None else sweep_devices)
     made: list[dict] = []
     cleanup = None
     if data_dir is None:
@@ -257,14 +243,13 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
                          f"{time.perf_counter() - started:.1f} s")
             return have
 
-        def measure(device, names, *, size, group, precision="float32", jit=True, spe=1,
-                    loader=True):
+        def measure(device, names, *, size, group):
             keras_device = check_device(device)
-            settings = {"train": {"precision": precision, "jit_compile": jit,
-                                  "steps_per_execution": spe},
+            settings = {"train": {"precision": "float32", "jit_compile": True,
+                                  "steps_per_execution": 1},
                         "loader": {"precision": None, "jit_compile": None,
                                    "steps_per_execution": None}}
-            modes = ("train", "loader") if loader else ("train",)
+            modes = ("train", "loader")
             todo = {name: [mode for mode in modes if condition(
                 {"device_kind": device, "pipeline": name, "mode": mode, "group": group,
                  "batch_size": size, **settings[mode]}) not in done] for name in names}
@@ -278,8 +263,7 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
             device_limit = cpu_max_steps if device == "cpu" and cpu_max_steps else max_steps
             paths = files_for(size, names)
             on_device = fp.to_device(*ram, keras_device) if "device" in names else None
-            model = build_model(keras_device, precision=precision, jit_compile=jit,
-                                steps_per_execution=spe)
+            model = build_model(keras_device)
             for name in names:
                 full = fp.make_pipeline(name, batch_size=size, files=paths, arrays=ram,
                                         device_arrays=on_device, workers=workers)
@@ -322,32 +306,8 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
                     full.close()
             del model
 
-        def sweep(device):
-            chosen = sweep_pipeline or best_pipeline([*earlier, *made], device) or pipelines[0]
-            progress(f"{device}: settings on pipeline {chosen!r}")
-            if "precision" in sweeps:
-                for precision in precisions:
-                    _tolerant(measure, progress, device, [chosen], size=batch_size,
-                              group="precision", precision=precision, loader=False)
-            if "spe" in sweeps:
-                for spe in spe_values:
-                    _tolerant(measure, progress, device, [chosen], size=batch_size,
-                              group="spe", spe=spe, loader=False)
-            if "batch" in sweeps:
-                for size in batch_sizes:
-                    if size != batch_size and size <= n_images:
-                        _tolerant(measure, progress, device, [chosen], size=size,
-                                  group="batch", loader=False)
-            # Last: without XLA every operation runs on its own, the slowest setting by far.
-            if "jit" in sweeps:
-                _tolerant(measure, progress, device, [chosen], size=batch_size, group="jit",
-                          jit=False, loader=False)
-
-        # Each device's sweeps right after its pipelines: a run cut short keeps whole groups.
         for device in devices:
             measure(device, pipelines, size=batch_size, group="pipelines")
-            if sweeps and device in sweep_devices:
-                sweep(device)
     finally:
         if cleanup is not None:
             cleanup.cleanup()
@@ -363,15 +323,6 @@ def check_earlier(earlier, *, n_images: int, backend: str) -> None:
             raise ValueError(
                 f"run {earlier[0].get('run_id')} was recorded with {field} {', '.join(found)}, "
                 f"not {value}: go on with the options it had, or start a new run")
-
-
-def _tolerant(measure, progress, *args, **kwargs) -> None:
-    """Run one sweep setting; one that the backend or device cannot run (e.g. float16 on an
-    old GPU) is reported and skipped, not fatal to the run."""
-    try:
-        measure(*args, **kwargs)
-    except Exception as exc:
-        progress(f"skipped {args[0]} {kwargs}: {type(exc).__name__}: {str(exc)[:200]}")
 
 
 @contextlib.contextmanager

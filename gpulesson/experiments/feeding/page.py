@@ -26,10 +26,8 @@ from gpulesson.devices import BACKEND_TITLES
 from gpulesson.experiments import parts
 from gpulesson.experiments.ceiling.records import share_text
 from gpulesson.experiments.common import (
-    MIDDLE_FROM,
     NO_DIFFERENCE,
     compare_middle,
-    middle,
     reordered_note,
     summary_text,
 )
@@ -64,7 +62,6 @@ from gpulesson.experiments.feeding.records import (
     reference_run,
     short_setting,
     shown,
-    sweep_device,
     targets,
 )
 from gpulesson.results import NOT_RECORDED, data_label, hardware, software
@@ -177,8 +174,7 @@ def wrong_data_sentence(records) -> str:
 # --- which run each number comes from ----------------------------------------------------------
 
 def _parts(records) -> list[tuple[str, str, list[dict]]]:
-    """``(device, run id, records)`` of each device's run in ``records``, in order: the
-    pipelines' runs, then a sweep's run where it is another one."""
+    """``(device, run id, records)`` of each device's run in ``records``, in order."""
     found: dict[tuple[str, str], list[dict]] = {}
     for r in records:
         found.setdefault((r["device_kind"], r["run_id"]), []).append(r)
@@ -189,10 +185,7 @@ def run_lines(records) -> list[str]:
     """One line per device and run: the run, its date, the machine and the software."""
     lines = []
     for device, run_id, part in _parts(records):
-        what = ("settings" if all(r.get("group") != "pipelines" or r.get("part") for r in part)
-                else "pipelines" + (" and settings" if any(
-                    r.get("group") not in (None, "pipelines") for r in part) else ""))
-        lines.append(f"{device.upper()} ({what}): run {run_id} of {part[0]['date'][:10]} on "
+        lines.append(f"{device.upper()}: run {run_id} of {part[0]['date'][:10]} on "
                      f"{parts.machine(part)}, with {software(part)}")
     return lines
 
@@ -259,7 +252,7 @@ def table(records) -> str:
     if not records:
         return (f"No reference run has been recorded yet: `{RECORD_COMMAND}` records one "
                 "(the instructor note gives the whole command).")
-    names = hardware([r for r in records if r.get("part") is None])
+    names = hardware(records)
     devices = [d for d in DEVICES if any(r.get("device_kind") == d for r in shown(records))]
     header = []
     for d in devices:
@@ -297,81 +290,6 @@ def _slowdown(records, device) -> str | None:
         return None
     return versus("the classic pipeline", rate_summary(classic), f"`{lesson['pipeline']}`",
                   rate_summary(lesson))
-
-
-SETTING_NAMES = {"precision": "precision", "jit": "XLA compilation", "spe": "steps per execution",
-                 "batch": "batch size"}
-
-
-def _setting_name(record) -> str:
-    group = record["group"]
-    if group == "precision":
-        return record["precision"].replace("_", " ")
-    if group == "jit":
-        return "XLA off" if record["jit_compile"] is False else "XLA on"
-    if group == "spe":
-        return f"{record['steps_per_execution']} steps per execution"
-    return f"batch {record['batch_size']:,}"
-
-
-
-
-def _middle_range(summary: dict) -> str:
-    """The range of a rate's middle epochs, "296–303 images/s"; '' where the rule reads all of
-    them (fewer than :data:`~gpulesson.experiments.common.MIDDLE_FROM`)."""
-    if summary["n"] < MIDDLE_FROM:
-        return ""
-    kept = middle(summary)
-    return f"{rate_text(kept['min'])}–{rate_text(kept['max'])} images/s"
-
-
-def _settings_sentence(records) -> str:
-    """The settings sweep in short sentences: the base, each setting that differs measurably
-    from it with the range of the middle epochs that decided it (the whole ranges may
-    overlap), and the others named together (the figure gives their numbers)."""
-    device = sweep_device(records)
-    swept = [r for r in shown(records) if r.get("device_kind") == device
-             and r.get("group") in SETTING_NAMES]
-    if not swept:
-        return ""
-    pipeline, run_id = swept[0]["pipeline"], swept[0]["run_id"]
-    base = find(records, device, pipeline, run_id=run_id)
-    start = (f"The second figure changes one setting at a time on `{pipeline}`, on the "
-             f"{device.upper()} (run {run_id})")
-    if not base:
-        each = [f"{_setting_name(r)} {rate_summary_text(rate_summary(r))}." for r in swept]
-        return start + ". " + " ".join(p[0].upper() + p[1:] for p in each)
-    base_rate = rate_summary(base)
-    apart_from, same = [], []
-    for r in swept:
-        verdict = compare_middle(rate_summary(r), base_rate, higher_is_better=True)
-        if verdict.measurable:
-            kept = _middle_range(rate_summary(r))
-            apart_from.append(f"{_setting_name(r)} {verdict.sentence}"
-                              + (f" (middle {kept})" if kept else ""))
-        else:
-            same.append(_setting_name(r))
-    note = basis(*(rate_summary(r) for r in [*swept, base]))
-    kept = _middle_range(base_rate)
-    said = [f"{start}, from the base (float32, XLA on, one step per execution, batch "
-            f"{base['batch_size']:,}) at {rate_summary_text(base_rate)}"
-            + (f"; its {basis(base_rate)}: {kept}." if kept else ".")]
-    if apart_from:
-        said.append(f"Measurably different, by their {note} (the whole ranges may overlap): "
-                    f"{_listed(apart_from)}." if note.startswith("middle") else
-                    f"Measurably different ({note} apart): {_listed(apart_from)}.")
-    if same:
-        once = min(rate_summary(r)["n"] for r in [*swept, base]) < 2
-        said.append(f"{NO_DIFFERENCE[0].upper()}{NO_DIFFERENCE[1:]} for {_listed(same)}"
-                    + (" (some were timed once, with no range)." if once else "."))
-    text = " ".join(said)
-    if device == "cpu" and any(r.get("device_kind") == "gpu" for r in records):
-        text += " No run has varied the settings on the GPU completely yet."
-    return text
-
-
-def _listed(names) -> str:
-    return ", ".join(names[:-1]) + (" and " if len(names) > 1 else "") + names[-1]
 
 
 def findings(records, cnn_path=None) -> str:
@@ -412,11 +330,10 @@ def findings(records, cnn_path=None) -> str:
             clause = versus("the GPU", rate_summary(lesson_gpu), "the CPU",
                             rate_summary(lesson_cpu))
             sentences.append(f"From the lesson's pipeline, {clause}.")
-    settings = _settings_sentence(records)
-    return " ".join(sentences) + ("\n\n" + settings if settings else "")
+    return " ".join(sentences)
 
 
-ALT_KEYS = ("ref_feed_fig_pipelines_alt", "ref_feed_fig_settings_alt")
+ALT_KEYS = ("ref_feed_fig_pipelines_alt",)
 NO_FIGURE = "A chart without data: no reference run has been recorded yet."
 
 
@@ -431,7 +348,7 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
 
     path = Path(path)
     records = reference_run(path)
-    names = hardware([r for r in records if r.get("part") is None])
+    names = hardware(records)
     return {
         "ref_feed_when": (provenance(records) if records
                           else "No reference run has been recorded yet."),
@@ -455,5 +372,5 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         "ref_feed_reading": reading(records),
         "ref_feed_workers": wrong_data_sentence(records)
         or "No record of the reference run was measured with a pipeline that delivered wrong data.",
-        **dict(zip(ALT_KEYS, alt_texts(records) if records else (NO_FIGURE,) * 2, strict=True)),
+        **dict(zip(ALT_KEYS, alt_texts(records) if records else (NO_FIGURE,), strict=True)),
     }

@@ -36,9 +36,6 @@ from gpulesson.experiments.common import (
 )
 from gpulesson.results import make_record
 
-# The kinds of setting the settings sweep changes, one at a time (measure runs them in order).
-SWEEPS = ("precision", "jit", "spe", "batch")
-
 EXPERIMENT = "feeding"
 RESULTS_FILE = results.RESULTS_DIR / f"{EXPERIMENT}.jsonl"
 DATA = "synthetic"
@@ -233,25 +230,11 @@ def complete_pipelines(part: list[dict]) -> bool:
             and all((p, "loader") in have for p in trained))
 
 
-def complete_settings(part: list[dict]) -> bool:
-    """Whether one device's part of a run has the whole settings sweep: every kind of setting
-    (:data:`SWEEPS`; XLA off is measured last) and the base it is compared with."""
-    swept = [r for r in part if r.get("group") in SWEEPS]
-    if {r["group"] for r in swept} != set(SWEEPS):
-        return False
-    return find(part, part[0]["device_kind"], swept[0]["pipeline"]) is not None
-
-
-SETTINGS_PART = "settings"  # marks a base record taken from a run only for its sweep
-
-
 def reference_run(path=RESULTS_FILE) -> list[dict]:
     """The page's records: for each device, CPU first, the pipelines of the newest run that
-    compares them completely there (:func:`complete_pipelines`); then the settings sweep of
-    the newest run with a whole one (:func:`complete_settings`), on the GPU where one has it,
-    else on the CPU. A partial run never replaces a complete part. Where the sweep comes from
-    another run than that device's pipelines, the base it is compared with comes along, marked
-    (``"part": "settings"``) so that the pipelines' table and choices never read it."""
+    compares them completely there (:func:`complete_pipelines`). A partial run never replaces a
+    complete part. Records of the settings sweeps that runs before the speed ladder made (groups
+    other than "pipelines") stay in the file and are not shown."""
     path = Path(path).expanduser()
     if not path.is_file():
         return []
@@ -260,16 +243,6 @@ def reference_run(path=RESULTS_FILE) -> list[dict]:
     for device in parts.DEVICES:
         part = parts.newest_complete(grouped, device, complete_pipelines)
         chosen += [r for r in part if r.get("group") == "pipelines"]
-    for device in ("gpu", "cpu"):
-        part = parts.newest_complete(grouped, device, complete_settings)
-        if part:
-            same = any(r["run_id"] == part[0]["run_id"] and r["device_kind"] == device
-                       for r in chosen)
-            chosen += [r for r in part if r.get("group") != "pipelines"]
-            if not same:
-                chosen += [{**r, "part": SETTINGS_PART} for r in part
-                           if r.get("group") == "pipelines"]
-            break
     return chosen
 
 
@@ -290,8 +263,6 @@ def find(records, device: str, pipeline: str | None = None, mode: str = "train",
     run's base batch size."""
     wanted = {**BASE, **setting} if mode == "train" else dict(setting)
     for record in shown(records):
-        if record.get("part") == SETTINGS_PART and "run_id" not in setting:
-            continue  # a sweep's base from another run: found only by its run
         if (record.get("device_kind") == device and record.get("mode") == mode
                 and (pipeline is None or record.get("pipeline") == pipeline)
                 and all(record.get(k) == v for k, v in wanted.items())
@@ -302,8 +273,7 @@ def find(records, device: str, pipeline: str | None = None, mode: str = "train",
 
 def _base_training(records, device: str) -> list[dict]:
     return [r for r in shown(records) if r.get("device_kind") == device
-            and r.get("mode") == "train" and r.get("group") == "pipelines"
-            and r.get("part") != SETTINGS_PART]
+            and r.get("mode") == "train" and r.get("group") == "pipelines"]
 
 
 def base_rates(records, device: str, names=None) -> dict[str, dict]:
@@ -334,9 +304,9 @@ def fastest(records, device: str, names=None) -> list[str]:
 
 
 def best_pipeline(records, device: str) -> str | None:
-    """The pipeline with the highest median images/s in training with the base setting: the one
-    the sweeps vary the settings on (a choice, not a ranking: :func:`fastest` says whether the
-    rule can tell it from the others)."""
+    """The pipeline with the highest median images/s in training with the base setting (a
+    choice, not a ranking: :func:`fastest` says whether the rule can tell it from the
+    others)."""
     rates = base_rates(records, device)
     return max(rates, key=lambda name: rates[name]["median"]) if rates else None
 
@@ -406,9 +376,3 @@ def short_setting(record) -> str:
     if record["steps_per_execution"] != 1:
         parts.append(f"spe {record['steps_per_execution']}")
     return " ".join(parts)
-
-
-def sweep_device(records) -> str:
-    """The device whose settings the page and the figure show: the GPU where it has any."""
-    return "gpu" if any(r.get("device_kind") == "gpu" and r.get("group") not in
-                        (None, "pipelines") for r in shown(records)) else "cpu"
