@@ -8,8 +8,8 @@ FOLDER defaults to fig/09-feeding-the-gpu/ (created if missing), RESULTS to
 results/feeding.jsonl (the ceiling and Grain's workers: results/ceiling.jsonl and
 results/workers.jsonl, beside it). Each device is drawn from the newest run that measured it
 completely (each experiment's reference_run, e.g. gpulesson.experiments.feeding.reference_run);
-record one with ``python -m gpulesson.experiments.feeding``. A test checks that the committed figures are the ones this
-script draws from the committed file.
+record one with ``python -m gpulesson.experiments.feeding``. A test checks that the committed
+figures are the ones this script draws from the committed file.
 """
 
 import sys
