@@ -76,3 +76,26 @@ def test_the_keys_are_the_values_a_run_gives(tmp_path):
     gpu = _cnn("gpu", "NVIDIA H200", [2.0] + [1.0] * 5)
     assert set(gpu_use.substitutions([cpu, gpu], tmp_path / "none.jsonl")) == set(gpu_use.KEYS)
     assert set(gpu_use.substitutions([], tmp_path / "none.jsonl").values()) == {NOT_RECORDED}
+
+
+def test_the_host_floor_is_set_beside_the_profiles_dispatch_with_the_profilers_overhead(tmp_path):
+    """The do-nothing model's step is a floor; the CNN's profiled dispatch is more, but the
+    profiled step is longer than an unprofiled one, and the page says so with both steps."""
+    profiled = {"experiment": "profile", "run_id": "p", "device_kind": "gpu",
+                "device": "NVIDIA H200", "backend": "jax", "step_seconds": 0.0026,
+                "profile": {"steps": 100, "step": 0.0036,
+                            "host": {"input": 0.0009, "dispatch": 0.0016, "other": 0.0011},
+                            "device": {"kernels": 0.0007, "copies": 0.0, "idle": 0.0029}}}
+    path = tmp_path / "profile.jsonl"
+    path.write_text(json.dumps(profiled) + "\n")
+    gpu = _cnn("gpu", "NVIDIA H200", [2.0] + [1.0] * 5)
+    said = gpu_use.substitutions([gpu], tmp_path / "none.jsonl", path)["ref_use_host_profile"]
+    assert said == ("Episode 9's profile of this CNN (run p) counts 1.6 ms of dispatch in a "
+                    "step, with the profiler's overhead in it: a profiled step took 3.6 ms, a "
+                    "step of the same run without the profiler 2.6 ms, so the dispatch alone "
+                    "takes at least 600 µs without it")
+    other = _cnn("gpu", "NVIDIA H100 PCIe", [2.0] + [1.0] * 5)  # another card's profile: none
+    assert gpu_use.substitutions([other], tmp_path / "none.jsonl", path)[
+        "ref_use_host_profile"] == NOT_RECORDED
+    assert gpu_use.substitutions([gpu], tmp_path / "none.jsonl", tmp_path / "no.jsonl")[
+        "ref_use_host_profile"] == NOT_RECORDED

@@ -132,7 +132,7 @@ def test_without_records_the_page_says_not_recorded_and_with_them_answers_the_ex
     assert "NVIDIA H200's published dense TF32 peak (494.5 TFLOP/s)" in values["ref_prof_gpu_lines"]
     assert "35 % on average" in values["ref_prof_gpu_lines"]
     assert "not sampled" in values["ref_prof_cpu_lines"]
-    assert "GPU: a step of 2 ms" in values["ref_prof_alt"]
+    assert "GPU (NVIDIA H200): a step of 2 ms" in values["ref_prof_alt"]
     (fig,) = profile.figures(profile.reference_run(path))
     assert len(fig.axes) == 2
 
@@ -224,3 +224,54 @@ def test_a_committed_gpu_record_is_compared_with_the_peak_of_the_precision_it_ra
         found = records.peak(record)
         if found:
             assert found["precision"] == float32_key(record), record["run_id"]
+
+
+def test_the_share_of_the_peak_is_shown_as_its_two_factors_and_the_profilers_overhead_is_said(
+        tmp_path):
+    """% of peak = (the kernels' rate while they run, of the peak) × (the kernels' share of the
+    step); and a profiled step longer than the timed epochs' one inflates the host's parts."""
+    # timed epochs: 0.002 s a step; profiled: 0.003 s, 0.0005 s of it kernels
+    gpu = made_record("gpu", step=0.003, gpu="NVIDIA H200",
+                      host={"input": 0.0004, "dispatch": 0.0015, "other": 0.0011},
+                      dev={"kernels": 0.0005, "copies": 0.0, "idle": 0.0025})
+    gpu["step_seconds"] = 0.002  # the timed epochs' step, shorter than the profiled one
+    found = records.factors(gpu)
+    kernel_tflops = 3 * 31e6 * 256 / 0.0005 / 1e12  # a batch's arithmetic over its kernels
+    assert found["kernel_tflops"] == pytest.approx(kernel_tflops)
+    assert found["while"] == pytest.approx(kernel_tflops / 494.5)
+    assert found["busy_profiled"] == pytest.approx(0.5 / 3)
+    assert found["busy_timed"] == pytest.approx(0.5 / 2)
+    assert found["overall_profiled"] == pytest.approx(profile.peak(gpu, kernel_tflops * 0.5 / 3)
+                                                      ["share"])
+    extra = records.overhead(gpu)
+    assert extra["extra"] == pytest.approx(0.001) and extra["ratio"] == pytest.approx(1.5)
+    assert extra["dispatch_at_least"] == pytest.approx(0.0005)
+    cpu = made_record("cpu", step=0.3, host={"input": 0.001, "dispatch": 0.001, "other": 0.298},
+                      dev={"kernels": 0.29, "copies": 0.0, "idle": 0.01})
+    cpu.update(cores_usable=2, cpu_model="Made-up Xeon")
+    gpu.update(cores_usable=16, cpu_model="Made-up Xeon")
+    assert records.factors(cpu) is None  # no published peak for a CPU
+    assert records.overhead(cpu) is None  # its profiled step was not longer
+    path = tmp_path / "profile.jsonl"
+    for record in (cpu, gpu):
+        append_record(path, record)
+    values = profile.substitutions(path)
+    said = values["ref_prof_factors"]
+    assert f"{found['while']:.1%} × 17% = {found['overall_profiled']:.1%}" in said, said
+    assert f"{found['while']:.1%} × 25% = {found['overall_timed']:.1%}" in said
+    assert "500 µs of kernels" in said and "run r1" in said
+    said = values["ref_prof_overhead"]
+    assert "a profiled step took 3 ms" in said and "2 ms (run r1), 50% longer, 1 ms a step" in said
+    assert "at least 500 µs (1.5 ms less 1 ms" in said
+    # the figure: each part's time on it, the unprofiled step marked, the CPU's machine named
+    (fig,) = profile.figures(profile.reference_run(path))
+    cpu_ax, gpu_ax = fig.axes
+    assert "the GPU's node has 16 cores" in cpu_ax.get_title(loc="left")
+    assert "dispatch\n1.5 ms" in [t.get_text() for t in gpu_ax.texts]
+    assert "step without the profiler: 2 ms" in [t.get_text() for t in gpu_ax.texts]
+    assert [line.get_xdata()[0] for line in gpu_ax.get_lines()] == [pytest.approx(2.0)]
+    assert "another machine" in values["ref_prof_alt"] and "without the profiler, 2 ms" in \
+        values["ref_prof_alt"]
+    assert values["ref_prof_factors"] != NOT_RECORDED
+    empty = profile.substitutions(tmp_path / "none.jsonl")
+    assert empty["ref_prof_factors"] == empty["ref_prof_overhead"] == NOT_RECORDED

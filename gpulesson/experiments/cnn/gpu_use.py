@@ -9,7 +9,8 @@ over the median epoch. The whole epoch is used, validation included, rather than
 part alone: with an asynchronous backend the clock at the start of validation can still run
 queued training steps, so the split is less certain than the whole. The do-nothing model's
 step comes from episode 9's ceiling (:mod:`gpulesson.experiments.ceiling`), recorded on the
-same GPU model with the same backend.
+same GPU model with the same backend; the CNN's own dispatch from episode 9's profile
+(:mod:`gpulesson.experiments.profile`), with the profiler's overhead said beside it.
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ from gpulesson.experiments.cnn.records import (
     steady_epoch_seconds,
 )
 from gpulesson.experiments.common import times_text
+from gpulesson.experiments.profile.records import RESULTS_FILE as PROFILE_FILE
+from gpulesson.experiments.profile.records import find as find_profiled
+from gpulesson.experiments.profile.records import overhead
+from gpulesson.experiments.profile.records import reference_run as profile_run
 from gpulesson.results import NOT_RECORDED, duration, is_gpu
 
 CEILING_FILE = results.RESULTS_DIR / "ceiling.jsonl"
@@ -32,7 +37,7 @@ IN_MEMORY = ("arrays", "ram", "device")  # the ceiling's pipelines that read not
 KEYS = tuple(f"ref_use_{key}" for key in (
     "flops_per_image", "forward_flops", "cpu_tflops", "gpu_tflops", "gpu_peak", "gpu_share",
     "evaluation", "gpu_step", "host_step", "host_share", "host_run", "full_speedup", "gpu_warmup",
-    "gpu_warmup_share", "gpu_full"))
+    "gpu_warmup_share", "gpu_full", "host_profile"))
 
 
 def epoch_flops(record: dict) -> int:
@@ -66,7 +71,22 @@ def do_nothing_step(gpu_record: dict, path=CEILING_FILE) -> dict | None:
     return found
 
 
-def substitutions(records, ceiling_path=CEILING_FILE) -> dict[str, str]:
+def host_profile_text(gpu_record: dict, path=PROFILE_FILE) -> str:
+    """The CNN's own dispatch in episode 9's profile on the same GPU model, with the profiler's
+    overhead in it said, and the least it takes without; NOT_RECORDED without such a profile."""
+    record = find_profiled(profile_run(path), "gpu") if path.is_file() else None
+    found = overhead(record) if record and record.get("device") == gpu_record.get("device") \
+        else None
+    if not found:
+        return NOT_RECORDED
+    return (f"Episode 9's profile of this CNN (run {record['run_id']}) counts "
+            f"{duration(found['dispatch'])} of dispatch in a step, with the profiler's overhead "
+            f"in it: a profiled step took {duration(found['profiled'])}, a step of the same run "
+            f"without the profiler {duration(found['timed'])}, so the dispatch alone takes at "
+            f"least {duration(found['dispatch_at_least'])} without it")
+
+
+def substitutions(records, ceiling_path=CEILING_FILE, profile_path=PROFILE_FILE) -> dict[str, str]:
     """``ref_use_*``: the rates, the peak, the host's share of a step, the 30-epoch speed-up."""
     cpu, gpu = results.pick(records, False), results.pick(records, True)
     if not records:
@@ -100,6 +120,7 @@ def substitutions(records, ceiling_path=CEILING_FILE) -> dict[str, str]:
     values["ref_use_host_step"] = duration(idle["seconds"]) if idle else NOT_RECORDED
     values["ref_use_host_share"] = f"{100 * idle['seconds'] / step:.0f} %" if idle else NOT_RECORDED
     values["ref_use_host_run"] = idle["run_id"] if idle else NOT_RECORDED
+    values["ref_use_host_profile"] = host_profile_text(gpu, profile_path) if gpu else NOT_RECORDED
     if cpu and gpu and epoch_summary(cpu) and epoch_summary(gpu):
         whole = {r["device_kind"]: full_training_seconds(r, FULL_EPOCHS, r["n_train"]) for r in (cpu, gpu)}
         warm = max(0.0, gpu["first_epoch_seconds"] - steady_epoch_seconds(gpu))

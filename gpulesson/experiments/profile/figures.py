@@ -1,10 +1,12 @@
 """The profile's figure: where a step's time goes, one panel per device (their steps differ
 many times), two stacked bars each: the host's timeline (input, dispatch, the rest of ``fit``)
-and the device's (kernels, copies, idle). Its alt text is made from what it draws."""
+and the device's (kernels, copies, idle), each part with its time, and a line at the step the
+same run timed without the profiler. A panel's title names its machine, and says so where the
+CPU's profile ran on another machine than the GPU's. Its alt text is made from what it draws."""
 
 from __future__ import annotations
 
-from gpulesson.experiments.profile.records import find, profiled
+from gpulesson.experiments.profile.records import find, overhead, profiled
 from gpulesson.results import duration, hardware
 
 FILE = "profile-step.svg"
@@ -18,6 +20,22 @@ def _drawn(records):
     return [(d, r) for d in DEVICES if profiled(r := find(records, d))]
 
 
+def _host(record: dict) -> tuple[str, int | None]:
+    return record.get("cpu_model") or "?", record.get("cores_usable")
+
+
+def machine(device: str, record: dict, records) -> str:
+    """A panel's machine: the GPU, or the CPU with its cores, and for a CPU profiled on another
+    host than the GPU's record, which one (the GPU node's CPU has other cores)."""
+    name = hardware([record]).get(device.upper(), "")
+    gpu = find(records, "gpu")
+    if device == "cpu" and gpu and _host(gpu) != _host(record):
+        model, cores = _host(gpu)
+        node = f"{cores} cores" if model == _host(record)[0] else f"{model}, {cores} cores"
+        name += f" (another machine: the GPU's node has {node})"
+    return name
+
+
 def alt_text(records) -> str:
     """What the figure shows, in words, from the records it draws."""
     drawn = _drawn(records)
@@ -28,7 +46,10 @@ def alt_text(records) -> str:
         found = record["profile"]
         parts = [f"{LABELS.get(k, k)} {duration(v)}" for line in ("host", "device")
                  for k, v in found[line].items()]
-        said.append(f"{device.upper()}: a step of {duration(found['step'])}, {', '.join(parts)}")
+        said.append(f"{device.upper()} ({machine(device, record, records)}): a step of "
+                    f"{duration(found['step'])}, {', '.join(parts)}"
+                    + (f"; a line marks the step timed without the profiler, "
+                       f"{duration(extra['timed'])}" if (extra := overhead(record)) else ""))
     return ("Two stacked horizontal bars per device, one panel per device: the host's time per "
             "step (input, dispatch, the rest of fit) and the device's (kernels, copies, idle). "
             + "; ".join(said) + ".")
@@ -41,7 +62,7 @@ def figures(records):
     drawn = _drawn(records)
     if not drawn:
         raise ValueError("no records to plot: run python -m gpulesson.experiments.profile")
-    fig, axes = plt.subplots(len(drawn), 1, figsize=(8, 1.2 + 1.5 * len(drawn)), squeeze=False)
+    fig, axes = plt.subplots(len(drawn), 1, figsize=(8, 1.2 + 1.9 * len(drawn)), squeeze=False)
     for ax, (device, record) in zip(axes[:, 0], drawn, strict=True):
         found = record["profile"]
         for row, line in enumerate(("device", "host")):
@@ -50,12 +71,19 @@ def figures(records):
                 ms = seconds * 1e3
                 ax.barh(row, ms, left=left, color=COLOURS[part], height=0.6,
                         label=LABELS.get(part, part))
-                if ms > 0.08 * found["step"] * 1e3:
-                    ax.text(left + ms / 2, row, LABELS.get(part, part), ha="center",
-                            va="center", fontsize=8)
+                if ms > 0.08 * found["step"] * 1e3:  # a part too thin for its words: legend
+                    ax.text(left + ms / 2, row, f"{LABELS.get(part, part)}\n{duration(seconds)}",
+                            ha="center", va="center", fontsize=8)
                 left += ms
+        extra = overhead(record)
+        if extra:
+            ax.axvline(extra["timed"] * 1e3, color="black", linestyle="--", linewidth=1)
+            ax.annotate(f"step without the profiler: {duration(extra['timed'])}",
+                        (extra["timed"] * 1e3, 1.5), xytext=(3, 1), textcoords="offset points",
+                        ha="left", va="bottom", fontsize=8)
+            ax.set_ylim(-0.5, 1.95)
         ax.set_yticks([0, 1], ["device", "host"])
-        ax.set_title(f"{device.upper()}: {hardware([record]).get(device.upper(), '')}, run "
+        ax.set_title(f"{device.upper()}: {machine(device, record, records)}\nrun "
                      f"{record['run_id']}, {found['steps']} steps profiled", fontsize=9, loc="left")
         ax.set_xlabel("milliseconds per training step")
     handles, labels = axes[0, 0].get_legend_handles_labels()

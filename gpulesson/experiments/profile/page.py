@@ -13,8 +13,10 @@ from gpulesson.experiments.parts import run_labels
 from gpulesson.experiments.profile.figures import LABELS, alt_text
 from gpulesson.experiments.profile.records import (
     RESULTS_FILE,
+    factors,
     find,
     largest_cut,
+    overhead,
     parts,
     peak,
     profiled,
@@ -138,6 +140,43 @@ def cut_text(record: dict) -> str:
             f"{CPU_KERNELS if (name, record['device_kind']) == ('kernels', 'cpu') else REMEDIES[name]}.")
 
 
+def factors_text(record: dict | None) -> str:
+    """The two factors of a GPU's share of its peak in words (:func:`~gpulesson.experiments.
+    profile.records.factors`), each with the numbers it is made of; NOT_RECORDED without them."""
+    found = factors(record) if record else None
+    if not found:
+        return NOT_RECORDED
+    top, step = found["peak"], record["profile"]["step"]
+    return (f"While its kernels ran, the {top['card']} computed at {found['kernel_tflops']:.3g} "
+            f"TFLOP/s, {found['while']:.1%} of its published dense {top['precision'].upper()} "
+            f"peak ({top['tflops']:g} TFLOP/s): a batch's "
+            f"{record['train_flops_per_image'] * record['batch_size'] / 1e9:.3g} GFLOP in "
+            f"{ms(found['kernels'])} of kernels. The kernels ran for {found['busy_profiled']:.0%} "
+            f"of the profiled step ({ms(found['kernels'])} of {ms(step)}), and for "
+            f"{found['busy_timed']:.0%} of a step of the timed epochs "
+            f"({ms(record['step_seconds'])}, taking the kernels' time as the same). The share "
+            f"of the peak is their product: {found['while']:.1%} × {found['busy_profiled']:.0%} "
+            f"= {found['overall_profiled']:.1%} in the profiled steps, {found['while']:.1%} × "
+            f"{found['busy_timed']:.0%} = {found['overall_timed']:.1%} over the timed epochs "
+            f"(run {record['run_id']})")
+
+
+def overhead_text(record: dict | None) -> str:
+    """What the profiler added to a step, and what that does to the dispatch's share
+    (:func:`~gpulesson.experiments.profile.records.overhead`); NOT_RECORDED without it."""
+    found = overhead(record) if record else None
+    if not found:
+        return NOT_RECORDED
+    return (f"The profiler costs time: a profiled step took {ms(found['profiled'])}, a step "
+            f"of the timed epochs of the same run {ms(found['timed'])} (run "
+            f"{record['run_id']}), {found['ratio'] - 1:.0%} longer, {ms(found['extra'])} a "
+            f"step. The host's parts in the table carry that overhead, so their shares are "
+            f"inflated: the dispatch's {ms(found['dispatch'])} may hold any part of it. Without "
+            f"the profiler the dispatch takes at least {ms(found['dispatch_at_least'])} "
+            f"({ms(found['dispatch'])} less {ms(found['extra'])}, if the profiler made no part "
+            f"faster)")
+
+
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     """Episode 9's values of the profile (MyST substitutions ``ref_prof_*``)."""
     records = reference_run(path)
@@ -153,5 +192,7 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         # The data the profiled CNN trained on, named where the table is introduced.
         "ref_prof_data": data_label(records) if records else NOT_RECORDED,
         "ref_prof_alt": alt_text(records),
+        "ref_prof_factors": factors_text(gpu),
+        "ref_prof_overhead": overhead_text(gpu),
         "ref_prof_order": reordered_note(records, "the generator's batches"),
     }

@@ -127,3 +127,45 @@ def largest_cut(record: dict) -> tuple[str, float]:
         return "kernels", found["device"]["kernels"] / step
     name, seconds = max(found["host"].items(), key=lambda item: item[1])
     return name, seconds / step
+
+
+def factors(record: dict) -> dict | None:
+    """The two factors of a GPU's share of its peak, from one profiled record: ``while``, the
+    kernels' rate while they run (a batch's training arithmetic over the device's kernel time
+    of a step) as a share of the peak, and ``busy``, the kernels' share of a step, of the
+    profiled step (``busy_profiled``) and of the timed epochs' step (``busy_timed``, the same
+    kernel time: the profiler adds host work, not arithmetic). Their products are the shares of
+    the peak of the profiled step (``overall_profiled``) and of the timed epochs
+    (``overall_timed``). ``kernel_tflops`` and ``peak`` (:func:`peak`) come with them; None
+    without a profile, a kernel time or a published peak."""
+    if not profiled(record) or not record["profile"]["device"].get("kernels"):
+        return None
+    kernels = record["profile"]["device"]["kernels"]
+    kernel_tflops = record["train_flops_per_image"] * record["batch_size"] / kernels / 1e12
+    top = peak(record, kernel_tflops)
+    if not top:
+        return None
+    busy_profiled = kernels / record["profile"]["step"]
+    busy_timed = kernels / record["step_seconds"]
+    return {"kernel_tflops": kernel_tflops, "kernels": kernels, "peak": top,
+            "while": top["share"], "busy_profiled": busy_profiled, "busy_timed": busy_timed,
+            "overall_profiled": top["share"] * busy_profiled,
+            "overall_timed": top["share"] * busy_timed}
+
+
+def overhead(record: dict) -> dict | None:
+    """What profiling added to a step: the profiled step against the timed epochs' median step
+    of the same record (``profiled``, ``timed``, ``extra`` seconds, ``ratio``), and the least
+    the host's dispatch can take without the profiler (``dispatch``, less ``extra``, if the
+    profiler made no part faster: ``dispatch_at_least``). None without a profile, or where the
+    profiled step was not longer."""
+    if not profiled(record):
+        return None
+    found = record["profile"]
+    extra = found["step"] - record["step_seconds"]
+    if extra <= 0:
+        return None
+    dispatch = found["host"].get("dispatch", 0.0)
+    return {"profiled": found["step"], "timed": record["step_seconds"], "extra": extra,
+            "ratio": found["step"] / record["step_seconds"], "dispatch": dispatch,
+            "dispatch_at_least": max(0.0, dispatch - extra)}
