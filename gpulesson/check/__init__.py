@@ -70,8 +70,11 @@ def learner_items() -> list[Item]:
                               "Change Kernel), or " + register_fix(), names=GPU_SETTINGS)
     if gpu.status == SKIP:  # a laptop without a GPU: the GPU's memory settings do not matter
         settings = skip(settings.name, "they concern a GPU's memory, and there is none here")
+    from gpulesson.check.limits import home_item, module_item
+
     items = [check_packages(sys.executable), settings,
-             *check_data(get_settings(), shared=False, learner=True), gpu]
+             *check_data(get_settings(), shared=False, learner=True), gpu,
+             module_item(os.environ), home_item(get_settings())]
     for item in items:
         item.where = "learner"
     return items

@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from gpulesson.check import login, report
+from gpulesson.check import limits, login, report
 from gpulesson.check import site as site_check
 from gpulesson.check.report import fail, items_from_json, ok, skip
 from gpulesson.errors import cannot_write_file
@@ -41,6 +41,10 @@ def parse(argv=None) -> argparse.Namespace:
                         help="check the laptop path (make lab) instead of a cluster; the default "
                              "where there is no sbatch")
     parser.add_argument("--no-job", action="store_true", help="only the login node's checks")
+    parser.add_argument("--learner", action="store_true",
+                        help="a learner's self-check, a week before the workshop, in the lesson's "
+                             "environment: packages, settings, data, GPU, loaded modules, space "
+                             "in the home folder")
     parser.add_argument("--inside-job", action="store_true",
                         help="only the compute node's checks, here (what the job runs; on a node "
                              "you are logged in to, e.g. with srun --pty, with the settings of "
@@ -137,6 +141,7 @@ def cluster(args) -> list:
     items = kernel + login.check_data(settings)
     site_items, site = site_check.check_site(args.config)
     items += login.check_class_folder(site, settings.data_dir) + site_items
+    items += limits.check_limits(site, args.config)
     items += site_check.check_ood(site, args.config, args.ood_app)
     title = "Job on the GPU partition"
     if args.no_job:
@@ -176,6 +181,15 @@ def _by_hand(kernel: str):
 
 def main(argv=None) -> int:
     args = parse(argv)
+    if args.learner:
+        from gpulesson.check import learner_items
+
+        items = learner_items()
+        print(report.text(items, title=f"Your setup for the workshop ({sys.executable}):"))
+        print("All set." if report.all_passed(items) else
+              "Do what each ✗ says, then run this again; send the lines with ✗ to your "
+              "instructor if you are stuck.")
+        return report.exit_status(items)
     if args.inside_job:
         mode, where = ("laptop", "laptop") if args.laptop else ("job", "job")
         from gpulesson.check.job import inside_job

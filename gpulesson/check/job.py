@@ -187,6 +187,8 @@ def inside_job(settings, *, gpu_expected: bool = True, where: str = "job", setti
         settings_item = check_settings(
             os.environ, "the job runs with the settings of the kernel's spec: "
             + register_fix(), where=where)
+    from gpulesson.check.limits import module_item, partition_item
+
     items = [settings_item] if gpu_expected else []
     if gpu_expected:  # a laptop has no class folder (a cluster's job is given it, see submit)
         items.append(class_folder_item(site_values().get("class_results"), where))
@@ -202,4 +204,7 @@ def inside_job(settings, *, gpu_expected: bool = True, where: str = "job", setti
     data, arrays = data_item(settings, where)
     items.append(data)
     why = "no GPU (see nvidia-smi)" if gpu_expected else "no GPU here: the lesson trains on the CPU"
-    return items + train_items(arrays, where, gpu_expected and bool(driver), why)
+    items += train_items(arrays, where, gpu_expected and bool(driver), why)
+    if gpu_expected:  # what a GPU session's job meets on a cluster: its partition, its modules
+        items += [partition_item(site_values(), os.environ, where), module_item(os.environ, where)]
+    return items
