@@ -127,7 +127,7 @@ def site_values(root: Path) -> dict[str, str]:
 
 # Modules that turn a results file into ``ref_*`` values: each has ``EXPERIMENT`` (its results
 # file is results/<EXPERIMENT>.jsonl) and ``substitutions(path) -> {"ref_...": text}``.
-RESULT_SOURCES = ("gpulesson.experiments.cnn", "gpulesson.experiments.ceiling", "gpulesson.experiments.torch_reference", "gpulesson.experiments.small_models", "gpulesson.experiments.matmul", "gpulesson.experiments.feeding", "gpulesson.experiments.calibration", "gpulesson.experiments.contention", "gpulesson.contributed", "gpulesson.experiments.decision", "gpulesson.check.example", "gpulesson.experiments.workers", "gpulesson.experiments.parallel.page", "gpulesson.experiments.profile", "gpulesson.experiments.gpu_settings")  # noqa: E501 (one line: registered by one-line edits)
+RESULT_SOURCES = ("gpulesson.experiments.cnn", "gpulesson.experiments.ceiling", "gpulesson.experiments.torch_reference", "gpulesson.experiments.small_models", "gpulesson.experiments.matmul", "gpulesson.experiments.feeding", "gpulesson.experiments.calibration", "gpulesson.experiments.contention", "gpulesson.contributed", "gpulesson.experiments.decision", "gpulesson.check.example", "gpulesson.experiments.workers", "gpulesson.experiments.parallel.page", "gpulesson.experiments.profile", "gpulesson.experiments.ladder")  # noqa: E501 (one line: registered by one-line edits)
 
 
 def result_values(root: Path, sources: tuple[str, ...] = RESULT_SOURCES) -> dict[str, str]:

@@ -14,7 +14,7 @@ import pytest
 from carpentry import PLACEHOLDER, resolve_conditionals, split_front_matter
 from conftest import ROOT, load_script
 
-from gpulesson.experiments import ceiling, feeding, gpu_settings, profile, workers
+from gpulesson.experiments import ceiling, feeding, ladder, profile, workers
 from gpulesson.experiments.feeding import pipelines as fp
 
 EPISODE = ROOT / "_episodes" / "09-feeding-the-gpu.md"
@@ -63,13 +63,13 @@ def test_every_placeholder_is_one_the_benchmark_provides():
     used = {m[1] for m in PLACEHOLDER.finditer(TEXT)}
     assert used, "the episode shows no recorded number"
     values = {**feeding.substitutions(), **ceiling.substitutions(), **workers.substitutions(),
-              **profile.substitutions(), **gpu_settings.substitutions()}
+              **profile.substitutions(), **ladder.substitutions()}
     refs = {name for name in used if name.startswith("ref_")}
     assert refs == {name for name in used
                     if name.startswith(("ref_feed_", "ref_ceil_", "ref_workers_", "ref_prof_",
-                                            "ref_gpuset_"))}, \
+                                            "ref_ladder_"))}, \
         "the episode's numbers come from the feeding benchmark, the ceiling, Grain's workers, " \
-        "the profile and the settings"
+        "the profile and the ladder"
     assert not refs - values.keys(), sorted(refs - values.keys())
     # the reference run: its table, what it shows, and the answer to the reading exercise
     assert {"ref_feed_table", "ref_feed_findings", "ref_feed_reading"} <= refs
@@ -80,7 +80,7 @@ def test_without_a_results_file_the_page_says_so_in_sentences(tmp_path):
               **ceiling.substitutions(tmp_path / "none.jsonl"),
               **workers.substitutions(tmp_path / "none.jsonl"),
               **profile.substitutions(tmp_path / "none.jsonl"),
-              **gpu_settings.substitutions(tmp_path / "none.jsonl")}
+              **ladder.substitutions(tmp_path / "none.jsonl")}
     filled = PLACEHOLDER.sub(lambda m: values[m[1]], resolve_conditionals(BODY, values))
     assert "No reference run has been recorded yet" in filled
     assert "not recorded yet (not recorded yet)" not in filled
@@ -114,13 +114,14 @@ def test_figures_exist_and_are_the_ones_the_draw_script_writes():
     assert shown, "the episode shows the benchmark's figures"
     for src in shown:
         path = (EPISODE.parent / src).resolve()
-        assert path.is_file(), src
+        # the page shows the ladder's figure only once a run is recorded (its {{ if }})
+        assert path.is_file() or (path.name == ladder.FILE and not ladder.reference_run()), src
         assert path.parent == draw_feeding.FOLDER.resolve(), src
     # each figure's script and results file; the profile's has a script of its own
     drawn_by = {**dict.fromkeys((*draw_feeding.FIGURES, ceiling.FILE, workers.FILE),
                                 ("figures.py", r"results/(feeding|ceiling|workers)\.jsonl")),
                 profile.FILE: ("profile.py", r"results/profile\.jsonl"),
-                gpu_settings.FILE: ("gpu_settings.py", r"results/gpu-settings\.jsonl")}
+                ladder.FILE: ("ladder.py", r"results/ladder\.jsonl")}
     assert {p.rsplit("/", 1)[-1] for p in shown} == set(drawn_by)
     # the captions name the script and the results file
     for caption in re.findall(r"^:{3,}\{figure\}.*?^:{3,}$", TEXT, re.DOTALL | re.MULTILINE):
@@ -375,14 +376,14 @@ def test_the_page_stays_short_once_the_card_is_profiled_and_its_settings_recorde
     import core_check
     from carpentry import fill_placeholders
     from conftest import lesson_files
-    from test_09_gpu_settings import h200_shaped
+    from test_09_ladder import h200_shaped
     from test_09_profile import made_record
 
     from gpulesson.results import append_record
 
     root = lesson_files(tmp_path / "lesson")
     results = root / "results"
-    h200_shaped(results)  # appends to results/gpu-settings.jsonl
+    h200_shaped(results / "ladder.jsonl")
     for record in (
             made_record("cpu", step=0.3, run_id="p1",
                         host={"input": 0.001, "dispatch": 0.001, "other": 0.298},

@@ -4,8 +4,6 @@ as extrapolated, a profiled row keeps to one step, shares name their machines an
 nearest percent, every table names its data, and the settings' goal and the mixed-precision
 answer come from the records. Made-up records only (tests only: never committed)."""
 
-import json
-import math
 
 import pytest
 from conftest import ROOT
@@ -17,7 +15,6 @@ from gpulesson.experiments.ceiling import page as ceiling_page
 from gpulesson.experiments.feeding import page
 from gpulesson.experiments.feeding import records as rec
 from gpulesson.experiments.feeding.figures import alt_texts
-from gpulesson.experiments.gpu_settings import page as settings_page
 from gpulesson.experiments.profile import page as profile_page
 from gpulesson.experiments.workers import page as workers_page
 from gpulesson.results import append_record, make_record
@@ -175,25 +172,6 @@ def test_the_peaks_and_the_bfloat16_answer_come_from_the_records(made, tmp_path)
     exercise = exercise[:exercise.index("\n::::\n")]
     assert "H100" not in exercise and "Most CPUs have no such units" not in exercise
     assert "{{ ref_feed_bf16_cpus }}" in exercise and "{{ ref_feed_bf16_gpu }}" in exercise
-
-
-# --- 4. the settings' goal beside what a step already costs -----------------------------------------
-
-def test_the_settings_goal_relates_to_the_episodes_and_to_the_ceilings_step(tmp_path):
-    ceiling_file = tmp_path / "ceiling.jsonl"
-    ceiling_file.write_text("".join(json.dumps(r) + "\n" for r in gpu_run("jax", JAX_GPU)))
-    said = settings_page.substitutions(tmp_path / "gpu-settings.jsonl")["ref_gpuset_goal"]
-    steps = math.ceil(45_000 / 256)
-    assert steps == 176
-    assert ("Its goals: an epoch of the 45,000 training images in 100 ms on the H200, 9 times the "
-            "rate of the episode's goal (50,000 images in 1.0 s)") in said
-    assert f"At batch 256 that is {steps} steps, 568 µs a step." in said
-    # the do-nothing model's ram step: 0.132 s over 196 steps, the fastest 0.117 s
-    assert ("A step of the ceiling's do-nothing model fed from `ram` (batch 256) took 673 µs "
-            "(range 597 µs–") in said
-    assert "with JAX on the Made-up GPU (run g): already more than the target's step" in said
-    assert "fewer steps (larger batches) or cheaper ones" in said
-    assert "{{ ref_gpuset_goal }}" in EPISODE and "a tenth of a second on the H200" not in EPISODE
 
 
 # --- 6. an epoch timed in part is marked as extrapolated --------------------------------------------

@@ -1,0 +1,105 @@
+"""Train the lesson's CNN once per rung of the speed ladder, in two process starts, and record
+each rung's epochs, clock, test accuracies and meters.
+
+    python -m gpulesson.experiments.ladder                      # released Keras's rungs (JAX)
+    python -m gpulesson.experiments.ladder --part limit         # the plain-JAX limit
+    python -m gpulesson.experiments.ladder --part nightly --nightly .whl/nightly
+
+Each part runs its rungs in a new process, twice: the first start with an empty persistent
+compilation cache (JAX's ``jax_compilation_cache_dir``), the second with the cache the first
+filled, so that the records show what the cache does to a first epoch. ``--nightly DIR``
+installs the keras-nightly wheel in DIR (``requirements/node-nightly.txt``) into a folder of its
+own and puts it first on the children's ``PYTHONPATH``: a pre-release, apart from the pinned
+Keras. ``--run-id`` goes on with an earlier run, skipping the rungs and starts it has.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from gpulesson.devices import KERAS_DEVICES as DEVICES
+from gpulesson.experiments.common import add_out_option, add_run_id_option, add_seed_option
+from gpulesson.experiments.ladder.records import (
+    EXPERIMENT,
+    PARTS,
+    RESULTS_FILE,
+    STARTS,
+    rungs_of,
+)
+
+CACHE_ROOT = Path("_build") / "ladder-cache"  # git ignores _build
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m gpulesson.experiments.ladder",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--devices", nargs="+", choices=sorted(DEVICES), default=None,
+                        help="devices (default: the GPU if one is visible, else the CPU)")
+    parser.add_argument("--part", choices=PARTS, default="keras", help="which rungs")
+    parser.add_argument("--rungs", nargs="+", default=None, help="only these rungs of the part")
+    parser.add_argument("--nightly", type=Path, default=None,
+                        help="folder of the keras-nightly wheel (needed by --part nightly)")
+    parser.add_argument("--start", type=int, default=None, help=argparse.SUPPRESS)
+    add_out_option(parser, RESULTS_FILE)
+    add_seed_option(parser)
+    add_run_id_option(parser)
+    return parser
+
+
+def _nightly_path(wheels: Path) -> str:
+    """Install the wheels of ``wheels`` into a new folder; that folder."""
+    found = sorted(wheels.glob("*.whl"))
+    if not found:
+        raise SystemExit(f"no wheel in {wheels}: run ../shared/gpu-node/wheels.sh "
+                         "(requirements/node-nightly.txt) first")
+    target = tempfile.mkdtemp(prefix="site-nightly-")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
+                    "--target", target, *map(str, found)], check=True)
+    return target
+
+
+def main(argv=None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.part == "nightly" and args.nightly is None and args.start is None:
+        parser.error("--part nightly needs --nightly DIR, the folder of the keras-nightly wheel")
+    wrong = set(args.rungs or ()) - set(rungs_of(args.part))
+    if wrong:
+        parser.error(f"not rungs of part {args.part}: {', '.join(sorted(wrong))}; its rungs: "
+                     + ", ".join(rungs_of(args.part)))
+    if args.start is not None:
+        from gpulesson.experiments.ladder.start import one_start
+
+        return one_start(args)
+    from gpulesson.experiments.common import say_measured
+    from gpulesson.experiments.ladder.page import describe
+    from gpulesson.results import new_run_id, read_records
+
+    run_id = args.run_id or new_run_id()
+    env = {**os.environ}
+    if args.part == "nightly":
+        env["PYTHONPATH"] = os.pathsep.join(
+            [_nightly_path(args.nightly), *filter(None, [env.get("PYTHONPATH")])])
+    cache = CACHE_ROOT / f"{run_id}-{args.part}"
+    shutil.rmtree(cache, ignore_errors=True)  # start 1 finds it empty
+    failed = 0
+    for start in range(1, STARTS + 1):
+        command = [sys.executable, "-m", "gpulesson.experiments.ladder", "--part", args.part,
+                   "--start", str(start), "--run-id", run_id, "--out", str(args.out),
+                   "--seed", str(args.seed), *(["--devices", *args.devices] if args.devices else []),
+                   *(["--rungs", *args.rungs] if args.rungs else [])]
+        failed += subprocess.run(command, env={**env, "JAX_COMPILATION_CACHE_DIR": str(cache)},
+                                 check=False).returncode != 0
+    made = [r for r in (read_records(args.out, experiment=EXPERIMENT, run_id=run_id)
+                        if args.out.is_file() else []) if r.get("part") == args.part]
+    return say_measured(made, args.out, EXPERIMENT, run_id, describe) or int(failed > 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,110 @@
+"""The card's limit for the lesson's CNN: the same model, initial weights and optimizer, one
+compiled call per epoch, in plain JAX.
+
+Keras's ``model.stateless_call`` and ``optimizer.stateless_apply`` are pure functions of the
+model's and the optimizer's variables, so a step is a function JAX can trace, and
+``jax.lax.scan`` runs all of an epoch's steps inside one compiled call, on data already on the
+device: no Python between steps, no batch sent from the host. The epoch's batches are its full
+ones (the few images of a last, smaller batch wait for the next epoch's order).
+"""
+
+from __future__ import annotations
+
+
+def loss_function(model, training: bool = True):
+    """``loss(trainable, non_trainable, x, y) -> (loss, non_trainable)`` of the model's
+    training pass (``training=False``: without dropout), the loss that ``fit`` minimises."""
+    import keras
+
+    cross_entropy = keras.losses.SparseCategoricalCrossentropy()
+
+    def loss(trainable, non_trainable, x, y):
+        out, non_trainable = model.stateless_call(trainable, non_trainable, x, training=training)
+        return cross_entropy(y, out), non_trainable
+
+    return loss
+
+
+def epoch_function(model, optimizer, batch: int, steps: int, scan: bool = True):
+    """A compiled ``epoch(state, x, y, key) -> (state, mean loss)``: a new order of the images
+    from ``key``, then ``steps`` steps of ``batch`` images in one ``jax.lax.scan``. With
+    ``scan=False`` a Python loop calls a compiled step instead: XLA's CPU backend runs the
+    convolutions inside a scan's loop many times slower than alone (about 50x in the lesson's
+    stand-in), so the limit loops there and says so in its records."""
+    import jax
+
+    grad = jax.value_and_grad(loss_function(model), has_aux=True)
+
+    def step(state, rows, x, y):
+        trainable, non_trainable, slots = state
+        (loss, non_trainable), grads = grad(trainable, non_trainable, x[rows], y[rows])
+        trainable, slots = optimizer.stateless_apply(slots, grads, trainable)
+        return (trainable, non_trainable, slots), loss
+
+    def order(key, n):
+        return jax.random.permutation(key, n)[:steps * batch].reshape(steps, batch)
+
+    def epoch(state, x, y, key):
+        state, losses = jax.lax.scan(lambda s, rows: step(s, rows, x, y), state,
+                                     order(key, len(x)))
+        return state, losses.mean()
+
+    if scan:
+        return jax.jit(epoch, donate_argnums=0)
+    one, rows_of = jax.jit(step, donate_argnums=0), jax.jit(order, static_argnums=1)
+
+    def looped(state, x, y, key):
+        losses = []
+        for rows in rows_of(key, len(x)):
+            state, loss = one(state, rows, x, y)
+            losses.append(loss)
+        return state, sum(losses) / len(losses)
+
+    return looped
+
+
+def accuracy_function(model, batch: int):
+    """A compiled ``accuracy(state, x, y)`` over the test images, in batches of ``batch``."""
+    import jax
+    import jax.numpy as jnp
+
+    def accuracy(state, x, y):
+        trainable, non_trainable, _ = state
+        whole = len(x) // batch * batch
+
+        def one(_, rows):
+            out, _ = model.stateless_call(trainable, non_trainable, x[rows], training=False)
+            return None, jnp.sum(jnp.argmax(out, axis=-1) == y[rows])
+
+        _, right = jax.lax.scan(one, None, jnp.arange(whole).reshape(-1, batch))
+        return right.sum() / whole
+
+    return jax.jit(accuracy)
+
+
+def train_limit(name: str, *, watch, model, options: dict, data: dict, epochs: int, seed: int):
+    """Train ``model`` (built and compiled for rung ``name``) for ``epochs`` epochs, each one
+    call, timed by ``watch`` (:class:`~gpulesson.experiments.ladder.measure.EpochWatch`);
+    how the epoch ran: "scan" (one call), or "loop" on a CPU (:func:`epoch_function`)."""
+    import jax
+
+    x, y = data["device"]
+    test_x, test_y = data["test_device"]
+    batch = options["batch_size"]
+    optimizer = model.optimizer
+    optimizer.build(model.trainable_variables)
+    state = ([v.value for v in model.trainable_variables],
+             [v.value for v in model.non_trainable_variables],
+             [v.value for v in optimizer.variables])
+    run = epoch_function(model, optimizer, batch, len(x) // batch,
+                         scan=jax.default_backend() != "cpu")
+    accuracy = accuracy_function(model, data["test_batch"])
+    key = jax.random.key(seed)
+    for _ in range(epochs):
+        key, draw = jax.random.split(key)
+        watch.begin()
+        state, loss = run(state, x, y, draw)
+        float(loss)  # waits for the epoch's last step
+        watch.end()
+        watch.evaluated(float(accuracy(state, test_x, test_y)))
+    return "scan" if jax.default_backend() != "cpu" else "loop"

@@ -1,0 +1,170 @@
+"""Episode 9's speed ladder (``gpulesson.experiments.ladder``): its rungs, the warm-up, the
+plain-JAX limit's loss, time to accuracy, and the page without and with GPU records (made up
+here; no GPU number is typed into the lesson)."""
+
+import math
+
+import pytest
+from conftest import run_on_jax_cpu
+
+from gpulesson.experiments import ladder
+from gpulesson.experiments.ladder import page
+from gpulesson.experiments.ladder import records as lr
+from gpulesson.results import NOT_RECORDED, append_record
+
+
+def test_the_rungs_hold_every_combination_of_the_three_settings_from_both_feeds():
+    keras_rungs = [lr.RUNGS[n] for n in lr.rungs_of("keras")]
+    for feed in ("device", "read-ahead"):
+        combos = {(r["precision"], r["steps_per_execution"], r["batch"])
+                  for r in keras_rungs if r["feed"] == feed}
+        assert len(combos) == 8, feed  # not one setting at a time
+    assert [lr.RUNGS[n]["feed"] for n in ("taught", "read-ahead", "ram", "device")] == \
+        ["stream", "read-ahead", "ram", "device"]
+    assert all(lr.RUNGS[n]["part"] == "nightly" for n in lr.ORDER if n.startswith("scan:"))
+    # start 1 compiles the stream's rungs first: the goal's time includes its own compile
+    assert lr.START_ORDER.index("read-ahead+bf16+spe+batch") < lr.START_ORDER.index("device")
+    with pytest.raises(ValueError, match="part must be one of"):
+        lr.rungs_of("fast")
+
+
+def test_the_large_batch_scales_the_learning_rate_and_warms_it_up():
+    assert lr.learning_rate(1024, 256) == pytest.approx(4e-3)
+    assert lr.warmup_steps(256, 256, 45_000) == 0  # the default has no warm-up
+    steps = lr.warmup_steps(1024, 256, 45_000)
+    assert steps == 2 * 44
+    rates = [lr.warmup_rate(s, 4e-3, steps) for s in (0, steps // 2 - 1, steps - 1, steps * 3)]
+    assert rates == pytest.approx([4e-3 / steps, 2e-3, 4e-3, 4e-3])
+    assert lr.warmup_rate(5, 1e-3, 0) == 1e-3
+
+
+def test_the_keras_schedule_is_the_same_warm_up():
+    from gpulesson.experiments.ladder.measure import schedule
+
+    warm = schedule(4e-3, 10)
+    assert [float(warm(s)) for s in (0, 4, 9, 50)] == pytest.approx([4e-4, 2e-3, 4e-3, 4e-3])
+    assert schedule(1e-3, 0) == 1e-3
+
+
+def test_the_limit_computes_the_loss_keras_computes_on_the_same_weights():
+    found = run_on_jax_cpu("""
+import json, numpy as np
+from gpulesson.experiments.ladder import limit, measure
+options = measure.chosen("limit", 8, 64)
+model = measure.build("limit", options, "cpu", 3)
+x = np.random.default_rng(0).integers(0, 256, (16, 32, 32, 3), dtype=np.uint8)
+y = (np.arange(16) % 10).astype("int32")
+ours, _ = limit.loss_function(model, training=False)(
+    [v.value for v in model.trainable_variables],
+    [v.value for v in model.non_trainable_variables], x, y)
+theirs = model.evaluate(x, y, batch_size=16, verbose=0)[0]
+model.optimizer.build(model.trainable_variables)
+state = ([v.value for v in model.trainable_variables],
+         [v.value for v in model.non_trainable_variables],
+         [v.value for v in model.optimizer.variables])
+import jax
+state, loss = limit.epoch_function(model, model.optimizer, 8, 2)(state, x, y, jax.random.key(0))
+print(json.dumps([float(ours), float(theirs), float(loss), int(state[2][0])]))
+""")
+    ours, theirs, epoch_loss, iterations = found
+    assert ours == pytest.approx(theirs, rel=1e-5)
+    assert math.isfinite(epoch_loss) and iterations == 2  # two steps, one call
+
+
+def made(rung, seconds, *, accuracies, start=1, ends=None, run_id="r1", compiled=True):
+    watched = {"epoch_seconds": seconds, "test_accuracies": accuracies,
+               "epoch_end_seconds": ends or [sum(seconds[:i + 1]) + 5 for i in range(len(seconds))],
+               "energy": {"measured": False, "reason": "made up"}, "mean_watts": 300.0,
+               "busy_percent": 40.0, "busy_samples": 9}
+    record = lr.measurement_record(
+        run_id=run_id, rung=rung, start=start, device="gpu", watched=watched,
+        chosen={"batch_size": 256}, n_images=45_000, data="synthetic",
+        extra={"cache": {"files_before": 0, "files_added": int(compiled)}})
+    record.update({"device": "NVIDIA H200", "gpu": {"name": "NVIDIA H200"}})
+    return record
+
+
+def h200_shaped(path, stream_seconds=0.09, limit_seconds=0.08, stream_accuracy=0.66):
+    """A made-up run: the default, the best stream rung and the limit at its batch and
+    precision, two starts each (the second first epoch shorter: the cache)."""
+    rows = []
+    for start in (1, 2):
+        first = 12.0 if start == 1 else 3.0
+        rows += [made("taught", [first, 0.5, 0.5, 0.52, 0.49, 0.5], start=start,
+                      accuracies=[0.3, 0.4, 0.5, 0.6, 0.63, 0.65]),
+                 made("read-ahead+bf16+spe+batch", [first] + [stream_seconds] * 11, start=start,
+                      accuracies=[0.2, 0.3, 0.4, 0.5, 0.55, 0.6, 0.62, 0.64, stream_accuracy,
+                                  0.67, 0.68, 0.68]),
+                 made("limit+best", [first] + [limit_seconds] * 11, start=start,
+                      accuracies=[0.3] * 12)]
+    for record in rows:
+        append_record(path, record)
+    return path
+
+
+def test_time_to_accuracy_is_the_clock_of_the_first_epoch_that_reached_it():
+    record = made("taught", [10.0, 1.0, 1.0], accuracies=[0.3, 0.5, 0.6], ends=[12.0, 13.5, 15.0])
+    assert lr.time_to(record, 0.5) == 13.5
+    assert lr.time_to(record, 0.3) == 12.0  # the first epoch: compiling included
+    assert lr.time_to(record, 0.61) is None
+
+
+def test_the_page_says_each_goal_met_or_not_from_the_records(tmp_path):
+    values = ladder.substitutions(h200_shaped(tmp_path / "ladder.jsonl"))
+    assert values["ref_ladder_gpu"] == "NVIDIA H200"
+    goals = values["ref_ladder_goals"]
+    assert "`read-ahead+bf16+spe+batch`" in goals
+    assert "same batch and precision: 1.12x: met" in goals
+    assert "compiling included: 17.7 s against 19.5 s: met" in goals
+    assert "(0.650)" in goals
+    table = values["ref_ladder_table"]
+    assert "| `limit+best` |" in table and "2 starts" in table and "1.12x" in table
+    assert "12.0 s with an empty compilation cache and 3.0 s" in values["ref_ladder_cache"]
+    assert "`read-ahead+bf16+spe+batch`" in values["ref_ladder_best_gpu"]
+    slow = ladder.substitutions(h200_shaped(tmp_path / "slow.jsonl", stream_seconds=0.45,
+                                            limit_seconds=0.1))
+    assert "4.50x: not met" in slow["ref_ladder_goals"]
+    assert "20.6 s against 19.5 s: not met" in slow["ref_ladder_goals"]
+
+
+def test_the_time_goal_is_met_when_the_stream_rung_gets_there_sooner(tmp_path):
+    path = tmp_path / "ladder.jsonl"
+    append_record(path, made("taught", [12.0, 0.5, 0.5], accuracies=[0.3, 0.5, 0.6]))
+    append_record(path, made("read-ahead+batch", [9.0, 0.2, 0.2], accuracies=[0.4, 0.6, 0.6]))
+    goals = ladder.substitutions(path)["ref_ladder_goals"]
+    assert "14.2 s against 18.0 s: met" in goals
+    assert "not yet recorded (no limit at its batch and precision" in goals
+
+
+def test_without_records_the_page_says_not_yet_recorded_and_the_command(tmp_path):
+    values = ladder.substitutions(tmp_path / "none.jsonl")
+    for key in ("ref_ladder_gpu", "ref_ladder_table", "ref_ladder_cache", "ref_ladder_best_gpu"):
+        assert values[key] == NOT_RECORDED, key
+    assert "not yet recorded" in values["ref_ladder_goals"]
+    assert page.COMMAND in values["ref_ladder_goals"]
+    assert "No rung" in values["ref_ladder_alt"]
+    assert "`limit`" in values["ref_ladder_rungs"]
+
+
+def test_the_figure_puts_every_value_on_its_bar_and_names_the_machine(tmp_path):
+    run = ladder.reference_run(h200_shaped(tmp_path / "ladder.jsonl"))
+    (fig,) = ladder.figures(run)
+    ax = fig.axes[0]
+    assert len(ax.patches) == 3 and len(ax.texts) == 3
+    assert ax.get_xlim()[0] == 0 and "TFLOP/s" in ax.get_xlabel()
+    assert "NVIDIA H200" in fig._suptitle.get_text()
+    assert "limit+best" in ladder.alt_text(run)
+    with pytest.raises(ValueError, match=r"python -m gpulesson\.experiments\.ladder"):
+        ladder.figures([])
+
+
+@pytest.mark.bad_input("bad argument")
+def test_the_nightly_part_refuses_without_its_wheels(tmp_path, capsys):
+    from gpulesson.experiments.ladder.__main__ import main
+
+    with pytest.raises(SystemExit):
+        main(["--part", "nightly", "--out", str(tmp_path / "x.jsonl")])
+    assert "--nightly DIR" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--rungs", "limit", "--out", str(tmp_path / "x.jsonl")])
+    assert "not rungs of part keras: limit" in capsys.readouterr().err
