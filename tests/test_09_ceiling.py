@@ -251,6 +251,20 @@ def test_pytorch_meets_the_goal_only_because_its_own_step_hides_the_reader():
     assert "only because" not in page.goal_shares(even)
 
 
+def test_the_streams_goal_with_the_do_nothing_model_is_met_not_met_or_not_recorded():
+    """`lesson-ahead` against `ram` on the GPU: 0.132 s an epoch of `ram` against 0.140 s (94%,
+    met) on JAX and 0.165 s (80%, not met) on PyTorch; without it, the command that records it."""
+    run = (gpu_run("jax", {**JAX_GPU, "lesson-ahead": [0.140] * 5})
+           + gpu_run("torch", {**TORCH_GPU, "ram": [0.132] * 5, "lesson-ahead": [0.165] * 5}))
+    said = page.stream_goal(run)
+    assert said == ("With the do-nothing model on the Made-up GPU beside Made-up Xeon, 16 cores "
+                    "(run g), the stream `lesson-ahead` reached 94% of `ram` on JAX (met) and "
+                    "80% of `ram` on PyTorch (not met); the goal is at least 90% of `ram`.")
+    missing = page.stream_goal([*RUN, *gpu_run("jax", JAX_GPU)])
+    assert "has no GPU record yet" in missing and page.GPU_COMMAND in missing
+    assert page.stream_goal(RUN) == missing  # a CPU run is not the goal's
+
+
 def test_a_partial_gpu_run_does_not_replace_a_complete_part(tmp_path):
     """A GPU run cut short (no generator measured) leaves the complete GPU part the reference;
     a GPU-only run leaves the CPU's; each number is named by its run and machine."""

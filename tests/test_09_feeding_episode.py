@@ -169,13 +169,11 @@ def test_the_notebook_uses_only_what_the_benchmark_has():
             assert keywords <= accepted.keys(), (name, keywords - accepted.keys())
 
 
-def test_the_pipelines_and_sweeps_it_names_exist():
+def test_the_pipelines_it_names_exist():
     for source in code_cells():
         for match in re.finditer(r"pipelines=\[([^\]]*)\]", source):
             names = re.findall(r'"([\w-]+)"', match[1])
             assert fp.check_pipelines(names) == names
-        for match in re.finditer(r"sweeps=\[([^\]]*)\]", source):
-            assert set(re.findall(r'"(\w+)"', match[1])) <= set(feeding.SWEEPS)
         for name in re.findall(r'make_pipeline\(\s*"([\w-]+)"', source):
             fp.check_pipelines([name])
 

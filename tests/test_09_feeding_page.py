@@ -337,6 +337,33 @@ def test_a_partial_gpu_run_never_breaks_the_page(feeding_measured, tmp_path):
     assert "run gpu-newer" in written[0].read_text()
 
 
+def test_the_streams_goals_are_met_not_met_or_not_recorded(feeding_measured, tmp_path):
+    """On the GPU, `lesson-ahead` against `ram` (180,828 images/s) with the CNN; on a CPU,
+    `lesson-ahead` against `lesson` in every run of the file that trained both, in the order
+    they ran; where either is missing, the command that records it."""
+    records, _, _ = feeding_measured
+    cpu_run = records[0]["run_id"]
+    for rate, share, verdict in ((170_000.0, "94%", "met"), (100_000.0, "55%", "not met")):
+        gpu = _gpu_run(records, "g", train={**H200_TRAIN, "lesson-ahead": rate},
+                       loader={**H200_LOADER, "lesson-ahead": 3 * rate})
+        path = write_records(tmp_path / f"{verdict}.jsonl", records + gpu)
+        said = page.stream_goals(feeding.reference_run(path), path)
+        assert (f"The stream's goals: at least 90% of `ram` on the GPU, at batch {BATCH} in "
+                f"float32: {share} in run g ({verdict}).") in said
+        assert f"In run {cpu_run} (`lesson` first, other programs up to " in said
+    # On a CPU: measurably slower is not met; no measurable difference is.
+    pair = {p: copy.deepcopy(feeding.find(records, "cpu", p)) for p in ("lesson", "lesson-ahead")}
+    for ahead, verdict in ((50.0, "not met"), (98.0, "met")):
+        made = [_with_rates(pair["lesson"], 100.0), _with_rates(pair["lesson-ahead"], ahead)]
+        path = write_records(tmp_path / f"cpu-{ahead}.jsonl", made)
+        said = page.stream_goals([], path)
+        assert said.endswith(f": {verdict}.")
+        assert ("2× slower" in said) == (verdict == "not met") != (common.NO_DIFFERENCE in said)
+    nothing = page.stream_goals([], tmp_path / "none.jsonl")
+    assert nothing.count("has not been recorded yet") == 2
+    assert "--devices cpu --pipelines lesson lesson-ahead` records it" in nothing
+
+
 def test_the_goal_and_the_reading_follow_training_from_memory_on_a_gpu(feeding_measured):
     """On records shaped like the H200's: the 90 % goal against the fastest path from memory
     (RAM, not the slower device-resident path), and the loader's margin overruled where

@@ -120,6 +120,35 @@ def _listed(items) -> str:
     return ", ".join(items[:-1]) + (" and " if len(items) > 1 else "") + items[-1]
 
 
+STREAM = "lesson-ahead"  # the lesson's stream: its generator reading ahead (episode 4)
+GPU_COMMAND = "python -m gpulesson.experiments.ceiling --devices gpu"
+
+
+def _gpu_part(records) -> list[dict]:
+    run = parts.part_runs(shown(records)).get("gpu")
+    return [r for r in shown(records) if r["device_kind"] == "gpu" and r["run_id"] == run]
+
+
+def stream_goal(records) -> str:
+    """The stream's goal with the do-nothing model: ``lesson-ahead`` at least
+    :data:`TARGET_SHARE` of ``ram`` (medians), on each backend the GPU's run measured, named with
+    its run; where it has no such pair, the command that records it."""
+    part = _gpu_part(records)
+    said = []
+    for backend, _ in groups(part):
+        stream, ram = find(part, backend, "gpu", STREAM), find(part, backend, "gpu", "ram")
+        if stream and ram:
+            ratio = share(stream, ram)
+            said.append(f"{share_text(ratio)} of `ram` on {NAMES.get(backend, backend)} "
+                        f"({'met' if ratio >= TARGET_SHARE else 'not met'})")
+    goal = f"the goal is at least {TARGET_SHARE:.0%} of `ram`"
+    if not said:
+        return (f"With the do-nothing model, the stream `{STREAM}` has no GPU record yet ({goal}): "
+                f"`{GPU_COMMAND}` records it.")
+    return (f"With the do-nothing model on the {parts.machine(part)} (run {part[0]['run_id']}), "
+            f"the stream `{STREAM}` reached {_listed(said)}; {goal}.")
+
+
 NONE = ("No ceiling run has been recorded yet: `python -m gpulesson.experiments.ceiling` "
         "records one.")
 
@@ -172,4 +201,5 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         "ref_ceil_shares": (goal_shares(records) if records else "No ceiling run has been "
                             "recorded yet to say how close the lesson's generator comes."),
         "ref_ceil_alt": alt_text(records),
+        "ref_ceil_stream": stream_goal(records),
     }

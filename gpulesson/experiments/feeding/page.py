@@ -60,11 +60,12 @@ from gpulesson.experiments.feeding.records import (
     rate_summary,
     rate_text,
     reference_run,
+    runs,
     short_setting,
     shown,
     targets,
 )
-from gpulesson.results import NOT_RECORDED, data_label, hardware, software
+from gpulesson.results import NOT_RECORDED, data_label, hardware, read_records, software
 from gpulesson.results import duration as seconds_text
 from gpulesson.settings import LABELS
 
@@ -333,6 +334,46 @@ def findings(records, cnn_path=None) -> str:
     return " ".join(sentences)
 
 
+STREAM = "lesson-ahead"  # the lesson's stream: its generator reading ahead (episode 4)
+
+
+def stream_goals(records, path=RESULTS_FILE) -> str:
+    """The stream's goals in sentences: on the GPU of the reference run, ``lesson-ahead`` at
+    least :data:`TARGET_SHARE` of ``ram`` training the CNN (batch and precision as recorded);
+    on a CPU, not measurably slower than ``lesson``, in every run of ``path`` that trained both
+    there (the order they ran in named: a busy machine drifts). Each says what is not recorded
+    and the command that records it."""
+    goal = f"at least {TARGET_SHARE:.0%} of `ram` on the GPU"
+    stream, ram = find(records, "gpu", STREAM), find(records, "gpu", "ram")
+    if stream and ram:
+        ratio = stream["images_per_second"] / ram["images_per_second"]
+        said = [f"The stream's goals: {goal}, at batch {stream['batch_size']} in "
+                f"{stream['precision']}: {share_text(ratio)} in run {stream['run_id']} "
+                f"({'met' if ratio >= TARGET_SHARE else 'not met'})."]
+    else:
+        said = [f"The stream's goals: {goal}, which has not been recorded yet "
+                f"(`{RECORD_COMMAND} --devices gpu` records it)."]
+    cpu = []
+    for run_id, run in runs(read_records(path) if Path(path).is_file() else []).items():
+        pair = {r["pipeline"]: r for r in run if r.get("device_kind") == "cpu"
+                and r.get("mode") == "train" and r.get("group") == "pipelines"
+                and r["pipeline"] in ("lesson", STREAM)}
+        if len(pair) == 2:
+            first = next(r["pipeline"] for r in run if r["pipeline"] in pair)
+            slower = compare_middle(rate_summary(pair[STREAM]), rate_summary(pair["lesson"]),
+                                    higher_is_better=True)
+            met = "not met" if slower.measurable and slower.ratio < 1 else "met"
+            busy = max(r.get("other_programs_cpu_share") or 0 for r in pair.values())
+            cpu.append(f"In run {run_id} (`{first}` first, other programs up to {busy:.0%} of "
+                       "the CPU), " + versus(f"`{STREAM}`", rate_summary(pair[STREAM]),
+                                             "`lesson`", rate_summary(pair["lesson"]))
+                       + f": {met}.")
+    said.append("On a CPU, the goal is no slower than `lesson`" + (
+        ". " + " ".join(cpu) if cpu else f", which has not been recorded yet (`{RECORD_COMMAND} "
+        f"--devices cpu --pipelines lesson {STREAM}` records it)."))
+    return " ".join(said)
+
+
 ALT_KEYS = ("ref_feed_fig_pipelines_alt",)
 NO_FIGURE = "A chart without data: no reference run has been recorded yet."
 
@@ -370,6 +411,7 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
             [r for r in records if r.get("pipeline") in HDF5_PIPELINES and r.get("mode") == "train"],
             "the batches of the `lesson` pipelines"),
         "ref_feed_reading": reading(records),
+        "ref_feed_stream": stream_goals(records, path),
         "ref_feed_workers": wrong_data_sentence(records)
         or "No record of the reference run was measured with a pipeline that delivered wrong data.",
         **dict(zip(ALT_KEYS, alt_texts(records) if records else (NO_FIGURE,), strict=True)),
