@@ -135,11 +135,14 @@ def test_a_copy_whose_printed_reference_changed_is_stale(lesson, tmp_path):
     problems = record_run.stale_records(root)
     assert len(problems) == 1 and "the reference it prints changed (cnn: run " \
         "20260101T000000Z-old000 -> none)" in problems[0], problems
-    # Episode 10's notebook prints episode 5's CNN reference: the runs the page draws.
+    # Episode 10's notebook prints episode 5's CNN reference and, for ResNet-50's step,
+    # episode 6's matrix products: the runs the pages draw.
     from gpulesson.experiments.cnn import records as cnn
+    from gpulesson.experiments.matmul import records as matmul
 
     assert record_run.printed_references("10-beyond-one-gpu") == {
-        "cnn": sorted({r["run_id"] for r in cnn.reference_run()})}
+        "cnn": sorted({r["run_id"] for r in cnn.reference_run()}),
+        "matmul": sorted({r["run_id"] for r in matmul.reference_run()})}
 
 
 def test_the_page_shows_the_outputs_after_their_cells_and_the_box(recorded_site, lesson):

@@ -227,6 +227,7 @@ def printed_references(stem: str, results_dir: Path | None = None) -> dict[str, 
     from gpulesson.experiments.ceiling import records as ceiling
     from gpulesson.experiments.cnn import records as cnn
     from gpulesson.experiments.feeding import records as feeding
+    from gpulesson.experiments.matmul import records as matmul
     from gpulesson.experiments.small_models import records as small_models
     from gpulesson.experiments.torch_reference import records as torch_reference
 
@@ -240,7 +241,8 @@ def printed_references(stem: str, results_dir: Path | None = None) -> dict[str, 
         "08": {"pytorch": (torch_reference.reference_run, torch_reference.RESULTS_FILE)},
         "09": {"feeding": (feeding.reference_run, feeding.RESULTS_FILE),
                "ceiling": (ceiling.reference_run, ceiling.RESULTS_FILE)},
-        "10": {"cnn": (cnn.reference_run, cnn.RESULTS_FILE)},
+        "10": {"cnn": (cnn.reference_run, cnn.RESULTS_FILE),
+               "matmul": (matmul.reference_run, matmul.RESULTS_FILE)},  # ResNet-50's step
     }
     return {name: sorted({r["run_id"] for r in read(folder / file.name)})
             for name, (read, file) in readers.get(stem[:2], {}).items()}

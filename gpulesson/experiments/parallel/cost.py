@@ -37,6 +37,42 @@ INTERCONNECT_SOURCES = {
 }
 """Where each of :data:`INTERCONNECTS`' figures comes from (published, not measured)."""
 
+# The latency of a ring all-reduce as NCCL's own cost model has it (the model NCCL uses to pick
+# its algorithm): a base latency per all-reduce, and one per step of the ring, of which an
+# all-reduce over N GPUs takes 2 (N - 1). Ring algorithm, Simple protocol (NCCL's protocol for
+# large messages), microseconds.
+ALLREDUCE_BASE_US = 8.4
+STEP_LATENCY_US = {
+    "10 Gb/s Ethernet": 14.0,  # NCCL's "network" row: the same for every network
+    "InfiniBand NDR (400 Gb/s)": 14.0,
+    "PCIe Gen5 x16 (H200)": 5.7,
+    "NVLink 4 (H200 SXM)": 3.4,
+}
+LATENCY_SOURCE = ("NCCL's tuning model (NVIDIA/nccl, src/graph/tuning.cc, commit b647562: "
+                  "baseLat and hwLat, ring algorithm, Simple protocol): 8.4 µs per all-reduce, "
+                  "and per step of the ring 3.4 µs over NVLink, 5.7 µs over PCIe, 14 µs over "
+                  "a network")
+
+# ResNet-50's arithmetic, published: He et al., "Deep Residual Learning for Image Recognition"
+# (CVPR 2016), Table 1 gives 3.8 x 10^9 FLOPs for the 50-layer network on a 224 x 224 image,
+# counted as multiply-adds (2 operations each).
+RESNET50_MULTIPLY_ADDS = 3.8e9
+RESNET50_SOURCE = ("He et al., Deep Residual Learning for Image Recognition (CVPR 2016), "
+                   "Table 1: 3.8 × 10⁹ multiply-adds for a 224 × 224 image")
+TRAINING_PASSES = 3  # forward + the two products of the backward pass, as in episode 9
+
+
+def resnet50_step_ms(batch_size: int, tflops: float) -> float:
+    """Milliseconds of one training step of ResNet-50 on ``batch_size`` images at ``tflops``:
+    2 operations per multiply-add, 3 passes (:data:`TRAINING_PASSES`). At a large matrix
+    product's rate this is a lower bound: ResNet-50's layers compute slower than that."""
+    if int(batch_size) != batch_size or batch_size < 1:
+        raise ValueError(f"batch_size must be a whole number >= 1, not {batch_size!r}")
+    if not tflops > 0:
+        raise ValueError(f"tflops must be > 0, not {tflops!r}")
+    flop = batch_size * TRAINING_PASSES * 2 * RESNET50_MULTIPLY_ADDS
+    return flop / (tflops * 1e12) * 1e3
+
 
 def ring_allreduce_bytes(n_parameters: int, n_gpus: int, bytes_per_parameter: int = 4) -> float:
     """Bytes each GPU sends (and receives) in a ring all-reduce of all the gradients.
@@ -67,16 +103,40 @@ def parameter_server_bytes(n_parameters: int, n_gpus: int, bytes_per_parameter: 
 
 
 def allreduce_seconds(n_parameters: int, n_gpus: int, bandwidth_gb_s: float,
-                      bytes_per_parameter: int = 4) -> float:
-    """Seconds one step's all-reduce takes: bytes per GPU over the link's bandwidth (GB/s).
+                      bytes_per_parameter: int = 4, step_latency_us: float = 0.0,
+                      base_latency_us: float = 0.0) -> float:
+    """Seconds one step's all-reduce takes: latency + bytes per GPU over the link's bandwidth.
 
-    Back-of-the-envelope: no latency per message, no overlap with the computation, the
-    nominal bandwidth reached. Real all-reduces are slower; overlapping them with the
-    backward pass hides part of them.
+    The latency is ``base_latency_us`` plus ``step_latency_us`` for each of the ring's
+    ``2 (N - 1)`` steps (none on one GPU); by default 0, the bandwidth term alone.
+    :func:`link_allreduce_seconds` takes both from NCCL's model. Still back-of-the-envelope:
+    the nominal bandwidth reached, no overlap with the computation; overlapping the all-reduce
+    with the backward pass hides part of it.
     """
     if not bandwidth_gb_s > 0:
         raise ValueError(f"bandwidth_gb_s must be > 0, not {bandwidth_gb_s!r}")
-    return ring_allreduce_bytes(n_parameters, n_gpus, bytes_per_parameter) / (bandwidth_gb_s * 1e9)
+    if step_latency_us < 0 or base_latency_us < 0:
+        raise ValueError("latencies must be >= 0")
+    sent = ring_allreduce_bytes(n_parameters, n_gpus, bytes_per_parameter)
+    latency = 0.0 if n_gpus == 1 else (base_latency_us + 2 * (n_gpus - 1) * step_latency_us)
+    return latency / 1e6 + sent / (bandwidth_gb_s * 1e9)
+
+
+def link_latency_seconds(n_gpus: int, link: str) -> float:
+    """The latency term of an all-reduce over ``link`` (:data:`STEP_LATENCY_US`), seconds."""
+    if link not in STEP_LATENCY_US:
+        raise ValueError(f"unknown link {link!r}: one of {', '.join(STEP_LATENCY_US)}")
+    return 0.0 if n_gpus == 1 else (ALLREDUCE_BASE_US
+                                    + 2 * (n_gpus - 1) * STEP_LATENCY_US[link]) / 1e6
+
+
+def link_allreduce_seconds(n_parameters: int, n_gpus: int, link: str,
+                           bytes_per_parameter: int = 4) -> float:
+    """:func:`allreduce_seconds` over a named link: its bandwidth (:data:`INTERCONNECTS`) and
+    NCCL's latencies (:data:`STEP_LATENCY_US`, :data:`ALLREDUCE_BASE_US`)."""
+    link_latency_seconds(n_gpus, link)  # the check of the name
+    return allreduce_seconds(n_parameters, n_gpus, INTERCONNECTS[link], bytes_per_parameter,
+                             STEP_LATENCY_US[link], ALLREDUCE_BASE_US)
 
 
 def scaling_efficiency(compute_seconds: float, communication_seconds: float) -> float:
@@ -101,9 +161,15 @@ class CostRow:
     bandwidth_gb_s: float
     n_gpus: int
     megabytes_per_gpu: float
-    communication_ms: float
+    communication_ms: float  # latency and bandwidth together
+    latency_ms: float
     compute_ms: float
     efficiency: float
+
+    @property
+    def bound(self) -> str:
+        """What the all-reduce waits for most: "latency" or "bandwidth"."""
+        return "latency" if 2 * self.latency_ms > self.communication_ms else "bandwidth"
 
     @property
     def speedup(self) -> float:
@@ -115,18 +181,21 @@ def cost_table(models: dict[str, tuple[int, float]], interconnects: dict[str, fl
     """One row per model, interconnect and GPU count.
 
     ``models`` maps a name to ``(parameters, compute milliseconds per step on one GPU)``;
-    ``interconnects`` a name to a bandwidth in GB/s (default :data:`INTERCONNECTS`).
+    ``interconnects`` a name to a bandwidth in GB/s (default :data:`INTERCONNECTS`). A link of
+    :data:`STEP_LATENCY_US` gets NCCL's latencies; another link the bandwidth term alone.
     """
     interconnects = INTERCONNECTS if interconnects is None else interconnects
     rows = []
     for name, (n_parameters, compute_ms) in models.items():
         for link, bandwidth in interconnects.items():
             for n in gpus:
-                seconds = allreduce_seconds(n_parameters, n, bandwidth, bytes_per_parameter)
+                latency = link_latency_seconds(n, link) if link in STEP_LATENCY_US else 0.0
+                seconds = latency + allreduce_seconds(n_parameters, n, bandwidth,
+                                                      bytes_per_parameter)
                 rows.append(CostRow(
                     name, n_parameters, link, bandwidth, n,
                     ring_allreduce_bytes(n_parameters, n, bytes_per_parameter) / 1e6,
-                    seconds * 1e3, compute_ms,
+                    seconds * 1e3, latency * 1e3, compute_ms,
                     scaling_efficiency(compute_ms / 1e3, seconds)))
     return rows
 
@@ -137,11 +206,11 @@ def format_cost_table(rows: list[CostRow]) -> str:
     with the lesson's models and interconnects)."""
     columns = [  # header, how a row shows it, left-aligned
         ("model", lambda r: r.model, True),
-        ("parameters", lambda r: f"{r.n_parameters:,}", False),
         ("interconnect", lambda r: r.interconnect, True),
         ("GPUs", lambda r: str(r.n_gpus), False),
         ("MB/GPU", lambda r: f"{r.megabytes_per_gpu:.1f}", False),
         ("comm ms", lambda r: f"{r.communication_ms:.2f}", False),
+        ("bound", lambda r: r.bound, True),
         ("compute ms", lambda r: f"{r.compute_ms:.1f}", False),
         ("efficiency", lambda r: f"{r.efficiency:.0%}", False),
         ("speed-up", lambda r: f"{r.speedup:.2f}", False),

@@ -1,26 +1,38 @@
-"""Episode 10's ``ref_par_*`` values: the cost model fed with the CNN's measured GPU step.
+"""Episode 10's ``ref_par_*`` values: the cost model fed with the CNN's measured GPU step,
+and ResNet-50's step from its published arithmetic.
 
 The compute time per step is an input of the cost model. Where the lesson has a GPU run of
 episode 5's CNN, it is that run's median epoch after the warm-up over its training steps
 (validation included, as in episode 5); otherwise the page and the notebook use
-:data:`ASSUMED_STEP_MS` and say that it is assumed. Pure Python: no framework.
+:data:`ASSUMED_STEP_MS` and say that it is assumed. ResNet-50's step is not the CNN's: it is its
+published arithmetic (:data:`~gpulesson.experiments.parallel.cost.RESNET50_SOURCE`) at the
+card's best float32 matrix-product rate in episode 6's reference run, a lower bound, or
+:data:`ASSUMED_RESNET_STEP_MS` where no GPU run of episode 6 is recorded. Pure Python: no
+framework.
 """
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from gpulesson import results
 from gpulesson.experiments.parallel.cost import (
-    INTERCONNECTS,
     LESSON_CNN_PARAMETERS,
-    allreduce_seconds,
+    RESNET50_SOURCE,
+    link_allreduce_seconds,
+    link_latency_seconds,
+    resnet50_step_ms,
     scaling_efficiency,
 )
 
 EXPERIMENT = "cnn-cpu-vs-gpu"  # the results file this page reads: episode 5's CNN
+MATMUL_FILE = "matmul.jsonl"  # beside it: episode 6's matrix products
 ASSUMED_STEP_MS = 20.0  # milliseconds per step, where no GPU run is recorded (not a measurement)
+ASSUMED_RESNET_STEP_MS = 100.0  # likewise for ResNet-50, where episode 6 has no GPU run
+RESNET_BATCH = 256  # images per GPU and step: the lesson's batch size
 ETHERNET = "10 Gb/s Ethernet"
+NVLINK = "NVLink 4 (H200 SXM)"
 GPU_COUNTS = (2, 4, 8)
 
 
@@ -39,19 +51,54 @@ def cnn_step(records) -> tuple[float, str]:
             "validation included")
 
 
+def best_matmul_rate(records) -> tuple[float, str] | None:
+    """``(TFLOP/s, where it comes from)``: the best median float32 rate of the GPU sweep of
+    episode 6's throughput run ``records``, or None without a GPU sweep."""
+    from gpulesson.experiments.matmul.records import find, precision_label, rate_summary
+
+    gpu = find(records, "gpu", "float32")
+    rates = [(summary["median"], point["n"]) for point in (gpu or {}).get("points", [])
+             if (summary := rate_summary(point))]
+    if not rates:
+        return None
+    gflops, n = max(rates)
+    return gflops / 1e3, (f"{gpu['device']}'s best {precision_label(gpu)} matrix product in "
+                          f"episode 6 (run {gpu['run_id']}, n = {n:,})")
+
+
+def resnet_step(records) -> tuple[float, str]:
+    """``(milliseconds per step, where the number comes from)`` of ResNet-50 on
+    :data:`RESNET_BATCH` images: its published arithmetic at the card's best matrix-product
+    rate in episode 6's throughput run ``records`` (a lower bound), else
+    :data:`ASSUMED_RESNET_STEP_MS`."""
+    found = best_matmul_rate(records)
+    if not found:
+        return ASSUMED_RESNET_STEP_MS, "assumed, not a measurement: no GPU run of episode 6"
+    tflops, source = found
+    return (resnet50_step_ms(RESNET_BATCH, tflops),
+            f"{RESNET_BATCH} images × 3 passes × 2 × 3.8 × 10⁹ multiply-adds ({RESNET50_SOURCE}) "
+            f"at {tflops:.3g} TFLOP/s, the {source}: a lower bound, as ResNet-50's layers "
+            "compute slower than a large matrix product")
+
+
 def _and(parts) -> str:
     parts = list(parts)
     return ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 def substitutions(path) -> dict[str, str]:
-    """The step, and the CNN's all-reduce, efficiency and speed-up over Ethernet on 2, 4, 8 GPUs."""
+    """The step, and the CNN's all-reduce, efficiency and speed-up over Ethernet on 2, 4, 8 GPUs
+    (latency and bandwidth), the CNN's all-reduce over NVLink, and ResNet-50's step."""
     from gpulesson.experiments.cnn.records import reference_run
+    from gpulesson.experiments.matmul.records import reference_run as matmul_run
 
     step_ms, source = cnn_step(reference_run(path))
-    seconds = [allreduce_seconds(LESSON_CNN_PARAMETERS, n, INTERCONNECTS[ETHERNET]) for n in GPU_COUNTS]
+    seconds = [link_allreduce_seconds(LESSON_CNN_PARAMETERS, n, ETHERNET) for n in GPU_COUNTS]
     efficiency = [scaling_efficiency(step_ms / 1e3, s) for s in seconds]
     short = [n for n, e in zip(GPU_COUNTS, efficiency, strict=True) if e < 0.5]
+    nvlink = link_allreduce_seconds(LESSON_CNN_PARAMETERS, 8, NVLINK)
+    latency = link_latency_seconds(8, NVLINK)
+    resnet_ms, resnet_source = resnet_step(matmul_run(Path(path).parent / MATMUL_FILE))
     return {
         "ref_par_step": f"{step_ms:.3g} ms",
         "ref_par_step_source": source,
@@ -62,4 +109,8 @@ def substitutions(path) -> dict[str, str]:
             f"From {short[0]} GPUs on, the exchange takes longer than the step computes: over "
             "Ethernet, this CNN's steps are too short to spread." if short else
             "The exchange grows little beyond 4 GPUs, but every GPU added loses a little more."),
+        "ref_par_nvlink": (f"{nvlink * 1e6:.0f} µs on 8 GPUs, {latency / nvlink:.0%} of it "
+                           "latency"),
+        "ref_par_resnet_step": f"{resnet_ms:.3g} ms",
+        "ref_par_resnet_source": resnet_source,
     }
