@@ -14,7 +14,7 @@ from pathlib import Path
 
 from gpulesson import flops, gpu_peaks
 from gpulesson.experiments.common import markdown_table, summary_text
-from gpulesson.experiments.energy import energy_text
+from gpulesson.experiments.energy import energy_summary
 from gpulesson.experiments.ladder import records as lr
 from gpulesson.experiments.ladder.figures import alt_text
 from gpulesson.results import NOT_RECORDED, duration, hardware, software
@@ -40,6 +40,15 @@ def _to_target(records, name: str, target: float | None) -> str:
             f"not reached in {len(first['epoch_seconds'])} epochs")
 
 
+def _joules(record: dict) -> str:
+    """An epoch's joules in the first start, or why there is no number."""
+    found = energy_summary(record)
+    if found:
+        return f"{found['median']:.3g}"
+    energy = record.get("energy") or {}
+    return "below the meter's resolution" if energy.get("below_resolution") else "not measured"
+
+
 def _number(value, fmt: str) -> str:
     return "not measured" if value is None else format(value, fmt)
 
@@ -60,7 +69,7 @@ def rows(records) -> list[list[str]]:
             f"{lr.mean_of(records, name, 'achieved_tflops'):.3g}", _limit_ratio(records, name),
             _number(lr.mean_of(records, name, "busy_percent"), ".0f"),
             _number(lr.mean_of(records, name, "mean_watts"), ".0f"),
-            energy_text(runs[0]), f"{lr.mean_of(records, name, 'test_accuracy'):.3f}",
+            _joules(runs[0]), f"{lr.mean_of(records, name, 'test_accuracy'):.3f}",
             _to_target(records, name, target)])
     return found
 
@@ -84,8 +93,8 @@ def rungs_text() -> str:
 
 def computed_text(profile_path=PROFILE_FILE, n_images: int = 45_000) -> str:
     """The two rows computed, not measured: the profile's kernels alone over an epoch's steps,
-    and the FLOP floor (an epoch's arithmetic at the card's published peak); with the two
-    factors of "% of peak" and the profiler's overhead."""
+    and the FLOP floor (an epoch's arithmetic at the card's published peak). The two factors of
+    the peak and the profiler's overhead are the profile's section's (``ref_prof_factors``)."""
     from gpulesson.experiments.profile.records import find, gpu_name, profiled
     from gpulesson.experiments.profile.records import reference_run as profile_run
 
@@ -93,23 +102,18 @@ def computed_text(profile_path=PROFILE_FILE, n_images: int = 45_000) -> str:
     if not profiled(gpu):
         return NOT_RECORDED
     found, steps = gpu["profile"], math.ceil(n_images / gpu["batch_size"])
-    kernels, step = found["device"]["kernels"], found["step"]
+    kernels = found["device"]["kernels"]
     peaks = gpu_peaks.peaks_for(gpu_name(gpu))
     work = flops.training_flops_per_image() * n_images
     key = gpu_peaks.float32_key(gpu)
-    rate = gpu["train_flops_per_image"] * gpu["batch_size"] / kernels / 1e12
     said = [f"Computed, not measured, from the profile (run {gpu['run_id']}, batch "
-            f"{gpu['batch_size']}): the kernels alone take {duration(kernels * steps)} an epoch "
-            f"({duration(kernels)} x {steps} steps), at {rate:.3g} TFLOP/s."]
+            f"{gpu['batch_size']}): the kernels alone would take {duration(kernels * steps)} an "
+            f"epoch ({duration(kernels)} a step, {steps} steps)."]
     if peaks:
         floor = {p: work / (peaks[p] * 1e12) for p in (key, "bf16")}
-        said += [f"That is {rate / peaks[key]:.0%} of the {key.upper()} peak while they run (kernel "
-                 f"efficiency), and they run {kernels / step:.0%} of the profiled step (busy "
-                 "fraction): the step's share of the peak is the product.",
-                 f"The FLOP floor, an epoch at the published peak, is {duration(floor[key])} in "
-                 f"{key.upper()} and {duration(floor['bf16'])} in BF16."]
-    said.append(f"The profiler slows the step ({duration(step)} profiled, "
-                f"{duration(gpu['step_seconds'])} not), so its dispatch share is inflated.")
+        said.append(f"The FLOP floor, an epoch's arithmetic at the published peak, is "
+                    f"{duration(floor[key])} in {key.upper()} and {duration(floor['bf16'])} in "
+                    "BF16.")
     return " ".join(said)
 
 
