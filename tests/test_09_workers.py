@@ -50,7 +50,7 @@ def test_each_count_of_workers_is_compared_with_none_in_the_rules_words():
 
 
 def test_the_findings_say_the_costs_and_the_best_count_against_none():
-    said = page.findings(RUN)
+    said = page.findings([{**r, "method": records.METHOD} for r in RUN])
     assert said == ("Each comparison reads the middle three of five epochs. "
                     "JAX, CPU (2 cores; a block: read 0.4 ms, `flip_crop` 2.2 ms): "
                     "the best count of workers was 1.5× slower than none for the stored blocks "
@@ -134,19 +134,20 @@ def test_one_slow_epoch_does_not_decide_the_comparison():
     assert records.against_none(run[1], run) == "2× faster"
     said = page.findings(run)
     assert "2× faster than none with `flip_crop` (4)" in said
-    assert "1.68 s against a median of 0.341 s" in said  # the shutdown, named
+    assert "the last epoch took 1.68 s against a median of 0.341 s" in said  # kept, named
     # One slow epoch on either side does not flip it either way.
     slow_none = [gpu_record(0, [0.34, 0.35, 0.33, 0.34, 2.0]), gpu_record(4, [0.35, 0.34] * 2 + [0.33])]
     assert records.against_none(slow_none[1], slow_none) == common.NO_DIFFERENCE
-    # A record made with the spare epoch has no shutdown to name.
+    # A record of the current method whose last epoch is like the others has none to name.
     fixed = [gpu_record(0, H200_NONE, method=records.METHOD),
              gpu_record(4, [*H200_FOUR[:4], 0.35], method=records.METHOD)]
     assert not any(records.teardown_may_be_timed(r) for r in fixed)
     assert "stop" not in page.findings(fixed)
 
 
-def test_the_workers_stop_after_the_timed_epochs(monkeypatch):
-    """The dataset holds one epoch more than fit trains: no timed epoch reaches its end."""
+def test_the_data_hold_the_epochs_fit_trains_and_each_epoch_is_split(monkeypatch):
+    """As the lesson's code does, the dataset holds exactly the epochs fit trains: the last
+    epoch meets the end of the data, and the split of every epoch says where its time went."""
     from gpulesson.lesson import feeding as lesson_feeding
 
     asked = {}
@@ -163,16 +164,67 @@ def test_the_workers_stop_after_the_timed_epochs(monkeypatch):
             for callback in callbacks:
                 callback.set_model(self)
             for epoch in range(epochs):
-                callbacks[0].on_epoch_begin(epoch)
-                for _ in range(steps_per_epoch):
+                for callback in callbacks:
+                    callback.on_epoch_begin(epoch)
+                for step in range(steps_per_epoch):
                     next(taken)
-                callbacks[0].on_epoch_end(epoch, {})
+                    for callback in callbacks:
+                        callback.on_train_batch_end(step)
+                for callback in callbacks:
+                    callback.on_epoch_end(epoch, {})
             asked["left"] = len(list(taken))
 
     monkeypatch.setattr(lesson_feeding, "grain_blocks", fake_blocks)
-    seconds = measure._fit(FakeModel(), "file.h5", work="none", workers=2, batch_size=8,
-                           warmup=1, repeats=2)
-    assert len(seconds) == 3 and asked["epochs"] == 4 and asked["left"] == 3
+    seconds, split = measure._fit(FakeModel(), "file.h5", work="none", workers=2,
+                                  batch_size=8, warmup=1, repeats=2)
+    assert len(seconds) == 3 and asked["epochs"] == 3 and asked["left"] == 0
+    assert [s["batches"] for s in split["epoch_splits"]] == [3, 3, 3]
+    assert split["exit_seconds"] >= 0 and split["teardown_seconds"] >= 0
+
+
+def test_a_stalled_last_epoch_is_split_named_and_kept_on_the_page():
+    """A last epoch that waits after its last batch (the end of the data, the workers
+    stopping) is told apart from a refill before its first batch or between two, and the page
+    shows it beside the verdict that leaves it out."""
+    ticks = iter([0.0, 0.1, 0.2, 0.3, 0.3,          # epoch 1: three batches, no wait at the end
+                  1.0, 1.1, 1.2, 1.3, 2.8,          # epoch 2: 1.5 s after its last batch
+                  3.0, 3.9, 4.0, 4.1, 4.1,          # epoch 3: 0.9 s before its first batch
+                  5.0, 5.1, 5.9, 6.0, 6.0])         # epoch 4: a gap of 0.8 s before batch 2
+    splitter = measure.EpochSplitter(clock=lambda: next(ticks))
+    for _ in range(4):
+        splitter.epoch_begin()
+        for _ in range(3):
+            splitter.batch_end()
+        splitter.epoch_end()
+    first, tail, refill, gap = splitter.splits
+    assert tail["after_last_batch"] == pytest.approx(1.5)
+    assert tail["to_last_batch"] == pytest.approx(0.3)
+    assert refill["first_batch"] == pytest.approx(0.9)
+    assert gap["longest_gap"] == pytest.approx(0.8) and gap["longest_gap_at"] == 1
+    assert first["after_last_batch"] == pytest.approx(0.0)
+    # On a record: the last of five timed epochs 1.8 s against 0.35 s, split as epoch 2 above
+    seconds = [0.35, 0.34, 0.36, 0.35, 1.8]
+    stalled = {**gpu_record(4, seconds, method=records.METHOD), "exit_seconds": 0.01,
+               "teardown_seconds": 0.2,
+               "epoch_splits": [first] * 5 + [{**tail, "to_last_batch": 0.3,
+                                               "after_last_batch": 1.5}]}
+    base = gpu_record(0, H200_NONE, method=records.METHOD)
+    slow = records.stall(stalled)
+    assert slow["where"] == "after_last_batch" and slow["others"] == pytest.approx(0.35)
+    assert records.stall(base) is None
+    run = [base, stalled]
+    row = [r for r in page.rows(run) if r[2] == "4"][0]
+    assert row[-1].startswith(records.against_none(stalled, run))  # the middle three decide
+    assert "its last epoch 1.8 s, 5.1× the others (below)" in row[-1]
+    said = page.findings(run)
+    assert "the last epoch took 1.8 s against a median of 0.35 s; 1.5 s of it after its last " \
+           "batch, where the iterator met the end of the data and Grain's workers stopped" in said
+    assert "the dataset's teardown took 200 ms" in said
+    assert "before the current method" not in said
+    # an older record's stall is shown too, said to be unsplit
+    old = gpu_record(4, seconds)
+    assert "not split" in page.findings([gpu_record(0, H200_NONE), old])
+    assert "before the current method" in page.findings([gpu_record(0, H200_NONE), old])
 
 
 def test_a_device_part_is_the_reference_only_when_its_grid_is_complete(tmp_path):
@@ -234,7 +286,8 @@ def test_the_command_measures_appends_and_goes_on_with_a_run(tmp_path):
     for r in made:
         assert r["repeats"] == 2 and len(r["warmup_seconds"]) == 1 and r["grain"]
         assert r["work_ms"] > 0 and r["read_ms"] > 0 and r["cpu_settings"]["cpu_cores_available"]
-        assert r["method"] == records.METHOD  # the workers' shutdown after the timed epochs
+        assert r["method"] == records.METHOD  # every epoch split where its time went
+        assert len(r["epoch_splits"]) == 3 and r["teardown_seconds"] >= 0
     again = run_command(*args, "--run-id", made[0]["run_id"], env=env)
     assert again.returncode == 0 and "Nothing left to measure." in again.stdout
     assert len(out.read_text().splitlines()) == 2

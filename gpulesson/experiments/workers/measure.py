@@ -8,8 +8,10 @@ augment the blocks in the training process; with N, N processes do and hand each
 through shared memory. Before the fits, the cost of reading one block and of augmenting one is
 measured alone (:func:`block_costs`), so that a page can say what each worker has to do. Each
 condition follows the lesson's rule: a recorded warm-up epoch (it also takes the workers'
-start) and the timed epochs after it (:func:`gpulesson.experiments.common.synced_epoch_timer`);
-the workers' shutdown falls after them (:func:`_fit`, ``records.METHOD``).
+start) and the timed epochs after it (:func:`gpulesson.experiments.common.synced_epoch_timer`).
+The data hold exactly the epochs ``fit`` trains, as episode 9 teaches, and each epoch is split
+where its time goes (:class:`EpochSplitter`), so that a slow last epoch says whether it waited
+before its first batch, between batches or after its last one (``records.METHOD``).
 """
 
 from __future__ import annotations
@@ -67,30 +69,83 @@ def block_costs(path, batch_size: int, *, seed: int = 0) -> dict:
     return {"read_ms": 1e3 * statistics.median(read), "work_ms": 1e3 * statistics.median(work)}
 
 
-SPARE_EPOCHS = 1  # epochs of data beyond those fit trains (records.METHOD)
+class EpochSplitter:
+    """Where each epoch's time goes, from ``fit``'s callbacks read on ``clock``: before its
+    first batch ended (``first_batch``: the iterator's start or a refill), up to its last batch's
+    end (``to_last_batch``), after it until the epoch ended (``after_last_batch``: where the
+    iterator meets the end of the data and Grain's workers stop), and its longest gap between
+    two batches (``longest_gap``, ending at batch ``longest_gap_at``), all in seconds.
+    :meth:`callback` makes the Keras callback; the arithmetic needs no framework."""
+
+    def __init__(self, clock=time.perf_counter):
+        self.clock, self.splits, self.ended = clock, [], None
+        self._begin = self._last = None
+        self._first = self._gap = self._gap_at = None
+        self._batch = 0
+
+    def epoch_begin(self):
+        self._begin = self._last = self.clock()
+        self._first, self._gap, self._gap_at, self._batch = None, 0.0, None, 0
+
+    def batch_end(self):
+        now = self.clock()
+        if self._first is None:
+            self._first = now - self._begin
+        elif now - self._last > self._gap:
+            self._gap, self._gap_at = now - self._last, self._batch
+        self._last, self._batch = now, self._batch + 1
+
+    def epoch_end(self):
+        self.ended = self.clock()
+        self.splits.append({"first_batch": self._first or 0.0,
+                            "to_last_batch": self._last - self._begin,
+                            "after_last_batch": self.ended - self._last,
+                            "longest_gap": self._gap, "longest_gap_at": self._gap_at,
+                            "batches": self._batch})
+
+    def callback(self):
+        import keras  # only when something is measured
+
+        splitter = self
+
+        class Split(keras.callbacks.Callback):
+            def on_epoch_begin(self, epoch, logs=None):
+                splitter.epoch_begin()
+
+            def on_train_batch_end(self, batch, logs=None):
+                splitter.batch_end()
+
+            def on_epoch_end(self, epoch, logs=None):
+                splitter.epoch_end()
+
+        return Split()
 
 
 def _fit(model, path, *, work: str, workers: int, batch_size: int, warmup: int,
-         repeats: int) -> list[float]:
-    """Seconds of every epoch of one fit fed by ``grain_blocks``, warm-up first.
+         repeats: int) -> tuple[list[float], dict]:
+    """Seconds of every epoch of one fit fed by ``grain_blocks``, warm-up first, and the split
+    of each epoch (:class:`EpochSplitter`) with what followed the last: ``exit_seconds`` until
+    ``fit`` returned, ``teardown_seconds`` to drop the dataset (its workers stop).
 
-    The dataset holds :data:`SPARE_EPOCHS` more epochs than ``fit`` trains: no timed epoch
-    reaches the end of the data, where the iterator waits for the worker processes to stop
-    (Keras on JAX fetches one batch ahead on a GPU). They stop after ``fit``, untimed."""
+    The dataset holds exactly the epochs ``fit`` trains, as the lesson's code does: the last
+    epoch meets the end of the data, and its split says what that costs."""
     import gc
 
     from gpulesson.lesson.feeding import flip_crop, grain_blocks
 
     epochs = warmup + repeats
-    dataset, steps = grain_blocks(path, epochs + SPARE_EPOCHS, batch_size, seed=1,
-                                  workers=workers,
+    dataset, steps = grain_blocks(path, epochs, batch_size, seed=1, workers=workers,
                                   augment=flip_crop if work == "augment" else None)
-    budget = Budget(warmup, repeats)
+    budget, splitter = Budget(warmup, repeats), EpochSplitter()
+    # the splitter first: its epoch ends before the timer waits for the device
     model.fit(dataset, epochs=epochs, steps_per_epoch=steps, shuffle=False, verbose=0,
-              callbacks=[synced_epoch_timer(budget)])
+              callbacks=[splitter.callback(), synced_epoch_timer(budget)])
+    returned = time.perf_counter()
     del dataset
-    gc.collect()  # the workers stop here, before the next condition starts
-    return budget.seconds
+    gc.collect()  # the workers stop here at the latest, before the next condition starts
+    return budget.seconds, {"epoch_splits": splitter.splits,
+                            "exit_seconds": returned - splitter.ended,
+                            "teardown_seconds": time.perf_counter() - returned}
 
 
 def _setting() -> dict:
@@ -142,12 +197,13 @@ def measure(*, devices, n_images: int, batch_size: int, repeats: int, warmup: in
                     meter = BusyMeter()
                     started = time.perf_counter()
                     with keras.device(keras_device):
-                        seconds = _fit(model, path, work=work, workers=n, batch_size=batch_size,
-                                       warmup=warmup, repeats=repeats)
+                        seconds, split = _fit(model, path, work=work, workers=n,
+                                              batch_size=batch_size, warmup=warmup,
+                                              repeats=repeats)
                     record = measurement_record(
                         seconds, warmup=warmup, run_id=run_id, device=device, work=work,
                         workers=n, batch_size=batch_size, n_images=n_images,
-                        extra={**costs, **meter.read(), **_setting(),
+                        extra={**costs, **split, **meter.read(), **_setting(),
                                "wall_seconds": time.perf_counter() - started})
                     assert condition(record) == (backend, device, work, n, batch_size)
                     made.append(record)

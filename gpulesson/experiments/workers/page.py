@@ -7,14 +7,13 @@ software; without one, each says so in a sentence. Imports no deep-learning fram
 
 from __future__ import annotations
 
-import statistics
-
 from gpulesson.experiments import parts
 from gpulesson.experiments.ceiling.records import measurably, middle_note
 from gpulesson.experiments.common import compare_middle, markdown_table, summary_text
 from gpulesson.experiments.workers.figures import SHORT, alt_text
 from gpulesson.experiments.workers.records import (
     DATA,
+    METHOD,
     NAMES,
     RESULTS_FILE,
     WORK,
@@ -26,9 +25,10 @@ from gpulesson.experiments.workers.records import (
     groups,
     rate_summary,
     reference_run,
+    stall,
     teardown_may_be_timed,
 )
-from gpulesson.results import NOT_RECORDED, data_label, hardware
+from gpulesson.results import NOT_RECORDED, data_label, duration, hardware
 from gpulesson.settings import LABELS
 
 NONE = ("No run with Grain's worker processes has been recorded yet: "
@@ -45,8 +45,13 @@ def rows(records) -> list[list[str]]:
     found = []
     for backend, device in groups(records):
         for work, n, record in conditions(records, backend, device):
+            verdict = against_none(record, records) or "baseline"
+            slow = stall(record)
+            if slow:  # trimmed from the comparison, never from the page
+                verdict += (f"; its last epoch {slow['seconds']:.3g} s, "
+                            f"{slow['seconds'] / slow['others']:.1f}× the others (below)")
             found.append([f"{NAMES.get(backend, backend)}, {device.upper()}", SHORT[work],
-                          str(n), rate_text(record), against_none(record, records) or "baseline"])
+                          str(n), rate_text(record), verdict])
     return found
 
 
@@ -103,7 +108,8 @@ def findings(records) -> str:
                              f"{' and '.join(said)}.")
     if sentences:
         sentences.insert(0, f"Each comparison reads the {compared(records)}.")
-    return " ".join([*sentences, teardown_note(records)]).strip() or NONE
+    return " ".join(part for part in [*sentences, stall_note(records), method_note(records)]
+                    if part) or NONE
 
 
 def _versus_none(said) -> str:
@@ -115,22 +121,58 @@ def _versus_none(said) -> str:
     return f"{measurably(said)} than none"
 
 
-def teardown_note(records) -> str:
-    """A sentence on the records whose last epoch may include the workers' shutdown
-    (:func:`~gpulesson.experiments.workers.records.teardown_may_be_timed`), with that epoch's
-    time against the median; '' without them."""
+# Where a stalled last epoch went, by the part of its split that took longest.
+WHERE = {
+    "after_last_batch": "after its last batch, where the iterator met the end of the data and "
+                        "Grain's workers stopped",
+    "first_batch": "before its first batch: a refill of the workers' buffers",
+    "longest_gap": "in one gap between two batches: a refill",
+}
+
+
+def stall_note(records) -> str:
+    """A sentence a record whose last epoch stalled (:func:`~gpulesson.experiments.workers.
+    records.stall`): its time against the others', and where it went (its split), or that it
+    was not split (an older record, which may hold the workers' shutdown,
+    :func:`~gpulesson.experiments.workers.records.teardown_may_be_timed`); '' without one."""
     said = []
     for r in records:
-        if teardown_may_be_timed(r) and r.get("epoch_seconds"):
-            seconds = r["epoch_seconds"]
-            said.append(f"{r['workers']} workers: "
-                        f"{seconds[-1]:.3g} s against a median of "
-                        f"{statistics.median(seconds):.3g} s")
+        slow = stall(r)
+        if not slow:
+            continue
+        text = (f"{NAMES.get(r['backend'], r['backend'])}, {r['device_kind'].upper()}, "
+                f"{SHORT[r['work']]}, {r['workers']} workers: the last epoch took "
+                f"{slow['seconds']:.3g} s against a median of {slow['others']:.3g} s")
+        split = slow["split"]
+        if split:
+            text += (f"; {duration(split[slow['where']])} of it {WHERE[slow['where']]} "
+                     f"({duration(split['to_last_batch'])} to its last batch, "
+                     f"{duration(split['after_last_batch'])} after it)")
+            if r.get("teardown_seconds") is not None:
+                text += (f"; then fit returned in {duration(r['exit_seconds'])} and the "
+                         f"dataset's teardown took {duration(r['teardown_seconds'])}")
+        else:
+            text += ("; not split, as it was recorded before the method that splits each "
+                     "epoch" + (": it may hold the workers' shutdown, as Keras on JAX reads "
+                                "one batch ahead there" if teardown_may_be_timed(r) else ""))
+        said.append(text)
     if not said:
         return ""
-    return ("The last epoch with workers on the GPU also waited for them to stop ("
-            + "; ".join(said) + "): Keras on JAX reads one batch ahead there. The measurement "
-            "now leaves the shutdown out.")
+    return "The comparisons leave out the slowest epoch, not the page: " + "; ".join(said) + "."
+
+
+def method_note(records) -> str:
+    """Which method the records shown were timed with, where it is not the current one
+    (:data:`~gpulesson.experiments.workers.records.METHOD`), and what the next run adds."""
+    older = sorted({r["device_kind"].upper() for r in records if r.get("method") != METHOD})
+    if not older:
+        return ""
+    return (f"The {' and '.join(older)} part{'s' if len(older) > 1 else ''} shown "
+            f"{'were' if len(older) > 1 else 'was'} timed before the current method: "
+            "its data held one epoch more than fit trained (or its epochs were not split), so "
+            "no timed epoch shows what the end of the data costs. The next run "
+            "(`python -m gpulesson.experiments.workers`) feeds exactly the epochs fit trains, "
+            "as this episode's code does, and splits each epoch where its time goes.")
 
 
 def torch_setting(records) -> str:

@@ -42,11 +42,14 @@ WORK: dict[str, str] = {
     "augment": "flip_crop: each image shifted and flipped, one at a time in Python",
 }
 CONDITION = ("backend", "device_kind", "work", "workers", "batch_size")
-# How the epochs were timed. Grain's dataset holds one epoch more than fit trains, so that no
-# timed epoch reaches its end: on a GPU, Keras on JAX fetches one batch ahead, and at the end
-# of the data it waits for the worker processes to stop. Records without ``method`` were made
-# before: their last epoch with workers on a GPU may include that shutdown.
-METHOD = "spare-epoch"
+# How the epochs were timed. "epoch-split": the dataset holds exactly the epochs fit trains,
+# as episode 9 teaches, and every epoch is split where its time went (measure.EpochSplitter:
+# before the first batch, up to the last, after the last), so that a slow last epoch is named,
+# not trimmed away. "spare-epoch" (before): one epoch more than fit trains, so that no timed
+# epoch reached the end of the data; without ``method`` (before that): the last epoch with
+# workers on a GPU may include the workers' shutdown, unsplit.
+METHOD = "epoch-split"
+STALL_FACTOR = 1.5  # a last epoch this many times the other timed epochs' median stalled
 
 
 def condition(record: dict) -> tuple:
@@ -85,6 +88,26 @@ def teardown_may_be_timed(record: dict) -> bool:
     batch ahead and so reached the end of the data inside the last epoch)."""
     return (record.get("method") is None and bool(record.get("workers"))
             and record.get("device_kind") == "gpu" and record.get("backend") == "jax")
+
+
+def stall(record: dict) -> dict | None:
+    """The last timed epoch where it took more than :data:`STALL_FACTOR` times the median of
+    the others: ``{"seconds", "others", "split", "where"}``, ``split`` that epoch's split
+    (:data:`METHOD`; None for older records) and ``where`` the part of it that took longest
+    ("after_last_batch", "first_batch", "longest_gap"; None without a split). None for a last
+    epoch like the others."""
+    timed = record.get("epoch_seconds") or []
+    if len(timed) < 3:
+        return None
+    others = statistics.median(timed[:-1])
+    if timed[-1] <= STALL_FACTOR * others:
+        return None
+    splits = record.get("epoch_splits") or []
+    split = splits[-1] if len(splits) == len(timed) + len(record.get("warmup_seconds") or []) \
+        else None
+    where = (max(("after_last_batch", "first_batch", "longest_gap"), key=split.__getitem__)
+             if split else None)
+    return {"seconds": timed[-1], "others": others, "split": split, "where": where}
 
 
 def complete(part: list[dict]) -> bool:
