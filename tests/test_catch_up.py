@@ -243,15 +243,17 @@ def test_a_function_or_class_with_a_blank_stops_the_exercise_at_once():
 @pytest.mark.parametrize("episode", EPISODES, ids=[ep.stem for ep in EPISODES])
 def test_each_prompt_names_what_later_cells_use_and_a_catch_up_follows(episode):
     """Every name a later cell takes from a typed cell is in that cell's prompt and in the
-    catch-up cell after it; every exercise has a catch-up cell; each catch-up cell names a cell
-    of the complete notebook that defines its names."""
+    catch-up cell after it; every exercise has a catch-up cell, but a prediction that no later
+    cell needs (its complete cell would print the answer); each catch-up cell names a cell of the
+    complete notebook that defines its names."""
     nb, complete = learner(episode), nbformat.read(mk.target(episode, ROOT), as_version=4)
     complete_code = {cell.id: cell.source for cell in complete.cells if cell.cell_type == "code"}
     cells = [cell for cell in nb.cells if cell.cell_type == "code"]
     ours = [cell for cell in cells if not is_catch_up(cell)]
     pairs = [p for p in mk.code_pairs(episode, ROOT) if p[0] not in ("markdown", "raw")]
     needed = needed_later([full.source for _, full, _ in pairs])
-    for cell, (role, full, _), names in zip(ours, pairs, needed, strict=True):
+    predicted = mk.predictions(mk.code_pairs(episode, ROOT))
+    for cell, (role, full, _), names, prediction in zip(ours, pairs, needed, predicted, strict=True):
         assert complete_code[cell.id] == full.source
         following = cells[cells.index(cell) + 1] if cell is not cells[-1] else None
         caught = following is not None and is_catch_up(following)
@@ -260,6 +262,9 @@ def test_each_prompt_names_what_later_cells_use_and_a_catch_up_follows(episode):
             for name in names:
                 assert re.search(rf"\b{re.escape(name)}\b", cell.source.splitlines()[-1])
             assert caught, cell.source  # also what a restart needs rebuilt below it
+        elif role == mk.SOLUTION and prediction and not names:
+            # Its complete cell would print the answer to predict; nothing later needs it.
+            assert not caught, f"a catch-up gives away the prediction {cell.source[:60]!r}"
         elif role == mk.SOLUTION:
             assert caught, f"no catch-up after the exercise {cell.source[:60]!r}"
         else:

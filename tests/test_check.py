@@ -147,12 +147,13 @@ def test_a_damaged_or_missing_data_file_says_how_to_prepare_it(settings):
 
 @pytest.mark.bad_input("missing file")
 def test_a_learners_data_file_not_there_is_a_failure_with_the_prepare_cell_as_its_fix(open_folder):
-    # Episode 1's setup check runs after the cell that prepares the file: missing is a ✗.
+    # Episode 1's setup check runs first, and again after the cell that prepares the file:
+    # missing is a ✗, with that cell as its fix.
     for data in ("cifar10", "synthetic"):
         chosen = get_settings({"LESSON_DATA": data, "LESSON_DATA_DIR": str(open_folder / "new")})
         [item] = login.check_data(chosen, shared=False, learner=True)
         assert item.status == FAIL and "has not been prepared" in item.detail, item
-        assert item.fix.startswith("run the cell above that calls prepare(settings)")
+        assert item.fix.startswith("run the cell below that calls prepare(settings), then the check again")
         assert ("downloads CIFAR-10" in item.fix) == (data == "cifar10")
     assert login.check_data(chosen, shared=False)[0].status == OK  # a laptop: made at first use
     # A folder the learner cannot write: the shared data folder is the fix.

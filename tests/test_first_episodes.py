@@ -4,7 +4,8 @@ the recorded cells print.
 
 The schedule gives the setup check its own slot before episode 1 (``lesson_schedule.setup_check``
 in ``_config.yml``), so the check is a checklist, not an exercise counted in episode 1's minutes,
-and it comes right after the cells whose output it reads, gpulesson.check's learner part last.
+and its given check cell (gpulesson.check's learner part) comes first, before learners type a
+line: a wrong kernel shows at once.
 """
 
 import re
@@ -31,6 +32,9 @@ def test_episode_1_opens_with_the_setup_check_on_the_cells_it_reads():
     for call in ("devices.report()", "get_settings()", "prepare(settings)", "learner_checks()"):
         assert call in before, call
     assert body.index("## Setup check") < min(body.index(f"```{{code-cell}}"), body.index("{exercise}"))
+    # The given check cell is the first cell, before the cells learners type.
+    first_cell = page.cells[0]
+    assert first_cell.given and "learner_checks()" in "\n".join(first_cell.lines), first_cell
     assert not any("session work" in e.title for e in page.exercises)
     # Each point of the check has its fix in the solution.
     fixes = first_section[first_section.index("{solution} If a point fails"):]

@@ -76,6 +76,8 @@ GIVEN, EXERCISE, SOLUTION, TYPED = "given", "exercise", "solution", "typed"
 PROMPT = "prompt"  # the code-cell option ':prompt:'
 TYPE_ALONG = "type-along"  # front matter: true or false, against the toc's core part
 BLANK = "____"
+# An exercise's directive and its class option: ':class: objective-1 prediction'.
+EXERCISE_CLASS = re.compile(r"^:{3,}\{exercise\}[^\n]*\n(?::class:([^\n]*))?", re.M)
 MODULE_DIR = "gpulesson/lesson"
 MODULE = f"{MODULE_DIR}/core.py"
 PACKAGE_INIT = f"{MODULE_DIR}/__init__.py"
@@ -296,10 +298,27 @@ def _markdown_cell(cell) -> nbformat.NotebookNode | None:
 
 
 
-def _learner_cells(role: str, full, mine, needed: list[str], cell_id: str) -> list:
+def predictions(pairs: list[tuple[str, object, object]]) -> list[bool]:
+    """For each code pair of :func:`code_pairs`, whether it is the code of a one-line prediction
+    (an exercise of class ``prediction``, named in the markdown before it)."""
+    found, prediction = [], False
+    for role, full, _ in pairs:
+        if role in ("markdown", "raw"):
+            classes = EXERCISE_CLASS.findall(full.source)
+            if classes:
+                prediction = "prediction" in classes[-1].split()
+        else:
+            found.append(role == SOLUTION and prediction)
+            prediction = False
+    return found
+
+
+def _learner_cells(role: str, full, mine, needed: list[str], cell_id: str,
+                   prediction: bool = False) -> list:
     """The learner's cells for one code cell of the episode: its cell, and a catch-up cell
     after each typed cell and each exercise (after a restart, the catch-up also rebuilds what
-    the cells below need, so every typed cell has one)."""
+    the cells below need, so every typed cell has one). A prediction whose names no later cell
+    takes gets none: its complete cell would print the answer to be predicted."""
     if role == TYPED:
         cell = nbformat.v4.new_code_cell(typed_prompt(mine.metadata[PROMPT], needed))
     else:
@@ -309,7 +328,7 @@ def _learner_cells(role: str, full, mine, needed: list[str], cell_id: str) -> li
         names = needed or defined_names(full.source, conditional=False, imports=False)
     else:
         names = needed if role == TYPED else []
-    caught = bool(names) or role == TYPED
+    caught = (bool(names) or role == TYPED) and not (prediction and not needed)
     return [cell, catch_up_cell(cell_id, names, role == SOLUTION)] if caught else [cell]
 
 
@@ -342,6 +361,7 @@ def build_notebooks(episode: Path, root: Path = ROOT) -> tuple[nbformat.Notebook
     pairs = _pairs(episode.name, source.cells, typed)
     needed = iter(needed_later([full.source for role, full, _ in pairs
                                 if role not in ("markdown", "raw")]))
+    predicted = iter(predictions(pairs))
     for role, full, mine in pairs:
         if role in ("markdown", "raw"):
             made = _markdown_cell(full)
@@ -349,7 +369,7 @@ def build_notebooks(episode: Path, root: Path = ROOT) -> tuple[nbformat.Notebook
                 add(made)
             continue
         here = add(nbformat.v4.new_code_cell(full.source))  # no outputs, no execution count
-        learner[-1:] = _learner_cells(role, full, mine, next(needed), here)
+        learner[-1:] = _learner_cells(role, full, mine, next(needed), here, next(predicted))
     add(nbformat.v4.new_markdown_cell(f"## Key points\n\n{bullets(meta['keypoints'])}"))
     notebooks = []
     for cells in (complete, learner):

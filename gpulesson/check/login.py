@@ -189,8 +189,9 @@ def _can_create(folder: Path) -> bool:
 
 def check_data(settings, *, shared: bool = True, learner: bool = False):
     """The prepared data file: valid and (``shared``) readable by the other users.
-    ``learner``: episode 1's setup check, which runs after the cell that prepares the file, so a
-    file that is not there is a failure, with the fix that suits where it would be made."""
+    ``learner``: episode 1's setup check, run first and again after the cell that prepares the
+    file, so a file that is not there is a failure, with the fix that suits where it would be
+    made."""
     from gpulesson.errors import DataFileError
     from gpulesson.hdf5 import validate_hdf5
 
@@ -198,7 +199,7 @@ def check_data(settings, *, shared: bool = True, learner: bool = False):
     if not path.exists() and learner:
         if _can_create(path.parent):
             return [fail(title, f"{path} is not there: it has not been prepared",
-                         "run the cell above that calls prepare(settings), then this one again "
+                         "run the cell below that calls prepare(settings), then the check again "
                          + ("(it makes the synthetic stand-in)" if settings.is_synthetic else
                             "(it downloads CIFAR-10 once; on a node without internet, ask your "
                             "instructor for the shared data folder)"))]
