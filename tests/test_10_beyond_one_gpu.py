@@ -200,6 +200,11 @@ def test_the_all_reduce_is_latency_plus_bandwidth_with_nccls_latencies():
     assert rows["resnet", ethernet, 8].bound == "bandwidth"
     assert "bound" in parallel.format_cost_table(list(rows.values())).splitlines()[0]
     assert "tuning.cc" in parallel.LATENCY_SOURCE
+    links = parallel.STEP_LATENCY_US
+    said = (f"{parallel.ALLREDUCE_BASE_US:g} µs per all-reduce, and per step "
+            f"{links[nvlink]:g} µs over NVLink, {links['PCIe Gen5 x16 (H200)']:g} µs over PCIe "
+            f"and {links[ethernet]:g} µs over a network")
+    assert said in " ".join(TEXT.split())  # the page's latencies are the model's
     with pytest.raises(ValueError, match="unknown link"):
         parallel.link_allreduce_seconds(cnn, 8, "carrier pigeon")
 
