@@ -350,7 +350,7 @@ def test_the_streams_goals_are_met_not_met_or_not_recorded(feeding_measured, tmp
         said = page.stream_goals(feeding.reference_run(path), path)
         assert (f"The stream's goals: at least 90% of `ram` on the GPU, at batch {BATCH} in "
                 f"float32: {share} in run g ({verdict}).") in said
-        assert f"In run {cpu_run} (`lesson` first, other programs up to " in said
+        assert f"In run {cpu_run} (`lesson` first; others used up to " in said
     # On a CPU: measurably slower is not met; no measurable difference is.
     pair = {p: copy.deepcopy(feeding.find(records, "cpu", p)) for p in ("lesson", "lesson-ahead")}
     for ahead, verdict in ((50.0, "not met"), (98.0, "met")):

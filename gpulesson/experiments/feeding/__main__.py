@@ -112,6 +112,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--workers", type=int, default=None,
                         help="worker processes of the *-workers pipelines, TensorFlow backend "
                              "only (default: half the usable cores, 2 to 8)")
+    parser.add_argument("--chunks", action="store_true",
+                        help="also time the lesson's generator read alone on the host with "
+                             "chunks of 1 and 4 batches, and lzf chunks with h5py's default "
+                             "and a 64 MiB chunk cache")
     parser.add_argument("--quick", action="store_true",
                         help="tiny sizes (also when LESSON_QUICK=1), for tests")
     parser.add_argument("--data-dir", type=Path, default=None,
@@ -199,7 +203,7 @@ def main(argv=None) -> int:
         devices=devices, pipelines=pipelines, warmup=args.warmup,
         max_steps=args.max_steps, cpu_max_steps=args.cpu_max_steps,
         classic_max_steps=args.classic_max_steps,
-        workers=workers, data_dir=args.data_dir, run_id=run_id, earlier=earlier,
+        workers=workers, chunks=args.chunks, data_dir=args.data_dir, run_id=run_id, earlier=earlier,
         on_record=lambda r: append_record(args.out, r),
         progress=lambda line: print(line, flush=True), **options)
     print(describe(whole_run()))

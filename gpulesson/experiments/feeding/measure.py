@@ -187,13 +187,14 @@ def _arrays(n_images: int, seed: int = 0):
 
 def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats: int,
                   warmup: int = WARMUP, max_steps=None, cpu_max_steps=None,
-                  classic_max_steps=None, workers: int = 2, data_dir=None,
-                  run_id: str | None = None, earlier=(), on_record=None,
+                  classic_max_steps=None, workers: int = 2, chunks: bool = False,
+                  data_dir=None, run_id: str | None = None, earlier=(), on_record=None,
                   progress=print) -> list[dict]:
     """Measure; returns the records (``on_record(record)`` is called as each one is made).
 
     For each device: every pipeline at ``batch_size`` (float32, XLA, one step per execution),
-    training and loader alone. ``max_steps`` (and
+    training and loader alone; with ``chunks``, then the chunk shapes and the chunk cache, the
+    generator read alone on the host (:mod:`~gpulesson.experiments.feeding.chunks`). ``max_steps`` (and
     ``cpu_max_steps`` for the CPU, ``classic_max_steps`` for the slow classic pipeline, when
     smaller) time partial epochs. Every condition gets ``warmup`` warm-up epochs and
     ``repeats`` timed ones, whatever they take (the lesson's rule asks for :data:`REPEATS`, or
@@ -306,8 +307,39 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
                     full.close()
             del model
 
+        def measure_chunks():
+            from gpulesson.experiments.feeding import chunks as ch
+
+            for blocks, compression, cache in ch.CONDITIONS:
+                layout = ch.label(blocks, compression, cache)
+                loader = {"precision": None, "jit_compile": None, "steps_per_execution": None}
+                if condition({"device_kind": "cpu", "pipeline": "lesson", "mode": "loader",
+                              "group": ch.GROUP, "batch_size": batch_size, "layout": layout,
+                              **loader}) in done:
+                    continue
+                path = ch.write_chunked(data_dir, x, y, batch_size=batch_size, blocks=blocks,
+                                        compression=compression)
+                meter = BusyMeter()
+                budget = ch.time_reading(path, batch_size, cache_mib=cache, warmup=warmup,
+                                         repeats=repeats)
+                steps = -(-n_images // batch_size)
+                record = measurement_record(
+                    budget, run_id=run_id, device="cpu", pipeline="lesson", mode="loader",
+                    batch_size=batch_size, steps=steps, full_steps=steps, n_images=n_images,
+                    group=ch.GROUP, **loader,
+                    extra={"layout": layout, "window": ch.WINDOW,
+                           "cache_bytes": cache * ch.MIB if cache else None,
+                           **fp.file_info(path), **meter.read()})
+                made.append(record)
+                if on_record:
+                    on_record(record)
+                progress(f"host {layout:40}: {rate_text(record['images_per_second']):>7} "
+                         "img/s read alone")
+
         for device in devices:
             measure(device, pipelines, size=batch_size, group="pipelines")
+        if chunks:
+            measure_chunks()
     finally:
         if cleanup is not None:
             cleanup.cleanup()

@@ -28,6 +28,7 @@ from gpulesson.experiments.ceiling.records import share_text
 from gpulesson.experiments.common import (
     NO_DIFFERENCE,
     compare_middle,
+    markdown_table,
     reordered_note,
     summary_text,
 )
@@ -221,7 +222,8 @@ def describe(records) -> str:
         lines.append(
             f"{r['device_kind']:3} {r['pipeline']:19} {short_setting(r):14} {r['batch_size']:>5} "
             f"{rate_text(rate_summary(r)['median']):>8} {epochs['median']:>7.3f} "
-            f"({epochs['min']:.3f}-{epochs['max']:.3f}) {epochs['n']}{mark}{wrong}")
+            f"({epochs['min']:.3f}-{epochs['max']:.3f}) {epochs['n']}{mark}{wrong}"
+            + (f" {r['layout']}" if r.get("layout") else ""))
     for steps in sorted({steps for steps, _ in partial}):
         fulls = sorted(full for timed, full in partial if timed == steps)
         of = f"{fulls[0]}" if len(fulls) == 1 else f"{fulls[0]}-{fulls[-1]}"
@@ -364,14 +366,32 @@ def stream_goals(records, path=RESULTS_FILE) -> str:
                                     higher_is_better=True)
             met = "not met" if slower.measurable and slower.ratio < 1 else "met"
             busy = max(r.get("other_programs_cpu_share") or 0 for r in pair.values())
-            cpu.append(f"In run {run_id} (`{first}` first, other programs up to {busy:.0%} of "
-                       "the CPU), " + versus(f"`{STREAM}`", rate_summary(pair[STREAM]),
+            cpu.append(f"In run {run_id} (`{first}` first; others used up to {busy:.0%} of the "
+                       "CPU), " + versus(f"`{STREAM}`", rate_summary(pair[STREAM]),
                                              "`lesson`", rate_summary(pair["lesson"]))
                        + f": {met}.")
     said.append("On a CPU, the goal is no slower than `lesson`" + (
         ". " + " ".join(cpu) if cpu else f", which has not been recorded yet (`{RECORD_COMMAND} "
         f"--devices cpu --pipelines lesson {STREAM}` records it)."))
     return " ".join(said)
+
+
+def chunks_text(path=RESULTS_FILE) -> str:
+    """The newest run's chunk shapes and chunk cache (:mod:`~gpulesson.experiments.feeding.chunks`):
+    a sentence naming its machine and run, then a table of each layout's rate read alone; or
+    the command that records them."""
+    from gpulesson.experiments.feeding.chunks import GROUP
+
+    found = [run for run in runs(read_records(path) if Path(path).is_file() else []).values()
+             if any(r.get("group") == GROUP for r in run)]
+    if not found:
+        return (f"The chunk shapes and the chunk cache have not been recorded yet "
+                f"(`{RECORD_COMMAND} --chunks` records them).")
+    rows = [r for r in found[-1] if r.get("group") == GROUP]
+    head = ["file layout", "images/s read alone: median (range)"]
+    return (f"On the {parts.machine(rows)} (run {rows[0]['run_id']}), the generator read alone, "
+            f"a window of {rows[0]['window']} blocks:\n\n" + markdown_table(head, [
+                [r["layout"], _rate_cell(r)] for r in rows]))
 
 
 ALT_KEYS = ("ref_feed_fig_pipelines_alt",)
@@ -412,6 +432,7 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
             "the batches of the `lesson` pipelines"),
         "ref_feed_reading": reading(records),
         "ref_feed_stream": stream_goals(records, path),
+        "ref_feed_chunks": chunks_text(path),
         "ref_feed_workers": wrong_data_sentence(records)
         or "No record of the reference run was measured with a pipeline that delivered wrong data.",
         **dict(zip(ALT_KEYS, alt_texts(records) if records else (NO_FIGURE,), strict=True)),

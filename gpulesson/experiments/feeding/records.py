@@ -174,9 +174,10 @@ def measurement_record(budget, *, run_id: str, device: str, pipeline: str, mode:
 
 
 # What makes a measurement distinct within a run: a run that goes on (``--run-id``) skips the
-# conditions it has. A run's sizes (images, steps, workers) are the same for all its records.
+# conditions it has (the chunks' layout too). A run's sizes (images, steps, workers) are the same for
+# all its records.
 CONDITION = ("device_kind", "pipeline", "mode", "group", "precision", "jit_compile",
-             "steps_per_execution", "batch_size")
+             "steps_per_execution", "batch_size", "layout")
 
 
 def condition(record: dict) -> tuple:
