@@ -147,7 +147,7 @@ def test_reference_run_and_placeholders(tmp_path, made_up_gpu):
     chosen = torch_reference.reference_run(path)
     assert [r["run_id"] for r in chosen] == ["b", "b"] and chosen[1]["device_kind"] == "gpu"
     values = torch_reference.substitutions(path)
-    assert values["ref_torch_speedup"] == "8.0x" and values["ref_torch_gpu"] == "Made-up GPU for tests"
+    assert values["ref_torch_speedup"] == "8.0×" and values["ref_torch_gpu"] == "Made-up GPU for tests"
     assert values["ref_torch_gpu_vs_cpu"] == "8× faster"  # common.compare's words
     # Alt texts from what is drawn: the made-up GPU is named, with its epochs and the comparison.
     epochs_alt, bars_alt = (values["ref_torch_fig_epoch_times_alt"],
@@ -156,7 +156,7 @@ def test_reference_run_and_placeholders(tmp_path, made_up_gpu):
     assert '"8× faster"' in bars_alt
     assert (epochs_alt, bars_alt) == torch_reference.alt_texts(chosen)
     text = torch_reference.describe(chosen)
-    assert "Speed-up of the GPU over the CPU: 8.0x" in text and "not MNIST" in text
+    assert "Speed-up of the GPU over the CPU: 8.0×" in text and "not MNIST" in text
 
 
 def test_overlapping_epochs_are_no_measurable_difference(tmp_path, made_up_gpu):
@@ -165,7 +165,7 @@ def test_overlapping_epochs_are_no_measurable_difference(tmp_path, made_up_gpu):
         append_record(path, r)
     values = torch_reference.substitutions(path)
     assert values["ref_torch_gpu_vs_cpu"] == "no measurable difference"
-    assert values["ref_torch_speedup"] == "1.2x by the medians, no measurable difference by the ranges"
+    assert values["ref_torch_speedup"] == "1.2× by the medians, no measurable difference by the ranges"
     assert "no measurable difference" in values["ref_torch_fig_time_bars_alt"]
 
 

@@ -170,7 +170,7 @@ def test_separate_ranges_give_the_words_of_compare(tmp_path):
     expected = common.compare(common.summarise([0.5, 0.6, 0.55]), common.summarise([2.0, 2.4, 2.2]))
     assert expected.measurable
     assert values["ref_gpu_vs_cpu"] == expected.sentence
-    assert values["ref_speedup"] == f"{expected.ratio:.1f}x"
+    assert values["ref_speedup"] == f"{expected.ratio:.1f}×"
 
 
 # --- figures and their alt texts -----------------------------------------------------------------

@@ -68,7 +68,7 @@ def test_describe_and_estimates():
     cpu, gpu = record("cpu:0", "r"), record("gpu:0", "r", epochs=(3.0, 0.2, 0.2))
     text = cnn.describe([cpu, gpu], full_n_train=45_000)
     # The median epochs after the warm-up: 2 s against 0.2 s.
-    assert "Speed-up of the GPU over the CPU: 10.0x per epoch" in text and "synthetic stand-in" in text
+    assert "Speed-up of the GPU over the CPU: 10.0× per epoch" in text and "synthetic stand-in" in text
     assert "warm-up epoch 5.0 s, then 2.0 s (range 2.0 s–2.0 s, 2 epochs) per epoch" in text
     assert "Training 30 epochs of 45,000 images" in text
     # 30 epochs of 2 s on 900 images, scaled to 45,000 images, plus the 3 s of extra warm-up once
@@ -94,7 +94,7 @@ def test_substitutions_say_plainly_what_is_missing(tmp_path):
     assert "GPU" not in values["ref_fig_epoch_times_alt"] + values["ref_fig_time_bars_alt"]
     append_record(path, record("gpu:0", "r", epochs=(3.0, 0.25, 0.25)))
     values = cnn.substitutions(path)
-    assert values["ref_speedup"] == "8.0x" and values["ref_gpu_vs_cpu"] == "8× faster"
+    assert values["ref_speedup"] == "8.0×" and values["ref_gpu_vs_cpu"] == "8× faster"
     assert values["ref_gpu_epoch"] == "250 ms (range 250 ms–250 ms, 2 epochs)"
     assert "GPU" in values["ref_fig_epoch_times_alt"] and "8× faster" in values["ref_fig_time_bars_alt"]
 

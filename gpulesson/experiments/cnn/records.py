@@ -159,12 +159,12 @@ def gpu_comparison(records):
 
 
 def speedup_text(comparison) -> str:
-    """The speed-up of the GPU per epoch, the ratio of the median epochs: "8.0x"; where the
+    """The speed-up of the GPU per epoch, the ratio of the median epochs: "8.0×"; where the
     ranges do not tell the devices apart (:attr:`~gpulesson.experiments.common.Comparison.measurable`),
-    it says so: "1.1x by the medians, no measurable difference by the ranges"."""
+    it says so: "1.1× by the medians, no measurable difference by the ranges"."""
     if comparison.measurable:
-        return f"{comparison.ratio:.1f}x"
-    return f"{comparison.ratio:.1f}x by the medians, {NO_DIFFERENCE} by the ranges"
+        return f"{comparison.ratio:.1f}×"
+    return f"{comparison.ratio:.1f}× by the medians, {NO_DIFFERENCE} by the ranges"
 
 
 def describe(records, *, full_epochs: int = FULL_EPOCHS, full_n_train: int | None = None) -> str:
