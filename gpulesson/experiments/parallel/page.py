@@ -109,8 +109,7 @@ def substitutions(path) -> dict[str, str]:
             f"From {short[0]} GPUs on, the exchange takes longer than the step computes: over "
             "Ethernet, this CNN's steps are too short to spread." if short else
             "The exchange grows little beyond 4 GPUs, but every GPU added loses a little more."),
-        "ref_par_nvlink": (f"{nvlink * 1e6:.0f} µs on 8 GPUs, {latency / nvlink:.0%} of it "
-                           "latency"),
+        "ref_par_nvlink": f"{nvlink * 1e6:.0f} µs, {latency / nvlink:.0%} of it latency",
         "ref_par_resnet_step": f"{resnet_ms:.3g} ms",
         "ref_par_resnet_source": resnet_source,
     }
