@@ -11,11 +11,15 @@ KERNEL ?= gpulesson
 # The site needs neither TensorFlow nor PyTorch: its own small environment (requirements/site.txt).
 SITE_VENV ?= .venv-site
 SITE_BIN  := $(SITE_VENV)/bin
-# make lab TORCH=1 also installs PyTorch (requirements/torch.txt) for episode 8: on Linux PyPI's
-# build, with its CUDA libraries (several GB); setup.md shows the smaller CPU-only build.
+# make lab TORCH=1 also installs PyTorch (requirements/torch.txt) for episode 8: on Linux the
+# CPU-only build (setup.md), from PyTorch's index beside the usual one. Its versions end in
+# "+cpu", which sort above PyPI's CUDA build of the same version, so pip takes them.
 TORCH ?=
-# Extra options for JupyterLab, e.g. on a compute node (see README.md):
-#   make lab LAB_ARGS="--no-browser --ip=$$(hostname) --port=8888"
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+TORCH_INDEX := $(if $(filter Linux,$(shell uname -s)),--extra-index-url $(TORCH_CPU_INDEX))
+# Extra options for JupyterLab on your own machine, e.g. one without a browser (README.md); on
+# a cluster, learners use the setup page's conda environment and kernel, not make lab:
+#   make lab LAB_ARGS="--no-browser --port=8888"
 LAB_ARGS ?=
 # JupyterLab refuses to start as root without --allow-root; containers and some cluster nodes
 # run everything as root, so the option is added there (and only there).
@@ -81,18 +85,26 @@ $(SITE_BIN)/.installed: requirements/site.txt requirements/constraints.txt
 	$(SITE_BIN)/python -m pip install --quiet --no-deps --editable .
 	touch $@
 
+# Whether .venv is make test's full environment, installed after the files $(1) last changed:
+# it then has all that make lab installs (PyTorch included), and nothing is installed again.
+full_env_has = test -f $(BIN)/.installed && test -z "$$(find $(1) -newer $(BIN)/.installed)"
+FULL_ENV_NOTE = echo "$(VENV) is make test's full environment: it has what make lab needs"
+
 # The learner's environment (make lab, make kernel): requirements/lab.txt only, in the same .venv
-# that make test completes (a full environment already has all of it: pip installs nothing then).
+# that make test completes.
 $(BIN)/.installed-lab: requirements/lab.txt requirements/cpu.txt requirements/common.txt
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements/lab.txt -c requirements/constraints.txt
-	$(BIN)/python -m pip install --quiet --no-deps --editable .
+	if $(call full_env_has,$^); then $(FULL_ENV_NOTE); else \
+		{ test -x $(BIN)/python || $(PYTHON) -m venv $(VENV); } && \
+		$(BIN)/python -m pip install --quiet --upgrade pip && \
+		$(BIN)/python -m pip install --quiet -r requirements/lab.txt -c requirements/constraints.txt && \
+		$(BIN)/python -m pip install --quiet --no-deps --editable .; fi
 	touch $@
 
-# PyTorch for episode 8, only when asked for (make lab TORCH=1).
+# PyTorch for episode 8, only when asked for (make lab TORCH=1): the CPU-only build on Linux.
 $(BIN)/.installed-torch: requirements/torch.txt $(BIN)/.installed-lab
-	$(BIN)/python -m pip install --quiet -r requirements/torch.txt -c requirements/constraints.txt
+	if $(call full_env_has,requirements/torch.txt); then $(FULL_ENV_NOTE); else \
+		$(BIN)/python -m pip install --quiet -r requirements/torch.txt -c requirements/constraints.txt \
+			$(TORCH_INDEX); fi
 	touch $@
 
 LAB_READY := $(BIN)/.installed-lab $(if $(TORCH),$(BIN)/.installed-torch)

@@ -139,8 +139,42 @@ def test_make_lab_installs_only_the_learners_environment():
                   if "pip install" in line]
     assert any("-r requirements/torch.txt" in line for line in with_torch), with_torch
     assert not any("requirements/dev.txt" in line for line in with_torch), with_torch
+    # On Linux, PyTorch's CPU-only build (as setup.md and lab.txt say), not PyPI's CUDA build.
+    torch_index = "--extra-index-url https://download.pytorch.org/whl/cpu"
+    lab_torch = dry_run("-B", "lab", "TORCH=1")
+    assert (torch_index in lab_torch) == sys.platform.startswith("linux"), lab_torch
     # make kernel registers the same environment, and installs no more.
     assert not any("requirements/dev.txt" in line for line in dry_run("-B", "kernel").splitlines())
+
+
+@needs_make
+def test_make_lab_installs_nothing_into_make_tests_full_environment(tmp_path):
+    """After make test, .venv has all that make lab needs (PyTorch included): make lab installs
+    nothing again. A full environment older than the lab's requirements is installed into."""
+    env = {k: v for k, v in os.environ.items() if k not in MAKE_VARIABLES}
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    full = venv / "bin" / ".installed"
+    full.touch()
+
+    def lab_venv():
+        # PYTHON=false: any attempt to create or fill the environment fails.
+        return subprocess.run(["make", "lab-venv", "TORCH=1", f"VENV={venv}", "PYTHON=false"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=60, env=env)
+
+    def notes(output):  # the lines echoed, not the commands make prints
+        return [line for line in output.splitlines() if line.endswith("has what make lab needs")]
+
+    done = lab_venv()  # succeeds only if it installs nothing (no python in the environment)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert notes(done.stdout) == [f"{venv} is make test's full environment: it has what make "
+                                  "lab needs"] * 2, done.stdout
+    # A full environment from before requirements/lab.txt last changed is installed into.
+    for stamp in (venv / "bin").glob(".installed-*"):
+        stamp.unlink()
+    os.utime(full, (0, 0))
+    done = lab_venv()
+    assert done.returncode != 0 and not notes(done.stdout), done.stdout
 
 
 def test_the_lab_environment_brings_no_cuda_libraries_or_test_tools():
@@ -356,3 +390,20 @@ def test_every_time_the_readme_states_names_its_machine():
             assert re.search(r"\d+ (CPU )?cores", paragraph), paragraph
             assert re.search(r"Intel|AMD|CPU model was not recorded", paragraph), paragraph
             assert re.search(r"20\d\d-\d\d-\d\d", paragraph), paragraph
+
+
+def test_the_readme_and_the_guide_agree_on_make_lab_and_the_readme_says_what_its_times_leave_out():
+    """make lab builds a pip .venv with TensorFlow's CPU build: the guide keeps it off the
+    cluster, and the README shows it only on a machine of one's own; its times are best cases,
+    and it says what a first run on a bare machine adds that was not measured."""
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    guide = " ".join((ROOT / "guide.md").read_text(encoding="utf-8").split())
+    assert "`make kernel` and `make lab` are for a laptop" in guide
+    assert "On a cluster, learners use the setup page's route A instead" in readme
+    for paragraph in (ROOT / "README.md").read_text(encoding="utf-8").split("\n\n"):
+        if "make lab" in paragraph and "on a cluster" not in paragraph.lower():
+            assert "compute node" not in paragraph and "$(hostname)" not in paragraph, paragraph
+    assert "`make lab TORCH=1` adds PyTorch for episode 8, on Linux its CPU-only build" in readme
+    assert "`make lab` after `make test` installs nothing again" in readme
+    first_run = next(p for p in readme.split("What a first run on a bare machine adds")[1:])
+    assert first_run.startswith(" was not measured") and "apt-get" in first_run[:700]
