@@ -139,3 +139,30 @@ def test_episode_5s_evaluate_and_predict_objective_has_an_exercise_without_new_c
     assert "probabilities.shape" in words and "model.evaluate" in words and "argmax" in words
     exercise = next(e for e in found if e.title.startswith("From probabilities to classes"))
     assert exercise.has_solution and not exercise.code and "AttributeError" in " ".join(exercise.solution)
+
+
+def test_the_parts_of_the_objectives_the_workshop_review_found_unassessed_have_questions():
+    """Episode 2: the GPU session's check; 3: where CUDA comes from; 4: shapes, data types and
+    classes, and chunks of one batch; 5: the fixed settings and overlapping ranges."""
+    def exercise(name, title):
+        meta, _, page = _page(name)
+        found = next(e for e in page.exercises if e.title.startswith(title) and not e.optional)
+        words = (" ".join(" ".join(part).split()) for part in (found.question, found.solution))
+        return meta, found, *words
+
+    _, session, question, solution = exercise("02-connecting.md", "Find your session")
+    assert "in the GPU session?" in question and "`nvidia-smi -L` lists one GPU" in solution
+    assert "nvidia-smi -L" in _page("05-cpu-vs-gpu.md")[1].split("## The model")[0]
+    meta, kernel, question, solution = exercise("03-environments.md", "Which environment is my kernel")
+    assert "driver" in meta["objectives"][2] and 3 in kernel.objectives
+    assert "CUDA Version" in question and "minor-version compatible" in solution
+    meta, prediction, question, solution = exercise("04-data-pipeline.md", "Bytes or floats?")
+    assert "shape and data type" in question and "class counts" in question
+    assert "one time in ten" in solution and prediction.prediction
+    _, chunks, question, solution = exercise("04-data-pipeline.md", "Guessed chunks and gzip")
+    assert "chunk hold `BATCH_SIZE` whole images" in question and "one training batch" in solution
+    _, ranges, question, solution = exercise("05-cpu-vs-gpu.md", "Faster, or not shown?")
+    assert 1 in ranges.objectives and "ranges overlap" in question and "`JIT_COMPILE = True`" in question
+    assert solution.startswith("The answer is (c).") and "changes only the device" in solution
+    for found in (session, kernel, prediction, chunks, ranges):
+        assert found.has_solution and found.minutes
