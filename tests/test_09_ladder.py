@@ -50,8 +50,9 @@ def test_the_limit_computes_the_loss_keras_computes_on_the_same_weights():
     found = run_on_jax_cpu("""
 import json, numpy as np
 from gpulesson.experiments.ladder import limit, measure
-options = measure.chosen("limit", 8, 64)
-model = measure.build("limit", options, "cpu", 3)
+from gpulesson.experiments.ladder.records import RUNGS
+options = measure.chosen(RUNGS["limit"], 8, 64)
+model = measure.build(RUNGS["limit"], options, "cpu", 3)
 x = np.random.default_rng(0).integers(0, 256, (16, 32, 32, 3), dtype=np.uint8)
 y = (np.arange(16) % 10).astype("int32")
 ours, _ = limit.loss_function(model, training=False)(
@@ -168,3 +169,12 @@ def test_the_nightly_part_refuses_without_its_wheels(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["--rungs", "limit", "--out", str(tmp_path / "x.jsonl")])
     assert "not rungs of part keras: limit" in capsys.readouterr().err
+
+
+def test_the_limit_takes_the_best_stream_rungs_batch_and_precision(tmp_path):
+    run = ladder.reference_run(h200_shaped(tmp_path / "ladder.jsonl"))
+    assert lr.limit_options(run) == {"precision": "mixed_bfloat16", "batch": "large"}
+    assert lr.limit_for(run, "read-ahead+bf16+spe+batch") == "limit+best"
+    faster = made("read-ahead+spe", [9.0, 0.05, 0.05], accuracies=[0.3, 0.4, 0.5])
+    assert lr.limit_options([*run, faster]) == {"precision": "float32", "batch": "base"}
+    assert lr.limit_for(run, "read-ahead+spe") is None  # no limit at float32, batch 256 here

@@ -96,22 +96,21 @@ def schedule(peak: float, steps: int):
     return Warmup() if steps else peak
 
 
-def chosen(name: str, base: int, n_images: int) -> dict:
+def chosen(rung: dict, base: int, n_images: int) -> dict:
     """A rung's batch size, learning rate and warm-up at this data's base batch."""
-    batch = batch_size(RUNGS[name], base)
+    batch = batch_size(rung, base)
     return {"batch_size": batch, "learning_rate": learning_rate(batch, base),
             "warmup_steps": warmup_steps(batch, base, n_images)}
 
 
-def build(name: str, options: dict, keras_device: str, seed: int):
-    """The lesson's CNN for rung ``name``, compiled as :func:`gpulesson.lesson.compile_cnn`
+def build(rung: dict, options: dict, keras_device: str, seed: int):
+    """The lesson's CNN for ``rung`` (its options), compiled as :func:`gpulesson.lesson.compile_cnn`
     does with the rung's precision, learning rate and steps per execution."""
     import keras
 
     from gpulesson import lesson
     from gpulesson.experiments.feeding.measure import precision_policy
 
-    rung = RUNGS[name]
     with keras.device(keras_device), precision_policy(rung["precision"]):
         keras.utils.set_random_seed(seed)
         model = lesson.build_cnn()
@@ -164,9 +163,9 @@ def train_rung(name: str, *, device: str, keras_device: str, data: dict, base: i
     """Train rung ``name``; ``(chosen options, the watch's fields)``."""
     from gpulesson import lesson
 
-    options = chosen(name, base, data["cut"])
+    options = chosen(RUNGS[name], base, data["cut"])
     watch = EpochWatch(device, data["cut"])
-    model = build(name, options, keras_device, seed)
+    model = build(RUNGS[name], options, keras_device, seed)
     fit, callbacks = feed(name, options, data=data, seed=seed)
     test = lesson.HDF5Batches(data["path"], "test", data["test_batch"])
     import keras

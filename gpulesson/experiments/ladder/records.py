@@ -67,7 +67,7 @@ for _feed in ("device", "read-ahead"):
 RUNGS["limit"] = _rung("device", removes="`fit`: one compiled call an epoch (`jax.lax.scan`), "
                        "plain JAX", part="limit")
 RUNGS["limit+best"] = _rung("device", True, False, True, part="limit",
-                            removes=f"the same at {LARGE_FACTOR}x the batch in mixed bfloat16")
+                            removes="the same at the best stream rung's batch and precision")
 ORDER = list(RUNGS)
 # Start 1 compiles the stream's rungs before the device's: they share programs, and the goal's
 # time to accuracy must include its own compile.
@@ -175,12 +175,20 @@ def best_stream(records) -> str | None:
     return min(found)[1] if found else None
 
 
+def limit_options(records) -> dict:
+    """``limit+best``'s precision and batch: those of the run's best stream rung where the run
+    has one (the limit's part runs after Keras's), else bf16 at the large batch."""
+    source = RUNGS[best_stream(records) or "limit+best"]
+    return {"precision": source["precision"], "batch": source["batch"]}
+
+
 def limit_for(records, rung: str) -> str | None:
-    """The limit's rung at ``rung``'s batch and precision, if recorded."""
+    """The limit's rung recorded at ``rung``'s batch and precision, if any."""
+    options = RUNGS[rung]
     for name in ("limit", "limit+best"):
-        limit, options = RUNGS[name], RUNGS[rung]
-        if (limit["batch"], limit["precision"]) == (options["batch"], options["precision"]) \
-                and starts(records, name):
+        found = starts(records, name)
+        if found and (found[0]["batch"], found[0]["precision"]) == (options["batch"],
+                                                                     options["precision"]):
             return name
     return None
 

@@ -36,6 +36,7 @@ def one_start(args) -> int:
     from gpulesson.experiments.ladder.records import (
         RUNGS,
         epochs_for,
+        limit_options,
         measurement_record,
         rungs_of,
     )
@@ -68,9 +69,13 @@ def one_start(args) -> int:
             epochs = epochs_for(RUNGS[name], config.quick)
             try:
                 if RUNGS[name]["part"] == "limit":
-                    options = measure.chosen(name, base, cut)
+                    rung = {**RUNGS[name], **(limit_options(read_records(
+                        args.out, experiment="ladder", run_id=args.run_id) if args.out.is_file()
+                        else []) if name == "limit+best" else {})}
+                    options = {**measure.chosen(rung, base, cut),
+                               "precision": rung["precision"], "batch": rung["batch"]}
                     watch = measure.EpochWatch(device, cut)
-                    model = measure.build(name, options, kd, args.seed)
+                    model = measure.build(rung, options, kd, args.seed)
                     method = train_limit(name, watch=watch, model=model, options=options, data=data,
                                 epochs=epochs, seed=args.seed)
                     watched = {**watch.fields(), "limit_method": method}
