@@ -122,28 +122,44 @@ GRAIN = (*reference.KERAS, "grain")
 # batches in its own order (fit's shuffle=False): the profile and the settings (method 2) and
 # the feeding benchmark (method 3) are recorded again. The CPU's profile is recorded off the
 # node: the node's cores add nothing a GPU run needs, and the lease's time goes to the card.
+# Episode 9's ladder replaces the settings one at a time (and the feeding benchmark's settings):
+# three steps of one run, the headline of the next call.
 JAX_ENV = (("KERAS_BACKEND", "jax"),)
 LEASE_STEPS = 490  # s of steps in one call of about 9 minutes: the first call's deadline of 546 s
 #                    left 491 s for its steps (results/reference-run.json), the pack after them
+LADDER_BASIS = ("not yet run on the node. Rehearsed in the 2-core stand-in, quick mode "
+                "(2026-11-28): ")
 PLAN = [
+    # The headline of the next call: episode 9's ladder, each part in two process starts (the
+    # second reads the first's compilation cache), in one run.
+    Planned(_x("ladder", "--devices", "gpu", with_gpu=(), gpu_only=True, env=JAX_ENV,
+               step="ladder on the GPU"), 1, (240, 300),
+            LADDER_BASIS + "36 trainings in 845 s, 271 s of it first epochs; 12 programs "
+            "compiled in start 1, 1 in start 2. On the node the settings' 9 trainings took "
+            "140 s, 11-13 s of compiling each: here about 12 compiles, 36 builds and traces of "
+            "1-2 s, 2 imports of about 4 s, epochs and evaluations of well under 1 s"),
+    Planned(_x("ladder", "--part", "limit", "--devices", "gpu", with_gpu=(), gpu_only=True,
+               env=JAX_ENV, step="ladder's limit on the GPU"), 1, (40, 60),
+            LADDER_BASIS + "4 trainings in 97 s (a loop of steps there, XLA:CPU); on the node "
+            "2 programs of one scanned epoch to compile, about 12 s each, then the cache"),
+    Planned(_x("ladder", "--part", "nightly", "--nightly", ".whl/nightly", "--devices", "gpu",
+               with_gpu=(), gpu_only=True, env=JAX_ENV, step="ladder with keras-nightly"), 1,
+            (35, 50), LADDER_BASIS + "4 trainings in 133 s; on the node one program shared by "
+            "both rungs, about 12 s, the wheel's install and 2 imports, then the cache"),
     Planned(_x("profile", "--devices", "gpu", with_gpu=(), gpu_only=True, env=JAX_ENV,
                step="profile on the GPU"), 1, (35, 45),
             "36.5 s on the H200 node (2026-11-28), its generator's batches reordered by fit; in "
             "their own order the generator reads less", method=2),
-    Planned(_x("gpu_settings", "--devices", "gpu", with_gpu=(), gpu_only=True, env=JAX_ENV,
-               needs=GRAIN, step="settings on the GPU"), 1, (145, 165),
-            "151.9 s on the H200 node (2026-11-28), the generator's rows reordered by fit",
-            method=2),
     Planned(_x("feeding", "--devices", "gpu", "--pipelines", "classic",
                "lesson", "lesson-ahead", "lesson-ahead-window1", "lesson-gzip", "ram", "device",
                "--classic-max-steps", reference.FEEDING_CPU_STEPS, with_gpu=(), gpu_only=True,
                step="feeding on the GPU"),
-            1, (145, 165), "133.5 s on the H200 node (2026-11-27) for five pipelines; two more "
+            2, (145, 165), "133.5 s on the H200 node (2026-11-27) for five pipelines; two more "
             "read ahead, about 10 s each (not yet rehearsed)", method=4),
     Planned(_x("ceiling", "--devices", "gpu", with_gpu=(), gpu_only=True,
-               step="ceiling on the GPU"), 1, (70, 85), "66.5 s on the H200 node (2026-11-27) "
+               step="ceiling on the GPU"), 2, (70, 85), "66.5 s on the H200 node (2026-11-27) "
             "for six pipelines; two more read ahead, about 5 s each (not yet rehearsed)", method=3),
-    Planned(_x("small_models", "--parts", "sweep", step="small models' sweep"), 1, (25, 60),
+    Planned(_x("small_models", "--parts", "sweep", step="small models' sweep"), 3, (25, 60),
             "on the H200 node 15 of its 16 GPU cells took 46.6 s before the deadline stopped it "
             "(2026-11-27); left: one GPU cell (about 3 s) and the CPU half, 16 cells that took 2 "
             "minutes on 2 CPU cores (15-45 s on 16), a start and a compile, 10 s"),
@@ -151,13 +167,13 @@ PLAN = [
             "195.4 s on the H200 node (2026-11-28), the CPU half most of it (6 epochs of 25.6 s)",
             method=2),
     Planned(_x("workers", *WORKERS_GPU, "--works", "augment", "--workers", "0", "4", needs=GRAIN,
-               with_gpu=(), gpu_only=True, step="Grain's workers beside the GPU"), 2, (50, 60),
+               with_gpu=(), gpu_only=True, step="Grain's workers beside the GPU"), 3, (50, 60),
             "55.1 s on the H200 node (2026-11-28)", method=2),
-    Planned(_x("matmul"), 2, (60, 80),
+    Planned(_x("matmul"), 3, (60, 80),
             "68 s on the H200 node (2026-11-28): 48 s until a deadline stopped it in the CPU's "
             "float32 sizes, 20 s for the rest in the next call", method=2),
     Planned(Step("notebook 05", ["tools/record_run.py", "--only", "05"], reference.NOTEBOOK,
-                 quick_option=True), 2, (125, 140),
+                 quick_option=True), 3, (125, 140),
             "132 s on the H200 node (2026-11-28)", beside_gpu=True, method=2),
     Planned(_x("torch_reference", needs=TORCH, env=reference.TORCH_ENV), 3, (40, 50),
             "42.0 s on the H200 node (2026-11-27)"),
@@ -167,15 +183,15 @@ PLAN = [
     Planned(CHECK_GPU, 3, (30, 40), "33.2 s on the H200 node (2026-11-27)"),
 ]
 PLAN.sort(key=lambda planned: planned.lease)  # lease by lease, in the list's order within one
-LEASES = {1: "what the run lacks: where a step of episode 5's CNN spends its time on the GPU "
-             "and the card's settings one at a time (episode 9), both again with the "
-             "generator's batches in its own order; episode 9's GPU rows with the new "
-             "instruments; the ceiling's device path; the rest of the small models' sweep",
-          2: "on a new run, what the H200 node recorded on 2026-11-28 with the current "
-             "instruments: episode 5's CNN and notebook, Grain's workers beside the GPU, "
-             "episode 6's throughput",
-          3: "on a new run, what the first GPU run recorded with an unchanged method (PyTorch, "
-             "the small model, the DDP and readiness checks)"}
+LEASES = {1: "what the run lacks, the headline first: episode 9's speed ladder (released "
+             "Keras's rungs, the plain-JAX limit, keras-nightly's scan); the profile where the "
+             "run lacks it",
+          2: "episode 9's GPU rows with the stream reading ahead (feeding, ceiling), then "
+             "episode 5's CNN on a new run",
+          3: "on a new run: Grain's workers beside the GPU, episode 6's throughput, episode 5's "
+             "notebook, and what the first GPU run recorded with an unchanged method (PyTorch, "
+             "the small model, the DDP and readiness checks); the rest of the small models' "
+             "sweep"}
 
 
 def now_iso() -> str:
