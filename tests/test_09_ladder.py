@@ -178,3 +178,6 @@ def test_the_limit_takes_the_best_stream_rungs_batch_and_precision(tmp_path):
     faster = made("read-ahead+spe", [9.0, 0.05, 0.05], accuracies=[0.3, 0.4, 0.5])
     assert lr.limit_options([*run, faster]) == {"precision": "float32", "batch": "base"}
     assert lr.limit_for(run, "read-ahead+spe") is None  # no limit at float32, batch 256 here
+    best = made("limit+best", [9.0, 0.05, 0.05], accuracies=[0.3, 0.4, 0.5])
+    best.update({"batch": "base", "precision": "float32"})  # as recorded: the limit's options
+    assert lr.limit_for([best], "limit+best") == "limit+best"

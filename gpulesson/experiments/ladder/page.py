@@ -124,7 +124,7 @@ def goals_text(records) -> str:
     ratio = ("not yet recorded (no limit at its batch and precision: "
              f"`{COMMAND} --part limit`)" if found["ratio"] is None else
              f"{found['ratio']:.2f}x: {'met' if found['ratio_met'] else 'not met'}")
-    mine = (duration(found["time"]) if found["time"] is not None else "never, in its epochs")
+    mine = (duration(found["time"]) if found["time"] is not None else "not reached in its epochs")
     default = duration(found["default_time"])
     return (f"The best rung of released Keras from the HDF5 stream is `{found['rung']}`. Within "
             f"{lr.RATIO_GOAL}x of the plain-JAX limit at the same batch and precision: {ratio}. "

@@ -183,8 +183,9 @@ def limit_options(records) -> dict:
 
 
 def limit_for(records, rung: str) -> str | None:
-    """The limit's rung recorded at ``rung``'s batch and precision, if any."""
-    options = RUNGS[rung]
+    """The limit's rung recorded at ``rung``'s batch and precision (as recorded, else as
+    planned), if any."""
+    options = (starts(records, rung) or [RUNGS[rung]])[0]
     for name in ("limit", "limit+best"):
         found = starts(records, name)
         if found and (found[0]["batch"], found[0]["precision"]) == (options["batch"],

@@ -55,9 +55,9 @@ def one_start(args) -> int:
     n_rows = validate_hdf5(path).n_train
     cut = n_rows - n_rows // 10  # as lesson.split_batches: the last tenth validates
     base = config.batch_size(256)
-    done = {(r["device_kind"], r["rung"], r["start"]) for r in (
-        read_records(args.out, experiment="ladder", run_id=args.run_id)
-        if args.out.is_file() else [])}
+    earlier = (read_records(args.out, experiment="ladder", run_id=args.run_id)
+               if args.out.is_file() else [])
+    done = {(r["device_kind"], r["rung"], r["start"]) for r in earlier}
     failed = 0
     for device in devices:
         kd = keras_device_name(device)
@@ -66,18 +66,18 @@ def one_start(args) -> int:
             if (device, name, args.start) in done:
                 continue
             before, began = _cache_files(cache), time.perf_counter()
-            epochs = epochs_for(RUNGS[name], config.quick)
+            rung = dict(RUNGS[name])
+            if name == "limit+best":  # at the batch and precision of the run's best stream rung
+                rung.update(limit_options(earlier))
+            epochs = epochs_for(rung, config.quick)
             try:
-                if RUNGS[name]["part"] == "limit":
-                    rung = {**RUNGS[name], **(limit_options(read_records(
-                        args.out, experiment="ladder", run_id=args.run_id) if args.out.is_file()
-                        else []) if name == "limit+best" else {})}
+                if rung["part"] == "limit":
                     options = {**measure.chosen(rung, base, cut),
                                "precision": rung["precision"], "batch": rung["batch"]}
                     watch = measure.EpochWatch(device, cut)
                     model = measure.build(rung, options, kd, args.seed)
-                    method = train_limit(name, watch=watch, model=model, options=options, data=data,
-                                epochs=epochs, seed=args.seed)
+                    method = train_limit(name, watch=watch, model=model, options=options,
+                                         data=data, epochs=epochs, seed=args.seed)
                     watched = {**watch.fields(), "limit_method": method}
                 else:
                     options, watched = measure.train_rung(name, device=device, keras_device=kd,
