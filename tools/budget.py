@@ -152,13 +152,16 @@ PLAN = [
             "their own order the generator reads less", method=2),
     Planned(_x("feeding", "--devices", "gpu", "--pipelines", "classic",
                "lesson", "lesson-ahead", "lesson-ahead-window1", "lesson-gzip", "ram", "device",
-               "--classic-max-steps", reference.FEEDING_CPU_STEPS, with_gpu=(), gpu_only=True,
-               step="feeding on the GPU"),
-            2, (145, 165), "133.5 s on the H200 node (2026-11-27) for five pipelines; two more "
-            "read ahead, about 10 s each (not yet rehearsed)", method=4),
+               "--classic-max-steps", reference.FEEDING_CPU_STEPS, "--chunks", with_gpu=(),
+               gpu_only=True, step="feeding on the GPU"),
+            2, (165, 190), "133.5 s on the H200 node (2026-11-27) for five pipelines; two more "
+            "read ahead, about 10 s each, and --chunks about 15 s (the host writes two files of "
+            "50,000 images and reads four, six passes each); all of it 81 s in the 2-core "
+            "stand-in, quick mode (2026-11-28)", method=4),
     Planned(_x("ceiling", "--devices", "gpu", with_gpu=(), gpu_only=True,
-               step="ceiling on the GPU"), 2, (70, 85), "66.5 s on the H200 node (2026-11-27) "
-            "for six pipelines; two more read ahead, about 5 s each (not yet rehearsed)", method=3),
+               step="ceiling on the GPU"), 2, (75, 90), "66.5 s on the H200 node (2026-11-27) "
+            "for six pipelines; two more read ahead, about 5 s each; all of it 23 s in the 2-core "
+            "stand-in, quick mode (2026-11-28)", method=3),
     Planned(_x("small_models", "--parts", "sweep", step="small models' sweep"), 3, (25, 60),
             "on the H200 node 15 of its 16 GPU cells took 46.6 s before the deadline stopped it "
             "(2026-11-27); left: one GPU cell (about 3 s) and the CPU half, 16 cells that took 2 "

@@ -362,15 +362,13 @@ def stream_goals(records, path=RESULTS_FILE) -> str:
                 and r["pipeline"] in ("lesson", STREAM)}
         if len(pair) == 2:
             first = next(r["pipeline"] for r in run if r["pipeline"] in pair)
-            slower = compare_middle(rate_summary(pair[STREAM]), rate_summary(pair["lesson"]),
-                                    higher_is_better=True)
-            met = "not met" if slower.measurable and slower.ratio < 1 else "met"
+            ahead, lesson = rate_summary(pair[STREAM]), rate_summary(pair["lesson"])
+            verdict = compare_middle(ahead, lesson, higher_is_better=True)
+            met = "not met" if verdict.measurable and verdict.ratio < 1 else "met"
             busy = max(r.get("other_programs_cpu_share") or 0 for r in pair.values())
-            cpu.append(f"In run {run_id} (`{first}` first; others used up to {busy:.0%} of the "
-                       "CPU), " + versus(f"`{STREAM}`", rate_summary(pair[STREAM]),
-                                             "`lesson`", rate_summary(pair["lesson"]))
-                       + f": {met}.")
-    said.append("On a CPU, the goal is no slower than `lesson`" + (
+            cpu.append(f"Run {run_id} (`{first}` first; others used up to {busy:.0%} of the "
+                       f"CPU): {verdict.sentence}, {met} ({basis(ahead, lesson)}).")
+    said.append(f"On a CPU, the goal is `{STREAM}` no slower than `lesson`" + (
         ". " + " ".join(cpu) if cpu else f", which has not been recorded yet (`{RECORD_COMMAND} "
         f"--devices cpu --pipelines lesson {STREAM}` records it)."))
     return " ".join(said)
