@@ -51,8 +51,8 @@ def figures(records):
     ax.set_xlim(0, max(rates) * 1.15)
     ax.set_xlabel("TFLOP/s over a whole epoch (higher is better)")
     parts = dict.fromkeys(lr.RUNGS[name]["part"] for name, _, _ in drawn)
-    ax.legend(handles=[Patch(color=COLOURS[p], label=KINDS[p]) for p in parts], fontsize=7.5,
-              loc="lower right")
+    fig.legend(handles=[Patch(color=COLOURS[p], label=KINDS[p]) for p in parts], fontsize=7.5,
+               loc="lower center", ncol=len(parts), frameon=False)
     fig.suptitle(f"The lesson's CNN, one rung after another. {_machine(records)}", fontsize=8.5)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.04, 1, 1))  # the legend below the axis, clear of the bars
     return (fig,)
