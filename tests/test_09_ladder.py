@@ -8,7 +8,6 @@ import pytest
 from conftest import run_on_jax_cpu
 
 from gpulesson.experiments import ladder
-from gpulesson.experiments.ladder import page
 from gpulesson.experiments.ladder import records as lr
 from gpulesson.results import NOT_RECORDED, append_record
 
@@ -141,10 +140,12 @@ def test_without_records_the_page_says_not_yet_recorded_and_the_command(tmp_path
     values = ladder.substitutions(tmp_path / "none.jsonl")
     for key in ("ref_ladder_gpu", "ref_ladder_table", "ref_ladder_cache", "ref_ladder_best_gpu"):
         assert values[key] == NOT_RECORDED, key
-    assert "not yet recorded" in values["ref_ladder_goals"]
-    assert page.COMMAND in values["ref_ladder_goals"]
+    assert values["ref_ladder_goals"].startswith("Its goals, not yet recorded: ")
+    assert "within 1.3x of the plain-JAX limit" in values["ref_ladder_goals"]
     assert "No rung" in values["ref_ladder_alt"]
     assert "`limit`" in values["ref_ladder_rungs"]
+    assert "- `scan:device+bf16+spe+batch`, `scan:read-ahead+bf16+spe+batch`: " in \
+        values["ref_ladder_rungs"]
 
 
 def test_the_figure_puts_every_value_on_its_bar_and_names_the_machine(tmp_path):

@@ -86,8 +86,10 @@ def rungs_text() -> str:
                                                                   "device")]
     said.append(f"- `device+...`, `read-ahead+...`: every combination of `bf16`, `spe` ({lr.SPE} "
                 f"steps a call) and `batch` ({lr.LARGE_FACTOR}x).")
-    said += [f"- `{name}`: {lr.RUNGS[name]['removes']}." for name in lr.ORDER
-             if lr.RUNGS[name]["part"] != "keras" and not name.startswith("scan:device")]
+    scans = [name for name in lr.ORDER if lr.RUNGS[name]["part"] == "nightly"]
+    said.append(", ".join(f"`{name}`" for name in scans).join(("- ", ": "))
+                + lr.RUNGS[scans[0]]["removes"] + ".")
+    said += [f"- `{name}`: {lr.RUNGS[name]['removes']}." for name in lr.rungs_of("limit")]
     return "\n".join(said)
 
 
@@ -120,7 +122,10 @@ def computed_text(profile_path=PROFILE_FILE, n_images: int = 45_000) -> str:
 def goals_text(records) -> str:
     found = lr.goals(records)
     if not found:
-        return f"The goals are not yet recorded (`{COMMAND}`, and `--part limit`)."
+        return (f"Its goals, not yet recorded: the best rung of released Keras from the HDF5 "
+                f"stream within {lr.RATIO_GOAL}x of the plain-JAX limit at its batch and "
+                "precision, and the default's test accuracy sooner than the default, compiling "
+                "included.")
     ratio = ("not yet recorded (no limit at its batch and precision: "
              f"`{COMMAND} --part limit`)" if found["ratio"] is None else
              f"{found['ratio']:.2f}x: {'met' if found['ratio_met'] else 'not met'}")
