@@ -157,7 +157,7 @@ STAGES = {stage.name: stage for stage in (
     # capped (the settings are the speed ladder's). The classic pipeline is capped everywhere: it
     # reads a few hundred images a second, so a full epoch of it would take minutes on any device.
     Stage("feeding-gpu", "episode 9's input pipelines on the GPU (nothing without one)",
-          "about 3 min", [_experiment("feeding", "--devices", "gpu",
+          "about 3 min", [_experiment("feeding", "--devices", "gpu", "--chunks",
                                       "--classic-max-steps", FEEDING_CPU_STEPS, with_gpu=(),
                                       gpu_only=True, step="pipelines on the GPU")]),
     Stage("feeding-cpu", f"episode 9's input pipelines on the CPU, {FEEDING_CPU_STEPS} steps an "
