@@ -258,8 +258,8 @@ def test_the_streams_goal_with_the_do_nothing_model_is_met_not_met_or_not_record
            + gpu_run("torch", {**TORCH_GPU, "ram": [0.132] * 5, "lesson-ahead": [0.165] * 5}))
     said = page.stream_goal(run)
     assert said == ("With the do-nothing model on the Made-up GPU beside Made-up Xeon, 16 cores "
-                    "(run g), the stream `lesson-ahead` reached 94% of `ram` on JAX (met) and "
-                    "80% of `ram` on PyTorch (not met); the goal is at least 90% of `ram`.")
+                    "(run g), `lesson-ahead` reached 94% of `ram` on JAX (met) and 80% of `ram` "
+                    "on PyTorch (not met); goal: at least 90% of `ram`.")
     missing = page.stream_goal([*RUN, *gpu_run("jax", JAX_GPU)])
     assert "has no GPU record yet" in missing and page.GPU_COMMAND in missing
     assert page.stream_goal(RUN) == missing  # a CPU run is not the goal's

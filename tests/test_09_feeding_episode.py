@@ -390,8 +390,21 @@ def test_the_page_stays_short_once_the_card_is_profiled_and_its_settings_recorde
                         host={"input": 0.0004, "dispatch": 0.0003, "other": 0.0013},
                         dev={"kernels": 0.0005, "copies": 0.0, "idle": 0.0015})):
         append_record(results / "profile.jsonl", record)
+    # and the stream on the GPU: `lesson-ahead` beside the newest GPU runs' `lesson`, with the
+    # CNN and with the do-nothing model, and the chunks read on the node
+    for name, experiment in (("feeding.jsonl", feeding), ("ceiling.jsonl", ceiling)):
+        for r in experiment.reference_run(results / name):
+            if r["device_kind"] == "gpu" and r["pipeline"] == "lesson":
+                append_record(results / name, {**r, "pipeline": "lesson-ahead"})
+    chunked = [r for r in feeding.reference_run(results / "feeding.jsonl")
+               if r["device_kind"] == "gpu" and r["pipeline"] == "lesson" and r["mode"] == "loader"]
+    for layout in ("chunks of 1 block, uncompressed", "chunks of 4 blocks, lzf, 64 MiB cache"):
+        append_record(results / "feeding.jsonl", {**chunked[0], "group": "chunks", "window": 4,
+                                                  "device_kind": "cpu", "layout": layout})
     page = core_check.parse_body(fill_placeholders(BODY, root))
-    assert "NVIDIA H200" in " ".join(page.paragraphs), "the made-up GPU records are on the page"
+    shown = " ".join(page.paragraphs)
+    assert "NVIDIA H200" in shown, "the made-up GPU records are on the page"
+    assert "`lesson-ahead` reached" in shown and "in float32:" in shown
     assert sum(core_check.words(p) for p in page.paragraphs) <= MAX_WORDS
     longest = max(core_check.sentences(page.paragraphs), key=core_check.words)
     assert core_check.words(longest) <= 50, longest

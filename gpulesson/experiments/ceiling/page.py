@@ -141,12 +141,12 @@ def stream_goal(records) -> str:
             ratio = share(stream, ram)
             said.append(f"{share_text(ratio)} of `ram` on {NAMES.get(backend, backend)} "
                         f"({'met' if ratio >= TARGET_SHARE else 'not met'})")
-    goal = f"the goal is at least {TARGET_SHARE:.0%} of `ram`"
+    goal = f"goal: at least {TARGET_SHARE:.0%} of `ram`"
     if not said:
-        return (f"With the do-nothing model, the stream `{STREAM}` has no GPU record yet ({goal}): "
+        return (f"With the do-nothing model, `{STREAM}` has no GPU record yet ({goal}): "
                 f"`{GPU_COMMAND}` records it.")
     return (f"With the do-nothing model on the {parts.machine(part)} (run {part[0]['run_id']}), "
-            f"the stream `{STREAM}` reached {_listed(said)}; {goal}.")
+            f"`{STREAM}` reached {_listed(said)}; {goal}.")
 
 
 NONE = ("No ceiling run has been recorded yet: `python -m gpulesson.experiments.ceiling` "
