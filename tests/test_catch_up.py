@@ -280,7 +280,7 @@ def test_each_prompt_names_what_later_cells_use_and_a_catch_up_follows(episode):
 
 # The names the review found unnamed, and the prompt that must name them now.
 NAMED = {"01-introduction": {"path", "settings"}, "03-environments": {"os", "keras"},
-         "04-data-pipeline": {"my_file", "BATCH_SIZE", "train_batches"},
+         "04-data-pipeline": {"train_batches"},  # my_file and BATCH_SIZE: a given cell's
          "05-cpu-vs-gpu": {"initial_weights", "EPOCHS", "cpu_run", "cnn", "test_images",
                            "test_labels", "predicted", "model", "matrix"}}
 
