@@ -123,7 +123,11 @@ GRAIN = (*reference.KERAS, "grain")
 # the feeding benchmark (method 3) are recorded again. The CPU's profile is recorded off the
 # node: the node's cores add nothing a GPU run needs, and the lease's time goes to the card.
 # Episode 9's ladder replaces the settings one at a time (and the feeding benchmark's settings):
-# three steps of one run, the headline of the next call.
+# three steps of one run, the headline of the next call. With the stream (episode 4's generator
+# reads ahead, split_batches uses it) the profile and episode 5's CNN (method 3) train from it, the
+# feeding benchmark (method 4) and the ceiling (method 3) gain its pipelines; the matrix products'
+# windows last at least 0.5 s with the card's clock and power, and Grain's workers split each epoch
+# into its parts (method 3 both); episode 5's notebook (method 3) has the synchronised timer.
 JAX_ENV = (("KERAS_BACKEND", "jax"),)
 LEASE_STEPS = 490  # s of steps in one call of about 9 minutes: the first call's deadline of 546 s
 #                    left 491 s for its steps (results/reference-run.json), the pack after them
@@ -148,8 +152,8 @@ PLAN = [
             "both rungs, about 12 s, the wheel's install and 2 imports, then the cache"),
     Planned(_x("profile", "--devices", "gpu", with_gpu=(), gpu_only=True, env=JAX_ENV,
                step="profile on the GPU"), 1, (35, 45),
-            "36.5 s on the H200 node (2026-11-28), its generator's batches reordered by fit; in "
-            "their own order the generator reads less", method=2),
+            "36.8 s on the H200 node (2026-11-28, run 04b7f7), the generator's batches in their "
+            "own order; now read ahead as episode 4 teaches (split_batches)", method=3),
     Planned(_x("feeding", "--devices", "gpu", "--pipelines", "classic",
                "lesson", "lesson-ahead", "lesson-ahead-window1", "lesson-gzip", "ram", "device",
                "--classic-max-steps", reference.FEEDING_CPU_STEPS, "--chunks", with_gpu=(),
@@ -162,39 +166,43 @@ PLAN = [
                step="ceiling on the GPU"), 2, (75, 90), "66.5 s on the H200 node (2026-11-27) "
             "for six pipelines; two more read ahead, about 5 s each; all of it 23 s in the 2-core "
             "stand-in, quick mode (2026-11-28)", method=3),
-    Planned(_x("small_models", "--parts", "sweep", step="small models' sweep"), 3, (25, 60),
+    Planned(_x("small_models", "--parts", "sweep", step="small models' sweep"), 4, (25, 60),
             "on the H200 node 15 of its 16 GPU cells took 46.6 s before the deadline stopped it "
             "(2026-11-27); left: one GPU cell (about 3 s) and the CPU half, 16 cells that took 2 "
             "minutes on 2 CPU cores (15-45 s on 16), a start and a compile, 10 s"),
     Planned(_x("cnn"), 2, (190, 210),
             "195.4 s on the H200 node (2026-11-28), the CPU half most of it (6 epochs of 25.6 s)",
-            method=2),
+            method=3),
     Planned(_x("workers", *WORKERS_GPU, "--works", "augment", "--workers", "0", "4", needs=GRAIN,
-               with_gpu=(), gpu_only=True, step="Grain's workers beside the GPU"), 3, (50, 60),
-            "55.1 s on the H200 node (2026-11-28)", method=2),
-    Planned(_x("matmul"), 3, (60, 80),
-            "68 s on the H200 node (2026-11-28): 48 s until a deadline stopped it in the CPU's "
-            "float32 sizes, 20 s for the rest in the next call", method=2),
+               with_gpu=(), gpu_only=True, step="Grain's workers beside the GPU"), 3, (50, 65),
+            "55.1 s on the H200 node (2026-11-28, run 842b96); each epoch now split in its parts, "
+            "and the 4 workers' last epoch meets the end of the data (1.68 s in run 412e0e)",
+            method=3),
+    Planned(_x("matmul"), 3, (200, 240),
+            "68 s on the H200 node (2026-11-28) with windows of a few calls; now every window "
+            "lasts at least 0.5 s: 60 sizes x 5 windows add about 150 s (arithmetic, not "
+            "rehearsed on the node)", method=3),
     Planned(Step("notebook 05", ["tools/record_run.py", "--only", "05"], reference.NOTEBOOK,
                  quick_option=True), 3, (125, 140),
-            "132 s on the H200 node (2026-11-28)", beside_gpu=True, method=2),
-    Planned(_x("torch_reference", needs=TORCH, env=reference.TORCH_ENV), 3, (40, 50),
+            "132 s on the H200 node (2026-11-28)", beside_gpu=True, method=3),
+    Planned(_x("torch_reference", needs=TORCH, env=reference.TORCH_ENV), 4, (40, 50),
             "42.0 s on the H200 node (2026-11-27)"),
-    Planned(_x("small_models", "--parts", "comparison", step="small model"), 3, (10, 20),
+    Planned(_x("small_models", "--parts", "comparison", step="small model"), 4, (10, 20),
             "11.4 s on the H200 node (2026-11-27)"),
-    Planned(reference.DDP_CHECK, 3, (10, 20), "12.6 s on the H200 node (2026-11-27)"),
-    Planned(CHECK_GPU, 3, (30, 40), "33.2 s on the H200 node (2026-11-27)"),
+    Planned(reference.DDP_CHECK, 4, (10, 20), "12.6 s on the H200 node (2026-11-27)"),
+    Planned(CHECK_GPU, 4, (30, 40), "33.2 s on the H200 node (2026-11-27)"),
 ]
 PLAN.sort(key=lambda planned: planned.lease)  # lease by lease, in the list's order within one
 LEASES = {1: "what the run lacks, the headline first: episode 9's speed ladder (released "
-             "Keras's rungs, the plain-JAX limit, keras-nightly's scan); the profile where the "
-             "run lacks it",
+             "Keras's rungs, the plain-JAX limit, keras-nightly's scan); the profile of a step "
+             "with the generator reading ahead",
           2: "episode 9's GPU rows with the stream reading ahead (feeding, ceiling), then "
-             "episode 5's CNN on a new run",
-          3: "on a new run: Grain's workers beside the GPU, episode 6's throughput, episode 5's "
-             "notebook, and what the first GPU run recorded with an unchanged method (PyTorch, "
-             "the small model, the DDP and readiness checks); the rest of the small models' "
-             "sweep"}
+             "episode 5's CNN trained from it, with the synchronised timer",
+          3: "Grain's workers with each epoch split in its parts, episode 6's throughput over "
+             "windows of at least 0.5 s, then episode 5's notebook (after the CNN, whose run "
+             "it prints)",
+          4: "on a new run, what the GPU runs recorded with an unchanged method (the small "
+             "models' sweep, PyTorch, the small model, the DDP and readiness checks)"}
 
 
 def now_iso() -> str:

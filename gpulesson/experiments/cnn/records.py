@@ -98,6 +98,8 @@ def run_record(run: dict, *, data: str, run_id: str, batches, source: str = "not
         "n_train": batches[0].n_images,
         "n_validation": batches[1].n_images,
         "n_test": batches[2].n_images,
+        # the training generator reads ahead (episode 4): records before it have no field
+        "read_ahead": bool(getattr(batches[0], "read_ahead", False)),
         **timing,
         "mean_epoch_seconds": mean,
         "mean_validation_seconds": sum(validation) / len(validation) if validation else None,

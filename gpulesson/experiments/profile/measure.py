@@ -153,7 +153,8 @@ def measure(*, devices, batch_size: int, repeats: int, warmup: int = WARMUP, see
             budget, run_id=run_id, device=device, batch_size=train.batch_size,
             n_images=train.n_images, steps=len(train), forward_flops=flops,
             utilisation=used, profile=profiled,
-            extra={**busy, "wall_seconds": time.perf_counter() - started})
+            extra={**busy, "wall_seconds": time.perf_counter() - started,
+                   "read_ahead": bool(getattr(train, "read_ahead", False))})
         made.append(record)
         if on_record:
             on_record(record)
