@@ -3,7 +3,6 @@ figures, the notebook and the recording command without PyTorch, and going on wi
 and the lesson's PyTorch code are tested in test_08_pytorch_code.py."""
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -260,9 +259,10 @@ def test_the_notebook_skips_itself_without_pytorch(without_torch, tmp_path):
 
 
 @pytest.mark.bad_input("missing package")
-def test_the_recording_command_without_pytorch(without_torch):
+def test_the_recording_command_without_pytorch(without_torch, tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "gpulesson.experiments.torch_reference", "--out", os.devnull],
+        [sys.executable, "-m", "gpulesson.experiments.torch_reference", "--out",
+         str(tmp_path / "torch.jsonl")],
         check=False, env=without_torch, capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 2 and "requirements/torch.txt" in done.stderr
 

@@ -156,7 +156,9 @@ def test_the_page_shows_the_outputs_after_their_cells_and_the_box(recorded_site,
     assert len(cells) == len(recorded_cells)
     for cell, record in zip(cells, recorded_cells, strict=True):
         assert ("cell_output" in cell) == bool(record["outputs"]), record["source"][:60]
-    assert "No GPU visible" in cells[0] or "GPU(s)" in cells[0]
+    # The devices' report sits under its own cell, the one that prints it.
+    report = next(i for i, c in enumerate(recorded_cells) if "devices.report()" in "".join(c["source"]))
+    assert "No GPU visible" in cells[report] or "GPU(s)" in cells[report]
     assert re.search(r'<img alt="Figure drawn by the code above: synthetic stand-in', page)
     box = page[page.index("recorded-run"):][:3000]
     assert "quick mode" in box and "synthetic stand-in (not CIFAR-10" in box

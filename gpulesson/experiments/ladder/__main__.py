@@ -56,8 +56,9 @@ def _nightly_path(wheels: Path) -> str:
     """Install the wheels of ``wheels`` into a new folder; that folder."""
     found = sorted(wheels.glob("*.whl"))
     if not found:
-        raise SystemExit(f"no wheel in {wheels}: run ../shared/gpu-node/wheels.sh "
-                         "(requirements/node-nightly.txt) first")
+        raise SystemExit(f"no wheel in {wheels}: download it first where there is internet, "
+                         "as recording.md shows for requirements/node.txt, with -r "
+                         f"requirements/node-nightly.txt -d {wheels}")
     target = tempfile.mkdtemp(prefix="site-nightly-")
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
                     "--target", target, *map(str, found)], check=True)
