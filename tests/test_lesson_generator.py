@@ -163,9 +163,11 @@ def test_each_window_is_read_once(path, monkeypatch):
     batches = lesson.HDF5Batches(path, "train", BATCH, shuffle=True, window=4)
     reads = []
     real = batches._read_window
-    monkeypatch.setattr(batches, "_read_window", lambda number: reads.append(number) or real(number))
+    monkeypatch.setattr(batches, "_read_window",
+                        lambda number, epoch: reads.append((number, epoch)) or real(number, epoch))
     at_epoch(batches, 0)
-    assert reads == [0, 1, 2, 3]  # 16 batches, 4 windows: one read of 4 blocks each
+    # 16 batches, 4 windows: one read of 4 blocks each, all of epoch 0
+    assert reads == [(0, 0), (1, 0), (2, 0), (3, 0)]
 
 
 @pytest.mark.parametrize("window", [1, 4])
