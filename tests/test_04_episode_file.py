@@ -54,8 +54,9 @@ def no_network(sock, address, *args):
 
 @pytest.fixture(scope="module", params=["synthetic", "cifar10"])
 def episode_run(request, tmp_path_factory):
-    """The episode's first cell, the cell that writes the learner's file and the cell that looks
-    inside it, run on a read-only shared folder, offline, with the loaders forbidden."""
+    """The episode's first cell, the given cell that shuffles the arrays and names the learner's
+    file, the cell that writes it and the cell that looks inside it, run on a read-only shared
+    folder, offline, with the loaders forbidden."""
     source = request.param
     folder = tmp_path_factory.mktemp(f"episode-file-{source}")
     settings = prepared_folder(folder / "shared", source)
@@ -73,7 +74,9 @@ def episode_run(request, tmp_path_factory):
         with read_only(settings.data_dir):
             first = episode_cells()[0]
             assert "load_prepared(settings)" in first, "the first cell reads the prepared file"
-            for cell in (first, cell_with("with atomic_hdf5(my_file)"),
+            # The given cell shuffles the arrays and names my_file; the typed cell writes it.
+            for cell in (first, cell_with("my_file = settings.work_dir"),
+                         cell_with("with atomic_hdf5(my_file)"),
                          cell_with("with h5py.File(my_file, \"r\") as f:\n    for name")):
                 exec(cell, namespace)
     return settings, namespace, folder, before
