@@ -1,6 +1,7 @@
 """The episode's epoch timer (gpulesson.lesson.EpochTimer), timed() and the CPU facts of a run."""
 
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -47,8 +48,17 @@ def test_validation_is_timed_within_the_epoch(monkeypatch):
     # Epoch 0..10 s with validation 7..9 s; epoch 20..24 s with validation 22..23 s.
     fake_clock(monkeypatch, lesson, [0.0, 7.0, 9.0, 10.0, 20.0, 22.0, 23.0, 24.0])
     timer = EpochTimer()
+    reads = []
+
+    class Weight:  # reading it waits for the queued training steps
+        def __array__(self, dtype=None, copy=None):
+            reads.append(len(timer.validation_seconds))
+            return np.zeros(1, dtype or "float32")
+
+    timer.set_model(SimpleNamespace(trainable_weights=[Weight()]))
     run_epochs(timer, 2, validation=True)
     assert timer.epoch_seconds == [10.0, 4.0] and timer.validation_seconds == [2.0, 1.0]
+    assert reads == [0, 1]  # the validation pass of each epoch first reads a weight
 
 
 def test_a_new_fit_starts_a_new_measurement(monkeypatch):
