@@ -253,7 +253,11 @@ def test_cost_table_for_the_cnn_and_a_resnet50_sized_model(capsys):
     parallel.print_cost_table(models, {"slow": 1.0}, gpus=(2,))
     table = capsys.readouterr().out.splitlines()
     assert "efficiency" in table[0] and len(table) == 2 + 2
-    assert "787,530" in table[2] and "25,636,712" in table[3]
+    # The table names each model and the bound its all-reduce meets instead of its parameter
+    # count; on 2 GPUs each sends its parameters' 4 bytes once: 3.15 ms and 102.55 ms at 1 GB/s.
+    cnn_row, big_row = table[2].split(), table[3].split()
+    assert cnn_row[:2] == ["lesson", "CNN"] and cnn_row[5:] == ["3.15", "bandwidth", "20.0", "86%", "1.73"]
+    assert big_row[:2] == ["ResNet-50", "size"] and big_row[5:] == ["102.55", "bandwidth", "20.0", "16%", "0.33"]
 
 
 def test_cost_command_line(capsys):
