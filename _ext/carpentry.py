@@ -325,6 +325,23 @@ def setup(app):
             prefix = "" if str(here) == "." else "../" * len(here.parts)
             return self.parse_text_to_nodes(schedule_markdown(parts, prefix))
 
+    from sphinx.transforms.post_transforms import SphinxPostTransform
+
+    class CopiedReferences(SphinxPostTransform):
+        """Links to a glossary term or a label in a copied exercise (the exercises page) point
+        from the page they are on: each names the episode it was written in, from which its
+        relative link would be made (``../reference.html`` from ``exercises.html``)."""
+
+        default_priority = 9  # after sphinx-lesson's exercise list (8), before links resolve (10)
+
+        def run(self, **kwargs):
+            from sphinx.addnodes import pending_xref
+
+            for ref in self.document.findall(pending_xref):
+                if ref.get("refdomain") == "std" and ref.get("reftype") in ("term", "ref", "numref"):
+                    ref["refdoc"] = self.env.docname
+
+    app.add_post_transform(CopiedReferences)
     app.connect("source-read", _fill_placeholders)  # first: front matter may hold placeholders too
     app.connect("source-read", _inject_episode_boxes)
     app.add_directive("lesson-schedule", LessonSchedule)
