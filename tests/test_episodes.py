@@ -5,8 +5,8 @@ import re
 import pytest
 import yaml
 from carpentry import (EPISODE_DIR, Break, Episode, FrontMatterError, Session, SetupCheck, Slot, check_schema,
-                       episodes, has_title_heading, read_episode, schedule_markdown, schedule_parts,
-                       split_front_matter, toc_episode_paths)
+                       episodes, has_title_heading, placeholder_values, read_episode, resolve_conditionals,
+                       schedule_markdown, schedule_parts, split_front_matter, toc_episode_paths)
 from conftest import ROOT
 
 EPISODE_FILES = sorted((ROOT / EPISODE_DIR).glob("*.md"))
@@ -141,19 +141,46 @@ FIGURE = re.compile(r"^:{3,}\{figure\}\s*(?P<src>\S+)\s*\n(?P<opts>(?::[\w-]+:.*
 IMAGE = re.compile(r"!\[(?P<alt>[^\]]*)\]\((?P<src>[^)\s]+)\)")
 
 
-@pytest.mark.parametrize("path", EPISODE_FILES, ids=lambda p: p.name)
-def test_figures_exist_have_alt_text_and_live_in_the_episode_folder(path):
-    text = path.read_text(encoding="utf-8")
+def figures(text: str) -> list[tuple[str, str]]:
+    """(source, alt text) of every figure and local image in ``text``."""
     found = [(m["src"], dict(re.findall(r":([\w-]+):\s*(.*)", m["opts"])).get("alt", ""))
              for m in FIGURE.finditer(text)]
-    found += [(m["src"], m["alt"]) for m in IMAGE.finditer(text) if "://" not in m["src"]]
-    for src, alt in found:
-        assert (path.parent / src).resolve().is_file(), f"{path.name}: {src} does not exist"
+    return found + [(m["src"], m["alt"]) for m in IMAGE.finditer(text) if "://" not in m["src"]]
+
+
+def missing_figures(text: str, folder, values: dict[str, str]) -> list[str]:
+    """The figures the page shows with ``values`` that are not files. A figure inside
+    ``{{ if ref_... }}`` is drawn from that record: while it is missing, the page leaves it out."""
+    return [src for src, _ in figures(resolve_conditionals(text, values))
+            if not (folder / src).resolve().is_file()]
+
+
+@pytest.fixture(scope="module")
+def lesson_values():
+    return placeholder_values(ROOT)
+
+
+@pytest.mark.parametrize("path", EPISODE_FILES, ids=lambda p: p.name)
+def test_figures_exist_have_alt_text_and_live_in_the_episode_folder(path, lesson_values):
+    text = path.read_text(encoding="utf-8")
+    missing = missing_figures(text, path.parent, lesson_values)
+    assert not missing, f"{path.name}: {', '.join(missing)} do not exist"
+    for src, alt in figures(text):
         # An alt text made from the figure's own data ({{ ref_..._alt }}, drawn and described by
         # the experiment's figures module) counts as meaningful.
         made = re.fullmatch(r"\{\{\s*ref_\w+_alt\s*\}\}", alt.strip())
         assert made or len(alt.split()) >= 5, f"{path.name}: {src} needs a meaningful alt text"
         assert f"fig/{path.stem}/" in src, f"{path.name}: figures go in fig/{path.stem}/"
+
+
+def test_a_figure_is_required_unless_its_record_is_missing(tmp_path):
+    (tmp_path / "drawn.svg").write_text("<svg/>")
+    page = ("![a drawn figure]({src})\n{{{{ if ref_run }}}}![its run](run.svg){{{{ else }}}}"
+            "Not recorded yet.{{{{ endif }}}}\n")
+    missing, recorded = {"ref_run": "not recorded yet"}, {"ref_run": "NVIDIA H200"}
+    assert missing_figures(page.format(src="drawn.svg"), tmp_path, missing) == []
+    assert missing_figures(page.format(src="absent.svg"), tmp_path, missing) == ["absent.svg"]
+    assert missing_figures(page.format(src="drawn.svg"), tmp_path, recorded) == ["run.svg"]
 
 
 def test_figure_folders_belong_to_episodes():
