@@ -178,8 +178,9 @@ def test_lab_runs_the_notebook_cells_on_the_lesson_kernel(lab):
     notebook = requests.get(f"{base}/api/contents/{NOTEBOOK}", headers=headers,
                             timeout=10).json()["content"]
     code_cells = ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code"]
-    # The notebook's own first cells: the device report and the settings.
-    assert "devices.report()" in code_cells[0] and "get_settings" in code_cells[1]
+    # The notebook's own first cells: the setup check, the device report and the settings.
+    assert "learner_checks()" in code_cells[0]
+    assert "devices.report()" in code_cells[1] and "get_settings" in code_cells[2]
 
     reply = requests.post(
         f"{base}/api/sessions", headers=headers, timeout=30,
@@ -194,13 +195,17 @@ def test_lab_runs_the_notebook_cells_on_the_lesson_kernel(lab):
         ws = websocket.create_connection(ws_url, header=[
             f"Authorization: {headers['Authorization']}"], timeout=CELL_S)
         try:
+            # The setup check runs on the kernel and prints its checklist.
             out, errors = _execute(ws, code_cells[0], CELL_S)
+            assert not errors, errors
+            assert "Kernel's packages" in out and "not checked" in out, out
+            out, errors = _execute(ws, code_cells[1], CELL_S)
             assert not errors, errors
             # The kernel is this environment's Python, on a machine with or without a GPU.
             assert f"({sys.executable})" in out, out
             assert "Keras 3" in out and "backend:" in out, out
             assert "GPU" in out, out
-            out, errors = _execute(ws, code_cells[1], CELL_S)
+            out, errors = _execute(ws, code_cells[2], CELL_S)
             assert not errors, errors
             # The kernel inherits the server's environment: quick mode on the stand-in.
             assert "synthetic stand-in" in out and "quick mode" in out, out
