@@ -34,6 +34,7 @@ SINKS = {
     "savefig": (0, "fname"),
     "to_csv": (0, "path_or_buf"),
     "keep_earlier": (0, "path"),
+    "save_runs": (0, "results_file"),  # into my-runs/, beside the results file
     "mkdir": None,
     "touch": None,
     "write_text": None,
