@@ -196,7 +196,10 @@ def built_site(tmp_path_factory):
     build of a minute or more, not one a process."""
     import fcntl
 
-    shared = tmp_path_factory.getbasetemp().parent  # the same folder for every process
+    # Under pytest-xdist each process's base folder sits in the run's own folder, which they share;
+    # a run in one process has the run's folder as its base (its parent outlives the run).
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
     with open(shared / "built-site.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         source, log = shared / "built-site", shared / "built-site.json"
