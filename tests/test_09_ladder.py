@@ -144,7 +144,7 @@ def test_without_records_the_page_says_not_yet_recorded_and_the_command(tmp_path
     assert "within 1.3x of the plain-JAX limit" in values["ref_ladder_goals"]
     assert "No rung" in values["ref_ladder_alt"]
     assert "`limit`" in values["ref_ladder_rungs"]
-    assert "- `scan:device+bf16+spe+batch`, `scan:read-ahead+bf16+spe+batch`: " in \
+    assert "- `scan:device+bf16+spe+batch` and `scan:read-ahead+bf16+spe+batch` remove " in \
         values["ref_ladder_rungs"]
 
 

@@ -82,14 +82,14 @@ def table(records) -> str:
 
 def rungs_text() -> str:
     """What each rung removes, as a list; the combinations in one item."""
-    said = [f"- `{name}`: {lr.RUNGS[name]['removes']}." for name in ("taught", "read-ahead", "ram",
-                                                                  "device")]
-    said.append(f"- `device+...`, `read-ahead+...`: every combination of `bf16`, `spe` ({lr.SPE} "
-                f"steps a call) and `batch` ({lr.LARGE_FACTOR}x).")
+    said = [f"- `{name}` removes {lr.RUNGS[name]['removes']}." for name in ("taught", "read-ahead",
+                                                                         "ram", "device")]
+    said.append(f"- `device+...` and `read-ahead+...` add every combination of `bf16`, `spe` "
+                f"({lr.SPE} steps a call) and `batch` ({lr.LARGE_FACTOR}× the batch).")
     scans = [name for name in lr.ORDER if lr.RUNGS[name]["part"] == "nightly"]
-    said.append(", ".join(f"`{name}`" for name in scans).join(("- ", ": "))
+    said.append(" and ".join(f"`{name}`" for name in scans).join(("- ", " remove "))
                 + lr.RUNGS[scans[0]]["removes"] + ".")
-    said += [f"- `{name}`: {lr.RUNGS[name]['removes']}." for name in lr.rungs_of("limit")]
+    said += [f"- `{name}` removes {lr.RUNGS[name]['removes']}." for name in lr.rungs_of("limit")]
     return "\n".join(said)
 
 

@@ -42,13 +42,13 @@ def _combined(feed: str, bf16: bool, spe: bool, large: bool) -> str:
 # name -> options. The first four remove one cost each; then every combination of the three
 # settings (settings interact: one at a time misses that), from the device and from the stream.
 RUNGS: dict[str, dict] = {
-    "taught": _rung("stream", removes="nothing: the lesson's generator, batch 256, float32 (TF32 "
-                    "on the card)"),
+    "taught": _rung("stream", removes="nothing (the lesson's generator, batch 256, "
+                    "float32: TF32 on the card)"),
     "read-ahead": _rung("read-ahead", removes="reading in series with the step (a thread reads "
-                        "ahead)"),
-    "ram": _rung("ram", removes="the generator: `fit(x, y, batch_size=...)` on arrays in RAM"),
-    "device": _rung("device", removes="each batch's copy: the data on the device "
-                    "(`DeviceBatches`)"),
+                        "the next window)"),
+    "ram": _rung("ram", removes="the generator (`fit(x, y, batch_size=...)` on arrays in RAM)"),
+    "device": _rung("device", removes="each batch's copy to the card (the data on the device, "
+                    "`DeviceBatches`)"),
 }
 for _feed, (_b, _s, _l) in itertools.product(("device", "read-ahead"),
                                              itertools.product((False, True), repeat=3)):
@@ -62,12 +62,13 @@ for _feed, (_b, _s, _l) in itertools.product(("device", "read-ahead"),
 for _feed in ("device", "read-ahead"):
     RUNGS[f"scan:{_feed}+bf16+spe+batch"] = _rung(
         _feed, True, True, True, part="nightly",
-        removes="the Python loop of `steps_per_execution`: one `jax.lax.scan` (keras-nightly, "
+        removes="the Python loop of `steps_per_execution` (one `jax.lax.scan`; keras-nightly, "
                 "a pre-release)")
-RUNGS["limit"] = _rung("device", removes="`fit`: one compiled call an epoch (`jax.lax.scan`), "
-                       "plain JAX", part="limit")
+RUNGS["limit"] = _rung("device", removes="`fit` itself (one compiled call an epoch with "
+                       "`jax.lax.scan`, plain JAX)", part="limit")
 RUNGS["limit+best"] = _rung("device", True, False, True, part="limit",
-                            removes="the same at the best stream rung's batch and precision")
+                            removes="`fit` itself, at the best stream rung's batch and "
+                            "precision")
 ORDER = list(RUNGS)
 # Start 1 compiles the stream's rungs before the device's: they share programs, and the goal's
 # time to accuracy must include its own compile.
