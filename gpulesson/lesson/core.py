@@ -70,12 +70,8 @@ class HDF5Batches(keras.utils.PyDataset):
         # This epoch's block order: (epoch, order)
         self._order = (None, None)
         # What a process keeps to itself: its file, the last window read,
-        # its reader thread.
+        # its reader thread (started at the first read, in _window).
         self.__dict__.update(self._UNSHARED)
-        if self.read_ahead:
-            # Its thread starts at the first read.
-            self._reader = (os.getpid(), ThreadPoolExecutor(
-                1, thread_name_prefix="HDF5Batches"))
 
     # The file is opened by the process that reads from it. The last window
     # read: ((window number, epoch), its images); the window read ahead:
@@ -156,7 +152,7 @@ class HDF5Batches(keras.utils.PyDataset):
             return self._read_window(*key)
         pid, reader = self._reader or (None, None)
         if pid != os.getpid():
-            # A new process starts its own reader: threads are not copied.
+            # The first read, or a new process (threads are not copied).
             reader = ThreadPoolExecutor(1, thread_name_prefix="HDF5Batches")
             self._reader, self._ahead = (os.getpid(), reader), None
         ahead = self._ahead
