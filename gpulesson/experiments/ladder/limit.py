@@ -96,8 +96,8 @@ def train_limit(name: str, *, watch, model, options: dict, data: dict, epochs: i
     state = ([v.value for v in model.trainable_variables],
              [v.value for v in model.non_trainable_variables],
              [v.value for v in optimizer.variables])
-    run = epoch_function(model, optimizer, batch, len(x) // batch,
-                         scan=jax.default_backend() != "cpu")
+    scan = jax.default_backend() != "cpu"
+    run = epoch_function(model, optimizer, batch, len(x) // batch, scan=scan)
     accuracy = accuracy_function(model, data["test_batch"])
     key = jax.random.key(seed)
     for _ in range(epochs):
@@ -107,4 +107,4 @@ def train_limit(name: str, *, watch, model, options: dict, data: dict, epochs: i
         float(loss)  # waits for the epoch's last step
         watch.end()
         watch.evaluated(float(accuracy(state, test_x, test_y)))
-    return "scan" if jax.default_backend() != "cpu" else "loop"
+    return "scan" if scan else "loop"

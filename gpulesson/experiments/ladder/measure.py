@@ -10,10 +10,10 @@ plain-JAX limit (:mod:`~gpulesson.experiments.ladder.limit`) uses the same watch
 
 from __future__ import annotations
 
-import inspect
 import threading
 import time
 
+from gpulesson.experiments.common import IN_ORDER
 from gpulesson.experiments.energy import start_intervals, stop_intervals
 from gpulesson.experiments.ladder.records import (
     RUNGS,
@@ -144,18 +144,14 @@ def feed(name: str, options: dict, *, data: dict, seed: int) -> tuple[dict, list
 
     kind, batch = RUNGS[name]["feed"], options["batch_size"]
     if kind in ("stream", "read-ahead"):
-        extra = {"read_ahead": True} if kind == "read-ahead" else {}
-        if extra and "read_ahead" not in inspect.signature(lesson.HDF5Batches).parameters:
-            raise RuntimeError("the lesson's HDF5Batches has no read_ahead yet (episode 4): "
-                               "regenerate gpulesson/lesson with make notebooks")
         train = lesson.HDF5Batches(data["path"], "train", batch, stop=data["cut"], shuffle=True,
-                                   seed=seed, **extra)
-        return {"x": train, "shuffle": False}, [lesson.DataEpoch(train)]
+                                   seed=seed, read_ahead=kind == "read-ahead")
+        return {"x": train, **IN_ORDER}, [lesson.DataEpoch(train)]
     if kind == "ram":
         return {"x": data["x"], "y": data["y"], "batch_size": batch}, []
     from gpulesson.lesson.feeding import DeviceBatches
 
-    return {"x": DeviceBatches(*data["device"], batch, seed=seed), "shuffle": False}, []
+    return {"x": DeviceBatches(*data["device"], batch, seed=seed), **IN_ORDER}, []
 
 
 def train_rung(name: str, *, device: str, keras_device: str, data: dict, base: int,

@@ -13,13 +13,11 @@ def _cache_files(folder: str | None) -> int:
 
 
 def _data(path, cut: int, keras_device: str, test_batch: int) -> dict:
-    import h5py
-
     from gpulesson.experiments.feeding.pipelines import to_device
+    from gpulesson.hdf5 import read_hdf5
 
-    with h5py.File(path, "r") as f:
-        x, y = f["x_train"][:cut], f["y_train"][:cut].astype("int32")
-        test = f["x_test"][:], f["y_test"][:].astype("int32")
+    (x, y), (test_x, test_y) = read_hdf5(path, "train", stop=cut), read_hdf5(path, "test")
+    y, test = y.astype("int32"), (test_x, test_y.astype("int32"))
     return {"path": path, "cut": cut, "x": x, "y": y, "test_batch": test_batch,
             "device": to_device(x, y, keras_device), "test_device": to_device(*test, keras_device)}
 
