@@ -28,7 +28,7 @@ def one_start(args) -> int:
 
     from gpulesson.data import prepare
     from gpulesson.devices import keras_device, keras_device_name
-    from gpulesson.experiments.common import devices_here
+    from gpulesson.experiments.common import BusyMeter, devices_here
     from gpulesson.experiments.ladder import measure
     from gpulesson.experiments.ladder.limit import train_limit
     from gpulesson.experiments.ladder.records import (
@@ -63,7 +63,7 @@ def one_start(args) -> int:
         for name in args.rungs or rungs_of(args.part):
             if (device, name, args.start) in done:
                 continue
-            before, began = _cache_files(cache), time.perf_counter()
+            before, began, meter = _cache_files(cache), time.perf_counter(), BusyMeter()
             rung = dict(RUNGS[name])
             if name == "limit+best":  # at the batch and precision of the run's best stream rung
                 rung.update(limit_options(earlier))
@@ -90,7 +90,8 @@ def one_start(args) -> int:
                 run_id=args.run_id, rung=name, start=args.start, device=device, watched=watched,
                 chosen=options, n_images=cut, data=config.data,
                 extra={"cache": {"files_before": before, "files_added": _cache_files(cache) - before},
-                       "rung_wall_seconds": time.perf_counter() - began, "quick": config.quick})
+                       "rung_wall_seconds": time.perf_counter() - began, "quick": config.quick,
+                       **meter.read()})
             append_record(args.out, record)
             print(f"start {args.start} {device} {name:28} first {watched['epoch_seconds'][0]:.2f} s, "
                   f"median {record['median_epoch_seconds']:.3f} s, test accuracy "
