@@ -61,17 +61,15 @@ class WindowSensor:
                 "watts": statistics.fmean(watts), "samples": len(inside)}
 
 
-def open_sensor(device: str, index: int = 0):
-    """``(sensor, None)`` for an NVIDIA GPU that NVML can read, else ``(None, reason)``; the CPU
-    has no such sensor here."""
+def open_sensor(device: str):
+    """``(sensor, None)`` for the first visible NVIDIA GPU (``CUDA_VISIBLE_DEVICES``) that NVML
+    can read, else ``(None, reason)``; the CPU has no such sensor here."""
     if device != "gpu":
         return None, "the CPU's clock and power are not sampled"
-    try:
-        import pynvml
+    from gpulesson.energy import _nvml_handle
 
-        pynvml.nvmlInit()
-        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-        sensor = WindowSensor(pynvml, handle)
+    try:
+        sensor = WindowSensor(*_nvml_handle())
         sensor.sample()  # fails here, not in the middle of a sweep, where NVML cannot read it
         sensor.samples.clear()
     except Exception as exc:  # no pynvml, no driver, not an NVIDIA GPU
