@@ -34,8 +34,9 @@ class SetupCheck:
 
 @dataclass(frozen=True)
 class Slot:
-    """A timed part of the core that is no episode: the opening before the setup check and the
-    wrap-up at the end (``lesson_schedule.opening`` and ``wrap_up`` in ``_config.yml``)."""
+    """A timed part of the core that is no episode: the opening before the setup check, the start
+    of a later session and the wrap-up at the end (``lesson_schedule.opening``,
+    ``session_start`` and ``wrap_up`` in ``_config.yml``)."""
 
     minutes: int
     label: str
@@ -161,12 +162,14 @@ def schedule_parts(root: Path) -> list[SchedulePart]:
 
     The first part is the core of the lesson, which starts with the opening and the setup check
     and ends with the wrap-up; the Open OnDemand sessions start where ``_config.yml`` says (a
-    session that starts after a break is launched at the start of that break). Later parts are
+    session that starts after a break is launched at the start of that break, and a later
+    session has a slot of ``session_start`` minutes of its own before its first episode). Later parts are
     further episodes, taught on another day or chosen one by one.
     """
     breaks, inner = schedule_breaks(root), schedule_inner_breaks(root)
     setup = schedule_setup_check(root)
     opening, wrap_up = _whole_minutes(root, "opening"), _whole_minutes(root, "wrap_up")
+    switch = _whole_minutes(root, "session_start")
     sessions = {s.first: s for s in schedule_sessions(root)}
     toc = yaml.safe_load((Path(root) / "_toc.yml").read_text(encoding="utf-8"))
     parts = []
@@ -197,6 +200,9 @@ def schedule_parts(root: Path) -> list[SchedulePart]:
                     rows += [(start, sessions[ep.slug], end - item.minutes), (start, item, end)]
                 else:
                     add(sessions[ep.slug], 0)
+                if switch:  # the queue, reconnecting, closing the session before: not a break
+                    add(Slot(switch, f"Start the {sessions[ep.slug].label}",
+                             "reconnect, open the notebook, delete the session before"), switch)
             add(ep, ep.minutes + inner.get(ep.slug, 0))
             if ep.slug in breaks and path != paths[-1]:
                 add(Break(breaks[ep.slug]), breaks[ep.slug])

@@ -18,27 +18,33 @@ The timing model counts what a room does, not what the page holds:
   comment of the cells learners type (``tools/make_notebooks.py``): code cells
   (``{code-cell}``) not tagged ``given``, ``exercise`` or ``solution`` and not in an optional
   section (none when the front matter says ``type-along: false``);
-- **given lines** at ``READ_LINES_PER_MINUTE``, read and run while the instructor explains them:
-  the lines of cells tagged ``given`` and of the commands and scripts the page shows outside
-  cells (shell blocks), outside exercises and optional sections;
-- **talk** at ``TALK_WORDS_PER_MINUTE``: the prose the instructor presents, outside exercises,
-  optional sections and instructor notes;
+- **given lines** at ``READ_LINES_PER_MINUTE``, read and run while the instructor explains them,
+  each given cell at least ``GIVEN_CELL_MINUTES``: the lines of cells tagged ``given`` and of the
+  commands and scripts the page shows outside cells (shell blocks), outside exercises and
+  optional sections;
+- **talk** at ``TALK_WORDS_PER_MINUTE``: the prose the instructor presents, outside exercises
+  and optional sections, instructor notes, admonitions and dropdowns included;
 - **waits**: the recorded wall time of the episode's executed notebook (``executed/NN-slug.ipynb``,
-  its ``recorded_run`` metadata, which ``tools/record_run.py`` writes on the workshop's reference
-  node), times ``WAIT_ALLOWANCE`` for a room whose nodes are shared;
-- **exercises** at the minutes in their titles, debrief included (rule b);
-- the core's **opening**, **setup check** and **wrap-up**, from ``_config.yml``.
+  its ``recorded_run`` metadata, which ``tools/record_run.py`` writes), times ``WAIT_ALLOWANCE``
+  for a room whose nodes are shared. The run must be what learners run: ``LEARNER_BACKEND``, no
+  GPU, at most the cores of the session that serves the episode;
+- **exercises** at ``EXERCISE_FACTOR`` times the minutes in their titles (rule b);
+- the core's **opening**, **setup check** (which times the first episode's section "Setup
+  check", its exercises included, with the slack), the **start of a later session** and the
+  **wrap-up**, from ``_config.yml``.
 
 For each core episode:
 
 a. **Teaching time.** The front matter's ``teaching`` minutes are at least the model's typed
-   lines, given lines, talk and waits together, rounded up to a whole minute. An exercise's
-   code (its cell with ``____`` blanks, its solution cell, code in its text) is part of the
-   exercise's minutes.
-b. **Exercise time.** A required exercise's title ends with its minutes, debrief included:
-   ``Count the parameters (10 min)``. Each takes at least ``MIN_EXERCISE`` minutes, except a
-   one-line prediction (class ``prediction``: ``:class: objective-1 prediction``), at least
-   ``MIN_PREDICTION``; together they take at most the front matter's ``exercises`` minutes.
+   lines, given lines, talk and waits together, rounded up to a whole minute, and the
+   episode's scheduled minutes are ``SLACK`` times the model's teaching and exercises: the
+   model is a lower bound, a plan equal to it has nothing to spare. An exercise's code (its
+   cell with ``____`` blanks, its solution cell, code in its text) is part of the exercise.
+b. **Exercise time.** A required exercise's title ends with its minutes as planned, debrief
+   included: ``Count the parameters (10 min)``. Each takes at least ``MIN_EXERCISE`` minutes,
+   except a one-line prediction (class ``prediction``: ``:class: objective-1 prediction``), at
+   least ``MIN_PREDICTION``; ``EXERCISE_FACTOR`` times their sum is at most the front matter's
+   ``exercises`` minutes.
 c. **No CPU training in an exercise.** A required exercise, its solution included, may not ask
    learners to train on the CPU again: a workshop cannot wait for it. An exercise trains when
    its text calls ``.fit(`` or ``train_on(``, or says to train (or retrain) again, or to run
@@ -67,9 +73,10 @@ through a long episode, ``lesson_schedule.breaks_inside``, splits it in two halv
 
 **Sessions.** The core runs in the Open OnDemand sessions of ``lesson_schedule.sessions``, the
 first launched before the opening, a later one at the start of the break before its first
-episode. Each session lasts at least ``SESSION_MARGIN`` minutes longer than the part it serves
-(from its launch to the next launch, or the end of the core) and no longer than the site allows
-(``lesson_site.session_max_hours``). A session holds GPUs exactly when an episode it serves uses
+episode, which a slot of ``SESSION_START`` minutes of its own follows
+(``lesson_schedule.session_start``). Each session lasts at least ``SESSION_MARGIN`` minutes
+longer than the part it serves (from its launch to the next launch, or the end of the core) and
+no longer than the site allows (``lesson_site.session_max_hours``). A session holds GPUs exactly when an episode it serves uses
 one (a code cell outside optional sections names a GPU device, ``"gpu"`` or ``"gpu:0"``), and
 then asks for the GPU partition; a session without GPUs asks for the CPU partition.
 
@@ -90,12 +97,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "_ext"))
 sys.path.insert(0, str(ROOT / "tools"))
-from carpentry import FrontMatterError, Session, schedule_parts, split_front_matter  # noqa: E402, F401
+from carpentry import FrontMatterError, Session, SetupCheck, schedule_parts, split_front_matter  # noqa: E402, F401
 from core_schedule import (  # noqa: E402, F401 (the day's limits, named in the docstring)
     CORE_NAMED,
     MAX_STRETCH,
     OPENING,
     SESSION_MARGIN,
+    SESSION_START,
     SETUP_CHECK,
     TABLE_END,
     TABLE_START,
@@ -110,7 +118,6 @@ from core_schedule import (  # noqa: E402, F401 (the day's limits, named in the 
 )
 from core_schedule import _slot_failures as slot_failures  # noqa: E402
 from episode_page import (  # noqa: E402
-    GIVEN_TAG,
     PREDICTION,
     Exercise,
     Page,
@@ -121,13 +128,26 @@ from episode_page import (  # noqa: E402
     words,
 )
 
+# Honest rates, as an instructor times a room (Carpentries experience), not as authors plan:
 TYPED_LINES_PER_MINUTE = 1  # the instructor types and explains a line, the room types it
-READ_LINES_PER_MINUTE = 10  # a given line read, explained and run: about 6 seconds
+# A given line is read aloud, explained and run: about 6 seconds, as an instructor's walk-through
+# of a long given cell goes. Every given cell costs at least GIVEN_CELL_MINUTES too: 25 people run
+# it and look at its output together, however short it is. So a cell retagged from typed to given
+# still costs its reading: 19 typed lines are 19 minutes, given 1.9, never nothing.
+READ_LINES_PER_MINUTE = 10
+GIVEN_CELL_MINUTES = 0.5
 TALK_WORDS_PER_MINUTE = 100  # prose presented with questions: slower than speech (about 130)
-# The recorded waits are one run on the reference node; a room shares its nodes. When this was
-# set, a rerun of episode 5's three CPU epochs on a loaded node took 248 s against the 93 s
-# recorded then: 2.7 times (the factor, not the seconds, carries over to later records).
+EXERCISE_FACTOR = 1.5  # a room takes 1.5 to 2 times an exercise's planned minutes
+SLACK = 1.1  # every episode's plan keeps 10 % over the model: the model is a lower bound
+# The recorded waits are one run; a room shares its nodes. results/contention.jsonl has the
+# episode's CPU epochs under load on 2 cores (TensorFlow) at 93 to 115 s, against 39 to 42 s in
+# the quiet runs of results/cnn-cpu-vs-gpu.jsonl on 2 cores: up to 2.9 times.
 WAIT_ALLOWANCE = 3
+# Waits come from what learners run: TensorFlow (environment.yml), on no more cores than their
+# session has, without a GPU (no TensorFlow run on a GPU is recorded; a JAX run on an H200 and 16
+# cores says nothing about a learner's wait).
+LEARNER_BACKEND = "tensorflow"
+SETUP_SECTION = re.compile(r"^##\s+Setup check\s*$", re.MULTILINE)
 EXECUTED_DIR = "executed"
 MIN_EXERCISE = 8  # minutes, debrief included
 MIN_PREDICTION = 3  # minutes, for a one-line prediction
@@ -172,8 +192,9 @@ class EpisodeReport:
     teaching_minutes: int  # the front matter's
     exercise_minutes: int  # the front matter's
     typed: int
-    given: int  # lines of given cells and shown commands
-    talk: int  # words the instructor presents
+    given_cells: list[int]  # lines of each given cell
+    shown: int  # lines of the commands and scripts the page shows outside cells
+    talk: int  # words the instructor presents, instructor notes included
     wait_seconds: float  # recorded wall time of the executed notebook (0: none)
     wait_source: str
     required: list[Exercise]
@@ -184,12 +205,18 @@ class EpisodeReport:
     unassessed: list[int]
     prose: int
     uses_gpu: bool
+    wait_run: dict | None = None  # the executed notebook's recorded_run
+
+    @property
+    def given(self) -> int:
+        return sum(self.given_cells) + self.shown
 
     @property
     def model(self) -> dict[str, float]:
         """The timing model's minutes of teaching, by part (rule a)."""
+        given = sum(max(GIVEN_CELL_MINUTES, n / READ_LINES_PER_MINUTE) for n in self.given_cells)
         return {"typed": self.typed / TYPED_LINES_PER_MINUTE,
-                "given": self.given / READ_LINES_PER_MINUTE,
+                "given": given + self.shown / READ_LINES_PER_MINUTE,
                 "talk": self.talk / TALK_WORDS_PER_MINUTE,
                 "waits": self.wait_seconds * WAIT_ALLOWANCE / 60}
 
@@ -199,7 +226,30 @@ class EpisodeReport:
 
     @property
     def required_minutes(self) -> int:
+        """The required exercises' minutes as their titles plan them."""
         return sum(e.minutes or 0 for e in self.required)
+
+    @property
+    def model_exercises(self) -> int:
+        """The required exercises' minutes as a room takes them (rule b)."""
+        return math.ceil(round(EXERCISE_FACTOR * self.required_minutes, 6))
+
+    @property
+    def least_minutes(self) -> int:
+        """The scheduled minutes the model asks for, with its slack (rule a)."""
+        return math.ceil(round(SLACK * (self.model_teaching + self.model_exercises), 6))
+
+    def wait_problem(self, cores: int) -> str | None:
+        """Why the recorded wait is not one that learners in a session of `cores` wait for."""
+        run = self.wait_run or {}
+        machine = run.get("machine") or {}
+        if (run.get("backend") == LEARNER_BACKEND and not machine.get("gpu")
+                and 0 < (machine.get("cores_usable") or 0) <= cores):
+            return None
+        return (f"its wait ({self.wait_source}) is not what learners run: record it with "
+                f"{LEARNER_BACKEND}, no GPU and at most the session's {cores} cores "
+                f"(KERAS_BACKEND={LEARNER_BACKEND} python tools/record_run.py --only "
+                f"{self.slug[:2]} on such a machine)")
 
     @property
     def long_share(self) -> float:
@@ -218,11 +268,12 @@ class EpisodeReport:
                     f"{self.slug}: the exercise '{e.title}' takes {e.minutes} minutes, under "
                     f"{MIN_EXERCISE} ({MIN_PREDICTION} for a one-line prediction, class "
                     f"'{PREDICTION}'): give it the time it needs, or make it optional")
-        if self.required_minutes > self.exercise_minutes:
+        if self.model_exercises > self.exercise_minutes:
             problems.append(
-                f"{self.slug}: its {len(self.required)} required exercises take "
-                f"{self.required_minutes} minutes, over its {self.exercise_minutes} exercise "
-                "minutes (front matter 'exercises'): make some optional or give them more time")
+                f"{self.slug}: its {len(self.required)} required exercises, planned at "
+                f"{self.required_minutes} minutes, take {self.model_exercises} in a room "
+                f"({EXERCISE_FACTOR} times), over its {self.exercise_minutes} exercise minutes "
+                "(front matter 'exercises'): give them the time, or cut or make some optional")
         return problems
 
     def failures(self) -> list[str]:
@@ -231,9 +282,15 @@ class EpisodeReport:
             parts = ", ".join(f"{name} {minutes:.1f}" for name, minutes in self.model.items())
             problems.append(
                 f"{self.slug}: the room needs {self.model_teaching} teaching minutes ({parts}), "
-                f"over its {self.teaching_minutes} (front matter 'teaching'): give it the time, tag "
-                f"cells that learners only run '{GIVEN_TAG}', or move parts to an optional section")
+                f"over its {self.teaching_minutes} (front matter 'teaching'): give it the time, "
+                "or cut what the room does (moving text into a note or a tag saves nothing)")
         problems += self.exercise_failures()
+        if self.least_minutes > self.minutes:
+            problems.append(
+                f"{self.slug}: its {self.minutes} scheduled minutes leave no {SLACK - 1:.0%} to "
+                f"spare over the model's {self.model_teaching + self.model_exercises} (teaching "
+                f"{self.model_teaching}, exercises {self.model_exercises}): schedule at least "
+                f"{self.least_minutes}, or cut")
         for title in self.cpu_training:
             problems.append(
                 f"{self.slug}: the exercise '{title}' trains on the CPU again; a core exercise may "
@@ -256,11 +313,12 @@ class EpisodeReport:
         return problems
 
 
-def recorded_wait(root: Path, slug: str) -> tuple[float, str]:
-    """The recorded wall time of an episode's executed notebook, and where it was recorded."""
+def recorded_wait(root: Path, slug: str) -> tuple[float, str, dict | None]:
+    """The recorded wall time of an episode's executed notebook, where it was recorded, and its
+    recorded run (its metadata)."""
     path = Path(root) / EXECUTED_DIR / f"{slug}.ipynb"
     if not path.exists():
-        return 0.0, "no executed notebook"
+        return 0.0, "no executed notebook", None
     try:
         run = json.loads(path.read_text(encoding="utf-8"))["metadata"]["recorded_run"]
         seconds = float(run["wall_s"])
@@ -268,8 +326,9 @@ def recorded_wait(root: Path, slug: str) -> tuple[float, str]:
         raise CoreCheckError(f"{path}: no recorded run time (metadata recorded_run.wall_s): "
                              f"record it again with python tools/record_run.py ({exc})") from None
     machine = run.get("machine") or {}
-    where = machine.get("gpu") or f"{machine.get('cores_usable', '?')} CPU cores"
-    return seconds, f"{EXECUTED_DIR}/{slug}.ipynb, {seconds:.0f} s on {where}"
+    where = machine.get("gpu") or f"{machine.get('cores_usable', '?')} CPU cores, no GPU"
+    return seconds, (f"{EXECUTED_DIR}/{slug}.ipynb, {seconds:.0f} s, {run.get('backend', '?')} on "
+                     f"{where}"), run
 
 
 def _unassessed(page: Page, n_objectives: int, required_only: bool) -> list[int]:
@@ -278,23 +337,35 @@ def _unassessed(page: Page, n_objectives: int, required_only: bool) -> list[int]
     return [n for n in range(1, n_objectives + 1) if n not in assessed]
 
 
-def check_episode(root: Path, relpath: str | Path) -> EpisodeReport:
+def split_setup(body: str) -> tuple[str, str]:
+    """The setup check section ('## Setup check', up to the next heading of its level or a
+    higher one), which the schedule's setup check times, and the rest of the body."""
+    found = SETUP_SECTION.search(body)
+    if not found:
+        return "", body
+    after = re.search(r"^#{1,2}\s", body[found.end():], re.MULTILINE)
+    end = found.end() + after.start() if after else len(body)
+    return body[found.start():end], body[:found.start()] + body[end:]
+
+
+def check_episode(root: Path, relpath: str | Path, body: str | None = None) -> EpisodeReport:
+    """An episode's report; `body`: a part of its body (without its setup check section)."""
     path = Path(root) / relpath
-    meta, body = split_front_matter(path.read_text(encoding="utf-8"))
-    page = parse_body(body)
+    meta, whole = split_front_matter(path.read_text(encoding="utf-8"))
+    page = parse_body(whole if body is None else body)
     required = [e for e in page.exercises if not e.optional]
     found = sentences([as_shown(p) for p in page.paragraphs])
     longest = sorted((s for s in found if words(s) > LONG_SENTENCE), key=words, reverse=True)
     typed = meta.get("type-along", True) is not False
-    wait, source = recorded_wait(root, path.stem)
+    wait, source, run = recorded_wait(root, path.stem) if body is None else (0.0, "", None)
     return EpisodeReport(
         slug=path.stem,
         minutes=int(meta["teaching"]) + int(meta["exercises"]),
         teaching_minutes=int(meta["teaching"]),
         exercise_minutes=int(meta["exercises"]),
         typed=sum(c.typed_lines for c in page.cells if c.typed) if typed else 0,
-        given=sum(c.typed_lines for c in page.cells if c.given or (c.typed and not typed))
-        + page.shown_code_lines,
+        given_cells=[c.typed_lines for c in page.cells if c.given or (c.typed and not typed)],
+        shown=page.shown_code_lines,
         talk=prose_words(page.talk),
         wait_seconds=wait,
         wait_source=source,
@@ -306,7 +377,39 @@ def check_episode(root: Path, relpath: str | Path) -> EpisodeReport:
         unassessed=_unassessed(page, len(meta.get("objectives") or []), required_only=True),
         prose=prose_words(page.prose),
         uses_gpu=any(GPU_DEVICE.search("\n".join(c.lines)) for c in page.cells if not c.optional),
+        wait_run=run,
     )
+
+
+def core_reports(root: Path, core) -> tuple[list[EpisodeReport], EpisodeReport | None]:
+    """The core's episodes as the model times them, and the first episode's setup check section
+    (None without one): the schedule's setup check times that section, not the episode."""
+    reports = [check_episode(root, ep.path) for ep in core.episodes]
+    if not reports:
+        return reports, None
+    text = (Path(root) / core.episodes[0].path).read_text(encoding="utf-8")
+    setup, rest = split_setup(split_front_matter(text)[1])
+    if not setup:
+        return reports, None
+    first = check_episode(root, core.episodes[0].path, rest)
+    first.wait_seconds, first.wait_source = reports[0].wait_seconds, reports[0].wait_source
+    first.wait_run = reports[0].wait_run
+    first.sentences, first.long_sentences = reports[0].sentences, reports[0].long_sentences
+    first.prose, first.unassessed = reports[0].prose, reports[0].unassessed
+    return [first, *reports[1:]], check_episode(root, core.episodes[0].path, setup)
+
+
+def setup_failures(core, setup: EpisodeReport | None) -> list[str]:
+    """The setup check's slot holds its section as the model times it, with the slack."""
+    if setup is None:
+        return []
+    minutes = sum(item.minutes for _, item, _ in core.rows if isinstance(item, SetupCheck))
+    if setup.least_minutes > minutes:
+        return [f"the setup check section of {setup.slug} takes "
+                f"{setup.model_teaching + setup.model_exercises} minutes as the model counts it "
+                f"(its exercises included); with {SLACK - 1:.0%} to spare, set "
+                f"lesson_schedule.setup_check: {setup.least_minutes} (now {minutes}), or cut it"]
+    return []
 
 
 def objective_gaps(root: Path, relpath: str | Path) -> list[int]:
@@ -328,9 +431,10 @@ def schedule_failures(root: Path, reports: list[EpisodeReport] | None = None) ->
     """The core's day and sessions, the breaks of every part, the core as guide and index name it."""
     parts = core_part(root)
     core = parts[0]
+    setup = None
     if reports is None:
-        reports = [check_episode(root, ep.path) for ep in core.episodes]
-    problems = slot_failures(core)
+        reports, setup = core_reports(root, core)
+    problems = slot_failures(core) + setup_failures(core, setup)
     for part in parts:
         problems += stretch_failures(part)
     problems += session_failures(root, core, reports)
@@ -338,15 +442,18 @@ def schedule_failures(root: Path, reports: list[EpisodeReport] | None = None) ->
     return problems
 
 
-RATES = (f"Typed lines at {TYPED_LINES_PER_MINUTE} a minute, given lines (given cells and shown "
-         f"commands) at {READ_LINES_PER_MINUTE} a minute, presented words at "
-         f"{TALK_WORDS_PER_MINUTE} a minute, and each executed notebook's recorded run time "
-         f"times {WAIT_ALLOWANCE}.")
+RATES = (f"Typed lines at {TYPED_LINES_PER_MINUTE} a minute; given lines (given cells and shown "
+         f"commands) at {READ_LINES_PER_MINUTE} a minute, each given cell at least "
+         f"{GIVEN_CELL_MINUTES} min; presented words, instructor notes included, at "
+         f"{TALK_WORDS_PER_MINUTE} a minute; each executed notebook's recorded run time times "
+         f"{WAIT_ALLOWANCE}; required exercises at {EXERCISE_FACTOR} times their planned minutes; "
+         f"and {SLACK - 1:.0%} to spare over it all.")
 
 
 def guide_table(root: Path = ROOT) -> str:
     core = core_part(root)[0]
-    return model_table([check_episode(root, ep.path) for ep in core.episodes], RATES, core)
+    reports, setup = core_reports(root, core)
+    return model_table(reports, RATES, core, setup and setup.least_minutes)
 
 
 def table(report: EpisodeReport) -> str:
@@ -361,13 +468,15 @@ def table(report: EpisodeReport) -> str:
     ]
     for name, minutes in report.model.items():
         lines.append(f"     {name:<31} {minutes:>10.1f}")
-    lines.append(row("b. required exercises' minutes", report.required_minutes,
+    lines.append(row(f"b. exercises' minutes ({EXERCISE_FACTOR} x planned)", report.model_exercises,
                      report.exercise_minutes, not report.exercise_failures()))
     for e in report.required:
         least = MIN_PREDICTION if e.prediction else MIN_EXERCISE
         lines.append(row(f"   {e.title[:31]}", "?" if e.minutes is None else e.minutes,
                          f">= {least}", e.minutes is not None and e.minutes >= least))
     lines += [
+        row(f"   scheduled, {SLACK - 1:.0%} over the model", report.minutes, f">= {report.least_minutes}",
+            report.minutes >= report.least_minutes),
         row("c. exercises training on the CPU", len(report.cpu_training), 0, not report.cpu_training),
         row(f"d. sentences over {LONG_SENTENCE} words", f"{len(report.long_sentences)}/{report.sentences}",
             f"{MAX_LONG_SHARE:.0%}", report.long_share <= MAX_LONG_SHARE),
@@ -397,7 +506,7 @@ def guide_failures(root: Path, reports: list[EpisodeReport]) -> list[str]:
     if not guide.exists():
         return []
     shown = guide_block(guide.read_text(encoding="utf-8"))
-    if shown != model_table(reports, RATES, core_part(root)[0]):
+    if shown != guide_table(root):
         return ["guide.md does not show the timing model's table as it is now: run "
                 "python tools/core_check.py --write-guide"]
     return []
@@ -407,18 +516,22 @@ def run(root: Path = ROOT, out=sys.stdout) -> list[str]:
     """Print the tables; return the failures (empty when the core passes)."""
     parts = core_part(root)
     core = parts[0]
-    failures, reports = [], []
-    for episode in core.episodes:
-        report = check_episode(root, episode.path)
-        reports.append(report)
+    failures = []
+    reports, setup = core_reports(root, core)
+    for report in reports:
         print(table(report), file=out)
         failures += report.failures()
+    if setup is not None:
+        print(f"setup check section of {setup.slug}: teaching {setup.model_teaching} minutes "
+              f"({', '.join(f'{k} {v:.1f}' for k, v in setup.model.items())}), exercises "
+              f"{setup.model_exercises}; with the slack {setup.least_minutes}", file=out)
+        failures += setup_failures(core, setup)
     print(f"core: {len(core.episodes)} episodes, {core.minutes} minutes with breaks, opening, "
           f"setup check and wrap-up (limit {WORKSHOP_DAY}), in {len(core.sessions)} session(s), "
           f"{sum(len(r.required) for r in reports)} required exercises (limit {MAX_REQUIRED}), "
           f"{sum(r.prose for r in reports):,} words of prose (limit {MAX_CORE_PROSE:,})", file=out)
     failures += core_failures(reports)
-    failures += schedule_failures(root, reports)
+    failures += schedule_failures(root, reports)  # the setup check's failures are above
     failures += guide_failures(root, reports)
     return failures
 

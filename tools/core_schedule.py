@@ -19,6 +19,9 @@ WRAP_UP = 10  # minutes at least: key points, feedback, what next
 WORKSHOP_DAY = 480  # minutes from the opening to the end of the wrap-up, breaks included
 MAX_STRETCH = 90  # minutes of episodes in a row without a break
 SESSION_MARGIN = 20  # minutes a session outlasts the part it serves: a late start, a slow room
+# A later session's start: its queue for 25 learners, reconnecting, opening the notebook, deleting
+# the session before and the stragglers. A break is for a break, not for this.
+SESSION_START = 10
 CORE_NAMED = re.compile(r"\bcore\b[^.]{0,80}?\bepisodes (\d+) to (\d+)", re.IGNORECASE | re.DOTALL)
 # The guide's copy of the model's table sits between these two lines.
 TABLE_START = "<!-- timing model: python tools/core_check.py --write-guide -->"
@@ -40,6 +43,14 @@ def _slot_failures(core) -> list[str]:
     if wrap_up is None or wrap_up.minutes < WRAP_UP:
         problems.append(f"the core ends with no wrap-up of {WRAP_UP} minutes: set "
                         f"lesson_schedule.wrap_up: {WRAP_UP} in _config.yml")
+    for n, (_, item, _end) in enumerate(core.rows):
+        if isinstance(item, Session) and n:
+            after = [i for _, i, _ in core.rows[n + 1:] if isinstance(i, Slot) or hasattr(i, "slug")]
+            start = after[0] if after and isinstance(after[0], Slot) else None
+            if start is None or start.minutes < SESSION_START:
+                problems.append(f"the {item.label} has no start of its own of {SESSION_START} "
+                                "minutes (queue, reconnect, delete the session before): set "
+                                f"lesson_schedule.session_start: {SESSION_START} in _config.yml")
     if core.minutes > WORKSHOP_DAY:
         problems.append(f"the core takes {core.minutes} minutes with its breaks, opening, setup "
                         f"check and wrap-up, over the workshop day of {WORKSHOP_DAY}")
@@ -94,6 +105,9 @@ def session_failures(root: Path, core, reports) -> list[str]:
         if most and session.hours > most:
             problems.append(f"the {session.label} asks for {session.hours} hours, over the "
                             f"site's session_max_hours of {most}")
+        for r in reports:
+            if r.slug in served and r.wait_seconds and r.wait_problem(session.cores):
+                problems.append(f"{r.slug}: {r.wait_problem(session.cores)}")
         gpu_used = [slug for slug in served if uses_gpu[slug]]
         if gpu_used and not session.gpus:
             problems.append(f"the {session.label} has no GPU, but {', '.join(gpu_used)} uses "
@@ -122,29 +136,46 @@ def named_core_failures(root: Path, core) -> list[str]:
     return problems
 
 
-def model_table(reports, rates: str, core) -> str:
-    """The timing model per core episode, as a Markdown table for the guide, and the day."""
+def model_table(reports, rates: str, core, setup=None) -> str:
+    """The timing model per core episode, as a Markdown table for the guide, the sessions and the
+    day. ``setup``: the model's minutes of the setup check section, which its slot times."""
     lines = [
         rates,
         "",
-        "| Episode | Typed lines | Given lines | Words presented | Waits | Teaching (model) "
-        "| Teaching (planned) | Exercises | Scheduled |",
+        "| Episode | Typed lines | Given lines (cells) | Words presented | Waits | Teaching (model) "
+        "| Exercises (model) | Model + 10 % | Scheduled |",
         "|---|---:|---:|---:|---|---:|---:|---:|---:|",
     ]
     for r in reports:
         waits = (f"{r.model['waits']:.1f} min ({r.wait_source})" if r.wait_seconds
                  else "none recorded")
-        lines.append(f"| {r.slug} | {r.typed} | {r.given} | {r.talk:,} | {waits} | "
-                     f"{r.model_teaching} min | {r.teaching_minutes} min | "
-                     f"{r.exercise_minutes} min | {r.minutes} min |")
+        lines.append(f"| {r.slug} | {r.typed} | {r.given} ({len(r.given_cells)}) | {r.talk:,} | "
+                     f"{waits} | {r.model_teaching} of {r.teaching_minutes} min | "
+                     f"{r.model_exercises} of {r.exercise_minutes} min | {r.least_minutes} min | "
+                     f"{r.minutes} min |")
     slots = {item.label: item.minutes for _, item, _ in core.rows if isinstance(item, Slot)}
-    setup = sum(item.minutes for _, item, _ in core.rows if isinstance(item, SetupCheck))
-    breaks = core.minutes - sum(slots.values()) - setup - sum(r.minutes for r in reports)
+    setup_minutes = sum(item.minutes for _, item, _ in core.rows if isinstance(item, SetupCheck))
+    breaks = core.minutes - sum(slots.values()) - setup_minutes - sum(r.minutes for r in reports)
     work = core.minutes - breaks
-    lines += ["", f"With the opening ({slots.get('Opening', 0)} min), the setup check ({setup} "
-              f"min) and the wrap-up ({slots.get('Wrap-up', 0)} min), the room works for {work} "
-              f"minutes. With the breaks ({breaks} min), the day takes {core.minutes} minutes."]
+    others = ", ".join(f"{label.lower()} ({minutes} min)" for label, minutes in slots.items())
+    model = f"; the model's {setup} min with 10 % to spare" if setup is not None else ""
+    lines += ["", f"With the setup check ({setup_minutes} min{model}) and the {others}, the room "
+              f"works for {work} minutes. With the breaks ({breaks} min), the day takes "
+              f"{core.minutes} minutes."]
+    by_slug = {r.slug: r for r in reports}
+    for session, start, end in core.sessions:
+        served = [by_slug[item.slug] for _, item, at in core.rows
+                  if getattr(item, "slug", None) in by_slug and start < at <= end]
+        lines.append("")
+        lines.append(f"The {session.label} ({session.hours} h from {_clock(start)}) serves "
+                     f"{end - start} minutes: its episodes are scheduled for "
+                     f"{sum(r.minutes for r in served)}, and the model with 10 % to spare "
+                     f"asks {sum(r.least_minutes for r in served)}.")
     return "\n".join(lines) + "\n"
+
+
+def _clock(minutes: int) -> str:
+    return f"{minutes // 60}:{minutes % 60:02d}"
 
 
 def guide_block(text: str) -> str | None:

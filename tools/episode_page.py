@@ -90,9 +90,9 @@ class Page:
     exercises: list[Exercise] = field(default_factory=list)
     paragraphs: list[str] = field(default_factory=list)
     prose: list[str] = field(default_factory=list)  # the page's text, for counting words (rule f)
-    # What the instructor presents (rule a): the prose outside exercises, optional parts and
-    # instructor notes, and the lines of code blocks there that are not cells (shell commands,
-    # batch scripts), which learners read and run.
+    # What the instructor presents (rule a): the prose outside exercises and optional parts,
+    # instructor notes included, and the lines of code blocks there that are not cells (shell
+    # commands, batch scripts), which learners read and run.
     talk: list[str] = field(default_factory=list)
     shown_code_lines: int = 0
 
@@ -118,16 +118,18 @@ def parse_body(body: str) -> Page:
         return any(optional for _, optional in sections)
 
     def shown(text: str):
-        """Prose of the page, unless in an instructor note."""
+        """Prose of the page (not an instructor note), and talk wherever it lives."""
         if not any(d["name"] == "instructor-note" for d in directives):
             page.prose.append(text)
-            if presented():
-                page.talk.append(text)
+        if presented():
+            page.talk.append(text)
 
     def presented() -> bool:
-        """Whether the instructor presents this line in the core (rule a)."""
+        """Whether the instructor presents this line in the core (rule a). An instructor note,
+        an admonition or a dropdown is still said or done in the room: moving prose there
+        takes no minute off the day."""
         return not in_optional() and not any(
-            d["name"] in ("instructor-note", "exercise", "solution") for d in directives)
+            d["name"] in ("exercise", "solution") for d in directives)
 
     def current_exercise() -> tuple[Exercise | None, bool]:
         """The exercise that encloses this line, and whether the line is in its solution."""
