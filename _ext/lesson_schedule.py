@@ -201,7 +201,7 @@ def schedule_parts(root: Path) -> list[SchedulePart]:
                 else:
                     add(sessions[ep.slug], 0)
                 if switch:  # the queue, reconnecting, closing the session before: not a break
-                    add(Slot(switch, f"Start the {sessions[ep.slug].label}",
+                    add(Slot(switch, f"Start of the {sessions[ep.slug].label}",
                              "reconnect, open the notebook, delete the session before"), switch)
             add(ep, ep.minutes + inner.get(ep.slug, 0))
             if ep.slug in breaks and path != paths[-1]:

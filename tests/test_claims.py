@@ -69,7 +69,7 @@ ALLOWED = [
      "the CPU session's request (lesson_schedule.sessions; test_first_episodes checks it)"),
     ("02-connecting.md", "20 learners × 6 hours × 4 cores",
      "the CPU session's request in the cost example, not a result"),
-    ("02-connecting.md", "20 learners × 3 hours × 1 GPU",
+    ("02-connecting.md", "20 learners × 4 hours × 1 GPU",
      "the GPU session's request in the cost example, not a result"),
     ("02-connecting.md", "20 learners × 8 hours × 1 GPU",
      "a GPU session for a whole workshop day in the cost example, not a result"),

@@ -44,7 +44,7 @@ def test_a_later_session_starts_in_a_slot_of_its_own_not_in_a_break(tmp_path):
             for start, item, end in core_check.core_part(root)[0].rows]
     # Launched at the break's start; the break stays a break, then 10 minutes to start it.
     assert rows[4:8] == [("0:50", "GPU session", 50), ("0:50", "break", 60),
-                         ("1:00", "Start the GPU session", 70), ("1:10", "02-two", 95)]
+                         ("1:00", "Start of the GPU session", 70), ("1:10", "02-two", 95)]
     (root / "_config.yml").write_text(config.replace("  session_start: 10\n", ""))
     assert any(f.startswith("the GPU session has no start of its own of 10 minutes") for f in failures(root))
 

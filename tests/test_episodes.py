@@ -112,7 +112,7 @@ def test_the_core_is_a_day_in_two_sessions_with_breaks():
     table = schedule_markdown([core])
     assert "| *Setup check*: " in table and "| 0:00 | *Launch the CPU session* in Open OnDemand (6 hours, " \
         "4 cores, 24 GB, no GPU, on the CPU partition) | | |" in table
-    assert "*Launch the GPU session* in Open OnDemand (3 hours, 4 cores, 24 GB, 1 GPU, on the GPU " \
+    assert "*Launch the GPU session* in Open OnDemand (4 hours, 4 cores, 24 GB, 1 GPU, on the GPU " \
         "partition)" in table and "*Wrap-up*: " in table
 
 

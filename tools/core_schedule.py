@@ -157,11 +157,11 @@ def model_table(reports, rates: str, core, setup=None) -> str:
     setup_minutes = sum(item.minutes for _, item, _ in core.rows if isinstance(item, SetupCheck))
     breaks = core.minutes - sum(slots.values()) - setup_minutes - sum(r.minutes for r in reports)
     work = core.minutes - breaks
-    others = ", ".join(f"{label.lower()} ({minutes} min)" for label, minutes in slots.items())
     model = f"; the model's {setup} min with 10 % to spare" if setup is not None else ""
-    lines += ["", f"With the setup check ({setup_minutes} min{model}) and the {others}, the room "
-              f"works for {work} minutes. With the breaks ({breaks} min), the day takes "
-              f"{core.minutes} minutes."]
+    parts = [f"the setup check ({setup_minutes} min{model})"] + [
+        f"the {label[0].lower()}{label[1:]} ({minutes} min)" for label, minutes in slots.items()]
+    lines += ["", f"With {', '.join(parts[:-1])} and {parts[-1]}, the room works for {work} "
+              f"minutes. With the breaks ({breaks} min), the day takes {core.minutes} minutes."]
     by_slug = {r.slug: r for r in reports}
     for session, start, end in core.sessions:
         served = [by_slug[item.slug] for _, item, at in core.rows
