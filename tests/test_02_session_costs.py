@@ -38,14 +38,15 @@ def test_the_totals_follow_a_sites_own_rates(tmp_path):
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     values = costs.substitutions(path)
     assert values["site_cost_cpu_session"] == "20 × 6 × 4 × 0.5 credits = 240 credits"
-    assert values["site_cost_gpu_session"] == "20 × 3 × 1 × 12.25 credits = 735 credits"
+    assert values["site_cost_gpu_session"] == "20 × 4 × 1 × 12.25 credits = 980 credits"
     assert values["site_cost_gpu_day"] == "20 × 8 × 1 × 12.25 credits = 1,960 credits"
 
 
 def test_episode_2s_answer_gives_the_totals():
     """The question asks what 20 learners pay: the answer gives the products and their totals."""
     text = EPISODE.read_text(encoding="utf-8")
-    answer = text[text.index("4. The CPU session:"):text.index(":::", text.index("4. The CPU session:"))]
+    start = text.index("In the debrief, the cost")
+    answer = text[start:text.index(":::", start)]
     values = site_values(ROOT)
     filled = " ".join(fill_placeholders(answer, ROOT).split())
     for name in ("cpu_session", "gpu_session", "gpu_day"):

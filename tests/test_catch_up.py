@@ -279,9 +279,10 @@ def test_each_prompt_names_what_later_cells_use_and_a_catch_up_follows(episode):
 
 
 # The names the review found unnamed, and the prompt that must name them now.
-NAMED = {"01-introduction": {"path", "settings"}, "03-environments": {"os", "keras"},
-         "04-data-pipeline": {"train_batches"},  # my_file and BATCH_SIZE: a given cell's
-         "05-cpu-vs-gpu": {"initial_weights", "EPOCHS", "cpu_run", "cnn", "test_images",
+# Names a given cell defines are left out: episode 1's settings and path, episode 4's my_file
+# and BATCH_SIZE, episode 5's initial_weights and EPOCHS.
+NAMED = {"03-environments": {"os", "keras"}, "04-data-pipeline": {"train_batches"},
+         "05-cpu-vs-gpu": {"cpu_run", "cnn", "test_images",
                            "test_labels", "predicted", "model", "matrix"}}
 
 

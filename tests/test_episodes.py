@@ -108,7 +108,9 @@ def test_the_core_is_a_day_in_two_sessions_with_breaks():
     rows = [(start, item) for start, item, _ in core.rows]
     at = next(i for i, (_, item) in enumerate(rows) if isinstance(item, Session) and item.gpus)
     assert isinstance(rows[at + 1][1], Break) and rows[at + 1][0] == rows[at][0]
-    assert rows[at + 2][1].slug == "05-cpu-vs-gpu"
+    # After the break, a slot of its own to start it (_config.yml's session_start).
+    assert isinstance(rows[at + 2][1], Slot) and rows[at + 2][1].label == "Start of the GPU session"
+    assert rows[at + 2][1].minutes == config["session_start"] and rows[at + 3][1].slug == "05-cpu-vs-gpu"
     table = schedule_markdown([core])
     assert "| *Setup check*: " in table and "| 0:00 | *Launch the CPU session* in Open OnDemand (6 hours, " \
         "4 cores, 24 GB, no GPU, on the CPU partition) | | |" in table
@@ -126,7 +128,7 @@ def test_a_break_after_an_unknown_episode_is_an_error(tmp_path):
     good = config.read_text()
     for old, new, message in [
         ("01-introduction: 10", "01-introdution: 10", "breaks: no episode named '01-introdution'"),
-        ("setup_check: 15", "setup_check: ten", "setup_check: minutes must be a whole number"),
+        ("setup_check: 25", "setup_check: ten", "setup_check: minutes must be a whole number"),
         ("first: 05-cpu-vs-gpu", "first: 05-cpu-gpu", "sessions, entry 2: no episode named '05-cpu-gpu'"),
         ("      gpus: 1\n", "", "sessions, entry 2: give exactly the keys label, first"),
         ("partition: gpu\n", "partition: gpus\n", "'partition' must be gpu or cpu"),

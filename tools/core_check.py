@@ -76,9 +76,10 @@ first launched before the opening, a later one at the start of the break before 
 episode, which a slot of ``SESSION_START`` minutes of its own follows
 (``lesson_schedule.session_start``). Each session lasts at least ``SESSION_MARGIN`` minutes
 longer than the part it serves (from its launch to the next launch, or the end of the core) and
-no longer than the site allows (``lesson_site.session_max_hours``). A session holds GPUs exactly when an episode it serves uses
-one (a code cell outside optional sections names a GPU device, ``"gpu"`` or ``"gpu:0"``), and
-then asks for the GPU partition; a session without GPUs asks for the CPU partition.
+no longer than the site allows (``lesson_site.session_max_hours``). A session holds GPUs
+exactly when an episode it serves uses one (a code cell outside optional sections names a GPU
+device, ``"gpu"`` or ``"gpu:0"``), and then asks for the GPU partition; a session without GPUs
+asks for the CPU partition.
 
 The guide and the landing page, where they name the core's episodes ("episodes 1 to 5"), name
 the ones ``_toc.yml`` lists, and the guide shows the model's table (``--write-guide``).
