@@ -253,13 +253,20 @@ def test_pytorch_meets_the_goal_only_because_its_own_step_hides_the_reader():
 
 def test_the_streams_goal_with_the_do_nothing_model_is_met_not_met_or_not_recorded():
     """`lesson-ahead` against `ram` on the GPU: 0.132 s an epoch of `ram` against 0.140 s (94%,
-    met) on JAX and 0.165 s (80%, not met) on PyTorch; without it, the command that records it."""
+    met) on JAX and 0.165 s (80%, not met) on PyTorch; `lesson-grain` 0.2 s (66%); without
+    them, the command that records it."""
     run = (gpu_run("jax", {**JAX_GPU, "lesson-ahead": [0.140] * 5})
            + gpu_run("torch", {**TORCH_GPU, "ram": [0.132] * 5, "lesson-ahead": [0.165] * 5}))
     said = page.stream_goal(run)
     assert said == ("With the do-nothing model on the Made-up GPU beside Made-up Xeon, 16 cores "
-                    "(run g), `lesson-ahead` reached 94% of `ram` on JAX (met) and 80% of `ram` "
-                    "on PyTorch (not met); goal: at least 90% of `ram`.")
+                    "(run g), `lesson-ahead` 94% of `ram` on JAX (met) and `lesson-ahead` 80% of "
+                    "`ram` on PyTorch (not met); goal: at least 90% of `ram`. `lesson-grain`: not "
+                    "yet recorded on the GPU.")
+    # Grain's processes, where recorded, are judged by the same goal.
+    grain = (gpu_run("jax", {**JAX_GPU, "lesson-ahead": [0.140] * 5, "lesson-grain": [0.2] * 5}))
+    assert page.stream_goal(grain).endswith(
+        "`lesson-ahead` 94% of `ram` on JAX (met) and `lesson-grain` 66% of `ram` on JAX "
+        "(not met); goal: at least 90% of `ram`.")
     missing = page.stream_goal([*RUN, *gpu_run("jax", JAX_GPU)])
     assert "has no GPU record yet" in missing and page.GPU_COMMAND in missing
     assert page.stream_goal(RUN) == missing  # a CPU run is not the goal's

@@ -404,7 +404,7 @@ def test_the_page_stays_short_once_the_card_is_profiled_and_its_settings_recorde
     page = core_check.parse_body(fill_placeholders(BODY, root))
     shown = " ".join(page.paragraphs)
     assert "NVIDIA H200" in shown, "the made-up GPU records are on the page"
-    assert "`lesson-ahead` reached" in shown and "in float32:" in shown
+    assert "`lesson-ahead` " in shown and "of `ram` on" in shown and "in float32:" in shown
     assert sum(core_check.words(p) for p in page.paragraphs) <= MAX_WORDS
     longest = max(core_check.sentences(page.paragraphs), key=core_check.words)
     assert core_check.words(longest) <= 50, longest

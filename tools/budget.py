@@ -131,78 +131,78 @@ GRAIN = (*reference.KERAS, "grain")
 JAX_ENV = (("KERAS_BACKEND", "jax"),)
 LEASE_STEPS = 490  # s of steps in one call of about 9 minutes: the first call's deadline of 546 s
 #                    left 491 s for its steps (results/reference-run.json), the pack after them
-LADDER_BASIS = ("not yet run on the node. Rehearsed in the 2-core stand-in, quick mode "
-                "(2026-11-28): ")
 PLAN = [
     # The headline of the next call: episode 9's ladder, each part in two process starts (the
     # second reads the first's compilation cache), in one run.
     Planned(_x("ladder", "--devices", "gpu", with_gpu=(), gpu_only=True, env=JAX_ENV,
-               step="ladder on the GPU"), 1, (240, 300),
-            LADDER_BASIS + "36 trainings in 845 s, 271 s of it first epochs; 12 programs "
-            "compiled in start 1, 1 in start 2. On the node the settings' 9 trainings took "
-            "140 s, 11-13 s of compiling each: here about 12 compiles, 36 builds and traces of "
-            "1-2 s, 2 imports of about 4 s, epochs and evaluations of well under 1 s"),
+               step="ladder on the GPU"), 3, (230, 250),
+            "231.7 s on the H200 node (2026-11-28, run 1be871): 36 trainings, two starts"),
     Planned(_x("ladder", "--part", "limit", "--devices", "gpu", with_gpu=(), gpu_only=True,
-               env=JAX_ENV, step="ladder's limit on the GPU"), 1, (40, 60),
-            LADDER_BASIS + "4 trainings in 97 s (a loop of steps there, XLA:CPU); on the node "
-            "2 programs of one scanned epoch to compile, about 12 s each, then the cache"),
+               env=JAX_ENV, step="ladder's limit on the GPU"), 4, (45, 55),
+            "49.5 s on the H200 node (2026-11-28, run 1be871)"),
     Planned(_x("ladder", "--part", "nightly", "--nightly", ".whl/nightly", "--devices", "gpu",
-               with_gpu=(), gpu_only=True, env=JAX_ENV, step="ladder with keras-nightly"), 1,
-            (35, 50), LADDER_BASIS + "4 trainings in 133 s; on the node one program shared by "
-            "both rungs, about 12 s, the wheel's install and 2 imports, then the cache"),
+               with_gpu=(), gpu_only=True, env=JAX_ENV, step="ladder with keras-nightly"), 4,
+            (60, 65), "62.3 s on the H200 node (2026-11-28, run 1be871), the wheel's install in it"),
     Planned(_x("profile", "--devices", "gpu", with_gpu=(), gpu_only=True, env=JAX_ENV,
-               step="profile on the GPU"), 1, (35, 45),
-            "36.8 s on the H200 node (2026-11-28, run 04b7f7), the generator's batches in their "
-            "own order; now read ahead as episode 4 teaches (split_batches)", method=3),
+               step="profile on the GPU"), 1, (20, 40),
+            "21.6 s on the H200 node (2026-11-28, run dc8913), read ahead as episode 4 teaches",
+            method=3),
+    # The stream read by Grain's worker processes (the reader thread did not overlap the CNN's
+    # host-bound step on the node), with the RAM rung at the best settings: the same run.
+    Planned(_x("ladder", "--devices", "gpu", "--rungs", "grain", "grain+bf16+spe+batch",
+               "ram+bf16+spe+batch", with_gpu=(), gpu_only=True, env=JAX_ENV,
+               step="ladder's stream through Grain"), 1, (70, 100),
+            "the ladder's rungs on the H200 node (2026-11-28, run 1be871): 36 trainings in "
+            "231.7 s, about 6 s each over two starts; these 3 also start Grain's workers "
+            "(about 5 s a start) and their 2 processes import JAX and Keras (about 8 s each)"),
     Planned(_x("feeding", "--devices", "gpu", "--pipelines", "classic",
                "lesson", "lesson-ahead", "lesson-ahead-window1", "lesson-gzip", "ram", "device",
                "--classic-max-steps", reference.FEEDING_CPU_STEPS, "--chunks", with_gpu=(),
                gpu_only=True, step="feeding on the GPU"),
-            2, (165, 190), "133.5 s on the H200 node (2026-11-27) for five pipelines; two more "
-            "read ahead, about 10 s each, and --chunks about 15 s (the host writes two files of "
-            "50,000 images and reads four, six passes each); all of it 81 s in the 2-core "
-            "stand-in, quick mode (2026-11-28)", method=4),
+            4, (150, 160), "154.3 s on the H200 node (2026-11-28, run b4865c) in two calls",
+            method=4),
     Planned(_x("ceiling", "--devices", "gpu", with_gpu=(), gpu_only=True,
-               step="ceiling on the GPU"), 2, (75, 90), "66.5 s on the H200 node (2026-11-27) "
-            "for six pipelines; two more read ahead, about 5 s each; all of it 23 s in the 2-core "
-            "stand-in, quick mode (2026-11-28)", method=3),
-    Planned(_x("small_models", "--parts", "sweep", step="small models' sweep"), 4, (25, 60),
+               step="ceiling on the GPU"), 1, (95, 115), "88.5 s on the H200 node (2026-11-28, "
+            "run 712420) for eight pipelines on two backends; Grain's processes on each, about "
+            "8 s with their start", method=4),
+    Planned(_x("small_models", "--parts", "sweep", step="small models' sweep"), 3, (25, 60),
             "on the H200 node 15 of its 16 GPU cells took 46.6 s before the deadline stopped it "
             "(2026-11-27); left: one GPU cell (about 3 s) and the CPU half, 16 cells that took 2 "
             "minutes on 2 CPU cores (15-45 s on 16), a start and a compile, 10 s"),
-    Planned(_x("cnn"), 2, (190, 210),
+    Planned(_x("cnn"), 1, (190, 210),
             "195.4 s on the H200 node (2026-11-28), the CPU half most of it (6 epochs of 25.6 s)",
             method=3),
     Planned(_x("workers", *WORKERS_GPU, "--works", "augment", "--workers", "0", "4", needs=GRAIN,
-               with_gpu=(), gpu_only=True, step="Grain's workers beside the GPU"), 3, (50, 65),
+               with_gpu=(), gpu_only=True, step="Grain's workers beside the GPU"), 2, (50, 65),
             "55.1 s on the H200 node (2026-11-28, run 842b96); each epoch now split in its parts, "
             "and the 4 workers' last epoch meets the end of the data (1.68 s in run 412e0e)",
             method=3),
-    Planned(_x("matmul"), 3, (200, 240),
+    Planned(_x("matmul"), 2, (200, 240),
             "68 s on the H200 node (2026-11-28) with windows of a few calls; now every window "
             "lasts at least 0.5 s: 60 sizes x 5 windows add about 150 s (arithmetic, not "
             "rehearsed on the node)", method=3),
     Planned(Step("notebook 05", ["tools/record_run.py", "--only", "05"], reference.NOTEBOOK,
-                 quick_option=True), 3, (125, 140),
+                 quick_option=True), 2, (125, 140),
             "132 s on the H200 node (2026-11-28)", beside_gpu=True, method=3),
-    Planned(_x("torch_reference", needs=TORCH, env=reference.TORCH_ENV), 4, (40, 50),
+    Planned(_x("torch_reference", needs=TORCH, env=reference.TORCH_ENV), 3, (40, 50),
             "42.0 s on the H200 node (2026-11-27)"),
-    Planned(_x("small_models", "--parts", "comparison", step="small model"), 4, (10, 20),
+    Planned(_x("small_models", "--parts", "comparison", step="small model"), 3, (10, 20),
             "11.4 s on the H200 node (2026-11-27)"),
-    Planned(reference.DDP_CHECK, 4, (10, 20), "12.6 s on the H200 node (2026-11-27)"),
-    Planned(CHECK_GPU, 4, (30, 40), "33.2 s on the H200 node (2026-11-27)"),
+    Planned(reference.DDP_CHECK, 3, (10, 20), "12.6 s on the H200 node (2026-11-27)"),
+    Planned(CHECK_GPU, 3, (30, 40), "33.2 s on the H200 node (2026-11-27)"),
 ]
 PLAN.sort(key=lambda planned: planned.lease)  # lease by lease, in the list's order within one
-LEASES = {1: "what the run lacks, the headline first: episode 9's speed ladder (released "
-             "Keras's rungs, the plain-JAX limit, keras-nightly's scan); the profile of a step "
-             "with the generator reading ahead",
-          2: "episode 9's GPU rows with the stream reading ahead (feeding, ceiling), then "
-             "episode 5's CNN trained from it, with the synchronised timer",
-          3: "Grain's workers with each epoch split in its parts, episode 6's throughput over "
-             "windows of at least 0.5 s, then episode 5's notebook (after the CNN, whose run "
-             "it prints)",
-          4: "on a new run, what the GPU runs recorded with an unchanged method (the small "
-             "models' sweep, PyTorch, the small model, the DDP and readiness checks)"}
+LEASES = {1: "the stream read by Grain's worker processes (the ladder's rungs, the ceiling's "
+             "pipeline), the CPU half of episode 5's CNN (its GPU half recorded); the profile "
+             "of a step with the generator reading ahead (recorded 2026-11-28)",
+          2: "Grain's workers with each epoch split in its parts, episode 5's notebook (after "
+             "the CNN, whose run it prints), episode 6's throughput over windows of at least "
+             "0.5 s",
+          3: "on a new run, what the GPU runs recorded with an unchanged method (the small "
+             "models' sweep, PyTorch, the small model, the DDP and readiness checks); episode "
+             "9's speed ladder, released Keras's rungs (recorded 2026-11-28)",
+          4: "the ladder's plain-JAX limit and keras-nightly's scan, after its rungs, and the "
+             "feeding benchmark reading ahead (recorded 2026-11-28)"}
 
 
 def now_iso() -> str:

@@ -22,10 +22,10 @@ from gpulesson.experiments.common import SPREAD_NOTE, draw_spread
 from gpulesson.experiments.parts import machine
 
 FILE = "feeding-ceiling.svg"
-# In memory blue, the lesson's generator orange, reading ahead green; without mixing
-# (window=1) lighter.
+# In memory blue, the lesson's generator orange, reading ahead green, Grain's processes purple;
+# without mixing (window=1) lighter.
 COLOURS = {**dict.fromkeys(IN_MEMORY, "#4c72b0"), "lesson-window1": "#f0b27a", "lesson": "#dd8452",
-           "lesson-ahead-window1": "#8fbf8f", "lesson-ahead": "#55a868"}
+           "lesson-ahead-window1": "#8fbf8f", "lesson-ahead": "#55a868", "lesson-grain": "#8172b3"}
 
 
 def _panels(records):

@@ -8,7 +8,8 @@ slices them; on a GPU also arrays resident there, taken as the feeding benchmark
 pipeline takes them, each record saying how in its ``method``; on TensorFlow a ``tf.data``
 pipeline that slices them, :func:`tf_batches`), from the lesson's generator on a
 batch-chunked HDF5 file (mixing windows of 4 blocks, and with ``window=1``: the stored batches
-in a new order, reading without mixing), each also reading ahead (``read_ahead=True``). Each
+in a new order, reading without mixing), each also reading ahead (``read_ahead=True``), and
+from its stored blocks read by Grain's worker processes (``grain_blocks``). Each
 condition follows the lesson's rule: a recorded warm-up epoch and the timed epochs after it,
 each read after the device finished (:func:`gpulesson.experiments.common.synced_epoch_timer`).
 
@@ -93,13 +94,25 @@ def _fit(model, feed: dict, *, warmup: int, repeats: int) -> list[float]:
     return budget.seconds
 
 
-def _feeds(names, *, x, y, path, batch_size: int, keras_device: str):
-    """``(name, fit's arguments)`` of each pipeline, made when its turn comes."""
-    from gpulesson.experiments.feeding.pipelines import ArrayBatches, make_pipeline, to_device
+def _feeds(names, *, x, y, path, batch_size: int, keras_device: str, epochs: int | None = None):
+    """``(name, fit's arguments)`` of each pipeline, made when its turn comes; ``epochs``, those
+    ``fit`` will train (Grain's dataset repeats itself that often)."""
+    from gpulesson.experiments.feeding.pipelines import (
+        ArrayBatches,
+        grain_workers,
+        make_pipeline,
+        to_device,
+    )
     from gpulesson.lesson import DataEpoch, HDF5Batches
 
     for name in names:
-        if name == "arrays":
+        if name == "lesson-grain":
+            from gpulesson.lesson.feeding import grain_blocks
+
+            dataset, steps = grain_blocks(path, epochs, batch_size, seed=1,
+                                          workers=grain_workers())
+            yield name, {"x": dataset, "steps_per_epoch": steps, "shuffle": False}
+        elif name == "arrays":
             yield name, {"x": x, "y": y, "batch_size": batch_size, "shuffle": True}
         elif name == "ram":
             yield name, {"x": ArrayBatches(x, y, batch_size, seed=1), "shuffle": False}
@@ -149,7 +162,7 @@ def measure(*, devices, n_images: int, batch_size: int, repeats: int, warmup: in
     import keras
 
     from gpulesson.devices import keras_device_name
-    from gpulesson.experiments.feeding.pipelines import device_method
+    from gpulesson.experiments.feeding.pipelines import device_method, grain_workers
     from gpulesson.hdf5 import write_hdf5
     from gpulesson.synthetic import make_synthetic
 
@@ -171,7 +184,7 @@ def measure(*, devices, n_images: int, batch_size: int, repeats: int, warmup: in
             names = [n for n in (pipelines or measured) if n in measured
                      and (backend, device, n, batch_size) not in done]
             for name, feed in _feeds(names, x=x, y=y, path=path, batch_size=batch_size,
-                                     keras_device=keras_device):
+                                     keras_device=keras_device, epochs=warmup + repeats):
                 model = tiny_model(keras_device)
                 meter = BusyMeter()
                 started = time.perf_counter()
@@ -181,6 +194,8 @@ def measure(*, devices, n_images: int, batch_size: int, repeats: int, warmup: in
                     seconds, warmup=warmup, run_id=run_id, device=device, pipeline=name,
                     batch_size=batch_size, n_images=n_images,
                     extra={**meter.read(), **_setting(), **device_method(name),
+                           **({"grain_workers": grain_workers()} if name == "lesson-grain"
+                              else {}),
                            "wall_seconds": time.perf_counter() - started})
                 assert condition(record) == (backend, device, name, batch_size)
                 record["ceiling"] = _ceiling_so_far(made, record)

@@ -120,7 +120,7 @@ def _listed(items) -> str:
     return ", ".join(items[:-1]) + (" and " if len(items) > 1 else "") + items[-1]
 
 
-STREAM = "lesson-ahead"  # the lesson's stream: its generator reading ahead (episode 4)
+STREAMS = ("lesson-ahead", "lesson-grain")  # the lesson's streams: a reader thread, Grain's processes
 GPU_COMMAND = "python -m gpulesson.experiments.ceiling --devices gpu"
 
 
@@ -130,23 +130,28 @@ def _gpu_part(records) -> list[dict]:
 
 
 def stream_goal(records) -> str:
-    """The stream's goal with the do-nothing model: ``lesson-ahead`` at least
+    """The stream's goal with the do-nothing model: each of :data:`STREAMS` at least
     :data:`TARGET_SHARE` of ``ram`` (medians), on each backend the GPU's run measured, named with
     its run; where it has no such pair, the command that records it."""
     part = _gpu_part(records)
     said = []
     for backend, _ in groups(part):
-        stream, ram = find(part, backend, "gpu", STREAM), find(part, backend, "gpu", "ram")
-        if stream and ram:
-            ratio = share(stream, ram)
-            said.append(f"{share_text(ratio)} of `ram` on {NAMES.get(backend, backend)} "
-                        f"({'met' if ratio >= TARGET_SHARE else 'not met'})")
+        ram = find(part, backend, "gpu", "ram")
+        for name in STREAMS:
+            stream = find(part, backend, "gpu", name)
+            if stream and ram:
+                ratio = share(stream, ram)
+                said.append(f"`{name}` {share_text(ratio)} of `ram` on "
+                            f"{NAMES.get(backend, backend)} "
+                            f"({'met' if ratio >= TARGET_SHARE else 'not met'})")
     goal = f"goal: at least {TARGET_SHARE:.0%} of `ram`"
     if not said:
-        return (f"With the do-nothing model, `{STREAM}` has no GPU record yet ({goal}): "
+        return (f"With the do-nothing model, `{STREAMS[0]}` has no GPU record yet ({goal}): "
                 f"`{GPU_COMMAND}` records it.")
+    missing = [f"`{name}`" for name in STREAMS if not any(r["pipeline"] == name for r in part)]
+    later = (f" {_listed(missing)}: not yet recorded on the GPU." if missing else "")
     return (f"With the do-nothing model on the {parts.machine(part)} (run {part[0]['run_id']}), "
-            f"`{STREAM}` reached {_listed(said)}; {goal}.")
+            f"{_listed(said)}; {goal}.{later}")
 
 
 NONE = ("No ceiling run has been recorded yet: `python -m gpulesson.experiments.ceiling` "

@@ -51,6 +51,7 @@ PIPELINES: dict[str, str] = {
     "lesson-window1": "lesson generator, window=1: stored batches in a new order, not mixed",
     "lesson-ahead": "lesson generator reading ahead (read_ahead=True), its default window",
     "lesson-ahead-window1": "lesson generator reading ahead, window=1",
+    "lesson-grain": "the stored blocks read by Grain's worker processes (grain_blocks)",
 }
 # Pipelines that earlier runs measured and the lesson no longer has (a reading thread and a
 # reading process of its own, which did not beat the generator with window=1): their records
@@ -58,6 +59,7 @@ PIPELINES: dict[str, str] = {
 RETIRED = ("lesson-readahead", "lesson-process")
 IN_MEMORY = ("arrays", "ram", "device", "tfdata")
 READ_AHEAD = ("lesson-ahead", "lesson-ahead-window1")  # the generator's own reader thread
+PROCESSES = ("lesson-grain",)  # read outside the training process: no lock shared with it
 GPU_ONLY = ("device",)  # on the CPU, device-resident data are the RAM case
 TENSORFLOW_ONLY = ("tfdata",)  # a tf.data pipeline needs TensorFlow
 CONDITION = ("backend", "device_kind", "pipeline", "batch_size")
@@ -110,10 +112,12 @@ def rate_summary(record: dict | None) -> dict | None:
 
 def complete(part: list[dict]) -> bool:
     """Whether one device's part of a run is complete: every backend it has measured every
-    pipeline of :func:`pipelines_for` that device (those reading ahead, :data:`READ_AHEAD`, only
-    in runs that measured them: runs before them stay complete)."""
+    pipeline of :func:`pipelines_for` that device (those reading ahead, :data:`READ_AHEAD`, and
+    in other processes, :data:`PROCESSES`, only in runs that measured them: runs before them
+    stay complete)."""
     return all({r["pipeline"] for r in part if r["backend"] == backend}
                >= set(pipelines_for(part[0]["device_kind"], backend)) - set(READ_AHEAD)
+               - set(PROCESSES)
                for backend in {r["backend"] for r in part})
 
 

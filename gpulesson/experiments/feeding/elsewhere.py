@@ -1,9 +1,8 @@
 """What episode 9's feeding page sets beside its own records, from elsewhere: episode 5's run
 of the same CNN on the same GPU (:func:`episode5_note`), the published peaks of the reference
-run's GPU (:func:`gpu_peaks_text`, :mod:`gpulesson.gpu_peaks`) and episode 6's products in
-bfloat16 on a CPU (:func:`bf16_on_cpus`). Every number comes from the records, and every
-comparison from the lesson's rule (:func:`~gpulesson.experiments.common.compare_middle`), with
-the epochs or calls it compared. The other episodes' records are only read.
+run's GPU (:func:`gpu_peaks_text`, :mod:`gpulesson.gpu_peaks`). Every number comes from the
+records, and every comparison from the lesson's rule
+(:func:`~gpulesson.experiments.common.compare_middle`), with the epochs or calls it compared. The other episodes' records are only read.
 
 Imports no deep-learning framework.
 """
@@ -16,10 +15,9 @@ from gpulesson.experiments.common import (
     NO_DIFFERENCE,
     as_rate,
     compare_middle,
-    fmt_number,
     reordered_by_fit,
 )
-from gpulesson.experiments.feeding.reading import _why, apart, basis
+from gpulesson.experiments.feeding.reading import _why, apart
 from gpulesson.experiments.feeding.records import (
     find,
     rate_summary,
@@ -82,35 +80,3 @@ def gpu_peaks_text(records) -> str:
     return (f"the {name}'s published dense peaks, {peaks['fp32']:g} TFLOP/s in FP32, "
             f"{peaks['tf32']:g} in TF32 and {peaks['bf16']:g} in BF16 (the vendor's data sheet, "
             "not measurements; episode 5 sets the CNN's rate beside them)")
-
-
-def bf16_on_cpus(records, matmul_path=None) -> str:
-    """The mixed-precision exercise's answer from the records: whether a CPU computed bfloat16
-    matrix products measurably faster than float32 (episode 6's sweep, the largest size both
-    ran, in ``matmul_path``). (What mixed bfloat16 does to training the CNN is the speed
-    ladder's.)"""
-    said = []
-    if matmul_path is not None:
-        from gpulesson.experiments.matmul import records as matmul  # read only: episode 6's
-
-        # Any method: on a CPU a call is done when it returns, so the synchronised calls of
-        # the older sweeps time the same work as the windows of the current ones.
-        run = matmul.latency_run(matmul_path)
-        f32, bf16 = matmul.find(run, "cpu", "float32"), matmul.find(run, "cpu", "bfloat16")
-        if f32 and bf16:
-            sizes = sorted({p["n"] for p in f32["points"]} & {p["n"] for p in bf16["points"]})
-            point = {r["dtype"]: next(p for p in r["points"] if p["n"] == sizes[-1])
-                     for r in (f32, bf16)} if sizes else {}
-            fast, slow = (matmul.rate_summary(point.get(d)) for d in ("bfloat16", "float32"))
-            if fast and slow:
-                verdict = compare_middle(fast, slow, higher_is_better=True)
-                words = (f"{verdict.text} float32" if verdict.measurable
-                         else f"with {NO_DIFFERENCE} from float32")
-                gpu = next((r.get("device") for r in run if r.get("device_kind") == "gpu"), None)
-                node = f", beside the {gpu}," if gpu else ","
-                said.append(
-                    f"In episode 6's run {f32['run_id']}, the {parts.machine([f32])}{node} "
-                    f"multiplied matrices of n = {sizes[-1]:,} in bfloat16 {words} "
-                    f"({fmt_number(fast['median'])} against {fmt_number(slow['median'])} "
-                    f"GFLOP/s, {basis(fast, slow, what='calls')}).")
-    return " ".join(said)

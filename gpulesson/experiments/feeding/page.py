@@ -32,7 +32,7 @@ from gpulesson.experiments.common import (
     reordered_note,
     summary_text,
 )
-from gpulesson.experiments.feeding.elsewhere import bf16_on_cpus, episode5_note, gpu_peaks_text
+from gpulesson.experiments.feeding.elsewhere import episode5_note, gpu_peaks_text
 from gpulesson.experiments.feeding.reading import (  # noqa: F401 (the page's rule, kept here too)
     LOADER_MARGIN,
     _why,
@@ -400,10 +400,9 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     """The episode's values (``ref_feed_*``) from the reference run: its date, software and
     hardware, the table, the findings and the answer to the reading exercise; each says in
     words what the run lacks. Episode 5's and episode 6's results files, beside ``path``, give
-    what this page sets beside them (:func:`episode5_note`, :func:`bf16_on_cpus`)."""
+    what this page sets beside them (:func:`episode5_note`)."""
     from gpulesson.experiments.cnn.records import RESULTS_FILE as CNN_FILE
     from gpulesson.experiments.feeding.figures import alt_texts
-    from gpulesson.experiments.matmul.records import RESULTS_FILE as MATMUL_FILE
 
     path = Path(path)
     records = reference_run(path)
@@ -417,9 +416,6 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
                               else "a data-centre GPU (none is recorded in the reference run "
                                    "yet)"),
         "ref_feed_peaks": gpu_peaks_text(records),
-        "ref_feed_bf16_gpu": (f"the {names['GPU']} of the reference run" if "GPU" in names
-                              else "a data-centre GPU"),
-        "ref_feed_bf16_cpus": bf16_on_cpus(records, path.with_name(MATMUL_FILE.name)),
         "ref_feed_cpu": names.get("CPU", NOT_RECORDED),
         "ref_feed_gpu": names.get("GPU", NOT_RECORDED),
         "ref_feed_table": table(records),

@@ -190,6 +190,40 @@ def to_device(x, y, keras_device: str):
     return x_dev, y_dev
 
 
+class EpochsOf(keras.utils.PyDataset):
+    """The batches of an iterator that spans every epoch (Grain's repeated dataset, as
+    :func:`gpulesson.lesson.feeding.grain_blocks` makes it), ``steps`` an epoch, through Keras'
+    ``PyDataset`` path, which ends each epoch at its last batch. Given the iterator itself with
+    ``steps_per_epoch``, Keras 3.15.1 fills the epoch's last call of ``steps_per_execution``
+    steps with the next epoch's first batches, and the last epoch runs out of data (a test
+    shows it). Read in order: ``fit(shuffle=False)``."""
+
+    def __init__(self, iterable, steps: int):
+        super().__init__()
+        self._iterator, self.steps, self._expected = iter(iterable), int(steps), 0
+        self._last = (None, None)  # Keras looks at batch 0 once before it trains
+
+    def __len__(self):
+        return self.steps
+
+    def __getitem__(self, index):
+        if index == self._last[0]:  # asked again once: the look, then the step
+            batch, self._last = self._last[1], (None, None)
+            return batch
+        if index != self._expected:
+            raise RuntimeError(f"batch {index} asked for, {self._expected} is next: an "
+                               "iterator is read in order, so train with fit(shuffle=False)")
+        self._expected = (index + 1) % self.steps
+        self._last = (index, next(self._iterator))
+        return self._last[1]
+
+
+def grain_workers() -> int:
+    """Grain's worker processes beside training: the cores this process may use, less one for
+    the training loop and one for the device's runtime, from 1 to 4."""
+    return max(1, min(4, len(os.sched_getaffinity(0)) - 2))
+
+
 def device_method(name: str) -> dict:
     """The ``method`` field of a record of pipeline ``name``: how the ``device`` pipeline takes
     its batches with this process's Keras backend (:data:`DEVICE_METHODS`); {} for the others."""

@@ -138,11 +138,20 @@ def watch_callback(watch: EpochWatch):
     return Watched()
 
 
-def feed(name: str, options: dict, *, data: dict, seed: int) -> tuple[dict, list]:
+def feed(name: str, options: dict, *, data: dict, seed: int, epochs: int) -> tuple[dict, list]:
     """fit's data arguments and callbacks of rung ``name``."""
     from gpulesson import lesson
 
     kind, batch = RUNGS[name]["feed"], options["batch_size"]
+    if kind == "grain":
+        from gpulesson.experiments.feeding.pipelines import EpochsOf, grain_workers
+        from gpulesson.lesson.feeding import grain_blocks
+
+        dataset, steps = grain_blocks(data["path"], epochs, batch, seed=seed,
+                                      workers=grain_workers(), stop=data["cut"])
+        # Through a PyDataset: with steps_per_execution, Keras would take batches of the next
+        # epoch into this one's last call (EpochsOf says how).
+        return {"x": EpochsOf(dataset, steps), **IN_ORDER}, []
     if kind in ("stream", "read-ahead"):
         train = lesson.HDF5Batches(data["path"], "train", batch, stop=data["cut"], shuffle=True,
                                    seed=seed, read_ahead=kind == "read-ahead")
@@ -162,7 +171,7 @@ def train_rung(name: str, *, device: str, keras_device: str, data: dict, base: i
     options = chosen(RUNGS[name], base, data["cut"])
     watch = EpochWatch(device, data["cut"])
     model = build(RUNGS[name], options, keras_device, seed)
-    fit, callbacks = feed(name, options, data=data, seed=seed)
+    fit, callbacks = feed(name, options, data=data, seed=seed, epochs=epochs)
     test = lesson.HDF5Batches(data["path"], "test", data["test_batch"])
     import keras
 

@@ -86,6 +86,8 @@ def rungs_text() -> str:
                                                                          "ram", "device")]
     said.append(f"- `device+...` and `read-ahead+...` add every combination of `bf16`, `spe` "
                 f"({lr.SPE} steps a call) and `batch` ({lr.LARGE_FACTOR}× the batch).")
+    said.append(f"- `grain` removes {lr.RUNGS['grain']['removes']}; `grain+bf16+spe+batch` "
+                "reads so at those settings, and `ram+bf16+spe+batch` feeds them from RAM.")
     scans = [name for name in lr.ORDER if lr.RUNGS[name]["part"] == "nightly"]
     said.append(" and ".join(f"`{name}`" for name in scans).join(("- ", " remove "))
                 + lr.RUNGS[scans[0]]["removes"] + ".")
@@ -135,7 +137,22 @@ def goals_text(records) -> str:
             f"{lr.RATIO_GOAL}x of the plain-JAX limit at the same batch and precision: {ratio}. "
             f"The default's test accuracy ({found['target']:.3f}) sooner than the default, "
             f"compiling included: {mine} against {default}: "
-            f"{'met' if found['time_met'] else 'not met'}.")
+            f"{'met' if found['time_met'] else 'not met'}. " + ram_goals_text(records))
+
+
+def ram_goals_text(records) -> str:
+    """The stream against RAM at the same settings (``records.ram_goals``)."""
+    said = []
+    for goal in lr.ram_goals(records):
+        if goal["share"] is None:
+            said.append(f"The stream against `{goal['ram']}`: not yet recorded.")
+            continue
+        ranges = "; their epochs' ranges overlap" if goal["overlap"] else ""
+        said.append(f"`{goal['rung']}` against `{goal['ram']}`: {goal['share']:.2f}x as fast as "
+                    f"from RAM{ranges} (goal {lr.RAM_GOAL}x: "
+                    f"{'met' if goal['met'] else 'not met'}).")
+    return " ".join(said) or (f"The stream at least {lr.RAM_GOAL}x as fast as the same settings "
+                              "fed from RAM: not yet recorded.")
 
 
 def cache_text(records) -> str:

@@ -27,6 +27,8 @@ QUICK_EPOCHS = {"base": 3, "large": 4}
 STARTS = 2  # process starts per rung: the second finds the first's compilation cache
 PARTS = ("keras", "limit", "nightly")
 RATIO_GOAL = 1.3  # the best released-Keras stream rung within 1.3x of the limit's epoch
+RAM_GOAL = 0.9  # the stream at least 0.9x as fast as the same settings fed from RAM
+STREAMS = ("stream", "read-ahead", "grain")  # feeds that read the HDF5 file while training
 
 
 def _rung(feed: str, bf16=False, spe=False, large=False, removes: str = "", part="keras"):
@@ -59,6 +61,15 @@ for _feed, (_b, _s, _l) in itertools.product(("device", "read-ahead"),
                                 (f"Python and logs between steps ({SPE} steps a call)", _s),
                                 (f"steps ({LARGE_FACTOR}x the batch, learning rate scaled, "
                                  "warm-up)", _l)) if on))
+# The stream read by processes instead of a thread (Grain's workers: a reader thread shares the
+# training process's interpreter lock with a host-bound step), and the RAM reference of the
+# stream's goal at the best settings.
+RUNGS["grain"] = _rung("grain", removes="reading in the training process (Grain's worker "
+                       "processes read the stored blocks, `grain_blocks`)")
+RUNGS["grain+bf16+spe+batch"] = _rung("grain", True, True, True,
+                                      "the combination's costs, read by Grain's workers")
+RUNGS["ram+bf16+spe+batch"] = _rung("ram", True, True, True, "the combination's costs, from "
+                                    "arrays in RAM (the stream's reference)")
 for _feed in ("device", "read-ahead"):
     RUNGS[f"scan:{_feed}+bf16+spe+batch"] = _rung(
         _feed, True, True, True, part="nightly",
@@ -72,7 +83,9 @@ RUNGS["limit+best"] = _rung("device", True, False, True, part="limit",
 ORDER = list(RUNGS)
 # Start 1 compiles the stream's rungs before the device's: they share programs, and the goal's
 # time to accuracy must include its own compile.
-START_ORDER = ["taught", *[n for n in ORDER if n.startswith("read-ahead")], "ram",
+START_ORDER = ["taught", *[n for n in ORDER if n.startswith("read-ahead")],
+               *[n for n in ORDER if n.startswith("grain")],
+               *[n for n in ORDER if n.startswith("ram")],
                *[n for n in ORDER if n.startswith("device")],
                *[n for n in ORDER if n.startswith("scan:read-ahead")],
                *[n for n in ORDER if n.startswith("scan:device")], "limit", "limit+best"]
@@ -172,7 +185,7 @@ def target_accuracy(records) -> float | None:
 def best_stream(records) -> str | None:
     """The released-Keras stream rung with the shortest median epoch."""
     found = [(summary(records, n)["median"], n) for n in ORDER if RUNGS[n]["part"] == "keras"
-             and RUNGS[n]["feed"] in ("stream", "read-ahead") and starts(records, n)]
+             and RUNGS[n]["feed"] in STREAMS and starts(records, n)]
     return min(found)[1] if found else None
 
 
@@ -209,3 +222,32 @@ def goals(records) -> dict | None:
             "ratio_met": None if ratio is None else ratio <= RATIO_GOAL,
             "target": target, "time": mine, "default_time": default,
             "time_met": mine is not None and default is not None and mine < default}
+
+
+def ram_twin(rung: str) -> str | None:
+    """The rung that feeds ``rung``'s settings from arrays in RAM, if the ladder has one."""
+    options = RUNGS[rung]
+    return next((n for n in ORDER if RUNGS[n]["feed"] == "ram" and RUNGS[n]["part"] == "keras"
+                 and all(RUNGS[n][k] == options[k]
+                         for k in ("precision", "steps_per_execution", "batch"))), None)
+
+
+def ram_goals(records) -> list[dict]:
+    """The stream against RAM at the same settings, at batch 256 float32 and at the best
+    stream rung's settings: for each, the fastest stream rung recorded (``rung``), its RAM twin
+    (``ram``), RAM's median epoch over the stream's (``share``: 1 is as fast; None where either
+    is not recorded), whether it meets :data:`RAM_GOAL`, and whether the two rungs' epoch
+    ranges overlap."""
+    found = []
+    best = best_stream(records)
+    for twin in dict.fromkeys(ram_twin(n) for n in filter(None, ["taught", best])):
+        same = [n for n in ORDER if RUNGS[n]["part"] == "keras" and RUNGS[n]["feed"] in STREAMS
+                and ram_twin(n) == twin and starts(records, n)]
+        rung = min(same, key=lambda n: summary(records, n)["median"]) if same else None
+        mine, ram = (summary(records, n) if n else None for n in (rung, twin))
+        share = ram["median"] / mine["median"] if mine and ram else None
+        found.append({"rung": rung, "ram": twin, "share": share,
+                      "met": share is not None and share >= RAM_GOAL,
+                      "overlap": bool(share) and mine["min"] <= ram["max"]
+                      and ram["min"] <= mine["max"]})
+    return found

@@ -29,6 +29,7 @@ def one_start(args) -> int:
     from gpulesson.data import prepare
     from gpulesson.devices import keras_device, keras_device_name
     from gpulesson.experiments.common import BusyMeter, devices_here
+    from gpulesson.experiments.feeding.pipelines import grain_workers
     from gpulesson.experiments.ladder import measure
     from gpulesson.experiments.ladder.limit import train_limit
     from gpulesson.experiments.ladder.records import (
@@ -91,7 +92,8 @@ def one_start(args) -> int:
                 chosen=options, n_images=cut, data=config.data,
                 extra={"cache": {"files_before": before, "files_added": _cache_files(cache) - before},
                        "rung_wall_seconds": time.perf_counter() - began, "quick": config.quick,
-                       **meter.read()})
+                       **({"grain_workers": grain_workers()}
+                          if rung["feed"] == "grain" else {}), **meter.read()})
             append_record(args.out, record)
             print(f"start {args.start} {device} {name:28} first {watched['epoch_seconds'][0]:.2f} s, "
                   f"median {record['median_epoch_seconds']:.3f} s, test accuracy "
