@@ -166,7 +166,11 @@ def schedule_parts(root: Path) -> list[SchedulePart]:
     session has a slot of ``session_start`` minutes of its own before its first episode). Later parts are
     further episodes, taught on another day or chosen one by one.
     """
-    breaks, inner = schedule_breaks(root), schedule_inner_breaks(root)
+    rests, inner_rests = schedule_breaks(root), schedule_inner_breaks(root)
+    # The core's breaks as a room takes them: the rest and the minutes to come back from it.
+    back = _whole_minutes(root, "break_return")
+    breaks = {slug: m + back for slug, m in rests.items()}
+    inner = {slug: m + back for slug, m in inner_rests.items()}
     setup = schedule_setup_check(root)
     opening, wrap_up = _whole_minutes(root, "opening"), _whole_minutes(root, "wrap_up")
     switch = _whole_minutes(root, "session_start")
@@ -179,6 +183,8 @@ def schedule_parts(root: Path) -> list[SchedulePart]:
         if not paths:
             continue
         core = not parts
+        if not core:  # further episodes: another day, their breaks as planned
+            breaks, inner = rests, inner_rests
         rows: list = []
 
         def add(item, minutes, rows=rows):

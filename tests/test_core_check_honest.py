@@ -21,8 +21,9 @@ def test_exercises_count_at_one_and_a_half_times_their_planned_minutes(tmp_path)
 
 
 def test_a_plan_equal_to_the_models_lower_bound_fails(tmp_path):
-    # Teaching 10 typed lines (10 minutes) and exercises of 15: the model's 25, with 10 % 28.
-    body = "Text.\n\n" + code_cell(9) + GOOD_EXERCISE
+    # Teaching 9 typed lines and a minute to run them (10 minutes) and exercises of 15: the
+    # model's 25, with 10 % 28.
+    body = "Text.\n\n" + code_cell(8) + GOOD_EXERCISE
     root = lesson(tmp_path, episode(body, teaching=10, exercises=15))
     assert "01-one: its 25 scheduled minutes leave no 10% to spare over the model's 25 (teaching 10, " \
            "exercises 15): schedule at least 28, or cut" in failures(root)
@@ -42,11 +43,12 @@ def test_a_later_session_starts_in_a_slot_of_its_own_not_in_a_break(tmp_path):
     assert [f for f in failures(root) if "guide.md" not in f] == []
     rows = [(start, getattr(item, "label", getattr(item, "slug", "break")), end)
             for start, item, end in core_check.core_part(root)[0].rows]
-    # Launched at the break's start; the break stays a break, then 10 minutes to start it.
-    assert rows[4:8] == [("0:50", "GPU session", 50), ("0:50", "break", 60),
-                         ("1:00", "Start of the GPU session", 70), ("1:10", "02-two", 95)]
-    (root / "_config.yml").write_text(config.replace("  session_start: 10\n", ""))
-    assert any(f.startswith("the GPU session has no start of its own of 10 minutes") for f in failures(root))
+    # Launched at the break's start; the break (and the return from it) stays a break, then 12
+    # minutes to start it.
+    assert rows[4:8] == [("0:52", "GPU session", 52), ("0:52", "break", 64),
+                         ("1:04", "Start of the GPU session", 76), ("1:16", "02-two", 101)]
+    (root / "_config.yml").write_text(config.replace("  session_start: 12\n", ""))
+    assert any(f.startswith("the GPU session has no start of its own of 12 minutes") for f in failures(root))
 
 
 def recorded(root, backend: str, cores: int, gpu: str | None):
@@ -85,12 +87,13 @@ def test_the_setup_check_section_is_timed_by_its_slot_not_by_the_episode(tmp_pat
     core = core_check.core_part(root)[0]
     reports, setup = core_check.core_reports(root, core)
     assert (setup.typed, reports[0].typed) == (8, 0)
-    # 8 typed lines and two words: 9 minutes, with 10 % 10: the slot of 15 holds them.
-    assert setup.least_minutes == 10 and failures(root) == []
+    # 8 typed lines, a minute to run them and two words: 10 minutes, with 10 % 11: the slot of
+    # 15 holds them.
+    assert setup.least_minutes == 11 and failures(root) == []
     (root / "_episodes" / "01-one.md").write_text(
         episode(SETUP.replace(code_cell(8), code_cell(14)) + "Text.\n\n" + GOOD_EXERCISE))
-    assert any(f.startswith("the setup check section of 01-one takes 15 minutes") and
-               "setup_check: 17 (now 15)" in f for f in failures(root)), failures(root)
+    assert any(f.startswith("the setup check section of 01-one takes 16 minutes") and
+               "setup_check: 18 (now 15)" in f for f in failures(root)), failures(root)
 
 
 # What a room really does, timed independently of the model (an instructor's rates): a typed line

@@ -18,10 +18,12 @@ The timing model counts what a room does, not what the page holds:
   comment of the cells learners type (``tools/make_notebooks.py``): code cells
   (``{code-cell}``) not tagged ``given``, ``exercise`` or ``solution`` and not in an optional
   section (none when the front matter says ``type-along: false``);
-- **given lines** at ``READ_LINES_PER_MINUTE``, read and run while the instructor explains them,
-  each given cell at least ``GIVEN_CELL_MINUTES``: the lines of cells tagged ``given`` and of the
-  commands and scripts the page shows outside cells (shell blocks), outside exercises and
-  optional sections;
+- **given lines** at ``READ_LINES_PER_MINUTE``, read and run while the instructor explains them:
+  the lines of cells tagged ``given`` (a cell's first ``WALKTHROUGH_LINES``: a longer one is
+  walked through by its parts) and of the commands and scripts the page shows outside cells
+  (shell blocks), outside exercises and optional sections;
+- **cells**: ``CELL_MINUTES`` for each typed or given cell, which 25 people run, wait for and
+  look at, and whose slips helpers fix;
 - **talk** at ``TALK_WORDS_PER_MINUTE``: the prose the instructor presents, outside exercises
   and optional sections, instructor notes, admonitions and dropdowns included;
 - **waits**: the recorded wall time of the episode's executed notebook (``executed/NN-slug.ipynb``,
@@ -31,7 +33,12 @@ The timing model counts what a room does, not what the page holds:
 - **exercises** at ``EXERCISE_FACTOR`` times the minutes in their titles (rule b);
 - the core's **opening**, **setup check** (which times the first episode's section "Setup
   check", its exercises included, with the slack), the **start of a later session** and the
-  **wrap-up**, from ``_config.yml``.
+  **wrap-up**, from ``_config.yml``, and each **break** with the ``BREAK_RETURN`` minutes a room
+  takes to come back from it (``lesson_schedule.break_return``).
+
+The rates stand on two independent timings of the core by instructors (``tools/core_report.py``
+says which rate stands on what); ``tests/test_core_check_timed.py`` keeps the model's day within
+5 % of the second.
 
 For each core episode:
 
@@ -89,16 +96,34 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import re
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "_ext"))
 sys.path.insert(0, str(ROOT / "tools"))
 from carpentry import FrontMatterError, Session, SetupCheck, schedule_parts, split_front_matter  # noqa: E402, F401
+from core_report import (  # noqa: E402, F401 (the model's rates, named in the docstring)
+    CELL_MINUTES,
+    EXERCISE_FACTOR,
+    LEARNER_BACKEND,
+    LONG_SENTENCE,
+    MAX_LONG_SHARE,
+    MAX_PROSE_WORDS,
+    MIN_EXERCISE,
+    MIN_PREDICTION,
+    RATES,
+    READ_LINES_PER_MINUTE,
+    SLACK,
+    TALK_WORDS_PER_MINUTE,
+    TYPED_LINES_PER_MINUTE,
+    WAIT_ALLOWANCE,
+    WALKTHROUGH_LINES,
+    EpisodeReport,
+    model_day,
+    table,
+)
 from core_schedule import (  # noqa: E402, F401 (the day's limits, named in the docstring)
     CORE_NAMED,
     MAX_STRETCH,
@@ -110,6 +135,8 @@ from core_schedule import (  # noqa: E402, F401 (the day's limits, named in the 
     TABLE_START,
     WORKSHOP_DAY,
     WRAP_UP,
+    break_failures,
+    core_rests,
     guide_block,
     model_table,
     named_core_failures,
@@ -119,7 +146,6 @@ from core_schedule import (  # noqa: E402, F401 (the day's limits, named in the 
 )
 from core_schedule import _slot_failures as slot_failures  # noqa: E402
 from episode_page import (  # noqa: E402
-    PREDICTION,
     Exercise,
     Page,
     as_shown,
@@ -129,34 +155,10 @@ from episode_page import (  # noqa: E402
     words,
 )
 
-# Honest rates, as an instructor times a room (Carpentries experience), not as authors plan:
-TYPED_LINES_PER_MINUTE = 1  # the instructor types and explains a line, the room types it
-# A given line is read aloud, explained and run: about 6 seconds, as an instructor's walk-through
-# of a long given cell goes. Every given cell costs at least GIVEN_CELL_MINUTES too: 25 people run
-# it and look at its output together, however short it is. So a cell retagged from typed to given
-# still costs its reading: 19 typed lines are 19 minutes, given 1.9, never nothing.
-READ_LINES_PER_MINUTE = 10
-GIVEN_CELL_MINUTES = 0.5
-TALK_WORDS_PER_MINUTE = 100  # prose presented with questions: slower than speech (about 130)
-EXERCISE_FACTOR = 1.5  # a room takes 1.5 to 2 times an exercise's planned minutes
-SLACK = 1.1  # every episode's plan keeps 10 % over the model: the model is a lower bound
-# The recorded waits are one run; a room shares its nodes. results/contention.jsonl has the
-# episode's CPU epochs under load on 2 cores (TensorFlow) at 93 to 115 s, against 39 to 42 s in
-# the quiet runs of results/cnn-cpu-vs-gpu.jsonl on 2 cores: up to 2.9 times.
-WAIT_ALLOWANCE = 3
-# Waits come from what learners run: TensorFlow (environment.yml), on no more cores than their
-# session has, without a GPU (no TensorFlow run on a GPU is recorded; a JAX run on an H200 and 16
-# cores says nothing about a learner's wait).
-LEARNER_BACKEND = "tensorflow"
 SETUP_SECTION = re.compile(r"^##\s+Setup check\s*$", re.MULTILINE)
 EXECUTED_DIR = "executed"
-MIN_EXERCISE = 8  # minutes, debrief included
-MIN_PREDICTION = 3  # minutes, for a one-line prediction
 MAX_REQUIRED = 14  # required exercises in the core, a day
-MAX_PROSE_WORDS = 3_000  # per core episode
 MAX_CORE_PROSE = 10_000
-LONG_SENTENCE = 35  # words
-MAX_LONG_SHARE = 0.12
 GPU_DEVICE = re.compile(r"""["']gpu(?::\d+)?["']""")
 BLANK = "____"
 TRAINING_CALL = re.compile(r"\.fit\(|\btrain_on\(")
@@ -184,134 +186,6 @@ def trains_on_cpu(exercise: Exercise) -> bool:
     if '"gpu' in text and '"cpu"' not in text:
         return False
     return asks or not all("steps_per_epoch=" in call for call in calls)
-
-
-@dataclass
-class EpisodeReport:
-    slug: str
-    minutes: int
-    teaching_minutes: int  # the front matter's
-    exercise_minutes: int  # the front matter's
-    typed: int
-    given_cells: list[int]  # lines of each given cell
-    shown: int  # lines of the commands and scripts the page shows outside cells
-    talk: int  # words the instructor presents, instructor notes included
-    wait_seconds: float  # recorded wall time of the executed notebook (0: none)
-    wait_source: str
-    required: list[Exercise]
-    cpu_training: list[str]
-    sentences: int
-    long_sentences: list[str]
-    objectives: int
-    unassessed: list[int]
-    prose: int
-    uses_gpu: bool
-    wait_run: dict | None = None  # the executed notebook's recorded_run
-
-    @property
-    def given(self) -> int:
-        return sum(self.given_cells) + self.shown
-
-    @property
-    def model(self) -> dict[str, float]:
-        """The timing model's minutes of teaching, by part (rule a)."""
-        given = sum(max(GIVEN_CELL_MINUTES, n / READ_LINES_PER_MINUTE) for n in self.given_cells)
-        return {"typed": self.typed / TYPED_LINES_PER_MINUTE,
-                "given": given + self.shown / READ_LINES_PER_MINUTE,
-                "talk": self.talk / TALK_WORDS_PER_MINUTE,
-                "waits": self.wait_seconds * WAIT_ALLOWANCE / 60}
-
-    @property
-    def model_teaching(self) -> int:
-        return math.ceil(round(sum(self.model.values()), 6))
-
-    @property
-    def required_minutes(self) -> int:
-        """The required exercises' minutes as their titles plan them."""
-        return sum(e.minutes or 0 for e in self.required)
-
-    @property
-    def model_exercises(self) -> int:
-        """The required exercises' minutes as a room takes them (rule b)."""
-        return math.ceil(round(EXERCISE_FACTOR * self.required_minutes, 6))
-
-    @property
-    def least_minutes(self) -> int:
-        """The scheduled minutes the model asks for, with its slack (rule a)."""
-        return math.ceil(round(SLACK * (self.model_teaching + self.model_exercises), 6))
-
-    def wait_problem(self, cores: int) -> str | None:
-        """Why the recorded wait is not one that learners in a session of `cores` wait for."""
-        run = self.wait_run or {}
-        machine = run.get("machine") or {}
-        if (run.get("backend") == LEARNER_BACKEND and not machine.get("gpu")
-                and 0 < (machine.get("cores_usable") or 0) <= cores):
-            return None
-        return (f"its wait ({self.wait_source}) is not what learners run: record it with "
-                f"{LEARNER_BACKEND}, no GPU and at most the session's {cores} cores "
-                f"(KERAS_BACKEND={LEARNER_BACKEND} python tools/record_run.py --only "
-                f"{self.slug[:2]} on such a machine)")
-
-    @property
-    def long_share(self) -> float:
-        return len(self.long_sentences) / self.sentences if self.sentences else 0.0
-
-    def exercise_failures(self) -> list[str]:
-        problems = []
-        for e in self.required:
-            least = MIN_PREDICTION if e.prediction else MIN_EXERCISE
-            if e.minutes is None:
-                problems.append(
-                    f"{self.slug}: the exercise '{e.title}' gives no minutes: end its title with "
-                    "its minutes, debrief included, '(10 min)', or make it '(optional)'")
-            elif e.minutes < least:
-                problems.append(
-                    f"{self.slug}: the exercise '{e.title}' takes {e.minutes} minutes, under "
-                    f"{MIN_EXERCISE} ({MIN_PREDICTION} for a one-line prediction, class "
-                    f"'{PREDICTION}'): give it the time it needs, or make it optional")
-        if self.model_exercises > self.exercise_minutes:
-            problems.append(
-                f"{self.slug}: its {len(self.required)} required exercises, planned at "
-                f"{self.required_minutes} minutes, take {self.model_exercises} in a room "
-                f"({EXERCISE_FACTOR} times), over its {self.exercise_minutes} exercise minutes "
-                "(front matter 'exercises'): give them the time, or cut or make some optional")
-        return problems
-
-    def failures(self) -> list[str]:
-        problems = []
-        if self.model_teaching > self.teaching_minutes:
-            parts = ", ".join(f"{name} {minutes:.1f}" for name, minutes in self.model.items())
-            problems.append(
-                f"{self.slug}: the room needs {self.model_teaching} teaching minutes ({parts}), "
-                f"over its {self.teaching_minutes} (front matter 'teaching'): give it the time, "
-                "or cut what the room does (moving text into a note or a tag saves nothing)")
-        problems += self.exercise_failures()
-        if self.least_minutes > self.minutes:
-            problems.append(
-                f"{self.slug}: its {self.minutes} scheduled minutes leave no {SLACK - 1:.0%} to "
-                f"spare over the model's {self.model_teaching + self.model_exercises} (teaching "
-                f"{self.model_teaching}, exercises {self.model_exercises}): schedule at least "
-                f"{self.least_minutes}, or cut")
-        for title in self.cpu_training:
-            problems.append(
-                f"{self.slug}: the exercise '{title}' trains on the CPU again; a core exercise may "
-                "train only on the GPU or for a few steps (steps_per_epoch=): make it optional")
-        if self.long_share > MAX_LONG_SHARE:
-            problems.append(
-                f"{self.slug}: {len(self.long_sentences)} of {self.sentences} sentences "
-                f"({self.long_share:.0%}) are longer than {LONG_SENTENCE} words, over the limit of "
-                f"{MAX_LONG_SHARE:.0%}; the longest begins: "
-                f"'{' '.join(self.long_sentences[0].split()[:8])} ...'")
-        if self.unassessed:
-            problems.append(
-                f"{self.slug}: objective(s) {', '.join(map(str, self.unassessed))} of the front matter "
-                "have no required exercise with a solution that names them (':class: objective-N')")
-        if self.prose > MAX_PROSE_WORDS:
-            problems.append(
-                f"{self.slug}: {self.prose:,} words of prose, over {MAX_PROSE_WORDS:,}: cut; what "
-                "an instructor needs goes into an instructor note, what an expert wants into a "
-                "further episode")
-        return problems
 
 
 def recorded_wait(root: Path, slug: str) -> tuple[float, str, dict | None]:
@@ -364,7 +238,7 @@ def check_episode(root: Path, relpath: str | Path, body: str | None = None) -> E
         minutes=int(meta["teaching"]) + int(meta["exercises"]),
         teaching_minutes=int(meta["teaching"]),
         exercise_minutes=int(meta["exercises"]),
-        typed=sum(c.typed_lines for c in page.cells if c.typed) if typed else 0,
+        typed_cells=[c.typed_lines for c in page.cells if c.typed] if typed else [],
         given_cells=[c.typed_lines for c in page.cells if c.given or (c.typed and not typed)],
         shown=page.shown_code_lines,
         talk=prose_words(page.talk),
@@ -436,6 +310,7 @@ def schedule_failures(root: Path, reports: list[EpisodeReport] | None = None) ->
     if reports is None:
         reports, setup = core_reports(root, core)
     problems = slot_failures(core) + setup_failures(core, setup)
+    problems += break_failures(core, core_rests(root, core))
     for part in parts:
         problems += stretch_failures(part)
     problems += session_failures(root, core, reports)
@@ -443,49 +318,11 @@ def schedule_failures(root: Path, reports: list[EpisodeReport] | None = None) ->
     return problems
 
 
-RATES = (f"Typed lines at {TYPED_LINES_PER_MINUTE} a minute; given lines (given cells and shown "
-         f"commands) at {READ_LINES_PER_MINUTE} a minute, each given cell at least "
-         f"{GIVEN_CELL_MINUTES} min; presented words, instructor notes included, at "
-         f"{TALK_WORDS_PER_MINUTE} a minute; each executed notebook's recorded run time times "
-         f"{WAIT_ALLOWANCE}; required exercises at {EXERCISE_FACTOR} times their planned minutes; "
-         f"and {SLACK - 1:.0%} to spare over it all.")
-
-
 def guide_table(root: Path = ROOT) -> str:
     core = core_part(root)[0]
     reports, setup = core_reports(root, core)
-    return model_table(reports, RATES, core, setup and setup.least_minutes)
-
-
-def table(report: EpisodeReport) -> str:
-    def row(what, value, limit, ok):
-        return f"  {what:<34} {value:>10} {limit:>12}  {'ok' if ok else 'FAILS'}"
-
-    lines = [
-        f"{report.slug} ({report.minutes} scheduled minutes)",
-        f"  {'check':<34} {'value':>10} {'limit':>12}",
-        row("a. teaching minutes the room needs", report.model_teaching, report.teaching_minutes,
-            report.model_teaching <= report.teaching_minutes),
-    ]
-    for name, minutes in report.model.items():
-        lines.append(f"     {name:<31} {minutes:>10.1f}")
-    lines.append(row(f"b. exercises' minutes ({EXERCISE_FACTOR} x planned)", report.model_exercises,
-                     report.exercise_minutes, not report.exercise_failures()))
-    for e in report.required:
-        least = MIN_PREDICTION if e.prediction else MIN_EXERCISE
-        lines.append(row(f"   {e.title[:31]}", "?" if e.minutes is None else e.minutes,
-                         f">= {least}", e.minutes is not None and e.minutes >= least))
-    lines += [
-        row(f"   scheduled, {SLACK - 1:.0%} over the model", report.minutes, f">= {report.least_minutes}",
-            report.minutes >= report.least_minutes),
-        row("c. exercises training on the CPU", len(report.cpu_training), 0, not report.cpu_training),
-        row(f"d. sentences over {LONG_SENTENCE} words", f"{len(report.long_sentences)}/{report.sentences}",
-            f"{MAX_LONG_SHARE:.0%}", report.long_share <= MAX_LONG_SHARE),
-        row("e. objectives without an exercise", len(report.unassessed), 0, not report.unassessed),
-        row("f. words of prose", f"{report.prose:,}", f"{MAX_PROSE_WORDS:,}",
-            report.prose <= MAX_PROSE_WORDS),
-    ]
-    return "\n".join(lines)
+    day = model_day(reports, setup, core_rests(root, core), len(core.sessions) - 1)
+    return model_table(reports, RATES, core, setup and setup.least_minutes, day)
 
 
 def core_failures(reports: list[EpisodeReport]) -> list[str]:
@@ -531,6 +368,9 @@ def run(root: Path = ROOT, out=sys.stdout) -> list[str]:
           f"setup check and wrap-up (limit {WORKSHOP_DAY}), in {len(core.sessions)} session(s), "
           f"{sum(len(r.required) for r in reports)} required exercises (limit {MAX_REQUIRED}), "
           f"{sum(r.prose for r in reports):,} words of prose (limit {MAX_CORE_PROSE:,})", file=out)
+    day = model_day(reports, setup, core_rests(root, core), len(core.sessions) - 1)
+    print(f"the model's day: {sum(day.values())} minutes ("
+          + ", ".join(f"{part} {minutes}" for part, minutes in day.items()) + ")", file=out)
     failures += core_failures(reports)
     failures += schedule_failures(root, reports)  # the setup check's failures are above
     failures += guide_failures(root, reports)

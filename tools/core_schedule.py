@@ -11,9 +11,12 @@ import math
 import re
 from pathlib import Path
 
-from carpentry import Break, Session, SetupCheck, Slot, site_values
+from carpentry import Break, Session, SetupCheck, Slot, schedule_breaks, schedule_inner_breaks, site_values
 
-OPENING = 10  # minutes at least: welcome, the day's plan, the code of conduct
+# The slots as a room of 25 takes them: the two independent timings of 2026-11-28 (the slots'
+# source in tools/core_report.py) put the opening at 12 likely (late arrivals, CPU sessions still
+# launching) and a later session's start at 12 (the second) or 15 (the first).
+OPENING = 12  # minutes at least: welcome, the day's plan, the code of conduct
 SETUP_CHECK = 15  # minutes at least, at the start of the core
 WRAP_UP = 10  # minutes at least: key points, feedback, what next
 WORKSHOP_DAY = 480  # minutes from the opening to the end of the wrap-up, breaks included
@@ -21,7 +24,10 @@ MAX_STRETCH = 90  # minutes of episodes in a row without a break
 SESSION_MARGIN = 20  # minutes a session outlasts the part it serves: a late start, a slow room
 # A later session's start: its queue for 25 learners, reconnecting, opening the notebook, deleting
 # the session before and the stragglers. A break is for a break, not for this.
-SESSION_START = 10
+SESSION_START = 12
+# Minutes a room takes to come back from each break of the core, lunch and breaks inside an
+# episode included (the second timing: 2 each, 7 breaks; Carpentries experience).
+BREAK_RETURN = 2
 CORE_NAMED = re.compile(r"\bcore\b[^.]{0,80}?\bepisodes (\d+) to (\d+)", re.IGNORECASE | re.DOTALL)
 # The guide's copy of the model's table sits between these two lines.
 TABLE_START = "<!-- timing model: python tools/core_check.py --write-guide -->"
@@ -55,6 +61,24 @@ def _slot_failures(core) -> list[str]:
         problems.append(f"the core takes {core.minutes} minutes with its breaks, opening, setup "
                         f"check and wrap-up, over the workshop day of {WORKSHOP_DAY}")
     return problems
+
+
+def core_rests(root: Path, core) -> list[int]:
+    """The rests of the core's breaks as _config.yml plans them (after an episode but the last,
+    and inside an episode), before the minutes to come back."""
+    slugs = [ep.slug for ep in core.episodes]
+    after, inside = schedule_breaks(root), schedule_inner_breaks(root)
+    return [after[s] for s in slugs[:-1] if s in after] + [inside[s] for s in slugs if s in inside]
+
+
+def break_failures(core, rests: list[int]) -> list[str]:
+    """Each of the core's breaks holds the minutes a room takes to come back from it."""
+    scheduled = sum(item.minutes for _, item, _ in core.rows if isinstance(item, Break))
+    scheduled += sum(core.inner_breaks.values())
+    if scheduled < sum(rests) + BREAK_RETURN * len(rests):
+        return [f"the core's breaks do not hold the {BREAK_RETURN} minutes a room takes to come "
+                f"back from each: set lesson_schedule.break_return: {BREAK_RETURN} in _config.yml"]
+    return []
 
 
 def stretch_failures(part) -> list[str]:
@@ -136,7 +160,7 @@ def named_core_failures(root: Path, core) -> list[str]:
     return problems
 
 
-def model_table(reports, rates: str, core, setup=None) -> str:
+def model_table(reports, rates: str, core, setup=None, day: dict | None = None) -> str:
     """The timing model per core episode, as a Markdown table for the guide, the sessions and the
     day. ``setup``: the model's minutes of the setup check section, which its slot times."""
     lines = [
@@ -161,7 +185,11 @@ def model_table(reports, rates: str, core, setup=None) -> str:
     parts = [f"the setup check ({setup_minutes} min{model})"] + [
         f"the {label[0].lower()}{label[1:]} ({minutes} min)" for label, minutes in slots.items()]
     lines += ["", f"With {', '.join(parts[:-1])} and {parts[-1]}, the room works for {work} "
-              f"minutes. With the breaks ({breaks} min), the day takes {core.minutes} minutes."]
+              f"minutes. With the breaks ({breaks} min, {BREAK_RETURN} of each to come back), "
+              f"the day takes {core.minutes} minutes."]
+    if day:
+        lines += ["", f"The model's day, each part at its least: {sum(day.values())} minutes ("
+                  + ", ".join(f"{part} {minutes}" for part, minutes in day.items()) + ")."]
     by_slug = {r.slug: r for r in reports}
     for session, start, end in core.sessions:
         served = [by_slug[item.slug] for _, item, at in core.rows
