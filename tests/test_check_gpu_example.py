@@ -11,7 +11,7 @@ from pathlib import Path
 
 import budget
 import pytest
-import reference
+import steps
 from carpentry import (
     MISSING,
     RESULT_SOURCES,
@@ -172,7 +172,7 @@ def test_the_budgeted_gpu_run_makes_the_record_after_its_two_leases_and_only_bes
     last = max(budget.LEASES)
     [planned] = [p for p in budget.PLAN if p.step is step]
     assert step.gpu_only and planned.lease == last and "on the H200 node" in planned.basis
-    argv = reference.command(step, None, True)
+    argv = steps.command(step, None, True)
     assert argv[1:4] == ["-m", "gpulesson.check", "--inside-job"]
     record = Path(argv[argv.index("--record") + 1])
     assert record == example.RESULTS_FILE.relative_to(ROOT) and record.parts[0] in budget.RECORDS

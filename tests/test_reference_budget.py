@@ -18,7 +18,7 @@ from pathlib import Path
 import budget
 import pytest
 import reference
-import steprun
+import steps
 from conftest import ROOT, lesson_files
 
 from gpulesson.timing import process_running
@@ -26,10 +26,10 @@ from gpulesson.timing import process_running
 QUIET = {"say": lambda *a: None}
 
 
-def _marker_step(tmp_path: Path, name: str, **kwargs) -> reference.Step:
+def _marker_step(tmp_path: Path, name: str, **kwargs) -> steps.Step:
     """A step that appends a line to ``name``.txt each time it runs."""
     out = tmp_path / f"{name}.txt"
-    return reference.Step(name, ["-c", f"open({str(out)!r}, 'a').write('ran\\n')"], **kwargs)
+    return steps.Step(name, ["-c", f"open({str(out)!r}, 'a').write('ran\\n')"], **kwargs)
 
 
 def _runs(tmp_path: Path, name: str) -> int:
@@ -38,9 +38,9 @@ def _runs(tmp_path: Path, name: str) -> int:
 
 
 def test_a_restored_pack_state_redraws_the_figures_and_refills_the_notebooks(tmp_path, monkeypatch):
-    monkeypatch.setattr(reference, "STATE_DIR", tmp_path / "build")
-    monkeypatch.setattr(reference, "PACKED", ("results",))
-    stage = reference.Stage("pack", "", "", [_marker_step(tmp_path, "figures"), reference.Step("pack", None)])
+    monkeypatch.setattr(steps, "STATE_DIR", tmp_path / "build")
+    monkeypatch.setattr(steps, "PACKED", ("results",))
+    stage = reference.Stage("pack", "", "", [_marker_step(tmp_path, "figures"), steps.Step("pack", None)])
     state = tmp_path / "build" / "state.json"
     reference.run_stage(stage, time_limit=0, state_file=state, **QUIET)
     with tarfile.open(tmp_path / "build" / "reference-run.tar.gz") as archive:
@@ -111,7 +111,7 @@ def test_a_gpu_only_step_skipped_without_a_gpu_is_not_marked_done(tmp_path):
 def test_pytorch_steps_wait_passively_unless_told_otherwise(tmp_path, monkeypatch):
     probe = ["-c", "import os; print('policy', os.environ.get('OMP_WAIT_POLICY'))"]
     torch_steps = [p.step for p in budget.PLAN if "torch" in p.step.needs]
-    assert torch_steps and all(s.env == reference.TORCH_ENV for s in torch_steps)
+    assert torch_steps and all(s.env == steps.TORCH_ENV for s in torch_steps)
     for preset, expected in ((None, "PASSIVE"), ("ACTIVE", "ACTIVE")):
         if preset:
             monkeypatch.setenv("OMP_WAIT_POLICY", preset)
@@ -119,8 +119,8 @@ def test_pytorch_steps_wait_passively_unless_told_otherwise(tmp_path, monkeypatc
             monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
         log = tmp_path / f"log-{expected}"
         with open(log, "w") as handle:
-            assert steprun.run_step([sys.executable, *probe], time.monotonic() + 60, handle,
-                                    reference.TORCH_ENV) == 0
+            assert steps.run_step([sys.executable, *probe], time.monotonic() + 60, handle,
+                                    steps.TORCH_ENV) == 0
         assert f"policy {expected}" in log.read_text()
 
 
@@ -152,11 +152,11 @@ def test_a_run_stays_on_its_gpu_model_data_and_size(tmp_path, monkeypatch):
     monkeypatch.setenv("LESSON_QUICK", "1")
     path = tmp_path / "run.json"
     path.write_text(json.dumps({**_state(), "gpu": "NVIDIA H100 80GB HBM3"}))
-    with pytest.raises(reference.StageStopped, match="same GPU model"):
+    with pytest.raises(steps.StageStopped, match="same GPU model"):
         budget.open_run(path, "NVIDIA H200", fresh=False)
     assert budget.open_run(path, "NVIDIA H200", fresh=True)["gpu"] == "NVIDIA H200"
     monkeypatch.setenv("LESSON_QUICK", "0")
-    with pytest.raises(reference.StageStopped, match="quick"):
+    with pytest.raises(steps.StageStopped, match="quick"):
         budget.open_run(path, "NVIDIA H100 80GB HBM3", fresh=False)
 
 
@@ -172,7 +172,7 @@ def test_every_planned_step_has_an_estimate_and_its_basis():
 def test_what_the_committed_run_lacks_takes_the_fewest_leases_the_headline_first():
     """The steps the committed run lacks on its GPU model fill the leases in order, and one
     lease fewer could not hold them by their high estimates."""
-    state = budget.reference.load_state(budget.STATE_FILE)
+    state = steps.load_state(budget.STATE_FILE)
     lacking = budget.lacking(state, state["gpu"], max(budget.LEASES))
     leases = sorted({p.lease for p in lacking})
     assert leases == list(range(1, len(leases) + 1)), "no lease is left empty before another"
@@ -216,15 +216,15 @@ CONDITIONS = textwrap.dedent("""
 BUDGET_DRIVER = textwrap.dedent("""
     import sys
     sys.path[:0] = ["tools"]
-    import budget, reference, steprun
-    from reference import Step
-    steprun.GRACE, budget.MIN_START = 2.0, 1.0
+    import budget, steps
+    from steps import Step
+    steps.GRACE, budget.MIN_START = 2.0, 1.0
     cond = lambda name, out: Step(name, ["fake/conditions.py", out], resumable=True)
     budget.PLAN[:] = [budget.Planned(cond("first", "fake/first.txt"), 1, (1, 2), "a fake"),
                       budget.Planned(cond("slow", "fake/slow.txt"), 1, (1, 2), "a fake"),
                       budget.Planned(Step("gpu", ["-c", "raise SystemExit(5)"], gpu_only=True), 2,
                                      (1, 2), "a fake")]
-    reference.REFRESH[:] = [Step("figures", ["-c", "open('fake/figures.txt', 'a').write('x')"])]
+    steps.REFRESH[:] = [Step("figures", ["-c", "open('fake/figures.txt', 'a').write('x')"])]
     raise SystemExit(budget.main(sys.argv[1:]))
 """)
 
@@ -255,7 +255,7 @@ def test_the_budgeted_command_stops_by_its_deadline_packs_and_a_later_call_goes_
     files = sorted(p.name for p in (tmp_path / "out1").iterdir())
     assert files == sorted(budget.FILES) and len(files) <= 3
     for path in (tmp_path / "out1").iterdir():
-        assert path.stat().st_size <= reference.PACK_LIMIT
+        assert path.stat().st_size <= steps.PACK_LIMIT
     about = json.loads((tmp_path / "out1" / "budget.json").read_text())
     assert [s["result"] for s in about["steps"]] == ["done", "stopped at the deadline"]
     assert about["left"] == ["slow"] and about["left_for_a_gpu"] == ["gpu"]
@@ -324,13 +324,13 @@ def test_a_run_begun_on_a_cpu_goes_on_beside_a_gpu_as_a_new_run_and_stays_one(tm
     script = tmp_path / "conditions.py"
     script.write_text(CONDITIONS)
     out = str(tmp_path / "records.txt")
-    shared = lambda name: reference.Step(name, [str(script), out], resumable=True,  # noqa: E731
+    shared = lambda name: steps.Step(name, [str(script), out], resumable=True,  # noqa: E731
                                          run="shared", with_gpu=("--gpu-too",))
     monkeypatch.setattr(budget, "PLAN", [budget.Planned(shared("a"), 1, (1, 2), "a fake"),
                                          budget.Planned(shared("b"), 1, (1, 2), "a fake")])
-    monkeypatch.setattr(reference, "REFRESH", [])
+    monkeypatch.setattr(steps, "REFRESH", [])
     monkeypatch.setattr(budget, "LOG_DIR", tmp_path / "logs")
-    monkeypatch.setattr(reference, "command", lambda step, run_id, gpu: [
+    monkeypatch.setattr(steps, "command", lambda step, run_id, gpu: [
         sys.executable, *step.argv, "--run-id", run_id])
     monkeypatch.setenv("LESSON_DATA", "synthetic")
     monkeypatch.setenv("LESSON_QUICK", "1")
@@ -354,7 +354,7 @@ def test_a_run_begun_on_a_cpu_goes_on_beside_a_gpu_as_a_new_run_and_stays_one(tm
 
 
 @pytest.mark.parametrize("planned", [p for p in budget.PLAN if p.step.argv[0] == "-m"
-                                     and p.step.argv[1].startswith(reference.MODULE)],
+                                     and p.step.argv[1].startswith(steps.MODULE)],
                          ids=lambda p: p.name)
 def test_every_planned_experiment_step_parses_as_its_command_line(planned):
     import importlib
@@ -362,7 +362,7 @@ def test_every_planned_experiment_step_parses_as_its_command_line(planned):
     name = planned.step.argv[1]
     module = importlib.import_module(name if name.endswith("torch_reference") else f"{name}.__main__")
     for gpu in (False, True):
-        module._parser().parse_args(reference.command(planned.step, "run-1", gpu, python="py")[3:])
+        module._parser().parse_args(steps.command(planned.step, "run-1", gpu, python="py")[3:])
 
 
 def test_a_step_done_with_an_older_instrument_is_recorded_again_in_a_new_run(tmp_path, monkeypatch):
@@ -371,13 +371,13 @@ def test_a_step_done_with_an_older_instrument_is_recorded_again_in_a_new_run(tmp
     script = tmp_path / "conditions.py"
     script.write_text(CONDITIONS)
     out = str(tmp_path / "records.txt")
-    step = lambda name: reference.Step(name, [str(script), out], resumable=True)  # noqa: E731
+    step = lambda name: steps.Step(name, [str(script), out], resumable=True)  # noqa: E731
     plan = [budget.Planned(step("kept"), 1, (1, 2), "a fake"),
             budget.Planned(step("changed"), 1, (1, 2), "a fake")]
     monkeypatch.setattr(budget, "PLAN", plan)
-    monkeypatch.setattr(reference, "REFRESH", [])
+    monkeypatch.setattr(steps, "REFRESH", [])
     monkeypatch.setattr(budget, "LOG_DIR", tmp_path / "logs")
-    monkeypatch.setattr(reference, "command", lambda step, run_id, gpu: [
+    monkeypatch.setattr(steps, "command", lambda step, run_id, gpu: [
         sys.executable, *step.argv, "--run-id", run_id])
     monkeypatch.setenv("LESSON_DATA", "synthetic")
     monkeypatch.setenv("LESSON_QUICK", "1")

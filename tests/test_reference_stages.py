@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import reference
-import steprun
+import steps
 from conftest import ROOT, lesson_files
 
 from gpulesson import preflight
@@ -50,7 +50,7 @@ STEP = textwrap.dedent("""
 def _stage(tmp_path, *, needs=()) -> reference.Stage:
     script = tmp_path / "step.py"
     script.write_text(STEP)
-    step = reference.Step("conditions", [str(script), str(tmp_path / "records.txt")], needs,
+    step = steps.Step("conditions", [str(script), str(tmp_path / "records.txt")], needs,
                           resumable=True)
     return reference.Stage("try", "three conditions", "seconds", [step])
 
@@ -64,9 +64,9 @@ def test_a_stage_stopped_at_its_limit_keeps_what_finished_and_goes_on_without_du
     stage, state = _stage(tmp_path), tmp_path / "state.json"
     # The hanging child ignores SIGTERM: the stop waits the grace out, then kills. A short
     # grace keeps the test short; the order of the stop is the same.
-    monkeypatch.setattr(steprun, "GRACE", 3.0)
+    monkeypatch.setattr(steps, "GRACE", 3.0)
     (tmp_path / "HANG").touch()
-    with pytest.raises(reference.StageStopped, match=r"time limit .* python tools/reference\.py try"):
+    with pytest.raises(steps.StageStopped, match=r"time limit .* python tools/reference\.py try"):
         # Long enough for condition 1 (one line of a file, after Python starts) on a busy
         # machine; condition 2 hangs until the limit.
         reference.run_stage(stage, time_limit=12, state_file=state, say=lambda *a: None)
@@ -93,8 +93,8 @@ def test_a_stage_stopped_at_its_limit_keeps_what_finished_and_goes_on_without_du
 
 def test_a_failing_step_says_how_to_go_on(tmp_path):
     stage = reference.Stage("broken", "fails", "seconds",
-                            [reference.Step("boom", ["-c", "raise SystemExit(3)"])])
-    with pytest.raises(reference.StageStopped, match=r"boom failed \(exit status 3\).*"
+                            [steps.Step("boom", ["-c", "raise SystemExit(3)"])])
+    with pytest.raises(steps.StageStopped, match=r"boom failed \(exit status 3\).*"
                                                      r"python tools/reference.py broken"):
         reference.run_stage(stage, time_limit=0, state_file=tmp_path / "s.json",
                             say=lambda *a: None)
@@ -122,32 +122,32 @@ def _pin(name: str) -> str:
 
 def test_the_command_passes_the_run_id_and_puts_the_gpu_first():
     step = reference.STAGES["core"].steps[0]
-    assert reference.command(step, "r1", gpu=True, python="py") == [
+    assert steps.command(step, "r1", gpu=True, python="py") == [
         "py", "-m", "gpulesson.experiments.cnn", "--run-id", "r1", "--devices", "gpu", "cpu"]
-    assert reference.command(step, "r1", gpu=False, python="py")[-2:] == ["--run-id", "r1"]
+    assert steps.command(step, "r1", gpu=False, python="py")[-2:] == ["--run-id", "r1"]
     assert reference.expand("gpu-node") == list(reference.GPU_NODE)
     assert "contention" not in reference.GPU_NODE and "contention" in reference.expand("all")
     # Feeding: the GPU's stage, then the CPU's, four pipelines beside a GPU, all without one.
     on_cpu = reference.STAGES["feeding-cpu"].steps[0]
-    assert "--pipelines" in reference.command(on_cpu, "r", gpu=True)
-    assert "--pipelines" not in reference.command(on_cpu, "r", gpu=False)
+    assert "--pipelines" in steps.command(on_cpu, "r", gpu=True)
+    assert "--pipelines" not in steps.command(on_cpu, "r", gpu=False)
     from gpulesson.experiments.feeding.measure import REFERENCE_CPU_STEPS
 
-    assert reference.FEEDING_CPU_STEPS == str(REFERENCE_CPU_STEPS)
+    assert steps.FEEDING_CPU_STEPS == str(REFERENCE_CPU_STEPS)
     extra = {"REFERENCE_ARGS_FEEDING": "--pipelines lesson 'classic'"}
-    assert reference.extra_arguments(on_cpu, extra) == ["--pipelines", "lesson", "classic"]
-    assert reference.extra_arguments(step, extra) == []
+    assert steps.extra_arguments(on_cpu, extra) == ["--pipelines", "lesson", "classic"]
+    assert steps.extra_arguments(step, extra) == []
 
 
 def test_steps_of_one_experiment_in_two_stages_are_one_run_and_a_gpu_step_waits_for_a_gpu(tmp_path):
     script = tmp_path / "step.py"
     script.write_text(STEP)
     out = str(tmp_path / "records.txt")
-    first = reference.Stage("one", "", "", [reference.Step("a", [str(script), out], resumable=True,
+    first = reference.Stage("one", "", "", [steps.Step("a", [str(script), out], resumable=True,
                                                             run="shared")])
     second = reference.Stage("two", "", "", [
-        reference.Step("gpu part", ["-c", "raise SystemExit(9)"], gpu_only=True),
-        reference.Step("b", [str(script), out], resumable=True, run="shared")])
+        steps.Step("gpu part", ["-c", "raise SystemExit(9)"], gpu_only=True),
+        steps.Step("b", [str(script), out], resumable=True, run="shared")])
     state, said = tmp_path / "state.json", []
     for stage in (first, second):
         reference.run_stage(stage, time_limit=0, state_file=state, gpu=False, say=said.append)
@@ -166,15 +166,15 @@ def test_a_run_needs_its_data_chosen(monkeypatch, capsys):
 
 
 def test_the_pack_holds_the_run_under_its_limit_or_is_not_written(tmp_path):
-    out = reference.pack(tmp_path / "run.tar.gz", say=lambda *a: None)
-    assert out.stat().st_size <= reference.PACK_LIMIT
+    out = steps.pack(tmp_path / "run.tar.gz", say=lambda *a: None)
+    assert out.stat().st_size <= steps.PACK_LIMIT
     with tarfile.open(out) as archive:
         names = archive.getnames()
-    for folder in reference.PACKED:
+    for folder in steps.PACKED:
         assert any(n.startswith(f"{folder}/") for n in names), folder
     assert any(n.startswith("executed/05") for n in names) and not any("__pycache__" in n for n in names)
-    with pytest.raises(reference.StageStopped, match="over its limit"):
-        reference.pack(tmp_path / "small.tar.gz", limit=1000, say=lambda *a: None)
+    with pytest.raises(steps.StageStopped, match="over its limit"):
+        steps.pack(tmp_path / "small.tar.gz", limit=1000, say=lambda *a: None)
     assert not list(tmp_path.glob("small*")), "no half-written archive"
 
 
@@ -192,7 +192,7 @@ QUICK_STAGES = ["notebooks-2", "core", "ceiling", "pack"]
 def _experiment_steps():
     for stage in reference.STAGES.values():
         for step in stage.steps:
-            if step.argv and step.argv[0] == "-m" and step.argv[1].startswith(reference.MODULE):
+            if step.argv and step.argv[0] == "-m" and step.argv[1].startswith(steps.MODULE):
                 yield pytest.param(step, id=f"{stage.name}: {step.name}")
 
 
@@ -205,8 +205,8 @@ def test_every_stage_step_has_arguments_its_experiment_accepts(step):
     name = step.argv[1]
     module = importlib.import_module(name if name.endswith("torch_reference") else f"{name}.__main__")
     for gpu in (False, True):
-        argv = reference.command(step, "run-1", gpu=gpu, python="py")[3:]
-        argv += reference.extra_arguments(step, SHORTER)
+        argv = steps.command(step, "run-1", gpu=gpu, python="py")[3:]
+        argv += steps.extra_arguments(step, SHORTER)
         module._parser().parse_args(argv)  # an unknown option or bad value exits here
 
 

@@ -39,16 +39,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import reference
-import steprun
-from reference import ROOT, StageStopped, Step, StopRequested
+import steps
+from steps import ROOT, StageStopped, Step, StopRequested
 
 from gpulesson.check import example as check_example
 from gpulesson.check.login import kernel_env_expected
 from gpulesson.class_share import CLASS_ENV
+from gpulesson.preflight import MissingPackage, require
 
 STATE_FILE = ROOT / "results" / "reference-run.json"
-LOG_DIR = reference.STATE_DIR
+LOG_DIR = steps.STATE_DIR
 # s kept for the pack: 27-57 s in the stand-in on 2 busy cores (the figures most of it, one
 # process each), less on 16 idle ones; the figures stop at the pack's deadline, the archives do not.
 PACK_RESERVE = 40.0
@@ -94,7 +94,7 @@ class Planned:
         return self.beside_gpu or self.step.gpu_only or bool(self.step.with_gpu)
 
 
-_x = reference._experiment
+_x = steps.experiment
 TORCH = ("torch", "torchvision", "numpy", "h5py")
 # The instructor's readiness check, its job part on the node (python -m gpulesson.check
 # --inside-job): its record, results/check-gpu.jsonl, is the guide's example of the GPU items.
@@ -105,10 +105,10 @@ CHECK_GPU = Step("readiness check on the GPU",
                   "--json", str(LOG_DIR.relative_to(ROOT) / "check-gpu.json"),
                   "--record", str(check_example.RESULTS_FILE.relative_to(ROOT))],
                  ("keras", "numpy", "h5py", "yaml"), gpu_only=True,
-                 env=(*kernel_env_expected().items(), *reference.TORCH_ENV, (CLASS_ENV, "/tmp")))
+                 env=(*kernel_env_expected().items(), *steps.TORCH_ENV, (CLASS_ENV, "/tmp")))
 # Grain's workers beside the node's GPU: JAX, the backend the node's lessons run.
 WORKERS_GPU = ("--backends", "jax", "--devices", "gpu")
-GRAIN = (*reference.KERAS, "grain")
+GRAIN = (*steps.KERAS, "grain")
 # The instruments changed after the first GPU run (method 2): the matrix products measure the
 # card's throughput over windows of calls; the CNN times validation after a synchronisation and
 # evaluation without its compile; the device pipelines of episode 9 (feeding, ceiling) take their
@@ -157,7 +157,7 @@ PLAN = [
             "(about 5 s a start) and their 2 processes import JAX and Keras (about 8 s each)"),
     Planned(_x("feeding", "--devices", "gpu", "--pipelines", "classic",
                "lesson", "lesson-ahead", "lesson-ahead-window1", "lesson-gzip", "ram", "device",
-               "--classic-max-steps", reference.FEEDING_CPU_STEPS, "--chunks", with_gpu=(),
+               "--classic-max-steps", steps.FEEDING_CPU_STEPS, "--chunks", with_gpu=(),
                gpu_only=True, step="feeding on the GPU"),
             4, (150, 160), "154.3 s on the H200 node (2026-11-28, run b4865c) in two calls",
             method=4),
@@ -181,14 +181,14 @@ PLAN = [
             "68 s on the H200 node (2026-11-28) with windows of a few calls; now every window "
             "lasts at least 0.5 s: 60 sizes x 5 windows add about 150 s (arithmetic, not "
             "rehearsed on the node)", method=3),
-    Planned(Step("notebook 05", ["tools/record_run.py", "--only", "05"], reference.NOTEBOOK,
+    Planned(Step("notebook 05", ["tools/record_run.py", "--only", "05"], steps.NOTEBOOK,
                  quick_option=True), 2, (125, 140),
             "132 s on the H200 node (2026-11-28)", beside_gpu=True, method=3),
-    Planned(_x("torch_reference", needs=TORCH, env=reference.TORCH_ENV), 3, (40, 50),
+    Planned(_x("torch_reference", needs=TORCH, env=steps.TORCH_ENV), 3, (40, 50),
             "42.0 s on the H200 node (2026-11-27)"),
     Planned(_x("small_models", "--parts", "comparison", step="small model"), 3, (10, 20),
             "11.4 s on the H200 node (2026-11-27)"),
-    Planned(reference.DDP_CHECK, 3, (10, 20), "12.6 s on the H200 node (2026-11-27)"),
+    Planned(steps.DDP_CHECK, 3, (10, 20), "12.6 s on the H200 node (2026-11-27)"),
     Planned(CHECK_GPU, 3, (30, 40), "33.2 s on the H200 node (2026-11-27)"),
 ]
 PLAN.sort(key=lambda planned: planned.lease)  # lease by lease, in the list's order within one
@@ -215,16 +215,16 @@ def gpu_model() -> str | None:
         for line in info.read_text(errors="replace").splitlines():
             if line.startswith("Model:"):
                 return line.split(":", 1)[1].strip()
-    return "NVIDIA GPU" if reference.gpu_present() else None
+    return "NVIDIA GPU" if steps.gpu_present() else None
 
 
 def settings_now() -> dict:
-    return {"data": os.environ.get("LESSON_DATA", ""), "quick": reference.quick_mode()}
+    return {"data": os.environ.get("LESSON_DATA", ""), "quick": steps.quick_mode()}
 
 
 def open_run(path: Path, gpu: str | None, fresh: bool) -> dict:
     """The run's state, new or going on; refuses a run of other data, size or GPU model."""
-    state = {} if fresh else reference.load_state(path)
+    state = {} if fresh else steps.load_state(path)
     if not state:
         return {"about": "the budgeted reference run (tools/budget.py): what is done, on which "
                          "GPU, and each experiment's run id", **settings_now(), "gpu": gpu,
@@ -264,7 +264,7 @@ def fits(planned: Planned, left_s: float, quick: bool) -> bool:
 class Call:
     """One call of the budgeted run: its deadline, its log, what it did."""
 
-    def __init__(self, args, say=reference._say):
+    def __init__(self, args, say=steps.say_now):
         self.started = time.monotonic()
         self.deadline = self.started + args.deadline
         self.args, self.say, self.did = args, say, []
@@ -284,8 +284,8 @@ class Call:
 
     def record(self, state: dict, log) -> None:
         """Run what the run lacks until the steps' deadline (the pack's reserve before it)."""
-        steps_end = self.deadline - self.args.pack_reserve - steprun.GRACE
-        quick = reference.quick_mode()
+        steps_end = self.deadline - self.args.pack_reserve - steps.GRACE
+        quick = steps.quick_mode()
         todo = lacking(state, self.gpu, self.args.lease)
         self.note(f"budget: {len(todo)} step(s) lacking ({', '.join(p.name for p in todo) or 'none'})"
                   f"; {self.args.deadline:g} s in all, steps until {steps_end - self.started:.0f} s; "
@@ -313,7 +313,7 @@ class Call:
             state["runs"][step.run_key] = new_run_id()
             begun_on[step.run_key] = self.gpu
             methods[step.run_key] = planned.method
-        reference.save_state(self.args.state, state)  # before it runs: a re-run goes on with it
+        steps.save_state(self.args.state, state)  # before it runs: a re-run goes on with it
         self.note(f"[budget] {planned.name} at {self.elapsed():.0f} s (estimate on the node "
                   f"{planned.estimate[0]}-{planned.estimate[1]} s) ...", log)
         entry = {"step": planned.name, "run_id": state["runs"].get(step.run_key)}
@@ -321,8 +321,8 @@ class Call:
         try:
             if step.quick_option:  # a notebook's run: its notebook refilled from the records first
                 entry["notes"] = self.refresh(log, steps_end, names=("notebooks",))
-            status = reference.run_step(
-                reference.command(step, state["runs"].get(step.run_key), bool(self.gpu)),
+            status = steps.run_step(
+                steps.command(step, state["runs"].get(step.run_key), bool(self.gpu)),
                 steps_end, log, step.env)
         except TimeoutError:
             status = "stopped at the deadline"
@@ -335,7 +335,7 @@ class Call:
                                            "seconds": entry["seconds"], "method": planned.method}
         else:
             entry["result"] = status if isinstance(status, str) else f"failed (exit {status})"
-        reference.save_state(self.args.state, state)
+        steps.save_state(self.args.state, state)
         self.note(f"[budget] {planned.name}: {entry['result']} in {entry['seconds']:.0f} s", log)
         if self.stopped:
             raise StopRequested(self.stopped)
@@ -343,12 +343,12 @@ class Call:
     def refresh(self, log, end: float, names=("figures", "notebooks")) -> list[str]:
         """Redraw the figures and refill the notebooks (or those of ``names``) by ``end``."""
         notes = []
-        for step in (step for step in reference.REFRESH if step.name in names):
+        for step in (step for step in steps.REFRESH if step.name in names):
             if end - time.monotonic() < 2:
                 notes.append(f"{step.name}: not redone, no time left")
                 continue
             try:
-                status = reference.run_step(reference.command(step, None, False), end, log)
+                status = steps.run_step(steps.command(step, None, False), end, log)
             except TimeoutError:
                 status = "stopped at the deadline"
             if status != 0:
@@ -364,9 +364,9 @@ class Call:
 
         def archive(name, folders):
             try:
-                path = reference.pack(out / name, say=lambda *a: None, folders=folders,
-                                      logs=[self.log_path] if name == FILES[0] else [],
-                                      logs_under="_build/reference")
+                path = steps.pack(out / name, say=lambda *a: None, folders=folders,
+                                  logs=[self.log_path] if name == FILES[0] else [],
+                                  logs_under="_build/reference")
                 files[name] = path.stat().st_size
             except (StageStopped, OSError) as exc:
                 notes.append(f"{name}: {exc}")
@@ -391,16 +391,16 @@ def summary(call: Call, state: dict, packed: dict) -> dict:
             "left": left, "left_for_a_gpu": waiting, **packed}
 
 
-def run(args, say=reference._say) -> int:
+def run(args, say=steps.say_now) -> int:
     call = Call(args, say)
     state = open_run(args.state, call.gpu, args.fresh)
     if state.get("gpu") is None and call.gpu:
         state["gpu"] = call.gpu
     for planned in lacking(state, call.gpu, args.lease):
-        reference.require(planned.step.needs, what=f"the budgeted run ({planned.name})")
+        require(planned.step.needs, what=f"the budgeted run ({planned.name})")
     with open(call.log_path, "a", encoding="utf-8") as log:
         try:
-            with reference.stop_on_signals():
+            with steps.stop_on_signals():
                 call.record(state, log)
         except StopRequested as exc:
             call.stopped = call.stopped or f"stopped by {exc}"
@@ -414,7 +414,7 @@ def run(args, say=reference._say) -> int:
             state["calls"] = [*state.get("calls", []), {
                 **{k: about[k] for k in ("date", "machine", "deadline_s", "stopped", "left")},
                 "steps_seconds": about["seconds"]}]  # the pack's time is in budget.json
-            reference.save_state(args.state, state)
+            steps.save_state(args.state, state)
             packed = call.pack(state, log, refresh=call.stopped is None)
         finally:
             about = summary(call, state, packed)
@@ -431,10 +431,10 @@ def describe() -> str:
     lines = [f"The budgeted reference run, step by step in this order (estimates on the node: full "
              f"size, one H200, 16 cores; {BASIS}):"]
     for lease, what in LEASES.items():
-        steps = [p for p in PLAN if p.lease == lease]
-        low, high = sum(p.estimate[0] for p in steps), sum(p.estimate[1] for p in steps)
+        planned = [p for p in PLAN if p.lease == lease]
+        low, high = sum(p.estimate[0] for p in planned), sum(p.estimate[1] for p in planned)
         lines.append(f"lease {lease}: {what} ({low}-{high} s + GPU compute)")
-        for p in steps:
+        for p in planned:
             lines.append(f"  {p.name:28} {p.estimate[0]:4}-{p.estimate[1]:<4} s"
                          f"{'  GPU only' if p.step.gpu_only else ''}  {p.basis}")
     return "\n".join(lines)
@@ -466,13 +466,13 @@ def main(argv=None) -> int:
         return 0
     if args.deadline is None or args.out is None:
         p.error("give --deadline SECONDS and --out DIR (or --list)")
-    if args.deadline < args.pack_reserve + steprun.GRACE:
+    if args.deadline < args.pack_reserve + steps.GRACE:
         p.error(f"--deadline must leave room for the pack: at least "
-                f"{args.pack_reserve + steprun.GRACE:g} s")
+                f"{args.pack_reserve + steps.GRACE:g} s")
     try:
-        reference.check_data_chosen()
+        steps.check_data_chosen()
         return run(args)
-    except reference.MissingPackage as exc:
+    except MissingPackage as exc:
         print(exc, file=sys.stderr)
         return 2
     except StageStopped as exc:
