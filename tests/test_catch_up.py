@@ -27,6 +27,9 @@ import os
 import re
 import uuid
 
+import carpentry
+import episode_cells as ec
+import learner_cells as lc
 import make_notebooks as mk
 import nbformat
 import pytest
@@ -46,7 +49,7 @@ from gpulesson.catchup import (
 )
 
 EPISODES = mk.notebook_episodes(ROOT)
-CORE = [ep for ep in EPISODES if ep.name in {e.path.name for e in mk.schedule_parts(ROOT)[0].episodes}]
+CORE = [ep for ep in EPISODES if ep.name in {e.path.name for e in carpentry.schedule_parts(ROOT)[0].episodes}]
 CALL = re.compile(r"^catch_up\((.*)\)$", re.MULTILINE)
 
 
@@ -55,7 +58,7 @@ def learner(episode) -> nbformat.NotebookNode:
 
 
 def is_catch_up(cell) -> bool:
-    return mk.CATCH_UP in cell.metadata.get("tags", [])
+    return lc.CATCH_UP in cell.metadata.get("tags", [])
 
 
 def call_of(cell) -> list[str]:
@@ -250,29 +253,29 @@ def test_each_prompt_names_what_later_cells_use_and_a_catch_up_follows(episode):
     complete_code = {cell.id: cell.source for cell in complete.cells if cell.cell_type == "code"}
     cells = [cell for cell in nb.cells if cell.cell_type == "code"]
     ours = [cell for cell in cells if not is_catch_up(cell)]
-    pairs = [p for p in mk.code_pairs(episode, ROOT) if p[0] not in ("markdown", "raw")]
+    pairs = [p for p in ec.code_pairs(episode, ROOT) if p[0] not in ("markdown", "raw")]
     needed = needed_later([full.source for _, full, _ in pairs])
-    predicted = mk.predictions(mk.code_pairs(episode, ROOT))
+    predicted = lc.predictions(ec.code_pairs(episode, ROOT))
     for cell, (role, full, _), names, prediction in zip(ours, pairs, needed, predicted, strict=True):
         assert complete_code[cell.id] == full.source
         following = cells[cells.index(cell) + 1] if cell is not cells[-1] else None
         caught = following is not None and is_catch_up(following)
-        if role == mk.TYPED:
+        if role == ec.TYPED:
             assert later_names(cell) == names, cell.source
             for name in names:
                 assert re.search(rf"\b{re.escape(name)}\b", cell.source.splitlines()[-1])
             assert caught, cell.source  # also what a restart needs rebuilt below it
-        elif role == mk.SOLUTION and prediction and not names:
+        elif role == ec.SOLUTION and prediction and not names:
             # Its complete cell would print the answer to predict; nothing later needs it.
             assert not caught, f"a catch-up gives away the prediction {cell.source[:60]!r}"
-        elif role == mk.SOLUTION:
+        elif role == ec.SOLUTION:
             assert caught, f"no catch-up after the exercise {cell.source[:60]!r}"
         else:
             assert not caught
         if caught:
             cell_id, *called = call_of(following)
-            assert cell_id == cell.id and following.id == f"{cell.id}-{mk.CATCH_UP}"
-            assert called == (names if role == mk.TYPED else
+            assert cell_id == cell.id and following.id == f"{cell.id}-{lc.CATCH_UP}"
+            assert called == (names if role == ec.TYPED else
                               names or defined_names(full.source, conditional=False, imports=False))
             assert set(called) <= set(defined_names(complete_code[cell_id]))
             assert following.source.startswith("# Catch-up: run this cell only if")
@@ -280,9 +283,9 @@ def test_each_prompt_names_what_later_cells_use_and_a_catch_up_follows(episode):
 
 # The names the review found unnamed, and the prompt that must name them now.
 # Names a given cell defines are left out: episode 1's settings and path, episode 4's my_file
-# and BATCH_SIZE, episode 5's initial_weights and EPOCHS.
+# and BATCH_SIZE, episode 5's initial_weights, EPOCHS and cpu_run.
 NAMED = {"03-environments": {"os", "keras"}, "04-data-pipeline": {"train_batches"},
-         "05-cpu-vs-gpu": {"cpu_run", "cnn", "test_images",
+         "05-cpu-vs-gpu": {"cnn", "test_images",
                            "test_labels", "predicted", "model", "matrix"}}
 
 
@@ -326,15 +329,15 @@ def test_an_exercise_that_asks_for_code_has_a_cell_to_work_in(slug, title):
     cells = nbformat.read(ROOT / mk.LEARNER_DIR / f"{slug}.ipynb", as_version=4).cells
     [i] = [i for i, cell in enumerate(cells) if f"**Exercise: {title}" in cell.source]
     after = next(cell for cell in cells[i + 1:] if cell.cell_type == "code")
-    assert mk.BLANK in after.source and cells.index(after) <= i + 2
+    assert catchup.BLANK in after.source and cells.index(after) <= i + 2
 
 
 def test_the_speed_up_works_with_one_cpu_epoch_and_says_so(capsys):
     """CPU_EPOCHS = 1 with a GPU run: the complete cell of the speed-up exercise runs, with
     stand-ins for the runs, and says that the warm-up is in."""
     episode = ROOT / "_episodes" / "05-cpu-vs-gpu.md"
-    [solution] = [full.source for role, full, _ in mk.code_pairs(episode, ROOT)
-                  if role == mk.SOLUTION and "def speedup" in full.source]
+    [solution] = [full.source for role, full, _ in ec.code_pairs(episode, ROOT)
+                  if role == ec.SOLUTION and "def speedup" in full.source]
     import statistics
 
     def run(seconds):
@@ -377,10 +380,10 @@ def test_a_learner_who_skips_every_typed_cell_and_leaves_every_blank_catches_up(
     from the complete cells, without stopping at the blanks left above, and reload episode 5's
     finished runs rather than train again."""
     nb = learner(episode)
-    pairs = [p for p in mk.code_pairs(episode, ROOT) if p[0] not in ("markdown", "raw")]
-    exercise_cells = {mine.source for role, _, mine in pairs if role == mk.SOLUTION}
+    pairs = [p for p in ec.code_pairs(episode, ROOT) if p[0] not in ("markdown", "raw")]
+    exercise_cells = {mine.source for role, _, mine in pairs if role == ec.SOLUTION}
     ours = [cell for cell in nb.cells if cell.cell_type == "code" and not is_catch_up(cell)]
-    typed = {cell.id for cell, (role, _, _) in zip(ours, pairs, strict=True) if role == mk.TYPED}
+    typed = {cell.id for cell, (role, _, _) in zip(ours, pairs, strict=True) if role == ec.TYPED}
     env = {**os.environ, "PYTHONPATH": str(ROOT), "LESSON_WORK_DIR": str(tmp_path / "work"),
            "JUPYTER_PATH": str(tmp_path / "jupyter"), "JUPYTER_DATA_DIR": str(tmp_path / "data"),
            "IPYTHONDIR": str(tmp_path / "ipython"), "JPY_SESSION_NAME": uuid.uuid4().hex,

@@ -5,6 +5,9 @@ import json
 import subprocess
 import sys
 
+import carpentry
+import episode_cells as ec
+import lesson_modules as lm
 import make_notebooks as mk
 import pytest
 from conftest import ROOT, lesson_files
@@ -51,13 +54,13 @@ def test_the_data_cell_adds_no_code():
     import jupytext
 
     episode = ROOT / "_episodes" / "05-cpu-vs-gpu.md"
-    text = mk.fill_placeholders(episode.read_text(encoding="utf-8"), ROOT)
+    text = carpentry.fill_placeholders(episode.read_text(encoding="utf-8"), ROOT)
     source = jupytext.reads(text, fmt="myst")
     made = mk.build_notebook(episode)
     code = [cell.source for cell in made.cells if cell.cell_type == "code"]
     # Every code cell of the episode but the exercises' cells with blanks (the learners' only).
     assert code == [cell.source for cell in source.cells if cell.cell_type == "code"
-                    and mk.EXERCISE not in cell.metadata.get("tags", [])]
+                    and ec.EXERCISE not in cell.metadata.get("tags", [])]
 
 
 def test_a_changed_episode_is_detected(tmp_path):
@@ -87,7 +90,7 @@ def test_named_module_tags_make_their_own_module(tmp_path):
     (root / "gpulesson" / "lesson" / "stale.py").write_text("")
     assert any("lesson/stale.py has no cells" in p for p in mk.out_of_sync(root))
     with pytest.raises(ValueError, match="lesson-module-NAME"):
-        mk.module_path("lesson-module-Bad Name")
+        lm.module_path("lesson-module-Bad Name")
 
 
 def test_myst_markup_becomes_plain_markdown():

@@ -10,6 +10,9 @@ import json
 import re
 import textwrap
 
+import carpentry
+import episode_cells as ec
+import learner_cells as lc
 import make_notebooks as mk
 import nbformat
 import pytest
@@ -17,11 +20,11 @@ from conftest import ROOT
 
 EPISODES = mk.notebook_episodes(ROOT)
 IDS = [ep.stem for ep in EPISODES]
-CORE = {ep.path.name for ep in mk.schedule_parts(ROOT)[0].episodes}
+CORE = {ep.path.name for ep in carpentry.schedule_parts(ROOT)[0].episodes}
 
 
 def is_catch_up(cell) -> bool:
-    return mk.CATCH_UP in cell.get("metadata", {}).get("tags", [])
+    return lc.CATCH_UP in cell.get("metadata", {}).get("tags", [])
 
 
 @pytest.mark.parametrize("episode", EPISODES, ids=IDS)
@@ -35,12 +38,12 @@ def test_filling_the_learners_notebook_gives_the_complete_one(episode):
     assert learner.cells[1].source != complete.cells[1].source  # a header for learners
     learner.cells[1] = complete.cells[1]
     codes = [cell for cell in learner.cells if cell.cell_type == "code"]
-    pairs = [(role, full, mine) for role, full, mine in mk.code_pairs(episode, ROOT)
+    pairs = [(role, full, mine) for role, full, mine in ec.code_pairs(episode, ROOT)
              if role not in ("markdown", "raw")]
     assert len(codes) == len(pairs)
     for cell, (role, full, mine) in zip(codes, pairs, strict=True):
-        if role == mk.TYPED:
-            assert cell.source.splitlines()[0] == f"# {full.metadata[mk.PROMPT].strip()}"
+        if role == ec.TYPED:
+            assert cell.source.splitlines()[0] == f"# {full.metadata[ec.PROMPT].strip()}"
             assert all(line.startswith("# ") for line in cell.source.splitlines())
         else:
             assert cell.source == mine.source  # given: the code; an exercise: its blanks
@@ -54,8 +57,8 @@ def test_a_learners_notebook_holds_no_answer(episode):
     (code or Markdown): not in a neighbouring cell, not in the text."""
     learner = json.loads(mk.learner_target(episode, ROOT).read_text(encoding="utf-8"))
     lines = {line.strip() for cell in learner["cells"] for line in "".join(cell["source"]).splitlines()}
-    for role, solution, exercise in mk.code_pairs(episode, ROOT):
-        if role != mk.SOLUTION:
+    for role, solution, exercise in ec.code_pairs(episode, ROOT):
+        if role != ec.SOLUTION:
             continue
         given = {line.strip() for line in exercise.source.splitlines()}
         answer = [line.strip() for line in solution.source.splitlines()
@@ -73,7 +76,7 @@ def test_a_learners_notebook_is_clean_and_its_typed_cells_hold_only_their_prompt
     for cell in nb["cells"]:
         if cell["cell_type"] == "code":
             assert cell["outputs"] == [] and cell["execution_count"] is None, cell["source"][:80]
-    typed = [full for role, full, _ in mk.code_pairs(episode, ROOT) if role == mk.TYPED]
+    typed = [full for role, full, _ in ec.code_pairs(episode, ROOT) if role == ec.TYPED]
     prompts = [cell for cell in nb["cells"] if cell["cell_type"] == "code"
                and all(line.startswith("# ") for line in cell["source"])]
     assert len(prompts) >= len(typed)
@@ -171,7 +174,7 @@ def test_a_core_episode_has_cells_to_type_and_a_further_one_is_complete(tmp_path
     complete, learner = mk.build_notebooks(root / "_episodes" / "01-one.md", root)
     assert codes(complete) == ["import math", "print(math.sqrt(2))", "print(math.sqrt(16))"]
     typed_and_after = ["import math", "# Compute the square root of two and print it.",
-                       mk.catch_up_source("01-004", [], False), "print(math.____(16))"]
+                       lc.catch_up_source("01-004", [], False), "print(math.____(16))"]
     assert codes(learner) == typed_and_after  # a catch-up under each typed cell
     assert "Type along" in learner.cells[1].source
     complete, learner = mk.build_notebooks(root / "_episodes" / "02-two.md", root)

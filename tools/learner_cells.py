@@ -11,13 +11,17 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import nbformat
+from episode_cells import PROMPT, SOLUTION, TYPED
 
-from gpulesson.catchup import BLANK, RECOVER
+from gpulesson.catchup import BLANK, RECOVER, defined_names
 
 CATCH_UP = "catch-up"  # the tag, and the end of the id, of a catch-up cell
+# An exercise's directive and its class option: ':class: objective-1 prediction'.
+EXERCISE_CLASS = re.compile(r"^:{3,}\{exercise\}[^\n]*\n(?::class:([^\n]*))?", re.M)
 MAINTAINER_NOTE = "*This notebook is generated from the episode: edit the episode, not the notebook.*"
 COMPLETE_NOTE = ("*This is the complete notebook: every cell is filled in. Learners type along "
                  "in their own copies of the learner's notebook.*")
@@ -76,3 +80,37 @@ def catch_up_cell(cell_id: str, names: list[str], exercise: bool) -> nbformat.No
                                      metadata={"tags": [CATCH_UP]})
     cell.id = f"{cell_id}-{CATCH_UP}"
     return cell
+
+
+def predictions(pairs: list[tuple[str, object, object]]) -> list[bool]:
+    """For each code pair of :func:`code_pairs`, whether it is the code of a one-line prediction
+    (an exercise of class ``prediction``, named in the markdown before it)."""
+    found, prediction = [], False
+    for role, full, _ in pairs:
+        if role in ("markdown", "raw"):
+            classes = EXERCISE_CLASS.findall(full.source)
+            if classes:
+                prediction = "prediction" in classes[-1].split()
+        else:
+            found.append(role == SOLUTION and prediction)
+            prediction = False
+    return found
+
+
+def learner_cells(role: str, full, mine, needed: list[str], cell_id: str,
+                   prediction: bool = False) -> list:
+    """The learner's cells for one code cell of the episode: its cell, and a catch-up cell
+    after each typed cell and each exercise (after a restart, the catch-up also rebuilds what
+    the cells below need, so every typed cell has one). A prediction whose names no later cell
+    takes gets none: its complete cell would print the answer to be predicted."""
+    if role == TYPED:
+        cell = nbformat.v4.new_code_cell(typed_prompt(mine.metadata[PROMPT], needed))
+    else:
+        cell = nbformat.v4.new_code_cell(mine.source)
+    cell.id = cell_id
+    if role == SOLUTION:  # an exercise: the names later cells use, or all it always defines
+        names = needed or defined_names(full.source, conditional=False, imports=False)
+    else:
+        names = needed if role == TYPED else []
+    caught = (bool(names) or role == TYPED) and not (prediction and not needed)
+    return [cell, catch_up_cell(cell_id, names, role == SOLUTION)] if caught else [cell]
