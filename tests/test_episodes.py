@@ -66,17 +66,23 @@ def test_schedule_adds_up():
     parts = schedule_parts(ROOT)
     schedule = yaml.safe_load((ROOT / "_config.yml").read_text())["lesson_schedule"]
     breaks, inner = schedule["breaks"], schedule.get("breaks_inside") or {}
+    back = schedule.get("break_return", 0)  # the core's breaks: the rest and the way back
     assert [ep.path.as_posix() for part in parts for ep in part.episodes] == toc_episode_paths(ROOT)
-    for part in parts:
+    for n, part in enumerate(parts):
         assert part.rows[0][0] == "0:00"
-        elapsed = 0
+        back_here = back if n == 0 else 0
+        elapsed, last = 0, None
         for start, item, end in part.rows:
             assert start == f"{elapsed // 60}:{elapsed % 60:02d}"
             if isinstance(item, Session):  # launched at the start of a break: no minutes
                 assert end == elapsed
                 continue
+            if isinstance(item, Break):  # after the episode before it
+                assert item.minutes == breaks[last] + back_here
+            last = getattr(item, "slug", None) or last
             elapsed += (item.minutes if not isinstance(item, Episode)
-                        else item.meta["teaching"] + item.meta["exercises"] + inner.get(item.slug, 0))
+                        else item.meta["teaching"] + item.meta["exercises"]
+                        + (inner[item.slug] + back_here if item.slug in inner else 0))
             assert end == elapsed
         # a break follows exactly the episodes _config.yml names, never the last of a part
         named = [item.slug for _, item, _ in part.rows if isinstance(item, Episode) and item.slug in breaks]
@@ -128,7 +134,7 @@ def test_a_break_after_an_unknown_episode_is_an_error(tmp_path):
     good = config.read_text()
     for old, new, message in [
         ("01-introduction: 10", "01-introdution: 10", "breaks: no episode named '01-introdution'"),
-        ("setup_check: 25", "setup_check: ten", "setup_check: minutes must be a whole number"),
+        ("setup_check: 28", "setup_check: ten", "setup_check: minutes must be a whole number"),
         ("first: 05-cpu-vs-gpu", "first: 05-cpu-gpu", "sessions, entry 2: no episode named '05-cpu-gpu'"),
         ("      gpus: 1\n", "", "sessions, entry 2: give exactly the keys label, first"),
         ("partition: gpu\n", "partition: gpus\n", "'partition' must be gpu or cpu"),

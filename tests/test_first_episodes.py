@@ -155,7 +155,7 @@ def test_the_parts_of_the_objectives_the_workshop_review_found_unassessed_have_q
     assert "nvidia-smi -L" in _page("05-cpu-vs-gpu.md")[1].split("## The model")[0]
     meta, kernel, question, solution = exercise("03-environments.md", "Which environment is my kernel")
     assert "driver" in meta["objectives"][2] and 3 in kernel.objectives
-    assert "CUDA Version" in question and "minor-version compatible" in solution
+    assert "driver 535" in question and "CUDA module" in question and "525 or later" in solution
     meta, prediction, question, solution = exercise("04-data-pipeline.md", "Bytes or floats?")
     assert "shape and data type" in question and "class counts" in question
     assert "one time in ten" in solution and prediction.prediction
