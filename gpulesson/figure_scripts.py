@@ -10,8 +10,10 @@ Each script names its experiment and its files and leaves the rest to :func:`dra
 
 ``draw(results, folder)`` reads the experiment's reference run from the results file, stops
 with the command that records one when there is none, and saves the figures with the lesson's
-settings (:func:`gpulesson.plots.save_figures`). Importing this module selects matplotlib's
-headless backend, as the scripts run without a display.
+settings (:func:`gpulesson.plots.save_figures`). A figure of an experiment that its episode shows
+only once a run is recorded uses :func:`until_recorded`. The schematics (not measurements) take
+their colours, axes and frame from :func:`schematic` and :func:`finish`. Importing this module
+selects matplotlib's headless backend, as the scripts run without a display.
 """
 
 from __future__ import annotations
@@ -21,10 +23,13 @@ from pathlib import Path
 
 import matplotlib
 
-from gpulesson.plots import save_figures
+from gpulesson.plots import save_figures, save_svg
 
 # The scripts run without a display; gpulesson.plots imports pyplot only when it draws.
 matplotlib.use("Agg")
+# The schematics' colours: the lesson's (and the CPU's) ink and fill, the GPU's, and muted grey.
+INK, FILL, MUTED = "#1f3b63", "#e8eef7", "#6b6b6b"
+GPU_INK, GPU_FILL = "#8a4b08", "#f6e3c8"
 
 
 def drawer(experiment, names, folder: Path, *, run=None, figures=None, command: str | None = None,
@@ -52,6 +57,34 @@ def drawer(experiment, names, folder: Path, *, run=None, figures=None, command: 
         return save_figures(records, figures, names, folder, results=results, command=command)
 
     return draw
+
+
+def until_recorded(experiment, folder: Path, backend: str = "jax"):
+    """The ``draw`` of an experiment's one figure (``experiment.FILE``), recorded on a GPU with
+    ``backend``: until a run is recorded its episode shows no figure, so nothing is drawn and
+    nothing fails."""
+    name = experiment.__name__.rsplit(".", 1)[-1]
+    return drawer(experiment, (experiment.FILE,), folder, until_recorded=name,
+                  command=f"KERAS_BACKEND={backend} python -m {experiment.__name__}")
+
+
+def schematic(figsize: tuple[float, float]):
+    """The figure and axes of a schematic."""
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(figsize=figsize)
+
+
+def finish(ax, fig, xlim, ylim, path, equal: bool = False) -> Path:
+    """A schematic's frame: its limits (``equal``: one scale on both axes), no axes drawn, saved
+    as SVG with the lesson's settings. Returns the path."""
+    ax.set_xlim(*xlim)
+    ax.set_ylim(*ylim)
+    if equal:
+        ax.set_aspect("equal")
+    ax.axis("off")
+    save_svg(fig, path)
+    return Path(path)
 
 
 def main(draw, n_args: int = 1) -> None:

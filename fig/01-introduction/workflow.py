@@ -6,13 +6,9 @@ from pathlib import Path
 # The lesson's package from this checkout, installed or not (a cluster node's own Python).
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-from gpulesson.plots import save_svg
+from gpulesson.figure_scripts import FILL, INK, finish, schematic
 
 STEPS = [
     ("Images", "CIFAR-10\nor synthetic\nstand-in"),
@@ -24,21 +20,18 @@ STEPS = [
 
 
 def draw(path: Path) -> None:
-    fig, ax = plt.subplots(figsize=(10, 2.2))
+    fig, ax = schematic((10, 2.2))
     width, gap = 1.6, 0.45
     for i, (head, text) in enumerate(STEPS):
         x = i * (width + gap)
         ax.add_patch(FancyBboxPatch((x, 0), width, 1.4, boxstyle="round,pad=0.05",
-                                    facecolor="#e8eef7", edgecolor="#1f3b63", linewidth=1.5))
+                                    facecolor=FILL, edgecolor=INK, linewidth=1.5))
         ax.text(x + width / 2, 1.08, head, ha="center", va="center", fontsize=11, weight="bold")
         ax.text(x + width / 2, 0.5, text, ha="center", va="center", fontsize=9)
         if i:
             ax.add_patch(FancyArrowPatch((x - gap + 0.04, 0.7), (x - 0.04, 0.7),
-                                         arrowstyle="-|>", mutation_scale=14, color="#1f3b63"))
-    ax.set_xlim(-0.1, len(STEPS) * (width + gap) - gap + 0.1)
-    ax.set_ylim(-0.15, 1.55)
-    ax.axis("off")
-    save_svg(fig, path)
+                                         arrowstyle="-|>", mutation_scale=14, color=INK))
+    finish(ax, fig, (-0.1, len(STEPS) * (width + gap) - gap + 0.1), (-0.15, 1.55), path)
 
 
 if __name__ == "__main__":

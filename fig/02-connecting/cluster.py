@@ -6,19 +6,9 @@ from pathlib import Path
 # The lesson's package from this checkout, installed or not (a cluster node's own Python).
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 
-from gpulesson.plots import save_svg
-
-INK = "#1f3b63"
-FILL = "#e8eef7"
-GPU_FILL = "#f6e3c8"
-GPU_INK = "#8a4b08"
-MUTED = "#6b6b6b"
+from gpulesson.figure_scripts import FILL, GPU_FILL, GPU_INK, INK, MUTED, finish, schematic
 
 
 def box(ax, x, y, w, h, head, text, fill=FILL, ink=INK):
@@ -37,7 +27,7 @@ def arrow(ax, start, end, label="", style="-|>", color=INK, dashed=False, offset
 
 
 def draw(path: Path) -> None:
-    fig, ax = plt.subplots(figsize=(11, 5))
+    fig, ax = schematic((11, 5))
 
     # Internet, reachable from the login node only.
     ax.text(3.9, 5.55, "Internet", ha="center", va="center", fontsize=10, color=MUTED, style="italic")
@@ -75,10 +65,7 @@ def draw(path: Path) -> None:
     for x in (3.9, 10.35):
         arrow(ax, (x, 0.82), (x, 1.35), style="<|-|>", color=MUTED, dashed=True)
 
-    ax.set_xlim(-0.15, 11.55)
-    ax.set_ylim(-0.15, 5.85)
-    ax.axis("off")
-    save_svg(fig, path)
+    finish(ax, fig, (-0.15, 11.55), (-0.15, 5.85), path)
 
 
 if __name__ == "__main__":

@@ -11,20 +11,14 @@ from pathlib import Path
 # The lesson's package from this checkout, installed or not (a cluster node's own Python).
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
-from gpulesson.plots import save_svg
+from gpulesson.figure_scripts import GPU_INK, INK, finish, schematic
 
 HERE = Path(__file__).resolve().parent
-INK = "#1f3b63"
 CONTROL = "#c9d7ee"
 ALU = "#4f7cba"
 CACHE = "#eeeeee"
-GPU_INK = "#8a4b08"
 LANE = "#e08a2c"
 TENSOR = "#b5651d"
 MEMORY = "#d9d2e9"
@@ -94,7 +88,7 @@ def legend(ax):
 
 
 def draw(path: Path = HERE / "cores.svg") -> Path:
-    fig, ax = plt.subplots(figsize=(11, 5.6))
+    fig, ax = schematic((11, 5.6))
     cpu(ax)
     gpu(ax)
     ax.add_patch(FancyArrowPatch((4.65, 3.7), (6.55, 3.7), arrowstyle="<|-|>", mutation_scale=14,
@@ -103,12 +97,7 @@ def draw(path: Path = HERE / "cores.svg") -> Path:
     ax.text(5.6, 3.55, "copies between\nthe two memories", ha="center", va="top", fontsize=7.5,
             style="italic")
     legend(ax)
-    ax.set_xlim(-0.2, 12.8)
-    ax.set_ylim(-1.35, 6.6)
-    ax.set_aspect("equal")
-    ax.axis("off")
-    save_svg(fig, path)
-    return path
+    return finish(ax, fig, (-0.2, 12.8), (-1.35, 6.6), path, equal=True)
 
 
 if __name__ == "__main__":

@@ -15,12 +15,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from gpulesson.experiments import ladder
-from gpulesson.figure_scripts import drawer, main
+from gpulesson.figure_scripts import main, until_recorded
 
-HERE = Path(__file__).resolve().parent
 # Until a run is recorded the episode shows no figure: nothing to draw, and no error.
-draw = drawer(ladder, (ladder.FILE,), HERE, until_recorded="ladder",
-              command="KERAS_BACKEND=jax python -m gpulesson.experiments.ladder")
+draw = until_recorded(ladder, Path(__file__).resolve().parent)
 
 
 if __name__ == "__main__":

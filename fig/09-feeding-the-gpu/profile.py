@@ -15,12 +15,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from gpulesson.experiments import profile
-from gpulesson.figure_scripts import drawer, main
+from gpulesson.figure_scripts import main, until_recorded
 
-HERE = Path(__file__).resolve().parent
 # Until a run is recorded the episode shows no figure: nothing to draw, and no error.
-draw = drawer(profile, (profile.FILE,), HERE, until_recorded="profile",
-              command="KERAS_BACKEND=jax python -m gpulesson.experiments.profile")
+draw = until_recorded(profile, Path(__file__).resolve().parent)
 
 
 if __name__ == "__main__":

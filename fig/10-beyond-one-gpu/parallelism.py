@@ -13,22 +13,14 @@ from pathlib import Path
 # The lesson's package from this checkout, installed or not (a cluster node's own Python).
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
 from gpulesson.experiments.sweep import GRID_POINTS
-from gpulesson.plots import save_svg
+from gpulesson.figure_scripts import GPU_FILL, GPU_INK, INK, MUTED, finish, schematic
 
 HERE = Path(__file__).resolve().parent
-INK = "#1f3b63"
-GPU_FILL = "#f6e3c8"
-GPU_INK = "#8a4b08"
 DATA = "#d9e6f5"
 MODEL = "#e3d9ef"
-MUTED = "#6b6b6b"
 # One hatching per slice of the batch, so that the slices differ without colour.
 HATCHES = ("//", "\\\\", "xx", "..")
 
@@ -52,17 +44,9 @@ def arrow(ax, start, end, label="", color=INK, style="-|>", dashed=False, offset
         ax.text(mx, my, label, ha=ha, va="bottom", fontsize=size, color=color)
 
 
-def finish(ax, fig, xlim, ylim, path):
-    ax.set_xlim(*xlim)
-    ax.set_ylim(*ylim)
-    ax.axis("off")
-    save_svg(fig, path)
-    return Path(path)
-
-
 def data_parallel(path: Path) -> Path:
     """A batch in four slices, four GPUs with the same model, the ring all-reduce."""
-    fig, ax = plt.subplots(figsize=(10, 5.6))
+    fig, ax = schematic((10, 5.6))
     ax.text(5.0, 6.25, "Data parallelism: a replica of the model per GPU, a slice of each batch",
             ha="center", fontsize=12, weight="bold")
     # The global batch, cut into four slices.
@@ -98,7 +82,7 @@ def data_parallel(path: Path) -> Path:
 
 def model_parallel(path: Path) -> Path:
     """The layers of one model split over two GPUs; activations cross between them."""
-    fig, ax = plt.subplots(figsize=(10, 4.4))
+    fig, ax = schematic((10, 4.4))
     ax.text(5.0, 5.05, "Model parallelism: the layers of one model split over the GPUs",
             ha="center", fontsize=12, weight="bold")
     box(ax, 0.0, 2.15, 1.3, 0.8, DATA, hatch="//", text="the whole\nbatch", size=8.5)
@@ -126,7 +110,7 @@ def model_parallel(path: Path) -> Path:
 
 def job_array(path: Path) -> Path:
     """One sbatch, six independent tasks, one table at the end."""
-    fig, ax = plt.subplots(figsize=(10, 5.2))
+    fig, ax = schematic((10, 5.2))
     ax.text(5.0, 6.05, "Hyper-parameter parallelism: independent runs in a Slurm job array",
             ha="center", fontsize=12, weight="bold")
     box(ax, 3.1, 4.9, 3.8, 0.7, "white",
