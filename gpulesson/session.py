@@ -13,6 +13,7 @@ import os
 from collections.abc import Mapping
 
 from gpulesson.errors import LessonError
+from gpulesson.settings import parse_bool
 
 CPU_ONLY = "LESSON_CPU_ONLY"  # set to 1 to go on without a GPU in a job on purpose
 
@@ -36,7 +37,7 @@ def gpu_or_stop(environ: Mapping[str, str] | None = None, found: dict | None = N
               f"({found['backend']} backend).")
         return
     job = env.get("SLURM_JOB_ID")
-    if job and env.get(CPU_ONLY, "").strip().lower() not in ("1", "true", "yes"):
+    if job and not parse_bool(CPU_ONLY, env.get(CPU_ONLY, "")):
         partition = env.get("SLURM_JOB_PARTITION") or "?"
         raise NoGPUError(
             f"This kernel sees no GPU: it runs in job {job} on the partition {partition}, which "

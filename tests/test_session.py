@@ -2,6 +2,7 @@
 
 import pytest
 
+from gpulesson.errors import SettingsError
 from gpulesson.session import CPU_ONLY, NoGPUError, gpu_or_stop
 
 GPU = {"gpu_count": 1, "device": "NVIDIA H200", "backend": "tensorflow"}
@@ -31,6 +32,17 @@ def test_without_a_job_or_on_purpose_the_cpu_trains_alone(env, capsys):
     gpu_or_stop(env, NONE)
     assert capsys.readouterr().out.startswith("No GPU here (tensorflow backend): this notebook "
                                               "trains on the CPU only")
+
+
+@pytest.mark.bad_input("bad argument")
+def test_going_on_without_a_gpu_is_read_as_every_other_yes_or_no_setting(capsys):
+    """The lesson's one parser of yes/no settings: 'YES' goes on, '0' stops, a typo is named."""
+    gpu_or_stop({**JOB, CPU_ONLY: " YES "}, NONE)
+    assert capsys.readouterr().out.startswith("No GPU here")
+    with pytest.raises(NoGPUError):
+        gpu_or_stop({**JOB, CPU_ONLY: "0"}, NONE)
+    with pytest.raises(SettingsError, match=f"{CPU_ONLY}='yse' is not understood"):
+        gpu_or_stop({**JOB, CPU_ONLY: "yse"}, NONE)
 
 
 def test_the_episode_checks_before_its_first_training():
