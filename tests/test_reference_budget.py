@@ -318,6 +318,18 @@ def test_make_budget_runs_the_budgeted_command_with_an_existing_python():
     assert "pip" not in dry, "nothing installed"
 
 
+def _fake_plan(monkeypatch, tmp_path: Path, plan: list) -> None:
+    """The budgeted run with ``plan`` as its plan, run in this process: nothing redrawn, its
+    logs in ``tmp_path``, each step run with this Python and its run id, in quick mode."""
+    monkeypatch.setattr(budget, "PLAN", plan)
+    monkeypatch.setattr(steps, "REFRESH", [])
+    monkeypatch.setattr(budget, "LOG_DIR", tmp_path / "logs")
+    monkeypatch.setattr(steps, "command", lambda step, run_id, gpu: [
+        sys.executable, *step.argv, "--run-id", run_id])
+    monkeypatch.setenv("LESSON_DATA", "synthetic")
+    monkeypatch.setenv("LESSON_QUICK", "1")
+
+
 def test_a_run_begun_on_a_cpu_goes_on_beside_a_gpu_as_a_new_run_and_stays_one(tmp_path, monkeypatch):
     """A CPU rehearsal's state carried to the node: the steps with a GPU part run again, in a
     new run (a run is one machine's), and two steps of one experiment share that run."""
@@ -326,14 +338,8 @@ def test_a_run_begun_on_a_cpu_goes_on_beside_a_gpu_as_a_new_run_and_stays_one(tm
     out = str(tmp_path / "records.txt")
     shared = lambda name: steps.Step(name, [str(script), out], resumable=True,  # noqa: E731
                                          run="shared", with_gpu=("--gpu-too",))
-    monkeypatch.setattr(budget, "PLAN", [budget.Planned(shared("a"), 1, (1, 2), "a fake"),
-                                         budget.Planned(shared("b"), 1, (1, 2), "a fake")])
-    monkeypatch.setattr(steps, "REFRESH", [])
-    monkeypatch.setattr(budget, "LOG_DIR", tmp_path / "logs")
-    monkeypatch.setattr(steps, "command", lambda step, run_id, gpu: [
-        sys.executable, *step.argv, "--run-id", run_id])
-    monkeypatch.setenv("LESSON_DATA", "synthetic")
-    monkeypatch.setenv("LESSON_QUICK", "1")
+    _fake_plan(monkeypatch, tmp_path, [budget.Planned(shared("a"), 1, (1, 2), "a fake"),
+                                        budget.Planned(shared("b"), 1, (1, 2), "a fake")])
     state = tmp_path / "run.json"
 
     def call(gpu: str) -> dict:
@@ -374,13 +380,7 @@ def test_a_step_done_with_an_older_instrument_is_recorded_again_in_a_new_run(tmp
     step = lambda name: steps.Step(name, [str(script), out], resumable=True)  # noqa: E731
     plan = [budget.Planned(step("kept"), 1, (1, 2), "a fake"),
             budget.Planned(step("changed"), 1, (1, 2), "a fake")]
-    monkeypatch.setattr(budget, "PLAN", plan)
-    monkeypatch.setattr(steps, "REFRESH", [])
-    monkeypatch.setattr(budget, "LOG_DIR", tmp_path / "logs")
-    monkeypatch.setattr(steps, "command", lambda step, run_id, gpu: [
-        sys.executable, *step.argv, "--run-id", run_id])
-    monkeypatch.setenv("LESSON_DATA", "synthetic")
-    monkeypatch.setenv("LESSON_QUICK", "1")
+    _fake_plan(monkeypatch, tmp_path, plan)
     state = tmp_path / "run.json"
 
     def call() -> dict:
