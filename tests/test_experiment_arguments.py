@@ -1,4 +1,4 @@
-"""Bad values of the experiments' shared command line (gpulesson/experiments/common.py): one line
+"""Bad values of the experiments' shared command line (gpulesson/experiments/cli.py): one line
 each, saying what to do, before anything is measured or written."""
 
 import os
@@ -6,9 +6,9 @@ import os
 import pytest
 
 from gpulesson import errors
+from gpulesson.experiments.cli import continue_run
 from gpulesson.experiments.cnn.__main__ import main as cnn_main
 from gpulesson.experiments.cnn.records import RESULTS_FILE as CNN_RESULTS
-from gpulesson.experiments.common import continue_run
 from gpulesson.experiments.matmul.__main__ import main as matmul_main
 from gpulesson.results import append_record, make_record, new_run_id
 

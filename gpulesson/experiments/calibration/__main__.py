@@ -13,9 +13,9 @@ stand-in shows that the record is stale.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
+from gpulesson.experiments import cli
 from gpulesson.experiments.calibration.measure import (
     FULL,
     QUICK,
@@ -24,36 +24,27 @@ from gpulesson.experiments.calibration.measure import (
     check_plan,
 )
 from gpulesson.experiments.calibration.records import EXPERIMENT, RESULTS_FILE, describe
-from gpulesson.experiments.common import add_out_option, add_seed_option
 from gpulesson.results import make_record, new_run_id
 
-
-def _parser() -> argparse.ArgumentParser:
-    # Named as the other experiments name theirs: argv[0] is now "__main__.py".
-    parser = argparse.ArgumentParser(prog="python -m gpulesson.experiments.calibration",
-                                     description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="a tiny run for tests (also with LESSON_QUICK=1)")
-    parser.add_argument("--epochs", type=int, default=None,
-                        help=f"epochs (default {FULL['epochs']}; quick {QUICK['epochs']})")
-    parser.add_argument("--n-train", type=int, default=None,
-                        help=f"training and validation images (default {FULL['n_train']:,})")
-    parser.add_argument("--n-test", type=int, default=None,
-                        help=f"test images (default {FULL['n_test']:,})")
-    parser.add_argument("--batch-size", type=int, default=None,
-                        help=f"images per batch (default {FULL['batch_size']})")
-    parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
-                        help="where to train (default cpu; the accuracies do not depend on it)")
-    add_out_option(parser, RESULTS_FILE)
-    add_seed_option(parser)
-    return parser
+COMMAND = cli.Command(
+    "calibration", __doc__,
+    cli.quick("a tiny run for tests (also with LESSON_QUICK=1)"),
+    cli.option("--epochs", type=int, default=None,
+               help=f"epochs (default {FULL['epochs']}; quick {QUICK['epochs']})"),
+    cli.option("--n-train", type=int, default=None,
+               help=f"training and validation images (default {FULL['n_train']:,})"),
+    cli.option("--n-test", type=int, default=None, help=f"test images (default {FULL['n_test']:,})"),
+    cli.option("--batch-size", type=int, default=None,
+               help=f"images per batch (default {FULL['batch_size']})"),
+    cli.option("--device", choices=("cpu", "gpu"), default="cpu",
+               help="where to train (default cpu; the accuracies do not depend on it)"),
+    cli.out(RESULTS_FILE), cli.SEED)
+_parser = COMMAND.parser
 
 
 def main(argv=None) -> int:
-    args = _parser().parse_args(argv)
-    from gpulesson.settings import get_settings
-
-    quick = args.quick or get_settings().quick
+    _, args = COMMAND.parse(argv)
+    quick = args.quick
     base = QUICK if quick else FULL
     try:
         given = {"n_train": args.n_train, "n_test": args.n_test, "epochs": args.epochs,

@@ -16,58 +16,33 @@ a few minutes; Keras' array path on PyTorch is the slowest part.
 
 from __future__ import annotations
 
-import argparse
-
-from gpulesson.devices import KERAS_DEVICES as DEVICES
 from gpulesson.devices import installed_backends
+from gpulesson.experiments import cli
 from gpulesson.experiments.ceiling.measure import SIZES
-from gpulesson.experiments.ceiling.records import (
-    BACKENDS,
-    EXPERIMENT,
-    PIPELINES,
-    RESULTS_FILE,
-    condition,
-)
-from gpulesson.experiments.common import (
-    add_out_option,
-    add_run_id_option,
-    add_size_options,
-    devices_here,
-    per_backend_command,
-    refuse_below_one,
-    rule_arguments,
-)
+from gpulesson.experiments.ceiling.records import BACKENDS, EXPERIMENT, PIPELINES, RESULTS_FILE, condition
 
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m gpulesson.experiments.ceiling",
-                                     description=__doc__.splitlines()[0])
-    parser.add_argument("--backends", nargs="+", choices=BACKENDS, default=None,
-                        help="Keras backends, one process each (default: every one installed)")
-    parser.add_argument("--devices", nargs="+", choices=sorted(DEVICES), default=None,
-                        help="devices (default: cpu, then gpu if the backend sees one)")
-    parser.add_argument("--pipelines", nargs="+", choices=list(PIPELINES), default=None,
-                        help="ways of feeding fit (default: all that the device has)")
-    add_size_options(parser, SIZES)
-    add_out_option(parser, RESULTS_FILE)
-    add_run_id_option(parser)
-    return parser
+COMMAND = cli.Command(
+    "ceiling", __doc__,
+    cli.backends(BACKENDS, "Keras backends, one process each (default: every one installed)"),
+    cli.devices("devices (default: cpu, then gpu if the backend sees one)"),
+    cli.option("--pipelines", nargs="+", choices=list(PIPELINES), default=None,
+               help="ways of feeding fit (default: all that the device has)"),
+    cli.sizes(SIZES), cli.out(RESULTS_FILE), cli.RUN_ID, at_least_one=("n_images", "batch_size"))
+_parser = COMMAND.parser
 
 
 def _measure_here(args, *, quick: bool, run_id: str, done: set) -> list[dict]:
     """Measure with this process's backend (the child's work)."""
     from gpulesson.experiments.ceiling.measure import measure
 
-    return measure(devices=devices_here(args.devices), pipelines=args.pipelines,
-                   **rule_arguments(args, SIZES, quick=quick, run_id=run_id, done=done))
+    return measure(devices=cli.devices_here(args.devices), pipelines=args.pipelines,
+                   **cli.rule_arguments(args, SIZES, quick=quick, run_id=run_id, done=done))
 
 
 def main(argv=None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
-    refuse_below_one(parser, args, ("n_images", "batch_size"))
-    return per_backend_command(
-        parser, args, module="gpulesson.experiments.ceiling", experiment=EXPERIMENT,
+    parser, args = COMMAND.parse(argv)
+    return cli.per_backend_command(
+        parser, args, module=COMMAND.module, experiment=EXPERIMENT,
         condition=condition, installed=installed_backends(), measure_here=_measure_here,
         passed=("devices", "pipelines", "n_images", "batch_size"))
 

@@ -41,7 +41,7 @@ from gpulesson.results import new_run_id
 
 BATCH_SIZE = 256  # episode 9's batch
 QUICK_N_IMAGES, QUICK_BATCH_SIZE = 1_024, 64
-# The epoch's size, full and quick, as the command line takes it (common.add_size_options).
+# The epoch's size, full and quick, as the command line takes it (cli.add_size_options).
 SIZES = {"n_images": N_IMAGES, "batch_size": BATCH_SIZE, "quick_n_images": QUICK_N_IMAGES,
          "quick_batch_size": QUICK_BATCH_SIZE}
 

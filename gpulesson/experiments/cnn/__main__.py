@@ -25,32 +25,37 @@ adds the prediction to a run whose CPU training is recorded, without training ag
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from gpulesson.devices import KERAS_DEVICES as DEVICES
 from gpulesson.errors import cannot_write_file
+from gpulesson.experiments import cli
 from gpulesson.experiments.cnn import inference
 from gpulesson.experiments.cnn.measure import run_devices
 from gpulesson.experiments.cnn.records import EXPERIMENT, RESULTS_FILE, describe
-from gpulesson.experiments.common import (
-    add_epochs_option,
-    add_out_option,
-    add_run_id_option,
-    add_seed_option,
-    continue_run,
-    devices_or_refuse,
-    refuse_below_one,
-    say_appended,
-)
 
 PARTS = ("training", "inference")
+
+COMMAND = cli.Command(
+    "cnn", __doc__,
+    cli.devices("devices to train on, in this order (default: cpu, then gpu if one is visible)"),
+    cli.option("--parts", nargs="+", choices=PARTS, default=list(PARTS),
+               help="what to measure on each device (default: both): the training, and the "
+                    "prediction (throughput and latency)"),
+    cli.EPOCHS,
+    cli.option("--batch-size", type=int, default=256,
+               help="images per batch (default 256; quick mode: at most 64)"),
+    cli.out(RESULTS_FILE), cli.SEED, cli.RUN_ID,
+    cli.option("--cpu-threads", type=int, default=None,
+               help="CPU threads of TensorFlow or PyTorch (default: the cores this process may "
+                    "use); recorded with the run, like XLA and the load average"),
+    at_least_one=("batch_size", "cpu_threads"))
+_parser = COMMAND.parser
 
 
 def _left(out, experiment: str, run_id, devices) -> tuple[str, list[str]]:
     """``(run id, devices)``: the devices of ``devices`` that the run has no record of
     ``experiment`` for (all of them for a new run), said aloud when some are done."""
-    run_id, done = continue_run(out, experiment, run_id, lambda r: r["device_kind"])
+    run_id, done = cli.continue_run(out, experiment, run_id, lambda r: r["device_kind"])
     if done:
         left = [d for d in devices if d not in done]
         print(f"Run {run_id} has {experiment} on {', '.join(sorted(done))} already: "
@@ -72,30 +77,8 @@ def _other_data(out, run_id, data: str) -> str | None:
     return sorted(found)[0] if found else None
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m gpulesson.experiments.cnn",
-                                     description=__doc__.splitlines()[0])
-    parser.add_argument("--devices", nargs="+", choices=sorted(DEVICES), default=None,
-                        help="devices to train on, in this order (default: cpu, then gpu if one is visible)")
-    parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS),
-                        help="what to measure on each device (default: both): the training, "
-                             "and the prediction (throughput and latency)")
-    add_epochs_option(parser)
-    parser.add_argument("--batch-size", type=int, default=256,
-                        help="images per batch (default 256; quick mode: at most 64)")
-    add_out_option(parser, RESULTS_FILE)
-    add_seed_option(parser)
-    add_run_id_option(parser)
-    parser.add_argument("--cpu-threads", type=int, default=None,
-                        help="CPU threads of TensorFlow or PyTorch (default: the cores this process "
-                             "may use); recorded with the run, like XLA and the load average")
-    return parser
-
-
 def main(argv=None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
-    refuse_below_one(parser, args, ["batch_size", "cpu_threads"])
+    parser, args = COMMAND.parse(argv)
     # Before any training: a file that cannot be written would lose the measurement at the end.
     problem = cannot_write_file(args.out)
     if problem:
@@ -115,7 +98,7 @@ def main(argv=None) -> int:
 
     settings = get_settings()
     gpus = keras_device()["gpu_count"]
-    devices = devices_or_refuse(args.devices, gpus, "Keras")
+    devices = cli.devices_or_refuse(args.devices, gpus, "Keras")
     if devices is None:
         return 2
 
@@ -147,7 +130,7 @@ def main(argv=None) -> int:
             on_record=lambda record: append_record(args.out, record))
         print(inference.describe(read_records(args.out, experiment=inference.EXPERIMENT,
                                               run_id=run_id)))
-    say_appended(appended, args.out)
+    cli.say_appended(appended, args.out)
     return 0
 
 

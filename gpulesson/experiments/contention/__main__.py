@@ -27,12 +27,11 @@ more copy.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import sys
 from pathlib import Path
 
-from gpulesson.experiments.common import add_out_option, add_run_id_option, continue_run, say_appended
+from gpulesson.experiments import cli
 from gpulesson.experiments.contention import watched as watched_part
 from gpulesson.experiments.contention.measure import (
     BATCH_SIZE,
@@ -65,52 +64,46 @@ PARTS = ("copies", "watched")
 WATCHED_EPOCHS = max(3, EPOCHS)
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m gpulesson.experiments.contention",
-                                     description=__doc__.splitlines()[0])
-    parser.add_argument("--copies", nargs="+", type=int, default=list(COPIES),
-                        help=f"numbers of trainings at once (default "
-                             f"{' '.join(map(str, COPIES))})")
-    parser.add_argument("--cpu-threads", nargs="*", type=int, default=[1],
-                        help="also run each number of copies with this many framework CPU "
-                             "threads per copy (default 1; give none to skip)")
-    parser.add_argument("--n-images", type=int, default=None,
-                        help=f"training images per epoch (default {N_IMAGES:,}; --quick: "
-                             f"{QUICK_N_IMAGES})")
-    parser.add_argument("--epochs", type=int, default=None,
-                        help=f"epochs per copy (default {EPOCHS}; --quick: {QUICK_EPOCHS})")
-    parser.add_argument("--batch-size", type=int, default=None,
-                        help=f"images per batch (default {BATCH_SIZE}; --quick: "
-                             f"{QUICK_BATCH_SIZE})")
-    parser.add_argument("--timeout", type=float, default=TIMEOUT,
-                        help=f"seconds one condition may take, all copies together (default "
-                             f"{TIMEOUT:g})")
-    parser.add_argument("--quick", action="store_true",
-                        help="tiny sizes (also when LESSON_QUICK=1), for tests")
-    parser.add_argument("--data-dir", type=Path, default=None,
-                        help="folder for the data file (default: a temporary folder)")
-    parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS),
-                        help="what to measure, each recorded as a run of its own: 'copies', "
-                             "k trainings at once; 'watched', one training shown live in "
-                             "JupyterLab in Chromium or not (needs Chromium and Playwright) "
-                             "(default: both)")
-    parser.add_argument("--watched-n-images", type=int, default=None,
-                        help=f"training images of the watched part (default {LESSON_EPOCH_IMAGES:,}, "
-                             f"the episode's epoch; --quick: {QUICK_N_IMAGES})")
-    parser.add_argument("--watched-epochs", type=int, default=None,
-                        help=f"epochs of the watched part (default {WATCHED_EPOCHS}, the "
-                             f"workshop's and the rule's; --quick: {QUICK_EPOCHS})")
-    add_out_option(parser, RESULTS_FILE)
-    add_run_id_option(parser)
-    return parser
+COMMAND = cli.Command(
+    "contention", __doc__,
+    cli.option("--copies", nargs="+", type=int, default=list(COPIES),
+               help=f"numbers of trainings at once (default "
+                    f"{' '.join(map(str, COPIES))})"),
+    cli.option("--cpu-threads", nargs="*", type=int, default=[1],
+               help="also run each number of copies with this many framework CPU "
+                    "threads per copy (default 1; give none to skip)"),
+    cli.option("--n-images", type=int, default=None,
+               help=f"training images per epoch (default {N_IMAGES:,}; --quick: "
+                    f"{QUICK_N_IMAGES})"),
+    cli.option("--epochs", type=int, default=None,
+               help=f"epochs per copy (default {EPOCHS}; --quick: {QUICK_EPOCHS})"),
+    cli.option("--batch-size", type=int, default=None,
+               help=f"images per batch (default {BATCH_SIZE}; --quick: "
+                    f"{QUICK_BATCH_SIZE})"),
+    cli.option("--timeout", type=float, default=TIMEOUT,
+               help=f"seconds one condition may take, all copies together (default "
+                    f"{TIMEOUT:g})"),
+    cli.quick("tiny sizes (also when LESSON_QUICK=1), for tests"),
+    cli.option("--data-dir", type=Path, default=None,
+               help="folder for the data file (default: a temporary folder)"),
+    cli.option("--parts", nargs="+", choices=PARTS, default=list(PARTS),
+               help="what to measure, each recorded as a run of its own: 'copies', "
+                    "k trainings at once; 'watched', one training shown live in "
+                    "JupyterLab in Chromium or not (needs Chromium and Playwright) "
+                    "(default: both)"),
+    cli.option("--watched-n-images", type=int, default=None,
+               help=f"training images of the watched part (default {LESSON_EPOCH_IMAGES:,}, "
+                    f"the episode's epoch; --quick: {QUICK_N_IMAGES})"),
+    cli.option("--watched-epochs", type=int, default=None,
+               help=f"epochs of the watched part (default {WATCHED_EPOCHS}, the "
+                    f"workshop's and the rule's; --quick: {QUICK_EPOCHS})"),
+    cli.out(RESULTS_FILE), cli.RUN_ID)
+_parser = COMMAND.parser
 
 
 def main(argv=None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
-    from gpulesson.settings import get_settings
-
-    quick = args.quick or get_settings().quick
+    parser, args = COMMAND.parse(argv)
+    quick = args.quick
     n_images = args.n_images or (QUICK_N_IMAGES if quick else N_IMAGES)
     epochs = args.epochs or (QUICK_EPOCHS if quick else EPOCHS)
     batch_size = args.batch_size or (QUICK_BATCH_SIZE if quick else BATCH_SIZE)
@@ -145,7 +138,7 @@ def main(argv=None) -> int:
     for part in PARTS:
         if part in args.parts:
             # One run id per part (a run of its own), or the one given to go on with.
-            run_id, done = continue_run(args.out, EXPERIMENT, args.run_id, condition_key)
+            run_id, done = cli.continue_run(args.out, EXPERIMENT, args.run_id, condition_key)
             parts[part] = _Part(part, run_id, done, args.out,
                                 n_images if part == "copies" else watched_n, batch_size,
                                 epochs if part == "copies" else watched_epochs, skipped, say)
@@ -240,7 +233,7 @@ class _Part:
         if whole:
             self.say(describe(whole))
         if self.written:
-            say_appended(self.written, self.out)
+            cli.say_appended(self.written, self.out)
         else:
             self.say(f"Run {self.run_id} already had every {self.part} condition: nothing "
                      "measured.")

@@ -36,20 +36,10 @@ The settings (precision, steps per execution, batch size) are measured by the sp
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
-from gpulesson.devices import KERAS_DEVICES as DEVICES
-from gpulesson.experiments import allocator
-from gpulesson.experiments.common import (
-    add_out_option,
-    add_run_id_option,
-    continue_run,
-    default_devices,
-    repeats_for,
-    say_appended,
-)
+from gpulesson.experiments import allocator, cli
 from gpulesson.experiments.feeding.measure import (
     BATCH_SIZE,
     QUICK_BATCH_SIZE,
@@ -72,57 +62,53 @@ from gpulesson.experiments.feeding.records import (
     pipelines_for,
 )
 
+EPILOG = (f"Every condition: {WARMUP} recorded warm-up epoch and at least {REPEATS} timed "
+          f"ones ({QUICK_REPEATS} with --quick). The reference's CPU part times "
+          f"{REFERENCE_CPU_STEPS} batches an epoch (--cpu-max-steps {REFERENCE_CPU_STEPS} "
+          f"--classic-max-steps {REFERENCE_CPU_STEPS}): about 6 minutes on an idle 2-core "
+          "machine (an extrapolation from a recorded run), several times longer on a busy "
+          "one. The settings are the speed ladder's: python -m "
+          "gpulesson.experiments.ladder.")
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m gpulesson.experiments.feeding", description=__doc__.splitlines()[0],
-        epilog=f"Every condition: {WARMUP} recorded warm-up epoch and at least {REPEATS} timed "
-               f"ones ({QUICK_REPEATS} with --quick). The reference's CPU part times "
-               f"{REFERENCE_CPU_STEPS} batches an epoch (--cpu-max-steps {REFERENCE_CPU_STEPS} "
-               f"--classic-max-steps {REFERENCE_CPU_STEPS}): about 6 minutes on an idle 2-core "
-               "machine (an extrapolation from a recorded run), several times longer on a busy "
-               "one. The settings are the speed ladder's: python -m "
-               "gpulesson.experiments.ladder.")
-    parser.add_argument("--devices", nargs="+", choices=sorted(DEVICES), default=None,
-                        help="devices to measure, in this order (default: cpu, then gpu if "
-                             "visible)")
-    parser.add_argument("--pipelines", nargs="+", choices=list(PIPELINES), default=None,
-                        help="pipelines to measure (default: all that deliver the right data "
-                             "on this Keras backend; the *-workers ones with TensorFlow only)")
-    parser.add_argument("--batch-size", type=int, default=None,
-                        help=f"batch size of the pipeline comparison (default {BATCH_SIZE}; "
-                             f"--quick: {QUICK_BATCH_SIZE})")
-    parser.add_argument("--n-images", type=int, default=None,
-                        help=f"training images (default {N_IMAGES:,}; --quick: "
-                             f"{QUICK_N_IMAGES:,})")
-    parser.add_argument("--repeats", type=int, default=None,
-                        help=f"timed epochs of every condition, at least the lesson's rule "
-                             f"(default and least {REPEATS}; --quick: {QUICK_REPEATS})")
-    parser.add_argument("--warmup", type=int, default=WARMUP,
-                        help=f"warm-up epochs, recorded but not counted (default and least "
-                             f"{WARMUP})")
-    parser.add_argument("--max-steps", type=int, default=None,
-                        help="time only the first N batches of each epoch (default: all)")
-    parser.add_argument("--cpu-max-steps", type=int, default=None,
-                        help="--max-steps for the CPU only (default: --max-steps); the "
-                             f"reference uses {REFERENCE_CPU_STEPS}")
-    parser.add_argument("--classic-max-steps", type=int, default=None,
-                        help="at most N batches an epoch for the (slow) classic pipeline; the "
-                             f"reference uses {REFERENCE_CPU_STEPS}")
-    parser.add_argument("--workers", type=int, default=None,
-                        help="worker processes of the *-workers pipelines, TensorFlow backend "
-                             "only (default: half the usable cores, 2 to 8)")
-    parser.add_argument("--chunks", action="store_true",
-                        help="also time the lesson's generator read alone on the host with "
-                             "chunks of 1 and 4 batches, and lzf chunks with h5py's default "
-                             "and a 64 MiB chunk cache")
-    parser.add_argument("--quick", action="store_true",
-                        help="tiny sizes (also when LESSON_QUICK=1), for tests")
-    parser.add_argument("--data-dir", type=Path, default=None,
-                        help="folder for the data files (default: a temporary folder)")
-    add_out_option(parser, RESULTS_FILE)
-    add_run_id_option(parser)
-    return parser
+COMMAND = cli.Command(
+    "feeding", __doc__,
+    cli.devices("devices to measure, in this order (default: cpu, then gpu if visible)"),
+    cli.option("--pipelines", nargs="+", choices=list(PIPELINES), default=None,
+               help="pipelines to measure (default: all that deliver the right data "
+                    "on this Keras backend; the *-workers ones with TensorFlow only)"),
+    cli.option("--batch-size", type=int, default=None,
+               help=f"batch size of the pipeline comparison (default {BATCH_SIZE}; "
+                    f"--quick: {QUICK_BATCH_SIZE})"),
+    cli.option("--n-images", type=int, default=None,
+               help=f"training images (default {N_IMAGES:,}; --quick: "
+                    f"{QUICK_N_IMAGES:,})"),
+    cli.option("--repeats", type=int, default=None,
+               help=f"timed epochs of every condition, at least the lesson's rule "
+                    f"(default and least {REPEATS}; --quick: {QUICK_REPEATS})"),
+    cli.option("--warmup", type=int, default=WARMUP,
+               help=f"warm-up epochs, recorded but not counted (default and least "
+                    f"{WARMUP})"),
+    cli.option("--max-steps", type=int, default=None,
+               help="time only the first N batches of each epoch (default: all)"),
+    cli.option("--cpu-max-steps", type=int, default=None,
+               help="--max-steps for the CPU only (default: --max-steps); the "
+                    f"reference uses {REFERENCE_CPU_STEPS}"),
+    cli.option("--classic-max-steps", type=int, default=None,
+               help="at most N batches an epoch for the (slow) classic pipeline; the "
+                    f"reference uses {REFERENCE_CPU_STEPS}"),
+    cli.option("--workers", type=int, default=None,
+               help="worker processes of the *-workers pipelines, TensorFlow backend "
+                    "only (default: half the usable cores, 2 to 8)"),
+    cli.option("--chunks", action="store_true",
+               help="also time the lesson's generator read alone on the host with "
+                    "chunks of 1 and 4 batches, and lzf chunks with h5py's default "
+                    "and a 64 MiB chunk cache"),
+    cli.quick("tiny sizes (also when LESSON_QUICK=1), for tests"),
+    cli.option("--data-dir", type=Path, default=None,
+               help="folder for the data files (default: a temporary folder)"),
+    cli.out(RESULTS_FILE), cli.RUN_ID,
+    at_least_one=("max_steps", "cpu_max_steps", "classic_max_steps", "workers"), epilog=EPILOG)
+_parser = COMMAND.parser
 
 
 def _default_workers() -> int:
@@ -132,11 +118,9 @@ def _default_workers() -> int:
 
 
 def main(argv=None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
-    from gpulesson.settings import get_settings
+    parser, args = COMMAND.parse(argv)
+    quick = args.quick
 
-    quick = args.quick or get_settings().quick
     def given(value, quick_default, default):
         return value if value is not None else (quick_default if quick else default)
 
@@ -151,12 +135,8 @@ def main(argv=None) -> int:
     if options["batch_size"] > options["n_images"]:
         parser.error(f"--batch-size {options['batch_size']} is larger than --n-images "
                      f"{options['n_images']}")
-    for name in ("max_steps", "cpu_max_steps", "classic_max_steps", "workers"):
-        value = getattr(args, name)
-        if value is not None and value < 1:
-            parser.error(f"--{name.replace('_', '-')} must be at least 1, not {value}")
-    if options["repeats"] < repeats_for(quick):
-        parser.error(f"--repeats must be at least {repeats_for(quick)} (the lesson's rule: "
+    if options["repeats"] < cli.repeats_for(quick):
+        parser.error(f"--repeats must be at least {cli.repeats_for(quick)} (the lesson's rule: "
                      f"{REPEATS} timed epochs, {QUICK_REPEATS} with --quick), not "
                      f"{options['repeats']}: make a slow condition smaller with --cpu-max-steps "
                      "or --classic-max-steps instead")
@@ -169,7 +149,7 @@ def main(argv=None) -> int:
 
     found = keras_device()
     allocator.fix_for(found["backend"])  # PyTorch: one known malloc mode for every record
-    devices = default_devices(args.devices, found["gpu_count"])
+    devices = cli.default_devices(args.devices, found["gpu_count"])
     if "gpu" in devices and not found["gpu_count"]:
         print(f"No GPU is visible to Keras ({found['backend']} backend): nothing was measured "
               "or written. Run with --devices cpu, or on a machine with a GPU.", file=sys.stderr)
@@ -181,7 +161,7 @@ def main(argv=None) -> int:
         parser.error(str(exc))
     workers = args.workers if args.workers is not None else (
         2 if quick else _default_workers())
-    run_id, done = continue_run(args.out, EXPERIMENT, args.run_id, condition)
+    run_id, done = cli.continue_run(args.out, EXPERIMENT, args.run_id, condition)
 
     def whole_run() -> list[dict]:
         if not args.out.is_file():
@@ -208,7 +188,7 @@ def main(argv=None) -> int:
         progress=lambda line: print(line, flush=True), **options)
     print(describe(whole_run()))
     if made:
-        say_appended(made, args.out)
+        cli.say_appended(made, args.out)
     else:
         print(f"Run {run_id} has every condition already: nothing appended to {args.out}")
     return 0

@@ -2,7 +2,8 @@
 of the same CNN on the same GPU (:func:`episode5_note`), the published peaks of the reference
 run's GPU (:func:`gpu_peaks_text`, :mod:`gpulesson.gpu_peaks`). Every number comes from the
 records, and every comparison from the lesson's rule
-(:func:`~gpulesson.experiments.common.compare_middle`), with the epochs or calls it compared. The other episodes' records are only read.
+(:func:`~gpulesson.experiments.common.compare_middle`), with the epochs or calls it compared.
+The other episodes' records are only read.
 
 Imports no deep-learning framework.
 """

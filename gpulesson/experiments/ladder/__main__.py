@@ -23,33 +23,21 @@ import sys
 import tempfile
 from pathlib import Path
 
-from gpulesson.devices import KERAS_DEVICES as DEVICES
-from gpulesson.experiments.common import add_out_option, add_run_id_option, add_seed_option
-from gpulesson.experiments.ladder.records import (
-    EXPERIMENT,
-    PARTS,
-    RESULTS_FILE,
-    STARTS,
-    rungs_of,
-)
+from gpulesson.experiments import cli
+from gpulesson.experiments.ladder.records import EXPERIMENT, PARTS, RESULTS_FILE, STARTS, rungs_of
 
 CACHE_ROOT = Path("_build") / "ladder-cache"  # git ignores _build
 
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m gpulesson.experiments.ladder",
-                                     description=__doc__.splitlines()[0])
-    parser.add_argument("--devices", nargs="+", choices=sorted(DEVICES), default=None,
-                        help="devices (default: the GPU if one is visible, else the CPU)")
-    parser.add_argument("--part", choices=PARTS, default="keras", help="which rungs")
-    parser.add_argument("--rungs", nargs="+", default=None, help="only these rungs of the part")
-    parser.add_argument("--nightly", type=Path, default=None,
-                        help="folder of the keras-nightly wheel (needed by --part nightly)")
-    parser.add_argument("--start", type=int, default=None, help=argparse.SUPPRESS)
-    add_out_option(parser, RESULTS_FILE)
-    add_seed_option(parser)
-    add_run_id_option(parser)
-    return parser
+COMMAND = cli.Command(
+    "ladder", __doc__,
+    cli.devices("devices (default: the GPU if one is visible, else the CPU)"),
+    cli.option("--part", choices=PARTS, default="keras", help="which rungs"),
+    cli.option("--rungs", nargs="+", default=None, help="only these rungs of the part"),
+    cli.option("--nightly", type=Path, default=None,
+               help="folder of the keras-nightly wheel (needed by --part nightly)"),
+    cli.option("--start", type=int, default=None, help=argparse.SUPPRESS),
+    cli.out(RESULTS_FILE), cli.SEED, cli.RUN_ID)
+_parser = COMMAND.parser
 
 
 def _nightly_path(wheels: Path) -> str:
@@ -66,8 +54,7 @@ def _nightly_path(wheels: Path) -> str:
 
 
 def main(argv=None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
+    parser, args = COMMAND.parse(argv)
     if args.part == "nightly" and args.nightly is None and args.start is None:
         parser.error("--part nightly needs --nightly DIR, the folder of the keras-nightly wheel")
     wrong = set(args.rungs or ()) - set(rungs_of(args.part))
@@ -78,7 +65,6 @@ def main(argv=None) -> int:
         from gpulesson.experiments.ladder.start import one_start
 
         return one_start(args)
-    from gpulesson.experiments.common import say_measured
     from gpulesson.experiments.ladder.page import describe
     from gpulesson.results import new_run_id, read_records
 
@@ -91,7 +77,7 @@ def main(argv=None) -> int:
     shutil.rmtree(cache, ignore_errors=True)  # start 1 finds it empty
     failed = 0
     for start in range(1, STARTS + 1):
-        command = [sys.executable, "-m", "gpulesson.experiments.ladder", "--part", args.part,
+        command = [sys.executable, "-m", COMMAND.module, "--part", args.part,
                    "--start", str(start), "--run-id", run_id, "--out", str(args.out),
                    "--seed", str(args.seed), *(["--devices", *args.devices] if args.devices else []),
                    *(["--rungs", *args.rungs] if args.rungs else [])]
@@ -99,7 +85,7 @@ def main(argv=None) -> int:
                                  check=False).returncode != 0
     made = [r for r in (read_records(args.out, experiment=EXPERIMENT, run_id=run_id)
                         if args.out.is_file() else []) if r.get("part") == args.part]
-    return say_measured(made, args.out, EXPERIMENT, run_id, describe) or int(failed > 0)
+    return cli.say_measured(made, args.out, EXPERIMENT, run_id, describe) or int(failed > 0)
 
 
 if __name__ == "__main__":

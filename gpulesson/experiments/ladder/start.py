@@ -28,7 +28,8 @@ def one_start(args) -> int:
 
     from gpulesson.data import prepare
     from gpulesson.devices import keras_device, keras_device_name
-    from gpulesson.experiments.common import BusyMeter, devices_here
+    from gpulesson.experiments.cli import devices_here
+    from gpulesson.experiments.common import BusyMeter
     from gpulesson.experiments.feeding.pipelines import grain_workers
     from gpulesson.experiments.ladder import measure
     from gpulesson.experiments.ladder.limit import train_limit

@@ -11,19 +11,9 @@ file as it is made (one ``run_id`` for the whole command) and prints the run as 
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from gpulesson.devices import KERAS_DEVICES as DEVICES
-from gpulesson.experiments.common import (
-    add_out_option,
-    add_run_id_option,
-    continue_run,
-    default_devices,
-    positive_seconds,
-    repeats_for,
-    say_appended,
-)
+from gpulesson.experiments import cli
 from gpulesson.experiments.matmul.measure import (
     DTYPES,
     GPU_SIZES,
@@ -45,41 +35,32 @@ from gpulesson.experiments.matmul.records import (
     sweep_record,
 )
 
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m gpulesson.experiments.matmul",
-                                     description=__doc__.splitlines()[0])
-    parser.add_argument("--devices", nargs="+", choices=sorted(DEVICES), default=None,
-                        help="devices to measure, in this order (default: cpu, then gpu if visible)")
-    parser.add_argument("--dtypes", nargs="+", choices=DTYPES, default=list(DTYPES),
-                        help="precisions to measure (default: all)")
-    parser.add_argument("--sizes", nargs="+", type=int, default=None,
-                        help=f"matrix sizes n (default on the CPU {' '.join(map(str, SIZES))}, "
-                             f"on a GPU up to {GPU_SIZES[-1]}; "
-                             f"--quick: {' '.join(map(str, QUICK_SIZES))})")
-    parser.add_argument("--repeats", type=int, default=None,
-                        help=f"timed calls and windows of calls per size, after {WARMUP} "
-                             f"recorded warm-up call (default {REPEATS}; --quick: {QUICK_REPEATS})")
-    parser.add_argument("--max-seconds", type=positive_seconds, default=MAX_SECONDS,
-                        help=f"skip sizes whose one call would take longer (default {MAX_SECONDS:g})")
-    parser.add_argument("--quick", action="store_true",
-                        help="small sizes and few repeats (also when LESSON_QUICK=1)")
-    add_out_option(parser, RESULTS_FILE)
-    add_run_id_option(parser)
-    return parser
+COMMAND = cli.Command(
+    "matmul", __doc__,
+    cli.devices("devices to measure, in this order (default: cpu, then gpu if visible)"),
+    cli.option("--dtypes", nargs="+", choices=DTYPES, default=list(DTYPES),
+               help="precisions to measure (default: all)"),
+    cli.option("--sizes", nargs="+", type=int, default=None,
+               help=f"matrix sizes n (default on the CPU {' '.join(map(str, SIZES))}, "
+                    f"on a GPU up to {GPU_SIZES[-1]}; --quick: {' '.join(map(str, QUICK_SIZES))})"),
+    cli.option("--repeats", type=int, default=None,
+               help=f"timed calls and windows of calls per size, after {WARMUP} recorded "
+                    f"warm-up call (default {REPEATS}; --quick: {QUICK_REPEATS})"),
+    cli.option("--max-seconds", type=cli.positive_seconds, default=MAX_SECONDS,
+               help=f"skip sizes whose one call would take longer (default {MAX_SECONDS:g})"),
+    cli.quick("small sizes and few repeats (also when LESSON_QUICK=1)"),
+    cli.out(RESULTS_FILE), cli.RUN_ID)
+_parser = COMMAND.parser
 
 
 def main(argv=None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
-    from gpulesson.settings import get_settings
-
-    quick = args.quick or get_settings().quick
+    parser, args = COMMAND.parse(argv)
+    quick = args.quick
     try:
         sizes = check_sizes(args.sizes) if args.sizes else (QUICK_SIZES if quick else None)
     except ValueError as exc:
         parser.error(str(exc))
-    repeats = args.repeats if args.repeats is not None else repeats_for(quick)
+    repeats = args.repeats if args.repeats is not None else cli.repeats_for(quick)
     if repeats < 1:
         parser.error(f"--repeats must be at least 1, not {repeats}")
 
@@ -87,7 +68,7 @@ def main(argv=None) -> int:
     from gpulesson.results import append_record, read_records
 
     found = keras_device()
-    devices = default_devices(args.devices, found["gpu_count"])
+    devices = cli.default_devices(args.devices, found["gpu_count"])
     if "gpu" in devices and not found["gpu_count"]:
         print(f"No GPU is visible to Keras ({found['backend']} backend): nothing was measured or "
               "written. Run with --devices cpu, or on a machine with a GPU.", file=sys.stderr)
@@ -97,7 +78,7 @@ def main(argv=None) -> int:
           + "; ".join(f"{d} {s}" for d, s in said.items())
           + f"; {repeats} timed calls and windows each", flush=True)
 
-    run_id, done = continue_run(args.out, EXPERIMENT, args.run_id,
+    run_id, done = cli.continue_run(args.out, EXPERIMENT, args.run_id,
                                 lambda r: (r["device_kind"], r["dtype"], amortised(r)))
     if any(not new for _, _, new in done):
         parser.error(f"run {run_id} in {args.out} was recorded with the older method (one "
@@ -118,7 +99,7 @@ def main(argv=None) -> int:
             records.append(record)
     print(describe(read_records(args.out, experiment=EXPERIMENT, run_id=run_id)))
     if records:
-        say_appended(records, args.out, "sweep(s)")
+        cli.say_appended(records, args.out, "sweep(s)")
     return 0
 
 

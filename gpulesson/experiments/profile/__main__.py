@@ -14,71 +14,48 @@ run, skipping the devices it has. Needs the Keras backend JAX (its profiler).
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from gpulesson.devices import KERAS_DEVICES as DEVICES
-from gpulesson.experiments.common import (
-    add_out_option,
-    add_run_id_option,
-    add_seed_option,
-    continue_run,
-    repeats_for,
-    say_measured,
-)
+from gpulesson.experiments import cli
 from gpulesson.experiments.profile.measure import BATCH_SIZE, PROFILE_STEPS
 from gpulesson.experiments.profile.records import EXPERIMENT, RESULTS_FILE
 
 QUICK_STEPS = 4
 
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m gpulesson.experiments.profile",
-                                     description=__doc__.splitlines()[0])
-    parser.add_argument("--devices", nargs="+", choices=sorted(DEVICES), default=None,
-                        help="devices (default: cpu, then gpu if one is visible)")
-    parser.add_argument("--batch-size", type=int, default=BATCH_SIZE,
-                        help=f"images per batch (default {BATCH_SIZE}; quick mode: at most 64)")
-    parser.add_argument("--steps", type=int, default=None,
-                        help=f"batches profiled (default: GPU {PROFILE_STEPS['gpu']}, CPU "
-                             f"{PROFILE_STEPS['cpu']}; quick mode {QUICK_STEPS})")
-    parser.add_argument("--quick", action="store_true",
-                        help="2 timed epochs and 4 profiled steps (also when LESSON_QUICK=1)")
-    add_out_option(parser, RESULTS_FILE)
-    add_seed_option(parser)
-    add_run_id_option(parser)
-    return parser
+COMMAND = cli.Command(
+    "profile", __doc__,
+    cli.devices(),
+    cli.option("--batch-size", type=int, default=BATCH_SIZE,
+               help=f"images per batch (default {BATCH_SIZE}; quick mode: at most 64)"),
+    cli.option("--steps", type=int, default=None,
+               help=f"batches profiled (default: GPU {PROFILE_STEPS['gpu']}, CPU "
+                    f"{PROFILE_STEPS['cpu']}; quick mode {QUICK_STEPS})"),
+    cli.quick("2 timed epochs and 4 profiled steps (also when LESSON_QUICK=1)"),
+    cli.out(RESULTS_FILE), cli.SEED, cli.RUN_ID, at_least_one=("batch_size", "steps"))
+_parser = COMMAND.parser
 
 
 def main(argv=None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
-    for name in ("batch_size", "steps"):
-        value = getattr(args, name)
-        if value is not None and value < 1:
-            parser.error(f"--{name.replace('_', '-')} must be at least 1, not {value}")
+    _, args = COMMAND.parse(argv)
     import keras
 
     if keras.backend.backend() != "jax":
         print("The profile reads JAX's profiler: run it with KERAS_BACKEND=jax.", file=sys.stderr)
         return 2
-    from gpulesson.experiments.common import devices_here
     from gpulesson.experiments.profile.measure import measure
     from gpulesson.experiments.profile.page import describe
     from gpulesson.results import append_record
     from gpulesson.settings import get_settings
 
-    settings = get_settings()
-    quick = args.quick or settings.quick
-    devices = devices_here(args.devices)
-    run_id, done = continue_run(args.out, EXPERIMENT, args.run_id, lambda r: r["device_kind"])
-    steps = args.steps or (QUICK_STEPS if quick else None)
-    print(settings.describe(), flush=True)
-    made = measure(devices=devices, batch_size=args.batch_size, repeats=repeats_for(quick),
+    devices = cli.devices_here(args.devices)
+    run_id, done = cli.continue_run(args.out, EXPERIMENT, args.run_id, lambda r: r["device_kind"])
+    steps = args.steps or (QUICK_STEPS if args.quick else None)
+    print(get_settings().describe(), flush=True)
+    made = measure(devices=devices, batch_size=args.batch_size, repeats=cli.repeats_for(args.quick),
                    seed=args.seed, steps=dict.fromkeys(DEVICES, steps) if steps else None,
                    run_id=run_id, done=done, on_record=lambda r: append_record(args.out, r))
-    return say_measured(made, args.out, EXPERIMENT, run_id, describe)
-
+    return cli.say_measured(made, args.out, EXPERIMENT, run_id, describe)
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -12,18 +12,10 @@ prints each part. ``--run-id`` goes on with an earlier run, measuring only what 
 
 from __future__ import annotations
 
-import argparse
 import functools
 import sys
 
-from gpulesson.experiments.common import (
-    add_out_option,
-    add_run_id_option,
-    add_seed_option,
-    continue_run,
-    default_devices,
-    say_appended,
-)
+from gpulesson.experiments import cli
 from gpulesson.experiments.small_models.measure import (
     COMPARISON,
     GRID,
@@ -47,29 +39,24 @@ from gpulesson.experiments.small_models.records import (
 )
 from gpulesson.results import append_record, read_records
 
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m gpulesson.experiments.small_models",
-                                     description=__doc__.splitlines()[0])
-    parser.add_argument("--devices", nargs="+", default=None, metavar="DEVICE",
-                        help="cpu, gpu or both, in this order (default: cpu, then gpu if one is visible)")
-    parser.add_argument("--parts", nargs="+", default=list(PARTS), metavar="PART",
-                        help="comparison (breast-cancer MLP; needs scikit-learn), sweep, or both (default)")
-    parser.add_argument("--batch-sizes", nargs="+", type=int, default=None, metavar="N",
-                        help=f"sweep batch sizes (default {' '.join(map(str, GRID['batch_sizes']))})")
-    parser.add_argument("--widths", nargs="+", type=int, default=None, metavar="N",
-                        help=f"sweep layer widths (default {' '.join(map(str, GRID['widths']))})")
-    parser.add_argument("--rows", type=int, default=None,
-                        help=f"random rows per sweep epoch, at least {MIN_BATCHES} batches "
-                             f"(default {GRID['n_rows']})")
-    parser.add_argument("--epochs", type=int, default=None,
-                        help=f"epochs per sweep cell, the first not timed (default {GRID['epochs']})")
-    parser.add_argument("--quick", action="store_true",
-                        help="a tiny run for tests (also with LESSON_QUICK=1)")
-    add_out_option(parser, RESULTS_FILE)
-    add_seed_option(parser)
-    add_run_id_option(parser)
-    return parser
+COMMAND = cli.Command(
+    "small_models", __doc__,
+    cli.option("--devices", nargs="+", default=None, metavar="DEVICE",
+               help="cpu, gpu or both, in this order (default: cpu, then gpu if one is visible)"),
+    cli.option("--parts", nargs="+", default=list(PARTS), metavar="PART",
+               help="comparison (breast-cancer MLP; needs scikit-learn), sweep, or both (default)"),
+    cli.option("--batch-sizes", nargs="+", type=int, default=None, metavar="N",
+               help=f"sweep batch sizes (default {' '.join(map(str, GRID['batch_sizes']))})"),
+    cli.option("--widths", nargs="+", type=int, default=None, metavar="N",
+               help=f"sweep layer widths (default {' '.join(map(str, GRID['widths']))})"),
+    cli.option("--rows", type=int, default=None,
+               help=f"random rows per sweep epoch, at least {MIN_BATCHES} batches "
+                    f"(default {GRID['n_rows']})"),
+    cli.option("--epochs", type=int, default=None,
+               help=f"epochs per sweep cell, the first not timed (default {GRID['epochs']})"),
+    cli.quick("a tiny run for tests (also with LESSON_QUICK=1)"),
+    cli.out(RESULTS_FILE), cli.SEED, cli.RUN_ID)
+_parser = COMMAND.parser
 
 
 def _plan(args, quick: bool) -> dict:
@@ -93,21 +80,20 @@ def _plan(args, quick: bool) -> dict:
 
 
 def main(argv=None) -> int:
-    args = _parser().parse_args(argv)
+    _, args = COMMAND.parse(argv)
     from gpulesson.devices import keras_device
-    from gpulesson.settings import get_settings
 
-    quick = args.quick or get_settings().quick
+    quick = args.quick
     try:
         plan = _plan(args, quick)
         gpus = keras_device()["gpu_count"]
-        devices = check_devices(default_devices(args.devices, gpus), gpus)
+        devices = check_devices(cli.default_devices(args.devices, gpus), gpus)
     except SmallModelsError as exc:
         print(f"error: {exc}. Nothing was measured or written.", file=sys.stderr)
         return 2
     if args.devices is None and not gpus:
         print(f"{SKIPPED_GPU}: recording the CPU only.")
-    run_id, done = continue_run(args.out, EXPERIMENT, args.run_id, condition)
+    run_id, done = cli.continue_run(args.out, EXPERIMENT, args.run_id, condition)
     source = "gpulesson.experiments.small_models" + (" --quick" if quick else "")
     print(f"Run {run_id}: {', '.join(plan['parts'])} on {', '.join(devices)}"
           + (" (quick mode)" if quick else "")
@@ -127,7 +113,7 @@ def main(argv=None) -> int:
         if whole:
             print(describe_comparison(whole) if part == "comparison" else sweep_table(whole))
         if records:
-            say_appended(records, args.out, f"{part} record(s)")
+            cli.say_appended(records, args.out, f"{part} record(s)")
     return 0
 
 

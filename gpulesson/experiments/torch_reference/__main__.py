@@ -20,21 +20,11 @@ printed is the whole run.
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import sys
 
+from gpulesson.experiments import cli
 from gpulesson.experiments.cnn import describe
-from gpulesson.experiments.common import (
-    add_epochs_option,
-    add_out_option,
-    add_run_id_option,
-    add_seed_option,
-    continue_run,
-    default_epochs,
-    devices_or_refuse,
-    say_appended,
-)
 from gpulesson.experiments.torch_reference.measure import DEVICES, INSTALL, prepare, run_devices
 from gpulesson.experiments.torch_reference.records import (
     EXPERIMENT,
@@ -45,26 +35,21 @@ from gpulesson.experiments.torch_reference.records import (
 
 FULL_BATCH_SIZE = 128
 
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m gpulesson.experiments.torch_reference",
-                                     description=__doc__.splitlines()[0])
-    parser.add_argument("--devices", nargs="+", choices=sorted(DEVICES), default=None,
-                        help="devices to train on, in this order (default: cpu, then gpu if one is visible)")
-    add_epochs_option(parser)
-    parser.add_argument("--batch-size", type=int, default=FULL_BATCH_SIZE,
-                        help=f"images per batch (default {FULL_BATCH_SIZE}; quick mode: at most 64)")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="CPU threads for PyTorch (default: PyTorch's choice)")
-    add_out_option(parser, RESULTS_FILE)
-    add_seed_option(parser)
-    add_run_id_option(parser)
-    return parser
+COMMAND = cli.Command(
+    "torch_reference", __doc__,
+    cli.devices("devices to train on, in this order (default: cpu, then gpu if one is visible)",
+                choices=DEVICES),
+    cli.EPOCHS,
+    cli.option("--batch-size", type=int, default=FULL_BATCH_SIZE,
+               help=f"images per batch (default {FULL_BATCH_SIZE}; quick mode: at most 64)"),
+    cli.option("--threads", type=int, default=None,
+               help="CPU threads for PyTorch (default: PyTorch's choice)"),
+    cli.out(RESULTS_FILE), cli.SEED, cli.RUN_ID)
+_parser = COMMAND.parser
 
 
 def main(argv=None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
+    _, args = COMMAND.parse(argv)
     if importlib.util.find_spec("torch") is None:
         print(f"PyTorch is not installed: {INSTALL}", file=sys.stderr)
         return 2
@@ -76,11 +61,11 @@ def main(argv=None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     gpus = torch.cuda.is_available()
-    devices = devices_or_refuse(args.devices, gpus, "PyTorch")
+    devices = cli.devices_or_refuse(args.devices, gpus, "PyTorch")
     if devices is None:
         return 2
 
-    run_id, done = continue_run(args.out, EXPERIMENT, args.run_id, condition)
+    run_id, done = cli.continue_run(args.out, EXPERIMENT, args.run_id, condition)
 
     def whole_run() -> list[dict]:
         if not args.out.is_file():
@@ -89,7 +74,7 @@ def main(argv=None) -> int:
 
     settings = get_settings()
     # The rule: one warm-up epoch, then the timed ones (fewer in quick mode), unless --epochs.
-    epochs = default_epochs(settings.quick) if args.epochs is None else args.epochs
+    epochs = cli.default_epochs(settings.quick) if args.epochs is None else args.epochs
     if done:
         left = [d for d in devices if d not in done]
         print(f"Run {run_id} has {', '.join(sorted(done))} already: "
@@ -113,7 +98,7 @@ def main(argv=None) -> int:
     records = run_devices(devices, initial_state, train_set, test_set, epochs,
                           batch_size=batch_size, data=data, run_id=run_id, out=args.out)
     print(describe(whole_run(), full_epochs=epochs))
-    say_appended(records, args.out)
+    cli.say_appended(records, args.out)
     return 0
 
 

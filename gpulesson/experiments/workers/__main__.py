@@ -16,71 +16,45 @@ about 5 minutes, mostly for starting worker processes, which import Keras each.
 
 from __future__ import annotations
 
-import argparse
-
-from gpulesson.devices import KERAS_DEVICES as DEVICES
 from gpulesson.devices import installed_backends
+from gpulesson.experiments import cli
 from gpulesson.experiments.ceiling.measure import SIZES  # the ceiling's epoch: the same model
-from gpulesson.experiments.common import (
-    add_out_option,
-    add_run_id_option,
-    add_size_options,
-    devices_here,
-    per_backend_command,
-    refuse_below_one,
-    rule_arguments,
-)
-from gpulesson.experiments.workers.records import (
-    BACKENDS,
-    EXPERIMENT,
-    RESULTS_FILE,
-    WORK,
-    condition,
-)
+from gpulesson.experiments.workers.records import BACKENDS, EXPERIMENT, RESULTS_FILE, WORK, condition
 
 # PyTorch's OpenMP threads wait for work by spinning: beside Grain's threads and workers on a
 # few cores, that stalled some half-second epochs for seconds on 2 cores; waiting passively
 # did not.
 SETTINGS = {"torch": {"OMP_WAIT_POLICY": "PASSIVE"}}
 
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m gpulesson.experiments.workers",
-                                     description=__doc__.splitlines()[0])
-    parser.add_argument("--backends", nargs="+", choices=BACKENDS, default=None,
-                        help="Keras backends, one process each (default: JAX and PyTorch, "
-                             "those installed)")
-    parser.add_argument("--devices", nargs="+", choices=sorted(DEVICES), default=None,
-                        help="devices the model trains on (default: cpu, then gpu if the "
-                             "backend sees one)")
-    parser.add_argument("--works", nargs="+", choices=list(WORK), default=None,
-                        help="what is done to each block (default: all)")
-    parser.add_argument("--workers", nargs="+", type=int, default=None,
-                        help="numbers of worker processes (default: 0, 1, 2, 4, ... up to the "
-                             "cores available, at most 8)")
-    add_size_options(parser, SIZES)
-    add_out_option(parser, RESULTS_FILE)
-    add_run_id_option(parser)
-    return parser
+COMMAND = cli.Command(
+    "workers", __doc__,
+    cli.backends(BACKENDS, "Keras backends, one process each (default: JAX and PyTorch, those "
+                           "installed)"),
+    cli.devices("devices the model trains on (default: cpu, then gpu if the backend sees one)"),
+    cli.option("--works", nargs="+", choices=list(WORK), default=None,
+               help="what is done to each block (default: all)"),
+    cli.option("--workers", nargs="+", type=int, default=None,
+               help="numbers of worker processes (default: 0, 1, 2, 4, ... up to the cores "
+                    "available, at most 8)"),
+    cli.sizes(SIZES), cli.out(RESULTS_FILE), cli.RUN_ID, at_least_one=("n_images", "batch_size"))
+_parser = COMMAND.parser
 
 
 def _measure_here(args, *, quick: bool, run_id: str, done: set) -> list[dict]:
     """Measure with this process's backend (the child's work)."""
     from gpulesson.experiments.workers.measure import measure
 
-    return measure(devices=devices_here(args.devices), works=args.works or list(WORK),
+    return measure(devices=cli.devices_here(args.devices), works=args.works or list(WORK),
                    workers=args.workers,
-                   **rule_arguments(args, SIZES, quick=quick, run_id=run_id, done=done))
+                   **cli.rule_arguments(args, SIZES, quick=quick, run_id=run_id, done=done))
 
 
 def main(argv=None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
-    refuse_below_one(parser, args, ("n_images", "batch_size"))
+    parser, args = COMMAND.parse(argv)
     if any(n < 0 for n in args.workers or ()):
         parser.error("--workers takes 0 (none) or more worker processes")
-    return per_backend_command(
-        parser, args, module="gpulesson.experiments.workers", experiment=EXPERIMENT,
+    return cli.per_backend_command(
+        parser, args, module=COMMAND.module, experiment=EXPERIMENT,
         condition=condition, installed=[b for b in installed_backends() if b in BACKENDS],
         measure_here=_measure_here, passed=("devices", "works", "workers", "n_images", "batch_size"),
         settings=SETTINGS)
