@@ -5,6 +5,9 @@ the same parts in the same order: measure, records, values for the page (``subst
 read by ``_ext/carpentry.py`` while the site builds), figures, command line
 (``python -m gpulesson.experiments.NAME``). They use the code the episodes teach
 (:mod:`gpulesson.lesson`) and the helpers at the top of :mod:`gpulesson`; no helper imports them.
+What they share exists once: the measurement rule and its words (:mod:`~gpulesson.experiments.common`),
+the command-line builder (:mod:`~gpulesson.experiments.cli`) and the records layer
+(:mod:`~gpulesson.experiments.recordset`).
 
 - :mod:`~gpulesson.experiments.cnn`: episode 5, the CNN on the CPU and the GPU;
   :mod:`~gpulesson.experiments.contention`: episode 5, CPU epochs on a shared machine;

@@ -17,25 +17,12 @@ uses it (:func:`shown`). Imports no deep-learning framework.
 from __future__ import annotations
 
 import math
-import statistics
 
-from gpulesson import results
 from gpulesson.devices import BACKEND_TITLES, KERAS_BACKENDS
-from gpulesson.experiments import parts
-from gpulesson.experiments.common import (
-    MIDDLE_FROM,
-    REPEATS,
-    SUMMARY_KEY,
-    as_rate,
-    compare_middle,
-    scale,
-    summarise,
-    summary_of,
-)
-from gpulesson.results import make_record
+from gpulesson.experiments.common import MIDDLE_FROM, REPEATS, compare_middle, scale, summary_of
+from gpulesson.experiments.recordset import RecordSet, rate_summary
 
 EXPERIMENT = "ceiling"
-RESULTS_FILE = results.RESULTS_DIR / f"{EXPERIMENT}.jsonl"
 DATA = "synthetic"  # speed does not depend on the pixel values
 N_IMAGES = 50_000  # episode 9's epoch: the size its 1-s goal is stated for
 TARGET_SHARE = 0.90  # the lesson's pipeline: at least this share of the in-memory ceiling
@@ -77,37 +64,13 @@ def pipelines_for(device: str, backend: str) -> list[str]:
             and (backend == "tensorflow" or name not in TENSORFLOW_ONLY)]
 
 
-def condition(record: dict) -> tuple:
-    """The key of ``record``'s condition: a run that goes on skips the ones it has."""
-    return tuple(record.get(name) for name in CONDITION)
-
-
 def measurement_record(seconds: list[float], *, warmup: int, run_id: str, device: str,
                        pipeline: str, batch_size: int, n_images: int, extra: dict) -> dict:
     """One results-file record: ``seconds`` of every epoch, the first ``warmup`` of them the
     warm-up (recorded, never summarised)."""
-    timed = seconds[warmup:]
-    if not timed:
-        raise ValueError("no timed epoch to record")
-    median = statistics.median(timed)
-    fields = {
-        "run_id": run_id, "source": "gpulesson.experiments.ceiling", "device_kind": device,
-        "pipeline": pipeline, "pipeline_label": PIPELINES[pipeline], "batch_size": batch_size,
-        "n_images": n_images, "warmup_epochs": warmup, "repeats": len(timed),
-        "warmup_seconds": seconds[:warmup], "epoch_seconds": timed,
-        "images_per_second": n_images / median,
-        SUMMARY_KEY: summarise(timed, seconds[:warmup]), **extra,
-    }
-    if device == "cpu":
-        fields["device"] = "CPU"
-    return make_record(EXPERIMENT, data=DATA, **fields)
-
-
-def rate_summary(record: dict | None) -> dict | None:
-    """A record's images per second as a summary (median and range over its timed epochs)."""
-    if not record:
-        return None
-    return as_rate(summary_of(record, "epoch_seconds"), record["n_images"])
+    return RECORDS.epoch_record(
+        seconds, warmup=warmup, run_id=run_id, device=device, n_images=n_images, extra=extra,
+        own={"pipeline": pipeline, "pipeline_label": PIPELINES[pipeline], "batch_size": batch_size})
 
 
 def complete(part: list[dict]) -> bool:
@@ -121,44 +84,36 @@ def complete(part: list[dict]) -> bool:
                for backend in {r["backend"] for r in part})
 
 
-def reference_run(path=RESULTS_FILE) -> list[dict]:
-    """For each device, the part of the newest run that is complete on it (:func:`complete`,
-    :func:`gpulesson.experiments.parts.reference_parts`), CPU records first, without the
-    records of pipelines the lesson no longer has (:data:`RETIRED`)."""
-    return parts.reference_parts(path, EXPERIMENT, complete,
-                                 keep=lambda r: r.get("pipeline") in PIPELINES)
-
-
-def old_method(records) -> list[dict]:
-    """The ``device`` records of ``records`` made the old way
-    (:func:`gpulesson.experiments.feeding.records.old_device_method`)."""
+def new_method(record: dict) -> bool:
+    """Whether a table, figure, share or ceiling may use ``record``: not a ``device`` record
+    made the old way (:func:`gpulesson.experiments.feeding.records.old_device_method`)."""
     # Imported here: the feeding benchmark's page imports this module.
     from gpulesson.experiments.feeding.records import old_device_method
 
-    return [r for r in records if old_device_method(r)]
+    return not old_device_method(record)
 
 
-def shown(records) -> list[dict]:
-    """The records a table, figure or ceiling may use: all but :func:`old_method`'s, as the
-    feeding benchmark's pages leave them out."""
-    from gpulesson.experiments.feeding.records import old_device_method
-
-    return [r for r in records if not old_device_method(r)]
+RECORDS = RecordSet(EXPERIMENT, CONDITION, backends=BACKENDS, complete=complete, data=DATA,
+                    kept=lambda r: r.get("pipeline") in PIPELINES, shown=new_method)
+RESULTS_FILE, condition, groups, shown = (RECORDS.results_file, RECORDS.key, RECORDS.groups,
+                                          RECORDS.visible)
 
 
-def groups(records) -> list[tuple[str, str]]:
-    """The (backend, device) pairs of the :func:`shown` ``records``, in the order of
-    :data:`BACKENDS`, CPU first."""
-    found = {(r["backend"], r["device_kind"]) for r in shown(records)}
-    order = {name: i for i, name in enumerate(BACKENDS)}
-    return sorted(found, key=lambda pair: (pair[1] != "cpu", order.get(pair[0], 9), pair[0]))
+def reference_run(path=RESULTS_FILE) -> list[dict]:
+    """For each device, the part of the newest run that is complete on it (:func:`complete`,
+    :meth:`~gpulesson.experiments.recordset.RecordSet.reference_run`), CPU records first,
+    without the records of pipelines the lesson no longer has (:data:`RETIRED`)."""
+    return RECORDS.reference_run(path)
+
+
+def old_method(records) -> list[dict]:
+    """The ``device`` records of ``records`` made the old way (:func:`new_method`)."""
+    return [r for r in records if not new_method(r)]
 
 
 def find(records, backend: str, device: str, pipeline: str) -> dict | None:
     """The :func:`shown` record of ``pipeline`` for ``backend`` on ``device``, or None."""
-    return next((r for r in shown(records) if (r.get("backend"), r.get("device_kind"),
-                                               r.get("pipeline")) == (backend, device, pipeline)),
-                None)
+    return RECORDS.find(records, backend=backend, device_kind=device, pipeline=pipeline)
 
 
 def ceiling(records, backend: str, device: str) -> dict | None:

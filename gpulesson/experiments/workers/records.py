@@ -15,24 +15,15 @@ from __future__ import annotations
 
 import statistics
 
-from gpulesson import results
 from gpulesson.devices import BACKEND_TITLES
-from gpulesson.experiments import parts
 from gpulesson.experiments.ceiling.records import (
     N_IMAGES,  # noqa: F401 (the ceiling's epoch, re-exported)
     measurably,
 )
-from gpulesson.experiments.common import (
-    SUMMARY_KEY,
-    as_rate,
-    compare_middle,
-    summarise,
-    summary_of,
-)
-from gpulesson.results import make_record
+from gpulesson.experiments.common import compare_middle
+from gpulesson.experiments.recordset import RecordSet, rate_summary
 
 EXPERIMENT = "workers"
-RESULTS_FILE = results.RESULTS_DIR / f"{EXPERIMENT}.jsonl"
 DATA = "synthetic"  # speed does not depend on the pixel values
 BACKENDS = ("jax", "torch")  # Grain needs no TensorFlow; on TensorFlow any Python feed pays more
 NAMES = BACKEND_TITLES
@@ -52,34 +43,14 @@ METHOD = "epoch-split"
 STALL_FACTOR = 1.5  # a last epoch this many times the other timed epochs' median stalled
 
 
-def condition(record: dict) -> tuple:
-    """The key of ``record``'s condition: a run that goes on skips the ones it has."""
-    return tuple(record.get(name) for name in CONDITION)
-
-
 def measurement_record(seconds: list[float], *, warmup: int, run_id: str, device: str, work: str,
                        workers: int, batch_size: int, n_images: int, extra: dict) -> dict:
     """One results-file record: ``seconds`` of every epoch, the first ``warmup`` of them the
     warm-up (recorded, never summarised)."""
-    timed = seconds[warmup:]
-    if not timed:
-        raise ValueError("no timed epoch to record")
-    fields = {
-        "run_id": run_id, "source": "gpulesson.experiments.workers", "device_kind": device,
-        "work": work, "work_label": WORK[work], "workers": workers, "batch_size": batch_size,
-        "n_images": n_images, "warmup_epochs": warmup, "repeats": len(timed),
-        "warmup_seconds": seconds[:warmup], "epoch_seconds": timed,
-        "images_per_second": n_images / statistics.median(timed), "method": METHOD,
-        SUMMARY_KEY: summarise(timed, seconds[:warmup]), **extra,
-    }
-    if device == "cpu":
-        fields["device"] = "CPU"
-    return make_record(EXPERIMENT, data=DATA, **fields)
-
-
-def rate_summary(record: dict | None) -> dict | None:
-    """A record's images per second as a summary (median and range over its timed epochs)."""
-    return as_rate(summary_of(record, "epoch_seconds"), record["n_images"]) if record else None
+    return RECORDS.epoch_record(
+        seconds, warmup=warmup, run_id=run_id, device=device, n_images=n_images, extra=extra,
+        own={"work": work, "work_label": WORK[work], "workers": workers, "batch_size": batch_size},
+        method={"method": METHOD})
 
 
 def teardown_may_be_timed(record: dict) -> bool:
@@ -125,23 +96,18 @@ def complete(part: list[dict]) -> bool:
     return True
 
 
+RECORDS = RecordSet(EXPERIMENT, CONDITION, backends=BACKENDS, complete=complete, data=DATA)
+RESULTS_FILE, condition, groups = RECORDS.results_file, RECORDS.key, RECORDS.groups
+
+
 def reference_run(path=RESULTS_FILE) -> list[dict]:
     """For each device, the newest run whose part on it is a complete grid (:func:`complete`,
-    :func:`gpulesson.experiments.parts.reference_parts`): CPU records first."""
-    return parts.reference_parts(path, EXPERIMENT, complete)
-
-
-def groups(records) -> list[tuple[str, str]]:
-    """The (backend, device) pairs of ``records``, in the order of :data:`BACKENDS`, CPU first."""
-    found = {(r["backend"], r["device_kind"]) for r in records}
-    order = {name: i for i, name in enumerate(BACKENDS)}
-    return sorted(found, key=lambda pair: (pair[1] != "cpu", order.get(pair[0], 9), pair[0]))
+    :meth:`~gpulesson.experiments.recordset.RecordSet.reference_run`): CPU records first."""
+    return RECORDS.reference_run(path)
 
 
 def find(records, backend: str, device: str, work: str, workers: int) -> dict | None:
-    return next((r for r in records if (r.get("backend"), r.get("device_kind"), r.get("work"),
-                                        r.get("workers")) == (backend, device, work, workers)),
-                None)
+    return RECORDS.find(records, backend=backend, device_kind=device, work=work, workers=workers)
 
 
 def worker_counts(records, backend: str, device: str, work: str) -> list[int]:

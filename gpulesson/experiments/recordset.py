@@ -1,0 +1,102 @@
+"""The records layer: what an experiment declares about its records, and what every page does
+with them the same way.
+
+An experiment declares a :class:`RecordSet`: its name (the results file
+``results/NAME.jsonl``), the fields that name one condition, the order of its backends, when a
+device's part of a run is complete, and which records a page may show (the others, such as
+those of a retired pipeline, stay in the file as measured). The layer then reads the file and
+chooses the runs a page shows (:meth:`RecordSet.reference_run`: for each device the newest run
+whose part on it is complete, :mod:`gpulesson.experiments.parts`), keys and finds conditions,
+groups them by backend and device, and makes a condition's record of timed epochs by the
+lesson's rule (:meth:`RecordSet.epoch_record`). Summaries and the words that compare them are
+the rule's (:mod:`gpulesson.experiments.common`). Imports no deep-learning framework.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from gpulesson import results
+from gpulesson.experiments import parts
+from gpulesson.experiments.common import SUMMARY_KEY, as_rate, summarise, summary_of
+
+
+def every_part(part: list[dict]) -> bool:
+    """A device's part of a run counts as complete whatever it holds."""
+    return True
+
+
+@dataclass(frozen=True)
+class RecordSet:
+    """One experiment's records: ``experiment`` names it and its results file, ``condition``
+    the fields that key a condition (a run that goes on skips the keys it has), ``backends``
+    the order pages list backends in, ``complete(part)`` whether one device's part of a run is
+    whole, ``kept(record)`` whether a page reads a record at all (not a retired condition's),
+    ``shown(record)`` whether a table or figure uses it (default all of both), ``data`` what
+    the records were measured on."""
+
+    experiment: str
+    condition: tuple[str, ...]
+    backends: tuple[str, ...] = ()
+    complete: Callable[[list[dict]], bool] = every_part
+    kept: Callable[[dict], bool] | None = None
+    shown: Callable[[dict], bool] | None = None
+    data: str = "synthetic"
+
+    @property
+    def results_file(self):
+        return results.RESULTS_DIR / f"{self.experiment}.jsonl"
+
+    def key(self, record: dict) -> tuple:
+        """The key of ``record``'s condition, its :attr:`condition` fields in order."""
+        return tuple(record.get(name) for name in self.condition)
+
+    def reference_run(self, path=None) -> list[dict]:
+        """For each device, CPU first, the part of the newest run that is complete on it, of
+        the records a page reads (:attr:`kept`); [] without a file or a complete part."""
+        return parts.reference_parts(path or self.results_file, self.experiment, self.complete,
+                                     keep=self.kept)
+
+    def visible(self, records) -> list[dict]:
+        """The ``records`` a table or figure may use (:attr:`shown`)."""
+        return [r for r in records if self.shown is None or self.shown(r)]
+
+    def find(self, records, **fields) -> dict | None:
+        """The first record a table may use whose ``fields`` have these values, or None."""
+        return next((r for r in self.visible(records)
+                     if all(r.get(name) == value for name, value in fields.items())), None)
+
+    def groups(self, records) -> list[tuple[str, str]]:
+        """The (backend, device) pairs of the ``records`` a table may use, CPU first, then in
+        the order of :attr:`backends`."""
+        found = {(r["backend"], r["device_kind"]) for r in self.visible(records)}
+        order = {name: i for i, name in enumerate(self.backends)}
+        return sorted(found, key=lambda pair: (pair[1] != "cpu", order.get(pair[0], 9), pair[0]))
+
+    def epoch_record(self, seconds: list[float], *, warmup: int, run_id: str, device: str,
+                     n_images: int, own: dict, extra: dict, method: dict | None = None) -> dict:
+        """One condition's record: ``seconds`` of every epoch, the first ``warmup`` of them the
+        warm-up (recorded, never summarised), the experiment's ``own`` condition fields before
+        the epochs, how they were timed (``method``) before their summary, ``extra`` after."""
+        timed = seconds[warmup:]
+        if not timed:
+            raise ValueError("no timed epoch to record")
+        fields = {
+            "run_id": run_id, "source": f"gpulesson.experiments.{self.experiment}",
+            "device_kind": device, **own, "n_images": n_images, "warmup_epochs": warmup,
+            "repeats": len(timed), "warmup_seconds": seconds[:warmup], "epoch_seconds": timed,
+            "images_per_second": n_images / statistics.median(timed),
+            **(method or {}), SUMMARY_KEY: summarise(timed, seconds[:warmup]), **extra,
+        }
+        if device == "cpu":
+            fields["device"] = "CPU"
+        return results.make_record(self.experiment, data=self.data, **fields)
+
+
+def rate_summary(record: dict | None) -> dict | None:
+    """A record's images per second as a summary (median and range over its timed epochs)."""
+    if not record:
+        return None
+    return as_rate(summary_of(record, "epoch_seconds"), record["n_images"])
