@@ -189,7 +189,7 @@ PLAN = [
     Planned(_x("small_models", "--parts", "comparison", step="small model"), 3, (10, 20),
             "11.4 s on the H200 node (2026-11-27)"),
     Planned(steps.DDP_CHECK, 3, (10, 20), "12.6 s on the H200 node (2026-11-27)"),
-    Planned(CHECK_GPU, 3, (30, 40), "33.2 s on the H200 node (2026-11-27)"),
+    Planned(CHECK_GPU, 4, (30, 40), "33.2 s on the H200 node (2026-11-27)"),
 ]
 PLAN.sort(key=lambda planned: planned.lease)  # lease by lease, in the list's order within one
 LEASES = {1: "the stream read by Grain's worker processes (the ladder's rungs, the ceiling's "
@@ -199,10 +199,11 @@ LEASES = {1: "the stream read by Grain's worker processes (the ladder's rungs, t
              "the CNN, whose run it prints), episode 6's throughput over windows of at least "
              "0.5 s",
           3: "on a new run, what the GPU runs recorded with an unchanged method (the small "
-             "models' sweep, PyTorch, the small model, the DDP and readiness checks); episode "
-             "9's speed ladder, released Keras's rungs (recorded 2026-11-28)",
-          4: "the ladder's plain-JAX limit and keras-nightly's scan, after its rungs, and the "
-             "feeding benchmark reading ahead (recorded 2026-11-28)"}
+             "models' sweep, PyTorch, the small model, the DDP check); episode 9's speed "
+             "ladder, released Keras's rungs (recorded 2026-11-28)",
+          4: "the ladder's plain-JAX limit and keras-nightly's scan, after its rungs, the "
+             "feeding benchmark reading ahead (recorded 2026-11-28), and last the readiness "
+             "check beside every GPU record"}
 
 
 def now_iso() -> str:
