@@ -8,8 +8,10 @@ those of a retired pipeline, stay in the file as measured). The layer then reads
 chooses the runs a page shows (:meth:`RecordSet.reference_run`: for each device the newest run
 whose part on it is complete, :mod:`gpulesson.experiments.parts`), keys and finds conditions,
 groups them by backend and device, and makes a condition's record of timed epochs by the
-lesson's rule (:meth:`RecordSet.epoch_record`). Summaries and the words that compare them are
-the rule's (:mod:`gpulesson.experiments.common`). Imports no deep-learning framework.
+lesson's rule (:meth:`RecordSet.epoch_record`). An experiment whose page compares one run's
+devices takes :meth:`RecordSet.newest_run` instead (the newest run with CPU and GPU records,
+:func:`gpulesson.results.reference_run`). Summaries and the words that compare them are the
+rule's (:mod:`gpulesson.experiments.common`). Imports no deep-learning framework.
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from gpulesson import results
 from gpulesson.experiments import parts
-from gpulesson.experiments.common import SUMMARY_KEY, as_rate, summarise, summary_of
+from gpulesson.experiments.common import SUMMARY_KEY, WARMUP, as_rate, summarise, summary_of
 
 
 def every_part(part: list[dict]) -> bool:
@@ -52,6 +55,32 @@ class RecordSet:
     def key(self, record: dict) -> tuple:
         """The key of ``record``'s condition, its :attr:`condition` fields in order."""
         return tuple(record.get(name) for name in self.condition)
+
+    def read(self, path=None) -> list[dict]:
+        """This experiment's records in ``path`` (default its results file), in file order; []
+        without the file."""
+        path = Path(path or self.results_file).expanduser()
+        return results.read_records(path, experiment=self.experiment) if path.is_file() else []
+
+    def runs(self, records, **match) -> dict[str, list[dict]]:
+        """This experiment's ``records`` (with the ``match`` values) grouped by ``run_id``
+        (:func:`gpulesson.results.runs`)."""
+        return results.runs(records, self.experiment, **match)
+
+    def newest_run(self, path=None, *, complete=None, **match) -> list[dict]:
+        """The newest run with CPU and GPU records, else with CPU records, of those
+        ``complete(run)`` accepts (:func:`gpulesson.results.reference_run`)."""
+        return results.reference_run(path or self.results_file, self.experiment,
+                                     complete=complete, **match)
+
+    def record(self, *, data: str | None = None, environment: dict | None = None,
+               **fields) -> dict:
+        """A results-file record of ``fields`` (:func:`gpulesson.results.make_record`); a CPU
+        record's ``device`` is "CPU", also on a machine with a GPU."""
+        if fields.get("device_kind") == "cpu":
+            fields["device"] = "CPU"
+        return results.make_record(self.experiment, data=data or self.data,
+                                   environment=environment, **fields)
 
     def reference_run(self, path=None) -> list[dict]:
         """For each device, CPU first, the part of the newest run that is complete on it, of
@@ -90,9 +119,7 @@ class RecordSet:
             "images_per_second": n_images / statistics.median(timed),
             **(method or {}), SUMMARY_KEY: summarise(timed, seconds[:warmup]), **extra,
         }
-        if device == "cpu":
-            fields["device"] = "CPU"
-        return results.make_record(self.experiment, data=self.data, **fields)
+        return self.record(**fields)
 
 
 def rate_summary(record: dict | None) -> dict | None:
@@ -100,3 +127,39 @@ def rate_summary(record: dict | None) -> dict | None:
     if not record:
         return None
     return as_rate(summary_of(record, "epoch_seconds"), record["n_images"])
+
+
+def split_epochs(epoch_seconds) -> tuple[list[float], list[float]]:
+    """``(warm-up, timed)`` epochs of a run: the first :data:`WARMUP` are the warm-up, the rest
+    are timed. A run of no more epochs than the warm-up has no warm-up kept apart: its epochs
+    are its (single, warm) samples, which a page shows as "no range"."""
+    seconds = [float(s) for s in epoch_seconds]
+    if len(seconds) <= WARMUP:
+        return [], seconds
+    return seconds[:WARMUP], seconds[WARMUP:]
+
+
+def epochs_summary(epoch_seconds) -> dict:
+    """The summary of a run's epochs by the rule: :func:`split_epochs`'s timed ones, the warm-up
+    apart."""
+    warmup, timed = split_epochs(epoch_seconds)
+    return summarise(timed, warmup)
+
+
+def load_fields(before=None, after=None) -> dict:
+    """``load_average_before`` and ``load_average_after`` (``os.getloadavg()`` right before and
+    right after a training), where given."""
+    return {key: [round(float(v), 2) for v in load]
+            for key, load in (("load_average_before", before), ("load_average_after", after))
+            if load is not None}
+
+
+def check_earlier(earlier, **run) -> None:
+    """A run goes on only with the settings its ``earlier`` records were made with (``run``:
+    field -> value), so that its records compare; else a ValueError saying what to do."""
+    for field, value in run.items():
+        found = sorted({str(r.get(field)) for r in earlier} - {str(value)})
+        if found:
+            raise ValueError(
+                f"run {earlier[0].get('run_id')} was recorded with {field} {', '.join(found)}, "
+                f"not {value}: go on with the settings it had, or start a new run")

@@ -22,16 +22,17 @@ from __future__ import annotations
 
 import statistics
 
-from gpulesson import results
 from gpulesson.devices import keras_device_name
 from gpulesson.experiments.common import ORDER_FIELD, SUMMARY_KEY, summarise
-from gpulesson.experiments.parts import reference_parts
+from gpulesson.experiments.recordset import RecordSet
 from gpulesson.gpu_peaks import float32_key, peaks_for
-from gpulesson.results import make_record
 
 EXPERIMENT = "profile"
-RESULTS_FILE = results.RESULTS_DIR / f"{EXPERIMENT}.jsonl"
 TRAINING_PASSES = 3  # forward + the two products of the backward pass
+# One record a device; a GPU node's run of the GPU alone leaves an older run's CPU record on
+# the page (the reference run: for each device, the newest run that profiled it).
+RECORDS = RecordSet(EXPERIMENT, ("device_kind",), complete=bool)
+RESULTS_FILE, reference_run = RECORDS.results_file, RECORDS.reference_run
 
 
 def data_source() -> str:
@@ -60,20 +61,11 @@ def measurement_record(budget, *, run_id: str, device: str, batch_size: int, n_i
         "utilisation": utilisation, "profile": profile, ORDER_FIELD: False,
         SUMMARY_KEY: summarise(timed, budget.seconds[:budget.warmup]), **extra,
     }
-    if device == "cpu":
-        fields["device"] = "CPU"
-    return make_record(EXPERIMENT, data=data or data_source(), **fields)
-
-
-def reference_run(path=RESULTS_FILE) -> list[dict]:
-    """For each device, CPU first, its record in the newest run that profiled it
-    (:func:`gpulesson.experiments.parts.reference_parts`): a GPU node's run of the GPU alone
-    leaves an older run's CPU record on the page, each named with its run."""
-    return reference_parts(path, EXPERIMENT, complete=bool)
+    return RECORDS.record(data=data or data_source(), **fields)
 
 
 def find(records, device: str) -> dict | None:
-    return next((r for r in records if r.get("device_kind") == device), None)
+    return RECORDS.find(records, device_kind=device)
 
 
 def gpu_name(record: dict) -> str | None:
