@@ -23,7 +23,15 @@ from pathlib import Path
 
 from gpulesson import results
 from gpulesson.experiments import parts
-from gpulesson.experiments.common import SUMMARY_KEY, WARMUP, as_rate, summarise, summary_of
+from gpulesson.experiments.common import (
+    SUMMARY_KEY,
+    WARMUP,
+    Comparison,
+    as_rate,
+    compare,
+    summarise,
+    summary_of,
+)
 
 
 def every_part(part: list[dict]) -> bool:
@@ -38,7 +46,8 @@ class RecordSet:
     the order pages list backends in, ``complete(part)`` whether one device's part of a run is
     whole, ``kept(record)`` whether a page reads a record at all (not a retired condition's),
     ``shown(record)`` whether a table or figure uses it (default all of both), ``data`` what
-    the records were measured on."""
+    the records were measured on, ``warmup_key`` where a record made before the rule keeps
+    its warm-up epochs (None: its first epoch was the warm-up)."""
 
     experiment: str
     condition: tuple[str, ...]
@@ -47,6 +56,7 @@ class RecordSet:
     kept: Callable[[dict], bool] | None = None
     shown: Callable[[dict], bool] | None = None
     data: str = "synthetic"
+    warmup_key: str | None = "warmup_seconds"
 
     @property
     def results_file(self):
@@ -103,6 +113,21 @@ class RecordSet:
         found = {(r["backend"], r["device_kind"]) for r in self.visible(records)}
         order = {name: i for i, name in enumerate(self.backends)}
         return sorted(found, key=lambda pair: (pair[1] != "cpu", order.get(pair[0], 9), pair[0]))
+
+    def epoch_summary(self, record: dict | None) -> dict | None:
+        """The summary of a record's timed epochs (seconds): the one it keeps, or, for a record
+        made before the rule, one built from its ``epoch_seconds``, the warm-up apart
+        (:func:`~gpulesson.experiments.common.summary_of`); None without epochs."""
+        if not record:
+            return None
+        return summary_of(record, "epoch_seconds", warmup_key=self.warmup_key)
+
+    def gpu_against_cpu(self, records) -> Comparison | None:
+        """The GPU's epochs against the CPU's in one run's ``records``
+        (:func:`~gpulesson.experiments.common.compare` of their :meth:`epoch_summary`: its
+        ``ratio`` is the CPU's median over the GPU's), or None without both."""
+        cpu, gpu = (self.epoch_summary(results.pick(records, on_gpu)) for on_gpu in (False, True))
+        return compare(gpu, cpu) if cpu and gpu else None
 
     def epoch_record(self, seconds: list[float], *, warmup: int, run_id: str, device: str,
                      n_images: int, own: dict, extra: dict, method: dict | None = None) -> dict:

@@ -17,43 +17,24 @@ their ``epoch_seconds`` in the same way (:func:`~gpulesson.experiments.common.su
 
 from __future__ import annotations
 
-from gpulesson import results
-from gpulesson.experiments.common import (
-    NO_DIFFERENCE,
-    SUMMARY_KEY,
-    WARMUP,
-    compare,
-    summarise,
-    summary_of,
-    summary_text,
+from gpulesson.experiments.common import NO_DIFFERENCE, summary_text
+from gpulesson.experiments.recordset import (  # split_epochs: the page's, kept here
+    RecordSet,
+    epochs_summary,
+    load_fields,
+    split_epochs,  # noqa: F401
 )
-from gpulesson.results import data_label, duration, hardware, is_gpu, make_record
-from gpulesson.results import pick as _pick
+from gpulesson.results import data_label, duration, hardware, is_gpu
 from gpulesson.timing import cpu_settings
 
 EXPERIMENT = "cnn-cpu-vs-gpu"
-RESULTS_FILE = results.RESULTS_DIR / f"{EXPERIMENT}.jsonl"
 FULL_EPOCHS = 30  # "what would full training cost?" is answered for this many epochs
 WORKSHOP_EPOCHS = 3  # the episode's EPOCHS: what a learner's cell runs
-
-
-def split_epochs(epoch_seconds) -> tuple[list[float], list[float]]:
-    """``(warm-up, timed)`` epochs of a run: the first :data:`WARMUP` are the warm-up, the rest
-    are timed. A run of no more epochs than the warm-up has no warm-up kept apart: its epochs
-    are its (single, warm) samples, which :func:`summary_text` shows as "no range"."""
-    seconds = [float(s) for s in epoch_seconds]
-    if len(seconds) <= WARMUP:
-        return [], seconds
-    return seconds[:WARMUP], seconds[WARMUP:]
-
-
-def epoch_summary(record: dict | None) -> dict | None:
-    """The summary of a record's epoch times: the one it keeps (``summary``), or, for a record
-    made before the rule, one built from its ``epoch_seconds`` with the first epoch as the
-    warm-up (:func:`gpulesson.experiments.common.summary_of`). None without epochs."""
-    if not record:
-        return None
-    return summary_of(record, "epoch_seconds", warmup_key=None)
+# One record a device; the page's run is the newest with both devices. A record made before
+# the rule took its first epoch as the warm-up.
+RECORDS = RecordSet(EXPERIMENT, ("device_kind",), warmup_key=None)
+RESULTS_FILE, runs, epoch_summary = RECORDS.results_file, RECORDS.runs, RECORDS.epoch_summary
+reference_run, gpu_comparison = RECORDS.newest_run, RECORDS.gpu_against_cpu
 
 
 def steady_epoch_seconds(record: dict) -> float:
@@ -83,7 +64,6 @@ def run_record(run: dict, *, data: str, run_id: str, batches, source: str = "not
     (:mod:`gpulesson.experiments.energy`), kept as ``energy`` when given.
     """
     timing = dict(run["timing"])
-    warmup, timed = split_epochs(timing["epoch_seconds"])
     kind = "gpu" if str(run["device"]).lower().startswith(("gpu", "cuda")) else "cpu"
     mean = timing["steady_mean_epoch_seconds"] or timing["first_epoch_seconds"]
     training = timing.pop("total_seconds")
@@ -103,7 +83,7 @@ def run_record(run: dict, *, data: str, run_id: str, batches, source: str = "not
         **timing,
         "mean_epoch_seconds": mean,
         "mean_validation_seconds": sum(validation) / len(validation) if validation else None,
-        SUMMARY_KEY: summarise(timed, warmup),
+        "summary": epochs_summary(timing["epoch_seconds"]),
         "jit_compile": run.get("jit_compile"),
         **cpu_settings(),
         "training_seconds": training,
@@ -113,25 +93,11 @@ def run_record(run: dict, *, data: str, run_id: str, batches, source: str = "not
         "test_accuracy": run["test_accuracy"],
         "start_weights": run["start_weights"],
         "history": {key: [float(v) for v in values] for key, values in run["history"].items()},
+        **load_fields(load_before, load_after),
     }
-    for key, load in (("load_average_before", load_before), ("load_average_after", load_after)):
-        if load is not None:
-            fields[key] = [round(float(v), 2) for v in load]
     if energy is not None:
         fields["energy"] = energy
-    if kind == "cpu":
-        fields["device"] = "CPU"
-    return make_record(EXPERIMENT, data=data, **fields)
-
-
-def runs(records) -> dict[str, list[dict]]:
-    """This experiment's records grouped by ``run_id`` (:func:`gpulesson.results.runs`)."""
-    return results.runs(records, EXPERIMENT)
-
-
-def reference_run(path=RESULTS_FILE) -> list[dict]:
-    """The records of the reference run (:func:`gpulesson.results.reference_run`)."""
-    return results.reference_run(path, EXPERIMENT)
+    return RECORDS.record(data=data, **fields)
 
 
 def full_training_seconds(record: dict, epochs: int = FULL_EPOCHS, n_train: int = 50_000) -> float:
@@ -151,13 +117,6 @@ def workshop_seconds(record: dict, epochs: int = WORKSHOP_EPOCHS) -> float:
     """What the episode's ``epochs`` epochs take on the record's data: the first epoch, plus
     the median epoch after the warm-up for each of the rest."""
     return record["first_epoch_seconds"] + (epochs - 1) * steady_epoch_seconds(record)
-
-
-def gpu_comparison(records):
-    """The GPU's epochs against the CPU's (:func:`gpulesson.experiments.common.compare` of their
-    summaries), or None for a run without both."""
-    cpu, gpu = epoch_summary(_pick(records, False)), epoch_summary(_pick(records, True))
-    return compare(gpu, cpu) if cpu and gpu else None
 
 
 def speedup_text(comparison) -> str:
