@@ -25,13 +25,9 @@ import sys
 
 from gpulesson.experiments import cli
 from gpulesson.experiments.cnn import describe
+from gpulesson.experiments.recordset import check_earlier
 from gpulesson.experiments.torch_reference.measure import DEVICES, INSTALL, prepare, run_devices
-from gpulesson.experiments.torch_reference.records import (
-    EXPERIMENT,
-    RESULTS_FILE,
-    check_earlier,
-    condition,
-)
+from gpulesson.experiments.torch_reference.records import EXPERIMENT, RESULTS_FILE
 
 FULL_BATCH_SIZE = 128
 
@@ -65,7 +61,8 @@ def main(argv=None) -> int:
     if devices is None:
         return 2
 
-    run_id, done = cli.continue_run(args.out, EXPERIMENT, args.run_id, condition)
+    run_id, done = cli.continue_run(args.out, EXPERIMENT, args.run_id,
+                                    lambda record: record["device_kind"])
 
     def whole_run() -> list[dict]:
         if not args.out.is_file():

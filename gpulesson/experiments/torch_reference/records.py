@@ -19,13 +19,14 @@ import platform
 import statistics
 
 from gpulesson import results
-from gpulesson.experiments.cnn.records import split_epochs
 from gpulesson.experiments.common import SUMMARY_KEY, summarise
-from gpulesson.results import make_record
+from gpulesson.experiments.recordset import RecordSet, load_fields, split_epochs
 from gpulesson.timing import load_average
 
 EXPERIMENT = "pytorch-cpu-vs-gpu"
-RESULTS_FILE = results.RESULTS_DIR / f"{EXPERIMENT}.jsonl"
+# One record a device; the page's run is the newest with both devices.
+RECORDS = RecordSet(EXPERIMENT, ("device_kind",), warmup_key=None)
+RESULTS_FILE, runs, reference_run = RECORDS.results_file, RECORDS.runs, RECORDS.newest_run
 
 
 def _version(module: str) -> str | None:
@@ -117,38 +118,10 @@ def run_record(run: dict, *, data: str, run_id: str, n_train: int, n_test: int,
         "test_accuracy": run["test_accuracy"],
         "start_weights": run["start_weights"],
         "load_average": load_average(),
+        **load_fields(load_before, load_after),
     }
-    for key, load in (("load_average_before", load_before), ("load_average_after", load_after)):
-        if load is not None:
-            fields[key] = [round(float(v), 2) for v in load]
     # PyTorch's view of the machine, without importing Keras (and with it TensorFlow, which
     # must not share a process with PyTorch's compiler, Triton: their LLVM copies clash).
     environment = {**results.machine_record(), **torch_environment(str(run["device"]))}
-    return make_record(EXPERIMENT, data=data, environment=environment, **fields)
-
-
-def runs(records) -> dict[str, list[dict]]:
-    """This experiment's records grouped by ``run_id`` (:func:`gpulesson.results.runs`)."""
-    return results.runs(records, EXPERIMENT)
-
-
-def reference_run(path=RESULTS_FILE) -> list[dict]:
-    """The records of the reference run (:func:`gpulesson.results.reference_run`)."""
-    return results.reference_run(path, EXPERIMENT)
-
-
-def condition(record: dict) -> str:
-    """What sets a record apart within a run: its kind of device (one record each)."""
-    return record["device_kind"]
-
-
-def check_earlier(earlier, **run) -> None:
-    """A run goes on only with the data, sizes and epochs it was recorded with (``run``:
-    field -> value), so that its CPU and GPU records compare."""
-    for field, value in run.items():
-        found = sorted({str(r.get(field)) for r in earlier} - {str(value)})
-        if found:
-            raise ValueError(
-                f"run {earlier[0].get('run_id')} was recorded with {field} {', '.join(found)}, "
-                f"not {value}: go on with the settings it had, or start a new run")
+    return RECORDS.record(data=data, environment=environment, **fields)
 
