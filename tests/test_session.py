@@ -41,8 +41,8 @@ def test_going_on_without_a_gpu_is_read_as_every_other_yes_or_no_setting(capsys)
     assert capsys.readouterr().out.startswith("No GPU here")
     with pytest.raises(NoGPUError):
         gpu_or_stop({**JOB, CPU_ONLY: "0"}, NONE)
-    with pytest.raises(SettingsError, match=f"{CPU_ONLY}='yse' is not understood"):
-        gpu_or_stop({**JOB, CPU_ONLY: "yse"}, NONE)
+    with pytest.raises(SettingsError, match=f"{CPU_ONLY}='yse' is not understood"):  # codespell:ignore yse
+        gpu_or_stop({**JOB, CPU_ONLY: "yse"}, NONE)  # codespell:ignore yse
 
 
 def test_the_episode_checks_before_its_first_training():
