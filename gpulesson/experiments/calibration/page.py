@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gpulesson.experiments.calibration.records import RESULTS_FILE, findings, reference_record
+from gpulesson.experiments.pagewords import backend_version, day
 from gpulesson.results import NOT_RECORDED, duration, hardware
 
 
@@ -18,13 +19,12 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     if record is None:
         return {f"ref_calib_{key}": NOT_RECORDED for key in keys}
     found = findings(record)
-    backend = f"{record['backend']} {record['versions'].get(record['backend'], '')}".strip()
     pair = found["most_confused"]
     share = found["final_pair_share"]
     values = {
         "run": record["run_id"],
-        "date": record["date"][:10],
-        "backend": backend,
+        "date": day(record),
+        "backend": backend_version(record),
         "cpu": hardware([record])["CPU"],
         "n_train": f"{record['n_train']:,}",
         "n_validation": f"{record['n_validation']:,}",

@@ -33,6 +33,14 @@ from gpulesson.experiments.ceiling.records import (
     verdict,
 )
 from gpulesson.experiments.common import markdown_table, summary_text
+from gpulesson.experiments.pagewords import (
+    NOTHING_YET,
+    headed,
+    listed,
+    malloc_fixed,
+    met,
+    none_yet,
+)
 from gpulesson.results import NOT_RECORDED, data_label, hardware
 from gpulesson.settings import LABELS
 
@@ -67,7 +75,7 @@ def table(records) -> str:
     its verdicts compare, so that a reader can check them against the ranges shown."""
     note = compared(records)
     head = ["Backend, device", "Fed from", "Images/s: median (range)",
-            "Against the ceiling" + (f" ({note})" if note else "")]
+            headed("Against the ceiling", note)]
     return markdown_table(head, rows(records))
 
 
@@ -107,17 +115,13 @@ def goal_shares(records) -> str:
         part = [r for r in shown(records) if r["device_kind"] == device
                 and r["run_id"] == runs[device]]
         said += (f" On the {device.upper()} ({parts.machine(part)}, {part[0]['date'][:10]}): "
-                 f"{_listed(found)}.")
+                 f"{listed(found)}.")
     if judged:
         how = ("missed" if not any(judged) else "met" if all(judged)
                else f"met in {sum(judged)} of {len(judged)} cases")
         said += f" The goal, where it applies, was {how}"
         said += (": " + "; ".join(hidden) + "." if hidden else ".")
     return said
-
-
-def _listed(items) -> str:
-    return ", ".join(items[:-1]) + (" and " if len(items) > 1 else "") + items[-1]
 
 
 STREAMS = ("lesson-ahead", "lesson-grain")  # the lesson's streams: a reader thread, Grain's processes
@@ -143,19 +147,18 @@ def stream_goal(records) -> str:
                 ratio = share(stream, ram)
                 said.append(f"`{name}` {share_text(ratio)} of `ram` on "
                             f"{NAMES.get(backend, backend)} "
-                            f"({'met' if ratio >= TARGET_SHARE else 'not met'})")
+                            f"({met(ratio >= TARGET_SHARE)})")
     goal = f"goal: at least {TARGET_SHARE:.0%} of `ram`"
     if not said:
         return (f"With the do-nothing model, `{STREAMS[0]}` has no GPU record yet ({goal}): "
                 f"`{GPU_COMMAND}` records it.")
     missing = [f"`{name}`" for name in STREAMS if not any(r["pipeline"] == name for r in part)]
-    later = (f" {_listed(missing)}: not yet recorded on the GPU." if missing else "")
+    later = (f" {listed(missing)}: not yet recorded on the GPU." if missing else "")
     return (f"With the do-nothing model on the {parts.machine(part)} (run {part[0]['run_id']}), "
-            f"{_listed(said)}; {goal}.{later}")
+            f"{listed(said)}; {goal}.{later}")
 
 
-NONE = ("No ceiling run has been recorded yet: `python -m gpulesson.experiments.ceiling` "
-        "records one.")
+NONE = none_yet("ceiling run", "python -m gpulesson.experiments.ceiling")
 
 
 def provenance(records) -> str:
@@ -169,7 +172,7 @@ def malloc_note(records) -> str:
     torch = [r for r in shown(records) if r.get("backend") == "torch"]
     if not torch:
         return ""
-    if all((r.get("malloc") or {}).get("mode") == "fixed" for r in torch):
+    if malloc_fixed(torch):
         return "PyTorch was measured with glibc malloc's thresholds fixed."
     return ("PyTorch was measured in glibc malloc's default mode, in which a fit can land in a "
             "fast or a slow mode by chance.")
@@ -196,7 +199,7 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         "ref_ceil_data": data_label(shown(records)) if shown(records) else LABELS[DATA],
         "ref_ceil_summary": (" ".join(filter(None, (malloc_note(records), provenance(records),
                                                     old_method_note(records)))) if records
-                             else "Without a run there is nothing to compare yet."),
+                             else NOTHING_YET),
         "ref_ceil_backends": (", ".join(NAMES[b] for b in BACKENDS
                                         if any(r["backend"] == b for r in records))
                               or NOT_RECORDED),

@@ -30,16 +30,18 @@ from gpulesson.experiments.cnn.records import (
     split_epochs,
     workshop_seconds,
 )
-from gpulesson.experiments.common import summarise, summary_text
+from gpulesson.experiments.common import summarise
 from gpulesson.experiments.energy import energy_text
+from gpulesson.experiments.pagewords import (
+    accuracy,
+    by_device,
+    comparison_text,
+    first_epoch,
+    median_text,
+    run_values,
+)
 from gpulesson.pinned import environment_note
-from gpulesson.results import NOT_RECORDED, data_label, duration, hardware
-from gpulesson.results import pick as _pick
-
-
-def _backend(record: dict) -> str:
-    """The Keras backend of a record and its version, e.g. ``"tensorflow 2.21.0"``."""
-    return f"{record['backend']} {record['versions'].get(record['backend'], '')}".strip()
+from gpulesson.results import NOT_RECORDED, data_label, duration, pick
 
 
 def _optional(record: dict | None, key: str, show) -> str:
@@ -97,30 +99,18 @@ def _validation(record: dict | None) -> str:
         return NOT_RECORDED
     passes = (record or {}).get("validation_seconds")
     if passes and len(passes) == len(record.get("epoch_seconds") or []):
-        return summary_text(summarise(split_epochs(passes)[1]), duration, what="epochs")
+        return median_text(summarise(split_epochs(passes)[1]))
     return _optional(record, "mean_validation_seconds", duration)
-
-
-def _epochs(record: dict | None) -> str:
-    """An epoch after the warm-up: the median and range of the timed epochs."""
-    summary = epoch_summary(record)
-    return summary_text(summary, duration, what="epochs") if summary else NOT_RECORDED
 
 
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     """Text snippets of the reference run for the episode pages (MyST substitutions ``ref_*``)."""
     records = reference_run(path)
-    cpu, gpu = _pick(records, False), _pick(records, True)
+    gpu = pick(records, True)
     comparison = gpu_comparison(records)
     values = {
-        "ref_run": records[0]["run_id"] if records else NOT_RECORDED,
-        "ref_date": records[0]["date"][:10] if records else NOT_RECORDED,
-        "ref_backend": _backend(records[0]) if records else NOT_RECORDED,
+        **run_values("ref", records, "run", "date", "backend", "n_train", "batch_size", "cpu", "gpu"),
         "ref_data": data_label(records) if records else NOT_RECORDED,
-        "ref_n_train": f"{records[0]['n_train']:,}" if records else NOT_RECORDED,
-        "ref_batch_size": str(records[0]["batch_size"]) if records else NOT_RECORDED,
-        "ref_cpu": hardware([cpu])["CPU"] if cpu else NOT_RECORDED,
-        "ref_gpu": gpu["device"] if gpu else NOT_RECORDED,
         # The ratio of the median epochs, and where the ranges overlap, that they do.
         "ref_speedup": speedup_text(comparison) if comparison else NOT_RECORDED,
         # Which environment the run had: a GPU node's own, or the lesson's pinned one.
@@ -130,20 +120,19 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     epochs_alt, bars_alt = alt_texts(records) if records else (NOT_RECORDED, NOT_RECORDED)
     values["ref_fig_epoch_times_alt"] = epochs_alt
     values["ref_fig_time_bars_alt"] = bars_alt
-    for name, record in (("cpu", cpu), ("gpu", gpu)):
-        values[f"ref_{name}_first_epoch"] = (duration(record["first_epoch_seconds"]) if record
-                                             else NOT_RECORDED)
-        values[f"ref_{name}_epoch"] = _epochs(record)
+    for name, record in by_device(records):
+        values[f"ref_{name}_first_epoch"] = first_epoch(record)
+        values[f"ref_{name}_epoch"] = median_text(epoch_summary(record))
         values[f"ref_{name}_full"] = (duration(full_training_seconds(record, FULL_EPOCHS, record["n_train"]))
                                       if record else NOT_RECORDED)
-        values[f"ref_{name}_accuracy"] = f"{record['test_accuracy']:.3f}" if record else NOT_RECORDED
+        values[f"ref_{name}_accuracy"] = accuracy(record)
         values[f"ref_{name}_workshop"] = duration(workshop_seconds(record)) if record else NOT_RECORDED
         values[f"ref_{name}_validation"] = _validation(record)
         values[f"ref_{name}_jit_compile"] = _optional(record, "jit_compile",
                                                       lambda on: "on" if on else "off")
         values[f"ref_{name}_cores"] = _optional(record, "cpu_cores_available", str)
         values[f"ref_{name}_load"] = _load(record)
-        values[f"ref_{name}_epoch_summary"] = _epochs(record)
+        values[f"ref_{name}_epoch_summary"] = values[f"ref_{name}_epoch"]
         values[f"ref_{name}_epoch_range"] = _epoch_range(record)
         values[f"ref_{name}_float32_precision"] = _precision(record)
         values[f"ref_{name}_epoch_energy"] = energy_text(record) if record else NOT_RECORDED
@@ -160,7 +149,7 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
                                         f"| of which validation | {values['ref_cpu_validation']} |\n"
                                         if values["ref_cpu_validation"] != NOT_RECORDED else "")
     # The GPU against the CPU in words (common.compare): "3.1× faster", "no measurable difference".
-    values["ref_gpu_vs_cpu"] = comparison.sentence if comparison else NOT_RECORDED
+    values["ref_gpu_vs_cpu"] = comparison_text(comparison)
     values.update(inference.substitutions(path, records[0]["run_id"] if records else None))
     values.update(gpu_use.substitutions(records, Path(path).with_name(gpu_use.CEILING_FILE.name)))
     values.update(headline.substitutions(records, path,

@@ -19,20 +19,19 @@ from __future__ import annotations
 
 from itertools import pairwise
 
-from gpulesson.experiments.common import NO_DIFFERENCE, compare, summary_text
+from gpulesson.experiments.common import NO_DIFFERENCE, compare
 from gpulesson.experiments.contention.records import (
     RESULTS_FILE,
     condition_summary,
     find_in,
     reference_run,
 )
-from gpulesson.results import NOT_RECORDED, duration, hardware, software
+from gpulesson.experiments.pagewords import first_epoch, median_text, run_values
+from gpulesson.results import NOT_RECORDED, duration, software
 from gpulesson.settings import FULL_N_TRAIN
 
 # The episode's training images per epoch: split_batches keeps the last tenth for validation.
 LESSON_EPOCH_IMAGES = FULL_N_TRAIN - FULL_N_TRAIN // 10
-
-
 
 
 def scaled(summary: dict, factor: float) -> dict:
@@ -81,8 +80,7 @@ WATCHED = {"none": "no browser", "bar": "browser, bar per step", "lines": "brows
 def _watched(records) -> dict[str, str]:
     first = records[0] if records else None
     values = {"ref_cont_watch_images": f"{first['n_images']:,}" if first else NOT_RECORDED,
-              "ref_cont_watch_epochs": str(first["epochs"]) if first else NOT_RECORDED,
-              "ref_cont_watch_date": first["date"][:10] if first else NOT_RECORDED}
+              **run_values("ref_cont_watch", records, "epochs", "date")}
     none = condition_summary(find_in(records, 1, None, WATCHED["none"]))
     for key, mode in WATCHED.items():
         record = find_in(records, 1, None, mode)
@@ -194,20 +192,15 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     alone = find_in(records, 1, None)
     baseline = condition_summary(alone)
     values = {
-        "ref_cont_run": first["run_id"] if first else NOT_RECORDED,
-        "ref_cont_date": first["date"][:10] if first else NOT_RECORDED,
+        **run_values("ref_cont", records, "run", "date", "cpu", "batch_size"),
         "ref_cont_software": software(first) if first else NOT_RECORDED,
-        "ref_cont_cpu": hardware(records).get("CPU", NOT_RECORDED),
         "ref_cont_cores": str(first.get("cpu_cores_available")) if first else NOT_RECORDED,
         "ref_cont_data": first.get("data_label", NOT_RECORDED) if first else NOT_RECORDED,
         "ref_cont_n_images": f"{first['n_images']:,}" if first else NOT_RECORDED,
-        "ref_cont_batch_size": str(first["batch_size"]) if first else NOT_RECORDED,
         "ref_cont_lesson_images": f"{LESSON_EPOCH_IMAGES:,}",
-        "ref_cont_alone_first": (duration(alone["first_epoch_seconds"]) if alone
-                                 else NOT_RECORDED),
-        # An epoch after the warm-up alone: the median and range (common.summary_text).
-        "ref_cont_alone_later": (summary_text(baseline, duration, what="epochs")
-                                 if baseline and alone["epochs"] > 1 else NOT_RECORDED),
+        "ref_cont_alone_first": first_epoch(alone),
+        # An epoch after the warm-up alone: the median and range.
+        "ref_cont_alone_later": median_text(baseline if alone and alone["epochs"] > 1 else None),
     }
     for prefix, copies, threads in (("alone", 1, None), ("two", 2, None), ("three", 3, None),
                                     ("three_one_thread", 3, 1)):

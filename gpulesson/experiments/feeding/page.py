@@ -66,6 +66,7 @@ from gpulesson.experiments.feeding.records import (
     shown,
     targets,
 )
+from gpulesson.experiments.pagewords import met, none_yet, recorded_by
 from gpulesson.results import NOT_RECORDED, data_label, hardware, read_records, software
 from gpulesson.results import duration as seconds_text
 from gpulesson.settings import LABELS
@@ -86,7 +87,6 @@ ROWS = {
     "device": "data resident on the device",
 }
 # --- numbers as text ------------------------------------------------------------------------------
-
 
 
 def rate_summary_text(summary) -> str:
@@ -122,8 +122,6 @@ def epoch_median_text(record: dict) -> str:
     return f"≈ {said} ({extrapolated(record)})" if record["partial_epoch"] else said
 
 
-
-
 def versus(a_name: str, a: dict, b_name: str, b: dict, verb: str = "trained") -> str:
     """Rate ``a`` against rate ``b`` as a clause in the rule's words
     (:func:`~gpulesson.experiments.common.compare_middle`), saying on which epochs, so that a
@@ -142,15 +140,10 @@ def ratio_text(value: float) -> str:
     return f"{value:.2g}" if value < 10 else f"{value:.0f}"
 
 
-
-
-
-
 def targets_text(checks: dict | None) -> str:
     if checks is None:
         return NOT_RECORDED
-    share = "met" if checks["share_ok"] else "not met"
-    epoch = "met" if checks["epoch_ok"] else "not met"
+    share, epoch = met(checks["share_ok"]), met(checks["epoch_ok"])
     took = (f"≈ {checks['epoch_seconds']:.2f} s, {extrapolated(checks['record'])}"
             if checks["epoch_estimated"] else f"{checks['epoch_seconds']:.2f} s, measured")
     size = "" if checks["full_size"] else f" (only {checks['n_images']:,} images: not the goal's size)"
@@ -253,8 +246,8 @@ def table(records) -> str:
     times and the fastest pipeline in the rule's words; then a sentence on what is missing or
     left out."""
     if not records:
-        return (f"No reference run has been recorded yet: `{RECORD_COMMAND}` records one "
-                "(the instructor note gives the whole command).")
+        return none_yet("reference run", RECORD_COMMAND,
+                        " (the instructor note gives the whole command)")
     names = hardware(records)
     devices = [d for d in DEVICES if any(r.get("device_kind") == d for r in shown(records))]
     header = []
@@ -311,8 +304,7 @@ def findings(records, cnn_path=None) -> str:
         lesson = find(records, "gpu", checks["pipeline"])
         against = versus(f"`{checks['pipeline']}`", rate_summary(lesson),
                          f"`{top['pipeline']}`", rate_summary(top), verb="trained")
-        goal = "met" if checks["share_ok"] else "not met"
-        epoch = "met" if checks["epoch_ok"] else "not met"
+        goal, epoch = met(checks["share_ok"]), met(checks["epoch_ok"])
         sentences += [
             f"On the GPU, `{checks['pipeline']}`, the lesson's fastest HDF5 pipeline, reached "
             f"**{share_text(checks['share'])}** of the rate of `{top['pipeline']}`, the fastest "
@@ -351,10 +343,10 @@ def stream_goals(records, path=RESULTS_FILE) -> str:
         ratio = stream["images_per_second"] / ram["images_per_second"]
         said = [f"The stream's goals: {goal}, at batch {stream['batch_size']} in "
                 f"{stream['precision']}: {share_text(ratio)} in run {stream['run_id']} "
-                f"({'met' if ratio >= TARGET_SHARE else 'not met'})."]
+                f"({met(ratio >= TARGET_SHARE)})."]
     else:
         said = [f"The stream's goals: {goal}, which has not been recorded yet "
-                f"(`{RECORD_COMMAND} --devices gpu` records it)."]
+                f"{recorded_by(f'{RECORD_COMMAND} --devices gpu')}."]
     cpu = []
     for run_id, run in runs(read_records(path) if Path(path).is_file() else []).items():
         pair = {r["pipeline"]: r for r in run if r.get("device_kind") == "cpu"
@@ -364,13 +356,13 @@ def stream_goals(records, path=RESULTS_FILE) -> str:
             first = next(r["pipeline"] for r in run if r["pipeline"] in pair)
             ahead, lesson = rate_summary(pair[STREAM]), rate_summary(pair["lesson"])
             verdict = compare_middle(ahead, lesson, higher_is_better=True)
-            met = "not met" if verdict.measurable and verdict.ratio < 1 else "met"
             busy = max(r.get("other_programs_cpu_share") or 0 for r in pair.values())
             cpu.append(f"Run {run_id} (`{first}` first; others used up to {busy:.0%} of the "
-                       f"CPU): {verdict.sentence}, {met} ({basis(ahead, lesson)}).")
+                       f"CPU): {verdict.sentence}, {met(not (verdict.measurable and verdict.ratio < 1))} "
+                       f"({basis(ahead, lesson)}).")
     said.append(f"On a CPU, the goal is `{STREAM}` no slower than `lesson`" + (
-        ". " + " ".join(cpu) if cpu else f", which has not been recorded yet (`{RECORD_COMMAND} "
-        f"--devices cpu --pipelines lesson {STREAM}` records it)."))
+        ". " + " ".join(cpu) if cpu else ", which has not been recorded yet "
+        + recorded_by(f"{RECORD_COMMAND} --devices cpu --pipelines lesson {STREAM}") + "."))
     return " ".join(said)
 
 
@@ -383,8 +375,8 @@ def chunks_text(path=RESULTS_FILE) -> str:
     found = [run for run in runs(read_records(path) if Path(path).is_file() else []).values()
              if any(r.get("group") == GROUP for r in run)]
     if not found:
-        return (f"The chunk shapes and the chunk cache have not been recorded yet "
-                f"(`{RECORD_COMMAND} --chunks` records them).")
+        return ("The chunk shapes and the chunk cache have not been recorded yet "
+                f"{recorded_by(f'{RECORD_COMMAND} --chunks', 'them')}.")
     rows = [r for r in found[-1] if r.get("group") == GROUP]
     head = ["file layout", "images/s read alone: median (range)"]
     return (f"On the {parts.machine(rows)} (run {rows[0]['run_id']}), the generator read alone, "

@@ -17,6 +17,7 @@ from gpulesson.experiments.common import markdown_table, summary_text
 from gpulesson.experiments.energy import energy_summary
 from gpulesson.experiments.ladder import records as lr
 from gpulesson.experiments.ladder.figures import alt_text
+from gpulesson.experiments.pagewords import met
 from gpulesson.results import NOT_RECORDED, duration, hardware, software
 
 COMMAND = "KERAS_BACKEND=jax python -m gpulesson.experiments.ladder"
@@ -130,14 +131,14 @@ def goals_text(records) -> str:
                 "included.")
     ratio = ("not yet recorded (no limit at its batch and precision: "
              f"`{COMMAND} --part limit`)" if found["ratio"] is None else
-             f"{found['ratio']:.2f}x: {'met' if found['ratio_met'] else 'not met'}")
+             f"{found['ratio']:.2f}x: {met(found['ratio_met'])}")
     mine = (duration(found["time"]) if found["time"] is not None else "not reached in its epochs")
     default = duration(found["default_time"])
     return (f"The best rung of released Keras from the HDF5 stream is `{found['rung']}`. Within "
             f"{lr.RATIO_GOAL}x of the plain-JAX limit at the same batch and precision: {ratio}. "
             f"The default's test accuracy ({found['target']:.3f}) sooner than the default, "
             f"compiling included: {mine} against {default}: "
-            f"{'met' if found['time_met'] else 'not met'}. " + ram_goals_text(records))
+            f"{met(found['time_met'])}. " + ram_goals_text(records))
 
 
 def ram_goals_text(records) -> str:
@@ -150,7 +151,7 @@ def ram_goals_text(records) -> str:
         ranges = "; their epochs' ranges overlap" if goal["overlap"] else ""
         said.append(f"`{goal['rung']}` against `{goal['ram']}`: {goal['share']:.2f}x as fast as "
                     f"from RAM{ranges} (goal {lr.RAM_GOAL}x: "
-                    f"{'met' if goal['met'] else 'not met'}).")
+                    f"{met(goal['met'])}).")
     return " ".join(said) or (f"The stream at least {lr.RAM_GOAL}x as fast as the same settings "
                               "fed from RAM: not yet recorded.")
 

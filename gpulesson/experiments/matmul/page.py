@@ -39,12 +39,9 @@ from gpulesson.experiments.matmul.records import (
     samples_summary,
     software,
 )
+from gpulesson.experiments.pagewords import listed, median_text, run_values
 from gpulesson.results import NOT_RECORDED, hardware
 from gpulesson.results import duration as _seconds
-
-
-def _list(names: list[str]) -> str:
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _peak(record: dict | None) -> str:
@@ -59,7 +56,7 @@ def _peak(record: dict | None) -> str:
     text = f"{summary_text(rates[best])} at n = {best:,}"
     others = [n for n in first if n != f"{best:,}"]
     if others:
-        text += f" ({NO_DIFFERENCE} from n = {_list(others)})"
+        text += f" ({NO_DIFFERENCE} from n = {listed(others)})"
     return text
 
 
@@ -70,16 +67,12 @@ def _largest(record: dict | None) -> dict | None:
     return max(record["points"], key=lambda p: p["n"])
 
 
-def _time_text(summary: dict | None) -> str:
-    return summary_text(summary, _seconds) if summary else NOT_RECORDED
-
-
 def _times_text(point: dict | None, key: str) -> str:
     """The times of ``key`` (``unsynchronised``, ``transfer``) of a point: median and range, or
     the median alone where the record kept only that."""
     summary = samples_summary(point, f"{key}_seconds")
     if summary:
-        return _time_text(summary)
+        return median_text(summary, what="repeats")
     median = point.get(f"{key}_median_seconds") if point else None
     return f"{_seconds(median)} (median; the repeats were not kept)" if median else NOT_RECORDED
 
@@ -131,7 +124,7 @@ def _by_size_text(records, device: str, dtype: str) -> str:
     groups = dtype_by_size(records, device, dtype)
     if not groups:
         return NOT_RECORDED
-    sizes = {key: "n = " + _list([f"{n:,}" for n in found]) for key, found in groups.items()}
+    sizes = {key: "n = " + listed([f"{n:,}" for n in found]) for key, found in groups.items()}
     ranked = [f"{word} at {sizes[word]}" for word in ("faster", "slower") if word in sizes]
     if NO_DIFFERENCE not in sizes:
         return ", ".join(ranked)
@@ -169,8 +162,7 @@ def latency_values(records) -> dict[str, str]:
     without waiting."""
     names = hardware(records)
     values = {
-        "ref_mm_lat_run": records[0]["run_id"] if records else NOT_RECORDED,
-        "ref_mm_lat_date": records[0]["date"][:10] if records else NOT_RECORDED,
+        **run_values("ref_mm_lat", records, "run", "date"),
         "ref_mm_lat_software": software(records) if records else NOT_RECORDED,
         "ref_mm_lat_cpu": names.get("CPU", NOT_RECORDED),
         "ref_mm_lat_gpu": names.get("GPU", NOT_RECORDED),
@@ -186,8 +178,8 @@ def latency_values(records) -> dict[str, str]:
                                           f"{point['n']:,}" if summary else NOT_RECORDED)
         largest = points[-1] if points else None
         values[f"{prefix}_largest_n"] = f"{largest['n']:,}" if largest else NOT_RECORDED
-        values[f"{prefix}_largest_time"] = _time_text(latency_summary(base, largest)
-                                                      if largest else None)
+        values[f"{prefix}_largest_time"] = median_text(latency_summary(base, largest)
+                                                       if largest else None, what="repeats")
         unsync = largest and largest.get("unsynchronised_median_seconds")
         values[f"{prefix}_unsync_time"] = _times_text(largest, "unsynchronised")
         values[f"{prefix}_unsync_gflops"] = (f"{rate_text(gflops(largest['n'], unsync))} GFLOP/s"
@@ -224,9 +216,9 @@ def peak_values(records) -> dict[str, str]:
     if found:
         first = next(iter(found.values()))
         card, source = first["card"], first["source"]
-        listed = _list([f"{PEAK_WORDS[key]} {peak['gflops'] / 1e3:g} TFLOP/s"
+        peaks = listed([f"{PEAK_WORDS[key]} {peak['gflops'] / 1e3:g} TFLOP/s"
                         for key, peak in found.items()])
-        values["ref_mm_gpu_peaks"] = f"{listed} for the {card}, from the {source}"
+        values["ref_mm_gpu_peaks"] = f"{peaks} for the {card}, from the {source}"
     return values
 
 
@@ -361,8 +353,7 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     records, latency = reference_run(path), latency_run(path)
     names = hardware(records)
     values = {
-        "ref_mm_run": records[0]["run_id"] if records else NOT_RECORDED,
-        "ref_mm_date": records[0]["date"][:10] if records else NOT_RECORDED,
+        **run_values("ref_mm", records, "run", "date"),
         "ref_mm_software": software(records) if records else NOT_RECORDED,
         "ref_mm_cpu": names.get("CPU", NOT_RECORDED),
         "ref_mm_gpu": names.get("GPU", NOT_RECORDED),
@@ -380,7 +371,7 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         values[f"{prefix}_smallest"] = (f"{summary_text(small_rate)} at n = {smallest['n']:,}"
                                         if small_rate else NOT_RECORDED)
         values[f"{prefix}_largest_n"] = f"{largest['n']:,}" if largest else NOT_RECORDED
-        values[f"{prefix}_largest_time"] = _time_text(point_summary(largest))
+        values[f"{prefix}_largest_time"] = median_text(point_summary(largest), what="repeats")
         values[f"{prefix}_first_call"] = (_seconds(largest["first_call_seconds"])
                                           if largest and largest.get("first_call_seconds")
                                           else NOT_RECORDED)

@@ -17,6 +17,7 @@ import math
 from pathlib import Path
 
 from gpulesson import results
+from gpulesson.experiments.pagewords import listed
 from gpulesson.experiments.parallel.cost import (
     LESSON_CNN_PARAMETERS,
     RESNET50_SOURCE,
@@ -81,11 +82,6 @@ def resnet_step(records) -> tuple[float, str]:
             "compute slower than a large matrix product")
 
 
-def _and(parts) -> str:
-    parts = list(parts)
-    return ", ".join(parts[:-1]) + " and " + parts[-1]
-
-
 def substitutions(path) -> dict[str, str]:
     """The step, and the CNN's all-reduce, efficiency and speed-up over Ethernet on 2, 4, 8 GPUs
     (latency and bandwidth), the CNN's all-reduce over NVLink, and ResNet-50's step."""
@@ -102,9 +98,9 @@ def substitutions(path) -> dict[str, str]:
     return {
         "ref_par_step": f"{step_ms:.3g} ms",
         "ref_par_step_source": source,
-        "ref_par_eth_allreduce": _and(f"{s * 1e3:.2g}" for s in seconds) + " ms",
-        "ref_par_eth_efficiency": _and(f"{100 * e:.0f} %" for e in efficiency),
-        "ref_par_eth_speedup": _and(f"{n * e:.1f}" for n, e in zip(GPU_COUNTS, efficiency, strict=True)),
+        "ref_par_eth_allreduce": listed(f"{s * 1e3:.2g}" for s in seconds) + " ms",
+        "ref_par_eth_efficiency": listed(f"{100 * e:.0f} %" for e in efficiency),
+        "ref_par_eth_speedup": listed(f"{n * e:.1f}" for n, e in zip(GPU_COUNTS, efficiency, strict=True)),
         "ref_par_eth_verdict": (
             f"From {short[0]} GPUs on, the exchange takes longer than the step computes: over "
             "Ethernet, this CNN's steps are too short to spread." if short else

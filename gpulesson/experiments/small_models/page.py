@@ -12,6 +12,7 @@ from pathlib import Path
 
 from gpulesson import results
 from gpulesson.experiments.common import summary_text, times_text
+from gpulesson.experiments.pagewords import accuracy, by_device, first_epoch, listed, run_values
 from gpulesson.experiments.small_models.figures import comparison_alt, sweep_alt
 from gpulesson.experiments.small_models.records import (
     EXPERIMENT,
@@ -27,17 +28,12 @@ from gpulesson.experiments.small_models.records import (
     sweep_verdicts,
     verdict,
 )
-from gpulesson.results import NOT_RECORDED, hardware, is_gpu
+from gpulesson.results import NOT_RECORDED, is_gpu
 from gpulesson.results import duration as short_time
 from gpulesson.results import pick as _pick
 
-
-def _list_text(values) -> str:
-    values = [str(v) for v in values]
-    return values[0] if len(values) == 1 else ", ".join(values[:-1]) + " and " + values[-1]
-
-
 BUDGET = "`python tools/reference.py budget`"
+RUN = ("run", "date", "backend", "cpu", "gpu")  # what the page names of each reference run
 
 
 def cut_sweep_note(path, reference) -> str:
@@ -69,19 +65,6 @@ def cut_sweep_note(path, reference) -> str:
             + (f" (run {shown})" if shown else "") + f"; the next lease of {BUDGET} records the rest.")
 
 
-def _run_facts(prefix: str, records) -> dict[str, str]:
-    first = records[0] if records else None
-    cpu, gpu = _pick(records, False), _pick(records, True)
-    return {
-        f"{prefix}_run": first["run_id"] if first else NOT_RECORDED,
-        f"{prefix}_date": first["date"][:10] if first else NOT_RECORDED,
-        f"{prefix}_backend": (f"{first['backend']} {first['versions'].get(first['backend'], '')}".strip()
-                              if first else NOT_RECORDED),
-        f"{prefix}_cpu": hardware([cpu])["CPU"] if cpu else NOT_RECORDED,
-        f"{prefix}_gpu": gpu["device"] if gpu else NOT_RECORDED,
-    }
-
-
 def sweep_dates(records) -> str:
     """When a sweep's cells were recorded: "on 2026-11-28", or, for a run resumed in a later
     call, each device's days with its cells ("in parts: the GPU's cells on 2026-11-27 (15) and
@@ -108,24 +91,20 @@ def sweep_dates(records) -> str:
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     """Text snippets of the reference runs for the episode page (MyST substitutions ``ref_mlp_*``)."""
     comparison = reference_run("comparison", path)
-    values = _run_facts("ref_mlp", comparison)
-    first = comparison[0] if comparison else None
+    values = run_values("ref_mlp", comparison, *RUN, "batch_size", "epochs")
     values.update({
-        "ref_mlp_n_train": str(first["n_train"]) if first else NOT_RECORDED,
-        "ref_mlp_batch_size": str(first["batch_size"]) if first else NOT_RECORDED,
-        "ref_mlp_epochs": str(first["epochs"]) if first else NOT_RECORDED,
+        "ref_mlp_n_train": str(comparison[0]["n_train"]) if comparison else NOT_RECORDED,
         "ref_mlp_speedup": speedup_text(verdict(comparison)),
         "ref_mlp_fig_comparison_alt": comparison_alt(comparison) if comparison else NOT_RECORDED,
     })
-    for name, record in (("cpu", _pick(comparison, False)), ("gpu", _pick(comparison, True))):
-        values[f"ref_mlp_{name}_first_epoch"] = (short_time(record["first_epoch_seconds"]) if record
-                                                 else NOT_RECORDED)
+    for name, record in by_device(comparison):
+        values[f"ref_mlp_{name}_first_epoch"] = first_epoch(record)
         values[f"ref_mlp_{name}_epoch"] = (summary_text(epoch_summary(record), short_time)
                                            if record else NOT_RECORDED)
-        values[f"ref_mlp_{name}_accuracy"] = f"{record['test_accuracy']:.3f}" if record else NOT_RECORDED
+        values[f"ref_mlp_{name}_accuracy"] = accuracy(record)
 
     records = reference_run("sweep", path)
-    values.update(_run_facts("ref_mlp_sweep", records))
+    values.update(run_values("ref_mlp_sweep", records, *RUN, "epochs"))
     values["ref_mlp_sweep_cut_note"] = cut_sweep_note(path, records)
     values["ref_mlp_sweep_dates"] = sweep_dates(records)
     cells, verdicts = sweep_cells(records), sweep_verdicts(records)
@@ -133,9 +112,8 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     smallest = cells.get((widths[0], batches[0]), {}) if records else {}
     largest = cells.get((widths[-1], batches[-1]), {}) if records else {}
     values.update({
-        "ref_mlp_sweep_batches": _list_text(batches) if records else NOT_RECORDED,
-        "ref_mlp_sweep_widths": _list_text(widths) if records else NOT_RECORDED,
-        "ref_mlp_sweep_epochs": str(records[0]["epochs"]) if records else NOT_RECORDED,
+        "ref_mlp_sweep_batches": listed(batches) if records else NOT_RECORDED,
+        "ref_mlp_sweep_widths": listed(widths) if records else NOT_RECORDED,
         "ref_mlp_sweep_small_cell": (f"width {widths[0]}, batch size {batches[0]}" if records
                                      else NOT_RECORDED),
         "ref_mlp_sweep_large_cell": (f"width {widths[-1]}, batch size {batches[-1]}" if records

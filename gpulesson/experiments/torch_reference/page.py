@@ -20,10 +20,10 @@ import re
 from pathlib import Path
 
 from gpulesson.experiments.cnn.records import epoch_summary, gpu_comparison, speedup_text
-from gpulesson.experiments.common import summary_text
+from gpulesson.experiments.pagewords import accuracy, by_device, comparison_text, median_text, run_values
 from gpulesson.experiments.torch_reference.figures import alt_texts
 from gpulesson.experiments.torch_reference.records import RESULTS_FILE, reference_run
-from gpulesson.results import NOT_RECORDED, data_label, duration, hardware, pick
+from gpulesson.results import NOT_RECORDED, data_label, duration, pick
 
 LESSON_ROOT = Path(__file__).resolve().parents[3]
 EPISODE = Path("_episodes") / "08-pytorch.md"
@@ -70,14 +70,6 @@ def _environment(records: list[dict], root: Path) -> str:
     return environment_note(record, "The reference run", pins)
 
 
-def _epochs_text(record: dict | None) -> str:
-    """An epoch after the warm-up: the median and range of the timed epochs (records made
-    before the rule: of the epochs after the first,
-    :func:`~gpulesson.experiments.cnn.records.epoch_summary`)."""
-    summary = epoch_summary(record)
-    return summary_text(summary, duration, what="epochs") if summary else NOT_RECORDED
-
-
 def _warmup_epochs(record: dict | None) -> str:
     """How many epochs of a record are its warm-up and how many are timed: "1 warm-up and 4 timed"."""
     summary = epoch_summary(record)
@@ -98,35 +90,31 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     records = reference_run(path)
     root = Path(path).resolve().parent.parent  # the lesson the results file belongs to
     first = records[0] if records else None
-    cpu, gpu = pick(records, False), pick(records, True)
+    cpu = pick(records, False)
     comparison = gpu_comparison(records)
     epochs_alt, bars_alt = alt_texts(records) if records else (NOT_RECORDED, NOT_RECORDED)
     values = {
-        "ref_torch_date": first["date"][:10] if first else NOT_RECORDED,
+        **run_values("ref_torch", records, "date", "n_train", "batch_size", "epochs", "cpu", "gpu"),
         "ref_torch_version": first["versions"]["torch"] if first else NOT_RECORDED,
         "ref_torch_data": data_label(records) if first else NOT_RECORDED,
-        "ref_torch_n_train": f"{first['n_train']:,}" if first else NOT_RECORDED,
-        "ref_torch_batch_size": str(first["batch_size"]) if first else NOT_RECORDED,
-        "ref_torch_epochs": str(first["epochs"]) if first else NOT_RECORDED,
         "ref_torch_epochs_timed": _warmup_epochs(first),
-        "ref_torch_cpu": hardware([cpu])["CPU"] if cpu else NOT_RECORDED,
         "ref_torch_cpu_threads": str(cpu["torch_threads"]) if cpu else NOT_RECORDED,
-        "ref_torch_gpu": gpu["device"] if gpu else NOT_RECORDED,
         # The ratio of the median epochs, and where the ranges overlap, that they do.
         "ref_torch_speedup": speedup_text(comparison) if comparison else NOT_RECORDED,
         # The GPU against the CPU in words (common.compare): "8× faster", "no measurable difference".
-        "ref_torch_gpu_vs_cpu": comparison.sentence if comparison else NOT_RECORDED,
+        "ref_torch_gpu_vs_cpu": comparison_text(comparison),
         "ref_torch_fig_epoch_times_alt": epochs_alt,
         "ref_torch_fig_time_bars_alt": bars_alt,
         "ref_torch_environment": _environment(records, root),
         "ref_torch_notebook_work": _notebook_work(first, root),
     }
-    for name, record in (("cpu", cpu), ("gpu", gpu)):
+    for name, record in by_device(records):
         for key, field in (("first_epoch", "first_epoch_seconds"),
                            ("evaluation", "evaluation_seconds"), ("total", "total_seconds")):
             values[f"ref_torch_{name}_{key}"] = duration(record[field]) if record else NOT_RECORDED
-        values[f"ref_torch_{name}_epoch"] = _epochs_text(record)
-        values[f"ref_torch_{name}_accuracy"] = f"{record['test_accuracy']:.3f}" if record else NOT_RECORDED
+        # records made before the rule: the epochs after the first (cnn.records.epoch_summary)
+        values[f"ref_torch_{name}_epoch"] = median_text(epoch_summary(record))
+        values[f"ref_torch_{name}_accuracy"] = accuracy(record)
         # An epoch after the warm-up over its steps: for a network this small, the host's
         # time per step (Python, the copy of each batch and the wait for it), not arithmetic.
         summary = epoch_summary(record) if record else None

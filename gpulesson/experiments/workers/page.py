@@ -10,6 +10,7 @@ from __future__ import annotations
 from gpulesson.experiments import parts
 from gpulesson.experiments.ceiling.records import measurably, middle_note
 from gpulesson.experiments.common import compare_middle, markdown_table, summary_text
+from gpulesson.experiments.pagewords import NOTHING_YET, headed, malloc_fixed, none_yet
 from gpulesson.experiments.workers.figures import SHORT, alt_text
 from gpulesson.experiments.workers.records import (
     DATA,
@@ -31,8 +32,7 @@ from gpulesson.experiments.workers.records import (
 from gpulesson.results import NOT_RECORDED, data_label, duration, hardware
 from gpulesson.settings import LABELS
 
-NONE = ("No run with Grain's worker processes has been recorded yet: "
-        "`python -m gpulesson.experiments.workers` records one.")
+NONE = none_yet("run with Grain's worker processes", "python -m gpulesson.experiments.workers")
 
 
 def rate_text(record: dict) -> str:
@@ -66,7 +66,7 @@ def table(records) -> str:
     its verdicts compare, so that a reader can check them against the ranges shown."""
     note = compared(records)
     head = ["Backend, device", "Work on each block", "Worker processes",
-            "Images/s: median (range)", "Against no worker" + (f" ({note})" if note else "")]
+            "Images/s: median (range)", headed("Against no worker", note)]
     return markdown_table(head, rows(records))
 
 
@@ -180,7 +180,7 @@ def torch_setting(records) -> str:
     torch = [r for r in records if r["backend"] == "torch"]
     if not torch:
         return ""
-    malloc = all((r.get("malloc") or {}).get("mode") == "fixed" for r in torch)
+    malloc = malloc_fixed(torch)
     policy = {r.get("omp_wait_policy") for r in torch}
     said = [*(["glibc malloc's thresholds fixed"] if malloc else []),
             *([f"`OMP_WAIT_POLICY={policy.pop()}`"] if len(policy) == 1 and None not in policy
@@ -201,7 +201,7 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     return {
         "ref_workers_table": table(records) if records else NONE,
         "ref_workers_summary": (f"{findings(records)} {provenance(records)}" if records
-                                else "Without a run there is nothing to compare yet."),
+                                else NOTHING_YET),
         "ref_workers_alt": alt_text(records),
         # The data the table's rates were measured on, named where the table is introduced.
         "ref_workers_data": data_label(records) if records else LABELS[DATA],

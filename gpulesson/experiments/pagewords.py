@@ -1,0 +1,117 @@
+"""The words every experiment's page makes from records, written once.
+
+A page (``NAME/page.py``) fills the episode's ``{{ ref_* }}`` values. The shapes its sentences
+share live here: which run and machine a value comes from (:func:`run_values`; the longer
+provenance is :func:`gpulesson.experiments.parts.provenance`), a value or
+:data:`~gpulesson.results.NOT_RECORDED` (:func:`given`), a median and range of timed epochs
+(:func:`median_text`), lists in prose (:func:`listed`), a goal met or not (:func:`met`), and what
+is not recorded yet with the command that records it (:func:`none_yet`, :func:`recorded_by`).
+The words that compare two summaries ("N× faster", "no measurable difference") are
+:func:`gpulesson.experiments.common.compare`'s, and :func:`comparison_text` shows its sentence.
+
+Imports no deep-learning framework.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gpulesson.results import NOT_RECORDED, duration, hardware, pick
+from gpulesson.summaries import summary_text
+
+NOTHING_YET = "Without a run there is nothing to compare yet."
+
+
+def given(value, show: Callable = str) -> str:
+    """``show(value)``, or :data:`NOT_RECORDED` where ``value`` is missing (None, empty)."""
+    return show(value) if value else NOT_RECORDED
+
+
+def listed(items) -> str:
+    """Items in prose: "a", "a and b", "a, b and c"."""
+    items = [str(item) for item in items]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def met(ok: bool) -> str:
+    """A goal's verdict: "met" or "not met"."""
+    return "met" if ok else "not met"
+
+
+def day(record: dict) -> str:
+    """The date a record was made: "2026-11-28"."""
+    return record["date"][:10]
+
+
+def backend_version(record: dict) -> str:
+    """The Keras backend of a record and its version, e.g. ``"tensorflow 2.21.0"``."""
+    return f"{record['backend']} {record['versions'].get(record['backend'], '')}".strip()
+
+
+def by_device(records) -> tuple[tuple[str, dict | None], tuple[str, dict | None]]:
+    """``(("cpu", first CPU record), ("gpu", first GPU record))`` of ``records`` (None where absent)."""
+    return ("cpu", pick(records, False)), ("gpu", pick(records, True))
+
+
+# What each field of :func:`run_values` says of a run (its first record; the first of a device).
+_RUN_FIELDS = {
+    "run": lambda records: records[0]["run_id"],
+    "date": lambda records: day(records[0]),
+    "backend": lambda records: backend_version(records[0]),
+    "cpu": lambda records: given(pick(records, False), lambda r: hardware([r])["CPU"]),
+    "gpu": lambda records: given(pick(records, True), lambda r: r["device"]),
+    "n_train": lambda records: f"{records[0]['n_train']:,}",
+    "batch_size": lambda records: str(records[0]["batch_size"]),
+    "epochs": lambda records: str(records[0]["epochs"]),
+}
+
+
+def run_values(prefix: str, records, *fields: str) -> dict[str, str]:
+    """``{f"{prefix}_{field}": text}`` for each of ``fields`` (keys of ``_RUN_FIELDS``: "run",
+    "date", "backend", "cpu", "gpu", "n_train", "batch_size", "epochs") of the run ``records``;
+    :data:`NOT_RECORDED` for each where there are no records (or no record of that device)."""
+    return {f"{prefix}_{field}": _RUN_FIELDS[field](records) if records else NOT_RECORDED
+            for field in fields}
+
+
+def median_text(summary: dict | None, show: Callable = duration, what: str = "epochs") -> str:
+    """A summary of timed epochs as its median and range ("1.2 s (range 1.1–1.3 s, 5 epochs)"),
+    or :data:`NOT_RECORDED` without one."""
+    return summary_text(summary, show, what=what) if summary else NOT_RECORDED
+
+
+def accuracy(record: dict | None) -> str:
+    """A record's test accuracy as the pages write it ("0.712"), or :data:`NOT_RECORDED`."""
+    return f"{record['test_accuracy']:.3f}" if record else NOT_RECORDED
+
+
+def first_epoch(record: dict | None) -> str:
+    """A record's first epoch, the warm-up, compiling included ("12.3 s"), or :data:`NOT_RECORDED`."""
+    return duration(record["first_epoch_seconds"]) if record else NOT_RECORDED
+
+
+def comparison_text(comparison) -> str:
+    """A comparison's sentence ("3.1× faster", "no measurable difference"), or
+    :data:`NOT_RECORDED` without one."""
+    return comparison.sentence if comparison else NOT_RECORDED
+
+
+def headed(label: str, note: str) -> str:
+    """A table column's header with the note of what it compares: "Against none (middle
+    three of five epochs)"; the label alone without a note."""
+    return label + (f" ({note})" if note else "")
+
+
+def none_yet(what: str, command: str, more: str = "") -> str:
+    """ "No ceiling run has been recorded yet: `command` records one." (``more`` before the stop)."""
+    return f"No {what} has been recorded yet: `{command}` records one{more}."
+
+
+def recorded_by(command: str, it: str = "it") -> str:
+    """The command that records what a page lacks, as a bracket: "(`command` records it)"."""
+    return f"(`{command}` records {it})"
+
+
+def malloc_fixed(records) -> bool:
+    """Whether every one of ``records`` (PyTorch's) ran with glibc malloc's thresholds fixed."""
+    return all((r.get("malloc") or {}).get("mode") == "fixed" for r in records)
