@@ -415,6 +415,9 @@ def test_a_learner_who_skips_every_typed_cell_and_leaves_every_blank_catches_up(
                     assert again[2].startswith("Nothing to do"), (where, again)
                 caught += 1
     assert caught == sum(is_catch_up(cell) for cell in nb.cells) > 0
-    assert restarts == (len(typed) if restart else 0) and (rebuilt > 0) == restart
+    assert restarts == (len(typed) if restart else 0)
+    # A restart leaves names to rebuild, except where the episode's one typed cell needs none
+    # from the cells above it (episode 1's device report).
+    assert rebuilt == 0 if not restart else rebuilt > 0 or len(typed) == 1
     # Episode 5 trains once: after a restart its finished runs come back from the saved files.
     assert (reloaded > 0) == (restart and episode.stem.startswith("05-")), reloaded
