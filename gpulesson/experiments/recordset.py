@@ -66,11 +66,12 @@ class RecordSet:
         """The key of ``record``'s condition, its :attr:`condition` fields in order."""
         return tuple(record.get(name) for name in self.condition)
 
-    def read(self, path=None) -> list[dict]:
-        """This experiment's records in ``path`` (default its results file), in file order; []
-        without the file."""
+    def read(self, path=None, **match) -> list[dict]:
+        """This experiment's records in ``path`` (default its results file) with the ``match``
+        values (e.g. a ``run_id``), in file order; [] without the file."""
         path = Path(path or self.results_file).expanduser()
-        return results.read_records(path, experiment=self.experiment) if path.is_file() else []
+        return (results.read_records(path, experiment=self.experiment, **match)
+                if path.is_file() else [])
 
     def runs(self, records, **match) -> dict[str, list[dict]]:
         """This experiment's ``records`` (with the ``match`` values) grouped by ``run_id``

@@ -24,7 +24,14 @@ import tempfile
 from pathlib import Path
 
 from gpulesson.experiments import cli
-from gpulesson.experiments.ladder.records import EXPERIMENT, PARTS, RESULTS_FILE, STARTS, rungs_of
+from gpulesson.experiments.ladder.records import (
+    EXPERIMENT,
+    PARTS,
+    RECORDS,
+    RESULTS_FILE,
+    STARTS,
+    rungs_of,
+)
 
 CACHE_ROOT = Path("_build") / "ladder-cache"  # git ignores _build
 
@@ -66,7 +73,7 @@ def main(argv=None) -> int:
 
         return one_start(args)
     from gpulesson.experiments.ladder.page import describe
-    from gpulesson.results import new_run_id, read_records
+    from gpulesson.results import new_run_id
 
     run_id = args.run_id or new_run_id()
     env = {**os.environ}
@@ -83,8 +90,7 @@ def main(argv=None) -> int:
                    *(["--rungs", *args.rungs] if args.rungs else [])]
         failed += subprocess.run(command, env={**env, "JAX_COMPILATION_CACHE_DIR": str(cache)},
                                  check=False).returncode != 0
-    made = [r for r in (read_records(args.out, experiment=EXPERIMENT, run_id=run_id)
-                        if args.out.is_file() else []) if r.get("part") == args.part]
+    made = [r for r in RECORDS.read(args.out, run_id=run_id) if r.get("part") == args.part]
     return cli.say_measured(made, args.out, EXPERIMENT, run_id, describe) or int(failed > 0)
 
 

@@ -13,13 +13,16 @@ import itertools
 import math
 import statistics
 
-from gpulesson import flops, results
+from gpulesson import flops
 from gpulesson.devices import keras_device_name
 from gpulesson.experiments.common import ORDER_FIELD, SUMMARY_KEY, summarise
-from gpulesson.results import make_record
+from gpulesson.experiments.recordset import RecordSet
 
 EXPERIMENT = "ladder"
-RESULTS_FILE = results.RESULTS_DIR / "ladder.jsonl"
+# A record is one rung in one process start; the page's run is the layer's newest run
+# (:meth:`~gpulesson.experiments.recordset.RecordSet.newest_run`).
+RECORDS = RecordSet(EXPERIMENT, ("device_kind", "rung", "start"))
+RESULTS_FILE, reference_run = RECORDS.results_file, RECORDS.newest_run
 BASE_LEARNING_RATE, LARGE_FACTOR, SPE = 1e-3, 4, 16
 WARMUP_EPOCHS = 2  # a scaled learning rate is reached linearly over the first two epochs' steps
 EPOCHS = {"base": 6, "large": 12}  # the default's 6 epochs; 4 times fewer updates need more
@@ -138,14 +141,7 @@ def measurement_record(*, run_id: str, rung: str, start: int, device: str, watch
               "achieved_tflops": flops.tflops(flops.training_flops_per_image(), n_images, median),
               "test_accuracy": watched["test_accuracies"][-1],
               SUMMARY_KEY: summarise(seconds[1:], seconds[:1]), ORDER_FIELD: False, **extra}
-    if device == "cpu":
-        fields["device"] = "CPU"
-    return make_record(EXPERIMENT, data=data, **fields)
-
-
-def reference_run(path=RESULTS_FILE) -> list[dict]:
-    """The newest run with GPU records, else the newest run (CPU rehearsals)."""
-    return results.reference_run(path, EXPERIMENT)
+    return RECORDS.record(data=data, **fields)
 
 
 def starts(records, rung: str) -> list[dict]:

@@ -34,6 +34,7 @@ def one_start(args) -> int:
     from gpulesson.experiments.ladder import measure
     from gpulesson.experiments.ladder.limit import train_limit
     from gpulesson.experiments.ladder.records import (
+        RECORDS,
         RUNGS,
         epochs_for,
         limit_options,
@@ -41,7 +42,7 @@ def one_start(args) -> int:
         rungs_of,
     )
     from gpulesson.hdf5 import validate_hdf5
-    from gpulesson.results import append_record, read_records
+    from gpulesson.results import append_record
     from gpulesson.settings import get_settings
 
     if keras.backend.backend() != "jax":
@@ -55,9 +56,8 @@ def one_start(args) -> int:
     n_rows = validate_hdf5(path).n_train
     cut = n_rows - n_rows // 10  # as lesson.split_batches: the last tenth validates
     base = config.batch_size(256)
-    earlier = (read_records(args.out, experiment="ladder", run_id=args.run_id)
-               if args.out.is_file() else [])
-    done = {(r["device_kind"], r["rung"], r["start"]) for r in earlier}
+    earlier = RECORDS.read(args.out, run_id=args.run_id)
+    done = {RECORDS.key(r) for r in earlier}
     failed = 0
     for device in devices:
         kd = keras_device_name(device)

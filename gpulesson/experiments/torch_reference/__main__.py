@@ -27,7 +27,7 @@ from gpulesson.experiments import cli
 from gpulesson.experiments.cnn import describe
 from gpulesson.experiments.recordset import check_earlier
 from gpulesson.experiments.torch_reference.measure import DEVICES, INSTALL, prepare, run_devices
-from gpulesson.experiments.torch_reference.records import EXPERIMENT, RESULTS_FILE
+from gpulesson.experiments.torch_reference.records import EXPERIMENT, RECORDS, RESULTS_FILE
 
 FULL_BATCH_SIZE = 128
 
@@ -51,7 +51,6 @@ def main(argv=None) -> int:
         return 2
     import torch
 
-    from gpulesson.results import read_records
     from gpulesson.settings import get_settings
 
     if args.threads:
@@ -65,9 +64,7 @@ def main(argv=None) -> int:
                                     lambda record: record["device_kind"])
 
     def whole_run() -> list[dict]:
-        if not args.out.is_file():
-            return []
-        return read_records(args.out, experiment=EXPERIMENT, run_id=run_id)
+        return RECORDS.read(args.out, run_id=run_id)
 
     settings = get_settings()
     # The rule: one warm-up epoch, then the timed ones (fewer in quick mode), unless --epochs.
