@@ -123,12 +123,11 @@ class RecordSet:
             return None
         return summary_of(record, "epoch_seconds", warmup_key=self.warmup_key)
 
-    def gpu_against_cpu(self, records) -> Comparison | None:
-        """The GPU's epochs against the CPU's in one run's ``records``
-        (:func:`~gpulesson.experiments.common.compare` of their :meth:`epoch_summary`: its
-        ``ratio`` is the CPU's median over the GPU's), or None without both."""
-        cpu, gpu = (self.epoch_summary(results.pick(records, on_gpu)) for on_gpu in (False, True))
-        return compare(gpu, cpu) if cpu and gpu else None
+    def gpu_against_cpu(self, records, summary=None) -> Comparison | None:
+        """The GPU's epochs against the CPU's in one run's ``records`` (:func:`gpu_against_cpu`
+        of their ``summary``, default :meth:`epoch_summary`)."""
+        summary = summary or self.epoch_summary
+        return gpu_against_cpu(*(summary(results.pick(records, gpu)) for gpu in (False, True)))
 
     def epoch_record(self, seconds: list[float], *, warmup: int, run_id: str, device: str,
                      n_images: int, own: dict, extra: dict, method: dict | None = None) -> dict:
@@ -189,3 +188,9 @@ def check_earlier(earlier, **run) -> None:
             raise ValueError(
                 f"run {earlier[0].get('run_id')} was recorded with {field} {', '.join(found)}, "
                 f"not {value}: go on with the settings it had, or start a new run")
+
+
+def gpu_against_cpu(cpu: dict | None, gpu: dict | None) -> Comparison | None:
+    """The GPU's timing against the CPU's (:func:`~gpulesson.experiments.common.compare` of two
+    time summaries: its ``ratio`` is the CPU's median over the GPU's), or None without both."""
+    return compare(gpu, cpu) if cpu and gpu else None

@@ -22,16 +22,16 @@ from gpulesson.devices import KERAS_DEVICES as DEVICES
 from gpulesson.experiments.common import WARMUP, repeats_for, summarise
 from gpulesson.experiments.energy import energy_callback, start_intervals, stop_intervals
 from gpulesson.experiments.small_models.records import (
-    EXPERIMENT,
     N_CLASSES,
     N_FEATURES,
+    RECORDS,
     SmallModelsError,
     _device_fields,
     comparison_record,
     is_gpu_device,
 )
 from gpulesson.results import duration as short_time
-from gpulesson.results import make_record, new_run_id
+from gpulesson.results import new_run_id
 from gpulesson.timing import load_average
 
 # The CPU-vs-GPU comparison on the breast-cancer data: a fixed number of epochs, no early stop;
@@ -215,8 +215,8 @@ def sweep(devices, batch_sizes, widths, *, n_rows: int, epochs: int, run_id: str
                 if progress:
                     progress(f"{device}  width {width:5}  batch {batch_size:5}  "
                              f"{short_time(cell['seconds_per_sample'])} per sample")
-                record = make_record(EXPERIMENT, data="random", part="sweep", run_id=run_id,
-                                     source=source, **_device_fields(device), **cell)
+                record = RECORDS.record(data="random", part="sweep", run_id=run_id,
+                                        source=source, **_device_fields(device), **cell)
                 if on_record:
                     on_record(record)
                 records.append(record)

@@ -10,25 +10,20 @@ there is no measurable difference, whatever the ratio of the medians.
 
 from __future__ import annotations
 
-from gpulesson import results
-from gpulesson.experiments.common import (
-    WARMUP,
-    Comparison,
-    compare,
-    summarise,
-    summary_of,
-    summary_text,
-    times_text,
-)
-from gpulesson.results import NOT_RECORDED, data_label, hardware, is_gpu, make_record
+from gpulesson.experiments.common import Comparison, summarise, summary_text, times_text
+from gpulesson.experiments.recordset import RecordSet, epochs_summary, gpu_against_cpu
+from gpulesson.results import NOT_RECORDED, data_label, hardware, is_gpu
 from gpulesson.results import duration as short_time
 from gpulesson.results import pick as _pick
 
 EXPERIMENT = "mlp-cpu-vs-gpu"
-RESULTS_FILE = results.RESULTS_DIR / f"{EXPERIMENT}.jsonl"
 PARTS = ("comparison", "sweep")
 N_FEATURES, N_CLASSES = 30, 2
 EPISODE_WIDTHS = (16, 8)  # the episode's MLP: 30 -> 16 -> 8 -> 2
+# A record made before the rule took its first epoch as the warm-up.
+RECORDS = RecordSet(EXPERIMENT, ("part", "device_kind", "width", "batch_size"),
+                    data="breast_cancer", warmup_key=None)
+RESULTS_FILE = RECORDS.results_file
 
 
 class SmallModelsError(ValueError):
@@ -44,11 +39,8 @@ def _kind(device: str) -> str:
 
 
 def _device_fields(device: str) -> dict:
-    """Record fields that say which device ran: a CPU run is "CPU" also on a GPU machine."""
-    fields = {"device_kind": _kind(device), "keras_device": device}
-    if fields["device_kind"] == "cpu":
-        fields["device"] = "CPU"
-    return fields
+    """Record fields that say which device ran (the layer names a CPU run's device "CPU")."""
+    return {"device_kind": _kind(device), "keras_device": device}
 
 
 def comparison_record(run: dict, *, run_id: str, batch_size: int, n_train: int, n_test: int,
@@ -61,38 +53,36 @@ def comparison_record(run: dict, *, run_id: str, batch_size: int, n_train: int, 
     timing = dict(run["timing"])
     mean = timing["steady_mean_epoch_seconds"] or timing["first_epoch_seconds"]
     training = timing.pop("total_seconds")
-    epochs = list(timing["epoch_seconds"])
-    summary = (summarise(epochs[WARMUP:], epochs[:WARMUP]) if len(epochs) > WARMUP
-               else summarise(epochs))
-    return make_record(
-        EXPERIMENT, data="breast_cancer", part="comparison", run_id=run_id, source=source,
-        **_device_fields(run["device"]),
+    return RECORDS.record(
+        part="comparison", run_id=run_id, source=source, **_device_fields(run["device"]),
         batch_size=batch_size, n_train=n_train, n_test=n_test,
         hidden_widths=list(EPISODE_WIDTHS), n_parameters=run["model"].count_params(),
         **timing, mean_epoch_seconds=mean, training_seconds=training,
         test_loss=float(run["test_loss"]), test_accuracy=float(run["test_accuracy"]),
         start_weights=start_weights, jit_compile=run.get("jit_compile"),
-        summary=summary, load_average=load_average,
+        summary=epochs_summary(timing["epoch_seconds"]), load_average=load_average,
         **({"energy": energy} if energy is not None else {}),
         history={key: [float(v) for v in values] for key, values in run["history"].items()},
     )
 
 
-
 def runs(records, part: str) -> dict[str, list[dict]]:
     """The records of ``part`` grouped by ``run_id`` (:func:`gpulesson.results.runs`)."""
-    if part not in PARTS:
-        raise SmallModelsError(f"unknown part {part!r}: use one of {', '.join(PARTS)}")
-    return results.runs(records, EXPERIMENT, part=part)
+    return RECORDS.runs(records, part=_checked(part))
 
 
-def reference_run(part: str, path=RESULTS_FILE) -> list[dict]:
-    """The records of ``part`` of the reference run (:func:`gpulesson.results.reference_run`):
-    a sweep counts only with every cell of its grid on each device it measured."""
+def reference_run(part: str, path=None) -> list[dict]:
+    """The records of ``part`` of the reference run (the layer's
+    :meth:`~gpulesson.experiments.recordset.RecordSet.newest_run`): a sweep counts only with
+    every cell of its grid on each device it measured."""
+    return RECORDS.newest_run(path, part=_checked(part),
+                              complete=sweep_complete if part == "sweep" else None)
+
+
+def _checked(part: str) -> str:
     if part not in PARTS:
         raise SmallModelsError(f"unknown part {part!r}: use one of {', '.join(PARTS)}")
-    return results.reference_run(path, EXPERIMENT, part=part,
-                                 complete=sweep_complete if part == "sweep" else None)
+    return part
 
 
 def sweep_complete(records) -> bool:
@@ -110,7 +100,7 @@ def epoch_summary(record: dict | None) -> dict | None:
     record without epoch times has its median epoch as its only sample (no range)."""
     if not record:
         return None
-    found = summary_of(record, "epoch_seconds", warmup_key=None)
+    found = RECORDS.epoch_summary(record)
     if found is None and record.get("mean_epoch_seconds"):
         found = summarise([record["mean_epoch_seconds"]])
     return found
@@ -139,17 +129,9 @@ def step_summary(record: dict | None) -> dict | None:
     return scaled(epoch_summary(record), steps)
 
 
-def gpu_against_cpu(cpu: dict | None, gpu: dict | None) -> Comparison | None:
-    """The GPU's timing against the CPU's (:func:`~gpulesson.experiments.common.compare` of two
-    time summaries), or None without both. ``ratio``: CPU median over GPU median."""
-    if not (cpu and gpu):
-        return None
-    return compare(gpu, cpu)
-
-
 def verdict(records) -> Comparison | None:
     """The GPU against the CPU of one comparison run, per timed epoch (None without both)."""
-    return gpu_against_cpu(epoch_summary(_pick(records, False)), epoch_summary(_pick(records, True)))
+    return RECORDS.gpu_against_cpu(records, epoch_summary)
 
 
 def speedup(records) -> float | None:
