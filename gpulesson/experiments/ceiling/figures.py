@@ -19,7 +19,7 @@ from gpulesson.experiments.ceiling.records import (
     share_text,
 )
 from gpulesson.experiments.common import SPREAD_NOTE, draw_spread
-from gpulesson.experiments.parts import machine
+from gpulesson.experiments.figkit import need, panels, run_title
 
 FILE = "feeding-ceiling.svg"
 # In memory blue, the lesson's generator orange, reading ahead green, Grain's processes purple;
@@ -53,16 +53,12 @@ def alt_text(records) -> str:
 
 def figures(records):
     """One figure: a panel per backend and device, a bar per way of feeding ``fit``."""
-    import matplotlib.pyplot as plt
-
-    if not records:
-        raise ValueError("no records to plot: run python -m gpulesson.experiments.ceiling")
-    panels = list(_panels(records))
-    bars = sum(len(drawn) for _, _, drawn, _ in panels)
+    need(records, "run python -m gpulesson.experiments.ceiling")
+    drawn_panels = list(_panels(records))
+    bars = sum(len(drawn) for _, _, drawn, _ in drawn_panels)
     # Each panel on its own scale: the devices may be machines far apart in speed.
-    fig, axes = plt.subplots(len(panels), 1, figsize=(8, 1.4 + 0.24 * bars + 0.75 * len(panels)),
-                             squeeze=False)
-    for ax, (backend, device, drawn, top) in zip(axes[:, 0], panels, strict=True):
+    fig, axes = panels(len(drawn_panels), (8, 1.4 + 0.24 * bars + 0.75 * len(drawn_panels)))
+    for ax, (backend, device, drawn, top) in zip(axes, drawn_panels, strict=True):
         positions = list(range(len(drawn)))[::-1]
         rates = [rate_summary(r) for _, r in drawn]
         colours = [COLOURS.get(name, COLOURS["lesson"]) for name, _ in drawn]
@@ -72,10 +68,8 @@ def figures(records):
         if top:
             ax.axvline(TARGET_SHARE * top["images_per_second"], color="black",
                        linestyle="--", linewidth=1)
-        part = [r for _, r in drawn]
-        ax.set_title(f"{NAMES.get(backend, backend)}, {device.upper()}: {machine(part)}; run "
-                     f"{part[0]['run_id']}", fontsize=8.5, loc="left")
-    axes[-1, 0].set_xlabel("images per second through fit (higher is better; each panel on "
+        run_title(ax, f"{NAMES.get(backend, backend)}, {device.upper()}", [r for _, r in drawn])
+    axes[-1].set_xlabel("images per second through fit (higher is better; each panel on "
                            "its own scale)")
     fig.suptitle(f"The ceiling of fit: blue in memory, orange the lesson's generator (light: "
                  f"window=1, not mixed);\ndashed line {TARGET_SHARE:.0%} of the ceiling.\n"

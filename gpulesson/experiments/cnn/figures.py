@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from gpulesson.compare_plots import LOG_NOTE, needs_log_axis
 from gpulesson.experiments.cnn.records import epoch_summary, gpu_comparison
 from gpulesson.experiments.common import SPREAD_NOTE, draw_spread, summary_text
+from gpulesson.experiments.figkit import need
 from gpulesson.results import data_label, duration, hardware
 from gpulesson.results import pick as _pick
 
@@ -69,8 +70,7 @@ def drawn(records, hardware_names=None) -> tuple[list[Series], object]:
     (:func:`~gpulesson.experiments.cnn.records.gpu_comparison`, None without both)."""
     from gpulesson.compare_plots import _STYLES
 
-    if not records:
-        raise ValueError("no records to plot: run the training first, or record a reference run")
+    need(records, "run the training first, or record a reference run")
     names = dict(hardware_names or hardware(records))
     series = []
     for kind, record in (("CPU", _pick(records, False)), ("GPU", _pick(records, True))):

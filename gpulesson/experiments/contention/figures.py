@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from gpulesson.experiments.common import draw_spread, summary_text
 from gpulesson.experiments.contention.records import condition_summary, find_in, threads_text
+from gpulesson.experiments.figkit import need, title
 from gpulesson.results import data_label, duration, hardware, software
 
 # Line style and marker, not only colour, tell the series apart.
@@ -69,8 +70,7 @@ def drawn(records) -> tuple[list[Series], dict | None]:
     """What :func:`figures` shows: ``(series, alone)``, one :class:`Series` per thread setting
     (the framework's default first) and the summary of one copy alone with the default threads
     (the fair-share line; None when not measured)."""
-    if not records:
-        raise ValueError("no records to plot: run python -m gpulesson.experiments.contention")
+    need(records, "run python -m gpulesson.experiments.contention")
     series = []
     for threads in sorted({r["threads"] for r in records}, key=lambda t: t or 0):
         points = []
@@ -90,12 +90,12 @@ def _and(parts) -> str:
     return ", ".join(parts[:-1]) + f" and {parts[-1]}" if len(parts) > 1 else parts[0]
 
 
-def _title(records) -> str:
+def _title(fig, records) -> None:
     first = records[0]
     cpu = hardware(records).get("CPU", "CPU")
-    return (f"The lesson's CNN, k trainings at once on one CPU | {data_label(records)}\n"
-            f"{cpu} | batch {first['batch_size']} | {software(first)} | run {first['run_id']}\n"
-            f"left: {SPREAD_NOTE_LINES}")
+    title(fig, "The lesson's CNN, k trainings at once on one CPU", records,
+          f"{cpu} | batch {first['batch_size']} | {software(first)} | run {first['run_id']}",
+          f"left: {SPREAD_NOTE_LINES}")
 
 
 def alt_text(records) -> str:
@@ -168,7 +168,7 @@ def figures(records):
         ax.set_ylim(bottom=0)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8, loc="upper left" if ax is left else "lower right")
-    fig.suptitle(_title(records), fontsize=9)
+    _title(fig, records)
     fig.tight_layout()
     fig.alt_text = alt_text(records)
     return (fig,)
@@ -189,9 +189,7 @@ _WATCHED_WORDS = {"no browser": "with its output going to a file, no browser",
 def watched_drawn(records) -> list[tuple[dict, list, dict | None]]:
     """What :func:`watched_figures` shows: per record, ``(style, epochs, summary)``: every
     epoch of its training (the first is the warm-up) and the summary of those after it."""
-    if not records:
-        raise ValueError("no records to plot: run python -m gpulesson.experiments.contention "
-                         "--parts watched")
+    need(records, "run python -m gpulesson.experiments.contention --parts watched")
     return [(_WATCHED_STYLE.get(r["watched"], _OTHER), r["per_copy"][0]["epoch_seconds"],
              condition_summary(r)) for r in records]
 

@@ -25,8 +25,9 @@ from gpulesson.experiments.feeding.records import (
     rate_text,
     shown,
 )
+from gpulesson.experiments.figkit import need, panels, title
 from gpulesson.experiments.parts import machine
-from gpulesson.results import NOT_RECORDED, data_label, hardware, software
+from gpulesson.results import NOT_RECORDED, hardware, software
 
 BUSY = 0.25  # a measurement during which other programs used more CPU time than this is flagged
 _DEVICE_COLOUR = {"cpu": "tab:blue", "gpu": "tab:orange"}
@@ -43,7 +44,7 @@ def _title(fig, what: str, records, devices) -> None:
         part = [r for r in records if r["device_kind"] == device and r.get("part") is None]
         part = [r for r in part if r["run_id"] == part[0]["run_id"]]
         drawn.append(f"{device.upper()}: {machine(part)}, {software(part)}, run {part[0]['run_id']}")
-    fig.suptitle(f"{what} | {data_label(records)}\n" + "\n".join(drawn), fontsize=9)
+    title(fig, what, records, *drawn)
 
 
 def _busy(record) -> bool:
@@ -137,15 +138,12 @@ def pipelines_figure(records):
     """One panel per device with shown records, one row per pipeline: a solid bar for
     training and a hatched, paler bar for the loader alone, each at its median with the range
     and the epochs drawn, and labelled with its median."""
-    import matplotlib.pyplot as plt
     import numpy as np
 
     devices, order, bars = pipeline_panels(records)
-    if not devices:
-        raise ValueError("no records to plot: every record delivered wrong data")
-    fig, axes = plt.subplots(1, len(devices), figsize=(9 if len(devices) == 1 else 13, 6.4),
-                             sharey=True, squeeze=False)
-    axes = axes[0]
+    need(devices, "every record delivered wrong data")
+    fig, axes = panels(len(devices), (9 if len(devices) == 1 else 13, 6.4), across=True,
+                       sharey=True)
     for ax, device in zip(axes, devices, strict=True):
         _pipeline_panel(ax, bars, device, order)
     axes[0].set_yticks(np.arange(len(order)),
@@ -162,8 +160,7 @@ def pipelines_figure(records):
 
 def figures(records):
     """The run's figures, as a tuple: ``(images/s per pipeline,)`` (:func:`pipelines_figure`)."""
-    if not records:
-        raise ValueError("no records to plot: run the benchmark first")
+    need(records, "run the benchmark first")
     return (pipelines_figure(records),)
 
 

@@ -4,6 +4,7 @@ Keras, the pre-release, plain JAX). Its alt text is made from what it draws."""
 
 from __future__ import annotations
 
+from gpulesson.experiments.figkit import label_bars, need
 from gpulesson.experiments.ladder import records as lr
 from gpulesson.results import hardware
 
@@ -38,15 +39,13 @@ def figures(records):
     from matplotlib.patches import Patch
 
     drawn = _drawn(records)
-    if not drawn:
-        raise ValueError("no records to plot: run python -m gpulesson.experiments.ladder")
+    need(drawn, "run python -m gpulesson.experiments.ladder")
     fig, ax = plt.subplots(figsize=(8, 1.4 + 0.3 * len(drawn)))
     positions = list(range(len(drawn)))[::-1]
     rates = [tflops for _, _, tflops in drawn]
     ax.barh(positions, rates, height=0.7,
             color=[COLOURS[lr.RUNGS[name]["part"]] for name, _, _ in drawn])
-    for y, rate in zip(positions, rates, strict=True):
-        ax.text(rate, y, f" {rate:.3g}", va="center", fontsize=7.5)
+    label_bars(ax, positions, rates)
     ax.set_yticks(positions, [name for name, _, _ in drawn], fontsize=8)
     ax.set_xlim(0, max(rates) * 1.15)
     ax.set_xlabel("TFLOP/s over a whole epoch (higher is better)")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 from gpulesson.experiments.common import SPREAD_NOTE, draw_spread, fmt_number
+from gpulesson.experiments.figkit import need, title
 from gpulesson.experiments.matmul.measure import gflops
 from gpulesson.experiments.matmul.records import (
     BUSY,
@@ -28,7 +29,7 @@ from gpulesson.experiments.matmul.records import (
     samples_summary,
     software,
 )
-from gpulesson.results import NOT_RECORDED, data_label, duration, hardware
+from gpulesson.results import NOT_RECORDED, duration, hardware
 
 _DEVICE_STYLE = {"cpu": {"marker": "o", "color": "tab:blue"},
                  "gpu": {"marker": "s", "color": "tab:orange"}}
@@ -134,8 +135,8 @@ def _hardware_line(records, devices) -> str:
 
 
 def _title(fig, what: str, records, devices) -> None:
-    fig.suptitle(f"{what} | {data_label(records)}\n{_hardware_line(records, devices)}\n"
-                 f"{software(records)} | run {records[0]['run_id']}", fontsize=9.5)
+    title(fig, what, records, _hardware_line(records, devices),
+          f"{software(records)} | run {records[0]['run_id']}", fontsize=9.5)
 
 
 def _axes(ax, sizes) -> None:
@@ -365,6 +366,5 @@ def figures(records, latency=None):
     hardware of the devices drawn.
     """
     latency = records if latency is None else latency
-    if not records and not latency:
-        raise ValueError("no records to plot: run the benchmark first")
+    need(records or latency, "run the benchmark first")
     return _rates_figure(records), _times_figure(latency)

@@ -6,6 +6,7 @@ CPU's profile ran on another machine than the GPU's. Its alt text is made from w
 
 from __future__ import annotations
 
+from gpulesson.experiments.figkit import need, panels
 from gpulesson.experiments.profile.records import find, overhead, profiled
 from gpulesson.results import duration, hardware
 
@@ -57,13 +58,10 @@ def alt_text(records) -> str:
 
 def figures(records):
     """One figure, a panel per device with a record."""
-    import matplotlib.pyplot as plt
-
     drawn = _drawn(records)
-    if not drawn:
-        raise ValueError("no records to plot: run python -m gpulesson.experiments.profile")
-    fig, axes = plt.subplots(len(drawn), 1, figsize=(8, 1.2 + 1.9 * len(drawn)), squeeze=False)
-    for ax, (device, record) in zip(axes[:, 0], drawn, strict=True):
+    need(drawn, "run python -m gpulesson.experiments.profile")
+    fig, axes = panels(len(drawn), (8, 1.2 + 1.9 * len(drawn)))
+    for ax, (device, record) in zip(axes, drawn, strict=True):
         found = record["profile"]
         for row, line in enumerate(("device", "host")):
             left = 0.0
@@ -86,7 +84,7 @@ def figures(records):
         ax.set_title(f"{device.upper()}: {machine(device, record, records)}\nrun "
                      f"{record['run_id']}, {found['steps']} steps profiled", fontsize=9, loc="left")
         ax.set_xlabel("milliseconds per training step")
-    handles, labels = axes[0, 0].get_legend_handles_labels()
+    handles, labels = axes[0].get_legend_handles_labels()
     unique = dict(zip(labels, handles, strict=True))
     fig.legend(unique.values(), unique.keys(), loc="lower center", ncol=6, fontsize=8,
                frameon=False)

@@ -13,6 +13,7 @@ import numpy as np
 
 from gpulesson.compare_plots import LOG_NOTE, needs_log_axis
 from gpulesson.experiments.common import SPREAD_NOTE, draw_spread, summary_text, times_text
+from gpulesson.experiments.figkit import title as figure_title
 from gpulesson.experiments.small_models.measure import hidden_widths
 from gpulesson.experiments.small_models.records import (
     EPISODE_WIDTHS,
@@ -215,7 +216,7 @@ def sweep_figure(records):
         norm = mcolors.LogNorm(vmin=10 ** -bound, vmax=10 ** bound)
         image = ax.imshow(matrix, cmap="RdBu", norm=norm)
         fig.colorbar(image, ax=ax, label="speed-up: CPU median time / GPU median time (1 = equal)")
-        title = "Speed-up of the GPU over the CPU, per sample"
+        what = "Speed-up of the GPU over the CPU, per sample"
         detail = (f"CPU: {names.get('CPU', NOT_RECORDED)}; GPU: {names['GPU']}\n"
                   "in brackets: the speed-up's range over the timed epochs")
     else:
@@ -225,10 +226,10 @@ def sweep_figure(records):
         fig.colorbar(image, ax=ax, label=f"{kind.upper()} median time per sample (µs, log scale)")
         matrix = matrix * 1e6
         if kind == "cpu":
-            title = "CPU time per sample (no GPU sweep in this run)"
+            what = "CPU time per sample (no GPU sweep in this run)"
             detail = f"CPU: {names['CPU']}; no GPU sweep, so no speed-up can be shown"
         else:
-            title = "GPU time per sample (no CPU sweep in this run)"
+            what = "GPU time per sample (no CPU sweep in this run)"
             detail = f"GPU: {names['GPU']}; no CPU sweep, so no speed-up can be shown"
         detail += "\ncell: median time per sample; in brackets: fastest–slowest timed epoch"
     for i, width in enumerate(widths):
@@ -247,8 +248,7 @@ def sweep_figure(records):
     ax.set_xlabel("batch size")
     ax.set_ylabel("hidden layer widths: first (second)")
     first = records[0]
-    fig.suptitle(f"{title} | {data_label(records)}\n{detail}\n"
-                 f"MLP 30 -> width -> width/2 -> 2; {first['backend']} backend; {first['date'][:10]}",
-                 fontsize=10)
+    figure_title(fig, what, records, detail, f"MLP 30 -> width -> width/2 -> 2; {first['backend']} "
+                 f"backend; {first['date'][:10]}", fontsize=10)
     fig.tight_layout()
     return fig

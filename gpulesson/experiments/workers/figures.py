@@ -5,7 +5,7 @@ repeats of every condition. Its alt text is made from what it draws (:func:`alt_
 from __future__ import annotations
 
 from gpulesson.experiments.common import SPREAD_NOTE, draw_spread
-from gpulesson.experiments.parts import machine
+from gpulesson.experiments.figkit import need, panels, run_title
 from gpulesson.experiments.workers.records import (
     NAMES,
     WORK,
@@ -47,13 +47,10 @@ def figures(records):
     """One figure: a panel per backend and device, bars by number of workers and work, each
     bar on its tick (side by side only where a panel has both works), each panel on its own
     scale (the devices may be different machines), titled with its run and machine."""
-    import matplotlib.pyplot as plt
-
-    if not records:
-        raise ValueError("no records to plot: run python -m gpulesson.experiments.workers")
+    need(records, "run python -m gpulesson.experiments.workers")
     pairs = groups(records)
-    fig, axes = plt.subplots(1, len(pairs), figsize=(4.2 * len(pairs) + 1, 3.9), squeeze=False)
-    for ax, (backend, device) in zip(axes[0], pairs, strict=True):
+    fig, axes = panels(len(pairs), (4.2 * len(pairs) + 1, 3.9), across=True)
+    for ax, (backend, device) in zip(axes, pairs, strict=True):
         bars = conditions(records, backend, device)
         counts = sorted({n for _, n, _ in bars})
         works = [work for work in WORK if any(w == work for w, _, _ in bars)]
@@ -67,11 +64,10 @@ def figures(records):
             draw_spread(ax, positions, [s for _, s in drawn])
         ax.set_xticks(range(len(counts)), [str(n) for n in counts])
         ax.set_xlabel("Grain worker processes (0: none)")
-        part = [r for _, _, r in bars]
-        ax.set_title(f"{NAMES.get(backend, backend)}, {device.upper()}: {machine(part)}\n"
-                     f"run {part[0]['run_id']}", fontsize=8, loc="left")
+        run_title(ax, f"{NAMES.get(backend, backend)}, {device.upper()}", [r for _, _, r in bars],
+                  between="\n", fontsize=8)
         ax.legend(fontsize=7, loc="lower right")
-    axes[0, 0].set_ylabel("images per second through fit\n(higher is better)")
+    axes[0].set_ylabel("images per second through fit\n(higher is better)")
     fig.suptitle("Grain's worker processes with a model that does almost nothing; each panel on "
                  f"its own scale\n{SPREAD_NOTE}", fontsize=8.5)
     fig.tight_layout()
