@@ -51,6 +51,7 @@ from gpulesson.experiments.contention.page import LESSON_EPOCH_IMAGES
 from gpulesson.experiments.contention.records import (
     BASELINE_MODE,
     EXPERIMENT,
+    RECORDS,
     RESULTS_FILE,
     condition_key,
     describe,
@@ -195,11 +196,7 @@ class _Part:
         self.written = []
 
     def _read(self) -> list[dict]:
-        from gpulesson.results import read_records
-
-        if not self.out.is_file():
-            return []
-        return read_records(self.out, experiment=EXPERIMENT, run_id=self.run_id, part=self.part)
+        return RECORDS.read(self.out, run_id=self.run_id, part=self.part)
 
     def mismatch(self) -> str | None:
         """Why this command cannot go on with the run (other sizes), or None."""

@@ -17,22 +17,17 @@ from __future__ import annotations
 import os
 import statistics
 
-from gpulesson import results
-from gpulesson.experiments.common import SUMMARY_KEY, WARMUP, summarise
+from gpulesson.experiments.common import SUMMARY_KEY, summarise
 from gpulesson.experiments.contention.measure import epoch_summary
-from gpulesson.results import make_record
+from gpulesson.experiments.recordset import RecordSet, split_epochs
 from gpulesson.timing import available_cores
 
 EXPERIMENT = "contention"
-RESULTS_FILE = results.RESULTS_DIR / f"{EXPERIMENT}.jsonl"
-DATA = "synthetic"  # speed does not depend on the pixels: gpulesson.settings.LABELS
 BASELINE_MODE = "no browser"  # the watched part's slowdowns are against this training
-
-
-def condition_key(item: dict) -> tuple:
-    """What tells a condition (or its record) from the others of its run: copies, threads and
-    how it was shown (None in the copies part)."""
-    return item.get("copies"), item.get("threads"), item.get("watched")
+# What tells a condition (or its record) from the others of its run: copies, threads and how
+# it was shown (None in the copies part). Speed does not depend on the pixels.
+RECORDS = RecordSet(EXPERIMENT, ("copies", "threads", "watched"))
+RESULTS_FILE, DATA, condition_key = RECORDS.results_file, RECORDS.data, RECORDS.key
 
 
 def copies_summary(per_copy) -> dict | None:
@@ -42,12 +37,8 @@ def copies_summary(per_copy) -> dict | None:
     :func:`~gpulesson.experiments.common.summary_text` shows as "no range". None without epochs."""
     warmup, timed = [], []
     for copy in per_copy:
-        seconds = [float(s) for s in copy["epoch_seconds"]]
-        if len(seconds) <= WARMUP:
-            timed += seconds
-        else:
-            warmup += seconds[:WARMUP]
-            timed += seconds[WARMUP:]
+        first, rest = split_epochs(copy["epoch_seconds"])
+        warmup, timed = warmup + first, timed + rest
     return summarise(timed, warmup) if timed else None
 
 
@@ -111,7 +102,7 @@ def condition_record(condition: dict, *, run_id: str, n_images: int, batch_size:
         "cpu_cores_available": available_cores(),
         "cpu_cores_machine": os.cpu_count(),
     }
-    return make_record(EXPERIMENT, data=DATA, environment=environment, **fields)
+    return RECORDS.record(environment=environment, **fields)
 
 
 def make_records(conditions, *, run_id: str, n_images: int, batch_size: int, epochs: int,
@@ -139,9 +130,9 @@ def find_in(items, copies: int, threads: int | None, watched: str | None = None)
                  and r.get("watched") == watched), None)
 
 
-def reference_run(path=RESULTS_FILE, part: str = "copies") -> list[dict]:
+def reference_run(path=None, part: str = "copies") -> list[dict]:
     """The records of the newest run of ``part`` ("copies" or "watched")."""
-    return results.reference_run(path, EXPERIMENT, part=part)
+    return RECORDS.newest_run(path, part=part)
 
 
 def threads_text(threads: int | None) -> str:
