@@ -23,8 +23,8 @@ from gpulesson.experiments.calibration.measure import (
     calibrate,
     check_plan,
 )
-from gpulesson.experiments.calibration.records import EXPERIMENT, RESULTS_FILE, describe
-from gpulesson.results import make_record, new_run_id
+from gpulesson.experiments.calibration.records import RECORDS, RESULTS_FILE, describe
+from gpulesson.results import new_run_id
 
 COMMAND = cli.Command(
     "calibration", __doc__,
@@ -66,10 +66,7 @@ def main(argv=None) -> int:
           flush=True)
     fields = calibrate(**plan, device=KERAS_DEVICES[args.device], seed=args.seed)
     source = "gpulesson.experiments.calibration" + (" --quick" if quick else "")
-    record = make_record(EXPERIMENT, data="synthetic", run_id=new_run_id(), source=source,
-                         device_kind=args.device, **fields)
-    if args.device == "cpu":
-        record["device"] = "CPU"
+    record = RECORDS.record(run_id=new_run_id(), source=source, device_kind=args.device, **fields)
     append_record(args.out, record)
     print(describe(record))
     print(f"Appended the record of run {record['run_id']} to {args.out}")

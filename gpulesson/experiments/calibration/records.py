@@ -9,14 +9,14 @@ deep-learning framework.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
-from gpulesson.results import RESULTS_DIR, data_label, duration
+from gpulesson.experiments.recordset import RecordSet
+from gpulesson.results import data_label, duration
 
 EXPERIMENT = "standin-calibration"
-RESULTS_FILE = RESULTS_DIR / f"{EXPERIMENT}.jsonl"
+RECORDS = RecordSet(EXPERIMENT, ("run_id",))  # one record a run; the page reads the newest
+RESULTS_FILE = RECORDS.results_file
 WORKSHOP_EPOCHS = 3  # the episode trains this many epochs
 TARGET_ACCURACY = (0.45, 0.70)  # test accuracy after WORKSHOP_EPOCHS, like CIFAR-10's
 
@@ -92,13 +92,6 @@ def describe(record: dict) -> str:
     return "\n".join(lines)
 
 
-def reference_record(path=RESULTS_FILE) -> dict | None:
+def reference_record(path=None) -> dict | None:
     """The newest record in the results file (None when there is none)."""
-    from gpulesson.results import read_records
-
-    path = Path(path).expanduser()
-    if not path.is_file():
-        return None
-    records = read_records(path, experiment=EXPERIMENT)
-    return records[-1] if records else None
-
+    return (RECORDS.read(path) or [None])[-1]
