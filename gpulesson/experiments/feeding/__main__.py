@@ -48,7 +48,6 @@ from gpulesson.experiments.feeding.measure import (
     REFERENCE_CPU_STEPS,
     REPEATS,
     WARMUP,
-    check_earlier,
     run_benchmark,
 )
 from gpulesson.experiments.feeding.page import describe
@@ -56,11 +55,13 @@ from gpulesson.experiments.feeding.records import (
     EXPERIMENT,
     N_IMAGES,
     PIPELINES,
+    RECORDS,
     RESULTS_FILE,
     check_pipelines,
     condition,
     pipelines_for,
 )
+from gpulesson.experiments.recordset import check_earlier
 
 EPILOG = (f"Every condition: {WARMUP} recorded warm-up epoch and at least {REPEATS} timed "
           f"ones ({QUICK_REPEATS} with --quick). The reference's CPU part times "
@@ -145,7 +146,7 @@ def main(argv=None) -> int:
                      f"warm-up), not {args.warmup}")
 
     from gpulesson.devices import keras_device
-    from gpulesson.results import append_record, read_records
+    from gpulesson.results import append_record
 
     found = keras_device()
     allocator.fix_for(found["backend"])  # PyTorch: one known malloc mode for every record
@@ -164,9 +165,7 @@ def main(argv=None) -> int:
     run_id, done = cli.continue_run(args.out, EXPERIMENT, args.run_id, condition)
 
     def whole_run() -> list[dict]:
-        if not args.out.is_file():
-            return []
-        return read_records(args.out, experiment=EXPERIMENT, run_id=run_id)
+        return RECORDS.read(args.out, run_id=run_id)
 
     earlier = whole_run() if done else []
     try:

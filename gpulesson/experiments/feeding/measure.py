@@ -53,6 +53,7 @@ from gpulesson.experiments.feeding.records import (
     rate_text,
     short_setting,
 )
+from gpulesson.experiments.recordset import check_earlier
 from gpulesson.results import new_run_id
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
@@ -344,17 +345,6 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
         if cleanup is not None:
             cleanup.cleanup()
     return made
-
-
-def check_earlier(earlier, *, n_images: int, backend: str) -> None:
-    """A run goes on only with the number of images and the backend its ``earlier`` records
-    have: mixed, its rates would not compare."""
-    for field, value in (("n_images", n_images), ("backend", backend)):
-        found = sorted({str(r.get(field)) for r in earlier} - {str(value)})
-        if found:
-            raise ValueError(
-                f"run {earlier[0].get('run_id')} was recorded with {field} {', '.join(found)}, "
-                f"not {value}: go on with the options it had, or start a new run")
 
 
 @contextlib.contextmanager

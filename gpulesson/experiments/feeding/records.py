@@ -20,24 +20,21 @@ conditions (:func:`ranking`, :func:`fastest`) go through
 from __future__ import annotations
 
 import statistics
-from pathlib import Path
 
 from gpulesson import results
 from gpulesson.devices import keras_device_name as check_device
-from gpulesson.experiments import parts
 from gpulesson.experiments.common import (
     ORDER_FIELD,
     SUMMARY_KEY,
     as_rate,
     middle,
     rank,
+    scale,
     summarise,
-    summary_of,
 )
-from gpulesson.results import make_record
+from gpulesson.experiments.recordset import RecordSet
 
 EXPERIMENT = "feeding"
-RESULTS_FILE = results.RESULTS_DIR / f"{EXPERIMENT}.jsonl"
 DATA = "synthetic"
 N_IMAGES = 50_000  # the full benchmark, and the size the lesson's goals are stated for
 TARGET_SHARE = 0.90  # the lesson's HDF5 pipeline: at least 90 % of the fastest in-memory path
@@ -131,10 +128,10 @@ def old_device_method(record: dict) -> bool:
     return record.get("pipeline") == "device" and not record.get("method")
 
 
-def shown(records) -> list[dict]:
-    """The records a page or figure may present: all but :func:`delivered_wrong_data` and
+def presented(record: dict) -> bool:
+    """Whether a page or figure may present ``record``: not :func:`delivered_wrong_data` nor
     :func:`old_device_method`."""
-    return [r for r in records if not delivered_wrong_data(r) and not old_device_method(r)]
+    return not delivered_wrong_data(record) and not old_device_method(record)
 
 
 def measurement_record(budget, *, run_id: str, device: str, pipeline: str, mode: str,
@@ -168,9 +165,7 @@ def measurement_record(budget, *, run_id: str, device: str, pipeline: str, mode:
         SUMMARY_KEY: summarise(timed, budget.seconds[:budget.warmup]), ORDER_FIELD: False,
         **extra,
     }
-    if device == "cpu":
-        fields["device"] = "CPU"
-    return make_record(EXPERIMENT, data=DATA, **fields)
+    return RECORDS.record(**fields)
 
 
 # What makes a measurement distinct within a run: a run that goes on (``--run-id``) skips the
@@ -178,46 +173,6 @@ def measurement_record(budget, *, run_id: str, device: str, pipeline: str, mode:
 # all its records.
 CONDITION = ("device_kind", "pipeline", "mode", "group", "precision", "jit_compile",
              "steps_per_execution", "batch_size", "layout")
-
-
-def condition(record: dict) -> tuple:
-    """The key of ``record``'s condition (:data:`CONDITION`), as a tuple."""
-    return tuple(record.get(name) for name in CONDITION)
-
-
-# --- summaries ---------------------------------------------------------------------------------
-
-def epoch_summary(record: dict | None) -> dict | None:
-    """The summary of a record's timed epochs (seconds): the one it keeps, or, for a record
-    made before the rule, one built from its ``epoch_seconds`` (its ``warmup_seconds`` apart)."""
-    if not record:
-        return None
-    return summary_of(record, "epoch_seconds", warmup_key="warmup_seconds")
-
-
-def rate_summary(record: dict | None) -> dict | None:
-    """A record's images per second as a summary (:func:`~gpulesson.experiments.common.as_rate`
-    of its timed epochs: the images an epoch timed over each epoch's seconds)."""
-    summary = epoch_summary(record)
-    return as_rate(summary, record["images_per_epoch"]) if summary else None
-
-
-def full_epoch_summary(record: dict | None) -> dict | None:
-    """The summary of an epoch of all ``n_images`` in seconds: the timed epochs themselves, or,
-    for partial epochs, each scaled up from the steps it timed (an estimate)."""
-    summary = epoch_summary(record)
-    if not summary:
-        return None
-    scale = record["n_images"] / record["images_per_epoch"]
-    return {**summary, **{k: summary[k] * scale for k in ("median", "min", "max")},
-            "samples": [v * scale for v in summary["samples"]],
-            "warmup": [v * scale for v in summary.get("warmup", [])]}
-
-
-# --- choosing records -------------------------------------------------------------------------
-
-def runs(records) -> dict[str, list[dict]]:
-    return results.runs(records, EXPERIMENT)
 
 
 def complete_pipelines(part: list[dict]) -> bool:
@@ -231,28 +186,39 @@ def complete_pipelines(part: list[dict]) -> bool:
             and all((p, "loader") in have for p in trained))
 
 
-def reference_run(path=RESULTS_FILE) -> list[dict]:
-    """The page's records: for each device, CPU first, the pipelines of the newest run that
-    compares them completely there (:func:`complete_pipelines`). A partial run never replaces a
-    complete part. Records of the settings sweeps that runs before the speed ladder made (groups
-    other than "pipelines") stay in the file and are not shown."""
-    path = Path(path).expanduser()
-    if not path.is_file():
-        return []
-    grouped = runs(results.read_records(path))
-    chosen = []
-    for device in parts.DEVICES:
-        part = parts.newest_complete(grouped, device, complete_pipelines)
-        chosen += [r for r in part if r.get("group") == "pipelines"]
-    return chosen
+# The page's records: for each device, CPU first, the pipelines of the newest run that compares
+# them completely there (:func:`complete_pipelines`); a partial run never replaces a complete
+# part. Records of the settings sweeps that runs before the speed ladder made (groups other than
+# "pipelines") stay in the file and are not shown, nor are those :func:`presented` refuses.
+RECORDS = RecordSet(EXPERIMENT, CONDITION, complete=complete_pipelines, data=DATA,
+                    kept=lambda r: r.get("group") == "pipelines", shown=presented)
+RESULTS_FILE, condition, shown, runs = (RECORDS.results_file, RECORDS.key, RECORDS.visible,
+                                        RECORDS.runs)
+reference_run, epoch_summary = RECORDS.reference_run, RECORDS.epoch_summary
 
 
-def cpu_only_run(path=RESULTS_FILE) -> list[dict]:
+# --- summaries ---------------------------------------------------------------------------------
+
+
+def rate_summary(record: dict | None) -> dict | None:
+    """A record's images per second as a summary (:func:`~gpulesson.experiments.common.as_rate`
+    of its timed epochs: the images an epoch timed over each epoch's seconds)."""
+    summary = epoch_summary(record)
+    return as_rate(summary, record["images_per_epoch"]) if summary else None
+
+
+def full_epoch_summary(record: dict | None) -> dict | None:
+    """The summary of an epoch of all ``n_images`` in seconds: the timed epochs themselves, or,
+    for partial epochs, each scaled up from the steps it timed (an estimate)."""
+    summary = epoch_summary(record)
+    return scale(summary, record["n_images"] / record["images_per_epoch"]) if summary else None
+
+
+# --- choosing records -------------------------------------------------------------------------
+
+def cpu_only_run(path=None) -> list[dict]:
     """The newest run without GPU records (e.g. a 2-core laptop's), or []."""
-    path = Path(path)
-    if not path.is_file():
-        return []
-    found = [group for group in runs(results.read_records(path)).values()
+    found = [group for group in runs(RECORDS.read(path)).values()
              if not any(results.is_gpu(r) for r in group)]
     return found[-1] if found else []
 
