@@ -29,6 +29,7 @@ from gpulesson.experiments.matmul.measure import (
 )
 from gpulesson.experiments.matmul.records import (
     EXPERIMENT,
+    RECORDS,
     RESULTS_FILE,
     amortised,
     describe,
@@ -65,7 +66,7 @@ def main(argv=None) -> int:
         parser.error(f"--repeats must be at least 1, not {repeats}")
 
     from gpulesson.devices import keras_device
-    from gpulesson.results import append_record, read_records
+    from gpulesson.results import append_record
 
     found = keras_device()
     devices = cli.default_devices(args.devices, found["gpu_count"])
@@ -97,7 +98,7 @@ def main(argv=None) -> int:
                                   repeats=repeats, warmup=WARMUP)
             append_record(args.out, record)
             records.append(record)
-    print(describe(read_records(args.out, experiment=EXPERIMENT, run_id=run_id)))
+    print(describe(RECORDS.read(args.out, run_id=run_id)))
     if records:
         cli.say_appended(records, args.out, "sweep(s)")
     return 0

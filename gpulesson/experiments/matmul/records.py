@@ -15,18 +15,15 @@ from __future__ import annotations
 from gpulesson import results
 from gpulesson.experiments.common import WARMUP, as_rate, compare, summary_of
 from gpulesson.experiments.matmul.measure import METHOD
-from gpulesson.results import (
-    NOT_RECORDED,
-    duration,
-    hardware,
-    make_record,
-    software,
-)
+from gpulesson.experiments.recordset import RecordSet
+from gpulesson.results import NOT_RECORDED, duration, hardware, software
 
 EXPERIMENT = "matmul"
-RESULTS_FILE = results.RESULTS_DIR / f"{EXPERIMENT}.jsonl"
-DATA = "random"  # the matrices are random numbers: gpulesson.settings.LABELS
 BUSY = 0.25  # a sweep during which other programs used more CPU time than this is flagged
+# A record is one sweep of sizes on one device in one precision (its ``method`` says how it was
+# timed). The matrices are random numbers (gpulesson.settings.LABELS).
+RECORDS = RecordSet(EXPERIMENT, ("device_kind", "dtype"), data="random")
+RESULTS_FILE, DATA, runs = RECORDS.results_file, RECORDS.data, RECORDS.runs
 
 
 def sweep_record(result: dict, *, run_id: str, source: str, repeats: int,
@@ -35,16 +32,7 @@ def sweep_record(result: dict, *, run_id: str, source: str, repeats: int,
 
     ``device`` is the GPU's name for a GPU sweep and ``"CPU"`` for a CPU sweep.
     """
-    fields = {"run_id": run_id, "source": source, "repeats": repeats, "warmup": warmup,
-              **result}
-    if result["device_kind"] == "cpu":
-        fields["device"] = "CPU"
-    return make_record(EXPERIMENT, data=DATA, **fields)
-
-
-def runs(records) -> dict[str, list[dict]]:
-    """The matmul records grouped by ``run_id`` (:func:`gpulesson.results.runs`)."""
-    return results.runs(records, EXPERIMENT)
+    return RECORDS.record(run_id=run_id, source=source, repeats=repeats, warmup=warmup, **result)
 
 
 # The methods that measured throughput over windows of calls, newest first: the current one,
@@ -67,25 +55,25 @@ def compares(records) -> bool:
     return bool(cpu) and (not gpu or cpu == gpu)
 
 
-def reference_run(path=RESULTS_FILE) -> list[dict]:
+def reference_run(path=None) -> list[dict]:
     """The sweeps of the throughput's reference run, only a run that :func:`compares`
     (:func:`gpulesson.results.reference_run`): the current method's, or until one with a GPU is
     recorded, the previous method's (its records name their ``method``); [] without one."""
     found = [run for method in THROUGHPUT_METHODS
-             if (run := results.reference_run(path, EXPERIMENT, complete=compares, method=method))
+             if (run := RECORDS.newest_run(path, complete=compares, method=method))
              and compares(run)]
     # a run with a GPU first: a CPU-only run of the current method does not hide the card's
     with_gpu = [run for run in found if any(results.is_gpu(r) for r in run)]
     return (with_gpu or found or [[]])[0]
 
 
-def latency_run(path=RESULTS_FILE) -> list[dict]:
+def latency_run(path=None) -> list[dict]:
     """The sweeps of the latency's reference run: any method, as every record timed
-    synchronised calls (:func:`gpulesson.results.reference_run`)."""
-    return results.reference_run(path, EXPERIMENT)
+    synchronised calls (the layer's newest run)."""
+    return RECORDS.newest_run(path)
 
 
-def page_runs(path=RESULTS_FILE) -> tuple:
+def page_runs(path=None) -> tuple:
     """``(reference_run, latency_run)``: what the page and its figures show; ``()`` when the
     file holds no run at all."""
     throughput, latency = reference_run(path), latency_run(path)
@@ -148,8 +136,7 @@ def latency_summary(record: dict, point: dict | None) -> dict | None:
 
 def find(records, device: str, dtype: str = "float32") -> dict | None:
     """The sweep of ``device`` ("cpu" or "gpu") in ``dtype`` among ``records``, if any."""
-    return next((r for r in records if r.get("device_kind") == device and r.get("dtype") == dtype),
-                None)
+    return RECORDS.find(records, device_kind=device, dtype=dtype)
 
 
 def point_summary(point: dict | None) -> dict | None:
