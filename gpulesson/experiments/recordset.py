@@ -41,7 +41,8 @@ def every_part(part: list[dict]) -> bool:
 
 @dataclass(frozen=True)
 class RecordSet:
-    """One experiment's records: ``experiment`` names it and its results file, ``condition``
+    """One experiment's records: ``experiment`` names it and its results file (``file``
+    where it shares another experiment's, ``results/FILE.jsonl``), ``condition``
     the fields that key a condition (a run that goes on skips the keys it has), ``backends``
     the order pages list backends in, ``complete(part)`` whether one device's part of a run is
     whole, ``kept(record)`` whether a page reads a record at all (not a retired condition's),
@@ -57,10 +58,11 @@ class RecordSet:
     shown: Callable[[dict], bool] | None = None
     data: str = "synthetic"
     warmup_key: str | None = "warmup_seconds"
+    file: str | None = None
 
     @property
     def results_file(self):
-        return results.RESULTS_DIR / f"{self.experiment}.jsonl"
+        return results.RESULTS_DIR / f"{self.file or self.experiment}.jsonl"
 
     def key(self, record: dict) -> tuple:
         """The key of ``record``'s condition, its :attr:`condition` fields in order."""

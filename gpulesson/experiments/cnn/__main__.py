@@ -31,7 +31,7 @@ from gpulesson.errors import cannot_write_file
 from gpulesson.experiments import cli
 from gpulesson.experiments.cnn import inference
 from gpulesson.experiments.cnn.measure import run_devices
-from gpulesson.experiments.cnn.records import EXPERIMENT, RESULTS_FILE, describe
+from gpulesson.experiments.cnn.records import EXPERIMENT, RECORDS, RESULTS_FILE, describe
 
 PARTS = ("training", "inference")
 
@@ -93,7 +93,7 @@ def main(argv=None) -> int:
     # Before the framework runs anything: TensorFlow fixes its threads at its first operation.
     threads = set_cpu_threads(args.cpu_threads)
     from gpulesson.devices import keras_device
-    from gpulesson.results import append_record, read_records
+    from gpulesson.results import append_record
     from gpulesson.settings import get_settings
 
     settings = get_settings()
@@ -123,13 +123,12 @@ def main(argv=None) -> int:
         appended += run_devices(train, settings, epochs=args.epochs, batch_size=args.batch_size,
                                 seed=args.seed, run_id=run_id,
                                 on_record=lambda record: append_record(args.out, record))
-        print(describe(read_records(args.out, experiment=EXPERIMENT, run_id=run_id)))
+        print(describe(RECORDS.read(args.out, run_id=run_id)))
     if predict:
         appended += inference.measure_inference(
             predict, settings, seed=args.seed, run_id=run_id,
             on_record=lambda record: append_record(args.out, record))
-        print(inference.describe(read_records(args.out, experiment=inference.EXPERIMENT,
-                                              run_id=run_id)))
+        print(inference.describe(inference.RECORDS.read(args.out, run_id=run_id)))
     cli.say_appended(appended, args.out)
     return 0
 

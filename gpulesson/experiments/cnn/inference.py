@@ -37,8 +37,11 @@ from gpulesson.experiments.common import (
     summary_of,
 )
 from gpulesson.experiments.energy import energy_of_calls
+from gpulesson.experiments.recordset import RecordSet
 
 EXPERIMENT = "cnn-inference"
+# One record a device, in the CNN's results file beside its training's.
+RECORDS = RecordSet(EXPERIMENT, ("device_kind",), file="cnn-cpu-vs-gpu")
 LARGE_BATCH = 1024  # images a throughput call predicts
 QUICK_LARGE_BATCH = 64
 LATENCY_FACTOR = 4  # latency calls are cheap: four times the rule's repeats
@@ -71,7 +74,6 @@ def inference_record(*, device_kind: str, keras_device: str, data: str, run_id: 
                      source: str = "gpulesson.experiments.cnn", jit_compile=None) -> dict:
     """The record of one device's prediction: ``throughput`` and ``latency`` are ``(warm-up
     seconds, timed seconds)`` of the large-batch and the single-image calls."""
-    from gpulesson.results import make_record
     from gpulesson.timing import cpu_settings
 
     fields = {
@@ -81,9 +83,7 @@ def inference_record(*, device_kind: str, keras_device: str, data: str, run_id: 
         "latency": summarise(latency[1], latency[0]),
         "energy": energy, "jit_compile": jit_compile, **cpu_settings(),
     }
-    if device_kind == "cpu":
-        fields["device"] = "CPU"
-    return make_record(EXPERIMENT, data=data, **fields)
+    return RECORDS.record(data=data, **fields)
 
 
 def throughput_summary(record: dict | None) -> dict | None:
@@ -159,18 +159,9 @@ def describe(records) -> str:
 def reference_inference(path, run_id: str | None = None) -> list[dict]:
     """The prediction records to show: those of the training's reference run ``run_id`` when
     it has some, else the reference run of the prediction alone
-    (:func:`gpulesson.results.reference_run`); CPU first."""
-    from pathlib import Path
-
-    from gpulesson import results
-
-    if not Path(path).is_file():
-        return []
-    if run_id:
-        found = results.runs(results.read_records(path), EXPERIMENT).get(run_id)
-        if found:
-            return found
-    return results.reference_run(path, EXPERIMENT)
+    (the layer's newest run); CPU first."""
+    found = RECORDS.runs(RECORDS.read(path, run_id=run_id)).get(run_id) if run_id else None
+    return found or RECORDS.newest_run(path)
 
 
 def substitutions(path, run_id: str | None = None) -> dict[str, str]:
