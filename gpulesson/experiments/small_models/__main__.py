@@ -32,12 +32,13 @@ from gpulesson.experiments.small_models.measure import (
 from gpulesson.experiments.small_models.records import (
     EXPERIMENT,
     PARTS,
+    RECORDS,
     RESULTS_FILE,
     SmallModelsError,
     describe_comparison,
     sweep_table,
 )
-from gpulesson.results import append_record, read_records
+from gpulesson.results import append_record
 
 COMMAND = cli.Command(
     "small_models", __doc__,
@@ -108,8 +109,7 @@ def main(argv=None) -> int:
             records = sweep(devices, **plan["grid"], run_id=run_id, seed=args.seed, source=source,
                             progress=lambda line: print(line, flush=True), done=done,
                             on_record=save)
-        whole = read_records(args.out, experiment=EXPERIMENT, run_id=run_id, part=part) \
-            if args.out.is_file() else []
+        whole = RECORDS.read(args.out, run_id=run_id, part=part)
         if whole:
             print(describe_comparison(whole) if part == "comparison" else sweep_table(whole))
         if records:
