@@ -9,7 +9,10 @@ saying what they appended. ``--out`` names a ``.jsonl`` file.
 An experiment's ``__main__`` declares its command as a :class:`Command` of options, in the
 order ``--help`` lists them: the shared ones (:func:`devices`, :func:`backends`,
 :func:`quick`, :func:`sizes`, :data:`EPOCHS`, :func:`out`, :data:`SEED`, :data:`RUN_ID`) and
-its own (:func:`option`, as ``argparse`` takes them). :meth:`Command.parse` reads a command
+its own (:func:`option`, as ``argparse`` takes them), in groups (:func:`group`) or in
+subcommands. The training jobs share their options too (:func:`per_replica_batch`,
+:data:`LEARNING_RATE`, :data:`BASE_BATCH`, :func:`job_device`, :func:`out_dir`) and refuse a
+file they could not write before training (:func:`refuse_unwritable`). :meth:`Command.parse` reads a command
 line, refuses the counts given below 1 and resolves quick mode (``--quick`` or
 ``LESSON_QUICK=1``); :func:`per_backend_command` runs one process per Keras backend, and
 :func:`say_measured` prints the run's table and what was appended.
@@ -34,18 +37,25 @@ MODULE = "gpulesson.experiments."
 class Command:
     """One experiment's command line: ``python -m gpulesson.experiments.NAME``, described by
     the first line of ``doc``, with ``options`` (callables that add themselves to a parser)
-    in order. ``at_least_one`` names the options refused below 1."""
+    in order. ``at_least_one`` names the options refused below 1. ``subcommands``: name ->
+    ``(help, options)`` of each subcommand, the chosen one in ``args.command``."""
 
-    def __init__(self, name: str, doc: str, *options, at_least_one=(), epilog: str | None = None):
+    def __init__(self, name: str, doc: str, *options, at_least_one=(), epilog: str | None = None,
+                 subcommands: dict | None = None):
         self.module = MODULE + name
         self.description, self.epilog = doc.splitlines()[0], epilog
         self.options, self.at_least_one = options, tuple(at_least_one)
+        self.subcommands = subcommands or {}
 
     def parser(self) -> argparse.ArgumentParser:
         parser = argparse.ArgumentParser(prog=f"python -m {self.module}",
                                          description=self.description, epilog=self.epilog)
         for add in self.options:
             add(parser)
+        if self.subcommands:
+            sub = parser.add_subparsers(dest="command", required=True)
+            for name, (help, options) in self.subcommands.items():
+                group(None, *options)(sub.add_parser(name, help=help))
         return parser
 
     def parse(self, argv=None) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
@@ -63,6 +73,15 @@ class Command:
 def option(*flags, **settings):
     """An option of the experiment's own, as ``argparse.add_argument`` takes it."""
     return lambda parser: parser.add_argument(*flags, **settings)
+
+
+def group(title: str | None, *options):
+    """``options`` under the heading ``title`` of ``--help`` (None: where they are added)."""
+    def add(parser):
+        target = parser.add_argument_group(title) if title else parser
+        for each in options:
+            each(target)
+    return add
 
 
 def devices(help: str = "devices (default: cpu, then gpu if one is visible)", choices=None):
@@ -111,6 +130,69 @@ def add_out_option(parser: argparse.ArgumentParser, default: Path) -> None:
     """``--out``: the results file the records are appended to, ``default`` if not given."""
     parser.add_argument("--out", type=results_file, default=default,
                         help=f"results file to append to (default {default})")
+
+
+def positive_int(text: str) -> int:
+    """A count of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A finite number more than 0 (a learning rate, a time)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, not {value}")
+    if value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number, not {text}")
+    return value
+
+
+def per_replica_batch(what: str):
+    """``--per-replica-batch`` of a data-parallel training: images per ``what`` and step."""
+    return option("--per-replica-batch", type=positive_int, default=64,
+                  help=f"images per {what} and step (default 64)")
+
+
+RESUME = "Run it again with the same arguments to resume after the last completed epoch."
+LEARNING_RATE = option("--learning-rate", type=positive_float, default=0.01,
+                       help="SGD learning rate for a global batch of --base-batch (default 0.01)")
+BASE_BATCH = option("--base-batch", type=positive_int, default=64,
+                    help="the batch the learning rate is tuned for; the rate is scaled "
+                         "linearly to the global batch (default 64)")
+
+
+def job_device(help: str):
+    """``--device`` of a training job: auto (the GPU if one is visible), cpu or gpu."""
+    return option("--device", choices=("auto", "cpu", "gpu"), default="auto", help=help)
+
+
+def out_dir(help: str):
+    """``--out-dir``: the folder of a training job's files."""
+    return option("--out-dir", type=Path, default=None, help=help)
+
+
+def refuse_unwritable(parser: argparse.ArgumentParser, path: Path, flag: str) -> None:
+    """Before any training: a usage error where the results file ``path`` (given as ``flag``)
+    could not be written, as the measurement would be lost at the end, and where the Keras
+    backend is not installed (one line, no traceback)."""
+    from gpulesson.backends import missing_backend_message
+    from gpulesson.errors import cannot_write_file
+
+    problem = cannot_write_file(path)
+    if problem:
+        parser.error(f"argument {flag}: {problem}")
+    problem = missing_backend_message()  # before Keras is imported
+    if problem:
+        parser.exit(2, f"{parser.prog}: error: {problem}\n")
 
 
 def positive_seconds(text: str) -> float:

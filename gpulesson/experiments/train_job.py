@@ -33,7 +33,6 @@ batch down; it exists for the test that stops a run in the middle of an epoch.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import dataclasses
 import json
@@ -44,7 +43,8 @@ import sys
 import time
 from pathlib import Path
 
-from gpulesson.errors import DataFileError, cannot_write_file
+from gpulesson.errors import DataFileError
+from gpulesson.experiments import cli
 from gpulesson.results import LESSON_ROOT, RESULTS_DIR
 from gpulesson.settings import DATA_CHOICES, get_settings
 
@@ -80,47 +80,24 @@ def job_id(environ=None) -> str:
     return env.get("SLURM_JOB_ID") or "local"
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number, not {text}")
-    return value
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m gpulesson.experiments.train_job", description=__doc__.splitlines()[0],
-        epilog="Run it again with the same arguments to resume after the last completed epoch.")
-    parser.add_argument("--epochs", type=_positive_int, default=DEFAULT_EPOCHS,
-                        help=f"epochs in all, resumed ones included (default {DEFAULT_EPOCHS})")
-    parser.add_argument("--batch-size", type=_positive_int, default=None,
-                        help=f"images per batch (default {DEFAULT_BATCH_SIZE}; quick mode: 64)")
-    parser.add_argument("--learning-rate", type=_positive_float, default=DEFAULT_LEARNING_RATE,
-                        help=f"Adam's learning rate (default {DEFAULT_LEARNING_RATE:g})")
-    parser.add_argument("--seed", type=int, default=42, help="seed of the initial weights (default 42)")
-    parser.add_argument("--data", default=None,
-                        help="cifar10, synthetic (the file the lesson's settings name) or the path "
-                             "of a lesson HDF5 file (default: LESSON_DATA, else cifar10)")
-    parser.add_argument("--device", choices=("auto", "cpu", "gpu"), default="auto",
-                        help="where to train (default: the GPU if one is visible, else the CPU)")
-    parser.add_argument("--out-dir", type=Path, default=None,
-                        help="folder for this run's files (default results/jobs/<job id>/)")
-    parser.add_argument("--results-file", type=Path, default=RESULTS_FILE,
-                        help=f"results file the run's record is appended to (default {RESULTS_FILE})")
-    return parser
+COMMAND = cli.Command(
+    "train_job", __doc__,
+    cli.option("--epochs", type=cli.positive_int, default=DEFAULT_EPOCHS,
+               help=f"epochs in all, resumed ones included (default {DEFAULT_EPOCHS})"),
+    cli.option("--batch-size", type=cli.positive_int, default=None,
+               help=f"images per batch (default {DEFAULT_BATCH_SIZE}; quick mode: 64)"),
+    cli.option("--learning-rate", type=cli.positive_float, default=DEFAULT_LEARNING_RATE,
+               help=f"Adam's learning rate (default {DEFAULT_LEARNING_RATE:g})"),
+    cli.option("--seed", type=int, default=42, help="seed of the initial weights (default 42)"),
+    cli.option("--data", default=None,
+               help="cifar10, synthetic (the file the lesson's settings name) or the path of a "
+                    "lesson HDF5 file (default: LESSON_DATA, else cifar10)"),
+    cli.job_device("where to train (default: the GPU if one is visible, else the CPU)"),
+    cli.out_dir("folder for this run's files (default results/jobs/<job id>/)"),
+    cli.option("--results-file", type=Path, default=RESULTS_FILE,
+               help=f"results file the run's record is appended to (default {RESULTS_FILE})"),
+    epilog=cli.RESUME)
+_parser = COMMAND.parser
 
 
 def _data_file(choice: str | None):
@@ -219,15 +196,7 @@ def _callbacks(out: Path, epochs: int, learning_rate: float, delay: float):
 def main(argv=None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    # Before any training: the run's record must have somewhere to go.
-    problem = cannot_write_file(args.results_file)
-    if problem:
-        parser.error(f"argument --results-file: {problem}")
-    from gpulesson.backends import missing_backend_message
-
-    problem = missing_backend_message()  # before Keras is imported: one line, no traceback
-    if problem:
-        parser.exit(2, f"{parser.prog}: error: {problem}\n")
+    cli.refuse_unwritable(parser, args.results_file, "--results-file")
     settings = get_settings()
     try:
         path, info = _data_file(args.data)

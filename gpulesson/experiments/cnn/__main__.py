@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import sys
 
-from gpulesson.errors import cannot_write_file
 from gpulesson.experiments import cli
 from gpulesson.experiments.cnn import inference
 from gpulesson.experiments.cnn.measure import run_devices
@@ -79,15 +78,7 @@ def _other_data(out, run_id, data: str) -> str | None:
 
 def main(argv=None) -> int:
     parser, args = COMMAND.parse(argv)
-    # Before any training: a file that cannot be written would lose the measurement at the end.
-    problem = cannot_write_file(args.out)
-    if problem:
-        parser.error(f"argument --out: {problem}")
-    from gpulesson.backends import missing_backend_message
-
-    problem = missing_backend_message()  # before Keras is imported: one line, no traceback
-    if problem:
-        parser.exit(2, f"{parser.prog}: error: {problem}\n")
+    cli.refuse_unwritable(parser, args.out, "--out")
     from gpulesson.timing import set_cpu_threads
 
     # Before the framework runs anything: TensorFlow fixes its threads at its first operation.

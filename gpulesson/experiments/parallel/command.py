@@ -7,10 +7,9 @@ The command line of :mod:`gpulesson.experiments.parallel`: ``train`` runs the en
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
 
+from gpulesson.experiments import cli
 from gpulesson.experiments.parallel.cost import (
     LESSON_CNN_PARAMETERS,
     RESNET50_PARAMETERS,
@@ -24,60 +23,38 @@ from gpulesson.experiments.parallel.training import (
     use_jax,
 )
 
-
-def _positive_int(text):
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
-
-
-def _positive_float(text):
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, not {value}")
-    return value
-
-
-def _parser():
-    parser = argparse.ArgumentParser(prog="python -m gpulesson.experiments.parallel",
-                                     description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    train = sub.add_parser("train", help="train the lesson's CNN data-parallel (JAX backend)")
-    train.add_argument("--per-replica-batch", type=_positive_int, default=64,
-                       help="images per device and step (default 64)")
-    train.add_argument("--steps", type=_positive_int, default=20,
-                       help="training steps (global batches) (default 20)")
-    train.add_argument("--learning-rate", type=_positive_float, default=0.01,
-                       help="SGD learning rate for a global batch of --base-batch (default 0.01)")
-    train.add_argument("--base-batch", type=_positive_int, default=64,
-                       help="the batch the learning rate is tuned for; the rate is scaled "
-                            "linearly to the global batch (default 64)")
-    train.add_argument("--data", default="synthetic",
-                       help="'synthetic' (made in memory) or a lesson HDF5 file")
-    train.add_argument("--seed", type=int, default=0)
-    train.add_argument("--cpu-devices", type=_positive_int,
-                       help="use this many logical CPU devices (to try it without GPUs)")
-    multi = train.add_argument_group("several processes")
-    multi.add_argument("--slurm", action="store_true",
-                       help="join the other tasks of this Slurm job step (run under srun)")
-    multi.add_argument("--coordinator", help="host:port of process 0, outside Slurm")
-    multi.add_argument("--num-processes", type=_positive_int)
-    multi.add_argument("--process-id", type=int)
-    multi.add_argument("--save-weights",
-                       help="write the final weights here (.npz); '{process}' in the path "
-                            "becomes the process number, so that every task writes its own")
-
-    cost = sub.add_parser("cost", help="print the all-reduce cost model")
-    cost.add_argument("--compute-ms", type=_positive_float, required=True,
-                      help="one step's compute time on one GPU for the lesson's CNN (ms); "
-                           "measure it, e.g. with the CPU-vs-GPU episode")
-    cost.add_argument("--large-compute-ms", type=_positive_float,
-                      help="the same for the ResNet-50-sized model (default: the same as "
-                           "--compute-ms, which isolates the effect of the model's size)")
-    cost.add_argument("--gpus", type=_positive_int, nargs="+", default=[2, 4, 8])
-    return parser
+TRAIN = (
+    cli.per_replica_batch("device"),
+    cli.option("--steps", type=cli.positive_int, default=20,
+               help="training steps (global batches) (default 20)"),
+    cli.LEARNING_RATE, cli.BASE_BATCH,
+    cli.option("--data", default="synthetic",
+               help="'synthetic' (made in memory) or a lesson HDF5 file"),
+    cli.option("--seed", type=int, default=0),
+    cli.option("--cpu-devices", type=cli.positive_int,
+               help="use this many logical CPU devices (to try it without GPUs)"),
+    cli.group("several processes",
+              cli.option("--slurm", action="store_true",
+                         help="join the other tasks of this Slurm job step (run under srun)"),
+              cli.option("--coordinator", help="host:port of process 0, outside Slurm"),
+              cli.option("--num-processes", type=cli.positive_int),
+              cli.option("--process-id", type=int),
+              cli.option("--save-weights",
+                         help="write the final weights here (.npz); '{process}' in the path "
+                              "becomes the process number, so that every task writes its own")))
+COST = (
+    cli.option("--compute-ms", type=cli.positive_float, required=True,
+               help="one step's compute time on one GPU for the lesson's CNN (ms); measure it, "
+                    "e.g. with the CPU-vs-GPU episode"),
+    cli.option("--large-compute-ms", type=cli.positive_float,
+               help="the same for the ResNet-50-sized model (default: the same as --compute-ms, "
+                    "which isolates the effect of the model's size)"),
+    cli.option("--gpus", type=cli.positive_int, nargs="+", default=[2, 4, 8]))
+COMMAND = cli.Command(
+    "parallel", __doc__,
+    subcommands={"train": ("train the lesson's CNN data-parallel (JAX backend)", TRAIN),
+                 "cost": ("print the all-reduce cost model", COST)})
+_parser = COMMAND.parser
 
 
 def _train(args) -> int:

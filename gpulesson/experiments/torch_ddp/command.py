@@ -11,7 +11,6 @@ the folder must be on a file system every node sees (as the lesson's folder is o
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
@@ -19,6 +18,7 @@ import sys
 from pathlib import Path
 
 from gpulesson.errors import LessonDataError
+from gpulesson.experiments import cli
 from gpulesson.experiments.torch_ddp.checkpoint import CHECKPOINT, load_checkpoint, save_atomically
 from gpulesson.experiments.torch_ddp.launch import LaunchError, choose_backend, from_environment
 from gpulesson.experiments.train_job import (
@@ -28,8 +28,6 @@ from gpulesson.experiments.train_job import (
     STOP_SIGNALS,
     Stopped,
     _check_out_dir,
-    _positive_float,
-    _positive_int,
     _stop,
     job_id,
 )
@@ -38,37 +36,27 @@ EXPERIMENT = "torch-ddp"
 MODEL = "model.pt"
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m gpulesson.experiments.torch_ddp",
-        description="Train the PyTorch episode's CNN with DistributedDataParallel: one "
-                    "process per GPU, started by torchrun or srun (or alone).",
-        epilog="Run it again with the same arguments to resume after the last completed epoch.")
-    parser.add_argument("--epochs", type=_positive_int, default=3,
-                        help="epochs in all, resumed ones included (default 3)")
-    parser.add_argument("--per-replica-batch", type=_positive_int, default=64,
-                        help="images per process and step (default 64)")
-    parser.add_argument("--learning-rate", type=_positive_float, default=0.01,
-                        help="SGD learning rate for a global batch of --base-batch (default 0.01)")
-    parser.add_argument("--base-batch", type=_positive_int, default=64,
-                        help="the batch the learning rate is tuned for; the rate is scaled "
-                             "linearly to the global batch (default 64)")
-    parser.add_argument("--n-train", type=_positive_int, default=2048,
-                        help="training images (default 2048)")
-    parser.add_argument("--data", choices=("synthetic", "mnist"), default="synthetic",
-                        help="the MNIST-shaped stand-in made in memory, or MNIST (default synthetic)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the weights and the order")
-    parser.add_argument("--no-dropout", action="store_true",
-                        help="leave dropout out (then any number of processes gives the same "
-                             "weights as one process on the same global batch)")
-    parser.add_argument("--drop-last", action="store_true",
-                        help="leave out the last samples that do not fill a share for every "
-                             "process (default: repeat a few, as DistributedSampler does)")
-    parser.add_argument("--device", choices=("auto", "cpu", "gpu"), default="auto",
-                        help="the GPU of this process' local rank if there is one (default)")
-    parser.add_argument("--out-dir", type=Path, default=None,
-                        help="folder of this run (default results/jobs/torch-ddp-<job id>/)")
-    return parser
+COMMAND = cli.Command(
+    "torch_ddp", "Train the PyTorch episode's CNN with DistributedDataParallel: one process per "
+    "GPU, started by torchrun or srun (or alone).",
+    cli.option("--epochs", type=cli.positive_int, default=3,
+               help="epochs in all, resumed ones included (default 3)"),
+    cli.per_replica_batch("process"), cli.LEARNING_RATE, cli.BASE_BATCH,
+    cli.option("--n-train", type=cli.positive_int, default=2048,
+               help="training images (default 2048)"),
+    cli.option("--data", choices=("synthetic", "mnist"), default="synthetic",
+               help="the MNIST-shaped stand-in made in memory, or MNIST (default synthetic)"),
+    cli.option("--seed", type=int, default=0, help="seed of the weights and the order"),
+    cli.option("--no-dropout", action="store_true",
+               help="leave dropout out (then any number of processes gives the same weights as "
+                    "one process on the same global batch)"),
+    cli.option("--drop-last", action="store_true",
+               help="leave out the last samples that do not fill a share for every process "
+                    "(default: repeat a few, as DistributedSampler does)"),
+    cli.job_device("the GPU of this process' local rank if there is one (default)"),
+    cli.out_dir("folder of this run (default results/jobs/torch-ddp-<job id>/)"),
+    epilog=cli.RESUME)
+_parser = COMMAND.parser
 
 
 def _prepare_out_dir(out: Path, params: dict) -> tuple[str, str]:
