@@ -10,6 +10,7 @@ from conftest import ROOT
 from test_09_ceiling import JAX_GPU, gpu_run
 from test_09_ceiling import record as ceiling_record
 
+from gpulesson import results
 from gpulesson.experiments import common
 from gpulesson.experiments.ceiling import page as ceiling_page
 from gpulesson.experiments.feeding import page
@@ -36,8 +37,9 @@ def made(monkeypatch):
     warm-up, on a made-up machine (no framework asked)."""
     def make(pipeline, rates, *, device="cpu", mode="train", group="pipelines", steps=196,
              run_id="cpu-run", precision="float32", jit=True, spe=1):
-        monkeypatch.setattr(rec, "make_record", lambda experiment, data, **fields: make_record(
-            experiment, data=data, environment=CPU if device == "cpu" else GPU, **fields))
+        monkeypatch.setattr(results, "make_record", lambda experiment, data, environment, **fields:
+                            make_record(experiment, data=data,
+                                        environment=CPU if device == "cpu" else GPU, **fields))
         images = min(steps * BATCH, N)
         budget = common.Budget(warmup=1, repeats=len(rates))
         budget.seconds += [2 * images / rates[0], *(images / r for r in rates)]
