@@ -27,30 +27,20 @@ Importing the package imports no deep-learning framework.
 from __future__ import annotations
 
 from gpulesson.experiments.calibration.figures import FIGURE_COMMAND, FIGURES, figures
-from gpulesson.experiments.calibration.measure import (
-    FULL,
-    QUICK,
-    CalibrationError,
-    calibrate,
-    check_plan,
-    generator_fingerprint,
-)
+from gpulesson.experiments.calibration.measure import generator_fingerprint
 from gpulesson.experiments.calibration.page import substitutions
 from gpulesson.experiments.calibration.records import (
     EXPERIMENT,
     RESULTS_FILE,
     TARGET_ACCURACY,
-    WORKSHOP_EPOCHS,
     describe,
     findings,
-    pair_share,
     reference_record,
 )
 
-__all__ = ["EXPERIMENT", "FIGURES", "FIGURE_COMMAND", "FULL", "QUICK", "RESULTS_FILE",
-           "TARGET_ACCURACY", "WORKSHOP_EPOCHS", "CalibrationError", "calibrate", "check_plan",
-           "describe", "figures", "findings", "generator_fingerprint", "main", "pair_share",
-           "reference_record", "substitutions"]
+__all__ = ["EXPERIMENT", "FIGURES", "FIGURE_COMMAND", "RESULTS_FILE", "TARGET_ACCURACY",
+           "describe", "figures", "findings", "generator_fingerprint", "main", "reference_record",
+           "substitutions"]
 
 
 def __getattr__(name):

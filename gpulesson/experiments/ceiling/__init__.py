@@ -22,22 +22,8 @@ Importing the package imports no deep-learning framework.
 """
 
 from gpulesson.experiments.ceiling.figures import FILE, alt_text, figures
-from gpulesson.experiments.ceiling.page import describe, substitutions, table
-from gpulesson.experiments.ceiling.records import (
-    BACKENDS,
-    EXPERIMENT,
-    IN_MEMORY,
-    N_IMAGES,
-    PIPELINES,
-    RESULTS_FILE,
-    TARGET_SHARE,
-    ceiling,
-    find,
-    reference_run,
-    share,
-)
-from gpulesson.experiments.parts import machine
+from gpulesson.experiments.ceiling.page import substitutions, table
+from gpulesson.experiments.ceiling.records import EXPERIMENT, PIPELINES, RESULTS_FILE, ceiling, reference_run
 
-__all__ = ["BACKENDS", "EXPERIMENT", "FILE", "IN_MEMORY", "N_IMAGES", "PIPELINES", "RESULTS_FILE",
-           "TARGET_SHARE", "alt_text", "ceiling", "describe", "figures", "find", "machine", "reference_run",
-           "share", "substitutions", "table"]
+__all__ = ["EXPERIMENT", "FILE", "PIPELINES", "RESULTS_FILE", "alt_text", "ceiling", "figures",
+           "reference_run", "substitutions", "table"]

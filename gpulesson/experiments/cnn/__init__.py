@@ -31,40 +31,21 @@ Its parts, in the order of an experiment:
 
 from __future__ import annotations
 
-from gpulesson import results
 from gpulesson.experiments.cnn import inference
 from gpulesson.experiments.cnn.figures import alt_texts, figures
-from gpulesson.experiments.cnn.measure import run_devices
 from gpulesson.experiments.cnn.page import substitutions
 from gpulesson.experiments.cnn.records import (
     EXPERIMENT,
     FULL_EPOCHS,
     RESULTS_FILE,
-    WORKSHOP_EPOCHS,
     describe,
     epoch_summary,
     full_training_seconds,
-    gpu_comparison,
     reference_run,
     run_record,
-    runs,
-    workshop_seconds,
 )
-from gpulesson.results import (
-    NOT_RECORDED,
-    data_label,
-    duration,
-    hardware,
-    is_gpu,
-    make_record,
-    speedup,
-)
-from gpulesson.timing import cpu_settings
+from gpulesson.results import NOT_RECORDED, duration, is_gpu, speedup
 
-__all__ = [
-    "EXPERIMENT", "FULL_EPOCHS", "NOT_RECORDED", "RESULTS_FILE", "WORKSHOP_EPOCHS", "alt_texts",
-    "cpu_settings", "data_label", "describe", "duration", "epoch_summary", "figures",
-    "full_training_seconds", "gpu_comparison", "hardware", "inference", "is_gpu", "make_record",
-    "reference_run", "results", "run_devices", "run_record", "runs", "speedup", "substitutions",
-    "workshop_seconds",
-]
+__all__ = ["EXPERIMENT", "FULL_EPOCHS", "NOT_RECORDED", "RESULTS_FILE", "alt_texts", "describe",
+           "duration", "epoch_summary", "figures", "full_training_seconds", "inference", "is_gpu",
+           "reference_run", "run_record", "speedup", "substitutions"]

@@ -32,33 +32,15 @@ Importing the package imports no deep-learning framework; only the workers do.
 """
 
 from gpulesson.experiments.contention.figures import figures, watched_figures
-from gpulesson.experiments.contention.measure import (
-    BATCH_SIZE,
-    COPIES,
-    EPOCHS,
-    N_IMAGES,
-    TIMEOUT,
-    WorkerError,
-    epoch_summary,
-    run_benchmark,
-    run_condition,
-    write_data,
-)
+from gpulesson.experiments.contention.measure import WorkerError, run_condition
 from gpulesson.experiments.contention.page import substitutions
 from gpulesson.experiments.contention.records import (
-    DATA,
     EXPERIMENT,
     RESULTS_FILE,
     describe,
-    find_in,
     make_records,
     reference_run,
 )
-from gpulesson.results import NOT_RECORDED
 
-__all__ = [
-    "BATCH_SIZE", "COPIES", "DATA", "EPOCHS", "EXPERIMENT", "NOT_RECORDED", "N_IMAGES",
-    "RESULTS_FILE", "TIMEOUT", "WorkerError", "describe", "epoch_summary", "figures",
-    "find_in", "make_records", "reference_run", "run_benchmark", "run_condition",
-    "substitutions", "watched_figures", "write_data",
-]
+__all__ = ["EXPERIMENT", "RESULTS_FILE", "WorkerError", "describe", "figures", "make_records",
+           "reference_run", "run_condition", "substitutions", "watched_figures"]

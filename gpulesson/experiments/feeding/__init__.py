@@ -32,57 +32,26 @@ the site builds); the pipelines and the measurements import Keras when used.
 from gpulesson.experiments.feeding.figures import alt_texts, figures
 from gpulesson.experiments.feeding.measure import (
     BATCH_SIZE,
-    PRECISIONS,
     QUICK_N_IMAGES,
     build_model,
-    check_precision,
     precision_policy,
     run_benchmark,
     time_loader,
-    time_training,
 )
 from gpulesson.experiments.feeding.page import describe, substitutions
 from gpulesson.experiments.feeding.records import (
     EXPERIMENT,
     N_IMAGES,
-    PIPELINES,
     RESULTS_FILE,
     best_pipeline,
     delivered_wrong_data,
-    epoch_summary,
-    fastest,
     find,
-    rate_summary,
     reference_run,
     targets,
 )
 from gpulesson.results import NOT_RECORDED
 
-__all__ = [
-    "BATCH_SIZE",
-    "EXPERIMENT",
-    "NOT_RECORDED",
-    "N_IMAGES",
-    "PIPELINES",
-    "PRECISIONS",
-    "QUICK_N_IMAGES",
-    "RESULTS_FILE",
-    "alt_texts",
-    "best_pipeline",
-    "build_model",
-    "check_precision",
-    "delivered_wrong_data",
-    "describe",
-    "epoch_summary",
-    "fastest",
-    "figures",
-    "find",
-    "precision_policy",
-    "rate_summary",
-    "reference_run",
-    "run_benchmark",
-    "substitutions",
-    "targets",
-    "time_loader",
-    "time_training",
-]
+__all__ = ["BATCH_SIZE", "EXPERIMENT", "NOT_RECORDED", "N_IMAGES", "QUICK_N_IMAGES",
+           "RESULTS_FILE", "alt_texts", "best_pipeline", "build_model", "delivered_wrong_data",
+           "describe", "figures", "find", "precision_policy", "reference_run", "run_benchmark",
+           "substitutions", "targets", "time_loader"]

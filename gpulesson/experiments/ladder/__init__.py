@@ -22,8 +22,8 @@ Importing the package imports no deep-learning framework.
 """
 
 from gpulesson.experiments.ladder.figures import FILE, alt_text, figures
-from gpulesson.experiments.ladder.page import describe, substitutions, table
-from gpulesson.experiments.ladder.records import EXPERIMENT, RESULTS_FILE, RUNGS, reference_run
+from gpulesson.experiments.ladder.page import substitutions
+from gpulesson.experiments.ladder.records import EXPERIMENT, RESULTS_FILE, reference_run
 
-__all__ = ["EXPERIMENT", "FILE", "RESULTS_FILE", "RUNGS", "alt_text", "describe", "figures",
-           "reference_run", "substitutions", "table"]
+__all__ = ["EXPERIMENT", "FILE", "RESULTS_FILE", "alt_text", "figures", "reference_run",
+           "substitutions"]

@@ -21,15 +21,9 @@ Its parts, in the order of an experiment:
 Importing the package imports no deep-learning framework.
 """
 
-from gpulesson.experiments.profile.figures import FILE, alt_text, figures
-from gpulesson.experiments.profile.page import describe, substitutions, table
-from gpulesson.experiments.profile.records import (
-    EXPERIMENT,
-    RESULTS_FILE,
-    find,
-    peak,
-    reference_run,
-)
+from gpulesson.experiments.profile.figures import FILE, figures
+from gpulesson.experiments.profile.page import substitutions
+from gpulesson.experiments.profile.records import EXPERIMENT, RESULTS_FILE, peak, reference_run
 
-__all__ = ["EXPERIMENT", "FILE", "RESULTS_FILE", "alt_text", "describe", "figures", "find",
-           "peak", "reference_run", "substitutions", "table"]
+__all__ = ["EXPERIMENT", "FILE", "RESULTS_FILE", "figures", "peak", "reference_run",
+           "substitutions"]

@@ -44,7 +44,6 @@ from gpulesson.experiments.small_models.figures import (
     comparison_alt,
     comparison_figure,
     sweep_alt,
-    sweep_drawn,
     sweep_figure,
 )
 from gpulesson.experiments.small_models.measure import (
@@ -54,15 +53,11 @@ from gpulesson.experiments.small_models.measure import (
     MIN_EPOCHS,
     QUICK_COMPARISON,
     QUICK_GRID,
-    SKIPPED_GPU,
     check_devices,
     check_grid,
     hidden_widths,
-    keras_device_name,
     parameter_count,
-    random_data,
     rows_for,
-    run_comparison,
     sweep,
     time_cell,
 )
@@ -70,41 +65,25 @@ from gpulesson.experiments.small_models.page import substitutions, sweep_dates
 from gpulesson.experiments.small_models.records import (
     EPISODE_WIDTHS,
     EXPERIMENT,
-    N_CLASSES,
-    N_FEATURES,
     PARTS,
     RESULTS_FILE,
     SmallModelsError,
     comparison_record,
     describe_comparison,
     epoch_summary,
-    gpu_against_cpu,
-    is_gpu_device,
     reference_run,
-    runs,
     sample_summary,
-    speedup,
-    speedup_text,
-    step_summary,
-    sweep_cells,
     sweep_complete,
     sweep_speedups,
     sweep_table,
-    sweep_verdicts,
-    verdict,
 )
-from gpulesson.results import NOT_RECORDED, is_gpu
 from gpulesson.results import duration as short_time
+from gpulesson.results import is_gpu
 
-__all__ = [
-    "COMPARISON", "EPISODE_WIDTHS", "EXPERIMENT", "GRID", "MIN_BATCHES", "MIN_EPOCHS",
-    "NOT_RECORDED", "N_CLASSES", "N_FEATURES", "PARTS", "QUICK_COMPARISON", "QUICK_GRID",
-    "RESULTS_FILE", "SKIPPED_GPU", "SmallModelsError", "check_devices", "check_grid",
-    "comparison_alt", "comparison_figure", "comparison_record", "describe_comparison",
-    "epoch_summary", "gpu_against_cpu", "hidden_widths", "is_gpu", "is_gpu_device",
-    "keras_device_name", "parameter_count", "random_data", "reference_run", "rows_for",
-    "run_comparison", "runs", "sample_summary", "short_time", "speedup", "speedup_text",
-    "step_summary", "substitutions", "sweep", "sweep_alt", "sweep_cells", "sweep_complete", "sweep_dates",
-    "sweep_drawn",
-    "sweep_figure", "sweep_speedups", "sweep_table", "sweep_verdicts", "time_cell", "verdict",
-]
+__all__ = ["COMPARISON", "EPISODE_WIDTHS", "EXPERIMENT", "GRID", "MIN_BATCHES", "MIN_EPOCHS",
+           "PARTS", "QUICK_COMPARISON", "QUICK_GRID", "RESULTS_FILE", "SmallModelsError",
+           "check_devices", "check_grid", "comparison_alt", "comparison_figure",
+           "comparison_record", "describe_comparison", "epoch_summary", "hidden_widths", "is_gpu",
+           "parameter_count", "reference_run", "rows_for", "sample_summary", "short_time",
+           "substitutions", "sweep", "sweep_alt", "sweep_complete", "sweep_dates", "sweep_figure",
+           "sweep_speedups", "sweep_table", "time_cell"]

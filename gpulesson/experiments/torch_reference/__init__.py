@@ -40,13 +40,11 @@ from gpulesson.experiments.torch_reference.records import (
     RESULTS_FILE,
     reference_run,
     run_record,
-    runs,
     torch_environment,
 )
 
 __all__ = ["EXPERIMENT", "RESULTS_FILE", "SKIPPED_CELL", "alt_texts", "check_torch", "describe",
-           "figures", "main", "reference_run", "run_record", "runs", "substitutions",
-           "torch_environment"]
+           "figures", "main", "reference_run", "run_record", "substitutions", "torch_environment"]
 
 
 def __getattr__(name: str):

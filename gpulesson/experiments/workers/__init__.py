@@ -21,16 +21,8 @@ Importing the package imports no deep-learning framework.
 """
 
 from gpulesson.experiments.workers.figures import FILE, alt_text, figures
-from gpulesson.experiments.workers.page import describe, substitutions, table
-from gpulesson.experiments.workers.records import (
-    BACKENDS,
-    EXPERIMENT,
-    N_IMAGES,
-    RESULTS_FILE,
-    WORK,
-    find,
-    reference_run,
-)
+from gpulesson.experiments.workers.page import substitutions
+from gpulesson.experiments.workers.records import EXPERIMENT, RESULTS_FILE, reference_run
 
-__all__ = ["BACKENDS", "EXPERIMENT", "FILE", "N_IMAGES", "RESULTS_FILE", "WORK", "alt_text",
-           "describe", "figures", "find", "reference_run", "substitutions", "table"]
+__all__ = ["EXPERIMENT", "FILE", "RESULTS_FILE", "alt_text", "figures", "reference_run",
+           "substitutions"]
