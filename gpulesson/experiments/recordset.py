@@ -80,6 +80,11 @@ class RecordSet:
         (:func:`gpulesson.results.runs`)."""
         return results.runs(records, self.experiment, **match)
 
+    def runs_in(self, path=None, **match) -> dict[str, list[dict]]:
+        """The runs of the results file ``path`` (default this experiment's) with the ``match``
+        values, grouped by ``run_id`` in file order; {} without the file."""
+        return self.runs(self.read(path, **match))
+
     def newest_run(self, path=None, *, complete=None, **match) -> list[dict]:
         """The newest run with CPU and GPU records, else with CPU records, of those
         ``complete(run)`` accepts (:func:`gpulesson.results.reference_run`)."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 
 from gpulesson import flops, gpu_peaks, results
-from gpulesson.experiments.ceiling.records import shown as ceiling_shown  # no old device rows
+from gpulesson.experiments.ceiling.records import RECORDS as CEILING
 from gpulesson.experiments.cnn.records import (
     FULL_EPOCHS,
     epoch_summary,
@@ -32,7 +32,7 @@ from gpulesson.experiments.profile.records import overhead
 from gpulesson.experiments.profile.records import reference_run as profile_run
 from gpulesson.results import NOT_RECORDED, duration, is_gpu
 
-CEILING_FILE = results.RESULTS_DIR / "ceiling.jsonl"
+CEILING_FILE = CEILING.results_file
 IN_MEMORY = ("arrays", "ram", "device")  # the ceiling's pipelines that read nothing per step
 KEYS = tuple(f"ref_use_{key}" for key in (
     "flops_per_image", "forward_flops", "cpu_tflops", "gpu_tflops", "gpu_peak", "gpu_share",
@@ -58,10 +58,8 @@ def steps_per_epoch(record: dict) -> int:
 def do_nothing_step(gpu_record: dict, path=CEILING_FILE) -> dict | None:
     """The fastest in-memory step of the ceiling's do-nothing model on the same GPU model and
     backend (the newest such run): ``{"seconds", "pipeline", "run_id"}``, or None."""
-    if not path.is_file():
-        return None
     found = None
-    for run in results.runs(ceiling_shown(results.read_records(path)), "ceiling").values():
+    for run in CEILING.runs(CEILING.visible(CEILING.read(path))).values():  # no old device rows
         same = [r for r in run if is_gpu(r) and r.get("device") == gpu_record.get("device")
                 and r.get("backend") == gpu_record.get("backend") and r.get("pipeline") in IN_MEMORY]
         if same:

@@ -18,7 +18,12 @@ from __future__ import annotations
 
 from gpulesson import results
 from gpulesson.experiments.cnn.gpu_use import achieved_tflops
-from gpulesson.experiments.cnn.records import RESULTS_FILE, epoch_summary, runs, steady_epoch_seconds
+from gpulesson.experiments.cnn.records import (
+    RECORDS,
+    RESULTS_FILE,
+    epoch_summary,
+    steady_epoch_seconds,
+)
 from gpulesson.experiments.matmul import records as matmul_records
 from gpulesson.results import NOT_RECORDED, duration, is_gpu
 
@@ -45,7 +50,7 @@ def same_runs(reference: list[dict], path=RESULTS_FILE) -> list[dict]:
     if not (cpu and gpu):
         return []
     found = []
-    for run_id, group in runs(results.read_records(path)).items():
+    for run_id, group in RECORDS.runs_in(path).items():
         trained = [r for r in group if _trained(r)]
         c, g = results.pick(trained, False), results.pick(trained, True)
         if (c and g and g.get("device") == gpu.get("device") and _machine(c) == _machine(cpu)
@@ -64,10 +69,8 @@ def _by_run(found: list[dict], key: str) -> str:
 def cpu_matmul(cpu: dict, path=MATMUL_FILE) -> dict | None:
     """The newest float32 matrix-product sweep on the same CPU model and cores:
     ``{"summary", "n", "run"}`` of its fastest size, or None."""
-    if not path.is_file():
-        return None
     best = None
-    for run_id, group in results.runs(results.read_records(path), matmul_records.EXPERIMENT).items():
+    for run_id, group in matmul_records.RECORDS.runs_in(path).items():
         sweep = matmul_records.find(group, "cpu", "float32")
         if not sweep or _machine(sweep) != _machine(cpu):
             continue
@@ -94,7 +97,7 @@ def _precision(record: dict) -> str:
 def cpu_best(cpu: dict, path=RESULTS_FILE) -> str:
     """The fastest median epoch any run of this CNN recorded on the reference's CPU, with its
     backend, precision and run, and whether it is the only kind recorded there."""
-    candidates = [r for r in results.read_records(path)
+    candidates = [r for r in RECORDS.read(path)
                   if not is_gpu(r) and _trained(r) and _machine(r) == _machine(cpu)
                   and r.get("n_train") == cpu.get("n_train")]
     best = min(candidates, key=steady_epoch_seconds)

@@ -160,7 +160,7 @@ def reference_inference(path, run_id: str | None = None) -> list[dict]:
     """The prediction records to show: those of the training's reference run ``run_id`` when
     it has some, else the reference run of the prediction alone
     (the layer's newest run); CPU first."""
-    found = RECORDS.runs(RECORDS.read(path, run_id=run_id)).get(run_id) if run_id else None
+    found = RECORDS.runs_in(path, run_id=run_id).get(run_id) if run_id else None
     return found or RECORDS.newest_run(path)
 
 

@@ -218,7 +218,7 @@ def full_epoch_summary(record: dict | None) -> dict | None:
 
 def cpu_only_run(path=None) -> list[dict]:
     """The newest run without GPU records (e.g. a 2-core laptop's), or []."""
-    found = [group for group in runs(RECORDS.read(path)).values()
+    found = [group for group in RECORDS.runs_in(path).values()
              if not any(results.is_gpu(r) for r in group)]
     return found[-1] if found else []
 
