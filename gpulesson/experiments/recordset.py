@@ -8,10 +8,14 @@ those of a retired pipeline, stay in the file as measured). The layer then reads
 chooses the runs a page shows (:meth:`RecordSet.reference_run`: for each device the newest run
 whose part on it is complete, :mod:`gpulesson.experiments.parts`), keys and finds conditions,
 groups them by backend and device, and makes a condition's record of timed epochs by the
-lesson's rule (:meth:`RecordSet.epoch_record`). An experiment whose page compares one run's
-devices takes :meth:`RecordSet.newest_run` instead (the newest run with CPU and GPU records,
-:func:`gpulesson.results.reference_run`). Summaries and the words that compare them are the
-rule's (:mod:`gpulesson.experiments.common`). Imports no deep-learning framework.
+lesson's rule (:meth:`RecordSet.epoch_record`; any other record with :meth:`RecordSet.record`,
+which names a CPU's device "CPU"). An experiment whose page compares one run's devices takes
+:meth:`RecordSet.newest_run` instead (the newest run with CPU and GPU records,
+:func:`gpulesson.results.reference_run`). A command reads a run that goes on with
+:meth:`RecordSet.read` and refuses other settings with :func:`check_earlier`. Summaries and the
+words that compare them are the rule's (:mod:`gpulesson.experiments.common`); the layer splits
+a run's warm-up from its timed epochs (:func:`split_epochs`) and compares the GPU with the CPU
+(:func:`gpu_against_cpu`). Imports no deep-learning framework.
 """
 
 from __future__ import annotations
