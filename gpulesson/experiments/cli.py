@@ -132,12 +132,17 @@ def add_out_option(parser: argparse.ArgumentParser, default: Path) -> None:
                         help=f"results file to append to (default {default})")
 
 
+def _number(text: str, kind, what: str):
+    """``kind(text)``, or a usage error saying that ``text`` is not ``what``."""
+    try:
+        return kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+
+
 def positive_int(text: str) -> int:
     """A count of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    value = _number(text, int, "a whole number")
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
     return value
@@ -145,10 +150,7 @@ def positive_int(text: str) -> int:
 
 def positive_float(text: str) -> float:
     """A finite number more than 0 (a learning rate, a time)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    value = _number(text, float, "a number")
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be > 0, not {value}")
     if value == float("inf"):
@@ -197,10 +199,7 @@ def refuse_unwritable(parser: argparse.ArgumentParser, path: Path, flag: str) ->
 
 def positive_seconds(text: str) -> float:
     """A time limit in seconds, more than 0 (0 or less would skip everything)."""
-    try:
-        seconds = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    seconds = _number(text, float, "a number of seconds")
     if not seconds > 0:
         raise argparse.ArgumentTypeError(
             f"must be more than 0 seconds, not {text}: a limit of {text} would skip everything")

@@ -93,17 +93,13 @@ def new_method(record: dict) -> bool:
     return not old_device_method(record)
 
 
+# The reference: for each device, CPU first, the newest run complete on it (:func:`complete`),
+# without the records of pipelines the lesson no longer has (:data:`RETIRED`).
 RECORDS = RecordSet(EXPERIMENT, CONDITION, backends=BACKENDS, complete=complete, data=DATA,
                     kept=lambda r: r.get("pipeline") in PIPELINES, shown=new_method)
 RESULTS_FILE, condition, groups, shown = (RECORDS.results_file, RECORDS.key, RECORDS.groups,
                                           RECORDS.visible)
-
-
-def reference_run(path=RESULTS_FILE) -> list[dict]:
-    """For each device, the part of the newest run that is complete on it (:func:`complete`,
-    :meth:`~gpulesson.experiments.recordset.RecordSet.reference_run`), CPU records first,
-    without the records of pipelines the lesson no longer has (:data:`RETIRED`)."""
-    return RECORDS.reference_run(path)
+reference_run = RECORDS.reference_run
 
 
 def old_method(records) -> list[dict]:

@@ -96,14 +96,10 @@ def complete(part: list[dict]) -> bool:
     return True
 
 
+# The reference: for each device, CPU first, the newest run whose part is a complete grid.
 RECORDS = RecordSet(EXPERIMENT, CONDITION, backends=BACKENDS, complete=complete, data=DATA)
 RESULTS_FILE, condition, groups = RECORDS.results_file, RECORDS.key, RECORDS.groups
-
-
-def reference_run(path=RESULTS_FILE) -> list[dict]:
-    """For each device, the newest run whose part on it is a complete grid (:func:`complete`,
-    :meth:`~gpulesson.experiments.recordset.RecordSet.reference_run`): CPU records first."""
-    return RECORDS.reference_run(path)
+reference_run = RECORDS.reference_run
 
 
 def find(records, backend: str, device: str, work: str, workers: int) -> dict | None:
