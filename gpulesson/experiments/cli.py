@@ -75,6 +75,13 @@ def option(*flags, **settings):
     return lambda parser: parser.add_argument(*flags, **settings)
 
 
+def quick_default(flag: str, what: str, default, quick, **settings):
+    """An option whose default quick mode changes, None until the command resolves it: its help
+    says ``what`` it is, then "(default DEFAULT; --quick: QUICK)"."""
+    return option(flag, type=int, default=None, **settings,
+                  help=f"{what} (default {default}; --quick: {quick})")
+
+
 def group(title: str | None, *options):
     """``options`` under the heading ``title`` of ``--help`` (None: where they are added)."""
     def add(parser):

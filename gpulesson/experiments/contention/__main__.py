@@ -73,14 +73,10 @@ COMMAND = cli.Command(
     cli.option("--cpu-threads", nargs="*", type=int, default=[1],
                help="also run each number of copies with this many framework CPU "
                     "threads per copy (default 1; give none to skip)"),
-    cli.option("--n-images", type=int, default=None,
-               help=f"training images per epoch (default {N_IMAGES:,}; --quick: "
-                    f"{QUICK_N_IMAGES})"),
-    cli.option("--epochs", type=int, default=None,
-               help=f"epochs per copy (default {EPOCHS}; --quick: {QUICK_EPOCHS})"),
-    cli.option("--batch-size", type=int, default=None,
-               help=f"images per batch (default {BATCH_SIZE}; --quick: "
-                    f"{QUICK_BATCH_SIZE})"),
+    cli.quick_default("--n-images", "training images per epoch", f"{N_IMAGES:,}",
+                      QUICK_N_IMAGES),
+    cli.quick_default("--epochs", "epochs per copy", EPOCHS, QUICK_EPOCHS),
+    cli.quick_default("--batch-size", "images per batch", BATCH_SIZE, QUICK_BATCH_SIZE),
     cli.option("--timeout", type=float, default=TIMEOUT,
                help=f"seconds one condition may take, all copies together (default "
                     f"{TIMEOUT:g})"),
@@ -92,12 +88,10 @@ COMMAND = cli.Command(
                     "k trainings at once; 'watched', one training shown live in "
                     "JupyterLab in Chromium or not (needs Chromium and Playwright) "
                     "(default: both)"),
-    cli.option("--watched-n-images", type=int, default=None,
-               help=f"training images of the watched part (default {LESSON_EPOCH_IMAGES:,}, "
-                    f"the episode's epoch; --quick: {QUICK_N_IMAGES})"),
-    cli.option("--watched-epochs", type=int, default=None,
-               help=f"epochs of the watched part (default {WATCHED_EPOCHS}, the "
-                    f"workshop's and the rule's; --quick: {QUICK_EPOCHS})"),
+    cli.quick_default("--watched-n-images", "training images of the watched part",
+                      f"{LESSON_EPOCH_IMAGES:,}, the episode's epoch", QUICK_N_IMAGES),
+    cli.quick_default("--watched-epochs", "epochs of the watched part",
+                      f"{WATCHED_EPOCHS}, the workshop's and the rule's", QUICK_EPOCHS),
     cli.out(RESULTS_FILE), cli.RUN_ID)
 _parser = COMMAND.parser
 

@@ -77,15 +77,11 @@ COMMAND = cli.Command(
     cli.option("--pipelines", nargs="+", choices=list(PIPELINES), default=None,
                help="pipelines to measure (default: all that deliver the right data "
                     "on this Keras backend; the *-workers ones with TensorFlow only)"),
-    cli.option("--batch-size", type=int, default=None,
-               help=f"batch size of the pipeline comparison (default {BATCH_SIZE}; "
-                    f"--quick: {QUICK_BATCH_SIZE})"),
-    cli.option("--n-images", type=int, default=None,
-               help=f"training images (default {N_IMAGES:,}; --quick: "
-                    f"{QUICK_N_IMAGES:,})"),
-    cli.option("--repeats", type=int, default=None,
-               help=f"timed epochs of every condition, at least the lesson's rule "
-                    f"(default and least {REPEATS}; --quick: {QUICK_REPEATS})"),
+    cli.quick_default("--batch-size", "batch size of the pipeline comparison", BATCH_SIZE,
+                      QUICK_BATCH_SIZE),
+    cli.quick_default("--n-images", "training images", f"{N_IMAGES:,}", f"{QUICK_N_IMAGES:,}"),
+    cli.quick_default("--repeats", "timed epochs of every condition, at least the lesson's rule",
+                      f"and least {REPEATS}", QUICK_REPEATS),
     cli.option("--warmup", type=int, default=WARMUP,
                help=f"warm-up epochs, recorded but not counted (default and least "
                     f"{WARMUP})"),

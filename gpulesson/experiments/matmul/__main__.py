@@ -44,9 +44,8 @@ COMMAND = cli.Command(
     cli.option("--sizes", nargs="+", type=int, default=None,
                help=f"matrix sizes n (default on the CPU {' '.join(map(str, SIZES))}, "
                     f"on a GPU up to {GPU_SIZES[-1]}; --quick: {' '.join(map(str, QUICK_SIZES))})"),
-    cli.option("--repeats", type=int, default=None,
-               help=f"timed calls and windows of calls per size, after {WARMUP} recorded "
-                    f"warm-up call (default {REPEATS}; --quick: {QUICK_REPEATS})"),
+    cli.quick_default("--repeats", f"timed calls and windows of calls per size, after {WARMUP} "
+                      "recorded warm-up call", REPEATS, QUICK_REPEATS),
     cli.option("--max-seconds", type=cli.positive_seconds, default=MAX_SECONDS,
                help=f"skip sizes whose one call would take longer (default {MAX_SECONDS:g})"),
     cli.quick("small sizes and few repeats (also when LESSON_QUICK=1)"),
