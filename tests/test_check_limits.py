@@ -11,7 +11,7 @@ import pytest
 import yaml
 from conftest import ROOT
 
-from gpulesson.check import limits
+from gpulesson.check import limits, quota
 from gpulesson.check.__main__ import main as check_main
 from gpulesson.check.report import FAIL, OK, SKIP
 from gpulesson.settings import get_settings
@@ -20,21 +20,26 @@ SITE = {"gpu_partition": "gpu", "cpu_partition": "compute", "account": "ws", "cl
 SESSIONS = yaml.safe_load((ROOT / "_config.yml").read_text())["lesson_schedule"]["sessions"]
 
 
-def fake_slurm(tmp_path, monkeypatch, *, max_time="12:00:00", qos="", assoc=None):
-    """scontrol and sacctmgr (None: no accounting) printing these answers."""
+def fake_tools(tmp_path, monkeypatch, path="/usr/bin:/bin", **scripts):
+    """Commands on the PATH, each a shell script of these lines."""
     tools = tmp_path / "bin"
-    tools.mkdir()
-    (tools / "scontrol").write_text(
-        f'#!/bin/sh\necho "PartitionName=$3 AllowGroups=ALL QoS={qos or "N/A"} '
-        f'MaxTime={max_time} State=UP"\n')
+    tools.mkdir(exist_ok=True)
+    for name, body in scripts.items():
+        (tools / name).write_text(f"#!/bin/sh\n{body}\n")
+        (tools / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tools}:{path}" if path else str(tools))
+
+
+def fake_slurm(tmp_path, monkeypatch, *, max_time="12:00:00", qos="", assoc=None, members=""):
+    """scontrol and sacctmgr (assoc None: no accounting) printing these answers; ``members``:
+    the rows of sacctmgr -P show assoc account=... format=User,GrpTRES,MaxTRES,MaxJobs."""
+    scripts = {"scontrol": f'echo "PartitionName=$3 AllowGroups=ALL QoS={qos or "N/A"} '
+                           f'MaxTime={max_time} State=UP"'}
     if assoc is not None:
         qos_row = f"{qos}||8|gres/gpu=4|gres/gpu=100" if qos else ""
-        (tools / "sacctmgr").write_text(
-            f'#!/bin/sh\ncase "$*" in *" qos "*) echo "{qos_row}";; *) printf "%s\\n" '
-            f'"{assoc}";; esac\n')
-    for tool in tools.iterdir():
-        tool.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{tools}:/usr/bin:/bin")
+        scripts["sacctmgr"] = (f'case "$*" in *" qos "*) echo "{qos_row}";; *MaxJobs*) printf '
+                               f"'{members}';; *) printf \"%s\\n\" \"{assoc}\";; esac")
+    fake_tools(tmp_path, monkeypatch, **scripts)
 
 
 def test_slurm_times_and_gpu_counts_are_read_as_slurm_writes_them():
@@ -47,7 +52,7 @@ def test_slurm_times_and_gpu_counts_are_read_as_slurm_writes_them():
 
 def test_limits_that_allow_the_sessions_pass(tmp_path, monkeypatch):
     fake_slurm(tmp_path, monkeypatch, qos="workshop", assoc="ws|||gres/gpu=2|gres/gpu=40")
-    times, accounts = limits.check_limits(SITE)
+    times, accounts, *_ = limits.check_limits(SITE)
     assert times.status == OK and "gpu" in times.detail and "compute" in times.detail
     assert accounts.status == OK, accounts.detail
 
@@ -55,7 +60,7 @@ def test_limits_that_allow_the_sessions_pass(tmp_path, monkeypatch):
 @pytest.mark.bad_input("bad argument")
 def test_a_maxtime_shorter_than_a_session_fails_naming_both(tmp_path, monkeypatch):
     fake_slurm(tmp_path, monkeypatch, max_time="2:00:00")
-    times, accounts = limits.check_limits(SITE)
+    times, accounts, _ = limits.check_limits(SITE)
     longest = max(SESSIONS, key=lambda s: s["hours"])
     assert times.status == FAIL and "MaxTime 2:00:00" in times.detail
     assert f"the {longest['label']}'s {longest['hours']} h" in times.detail
@@ -65,7 +70,7 @@ def test_a_maxtime_shorter_than_a_session_fails_naming_both(tmp_path, monkeypatc
 @pytest.mark.bad_input("bad argument")
 def test_gpu_limits_too_small_for_the_class_fail_with_the_limit_and_the_need(tmp_path, monkeypatch):
     fake_slurm(tmp_path, monkeypatch, qos="workshop", assoc="ws||1:00:00||gres/gpu=10")
-    _, accounts = limits.check_limits(SITE)
+    _, accounts, *_ = limits.check_limits(SITE)
     gpu = next(s for s in SESSIONS if s["gpus"])
     assert accounts.status == FAIL
     assert f"account ws GrpTRES allows 10 GPU(s) for 25 learners, the {gpu['label']} needs " \
@@ -75,8 +80,8 @@ def test_gpu_limits_too_small_for_the_class_fail_with_the_limit_and_the_need(tmp
 
 def test_without_slurm_the_limits_are_not_checked_and_say_why(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
-    times, accounts = limits.check_limits(SITE)
-    assert (times.status, accounts.status) == (SKIP, SKIP)
+    items = limits.check_limits(SITE)
+    assert [item.status for item in items] == [SKIP] * 3, items
 
 
 @pytest.mark.bad_input("bad argument")
@@ -92,6 +97,7 @@ def test_a_cuda_module_left_loaded_and_a_job_on_the_cpu_partition_fail():
 
 
 def test_the_home_folder_needs_room_for_the_data_unless_it_is_prepared(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no quota tool: the file system's free space
     settings = get_settings({"LESSON_DATA": "synthetic", "LESSON_DATA_DIR": str(tmp_path)})
     monkeypatch.setattr(limits.shutil, "disk_usage", lambda path: SimpleNamespace(free=0.5e9))
     short = limits.home_item(settings)
@@ -108,3 +114,59 @@ def test_the_learners_self_check_is_one_command_documented_for_the_week_before(c
         assert name in out
     for page in ("setup.md", "guide.md"):
         assert "python -m gpulesson.check --learner" in (ROOT / page).read_text(encoding="utf-8"), page
+
+
+# The quota tools' own output (quota-tools 4.x with -s -w; Lustre's lfs quota -h), for alice.
+QUOTA = """Disk quotas for user alice (uid 1001):
+     Filesystem   space   quota   limit   grace   files   quota   limit   grace
+nfs.example.org:/export/home  {used}  20480M  22528M            4210       0       0
+"""
+LFS = """Disk quotas for usr alice (uid 1001):
+     Filesystem    used   quota   limit   grace   files   quota   limit   grace
+        /lustre  4.883G     50G     60G       -   10234       0       0       -
+"""
+
+
+def test_quota_and_lfs_quota_are_read_as_they_print_them():
+    assert quota.size_gb("20480M") == pytest.approx(21.47, abs=0.01)
+    assert quota.size_gb("21000M*") == pytest.approx(22.02, abs=0.01)  # * : over the quota
+    assert quota.size_gb("4.883G") == pytest.approx(5.243, abs=0.001)
+    assert quota.size_gb("1048576") == pytest.approx(1.074, abs=0.001)  # bare: 1 KiB blocks
+    (row,) = quota.parse(QUOTA.format(used="18432M"))
+    assert row["filesystem"] == "nfs.example.org:/export/home" and row["soft"] == quota.size_gb("20480M")
+    assert quota.left_gb(row) == pytest.approx((21.47 - 19.33, 21.47), abs=0.01)
+    (lustre,) = quota.parse(LFS.replace("        /lustre", "/lustre-with-a-long-name\n"))
+    assert lustre["filesystem"] == "/lustre-with-a-long-name" and lustre["hard"] == 60 * 1024**3 / 1e9
+    assert quota.parse("Disk quotas for user alice (uid 1001): none\n") == []
+    assert quota.left_gb({"used": 3.0, "soft": 0.0, "hard": 0.0}) is None  # 0: no limit
+
+
+@pytest.mark.bad_input("bad argument")
+def test_a_home_quota_too_small_for_a_learner_fails_naming_the_need(tmp_path, monkeypatch):
+    fake_tools(tmp_path, monkeypatch, path="", quota=f"printf '{QUOTA.format(used='18432M')}'; exit 1")
+    item = quota.quota_item({"data_dir": ""})
+    need = quota.ENV_GB + quota.PIP_CACHE_GB + quota.DATA_GB + quota.WORK_GB
+    assert item.status == FAIL and "2.1 GB left of 21.5 GB" in item.detail
+    assert f"needs about {need:.1f} GB" in item.detail and "quota per learner" in item.fix
+    fake_tools(tmp_path, monkeypatch, path="", quota=f"printf '{QUOTA.format(used='2048M')}'")
+    assert quota.quota_item({"data_dir": "/shared/data"}).status == OK
+    monkeypatch.setattr(limits.shutil, "disk_usage", lambda path: SimpleNamespace(free=900e9))
+    settings = get_settings({"LESSON_DATA": "synthetic", "LESSON_DATA_DIR": str(tmp_path)})
+    fake_tools(tmp_path, monkeypatch, path="", quota=f"printf '{QUOTA.format(used='21000M*')}'")
+    home = limits.home_item(settings)  # the file system is nearly empty; the quota is not
+    assert home.status == FAIL and "0.0 GB left under your quota" in home.detail
+
+
+def test_on_lustre_the_quota_comes_from_lfs_for_the_home_mount(tmp_path, monkeypatch):
+    fake_tools(tmp_path, monkeypatch, path="",
+               lfs=f'[ "$*" = "quota -h -u alice /lustre" ] && printf \'{LFS}\'')
+    monkeypatch.setenv("USER", "alice")
+    monkeypatch.setattr(quota, "_mount", lambda path: ("mgs@o2ib:/scratch", "/lustre", "lustre"))
+    item = quota.quota_item({})
+    assert item.status == OK and "lfs quota: 48.4 GB left of 53.7 GB on /lustre" in item.detail
+
+
+def test_without_a_quota_tool_the_quota_is_not_checked_and_says_how_by_hand(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    item = quota.quota_item({})
+    assert item.status == SKIP and "quota -s" in item.detail and "lfs quota" in item.detail

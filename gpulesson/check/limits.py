@@ -14,6 +14,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from gpulesson.check import quota
 from gpulesson.check.login import CONFIG
 from gpulesson.check.report import fail, ok, skip
 
@@ -93,10 +94,17 @@ def _too_small(limits: dict, session: dict, learners: int, where: str) -> list[s
     return found
 
 
+def class_size(site: dict) -> tuple[int, str]:
+    """The learners at once, and in words, saying where no class_size gives it."""
+    learners = int(site.get("class_size") or CLASS_SIZE)
+    return learners, f"{learners} learners" + ("" if site.get("class_size") else
+                                               ", no class_size in the site values")
+
+
 def check_limits(site: dict, config: Path = CONFIG) -> list:
     """Two items: the partitions' MaxTime, and the QOS and account limits, against the sessions."""
     sessions = _sessions(config)
-    learners = int(site.get("class_size") or CLASS_SIZE)
+    learners, _ = class_size(site)
     problems, qos_names, read = [], set(), []
     for session in sessions:
         name = str(site.get(f"{session.get('partition', 'cpu')}_partition") or "")
@@ -119,11 +127,11 @@ def check_limits(site: dict, config: Path = CONFIG) -> list:
     else:
         items = [ok(title, f"{', '.join(sorted(set(read)))} allow each session's hours")]
     items.append(_accounting_item(site, sessions, learners, sorted(qos_names)))
-    return items
+    return [*items, quota.quota_item(site)]
 
 
 def _accounting_item(site: dict, sessions: list[dict], learners: int, qos_names: list[str]):
-    title = f"QOS and account limits ({learners} learners)"
+    title = f"QOS and account limits ({class_size(site)[1]})"
     rows = []
     qos = accounting("qos", *([f"names={','.join(qos_names)}"] if qos_names else []),
                      fields="Name,MaxWall,MaxTRESPU,MaxTRES,GrpTRES")
@@ -148,9 +156,6 @@ def _accounting_item(site: dict, sessions: list[dict], learners: int, qos_names:
 # --- inside the job and in the learner's kernel ------------------------------------------------
 
 CUDA_LIBRARY = re.compile(r"cuda|cudnn|nvhpc", re.I)
-# What a learner's home needs besides the environment: the data (CIFAR-10's files and HDF5
-# file, about 0.7 GB, unless the class reads a pre-staged folder) and the work files and models.
-DATA_GB, WORK_GB = 0.7, 0.3
 
 
 def module_item(environ, where: str = "job"):
@@ -183,17 +188,25 @@ def partition_item(site: dict, environ, where: str = "job"):
 
 
 def home_item(settings, where: str = "learner"):
-    """Free space in the home folder for the data (unless it is prepared) and the work files."""
+    """Space in the home folder for the data (unless it is prepared) and the work files: what
+    the quota leaves where a quota tool answers, else the file system's free space."""
     title = "Space in your home folder"
     home = Path.home()
-    need = WORK_GB + (0 if Path(settings.hdf5_path).is_file() else DATA_GB)
-    try:
-        free = shutil.disk_usage(home).free / 1e9
-    except OSError as exc:
-        return skip(title, f"cannot read the free space of {home} ({exc.strerror})", where=where)
-    detail = f"{free:.1f} GB free in {home}, the lesson needs about {need:.1f} GB more"
-    if free < need:
-        return fail(title, detail, "free space in your home folder (pip cache: pip cache purge; "
-                    "conda: conda clean --all), or ask your site for more quota", where=where)
-    return ok(title, f"{detail} (the file system's free space: a quota may allow less, see "
-                     "quota -s)", where=where)
+    need, parts = quota.learner_need(Path(settings.hdf5_path).is_file(), environment=False)
+    row, source = quota.read_quota(home)
+    room = quota.left_gb(row) if row else None
+    if room is not None:
+        detail = f"{room[0]:.1f} GB left under your quota ({source})"
+    else:
+        try:
+            free = shutil.disk_usage(home).free / 1e9
+        except OSError as exc:
+            return skip(title, f"cannot read the free space of {home} ({exc.strerror})", where=where)
+        room = (free, None)
+        detail = f"{free:.1f} GB free in {home}"
+    detail += f", the lesson needs about {need:.1f} GB more ({parts})"
+    if room[0] < need:
+        return fail(title, detail, f"{quota.FREE_UP}, or ask your site for more quota", where=where)
+    if row is None:
+        detail += f" (free space, not a quota: {quota.BY_HAND})"
+    return ok(title, detail, where=where)
