@@ -60,11 +60,12 @@ def test_limits_that_allow_the_sessions_pass(tmp_path, monkeypatch):
 @pytest.mark.bad_input("bad argument")
 def test_a_maxtime_shorter_than_a_session_fails_naming_both(tmp_path, monkeypatch):
     fake_slurm(tmp_path, monkeypatch, max_time="2:00:00")
-    times, accounts, _ = limits.check_limits(SITE)
+    times, accounts, members, _ = limits.check_limits(SITE)
     longest = max(SESSIONS, key=lambda s: s["hours"])
     assert times.status == FAIL and "MaxTime 2:00:00" in times.detail
     assert f"the {longest['label']}'s {longest['hours']} h" in times.detail
     assert accounts.status == SKIP and "sacctmgr" in accounts.detail  # no accounting here
+    assert members.status == SKIP and "ask your site" in members.detail
 
 
 @pytest.mark.bad_input("bad argument")
@@ -81,7 +82,7 @@ def test_gpu_limits_too_small_for_the_class_fail_with_the_limit_and_the_need(tmp
 def test_without_slurm_the_limits_are_not_checked_and_say_why(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     items = limits.check_limits(SITE)
-    assert [item.status for item in items] == [SKIP] * 3, items
+    assert [item.status for item in items] == [SKIP] * 4, items
 
 
 @pytest.mark.bad_input("bad argument")
@@ -170,3 +171,29 @@ def test_without_a_quota_tool_the_quota_is_not_checked_and_says_how_by_hand(tmp_
     monkeypatch.setenv("PATH", str(tmp_path))
     item = quota.quota_item({})
     assert item.status == SKIP and "quota -s" in item.detail and "lfs quota" in item.detail
+
+
+MEMBERS = "|gres/gpu=40||\\nalice|||\\nbob||gres/gpu=1|\\n"
+
+
+@pytest.mark.bad_input("bad argument")
+def test_learners_in_the_account_with_no_gpu_or_no_job_fail(tmp_path, monkeypatch):
+    monkeypatch.setenv("USER", "alice")
+    fake_slurm(tmp_path, monkeypatch, assoc="", members=MEMBERS)
+    item = limits.members_item(SITE)
+    assert item.status == OK and "2 user(s) in ws for 25 learners" in item.detail
+    assert "MaxTRES gres/gpu=1" in item.detail
+    fake_slurm(tmp_path, monkeypatch, assoc="",
+               members=MEMBERS + "carol||gres/gpu=0|\\ndave|gres/gpu=2||0\\n")
+    item = limits.members_item({**SITE, "class_size": None})
+    assert item.status == FAIL and "user carol may hold 0 GPUs" in item.detail
+    assert "user dave may run no job (MaxJobs=0)" in item.detail
+    assert "no class_size in the site values" in item.detail and "ask your site" in item.fix
+
+
+def test_an_account_whose_other_users_slurm_hides_is_left_to_ask_by_hand(tmp_path, monkeypatch):
+    monkeypatch.setenv("USER", "alice")
+    fake_slurm(tmp_path, monkeypatch, assoc="", members="|gres/gpu=40||\\nalice|||\\n")
+    item = limits.members_item(SITE)
+    assert item.status == SKIP and "no user of ws but you" in item.detail
+    assert limits.members_item({}).status == SKIP

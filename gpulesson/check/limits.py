@@ -9,6 +9,7 @@ hold at once (GrpTRES), which must cover ``class_size`` learners in the GPU sess
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -127,7 +128,7 @@ def check_limits(site: dict, config: Path = CONFIG) -> list:
     else:
         items = [ok(title, f"{', '.join(sorted(set(read)))} allow each session's hours")]
     items.append(_accounting_item(site, sessions, learners, sorted(qos_names)))
-    return [*items, quota.quota_item(site)]
+    return [*items, members_item(site), quota.quota_item(site)]
 
 
 def _accounting_item(site: dict, sessions: list[dict], learners: int, qos_names: list[str]):
@@ -143,14 +144,51 @@ def _accounting_item(site: dict, sessions: list[dict], learners: int, qos_names:
     if account:
         assoc = accounting("assoc", f"where account={account}",
                            fields="Account,User,MaxWall,MaxTRES,GrpTRES") or []
-        rows += [(f"account {account}" + (f" (user {row['User']})" if row.get("User") else ""),
-                  row) for row in assoc]
+        # the account's own row; its users' rows are members_item's
+        rows += [(f"account {account}", row) for row in assoc if not row.get("User")]
     problems = [p for where, row in rows for s in sessions for p in _too_small(row, s, learners, where)]
     if problems:
         return fail(title, "; ".join(problems), "ask your site to raise these limits for the "
                     "workshop (or for a reservation), or plan fewer learners per GPU session")
     return ok(title, f"{len(rows)} QOS and account row(s) allow every session for {learners} "
                      "learners")
+
+
+ASK_SITE = ("ask your site to add every learner's user to the account {account} with at least 1 "
+            "GPU each and {learners} GPUs for the account (send them the learners' user names)")
+
+
+def members_item(site: dict):
+    """The learners' associations in the workshop's account: the check runs as the instructor,
+    and a learner without one, or with a GPU limit of 0, cannot start the GPU session."""
+    learners, size = class_size(site)
+    account = str(site.get("account") or "").strip()
+    title = "Learners in the Slurm account"
+    ask = ASK_SITE.format(account=account or "of the workshop", learners=learners)
+    if not account:
+        return skip(title, f"no account in the site values: {ask}")
+    rows = accounting("assoc", f"account={account}", fields="User,GrpTRES,MaxTRES,MaxJobs")
+    if rows is None:
+        return skip(title, f"no Slurm accounting here (sacctmgr): {ask}")
+    me = os.environ.get("USER", "")
+    users = [r for r in rows if r.get("User")]
+    if not [u for u in users if u["User"] != me]:
+        return skip(title, f"sacctmgr shows no user of {account} but you (the site may hide "
+                           f"others' associations): {ask}")
+    problems = []  # the account's own GrpTRES against the class: _accounting_item
+    for row in users:
+        caps = [c for c in (gpus(row.get("GrpTRES", "")), gpus(row.get("MaxTRES", ""))) if c is not None]
+        if caps and min(caps) < 1:
+            problems.append(f"user {row['User']} may hold {min(caps)} GPUs")
+        if row.get("MaxJobs", "").strip() == "0":
+            problems.append(f"user {row['User']} may run no job (MaxJobs=0)")
+    limits_seen = sorted({f"{k} gres/gpu={gpus(r[k])}" for r in users for k in ("GrpTRES", "MaxTRES")
+                          if gpus(r.get(k, "")) is not None})
+    detail = (f"{len(users)} user(s) in {account} for {size}, per-user GPU limits: "
+              f"{', '.join(limits_seen) or 'none'}; compare with the learners' user names")
+    if problems:
+        return fail(title, f"{'; '.join(problems)} ({detail})", ask)
+    return ok(title, detail)
 
 
 # --- inside the job and in the learner's kernel ------------------------------------------------
