@@ -5,6 +5,8 @@ For each session of ``lesson_schedule.sessions`` in ``_config.yml``: its partiti
 QOS and the site account's limits: the longest job (MaxWall), the GPUs one user may hold
 (MaxTRESPerUser) or one job may ask for (MaxTRES), and the GPUs the whole account or QOS may
 hold at once (GrpTRES), which must cover ``class_size`` learners in the GPU session together.
+Then the account's users and their own GPU limits, and the home folder's quota
+(:mod:`~gpulesson.check.quota`).
 """
 
 from __future__ import annotations
