@@ -15,9 +15,10 @@ import subprocess
 from pathlib import Path
 
 # What a learner's home holds (GB): the conda environment with its CUDA libraries (guide.md,
-# "Before the workshop"), an allowance for pip's cache of the downloaded wheels (`pip cache
-# purge` empties it), the data (CIFAR-10's files and HDF5 file, unless the class reads a
-# pre-staged folder) and the work files and models.
+# "Before the workshop"), pip's cache of the downloaded wheels (an allowance, not measured: the
+# cache can grow to the size of the wheels installed; `pip cache purge` empties it and
+# `pip install --no-cache-dir` keeps it empty), the data (CIFAR-10's files and HDF5 file, unless
+# the class reads a pre-staged folder) and the work files and models.
 ENV_GB, PIP_CACHE_GB, DATA_GB, WORK_GB = 5.0, 1.0, 0.7, 0.3
 BY_HAND = "check it by hand with quota -s (or lfs quota -h -u $USER on Lustre), or ask your site"
 SIZE = re.compile(r"^(\d+(?:\.\d+)?)([kmgtp]?)b?\*?$", re.I)
