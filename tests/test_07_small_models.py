@@ -69,7 +69,7 @@ def test_the_mlp_learns_and_its_checkpoint_loads(prepared, tmp_path):
 
     train, test, _, _ = prepared
     model = lesson.build_mlp()
-    assert model.count_params() == sm.parameter_count(sm.EPISODE_WIDTHS) == 650
+    assert model.count_params() == 650  # (30 + 1) x 16 + 17 x 8 + 9 x 2
     keras.utils.set_random_seed(1)
     path = tmp_path / "best.keras"
     checkpoint = keras.callbacks.ModelCheckpoint(path, monitor="val_loss", save_best_only=True)
@@ -98,7 +98,7 @@ def test_sweep_records_are_well_formed():
         validate_record(r)
         assert r["experiment"] == sm.EXPERIMENT and r["part"] == "sweep" and r["run_id"] == "s"
         assert r["data"] == "random" and r["device_kind"] == "cpu" and r["device"] == "CPU"
-        assert r["hidden_widths"] == [4, 2] and r["n_parameters"] == sm.parameter_count((4, 2))
+        assert r["hidden_widths"] == [4, 2] and r["n_parameters"] == 140  # (30 + 1) x 4 + 5 x 2 + 3 x 2
         assert r["epochs"] == sm.MIN_EPOCHS and r["seconds_per_sample"] > 0
         # the rule: the first epoch the recorded warm-up, the others the timed repeats, all kept
         summary = r["summary"]
@@ -163,8 +163,6 @@ def test_speedups_tables_and_figures_on_made_up_records(tmp_path):
         append_record(path, record)
     sweep = sm.reference_run("sweep", path)
     assert {r["run_id"] for r in sweep} == {"b"}  # the newest run with a GPU
-    ratios = sm.sweep_speedups(sweep)
-    assert ratios[(16, 32)] == pytest.approx(0.25) and ratios[(1024, 4096)] == pytest.approx(240)
     table = sm.sweep_table(sweep)
     assert "speed-up" in table and "0.25x" in table and "240.00x" in table
     assert common.NO_DIFFERENCE in table  # the cell whose ranges overlap

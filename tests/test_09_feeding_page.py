@@ -105,11 +105,6 @@ def test_the_goals_are_checked_on_gpu_records(feeding_measured, tmp_path):
     assert "recorded yet" not in findings + values["ref_feed_table"]
 
 
-def test_ratios_keep_the_digits_they_deserve():
-    assert page.ratio_text(1.86) == "1.9" and page.ratio_text(1.0) == "1"
-    assert page.ratio_text(48.2) == "48" and page.ratio_text(9.96) == "10"
-
-
 def test_worker_records_on_jax_and_torch_are_never_shown(feeding_measured, tmp_path):
     """Keras workers deliver batches of earlier epochs with JAX and PyTorch: such records
     stay in the file but no table, value, choice or figure presents them."""

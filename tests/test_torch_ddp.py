@@ -22,7 +22,7 @@ from conftest import ROOT
 
 from gpulesson.experiments.torch_ddp import launch
 from gpulesson.experiments.torch_ddp.checkpoint import CHECKPOINT, load_checkpoint, save_atomically
-from gpulesson.experiments.torch_ddp.training import epoch_indices, make_sampler
+from gpulesson.experiments.torch_ddp.training import make_sampler
 from gpulesson.localhost import free_port
 
 ATOL = 1e-5  # as in tests/test_parallel.py
@@ -123,8 +123,12 @@ def test_a_launch_that_does_not_add_up_is_explained(environ, message):
 # --- every sample once per epoch ----------------------------------------------------------------
 
 def shares(n, world_size, epoch, drop_last=False):
-    return [epoch_indices(make_sampler(n, world_size, rank, seed=7, drop_last=drop_last), epoch)
-            for rank in range(world_size)]
+    """The sample numbers each rank's sampler gives it in ``epoch``, in order."""
+    samplers = [make_sampler(n, world_size, rank, seed=7, drop_last=drop_last)
+                for rank in range(world_size)]
+    for sampler in samplers:
+        sampler.set_epoch(epoch)
+    return [list(sampler) for sampler in samplers]
 
 
 @pytest.mark.parametrize("world_size", [1, 2, 4])

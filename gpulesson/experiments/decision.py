@@ -31,7 +31,6 @@ from gpulesson.results import LESSON_ROOT, NOT_RECORDED, duration, pick
 
 EXPERIMENT = cnn.EXPERIMENT  # the results file :func:`substitutions` is given
 EPOCHS = cnn.FULL_EPOCHS
-MODELS = ("cnn", "mlp")
 
 
 def training_time(summary: dict | None, first_epoch: float | None, epochs: int = EPOCHS) -> dict | None:

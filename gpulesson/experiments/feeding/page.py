@@ -135,11 +135,6 @@ def versus(a_name: str, a: dict, b_name: str, b: dict, verb: str = "trained") ->
     return f"the lesson's rule finds {NO_DIFFERENCE} between {a_name} and {b_name} ({_why(a, b)})"
 
 
-def ratio_text(value: float) -> str:
-    """A ratio with the digits it deserves: 1.86 -> '1.9', 48.2 -> '48'."""
-    return f"{value:.2g}" if value < 10 else f"{value:.0f}"
-
-
 def targets_text(checks: dict | None) -> str:
     if checks is None:
         return NOT_RECORDED

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import statistics
 
-from gpulesson import results
 from gpulesson.devices import keras_device_name as check_device
 from gpulesson.experiments.common import (
     ORDER_FIELD,
@@ -80,8 +79,6 @@ WRONG_DATA_WITH_WORKERS = ("jax", "torch")
 # before it have no method: they sliced jax.Arrays eagerly, one dispatch and one copy of the
 # start from the host per batch. They stay in the file; no page compares them with these.
 DEVICE_METHODS = {"jax": "compiled take", "torch": "slice view", "tensorflow": "eager slice"}
-WRONG_DATA = ("delivered wrong data: Keras worker processes on this backend hand out batches "
-              "of earlier epochs")
 
 
 def workers_deliver_right_data(backend: str) -> bool:
@@ -215,13 +212,6 @@ def full_epoch_summary(record: dict | None) -> dict | None:
 
 
 # --- choosing records -------------------------------------------------------------------------
-
-def cpu_only_run(path=None) -> list[dict]:
-    """The newest run without GPU records (e.g. a 2-core laptop's), or []."""
-    found = [group for group in RECORDS.runs_in(path).values()
-             if not any(results.is_gpu(r) for r in group)]
-    return found[-1] if found else []
-
 
 def find(records, device: str, pipeline: str | None = None, mode: str = "train",
          **setting) -> dict | None:

@@ -33,8 +33,6 @@ EPOCH = "gpulesson_epoch"  # the profiled window: one epoch, from its start to i
 INPUT = "gpulesson_input"  # one batch fetched from the input pipeline
 COPY = re.compile(r"memcpy|memset", re.IGNORECASE)
 DISPATCH = "PjitFunction"  # JAX's host-side call of a compiled function
-HOST_PARTS = ("input", "dispatch", "other")
-DEVICE_PARTS = ("kernels", "copies", "idle")
 
 
 def trace_file(folder) -> Path:

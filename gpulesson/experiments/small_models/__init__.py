@@ -56,7 +56,6 @@ from gpulesson.experiments.small_models.measure import (
     check_devices,
     check_grid,
     hidden_widths,
-    parameter_count,
     rows_for,
     sweep,
     time_cell,
@@ -74,7 +73,6 @@ from gpulesson.experiments.small_models.records import (
     reference_run,
     sample_summary,
     sweep_complete,
-    sweep_speedups,
     sweep_table,
 )
 from gpulesson.results import duration as short_time
@@ -84,6 +82,6 @@ __all__ = ["COMPARISON", "EPISODE_WIDTHS", "EXPERIMENT", "GRID", "MIN_BATCHES", 
            "PARTS", "QUICK_COMPARISON", "QUICK_GRID", "RESULTS_FILE", "SmallModelsError",
            "check_devices", "check_grid", "comparison_alt", "comparison_figure",
            "comparison_record", "describe_comparison", "epoch_summary", "hidden_widths", "is_gpu",
-           "parameter_count", "reference_run", "rows_for", "sample_summary", "short_time",
+           "reference_run", "rows_for", "sample_summary", "short_time",
            "substitutions", "sweep", "sweep_alt", "sweep_complete", "sweep_dates", "sweep_figure",
-           "sweep_speedups", "sweep_table", "time_cell"]
+           "sweep_table", "time_cell"]

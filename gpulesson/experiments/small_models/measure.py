@@ -13,7 +13,6 @@ The comparison also reads the energy of each epoch where the device's meter can 
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -118,12 +117,6 @@ def random_data(n_rows: int, n_features: int = N_FEATURES, n_classes: int = N_CL
     x = rng.standard_normal((n_rows, n_features), dtype=np.float32)
     y = np.eye(n_classes, dtype="float32")[rng.integers(0, n_classes, n_rows)]
     return x, y
-
-
-def parameter_count(widths, n_features: int = N_FEATURES, n_classes: int = N_CLASSES) -> int:
-    """Weights and biases of an MLP with hidden layers ``widths``: sum of (inputs + 1) x outputs."""
-    sizes = [n_features, *widths, n_classes]
-    return sum((a + 1) * b for a, b in itertools.pairwise(sizes))
 
 
 

@@ -169,12 +169,6 @@ def sweep_verdicts(records) -> dict[tuple[int, int], Comparison]:
     return result
 
 
-def sweep_speedups(records) -> dict[tuple[int, int], float]:
-    """``{(width, batch_size): CPU median time per sample / GPU median time per sample}`` for
-    cells with both."""
-    return {key: found.ratio for key, found in sweep_verdicts(records).items()}
-
-
 def _axes(records) -> tuple[list[int], list[int]]:
     widths = sorted({r["width"] for r in records})
     batches = sorted({r["batch_size"] for r in records})

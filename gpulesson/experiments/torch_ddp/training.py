@@ -62,12 +62,6 @@ def make_sampler(n_samples: int, world_size: int, rank: int, *, seed: int = 0,
                               shuffle=True, seed=seed, drop_last=drop_last)
 
 
-def epoch_indices(sampler: DistributedSampler, epoch: int) -> list[int]:
-    """The sample numbers ``sampler`` gives its rank in ``epoch``, in order."""
-    sampler.set_epoch(epoch)
-    return list(sampler)
-
-
 def build_model(seed: int, dropout: bool = True) -> nn.Module:
     """The episode's SmallCNN with weights drawn from ``seed`` (the same in every process).
 
