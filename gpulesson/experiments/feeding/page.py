@@ -47,6 +47,7 @@ from gpulesson.experiments.feeding.records import (
     DATA,
     HDF5_PIPELINES,
     PIPELINES,
+    RECORDS,
     RESULTS_FILE,
     TARGET_EPOCH_SECONDS,
     TARGET_SHARE,
@@ -61,13 +62,12 @@ from gpulesson.experiments.feeding.records import (
     rate_summary,
     rate_text,
     reference_run,
-    runs,
     short_setting,
     shown,
     targets,
 )
 from gpulesson.experiments.pagewords import met, none_yet, recorded_by
-from gpulesson.results import NOT_RECORDED, data_label, hardware, read_records, software
+from gpulesson.results import NOT_RECORDED, data_label, hardware, software
 from gpulesson.results import duration as seconds_text
 from gpulesson.settings import LABELS
 
@@ -343,7 +343,7 @@ def stream_goals(records, path=RESULTS_FILE) -> str:
         said = [f"The stream's goals: {goal}, which has not been recorded yet "
                 f"{recorded_by(f'{RECORD_COMMAND} --devices gpu')}."]
     cpu = []
-    for run_id, run in runs(read_records(path) if Path(path).is_file() else []).items():
+    for run_id, run in RECORDS.runs_in(path).items():
         pair = {r["pipeline"]: r for r in run if r.get("device_kind") == "cpu"
                 and r.get("mode") == "train" and r.get("group") == "pipelines"
                 and r["pipeline"] in ("lesson", STREAM)}
@@ -367,7 +367,7 @@ def chunks_text(path=RESULTS_FILE) -> str:
     the command that records them."""
     from gpulesson.experiments.feeding.chunks import GROUP
 
-    found = [run for run in runs(read_records(path) if Path(path).is_file() else []).values()
+    found = [run for run in RECORDS.runs_in(path).values()
              if any(r.get("group") == GROUP for r in run)]
     if not found:
         return ("The chunk shapes and the chunk cache have not been recorded yet "

@@ -251,12 +251,9 @@ def model_precision(path) -> tuple[dict, dict, dict] | None:
     """(mixed bfloat16 rate summary, float32 rate summary, the bfloat16 record) of the newest
     feeding run that trained the CNN on the CPU in mixed bfloat16 with one setting changed,
     against the same pipeline's float32 training of that run; None without both."""
-    from gpulesson.results import read_records, runs
+    from gpulesson.experiments.feeding.records import RECORDS as FEEDING
 
-    path = Path(path)
-    if not path.is_file():
-        return None
-    for group in reversed(list(runs(read_records(path), "feeding").values())):
+    for group in reversed(list(FEEDING.runs_in(path).values())):
         cpu = [r for r in group if r.get("device_kind") == "cpu" and r.get("mode") == "train"]
         mixed = next((r for r in cpu if r.get("group") == "precision"
                       and r.get("precision") == "mixed_bfloat16"), None)

@@ -8,14 +8,11 @@ the words that compare the GPU with the CPU come from
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from gpulesson import results
 from gpulesson.experiments.common import summary_text, times_text
 from gpulesson.experiments.pagewords import accuracy, by_device, first_epoch, listed, run_values
 from gpulesson.experiments.small_models.figures import comparison_alt, sweep_alt
 from gpulesson.experiments.small_models.records import (
-    EXPERIMENT,
+    RECORDS,
     RESULTS_FILE,
     _axes,
     epoch_summary,
@@ -40,9 +37,7 @@ def cut_sweep_note(path, reference) -> str:
     """Why the page has no GPU sweep: a newer sweep run that stopped before its end (its cells
     per device, in words), or that none has been recorded. A cut run never becomes the page's
     reference (:func:`reference_run`), so the note says which run the page shows instead."""
-    path = Path(path)
-    grouped = (list(results.runs(results.read_records(path), EXPERIMENT, part="sweep").values())
-               if path.is_file() else [])
+    grouped = list(RECORDS.runs_in(path, part="sweep").values())
     shown = reference[0]["run_id"] if reference else None
     ids = [group[0]["run_id"] for group in grouped]
     newer = grouped[ids.index(shown) + 1:] if shown in ids else grouped
