@@ -247,3 +247,18 @@ def test_an_iterator_spanning_epochs_keeps_each_epochs_batches_only_through_a_py
     mine = seen["EpochsOf"]
     assert mine == [*([0, i] for i in range(5)), ["end", 0], *([1, i] for i in range(5)),
                     ["end", 1]]
+
+
+def test_settings_the_ladder_feeds_from_no_ram_rung_are_not_judged_against_ram(tmp_path):
+    """The best stream rung `read-ahead+spe` has no RAM rung at its settings: only batch 256
+    float32 is judged, and no goal names a missing rung."""
+    path = tmp_path / "ladder.jsonl"
+    for start in (1, 2):
+        append_record(path, made("taught", [5.0, 0.50, 0.50], start=start, accuracies=[0.6] * 3))
+        append_record(path, made("ram", [5.0, 0.40, 0.40], start=start, accuracies=[0.6] * 3))
+        append_record(path, made("read-ahead+spe", [5.0, 0.30, 0.30], start=start,
+                                 accuracies=[0.6] * 3))
+    records = lr.reference_run(path)
+    assert lr.best_stream(records) == "read-ahead+spe" and lr.ram_twin("read-ahead+spe") is None
+    assert [(g["rung"], g["ram"]) for g in lr.ram_goals(records)] == [("taught", "ram")]
+    assert "None" not in ladder.substitutions(path)["ref_ladder_goals"]

@@ -17,6 +17,7 @@ from gpulesson import flops
 from gpulesson.devices import keras_device_name
 from gpulesson.experiments.common import ORDER_FIELD, SUMMARY_KEY, summarise
 from gpulesson.experiments.recordset import RecordSet
+from gpulesson.summaries import overlap
 
 EXPERIMENT = "ladder"
 # A record is one rung in one process start; the page's run is the layer's newest run
@@ -233,17 +234,17 @@ def ram_goals(records) -> list[dict]:
     stream rung's settings: for each, the fastest stream rung recorded (``rung``), its RAM twin
     (``ram``), RAM's median epoch over the stream's (``share``: 1 is as fast; None where either
     is not recorded), whether it meets :data:`RAM_GOAL`, and whether the two rungs' epoch
-    ranges overlap."""
+    ranges overlap. Settings the ladder feeds from no RAM rung are left out."""
     found = []
     best = best_stream(records)
-    for twin in dict.fromkeys(ram_twin(n) for n in filter(None, ["taught", best])):
+    twins = dict.fromkeys(ram_twin(n) for n in filter(None, ["taught", best]))
+    for twin in filter(None, twins):
         same = [n for n in ORDER if RUNGS[n]["part"] == "keras" and RUNGS[n]["feed"] in STREAMS
                 and ram_twin(n) == twin and starts(records, n)]
         rung = min(same, key=lambda n: summary(records, n)["median"]) if same else None
         mine, ram = (summary(records, n) if n else None for n in (rung, twin))
-        share = ram["median"] / mine["median"] if mine and ram else None
+        both = mine is not None and ram is not None
+        share = ram["median"] / mine["median"] if both else None
         found.append({"rung": rung, "ram": twin, "share": share,
-                      "met": share is not None and share >= RAM_GOAL,
-                      "overlap": bool(share) and mine["min"] <= ram["max"]
-                      and ram["min"] <= mine["max"]})
+                      "met": both and share >= RAM_GOAL, "overlap": both and overlap(mine, ram)})
     return found
