@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from gpulesson.experiments.common import MIDDLE_FROM
 from gpulesson.results import NOT_RECORDED, duration, hardware, pick
 from gpulesson.summaries import summary_text
 
@@ -115,3 +116,35 @@ def recorded_by(command: str, it: str = "it") -> str:
 def malloc_fixed(records) -> bool:
     """Whether every one of ``records`` (PyTorch's) ran with glibc malloc's thresholds fixed."""
     return all((r.get("malloc") or {}).get("mode") == "fixed" for r in records)
+
+
+def measurably(said) -> str:
+    """A comparison's verdict as a clause that says it is one: "1.4× slower", "measurably
+    slower" (apart, but by less than the size the rule names), "no measurable difference"."""
+    if said.measurable and "×" not in said.sentence:
+        return f"measurably {said.sentence}"
+    return said.sentence
+
+
+_COUNTS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+
+
+def _count(n: int) -> str:
+    return _COUNTS[n] if 0 <= n < len(_COUNTS) else f"{n:,}"
+
+
+def middle_note(*summaries, what: str = "epochs") -> str:
+    """Which repeats :func:`~gpulesson.experiments.common.compare_middle` reads of
+    ``summaries``, in words a reader can check against the ranges shown: "middle three of five
+    epochs", "all epochs: too few to leave the fastest and slowest out"; '' without summaries."""
+    counts = sorted({s["n"] for s in summaries if s})
+    if not counts:
+        return ""
+    if counts[0] >= MIDDLE_FROM:
+        if len(counts) == 1:
+            return f"middle {_count(counts[0] - 2)} of {_count(counts[0])} {what}"
+        return f"middle {what}: the fastest and the slowest of each left out"
+    if counts[-1] < MIDDLE_FROM:
+        return f"all {what}: too few to leave the fastest and slowest out"
+    return (f"middle {what} where {_count(MIDDLE_FROM)} or more were timed (the fastest and the "
+            f"slowest left out), all of them elsewhere")
