@@ -33,6 +33,7 @@ may be left out) otherwise. Blocks may sit inside a sentence; they do not nest.
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -125,19 +126,44 @@ def site_values(root: Path) -> dict[str, str]:
     return values
 
 
-# Modules that turn a results file into ``ref_*`` values: each has ``EXPERIMENT`` (its results
-# file is results/<EXPERIMENT>.jsonl) and ``substitutions(path) -> {"ref_...": text}``.
-RESULT_SOURCES = ("gpulesson.experiments.cnn", "gpulesson.experiments.ceiling", "gpulesson.experiments.torch_reference", "gpulesson.experiments.small_models", "gpulesson.experiments.matmul", "gpulesson.experiments.feeding", "gpulesson.experiments.calibration", "gpulesson.experiments.contention", "gpulesson.contributed", "gpulesson.experiments.decision", "gpulesson.check.example", "gpulesson.experiments.workers", "gpulesson.experiments.parallel.page", "gpulesson.experiments.profile", "gpulesson.experiments.ladder")  # noqa: E501 (one line: registered by one-line edits)
+# Where the ``ref_*`` values come from: every experiment package of these that has page values,
+# found (gpulesson.experiments.registry.page_sources), then the modules that are no experiment
+# package but read results files too. Each has ``substitutions(path) -> {"ref_...": text}``;
+# ``path`` is its results file in results/ (registry.results_name).
+EXPERIMENT_PACKAGES = ("gpulesson.experiments",)
+OTHER_SOURCES = ("gpulesson.contributed", "gpulesson.experiments.decision",
+                 "gpulesson.check.example")
 
 
-def result_values(root: Path, sources: tuple[str, ...] = RESULT_SOURCES) -> dict[str, str]:
-    """The ``ref_*`` values of the lesson's results files under ``root``."""
+@functools.cache
+def _result_sources(packages: tuple[str, ...]) -> tuple[str, ...]:
+    from gpulesson.experiments.registry import page_sources
+
+    return (*(name for package in packages for name in page_sources(package)), *OTHER_SOURCES)
+
+
+def result_sources() -> tuple[str, ...]:
+    """The modules whose ``substitutions()`` give the ``ref_*`` values, in a fixed order."""
+    return _result_sources(tuple(EXPERIMENT_PACKAGES))
+
+
+def __getattr__(name: str):
+    if name == "RESULT_SOURCES":  # found when first asked for, not when Sphinx loads this
+        return result_sources()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def result_values(root: Path, sources: tuple[str, ...] | None = None) -> dict[str, str]:
+    """The ``ref_*`` values of the lesson's results files under ``root``, from ``sources``
+    (default :func:`result_sources`)."""
     import importlib
 
+    from gpulesson.experiments.registry import results_name
+
     values: dict[str, str] = {}
-    for name in sources:
+    for name in result_sources() if sources is None else sources:
         module = importlib.import_module(name)
-        found = module.substitutions(Path(root) / RESULTS_DIR / f"{module.EXPERIMENT}.jsonl")
+        found = module.substitutions(Path(root) / RESULTS_DIR / results_name(module))
         clash = sorted(found.keys() & values.keys())
         if clash:
             raise PlaceholderError(f"{name} defines placeholders another results module has: "

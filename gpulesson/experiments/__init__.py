@@ -1,27 +1,34 @@
-"""The lesson's experiments: one per episode that measures something.
+"""The lesson's experiments: one package per measurement that an episode shows.
 
-Each records its measurements in ``results/`` and gives the episode its values and figures, with
-the same parts in the same order: measure, records, values for the page (``substitutions()``,
-read by ``_ext/carpentry.py`` while the site builds), figures, command line
-(``python -m gpulesson.experiments.NAME``). They use the code the episodes teach
-(:mod:`gpulesson.lesson`) and the helpers at the top of :mod:`gpulesson`; no helper imports them.
-What they share exists once: the measurement rule and its words (:mod:`~gpulesson.experiments.common`),
-the command-line builder (:mod:`~gpulesson.experiments.cli`) and the records layer
-(:mod:`~gpulesson.experiments.recordset`).
+Each records its measurements in ``results/`` and gives its episode values and figures. The
+site finds them: every package here with page values (a ``substitutions()``) fills the pages'
+``{{ ref_* }}`` placeholders (:func:`~gpulesson.experiments.registry.page_sources`); each
+package's docstring names its episode. They use the code the episodes teach
+(:mod:`gpulesson.lesson`) and the helpers at the top of :mod:`gpulesson`; no helper imports
+them. What they share exists once: the measurement rule and its words
+(:mod:`~gpulesson.experiments.common`), the command-line builder
+(:mod:`~gpulesson.experiments.cli`), the records layer (:mod:`~gpulesson.experiments.recordset`)
+and the figures' frame (:mod:`~gpulesson.experiments.figkit`).
 
-- :mod:`~gpulesson.experiments.cnn`: episode 5, the CNN on the CPU and the GPU;
-  :mod:`~gpulesson.experiments.contention`: episode 5, CPU epochs on a shared machine;
-  :mod:`~gpulesson.experiments.calibration`: episode 5's instructor notes, the stand-in's
-  calibration;
-- :mod:`~gpulesson.experiments.matmul`: episode 6, matrix multiplication;
-- :mod:`~gpulesson.experiments.small_models`: episode 7, the small MLP and its sweep;
-- :mod:`~gpulesson.experiments.torch_reference`: episode 8, the PyTorch version;
-- :mod:`~gpulesson.experiments.feeding`, :mod:`~gpulesson.experiments.layouts`,
-  :mod:`~gpulesson.experiments.ceiling` and :mod:`~gpulesson.experiments.workers`: episode 9,
-  input pipelines, HDF5 layouts, the ceiling of ``fit`` and Grain's worker processes;
-- :mod:`~gpulesson.experiments.parallel`, :mod:`~gpulesson.experiments.train_job` and
-  :mod:`~gpulesson.experiments.sweep`: episode 10, data-parallel training, the batch job and
-  the job-array sweep.
+A new experiment is at most three files in ``gpulesson/experiments/NAME/``, found by their names
+(:mod:`~gpulesson.experiments.registry`):
 
-Importing this package imports none of them.
+- ``__init__.py``: what it is (its docstring, whose first line the command's ``--help`` shows),
+  ``RECORDS = RecordSet("NAME", (the fields of a condition))`` and ``COMMAND = cli.Command(
+  "NAME", __doc__, ..., cli.out(RECORDS.results_file), cli.RUN_ID)``;
+- ``measure.py``: ``measure(args, *, run_id, done)``, yielding each record
+  (``RECORDS.record(...)``) of the conditions not in ``done`` as it is made; it imports a
+  deep-learning framework only inside the function;
+- ``page.py``: ``substitutions(path=RECORDS.results_file)``, the page's ``ref_NAME_*`` values;
+  and, where it has them, ``describe(records)``, the command's table, and ``figures(records)``
+  with ``FIGURES``, the SVGs' names, drawn by a script in ``fig/`` through
+  ``figure_scripts.drawer(registry.Declared("gpulesson.experiments.NAME"), ...)``.
+
+``python -m gpulesson.experiments.NAME`` then runs: importing this package installs the hook that
+gives a declared package its command (:func:`~gpulesson.experiments.registry.install`), so it
+needs no ``__main__.py``. Importing this package imports none of the experiments.
 """
+
+from gpulesson.experiments.registry import install
+
+install()

@@ -35,14 +35,15 @@ MODULE = "gpulesson.experiments."
 
 
 class Command:
-    """One experiment's command line: ``python -m gpulesson.experiments.NAME``, described by
+    """One experiment's command line: ``python -m gpulesson.experiments.NAME`` (a ``name``
+    with dots: that package, e.g. a declared experiment's ``__name__``), described by
     the first line of ``doc``, with ``options`` (callables that add themselves to a parser)
     in order. ``at_least_one`` names the options refused below 1. ``subcommands``: name ->
     ``(help, options)`` of each subcommand, the chosen one in ``args.command``."""
 
     def __init__(self, name: str, doc: str, *options, at_least_one=(), epilog: str | None = None,
                  subcommands: dict | None = None):
-        self.module = MODULE + name
+        self.module = name if "." in name else MODULE + name
         self.description, self.epilog = doc.splitlines()[0], epilog
         self.options, self.at_least_one = options, tuple(at_least_one)
         self.subcommands = subcommands or {}

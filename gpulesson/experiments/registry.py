@@ -1,0 +1,183 @@
+"""Where the lesson finds its experiments, so that none is listed by hand.
+
+The site's ``ref_*`` values come from every experiment package that has page values
+(:func:`page_sources`), in the order of their names. A package is one experiment:
+
+- one of the older shape gives ``substitutions`` and ``EXPERIMENT`` (its results file) from the
+  package or its ``page`` module, and has a ``__main__.py``;
+- a *declared* one is at most three files: its ``__init__`` declares ``RECORDS`` (a
+  :class:`~gpulesson.experiments.recordset.RecordSet`) and ``COMMAND`` (a
+  :class:`~gpulesson.experiments.cli.Command` with ``--out`` and ``--run-id``); its ``measure``
+  module has ``measure(args, *, run_id, done)``, which yields each record as it is made; its
+  ``page`` module has ``substitutions(path)`` and may have ``describe(records)`` (the command's
+  table), ``figures(records)`` with ``FIGURES`` (the SVG names) and ``reference_run(path)``
+  (default the RecordSet's). :class:`Declared` gathers these parts, as the figure scripts'
+  :func:`~gpulesson.figure_scripts.drawer` and the site take them.
+
+A package cannot be run with ``python -m`` without a ``__main__`` module. Rather than the same
+file in every declared package, an import hook (:func:`install`, done by importing
+:mod:`gpulesson.experiments`) gives a package that declares ``COMMAND`` and ``RECORDS`` but has
+no ``__main__.py`` its ``__main__`` module: :func:`run` of the package, with ``main``,
+``_parser`` and ``COMMAND`` as an experiment's ``__main__`` has them. Imports only the standard
+library until an experiment is asked for.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.abc
+import importlib.util
+import pkgutil
+import sys
+from pathlib import Path
+
+PACKAGE = "gpulesson.experiments"
+
+
+def experiment_packages(package: str = PACKAGE) -> list[str]:
+    """The sub-packages of ``package`` (each an experiment), in the order of their names."""
+    found = importlib.import_module(package)
+    return [f"{package}.{each.name}" for each in sorted(pkgutil.iter_modules(found.__path__),
+                                                         key=lambda each: each.name)
+            if each.ispkg]
+
+
+def page_module(name: str) -> str | None:
+    """The module whose ``substitutions()`` give experiment package ``name``'s page values: the
+    package where it has them, else its ``page`` module (a declared package's page imports
+    the package, so the package cannot import it back); None for a package without values."""
+    if hasattr(importlib.import_module(name), "substitutions"):
+        return name
+    page = f"{name}.page"
+    if importlib.util.find_spec(page) and hasattr(importlib.import_module(page), "substitutions"):
+        return page
+    return None
+
+
+def page_sources(package: str = PACKAGE) -> list[str]:
+    """The modules whose ``substitutions()`` fill the pages, one an experiment package of
+    ``package`` that has page values (:func:`page_module`), in the order of their names."""
+    return [page for name in experiment_packages(package) if (page := page_module(name))]
+
+
+def results_name(module) -> str:
+    """The name in ``results/`` of the file a page module's ``substitutions()`` reads: its
+    ``EXPERIMENT``'s, else (a declared experiment's page) its package's ``RECORDS``'."""
+    if hasattr(module, "EXPERIMENT"):
+        return f"{module.EXPERIMENT}.jsonl"
+    name = module.__name__
+    package = name if hasattr(module, "__path__") else name.rpartition(".")[0]
+    return importlib.import_module(package).RECORDS.results_file.name
+
+
+class Declared:
+    """A declared experiment's parts under the names the figure scripts and the site read:
+    ``__name__``, ``RECORDS``, ``COMMAND``, ``EXPERIMENT``, ``RESULTS_FILE``, ``measure``,
+    ``substitutions``, ``describe``, ``reference_run``, ``figures``, ``FIGURES``."""
+
+    def __init__(self, name: str):
+        package = importlib.import_module(name)
+        self.__name__, self.RECORDS, self.COMMAND = name, package.RECORDS, package.COMMAND
+        self.EXPERIMENT, self.RESULTS_FILE = self.RECORDS.experiment, self.RECORDS.results_file
+
+    @functools.cached_property
+    def page(self):
+        return importlib.import_module(f"{self.__name__}.page")
+
+    @property
+    def measure(self):
+        return importlib.import_module(f"{self.__name__}.measure").measure
+
+    @property
+    def substitutions(self):
+        return self.page.substitutions
+
+    @property
+    def describe(self):
+        """The page's table of a run, else a line a device naming its run and software."""
+        from gpulesson.experiments.parts import run_labels
+
+        return getattr(self.page, "describe", lambda records: "\n".join(run_labels(records)))
+
+    @property
+    def reference_run(self):
+        return getattr(self.page, "reference_run", self.RECORDS.reference_run)
+
+    @property
+    def figures(self):
+        return self.page.figures
+
+    @property
+    def FIGURES(self) -> tuple[str, ...]:  # the name the figure scripts read
+        return tuple(getattr(self.page, "FIGURES", ()))
+
+
+def run(name: str, argv=None) -> int:
+    """The command of the declared experiment ``name``: a new run, or ``--run-id``'s without
+    the conditions it has; each record ``measure`` yields appended to ``--out`` at once (a
+    stopped run keeps what it made), then the run's table and what was appended."""
+    from gpulesson.errors import cannot_write_file
+    from gpulesson.experiments import cli
+    from gpulesson.results import append_record
+
+    experiment = Declared(name)
+    parser, args = experiment.COMMAND.parse(argv)
+    records = experiment.RECORDS
+    problem = cannot_write_file(args.out)
+    if problem:  # before any measuring, which would be lost at the end
+        parser.error(f"argument --out: {problem}")
+    run_id, done = cli.continue_run(args.out, records.experiment, args.run_id, records.key)
+    made = []
+    for record in experiment.measure(args, run_id=run_id, done=done):
+        append_record(args.out, record)
+        made.append(record)
+    return cli.say_measured(made, args.out, records.experiment, run_id, experiment.describe)
+
+
+# The ``__main__`` module the import hook gives a declared package: what an experiment's
+# ``__main__.py`` holds, its work done by run().
+COMMAND_MODULE = '''"""The command line that {package} declares (gpulesson.experiments.registry)."""
+from functools import partial
+
+from gpulesson.experiments import registry
+
+COMMAND = registry.Declared({package!r}).COMMAND
+_parser = COMMAND.parser
+main = partial(registry.run, {package!r})
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+'''
+
+
+class _CommandLoader(importlib.abc.InspectLoader):
+    def __init__(self, package: str):
+        self.package = package
+
+    def is_package(self, fullname: str) -> bool:
+        return False
+
+    def get_source(self, fullname: str) -> str:
+        return COMMAND_MODULE.format(package=self.package)
+
+
+class _DeclaredCommands(importlib.abc.MetaPathFinder):
+    """Finds ``P.__main__`` for an imported package ``P`` that declares ``COMMAND`` and
+    ``RECORDS``; asked last, so a ``__main__.py`` on disk always wins."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        package, _, last = fullname.rpartition(".")
+        module = sys.modules.get(package)
+        if last != "__main__" or not all(hasattr(module, name) for name in ("COMMAND", "RECORDS")):
+            return None
+        # sys.argv[0] under python -m: the file that declares the command
+        return importlib.util.spec_from_loader(fullname, _CommandLoader(package),
+                                               origin=str(Path(module.__file__)))
+
+
+def install() -> None:
+    """Put the hook that gives declared packages their ``__main__`` last on ``sys.meta_path``
+    (once)."""
+    if not any(isinstance(finder, _DeclaredCommands) for finder in sys.meta_path):
+        sys.meta_path.append(_DeclaredCommands())
