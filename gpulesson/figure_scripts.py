@@ -10,9 +10,11 @@ Each script names its experiment and its files and leaves the rest to :func:`dra
 
 ``draw(results, folder)`` reads the experiment's reference run from the results file, stops
 with the command that records one when there is none, and saves the figures with the lesson's
-settings (:func:`gpulesson.plots.save_figures`). A figure of an experiment that its episode shows
-only once a run is recorded uses :func:`until_recorded`. The schematics (not measurements) take
-their colours, axes and frame from :func:`schematic` and :func:`finish`. Importing this module
+settings (:func:`gpulesson.plots.save_figures`). A declared experiment is drawn the same way,
+given as ``gpulesson.experiments.registry.Declared(NAME)`` and its ``FIGURES``. A figure of an
+experiment that its episode shows only once a run is recorded uses :func:`until_recorded`. The
+schematics (not measurements) take their colours, axes and frame from :func:`schematic` and
+:func:`finish`. Importing this module
 selects matplotlib's headless backend, as the scripts run without a display.
 """
 

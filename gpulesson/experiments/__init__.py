@@ -15,7 +15,7 @@ A new experiment is at most three files in ``gpulesson/experiments/NAME/``, foun
 
 - ``__init__.py``: what it is (its docstring, whose first line the command's ``--help`` shows),
   ``RECORDS = RecordSet("NAME", (the fields of a condition))`` and ``COMMAND = cli.Command(
-  "NAME", __doc__, ..., cli.out(RECORDS.results_file), cli.RUN_ID)``;
+  __name__, __doc__, ..., cli.out(RECORDS.results_file), cli.RUN_ID)``;
 - ``measure.py``: ``measure(args, *, run_id, done)``, yielding each record
   (``RECORDS.record(...)``) of the conditions not in ``done`` as it is made; it imports a
   deep-learning framework only inside the function;
