@@ -14,8 +14,8 @@ settings (:func:`gpulesson.plots.save_figures`). A declared experiment is drawn 
 given as ``gpulesson.experiments.registry.Declared(NAME)`` and its ``FIGURES``. A figure of an
 experiment that its episode shows only once a run is recorded uses :func:`until_recorded`. The
 schematics (not measurements) take their colours, axes and frame from :func:`schematic` and
-:func:`finish`. Importing this module
-selects matplotlib's headless backend, as the scripts run without a display.
+:func:`finish`. Importing this module selects matplotlib's headless backend, as the scripts run
+without a display.
 """
 
 from __future__ import annotations
