@@ -3,13 +3,8 @@
     KERAS_BACKEND=jax python -m gpulesson.experiments.profile            # CPU, then GPU if visible
     KERAS_BACKEND=jax python -m gpulesson.experiments.profile --devices gpu --out my-profile.jsonl
 
-The CNN learns from the lesson's HDF5 file (``LESSON_DATA``, ``LESSON_QUICK``, as the notebooks
-do) through the lesson's generator, by the lesson's rule: a warm-up epoch, then timed epochs (5;
-2 in quick mode). Then NVML samples a GPU's utilisation through one epoch, and
-``jax.profiler`` traces the first ``--steps`` batches of one more epoch; the trace is read into
-the host's parts (input, dispatch, the rest of ``fit``) and the device's (kernels, copies, idle)
-per step. One record per device is appended to ``--out``; ``--run-id`` goes on with an earlier
-run, skipping the devices it has. Needs the Keras backend JAX (its profiler).
+Appends one record per device to ``--out``; ``--run-id`` goes on with an earlier run, skipping
+the devices it has. Needs the Keras backend JAX (its profiler).
 """
 
 from __future__ import annotations
@@ -56,6 +51,7 @@ def main(argv=None) -> int:
                    seed=args.seed, steps=dict.fromkeys(DEVICES, steps) if steps else None,
                    run_id=run_id, done=done, on_record=lambda r: append_record(args.out, r))
     return cli.say_measured(made, args.out, EXPERIMENT, run_id, describe)
+
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -1,8 +1,4 @@
-"""The profile's figure: where a step's time goes, one panel per device (their steps differ
-many times), two stacked bars each: the host's timeline (input, dispatch, the rest of ``fit``)
-and the device's (kernels, copies, idle), each part with its time, and a line at the step the
-same run timed without the profiler. A panel's title names its machine, and says so where the
-CPU's profile ran on another machine than the GPU's. Its alt text is made from what it draws."""
+"""The profile's figure and its alt text: where a step's time goes, a panel per device."""
 
 from __future__ import annotations
 
@@ -26,8 +22,8 @@ def _host(record: dict) -> tuple[str, int | None]:
 
 
 def machine(device: str, record: dict, records) -> str:
-    """A panel's machine: the GPU, or the CPU with its cores, and for a CPU profiled on another
-    host than the GPU's record, which one (the GPU node's CPU has other cores)."""
+    """A panel's machine; a CPU profiled on another host than the GPU's record says so (the GPU
+    node's CPU has other cores)."""
     name = hardware([record]).get(device.upper(), "")
     gpu = find(records, "gpu")
     if device == "cpu" and gpu and _host(gpu) != _host(record):
@@ -44,11 +40,10 @@ def alt_text(records) -> str:
         return "No profile is recorded yet."
     said = []
     for device, record in drawn:
-        found = record["profile"]
         parts = [f"{LABELS.get(k, k)} {duration(v)}" for line in ("host", "device")
-                 for k, v in found[line].items()]
+                 for k, v in record["profile"][line].items()]
         said.append(f"{device.upper()} ({machine(device, record, records)}): a step of "
-                    f"{duration(found['step'])}, {', '.join(parts)}"
+                    f"{duration(record['profile']['step'])}, {', '.join(parts)}"
                     + (f"; a line marks the step timed without the profiler, "
                        f"{duration(extra['timed'])}" if (extra := overhead(record)) else ""))
     return ("Two stacked horizontal bars per device, one panel per device: the host's time per "
@@ -57,7 +52,8 @@ def alt_text(records) -> str:
 
 
 def figures(records):
-    """One figure, a panel per device with a record."""
+    """One figure, a panel per profiled device (their steps differ many times): the host's and
+    the device's timelines as stacked bars, and the step timed without the profiler."""
     drawn = _drawn(records)
     need(drawn, "run python -m gpulesson.experiments.profile")
     fig, axes = panels(len(drawn), (8, 1.2 + 1.9 * len(drawn)))
@@ -66,13 +62,13 @@ def figures(records):
         for row, line in enumerate(("device", "host")):
             left = 0.0
             for part, seconds in found[line].items():
-                ms = seconds * 1e3
-                ax.barh(row, ms, left=left, color=COLOURS[part], height=0.6,
+                width = seconds * 1e3
+                ax.barh(row, width, left=left, color=COLOURS[part], height=0.6,
                         label=LABELS.get(part, part))
-                if ms > 0.08 * found["step"] * 1e3:  # a part too thin for its words: legend
-                    ax.text(left + ms / 2, row, f"{LABELS.get(part, part)}\n{duration(seconds)}",
+                if width > 0.08 * found["step"] * 1e3:  # a part too thin for its words: legend
+                    ax.text(left + width / 2, row, f"{LABELS.get(part, part)}\n{duration(seconds)}",
                             ha="center", va="center", fontsize=8)
-                left += ms
+                left += width
         extra = overhead(record)
         if extra:
             ax.axvline(extra["timed"] * 1e3, color="black", linestyle="--", linewidth=1)

@@ -1,21 +1,10 @@
-"""Measuring where a training step of the lesson's CNN spends its time, on each device.
+"""Measuring where a training step of the lesson's CNN spends its time, on each device (JAX).
 
-For each device, with the Keras backend JAX (its profiler reads the steps):
-
-1. The lesson's CNN (:func:`gpulesson.lesson.build_cnn`, compiled by
-   :func:`gpulesson.lesson.compile_cnn`, as episode 5 trains it) learns from the lesson's HDF5
-   file through the lesson's generator (:func:`gpulesson.lesson.split_batches`: 45,000 training
-   images of the full data set). The rule of :mod:`gpulesson.experiments.common`: a warm-up
-   epoch, then the timed epochs, each read after the device finished it. Their median gives the
-   images per second and the achieved TFLOP/s.
-2. On a GPU, one more epoch while NVML samples the GPU's utilisation (episode 9's ``GpuWatch``);
-   on a CPU this is skipped, and the record says why.
-3. The first ``profile_steps`` batches of one more epoch under ``jax.profiler.trace``, without
-   its Python tracer (which would slow the host down many times). The epoch and each batch
-   fetched are marked in the trace, and :mod:`~gpulesson.experiments.profile.trace` splits the
-   window into the host's parts and the device's parts.
-
-Keras and JAX are imported when first needed: importing this module imports no framework.
+Episode 5's CNN learns from the lesson's HDF5 file through the lesson's generator, by the rule
+of :mod:`gpulesson.experiments.common` (a warm-up epoch, then the timed epochs). On a GPU one
+more epoch samples NVML's utilisation. Then the first batches of one more epoch run under
+``jax.profiler.trace``, with the epoch and each batch fetched marked for
+:mod:`~gpulesson.experiments.profile.trace`.
 """
 
 from __future__ import annotations
@@ -32,8 +21,8 @@ PROFILE_STEPS = {"gpu": 100, "cpu": 10}  # batches profiled (quick mode: at most
 
 
 def annotated(dataset, max_batches: int | None = None):
-    """``dataset`` (a PyDataset) with each batch fetched inside a :data:`trace.INPUT` trace
-    event, and only its first ``max_batches`` batches when given."""
+    """``dataset`` (a PyDataset), its first ``max_batches`` batches, each fetched inside a
+    :data:`trace.INPUT` event."""
     import jax
     import keras
 
@@ -56,8 +45,7 @@ def annotated(dataset, max_batches: int | None = None):
 
 
 def marked_epoch():
-    """A ``fit`` callback that marks each epoch in the trace (:data:`trace.EPOCH`), from its
-    start to its end after the device finished it."""
+    """A ``fit`` callback that marks each epoch (:data:`trace.EPOCH`) until the device finished it."""
     import jax
     import keras
 
@@ -76,8 +64,7 @@ def marked_epoch():
 
 
 def profile_steps(model, dataset, steps: int, device: str = "cpu") -> dict:
-    """The trace's :func:`~gpulesson.experiments.profile.trace.breakdown` of ``steps`` batches of
-    one epoch of ``model.fit`` on ``dataset`` (the trace goes to a temporary folder, deleted)."""
+    """The :func:`~gpulesson.experiments.profile.trace.breakdown` of ``steps`` batches of ``fit``."""
     import jax
 
     options = jax.profiler.ProfileOptions()
@@ -91,8 +78,7 @@ def profile_steps(model, dataset, steps: int, device: str = "cpu") -> dict:
 
 
 def utilisation(model, dataset, device: str) -> dict:
-    """The GPU's utilisation (percent) sampled by NVML through one epoch of ``fit``, or why
-    there is none."""
+    """The GPU's utilisation (percent) sampled by NVML through one epoch, or why there is none."""
     if device != "gpu":
         return {"skipped": "the CPU has no NVML utilisation"}
     from gpulesson.lesson.feeding import GpuWatch, gpu_utilisation
@@ -111,14 +97,14 @@ def utilisation(model, dataset, device: str) -> dict:
 def measure(*, devices, batch_size: int, repeats: int, warmup: int = WARMUP, seed: int = 42,
             steps: dict | None = None, run_id: str, done=(), on_record=None,
             progress=print) -> list[dict]:
-    """Measure each of ``devices`` (those not in ``done``); returns the records, calling
-    ``on_record(record)`` as each is made. ``steps``: batches profiled per device (default
-    :data:`PROFILE_STEPS`)."""
+    """The records of ``devices`` not in ``done``, each passed to ``on_record`` as it is made;
+    ``steps``: batches profiled per device (default :data:`PROFILE_STEPS`)."""
     import keras
 
     from gpulesson import lesson
     from gpulesson.data import prepare
     from gpulesson.devices import keras_device_name
+    from gpulesson.experiments.profile.page import summary_lines
     from gpulesson.lesson.feeding import flops_per_image
     from gpulesson.settings import get_settings
 
@@ -158,12 +144,6 @@ def measure(*, devices, batch_size: int, repeats: int, warmup: int = WARMUP, see
         made.append(record)
         if on_record:
             on_record(record)
-        progress(f"{device}: " + " ".join(record_lines(record)))
+        progress(f"{device}: " + " ".join(summary_lines(record)))
         del model
     return made
-
-
-def record_lines(record: dict) -> list[str]:
-    from gpulesson.experiments.profile.page import summary_lines
-
-    return summary_lines(record)

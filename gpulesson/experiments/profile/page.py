@@ -1,9 +1,7 @@
-"""The profile on the page: episode 9's ``ref_prof_*`` values and the command's table.
+"""Episode 9's profile values (``ref_prof_*``) and the command's table.
 
-Every value comes from each device's reference record
-(:func:`~gpulesson.experiments.profile.records.reference_run`); without a GPU record, the GPU's
-values say :data:`~gpulesson.results.NOT_RECORDED`, so that the episode's
-``{{ if ref_prof_gpu }}`` shows its note instead. Imports no deep-learning framework.
+Without a GPU record the GPU's values say NOT_RECORDED, so that the episode's
+``{{ if ref_prof_gpu }}`` shows its note instead.
 """
 
 from __future__ import annotations
@@ -17,13 +15,13 @@ from gpulesson.experiments.profile.records import (
     find,
     largest_cut,
     overhead,
-    parts,
     peak,
     profiled,
     profiled_tflops,
     reference_run,
 )
-from gpulesson.results import NOT_RECORDED, data_label, duration, hardware, software
+from gpulesson.results import NOT_RECORDED, data_label, hardware, software
+from gpulesson.results import duration as ms
 
 DEVICES = ("cpu", "gpu")
 # What cutting each part takes (the exercise's answer follows the largest part).
@@ -38,44 +36,36 @@ REMEDIES = {
 CPU_KERNELS = "less arithmetic (a smaller model), or hardware built for it"
 
 
-def ms(seconds: float) -> str:
-    return duration(seconds)
-
-
 def device_name(record: dict) -> str:
     return hardware([record]).get("GPU" if record["device_kind"] == "gpu" else "CPU", "?")
 
 
-def peak_text(record: dict, tflops: float | None = None) -> str:
-    found = peak(record, tflops)
-    if found:
-        return (f"{found['share']:.1%} of the {found['card']}'s published dense "
-                f"{found['precision'].upper()} peak ({found['tflops']:g} TFLOP/s)")
-    if record["device_kind"] == "gpu":
-        return "no published peak for this card in the lesson's table"
-    return "the lesson has no published peak for CPUs"
-
-
-def utilisation_text(record: dict) -> str:
-    found = record["utilisation"]
-    if "skipped" in found:
-        return f"utilisation not sampled ({found['skipped']})"
-    return (f"NVML utilisation {found['mean']:.0f} % on average through an epoch "
-            f"({found['min']:.0f}-{found['max']:.0f} %, {found['n']} samples)")
+def _parts(record: dict, line: str):
+    return record["profile"][line].items()
 
 
 def summary_lines(record: dict) -> list[str]:
-    """A device's profile in a few lines: the step, the host's parts, the device's parts, the
-    achieved rate, its share of the peak, the utilisation."""
-    found = record["profile"]
+    """A device's profile in a few lines: the step, the host's and the device's parts, the
+    achieved rate and its share of the peak, the utilisation."""
+    found, used = record["profile"], record["utilisation"]
     if profiled(record):
-        host = ", ".join(f"{k} {ms(v)}" for k, v in found["host"].items())
-        device = ", ".join(f"{k} {ms(v)}" for k, v in found["device"].items())
+        host, device = (", ".join(f"{k} {ms(v)}" for k, v in _parts(record, line))
+                        for line in ("host", "device"))
         traced = (f"Profiled ({found['steps']} steps, {ms(found['step'])} each): host {host}; "
                   f"device {device}.")
     else:
         traced = f"Not profiled ({found['failed']})."
-    in_profile = profiled_tflops(record)
+    top, in_profile = peak(record), profiled_tflops(record)
+    if top:
+        peak_words = (f"{top['share']:.1%} of the {top['card']}'s published dense "
+                      f"{top['precision'].upper()} peak ({top['tflops']:g} TFLOP/s)")
+    elif record["device_kind"] == "gpu":
+        peak_words = "no published peak for this card in the lesson's table"
+    else:
+        peak_words = "the lesson has no published peak for CPUs"
+    used_words = (f"utilisation not sampled ({used['skipped']})" if "skipped" in used else
+                  f"NVML utilisation {used['mean']:.0f} % on average through an epoch "
+                  f"({used['min']:.0f}-{used['max']:.0f} %, {used['n']} samples)")
     return [
         f"A step of the timed epochs {ms(record['step_seconds'])} (batch "
         f"{record['batch_size']}; "
@@ -83,37 +73,27 @@ def summary_lines(record: dict) -> list[str]:
         f"of {record['n_images']:,} images).",
         traced,
         f"{record['achieved_tflops']:.3g} TFLOP/s over the timed epochs "
-        f"({record['train_flops_per_image'] / 1e6:.0f} MFLOP a training image), "
-        f"{peak_text(record)}"
+        f"({record['train_flops_per_image'] / 1e6:.0f} MFLOP a training image), {peak_words}"
         + (f"; {in_profile:.3g} TFLOP/s in the profiled steps" if in_profile else "")
-        + f"; {utilisation_text(record)}.",
+        + f"; {used_words}.",
     ]
 
 
 def rows(records) -> list[list[str]]:
-    """One row per profiled device, all of it of the profiled steps: the step, its parts, and
-    the TFLOP/s of that step (:func:`~gpulesson.experiments.profile.records.profiled_tflops`),
-    never the timed epochs' rate beside the profiled step's parts."""
+    """One row per profiled device, all of it of the profiled step (its rate too, never the
+    timed epochs' rate beside the profiled step's parts)."""
     found = []
     for device in DEVICES:
         record = find(records, device)
         if profiled(record):
-            each = parts(record)
             tflops = profiled_tflops(record)
             top, used = peak(record, tflops), record["utilisation"]
             found.append([f"{device.upper()} ({device_name(record)})", ms(record["profile"]["step"]),
-                          *(ms(v) for v in each.values()),
+                          *(ms(v) for line in ("host", "device") for _, v in _parts(record, line)),
                           f"{tflops:.3g}"
                           + (f" ({top['share']:.1%} of {top['precision'].upper()})" if top else ""),
                           f"{used['mean']:.0f} %" if "mean" in used else "not sampled"])
     return found
-
-
-def table(records) -> str:
-    head = ["Device", "Step (profiled)", "Host: input", "Host: dispatch", "Host: rest of fit",
-            "Device: kernels", "Device: copies", "Device: idle",
-            "TFLOP/s in the profiled step (of the peak)", "Busy (NVML, an epoch)"]
-    return markdown_table(head, rows(records))
 
 
 def describe(records) -> str:
@@ -130,7 +110,7 @@ def describe(records) -> str:
 
 
 def cut_text(record: dict) -> str:
-    """The exercise's answer for one device, from its record."""
+    """The exercise's answer for one device."""
     name, share = largest_cut(record)
     found = record["profile"]
     what = ("the arithmetic" if name == "kernels" else
@@ -141,8 +121,7 @@ def cut_text(record: dict) -> str:
 
 
 def factors_text(record: dict | None) -> str:
-    """The two factors of a GPU's share of its peak in words (:func:`~gpulesson.experiments.
-    profile.records.factors`), each with the numbers it is made of; NOT_RECORDED without them."""
+    """The two factors of a GPU's share of its peak in words, each with its numbers."""
     found = factors(record) if record else None
     if not found:
         return NOT_RECORDED
@@ -162,8 +141,7 @@ def factors_text(record: dict | None) -> str:
 
 
 def overhead_text(record: dict | None) -> str:
-    """What the profiler added to a step, and what that does to the dispatch's share
-    (:func:`~gpulesson.experiments.profile.records.overhead`); NOT_RECORDED without it."""
+    """What the profiler added to a step, and what that does to the dispatch's share."""
     found = overhead(record) if record else None
     if not found:
         return NOT_RECORDED
@@ -181,9 +159,12 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     """Episode 9's values of the profile (MyST substitutions ``ref_prof_*``)."""
     records = reference_run(path)
     gpu, cpu = find(records, "gpu"), find(records, "cpu")
+    head = ["Device", "Step (profiled)", "Host: input", "Host: dispatch", "Host: rest of fit",
+            "Device: kernels", "Device: copies", "Device: idle",
+            "TFLOP/s in the profiled step (of the peak)", "Busy (NVML, an epoch)"]
     return {
-        "ref_prof_table": (table(records) if any(profiled(r) for r in records)
-                           else NOT_RECORDED),
+        "ref_prof_table": (markdown_table(head, rows(records))
+                           if any(profiled(r) for r in records) else NOT_RECORDED),
         "ref_prof_gpu": device_name(gpu) if profiled(gpu) else NOT_RECORDED,
         "ref_prof_gpu_lines": " ".join(summary_lines(gpu)) if gpu else NOT_RECORDED,
         "ref_prof_cpu_lines": " ".join(summary_lines(cpu)) if cpu else NOT_RECORDED,

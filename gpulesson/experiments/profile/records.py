@@ -1,21 +1,10 @@
-"""The profile's records: one per device, and what a page takes from them.
+"""The profile's records (one per device) and the arithmetic a page takes from them.
 
-A record keeps the device's timed epochs (the rule of :mod:`gpulesson.experiments.common`), the
-arithmetic of one training image, the achieved TFLOP/s, the GPU's utilisation through an epoch
-(or why it was not sampled), and the profiled steps split into the host's and the device's parts
-(:func:`gpulesson.experiments.profile.trace.breakdown`), with the hardware and versions of every
-record (:func:`gpulesson.results.make_record`).
-
-**The arithmetic.** A convolution makes one multiply-add (2 FLOP) per weight of its kernel for
-every output pixel and channel, a dense layer one per weight (episode 9's
-``flops_per_image``: ``2·H·W·C_out·k_h·k_w·C_in`` per Conv2D, ``2·n_in·n_out`` per Dense). A
-training step costs about three forward passes (the forward pass, and the two products of the
-backward pass), so a training image costs ``3 × forward``, and the achieved rate is
-``3 × forward × images per second`` (of the timed epochs' median). On a GPU it is set beside
-the card's published dense peak (:mod:`gpulesson.gpu_peaks`) for the precision the record
-computed in: TF32 where float32 matrix products ran as TF32, else FP32.
-
-Imports no deep-learning framework.
+A convolution makes one multiply-add (2 FLOP) per kernel weight for every output pixel and
+channel, a dense layer one per weight (episode 9's ``flops_per_image``). A training step costs
+about three forward passes (the forward pass and the backward pass's two products), so the
+achieved rate is ``3 × forward × images per second`` of the timed epochs' median. On a GPU it is
+set beside the card's published dense peak for the precision in force (TF32 or FP32).
 """
 
 from __future__ import annotations
@@ -35,33 +24,27 @@ RECORDS = RecordSet(EXPERIMENT, ("device_kind",), complete=bool)
 RESULTS_FILE, reference_run = RECORDS.results_file, RECORDS.reference_run
 
 
-def data_source() -> str:
-    from gpulesson.settings import get_settings
-
-    return get_settings().data
-
-
 def measurement_record(budget, *, run_id: str, device: str, batch_size: int, n_images: int,
                        steps: int, forward_flops: int, utilisation: dict, profile: dict,
                        extra: dict, data: str | None = None) -> dict:
-    """One results-file record of one device (see the module's text)."""
+    """One device's results-file record."""
     timed = budget.timed
     if not timed:
         raise ValueError("no timed epoch to record")
-    median = statistics.median(timed)
+    if not data:
+        from gpulesson.settings import get_settings
+
+        data = get_settings().data
+    median, warmups = statistics.median(timed), budget.seconds[:budget.warmup]
     per_image = TRAINING_PASSES * forward_flops
-    fields = {
-        "run_id": run_id, "source": "gpulesson.experiments.profile", "device_kind": device,
-        "keras_device": keras_device_name(device), "batch_size": batch_size,
-        "n_images": n_images, "steps": steps, "warmup_seconds": budget.seconds[:budget.warmup],
-        "epoch_seconds": timed, "median_epoch_seconds": median,
-        "images_per_second": n_images / median, "step_seconds": median / steps,
-        "forward_flops_per_image": forward_flops, "train_flops_per_image": per_image,
-        "achieved_tflops": per_image * n_images / median / 1e12,
-        "utilisation": utilisation, "profile": profile, ORDER_FIELD: False,
-        SUMMARY_KEY: summarise(timed, budget.seconds[:budget.warmup]), **extra,
-    }
-    return RECORDS.record(data=data or data_source(), **fields)
+    return RECORDS.record(
+        data=data, run_id=run_id, source="gpulesson.experiments.profile", device_kind=device,
+        keras_device=keras_device_name(device), batch_size=batch_size, n_images=n_images,
+        steps=steps, warmup_seconds=warmups, epoch_seconds=timed, median_epoch_seconds=median,
+        images_per_second=n_images / median, step_seconds=median / steps,
+        forward_flops_per_image=forward_flops, train_flops_per_image=per_image,
+        achieved_tflops=per_image * n_images / median / 1e12, utilisation=utilisation,
+        profile=profile, **{ORDER_FIELD: False, SUMMARY_KEY: summarise(timed, warmups)}, **extra)
 
 
 def find(records, device: str) -> dict | None:
@@ -74,10 +57,9 @@ def gpu_name(record: dict) -> str | None:
 
 
 def peak(record: dict, tflops: float | None = None) -> dict | None:
-    """``{"precision", "tflops" (the published peak), "share" (achieved / peak), "card"}`` of a
-    GPU record whose card the lesson has a table for; None otherwise (a CPU, an unknown card).
-    The share is of ``tflops`` where given (e.g. :func:`profiled_tflops`), else of the rate of
-    the timed epochs (``achieved_tflops``)."""
+    """``{"precision", "tflops" (the published peak), "share", "card"}`` of a GPU record whose
+    card the lesson has a table for, else None; the share is of ``tflops`` where given, else of
+    the timed epochs' ``achieved_tflops``."""
     name = gpu_name(record)
     peaks = peaks_for(name)
     if not peaks:
@@ -87,32 +69,25 @@ def peak(record: dict, tflops: float | None = None) -> dict | None:
     return {"precision": key, "tflops": peaks[key], "card": name, "share": achieved / peaks[key]}
 
 
-def profiled_tflops(record: dict) -> float | None:
-    """The TFLOP/s of the profiled steps: a batch's training arithmetic over the profiled
-    step's time, so that a row that shows the profiled step and its parts shows the rate of
-    that same step (the timed epochs' rate, ``achieved_tflops``, comes from their median
-    step, ``step_seconds``, which may differ). None without a profile."""
-    if not profiled(record):
-        return None
-    return record["train_flops_per_image"] * record["batch_size"] / record["profile"]["step"] / 1e12
-
-
 def profiled(record: dict | None) -> bool:
     """Whether ``record`` holds a profile (its trace was read; else ``profile["failed"]``)."""
     return bool(record) and "failed" not in record["profile"]
 
 
-def parts(record: dict) -> dict[str, float]:
-    """The six parts of a profiled step, seconds per step: ``host: input``, ... ``device: idle``."""
-    found = record["profile"]
-    return {**{f"host: {k}": v for k, v in found["host"].items()},
-            **{f"device: {k}": v for k, v in found["device"].items()}}
+def batch_tflops(record: dict, seconds: float) -> float:
+    """A batch's training arithmetic over ``seconds``, in TFLOP/s."""
+    return record["train_flops_per_image"] * record["batch_size"] / seconds / 1e12
+
+
+def profiled_tflops(record: dict) -> float | None:
+    """The rate of the profiled step itself, so that a row showing that step's parts shows its
+    rate too (the timed epochs' median step may differ); None without a profile."""
+    return batch_tflops(record, record["profile"]["step"]) if profiled(record) else None
 
 
 def largest_cut(record: dict) -> tuple[str, float]:
-    """``(part, share of the step)`` that one would cut first: where the device computes less
-    than half of the step, the largest part of the host's timeline (the device waits for the
-    host); else the kernels themselves."""
+    """``(part, share of the step)`` to cut first: the kernels where the device computes at
+    least half the step, else the host's largest part (the device waits for the host)."""
     found = record["profile"]
     step = found["step"]
     if found["device"]["kernels"] >= step / 2:
@@ -122,18 +97,14 @@ def largest_cut(record: dict) -> tuple[str, float]:
 
 
 def factors(record: dict) -> dict | None:
-    """The two factors of a GPU's share of its peak, from one profiled record: ``while``, the
-    kernels' rate while they run (a batch's training arithmetic over the device's kernel time
-    of a step) as a share of the peak, and ``busy``, the kernels' share of a step, of the
-    profiled step (``busy_profiled``) and of the timed epochs' step (``busy_timed``, the same
-    kernel time: the profiler adds host work, not arithmetic). Their products are the shares of
-    the peak of the profiled step (``overall_profiled``) and of the timed epochs
-    (``overall_timed``). ``kernel_tflops`` and ``peak`` (:func:`peak`) come with them; None
-    without a profile, a kernel time or a published peak."""
-    if not profiled(record) or not record["profile"]["device"].get("kernels"):
+    """The two factors of a GPU's share of its peak: ``while`` (the kernels' rate while they
+    run, as a share of the peak) and the kernels' share of a step, profiled (``busy_profiled``)
+    and timed (``busy_timed``: the same kernel time, as the profiler adds host work, not
+    arithmetic), with their products; None without a profile, kernel time or published peak."""
+    kernels = profiled(record) and record["profile"]["device"].get("kernels")
+    if not kernels:
         return None
-    kernels = record["profile"]["device"]["kernels"]
-    kernel_tflops = record["train_flops_per_image"] * record["batch_size"] / kernels / 1e12
+    kernel_tflops = batch_tflops(record, kernels)
     top = peak(record, kernel_tflops)
     if not top:
         return None
@@ -146,11 +117,9 @@ def factors(record: dict) -> dict | None:
 
 
 def overhead(record: dict) -> dict | None:
-    """What profiling added to a step: the profiled step against the timed epochs' median step
-    of the same record (``profiled``, ``timed``, ``extra`` seconds, ``ratio``), and the least
-    the host's dispatch can take without the profiler (``dispatch``, less ``extra``, if the
-    profiler made no part faster: ``dispatch_at_least``). None without a profile, or where the
-    profiled step was not longer."""
+    """What profiling added to a step (profiled against timed step), and the least the host's
+    dispatch takes without the profiler if it made no part faster; None without a profile, or
+    where the profiled step was not longer."""
     if not profiled(record):
         return None
     found = record["profile"]

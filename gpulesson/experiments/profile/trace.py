@@ -1,25 +1,14 @@
-"""Reading a JAX profile: where the time of the profiled steps went, in a few numbers.
+"""Reading a JAX profile (its Chrome-trace ``*.trace.json.gz``, no TensorBoard) into a step's parts.
 
-``jax.profiler.trace`` writes a Chrome-trace file (``*.trace.json.gz``) beside its XPlane
-protocol buffer; this module reads the first with ``gzip`` and ``json`` only, no TensorBoard.
-Each event lies on a line (a thread) of a process: ``/host:CPU`` holds the host's threads,
-``/device:GPU:N`` the GPU's streams. The experiment marks its own events (:data:`EPOCH`, the
-profiled window, and :data:`INPUT`, each batch fetched from the input pipeline).
+Two timelines, each split into parts that add up to the profiled window (:data:`EPOCH`):
 
-Two timelines, each split into parts that add up to the window:
+- **host** (the thread that runs ``fit``): ``input`` (fetching batches, :data:`INPUT`),
+  ``dispatch`` (calls of compiled functions), ``other`` (the rest of ``fit``, and waiting);
+- **device**: ``kernels``, ``copies`` (host-device copies while no kernel runs), ``idle``.
 
-- **host** (the thread that runs ``fit``): ``input`` (fetching batches), ``dispatch`` (calls of
-  compiled functions: the training step and Keras' small ones), ``other`` (the rest of
-  ``fit``'s Python loop, callbacks, and waiting);
-- **device**: ``kernels`` (computing), ``copies`` (copying between host and device while no
-  kernel runs), ``idle`` (nothing).
-
-On a GPU the device's parts come from its stream lines (copies are the events named
-``memcpy...`` or ``memset...``). On a CPU the "device" is XLA's worker threads on the host:
-``kernels`` is the time at least one of them computed, and there are no copies. Intervals that overlap (nested
-events, several threads or streams) are merged before they are added up.
-
-Pure Python: no framework is imported.
+On a GPU the device's parts come from its stream lines; on a CPU the "device" is XLA's worker
+threads on the host, and there are no copies. Overlapping intervals (nested events, several
+threads or streams) are merged before they are added up.
 """
 
 from __future__ import annotations
@@ -36,8 +25,7 @@ DISPATCH = "PjitFunction"  # JAX's host-side call of a compiled function
 
 
 def trace_file(folder) -> Path:
-    """The ``*.trace.json.gz`` file that ``jax.profiler.trace(folder)`` wrote; a clear error
-    when there is none."""
+    """The ``*.trace.json.gz`` file that ``jax.profiler.trace(folder)`` wrote."""
     found = sorted(Path(folder).rglob("*.trace.json.gz"))
     if not found:
         raise FileNotFoundError(f"no *.trace.json.gz under {folder}: did jax.profiler.trace run?")
@@ -45,8 +33,7 @@ def trace_file(folder) -> Path:
 
 
 def read_events(path) -> list[dict]:
-    """The complete events (``"ph": "X"``) of a trace file, each with ``process`` and
-    ``thread`` names added, times in microseconds (``ts``, ``dur``)."""
+    """The complete events (``"ph": "X"``, microseconds) with their process and thread names."""
     with gzip.open(path, "rt") as f:
         data = json.load(f)
     events = data["traceEvents"] if isinstance(data, dict) else data
@@ -73,7 +60,7 @@ def merged(intervals) -> list[tuple[float, float]]:
 
 
 def length(intervals, window: tuple[float, float]) -> float:
-    """Total length of the merged ``intervals`` inside ``window``."""
+    """The length of the merged ``intervals`` inside ``window``."""
     lo, hi = window
     return sum(max(0.0, min(b, hi) - max(a, lo)) for a, b in merged(intervals))
 
@@ -83,10 +70,9 @@ def _span(e) -> tuple[float, float]:
 
 
 def device_events(events, device: str = "cpu") -> tuple[list[dict], list[str]]:
-    """``(events, the names of the lines they come from)`` of the device's work: on a GPU its
-    stream lines where the trace has any, else its "XLA Ops" line, else its lines but the
-    summaries of modules, steps and framework scopes (which span whole steps); on the CPU,
-    XLA's worker threads on the host (a GPU beside it is not read)."""
+    """``(events, their line names)`` of the device's work: on a GPU its stream lines, else its
+    "XLA Ops" line, else its lines but the summaries of modules, steps and framework scopes
+    (which span whole steps); on the CPU, XLA's worker threads on the host."""
     gpu = [e for e in events if "GPU" in e["process"].upper() and not e["process"].startswith("/host")]
     if device == "gpu":
         streams = [e for e in gpu if "stream" in e["thread"].lower()]
@@ -101,10 +87,9 @@ def device_events(events, device: str = "cpu") -> tuple[list[dict], list[str]]:
 
 
 def breakdown(events, *, steps: int, device: str = "cpu") -> dict:
-    """Seconds per step of each part of the two timelines in the window :data:`EPOCH` (see the
-    module's text), the window itself (``step``), the lines read, and the five kernels that
-    took longest (seconds per step). A ValueError when the window is missing, or when a
-    ``device="gpu"`` trace has no GPU line."""
+    """Seconds per step of each part of the two timelines, the window itself (``step``), the
+    lines read and the five longest kernels; a ValueError without the window, or without a
+    GPU line in a ``device="gpu"`` trace."""
     if steps < 1:
         raise ValueError(f"steps must be at least 1, not {steps}")
     windows = [_span(e) for e in events if e["name"] == EPOCH]
