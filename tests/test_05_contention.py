@@ -191,9 +191,7 @@ COPIES_ARGS = ["--quick", "--parts", "copies", "--copies", "1", "2", "--cpu-thre
 @pytest.fixture
 def on_torch(monkeypatch):
     """The workers' backend taken as PyTorch, which has a per-process thread setting."""
-    from gpulesson.experiments.contention import __main__ as command
-
-    monkeypatch.setattr(command, "keras_backend", lambda: "torch")
+    monkeypatch.setattr(measure, "keras_backend", lambda: "torch")
 
 
 def _keys(path):
@@ -303,11 +301,9 @@ def test_asking_only_for_the_watched_part_without_a_browser_is_an_error(tmp_path
 @pytest.mark.bad_input("wrong backend")
 def test_thread_conditions_are_skipped_where_the_backend_has_no_thread_setting(tmp_path, monkeypatch,
                                                                               capsys):
-    from gpulesson.experiments.contention import __main__ as command
-
     assert measure.threads_honoured("tensorflow") and measure.threads_honoured("torch")
     assert not measure.threads_honoured("jax")
-    monkeypatch.setattr(command, "keras_backend", lambda: "jax")
+    monkeypatch.setattr(measure, "keras_backend", lambda: "jax")
     ran = _fake_trainings(monkeypatch)
     out = tmp_path / "runs.jsonl"
     assert contention_main([*COPIES_ARGS, "--out", str(out)]) == 0

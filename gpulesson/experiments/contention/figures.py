@@ -1,15 +1,7 @@
-"""The figures of the two parts: epoch time and throughput against the number of trainings at
-once, and the epochs of one training shown in a browser or not (drawn by
-``fig/05-cpu-vs-gpu/contention.py``), and their alt texts.
+"""The two parts' figures (``fig/05-cpu-vs-gpu/contention.py``) and their alt texts.
 
-Both follow the lesson's measurement rule (:mod:`gpulesson.experiments.common`): a condition's
-epochs after each copy's warm-up are its samples
-(:func:`~gpulesson.experiments.contention.records.condition_summary`), drawn as their median
-with a whisker from the fastest to the slowest and every sample as a dot
-(:func:`~gpulesson.experiments.common.draw_spread`). What a figure shows is decided once
-(:func:`drawn`, :func:`watched_drawn`); the drawing, the title and the alt text
-(:func:`alt_text`, :func:`watched_alt_text`, the figures' ``alt_text``) all read it, so that
-an alt text never describes a series or a number that the figure does not show.
+What a figure shows is decided once (:func:`drawn`, :func:`watched_drawn`) and both the drawing
+and the alt text read it, so that an alt text never describes what the figure does not show.
 """
 
 from __future__ import annotations
@@ -19,6 +11,7 @@ from dataclasses import dataclass
 from gpulesson.experiments.common import draw_spread, summary_text
 from gpulesson.experiments.contention.records import condition_summary, find_in, threads_text
 from gpulesson.experiments.figkit import need, title
+from gpulesson.experiments.pagewords import listed
 from gpulesson.results import data_label, duration, hardware, software
 
 # Line style and marker, not only colour, tell the series apart.
@@ -33,10 +26,15 @@ SPREAD_NOTE_LINES = ("points: median; whiskers: fastest to slowest epoch; dots: 
                      "(after each copy's warm-up)")
 
 
+_LINE = {"linewidth": 1.6, "markersize": 7}
+
+
+def _line_words(style: dict) -> str:
+    return f"a {_LINES[style['linestyle']]} line with {_MARKERS.get(style['marker'], '')} markers"
+
+
 @dataclass(frozen=True)
 class Point:
-    """One condition as the figure draws it."""
-
     copies: int
     summary: dict  # the copies' epochs after the warm-up (common.summarise)
     total_rate: float  # images/s of all copies together, by the median epoch
@@ -45,8 +43,6 @@ class Point:
 
 @dataclass(frozen=True)
 class Series:
-    """One thread setting: its conditions, by number of copies."""
-
     threads: int | None
     style: dict
     points: list
@@ -60,16 +56,10 @@ class Series:
         return ("the framework's default threads" if self.threads is None
                 else f"{threads_text(self.threads)} per training")
 
-    @property
-    def words(self) -> str:
-        return (f"a {_LINES[self.style['linestyle']]} line with "
-                f"{_MARKERS.get(self.style['marker'], '')} markers")
-
 
 def drawn(records) -> tuple[list[Series], dict | None]:
-    """What :func:`figures` shows: ``(series, alone)``, one :class:`Series` per thread setting
-    (the framework's default first) and the summary of one copy alone with the default threads
-    (the fair-share line; None when not measured)."""
+    """``(series, alone)``: one :class:`Series` per thread setting, the framework's default
+    first, and the summary of one copy alone (the fair-share line; None when not measured)."""
     need(records, "run python -m gpulesson.experiments.contention")
     series = []
     for threads in sorted({r["threads"] for r in records}, key=lambda t: t or 0):
@@ -85,21 +75,14 @@ def drawn(records) -> tuple[list[Series], dict | None]:
     return series, condition_summary(find_in(records, 1, None))
 
 
-def _and(parts) -> str:
-    parts = list(parts)
-    return ", ".join(parts[:-1]) + f" and {parts[-1]}" if len(parts) > 1 else parts[0]
-
-
-def _title(fig, records) -> None:
-    first = records[0]
-    cpu = hardware(records).get("CPU", "CPU")
-    title(fig, "The lesson's CNN, k trainings at once on one CPU", records,
-          f"{cpu} | batch {first['batch_size']} | {software(first)} | run {first['run_id']}",
-          f"left: {SPREAD_NOTE_LINES}")
+def _finish(ax, xlabel: str, legend: str) -> None:
+    ax.set_xlabel(xlabel)
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc=legend)
 
 
 def alt_text(records) -> str:
-    """The alt text of :func:`figures` of ``records``, from what it draws (:func:`drawn`)."""
     series, alone = drawn(records)
     first = records[0]
     parts = []
@@ -108,9 +91,9 @@ def alt_text(records) -> str:
             f"{p.copies} at once: {summary_text(p.summary, duration, what='epochs')}"
             + (f", load {p.load_max:.1f}" if p.load_max is not None else "")
             for p in s.points)
-        parts.append(f"{s.words} for {s.threads_words} ({points})")
+        parts.append(f"{_line_words(s.style)} for {s.threads_words} ({points})")
     text = (f"Two line charts against the number of trainings running at once on one CPU "
-            f"({_and(str(k) for k in sorted({p.copies for s in series for p in s.points}))}). "
+            f"({listed(sorted({p.copies for s in series for p in s.points}))}). "
             f"Left, the seconds per epoch of {first['n_images']:,} images of each training: at "
             f"each point the median of the epochs after each copy's warm-up, with a whisker from "
             f"the fastest to the slowest and each epoch as a dot, labelled with the highest load "
@@ -129,12 +112,9 @@ def alt_text(records) -> str:
 
 
 def figures(records):
-    """One figure of one run's records, ``(fig,)`` with its ``alt_text``: left, the seconds
-    per epoch of each copy against the number of copies (the median of the copies' epochs
-    after their warm-up, a whisker from the fastest to the slowest, every epoch as a dot), with
-    the time that a fair share of the machine would give (k times the median of one copy
-    alone); right, the images/s of all copies together, by the median epochs. Each point is
-    labelled with the highest load average seen while it ran."""
+    """``(fig,)`` with its ``alt_text``: left, each copy's epochs against the number of copies,
+    with a fair share of the machine (k times one copy alone); right, the images/s of all
+    copies together."""
     import matplotlib.pyplot as plt
 
     series, alone = drawn(records)
@@ -144,10 +124,10 @@ def figures(records):
     for s in series:
         k = [p.copies + offsets[s.threads] for p in s.points]
         medians = [p.summary["median"] for p in s.points]
-        left.plot(k, medians, linewidth=1.6, markersize=7, label=s.label, **s.style)
+        left.plot(k, medians, **_LINE, label=s.label, **s.style)
         draw_spread(left, k, [p.summary for p in s.points], color=s.style["color"])
-        right.plot([p.copies for p in s.points], [p.total_rate for p in s.points],
-                   linewidth=1.6, markersize=7, label=s.label, **s.style)
+        right.plot([p.copies for p in s.points], [p.total_rate for p in s.points], **_LINE,
+                   label=s.label, **s.style)
         for x, p in zip(k, s.points, strict=True):
             if p.load_max is not None:
                 left.annotate(f"load {p.load_max:.1f}", (x, p.summary["median"]),
@@ -164,11 +144,10 @@ def figures(records):
     for ax in (left, right):
         ax.set_xticks(copies, [str(k) for k in copies])
         ax.set_xlim(min(copies) - 0.3, max(copies) + 0.5)
-        ax.set_xlabel("trainings running at once (k)")
-        ax.set_ylim(bottom=0)
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8, loc="upper left" if ax is left else "lower right")
-    _title(fig, records)
+        _finish(ax, "trainings running at once (k)", "upper left" if ax is left else "lower right")
+    title(fig, "The lesson's CNN, k trainings at once on one CPU", records,
+          f"{hardware(records).get('CPU', 'CPU')} | batch {first['batch_size']} | "
+          f"{software(first)} | run {first['run_id']}", f"left: {SPREAD_NOTE_LINES}")
     fig.tight_layout()
     fig.alt_text = alt_text(records)
     return (fig,)
@@ -187,20 +166,18 @@ _WATCHED_WORDS = {"no browser": "with its output going to a file, no browser",
 
 
 def watched_drawn(records) -> list[tuple[dict, list, dict | None]]:
-    """What :func:`watched_figures` shows: per record, ``(style, epochs, summary)``: every
-    epoch of its training (the first is the warm-up) and the summary of those after it."""
+    """Per record ``(style, epochs, summary)``: every epoch, the first the warm-up, and the
+    summary of those after it."""
     need(records, "run python -m gpulesson.experiments.contention --parts watched")
     return [(_WATCHED_STYLE.get(r["watched"], _OTHER), r["per_copy"][0]["epoch_seconds"],
              condition_summary(r)) for r in records]
 
 
 def watched_alt_text(records) -> str:
-    """The alt text of :func:`watched_figures` of ``records``, from what it draws."""
     lines = []
     for record, (style, epochs, summary) in zip(records, watched_drawn(records), strict=True):
         mode = _WATCHED_WORDS.get(record["watched"], record["watched"])
-        lines.append(f"a {_LINES[style['linestyle']]} line with "
-                     f"{_MARKERS.get(style['marker'], '')} markers for the training {mode}: "
+        lines.append(f"{_line_words(style)} for the training {mode}: "
                      + ", ".join(duration(t) for t in epochs)
                      + (f" (after the warm-up {summary_text(summary, duration, what='epochs')})"
                         if summary and len(epochs) > 1 else ""))
@@ -211,25 +188,20 @@ def watched_alt_text(records) -> str:
 
 
 def watched_figures(records):
-    """``(fig,)`` with its ``alt_text``: the seconds of each epoch of one training, one line for
-    each way its output was shown (no browser; in JupyterLab in Chromium with Keras' bar; with
-    a line an epoch); the first epoch is the warm-up, marked as such on the axis."""
+    """``(fig,)`` with its ``alt_text``: each epoch of one training, a line for each way its
+    output was shown."""
     import matplotlib.pyplot as plt
 
     shown = watched_drawn(records)
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for record, (style, epochs, _) in zip(records, shown, strict=True):
-        ax.plot(range(1, len(epochs) + 1), epochs, linewidth=1.6, markersize=7,
-                label=record["watched"], **style)
+        ax.plot(range(1, len(epochs) + 1), epochs, **_LINE, label=record["watched"], **style)
     longest = max(len(e) for _, e, _ in shown)
     ax.set_xticks(range(1, longest + 1),
                   ["1\n(warm-up)", *(str(e) for e in range(2, longest + 1))])
     first = records[0]
-    ax.set_xlabel("epoch")
     ax.set_ylabel(f"seconds for {first['n_images']:,} images")
-    ax.set_ylim(bottom=0)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    _finish(ax, "epoch", "lower right")
     cpu = hardware(records).get("CPU", "CPU")
     ax.set_title(f"One training of the lesson's CNN, its output shown live or not\n"
                  f"{data_label(records)} | {cpu} | batch {first['batch_size']}\n"

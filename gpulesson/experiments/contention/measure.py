@@ -1,13 +1,8 @@
-"""Timing k copies of the lesson's CNN training at once, each in a process of its own.
+"""Timing k copies of the lesson's CNN training at once, each a process of its own.
 
-A *condition* is ``copies`` identical trainings (:mod:`~gpulesson.experiments.contention.worker`)
-started together, each with the framework's default CPU threads (as many as the cores) or a
-fixed number (``threads``, only on backends with a per-process setting: :data:`THREAD_SETTINGS`).
-While they run, the parent samples the load average every second. The workers never see a GPU
-(:data:`GPU_HIDDEN`): on a GPU node they still train on the CPU, which is what is measured.
-Every worker is bounded in time: one that fails or runs past ``timeout`` stops all of its
-condition and raises :class:`WorkerError`, which names it and quotes its error output; nothing
-is returned for a condition that did not finish, so no record of it can be written.
+The workers never see a GPU (:data:`GPU_HIDDEN`): on a GPU node they still train on the CPU,
+which is what is measured. A worker that fails or runs past ``timeout`` stops its whole
+condition with :class:`WorkerError`, so no record of an unfinished condition can be written.
 """
 
 from __future__ import annotations
@@ -31,8 +26,8 @@ COPIES = (1, 2, 3)
 TIMEOUT = 1800.0  # seconds one condition may take, all copies together
 WORKER = "gpulesson.experiments.contention.worker"
 CLASS_NAMES = tuple(f"class {i}" for i in range(10))  # labels only: speed does not need names
-# The workers' environment hides every GPU: CUDA for TensorFlow and PyTorch, and JAX told to
-# start its CPU backend only (it would otherwise claim most of the GPU's memory at start).
+# CUDA hidden for TensorFlow and PyTorch; JAX told to start its CPU backend only (it would
+# otherwise claim most of the GPU's memory at start).
 GPU_HIDDEN = {"CUDA_VISIBLE_DEVICES": "", "JAX_PLATFORMS": "cpu"}
 # Keras backends whose framework takes a CPU thread count per process, and how. JAX has none:
 # XLA's CPU threads follow the cores (only XLA_FLAGS, read at start, touch some of them).
@@ -64,13 +59,11 @@ def _command(data, *, n_images, batch_size, epochs, threads, seed) -> list[str]:
 def _environment() -> dict:
     # The workers import this lesson's gpulesson, wherever they start, and see no GPU.
     env = {**os.environ, **GPU_HIDDEN}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(LESSON_ROOT),
-                                                      env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(LESSON_ROOT), env.get("PYTHONPATH")]))
     return env
 
 
 def threads_honoured(backend: str) -> bool:
-    """Whether the Keras ``backend``'s framework takes a CPU thread count per process."""
     return backend in THREAD_SETTINGS
 
 
@@ -86,10 +79,9 @@ def threads_skipped(backend: str, threads) -> str | None:
     threads = sorted(set(threads))
     if not threads or threads_honoured(backend):
         return None
-    counts = " and ".join(map(str, threads))
-    return (f"the condition(s) with {counts} thread(s) per copy were skipped: Keras on {backend} "
-            f"has no per-process CPU thread setting (XLA's CPU threads follow the cores); "
-            f"record them with KERAS_BACKEND=torch or tensorflow "
+    return (f"the condition(s) with {' and '.join(map(str, threads))} thread(s) per copy were "
+            f"skipped: Keras on {backend} has no per-process CPU thread setting (XLA's CPU "
+            f"threads follow the cores); record them with KERAS_BACKEND=torch or tensorflow "
             f"({', '.join(f'{b}: {how}' for b, how in THREAD_SETTINGS.items())})")
 
 
@@ -104,6 +96,19 @@ def _stop(processes) -> None:
 def _tail(path: Path, lines: int = 8) -> str:
     text = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
     return "\n".join(text[-lines:]) or "(no error output)"
+
+
+def sample_load(running, timeout: float, late: str, sample_every: float) -> list[float]:
+    """The load average every ``sample_every`` s while ``running()``; WorkerError(``late``)
+    once ``timeout`` s have passed."""
+    started, samples = time.perf_counter(), []
+    while running():
+        elapsed = time.perf_counter() - started
+        if elapsed > timeout:
+            raise WorkerError(late)
+        samples.append(round(os.getloadavg()[0], 2))
+        time.sleep(min(sample_every, max(timeout - elapsed, 0.01)))
+    return samples
 
 
 def _report(out: Path, err: Path, copy: int) -> dict:
@@ -121,35 +126,25 @@ def _report(out: Path, err: Path, copy: int) -> dict:
 def run_condition(data, copies: int, threads: int | None = None, *, n_images: int,
                   batch_size: int, epochs: int, timeout: float = TIMEOUT, seed: int = 42,
                   sample_every: float = 1.0) -> dict:
-    """Start ``copies`` trainings together, wait for all; their reports and the load average.
-
-    Returns ``{"copies", "threads", "reports": [worker JSON per copy], "load_before",
-    "load_samples", "wall_seconds"}``. Raises :class:`WorkerError` when a copy fails or the
-    condition takes longer than ``timeout`` seconds (all copies are then stopped).
-    """
-    if copies < 1 or (threads is not None and threads < 1):
-        raise ValueError(f"copies and threads must be at least 1, not {copies} and {threads}")
+    """Start ``copies`` trainings together and wait for all: their worker reports, the load
+    average before and while they ran, the wall time."""
     command = _command(data, n_images=n_images, batch_size=batch_size, epochs=epochs,
                        threads=threads, seed=seed)
     with tempfile.TemporaryDirectory(prefix="gpulesson-contention-") as folder:
         outs = [Path(folder) / f"copy-{i}.out" for i in range(copies)]
         errs = [Path(folder) / f"copy-{i}.err" for i in range(copies)]
         load_before = os.getloadavg()[0]
-        started, processes, samples = time.perf_counter(), [], []
+        started, processes = time.perf_counter(), []
         try:
             for out, err in zip(outs, errs, strict=True):
                 with open(out, "wb") as o, open(err, "wb") as e:
                     processes.append(subprocess.Popen(command, stdout=o, stderr=e,
                                                       env=_environment()))
-            while any(p.poll() is None for p in processes):
-                elapsed = time.perf_counter() - started
-                if elapsed > timeout:
-                    raise WorkerError(
-                        f"{copies} training copies ran past the limit of {timeout:g} s and were "
-                        "stopped: give more time (--timeout), fewer images (--n-images) or "
-                        "fewer epochs (--epochs)")
-                samples.append(round(os.getloadavg()[0], 2))
-                time.sleep(min(sample_every, max(timeout - elapsed, 0.01)))
+            samples = sample_load(
+                lambda: any(p.poll() is None for p in processes), timeout,
+                f"{copies} training copies ran past the limit of {timeout:g} s and were "
+                "stopped: give more time (--timeout), fewer images (--n-images) or fewer "
+                "epochs (--epochs)", sample_every)
         finally:
             _stop(processes)
         wall = time.perf_counter() - started
@@ -160,13 +155,12 @@ def run_condition(data, copies: int, threads: int | None = None, *, n_images: in
         reports = [_report(out, err, copy)
                    for copy, (out, err) in enumerate(zip(outs, errs, strict=True), start=1)]
     return {"copies": copies, "threads": threads, "reports": reports, "gpu_hidden": True,
-            "load_before": round(load_before, 2), "load_samples": samples,
-            "wall_seconds": wall}
+            "load_before": round(load_before, 2), "load_samples": samples, "wall_seconds": wall}
 
 
 def epoch_summary(epoch_seconds, n_images: int) -> dict:
-    """One copy's epochs: first, mean of the later ones (the first alone if only one ran),
-    images/s from that mean, and whether the first epoch was the fastest."""
+    """One copy's epochs: the first, the mean of the later ones (the first alone if only one
+    ran), images/s by that mean, and whether the first epoch was the fastest."""
     first, later = epoch_seconds[0], epoch_seconds[1:]
     mean = statistics.fmean(later) if later else first
     return {"epoch_seconds": list(epoch_seconds), "first_epoch_seconds": first,
@@ -175,46 +169,45 @@ def epoch_summary(epoch_seconds, n_images: int) -> dict:
             "first_epoch_fastest": bool(later) and first < min(later)}
 
 
-def plan(copies=COPIES, threads=()) -> list[tuple[int, int | None]]:
-    """The conditions ``(copies, threads)`` in the order they run: each number of copies with
-    the framework's threads (None), then each with every number of ``threads`` per copy."""
-    copies = sorted(set(copies))
-    return [(k, None) for k in copies] + [(k, t) for t in sorted(set(threads)) for k in copies]
-
-
-def run_benchmark(copies=COPIES, *, threads=(), n_images: int = N_IMAGES,
-                  batch_size: int = BATCH_SIZE, epochs: int = EPOCHS,
-                  timeout: float = TIMEOUT, data_dir=None, progress=None, done=(),
-                  on_condition=None) -> list[dict]:
-    """Every condition of :func:`plan` but those in ``done`` (``(copies, threads)`` pairs
-    already recorded), one after the other. ``on_condition(condition)`` is called as each
-    finishes, so that it can be recorded at once. Returns the conditions run; raises
-    :class:`WorkerError` at the first that fails (those before it were handed over)."""
-    copies = sorted(set(copies))
-    if not copies or copies[0] < 1:
-        raise ValueError(f"the numbers of copies must be at least 1, not {copies}")
-    if not 1 <= batch_size <= n_images or epochs < 1:
-        raise ValueError(f"need 1 <= batch size ({batch_size}) <= images ({n_images}) and at "
-                         f"least one epoch ({epochs})")
-    if any(t < 1 for t in threads):
-        raise ValueError(f"threads per copy must be at least 1, not {list(threads)}")
-    done = set(done)
-    todo = [(k, t) for k, t in plan(copies, threads) if (k, t) not in done]
+def run_each(todo, run_one, said, *, n_images: int, batch_size: int, data_dir=None,
+             progress=None, on_condition=None) -> list[dict]:
+    """``run_one(data, item)`` for each of ``todo``, one after the other, on one data file;
+    each condition goes to ``on_condition`` as soon as it finishes (so that it is recorded at
+    once) and ``said(item, condition)`` to ``progress``. A WorkerError stops the rest."""
     conditions = []
     if not todo:
         return conditions
     with tempfile.TemporaryDirectory(prefix="gpulesson-contention-data-") as folder:
         data = write_data(data_dir or folder, n_images, batch_size)
-        for k, threads in todo:
-            condition = run_condition(data, k, threads, n_images=n_images,
-                                      batch_size=batch_size, epochs=epochs, timeout=timeout)
+        for item in todo:
+            condition = run_one(data, item)
             conditions.append(condition)
             if on_condition:
                 on_condition(condition)
             if progress:
-                times = [epoch_summary(r["epoch_seconds"], n_images)["mean_epoch_seconds"]
-                         for r in condition["reports"]]
-                progress(f"{k} cop{'y' if k == 1 else 'ies'}, threads "
-                         f"{threads or 'default'}: epoch {statistics.fmean(times):.1f} s each, "
-                         f"load average up to {max(condition['load_samples'], default=0):.2f}")
+                progress(said(item, condition))
     return conditions
+
+
+def run_benchmark(copies=COPIES, *, threads=(), n_images: int = N_IMAGES,
+                  batch_size: int = BATCH_SIZE, epochs: int = EPOCHS, timeout: float = TIMEOUT,
+                  done=(), **each) -> list[dict]:
+    """Each number of ``copies`` with the framework's threads, then with every number of
+    ``threads`` per copy, but the ``(copies, threads)`` pairs ``done`` (:func:`run_each`);
+    the command has checked the sizes."""
+    copies = sorted(set(copies))
+    plan = [(k, None) for k in copies] + [(k, t) for t in sorted(set(threads)) for k in copies]
+
+    def said(item, condition):
+        k, t = item
+        times = [epoch_summary(r["epoch_seconds"], n_images)["mean_epoch_seconds"]
+                 for r in condition["reports"]]
+        return (f"{k} cop{'y' if k == 1 else 'ies'}, threads {t or 'default'}: epoch "
+                f"{statistics.fmean(times):.1f} s each, load average up to "
+                f"{max(condition['load_samples'], default=0):.2f}")
+
+    return run_each([c for c in plan if c not in set(done)],
+                    lambda data, c: run_condition(data, *c, n_images=n_images,
+                                                  batch_size=batch_size, epochs=epochs,
+                                                  timeout=timeout),
+                    said, n_images=n_images, batch_size=batch_size, **each)

@@ -1,16 +1,10 @@
-"""One training watched in a browser: the lesson's CNN in a JupyterLab notebook whose page is
-open in Chromium, as a learner runs it, with Keras' progress bar or with one line an epoch.
+"""One training watched in a browser: the lesson's CNN in a JupyterLab notebook open in headless
+Chromium, as a learner runs it, with Keras' progress bar or with one line an epoch.
 
-Keras' progress bar (``verbose=1``, the default in a notebook) sends the kernel's output a new
-bar after every step; JupyterLab, in the browser, redraws the cell's output each time. Where
-the browser runs on the machine that trains (a desktop, or a test machine; not a cluster, whose
-learners' browsers run on their laptops), that work competes with the training for the cores.
-:func:`run_watched` measures it: it starts JupyterLab on a notebook that runs one training
-(:mod:`~gpulesson.experiments.contention.worker`), opens the notebook in headless Chromium,
-runs all cells from the page and waits for the training's timings. It needs Chromium,
-Playwright and JupyterLab on this machine (:func:`missing` says which are not, :func:`skip_note`
-how to add them); without them :func:`run_watched` raises
-:class:`~gpulesson.experiments.contention.measure.WorkerError` saying so.
+Keras' bar (``verbose=1``, a notebook's default) sends a new bar after every step and
+JupyterLab redraws the cell's output each time; where the browser runs on the machine that
+trains (a desktop; not a cluster, whose learners' browsers run on their laptops), that work
+competes with the training for the cores. Needs Chromium, Playwright and JupyterLab here.
 """
 
 from __future__ import annotations
@@ -19,6 +13,7 @@ import importlib.util
 import json
 import os
 import secrets
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,6 +27,9 @@ from gpulesson.experiments.contention.measure import (
     _environment,
     _stop,
     _tail,
+    epoch_summary,
+    run_each,
+    sample_load,
 )
 from gpulesson.localhost import chromium_path, free_port
 
@@ -108,9 +106,8 @@ _KERNEL_IDLE = """() => {
 
 def run_watched(data, mode: str, *, n_images: int, batch_size: int, epochs: int,
                 timeout: float, seed: int = 42, sample_every: float = 1.0) -> dict:
-    """One training in ``mode`` (a key of :data:`MODES`); a condition as
-    :func:`~gpulesson.experiments.contention.measure.run_condition` returns it (one copy, the
-    framework's threads) with ``"watched": mode``. Raises WorkerError on failure or timeout."""
+    """One training in ``mode`` (a key of :data:`MODES`), a condition as
+    :func:`~gpulesson.experiments.contention.measure.run_condition` gives it, with its mode."""
     verbose, in_browser = MODES[mode]
     with tempfile.TemporaryDirectory(prefix="gpulesson-watched-") as folder:
         folder = Path(folder)
@@ -120,23 +117,21 @@ def run_watched(data, mode: str, *, n_images: int, batch_size: int, epochs: int,
                      "--result", str(result)]
         log = folder / "process.log"
         load_before = os.getloadavg()[0]
-        started, samples = time.perf_counter(), []
-        if in_browser:
-            watch = _Browser(folder, arguments, log)
-        else:
-            watch = _Pipe([sys.executable, "-m", WORKER, *arguments], log)
+        watch = (_Browser(folder, arguments, log) if in_browser
+                 else _Pipe([sys.executable, "-m", WORKER, *arguments], log))
+
+        def running() -> bool:
+            if result.exists():
+                return False
+            watch.check()
+            return True
+
         try:
-            watch.start(started + START_TIMEOUT)
+            watch.start(time.perf_counter() + START_TIMEOUT)
             started = time.perf_counter()
-            while not result.exists():
-                watch.check()
-                elapsed = time.perf_counter() - started
-                if elapsed > timeout:
-                    raise WorkerError(f"the training '{mode}' ran past the limit of {timeout:g} s "
-                                      "and was stopped: give more time (--timeout) or fewer "
-                                      "images")
-                samples.append(round(os.getloadavg()[0], 2))
-                time.sleep(sample_every)
+            samples = sample_load(running, timeout, f"the training '{mode}' ran past the limit "
+                                  f"of {timeout:g} s and was stopped: give more time "
+                                  "(--timeout) or fewer images", sample_every)
             wall = time.perf_counter() - started
         finally:
             watch.stop()
@@ -247,36 +242,18 @@ class _Browser:
 
 
 def run_watched_benchmark(modes=tuple(MODES), *, n_images: int, batch_size: int, epochs: int,
-                          timeout: float, data_dir=None, progress=None, done=(),
-                          on_condition=None) -> list[dict]:
-    """One training in each of ``modes`` but those in ``done`` (already recorded), one after
-    the other, on a data file of ``n_images``; ``on_condition(condition)`` as each finishes.
-    Returns the conditions run; raises WorkerError at the first that fails."""
-    import statistics
+                          timeout: float, done=(), **each) -> list[dict]:
+    """One training in each of ``modes`` but those ``done``, one after the other (:func:`run_each`)."""
+    def said(mode, condition):
+        times = condition["reports"][0]["epoch_seconds"]
+        summary = epoch_summary(times, n_images)
+        return (f"{mode}: epochs {', '.join(f'{t:.1f}' for t in times)} s "
+                f"({summary['images_per_second']:,.0f} images/s after the first), "
+                f"load average up to {max(condition['load_samples'], default=0):.2f}"
+                f"; mean {statistics.fmean(times):.1f} s")
 
-    from gpulesson.experiments.contention.measure import epoch_summary, write_data
-
-    unknown = sorted(set(modes) - set(MODES))
-    if unknown:
-        raise ValueError(f"unknown modes {unknown}: choose from {sorted(MODES)}")
-    done = set(done)
-    todo = [mode for mode in modes if mode not in done]
-    conditions = []
-    if not todo:
-        return conditions
-    with tempfile.TemporaryDirectory(prefix="gpulesson-contention-data-") as folder:
-        data = write_data(data_dir or folder, n_images, batch_size)
-        for mode in todo:
-            condition = run_watched(data, mode, n_images=n_images, batch_size=batch_size,
-                                    epochs=epochs, timeout=timeout)
-            conditions.append(condition)
-            if on_condition:
-                on_condition(condition)
-            if progress:
-                times = condition["reports"][0]["epoch_seconds"]
-                summary = epoch_summary(times, n_images)
-                progress(f"{mode}: epochs {', '.join(f'{t:.1f}' for t in times)} s "
-                         f"({summary['images_per_second']:,.0f} images/s after the first), "
-                         f"load average up to {max(condition['load_samples'], default=0):.2f}"
-                         f"; mean {statistics.fmean(times):.1f} s")
-    return conditions
+    return run_each([m for m in modes if m not in set(done)],
+                    lambda data, mode: run_watched(data, mode, n_images=n_images,
+                                                   batch_size=batch_size, epochs=epochs,
+                                                   timeout=timeout),
+                    said, n_images=n_images, batch_size=batch_size, **each)

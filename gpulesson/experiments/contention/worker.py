@@ -1,14 +1,9 @@
 """One training of the contention benchmark, in a process of its own (started by
-:func:`gpulesson.experiments.contention.measure.run_condition`).
+:mod:`~gpulesson.experiments.contention.measure` or a notebook's cell).
 
-    python -m gpulesson.experiments.contention.worker DATA.h5 --n-images 10000 --epochs 2
-
-It trains the lesson's CNN (:func:`gpulesson.lesson.build_cnn`, ``compile_cnn``) on the first
-``--n-images`` training images of a lesson data file, read by the lesson's generator
-(``HDF5Batches``), timed by the lesson's ``EpochTimer``, and prints one JSON line: the epoch
-times, the Keras backend and the GPUs it saw (none: the parent hides them), the framework's
-threads where the backend has a per-process setting (else null), the cores and when ``fit``
-started and ended (Unix time, so that the parent can tell whether the copies overlapped).
+It trains the lesson's own CNN, generator and epoch timer on the first ``--n-images`` of a data
+file and prints one JSON line; ``fit_start`` and ``fit_end`` are Unix times, so that the parent
+can tell whether the copies overlapped.
 """
 
 from __future__ import annotations
