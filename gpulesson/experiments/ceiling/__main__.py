@@ -4,14 +4,10 @@
     python -m gpulesson.experiments.ceiling --backends jax --devices gpu
     python -m gpulesson.experiments.ceiling --quick --out my-ceiling.jsonl
 
-A Keras process has one backend, so the command starts one process per backend (the same
-command with ``--backends NAME``, and ``KERAS_BACKEND=NAME``); each appends its records to the
-results file as it makes them, all with one ``run_id``. ``--run-id`` goes on with an earlier
-run, skipping the conditions it has. PyTorch is measured with glibc malloc's thresholds fixed
-(:mod:`gpulesson.experiments.allocator`), and every record says its allocator mode. Every
-condition: a recorded warm-up epoch and 5 timed epochs (2 with ``--quick``), of 50,000 images
-in batches of 256 (1,024 in batches of 64). On an idle 2-core machine the whole command takes
-a few minutes; Keras' array path on PyTorch is the slowest part.
+A Keras process has one backend, so the command runs itself once per backend
+(``KERAS_BACKEND=NAME``), all appending to one run. PyTorch is measured with glibc malloc's
+thresholds fixed (:mod:`gpulesson.experiments.allocator`). On an idle 2-core machine the whole
+command takes a few minutes; Keras' array path on PyTorch is the slowest part.
 """
 
 from __future__ import annotations
@@ -32,7 +28,6 @@ _parser = COMMAND.parser
 
 
 def _measure_here(args, *, quick: bool, run_id: str, done: set) -> list[dict]:
-    """Measure with this process's backend (the child's work)."""
     from gpulesson.experiments.ceiling.measure import measure
 
     return measure(devices=cli.devices_here(args.devices), pipelines=args.pipelines,

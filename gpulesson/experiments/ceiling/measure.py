@@ -1,20 +1,6 @@
-"""Measuring the ceiling of ``fit``: a model that does almost nothing, fed each way in turn.
-
-The model scales the bytes, averages each image's pixels and classifies the averages
-(:func:`tiny_model`): a step costs almost no arithmetic, so an epoch's time is what ``fit`` and
-the data path cost, the most images per second that any model can train at on this backend
-and device. It is fed from arrays in memory (Keras' own array path, and a ``PyDataset`` that
-slices them; on a GPU also arrays resident there, taken as the feeding benchmark's ``device``
-pipeline takes them, each record saying how in its ``method``; on TensorFlow a ``tf.data``
-pipeline that slices them, :func:`tf_batches`), from the lesson's generator on a
-batch-chunked HDF5 file (mixing windows of 4 blocks, and with ``window=1``: the stored batches
-in a new order, reading without mixing), each also reading ahead (``read_ahead=True``), and
-from its stored blocks read by Grain's worker processes (``grain_blocks``). Each
-condition follows the lesson's rule: a recorded warm-up epoch and the timed epochs after it,
-each read after the device finished (:func:`gpulesson.experiments.common.synced_epoch_timer`).
-
-One process measures its own Keras backend; the command line starts one per backend.
-"""
+"""Measuring the ceiling of ``fit``: a model that does almost nothing, fed each way in turn, so
+that an epoch's time is what ``fit`` and the data path cost. One process measures its own Keras
+backend; the command line starts one per backend."""
 
 from __future__ import annotations
 
@@ -30,13 +16,7 @@ from gpulesson.experiments.ceiling.records import (
     measurement_record,
     pipelines_for,
 )
-from gpulesson.experiments.common import (
-    WARMUP,
-    Budget,
-    BusyMeter,
-    fit_progress,
-    synced_epoch_timer,
-)
+from gpulesson.experiments.common import WARMUP, Budget, BusyMeter, fit_progress, synced_epoch_timer
 from gpulesson.results import new_run_id
 
 BATCH_SIZE = 256  # episode 9's batch
@@ -47,8 +27,7 @@ SIZES = {"n_images": N_IMAGES, "batch_size": BATCH_SIZE, "quick_n_images": QUICK
 
 
 def tiny_model(keras_device: str, **compile_options):
-    """Bytes scaled to [0, 1], the mean of each channel, one Dense layer: almost no work.
-    ``compile_options`` add to or replace those of ``model.compile``."""
+    """Bytes scaled to [0, 1], the mean of each channel, one Dense layer: almost no work."""
     import keras
 
     from gpulesson.lesson import JIT_COMPILE
@@ -63,8 +42,8 @@ def tiny_model(keras_device: str, **compile_options):
 
 
 def tf_batches(x, y, batch_size: int, *, seed: int):
-    """The ``ram`` pipeline written in ``tf.data`` (TensorFlow only): batches sliced from arrays
-    in memory, in a new order every epoch, the next ones read ahead by ``prefetch``.
+    """The ``ram`` pipeline in ``tf.data``: batches sliced from arrays in memory, in a new order
+    every epoch, the next ones read ahead by ``prefetch``.
 
     tf.data's autotuning is off: with it, training waits at the start of some epochs, the CPU
     idle, while a new iterator replaces the last epoch's; that wait, not the data path, made
@@ -95,14 +74,9 @@ def _fit(model, feed: dict, *, warmup: int, repeats: int) -> list[float]:
 
 
 def _feeds(names, *, x, y, path, batch_size: int, keras_device: str, epochs: int | None = None):
-    """``(name, fit's arguments)`` of each pipeline, made when its turn comes; ``epochs``, those
-    ``fit`` will train (Grain's dataset repeats itself that often)."""
-    from gpulesson.experiments.feeding.pipelines import (
-        ArrayBatches,
-        grain_workers,
-        make_pipeline,
-        to_device,
-    )
+    """``(name, fit's arguments)`` of each pipeline, made when its turn comes; ``epochs``: those
+    ``fit`` trains (Grain's dataset repeats itself that often)."""
+    from gpulesson.experiments.feeding.pipelines import ArrayBatches, grain_workers, make_pipeline, to_device
     from gpulesson.lesson import DataEpoch, HDF5Batches
 
     for name in names:
@@ -135,9 +109,8 @@ def _feeds(names, *, x, y, path, batch_size: int, keras_device: str, epochs: int
 
 
 def _ceiling_so_far(made: list[dict], record: dict) -> dict | None:
-    """The ceiling as this run knows it when ``record`` is made: the fastest in-memory way into
-    ``fit`` measured so far on its device, ``record`` included (the in-memory pipelines come
-    first), so that each record keeps the path it was compared with. None before any."""
+    """The fastest in-memory way into ``fit`` measured so far on the record's device, the record
+    included (in-memory pipelines come first), so that each record keeps what it was compared with."""
     found = [r for r in [*made, record] if r["pipeline"] in IN_MEMORY
              and r["device_kind"] == record["device_kind"]]
     top = max(found, key=lambda r: r["images_per_second"], default=None)
@@ -145,39 +118,53 @@ def _ceiling_so_far(made: list[dict], record: dict) -> dict | None:
         if top else None
 
 
-def _setting() -> dict:
-    """The cores, threads and allocator mode the measurement ran with."""
+def setting() -> dict:
+    """The cores, threads and allocator mode a measurement runs with."""
     from gpulesson.experiments import allocator
     from gpulesson.timing import cpu_settings
 
     return {"cpu_settings": cpu_settings(), **allocator.mode()}
 
 
-def measure(*, devices, n_images: int, batch_size: int, repeats: int, warmup: int = WARMUP,
-            pipelines=None, run_id: str | None = None, done=(), on_record=None,
-            progress=print) -> list[dict]:
-    """Measure every pipeline (default :func:`~gpulesson.experiments.ceiling.records.pipelines_for`
-    the device and backend) on each of ``devices`` with the current Keras backend; returns the records,
-    calling ``on_record(record)`` as each is made. Conditions in ``done`` are skipped."""
-    import keras
-
-    from gpulesson.devices import keras_device_name
-    from gpulesson.experiments.feeding.pipelines import device_method, grain_workers
+def synthetic_file(folder, n_images: int, batch_size: int):
+    """``(path, x, y)``: synthetic images and labels, and an HDF5 file of them chunked by batch."""
     from gpulesson.hdf5 import write_hdf5
     from gpulesson.synthetic import make_synthetic
 
     if not 1 <= batch_size <= n_images:
         raise ValueError(f"batch_size must be from 1 to n_images ({n_images}), not {batch_size}")
+    (x, y), _ = make_synthetic(n_images, 10, seed=0, progress=False)
+    y = y.astype("int32")
+    path = write_hdf5(f"{folder}/train.h5", (x, y), (x[:16], y[:16]), source=DATA,
+                      class_names=[f"class {i}" for i in range(10)],
+                      chunk_rows=batch_size, progress=False)
+    return path, x, y
+
+
+def keep(record: dict, made: list, on_record, progress, label: str) -> None:
+    """Append ``record`` to ``made``, hand it to ``on_record`` and say its rate."""
+    made.append(record)
+    if on_record:
+        on_record(record)
+    progress(f"{label}: " + fit_progress(record["n_images"], record["summary"]))
+
+
+def measure(*, devices, n_images: int, batch_size: int, repeats: int, warmup: int = WARMUP,
+            pipelines=None, run_id: str | None = None, done=(), on_record=None,
+            progress=print) -> list[dict]:
+    """Measure every pipeline (default all of the device's and backend's) on each of ``devices``
+    with the current Keras backend, skipping the conditions in ``done``; the records."""
+    import keras
+
+    from gpulesson.devices import keras_device_name
+    from gpulesson.experiments.feeding.pipelines import device_method, grain_workers
+
     backend = keras.backend.backend()
     done = set(done)  # conditions of the run so far: looked up once per pipeline
     run_id = run_id or new_run_id()
-    (x, y), _ = make_synthetic(n_images, 10, seed=0, progress=False)
-    y = y.astype("int32")
     made = []
     with tempfile.TemporaryDirectory(prefix="gpulesson-ceiling-") as folder:
-        path = write_hdf5(f"{folder}/train.h5", (x, y), (x[:16], y[:16]), source=DATA,
-                          class_names=[f"class {i}" for i in range(10)],
-                          chunk_rows=batch_size, progress=False)
+        path, x, y = synthetic_file(folder, n_images, batch_size)
         for device in devices:
             keras_device = keras_device_name(device)
             measured = pipelines_for(device, backend)
@@ -193,16 +180,12 @@ def measure(*, devices, n_images: int, batch_size: int, repeats: int, warmup: in
                 record = measurement_record(
                     seconds, warmup=warmup, run_id=run_id, device=device, pipeline=name,
                     batch_size=batch_size, n_images=n_images,
-                    extra={**meter.read(), **_setting(), **device_method(name),
+                    extra={**meter.read(), **setting(), **device_method(name),
                            **({"grain_workers": grain_workers()} if name == "lesson-grain"
                               else {}),
                            "wall_seconds": time.perf_counter() - started})
                 assert condition(record) == (backend, device, name, batch_size)
                 record["ceiling"] = _ceiling_so_far(made, record)
-                made.append(record)
-                if on_record:
-                    on_record(record)
-                progress(f"{backend} {device} {name}: "
-                         + fit_progress(n_images, record["summary"]))
+                keep(record, made, on_record, progress, f"{backend} {device} {name}")
                 del model
     return made

@@ -1,121 +1,86 @@
-"""The ceiling on the page: episode 9's ``ref_ceil_*`` values and the command's table.
-
-Every value comes from the reference (:func:`~gpulesson.experiments.ceiling.records.reference_run`):
-for each device the newest run complete there, named by its run, machine and software. A
-``device`` record of the old method is in no row, share or ceiling, and a sentence says so
-(:func:`old_method_note`). Imports no deep-learning framework.
-"""
+"""The ceiling on the page: episode 9's ``ref_ceil_*`` values, the command's table and the figure.
+Each device's values come from its newest complete run, named by its run, machine and software."""
 
 from __future__ import annotations
 
+from gpulesson.experiments import pagewords as words
 from gpulesson.experiments import parts
-from gpulesson.experiments.ceiling.figures import alt_text
-from gpulesson.experiments.ceiling.records import (
-    BACKENDS,
-    DATA,
-    NAMES,
-    PIPELINES,
-    RESULTS_FILE,
-    TARGET_SHARE,
-    ceiling,
-    find,
-    groups,
-    has_goal,
-    middle_note,
-    old_method,
-    own_step_note,
-    rate_number,
-    rate_summary,
-    reference_run,
-    share,
-    share_text,
-    shown,
-    verdict,
-)
-from gpulesson.experiments.common import markdown_table, summary_text
-from gpulesson.experiments.pagewords import (
-    NOTHING_YET,
-    headed,
-    listed,
-    malloc_fixed,
-    met,
-    none_yet,
-)
+from gpulesson.experiments.ceiling import records as cr
+from gpulesson.experiments.common import SPREAD_NOTE, draw_spread, markdown_table, summary_text
+from gpulesson.experiments.figkit import need, panels, run_title
+from gpulesson.experiments.recordset import rate_summary
 from gpulesson.results import NOT_RECORDED, data_label, hardware
 from gpulesson.settings import LABELS
 
+NONE = words.none_yet("ceiling run", "python -m gpulesson.experiments.ceiling")
+STREAMS = ("lesson-ahead", "lesson-grain")  # the lesson's streams: a reader thread, Grain's processes
+GPU_COMMAND = "python -m gpulesson.experiments.ceiling --devices gpu"
+FILE = "feeding-ceiling.svg"
+# In memory blue, the lesson's generator orange, reading ahead green, Grain's processes purple;
+# without mixing (window=1) lighter.
+COLOURS = {**dict.fromkeys(cr.IN_MEMORY, "#4c72b0"), "lesson-window1": "#f0b27a", "lesson": "#dd8452",
+           "lesson-ahead-window1": "#8fbf8f", "lesson-ahead": "#55a868", "lesson-grain": "#8172b3"}
+
+
+def _name(backend: str) -> str:
+    return cr.NAMES.get(backend, backend)
+
 
 def rate_text(record: dict | None) -> str:
-    """Median images/s and the range over the record's timed epochs."""
-    return summary_text(rate_summary(record), rate_number, what="epochs") if record else "not measured"
+    return summary_text(rate_summary(record), cr.rate_number, what="epochs") if record else "not measured"
 
 
 def rows(records) -> list[list[str]]:
-    """One row per record: backend and device, pipeline, images/s, how it compares with the
-    ceiling of its backend and device."""
     found = []
-    for backend, device in groups(records):
-        top = ceiling(records, backend, device)
-        for name in PIPELINES:
-            record = find(records, backend, device, name)
-            if record:
-                found.append([f"{NAMES.get(backend, backend)}, {device.upper()}", name,
-                              rate_text(record), verdict(record, top) or ""])
+    for backend, device in cr.groups(records):
+        top = cr.ceiling(records, backend, device)
+        for name in cr.PIPELINES:
+            if record := cr.find(records, backend, device, name):
+                found.append([f"{_name(backend)}, {device.upper()}", name, rate_text(record),
+                              cr.verdict(record, top) or ""])
     return found
 
 
-def compared(records) -> str:
-    """Which epochs the last column compares, in the rule's words
-    (:func:`~gpulesson.experiments.ceiling.records.middle_note`)."""
-    return middle_note(*(rate_summary(r) for r in shown(records)))
-
-
 def table(records) -> str:
-    """The run as a Markdown table (for the page); the last column's header says which epochs
-    its verdicts compare, so that a reader can check them against the ranges shown."""
-    note = compared(records)
-    head = ["Backend, device", "Fed from", "Images/s: median (range)",
-            headed("Against the ceiling", note)]
-    return markdown_table(head, rows(records))
+    """The run as a Markdown table; the last column's header says which epochs it compares."""
+    note = words.middle_note(*(rate_summary(r) for r in cr.shown(records)))
+    return markdown_table(["Backend, device", "Fed from", "Images/s: median (range)",
+                           words.headed("Against the ceiling", note)], rows(records))
 
 
 def describe(records) -> str:
-    """The run as plain text (for the command line)."""
     if not records:
         return "No ceiling records."
-    out = parts.run_labels(records)
-    for backend_device, name, rate, said in rows(records):
-        out.append(f"  {backend_device:16} {name:17} {rate:40} {said}")
-    return "\n".join(out)
+    return "\n".join([*parts.run_labels(records),
+                      *(f"  {where:16} {name:17} {rate:40} {said}"
+                        for where, name, rate, said in rows(records))])
 
 
 def goal_shares(records) -> str:
-    """The lesson's generator against the ceiling, one share a backend and device, grouped by
-    device with the machine and date each was measured on (the CPU's and the GPU's may be
-    different machines and days), and whether it meets the goal where the goal applies (JAX
-    and PyTorch): what the page says where it states the goal."""
+    """The generator's share of the ceiling on each backend, by device with its machine and date
+    (the CPU's and the GPU's may be different machines and days), and the goal where it applies."""
     shares: dict[str, list[str]] = {}
     judged, hidden = [], []
-    for backend, device in groups(records):
-        top, lesson = ceiling(records, backend, device), find(records, backend, device, "lesson")
+    for backend, device in cr.groups(records):
+        top, lesson = cr.ceiling(records, backend, device), cr.find(records, backend, device, "lesson")
         if top and lesson:
             shares.setdefault(device, []).append(
-                f"{share_text(share(lesson, top))} on {NAMES.get(backend, backend)}")
-            if has_goal(lesson):
-                judged.append(share(lesson, top) >= TARGET_SHARE)
-                own = own_step_note(records, backend, device)
+                f"{cr.share_text(cr.share(lesson, top))} on {_name(backend)}")
+            if cr.has_goal(lesson):
+                judged.append(cr.share(lesson, top) >= cr.TARGET_SHARE)
+                own = cr.own_step_note(records, backend, device)
                 if judged[-1] and own:
-                    hidden.append(f"on {NAMES.get(backend, backend)} ({device.upper()}) only "
+                    hidden.append(f"on {_name(backend)} ({device.upper()}) only "
                                   f"because {own} hides the reading")
     if not shares:
         return "The reference run has no record of the lesson's generator to compare with."
-    runs = parts.part_runs(shown(records))
+    runs = parts.part_runs(cr.shown(records))
     said = "With the do-nothing model, the lesson's generator reached these shares of the ceiling."
     for device, found in shares.items():
-        part = [r for r in shown(records) if r["device_kind"] == device
+        part = [r for r in cr.shown(records) if r["device_kind"] == device
                 and r["run_id"] == runs[device]]
         said += (f" On the {device.upper()} ({parts.machine(part)}, {part[0]['date'][:10]}): "
-                 f"{listed(found)}.")
+                 f"{words.listed(found)}.")
     if judged:
         how = ("missed" if not any(judged) else "met" if all(judged)
                else f"met in {sum(judged)} of {len(judged)} cases")
@@ -124,64 +89,43 @@ def goal_shares(records) -> str:
     return said
 
 
-STREAMS = ("lesson-ahead", "lesson-grain")  # the lesson's streams: a reader thread, Grain's processes
-GPU_COMMAND = "python -m gpulesson.experiments.ceiling --devices gpu"
-
-
-def _gpu_part(records) -> list[dict]:
-    run = parts.part_runs(shown(records)).get("gpu")
-    return [r for r in shown(records) if r["device_kind"] == "gpu" and r["run_id"] == run]
-
-
 def stream_goal(records) -> str:
-    """The stream's goal with the do-nothing model: each of :data:`STREAMS` at least
-    :data:`TARGET_SHARE` of ``ram`` (medians), on each backend the GPU's run measured, named with
-    its run; where it has no such pair, the command that records it."""
-    part = _gpu_part(records)
+    """Each of :data:`STREAMS` against ``ram`` on each backend of the GPU's run, or the command
+    that records it."""
+    run = parts.part_runs(cr.shown(records)).get("gpu")
+    part = [r for r in cr.shown(records) if r["device_kind"] == "gpu" and r["run_id"] == run]
     said = []
-    for backend, _ in groups(part):
-        ram = find(part, backend, "gpu", "ram")
+    for backend, _ in cr.groups(part):
+        ram = cr.find(part, backend, "gpu", "ram")
         for name in STREAMS:
-            stream = find(part, backend, "gpu", name)
+            stream = cr.find(part, backend, "gpu", name)
             if stream and ram:
-                ratio = share(stream, ram)
-                said.append(f"`{name}` {share_text(ratio)} of `ram` on "
-                            f"{NAMES.get(backend, backend)} "
-                            f"({met(ratio >= TARGET_SHARE)})")
-    goal = f"goal: at least {TARGET_SHARE:.0%} of `ram`"
+                ratio = cr.share(stream, ram)
+                said.append(f"`{name}` {cr.share_text(ratio)} of `ram` on {_name(backend)} "
+                            f"({words.met(ratio >= cr.TARGET_SHARE)})")
+    goal = f"goal: at least {cr.TARGET_SHARE:.0%} of `ram`"
     if not said:
         return (f"With the do-nothing model, `{STREAMS[0]}` has no GPU record yet ({goal}): "
                 f"`{GPU_COMMAND}` records it.")
     missing = [f"`{name}`" for name in STREAMS if not any(r["pipeline"] == name for r in part)]
-    later = (f" {listed(missing)}: not yet recorded on the GPU." if missing else "")
+    later = (f" {words.listed(missing)}: not yet recorded on the GPU." if missing else "")
     return (f"With the do-nothing model on the {parts.machine(part)} (run {part[0]['run_id']}), "
-            f"{listed(said)}; {goal}.{later}")
-
-
-NONE = none_yet("ceiling run", "python -m gpulesson.experiments.ceiling")
-
-
-def provenance(records) -> str:
-    """Where and how each device's part was measured: its machine, software and run."""
-    return parts.provenance(records, file="results/ceiling.jsonl")
+            f"{words.listed(said)}; {goal}.{later}")
 
 
 def malloc_note(records) -> str:
-    """Which malloc mode the run's PyTorch records were made in, as a sentence ('' without
-    PyTorch records): a reader compares only runs made in the same mode."""
-    torch = [r for r in shown(records) if r.get("backend") == "torch"]
+    """Which malloc mode PyTorch was measured in: a reader compares only runs of the same mode."""
+    torch = [r for r in cr.shown(records) if r.get("backend") == "torch"]
     if not torch:
         return ""
-    if malloc_fixed(torch):
+    if words.malloc_fixed(torch):
         return "PyTorch was measured with glibc malloc's thresholds fixed."
     return ("PyTorch was measured in glibc malloc's default mode, in which a fit can land in a "
             "fast or a slow mode by chance.")
 
 
 def old_method_note(records) -> str:
-    """A sentence naming the ``device`` rows left out because they were recorded before their
-    method was (:func:`~gpulesson.experiments.ceiling.records.old_method`), or ''."""
-    old = old_method(records)
+    old = cr.old_method(records)
     if not old:
         return ""
     devices = " and ".join(d.upper() for d in ("cpu", "gpu") if any(r["device_kind"] == d for r in old))
@@ -190,24 +134,74 @@ def old_method_note(records) -> str:
             "they are left out here, ceiling included.")
 
 
-def substitutions(path=RESULTS_FILE) -> dict[str, str]:
-    """Episode 9's values of the ceiling (MyST substitutions ``ref_ceil_*``)."""
-    records = reference_run(path)
+def substitutions(path=cr.RESULTS_FILE) -> dict[str, str]:
+    """Episode 9's ``ref_ceil_*`` values."""
+    records = cr.reference_run(path)
+    summary = (malloc_note(records), parts.provenance(records, file="results/ceiling.jsonl"),
+               old_method_note(records))
     return {
         "ref_ceil_table": table(records) if records else NONE,
         # The data the table's rates were measured on, named where the table is introduced.
-        "ref_ceil_data": data_label(shown(records)) if shown(records) else LABELS[DATA],
-        "ref_ceil_summary": (" ".join(filter(None, (malloc_note(records), provenance(records),
-                                                    old_method_note(records)))) if records
-                             else NOTHING_YET),
-        "ref_ceil_backends": (", ".join(NAMES[b] for b in BACKENDS
+        "ref_ceil_data": data_label(cr.shown(records)) if cr.shown(records) else LABELS[cr.DATA],
+        "ref_ceil_summary": " ".join(filter(None, summary)) if records else words.NOTHING_YET,
+        "ref_ceil_backends": (", ".join(cr.NAMES[b] for b in cr.BACKENDS
                                         if any(r["backend"] == b for r in records))
                               or NOT_RECORDED),
         # The GPU the run measured on: the episode's note on what is missing tests it.
         "ref_ceil_gpu": hardware(records).get("GPU", NOT_RECORDED),
-        "ref_ceil_goal": f"{TARGET_SHARE:.0%}",
+        "ref_ceil_goal": f"{cr.TARGET_SHARE:.0%}",
         "ref_ceil_shares": (goal_shares(records) if records else "No ceiling run has been "
                             "recorded yet to say how close the lesson's generator comes."),
         "ref_ceil_alt": alt_text(records),
         "ref_ceil_stream": stream_goal(records),
     }
+
+
+def _panels(records):
+    for backend, device in cr.groups(records):
+        drawn = [(name, r) for name in cr.PIPELINES if (r := cr.find(records, backend, device, name))]
+        yield backend, device, drawn, cr.ceiling(records, backend, device)
+
+
+def alt_text(records) -> str:
+    if not records:
+        return "No ceiling measurement is recorded yet."
+    said = []
+    for backend, device, drawn, top in _panels(records):
+        bars = ", ".join(f"{name} {cr.rate_number(r['images_per_second'])}"
+                         + ("" if r is top else f" ({cr.share_text(cr.share(r, top))})")
+                         for name, r in drawn)
+        said.append(f"{_name(backend)} on the {device.upper()}: {bars}")
+    return ("Horizontal bars of the median images per second that fit reaches with a model "
+            "that does almost nothing, one panel per backend and device, each on its own scale "
+            "and titled with its run and machine, with whiskers from "
+            f"the slowest to the fastest epoch and a dashed line at {cr.TARGET_SHARE:.0%} of the "
+            "fastest in-memory bar (the ceiling). Medians, with shares of the ceiling in "
+            f"brackets: {'; '.join(said)}.")
+
+
+def figures(records):
+    """A panel per backend and device, a bar per way of feeding ``fit``."""
+    need(records, "run python -m gpulesson.experiments.ceiling")
+    drawn_panels = list(_panels(records))
+    bars = sum(len(drawn) for _, _, drawn, _ in drawn_panels)
+    # Each panel on its own scale: the devices may be machines far apart in speed.
+    fig, axes = panels(len(drawn_panels), (8, 1.4 + 0.24 * bars + 0.75 * len(drawn_panels)))
+    for ax, (backend, device, drawn, top) in zip(axes, drawn_panels, strict=True):
+        positions = list(range(len(drawn)))[::-1]
+        rates = [rate_summary(r) for _, r in drawn]
+        colours = [COLOURS.get(name, COLOURS["lesson"]) for name, _ in drawn]
+        ax.barh(positions, [s["median"] for s in rates], color=colours, height=0.6)
+        draw_spread(ax, positions, rates, horizontal=True)
+        ax.set_yticks(positions, [name for name, _ in drawn])
+        if top:
+            ax.axvline(cr.TARGET_SHARE * top["images_per_second"], color="black",
+                       linestyle="--", linewidth=1)
+        run_title(ax, f"{_name(backend)}, {device.upper()}", [r for _, r in drawn])
+    axes[-1].set_xlabel("images per second through fit (higher is better; each panel on "
+                        "its own scale)")
+    fig.suptitle(f"The ceiling of fit: blue in memory, orange the lesson's generator (light: "
+                 f"window=1, not mixed);\ndashed line {cr.TARGET_SHARE:.0%} of the ceiling.\n"
+                 f"{SPREAD_NOTE}", fontsize=8.5)
+    fig.tight_layout()
+    return (fig,)

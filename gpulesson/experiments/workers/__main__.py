@@ -4,14 +4,9 @@
     python -m gpulesson.experiments.workers --backends jax --devices gpu --workers 0 2 8
     python -m gpulesson.experiments.workers --quick --out my-workers.jsonl
 
-One process per backend (``KERAS_BACKEND`` set; PyTorch with glibc malloc's thresholds fixed and
-``OMP_WAIT_POLICY=PASSIVE``, :data:`SETTINGS`),
-each appending its records to the results file as it makes them, all with one ``run_id``;
-``--run-id`` goes on with an earlier run, skipping the conditions it has. Every condition: a
-recorded warm-up epoch (which also starts the workers) and 5 timed epochs (2 with ``--quick``)
-of 50,000 images in batches of 256 (1,024 in batches of 64). Without ``--workers``: 0, then
-1, 2, 4, ... up to the cores available, at most 8. On an idle 2-core machine the command takes
-about 5 minutes, mostly for starting worker processes, which import Keras each.
+One process per backend, all appending to one run; PyTorch's with glibc malloc's thresholds
+fixed and :data:`SETTINGS`. The warm-up epoch also starts the workers. On an idle 2-core machine
+the command takes about 5 minutes, mostly for starting worker processes, which import Keras each.
 """
 
 from __future__ import annotations
@@ -41,7 +36,6 @@ _parser = COMMAND.parser
 
 
 def _measure_here(args, *, quick: bool, run_id: str, done: set) -> list[dict]:
-    """Measure with this process's backend (the child's work)."""
     from gpulesson.experiments.workers.measure import measure
 
     return measure(devices=cli.devices_here(args.devices), works=args.works or list(WORK),

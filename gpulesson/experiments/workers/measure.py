@@ -1,18 +1,9 @@
-"""Measuring Grain's worker processes: the ceiling's model, fed the stored blocks through the
-lesson's ``grain_blocks``, with and without the lesson's augmentation (``flip_crop``), by 0 to N
-worker processes.
-
-The model does almost nothing (:func:`~gpulesson.experiments.ceiling.measure.tiny_model`), so an
-epoch's time is what the input path costs. With no worker, Grain's reading threads read and
-augment the blocks in the training process; with N, N processes do and hand each block over
-through shared memory. Before the fits, the cost of reading one block and of augmenting one is
-measured alone (:func:`block_costs`), so that a page can say what each worker has to do. Each
-condition follows the lesson's rule: a recorded warm-up epoch (it also takes the workers'
-start) and the timed epochs after it (:func:`gpulesson.experiments.common.synced_epoch_timer`).
-The data hold exactly the epochs ``fit`` trains, as episode 9 teaches, and each epoch is split
-where its time goes (:class:`EpochSplitter`), so that a slow last epoch says whether it waited
-before its first batch, between batches or after its last one (``records.METHOD``).
-"""
+"""Measuring Grain's worker processes: the ceiling's do-nothing model, so that an epoch's time
+is what the input path costs, fed the stored blocks through ``grain_blocks`` as they are or
+augmented (``flip_crop``), by no worker (Grain's reading threads in the training process) or by
+N processes that hand each block over through shared memory. The data hold exactly the epochs
+``fit`` trains, as episode 9 teaches, and each epoch is split where its time goes
+(:class:`EpochSplitter`), so that a slow last epoch says where it waited."""
 
 from __future__ import annotations
 
@@ -21,19 +12,9 @@ import statistics
 import tempfile
 import time
 
-from gpulesson.experiments.common import (
-    WARMUP,
-    Budget,
-    BusyMeter,
-    fit_progress,
-    synced_epoch_timer,
-)
-from gpulesson.experiments.workers.records import (
-    DATA,
-    WORK,
-    condition,
-    measurement_record,
-)
+from gpulesson.experiments.ceiling.measure import keep, setting, synthetic_file, tiny_model
+from gpulesson.experiments.common import WARMUP, Budget, BusyMeter, synced_epoch_timer
+from gpulesson.experiments.workers.records import WORK, condition, measurement_record
 from gpulesson.results import new_run_id
 
 COST_BLOCKS = 20  # blocks read and augmented alone for block_costs
@@ -49,8 +30,8 @@ def default_workers(cores: int) -> list[int]:
 
 
 def block_costs(path, batch_size: int, *, seed: int = 0) -> dict:
-    """Median milliseconds to read one stored block, and to augment one (``flip_crop``), in this
-    process, over :data:`COST_BLOCKS` blocks."""
+    """Median ms to read one stored block and to augment one, alone in this process: what each
+    worker has to do."""
     import numpy as np
 
     from gpulesson.lesson import HDF5Batches
@@ -70,12 +51,11 @@ def block_costs(path, batch_size: int, *, seed: int = 0) -> dict:
 
 
 class EpochSplitter:
-    """Where each epoch's time goes, from ``fit``'s callbacks read on ``clock``: before its
-    first batch ended (``first_batch``: the iterator's start or a refill), up to its last batch's
-    end (``to_last_batch``), after it until the epoch ended (``after_last_batch``: where the
-    iterator meets the end of the data and Grain's workers stop), and its longest gap between
-    two batches (``longest_gap``, ending at batch ``longest_gap_at``), all in seconds.
-    :meth:`callback` makes the Keras callback; the arithmetic needs no framework."""
+    """Where each epoch's seconds go, read on ``clock``: until its first batch ended
+    (``first_batch``: the iterator's start or a refill), to its last batch's end
+    (``to_last_batch``), after it (``after_last_batch``: where the iterator meets the end of the
+    data and Grain's workers stop), and its longest gap between batches (``longest_gap``, ending
+    at batch ``longest_gap_at``)."""
 
     def __init__(self, clock=time.perf_counter):
         self.clock, self.splits, self.ended = clock, [], None
@@ -123,12 +103,10 @@ class EpochSplitter:
 
 def _fit(model, path, *, work: str, workers: int, batch_size: int, warmup: int,
          repeats: int) -> tuple[list[float], dict]:
-    """Seconds of every epoch of one fit fed by ``grain_blocks``, warm-up first, and the split
-    of each epoch (:class:`EpochSplitter`) with what followed the last: ``exit_seconds`` until
-    ``fit`` returned, ``teardown_seconds`` to drop the dataset (its workers stop).
-
-    The dataset holds exactly the epochs ``fit`` trains, as the lesson's code does: the last
-    epoch meets the end of the data, and its split says what that costs."""
+    """Seconds of every epoch of one fit fed by ``grain_blocks``, warm-up first, and each
+    epoch's split, then ``exit_seconds`` until ``fit`` returned and ``teardown_seconds`` to drop
+    the dataset (its workers stop). The last epoch meets the end of the data: its split says
+    what that costs."""
     import gc
 
     from gpulesson.lesson.feeding import flip_crop, grain_blocks
@@ -149,43 +127,28 @@ def _fit(model, path, *, work: str, workers: int, batch_size: int, warmup: int,
 
 
 def _setting() -> dict:
-    """The cores, threads, allocator mode, OpenMP's waiting and Grain's version the measurement
-    ran with."""
+    """The ceiling's setting, with OpenMP's waiting and Grain's version."""
     from importlib.metadata import version
 
-    from gpulesson.experiments import allocator
-    from gpulesson.timing import cpu_settings
-
-    return {"cpu_settings": cpu_settings(), **allocator.mode(), "grain": version("grain"),
-            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")}
+    return {**setting(), "grain": version("grain"), "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")}
 
 
 def measure(*, devices, n_images: int, batch_size: int, repeats: int, warmup: int = WARMUP,
             works=tuple(WORK), workers=None, run_id: str | None = None, done=(), on_record=None,
             progress=print) -> list[dict]:
     """Measure every ``works`` x ``workers`` (default :func:`default_workers` of the cores) on
-    each of ``devices`` with the current Keras backend; returns the records, calling
-    ``on_record(record)`` as each is made. Conditions in ``done`` are skipped."""
+    each of ``devices`` with the current Keras backend, skipping the conditions in ``done``."""
     import keras
 
     from gpulesson.devices import keras_device_name
-    from gpulesson.experiments.ceiling.measure import tiny_model
-    from gpulesson.hdf5 import write_hdf5
-    from gpulesson.synthetic import make_synthetic
     from gpulesson.timing import available_cores
 
-    if not 1 <= batch_size <= n_images:
-        raise ValueError(f"batch_size must be from 1 to n_images ({n_images}), not {batch_size}")
     backend = keras.backend.backend()
     counts = default_workers(available_cores()) if workers is None else sorted(set(workers))
     run_id, done = run_id or new_run_id(), set(done)
-    (x, y), _ = make_synthetic(n_images, 10, seed=0, progress=False)
     made = []
     with tempfile.TemporaryDirectory(prefix="gpulesson-workers-") as folder:
-        path = write_hdf5(f"{folder}/train.h5", (x, y.astype("int32")), (x[:16], y[:16]),
-                          source=DATA, class_names=[f"class {i}" for i in range(10)],
-                          chunk_rows=batch_size, progress=False)
-        del x, y
+        path = synthetic_file(folder, n_images, batch_size)[0]
         costs = block_costs(path, batch_size)
         for device in devices:
             keras_device = keras_device_name(device)
@@ -206,10 +169,6 @@ def measure(*, devices, n_images: int, batch_size: int, repeats: int, warmup: in
                         extra={**costs, **split, **meter.read(), **_setting(),
                                "wall_seconds": time.perf_counter() - started})
                     assert condition(record) == (backend, device, work, n, batch_size)
-                    made.append(record)
-                    if on_record:
-                        on_record(record)
-                    progress(f"{backend} {device} {work}, {n} worker(s): "
-                             + fit_progress(n_images, record["summary"]))
+                    keep(record, made, on_record, progress, f"{backend} {device} {work}, {n} worker(s)")
                     del model
     return made

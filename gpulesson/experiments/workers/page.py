@@ -1,126 +1,24 @@
-"""Grain's workers on the page: episode 9's ``ref_workers_*`` values and the command's table.
-
-Every value comes from the reference (:func:`~gpulesson.experiments.workers.records.reference_run`):
-for each device the newest run with a complete grid there, each named by its run, machine and
-software; without one, each says so in a sentence. Imports no deep-learning framework.
-"""
+"""Grain's workers on the page: episode 9's ``ref_workers_*`` values, the command's table and the
+figure. Each device's values come from its newest complete grid, named by its run and machine."""
 
 from __future__ import annotations
 
+from gpulesson.experiments import pagewords as words
 from gpulesson.experiments import parts
-from gpulesson.experiments.ceiling.records import measurably, middle_note
-from gpulesson.experiments.common import compare_middle, markdown_table, summary_text
-from gpulesson.experiments.pagewords import NOTHING_YET, headed, malloc_fixed, none_yet
-from gpulesson.experiments.workers.figures import SHORT, alt_text
-from gpulesson.experiments.workers.records import (
-    DATA,
-    METHOD,
-    NAMES,
-    RESULTS_FILE,
-    WORK,
-    against_none,
-    best,
-    conditions,
-    cost_ms,
-    find,
-    groups,
-    rate_summary,
-    reference_run,
-    stall,
-    teardown_may_be_timed,
-)
+from gpulesson.experiments.ceiling.page import rate_text
+from gpulesson.experiments.common import SPREAD_NOTE, draw_spread, markdown_table
+from gpulesson.experiments.figkit import need, panels, run_title
+from gpulesson.experiments.recordset import rate_summary
+from gpulesson.experiments.workers import records as wr
 from gpulesson.results import NOT_RECORDED, data_label, duration, hardware
 from gpulesson.settings import LABELS
+from gpulesson.summaries import NO_DIFFERENCE
 
-NONE = none_yet("run with Grain's worker processes", "python -m gpulesson.experiments.workers")
-
-
-def rate_text(record: dict) -> str:
-    """Median images/s and the range over the record's timed epochs."""
-    return summary_text(rate_summary(record), lambda v: f"{v:,.0f}", what="epochs")
-
-
-def rows(records) -> list[list[str]]:
-    """One row per record: backend and device, work, workers, images/s, against none."""
-    found = []
-    for backend, device in groups(records):
-        for work, n, record in conditions(records, backend, device):
-            verdict = against_none(record, records) or "baseline"
-            slow = stall(record)
-            if slow:  # trimmed from the comparison, never from the page
-                verdict += (f"; its last epoch {slow['seconds']:.3g} s, "
-                            f"{slow['seconds'] / slow['others']:.1f}× the others (below)")
-            found.append([f"{NAMES.get(backend, backend)}, {device.upper()}", SHORT[work],
-                          str(n), rate_text(record), verdict])
-    return found
-
-
-def compared(records) -> str:
-    """Which epochs the comparisons with no worker read, in the rule's words
-    (:func:`~gpulesson.experiments.ceiling.records.middle_note`)."""
-    return middle_note(*(rate_summary(r) for r in records))
-
-
-def table(records) -> str:
-    """The run as a Markdown table (for the page); the last column's header says which epochs
-    its verdicts compare, so that a reader can check them against the ranges shown."""
-    note = compared(records)
-    head = ["Backend, device", "Work on each block", "Worker processes",
-            "Images/s: median (range)", headed("Against no worker", note)]
-    return markdown_table(head, rows(records))
-
-
-def describe(records) -> str:
-    """The run as plain text (for the command line)."""
-    if not records:
-        return "No workers records."
-    out = parts.run_labels(records)
-    for backend_device, work, n, rate, said in rows(records):
-        out.append(f"  {backend_device:12} {work:24} {n:>2} {rate:42} {said}")
-    return "\n".join(out)
-
-
-# How a sentence names each work.
-IN_WORDS = {"none": "for the stored blocks", "augment": "with `flip_crop`"}
-
-
-def findings(records) -> str:
-    """A sentence a backend and device: what a block costs to read and to augment, and for
-    each work the fastest number of workers against none, in the rule's words."""
-    sentences = []
-    for backend, device in groups(records):
-        mine = [r for r in records if (r["backend"], r["device_kind"]) == (backend, device)]
-        cores = (mine[0].get("cpu_settings") or {}).get("cpu_cores_available", "?")
-        read, work_ms = (cost_ms(records, backend, device, key) for key in ("read_ms", "work_ms"))
-        said = []
-        for work in WORK:
-            top, base = best(records, backend, device, work), find(records, backend, device,
-                                                                     work, 0)
-            if top and base:
-                words = compare_middle(rate_summary(top), rate_summary(base),
-                                       higher_is_better=True)
-                said.append(f"{_versus_none(words)} {IN_WORDS[work]} ({top['workers']})")
-        costs = (f"; a block: read {read:.2g} ms, `flip_crop` {work_ms:.2g} ms"
-                 if read is not None and work_ms is not None else "")
-        if said:
-            sentences.append(f"{NAMES.get(backend, backend)}, {device.upper()} ({cores} "
-                             f"cores{costs}): the best count of workers was "
-                             f"{' and '.join(said)}.")
-    if sentences:
-        sentences.insert(0, f"Each comparison reads the {compared(records)}.")
-    return " ".join(part for part in [*sentences, stall_note(records), method_note(records)]
-                    if part) or NONE
-
-
-def _versus_none(said) -> str:
-    """A comparison with no worker as a clause: "1.3× slower than none", "measurably slower
-    than none", or, where the rule cannot tell them apart, "about as fast as none (no
-    measurable difference)"."""
-    if not said.measurable:
-        return "about as fast as none (no measurable difference)"
-    return f"{measurably(said)} than none"
-
-
+NONE = words.none_yet("run with Grain's worker processes", "python -m gpulesson.experiments.workers")
+FILE = "feeding-workers.svg"
+COLOURS = {"none": "#4c72b0", "augment": "#dd8452"}
+SHORT = {"none": "blocks as stored", "augment": "flip_crop on each image"}
+IN_WORDS = {"none": "for the stored blocks", "augment": "with `flip_crop`"}  # in a sentence
 # Where a stalled last epoch went, by the part of its split that took longest.
 WHERE = {
     "after_last_batch": "after its last batch, where the iterator met the end of the data and "
@@ -130,19 +28,83 @@ WHERE = {
 }
 
 
+def _title(backend: str, device: str) -> str:
+    return f"{wr.NAMES.get(backend, backend)}, {device.upper()}"
+
+
+def rows(records) -> list[list[str]]:
+    found = []
+    for backend, device in wr.groups(records):
+        for work, n, record in wr.conditions(records, backend, device):
+            verdict = wr.against_none(record, records) or "baseline"
+            slow = wr.stall(record)
+            if slow:  # trimmed from the comparison, never from the page
+                verdict += (f"; its last epoch {slow['seconds']:.3g} s, "
+                            f"{slow['seconds'] / slow['others']:.1f}× the others (below)")
+            found.append([_title(backend, device), SHORT[work], str(n), rate_text(record), verdict])
+    return found
+
+
+def compared(records) -> str:
+    return words.middle_note(*(rate_summary(r) for r in records))
+
+
+def table(records) -> str:
+    """The run as a Markdown table; the last column's header says which epochs it compares."""
+    return markdown_table(["Backend, device", "Work on each block", "Worker processes",
+                           "Images/s: median (range)",
+                           words.headed("Against no worker", compared(records))], rows(records))
+
+
+def describe(records) -> str:
+    if not records:
+        return "No workers records."
+    return "\n".join([*parts.run_labels(records),
+                      *(f"  {where:12} {work:24} {n:>2} {rate:42} {said}"
+                        for where, work, n, rate, said in rows(records))])
+
+
+def findings(records) -> str:
+    """A sentence a backend and device: what a block costs to read and to augment, and for
+    each work the fastest number of workers against none, in the rule's words."""
+    sentences = []
+    for backend, device in wr.groups(records):
+        mine = [r for r in records if (r["backend"], r["device_kind"]) == (backend, device)]
+        cores = (mine[0].get("cpu_settings") or {}).get("cpu_cores_available", "?")
+        read, work_ms = (wr.cost_ms(records, backend, device, key) for key in ("read_ms", "work_ms"))
+        said = []
+        for work in wr.WORK:
+            top = wr.best(records, backend, device, work)
+            if top and (versus := wr.against_none(top, records)):
+                said.append(f"{_versus_none(versus)} {IN_WORDS[work]} ({top['workers']})")
+        costs = (f"; a block: read {read:.2g} ms, `flip_crop` {work_ms:.2g} ms"
+                 if read is not None and work_ms is not None else "")
+        if said:
+            sentences.append(f"{_title(backend, device)} ({cores} cores{costs}): the best count "
+                             f"of workers was {' and '.join(said)}.")
+    if sentences:
+        sentences.insert(0, f"Each comparison reads the {compared(records)}.")
+    return " ".join(part for part in [*sentences, stall_note(records), method_note(records)]
+                    if part) or NONE
+
+
+def _versus_none(said: str) -> str:
+    if said == NO_DIFFERENCE:
+        return "about as fast as none (no measurable difference)"
+    return f"{said} than none"
+
+
 def stall_note(records) -> str:
-    """A sentence a record whose last epoch stalled (:func:`~gpulesson.experiments.workers.
-    records.stall`): its time against the others', and where it went (its split), or that it
-    was not split (an older record, which may hold the workers' shutdown,
-    :func:`~gpulesson.experiments.workers.records.teardown_may_be_timed`); '' without one."""
+    """Each record whose last epoch stalled: its time against the others', and where it went
+    (its split), or that it was not split (an older record, which may hold the workers' shutdown)."""
     said = []
     for r in records:
-        slow = stall(r)
+        slow = wr.stall(r)
         if not slow:
             continue
-        text = (f"{NAMES.get(r['backend'], r['backend'])}, {r['device_kind'].upper()}, "
-                f"{SHORT[r['work']]}, {r['workers']} workers: the last epoch took "
-                f"{slow['seconds']:.3g} s against a median of {slow['others']:.3g} s")
+        text = (f"{_title(r['backend'], r['device_kind'])}, {SHORT[r['work']]}, {r['workers']} "
+                f"workers: the last epoch took {slow['seconds']:.3g} s against a median of "
+                f"{slow['others']:.3g} s")
         split = slow["split"]
         if split:
             text += (f"; {duration(split[slow['where']])} of it {WHERE[slow['where']]} "
@@ -154,7 +116,7 @@ def stall_note(records) -> str:
         else:
             text += ("; not split, as it was recorded before the method that splits each "
                      "epoch" + (": it may hold the workers' shutdown, as Keras on JAX reads "
-                                "one batch ahead there" if teardown_may_be_timed(r) else ""))
+                                "one batch ahead there" if wr.teardown_may_be_timed(r) else ""))
         said.append(text)
     if not said:
         return ""
@@ -162,9 +124,8 @@ def stall_note(records) -> str:
 
 
 def method_note(records) -> str:
-    """Which method the records shown were timed with, where it is not the current one
-    (:data:`~gpulesson.experiments.workers.records.METHOD`), and what the next run adds."""
-    older = sorted({r["device_kind"].upper() for r in records if r.get("method") != METHOD})
+    """The devices whose records were timed before the current method, and what the next run adds."""
+    older = sorted({r["device_kind"].upper() for r in records if r.get("method") != wr.METHOD})
     if not older:
         return ""
     return (f"The {' and '.join(older)} part{'s' if len(older) > 1 else ''} shown "
@@ -175,36 +136,77 @@ def method_note(records) -> str:
             "as this episode's code does, and splits each epoch where its time goes.")
 
 
-def torch_setting(records) -> str:
-    """How the run's PyTorch process was set up, as it recorded it ('' without one)."""
+def provenance(records) -> str:
+    """How the run's PyTorch process was set up, then each device's machine, software and run."""
     torch = [r for r in records if r["backend"] == "torch"]
-    if not torch:
-        return ""
-    malloc = malloc_fixed(torch)
     policy = {r.get("omp_wait_policy") for r in torch}
-    said = [*(["glibc malloc's thresholds fixed"] if malloc else []),
+    said = [*(["glibc malloc's thresholds fixed"] if torch and words.malloc_fixed(torch) else []),
             *([f"`OMP_WAIT_POLICY={policy.pop()}`"] if len(policy) == 1 and None not in policy
               else [])]
-    return f"PyTorch ran with {' and '.join(said)}. " if said else ""
-
-
-def provenance(records) -> str:
-    """Where and how each device's part was measured: its machine, software and run."""
-    return torch_setting(records) + parts.provenance(
+    return (f"PyTorch ran with {' and '.join(said)}. " if said else "") + parts.provenance(
         records, file="results/workers.jsonl",
         extra=lambda part: f", Grain {part[0].get('grain', '?')}")
 
 
-def substitutions(path=RESULTS_FILE) -> dict[str, str]:
-    """Episode 9's values of Grain's workers (MyST substitutions ``ref_workers_*``)."""
-    records = reference_run(path)
+def substitutions(path=wr.RESULTS_FILE) -> dict[str, str]:
+    """Episode 9's ``ref_workers_*`` values."""
+    records = wr.reference_run(path)
     return {
         "ref_workers_table": table(records) if records else NONE,
         "ref_workers_summary": (f"{findings(records)} {provenance(records)}" if records
-                                else NOTHING_YET),
+                                else words.NOTHING_YET),
         "ref_workers_alt": alt_text(records),
         # The data the table's rates were measured on, named where the table is introduced.
-        "ref_workers_data": data_label(records) if records else LABELS[DATA],
+        "ref_workers_data": data_label(records) if records else LABELS[wr.DATA],
         # The GPU the run measured on: the episode's note on what is missing tests it.
         "ref_workers_gpu": hardware(records).get("GPU", NOT_RECORDED),
     }
+
+
+def alt_text(records) -> str:
+    if not records:
+        return "No measurement of Grain's worker processes is recorded yet."
+    said = []
+    for backend, device in wr.groups(records):
+        drawn = wr.conditions(records, backend, device)
+        bars = "; ".join(
+            f"{SHORT[work]}: " + ", ".join(f"{n} {'worker' if n == 1 else 'workers'} "
+                                           f"{r['images_per_second']:,.0f}"
+                                           for w, n, r in drawn if w == work)
+            for work in wr.WORK if any(w == work for w, _, _ in drawn))
+        said.append(f"{wr.NAMES.get(backend, backend)} on the {device.upper()}: {bars}")
+    return ("Bars of the median images per second that fit reaches through Grain with a model "
+            "that does almost nothing, against the number of worker processes, blue for the "
+            "stored blocks as they are and orange with the lesson's augmentation, one panel per "
+            "backend and device, each on its own scale and titled with its run and machine, "
+            "with whiskers from the slowest to the fastest epoch. Medians: "
+            f"{'. '.join(said)}.")
+
+
+def figures(records):
+    """A panel per backend and device (each on its own scale: the devices may be different
+    machines), bars by number of workers, side by side only where a panel has both works."""
+    need(records, "run python -m gpulesson.experiments.workers")
+    pairs = wr.groups(records)
+    fig, axes = panels(len(pairs), (4.2 * len(pairs) + 1, 3.9), across=True)
+    for ax, (backend, device) in zip(axes, pairs, strict=True):
+        bars = wr.conditions(records, backend, device)
+        counts = sorted({n for _, n, _ in bars})
+        works = [work for work in wr.WORK if any(w == work for w, _, _ in bars)]
+        width = 0.8 / len(works)
+        for offset, work in enumerate(works):
+            drawn = [(counts.index(n) + (offset - (len(works) - 1) / 2) * width, rate_summary(r))
+                     for w, n, r in bars if w == work]
+            positions = [p for p, _ in drawn]
+            ax.bar(positions, [s["median"] for _, s in drawn], width=width * 0.95,
+                   color=COLOURS[work], label=SHORT[work])
+            draw_spread(ax, positions, [s for _, s in drawn])
+        ax.set_xticks(range(len(counts)), [str(n) for n in counts])
+        ax.set_xlabel("Grain worker processes (0: none)")
+        run_title(ax, _title(backend, device), [r for _, _, r in bars], between="\n", fontsize=8)
+        ax.legend(fontsize=7, loc="lower right")
+    axes[0].set_ylabel("images per second through fit\n(higher is better)")
+    fig.suptitle("Grain's worker processes with a model that does almost nothing; each panel on "
+                 f"its own scale\n{SPREAD_NOTE}", fontsize=8.5)
+    fig.tight_layout()
+    return (fig,)

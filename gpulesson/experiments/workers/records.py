@@ -1,26 +1,14 @@
-"""Grain's worker processes: the records, one per backend, device, per-item work and number of
-worker processes, and what a page takes from them.
-
-A record is one condition (:data:`CONDITION`): its warm-up and timed epochs, their summary, the
-cost of the per-item work and of reading a block measured alone, the cores and load it ran
-with. Each number of workers is compared with none (the blocks read and worked on in the
-training process, by Grain's reading threads) through
-:func:`~gpulesson.experiments.common.compare_middle`, so that a difference inside the noise
-is not called one, and one stray epoch does not decide it. The page's reference is, for each
-device, the newest run whose grid on that device is complete (:func:`complete`). Imports no
-deep-learning framework.
-"""
+"""Grain's worker processes: the records (one per backend, device, per-item work and number of
+worker processes), each compared with no worker, and what a page takes from them."""
 
 from __future__ import annotations
 
 import statistics
 
 from gpulesson.devices import BACKEND_TITLES
-from gpulesson.experiments.ceiling.records import (
-    N_IMAGES,  # noqa: F401 (the ceiling's epoch, re-exported)
-    measurably,
-)
+from gpulesson.experiments.ceiling.records import N_IMAGES  # noqa: F401 (the ceiling's epoch)
 from gpulesson.experiments.common import compare_middle
+from gpulesson.experiments.pagewords import measurably
 from gpulesson.experiments.recordset import RecordSet, rate_summary
 
 EXPERIMENT = "workers"
@@ -45,8 +33,6 @@ STALL_FACTOR = 1.5  # a last epoch this many times the other timed epochs' media
 
 def measurement_record(seconds: list[float], *, warmup: int, run_id: str, device: str, work: str,
                        workers: int, batch_size: int, n_images: int, extra: dict) -> dict:
-    """One results-file record: ``seconds`` of every epoch, the first ``warmup`` of them the
-    warm-up (recorded, never summarised)."""
     return RECORDS.epoch_record(
         seconds, warmup=warmup, run_id=run_id, device=device, n_images=n_images, extra=extra,
         own={"work": work, "work_label": WORK[work], "workers": workers, "batch_size": batch_size},
@@ -54,19 +40,17 @@ def measurement_record(seconds: list[float], *, warmup: int, run_id: str, device
 
 
 def teardown_may_be_timed(record: dict) -> bool:
-    """Whether ``record``'s last timed epoch may include the worker processes' shutdown: a
-    record made before :data:`METHOD`, with workers, on JAX on a GPU (where Keras fetches one
-    batch ahead and so reached the end of the data inside the last epoch)."""
+    """Whether the last timed epoch may hold the workers' shutdown: a record from before
+    :data:`METHOD`, with workers, on JAX on a GPU (where Keras fetches one batch ahead and so
+    reached the end of the data inside the last epoch)."""
     return (record.get("method") is None and bool(record.get("workers"))
             and record.get("device_kind") == "gpu" and record.get("backend") == "jax")
 
 
 def stall(record: dict) -> dict | None:
-    """The last timed epoch where it took more than :data:`STALL_FACTOR` times the median of
-    the others: ``{"seconds", "others", "split", "where"}``, ``split`` that epoch's split
-    (:data:`METHOD`; None for older records) and ``where`` the part of it that took longest
-    ("after_last_batch", "first_batch", "longest_gap"; None without a split). None for a last
-    epoch like the others."""
+    """The last timed epoch where it took over :data:`STALL_FACTOR` times the others' median:
+    its ``seconds``, the ``others``' median, its ``split`` (None for older records) and
+    ``where`` the longest part of the split went; None for a last epoch like the others."""
     timed = record.get("epoch_seconds") or []
     if len(timed) < 3:
         return None
@@ -82,9 +66,8 @@ def stall(record: dict) -> dict | None:
 
 
 def complete(part: list[dict]) -> bool:
-    """Whether one device's part of a run is a complete grid: every backend and work it has
-    was measured with no worker and with at least one count of workers, and every work of a
-    backend with the same counts (a run stopped in its grid is not)."""
+    """Whether one device's part is a complete grid: each backend's works all measured with
+    no worker and the same counts of workers (a run stopped in its grid is not)."""
     for backend in {r["backend"] for r in part}:
         counts = {tuple(worker_counts(part, backend, r["device_kind"], r["work"]))
                   for r in part if r["backend"] == backend}
@@ -107,23 +90,19 @@ def find(records, backend: str, device: str, work: str, workers: int) -> dict | 
 
 
 def worker_counts(records, backend: str, device: str, work: str) -> list[int]:
-    """The numbers of workers measured for ``work`` on a backend and device, smallest first."""
     return sorted({r["workers"] for r in records if (r["backend"], r["device_kind"], r["work"])
                    == (backend, device, work)})
 
 
 def conditions(records, backend: str, device: str) -> list[tuple[str, int, dict]]:
-    """``(work, workers, record)`` of a backend and device, by work as :data:`WORK` orders them,
-    then by number of workers."""
+    """``(work, workers, record)`` of a backend and device, by work, then number of workers."""
     return [(work, n, r) for work in WORK for n in worker_counts(records, backend, device, work)
             if (r := find(records, backend, device, work, n))]
 
 
 def against_none(record: dict, records) -> str:
-    """``record`` against the same work with no worker process, in the rule's words
-    ("1.4× slower", "measurably slower", "no measurable difference"), from the middle epochs
-    (:func:`~gpulesson.experiments.common.compare_middle`); '' for the record with none, or
-    without it."""
+    """``record`` against the same work with no worker, from the middle epochs ("1.4× slower",
+    "no measurable difference"); '' for the record with none, or without it."""
     base = find(records, record["backend"], record["device_kind"], record["work"], 0)
     if base is None or record is base:
         return ""
@@ -132,16 +111,15 @@ def against_none(record: dict, records) -> str:
 
 
 def best(records, backend: str, device: str, work: str) -> dict | None:
-    """The record with worker processes that is fastest for ``work`` (by median), if any."""
+    """The fastest record of ``work`` with worker processes, if any."""
     found = [r for n in worker_counts(records, backend, device, work) if n
              if (r := find(records, backend, device, work, n))]
     return max(found, key=lambda r: r["images_per_second"], default=None)
 
 
 def cost_ms(records, backend: str, device: str, key: str) -> float | None:
-    """The median over the records of a backend and device of a cost each keeps in ms
-    (``work_ms``: the lesson's augmentation of one block; ``read_ms``: reading one), measured
-    alone, in the training process."""
+    """The median of a cost measured alone in ms (``read_ms``: reading a block; ``work_ms``:
+    augmenting it) over a backend's and device's records."""
     found = [r[key] for r in records if (r["backend"], r["device_kind"]) == (backend, device)
              and r.get(key) is not None]
     return statistics.median(found) if found else None
