@@ -1,36 +1,23 @@
 """Record a CPU-vs-GPU run of the lesson's CNN, with the episode's own code, in a results file.
 
     LESSON_DATA=synthetic python -m gpulesson.experiments.cnn            # CPU, then GPU if visible
-    python -m gpulesson.experiments.cnn --devices gpu --epochs 11 --out my-runs.jsonl
-
-It runs what the notebook of the episode "Training a CNN on the CPU and on the GPU" runs (the
-generator, model and training function come from :mod:`gpulesson.lesson`, which is generated
-from that episode): same data split, same initial weights on every device, per-epoch times,
-evaluation. Each device trains by the lesson's measurement rule
-(:mod:`gpulesson.experiments.common`): one warm-up epoch, recorded but not averaged, then five
-timed epochs (two in quick mode), whose median and range the pages show; ``--epochs`` counts
-both, the warm-up included. Each device's run is appended as one record (sharing a ``run_id``) to ``--out``,
-by default the lesson's reference results file, from which the episode's reference figures
-and numbers are drawn. The data come from the settings (``LESSON_DATA``, ``LESSON_QUICK``,
-``LESSON_DATA_DIR``), as in the notebooks. Any Keras backend works (``KERAS_BACKEND``).
-
-After the training, each device predicts (:mod:`gpulesson.experiments.cnn.inference`): images
-per second at a large batch, and the latency of one image. ``--parts`` picks the parts; a run
-continued with ``--run-id`` measures only the parts and devices it does not have yet, so
-
     python -m gpulesson.experiments.cnn --run-id 20261123T120000Z-abc123 --devices cpu
 
-adds the prediction to a run whose CPU training is recorded, without training again.
+Each device trains, then predicts; a run continued with ``--run-id`` measures only the parts
+and devices it does not have yet (the second line adds the prediction to a run whose CPU
+training is recorded, without training again).
 """
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from gpulesson.experiments import cli
 from gpulesson.experiments.cnn import inference
 from gpulesson.experiments.cnn.measure import run_devices
 from gpulesson.experiments.cnn.records import EXPERIMENT, RECORDS, RESULTS_FILE, describe
+from gpulesson.results import append_record, read_records
 
 PARTS = ("training", "inference")
 
@@ -52,8 +39,8 @@ _parser = COMMAND.parser
 
 
 def _left(out, experiment: str, run_id, devices) -> tuple[str, list[str]]:
-    """``(run id, devices)``: the devices of ``devices`` that the run has no record of
-    ``experiment`` for (all of them for a new run), said aloud when some are done."""
+    """``(run id, devices)``: those of ``devices`` the run has no ``experiment`` record of,
+    said aloud when some are done."""
     run_id, done = cli.continue_run(out, experiment, run_id, lambda r: r["device_kind"])
     if done:
         left = [d for d in devices if d not in done]
@@ -66,10 +53,6 @@ def _left(out, experiment: str, run_id, devices) -> tuple[str, list[str]]:
 def _other_data(out, run_id, data: str) -> str | None:
     """The data of the run ``run_id`` in ``out`` when they are not ``data``, else None: a run
     that goes on must not mix data sources."""
-    from pathlib import Path
-
-    from gpulesson.results import read_records
-
     if not run_id or not Path(out).is_file():
         return None
     found = {r.get("data") for r in read_records(out, run_id=run_id)} - {data, None}
@@ -84,7 +67,6 @@ def main(argv=None) -> int:
     # Before the framework runs anything: TensorFlow fixes its threads at its first operation.
     threads = set_cpu_threads(args.cpu_threads)
     from gpulesson.devices import keras_device
-    from gpulesson.results import append_record
     from gpulesson.settings import get_settings
 
     settings = get_settings()

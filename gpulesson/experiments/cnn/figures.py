@@ -1,17 +1,9 @@
-"""The figures of a run: epoch times and the time bars (``fig/05-cpu-vs-gpu/reference.py``),
-and their alt texts.
+"""The figures of a run, epoch times and time bars (``fig/05-cpu-vs-gpu/reference.py``), and
+their alt texts.
 
-Both figures follow the lesson's measurement rule (:mod:`gpulesson.experiments.common`): the
-warm-up epoch is drawn but marked apart, and the epochs after it are shown as their median and
-range with every epoch as a dot (:func:`~gpulesson.experiments.common.draw_spread`). The one
-comparison word a figure writes, on the GPU's epoch bar, comes from
-:func:`~gpulesson.experiments.common.compare`; the evaluation and the total are single
-measurements and are not compared.
-
-What a figure shows is decided once, by :func:`drawn` (which devices, with which style, which
-numbers); the drawing, the titles and the alt texts (:func:`alt_texts`, the figures'
-``alt_text``) all read it, so that an alt text never describes a device or a number that the
-figure does not show.
+What a figure shows is decided once, by :func:`drawn`; the drawing, the titles and the alt
+texts all read it, so that an alt text never describes a device or a number the figure does
+not show. The evaluation and the total are single measurements and are not compared.
 """
 
 from __future__ import annotations
@@ -22,6 +14,7 @@ from gpulesson.compare_plots import LOG_NOTE, needs_log_axis
 from gpulesson.experiments.cnn.records import epoch_summary, gpu_comparison
 from gpulesson.experiments.common import SPREAD_NOTE, draw_spread, summary_text
 from gpulesson.experiments.figkit import need
+from gpulesson.experiments.pagewords import listed
 from gpulesson.results import data_label, duration, hardware
 from gpulesson.results import pick as _pick
 
@@ -55,7 +48,6 @@ class Series:
 
     @property
     def bar_values(self) -> list:
-        """The heights and whisker ends of this device's bars (:func:`time_bars_figure`)."""
         return [self.summary["min"], self.summary["max"], self.summary["median"],
                 self.evaluation, self.total]
 
@@ -65,9 +57,8 @@ def _log_note(values) -> str:
 
 
 def drawn(records, hardware_names=None) -> tuple[list[Series], object]:
-    """What the figures of ``records`` show: ``(series, comparison)``, one :class:`Series` per
-    device that ran (CPU first) and the GPU against the CPU
-    (:func:`~gpulesson.experiments.cnn.records.gpu_comparison`, None without both)."""
+    """``(series, comparison)``: one :class:`Series` per device that ran, CPU first, and the
+    GPU against the CPU (None without both)."""
     from gpulesson.compare_plots import _STYLES
 
     need(records, "run the training first, or record a reference run")
@@ -82,48 +73,37 @@ def drawn(records, hardware_names=None) -> tuple[list[Series], object]:
     return series, gpu_comparison(records)
 
 
-def _and(parts) -> str:
-    parts = list(parts)
-    return ", ".join(parts[:-1]) + f" and {parts[-1]}" if len(parts) > 1 else parts[0]
-
-
 def _epochs_text(s: Series) -> str:
     return summary_text(s.summary, duration, what="epochs")
 
 
 def epoch_times_alt(series, *, first_epoch: str = FIRST_EPOCH) -> str:
-    """The alt text of the epoch-time figure of ``series`` (:func:`drawn`)."""
+    warm = [s for s in series if s.warmup]
     if len(series) == 1:
         (s,) = series
         text = (f"Line chart of the wall time of each training epoch on the {s.kind} ({s.name}): "
                 f"{len(s.epochs)} epochs, {s.marker} markers.")
+        if warm:
+            text += (f" The first epoch, {duration(s.warmup[0])}, is circled and labelled as the "
+                     f"warm-up ({first_epoch}).")
+        text += (" To the right of the line, the median and range of the epochs after the "
+                 f"warm-up, with each epoch as a dot: {_epochs_text(s)}.")
     else:
-        lines = [f"the {s.kind} ({s.name}), {len(s.epochs)} epochs, {s.marker} markers"
-                 for s in series]
         text = ("Line chart of the wall time of each training epoch, one line per device: "
-                + "; ".join(lines) + ".")
-    warm = [s for s in series if s.warmup]
-    if len(warm) == 1 and len(series) == 1:
-        text += (f" The first epoch, {duration(warm[0].warmup[0])}, is circled and labelled as "
-                 f"the warm-up ({first_epoch}).")
-    elif warm:
-        text += (f" The first epoch of each is circled and labelled as the warm-up "
-                 f"({first_epoch}): "
-                 + _and(f"{duration(s.warmup[0])} on the {s.kind}" for s in warm) + ".")
-    where = "the line" if len(series) == 1 else "the lines"
-    if len(series) == 1:
-        text += (f" To the right of {where}, the median and range of the epochs after the "
-                 f"warm-up, with each epoch as a dot: {_epochs_text(series[0])}.")
-    else:
-        text += (f" To the right of {where}, the median and range of each device's epochs after "
+                + "; ".join(f"the {s.kind} ({s.name}), {len(s.epochs)} epochs, {s.marker} markers"
+                            for s in series) + ".")
+        if warm:
+            text += (f" The first epoch of each is circled and labelled as the warm-up "
+                     f"({first_epoch}): "
+                     + listed(f"{duration(s.warmup[0])} on the {s.kind}" for s in warm) + ".")
+        text += (" To the right of the lines, the median and range of each device's epochs after "
                  "the warm-up, with each epoch as a dot: "
-                 + _and(f"{s.kind} {_epochs_text(s)}" for s in series) + ".")
+                 + listed(f"{s.kind} {_epochs_text(s)}" for s in series) + ".")
     return text + _log_note([v for s in series for v in s.epochs])
 
 
 def time_bars_alt(series, comparison=None) -> str:
-    """The alt text of the time bar chart of ``series`` and ``comparison`` (:func:`drawn`)."""
-    kinds = _and(f"the {s.kind}" for s in series)
+    kinds = listed(f"the {s.kind}" for s in series)
     spread = ("with a whisker from the fastest to the slowest epoch after the warm-up and each "
               "of those epochs as a dot")
     if len(series) == 1:
@@ -133,28 +113,27 @@ def time_bars_alt(series, comparison=None) -> str:
                 f"the median, {_epochs_text(s)}, {spread}; the evaluation on the "
                 f"test images, {duration(s.evaluation)}; training and evaluation together, "
                 f"{duration(s.total)}." + _log_note(s.bar_values))
-    epoch = _and(f"{s.kind} {_epochs_text(s)}" for s in series)
+    epoch = listed(f"{s.kind} {_epochs_text(s)}" for s in series)
     words = (f", the GPU's bar labelled \"{comparison.sentence}\"" if comparison is not None
              else "")
     return (f"Bar chart of the training and evaluation time on {kinds}, one hatched bar per "
             f"device in each group, each labelled with its value. An epoch after the warm-up "
             f"(the bars are the medians, {spread}): {epoch}{words}. The evaluation on the test "
-            "images, one run each: " + _and(f"{s.kind} {duration(s.evaluation)}" for s in series)
+            "images, one run each: " + listed(f"{s.kind} {duration(s.evaluation)}" for s in series)
             + ". Training and evaluation together: "
-            + _and(f"{s.kind} {duration(s.total)}" for s in series) + "."
+            + listed(f"{s.kind} {duration(s.total)}" for s in series) + "."
             + _log_note([v for s in series for v in s.bar_values]))
 
 
 def alt_texts(records, *, first_epoch: str = FIRST_EPOCH, hardware_names=None) -> tuple[str, str]:
-    """The alt texts of :func:`figures` of the same records: ``(epoch times, time bars)``."""
+    """``(epoch times, time bars)``: the alt texts of :func:`figures` of the same records."""
     series, comparison = drawn(records, hardware_names)
     return epoch_times_alt(series, first_epoch=first_epoch), time_bars_alt(series, comparison)
 
 
 def epoch_times_figure(series, *, label: str, first_epoch: str = FIRST_EPOCH):
-    """Every epoch's time per device (:func:`gpulesson.compare_plots.epoch_times`), and to the
-    right of the lines the median and range of the epochs after the warm-up, with the epochs
-    as dots (:func:`~gpulesson.experiments.common.draw_spread`)."""
+    """Every epoch's time per device, and right of the lines the median and range of the
+    epochs after the warm-up, with the epochs as dots."""
     from gpulesson import compare_plots
 
     by_kind = {s.kind: s for s in series}
@@ -186,9 +165,9 @@ def epoch_times_figure(series, *, label: str, first_epoch: str = FIRST_EPOCH):
 
 
 def time_bars_figure(series, comparison=None, *, label: str):
-    """Bars of an epoch after the warm-up (the median, with its range and epochs), the
-    evaluation and training plus evaluation, one bar a device in each group. The GPU's epoch
-    bar carries the comparison's words (:func:`~gpulesson.experiments.common.compare`)."""
+    """Bars of the median epoch after the warm-up (with its range and epochs), the evaluation
+    and training plus evaluation, one bar a device in each group; the GPU's epoch bar carries
+    the comparison's words."""
     import numpy as np
 
     from gpulesson.compare_plots import _subplots, _title, time_axis
@@ -221,9 +200,7 @@ def time_bars_figure(series, comparison=None, *, label: str):
 
 
 def figures(records, *, first_epoch: str = FIRST_EPOCH, hardware_names=None):
-    """The epoch-time plot and the time bar chart of one run's records: ``(fig, fig)``, each
-    with its ``alt_text`` (:func:`alt_texts`).
-
+    """``(epoch times, time bars)`` of one run's records, each with its ``alt_text``.
     ``first_epoch`` says what the first epoch's extra time includes; ``hardware_names``
     replaces :func:`gpulesson.results.hardware` of the records in the titles."""
     series, comparison = drawn(records, hardware_names)

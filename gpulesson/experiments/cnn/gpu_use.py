@@ -1,16 +1,11 @@
-"""What the devices did in episode 5's reference run: the arithmetic rate each reached, the
-card's published peak beside it, the share of a GPU step that a model doing almost nothing
-already takes on the same node, and why the speed-up per epoch is not the speed-up of a
-whole training.
+"""What the devices did in episode 5's reference run (``ref_use_*``): the arithmetic rate each
+reached beside the card's published peak, the share of a GPU step that a do-nothing model
+already takes on the same GPU model and backend (episode 9's ceiling), the CNN's own dispatch
+(episode 9's profile), and why the speed-up per epoch is not that of a whole training.
 
-Rates are counted, not measured: the operations of an epoch after the warm-up (each training
-image :func:`gpulesson.flops.training_flops_per_image`, each validation image a forward pass)
-over the median epoch. The whole epoch is used, validation included, rather than its training
-part alone: with an asynchronous backend the clock at the start of validation can still run
-queued training steps, so the split is less certain than the whole. The do-nothing model's
-step comes from episode 9's ceiling (:mod:`gpulesson.experiments.ceiling`), recorded on the
-same GPU model with the same backend; the CNN's own dispatch from episode 9's profile
-(:mod:`gpulesson.experiments.profile`), with the profiler's overhead said beside it.
+Rates are counted, not measured: an epoch's operations over the median epoch. The whole epoch
+is used, validation included: with an asynchronous backend the clock at the start of validation
+can still run queued training steps, so the split is less certain than the whole.
 """
 
 from __future__ import annotations
@@ -26,13 +21,10 @@ from gpulesson.experiments.cnn.records import (
     steady_epoch_seconds,
 )
 from gpulesson.experiments.common import times_text
-from gpulesson.experiments.profile.records import RESULTS_FILE as PROFILE_FILE
-from gpulesson.experiments.profile.records import find as find_profiled
-from gpulesson.experiments.profile.records import overhead
-from gpulesson.experiments.profile.records import reference_run as profile_run
+from gpulesson.experiments.profile import records as profile
 from gpulesson.results import NOT_RECORDED, duration, is_gpu
 
-CEILING_FILE = CEILING.results_file
+CEILING_FILE, PROFILE_FILE = CEILING.results_file, profile.RESULTS_FILE
 IN_MEMORY = ("arrays", "ram", "device")  # the ceiling's pipelines that read nothing per step
 KEYS = tuple(f"ref_use_{key}" for key in (
     "flops_per_image", "forward_flops", "cpu_tflops", "gpu_tflops", "gpu_peak", "gpu_share",
@@ -41,23 +33,19 @@ KEYS = tuple(f"ref_use_{key}" for key in (
 
 
 def epoch_flops(record: dict) -> int:
-    """The operations of one epoch: training images forward and backward, validation forward."""
+    """Training images forward and backward, validation images forward."""
     return (record["n_train"] * flops.training_flops_per_image()
             + (record.get("n_validation") or 0) * flops.cnn_forward_flops())
 
 
 def achieved_tflops(record: dict) -> float:
-    """The arithmetic rate of an epoch after the warm-up (the median), in TFLOP/s."""
+    """The arithmetic rate of the median timed epoch, in TFLOP/s."""
     return flops.tflops(epoch_flops(record), 1, steady_epoch_seconds(record))
 
 
-def steps_per_epoch(record: dict) -> int:
-    return math.ceil(record["n_train"] / record["batch_size"])
-
-
 def do_nothing_step(gpu_record: dict, path=CEILING_FILE) -> dict | None:
-    """The fastest in-memory step of the ceiling's do-nothing model on the same GPU model and
-    backend (the newest such run): ``{"seconds", "pipeline", "run_id"}``, or None."""
+    """The newest run's fastest in-memory step of the ceiling's do-nothing model on the same GPU
+    model and backend: ``{"seconds", "pipeline", "run_id"}``, or None."""
     found = None
     for run in CEILING.runs(CEILING.visible(CEILING.read(path))).values():  # no old device rows
         same = [r for r in run if is_gpu(r) and r.get("device") == gpu_record.get("device")
@@ -70,10 +58,10 @@ def do_nothing_step(gpu_record: dict, path=CEILING_FILE) -> dict | None:
 
 
 def host_profile_text(gpu_record: dict, path=PROFILE_FILE) -> str:
-    """The CNN's own dispatch in episode 9's profile on the same GPU model, with the profiler's
-    overhead in it said, and the least it takes without; NOT_RECORDED without such a profile."""
-    record = find_profiled(profile_run(path), "gpu") if path.is_file() else None
-    found = overhead(record) if record and record.get("device") == gpu_record.get("device") \
+    """The CNN's dispatch in episode 9's profile on the same GPU model, with the profiler's
+    overhead in it, and the least it takes without."""
+    record = profile.find(profile.reference_run(path), "gpu") if path.is_file() else None
+    found = profile.overhead(record) if record and record.get("device") == gpu_record.get("device") \
         else None
     if not found:
         return NOT_RECORDED
@@ -85,27 +73,16 @@ def host_profile_text(gpu_record: dict, path=PROFILE_FILE) -> str:
 
 
 def substitutions(records, ceiling_path=CEILING_FILE, profile_path=PROFILE_FILE) -> dict[str, str]:
-    """``ref_use_*``: the rates, the peak, the host's share of a step, the 30-epoch speed-up."""
-    cpu, gpu = results.pick(records, False), results.pick(records, True)
+    values = dict.fromkeys(KEYS, NOT_RECORDED)
     if not records:
-        return dict.fromkeys(KEYS, NOT_RECORDED)
-    per_image = flops.training_flops_per_image()
-    values = {"ref_use_flops_per_image": f"{per_image / 1e6:.0f} MFLOP",
-              "ref_use_forward_flops": f"{flops.cnn_forward_flops() / 1e6:.1f} MFLOP"}
+        return values
+    cpu, gpu = results.pick(records, False), results.pick(records, True)
+    values["ref_use_flops_per_image"] = f"{flops.training_flops_per_image() / 1e6:.0f} MFLOP"
+    values["ref_use_forward_flops"] = f"{flops.cnn_forward_flops() / 1e6:.1f} MFLOP"
     for name, record in (("cpu", cpu), ("gpu", gpu)):
         rate = achieved_tflops(record) if record else None
-        values[f"ref_use_{name}_tflops"] = f"{rate:.3g} TFLOP/s" if rate else NOT_RECORDED
-    peaks = gpu_peaks.peaks_for(gpu["device"]) if gpu else None
-    if gpu and peaks:
-        key = gpu_peaks.float32_key(gpu)
-        share = gpu_peaks.share_of_peak(achieved_tflops(gpu), gpu["device"], key)
-        values["ref_use_gpu_peak"] = (f"{peaks[key]:g} TFLOP/s in {key.upper()} "
-                                      f"({gpu_peaks.SOURCES[gpu_peaks.card(gpu['device'])]})")
-        values["ref_use_gpu_share"] = f"{100 * share:.1f} %"
-    else:
-        values["ref_use_gpu_peak"] = values["ref_use_gpu_share"] = NOT_RECORDED
-    step = steady_epoch_seconds(gpu) / steps_per_epoch(gpu) if gpu else None
-    idle = do_nothing_step(gpu, ceiling_path) if gpu else None
+        if rate:
+            values[f"ref_use_{name}_tflops"] = f"{rate:.3g} TFLOP/s"
     first = (gpu or {}).get("evaluation_first_seconds")
     values["ref_use_evaluation"] = (
         f"The evaluation is timed on a second call. The first call, which compiles the step for "
@@ -114,19 +91,28 @@ def substitutions(records, ceiling_path=CEILING_FILE, profile_path=PROFILE_FILE)
         if (gpu or {}).get("evaluation_warmed") else
         "The evaluation is one call, timed once. It includes compiling the evaluation step for "
         "the test set's last, smaller batch, so its bars are not compared.")
+    if not gpu:
+        return values
+    peaks = gpu_peaks.peaks_for(gpu["device"])
+    if peaks:
+        key = gpu_peaks.float32_key(gpu)
+        share = gpu_peaks.share_of_peak(achieved_tflops(gpu), gpu["device"], key)
+        values["ref_use_gpu_peak"] = (f"{peaks[key]:g} TFLOP/s in {key.upper()} "
+                                      f"({gpu_peaks.SOURCES[gpu_peaks.card(gpu['device'])]})")
+        values["ref_use_gpu_share"] = f"{100 * share:.1f} %"
+    step = steady_epoch_seconds(gpu) / math.ceil(gpu["n_train"] / gpu["batch_size"])
     values["ref_use_gpu_step"] = duration(step) if step else NOT_RECORDED
-    values["ref_use_host_step"] = duration(idle["seconds"]) if idle else NOT_RECORDED
-    values["ref_use_host_share"] = f"{100 * idle['seconds'] / step:.0f} %" if idle else NOT_RECORDED
-    values["ref_use_host_run"] = idle["run_id"] if idle else NOT_RECORDED
-    values["ref_use_host_profile"] = host_profile_text(gpu, profile_path) if gpu else NOT_RECORDED
-    if cpu and gpu and epoch_summary(cpu) and epoch_summary(gpu):
+    idle = do_nothing_step(gpu, ceiling_path)
+    if idle:
+        values["ref_use_host_step"] = duration(idle["seconds"])
+        values["ref_use_host_share"] = f"{100 * idle['seconds'] / step:.0f} %"
+        values["ref_use_host_run"] = idle["run_id"]
+    values["ref_use_host_profile"] = host_profile_text(gpu, profile_path)
+    if cpu and epoch_summary(cpu) and epoch_summary(gpu):
         whole = {r["device_kind"]: full_training_seconds(r, FULL_EPOCHS, r["n_train"]) for r in (cpu, gpu)}
         warm = max(0.0, gpu["first_epoch_seconds"] - steady_epoch_seconds(gpu))
         values["ref_use_full_speedup"] = times_text(whole["cpu"] / whole["gpu"])
         values["ref_use_gpu_warmup"] = duration(warm)
         values["ref_use_gpu_warmup_share"] = f"{100 * warm / whole['gpu']:.0f} %"
         values["ref_use_gpu_full"] = duration(whole["gpu"])
-    else:
-        for key in ("full_speedup", "gpu_warmup", "gpu_warmup_share", "gpu_full"):
-            values[f"ref_use_{key}"] = NOT_RECORDED
     return values

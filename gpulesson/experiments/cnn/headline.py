@@ -1,31 +1,16 @@
-"""Episode 5's headline, honest: the speed-up as the range over every recorded run of the same
-two devices, not one run's ratio, and what bounds each side (``ref_head_*``).
-
-- **The runs**: every run of this experiment with a CPU and a GPU training record on the
-  reference run's GPU model and CPU (model and cores), each named by its run id's last six
-  characters; the speed-up of each is the ratio of its median epochs after the warm-up.
-- **The CPU's bound**: the reference CPU's training rate (:func:`gpu_use.achieved_tflops`,
-  counted operations over the median epoch) beside the fastest float32 matrix product that
-  episode 6 recorded on the same CPU model and cores (:mod:`gpulesson.experiments.matmul`),
-  so the page can say that the baseline is the framework's code on the CPU (XLA:CPU with JAX),
-  not what the CPU can do.
-- **The CPU's best**: the fastest epoch that any run of this CNN recorded on that CPU, with
-  its backend and float32 precision; the GPU's best comes from episode 9's ladder, which the
-  page takes from its own substitution.
+"""Episode 5's headline (``ref_head_*``): the speed-up as the range over every recorded run of
+the same two devices, not one run's ratio, and what bounds each side: the CPU's training rate
+beside the fastest float32 matrix product episode 6 recorded on the same CPU (so the page can
+say the baseline is the framework's code on the CPU, not what the CPU can do), and the fastest
+epoch any run recorded on that CPU. The GPU's best is episode 9's ladder's own value.
 """
 
 from __future__ import annotations
 
-from gpulesson import results
 from gpulesson.experiments.cnn.gpu_use import achieved_tflops
-from gpulesson.experiments.cnn.records import (
-    RECORDS,
-    RESULTS_FILE,
-    epoch_summary,
-    steady_epoch_seconds,
-)
+from gpulesson.experiments.cnn.records import RECORDS, RESULTS_FILE, epoch_summary, steady_epoch_seconds
 from gpulesson.experiments.matmul import records as matmul_records
-from gpulesson.results import NOT_RECORDED, duration, is_gpu
+from gpulesson.results import NOT_RECORDED, duration, is_gpu, pick
 
 KEYS = tuple(f"ref_head_{key}" for key in (
     "speedups", "speedup_range", "gpu_epochs", "cpu_epochs", "compiler", "cpu_tflops",
@@ -44,15 +29,15 @@ def _trained(record: dict) -> bool:
 
 
 def same_runs(reference: list[dict], path=RESULTS_FILE) -> list[dict]:
-    """``[{"run", "cpu", "gpu", "speedup"}]``, in file order: every run with a CPU and a GPU
-    training record on the reference's GPU model and CPU."""
-    cpu, gpu = results.pick(reference, False), results.pick(reference, True)
+    """``[{"run", "cpu", "gpu", "speedup"}]``, in file order, of the runs on the reference's
+    GPU model, CPU and backend."""
+    cpu, gpu = pick(reference, False), pick(reference, True)
     if not (cpu and gpu):
         return []
     found = []
     for run_id, group in RECORDS.runs_in(path).items():
         trained = [r for r in group if _trained(r)]
-        c, g = results.pick(trained, False), results.pick(trained, True)
+        c, g = pick(trained, False), pick(trained, True)
         if (c and g and g.get("device") == gpu.get("device") and _machine(c) == _machine(cpu)
                 and c.get("backend") == cpu.get("backend")):
             found.append({"run": run_id[-6:], "cpu": c, "gpu": g,
@@ -61,14 +46,14 @@ def same_runs(reference: list[dict], path=RESULTS_FILE) -> list[dict]:
 
 
 def _by_run(found: list[dict], key: str) -> str:
-    """Each run's median epoch of one device, fastest first: "0.328 s (c1e6b0), 0.521 s (fc5e18)"."""
+    """Each run's median epoch of one device, fastest first: "328 ms (c1e6b0), 521 ms (fc5e18)"."""
     ordered = sorted(found, key=lambda f: steady_epoch_seconds(f[key]))
     return ", ".join(f"{duration(steady_epoch_seconds(f[key]))} ({f['run']})" for f in ordered)
 
 
 def cpu_matmul(cpu: dict, path=MATMUL_FILE) -> dict | None:
-    """The newest float32 matrix-product sweep on the same CPU model and cores:
-    ``{"summary", "n", "run"}`` of its fastest size, or None."""
+    """``{"summary", "n", "run"}`` of the fastest size of the newest float32 matrix-product
+    sweep on the same CPU model and cores, or None."""
     best = None
     for run_id, group in matmul_records.RECORDS.runs_in(path).items():
         sweep = matmul_records.find(group, "cpu", "float32")
@@ -95,8 +80,8 @@ def _precision(record: dict) -> str:
 
 
 def cpu_best(cpu: dict, path=RESULTS_FILE) -> str:
-    """The fastest median epoch any run of this CNN recorded on the reference's CPU, with its
-    backend, precision and run, and whether it is the only kind recorded there."""
+    """The fastest median epoch recorded on the reference's CPU, how and where, and whether it
+    is the only kind recorded there."""
     candidates = [r for r in RECORDS.read(path)
                   if not is_gpu(r) and _trained(r) and _machine(r) == _machine(cpu)
                   and r.get("n_train") == cpu.get("n_train")]
@@ -109,10 +94,8 @@ def cpu_best(cpu: dict, path=RESULTS_FILE) -> str:
 
 
 def substitutions(reference: list[dict], path=RESULTS_FILE, matmul_path=MATMUL_FILE) -> dict[str, str]:
-    """``ref_head_*``: the speed-up of every run of the same devices, each device's median
-    epochs by run, the CPU's training rate beside its matrix products, and the CPU's best."""
     values = dict.fromkeys(KEYS, NOT_RECORDED)
-    cpu = results.pick(reference, False)
+    cpu = pick(reference, False)
     if not cpu or not _trained(cpu):
         return values
     values["ref_head_compiler"] = _compiler(cpu)

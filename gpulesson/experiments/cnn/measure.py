@@ -1,26 +1,11 @@
-"""Training the lesson's CNN on each device with the episode's own code.
+"""Training the lesson's CNN on each device with the episode's own code (:mod:`gpulesson.lesson`):
+the same data split and initial weights everywhere, one warm-up epoch then the timed ones.
 
-The generator, model and training function come from :mod:`gpulesson.lesson`, which is
-generated from the episode "Training a CNN on the CPU and on the GPU": the same data split and
-the same initial weights on every device, per-epoch times, evaluation.
-
-Each device follows the lesson's measurement rule (:mod:`gpulesson.experiments.common`): its
-first :data:`~gpulesson.experiments.common.WARMUP` epoch is the warm-up, recorded but not
-averaged, and the :func:`~gpulesson.experiments.common.repeats_for` epochs after it are the
-timed repeats (:data:`~gpulesson.experiments.common.REPEATS`; fewer in quick mode). The load
-average is read right before and right after each device's training, so that a run on a busy
-machine can be recognised.
-
-Each epoch's energy is read too, from the trained device's meter (:mod:`gpulesson.energy`:
-the CPU packages' counters for the CPU, the board's for an NVIDIA GPU) at the start and the
-end of the epoch, with no extra synchronisation; epochs too short for the meter are measured
-as one window, the whole timed phase; where no meter can be read, the record keeps the reason
-(:mod:`gpulesson.experiments.energy`).
-
-The episode's own code times validation and evaluation as the work, not what was queued or
-compiled before it: its ``EpochTimer`` waits for the queued training steps before the
-validation clock starts, and ``train_on`` times a second ``evaluate`` of the test set, after a
-first that compiled its steps. The records say so (``validation_synchronised``,
+The load average is read right before and after each device's training, so that a run on a
+busy machine can be recognised; energy from the trained device's meter at each epoch's start
+and end, with no extra synchronisation. The episode's ``EpochTimer`` waits for the queued
+training steps before the validation clock starts, and ``train_on`` times a second ``evaluate``
+after a first that compiled: the records say so (``validation_synchronised``,
 ``evaluation_warmed``).
 """
 
@@ -34,15 +19,9 @@ from gpulesson.timing import load_average
 
 def run_devices(devices, settings, *, epochs: int | None = None, batch_size: int, seed: int,
                 on_record=None, run_id: str | None = None) -> list[dict]:
-    """Train on each of ``devices`` ("cpu", "gpu") in turn; return one record a device.
-
-    ``epochs``: the epochs each device trains, the warm-up included (default
-    :func:`default_epochs`: the warm-up and the rule's repeats, fewer in quick mode); at least
-    one more than the warm-up. ``batch_size`` is capped by the ``settings`` (quick mode);
-    ``seed`` gives the initial weights, the same for every device. ``on_record(record)`` is
-    called as soon as a device's record is made, so that a run that stops keeps what it
-    measured; ``run_id`` names the run the records join (default: a new one).
-    """
+    """Train on each of ``devices`` ("cpu", "gpu") in turn; one record a device, each handed to
+    ``on_record`` as soon as it is made, so that a run that stops keeps what it measured.
+    ``epochs`` counts the warm-up; ``batch_size`` is capped in quick mode."""
     epochs = check_epochs(default_epochs(settings.quick) if epochs is None else epochs)
     import keras
 

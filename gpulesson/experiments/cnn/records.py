@@ -1,29 +1,10 @@
-"""The CNN's records: one per device of a run, the reference run, the comparison in words.
-
-A run is what :func:`gpulesson.lesson.train_on` returns: a dict with ``device`` ("cpu",
-"gpu:0"), ``timing`` (:meth:`gpulesson.lesson.EpochTimer.summary`), ``evaluation_seconds``,
-``test_loss``, ``test_accuracy``, ``start_weights`` (fingerprint), ``jit_compile``, ``history``
-and ``model``. Its record adds what decides a CPU timing (:func:`gpulesson.timing.cpu_settings`:
-cores, framework threads, load average), read when the record is made, right after the run.
-
-**The measurement rule** (:mod:`gpulesson.experiments.common`): a device's first
-:data:`~gpulesson.experiments.common.WARMUP` epoch(s) are its warm-up, recorded but not
-averaged; the epochs after them are its timed repeats. A record keeps every epoch's seconds
-(``epoch_seconds``, the warm-up first) and their summary under ``summary``
-(:func:`~gpulesson.experiments.common.summarise`: median, range, the samples, the warm-up
-apart). Records made before the rule have no summary: :func:`epoch_summary` builds one from
-their ``epoch_seconds`` in the same way (:func:`~gpulesson.experiments.common.summary_of`).
-"""
+"""The CNN's records, one per device of a run (what :func:`gpulesson.lesson.train_on` returns,
+with the CPU settings read right after it), the reference run and the comparison in words."""
 
 from __future__ import annotations
 
 from gpulesson.experiments.common import NO_DIFFERENCE, summary_text
-from gpulesson.experiments.recordset import (  # split_epochs: the page's, kept here
-    RecordSet,
-    epochs_summary,
-    load_fields,
-    split_epochs,  # noqa: F401
-)
+from gpulesson.experiments.recordset import RecordSet, epochs_summary, load_fields
 from gpulesson.results import data_label, duration, hardware, is_gpu
 from gpulesson.timing import cpu_settings
 
@@ -33,36 +14,21 @@ WORKSHOP_EPOCHS = 3  # the episode's EPOCHS: what a learner's cell runs
 # One record a device; the page's run is the newest with both devices. A record made before
 # the rule took its first epoch as the warm-up.
 RECORDS = RecordSet(EXPERIMENT, ("device_kind",), warmup_key=None)
-RESULTS_FILE, runs, epoch_summary = RECORDS.results_file, RECORDS.runs, RECORDS.epoch_summary
+RESULTS_FILE, epoch_summary = RECORDS.results_file, RECORDS.epoch_summary
 reference_run, gpu_comparison = RECORDS.newest_run, RECORDS.gpu_against_cpu
 
 
 def steady_epoch_seconds(record: dict) -> float:
-    """The time of an epoch after the warm-up: the median of the timed epochs (the mean that
-    old records keep when they have no epoch list)."""
+    """The median timed epoch (the mean that old records without an epoch list keep)."""
     summary = epoch_summary(record)
     return summary["median"] if summary else record["mean_epoch_seconds"]
 
 
 def run_record(run: dict, *, data: str, run_id: str, batches, source: str = "notebook",
                load_before=None, load_after=None, energy: dict | None = None) -> dict:
-    """The results-file record of one device's run (see the module docstring for ``run``).
-
-    ``batches``: the ``(train, validation, test)`` generators of the run (``HDF5Batches``),
-    which give the batch size and the number of images of each part.
-
-    ``device`` is the GPU's name as the framework reports it for a GPU run, and ``"CPU"`` for
-    a CPU run (also on a machine that has a GPU). ``summary`` is the summary of the timed
-    epochs, the warm-up apart (:func:`split_epochs`); ``mean_epoch_seconds`` is their mean
-    (the first epoch alone when only one ran); ``total_seconds`` adds the evaluation to the
-    training time. ``mean_validation_seconds`` is the part of a mean epoch spent on its
-    validation pass (same epochs as the mean). ``load_before`` and ``load_after``: the load
-    average (``os.getloadavg()``) right before and right after the training, kept as
-    ``load_average_before`` and ``load_average_after`` when given, so that a run on a busy
-    machine can be recognised (``load_average`` is read when the record is made). ``energy``:
-    the joules of each epoch or why they could not be read
-    (:mod:`gpulesson.experiments.energy`), kept as ``energy`` when given.
-    """
+    """The record of one device's run; ``batches``: its ``(train, validation, test)``
+    generators. ``mean_validation_seconds`` leaves out the warm-up's pass, as the mean epoch
+    does; the load averages and ``energy`` are kept when given."""
     timing = dict(run["timing"])
     kind = "gpu" if str(run["device"]).lower().startswith(("gpu", "cuda")) else "cpu"
     mean = timing["steady_mean_epoch_seconds"] or timing["first_epoch_seconds"]
@@ -101,37 +67,28 @@ def run_record(run: dict, *, data: str, run_id: str, batches, source: str = "not
 
 
 def full_training_seconds(record: dict, epochs: int = FULL_EPOCHS, n_train: int = 50_000) -> float:
-    """What ``epochs`` epochs on ``n_train`` images would take, scaled from the median epoch
-    after the warm-up (:func:`steady_epoch_seconds`).
-
-    Time per epoch grows in proportion to the images in it, so a run on fewer images (quick
-    mode) still gives an estimate; the first epoch's extra warm-up is added once.
-    """
-    scale = n_train / record["n_train"]
+    """What ``epochs`` epochs on ``n_train`` images would take: the median epoch scaled by the
+    images (so a quick run still gives an estimate), plus the first epoch's extra time once."""
     steady = steady_epoch_seconds(record)
     warm_up = max(0.0, record["first_epoch_seconds"] - steady)
-    return warm_up + epochs * steady * scale
+    return warm_up + epochs * steady * (n_train / record["n_train"])
 
 
 def workshop_seconds(record: dict, epochs: int = WORKSHOP_EPOCHS) -> float:
-    """What the episode's ``epochs`` epochs take on the record's data: the first epoch, plus
-    the median epoch after the warm-up for each of the rest."""
+    """What the episode's ``epochs`` epochs take: the first epoch, then median epochs."""
     return record["first_epoch_seconds"] + (epochs - 1) * steady_epoch_seconds(record)
 
 
 def speedup_text(comparison) -> str:
-    """The speed-up of the GPU per epoch, the ratio of the median epochs: "8.0×"; where the
-    ranges do not tell the devices apart (:attr:`~gpulesson.experiments.common.Comparison.measurable`),
-    it says so: "1.1× by the medians, no measurable difference by the ranges"."""
+    """The ratio of the median epochs, "8.0×", saying where the ranges do not tell the devices
+    apart: "1.1× by the medians, no measurable difference by the ranges"."""
     if comparison.measurable:
         return f"{comparison.ratio:.1f}×"
     return f"{comparison.ratio:.1f}× by the medians, {NO_DIFFERENCE} by the ranges"
 
 
 def describe(records, *, full_epochs: int = FULL_EPOCHS, full_n_train: int | None = None) -> str:
-    """The comparison in words: each device's epoch times (the warm-up, then the median and
-    range of the timed epochs), the GPU against the CPU (:func:`gpu_comparison`), the cost of
-    full training."""
+    """Each device's warm-up and timed epochs, the GPU against the CPU, the cost of full training."""
     if not records:
         return "No run recorded."
     lines = [f"Data: {data_label(records)}; {records[0]['n_train']:,} training images per epoch, "

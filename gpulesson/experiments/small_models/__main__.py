@@ -5,9 +5,7 @@
     python -m gpulesson.experiments.small_models --parts sweep --batch-sizes 32 4096 \\
         --widths 16 4096
 
-Checks everything asked for before measuring, then records each part on every device (one
-``run_id`` for the whole command), appending each record to ``--out`` as it is made, and
-prints each part. ``--run-id`` goes on with an earlier run, measuring only what it lacks.
+Checks everything asked for before measuring anything.
 """
 
 from __future__ import annotations
@@ -61,7 +59,6 @@ _parser = COMMAND.parser
 
 
 def _plan(args, quick: bool) -> dict:
-    """Everything the run will do, checked before anything is measured or written."""
     unknown = [p for p in args.parts if p not in PARTS]
     if unknown:
         raise SmallModelsError(f"unknown part(s) {', '.join(unknown)}: use {' and/or '.join(PARTS)}")

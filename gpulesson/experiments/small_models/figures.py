@@ -1,11 +1,6 @@
-"""The figures: time per epoch of the comparison, and the sweep's grid of speed-ups
-(drawn by ``fig/07-small-models/figures.py``), and their alt texts.
-
-What a figure draws is decided once (``_comparison_drawn``, :func:`sweep_drawn`); the drawing
-code and the alt texts (:func:`comparison_alt`, :func:`sweep_alt`, the episode's
-``ref_mlp_fig_*_alt`` values) both read it, so that an alt text names only what is drawn and
-takes its numbers from the drawn data.
-"""
+"""The figures, time per epoch of the comparison and the sweep's grid of speed-ups
+(``fig/07-small-models/figures.py``), and their alt texts, which read what the figure draws
+(``_comparison_drawn``, :func:`sweep_drawn`) so that they name only what is drawn."""
 
 from __future__ import annotations
 
@@ -20,7 +15,8 @@ from gpulesson.experiments.small_models.records import (
     N_CLASSES,
     N_FEATURES,
     SmallModelsError,
-    _axes,
+    axes,
+    cell_name,
     epoch_summary,
     sample_summary,
     sweep_cells,
@@ -34,8 +30,7 @@ _DEVICE_WORDS = {"CPU": "round markers and a solid line", "GPU": "square markers
 
 
 def _comparison_drawn(records) -> list[dict]:
-    """What :func:`comparison_figure` draws: per device recorded (CPU first), its epoch times
-    and the summary of its timed epochs."""
+    """Per device recorded (CPU first), its epoch times and the summary of its timed epochs."""
     drawn = []
     for kind, record in (("CPU", _pick(records, False)), ("GPU", _pick(records, True))):
         if record and record.get("epoch_seconds"):
@@ -45,7 +40,6 @@ def _comparison_drawn(records) -> list[dict]:
 
 
 def comparison_alt(records) -> str:
-    """The alt text of :func:`comparison_figure`, from what it draws of ``records``."""
     drawn = _comparison_drawn(records)
     if not drawn:
         return "Chart without lines: the run kept no epoch times."
@@ -65,9 +59,8 @@ def comparison_alt(records) -> str:
 
 
 def comparison_figure(records):
-    """Time per epoch of the comparison run, per device recorded, and at the right the median
-    and range of each device's timed epochs (:func:`~gpulesson.experiments.common.draw_spread`).
-    The title names the hardware of the devices drawn."""
+    """Time per epoch of the comparison run per device, and at the right the median and range
+    of each device's timed epochs."""
     from gpulesson import compare_plots
 
     if not records:
@@ -102,51 +95,36 @@ def comparison_figure(records):
     return fig
 
 
-def _range_text(summary, show) -> str:
-    if summary["n"] < 2:
-        return f"{show(summary['median'])}\n(1 epoch)"
-    return f"{show(summary['median'])}\n({show(summary['min'])}–{show(summary['max'])})"
-
-
-def _ratio_range(pair) -> tuple[float, float]:
-    """The speed-up's range from the timed epochs: the CPU's fastest over the GPU's slowest to
-    the CPU's slowest over the GPU's fastest."""
-    cpu, gpu = sample_summary(pair["cpu"]), sample_summary(pair["gpu"])
-    return cpu["min"] / gpu["max"], cpu["max"] / gpu["min"]
-
-
 def sweep_drawn(records) -> dict:
-    """What :func:`sweep_figure` draws of a sweep run: ``kind`` ("speed-up" with both devices,
-    else the one device's "cpu" or "gpu" time per sample), ``widths``, ``batches`` and per
-    cell its ``value`` (the speed-up, or seconds per sample), ``text`` and ``verdict``."""
+    """``kind`` ("speed-up" with both devices, else the one device's "cpu" or "gpu" time per
+    sample), ``widths``, ``batches`` and per cell its ``value`` (the speed-up, or seconds per
+    sample), ``text`` and ``verdict``."""
     cells, verdicts = sweep_cells(records), sweep_verdicts(records)
-    widths, batches = _axes(records)
+    widths, batches = axes(records)
     drawn = {"widths": widths, "batches": batches, "cells": {}}
     if verdicts:
         drawn["kind"] = "speed-up"
         for key, found in verdicts.items():
-            low, high = _ratio_range(cells[key])
+            # The speed-up's range: the CPU's fastest over the GPU's slowest epoch, and back.
+            cpu, gpu = sample_summary(cells[key]["cpu"]), sample_summary(cells[key]["gpu"])
+            low, high = cpu["min"] / gpu["max"], cpu["max"] / gpu["min"]
             words = f"GPU {found.sentence}" if found.measurable else "no measurable\ndifference"
             drawn["cells"][key] = {"value": found.ratio, "verdict": found,
                                    "text": f"{times_text(found.ratio)}\n{words}\n"
                                            f"({times_text(low)}–{times_text(high)})"}
         return drawn
-    kind = "cpu" if any("cpu" in pair for pair in cells.values()) else "gpu"
-    drawn["kind"] = kind
+    kind = drawn["kind"] = "cpu" if any("cpu" in pair for pair in cells.values()) else "gpu"
     for key, pair in cells.items():
         summary = sample_summary(pair.get(kind))
         if summary:
-            drawn["cells"][key] = {"value": summary["median"], "verdict": None,
-                                   "summary": summary, "text": _range_text(summary, short_time)}
+            spread = (f"({short_time(summary['min'])}–{short_time(summary['max'])})"
+                      if summary["n"] >= 2 else "(1 epoch)")
+            drawn["cells"][key] = {"value": summary["median"], "verdict": None, "summary": summary,
+                                   "text": f"{short_time(summary['median'])}\n{spread}"}
     return drawn
 
 
-def _where(key) -> str:
-    return f"width {key[0]}, batch size {key[1]}"
-
-
 def sweep_alt(records) -> str:
-    """The alt text of :func:`sweep_figure`, from what it draws of ``records``."""
     drawn = sweep_drawn(records)
     widths, batches, cells = drawn["widths"], drawn["batches"], drawn["cells"]
     if not cells:
@@ -166,8 +144,8 @@ def sweep_alt(records) -> str:
         parts.append(f"The GPU was measurably faster in {faster} of {len(cells)} cells and "
                      f"measurably slower in {slower}; the others show no measurable difference. "
                      f"The speed-up was largest, {times_text(verdicts[best].ratio)}, at "
-                     f"{_where(best)}, and smallest, {times_text(verdicts[worst].ratio)}, at "
-                     f"{_where(worst)}.")
+                     f"{cell_name(best)}, and smallest, {times_text(verdicts[worst].ratio)}, at "
+                     f"{cell_name(worst)}.")
     else:
         device = drawn["kind"].upper()
         values = {key: cell["value"] for key, cell in cells.items()}
@@ -175,31 +153,16 @@ def sweep_alt(records) -> str:
         parts[0] += (f", each cell coloured and labelled with the {device}'s median time per "
                      "sample and, in brackets, the range of the timed epochs.")
         parts.append(f"The median time per sample ranged from {short_time(values[low])} at "
-                     f"{_where(low)} to {short_time(values[high])} at {_where(high)}.")
+                     f"{cell_name(low)} to {short_time(values[high])} at {cell_name(high)}.")
     if missing:
         parts.append(f"{missing} cells are labelled not measured.")
     return " ".join(parts)
 
 
-def _grid_values(drawn) -> np.ndarray:
-    matrix = np.full((len(drawn["widths"]), len(drawn["batches"])), np.nan)
-    for i, width in enumerate(drawn["widths"]):
-        for j, batch in enumerate(drawn["batches"]):
-            cell = drawn["cells"].get((width, batch))
-            if cell is not None:
-                matrix[i, j] = cell["value"]
-    return matrix
-
-
 def sweep_figure(records):
-    """The sweep as a grid of widths (rows) x batch sizes (columns), every cell annotated.
-
-    With GPU records: the GPU's speed-up over the CPU (the colour centred on 1, where the two
-    are equal; each cell says "GPU n× faster", "GPU n× slower" or, where the ranges of the
-    timed epochs overlap, "no measurable difference", and the speed-up's range). Without: the
-    CPU's median time per sample and its range, and a note that the GPU sweep is not recorded
-    yet. The spread of the repeats is written in each cell (a grid has no room for whiskers).
-    """
+    """The sweep as a grid of widths (rows) x batch sizes (columns): the GPU's speed-up over
+    the CPU (the colour centred on 1, where the two are equal), else the one device's time per
+    sample. The spread of the repeats is written in each cell: a grid has no room for whiskers."""
     import matplotlib.colors as mcolors
     import matplotlib.pyplot as plt
 
@@ -208,7 +171,8 @@ def sweep_figure(records):
                                "run python -m gpulesson.experiments.small_models --parts sweep")
     drawn = sweep_drawn(records)
     widths, batches = drawn["widths"], drawn["batches"]
-    matrix = _grid_values(drawn)
+    matrix = np.array([[drawn["cells"].get((w, b), {}).get("value", np.nan) for b in batches]
+                       for w in widths], dtype=float)
     names = hardware(records)
     fig, ax = plt.subplots(figsize=(7.5, 6.2))
     if drawn["kind"] == "speed-up":
@@ -221,17 +185,14 @@ def sweep_figure(records):
                   "in brackets: the speed-up's range over the timed epochs")
     else:
         # One device only (normally the CPU): its time per sample, and why there is no speed-up.
-        kind = drawn["kind"]
-        image = ax.imshow(matrix * 1e6, cmap="YlOrBr", norm=mcolors.LogNorm())
-        fig.colorbar(image, ax=ax, label=f"{kind.upper()} median time per sample (µs, log scale)")
+        kind = drawn["kind"].upper()
+        other = "GPU" if kind == "CPU" else "CPU"
         matrix = matrix * 1e6
-        if kind == "cpu":
-            what = "CPU time per sample (no GPU sweep in this run)"
-            detail = f"CPU: {names['CPU']}; no GPU sweep, so no speed-up can be shown"
-        else:
-            what = "GPU time per sample (no CPU sweep in this run)"
-            detail = f"GPU: {names['GPU']}; no CPU sweep, so no speed-up can be shown"
-        detail += "\ncell: median time per sample; in brackets: fastest–slowest timed epoch"
+        image = ax.imshow(matrix, cmap="YlOrBr", norm=mcolors.LogNorm())
+        fig.colorbar(image, ax=ax, label=f"{kind} median time per sample (µs, log scale)")
+        what = f"{kind} time per sample (no {other} sweep in this run)"
+        detail = (f"{kind}: {names[kind]}; no {other} sweep, so no speed-up can be shown\n"
+                  "cell: median time per sample; in brackets: fastest–slowest timed epoch")
     for i, width in enumerate(widths):
         for j, batch in enumerate(batches):
             value = matrix[i, j]

@@ -1,15 +1,7 @@
-"""Training the MLPs on each device: the comparison on the breast-cancer data, the sweep of
+"""Training the MLPs on each device, the comparison on the breast-cancer data and the sweep of
 batch size x layer width on random rows, and the checks of what is asked for. Keras is imported
-only when something is trained.
-
-Both follow the lesson's measurement rule (:mod:`gpulesson.experiments.common`): the first
-epoch of every training is the recorded warm-up, the epochs after it are the timed repeats (at
-least :data:`~gpulesson.experiments.common.REPEATS`, or
-:data:`~gpulesson.experiments.common.QUICK_REPEATS` in quick mode), every epoch is kept, and
-each record keeps their ``summary`` and the load average before and after it was measured.
-The comparison also reads the energy of each epoch where the device's meter can be read
-(:mod:`gpulesson.energy`; a record of why not otherwise).
-"""
+only when something is trained. Each record keeps the load average before and after it was
+measured; the comparison also the energy of each epoch where the device's meter can be read."""
 
 from __future__ import annotations
 
@@ -18,16 +10,16 @@ import math
 import numpy as np
 
 from gpulesson.devices import KERAS_DEVICES as DEVICES
-from gpulesson.experiments.common import WARMUP, repeats_for, summarise
+from gpulesson.experiments.common import WARMUP, repeats_for
 from gpulesson.experiments.energy import energy_callback, start_intervals, stop_intervals
+from gpulesson.experiments.recordset import epochs_summary
 from gpulesson.experiments.small_models.records import (
     N_CLASSES,
     N_FEATURES,
     RECORDS,
     SmallModelsError,
-    _device_fields,
     comparison_record,
-    is_gpu_device,
+    device_fields,
 )
 from gpulesson.results import duration as short_time
 from gpulesson.results import new_run_id
@@ -62,7 +54,6 @@ def keras_device_name(device: str) -> str:
     raise SmallModelsError(f"unknown device {device!r}: use one of {', '.join(DEVICES)}")
 
 
-
 def check_devices(devices, gpu_count: int) -> list[str]:
     """The Keras names of ``devices``; refuses unknown devices, and a GPU when none is visible."""
     names = [keras_device_name(d) for d in devices]
@@ -70,7 +61,7 @@ def check_devices(devices, gpu_count: int) -> list[str]:
         raise SmallModelsError("no device given: use cpu, gpu or both")
     if len(set(names)) != len(names):
         raise SmallModelsError(f"a device is named twice: {', '.join(map(str, devices))}")
-    if any(is_gpu_device(n) for n in names) and not gpu_count:
+    if any(device_fields(n)["device_kind"] == "gpu" for n in names) and not gpu_count:
         raise SmallModelsError(f"{SKIPPED_GPU}: run with --devices cpu, or on a machine with a GPU "
                                "(python -m gpulesson.devices tells what this Python sees)")
     return names
@@ -111,42 +102,29 @@ def rows_for(batch_size: int, n_rows: int) -> int:
     return max(n_rows, MIN_BATCHES * batch_size)
 
 
-def random_data(n_rows: int, n_features: int = N_FEATURES, n_classes: int = N_CLASSES, seed: int = 0):
-    """``(x, y)``: standard-normal float32 features and random one-hot labels (timing only)."""
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n_rows, n_features), dtype=np.float32)
-    y = np.eye(n_classes, dtype="float32")[rng.integers(0, n_classes, n_rows)]
-    return x, y
-
-
-
 def time_cell(device: str, batch_size: int, width: int, *, n_rows: int, epochs: int, seed: int = 0) -> dict:
-    """Train a new sweep MLP of ``width`` on ``device`` for ``epochs`` epochs of random rows.
-
-    Returns the :class:`~gpulesson.lesson.EpochTimer` summary with the cell's facts, the
-    ``summary`` of the epoch times (the first epoch the warm-up, the others the timed repeats),
-    ``seconds_per_sample`` and ``seconds_per_step`` (the median timed epoch per row and per
-    step) and the ``load_average`` before and after.
-    """
+    """Train a new sweep MLP of ``width`` on ``device`` for ``epochs`` epochs of random rows
+    (standard-normal features, random one-hot labels: enough to time, nothing to learn); the
+    timer's summary with the cell's facts and the median timed epoch per row and per step."""
     import keras
 
-    from gpulesson.lesson import JIT_COMPILE, EpochTimer
-
-    rows = rows_for(batch_size, n_rows)
-    x, y = random_data(rows, seed=seed)
-    widths = hidden_widths(width)
     from gpulesson import lesson
 
+    rows = rows_for(batch_size, n_rows)
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((rows, N_FEATURES), dtype=np.float32)
+    y = np.eye(N_CLASSES, dtype="float32")[rng.integers(0, N_CLASSES, rows)]
+    widths = hidden_widths(width)
     keras.utils.set_random_seed(seed)
     load = {"start": load_average(), "end": None}
     with keras.device(keras_device_name(device)):
         model = lesson.build_mlp(N_FEATURES, widths, N_CLASSES)
-        timer = EpochTimer(samples_per_epoch=rows)
+        timer = lesson.EpochTimer(samples_per_epoch=rows)
         model.fit(x, y, batch_size=batch_size, epochs=epochs, callbacks=[timer], verbose=0)
     load["end"] = load_average()
     timing = timer.summary()
     mean = timing["steady_mean_epoch_seconds"] or timing["first_epoch_seconds"]
-    summary = epoch_summary(timing["epoch_seconds"])
+    summary = epochs_summary(timing["epoch_seconds"])
     steps = math.ceil(rows / batch_size)
     return {
         "batch_size": batch_size,
@@ -160,21 +138,9 @@ def time_cell(device: str, batch_size: int, width: int, *, n_rows: int, epochs: 
         "summary": summary,
         "seconds_per_sample": summary["median"] / rows,
         "seconds_per_step": summary["median"] / steps,
-        "jit_compile": JIT_COMPILE,
+        "jit_compile": lesson.JIT_COMPILE,
         "load_average": load,
     }
-
-
-def epoch_summary(epoch_seconds) -> dict:
-    """The summary of one training's epochs: the first :data:`WARMUP` the warm-up, the others
-    the timed repeats (a training of one epoch has that one as its only sample)."""
-    epoch_seconds = list(epoch_seconds)
-    if len(epoch_seconds) <= WARMUP:
-        return summarise(epoch_seconds)
-    return summarise(epoch_seconds[WARMUP:], epoch_seconds[:WARMUP])
-
-
-
 
 
 def condition(record: dict) -> tuple:
@@ -187,13 +153,10 @@ def condition(record: dict) -> tuple:
 def sweep(devices, batch_sizes, widths, *, n_rows: int, epochs: int, run_id: str | None = None,
           seed: int = 0, source: str = "notebook", progress=print, done=frozenset(),
           on_record=None) -> list[dict]:
-    """Time every (batch size, width) cell on every device; one record per device and cell.
-
-    ``devices``: Keras names (``"cpu"``, ``"gpu:0"``). Checks the whole grid before the
-    first measurement. Records have ``part: "sweep"`` and ``data: "random"``. Cells whose
-    :func:`condition` is in ``done`` are skipped; ``on_record(record)`` is called as each
-    record is made, so that a run that stops keeps what it measured.
-    """
+    """Time every (batch size, width) cell on every device (Keras names); one record per device
+    and cell, each handed to ``on_record`` as it is made, so that a run that stops keeps what
+    it measured. The whole grid is checked first; cells whose :func:`condition` is in ``done``
+    are skipped."""
     devices = [keras_device_name(d) for d in devices]
     grid = check_grid(batch_sizes, widths, n_rows, epochs)
     run_id = run_id or new_run_id()
@@ -201,7 +164,7 @@ def sweep(devices, batch_sizes, widths, *, n_rows: int, epochs: int, run_id: str
     for device in devices:
         for width in grid["widths"]:
             for batch_size in grid["batch_sizes"]:
-                if ("sweep", _device_fields(device)["device_kind"], width, batch_size) in done:
+                if ("sweep", device_fields(device)["device_kind"], width, batch_size) in done:
                     continue
                 cell = time_cell(device, batch_size, width, n_rows=grid["n_rows"], epochs=grid["epochs"],
                                  seed=seed)
@@ -209,19 +172,17 @@ def sweep(devices, batch_sizes, widths, *, n_rows: int, epochs: int, run_id: str
                     progress(f"{device}  width {width:5}  batch {batch_size:5}  "
                              f"{short_time(cell['seconds_per_sample'])} per sample")
                 record = RECORDS.record(data="random", part="sweep", run_id=run_id,
-                                        source=source, **_device_fields(device), **cell)
+                                        source=source, **device_fields(device), **cell)
                 if on_record:
                     on_record(record)
                 records.append(record)
     return records
 
 
-
 def run_comparison(devices, *, run_id: str, seed: int, settings: dict, source: str,
                    done=frozenset(), on_record=None) -> list[dict]:
-    """Train the episode's MLP on the breast-cancer data on every device; one record each
-    (devices whose :func:`condition` is in ``done`` are skipped; ``on_record`` as in
-    :func:`sweep`)."""
+    """Train the episode's MLP on the breast-cancer data on every device from the same initial
+    weights; one record each (``done`` and ``on_record`` as in :func:`sweep`)."""
     import keras
 
     from gpulesson import lesson
@@ -233,11 +194,12 @@ def run_comparison(devices, *, run_id: str, seed: int, settings: dict, source: s
     start = lesson.weights_fingerprint(initial_weights)
     records = []
     for device in devices:
-        if ("comparison", _device_fields(device)["device_kind"]) in done:
+        kind = device_fields(device)["device_kind"]
+        if ("comparison", kind) in done:
             continue
         print(f"Comparison: training the MLP on {device} for {settings['epochs']} epochs ...", flush=True)
         keras.utils.set_random_seed(seed)
-        intervals, reason = start_intervals(_device_fields(device)["device_kind"])
+        intervals, reason = start_intervals(kind)
         try:
             load = {"start": load_average(), "end": None}
             run = lesson.train_mlp(device, initial_weights, train, test, settings["epochs"],

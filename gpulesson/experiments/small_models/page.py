@@ -1,10 +1,4 @@
-"""The episode's ``ref_mlp_*`` values, from the reference runs (read while the site builds).
-
-Times are medians with their ranges (:func:`~gpulesson.experiments.common.summary_text`), and
-the words that compare the GPU with the CPU come from
-:func:`~gpulesson.experiments.common.compare` (through
-:func:`~gpulesson.experiments.small_models.records.gpu_against_cpu`).
-"""
+"""The episode's ``ref_mlp_*`` values, from the reference runs (read while the site builds)."""
 
 from __future__ import annotations
 
@@ -14,7 +8,8 @@ from gpulesson.experiments.small_models.figures import comparison_alt, sweep_alt
 from gpulesson.experiments.small_models.records import (
     RECORDS,
     RESULTS_FILE,
-    _axes,
+    axes,
+    cell_name,
     epoch_summary,
     reference_run,
     sample_summary,
@@ -24,6 +19,7 @@ from gpulesson.experiments.small_models.records import (
     sweep_complete,
     sweep_verdicts,
     verdict,
+    verdict_words,
 )
 from gpulesson.results import NOT_RECORDED, is_gpu
 from gpulesson.results import duration as short_time
@@ -36,7 +32,7 @@ RUN = ("run", "date", "backend", "cpu", "gpu")  # what the page names of each re
 def cut_sweep_note(path, reference) -> str:
     """Why the page has no GPU sweep: a newer sweep run that stopped before its end (its cells
     per device, in words), or that none has been recorded. A cut run never becomes the page's
-    reference (:func:`reference_run`), so the note says which run the page shows instead."""
+    reference, so the note says which run the page shows instead."""
     grouped = list(RECORDS.runs_in(path, part="sweep").values())
     shown = reference[0]["run_id"] if reference else None
     ids = [group[0]["run_id"] for group in grouped]
@@ -45,7 +41,7 @@ def cut_sweep_note(path, reference) -> str:
     if not cut:
         return ("The GPU half of the sweep of batch size and layer width has not been recorded "
                 f"yet; the next lease of {BUDGET} records it.")
-    widths, batches = _axes(cut)
+    widths, batches = axes(cut)
     counts = []
     for kind, gpu in (("GPU", True), ("CPU", False)):
         n = sum(1 for r in cut if is_gpu(r) == gpu)
@@ -83,8 +79,15 @@ def sweep_dates(records) -> str:
                else "the parts differ in machine or versions"))
 
 
+# The sweep's values, NOT_RECORDED until a run has them: per device its total, its time per
+# sample and per step at the grid's two corners, and a step's growth along the top row.
+SWEEP_KEYS = tuple(f"ref_mlp_sweep_{key}" for key in (
+    "batches", "widths", "small_cell", "large_cell", "best", "worst", "paying",
+    *(f"{device}_{what}" for device in ("cpu", "gpu") for what in (
+        "total", "row_steps", "small_sample", "small_step", "large_sample", "large_step"))))
+
+
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
-    """Text snippets of the reference runs for the episode page (MyST substitutions ``ref_mlp_*``)."""
     comparison = reference_run("comparison", path)
     values = run_values("ref_mlp", comparison, *RUN, "batch_size", "epochs")
     values.update({
@@ -102,50 +105,40 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     values.update(run_values("ref_mlp_sweep", records, *RUN, "epochs"))
     values["ref_mlp_sweep_cut_note"] = cut_sweep_note(path, records)
     values["ref_mlp_sweep_dates"] = sweep_dates(records)
+    values["ref_mlp_fig_sweep_alt"] = sweep_alt(records) if records else NOT_RECORDED
+    values.update(dict.fromkeys(SWEEP_KEYS, NOT_RECORDED))
+    if not records:
+        return values
     cells, verdicts = sweep_cells(records), sweep_verdicts(records)
-    widths, batches = _axes(records) if records else ([], [])
-    smallest = cells.get((widths[0], batches[0]), {}) if records else {}
-    largest = cells.get((widths[-1], batches[-1]), {}) if records else {}
-    values.update({
-        "ref_mlp_sweep_batches": listed(batches) if records else NOT_RECORDED,
-        "ref_mlp_sweep_widths": listed(widths) if records else NOT_RECORDED,
-        "ref_mlp_sweep_small_cell": (f"width {widths[0]}, batch size {batches[0]}" if records
-                                     else NOT_RECORDED),
-        "ref_mlp_sweep_large_cell": (f"width {widths[-1]}, batch size {batches[-1]}" if records
-                                     else NOT_RECORDED),
-        "ref_mlp_fig_sweep_alt": sweep_alt(records) if records else NOT_RECORDED,
-    })
+    widths, batches = axes(records)
+    corners = {"small": (widths[0], batches[0]), "large": (widths[-1], batches[-1])}
+    values.update({"ref_mlp_sweep_batches": listed(batches), "ref_mlp_sweep_widths": listed(widths),
+                   "ref_mlp_sweep_small_cell": cell_name(corners["small"]),
+                   "ref_mlp_sweep_large_cell": cell_name(corners["large"])})
     for name in ("cpu", "gpu"):
-        kind_records = [r for r in records if is_gpu(r) == (name == "gpu")]
-        values[f"ref_mlp_sweep_{name}_total"] = (short_time(sum(r["total_seconds"] for r in kind_records))
-                                                 if kind_records else NOT_RECORDED)
-        for size, cell in (("small", smallest), ("large", largest)):
-            record = cell.get(name)
-            values[f"ref_mlp_sweep_{name}_{size}_sample"] = (
-                summary_text(sample_summary(record), short_time) if record else NOT_RECORDED)
-            values[f"ref_mlp_sweep_{name}_{size}_step"] = (
-                summary_text(step_summary(record), short_time) if record else NOT_RECORDED)
+        mine = [r for r in records if is_gpu(r) == (name == "gpu")]
+        if mine:
+            values[f"ref_mlp_sweep_{name}_total"] = short_time(sum(r["total_seconds"] for r in mine))
+        for size, key in corners.items():
+            record = cells.get(key, {}).get(name)
+            if record:
+                values[f"ref_mlp_sweep_{name}_{size}_sample"] = summary_text(sample_summary(record),
+                                                                             short_time)
+                values[f"ref_mlp_sweep_{name}_{size}_step"] = summary_text(step_summary(record),
+                                                                           short_time)
         # One step of the narrowest model at the smallest and at the largest batch: how much a
         # step's time grows along the top row of the grid.
-        row = [cells.get((widths[0], batch), {}).get(name) for batch in batches] if records else []
-        values[f"ref_mlp_sweep_{name}_row_steps"] = (
-            f"from {short_time(step_summary(row[0])['median'])} at batch size {batches[0]:,} to "
-            f"{short_time(step_summary(row[-1])['median'])} at batch size {batches[-1]:,} (medians)"
-            if len(row) > 1 and row[0] and row[-1] else NOT_RECORDED)
+        first, last = (cells.get((widths[0], batch), {}).get(name) for batch in (batches[0], batches[-1]))
+        if len(batches) > 1 and first and last:
+            values[f"ref_mlp_sweep_{name}_row_steps"] = (
+                f"from {short_time(step_summary(first)['median'])} at batch size {batches[0]:,} to "
+                f"{short_time(step_summary(last)['median'])} at batch size {batches[-1]:,} (medians)")
     if verdicts:
-        best = max(verdicts, key=lambda key: verdicts[key].ratio)
-        worst = min(verdicts, key=lambda key: verdicts[key].ratio)
-        paying = [key for key, found in verdicts.items()
-                  if found.measurable and found.word == "faster"]
-
         def cell(key):
-            found = verdicts[key]
-            words = f"GPU {found.sentence}" if found.measurable else found.sentence
-            return f"{times_text(found.ratio)} at width {key[0]}, batch size {key[1]} ({words})"
-        values["ref_mlp_sweep_best"] = cell(best)
-        values["ref_mlp_sweep_worst"] = cell(worst)
+            return f"{times_text(verdicts[key].ratio)} at {cell_name(key)} ({verdict_words(verdicts[key])})"
+
+        values["ref_mlp_sweep_best"] = cell(max(verdicts, key=lambda key: verdicts[key].ratio))
+        values["ref_mlp_sweep_worst"] = cell(min(verdicts, key=lambda key: verdicts[key].ratio))
+        paying = [v for v in verdicts.values() if v.measurable and v.word == "faster"]
         values["ref_mlp_sweep_paying"] = f"{len(paying)} of {len(verdicts)}"
-    else:
-        for key in ("best", "worst", "paying"):
-            values[f"ref_mlp_sweep_{key}"] = NOT_RECORDED
     return values

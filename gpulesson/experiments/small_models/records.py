@@ -1,16 +1,9 @@
-"""The small-models records: one per device (comparison) or per device and cell (sweep), the
-reference runs, speed-ups, and a run in words or as a table. Imports no deep-learning framework.
-
-Each record keeps its epoch times and their ``summary`` (the first epoch the warm-up, the
-lesson's measurement rule); records made before the rule are summarised from their epoch
-times (:func:`epoch_summary`). Comparisons of the CPU and the GPU come from
-:func:`~gpulesson.experiments.common.compare`: where the ranges of the timed epochs overlap,
-there is no measurable difference, whatever the ratio of the medians.
-"""
+"""The small models' records, one per device (comparison) or per device and cell (sweep), the
+reference runs, speed-ups, and a run in words or as a table. Imports no deep-learning framework."""
 
 from __future__ import annotations
 
-from gpulesson.experiments.common import Comparison, summarise, summary_text, times_text
+from gpulesson.experiments.common import Comparison, scale, summarise, summary_text, times_text
 from gpulesson.experiments.recordset import RecordSet, epochs_summary, gpu_against_cpu
 from gpulesson.results import NOT_RECORDED, data_label, hardware, is_gpu
 from gpulesson.results import duration as short_time
@@ -30,31 +23,22 @@ class SmallModelsError(ValueError):
     """A request this experiment cannot carry out; the message says what to change."""
 
 
-def is_gpu_device(device: str) -> bool:
-    return str(device).lower().startswith(("gpu", "cuda"))
-
-
-def _kind(device: str) -> str:
-    return "gpu" if is_gpu_device(device) else "cpu"
-
-
-def _device_fields(device: str) -> dict:
-    """Record fields that say which device ran (the layer names a CPU run's device "CPU")."""
-    return {"device_kind": _kind(device), "keras_device": device}
+def device_fields(device: str) -> dict:
+    """The fields that say which Keras device ran."""
+    kind = "gpu" if str(device).lower().startswith(("gpu", "cuda")) else "cpu"
+    return {"device_kind": kind, "keras_device": device}
 
 
 def comparison_record(run: dict, *, run_id: str, batch_size: int, n_train: int, n_test: int,
                       start_weights: str | None = None, source: str = "notebook",
                       load_average: dict | None = None, energy: dict | None = None) -> dict:
-    """The record of one device's run of :func:`gpulesson.lesson.train_mlp` (``part: "comparison"``),
-    with the ``summary`` of its epochs (the first the warm-up) and, when given, the
-    ``load_average`` before and after (``{"start": [...], "end": [...]}``), and the ``energy``
-    of each epoch or why it could not be read (:mod:`gpulesson.experiments.energy`)."""
+    """The record of one device's run of :func:`gpulesson.lesson.train_mlp`; ``load_average``
+    (``{"start": [...], "end": [...]}``) and ``energy`` as measured around it."""
     timing = dict(run["timing"])
     mean = timing["steady_mean_epoch_seconds"] or timing["first_epoch_seconds"]
     training = timing.pop("total_seconds")
     return RECORDS.record(
-        part="comparison", run_id=run_id, source=source, **_device_fields(run["device"]),
+        part="comparison", run_id=run_id, source=source, **device_fields(run["device"]),
         batch_size=batch_size, n_train=n_train, n_test=n_test,
         hidden_widths=list(EPISODE_WIDTHS), n_parameters=run["model"].count_params(),
         **timing, mean_epoch_seconds=mean, training_seconds=training,
@@ -66,38 +50,34 @@ def comparison_record(run: dict, *, run_id: str, batch_size: int, n_train: int, 
     )
 
 
-def runs(records, part: str) -> dict[str, list[dict]]:
-    """The records of ``part`` grouped by ``run_id`` (:func:`gpulesson.results.runs`)."""
-    return RECORDS.runs(records, part=_checked(part))
-
-
 def reference_run(part: str, path=None) -> list[dict]:
-    """The records of ``part`` of the reference run (the layer's
-    :meth:`~gpulesson.experiments.recordset.RecordSet.newest_run`): a sweep counts only with
-    every cell of its grid on each device it measured."""
-    return RECORDS.newest_run(path, part=_checked(part),
-                              complete=sweep_complete if part == "sweep" else None)
-
-
-def _checked(part: str) -> str:
+    """The records of ``part`` of the newest run with CPU and GPU records; a sweep counts only
+    with every cell of its grid on each device it measured."""
     if part not in PARTS:
         raise SmallModelsError(f"unknown part {part!r}: use one of {', '.join(PARTS)}")
-    return part
+    return RECORDS.newest_run(path, part=part, complete=sweep_complete if part == "sweep" else None)
+
+
+def axes(records) -> tuple[list[int], list[int]]:
+    """The sorted widths and batch sizes of a sweep's records."""
+    return sorted({r["width"] for r in records}), sorted({r["batch_size"] for r in records})
+
+
+def cell_name(key: tuple[int, int]) -> str:
+    return f"width {key[0]}, batch size {key[1]}"
 
 
 def sweep_complete(records) -> bool:
-    """Whether each device of a sweep run has every cell of the run's grid (widths x batches)."""
-    widths, batches = _axes(records)
+    """Whether each device of a sweep run has every cell of the run's grid."""
+    widths, batches = axes(records)
     grid = {(w, b) for w in widths for b in batches}
-    devices = {is_gpu(r) for r in records}
     return all({(r["width"], r["batch_size"]) for r in records if is_gpu(r) == gpu} == grid
-               for gpu in devices)
+               for gpu in {is_gpu(r) for r in records})
 
 
 def epoch_summary(record: dict | None) -> dict | None:
-    """The summary of a record's timed epochs (seconds per epoch): the one it keeps, or, for a
-    record made before the rule, one of its epochs after the first (the warm-up). A sweep
-    record without epoch times has its median epoch as its only sample (no range)."""
+    """The summary of a record's timed epochs; a sweep record without epoch times has its mean
+    epoch as its only sample (no range)."""
     if not record:
         return None
     found = RECORDS.epoch_summary(record)
@@ -106,27 +86,17 @@ def epoch_summary(record: dict | None) -> dict | None:
     return found
 
 
-def scaled(summary: dict | None, divisor: float) -> dict | None:
-    """A time summary divided by ``divisor`` (rows, steps): per sample, per step."""
-    if not summary:
-        return None
-    return {**summary, "median": summary["median"] / divisor, "min": summary["min"] / divisor,
-            "max": summary["max"] / divisor,
-            "samples": [v / divisor for v in summary["samples"]],
-            "warmup": [v / divisor for v in summary.get("warmup", [])]}
-
-
 def sample_summary(record: dict | None) -> dict | None:
-    """The time per sample of a sweep record (its epoch summary over its rows)."""
-    return scaled(epoch_summary(record), record["n_rows"]) if record else None
+    """The time per sample of a sweep record."""
+    return scale(epoch_summary(record), 1 / record["n_rows"]) if record else None
 
 
 def step_summary(record: dict | None) -> dict | None:
-    """The time per step of a sweep record (its epoch summary over its steps per epoch)."""
+    """The time per step of a sweep record."""
     if not record:
         return None
     steps = record.get("steps_per_epoch") or -(-record["n_rows"] // record["batch_size"])
-    return scaled(epoch_summary(record), steps)
+    return scale(epoch_summary(record), 1 / steps)
 
 
 def verdict(records) -> Comparison | None:
@@ -134,45 +104,32 @@ def verdict(records) -> Comparison | None:
     return RECORDS.gpu_against_cpu(records, epoch_summary)
 
 
-def speedup(records) -> float | None:
-    """CPU median epoch / GPU median epoch of one comparison run (None without both)."""
-    found = verdict(records)
-    return found.ratio if found else None
-
-
 def speedup_text(found: Comparison | None) -> str:
-    """A comparison of the GPU with the CPU in words: the ratio of the medians and the verdict,
-    ``"0.4× (GPU 2.5× slower)"`` or ``"1.1× (no measurable difference)"``."""
+    """``"0.4× (GPU 2.5× slower)"`` or ``"1.1× (no measurable difference)"``."""
     if found is None:
         return NOT_RECORDED
-    words = f"GPU {found.sentence}" if found.measurable else found.sentence
-    return f"{times_text(found.ratio)} ({words})"
+    return f"{times_text(found.ratio)} ({verdict_words(found)})"
+
+
+def verdict_words(found: Comparison) -> str:
+    """"GPU 2.5× slower", or "no measurable difference" where the ranges overlap."""
+    return f"GPU {found.sentence}" if found.measurable else found.sentence
 
 
 def sweep_cells(records) -> dict[tuple[int, int], dict[str, dict]]:
     """``{(width, batch_size): {"cpu": record, "gpu": record}}`` of one sweep run's records."""
     cells: dict[tuple[int, int], dict[str, dict]] = {}
     for record in records:
-        device = "gpu" if is_gpu(record) else "cpu"
-        cells.setdefault((record["width"], record["batch_size"]), {})[device] = record
+        cells.setdefault((record["width"], record["batch_size"]), {})[
+            "gpu" if is_gpu(record) else "cpu"] = record
     return cells
 
 
 def sweep_verdicts(records) -> dict[tuple[int, int], Comparison]:
-    """``{(width, batch_size): the GPU against the CPU}`` (:func:`gpu_against_cpu` of the times
-    per sample) for the cells with both devices."""
-    result = {}
-    for key, pair in sweep_cells(records).items():
-        found = gpu_against_cpu(sample_summary(pair.get("cpu")), sample_summary(pair.get("gpu")))
-        if found is not None:
-            result[key] = found
-    return result
-
-
-def _axes(records) -> tuple[list[int], list[int]]:
-    widths = sorted({r["width"] for r in records})
-    batches = sorted({r["batch_size"] for r in records})
-    return widths, batches
+    """``{(width, batch_size): the GPU against the CPU per sample}`` of the cells with both."""
+    found = {key: gpu_against_cpu(sample_summary(pair.get("cpu")), sample_summary(pair.get("gpu")))
+             for key, pair in sweep_cells(records).items()}
+    return {key: v for key, v in found.items() if v is not None}
 
 
 def describe_comparison(records) -> str:
@@ -196,11 +153,19 @@ def describe_comparison(records) -> str:
     return "\n".join(lines)
 
 
+def _cell_text(record) -> str:
+    found = sample_summary(record)
+    if not found:
+        return "-"
+    return short_time(found["median"]) + (f" ({short_time(found['min'])}-{short_time(found['max'])})"
+                                          if found["n"] > 1 else " (1 epoch)")
+
+
 def sweep_table(records) -> str:
     """A text table of a sweep run: time per sample per device, and the speed-up, per cell."""
     if not records:
         return "No sweep recorded."
-    widths, batches = _axes(records)
+    widths, batches = axes(records)
     cells, verdicts = sweep_cells(records), sweep_verdicts(records)
     kinds = [k for k in ("cpu", "gpu") if any(k in pair for pair in cells.values())]
     header = f"{'width':>6} {'batch':>6} " + " ".join(f"{k.upper() + ' per sample':>24}" for k in kinds)
@@ -208,19 +173,10 @@ def sweep_table(records) -> str:
         header += f" {'speed-up':>9}  GPU against CPU"
     lines = [f"Data: {data_label(records)}; backend {records[0]['backend']}; per sample: median "
              "(fastest-slowest timed epoch).", header]
-
-    def cell(record):
-        found = sample_summary(record)
-        if not found:
-            return "-"
-        text = short_time(found["median"])
-        return text + (f" ({short_time(found['min'])}-{short_time(found['max'])})"
-                       if found["n"] > 1 else " (1 epoch)")
-
     for width in widths:
         for batch in batches:
             pair = cells.get((width, batch), {})
-            line = f"{width:6} {batch:6} " + " ".join(f"{cell(pair.get(k)):>24}" for k in kinds)
+            line = f"{width:6} {batch:6} " + " ".join(f"{_cell_text(pair.get(k)):>24}" for k in kinds)
             if verdicts:
                 found = verdicts.get((width, batch))
                 line += (f" {found.ratio:8.2f}x  {found.sentence}" if found else f" {'-':>9}")
