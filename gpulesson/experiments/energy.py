@@ -1,26 +1,19 @@
 """Energy in the records and on the pages: what an experiment keeps of a meter
 (:mod:`gpulesson.energy`), and the words a page shows for it.
 
-A record's ``energy`` is one of:
+A record's ``energy`` is one of (``changes``: how often the meter's reading changed;
+``step_joules``: the counter's smallest step):
 
-- ``{"measured": True, "window": "each", "source", "images", "summary", "changes",
-  "step_joules"}``: the joules of each timed interval and their summary, the warm-up apart, by
-  the lesson's rule, where the meter's reading changed at least
-  :data:`~gpulesson.energy.MIN_CHANGES` times in every interval (``changes``: how often, in
-  each; ``step_joules``: the counter's smallest step). Records made before the windows were
-  checked have no ``window``: they are read the same way.
-- ``{"measured": True, "window": "phase", "source", "images", "intervals", "joules",
-  "seconds", "changes", "step_joules", "summary"}``: the intervals (epochs, calls) were too
-  short for the meter one by one, so the whole timed phase, from the start of the first timed
-  interval to the end of the last, is one window: its ``joules`` over its ``intervals``, and
-  the ``summary`` of that mean (one sample).
-- ``{"measured": False, "below_resolution": True, "reason", "source", "joules", "seconds",
-  "changes", "step_joules"}``: even the whole phase was too short for the meter; the reason
-  says by how much. No number of joules is claimed.
-- ``{"measured": False, "reason"}`` where no counter could be read.
+- ``measured``, ``window`` "each": each timed interval's joules and their summary, where the
+  reading changed at least :data:`~gpulesson.energy.MIN_CHANGES` times in every interval
+  (records made before the windows were checked have no ``window`` and read the same);
+- ``measured``, ``window`` "phase": intervals too short for the meter one by one, so the whole
+  timed phase is one window: its ``joules`` over its ``intervals``, summarised as one sample;
+- not ``measured``, ``below_resolution``: even the whole phase was too short; the ``reason``
+  says by how much, and no number of joules is claimed;
+- not ``measured``, with the ``reason`` no counter could be read.
 
-Records made before energy was measured have no ``energy``: the page says "not measured" for
-them. A window is never read as 0 J.
+A record made before energy was measured has none: "not measured". A window is never read as 0 J.
 """
 
 from __future__ import annotations
@@ -29,7 +22,8 @@ import time
 from collections.abc import Sequence
 
 from gpulesson.energy import MIN_CHANGES, EnergyUnavailable, Intervals, open_meter, unmeasured
-from gpulesson.experiments.common import scale, summarise, summary_text
+from gpulesson.experiments.common import fmt_number, scale, summarise, summary_text, synchronise
+from gpulesson.results import duration
 
 MAX_WINDOW_SECONDS = 30.0  # energy_of_calls stops here, counted or not
 
@@ -39,8 +33,7 @@ BELOW_RESOLUTION = "below the resolution of the meter"
 
 
 def measured(source: str, joules: Sequence[float], warmup: int, images: int) -> dict:
-    """A record's ``energy``: the summary of the ``joules`` of each interval, the first
-    ``warmup`` of them the warm-up, and the ``images`` each interval processed."""
+    """A record's ``energy`` of each interval's ``joules``, the first ``warmup`` the warm-up."""
     values = [float(j) for j in joules]
     if len(values) <= warmup:
         raise ValueError(f"{len(values)} energy reading(s) leave no timed interval after "
@@ -50,9 +43,8 @@ def measured(source: str, joules: Sequence[float], warmup: int, images: int) -> 
 
 
 def start_intervals(device_kind: str, **kwargs) -> tuple[Intervals, str | None]:
-    """``(intervals, reason)``: intervals on the device's meter, its thread started (leave it
-    with :func:`stop_intervals`), and None; or intervals that record nothing and the reason
-    no meter can be read."""
+    """``(intervals, None)`` on the device's meter, its thread started (leave it with
+    :func:`stop_intervals`); or intervals that record nothing and why no meter can be read."""
     try:
         meter = open_meter(device_kind, **kwargs)
     except EnergyUnavailable as exc:
@@ -67,10 +59,8 @@ def _meter_fields(meter) -> dict:
 
 
 def phase_energy(meter, window: dict, *, images: int, what: str = "timed intervals") -> dict:
-    """A record's ``energy`` of one ``window`` (:meth:`gpulesson.energy.Intervals.window`) of
-    ``window["intervals"]`` intervals of ``images`` images each: measured where the meter's
-    reading changed at least :data:`~gpulesson.energy.MIN_CHANGES` times in it, else below
-    the meter's resolution, with the reason."""
+    """A record's ``energy`` of one ``window`` of intervals of ``images`` images each: measured
+    where the meter's reading changed often enough in it, else below its resolution."""
     fields = {**_meter_fields(meter), "joules": float(window["joules"]),
               "seconds": float(window["seconds"]), "changes": int(window["changes"])}
     if window["changes"] >= MIN_CHANGES and window["joules"] > 0:
@@ -86,10 +76,8 @@ def phase_energy(meter, window: dict, *, images: int, what: str = "timed interva
 
 
 def stop_intervals(intervals: Intervals, reason: str | None, *, warmup: int, images: int) -> dict:
-    """Stop the meter of :func:`start_intervals`; the record's ``energy`` of its intervals:
-    each timed interval where the meter's reading changed at least
-    :data:`~gpulesson.energy.MIN_CHANGES` times in every one, else the whole timed phase as
-    one window (:func:`phase_energy`)."""
+    """Stop the meter of :func:`start_intervals`; the ``energy`` of each timed interval where
+    every one was long enough for the meter, else of the whole timed phase as one window."""
     if intervals.meter is None:
         return unmeasured(reason or "no energy meter")
     intervals.meter.__exit__(None, None, None)
@@ -106,11 +94,9 @@ def stop_intervals(intervals: Intervals, reason: str | None, *, warmup: int, ima
 def energy_of_calls(fn, device_kind: str, *, images: int, meter=None,
                     max_seconds: float = MAX_WINDOW_SECONDS, **kwargs) -> dict:
     """A record's ``energy`` of calls of ``fn`` (``images`` images each) repeated in one
-    window until the meter's reading changed :data:`~gpulesson.energy.MIN_CHANGES` times, or
-    ``max_seconds`` passed (then below the meter's resolution). Each call waits for its work
-    (:func:`gpulesson.timing.timed`), so that the window ends when the last call's work is
-    done. ``meter``: the meter to read (default: the device's, :func:`open_meter` with
-    ``kwargs``); where none can be read, the reason."""
+    window until the meter's reading changed often enough, or ``max_seconds`` passed. Each call
+    waits for its work (:func:`gpulesson.timing.timed`), so that the window ends with the last
+    call's work. ``meter``: default the device's (:func:`open_meter` with ``kwargs``)."""
     from gpulesson.timing import timed
 
     if meter is None:
@@ -134,12 +120,10 @@ def energy_of_calls(fn, device_kind: str, *, images: int, meter=None,
 
 
 def energy_callback(intervals):
-    """A Keras callback that reads ``intervals`` (:class:`gpulesson.energy.Intervals`) at the
-    start and the end of each epoch, the end once the epoch's work is done (its logs fetched,
-    as the epoch timer does): no synchronisation is added to the steps."""
+    """A Keras callback that reads ``intervals`` at the start and the end of each epoch, the
+    end once its work is done (its logs fetched, as the epoch timer does), so that no
+    synchronisation is added to the steps."""
     import keras
-
-    from gpulesson.experiments.common import synchronise
 
     class EpochEnergy(keras.callbacks.Callback):
         def on_epoch_begin(self, epoch, logs=None):
@@ -155,7 +139,7 @@ def energy_callback(intervals):
 def energy_summary(record: dict | None, per_image: bool = False,
                    factor: float = 1.0) -> dict | None:
     """The summary of a record's joules per interval (or per image), times ``factor`` (e.g.
-    the epochs of a whole training); None unless measured."""
+    a whole training's epochs); None unless measured."""
     energy = (record or {}).get("energy")
     if not isinstance(energy, dict) or not energy.get("measured") or _zero_intervals(energy):
         return None
@@ -175,10 +159,8 @@ OLD_ZERO = ("the record read its intervals one by one, and some read 0 J: each w
 
 
 def _phase_text(energy: dict, per_image: bool, factor: float, what: str) -> str:
-    """A window of a whole phase in words: "0.25 J (the mean of 5 epochs, measured as one
-    window of 1.2 kJ in 1.6 s: one epoch alone is too short for the meter)"."""
-    from gpulesson.results import duration
-
+    """ "0.25 J (the mean of 5 epochs, measured as one window of 1.2 kJ in 1.6 s: one epoch
+    alone is too short for the meter)"."""
     mean = energy["joules"] / energy["intervals"] * factor
     if per_image:
         mean /= energy["images"]
@@ -190,8 +172,6 @@ def _phase_text(energy: dict, per_image: bool, factor: float, what: str) -> str:
 
 def _joules(value: float) -> str:
     """Joules with a unit that keeps the number short: "0.012 J", "412 J", "3.1 kJ"."""
-    from gpulesson.experiments.common import fmt_number
-
     if abs(value) >= 10_000:
         return f"{fmt_number(value / 1e3)} kJ"
     return f"{fmt_number(value)} J"
@@ -200,11 +180,9 @@ def _joules(value: float) -> str:
 def energy_text(record: dict | None, *, per_image: bool = False, factor: float = 1.0,
                 what: str = "epochs", missing: str = NOT_MEASURED) -> str:
     """A page's view of a record's energy: "412 J (range 405–420 J, 5 epochs)", per image if
-    asked, times ``factor``; "not measurable on this machine (<reason>)"; ``missing`` for a record without an
-    energy measurement (made before it was kept), or for no record."""
-    if not record:
-        return missing
-    energy = record.get("energy")
+    asked, times ``factor``; "not measurable on this machine (<reason>)"; ``missing`` without
+    a record or its energy."""
+    energy = (record or {}).get("energy")
     if not isinstance(energy, dict):
         return missing
     if energy.get("below_resolution"):

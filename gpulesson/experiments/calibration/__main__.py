@@ -3,12 +3,7 @@
     python -m gpulesson.experiments.calibration          # full size: 45,000 / 5,000 / 10,000, 30 epochs
     python -m gpulesson.experiments.calibration --quick  # a tiny run, for the tests (also LESSON_QUICK=1)
 
-It trains the lesson's CNN on the stand-in (:func:`~gpulesson.experiments.calibration.measure.calibrate`)
-and appends one record to ``--out`` (default
-:data:`~gpulesson.experiments.calibration.records.RESULTS_FILE`): the history, the test accuracy
-and loss per epoch, the confusion matrices after the workshop's epochs and after the last, the
-machine, versions, load average and date, and a fingerprint of the generator, so that a changed
-stand-in shows that the record is stale.
+Appends one record to ``--out``.
 """
 
 from __future__ import annotations
@@ -16,13 +11,7 @@ from __future__ import annotations
 import sys
 
 from gpulesson.experiments import cli
-from gpulesson.experiments.calibration.measure import (
-    FULL,
-    QUICK,
-    CalibrationError,
-    calibrate,
-    check_plan,
-)
+from gpulesson.experiments.calibration.measure import FULL, QUICK, CalibrationError, calibrate, check_plan
 from gpulesson.experiments.calibration.records import RECORDS, RESULTS_FILE, describe
 from gpulesson.results import new_run_id
 
@@ -44,13 +33,10 @@ _parser = COMMAND.parser
 
 def main(argv=None) -> int:
     _, args = COMMAND.parse(argv)
-    quick = args.quick
-    base = QUICK if quick else FULL
+    base = QUICK if args.quick else FULL
     try:
-        given = {"n_train": args.n_train, "n_test": args.n_test, "epochs": args.epochs,
-                 "batch_size": args.batch_size}
-        plan = check_plan(**{key: base[key] if value is None else value
-                             for key, value in given.items()})
+        plan = check_plan(**{key: base[key] if getattr(args, key) is None else getattr(args, key)
+                             for key in FULL})
     except CalibrationError as exc:
         print(f"error: {exc}. Nothing was measured or written.", file=sys.stderr)
         return 2
@@ -65,7 +51,7 @@ def main(argv=None) -> int:
           f"{plan['n_test']:,} test images, {plan['epochs']} epochs on the {args.device.upper()}",
           flush=True)
     fields = calibrate(**plan, device=KERAS_DEVICES[args.device], seed=args.seed)
-    source = "gpulesson.experiments.calibration" + (" --quick" if quick else "")
+    source = "gpulesson.experiments.calibration" + (" --quick" if args.quick else "")
     record = RECORDS.record(run_id=new_run_id(), source=source, device_kind=args.device, **fields)
     append_record(args.out, record)
     print(describe(record))

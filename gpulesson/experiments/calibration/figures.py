@@ -1,5 +1,4 @@
-"""The calibration's figures (``fig/05-cpu-vs-gpu/calibration.py``): the learning curves and the
-confusion matrix after the workshop's epochs, drawn from the newest record."""
+"""The calibration's figures (``fig/05-cpu-vs-gpu/calibration.py``), from the newest record."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""Measuring the calibration: the lesson's CNN trained on the stand-in, tested after every epoch.
-
-:func:`calibrate` trains the episode's own model (:func:`gpulesson.lesson.build_cnn` and
-:func:`gpulesson.lesson.compile_cnn`) on in-memory arrays split as the episode splits its file
-(the last tenth of the training images is the validation set); after every epoch it also
-predicts the test images. Keras is imported only when it trains.
-"""
+"""The lesson's CNN trained on the stand-in, tested after every epoch."""
 
 from __future__ import annotations
 
@@ -49,22 +43,17 @@ def check_plan(n_train: int, n_test: int, epochs: int, batch_size: int) -> dict:
     return plan
 
 
-
-
 def calibrate(n_train, n_test, epochs, batch_size, *, device="cpu", seed=42, data_seed=0,
               verbose=2) -> dict:
-    """Train the lesson's CNN on the stand-in; the measured fields of a record (no environment).
-
-    ``device`` is a Keras device name ("cpu", "gpu:0"); ``seed`` sets the initial weights and the
-    shuffling, ``data_seed`` the stand-in.
-    """
+    """The measured fields of a record: the episode's own model trained on ``n_train`` images
+    of the stand-in (``data_seed``), split as the episode splits its file, on the Keras
+    ``device``; ``seed`` sets the initial weights and the shuffling."""
     import keras
 
     from gpulesson.compare_plots import confusion_counts
     from gpulesson.lesson import EpochTimer, build_cnn, compile_cnn
     from gpulesson.synthetic import N_CLASSES, make_synthetic
 
-    check_plan(n_train, n_test, epochs, batch_size)
     (x, y), (x_test, y_test) = make_synthetic(n_train, n_test, seed=data_seed, progress=False)
     cut = n_train - n_train // 10  # as the episode's split_batches
     # Bytes, as the episode's generator gives them: the model scales them.

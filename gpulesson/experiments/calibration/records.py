@@ -1,11 +1,4 @@
-"""The calibration's records: one per run, the reference record, and what a record shows.
-
-A record holds the history, the test accuracy and loss per epoch, the confusion matrices
-after the workshop's epochs and after the last, and a fingerprint of the generator
-(:mod:`~gpulesson.experiments.calibration.measure`). :func:`findings` reads from it the
-criteria of the package docstring, :func:`describe` says them in words. Imports no
-deep-learning framework.
-"""
+"""The calibration's records: one a run, the newest the reference, and what a record shows."""
 
 from __future__ import annotations
 
@@ -42,7 +35,7 @@ def _most_confused(matrix) -> tuple[int, int]:
 
 
 def findings(record: dict) -> dict:
-    """What the record shows about the criteria of the package docstring, as plain values."""
+    """What the record shows of the package's criteria, as plain values."""
     history = record["history"]
     tested = record["test_accuracy_per_epoch"]
     val_loss = history["val_loss"]
