@@ -121,10 +121,8 @@ class FakeNvml:
 def test_each_window_keeps_the_clock_and_power_it_ran_at(fake):
     """The sensor's samples of a window are the window's; a later window of the same size
     shows the lower clock, so a slower window can be told from droop."""
-    from gpulesson.experiments.matmul.sensors import WindowSensor
-
     device = fake(dispatch=30e-6, work=2e-3, round_trip=500e-6)
-    sensor = WindowSensor(FakeNvml(device), handle=None, poll=None, clock=device.clock)
+    sensor = measure.WindowSensor(FakeNvml(device), handle=None, poll=None, clock=device.clock)
     point = matmul.time_matmul(512, repeats=3, op=device.op, sensor=sensor)
     readings = point["window_sensor"]
     assert len(readings) == len(point["window_seconds"]) == 3
@@ -135,9 +133,7 @@ def test_each_window_keeps_the_clock_and_power_it_ran_at(fake):
 
 
 def test_a_machine_without_nvml_says_why():
-    from gpulesson.experiments.matmul.sensors import open_sensor
-
-    assert open_sensor("cpu") == (None, "the CPU's clock and power are not sampled")
+    assert measure.open_sensor("cpu") == (None, "the CPU's clock and power are not sampled")
 
 
 def test_the_copy_is_timed_from_pageable_and_from_pinned_memory():
@@ -145,10 +141,8 @@ def test_the_copy_is_timed_from_pageable_and_from_pinned_memory():
     each is named in the record."""
     import keras
 
-    from gpulesson.experiments.matmul.copies import copy_fields
-
     host = [np.ones((64, 64), "float32")] * 2
-    fields = copy_fields(host, "cpu", "float32", measure.wait, 2)
+    fields = measure.copy_fields(host, "cpu", "float32", measure.wait, 2)
     assert fields["transfer_memory"] == "pageable" and fields["transfer_bytes"] == 2 * 64 * 64 * 4
     assert len(fields["transfer_seconds"]) == 2 and fields["transfer_median_seconds"] > 0
     if keras.backend.backend() == "jax":

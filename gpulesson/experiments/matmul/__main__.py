@@ -14,40 +14,21 @@ from __future__ import annotations
 import sys
 
 from gpulesson.experiments import cli
-from gpulesson.experiments.matmul.measure import (
-    DTYPES,
-    GPU_SIZES,
-    MAX_SECONDS,
-    QUICK_REPEATS,
-    QUICK_SIZES,
-    REPEATS,
-    SIZES,
-    WARMUP,
-    check_sizes,
-    sizes_for,
-    sweep,
-)
-from gpulesson.experiments.matmul.records import (
-    EXPERIMENT,
-    RECORDS,
-    RESULTS_FILE,
-    amortised,
-    describe,
-    sweep_record,
-)
+from gpulesson.experiments.matmul import measure as mm
+from gpulesson.experiments.matmul.records import EXPERIMENT, RECORDS, RESULTS_FILE, amortised, describe
 
 COMMAND = cli.Command(
     "matmul", __doc__,
     cli.devices("devices to measure, in this order (default: cpu, then gpu if visible)"),
-    cli.option("--dtypes", nargs="+", choices=DTYPES, default=list(DTYPES),
+    cli.option("--dtypes", nargs="+", choices=mm.DTYPES, default=list(mm.DTYPES),
                help="precisions to measure (default: all)"),
     cli.option("--sizes", nargs="+", type=int, default=None,
-               help=f"matrix sizes n (default on the CPU {' '.join(map(str, SIZES))}, "
-                    f"on a GPU up to {GPU_SIZES[-1]}; --quick: {' '.join(map(str, QUICK_SIZES))})"),
-    cli.quick_default("--repeats", f"timed calls and windows of calls per size, after {WARMUP} "
-                      "recorded warm-up call", REPEATS, QUICK_REPEATS),
-    cli.option("--max-seconds", type=cli.positive_seconds, default=MAX_SECONDS,
-               help=f"skip sizes whose one call would take longer (default {MAX_SECONDS:g})"),
+               help=f"matrix sizes n (default on the CPU {' '.join(map(str, mm.SIZES))}, "
+                    f"on a GPU up to {mm.GPU_SIZES[-1]}; --quick: {' '.join(map(str, mm.QUICK_SIZES))})"),
+    cli.quick_default("--repeats", f"timed calls and windows of calls per size, after {mm.WARMUP} "
+                      "recorded warm-up call", mm.REPEATS, mm.QUICK_REPEATS),
+    cli.option("--max-seconds", type=cli.positive_seconds, default=mm.MAX_SECONDS,
+               help=f"skip sizes whose one call would take longer (default {mm.MAX_SECONDS:g})"),
     cli.quick("small sizes and few repeats (also when LESSON_QUICK=1)"),
     cli.out(RESULTS_FILE), cli.RUN_ID)
 _parser = COMMAND.parser
@@ -57,7 +38,7 @@ def main(argv=None) -> int:
     parser, args = COMMAND.parse(argv)
     quick = args.quick
     try:
-        sizes = check_sizes(args.sizes) if args.sizes else (QUICK_SIZES if quick else None)
+        sizes = mm.check_sizes(args.sizes) if args.sizes else (mm.QUICK_SIZES if quick else None)
     except ValueError as exc:
         parser.error(str(exc))
     repeats = args.repeats if args.repeats is not None else cli.repeats_for(quick)
@@ -73,7 +54,7 @@ def main(argv=None) -> int:
         print(f"No GPU is visible to Keras ({found['backend']} backend): nothing was measured or "
               "written. Run with --devices cpu, or on a machine with a GPU.", file=sys.stderr)
         return 2
-    said = {device: " ".join(map(str, sizes or sizes_for(device))) for device in devices}
+    said = {device: " ".join(map(str, sizes or mm.sizes_for(device))) for device in devices}
     print(f"Keras backend {found['backend']}; devices: {', '.join(devices)}; sizes: "
           + "; ".join(f"{d} {s}" for d, s in said.items())
           + f"; {repeats} timed calls and windows each", flush=True)
@@ -91,10 +72,10 @@ def main(argv=None) -> int:
             if (device, dtype) in done:
                 print(f"{device} {dtype}: recorded in run {run_id} already", flush=True)
                 continue
-            result = sweep(device, dtype, sizes, repeats=repeats, max_seconds=args.max_seconds,
+            result = mm.sweep(device, dtype, sizes, repeats=repeats, max_seconds=args.max_seconds,
                            progress=lambda line: print(line, flush=True))
-            record = sweep_record(result, run_id=run_id, source="gpulesson.experiments.matmul",
-                                  repeats=repeats, warmup=WARMUP)
+            record = RECORDS.record(run_id=run_id, source="gpulesson.experiments.matmul",
+                                    repeats=repeats, warmup=mm.WARMUP, **result)
             append_record(args.out, record)
             records.append(record)
     print(describe(RECORDS.read(args.out, run_id=run_id)))

@@ -1,12 +1,7 @@
-"""The figures of the reference runs: TFLOP/s against size (throughput, the current method
-only, with the card's published peaks and the GPU's dispatch floor), and the time of one
-call three ways (waiting for each call, one wait for a window of calls, not waiting), drawn
-by ``fig/06-why-gpus-are-fast/matmul.py``, and their alt texts.
-
-What a figure draws is decided once (:func:`rate_lines`, :func:`sync_lines`); the drawing
-code and the alt texts (:func:`alt_texts`, the episode's ``ref_mm_fig_*_alt`` values) both
-read it, so that an alt text names only what is drawn and takes its numbers from the drawn
-data.
+"""The two figures of the reference runs, TFLOP/s against size and the time of one call three
+ways, and their alt texts. What a figure draws is decided once (:func:`rate_lines`,
+:func:`sync_lines`), and the drawing and the alt text both read it, so that an alt text names
+only what is drawn and takes its numbers from the drawn data.
 """
 
 from __future__ import annotations
@@ -46,7 +41,7 @@ LINE_SPREAD_NOTE = "markers: median; " + SPREAD_NOTE.split("; ", 1)[1]
 
 
 def _rate(value: float) -> str:
-    """A rate recorded in GFLOP/s, written in TFLOP/s as the figure's axis is."""
+    """A rate recorded in GFLOP/s, in TFLOP/s as the figure's axis is."""
     return f"{fmt_number(value / 1e3)} TFLOP/s"
 
 
@@ -56,10 +51,8 @@ def _tick(value: float, _position=None) -> str:
 
 
 def rate_lines(records) -> list[dict]:
-    """The lines of the GFLOP/s figure, in drawing order: one per sweep of the current method
-    with points (device, precision as recorded, label, style, sizes and rate summaries), and
-    for a sweep that timed the copy of its float32 inputs, a line of the rate with the copy
-    counted (``copy: True``). Older records measured no throughput and draw no line."""
+    """The lines of the throughput figure: one per sweep of a throughput method, and one with
+    the copy of the float32 inputs counted (``copy: True``) where it was timed."""
     lines = []
     for record in records:
         points = [p for p in record["points"] if rate_summary(p)] if amortised(record) else []
@@ -87,8 +80,7 @@ def rate_lines(records) -> list[dict]:
 
 
 def peak_lines(lines) -> list[dict]:
-    """The published peaks drawn beside the GPU's lines: one per precision drawn, with its
-    value in GFLOP/s, colour and label (the vendor's figure, named as such)."""
+    """The published peaks drawn beside the GPU's lines, one per precision drawn."""
     found = {}
     for line in lines:
         peak = line.get("peak")
@@ -101,10 +93,9 @@ def peak_lines(lines) -> list[dict]:
 
 
 def sync_lines(records) -> list[dict]:
-    """The float32 sweeps of the figure of the time of one call: sizes, the latency of one
-    synchronised call (summaries), the time per call over a window of calls with one wait
-    (summaries; current method only) and the time of a call not waited for (medians, and
-    summaries where the record kept their samples)."""
+    """The float32 sweeps of the figure of the time of one call: the latency of a synchronised
+    call, the time per call over a window (throughput methods only) and of a call not waited
+    for (medians, with summaries where the record kept their samples)."""
     found = []
     for record in records:
         if record["dtype"] != "float32":
@@ -149,8 +140,7 @@ def _axes(ax, sizes) -> None:
 
 
 def floor_drawn(records) -> dict | None:
-    """The GPU float32 sweep's dispatch floor (:func:`~gpulesson.experiments.matmul.records.
-    dispatch_floor`) that the throughput figure shades; None without one."""
+    """The GPU float32 sweep's dispatch floor that the throughput figure shades, if any."""
     return next((floor for r in records if r.get("dtype") == "float32"
                  and (floor := dispatch_floor(r))), None)
 
@@ -181,7 +171,7 @@ def _style_words(style) -> str:
 
 
 def gflops_alt(records) -> str:
-    """The alt text of the GFLOP/s figure, from what :func:`figures` draws of ``records``."""
+    """The alt text of the throughput figure, from what it draws."""
     lines = rate_lines(records)
     if not lines:
         return ("Chart without lines: the run has no sizes measured with the current method "
@@ -223,7 +213,7 @@ def gflops_alt(records) -> str:
 
 
 def sync_alt(records) -> str:
-    """The alt text of the figure of the time of one call, from what :func:`figures` draws."""
+    """The alt text of the figure of the time of one call, from what it draws."""
     lines = sync_lines(records)
     if not lines:
         return "Chart without lines: the run timed no float32 calls."
@@ -255,8 +245,7 @@ def sync_alt(records) -> str:
 
 
 def alt_texts(records, latency=None) -> tuple[str, str]:
-    """``(alt text of the GFLOP/s figure, alt text of the figure of the time of one call)``;
-    ``latency``: the run of the second figure (default ``records``)."""
+    """The alt texts of both figures; ``latency``: the second's run (default ``records``)."""
     return gflops_alt(records), sync_alt(records if latency is None else latency)
 
 
@@ -351,20 +340,9 @@ def _times_figure(records):
 
 
 def figures(records, latency=None):
-    """Two figures: ``(TFLOP/s against size, the time of one call)``.
-
-    The first shows the throughput of every device and precision of ``records`` measured with
-    the current method (median time per call of the windows, with the range and the samples,
-    :func:`~gpulesson.experiments.common.draw_spread`), the GPU with the copy of its inputs
-    included where recorded, the GPU's dispatch floor shaded (:func:`floor_drawn`), the
-    card's published peaks for the precisions drawn (dashed,
-    from :mod:`gpulesson.gpu_peaks`), and the crossover. The second shows, for the float32
-    sweeps of ``latency`` (default ``records``; any method), the latency of one synchronised
-    call, the time per call over a window (current method) and the time of a call not waited
-    for. Markers say the device (circle CPU, square GPU), line styles and marker fill the
-    precision or the timing, and every line is labelled in the legend. The titles name the
-    hardware of the devices drawn.
-    """
+    """``(TFLOP/s against size, the time of one call)``: markers say the device (circle CPU,
+    square GPU), line styles and marker fill the precision or the timing; ``latency`` is the
+    run of the second (default ``records``)."""
     latency = records if latency is None else latency
     need(records or latency, "run the benchmark first")
     return _rates_figure(records), _times_figure(latency)

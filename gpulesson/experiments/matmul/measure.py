@@ -1,39 +1,27 @@
-"""Timing a matrix multiplication on one device: the sizes, precisions and rates, and a sweep.
+"""Timing a matrix product on one device, after a recorded warm-up call, in two ways.
 
-Each size is measured in two ways, after one recorded warm-up call (compiling, caching, the
-first allocation), by the lesson's measurement rule (:mod:`gpulesson.experiments.common`):
+- **Latency**: calls each timed until its result is there (:func:`wait`), as GPU frameworks,
+  and JAX also on the CPU, return before the work is done; it includes a round trip to the
+  device (dispatch, wait, the fetch of one number).
+- **Throughput**: windows of k queued calls with one wait at the end, k chosen so that one
+  synchronisation is under :data:`MAX_OVERHEAD_SHARE` of a window and a window lasts at least
+  :data:`MIN_WINDOW_SECONDS`. On a GPU each window keeps the SM clock and board power NVML
+  showed (:class:`WindowSensor`), so that clock or power droop can be told from the work.
 
-- **Latency**: :data:`REPEATS` calls, each timed until its result is there (:func:`wait`),
-  because GPU frameworks, and JAX also on the CPU, return from a call before the work is done.
-  A synchronised call pays the fixed cost of a round trip to the device (the call's dispatch,
-  the wait, the fetch of one number) on top of the work: that is its latency, kept as such
-  (``latency_seconds``, ``latency``).
-- **Throughput**: :data:`REPEATS` windows of ``k`` calls queued one after another and one wait
-  at the end (``calls_per_sync``, ``window_seconds``), the time per call being the window over
-  ``k`` (``seconds``, ``summary``, ``gflops``). ``k`` is chosen from the latency calls
-  (:func:`calls_per_window`): the fixed cost of one synchronisation (``sync_overhead_seconds``,
-  :func:`synchronised_call`: a call's dispatch plus a wait for a result that is already
-  there) must be under :data:`MAX_OVERHEAD_SHARE` of the window (``overhead_share``), and
-  every window lasts at least :data:`MIN_WINDOW_SECONDS`. On a GPU each window keeps the SM
-  clock and board power that NVML showed while it ran (``window_sensor``,
-  :mod:`~gpulesson.experiments.matmul.sensors`), so a window slowed by clock or power droop
-  can be told from one slowed by the work.
-
-A multiplication of two n x n matrices takes 2 n^3 floating-point operations, so its rate is
-2 n^3 / t (:func:`gflops`). Keras is imported only when something is measured.
+Keras is imported only when something is measured.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
+import threading
 import time
 
 from gpulesson.devices import keras_device_name as check_device
 from gpulesson.experiments import common
 from gpulesson.experiments.common import summarise
-from gpulesson.experiments.matmul.copies import copy_fields
-from gpulesson.experiments.matmul.sensors import open_sensor
 
 DTYPES = ("float32", "bfloat16", "float16")
 SIZES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
@@ -41,10 +29,9 @@ SIZES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 # inputs). The CPU stays at SIZES, and MAX_SECONDS skips its sizes on a slow machine.
 GPU_SIZES = (*SIZES, 8192, 16384)
 QUICK_SIZES = (16, 32, 64, 128, 256)
-# REPEATS timed calls (latency) and windows (throughput) per size (QUICK_REPEATS in quick mode)
-# after WARMUP warm-up call(s): the lesson's rule. On the lesson's 2-core reference CPU a whole
-# float32 sweep of SIZES with 5 repeats took 9 to 13 s (``wall_seconds`` in results/matmul.jsonl),
-# n = 4,096 most of it; there one call is long enough, so the windows add little.
+# On the lesson's 2-core reference CPU a whole float32 sweep of SIZES with 5 repeats took 9 to
+# 13 s (``wall_seconds`` in results/matmul.jsonl), n = 4,096 most of it; there one call is long
+# enough, so the windows add little.
 REPEATS, QUICK_REPEATS, WARMUP = common.REPEATS, common.QUICK_REPEATS, common.WARMUP
 MAX_SECONDS = 20.0  # larger sizes are skipped once one call would take longer than this
 # The method of the records this module makes (the record's ``method``): latency and throughput
@@ -61,10 +48,11 @@ MAX_CALLS = 200_000  # at most this many calls in one window
 MIN_WINDOW_SECONDS = 0.5
 TRIES = 3  # windows re-chosen at most this many times when a share came out too large
 PROBE_CALLS, PROBE_SECONDS = 32, 0.01  # the probe window: 2 to 32 calls, about 10 ms of them
+POLL_SECONDS = 0.02  # NVML sampled this often: a 0.5 s window holds about 25 samples
 
 
 def sizes_for(device: str) -> tuple[int, ...]:
-    """The default sizes of a sweep on ``device``: up to 16,384 on a GPU, 4,096 on the CPU."""
+    """The default sizes of a sweep on ``device``."""
     check_device(device)
     return SIZES if device == "cpu" else GPU_SIZES
 
@@ -87,9 +75,7 @@ def check_sizes(sizes) -> list[int]:
 
 
 def gflops(n: int, seconds: float) -> float:
-    """The rate of one n x n by n x n multiplication that took ``seconds``: 2 n^3 / t, in
-    billions of floating-point operations per second (n^3 multiplications and as many
-    additions)."""
+    """The rate of one n x n by n x n product that took ``seconds``: 2 n^3 / t, in GFLOP/s."""
     check_sizes([n])
     if not seconds > 0:
         raise ValueError(f"the time must be positive, not {seconds!r}")
@@ -97,30 +83,114 @@ def gflops(n: int, seconds: float) -> float:
 
 
 def wait(result):
-    """Wait until ``result`` has been computed, on any backend and device.
-
-    Fetching a number to the host's memory can only finish once the work that makes it is
-    done, so converting one element to NumPy waits for the whole multiplication (a GPU runs
-    its queued work in order). One element, not the whole matrix: the wait must not add a
-    copy of n^2 numbers to the time.
-    """
+    """Wait until ``result`` is computed, on any backend: fetching one number to the host ends
+    only once the work that makes it is done. One, not n^2 numbers: the copy adds no time."""
     import keras
 
     corner = result[(slice(0, 1),) * len(result.shape)]
     return keras.ops.convert_to_numpy(corner)
 
 
-def make_inputs(n: int, device: str = "cpu", dtype: str = "float32", seed: int = 0):
-    """Two random n x n matrices of ``dtype``, created on ``device`` ("cpu" or "gpu")."""
+class WindowSensor:
+    """The GPU's SM clock and board power from NVML, sampled every ``poll`` seconds while
+    entered (NVML reads the card: another program on it shows too)."""
+
+    source = "NVML (SM clock, board power)"
+
+    def __init__(self, nvml, handle, poll: float | None = POLL_SECONDS, clock=time.perf_counter):
+        self.nvml, self.handle, self.poll, self.clock = nvml, handle, poll, clock
+        self.samples: list[tuple[float, float, float]] = []
+        self._stop, self._thread = threading.Event(), None
+
+    def sample(self) -> None:
+        clock = self.nvml.nvmlDeviceGetClockInfo(self.handle, self.nvml.NVML_CLOCK_SM)
+        watts = self.nvml.nvmlDeviceGetPowerUsage(self.handle) / 1000  # reported in mW
+        self.samples.append((self.clock(), float(clock), float(watts)))
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.poll):
+            self.sample()
+
+    def __enter__(self):
+        if self.poll:
+            self._thread = threading.Thread(target=self._run, daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join()
+
+    def window(self, start: float, end: float) -> dict:
+        """A window's clock and power; a window shorter than the polling samples once now."""
+        inside = [s for s in list(self.samples) if start < s[0] <= end]
+        if not inside:
+            self.sample()
+            inside = self.samples[-1:]
+        clocks, watts = [s[1] for s in inside], [s[2] for s in inside]
+        return {"sm_clock_mhz": statistics.fmean(clocks), "sm_clock_min_mhz": min(clocks),
+                "watts": statistics.fmean(watts), "samples": len(inside)}
+
+
+def open_sensor(device: str):
+    """``(sensor, None)`` for the first visible GPU that NVML can read, else ``(None, reason)``."""
+    if device != "gpu":
+        return None, "the CPU's clock and power are not sampled"
+    from gpulesson.energy import _nvml_handle
+
+    try:
+        sensor = WindowSensor(*_nvml_handle())
+        sensor.sample()  # fails here, not in the middle of a sweep, where NVML cannot read it
+        sensor.samples.clear()
+    except Exception as exc:  # no pynvml, no driver, not an NVIDIA GPU
+        return None, f"NVML could not be read: {type(exc).__name__}: {str(exc)[:120]}"
+    return sensor, None
+
+
+def _timed(copy, repeats: int) -> list[float]:
+    seconds = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        copy()
+        seconds.append(time.perf_counter() - start)
+    return seconds
+
+
+def copy_fields(host, device: str, dtype: str, wait, repeats: int) -> dict:
+    """The seconds of copying the NumPy arrays ``host`` to the device, from pageable memory
+    (a NumPy array's: the driver first copies it into a pinned buffer) and from pinned memory,
+    which the GPU reads over the link directly (JAX alone places arrays there)."""
     import keras
 
-    name = check_device(device)
-    check_sizes([n])
-    check_dtype(dtype)
-    with keras.device(name):
-        a = keras.random.normal((n, n), seed=seed)
-        b = keras.random.normal((n, n), seed=seed + 1)
-        return keras.ops.cast(a, dtype), keras.ops.cast(b, dtype)
+    def pageable():
+        for x in [keras.ops.convert_to_tensor(x, dtype=dtype) for x in host]:
+            wait(x)
+
+    copies = _timed(pageable, repeats)
+    fields = {"transfer_memory": "pageable", "transfer_bytes": int(sum(x.nbytes for x in host)),
+              "transfer_seconds": copies, "transfer_median_seconds": statistics.median(copies),
+              "pinned_transfer_seconds": None, "pinned_transfer_median_seconds": None,
+              "pinned_transfer_unsupported": None}
+    try:
+        if keras.backend.backend() != "jax":
+            raise NotImplementedError("pinned copies are measured with the JAX backend only")
+        import jax
+        from jax.sharding import SingleDeviceSharding
+
+        target = jax.devices(device)[0]
+        staged = [jax.device_put(x, SingleDeviceSharding(target, memory_kind="pinned_host"))
+                  for x in host]  # put into pinned memory once, before the clock starts
+        jax.block_until_ready(staged)
+        on_device = SingleDeviceSharding(target, memory_kind="device")
+        found = _timed(lambda: jax.block_until_ready([jax.device_put(x, on_device)
+                                                      for x in staged]), repeats)
+    except Exception as exc:  # a backend or device without pinned host memory
+        fields["pinned_transfer_unsupported"] = f"{type(exc).__name__}: {str(exc)[:160]}"
+    else:
+        fields["pinned_transfer_seconds"] = found
+        fields["pinned_transfer_median_seconds"] = statistics.median(found)
+    return fields
 
 
 def _clock(op, a, b, synchronise: bool):
@@ -132,10 +202,7 @@ def _clock(op, a, b, synchronise: bool):
 
 
 def window(op, a, b, calls: int, readings: list | None = None, sensor=None) -> float:
-    """The seconds of ``calls`` calls queued one after another and one wait for the last: a
-    device runs its queued work in order, so the last result is there only when all are.
-    With a ``sensor`` (:mod:`~gpulesson.experiments.matmul.sensors`), the window's clock and
-    power are appended to ``readings``."""
+    """The seconds of ``calls`` queued calls and one wait for the last (a queue runs in order)."""
     start = time.perf_counter()
     for _ in range(calls):
         result = op(a, b)
@@ -147,10 +214,8 @@ def window(op, a, b, calls: int, readings: list | None = None, sensor=None) -> f
 
 
 def synchronised_call(op, a, b) -> tuple[float, float, float]:
-    """``(latency, dispatch, wait)`` of one call that waits for its result: the seconds until
-    the result is there, the seconds until the call returned, and the seconds of a second
-    wait, for a result that is already there (its slice, the fetch of one number): the least
-    that a synchronisation costs."""
+    """``(latency, dispatch, wait)`` of one call; a second wait, for a result already there, is
+    the least that a synchronisation costs."""
     start = time.perf_counter()
     result = op(a, b)
     returned = time.perf_counter()
@@ -160,21 +225,12 @@ def synchronised_call(op, a, b) -> tuple[float, float, float]:
     return done - start, returned - start, time.perf_counter() - done
 
 
-def probe_calls(latency: float) -> int:
-    """The calls of the probe window: at least 2, up to :data:`PROBE_CALLS` where the calls are
-    short (about :data:`PROBE_SECONDS` of synchronised calls)."""
-    return max(2, min(PROBE_CALLS, math.ceil(PROBE_SECONDS / latency)))
-
-
 def overhead(latency: float, probe: float, calls: int, wait_seconds: float,
              dispatch: float) -> tuple[float, float]:
-    """``(fixed cost of one synchronisation, time of one call once calls queue up)`` from the
-    median ``latency`` of a synchronised call and a ``probe`` window of ``calls`` calls:
-    a window of k calls takes about ``overhead + k * per_call``, so two windows (1 call, and
-    ``calls``) give both. The overhead is at least ``wait_seconds``, the cost of a wait for a
-    result that is already there, and at most that plus ``dispatch``, the time until a call
-    returns (so that noise on a busy machine cannot make it larger). A backend that computes
-    before a call returns (TensorFlow on the CPU) shows no overhead beyond the wait."""
+    """``(fixed cost of one synchronisation, time of one queued call)``: a window of k calls
+    takes about ``overhead + k * per_call``, so one call (``latency``) and a ``probe`` window of
+    ``calls`` give both. Between the wait and the wait plus a dispatch, so that noise on a busy
+    machine cannot make it larger (TensorFlow on the CPU computes before a call returns)."""
     if calls < 2 or latency <= 0 or probe <= 0:
         raise ValueError(f"a probe needs at least 2 calls and positive times, not {calls}, "
                          f"{latency!r} and {probe!r}")
@@ -186,9 +242,8 @@ def overhead(latency: float, probe: float, calls: int, wait_seconds: float,
 
 def calls_per_window(per_call: float, overhead_seconds: float, *, share: float = TARGET_SHARE,
                      max_calls: int = MAX_CALLS, min_seconds: float = MIN_WINDOW_SECONDS) -> int:
-    """How many calls a window needs, when a call costs ``per_call`` once calls queue up: so
-    many that ``overhead_seconds`` (one synchronisation) is at most ``share`` of it, and that
-    it lasts at least ``min_seconds``; at most ``max_calls``."""
+    """The calls a window needs for one synchronisation to be at most ``share`` of it and for
+    it to last ``min_seconds``."""
     if per_call <= 0 or overhead_seconds < 0:
         raise ValueError(f"the time of a call must be positive and the overhead not negative, "
                          f"not {per_call!r} and {overhead_seconds!r}")
@@ -199,11 +254,9 @@ def calls_per_window(per_call: float, overhead_seconds: float, *, share: float =
 
 def _amortised(op, a, b, latency: list[float], dispatches: list[float], waits: list[float],
                repeats: int, sensor=None) -> dict:
-    """The windows of one size: a probe window, then ``repeats`` windows of
-    :func:`calls_per_window` calls, re-chosen with more calls while the overhead's share of the
-    median window is above :data:`MAX_OVERHEAD_SHARE`."""
+    """A probe window, then the windows, re-chosen longer while the overhead's share is too large."""
     median = statistics.median(latency)
-    probe = probe_calls(median)
+    probe = max(2, min(PROBE_CALLS, math.ceil(PROBE_SECONDS / median)))
     probe_seconds = window(op, a, b, probe)
     fixed, per_call = overhead(median, probe_seconds, probe, statistics.median(waits),
                                statistics.median(dispatches))
@@ -224,62 +277,33 @@ def _amortised(op, a, b, latency: list[float], dispatches: list[float], waits: l
 def time_matmul(n: int, device: str = "cpu", dtype: str = "float32", *, repeats: int = REPEATS,
                 warmup: int = WARMUP, unsynchronised: bool = False, transfer: bool = False,
                 op=None, sensor=None) -> dict:
-    """Time ``op(a, b)`` (default ``keras.ops.matmul``) for n x n inputs on ``device``.
-
-    ``warmup`` calls first, each timed and kept (``warmup_seconds``; the first one also as
-    ``first_call_seconds``). Then the latency: ``repeats`` calls that each wait for their result
-    (``latency_seconds`` and their ``latency`` summary). Then the throughput: ``repeats``
-    windows of ``calls_per_sync`` calls (``window_seconds``), each with one wait at its end,
-    so that the fixed cost of a synchronisation (``sync_overhead_seconds``, :func:`overhead`
-    from the latency, a probe window of ``probe_calls`` calls lasting ``probe_seconds``, and the
-    latency calls' dispatch and second waits, ``dispatch_seconds`` and ``wait_seconds``) is
-    at most :data:`MAX_OVERHEAD_SHARE`
-    of a window (``overhead_share``).
-    The time per call of each window (``seconds``) and its ``summary``
-    (:func:`~gpulesson.experiments.common.summarise`: median, range, the warm-up apart), the
-    median, minimum and maximum, and GFLOP/s from the median (``gflops``) and from the slowest
-    and fastest window (``gflops_low``, ``gflops_high``) are the throughput.
-    ``unsynchronised``: also time ``repeats`` calls that do not wait (the mistake;
-    ``unsynchronised_seconds`` and their median).
-    ``transfer``: also time copying both inputs to ``device`` from pageable and from pinned
-    host memory (:func:`~gpulesson.experiments.matmul.copies.copy_fields`).
-    ``sensor``: a :class:`~gpulesson.experiments.matmul.sensors.WindowSensor` whose clock and
-    power readings of each window are kept (``window_sensor``).
-    """
+    """One size's point: ``op(a, b)`` (default ``keras.ops.matmul``) on random n x n inputs
+    made on the device; ``unsynchronised``: also time calls that do not wait (the mistake);
+    ``transfer``: also the copy of both inputs to the device."""
     import keras
 
     op = op or keras.ops.matmul
     if repeats < 1 or warmup < 1:
         raise ValueError(f"repeats and warmup must be at least 1, not {repeats} and {warmup}")
-    a, b = make_inputs(n, device, dtype)
+    check_sizes([n])
+    check_dtype(dtype)
     with keras.device(check_device(device)):
+        a, b = (keras.ops.cast(keras.random.normal((n, n), seed=seed), dtype) for seed in (0, 1))
         warmups = [_clock(op, a, b, synchronise=True)[0] for _ in range(warmup)]
         calls = [synchronised_call(op, a, b) for _ in range(repeats)]
         latency, dispatches, waits = (list(column) for column in zip(*calls, strict=True))
         found = _amortised(op, a, b, latency, dispatches, waits, repeats, sensor)
         seconds = [w / found["calls_per_sync"] for w in found["window_seconds"]]
-        point = {
-            "n": n,
-            "latency_seconds": latency,
-            "latency": summarise(latency, warmups),
-            "dispatch_seconds": dispatches,
-            "wait_seconds": waits,
-            **found,
-            "seconds": seconds,
-            "warmup_seconds": warmups,
-            "summary": summarise(seconds, warmups),
-            "median_seconds": statistics.median(seconds),
-            "min_seconds": min(seconds),
-            "max_seconds": max(seconds),
-            "gflops": gflops(n, statistics.median(seconds)),
-            "gflops_low": gflops(n, max(seconds)),
-            "gflops_high": gflops(n, min(seconds)),
-            "first_call_seconds": warmups[0],
-            "unsynchronised_seconds": None,
-            "unsynchronised_median_seconds": None,
-            "transfer_seconds": None,
-            "transfer_median_seconds": None,
-        }
+        point = {"n": n, "latency_seconds": latency, "latency": summarise(latency, warmups),
+                 "dispatch_seconds": dispatches, "wait_seconds": waits, **found,
+                 "seconds": seconds, "warmup_seconds": warmups,
+                 "summary": summarise(seconds, warmups),
+                 "median_seconds": statistics.median(seconds), "min_seconds": min(seconds),
+                 "max_seconds": max(seconds), "gflops": gflops(n, statistics.median(seconds)),
+                 "gflops_low": gflops(n, max(seconds)), "gflops_high": gflops(n, min(seconds)),
+                 "first_call_seconds": warmups[0],
+                 **dict.fromkeys(("unsynchronised_seconds", "unsynchronised_median_seconds",
+                                  "transfer_seconds", "transfer_median_seconds"))}
         if unsynchronised:
             calls = [_clock(op, a, b, synchronise=False) for _ in range(repeats)]
             # Let the queued work finish before anything else is timed.
@@ -296,18 +320,10 @@ def time_matmul(n: int, device: str = "cpu", dtype: str = "float32", *, repeats:
 def sweep(device: str = "cpu", dtype: str = "float32", sizes=None, *, repeats: int = REPEATS,
           warmup: int = WARMUP, max_seconds: float = MAX_SECONDS, unsynchronised: bool | None = None,
           transfer: bool | None = None, progress=None, op=None) -> dict:
-    """Time the multiplication on one device in one precision for every size (default
-    :func:`sizes_for` the device), by :func:`time_matmul`: latency and throughput.
-
-    Sizes whose one call would take longer than ``max_seconds`` (predicted from the previous
-    size, as time grows like n^3) are skipped and listed in ``skipped``. A precision the
-    device or backend cannot multiply in is reported in ``unsupported`` (the error), not
-    raised. By default float32 sweeps also time the unsynchronised mistake, and float32 GPU
-    sweeps the copy of the inputs to the GPU (the page shows that one). ``progress``: a
-    function called with one line per size; ``op``: what to time instead of
-    ``keras.ops.matmul`` (see :func:`time_matmul`). The load
-    average (``os.getloadavg``) before and after the sweep is kept in ``load_average``.
-    """
+    """:func:`time_matmul` of every size in one precision. A size whose one call would take
+    longer than ``max_seconds`` (time grows like n^3) is skipped; a precision the device cannot
+    multiply in is reported in ``unsupported``. By default float32 sweeps also time the
+    unsynchronised mistake, and float32 GPU sweeps the copy of the inputs (the page shows it)."""
     keras_device = check_device(device)
     check_dtype(dtype)
     sizes = check_sizes(sizes_for(device) if sizes is None else sizes)
@@ -324,45 +340,32 @@ def sweep(device: str = "cpu", dtype: str = "float32", sizes=None, *, repeats: i
               "sizes": sizes, "points": [], "skipped": [], "unsupported": None,
               "other_programs_cpu_share": None,
               "load_average": {"start": busy.before, "end": None}}
-    if sensor:
-        sensor.__enter__()
-    try:
-        _measure_sizes(result, sizes, device, dtype, repeats, warmup, max_seconds,
-                       unsynchronised, transfer, progress, op, sensor)
-    finally:
-        if sensor:
-            sensor.__exit__(None, None, None)
+    points = result["points"]
+    with sensor or contextlib.nullcontext():
+        for n in sizes:
+            if points:
+                predicted = points[-1]["latency"]["median"] * (n / points[-1]["n"]) ** 3
+                if predicted > max_seconds:
+                    result["skipped"].append(
+                        {"n": n, "reason": f"one call would take about {predicted:.0f} s "
+                                           f"(limit {max_seconds:g} s)"})
+                    continue
+            try:
+                point = time_matmul(n, device, dtype, repeats=repeats, warmup=warmup,
+                                    unsynchronised=unsynchronised, transfer=transfer, op=op,
+                                    sensor=sensor)
+            except Exception as exc:  # a precision this device or backend does not support
+                if points:
+                    raise
+                result["unsupported"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+                break
+            points.append(point)
+            if progress:
+                progress(f"{device} {dtype:8} n={n:5}: {point['gflops']:10.2f} GFLOP/s over "
+                         f"{point['calls_per_sync']} call(s) a wait (median of {repeats}); one "
+                         f"synchronised call {point['latency']['median'] * 1e3:.3f} ms")
     meter = busy.read()
     result["other_programs_cpu_share"] = meter["other_programs_cpu_share"]
     result["wall_seconds"] = time.perf_counter() - started
     result["load_average"]["end"] = meter["load_average_after"]
     return result
-
-
-def _measure_sizes(result, sizes, device, dtype, repeats, warmup, max_seconds, unsynchronised,
-                   transfer, progress, op, sensor) -> None:
-    """The sweep's sizes in turn, into ``result`` (see :func:`sweep`)."""
-    for n in sizes:
-        points = result["points"]
-        if points:
-            last = points[-1]
-            predicted = last["latency"]["median"] * (n / last["n"]) ** 3
-            if predicted > max_seconds:
-                result["skipped"].append(
-                    {"n": n, "reason": f"one call would take about {predicted:.0f} s "
-                                       f"(limit {max_seconds:g} s)"})
-                continue
-        try:
-            point = time_matmul(n, device, dtype, repeats=repeats, warmup=warmup,
-                                unsynchronised=unsynchronised, transfer=transfer, op=op,
-                                sensor=sensor)
-        except Exception as exc:  # a precision this device or backend does not support
-            if points:
-                raise
-            result["unsupported"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
-            break
-        points.append(point)
-        if progress:
-            progress(f"{device} {dtype:8} n={n:5}: {point['gflops']:10.2f} GFLOP/s over "
-                     f"{point['calls_per_sync']} call(s) a wait (median of {repeats}); one "
-                     f"synchronised call {point['latency']['median'] * 1e3:.3f} ms")
