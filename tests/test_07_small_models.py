@@ -12,9 +12,12 @@ from conftest import ROOT, load_script
 
 from gpulesson.experiments import common
 from gpulesson.experiments import small_models as sm
+from gpulesson.experiments.small_models import measure
 from gpulesson.experiments.small_models.__main__ import main as small_models_main
-from gpulesson.results import NOT_RECORDED
-from gpulesson.results import append_record, make_record, read_records, validate_record
+from gpulesson.experiments.small_models.figures import comparison_alt, sweep_alt
+from gpulesson.experiments.small_models.page import sweep_dates
+from gpulesson.experiments.small_models.records import PARTS, SmallModelsError, sample_summary
+from gpulesson.results import NOT_RECORDED, append_record, is_gpu, make_record, read_records, validate_record
 
 FIG = ROOT / "fig" / "07-small-models"
 
@@ -91,7 +94,7 @@ def test_the_mlp_learns_and_its_checkpoint_loads(prepared, tmp_path):
 # ----------------------------------------------------------------------------- sweep
 
 def test_sweep_records_are_well_formed():
-    records = sm.sweep(["cpu"], [8, 32], [4], n_rows=64, epochs=sm.MIN_EPOCHS, run_id="s",
+    records = sm.sweep(["cpu"], [8, 32], [4], n_rows=64, epochs=measure.MIN_EPOCHS, run_id="s",
                        progress=None)
     assert [(r["width"], r["batch_size"]) for r in records] == [(4, 8), (4, 32)]
     for r in records:
@@ -99,19 +102,19 @@ def test_sweep_records_are_well_formed():
         assert r["experiment"] == sm.EXPERIMENT and r["part"] == "sweep" and r["run_id"] == "s"
         assert r["data"] == "random" and r["device_kind"] == "cpu" and r["device"] == "CPU"
         assert r["hidden_widths"] == [4, 2] and r["n_parameters"] == 140  # (30 + 1) x 4 + 5 x 2 + 3 x 2
-        assert r["epochs"] == sm.MIN_EPOCHS and r["seconds_per_sample"] > 0
+        assert r["epochs"] == measure.MIN_EPOCHS and r["seconds_per_sample"] > 0
         # the rule: the first epoch the recorded warm-up, the others the timed repeats, all kept
         summary = r["summary"]
         assert summary["warmup"] == r["epoch_seconds"][:common.WARMUP]
         assert summary["samples"] == r["epoch_seconds"][common.WARMUP:]
-        assert summary["n"] == sm.MIN_EPOCHS - common.WARMUP >= common.repeats_for(True)
+        assert summary["n"] == measure.MIN_EPOCHS - common.WARMUP >= common.repeats_for(True)
         assert r["seconds_per_sample"] == pytest.approx(summary["median"] / r["n_rows"])
         for moment in ("start", "end"):
             load = r["load_average"][moment]
             assert load is None or len(load) == 3
     # at least MIN_BATCHES batches per epoch
-    assert records[1]["n_rows"] == sm.rows_for(32, 64) == 32 * sm.MIN_BATCHES
-    assert sm.hidden_widths(16) == (16, 8) and sm.hidden_widths(1) == (1, 1)
+    assert records[1]["n_rows"] == measure.rows_for(32, 64) == 32 * measure.MIN_BATCHES
+    assert measure.hidden_widths(16) == (16, 8) and measure.hidden_widths(1) == (1, 1)
 
 
 def epochs_around(seconds, spread=0.05):
@@ -227,20 +230,20 @@ def test_records_made_before_the_rule_still_give_the_page_values(tmp_path):
     one_epoch = make_record(sm.EXPERIMENT, data="random", part="sweep", run_id="one",
                             device_kind="cpu", device="CPU", width=4, batch_size=8, n_rows=64,
                             epochs=1, epoch_seconds=[0.5], mean_epoch_seconds=0.5)
-    assert "no range" in common.summary_text(sm.sample_summary(one_epoch))
+    assert "no range" in common.summary_text(sample_summary(one_epoch))
 
 
 def test_alt_texts_name_only_what_is_drawn():
     cpu_sweep, cpu_comparison = fake_sweep(gpu=False), fake_comparison(gpu=False)
-    for alt in (sm.sweep_alt(cpu_sweep), sm.comparison_alt(cpu_comparison)):
+    for alt in (sweep_alt(cpu_sweep), comparison_alt(cpu_comparison)):
         assert "GPU" not in alt and "CPU" in alt, alt
-    assert "from 3 µs at width 16, batch size 4096" in sm.sweep_alt(cpu_sweep)
-    assert "200 ms (range 190 ms–210 ms, 3 timed epochs)" in sm.comparison_alt(cpu_comparison)
+    assert "from 3 µs at width 16, batch size 4096" in sweep_alt(cpu_sweep)
+    assert "200 ms (range 190 ms–210 ms, 3 timed epochs)" in comparison_alt(cpu_comparison)
 
-    alt = sm.sweep_alt(fake_sweep())
+    alt = sweep_alt(fake_sweep())
     assert "GPU was measurably faster in 2 of 4 cells and measurably slower in 1" in alt
     assert "largest, 240×, at width 1024, batch size 4096" in alt
-    alt = sm.comparison_alt(fake_comparison())
+    alt = comparison_alt(fake_comparison())
     assert "the GPU with square markers" in alt and "GPU: first epoch 2.0 s" in alt
 
 
@@ -258,29 +261,29 @@ def test_the_figures_draw_the_spread_and_the_page_uses_their_alt_texts():
     assert ":alt: {{ ref_mlp_fig_comparison_alt }}" in text
     assert ":alt: {{ ref_mlp_fig_sweep_alt }}" in text
     values = sm.substitutions()
-    assert values["ref_mlp_fig_sweep_alt"] == sm.sweep_alt(sm.reference_run("sweep"))
-    if not any(sm.is_gpu(r) for r in sm.reference_run("sweep")):
+    assert values["ref_mlp_fig_sweep_alt"] == sweep_alt(sm.reference_run("sweep"))
+    if not any(is_gpu(r) for r in sm.reference_run("sweep")):
         assert "GPU" not in values["ref_mlp_fig_sweep_alt"]
 
 
 def test_the_rule_sets_the_epochs():
     assert sm.GRID["epochs"] == common.WARMUP + common.REPEATS
-    assert sm.QUICK_GRID["epochs"] == sm.QUICK_COMPARISON["epochs"] == sm.MIN_EPOCHS
-    assert sm.MIN_EPOCHS == common.WARMUP + common.repeats_for(True)
-    assert sm.COMPARISON["epochs"] >= common.WARMUP + common.REPEATS
+    assert sm.QUICK_GRID["epochs"] == measure.QUICK_COMPARISON["epochs"] == measure.MIN_EPOCHS
+    assert measure.MIN_EPOCHS == common.WARMUP + common.repeats_for(True)
+    assert measure.COMPARISON["epochs"] >= common.WARMUP + common.REPEATS
 
 
 def test_committed_results_are_valid_and_honest():
     records = read_records(sm.RESULTS_FILE)
     assert records, f"{sm.RESULTS_FILE} is empty: python -m gpulesson.experiments.small_models"
-    for part in sm.PARTS:
+    for part in PARTS:
         run = sm.reference_run(part)
         assert run, f"no {part} run in {sm.RESULTS_FILE}"
         for r in run:
             validate_record(r)
             assert r["cpu_model"] and r["versions"]["keras"]
             assert r["data"] == ("breast_cancer" if part == "comparison" else "random")
-        if not any(sm.is_gpu(r) for r in run):
+        if not any(is_gpu(r) for r in run):
             assert sm.substitutions()["ref_mlp_gpu" if part == "comparison" else "ref_mlp_sweep_gpu"] == NOT_RECORDED
     # records made before the summaries: medians with ranges from their epochs
     values = sm.substitutions()
@@ -299,20 +302,20 @@ def test_committed_figures_are_drawn_from_the_results_file(tmp_path):
 
 @pytest.mark.bad_input("bad argument")
 def test_bad_devices_and_sizes_are_refused():
-    with pytest.raises(sm.SmallModelsError, match="unknown device 'tpu'"):
-        sm.check_devices(["tpu"], gpu_count=1)
-    with pytest.raises(sm.SmallModelsError, match="SKIPPED: no GPU is visible"):
-        sm.check_devices(["cpu", "gpu"], gpu_count=0)
-    with pytest.raises(sm.SmallModelsError, match="named twice"):
-        sm.check_devices(["cpu", "cpu"], gpu_count=0)
-    assert sm.check_devices(["cpu", "gpu"], gpu_count=1) == ["cpu", "gpu:0"]
-    with pytest.raises(sm.SmallModelsError, match="layer width must be a whole number of at least 1"):
-        sm.hidden_widths(0)
-    with pytest.raises(sm.SmallModelsError, match="batch size"):
-        sm.check_grid([32, -1], [16], 64, 2)
-    with pytest.raises(sm.SmallModelsError, match=f"at least {sm.MIN_EPOCHS} epochs"):
-        sm.check_grid([32], [16], 64, sm.MIN_EPOCHS - 1)
-    with pytest.raises(sm.SmallModelsError, match="layer width"):
+    with pytest.raises(SmallModelsError, match="unknown device 'tpu'"):
+        measure.check_devices(["tpu"], gpu_count=1)
+    with pytest.raises(SmallModelsError, match="SKIPPED: no GPU is visible"):
+        measure.check_devices(["cpu", "gpu"], gpu_count=0)
+    with pytest.raises(SmallModelsError, match="named twice"):
+        measure.check_devices(["cpu", "cpu"], gpu_count=0)
+    assert measure.check_devices(["cpu", "gpu"], gpu_count=1) == ["cpu", "gpu:0"]
+    with pytest.raises(SmallModelsError, match="layer width must be a whole number of at least 1"):
+        measure.hidden_widths(0)
+    with pytest.raises(SmallModelsError, match="batch size"):
+        measure.check_grid([32, -1], [16], 64, 2)
+    with pytest.raises(SmallModelsError, match=f"at least {measure.MIN_EPOCHS} epochs"):
+        measure.check_grid([32], [16], 64, measure.MIN_EPOCHS - 1)
+    with pytest.raises(SmallModelsError, match="layer width"):
         sm.sweep(["cpu"], [32], [16, 0], n_rows=64, epochs=2, progress=None)
 
 
@@ -362,7 +365,7 @@ def test_the_command_records_both_parts_under_jax(tmp_path):
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["part"] for r in records] == ["comparison", "sweep", "sweep"]
     assert {r["backend"] for r in records} == {"jax"} and len({r["run_id"] for r in records}) == 1
-    assert records[0]["epochs"] == sm.QUICK_COMPARISON["epochs"] and records[0]["start_weights"]
+    assert records[0]["epochs"] == measure.QUICK_COMPARISON["epochs"] and records[0]["start_weights"]
     # The comparison keeps its epochs' energy, or why this machine could not read it.
     energy = records[0]["energy"]
     assert energy["summary"]["n"] == records[0]["summary"]["n"] if energy["measured"] \
@@ -373,14 +376,14 @@ def test_a_sweep_recorded_in_parts_says_when_each_part_was_recorded(tmp_path):
     """A run resumed in a later call joins cells of two days: the page says which, per device,
     and whether the parts share machine and versions."""
     records = fake_sweep("joined")
-    assert sm.sweep_dates(records) == f"on {records[0]['date'][:10]}"
+    assert sweep_dates(records) == f"on {records[0]['date'][:10]}"
     later = [{**r, "date": "2030-01-02T00:00:00+00:00"} if r["device_kind"] == "cpu" else r
              for r in records]
     first = records[0]["date"][:10]
-    text = sm.sweep_dates(later)
+    text = sweep_dates(later)
     assert text.startswith(f"in parts of one run: the GPU's cells on {first} (4), "
                            "the CPU's cells on 2030-01-02 (4)")
     assert text.endswith("every part on the same machine with the same versions")
     other = [*later[:-1], {**later[-1], "cores_usable": 99}]
-    assert sm.sweep_dates(other).endswith("the parts differ in machine or versions")
-    assert sm.sweep_dates([]) == NOT_RECORDED
+    assert sweep_dates(other).endswith("the parts differ in machine or versions")
+    assert sweep_dates([]) == NOT_RECORDED

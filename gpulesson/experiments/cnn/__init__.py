@@ -6,7 +6,6 @@ from gpulesson.experiments.cnn.figures import alt_texts, figures
 from gpulesson.experiments.cnn.page import substitutions
 from gpulesson.experiments.cnn.records import (
     EXPERIMENT,
-    FULL_EPOCHS,
     RESULTS_FILE,
     describe,
     epoch_summary,
@@ -16,6 +15,6 @@ from gpulesson.experiments.cnn.records import (
 )
 from gpulesson.results import NOT_RECORDED, duration, is_gpu, speedup
 
-__all__ = ["EXPERIMENT", "FULL_EPOCHS", "NOT_RECORDED", "RESULTS_FILE", "alt_texts", "describe",
-           "duration", "epoch_summary", "figures", "full_training_seconds", "inference", "is_gpu",
-           "reference_run", "run_record", "speedup", "substitutions"]
+__all__ = ["EXPERIMENT", "NOT_RECORDED", "RESULTS_FILE", "alt_texts", "describe", "duration",
+           "epoch_summary", "figures", "full_training_seconds", "inference", "is_gpu", "reference_run",
+           "run_record", "speedup", "substitutions"]

@@ -43,11 +43,8 @@ class Series:
         return MARKER_NAMES.get(self.style["marker"], "")
 
     @property
-    def warmup(self) -> list:
-        return self.summary["warmup"]
-
-    @property
     def bar_values(self) -> list:
+        """The heights and whisker ends of its bars."""
         return [self.summary["min"], self.summary["max"], self.summary["median"],
                 self.evaluation, self.total]
 
@@ -63,13 +60,11 @@ def drawn(records, hardware_names=None) -> tuple[list[Series], object]:
 
     need(records, "run the training first, or record a reference run")
     names = dict(hardware_names or hardware(records))
-    series = []
-    for kind, record in (("CPU", _pick(records, False)), ("GPU", _pick(records, True))):
-        if record:
-            series.append(Series(kind, names.get(kind, kind), _STYLES[len(series)],
-                                 [float(s) for s in record["epoch_seconds"]],
-                                 epoch_summary(record), float(record["evaluation_seconds"]),
-                                 float(record["total_seconds"])))
+    ran = [(kind, record) for kind, record in (("CPU", _pick(records, False)),
+                                               ("GPU", _pick(records, True))) if record]
+    series = [Series(kind, names.get(kind, kind), _STYLES[i], [float(s) for s in record["epoch_seconds"]],
+                     epoch_summary(record), float(record["evaluation_seconds"]),
+                     float(record["total_seconds"])) for i, (kind, record) in enumerate(ran)]
     return series, gpu_comparison(records)
 
 
@@ -78,13 +73,13 @@ def _epochs_text(s: Series) -> str:
 
 
 def epoch_times_alt(series, *, first_epoch: str = FIRST_EPOCH) -> str:
-    warm = [s for s in series if s.warmup]
+    warm = [s for s in series if s.summary["warmup"]]
     if len(series) == 1:
         (s,) = series
         text = (f"Line chart of the wall time of each training epoch on the {s.kind} ({s.name}): "
                 f"{len(s.epochs)} epochs, {s.marker} markers.")
         if warm:
-            text += (f" The first epoch, {duration(s.warmup[0])}, is circled and labelled as the "
+            text += (f" The first epoch, {duration(s.summary['warmup'][0])}, is circled and labelled as the "
                      f"warm-up ({first_epoch}).")
         text += (" To the right of the line, the median and range of the epochs after the "
                  f"warm-up, with each epoch as a dot: {_epochs_text(s)}.")
@@ -95,7 +90,7 @@ def epoch_times_alt(series, *, first_epoch: str = FIRST_EPOCH) -> str:
         if warm:
             text += (f" The first epoch of each is circled and labelled as the warm-up "
                      f"({first_epoch}): "
-                     + listed(f"{duration(s.warmup[0])} on the {s.kind}" for s in warm) + ".")
+                     + listed(f"{duration(s.summary['warmup'][0])} on the {s.kind}" for s in warm) + ".")
         text += (" To the right of the lines, the median and range of each device's epochs after "
                  "the warm-up, with each epoch as a dot: "
                  + listed(f"{s.kind} {_epochs_text(s)}" for s in series) + ".")

@@ -40,18 +40,11 @@ def latency_repeats(quick: bool) -> int:
     return LATENCY_FACTOR * repeats_for(quick)
 
 
-def time_calls(fn, warmup: int, repeats: int, intervals=None) -> tuple[list[float], list[float]]:
-    """``(warm-up seconds, timed seconds)`` of ``warmup`` then ``repeats`` calls of ``fn``, with
-    ``intervals`` (energy) around each call."""
+def time_calls(fn, warmup: int, repeats: int) -> tuple[list[float], list[float]]:
+    """``(warm-up seconds, timed seconds)`` of ``warmup`` then ``repeats`` calls of ``fn``."""
     if repeats < 1:
         raise ValueError(f"at least one timed call is needed, not {repeats}")
-    seconds = []
-    for _ in range(warmup + repeats):
-        if intervals is not None:
-            intervals.begin()
-        seconds.append(timed(fn)[1])
-        if intervals is not None:
-            intervals.end()
+    seconds = [timed(fn)[1] for _ in range(warmup + repeats)]
     return seconds[:warmup], seconds[warmup:]
 
 

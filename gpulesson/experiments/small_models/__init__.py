@@ -10,40 +10,21 @@ from gpulesson.experiments.small_models.figures import (
     sweep_alt,
     sweep_figure,
 )
-from gpulesson.experiments.small_models.measure import (
-    COMPARISON,
-    GRID,
-    MIN_BATCHES,
-    MIN_EPOCHS,
-    QUICK_COMPARISON,
-    QUICK_GRID,
-    check_devices,
-    check_grid,
-    hidden_widths,
-    rows_for,
-    sweep,
-    time_cell,
-)
-from gpulesson.experiments.small_models.page import substitutions, sweep_dates
+from gpulesson.experiments.small_models.measure import GRID, QUICK_GRID, sweep, time_cell
+from gpulesson.experiments.small_models.page import substitutions
 from gpulesson.experiments.small_models.records import (
     EXPERIMENT,
-    PARTS,
     RESULTS_FILE,
-    SmallModelsError,
     comparison_record,
     describe_comparison,
     epoch_summary,
     reference_run,
-    sample_summary,
     sweep_complete,
     sweep_table,
 )
 from gpulesson.results import duration as short_time
-from gpulesson.results import is_gpu
 
-__all__ = ["COMPARISON", "EXPERIMENT", "GRID", "MIN_BATCHES", "MIN_EPOCHS", "PARTS",
-           "QUICK_COMPARISON", "QUICK_GRID", "RESULTS_FILE", "SmallModelsError", "check_devices",
-           "check_grid", "comparison_alt", "comparison_figure", "comparison_record",
-           "describe_comparison", "epoch_summary", "hidden_widths", "is_gpu", "reference_run",
-           "rows_for", "sample_summary", "short_time", "substitutions", "sweep", "sweep_alt",
-           "sweep_complete", "sweep_dates", "sweep_figure", "sweep_table", "time_cell"]
+__all__ = ["EXPERIMENT", "GRID", "QUICK_GRID", "RESULTS_FILE", "comparison_alt", "comparison_figure",
+           "comparison_record", "describe_comparison", "epoch_summary", "reference_run", "short_time",
+           "substitutions", "sweep", "sweep_alt", "sweep_complete", "sweep_figure", "sweep_table",
+           "time_cell"]

@@ -14,19 +14,7 @@ import functools
 import sys
 
 from gpulesson.experiments import cli
-from gpulesson.experiments.small_models.measure import (
-    COMPARISON,
-    GRID,
-    MIN_BATCHES,
-    QUICK_COMPARISON,
-    QUICK_GRID,
-    SKIPPED_GPU,
-    check_devices,
-    check_grid,
-    condition,
-    run_comparison,
-    sweep,
-)
+from gpulesson.experiments.small_models import measure
 from gpulesson.experiments.small_models.records import (
     EXPERIMENT,
     PARTS,
@@ -45,20 +33,20 @@ COMMAND = cli.Command(
     cli.option("--parts", nargs="+", default=list(PARTS), metavar="PART",
                help="comparison (breast-cancer MLP; needs scikit-learn), sweep, or both (default)"),
     cli.option("--batch-sizes", nargs="+", type=int, default=None, metavar="N",
-               help=f"sweep batch sizes (default {' '.join(map(str, GRID['batch_sizes']))})"),
+               help=f"sweep batch sizes (default {' '.join(map(str, measure.GRID['batch_sizes']))})"),
     cli.option("--widths", nargs="+", type=int, default=None, metavar="N",
-               help=f"sweep layer widths (default {' '.join(map(str, GRID['widths']))})"),
+               help=f"sweep layer widths (default {' '.join(map(str, measure.GRID['widths']))})"),
     cli.option("--rows", type=int, default=None,
-               help=f"random rows per sweep epoch, at least {MIN_BATCHES} batches "
-                    f"(default {GRID['n_rows']})"),
+               help=f"random rows per sweep epoch, at least {measure.MIN_BATCHES} batches "
+                    f"(default {measure.GRID['n_rows']})"),
     cli.option("--epochs", type=int, default=None,
-               help=f"epochs per sweep cell, the first not timed (default {GRID['epochs']})"),
+               help=f"epochs per sweep cell, the first not timed (default {measure.GRID['epochs']})"),
     cli.quick("a tiny run for tests (also with LESSON_QUICK=1)"),
     cli.out(RESULTS_FILE), cli.SEED, cli.RUN_ID)
 _parser = COMMAND.parser
 
 
-def _plan(args, quick: bool) -> dict:
+def _plan(args) -> dict:
     unknown = [p for p in args.parts if p not in PARTS]
     if unknown:
         raise SmallModelsError(f"unknown part(s) {', '.join(unknown)}: use {' and/or '.join(PARTS)}")
@@ -69,12 +57,12 @@ def _plan(args, quick: bool) -> dict:
             raise SmallModelsError(
                 "scikit-learn is not installed, and the comparison on the breast-cancer data needs it: "
                 "pip install scikit-learn==1.9.1, or record only the sweep with --parts sweep") from None
-    base = QUICK_GRID if quick else GRID
-    grid = check_grid(args.batch_sizes or base["batch_sizes"], args.widths or base["widths"],
-                      args.rows if args.rows is not None else base["n_rows"],
-                      args.epochs if args.epochs is not None else base["epochs"])
+    base = measure.QUICK_GRID if args.quick else measure.GRID
+    grid = measure.check_grid(args.batch_sizes or base["batch_sizes"], args.widths or base["widths"],
+                              base["n_rows"] if args.rows is None else args.rows,
+                              base["epochs"] if args.epochs is None else args.epochs)
     return {"parts": [p for p in PARTS if p in args.parts], "grid": grid,
-            "comparison": QUICK_COMPARISON if quick else COMPARISON}
+            "comparison": measure.QUICK_COMPARISON if args.quick else measure.COMPARISON}
 
 
 def main(argv=None) -> int:
@@ -83,29 +71,28 @@ def main(argv=None) -> int:
 
     quick = args.quick
     try:
-        plan = _plan(args, quick)
+        plan = _plan(args)
         gpus = keras_device()["gpu_count"]
-        devices = check_devices(cli.default_devices(args.devices, gpus), gpus)
+        devices = measure.check_devices(cli.default_devices(args.devices, gpus), gpus)
     except SmallModelsError as exc:
         print(f"error: {exc}. Nothing was measured or written.", file=sys.stderr)
         return 2
     if args.devices is None and not gpus:
-        print(f"{SKIPPED_GPU}: recording the CPU only.")
-    run_id, done = cli.continue_run(args.out, EXPERIMENT, args.run_id, condition)
+        print(f"{measure.SKIPPED_GPU}: recording the CPU only.")
+    run_id, done = cli.continue_run(args.out, EXPERIMENT, args.run_id, measure.condition)
     source = "gpulesson.experiments.small_models" + (" --quick" if quick else "")
     print(f"Run {run_id}: {', '.join(plan['parts'])} on {', '.join(devices)}"
           + (" (quick mode)" if quick else "")
           + (f"; going on: {len(done)} condition(s) recorded already" if done else ""), flush=True)
-    save = functools.partial(append_record, args.out)
+    shared = {"run_id": run_id, "seed": args.seed, "source": source, "done": done,
+              "on_record": functools.partial(append_record, args.out)}
 
     for part in plan["parts"]:
         if part == "comparison":
-            records = run_comparison(devices, run_id=run_id, seed=args.seed, settings=plan["comparison"],
-                                     source=source, done=done, on_record=save)
+            records = measure.run_comparison(devices, settings=plan["comparison"], **shared)
         else:
-            records = sweep(devices, **plan["grid"], run_id=run_id, seed=args.seed, source=source,
-                            progress=lambda line: print(line, flush=True), done=done,
-                            on_record=save)
+            records = measure.sweep(devices, **plan["grid"], **shared,
+                                    progress=lambda line: print(line, flush=True))
         whole = RECORDS.read(args.out, run_id=run_id, part=part)
         if whole:
             print(describe_comparison(whole) if part == "comparison" else sweep_table(whole))

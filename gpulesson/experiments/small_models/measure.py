@@ -126,21 +126,12 @@ def time_cell(device: str, batch_size: int, width: int, *, n_rows: int, epochs: 
     mean = timing["steady_mean_epoch_seconds"] or timing["first_epoch_seconds"]
     summary = epochs_summary(timing["epoch_seconds"])
     steps = math.ceil(rows / batch_size)
-    return {
-        "batch_size": batch_size,
-        "width": width,
-        "hidden_widths": list(widths),
-        "n_parameters": model.count_params(),
-        "n_rows": rows,
-        "steps_per_epoch": steps,
-        **timing,
-        "mean_epoch_seconds": mean,
-        "summary": summary,
-        "seconds_per_sample": summary["median"] / rows,
-        "seconds_per_step": summary["median"] / steps,
-        "jit_compile": lesson.JIT_COMPILE,
-        "load_average": load,
-    }
+    return {"batch_size": batch_size, "width": width, "hidden_widths": list(widths),
+            "n_parameters": model.count_params(), "n_rows": rows, "steps_per_epoch": steps,
+            **timing, "mean_epoch_seconds": mean, "summary": summary,
+            "seconds_per_sample": summary["median"] / rows,
+            "seconds_per_step": summary["median"] / steps,
+            "jit_compile": lesson.JIT_COMPILE, "load_average": load}
 
 
 def condition(record: dict) -> tuple:
