@@ -1,4 +1,4 @@
-"""Episode 9's chunk shapes and chunk cache (gpulesson.experiments.feeding.chunks): the files have
+"""Episode 9's chunk shapes and chunk cache (gpulesson.experiments.feeding.measure): the files have
 the chunks they say, the cache is the one asked for and only inside its block, the records are
 the benchmark's own loader rows of their group, and the page shows them as a table."""
 
@@ -8,7 +8,7 @@ from feeding_helpers import BATCH, do_nothing_model, write_records
 
 from gpulesson import lesson
 from gpulesson.experiments import common, feeding
-from gpulesson.experiments.feeding import chunks, measure, page
+from gpulesson.experiments.feeding import measure, page
 from gpulesson.experiments.feeding import records as rec
 from gpulesson.experiments.feeding.pipelines import file_info
 from gpulesson.lesson import core
@@ -28,19 +28,19 @@ def _cache_bytes(batches) -> int:
 
 def test_the_files_have_the_chunks_they_say_and_the_cache_is_the_one_asked_for(tmp_path):
     x, y = _arrays()
-    path = chunks.write_chunked(tmp_path, x, y, batch_size=BATCH, blocks=4, compression="lzf")
+    path = measure.write_chunked(tmp_path, x, y, batch_size=BATCH, blocks=4, compression="lzf")
     info = file_info(path)
     assert info["chunks"] == [4 * BATCH, 32, 32, 3] and info["compression"] == "lzf"
     default = _cache_bytes(lesson.HDF5Batches(path, "train", BATCH))
-    with chunks.chunk_cache(64):
-        assert _cache_bytes(lesson.HDF5Batches(path, "train", BATCH)) == 64 * chunks.MIB
+    with measure.chunk_cache(64):
+        assert _cache_bytes(lesson.HDF5Batches(path, "train", BATCH)) == 64 * measure.MIB
     assert core.h5py.File is __import__("h5py").File  # restored after the block
-    assert default < 64 * chunks.MIB
-    with pytest.raises(RuntimeError, match="inside"), chunks.chunk_cache(64):
+    assert default < 64 * measure.MIB
+    with pytest.raises(RuntimeError, match="inside"), measure.chunk_cache(64):
         raise RuntimeError("inside")
     assert core.h5py.File is __import__("h5py").File  # restored after an error too
     # Every image is read once an epoch, whatever the layout.
-    budget = chunks.time_reading(path, BATCH, cache_mib=64, warmup=1, repeats=2)
+    budget = measure.time_reading(path, BATCH, cache_mib=64, warmup=1, repeats=2)
     assert len(budget.seconds) == 3 and all(s > 0 for s in budget.seconds)
 
 
@@ -52,12 +52,12 @@ def test_the_benchmark_records_each_layout_once_as_a_loader_row_of_its_group(tmp
                                  n_images=N, repeats=common.QUICK_REPEATS, chunks=True,
                                  data_dir=tmp_path / "data", on_record=lambda r: write_records(
                                      out, [r]), progress=lambda line: None)
-    rows = [r for r in made if r["group"] == chunks.GROUP]
-    assert [r["layout"] for r in rows] == [chunks.label(*c) for c in chunks.CONDITIONS]
-    assert [r["chunks"][0] for r in rows] == [b * BATCH for b, _, _ in chunks.CONDITIONS]
-    assert [r["cache_bytes"] for r in rows] == [None, None, None, 64 * chunks.MIB]
+    rows = [r for r in made if r["group"] == measure.GROUP]
+    assert [r["layout"] for r in rows] == [measure.chunks_label(*c) for c in measure.CHUNKS]
+    assert [r["chunks"][0] for r in rows] == [b * BATCH for b, _, _ in measure.CHUNKS]
+    assert [r["cache_bytes"] for r in rows] == [None, None, None, 64 * measure.MIB]
     assert {(r["pipeline"], r["mode"], r["device_kind"], r["window"]) for r in rows} == {
-        ("lesson", "loader", "cpu", chunks.WINDOW)}
+        ("lesson", "loader", "cpu", measure.WINDOW)}
     assert len({rec.condition(r) for r in rows}) == len(rows)
     # the pipelines' table and its choices never read them
     assert rec.find(made, "cpu", "lesson", "loader") is None

@@ -175,7 +175,7 @@ def test_the_committed_records_made_before_the_rule_still_give_the_page_its_valu
     generator (823), and called XLA off (1,472) faster than on (823). The newest run made
     before the rule stays in the results file; the page is built from its pipelines alone here
     (its settings sweep is kept in the file, not shown: the settings are the speed ladder's)."""
-    old_runs = [run for run in rec.runs(read_records(COMMITTED)).values()
+    old_runs = [run for run in rec.RECORDS.runs(read_records(COMMITTED)).values()
                 if all(common.SUMMARY_KEY not in r for r in run)]
     assert old_runs, "the results file keeps the runs made before the rule"
     old = write_records(tmp_path / "before-the-rule.jsonl", old_runs[-1])
@@ -221,7 +221,7 @@ def test_the_page_ranks_pipelines_only_where_their_ranges_are_apart(tmp_path, le
     clause = page.versus("`ram`", rec.rate_summary(records[1]), "`lesson`",
                          rec.rate_summary(records[0]))
     if expected == "apart":
-        assert fastest == "`ram`" and rec.fastest(records, "cpu") == ["ram"]
+        assert fastest == "`ram`" and rec.ranking(records, "cpu")[0] == ["ram"]
         assert clause == ("`ram` trained 3× faster than `lesson` (middle three of five epochs "
                           "apart)")
     else:

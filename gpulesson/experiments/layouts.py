@@ -1,26 +1,13 @@
 """How the HDF5 storage layout (chunking, compression) changes file size and batch read speed.
 
-A short measured comparison for the lesson; the benchmark reuses it at full size. The same
-images ``x`` (uint8 ``(N, 32, 32, 3)``) and labels ``y`` are written once per layout in
-:data:`LAYOUTS`, then read back batch by batch as a training generator reads them: contiguous
-slices ``x[start:stop]``, in order or in shuffled batch order.
-
-Why the layout matters: HDF5 stores a chunked dataset as separate blocks (chunks) and
-compresses each chunk on its own. Reading a slice reads, and decompresses, every chunk the
-slice touches, in full. With chunks of whole training batches a batch touches one or two
-chunks. With h5py's guessed chunk shape (``chunks=True``, as many tutorials publish) the
-chunks hold thousands of rows but only a corner of each image: for (50000, 32, 32, 3) uint8
-h5py picks (6250, 4, 4, 1), so one batch of 256 whole images touches 192 chunks, decompresses
-all of them and throws most of the bytes away, and the default chunk cache (1 MiB per dataset)
-is far too small to keep them for the next batch. The effect grows with N: h5py guesses
-fewer rows per chunk for small data, so a quick run shows less of it than the full data set.
-
-Timing follows the lesson's measurement rule (:mod:`gpulesson.experiments.common`): one
-recorded warm-up pass per layout, then :data:`~gpulesson.experiments.common.REPEATS` timed
-passes, every sample kept with their summary; the table's and the figure's words ("2.0× slower",
-"no measurable difference") come from :func:`~gpulesson.experiments.common.compare`.
-
-No TensorFlow/Keras here: h5py, numpy and (for the figure) matplotlib only.
+The same images are written once per layout of :data:`LAYOUTS`, then read back batch by batch
+as a training generator reads them: contiguous slices, in order or in shuffled batch order.
+HDF5 reads, and decompresses, every chunk a slice touches, in full. With chunks of whole
+batches a batch touches one or two. With h5py's guess (``chunks=True``, as many tutorials
+publish) the chunks hold thousands of rows but a corner of each image: for (50000, 32, 32, 3)
+uint8, (6250, 4, 4, 1), so a batch of 256 images touches 192 chunks, and the default chunk cache
+(1 MiB per dataset) is far too small to keep them for the next batch. h5py guesses fewer rows
+per chunk for small data, so a quick run shows less of it than the full data set.
 """
 
 from __future__ import annotations
@@ -79,15 +66,16 @@ def _check_layout(layout: str) -> None:
         raise ValueError(f"unknown layout {layout!r}: choose one of {known}")
 
 
-def layout_options(layout: str, shape=None, *, chunk_rows: int = CHUNK_ROWS) -> dict:
-    """The ``create_dataset`` keyword arguments of ``layout`` for a dataset of ``shape``.
+def _check_whole(name: str, value, least: int) -> None:
+    if int(value) != value or value < least:
+        raise ValueError(f"{name} must be a whole number >= {least}, not {value!r}")
 
-    Batch-aligned chunks hold ``chunk_rows`` rows (the training batch size, so that a batch
-    reads whole chunks), or all rows when there are fewer. ``shape`` defaults to one image.
-    """
+
+def layout_options(layout: str, shape=None, *, chunk_rows: int = CHUNK_ROWS) -> dict:
+    """The ``create_dataset`` keyword arguments of ``layout`` for a dataset of ``shape``
+    (default one image): batch chunks hold ``chunk_rows`` rows, or all rows if fewer."""
     _check_layout(layout)
-    if int(chunk_rows) != chunk_rows or chunk_rows < 1:
-        raise ValueError(f"chunk_rows must be a whole number >= 1, not {chunk_rows!r}")
+    _check_whole("chunk_rows", chunk_rows, 1)
     options = dict(LAYOUTS[layout])
     if isinstance(options.get("chunks"), tuple):
         shape = (int(chunk_rows), *IMAGE_SHAPE) if shape is None else tuple(shape)
@@ -103,12 +91,8 @@ def layout_path(directory, layout: str) -> Path:
 
 
 def write_layout(path, x, y, layout: str, *, chunk_rows: int = CHUNK_ROWS) -> Path:
-    """Write datasets ``x`` and ``y`` to ``path`` with ``layout``, atomically; returns the path.
-
-    Like :func:`gpulesson.hdf5.write_hdf5`, the file is written to a temporary name and renamed
-    when complete, so an interrupted write never leaves a half-written file. Each array is
-    written in one call, so HDF5 fills (and compresses) every chunk once, whatever its shape.
-    """
+    """Write datasets ``x`` and ``y`` to ``path`` with ``layout``, atomically; the path. Each
+    array is written in one call, so HDF5 fills (and compresses) every chunk once."""
     _check_layout(layout)
     x, y = np.asarray(x), np.asarray(y)
     if x.ndim < 2 or y.ndim != 1 or len(x) != len(y) or len(x) == 0:
@@ -124,15 +108,11 @@ def write_layout(path, x, y, layout: str, *, chunk_rows: int = CHUNK_ROWS) -> Pa
 
 
 def batch_slices(n: int, batch_size: int, *, order: str = "sequential", seed: int = 0):
-    """The ``(start, stop)`` row ranges of one pass over ``n`` rows, the last one maybe shorter.
-
-    "shuffled" shuffles the order of the batches (seeded), not the rows inside them: every
-    batch is still a contiguous slice, as a generator reading an HDF5 file takes them.
-    """
+    """The ``(start, stop)`` rows of one pass over ``n`` rows; "shuffled" shuffles the order of
+    the batches (seeded), not the rows in them, as a generator reading an HDF5 file does."""
     if order not in ORDERS:
         raise ValueError(f"order must be one of {', '.join(ORDERS)}, not {order!r}")
-    if int(batch_size) != batch_size or batch_size < 1:
-        raise ValueError(f"batch_size must be a whole number >= 1, not {batch_size!r}")
+    _check_whole("batch_size", batch_size, 1)
     starts = np.arange(0, int(n), int(batch_size))
     if order == "shuffled":
         np.random.default_rng(seed).shuffle(starts)
@@ -141,12 +121,8 @@ def batch_slices(n: int, batch_size: int, *, order: str = "sequential", seed: in
 
 def read_batches(path, batch_size: int, *, order: str = "sequential", seed: int = 0,
                  limit: int | None = None) -> tuple[float, int]:
-    """Read ``x`` and ``y`` of ``path`` batch by batch; returns ``(seconds, images_read)``.
-
-    One pass over the first ``limit`` images (default: all), in :func:`batch_slices` order. The
-    file is opened once; the clock (``time.perf_counter``) runs over the batch reads only, as
-    they happen in every training epoch.
-    """
+    """``(seconds, images read)`` of one pass over the first ``limit`` images of ``path`` in
+    :func:`batch_slices` order; the clock runs over the batch reads only, the file open."""
     import h5py
 
     with h5py.File(Path(path).expanduser(), "r") as f:
@@ -164,29 +140,18 @@ def read_batches(path, batch_size: int, *, order: str = "sequential", seed: int 
     return seconds, count
 
 
-def _chunks(dataset):
-    return None if dataset.chunks is None else [int(c) for c in dataset.chunks]
-
-
 def compare_layouts(x, y, directory, *, batch_size: int = CHUNK_ROWS, layouts=None,
                     repeats: int = REPEATS, warmup: int = WARMUP, order: str = "shuffled",
                     chunk_rows: int | None = None, keep: bool = False,
                     progress: bool = True) -> list[dict]:
-    """Write ``x, y`` in every layout and time reading them; one JSON-ready dict per layout.
-
-    Each row gives the chunk shape h5py really used, the file size, the write time and the
-    read time of one pass in ``batch_size`` batches: ``warmup`` passes first, recorded apart
-    (``read_warmup_seconds``), then ``repeats`` timed passes (``read_seconds``, all kept), their
-    summary (``summary``: median, min, max) and images/s from the median. Files go to
-    ``directory`` (:func:`layout_path`) and
-    are deleted afterwards unless ``keep``. Batch chunks hold ``chunk_rows`` rows (default:
+    """Write ``x, y`` in every layout and time ``warmup`` then ``repeats`` passes reading it in
+    ``batch_size`` batches; one JSON-ready row per layout. The files go to ``directory`` and
+    are deleted afterwards unless ``keep``; batch chunks hold ``chunk_rows`` rows (default
     ``batch_size``).
 
-    What this measures: the file was just written, so the operating system's page cache
-    holds it and reads come from RAM. The times are HDF5's own work (finding chunks,
-    decompressing, copying), the best case for the filesystem. On a shared cluster
-    filesystem, read from disk or network, uncompressed files cost more I/O and compressed
-    ones less, so compression can do better there than here.
+    The file was just written, so the page cache holds it: the times are HDF5's own work
+    (finding chunks, decompressing, copying), the filesystem's best case. Read from a shared
+    cluster filesystem, uncompressed files cost more I/O and compressed ones less.
     """
     import h5py
     from tqdm.auto import tqdm
@@ -194,10 +159,8 @@ def compare_layouts(x, y, directory, *, batch_size: int = CHUNK_ROWS, layouts=No
     layouts = list(LAYOUTS if layouts is None else layouts)
     for layout in layouts:
         _check_layout(layout)
-    if int(repeats) != repeats or repeats < 1:
-        raise ValueError(f"repeats must be a whole number >= 1, not {repeats!r}")
-    if int(warmup) != warmup or warmup < 0:
-        raise ValueError(f"warmup must be a whole number >= 0, not {warmup!r}")
+    _check_whole("repeats", repeats, 1)
+    _check_whole("warmup", warmup, 0)
     batch_slices(0, batch_size, order=order)  # check batch_size and order before any work
     chunk_rows = batch_size if chunk_rows is None else chunk_rows
     rows = []
@@ -209,7 +172,8 @@ def compare_layouts(x, y, directory, *, batch_size: int = CHUNK_ROWS, layouts=No
             write_seconds = time.perf_counter() - start
             with h5py.File(path, "r") as f:
                 dataset = f["x"]
-                chunks, compression, level = _chunks(dataset), dataset.compression, dataset.compression_opts
+                chunks = None if dataset.chunks is None else [int(c) for c in dataset.chunks]
+                compression, level = dataset.compression, dataset.compression_opts
                 n_images = len(dataset)
             size = path.stat().st_size
             times = []
@@ -225,29 +189,34 @@ def compare_layouts(x, y, directory, *, batch_size: int = CHUNK_ROWS, layouts=No
                 path.unlink(missing_ok=True)
         median = statistics.median(times)
         rows.append({
-            "layout": layout,
-            "description": DESCRIPTIONS[layout],
-            "chunks": chunks,
-            "compression": compression,
-            "compression_opts": level if level is None else int(level),
-            "file_bytes": int(size),
-            "file_mb": size / MB,
-            "write_seconds": write_seconds,
-            "read_seconds_median": median,
-            "read_seconds_min": min(times),
-            "read_seconds_max": max(times),
-            "read_seconds": times,
-            "read_warmup_seconds": warm,
+            "layout": layout, "description": DESCRIPTIONS[layout], "chunks": chunks,
+            "compression": compression, "compression_opts": level if level is None else int(level),
+            "file_bytes": int(size), "file_mb": size / MB, "write_seconds": write_seconds,
+            "read_seconds_median": median, "read_seconds_min": min(times),
+            "read_seconds_max": max(times), "read_seconds": times, "read_warmup_seconds": warm,
             SUMMARY_KEY: summarise(times, warm),
             "images_per_second": n_images / median if median > 0 else None,
-            "batch_size": int(batch_size),
-            "n_images": int(n_images),
-            "order": order,
-            "repeats": int(repeats),
-            "warmup": int(warmup),
-            "path": str(path) if keep else None,
+            "batch_size": int(batch_size), "n_images": int(n_images), "order": order,
+            "repeats": int(repeats), "warmup": int(warmup), "path": str(path) if keep else None,
         })
     return rows
+
+
+def read_rate(row) -> dict:
+    """A row's read throughput (images/s) as a summary of its timed passes."""
+    return as_rate(row[SUMMARY_KEY], row["n_images"])
+
+
+def versus_fastest(rows) -> list[str]:
+    """Each row's read speed against the highest median in the rule's words: "fastest" (alone
+    in first place), "highest median" (first place shared), "2.0× slower", "no measurable
+    difference"."""
+    rates = [read_rate(r) for r in rows]
+    first = rank(dict(enumerate(rates)), higher_is_better=True)[0]
+    best = max(range(len(rows)), key=lambda i: rates[i]["median"])
+    return [("fastest" if len(first) == 1 else "highest median") if i == best
+            else compare(rate, rates[best], higher_is_better=True).sentence
+            for i, rate in enumerate(rates)]
 
 
 def _chunk_text(chunks) -> str:
@@ -261,38 +230,8 @@ def _compression_text(row) -> str:
     return row["compression"] if level is None else f"{row['compression']} {level}"
 
 
-def read_rate(row) -> dict | None:
-    """A row's read throughput (images/s) as a summary of its timed passes; for a row without
-    its samples, one built from its median, min and max (``repeats`` passes)."""
-    summary = row.get(SUMMARY_KEY)
-    if not summary:
-        if not row.get("read_seconds_median"):
-            return None
-        summary = {"unit": "s", "n": int(row.get("repeats") or 1),
-                   "median": row["read_seconds_median"], "min": row["read_seconds_min"],
-                   "max": row["read_seconds_max"], "samples": [], "warmup": []}
-    return as_rate(summary, row["n_images"])
-
-
-def versus_fastest(rows) -> list[str]:
-    """Each row's read speed against the row with the highest median, in the rule's words
-    (:func:`~gpulesson.experiments.common.compare`): "fastest" (alone in first place),
-    "highest median" (first place shared), "2.0× slower", "no measurable difference"."""
-    rates = {i: read_rate(r) for i, r in enumerate(rows)}
-    timed = {i: s for i, s in rates.items() if s}
-    if not timed:
-        return [""] * len(rows)
-    first = rank(timed, higher_is_better=True)[0]
-    best = max(timed, key=lambda i: timed[i]["median"])
-    words = []
-    for i in range(len(rows)):
-        if i not in timed:
-            words.append("")
-        elif i == best:
-            words.append("fastest" if len(first) == 1 else "highest median")
-        else:
-            words.append(compare(timed[i], timed[best], higher_is_better=True).sentence)
-    return words
+def _range_text(rate) -> str:
+    return "1 repeat" if rate["n"] < 2 else f"{rate['min']:,.0f}–{rate['max']:,.0f}"
 
 
 def layout_table(rows) -> str:
@@ -300,20 +239,12 @@ def layout_table(rows) -> str:
     rows = list(rows)
     if not rows:
         raise ValueError("layout_table needs at least one row")
-    words = versus_fastest(rows)
     header = ("layout", "chunks", "compression", "MB", "images/s", "range", "vs fastest")
-    body = [
-        (
-            str(r["layout"]),
-            _chunk_text(r.get("chunks")),
-            _compression_text(r),
-            f"{r['file_mb']:.1f}",
-            f"{r['images_per_second']:,.0f}" if r.get("images_per_second") else "n/a",
-            _range_text(read_rate(r)),
-            word,
-        )
-        for r, word in zip(rows, words, strict=True)
-    ]
+    body = [(str(r["layout"]), _chunk_text(r.get("chunks")), _compression_text(r),
+             f"{r['file_mb']:.1f}",
+             f"{r['images_per_second']:,.0f}" if r.get("images_per_second") else "n/a",
+             _range_text(read_rate(r)), word)
+            for r, word in zip(rows, versus_fastest(rows), strict=True)]
     widths = [max(len(line[i]) for line in (header, *body)) for i in range(len(header))]
     right = {3, 4, 5}  # numbers are right-aligned
 
@@ -327,14 +258,6 @@ def layout_table(rows) -> str:
     return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, body), note])
 
 
-def _range_text(rate) -> str:
-    if not rate:
-        return "n/a"
-    if rate["n"] < 2:
-        return "1 repeat"
-    return f"{rate['min']:,.0f}–{rate['max']:,.0f}"
-
-
 def _short_number(value, _position=None) -> str:
     for limit, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(value) >= limit:
@@ -343,11 +266,8 @@ def _short_number(value, _position=None) -> str:
 
 
 def layout_bars(rows, *, label):
-    """File size and read throughput per layout, as two panels of horizontal bars.
-
-    Every bar has its value written on it and its own hatch, and the layouts are named on the
-    axis, so the figure reads the same without colour. ``label`` names the data.
-    """
+    """File size and read throughput per layout, two panels of horizontal bars, each bar with
+    its value and its own hatch, so the figure reads the same without colour."""
     from matplotlib.ticker import MaxNLocator
 
     rows = list(rows)

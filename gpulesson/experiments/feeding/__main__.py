@@ -1,37 +1,9 @@
 """Feeding the GPU: training throughput of the lesson's CNN from each input pipeline.
 
-The benchmark's command line: it measures, appends the records, prints the table.
-
-    python -m gpulesson.experiments.feeding                        # CPU, then GPU if one is visible
-    python -m gpulesson.experiments.feeding --quick --out my-feeding.jsonl
-
-Every condition follows the lesson's measurement rule (:mod:`gpulesson.experiments.common`): a
-recorded warm-up epoch and 5 timed epochs (2 with ``--quick``); ``--repeats`` and ``--warmup``
-cannot go below that, and no time budget cuts a condition short. A device too slow for whole
-epochs times only the first N batches of each (``--cpu-max-steps``, ``--classic-max-steps``).
-
-The reference is recorded in bounded stages that share one run id (``--run-id``):
-
-    # on a GPU node: every pipeline on the GPU, whole epochs
-    python -m gpulesson.experiments.feeding --devices gpu --classic-max-steps 12
-    # then the CPU's pipelines, 12 batches an epoch
-    python -m gpulesson.experiments.feeding --devices cpu \
-        --cpu-max-steps 12 --classic-max-steps 12 --run-id RUN
-
-12 batches an epoch (:data:`~gpulesson.experiments.feeding.measure.REFERENCE_CPU_STEPS`) is
-chosen so that the CPU stage (8 pipelines, training and loader alone, a warm-up
-and 5 timed epochs each, 50,000 images) takes at most about 7 minutes on an idle 2-core
-machine. That is an extrapolation, not a measurement of the whole stage: the committed run
-20261123T025717Z-e5fe6a (TensorFlow, 12 steps, 3 timed epochs, other programs under 7 % of the
-CPU) spent about 58 s on the warm-ups of the 8 trainings, 45 s on one timed epoch of all 8 and
-about 6 s on one epoch of all 8 loaders alone, so 5 timed epochs come to about 6 minutes with
-writing the data files. On a busy machine it takes several times longer: a probe of two
-pipelines at 20 steps, sharing the 2 cores with another training (load average about 4, other
-programs 58 to 76 % of the CPU), took 30 to 50 s per training epoch of the lesson's pipeline
-and 52 to 124 s of the classic one.
-
-The settings (precision, steps per execution, batch size) are measured by the speed ladder,
-``python -m gpulesson.experiments.ladder``, not here.
+The benchmark's command line: it measures, appends the records, prints the table. The reference
+is recorded in stages that share one run id: every pipeline on a GPU node (``--devices gpu
+--classic-max-steps 12``), then the CPU's, 12 batches an epoch (``--devices cpu
+--cpu-max-steps 12 --classic-max-steps 12 --run-id RUN``; why 12: ``REFERENCE_CPU_STEPS``).
 """
 
 from __future__ import annotations
@@ -104,31 +76,19 @@ COMMAND = cli.Command(
     cli.option("--data-dir", type=Path, default=None,
                help="folder for the data files (default: a temporary folder)"),
     cli.out(RESULTS_FILE), cli.RUN_ID,
-    at_least_one=("max_steps", "cpu_max_steps", "classic_max_steps", "workers"), epilog=EPILOG)
+    at_least_one=("batch_size", "n_images", "repeats", "max_steps", "cpu_max_steps",
+                  "classic_max_steps", "workers"), epilog=EPILOG)
 _parser = COMMAND.parser
-
-
-def _default_workers() -> int:
-    from gpulesson.devices import cpu_info
-
-    return max(2, min(8, int(cpu_info()["cores_usable"]) // 2))
 
 
 def main(argv=None) -> int:
     parser, args = COMMAND.parse(argv)
     quick = args.quick
-
-    def given(value, quick_default, default):
-        return value if value is not None else (quick_default if quick else default)
-
-    options = {
-        "batch_size": given(args.batch_size, QUICK_BATCH_SIZE, BATCH_SIZE),
-        "n_images": given(args.n_images, QUICK_N_IMAGES, N_IMAGES),
-        "repeats": given(args.repeats, QUICK_REPEATS, REPEATS),
-    }
-    for name in ("batch_size", "n_images", "repeats"):
-        if options[name] < 1:
-            parser.error(f"--{name.replace('_', '-')} must be at least 1, not {options[name]}")
+    options = {name: value if value is not None else (small if quick else default)
+               for name, value, small, default in (
+                   ("batch_size", args.batch_size, QUICK_BATCH_SIZE, BATCH_SIZE),
+                   ("n_images", args.n_images, QUICK_N_IMAGES, N_IMAGES),
+                   ("repeats", args.repeats, QUICK_REPEATS, REPEATS))}
     if options["batch_size"] > options["n_images"]:
         parser.error(f"--batch-size {options['batch_size']} is larger than --n-images "
                      f"{options['n_images']}")
@@ -141,7 +101,7 @@ def main(argv=None) -> int:
         parser.error(f"--warmup must be at least {WARMUP} (the lesson's rule: a recorded "
                      f"warm-up), not {args.warmup}")
 
-    from gpulesson.devices import keras_device
+    from gpulesson.devices import cpu_info, keras_device
     from gpulesson.results import append_record
 
     found = keras_device()
@@ -157,13 +117,9 @@ def main(argv=None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     workers = args.workers if args.workers is not None else (
-        2 if quick else _default_workers())
+        2 if quick else max(2, min(8, int(cpu_info()["cores_usable"]) // 2)))
     run_id, done = cli.continue_run(args.out, EXPERIMENT, args.run_id, condition)
-
-    def whole_run() -> list[dict]:
-        return RECORDS.read(args.out, run_id=run_id)
-
-    earlier = whole_run() if done else []
+    earlier = RECORDS.read(args.out, run_id=run_id) if done else []
     try:
         check_earlier(earlier, n_images=options["n_images"], backend=found["backend"])
     except ValueError as exc:
@@ -181,7 +137,7 @@ def main(argv=None) -> int:
         workers=workers, chunks=args.chunks, data_dir=args.data_dir, run_id=run_id, earlier=earlier,
         on_record=lambda r: append_record(args.out, r),
         progress=lambda line: print(line, flush=True), **options)
-    print(describe(whole_run()))
+    print(describe(RECORDS.read(args.out, run_id=run_id)))
     if made:
         cli.say_appended(made, args.out)
     else:

@@ -1,29 +1,21 @@
-"""Measuring: time ``model.fit`` and the loader alone on each pipeline.
+"""Timing ``model.fit`` and the loader alone on each pipeline, by the lesson's measurement rule.
 
-One model per device is built and compiled once (float32, XLA, one step per execution) and
-trained with ``model.fit`` from every pipeline in turn (its weights go on training: the speed
-does not depend on them). The settings (precision, steps per execution, batch size) are the
-speed ladder's (:mod:`gpulesson.experiments.ladder`), not this benchmark's. Each condition
-follows the lesson's measurement rule (:mod:`gpulesson.experiments.common`): :data:`WARMUP`
-warm-up epoch(s) (compiling, worker start-up, caches), recorded but not averaged, then
-``repeats`` timed epochs, by default :data:`REPEATS`
-(:func:`~gpulesson.experiments.common.repeats_for`; fewer in quick mode). No time budget cuts
-them short: a condition too slow for that is made smaller with ``max_steps`` (partial epochs),
-never with fewer repeats. :func:`~gpulesson.experiments.common.synced_epoch_timer` reads the
-clock only after the epoch's last step has finished on the device: it converts the epoch's loss
-to a Python number, which waits for the work behind it (JAX and PyTorch return from a step
-before the GPU has done it). The loader alone (no model) is timed the same way: one epoch of
-batches as Keras fetches them, each converted to a tensor on the device, waiting for the last
-one.
+One model per device is built once (float32, XLA, one step per execution; the other settings
+are the speed ladder's) and trained from every pipeline in turn: the speed does not depend on
+its weights. A slow device may time only the first ``max_steps`` batches of each epoch (the
+record says ``partial_epoch``); the classic pipeline's whole-file read at each epoch's end then
+weighs more per step, so a partial epoch makes it look somewhat slower than it is. No time
+budget cuts a condition short: a slow one is made smaller with ``max_steps``, never with fewer
+repeats. Keras is imported only when something is measured.
 
-A slow device may time only the first ``max_steps`` batches of each epoch: the record says so
-(``partial_epoch``, ``steps``), and its images/s come from those steps. (The classic
-pipeline's whole-file read at the end of each epoch then weighs more per step than in a whole
-epoch: a partial epoch makes it look somewhat slower than it is.) Each record keeps every epoch,
-their summary and the load average before and after the condition.
-
-Keras and the pipelines are imported when first needed: importing this module imports no
-deep-learning framework.
+The chunk shapes and the chunk cache (:data:`CHUNKS`) are the lesson's generator read alone on
+the host. The lesson's chunks hold one block (one batch): a window of 4 blocks is 4 reads of
+whole chunks. Chunks of a window could make a read larger, but the shuffled blocks of a window
+are rarely neighbours, so each block reads a quarter of a chunk; compressed, that quarter costs
+the whole chunk's decompression, unless the chunk cache (1 MiB per dataset by default, less than
+one 3 MB chunk) keeps the chunk for its other blocks. (lzf, the compression the page suggests
+where one is needed: gzip would take minutes of the node's time here.) Their records are loader
+rows of group ``"chunks"``, which the page's pipelines never read.
 """
 
 from __future__ import annotations
@@ -31,6 +23,9 @@ from __future__ import annotations
 import contextlib
 import tempfile
 import time
+from functools import partial
+from pathlib import Path
+from types import SimpleNamespace
 
 from gpulesson.devices import keras_device_name as check_device
 from gpulesson.experiments import allocator
@@ -41,10 +36,10 @@ from gpulesson.experiments.common import (  # noqa: F401 (QUICK_REPEATS: the com
     WARMUP,
     Budget,
     BusyMeter,
-    summary_text,
     synced_epoch_timer,
 )
 from gpulesson.experiments.feeding.records import (
+    BASE,
     FILES,
     WORKER_PIPELINES,
     check_pipelines,
@@ -59,13 +54,21 @@ from gpulesson.results import new_run_id
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 QUICK_N_IMAGES = 1_024
 BATCH_SIZE, QUICK_BATCH_SIZE = 256, 64
-# The reference's CPU epochs (--cpu-max-steps, --classic-max-steps): every pipeline's training
-# and loader alone, a warm-up and REPEATS timed epochs each, in about 6 minutes on an idle
-# 2-core machine (extrapolated from a committed run's epochs: see __main__'s docstring).
+# The reference's CPU epochs (--cpu-max-steps, --classic-max-steps): the CPU stage (every
+# pipeline's training and loader alone, a warm-up and REPEATS timed epochs each, 50,000 images)
+# in about 6 minutes on an idle 2-core machine. An extrapolation, not a measurement of the whole
+# stage: committed run 20261123T025717Z-e5fe6a (TensorFlow, 12 steps, 3 timed epochs, other
+# programs under 7 % of the CPU) spent about 58 s on the 8 trainings' warm-ups, 45 s on one
+# timed epoch of all 8 and 6 s on one epoch of the 8 loaders alone. On a busy machine it takes
+# several times longer: two pipelines at 20 steps beside another training (load average about
+# 4) took 30 to 50 s a training epoch of `lesson` and 52 to 124 s of `classic`.
 REFERENCE_CPU_STEPS = 12
+LOADER = dict.fromkeys(BASE)  # a loader row has no training setting
+GROUP, MIB, WINDOW = "chunks", 2**20, 4
+# (blocks per chunk, compression, chunk cache in MiB or None for h5py's default); window 4.
+CHUNKS = ((1, None, None), (4, None, None), (4, "lzf", None), (4, "lzf", 64))
 
 
-# --- checks -----------------------------------------------------------------------------------
 def check_precision(precision: str) -> str:
     if precision not in PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}: use one of {', '.join(PRECISIONS)}")
@@ -78,30 +81,21 @@ def _whole(name: str, value, least: int = 1) -> int:
     return value
 
 
-# --- timing -----------------------------------------------------------------------------------
-
 def _keras():
     import keras
 
     return keras
 
 
-def _device_tensor(x, keras_device: str):
-    keras = _keras()
-    with keras.device(keras_device):
-        return keras.ops.convert_to_tensor(x)
-
-
 def _wait(tensor) -> None:
-    """Wait for ``tensor`` by fetching one of its elements to the host (as
-    :func:`gpulesson.experiments.matmul.measure.wait`)."""
+    """Wait for ``tensor`` by fetching one of its elements to the host."""
     keras = _keras()
     keras.ops.convert_to_numpy(keras.ops.reshape(tensor, (-1,))[:1])
 
 
 def _batches(dataset):
-    """The batches of one epoch of ``dataset`` as ``model.fit`` fetches them: with its worker
-    threads or processes when it has any (Keras' own adapter, the one ``fit`` uses)."""
+    """One epoch of ``dataset`` as ``fit`` fetches it: through Keras' own adapter, with its
+    worker threads or processes when it has any."""
     from keras.src.trainers.data_adapters.py_dataset_adapter import PyDatasetAdapter
 
     adapter = PyDatasetAdapter(dataset, shuffle=False)
@@ -118,34 +112,80 @@ def _batches(dataset):
 
 def time_loader(dataset, keras_device: str, *, warmup: int = WARMUP,
                 repeats: int = REPEATS) -> Budget:
-    """Time epochs of ``dataset`` without a model: every batch is fetched as ``fit`` fetches it
-    and converted to a tensor on ``keras_device`` (as the model would receive it); the clock
-    stops once the last one is there. ``warmup`` epochs, then ``repeats`` timed ones."""
+    """Epochs of ``dataset`` without a model: each batch converted to a tensor on
+    ``keras_device``, as the model receives it; the clock stops once the last one is there."""
+    keras = _keras()
     budget = Budget(warmup, repeats)
     while not budget.done():
         start = time.perf_counter()
-        last = None
-        for x, y in _batches(dataset):
-            last = (_device_tensor(x, keras_device), _device_tensor(y, keras_device))
-        _wait(last[0])
-        _wait(last[1])
+        for batch in _batches(dataset):
+            with keras.device(keras_device):
+                last = [keras.ops.convert_to_tensor(a) for a in batch]
+        for tensor in last:
+            _wait(tensor)
         budget.seconds.append(time.perf_counter() - start)
     return budget
 
 
 def time_training(model, dataset, *, warmup: int = WARMUP, repeats: int = REPEATS) -> Budget:
-    """Train ``model`` on ``dataset`` with ``fit``: ``warmup`` epochs, then ``repeats`` timed
-    epochs."""
     budget = Budget(warmup, repeats)
     model.fit(dataset, epochs=warmup + repeats, callbacks=[synced_epoch_timer(budget)],
               verbose=0, **IN_ORDER)
     return budget
 
 
+def chunks_label(blocks: int, compression: str | None, cache_mib: int | None) -> str:
+    """A chunk condition in words: "chunks of 4 blocks, lzf, 64 MiB cache"."""
+    words = [f"chunks of {blocks} block{'s' if blocks > 1 else ''}", compression or "uncompressed"]
+    return ", ".join(words + ([f"{cache_mib} MiB cache"] if cache_mib else []))
+
+
+@contextlib.contextmanager
+def chunk_cache(cache_mib: int | None):
+    """Inside the block, the lesson's generator opens its files with a chunk cache of
+    ``cache_mib`` MiB (None: h5py's default)."""
+    from gpulesson.lesson import core
+
+    before = core.h5py
+    if cache_mib is not None:
+        core.h5py = SimpleNamespace(File=partial(before.File, rdcc_nbytes=cache_mib * MIB))
+    try:
+        yield
+    finally:
+        core.h5py = before
+
+
+def time_reading(path, batch_size: int, *, cache_mib=None, warmup: int, repeats: int,
+                 seed: int = 0) -> Budget:
+    """Epochs of the lesson's generator over the training split of ``path``, read alone."""
+    from gpulesson.lesson import HDF5Batches
+
+    budget = Budget(warmup, repeats)
+    with chunk_cache(cache_mib):
+        batches = HDF5Batches(path, "train", batch_size, shuffle=True, seed=seed, window=WINDOW)
+        while not budget.done():
+            start = time.perf_counter()
+            for index in range(len(batches)):
+                batches[index]
+            budget.seconds.append(time.perf_counter() - start)
+            batches.on_epoch_end()
+        batches._file.close()  # the next condition may ask for another cache
+    return budget
+
+
+def write_chunked(directory, x, y, *, batch_size: int, blocks: int, compression) -> Path:
+    """A lesson data file of ``x, y`` whose chunks hold ``blocks`` batches; its path."""
+    from gpulesson.experiments.feeding.pipelines import write_lesson_file
+
+    path = Path(directory) / f"chunks-{blocks}x{batch_size}-{compression or 'none'}.h5"
+    if not path.is_file():
+        write_lesson_file(path, x, y, chunk_rows=blocks * batch_size, compression=compression)
+    return path
+
+
 @contextlib.contextmanager
 def precision_policy(precision: str):
-    """Build layers in ``precision`` (a Keras dtype policy) inside the block; the previous
-    global policy is restored afterwards, even after an error."""
+    """Build layers in ``precision`` inside the block; the previous policy is restored after."""
     keras = _keras()
     check_precision(precision)
     previous = keras.mixed_precision.global_policy()
@@ -158,9 +198,8 @@ def precision_policy(precision: str):
 
 def build_model(keras_device: str, *, precision: str = "float32", jit_compile: bool = True,
                 steps_per_execution: int = 1):
-    """The lesson's CNN (:func:`gpulesson.lesson.build_cnn`), compiled as
-    :func:`gpulesson.lesson.compile_cnn` does (Adam, sparse categorical cross-entropy,
-    accuracy) with the benchmark's ``jit_compile`` and ``steps_per_execution``."""
+    """The lesson's CNN, compiled as :func:`gpulesson.lesson.compile_cnn` does, with the
+    benchmark's ``jit_compile`` and ``steps_per_execution``."""
     keras = _keras()
     from gpulesson.lesson import build_cnn
 
@@ -173,41 +212,23 @@ def build_model(keras_device: str, *, precision: str = "float32", jit_compile: b
     return model
 
 
-def _seconds(value: float) -> str:
-    return f"{value:.3f} s"
-
-
-# --- the benchmark ----------------------------------------------------------------------------
-
-def _arrays(n_images: int, seed: int = 0):
-    from gpulesson.synthetic import make_synthetic
-
-    (x, y), _ = make_synthetic(n_images, 10, seed=seed, progress=False)
-    return x, y
-
-
 def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats: int,
                   warmup: int = WARMUP, max_steps=None, cpu_max_steps=None,
                   classic_max_steps=None, workers: int = 2, chunks: bool = False,
                   data_dir=None, run_id: str | None = None, earlier=(), on_record=None,
                   progress=print) -> list[dict]:
-    """Measure; returns the records (``on_record(record)`` is called as each one is made).
+    """Measure every pipeline on each device, training and loader alone, then with ``chunks``
+    the chunk shapes read alone on the host; the records, each also given to ``on_record``.
 
-    For each device: every pipeline at ``batch_size`` (float32, XLA, one step per execution),
-    training and loader alone; with ``chunks``, then the chunk shapes and the chunk cache, the
-    generator read alone on the host (:mod:`~gpulesson.experiments.feeding.chunks`). ``max_steps`` (and
-    ``cpu_max_steps`` for the CPU, ``classic_max_steps`` for the slow classic pipeline, when
-    smaller) time partial epochs. Every condition gets ``warmup`` warm-up epochs and
-    ``repeats`` timed ones, whatever they take (the lesson's rule asks for :data:`REPEATS`, or
-    :data:`QUICK_REPEATS` in quick mode; the command line refuses fewer). Data files go to
-    ``data_dir`` (default: a temporary folder, deleted afterwards).
-
-    ``earlier``: the records run ``run_id`` already has (a run that goes on): their conditions
-    (:func:`~gpulesson.experiments.feeding.records.condition`) are skipped.
+    ``max_steps`` (``cpu_max_steps`` on the CPU, ``classic_max_steps`` for the classic
+    pipeline when smaller) times partial epochs. Data files go to ``data_dir`` (default: a
+    temporary folder). ``earlier``: the records run ``run_id`` has already; their conditions
+    are skipped.
     """
     from gpulesson.experiments.feeding import pipelines as fp
 
-    pipelines = check_pipelines(pipelines, _keras().backend.backend())
+    backend = _keras().backend.backend()
+    pipelines = check_pipelines(pipelines, backend)
     for device in devices:
         check_device(device)
     for name, value in (("batch_size", batch_size), ("n_images", n_images),
@@ -221,135 +242,106 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
     if batch_size > n_images:
         raise ValueError(f"batch_size {batch_size} is larger than n_images {n_images}")
     earlier = list(earlier)
-    check_earlier(earlier, n_images=n_images, backend=_keras().backend.backend())
+    check_earlier(earlier, n_images=n_images, backend=backend)
     done = {condition(r) for r in earlier}
     run_id = run_id or new_run_id()
     made: list[dict] = []
-    cleanup = None
-    if data_dir is None:
-        cleanup = tempfile.TemporaryDirectory(prefix="gpulesson-feeding-")
-        data_dir = cleanup.name
-    try:
-        x, y = _arrays(n_images)
-        ram = (x, y.astype("int32"))  # bytes, as the files hold them: the model scales them
-        files: dict[int, dict] = {}
 
-        def files_for(size, names):
-            kinds = [FILES[n] for n in names if FILES[n]]
-            have = files.setdefault(size, {})
-            missing = [k for k in dict.fromkeys(kinds) if k not in have]
-            if missing:
-                started = time.perf_counter()
-                have.update(fp.write_files(data_dir, x, y, missing, batch_size=size))
-                progress(f"wrote {', '.join(missing)} file(s), batch {size} chunks, in "
-                         f"{time.perf_counter() - started:.1f} s")
-            return have
+    def keep(budget, **fields) -> dict:
+        record = measurement_record(budget, run_id=run_id, batch_size=batch_size,
+                                    n_images=n_images, **fields)
+        made.append(record)
+        if on_record:
+            on_record(record)
+        return record
 
-        def measure(device, names, *, size, group):
-            keras_device = check_device(device)
-            settings = {"train": {"precision": "float32", "jit_compile": True,
-                                  "steps_per_execution": 1},
-                        "loader": {"precision": None, "jit_compile": None,
-                                   "steps_per_execution": None}}
-            modes = ("train", "loader")
-            todo = {name: [mode for mode in modes if condition(
-                {"device_kind": device, "pipeline": name, "mode": mode, "group": group,
-                 "batch_size": size, **settings[mode]}) not in done] for name in names}
-            skipped = sum(len(modes) - len(left) for left in todo.values())
-            if skipped:
-                progress(f"{device} {group}: {skipped} of {len(names) * len(modes)} "
-                         f"condition(s) recorded in run {run_id} already")
-            names = [name for name in names if todo[name]]
-            if not names:
-                return  # nothing left: no files written, no model built
-            device_limit = cpu_max_steps if device == "cpu" and cpu_max_steps else max_steps
-            paths = files_for(size, names)
-            on_device = fp.to_device(*ram, keras_device) if "device" in names else None
-            model = build_model(keras_device)
-            for name in names:
-                full = fp.make_pipeline(name, batch_size=size, files=paths, arrays=ram,
-                                        device_arrays=on_device, workers=workers)
-                steps_limit = device_limit
-                if name == "classic" and classic_max_steps:
-                    steps_limit = min(filter(None, (device_limit, classic_max_steps)))
-                dataset = fp.limit(full, steps_limit)
-                extra = {"workers": workers if name in WORKER_PIPELINES else 0,
-                         **allocator.mode(), **fp.device_method(name)}
-                if FILES[name]:
-                    extra.update(fp.file_info(paths[FILES[name]]))
-                common = {"run_id": run_id, "device": device, "pipeline": name, "batch_size": size,
-                          "steps": len(dataset), "full_steps": len(full), "n_images": n_images,
-                          "group": group}
-                for mode in todo[name]:
-                    setting = settings[mode]
-                    meter = BusyMeter()
-                    if mode == "train":
-                        with keras_scope(keras_device):
-                            budget = time_training(model, dataset, warmup=warmup,
-                                                   repeats=repeats)
-                    else:
-                        budget = time_loader(dataset, keras_device, warmup=warmup,
-                                             repeats=repeats)
-                    if name == "classic":
-                        extra["full_reads"] = full.full_reads
-                    record = measurement_record(budget, **common, mode=mode, **setting,
-                                                extra={**extra, **meter.read()})
-                    made.append(record)
-                    if on_record:
-                        on_record(record)
-                    epochs = record["summary"]
-                    progress(f"{device} {name:19} {short_setting(record):14} b{size}: "
-                             f"{rate_text(record['images_per_second']):>7} img/s, epoch "
-                             f"{epochs['median']:.3f} s ({epochs['min']:.3f}-"
-                             f"{epochs['max']:.3f}, {epochs['n']})"
-                             + (f" {record['steps']}/{record['full_epoch_steps']} steps"
-                                if record["partial_epoch"] else ""))
-                if name == "classic":
-                    full.close()
-            del model
-
-        def measure_chunks():
-            from gpulesson.experiments.feeding import chunks as ch
-
-            for blocks, compression, cache in ch.CONDITIONS:
-                layout = ch.label(blocks, compression, cache)
-                loader = {"precision": None, "jit_compile": None, "steps_per_execution": None}
-                if condition({"device_kind": "cpu", "pipeline": "lesson", "mode": "loader",
-                              "group": ch.GROUP, "batch_size": batch_size, "layout": layout,
-                              **loader}) in done:
-                    continue
-                path = ch.write_chunked(data_dir, x, y, batch_size=batch_size, blocks=blocks,
-                                        compression=compression)
+    def measure(device, names) -> None:
+        keras_device = check_device(device)
+        settings = {"train": BASE, "loader": LOADER}
+        todo = {name: [mode for mode, setting in settings.items() if condition(
+            {"device_kind": device, "pipeline": name, "mode": mode, "group": "pipelines",
+             "batch_size": batch_size, **setting}) not in done] for name in names}
+        skipped = sum(len(settings) - len(left) for left in todo.values())
+        if skipped:
+            progress(f"{device} pipelines: {skipped} of {len(names) * len(settings)} "
+                     f"condition(s) recorded in run {run_id} already")
+        names = [name for name in names if todo[name]]
+        if not names:
+            return  # nothing left: no files written, no model built
+        device_limit = cpu_max_steps if device == "cpu" and cpu_max_steps else max_steps
+        kinds = [k for k in dict.fromkeys(FILES[n] for n in names) if k and k not in files]
+        if kinds:
+            started = time.perf_counter()
+            files.update(fp.write_files(data_dir, x, y, kinds, batch_size=batch_size))
+            progress(f"wrote {', '.join(kinds)} file(s), batch {batch_size} chunks, in "
+                     f"{time.perf_counter() - started:.1f} s")
+        on_device = fp.to_device(*ram, keras_device) if "device" in names else None
+        model = build_model(keras_device)
+        for name in names:
+            full = fp.make_pipeline(name, batch_size=batch_size, files=files, arrays=ram,
+                                    device_arrays=on_device, workers=workers)
+            steps_limit = device_limit
+            if name == "classic" and classic_max_steps:
+                steps_limit = min(filter(None, (device_limit, classic_max_steps)))
+            dataset = fp.limit(full, steps_limit)
+            extra = {"workers": workers if name in WORKER_PIPELINES else 0,
+                     **allocator.mode(), **fp.device_method(name)}
+            if FILES[name]:
+                extra.update(fp.file_info(files[FILES[name]]))
+            for mode in todo[name]:
                 meter = BusyMeter()
-                budget = ch.time_reading(path, batch_size, cache_mib=cache, warmup=warmup,
-                                         repeats=repeats)
-                steps = -(-n_images // batch_size)
-                record = measurement_record(
-                    budget, run_id=run_id, device="cpu", pipeline="lesson", mode="loader",
-                    batch_size=batch_size, steps=steps, full_steps=steps, n_images=n_images,
-                    group=ch.GROUP, **loader,
-                    extra={"layout": layout, "window": ch.WINDOW,
-                           "cache_bytes": cache * ch.MIB if cache else None,
-                           **fp.file_info(path), **meter.read()})
-                made.append(record)
-                if on_record:
-                    on_record(record)
-                progress(f"host {layout:40}: {rate_text(record['images_per_second']):>7} "
-                         "img/s read alone")
+                if mode == "train":
+                    with _keras().device(keras_device):
+                        budget = time_training(model, dataset, warmup=warmup, repeats=repeats)
+                else:
+                    budget = time_loader(dataset, keras_device, warmup=warmup, repeats=repeats)
+                if name == "classic":
+                    extra["full_reads"] = full.full_reads
+                record = keep(budget, device=device, pipeline=name, mode=mode,
+                              steps=len(dataset), full_steps=len(full), group="pipelines",
+                              **settings[mode], extra={**extra, **meter.read()})
+                epochs = record["summary"]
+                progress(f"{device} {name:19} {short_setting(record):14} b{batch_size}: "
+                         f"{rate_text(record['images_per_second']):>7} img/s, epoch "
+                         f"{epochs['median']:.3f} s ({epochs['min']:.3f}-"
+                         f"{epochs['max']:.3f}, {epochs['n']})"
+                         + (f" {record['steps']}/{record['full_epoch_steps']} steps"
+                            if record["partial_epoch"] else ""))
+            if name == "classic":
+                full.close()
+        del model
 
+    def measure_chunks() -> None:
+        steps = -(-n_images // batch_size)
+        for blocks, compression, cache in CHUNKS:
+            layout = chunks_label(blocks, compression, cache)
+            if condition({"device_kind": "cpu", "pipeline": "lesson", "mode": "loader",
+                          "group": GROUP, "batch_size": batch_size, "layout": layout,
+                          **LOADER}) in done:
+                continue
+            path = write_chunked(data_dir, x, y, batch_size=batch_size, blocks=blocks,
+                                 compression=compression)
+            meter = BusyMeter()
+            budget = time_reading(path, batch_size, cache_mib=cache, warmup=warmup,
+                                  repeats=repeats)
+            record = keep(budget, device="cpu", pipeline="lesson", mode="loader", steps=steps,
+                          full_steps=steps, group=GROUP, **LOADER,
+                          extra={"layout": layout, "window": WINDOW,
+                                 "cache_bytes": cache * MIB if cache else None,
+                                 **fp.file_info(path), **meter.read()})
+            progress(f"host {layout:40}: {rate_text(record['images_per_second']):>7} "
+                     "img/s read alone")
+
+    from gpulesson.synthetic import make_synthetic
+
+    files = {}
+    with contextlib.ExitStack() as stack:
+        if data_dir is None:
+            data_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="gpulesson-feeding-"))
+        (x, y), _ = make_synthetic(n_images, 10, seed=0, progress=False)
+        ram = (x, y.astype("int32"))  # bytes, as the files hold them: the model scales them
         for device in devices:
-            measure(device, pipelines, size=batch_size, group="pipelines")
+            measure(device, pipelines)
         if chunks:
             measure_chunks()
-    finally:
-        if cleanup is not None:
-            cleanup.cleanup()
     return made
-
-
-@contextlib.contextmanager
-def keras_scope(keras_device: str):
-    with _keras().device(keras_device):
-        yield
-
-

@@ -1,21 +1,10 @@
-"""Values for the page: the episode's ``ref_feed_*`` placeholders and the notebook's table.
+"""The episode's ``ref_feed_*`` values and the command's table, from the reference run.
 
-:func:`substitutions` gives sentences and a whole Markdown table, built from what the reference
-run has: no cell or sentence reads "not recorded yet". A run without GPU records gives a table
-of the CPU alone and says nothing of the GPU: the episode says once, in a note conditional on
-``ref_feed_gpu``, what is missing and how to record it. A pipeline that delivered wrong data is
-left out, and a sentence says so.
-
-Numbers follow the lesson's measurement rule (:mod:`gpulesson.experiments.common`): a rate or a
-time is its median and range (:func:`~gpulesson.experiments.common.summary_text`), and every
-ranking or comparison word ("faster", "N× slower", the fastest pipeline, a loader that leaves
-the model waiting) comes from :func:`~gpulesson.experiments.common.compare_middle` or the one
-ranking of the pipelines (:func:`~gpulesson.experiments.feeding.records.ranking`), both of the
-middle epochs: where their ranges overlap, or a condition was timed once, the page says there is
-no measurable difference instead of ranking noise, and each verdict says which epochs it
-compared, so that a reader can check it against the whole ranges shown. An epoch of which only
-the first steps were timed is shown as extrapolated (:func:`epoch_text`). The figures' alt texts
-come from the code that draws them (:func:`gpulesson.experiments.feeding.figures.alt_texts`).
+No cell or sentence reads "not recorded yet": a run without GPU records gives a table of the CPU
+alone, and the episode says once what is missing. Every ranking or comparison word comes from
+the rule's comparison of the middle epochs, saying which epochs it compared, so that a reader
+can check it against the whole ranges shown; an epoch of which only the first steps were timed
+is shown as extrapolated.
 """
 
 from __future__ import annotations
@@ -27,12 +16,13 @@ from gpulesson.experiments import parts
 from gpulesson.experiments.ceiling.records import share_text
 from gpulesson.experiments.common import (
     NO_DIFFERENCE,
+    as_rate,
     compare_middle,
     markdown_table,
+    reordered_by_fit,
     reordered_note,
     summary_text,
 )
-from gpulesson.experiments.feeding.elsewhere import episode5_note, gpu_peaks_text
 from gpulesson.experiments.feeding.reading import (  # noqa: F401 (the page's rule, kept here too)
     LOADER_MARGIN,
     _why,
@@ -73,6 +63,7 @@ from gpulesson.settings import LABELS
 
 DEVICES = ("cpu", "gpu")
 RECORD_COMMAND = "python -m gpulesson.experiments.feeding"
+STREAM = "lesson-ahead"  # the lesson's stream: its generator reading ahead (episode 4)
 # Short row names of the page's table.
 ROWS = {
     "classic": "classic (gzip, guessed chunks, reads all to count)",
@@ -86,58 +77,35 @@ ROWS = {
     "ram": "whole data set in RAM",
     "device": "data resident on the device",
 }
-# --- numbers as text ------------------------------------------------------------------------------
-
-
-def rate_summary_text(summary) -> str:
-    """A rate summary on the page: "823 images/s (1 repeat, no range)", "32,666 images/s (range
-    30,100–33,000 images/s, 5 repeats)"."""
-    return summary_text(summary, lambda v: f"{rate_text(v)} images/s")
-
-
-def seconds_summary_text(summary) -> str:
-    """A time summary on the page, e.g. "1.5 min (range 1.4–1.6 min, 5 repeats)"."""
-    return summary_text(summary, seconds_text)
+ALT_KEYS = ("ref_feed_fig_pipelines_alt",)
+NO_FIGURE = "A chart without data: no reference run has been recorded yet."
 
 
 def extrapolated(record: dict) -> str:
-    """How a partial epoch's time for all the images was made: "extrapolated from 12 of 196
-    steps"."""
     return f"extrapolated from {record['steps']} of {record['full_epoch_steps']} steps"
 
 
 def epoch_text(record: dict) -> str:
-    """A record's time for an epoch of all its images, with its range: measured where the
-    whole epoch was timed, and marked as extrapolated where only its first steps were
-    ("≈ 56.6 s (range ..., 5 repeats), extrapolated from 12 of 196 steps")."""
-    said = seconds_summary_text(full_epoch_summary(record))
+    """A record's time for an epoch of all its images, with its range, marked as extrapolated
+    where only its first steps were timed."""
+    said = summary_text(full_epoch_summary(record), seconds_text)
     return f"≈ {said}, {extrapolated(record)}" if record["partial_epoch"] else said
 
 
 def epoch_median_text(record: dict) -> str:
-    """A record's median time for an epoch of all its images, marked as extrapolated where
-    only its first steps were timed: "665 ms", "≈ 56.6 s (extrapolated from 12 of 196
-    steps)"."""
     said = seconds_text(full_epoch_summary(record)["median"])
     return f"≈ {said} ({extrapolated(record)})" if record["partial_epoch"] else said
 
 
 def versus(a_name: str, a: dict, b_name: str, b: dict, verb: str = "trained") -> str:
-    """Rate ``a`` against rate ``b`` as a clause in the rule's words
-    (:func:`~gpulesson.experiments.common.compare_middle`), saying on which epochs, so that a
-    reader can check it against the ranges shown: "the classic pipeline trained 3.1× slower
-    than `lesson` (middle three of five epochs apart)", or, where the rule cannot tell them
-    apart, "the lesson's rule finds no measurable difference between ... and ... (the ranges
-    of their middle three of five epochs overlap)"."""
+    """Rate ``a`` against rate ``b`` as a clause in the rule's words, saying on which epochs."""
     verdict = compare_middle(a, b, higher_is_better=True)
     if verdict.measurable:
         return f"{a_name} {verb} {verdict.text} {b_name} ({apart(a, b)})"
     return f"the lesson's rule finds {NO_DIFFERENCE} between {a_name} and {b_name} ({_why(a, b)})"
 
 
-def targets_text(checks: dict | None) -> str:
-    if checks is None:
-        return NOT_RECORDED
+def targets_text(checks: dict) -> str:
     share, epoch = met(checks["share_ok"]), met(checks["epoch_ok"])
     took = (f"≈ {checks['epoch_seconds']:.2f} s, {extrapolated(checks['record'])}"
             if checks["epoch_estimated"] else f"{checks['epoch_seconds']:.2f} s, measured")
@@ -148,69 +116,46 @@ def targets_text(checks: dict | None) -> str:
 
 
 def wrong_data_sentence(records) -> str:
-    """Which pipelines of ``records`` are left out because they delivered wrong data, or ''."""
-    left_out = sorted({r["pipeline"] for r in records if delivered_wrong_data(r)},
-                      key=list(PIPELINES).index)
-    if not left_out:
+    """Which pipelines are left out because they delivered wrong data, or ''."""
+    wrong = [r for r in records if delivered_wrong_data(r)]
+    if not wrong:
         return ""
     backends = " and ".join(sorted({BACKEND_TITLES.get(r["backend"], r["backend"])
-                                    for r in records if delivered_wrong_data(r)}))
-    names = " and ".join(f"`{name}`" for name in left_out)
+                                    for r in wrong}))
+    names = " and ".join(f"`{name}`" for name in sorted({r["pipeline"] for r in wrong},
+                                                         key=list(PIPELINES).index))
     return (f"The run also timed {names} with Keras worker processes on {backends}, where they "
             "delivered batches of earlier epochs: those rates are kept in the results file "
             "but not shown.")
 
 
-# --- which run each number comes from ----------------------------------------------------------
-
-def _parts(records) -> list[tuple[str, str, list[dict]]]:
-    """``(device, run id, records)`` of each device's run in ``records``, in order."""
+def run_lines(records) -> list[str]:
+    """One line per device and run: the run, its date, the machine and the software."""
     found: dict[tuple[str, str], list[dict]] = {}
     for r in records:
         found.setdefault((r["device_kind"], r["run_id"]), []).append(r)
-    return [(device, run_id, part) for (device, run_id), part in found.items()]
+    return [f"{device.upper()}: run {run_id} of {part[0]['date'][:10]} on "
+            f"{parts.machine(part)}, with {software(part)}"
+            for (device, run_id), part in found.items()]
 
-
-def run_lines(records) -> list[str]:
-    """One line per device and run: the run, its date, the machine and the software."""
-    lines = []
-    for device, run_id, part in _parts(records):
-        lines.append(f"{device.upper()}: run {run_id} of {part[0]['date'][:10]} on "
-                     f"{parts.machine(part)}, with {software(part)}")
-    return lines
-
-
-def provenance(records) -> str:
-    """Which run, machine and software each device's numbers come from, as sentences."""
-    if not records:
-        return ""
-    return " ".join(f"{line}." for line in run_lines(records)) + \
-        " The records are in `results/feeding.jsonl`."
-
-
-# --- the notebook's table -----------------------------------------------------------------------
 
 def describe(records) -> str:
-    """A table of one run, narrow enough for a page's column: images/s and epoch time (median,
-    range, timed epochs) per record; training rows name their setting, loader rows say
-    "loader"; a "*" marks partial epochs, explained under the table."""
+    """The command's table of one run: images/s and epoch time (median, range, timed epochs)
+    per record, a "*" marking partial epochs."""
     if not records:
         return "No run recorded."
     lines = [data_label(records)] + [f"  {line}" for line in run_lines(records)]
     lines.append(f"{'dev':3} {'pipeline':19} {'setting':14} {'batch':>5} {'img/s':>8} "
                  f"{'epoch s (range)':>23} n")
-    partial = set()
+    partial = {(r["steps"], r["full_epoch_steps"]) for r in records if r["partial_epoch"]}
     for r in records:
         epochs = epoch_summary(r)
-        mark = ""
-        if r["partial_epoch"]:
-            partial.add((r["steps"], r["full_epoch_steps"]))
-            mark = "*"
-        wrong = " WRONG DATA" if delivered_wrong_data(r) else ""
         lines.append(
             f"{r['device_kind']:3} {r['pipeline']:19} {short_setting(r):14} {r['batch_size']:>5} "
             f"{rate_text(rate_summary(r)['median']):>8} {epochs['median']:>7.3f} "
-            f"({epochs['min']:.3f}-{epochs['max']:.3f}) {epochs['n']}{mark}{wrong}"
+            f"({epochs['min']:.3f}-{epochs['max']:.3f}) {epochs['n']}"
+            f"{'*' if r['partial_epoch'] else ''}"
+            f"{' WRONG DATA' if delivered_wrong_data(r) else ''}"
             + (f" {r['layout']}" if r.get("layout") else ""))
     for steps in sorted({steps for steps, _ in partial}):
         fulls = sorted(full for timed, full in partial if timed == steps)
@@ -225,52 +170,43 @@ def describe(records) -> str:
     return "\n".join(lines)
 
 
-# --- the page's values --------------------------------------------------------------------------
-
 def _rate_cell(record, pipeline: str | None = None, backend: str | None = None) -> str:
     if record:
-        return rate_summary_text(rate_summary(record)).replace(" images/s", "")
+        return summary_text(rate_summary(record), rate_text)
     if pipeline in WORKER_PIPELINES and backend in WRONG_DATA_WITH_WORKERS:
         return "TensorFlow only"
     return "not measured"
 
 
 def table(records) -> str:
-    """The reference run as a Markdown table: two columns per device it has (training, and the
-    loader alone; images/s as median and range), a row per pipeline with shown records, epoch
-    times and the fastest pipeline in the rule's words; then a sentence on what is missing or
-    left out."""
+    """The reference run as a Markdown table: training and the loader alone on each device it
+    has, a row per shown pipeline, epoch times and the fastest pipeline in the rule's words."""
     if not records:
         return none_yet("reference run", RECORD_COMMAND,
                         " (the instructor note gives the whole command)")
     names = hardware(records)
-    devices = [d for d in DEVICES if any(r.get("device_kind") == d for r in shown(records))]
+    backends = {d: next(r["backend"] for r in records if r["device_kind"] == d) for d in DEVICES
+                if any(r.get("device_kind") == d for r in shown(records))}
     header = []
-    for d in devices:
-        backend = next(r["backend"] for r in records if r["device_kind"] == d)
+    for d, backend in backends.items():
         header += [f"{d.upper()}: {names[d.upper()]} ({BACKEND_TITLES.get(backend, backend)}), "
                    "training", f"{d.upper()}: loader alone"]
     lines = ["| pipeline | " + " | ".join(header) + " |", "|---" * (len(header) + 1) + "|"]
+
+    def row(name: str, cells) -> None:
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+
     for pipeline in PIPELINES:
-        if any(find(records, d, pipeline) for d in devices):
-            cells = []
-            for d in devices:
-                backend = next(r["backend"] for r in records if r["device_kind"] == d)
-                cells += [_rate_cell(find(records, d, pipeline), pipeline, backend),
-                          _rate_cell(find(records, d, pipeline, "loader"), pipeline, backend)]
-            lines.append(f"| {ROWS[pipeline]} | " + " | ".join(cells) + " |")
+        if any(find(records, d, pipeline) for d in backends):
+            row(ROWS[pipeline], [_rate_cell(find(records, d, pipeline, mode), pipeline, backend)
+                                 for d, backend in backends.items() for mode in ("train", "loader")])
     for pipeline, what in (("classic", "classic"), ("lesson", "lesson (uncompressed)"),
                            ("device", "on the device")):
-        found = [find(records, d, pipeline) for d in devices]
+        found = [find(records, d, pipeline) for d in backends]
         if any(found):
-            cells = []
-            for c in found:
-                cells += [epoch_text(c) if c else "not measured", ""]
-            lines.append(f"| one epoch, {what} | " + " | ".join(cells) + " |")
-    cells = []
-    for d in devices:
-        cells += [fastest_text(records, d), ""]
-    lines.append("| fastest pipeline | " + " | ".join(cells) + " |")
+            row(f"one epoch, {what}", [cell for c in found
+                                       for cell in (epoch_text(c) if c else "not measured", "")])
+    row("fastest pipeline", [cell for d in backends for cell in (fastest_text(records, d), "")])
     note = wrong_data_sentence(records)
     return "\n".join(lines) + (f"\n\n{note}" if note else "")
 
@@ -284,21 +220,19 @@ def _slowdown(records, device) -> str | None:
 
 
 def findings(records, cnn_path=None) -> str:
-    """What the reference run shows, in sentences, from whatever it has; ``cnn_path``: episode
-    5's results file, whose run of the same model on the GPU :func:`episode5_note` sets beside
-    this one."""
+    """What the reference run shows, in sentences; ``cnn_path``: episode 5's results file."""
     if not records:
         return ""
     sentences = []
     cpu = _slowdown(records, "cpu")
-    if cpu and not targets(records):
-        sentences.append(f"On the CPU, {cpu}.")
     checks = targets(records)
+    if cpu and not checks:
+        sentences.append(f"On the CPU, {cpu}.")
     if checks:
         top = fastest_in_memory(records, "gpu")
         lesson = find(records, "gpu", checks["pipeline"])
         against = versus(f"`{checks['pipeline']}`", rate_summary(lesson),
-                         f"`{top['pipeline']}`", rate_summary(top), verb="trained")
+                         f"`{top['pipeline']}`", rate_summary(top))
         goal, epoch = met(checks["share_ok"]), met(checks["epoch_ok"])
         sentences += [
             f"On the GPU, `{checks['pipeline']}`, the lesson's fastest HDF5 pipeline, reached "
@@ -323,15 +257,60 @@ def findings(records, cnn_path=None) -> str:
     return " ".join(sentences)
 
 
-STREAM = "lesson-ahead"  # the lesson's stream: its generator reading ahead (episode 4)
+def episode5_note(records, cnn_path=None) -> str:
+    """Episode 5's run of the same CNN and generator on the same GPU, backend and batch size
+    beside this run's ``lesson``, in the rule's words; '' where episode 5 has no such run."""
+    from gpulesson.experiments.cnn import records as cnn  # read only: episode 5's records
+
+    lesson = find(records, "gpu", "lesson")
+    if not lesson or cnn_path is None:
+        return ""
+    theirs = next((r for r in cnn.reference_run(cnn_path) if r.get("device_kind") == "gpu"
+                   and (r.get("gpu") or {}).get("name") == (lesson.get("gpu") or {}).get("name")
+                   and r.get("backend") == lesson.get("backend")
+                   and r.get("batch_size") == lesson.get("batch_size")), None)
+    summary = cnn.epoch_summary(theirs)
+    if not summary:
+        return ""
+    rate, ours = as_rate(summary, theirs["n_train"]), rate_summary(lesson)
+    said = compare_middle(rate, ours, higher_is_better=True)
+    same = parts.machine([theirs]) == parts.machine([lesson])
+    data = "" if data_label([theirs]) == data_label([lesson]) else f" on the {data_label([theirs])}"
+    measured = (f"Episode 5's run of the same model and generator "
+                f"{'on the same hardware' if same else f'on {parts.machine([theirs])}'}{data} "
+                f"({BACKEND_TITLES.get(theirs['backend'], theirs['backend'])}, batch "
+                f"{theirs['batch_size']}, run {theirs['run_id']}) measured "
+                f"{rate_text(rate['median'])} images/s (epochs of {theirs['n_train']:,} images, "
+                f"median {seconds_text(summary['median'])})")
+    if not said.measurable:
+        return f"{measured}: {NO_DIFFERENCE} from `lesson` here ({_why(rate, ours)})."
+    cause = ("One known difference: this run's `fit` reordered the generator's batches, "
+             "episode 5's did not." if reordered_by_fit(lesson) else
+             "Both kept the generator's order; no other difference in method is known.")
+    # The comparison's words give its size only from a certain size on; else say it here.
+    factor = max(said.ratio, 1 / said.ratio)
+    by = "" if said.text != f"{said.word} than" else f", by a factor of {factor:.2g}"
+    return f"{measured}: {said.text} `lesson` here{by} ({apart(rate, ours)}). {cause}"
+
+
+def gpu_peaks_text(records) -> str:
+    """The published dense peaks of the reference run's GPU, or a pointer to the table."""
+    from gpulesson.gpu_peaks import peaks_for
+
+    name = hardware(records).get("GPU")
+    peaks = peaks_for(name)
+    if not peaks:
+        return ("your GPU's published peaks (`gpulesson.gpu_peaks` has those of the cards the "
+                "lesson was measured on; episode 5 sets the CNN's rate beside them)")
+    return (f"the {name}'s published dense peaks, {peaks['fp32']:g} TFLOP/s in FP32, "
+            f"{peaks['tf32']:g} in TF32 and {peaks['bf16']:g} in BF16 (the vendor's data sheet, "
+            "not measurements; episode 5 sets the CNN's rate beside them)")
 
 
 def stream_goals(records, path=RESULTS_FILE) -> str:
-    """The stream's goals in sentences: on the GPU of the reference run, ``lesson-ahead`` at
-    least :data:`TARGET_SHARE` of ``ram`` training the CNN (batch and precision as recorded);
-    on a CPU, not measurably slower than ``lesson``, in every run of ``path`` that trained both
-    there (the order they ran in named: a busy machine drifts). Each says what is not recorded
-    and the command that records it."""
+    """The stream's goals: on the reference run's GPU, ``lesson-ahead`` at least
+    :data:`TARGET_SHARE` of ``ram``; on a CPU, not measurably slower than ``lesson`` in every
+    run of ``path`` that trained both (naming which ran first: a busy machine drifts)."""
     goal = f"at least {TARGET_SHARE:.0%} of `ram` on the GPU"
     stream, ram = find(records, "gpu", STREAM), find(records, "gpu", "ram")
     if stream and ram:
@@ -362,10 +341,8 @@ def stream_goals(records, path=RESULTS_FILE) -> str:
 
 
 def chunks_text(path=RESULTS_FILE) -> str:
-    """The newest run's chunk shapes and chunk cache (:mod:`~gpulesson.experiments.feeding.chunks`):
-    a sentence naming its machine and run, then a table of each layout's rate read alone; or
-    the command that records them."""
-    from gpulesson.experiments.feeding.chunks import GROUP
+    """The newest run's chunk shapes and chunk cache: each layout's rate read alone."""
+    from gpulesson.experiments.feeding.measure import GROUP
 
     found = [run for run in RECORDS.runs_in(path).values()
              if any(r.get("group") == GROUP for r in run)]
@@ -379,24 +356,19 @@ def chunks_text(path=RESULTS_FILE) -> str:
                 [r["layout"], _rate_cell(r)] for r in rows]))
 
 
-ALT_KEYS = ("ref_feed_fig_pipelines_alt",)
-NO_FIGURE = "A chart without data: no reference run has been recorded yet."
-
-
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
-    """The episode's values (``ref_feed_*``) from the reference run: its date, software and
-    hardware, the table, the findings and the answer to the reading exercise; each says in
-    words what the run lacks. Episode 5's and episode 6's results files, beside ``path``, give
-    what this page sets beside them (:func:`episode5_note`)."""
+    """The episode's values (``ref_feed_*``); episode 5's results file beside ``path`` gives
+    the run this page sets beside its own."""
     from gpulesson.experiments.cnn.records import RESULTS_FILE as CNN_FILE
     from gpulesson.experiments.feeding.figures import alt_texts
 
     path = Path(path)
     records = reference_run(path)
     names = hardware(records)
+    provenance = (" ".join(f"{line}." for line in run_lines(records))
+                  + " The records are in `results/feeding.jsonl`.")
     return {
-        "ref_feed_when": (provenance(records) if records
-                          else "No reference run has been recorded yet."),
+        "ref_feed_when": provenance if records else "No reference run has been recorded yet.",
         # The data every CNN number of the page was measured on, named where they are shown.
         "ref_feed_data": data_label(records) if records else LABELS[DATA],
         "ref_feed_goal_gpu": (f"the reference run's GPU ({names['GPU']})" if "GPU" in names
@@ -406,7 +378,6 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         "ref_feed_cpu": names.get("CPU", NOT_RECORDED),
         "ref_feed_gpu": names.get("GPU", NOT_RECORDED),
         "ref_feed_table": table(records),
-        # '' without a run: the table says so
         "ref_feed_findings": findings(records, path.with_name(CNN_FILE.name)),
         "ref_feed_order": reordered_note(
             [r for r in records if r.get("pipeline") in HDF5_PIPELINES and r.get("mode") == "train"],

@@ -1,17 +1,11 @@
-"""The verdicts of the feeding benchmark: does training wait for its data? From the records.
+"""The reading exercise's verdicts: did training wait for its data?
 
-Two checks tell, and the episode states both. Training from a pipeline against training from
-the fastest path from memory of the same run and device (:func:`input_verdict`): measurably
-slower means that the data cost training time. The loader alone against
-:data:`LOADER_MARGIN` times training's rate (:func:`loader_verdict`): a loader that alone is
-not that much faster leaves the model waiting, *if* reading overlaps the steps. Where the
-batches are read between the steps, in the thread that dispatches them (a ``PyDataset``
-without workers on JAX and PyTorch), reading does not overlap them: its time adds to each
-step, and a loader well ahead of training can still slow it down. So the comparison with
-memory decides, and the loader's check says why. Every comparison reads the middle epochs
-(:func:`~gpulesson.experiments.common.compare_middle`): one stray epoch decides nothing.
-
-Imports no deep-learning framework.
+Training from a pipeline against training from the fastest path from memory of the same run and
+device decides (:func:`input_verdict`); the loader alone against :data:`LOADER_MARGIN` times
+training's rate says why (:func:`loader_verdict`). The loader's check alone cannot decide: where
+batches are read between the steps, in the thread that dispatches them (a ``PyDataset`` without
+workers on JAX and PyTorch), reading does not overlap the steps, and a loader well ahead of
+training still slows it down. Every comparison reads the middle epochs.
 """
 
 from __future__ import annotations
@@ -28,6 +22,7 @@ from gpulesson.experiments.feeding.records import (
     ranking,
     rate_summary,
 )
+from gpulesson.experiments.pagewords import listed
 
 DEVICES = ("cpu", "gpu")
 # A loader that alone delivers less than this many times the images per second of training
@@ -35,18 +30,29 @@ DEVICES = ("cpu", "gpu")
 # epochs' spread and the loader's share of the CPU while training runs. The episode states
 # the same rule (tested).
 LOADER_MARGIN = 1.5
+# What the answer says of the pipelines of each verdict of :func:`input_verdict`.
+SAID = {
+    "waiting": "Training from {names} was measurably slower than from {memory} ({versus}), and "
+               "the loader alone was not measurably faster than {margin:g} times training: "
+               "those loaders made the model wait.",
+    "adds": "Training from {names} was measurably slower than from {memory} ({versus}), "
+            "although the loader alone was more than {margin:g} times faster than training: "
+            "reading did not overlap the steps, so its time added to each one. The data set "
+            "the pace.",
+    "faster": "Training from {names} was measurably faster than from {memory} ({versus}): the "
+              "data did not hold the model back.",
+    "keeps up": "Training from {names} showed {none} from {memory}: the model set the pace.",
+    "unclear": "For {names} the rule cannot tell ({why}).",
+}
 
 
 def basis(*summaries, what: str = "epochs") -> str:
-    """Which repeats the rule compared, for a verdict's brackets: "middle three of five epochs"
-    (the fastest and the slowest left out, :func:`~gpulesson.experiments.common.compare_middle`),
-    or "all epochs" where too few were timed to leave any out."""
+    """Which repeats the rule compared: "middle three of five epochs", or "all epochs"."""
     note = middle_note(*summaries, what=what)
     return f"all {what}" if note.startswith("all ") else note
 
 
 def apart(*summaries) -> str:
-    """The brackets' words for a measurable verdict: "middle three of five epochs apart"."""
     return f"{basis(*summaries)} apart"
 
 
@@ -60,21 +66,9 @@ def _why(*summaries, many: bool = False) -> str:
     return "their ranges overlap" if said.startswith("all ") else f"the ranges of their {said} overlap"
 
 
-def _scaled(summary: dict, factor: float) -> dict:
-    return {**summary, **{k: summary[k] * factor for k in ("median", "min", "max")},
-            "samples": [v * factor for v in summary["samples"]]}
-
-
-def _names(names) -> str:
-    quoted_names = [quoted(n) for n in names]
-    return ", ".join(quoted_names[:-1]) + (" and " if len(names) > 1 else "") + quoted_names[-1]
-
-
 def fastest_text(records, device: str, quote=quoted) -> str:
-    """The fastest pipeline in training on ``device``, the first place of
-    :func:`~gpulesson.experiments.feeding.records.ranking` in the rule's words: "`ram`", or
-    several names, the highest median first, and that the rule finds no measurable difference
-    from it (and on which epochs). ``quote`` writes a name (the alt text's: plain)."""
+    """The first place of :func:`~gpulesson.experiments.feeding.records.ranking` in the rule's
+    words: one name, or several with the note that the rule cannot tell them apart."""
     places = ranking(records, device)
     if not places:
         return "not measured"
@@ -82,37 +76,29 @@ def fastest_text(records, device: str, quote=quoted) -> str:
     if len(first) == 1:
         return quote(first[0])
     rates = base_rates(records, device)
-    names = ", ".join(map(quote, first[:-1])) + f" and {quote(first[-1])}"
     chosen = [rates[n] for n in first]
     why = (_why(*chosen, many=True) if min(r["n"] for r in chosen) < MIN_RANKED
            else basis(*chosen))
-    return f"{names} ({NO_DIFFERENCE} from {quote(first[0])}, the highest median; {why})"
+    return (f"{listed(map(quote, first))} ({NO_DIFFERENCE} from {quote(first[0])}, the highest "
+            f"median; {why})")
 
 
 def loader_verdict(train: dict, loader: dict) -> str:
-    """Whether a pipeline's loader alone kept ahead of training, by the rule's comparison of the
-    loader's rate with :data:`LOADER_MARGIN` times the training rate: "ahead" (the loader is
-    measurably faster than that), "waiting" (measurably slower) or "unclear" (their ranges
-    overlap, or either was timed once). It assumes that reading overlaps the steps."""
-    verdict = compare_middle(rate_summary(loader), _scaled(rate_summary(train), LOADER_MARGIN),
-                             higher_is_better=True)
+    """"ahead", "waiting" or "unclear": the loader's rate against :data:`LOADER_MARGIN` times
+    training's, assuming that reading overlaps the steps."""
+    rate = rate_summary(train)
+    scaled = {**rate, **{k: rate[k] * LOADER_MARGIN for k in ("median", "min", "max")},
+              "samples": [v * LOADER_MARGIN for v in rate["samples"]]}
+    verdict = compare_middle(rate_summary(loader), scaled, higher_is_better=True)
     if not verdict.measurable:
         return "unclear"
     return "ahead" if verdict.word == "faster" else "waiting"
 
 
 def input_verdict(train: dict, loader: dict | None, top: dict) -> str:
-    """Whether training from a pipeline waited for its data, decided by training from the
-    fastest path from memory of the same run and device (``top``):
-
-    - "waiting": measurably slower than ``top``, and the loader alone was not ahead of
-      training by the margin (or was not timed): the loader is too slow;
-    - "adds": measurably slower than ``top`` although the loader alone was ahead: reading did
-      not overlap the steps, so its time added to each one;
-    - "faster": measurably faster than ``top``: the data did not hold the model back;
-    - "keeps up": no measurable difference from ``top``: the model set the pace;
-    - "unclear": the rule cannot compare the two (one epoch each, no range).
-    """
+    """Training from a pipeline against ``top``, the fastest from memory: "waiting" (measurably
+    slower, the loader not ahead), "adds" (slower although the loader was ahead: reading did
+    not overlap the steps), "faster", "keeps up" (no measurable difference) or "unclear"."""
     said = compare_middle(rate_summary(train), rate_summary(top), higher_is_better=True)
     if min(rate_summary(train)["n"], rate_summary(top)["n"]) < MIN_RANKED:
         return "unclear"
@@ -125,18 +111,9 @@ def input_verdict(train: dict, loader: dict | None, top: dict) -> str:
     return "waiting"
 
 
-def _versus_top(records, device, names, top) -> str:
-    """Each of ``names`` against ``top`` in the rule's words: "`classic` 205× slower" (the
-    answer says once which epochs every comparison read)."""
-    return ", ".join(f"{quoted(n)} " + compare_middle(
-        rate_summary(find(records, device, n)), rate_summary(top),
-        higher_is_better=True).sentence for n in names)
-
-
 def device_reading(records, device: str) -> str:
-    """The answer for one device: the fastest pipeline (:func:`fastest_text`, the page's one
-    ranking), and for each pipeline that reads data whether training waited for it
-    (:func:`input_verdict`), with why."""
+    """The answer for one device: its fastest pipeline, and whether training waited for each
+    pipeline that reads data."""
     top = fastest_in_memory(records, device)
     reading = [p for p in PIPELINES if p not in IN_MEMORY and find(records, device, p)]
     if not top or not reading:
@@ -146,36 +123,22 @@ def device_reading(records, device: str) -> str:
             f"{fastest_text(records, device)}; the fastest from memory, {memory}."]
     verdicts = {p: input_verdict(find(records, device, p), find(records, device, p, "loader"),
                                  top) for p in reading}
-    by = {v: [p for p in reading if verdicts[p] == v]
-          for v in ("waiting", "adds", "faster", "keeps up", "unclear")}
-    if by["waiting"]:
-        text.append(f"Training from {_names(by['waiting'])} was measurably slower than from "
-                    f"{memory} ({_versus_top(records, device, by['waiting'], top)}), "
-                    f"and the loader alone was not measurably faster than {LOADER_MARGIN:g} "
-                    "times training: those loaders made the model wait.")
-    if by["adds"]:
-        text.append(f"Training from {_names(by['adds'])} was measurably slower than from "
-                    f"{memory} ({_versus_top(records, device, by['adds'], top)}), "
-                    f"although the loader alone was more than {LOADER_MARGIN:g} times faster "
-                    "than training: reading did not overlap the steps, so its time added to "
-                    "each one. The data set the pace.")
-    if by["faster"]:
-        text.append(f"Training from {_names(by['faster'])} was measurably faster than from "
-                    f"{memory} ({_versus_top(records, device, by['faster'], top)}): the data "
-                    "did not hold the model back.")
-    if by["keeps up"]:
-        text.append(f"Training from {_names(by['keeps up'])} showed {NO_DIFFERENCE} from "
-                    f"{memory}: the model set the pace.")
-    if by["unclear"]:
-        why = _why(*[rate_summary(find(records, device, p)) for p in by["unclear"]],
-                   rate_summary(top), many=True)
-        text.append(f"For {_names(by['unclear'])} the rule cannot tell ({why}).")
+    for verdict, said in SAID.items():
+        names = [p for p in reading if verdicts[p] == verdict]
+        if not names:
+            continue
+        rates = [rate_summary(find(records, device, p)) for p in names]
+        versus = ", ".join(f"{quoted(n)} " + compare_middle(
+            rate, rate_summary(top), higher_is_better=True).sentence
+            for n, rate in zip(names, rates, strict=True))
+        why = _why(*rates, rate_summary(top), many=True) if verdict == "unclear" else ""
+        text.append(said.format(names=listed(map(quoted, names)), memory=memory, versus=versus,
+                                margin=LOADER_MARGIN, none=NO_DIFFERENCE, why=why))
     return " ".join(text)
 
 
 def reading(records) -> str:
-    """The answer to the episode's exercise on reading the benchmark, from the records; it
-    says first which epochs every comparison in it read (:func:`basis`)."""
+    """The answer to the episode's exercise on reading the benchmark, from the records."""
     found = [said for device in DEVICES if (said := device_reading(records, device))]
     if not found:
         return "No reference run has been recorded yet."

@@ -1,20 +1,9 @@
-"""The feeding benchmark's records: what each pipeline is, one record per measurement, and the
-choice of records that the page and the figures show.
+"""The feeding benchmark's records (``results/feeding.jsonl``): one pipeline, setting and device
+in mode "train" (``model.fit``) or "loader" (the batches alone), and which of them a page shows.
 
-A record is one pipeline, one setting, one device, in mode "train" (``model.fit``) or "loader"
-(the batches alone), appended as one line to ``results/feeding.jsonl``. :func:`shown` is the
-rule that keeps records of a pipeline that delivered wrong data off the page: they stay in the
-file, as measured, but no table, value or figure presents them as valid.
-
-Every record follows the lesson's measurement rule (:mod:`gpulesson.experiments.common`): its
-warm-up epoch(s) (``warmup_seconds``), every timed epoch (``epoch_seconds``) and their summary
-(``summary``), the load average before and after. Records made before the rule have no summary:
-:func:`epoch_summary` builds one from their epochs (a run with one timed epoch per condition
-shows "1 repeat, no range", and nothing of it is ranked). Choices and words that rank
-conditions (:func:`ranking`, :func:`fastest`) go through
-:func:`~gpulesson.experiments.common.rank` of the middle epochs
-(:func:`~gpulesson.experiments.common.middle`), as every comparison of the page does
-(:func:`~gpulesson.experiments.common.compare_middle`).
+Records of a pipeline that delivered wrong data stay in the file, as measured, but no table,
+value or figure presents them (:func:`presented`). Every choice that ranks pipelines reads
+their middle epochs (:func:`~gpulesson.experiments.common.middle`), as the page's comparisons do.
 """
 
 from __future__ import annotations
@@ -22,16 +11,9 @@ from __future__ import annotations
 import statistics
 
 from gpulesson.devices import keras_device_name as check_device
-from gpulesson.experiments.common import (
-    ORDER_FIELD,
-    SUMMARY_KEY,
-    as_rate,
-    middle,
-    rank,
-    scale,
-    summarise,
-)
+from gpulesson.experiments.common import ORDER_FIELD, SUMMARY_KEY, as_rate, middle, rank, scale, summarise
 from gpulesson.experiments.recordset import RecordSet
+from gpulesson.summaries import fmt_number as rate_text  # noqa: F401 (the pages' name for it)
 
 EXPERIMENT = "feeding"
 DATA = "synthetic"
@@ -81,14 +63,9 @@ WRONG_DATA_WITH_WORKERS = ("jax", "torch")
 DEVICE_METHODS = {"jax": "compiled take", "torch": "slice view", "tensorflow": "eager slice"}
 
 
-def workers_deliver_right_data(backend: str) -> bool:
-    """Whether a PyDataset with Keras workers gives ``fit`` every batch once on ``backend``."""
-    return backend not in WRONG_DATA_WITH_WORKERS
-
-
 def check_pipelines(names, backend: str | None = None) -> list[str]:
     """``names`` without repeats, checked; with ``backend``, also refuses the pipelines that
-    deliver wrong data there (Keras workers on JAX and PyTorch), saying what to do."""
+    deliver wrong data there, saying what to do."""
     names = list(names)
     if not names:
         raise ValueError("no pipelines given")
@@ -97,7 +74,7 @@ def check_pipelines(names, backend: str | None = None) -> list[str]:
         raise ValueError(f"unknown pipeline(s) {', '.join(map(repr, unknown))}: "
                          f"choose from {', '.join(PIPELINES)}")
     wrong = [n for n in names if n in WORKER_PIPELINES]
-    if backend is not None and wrong and not workers_deliver_right_data(backend):
+    if wrong and backend in WRONG_DATA_WITH_WORKERS:
         raise ValueError(
             f"pipeline(s) {', '.join(map(repr, wrong))} use Keras worker processes, which "
             f"deliver batches of earlier epochs with the {backend} backend: leave them out "
@@ -107,27 +84,22 @@ def check_pipelines(names, backend: str | None = None) -> list[str]:
 
 def pipelines_for(backend: str) -> list[str]:
     """Every pipeline that delivers the right data on ``backend`` (the command's default)."""
-    if workers_deliver_right_data(backend):
-        return list(PIPELINES)
-    return [name for name in PIPELINES if name not in WORKER_PIPELINES]
+    wrong = WORKER_PIPELINES if backend in WRONG_DATA_WITH_WORKERS else ()
+    return [name for name in PIPELINES if name not in wrong]
 
 
 def delivered_wrong_data(record: dict) -> bool:
-    """Whether ``record`` was measured with Keras workers on a backend where they deliver
-    batches of earlier epochs (kept in the file; never shown as a valid rate)."""
-    return bool(record.get("workers")) and not workers_deliver_right_data(
-        record.get("backend", ""))
+    """Whether ``record`` was measured with Keras workers where they deliver earlier epochs'
+    batches."""
+    return bool(record.get("workers")) and record.get("backend", "") in WRONG_DATA_WITH_WORKERS
 
 
 def old_device_method(record: dict) -> bool:
-    """Whether ``record`` is of the ``device`` pipeline as it was before its ``method`` was
-    recorded (eager slices of a ``jax.Array``, :data:`DEVICE_METHODS`)."""
+    """Whether ``record`` is of the ``device`` pipeline from before its ``method`` was recorded."""
     return record.get("pipeline") == "device" and not record.get("method")
 
 
 def presented(record: dict) -> bool:
-    """Whether a page or figure may present ``record``: not :func:`delivered_wrong_data` nor
-    :func:`old_device_method`."""
     return not delivered_wrong_data(record) and not old_device_method(record)
 
 
@@ -135,10 +107,8 @@ def measurement_record(budget, *, run_id: str, device: str, pipeline: str, mode:
                        batch_size: int, steps: int, full_steps: int, n_images: int,
                        precision: str | None, jit_compile: bool | None,
                        steps_per_execution: int | None, group: str, extra: dict) -> dict:
-    """One results-file record from ``budget`` (its warm-up and timed epoch seconds): one
-    pipeline, one setting, one device, ``mode`` "train" (model.fit) or "loader" (batches
-    only). ``steps`` timed batches per epoch of the ``full_steps`` a whole epoch of
-    ``n_images`` has."""
+    """One record from ``budget``'s epochs: ``steps`` timed batches an epoch of the
+    ``full_steps`` a whole epoch of ``n_images`` has."""
     timed = budget.timed
     if not timed:
         raise ValueError("no timed epoch to record")
@@ -166,130 +136,89 @@ def measurement_record(budget, *, run_id: str, device: str, pipeline: str, mode:
 
 
 # What makes a measurement distinct within a run: a run that goes on (``--run-id``) skips the
-# conditions it has (the chunks' layout too). A run's sizes (images, steps, workers) are the same for
-# all its records.
+# conditions it has. A run's sizes (images, steps, workers) are the same for all its records.
 CONDITION = ("device_kind", "pipeline", "mode", "group", "precision", "jit_compile",
              "steps_per_execution", "batch_size", "layout")
 
 
 def complete_pipelines(part: list[dict]) -> bool:
-    """Whether one device's part of a run compares the pipelines completely: ``lesson``, ``ram``
-    and ``device`` (:data:`REQUIRED`) trained and loaded alone, and every pipeline it trained
-    also loaded alone (a run cut short between the two is not)."""
-    base = [r for r in part if r.get("group") == "pipelines"]
-    have = {(r["pipeline"], r["mode"]) for r in base}
+    """Whether one device's part of a run has :data:`REQUIRED` in both modes, and every
+    pipeline it trained also loaded alone (a run cut short between the two is not complete)."""
+    have = {(r["pipeline"], r["mode"]) for r in part if r.get("group") == "pipelines"}
     trained = {p for p, mode in have if mode == "train"}
     return (all((p, m) in have for p in REQUIRED for m in ("train", "loader"))
             and all((p, "loader") in have for p in trained))
 
 
-# The page's records: for each device, CPU first, the pipelines of the newest run that compares
-# them completely there (:func:`complete_pipelines`); a partial run never replaces a complete
-# part. Records of the settings sweeps that runs before the speed ladder made (groups other than
-# "pipelines") stay in the file and are not shown, nor are those :func:`presented` refuses.
+# Records of the settings sweeps that runs before the speed ladder made (groups other than
+# "pipelines") stay in the file and are not shown.
 RECORDS = RecordSet(EXPERIMENT, CONDITION, complete=complete_pipelines, data=DATA,
                     kept=lambda r: r.get("group") == "pipelines", shown=presented)
-RESULTS_FILE, condition, shown, runs = (RECORDS.results_file, RECORDS.key, RECORDS.visible,
-                                        RECORDS.runs)
+RESULTS_FILE, condition, shown = RECORDS.results_file, RECORDS.key, RECORDS.visible
 reference_run, epoch_summary = RECORDS.reference_run, RECORDS.epoch_summary
 
 
-# --- summaries ---------------------------------------------------------------------------------
-
-
 def rate_summary(record: dict | None) -> dict | None:
-    """A record's images per second as a summary (:func:`~gpulesson.experiments.common.as_rate`
-    of its timed epochs: the images an epoch timed over each epoch's seconds)."""
+    """A record's images per second as a summary of the images its epochs timed."""
     summary = epoch_summary(record)
     return as_rate(summary, record["images_per_epoch"]) if summary else None
 
 
 def full_epoch_summary(record: dict | None) -> dict | None:
-    """The summary of an epoch of all ``n_images`` in seconds: the timed epochs themselves, or,
-    for partial epochs, each scaled up from the steps it timed (an estimate)."""
+    """Seconds for an epoch of all ``n_images``: partial epochs scaled up (an estimate)."""
     summary = epoch_summary(record)
     return scale(summary, record["n_images"] / record["images_per_epoch"]) if summary else None
 
 
-# --- choosing records -------------------------------------------------------------------------
-
-def find(records, device: str, pipeline: str | None = None, mode: str = "train",
-         **setting) -> dict | None:
-    """The shown record of ``device`` and ``pipeline`` in ``mode`` with the base setting
-    (float32, jit, one step per execution) updated by ``setting`` and, unless given, the
-    run's base batch size."""
-    wanted = {**BASE, **setting} if mode == "train" else dict(setting)
-    for record in shown(records):
-        if (record.get("device_kind") == device and record.get("mode") == mode
-                and (pipeline is None or record.get("pipeline") == pipeline)
-                and all(record.get(k) == v for k, v in wanted.items())
-                and ("batch_size" in setting or record.get("group") == "pipelines")):
-            return record
-    return None
+def find(records, device: str, pipeline: str, mode: str = "train") -> dict | None:
+    """The shown record of ``pipeline`` on ``device`` in ``mode``, training in the base setting."""
+    return RECORDS.find(records, device_kind=device, mode=mode, pipeline=pipeline,
+                        group="pipelines", **(BASE if mode == "train" else {}))
 
 
-def _base_training(records, device: str) -> list[dict]:
+def _base_training(records, device: str, names=None) -> list[dict]:
     return [r for r in shown(records) if r.get("device_kind") == device
-            and r.get("mode") == "train" and r.get("group") == "pipelines"]
+            and r.get("mode") == "train" and r.get("group") == "pipelines"
+            and (names is None or r.get("pipeline") in names)]
 
 
 def base_rates(records, device: str, names=None) -> dict[str, dict]:
-    """Pipeline -> training rate summary (:func:`rate_summary`) with the base setting on
-    ``device`` (only ``names``, when given), in the order of :data:`PIPELINES`."""
-    found = {r["pipeline"]: rate_summary(r) for r in _base_training(records, device)
-             if names is None or r["pipeline"] in names}
+    """Pipeline -> training rate summary on ``device``, in the order of :data:`PIPELINES`."""
+    found = {r["pipeline"]: rate_summary(r) for r in _base_training(records, device, names)}
     return {name: found[name] for name in PIPELINES if found.get(name)}
 
 
 def ranking(records, device: str, names=None) -> list[list[str]]:
-    """The pipelines in places, best first, by training rate with the base setting on
-    ``device``: :func:`~gpulesson.experiments.common.rank` of their middle epochs
-    (:func:`~gpulesson.experiments.common.middle`), the lesson's rule for every comparison. A
-    place holds the pipeline with the highest median left and those the rule cannot tell from
-    it. The one ranking that the page's table, the reading exercise's answer and the figure's
-    alt text take "the fastest pipeline" from; [] without records."""
+    """The pipelines in places by training rate, best first, by the rule's
+    :func:`~gpulesson.experiments.common.rank` of their middle epochs: the one ranking that the
+    page's table, the reading exercise and the figure's alt text take "the fastest" from."""
     rates = {name: middle(rate) for name, rate in base_rates(records, device, names).items()}
     return rank(rates, higher_is_better=True) if rates else []
 
 
-def fastest(records, device: str, names=None) -> list[str]:
-    """The pipelines in first place of :func:`ranking`: one name where its middle epochs lie
-    apart from the others', several where the rule cannot tell them apart; [] without
-    records."""
-    places = ranking(records, device, names)
-    return places[0] if places else []
-
-
 def best_pipeline(records, device: str) -> str | None:
-    """The pipeline with the highest median images/s in training with the base setting (a
-    choice, not a ranking: :func:`fastest` says whether the rule can tell it from the
-    others)."""
+    """The pipeline with the highest median training rate (a choice, not a ranking)."""
     rates = base_rates(records, device)
     return max(rates, key=lambda name: rates[name]["median"]) if rates else None
 
 
-def best_hdf5(records, device: str) -> dict | None:
-    """The training record of the lesson's generator reading an HDF5 file with the highest
-    median images/s."""
-    found = [r for r in _base_training(records, device) if r.get("pipeline") in HDF5_PIPELINES]
+def _best(records, device: str, names) -> dict | None:
+    found = _base_training(records, device, names)
     return max(found, key=lambda r: rate_summary(r)["median"]) if found else None
+
+
+def best_hdf5(records, device: str) -> dict | None:
+    return _best(records, device, HDF5_PIPELINES)
 
 
 def fastest_in_memory(records, device: str) -> dict | None:
-    """The training record of the data in memory (:data:`IN_MEMORY`) with the highest median
-    images/s on ``device``: the reference of the 90 % goal."""
-    found = [r for r in _base_training(records, device) if r.get("pipeline") in IN_MEMORY]
-    return max(found, key=lambda r: rate_summary(r)["median"]) if found else None
+    """The fastest training record from memory on ``device``: the reference of the 90 % goal."""
+    return _best(records, device, IN_MEMORY)
 
 
 def targets(records) -> dict | None:
-    """The lesson's goals checked on the GPU records; None without them.
-
-    ``share``: images/s of the fastest lesson HDF5 pipeline over those of the fastest path
-    from memory of the same run and device (:func:`fastest_in_memory`; goal >= 90 %);
-    ``epoch_seconds``: its time for an epoch of all images (goal <= 1 s; extrapolated from the
-    timed steps when the epochs were partial); ``record``: the pipeline's record.
-    """
+    """The lesson's goals checked on the GPU: the fastest HDF5 pipeline's share of the fastest
+    path from memory, and its time for an epoch of all images; None without both."""
     lesson, top = best_hdf5(records, "gpu"), fastest_in_memory(records, "gpu")
     if lesson is None or top is None:
         return None
@@ -302,30 +231,15 @@ def targets(records) -> dict | None:
             "full_size": lesson["n_images"] >= N_IMAGES, "record": lesson}
 
 
-# --- how the page, the figures and the command write a record's parts -------------------------
-
 def quoted(name: str) -> str:
     return f"`{name}`"
-
-
-def rate_text(value: float) -> str:
-    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
-
-
-def setting_text(record) -> str:
-    if record["mode"] == "loader":
-        return "loader only"
-    parts = [record["precision"], "jit" if record["jit_compile"] else "no jit"]
-    if record["steps_per_execution"] != 1:
-        parts.append(f"{record['steps_per_execution']} steps/execution")
-    return ", ".join(parts)
 
 
 SHORT_PRECISION = {"float32": "f32", "mixed_bfloat16": "bf16", "mixed_float16": "f16"}
 
 
 def short_setting(record) -> str:
-    """:func:`setting_text` for a narrow table: "loader", "f32 jit", "bf16 no-jit spe 4"."""
+    """A record's setting for a narrow table: "loader", "f32 jit", "bf16 no-jit spe 4"."""
     if record["mode"] == "loader":
         return "loader"
     parts = [SHORT_PRECISION.get(record["precision"], str(record["precision"])),
