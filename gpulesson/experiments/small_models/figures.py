@@ -31,12 +31,9 @@ _DEVICE_WORDS = {"CPU": "round markers and a solid line", "GPU": "square markers
 
 def _comparison_drawn(records) -> list[dict]:
     """Per device recorded (CPU first), its epoch times and the summary of its timed epochs."""
-    drawn = []
-    for kind, record in (("CPU", _pick(records, False)), ("GPU", _pick(records, True))):
-        if record and record.get("epoch_seconds"):
-            drawn.append({"kind": kind, "epochs": list(record["epoch_seconds"]),
-                          "summary": epoch_summary(record)})
-    return drawn
+    return [{"kind": kind, "epochs": list(record["epoch_seconds"]), "summary": epoch_summary(record)}
+            for kind, record in (("CPU", _pick(records, False)), ("GPU", _pick(records, True)))
+            if record and record.get("epoch_seconds")]
 
 
 def comparison_alt(records) -> str:
@@ -50,9 +47,8 @@ def comparison_alt(records) -> str:
              + "; the first epoch is circled and labelled as the warm-up. Right of the epochs, "
              "a whisker spans the fastest to the slowest timed epoch around the median, with "
              "the timed epochs as dots."]
-    for d in drawn:
-        parts.append(f"{d['kind']}: first epoch {short_time(d['epochs'][0])}, then "
-                     f"{summary_text(d['summary'], short_time, what='timed epochs')}.")
+    parts += [f"{d['kind']}: first epoch {short_time(d['epochs'][0])}, then "
+              f"{summary_text(d['summary'], short_time, what='timed epochs')}." for d in drawn]
     if needs_log_axis([v for d in drawn for v in d["epochs"]]):
         parts.append(LOG_NOTE)
     return " ".join(parts)

@@ -112,7 +112,7 @@ def speedup_text(found: Comparison | None) -> str:
 
 
 def verdict_words(found: Comparison) -> str:
-    """"GPU 2.5× slower", or "no measurable difference" where the ranges overlap."""
+    """The verdict: "GPU 2.5× slower", or "no measurable difference" where the ranges overlap."""
     return f"GPU {found.sentence}" if found.measurable else found.sentence
 
 
