@@ -12,6 +12,8 @@ import pytest
 from conftest import ROOT, load_script
 
 from gpulesson.experiments import common, matmul
+from gpulesson.experiments.matmul import measure as mm
+from gpulesson.experiments.matmul import records as mr
 from gpulesson.experiments.matmul.__main__ import main as matmul_main
 from gpulesson.experiments.matmul.figures import gflops_alt, sync_alt
 from gpulesson.results import NOT_RECORDED, duration, is_gpu
@@ -23,21 +25,21 @@ FIG = ROOT / "fig" / "06-why-gpus-are-fast"
 # --- arithmetic and checks ----------------------------------------------------------------------
 
 def test_gflops_is_two_n_cubed_over_time():
-    assert matmul.gflops(1000, 2.0) == pytest.approx(1.0)  # 2e9 operations in 2 s
-    assert matmul.gflops(16, 8192e-9) == pytest.approx(1.0)  # 2 * 16^3 = 8192
-    assert matmul.gflops(4096, 1.0) == pytest.approx(2 * 4096**3 / 1e9)
+    assert mm.gflops(1000, 2.0) == pytest.approx(1.0)  # 2e9 operations in 2 s
+    assert mm.gflops(16, 8192e-9) == pytest.approx(1.0)  # 2 * 16^3 = 8192
+    assert mm.gflops(4096, 1.0) == pytest.approx(2 * 4096**3 / 1e9)
     with pytest.raises(ValueError, match="positive"):
-        matmul.gflops(16, 0.0)
+        mm.gflops(16, 0.0)
 
 
 @pytest.mark.parametrize("call, message", [
-    (lambda: matmul.check_device("tpu"), "unknown device 'tpu'.*cpu, gpu"),
-    (lambda: matmul.check_dtype("float64"), "unknown dtype 'float64'"),
-    (lambda: matmul.check_sizes([16, 0]), "at least 1, not 0"),
-    (lambda: matmul.check_sizes([-4]), "at least 1"),
-    (lambda: matmul.check_sizes([2.5]), "whole number"),
-    (lambda: matmul.check_sizes([]), "no matrix sizes"),
-    (lambda: matmul.gflops(0, 1.0), "at least 1"),
+    (lambda: mm.check_device("tpu"), "unknown device 'tpu'.*cpu, gpu"),
+    (lambda: mm.check_dtype("float64"), "unknown dtype 'float64'"),
+    (lambda: mm.check_sizes([16, 0]), "at least 1, not 0"),
+    (lambda: mm.check_sizes([-4]), "at least 1"),
+    (lambda: mm.check_sizes([2.5]), "whole number"),
+    (lambda: mm.check_sizes([]), "no matrix sizes"),
+    (lambda: mm.gflops(0, 1.0), "at least 1"),
     (lambda: matmul.sweep("tpu", sizes=[4]), "unknown device"),
     (lambda: matmul.sweep("cpu", sizes=[0]), "at least 1"),
     (lambda: matmul.time_matmul(4, repeats=0), "at least 1"),
@@ -53,7 +55,7 @@ def test_bad_input_gives_a_clear_error(call, message):
 def test_a_tiny_sweep_gives_well_formed_records(tmp_path):
     result = matmul.sweep("cpu", "float32", [8, 4], repeats=2)
     assert result["sizes"] == [4, 8] and [p["n"] for p in result["points"]] == [4, 8]
-    assert result["method"] == matmul.METHOD and result["max_overhead_share"] == 0.05
+    assert result["method"] == mm.METHOD and result["max_overhead_share"] == 0.05
     for point in result["points"]:
         assert len(point["seconds"]) == 2 and all(s > 0 for s in point["seconds"])
         # latency: synchronised calls, kept as such; throughput: windows of calls, one wait each
@@ -156,7 +158,7 @@ def test_slow_sizes_are_skipped_and_unsupported_precisions_reported():
 
 # --- crossover, reference run and page numbers ---------------------------------------------------
 
-def made_up(kind, rates, dtype="float32", run_id="r", transfer=None, method=matmul.METHOD,
+def made_up(kind, rates, dtype="float32", run_id="r", transfer=None, method=mm.METHOD,
             round_trip=0.0005, **fields):
     """A hand-made sweep record: rates {n: GFLOP/s}, of the current ``method`` (latency: the
     time per call plus ``round_trip``) or of the older one (``method=None``: the rates are those
@@ -218,13 +220,13 @@ def test_crossover_needs_both_devices_of_one_run():
 
 def test_crossover_in_words():
     cpu = made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40))))
-    assert matmul.crossover_text([cpu]) == NOT_RECORDED
+    assert mr.crossover_text([cpu]) == NOT_RECORDED
     crossing = [cpu, made_up("gpu", dict(zip(SIZES, (1, 5, 300, 900))))]
-    assert matmul.crossover_text(crossing) == "n = 256"
+    assert mr.crossover_text(crossing) == "n = 256"
     never = [cpu, made_up("gpu", dict(zip(SIZES, (1, 2, 3, 4))))]
-    assert "none" in matmul.crossover_text(never) and "1,024" in matmul.crossover_text(never)
+    assert "none" in mr.crossover_text(never) and "1,024" in mr.crossover_text(never)
     always = [cpu, made_up("gpu", dict(zip(SIZES, (50, 100, 500, 900))))]
-    assert "every size" in matmul.crossover_text(always)
+    assert "every size" in mr.crossover_text(always)
 
 
 def write(path, records):
@@ -299,13 +301,13 @@ def test_the_figures_handle_a_run_with_a_gpu(tmp_path):
 
 def test_a_point_recorded_before_the_rule_is_summarised_from_its_calls():
     old = {"n": 64, "seconds": [3.0, 1.0, 2.0], "median_seconds": 2.0, "first_call_seconds": 9.0}
-    summary = matmul.point_summary(old)
+    summary = mr.point_summary(old)
     assert summary["median"] == 2.0 and (summary["min"], summary["max"]) == (1.0, 3.0)
     assert summary["n"] == 3 and summary["warmup"] == [9.0]  # the first call is the warm-up
-    rate = matmul.rate_summary(old)
-    assert rate["median"] == pytest.approx(matmul.gflops(64, 2.0))
-    assert rate["max"] == pytest.approx(matmul.gflops(64, 1.0))
-    assert matmul.point_summary({"n": 64, "seconds": []}) is None
+    rate = mr.rate_summary(old)
+    assert rate["median"] == pytest.approx(mm.gflops(64, 2.0))
+    assert rate["max"] == pytest.approx(mm.gflops(64, 1.0))
+    assert mr.point_summary({"n": 64, "seconds": []}) is None
 
 
 def test_overlapping_precisions_are_no_measurable_difference(tmp_path):
@@ -386,7 +388,7 @@ def test_the_results_file_holds_a_valid_run():
     assert values["ref_mm_lat_cpu_largest_time"] != NOT_RECORDED
     records = matmul.reference_run()
     if not records:  # no run of the current method yet: no throughput on the page
-        assert not any(matmul.amortised(r) for r in read_records(matmul.RESULTS_FILE))
+        assert not any(mr.amortised(r) for r in read_records(matmul.RESULTS_FILE))
         assert values["ref_mm_cpu_float32"] == values["ref_mm_gpu"] == NOT_RECORDED
         assert values["ref_mm_run"] == values["ref_mm_crossover"] == NOT_RECORDED
         return
@@ -394,7 +396,7 @@ def test_the_results_file_holds_a_valid_run():
     for record in records:
         validate_record(record)
         assert record["experiment"] == "matmul" and record["cpu_model"] and record["points"]
-        assert matmul.amortised(record)
+        assert mr.amortised(record)
     assert values["ref_mm_cpu_float32"] != NOT_RECORDED
     # records made before the summaries still give medians with their ranges
     repeats = {r["repeats"] for r in records}

@@ -14,6 +14,7 @@ from test_06_matmul import made_up, write
 from gpulesson import gpu_peaks
 from gpulesson.experiments import matmul
 from gpulesson.experiments.matmul import measure
+from gpulesson.experiments.matmul import records as mr
 from gpulesson.experiments.matmul.__main__ import main as matmul_main
 from gpulesson.experiments.matmul.figures import gflops_alt
 from gpulesson.results import NOT_RECORDED, read_records
@@ -75,11 +76,11 @@ def test_a_small_product_on_a_gpu_like_device_is_timed_as_latency_and_as_through
     point = matmul.time_matmul(16, repeats=3, op=device.op)
     assert point["latency"]["median"] == pytest.approx(30e-6 + 3e-6 + 550e-6)
     assert point["calls_per_sync"] > 100
-    assert point["overhead_share"] <= matmul.MAX_OVERHEAD_SHARE
+    assert point["overhead_share"] <= measure.MAX_OVERHEAD_SHARE
     # the window's fixed cost is paid once: the time per call is near the dispatch
     assert point["median_seconds"] < point["latency"]["median"] / 10
     assert point["median_seconds"] == pytest.approx(30e-6, rel=0.1)
-    assert point["gflops"] == pytest.approx(matmul.gflops(16, point["median_seconds"]))
+    assert point["gflops"] == pytest.approx(measure.gflops(16, point["median_seconds"]))
 
 
 def test_every_window_lasts_at_least_half_a_second(fake):
@@ -88,8 +89,8 @@ def test_every_window_lasts_at_least_half_a_second(fake):
     device = fake(dispatch=30e-6, work=20e-3, round_trip=500e-6)
     point = matmul.time_matmul(1024, repeats=3, op=device.op)
     assert point["calls_per_sync"] == 25
-    assert min(point["window_seconds"]) >= matmul.MIN_WINDOW_SECONDS
-    assert point["overhead_share"] <= matmul.MAX_OVERHEAD_SHARE
+    assert min(point["window_seconds"]) >= measure.MIN_WINDOW_SECONDS
+    assert point["overhead_share"] <= measure.MAX_OVERHEAD_SHARE
     assert point["window_sensor"] is None  # no sensor given: none read
 
 
@@ -159,7 +160,7 @@ def test_the_window_grows_when_its_share_came_out_too_large(fake, monkeypatch):
     monkeypatch.setattr(measure, "calls_per_window", lambda per_call, fixed: 4)
     point = matmul.time_matmul(16, repeats=3, op=device.op)
     assert point["calls_per_sync"] > 4
-    assert point["overhead_share"] <= matmul.MAX_OVERHEAD_SHARE
+    assert point["overhead_share"] <= measure.MAX_OVERHEAD_SHARE
 
 
 @pytest.mark.parametrize("per_call, fixed, expected", [
@@ -169,23 +170,23 @@ def test_the_window_grows_when_its_share_came_out_too_large(fake, monkeypatch):
     (1e-9, 1.0, 200_000),  # at most MAX_CALLS
 ])
 def test_calls_per_window(per_call, fixed, expected):
-    assert matmul.calls_per_window(per_call, fixed) == expected
+    assert measure.calls_per_window(per_call, fixed) == expected
 
 
 @pytest.mark.bad_input("bad argument")
 def test_impossible_times_are_refused():
     with pytest.raises(ValueError, match="must be positive"):
-        matmul.calls_per_window(0.0, 1.0)
+        measure.calls_per_window(0.0, 1.0)
     with pytest.raises(ValueError, match="at least 2 calls"):
-        matmul.overhead(1.0, 2.0, 1, 0.0, 0.0)
+        measure.overhead(1.0, 2.0, 1, 0.0, 0.0)
 
 
 def test_the_overhead_comes_from_two_windows_and_is_bounded():
     # latency 583 µs, 17 queued calls in 1.063 ms: 30 µs a call, the rest is fixed
-    fixed, per_call = matmul.overhead(583e-6, 583e-6 + 16 * 30e-6, 17, 500e-6, 33e-6)
+    fixed, per_call = measure.overhead(583e-6, 583e-6 + 16 * 30e-6, 17, 500e-6, 33e-6)
     assert per_call == pytest.approx(30e-6) and fixed == pytest.approx(533e-6, rel=0.01)
     # noise on a busy machine cannot make the overhead more than a dispatch and a wait
-    fixed, _ = matmul.overhead(1.0, 1.2, 2, 1e-4, 1e-3)
+    fixed, _ = measure.overhead(1.0, 1.2, 2, 1e-4, 1e-3)
     assert fixed == pytest.approx(1e-3 + 1e-4)
 
 
@@ -215,7 +216,7 @@ def test_old_records_are_latencies_only(tmp_path):
     assert "GFLOP/s" not in values["ref_mm_lat_gpu_largest"]
     with pytest.raises(ValueError, match="older method"):
         matmul.crossover(old_run())
-    assert matmul.crossover_text(old_run()) == NOT_RECORDED
+    assert mr.crossover_text(old_run()) == NOT_RECORDED
     text = matmul.describe(old_run())
     assert "Throughput: not measured" in text and "Latency of one synchronised call" in text
     fig, times = matmul.figures(*matmul.page_runs(path))
@@ -252,13 +253,13 @@ def test_float32_is_named_as_recorded_and_set_beside_the_published_peak(tmp_path
                made_up("gpu", dict(zip(SIZES, (1, 50, 3000, 247_250))), **H200),
                made_up("gpu", dict(zip(SIZES, (1, 50, 3000, 98_950))), dtype="bfloat16", **H200),
                made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40))), dtype="bfloat16")]
-    assert matmul.precision_label(records[1]) == "float32 (TF32)"
-    assert matmul.precision_label(records[0]) == "float32"
-    assert matmul.precision_label(records[2]) == "bfloat16"
-    assert matmul.published_peak(records[1])["gflops"] == gpu_peaks.peaks_for("H200")["tf32"] * 1e3
-    assert matmul.published_peak(records[0]) is None
+    assert mr.precision_label(records[1]) == "float32 (TF32)"
+    assert mr.precision_label(records[0]) == "float32"
+    assert mr.precision_label(records[2]) == "bfloat16"
+    assert mr.published_peak(records[1])["gflops"] == gpu_peaks.peaks_for("H200")["tf32"] * 1e3
+    assert mr.published_peak(records[0]) is None
     full = {**records[1], "float32_precision": {"matmul": "float32"}}
-    assert matmul.published_peak(full)["precision"] == "fp32"
+    assert mr.published_peak(full)["precision"] == "fp32"
     values = matmul.substitutions(write(tmp_path / "m.jsonl", records))
     assert values["ref_mm_gpu_float32_label"] == "float32 (TF32)"
     assert values["ref_mm_gpu_float32_share"] == "50% of the published TF32 peak"
@@ -279,7 +280,7 @@ def test_float32_is_named_as_recorded_and_set_beside_the_published_peak(tmp_path
 
 def test_a_gpu_without_a_table_draws_no_peak():
     record = made_up("gpu", dict(zip(SIZES, (1, 5, 300, 900))))  # "Made-up GPU"
-    assert matmul.published_peak(record) is None
+    assert mr.published_peak(record) is None
     fig, _ = matmul.figures([record])
     assert not [label for label in fig.axes[0].get_legend_handles_labels()[1]
                 if "published" in label]
@@ -295,8 +296,8 @@ def test_the_command_does_not_go_on_with_a_run_of_the_older_method(tmp_path, cap
 
 
 def test_gpu_sweeps_go_to_16384_and_the_cpu_stays_capped():
-    assert matmul.sizes_for("gpu")[-1] == 16384 and matmul.sizes_for("cpu") == matmul.SIZES
-    assert matmul.MAX_SECONDS == 20.0
+    assert measure.sizes_for("gpu")[-1] == 16384 and measure.sizes_for("cpu") == matmul.SIZES
+    assert measure.MAX_SECONDS == 20.0
 
 
 def test_the_previous_method_stays_the_reference_until_the_new_one_has_a_gpu(tmp_path):
@@ -334,11 +335,11 @@ def test_the_throughput_axis_is_in_tflops_with_the_gpu_dispatch_floor_shaded(tmp
     flat = {16: 70e-6, 64: 100e-6, 256: 90e-6, 1024: 2e-3, 4096: 0.2}  # seconds per call
     gpu = made_up("gpu", {n: 2 * n**3 / t / 1e9 for n, t in flat.items()}, **H200)
     cpu = made_up("cpu", dict(zip(flat, (10, 20, 30, 40, 40))))
-    floor = matmul.dispatch_floor(gpu)
+    floor = mr.dispatch_floor(gpu)
     assert floor["sizes"] == [16, 64, 256]
     assert (floor["low"], floor["high"]) == (pytest.approx(70e-6), pytest.approx(100e-6))
-    assert matmul.dispatch_floor(cpu) is None  # the CPU has no dispatch to the card
-    assert matmul.dispatch_floor({**gpu, "method": None}) is None  # older method: latencies
+    assert mr.dispatch_floor(cpu) is None  # the CPU has no dispatch to the card
+    assert mr.dispatch_floor({**gpu, "method": None}) is None  # older method: latencies
     fig, _ = matmul.figures([cpu, gpu])
     ax = fig.axes[0]
     assert ax.get_ylabel().startswith("TFLOP/s")

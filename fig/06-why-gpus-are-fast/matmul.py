@@ -12,7 +12,7 @@ Each line shows the median of a size's timed calls or windows, with whiskers fro
 the slowest and each one as a dot. The GPU's lines have the card's published peaks beside them
 (gpulesson.gpu_peaks: the vendor's figures, not measurements). The figures' alt texts on the
 page (``ref_mm_fig_gflops_alt``, ``ref_mm_fig_sync_alt``) come from the same drawing code
-(gpulesson.experiments.matmul.alt_texts), so they describe what is drawn here.
+(gpulesson.experiments.matmul.figures), so they describe what is drawn here.
 """
 
 import sys

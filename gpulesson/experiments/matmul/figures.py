@@ -10,21 +10,9 @@ import math
 
 from gpulesson.experiments.common import SPREAD_NOTE, draw_spread, fmt_number
 from gpulesson.experiments.figkit import need, title
+from gpulesson.experiments.matmul import records as mr
 from gpulesson.experiments.matmul.measure import gflops
-from gpulesson.experiments.matmul.records import (
-    BUSY,
-    amortised,
-    crossover,
-    dispatch_floor,
-    latency_summary,
-    point_summary,
-    precision_label,
-    published_peak,
-    rate_summary,
-    samples_summary,
-    software,
-)
-from gpulesson.results import NOT_RECORDED, duration, hardware
+from gpulesson.results import NOT_RECORDED, duration, hardware, software
 
 _DEVICE_STYLE = {"cpu": {"marker": "o", "color": "tab:blue"},
                  "gpu": {"marker": "s", "color": "tab:orange"}}
@@ -55,21 +43,21 @@ def rate_lines(records) -> list[dict]:
     the copy of the float32 inputs counted (``copy: True``) where it was timed."""
     lines = []
     for record in records:
-        points = [p for p in record["points"] if rate_summary(p)] if amortised(record) else []
+        points = [p for p in record["points"] if mr.rate_summary(p)] if mr.amortised(record) else []
         if not points:
             continue
         device, dtype = record["device_kind"], record["dtype"]
         style = {**_DEVICE_STYLE[device], **_DTYPE_STYLE[dtype]}
         style["color"] = _SHADES.get((device, dtype), style["color"])
         lines.append({"device": device, "dtype": dtype, "copy": False,
-                      "label": f"{device.upper()} {precision_label(record)}", "style": style,
-                      "n": [p["n"] for p in points], "rates": [rate_summary(p) for p in points],
-                      "peak": published_peak(record)})
+                      "label": f"{device.upper()} {mr.precision_label(record)}", "style": style,
+                      "n": [p["n"] for p in points], "rates": [mr.rate_summary(p) for p in points],
+                      "peak": mr.published_peak(record)})
         copies = [p for p in points if p.get("transfer_median_seconds")]
         if dtype == "float32" and copies:
             lines.append({
                 "device": device, "dtype": dtype, "copy": True,
-                "label": f"{device.upper()} {precision_label(record)}, with copying the inputs "
+                "label": f"{device.upper()} {mr.precision_label(record)}, with copying the inputs "
                          "to it",
                 "style": {"marker": "v", "linestyle": "-.", "color": "tab:red",
                           "fillstyle": "none"},
@@ -100,16 +88,16 @@ def sync_lines(records) -> list[dict]:
     for record in records:
         if record["dtype"] != "float32":
             continue
-        points = [p for p in record["points"] if latency_summary(record, p)]
+        points = [p for p in record["points"] if mr.latency_summary(record, p)]
         if not points:
             continue
         unsync = [{"n": p["n"], "median": p["unsynchronised_median_seconds"],
-                   "summary": samples_summary(p, "unsynchronised_seconds")}
+                   "summary": mr.samples_summary(p, "unsynchronised_seconds")}
                   for p in points if p.get("unsynchronised_median_seconds")]
-        found.append({"device": record["device_kind"], "label": precision_label(record),
+        found.append({"device": record["device_kind"], "label": mr.precision_label(record),
                       "n": [p["n"] for p in points],
-                      "latency": [latency_summary(record, p) for p in points],
-                      "amortised": ([point_summary(p) for p in points] if amortised(record)
+                      "latency": [mr.latency_summary(record, p) for p in points],
+                      "amortised": ([mr.point_summary(p) for p in points] if mr.amortised(record)
                                     else None),
                       "calls": [p.get("calls_per_sync") for p in points],
                       "unsync": unsync})
@@ -120,13 +108,10 @@ def _devices(lines) -> list[str]:
     return [d for d in ("cpu", "gpu") if any(line["device"] == d for line in lines)]
 
 
-def _hardware_line(records, devices) -> str:
-    names = hardware(records)
-    return " | ".join(f"{d.upper()}: {names.get(d.upper(), NOT_RECORDED)}" for d in devices)
-
-
 def _title(fig, what: str, records, devices) -> None:
-    title(fig, what, records, _hardware_line(records, devices),
+    names = hardware(records)
+    title(fig, what, records,
+          " | ".join(f"{d.upper()}: {names.get(d.upper(), NOT_RECORDED)}" for d in devices),
           f"{software(records)} | run {records[0]['run_id']}", fontsize=9.5)
 
 
@@ -142,7 +127,7 @@ def _axes(ax, sizes) -> None:
 def floor_drawn(records) -> dict | None:
     """The GPU float32 sweep's dispatch floor that the throughput figure shades, if any."""
     return next((floor for r in records if r.get("dtype") == "float32"
-                 and (floor := dispatch_floor(r))), None)
+                 and (floor := mr.dispatch_floor(r))), None)
 
 
 def floor_words(floor: dict) -> str:
@@ -152,17 +137,9 @@ def floor_words(floor: dict) -> str:
 
 
 def _crossover_drawn(records, lines) -> int | None:
-    """The crossover the GFLOP/s figure marks: only with a CPU and a GPU float32 line."""
+    """The crossover the throughput figure marks: only with a CPU and a GPU float32 line."""
     drawn = {(line["device"], line["dtype"]) for line in lines if not line["copy"]}
-    if {("cpu", "float32"), ("gpu", "float32")} <= drawn:
-        return crossover(records)
-    return None
-
-
-def _repeats_text(summaries, what: str = "timed calls") -> str:
-    counts = sorted({s["n"] for s in summaries})
-    return (f"{counts[0]} {what}" if len(counts) == 1
-            else f"{counts[0]} to {counts[-1]} {what}")
+    return mr.crossover(records) if {("cpu", "float32"), ("gpu", "float32")} <= drawn else None
 
 
 def _style_words(style) -> str:
@@ -177,14 +154,15 @@ def gflops_alt(records) -> str:
         return ("Chart without lines: the run has no sizes measured with the current method "
                 "(throughput over windows of calls).")
     sizes = sorted({n for line in lines for n in line["n"]})
-    rates = [s for line in lines if not line["copy"] for s in line["rates"]]
+    counts = sorted({s["n"] for line in lines if not line["copy"] for s in line["rates"]})
     devices = " and ".join(d.upper() for d in _devices(lines))
     parts = [f"Log-log line chart of the TFLOP/s of matrix multiplication on the {devices} "
              f"against matrix size n, from n = {sizes[0]:,} to n = {sizes[-1]:,}, one line per "
              "precision and device: "
              + "; ".join(f"{line['label']} ({_style_words(line['style'])})" for line in lines)
              + ". Each marker is the median time per call over "
-             f"{_repeats_text(rates, 'windows of calls')} with one wait each; whiskers span "
+             + (f"{counts[0]}" if len(counts) == 1 else f"{counts[0]} to {counts[-1]}")
+             + " windows of calls with one wait each; whiskers span "
              "the fastest to the slowest window and dots show each window."]
     for line in lines:
         if line["copy"]:
@@ -244,11 +222,6 @@ def sync_alt(records) -> str:
     return " ".join(parts)
 
 
-def alt_texts(records, latency=None) -> tuple[str, str]:
-    """The alt texts of both figures; ``latency``: the second's run (default ``records``)."""
-    return gflops_alt(records), sync_alt(records if latency is None else latency)
-
-
 def _sizes(records) -> list[int]:
     return sorted({p["n"] for r in records for p in r["points"]})
 
@@ -270,7 +243,7 @@ def _rates_figure(records):
     for peak in peak_lines(lines):
         ax.axhline(peak["gflops"] / 1e3, color=peak["color"], linestyle=(0, (6, 3)),
                    linewidth=0.9, label=peak["label"])
-    sizes = _sizes([r for r in records if amortised(r)]) or _sizes(records) or [1]
+    sizes = _sizes([r for r in records if mr.amortised(r)]) or _sizes(records) or [1]
     _axes(ax, sizes)
     ax.yaxis.set_major_locator(LogLocator(base=10, numticks=12))
     ax.yaxis.set_major_formatter(FuncFormatter(_tick))
@@ -295,7 +268,7 @@ def _rates_figure(records):
     if lines:
         ax.legend(fontsize=7.5, loc="lower right")
     busy = max((r.get("other_programs_cpu_share") or 0 for r in records), default=0)
-    if busy > BUSY:
+    if busy > mr.BUSY:
         ax.text(0.02, 0.90, f"other programs used up to {busy:.0%} of the CPU time:\n"
                 "CPU numbers may be low", transform=ax.transAxes, va="top", fontsize=8)
     if records:
