@@ -113,12 +113,10 @@ def test_a_training_in_a_browser_is_measured(tmp_path):
     """The watched part for real, tiny: JupyterLab, the notebook open in headless Chromium,
     its cells run from the page, and the same training with no browser; skipped where
     Chromium or Playwright is missing."""
-    from gpulesson.experiments.contention import watched
-
     if chromium_path() is None or importlib.util.find_spec("playwright") is None:
-        pytest.skip(watched.ENABLE)
+        pytest.skip(measure.ENABLE)
     modes = ("no browser", "browser, bar per step")
-    conditions = watched.run_watched_benchmark(modes, n_images=128, batch_size=64, epochs=2,
+    conditions = measure.run_watched_benchmark(modes, n_images=128, batch_size=64, epochs=2,
                                                timeout=300, data_dir=tmp_path)
     records = contention.make_records(conditions, run_id="r", n_images=128, batch_size=64,
                                       epochs=2)
@@ -133,12 +131,10 @@ def test_a_training_in_a_browser_is_measured(tmp_path):
 
 @pytest.mark.bad_input("missing file")
 def test_a_failing_training_in_the_browser_is_a_clear_error(tmp_path):
-    from gpulesson.experiments.contention import watched
-
     if chromium_path() is None or importlib.util.find_spec("playwright") is None:
-        pytest.skip(watched.ENABLE)
+        pytest.skip(measure.ENABLE)
     with pytest.raises(contention.WorkerError, match=r"failed in the notebook(.|\n)*no-such"):
-        watched.run_watched(tmp_path / "no-such.h5", "browser, line per epoch", n_images=64,
+        measure.run_watched(tmp_path / "no-such.h5", "browser, line per epoch", n_images=64,
                             batch_size=32, epochs=1, timeout=120)
 
 
@@ -256,23 +252,20 @@ def test_going_on_with_other_sizes_is_refused(tmp_path, monkeypatch, capsys, on_
 
 def _no_browser(monkeypatch):
     """This machine as a GPU node: no Chromium, no Playwright."""
-    from gpulesson.experiments.contention import watched
-
-    monkeypatch.setattr(watched, "chromium_path", lambda: None)
-    monkeypatch.setattr(watched, "_installed", lambda module: module != "playwright")
+    monkeypatch.setattr(measure, "chromium_path", lambda: None)
+    monkeypatch.setattr(measure, "_installed", lambda module: module != "playwright")
 
     def not_here(*args, **kwargs):
         raise AssertionError("the watched part ran without a browser")
 
-    monkeypatch.setattr(watched, "run_watched_benchmark", not_here)
-    return watched
+    monkeypatch.setattr(measure, "run_watched_benchmark", not_here)
 
 
 @pytest.mark.bad_input("missing package")
 def test_without_a_browser_the_watched_part_is_skipped_and_the_copies_kept(tmp_path, monkeypatch,
                                                                           capsys, on_torch):
-    watched = _no_browser(monkeypatch)
-    assert watched.missing() == ["Chromium", "Playwright"]
+    _no_browser(monkeypatch)
+    assert measure.missing() == ["Chromium", "Playwright"]
     ran = _fake_trainings(monkeypatch)
     out = tmp_path / "runs.jsonl"
     assert contention_main(["--quick", "--copies", "1", "2", "--out", str(out)]) == 0

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from gpulesson.experiments import cli
-from gpulesson.experiments.contention import measure, watched
+from gpulesson.experiments.contention import measure
 from gpulesson.experiments.contention.page import LESSON_EPOCH_IMAGES
 from gpulesson.experiments.contention.records import (
     BASELINE_MODE,
@@ -87,9 +87,9 @@ def main(argv=None) -> int:
         parser.error(f"--timeout must be positive, not {args.timeout}")
 
     say = functools.partial(print, flush=True)
-    lacking = watched.missing() if "watched" in args.parts else []
+    lacking = measure.missing() if "watched" in args.parts else []
     if lacking and "copies" not in args.parts:
-        print(f"error: {watched.skip_note(lacking, skipped=False)} Nothing was measured "
+        print(f"error: {measure.skip_note(lacking, skipped=False)} Nothing was measured "
               "or written.", file=sys.stderr)
         return 2
     threads, skipped = list(args.cpu_threads), []
@@ -123,11 +123,11 @@ def main(argv=None) -> int:
                                   on_condition=current.record, **current.sizes, **each)
             current.finish()
         if "watched" in parts and lacking:
-            say(watched.skip_note(lacking))
+            say(measure.skip_note(lacking))
         elif "watched" in parts:
             current = parts["watched"]
-            current.start(", shown: " + "; ".join(watched.MODES))
-            watched.run_watched_benchmark(done={w for _, _, w in current.done},
+            current.start(", shown: " + "; ".join(measure.MODES))
+            measure.run_watched_benchmark(done={w for _, _, w in current.done},
                                           on_condition=current.record, **current.sizes, **each)
             current.finish()
     except measure.WorkerError as exc:

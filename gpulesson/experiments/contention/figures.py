@@ -6,7 +6,7 @@ and the alt text read it, so that an alt text never describes what the figure do
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from gpulesson.experiments.common import draw_spread, summary_text
 from gpulesson.experiments.contention.records import condition_summary, find_in, threads_text
@@ -24,8 +24,6 @@ _LINES = {"-": "solid", "--": "dashed", "-.": "dash-dotted", ":": "dotted"}
 # What the left panel draws at each point (common.SPREAD_NOTE speaks of bars; these are points).
 SPREAD_NOTE_LINES = ("points: median; whiskers: fastest to slowest epoch; dots: the epochs "
                      "(after each copy's warm-up)")
-
-
 _LINE = {"linewidth": 1.6, "markersize": 7}
 
 
@@ -33,45 +31,29 @@ def _line_words(style: dict) -> str:
     return f"a {_LINES[style['linestyle']]} line with {_MARKERS.get(style['marker'], '')} markers"
 
 
-@dataclass(frozen=True)
-class Point:
+class Point(NamedTuple):
     copies: int
-    summary: dict  # the copies' epochs after the warm-up (common.summarise)
+    summary: dict  # the copies' epochs after the warm-up
     total_rate: float  # images/s of all copies together, by the median epoch
     load_max: float | None
 
 
-@dataclass(frozen=True)
-class Series:
-    threads: int | None
-    style: dict
-    points: list
-
-    @property
-    def label(self) -> str:
-        return f"each copy: {threads_text(self.threads)}"
-
-    @property
-    def threads_words(self) -> str:
-        return ("the framework's default threads" if self.threads is None
-                else f"{threads_text(self.threads)} per training")
+def _threads_words(threads: int | None) -> str:
+    return ("the framework's default threads" if threads is None
+            else f"{threads_text(threads)} per training")
 
 
-def drawn(records) -> tuple[list[Series], dict | None]:
-    """``(series, alone)``: one :class:`Series` per thread setting, the framework's default
-    first, and the summary of one copy alone (the fair-share line; None when not measured)."""
+def drawn(records) -> tuple[list[tuple[int | None, dict, list[Point]]], dict | None]:
+    """``(series, alone)``: ``(threads, style, points)`` per thread setting, the framework's
+    default first, and the summary of one copy alone (the fair-share line; None if missing)."""
     need(records, "run python -m gpulesson.experiments.contention")
     series = []
     for threads in sorted({r["threads"] for r in records}, key=lambda t: t or 0):
-        points = []
-        for r in sorted((r for r in records if r["threads"] == threads), key=lambda r: r["copies"]):
-            summary = condition_summary(r)
-            if summary:
-                points.append(Point(r["copies"], summary,
-                                    r["copies"] * r["n_images"] / summary["median"],
-                                    r.get("load_max")))
+        chosen = sorted((r for r in records if r["threads"] == threads), key=lambda r: r["copies"])
+        points = [Point(r["copies"], s, r["copies"] * r["n_images"] / s["median"],
+                        r.get("load_max")) for r in chosen if (s := condition_summary(r))]
         if points:
-            series.append(Series(threads, _STYLE.get(threads, _OTHER), points))
+            series.append((threads, _STYLE.get(threads, _OTHER), points))
     return series, condition_summary(find_in(records, 1, None))
 
 
@@ -85,15 +67,14 @@ def _finish(ax, xlabel: str, legend: str) -> None:
 def alt_text(records) -> str:
     series, alone = drawn(records)
     first = records[0]
-    parts = []
-    for s in series:
-        points = "; ".join(
-            f"{p.copies} at once: {summary_text(p.summary, duration, what='epochs')}"
-            + (f", load {p.load_max:.1f}" if p.load_max is not None else "")
-            for p in s.points)
-        parts.append(f"{_line_words(s.style)} for {s.threads_words} ({points})")
+    parts = [f"{_line_words(style)} for {_threads_words(threads)} ("
+             + "; ".join(f"{p.copies} at once: {summary_text(p.summary, duration, what='epochs')}"
+                         + (f", load {p.load_max:.1f}" if p.load_max is not None else "")
+                         for p in points) + ")"
+             for threads, style, points in series]
+    copies = sorted({p.copies for _, _, points in series for p in points})
     text = (f"Two line charts against the number of trainings running at once on one CPU "
-            f"({listed(sorted({p.copies for s in series for p in s.points}))}). "
+            f"({listed(copies)}). "
             f"Left, the seconds per epoch of {first['n_images']:,} images of each training: at "
             f"each point the median of the epochs after each copy's warm-up, with a whisker from "
             f"the fastest to the slowest and each epoch as a dot, labelled with the highest load "
@@ -101,9 +82,9 @@ def alt_text(records) -> str:
     if alone:
         text += (" A dotted grey line with triangles shows a fair share of the machine, k times "
                  f"the median epoch of one training alone ({duration(alone['median'])}).")
-    rates = "; ".join(f"{s.threads_words}: "
-                      + ", ".join(f"{p.copies} at once {p.total_rate:,.0f}" for p in s.points)
-                      for s in series)
+    rates = "; ".join(f"{_threads_words(threads)}: "
+                      + ", ".join(f"{p.copies} at once {p.total_rate:,.0f}" for p in points)
+                      for threads, _, points in series)
     text += (" Right, the images per second of all trainings together, by the median epochs, "
              f"with the same line styles ({rates})")
     if alone:
@@ -119,19 +100,18 @@ def figures(records):
 
     series, alone = drawn(records)
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.8))
-    copies = sorted({p.copies for s in series for p in s.points})
-    offsets = {s.threads: (i - (len(series) - 1) / 2) * 0.08 for i, s in enumerate(series)}
-    for s in series:
-        k = [p.copies + offsets[s.threads] for p in s.points]
-        medians = [p.summary["median"] for p in s.points]
-        left.plot(k, medians, **_LINE, label=s.label, **s.style)
-        draw_spread(left, k, [p.summary for p in s.points], color=s.style["color"])
-        right.plot([p.copies for p in s.points], [p.total_rate for p in s.points], **_LINE,
-                   label=s.label, **s.style)
-        for x, p in zip(k, s.points, strict=True):
+    copies = sorted({p.copies for _, _, points in series for p in points})
+    for i, (threads, style, points) in enumerate(series):
+        k = [p.copies + (i - (len(series) - 1) / 2) * 0.08 for p in points]  # side by side
+        label = f"each copy: {threads_text(threads)}"
+        left.plot(k, [p.summary["median"] for p in points], **_LINE, label=label, **style)
+        draw_spread(left, k, [p.summary for p in points], color=style["color"])
+        right.plot([p.copies for p in points], [p.total_rate for p in points], **_LINE,
+                   label=label, **style)
+        for x, p in zip(k, points, strict=True):
             if p.load_max is not None:
                 left.annotate(f"load {p.load_max:.1f}", (x, p.summary["median"]),
-                              xytext=(6, 5 if s.threads is None else -12),
+                              xytext=(6, 5 if threads is None else -12),
                               textcoords="offset points", fontsize=8)
     if alone:
         left.plot(copies, [k * alone["median"] for k in copies], color="gray", linestyle=":",

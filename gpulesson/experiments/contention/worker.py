@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 
-def _parser() -> argparse.ArgumentParser:
+def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gpulesson.experiments.contention.worker",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("data", help="lesson HDF5 data file")
@@ -31,11 +31,6 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--result", default=None,
                         help="also write the JSON line to this file (a notebook's output "
                              "is hard to read back)")
-    return parser
-
-
-def main(argv=None) -> int:
-    parser = _parser()
     args = parser.parse_args(argv)
     import keras
 
