@@ -239,7 +239,9 @@ def test_the_command_refuses_the_gpu_without_one(tmp_path, capsys):
     if keras_device()["gpu_count"]:
         pytest.skip("a GPU is visible")
     out = tmp_path / "f.jsonl"
-    assert feeding_main(["--devices", "gpu", "--out", str(out)]) == 2
+    with pytest.raises(SystemExit) as exit_info:
+        feeding_main(["--devices", "gpu", "--out", str(out)])
+    assert exit_info.value.code == 2
     assert "No GPU is visible" in capsys.readouterr().err
     assert not out.exists()
     del keras

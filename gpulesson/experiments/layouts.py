@@ -144,15 +144,12 @@ def compare_layouts(x, y, directory, *, batch_size: int = CHUNK_ROWS, layouts=No
                     repeats: int = REPEATS, warmup: int = WARMUP, order: str = "shuffled",
                     chunk_rows: int | None = None, keep: bool = False,
                     progress: bool = True) -> list[dict]:
-    """Write ``x, y`` in every layout and time ``warmup`` then ``repeats`` passes reading it in
-    ``batch_size`` batches; one JSON-ready row per layout. The files go to ``directory`` and
-    are deleted afterwards unless ``keep``; batch chunks hold ``chunk_rows`` rows (default
-    ``batch_size``).
-
-    The file was just written, so the page cache holds it: the times are HDF5's own work
-    (finding chunks, decompressing, copying), the filesystem's best case. Read from a shared
-    cluster filesystem, uncompressed files cost more I/O and compressed ones less.
-    """
+    """One JSON-ready row per layout: ``x, y`` written to ``directory`` (deleted after unless
+    ``keep``; batch chunks of ``chunk_rows``, default ``batch_size``), then ``warmup`` and
+    ``repeats`` passes reading them in ``batch_size`` batches. The file was just written, so
+    the page cache holds it: the times are HDF5's own work (finding chunks, decompressing,
+    copying). From a shared cluster filesystem uncompressed files cost more I/O, compressed
+    ones less."""
     import h5py
     from tqdm.auto import tqdm
 
@@ -266,8 +263,8 @@ def _short_number(value, _position=None) -> str:
 
 
 def layout_bars(rows, *, label):
-    """File size and read throughput per layout, two panels of horizontal bars, each bar with
-    its value and its own hatch, so the figure reads the same without colour."""
+    """File size and read throughput per layout; each bar has its value and its own hatch, so
+    the figure reads the same without colour."""
     from matplotlib.ticker import MaxNLocator
 
     rows = list(rows)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from gpulesson.experiments import allocator, cli
+from gpulesson.experiments import cli
 from gpulesson.experiments.feeding.measure import (
     BATCH_SIZE,
     QUICK_BATCH_SIZE,
@@ -101,19 +101,16 @@ def main(argv=None) -> int:
         parser.error(f"--warmup must be at least {WARMUP} (the lesson's rule: a recorded "
                      f"warm-up), not {args.warmup}")
 
-    from gpulesson.devices import cpu_info, keras_device
+    from gpulesson.devices import cpu_info
     from gpulesson.results import append_record
 
-    found = keras_device()
-    allocator.fix_for(found["backend"])  # PyTorch: one known malloc mode for every record
-    devices = cli.default_devices(args.devices, found["gpu_count"])
-    if "gpu" in devices and not found["gpu_count"]:
-        print(f"No GPU is visible to Keras ({found['backend']} backend): nothing was measured "
-              "or written. Run with --devices cpu, or on a machine with a GPU.", file=sys.stderr)
-        return 2
-    pipelines = args.pipelines or pipelines_for(found["backend"])
+    devices = cli.devices_here(args.devices)  # PyTorch's malloc fixed for every record
+    import keras  # after devices_here, which hides CUDA's start-up noise
+
+    backend = keras.backend.backend()
+    pipelines = args.pipelines or pipelines_for(backend)
     try:
-        check_pipelines(pipelines, found["backend"])
+        check_pipelines(pipelines, backend)
     except ValueError as exc:
         parser.error(str(exc))
     workers = args.workers if args.workers is not None else (
@@ -121,11 +118,11 @@ def main(argv=None) -> int:
     run_id, done = cli.continue_run(args.out, EXPERIMENT, args.run_id, condition)
     earlier = RECORDS.read(args.out, run_id=run_id) if done else []
     try:
-        check_earlier(earlier, n_images=options["n_images"], backend=found["backend"])
+        check_earlier(earlier, n_images=options["n_images"], backend=backend)
     except ValueError as exc:
         print(f"error: {exc}. Nothing was measured or written.", file=sys.stderr)
         return 2
-    print(f"Run {run_id}: Keras backend {found['backend']}; devices: {', '.join(devices)}; "
+    print(f"Run {run_id}: Keras backend {backend}; devices: {', '.join(devices)}; "
           f"{options['n_images']:,} images, batch {options['batch_size']}, "
           f"{options['repeats']} timed epoch(s) after {args.warmup} warm-up"
           + (f"; going on: {len(done)} condition(s) recorded already" if done else ""),

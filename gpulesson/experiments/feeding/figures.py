@@ -8,10 +8,10 @@ because they delivered wrong data.
 from __future__ import annotations
 
 from gpulesson.experiments.common import SPREAD_NOTE, draw_spread
-from gpulesson.experiments.feeding.reading import fastest_text
 from gpulesson.experiments.feeding.records import (
     PIPELINES,
     delivered_wrong_data,
+    fastest_text,
     find,
     rate_summary,
     rate_text,

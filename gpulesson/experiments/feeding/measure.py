@@ -1,21 +1,11 @@
 """Timing ``model.fit`` and the loader alone on each pipeline, by the lesson's measurement rule.
 
-One model per device is built once (float32, XLA, one step per execution; the other settings
-are the speed ladder's) and trained from every pipeline in turn: the speed does not depend on
-its weights. A slow device may time only the first ``max_steps`` batches of each epoch (the
-record says ``partial_epoch``); the classic pipeline's whole-file read at each epoch's end then
-weighs more per step, so a partial epoch makes it look somewhat slower than it is. No time
-budget cuts a condition short: a slow one is made smaller with ``max_steps``, never with fewer
-repeats. Keras is imported only when something is measured.
-
-The chunk shapes and the chunk cache (:data:`CHUNKS`) are the lesson's generator read alone on
-the host. The lesson's chunks hold one block (one batch): a window of 4 blocks is 4 reads of
-whole chunks. Chunks of a window could make a read larger, but the shuffled blocks of a window
-are rarely neighbours, so each block reads a quarter of a chunk; compressed, that quarter costs
-the whole chunk's decompression, unless the chunk cache (1 MiB per dataset by default, less than
-one 3 MB chunk) keeps the chunk for its other blocks. (lzf, the compression the page suggests
-where one is needed: gzip would take minutes of the node's time here.) Their records are loader
-rows of group ``"chunks"``, which the page's pipelines never read.
+One model per device is built once (float32, XLA, one step per execution: the other settings
+are the speed ladder's) and trained from every pipeline in turn; the speed does not depend on
+its weights. No time budget cuts a condition short: a slow one times only the first
+``max_steps`` batches of each epoch (``partial_epoch``), never fewer repeats. The classic
+pipeline's whole-file read at each epoch's end then weighs more per step: a partial epoch makes
+it look somewhat slower than it is. Keras is imported only when something is measured.
 """
 
 from __future__ import annotations
@@ -64,8 +54,15 @@ BATCH_SIZE, QUICK_BATCH_SIZE = 256, 64
 # 4) took 30 to 50 s a training epoch of `lesson` and 52 to 124 s of `classic`.
 REFERENCE_CPU_STEPS = 12
 LOADER = dict.fromkeys(BASE)  # a loader row has no training setting
+# The chunk shapes and the chunk cache: the lesson's generator read alone on the host, windows
+# of 4 blocks (batches). The lesson's chunks hold one block: a window is 4 reads of whole
+# chunks. Chunks of a window could make a read larger, but a window's shuffled blocks are rarely
+# neighbours, so each block reads a quarter of a chunk; compressed, that quarter costs the whole
+# chunk's decompression, unless the chunk cache (1 MiB per dataset by default, less than one 3 MB
+# chunk) keeps it for the other blocks. lzf, the compression the page suggests where one is
+# needed: gzip would take minutes of the node's time here. Loader rows of group GROUP, which the
+# page's pipelines never read. (blocks per chunk, compression, cache in MiB or None: h5py's).
 GROUP, MIB, WINDOW = "chunks", 2**20, 4
-# (blocks per chunk, compression, chunk cache in MiB or None for h5py's default); window 4.
 CHUNKS = ((1, None, None), (4, None, None), (4, "lzf", None), (4, "lzf", 64))
 
 
@@ -231,14 +228,12 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
     pipelines = check_pipelines(pipelines, backend)
     for device in devices:
         check_device(device)
-    for name, value in (("batch_size", batch_size), ("n_images", n_images),
-                        ("repeats", repeats), ("workers", workers)):
-        _whole(name, value)
-    _whole("warmup", warmup, 0)
-    for name, value in (("max_steps", max_steps), ("cpu_max_steps", cpu_max_steps),
-                        ("classic_max_steps", classic_max_steps)):
-        if value is not None:
-            _whole(name, value)
+    limits = {"max_steps": max_steps, "cpu_max_steps": cpu_max_steps,
+              "classic_max_steps": classic_max_steps}
+    for name, value in {"batch_size": batch_size, "n_images": n_images, "repeats": repeats,
+                        "workers": workers, "warmup": warmup, **limits}.items():
+        if value is not None or name not in limits:
+            _whole(name, value, 0 if name == "warmup" else 1)
     if batch_size > n_images:
         raise ValueError(f"batch_size {batch_size} is larger than n_images {n_images}")
     earlier = list(earlier)

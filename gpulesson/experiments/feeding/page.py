@@ -15,6 +15,7 @@ from gpulesson.devices import BACKEND_TITLES
 from gpulesson.experiments import parts
 from gpulesson.experiments.ceiling.records import share_text
 from gpulesson.experiments.common import (
+    MIN_RANKED,
     NO_DIFFERENCE,
     as_rate,
     compare_middle,
@@ -23,19 +24,10 @@ from gpulesson.experiments.common import (
     reordered_note,
     summary_text,
 )
-from gpulesson.experiments.feeding.reading import (  # noqa: F401 (the page's rule, kept here too)
-    LOADER_MARGIN,
-    _why,
-    apart,
-    basis,
-    fastest_text,
-    input_verdict,
-    loader_verdict,
-    reading,
-)
 from gpulesson.experiments.feeding.records import (
     DATA,
     HDF5_PIPELINES,
+    IN_MEMORY,
     PIPELINES,
     RECORDS,
     RESULTS_FILE,
@@ -43,12 +35,18 @@ from gpulesson.experiments.feeding.records import (
     TARGET_SHARE,
     WORKER_PIPELINES,
     WRONG_DATA_WITH_WORKERS,
+    _why,
+    apart,
+    base_rates,
+    basis,
     best_hdf5,
     delivered_wrong_data,
     epoch_summary,
     fastest_in_memory,
+    fastest_text,
     find,
     full_epoch_summary,
+    quoted,
     rate_summary,
     rate_text,
     reference_run,
@@ -56,7 +54,7 @@ from gpulesson.experiments.feeding.records import (
     shown,
     targets,
 )
-from gpulesson.experiments.pagewords import met, none_yet, recorded_by
+from gpulesson.experiments.pagewords import listed, met, none_yet, recorded_by
 from gpulesson.results import NOT_RECORDED, data_label, hardware, software
 from gpulesson.results import duration as seconds_text
 from gpulesson.settings import LABELS
@@ -79,6 +77,25 @@ ROWS = {
 }
 ALT_KEYS = ("ref_feed_fig_pipelines_alt",)
 NO_FIGURE = "A chart without data: no reference run has been recorded yet."
+# A loader that alone delivers less than this many times the images per second of training
+# from it leaves the model waiting, where reading overlaps the steps: the margin absorbs the
+# epochs' spread and the loader's share of the CPU while training runs. The episode states
+# the same rule (tested).
+LOADER_MARGIN = 1.5
+# What the answer says of the pipelines of each verdict of :func:`input_verdict`.
+SAID = {
+    "waiting": "Training from {names} was measurably slower than from {memory} ({versus}), and "
+               "the loader alone was not measurably faster than {margin:g} times training: "
+               "those loaders made the model wait.",
+    "adds": "Training from {names} was measurably slower than from {memory} ({versus}), "
+            "although the loader alone was more than {margin:g} times faster than training: "
+            "reading did not overlap the steps, so its time added to each one. The data set "
+            "the pace.",
+    "faster": "Training from {names} was measurably faster than from {memory} ({versus}): the "
+              "data did not hold the model back.",
+    "keeps up": "Training from {names} showed {none} from {memory}: the model set the pace.",
+    "unclear": "For {names} the rule cannot tell ({why}).",
+}
 
 
 def extrapolated(record: dict) -> str:
@@ -187,28 +204,22 @@ def table(records) -> str:
     names = hardware(records)
     backends = {d: next(r["backend"] for r in records if r["device_kind"] == d) for d in DEVICES
                 if any(r.get("device_kind") == d for r in shown(records))}
-    header = []
-    for d, backend in backends.items():
-        header += [f"{d.upper()}: {names[d.upper()]} ({BACKEND_TITLES.get(backend, backend)}), "
-                   "training", f"{d.upper()}: loader alone"]
-    lines = ["| pipeline | " + " | ".join(header) + " |", "|---" * (len(header) + 1) + "|"]
-
-    def row(name: str, cells) -> None:
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-
-    for pipeline in PIPELINES:
-        if any(find(records, d, pipeline) for d in backends):
-            row(ROWS[pipeline], [_rate_cell(find(records, d, pipeline, mode), pipeline, backend)
-                                 for d, backend in backends.items() for mode in ("train", "loader")])
+    header = [title for d, backend in backends.items() for title in (
+        f"{d.upper()}: {names[d.upper()]} ({BACKEND_TITLES.get(backend, backend)}), training",
+        f"{d.upper()}: loader alone")]
+    rows = [[ROWS[pipeline], *(_rate_cell(find(records, d, pipeline, mode), pipeline, backend)
+                               for d, backend in backends.items() for mode in ("train", "loader"))]
+            for pipeline in PIPELINES if any(find(records, d, pipeline) for d in backends)]
     for pipeline, what in (("classic", "classic"), ("lesson", "lesson (uncompressed)"),
                            ("device", "on the device")):
         found = [find(records, d, pipeline) for d in backends]
         if any(found):
-            row(f"one epoch, {what}", [cell for c in found
-                                       for cell in (epoch_text(c) if c else "not measured", "")])
-    row("fastest pipeline", [cell for d in backends for cell in (fastest_text(records, d), "")])
+            rows.append([f"one epoch, {what}", *(cell for c in found for cell in (
+                epoch_text(c) if c else "not measured", ""))])
+    rows.append(["fastest pipeline", *(cell for d in backends
+                                       for cell in (fastest_text(records, d), ""))])
     note = wrong_data_sentence(records)
-    return "\n".join(lines) + (f"\n\n{note}" if note else "")
+    return markdown_table(["pipeline", *header], rows) + (f"\n\n{note}" if note else "")
 
 
 def _slowdown(records, device) -> str | None:
@@ -305,6 +316,75 @@ def gpu_peaks_text(records) -> str:
     return (f"the {name}'s published dense peaks, {peaks['fp32']:g} TFLOP/s in FP32, "
             f"{peaks['tf32']:g} in TF32 and {peaks['bf16']:g} in BF16 (the vendor's data sheet, "
             "not measurements; episode 5 sets the CNN's rate beside them)")
+
+
+# The reading exercise: training from a pipeline against the fastest path from memory decides
+# whether the data cost time (:func:`input_verdict`); the loader alone says why. The loader's
+# check alone cannot decide: where batches are read in the thread that dispatches the steps (a
+# PyDataset without workers on JAX and PyTorch), reading does not overlap them, and a loader
+# well ahead of training still slows it down.
+def loader_verdict(train: dict, loader: dict) -> str:
+    """"ahead", "waiting" or "unclear": the loader's rate against :data:`LOADER_MARGIN` times
+    training's, assuming that reading overlaps the steps."""
+    rate = rate_summary(train)
+    scaled = {**rate, **{k: rate[k] * LOADER_MARGIN for k in ("median", "min", "max")},
+              "samples": [v * LOADER_MARGIN for v in rate["samples"]]}
+    verdict = compare_middle(rate_summary(loader), scaled, higher_is_better=True)
+    if not verdict.measurable:
+        return "unclear"
+    return "ahead" if verdict.word == "faster" else "waiting"
+
+
+def input_verdict(train: dict, loader: dict | None, top: dict) -> str:
+    """Training from a pipeline against ``top``, the fastest from memory: "waiting" (measurably
+    slower, the loader not ahead), "adds" (slower although the loader was ahead: reading did
+    not overlap the steps), "faster", "keeps up" (no measurable difference) or "unclear"."""
+    said = compare_middle(rate_summary(train), rate_summary(top), higher_is_better=True)
+    if min(rate_summary(train)["n"], rate_summary(top)["n"]) < MIN_RANKED:
+        return "unclear"
+    if not said.measurable:
+        return "keeps up"
+    if said.word == "faster":
+        return "faster"
+    if loader is not None and loader_verdict(train, loader) == "ahead":
+        return "adds"
+    return "waiting"
+
+
+def device_reading(records, device: str) -> str:
+    """The answer for one device: its fastest pipeline, and whether training waited for each
+    pipeline that reads data."""
+    top = fastest_in_memory(records, device)
+    reading = [p for p in PIPELINES if p not in IN_MEMORY and find(records, device, p)]
+    if not top or not reading:
+        return ""
+    memory = quoted(top["pipeline"])
+    text = [f"On the {device.upper()}, the fastest pipeline was "
+            f"{fastest_text(records, device)}; the fastest from memory, {memory}."]
+    verdicts = {p: input_verdict(find(records, device, p), find(records, device, p, "loader"),
+                                 top) for p in reading}
+    for verdict, said in SAID.items():
+        names = [p for p in reading if verdicts[p] == verdict]
+        if not names:
+            continue
+        rates = [rate_summary(find(records, device, p)) for p in names]
+        versus = ", ".join(f"{quoted(n)} " + compare_middle(
+            rate, rate_summary(top), higher_is_better=True).sentence
+            for n, rate in zip(names, rates, strict=True))
+        why = _why(*rates, rate_summary(top), many=True) if verdict == "unclear" else ""
+        text.append(said.format(names=listed(map(quoted, names)), memory=memory, versus=versus,
+                                margin=LOADER_MARGIN, none=NO_DIFFERENCE, why=why))
+    return " ".join(text)
+
+
+def reading(records) -> str:
+    """The answer to the episode's exercise on reading the benchmark, from the records."""
+    found = [said for device in DEVICES if (said := device_reading(records, device))]
+    if not found:
+        return "No reference run has been recorded yet."
+    rates = [rate for device in DEVICES for rate in base_rates(records, device).values()]
+    return (f"In the reference run{'s' if len(found) > 1 else ''}, every comparison reads the "
+            f"{basis(*rates)} of each pipeline. " + " ".join(found))
 
 
 def stream_goals(records, path=RESULTS_FILE) -> str:

@@ -1,22 +1,11 @@
-"""The input pipelines the feeding benchmark compares, and their data files.
-
-Every pipeline is a ``keras.utils.PyDataset`` of ``(images, labels)``: images as bytes (the
-model's ``Rescaling`` layer scales them on the device), labels integers. They differ only in
-where the images come from and how they are read (:data:`~.records.PIPELINES`):
-
-- ``classic``: the instructive mistake of older tutorials (:class:`ClassicBatches`);
-- ``lesson``, ``lesson-lzf``, ``lesson-gzip``: the lesson's generator on files whose chunks
-  are whole batches, uncompressed or compressed;
-- ``*-workers``: the same with Keras' worker processes, each with its own file handle; measured
-  with TensorFlow only, as with JAX and PyTorch Keras 3 hands out batches read ahead in one
-  epoch in the next (:data:`~.records.WRONG_DATA_WITH_WORKERS`);
-- ``lesson-ahead``, ``lesson-ahead-window1``: the generator's own reader thread
-  (``read_ahead=True``), right on every backend;
-- ``ram``: the whole data set in an array in RAM (:class:`ArrayBatches`);
-- ``device``: the whole data set copied once to the model's device (:func:`to_device`). With JAX
-  the lesson's ``DeviceBatches`` draws each epoch's order on the device and takes each batch in
-  one compiled call, so nothing goes from host to device per step; with PyTorch a slice is a
-  view, with TensorFlow an eager slice (the record's ``method``, :func:`device_method`).
+"""The input pipelines the feeding benchmark compares (:data:`~.records.PIPELINES`), and their
+data files. Each is a ``keras.utils.PyDataset`` of ``(images, labels)``, the images as bytes (the
+model's ``Rescaling`` layer scales them on the device): they differ only in where the images come
+from and how they are read. The ``*-workers`` ones are measured with TensorFlow only: with JAX
+and PyTorch, Keras 3 hands out batches read ahead in one epoch in the next. The ``device``
+pipeline's records say how it takes its batches (``method``): with JAX the lesson's
+``DeviceBatches`` draws each epoch's order on the device and takes each batch in one compiled
+call, so nothing goes from host to device per step; with PyTorch a slice is a view.
 """
 
 from __future__ import annotations
@@ -44,16 +33,12 @@ CLASS_NAMES = tuple(f"class {i}" for i in range(10))  # labels only: speed does 
 
 
 class ClassicBatches(keras.utils.PyDataset):
-    """THE INSTRUCTIVE MISTAKE, as older tutorials publish it (episode 4's exercise).
-
-    Kept as published, with its three problems: the shuffle of ``self.indices`` never
-    reaches ``__getitem__``; ``on_epoch_end`` reads the whole dataset (``x[:]``) only to
-    count it, every epoch; the file is opened in ``__init__`` (unsafe with worker
-    processes, so the benchmark never gives it any). It reads a file of
-    :func:`gpulesson.experiments.layouts.write_layout` with ``chunks=True`` + gzip, whose
-    guessed chunks make a batch touch hundreds of them. ``full_reads`` counts the whole-dataset
-    reads (added to check the benchmark; not part of the mistake). Nothing else should copy it.
-    """
+    """THE INSTRUCTIVE MISTAKE, as older tutorials publish it (episode 4's exercise), with its
+    three problems: the shuffle of ``self.indices`` never reaches ``__getitem__``;
+    ``on_epoch_end`` reads the whole dataset only to count it, every epoch; the file is opened
+    in ``__init__`` (unsafe with worker processes, so it never gets any). Its file has guessed
+    chunks + gzip, so a batch touches hundreds of chunks. ``full_reads`` is not part of the
+    mistake: it checks the benchmark. Nothing else should copy this class."""
 
     def __init__(self, path, batch_size, shuffle=True):
         super().__init__()

@@ -11,7 +11,18 @@ from __future__ import annotations
 import statistics
 
 from gpulesson.devices import keras_device_name as check_device
-from gpulesson.experiments.common import ORDER_FIELD, SUMMARY_KEY, as_rate, middle, rank, scale, summarise
+from gpulesson.experiments.common import (
+    MIN_RANKED,
+    NO_DIFFERENCE,
+    ORDER_FIELD,
+    SUMMARY_KEY,
+    as_rate,
+    middle,
+    rank,
+    scale,
+    summarise,
+)
+from gpulesson.experiments.pagewords import listed, middle_note
 from gpulesson.experiments.recordset import RecordSet
 from gpulesson.summaries import fmt_number as rate_text  # noqa: F401 (the pages' name for it)
 
@@ -247,3 +258,40 @@ def short_setting(record) -> str:
     if record["steps_per_execution"] != 1:
         parts.append(f"spe {record['steps_per_execution']}")
     return " ".join(parts)
+
+
+def basis(*summaries, what: str = "epochs") -> str:
+    """Which repeats the rule compared: "middle three of five epochs", or "all epochs"."""
+    note = middle_note(*summaries, what=what)
+    return f"all {what}" if note.startswith("all ") else note
+
+
+def apart(*summaries) -> str:
+    return f"{basis(*summaries)} apart"
+
+
+def _why(*summaries, many: bool = False) -> str:
+    """Why the rule cannot tell ``summaries`` apart (``many``: said of several pairs)."""
+    least = min(s["n"] for s in summaries)
+    if least < MIN_RANKED:
+        who = "some were" if many else "one of them was"
+        return f"{who} timed once, with no range" if least == 1 else "too few timed repeats"
+    said = basis(*summaries)
+    return "their ranges overlap" if said.startswith("all ") else f"the ranges of their {said} overlap"
+
+
+def fastest_text(records, device: str, quote=quoted) -> str:
+    """The first place of :func:`~gpulesson.experiments.feeding.records.ranking` in the rule's
+    words: one name, or several with the note that the rule cannot tell them apart."""
+    places = ranking(records, device)
+    if not places:
+        return "not measured"
+    first = places[0]
+    if len(first) == 1:
+        return quote(first[0])
+    rates = base_rates(records, device)
+    chosen = [rates[n] for n in first]
+    why = (_why(*chosen, many=True) if min(r["n"] for r in chosen) < MIN_RANKED
+           else basis(*chosen))
+    return (f"{listed(map(quote, first))} ({NO_DIFFERENCE} from {quote(first[0])}, the highest "
+            f"median; {why})")
