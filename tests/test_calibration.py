@@ -7,6 +7,7 @@ import pytest
 from conftest import ROOT, load_script
 
 from gpulesson.experiments import calibration
+from gpulesson.experiments.calibration.__main__ import main as calibration_main
 from gpulesson.results import NOT_RECORDED, read_records, validate_record
 from gpulesson.synthetic import PAIRS, SYNTHETIC_CLASS_NAMES
 
@@ -21,7 +22,7 @@ def figures_script():
 def quick_record(tmp_path_factory):
     """A quick calibration run through the command line, read back from its results file."""
     out = tmp_path_factory.mktemp("calibration") / "calibration.jsonl"
-    assert calibration.main(["--quick", "--out", str(out)]) == 0
+    assert calibration_main(["--quick", "--out", str(out)]) == 0
     (record,) = read_records(out)
     return out, record
 
@@ -137,7 +138,7 @@ def test_committed_figures_are_drawn_from_the_results_file(tmp_path):
 ])
 def test_bad_sizes_are_refused_before_any_work(tmp_path, capsys, args, message):
     out = tmp_path / "calibration.jsonl"
-    assert calibration.main([*args, "--out", str(out)]) == 2
+    assert calibration_main([*args, "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert message in err and "Nothing was measured or written" in err
     assert not out.exists()
@@ -150,5 +151,5 @@ def test_a_gpu_asked_for_without_one_is_refused(tmp_path, capsys):
     if keras_device()["gpu_count"]:
         pytest.skip("a GPU is visible here")
     out = tmp_path / "calibration.jsonl"
-    assert calibration.main(["--quick", "--device", "gpu", "--out", str(out)]) == 2
+    assert calibration_main(["--quick", "--device", "gpu", "--out", str(out)]) == 2
     assert "No GPU is visible" in capsys.readouterr().err and not out.exists()

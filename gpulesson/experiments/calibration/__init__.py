@@ -20,15 +20,6 @@ from gpulesson.experiments.calibration.records import (
 )
 
 __all__ = ["EXPERIMENT", "FIGURES", "FIGURE_COMMAND", "RESULTS_FILE", "TARGET_ACCURACY",
-           "describe", "figures", "findings", "generator_fingerprint", "main", "reference_record",
+           "describe", "figures", "findings", "generator_fingerprint", "reference_record",
            "substitutions"]
 
-
-def __getattr__(name):
-    # main on first use: imported with the package, __main__ would make ``python -m
-    # gpulesson.experiments.calibration`` warn that it was imported before it ran.
-    if name == "main":
-        from gpulesson.experiments.calibration.__main__ import main
-
-        return main
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
