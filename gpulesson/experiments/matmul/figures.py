@@ -1,8 +1,5 @@
-"""The two figures of the reference runs, TFLOP/s against size and the time of one call three
-ways, and their alt texts. What a figure draws is decided once (:func:`rate_lines`,
-:func:`sync_lines`), and the drawing and the alt text both read it, so that an alt text names
-only what is drawn and takes its numbers from the drawn data.
-"""
+"""The figures of the reference runs and their alt texts: both read what is drawn from
+:func:`rate_lines` and :func:`sync_lines`, so that an alt text names only what is drawn."""
 
 from __future__ import annotations
 
@@ -313,9 +310,7 @@ def _times_figure(records):
 
 
 def figures(records, latency=None):
-    """``(TFLOP/s against size, the time of one call)``: markers say the device (circle CPU,
-    square GPU), line styles and marker fill the precision or the timing; ``latency`` is the
-    run of the second (default ``records``)."""
+    """``(TFLOP/s against size, the time of one call)``; ``latency``: the second's run."""
     latency = records if latency is None else latency
     need(records or latency, "run the benchmark first")
     return _rates_figure(records), _times_figure(latency)

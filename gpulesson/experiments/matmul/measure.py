@@ -148,13 +148,14 @@ def open_sensor(device: str):
     return sensor, None
 
 
-def _timed(copy, repeats: int) -> list[float]:
-    seconds = []
+def _timed(call, repeats: int) -> list[tuple[float, object]]:
+    """``(seconds, result)`` of each of ``repeats`` calls of ``call``."""
+    found = []
     for _ in range(repeats):
         start = time.perf_counter()
-        copy()
-        seconds.append(time.perf_counter() - start)
-    return seconds
+        result = call()
+        found.append((time.perf_counter() - start, result))
+    return found
 
 
 def copy_fields(host, device: str, dtype: str, wait, repeats: int) -> dict:
@@ -167,7 +168,7 @@ def copy_fields(host, device: str, dtype: str, wait, repeats: int) -> dict:
         for x in [keras.ops.convert_to_tensor(x, dtype=dtype) for x in host]:
             wait(x)
 
-    copies = _timed(pageable, repeats)
+    copies = [s for s, _ in _timed(pageable, repeats)]
     fields = {"transfer_memory": "pageable", "transfer_bytes": int(sum(x.nbytes for x in host)),
               "transfer_seconds": copies, "transfer_median_seconds": statistics.median(copies),
               "pinned_transfer_seconds": None, "pinned_transfer_median_seconds": None,
@@ -183,22 +184,14 @@ def copy_fields(host, device: str, dtype: str, wait, repeats: int) -> dict:
                   for x in host]  # put into pinned memory once, before the clock starts
         jax.block_until_ready(staged)
         on_device = SingleDeviceSharding(target, memory_kind="device")
-        found = _timed(lambda: jax.block_until_ready([jax.device_put(x, on_device)
-                                                      for x in staged]), repeats)
+        found = [s for s, _ in _timed(lambda: jax.block_until_ready(
+            [jax.device_put(x, on_device) for x in staged]), repeats)]
     except Exception as exc:  # a backend or device without pinned host memory
         fields["pinned_transfer_unsupported"] = f"{type(exc).__name__}: {str(exc)[:160]}"
     else:
         fields["pinned_transfer_seconds"] = found
         fields["pinned_transfer_median_seconds"] = statistics.median(found)
     return fields
-
-
-def _clock(op, a, b, synchronise: bool):
-    start = time.perf_counter()
-    result = op(a, b)
-    if synchronise:
-        wait(result)
-    return time.perf_counter() - start, result
 
 
 def window(op, a, b, calls: int, readings: list | None = None, sensor=None) -> float:
@@ -289,7 +282,7 @@ def time_matmul(n: int, device: str = "cpu", dtype: str = "float32", *, repeats:
     check_dtype(dtype)
     with keras.device(check_device(device)):
         a, b = (keras.ops.cast(keras.random.normal((n, n), seed=seed), dtype) for seed in (0, 1))
-        warmups = [_clock(op, a, b, synchronise=True)[0] for _ in range(warmup)]
+        warmups = [s for s, _ in _timed(lambda: wait(op(a, b)), warmup)]
         calls = [synchronised_call(op, a, b) for _ in range(repeats)]
         latency, dispatches, waits = (list(column) for column in zip(*calls, strict=True))
         found = _amortised(op, a, b, latency, dispatches, waits, repeats, sensor)
@@ -305,7 +298,7 @@ def time_matmul(n: int, device: str = "cpu", dtype: str = "float32", *, repeats:
                  **dict.fromkeys(("unsynchronised_seconds", "unsynchronised_median_seconds",
                                   "transfer_seconds", "transfer_median_seconds"))}
         if unsynchronised:
-            calls = [_clock(op, a, b, synchronise=False) for _ in range(repeats)]
+            calls = _timed(lambda: op(a, b), repeats)
             # Let the queued work finish before anything else is timed.
             for _, result in calls:
                 wait(result)

@@ -1,10 +1,5 @@
-"""The episode's ``ref_mm_*`` values: throughput from the newest run of a throughput method,
-the latency of a synchronised call (``ref_mm_lat_*``) from the newest run of any method.
-
-Every measured value is a median with its range, and every comparison word comes from
-:func:`~gpulesson.experiments.common.compare` (or ``rank``): where the ranges of the repeats
-overlap, the page says there is no measurable difference.
-"""
+"""The episode's ``ref_mm_*`` values: medians with their ranges, and comparison words from
+``compare`` or ``rank``, which say "no measurable difference" where the ranges overlap."""
 
 from __future__ import annotations
 
@@ -32,8 +27,7 @@ FEEDING_FILE = "feeding.jsonl"
 
 
 def _peak(record: dict | None) -> str:
-    """The highest median rate of a sweep with its size, naming the sizes :func:`rank` cannot
-    tell apart from it."""
+    """A sweep's highest median rate, with the sizes :func:`rank` cannot tell apart from it."""
     rates = {p["n"]: mr.rate_summary(p) for p in record["points"]} if record else {}
     rates = {n: s for n, s in rates.items() if s}
     if not rates:
@@ -56,8 +50,7 @@ def _sorted_points(record: dict | None) -> list[dict]:
 
 
 def _times_text(point: dict | None, key: str) -> str:
-    """The times of ``key`` ("unsynchronised", "transfer"): median and range, or the median
-    alone where the record kept only that."""
+    """A point's "unsynchronised" or "transfer" times, or their median where only that was kept."""
     summary = mr.samples_summary(point, f"{key}_seconds")
     if summary:
         return median_text(summary, what="repeats")
@@ -66,24 +59,21 @@ def _times_text(point: dict | None, key: str) -> str:
 
 
 def _pairs(records, device: str, dtype: str) -> list[tuple[int, dict | None, dict | None]]:
-    """``(n, summary in dtype, summary in float32)`` at each size both sweeps of ``device``
-    measured, smallest first."""
+    """``(n, summary in dtype, summary in float32)`` at each size both sweeps measured."""
     base, other = mr.find(records, device, "float32"), mr.find(records, device, dtype)
     return [(p["n"], mr.point_summary(p), mr.point_summary(_point(base, p["n"])))
             for p in _sorted_points(other) if _point(base, p["n"])]
 
 
 def _dtype_text(records, device: str, dtype: str) -> str:
-    """``"1.8× faster than"``, ``"slower than"`` or ``"about as fast as"``: ``dtype`` against
-    float32 at the largest size of both."""
+    """``dtype`` against float32 at the largest size of both: "1.8× faster than", ..."""
     pairs = _pairs(records, device, dtype)
     _, a, b = pairs[-1] if pairs else (None, None, None)
     return compare(a, b).text if a and b else NOT_RECORDED
 
 
 def dtype_by_size(records, device: str, dtype: str) -> dict[str, list[int]]:
-    """The sizes at which ``dtype`` was "faster", "slower" or not measurably different from
-    float32 on ``device``; empty groups left out."""
+    """The sizes at which ``dtype`` was "faster", "slower" or no different from float32."""
     groups: dict[str, list[int]] = {}
     for n, a, b in _pairs(records, device, dtype):
         if a and b:
@@ -134,8 +124,7 @@ def _run_values(prefix: str, records) -> dict[str, str]:
 
 
 def latency_values(records) -> dict[str, str]:
-    """The ``ref_mm_lat_*`` values: one synchronised float32 call, and the same calls timed
-    without waiting."""
+    """The ``ref_mm_lat_*`` values: one synchronised float32 call, and calls not waited for."""
     values = _run_values("ref_mm_lat", records)
     for device in DEVICES:
         base = mr.find(records, device, "float32")
@@ -161,8 +150,7 @@ def _share_text(share: float) -> str:
 
 
 def peak_values(records) -> dict[str, str]:
-    """The card's published peaks (``ref_mm_gpu_peaks``: the vendor's figures, not measurements)
-    and the GPU's best median rate of each precision as a share of its peak."""
+    """The card's published peaks, and the GPU's best median rates as shares of them."""
     values = {"ref_mm_gpu_peaks": NOT_RECORDED}
     found: dict[str, dict] = {}
     for dtype in DTYPES:
@@ -185,8 +173,7 @@ def peak_values(records) -> dict[str, str]:
 
 
 def throughput_values(records) -> dict[str, str]:
-    """How each device's windows were chosen: the calls a window held over the sizes, and the
-    largest share of a window that one synchronisation took."""
+    """How each device's windows were chosen: their calls, and one wait's largest share."""
     values = {}
     for device in DEVICES:
         points = [p for r in records if r.get("device_kind") == device for p in r["points"]]
@@ -254,8 +241,7 @@ def _model_values(path) -> dict[str, str]:
 
 
 def copy_text(point: dict) -> str:
-    """The copy's rate from each kind of host memory; records before the pinned copy measured
-    the pageable one only, and the text says so."""
+    """The copy's rate from each kind of host memory (older records: the pageable one only)."""
     nbytes = point.get("transfer_bytes") or 2 * point["n"] ** 2 * 4  # two float32 inputs
     pageable = nbytes / point["transfer_median_seconds"] / 1e9
     text = f"from pageable host memory (a NumPy array), {pageable:.3g} GB/s"
@@ -269,8 +255,7 @@ def copy_text(point: dict) -> str:
 
 
 def method_note(records) -> str:
-    """Which method made the throughput's run: the current one, or the one before it, which the
-    page shows until a GPU run of the current method is recorded."""
+    """Which method made the throughput's run: the current one, or the one before it."""
     if not records:
         return NOT_RECORDED
     if records[0].get("method") == METHOD:
@@ -283,8 +268,7 @@ def method_note(records) -> str:
 
 
 def substitutions(path=mr.RESULTS_FILE) -> dict[str, str]:
-    """The episode's values (MyST substitutions ``ref_mm_*``); NOT_RECORDED for everything a run
-    lacks (e.g. every GPU rate before a GPU run of the current method)."""
+    """The episode's values (``ref_mm_*``), NOT_RECORDED for everything the runs lack."""
     records, latency = mr.reference_run(path), mr.latency_run(path)
     values = _run_values("ref_mm", records)
     # the CPU of a throughput run without a GPU sweep: the page's CPU-only table

@@ -57,9 +57,8 @@ def gpu_name(record: dict) -> str | None:
 
 
 def peak(record: dict, tflops: float | None = None) -> dict | None:
-    """``{"precision", "tflops" (the published peak), "share", "card"}`` of a GPU record whose
-    card the lesson has a table for, else None; the share is of ``tflops`` where given, else of
-    the timed epochs' ``achieved_tflops``."""
+    """A GPU record's published peak and the share of it of ``tflops`` (default the timed
+    epochs' ``achieved_tflops``); None where the lesson has no table for the card."""
     name = gpu_name(record)
     peaks = peaks_for(name)
     if not peaks:
@@ -117,9 +116,8 @@ def factors(record: dict) -> dict | None:
 
 
 def overhead(record: dict) -> dict | None:
-    """What profiling added to a step (profiled against timed step), and the least the host's
-    dispatch takes without the profiler if it made no part faster; None without a profile, or
-    where the profiled step was not longer."""
+    """What profiling added to a step, and the least the host's dispatch takes without it (if
+    the profiler made no part faster); None where the profiled step was not longer."""
     if not profiled(record):
         return None
     found = record["profile"]
