@@ -21,7 +21,7 @@ import torch
 from conftest import ROOT
 
 from gpulesson.experiments.torch_ddp import launch
-from gpulesson.experiments.torch_ddp.checkpoint import CHECKPOINT, load_checkpoint, save_atomically
+from gpulesson.experiments.torch_ddp.command import CHECKPOINT, load_checkpoint, save_atomically
 from gpulesson.experiments.torch_ddp.training import make_sampler
 from gpulesson.localhost import free_port
 

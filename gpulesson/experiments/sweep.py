@@ -1,25 +1,18 @@
 """A hyper-parameter sweep as a Slurm job array: the grid, and one table of its results.
 
-    python -m gpulesson.experiments.sweep list                      # the grid, one line per array task
-    python -m gpulesson.experiments.sweep params --index 3          # task 3's arguments for train_job
-    python -m gpulesson.experiments.sweep gather results/jobs/sweep-12345
-
-Every task of ``jobs/sweep-array.sbatch`` turns its ``SLURM_ARRAY_TASK_ID`` into arguments of
-:mod:`gpulesson.experiments.train_job` with ``params`` and trains into its own folder
-``results/jobs/sweep-<array job id>/task-<task id>/``. ``gather`` reads the ``record.json``
-of every run below the folders it is given and writes one table, as Markdown and CSV (default
-``<folder>/sweep.md`` and ``<folder>/sweep.csv``); runs not finished yet are listed as such.
+Every task of ``jobs/sweep-array.sbatch`` turns its array task id into arguments of
+:mod:`gpulesson.experiments.train_job` (``params``); ``gather`` makes one table of the runs.
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
 import itertools
 import json
 import sys
 from pathlib import Path
 
+from gpulesson.experiments import cli
 from gpulesson.experiments.common import markdown_table
 from gpulesson.results import data_label, duration, hardware
 
@@ -64,9 +57,8 @@ def _row(folder: Path) -> dict:
 
 
 def gather(folders) -> list[dict]:
-    """The rows of all train_job runs below ``folders``, sorted by batch size and learning rate.
-
-    Raises FileNotFoundError when there is no run, ValueError for runs of different data."""
+    """The rows of all train_job runs below ``folders``, sorted by batch size and learning rate;
+    FileNotFoundError when there is none, ValueError for runs of different data."""
     runs = sorted({p.parent for folder in map(Path, folders) for p in folder.rglob("params.json")})
     if not runs:
         raise FileNotFoundError(f"no train_job runs (folders with params.json) below "
@@ -109,18 +101,15 @@ def write_csv(rows, path) -> None:
         writer.writerows(rows)
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m gpulesson.experiments.sweep",
-                                     description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("list", help="the grid, one line per array task")
-    params = commands.add_parser("params", help="one task's arguments for train_job")
-    params.add_argument("--index", type=int, required=True, help="the array task id")
-    gathered = commands.add_parser("gather", help="one table of the runs below the folders")
-    gathered.add_argument("folders", nargs="+", type=Path)
-    gathered.add_argument("--markdown", type=Path, help="default <first folder>/sweep.md")
-    gathered.add_argument("--csv", type=Path, help="default <first folder>/sweep.csv")
-    return parser
+COMMAND = cli.Command("sweep", __doc__, subcommands={
+    "list": ("the grid, one line per array task", ()),
+    "params": ("one task's arguments for train_job", (
+        cli.option("--index", type=int, required=True, help="the array task id"),)),
+    "gather": ("one table of the runs below the folders", (
+        cli.option("folders", nargs="+", type=Path),
+        cli.option("--markdown", type=Path, help="default <first folder>/sweep.md"),
+        cli.option("--csv", type=Path, help="default <first folder>/sweep.csv")))})
+_parser = COMMAND.parser
 
 
 def main(argv=None) -> int:

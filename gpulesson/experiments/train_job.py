@@ -1,34 +1,12 @@
 """Train the lesson's CNN as a batch job that loses at most one epoch when it is stopped.
 
-    python -m gpulesson.experiments.train_job --epochs 20 --batch-size 256
-    python -m gpulesson.experiments.train_job --data synthetic --epochs 3 --out-dir results/jobs/try
-    sbatch jobs/train-cnn.sbatch --epochs 20            # the same, as a Slurm job
-
-It trains exactly what the notebook of the episode "Training a CNN on the CPU and on the GPU"
-trains: the data split, model and training function come from :mod:`gpulesson.lesson`, which
-is generated from that episode's cells. This module adds only what a batch job needs:
-
-* parameters from the command line (``--epochs``, ``--batch-size``, ``--learning-rate``,
-  ``--seed``, ``--data``: ``cifar10``, ``synthetic`` or the path of a lesson HDF5 file);
-* everything in one folder, ``--out-dir`` (default ``results/jobs/<Slurm job id>/``, or
-  ``results/jobs/<array job id>_<task id>/`` for a job-array task, ``results/jobs/local/``
-  outside Slurm): ``params.json`` (the run's parameters), ``history.csv`` (one row per
-  completed epoch, ``keras.callbacks.CSVLogger``), ``best.keras`` (the model of the epoch with
-  the lowest validation loss, ``ModelCheckpoint``), ``model.keras`` (the final model) and
-  ``record.json`` (the results record, also appended to ``--results-file``);
-* ``keras.callbacks.BackupAndRestore``: at the end of every epoch the weights, the optimizer's
-  state and the epoch number go to ``<out-dir>/backup/``. Started again with the same
-  command, the run continues after the last *completed* epoch; the epoch that was running when
-  the job stopped is trained again from its start (its partial work is lost: the backup is
-  written at epoch ends only). The backup is deleted once the run has finished and its
-  record is written; running the command again then just says the run is finished.
-* SIGTERM and SIGUSR1 (what Slurm sends before a time limit, see ``jobs/train-cnn.sbatch``)
-  stop the training at the end of the current batch, with a message, leaving the backup of
-  the last completed epoch in place.
-
-An out folder that holds a run with other parameters is refused, so that a restarted job
-never mixes two runs. The environment variable ``LESSON_BATCH_DELAY`` (seconds) slows every
-batch down; it exists for the test that stops a run in the middle of an epoch.
+It trains what the notebook of episode 5 trains (:mod:`gpulesson.lesson`, generated from its
+cells), with everything in one out folder: ``params.json``, ``history.csv`` (one row per
+completed epoch), ``best.keras``, ``model.keras`` and ``record.json`` (also appended to
+``--results-file``). ``BackupAndRestore`` writes ``backup/`` at every epoch's end, so the same
+command resumes after the last completed epoch; the epoch that was running is trained again. A
+folder that holds a run with other parameters is refused, so that a restarted job never mixes
+two runs. The out-folder, signal and record helpers here serve :mod:`.torch_ddp` too.
 """
 
 from __future__ import annotations
@@ -72,12 +50,74 @@ def _stop(signum, frame):
     raise Stopped(signum)
 
 
+def stop_on_signals() -> None:
+    """Turn Slurm's warning signals and Ctrl-C into :class:`Stopped` at the current batch."""
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, _stop)
+
+
 def job_id(environ=None) -> str:
     """The Slurm job's id (``<array job>_<task>`` for an array task), or ``"local"``."""
     env = os.environ if environ is None else environ
     if env.get("SLURM_ARRAY_JOB_ID") and env.get("SLURM_ARRAY_TASK_ID"):
         return f"{env['SLURM_ARRAY_JOB_ID']}_{env['SLURM_ARRAY_TASK_ID']}"
     return env.get("SLURM_JOB_ID") or "local"
+
+
+def slurm_fields() -> dict:
+    return {"job_id": os.environ.get("SLURM_JOB_ID"),
+            "restart_count": int(os.environ.get("SLURM_RESTART_COUNT") or 0)}
+
+
+def batch_delay() -> float:
+    """Seconds to wait after every batch (``LESSON_BATCH_DELAY``), for the tests that stop a run
+    in the middle of an epoch."""
+    return float(os.environ.get("LESSON_BATCH_DELAY") or 0)
+
+
+def write_json(path: Path, obj) -> None:
+    """Write ``obj`` whole or not at all: record.json marks a run as finished."""
+    partial = path.with_name(f".{path.name}.tmp")
+    partial.write_text(json.dumps(obj, indent=1) + "\n")
+    partial.replace(path)
+
+
+def out_dir_state(out: Path, params: dict) -> tuple[str, str]:
+    """``("train" | "finished" | "refused", what to say)`` for a run of ``params`` in ``out``."""
+    if (out / PARAMS).exists():
+        old = json.loads((out / PARAMS).read_text())["params"]
+        if old != params:
+            changed = ", ".join(f"{k} {old.get(k)!r} -> {params.get(k)!r}"
+                                for k in sorted(set(old) | set(params)) if old.get(k) != params.get(k))
+            return "refused", (
+                f"Refusing to train: {out} holds a run with other parameters ({changed}). A "
+                "restarted job must resume the same run: use the same arguments, another "
+                f"--out-dir, or delete {out} to start again.")
+        if (out / RECORD).exists():
+            return "finished", f"The run in {out} is finished already ({RECORD} is there): nothing to do."
+    elif out.exists() and any(out.iterdir()):
+        return "refused", (f"Refusing to train: {out} already holds files but no {PARAMS}: it is "
+                           "not a folder of this command; choose another --out-dir")
+    return "train", ""
+
+
+def said(state: str, message: str, show: bool = True) -> int | None:
+    """Print what :func:`out_dir_state` says; the exit code where there is nothing to train."""
+    if state == "train":
+        return None
+    if show:
+        print(message, file=sys.stderr if state == "refused" else sys.stdout)
+    return 2 if state == "refused" else 0
+
+
+def start_run(out: Path, params: dict) -> str:
+    """Make the out folder and its params.json (once); the run's id."""
+    from gpulesson.results import new_run_id
+
+    out.mkdir(parents=True, exist_ok=True)
+    if not (out / PARAMS).exists():
+        write_json(out / PARAMS, {"run_id": new_run_id(), "params": params})
+    return json.loads((out / PARAMS).read_text())["run_id"]
 
 
 COMMAND = cli.Command(
@@ -117,11 +157,8 @@ def _data_file(choice: str | None):
 
 
 def read_history(path) -> list[dict]:
-    """The rows of a run's ``history.csv``, one per epoch (numbers as floats, ``epoch`` as int).
-
-    An epoch that was completed, then interrupted before its backup was written, and trained
-    again appears twice in the file: the later row wins.
-    """
+    """The rows of a run's ``history.csv``, one per epoch. An epoch completed, interrupted before
+    its backup was written and trained again is there twice: the later row wins."""
     by_epoch = {}
     with open(path, newline="") as f:
         for row in csv.DictReader(f):
@@ -130,23 +167,9 @@ def read_history(path) -> list[dict]:
     return [by_epoch[e] for e in sorted(by_epoch)]
 
 
-def _check_out_dir(out: Path, params: dict) -> str | None:
-    """None to train; "finished" if this run is done; raises ValueError for another run."""
-    saved = out / PARAMS
-    if not saved.exists():
-        if out.exists() and any(out.iterdir()):
-            raise ValueError(f"{out} already holds files but no {PARAMS}: it is not a folder of "
-                             "this command; choose another --out-dir")
-        return None
-    old = json.loads(saved.read_text())["params"]
-    if old != params:
-        changed = ", ".join(f"{k} {old.get(k)!r} -> {params.get(k)!r}"
-                            for k in sorted(set(old) | set(params)) if old.get(k) != params.get(k))
-        raise ValueError(
-            f"{out} holds a run with other parameters ({changed}). A restarted job must "
-            "resume the same run: use the same arguments, another --out-dir, or delete "
-            f"{out} to start again.")
-    return "finished" if (out / RECORD).exists() else None
+def _backed_up_epochs(out: Path) -> int | None:
+    metadata = out / BACKUP / "training_metadata.json"
+    return int(json.loads(metadata.read_text()).get("epoch", 0)) if metadata.exists() else None
 
 
 def _callbacks(out: Path, epochs: int, learning_rate: float, delay: float):
@@ -207,14 +230,8 @@ def main(argv=None) -> int:
     params = {"epochs": args.epochs, "batch_size": batch_size, "learning_rate": args.learning_rate,
               "seed": args.seed, "data": str(path), "device": args.device}
     out = (args.out_dir or JOBS_DIR / job_id()).expanduser().resolve()
-    try:
-        state = _check_out_dir(out, params)
-    except ValueError as exc:
-        print(f"Refusing to train: {exc}", file=sys.stderr)
-        return 2
-    if state == "finished":
-        print(f"The run in {out} is finished already ({RECORD} is there): nothing to do.")
-        return 0
+    if (code := said(*out_dir_state(out, params))) is not None:
+        return code
 
     # Keras is imported only now: the checks above answer at once.
     from gpulesson import lesson
@@ -228,22 +245,14 @@ def main(argv=None) -> int:
     except ValueError as exc:
         print(f"Cannot split {path} into batches: {exc}", file=sys.stderr)
         return 2
-    out.mkdir(parents=True, exist_ok=True)
-    if not (out / PARAMS).exists():
-        from gpulesson.results import new_run_id
-
-        job = {"run_id": new_run_id(), "params": params}
-        (out / PARAMS).write_text(json.dumps(job, indent=1) + "\n")
-    run_id = json.loads((out / PARAMS).read_text())["run_id"]
-    for signum in STOP_SIGNALS:
-        signal.signal(signum, _stop)
+    run_id = start_run(out, params)
+    stop_on_signals()
     try:
         return _train(args, params, batches, info, out, run_id)
     except Stopped as stop:
         # What a restart resumes from is the backup, not history.csv: a stop between an
         # epoch's row and its backup leaves one row more than the backup holds.
-        metadata = out / BACKUP / "training_metadata.json"
-        done = int(json.loads(metadata.read_text()).get("epoch", 0)) if metadata.exists() else 0
+        done = _backed_up_epochs(out) or 0
         kept = (f"the backup in {out / BACKUP} holds the {done} completed epoch(s)" if done
                 else "no epoch's backup was written yet")
         print(f"Stopped by {stop}: {kept}; the epoch that was running is lost. Run the same "
@@ -261,21 +270,18 @@ def _train(args, params, batches, info, out: Path, run_id: str) -> int:
 
     gpus = keras_device()["gpu_count"]
     device = "gpu:0" if gpus and args.device != "cpu" else "cpu"
-    resuming = (out / BACKUP).exists()
     print(f"Data: {info.label} ({params['data']}); {batches[0].n_images:,} training images, "
           f"batch size {params['batch_size']}, learning rate {params['learning_rate']:g}, "
           f"{params['epochs']} epochs on {device}; files in {out}", flush=True)
-    print("A backup exists: resuming." if resuming else "No backup: starting at epoch 1.", flush=True)
-    metadata = out / BACKUP / "training_metadata.json"
-    if metadata.exists():
+    print("A backup exists: resuming." if (out / BACKUP).exists()
+          else "No backup: starting at epoch 1.", flush=True)
+    if (done := _backed_up_epochs(out)) is not None:
         # BackupAndRestore resumes at Keras' epoch number, and the generator's order follows
         # that number (lesson.DataEpoch): the batches are those of an uninterrupted run.
-        done = int(json.loads(metadata.read_text()).get("epoch", 0))
         print(f"The data order goes on from epoch {done + 1}.", flush=True)
     keras.utils.set_random_seed(args.seed)
     initial_weights = lesson.build_cnn().get_weights()
-    delay = float(os.environ.get("LESSON_BATCH_DELAY") or 0)
-    callbacks = _callbacks(out, params["epochs"], params["learning_rate"], delay)
+    callbacks = _callbacks(out, params["epochs"], params["learning_rate"], batch_delay())
     run = lesson.train_on(device, initial_weights, *batches, params["epochs"], verbose=2,
                           callbacks=callbacks)
     run["model"].save(out / MODEL)
@@ -289,23 +295,19 @@ def _train(args, params, batches, info, out: Path, run_id: str) -> int:
                       for key in history[0] if key not in ("epoch", "epoch_seconds")}
     record = run_record(run, data=info.source, run_id=run_id, batches=batches,
                         source="gpulesson.experiments.train_job")
-    val_accuracy = run["history"].get("val_accuracy") or [None]
     record.update(
         experiment=EXPERIMENT,
         learning_rate=params["learning_rate"],
         seed=params["seed"],
-        best_val_accuracy=max(val_accuracy),
+        best_val_accuracy=max(run["history"].get("val_accuracy") or [None]),
         best_val_loss=min(run["history"]["val_loss"]),
         job_id=os.environ.get("SLURM_JOB_ID"),
         array_job_id=os.environ.get("SLURM_ARRAY_JOB_ID"),
         array_task_id=os.environ.get("SLURM_ARRAY_TASK_ID"),
-        restart_count=int(os.environ.get("SLURM_RESTART_COUNT") or 0),
+        restart_count=slurm_fields()["restart_count"],
         out_dir=str(out.relative_to(ROOT) if out.is_relative_to(ROOT) else out),
     )
-    # record.json marks the run as finished: written whole, or not at all.
-    partial = out / f".{RECORD}.tmp"
-    partial.write_text(json.dumps(record, indent=1) + "\n")
-    partial.replace(out / RECORD)
+    write_json(out / RECORD, record)
     append_record(args.results_file, record)
     shutil.rmtree(out / BACKUP, ignore_errors=True)
     print(f"Finished {len(history)} epochs: test accuracy {run['test_accuracy']:.3f}, best "

@@ -1,45 +1,14 @@
 """Data-parallel training of the lesson's CNN, and what the gradient exchange costs.
 
-    python -m gpulesson.experiments.parallel train --cpu-devices 4 --steps 5     # try it on a laptop
-    python -m gpulesson.experiments.parallel train --per-replica-batch 128       # all local GPUs
-    srun python -m gpulesson.experiments.parallel train --slurm ...              # several nodes
-    python -m gpulesson.experiments.parallel cost --compute-ms 40                # the all-reduce model
-
-The engine is the Keras 3 distribution API on the JAX backend (``KERAS_BACKEND=jax``):
-
-* one process, several devices: ``keras.distribution.DataParallel`` over
-  ``keras.distribution.list_devices()``. Every device holds a copy (replica) of the weights;
-  every global batch is split along its first axis, one slice per device; JAX (XLA) sums the
-  gradients over the devices with an all-reduce (NCCL on NVIDIA GPUs), so all copies make
-  the same update. The same code runs on 1..N devices.
-* several processes (several nodes): ``keras.distribution.initialize`` first, which calls
-  ``jax.distributed.initialize``. Under Slurm (``srun``) JAX reads the process count, the
-  process id, the first node (the coordinator) and the local task id from ``SLURM_*``
-  variables and gives each process the GPU numbered like its local task
-  (``SLURM_LOCALID``): start one task per GPU. Elsewhere, pass the coordinator's address,
-  the number of processes and this process' id. Each process feeds its own slice of every
-  global batch (:func:`process_slice`); ``DataParallel`` joins the slices into one global
-  batch.
-
-Nothing here exchanges gradients itself: the all-reduce is XLA's. On CPUs (the tests, a
-laptop) the devices are "logical" CPU devices (``--cpu-devices``) and the processes talk
-through gloo.
-
-The cost model (:func:`allreduce_seconds`, :func:`scaling_efficiency`, :func:`cost_table`)
-is pure Python and needs no framework.
-
-The package has three parts: :mod:`~gpulesson.experiments.parallel.training` (the global batch,
-the learning rate and the engine), :mod:`~gpulesson.experiments.parallel.cost` (the cost model)
-and :mod:`~gpulesson.experiments.parallel.command` (the command line); this module re-exports
-their names.
+The command line lives here; the engine is :mod:`.training`, the all-reduce model :mod:`.cost`.
 """
 
 from __future__ import annotations
 
-from gpulesson.experiments.parallel.command import (
-    main,
-)
-from gpulesson.experiments.parallel.cost import (
+import numpy as np
+
+from gpulesson.experiments import cli
+from gpulesson.experiments.parallel.cost import (  # noqa: F401 (the episode's names)
     ALLREDUCE_BASE_US,
     INTERCONNECT_SOURCES,
     INTERCONNECTS,
@@ -59,7 +28,7 @@ from gpulesson.experiments.parallel.cost import (
     ring_allreduce_bytes,
     scaling_efficiency,
 )
-from gpulesson.experiments.parallel.training import (
+from gpulesson.experiments.parallel.training import (  # noqa: F401
     build_parallel_cnn,
     global_batch_size,
     local_weights,
@@ -68,13 +37,81 @@ from gpulesson.experiments.parallel.training import (
     replicas_in_sync,
     run_training,
     scaled_learning_rate,
+    start_processes,
     use_jax,
 )
 
-__all__ = ["ALLREDUCE_BASE_US", "INTERCONNECTS", "INTERCONNECT_SOURCES", "LATENCY_SOURCE",
-           "LESSON_CNN_PARAMETERS", "RESNET50_PARAMETERS", "RESNET50_SOURCE", "STEP_LATENCY_US",
-           "allreduce_seconds", "build_parallel_cnn", "cost_table", "format_cost_table",
-           "global_batch_size", "link_allreduce_seconds", "link_latency_seconds", "local_weights",
-           "main", "parameter_server_bytes", "print_cost_table", "process_slice", "replica_copies",
-           "replicas_in_sync", "resnet50_step_ms", "ring_allreduce_bytes", "run_training",
-           "scaled_learning_rate", "scaling_efficiency", "use_jax"]
+COMMAND = cli.Command(
+    "parallel", __doc__,
+    subcommands={
+        "train": ("train the lesson's CNN data-parallel (JAX backend)", (
+            cli.per_replica_batch("device"),
+            cli.option("--steps", type=cli.positive_int, default=20,
+                       help="training steps (global batches) (default 20)"),
+            cli.LEARNING_RATE, cli.BASE_BATCH,
+            cli.option("--data", default="synthetic",
+                       help="'synthetic' (made in memory) or a lesson HDF5 file"),
+            cli.option("--seed", type=int, default=0),
+            cli.option("--cpu-devices", type=cli.positive_int,
+                       help="use this many logical CPU devices (to try it without GPUs)"),
+            cli.group("several processes",
+                      cli.option("--slurm", action="store_true",
+                                 help="join the other tasks of this Slurm job step (run under srun)"),
+                      cli.option("--coordinator", help="host:port of process 0, outside Slurm"),
+                      cli.option("--num-processes", type=cli.positive_int),
+                      cli.option("--process-id", type=int),
+                      cli.option("--save-weights",
+                                 help="write the final weights here (.npz); '{process}' in the path "
+                                      "becomes the process number, so that every task writes its own")))),
+        "cost": ("print the all-reduce cost model", (
+            cli.option("--compute-ms", type=cli.positive_float, required=True,
+                       help="one step's compute time on one GPU for the lesson's CNN (ms); measure "
+                            "it, e.g. with the CPU-vs-GPU episode"),
+            cli.option("--large-compute-ms", type=cli.positive_float,
+                       help="the same for the ResNet-50-sized model (default: the same as "
+                            "--compute-ms, which isolates the effect of the model's size)"),
+            cli.option("--gpus", type=cli.positive_int, nargs="+", default=[2, 4, 8])))})
+_parser = COMMAND.parser
+
+
+def _train(args) -> int:
+    manual = (args.coordinator, args.num_processes, args.process_id)
+    if args.slurm and any(v is not None for v in manual):
+        raise SystemExit("--slurm takes the processes from Slurm: leave out --coordinator, "
+                         "--num-processes and --process-id")
+    if not args.slurm and any(v is not None for v in manual) and None in manual:
+        raise SystemExit("several processes need --coordinator, --num-processes and "
+                         "--process-id together")
+    use_jax(args.cpu_devices)
+    if args.slurm or args.coordinator:
+        start_processes(args.coordinator, args.num_processes, args.process_id, args.seed)
+    model = run_training(per_replica_batch=args.per_replica_batch, steps=args.steps,
+                         learning_rate=args.learning_rate, base_batch=args.base_batch,
+                         data=args.data, seed=args.seed)
+    synced = replicas_in_sync(model)
+    import jax
+
+    print(f"process {jax.process_index()}: the weights on its {len(jax.local_devices())} "
+          f"device(s) are {'identical' if synced else 'DIFFERENT'}")
+    if args.save_weights:
+        np.savez(args.save_weights.replace("{process}", str(jax.process_index())),
+                 *local_weights(model))
+    return 0 if synced else 1
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "cost":
+        large = args.large_compute_ms or args.compute_ms
+        print("Ring all-reduce of float32 gradients at nominal bandwidth, not overlapped with "
+              "the computation; the compute times per step are inputs"
+              f"{'' if args.large_compute_ms else ' (the same for both models)'}.")
+        print_cost_table({"lesson CNN": (LESSON_CNN_PARAMETERS, args.compute_ms),
+                          "ResNet-50 size": (RESNET50_PARAMETERS, large)}, gpus=args.gpus)
+        return 0
+    from gpulesson.errors import DataFileError
+
+    try:
+        return _train(args)
+    except (DataFileError, ValueError) as exc:
+        raise SystemExit(f"error: {exc}") from exc

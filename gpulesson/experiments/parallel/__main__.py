@@ -1,6 +1,4 @@
-"""``python -m gpulesson.experiments.parallel``: see :mod:`gpulesson.experiments.parallel.command`."""
-
-from gpulesson.experiments.parallel.command import main
+from gpulesson.experiments.parallel import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -1,19 +1,11 @@
-"""What the gradient exchange of data-parallel training costs: a ring all-reduce model.
-
-Pure Python: it needs no framework.
-"""
+"""What the gradient exchange of data-parallel training costs: a ring all-reduce model (pure Python)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-# --- The cost model of the all-reduce ---------------------------------------------------------
-
-LESSON_CNN_PARAMETERS = 787_530
-"""Parameters of the lesson's CNN (``build_cnn().count_params()``)."""
-
-RESNET50_PARAMETERS = 25_636_712
-"""Parameters of ResNet-50 as ``keras.applications.ResNet50(weights=None)`` builds it."""
+LESSON_CNN_PARAMETERS = 787_530  # build_cnn().count_params()
+RESNET50_PARAMETERS = 25_636_712  # keras.applications.ResNet50(weights=None)
 
 INTERCONNECTS = {
     # Published nominal bandwidths in ONE direction, GB/s (10**9 bytes): in a ring all-reduce
@@ -25,7 +17,6 @@ INTERCONNECTS = {
     "PCIe Gen5 x16 (H200)": 64.0,
     "NVLink 4 (H200 SXM)": 450.0,
 }
-
 INTERCONNECT_SOURCES = {
     "10 Gb/s Ethernet": "IEEE 802.3ae: 10 Gb/s = 1.25 GB/s in each direction",
     "InfiniBand NDR (400 Gb/s)": "InfiniBand Trade Association, NDR: 400 Gb/s per port "
@@ -35,7 +26,6 @@ INTERCONNECT_SOURCES = {
     "NVLink 4 (H200 SXM)": "NVIDIA H200 specifications (www.nvidia.com/en-us/data-center/"
                            "h200/): NVLink 900 GB/s per GPU, both directions together",
 }
-"""Where each of :data:`INTERCONNECTS`' figures comes from (published, not measured)."""
 
 # The latency of a ring all-reduce as NCCL's own cost model has it (the model NCCL uses to pick
 # its algorithm): a base latency per all-reduce, and one per step of the ring, of which an
@@ -62,42 +52,38 @@ RESNET50_SOURCE = ("He et al., Deep Residual Learning for Image Recognition (CVP
 TRAINING_PASSES = 3  # forward + the two products of the backward pass, as in episode 9
 
 
+def whole(**values) -> None:
+    """ValueError unless every value is a whole number >= 1 (the message names it)."""
+    for name, value in values.items():
+        if int(value) != value or value < 1:
+            raise ValueError(f"{name} must be a whole number >= 1, not {value!r}")
+
+
+def positive(**values) -> None:
+    for name, value in values.items():
+        if not value > 0:
+            raise ValueError(f"{name} must be > 0, not {value!r}")
+
+
 def resnet50_step_ms(batch_size: int, tflops: float) -> float:
-    """Milliseconds of one training step of ResNet-50 on ``batch_size`` images at ``tflops``:
-    2 operations per multiply-add, 3 passes (:data:`TRAINING_PASSES`). At a large matrix
-    product's rate this is a lower bound: ResNet-50's layers compute slower than that."""
-    if int(batch_size) != batch_size or batch_size < 1:
-        raise ValueError(f"batch_size must be a whole number >= 1, not {batch_size!r}")
-    if not tflops > 0:
-        raise ValueError(f"tflops must be > 0, not {tflops!r}")
-    flop = batch_size * TRAINING_PASSES * 2 * RESNET50_MULTIPLY_ADDS
-    return flop / (tflops * 1e12) * 1e3
+    """Milliseconds of one ResNet-50 training step at ``tflops``: a lower bound at a large
+    matrix product's rate, as ResNet-50's layers compute slower than that."""
+    whole(batch_size=batch_size)
+    positive(tflops=tflops)
+    return batch_size * TRAINING_PASSES * 2 * RESNET50_MULTIPLY_ADDS / (tflops * 1e12) * 1e3
 
 
 def ring_allreduce_bytes(n_parameters: int, n_gpus: int, bytes_per_parameter: int = 4) -> float:
-    """Bytes each GPU sends (and receives) in a ring all-reduce of all the gradients.
-
-    A ring all-reduce of ``B`` bytes over ``N`` GPUs sends ``2 (N-1)/N * B`` per GPU:
-    ``N-1`` steps to sum the pieces (reduce-scatter), ``N-1`` to share the sums
-    (all-gather), each step moving ``B/N``. It is 0 on one GPU, and tends to ``2 B``.
-    """
-    if int(n_parameters) != n_parameters or n_parameters < 1:
-        raise ValueError(f"n_parameters must be a whole number >= 1, not {n_parameters!r}")
-    if int(n_gpus) != n_gpus or n_gpus < 1:
-        raise ValueError(f"n_gpus must be a whole number >= 1, not {n_gpus!r}")
-    if bytes_per_parameter <= 0:
-        raise ValueError(f"bytes_per_parameter must be > 0, not {bytes_per_parameter!r}")
+    """Bytes each GPU sends (and receives) in a ring all-reduce of all the gradients:
+    ``2 (N-1)/N * B``, N-1 steps to sum the pieces and N-1 to share the sums, B/N each."""
+    whole(n_parameters=n_parameters, n_gpus=n_gpus)
+    positive(bytes_per_parameter=bytes_per_parameter)
     return 2 * (n_gpus - 1) / n_gpus * n_parameters * bytes_per_parameter
 
 
 def parameter_server_bytes(n_parameters: int, n_gpus: int, bytes_per_parameter: int = 4) -> float:
-    """Bytes that reach one parameter server per step, from ``N`` GPUs: ``N * B``.
-
-    The older picture of data parallelism: every GPU sends its gradients (``B`` bytes) to one
-    server, which averages them and sends the new weights (``B`` bytes) back to every GPU. The
-    server's link carries ``N * B`` in each direction, so it grows with the GPUs, where a ring
-    all-reduce (:func:`ring_allreduce_bytes`) stays below ``2 B`` per GPU.
-    """
+    """Bytes that reach one parameter server per step from N GPUs: ``N * B``, growing with the
+    GPUs where a ring all-reduce stays below ``2 B`` per GPU."""
     ring_allreduce_bytes(n_parameters, n_gpus, bytes_per_parameter)  # the same checks
     return n_gpus * n_parameters * bytes_per_parameter
 
@@ -105,16 +91,10 @@ def parameter_server_bytes(n_parameters: int, n_gpus: int, bytes_per_parameter: 
 def allreduce_seconds(n_parameters: int, n_gpus: int, bandwidth_gb_s: float,
                       bytes_per_parameter: int = 4, step_latency_us: float = 0.0,
                       base_latency_us: float = 0.0) -> float:
-    """Seconds one step's all-reduce takes: latency + bytes per GPU over the link's bandwidth.
-
-    The latency is ``base_latency_us`` plus ``step_latency_us`` for each of the ring's
-    ``2 (N - 1)`` steps (none on one GPU); by default 0, the bandwidth term alone.
-    :func:`link_allreduce_seconds` takes both from NCCL's model. Still back-of-the-envelope:
-    the nominal bandwidth reached, no overlap with the computation; overlapping the all-reduce
-    with the backward pass hides part of it.
-    """
-    if not bandwidth_gb_s > 0:
-        raise ValueError(f"bandwidth_gb_s must be > 0, not {bandwidth_gb_s!r}")
+    """Seconds one step's all-reduce takes: the latency of the ring's ``2 (N - 1)`` steps (none
+    on one GPU) plus the bytes per GPU over the bandwidth. Back-of-the-envelope: the nominal
+    bandwidth reached, and no overlap with the backward pass, which would hide part of it."""
+    positive(bandwidth_gb_s=bandwidth_gb_s)
     if step_latency_us < 0 or base_latency_us < 0:
         raise ValueError("latencies must be >= 0")
     sent = ring_allreduce_bytes(n_parameters, n_gpus, bytes_per_parameter)
@@ -123,7 +103,7 @@ def allreduce_seconds(n_parameters: int, n_gpus: int, bandwidth_gb_s: float,
 
 
 def link_latency_seconds(n_gpus: int, link: str) -> float:
-    """The latency term of an all-reduce over ``link`` (:data:`STEP_LATENCY_US`), seconds."""
+    """The latency term of an all-reduce over ``link`` (NCCL's), seconds."""
     if link not in STEP_LATENCY_US:
         raise ValueError(f"unknown link {link!r}: one of {', '.join(STEP_LATENCY_US)}")
     return 0.0 if n_gpus == 1 else (ALLREDUCE_BASE_US
@@ -132,22 +112,16 @@ def link_latency_seconds(n_gpus: int, link: str) -> float:
 
 def link_allreduce_seconds(n_parameters: int, n_gpus: int, link: str,
                            bytes_per_parameter: int = 4) -> float:
-    """:func:`allreduce_seconds` over a named link: its bandwidth (:data:`INTERCONNECTS`) and
-    NCCL's latencies (:data:`STEP_LATENCY_US`, :data:`ALLREDUCE_BASE_US`)."""
+    """:func:`allreduce_seconds` over a named link, with its bandwidth and NCCL's latencies."""
     link_latency_seconds(n_gpus, link)  # the check of the name
     return allreduce_seconds(n_parameters, n_gpus, INTERCONNECTS[link], bytes_per_parameter,
                              STEP_LATENCY_US[link], ALLREDUCE_BASE_US)
 
 
 def scaling_efficiency(compute_seconds: float, communication_seconds: float) -> float:
-    """Fraction of the ideal speed-up reached: ``compute / (compute + communication)``.
-
-    ``compute_seconds`` is one step's forward and backward pass on one GPU's batch (the same
-    on every GPU: the per-replica batch stays fixed); the speed-up on N GPUs is then
-    ``N * efficiency``.
-    """
-    if not compute_seconds > 0:
-        raise ValueError(f"compute_seconds must be > 0, not {compute_seconds!r}")
+    """Fraction of the ideal speed-up reached, ``compute / (compute + communication)``: the
+    per-replica batch stays fixed, so N GPUs speed up ``N * efficiency`` times."""
+    positive(compute_seconds=compute_seconds)
     if communication_seconds < 0:
         raise ValueError(f"communication_seconds must be >= 0, not {communication_seconds!r}")
     return compute_seconds / (compute_seconds + communication_seconds)
@@ -178,16 +152,11 @@ class CostRow:
 
 def cost_table(models: dict[str, tuple[int, float]], interconnects: dict[str, float] | None = None,
                gpus=(2, 4, 8), bytes_per_parameter: int = 4) -> list[CostRow]:
-    """One row per model, interconnect and GPU count.
-
-    ``models`` maps a name to ``(parameters, compute milliseconds per step on one GPU)``;
-    ``interconnects`` a name to a bandwidth in GB/s (default :data:`INTERCONNECTS`). A link of
-    :data:`STEP_LATENCY_US` gets NCCL's latencies; another link the bandwidth term alone.
-    """
-    interconnects = INTERCONNECTS if interconnects is None else interconnects
+    """One row per model (name: ``(parameters, compute ms per step on one GPU)``), link (name:
+    GB/s; NCCL's latencies where it knows the link) and GPU count."""
     rows = []
     for name, (n_parameters, compute_ms) in models.items():
-        for link, bandwidth in interconnects.items():
+        for link, bandwidth in (INTERCONNECTS if interconnects is None else interconnects).items():
             for n in gpus:
                 latency = link_latency_seconds(n, link) if link in STEP_LATENCY_US else 0.0
                 seconds = latency + allreduce_seconds(n_parameters, n, bandwidth,
@@ -201,9 +170,8 @@ def cost_table(models: dict[str, tuple[int, float]], interconnects: dict[str, fl
 
 
 def format_cost_table(rows: list[CostRow]) -> str:
-    """The rows as a plain-text table, each column as wide as its widest entry, so that the
-    table fits where it is printed (a notebook, a web page's output box: about 80 characters
-    with the lesson's models and interconnects)."""
+    """The rows as plain text, each column as wide as its widest entry, so that the table fits
+    a notebook's or a web page's output box (about 80 characters)."""
     columns = [  # header, how a row shows it, left-aligned
         ("model", lambda r: r.model, True),
         ("interconnect", lambda r: r.interconnect, True),
@@ -227,5 +195,4 @@ def format_cost_table(rows: list[CostRow]) -> str:
 
 
 def print_cost_table(models, interconnects=None, gpus=(2, 4, 8), bytes_per_parameter=4):
-    """Print :func:`cost_table` as a table (float32: 4 bytes per parameter)."""
     print(format_cost_table(cost_table(models, interconnects, gpus, bytes_per_parameter)))

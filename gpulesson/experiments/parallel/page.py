@@ -1,14 +1,7 @@
-"""Episode 10's ``ref_par_*`` values: the cost model fed with the CNN's measured GPU step,
-and ResNet-50's step from its published arithmetic.
+"""Episode 10's ``ref_par_*`` values: the cost model fed with the CNN's measured GPU step, and
+ResNet-50's step from its published arithmetic at the card's best matrix-product rate (pure Python).
 
-The compute time per step is an input of the cost model. Where the lesson has a GPU run of
-episode 5's CNN, it is that run's median epoch after the warm-up over its training steps
-(validation included, as in episode 5); otherwise the page and the notebook use
-:data:`ASSUMED_STEP_MS` and say that it is assumed. ResNet-50's step is not the CNN's: it is its
-published arithmetic (:data:`~gpulesson.experiments.parallel.cost.RESNET50_SOURCE`) at the
-card's best float32 matrix-product rate in episode 6's reference run, a lower bound, or
-:data:`ASSUMED_RESNET_STEP_MS` where no GPU run of episode 6 is recorded. Pure Python: no
-framework.
+Without a GPU run the page and the notebook use an assumed step and say so.
 """
 
 from __future__ import annotations
@@ -38,8 +31,8 @@ GPU_COUNTS = (2, 4, 8)
 
 
 def cnn_step(records) -> tuple[float, str]:
-    """``(milliseconds per step, where the number comes from)`` for the cost model: the GPU
-    record's median epoch over its training steps, else :data:`ASSUMED_STEP_MS`."""
+    """``(ms per step, its source)``: the GPU record's median epoch over its training steps
+    (validation included, as in episode 5), else :data:`ASSUMED_STEP_MS`."""
     from gpulesson.experiments.cnn.records import epoch_summary
 
     gpu = results.pick(records, True)
@@ -52,36 +45,24 @@ def cnn_step(records) -> tuple[float, str]:
             "validation included")
 
 
-def best_matmul_rate(records) -> tuple[float, str] | None:
-    """``(TFLOP/s, where it comes from)``: the best median float32 rate of the GPU sweep of
-    episode 6's throughput run ``records``, or None without a GPU sweep."""
+def resnet_step(records) -> tuple[float, str]:
+    """``(ms per step, its source)`` of ResNet-50 on :data:`RESNET_BATCH` images at the best
+    median float32 rate of the GPU sweep in episode 6's ``records`` (a lower bound), else
+    :data:`ASSUMED_RESNET_STEP_MS`."""
     from gpulesson.experiments.matmul.records import find, precision_label, rate_summary
 
     gpu = find(records, "gpu", "float32")
     rates = [(summary["median"], point["n"]) for point in (gpu or {}).get("points", [])
              if (summary := rate_summary(point))]
     if not rates:
-        return None
-    gflops, n = max(rates)
-    return gflops / 1e3, (f"{gpu['device']}'s best {precision_label(gpu)} matrix product in "
-                          f"episode 6 (run {gpu['run_id']}, n = {n:,})")
-
-
-def resnet_step(records) -> tuple[float, str]:
-    """``(milliseconds per step, where the number comes from)`` of ResNet-50 on
-    :data:`RESNET_BATCH` images: its published arithmetic at the card's best matrix-product
-    rate in episode 6's throughput run ``records`` (a lower bound), else
-    :data:`ASSUMED_RESNET_STEP_MS`."""
-    found = best_matmul_rate(records)
-    if not found:
         return ASSUMED_RESNET_STEP_MS, "assumed, not a measurement: no GPU run of episode 6"
-    tflops, source = found
+    gflops, n = max(rates)
+    tflops = gflops / 1e3
     return (resnet50_step_ms(RESNET_BATCH, tflops),
             f"{RESNET_BATCH} images × 3 passes × 2 × 3.8 × 10⁹ multiply-adds ({RESNET50_SOURCE}) "
-            f"at {tflops:.3g} TFLOP/s, the {source}: a lower bound, as ResNet-50's layers "
-            "compute slower than a large matrix product")
-
-
+            f"at {tflops:.3g} TFLOP/s, the {gpu['device']}'s best {precision_label(gpu)} matrix "
+            f"product in episode 6 (run {gpu['run_id']}, n = {n:,}): a lower bound, as "
+            "ResNet-50's layers compute slower than a large matrix product")
 def substitutions(path) -> dict[str, str]:
     """The step, and the CNN's all-reduce, efficiency and speed-up over Ethernet on 2, 4, 8 GPUs
     (latency and bandwidth), the CNN's all-reduce over NVLink, and ResNet-50's step."""

@@ -1,8 +1,5 @@
-"""Data-parallel training of the lesson's CNN: the global batch, the learning rate, the engine.
-
-See :mod:`gpulesson.experiments.parallel` for how the Keras 3 distribution API on JAX splits
-every global batch over the devices and the processes.
-"""
+"""Data-parallel training of the lesson's CNN: the global batch, the learning rate, the engine
+(the Keras 3 distribution API on JAX; the all-reduce of the gradients is XLA's)."""
 
 from __future__ import annotations
 
@@ -12,39 +9,24 @@ import time
 
 import numpy as np
 
-# --- Global batch and learning rate -----------------------------------------------------------
+from gpulesson.experiments.parallel.cost import whole
 
 
 def global_batch_size(per_replica_batch: int, replicas: int) -> int:
-    """The batch one optimizer step sees: ``per_replica_batch * replicas``.
-
-    Data parallelism keeps the batch each device computes (per replica) and multiplies the
-    batch of the update: 4 GPUs at 128 images each take one step on 512 images.
-    """
-    for name, value in (("per_replica_batch", per_replica_batch), ("replicas", replicas)):
-        if int(value) != value or value < 1:
-            raise ValueError(f"{name} must be a whole number >= 1, not {value!r}")
+    """The batch one optimizer step sees: each device keeps its batch, the update's grows."""
+    whole(per_replica_batch=per_replica_batch, replicas=replicas)
     return int(per_replica_batch) * int(replicas)
 
 
 def scaled_learning_rate(base_learning_rate: float, global_batch: int, base_batch: int,
                          warmup_steps: int = 0, step: int | None = None) -> float:
-    """The linear scaling rule: the learning rate grows with the global batch.
-
-    A rate tuned for ``base_batch`` becomes ``base_learning_rate * global_batch /
-    base_batch`` (Goyal et al. 2017, "Accurate, large minibatch SGD"): with k times more
-    images per step there are k times fewer steps per epoch, and each step moves k times
-    further. Large rates are unstable at the start of training, so they are reached by a
-    *warm-up*: with ``warmup_steps`` and the current ``step`` (0-based), the rate rises
-    linearly from ``base_learning_rate`` to the scaled rate over the first ``warmup_steps``
-    steps. The rule is a starting point, not a law: it fails for very large batches, and
-    adaptive optimizers (Adam) often need less than linear scaling; check the validation loss.
-    """
+    """The linear scaling rule (Goyal et al. 2017): ``base_learning_rate * global_batch /
+    base_batch``, reached linearly over ``warmup_steps`` from ``base_learning_rate`` at ``step``
+    0, as large rates are unstable at the start. A starting point: it fails for very large
+    batches, and Adam often needs less than linear scaling."""
     if base_learning_rate <= 0:
         raise ValueError(f"base_learning_rate must be > 0, not {base_learning_rate!r}")
-    for name, value in (("global_batch", global_batch), ("base_batch", base_batch)):
-        if int(value) != value or value < 1:
-            raise ValueError(f"{name} must be a whole number >= 1, not {value!r}")
+    whole(global_batch=global_batch, base_batch=base_batch)
     if warmup_steps < 0:
         raise ValueError(f"warmup_steps must be >= 0, not {warmup_steps!r}")
     target = base_learning_rate * global_batch / base_batch
@@ -56,13 +38,9 @@ def scaled_learning_rate(base_learning_rate: float, global_batch: int, base_batc
 
 
 def process_slice(x, global_batch: int, process_id: int, num_processes: int):
-    """This process' share of every global batch of ``x`` (the rows in batch order).
-
-    Global batch ``b`` is rows ``b*global_batch`` to ``(b+1)*global_batch``; process ``p``
-    of ``n`` takes the ``p``-th of its ``n`` equal parts, so that the processes together
-    feed exactly the batches one process would feed alone. ``len(x)`` must be a multiple of
-    ``global_batch`` and ``global_batch`` a multiple of ``num_processes``.
-    """
+    """This process' share of every global batch of ``x``: the ``process_id``-th of its
+    ``num_processes`` equal parts, so that the processes together feed exactly the batches one
+    process would feed alone."""
     if not 0 <= process_id < num_processes:
         raise ValueError(f"process_id must be in 0..{num_processes - 1}, not {process_id}")
     if global_batch % num_processes:
@@ -78,15 +56,9 @@ def process_slice(x, global_batch: int, process_id: int, num_processes: int):
     return mine.reshape((-1, *x.shape[1:]))
 
 
-# --- The engine: Keras 3 distribution API on JAX ----------------------------------------------
-
-
 def use_jax(cpu_devices: int | None = None):
-    """Import Keras on the JAX backend, with ``cpu_devices`` logical CPU devices if given.
-
-    Must run before anything imports Keras or JAX in this process: the backend and the
-    number of CPU devices are fixed when they start. Returns the ``keras`` module.
-    """
+    """``keras`` on the JAX backend, with ``cpu_devices`` logical CPU devices if given. Must run
+    before anything imports Keras or JAX: both are fixed when they start."""
     if "keras" in sys.modules and sys.modules["keras"].backend.backend() != "jax":
         raise RuntimeError("data-parallel training here needs the JAX backend, but Keras "
                            f"runs on {sys.modules['keras'].backend.backend()!r}: start a new "
@@ -98,8 +70,7 @@ def use_jax(cpu_devices: int | None = None):
     import jax
 
     if cpu_devices is not None:
-        if int(cpu_devices) != cpu_devices or cpu_devices < 1:
-            raise ValueError(f"cpu_devices must be a whole number >= 1, not {cpu_devices!r}")
+        whole(cpu_devices=cpu_devices)
         try:
             jax.config.update("jax_num_cpu_devices", int(cpu_devices))
         except RuntimeError as exc:
@@ -115,42 +86,20 @@ def use_jax(cpu_devices: int | None = None):
 
 def start_processes(coordinator: str | None = None, num_processes: int | None = None,
                     process_id: int | None = None, seed: int = 0):
-    """Join this process to the others (``jax.distributed``), before any computation.
-
-    With no arguments, JAX finds them in Slurm's variables (run under ``srun``). The seed is
-    set first so that every process creates the same initial weights.
-    """
+    """Join this process to the others (``jax.distributed``; under ``srun`` JAX reads Slurm's
+    variables). The seed is set first so that every process creates the same initial weights."""
     keras = use_jax()
     keras.utils.set_random_seed(seed)
     keras.distribution.initialize(coordinator, num_processes, process_id)
     return keras.distribution.list_devices()
 
 
-def data_parallel(devices=None):
-    """Make every model created from now on data-parallel over ``devices`` (default: all).
-
-    Returns the ``keras.distribution.DataParallel`` it set.
-    """
-    keras = use_jax()
-    devices = devices or keras.distribution.list_devices()
-    # Each process feeds its own slice of the data (process_slice): no
-    # automatic sharding, which would need a tf.data.Dataset.
-    distribution = keras.distribution.DataParallel(devices=devices, auto_shard_dataset=False)
-    keras.distribution.set_distribution(distribution)
-    return distribution
-
-
 def build_parallel_cnn(learning_rate: float, *, optimizer: str = "sgd", dropout: bool = True,
                        seed: int = 0):
-    """The lesson's CNN (``gpulesson.lesson.build_cnn``), compiled, with seeded weights.
-
-    ``optimizer="adam"`` compiles it as the episode does (``compile_cnn``); ``"sgd"`` (plain
-    SGD) makes one step's update proportional to the gradient, which is what the tests
-    compare. ``dropout=False`` sets the dropout rates to 0. (With dropout, a data-parallel
-    step still equals the single-device step: JAX draws the same random masks for a
-    global batch however it is split across devices.)
-    Call :func:`data_parallel` first to get a data-parallel model.
-    """
+    """The lesson's CNN, compiled, with seeded weights: plain SGD (one step's update is then
+    proportional to the gradient, which the tests compare) or ``"adam"`` as the episode has it.
+    (With dropout, a data-parallel step still equals the single-device step: JAX draws the same
+    random masks for a global batch however it is split across devices.)"""
     keras = use_jax()
     from gpulesson.lesson import build_cnn, compile_cnn
 
@@ -182,30 +131,13 @@ def replicas_in_sync(model) -> bool:
 
 
 def local_weights(model) -> list[np.ndarray]:
-    """The model's weights as numpy arrays (this process' first copy of each)."""
+    """This process' first copy of each weight."""
     return [copies[0] for _, copies in replica_copies(model)]
 
 
-def train_steps(model, x, y, global_batch: int, num_processes: int = 1, process_id: int = 0):
-    """Train one epoch over ``x, y`` (whole global batches, in order, no shuffling).
-
-    Each process passes only its slice of every global batch (:func:`process_slice`);
-    returns the last step's loss.
-    """
-    x = process_slice(x, global_batch, process_id, num_processes)
-    y = process_slice(y, global_batch, process_id, num_processes)
-    history = model.fit(x, y, batch_size=global_batch // num_processes, epochs=1,
-                        shuffle=False, verbose=0)
-    return float(history.history["loss"][-1])
-
-
 def load_images(data: str, n_images: int, seed: int = 0):
-    """``n_images`` training images (uint8, as stored: the lesson's CNN scales them) and
-    labels (int32).
-
-    ``data`` is ``"synthetic"`` (the stand-in, made in memory from ``seed``) or the path of
-    a lesson HDF5 file (its first ``n_images`` training images).
-    """
+    """``n_images`` training images (uint8: the CNN scales them) and labels (int32), made in
+    memory (``"synthetic"``) or from a lesson HDF5 file."""
     if data == "synthetic":
         from gpulesson.synthetic import make_synthetic
 
@@ -222,13 +154,9 @@ def load_images(data: str, n_images: int, seed: int = 0):
 def run_training(*, per_replica_batch: int, steps: int, learning_rate: float,
                  base_batch: int, data: str = "synthetic", seed: int = 0, devices=None,
                  log=print):
-    """Train the lesson's CNN data-parallel for ``steps`` global batches; return the model.
-
-    Runs in every process alike (after :func:`start_processes` when there are several):
-    all devices of all processes (or ``devices``) share the work, the global batch is
-    ``per_replica_batch`` times their number, and the SGD learning rate is scaled linearly
-    from ``base_batch`` to it. Only process 0 logs.
-    """
+    """Train the lesson's CNN data-parallel over all devices of all processes (or ``devices``)
+    for ``steps`` global batches, with the SGD rate scaled linearly; return the model. Runs in
+    every process alike (after :func:`start_processes`); only process 0 logs."""
     keras = use_jax()
     import jax
 
@@ -237,7 +165,10 @@ def run_training(*, per_replica_batch: int, steps: int, learning_rate: float,
     batch = global_batch_size(per_replica_batch, len(devices))
     rate = scaled_learning_rate(learning_rate, batch, base_batch)
     x, y = load_images(data, batch * steps, seed)
-    data_parallel(devices)
+    # Each process feeds its own slice of the data (process_slice): no
+    # automatic sharding, which would need a tf.data.Dataset.
+    keras.distribution.set_distribution(
+        keras.distribution.DataParallel(devices=devices, auto_shard_dataset=False))
     model = build_parallel_cnn(rate, seed=seed)
     say = log if proc == 0 else (lambda *a, **k: None)
     say(f"{len(devices)} device(s) in {n_proc} process(es): {', '.join(devices)}")
@@ -246,8 +177,10 @@ def run_training(*, per_replica_batch: int, steps: int, learning_rate: float,
     for step in range(steps):
         rows = slice(step * batch, (step + 1) * batch)
         start = time.perf_counter()
-        loss = train_steps(model, x[rows], y[rows], batch, n_proc, proc)
+        history = model.fit(process_slice(x[rows], batch, proc, n_proc),
+                            process_slice(y[rows], batch, proc, n_proc),
+                            batch_size=batch // n_proc, epochs=1, shuffle=False, verbose=0)
         # The first step includes compiling; each step includes fit's set-up.
-        say(f"step {step + 1}: loss {loss:.4f}, "
+        say(f"step {step + 1}: loss {float(history.history['loss'][-1]):.4f}, "
             f"{(time.perf_counter() - start) * 1e3:.0f} ms")
     return model

@@ -1,5 +1,3 @@
-"""``python -m gpulesson.experiments.torch_ddp``: see :mod:`gpulesson.experiments.torch_ddp.command`."""
-
 from gpulesson.experiments.torch_ddp.command import main
 
 if __name__ == "__main__":

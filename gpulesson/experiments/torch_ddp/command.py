@@ -1,39 +1,38 @@
 """The command line of :mod:`gpulesson.experiments.torch_ddp`: one process of a DDP training.
 
-Every process runs this; the launcher (``torchrun`` or ``srun``) says which one it is
-(:mod:`~gpulesson.experiments.torch_ddp.launch`). Rank 0 owns the out folder:
-``params.json`` (the run's parameters; a restart with others is refused), ``checkpoint.pt``
-(weights, optimizer state and losses after the last completed epoch, written atomically;
-deleted when the run has finished), ``model.pt`` (the final weights) and ``record.json``
-(written last: the run is finished). All processes read the checkpoint when they start, so
-the folder must be on a file system every node sees (as the lesson's folder is on a cluster).
+Rank 0 owns the out folder: ``params.json`` (a restart with other parameters is refused),
+``checkpoint.pt`` (after the last completed epoch; deleted when the run has finished),
+``model.pt`` and ``record.json`` (written last: the run is finished). Every process reads the
+checkpoint when it starts, so the folder must be on a file system every node sees.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 from pathlib import Path
 
 from gpulesson.errors import LessonDataError
 from gpulesson.experiments import cli
-from gpulesson.experiments.torch_ddp.checkpoint import CHECKPOINT, load_checkpoint, save_atomically
 from gpulesson.experiments.torch_ddp.launch import LaunchError, choose_backend, from_environment
 from gpulesson.experiments.train_job import (
     JOBS_DIR,
     PARAMS,
     RECORD,
-    STOP_SIGNALS,
     Stopped,
-    _check_out_dir,
-    _stop,
+    batch_delay,
     job_id,
+    out_dir_state,
+    said,
+    slurm_fields,
+    start_run,
+    stop_on_signals,
+    write_json,
 )
 
 EXPERIMENT = "torch-ddp"
-MODEL = "model.pt"
+MODEL, CHECKPOINT = "model.pt", "checkpoint.pt"
 
 
 COMMAND = cli.Command(
@@ -59,22 +58,35 @@ COMMAND = cli.Command(
 _parser = COMMAND.parser
 
 
-def _prepare_out_dir(out: Path, params: dict) -> tuple[str, str]:
-    """Rank 0: ``("train"|"finished"|"refused", message)``; makes the folder and params.json."""
-    from gpulesson.results import new_run_id
+def save_atomically(obj, path) -> Path:
+    """``torch.save(obj)`` to a temporary file, on disk (``fsync``) before it is renamed: a job
+    killed while it writes leaves at most a stray ``.tmp`` file, never half a checkpoint."""
+    import torch
 
+    path = Path(path)
+    partial = path.with_name(f".{path.name}.tmp")
+    with open(partial, "wb") as f:
+        torch.save(obj, f)
+        f.flush()
+        os.fsync(f.fileno())
+    partial.replace(path)
+    return path
+
+
+def load_checkpoint(path):
+    """The checkpoint at ``path``, or None if there is none; ValueError if it is unreadable."""
+    import torch
+
+    path = Path(path)
+    if not path.exists():
+        return None
     try:
-        state = _check_out_dir(out, params)
-    except ValueError as exc:
-        return "refused", f"Refusing to train: {exc}"
-    if state == "finished":
-        return "finished", f"The run in {out} is finished already ({RECORD} is there): nothing to do."
-    out.mkdir(parents=True, exist_ok=True)
-    if not (out / PARAMS).exists():
-        partial = out / f".{PARAMS}.tmp"
-        partial.write_text(json.dumps({"run_id": new_run_id(), "params": params}, indent=1) + "\n")
-        partial.replace(out / PARAMS)
-    return "train", ""
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # a file that is not a checkpoint, whatever torch says about it
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise ValueError(f"{path} is not a readable checkpoint ({type(exc).__name__}: "
+                         f"{first_line}); move it away to start the run again from epoch 1, "
+                         "or restore the file") from None
 
 
 def _agree(decision):
@@ -121,15 +133,15 @@ def main(argv=None) -> int:
         os.environ.setdefault("MASTER_PORT", str(launch.master_port))
         dist.init_process_group(backend, init_method="env://", rank=launch.rank,
                                 world_size=launch.world_size)
-    for signum in STOP_SIGNALS:
-        signal.signal(signum, _stop)
+    stop_on_signals()
     try:
-        decision = _prepare_out_dir(out, params) if launch.is_main else None
-        state, message = _agree(decision)
-        if state != "train":
-            if launch.is_main:
-                print(message, file=sys.stderr if state == "refused" else sys.stdout)
-            return 2 if state == "refused" else 0
+        decision = None
+        if launch.is_main:
+            decision = out_dir_state(out, params)
+            if decision[0] == "train":
+                start_run(out, params)
+        if (code := said(*_agree(decision), show=launch.is_main)) is not None:
+            return code
         return _train(args, params, launch, device, backend, out)
     except Stopped as stop:
         if launch.is_main:
@@ -193,34 +205,25 @@ def _train(args, params, launch, device, backend, out: Path) -> int:
     def on_epoch_end(epoch, loss):
         history.append(loss)
         if launch.is_main:
-            module = model.module if hasattr(model, "module") else model
-            save_atomically({"epoch": epoch + 1, "model": module.state_dict(),
+            save_atomically({"epoch": epoch + 1, "model": training.unwrapped(model).state_dict(),
                              "optimizer": optimizer.state_dict(), "history": history},
                             out / CHECKPOINT)
 
     training.train_epochs(model, optimizer, dataset, sampler,
                           per_replica_batch=args.per_replica_batch, device=device,
                           first_epoch=first_epoch, epochs=args.epochs,
-                          on_epoch_end=on_epoch_end, log=log, batch_delay=training.batch_delay())
+                          on_epoch_end=on_epoch_end, log=log, batch_delay=batch_delay())
     # One write with its newline: print() writes the line and its end separately, and the
     # other process's lines can fall in between them on a shared, unbuffered output.
     print(f"rank {launch.rank}: weights {training.fingerprint(model)}\n", end="", flush=True)
-    if launch.is_main:
-        _finish(params, launch, backend, device, model, history, out)
-    return 0
-
-
-def _finish(params, launch, backend, device, model, history, out: Path) -> None:
-    module = model.module if hasattr(model, "module") else model
-    save_atomically(module.state_dict(), out / MODEL)
-    record = {"experiment": EXPERIMENT, "run_id": json.loads((out / PARAMS).read_text())["run_id"],
-              **params, "launcher": launch.launcher, "backend": backend, "device": device.type,
-              "loss": history, "job_id": os.environ.get("SLURM_JOB_ID"),
-              "restart_count": int(os.environ.get("SLURM_RESTART_COUNT") or 0)}
-    # record.json marks the run as finished: written whole, or not at all.
-    partial = out / f".{RECORD}.tmp"
-    partial.write_text(json.dumps(record, indent=1) + "\n")
-    partial.replace(out / RECORD)
+    if not launch.is_main:
+        return 0
+    save_atomically(training.unwrapped(model).state_dict(), out / MODEL)
+    write_json(out / RECORD, {
+        "experiment": EXPERIMENT, "run_id": json.loads((out / PARAMS).read_text())["run_id"],
+        **params, "launcher": launch.launcher, "backend": backend, "device": device.type,
+        "loss": history, **slurm_fields()})
     (out / CHECKPOINT).unlink(missing_ok=True)
     print(f"Finished {len(history)} epochs: final loss {history[-1]:.4f}; weights in "
           f"{out / MODEL}.", flush=True)
+    return 0

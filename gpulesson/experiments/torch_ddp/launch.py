@@ -1,15 +1,10 @@
-"""Who am I among the processes, and where do we meet: the launcher's variables, read once.
+"""Which process this is, and where the processes meet: the launcher's variables, read once.
 
-Pure Python (no PyTorch), so that the job script's logic can be tested anywhere.
-
-* ``torchrun`` (one node, or one ``torchrun`` per node) sets ``RANK``, ``WORLD_SIZE``,
-  ``LOCAL_RANK``, ``MASTER_ADDR`` and ``MASTER_PORT`` for every process it starts.
-* ``srun`` (one task per GPU, several nodes) sets ``SLURM_PROCID``, ``SLURM_NTASKS`` and
-  ``SLURM_LOCALID``; the meeting point is the first node of the job step
-  (``SLURM_STEP_NODELIST``, else ``SLURM_JOB_NODELIST``), on a port derived from the job id
-  unless ``MASTER_PORT`` is set. A requeued job keeps its id, so its port.
-
-torchrun's variables win when both are there (torchrun started inside an ``srun`` step).
+Pure Python, so that the job script's logic can be tested anywhere. ``torchrun`` sets ``RANK``,
+``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``; ``srun`` sets ``SLURM_PROCID``,
+``SLURM_NTASKS``, ``SLURM_LOCALID``, and the processes meet on the step's first node, on a port
+derived from the job id (a requeued job keeps its id, so its port). torchrun's variables win
+when both are there (torchrun started inside an ``srun`` step).
 """
 
 from __future__ import annotations

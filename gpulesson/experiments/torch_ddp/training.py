@@ -1,16 +1,11 @@
-"""Data-parallel training of the PyTorch episode's CNN with DistributedDataParallel.
+"""Data-parallel training of the PyTorch episode's CNN: the data, the sampler, the model, the epochs.
 
-One process per GPU (or, on a CPU, per core group). Every process builds the same model,
-wraps it in ``DistributedDataParallel`` (DDP) and reads its own share of every epoch through a
-``DistributedSampler``. During the backward pass DDP sums the gradients over the processes
-with an all-reduce (NCCL on GPUs, gloo on CPUs) and divides them by the number of processes,
-so every process makes the same update: one step has seen the global batch,
-``per_replica_batch * world_size``.
+DDP sums the gradients over the processes during the backward pass (NCCL on GPUs, gloo on CPUs)
+and divides by their number, so every process makes the same update on the global batch.
 """
 
 from __future__ import annotations
 
-import os
 import time
 
 import torch
@@ -22,13 +17,9 @@ from gpulesson.lesson.torch import SmallCNN, state_fingerprint, to_dataset
 
 
 def load_dataset(data: str, n_train: int, seed: int = 0):
-    """``n_train`` training images of the PyTorch episode's data as a TensorDataset.
-
-    ``data`` is ``"synthetic"`` (the MNIST-shaped stand-in, made from ``seed``) or
-    ``"mnist"`` (the lesson's data folder, see :mod:`gpulesson.mnist`). MNIST is not
-    downloaded here (every process at once, on nodes that often have no internet): the error
-    says how to get it first.
-    """
+    """``n_train`` training images as a TensorDataset: the MNIST-shaped stand-in, or MNIST from
+    the lesson's data folder, never downloaded here (by every process at once, on nodes that
+    often have no internet): the error says how to get it first."""
     from gpulesson import mnist
 
     if data == "synthetic":
@@ -49,25 +40,16 @@ def load_dataset(data: str, n_train: int, seed: int = 0):
 
 def make_sampler(n_samples: int, world_size: int, rank: int, *, seed: int = 0,
                  drop_last: bool = False) -> DistributedSampler:
-    """This rank's sampler: a shuffled share of ``n_samples`` that is new every epoch.
-
-    Every rank shuffles with the same seed, so the ranks agree on one order and take every
-    ``world_size``-th index of it, starting at their ``rank``. Call ``set_epoch(epoch)``
-    before each epoch, or every epoch repeats the first one's order. If ``n_samples`` is not
-    a multiple of ``world_size``, the sampler pads (the default): it repeats the first
-    indices of the order so that every rank has as many samples, and all of them take the
-    same number of steps; with ``drop_last=True`` it leaves the last few out instead.
-    """
+    """This rank's share of one shuffled order (the same seed on every rank), new each epoch
+    after ``set_epoch``. Where ``n_samples`` is not a multiple of ``world_size`` it repeats the
+    first indices so that all ranks take as many steps, or with ``drop_last`` leaves the last out."""
     return DistributedSampler(range(n_samples), num_replicas=world_size, rank=rank,
                               shuffle=True, seed=seed, drop_last=drop_last)
 
 
 def build_model(seed: int, dropout: bool = True) -> nn.Module:
-    """The episode's SmallCNN with weights drawn from ``seed`` (the same in every process).
-
-    Dropout draws its masks per process, so a run with dropout matches a one-process run
-    only in distribution; ``dropout=False`` replaces it by the identity.
-    """
+    """The episode's SmallCNN with weights drawn from ``seed``. Dropout draws its masks per
+    process, so with it a run matches a one-process run only in distribution."""
     torch.manual_seed(seed)
     model = SmallCNN()
     if not dropout:
@@ -78,12 +60,8 @@ def build_model(seed: int, dropout: bool = True) -> nn.Module:
 def train_epochs(model, optimizer, dataset, sampler, *, per_replica_batch: int, device,
                  first_epoch: int, epochs: int, on_epoch_end, log=print,
                  batch_delay: float = 0.0):
-    """Train from ``first_epoch`` (0-based) up to ``epochs``; ``on_epoch_end(epoch, loss)``.
-
-    ``model`` is the DDP-wrapped model. The loss passed on is the mean over all ranks' samples
-    of the epoch (an all-reduce of the sums). ``batch_delay`` (seconds) slows every batch
-    down, for the tests that stop a run in the middle of an epoch.
-    """
+    """Train from ``first_epoch`` (0-based) up to ``epochs``; ``on_epoch_end(epoch, loss)`` gets
+    the mean loss over all ranks' samples. ``batch_delay`` is for the tests that stop a run."""
     import torch.distributed as dist
 
     loss_fn = nn.CrossEntropyLoss()
@@ -112,10 +90,13 @@ def train_epochs(model, optimizer, dataset, sampler, *, per_replica_batch: int, 
         on_epoch_end(epoch, mean_loss)
 
 
+def unwrapped(model) -> nn.Module:
+    """The model inside DDP's wrapper (or the model)."""
+    return model.module if hasattr(model, "module") else model
+
+
 def fingerprint(model) -> str:
-    """A short hash of the weights (``gpulesson.lesson.torch.state_fingerprint``)."""
-    module = model.module if hasattr(model, "module") else model
-    return state_fingerprint(module.state_dict())
+    return state_fingerprint(unwrapped(model).state_dict())
 
 
 def pick_device(local_rank: int, want: str = "auto") -> torch.device:
@@ -127,8 +108,3 @@ def pick_device(local_rank: int, want: str = "auto") -> torch.device:
     device = torch.device("cuda", local_rank % torch.cuda.device_count())
     torch.cuda.set_device(device)
     return device
-
-
-def batch_delay() -> float:
-    """Seconds to wait after every batch (``LESSON_BATCH_DELAY``, as for the CNN's batch job)."""
-    return float(os.environ.get("LESSON_BATCH_DELAY") or 0)

@@ -1,21 +1,7 @@
 """Record a CPU-vs-GPU run of the PyTorch episode's CNN, with the episode's own code, in a results file.
 
-    LESSON_DATA=synthetic python -m gpulesson.experiments.torch_reference    # CPU, then GPU if visible
-    python -m gpulesson.experiments.torch_reference --devices gpu --epochs 11 --out my-runs.jsonl
-
-The command runs what the notebook of the episode "The same comparison in PyTorch" runs
-(:mod:`~gpulesson.experiments.torch_reference.measure`). Each device trains by the lesson's
-measurement rule (:mod:`gpulesson.experiments.common`): one warm-up epoch, then the timed epochs
-(:func:`~gpulesson.experiments.common.repeats_for`: five, two in quick mode); ``--epochs``
-counts both, the warm-up included.
-
-Each device's run is appended as one record (sharing a ``run_id``) to ``--out``, by default the
-lesson's results file :data:`~gpulesson.experiments.torch_reference.records.RESULTS_FILE`, from
-which the episode's reference figures and numbers (``{{ ref_torch_... }}``) are drawn. The data
-follow the lesson's settings (``LESSON_DATA=synthetic`` for the stand-in, else MNIST;
-``LESSON_QUICK``; ``LESSON_DATA_DIR``). Each record is appended as soon as its device is done;
-``--run-id`` goes on with an earlier run, training only on the devices it lacks, and the summary
-printed is the whole run.
+Each device's record is appended as soon as it is done; ``--run-id`` goes on with an earlier run,
+training only on the devices it lacks, and the summary printed is the whole run's.
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
-"""Measuring the PyTorch episode's comparison: whether PyTorch is there, the data and the
-initial weights, and the training on each device with the episode's own code.
+"""Measuring episode 8's comparison with the episode's own code (:mod:`gpulesson.lesson.torch`):
+whether PyTorch is there, the data and initial weights, and the training on each device.
 
-The model and the training function come from :mod:`gpulesson.lesson.torch`, generated from
-the episode "The same comparison in PyTorch": same data, same initial weights on every device,
-per-epoch times, evaluation. Each device follows the lesson's measurement rule
-(:mod:`gpulesson.experiments.common`): one warm-up epoch
-(:data:`~gpulesson.experiments.common.WARMUP`), recorded but not averaged, then the timed
-epochs; the load average is read right before and right after each device's training.
-
-Importing this module needs neither PyTorch nor torchvision: the notebook's first cell uses
-:func:`check_torch` to say plainly when PyTorch is missing.
+Importing it needs no PyTorch: the notebook's first cell uses :func:`check_torch` to say plainly
+when PyTorch is missing.
 """
 
 from __future__ import annotations
@@ -40,13 +33,9 @@ def _skip_cell(lines):
 
 
 def check_torch(shell=None) -> bool:
-    """Whether PyTorch can be imported; if not, say so and make later cells no-ops.
-
-    Without PyTorch it prints :data:`SKIPPED` and, inside IPython (a notebook kernel),
-    registers an input transformer that replaces the code of every cell run afterwards by a
-    one-line note, so the rest of the notebook runs without errors and without doing anything.
-    Restarting the kernel removes it. With PyTorch it prints its version and returns True.
-    """
+    """Whether PyTorch can be imported (then print its version). Without it, print
+    :data:`SKIPPED` and, in IPython, turn every later cell into a one-line note until the
+    kernel restarts, so the rest of the notebook runs without errors and does nothing."""
     if importlib.util.find_spec("torch") is None:
         print(SKIPPED)
         if shell is None:
@@ -65,9 +54,8 @@ def check_torch(shell=None) -> bool:
 
 
 def prepare(settings, seed: int):
-    """The lesson's data as PyTorch datasets, normalised by the training images' mean and
-    standard deviation, and the CNN's initial weights drawn with ``seed``, the same for every
-    device: ``(train_set, test_set, data, initial_state)``."""
+    """``(train_set, test_set, data, initial_state)``: the lesson's data, normalised by the
+    training images' mean and deviation, and the CNN's initial weights for every device."""
     import copy
 
     import torch
@@ -86,9 +74,8 @@ def prepare(settings, seed: int):
 
 def run_devices(devices, initial_state, train_set, test_set, epochs: int, *, batch_size: int,
                 data: str, run_id: str, out) -> list[dict]:
-    """Train on each of ``devices`` ("cpu", "gpu") in turn from ``initial_state``; return one
-    record a device. Each record is appended to ``out`` as soon as its device is done, so that
-    a run that stops keeps what it measured."""
+    """One record a device, each appended to ``out`` as soon as its device is done, so that a
+    run that stops keeps what it measured."""
     from gpulesson.lesson import torch as lesson_torch
     from gpulesson.results import append_record
 

@@ -1,17 +1,5 @@
-"""Values for the page: episode 8's ``ref_torch_*`` placeholders from the reference run.
-
-The page shows medians and ranges (:func:`~gpulesson.experiments.common.summary_text`) and
-compares the devices in the words of :func:`~gpulesson.experiments.common.compare`; the
-figures' alt texts are made from what they draw
-(:func:`gpulesson.experiments.torch_reference.figures.alt_texts`). A value the records do not
-have (no GPU run, an empty results file) is :data:`~gpulesson.results.NOT_RECORDED`.
-
-Two values set the reference run beside the learner's: ``ref_torch_environment`` says whether it
-ran in the lesson's pinned environment or in the node's own, with both versions
-(:func:`gpulesson.pinned.environment_note`), and ``ref_torch_notebook_work`` how many epochs
-the notebook trains (its ``EPOCHS = settings.epochs(N)``, read from the episode) against the
-reference run's.
-"""
+"""Episode 8's ``ref_torch_*`` values from the reference run, and the reference run set beside the
+learner's: its environment against the pinned one, and the notebook's epochs against its own."""
 
 from __future__ import annotations
 
@@ -43,8 +31,6 @@ def notebook_epochs(root: Path = LESSON_ROOT) -> int | None:
 
 
 def _notebook_work(record: dict | None, root: Path) -> str:
-    """The notebook's training against the reference run's: "the notebook's cells train 5 epochs
-    on each device, not the reference run's 6, and load the data first"."""
     if not record:
         return NOT_RECORDED
     epochs = notebook_epochs(root)
@@ -59,7 +45,6 @@ def _notebook_work(record: dict | None, root: Path) -> str:
 
 
 def _environment(records: list[dict], root: Path) -> str:
-    """Whether the reference run ran in the lesson's pinned environment or the node's own."""
     from gpulesson.pinned import LESSON_ROOT as PINS_ROOT
     from gpulesson.pinned import environment_note
 
@@ -70,34 +55,21 @@ def _environment(records: list[dict], root: Path) -> str:
     return environment_note(record, "The reference run", pins)
 
 
-def _warmup_epochs(record: dict | None) -> str:
-    """How many epochs of a record are its warm-up and how many are timed: "1 warm-up and 4 timed"."""
-    summary = epoch_summary(record)
-    if not summary:
-        return NOT_RECORDED
-    return f"{len(summary['warmup'])} warm-up and {summary['n']} timed"
-
-
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
-    """The reference run as text for the episode page (placeholders ``ref_torch_*``).
-
-    An epoch after the warm-up is the median and range of the timed epochs
-    (:func:`~gpulesson.experiments.common.summary_text`); the GPU against the CPU is said by
-    :func:`~gpulesson.experiments.common.compare` (``ref_torch_gpu_vs_cpu``) and its ratio of
-    medians (``ref_torch_speedup``, which says so where the ranges overlap); the first epoch,
-    the evaluation and the total are single measurements. ``ref_torch_fig_*_alt``: the alt
-    texts of the figures, made from what they draw (:func:`alt_texts`)."""
+    """The reference run as text for the episode page (placeholders ``ref_torch_*``)."""
     records = reference_run(path)
     root = Path(path).resolve().parent.parent  # the lesson the results file belongs to
     first = records[0] if records else None
     cpu = pick(records, False)
     comparison = gpu_comparison(records)
     epochs_alt, bars_alt = alt_texts(records) if records else (NOT_RECORDED, NOT_RECORDED)
+    first_summary = epoch_summary(first)
     values = {
         **run_values("ref_torch", records, "date", "n_train", "batch_size", "epochs", "cpu", "gpu"),
         "ref_torch_version": first["versions"]["torch"] if first else NOT_RECORDED,
         "ref_torch_data": data_label(records) if first else NOT_RECORDED,
-        "ref_torch_epochs_timed": _warmup_epochs(first),
+        "ref_torch_epochs_timed": (f"{len(first_summary['warmup'])} warm-up and "
+                                   f"{first_summary['n']} timed" if first_summary else NOT_RECORDED),
         "ref_torch_cpu_threads": str(cpu["torch_threads"]) if cpu else NOT_RECORDED,
         # The ratio of the median epochs, and where the ranges overlap, that they do.
         "ref_torch_speedup": speedup_text(comparison) if comparison else NOT_RECORDED,
@@ -113,11 +85,11 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
                            ("evaluation", "evaluation_seconds"), ("total", "total_seconds")):
             values[f"ref_torch_{name}_{key}"] = duration(record[field]) if record else NOT_RECORDED
         # records made before the rule: the epochs after the first (cnn.records.epoch_summary)
-        values[f"ref_torch_{name}_epoch"] = median_text(epoch_summary(record))
+        summary = epoch_summary(record)
+        values[f"ref_torch_{name}_epoch"] = median_text(summary)
         values[f"ref_torch_{name}_accuracy"] = accuracy(record)
         # An epoch after the warm-up over its steps: for a network this small, the host's
         # time per step (Python, the copy of each batch and the wait for it), not arithmetic.
-        summary = epoch_summary(record) if record else None
         values[f"ref_torch_{name}_step"] = (
             duration(summary["median"] / math.ceil(record["n_train"] / record["batch_size"]))
             if summary else NOT_RECORDED)

@@ -1,16 +1,5 @@
-"""The PyTorch run's records: one per device of a run, the reference run, a run that goes on.
-
-A run is what :func:`gpulesson.lesson.torch.train_on` returns: a dict with ``device``
-("cpu", "cuda", "mps"), ``epoch_seconds``, ``train_loss``, ``evaluation_seconds``,
-``test_loss``, ``test_accuracy``, ``start_weights`` (fingerprint) and ``batch_size``.
-
-A record keeps every epoch, their summary (``summary``: median, range, the samples, the warm-up
-apart) and the load average right before and right after the device's training; a CUDA record
-also keeps the GPU's facts (``gpu``) and how float32 was computed (``float32_precision``), as
-the Keras records do. The records have the fields of the CNN's records that
-:func:`gpulesson.experiments.cnn.describe` reads, so the comparison in words is the CNN's.
-Imports no deep-learning framework: PyTorch only when a record is made.
-"""
+"""The PyTorch run's records: one per device of a run (with the CNN's record fields), the reference
+run. Imports no deep-learning framework: PyTorch only when a record is made."""
 
 from __future__ import annotations
 
@@ -30,29 +19,15 @@ RESULTS_FILE, runs, reference_run = RECORDS.results_file, RECORDS.runs, RECORDS.
 
 
 def _version(module: str) -> str | None:
-    if importlib.util.find_spec(module) is None:
-        return None
-    return __import__(module).__version__
+    return __import__(module).__version__ if importlib.util.find_spec(module) else None
 
 
 def torch_environment(device: str) -> dict:
-    """What a PyTorch record says about the framework and the device it ran on.
-
-    These keys replace the Keras-oriented ones of :func:`gpulesson.results.environment_record`:
-    ``backend`` "pytorch", ``versions`` (python, torch, torchvision, numpy), ``gpu_count``
-    (CUDA GPUs PyTorch sees), ``torch_threads`` (CPU threads PyTorch computes with) and
-    ``device``: the GPU's name for a GPU run, ``"CPU"`` for a CPU run.
-
-    As in the Keras records (:func:`gpulesson.results.device_facts`), a CUDA run also has
-    ``gpu`` (model, driver, CUDA versions, compute capability, memory:
-    :func:`gpulesson.devices.gpu_facts` of PyTorch's first GPU) and ``float32_precision`` (TF32
-    or float32 for matrix products and convolutions, from PyTorch's settings in force and the
-    GPU: :func:`gpulesson.devices.float32_precision`); a CPU run has ``float32_precision``
-    (float32). An Apple GPU (MPS) run has neither: those probes know CUDA GPUs only.
-    """
+    """PyTorch's view of the framework and the device, in place of the Keras-oriented keys of
+    :func:`gpulesson.results.environment_record`. A CUDA or CPU run also gets the device facts
+    the Keras records have (``gpu``, ``float32_precision``); MPS has no such facts to read."""
     import torch
 
-    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     kind = torch.device(device).type
     if kind == "cuda":
         name = torch.cuda.get_device_name(torch.device(device))
@@ -64,11 +39,11 @@ def torch_environment(device: str) -> dict:
         "backend": "pytorch",
         "versions": {"python": platform.python_version(), "torch": torch.__version__,
                      "torchvision": _version("torchvision"), "numpy": _version("numpy")},
-        "gpu_count": gpus,
+        "gpu_count": torch.cuda.device_count() if torch.cuda.is_available() else 0,
         "torch_threads": torch.get_num_threads(),
         "device": name,
     }
-    if kind in ("cuda", "cpu"):  # as in the Keras records; MPS has no such facts to read
+    if kind in ("cuda", "cpu"):
         environment.update(results.device_facts(
             {**environment, "device_kind": "gpu" if kind == "cuda" else "cpu"}))
     return environment
@@ -76,25 +51,13 @@ def torch_environment(device: str) -> dict:
 
 def run_record(run: dict, *, data: str, run_id: str, n_train: int, n_test: int,
                source: str = "notebook", load_before=None, load_after=None) -> dict:
-    """The results-file record of one device's run (see the module docstring for ``run``).
-
-    The measurement rule: the first :data:`~gpulesson.experiments.common.WARMUP` epoch is the
-    warm-up, the epochs after it are the timed ones; ``summary`` keeps their summary
-    (:func:`~gpulesson.experiments.common.summarise`, the warm-up apart), ``epoch_seconds``
-    every epoch, the warm-up first. ``mean_epoch_seconds`` is the mean of the timed epochs (the
-    first alone when only one ran), ``images_per_second`` the images over their median;
-    ``total_seconds`` adds the evaluation to the training time. ``load_before`` and
-    ``load_after``: the load average right before and right after the training
-    (``os.getloadavg()``), kept as ``load_average_before`` and ``load_average_after`` when
-    given; ``load_average`` is read when the record is made. The record has the fields
-    :func:`gpulesson.experiments.cnn.describe` and :func:`~gpulesson.experiments.cnn.figures` read.
-    """
+    """The results-file record of one device's run (what :func:`gpulesson.lesson.torch.train_on`
+    returns), by the measurement rule: the warm-up epoch apart, the timed ones summarised."""
     seconds = [float(s) for s in run["epoch_seconds"]]
     if not seconds:
         raise ValueError("the run has no epoch times")
     warmup, timed = split_epochs(seconds)
     summary = summarise(timed, warmup)
-    mean = statistics.fmean(timed)
     training = sum(seconds)
     fields = {
         "run_id": run_id,
@@ -107,7 +70,7 @@ def run_record(run: dict, *, data: str, run_id: str, n_train: int, n_test: int,
         "epochs": len(seconds),
         "epoch_seconds": seconds,
         "first_epoch_seconds": seconds[0],
-        "mean_epoch_seconds": mean,
+        "mean_epoch_seconds": statistics.fmean(timed),
         SUMMARY_KEY: summary,
         "images_per_second": n_train / summary["median"],
         "training_seconds": training,
@@ -124,4 +87,3 @@ def run_record(run: dict, *, data: str, run_id: str, n_train: int, n_test: int,
     # must not share a process with PyTorch's compiler, Triton: their LLVM copies clash).
     environment = {**results.machine_record(), **torch_environment(str(run["device"]))}
     return RECORDS.record(data=data, environment=environment, **fields)
-
