@@ -5,12 +5,10 @@ each rung's epochs, clock, test accuracies and meters.
     python -m gpulesson.experiments.ladder --part limit         # the plain-JAX limit
     python -m gpulesson.experiments.ladder --part nightly --nightly .whl/nightly
 
-Each part runs its rungs in a new process, twice: the first start with an empty persistent
-compilation cache (JAX's ``jax_compilation_cache_dir``), the second with the cache the first
-filled, so that the records show what the cache does to a first epoch. ``--nightly DIR``
-installs the keras-nightly wheel in DIR (``requirements/node-nightly.txt``) into a folder of its
-own and puts it first on the children's ``PYTHONPATH``: a pre-release, apart from the pinned
-Keras. ``--run-id`` goes on with an earlier run, skipping the rungs and starts it has.
+Each part runs its rungs in a new process, twice: first with an empty persistent compilation
+cache, then with the cache the first filled, so that the records show what the cache does to a
+first epoch. ``--nightly DIR`` installs the keras-nightly wheel in DIR into a folder of its own,
+first on the children's ``PYTHONPATH``: a pre-release, apart from the pinned Keras.
 """
 
 from __future__ import annotations
@@ -24,26 +22,19 @@ import tempfile
 from pathlib import Path
 
 from gpulesson.experiments import cli
-from gpulesson.experiments.ladder.records import (
-    EXPERIMENT,
-    PARTS,
-    RECORDS,
-    RESULTS_FILE,
-    STARTS,
-    rungs_of,
-)
+from gpulesson.experiments.ladder import records as lr
 
 CACHE_ROOT = Path("_build") / "ladder-cache"  # git ignores _build
 
 COMMAND = cli.Command(
     "ladder", __doc__,
     cli.devices("devices (default: the GPU if one is visible, else the CPU)"),
-    cli.option("--part", choices=PARTS, default="keras", help="which rungs"),
+    cli.option("--part", choices=lr.PARTS, default="keras", help="which rungs"),
     cli.option("--rungs", nargs="+", default=None, help="only these rungs of the part"),
     cli.option("--nightly", type=Path, default=None,
                help="folder of the keras-nightly wheel (needed by --part nightly)"),
     cli.option("--start", type=int, default=None, help=argparse.SUPPRESS),
-    cli.out(RESULTS_FILE), cli.SEED, cli.RUN_ID)
+    cli.out(lr.RESULTS_FILE), cli.SEED, cli.RUN_ID)
 _parser = COMMAND.parser
 
 
@@ -64,12 +55,12 @@ def main(argv=None) -> int:
     parser, args = COMMAND.parse(argv)
     if args.part == "nightly" and args.nightly is None and args.start is None:
         parser.error("--part nightly needs --nightly DIR, the folder of the keras-nightly wheel")
-    wrong = set(args.rungs or ()) - set(rungs_of(args.part))
+    wrong = set(args.rungs or ()) - set(lr.rungs_of(args.part))
     if wrong:
         parser.error(f"not rungs of part {args.part}: {', '.join(sorted(wrong))}; its rungs: "
-                     + ", ".join(rungs_of(args.part)))
+                     + ", ".join(lr.rungs_of(args.part)))
     if args.start is not None:
-        from gpulesson.experiments.ladder.start import one_start
+        from gpulesson.experiments.ladder.measure import one_start
 
         return one_start(args)
     from gpulesson.experiments.ladder.page import describe
@@ -83,15 +74,15 @@ def main(argv=None) -> int:
     cache = CACHE_ROOT / f"{run_id}-{args.part}"
     shutil.rmtree(cache, ignore_errors=True)  # start 1 finds it empty
     failed = 0
-    for start in range(1, STARTS + 1):
+    for start in range(1, lr.STARTS + 1):
         command = [sys.executable, "-m", COMMAND.module, "--part", args.part,
                    "--start", str(start), "--run-id", run_id, "--out", str(args.out),
                    "--seed", str(args.seed), *(["--devices", *args.devices] if args.devices else []),
                    *(["--rungs", *args.rungs] if args.rungs else [])]
         failed += subprocess.run(command, env={**env, "JAX_COMPILATION_CACHE_DIR": str(cache)},
                                  check=False).returncode != 0
-    made = [r for r in RECORDS.read(args.out, run_id=run_id) if r.get("part") == args.part]
-    return cli.say_measured(made, args.out, EXPERIMENT, run_id, describe) or int(failed > 0)
+    made = [r for r in lr.RECORDS.read(args.out, run_id=run_id) if r.get("part") == args.part]
+    return cli.say_measured(made, args.out, lr.EXPERIMENT, run_id, describe) or int(failed > 0)
 
 
 if __name__ == "__main__":

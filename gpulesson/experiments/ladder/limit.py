@@ -1,19 +1,18 @@
 """The card's limit for the lesson's CNN: the same model, initial weights and optimizer, one
 compiled call per epoch, in plain JAX.
 
-Keras's ``model.stateless_call`` and ``optimizer.stateless_apply`` are pure functions of the
-model's and the optimizer's variables, so a step is a function JAX can trace, and
-``jax.lax.scan`` runs all of an epoch's steps inside one compiled call, on data already on the
-device: no Python between steps, no batch sent from the host. The epoch's batches are its full
-ones (the few images of a last, smaller batch wait for the next epoch's order).
+Keras's ``model.stateless_call`` and ``optimizer.stateless_apply`` are pure functions, so a step
+is one JAX can trace, and ``jax.lax.scan`` runs all of an epoch's steps in one compiled call on
+data already on the device. An epoch takes its full batches only (the few images of a last,
+smaller batch wait for the next epoch's order).
 """
 
 from __future__ import annotations
 
 
 def loss_function(model, training: bool = True):
-    """``loss(trainable, non_trainable, x, y) -> (loss, non_trainable)`` of the model's
-    training pass (``training=False``: without dropout), the loss that ``fit`` minimises."""
+    """``loss(trainable, non_trainable, x, y) -> (loss, non_trainable)``: what ``fit``
+    minimises (``training=False``: without dropout)."""
     import keras
 
     cross_entropy = keras.losses.SparseCategoricalCrossentropy()
@@ -83,9 +82,8 @@ def accuracy_function(model, batch: int):
 
 
 def train_limit(name: str, *, watch, model, options: dict, data: dict, epochs: int, seed: int):
-    """Train ``model`` (built and compiled for rung ``name``) for ``epochs`` epochs, each one
-    call, timed by ``watch`` (:class:`~gpulesson.experiments.ladder.measure.EpochWatch`);
-    how the epoch ran: "scan" (one call), or "loop" on a CPU (:func:`epoch_function`)."""
+    """Train ``model`` for ``epochs`` epochs timed by ``watch``; how each ran: "scan" (one
+    call), or "loop" on a CPU (:func:`epoch_function`)."""
     import jax
 
     x, y = data["device"]

@@ -1,34 +1,30 @@
-"""Measuring the ladder's Keras rungs: the lesson's CNN from the same initial weights, one rung
-after another, in one process start. Keras and JAX are imported when first needed.
+"""Measuring the ladder in one process start: the lesson's CNN from the same initial weights,
+one rung after another. Keras and JAX are imported when first needed.
 
-Each epoch is timed from its start to the moment the device finished its last step (the
-optimizer's step counter read back), before the test split is evaluated: the evaluation is left
-out of the epochs and of the clock (``epoch_end_seconds``), which starts before ``fit`` and so
-includes compiling. :class:`EpochWatch` keeps that clock and the meters of the timed epochs; the
-plain-JAX limit (:mod:`~gpulesson.experiments.ladder.limit`) uses the same watch.
+Each epoch is timed until the device finished its last step (the optimizer's step counter read
+back), before the test split is evaluated: the evaluations are left out of the epochs and of the
+clock (``epoch_end_seconds``), which starts before ``fit`` and so includes compiling.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
+from pathlib import Path
 
-from gpulesson.experiments.common import IN_ORDER
+from gpulesson.experiments.common import IN_ORDER, BusyMeter
 from gpulesson.experiments.energy import start_intervals, stop_intervals
-from gpulesson.experiments.ladder.records import (
-    RUNGS,
-    batch_size,
-    learning_rate,
-    warmup_rate,
-    warmup_steps,
-)
+from gpulesson.experiments.ladder import records as lr
+from gpulesson.experiments.ladder.limit import train_limit
 
 BUSY_INTERVAL = 0.05  # s between NVML samples: NVML itself averages over up to 1 s
 
 
 class EpochWatch:
     """One rung's epochs: seconds, the clock at each end (evaluations left out), the test
-    accuracy after each, NVML's busy % and the energy of the epochs after the first."""
+    accuracy after each, NVML's busy % and the energy of the epochs after the first. The
+    plain-JAX limit uses the same watch."""
 
     def __init__(self, device: str, n_images: int):
         self.device, self.n_images = device, n_images
@@ -83,12 +79,12 @@ class EpochWatch:
 
 
 def schedule(peak: float, steps: int):
-    """A Keras learning-rate schedule: :func:`~gpulesson.experiments.ladder.records.warmup_rate`."""
+    """:func:`~gpulesson.experiments.ladder.records.warmup_rate` as a Keras schedule."""
     import keras
 
     class Warmup(keras.optimizers.schedules.LearningRateSchedule):
         def __call__(self, step):
-            return warmup_rate(keras.ops.cast(step, "float32"), peak, steps, keras.ops.minimum)
+            return lr.warmup_rate(keras.ops.cast(step, "float32"), peak, steps, keras.ops.minimum)
 
         def get_config(self):
             return {"peak": peak, "steps": steps}
@@ -98,14 +94,14 @@ def schedule(peak: float, steps: int):
 
 def chosen(rung: dict, base: int, n_images: int) -> dict:
     """A rung's batch size, learning rate and warm-up at this data's base batch."""
-    batch = batch_size(rung, base)
-    return {"batch_size": batch, "learning_rate": learning_rate(batch, base),
-            "warmup_steps": warmup_steps(batch, base, n_images)}
+    batch = lr.batch_size(rung, base)
+    return {"batch_size": batch, "learning_rate": lr.learning_rate(batch, base),
+            "warmup_steps": lr.warmup_steps(batch, base, n_images)}
 
 
 def build(rung: dict, options: dict, keras_device: str, seed: int):
-    """The lesson's CNN for ``rung`` (its options), compiled as :func:`gpulesson.lesson.compile_cnn`
-    does with the rung's precision, learning rate and steps per execution."""
+    """The lesson's CNN compiled as :func:`gpulesson.lesson.compile_cnn` does, with the rung's
+    precision, learning rate and steps per execution."""
     import keras
 
     from gpulesson import lesson
@@ -142,7 +138,7 @@ def feed(name: str, options: dict, *, data: dict, seed: int, epochs: int) -> tup
     """fit's data arguments and callbacks of rung ``name``."""
     from gpulesson import lesson
 
-    kind, batch = RUNGS[name]["feed"], options["batch_size"]
+    kind, batch = lr.RUNGS[name]["feed"], options["batch_size"]
     if kind == "grain":
         from gpulesson.experiments.feeding.pipelines import EpochsOf, grain_workers
         from gpulesson.lesson.feeding import grain_blocks
@@ -168,9 +164,9 @@ def train_rung(name: str, *, device: str, keras_device: str, data: dict, base: i
     """Train rung ``name``; ``(chosen options, the watch's fields)``."""
     from gpulesson import lesson
 
-    options = chosen(RUNGS[name], base, data["cut"])
+    options = chosen(lr.RUNGS[name], base, data["cut"])
     watch = EpochWatch(device, data["cut"])
-    model = build(RUNGS[name], options, keras_device, seed)
+    model = build(lr.RUNGS[name], options, keras_device, seed)
     fit, callbacks = feed(name, options, data=data, seed=seed, epochs=epochs)
     test = lesson.HDF5Batches(data["path"], "test", data["test_batch"])
     import keras
@@ -179,3 +175,88 @@ def train_rung(name: str, *, device: str, keras_device: str, data: dict, base: i
         model.fit(**fit, epochs=epochs, validation_data=test, verbose=0,
                   callbacks=[watch_callback(watch), *callbacks])
     return options, watch.fields()
+
+
+def _cache_files(folder: str | None) -> int:
+    return sum(len(files) for _, _, files in os.walk(folder)) if folder and Path(folder).is_dir() else 0
+
+
+def _data(path, cut: int, keras_device: str, test_batch: int) -> dict:
+    from gpulesson.experiments.feeding.pipelines import to_device
+    from gpulesson.hdf5 import read_hdf5
+
+    (x, y), (test_x, test_y) = read_hdf5(path, "train", stop=cut), read_hdf5(path, "test")
+    y, test = y.astype("int32"), (test_x, test_y.astype("int32"))
+    return {"path": path, "cut": cut, "x": x, "y": y, "test_batch": test_batch,
+            "device": to_device(x, y, keras_device), "test_device": to_device(*test, keras_device)}
+
+
+def one_start(args) -> int:
+    """One process start: the data read once, then each rung of the part not yet recorded for
+    this start, a record each; 1 if a rung failed."""
+    import jax
+    import keras
+
+    from gpulesson.data import prepare
+    from gpulesson.devices import keras_device, keras_device_name
+    from gpulesson.experiments.cli import devices_here
+    from gpulesson.experiments.feeding.pipelines import grain_workers
+    from gpulesson.hdf5 import validate_hdf5
+    from gpulesson.results import append_record
+    from gpulesson.settings import get_settings
+
+    if keras.backend.backend() != "jax":
+        raise SystemExit("the ladder runs on JAX: set KERAS_BACKEND=jax")
+    cache = os.environ.get("JAX_COMPILATION_CACHE_DIR")
+    if cache:
+        jax.config.update("jax_compilation_cache_dir", cache)
+    config = get_settings()
+    devices = devices_here(args.devices or (["gpu"] if keras_device()["gpu_count"] else ["cpu"]))
+    path = prepare(config)
+    n_rows = validate_hdf5(path).n_train
+    cut = n_rows - n_rows // 10  # as lesson.split_batches: the last tenth validates
+    base = config.batch_size(256)
+    earlier = lr.RECORDS.read(args.out, run_id=args.run_id)
+    done = {lr.RECORDS.key(r) for r in earlier}
+    failed = 0
+    for device in devices:
+        kd = keras_device_name(device)
+        data = _data(path, cut, kd, 4 * base)
+        for name in args.rungs or lr.rungs_of(args.part):
+            if (device, name, args.start) in done:
+                continue
+            before, began, meter = _cache_files(cache), time.perf_counter(), BusyMeter()
+            rung = dict(lr.RUNGS[name])
+            if name == "limit+best":  # at the batch and precision of the run's best stream rung
+                rung.update(lr.limit_options(earlier))
+            epochs = lr.epochs_for(rung, config.quick)
+            try:
+                if rung["part"] == "limit":
+                    options = {**chosen(rung, base, cut),
+                               "precision": rung["precision"], "batch": rung["batch"]}
+                    watch = EpochWatch(device, cut)
+                    model = build(rung, options, kd, args.seed)
+                    method = train_limit(name, watch=watch, model=model, options=options,
+                                         data=data, epochs=epochs, seed=args.seed)
+                    watched = {**watch.fields(), "limit_method": method}
+                else:
+                    options, watched = train_rung(name, device=device, keras_device=kd, data=data,
+                                                  base=base, epochs=epochs, seed=args.seed)
+            except Exception as exc:  # one rung the device cannot run: the others still can
+                print(f"{device} {name}: skipped, {type(exc).__name__}: {str(exc)[:300]}",
+                      flush=True)
+                failed += 1
+                continue
+            record = lr.measurement_record(
+                run_id=args.run_id, rung=name, start=args.start, device=device, watched=watched,
+                chosen=options, n_images=cut, data=config.data,
+                extra={"cache": {"files_before": before, "files_added": _cache_files(cache) - before},
+                       "rung_wall_seconds": time.perf_counter() - began, "quick": config.quick,
+                       **({"grain_workers": grain_workers()}
+                          if rung["feed"] == "grain" else {}), **meter.read()})
+            append_record(args.out, record)
+            print(f"start {args.start} {device} {name:28} first {watched['epoch_seconds'][0]:.2f} s, "
+                  f"median {record['median_epoch_seconds']:.3f} s, test accuracy "
+                  f"{record['test_accuracy']:.3f}", flush=True)
+            keras.backend.clear_session()
+    return int(failed > 0)

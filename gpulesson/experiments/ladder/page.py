@@ -1,11 +1,7 @@
-"""The ladder on the page: episode 9's ``ref_ladder_*`` values and the command's table.
-
-Every number comes from the ladder's reference run (:func:`records.reference_run`), the
-profile's GPU record (the kernels-only row, the two factors of "% of peak") and the card's
-published peak (the FLOP floor); without GPU records the GPU values say
-:data:`~gpulesson.results.NOT_RECORDED`, so that the page shows its note and the command that
-records them. Imports no deep-learning framework.
-"""
+"""The ladder on the page: episode 9's ``ref_ladder_*`` values, the command's table and the
+figure, from the ladder's newest run, the profile's GPU record (the kernels-only row) and the
+card's published peak (the FLOP floor); without GPU records the GPU values say
+:data:`~gpulesson.results.NOT_RECORDED`, so that the page shows the command that records them."""
 
 from __future__ import annotations
 
@@ -15,13 +11,17 @@ from pathlib import Path
 from gpulesson import flops, gpu_peaks
 from gpulesson.experiments.common import markdown_table, summary_text
 from gpulesson.experiments.energy import energy_summary
+from gpulesson.experiments.figkit import label_bars, need
 from gpulesson.experiments.ladder import records as lr
-from gpulesson.experiments.ladder.figures import alt_text
 from gpulesson.experiments.pagewords import met
 from gpulesson.results import NOT_RECORDED, duration, hardware, software
 
 COMMAND = "KERAS_BACKEND=jax python -m gpulesson.experiments.ladder"
 PROFILE_FILE = lr.RESULTS_FILE.with_name("profile.jsonl")
+FILE = "ladder.svg"
+COLOURS = {"keras": "#4c72b0", "nightly": "#dd8452", "limit": "#55a868"}
+KINDS = {"keras": "Keras 3 (released)", "nightly": "keras-nightly (pre-release)",
+         "limit": "plain JAX, one call an epoch"}
 
 
 def _limit_ratio(records, name: str) -> str:
@@ -42,7 +42,6 @@ def _to_target(records, name: str, target: float | None) -> str:
 
 
 def _joules(record: dict) -> str:
-    """An epoch's joules in the first start, or why there is no number."""
     found = energy_summary(record)
     if found:
         return f"{found['median']:.3g}"
@@ -50,7 +49,8 @@ def _joules(record: dict) -> str:
     return "below the meter's resolution" if energy.get("below_resolution") else "not measured"
 
 
-def _number(value, fmt: str) -> str:
+def _mean(records, name: str, key: str, fmt: str) -> str:
+    value = lr.mean_of(records, name, key)
     return "not measured" if value is None else format(value, fmt)
 
 
@@ -58,19 +58,18 @@ def rows(records) -> list[list[str]]:
     target = lr.target_accuracy(records)
     found = []
     for name in lr.ORDER:
-        if not lr.starts(records, name):
-            continue
         runs = lr.starts(records, name)
-        summary = lr.summary(records, name)
+        if not runs:
+            continue
         label = f"`{name}`" + (" (pre-release)" if lr.RUNGS[name]["part"] == "nightly" else
                                " (a loop of steps: XLA:CPU)" if runs[0].get("limit_method") == "loop"
                                else "")
         found.append([
-            label, summary_text(summary, duration, what="epochs") + f", {len(runs)} starts",
-            f"{lr.mean_of(records, name, 'achieved_tflops'):.3g}", _limit_ratio(records, name),
-            _number(lr.mean_of(records, name, "busy_percent"), ".0f"),
-            _number(lr.mean_of(records, name, "mean_watts"), ".0f"),
-            _joules(runs[0]), f"{lr.mean_of(records, name, 'test_accuracy'):.3f}",
+            label, summary_text(lr.summary(records, name), duration, what="epochs")
+            + f", {len(runs)} starts",
+            _mean(records, name, "achieved_tflops", ".3g"), _limit_ratio(records, name),
+            _mean(records, name, "busy_percent", ".0f"), _mean(records, name, "mean_watts", ".0f"),
+            _joules(runs[0]), _mean(records, name, "test_accuracy", ".3f"),
             _to_target(records, name, target)])
     return found
 
@@ -98,8 +97,7 @@ def rungs_text() -> str:
 
 def computed_text(profile_path=PROFILE_FILE, n_images: int = 45_000) -> str:
     """The two rows computed, not measured: the profile's kernels alone over an epoch's steps,
-    and the FLOP floor (an epoch's arithmetic at the card's published peak). The two factors of
-    the peak and the profiler's overhead are the profile's section's (``ref_prof_factors``)."""
+    and the FLOP floor (an epoch's arithmetic at the card's published peak)."""
     from gpulesson.experiments.profile.records import find, gpu_name, profiled
     from gpulesson.experiments.profile.records import reference_run as profile_run
 
@@ -133,16 +131,14 @@ def goals_text(records) -> str:
              f"`{COMMAND} --part limit`)" if found["ratio"] is None else
              f"{found['ratio']:.2f}x: {met(found['ratio_met'])}")
     mine = (duration(found["time"]) if found["time"] is not None else "not reached in its epochs")
-    default = duration(found["default_time"])
     return (f"The best rung of released Keras from the HDF5 stream is `{found['rung']}`. Within "
             f"{lr.RATIO_GOAL}x of the plain-JAX limit at the same batch and precision: {ratio}. "
             f"The default's test accuracy ({found['target']:.3f}) sooner than the default, "
-            f"compiling included: {mine} against {default}: "
+            f"compiling included: {mine} against {duration(found['default_time'])}: "
             f"{met(found['time_met'])}. " + ram_goals_text(records))
 
 
 def ram_goals_text(records) -> str:
-    """The stream against RAM at the same settings (``records.ram_goals``)."""
     said = []
     for goal in lr.ram_goals(records):
         if goal["share"] is None:
@@ -150,15 +146,14 @@ def ram_goals_text(records) -> str:
             continue
         ranges = "; their epochs' ranges overlap" if goal["overlap"] else ""
         said.append(f"`{goal['rung']}` against `{goal['ram']}`: {goal['share']:.2f}x as fast as "
-                    f"from RAM{ranges} (goal {lr.RAM_GOAL}x: "
-                    f"{met(goal['met'])}).")
+                    f"from RAM{ranges} (goal {lr.RAM_GOAL}x: {met(goal['met'])}).")
     return " ".join(said) or (f"The stream at least {lr.RAM_GOAL}x as fast as the same settings "
                               "fed from RAM: not yet recorded.")
 
 
 def cache_text(records) -> str:
     """What the persistent compilation cache did to the default's first epoch."""
-    runs = [r for r in lr.starts(records, "taught")]
+    runs = lr.starts(records, "taught")
     if len(runs) < 2:
         return NOT_RECORDED
     first, second = (r["epoch_seconds"][0] for r in runs[:2])
@@ -187,8 +182,7 @@ def describe(records) -> str:
 
 def substitutions(path=lr.RESULTS_FILE) -> dict[str, str]:
     """Episode 9's ``ref_ladder_*`` values (and episode 5's ``ref_ladder_best_gpu``)."""
-    records = lr.reference_run(path)
-    gpu = [r for r in records if r["device_kind"] == "gpu"]
+    gpu = [r for r in lr.reference_run(path) if r["device_kind"] == "gpu"]
     return {
         "ref_ladder_gpu": hardware(gpu)["GPU"] if gpu else NOT_RECORDED,
         "ref_ladder_when": f"run {gpu[0]['run_id']}, {software(gpu)}" if gpu else NOT_RECORDED,
@@ -200,3 +194,46 @@ def substitutions(path=lr.RESULTS_FILE) -> dict[str, str]:
         "ref_ladder_computed": computed_text(Path(path).with_name(PROFILE_FILE.name)),
         "ref_ladder_best_gpu": best_gpu_text(gpu),
     }
+
+
+def _drawn(records):
+    """``(rung, TFLOP/s)`` of each rung recorded, the whole epoch's rate."""
+    return [(n, lr.mean_of(records, n, "achieved_tflops")) for n in lr.ORDER if lr.starts(records, n)]
+
+
+def _machine(records) -> str:
+    return "; ".join(f"{k}: {v}" for k, v in hardware(records).items())
+
+
+def alt_text(records) -> str:
+    drawn = _drawn(records)
+    if not drawn:
+        return "No rung of the ladder is recorded yet."
+    said = ", ".join(f"{name} {tflops:.3g}" for name, tflops in drawn)
+    return (f"Horizontal bars of the TFLOP/s each rung of the ladder reached over a whole epoch "
+            f"on {_machine(records)}, from the lesson's default at the top to the plain-JAX "
+            f"limit at the bottom, each bar labelled with its value: {said}.")
+
+
+def figures(records):
+    """A bar per rung, coloured by what trains it (released Keras, the pre-release, plain JAX)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    drawn = _drawn(records)
+    need(drawn, "run python -m gpulesson.experiments.ladder")
+    fig, ax = plt.subplots(figsize=(8, 1.4 + 0.3 * len(drawn)))
+    positions = list(range(len(drawn)))[::-1]
+    rates = [tflops for _, tflops in drawn]
+    kinds = [lr.RUNGS[name]["part"] for name, _ in drawn]
+    ax.barh(positions, rates, height=0.7, color=[COLOURS[k] for k in kinds])
+    label_bars(ax, positions, rates)
+    ax.set_yticks(positions, [name for name, _ in drawn], fontsize=8)
+    ax.set_xlim(0, max(rates) * 1.15)
+    ax.set_xlabel("TFLOP/s over a whole epoch (higher is better)")
+    parts = dict.fromkeys(kinds)
+    fig.legend(handles=[Patch(color=COLOURS[p], label=KINDS[p]) for p in parts], fontsize=7.5,
+               loc="lower center", ncol=len(parts), frameon=False)
+    fig.suptitle(f"The lesson's CNN, one rung after another. {_machine(records)}", fontsize=8.5)
+    fig.tight_layout(rect=(0, 0.04, 1, 1))  # the legend below the axis, clear of the bars
+    return (fig,)

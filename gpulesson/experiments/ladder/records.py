@@ -1,11 +1,5 @@
-"""The ladder's rungs, its records, and what a page reads from them. Imports no framework.
-
-A rung is one way to train the lesson's CNN on the lesson's HDF5 file; each removes one named
-cost of the rung before it (:data:`RUNGS`). A record is one rung in one process start: every
-epoch's seconds (the first compiles), the clock at the end of each epoch with the test
-evaluations left out (so the time to an accuracy includes compiling), the test accuracy after
-each epoch, and the meters of the timed epochs (NVML's busy %, joules, watts).
-"""
+"""The ladder's rungs (ways to train the lesson's CNN on its HDF5 file, each removing one named
+cost), its records (one a rung and process start) and the goals a page reads from them."""
 
 from __future__ import annotations
 
@@ -20,8 +14,7 @@ from gpulesson.experiments.recordset import RecordSet
 from gpulesson.summaries import overlap
 
 EXPERIMENT = "ladder"
-# A record is one rung in one process start; the page's run is the layer's newest run
-# (:meth:`~gpulesson.experiments.recordset.RecordSet.newest_run`).
+# The page's run is the newest with CPU and GPU records (RecordSet.newest_run).
 RECORDS = RecordSet(EXPERIMENT, ("device_kind", "rung", "start"))
 RESULTS_FILE, reference_run = RECORDS.results_file, RECORDS.newest_run
 BASE_LEARNING_RATE, LARGE_FACTOR, SPE = 1e-3, 4, 16
@@ -41,10 +34,6 @@ def _rung(feed: str, bf16=False, spe=False, large=False, removes: str = "", part
             "removes": removes, "part": part}
 
 
-def _combined(feed: str, bf16: bool, spe: bool, large: bool) -> str:
-    return "+".join([feed, *(n for n, on in (("bf16", bf16), ("spe", spe), ("batch", large)) if on)])
-
-
 # name -> options. The first four remove one cost each; then every combination of the three
 # settings (settings interact: one at a time misses that), from the device and from the stream.
 RUNGS: dict[str, dict] = {
@@ -59,7 +48,8 @@ RUNGS: dict[str, dict] = {
 for _feed, (_b, _s, _l) in itertools.product(("device", "read-ahead"),
                                              itertools.product((False, True), repeat=3)):
     if _b or _s or _l:
-        RUNGS[_combined(_feed, _b, _s, _l)] = _rung(
+        _on = {"bf16": _b, "spe": _s, "batch": _l}
+        RUNGS["+".join([_feed, *(n for n, on in _on.items() if on)])] = _rung(
             _feed, _b, _s, _l, "the combination's costs: " + ", ".join(
                 w for w, on in (("float32 arithmetic (bf16 on tensor cores)", _b),
                                 (f"Python and logs between steps ({SPE} steps a call)", _s),
@@ -87,13 +77,8 @@ RUNGS["limit+best"] = _rung("device", True, False, True, part="limit",
 ORDER = list(RUNGS)
 # Start 1 compiles the stream's rungs before the device's: they share programs, and the goal's
 # time to accuracy must include its own compile.
-START_ORDER = ["taught", *[n for n in ORDER if n.startswith("read-ahead")],
-               *[n for n in ORDER if n.startswith("grain")],
-               *[n for n in ORDER if n.startswith("ram")],
-               *[n for n in ORDER if n.startswith("device")],
-               *[n for n in ORDER if n.startswith("scan:read-ahead")],
-               *[n for n in ORDER if n.startswith("scan:device")], "limit", "limit+best"]
-assert sorted(START_ORDER) == sorted(ORDER)
+_FIRST = ("taught", "read-ahead", "grain", "ram", "device", "scan:read-ahead", "scan:device", "limit")
+START_ORDER = sorted(ORDER, key=lambda n: next(i for i, p in enumerate(_FIRST) if n.startswith(p)))
 
 
 def rungs_of(part: str) -> list[str]:
@@ -112,14 +97,13 @@ def learning_rate(batch: int, base: int) -> float:
 
 
 def warmup_steps(batch: int, base: int, n_images: int) -> int:
-    """Steps of linear warm-up: :data:`WARMUP_EPOCHS` epochs' steps where the rate is scaled,
-    none at the base batch (the default has none)."""
+    """:data:`WARMUP_EPOCHS` epochs' steps where the rate is scaled; none at the base batch."""
     return 0 if batch == base else WARMUP_EPOCHS * math.ceil(n_images / batch)
 
 
 def warmup_rate(step, peak: float, steps: int, minimum=min):
-    """The learning rate at optimizer step ``step`` (from 0): linear from ``peak / steps`` to
-    ``peak`` over ``steps`` steps, then ``peak``; ``minimum`` lets a framework's op stand in."""
+    """The rate at optimizer step ``step``: linear from ``peak / steps`` to ``peak`` over
+    ``steps`` steps, then ``peak``; ``minimum`` lets a framework's op stand in."""
     return peak if steps <= 0 else peak * minimum(1.0, (step + 1) / steps)
 
 
@@ -129,8 +113,7 @@ def epochs_for(rung: dict, quick: bool) -> int:
 
 def measurement_record(*, run_id: str, rung: str, start: int, device: str, watched: dict,
                        chosen: dict, n_images: int, data: str, extra: dict) -> dict:
-    """One rung in one process start. ``watched``: the epochs' fields
-    (:meth:`gpulesson.experiments.ladder.measure.EpochWatch.fields`)."""
+    """One rung in one process start; ``watched``: the epochs' fields (``measure.EpochWatch``)."""
     seconds = watched["epoch_seconds"]
     if len(seconds) < 2:
         raise ValueError("a rung needs at least 2 epochs: the first compiles")
@@ -146,7 +129,6 @@ def measurement_record(*, run_id: str, rung: str, start: int, device: str, watch
 
 
 def starts(records, rung: str) -> list[dict]:
-    """The records of ``rung``, one a process start, in start order."""
     return sorted((r for r in records if r.get("rung") == rung), key=lambda r: r["start"])
 
 
@@ -166,7 +148,7 @@ def mean_of(records, rung: str, key: str) -> float | None:
 
 def time_to(record: dict, accuracy: float) -> float | None:
     """Seconds from the start of training (compiling included, evaluations left out) to the
-    end of the first epoch whose test accuracy reached ``accuracy``; None if none did."""
+    end of the first epoch that reached ``accuracy``; None if none did."""
     for reached, clock in zip(record["test_accuracies"], record["epoch_end_seconds"], strict=True):
         if reached >= accuracy:
             return clock
@@ -179,23 +161,27 @@ def target_accuracy(records) -> float | None:
     return first[0]["test_accuracy"] if first else None
 
 
+def _stream_rungs(records) -> list[str]:
+    """The released-Keras rungs that read the HDF5 file while training, as recorded."""
+    return [n for n in ORDER if RUNGS[n]["part"] == "keras" and RUNGS[n]["feed"] in STREAMS
+            and starts(records, n)]
+
+
 def best_stream(records) -> str | None:
     """The released-Keras stream rung with the shortest median epoch."""
-    found = [(summary(records, n)["median"], n) for n in ORDER if RUNGS[n]["part"] == "keras"
-             and RUNGS[n]["feed"] in STREAMS and starts(records, n)]
+    found = [(summary(records, n)["median"], n) for n in _stream_rungs(records)]
     return min(found)[1] if found else None
 
 
 def limit_options(records) -> dict:
-    """``limit+best``'s precision and batch: those of the run's best stream rung where the run
-    has one (the limit's part runs after Keras's), else bf16 at the large batch."""
+    """``limit+best``'s precision and batch: the run's best stream rung's (the limit's part runs
+    after Keras's), else bf16 at the large batch."""
     source = RUNGS[best_stream(records) or "limit+best"]
     return {"precision": source["precision"], "batch": source["batch"]}
 
 
 def limit_for(records, rung: str) -> str | None:
-    """The limit's rung recorded at ``rung``'s batch and precision (as recorded, else as
-    planned), if any."""
+    """The limit's rung recorded at ``rung``'s batch and precision (as recorded, else as planned)."""
     options = (starts(records, rung) or [RUNGS[rung]])[0]
     for name in ("limit", "limit+best"):
         found = starts(records, name)
@@ -206,9 +192,9 @@ def limit_for(records, rung: str) -> str | None:
 
 
 def goals(records) -> dict | None:
-    """The two goals for the best stream rung: its epoch within :data:`RATIO_GOAL` of the
-    limit at its batch and precision, and the default's test accuracy sooner than the default,
-    compiling included (first starts). None without the default and a stream rung."""
+    """The best stream rung's two goals: its epoch within :data:`RATIO_GOAL` of the limit at
+    its batch and precision, and the default's test accuracy sooner than the default, compiling
+    included (first starts). None without the default and a stream rung."""
     best, target = best_stream(records), target_accuracy(records)
     if best is None or target is None:
         return None
@@ -230,17 +216,14 @@ def ram_twin(rung: str) -> str | None:
 
 
 def ram_goals(records) -> list[dict]:
-    """The stream against RAM at the same settings, at batch 256 float32 and at the best
-    stream rung's settings: for each, the fastest stream rung recorded (``rung``), its RAM twin
-    (``ram``), RAM's median epoch over the stream's (``share``: 1 is as fast; None where either
-    is not recorded), whether it meets :data:`RAM_GOAL`, and whether the two rungs' epoch
-    ranges overlap. Settings the ladder feeds from no RAM rung are left out."""
+    """The stream against RAM at batch 256 float32 and at the best stream rung's settings (those
+    a RAM rung feeds): the fastest stream rung recorded (``rung``), its RAM twin (``ram``), RAM's
+    median epoch over the stream's (``share``), whether it meets :data:`RAM_GOAL`, and whether
+    their epochs' ranges overlap."""
     found = []
-    best = best_stream(records)
-    twins = dict.fromkeys(ram_twin(n) for n in filter(None, ["taught", best]))
+    twins = dict.fromkeys(ram_twin(n) for n in filter(None, ["taught", best_stream(records)]))
     for twin in filter(None, twins):
-        same = [n for n in ORDER if RUNGS[n]["part"] == "keras" and RUNGS[n]["feed"] in STREAMS
-                and ram_twin(n) == twin and starts(records, n)]
+        same = [n for n in _stream_rungs(records) if ram_twin(n) == twin]
         rung = min(same, key=lambda n: summary(records, n)["median"]) if same else None
         mine, ram = (summary(records, n) if n else None for n in (rung, twin))
         both = mine is not None and ram is not None
