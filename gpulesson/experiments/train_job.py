@@ -64,11 +64,6 @@ def job_id(environ=None) -> str:
     return env.get("SLURM_JOB_ID") or "local"
 
 
-def slurm_fields() -> dict:
-    return {"job_id": os.environ.get("SLURM_JOB_ID"),
-            "restart_count": int(os.environ.get("SLURM_RESTART_COUNT") or 0)}
-
-
 def batch_delay() -> float:
     """Seconds to wait after every batch (``LESSON_BATCH_DELAY``), for the tests that stop a run
     in the middle of an epoch."""
@@ -304,7 +299,7 @@ def _train(args, params, batches, info, out: Path, run_id: str) -> int:
         job_id=os.environ.get("SLURM_JOB_ID"),
         array_job_id=os.environ.get("SLURM_ARRAY_JOB_ID"),
         array_task_id=os.environ.get("SLURM_ARRAY_TASK_ID"),
-        restart_count=slurm_fields()["restart_count"],
+        restart_count=int(os.environ.get("SLURM_RESTART_COUNT") or 0),
         out_dir=str(out.relative_to(ROOT) if out.is_relative_to(ROOT) else out),
     )
     write_json(out / RECORD, record)

@@ -89,33 +89,27 @@ def parameter_server_bytes(n_parameters: int, n_gpus: int, bytes_per_parameter: 
 
 
 def allreduce_seconds(n_parameters: int, n_gpus: int, bandwidth_gb_s: float,
-                      bytes_per_parameter: int = 4, step_latency_us: float = 0.0,
-                      base_latency_us: float = 0.0) -> float:
-    """Seconds one step's all-reduce takes: the latency of the ring's ``2 (N - 1)`` steps (none
-    on one GPU) plus the bytes per GPU over the bandwidth. Back-of-the-envelope: the nominal
-    bandwidth reached, and no overlap with the backward pass, which would hide part of it."""
+                      bytes_per_parameter: int = 4) -> float:
+    """Seconds one step's all-reduce spends on its bytes: per GPU, over the bandwidth.
+    Back-of-the-envelope: the nominal bandwidth reached, and no overlap with the backward pass,
+    which would hide part of it."""
     positive(bandwidth_gb_s=bandwidth_gb_s)
-    if step_latency_us < 0 or base_latency_us < 0:
-        raise ValueError("latencies must be >= 0")
-    sent = ring_allreduce_bytes(n_parameters, n_gpus, bytes_per_parameter)
-    latency = 0.0 if n_gpus == 1 else (base_latency_us + 2 * (n_gpus - 1) * step_latency_us)
-    return latency / 1e6 + sent / (bandwidth_gb_s * 1e9)
+    return ring_allreduce_bytes(n_parameters, n_gpus, bytes_per_parameter) / (bandwidth_gb_s * 1e9)
 
 
 def link_latency_seconds(n_gpus: int, link: str) -> float:
-    """The latency term of an all-reduce over ``link`` (NCCL's), seconds."""
+    """The latency of an all-reduce over ``link`` (NCCL's), seconds: a base latency and one per
+    step of the ring's ``2 (N - 1)``; none on one GPU."""
     if link not in STEP_LATENCY_US:
         raise ValueError(f"unknown link {link!r}: one of {', '.join(STEP_LATENCY_US)}")
     return 0.0 if n_gpus == 1 else (ALLREDUCE_BASE_US
                                     + 2 * (n_gpus - 1) * STEP_LATENCY_US[link]) / 1e6
 
 
-def link_allreduce_seconds(n_parameters: int, n_gpus: int, link: str,
-                           bytes_per_parameter: int = 4) -> float:
-    """:func:`allreduce_seconds` over a named link, with its bandwidth and NCCL's latencies."""
-    link_latency_seconds(n_gpus, link)  # the check of the name
-    return allreduce_seconds(n_parameters, n_gpus, INTERCONNECTS[link], bytes_per_parameter,
-                             STEP_LATENCY_US[link], ALLREDUCE_BASE_US)
+def link_allreduce_seconds(n_parameters: int, n_gpus: int, link: str) -> float:
+    """An all-reduce over a named link: NCCL's latency and the bytes over its bandwidth."""
+    return (link_latency_seconds(n_gpus, link)
+            + allreduce_seconds(n_parameters, n_gpus, INTERCONNECTS[link]))
 
 
 def scaling_efficiency(compute_seconds: float, communication_seconds: float) -> float:
@@ -130,9 +124,7 @@ def scaling_efficiency(compute_seconds: float, communication_seconds: float) -> 
 @dataclass(frozen=True)
 class CostRow:
     model: str
-    n_parameters: int
     interconnect: str
-    bandwidth_gb_s: float
     n_gpus: int
     megabytes_per_gpu: float
     communication_ms: float  # latency and bandwidth together
@@ -151,7 +143,7 @@ class CostRow:
 
 
 def cost_table(models: dict[str, tuple[int, float]], interconnects: dict[str, float] | None = None,
-               gpus=(2, 4, 8), bytes_per_parameter: int = 4) -> list[CostRow]:
+               gpus=(2, 4, 8)) -> list[CostRow]:
     """One row per model (name: ``(parameters, compute ms per step on one GPU)``), link (name:
     GB/s; NCCL's latencies where it knows the link) and GPU count."""
     rows = []
@@ -159,13 +151,10 @@ def cost_table(models: dict[str, tuple[int, float]], interconnects: dict[str, fl
         for link, bandwidth in (INTERCONNECTS if interconnects is None else interconnects).items():
             for n in gpus:
                 latency = link_latency_seconds(n, link) if link in STEP_LATENCY_US else 0.0
-                seconds = latency + allreduce_seconds(n_parameters, n, bandwidth,
-                                                      bytes_per_parameter)
-                rows.append(CostRow(
-                    name, n_parameters, link, bandwidth, n,
-                    ring_allreduce_bytes(n_parameters, n, bytes_per_parameter) / 1e6,
-                    seconds * 1e3, latency * 1e3, compute_ms,
-                    scaling_efficiency(compute_ms / 1e3, seconds)))
+                seconds = latency + allreduce_seconds(n_parameters, n, bandwidth)
+                rows.append(CostRow(name, link, n, ring_allreduce_bytes(n_parameters, n) / 1e6,
+                                    seconds * 1e3, latency * 1e3, compute_ms,
+                                    scaling_efficiency(compute_ms / 1e3, seconds)))
     return rows
 
 
@@ -194,5 +183,5 @@ def format_cost_table(rows: list[CostRow]) -> str:
     return "\n".join([header, "-" * len(header)] + [line(row) for row in cells])
 
 
-def print_cost_table(models, interconnects=None, gpus=(2, 4, 8), bytes_per_parameter=4):
-    print(format_cost_table(cost_table(models, interconnects, gpus, bytes_per_parameter)))
+def print_cost_table(models, interconnects=None, gpus=(2, 4, 8)):
+    print(format_cost_table(cost_table(models, interconnects, gpus)))

@@ -94,25 +94,16 @@ def start_processes(coordinator: str | None = None, num_processes: int | None = 
     return keras.distribution.list_devices()
 
 
-def build_parallel_cnn(learning_rate: float, *, optimizer: str = "sgd", dropout: bool = True,
-                       seed: int = 0):
-    """The lesson's CNN, compiled, with seeded weights: plain SGD (one step's update is then
-    proportional to the gradient, which the tests compare) or ``"adam"`` as the episode has it.
-    (With dropout, a data-parallel step still equals the single-device step: JAX draws the same
-    random masks for a global batch however it is split across devices.)"""
+def build_parallel_cnn(learning_rate: float, *, seed: int = 0):
+    """The lesson's CNN with seeded weights, compiled with plain SGD: one step's update is then
+    proportional to the gradient, which the tests compare. (With dropout, a data-parallel step
+    still equals the single-device step: JAX draws the same random masks for a global batch
+    however it is split across devices.)"""
     keras = use_jax()
-    from gpulesson.lesson import build_cnn, compile_cnn
+    from gpulesson.lesson import build_cnn
 
     keras.utils.set_random_seed(seed)
     model = build_cnn()
-    if not dropout:
-        for layer in model.layers:
-            if isinstance(layer, keras.layers.Dropout):
-                layer.rate = 0.0
-    if optimizer == "adam":
-        return compile_cnn(model, learning_rate)
-    if optimizer != "sgd":
-        raise ValueError(f"optimizer must be 'sgd' or 'adam', not {optimizer!r}")
     model.compile(optimizer=keras.optimizers.SGD(learning_rate),
                   loss="sparse_categorical_crossentropy", metrics=["accuracy"])
     return model

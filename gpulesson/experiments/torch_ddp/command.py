@@ -25,7 +25,6 @@ from gpulesson.experiments.train_job import (
     job_id,
     out_dir_state,
     said,
-    slurm_fields,
     start_run,
     stop_on_signals,
     write_json,
@@ -222,7 +221,8 @@ def _train(args, params, launch, device, backend, out: Path) -> int:
     write_json(out / RECORD, {
         "experiment": EXPERIMENT, "run_id": json.loads((out / PARAMS).read_text())["run_id"],
         **params, "launcher": launch.launcher, "backend": backend, "device": device.type,
-        "loss": history, **slurm_fields()})
+        "loss": history, "job_id": os.environ.get("SLURM_JOB_ID"),
+        "restart_count": int(os.environ.get("SLURM_RESTART_COUNT") or 0)})
     (out / CHECKPOINT).unlink(missing_ok=True)
     print(f"Finished {len(history)} epochs: final loss {history[-1]:.4f}; weights in "
           f"{out / MODEL}.", flush=True)
