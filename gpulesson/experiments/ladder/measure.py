@@ -159,14 +159,19 @@ def feed(name: str, options: dict, *, data: dict, seed: int, epochs: int) -> tup
     return {"x": DeviceBatches(*data["device"], batch, seed=seed), **IN_ORDER}, []
 
 
-def train_rung(name: str, *, device: str, keras_device: str, data: dict, base: int,
+def train_rung(name: str, rung: dict, *, device: str, keras_device: str, data: dict, base: int,
                epochs: int, seed: int) -> tuple[dict, dict]:
-    """Train rung ``name``; ``(chosen options, the watch's fields)``."""
+    """Train rung ``name`` with its options ``rung``; ``(chosen options, the watch's fields)``."""
     from gpulesson import lesson
 
-    options = chosen(lr.RUNGS[name], base, data["cut"])
+    options = chosen(rung, base, data["cut"])
     watch = EpochWatch(device, data["cut"])
-    model = build(lr.RUNGS[name], options, keras_device, seed)
+    model = build(rung, options, keras_device, seed)
+    if rung["part"] == "limit":
+        options.update(precision=rung["precision"], batch=rung["batch"])
+        method = train_limit(name, watch=watch, model=model, options=options, data=data,
+                             epochs=epochs, seed=seed)
+        return options, {**watch.fields(), "limit_method": method}
     fit, callbacks = feed(name, options, data=data, seed=seed, epochs=epochs)
     test = lesson.HDF5Batches(data["path"], "test", data["test_batch"])
     import keras
@@ -231,17 +236,8 @@ def one_start(args) -> int:
                 rung.update(lr.limit_options(earlier))
             epochs = lr.epochs_for(rung, config.quick)
             try:
-                if rung["part"] == "limit":
-                    options = {**chosen(rung, base, cut),
-                               "precision": rung["precision"], "batch": rung["batch"]}
-                    watch = EpochWatch(device, cut)
-                    model = build(rung, options, kd, args.seed)
-                    method = train_limit(name, watch=watch, model=model, options=options,
-                                         data=data, epochs=epochs, seed=args.seed)
-                    watched = {**watch.fields(), "limit_method": method}
-                else:
-                    options, watched = train_rung(name, device=device, keras_device=kd, data=data,
-                                                  base=base, epochs=epochs, seed=args.seed)
+                options, watched = train_rung(name, rung, device=device, keras_device=kd, data=data,
+                                              base=base, epochs=epochs, seed=args.seed)
             except Exception as exc:  # one rung the device cannot run: the others still can
                 print(f"{device} {name}: skipped, {type(exc).__name__}: {str(exc)[:300]}",
                       flush=True)
