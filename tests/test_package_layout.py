@@ -113,23 +113,48 @@ def test_the_layout_has_its_three_parts():
         "subpackages of gpulesson: lesson/, experiments/ and the instructor's check/ only"
 
 
-EXPERIMENT_PARTS = ("measure", "records", "page", "figures", "__main__")
+def experiment_shape(package: Path) -> str:
+    """"declared" (its ``__init__`` declares ``RECORDS`` and ``COMMAND``: at most three files,
+    gpulesson.experiments.registry), "command" (a ``__main__.py``), or "" (neither)."""
+    init = (package / "__init__.py").read_text(encoding="utf-8")
+    if "RECORDS" in init and "COMMAND" in init and not (package / "__main__.py").exists():
+        return "declared"
+    return "command" if (package / "__main__.py").exists() else ""
 
 
-def test_every_experiment_that_records_and_fills_a_page_has_the_same_parts():
-    """An experiment whose records fill a page (``substitutions``) and that has a command line
-    is a package of the same parts in the same order: measure, records, page, figures, command
-    line. Modules that only read others' records (``decision``) or run jobs stay modules."""
+def test_every_experiment_that_fills_a_page_measures_and_has_a_command():
+    """An experiment whose records fill a page (``substitutions``) is a package with what it
+    measures (``measure``), what its page says (``page``) and a command line: its own
+    ``__main__``, or declared in at most three files. Modules that only read others' records
+    (``decision``) or run jobs stay modules."""
     experiments = PACKAGE / "experiments"
     single = [p.name for p in experiments.glob("*.py")
               if "def substitutions(" in (text := p.read_text(encoding="utf-8"))
               and "def main(" in text]
-    assert not single, f"experiments in one module, not a package of {EXPERIMENT_PARTS}: {single}"
-    recorded = sorted(p.parent for p in experiments.glob("*/records.py"))
-    assert len(recorded) >= 11, recorded
-    for package in recorded:
-        missing = [part for part in EXPERIMENT_PARTS if not (package / f"{part}.py").exists()]
-        assert not missing, f"{package.name} lacks {missing}"
+    assert not single, f"experiments in one module, not a package: {single}"
+    filling = sorted(p.parent for p in experiments.glob("*/page.py")
+                     if "def substitutions(" in p.read_text(encoding="utf-8"))
+    assert len(filling) >= 11, filling
+    for package in filling:
+        shape = experiment_shape(package)
+        assert shape, f"{package.name}: no command line (__main__.py, or a declared COMMAND)"
+        if package.name != "parallel":  # its measuring is the training job's (training.py)
+            assert (package / "measure.py").exists(), f"{package.name} lacks measure.py"
+        if shape == "declared":
+            files = sorted(p.name for p in package.glob("*.py"))
+            assert len(files) <= 3, f"{package.name}: a declared experiment is three files: {files}"
+
+
+def test_the_shape_check_tells_the_two_shapes_apart(tmp_path):
+    declared = tmp_path / "toy"
+    declared.mkdir()
+    (declared / "__init__.py").write_text("RECORDS = None\nCOMMAND = None\n")
+    assert experiment_shape(declared) == "declared"
+    (declared / "__main__.py").write_text("")
+    assert experiment_shape(declared) == "command"
+    (declared / "__main__.py").unlink()
+    (declared / "__init__.py").write_text("")
+    assert experiment_shape(declared) == ""
 
 
 def test_nothing_but_the_check_imports_the_check():

@@ -7,7 +7,7 @@ import math
 
 from gpulesson.devices import BACKEND_TITLES, KERAS_BACKENDS
 from gpulesson.experiments.common import REPEATS, compare_middle, scale, summary_of
-from gpulesson.experiments.pagewords import measurably, middle_note  # noqa: F401 (feeding reads middle_note here)
+from gpulesson.experiments.pagewords import measurably
 from gpulesson.experiments.recordset import RecordSet, rate_summary
 
 EXPERIMENT = "ceiling"
