@@ -171,8 +171,8 @@ kernel: $(LAB_READY)  ## register this environment as the Jupyter kernel "$(KERN
 		--env TF_FORCE_GPU_ALLOW_GROWTH true
 
 lab: kernel  ## start JupyterLab on your copies of the notebooks (my-notebooks/; COMPLETE=1: the complete ones too)
-	$(BIN)/python -m gpulesson.workcopy --to $(MY_NOTEBOOKS)
-	$(if $(COMPLETE),$(BIN)/python -m gpulesson.workcopy --to $(MY_NOTEBOOKS) --complete)
+	$(BIN)/python -m gpulesson.classroom.workcopy --to $(MY_NOTEBOOKS)
+	$(if $(COMPLETE),$(BIN)/python -m gpulesson.classroom.workcopy --to $(MY_NOTEBOOKS) --complete)
 	# The root stays the lesson folder: notebooks show figures from ../fig and link to ../setup.md.
 	$(BIN)/jupyter lab --notebook-dir=. --LabApp.default_url=/lab/tree/$(MY_NOTEBOOKS) $(ROOT_ARGS) $(LAB_ARGS)
 

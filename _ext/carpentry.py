@@ -98,7 +98,7 @@ CONDITIONAL = re.compile(
     re.DOTALL,
 )
 _KEYWORD = re.compile(r"\{\{\s*(?:if\b|else\s*\}\}|endif\s*\}\})")
-# The value of a measurement not recorded yet (gpulesson.results.NOT_RECORDED; a test keeps the
+# The value of a measurement not recorded yet (gpulesson.records.results.NOT_RECORDED; a test keeps the
 # two equal): a value that contains it, e.g. "not recorded yet (not recorded yet)", is missing.
 MISSING = "not recorded yet"
 RESULTS_DIR = "results"
@@ -111,9 +111,9 @@ class PlaceholderError(ValueError):
 
 def site_values(root: Path) -> dict[str, str]:
     """``site_<key>`` for every key of the ``lesson_site`` section of ``root/_config.yml``, and
-    the values computed from them (``site_cost_*``: :mod:`gpulesson.session_costs`)."""
-    from gpulesson import session_costs
-    from gpulesson.charges import ChargeRatesError
+    the values computed from them (``site_cost_*``: :mod:`gpulesson.classroom.costs`)."""
+    from gpulesson.classroom import costs as session_costs
+    from gpulesson.classroom.charges import ChargeRatesError
 
     path = Path(root) / "_config.yml"
     config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
@@ -131,8 +131,8 @@ def site_values(root: Path) -> dict[str, str]:
 # package but read results files too. Each has ``substitutions(path) -> {"ref_...": text}``;
 # ``path`` is its results file in results/ (registry.results_name).
 EXPERIMENT_PACKAGES = ("gpulesson.experiments",)
-OTHER_SOURCES = ("gpulesson.contributed", "gpulesson.experiments.decision",
-                 "gpulesson.check.example")
+OTHER_SOURCES = ("gpulesson.classroom.contributed", "gpulesson.experiments.decision",
+                 "gpulesson.classroom.check.example")
 
 
 @functools.cache

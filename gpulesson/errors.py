@@ -53,7 +53,7 @@ class DataFolderError(LessonDataError):
 
 
 class KerasBackendError(LessonError, ImportError):
-    """The Keras backend chosen is not installed (:mod:`gpulesson.backends`)."""
+    """The Keras backend chosen is not installed (:mod:`gpulesson.machine.backends`)."""
 
 
 class SettingsError(LessonError, ValueError):
@@ -134,14 +134,14 @@ def check_writable(folder, setting: str | None = "LESSON_DATA_DIR",
             f"folder that only your instructor can write to, or a path that does not exist here.\n"
             f"Choose a folder of your own with {setting}, for example your home directory's "
             f"gpulesson-data{home_note()}. {how_to_set(setting, '~/gpulesson-data')}\n"
-            f"or pass {option} DIR to python -m gpulesson.prepare."
+            f"or pass {option} DIR to python -m gpulesson.datasets.prepare."
         ) from None
     else:
         probe.unlink(missing_ok=True)
     return folder
 
 
-# The lesson's reference records (gpulesson.results.RESULTS_DIR), the experiments' default --out.
+# The lesson's reference records (gpulesson.records.results.RESULTS_DIR), the experiments' default --out.
 REFERENCE_RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 

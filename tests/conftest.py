@@ -131,7 +131,7 @@ def random_hdf5(folder: Path, n_train: int, n_test: int = 20, seed: int = 0) -> 
     """A small lesson HDF5 file of random images (labels 0-9 in turn) in ``folder``."""
     import numpy as np
 
-    from gpulesson.hdf5 import write_hdf5
+    from gpulesson.datasets.hdf5 import write_hdf5
 
     x = np.random.default_rng(seed).integers(0, 256, (n_train, 32, 32, 3), dtype=np.uint8)
     y = (np.arange(n_train) % 10).astype(np.uint8)

@@ -1,7 +1,7 @@
 """Made-up records of the contention benchmark (episode 5) that its two test modules share."""
 
 from gpulesson.experiments import contention
-from gpulesson.results import append_record
+from gpulesson.records.results import append_record
 
 ENVIRONMENT = {"date": "2026-11-23T10:00:00+00:00", "cpu_model": "Test CPU", "cores_usable": 2,
                "cores_total": 2, "device": "CPU", "gpu_count": 0, "backend": "tensorflow",

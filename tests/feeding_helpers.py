@@ -8,7 +8,7 @@ from gpulesson.experiments import common, feeding
 from gpulesson.experiments.ceiling.measure import tiny_model
 from gpulesson.experiments.feeding import measure
 from gpulesson.experiments.feeding import pipelines as fp
-from gpulesson.results import append_record
+from gpulesson.records.results import append_record
 
 FIG = ROOT / "fig" / "09-feeding-the-gpu"
 N, BATCH = 96, 32  # 3 batches an epoch: every code path, in seconds

@@ -1,11 +1,11 @@
 """Episode 2's session costs: the products and totals its answer shows, from the site's rates and
-the workshop's sessions in _config.yml (gpulesson.session_costs), never typed."""
+the workshop's sessions in _config.yml (gpulesson.classroom.costs), never typed."""
 
 import yaml
 from carpentry import fill_placeholders, site_values
 from conftest import ROOT
 
-from gpulesson import session_costs as costs
+from gpulesson.classroom import costs as costs
 
 EPISODE = ROOT / "_episodes" / "02-connecting.md"
 

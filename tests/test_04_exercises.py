@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
-from gpulesson.hdf5 import atomic_hdf5, write_hdf5
+from gpulesson.datasets.hdf5 import atomic_hdf5, write_hdf5
 
 EPISODE = ROOT / "_episodes" / "04-data-pipeline.md"
 N_TRAIN, BATCH = 1000, 64  # 15 full batches and one of 40

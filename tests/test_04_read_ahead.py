@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from gpulesson import lesson
-from gpulesson.hdf5 import write_hdf5
+from gpulesson.datasets.hdf5 import write_hdf5
 from test_04_data_order import CLASSES, encoded, encoded_rows
 
 N_TRAIN, BATCH, SEED = 300, 16, 5  # 19 blocks, the last one short

@@ -12,8 +12,8 @@ from contention_helpers import made_up_records, made_up_report
 from gpulesson.experiments import contention
 from gpulesson.experiments.contention import measure
 from gpulesson.experiments.contention.__main__ import main as contention_main
-from gpulesson.localhost import chromium_path
-from gpulesson.results import append_record, read_records, validate_record
+from gpulesson.machine.localhost import chromium_path
+from gpulesson.records.results import append_record, read_records, validate_record
 
 # --- the measurement, on tiny data -----------------------------------------------------------
 

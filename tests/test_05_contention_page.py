@@ -14,7 +14,7 @@ from contention_helpers import (
 )
 
 from gpulesson.experiments import contention
-from gpulesson.results import NOT_RECORDED, append_record, validate_record
+from gpulesson.records.results import NOT_RECORDED, append_record, validate_record
 
 EPISODE = ROOT / "_episodes" / "05-cpu-vs-gpu.md"
 

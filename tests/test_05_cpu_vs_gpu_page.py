@@ -18,8 +18,8 @@ from carpentry import (
 )
 from conftest import ROOT
 
-from gpulesson.charges import read_rates
-from gpulesson.results import NOT_RECORDED, is_gpu
+from gpulesson.classroom.charges import read_rates
+from gpulesson.records.results import NOT_RECORDED, is_gpu
 
 EPISODE = ROOT / "_episodes" / "05-cpu-vs-gpu.md"
 NO_GPU_NOTE = "The lesson's GPU reference run has not been recorded yet."
@@ -150,7 +150,7 @@ def test_a_run_that_is_what_it_says_passes(lesson, monkeypatch):
 
 def test_the_reference_run_says_which_environment_it_ran_in():
     """A GPU node's run in its own Python is named as such, with the lesson's pins beside it."""
-    from gpulesson import pinned
+    from gpulesson.machine import pinned
     from gpulesson.experiments import cnn
 
     records = cnn.reference_run()

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from gpulesson import flops
+from gpulesson.machine import flops
 from gpulesson.experiments.cnn import gpu_use
-from gpulesson.results import NOT_RECORDED
+from gpulesson.records.results import NOT_RECORDED
 
 
 def test_the_counted_operations_follow_the_lessons_model():

@@ -16,8 +16,8 @@ from gpulesson.experiments.matmul import measure as mm
 from gpulesson.experiments.matmul import records as mr
 from gpulesson.experiments.matmul.__main__ import main as matmul_main
 from gpulesson.experiments.matmul.figures import gflops_alt, sync_alt
-from gpulesson.results import NOT_RECORDED, duration, is_gpu
-from gpulesson.results import append_record, read_records, validate_record
+from gpulesson.records.results import NOT_RECORDED, duration, is_gpu
+from gpulesson.records.results import append_record, read_records, validate_record
 
 FIG = ROOT / "fig" / "06-why-gpus-are-fast"
 
@@ -421,7 +421,7 @@ def test_committed_figures_are_what_the_scripts_draw(tmp_path):
 
 @pytest.mark.bad_input("no GPU")
 def test_the_command_refuses_a_gpu_it_cannot_see(tmp_path, capsys):
-    from gpulesson.devices import keras_device
+    from gpulesson.machine.devices import keras_device
 
     if keras_device()["gpu_count"]:
         pytest.skip("this machine has a GPU")

@@ -17,7 +17,7 @@ from gpulesson.experiments.small_models.__main__ import main as small_models_mai
 from gpulesson.experiments.small_models.figures import comparison_alt, sweep_alt
 from gpulesson.experiments.small_models.page import sweep_dates
 from gpulesson.experiments.small_models.records import PARTS, SmallModelsError, sample_summary
-from gpulesson.results import NOT_RECORDED, append_record, is_gpu, make_record, read_records, validate_record
+from gpulesson.records.results import NOT_RECORDED, append_record, is_gpu, make_record, read_records, validate_record
 
 FIG = ROOT / "fig" / "07-small-models"
 
@@ -328,7 +328,7 @@ def test_bad_devices_and_sizes_are_refused():
 ])
 @pytest.mark.bad_input("bad argument")
 def test_the_command_refuses_bad_input_and_writes_nothing(args, message, tmp_path, capsys):
-    from gpulesson.devices import keras_device
+    from gpulesson.machine.devices import keras_device
 
     if "gpu" in args and keras_device()["gpu_count"]:
         pytest.skip("this machine has a GPU")

@@ -12,7 +12,7 @@ import pytest
 from conftest import ROOT, blocked_imports, load_script
 
 from gpulesson.experiments import torch_reference
-from gpulesson.results import NOT_RECORDED, append_record, read_records, validate_record
+from gpulesson.records.results import NOT_RECORDED, append_record, read_records, validate_record
 
 torch = pytest.importorskip("torch", reason="PyTorch is an optional extra (requirements/torch.txt)")
 
@@ -95,9 +95,9 @@ def test_a_record_keeps_the_load_before_and_after(made_up_gpu):
 
 def test_a_cuda_record_says_which_gpu_and_how_float32_was_computed(monkeypatch):
     """torch_environment of a CUDA device, on a machine without one: PyTorch made to see a
-    made-up GPU, whose facts gpulesson.devices gives; the precision is read from PyTorch's
+    made-up GPU, whose facts gpulesson.machine.devices gives; the precision is read from PyTorch's
     own settings, as on a real GPU."""
-    from gpulesson import devices
+    from gpulesson.machine import devices
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
-from gpulesson import mnist
+from gpulesson.datasets import mnist
 from gpulesson.errors import DataFileError, DataUnavailableError
-from gpulesson.settings import LABELS, QUICK_N_TEST, QUICK_N_TRAIN, Settings
+from gpulesson.datasets.settings import LABELS, QUICK_N_TEST, QUICK_N_TRAIN, Settings
 
 torch = pytest.importorskip("torch", reason="PyTorch is an optional extra (requirements/torch.txt)")
 
@@ -94,7 +94,7 @@ def test_missing_mnist_without_network_says_what_to_do(tmp_path, unreachable_mir
     with pytest.raises(DataUnavailableError) as failed:
         mnist.load_mnist(tmp_path)
     message = str(failed.value)
-    for part in ("download failed", str(mnist.raw_folder(tmp_path)), "python -m gpulesson.mnist",
+    for part in ("download failed", str(mnist.raw_folder(tmp_path)), "python -m gpulesson.datasets.mnist",
                  "login node", "LESSON_DATA=synthetic", "train-images-idx3-ubyte"):
         assert part in message, part
     with pytest.raises(DataUnavailableError, match="downloading is switched off"):
@@ -130,7 +130,7 @@ def test_missing_torchvision_is_explained(tmp_path, monkeypatch):
 @pytest.mark.bad_input("no internet")
 def test_download_command(tmp_path, unreachable_mirrors, capsys):
     assert mnist.main(["--data-dir", str(tmp_path)]) == 1
-    assert "python -m gpulesson.mnist" in capsys.readouterr().err
+    assert "python -m gpulesson.datasets.mnist" in capsys.readouterr().err
     tiny_mnist(tmp_path)
     assert mnist.main(["--data-dir", str(tmp_path)]) == 0
     assert "20 training and 10 test images" in capsys.readouterr().out
@@ -139,7 +139,7 @@ def test_download_command(tmp_path, unreachable_mirrors, capsys):
 # --- the stand-in ----------------------------------------------------------------------------
 
 def test_stand_in_is_mnist_shaped_balanced_and_reproducible():
-    from gpulesson.synthetic import make_synthetic
+    from gpulesson.datasets.synthetic import make_synthetic
 
     (x_train, y_train), (x_test, _) = mnist.synthetic_mnist(200, 50, seed=3)
     assert x_train.shape == (200, 28, 28) and x_test.shape == (50, 28, 28)

@@ -15,7 +15,7 @@ from conftest import ROOT, run_on_jax_cpu
 from gpulesson.experiments import ceiling
 from gpulesson.experiments.ceiling import page, records
 from gpulesson.experiments.feeding.records import DEVICE_METHODS
-from gpulesson.results import NOT_RECORDED
+from gpulesson.records.results import NOT_RECORDED
 
 
 def record(backend, device, pipeline, seconds, n=records.N_IMAGES):
@@ -331,7 +331,7 @@ def test_a_device_record_of_the_old_method_is_neither_shown_nor_the_ceiling(tmp_
 def test_the_committed_h200_device_record_of_the_old_method_is_not_on_the_page():
     """The H200 run's device rows (JAX 243,511 images/s) were eager slices: the file keeps them,
     the page's table, figure text and ceilings do not use them."""
-    from gpulesson import results
+    from gpulesson.records import results
 
     kept = [r for r in results.read_records(records.RESULTS_FILE)
             if r.get("run_id") == "20261127T160443Z-743e59"]

@@ -377,7 +377,7 @@ def test_the_page_stays_short_once_the_card_is_profiled_and_its_settings_recorde
     from test_09_ladder import h200_shaped
     from test_09_profile import made_record
 
-    from gpulesson.results import append_record
+    from gpulesson.records.results import append_record
 
     root = lesson_files(tmp_path / "lesson")
     results = root / "results"

@@ -11,7 +11,7 @@ from gpulesson.experiments import common, feeding
 from gpulesson.experiments.feeding import page
 from gpulesson.experiments.feeding import pipelines as fp
 from gpulesson.experiments.feeding import records as rec
-from gpulesson.results import NOT_RECORDED, read_records
+from gpulesson.records.results import NOT_RECORDED, read_records
 
 
 def _draw_module():

@@ -14,13 +14,13 @@ import pytest
 from conftest import ROOT
 from feeding_helpers import BATCH, REPEATS, N, do_nothing_model, write_records
 
-from gpulesson.devices import keras_device_name
+from gpulesson.machine.devices import keras_device_name
 from gpulesson.experiments import common, feeding
 from gpulesson.experiments.feeding import measure
 from gpulesson.experiments.feeding import pipelines as fp
 from gpulesson.experiments.feeding import records as rec
 from gpulesson.experiments.feeding.__main__ import main as feeding_main
-from gpulesson.results import append_record, read_records, validate_record
+from gpulesson.records.results import append_record, read_records, validate_record
 
 
 def test_every_pipeline_gives_well_formed_records(feeding_measured):
@@ -234,7 +234,7 @@ def test_the_benchmark_refuses_keras_workers_where_they_deliver_wrong_data(backe
 def test_the_command_refuses_the_gpu_without_one(tmp_path, capsys):
     import keras
 
-    from gpulesson.devices import keras_device
+    from gpulesson.machine.devices import keras_device
 
     if keras_device()["gpu_count"]:
         pytest.skip("a GPU is visible")

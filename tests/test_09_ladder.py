@@ -9,7 +9,7 @@ from conftest import run_on_jax_cpu
 
 from gpulesson.experiments import ladder
 from gpulesson.experiments.ladder import records as lr
-from gpulesson.results import NOT_RECORDED, append_record
+from gpulesson.records.results import NOT_RECORDED, append_record
 
 
 def test_the_rungs_hold_every_combination_of_the_three_settings_from_both_feeds():

@@ -10,7 +10,7 @@ from conftest import run_on_jax_cpu
 from gpulesson.experiments import profile
 from gpulesson.experiments.common import Budget
 from gpulesson.experiments.profile import page, records, trace
-from gpulesson.results import NOT_RECORDED, append_record
+from gpulesson.records.results import NOT_RECORDED, append_record
 
 
 def _event(name, ts, dur, pid=1, tid=1):
@@ -89,7 +89,7 @@ def made_record(device, *, step, host, dev, gpu=None, run_id="r1"):
                  "top_kernels": []},
         extra={}, data="synthetic")
     if gpu:
-        # Shaped as a GPU record keeps it (gpulesson.devices.float32_precision).
+        # Shaped as a GPU record keeps it (gpulesson.machine.devices.float32_precision).
         precision = {"matmul": "tf32", "convolution": "tf32", "setting": "test"}
         record.update({"device": gpu, "gpu": {"name": gpu}, "float32_precision": precision})
     return record
@@ -218,7 +218,7 @@ def test_a_run_of_the_gpu_alone_keeps_the_older_cpu_record_each_named_with_its_r
 
 def test_a_committed_gpu_record_is_compared_with_the_peak_of_the_precision_it_ran_in():
     """The peak follows the record's own float32_precision (TF32 convolutions on a Hopper)."""
-    from gpulesson.gpu_peaks import float32_key
+    from gpulesson.machine.gpu_peaks import float32_key
 
     for record in records.reference_run():
         found = records.peak(record)

@@ -112,7 +112,7 @@ def test_the_episode_shows_the_commands_it_teaches():
     assert {("gpulesson.experiments.parallel", "train"), ("gpulesson.experiments.parallel", "cost"),
             ("gpulesson.experiments.sweep", "list"), ("gpulesson.experiments.sweep", "gather"),
             ("gpulesson.experiments.sweep", "params"), ("gpulesson.experiments.train_job", None),
-            ("gpulesson.experiments.torch_ddp", None), ("gpulesson.prepare", None)} <= modules
+            ("gpulesson.experiments.torch_ddp", None), ("gpulesson.datasets.prepare", None)} <= modules
 
 
 def test_every_job_script_shown_exists_and_runs_what_the_episode_says():

@@ -18,12 +18,13 @@ import pytest
 import bad_input
 from conftest import ROOT
 from data_fixtures import small_arrays
-from gpulesson import data, lesson
+from gpulesson import lesson
+from gpulesson.datasets import load as data
 from gpulesson.experiments import parallel, train_job
 from gpulesson.errors import DataFileError
-from gpulesson.hdf5 import validate_hdf5, write_hdf5
-from gpulesson.settings import Settings
-from gpulesson.synthetic import SYNTHETIC_CLASS_NAMES
+from gpulesson.datasets.hdf5 import validate_hdf5, write_hdf5
+from gpulesson.datasets.settings import Settings
+from gpulesson.datasets.synthetic import SYNTHETIC_CLASS_NAMES
 
 
 def files_in(folder):
@@ -50,7 +51,7 @@ def test_the_data_generator_refuses_out_of_range_labels(out_of_range_labels):
         lesson.HDF5Batches(out_of_range_labels, split="train", batch_size=8)
     message = str(failed.value)
     for part in (str(out_of_range_labels), "y_train", "255", "10 classes",
-                 "python -m gpulesson.prepare --data synthetic --quick"):
+                 "python -m gpulesson.datasets.prepare --data synthetic --quick"):
         assert part in message, message
     # The learner's file is left as it was, for them to look at or re-create.
     assert out_of_range_labels.read_bytes() == before
@@ -226,9 +227,9 @@ def test_an_unknown_kind_is_refused(tmp_path):
 # --- the command-line tools: one line each, argparse's way, and --help that helps ---------------
 
 COMMANDS = {  # module: how its main() is called with argv
-    "gpulesson.prepare": lambda argv: __import__("gpulesson.prepare", fromlist=["main"]).main(argv),
-    "gpulesson.devices": lambda argv: __import__("gpulesson.devices", fromlist=["main"]).main(argv),
-    "gpulesson.check": lambda argv: __import__("gpulesson.check.__main__",
+    "gpulesson.datasets.prepare": lambda argv: __import__("gpulesson.datasets.prepare", fromlist=["main"]).main(argv),
+    "gpulesson.machine.devices": lambda argv: __import__("gpulesson.machine.devices", fromlist=["main"]).main(argv),
+    "gpulesson.classroom.check": lambda argv: __import__("gpulesson.classroom.check.__main__",
                                                fromlist=["main"]).main(argv),
     "gpulesson.experiments.train_job": lambda argv: train_job.main(argv),
     "gpulesson.experiments.cnn": lambda argv: __import__("gpulesson.experiments.cnn.__main__",
@@ -291,7 +292,7 @@ def test_a_backend_keras_does_not_have_stops_train_job_in_one_terminal_line(monk
 @pytest.mark.bad_input("wrong backend")
 def test_the_device_report_fails_when_keras_cannot_start(tmp_path):
     env = {**os.environ, "KERAS_BACKEND": "foo", "KERAS_HOME": str(tmp_path)}
-    done = subprocess.run([sys.executable, "-m", "gpulesson.devices"], env=env,
+    done = subprocess.run([sys.executable, "-m", "gpulesson.machine.devices"], env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
     assert "backend 'foo', which Keras does not have" in done.stdout
@@ -302,7 +303,7 @@ def test_the_device_report_fails_when_keras_cannot_start(tmp_path):
 @pytest.mark.bad_input("bad argument")
 def test_a_file_named_as_the_data_folder_is_called_a_file(tmp_path):
     from gpulesson.errors import SettingsError
-    from gpulesson.settings import get_settings
+    from gpulesson.datasets.settings import get_settings
 
     file = tmp_path / "notes.txt"
     file.write_text("mine")
@@ -318,7 +319,7 @@ def test_a_file_named_as_the_data_folder_is_called_a_file(tmp_path):
 
 @pytest.mark.bad_input("bad argument")
 def test_a_data_dir_under_a_file_is_called_so(tmp_path, capsys):
-    from gpulesson.prepare import main
+    from gpulesson.datasets.prepare import main
 
     file = tmp_path / "notes.txt"
     file.write_text("mine")
@@ -331,7 +332,7 @@ def test_a_data_dir_under_a_file_is_called_so(tmp_path, capsys):
 @pytest.mark.bad_input("unwritable folder")
 def test_home_unset_is_named_where_the_advice_says_home(monkeypatch, tmp_path):
     from gpulesson.errors import DataFolderError, check_writable
-    from gpulesson.settings import ensure_work_dir
+    from gpulesson.datasets.settings import ensure_work_dir
 
     monkeypatch.delenv("HOME", raising=False)
     for attempt in (lambda: check_writable("/proc/gpulesson-data"),
@@ -347,19 +348,19 @@ def test_home_unset_is_named_where_the_advice_says_home(monkeypatch, tmp_path):
 
 @pytest.mark.bad_input("missing file")
 def test_the_check_refuses_a_missing_config_in_one_line(capsys):
-    from gpulesson.check.__main__ import parse
+    from gpulesson.classroom.check.__main__ import parse
 
     with pytest.raises(SystemExit) as stopped:
         parse(["--config", "/nonexistent.yml"])
     assert stopped.value.code == 2
     assert _last_line(capsys.readouterr().err) == (
-        "python -m gpulesson.check: error: argument --config: /nonexistent.yml does not exist: "
+        "python -m gpulesson.classroom.check: error: argument --config: /nonexistent.yml does not exist: "
         f"name the lesson's _config.yml (default: {ROOT / '_config.yml'})")
 
 
 @pytest.mark.bad_input("bad argument")
 def test_the_checks_json_into_a_missing_folder_makes_no_folder(tmp_path, capsys):
-    from gpulesson.check.__main__ import parse
+    from gpulesson.classroom.check.__main__ import parse
 
     target = tmp_path / "not" / "there" / "check.json"
     with pytest.raises(SystemExit) as stopped:

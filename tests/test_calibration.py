@@ -8,8 +8,8 @@ from conftest import ROOT, load_script
 
 from gpulesson.experiments import calibration
 from gpulesson.experiments.calibration.__main__ import main as calibration_main
-from gpulesson.results import NOT_RECORDED, read_records, validate_record
-from gpulesson.synthetic import PAIRS, SYNTHETIC_CLASS_NAMES
+from gpulesson.records.results import NOT_RECORDED, read_records, validate_record
+from gpulesson.datasets.synthetic import PAIRS, SYNTHETIC_CLASS_NAMES
 
 FIG = ROOT / "fig" / "05-cpu-vs-gpu"
 
@@ -146,7 +146,7 @@ def test_bad_sizes_are_refused_before_any_work(tmp_path, capsys, args, message):
 
 @pytest.mark.bad_input("no GPU")
 def test_a_gpu_asked_for_without_one_is_refused(tmp_path, capsys):
-    from gpulesson.devices import keras_device
+    from gpulesson.machine.devices import keras_device
 
     if keras_device()["gpu_count"]:
         pytest.skip("a GPU is visible here")

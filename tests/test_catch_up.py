@@ -1,4 +1,4 @@
-"""A learner who falls behind catches up (gpulesson.catchup, tools/make_notebooks.py).
+"""A learner who falls behind catches up (gpulesson.classroom.catchup, tools/make_notebooks.py).
 
 In a learner's notebook each typed cell's prompt lists the names that later cells use, and a
 catch-up cell follows each typed cell that later cells need and each exercise. The catch-up runs
@@ -36,8 +36,8 @@ import pytest
 from conftest import ROOT
 from fresh_kernel import fresh_kernel
 
-from gpulesson import catchup
-from gpulesson.catchup import (
+from gpulesson.classroom import catchup
+from gpulesson.classroom.catchup import (
     BlanksLeftError,
     CatchUpError,
     catch_up,
@@ -78,7 +78,8 @@ def later_names(cell) -> list[str]:
 def test_the_names_a_cell_defines_are_its_top_level_bindings():
     source = """\
 import numpy as np
-from gpulesson import data as d, plots
+from gpulesson.datasets import load as d
+from gpulesson.records import plots
 import os.path
 x, (y, *z) = 1, (2, 3)
 total += 1

@@ -1,4 +1,4 @@
-"""The readiness check, python -m gpulesson.check, without Slurm: the login node's checks, each
+"""The readiness check, python -m gpulesson.classroom.check, without Slurm: the login node's checks, each
 with a fault made on purpose, the checklist and its JSON, the laptop path and the learners' check.
 The job part under a real Slurm: tests/test_check_slurm.py."""
 
@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from gpulesson.check import login, report
-from gpulesson.check.report import FAIL, OK, SKIP
-from gpulesson.data import prepare
-from gpulesson.settings import get_settings
+from gpulesson.classroom.check import login, report
+from gpulesson.classroom.check.report import FAIL, OK, SKIP
+from gpulesson.datasets.load import prepare
+from gpulesson.datasets.settings import get_settings
 
 KERNEL_ENV = login.kernel_env_expected()
 
@@ -167,7 +167,7 @@ def test_a_learners_data_file_not_there_is_a_failure_with_the_prepare_cell_as_it
 
 @pytest.mark.bad_input("missing file")
 def test_the_learners_check_is_not_ready_without_the_data_file(open_folder, monkeypatch):
-    from gpulesson.check import learner_items
+    from gpulesson.classroom.check import learner_items
 
     monkeypatch.delenv("SLURM_JOB_ID", raising=False)
     for name, value in {"LESSON_DATA": "synthetic", "LESSON_QUICK": "1",
@@ -209,8 +209,8 @@ def test_a_missing_class_folder_or_the_data_folder_fails_and_none_is_skipped(ope
 # its mode): imported first, then nobody, as a learner's job would be.
 CLASS_WRITE_PROBE = """
 import dataclasses, json, os, sys
-import gpulesson.class_share
-from gpulesson.check import job
+import gpulesson.classroom.share
+from gpulesson.classroom.check import job
 if os.geteuid() == 0:
     os.setgroups([]); os.setgid(65534); os.setuid(65534)
 print(json.dumps(dataclasses.asdict(job.class_folder_item(sys.argv[1]))))
@@ -244,7 +244,7 @@ def test_the_job_writes_in_the_class_folder_and_names_the_fix_when_it_cannot(ope
 
 @pytest.mark.bad_input("unwritable folder")
 def test_a_class_folder_not_on_the_node_fails_and_none_is_not_checked(open_folder, monkeypatch):
-    from gpulesson.check import job
+    from gpulesson.classroom.check import job
 
     monkeypatch.delenv("LESSON_CLASS_RESULTS", raising=False)
     missing = job.class_folder_item(str(open_folder / "not-mounted"))
@@ -258,7 +258,7 @@ def test_a_class_folder_not_on_the_node_fails_and_none_is_not_checked(open_folde
 
 def test_the_job_checks_the_class_folder_and_is_given_the_one_checked_on_the_login_node(
         open_folder, monkeypatch, tmp_path):
-    from gpulesson.check import job, submit
+    from gpulesson.classroom.check import job, submit
 
     monkeypatch.delenv("LESSON_CLASS_RESULTS", raising=False)
     monkeypatch.setattr(job, "nvidia_smi", lambda where: (report.skip("GPUs", "stub"), None, []))
@@ -294,7 +294,7 @@ def test_the_checklist_marks_each_item_and_its_json_round_trips(tmp_path):
 
 
 def run_check(*args, env, cwd):
-    return subprocess.run([sys.executable, "-m", "gpulesson.check", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "gpulesson.classroom.check", *args], cwd=cwd,
                           env={**os.environ, **env}, capture_output=True, text=True, timeout=600)
 
 
@@ -324,7 +324,7 @@ def test_the_command_exits_1_on_a_failure_and_writes_the_json_here(tmp_path):
 
 
 def test_learner_checks_print_the_same_lines_in_the_kernel(tmp_path, settings):
-    code = ("import sys\nfrom gpulesson.check import learner_checks, learner_items, report\n"
+    code = ("import sys\nfrom gpulesson.classroom.check import learner_checks, learner_items, report\n"
             "learner_checks()\nsys.exit(report.exit_status(learner_items()))")
     env = {**os.environ, **KERNEL_ENV, **data_env(settings)}
     env.pop("SLURM_JOB_ID", None)
@@ -338,10 +338,10 @@ def test_learner_checks_print_the_same_lines_in_the_kernel(tmp_path, settings):
 
 @pytest.mark.bad_input("no GPU")
 def test_in_a_job_given_a_gpu_that_keras_does_not_see_the_learner_is_told_what_to_do(monkeypatch):
-    import gpulesson.devices
-    from gpulesson.check import GPU_JOB_VARIABLES, gpu_item, learner_items
+    import gpulesson.machine.devices
+    from gpulesson.classroom.check import GPU_JOB_VARIABLES, gpu_item, learner_items
 
-    monkeypatch.setattr(gpulesson.devices, "keras_device", lambda: {
+    monkeypatch.setattr(gpulesson.machine.devices, "keras_device", lambda: {
         "backend": "tensorflow", "backend_version": "x", "device": "CPU", "gpu_count": 0})
     monkeypatch.setenv("SLURM_JOB_ID", "7")
     for name in GPU_JOB_VARIABLES:
@@ -374,15 +374,15 @@ def test_inside_job_exits_1_on_a_failure_as_its_help_says(tmp_path, settings):
     written = json.loads(out.read_text())
     assert written["passed"] is False and result.returncode == 1, result.stdout + result.stderr
     # The help says so.
-    import gpulesson.check.__main__ as command
+    import gpulesson.classroom.check.__main__ as command
 
     assert "1 otherwise,\nalso with --inside-job" in command.__doc__
 
 
 def test_by_hand_inside_a_job_the_kernels_settings_come_from_its_spec(tmp_path, monkeypatch):
     """srun --pty: the shell has not the kernel's settings; the kernel's spec has them."""
-    from gpulesson.check import submit
-    from gpulesson.check.__main__ import _by_hand
+    from gpulesson.classroom.check import submit
+    from gpulesson.classroom.check.__main__ import _by_hand
 
     for name in KERNEL_ENV:
         monkeypatch.delenv(name, raising=False)
@@ -418,8 +418,8 @@ def test_by_hand_inside_a_job_the_kernels_settings_come_from_its_spec(tmp_path, 
 
 
 def test_the_guide_names_every_option_and_shows_what_the_code_prints():
-    from gpulesson.check.__main__ import parse
-    from gpulesson.check.job import NO_GPU_FIX
+    from gpulesson.classroom.check.__main__ import parse
+    from gpulesson.classroom.check.job import NO_GPU_FIX
 
     guide = (ROOT / "guide.md").read_text(encoding="utf-8")
     options = [o for action in parse([])._get_kwargs() for o in [action[0]]]
@@ -440,20 +440,20 @@ def fake_nvidia_smi(tmp_path, monkeypatch):
 
 @pytest.mark.bad_input("no GPU")
 def test_a_gpu_nvidia_smi_lists_but_a_backend_does_not_see_is_a_failure(fake_nvidia_smi, monkeypatch):
-    import gpulesson.devices
-    from gpulesson.check import job
+    import gpulesson.machine.devices
+    from gpulesson.classroom.check import job
 
     item, driver, names = job.nvidia_smi("job")
     assert item.status == OK and driver == "550.54.15" and names == ["NVIDIA Stand-in"]
-    monkeypatch.setattr(gpulesson.devices, "installed_backends", lambda: ["jax"])
+    monkeypatch.setattr(gpulesson.machine.devices, "installed_backends", lambda: ["jax"])
     [jax] = job.backend_gpus("job")
     assert jax.name == "GPU in Keras (JAX)" and jax.status == FAIL
     assert "sees no GPU though nvidia-smi does" in jax.detail and "requirements/gpu.txt" in jax.fix
 
 
 def test_the_driver_is_judged_against_each_frameworks_cuda_build(monkeypatch):
-    from gpulesson import driver
-    from gpulesson.check import job
+    from gpulesson.machine import driver
+    from gpulesson.classroom.check import job
 
     monkeypatch.setattr(driver, "build_cuda", lambda: {"PyTorch": "13.0", "TensorFlow": "12.5.1"})
     [old] = job.driver_items("535.104.05", "job")

@@ -1,5 +1,5 @@
 """The guide's example of the readiness check on a GPU node: the record the check's job part
-appends (python -m gpulesson.check --inside-job --record), the guide's text with and without
+appends (python -m gpulesson.classroom.check --inside-job --record), the guide's text with and without
 one, and the step of the budgeted GPU run that makes it. The records here are test fixtures,
 made in tmp_path: no GPU has been measured by these tests."""
 
@@ -22,10 +22,10 @@ from carpentry import (
 )
 from conftest import ROOT
 
-from gpulesson.check import example, report
-from gpulesson.pinned import pinned_environment, same_version
-from gpulesson.results import append_record, read_records
-from gpulesson.settings import get_settings
+from gpulesson.classroom.check import example, report
+from gpulesson.machine.pinned import pinned_environment, same_version
+from gpulesson.records.results import append_record, read_records
+from gpulesson.datasets.settings import get_settings
 
 GUIDE = ROOT / "guide.md"
 NO_RUN_YET = "no GPU node\nhas run it for this lesson yet"
@@ -141,9 +141,9 @@ def test_the_pins_are_those_of_the_environment_file():
 
 
 def test_the_example_is_a_source_of_the_pages_values(tmp_path):
-    assert "gpulesson.check.example" in RESULT_SOURCES
+    assert "gpulesson.classroom.check.example" in RESULT_SOURCES
     (tmp_path / "results").mkdir()
-    assert result_values(tmp_path, ("gpulesson.check.example",))["ref_check_gpu"] == MISSING
+    assert result_values(tmp_path, ("gpulesson.classroom.check.example",))["ref_check_gpu"] == MISSING
 
 
 @pytest.mark.bad_input("no GPU")
@@ -152,7 +152,7 @@ def test_the_command_records_a_node_without_a_gpu_as_such(tmp_path):
     env = {**os.environ, "LESSON_DATA": "synthetic", "LESSON_QUICK": "1",
            "LESSON_DATA_DIR": str(tmp_path / "data"), "PATH": str(Path(sys.executable).parent)}
     run = lambda *args: subprocess.run(  # noqa: E731
-        [sys.executable, "-m", "gpulesson.check", *args], cwd=ROOT, env=env,
+        [sys.executable, "-m", "gpulesson.classroom.check", *args], cwd=ROOT, env=env,
         capture_output=True, text=True, timeout=600)
     refused = run("--record", str(out))
     assert refused.returncode == 2 and "--record goes with --inside-job" in refused.stderr
@@ -173,7 +173,7 @@ def test_the_budgeted_gpu_run_makes_the_record_after_its_two_leases_and_only_bes
     [planned] = [p for p in budget.PLAN if p.step is step]
     assert step.gpu_only and planned.lease == last and "on the H200 node" in planned.basis
     argv = steps.command(step, None, True)
-    assert argv[1:4] == ["-m", "gpulesson.check", "--inside-job"]
+    assert argv[1:4] == ["-m", "gpulesson.classroom.check", "--inside-job"]
     record = Path(argv[argv.index("--record") + 1])
     assert record == example.RESULTS_FILE.relative_to(ROOT) and record.parts[0] in budget.RECORDS
     # The job's settings: the kernel's, and a class folder every node has.

@@ -1,4 +1,4 @@
-"""The readiness check reads the workshop's limits from Slurm (gpulesson/check/limits.py): the
+"""The readiness check reads the workshop's limits from Slurm (gpulesson/classroom/check/limits.py): the
 partitions' MaxTime, the QOS and account limits on hours and GPUs for the class; in the job, the
 partition it landed on and a CUDA module left loaded; for a learner, the space in the home folder
 and the self-check command. Slurm here is a fake: scontrol and sacctmgr on the PATH that print
@@ -11,10 +11,10 @@ import pytest
 import yaml
 from conftest import ROOT
 
-from gpulesson.check import limits, quota
-from gpulesson.check.__main__ import main as check_main
-from gpulesson.check.report import FAIL, OK, SKIP
-from gpulesson.settings import get_settings
+from gpulesson.classroom.check import limits, quota
+from gpulesson.classroom.check.__main__ import main as check_main
+from gpulesson.classroom.check.report import FAIL, OK, SKIP
+from gpulesson.datasets.settings import get_settings
 
 SITE = {"gpu_partition": "gpu", "cpu_partition": "compute", "account": "ws", "class_size": 25}
 SESSIONS = yaml.safe_load((ROOT / "_config.yml").read_text())["lesson_schedule"]["sessions"]
@@ -114,7 +114,7 @@ def test_the_learners_self_check_is_one_command_documented_for_the_week_before(c
     for name in ("Space in your home folder", "No CUDA module loaded"):
         assert name in out
     for page in ("setup.md", "guide.md"):
-        assert "python -m gpulesson.check --learner" in (ROOT / page).read_text(encoding="utf-8"), page
+        assert "python -m gpulesson.classroom.check --learner" in (ROOT / page).read_text(encoding="utf-8"), page
 
 
 # The quota tools' own output (quota-tools 4.x with -s -w; Lustre's lfs quota -h), for alice.

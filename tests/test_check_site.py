@@ -1,4 +1,4 @@
-"""The readiness check's site values and the Open OnDemand app (python -m gpulesson.check):
+"""The readiness check's site values and the Open OnDemand app (python -m gpulesson.classroom.check):
 the values an instructor fills in, the rates, the partitions asked of Slurm, the app where it is
 installed and its session menu's dynamic form."""
 
@@ -9,8 +9,8 @@ import pytest
 import yaml
 from conftest import ROOT
 
-from gpulesson.check import login, site
-from gpulesson.check.report import FAIL, OK, SKIP
+from gpulesson.classroom.check import login, site
+from gpulesson.classroom.check.report import FAIL, OK, SKIP
 
 
 def by_name(items):

@@ -1,6 +1,6 @@
 """The readiness check's job part on a real one-node Slurm (tests/slurm_cluster.py).
 
-``python -m gpulesson.check`` submits its job to the site config's GPU partition, as on a
+``python -m gpulesson.classroom.check`` submits its job to the site config's GPU partition, as on a
 cluster: the job runs the checks with the kernel's Python and settings, trains a few steps of
 the lesson's CNN on the CPU, and finds no GPU (the cluster's GPUs are stand-ins), which it says
 with the fix. A job that never starts (its partition down) is cancelled after --queue-wait,
@@ -20,7 +20,7 @@ from conftest import ROOT
 from slurm_cluster import site_config
 from test_check import KERNEL_ENV, by_name, data_env, prepared_settings, write_kernel
 
-from gpulesson.check.report import FAIL, OK, SKIP, items_from_json
+from gpulesson.classroom.check.report import FAIL, OK, SKIP, items_from_json
 
 QUEUE_WAIT = 3
 
@@ -35,13 +35,13 @@ def settings():
 
 
 def run_check(slurm, tmp_path, settings, *args, env=None):
-    """python -m gpulesson.check against the cluster, with a kernel of this Python (and ``env``
+    """python -m gpulesson.classroom.check against the cluster, with a kernel of this Python (and ``env``
     on the login node): (result, items by name, the JSON)."""
     write_kernel(tmp_path, sys.executable, {**KERNEL_ENV, **data_env(settings)})
     env = {**slurm.env, "JUPYTER_PATH": str(tmp_path), **(env or {})}
     env.pop("PYTHONPATH", None)  # the job imports gpulesson from the lesson folder, as on a cluster
     out = tmp_path / "check.json"
-    result = subprocess.run([sys.executable, "-m", "gpulesson.check", "--json", str(out), *args],
+    result = subprocess.run([sys.executable, "-m", "gpulesson.classroom.check", "--json", str(out), *args],
                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     data = json.loads(out.read_text()) if out.exists() else {}
     return result, by_name(items_from_json(data)), data

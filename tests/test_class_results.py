@@ -1,5 +1,5 @@
-"""A workshop's runs shared in a class folder (gpulesson.class_share) and read back and drawn
-(gpulesson.class_results, gpulesson.class_figure).
+"""A workshop's runs shared in a class folder (gpulesson.classroom.share) and read back and drawn
+(gpulesson.classroom.results, gpulesson.classroom.figure).
 
 Every run here is made up inside the test (labelled so in the figure's title); nothing is
 written to results/.
@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from gpulesson import class_figure, class_results, class_share
-from gpulesson.results import append_record, make_record, read_records
-from gpulesson.summaries import summarise
+from gpulesson.classroom import figure as class_figure, results as class_results, share as class_share
+from gpulesson.records.results import append_record, make_record, read_records
+from gpulesson.records.summaries import summarise
 
 MADE_UP = "made-up test data"
 WRITERS = 40
@@ -170,7 +170,7 @@ def test_an_unprivileged_learner_cannot_write_a_folder_of_others(tmp_path):
         data = base / "run.json"
         data.write_text(json.dumps(run()))
         data.chmod(0o644)
-        code = ("import json, sys; from gpulesson.class_share import share_run; "
+        code = ("import json, sys; from gpulesson.classroom.share import share_run; "
                 "sys.exit(0 if share_run(json.load(open(sys.argv[1])), sys.argv[2]) is None else 3)")
         result = subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
                                  sys.executable, "-c", code, str(data), str(folder)],

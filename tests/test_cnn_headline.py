@@ -9,7 +9,7 @@ from test_reference import record
 
 from gpulesson.experiments.cnn import headline, page
 from gpulesson.experiments.cnn.gpu_use import achieved_tflops
-from gpulesson.results import NOT_RECORDED, append_record
+from gpulesson.records.results import NOT_RECORDED, append_record
 
 SAME = {"cpu_model": "Test CPU", "cores_usable": 2, "backend": "jax"}
 

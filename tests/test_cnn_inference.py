@@ -10,7 +10,7 @@ from gpulesson.experiments.cnn import inference, page
 from gpulesson.experiments.cnn import records as cnn_records
 from gpulesson.experiments.cnn.__main__ import _left
 from gpulesson.experiments.common import REPEATS, summarise
-from gpulesson.results import NOT_RECORDED, read_records
+from gpulesson.records.results import NOT_RECORDED, read_records
 
 
 def test_time_calls_keeps_the_warmup_apart_and_every_timed_call():

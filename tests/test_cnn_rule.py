@@ -13,9 +13,9 @@ import matplotlib
 import pytest
 from test_reference import fake_run, record
 
-from gpulesson.energy import Intervals
+from gpulesson.machine.energy import Intervals
 from gpulesson.experiments import cnn, common
-from gpulesson.results import append_record
+from gpulesson.records.results import append_record
 
 matplotlib.use("Agg")
 
@@ -76,7 +76,8 @@ def test_each_device_trains_the_warmup_and_the_rules_repeats(monkeypatch, quick)
     """run_devices with the training replaced by a stand-in that returns made-up epochs: it
     asks for the warm-up and the rule's repeats, and records them with their summary and the
     load average before and after."""
-    from gpulesson import data, lesson
+    from gpulesson import lesson
+    from gpulesson.datasets import load as data
 
     asked = []
 

@@ -1,4 +1,4 @@
-"""Contributed reference runs (results/contributed/SITE.jsonl, gpulesson.contributed): every
+"""Contributed reference runs (results/contributed/SITE.jsonl, gpulesson.classroom.contributed): every
 committed file is valid, and the validator refuses what it should. The runs checked here besides
 the committed ones are made up inside the test."""
 
@@ -9,8 +9,8 @@ import json
 import pytest
 from test_class_results import record, run
 
-from gpulesson import contributed
-from gpulesson.results import NOT_RECORDED, ResultsFileError
+from gpulesson.classroom import contributed
+from gpulesson.records.results import NOT_RECORDED, ResultsFileError
 
 COMMITTED = sorted(contributed.FOLDER.glob("*.jsonl"))
 

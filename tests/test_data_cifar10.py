@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from data_fixtures import MARK, closed_port_url, make_cifar_archive, no_proxy, serve_directory, write_tar_gz
-from gpulesson.cifar10 import CLASS_NAMES, cifar10_source, load_cifar10
+from gpulesson.datasets.cifar10 import CLASS_NAMES, cifar10_source, load_cifar10
 from gpulesson.errors import DataFileError, DataUnavailableError, LessonDataError
 
 
@@ -79,7 +79,7 @@ def test_unreachable_origin_explains_both_fixes(tmp_path):
         load_cifar10(url, "0" * 64, cache_dir=tmp_path, progress=False)
     message = str(err.value)
     assert url in message
-    assert "python -m gpulesson.prepare --data cifar10" in message
+    assert "python -m gpulesson.datasets.prepare --data cifar10" in message
     assert "LESSON_DATA=synthetic" in message
     assert "login node" in message
 
@@ -104,7 +104,7 @@ def test_archive_without_the_batches(tmp_path):
     bad = write_tar_gz(tmp_path / "other.tar.gz", {"readme.txt": b"not CIFAR"}, folder="something-else")
     with pytest.raises(DataFileError) as err:
         load_cifar10(bad.as_uri(), None, cache_dir=tmp_path / "c", progress=False)
-    assert "data_batch_1" in str(err.value) and "python -m gpulesson.prepare --data cifar10" in str(err.value)
+    assert "data_batch_1" in str(err.value) and "python -m gpulesson.datasets.prepare --data cifar10" in str(err.value)
 
 
 def _archive_with(tmp_path, test_batch):

@@ -7,9 +7,9 @@ import sys
 import numpy as np
 import pytest
 
-from gpulesson import devices
-from gpulesson.plots import show_images
-from gpulesson.synthetic import SYNTHETIC_CLASS_NAMES, make_synthetic
+from gpulesson.machine import devices
+from gpulesson.records.plots import show_images
+from gpulesson.datasets.synthetic import SYNTHETIC_CLASS_NAMES, make_synthetic
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +76,7 @@ def test_driver_noise_is_summarised_not_printed(monkeypatch, capfd):
 
 
 def test_module_entry_point():
-    done = subprocess.run([sys.executable, "-m", "gpulesson.devices"], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-m", "gpulesson.machine.devices"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "backend:" in done.stdout
 
 

@@ -10,10 +10,10 @@ import pytest
 
 import gpulesson
 from data_fixtures import small_arrays
-from gpulesson import hdf5
+from gpulesson.datasets import hdf5
 from gpulesson.errors import DataFileError
-from gpulesson.hdf5 import DATASETS, arrays_checksum, read_hdf5, validate_hdf5, write_hdf5
-from gpulesson.synthetic import SYNTHETIC_CLASS_NAMES
+from gpulesson.datasets.hdf5 import DATASETS, arrays_checksum, read_hdf5, validate_hdf5, write_hdf5
+from gpulesson.datasets.synthetic import SYNTHETIC_CLASS_NAMES
 
 
 def write_small(path, **kwargs):
@@ -169,7 +169,7 @@ def expect_error(path, *parts, verify=False):
         validate_hdf5(path, verify_checksum=verify)
     message = str(err.value)
     assert str(path) in message
-    assert "python -m gpulesson.prepare" in message
+    assert "python -m gpulesson.datasets.prepare" in message
     for part in parts:
         assert part in message, message
     return message

@@ -1,5 +1,5 @@
 """Preparing the data file: reuse of valid files, re-creation of bad ones, the real CIFAR-10
-path through a mirror, and the command line (python -m gpulesson.prepare)."""
+path through a mirror, and the command line (python -m gpulesson.datasets.prepare)."""
 
 import os
 import subprocess
@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 from data_fixtures import closed_port_url, make_cifar_archive, no_proxy
-from gpulesson import settings as settings_module
-from gpulesson.cifar10 import CLASS_NAMES
-from gpulesson.data import dataset_label, load_arrays, prepare, shuffle_rows
-from gpulesson.hdf5 import arrays_checksum, validate_hdf5
-from gpulesson.prepare import main
-from gpulesson.settings import get_settings
-from gpulesson.synthetic import make_synthetic
+from gpulesson.datasets import settings as settings_module
+from gpulesson.datasets.cifar10 import CLASS_NAMES
+from gpulesson.datasets.load import dataset_label, load_arrays, prepare, shuffle_rows
+from gpulesson.datasets.hdf5 import arrays_checksum, validate_hdf5
+from gpulesson.datasets.prepare import main
+from gpulesson.datasets.settings import get_settings
+from gpulesson.datasets.synthetic import make_synthetic
 
 
 @pytest.fixture
@@ -129,7 +129,7 @@ def test_cli_unavailable_cifar10_fails_cleanly(env, tmp_path, capsys):
     assert main(["--data", "cifar10", "--quick"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: Could not get CIFAR-10")
-    assert "python -m gpulesson.prepare --data cifar10" in err and "LESSON_DATA=synthetic" in err
+    assert "python -m gpulesson.datasets.prepare --data cifar10" in err and "LESSON_DATA=synthetic" in err
     assert "Traceback" not in err
     assert not (tmp_path / "data").exists() or os.listdir(tmp_path / "data") == []
 
@@ -162,7 +162,7 @@ def test_cli_as_a_module_end_to_end(tmp_path):
     """The real command, in a fresh interpreter: success, then a failure without a traceback."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LESSON_")}
     env.update(LESSON_DATA_DIR=str(tmp_path), KERAS_HOME=str(tmp_path / "keras"), no_proxy="127.0.0.1")
-    command = [sys.executable, "-m", "gpulesson.prepare"]
+    command = [sys.executable, "-m", "gpulesson.datasets.prepare"]
     done = subprocess.run(command + ["--data", "synthetic", "--quick"], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "synthetic-quick.h5" in done.stdout

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gpulesson import settings as s
-from gpulesson.settings import Settings, get_settings, prepare_command
+from gpulesson.datasets import settings as s
+from gpulesson.datasets.settings import Settings, get_settings, prepare_command
 
 
 def test_defaults_are_full_cifar10_in_home():
@@ -64,7 +64,7 @@ def test_a_typo_in_the_data_names_every_choice_and_what_it_needs():
         # one line per choice: its name, then what it needs
         assert f"    {choice} " in message and s.DATA_NEEDS[choice] in message, message
     assert "internet" in s.DATA_NEEDS["cifar10"] and "offline" in s.DATA_NEEDS["synthetic"]
-    assert "python -m gpulesson.prepare --data cifar10" in message
+    assert "python -m gpulesson.datasets.prepare --data cifar10" in message
     # How to set it, for the offline choice and for the other.
     assert "%env LESSON_DATA=synthetic" in message and "export LESSON_DATA=synthetic" in message
     assert "LESSON_DATA=cifar10" in message
@@ -105,15 +105,15 @@ def test_describe_names_source_mode_sizes_and_file(tmp_path):
 
 def test_prepare_command_names_unusual_files_only(tmp_path):
     default = Path("~/gpulesson-data/cifar10.h5").expanduser()
-    assert prepare_command("cifar10", False, default) == "python -m gpulesson.prepare --data cifar10"
+    assert prepare_command("cifar10", False, default) == "python -m gpulesson.datasets.prepare --data cifar10"
     assert prepare_command("synthetic", True, tmp_path / "synthetic-quick.h5") == (
-        f"python -m gpulesson.prepare --data synthetic --quick --data-dir {tmp_path}"
+        f"python -m gpulesson.datasets.prepare --data synthetic --quick --data-dir {tmp_path}"
     )
     assert prepare_command("cifar10", False, tmp_path / "x y.h5").endswith(f"--out '{tmp_path}/x y.h5'")
 
 
 def test_import_is_light():
-    code = "import sys, gpulesson.settings; print(sorted(m for m in ('keras', 'tensorflow', 'h5py', 'numpy', 'matplotlib') if m in sys.modules))"
+    code = "import sys, gpulesson.datasets.settings; print(sorted(m for m in ('keras', 'tensorflow', 'h5py', 'numpy', 'matplotlib') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 

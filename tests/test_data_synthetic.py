@@ -4,9 +4,9 @@ with its mistakes between look-alike pairs (the full-size calibration: tests/tes
 import numpy as np
 import pytest
 
-from gpulesson.cifar10 import CLASS_NAMES
-from gpulesson import synthetic
-from gpulesson.synthetic import CHUNK, PAIRS, SYNTHETIC_CLASS_NAMES, make_synthetic
+from gpulesson.datasets.cifar10 import CLASS_NAMES
+from gpulesson.datasets import synthetic
+from gpulesson.datasets.synthetic import CHUNK, PAIRS, SYNTHETIC_CLASS_NAMES, make_synthetic
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +114,7 @@ def test_a_small_cnn_learns_it_and_confuses_the_pairs():
     import keras
     from keras import layers
 
-    from gpulesson.compare_plots import confusion_counts
+    from gpulesson.records.compare_plots import confusion_counts
 
     (x, y), (xt, yt) = make_synthetic(4000, 800, seed=0, progress=False)
     keras.utils.set_random_seed(0)

@@ -1,4 +1,4 @@
-"""Allocation cost (gpulesson.charges) and the page's "Should this job use a GPU?" table
+"""Allocation cost (gpulesson.classroom.charges) and the page's "Should this job use a GPU?" table
 (gpulesson.experiments.decision)."""
 
 import json
@@ -7,10 +7,10 @@ import pytest
 import yaml
 from conftest import ROOT
 
-from gpulesson.charges import ChargeRatesError, Rates, allocation_cost, read_rates
+from gpulesson.classroom.charges import ChargeRatesError, Rates, allocation_cost, read_rates
 from gpulesson.experiments import decision
 from gpulesson.experiments.common import summarise
-from gpulesson.results import NOT_RECORDED
+from gpulesson.records.results import NOT_RECORDED
 
 RATES = Rates(unit="units", core_hour=2.0, gpu_hour=30.0)
 

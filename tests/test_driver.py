@@ -1,7 +1,7 @@
 """The driver check: a framework built for a newer CUDA than the driver allows is named, with
 what to do; a driver that fits, or no driver, raises no alarm."""
 
-from gpulesson import devices, driver
+from gpulesson.machine import devices, driver
 
 
 def test_a_cuda_13_build_on_an_r535_driver_is_named_with_what_to_do():

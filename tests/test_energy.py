@@ -1,4 +1,4 @@
-"""Energy meters (gpulesson.energy) and what records and pages keep of them
+"""Energy meters (gpulesson.machine.energy) and what records and pages keep of them
 (gpulesson.experiments.energy): integration, counter wrap-around, a fake powercap tree, NVML
 stand-ins, and the path where no counter can be read."""
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gpulesson import energy
+from gpulesson.machine import energy
 from gpulesson.experiments import energy as kept
 
 

@@ -10,7 +10,7 @@ from gpulesson.experiments.cli import continue_run
 from gpulesson.experiments.cnn.__main__ import main as cnn_main
 from gpulesson.experiments.cnn.records import RESULTS_FILE as CNN_RESULTS
 from gpulesson.experiments.matmul.__main__ import main as matmul_main
-from gpulesson.results import append_record, make_record, new_run_id
+from gpulesson.records.results import append_record, make_record, new_run_id
 
 pytestmark = pytest.mark.bad_input("bad argument")
 

@@ -37,7 +37,7 @@ TOY = {
     "measure.py": '''
         import time
 
-        from gpulesson.results import machine_record
+        from gpulesson.records.results import machine_record
         from toyexps.toy import RECORDS
 
 
@@ -153,7 +153,7 @@ def test_its_page_values_reach_the_site_placeholders(toy, tmp_path, monkeypatch)
 
 
 def test_its_figure_draws_through_the_figure_scripts_skeleton(toy, tmp_path):
-    from gpulesson.figure_scripts import drawer
+    from gpulesson.records.figure_scripts import drawer
 
     assert importlib.import_module("toyexps.toy.__main__").main(
         ["--sizes", "5", "--out", str(toy)]) == 0

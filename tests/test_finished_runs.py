@@ -1,5 +1,5 @@
 """Episode 5's finished runs come back after a restart instead of training again
-(gpulesson.finished_runs, called by the catch-up cells)."""
+(gpulesson.classroom.finished_runs, called by the catch-up cells)."""
 
 import json
 
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
-from gpulesson.finished_runs import RESULTS_NAME, RUNS_DIR, reload_runs, save_runs
-from gpulesson.results import append_record, make_record
-from gpulesson.settings import get_settings
+from gpulesson.classroom.finished_runs import RESULTS_NAME, RUNS_DIR, reload_runs, save_runs
+from gpulesson.records.results import append_record, make_record
+from gpulesson.datasets.settings import get_settings
 
 ENVIRONMENT = {"date": "2026-11-28T12:00:00Z", "backend": "tensorflow"}
 

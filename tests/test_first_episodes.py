@@ -4,7 +4,7 @@ the recorded cells print.
 
 The schedule gives the setup check its own slot before episode 1 (``lesson_schedule.setup_check``
 in ``_config.yml``), so the check is a checklist, not an exercise counted in episode 1's minutes,
-and its given check cell (gpulesson.check's learner part) comes first, before learners type a
+and its given check cell (gpulesson.classroom.check's learner part) comes first, before learners type a
 line: a wrong kernel shows at once.
 """
 
@@ -38,7 +38,7 @@ def test_episode_1_opens_with_the_setup_check_on_the_cells_it_reads():
     assert not any("session work" in e.title for e in page.exercises)
     # Each point of the check has its fix in the solution.
     fixes = first_section[first_section.index("{solution} If a point fails"):]
-    assert "Change Kernel" in fixes and "gpulesson.prepare" in fixes and "No GPU visible" in fixes
+    assert "Change Kernel" in fixes and "gpulesson.datasets.prepare" in fixes and "No GPU visible" in fixes
 
 
 def test_every_code_cell_of_episodes_1_and_3_is_given_or_prompted():

@@ -37,7 +37,7 @@ from carpentry import (
 from conftest import ROOT
 
 from gpulesson.experiments import common
-from gpulesson.results import is_gpu
+from gpulesson.records.results import is_gpu
 
 EPISODES = sorted((ROOT / "_episodes").glob("*.md"))
 

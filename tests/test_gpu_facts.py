@@ -1,5 +1,5 @@
-"""What a GPU record says about its hardware and float32 precision (gpulesson.devices,
-gpulesson.results.device_facts). No GPU here: NVML and the frameworks' answers are stood in for
+"""What a GPU record says about its hardware and float32 precision (gpulesson.machine.devices,
+gpulesson.records.results.device_facts). No GPU here: NVML and the frameworks' answers are stood in for
 where a GPU would give them; the frameworks' own precision settings are asked for real."""
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ import types
 import pytest
 from conftest import ROOT
 
-from gpulesson import devices, results
+from gpulesson.machine import devices
+
+from gpulesson.records import results
 
 
 class FakeNVML(types.ModuleType):

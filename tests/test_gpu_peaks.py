@@ -2,7 +2,7 @@
 
 import pytest
 
-from gpulesson import gpu_peaks
+from gpulesson.machine import gpu_peaks
 
 
 @pytest.mark.parametrize(("recorded", "card"), [

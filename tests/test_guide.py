@@ -65,4 +65,4 @@ def test_the_check_by_hand_asks_slurm_for_a_gpu_node():
     assert f"--partition={site['gpu_partition']}" in command[1]
     assert f"--gres={site['gres_example']}" in command[1]
     assert by_hand.index(f"conda activate {site['conda_env']}") < by_hand.index(
-        "python -m gpulesson.check --inside-job")
+        "python -m gpulesson.classroom.check --inside-job")

@@ -127,7 +127,7 @@ def test_a_job_activates_the_sites_conda_environment_before_a_venv(tmp_path, con
         prefix = Path(expected) if expected.startswith("/") else tmp_path / "cluster" / "envs" / expected
         python = prefix / "bin" / "python"
         assert logged[:2] == ["module load miniforge3", f"conda activate {expected}"], logged
-    assert f"{python} -m gpulesson.devices" in logged, logged
+    assert f"{python} -m gpulesson.machine.devices" in logged, logged
     assert any(line.startswith(f"{python.with_name('jupyter')} nbconvert") for line in logged), logged
 
 

@@ -15,7 +15,7 @@ from conftest import ROOT, blocked_imports
 from fresh_kernel import fresh_kernel
 from test_learner_errors import _run_cells
 
-from gpulesson import backends
+from gpulesson.machine import backends
 
 
 
@@ -66,7 +66,7 @@ def test_a_notebook_shows_the_missing_backend_as_its_message_alone(without_jax, 
     env = {**without_jax, "JUPYTER_PATH": str(tmp_path / "jupyter"),
            "JUPYTER_DATA_DIR": str(tmp_path / "data"), "IPYTHONDIR": str(tmp_path / "ipython"),
            "JPY_SESSION_NAME": uuid.uuid4().hex}
-    results = _run_cells(["from gpulesson.settings import get_settings\nsettings = get_settings()",
+    results = _run_cells(["from gpulesson.datasets.settings import get_settings\nsettings = get_settings()",
                           "import keras", "from keras import layers"], env, tmp_path)
     assert results[0] == ("ok", [])
     for status, errors in results[1:]:
@@ -80,7 +80,7 @@ def test_a_notebook_shows_the_missing_backend_as_its_message_alone(without_jax, 
 
 @pytest.mark.bad_input("missing package")
 def test_the_device_report_says_the_backend_is_missing(without_jax):
-    done = subprocess.run([sys.executable, "-m", "gpulesson.devices"], env=without_jax,
+    done = subprocess.run([sys.executable, "-m", "gpulesson.machine.devices"], env=without_jax,
                           capture_output=True, text=True, timeout=300)
     # A failure: nothing would train (the report says so, not "will run on the CPU").
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
@@ -148,7 +148,7 @@ def _stream_outputs(cells, env, folder: Path) -> list[str]:
 NOTES = ("absl::InitializeLog", "oneDNN custom operations")
 
 
-@pytest.mark.parametrize("first", ["import gpulesson.settings\n", ""], ids=["lesson", "without"])
+@pytest.mark.parametrize("first", ["import gpulesson.datasets.settings\n", ""], ids=["lesson", "without"])
 def test_tensorflow_start_up_notes_stay_out_of_the_notebook(tmp_path, first):
     """In the learner's kernel (TF_CPP_MIN_LOG_LEVEL=1, as 'make kernel' sets it), importing
     Keras after gpulesson shows none of TensorFlow's start-up notes; without gpulesson they are

@@ -11,10 +11,11 @@ import pytest
 
 from data_fixtures import closed_port_url
 from fresh_kernel import fresh_kernel
-from gpulesson import data, lesson, prepare
+from gpulesson import lesson
+from gpulesson.datasets import load as data, prepare
 from gpulesson.errors import DataFolderError, check_writable
-from gpulesson.hdf5 import open_handles, validate_hdf5
-from gpulesson.settings import Settings
+from gpulesson.datasets.hdf5 import open_handles, validate_hdf5
+from gpulesson.datasets.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -102,7 +103,7 @@ def test_a_file_written_elsewhere_names_no_data_setting(tmp_path):
     that cannot be written must not send them to the data folder's setting."""
     import numpy as np
 
-    from gpulesson.hdf5 import write_hdf5
+    from gpulesson.datasets.hdf5 import write_hdf5
 
     blocked = tmp_path / "not-a-folder"
     blocked.write_text("a file")
@@ -130,7 +131,7 @@ def test_the_repair_works_in_the_kernel_that_holds_the_damaged_file(tmp_path, ca
     with pytest.raises(data.DataFileError) as failed:
         lesson.split_batches(path, 64)
     assert "truncated or damaged" in str(failed.value)
-    assert "python -m gpulesson.prepare --data synthetic --quick" in str(failed.value)
+    assert "python -m gpulesson.datasets.prepare --data synthetic --quick" in str(failed.value)
     assert not open_handles(path), "the stale handles should be closed"
 
     # The data-writing cell repairs it, in the same process, without a restart...
@@ -173,12 +174,12 @@ def test_a_notebook_shows_the_lesson_errors_as_their_message_alone(tmp_path):
     (status_settings, settings_errors), (status_download, download_errors), (status_other,
                                                                             other_errors), \
         (status_blanks, blanks_errors) = _run_cells([
-            "from gpulesson.settings import get_settings\nsettings = get_settings()",
-            "from gpulesson.cifar10 import cifar10_source, load_cifar10\n"
+            "from gpulesson.datasets.settings import get_settings\nsettings = get_settings()",
+            "from gpulesson.datasets.cifar10 import cifar10_source, load_cifar10\n"
             "load_cifar10(*cifar10_source(), progress=False)",
             "1 / 0",
             # An exercise's function with a blank left: stopped in its own cell (episode 5).
-            "from gpulesson.catchup import check_filled\n\n\ndef train_on(device):\n"
+            "from gpulesson.classroom.catchup import check_filled\n\n\ndef train_on(device):\n"
             "    return ____\n\n\ncheck_filled(train_on)",
         ], env, tmp_path)
 

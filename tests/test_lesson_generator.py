@@ -14,7 +14,7 @@ import pytest
 
 from gpulesson import lesson
 from gpulesson.errors import DataFileError
-from gpulesson.hdf5 import write_hdf5
+from gpulesson.datasets.hdf5 import write_hdf5
 
 N_TRAIN, N_TEST, BATCH = 1000, 130, 64  # 1000 = 15 * 64 + 40: a last, partial batch
 CLASSES = [f"class {i}" for i in range(10)]
@@ -205,7 +205,7 @@ def test_bad_arguments_get_clear_errors(path, kwargs, message):
 
 @pytest.mark.bad_input("missing file")
 def test_missing_file_names_the_preparation_step(tmp_path):
-    with pytest.raises(DataFileError, match=r"does not exist.*\n.*python -m gpulesson.prepare --data synthetic"):
+    with pytest.raises(DataFileError, match=r"does not exist.*\n.*python -m gpulesson.datasets.prepare --data synthetic"):
         lesson.HDF5Batches(tmp_path / "synthetic.h5")
 
 
@@ -225,5 +225,5 @@ def test_wrong_shaped_dataset_is_refused(path, tmp_path):
 def test_a_file_that_is_not_hdf5_is_refused(tmp_path):
     bad = tmp_path / "cifar10.h5"
     bad.write_bytes(b"not an HDF5 file")
-    with pytest.raises(DataFileError, match=r"not an HDF5 file(.|\n)*gpulesson.prepare --data cifar10"):
+    with pytest.raises(DataFileError, match=r"not an HDF5 file(.|\n)*gpulesson.datasets.prepare --data cifar10"):
         lesson.HDF5Batches(bad)

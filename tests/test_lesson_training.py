@@ -13,9 +13,9 @@ from conftest import ROOT
 
 from gpulesson import lesson
 from gpulesson.experiments import cnn
-from gpulesson.data import prepare
-from gpulesson.results import read_records, validate_record
-from gpulesson.settings import get_settings
+from gpulesson.datasets.load import prepare
+from gpulesson.records.results import read_records, validate_record
+from gpulesson.datasets.settings import get_settings
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gpulesson import workcopy
+from gpulesson.classroom import workcopy
 
 ROOT = Path(__file__).resolve().parents[1]
 needs_make = pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
@@ -118,10 +118,10 @@ def test_make_lab_takes_options_and_starts_as_root():
     assert ("--allow-root" in lab) == (os.geteuid() == 0), lab
     # It opens the learner's copies, which the step before makes.
     assert "default_url=/lab/tree/my-notebooks" in lab, lab
-    assert "-m gpulesson.workcopy --to my-notebooks" in dry_run("lab")
+    assert "-m gpulesson.classroom.workcopy --to my-notebooks" in dry_run("lab")
     assert "--complete" not in dry_run("lab")
     # COMPLETE=1 adds the complete notebooks, beside the learner's own.
-    assert "-m gpulesson.workcopy --to my-notebooks --complete" in dry_run("lab", "COMPLETE=1")
+    assert "-m gpulesson.classroom.workcopy --to my-notebooks --complete" in dry_run("lab", "COMPLETE=1")
 
 
 @needs_make

@@ -6,7 +6,7 @@ import pytest
 from conftest import ROOT
 
 import carpentry
-from gpulesson.results import NOT_RECORDED
+from gpulesson.records.results import NOT_RECORDED
 
 VALUES = {"ref_cpu": "2.0 s", "ref_gpu": NOT_RECORDED, "ref_both": f"{NOT_RECORDED} ({NOT_RECORDED})"}
 

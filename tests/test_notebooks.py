@@ -36,8 +36,8 @@ def test_notebook_is_clean(path):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_the_first_cell_says_how_to_choose_the_data_offline(path):
     """Markdown, so that no notebook's code (and no recorded run) changes; every choice of
-    gpulesson.settings named, with what it needs, and the one that works offline."""
-    from gpulesson.settings import DATA_CHOICES
+    gpulesson.datasets.settings named, with what it needs, and the one that works offline."""
+    from gpulesson.datasets.settings import DATA_CHOICES
 
     first, title = json.loads(path.read_text(encoding="utf-8"))["cells"][:2]
     assert first["cell_type"] == "markdown" and title["source"][0].startswith("# ")
@@ -45,7 +45,7 @@ def test_the_first_cell_says_how_to_choose_the_data_offline(path):
     for choice in DATA_CHOICES:
         assert f"`LESSON_DATA={choice}`" in text, choice
     assert "internet" in text and "offline" in text and "choose `synthetic`" in text
-    assert "%env LESSON_DATA=synthetic" in text and "python -m gpulesson.prepare --data cifar10" in text
+    assert "%env LESSON_DATA=synthetic" in text and "python -m gpulesson.datasets.prepare --data cifar10" in text
     assert "LESSON_DATA_DIR" in text and "(../setup.md)" in text
     assert text == mk.data_choice_markdown()
 

@@ -1,7 +1,7 @@
 """Nothing a user owns is written over without their word, and an output is checked before the
 work that produces it.
 
-- ``python -m gpulesson.prepare --out FILE`` replaces only a file of the lesson (one whose HDF5
+- ``python -m gpulesson.datasets.prepare --out FILE`` replaces only a file of the lesson (one whose HDF5
   attributes mark it so, or a damaged file under one of the lesson's own names): a text file,
   someone's own HDF5 file or a folder is refused in one line that says how to choose another
   name or pass ``--force``; no error message recommends a command that would write over it.
@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 
 from gpulesson.experiments import train_job
-from gpulesson.prepare import main as prepare_main
-from gpulesson.settings import keep_earlier
+from gpulesson.datasets.prepare import main as prepare_main
+from gpulesson.datasets.settings import keep_earlier
 
 ROOT = Path(__file__).resolve().parents[1]
 UNWRITABLE = Path("/proc/gpulesson-test/out.jsonl")  # /proc takes no new files, not even root's
@@ -109,7 +109,7 @@ def test_train_job_recommends_no_command_that_writes_over_the_file(tmp_path, cap
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err
     assert f"--out {target}" not in err and "--force" not in err, err
-    assert "not a data file of the lesson" in err and "python -m gpulesson.prepare" in err
+    assert "not a data file of the lesson" in err and "python -m gpulesson.datasets.prepare" in err
 
 
 @pytest.mark.bad_input("bad argument")

@@ -146,7 +146,7 @@ def test_form_values_become_slurm_options(ruby, tmp_path, values, expected):
     assert f'data_dir="{site["data_dir"]}"' in script
     assert "python -m ipykernel install --user --name gpulesson" in script
     assert "/lab/tree/my-notebooks" in (staged / "before.sh").read_text()
-    assert "python -m gpulesson.workcopy --lesson . --to my-notebooks" in script
+    assert "python -m gpulesson.classroom.workcopy --lesson . --to my-notebooks" in script
 
 
 @pytest.mark.bad_input("bad form input")
@@ -206,7 +206,7 @@ def test_the_job_activates_the_sites_conda_environment_before_a_venv(ruby, tmp_p
         prefix = Path(expected) if expected.startswith("/") else tmp_path / "cluster" / "envs" / expected
         assert logged[:3] == ["module purge", f"module load {site_config()['conda_module']}",
                               f"conda activate {expected}"], logged
-    assert f"{prefix / 'bin' / 'python'} -m gpulesson.devices" in logged, logged
+    assert f"{prefix / 'bin' / 'python'} -m gpulesson.machine.devices" in logged, logged
     assert logged[-1] == f"{prefix / 'bin' / 'jupyter'} lab", logged
 
 

@@ -1,6 +1,6 @@
-"""The helper package's layout: the code the episodes teach (generated) in ``gpulesson/lesson/``,
-the episodes' experiments in ``gpulesson/experiments/``, the data and measuring helpers at the
-top; no import cycle between its modules, and no module too long to read."""
+"""The helper package's layout: its parts (the machine, the data sets, the records, the classroom,
+the code the episodes teach, generated, and the experiments), each importing only from its own or
+a lower part; no import cycle between its modules, and no module too long to read."""
 
 from __future__ import annotations
 
@@ -98,19 +98,61 @@ def test_every_module_in_lesson_is_generated_from_the_episodes():
         assert on_disk == text, f"{relpath} differs from the episodes: python tools/make_notebooks.py"
 
 
-def test_the_layout_has_its_three_parts():
-    top = {p.stem for p in PACKAGE.glob("*.py")}
-    assert "lesson" not in top and not any(name.startswith("lesson_") for name in top)
-    assert (PACKAGE / "lesson" / "__init__.py").exists()
+# The package's parts, lowest first: a module imports only from its own part or a lower one.
+# The readiness check (classroom/check) and the experiments stand on top: they use the lesson's CNN.
+LAYERS = ("top", "machine", "datasets", "records", "classroom", "lesson", "experiments")
+TOP = {"__init__", "errors", "interrupt"}  # what a learner sees when something goes wrong
+
+
+def part_of(name: str) -> str:
+    if name.startswith("gpulesson.classroom.check"):
+        return "experiments"
+    part = name.split(".")[1] if "." in name else "top"
+    return part if part in LAYERS else "top"
+
+
+def test_the_layout_shows_its_parts():
+    assert {p.stem for p in PACKAGE.glob("*.py")} == TOP, \
+        "the package's top holds only its start-up and error messages; the rest is in its parts"
+    assert {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"} == \
+        set(LAYERS) - {"top"}
+    for part in set(LAYERS) - {"top"}:
+        assert (PACKAGE / part / "__init__.py").exists(), part
     experiments = {module_name(p, PACKAGE).split(".")[2]
                    for p in (PACKAGE / "experiments").rglob("*.py") if p.name != "__init__.py"
                    or p.parent != PACKAGE / "experiments"}
     for name in ("cnn", "matmul", "small_models", "torch_reference", "calibration", "feeding",
                  "layouts", "parallel", "train_job", "sweep"):
-        assert name in experiments and name not in top, name
-    assert {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"} == {
-        "lesson", "experiments", "check"}, \
-        "subpackages of gpulesson: lesson/, experiments/ and the instructor's check/ only"
+        assert name in experiments, name
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """The imports of a module from a higher part than its own."""
+    return [f"{name} ({part_of(name)}) imports {other} ({part_of(other)})"
+            for name, imports in sorted(graph.items()) if name != "gpulesson"
+            for other in sorted(imports) if other != "gpulesson"
+            and LAYERS.index(part_of(other)) > LAYERS.index(part_of(name))]
+
+
+def test_each_part_imports_only_its_own_or_lower_parts():
+    wrong = upward_imports(import_graph())
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_layer_check_sees_a_wrong_import(tmp_path):
+    package = tmp_path / "gpulesson"
+    for folder in ("machine", "records"):
+        (package / folder).mkdir(parents=True)
+        (package / folder / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "records" / "results.py").write_text("X = 1\n")
+    (package / "machine" / "devices.py").write_text("from gpulesson.records.results import X\n")
+    assert upward_imports(import_graph(package)) == [
+        "gpulesson.machine.devices (machine) imports gpulesson.records.results (records)"]
+    (package / "machine" / "devices.py").write_text("X = 1\n")
+    (package / "records" / "results.py").write_text("from gpulesson.machine.devices import X\n")
+    assert upward_imports(import_graph(package)) == []
+    assert part_of("gpulesson.classroom.check.job") == "experiments"
 
 
 def experiment_shape(package: Path) -> str:
@@ -162,16 +204,8 @@ def test_nothing_but_the_check_imports_the_check():
     lesson's CNN, and nothing of the package depends on it (episode 1 calls it from a cell)."""
     graph = import_graph()
     wrong = [f"{name} imports {other}" for name, imports in sorted(graph.items())
-             if not name.startswith("gpulesson.check") for other in sorted(imports)
-             if other.startswith("gpulesson.check")]
-    assert not wrong, "\n".join(wrong)
-
-
-def test_helpers_import_neither_the_lesson_nor_the_experiments():
-    graph = import_graph()
-    helpers = {name for name, path in package_modules().items() if path.parent == PACKAGE}
-    wrong = [f"{helper} imports {other}" for helper in sorted(helpers) for other in sorted(graph[helper])
-             if other.startswith(("gpulesson.lesson", "gpulesson.experiments"))]
+             if not name.startswith("gpulesson.classroom.check") for other in sorted(imports)
+             if other.startswith("gpulesson.classroom.check")]
     assert not wrong, "\n".join(wrong)
 
 

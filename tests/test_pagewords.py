@@ -1,7 +1,7 @@
 """The words every experiment's page shares (gpulesson/experiments/pagewords.py)."""
 
 from gpulesson.experiments import pagewords as words
-from gpulesson.results import NOT_RECORDED
+from gpulesson.records.results import NOT_RECORDED
 
 CPU = {"run_id": "r1", "date": "2026-11-28T10:00:00", "backend": "jax",
        "versions": {"jax": "0.10.2"}, "device_kind": "cpu", "cpu_model": "AMD EPYC",

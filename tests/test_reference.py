@@ -6,7 +6,7 @@ import pytest
 from conftest import ROOT, load_script
 
 from gpulesson.experiments import cnn
-from gpulesson.results import append_record, validate_record
+from gpulesson.records.results import append_record, validate_record
 
 FIG = ROOT / "fig" / "05-cpu-vs-gpu"
 

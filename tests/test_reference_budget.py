@@ -21,7 +21,7 @@ import reference
 import steps
 from conftest import ROOT, lesson_files
 
-from gpulesson.timing import process_running
+from gpulesson.machine.timing import process_running
 
 QUIET = {"say": lambda *a: None}
 

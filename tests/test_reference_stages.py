@@ -16,8 +16,8 @@ import reference
 import steps
 from conftest import ROOT, lesson_files
 
-from gpulesson import preflight
-from gpulesson.timing import process_running
+from gpulesson.machine import preflight
+from gpulesson.machine.timing import process_running
 
 # A step that records three conditions of a run, each a line "run_id condition", skipping those
 # its run already has, as the experiments do with --run-id. Condition 2 hangs while the file

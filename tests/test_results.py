@@ -8,8 +8,8 @@ import platform
 import numpy as np
 import pytest
 
-from gpulesson import results
-from gpulesson.results import (
+from gpulesson.records import results
+from gpulesson.records.results import (
     ResultsFileError,
     append_record,
     data_label,
@@ -17,7 +17,7 @@ from gpulesson.results import (
     make_record,
     read_records,
 )
-from gpulesson.settings import LABELS
+from gpulesson.datasets.settings import LABELS
 
 
 def record(**values):

@@ -1,9 +1,9 @@
-"""Episode 5's first line (gpulesson.session): a job without a GPU stops before any training."""
+"""Episode 5's first line (gpulesson.classroom.session): a job without a GPU stops before any training."""
 
 import pytest
 
 from gpulesson.errors import SettingsError
-from gpulesson.session import CPU_ONLY, NoGPUError, gpu_or_stop
+from gpulesson.classroom.session import CPU_ONLY, NoGPUError, gpu_or_stop
 
 GPU = {"gpu_count": 1, "device": "NVIDIA H200", "backend": "tensorflow"}
 NONE = {"gpu_count": 0, "device": "CPU", "backend": "tensorflow"}

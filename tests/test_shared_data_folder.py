@@ -36,9 +36,9 @@ import pytest
 from data_fixtures import closed_port_url
 from notebook_writes import writes
 
-from gpulesson import cifar10, data
+from gpulesson.datasets import cifar10, load as data
 from gpulesson.errors import DataFolderError
-from gpulesson.settings import Settings
+from gpulesson.datasets.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -165,7 +165,7 @@ def test_a_read_only_folder_without_the_file_says_what_to_do(tmp_path, monkeypat
     message = str(failed.value)
     assert message.startswith(f"There is no prepared file {settings.hdf5_path}, and the data "
                               f"folder {folder} cannot be written to")
-    for part in ("ask your instructor", f"python -m gpulesson.prepare --data {source} --quick",
+    for part in ("ask your instructor", f"python -m gpulesson.datasets.prepare --data {source} --quick",
                  "%env LESSON_DATA_DIR=~/gpulesson-data", "export LESSON_DATA_DIR="):
         assert part in message, message
     assert ("login node" in message) is (source == "cifar10")
@@ -200,7 +200,7 @@ def test_a_fresh_python_reads_the_shared_file_without_keras_or_network(tmp_path)
            "KERAS_HOME": str(tmp_path / "keras"), "LESSON_CIFAR10_URL": nowhere + "cifar.tgz",
            "http_proxy": nowhere, "https_proxy": nowhere, "HTTP_PROXY": nowhere,
            "HTTPS_PROXY": nowhere}
-    code = ("import sys\nfrom gpulesson.data import load_prepared\n"
+    code = ("import sys\nfrom gpulesson.datasets.load import load_prepared\n"
             "train, test, source, names = load_prepared()\n"
             "print(source, len(train[0]), sorted({'keras', 'tensorflow'} & set(sys.modules)))")
     before = snapshot(settings.data_dir)
@@ -380,7 +380,7 @@ def test_every_write_of_every_notebook_is_traced_to_the_code_that_makes_its_path
 WRITE_PATHS = """
 import json, sys
 from pathlib import Path
-from gpulesson.settings import get_settings, keep_earlier
+from gpulesson.datasets.settings import get_settings, keep_earlier
 settings = get_settings()
 found = []
 for setup, path in json.loads(sys.argv[1]):
@@ -423,7 +423,7 @@ def test_a_shared_filesystem_without_file_locks_is_not_called_damage(tmp_path, m
                                                                      capsys):
     """NFS without its lock service refuses the lock HDF5 takes to open a file: the file is
     fine, so the message says how to read it without locks, and nothing is re-created."""
-    from gpulesson import hdf5
+    from gpulesson.datasets import hdf5
     from gpulesson.errors import DataFileError, LessonDataError
 
     settings = prepared_folder(tmp_path / "shared", "synthetic")

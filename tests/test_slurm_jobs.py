@@ -20,9 +20,9 @@ import pytest
 from conftest import lesson_files
 from slurm_cluster import site_config
 
-from gpulesson.data import prepare
+from gpulesson.datasets.load import prepare
 from gpulesson.experiments import sweep
-from gpulesson.settings import get_settings
+from gpulesson.datasets.settings import get_settings
 
 EPOCHS = 3
 PARALLEL = ["--per-replica-batch", "8", "--steps", "3", "--learning-rate", "0.05",

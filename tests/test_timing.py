@@ -6,9 +6,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from gpulesson import lesson, timing
+from gpulesson import lesson
+
+from gpulesson.machine import timing
 from gpulesson.lesson import EpochTimer
-from gpulesson.timing import timed
+from gpulesson.machine.timing import timed
 
 
 def fake_clock(monkeypatch, module, readings):
@@ -82,7 +84,7 @@ def test_one_epoch_and_no_epoch_have_no_steady_numbers(monkeypatch):
 
 
 def test_the_measuring_helpers_do_not_import_the_episodes_code():
-    # gpulesson.lesson imports gpulesson.timing: never the other way round.
+    # gpulesson.lesson imports gpulesson.machine.timing: never the other way round.
     import ast
     import inspect
 

@@ -23,7 +23,7 @@ from conftest import ROOT
 from gpulesson.experiments.torch_ddp import launch
 from gpulesson.experiments.torch_ddp.command import CHECKPOINT, load_checkpoint, save_atomically
 from gpulesson.experiments.torch_ddp.training import make_sampler
-from gpulesson.localhost import free_port
+from gpulesson.machine.localhost import free_port
 
 ATOL = 1e-5  # as in tests/test_parallel.py
 TIMEOUT = 300
@@ -316,5 +316,5 @@ def test_missing_mnist_is_named_with_what_to_do(tmp_path):
                             env=_env(LESSON_DATA_DIR=str(data_dir)))
     assert result.returncode == 2, result.stdout + result.stderr
     assert "No usable data: MNIST could not be loaded" in result.stdout
-    assert "python -m gpulesson.mnist" in result.stdout
+    assert "python -m gpulesson.datasets.mnist" in result.stdout
     assert not (tmp_path / "run" / CHECKPOINT).exists()

@@ -20,9 +20,9 @@ from conftest import ROOT
 from test_jobs import lesson_folder
 
 from gpulesson.experiments import sweep, train_job
-from gpulesson.data import prepare
-from gpulesson.results import read_records
-from gpulesson.settings import get_settings
+from gpulesson.datasets.load import prepare
+from gpulesson.records.results import read_records
+from gpulesson.datasets.settings import get_settings
 
 EPOCHS = 4
 # Slows each of the 29 batches of an epoch, so that a kill lands in the middle of one.
@@ -162,7 +162,7 @@ def test_refuses_a_folder_that_is_not_a_runs(tmp_path, data_file, capsys):
 def test_a_missing_data_file_names_the_prepare_command(tmp_path, capsys):
     code = train_job.main(["--data", str(tmp_path / "synthetic-quick.h5"), "--out-dir", str(tmp_path / "o")])
     assert code == 2
-    assert "python -m gpulesson.prepare --data synthetic" in capsys.readouterr().err
+    assert "python -m gpulesson.datasets.prepare --data synthetic" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
 
 

@@ -17,10 +17,12 @@ import h5py
 import numpy as np
 import pytest
 
-from gpulesson import data, mnist, prepare, workcopy
+from gpulesson.datasets import load as data, mnist, prepare
+
+from gpulesson.classroom import workcopy
 from gpulesson.errors import DataFileError, DataFolderError, show_message_only_in_commands
-from gpulesson.hdf5 import WRITER_MARK, atomic_hdf5, made_by_lesson
-from gpulesson.settings import Settings
+from gpulesson.datasets.hdf5 import WRITER_MARK, atomic_hdf5, made_by_lesson
+from gpulesson.datasets.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -161,7 +163,7 @@ def test_a_bad_setting_stops_a_command_with_its_message(tmp_path, variable, valu
 def test_only_the_lessons_commands_get_the_short_messages(monkeypatch):
     monkeypatch.setattr(sys, "excepthook", sys.__excepthook__)
     assert not show_message_only_in_commands("myscript") and sys.excepthook is sys.__excepthook__
-    assert show_message_only_in_commands("gpulesson.prepare")
+    assert show_message_only_in_commands("gpulesson.datasets.prepare")
     assert sys.excepthook is not sys.__excepthook__
 
 
@@ -216,7 +218,7 @@ def test_workcopy_outside_the_lesson_never_writes_into_someone_elses(tmp_path, c
 
 @pytest.mark.bad_input("corrupt file")
 def test_the_check_names_broken_yaml_in_its_config(tmp_path, capsys):
-    from gpulesson.check.__main__ import parse
+    from gpulesson.classroom.check.__main__ import parse
 
     config = tmp_path / "_config.yml"
     config.write_text("lesson_site:\n  a: [1, 2\n  b: 3\n")

@@ -42,10 +42,10 @@ from pathlib import Path
 import steps
 from steps import ROOT, StageStopped, Step, StopRequested
 
-from gpulesson.check import example as check_example
-from gpulesson.check.login import kernel_env_expected
-from gpulesson.class_share import CLASS_ENV
-from gpulesson.preflight import MissingPackage, require
+from gpulesson.classroom.check import example as check_example
+from gpulesson.classroom.check.login import kernel_env_expected
+from gpulesson.classroom.share import CLASS_ENV
+from gpulesson.machine.preflight import MissingPackage, require
 
 STATE_FILE = ROOT / "results" / "reference-run.json"
 LOG_DIR = steps.STATE_DIR
@@ -96,12 +96,12 @@ class Planned:
 
 _x = steps.experiment
 TORCH = ("torch", "torchvision", "numpy", "h5py")
-# The instructor's readiness check, its job part on the node (python -m gpulesson.check
+# The instructor's readiness check, its job part on the node (python -m gpulesson.classroom.check
 # --inside-job): its record, results/check-gpu.jsonl, is the guide's example of the GPU items.
 # With the kernel's settings (the Makefile's) and the node's /tmp as the class folder (the
 # lesson's _config.yml names an example one, which no node has).
 CHECK_GPU = Step("readiness check on the GPU",
-                 ["-m", "gpulesson.check", "--inside-job",
+                 ["-m", "gpulesson.classroom.check", "--inside-job",
                   "--json", str(LOG_DIR.relative_to(ROOT) / "check-gpu.json"),
                   "--record", str(check_example.RESULTS_FILE.relative_to(ROOT))],
                  ("keras", "numpy", "h5py", "yaml"), gpu_only=True,
@@ -309,7 +309,7 @@ class Call:
         if step.run_key in state["runs"] and methods.get(step.run_key, 1) < planned.method:
             state["runs"].pop(step.run_key)  # begun with an older instrument: a new run
         if step.resumable and step.run_key not in state["runs"]:
-            from gpulesson.results import new_run_id
+            from gpulesson.records.results import new_run_id
 
             state["runs"][step.run_key] = new_run_id()
             begun_on[step.run_key] = self.gpu

@@ -12,7 +12,7 @@ import yaml
 from carpentry import EPISODE_DIR, fill_placeholders, schedule_parts, split_front_matter
 from jupytext.myst import MystMetadataParsingError
 
-from gpulesson.catchup import BLANK
+from gpulesson.classroom.catchup import BLANK
 
 ROOT = Path(__file__).resolve().parents[1]
 GIVEN, EXERCISE, SOLUTION, TYPED = "given", "exercise", "solution", "typed"

@@ -3,9 +3,9 @@
 - A header note for learners: how to catch up, and the command that copies the complete
   notebook beside their own. The complete notebook's header keeps the note for maintainers.
 - A typed cell's comment: its one-line prompt, then the names later cells use (derived from the
-  cells' code by ``gpulesson.catchup.needed_later``), so that a learner keeps those names.
+  cells' code by ``gpulesson.classroom.catchup.needed_later``), so that a learner keeps those names.
 - A catch-up cell after a typed cell that later cells need and after an exercise: it runs the
-  complete cell of the same id when the kernel lacks one of those names (``gpulesson.catchup``).
+  complete cell of the same id when the kernel lacks one of those names (``gpulesson.classroom.catchup``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 import nbformat
 from episode_cells import PROMPT, SOLUTION, TYPED
 
-from gpulesson.catchup import BLANK, RECOVER, defined_names
+from gpulesson.classroom.catchup import BLANK, RECOVER, defined_names
 
 CATCH_UP = "catch-up"  # the tag, and the end of the id, of a catch-up cell
 # An exercise's directive and its class option: ':class: objective-1 prediction'.
@@ -70,7 +70,7 @@ def catch_up_source(cell_id: str, names: list[str], exercise: bool) -> str:
     what = f"if {_either(names)} {lacks}" if names else "(later cells need nothing from it)"
     return (f"# Catch-up: run this cell only if {when}, or after a restart.\n"
             f"# It runs the complete cell {what}, and first what it needs from above.\n"
-            "from gpulesson.catchup import catch_up\n\n"
+            "from gpulesson.classroom.catchup import catch_up\n\n"
             f"catch_up({call})")
 
 

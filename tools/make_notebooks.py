@@ -12,7 +12,7 @@ Each episode gives two notebooks, which differ in code cells and in the header u
 - ``notebooks/NN-slug.ipynb``, the *complete* notebook: every cell filled in. The tests, nbval
   (``make check-notebooks``), ``tools/record_run.py`` and the batch jobs run it; instructors teach from it.
 - ``notebooks/learner/NN-slug.ipynb``, the *learner's* notebook (``make lab``, the Open
-  OnDemand app, ``python -m gpulesson.workcopy``). In a type-along episode (the core part of
+  OnDemand app, ``python -m gpulesson.classroom.workcopy``). In a type-along episode (the core part of
   ``_toc.yml``, or front matter ``type-along: true``; ``false`` opts out) a code cell is
   *typed*: the learner's cell holds only ``# `` and the cell's one-line ``:prompt:`` option, and
   the learner writes the code with the instructor. A cell tagged ``given`` is complete in both
@@ -20,7 +20,7 @@ Each episode gives two notebooks, which differ in code cells and in the header u
   that later cells take from it (found in the cells' code with ``ast``), and a *catch-up* cell
   follows each typed cell that later cells need and each exercise: it runs the complete cell
   when the kernel lacks one of those names (``tools/learner_cells.py``,
-  ``gpulesson/catchup.py``). The header speaks to learners: how to catch up, and how to copy
+  ``gpulesson/classroom/catchup.py``). The header speaks to learners: how to catch up, and how to copy
   the complete notebook beside their own.
 
 A code cell tagged ``exercise`` (code with ``____`` blanks) must be followed at once by the code
@@ -52,9 +52,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the lesson's package, installed or not
 sys.path.insert(0, str(ROOT / "_ext"))
-from gpulesson.catchup import needed_later  # noqa: E402
-from gpulesson.preflight import require_or_exit  # noqa: E402
-from gpulesson.settings import DATA_CHOICES, DEFAULT_DATA, QUICK_EPOCHS, QUICK_N_TRAIN  # noqa: E402
+from gpulesson.classroom.catchup import needed_later  # noqa: E402
+from gpulesson.datasets.settings import DATA_CHOICES, DEFAULT_DATA, QUICK_EPOCHS, QUICK_N_TRAIN  # noqa: E402
+from gpulesson.machine.preflight import require_or_exit  # noqa: E402
 
 require_or_exit(("jupytext", "nbformat", "yaml"), what="tools/make_notebooks.py")
 import nbformat  # noqa: E402
@@ -122,7 +122,7 @@ def plain_markdown(text: str) -> str:
 DATA_NEEDS_MARKDOWN = {
     "cifar10": "the real CIFAR-10. It needs the internet once, to download it, or an HDF5 file "
                "prepared beforehand where there is internet (on a cluster, on a login node: "
-               "`python -m gpulesson.prepare --data cifar10`).",
+               "`python -m gpulesson.datasets.prepare --data cifar10`).",
     "synthetic": "a CIFAR-shaped stand-in made from a seed. It needs no download and works "
                  "offline; everything computed on it is labelled synthetic.",
 }
@@ -146,7 +146,7 @@ def data_choice_markdown() -> str:
         f"instructor's (default `~/gpulesson-data`); `%env LESSON_QUICK=1` uses "
         f"{QUICK_N_TRAIN:,} training images and at most {QUICK_EPOCHS} epochs, for a first try. The "
         "PyTorch "
-        "episode reads MNIST (`python -m gpulesson.mnist` downloads it), or with `synthetic` an "
+        "episode reads MNIST (`python -m gpulesson.datasets.mnist` downloads it), or with `synthetic` an "
         "MNIST-shaped stand-in. The [setup page](../setup.md) has the details."
     )
 

@@ -49,7 +49,7 @@ from recorded import (  # noqa: E402
     stale_cells,
 )
 
-from gpulesson.preflight import require_or_exit  # noqa: E402
+from gpulesson.machine.preflight import require_or_exit  # noqa: E402
 
 DATA_LABELS = {
     "cifar10": "CIFAR-10 (and MNIST in the PyTorch episode), the real data sets",
@@ -129,7 +129,7 @@ del _recorded_run_alt_text, _recorded_run_text_bars
 
 PROBE = r'''
 import json
-from gpulesson import devices
+from gpulesson.machine import devices
 
 facts = devices.cpu_info()
 try:
@@ -145,8 +145,8 @@ class RecordError(RuntimeError):
 
 
 def choose_data(arg: str | None, environ) -> str:
+    from gpulesson.datasets.settings import explicit_data
     from gpulesson.errors import SettingsError
-    from gpulesson.settings import explicit_data
 
     try:
         return explicit_data(arg or environ.get("LESSON_DATA", ""))
@@ -223,13 +223,13 @@ def printed_references(stem: str, results_dir: Path | None = None) -> dict[str, 
     its own run (``{"cnn": [run ids]}``), read from ``results_dir`` (default: the lesson's
     ``results/``). A recorded copy whose references changed since is stale: its page shows the
     new ones."""
-    from gpulesson import results
     from gpulesson.experiments.ceiling import records as ceiling
     from gpulesson.experiments.cnn import records as cnn
     from gpulesson.experiments.feeding import records as feeding
     from gpulesson.experiments.matmul import records as matmul
     from gpulesson.experiments.small_models import records as small_models
     from gpulesson.experiments.torch_reference import records as torch_reference
+    from gpulesson.records import results
 
     folder = Path(results_dir or results.RESULTS_DIR)
     readers = {

@@ -65,7 +65,7 @@ from steps import (
     stop_on_signals,
 )
 
-from gpulesson.preflight import MissingPackage, require
+from gpulesson.machine.preflight import MissingPackage, require
 
 TIME_LIMIT = 480.0  # seconds a stage may take: a 10-minute job step, less its start-up
 
@@ -184,7 +184,7 @@ def run_stage(stage: Stage, *, time_limit: float, state_file: Path, fresh: bool 
                     "done: a machine with a GPU runs it)")
                 continue
             if step.resumable and step.run_key not in runs:
-                from gpulesson.results import new_run_id
+                from gpulesson.records.results import new_run_id
 
                 runs[step.run_key] = new_run_id()
                 save_state(state_file, state)  # before it runs: a re-run goes on with this run

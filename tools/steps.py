@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the lesson's package, wherever this Python is
     sys.path.insert(0, str(ROOT))
 
-from gpulesson.timing import process_stat  # noqa: E402
+from gpulesson.machine.timing import process_stat  # noqa: E402
 
 STATE_DIR = ROOT / "_build" / "reference"
 PACK_LIMIT = 12 * 2**20  # bytes of the packed run: under a 16 MiB file limit, with room
@@ -91,8 +91,8 @@ DDP_CHECK = Step("DDP on the GPUs (NCCL)",
 
 def check_data_chosen() -> None:
     """A reference run records one data set, chosen on purpose: never a default."""
+    from gpulesson.datasets.settings import explicit_data
     from gpulesson.errors import SettingsError
-    from gpulesson.settings import explicit_data
 
     try:
         explicit_data(os.environ.get("LESSON_DATA", ""))
@@ -148,7 +148,7 @@ def command(step: Step, run_id: str | None, gpu: bool, python: str = sys.executa
 
 def quick_mode() -> bool:
     """LESSON_QUICK as the lesson reads it: a rehearsal at tiny sizes, labelled quick."""
-    from gpulesson.settings import parse_bool
+    from gpulesson.datasets.settings import parse_bool
 
     return parse_bool("LESSON_QUICK", os.environ.get("LESSON_QUICK", ""))
 

@@ -8,7 +8,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-from gpulesson.figure_scripts import FILL, INK, finish, schematic
+from gpulesson.records.figure_scripts import FILL, INK, finish, schematic
 
 STEPS = [
     ("Images", "CIFAR-10\nor synthetic\nstand-in"),

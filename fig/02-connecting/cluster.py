@@ -8,7 +8,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 
-from gpulesson.figure_scripts import FILL, GPU_FILL, GPU_INK, INK, MUTED, finish, schematic
+from gpulesson.records.figure_scripts import FILL, GPU_FILL, GPU_INK, INK, MUTED, finish, schematic
 
 
 def box(ax, x, y, w, h, head, text, fill=FILL, ink=INK):

@@ -15,7 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from gpulesson.experiments import contention
-from gpulesson.figure_scripts import drawer, main
+from gpulesson.records.figure_scripts import drawer, main
 
 HERE = Path(__file__).resolve().parent
 FIGURES = ("contention.svg", "contention-watched.svg")

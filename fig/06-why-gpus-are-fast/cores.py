@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
-from gpulesson.figure_scripts import GPU_INK, INK, finish, schematic
+from gpulesson.records.figure_scripts import GPU_INK, INK, finish, schematic
 
 HERE = Path(__file__).resolve().parent
 CONTROL = "#c9d7ee"

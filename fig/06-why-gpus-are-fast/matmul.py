@@ -10,7 +10,7 @@ are the ones this script draws from the committed file.
 
 Each line shows the median of a size's timed calls or windows, with whiskers from the fastest to
 the slowest and each one as a dot. The GPU's lines have the card's published peaks beside them
-(gpulesson.gpu_peaks: the vendor's figures, not measurements). The figures' alt texts on the
+(gpulesson.machine.gpu_peaks: the vendor's figures, not measurements). The figures' alt texts on the
 page (``ref_mm_fig_gflops_alt``, ``ref_mm_fig_sync_alt``) come from the same drawing code
 (gpulesson.experiments.matmul.figures), so they describe what is drawn here.
 """
@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from gpulesson.experiments import matmul
-from gpulesson.figure_scripts import drawer, main
+from gpulesson.records.figure_scripts import drawer, main
 
 HERE = Path(__file__).resolve().parent
 draw = drawer(matmul, ("matmul-gflops.svg", "matmul-sync.svg"), HERE, run=matmul.page_runs,

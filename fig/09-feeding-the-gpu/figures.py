@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from gpulesson.experiments import ceiling, feeding, workers
-from gpulesson.figure_scripts import drawer, main
+from gpulesson.records.figure_scripts import drawer, main
 
 FOLDER = Path(__file__).resolve().parent
 FIGURES = ("feeding-pipelines.svg",)

@@ -15,7 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from gpulesson.experiments import ladder
-from gpulesson.figure_scripts import main, until_recorded
+from gpulesson.records.figure_scripts import main, until_recorded
 
 # Until a run is recorded the episode shows no figure: nothing to draw, and no error.
 draw = until_recorded(ladder, Path(__file__).resolve().parent)

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
 from gpulesson.experiments.sweep import GRID_POINTS
-from gpulesson.figure_scripts import GPU_FILL, GPU_INK, INK, MUTED, finish, schematic
+from gpulesson.records.figure_scripts import GPU_FILL, GPU_INK, INK, MUTED, finish, schematic
 
 HERE = Path(__file__).resolve().parent
 DATA = "#d9e6f5"

@@ -4,9 +4,9 @@ Each records its measurements in ``results/`` and gives its episode values and f
 site finds them: every package here with page values (a ``substitutions()``) fills the pages'
 ``{{ ref_* }}`` placeholders (:func:`~gpulesson.experiments.registry.page_sources`); each
 package's docstring names its episode. They use the code the episodes teach
-(:mod:`gpulesson.lesson`) and the helpers at the top of :mod:`gpulesson`; no helper imports
-them. What they share exists once: the measurement rule and its words
-(:mod:`~gpulesson.experiments.common`), the command-line builder
+(:mod:`gpulesson.lesson`) and the package's lower parts (machine, datasets, records,
+classroom), none of which imports them. What they share exists once: the measurement rule and
+its words (:mod:`~gpulesson.experiments.common`), the command-line builder
 (:mod:`~gpulesson.experiments.cli`), the records layer (:mod:`~gpulesson.experiments.recordset`)
 and the figures' frame (:mod:`~gpulesson.experiments.figkit`).
 

@@ -28,8 +28,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gpulesson.devices import KERAS_DEVICES
 from gpulesson.experiments.common import REPEATS, WARMUP, check_epochs, default_epochs, repeats_for
+from gpulesson.machine.devices import KERAS_DEVICES
 
 MODULE = "gpulesson.experiments."
 
@@ -65,7 +65,7 @@ class Command:
         args = parser.parse_args(argv)
         refuse_below_one(parser, args, self.at_least_one)
         if "quick" in args:
-            from gpulesson.settings import get_settings
+            from gpulesson.datasets.settings import get_settings
 
             args.quick = args.quick or get_settings().quick
         return parser, args
@@ -120,7 +120,7 @@ def sizes(epoch: dict):
 
 
 DEFAULT_SEED = 42
-NEW_RUN_ID = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{6}")  # gpulesson.results.new_run_id's form
+NEW_RUN_ID = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{6}")  # gpulesson.records.results.new_run_id's form
 
 
 def results_file(text: str) -> Path:
@@ -194,8 +194,8 @@ def refuse_unwritable(parser: argparse.ArgumentParser, path: Path, flag: str) ->
     """Before any training: a usage error where the results file ``path`` (given as ``flag``)
     could not be written, as the measurement would be lost at the end, and where the Keras
     backend is not installed (one line, no traceback)."""
-    from gpulesson.backends import missing_backend_message
     from gpulesson.errors import cannot_write_file
+    from gpulesson.machine.backends import missing_backend_message
 
     problem = cannot_write_file(path)
     if problem:
@@ -248,7 +248,7 @@ def say_appended(records: list[dict], out: Path, what: str = "record(s)") -> Non
 def say_measured(made: list[dict], out: Path, experiment: str, run_id: str, describe) -> int:
     """A command's last words: the run's table (``describe`` of the run's records in ``out``)
     and what was appended, or that nothing was left to measure; its exit status, 0."""
-    from gpulesson.results import read_records
+    from gpulesson.records.results import read_records
 
     if not made:
         print("Nothing left to measure.")
@@ -277,7 +277,7 @@ def continue_run(out: Path, experiment: str, run_id: str | None, key) -> tuple[s
     Without ``run_id``: a new run, nothing recorded. With it: the keys ``key(record)`` of the
     records of ``experiment`` with that run id in ``out`` (none if the file is missing).
     """
-    from gpulesson.results import new_run_id, read_records
+    from gpulesson.records.results import new_run_id, read_records
 
     if not run_id:
         return new_run_id(), set()
@@ -348,7 +348,7 @@ def passed_on(args: argparse.Namespace, names) -> list[str]:
 def chosen_backends(parser: argparse.ArgumentParser, requested, installed) -> list[str]:
     """The backends asked for (all of ``installed`` if none was); a usage error naming those
     not installed."""
-    from gpulesson.devices import backend_installed
+    from gpulesson.machine.devices import backend_installed
 
     missing = [b for b in requested or [] if not backend_installed(b)]
     if missing:
@@ -362,8 +362,8 @@ def devices_here(requested) -> list[str]:
     already where the command started the process), and the devices to measure, ``requested``
     or :func:`default_devices`; a message and exit status 2 when a GPU is asked for and the
     backend sees none."""
-    from gpulesson.devices import keras_device
     from gpulesson.experiments import allocator
+    from gpulesson.machine.devices import keras_device
 
     found = keras_device()
     allocator.fix_for(found["backend"])
@@ -386,7 +386,7 @@ def refuse_below_one(parser: argparse.ArgumentParser, args: argparse.Namespace, 
 def report_backends(out: Path, experiment: str, run_id: str, describe, failed) -> int:
     """After one process per backend: the run's table (``describe`` of its records in ``out``),
     the backends whose process failed; the command's exit status."""
-    from gpulesson.results import read_records
+    from gpulesson.records.results import read_records
 
     if Path(out).is_file():
         print(describe(read_records(out, experiment=experiment, run_id=run_id)))
@@ -405,7 +405,7 @@ def per_backend_command(parser: argparse.ArgumentParser, args: argparse.Namespac
     quick=, run_id=, done=)`` appends the records; otherwise the same command runs once per
     backend (those asked for, or ``installed``), with the options named in ``passed`` and
     ``settings`` (:func:`run_each_backend`), and the run's table comes from ``module``'s page."""
-    from gpulesson.settings import get_settings
+    from gpulesson.datasets.settings import get_settings
 
     quick = args.quick or get_settings().quick
     run_id, done = continue_run(args.out, experiment, args.run_id, condition)
@@ -438,7 +438,7 @@ def rule_arguments(args: argparse.Namespace, sizes: dict, *, quick: bool, run_id
     """The keyword arguments of an experiment's ``measure`` for the options of
     :func:`add_size_options`: the epoch's size, the rule's warm-up and repeats, the run, and
     each record appended to ``args.out`` as it is made, with its progress printed."""
-    from gpulesson.results import append_record
+    from gpulesson.records.results import append_record
 
     size = "quick_" if quick else ""
     return {"n_images": args.n_images or sizes[f"{size}n_images"],

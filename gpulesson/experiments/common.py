@@ -28,8 +28,8 @@ load average before and after).
 **Figures.** :func:`draw_spread` draws a summary's range as an error bar around its median,
 with the samples as small dots, so a figure shows how much the repeats varied.
 
-The summaries, the words and the drawing are defined in :mod:`gpulesson.summaries`, so that the
-modules at the top of the package (such as the class's runs, :mod:`gpulesson.class_results`)
+The summaries, the words and the drawing are defined in :mod:`gpulesson.records.summaries`, so that the
+classroom's modules (such as the class's runs, :mod:`gpulesson.classroom.results`)
 follow the same rule; this module gives them to the experiments with the rest of the rule.
 """
 
@@ -38,7 +38,8 @@ from __future__ import annotations
 import os
 import time
 
-from gpulesson.summaries import (  # noqa: F401 (the rule's summaries and words, kept here too)
+from gpulesson.machine.timing import load_average, own_cpu_seconds
+from gpulesson.records.summaries import (  # noqa: F401 (the rule's summaries and words, kept here too)
     MIN_RANKED,
     NO_DIFFERENCE,
     SAME_WORD,
@@ -59,7 +60,6 @@ from gpulesson.summaries import (  # noqa: F401 (the rule's summaries and words,
     summary_text,
     times_text,
 )
-from gpulesson.timing import load_average, own_cpu_seconds
 
 REPEATS = 5  # timed repeats of each condition (the rule)
 WARMUP = 1  # warm-up repeats before them: recorded, never averaged

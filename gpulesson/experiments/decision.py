@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpulesson.charges import Rates, allocation_cost, read_rates
+from gpulesson.classroom.charges import Rates, allocation_cost, read_rates
 from gpulesson.experiments import small_models
 from gpulesson.experiments.cnn import records as cnn
 from gpulesson.experiments.common import compare, fmt_number, scale, summary_text
 from gpulesson.experiments.energy import energy_summary, energy_text
-from gpulesson.results import LESSON_ROOT, NOT_RECORDED, duration, pick
+from gpulesson.records.results import LESSON_ROOT, NOT_RECORDED, duration, pick
 
 EXPERIMENT = cnn.EXPERIMENT  # the results file :func:`substitutions` is given
 EPOCHS = cnn.FULL_EPOCHS

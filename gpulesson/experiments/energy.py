@@ -1,11 +1,11 @@
 """Energy in the records and on the pages: what an experiment keeps of a meter
-(:mod:`gpulesson.energy`), and the words a page shows for it.
+(:mod:`gpulesson.machine.energy`), and the words a page shows for it.
 
 A record's ``energy`` is one of (``changes``: how often the meter's reading changed;
 ``step_joules``: the counter's smallest step):
 
 - ``measured``, ``window`` "each": each timed interval's joules and their summary, where the
-  reading changed at least :data:`~gpulesson.energy.MIN_CHANGES` times in every interval
+  reading changed at least :data:`~gpulesson.machine.energy.MIN_CHANGES` times in every interval
   (records made before the windows were checked have no ``window`` and read the same);
 - ``measured``, ``window`` "phase": intervals too short for the meter one by one, so the whole
   timed phase is one window: its ``joules`` over its ``intervals``, summarised as one sample;
@@ -21,9 +21,9 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from gpulesson.energy import MIN_CHANGES, EnergyUnavailable, Intervals, open_meter, unmeasured
 from gpulesson.experiments.common import fmt_number, scale, summarise, summary_text, synchronise
-from gpulesson.results import duration
+from gpulesson.machine.energy import MIN_CHANGES, EnergyUnavailable, Intervals, open_meter, unmeasured
+from gpulesson.records.results import duration
 
 MAX_WINDOW_SECONDS = 30.0  # energy_of_calls stops here, counted or not
 
@@ -95,9 +95,9 @@ def energy_of_calls(fn, device_kind: str, *, images: int, meter=None,
                     max_seconds: float = MAX_WINDOW_SECONDS, **kwargs) -> dict:
     """A record's ``energy`` of calls of ``fn`` (``images`` images each) repeated in one
     window until the meter's reading changed often enough, or ``max_seconds`` passed. Each call
-    waits for its work (:func:`gpulesson.timing.timed`), so that the window ends with the last
+    waits for its work (:func:`gpulesson.machine.timing.timed`), so that the window ends with the last
     call's work. ``meter``: default the device's (:func:`open_meter` with ``kwargs``)."""
-    from gpulesson.timing import timed
+    from gpulesson.machine.timing import timed
 
     if meter is None:
         try:

@@ -6,7 +6,7 @@ draw without records (:func:`need`), one panel a device or a backend and device
 panel's title naming the machine and the run it shows (:func:`run_title`), and values written
 at the ends of bars (:func:`label_bars`). The medians' spread is drawn by
 :func:`gpulesson.experiments.common.draw_spread`, a figure is saved with the lesson's settings
-by :func:`gpulesson.plots.save_figures` (through :mod:`gpulesson.figure_scripts`), and its alt
+by :func:`gpulesson.records.plots.save_figures` (through :mod:`gpulesson.records.figure_scripts`), and its alt
 text is made by its own module from what it draws. pyplot is imported only when a figure is
 drawn.
 """
@@ -14,7 +14,7 @@ drawn.
 from __future__ import annotations
 
 from gpulesson.experiments.parts import machine
-from gpulesson.results import data_label
+from gpulesson.records.results import data_label
 
 
 def need(records, how: str) -> None:

@@ -3,7 +3,7 @@
 A page (``NAME/page.py``) fills the episode's ``{{ ref_* }}`` values. The shapes its sentences
 share live here: which run and machine a value comes from (:func:`run_values`; the longer
 provenance is :func:`gpulesson.experiments.parts.provenance`), a value or
-:data:`~gpulesson.results.NOT_RECORDED` (:func:`given`), a median and range of timed epochs
+:data:`~gpulesson.records.results.NOT_RECORDED` (:func:`given`), a median and range of timed epochs
 (:func:`median_text`), lists in prose (:func:`listed`), a goal met or not (:func:`met`), and what
 is not recorded yet with the command that records it (:func:`none_yet`, :func:`recorded_by`).
 The words that compare two summaries ("N× faster", "no measurable difference") are
@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpulesson.experiments.common import MIDDLE_FROM
-from gpulesson.results import NOT_RECORDED, duration, hardware, pick
-from gpulesson.summaries import summary_text
+from gpulesson.records.results import NOT_RECORDED, duration, hardware, pick
+from gpulesson.records.summaries import summary_text
 
 NOTHING_YET = "Without a run there is nothing to compare yet."
 

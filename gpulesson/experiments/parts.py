@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from gpulesson import results
+from gpulesson.records import results
 
 DEVICES = ("cpu", "gpu")
 

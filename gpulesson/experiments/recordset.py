@@ -11,7 +11,7 @@ groups them by backend and device, and makes a condition's record of timed epoch
 lesson's rule (:meth:`RecordSet.epoch_record`; any other record with :meth:`RecordSet.record`,
 which names a CPU's device "CPU"). An experiment whose page compares one run's devices takes
 :meth:`RecordSet.newest_run` instead (the newest run with CPU and GPU records,
-:func:`gpulesson.results.reference_run`). A command reads a run that goes on with
+:func:`gpulesson.records.results.reference_run`). A command reads a run that goes on with
 :meth:`RecordSet.read` and refuses other settings with :func:`check_earlier`. Summaries and the
 words that compare them are the rule's (:mod:`gpulesson.experiments.common`); the layer splits
 a run's warm-up from its timed epochs (:func:`split_epochs`) and compares the GPU with the CPU
@@ -25,7 +25,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpulesson import results
 from gpulesson.experiments import parts
 from gpulesson.experiments.common import (
     SUMMARY_KEY,
@@ -36,6 +35,7 @@ from gpulesson.experiments.common import (
     summarise,
     summary_of,
 )
+from gpulesson.records import results
 
 
 def every_part(part: list[dict]) -> bool:
@@ -81,7 +81,7 @@ class RecordSet:
 
     def runs(self, records, **match) -> dict[str, list[dict]]:
         """This experiment's ``records`` (with the ``match`` values) grouped by ``run_id``
-        (:func:`gpulesson.results.runs`)."""
+        (:func:`gpulesson.records.results.runs`)."""
         return results.runs(records, self.experiment, **match)
 
     def runs_in(self, path=None, **match) -> dict[str, list[dict]]:
@@ -91,13 +91,13 @@ class RecordSet:
 
     def newest_run(self, path=None, *, complete=None, **match) -> list[dict]:
         """The newest run with CPU and GPU records, else with CPU records, of those
-        ``complete(run)`` accepts (:func:`gpulesson.results.reference_run`)."""
+        ``complete(run)`` accepts (:func:`gpulesson.records.results.reference_run`)."""
         return results.reference_run(path or self.results_file, self.experiment,
                                      complete=complete, **match)
 
     def record(self, *, data: str | None = None, environment: dict | None = None,
                **fields) -> dict:
-        """A results-file record of ``fields`` (:func:`gpulesson.results.make_record`); a CPU
+        """A results-file record of ``fields`` (:func:`gpulesson.records.results.make_record`); a CPU
         record's ``device`` is "CPU", also on a machine with a GPU."""
         if fields.get("device_kind") == "cpu":
             fields["device"] = "CPU"

@@ -12,7 +12,7 @@ The site's ``ref_*`` values come from every experiment package that has page val
   ``page`` module has ``substitutions(path)`` and may have ``describe(records)`` (the command's
   table), ``figures(records)`` with ``FIGURES`` (the SVG names) and ``reference_run(path)``
   (default the RecordSet's). :class:`Declared` gathers these parts, as the figure scripts'
-  :func:`~gpulesson.figure_scripts.drawer` and the site take them.
+  :func:`~gpulesson.records.figure_scripts.drawer` and the site take them.
 
 A package cannot be run with ``python -m`` without a ``__main__`` module. Rather than the same
 file in every declared package, an import hook (:func:`install`, done by importing
@@ -119,7 +119,7 @@ def run(name: str, argv=None) -> int:
     stopped run keeps what it made), then the run's table and what was appended."""
     from gpulesson.errors import cannot_write_file
     from gpulesson.experiments import cli
-    from gpulesson.results import append_record
+    from gpulesson.records.results import append_record
 
     experiment = Declared(name)
     parser, args = experiment.COMMAND.parse(argv)

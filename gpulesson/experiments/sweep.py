@@ -14,7 +14,7 @@ from pathlib import Path
 
 from gpulesson.experiments import cli
 from gpulesson.experiments.common import markdown_table
-from gpulesson.results import data_label, duration, hardware
+from gpulesson.records.results import data_label, duration, hardware
 
 # Task i of the array trains with GRID_POINTS[i]: every combination, batch size varying slowest.
 GRID = {"batch_size": (64, 128, 256), "learning_rate": (1e-3, 3e-4)}

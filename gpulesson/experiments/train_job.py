@@ -21,10 +21,10 @@ import sys
 import time
 from pathlib import Path
 
+from gpulesson.datasets.settings import DATA_CHOICES, get_settings
 from gpulesson.errors import DataFileError
 from gpulesson.experiments import cli
-from gpulesson.results import LESSON_ROOT, RESULTS_DIR
-from gpulesson.settings import DATA_CHOICES, get_settings
+from gpulesson.records.results import LESSON_ROOT, RESULTS_DIR
 
 EXPERIMENT = "cnn-batch-job"
 ROOT = LESSON_ROOT
@@ -107,7 +107,7 @@ def said(state: str, message: str, show: bool = True) -> int | None:
 
 def start_run(out: Path, params: dict) -> str:
     """Make the out folder and its params.json (once); the run's id."""
-    from gpulesson.results import new_run_id
+    from gpulesson.records.results import new_run_id
 
     out.mkdir(parents=True, exist_ok=True)
     if not (out / PARAMS).exists():
@@ -137,7 +137,7 @@ _parser = COMMAND.parser
 
 def _data_file(choice: str | None):
     """``(path, info)`` of the data file ``choice`` names; DataFileError if it is unusable."""
-    from gpulesson.hdf5 import validate_hdf5
+    from gpulesson.datasets.hdf5 import validate_hdf5
 
     settings = get_settings()
     if choice is None or choice in DATA_CHOICES:
@@ -230,7 +230,7 @@ def main(argv=None) -> int:
 
     # Keras is imported only now: the checks above answer at once.
     from gpulesson import lesson
-    from gpulesson.devices import keras_device
+    from gpulesson.machine.devices import keras_device
 
     if args.device == "gpu" and not keras_device()["gpu_count"]:
         print("No GPU is visible to Keras: use --device cpu, or run on a GPU node.", file=sys.stderr)
@@ -259,9 +259,9 @@ def _train(args, params, batches, info, out: Path, run_id: str) -> int:
     import keras
 
     from gpulesson import lesson
-    from gpulesson.devices import keras_device
     from gpulesson.experiments.cnn import run_record
-    from gpulesson.results import append_record
+    from gpulesson.machine.devices import keras_device
+    from gpulesson.records.results import append_record
 
     gpus = keras_device()["gpu_count"]
     device = "gpu:0" if gpus and args.device != "cpu" else "cpu"

@@ -16,8 +16,8 @@ import h5py
 import keras
 import numpy as np
 
-from gpulesson.hdf5 import validate_hdf5
-from gpulesson.settings import whole_number
+from gpulesson.datasets.hdf5 import validate_hdf5
+from gpulesson.datasets.settings import whole_number
 
 
 class HDF5Batches(keras.utils.PyDataset):
@@ -318,8 +318,8 @@ class EpochTimer(keras.callbacks.Callback):
 import hashlib
 import numbers
 
-from gpulesson.devices import keras_device
 from gpulesson.errors import LessonError
+from gpulesson.machine.devices import keras_device
 
 
 def weights_fingerprint(weights):

@@ -13,7 +13,7 @@ import sys
 from gpulesson.experiments import cli
 from gpulesson.experiments.calibration.measure import FULL, QUICK, CalibrationError, calibrate, check_plan
 from gpulesson.experiments.calibration.records import RECORDS, RESULTS_FILE, describe
-from gpulesson.results import new_run_id
+from gpulesson.records.results import new_run_id
 
 COMMAND = cli.Command(
     "calibration", __doc__,
@@ -40,8 +40,8 @@ def main(argv=None) -> int:
     except CalibrationError as exc:
         print(f"error: {exc}. Nothing was measured or written.", file=sys.stderr)
         return 2
-    from gpulesson.devices import KERAS_DEVICES, keras_device
-    from gpulesson.results import append_record
+    from gpulesson.machine.devices import KERAS_DEVICES, keras_device
+    from gpulesson.records.results import append_record
 
     if args.device == "gpu" and not keras_device()["gpu_count"]:
         print("No GPU is visible to Keras: run with --device cpu. Nothing was measured or written.",

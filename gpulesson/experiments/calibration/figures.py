@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpulesson.experiments.calibration.records import findings
-from gpulesson.results import data_label
+from gpulesson.records.results import data_label
 
 FIGURES = ("calibration-learning-curves.svg", "calibration-confusion.svg")
 FIGURE_COMMAND = "python fig/05-cpu-vs-gpu/calibration.py"
@@ -13,8 +13,8 @@ FIGURE_COMMAND = "python fig/05-cpu-vs-gpu/calibration.py"
 
 def figures(records):
     """The learning curves and the confusion matrix after the workshop's epochs: ``(fig, fig)``."""
-    from gpulesson.compare_plots import _STYLES, _subplots, _title, confusion_matrix
-    from gpulesson.synthetic import SYNTHETIC_CLASS_NAMES
+    from gpulesson.datasets.synthetic import SYNTHETIC_CLASS_NAMES
+    from gpulesson.records.compare_plots import _STYLES, _subplots, _title, confusion_matrix
 
     if not records:
         raise ValueError("no calibration record: record one with "

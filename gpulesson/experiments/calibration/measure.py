@@ -7,7 +7,7 @@ import hashlib
 import numpy as np
 
 from gpulesson.experiments.calibration.records import WORKSHOP_EPOCHS
-from gpulesson.timing import load_average
+from gpulesson.machine.timing import load_average
 
 FULL = {"n_train": 50_000, "n_test": 10_000, "epochs": 30, "batch_size": 256}
 QUICK = {"n_train": 2_000, "n_test": 500, "epochs": 2, "batch_size": 64}
@@ -19,7 +19,7 @@ class CalibrationError(ValueError):
 
 def generator_fingerprint(seed: int = 0) -> str:
     """A short hash of the stand-in's first images: it changes whenever the generator does."""
-    from gpulesson.synthetic import CHUNK, make_synthetic
+    from gpulesson.datasets.synthetic import CHUNK, make_synthetic
 
     (x, y), (xt, yt) = make_synthetic(CHUNK, CHUNK, seed=seed, progress=False)
     digest = hashlib.sha256()
@@ -50,9 +50,9 @@ def calibrate(n_train, n_test, epochs, batch_size, *, device="cpu", seed=42, dat
     ``device``; ``seed`` sets the initial weights and the shuffling."""
     import keras
 
-    from gpulesson.compare_plots import confusion_counts
+    from gpulesson.datasets.synthetic import N_CLASSES, make_synthetic
     from gpulesson.lesson import EpochTimer, build_cnn, compile_cnn
-    from gpulesson.synthetic import N_CLASSES, make_synthetic
+    from gpulesson.records.compare_plots import confusion_counts
 
     (x, y), (x_test, y_test) = make_synthetic(n_train, n_test, seed=data_seed, progress=False)
     cut = n_train - n_train // 10  # as the episode's split_batches

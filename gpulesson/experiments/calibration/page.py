@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from gpulesson.experiments.calibration.records import RESULTS_FILE, findings, reference_record
 from gpulesson.experiments.pagewords import backend_version, day
-from gpulesson.results import NOT_RECORDED, duration, hardware
+from gpulesson.records.results import NOT_RECORDED, duration, hardware
 
 
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     """Text snippets of the newest record for the episode's instructor notes (``ref_calib_*``)."""
-    from gpulesson.synthetic import SYNTHETIC_CLASS_NAMES as NAMES
+    from gpulesson.datasets.synthetic import SYNTHETIC_CLASS_NAMES as NAMES
 
     record = reference_record(path)
     keys = ("run", "date", "backend", "cpu", "n_train", "n_validation", "n_test", "epochs",

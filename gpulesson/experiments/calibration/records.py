@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpulesson.experiments.recordset import RecordSet
-from gpulesson.results import data_label, duration
+from gpulesson.records.results import data_label, duration
 
 EXPERIMENT = "standin-calibration"
 RECORDS = RecordSet(EXPERIMENT, ("run_id",))  # one record a run; the page reads the newest
@@ -16,7 +16,7 @@ TARGET_ACCURACY = (0.45, 0.70)  # test accuracy after WORKSHOP_EPOCHS, like CIFA
 
 def pair_share(matrix) -> float | None:
     """The share of the mistakes in ``matrix`` made between the two classes of a pair."""
-    from gpulesson.synthetic import PAIRS
+    from gpulesson.datasets.synthetic import PAIRS
 
     matrix = np.asarray(matrix)
     mistakes = matrix.sum() - np.trace(matrix)
@@ -63,7 +63,7 @@ def findings(record: dict) -> dict:
 
 def describe(record: dict) -> str:
     """The run in a few sentences."""
-    from gpulesson.synthetic import SYNTHETIC_CLASS_NAMES as NAMES
+    from gpulesson.datasets.synthetic import SYNTHETIC_CLASS_NAMES as NAMES
 
     found = findings(record)
     lines = [

@@ -12,10 +12,10 @@ command takes a few minutes; Keras' array path on PyTorch is the slowest part.
 
 from __future__ import annotations
 
-from gpulesson.devices import installed_backends
 from gpulesson.experiments import cli
 from gpulesson.experiments.ceiling.measure import SIZES
 from gpulesson.experiments.ceiling.records import BACKENDS, EXPERIMENT, PIPELINES, RESULTS_FILE, condition
+from gpulesson.machine.devices import installed_backends
 
 COMMAND = cli.Command(
     "ceiling", __doc__,

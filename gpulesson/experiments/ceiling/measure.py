@@ -17,7 +17,7 @@ from gpulesson.experiments.ceiling.records import (
     pipelines_for,
 )
 from gpulesson.experiments.common import WARMUP, Budget, BusyMeter, fit_progress, synced_epoch_timer
-from gpulesson.results import new_run_id
+from gpulesson.records.results import new_run_id
 
 BATCH_SIZE = 256  # episode 9's batch
 QUICK_N_IMAGES, QUICK_BATCH_SIZE = 1_024, 64
@@ -121,15 +121,15 @@ def _ceiling_so_far(made: list[dict], record: dict) -> dict | None:
 def setting() -> dict:
     """The cores, threads and allocator mode a measurement runs with."""
     from gpulesson.experiments import allocator
-    from gpulesson.timing import cpu_settings
+    from gpulesson.machine.timing import cpu_settings
 
     return {"cpu_settings": cpu_settings(), **allocator.mode()}
 
 
 def synthetic_file(folder, n_images: int, batch_size: int):
     """``(path, x, y)``: synthetic images and labels, and an HDF5 file of them chunked by batch."""
-    from gpulesson.hdf5 import write_hdf5
-    from gpulesson.synthetic import make_synthetic
+    from gpulesson.datasets.hdf5 import write_hdf5
+    from gpulesson.datasets.synthetic import make_synthetic
 
     if not 1 <= batch_size <= n_images:
         raise ValueError(f"batch_size must be from 1 to n_images ({n_images}), not {batch_size}")
@@ -156,8 +156,8 @@ def measure(*, devices, n_images: int, batch_size: int, repeats: int, warmup: in
     with the current Keras backend, skipping the conditions in ``done``; the records."""
     import keras
 
-    from gpulesson.devices import keras_device_name
     from gpulesson.experiments.feeding.pipelines import device_method, grain_workers
+    from gpulesson.machine.devices import keras_device_name
 
     backend = keras.backend.backend()
     done = set(done)  # conditions of the run so far: looked up once per pipeline

@@ -3,14 +3,14 @@ device's values come from its newest complete run, named by its run, machine and
 
 from __future__ import annotations
 
+from gpulesson.datasets.settings import LABELS
 from gpulesson.experiments import pagewords as words
 from gpulesson.experiments import parts
 from gpulesson.experiments.ceiling import records as cr
 from gpulesson.experiments.ceiling.figures import alt_text
 from gpulesson.experiments.common import markdown_table, summary_text
 from gpulesson.experiments.recordset import rate_summary
-from gpulesson.results import NOT_RECORDED, data_label, hardware
-from gpulesson.settings import LABELS
+from gpulesson.records.results import NOT_RECORDED, data_label, hardware
 
 NONE = words.none_yet("ceiling run", "python -m gpulesson.experiments.ceiling")
 STREAMS = ("lesson-ahead", "lesson-grain")  # the lesson's streams: a reader thread, Grain's processes

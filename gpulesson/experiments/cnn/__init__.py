@@ -13,7 +13,7 @@ from gpulesson.experiments.cnn.records import (
     reference_run,
     run_record,
 )
-from gpulesson.results import NOT_RECORDED, duration, is_gpu, speedup
+from gpulesson.records.results import NOT_RECORDED, duration, is_gpu, speedup
 
 __all__ = ["EXPERIMENT", "NOT_RECORDED", "RESULTS_FILE", "alt_texts", "describe", "duration",
            "epoch_summary", "figures", "full_training_seconds", "inference", "is_gpu", "reference_run",

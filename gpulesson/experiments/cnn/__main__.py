@@ -17,7 +17,7 @@ from gpulesson.experiments import cli
 from gpulesson.experiments.cnn import inference
 from gpulesson.experiments.cnn.measure import run_devices
 from gpulesson.experiments.cnn.records import EXPERIMENT, RECORDS, RESULTS_FILE, describe
-from gpulesson.results import append_record, read_records
+from gpulesson.records.results import append_record, read_records
 
 PARTS = ("training", "inference")
 
@@ -62,12 +62,12 @@ def _other_data(out, run_id, data: str) -> str | None:
 def main(argv=None) -> int:
     parser, args = COMMAND.parse(argv)
     cli.refuse_unwritable(parser, args.out, "--out")
-    from gpulesson.timing import set_cpu_threads
+    from gpulesson.machine.timing import set_cpu_threads
 
     # Before the framework runs anything: TensorFlow fixes its threads at its first operation.
     threads = set_cpu_threads(args.cpu_threads)
-    from gpulesson.devices import keras_device
-    from gpulesson.settings import get_settings
+    from gpulesson.datasets.settings import get_settings
+    from gpulesson.machine.devices import keras_device
 
     settings = get_settings()
     gpus = keras_device()["gpu_count"]

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpulesson.compare_plots import LOG_NOTE, needs_log_axis
 from gpulesson.experiments.cnn.records import epoch_summary, gpu_comparison
 from gpulesson.experiments.common import SPREAD_NOTE, draw_spread, summary_text
 from gpulesson.experiments.figkit import need
 from gpulesson.experiments.pagewords import listed
-from gpulesson.results import data_label, duration, hardware
-from gpulesson.results import pick as _pick
+from gpulesson.records.compare_plots import LOG_NOTE, needs_log_axis
+from gpulesson.records.results import data_label, duration, hardware
+from gpulesson.records.results import pick as _pick
 
 FIRST_EPOCH = "includes compiling"  # what the warm-up epoch's extra time includes, by default
-# Marker names for the alt texts, for the markers of gpulesson.compare_plots' styles.
+# Marker names for the alt texts, for the markers of gpulesson.records.compare_plots' styles.
 MARKER_NAMES = {"o": "round", "s": "square", "^": "triangular", "D": "diamond"}
 BAR_GROUPS = ("epoch after the warm-up\n(median)", "evaluation\n(one run)",
               "training + evaluation\n(one run)")
@@ -32,7 +32,7 @@ class Series:
 
     kind: str  # "CPU" or "GPU"
     name: str  # its hardware, for the title
-    style: dict  # marker, line style, hatch, colour (gpulesson.compare_plots)
+    style: dict  # marker, line style, hatch, colour (gpulesson.records.compare_plots)
     epochs: list  # every epoch's seconds, the warm-up first
     summary: dict  # the epochs after the warm-up (common.summarise)
     evaluation: float
@@ -56,7 +56,7 @@ def _log_note(values) -> str:
 def drawn(records, hardware_names=None) -> tuple[list[Series], object]:
     """``(series, comparison)``: one :class:`Series` per device that ran, CPU first, and the
     GPU against the CPU (None without both)."""
-    from gpulesson.compare_plots import _STYLES
+    from gpulesson.records.compare_plots import _STYLES
 
     need(records, "run the training first, or record a reference run")
     names = dict(hardware_names or hardware(records))
@@ -129,7 +129,7 @@ def alt_texts(records, *, first_epoch: str = FIRST_EPOCH, hardware_names=None) -
 def epoch_times_figure(series, *, label: str, first_epoch: str = FIRST_EPOCH):
     """Every epoch's time per device, and right of the lines the median and range of the
     epochs after the warm-up, with the epochs as dots."""
-    from gpulesson import compare_plots
+    from gpulesson.records import compare_plots
 
     by_kind = {s.kind: s for s in series}
     # The devices that ran, named; one that did not is said in words ("no GPU run"), not
@@ -165,7 +165,7 @@ def time_bars_figure(series, comparison=None, *, label: str):
     the comparison's words."""
     import numpy as np
 
-    from gpulesson.compare_plots import _subplots, _title, time_axis
+    from gpulesson.records.compare_plots import _subplots, _title, time_axis
 
     fig, ax = _subplots(figsize=(8, 4.8))
     width = 0.8 / len(series)
@@ -197,7 +197,7 @@ def time_bars_figure(series, comparison=None, *, label: str):
 def figures(records, *, first_epoch: str = FIRST_EPOCH, hardware_names=None):
     """``(epoch times, time bars)`` of one run's records, each with its ``alt_text``.
     ``first_epoch`` says what the first epoch's extra time includes; ``hardware_names``
-    replaces :func:`gpulesson.results.hardware` of the records in the titles."""
+    replaces :func:`gpulesson.records.results.hardware` of the records in the titles."""
     series, comparison = drawn(records, hardware_names)
     label = data_label(records)
     return (epoch_times_figure(series, label=label, first_epoch=first_epoch),

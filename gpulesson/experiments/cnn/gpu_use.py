@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 
-from gpulesson import flops, gpu_peaks, results
 from gpulesson.experiments.ceiling.records import RECORDS as CEILING
 from gpulesson.experiments.cnn.records import (
     FULL_EPOCHS,
@@ -22,7 +21,9 @@ from gpulesson.experiments.cnn.records import (
 )
 from gpulesson.experiments.common import times_text
 from gpulesson.experiments.profile import records as profile
-from gpulesson.results import NOT_RECORDED, duration, is_gpu
+from gpulesson.machine import flops, gpu_peaks
+from gpulesson.records import results
+from gpulesson.records.results import NOT_RECORDED, duration, is_gpu
 
 CEILING_FILE, PROFILE_FILE = CEILING.results_file, profile.RESULTS_FILE
 IN_MEMORY = ("arrays", "ram", "device")  # the ceiling's pipelines that read nothing per step

@@ -10,7 +10,7 @@ from __future__ import annotations
 from gpulesson.experiments.cnn.gpu_use import achieved_tflops
 from gpulesson.experiments.cnn.records import RECORDS, RESULTS_FILE, epoch_summary, steady_epoch_seconds
 from gpulesson.experiments.matmul import records as matmul_records
-from gpulesson.results import NOT_RECORDED, duration, is_gpu, pick
+from gpulesson.records.results import NOT_RECORDED, duration, is_gpu, pick
 
 KEYS = tuple(f"ref_head_{key}" for key in (
     "speedups", "speedup_range", "gpu_epochs", "cpu_epochs", "compiler", "cpu_tflops",

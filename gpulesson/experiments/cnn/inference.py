@@ -25,8 +25,8 @@ from gpulesson.experiments.common import (
 )
 from gpulesson.experiments.energy import energy_of_calls, energy_text
 from gpulesson.experiments.recordset import RecordSet
-from gpulesson.results import NOT_RECORDED, duration, pick
-from gpulesson.timing import cpu_settings, timed
+from gpulesson.machine.timing import cpu_settings, timed
+from gpulesson.records.results import NOT_RECORDED, duration, pick
 
 EXPERIMENT = "cnn-inference"
 # One record a device, in the CNN's results file beside its training's.
@@ -66,8 +66,8 @@ def measure_inference(devices, settings, *, seed: int, run_id: str, on_record=No
     import keras
 
     from gpulesson import lesson
-    from gpulesson.data import prepare
-    from gpulesson.devices import KERAS_DEVICES as DEVICES
+    from gpulesson.datasets.load import prepare
+    from gpulesson.machine.devices import KERAS_DEVICES as DEVICES
 
     path = prepare(settings)
     test = lesson.HDF5Batches(path, "test", batch_size=1)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from gpulesson.experiments.cnn.records import run_record
 from gpulesson.experiments.common import WARMUP, check_epochs, default_epochs
 from gpulesson.experiments.energy import energy_callback, start_intervals, stop_intervals
-from gpulesson.timing import load_average
+from gpulesson.machine.timing import load_average
 
 
 def run_devices(devices, settings, *, epochs: int | None = None, batch_size: int, seed: int,
@@ -26,9 +26,9 @@ def run_devices(devices, settings, *, epochs: int | None = None, batch_size: int
     import keras
 
     from gpulesson import lesson
-    from gpulesson.data import prepare
-    from gpulesson.devices import KERAS_DEVICES as DEVICES
-    from gpulesson.results import new_run_id
+    from gpulesson.datasets.load import prepare
+    from gpulesson.machine.devices import KERAS_DEVICES as DEVICES
+    from gpulesson.records.results import new_run_id
 
     path = prepare(settings)
     batches = lesson.split_batches(path, settings.batch_size(batch_size))

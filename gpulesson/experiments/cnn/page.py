@@ -28,8 +28,8 @@ from gpulesson.experiments.pagewords import (
     run_values,
 )
 from gpulesson.experiments.recordset import split_epochs
-from gpulesson.pinned import environment_note
-from gpulesson.results import NOT_RECORDED, data_label, duration, pick
+from gpulesson.machine.pinned import environment_note
+from gpulesson.records.results import NOT_RECORDED, data_label, duration, pick
 
 
 def _optional(record: dict, key: str, show) -> str:

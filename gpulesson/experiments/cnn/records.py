@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from gpulesson.experiments.common import NO_DIFFERENCE, summary_text
 from gpulesson.experiments.recordset import RecordSet, epochs_summary, load_fields
-from gpulesson.results import data_label, duration, hardware, is_gpu
-from gpulesson.timing import cpu_settings
+from gpulesson.machine.timing import cpu_settings
+from gpulesson.records.results import data_label, duration, hardware, is_gpu
 
 EXPERIMENT = "cnn-cpu-vs-gpu"
 FULL_EPOCHS = 30  # "what would full training cost?" is answered for this many epochs

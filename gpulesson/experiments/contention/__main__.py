@@ -174,7 +174,7 @@ class _Part:
                  f"{self.sizes['batch_size']}, {self.sizes['epochs']} epoch(s){what}{going_on}")
 
     def record(self, condition: dict) -> None:
-        from gpulesson.results import append_record
+        from gpulesson.records.results import append_record
 
         [record] = make_records([condition], run_id=self.run_id, baseline=self.baseline,
                                 skipped=self.skipped, **self.sizes)

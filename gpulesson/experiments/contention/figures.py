@@ -12,7 +12,7 @@ from gpulesson.experiments.common import draw_spread, summary_text
 from gpulesson.experiments.contention.records import condition_summary, find_in, threads_text
 from gpulesson.experiments.figkit import need, title
 from gpulesson.experiments.pagewords import listed
-from gpulesson.results import data_label, duration, hardware, software
+from gpulesson.records.results import data_label, duration, hardware, software
 
 # Line style and marker, not only colour, tell the series apart.
 _STYLE = {None: {"marker": "o", "linestyle": "-", "color": "tab:blue"},

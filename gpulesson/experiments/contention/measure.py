@@ -27,8 +27,8 @@ import urllib.request
 from pathlib import Path
 
 from gpulesson.experiments.common import default_epochs
-from gpulesson.localhost import chromium_path, free_port
-from gpulesson.results import LESSON_ROOT
+from gpulesson.machine.localhost import chromium_path, free_port
+from gpulesson.records.results import LESSON_ROOT
 
 # The measurement rule: every copy trains a warm-up epoch and the rule's timed ones.
 N_IMAGES, EPOCHS, BATCH_SIZE = 10_000, default_epochs(False), 256
@@ -52,8 +52,8 @@ class WorkerError(RuntimeError):
 
 def write_data(directory, n_images: int, batch_size: int, seed: int = 0) -> Path:
     """A lesson data file of ``n_images`` synthetic training images (chunks of a batch)."""
-    from gpulesson.hdf5 import write_hdf5
-    from gpulesson.synthetic import make_synthetic
+    from gpulesson.datasets.hdf5 import write_hdf5
+    from gpulesson.datasets.synthetic import make_synthetic
 
     (x, y), test = make_synthetic(n_images, 16, seed=seed, progress=False)
     path = Path(directory) / f"contention-{n_images}-{batch_size}.h5"

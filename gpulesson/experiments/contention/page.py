@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from itertools import pairwise
 
+from gpulesson.datasets.settings import FULL_N_TRAIN
 from gpulesson.experiments.common import NO_DIFFERENCE, compare, scale
 from gpulesson.experiments.contention.figures import alt_text, watched_alt_text
 from gpulesson.experiments.contention.records import (
@@ -20,8 +21,7 @@ from gpulesson.experiments.contention.records import (
     reference_run,
 )
 from gpulesson.experiments.pagewords import first_epoch, median_text, run_values
-from gpulesson.results import NOT_RECORDED, duration, software
-from gpulesson.settings import FULL_N_TRAIN
+from gpulesson.records.results import NOT_RECORDED, duration, software
 
 # The episode's training images per epoch: split_batches keeps the last tenth for validation.
 LESSON_EPOCH_IMAGES = FULL_N_TRAIN - FULL_N_TRAIN // 10

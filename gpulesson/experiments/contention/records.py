@@ -12,7 +12,7 @@ import statistics
 from gpulesson.experiments.common import SUMMARY_KEY, summarise
 from gpulesson.experiments.contention.measure import epoch_summary
 from gpulesson.experiments.recordset import RecordSet, split_epochs
-from gpulesson.timing import available_cores
+from gpulesson.machine.timing import available_cores
 
 EXPERIMENT = "contention"
 BASELINE_MODE = "no browser"  # the watched part's slowdowns are against this training

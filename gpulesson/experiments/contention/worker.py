@@ -35,7 +35,7 @@ def main(argv=None) -> int:
     import keras
 
     from gpulesson.experiments.contention.measure import threads_honoured
-    from gpulesson.timing import available_cores, set_cpu_threads
+    from gpulesson.machine.timing import available_cores, set_cpu_threads
 
     backend = keras.backend.backend()
     threads = None
@@ -44,7 +44,8 @@ def main(argv=None) -> int:
         threads = set_cpu_threads(args.threads)
     elif args.threads is not None:
         parser.error(f"--threads: Keras on {backend} has no per-process CPU thread setting")
-    from gpulesson import devices, lesson
+    from gpulesson import lesson
+    from gpulesson.machine import devices
 
     train = lesson.HDF5Batches(args.data, "train", args.batch_size, stop=args.n_images,
                                shuffle=True, seed=1)

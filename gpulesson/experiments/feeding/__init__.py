@@ -23,7 +23,7 @@ from gpulesson.experiments.feeding.records import (
     reference_run,
     targets,
 )
-from gpulesson.results import NOT_RECORDED
+from gpulesson.records.results import NOT_RECORDED
 
 __all__ = ["BATCH_SIZE", "EXPERIMENT", "NOT_RECORDED", "N_IMAGES", "QUICK_N_IMAGES",
            "RESULTS_FILE", "alt_texts", "best_pipeline", "build_model", "delivered_wrong_data",

@@ -101,8 +101,8 @@ def main(argv=None) -> int:
         parser.error(f"--warmup must be at least {WARMUP} (the lesson's rule: a recorded "
                      f"warm-up), not {args.warmup}")
 
-    from gpulesson.devices import cpu_info
-    from gpulesson.results import append_record
+    from gpulesson.machine.devices import cpu_info
+    from gpulesson.records.results import append_record
 
     devices = cli.devices_here(args.devices)  # PyTorch's malloc fixed for every record
     import keras  # after devices_here, which hides CUDA's start-up noise

@@ -19,7 +19,7 @@ from gpulesson.experiments.feeding.records import (
 )
 from gpulesson.experiments.figkit import need, panels, title
 from gpulesson.experiments.parts import machine
-from gpulesson.results import NOT_RECORDED, hardware, software
+from gpulesson.records.results import NOT_RECORDED, hardware, software
 
 BUSY = 0.25  # a measurement during which other programs used more CPU time than this is flagged
 _DEVICE_COLOUR = {"cpu": "tab:blue", "gpu": "tab:orange"}

@@ -17,7 +17,6 @@ from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
 
-from gpulesson.devices import keras_device_name as check_device
 from gpulesson.experiments import allocator
 from gpulesson.experiments.common import (  # noqa: F401 (QUICK_REPEATS: the command's)
     IN_ORDER,
@@ -39,7 +38,8 @@ from gpulesson.experiments.feeding.records import (
     short_setting,
 )
 from gpulesson.experiments.recordset import check_earlier
-from gpulesson.results import new_run_id
+from gpulesson.machine.devices import keras_device_name as check_device
+from gpulesson.records.results import new_run_id
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 QUICK_N_IMAGES = 1_024
@@ -327,7 +327,7 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
             progress(f"host {layout:40}: {rate_text(record['images_per_second']):>7} "
                      "img/s read alone")
 
-    from gpulesson.synthetic import make_synthetic
+    from gpulesson.datasets.synthetic import make_synthetic
 
     files = {}
     with contextlib.ExitStack() as stack:

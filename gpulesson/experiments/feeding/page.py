@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpulesson.devices import BACKEND_TITLES
+from gpulesson.datasets.settings import LABELS
 from gpulesson.experiments import parts
 from gpulesson.experiments.ceiling.records import share_text
 from gpulesson.experiments.common import (
@@ -55,9 +55,9 @@ from gpulesson.experiments.feeding.records import (
     targets,
 )
 from gpulesson.experiments.pagewords import listed, met, none_yet, recorded_by
-from gpulesson.results import NOT_RECORDED, data_label, hardware, software
-from gpulesson.results import duration as seconds_text
-from gpulesson.settings import LABELS
+from gpulesson.machine.devices import BACKEND_TITLES
+from gpulesson.records.results import NOT_RECORDED, data_label, hardware, software
+from gpulesson.records.results import duration as seconds_text
 
 DEVICES = ("cpu", "gpu")
 RECORD_COMMAND = "python -m gpulesson.experiments.feeding"
@@ -306,12 +306,12 @@ def episode5_note(records, cnn_path=None) -> str:
 
 def gpu_peaks_text(records) -> str:
     """The published dense peaks of the reference run's GPU, or a pointer to the table."""
-    from gpulesson.gpu_peaks import peaks_for
+    from gpulesson.machine.gpu_peaks import peaks_for
 
     name = hardware(records).get("GPU")
     peaks = peaks_for(name)
     if not peaks:
-        return ("your GPU's published peaks (`gpulesson.gpu_peaks` has those of the cards the "
+        return ("your GPU's published peaks (`gpulesson.machine.gpu_peaks` has those of the cards the "
                 "lesson was measured on; episode 5 sets the CNN's rate beside them)")
     return (f"the {name}'s published dense peaks, {peaks['fp32']:g} TFLOP/s in FP32, "
             f"{peaks['tf32']:g} in TF32 and {peaks['bf16']:g} in BF16 (the vendor's data sheet, "

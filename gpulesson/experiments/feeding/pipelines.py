@@ -179,7 +179,7 @@ def file_path(directory, kind: str, batch_size: int) -> Path:
 
 def write_lesson_file(path, x, y, *, chunk_rows: int, compression) -> None:
     """A lesson data file of ``x, y`` (its test split a few images: the benchmark trains only)."""
-    from gpulesson.hdf5 import write_hdf5
+    from gpulesson.datasets.hdf5 import write_hdf5
 
     write_hdf5(path, (x, y), (x[:16], y[:16]), source="synthetic", class_names=CLASS_NAMES,
                chunk_rows=chunk_rows, compression=compression, progress=False)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import statistics
 
-from gpulesson.devices import keras_device_name as check_device
 from gpulesson.experiments.common import (
     MIN_RANKED,
     NO_DIFFERENCE,
@@ -24,7 +23,8 @@ from gpulesson.experiments.common import (
 )
 from gpulesson.experiments.pagewords import listed, middle_note
 from gpulesson.experiments.recordset import RecordSet
-from gpulesson.summaries import fmt_number as rate_text  # noqa: F401 (the pages' name for it)
+from gpulesson.machine.devices import keras_device_name as check_device
+from gpulesson.records.summaries import fmt_number as rate_text  # noqa: F401 (the pages' name for it)
 
 EXPERIMENT = "feeding"
 DATA = "synthetic"

@@ -64,7 +64,7 @@ def main(argv=None) -> int:
 
         return one_start(args)
     from gpulesson.experiments.ladder.page import describe
-    from gpulesson.results import new_run_id
+    from gpulesson.records.results import new_run_id
 
     run_id = args.run_id or new_run_id()
     env = {**os.environ}

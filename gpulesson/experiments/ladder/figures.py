@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gpulesson.experiments.figkit import label_bars, need
 from gpulesson.experiments.ladder import records as lr
-from gpulesson.results import hardware
+from gpulesson.records.results import hardware
 
 FILE = "ladder.svg"
 COLOURS = {"keras": "#4c72b0", "nightly": "#dd8452", "limit": "#55a868"}

@@ -187,8 +187,8 @@ def _cache_files(folder: str | None) -> int:
 
 
 def _data(path, cut: int, keras_device: str, test_batch: int) -> dict:
+    from gpulesson.datasets.hdf5 import read_hdf5
     from gpulesson.experiments.feeding.pipelines import to_device
-    from gpulesson.hdf5 import read_hdf5
 
     (x, y), (test_x, test_y) = read_hdf5(path, "train", stop=cut), read_hdf5(path, "test")
     y, test = y.astype("int32"), (test_x, test_y.astype("int32"))
@@ -202,13 +202,13 @@ def one_start(args) -> int:
     import jax
     import keras
 
-    from gpulesson.data import prepare
-    from gpulesson.devices import keras_device, keras_device_name
+    from gpulesson.datasets.hdf5 import validate_hdf5
+    from gpulesson.datasets.load import prepare
+    from gpulesson.datasets.settings import get_settings
     from gpulesson.experiments.cli import devices_here
     from gpulesson.experiments.feeding.pipelines import grain_workers
-    from gpulesson.hdf5 import validate_hdf5
-    from gpulesson.results import append_record
-    from gpulesson.settings import get_settings
+    from gpulesson.machine.devices import keras_device, keras_device_name
+    from gpulesson.records.results import append_record
 
     if keras.backend.backend() != "jax":
         raise SystemExit("the ladder runs on JAX: set KERAS_BACKEND=jax")

@@ -1,20 +1,20 @@
 """The ladder on the page: episode 9's ``ref_ladder_*`` values and the command's table, from the
 ladder's newest run, the profile's GPU record (the kernels-only row) and the card's published
 peak (the FLOP floor); without GPU records the GPU values say
-:data:`~gpulesson.results.NOT_RECORDED`, so that the page shows the command that records them."""
+:data:`~gpulesson.records.results.NOT_RECORDED`, so that the page shows the command that records them."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
-from gpulesson import flops, gpu_peaks
 from gpulesson.experiments.common import markdown_table, summary_text
 from gpulesson.experiments.energy import energy_summary
 from gpulesson.experiments.ladder import records as lr
 from gpulesson.experiments.ladder.figures import alt_text
 from gpulesson.experiments.pagewords import met
-from gpulesson.results import NOT_RECORDED, duration, hardware, software
+from gpulesson.machine import flops, gpu_peaks
+from gpulesson.records.results import NOT_RECORDED, duration, hardware, software
 
 COMMAND = "KERAS_BACKEND=jax python -m gpulesson.experiments.ladder"
 PROFILE_FILE = lr.RESULTS_FILE.with_name("profile.jsonl")

@@ -7,11 +7,11 @@ import itertools
 import math
 import statistics
 
-from gpulesson import flops
-from gpulesson.devices import keras_device_name
 from gpulesson.experiments.common import ORDER_FIELD, SUMMARY_KEY, summarise
 from gpulesson.experiments.recordset import RecordSet
-from gpulesson.summaries import overlap
+from gpulesson.machine import flops
+from gpulesson.machine.devices import keras_device_name
+from gpulesson.records.summaries import overlap
 
 EXPERIMENT = "ladder"
 # The page's run is the newest with CPU and GPU records (RecordSet.newest_run).

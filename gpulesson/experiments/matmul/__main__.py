@@ -45,8 +45,8 @@ def main(argv=None) -> int:
     if repeats < 1:
         parser.error(f"--repeats must be at least 1, not {repeats}")
 
-    from gpulesson.devices import keras_device
-    from gpulesson.results import append_record
+    from gpulesson.machine.devices import keras_device
+    from gpulesson.records.results import append_record
 
     found = keras_device()
     devices = cli.default_devices(args.devices, found["gpu_count"])

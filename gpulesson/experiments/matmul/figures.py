@@ -9,7 +9,7 @@ from gpulesson.experiments.common import SPREAD_NOTE, draw_spread, fmt_number
 from gpulesson.experiments.figkit import need, title
 from gpulesson.experiments.matmul import records as mr
 from gpulesson.experiments.matmul.measure import gflops
-from gpulesson.results import NOT_RECORDED, duration, hardware, software
+from gpulesson.records.results import NOT_RECORDED, duration, hardware, software
 
 _DEVICE_STYLE = {"cpu": {"marker": "o", "color": "tab:blue"},
                  "gpu": {"marker": "s", "color": "tab:orange"}}

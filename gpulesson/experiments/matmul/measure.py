@@ -19,9 +19,9 @@ import statistics
 import threading
 import time
 
-from gpulesson.devices import keras_device_name as check_device
 from gpulesson.experiments import common
 from gpulesson.experiments.common import summarise
+from gpulesson.machine.devices import keras_device_name as check_device
 
 DTYPES = ("float32", "bfloat16", "float16")
 SIZES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
@@ -137,7 +137,7 @@ def open_sensor(device: str):
     """``(sensor, None)`` for the first visible GPU that NVML can read, else ``(None, reason)``."""
     if device != "gpu":
         return None, "the CPU's clock and power are not sampled"
-    from gpulesson.energy import _nvml_handle
+    from gpulesson.machine.energy import _nvml_handle
 
     try:
         sensor = WindowSensor(*_nvml_handle())

@@ -10,8 +10,8 @@ from gpulesson.experiments.matmul import records as mr
 from gpulesson.experiments.matmul.figures import floor_drawn, floor_words, gflops_alt, sync_alt
 from gpulesson.experiments.matmul.measure import DTYPES, METHOD, MIN_WINDOW_SECONDS, gflops
 from gpulesson.experiments.pagewords import listed, median_text, run_values
-from gpulesson.results import NOT_RECORDED, hardware, software
-from gpulesson.results import duration as _seconds
+from gpulesson.records.results import NOT_RECORDED, hardware, software
+from gpulesson.records.results import duration as _seconds
 
 DEVICES = ("cpu", "gpu")
 PEAK_WORDS = {"fp32": "FP32", "tf32": "TF32", "bf16": "BF16", "fp16": "FP16"}

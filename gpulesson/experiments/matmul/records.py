@@ -7,16 +7,16 @@ method (:func:`reference_run`) and the newest of any (:func:`latency_run`).
 
 from __future__ import annotations
 
-from gpulesson import results
 from gpulesson.experiments.common import WARMUP, as_rate, compare, summary_of
 from gpulesson.experiments.matmul.measure import METHOD
 from gpulesson.experiments.recordset import RecordSet
-from gpulesson.results import NOT_RECORDED, duration, hardware, software
+from gpulesson.records import results
+from gpulesson.records.results import NOT_RECORDED, duration, hardware, software
 
 EXPERIMENT = "matmul"
 BUSY = 0.25  # a sweep during which other programs used more CPU time than this is flagged
 # A record is one sweep of sizes on one device in one precision (its ``method`` says how it was
-# timed). The matrices are random numbers (gpulesson.settings.LABELS).
+# timed). The matrices are random numbers (gpulesson.datasets.settings.LABELS).
 RECORDS = RecordSet(EXPERIMENT, ("device_kind", "dtype"), data="random")
 RESULTS_FILE = RECORDS.results_file
 # The methods that measured throughput over windows of calls, newest first: the current one,
@@ -83,7 +83,7 @@ def precision_label(record: dict) -> str:
 
 def published_peak(record: dict) -> dict | None:
     """The vendor's dense peak for a GPU sweep's card and precision in force, if known."""
-    from gpulesson import gpu_peaks
+    from gpulesson.machine import gpu_peaks
 
     if record.get("device_kind") != "gpu":
         return None

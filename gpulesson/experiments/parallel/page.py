@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from gpulesson import results
 from gpulesson.experiments.pagewords import listed
 from gpulesson.experiments.parallel.cost import (
     LESSON_CNN_PARAMETERS,
@@ -19,6 +18,7 @@ from gpulesson.experiments.parallel.cost import (
     resnet50_step_ms,
     scaling_efficiency,
 )
+from gpulesson.records import results
 
 EXPERIMENT = "cnn-cpu-vs-gpu"  # the results file this page reads: episode 5's CNN
 MATMUL_FILE = "matmul.jsonl"  # beside it: episode 6's matrix products

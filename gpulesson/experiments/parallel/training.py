@@ -130,11 +130,11 @@ def load_images(data: str, n_images: int, seed: int = 0):
     """``n_images`` training images (uint8: the CNN scales them) and labels (int32), made in
     memory (``"synthetic"``) or from a lesson HDF5 file."""
     if data == "synthetic":
-        from gpulesson.synthetic import make_synthetic
+        from gpulesson.datasets.synthetic import make_synthetic
 
         (x, y), _ = make_synthetic(n_images, 0, seed=seed, progress=False)
     else:
-        from gpulesson.hdf5 import read_hdf5
+        from gpulesson.datasets.hdf5 import read_hdf5
 
         x, y = read_hdf5(data, "train", 0, n_images)
         if len(x) < n_images:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import sys
 
-from gpulesson.devices import KERAS_DEVICES as DEVICES
 from gpulesson.experiments import cli
 from gpulesson.experiments.profile.measure import BATCH_SIZE, PROFILE_STEPS
 from gpulesson.experiments.profile.records import EXPERIMENT, RESULTS_FILE
+from gpulesson.machine.devices import KERAS_DEVICES as DEVICES
 
 QUICK_STEPS = 4
 
@@ -38,10 +38,10 @@ def main(argv=None) -> int:
     if keras.backend.backend() != "jax":
         print("The profile reads JAX's profiler: run it with KERAS_BACKEND=jax.", file=sys.stderr)
         return 2
+    from gpulesson.datasets.settings import get_settings
     from gpulesson.experiments.profile.measure import measure
     from gpulesson.experiments.profile.page import describe
-    from gpulesson.results import append_record
-    from gpulesson.settings import get_settings
+    from gpulesson.records.results import append_record
 
     devices = cli.devices_here(args.devices)
     run_id, done = cli.continue_run(args.out, EXPERIMENT, args.run_id, lambda r: r["device_kind"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gpulesson.experiments.figkit import need, panels
 from gpulesson.experiments.profile.records import find, overhead, profiled
-from gpulesson.results import duration, hardware
+from gpulesson.records.results import duration, hardware
 
 FILE = "profile-step.svg"
 DEVICES = ("cpu", "gpu")

@@ -102,11 +102,11 @@ def measure(*, devices, batch_size: int, repeats: int, warmup: int = WARMUP, see
     import keras
 
     from gpulesson import lesson
-    from gpulesson.data import prepare
-    from gpulesson.devices import keras_device_name
+    from gpulesson.datasets.load import prepare
+    from gpulesson.datasets.settings import get_settings
     from gpulesson.experiments.profile.page import summary_lines
     from gpulesson.lesson.feeding import flops_per_image
-    from gpulesson.settings import get_settings
+    from gpulesson.machine.devices import keras_device_name
 
     if keras.backend.backend() != "jax":
         raise RuntimeError("the profile reads JAX's profiler: run it with KERAS_BACKEND=jax")

@@ -20,8 +20,8 @@ from gpulesson.experiments.profile.records import (
     profiled_tflops,
     reference_run,
 )
-from gpulesson.results import NOT_RECORDED, data_label, hardware, software
-from gpulesson.results import duration as ms
+from gpulesson.records.results import NOT_RECORDED, data_label, hardware, software
+from gpulesson.records.results import duration as ms
 
 DEVICES = ("cpu", "gpu")
 # What cutting each part takes (the exercise's answer follows the largest part).

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import statistics
 
-from gpulesson.devices import keras_device_name
 from gpulesson.experiments.common import ORDER_FIELD, SUMMARY_KEY, summarise
 from gpulesson.experiments.recordset import RecordSet
-from gpulesson.gpu_peaks import float32_key, peaks_for
+from gpulesson.machine.devices import keras_device_name
+from gpulesson.machine.gpu_peaks import float32_key, peaks_for
 
 EXPERIMENT = "profile"
 TRAINING_PASSES = 3  # forward + the two products of the backward pass
@@ -32,7 +32,7 @@ def measurement_record(budget, *, run_id: str, device: str, batch_size: int, n_i
     if not timed:
         raise ValueError("no timed epoch to record")
     if not data:
-        from gpulesson.settings import get_settings
+        from gpulesson.datasets.settings import get_settings
 
         data = get_settings().data
     median, warmups = statistics.median(timed), budget.seconds[:budget.warmup]

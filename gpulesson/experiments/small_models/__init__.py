@@ -22,7 +22,7 @@ from gpulesson.experiments.small_models.records import (
     sweep_complete,
     sweep_table,
 )
-from gpulesson.results import duration as short_time
+from gpulesson.records.results import duration as short_time
 
 __all__ = ["EXPERIMENT", "GRID", "QUICK_GRID", "RESULTS_FILE", "comparison_alt", "comparison_figure",
            "comparison_record", "describe_comparison", "epoch_summary", "reference_run", "short_time",

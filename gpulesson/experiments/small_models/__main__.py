@@ -24,7 +24,7 @@ from gpulesson.experiments.small_models.records import (
     describe_comparison,
     sweep_table,
 )
-from gpulesson.results import append_record
+from gpulesson.records.results import append_record
 
 COMMAND = cli.Command(
     "small_models", __doc__,
@@ -67,7 +67,7 @@ def _plan(args) -> dict:
 
 def main(argv=None) -> int:
     _, args = COMMAND.parse(argv)
-    from gpulesson.devices import keras_device
+    from gpulesson.machine.devices import keras_device
 
     quick = args.quick
     try:

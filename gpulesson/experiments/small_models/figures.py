@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpulesson.compare_plots import LOG_NOTE, needs_log_axis
 from gpulesson.experiments.common import SPREAD_NOTE, draw_spread, summary_text, times_text
 from gpulesson.experiments.figkit import title as figure_title
 from gpulesson.experiments.small_models.measure import hidden_widths
@@ -22,9 +21,10 @@ from gpulesson.experiments.small_models.records import (
     sweep_cells,
     sweep_verdicts,
 )
-from gpulesson.results import NOT_RECORDED, data_label, hardware
-from gpulesson.results import duration as short_time
-from gpulesson.results import pick as _pick
+from gpulesson.records.compare_plots import LOG_NOTE, needs_log_axis
+from gpulesson.records.results import NOT_RECORDED, data_label, hardware
+from gpulesson.records.results import duration as short_time
+from gpulesson.records.results import pick as _pick
 
 _DEVICE_WORDS = {"CPU": "round markers and a solid line", "GPU": "square markers and a dashed line"}
 
@@ -57,7 +57,7 @@ def comparison_alt(records) -> str:
 def comparison_figure(records):
     """Time per epoch of the comparison run per device, and at the right the median and range
     of each device's timed epochs."""
-    from gpulesson import compare_plots
+    from gpulesson.records import compare_plots
 
     if not records:
         raise SmallModelsError("no comparison records to plot: "

@@ -9,7 +9,6 @@ import math
 
 import numpy as np
 
-from gpulesson.devices import KERAS_DEVICES as DEVICES
 from gpulesson.experiments.common import WARMUP, repeats_for
 from gpulesson.experiments.energy import energy_callback, start_intervals, stop_intervals
 from gpulesson.experiments.recordset import epochs_summary
@@ -21,9 +20,10 @@ from gpulesson.experiments.small_models.records import (
     comparison_record,
     device_fields,
 )
-from gpulesson.results import duration as short_time
-from gpulesson.results import new_run_id
-from gpulesson.timing import load_average
+from gpulesson.machine.devices import KERAS_DEVICES as DEVICES
+from gpulesson.machine.timing import load_average
+from gpulesson.records.results import duration as short_time
+from gpulesson.records.results import new_run_id
 
 # The CPU-vs-GPU comparison on the breast-cancer data: a fixed number of epochs, no early stop;
 # the first is the warm-up, the other 19 the timed repeats (more than the rule's minimum: an
@@ -63,7 +63,7 @@ def check_devices(devices, gpu_count: int) -> list[str]:
         raise SmallModelsError(f"a device is named twice: {', '.join(map(str, devices))}")
     if any(device_fields(n)["device_kind"] == "gpu" for n in names) and not gpu_count:
         raise SmallModelsError(f"{SKIPPED_GPU}: run with --devices cpu, or on a machine with a GPU "
-                               "(python -m gpulesson.devices tells what this Python sees)")
+                               "(python -m gpulesson.machine.devices tells what this Python sees)")
     return names
 
 

@@ -21,9 +21,9 @@ from gpulesson.experiments.small_models.records import (
     verdict,
     verdict_words,
 )
-from gpulesson.results import NOT_RECORDED, is_gpu
-from gpulesson.results import duration as short_time
-from gpulesson.results import pick as _pick
+from gpulesson.records.results import NOT_RECORDED, is_gpu
+from gpulesson.records.results import duration as short_time
+from gpulesson.records.results import pick as _pick
 
 BUDGET = "`python tools/reference.py budget`"
 RUN = ("run", "date", "backend", "cpu", "gpu")  # what the page names of each reference run

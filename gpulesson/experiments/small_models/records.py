@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from gpulesson.experiments.common import Comparison, scale, summarise, summary_text, times_text
 from gpulesson.experiments.recordset import RecordSet, epochs_summary, gpu_against_cpu
-from gpulesson.results import NOT_RECORDED, data_label, hardware, is_gpu
-from gpulesson.results import duration as short_time
-from gpulesson.results import pick as _pick
+from gpulesson.records.results import NOT_RECORDED, data_label, hardware, is_gpu
+from gpulesson.records.results import duration as short_time
+from gpulesson.records.results import pick as _pick
 
 EXPERIMENT = "mlp-cpu-vs-gpu"
 PARTS = ("comparison", "sweep")

@@ -20,12 +20,12 @@ def load_dataset(data: str, n_train: int, seed: int = 0):
     """``n_train`` training images as a TensorDataset: the MNIST-shaped stand-in, or MNIST from
     the lesson's data folder, never downloaded here (by every process at once, on nodes that
     often have no internet): the error says how to get it first."""
-    from gpulesson import mnist
+    from gpulesson.datasets import mnist
 
     if data == "synthetic":
         (x, y), _ = mnist.synthetic_mnist(n_train, 0, seed=seed)
     elif data == "mnist":
-        from gpulesson.settings import get_settings
+        from gpulesson.datasets.settings import get_settings
 
         (x, y), _ = mnist.load_mnist(get_settings().data_dir, download=False)
         if len(x) < n_train:

@@ -37,7 +37,7 @@ def main(argv=None) -> int:
         return 2
     import torch
 
-    from gpulesson.settings import get_settings
+    from gpulesson.datasets.settings import get_settings
 
     if args.threads:
         torch.set_num_threads(args.threads)

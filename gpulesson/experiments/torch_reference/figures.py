@@ -4,7 +4,7 @@ two PyTorch words: the warm-up epoch's note, and the CPU's PyTorch threads in th
 from __future__ import annotations
 
 from gpulesson.experiments import cnn
-from gpulesson.results import hardware, pick
+from gpulesson.records.results import hardware, pick
 
 # PyTorch runs eagerly: its first epoch only pays start-up costs (loading GPU kernels,
 # allocating memory), no compiling.

@@ -11,7 +11,7 @@ import importlib.util
 
 from gpulesson.experiments.common import WARMUP
 from gpulesson.experiments.torch_reference.records import run_record
-from gpulesson.timing import load_average
+from gpulesson.machine.timing import load_average
 
 INSTALL = "python -m pip install -r requirements/torch.txt"
 DEVICES = {"cpu": "cpu", "gpu": "cuda"}
@@ -60,8 +60,8 @@ def prepare(settings, seed: int):
 
     import torch
 
+    from gpulesson.datasets.mnist import load_data
     from gpulesson.lesson import torch as lesson_torch
-    from gpulesson.mnist import load_data
 
     (x_train, y_train), (x_test, y_test), data, _ = load_data(settings)
     mean, std = float(x_train.mean() / 255), float(x_train.std() / 255)
@@ -77,7 +77,7 @@ def run_devices(devices, initial_state, train_set, test_set, epochs: int, *, bat
     """One record a device, each appended to ``out`` as soon as its device is done, so that a
     run that stops keeps what it measured."""
     from gpulesson.lesson import torch as lesson_torch
-    from gpulesson.results import append_record
+    from gpulesson.records.results import append_record
 
     records = []
     for name in devices:

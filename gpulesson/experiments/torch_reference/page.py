@@ -11,7 +11,7 @@ from gpulesson.experiments.cnn.records import epoch_summary, gpu_comparison, spe
 from gpulesson.experiments.pagewords import accuracy, by_device, comparison_text, median_text, run_values
 from gpulesson.experiments.torch_reference.figures import alt_texts
 from gpulesson.experiments.torch_reference.records import RESULTS_FILE, reference_run
-from gpulesson.results import NOT_RECORDED, data_label, duration, pick
+from gpulesson.records.results import NOT_RECORDED, data_label, duration, pick
 
 LESSON_ROOT = Path(__file__).resolve().parents[3]
 EPISODE = Path("_episodes") / "08-pytorch.md"
@@ -45,8 +45,8 @@ def _notebook_work(record: dict | None, root: Path) -> str:
 
 
 def _environment(records: list[dict], root: Path) -> str:
-    from gpulesson.pinned import LESSON_ROOT as PINS_ROOT
-    from gpulesson.pinned import environment_note
+    from gpulesson.machine.pinned import LESSON_ROOT as PINS_ROOT
+    from gpulesson.machine.pinned import environment_note
 
     if not records:
         return NOT_RECORDED

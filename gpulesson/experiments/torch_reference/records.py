@@ -7,10 +7,10 @@ import importlib.util
 import platform
 import statistics
 
-from gpulesson import results
 from gpulesson.experiments.common import SUMMARY_KEY, summarise
 from gpulesson.experiments.recordset import RecordSet, load_fields, split_epochs
-from gpulesson.timing import load_average
+from gpulesson.machine.timing import load_average
+from gpulesson.records import results
 
 EXPERIMENT = "pytorch-cpu-vs-gpu"
 # One record a device; the page's run is the newest with both devices.
@@ -24,7 +24,7 @@ def _version(module: str) -> str | None:
 
 def torch_environment(device: str) -> dict:
     """PyTorch's view of the framework and the device, in place of the Keras-oriented keys of
-    :func:`gpulesson.results.environment_record`. A CUDA or CPU run also gets the device facts
+    :func:`gpulesson.records.results.environment_record`. A CUDA or CPU run also gets the device facts
     the Keras records have (``gpu``, ``float32_precision``); MPS has no such facts to read."""
     import torch
 

@@ -11,10 +11,10 @@ the command takes about 5 minutes, mostly for starting worker processes, which i
 
 from __future__ import annotations
 
-from gpulesson.devices import installed_backends
 from gpulesson.experiments import cli
 from gpulesson.experiments.ceiling.measure import SIZES  # the ceiling's epoch: the same model
 from gpulesson.experiments.workers.records import BACKENDS, EXPERIMENT, RESULTS_FILE, WORK, condition
+from gpulesson.machine.devices import installed_backends
 
 # PyTorch's OpenMP threads wait for work by spinning: beside Grain's threads and workers on a
 # few cores, that stalled some half-second epochs for seconds on 2 cores; waiting passively

@@ -15,7 +15,7 @@ import time
 from gpulesson.experiments.ceiling.measure import keep, setting, synthetic_file, tiny_model
 from gpulesson.experiments.common import WARMUP, Budget, BusyMeter, synced_epoch_timer
 from gpulesson.experiments.workers.records import WORK, condition, measurement_record
-from gpulesson.results import new_run_id
+from gpulesson.records.results import new_run_id
 
 COST_BLOCKS = 20  # blocks read and augmented alone for block_costs
 
@@ -140,8 +140,8 @@ def measure(*, devices, n_images: int, batch_size: int, repeats: int, warmup: in
     each of ``devices`` with the current Keras backend, skipping the conditions in ``done``."""
     import keras
 
-    from gpulesson.devices import keras_device_name
-    from gpulesson.timing import available_cores
+    from gpulesson.machine.devices import keras_device_name
+    from gpulesson.machine.timing import available_cores
 
     backend = keras.backend.backend()
     counts = default_workers(available_cores()) if workers is None else sorted(set(workers))

@@ -3,6 +3,7 @@ Each device's values come from its newest complete grid, named by its run and ma
 
 from __future__ import annotations
 
+from gpulesson.datasets.settings import LABELS
 from gpulesson.experiments import pagewords as words
 from gpulesson.experiments import parts
 from gpulesson.experiments.ceiling.page import rate_text
@@ -10,9 +11,8 @@ from gpulesson.experiments.common import markdown_table
 from gpulesson.experiments.recordset import rate_summary
 from gpulesson.experiments.workers import records as wr
 from gpulesson.experiments.workers.figures import SHORT, alt_text
-from gpulesson.results import NOT_RECORDED, data_label, duration, hardware
-from gpulesson.settings import LABELS
-from gpulesson.summaries import NO_DIFFERENCE
+from gpulesson.records.results import NOT_RECORDED, data_label, duration, hardware
+from gpulesson.records.summaries import NO_DIFFERENCE
 
 NONE = words.none_yet("run with Grain's worker processes", "python -m gpulesson.experiments.workers")
 IN_WORDS = {"none": "for the stored blocks", "augment": "with `flip_crop`"}  # in a sentence

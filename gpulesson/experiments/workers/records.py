@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import statistics
 
-from gpulesson.devices import BACKEND_TITLES
 from gpulesson.experiments.ceiling.records import N_IMAGES  # noqa: F401 (the ceiling's epoch)
 from gpulesson.experiments.common import compare_middle
 from gpulesson.experiments.pagewords import measurably
 from gpulesson.experiments.recordset import RecordSet, rate_summary
+from gpulesson.machine.devices import BACKEND_TITLES
 
 EXPERIMENT = "workers"
 DATA = "synthetic"  # speed does not depend on the pixel values

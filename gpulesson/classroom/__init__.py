@@ -1,0 +1,2 @@
+"""The workshop room: catch-up cells, the class's shared runs and those instructors contribute,
+the readiness check, the sessions and what they cost."""

@@ -1,0 +1,210 @@
+"""What only a compute node can show: run inside the job (``python -m gpulesson.classroom.check
+--inside-job``) with the kernel's Python and settings, or on a laptop in place of a job.
+
+GPUs seen by ``nvidia-smi`` and by each installed Keras backend, the driver against each
+framework's CUDA build, the data read without a network, a few training steps of the lesson's
+CNN on the GPU and on the CPU (a smoke test, not a measurement), and the kernel's settings.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from gpulesson.classroom.check.report import fail, ok, skip
+
+STEPS, BATCH = 4, 32  # a handful of steps: does it train at all, not how fast
+NO_GPU_FIX = ("check that gpu_partition and gres_example (e.g. gpu:1) in _config.yml name GPU "
+              "nodes and a GPU; if they do, ask the site's support why nvidia-smi finds no GPU there")
+# One backend per process: Keras chooses its backend once, at import.
+BACKEND_PROBE = ("import json\nfrom gpulesson.machine.devices import keras_device\n"
+                 "print('CHECK ' + json.dumps(keras_device()))\n")
+
+
+def nvidia_smi(where: str):
+    """(item, driver version or None, GPU names)."""
+    title = "GPUs (nvidia-smi)"
+    if shutil.which("nvidia-smi") is None:
+        return fail(title, "no GPU: nvidia-smi is not on this node", NO_GPU_FIX, where=where), None, []
+    try:
+        result = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
+                                 "--format=csv,noheader"], capture_output=True, text=True,
+                                timeout=60, check=False)
+    except subprocess.TimeoutExpired:
+        return fail(title, "no GPU: nvidia-smi did not answer in 60 s", NO_GPU_FIX,
+                    where=where), None, []
+    rows = [line.split(", ") for line in result.stdout.strip().splitlines() if ", " in line]
+    if result.returncode != 0 or not rows:
+        said = (result.stdout + result.stderr).strip().splitlines()
+        return fail(title, f"no GPU: {said[-1] if said else 'nvidia-smi lists none'}", NO_GPU_FIX,
+                    where=where), None, []
+    names = [row[0] for row in rows]
+    return ok(title, f"{len(names)} × {names[0]}, driver {rows[0][1]}", where=where), rows[0][1], names
+
+
+def backend_gpus(where: str):
+    """One item per installed Keras backend: does it see the GPU?"""
+    from gpulesson.machine.devices import BACKEND_TITLES, installed_backends
+
+    items = []
+    for backend in installed_backends():
+        title = f"GPU in Keras ({BACKEND_TITLES[backend]})"
+        try:
+            result = subprocess.run([sys.executable, "-c", BACKEND_PROBE], capture_output=True,
+                                    text=True, timeout=300, check=False,
+                                    env={**os.environ, "KERAS_BACKEND": backend})
+        except subprocess.TimeoutExpired as exc:
+            result = subprocess.CompletedProcess(exc.cmd, -1, "", "no answer in 300 s")
+        found = [line[6:] for line in result.stdout.splitlines() if line.startswith("CHECK ")]
+        if not found:
+            tail = result.stderr.strip().splitlines()[-1:] or ["no answer"]
+            items.append(fail(title, f"could not start: {tail[0]}", f"reinstall it: "
+                              f"{sys.executable} -m pip install -r requirements/gpu.txt "
+                              "-c requirements/constraints.txt", where=where))
+            continue
+        device = json.loads(found[0])
+        if device["gpu_count"]:
+            items.append(ok(title, f"{device['gpu_count']} GPU(s), {device['device']}", where=where))
+        else:
+            items.append(fail(title, f"{BACKEND_TITLES[backend]} {device['backend_version']} sees "
+                              "no GPU though nvidia-smi does", "install its CUDA build (requirements/"
+                              "gpu.txt; see the driver line below)", where=where))
+    return items
+
+
+def driver_items(driver: str, where: str):
+    from gpulesson.machine import driver as driver_check
+
+    try:
+        lines = driver_check.check(driver, driver_check.build_cuda())
+    except Exception as exc:  # a framework that fails to import: its own item says more
+        return [skip("Driver and CUDA builds", f"a framework did not load ({type(exc).__name__})",
+                     where=where)]
+    if not lines:
+        return [skip("Driver and CUDA builds", "no framework here was built for CUDA", where=where)]
+    bad = [line for line in lines if line.startswith("DRIVER TOO OLD")]
+    if bad:
+        return [fail("Driver and CUDA builds", bad[0].split(". ")[0],
+                     bad[0].split(". ", 2)[-1], where=where)]
+    return [ok("Driver and CUDA builds", " ".join(lines), where=where)]
+
+
+def data_item(settings, where: str):
+    """The prepared file, validated and read (no network: nothing here downloads)."""
+    from gpulesson.classroom.check.login import first_sentence
+    from gpulesson.datasets.hdf5 import read_hdf5
+    from gpulesson.errors import DataFileError
+
+    title = "Data read on this node"
+    try:
+        x, y = read_hdf5(settings.hdf5_path, "train", 0, STEPS * BATCH)
+    except (DataFileError, OSError) as exc:
+        return fail(title, first_sentence(exc), "prepare the data on the login node in a "
+                    f"folder the compute nodes mount: {settings.prepare_command()}", where=where), None
+    return ok(title, f"{settings.hdf5_path} ({len(x)} images read)", where=where), (x, y)
+
+
+def train_items(arrays, where: str, gpu_expected: bool, no_gpu_why: str):
+    """A few steps of the lesson's CNN on the CPU and, where Keras sees one, on the GPU."""
+    import numpy as np
+
+    if arrays is None:  # the data item failed: train on random bytes, the smoke test still runs
+        rng = np.random.default_rng(0)
+        arrays = (rng.integers(0, 256, (STEPS * BATCH, 32, 32, 3), dtype=np.uint8),
+                  rng.integers(0, 10, STEPS * BATCH).astype(np.uint8))
+    import keras
+
+    from gpulesson.lesson.core import build_cnn, compile_cnn
+    from gpulesson.machine.devices import keras_device
+
+    device_info = keras_device()
+    backend = device_info["backend"]
+    items = []
+    for device, title in (("cpu", "Training steps on the CPU"), ("gpu:0", "Training steps on the GPU")):
+        if device != "cpu" and not device_info["gpu_count"]:
+            items.append(fail(title, f"no GPU for Keras ({backend})", NO_GPU_FIX, where=where)
+                         if gpu_expected else skip(title, no_gpu_why, where=where))
+            continue
+        try:
+            with keras.device(device):
+                model = compile_cnn(build_cnn())
+                history = model.fit(*arrays, batch_size=BATCH, epochs=1, shuffle=False, verbose=0)
+            loss = history.history["loss"][-1]
+        except Exception as exc:  # a smoke test: any failure is the finding
+            items.append(fail(title, f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}",
+                              "run notebooks/05-cpu-vs-gpu.ipynb on this node to see the whole "
+                              "error, and send it to the site's support", where=where))
+            continue
+        if not math.isfinite(loss):
+            items.append(fail(title, f"loss {loss}", "send this file to the site's support",
+                              where=where))
+        else:
+            items.append(ok(title, f"{STEPS} steps of the lesson's CNN with {backend}, loss "
+                                   f"{loss:.2f}", where=where))
+    return items
+
+
+def class_folder_item(site_value, where: str = "job"):
+    """Can this node write in the class folder (``LESSON_CLASS_RESULTS``, else the site's
+    ``class_results``)? A file is created and removed there: what a learner's job does."""
+    from gpulesson.classroom.share import CLASS_ENV, class_folder
+
+    title = "Class folder written from this node"
+    folder = class_folder(site_value)
+    if folder is None:
+        return skip(title, f"class_results is empty and {CLASS_ENV} unset: the class shares no runs",
+                    where=where)
+    try:
+        handle, probe = tempfile.mkstemp(prefix=".gpulesson-check-", dir=folder)
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            return fail(title, f"{folder} is not there on this node", "ask the site's support "
+                        "whether the compute nodes mount it, or set class_results in _config.yml "
+                        "to a folder on a file system they mount (read-write)", where=where)
+        return fail(title, f"cannot create a file in {folder} here ({exc.strerror})",
+                    f"on the login node: chgrp CLASSGROUP {folder} && chmod 2775 {folder} (or "
+                    f"chmod 1777 {folder}); if the login node's check of it passed, ask the site's "
+                    "support whether the compute nodes mount it read-only", where=where)
+    return ok(title, f"{folder} (a file created and removed)", where=where)
+
+
+def inside_job(settings, *, gpu_expected: bool = True, where: str = "job", settings_item=None):
+    """Every check of a compute node (``gpu_expected``: a job on the GPU partition; False on a
+    laptop, where no GPU is no fault). ``settings_item``: the kernel's settings as checked from
+    its spec, when run by hand; by default, whether they reached this job's environment."""
+    from gpulesson.classroom.check.login import check_settings, register_fix, site_values
+
+    # On a laptop the kernel's settings were checked already, from its kernel.json.
+    if settings_item is None and gpu_expected:
+        settings_item = check_settings(
+            os.environ, "the job runs with the settings of the kernel's spec: "
+            + register_fix(), where=where)
+    from gpulesson.classroom.check.limits import module_item, partition_item
+
+    items = [settings_item] if gpu_expected else []
+    if gpu_expected:  # a laptop has no class folder (a cluster's job is given it, see submit)
+        items.append(class_folder_item(site_values().get("class_results"), where))
+    gpu, driver, _ = nvidia_smi(where)
+    if driver or gpu_expected:
+        items.append(gpu)
+    else:
+        items.append(skip(gpu.name, "no NVIDIA GPU here: the lesson trains on the CPU", where=where))
+    if driver:
+        items += backend_gpus(where) + driver_items(driver, where)
+    else:
+        items.append(skip("GPU in Keras and driver", "no GPU (see nvidia-smi)", where=where))
+    data, arrays = data_item(settings, where)
+    items.append(data)
+    why = "no GPU (see nvidia-smi)" if gpu_expected else "no GPU here: the lesson trains on the CPU"
+    items += train_items(arrays, where, gpu_expected and bool(driver), why)
+    if gpu_expected:  # what a GPU session's job meets on a cluster: its partition, its modules
+        items += [partition_item(site_values(), os.environ, where), module_item(os.environ, where)]
+    return items

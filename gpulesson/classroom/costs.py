@@ -1,0 +1,65 @@
+"""What the workshop's sessions cost a room, at the site's charging rates: episode 2's answer.
+
+Episode 2 asks what :data:`LEARNERS` learners pay for the CPU session and for the GPU session
+(``lesson_schedule.sessions`` in ``_config.yml``), and for one GPU session held for the whole
+day of :data:`DAY_HOURS` hours; a session costs its hours times its rate, used or not
+(:func:`gpulesson.classroom.charges.allocation_cost`: a CPU session its cores, a GPU session its GPUs).
+:func:`substitutions` gives each as the product the page shows with its total, from the rates
+in the section ``lesson_site`` (``core_hour_rate``, ``gpu_hour_rate``, ``charge_unit``), so that
+the totals follow a site's rates:
+
+- ``site_cost_cpu_session``: "20 × 6 × 4 × 1 SU = 480 SU" (learners, hours, cores, rate);
+- ``site_cost_gpu_session``: "20 × 3 × 1 × 50 SU = 3,000 SU" (learners, hours, GPUs, rate);
+- ``site_cost_gpu_day``: "20 × 8 × 1 × 50 SU = 8,000 SU";
+- ``site_cost_gpu_day_ratio``: how many times the GPU session the whole day costs ("2.7").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpulesson.classroom.charges import allocation_cost, read_rates
+
+LEARNERS = 20  # the room of episode 2's example
+DAY_HOURS = 8  # a GPU session held for the whole workshop day
+
+
+def number(value: float) -> str:
+    """A rate or a cost as the page writes it: 480, 3,000, 0.5, 12.25."""
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.2f}".rstrip("0").rstrip(".")
+
+
+def _sessions(config: Path) -> dict[str, dict]:
+    """The workshop's sessions (``lesson_schedule.sessions``) by their labels."""
+    import yaml
+
+    values = yaml.safe_load(Path(config).read_text(encoding="utf-8")) or {}
+    sessions = (values.get("lesson_schedule") or {}).get("sessions") or []
+    found: dict[str, dict] = {}
+    for session in sessions:
+        found.setdefault(session.get("label"), session)  # the first of a label, as listed
+    return found
+
+
+def substitutions(config: Path) -> dict[str, str]:
+    """The ``site_cost_*`` values of the lesson whose ``_config.yml`` is ``config``."""
+    rates = read_rates(config)
+    sessions = _sessions(config)
+    cpu, gpu = sessions.get("CPU session"), sessions.get("GPU session")
+    if not (cpu and gpu):
+        return {}  # a lesson without the workshop's two sessions has no such answer
+    unit = rates.unit
+
+    def product(hours: int, count: int, rate: float, **what) -> tuple[str, float]:
+        total = LEARNERS * allocation_cost(hours * 3600, rates, **what)
+        return (f"{LEARNERS} × {hours} × {count} × {number(rate)} {unit} = "
+                f"{number(total)} {unit}"), total
+
+    cpu_text, _ = product(cpu["hours"], cpu["cores"], rates.core_hour, cores=cpu["cores"])
+    gpu_text, gpu_total = product(gpu["hours"], gpu["gpus"], rates.gpu_hour, gpus=gpu["gpus"])
+    day_text, day_total = product(DAY_HOURS, gpu["gpus"], rates.gpu_hour, gpus=gpu["gpus"])
+    return {"site_cost_cpu_session": cpu_text, "site_cost_gpu_session": gpu_text,
+            "site_cost_gpu_day": day_text,
+            "site_cost_gpu_day_ratio": f"{day_total / gpu_total:.1f}" if gpu_total else "–"}

@@ -1,0 +1,183 @@
+"""The class's runs read back from the class folder, and drawn against the lesson's reference.
+
+Each learner's run is a file in the class folder (:mod:`gpulesson.classroom.share`).
+:func:`gather` reads them all and checks every file and record: a file that is damaged, cut
+short, not a class file, or written by a newer version of the lesson is skipped with one line
+that names it and says why, and never stops the reading. :func:`show_class` prints what the
+class measured and draws it (:mod:`gpulesson.classroom.figure`), with the lesson's reference run
+(``results/cnn-cpu-vs-gpu.jsonl``) marked. On the command line::
+
+    python -m gpulesson.classroom.results FOLDER [--out class.png]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpulesson.classroom.share import (
+    CLASS_ENV,
+    EXPERIMENT,
+    FORMAT,
+    FORMAT_VERSION,
+    MAX_BYTES,
+    SUFFIX,
+    ClassFolderError,
+    check_nickname,
+    class_folder,
+    record_problem,
+)
+from gpulesson.records import results
+
+REFERENCE_FILE = results.RESULTS_DIR / f"{EXPERIMENT}.jsonl"
+
+
+class ClassFileError(ValueError):
+    """A file of the class folder that is not a whole class file of this lesson's version."""
+
+
+@dataclass(frozen=True)
+class SharedRun:
+    """One learner's run: its file, the nickname (None if not given) and its records."""
+
+    path: Path
+    nickname: str | None
+    records: list
+
+
+def read_run(path: str | os.PathLike) -> SharedRun:
+    """The run in the class file ``path``; a :class:`ClassFileError` says why it is not one."""
+    path = Path(path)
+    if path.suffix != SUFFIX:
+        raise ClassFileError(f"not a class run file (its name does not end in {SUFFIX})")
+    if path.stat().st_size > MAX_BYTES:
+        raise ClassFileError(f"too large to be a class run file (over {MAX_BYTES:,} bytes)")
+    try:
+        document = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ClassFileError("damaged: not UTF-8 text") from exc
+    except json.JSONDecodeError as exc:
+        raise ClassFileError(f"damaged or cut short: not valid JSON ({exc.msg}, line "
+                             f"{exc.lineno}); delete it and share the run again") from exc
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        raise ClassFileError(f"not a class run file of this lesson (no \"format\": \"{FORMAT}\")")
+    version = document.get("format_version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise ClassFileError(f"damaged: format_version is {version!r}")
+    if version > FORMAT_VERSION:
+        raise ClassFileError(f"written by a newer version of the lesson (format version "
+                             f"{version}; this one reads {FORMAT_VERSION}): update the lesson")
+    records = document.get("records")
+    if not isinstance(records, list) or not records:
+        raise ClassFileError("damaged: it holds no records")
+    for number, record in enumerate(records, start=1):
+        problem = record_problem(record)
+        if problem:
+            raise ClassFileError(f"record {number}: {problem}")
+    try:
+        nickname = check_nickname(document.get("nickname"))
+    except ValueError as exc:
+        raise ClassFileError(str(exc)) from exc
+    return SharedRun(path, nickname, records)
+
+
+def gather(folder: str | os.PathLike, *, say=print) -> list[SharedRun]:
+    """The runs in the class ``folder``, in file-name order; every file that is not a valid
+    run is skipped with one line from ``say`` naming it. Files whose names start with ``.``
+    (runs being written) are passed over. A :class:`ClassFolderError` when the folder is
+    missing or cannot be read."""
+    folder = Path(folder).expanduser()
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise ClassFolderError(f"the class folder {folder} {what}: check its path "
+                               "(the instructor creates it before the workshop)")
+    try:
+        names = sorted(entry.name for entry in folder.iterdir())
+    except OSError as exc:
+        raise ClassFolderError(f"cannot read the class folder {folder} "
+                               f"({exc.strerror or exc})") from exc
+    found = []
+    for name in names:
+        if name.startswith("."):
+            continue
+        path = folder / name
+        try:
+            if not path.is_file():
+                raise ClassFileError("not a file")
+            found.append(read_run(path))
+        except ClassFileError as exc:
+            say(f"Skipped {path}: {exc}")
+        except OSError as exc:
+            say(f"Skipped {path}: cannot read it ({exc.strerror or exc})")
+    return found
+
+
+def reference_run(path: str | os.PathLike = REFERENCE_FILE) -> list[dict]:
+    """The lesson's reference run of the CNN (:func:`gpulesson.records.results.reference_run`)."""
+    return results.reference_run(path, EXPERIMENT)
+
+
+def draw_class(runs, *, reference: list[dict] | None = None, mine=None, note: str = "",
+               say=print):
+    """Print what the ``runs`` (:func:`gather`) measured and draw them with the ``reference``
+    run (default: the lesson's, :func:`reference_run`), the run in the file ``mine`` (the path
+    :func:`gpulesson.classroom.share.share_run` returned) marked as the learner's own. The figure
+    has its ``alt_text``; None when there is no run to draw. ``note`` goes into its title."""
+    from gpulesson.classroom import figure as class_figure
+
+    view = class_figure.class_view(runs, reference_run() if reference is None else reference,
+                                   mine=mine)
+    say(class_figure.describe(view))
+    return class_figure.class_figure(view, note=note) if view.runs else None
+
+
+def show_class(site_value=None, *, folder=None, say=print, **options):
+    """:func:`draw_class` of the runs in the class folder: ``site_value``, the site's class
+    folder (:func:`gpulesson.classroom.share.class_folder`: the environment variable wins), or
+    ``folder``, taken as given. None, with a line saying why, when the folder is not set or
+    cannot be read; ``options`` go to :func:`draw_class`."""
+    folder = class_folder(site_value) if folder is None else Path(folder)
+    if folder is None:
+        say(f"No class folder is set: set {CLASS_ENV}, or class_results in _config.yml.")
+        return None
+    try:
+        runs = gather(folder, say=say)
+    except ClassFolderError as exc:
+        say(f"Cannot show the class's runs: {exc}.")
+        return None
+    return draw_class(runs, say=say, **options)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m gpulesson.classroom.results",
+        description="Gather the class's CNN runs from the class folder, check them, and draw "
+                    "their epoch times and speed-ups by device, the lesson's reference marked.")
+    parser.add_argument("folder", type=Path, help="the class folder")
+    parser.add_argument("--out", type=Path, default=Path("class-results.png"),
+                        help="the figure's file (.png or .svg; default: %(default)s)")
+    parser.add_argument("--no-reference", action="store_true",
+                        help="leave the lesson's reference run out")
+    args = parser.parse_args(argv)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    say = lambda line: print(line, flush=True)  # noqa: E731
+    try:
+        runs = gather(args.folder, say=say)
+    except ClassFolderError as exc:
+        print(f"Cannot show the class's runs: {exc}.", file=sys.stderr)
+        return 2
+    fig = draw_class(runs, reference=[] if args.no_reference else None, say=say)
+    if fig is not None:
+        fig.savefig(args.out, bbox_inches="tight")
+        print(f"Figure: {args.out}\nAlt text: {fig.alt_text}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""Your own copies of the lesson's notebooks, to work in.
+
+    python -m gpulesson.classroom.workcopy [--to my-notebooks]             # the notebooks to type into
+    python -m gpulesson.classroom.workcopy [--to my-notebooks] --complete  # the complete ones, as well
+
+JupyterLab saves a notebook with its outputs as you work (and every two minutes on its own), so
+working in ``notebooks/`` would change the lesson's tracked files and make ``git pull`` fail.
+This copies each notebook of ``notebooks/learner/`` (the cells you type hold only ``# `` lines
+that say what to write; exercises have ``____`` blanks) into a folder of your own
+(``my-notebooks/`` by default, next to ``notebooks/`` so that the notebooks' links to ``../fig``
+and ``../setup.md`` still work, and ignored by git). With ``--complete`` it copies the complete
+notebooks of ``notebooks/`` instead, as ``NN-slug-complete.ipynb``: the fallback when you fall
+behind, beside your own. (Within a notebook, the catch-up cell under a cell to type or an
+exercise runs the complete cell: :mod:`gpulesson.classroom.catchup`.) A copy that is already there is
+yours and is never overwritten: to start a notebook afresh, delete your copy and run the command
+again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+from pathlib import Path
+
+LESSON_ROOT = Path(__file__).resolve().parents[2]
+SOURCE = "notebooks/learner"  # what learners type into (tools/make_notebooks.py)
+COMPLETE_SOURCE = "notebooks"  # every cell filled in
+COMPLETE_SUFFIX = "-complete"
+DEFAULT_TARGET = "my-notebooks"
+
+
+def copy_notebooks(source: Path, target: Path, suffix: str = "") -> tuple[list[Path], list[Path]]:
+    """Copy every ``*.ipynb`` of ``source`` that ``target`` lacks, its name's stem followed by
+    ``suffix``; returns (copied, kept)."""
+    notebooks = sorted(Path(source).glob("*.ipynb"))
+    if not notebooks:
+        raise FileNotFoundError(f"{source} holds no notebooks: run this in the lesson folder "
+                                f"(the one with {COMPLETE_SOURCE}/ and setup.md)")
+    target = Path(target)
+    target.mkdir(parents=True, exist_ok=True)
+    copied, kept = [], []
+    for notebook in notebooks:
+        mine = target / f"{notebook.stem}{suffix}{notebook.suffix}"
+        if mine.exists():
+            kept.append(mine)
+            continue
+        # Through a temporary name, so that an interrupted copy is never taken for a kept one.
+        partial = mine.with_name(f".{mine.name}.partial")
+        shutil.copyfile(notebook, partial)
+        partial.replace(mine)
+        copied.append(mine)
+    return copied, kept
+
+
+def lesson_folder(start: Path, default: Path = LESSON_ROOT) -> Path:
+    """The lesson folder that holds ``start`` (a folder with ``notebooks/learner/`` and
+    ``setup.md``), else ``default``: a learner whose shared environment's package lives in the
+    instructor's folder still copies from, and into, the lesson folder they work in."""
+    for folder in (start, *start.parents):
+        if (folder / SOURCE).is_dir() and (folder / "setup.md").is_file():
+            return folder
+    return default
+
+
+def _cannot_copy(target: Path, exc: OSError) -> str:
+    reason = exc.strerror or type(exc).__name__
+    where = exc.filename or target
+    return (f"cannot copy the notebooks into {target} ({where}: {reason}): run this in your own "
+            f"copy of the lesson (cd into it first), or pass --to a folder of your own, e.g. "
+            f"--to ~/my-notebooks")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m gpulesson.classroom.workcopy",
+        description="Copy the lesson's notebooks to type into (notebooks/learner/) into a folder "
+                    "of your own (existing copies are kept), so that JupyterLab saves your work "
+                    "there, not in notebooks/.")
+    parser.add_argument("--to", type=Path,
+                        help=f"your folder (default: {DEFAULT_TARGET}/ in the lesson folder)")
+    parser.add_argument("--lesson", type=Path,
+                        help="the lesson folder (default: the one you are in, else the one this "
+                             "package belongs to)")
+    parser.add_argument("--complete", action="store_true",
+                        help=f"copy the complete notebooks ({COMPLETE_SOURCE}/, every cell filled "
+                             f"in) instead, as NN-slug{COMPLETE_SUFFIX}.ipynb beside your own")
+    args = parser.parse_args(argv)
+    lesson = args.lesson or lesson_folder(Path.cwd())
+    target = (args.to or lesson / DEFAULT_TARGET).expanduser()
+    target = target if target.is_absolute() else Path.cwd() / target
+    source = COMPLETE_SOURCE if args.complete else SOURCE
+    if args.to is None and lesson.is_dir() and not os.access(lesson, os.W_OK):
+        print(f"error: {lesson} is not your lesson folder (you cannot write in it; it may be "
+              f"your instructor's): cd into your own copy of the lesson and run this again, or "
+              f"pass --to a folder of your own, e.g. --to ~/my-notebooks", file=sys.stderr)
+        return 1
+    try:
+        copied, kept = copy_notebooks(lesson / source, target,
+                                      COMPLETE_SUFFIX if args.complete else "")
+    except FileNotFoundError as exc:
+        print(f"error: {exc.args[0] if exc.errno is None else _cannot_copy(target, exc)}",
+              file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"error: {_cannot_copy(target, exc)}", file=sys.stderr)
+        return 1
+    what = "complete notebooks" if args.complete else "notebooks"
+    print(f"Your {what} are in {target}: {len(copied)} copied from {source}/, "
+          f"{len(kept)} of yours kept as they are. Open them from there.")
+    if not args.complete:
+        print("Behind in a notebook? Run the catch-up cell under the cell you skipped, or run "
+              f"'{parser.prog} --complete' for the complete notebooks, beside yours.")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

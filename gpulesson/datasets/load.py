@@ -1,0 +1,218 @@
+"""Choose, load and prepare the lesson's data according to :mod:`gpulesson.datasets.settings`.
+
+The choice between CIFAR-10 and the synthetic stand-in is always explicit (``settings.data``):
+if CIFAR-10 cannot be downloaded, the error says how to fix that, and nothing silently
+switches to synthetic data.
+
+:func:`prepare` uses a valid prepared file in the data folder as it is, even in a read-only
+folder shared by an instructor, without Keras' loader and without the network; it creates one
+only when none is there. :func:`load_prepared` gives the arrays from that file, in the order
+:func:`load_arrays` gives them, so that a notebook explores the data without any download.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from gpulesson.datasets.hdf5 import (
+    Hdf5Info,
+    file_attributes,
+    not_the_lessons,
+    refuse_to_replace,
+    validate_hdf5,
+    write_hdf5,
+)
+from gpulesson.datasets.settings import (
+    DEFAULT_DATA_DIR,
+    Settings,
+    get_settings,
+    hdf5_filename,
+    prepare_command,
+)
+from gpulesson.errors import (
+    DataFileError,
+    DataFolderError,
+    check_writable,
+    home_note,
+    tidy_on_failure,
+)
+
+# The training rows are shuffled once, with this seed, when a data file is written, so that any
+# contiguous slice of the file is a random mix of classes (the episode's generator reads slices).
+ROW_SEED = 0
+FULL_BATCH_SIZE = 256  # the episode's batch size: one chunk of the file holds one batch
+
+
+def load_arrays(settings: Settings, *, seed: int = 0, progress: bool = True):
+    """``(train, test, source, class_names)`` for ``settings``; train and test are ``(x, y)``.
+
+    CIFAR-10 comes from :func:`gpulesson.datasets.cifar10.load_cifar10` (the origin can be overridden
+    with ``LESSON_CIFAR10_URL``); quick mode keeps its first ``n_train`` / ``n_test`` images.
+    The synthetic stand-in is made at exactly the settings' sizes from ``seed``.
+    """
+    if settings.data == "cifar10":
+        from gpulesson.datasets.cifar10 import CLASS_NAMES, cifar10_source, load_cifar10
+
+        origin, sha256 = cifar10_source()
+        (x_train, y_train), (x_test, y_test) = load_cifar10(origin, sha256, progress=progress)
+        if settings.quick:
+            x_train, y_train = x_train[: settings.n_train], y_train[: settings.n_train]
+            x_test, y_test = x_test[: settings.n_test], y_test[: settings.n_test]
+        return (x_train, y_train), (x_test, y_test), "cifar10", CLASS_NAMES
+    if settings.data == "synthetic":
+        from gpulesson.datasets.synthetic import SYNTHETIC_CLASS_NAMES, make_synthetic
+
+        train, test = make_synthetic(settings.n_train, settings.n_test, seed=seed, progress=progress)
+        return train, test, "synthetic", SYNTHETIC_CLASS_NAMES
+    raise ValueError(f"unknown data set {settings.data!r}")
+
+
+def _mismatch(info: Hdf5Info, settings: Settings, seed: int) -> str | None:
+    """Why an existing valid file is not the one these settings ask for (None if it is)."""
+    if info.source != settings.data:
+        return f"it holds {info.label}, not {settings.label}"
+    if info.attrs.get("quick") != settings.quick:
+        return "it was made for the other mode (quick / full size)"
+    if info.synthetic and info.attrs.get("seed") != seed:
+        return f"it was made with seed {info.attrs.get('seed')}, not {seed}"
+    if info.attrs.get("train_row_seed") != ROW_SEED:
+        return "its training rows are not shuffled the way the lesson writes them"
+    return None
+
+
+def _settings_attrs(settings: Settings, source: str, seed: int) -> dict:
+    attrs = {"quick": settings.quick, "train_row_seed": ROW_SEED}
+    if source == "synthetic":
+        attrs["seed"] = seed
+    else:
+        from gpulesson.datasets.cifar10 import cifar10_source
+
+        attrs["origin"] = cifar10_source()[0]
+    return attrs
+
+
+def lesson_file_attributes(settings: Settings, arrays, source: str, class_names, *,
+                           seed: int = 0) -> dict:
+    """The attributes of a data file that the episode writes itself with h5py: the same as
+    :func:`prepare` writes, so that :func:`prepare` reuses that file (``arrays``: the four
+    datasets by name, training rows already shuffled with :data:`ROW_SEED`)."""
+    return file_attributes(arrays, source=source, class_names=class_names,
+                           attrs=_settings_attrs(settings, source, seed))
+
+
+def shuffle_rows(x, y, seed: int = ROW_SEED):
+    """``(x, y)`` with their rows in the one random order a lesson data file keeps them in."""
+    order = np.random.default_rng(seed).permutation(len(y))
+    return x[order], y[order]
+
+
+def _cannot_write_here(path: Path, settings: Settings, problem: str,
+                       reason: str) -> DataFolderError:
+    """The short message for a data folder that has no usable file and cannot take one."""
+    command = prepare_command(settings.data, settings.quick, path)
+    own = f"~/{DEFAULT_DATA_DIR.name}"
+    login = ""
+    if settings.data == "cifar10":
+        login = "\nCIFAR-10 needs the internet once: on a cluster, prepare it on a login node."
+    return DataFolderError(
+        f"{problem}, and the data folder {path.parent} cannot be written to ({reason}), so the "
+        f"file cannot be prepared there. Either:\n"
+        f"  - ask your instructor (whoever looks after that folder) to prepare it there:\n"
+        f"        {command}\n"
+        f"  - or use a data folder of your own{home_note()}: in JupyterLab, a first cell "
+        f"%env LESSON_DATA_DIR={own}, then run the notebook again from the top; in a terminal, "
+        f"export LESSON_DATA_DIR={own} or pass --data-dir DIR to python -m gpulesson.datasets.prepare."
+        + login)
+
+
+def prepare(settings: Settings | None = None, *, force: bool = False, out=None, seed: int = 0,
+            progress: bool = True, arrays=None) -> Path:
+    """Make sure the HDF5 file for ``settings`` exists and is valid; returns its path.
+
+    An existing file is checked (including its checksum) and used as it is if it is valid and
+    matches the settings: nothing is written, so a read-only shared folder is fine, and neither
+    Keras' loader nor the network is used. Otherwise, or with ``force``, it is (re-)written from
+    :func:`load_arrays`, through a temporary file. ``out`` overrides the file name (default
+    ``settings.hdf5_path``). ``arrays``: what :func:`load_arrays` returned for these settings,
+    if the caller has it already (it is not loaded twice). Prints one line per step.
+    """
+    settings = settings or get_settings()
+    path = Path(out).expanduser() if out is not None else settings.hdf5_path
+    problem = f"There is no prepared file {path}"
+    if force and path.is_file():
+        problem = (f"--force asks to re-create {path} (without --force a valid file there "
+                   f"is used as it is)")
+    if path.is_dir():
+        raise DataFileError(f"{path} is a folder: name the file to write in it, e.g. "
+                            f"--out {path / hdf5_filename(settings.data, settings.quick)}")
+    if path.exists() and not force:
+        try:
+            info = validate_hdf5(path, verify_checksum=True)
+        except DataFileError as exc:
+            why = not_the_lessons(path)  # someone's own file is never replaced unasked
+            if why is not None:
+                raise refuse_to_replace(path, why) from None
+            problem = f"{path} cannot be used ({str(exc).splitlines()[0]})"
+            print(f"{problem}; re-creating it.")
+        else:
+            why = _mismatch(info, settings, seed)
+            if why is None:
+                print(f"Reusing {path}: a valid {info.label} file "
+                      f"({info.n_train:,} training / {info.n_test:,} test images).")
+                return path
+            problem = f"{path} does not match the settings ({why})"
+            print(f"{problem}; re-creating it.")
+    with tidy_on_failure(path.parent):  # a failed download leaves no empty folders
+        # Before the download and the conversion: a folder we cannot write to stops us now.
+        try:
+            check_writable(path.parent)
+        except DataFolderError as exc:
+            if exc.reason == "a file, not a folder":
+                raise
+            raise _cannot_write_here(path, settings, problem, exc.reason) from None
+        if arrays is None:
+            arrays = load_arrays(settings, seed=seed, progress=progress)
+        train, test, source, class_names = arrays
+        if source != settings.data:
+            raise ValueError(f"the arrays given are {source}, but the settings ask for "
+                             f"{settings.data}: use load_arrays(settings)")
+        # Written as the episode writes it: training rows shuffled once, a batch per chunk.
+        write_hdf5(path, shuffle_rows(*train), test, source=source, class_names=class_names,
+                   attrs=_settings_attrs(settings, source, seed),
+                   chunk_rows=settings.batch_size(FULL_BATCH_SIZE), progress=progress)
+    print(f"Wrote {path}.")
+    return path
+
+
+def load_prepared(settings: Settings | None = None, *, seed: int = 0, progress: bool = True):
+    """``(train, test, source, class_names)`` as :func:`load_arrays` gives them, read from the
+    prepared file (:func:`prepare` makes it first if none is there).
+
+    The file keeps its training rows shuffled (:data:`ROW_SEED`); they are put back in their
+    original order here, so the arrays equal :func:`load_arrays`' and a notebook that shuffles
+    and writes them again writes the same file. No Keras, no network when the file is there.
+    """
+    import h5py
+
+    settings = settings or get_settings()
+    path = prepare(settings, seed=seed, progress=progress)
+    with h5py.File(path, "r") as f:
+        x_train, y_train = f["x_train"][()], f["y_train"][()]
+        x_test, y_test = f["x_test"][()], f["y_test"][()]
+        source = str(f.attrs["source"])
+        class_names = tuple(
+            n.decode() if isinstance(n, bytes) else str(n) for n in f.attrs["class_names"])
+    # Row i of the file is original row order[i]: scatter the rows back.
+    order = np.random.default_rng(ROW_SEED).permutation(len(y_train))
+    original = np.empty_like(order)
+    original[order] = np.arange(len(order))
+    return (x_train[original], y_train[original]), (x_test, y_test), source, class_names
+
+
+def dataset_label(path_or_settings) -> str:
+    """The human label of the data (for plot titles and tables), from settings or a data file."""
+    if isinstance(path_or_settings, (Settings, Hdf5Info)):
+        return path_or_settings.label
+    return validate_hdf5(path_or_settings).label

@@ -1,0 +1,95 @@
+"""The skeleton of the figure scripts in ``fig/``: read a run, draw it, save the SVGs.
+
+Each script names its experiment and its files and leaves the rest to :func:`drawer` and
+:func:`main`::
+
+    draw = drawer(cnn, ("reference-epoch-times.svg", "reference-time-bars.svg"), HERE)
+
+    if __name__ == "__main__":
+        main(draw)
+
+``draw(results, folder)`` reads the experiment's reference run from the results file, stops
+with the command that records one when there is none, and saves the figures with the lesson's
+settings (:func:`gpulesson.records.plots.save_figures`). A declared experiment is drawn the same way,
+given as ``gpulesson.experiments.registry.Declared(NAME)`` and its ``FIGURES``. A figure of an
+experiment that its episode shows only once a run is recorded uses :func:`until_recorded`. The
+schematics (not measurements) take their colours, axes and frame from :func:`schematic` and
+:func:`finish`. Importing this module selects matplotlib's headless backend, as the scripts run
+without a display.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import matplotlib
+
+from gpulesson.records.plots import save_figures, save_svg
+
+# The scripts run without a display; gpulesson.records.plots imports pyplot only when it draws.
+matplotlib.use("Agg")
+# The schematics' colours: the lesson's (and the CPU's) ink and fill, the GPU's, and muted grey.
+INK, FILL, MUTED = "#1f3b63", "#e8eef7", "#6b6b6b"
+GPU_INK, GPU_FILL = "#8a4b08", "#f6e3c8"
+
+
+def drawer(experiment, names, folder: Path, *, run=None, figures=None, command: str | None = None,
+           until_recorded: str | None = None):
+    """A ``draw(results=experiment.RESULTS_FILE, folder=folder)`` that saves ``names``.
+
+    ``run(results)`` gives the records to draw (default ``experiment.reference_run``),
+    ``figures(records)`` the matplotlib figures, one per name (default ``experiment.figures``),
+    and ``command`` the command that records a run (default ``python -m`` the experiment).
+    The folder is made if it is missing. With ``until_recorded`` (what the file lacks, e.g.
+    "profile"), a file without a run draws nothing and says so, instead of stopping: for a
+    figure that its episode shows only once a run is recorded (every script in ``fig/`` runs
+    when the figures are redrawn).
+    """
+    run = run or experiment.reference_run
+    figures = figures or experiment.figures
+    command = command or f"python -m {experiment.__name__}"
+
+    def draw(results=experiment.RESULTS_FILE, folder=folder) -> list[Path]:
+        records = run(results)
+        if until_recorded and not records:
+            print(f"{results} holds no {until_recorded} yet: nothing drawn")
+            return []
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        return save_figures(records, figures, names, folder, results=results, command=command)
+
+    return draw
+
+
+def until_recorded(experiment, folder: Path, backend: str = "jax"):
+    """The ``draw`` of an experiment's one figure (``experiment.FILE``), recorded on a GPU with
+    ``backend``: until a run is recorded its episode shows no figure, so nothing is drawn and
+    nothing fails."""
+    name = experiment.__name__.rsplit(".", 1)[-1]
+    return drawer(experiment, (experiment.FILE,), folder, until_recorded=name,
+                  command=f"KERAS_BACKEND={backend} python -m {experiment.__name__}")
+
+
+def schematic(figsize: tuple[float, float]):
+    """The figure and axes of a schematic."""
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(figsize=figsize)
+
+
+def finish(ax, fig, xlim, ylim, path, equal: bool = False) -> Path:
+    """A schematic's frame: its limits (``equal``: one scale on both axes), no axes drawn, saved
+    as SVG with the lesson's settings. Returns the path."""
+    ax.set_xlim(*xlim)
+    ax.set_ylim(*ylim)
+    if equal:
+        ax.set_aspect("equal")
+    ax.axis("off")
+    save_svg(fig, path)
+    return Path(path)
+
+
+def main(draw, n_args: int = 1) -> None:
+    """Run ``draw`` with the first ``n_args`` command-line arguments; print the files written."""
+    for written in draw(*sys.argv[1:1 + n_args]):
+        print(written)

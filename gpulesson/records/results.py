@@ -1,0 +1,324 @@
+"""The lesson's measurement records: one JSON object per line in a results file (JSON Lines).
+
+The results file is kept under version control, so every run only *appends* one line: a diff
+shows exactly what was measured, and two runs never rewrite each other's records.
+
+Every record says what was measured (``experiment``), on what (``device``, ``backend`` and the
+:func:`environment_record` fields) and when (``date``). Records of the synthetic stand-in carry
+``"data": "synthetic"`` and its label, so that a table or plot drawn from them can say so:
+:func:`data_label` gives the one label of a set of records and refuses to mix data sources.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import os
+import platform
+import secrets
+from pathlib import Path
+
+from gpulesson.datasets.settings import LABELS
+from gpulesson.datasets.settings import NO_LABEL as NO_DATA_LABEL
+
+# The lesson's folder and its results/, where every experiment keeps its records
+# (results/<EXPERIMENT>.jsonl), wherever in the package the experiment lives.
+LESSON_ROOT = Path(__file__).resolve().parents[2]
+RESULTS_DIR = LESSON_ROOT / "results"
+
+REQUIRED_KEYS = ("experiment", "device", "date", "backend")
+
+
+class ResultsFileError(ValueError):
+    """A results file or record is not valid; the message names the file and line."""
+
+
+def _version(module: str) -> str | None:
+    try:
+        return __import__(module).__version__
+    except ImportError:
+        return None
+
+
+def machine_record() -> dict:
+    """When and on what CPU: ``date`` (ISO 8601, UTC), ``cpu_model``, ``cores_usable``,
+    ``cores_total``. Imports no deep-learning framework."""
+    from gpulesson.machine import devices
+
+    return {
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        **devices.cpu_info(),
+    }
+
+
+def environment_record() -> dict:
+    """Where and when a measurement is made, as a dict to merge into a record.
+
+    Keys: ``date`` (ISO 8601, UTC), ``cpu_model``, ``cores_usable``, ``cores_total``,
+    ``device`` (the GPU's name as the Keras backend's framework reports it, or ``"CPU"``),
+    ``gpu_count``, ``backend`` and ``versions`` (python, keras, the backend framework, numpy,
+    h5py). No host name: the file is shared publicly under version control.
+    """
+    from gpulesson.machine import devices
+
+    device = devices.keras_device()
+    versions = {
+        "python": platform.python_version(),
+        "keras": _version("keras"),
+        device["backend"]: device["backend_version"],
+        "numpy": _version("numpy"),
+        "h5py": _version("h5py"),
+    }
+    return {
+        **machine_record(),
+        "device": device["device"],
+        "gpu_count": device["gpu_count"],
+        "backend": device["backend"],
+        "versions": versions,
+    }
+
+
+def make_record(experiment: str, *, data: str, environment: dict | None = None, **measurements) -> dict:
+    """A complete record: the ``environment`` (default :func:`environment_record`, which asks
+    Keras; code that measures another framework passes :func:`machine_record` and its own
+    framework's fields), the data source and its label, and ``measurements`` (e.g.
+    ``**timer.summary()``), which win over the environment's keys."""
+    if data not in LABELS:
+        raise ValueError(f"data must be one of {', '.join(LABELS)}, not {data!r}")
+    record = {**(environment_record() if environment is None else environment),
+              "experiment": experiment, "data": data, "data_label": LABELS[data], **measurements}
+    if environment is None:  # measured here, through Keras: say on what hardware and precision
+        record = {**device_facts(record), **record}
+    return record
+
+
+def ran_on_gpu(record: dict) -> bool:
+    """Whether a record's measurement ran on a GPU: its ``device_kind``, else its ``device``."""
+    if "device_kind" in record:
+        return record["device_kind"] == "gpu"
+    return bool(record.get("gpu_count")) and str(record.get("device", "CPU")).upper() != "CPU"
+
+
+def device_facts(record: dict) -> dict:
+    """``float32_precision`` (how float32 matmuls and convolutions were computed: "tf32" or
+    "float32") for every record, and for a GPU measurement ``gpu``: the model, driver, CUDA
+    versions, compute capability and memory (:func:`gpulesson.machine.devices.gpu_facts`). A timing on
+    a GPU means little without them: TF32 alone can change a float32 rate severalfold."""
+    from gpulesson.machine import devices
+
+    if not ran_on_gpu(record):
+        return {"float32_precision": devices.float32_precision()}
+    backend = {"pytorch": "torch"}.get(record.get("backend"), record.get("backend"))
+    gpu = devices.gpu_facts(backend)
+    return {"gpu": gpu, "float32_precision": devices.float32_precision(backend, gpu)}
+
+
+def _to_json(value):
+    """numpy scalars and arrays (e.g. from Keras histories) as plain JSON values."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} cannot be stored in a results file")
+
+
+def validate_record(record: dict) -> None:
+    """Raise :class:`ResultsFileError` unless ``record`` has the required keys and a coherent
+    data source (``data`` and ``data_label`` must agree when given)."""
+    if not isinstance(record, dict):
+        raise ResultsFileError(f"a record must be a dict, not {type(record).__name__}")
+    missing = [key for key in REQUIRED_KEYS if record.get(key) in (None, "")]
+    if missing:
+        raise ResultsFileError(
+            f"record is missing {', '.join(missing)} (every record needs {', '.join(REQUIRED_KEYS)}; "
+            "make_record() fills in all but 'experiment')"
+        )
+    data = record.get("data")
+    if data is not None or "data_label" in record:
+        if data not in LABELS:
+            raise ResultsFileError(f"record has data={data!r}: use one of {', '.join(LABELS)}")
+        if record.get("data_label") != LABELS[data]:
+            raise ResultsFileError(
+                f"record with data={data!r} must have data_label={LABELS[data]!r}, "
+                f"not {record.get('data_label')!r}"
+            )
+
+
+def append_record(path: str | os.PathLike, record: dict) -> Path:
+    """Append ``record`` as one line to the results file ``path`` (created with its folders).
+
+    The line is written with one call and flushed to disk (fsync), so a crash leaves at most one
+    incomplete last line; the next append starts on a new line, and :func:`read_records`
+    reports such a line with its number instead of silently dropping it.
+    """
+    validate_record(record)
+    try:
+        line = json.dumps(record, default=_to_json, allow_nan=False, ensure_ascii=False)
+    except ValueError as exc:  # NaN or infinity: not valid JSON
+        bad = [k for k, v in record.items() if isinstance(v, float) and not math.isfinite(v)]
+        raise ResultsFileError(
+            f"record has values that are not finite numbers ({', '.join(bad) or exc}): "
+            "JSON cannot store NaN or infinity; store None instead"
+        ) from exc
+    path = Path(path).expanduser()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "ab") as f:
+        # A previous write cut short (no final newline) must not swallow this record.
+        prefix = b"\n" if f.tell() > 0 and _last_byte(path) != b"\n" else b""
+        f.write(prefix + line.encode() + b"\n")
+        f.flush()
+        os.fsync(f.fileno())
+    return path
+
+
+def _last_byte(path: Path) -> bytes:
+    with open(path, "rb") as f:
+        f.seek(-1, os.SEEK_END)
+        return f.read(1)
+
+
+def read_records(path: str | os.PathLike, **filters) -> list[dict]:
+    """The records in the results file ``path``, in file order, skipping blank lines.
+
+    ``filters`` keep only records whose keys equal the given values, e.g.
+    ``read_records(path, experiment="cnn-fit", device="CPU")``; a record without the key does
+    not match. Raises :class:`ResultsFileError` naming the file and line of a corrupt line.
+    """
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"No results file {path}: append_record() creates it with the first record.")
+    records = []
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ResultsFileError(
+                    f"{path}, line {number} is not a valid JSON record ({exc.msg}): "
+                    "fix or delete that line (e.g. a run interrupted while writing)"
+                ) from exc
+            if not isinstance(record, dict):
+                raise ResultsFileError(
+                    f"{path}, line {number} holds a {type(record).__name__}, not a record (JSON object)"
+                )
+            if all(key in record and record[key] == value for key, value in filters.items()):
+                records.append(record)
+    return records
+
+
+def data_label(records) -> str:
+    """The one data label of ``records`` (for titles of plots and tables drawn from them).
+
+    Records without a data source count as :data:`NO_DATA_LABEL`. Raises ``ValueError`` for no
+    records or for records of different data sources: never plot CIFAR-10 and the synthetic
+    stand-in as if they were one experiment.
+    """
+    labels = {r.get("data_label") or LABELS.get(r.get("data"), NO_DATA_LABEL) for r in records}
+    if not labels:
+        raise ValueError("no records: there is no data label to give")
+    if len(labels) > 1:
+        raise ValueError(
+            f"the records mix data sources ({'; '.join(sorted(labels))}): "
+            "select one with read_records(path, data=...)"
+        )
+    return labels.pop()
+
+
+# --- Runs: the records of one measurement session --------------------------------------------
+# A run is the records one command or notebook appends together, sharing a ``run_id`` (one per
+# device, or per device and setting). An episode shows its *reference run*, chosen by
+# :func:`reference_run`, and says "not recorded yet" (:data:`NOT_RECORDED`) for what it lacks,
+# in a note of its own, never inside a sentence that holds a recorded value.
+
+NOT_RECORDED = "not recorded yet"
+
+
+def new_run_id() -> str:
+    """A run id that sorts by time: ``20261121T101500Z-3fa9c2``."""
+    now = datetime.datetime.now(datetime.UTC)
+    return f"{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+
+
+def is_gpu(record: dict) -> bool:
+    return record.get("device_kind") == "gpu"
+
+
+def pick(records, gpu: bool) -> dict | None:
+    """The first CPU (``gpu=False``) or GPU record of ``records``, or None."""
+    return next((r for r in records if is_gpu(r) == gpu), None)
+
+
+def runs(records, experiment: str, **match) -> dict[str, list[dict]]:
+    """The records of ``experiment`` (and with the ``match`` key values) grouped by ``run_id``,
+    runs in file order; within a run the CPU records come first, each kind in file order."""
+    grouped: dict[str, list[dict]] = {}
+    for record in records:
+        if (record.get("experiment") == experiment and record.get("run_id")
+                and all(record.get(key) == value for key, value in match.items())):
+            grouped.setdefault(record["run_id"], []).append(record)
+    return {run_id: sorted(group, key=is_gpu) for run_id, group in grouped.items()}
+
+
+def reference_run(path: str | os.PathLike, experiment: str, *, complete=None, **match) -> list[dict]:
+    """The records of the reference run in the results file ``path``.
+
+    A comparison is a page's reference only when every device it compares is recorded in that
+    run: the newest *complete* run with CPU and GPU records. Without one, the newest complete run
+    with CPU records stays the reference (a run cut short on a GPU node never replaces it), then
+    the newest complete run, then the newest run. ``complete(records)`` says whether a run
+    finished what it set out to measure (every cell of a sweep, say); by default every run has.
+
+    An empty list when the file holds no such run (or does not exist).
+    """
+    path = Path(path).expanduser()
+    if not path.is_file():
+        return []
+    grouped = list(runs(read_records(path), experiment, **match).values())
+    finished = [group for group in grouped if complete is None or complete(group)]
+    with_cpu = [group for group in finished if not all(is_gpu(r) for r in group)]
+    with_both = [group for group in with_cpu if any(is_gpu(r) for r in group)]
+    return (with_both or with_cpu or finished or grouped or [[]])[-1]
+
+
+def speedup(records, key: str = "mean_epoch_seconds") -> float | None:
+    """How many times shorter the GPU's ``key`` time is than the CPU's (None without both)."""
+    cpu, gpu = pick(records, False), pick(records, True)
+    if not cpu or not gpu or not cpu.get(key) or not gpu.get(key):
+        return None
+    return cpu[key] / gpu[key]
+
+
+def software(records) -> str:
+    """``"Keras 3.15.1, jax 0.10.2"``: the versions a record, or a list of records, was measured
+    with: Keras as the first record has it, then each backend of the records, in their order."""
+    records = [records] if isinstance(records, dict) else list(records)
+    first = {}
+    for record in records:  # the first record of each backend
+        first.setdefault(record["backend"], record.get("versions", {}))
+    backends = ", ".join(f"{name} {versions.get(name, '?')}" for name, versions in first.items())
+    return f"Keras {records[0].get('versions', {}).get('keras', '?')}, {backends}"
+
+
+def hardware(records) -> dict[str, str]:
+    """``{"CPU": "<model>, <n> cores", "GPU": "<name>"}`` of the records' devices."""
+    result = {}
+    for record in records:
+        if is_gpu(record):
+            result["GPU"] = record["device"]
+        else:
+            result["CPU"] = f"{record.get('cpu_model', 'CPU')}, {record.get('cores_usable', '?')} cores"
+    return result
+
+
+def duration(seconds: float) -> str:
+    """Seconds as a short text: '41 µs', '2.5 ms', '840 ms', '12.3 s', '4.5 min', '2.1 h'."""
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.3g} µs"
+    if seconds < 1:
+        return f"{seconds * 1e3:.3g} ms"
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"

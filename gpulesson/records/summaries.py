@@ -1,0 +1,228 @@
+"""Summaries and comparisons of measurements, as the lesson's measurement rule
+(:mod:`gpulesson.experiments.common`) defines them: a condition's samples kept with their median
+and range (:func:`summarise`), the page's view of them (:func:`summary_text`), the only words that
+compare two of them (:func:`compare`, :func:`rank`, :func:`best_text`), and their drawing
+(:func:`draw_spread`).
+
+They live in the records part so that the classroom's modules (such as
+:mod:`gpulesson.classroom.results`) follow the same rule; the experiments import them through
+:mod:`gpulesson.experiments.common`.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+MIN_RANKED = 2  # a summary with fewer samples has no range, so it is never ranked
+SUMMARY_KEY = "summary"  # where a record keeps the summary of its main measurement
+SAME_WORD = "about as fast as"
+NO_DIFFERENCE = "no measurable difference"
+
+
+# --- summaries --------------------------------------------------------------------------------
+
+def summarise(samples: Sequence[float], warmup: Sequence[float] = (), *,
+              unit: str = "s") -> dict:
+    """The summary a record keeps of one condition's timed ``samples`` (the ``warmup`` apart).
+
+    ``{"unit", "n", "median", "min", "max", "samples", "warmup"}``; ``samples`` and
+    ``warmup`` are kept whole, so that anyone can summarise them otherwise later.
+    """
+    values = [float(v) for v in samples]
+    if not values:
+        raise ValueError("no timed samples to summarise: a warm-up alone is not a measurement")
+    if any(math.isnan(v) for v in values):
+        raise ValueError("a timed sample is not a number")
+    return {"unit": unit, "n": len(values), "median": statistics.median(values),
+            "min": min(values), "max": max(values), "samples": values,
+            "warmup": [float(v) for v in warmup]}
+
+
+def summary_of(record: Mapping, samples_key: str = "epoch_seconds", *,
+               warmup_key: str | None = "warmup_seconds", first_is_warmup: bool | None = None,
+               key: str = SUMMARY_KEY) -> dict | None:
+    """The summary of a record's main measurement: the one it keeps under ``key``, or, for a
+    record made before the rule, one built from its ``samples_key`` list.
+
+    An old record's warm-up is its ``warmup_key`` list when it has one; otherwise its first
+    sample is taken as the warm-up (``first_is_warmup``, default: when there are at least two
+    samples), as the lesson's epoch timers always treated it. None when there is nothing.
+    """
+    kept = record.get(key)
+    if isinstance(kept, Mapping) and kept.get("samples"):
+        return dict(kept)
+    samples = record.get(samples_key)
+    if not isinstance(samples, Sequence) or isinstance(samples, str) or not samples:
+        return None
+    samples = [float(v) for v in samples]
+    warmup = record.get(warmup_key) if warmup_key else None
+    if warmup is None:
+        if first_is_warmup is None:
+            first_is_warmup = len(samples) >= 2
+        warmup, samples = (samples[:1], samples[1:]) if first_is_warmup else ([], samples)
+    return summarise(samples, warmup or [])
+
+
+def as_rate(summary: Mapping, amount: float, unit: str = "images/s") -> dict:
+    """A time summary as a rate: ``amount`` (images, FLOPs, ...) per second of each sample.
+
+    The slowest sample gives the lowest rate; the median rate is ``amount`` over the median
+    time (which, for an even count, is not the median of the rates: the time is what was
+    measured)."""
+    def rate(seconds):
+        return amount / seconds if seconds else math.inf
+
+    return {"unit": unit, "n": summary["n"], "median": rate(summary["median"]),
+            "min": rate(summary["max"]), "max": rate(summary["min"]),
+            "samples": [rate(s) for s in summary["samples"]],
+            "warmup": [rate(s) for s in summary.get("warmup", [])]}
+
+
+def scale(summary: Mapping | None, factor: float, unit: str | None = None) -> dict | None:
+    """A summary with every value multiplied by ``factor`` (a time per epoch as the time of 30
+    epochs, joules per epoch as joules per image), in ``unit`` if given; None stays None."""
+    if not summary:
+        return None
+    return {**summary, "unit": summary.get("unit", "") if unit is None else unit,
+            "median": summary["median"] * factor, "min": summary["min"] * factor,
+            "max": summary["max"] * factor, "samples": [v * factor for v in summary["samples"]],
+            "warmup": [v * factor for v in summary.get("warmup", [])]}
+
+
+def fmt_number(value: float) -> str:
+    """A measured number with the digits it deserves: 1,824; 214; 9.4; 0.62."""
+    if value >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.3g}"
+
+
+def summary_text(summary: Mapping | None, show=None, *, what: str = "repeats") -> str:
+    """A page's view of a summary: the median and the range, and how many repeats they are of:
+    ``"24.7 s (range 24.6–24.7 s, 2 repeats)"``; one sample: ``"24.7 s (1 repeat, no range)"``.
+    ``show`` formats a value (default: :func:`fmt_number` and the unit)."""
+    if not summary:
+        return "not measured"
+    n, unit = summary["n"], ""
+    if show is None:
+        show, unit = fmt_number, f" {summary.get('unit', '')}".rstrip()
+    if n < MIN_RANKED:
+        return f"{show(summary['median'])}{unit} ({n} {what.rstrip('s')}, no range)"
+    return (f"{show(summary['median'])}{unit} (range {show(summary['min'])}–"
+            f"{show(summary['max'])}{unit}, {n} {what})")
+
+
+# --- comparisons --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Comparison:
+    """How condition A compares with condition B.
+
+    ``ratio``: how many times faster A is than B (B's median time over A's, or A's median rate
+    over B's); ``measurable``: whether the ranges are apart and both have a range; ``word``:
+    "faster", "slower" or "about as fast as" (the page's word); ``text``: the comparison with
+    its size, e.g. "2.1× faster than", "slower than", "about as fast as"."""
+
+    ratio: float
+    measurable: bool
+    word: str
+    text: str
+
+    @property
+    def sentence(self) -> str:
+        """The verdict alone: "2.1× faster", "no measurable difference"."""
+        return self.text.removesuffix(" than").removesuffix(" as") if self.measurable \
+            else NO_DIFFERENCE
+
+
+def overlap(a: Mapping, b: Mapping) -> bool:
+    """Whether the ranges of two summaries overlap."""
+    return a["min"] <= b["max"] and b["min"] <= a["max"]
+
+
+def times_text(ratio: float) -> str:
+    """A ratio as "1.5×", "12×"."""
+    return (f"{ratio:.2g}" if ratio < 10 else f"{ratio:.0f}") + "×"
+
+
+def compare(a: Mapping, b: Mapping, *, higher_is_better: bool = False,
+            times_from: float = 1.2) -> Comparison:
+    """Condition A against condition B, from their summaries (:func:`summarise`), in words.
+
+    Times are better lower, rates (``higher_is_better``) higher. Ranges that overlap, or a
+    summary with fewer than :data:`MIN_RANKED` samples, give "about as fast as" and "no
+    measurable difference". Apart, a ratio of at least ``times_from`` is said with its size
+    ("2.1× faster than"), a smaller one as "faster than" or "slower than"."""
+    ratio = (a["median"] / b["median"]) if higher_is_better else (b["median"] / a["median"])
+    enough = a["n"] >= MIN_RANKED and b["n"] >= MIN_RANKED
+    if not enough or overlap(a, b) or ratio == 1:
+        return Comparison(ratio, False, "about as fast as", SAME_WORD)
+    word = "faster" if ratio > 1 else "slower"
+    size = ratio if ratio > 1 else 1 / ratio
+    text = f"{times_text(size)} {word} than" if size >= times_from else f"{word} than"
+    return Comparison(ratio, True, word, text)
+
+
+def rank(summaries: Mapping[str, Mapping], *, higher_is_better: bool = False) -> list[list[str]]:
+    """The conditions' names in order, best first, in places: a place holds the conditions that
+    :func:`compare` cannot tell apart from its best one (overlapping ranges, or too few
+    repeats). ``[["ram", "device"], ["lesson"], ...]``: "ram" and "device" share first place."""
+    order = sorted(summaries, key=lambda n: summaries[n]["median"], reverse=higher_is_better)
+    places: list[list[str]] = []
+    for name in order:
+        if places and not compare(summaries[places[-1][0]], summaries[name],
+                                  higher_is_better=higher_is_better).measurable:
+            places[-1].append(name)
+        else:
+            places.append([name])
+    return places
+
+
+def best_text(summaries: Mapping[str, Mapping], *, higher_is_better: bool = False,
+              quote=str) -> str:
+    """The best condition in words: "`ram`", or "`ram` and `device` (no measurable
+    difference)" when the first place is shared."""
+    if not summaries:
+        return "not measured"
+    first = rank(summaries, higher_is_better=higher_is_better)[0]
+    if len(first) == 1:
+        return quote(first[0])
+    names = ", ".join(map(quote, first[:-1])) + f" and {quote(first[-1])}"
+    return f"{names} ({NO_DIFFERENCE})"
+
+
+# --- figures ----------------------------------------------------------------------------------
+
+def spread_errors(summaries: Sequence[Mapping]) -> list[list[float]]:
+    """Matplotlib's ``yerr``/``xerr`` for summaries drawn at their medians: the distances down to
+    the minimum and up to the maximum."""
+    return [[s["median"] - s["min"] for s in summaries], [s["max"] - s["median"] for s in summaries]]
+
+
+def draw_spread(ax, positions: Sequence[float], summaries: Sequence[Mapping | None], *,
+                horizontal: bool = False, color: str = "black", samples: bool = True,
+                scale: float = 1.0) -> None:
+    """Draw each summary's range as an error bar at its median (and its samples as dots) at
+    ``positions`` on ``ax``: vertical bars for vertical plots, horizontal ones for ``barh``.
+    ``scale`` multiplies the values (e.g. 1e3 for milliseconds). None summaries are skipped."""
+    drawn = [(p, s) for p, s in zip(positions, summaries, strict=True) if s]
+    if not drawn:
+        return
+    where = [p for p, _ in drawn]
+    medians = [s["median"] * scale for _, s in drawn]
+    errors = [[e * scale for e in side] for side in spread_errors([s for _, s in drawn])]
+    keyword = "xerr" if horizontal else "yerr"
+    xs, ys = (medians, where) if horizontal else (where, medians)
+    ax.errorbar(xs, ys, **{keyword: errors}, fmt="none", ecolor=color, capsize=3, linewidth=1,
+                zorder=3)
+    if samples:
+        for p, s in drawn:
+            values = [v * scale for v in s["samples"]]
+            points = (values, [p] * len(values)) if horizontal else ([p] * len(values), values)
+            ax.plot(*points, linestyle="none", marker=".", markersize=3, color=color, alpha=0.6,
+                    zorder=4)
+
+
+SPREAD_NOTE = "bars: median; whiskers: fastest to slowest repeat; dots: the repeats"
