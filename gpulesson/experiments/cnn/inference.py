@@ -17,7 +17,6 @@ from gpulesson.experiments.common import (
     SUMMARY_KEY,
     WARMUP,
     as_rate,
-    compare,
     repeats_for,
     summarise,
     summary_of,
@@ -26,7 +25,7 @@ from gpulesson.experiments.common import (
 from gpulesson.experiments.energy import energy_of_calls, energy_text
 from gpulesson.experiments.recordset import RecordSet
 from gpulesson.machine.timing import cpu_settings, timed
-from gpulesson.records.results import NOT_RECORDED, duration, pick
+from gpulesson.records.results import duration
 
 EXPERIMENT = "cnn-inference"
 # One record a device, in the CNN's results file beside its training's.
@@ -108,32 +107,3 @@ def describe(records) -> str:
         f"{summary_text(throughput_summary(record))} at {record['batch_size']} images a call; "
         f"one image {summary_text(latency_summary(record), duration, what='calls')}; energy per "
         f"image {energy_text(record, per_image=True, what='calls')}." for record in records)
-
-
-def reference_inference(path, run_id: str | None = None) -> list[dict]:
-    """The prediction records of the training's reference run ``run_id`` when it has some,
-    else the newest prediction run; CPU first."""
-    found = RECORDS.runs_in(path, run_id=run_id).get(run_id) if run_id else None
-    return found or RECORDS.newest_run(path)
-
-
-def substitutions(path, run_id: str | None = None) -> dict[str, str]:
-    """The page's ``ref_inf_*`` values."""
-    records = reference_inference(path, run_id)
-    cpu, gpu = pick(records, False), pick(records, True)
-    values = {"ref_inf_batch": (f"{records[0]['batch_size']:,} images a call" if records
-                                else NOT_RECORDED)}
-    for name, record in (("cpu", cpu), ("gpu", gpu)):
-        rate, latency = throughput_summary(record), latency_summary(record)
-        values[f"ref_inf_{name}_rate"] = summary_text(rate) if rate else NOT_RECORDED
-        values[f"ref_inf_{name}_latency"] = (summary_text(latency, duration, what="calls")
-                                            if latency else NOT_RECORDED)
-        values[f"ref_inf_{name}_image_energy"] = (
-            energy_text(record, per_image=True, what="calls") if record else NOT_RECORDED)
-    both = cpu and gpu
-    values["ref_inf_rate_gpu_vs_cpu"] = (
-        compare(throughput_summary(gpu), throughput_summary(cpu), higher_is_better=True).sentence
-        if both else NOT_RECORDED)
-    values["ref_inf_latency_gpu_vs_cpu"] = (
-        compare(latency_summary(gpu), latency_summary(cpu)).sentence if both else NOT_RECORDED)
-    return values

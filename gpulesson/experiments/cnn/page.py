@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpulesson.experiments.cnn import gpu_use, headline, inference
+from gpulesson.experiments.cnn import gpu_use, headline
 from gpulesson.experiments.cnn.figures import alt_texts
 from gpulesson.experiments.cnn.records import (
     FULL_EPOCHS,
@@ -18,7 +18,6 @@ from gpulesson.experiments.cnn.records import (
     workshop_seconds,
 )
 from gpulesson.experiments.common import summarise
-from gpulesson.experiments.energy import energy_text
 from gpulesson.experiments.pagewords import (
     accuracy,
     by_device,
@@ -48,11 +47,6 @@ def _precision(record: dict) -> str:
 
     return (f"{name(found['matmul'])} matrix products, "
             f"{name(found.get('convolution', found['matmul']))} convolutions")
-
-
-def _epoch_range(record: dict) -> str:
-    epochs = record.get("epoch_seconds")
-    return f"{duration(min(epochs))} to {duration(max(epochs))}" if epochs else NOT_RECORDED
 
 
 def _load(record: dict) -> str:
@@ -93,10 +87,7 @@ PER_DEVICE = {
     "cores": lambda r: _optional(r, "cpu_cores_available", str),
     "load": _load,
     "epoch_summary": lambda r: median_text(epoch_summary(r)),
-    "epoch_range": _epoch_range,
     "float32_precision": _precision,
-    "epoch_energy": energy_text,
-    "image_energy": lambda r: energy_text(r, per_image=True),
 }
 
 
@@ -108,7 +99,7 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     records = reference_run(path)
     comparison = gpu_comparison(records)
     values = {
-        **run_values("ref", records, "run", "date", "backend", "n_train", "batch_size", "cpu", "gpu"),
+        **run_values("ref", records, "date", "backend", "n_train", "batch_size", "cpu", "gpu"),
         "ref_data": data_label(records) if records else NOT_RECORDED,
         # The ratio of the median epochs, and where the ranges overlap, that they do.
         "ref_speedup": speedup_text(comparison) if comparison else NOT_RECORDED,
@@ -130,7 +121,6 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     values["ref_validation_row_cpu"] = (NOT_RECORDED if not records else
                                         _validation_row([cpu]) if cpu != NOT_RECORDED else "")
     values["ref_gpu_vs_cpu"] = comparison_text(comparison)
-    values.update(inference.substitutions(path, records[0]["run_id"] if records else None))
     values.update(gpu_use.substitutions(records, Path(path).with_name(gpu_use.CEILING_FILE.name)))
     values.update(headline.substitutions(records, path,
                                          Path(path).with_name(headline.MATMUL_FILE.name)))
