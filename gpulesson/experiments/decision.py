@@ -1,7 +1,7 @@
-"""Should this job use a GPU? The time, energy and allocation cost of :data:`EPOCHS` epochs of
-the CNN and of the small MLP, from each device's reference record: the warm-up's extra time
-once plus the timed epochs' median and range, the measured joules per epoch, and that time
-charged at the site's rates (the CPU job for the cores it had, the GPU job for one GPU).
+"""Should this job use a GPU? The time and allocation cost of :data:`EPOCHS` epochs of the CNN,
+from each device's reference record: the warm-up's extra time once plus the timed epochs'
+median and range, and that time charged at the site's rates (the CPU job for the cores it had,
+the GPU job for one GPU).
 
 The site's rates are read from the ``_config.yml`` of the lesson the results file belongs to
 (the folder above ``results/``), else from this lesson's.
@@ -12,10 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpulesson.classroom.charges import Rates, allocation_cost, read_rates
-from gpulesson.experiments import small_models
 from gpulesson.experiments.cnn import records as cnn
-from gpulesson.experiments.common import compare, fmt_number, scale, summary_text
-from gpulesson.experiments.energy import energy_summary, energy_text
+from gpulesson.experiments.common import compare, scale, summary_text
 from gpulesson.records.results import LESSON_ROOT, NOT_RECORDED, duration, pick
 
 EXPERIMENT = cnn.EXPERIMENT  # the results file :func:`substitutions` is given
@@ -58,44 +56,29 @@ def _cores(record: dict) -> int:
     return int(record.get("cpu_cores_available") or record.get("cores_usable") or 1)
 
 
-def _runs(path: Path) -> dict[str, tuple[list[dict], object]]:
-    """``{model: (reference records, epoch summary function)}``."""
-    mlp_path = Path(path).parent / f"{small_models.EXPERIMENT}.jsonl"
-    return {"cnn": (cnn.reference_run(path), cnn.epoch_summary),
-            "mlp": (small_models.reference_run("comparison", mlp_path) if mlp_path.is_file() else [],
-                    small_models.epoch_summary)}
-
-
 def rates_for(path) -> Rates:
     config = Path(path).resolve().parent.parent / "_config.yml"
     return read_rates(config if config.is_file() else LESSON_ROOT / "_config.yml")
 
 
 def substitutions(path=cnn.RESULTS_FILE) -> dict[str, str]:
-    """The ``ref_dec_*`` values: for each model and device the time, energy and cost of
-    :data:`EPOCHS` epochs, and the GPU against the CPU for each."""
+    """The ``ref_dec_*`` values: for each device the time and cost of :data:`EPOCHS` epochs of
+    the CNN, and the GPU against the CPU for each."""
     rates = rates_for(path)
-    values = {"ref_dec_epochs": str(EPOCHS), "ref_dec_unit": rates.unit,
-              "ref_dec_core_rate": fmt_number(rates.core_hour),
-              "ref_dec_gpu_rate": fmt_number(rates.gpu_hour), "ref_dec_rates_note": rates.note}
-    for model, (records, epoch_summary) in _runs(path).items():
-        times, costs, energies = {}, {}, {}
-        for name, record in (("cpu", pick(records, False)), ("gpu", pick(records, True))):
-            key = f"ref_dec_{model}_{name}"
-            time = times[name] = training_time(epoch_summary(record),
-                                               (record or {}).get("first_epoch_seconds"))
-            charged = "one GPU" if name == "gpu" else f"{_cores(record or {})} cores"
-            costs[name] = (training_cost(time, rates, gpus=1) if name == "gpu" else
-                           training_cost(time, rates, cores=_cores(record)) if record else None)
-            energies[name] = energy_summary(record, factor=EPOCHS)
-            values[f"{key}_time"] = (summary_text(time, duration, what="timed epochs") if time
-                                     else NOT_RECORDED)
-            values[f"{key}_cost"] = (f"{summary_text(costs[name], what='timed epochs')}, {charged}"
-                                     if costs[name] else NOT_RECORDED)
-            values[f"{key}_energy"] = (energy_text(record, factor=EPOCHS, what="timed epochs")
-                                       if record else NOT_RECORDED)
-        values[f"ref_dec_{model}_time_verdict"] = _in_words(times["gpu"], times["cpu"])
-        values[f"ref_dec_{model}_cost_verdict"] = cost_sentence(costs["gpu"], costs["cpu"])
-        values[f"ref_dec_{model}_energy_verdict"] = _in_words(energies["gpu"], energies["cpu"],
-                                                              "less energy", "more energy")
+    values = {"ref_dec_epochs": str(EPOCHS), "ref_dec_rates_note": rates.note}
+    records = cnn.reference_run(path)
+    times, costs = {}, {}
+    for name, record in (("cpu", pick(records, False)), ("gpu", pick(records, True))):
+        key = f"ref_dec_cnn_{name}"
+        time = times[name] = training_time(cnn.epoch_summary(record),
+                                           (record or {}).get("first_epoch_seconds"))
+        charged = "one GPU" if name == "gpu" else f"{_cores(record or {})} cores"
+        costs[name] = (training_cost(time, rates, gpus=1) if name == "gpu" else
+                       training_cost(time, rates, cores=_cores(record)) if record else None)
+        values[f"{key}_time"] = (summary_text(time, duration, what="timed epochs") if time
+                                 else NOT_RECORDED)
+        values[f"{key}_cost"] = (f"{summary_text(costs[name], what='timed epochs')}, {charged}"
+                                 if costs[name] else NOT_RECORDED)
+    values["ref_dec_cnn_time_verdict"] = _in_words(times["gpu"], times["cpu"])
+    values["ref_dec_cnn_cost_verdict"] = cost_sentence(costs["gpu"], costs["cpu"])
     return values
