@@ -245,22 +245,6 @@ def _compared(comparisons: dict, values: dict):
             assert values[name] == MISSING, name
 
 
-def test_matmul_precision_words_agree_with_the_records():
-    from gpulesson.experiments.matmul import page
-
-    values = page.substitutions(ROOT / RESULTS_DIR / "matmul.jsonl")
-    checked = 0
-    for name, base, other in _compared(page.COMPARISONS, values):
-        dtype = other["dtype"]
-        n = max({p["n"] for p in base["points"]} & {p["n"] for p in other["points"]})
-        at = {r["dtype"]: next(p for p in r["points"] if p["n"] == n) for r in (base, other)}
-        _check_words(values[name], _summary(at[dtype]["seconds"]), _summary(at["float32"]["seconds"]))
-        checked += 1
-    # without a run of the current method (throughput) the page compares nothing: _compared
-    # checked that every comparison then says the value is missing
-    assert checked or not _matmul_records(), "no comparison of precisions in the matmul records"
-
-
 def _sizes_said(text: str) -> dict[str, set[int]]:
     """The sizes a size-by-size value names after each of its verdicts ("faster at n = 1,024,
     slower at n = 32 and 4,096, with no measurable difference at n = 16 and 512")."""
@@ -318,8 +302,6 @@ def test_the_size_by_size_words_follow_made_up_records(tmp_path):
     assert _sizes_said(values["ref_mm_cpu_float16_by_size"]) == {
         "faster": {1024}, "slower": {4096}, common.NO_DIFFERENCE: {64}}
     assert values["ref_mm_cpu_bfloat16_by_size"].startswith(f"{common.NO_DIFFERENCE} at any size")
-    # the largest size alone would have said "slower" of float16 everywhere
-    assert values["ref_mm_cpu_float16_vs_float32"] == "1.3× slower than"
 
 
 def test_the_whole_model_verdict_agrees_with_the_records():
@@ -384,8 +366,8 @@ def test_matmul_comparisons_follow_the_page_when_records_change(tmp_path):
             sweep("float16", [3.0, 3.1, 3.2])]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     values = page.substitutions(path)
-    assert values["ref_mm_cpu_bfloat16_vs_float32"] == common.SAME_WORD
-    assert "slower" in values["ref_mm_cpu_float16_vs_float32"]
+    assert values["ref_mm_cpu_bfloat16_by_size"].startswith(common.NO_DIFFERENCE)
+    assert values["ref_mm_cpu_float16_by_size"].startswith("slower")
     assert values["ref_mm_model_verdict"] == MISSING  # no feeding records beside it
 
 

@@ -16,11 +16,8 @@ from gpulesson.records.results import duration as _seconds
 DEVICES = ("cpu", "gpu")
 PEAK_WORDS = {"fp32": "FP32", "tf32": "TF32", "bf16": "BF16", "fp16": "FP16"}
 # Page values that are comparisons, with the two timings each compares (tests check their words):
-# at the largest size of both sweeps, and size by size.
-COMPARISONS = {f"ref_mm_{device}_{dtype}_vs_float32": (device, dtype)
-               for device in DEVICES for dtype in DTYPES if dtype != "float32"}
-BY_SIZE = {f"ref_mm_{device}_{dtype}_by_size": (device, dtype)
-           for device in DEVICES for dtype in DTYPES if dtype != "float32"}
+# the CPU's other precisions against float32, size by size.
+BY_SIZE = {f"ref_mm_cpu_{dtype}_by_size": ("cpu", dtype) for dtype in DTYPES if dtype != "float32"}
 # The whole-model measurement episode 6 sets beside the matmul: episode 9's training of the CNN
 # in float32 and in mixed bfloat16 (results/feeding.jsonl), on the CPU.
 FEEDING_FILE = "feeding.jsonl"
@@ -63,13 +60,6 @@ def _pairs(records, device: str, dtype: str) -> list[tuple[int, dict | None, dic
     base, other = mr.find(records, device, "float32"), mr.find(records, device, dtype)
     return [(p["n"], mr.point_summary(p), mr.point_summary(_point(base, p["n"])))
             for p in _sorted_points(other) if _point(base, p["n"])]
-
-
-def _dtype_text(records, device: str, dtype: str) -> str:
-    """``dtype`` against float32 at the largest size of both: "1.8× faster than", ..."""
-    pairs = _pairs(records, device, dtype)
-    _, a, b = pairs[-1] if pairs else (None, None, None)
-    return compare(a, b).text if a and b else NOT_RECORDED
 
 
 def dtype_by_size(records, device: str, dtype: str) -> dict[str, list[int]]:
@@ -124,24 +114,24 @@ def _run_values(prefix: str, records) -> dict[str, str]:
 
 
 def latency_values(records) -> dict[str, str]:
-    """The ``ref_mm_lat_*`` values: one synchronised float32 call, and calls not waited for."""
+    """The ``ref_mm_lat_*`` values: one synchronised float32 call on each device, and on the
+    CPU, the page's example, calls not waited for."""
     values = _run_values("ref_mm_lat", records)
     for device in DEVICES:
         base = mr.find(records, device, "float32")
-        prefix, points = f"ref_mm_lat_{device}", _sorted_points(base)
-        largest = points[-1] if points else None
-        for name, point in (("smallest", points[0] if points else None), ("largest", largest)):
+        points = _sorted_points(base)
+        for name, point in (("smallest", points[0] if points else None),
+                            ("largest", points[-1] if points else None)):
             summary = mr.latency_summary(base, point)
-            values[f"{prefix}_{name}"] = (f"{summary_text(summary, _seconds)} at n = "
-                                          f"{point['n']:,}" if summary else NOT_RECORDED)
-        values[f"{prefix}_largest_n"] = f"{largest['n']:,}" if largest else NOT_RECORDED
-        values[f"{prefix}_largest_time"] = median_text(mr.latency_summary(base, largest),
-                                                       what="repeats")
-        unsync = largest and largest.get("unsynchronised_median_seconds")
-        values[f"{prefix}_unsync_time"] = _times_text(largest, "unsynchronised")
-        values[f"{prefix}_unsync_gflops"] = (f"{mr.rate_text(gflops(largest['n'], unsync))} GFLOP/s"
-                                             if unsync else NOT_RECORDED)
-        values[f"{prefix}_unsync_verdict"] = _unsync_text(base)
+            values[f"ref_mm_lat_{device}_{name}"] = (f"{summary_text(summary, _seconds)} at n = "
+                                                     f"{point['n']:,}" if summary else NOT_RECORDED)
+    base = mr.find(records, "cpu", "float32")
+    largest = (_sorted_points(base) or [None])[-1]
+    values["ref_mm_lat_cpu_largest_n"] = f"{largest['n']:,}" if largest else NOT_RECORDED
+    values["ref_mm_lat_cpu_largest_time"] = median_text(mr.latency_summary(base, largest),
+                                                        what="repeats")
+    values["ref_mm_lat_cpu_unsync_time"] = _times_text(largest, "unsynchronised")
+    values["ref_mm_lat_cpu_unsync_verdict"] = _unsync_text(base)
     return values
 
 
@@ -289,11 +279,9 @@ def substitutions(path=mr.RESULTS_FILE) -> dict[str, str]:
                                           else NOT_RECORDED)
         for dtype in DTYPES:
             values[f"{prefix}_{dtype}"] = _peak(mr.find(records, device, dtype))
-        walls = [r["wall_seconds"] for r in records
-                 if r.get("device_kind") == device and r.get("wall_seconds")]
-        values[f"{prefix}_sweep_time"] = _seconds(sum(walls)) if walls else NOT_RECORDED
-    for name, (device, dtype) in COMPARISONS.items():
-        values[name] = _dtype_text(records, device, dtype)
+    walls = [r["wall_seconds"] for r in records
+             if r.get("device_kind") == "cpu" and r.get("wall_seconds")]
+    values["ref_mm_cpu_sweep_time"] = _seconds(sum(walls)) if walls else NOT_RECORDED
     for name, (device, dtype) in BY_SIZE.items():
         values[name] = _by_size_text(records, device, dtype)
     values.update(throughput_values(records))
