@@ -11,7 +11,7 @@ import pytest
 from data_fixtures import closed_port_url, make_cifar_archive, no_proxy
 from gpulesson.datasets import settings as settings_module
 from gpulesson.datasets.cifar10 import CLASS_NAMES
-from gpulesson.datasets.load import dataset_label, load_arrays, prepare, shuffle_rows
+from gpulesson.datasets.load import load_arrays, prepare, shuffle_rows
 from gpulesson.datasets.hdf5 import arrays_checksum, validate_hdf5
 from gpulesson.datasets.prepare import main
 from gpulesson.datasets.settings import get_settings
@@ -94,12 +94,6 @@ def test_cifar10_from_a_mirror_in_quick_mode(env, tmp_path):
     info = validate_hdf5(path, verify_checksum=True)
     assert (info.source, info.synthetic, info.n_train, info.n_test) == ("cifar10", False, 30, 5)
     assert info.attrs["origin"] == archive.url and info.class_names == CLASS_NAMES
-    assert dataset_label(path) == "CIFAR-10" == dataset_label(settings) == dataset_label(info)
-
-
-def test_dataset_label_of_synthetic_file(tmp_path):
-    settings = synthetic_quick(tmp_path)
-    assert dataset_label(prepare(settings, progress=False)) == "synthetic stand-in (not CIFAR-10)"
 
 
 # --- the command line ------------------------------------------------------------------------

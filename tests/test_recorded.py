@@ -105,7 +105,7 @@ def test_a_changed_code_cell_is_stale_until_recorded_again(lesson, tmp_path):
     assert code in text
     episode.write_text(text.replace(code, code + '\nprint("changed")'), encoding="utf-8")
     for ep in mk.notebook_episodes(root):
-        mk.target(ep, root).write_text(mk.notebook_text(ep), encoding="utf-8")
+        mk.target(ep, root).write_text(mk.notebook_texts(ep)[mk.target(ep)], encoding="utf-8")
     problems = record_run.stale_records(root)
     assert len(problems) == 1, problems
     assert "executed/03-environments.ipynb is stale" in problems[0]

@@ -225,11 +225,6 @@ def notebook_texts(episode: Path, root: Path = ROOT) -> dict[Path, str]:
     return {target(episode, root): _text(complete), learner_target(episode, root): _text(learner)}
 
 
-def notebook_text(episode: Path, root: Path = ROOT) -> str:
-    """The text of the episode's complete notebook."""
-    return _text(build_notebook(episode, root))
-
-
 def target(episode: Path, root: Path = ROOT) -> Path:
     """The complete notebook of an episode."""
     return root / NOTEBOOK_DIR / f"{episode.stem}.ipynb"

@@ -274,12 +274,6 @@ def complete_cells(cell_id: str, root: Path | None = None) -> tuple[Path, list[t
         f"'{RECOVER}' and go on in the complete notebook it puts beside yours.")
 
 
-def complete_source(cell_id: str, root: Path | None = None) -> tuple[Path, str]:
-    """(complete notebook, code) of the cell ``cell_id`` (``"05-031"``) of the lesson."""
-    path, cells = complete_cells(cell_id, root)
-    return path, dict(cells)[cell_id]
-
-
 def _parts(source: str) -> tuple[list[str], set[str], set[str]]:
     """(names defined, names used from earlier cells, names deleted) of a cell's code."""
     try:

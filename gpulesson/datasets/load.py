@@ -209,10 +209,3 @@ def load_prepared(settings: Settings | None = None, *, seed: int = 0, progress: 
     original = np.empty_like(order)
     original[order] = np.arange(len(order))
     return (x_train[original], y_train[original]), (x_test, y_test), source, class_names
-
-
-def dataset_label(path_or_settings) -> str:
-    """The human label of the data (for plot titles and tables), from settings or a data file."""
-    if isinstance(path_or_settings, (Settings, Hdf5Info)):
-        return path_or_settings.label
-    return validate_hdf5(path_or_settings).label

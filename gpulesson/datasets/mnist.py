@@ -64,11 +64,6 @@ def raw_folder(root: str | os.PathLike) -> Path:
     return Path(root).expanduser() / "MNIST" / "raw"
 
 
-def data_key(settings: Settings) -> str:
-    """The results label of the settings' data: ``"mnist"`` or ``"synthetic_mnist"``."""
-    return "synthetic_mnist" if settings.is_synthetic else "mnist"
-
-
 def _unpack_archives(raw: Path) -> None:
     """Unpack ``NAME.gz`` into ``NAME`` where only the archive is there."""
     for name in RAW_FILES:

@@ -39,7 +39,6 @@ from pathlib import Path
 POWERCAP = Path("/sys/class/powercap")
 POLL_SECONDS = 0.1  # how often a meter's thread reads its counter or samples the power
 MIN_CHANGES = 10  # a window is measured when the meter's reading changed this often in it
-UNIT = "J"
 
 
 class EnergyUnavailable(RuntimeError):
