@@ -1,18 +1,16 @@
 """The contention benchmark of episode 5 (k trainings at once on one CPU): the measurement on
-tiny data, in a browser, failing or killed trainings, and going on with a run. Its records, the
+tiny data, failing or killed trainings, and going on with a run. Its records, the
 page's values and the figure are tested in test_05_contention_page.py."""
 
-import importlib.util
 import json
 import sys
 
 import pytest
-from contention_helpers import made_up_records, made_up_report
+from contention_helpers import made_up_records, made_up_report, made_up_watched
 
 from gpulesson.experiments import contention
 from gpulesson.experiments.contention import measure
 from gpulesson.experiments.contention.__main__ import main as contention_main
-from gpulesson.machine.localhost import chromium_path
 from gpulesson.records.results import append_record, read_records, validate_record
 
 # --- the measurement, on tiny data -----------------------------------------------------------
@@ -108,37 +106,7 @@ def test_worker_output_is_one_json_line(tmp_path):
     assert measure._report(out, err, 1)["epoch_seconds"] == [1.0, 2.0]
 
 
-
-def test_a_training_in_a_browser_is_measured(tmp_path):
-    """The watched part for real, tiny: JupyterLab, the notebook open in headless Chromium,
-    its cells run from the page, and the same training with no browser; skipped where
-    Chromium or Playwright is missing."""
-    if chromium_path() is None or importlib.util.find_spec("playwright") is None:
-        pytest.skip(measure.ENABLE)
-    modes = ("no browser", "browser, bar per step")
-    conditions = measure.run_watched_benchmark(modes, n_images=128, batch_size=64, epochs=2,
-                                               timeout=300, data_dir=tmp_path)
-    records = contention.make_records(conditions, run_id="r", n_images=128, batch_size=64,
-                                      epochs=2)
-    assert [r["watched"] for r in records] == list(modes)
-    for record in records:
-        validate_record(record)
-        assert record["part"] == "watched" and len(record["per_copy"][0]["epoch_seconds"]) == 2
-        # The load was sampled while the training ran, also while the page ran it.
-        assert record["load_samples"] and record["load_max"] > 0
-    assert records[0]["slowdown"] == 1.0 and records[1]["slowdown"] > 0
-
-
-@pytest.mark.bad_input("missing file")
-def test_a_failing_training_in_the_browser_is_a_clear_error(tmp_path):
-    if chromium_path() is None or importlib.util.find_spec("playwright") is None:
-        pytest.skip(measure.ENABLE)
-    with pytest.raises(contention.WorkerError, match=r"failed in the notebook(.|\n)*no-such"):
-        measure.run_watched(tmp_path / "no-such.h5", "browser, line per epoch", n_images=64,
-                            batch_size=32, epochs=1, timeout=120)
-
-
-# --- on a GPU node, going on with a run, parts that cannot run -----------------------------------
+# --- on a GPU node, going on with a run ---------------------------------------------------------
 
 def test_the_trainings_see_no_gpu(tmp_path, monkeypatch):
     """A node's own settings would show the workers its GPU; the workers get it hidden."""
@@ -250,45 +218,18 @@ def test_going_on_with_other_sizes_is_refused(tmp_path, monkeypatch, capsys, on_
     assert ran == [] and out.read_bytes() == before
 
 
-def _no_browser(monkeypatch):
-    """This machine as a GPU node: no Chromium, no Playwright."""
-    monkeypatch.setattr(measure, "chromium_path", lambda: None)
-    monkeypatch.setattr(measure, "_installed", lambda module: module != "playwright")
-
-    def not_here(*args, **kwargs):
-        raise AssertionError("the watched part ran without a browser")
-
-    monkeypatch.setattr(measure, "run_watched_benchmark", not_here)
-
-
-@pytest.mark.bad_input("missing package")
-def test_without_a_browser_the_watched_part_is_skipped_and_the_copies_kept(tmp_path, monkeypatch,
-                                                                          capsys, on_torch):
-    _no_browser(monkeypatch)
-    assert measure.missing() == ["Chromium", "Playwright"]
+def test_going_on_with_a_former_watched_run_measures_every_copies_condition(tmp_path, monkeypatch,
+                                                                           on_torch):
+    """The results file keeps the former watched part's records (one training alone, shown in
+    a browser or not): they are no copies condition, and their sizes are not the run's."""
+    out = tmp_path / "runs.jsonl"
+    for record in made_up_watched("20261123T120000Z-bbbbbb"):
+        append_record(out, record)
     ran = _fake_trainings(monkeypatch)
-    out = tmp_path / "runs.jsonl"
-    assert contention_main(["--quick", "--copies", "1", "2", "--out", str(out)]) == 0
+    assert contention_main([*COPIES_ARGS, "--run-id", "20261123T120000Z-bbbbbb",
+                            "--out", str(out)]) == 0
     assert ran == [(1, None), (2, None), (1, 1), (2, 1)]
-    assert {r["part"] for r in read_records(out)} == {"copies"} and len(read_records(out)) == 4
-    printed = capsys.readouterr().out
-    notes = [line for line in printed.splitlines() if line.startswith("Skipped the watched part")]
-    assert len(notes) == 1, printed
-    assert "Chromium and Playwright not found" in notes[0]
-    assert "tools/ensure_chromium.sh" in notes[0] and "requirements/dev.txt" in notes[0]
-    # The note comes after the copies' table: they were measured and written first.
-    assert printed.index("Appended 4 record(s)") < printed.index(notes[0])
-
-
-@pytest.mark.bad_input("missing package")
-def test_asking_only_for_the_watched_part_without_a_browser_is_an_error(tmp_path, monkeypatch,
-                                                                       capsys):
-    _no_browser(monkeypatch)
-    out = tmp_path / "runs.jsonl"
-    assert contention_main(["--quick", "--parts", "watched", "--out", str(out)]) == 2
-    error = capsys.readouterr().err
-    assert "Chromium and Playwright not found" in error and "Nothing was measured" in error
-    assert not out.exists()
+    assert [r["part"] for r in read_records(out)] == ["watched"] * 2 + ["copies"] * 4
 
 
 @pytest.mark.bad_input("wrong backend")

@@ -10,7 +10,6 @@ from contention_helpers import (
     made_up_conditions,
     made_up_records,
     made_up_report,
-    made_up_watched,
 )
 
 from gpulesson.experiments import contention
@@ -36,10 +35,22 @@ def test_a_record_has_every_field_the_page_and_figure_need():
     for record in (alone, two, three, three_one):
         validate_record(record)
         assert record["cpu_model"] == "Test CPU" and record["run_id"] == alone["run_id"]
+        # The fields that keep them apart from the former watched part's records in the file.
+        assert record["part"] == "copies" and record["watched"] is None
     # The rule: every copy's epochs after its warm-up are the condition's samples, summarised.
     assert three["summary"]["samples"] == [39.0, 41.0, 44.0, 46.0, 34.0, 36.0]
     assert three["summary"]["warmup"] == [20.0, 30.0, 38.0] and three["summary"]["median"] == 40.0
     assert alone["summary"]["n"] == 2 and alone["summary"]["min"] == 9.0
+
+
+def test_a_record_says_its_trainings_saw_no_gpu():
+    condition = {**made_up_conditions()[0], "gpu_hidden": True,
+                 "reports": [{**made_up_report(12.0, 10.0),
+                              "devices_seen": {"device": "CPU", "gpu_count": 0}}]}
+    [record] = contention.make_records([condition], run_id="r", n_images=1000, batch_size=100,
+                                       epochs=2, environment={**ENVIRONMENT, "gpu_count": 1})
+    assert record["gpu_hidden"] is True and record["gpus_seen"] == 0
+    assert record["device"] == "CPU" and record["device_kind"] == "cpu"
 
 
 def test_records_made_before_the_summary_get_the_same_one():
@@ -66,27 +77,25 @@ def test_the_table_names_every_condition(contention_records):
 
 # --- the page's values ------------------------------------------------------------------------
 
-def test_page_values_come_from_the_newest_run(contention_records):
-    for record in made_up_records(run_id="20261123T110000Z-123456", factor=2.0):
+def test_page_values_come_from_the_newest_copies_run(contention_records):
+    # The file's newest run is the former watched part's: the page reads the copies' run.
+    assert contention.substitutions(contention_records)["ref_cont_alone_rate"] == "100 images/s"
+    for record in made_up_records(run_id="20261123T110000Z-123456", factor=0.5):
+        record["cpu_model"] = "Newer CPU"
         append_record(contention_records, record)
     values = contention.substitutions(contention_records)
-    assert values["ref_cont_run"] == "20261123T110000Z-123456"
-    assert values["ref_cont_cpu"] == "Test CPU, 2 cores"
+    assert values["ref_cont_date"] == "2026-11-23"
+    assert values["ref_cont_cpu"] == "Newer CPU, 2 cores"
+    assert values["ref_cont_data"] == "synthetic stand-in (not CIFAR-10)"
+    # One copy alone: 1,000 images in a median epoch of 10 s.
     assert values["ref_cont_alone_rate"] == "100 images/s"
-    # The episode's 45,000 images at 100 images/s.
-    assert values["ref_cont_alone_lesson_epoch"] == "7.5 min"
-    assert values["ref_cont_two_slowdown"] == "4.4 times"
-    assert values["ref_cont_three_one_thread_slowdown"] == "3.0 times"
-    assert values["ref_cont_three_load"] == "6.2"
-    assert values["ref_cont_alone_first"] == "12.0 s"
-    assert values["ref_cont_alone_later"] == "10.0 s (range 9.0 s–11.0 s, 2 epochs)"
+    assert "1 thread per training" in values["ref_cont_fig_alt"]
     assert not [k for k, v in values.items() if NOT_RECORDED in v]
 
 
 def test_a_missing_file_gives_not_recorded_values(tmp_path):
     values = contention.substitutions(tmp_path / "none.jsonl")
-    assert values["ref_cont_lesson_images"] == "45,000"
-    assert all(v == NOT_RECORDED for k, v in values.items() if k != "ref_cont_lesson_images")
+    assert values and all(v == NOT_RECORDED for v in values.values())
 
 
 def _episode(values_from):
@@ -141,9 +150,6 @@ def test_the_figure_draws_the_spread_and_says_what_it_draws(contention_records):
         for text in ("10.0 s (range 9.0 s–11.0 s, 2 epochs)", "40.0 s (range 34.0 s–46.0 s, 6 epochs)",
                      "load 6.2", "1 thread per training", "fair share"):
             assert text in fig.alt_text, text
-        (watched,) = contention.watched_figures(contention.reference_run(contention_records, "watched"))
-        assert watched.alt_text == values["ref_cont_fig_watched_alt"]
-        assert "40.0 s, 70.0 s, 98.0 s" in watched.alt_text and "warm-up" in watched.alt_text
     finally:
         plt.close("all")
     # Without the one-thread conditions, the alt text does not speak of them.
@@ -154,11 +160,9 @@ def test_the_figure_draws_the_spread_and_says_what_it_draws(contention_records):
 
 def test_the_figure_script_draws_from_a_records_file(contention_records, tmp_path):
     written = _figure_script().draw(contention_records, tmp_path)
-    assert [p.name for p in written] == ["contention.svg", "contention-watched.svg"]
+    assert [p.name for p in written] == ["contention.svg"]
     svg = written[0].read_text(encoding="utf-8")
     assert "trainings running at once" in svg and "1 thread" in svg
-    svg = written[1].read_text(encoding="utf-8")
-    assert "browser, bar per step" in svg and "no browser" in svg and "epoch" in svg
 
 
 @pytest.mark.bad_input("missing file")
@@ -173,95 +177,9 @@ def test_series_differ_by_more_than_colour():
     import matplotlib.pyplot as plt
     from test_accessibility import problems
 
-    figures = contention.figures(made_up_records()) + contention.watched_figures(made_up_watched())
+    figures = contention.figures(made_up_records())
     try:
         assert not [p for fig in figures for p in problems(fig)]
     finally:
         for fig in figures:
             plt.close(fig)
-
-
-# --- the watched part ---------------------------------------------------------------------------
-
-def test_the_watched_part_has_its_own_run_and_slowdowns_against_no_browser():
-    none, bar, lines = made_up_watched()
-    assert {r["part"] for r in (none, bar, lines)} == {"watched"}
-    assert none["slowdown"] == 1.0
-    assert bar["slowdown"] == pytest.approx((70 + 98) / 2 / 28)
-    assert all(r["part"] == "copies" and r["watched"] is None for r in made_up_records())
-    text = contention.describe(made_up_watched())
-    assert "browser, bar per step" in text and "40.0, 70.0, 98.0" in text
-
-
-def test_watched_page_values_come_from_the_newest_watched_run(contention_records):
-    values = contention.substitutions(contention_records)
-    # The copies part is still read from its own run.
-    assert values["ref_cont_run"] == "20261123T100000Z-abcdef"
-    assert values["ref_cont_watch_images"] == "45,000" and values["ref_cont_watch_epochs"] == "3"
-    assert values["ref_cont_watch_bar_epochs"] == "40, 70, 98 s"
-    assert values["ref_cont_watch_bar_first"] == "40.0 s" and values["ref_cont_watch_bar_last"] == "98.0 s"
-    # The bar's timed epochs (70, 98 s) against no browser's (27.5, 28.5 s): apart, by the medians.
-    assert values["ref_cont_watch_bar_slowdown"] == "3.0 times"
-    # With a line an epoch (28, 30 s) the ranges overlap: the medians' ratio, said to be no more.
-    assert values["ref_cont_watch_lines_slowdown"] == (
-        "1.0 times (by the medians; no measurable difference by the ranges)")
-    assert values["ref_cont_watch_none_load"] == "1.2"
-    assert values["ref_cont_watch_bar_trend"] == "grew from one epoch to the next"
-    assert values["ref_cont_watch_lines_trend"] == "did not grow measurably from one epoch to the next"
-    assert values["ref_cont_watch_bar_vs_none"] == "3× slower than"  # common.compare's words
-    assert values["ref_cont_watch_lines_vs_none"] == "about as fast as"
-    # Alone: 9 to 12 s for 1,000 images (copies), 27.5 to 30 s for 45,000 (no browser), each
-    # scaled to the episode's 45,000 images.
-    assert values["ref_cont_alone_range"] == "27.5 s to 9.0 min"
-
-
-def test_comparisons_in_words_follow_the_numbers(contention_records):
-    values = contention.substitutions(contention_records)
-    # Three at once: epochs of 34 to 46 s against 27 to 33 s, three times one alone's 9 to 11 s.
-    assert values["ref_cont_three_vs_share"] == "more than"
-    assert values["ref_cont_together"].startswith(
-        "Together the three processed fewer images per second than one alone (75 images/s "
-        "against 100, by the median epochs)")
-    # One thread each: 14.5 to 15.5 s against 34 to 46 s with the default threads (medians 15, 40).
-    assert values["ref_cont_one_thread_vs_default"] == "2.7× faster than"
-    assert values["ref_cont_two_slowdown"] == "2.2 times"
-
-
-def test_a_copy_alone_with_one_timed_epoch_ranks_nothing():
-    """Each copy one warm-up and one timed epoch: one copy alone has a single sample, no range,
-    so common.compare tells no condition apart from it, and the page says so."""
-    conditions = made_up_conditions()
-    for condition in conditions:
-        for report in condition["reports"]:
-            report["epoch_seconds"] = report["epoch_seconds"][:2]
-    path_values = {}
-    records = contention.make_records(conditions, run_id="r", n_images=1000, batch_size=100,
-                                      epochs=2, environment=ENVIRONMENT)
-    import tempfile
-    from pathlib import Path
-
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "contention.jsonl"
-        for record in records:
-            append_record(path, record)
-        path_values = contention.substitutions(path)
-    assert path_values["ref_cont_alone_later"] == "9.0 s (1 epoch, no range)"
-    # 19 and 23 s against 9 s: 2.3 times by the medians, with no range alone to tell them apart.
-    assert path_values["ref_cont_two_slowdown"] == (
-        "2.3 times (by the medians; no measurable difference by the ranges)")
-    assert path_values["ref_cont_three_vs_share"] == "not measurably different from"
-    assert "no measurable difference" in path_values["ref_cont_together"]
-    assert "fewer" not in path_values["ref_cont_together"]
-
-
-
-def test_a_record_says_its_trainings_saw_no_gpu():
-    condition = {**made_up_conditions()[0], "gpu_hidden": True,
-                 "reports": [{**made_up_report(12.0, 10.0),
-                              "devices_seen": {"device": "CPU", "gpu_count": 0}}]}
-    [record] = contention.make_records([condition], run_id="r", n_images=1000, batch_size=100,
-                                       epochs=2, environment={**ENVIRONMENT, "gpu_count": 1})
-    assert record["gpu_hidden"] is True and record["gpus_seen"] == 0
-    assert record["device"] == "CPU" and record["device_kind"] == "cpu"
-
-

@@ -1,9 +1,9 @@
-"""Draw the contention figures from the results file:
+"""Draw the contention figure from the results file:
 
-    python fig/05-cpu-vs-gpu/contention.py   ->  contention.svg, contention-watched.svg
+    python fig/05-cpu-vs-gpu/contention.py   ->  contention.svg
 
-Each is drawn from the newest run of its part in results/contention.jsonl (see
-gpulesson.experiments.contention.reference_run); record them on an otherwise quiet machine with
+It is drawn from the newest run of k copies at once in results/contention.jsonl (see
+gpulesson.experiments.contention.reference_run); record one on an otherwise quiet machine with
 ``python -m gpulesson.experiments.contention``. Without a run, the script says so and draws
 nothing.
 """
@@ -18,16 +18,7 @@ from gpulesson.experiments import contention
 from gpulesson.records.figure_scripts import drawer, main
 
 HERE = Path(__file__).resolve().parent
-FIGURES = ("contention.svg", "contention-watched.svg")
-_copies = drawer(contention, FIGURES[:1], HERE)
-_watched = drawer(contention, FIGURES[1:], HERE,
-                  run=lambda results: contention.reference_run(results, "watched"),
-                  figures=contention.watched_figures,
-                  command="python -m gpulesson.experiments.contention --parts watched")
-
-
-def draw(results=contention.RESULTS_FILE, folder=HERE) -> list[Path]:
-    return _copies(results, folder) + _watched(results, folder)
+draw = drawer(contention, ("contention.svg",), HERE)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """Trainings sharing a CPU (episode 5): the lesson's CNN trained by 1, 2, 3 processes at once,
-each starting as many threads as there are cores, or shown live in a browser on the same
-machine. Importing it imports no deep-learning framework; only the workers do."""
+each starting as many threads as there are cores. Importing it imports no deep-learning
+framework; only the workers do."""
 
-from gpulesson.experiments.contention.figures import figures, watched_figures
+from gpulesson.experiments.contention.figures import figures
 from gpulesson.experiments.contention.measure import WorkerError, run_condition
 from gpulesson.experiments.contention.page import substitutions
 from gpulesson.experiments.contention.records import (
@@ -14,4 +14,4 @@ from gpulesson.experiments.contention.records import (
 )
 
 __all__ = ["EXPERIMENT", "RESULTS_FILE", "WorkerError", "describe", "figures", "make_records",
-           "reference_run", "run_condition", "substitutions", "watched_figures"]
+           "reference_run", "run_condition", "substitutions"]

@@ -1,7 +1,7 @@
-"""The two parts' figures (``fig/05-cpu-vs-gpu/contention.py``) and their alt texts.
+"""The figure (``fig/05-cpu-vs-gpu/contention.py``) and its alt text.
 
-What a figure shows is decided once (:func:`drawn`, :func:`watched_drawn`) and both the drawing
-and the alt text read it, so that an alt text never describes what the figure does not show.
+What the figure shows is decided once (:func:`drawn`) and both the drawing and the alt text
+read it, so that the alt text never describes what the figure does not show.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from gpulesson.experiments.common import draw_spread, summary_text
 from gpulesson.experiments.contention.records import condition_summary, find_in, threads_text
 from gpulesson.experiments.figkit import need, title
 from gpulesson.experiments.pagewords import listed
-from gpulesson.records.results import data_label, duration, hardware, software
+from gpulesson.records.results import duration, hardware, software
 
 # Line style and marker, not only colour, tell the series apart.
 _STYLE = {None: {"marker": "o", "linestyle": "-", "color": "tab:blue"},
@@ -55,13 +55,6 @@ def drawn(records) -> tuple[list[tuple[int | None, dict, list[Point]]], dict | N
         if points:
             series.append((threads, _STYLE.get(threads, _OTHER), points))
     return series, condition_summary(find_in(records, 1, None))
-
-
-def _finish(ax, xlabel: str, legend: str) -> None:
-    ax.set_xlabel(xlabel)
-    ax.set_ylim(bottom=0)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc=legend)
 
 
 def alt_text(records) -> str:
@@ -124,7 +117,10 @@ def figures(records):
     for ax in (left, right):
         ax.set_xticks(copies, [str(k) for k in copies])
         ax.set_xlim(min(copies) - 0.3, max(copies) + 0.5)
-        _finish(ax, "trainings running at once (k)", "upper left" if ax is left else "lower right")
+        ax.set_xlabel("trainings running at once (k)")
+        ax.set_ylim(bottom=0)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8, loc="upper left" if ax is left else "lower right")
     title(fig, "The lesson's CNN, k trainings at once on one CPU", records,
           f"{hardware(records).get('CPU', 'CPU')} | batch {first['batch_size']} | "
           f"{software(first)} | run {first['run_id']}", f"left: {SPREAD_NOTE_LINES}")
@@ -132,60 +128,3 @@ def figures(records):
     fig.alt_text = alt_text(records)
     return (fig,)
 
-
-# Per mode of the watched part: line style and marker as well as colour.
-_WATCHED_STYLE = {
-    "no browser": {"marker": "o", "linestyle": "-", "color": "tab:blue"},
-    "browser, bar per step": {"marker": "s", "linestyle": "--", "color": "tab:red",
-                              "fillstyle": "none"},
-    "browser, line per epoch": {"marker": "^", "linestyle": ":", "color": "tab:green"},
-}
-_WATCHED_WORDS = {"no browser": "with its output going to a file, no browser",
-                  "browser, bar per step": "in JupyterLab in a browser with Keras' progress bar",
-                  "browser, line per epoch": "in JupyterLab in a browser with one line an epoch"}
-
-
-def watched_drawn(records) -> list[tuple[dict, list, dict | None]]:
-    """Per record ``(style, epochs, summary)``: every epoch, the first the warm-up, and the
-    summary of those after it."""
-    need(records, "run python -m gpulesson.experiments.contention --parts watched")
-    return [(_WATCHED_STYLE.get(r["watched"], _OTHER), r["per_copy"][0]["epoch_seconds"],
-             condition_summary(r)) for r in records]
-
-
-def watched_alt_text(records) -> str:
-    lines = []
-    for record, (style, epochs, summary) in zip(records, watched_drawn(records), strict=True):
-        mode = _WATCHED_WORDS.get(record["watched"], record["watched"])
-        lines.append(f"{_line_words(style)} for the training {mode}: "
-                     + ", ".join(duration(t) for t in epochs)
-                     + (f" (after the warm-up {summary_text(summary, duration, what='epochs')})"
-                        if summary and len(epochs) > 1 else ""))
-    longest = max(len(e) for _, e, _ in watched_drawn(records))
-    return (f"A line chart of the seconds of each epoch of one training of the lesson's CNN, "
-            f"epochs 1 to {longest} on the horizontal axis, the first epoch being the warm-up: "
-            + "; ".join(lines) + ".")
-
-
-def watched_figures(records):
-    """``(fig,)`` with its ``alt_text``: each epoch of one training, a line for each way its
-    output was shown."""
-    import matplotlib.pyplot as plt
-
-    shown = watched_drawn(records)
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    for record, (style, epochs, _) in zip(records, shown, strict=True):
-        ax.plot(range(1, len(epochs) + 1), epochs, **_LINE, label=record["watched"], **style)
-    longest = max(len(e) for _, e, _ in shown)
-    ax.set_xticks(range(1, longest + 1),
-                  ["1\n(warm-up)", *(str(e) for e in range(2, longest + 1))])
-    first = records[0]
-    ax.set_ylabel(f"seconds for {first['n_images']:,} images")
-    _finish(ax, "epoch", "lower right")
-    cpu = hardware(records).get("CPU", "CPU")
-    ax.set_title(f"One training of the lesson's CNN, its output shown live or not\n"
-                 f"{data_label(records)} | {cpu} | batch {first['batch_size']}\n"
-                 f"{software(first)} | run {first['run_id']}", fontsize=9)
-    fig.tight_layout()
-    fig.alt_text = watched_alt_text(records)
-    return (fig,)

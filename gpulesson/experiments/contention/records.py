@@ -1,4 +1,4 @@
-"""The contention records: one per condition, each part's newest run, the run as a table.
+"""The contention records: one per condition, the newest run, the run as a table.
 
 A condition's samples are the epochs after the warm-up of every one of its copies
 (:func:`condition_summary`); the page and the figure compare conditions by them.
@@ -15,9 +15,10 @@ from gpulesson.experiments.recordset import RecordSet, split_epochs
 from gpulesson.machine.timing import available_cores
 
 EXPERIMENT = "contention"
-BASELINE_MODE = "no browser"  # the watched part's slowdowns are against this training
-# A condition: copies, threads and how it was shown (None in the copies part). Speed does not
-# depend on the pixels, so the data is the synthetic stand-in.
+# A condition: copies and threads. The file also keeps the records of a former part, "watched"
+# (one training shown in a browser or not, its mode in ``watched``); new records keep ``part``
+# "copies" and ``watched`` None, so that the page, the figure and a run that goes on read only
+# the copies'. Speed does not depend on the pixels, so the data is the synthetic stand-in.
 RECORDS = RecordSet(EXPERIMENT, ("copies", "threads", "watched"))
 RESULTS_FILE, condition_key = RECORDS.results_file, RECORDS.key
 
@@ -52,9 +53,7 @@ def _record(condition: dict, copies: list[dict], *, run_id: str, baseline: float
     return RECORDS.record(
         environment=environment, run_id=run_id,
         source="gpulesson.experiments.contention", device="CPU", device_kind="cpu",
-        # Two parts, each a run of its own: k copies at once, and one training watched.
-        part="watched" if condition.get("watched") else "copies",
-        watched=condition.get("watched"), copies=condition["copies"],
+        part="copies", watched=None, copies=condition["copies"],
         threads=condition["threads"],
         # None where the backend has no per-process thread setting (JAX).
         framework_threads=reports[0]["framework_threads"],
@@ -82,12 +81,11 @@ def make_records(conditions, *, run_id: str, n_images: int, batch_size: int, epo
                  environment: dict | None = None, baseline: float | None = None,
                  skipped=()) -> list[dict]:
     """The records of one run's conditions. ``slowdown``: a condition's mean epoch over that
-    of one copy alone (watched: of the training in no browser), ``baseline`` where that one
-    was recorded earlier in the run; ``skipped``: notes on conditions not run, and why."""
+    of one copy alone, ``baseline`` where that one was recorded earlier in the run;
+    ``skipped``: notes on conditions not run, and why."""
     per_copy = [[epoch_summary(r["epoch_seconds"], n_images) for r in c["reports"]]
                 for c in conditions]
-    watched = any(c.get("watched") for c in conditions)
-    alone = find_in(conditions, 1, None, BASELINE_MODE if watched else None)
+    alone = find_in(conditions, 1, None)
     if alone is not None:
         baseline = statistics.fmean(c["mean_epoch_seconds"]
                                     for c in per_copy[conditions.index(alone)])
@@ -96,16 +94,15 @@ def make_records(conditions, *, run_id: str, n_images: int, batch_size: int, epo
             for c, copies in zip(conditions, per_copy, strict=True)]
 
 
-def find_in(items, copies: int, threads: int | None, watched: str | None = None) -> dict | None:
-    """The condition or record of ``copies`` copies with ``threads`` (None: the default),
-    shown as ``watched`` (None: the copies part)."""
-    return next((r for r in items if r.get("copies") == copies and r.get("threads") == threads
-                 and r.get("watched") == watched), None)
+def find_in(items, copies: int, threads: int | None) -> dict | None:
+    """The condition or record of ``copies`` copies with ``threads`` (None: the default)."""
+    return next((r for r in items if r.get("copies") == copies and r.get("threads") == threads),
+                None)
 
 
-def reference_run(path=None, part: str = "copies") -> list[dict]:
-    """The records of the newest run of ``part`` ("copies" or "watched")."""
-    return RECORDS.newest_run(path, part=part)
+def reference_run(path=None) -> list[dict]:
+    """The records of the newest run of k copies at once (not of the former watched part)."""
+    return RECORDS.newest_run(path, part="copies")
 
 
 def threads_text(threads: int | None) -> str:
@@ -117,27 +114,20 @@ def describe(records) -> str:
     if not records:
         return "No run recorded."
     first = records[0]
-    watched = first.get("part") == "watched"
     lines = [f"Run {first['run_id']}: {first.get('cpu_model', 'CPU')}, "
              f"{first.get('cpu_cores_available', '?')} cores usable; "
              f"{first['n_images']:,} images, batch {first['batch_size']}, "
              f"{first['epochs']} epoch(s) per copy",
-             f"{'shown':>24} {'epochs (s)':>24} {'slowdown':>9} {'load max':>9}" if watched
-             else f"{'copies':>6} {'threads':>18} {'epoch s':>8} {'img/s each':>11} "
-                  f"{'img/s total':>12} {'slowdown':>9} {'load max':>9} {'1st fastest':>12}"]
+             f"{'copies':>6} {'threads':>18} {'epoch s':>8} {'img/s each':>11} "
+             f"{'img/s total':>12} {'slowdown':>9} {'load max':>9} {'1st fastest':>12}"]
     for r in records:
         slowdown = f"{r['slowdown']:.2f}x" if r.get("slowdown") else "-"
         load = f"{r['load_max']:.2f}" if r.get("load_max") is not None else "-"
-        if watched:
-            epochs = ", ".join(f"{t:.1f}" for t in r["per_copy"][0]["epoch_seconds"])
-            lines.append(f"{r['watched']:>24} {epochs:>24} {slowdown:>9} {load:>9}")
-            continue
         fastest = f"{r['first_epoch_fastest']} of {r['copies']}" if r["epochs"] > 1 else "-"
         lines.append(f"{r['copies']:>6} {threads_text(r['threads']):>18} "
                      f"{r['mean_epoch_seconds']:>8.1f} {r['images_per_second']:>11,.0f} "
                      f"{r['images_per_second_total']:>12,.0f} {slowdown:>9} {load:>9} "
                      f"{fastest:>12}")
-    if not watched:
-        lines += [f"Note: {note}" for note in dict.fromkeys(
-            n for r in records for n in r.get("skipped_conditions") or ())]
+    lines += [f"Note: {note}" for note in dict.fromkeys(
+        n for r in records for n in r.get("skipped_conditions") or ())]
     return "\n".join(lines)

@@ -1,5 +1,5 @@
 """One training of the contention benchmark, in a process of its own (started by
-:mod:`~gpulesson.experiments.contention.measure` or a notebook's cell).
+:mod:`~gpulesson.experiments.contention.measure`).
 
 It trains the lesson's own CNN, generator and epoch timer on the first ``--n-images`` of a data
 file and prints one JSON line; ``fit_start`` and ``fit_end`` are Unix times, so that the parent
@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from pathlib import Path
 
 
 def main(argv=None) -> int:
@@ -25,12 +24,6 @@ def main(argv=None) -> int:
                         help="framework CPU threads (default: the cores this process may use); "
                              "TensorFlow and PyTorch only")
     parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--verbose", type=int, choices=(0, 1, 2), default=0,
-                        help="Keras' log: 0 none, 1 a progress bar updated every step, 2 one "
-                             "line an epoch (default 0)")
-    parser.add_argument("--result", default=None,
-                        help="also write the JSON line to this file (a notebook's output "
-                             "is hard to read back)")
     args = parser.parse_args(argv)
     import keras
 
@@ -54,19 +47,14 @@ def main(argv=None) -> int:
     timer = lesson.EpochTimer(samples_per_epoch=train.n_images)
     started = time.time()
     model.fit(train, epochs=args.epochs, shuffle=False,
-              callbacks=[lesson.DataEpoch(train), timer], verbose=args.verbose)
+              callbacks=[lesson.DataEpoch(train), timer], verbose=0)
     ended = time.time()
     seen = devices.keras_device()  # after fit: what the framework trained with could see
-    report = json.dumps({"epoch_seconds": timer.epoch_seconds, "framework_threads": threads,
-                         "backend": backend,
-                         "devices_seen": {"device": seen["device"], "gpu_count": seen["gpu_count"]},
-                         "cores": available_cores(), "fit_start": started, "fit_end": ended})
-    if args.result:
-        # Written whole under another name, then renamed: a reader never sees half a line.
-        partial = Path(args.result).with_suffix(".partial")
-        partial.write_text(report + "\n", encoding="utf-8")
-        partial.replace(args.result)
-    print(report, flush=True)
+    print(json.dumps({"epoch_seconds": timer.epoch_seconds, "framework_threads": threads,
+                      "backend": backend,
+                      "devices_seen": {"device": seen["device"], "gpu_count": seen["gpu_count"]},
+                      "cores": available_cores(), "fit_start": started, "fit_end": ended}),
+          flush=True)
     return 0
 
 
