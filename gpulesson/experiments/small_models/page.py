@@ -26,7 +26,6 @@ from gpulesson.records.results import duration as short_time
 from gpulesson.records.results import pick as _pick
 
 BUDGET = "`python tools/reference.py budget`"
-RUN = ("run", "date", "backend", "cpu", "gpu")  # what the page names of each reference run
 
 
 def cut_sweep_note(path, reference) -> str:
@@ -80,16 +79,18 @@ def sweep_dates(records) -> str:
 
 
 # The sweep's values, NOT_RECORDED until a run has them: per device its total, its time per
-# sample and per step at the grid's two corners, and a step's growth along the top row.
+# sample at the grid's two corners, and a step at the smallest corner and its growth along the
+# top row.
 SWEEP_KEYS = tuple(f"ref_mlp_sweep_{key}" for key in (
     "batches", "widths", "small_cell", "large_cell", "best", "worst", "paying",
     *(f"{device}_{what}" for device in ("cpu", "gpu") for what in (
-        "total", "row_steps", "small_sample", "small_step", "large_sample", "large_step"))))
+        "total", "row_steps", "small_sample", "small_step", "large_sample"))))
 
 
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     comparison = reference_run("comparison", path)
-    values = run_values("ref_mlp", comparison, *RUN, "batch_size", "epochs")
+    values = run_values("ref_mlp", comparison, "date", "backend", "cpu", "gpu", "batch_size",
+                        "epochs")
     values.update({
         "ref_mlp_n_train": str(comparison[0]["n_train"]) if comparison else NOT_RECORDED,
         "ref_mlp_speedup": speedup_text(verdict(comparison)),
@@ -102,7 +103,7 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         values[f"ref_mlp_{name}_accuracy"] = accuracy(record)
 
     records = reference_run("sweep", path)
-    values.update(run_values("ref_mlp_sweep", records, *RUN, "epochs"))
+    values.update(run_values("ref_mlp_sweep", records, "run", "cpu", "gpu"))
     values["ref_mlp_sweep_cut_note"] = cut_sweep_note(path, records)
     values["ref_mlp_sweep_dates"] = sweep_dates(records)
     values["ref_mlp_fig_sweep_alt"] = sweep_alt(records) if records else NOT_RECORDED
@@ -124,8 +125,9 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
             if record:
                 values[f"ref_mlp_sweep_{name}_{size}_sample"] = summary_text(sample_summary(record),
                                                                              short_time)
-                values[f"ref_mlp_sweep_{name}_{size}_step"] = summary_text(step_summary(record),
-                                                                           short_time)
+        small = cells.get(corners["small"], {}).get(name)
+        if small:
+            values[f"ref_mlp_sweep_{name}_small_step"] = summary_text(step_summary(small), short_time)
         # One step of the narrowest model at the smallest and at the largest batch: how much a
         # step's time grows along the top row of the grid.
         first, last = (cells.get((widths[0], batch), {}).get(name) for batch in (batches[0], batches[-1]))
