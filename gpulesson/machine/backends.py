@@ -1,24 +1,12 @@
 """Is the Keras backend that Keras will use installed? Checked before Keras is imported.
 
-Keras takes its backend from ``KERAS_BACKEND``, else from ``keras.json`` in ``$KERAS_HOME`` or
-``~/.keras``, else TensorFlow. When that backend's framework is not installed (``KERAS_BACKEND=jax``
-in an environment made by ``make lab``, which has TensorFlow only), ``import keras`` fails with a
-traceback of dozens of lines, again in every cell that imports it. :func:`guard_keras_import`
-(called when :mod:`gpulesson` is imported, which every notebook does first) makes that import
-fail with one short message instead: which backend, where it was chosen, and how to install it
-or choose another. It does nothing when the backend is installed or Keras is imported already.
+Without it, ``import keras`` fails with dozens of lines in every cell; :func:`guard_keras_import`
+makes it one message saying which backend, where it was chosen and how to install it. The versions
+are those of requirements/ (a test checks they agree).
 
-The versions are those of requirements/ (tests/test_keras_backend_errors.py checks that they
-agree).
-
-TensorFlow 2.21 logs its start-up notes through absl before absl's logging is set up, so they
-reach stderr whatever ``TF_CPP_MIN_LOG_LEVEL`` says ("All log messages before
-absl::InitializeLog() is called are written to STDERR", "oneDNN custom operations are on",
-"This TensorFlow binary is optimized to use available CPU instructions"), and a notebook shows
-them in red, as if they were errors. No environment variable reaches them (GLOG_minloglevel,
-TF_ENABLE_ONEDNN_OPTS=1 tried). :func:`quiet_tensorflow_start` leaves out those INFO notes, and
-only them, while TensorFlow is imported; warnings and errors still show. It honours
-``TF_CPP_MIN_LOG_LEVEL=0`` (everything shown).
+TensorFlow 2.21 logs start-up INFO notes through absl before logging is set up, so they reach
+stderr (red in a notebook) whatever ``TF_CPP_MIN_LOG_LEVEL`` says; :func:`quiet_tensorflow_start`
+leaves out those notes only, honouring ``TF_CPP_MIN_LOG_LEVEL=0``.
 """
 
 from __future__ import annotations

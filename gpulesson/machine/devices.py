@@ -207,11 +207,7 @@ def _gpu_names(backend: str) -> tuple[str, list[str]]:
 
 
 def keras_device() -> dict:
-    """The active Keras backend, its framework version and the device it computes on, as data.
-
-    ``device`` is the name of the first GPU as the framework reports it (Keras uses that one),
-    or ``"CPU"`` when the framework sees no GPU; ``gpu_count`` says how many it sees.
-    """
+    """The active Keras backend, its version and its device (first GPU, else ``"CPU"``), as data."""
     with _captured_output():  # CUDA start-up noise on CPU machines is not a failure
         import keras
 
@@ -333,9 +329,10 @@ def _nvml_gpu() -> dict:
 
 
 def gpu_facts(backend: str | None = None) -> dict | None:
-    """The GPU that the Keras backend (default: the active one) computes on, as data:
-    :data:`GPU_FIELDS`, each None when neither NVML nor the framework tells it; None when the
-    backend sees no GPU. No host name, no serial number."""
+    """The GPU the Keras backend computes on, as :data:`GPU_FIELDS` (None where unknown); None without a GPU.
+
+    No host name, no serial number.
+    """
     facts = _gpu_facts(backend or _active_backend())
     return None if facts is None else dict(facts)
 
@@ -403,10 +400,7 @@ def _backend_precision(backend: str) -> tuple[str, str, str]:
 
 
 def float32_precision(backend: str | None = None, gpu: dict | None = None) -> dict:
-    """How float32 matmuls and convolutions are computed on ``gpu`` (:func:`gpu_facts`; None:
-    on the CPU, in float32): ``{"matmul", "convolution", "setting"}``, the first two "tf32",
-    "float32" (or "bf16", or a JAX preset's name), from the backend's setting now in force and
-    the GPU's compute capability (unknown capability: the setting as asked)."""
+    """How float32 matmuls and convolutions run on ``gpu``: the backend's setting and the GPU's capability."""
     if gpu is None:
         return {**CPU_PRECISION, "setting": "CPU"}
     if os.environ.get("NVIDIA_TF32_OVERRIDE") == "0":

@@ -1,10 +1,7 @@
 """Is the node's NVIDIA driver new enough for the CUDA each installed framework was built for?
 
-A framework built for CUDA 13 finds no GPU on a node whose driver is too old for CUDA 13, and
-says little more than "no GPU". Since CUDA 11, a build runs on any driver of at least its
-*major* version's minimum (NVIDIA's "minor-version compatibility"): the driver's own CUDA
-version (``nvidia-smi``'s "CUDA Version") may be older than the build's within one major
-version. This module compares the two and says what to do when they do not fit.
+A too-old driver makes a framework say only "no GPU". Since CUDA 11 a build runs on any driver
+of at least its major version's minimum (minor-version compatibility).
 """
 
 from __future__ import annotations
@@ -34,9 +31,7 @@ def _major(version: str | None) -> int | None:
 
 
 def check(driver_version: str | None, build_cuda: dict[str, str | None]) -> list[str]:
-    """Lines that judge ``driver_version`` (e.g. ``"535.104.05"``) against the CUDA version
-    each framework was built for (``{"PyTorch": "13.2", "TensorFlow": "12.5.1", "JAX": None}``;
-    None: a CPU build, nothing to check). No lines when there is no driver."""
+    """Lines judging ``driver_version`` against each framework's CUDA build (None: a CPU build)."""
     driver = _major(driver_version)
     if driver is None:
         return []

@@ -1,31 +1,14 @@
-"""Energy meters: what a device used, in joules, read from the counters the machine offers.
+"""Energy meters: what a device used, in joules, from the counters the machine offers.
 
-- **The CPU**: the package energy counters of Linux powercap (RAPL), one
-  ``/sys/class/powercap/intel-rapl:N/energy_uj`` a CPU package (AMD processors show theirs
-  there too on recent kernels). A counter wraps around at ``max_energy_range_uj``;
-  :func:`counter_delta` adds the range back, and the meter reads the counters every
-  :data:`POLL_SECONDS` so that no interval holds more than one wrap. A package counter counts
-  everything its CPU does, other programs on the node included. Since Linux 5.10 ``energy_uj``
-  is readable by root only (a side channel, CVE-2020-8694), so on most nodes a job cannot read
-  it: its records say so. A package counter and a GPU board's counter measure different
-  things (one CPU package, against a whole board with its memory): compare them with care.
-- **An NVIDIA GPU**: through NVML (``pynvml``), the board's total energy counter where the GPU
-  has one, otherwise its power sampled every :data:`POLL_SECONDS` from a thread and integrated
-  (:func:`integrate`, the trapezoidal rule). Neither adds a synchronisation to the training.
+The CPU: Linux powercap (RAPL) package counters, polled every :data:`POLL_SECONDS` so no interval
+holds more than one wrap; they count the whole package (other programs too) and since Linux 5.10
+only root may read them (CVE-2020-8694). An NVIDIA GPU: NVML's board energy counter, else its power
+sampled and integrated. Neither adds a synchronisation to the training.
 
-A meter's :meth:`~EnergyMeter.joules` is the energy used since it started; the energy of an
-interval (an epoch) is the difference of two readings (:class:`Intervals`).
-
-**Resolution.** A counter does not count every joule as it is used: NVML's counter, for one,
-moves in steps (about 12 J on the lesson's H200), so a window of a few milliseconds reads 0 J
-or one whole step. A meter therefore counts how often its reading changed (``changes``) and
-keeps its smallest step (``step_joules``, for counters). A window is measured only when the
-reading changed at least :data:`MIN_CHANGES` times in it: then one step at either end is at
-most about a tenth of it. Shorter windows are added up into one longer window, or said to be
-below the meter's resolution (:mod:`gpulesson.experiments.energy`); never read as 0 J. Where no counter
-can be read, :func:`open_meter` raises :class:`EnergyUnavailable`, whose message says why; a
-record then keeps that reason (:func:`unmeasured`), never a guessed wattage
-(:mod:`gpulesson.experiments.energy` keeps and shows what was measured).
+Counters move in steps (about 12 J for NVML on an H200), so a window is measured only when the
+reading changed at least :data:`MIN_CHANGES` times in it; shorter ones are never read as 0 J.
+Where nothing can be read, :func:`open_meter` raises :class:`EnergyUnavailable` and a record keeps
+the reason, never a guessed wattage.
 """
 
 from __future__ import annotations
@@ -255,11 +238,10 @@ def open_meter(device_kind: str, *, powercap: Path = POWERCAP, **kwargs) -> Ener
 
 
 class Intervals:
-    """The joules of consecutive intervals of a meter (e.g. epochs): :meth:`begin` and
-    :meth:`end` around each; ``joules`` lists them in order, ``changes`` how often the meter's
-    reading changed in each, ``seconds`` their lengths, and ``readings`` the meter's
-    ``(begin, end)`` readings (:meth:`EnergyMeter.reading`) of each, from which the window from
-    one interval's start to a later one's end is measured. A meter of None records nothing."""
+    """The joules, reading changes, seconds and ``(begin, end)`` readings of consecutive intervals of a meter.
+
+    A meter of None records nothing.
+    """
 
     def __init__(self, meter: EnergyMeter | None):
         self.meter, self._start = meter, None

@@ -1,17 +1,8 @@
 """Floating-point operations of a training step, counted from the layers' shapes.
 
-A multiply-add counts as 2 operations. Only the convolutions and dense layers are counted: the
-activations, pooling, dropout and the optimizer add a few per weight or pixel, well under 1 %
-of the lesson's CNN. Training costs about 3 times the forward pass: the backward pass computes
-the gradients of the inputs and of the weights, each about as much as the forward pass.
-
-    >>> cnn_forward_flops() / 1e6  # the lesson's CNN, one 32 x 32 x 3 image  # doctest: +ELLIPSIS
-    30.8...
-
-:func:`cnn_forward_flops` counts from the architecture alone, so that the site can build its
-pages without Keras; episode 9 teaches the same count on a built model
-(``gpulesson.lesson.feeding.flops_per_image``), and a test checks that both agree on the
-lesson's ``build_cnn()``.
+Only convolutions and dense layers count (the rest is under 1 % of the lesson's CNN); a
+multiply-add is 2 operations, and training is about 3 times the forward pass. Counted from the
+architecture alone so the site builds without Keras; a test checks it against episode 9's count.
 """
 
 from __future__ import annotations

@@ -1,16 +1,7 @@
-"""Published peak rates of the GPUs the lesson has been measured on, keyed by the model name a record holds.
+"""Published (vendor data sheet, dense) peak rates of the GPUs the lesson was measured on, by model name.
 
-A measured rate means little alone: 14 TFLOP/s is fast for a laptop and slow for an H200. The pages put
-each measured rate beside the card's *published* peak (dense, without sparsity), from the vendor's data
-sheet named in ``SOURCES``. These are the vendor's numbers, not measurements: a page says so.
-
-    >>> peaks_for("NVIDIA H200")["bf16"]
-    989.5
-    >>> share_of_peak(14.0, "NVIDIA H200", "tf32")  # doctest: +ELLIPSIS
-    0.028...
-
-Keys of a table: ``fp32`` (plain float32 on the CUDA cores), ``tf32``, ``bf16``, ``fp16`` (tensor cores,
-dense), in TFLOP/s; ``memory_tb_s``, the memory bandwidth in TB/s.
+A measured rate means little alone, so pages show it beside the card's peak. Keys: ``fp32``, ``tf32``,
+``bf16``, ``fp16`` in TFLOP/s; ``memory_tb_s`` in TB/s.
 """
 
 from __future__ import annotations
@@ -54,15 +45,7 @@ def card(gpu_name: str | None) -> str | None:
 
 
 def float32_key(record: dict) -> str:
-    """The peak a float32 training of a CNN is compared with: ``"tf32"`` where the record says its
-    float32 convolutions (most of a CNN's arithmetic) ran as TF32, else ``"fp32"``. A record keeps
-    it as ``{"matmul": ..., "convolution": ...}`` (:func:`gpulesson.machine.devices.float32_precision`).
-
-        >>> float32_key({"float32_precision": {"matmul": "tf32", "convolution": "tf32"}})
-        'tf32'
-        >>> float32_key({"float32_precision": {"matmul": "float32", "convolution": "float32"}})
-        'fp32'
-    """
+    """``"tf32"`` where the record's float32 convolutions (most of a CNN) ran as TF32, else ``"fp32"``."""
     mode = (record.get("float32_precision") or {}).get("convolution")
     return "tf32" if mode == "tf32" else "fp32"
 

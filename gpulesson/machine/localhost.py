@@ -1,6 +1,4 @@
-"""Servers and a browser on this machine: a free TCP port on 127.0.0.1, and the Chromium to
-drive (for the contention experiment's watched part and for the tests that use a browser or a
-local server)."""
+"""A free TCP port on 127.0.0.1 and the Chromium to drive, for the watched experiment and the tests."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
 """The lesson's pinned environment, against the versions a record was made with.
 
-A GPU record made on a node in the node's own Python (``make reference LESSON_PYTHON=python3``,
-where no environment can be built) has other versions than the lesson's pinned environment,
-and may have other CUDA builds, which need other drivers. The pages that show such a record say
-so, with both sets of versions (:func:`environment_note`), made from the record and from the
-files that pin the environment (:func:`pinned_environment`), never typed.
+A GPU record made in a node's own Python has other versions (and CUDA builds) than the pinned
+environment; the pages that show it say so, from the record and the pin files, never typed.
 """
 
 from __future__ import annotations
@@ -51,9 +48,7 @@ def same_version(installed: str, pinned: str) -> bool:
 
 
 def environment_note(record: dict, what: str, root: Path = LESSON_ROOT) -> str:
-    """One sentence: whether ``what`` ("The check", "The reference run") ran in the lesson's
-    pinned environment or in the node's own, with the record's versions (and its CUDA) and,
-    where they differ, the pinned ones."""
+    """One sentence: whether ``what`` ran in the pinned environment or the node's own, with the versions."""
     versions = record.get("versions") or {}
     pins = pinned_environment(root)
     names = [key for key in TITLES if versions.get(key)]

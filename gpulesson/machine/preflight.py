@@ -1,9 +1,7 @@
 """Is everything a command needs installed in this Python?  Asked before anything runs.
 
-On a machine with the lesson's environment everything is there. On a cluster's GPU node, where
-the lesson records with the Python the node has, a package may be missing: the answer names it,
-with the version the lesson pins and how to add it, in one line, instead of a traceback after
-minutes of work. Nothing here imports the packages it checks (finding is enough, and cheap).
+On a node's own Python a package may be missing: say so in one line, not in a traceback after
+minutes of work. Finding a package is enough: nothing here imports them.
 """
 
 from __future__ import annotations

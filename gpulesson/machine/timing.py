@@ -1,14 +1,7 @@
-"""Timing helpers that the episodes do not teach: single calls, and the CPU facts of a timing.
+"""Timing helpers the episodes do not teach: single calls, and the CPU facts of a timing.
 
-The epoch timer itself, ``EpochTimer``, is written in the episode "Training a CNN on the CPU
-and on the GPU" and lives in :mod:`gpulesson.lesson`, which imports this module (never the
-other way round).
-
-A CPU timing depends on more than the code: on how many cores the process may use (a batch
-job gets a share of a node), on the framework's thread settings, and on what else runs on the
-node. :func:`cpu_settings` records these with every run, and :func:`set_cpu_threads` fixes
-the framework's threads to the cores the job was given. :func:`own_cpu_seconds` counts what a
-measurement's own processes used, read (like :func:`process_running`) from Linux's /proc.
+The epoch timer is written in an episode and lives in :mod:`gpulesson.lesson`, which imports this
+module (never the other way round).
 """
 
 from __future__ import annotations
@@ -74,9 +67,10 @@ def process_running(pid: int) -> bool:
 
 
 def own_cpu_seconds() -> float:
-    """CPU seconds used so far by this process and its child processes: those still running
-    (a reading process, Keras' worker processes; read from Linux's /proc) and those ended and
-    waited for. What a measurement's own helpers use is not other programs' load."""
+    """CPU seconds of this process and its children, running (from /proc) or waited for.
+
+    A measurement's own helpers are not other programs' load.
+    """
     times = os.times()
     total = time.process_time() + times.children_user + times.children_system
     tick, parents = os.sysconf("SC_CLK_TCK"), [os.getpid()]
@@ -102,9 +96,7 @@ def own_cpu_seconds() -> float:
 
 
 def cpu_settings() -> dict:
-    """The facts that decide a CPU timing, for a run's record: cores available to this
-    process, cores of the machine, the framework's threads and the load average (processes
-    wanting a core, over 1, 5 and 15 minutes; above the core count, others compete)."""
+    """The facts that decide a CPU timing: cores, the framework's threads, the load average."""
     return {
         "cpu_cores_available": available_cores(),
         "cpu_cores_machine": os.cpu_count(),
@@ -114,10 +106,9 @@ def cpu_settings() -> dict:
 
 
 def set_cpu_threads(threads: int | None = None) -> dict:
-    """Fix the framework's CPU threads to ``threads`` (default: :func:`available_cores`).
+    """Fix the framework's CPU threads (default: the cores available); returns :func:`framework_threads`.
 
-    Must run before the framework does any work (TensorFlow refuses later changes; the error
-    says so). JAX has no such setting at run time. Returns :func:`framework_threads`.
+    Must run before the framework does any work: TensorFlow refuses later changes.
     """
     threads = threads or available_cores()
     backend = _keras_backend()
@@ -144,11 +135,7 @@ def _keras_backend() -> str:
 
 
 def _wait_for_device(result) -> None:
-    """Wait until the work behind ``result`` is done, for backends that return before that.
-
-    Keras' ``fit``/``evaluate``/``predict`` return Python or numpy values, which are already
-    complete; raw tensors from JAX or PyTorch (on a GPU) may still be being computed.
-    """
+    """Wait until the work behind ``result`` is done: JAX and PyTorch GPU tensors may still be computing."""
     if hasattr(result, "block_until_ready"):  # JAX arrays
         result.block_until_ready()
     torch = sys.modules.get("torch")
@@ -157,11 +144,7 @@ def _wait_for_device(result) -> None:
 
 
 def timed(fn, *args, **kwargs):
-    """Call ``fn(*args, **kwargs)``; return ``(result, seconds)`` measured with ``perf_counter``.
-
-    The clock stops once the result is ready (JAX arrays and PyTorch's GPU queue are waited
-    for). For TensorFlow tensors, time a function that ends with ``keras.ops.convert_to_numpy``.
-    """
+    """``(fn(*args, **kwargs), seconds)``, the clock stopped once the result is ready."""
     start = time.perf_counter()
     result = fn(*args, **kwargs)
     _wait_for_device(result)

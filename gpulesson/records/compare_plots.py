@@ -1,9 +1,7 @@
 """Figures comparing CPU and GPU runs, and the model's results (headless-safe).
 
-Every function returns the Figure, and every title carries the data label (``label``, e.g.
-``settings.label`` or :func:`gpulesson.records.results.data_label`), so a figure of the synthetic
-stand-in can never pass for CIFAR-10. Colour never carries meaning alone: lines have markers
-and line styles, bars hatches and text, mistakes a "✗" next to the red frame.
+Every title carries the data label, so the synthetic stand-in never passes for CIFAR-10; colour
+never carries meaning alone (markers, hatches, text).
 """
 
 from __future__ import annotations
@@ -48,9 +46,10 @@ def time_axis(ax, values, label: str) -> bool:
 
 
 def plain_log_ticks(ax) -> None:
-    """Ticks of a logarithmic y axis at 1 and 3 times each power of ten, written as plain
-    numbers (0.3, 1, 30): decades alone leave a GPU's 0.5 s epoch or an 85 ms evaluation below
-    the lowest label, with nothing to read it against."""
+    """Log-axis ticks at 1 and 3 times each power of ten, as plain numbers.
+
+    Decades alone leave a 0.5 s epoch below the lowest label.
+    """
     from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
     ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 3.0), numticks=30))
@@ -73,12 +72,7 @@ def _subplots(*args, **kwargs):
 
 
 def epoch_times(cpu_seconds, gpu_seconds, *, label, hardware=None, first_epoch="includes compiling"):
-    """Line plot of the wall time of every epoch on the CPU and on the GPU.
-
-    Either list may be None or empty (e.g. no GPU run yet). The first epoch includes one-off
-    costs and is marked as such, with ``first_epoch`` saying which. ``hardware`` (text, or a mapping like
-    ``{"CPU": "AMD EPYC, 8 cores", "GPU": "NVIDIA H100"}``) goes under the title.
-    """
+    """Line plot of every epoch's wall time on the CPU and the GPU (either list may be empty)."""
     runs = [(name, list(s)) for name, s in (("CPU", cpu_seconds), ("GPU", gpu_seconds))
             if s is not None and len(s)]
     if not runs:
@@ -112,10 +106,7 @@ def epoch_times(cpu_seconds, gpu_seconds, *, label, hardware=None, first_epoch="
 
 
 def learning_curves(history, *, label):
-    """Loss and accuracy per epoch, training and validation, in two panels.
-
-    ``history``: a Keras ``History`` (what ``fit`` returns) or its ``.history`` dict.
-    """
+    """Loss and accuracy per epoch, training and validation, from a ``History`` or its dict."""
     history = getattr(history, "history", history)
     if not history or "loss" not in history:
         raise ValueError(f"the history has no 'loss' (keys: {sorted(history or {})})")
@@ -168,11 +159,7 @@ def confusion_counts(y_true, y_pred, n_classes: int) -> np.ndarray:
 
 
 def confusion_matrix(y_true, y_pred, class_names, *, label):
-    """The confusion matrix as a grid with the count written in every cell.
-
-    Rows are the true classes, columns the predicted ones; predictions may be class indices or
-    the model's output scores. Returns ``(fig, matrix)`` (see :func:`confusion_counts`).
-    """
+    """``(fig, matrix)``: the confusion matrix (rows true, columns predicted) with every count written."""
     matrix = confusion_counts(y_true, y_pred, len(class_names))
     n = len(class_names)
     size = max(4.0, 0.55 * n + 2)
@@ -197,11 +184,7 @@ def confusion_matrix(y_true, y_pred, class_names, *, label):
 
 
 def prediction_grid(x, y_true, y_pred, class_names, *, label, n=20, ncols=10):
-    """The first ``n`` images with their predicted and true classes.
-
-    A correct prediction is titled "✓ <class>"; a mistake "✗ <predicted>" with "(true: <class>)"
-    under it and a thick red frame, so mistakes are marked by text, not only by colour.
-    """
+    """The first ``n`` images with predicted and true classes; mistakes marked by text, not colour alone."""
     y_true, y_pred = _class_indices(y_true, "y_true"), _class_indices(y_pred, "y_pred")
     fig, axes, n = image_grid(min(len(x), len(y_true), len(y_pred)), n, ncols, cell=(1.5, 1.9),
                               extra_height=0.6, what="prediction_grid")

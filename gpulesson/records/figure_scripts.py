@@ -1,21 +1,6 @@
 """The skeleton of the figure scripts in ``fig/``: read a run, draw it, save the SVGs.
 
-Each script names its experiment and its files and leaves the rest to :func:`drawer` and
-:func:`main`::
-
-    draw = drawer(cnn, ("reference-epoch-times.svg", "reference-time-bars.svg"), HERE)
-
-    if __name__ == "__main__":
-        main(draw)
-
-``draw(results, folder)`` reads the experiment's reference run from the results file, stops
-with the command that records one when there is none, and saves the figures with the lesson's
-settings (:func:`gpulesson.records.plots.save_figures`). A declared experiment is drawn the same way,
-given as ``gpulesson.experiments.registry.Declared(NAME)`` and its ``FIGURES``. A figure of an
-experiment that its episode shows only once a run is recorded uses :func:`until_recorded`. The
-schematics (not measurements) take their colours, axes and frame from :func:`schematic` and
-:func:`finish`. Importing this module selects matplotlib's headless backend, as the scripts run
-without a display.
+Importing it selects matplotlib's headless backend: the scripts run without a display.
 """
 
 from __future__ import annotations
@@ -36,15 +21,10 @@ GPU_INK, GPU_FILL = "#8a4b08", "#f6e3c8"
 
 def drawer(experiment, names, folder: Path, *, run=None, figures=None, command: str | None = None,
            until_recorded: str | None = None):
-    """A ``draw(results=experiment.RESULTS_FILE, folder=folder)`` that saves ``names``.
+    """A ``draw(results, folder)`` that saves ``names`` from the experiment's reference run.
 
-    ``run(results)`` gives the records to draw (default ``experiment.reference_run``),
-    ``figures(records)`` the matplotlib figures, one per name (default ``experiment.figures``),
-    and ``command`` the command that records a run (default ``python -m`` the experiment).
-    The folder is made if it is missing. With ``until_recorded`` (what the file lacks, e.g.
-    "profile"), a file without a run draws nothing and says so, instead of stopping: for a
-    figure that its episode shows only once a run is recorded (every script in ``fig/`` runs
-    when the figures are redrawn).
+    With ``until_recorded``, a file without a run draws nothing instead of stopping: every script in
+    ``fig/`` runs when the figures are redrawn.
     """
     run = run or experiment.reference_run
     figures = figures or experiment.figures
@@ -62,9 +42,7 @@ def drawer(experiment, names, folder: Path, *, run=None, figures=None, command: 
 
 
 def until_recorded(experiment, folder: Path, backend: str = "jax"):
-    """The ``draw`` of an experiment's one figure (``experiment.FILE``), recorded on a GPU with
-    ``backend``: until a run is recorded its episode shows no figure, so nothing is drawn and
-    nothing fails."""
+    """The ``draw`` of a figure its episode shows only once recorded on a GPU with ``backend``."""
     name = experiment.__name__.rsplit(".", 1)[-1]
     return drawer(experiment, (experiment.FILE,), folder, until_recorded=name,
                   command=f"KERAS_BACKEND={backend} python -m {experiment.__name__}")

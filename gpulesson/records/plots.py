@@ -8,11 +8,7 @@ from gpulesson.datasets.settings import NO_LABEL
 
 
 def image_grid(count, n, ncols, *, cell=(1.4, 1.6), extra_height=0.4, what="show_images"):
-    """A figure with a grid of image axes for the first ``min(n, count)`` images.
-
-    Returns ``(fig, axes, n)``: ``axes`` is flat, one per grid cell (cells past ``n`` are there
-    too, for the caller to switch off), ``n`` the number of images that fit.
-    """
+    """``(fig, flat axes, n)``: a grid for the first ``min(n, count)`` images; spare cells are the caller's"""
     import matplotlib.pyplot as plt  # lazy; pyplot picks a headless backend when there is no display
 
     n = min(n, count)
@@ -26,11 +22,7 @@ def image_grid(count, n, ncols, *, cell=(1.4, 1.6), extra_height=0.4, what="show
 
 
 def show_images(x, y, class_names, *, n=16, ncols=8, title=None, label=None):
-    """A grid of the first ``n`` images of ``x`` with their class names; returns the Figure.
-
-    ``label`` (e.g. ``settings.label``) names the data source and always goes into the title,
-    so a figure of the synthetic stand-in can never pass for CIFAR-10.
-    """
+    """A grid of the first ``n`` images with class names, the data's ``label`` in the title."""
     fig, axes, n = image_grid(len(x), n, ncols)
     for i, ax in enumerate(axes):
         ax.axis("off")
@@ -44,11 +36,7 @@ def show_images(x, y, class_names, *, n=16, ncols=8, title=None, label=None):
 
 
 def save_svg(fig, path) -> None:
-    """Save ``fig`` as an SVG file that depends only on the figure, then close it.
-
-    A fixed hash salt and no date make the file byte-for-byte reproducible, so that a figure
-    committed to the lesson can be checked against the script that draws it.
-    """
+    """Save ``fig`` as a reproducible SVG (fixed salt, no date), then close it."""
     import matplotlib
     import matplotlib.pyplot as plt
 
@@ -58,12 +46,7 @@ def save_svg(fig, path) -> None:
 
 
 def save_figures(records, figures, names, folder, *, results, command: str) -> list:
-    """Draw ``figures(records)`` and save them as ``folder/<name>`` SVGs (:func:`save_svg`).
-
-    For the figure scripts in fig/: ``records`` is a reference run read from the results file
-    ``results``; with none, the script stops and names the ``command`` that records one.
-    Returns the paths written.
-    """
+    """Save ``figures(records)`` of the reference run in ``results``; with none, stop naming ``command``."""
     from pathlib import Path
 
     if not records:

@@ -1,12 +1,7 @@
-"""The lesson's measurement records: one JSON object per line in a results file (JSON Lines).
+"""The lesson's measurement records: one JSON object a line in a results file (JSON Lines).
 
-The results file is kept under version control, so every run only *appends* one line: a diff
-shows exactly what was measured, and two runs never rewrite each other's records.
-
-Every record says what was measured (``experiment``), on what (``device``, ``backend`` and the
-:func:`environment_record` fields) and when (``date``). Records of the synthetic stand-in carry
-``"data": "synthetic"`` and its label, so that a table or plot drawn from them can say so:
-:func:`data_label` gives the one label of a set of records and refuses to mix data sources.
+The file is under version control, so a run only appends: a diff shows what was measured.
+Records of the synthetic stand-in say so, and :func:`data_label` refuses to mix data sources.
 """
 
 from __future__ import annotations
@@ -55,10 +50,7 @@ def machine_record() -> dict:
 def environment_record() -> dict:
     """Where and when a measurement is made, as a dict to merge into a record.
 
-    Keys: ``date`` (ISO 8601, UTC), ``cpu_model``, ``cores_usable``, ``cores_total``,
-    ``device`` (the GPU's name as the Keras backend's framework reports it, or ``"CPU"``),
-    ``gpu_count``, ``backend`` and ``versions`` (python, keras, the backend framework, numpy,
-    h5py). No host name: the file is shared publicly under version control.
+    No host name: the file is shared publicly.
     """
     from gpulesson.machine import devices
 
@@ -80,10 +72,7 @@ def environment_record() -> dict:
 
 
 def make_record(experiment: str, *, data: str, environment: dict | None = None, **measurements) -> dict:
-    """A complete record: the ``environment`` (default :func:`environment_record`, which asks
-    Keras; code that measures another framework passes :func:`machine_record` and its own
-    framework's fields), the data source and its label, and ``measurements`` (e.g.
-    ``**timer.summary()``), which win over the environment's keys."""
+    """A complete record: the environment, the data source and its label, and ``measurements`` (which win)."""
     if data not in LABELS:
         raise ValueError(f"data must be one of {', '.join(LABELS)}, not {data!r}")
     record = {**(environment_record() if environment is None else environment),
@@ -101,10 +90,7 @@ def ran_on_gpu(record: dict) -> bool:
 
 
 def device_facts(record: dict) -> dict:
-    """``float32_precision`` (how float32 matmuls and convolutions were computed: "tf32" or
-    "float32") for every record, and for a GPU measurement ``gpu``: the model, driver, CUDA
-    versions, compute capability and memory (:func:`gpulesson.machine.devices.gpu_facts`). A timing on
-    a GPU means little without them: TF32 alone can change a float32 rate severalfold."""
+    """``float32_precision``, and for a GPU ``gpu``: TF32 alone can change a float32 rate severalfold."""
     from gpulesson.machine import devices
 
     if not ran_on_gpu(record):
@@ -144,12 +130,7 @@ def validate_record(record: dict) -> None:
 
 
 def append_record(path: str | os.PathLike, record: dict) -> Path:
-    """Append ``record`` as one line to the results file ``path`` (created with its folders).
-
-    The line is written with one call and flushed to disk (fsync), so a crash leaves at most one
-    incomplete last line; the next append starts on a new line, and :func:`read_records`
-    reports such a line with its number instead of silently dropping it.
-    """
+    """Append ``record`` as one fsynced line, so a crash leaves at most one incomplete last line."""
     validate_record(record)
     try:
         line = json.dumps(record, default=_to_json, allow_nan=False, ensure_ascii=False)
@@ -177,12 +158,7 @@ def _last_byte(path: Path) -> bytes:
 
 
 def read_records(path: str | os.PathLike, **filters) -> list[dict]:
-    """The records in the results file ``path``, in file order, skipping blank lines.
-
-    ``filters`` keep only records whose keys equal the given values, e.g.
-    ``read_records(path, experiment="cnn-fit", device="CPU")``; a record without the key does
-    not match. Raises :class:`ResultsFileError` naming the file and line of a corrupt line.
-    """
+    """The records of ``path`` equal to ``filters``; :class:`ResultsFileError` names a corrupt line."""
     path = Path(path).expanduser()
     if not path.is_file():
         raise FileNotFoundError(f"No results file {path}: append_record() creates it with the first record.")
@@ -208,12 +184,7 @@ def read_records(path: str | os.PathLike, **filters) -> list[dict]:
 
 
 def data_label(records) -> str:
-    """The one data label of ``records`` (for titles of plots and tables drawn from them).
-
-    Records without a data source count as :data:`NO_DATA_LABEL`. Raises ``ValueError`` for no
-    records or for records of different data sources: never plot CIFAR-10 and the synthetic
-    stand-in as if they were one experiment.
-    """
+    """The one data label of ``records``; ValueError for none or for mixed data sources."""
     labels = {r.get("data_label") or LABELS.get(r.get("data"), NO_DATA_LABEL) for r in records}
     if not labels:
         raise ValueError("no records: there is no data label to give")
@@ -261,15 +232,10 @@ def runs(records, experiment: str, **match) -> dict[str, list[dict]]:
 
 
 def reference_run(path: str | os.PathLike, experiment: str, *, complete=None, **match) -> list[dict]:
-    """The records of the reference run in the results file ``path``.
+    """The records of the reference run in ``path``: the newest complete run with CPU and GPU records.
 
-    A comparison is a page's reference only when every device it compares is recorded in that
-    run: the newest *complete* run with CPU and GPU records. Without one, the newest complete run
-    with CPU records stays the reference (a run cut short on a GPU node never replaces it), then
-    the newest complete run, then the newest run. ``complete(records)`` says whether a run
-    finished what it set out to measure (every cell of a sweep, say); by default every run has.
-
-    An empty list when the file holds no such run (or does not exist).
+    Failing that, the newest complete CPU run (a run cut short on a GPU node never replaces it), then
+    the newest complete run, then the newest; ``[]`` when there is none.
     """
     path = Path(path).expanduser()
     if not path.is_file():

@@ -1,12 +1,6 @@
-"""Summaries and comparisons of measurements, as the lesson's measurement rule
-(:mod:`gpulesson.experiments.common`) defines them: a condition's samples kept with their median
-and range (:func:`summarise`), the page's view of them (:func:`summary_text`), the only words that
-compare two of them (:func:`compare`, :func:`rank`, :func:`best_text`), and their drawing
-(:func:`draw_spread`).
+"""Summaries and comparisons of measurements, as the lesson's measurement rule defines them.
 
-They live in the records part so that the classroom's modules (such as
-:mod:`gpulesson.classroom.results`) follow the same rule; the experiments import them through
-:mod:`gpulesson.experiments.common`.
+Here, not in experiments/, so that the classroom's modules follow the same rule.
 """
 
 from __future__ import annotations
@@ -26,11 +20,7 @@ NO_DIFFERENCE = "no measurable difference"
 
 def summarise(samples: Sequence[float], warmup: Sequence[float] = (), *,
               unit: str = "s") -> dict:
-    """The summary a record keeps of one condition's timed ``samples`` (the ``warmup`` apart).
-
-    ``{"unit", "n", "median", "min", "max", "samples", "warmup"}``; ``samples`` and
-    ``warmup`` are kept whole, so that anyone can summarise them otherwise later.
-    """
+    """The summary of one condition's timed samples; samples and warm-up kept whole for later."""
     values = [float(v) for v in samples]
     if not values:
         raise ValueError("no timed samples to summarise: a warm-up alone is not a measurement")
@@ -44,12 +34,9 @@ def summarise(samples: Sequence[float], warmup: Sequence[float] = (), *,
 def summary_of(record: Mapping, samples_key: str = "epoch_seconds", *,
                warmup_key: str | None = "warmup_seconds", first_is_warmup: bool | None = None,
                key: str = SUMMARY_KEY) -> dict | None:
-    """The summary of a record's main measurement: the one it keeps under ``key``, or, for a
-    record made before the rule, one built from its ``samples_key`` list.
+    """A record's summary under ``key``, or one built from an older record's ``samples_key`` list.
 
-    An old record's warm-up is its ``warmup_key`` list when it has one; otherwise its first
-    sample is taken as the warm-up (``first_is_warmup``, default: when there are at least two
-    samples), as the lesson's epoch timers always treated it. None when there is nothing.
+    An old record without a warm-up list had its first sample as warm-up, as the epoch timers did.
     """
     kept = record.get(key)
     if isinstance(kept, Mapping) and kept.get("samples"):
@@ -67,11 +54,7 @@ def summary_of(record: Mapping, samples_key: str = "epoch_seconds", *,
 
 
 def as_rate(summary: Mapping, amount: float, unit: str = "images/s") -> dict:
-    """A time summary as a rate: ``amount`` (images, FLOPs, ...) per second of each sample.
-
-    The slowest sample gives the lowest rate; the median rate is ``amount`` over the median
-    time (which, for an even count, is not the median of the rates: the time is what was
-    measured)."""
+    """As ``amount`` per second; the median rate is over the median time (what was measured)."""
     def rate(seconds):
         return amount / seconds if seconds else math.inf
 
@@ -100,9 +83,7 @@ def fmt_number(value: float) -> str:
 
 
 def summary_text(summary: Mapping | None, show=None, *, what: str = "repeats") -> str:
-    """A page's view of a summary: the median and the range, and how many repeats they are of:
-    ``"24.7 s (range 24.6–24.7 s, 2 repeats)"``; one sample: ``"24.7 s (1 repeat, no range)"``.
-    ``show`` formats a value (default: :func:`fmt_number` and the unit)."""
+    """``"24.7 s (range 24.6–24.7 s, 2 repeats)"``: a summary as a page shows it."""
     if not summary:
         return "not measured"
     n, unit = summary["n"], ""
@@ -118,12 +99,7 @@ def summary_text(summary: Mapping | None, show=None, *, what: str = "repeats") -
 
 @dataclass(frozen=True)
 class Comparison:
-    """How condition A compares with condition B.
-
-    ``ratio``: how many times faster A is than B (B's median time over A's, or A's median rate
-    over B's); ``measurable``: whether the ranges are apart and both have a range; ``word``:
-    "faster", "slower" or "about as fast as" (the page's word); ``text``: the comparison with
-    its size, e.g. "2.1× faster than", "slower than", "about as fast as"."""
+    """How condition A compares with B: ``ratio``, ``measurable``, ``word`` and the page's ``text``."""
 
     ratio: float
     measurable: bool
@@ -149,12 +125,7 @@ def times_text(ratio: float) -> str:
 
 def compare(a: Mapping, b: Mapping, *, higher_is_better: bool = False,
             times_from: float = 1.2) -> Comparison:
-    """Condition A against condition B, from their summaries (:func:`summarise`), in words.
-
-    Times are better lower, rates (``higher_is_better``) higher. Ranges that overlap, or a
-    summary with fewer than :data:`MIN_RANKED` samples, give "about as fast as" and "no
-    measurable difference". Apart, a ratio of at least ``times_from`` is said with its size
-    ("2.1× faster than"), a smaller one as "faster than" or "slower than"."""
+    """Condition A against B in words; overlapping ranges or too few samples give "about as fast as"."""
     ratio = (a["median"] / b["median"]) if higher_is_better else (b["median"] / a["median"])
     enough = a["n"] >= MIN_RANKED and b["n"] >= MIN_RANKED
     if not enough or overlap(a, b) or ratio == 1:
@@ -166,9 +137,7 @@ def compare(a: Mapping, b: Mapping, *, higher_is_better: bool = False,
 
 
 def rank(summaries: Mapping[str, Mapping], *, higher_is_better: bool = False) -> list[list[str]]:
-    """The conditions' names in order, best first, in places: a place holds the conditions that
-    :func:`compare` cannot tell apart from its best one (overlapping ranges, or too few
-    repeats). ``[["ram", "device"], ["lesson"], ...]``: "ram" and "device" share first place."""
+    """Conditions' names best first, in places of those :func:`compare` cannot tell apart."""
     order = sorted(summaries, key=lambda n: summaries[n]["median"], reverse=higher_is_better)
     places: list[list[str]] = []
     for name in order:
@@ -204,9 +173,7 @@ def spread_errors(summaries: Sequence[Mapping]) -> list[list[float]]:
 def draw_spread(ax, positions: Sequence[float], summaries: Sequence[Mapping | None], *,
                 horizontal: bool = False, color: str = "black", samples: bool = True,
                 scale: float = 1.0) -> None:
-    """Draw each summary's range as an error bar at its median (and its samples as dots) at
-    ``positions`` on ``ax``: vertical bars for vertical plots, horizontal ones for ``barh``.
-    ``scale`` multiplies the values (e.g. 1e3 for milliseconds). None summaries are skipped."""
+    """Draw each summary's range as an error bar at its median, with its samples as dots."""
     drawn = [(p, s) for p, s in zip(positions, summaries, strict=True) if s]
     if not drawn:
         return
