@@ -139,12 +139,8 @@ def substitutions(path=cr.RESULTS_FILE) -> dict[str, str]:
         # The data the table's rates were measured on, named where the table is introduced.
         "ref_ceil_data": data_label(cr.shown(records)) if cr.shown(records) else LABELS[cr.DATA],
         "ref_ceil_summary": " ".join(filter(None, summary)) if records else words.NOTHING_YET,
-        "ref_ceil_backends": (", ".join(cr.NAMES[b] for b in cr.BACKENDS
-                                        if any(r["backend"] == b for r in records))
-                              or NOT_RECORDED),
         # The GPU the run measured on: the episode's note on what is missing tests it.
         "ref_ceil_gpu": hardware(records).get("GPU", NOT_RECORDED),
-        "ref_ceil_goal": f"{cr.TARGET_SHARE:.0%}",
         "ref_ceil_shares": (goal_shares(records) if records else "No ceiling run has been "
                             "recorded yet to say how close the lesson's generator comes."),
         "ref_ceil_alt": alt_text(records),
