@@ -129,9 +129,10 @@ def test_without_records_the_page_says_not_recorded_and_with_them_answers_the_ex
     assert page.REMEDIES["other"] in values["ref_prof_cut"]
     # a CPU's arithmetic: never mixed precision, which most CPUs run slower
     assert page.CPU_KERNELS in values["ref_prof_cut"] and "bfloat16" not in values["ref_prof_cut"]
-    assert "NVIDIA H200's published dense TF32 peak (494.5 TFLOP/s)" in values["ref_prof_gpu_lines"]
-    assert "35 % on average" in values["ref_prof_gpu_lines"]
-    assert "not sampled" in values["ref_prof_cpu_lines"]
+    shown = profile.reference_run(path)
+    gpu_lines, cpu_lines = (" ".join(page.summary_lines(records.find(shown, d))) for d in ("gpu", "cpu"))
+    assert "NVIDIA H200's published dense TF32 peak (494.5 TFLOP/s)" in gpu_lines
+    assert "35 % on average" in gpu_lines and "not sampled" in cpu_lines
     assert "GPU (NVIDIA H200): a step of 2 ms" in values["ref_prof_alt"]
     (fig,) = profile.figures(profile.reference_run(path))
     assert len(fig.axes) == 2
@@ -148,7 +149,8 @@ def test_a_device_whose_trace_could_not_be_read_keeps_its_record_and_leaves_the_
     values = profile.substitutions(path)
     assert "| GPU" not in values["ref_prof_table"] and "| CPU (" in values["ref_prof_table"]
     assert values["ref_prof_gpu"] == NOT_RECORDED
-    assert "Not profiled (ValueError: the trace has no GPU line)" in values["ref_prof_gpu_lines"]
+    assert "Not profiled (ValueError: the trace has no GPU line)" in \
+        page.describe(profile.reference_run(path))
     assert "GPU" not in values["ref_prof_cut"]
     (fig,) = profile.figures(profile.reference_run(path))
     assert len(fig.axes) == 1

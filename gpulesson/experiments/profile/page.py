@@ -166,8 +166,6 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         "ref_prof_table": (markdown_table(head, rows(records))
                            if any(profiled(r) for r in records) else NOT_RECORDED),
         "ref_prof_gpu": device_name(gpu) if profiled(gpu) else NOT_RECORDED,
-        "ref_prof_gpu_lines": " ".join(summary_lines(gpu)) if gpu else NOT_RECORDED,
-        "ref_prof_cpu_lines": " ".join(summary_lines(cpu)) if cpu else NOT_RECORDED,
         "ref_prof_cut": " ".join(cut_text(r) for r in (cpu, gpu) if profiled(r)) or NOT_RECORDED,
         "ref_prof_when": "; ".join(run_labels(records)) or NOT_RECORDED,
         # The data the profiled CNN trained on, named where the table is introduced.
