@@ -455,7 +455,6 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
                               else "a data-centre GPU (none is recorded in the reference run "
                                    "yet)"),
         "ref_feed_peaks": gpu_peaks_text(records),
-        "ref_feed_cpu": names.get("CPU", NOT_RECORDED),
         "ref_feed_gpu": names.get("GPU", NOT_RECORDED),
         "ref_feed_table": table(records),
         "ref_feed_findings": findings(records, path.with_name(CNN_FILE.name)),
@@ -465,7 +464,5 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         "ref_feed_reading": reading(records),
         "ref_feed_stream": stream_goals(records, path),
         "ref_feed_chunks": chunks_text(path),
-        "ref_feed_workers": wrong_data_sentence(records)
-        or "No record of the reference run was measured with a pipeline that delivered wrong data.",
         **dict(zip(ALT_KEYS, alt_texts(records) if records else (NO_FIGURE,), strict=True)),
     }
