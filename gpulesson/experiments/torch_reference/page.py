@@ -60,7 +60,7 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     records = reference_run(path)
     root = Path(path).resolve().parent.parent  # the lesson the results file belongs to
     first = records[0] if records else None
-    cpu = pick(records, False)
+    cpu, gpu = pick(records, False), pick(records, True)
     comparison = gpu_comparison(records)
     epochs_alt, bars_alt = alt_texts(records) if records else (NOT_RECORDED, NOT_RECORDED)
     first_summary = epoch_summary(first)
@@ -85,12 +85,12 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
                            ("evaluation", "evaluation_seconds"), ("total", "total_seconds")):
             values[f"ref_torch_{name}_{key}"] = duration(record[field]) if record else NOT_RECORDED
         # records made before the rule: the epochs after the first (cnn.records.epoch_summary)
-        summary = epoch_summary(record)
-        values[f"ref_torch_{name}_epoch"] = median_text(summary)
+        values[f"ref_torch_{name}_epoch"] = median_text(epoch_summary(record))
         values[f"ref_torch_{name}_accuracy"] = accuracy(record)
-        # An epoch after the warm-up over its steps: for a network this small, the host's
-        # time per step (Python, the copy of each batch and the wait for it), not arithmetic.
-        values[f"ref_torch_{name}_step"] = (
-            duration(summary["median"] / math.ceil(record["n_train"] / record["batch_size"]))
-            if summary else NOT_RECORDED)
+    # The GPU's epoch after the warm-up over its steps: for a network this small, the host's
+    # time per step (Python, the copy of each batch and the wait for it), not arithmetic.
+    summary = epoch_summary(gpu)
+    values["ref_torch_gpu_step"] = (
+        duration(summary["median"] / math.ceil(gpu["n_train"] / gpu["batch_size"]))
+        if summary else NOT_RECORDED)
     return values
