@@ -1,14 +1,8 @@
-"""What a job costs in the allocation units a cluster charges: its rates, and the cost of a time.
+"""What a job costs in a cluster's allocation units (``lesson_site`` in ``_config.yml``).
 
-A site sets its rates in the ``lesson_site`` section of ``_config.yml``:
-
-- ``charge_unit``: the name of its units (e.g. "core-hours", "service units", "credits");
-- ``core_hour_rate``: units charged for one CPU core for one hour;
-- ``gpu_hour_rate``: units charged for one GPU for one hour (with the cores that come with it);
-- ``charge_note``: a sentence the page shows beside the costs (the lesson's example rates say
-  that they are an example).
-
-A CPU job is charged for its cores, a GPU job for its GPUs (:func:`allocation_cost`).
+``charge_unit`` names the units, ``core_hour_rate`` and ``gpu_hour_rate`` charge a core or a GPU
+an hour, ``charge_note`` is shown beside the costs. A CPU job is charged for its cores, a GPU job
+for its GPUs.
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
-"""Reference runs that instructors contribute from their clusters: ``results/contributed/``.
+"""Reference runs that instructors contribute from their clusters: ``results/contributed/SITE.jsonl``.
 
-Each site's file, ``results/contributed/SITE.jsonl`` (``SITE``: lower-case letters, digits and
-``-``), holds the records of episode 5's CNN as ``python -m gpulesson.experiments.cnn`` appends
-them: every record says on what hardware (CPU model and cores; for a GPU, its model) and when
-(``date``) it was measured. :func:`validate_contributed` checks a file
-(``tests/test_contributed.py`` checks every committed one), and the reference page lists the
-newest run of each site beside the lesson's own (:func:`substitutions`, ``ref_contributed``).
-``results/contributed/README.md`` says how to contribute.
-
-As a source of page values (``RESULT_SOURCES`` in ``_ext/carpentry.py``), this module is handed
-``results/contributed.jsonl``, the file its :data:`EXPERIMENT` names; it reads the folder of
-that name instead.
+Each holds episode 5's CNN records as ``python -m gpulesson.experiments.cnn`` appends them; the
+reference page lists each site's newest run. As a page-value source it is handed
+``results/contributed.jsonl`` and reads the folder of that name instead.
 """
 
 from __future__ import annotations

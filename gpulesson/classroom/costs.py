@@ -1,17 +1,7 @@
-"""What the workshop's sessions cost a room, at the site's charging rates: episode 2's answer.
+"""What the workshop's sessions cost a room at the site's rates: episode 2's answer.
 
-Episode 2 asks what :data:`LEARNERS` learners pay for the CPU session and for the GPU session
-(``lesson_schedule.sessions`` in ``_config.yml``), and for one GPU session held for the whole
-day of :data:`DAY_HOURS` hours; a session costs its hours times its rate, used or not
-(:func:`gpulesson.classroom.charges.allocation_cost`: a CPU session its cores, a GPU session its GPUs).
-:func:`substitutions` gives each as the product the page shows with its total, from the rates
-in the section ``lesson_site`` (``core_hour_rate``, ``gpu_hour_rate``, ``charge_unit``), so that
-the totals follow a site's rates:
-
-- ``site_cost_cpu_session``: "20 × 6 × 4 × 1 SU = 480 SU" (learners, hours, cores, rate);
-- ``site_cost_gpu_session``: "20 × 3 × 1 × 50 SU = 3,000 SU" (learners, hours, GPUs, rate);
-- ``site_cost_gpu_day``: "20 × 8 × 1 × 50 SU = 8,000 SU";
-- ``site_cost_gpu_day_ratio``: how many times the GPU session the whole day costs ("2.7").
+A session costs its hours times its rate, used or not; the page shows each as a product with its
+total ("20 × 6 × 4 × 1 SU = 480 SU"), from ``_config.yml``'s rates so the totals follow a site's.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """What a class's CNN runs show: the numbers in words and one figure, the reference marked.
 
-:func:`class_view` decides once what is shown: the runs of one setting (the data, the number of
-training images and the batch size most of the class used; runs of other settings are counted
-and left out, since their epochs are not comparable), each device's epoch times after the
-warm-up as their median and range (:func:`gpulesson.records.summaries.summary_of`), each run's GPU
-against its CPU (:func:`gpulesson.records.summaries.compare`), and the lesson's reference run when its
-sizes match. :func:`describe`, :func:`class_figure` and its alt text (:func:`alt_text`) all
-read that view, so that the words never describe what the figure does not show.
+:func:`class_view` decides once what is shown (runs of the setting most of the class used: other
+settings' epochs are not comparable), and the words, the figure and its alt text all read it, so
+the words never describe what the figure does not show.
 """
 
 from __future__ import annotations
@@ -101,9 +97,7 @@ def _add_run(view: ClassView, records, reference: bool = False, mine: bool = Fal
 
 
 def class_view(runs, reference=(), mine=None) -> ClassView:
-    """What the figure and the words show of ``runs`` (:func:`gpulesson.classroom.results.gather`)
-    and the ``reference`` run's records (drawn when its sizes match the class's); the run in
-    the file ``mine`` is marked as the learner's own."""
+    """What the figure and the words show of ``runs`` and the ``reference`` run, the learner's own marked."""
     counts = Counter(setting_of(run.records) for run in runs)
     setting = min(counts, key=lambda s: (-counts[s], str(s))) if counts else None
     drawn = [run for run in runs if setting_of(run.records) == setting]

@@ -1,15 +1,8 @@
 """Episode 5's finished runs, kept so that a kernel restart does not mean training again.
 
-The cell that records the runs in ``my-results.jsonl`` also calls :func:`save_runs`: each run's
-model goes into ``my-runs/`` beside the results file, with a small index (``RUNID.json``) that
-names the models and the data they trained on. After a restart a catch-up cell calls
-:func:`reload_runs` before it rebuilds anything: if the kernel lacks all of ``cpu_run``,
-``gpu_run`` and ``records``, and the learner's newest saved run used the same data (and quick
-mode), it puts them back from the results file and the saved models, and says so in one line.
-A saved run without its GPU half is not reloaded where a GPU is visible now: that learner wants
-the GPU run, so the cells train again.
-
-No file is written over: a name that is taken is moved aside first (``keep_earlier``).
+After a restart, :func:`reload_runs` puts back ``cpu_run``, ``gpu_run`` and ``records`` from the
+learner's newest saved run of the same data. A run without its GPU half is not reloaded where a
+GPU is visible now: that learner wants the GPU run. No file is written over.
 """
 
 from __future__ import annotations
@@ -29,9 +22,7 @@ TIMING_KEYS = ("epochs", "epoch_seconds", "validation_seconds", "first_epoch_sec
 
 
 def save_runs(results_file, run_id: str, settings, **runs) -> None:
-    """Save each run's model (``cpu_run=...``, ``gpu_run=...``; None for a run that did not
-    happen) beside ``results_file``, which holds their records under ``run_id``, and an index
-    of them. Returns None, so that the notebook's cell shows the line alone."""
+    """Save each run's model and an index beside ``results_file``; None, so the cell shows the line alone."""
     folder = Path(results_file).parent / RUNS_DIR
     folder.mkdir(parents=True, exist_ok=True)
     models = {}

@@ -1,11 +1,6 @@
 """The class's runs read back from the class folder, and drawn against the lesson's reference.
 
-Each learner's run is a file in the class folder (:mod:`gpulesson.classroom.share`).
-:func:`gather` reads them all and checks every file and record: a file that is damaged, cut
-short, not a class file, or written by a newer version of the lesson is skipped with one line
-that names it and says why, and never stops the reading. :func:`show_class` prints what the
-class measured and draws it (:mod:`gpulesson.classroom.figure`), with the lesson's reference run
-(``results/cnn-cpu-vs-gpu.jsonl``) marked. On the command line::
+A bad file is skipped with one line naming it and why, and never stops the reading.
 
     python -m gpulesson.classroom.results FOLDER [--out class.png]
 """
@@ -86,10 +81,10 @@ def read_run(path: str | os.PathLike) -> SharedRun:
 
 
 def gather(folder: str | os.PathLike, *, say=print) -> list[SharedRun]:
-    """The runs in the class ``folder``, in file-name order; every file that is not a valid
-    run is skipped with one line from ``say`` naming it. Files whose names start with ``.``
-    (runs being written) are passed over. A :class:`ClassFolderError` when the folder is
-    missing or cannot be read."""
+    """The valid runs in the class ``folder``, in name order; others skipped with a line from ``say``.
+
+    Names starting with ``.`` are runs still being written.
+    """
     folder = Path(folder).expanduser()
     if not folder.is_dir():
         what = "is not a folder" if folder.exists() else "does not exist"
@@ -123,10 +118,7 @@ def reference_run(path: str | os.PathLike = REFERENCE_FILE) -> list[dict]:
 
 def draw_class(runs, *, reference: list[dict] | None = None, mine=None, note: str = "",
                say=print):
-    """Print what the ``runs`` (:func:`gather`) measured and draw them with the ``reference``
-    run (default: the lesson's, :func:`reference_run`), the run in the file ``mine`` (the path
-    :func:`gpulesson.classroom.share.share_run` returned) marked as the learner's own. The figure
-    has its ``alt_text``; None when there is no run to draw. ``note`` goes into its title."""
+    """Print what the ``runs`` measured and draw them with the reference, ``mine`` marked."""
     from gpulesson.classroom import figure as class_figure
 
     view = class_figure.class_view(runs, reference_run() if reference is None else reference,
@@ -136,10 +128,7 @@ def draw_class(runs, *, reference: list[dict] | None = None, mine=None, note: st
 
 
 def show_class(site_value=None, *, folder=None, say=print, **options):
-    """:func:`draw_class` of the runs in the class folder: ``site_value``, the site's class
-    folder (:func:`gpulesson.classroom.share.class_folder`: the environment variable wins), or
-    ``folder``, taken as given. None, with a line saying why, when the folder is not set or
-    cannot be read; ``options`` go to :func:`draw_class`."""
+    """:func:`draw_class` of the class folder's runs; None, said why, when unset or unreadable."""
     folder = class_folder(site_value) if folder is None else Path(folder)
     if folder is None:
         say(f"No class folder is set: set {CLASS_ENV}, or class_results in _config.yml.")

@@ -1,10 +1,7 @@
 """Episode 5's first line: is this the GPU session? Said before any training starts.
 
-The workshop trains on the CPU and then on the GPU in one session with a GPU. If the session
-menu gave a CPU job instead (a form that kept the CPU partition, for instance), a learner would
-only find out from the GPU cell's "SKIPPED", after the CPU training. :func:`gpu_or_stop` says it
-at the top: in a Slurm job without a GPU it stops with what to do; elsewhere (a laptop, a
-workstation) there is no GPU session to start, so it says that only the CPU will train.
+Otherwise a learner in a CPU job would only find out from the GPU cell's "SKIPPED", after the CPU
+training.
 """
 
 from __future__ import annotations
@@ -23,10 +20,7 @@ class NoGPUError(LessonError):
 
 
 def gpu_or_stop(environ: Mapping[str, str] | None = None, found: dict | None = None) -> None:
-    """Say in one line the GPU Keras will train on; in a Slurm job without a GPU, stop.
-
-    ``found``: what :func:`gpulesson.machine.devices.keras_device` returned (asked for if None).
-    Returns None, so that the notebook's cell shows the line alone."""
+    """Say in one line the GPU Keras will train on; in a Slurm job without a GPU, stop."""
     env = os.environ if environ is None else environ
     if found is None:
         from gpulesson.machine.devices import keras_device

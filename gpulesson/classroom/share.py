@@ -1,20 +1,8 @@
 """A workshop's own measurements: each learner's CNN run shared in one class folder.
 
-In episode 5 every learner trains the same CNN on the node the scheduler gave them. The
-notebook keeps the run's records in the learner's own results file (``my-results.jsonl``) and
-then shares them with :func:`share_run`: one file per learner and run in the *class folder*, a
-folder on the cluster's shared file system that the instructor creates
-(``lesson_site: class_results`` in ``_config.yml``; the Open OnDemand app sets
-:data:`CLASS_ENV` to it). :mod:`gpulesson.classroom.results` reads them all back.
-
-Many learners write into the folder at the same moment, on a file system that may not lock:
-each run goes to a new file with a unique name, written under a temporary name in the folder
-(starting with ``.``, which the reader passes over) and then given its final name in one step
-(a hard link, else a rename), so that a reader sees a whole file or none and nothing is
-overwritten.
-
-A class file holds the records as the lesson writes them (the node's CPU, GPU and software,
-no host or user name) and, only if the learner gives one, a nickname::
+Many learners write at once on a file system that may not lock, so each run is a new file,
+written under a ``.`` name and then linked (else renamed) to its final name: a reader sees a whole
+file or none. A file holds the records (no host or user name) and an optional nickname::
 
     {"format": "gpulesson-class-run", "format_version": 1, "nickname": "Ada" or null,
      "shared": "<ISO 8601 date>", "records": [<CPU record>, <GPU record>]}
@@ -130,10 +118,7 @@ def _publish(temporary: Path, folder: Path, stem: str) -> Path:
 
 
 def write_run(records, folder: str | os.PathLike, *, nickname: str | None = None) -> Path:
-    """Write one run's ``records`` as a new file in the class ``folder``; return its path.
-
-    The folder must exist (the instructor creates it): a :class:`ClassFolderError` says what
-    is wrong with it; a ValueError, what is wrong with the records or the nickname."""
+    """Write one run's ``records`` as a new file in the class ``folder``; return its path."""
     document = class_document(records, nickname)
     data = (json.dumps(document, default=_to_json, allow_nan=False, ensure_ascii=False)
             + "\n").encode()
@@ -168,10 +153,7 @@ def write_run(records, folder: str | os.PathLike, *, nickname: str | None = None
 def share_run(records, site_value: str | os.PathLike | None = None, *,
               nickname: str | None = None, kept: str | os.PathLike | None = None,
               say=print) -> Path | None:
-    """Share one run's ``records`` in the class folder (:func:`class_folder` of ``site_value``)
-    and say where; for the notebook, so it never stops a run: when the folder is not set or
-    cannot be written, say why and that the records are still ``kept`` (the learner's own
-    results file), and return None."""
+    """Share one run's ``records`` in the class folder and say where; never stops a run (returns None)."""
     folder = class_folder(site_value)
     where = f"; your records are kept in {kept}" if kept else ""
     if folder is None:

@@ -3,17 +3,9 @@
     python -m gpulesson.classroom.workcopy [--to my-notebooks]             # the notebooks to type into
     python -m gpulesson.classroom.workcopy [--to my-notebooks] --complete  # the complete ones, as well
 
-JupyterLab saves a notebook with its outputs as you work (and every two minutes on its own), so
-working in ``notebooks/`` would change the lesson's tracked files and make ``git pull`` fail.
-This copies each notebook of ``notebooks/learner/`` (the cells you type hold only ``# `` lines
-that say what to write; exercises have ``____`` blanks) into a folder of your own
-(``my-notebooks/`` by default, next to ``notebooks/`` so that the notebooks' links to ``../fig``
-and ``../setup.md`` still work, and ignored by git). With ``--complete`` it copies the complete
-notebooks of ``notebooks/`` instead, as ``NN-slug-complete.ipynb``: the fallback when you fall
-behind, beside your own. (Within a notebook, the catch-up cell under a cell to type or an
-exercise runs the complete cell: :mod:`gpulesson.classroom.catchup`.) A copy that is already there is
-yours and is never overwritten: to start a notebook afresh, delete your copy and run the command
-again.
+JupyterLab saves outputs as you work, so working in ``notebooks/`` would change tracked files and
+make ``git pull`` fail. The copies go next to ``notebooks/`` (its links to ``../fig`` still work),
+ignored by git; a copy already there is yours and never overwritten.
 """
 
 from __future__ import annotations
@@ -55,9 +47,7 @@ def copy_notebooks(source: Path, target: Path, suffix: str = "") -> tuple[list[P
 
 
 def lesson_folder(start: Path, default: Path = LESSON_ROOT) -> Path:
-    """The lesson folder that holds ``start`` (a folder with ``notebooks/learner/`` and
-    ``setup.md``), else ``default``: a learner whose shared environment's package lives in the
-    instructor's folder still copies from, and into, the lesson folder they work in."""
+    """The lesson folder holding ``start``, else ``default`` (a shared package lives elsewhere)."""
     for folder in (start, *start.parents):
         if (folder / SOURCE).is_dir() and (folder / "setup.md").is_file():
             return folder

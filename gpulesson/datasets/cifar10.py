@@ -1,21 +1,10 @@
 """The real CIFAR-10 data set: download (shared with Keras' cache) and safe parsing.
 
-``load_cifar10`` fetches the archive with ``keras.utils.get_file`` under the same name that
-``keras.datasets.cifar10.load_data()`` uses, so both share one cache (``~/.keras/datasets`` or
-``$KERAS_HOME/datasets``): a learner who ran Keras' own loader on a login node is served from
-that cache on a compute node without internet.
-
-The batch files are Python pickles. They are read with a restricted unpickler that can only
-rebuild numpy arrays (plus builtin containers), never with a plain ``pickle.load``: a pickle
-from the network could otherwise run arbitrary code.
-
-Environment variables (for mirrors and tests):
-
-``LESSON_CIFAR10_URL``
-    Download CIFAR-10 from this mirror instead of :data:`CIFAR10_URL` (``http(s)://`` or
-    ``file://``). The archive must still match :data:`CIFAR10_SHA256` ...
-``LESSON_CIFAR10_SHA256``
-    ... unless this gives another expected SHA-256 of the archive.
+The archive is fetched under the name ``keras.datasets.cifar10.load_data()`` uses, so a learner who
+ran Keras' loader on a login node is served from the cache on a compute node without internet.
+The batches are pickles, read with an unpickler that only rebuilds numpy arrays: a pickle from the
+network could otherwise run arbitrary code. ``LESSON_CIFAR10_URL`` and ``LESSON_CIFAR10_SHA256``
+name a mirror and its archive's checksum.
 """
 
 from __future__ import annotations
@@ -127,14 +116,10 @@ def load_cifar10(
     cache_dir: str | os.PathLike | None = None,
     progress: bool = True,
 ):
-    """Load CIFAR-10 as ``((x_train, y_train), (x_test, y_test))``.
+    """CIFAR-10 as ``((x_train, y_train), (x_test, y_test))``, downloaded once into the Keras cache.
 
-    ``x`` is uint8 of shape ``(N, 32, 32, 3)`` (channels last), ``y`` uint8 of shape ``(N,)``.
-    The archive is downloaded once into the Keras cache (``cache_dir``, else ``$KERAS_HOME``,
-    else ``~/.keras``) and checked against ``file_hash`` (SHA-256).
-
-    Raises :class:`DataUnavailableError` when the archive cannot be obtained (no internet,
-    wrong checksum) and :class:`DataFileError` when its contents are not CIFAR-10 batches.
+    Raises :class:`DataUnavailableError` when the archive cannot be had and :class:`DataFileError`
+    when it does not hold CIFAR-10 batches.
     """
     from keras.utils import get_file  # lazy: keeps `import gpulesson` instant
 

@@ -1,12 +1,7 @@
 """The HDF5 files the notebooks read: atomic writing, provenance, validation.
 
-One file holds ``x_train, y_train, x_test, y_test`` (x uint8 ``(N, 32, 32, 3)``, y integer
-``(N,)``). The x datasets are chunked by whole training batches, so that reading a batch
-touches whole chunks. Root attributes record where the data came from (CIFAR-10 or the
-synthetic stand-in), with which versions, and a SHA-256 checksum of the four arrays.
-
-A file is written to a temporary name next to the target and renamed only when complete, so
-that an interrupted conversion (Ctrl-C, a job killed at its time limit) never leaves a
+Chunks are whole training batches, so reading a batch touches whole chunks. A file is written
+under a temporary name and renamed when complete, so an interrupted conversion never leaves a
 half-written file that a later notebook would trust.
 """
 
@@ -69,11 +64,7 @@ class Hdf5Info:
 
 
 def arrays_checksum(arrays: Mapping) -> str:
-    """SHA-256 over the four arrays in :data:`DATASETS` order, with their dtypes and shapes.
-
-    ``arrays`` maps the names to numpy arrays or h5py datasets: the writer and the validator
-    both call this, so they cannot disagree about what is hashed.
-    """
+    """SHA-256 over the four arrays with their dtypes and shapes; writer and validator share it."""
     sha = hashlib.sha256()
     for name in DATASETS:
         array = arrays[name]
@@ -141,11 +132,10 @@ def temp_path(path: Path) -> Path:
 
 @contextlib.contextmanager
 def atomic_hdf5(path):
-    """An HDF5 file open for writing under :func:`temp_path`, renamed onto ``path`` only when
-    the block completes; on any exception (Ctrl-C included) the temporary file is deleted.
+    """An HDF5 file open for writing, renamed onto ``path`` only when the block completes.
 
-    A file already at ``path`` is replaced only if the lesson made it (:func:`made_by_lesson`);
-    any other file is first kept under a new name (:func:`gpulesson.datasets.settings.keep_earlier`)."""
+    A file already there that the lesson did not make is first kept under a new name.
+    """
     import h5py
 
     path = Path(path).expanduser()
@@ -179,12 +169,7 @@ def write_hdf5(
     compression=None,
     progress: bool = True,
 ) -> Path:
-    """Write ``train = (x, y)`` and ``test = (x, y)`` to ``path`` atomically; returns the path.
-
-    ``source`` is "cifar10" or "synthetic"; ``attrs`` adds provenance such as ``seed`` or
-    ``origin``. Chunks hold ``chunk_rows`` images (choose the training batch size);
-    ``compression`` is passed to h5py (None: fastest reads).
-    """
+    """Write ``train`` and ``test`` to ``path`` atomically, ``chunk_rows`` images a chunk."""
     from tqdm.auto import tqdm
 
     path = Path(path).expanduser()
@@ -228,10 +213,8 @@ def made_by_lesson(path) -> bool:
 def not_the_lessons(path) -> str | None:
     """Why the existing ``path`` is not a file the lesson may replace; None if it may.
 
-    The lesson's own file is one whose attributes mark it as the lesson's (it was written by
-    :func:`write_hdf5` or with :func:`file_attributes`), or a damaged file that HDF5 cannot
-    read, under one of the lesson's own file names (:data:`LESSON_FILE_NAMES`). Anything else
-    belongs to someone: a text file, another HDF5 file, a folder."""
+    The lesson's own: marked so in its attributes, or unreadable under one of the lesson's file names.
+    """
     import h5py
 
     path = Path(path).expanduser()
@@ -390,14 +373,9 @@ _H5_DAMAGE = (OSError, KeyError, RuntimeError, ValueError)
 def validate_hdf5(path, verify_checksum: bool = False) -> Hdf5Info:
     """Check that ``path`` is a complete lesson data file; raise :class:`DataFileError` if not.
 
-    ``verify_checksum`` also re-reads all the data and compares the stored SHA-256 (about a
-    second for the full CIFAR-10 file).
-
-    HDF5 shares one open file between all the handles of a process: while a generator of an
-    earlier run holds a file that has since been damaged or replaced, a new handle would see
-    that stale state, and even re-creating the file would fail until the kernel restarts. So
-    when the file cannot be read and this process holds it open, those handles are closed and
-    the file is read once more, from the disk.
+    HDF5 shares one open file between a process's handles, so a damaged or replaced file still held
+    by an earlier generator looks stale: when it cannot be read and is held open, the handles are
+    closed and it is read once more.
     """
     import h5py
 

@@ -1,13 +1,7 @@
 """Choose, load and prepare the lesson's data according to :mod:`gpulesson.datasets.settings`.
 
-The choice between CIFAR-10 and the synthetic stand-in is always explicit (``settings.data``):
-if CIFAR-10 cannot be downloaded, the error says how to fix that, and nothing silently
-switches to synthetic data.
-
-:func:`prepare` uses a valid prepared file in the data folder as it is, even in a read-only
-folder shared by an instructor, without Keras' loader and without the network; it creates one
-only when none is there. :func:`load_prepared` gives the arrays from that file, in the order
-:func:`load_arrays` gives them, so that a notebook explores the data without any download.
+Nothing silently switches to synthetic data. A valid prepared file is used as it is, even in an
+instructor's read-only folder, without Keras' loader or the network.
 """
 
 from __future__ import annotations
@@ -46,12 +40,7 @@ FULL_BATCH_SIZE = 256  # the episode's batch size: one chunk of the file holds o
 
 
 def load_arrays(settings: Settings, *, seed: int = 0, progress: bool = True):
-    """``(train, test, source, class_names)`` for ``settings``; train and test are ``(x, y)``.
-
-    CIFAR-10 comes from :func:`gpulesson.datasets.cifar10.load_cifar10` (the origin can be overridden
-    with ``LESSON_CIFAR10_URL``); quick mode keeps its first ``n_train`` / ``n_test`` images.
-    The synthetic stand-in is made at exactly the settings' sizes from ``seed``.
-    """
+    """``(train, test, source, class_names)`` for ``settings``: CIFAR-10 or the stand-in."""
     if settings.data == "cifar10":
         from gpulesson.datasets.cifar10 import CLASS_NAMES, cifar10_source, load_cifar10
 
@@ -95,9 +84,7 @@ def _settings_attrs(settings: Settings, source: str, seed: int) -> dict:
 
 def lesson_file_attributes(settings: Settings, arrays, source: str, class_names, *,
                            seed: int = 0) -> dict:
-    """The attributes of a data file that the episode writes itself with h5py: the same as
-    :func:`prepare` writes, so that :func:`prepare` reuses that file (``arrays``: the four
-    datasets by name, training rows already shuffled with :data:`ROW_SEED`)."""
+    """What :func:`prepare` writes, for a file the episode writes itself: :func:`prepare` reuses it."""
     return file_attributes(arrays, source=source, class_names=class_names,
                            attrs=_settings_attrs(settings, source, seed))
 
@@ -129,14 +116,9 @@ def _cannot_write_here(path: Path, settings: Settings, problem: str,
 
 def prepare(settings: Settings | None = None, *, force: bool = False, out=None, seed: int = 0,
             progress: bool = True, arrays=None) -> Path:
-    """Make sure the HDF5 file for ``settings`` exists and is valid; returns its path.
+    """The path of a valid HDF5 file for ``settings``, written only when none is there or ``force``.
 
-    An existing file is checked (including its checksum) and used as it is if it is valid and
-    matches the settings: nothing is written, so a read-only shared folder is fine, and neither
-    Keras' loader nor the network is used. Otherwise, or with ``force``, it is (re-)written from
-    :func:`load_arrays`, through a temporary file. ``out`` overrides the file name (default
-    ``settings.hdf5_path``). ``arrays``: what :func:`load_arrays` returned for these settings,
-    if the caller has it already (it is not loaded twice). Prints one line per step.
+    A valid file is only read, so a read-only shared folder is fine. ``arrays``: already loaded.
     """
     settings = settings or get_settings()
     path = Path(out).expanduser() if out is not None else settings.hdf5_path
@@ -187,12 +169,10 @@ def prepare(settings: Settings | None = None, *, force: bool = False, out=None, 
 
 
 def load_prepared(settings: Settings | None = None, *, seed: int = 0, progress: bool = True):
-    """``(train, test, source, class_names)`` as :func:`load_arrays` gives them, read from the
-    prepared file (:func:`prepare` makes it first if none is there).
+    """:func:`load_arrays`' result, read from the prepared file (made first if missing).
 
-    The file keeps its training rows shuffled (:data:`ROW_SEED`); they are put back in their
-    original order here, so the arrays equal :func:`load_arrays`' and a notebook that shuffles
-    and writes them again writes the same file. No Keras, no network when the file is there.
+    The file's rows are shuffled (:data:`ROW_SEED`) and put back here, so a notebook that writes them
+    again writes the same file.
     """
     import h5py
 

@@ -2,26 +2,10 @@
 
     python -m gpulesson.datasets.mnist            # download MNIST once, e.g. on a login node
 
-Which one the episode uses follows the lesson's settings (:mod:`gpulesson.datasets.settings`):
-``LESSON_DATA=synthetic`` chooses the stand-in, any other value the real MNIST. There is no
-automatic fallback: when MNIST is wanted but cannot be had, :func:`load_mnist` raises an error
-that says where to put the files or how to choose the stand-in instead.
-
-The real MNIST
-    comes through ``torchvision.datasets.MNIST`` from the folder ``<LESSON_DATA_DIR>/MNIST/raw/``
-    (default ``~/gpulesson-data/MNIST/raw/``), which holds the four files
-    ``train-images-idx3-ubyte``, ``train-labels-idx1-ubyte``, ``t10k-images-idx3-ubyte`` and
-    ``t10k-labels-idx1-ubyte`` (the IDX format), or their ``.gz`` archives, which are unpacked
-    here. torchvision downloads them when they are missing and it can; with the four files in
-    place it needs no internet.
-The stand-in
-    is made from :mod:`gpulesson.datasets.synthetic`'s CIFAR-shaped patterns (stripes, rings, blobs, ...):
-    converted to grey and cropped to 28 x 28, 10 balanced, learnable classes. It needs numpy only
-    (no torchvision), and it is labelled "synthetic stand-in (not MNIST)" wherever its results
-    appear.
-
-Quick mode (``LESSON_QUICK=1``) keeps the first :data:`~gpulesson.datasets.settings.QUICK_N_TRAIN`
-training and :data:`~gpulesson.datasets.settings.QUICK_N_TEST` test images of either.
+``LESSON_DATA=synthetic`` chooses the stand-in, anything else the real MNIST, never falling back:
+:func:`load_mnist` says where to put the files or how to choose the stand-in. The real one is read
+by torchvision from ``<LESSON_DATA_DIR>/MNIST/raw/`` (unpacking ``.gz`` archives here), with no
+internet once the four IDX files are there; the stand-in needs numpy only.
 """
 
 from __future__ import annotations
@@ -96,13 +80,9 @@ def unavailable_message(raw: Path, reason: str) -> str:
 
 
 def load_mnist(root: str | os.PathLike, *, download: bool = True):
-    """Real MNIST as ``((x_train, y_train), (x_test, y_test))`` numpy arrays.
+    """Real MNIST as ``((x_train, y_train), (x_test, y_test))``, read (or downloaded) by torchvision.
 
-    x: uint8 (N, 28, 28); y: int64 (N,). Read by ``torchvision.datasets.MNIST`` from
-    :func:`raw_folder` ``(root)``, downloading it there first when it is missing and
-    ``download`` is true. Raises :class:`DataUnavailableError` (with what to do) when the
-    files are not there and cannot be downloaded, or torchvision is not installed, and
-    :class:`DataFileError` when the files are there but are not valid IDX files.
+    Raises :class:`DataUnavailableError` saying what to do, or :class:`DataFileError` for bad files.
     """
     root = Path(root).expanduser()
     raw = raw_folder(root)
@@ -141,11 +121,7 @@ def load_mnist(root: str | os.PathLike, *, download: bool = True):
 
 
 def synthetic_mnist(n_train: int, n_test: int, seed: int = 0, progress: bool = False):
-    """The MNIST-shaped stand-in as ``((x_train, y_train), (x_test, y_test))``.
-
-    The images of :func:`gpulesson.datasets.synthetic.make_synthetic` (same seed, same classes),
-    turned grey and cropped to their central 28 x 28 pixels: x uint8 (N, 28, 28), y int64.
-    """
+    """The MNIST-shaped stand-in: the CIFAR-shaped one, grey and cropped to 28 x 28."""
     from gpulesson.datasets.synthetic import make_synthetic
 
     splits = make_synthetic(n_train, n_test, seed=seed, progress=progress)
@@ -159,11 +135,7 @@ def synthetic_mnist(n_train: int, n_test: int, seed: int = 0, progress: bool = F
 
 
 def load_data(settings: Settings | None = None, *, seed: int = 0):
-    """The episode's data for ``settings``: ``(train, test, data, class_names)``.
-
-    ``train`` and ``test`` are ``(x, y)`` (see :func:`load_mnist`), ``data`` is the results
-    label (``"mnist"`` or ``"synthetic_mnist"``, see :data:`gpulesson.datasets.settings.LABELS`).
-    """
+    """``(train, test, data, class_names)`` of the episode for ``settings``; ``data`` is the results label."""
     settings = settings or get_settings()
     n_train = QUICK_N_TRAIN if settings.quick else MNIST_N_TRAIN
     n_test = QUICK_N_TEST if settings.quick else MNIST_N_TEST

@@ -3,15 +3,8 @@
     python -m gpulesson.datasets.prepare [--data {cifar10,synthetic}] [--quick | --no-quick]
                                 [--data-dir DIR] [--out PATH] [--force] [--seed N]
 
-Defaults come from the environment (LESSON_DATA, LESSON_QUICK, LESSON_DATA_DIR). Run it once
-on a login node of a cluster (which has internet) so that CIFAR-10 is downloaded into the Keras
-cache and converted; the notebooks on the compute nodes then only read the file. An existing
-valid file is reused.
-
-For a workshop, an instructor can prepare the files once in a folder that learners can read
-(both sizes: with and without --quick), make it readable (chmod -R a+rX DIR), and have learners
-set LESSON_DATA_DIR=DIR: the notebooks read the files there as they are, and write nothing into
-that folder (learners' own files go to LESSON_WORK_DIR).
+Run once on a login node (which has internet); the compute nodes then only read the file. An
+instructor may prepare both sizes in a folder learners can read and set LESSON_DATA_DIR to it.
 """
 
 from __future__ import annotations

@@ -1,30 +1,13 @@
-"""Which data the lesson uses, how much of it, and where the HDF5 files live.
+"""Which data the lesson uses, how much of it, and where the files live: all from environment
+variables, so the same notebooks run on a laptop, in CI and in a cluster's batch job.
 
-Everything is chosen by environment variables, so that the same notebooks run unchanged on a
-laptop, in CI and in a batch job on a cluster:
-
-``LESSON_DATA``
-    ``cifar10`` (default) or ``synthetic``. There is deliberately no automatic fallback from
-    CIFAR-10 to the synthetic stand-in: results on the stand-in must never be mistaken for
-    CIFAR-10 results, so choosing it is always explicit.
-``LESSON_QUICK``
-    ``1`` (or true/yes) shrinks the data, the epochs and the batch size so that each notebook runs
-    in about a minute on two CPU cores (used by the tests); ``0`` (default, or false/no/empty)
-    uses the full sizes.
-``LESSON_DATA_DIR``
-    Where the prepared HDF5 data files are read from (and written to, by ``python -m
-    gpulesson.datasets.prepare``). Default ``~/gpulesson-data``: in the home directory, so it shows up in
-    JupyterLab's file browser on a cluster. It may be a shared folder that an instructor prepared
-    and learners can only read: the notebooks write nothing into it.
-``LESSON_WORK_DIR``
-    The learner's own folder, ``settings.work_dir``: their records (``my-results.jsonl``), saved
-    models (``cifar-cnn.keras``) and the HDF5 files they write themselves. Default
-    ``~/gpulesson-work``. It is created when first used, and it may not be the data folder.
-
-In both folder variables, ``~`` and ``$HOME`` (or any ``$NAME`` that is set) are expanded here,
-because JupyterLab's ``%env`` writes them as they are; a ``$NAME`` that is not set is refused.
-
-This module imports nothing heavy, so ``import gpulesson.datasets.settings`` is instant.
+``LESSON_DATA``: ``cifar10`` (default) or ``synthetic``, never chosen automatically, so the
+stand-in's results cannot pass for CIFAR-10. ``LESSON_QUICK=1``: small data, epochs and batches
+(about a minute a notebook on two cores, for the tests). ``LESSON_DATA_DIR`` (default
+``~/gpulesson-data``, visible in JupyterLab's file browser): the prepared files, possibly an
+instructor's read-only folder. ``LESSON_WORK_DIR`` (default ``~/gpulesson-work``): the learner's own
+files, never the data folder. ``~`` and ``$NAME`` are expanded here because JupyterLab's ``%env``
+keeps them as typed. Imports nothing heavy, so it is instant.
 """
 
 from __future__ import annotations
@@ -115,9 +98,7 @@ class Settings:
         return min(full, QUICK_EPOCHS) if self.quick else full
 
     def batch_size(self, full: int) -> int:
-        """The batch size to train with: ``full``, or at most QUICK_BATCH_SIZE in quick mode
-        (quick mode's 2,000 training images keep 200, the last tenth, for validation: a batch
-        must fit in those)."""
+        """``full``, or at most QUICK_BATCH_SIZE in quick mode: a batch fits its 200 validation images."""
         full = whole_number(full, "the batch size", "BATCH_SIZE = 256 // 4")
         return min(full, QUICK_BATCH_SIZE) if self.quick else full
 
@@ -163,10 +144,7 @@ def hdf5_filename(data: str, quick: bool) -> str:
 
 
 def prepare_command(data: str, quick: bool = False, path: str | os.PathLike | None = None) -> str:
-    """The ``python -m gpulesson.datasets.prepare ...`` command that (re)creates a data file.
-
-    Error messages quote it, so it names the file exactly when it is not the default one.
-    """
+    """The ``python -m gpulesson.datasets.prepare ...`` command that (re)creates a data file."""
     parts = ["python -m gpulesson.datasets.prepare", f"--data {data}"]
     if quick:
         parts.append("--quick")
@@ -263,10 +241,7 @@ def _same_folder(a: Path, b: Path) -> bool:
 
 
 def ensure_work_dir(folder, data_dir) -> Path:
-    """``folder``, created if needed, after checking it is not the data folder ``data_dir``.
-
-    Raises :class:`SettingsError` for the data folder and :class:`DataFolderError` when the
-    folder cannot be created or written to; both messages say how to choose another."""
+    """``folder``, created if needed; refused when it is the data folder or cannot be written."""
     folder = Path(folder).expanduser()
     if _same_folder(folder, data_dir):
         raise SettingsError(
@@ -290,11 +265,10 @@ def ensure_work_dir(folder, data_dir) -> Path:
 
 
 def keep_earlier(path) -> Path:
-    """``path``, after an earlier file of that name is moved aside to a new name, said in one
-    line: a model or a file that a learner saved in an earlier run is never written over.
+    """``path``, after an earlier file there is moved aside to a dated name, said in one line.
 
-    The new name adds the earlier file's date and time (``cifar-cnn.keras`` becomes e.g.
-    ``cifar-cnn.2026-11-27-1715.keras``), and a number if that name is taken too."""
+    A model or file a learner saved in an earlier run is never written over.
+    """
     path = Path(path).expanduser()
     if not path.exists() and not path.is_symlink():
         return path

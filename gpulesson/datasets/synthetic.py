@@ -1,13 +1,10 @@
 """A synthetic, CIFAR-shaped stand-in for CIFAR-10, for machines that cannot download it.
 
-It is only ever used when chosen explicitly (``LESSON_DATA=synthetic``) and is always labelled
-"synthetic stand-in (not CIFAR-10)", with class names that are not CIFAR's, so that its results
-cannot be mistaken for CIFAR-10 results.
-
-The images are 32x32 RGB uint8, 10 balanced classes, in five *families* of two classes. The
-two classes of a family are the same kind of pattern and differ in one subtle attribute, like
-CIFAR-10's cat and dog or automobile and truck; telling the families apart is easy, telling
-the two classes of a family apart is hard:
+Used only when chosen (``LESSON_DATA=synthetic``) and always labelled "synthetic stand-in (not
+CIFAR-10)", with class names not CIFAR's, so its results cannot pass for CIFAR-10. Ten balanced
+classes of 32x32 RGB images, in five families of two that differ in one subtle attribute (like cat
+and dog), each drawn around its class' value with a spread (:data:`SEPARATION`) so that, as with
+photographs, no model gets every image right:
 
 ====  ======================  =============================================================
  0    stripes leaning left    sine stripes, near-vertical, tilted a little to the left
@@ -25,23 +22,11 @@ the two classes of a family apart is hard:
 Pairs (family: attribute): stripes 0/1 (tilt), checks 2/3 (square size), spots 4/5 (count),
 boxes 6/7 (aspect ratio), crosses 8/9 (bar width).
 
-Each image's attribute is drawn around its class' value with a spread (:data:`SEPARATION`),
-so the attributes of the two classes of a pair overlap: a share of the images is ambiguous and
-no model gets every one right, as with real photographs. The background leans towards a tint of
-the family (shared by both classes of a pair, like the sky behind aeroplanes): a cue that is
-learnt early, as colour is on CIFAR-10. Strong nuisance that says nothing about the class makes
-every image unique: a random colour and polarity of the pattern, a background colour and
-gradient, a weaker pattern of another family as clutter, sometimes an occluding region entering
-from a side, and pixel noise. A network of the lesson's size therefore learns the families
-first, improves slowly on the pairs, and then starts to memorise its training images
-(overfitting); its mistakes fall mostly within the pairs. ``python -m gpulesson.experiments.calibration``
-measures this with the lesson's CNN (``results/standin-calibration.jsonl``); record it again
-after any change here.
-
-Generation is deterministic: the same seed gives the same bytes. It is vectorised numpy in
-chunks of :data:`CHUNK` images, each chunk with its own random stream, so a small set is exactly
-the start of a larger one made with the same seed (the quick-mode data are the first images of
-the full-size data).
+A family tint in the background is learnt early (as colour is on CIFAR-10); random colours,
+clutter, occlusion and noise make every image unique, so the lesson's CNN learns the families,
+then slowly the pairs, then overfits. ``python -m gpulesson.experiments.calibration`` measures
+this: record it again after any change here. Chunks of :data:`CHUNK` images each have their own
+random stream, so a small set is exactly the start of a larger one with the same seed.
 """
 
 from __future__ import annotations
@@ -215,13 +200,7 @@ def _split(seed: int, split: int, n: int, desc: str, progress: bool):
 
 
 def make_synthetic(n_train: int, n_test: int, seed: int = 0, progress: bool = True):
-    """Make the stand-in as ``((x_train, y_train), (x_test, y_test))``, like ``load_cifar10``.
-
-    x is uint8 (N, 32, 32, 3), y uint8 (N,) with classes 0..9 (see
-    :data:`SYNTHETIC_CLASS_NAMES`; class 2k and 2k + 1 are a look-alike pair, :data:`PAIRS`),
-    balanced to within one image per class. Training and test images come from different
-    random streams of the same seed.
-    """
+    """The stand-in as ``((x_train, y_train), (x_test, y_test))``, like ``load_cifar10``."""
     for name, n in (("n_train", n_train), ("n_test", n_test)):
         if int(n) != n or n < 0:
             raise ValueError(f"{name} must be a whole number >= 0, not {n!r}")

@@ -1,13 +1,7 @@
 """Is a cluster (or a laptop) ready for the workshop?  ``python -m gpulesson.classroom.check``
 
-The instructor runs it on the login node the day before: it checks what the login node can
-(:mod:`~gpulesson.classroom.check.login`), submits one short job that checks the compute node
-(:mod:`~gpulesson.classroom.check.submit`, :mod:`~gpulesson.classroom.check.job`), and prints a
-checklist, each item ✓, ✗ with the one thing to do, or – not checked with why
-(:mod:`~gpulesson.classroom.check.report`), also written as JSON for the site's support.
-:func:`learner_checks` is the part that applies to a learner: episode 1's setup check.
-:mod:`~gpulesson.classroom.check.example` keeps the job part's checklist from a GPU node as the
-instructor guide's example.
+Checks the login node, submits one short job that checks a compute node, and prints a checklist
+(also as JSON for the site's support). :func:`learner_checks` is episode 1's setup check.
 """
 
 from __future__ import annotations

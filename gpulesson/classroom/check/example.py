@@ -1,18 +1,7 @@
 """The job part's checklist on a GPU node, kept as a record for the instructor's guide.
 
-``python -m gpulesson.classroom.check --inside-job --record results/check-gpu.jsonl`` appends the compute
-node's items as one record (:func:`check_record`): the GPUs as ``nvidia-smi`` names them, its
-driver, the date, the CPU, the Keras backend and the versions (what
-:func:`gpulesson.records.results.make_record` adds, the GPU's facts with them), and the items, with the
-home folder written ``~`` (the file is public; no host name). The lesson's budgeted GPU run
-(``tools/budget.py``) runs it on its GPU node, so the record comes back with ``results/``.
-
-As a source of page values (``RESULT_SOURCES`` in ``_ext/carpentry.py``), :func:`substitutions`
-gives the guide the newest record made beside a GPU: ``ref_check_gpu`` (the items as the check
-prints them), ``ref_check_gpu_title`` (the GPU, its driver, the date and the versions) and
-``ref_check_gpu_environment`` (whether the node ran the lesson's pinned environment or its own,
-with both versions, the Keras backends it found and the driver the pinned builds need), or
-:data:`~gpulesson.records.results.NOT_RECORDED` for all three until a GPU node has run it.
+``--inside-job --record results/check-gpu.jsonl`` appends it (home folder as ``~``, no host name:
+the file is public); the guide shows the newest record made beside a GPU, or NOT_RECORDED.
 """
 
 from __future__ import annotations
@@ -42,9 +31,7 @@ def _public(value: str, home: str) -> str:
 
 def check_record(items: list[Item], settings, gpus: list[str], driver: str | None,
                  environment: dict | None = None) -> dict:
-    """The record of a compute node's checklist: ``gpus`` and ``driver`` as ``nvidia-smi``
-    reported them (``[]`` and None without a GPU); ``environment``: as for ``make_record``
-    (default: asked of this machine, Keras and the GPU included)."""
+    """A compute node's checklist as a record, ``gpus`` and ``driver`` as ``nvidia-smi`` gave them."""
     home = str(Path.home())
     public = [{key: _public(value, home) if isinstance(value, str) else value
                for key, value in asdict(item).items()} for item in items]
@@ -73,9 +60,7 @@ BACKEND_ITEM = "GPU in Keras ("  # an item per installed Keras backend: "GPU in 
 
 
 def environment(record: dict, root: Path) -> str:
-    """Which environment the check ran in (:func:`~gpulesson.machine.pinned.environment_note`),
-    the Keras backends it found, and, where its CUDA is not that of the pinned builds, the
-    driver those need."""
+    """Which environment the check ran in, the Keras backends found, and the driver the pinned builds need."""
     pins = pinned_environment(root)
     backends = [item["name"][len(BACKEND_ITEM):-1] for item in record.get("items", [])
                 if item["name"].startswith(BACKEND_ITEM)]

@@ -1,9 +1,7 @@
-"""What only a compute node can show: run inside the job (``python -m gpulesson.classroom.check
---inside-job``) with the kernel's Python and settings, or on a laptop in place of a job.
+"""What only a compute node can show, run inside the job with the kernel's Python and settings.
 
-GPUs seen by ``nvidia-smi`` and by each installed Keras backend, the driver against each
-framework's CUDA build, the data read without a network, a few training steps of the lesson's
-CNN on the GPU and on the CPU (a smoke test, not a measurement), and the kernel's settings.
+GPUs, the driver against each framework's CUDA, the data read offline, a few training steps on each
+device (a smoke test, not a measurement), and the kernel's settings.
 """
 
 from __future__ import annotations
@@ -177,9 +175,7 @@ def class_folder_item(site_value, where: str = "job"):
 
 
 def inside_job(settings, *, gpu_expected: bool = True, where: str = "job", settings_item=None):
-    """Every check of a compute node (``gpu_expected``: a job on the GPU partition; False on a
-    laptop, where no GPU is no fault). ``settings_item``: the kernel's settings as checked from
-    its spec, when run by hand; by default, whether they reached this job's environment."""
+    """Every check of a compute node (``gpu_expected``: on the GPU partition)."""
     from gpulesson.classroom.check.login import check_settings, register_fix, site_values
 
     # On a laptop the kernel's settings were checked already, from its kernel.json.

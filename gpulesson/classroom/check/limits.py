@@ -1,12 +1,7 @@
 """What Slurm allows the workshop's sessions, read from Slurm rather than typed in.
 
-For each session of ``lesson_schedule.sessions`` in ``_config.yml``: its partition's MaxTime
-(``scontrol show partition``) and, where Slurm keeps accounting (``sacctmgr``), the partition's
-QOS and the site account's limits: the longest job (MaxWall), the GPUs one user may hold
-(MaxTRESPerUser) or one job may ask for (MaxTRES), and the GPUs the whole account or QOS may
-hold at once (GrpTRES), which must cover ``class_size`` learners in the GPU session together.
-Then the account's users and their own GPU limits, and the home folder's quota
-(:mod:`~gpulesson.classroom.check.quota`).
+Each session's partition MaxTime and, with accounting, its QOS and account limits (whose GPUs must
+cover the whole class at once), the users' own limits and the home folder's quota.
 """
 
 from __future__ import annotations

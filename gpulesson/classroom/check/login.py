@@ -38,9 +38,9 @@ def kernel_env_expected(makefile: Path = KERNEL_ENV_SOURCE) -> dict[str, str]:
 
 
 def register_fix(name: str = KERNEL, config: Path = CONFIG) -> str:
-    """How to register the kernel with the Makefile's settings: on a cluster from the site's
-    conda environment (a name or a folder; ``make kernel`` would register a .venv with the
-    CPU-only TensorFlow there), on a laptop with ``make kernel``."""
+    """How to register the kernel: on a cluster from the site's conda environment.
+
+    ``make kernel`` would register a .venv with the CPU-only TensorFlow there."""
     try:
         env = str(site_values(config).get("conda_env") or "").strip() or "gpulesson"
     except (OSError, ValueError, AttributeError):
@@ -188,10 +188,7 @@ def _can_create(folder: Path) -> bool:
 
 
 def check_data(settings, *, shared: bool = True, learner: bool = False):
-    """The prepared data file: valid and (``shared``) readable by the other users.
-    ``learner``: episode 1's setup check, run first and again after the cell that prepares the
-    file, so a file that is not there is a failure, with the fix that suits where it would be
-    made."""
+    """The prepared data file: valid and (``shared``) readable by others; for a ``learner``, missing fails."""
     from gpulesson.datasets.hdf5 import validate_hdf5
     from gpulesson.errors import DataFileError
 

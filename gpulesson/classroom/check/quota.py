@@ -1,9 +1,4 @@
-"""The home folder's quota, which often allows less than the file system's free space.
-
-Read from ``quota -s -w`` (NFS, ext4, XFS) or, on Lustre, ``lfs quota -h -u USER MOUNT``, and
-compared with what a learner puts in the home folder: the environment, pip's cache of the
-wheels it downloaded, the data and the work files.
-"""
+"""The home folder's quota, which often allows less than the file system's free space."""
 
 from __future__ import annotations
 

@@ -123,10 +123,10 @@ def check_ood(site: dict, config: Path = CONFIG, app: Path | None = None):
 
 
 def check_dynamic_form(env_file: Path | None = None, version_file: Path | None = None):
-    """The session menu fills in the form (partition, GPUs, hours) only with Open OnDemand's
-    dynamic batch-connect form: on by default from version 3, set by OOD_BC_DYNAMIC_JS=true in
-    the dashboard's env file in version 2. Without it "GPU session" silently keeps the CPU
-    partition and no GPU."""
+    """The session menu fills in the form only with Open OnDemand's dynamic batch-connect form.
+
+    Without it "GPU session" silently keeps the CPU partition and no GPU.
+    """
     title = "Session menu (dynamic form)"
     env_file, version_file = env_file or OOD_DASHBOARD_ENV, version_file or OOD_VERSION
     try:
