@@ -4,27 +4,12 @@ always packed.
     LESSON_DATA=synthetic python tools/reference.py budget --deadline 480 --out DIR
     python tools/reference.py budget --list        # the plan: its steps, leases and estimates
 
-One call runs the steps of :data:`PLAN` that the run in ``results/reference-run.json`` still
-lacks, in the plan's order (the lesson's headline first), each an experiment's command, one
-notebook's recorded run (the steps of ``tools/reference.py``) or a check on the GPU (the DDP
-check; the readiness check's job part, whose record is the instructor guide's example). It
-starts a step only while it has time for it, stops the step in progress at the deadline (with
-every process the step started; what the step finished stays recorded), and ALWAYS ends by
-packing what it has into three files in ``--out``: ``records.tar.gz`` (``results/``, the run's
-state with it, and this call's log under ``_build/reference/``, which git ignores),
-``pages.tar.gz`` (the figures redrawn and the notebooks refilled from the records, and
-``executed/``) and ``budget.json`` (what this call did, how long each step took, what is left).
-SIGTERM or SIGINT (``timeout``) stops it the same way, and it packs at once.
-
-Unpack both archives in the lesson folder and commit them: the state is in ``results/``, so the
-next call, days later and on another machine, goes on with the same run, each experiment given
-the run id it had (``--run-id``: it skips the conditions it has). A step is done once it
-finished on a machine with a GPU (a step with a GPU part) or anywhere (a CPU-only step): a run
-rehearsed on a CPU is taken up whole by a GPU node, in a new run, and a GPU-only step (the DDP
-check, the GPU's feeding rows) is never marked done without a GPU. A run stays on one GPU model:
-a call on another model refuses to go on with it. ``--fresh`` starts a new run.
-
-It runs with the Python that runs it and installs nothing (a missing package is named first).
+One call runs the steps of :data:`PLAN` the run still lacks, each only while it has time for it,
+stops the step in progress at the deadline (or on SIGTERM/SIGINT) and ALWAYS packs what it has into
+``--out``: ``records.tar.gz``, ``pages.tar.gz`` and ``budget.json``. Its state is in ``results/``, so
+the next call, days later on another machine, goes on with the same run. A step with a GPU part is
+done only once it finished on a GPU, and a run stays on one GPU model; ``--fresh`` starts anew.
+It installs nothing (a missing package is named first).
 """
 
 from __future__ import annotations
@@ -72,9 +57,7 @@ BASIS = ("seconds measured on the H200 node (2026-11-27, 2026-11-28) where a ste
 
 @dataclass(frozen=True)
 class Planned:
-    """A step of the plan: which lease it is planned for (see :data:`LEASES`), its estimate in
-    seconds on the node (full size, one H200, 16 cores: low, high), and what the estimate
-    stands on."""
+    """A step of the plan: its lease, its estimate in s (low, high; full size, one H200), its basis."""
 
     step: Step
     lease: int
@@ -255,9 +238,7 @@ def lacking(state: dict, gpu: str | None, lease: int) -> list[Planned]:
 
 
 def fits(planned: Planned, left_s: float, quick: bool) -> bool:
-    """Whether to start a step with ``left_s`` seconds to go: a resumable one (an experiment
-    keeps each condition it finishes) needs :data:`MIN_START`; a notebook, recorded whole or
-    not at all, needs its high estimate (at full size)."""
+    """Whether to start a step with ``left_s`` to go: a notebook, run whole, needs its high estimate."""
     need = MIN_START if planned.step.resumable or quick else max(MIN_START, planned.estimate[1])
     return left_s >= need
 

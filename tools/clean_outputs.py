@@ -1,16 +1,8 @@
 """Outputs of an executed notebook made fit for a static page (used by tools/record_run.py).
 
-What a kernel sends is written for a live front end: progress bars redrawn with carriage
-returns and backspaces, colours as ANSI escapes, widgets as JSON that only JupyterLab can draw,
-one stream message per line, full-size PNGs, paths with the recording user's home folder, and
-the C++ start-up log of TensorFlow and XLA, and Rich's coloured HTML (Keras' ``summary()``),
-whose terminal colours are hard to read on the page. :func:`clean_notebook` turns these into
-what a reader of the page should see: the final text of each line, no escapes and no colours
-(the plain-text form of a Rich table), a widget's text form, one stream output per run of
-text, smaller PNGs, neutral names for the recording machine's folders (:func:`machine_paths`:
-``<lesson>`` for the checkout, ``<venv>`` for a Python environment outside it, ``~`` for the home
-folder), and no C++ log. :func:`plain_colours` and :func:`plain_paths` do the colour and the
-path parts alone on a notebook cleaned before (``tools/record_run.py --clean-only``).
+A kernel writes for a live front end: redrawn progress bars, ANSI colours, widgets, full-size PNGs,
+the recording user's folders and TensorFlow's C++ log. :func:`clean_notebook` keeps what a reader
+should see: each line's final text, no colours, smaller PNGs, neutral folder names, no C++ log.
 """
 
 from __future__ import annotations
@@ -68,10 +60,7 @@ def final_text(text: str) -> str:
 
 def machine_paths(root=CHECKOUT, prefix: str | None = None,
                   home: str | None = None) -> list[tuple[str, str]]:
-    """The recording machine's folders that an output may show, each with the neutral name a
-    page shows instead, the most specific first: the Python environment (``sys.prefix``) where
-    it is outside the checkout (``<venv>``; inside, it is ``<lesson>/.venv``), the checkout
-    (``<lesson>``) and the home folder (``~``). A folder that is ``/`` is left out."""
+    """The recording machine's folders an output may show, each with its neutral name, most specific first."""
     prefix = sys.prefix if prefix is None else prefix
     home = str(Path.home()) if home is None else home
     root = str(root) if root else ""
@@ -83,10 +72,10 @@ def machine_paths(root=CHECKOUT, prefix: str | None = None,
 
 
 def neutral_paths(text: str, paths, *, markup: bool = False) -> str:
-    """``text`` with each folder of ``paths`` (:func:`machine_paths`) replaced by its neutral
-    name, wherever the folder stands whole (``/work/lesson`` in ``/work/lesson/x`` or
-    ``(/work/lesson)``, not in ``/work/lessons``). ``markup``: the text is HTML, SVG or
-    Markdown, where ``<lesson>`` must be written ``&lt;lesson&gt;``."""
+    """``text`` with each folder of ``paths`` replaced by its neutral name where it stands whole.
+
+    ``markup``: HTML, SVG or Markdown, where ``<lesson>`` must be ``&lt;lesson&gt;``.
+    """
     for path, name in paths:
         name = html.escape(name) if markup else name
         text = re.sub(re.escape(path) + r"(?![\w.-])", lambda _, name=name: name, text)
@@ -195,9 +184,7 @@ def is_rich_html(data: dict) -> bool:
 
 
 def plain_colours(nb: dict) -> int:
-    """The colours of a notebook's outputs taken out, in place, and nothing else changed:
-    ANSI escapes left out of texts and tracebacks, Rich's coloured HTML dropped where its
-    plain text is there. Returns how many outputs changed."""
+    """Take the colours out of a notebook's outputs in place; returns how many outputs changed."""
     changed = 0
     for cell in nb["cells"]:
         for output in cell.get("outputs", []) if cell["cell_type"] == "code" else []:
@@ -217,9 +204,7 @@ def plain_colours(nb: dict) -> int:
 
 
 def plain_paths(nb: dict, paths=None) -> int:
-    """The machine's folders in a notebook's outputs given their neutral names
-    (:func:`neutral_paths`), in place, and nothing else changed: for records made before the
-    cleaning named them. Returns how many outputs changed."""
+    """Give the machine's folders in a notebook's outputs neutral names in place; returns how many changed."""
     paths = machine_paths() if paths is None else paths
     changed = 0
     for cell in nb["cells"]:
@@ -278,9 +263,7 @@ def clean_outputs(outputs: list[dict], paths=None) -> list[dict]:
 
 
 def clean_notebook(nb: dict, home: str | None = None, paths=None) -> dict:
-    """The notebook (nbformat 4 as a dict) with every code cell's outputs cleaned, no execution
-    counts and no timing metadata. The machine's folders (``paths``, default
-    :func:`machine_paths` with ``home``, by default this user's) get their neutral names."""
+    """The notebook with every code cell's outputs cleaned, no execution counts and no timing metadata."""
     paths = machine_paths(home=home) if paths is None else paths
     for cell in nb["cells"]:
         if cell["cell_type"] != "code":

@@ -4,92 +4,39 @@
     python tools/core_check.py --root DIR    # another copy of the lesson
     python tools/core_check.py --write-guide # write the timing model's table into guide.md
 
-The core is the first part of ``_toc.yml`` that lists episodes (its caption names it the core);
-the landing page's schedule, the instructor guide and this script all take it from there. Each
-core episode is timed by its front matter: ``teaching`` + ``exercises`` minutes, its *scheduled
-minutes*. Parts of an episode that the core does not teach are marked optional, visibly: a
-section whose heading ends with "(optional)" (everything below it, up to the next heading of
-the same or a higher level) and an exercise whose title ends with "(optional)" (a heading or
-title that starts with "Optional:" counts too). An exercise that is not optional is *required*.
-
-The timing model counts what a room does, not what the page holds:
-
-- **typed lines** at ``TYPED_LINES_PER_MINUTE``: the lines that are not blank and not only a
-  comment of the cells learners type (``tools/make_notebooks.py``): code cells
-  (``{code-cell}``) not tagged ``given``, ``exercise`` or ``solution`` and not in an optional
-  section (none when the front matter says ``type-along: false``);
-- **given lines** at ``READ_LINES_PER_MINUTE``, read and run while the instructor explains them:
-  the lines of cells tagged ``given`` (a cell's first ``WALKTHROUGH_LINES``: a longer one is
-  walked through by its parts) and of the commands and scripts the page shows outside cells
-  (shell blocks), outside exercises and optional sections;
-- **cells**: ``CELL_MINUTES`` for each typed or given cell, which 25 people run, wait for and
-  look at, and whose slips helpers fix;
-- **talk** at ``TALK_WORDS_PER_MINUTE``: the prose the instructor presents, outside exercises
-  and optional sections, instructor notes, admonitions and dropdowns included;
-- **waits**: the recorded wall time of the episode's executed notebook (``executed/NN-slug.ipynb``,
-  its ``recorded_run`` metadata, which ``tools/record_run.py`` writes), times ``WAIT_ALLOWANCE``
-  for a room whose nodes are shared. The run must be what learners run: ``LEARNER_BACKEND``, no
-  GPU, at most the cores of the session that serves the episode;
-- **exercises** at ``EXERCISE_FACTOR`` times the minutes in their titles (rule b);
-- the core's **opening**, **setup check** (which times the first episode's section "Setup
-  check", its exercises included, with the slack), the **start of a later session** and the
-  **wrap-up**, from ``_config.yml``, and each **break** with the ``BREAK_RETURN`` minutes a room
-  takes to come back from it (``lesson_schedule.break_return``).
-
-The rates stand on two independent timings of the core by instructors (``tools/core_report.py``
-says which rate stands on what); ``tests/test_core_check_timed.py`` keeps the model's day within
-5 % of the second.
+The core is the first part of ``_toc.yml`` that lists episodes. An episode's scheduled minutes are
+its front matter's ``teaching`` + ``exercises``; a section or exercise whose title ends with
+"(optional)" (or starts with "Optional:") is not taught in the core, every other exercise is
+*required*. The timing model counts what a room does, not what the page holds: typed lines, given
+lines (a long cell walked through by its parts), a few minutes a cell for 25 people, the talk
+(instructor notes and dropdowns included: moving prose there shortens nothing), the recorded waits
+of the episode's executed notebook times an allowance for shared nodes, the exercises, and the
+day's fixed slots and breaks. Its rates stand on two timings of the core by instructors
+(``tools/core_report.py``); ``tests/test_core_check_timed.py`` keeps the model within 5 % of them.
 
 For each core episode:
 
-a. **Teaching time.** The front matter's ``teaching`` minutes are at least the model's typed
-   lines, given lines, talk and waits together, rounded up to a whole minute, and the
-   episode's scheduled minutes are ``SLACK`` times the model's teaching and exercises: the
-   model is a lower bound, a plan equal to it has nothing to spare. An exercise's code (its
-   cell with ``____`` blanks, its solution cell, code in its text) is part of the exercise.
-b. **Exercise time.** A required exercise's title ends with its minutes as planned, debrief
-   included: ``Count the parameters (10 min)``. Each takes at least ``MIN_EXERCISE`` minutes,
-   except a one-line prediction (class ``prediction``: ``:class: objective-1 prediction``), at
-   least ``MIN_PREDICTION``; ``EXERCISE_FACTOR`` times their sum is at most the front matter's
-   ``exercises`` minutes.
-c. **No CPU training in an exercise.** A required exercise, its solution included, may not ask
-   learners to train on the CPU again: a workshop cannot wait for it. An exercise trains when
-   its text calls ``.fit(`` or ``train_on(``, or says to train (or retrain) again, or to run
-   the cells again from some point. It is allowed when it names a GPU device (``"gpu``) and no
-   CPU device (``"cpu"``), when every training call limits the steps (``steps_per_epoch=``),
-   and for code with blanks to fill in (``____``), which cannot run. (A solution cell after an
-   exercise's cell with blanks is the episode's own run of that code, not a repeat.)
-d. **Sentences.** At most ``MAX_LONG_SHARE`` of the prose sentences (outside code, tables and
-   figure options; instructor notes included) are longer than ``LONG_SENTENCE`` words. The page
-   is read as it is shown when every measurement is recorded: a ``{{ if ... }}`` block reads as
-   its first part, and a placeholder as one word.
-e. **Objectives.** Every objective of the front matter is assessed by a required exercise with a
-   solution (a ``{solution}`` block, or a code cell tagged ``solution`` after it): the exercise
-   names it with a class option, ``:class: objective-2`` (several: ``:class: objective-1
-   objective-3``). The option shows nowhere on the page or in the notebook.
-f. **Prose.** At most ``MAX_PROSE_WORDS`` words of prose: the page's text as shown (headings,
-   paragraphs, lists, tables, exercises and their solutions, inline code in a sentence) outside
-   code blocks and cells, the front matter, code in tables, figure options and instructor notes.
+a. **Teaching time.** ``teaching`` covers the model's typed and given lines, talk and waits, and
+   the scheduled minutes are ``SLACK`` times the model's: the model is a lower bound.
+b. **Exercise time.** A required exercise's title ends with its minutes (``(10 min)``), at least
+   ``MIN_EXERCISE`` (a one-line ``prediction``: ``MIN_PREDICTION``); ``EXERCISE_FACTOR`` times
+   their sum fits in ``exercises``.
+c. **No CPU training in an exercise**: a workshop cannot wait for it. Allowed on a GPU device,
+   with limited steps, or as code with blanks, which cannot run.
+d. **Sentences.** At most ``MAX_LONG_SHARE`` of the prose sentences are longer than
+   ``LONG_SENTENCE`` words, read as the page shows them when everything is recorded.
+e. **Objectives.** Every objective is assessed by a required exercise with a solution that names
+   it with a class option (``:class: objective-2``), shown nowhere.
+f. **Prose.** At most ``MAX_PROSE_WORDS`` words of prose as the page shows it.
 
-For the core as a whole: at most ``MAX_REQUIRED`` required exercises and ``MAX_CORE_PROSE``
-words of prose. It opens with an opening of at least ``OPENING`` minutes and a setup check of
-at least ``SETUP_CHECK``, ends with a wrap-up of at least ``WRAP_UP``, and takes at most
-``WORKSHOP_DAY`` minutes with its breaks (all from ``_config.yml``'s ``lesson_schedule``); no
-part of the schedule runs longer than ``MAX_STRETCH`` minutes without a break (a break halfway
-through a long episode, ``lesson_schedule.breaks_inside``, splits it in two halves).
+For the core as a whole: at most ``MAX_REQUIRED`` required exercises and ``MAX_CORE_PROSE`` words;
+an opening, setup check and wrap-up of at least their minutes, at most ``WORKSHOP_DAY`` minutes
+with breaks, and no stretch over ``MAX_STRETCH`` minutes without a break (all from
+``_config.yml``'s ``lesson_schedule``).
 
-**Sessions.** The core runs in the Open OnDemand sessions of ``lesson_schedule.sessions``, the
-first launched before the opening, a later one at the start of the break before its first
-episode, which a slot of ``SESSION_START`` minutes of its own follows
-(``lesson_schedule.session_start``). Each session lasts at least ``SESSION_MARGIN`` minutes
-longer than the part it serves (from its launch to the next launch, or the end of the core) and
-no longer than the site allows (``lesson_site.session_max_hours``). A session holds GPUs
-exactly when an episode it serves uses one (a code cell outside optional sections names a GPU
-device, ``"gpu"`` or ``"gpu:0"``), and then asks for the GPU partition; a session without GPUs
-asks for the CPU partition.
-
-The guide and the landing page, where they name the core's episodes ("episodes 1 to 5"), name
-the ones ``_toc.yml`` lists, and the guide shows the model's table (``--write-guide``).
+**Sessions.** Each Open OnDemand session of ``lesson_schedule.sessions`` lasts at least
+``SESSION_MARGIN`` minutes longer than the part it serves and no longer than the site allows, and
+holds GPUs (on the GPU partition) exactly when an episode it serves uses one.
 """
 
 from __future__ import annotations
@@ -103,38 +50,24 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "_ext"))
 sys.path.insert(0, str(ROOT / "tools"))
-from carpentry import FrontMatterError, Session, SetupCheck, schedule_parts, split_front_matter  # noqa: E402, F401
+from carpentry import FrontMatterError, SetupCheck, schedule_parts, split_front_matter  # noqa: E402
 from core_report import (  # noqa: E402, F401 (the model's rates, named in the docstring)
-    CELL_MINUTES,
     EXERCISE_FACTOR,
-    LEARNER_BACKEND,
     LONG_SENTENCE,
     MAX_LONG_SHARE,
     MAX_PROSE_WORDS,
     MIN_EXERCISE,
     MIN_PREDICTION,
     RATES,
-    READ_LINES_PER_MINUTE,
     SLACK,
-    TALK_WORDS_PER_MINUTE,
-    TYPED_LINES_PER_MINUTE,
-    WAIT_ALLOWANCE,
-    WALKTHROUGH_LINES,
     EpisodeReport,
     model_day,
     table,
 )
 from core_schedule import (  # noqa: E402, F401 (the day's limits, named in the docstring)
-    CORE_NAMED,
     MAX_STRETCH,
-    OPENING,
     SESSION_MARGIN,
-    SESSION_START,
-    SETUP_CHECK,
-    TABLE_END,
-    TABLE_START,
     WORKSHOP_DAY,
-    WRAP_UP,
     break_failures,
     core_rests,
     guide_block,

@@ -224,9 +224,7 @@ def table(report: EpisodeReport) -> str:
 
 def model_day(reports: list[EpisodeReport], setup: EpisodeReport | None, rests: list[int],
               later_sessions: int) -> dict[str, int]:
-    """The core's day as the model counts it, by part: the slots at their least, each episode
-    and the setup check section with the slack, and each break (``rests``, after an episode or
-    inside one) with the minutes the room takes to come back."""
+    """The core's day as the model counts it, by part: slots, episodes with the slack, and breaks."""
     day = {"opening": OPENING, "setup check": setup.least_minutes if setup else SETUP_CHECK}
     day.update({r.slug: r.least_minutes for r in reports})
     day["breaks"] = sum(rest + BREAK_RETURN for rest in rests)

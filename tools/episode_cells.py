@@ -1,6 +1,4 @@
-"""An episode's cells as the notebooks take them (``tools/make_notebooks.py``): which episodes
-are text notebooks, each code cell's role (given, typed, an exercise and its solution), the rules
-those cells keep, and the cells paired as (role, complete cell, learner's cell)."""
+"""An episode's cells as the notebooks take them: roles, their rules, and complete/learner pairs."""
 
 from __future__ import annotations
 
@@ -102,9 +100,7 @@ def episode_cells(episode: Path, root: Path = ROOT) -> tuple[dict, list, bool]:
 
 
 def code_pairs(episode: Path, root: Path = ROOT) -> list[tuple[str, object, object]]:
-    """The episode's cells as (role, complete notebook's cell, learner's cell), in order. An
-    exercise cell and the solution cell right after it make one pair (SOLUTION, solution,
-    exercise); markdown cells are (``"markdown"``, cell, cell)."""
+    """The episode's cells as (role, complete cell, learner's cell); an exercise and its solution pair."""
     _, source, typed = episode_cells(episode, root)
     return cell_pairs(episode.name, source.cells, typed)
 

@@ -1,10 +1,6 @@
-"""An episode's MyST body as its page shows it: code cells, exercises, sentences, prose.
+"""An episode's MyST body as its page shows it, read without Sphinx for ``tools/core_check.py``.
 
-What ``tools/core_check.py`` measures, read without Sphinx: code cells with their tags, the
-exercises (title, classes, text, code, whether they have a solution; optional or required),
-prose paragraphs for the sentences, and the page's prose for counting words. Parts marked
-optional (a section whose heading ends with "(optional)", an exercise whose title does) are
-flagged, not dropped.
+Optional parts are flagged, not dropped.
 """
 
 from __future__ import annotations
@@ -125,9 +121,7 @@ def parse_body(body: str) -> Page:
             page.talk.append(text)
 
     def presented() -> bool:
-        """Whether the instructor presents this line in the core (rule a). An instructor note,
-        an admonition or a dropdown is still said or done in the room: moving prose there
-        takes no minute off the day."""
+        """Whether the instructor presents this line in the core (rule a); notes and dropdowns count too."""
         return not in_optional() and not any(
             d["name"] in ("exercise", "solution") for d in directives)
 

@@ -1,11 +1,7 @@
 """What a learner's notebook has that the complete notebook has not (tools/make_notebooks.py).
 
-- A header note for learners: how to catch up, and the command that copies the complete
-  notebook beside their own. The complete notebook's header keeps the note for maintainers.
-- A typed cell's comment: its one-line prompt, then the names later cells use (derived from the
-  cells' code by ``gpulesson.classroom.catchup.needed_later``), so that a learner keeps those names.
-- A catch-up cell after a typed cell that later cells need and after an exercise: it runs the
-  complete cell of the same id when the kernel lacks one of those names (``gpulesson.classroom.catchup``).
+A header note on catching up, each typed cell's prompt with the names later cells use, and a
+catch-up cell after typed cells and exercises.
 """
 
 from __future__ import annotations
@@ -99,10 +95,10 @@ def predictions(pairs: list[tuple[str, object, object]]) -> list[bool]:
 
 def learner_cells(role: str, full, mine, needed: list[str], cell_id: str,
                    prediction: bool = False) -> list:
-    """The learner's cells for one code cell of the episode: its cell, and a catch-up cell
-    after each typed cell and each exercise (after a restart, the catch-up also rebuilds what
-    the cells below need, so every typed cell has one). A prediction whose names no later cell
-    takes gets none: its complete cell would print the answer to be predicted."""
+    """The learner's cells for one code cell: its own, then a catch-up cell after a typed cell or an exercise.
+
+    A prediction whose names no later cell takes gets none: its complete cell would print the answer.
+    """
     if role == TYPED:
         cell = nbformat.v4.new_code_cell(typed_prompt(mine.metadata[PROMPT], needed))
     else:

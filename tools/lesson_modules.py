@@ -1,7 +1,4 @@
-"""The taught modules (``gpulesson/lesson/``), collected from the episodes' code cells tagged
-``lesson-module`` (into ``core.py``) and ``lesson-module-NAME`` (into ``NAME.py``), and the
-package's ``__init__``, which looks names up in ``core`` only when they are asked for
-(``tools/make_notebooks.py`` writes and checks them)."""
+"""The taught modules of ``gpulesson/lesson/``, collected from the episodes' ``lesson-module`` cells."""
 
 from __future__ import annotations
 

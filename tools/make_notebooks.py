@@ -1,42 +1,17 @@
 """Generate the notebooks (complete and learner's) and the lesson module from the episodes.
 
-The episodes are the single source. Each hands-on episode is a MyST text notebook (jupytext's
-``myst`` format). Its notebook opens with a cell that says how to choose the data (offline too),
-then gets the episode's title, questions and objectives as a cell and its keypoints as a last
-cell, and the MyST-only markup (exercise, solution, callout and figure directives, roles) becomes
-plain Markdown that JupyterLab shows as is: solutions become collapsed ``<details>`` blocks,
-instructor notes are left out. Notebooks are written without outputs.
+The episodes (MyST text notebooks) are the single source; MyST-only markup becomes plain Markdown
+(solutions as ``<details>``, instructor notes left out) and notebooks are written without outputs.
+``notebooks/NN-slug.ipynb`` is complete (tests, records and instructors run it);
+``notebooks/learner/NN-slug.ipynb`` is the learner's, where in a type-along episode a typed cell
+holds only its ``:prompt:`` and the names later cells take from it, followed by a catch-up cell.
+A cell tagged ``exercise`` (``____`` blanks) must be followed at once by its ``solution`` cell; no
+solution reaches a learner's notebook.
 
-Each episode gives two notebooks, which differ in code cells and in the header under the title:
-
-- ``notebooks/NN-slug.ipynb``, the *complete* notebook: every cell filled in. The tests, nbval
-  (``make check-notebooks``), ``tools/record_run.py`` and the batch jobs run it; instructors teach from it.
-- ``notebooks/learner/NN-slug.ipynb``, the *learner's* notebook (``make lab``, the Open
-  OnDemand app, ``python -m gpulesson.classroom.workcopy``). In a type-along episode (the core part of
-  ``_toc.yml``, or front matter ``type-along: true``; ``false`` opts out) a code cell is
-  *typed*: the learner's cell holds only ``# `` and the cell's one-line ``:prompt:`` option, and
-  the learner writes the code with the instructor. A cell tagged ``given`` is complete in both
-  notebooks, as is every cell of the other episodes. A typed cell's comment also lists the names
-  that later cells take from it (found in the cells' code with ``ast``), and a *catch-up* cell
-  follows each typed cell that later cells need and each exercise: it runs the complete cell
-  when the kernel lacks one of those names (``tools/learner_cells.py``,
-  ``gpulesson/classroom/catchup.py``). The header speaks to learners: how to catch up, and how to copy
-  the complete notebook beside their own.
-
-A code cell tagged ``exercise`` (code with ``____`` blanks) must be followed at once by the code
-cell tagged ``solution`` that fills them: the learner's notebook has the exercise cell, the
-complete one its solution, in the same place. No solution reaches a learner's notebook.
-
-Code cells tagged ``lesson-module`` (in MyST: a ``:tags: [lesson-module]`` line) are the code
-learners write that is worth reusing: the data generator, the model, the training function.
-They are also collected, in episode order, into ``gpulesson/lesson/core.py``, which the tests,
-the experiments and the batch jobs import as ``gpulesson.lesson`` (the package's ``__init__``
-looks names up in ``core`` only when they are asked for): the code they run is the code the
-episodes teach. Code that needs an optional package (PyTorch) goes into a module of its own, so
-that ``gpulesson.lesson`` imports without it: a cell tagged ``lesson-module-NAME`` is collected
-into ``gpulesson/lesson/NAME.py``, and importing that module loads neither Keras nor TensorFlow
-(TensorFlow and PyTorch's compiler each bring LLVM, and a process that loads both aborts).
-Every module in ``gpulesson/lesson/`` is generated; nothing else lives there.
+Cells tagged ``lesson-module`` are collected into ``gpulesson/lesson/core.py`` (imported as
+``gpulesson.lesson``), so the code that tests and experiments run is the code the episodes teach;
+``lesson-module-NAME`` goes into ``NAME.py``, which loads neither Keras nor TensorFlow (TensorFlow
+and PyTorch's compiler each bring LLVM, and a process that loads both aborts).
 
     python tools/make_notebooks.py          # write notebooks/, notebooks/learner/, gpulesson/lesson/
     python tools/make_notebooks.py --check  # exit 1 if any of them is out of date
@@ -160,10 +135,7 @@ def _markdown_cell(cell) -> nbformat.NotebookNode | None:
 
 
 def build_notebooks(episode: Path, root: Path = ROOT) -> tuple[nbformat.NotebookNode, nbformat.NotebookNode]:
-    """The complete notebook and the learner's notebook for one episode, as they should be on
-    disk. Cell ids are stable, so that regenerating an unchanged episode changes nothing, and a
-    learner's cell has the id of its cell in the complete notebook (a catch-up cell: that id and
-    ``-catch-up``)."""
+    """An episode's complete and learner's notebooks; stable cell ids, so regenerating changes nothing."""
     meta, source, typed = episode_cells(episode, root)
     notes = [
         f"# {meta['title']}\n\n"

@@ -5,17 +5,9 @@
     LESSON_DATA=synthetic python tools/record_run.py --quick --only 01   # a try-out, labelled so
     python tools/record_run.py --clean-only      # colours and machine paths out, nothing run again
 
-Each notebook of ``notebooks/`` runs end to end, as a learner runs it, on this machine: in a
-temporary copy next to ``notebooks/`` (which stays clean), on a fresh kernel of this Python,
-with the data chosen explicitly (``LESSON_DATA`` or ``--data``: there is no default, so a
-synthetic run is never mistaken for a CIFAR-10 one). Its executed copy, with its outputs
-cleaned for a static page (``tools/clean_outputs.py``) and its provenance in the metadata
-(machine, GPU or none, Keras backend and versions, data, full size or quick mode, date, wall
-time, a hash of each code cell), goes to ``executed/NN-slug.ipynb`` in one atomic step: a run
-killed half-way keeps every record finished before it. ``_ext/recorded.py`` puts the outputs
-on the episode's pages; ``tests/test_recorded.py`` names the records whose code has changed.
-
-Works on any Keras backend (``KERAS_BACKEND=jax`` or ``torch`` where TensorFlow is absent).
+Each notebook runs on a fresh kernel in a temporary copy, with the data chosen explicitly (no
+default, so a synthetic run never passes for CIFAR-10); its cleaned copy and provenance go to
+``executed/NN-slug.ipynb`` atomically, so a killed run keeps every record finished before it.
 """
 
 from __future__ import annotations
@@ -219,10 +211,7 @@ def probe_machine(env: dict) -> dict:
 
 
 def printed_references(stem: str, results_dir: Path | None = None) -> dict[str, list[str]]:
-    """The runs of the lesson's reference records that episode ``stem``'s notebook prints beside
-    its own run (``{"cnn": [run ids]}``), read from ``results_dir`` (default: the lesson's
-    ``results/``). A recorded copy whose references changed since is stale: its page shows the
-    new ones."""
+    """The reference runs episode ``stem``'s notebook prints; a change makes its copy stale."""
     from gpulesson.experiments.ceiling import records as ceiling
     from gpulesson.experiments.cnn import records as cnn
     from gpulesson.experiments.feeding import records as feeding
@@ -406,10 +395,7 @@ def check_size(folder: Path, limit: int = SIZE_LIMIT) -> str | None:
 
 
 def clean_records(folder: Path, only: list[str] | None = None) -> list[Path]:
-    """The executed copies in ``folder`` (those starting with ``only``) with the colours of their
-    outputs taken out (``clean_outputs.plain_colours``) and this machine's folders named neutrally
-    (``clean_outputs.plain_paths``: ``<lesson>``, ``<venv>``, ``~``), without running them again:
-    their code, provenance and cell hashes stay as they were. Returns the copies that changed."""
+    """The executed copies in ``folder`` cleaned of colours and machine folders; those changed."""
     changed = []
     for path in sorted(Path(folder).glob("*.ipynb")):
         if only and not any(path.name.startswith(prefix) for prefix in only):

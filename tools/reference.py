@@ -7,25 +7,9 @@
                                                            # what the run lacks, by a deadline
                                                            # (tools/budget.py), packed into DIR
 
-A stage is a few steps: an experiment's command, the figures and notebooks, one notebook's
-recorded run, the final pack. Each stage stops itself at ``--time-limit`` seconds (default 480,
-so that it fits a 10-minute job step with room to start): the step in progress is stopped and
-what the finished steps and conditions recorded stays. Run the same stage again to go on: each
-experiment is given the run id it had (``--run-id``) and skips the conditions that run already
-has, finished steps are skipped, so nothing is recorded twice. ``--fresh`` starts a stage anew.
-A run ends with its pack: after it, the next stage starts a new run.
-``REFERENCE_ARGS_<EXPERIMENT>`` adds arguments to one experiment's command (e.g.
-``REFERENCE_ARGS_FEEDING="--pipelines lesson classic"``).
-
-The state of each stage lives in ``_build/reference/state.json``, the log of each stage in
-``_build/reference/STAGE.log``. The last stage, ``pack``, redraws the figures, refills the
-notebooks and packs ``results/``, ``fig/``, ``notebooks/`` and ``executed/`` into one archive,
-``_build/reference/reference-run.tar.gz`` (at most ``steps.PACK_LIMIT`` bytes), so that a run's
-whole output can be carried back as one file.
-
-It runs with the Python that runs it and installs nothing: on a machine without the lesson's
-environment (a cluster's GPU node), run it with a Python that has the packages; a missing one
-is named, with how to add it, before anything runs.
+Each stage stops itself at ``--time-limit`` (default 480 s, to fit a 10-minute job step); run it
+again to go on, as each experiment keeps its run id and skips what it has. The last stage packs
+``results/``, ``fig/``, ``notebooks/`` and ``executed/`` into one archive to carry back.
 """
 
 from __future__ import annotations
@@ -227,9 +211,7 @@ def draw_figures(say=say_now) -> None:
 
 
 def unpacked(state: dict, stage: Stage) -> dict:
-    """``state`` as the pack keeps it: ``stage`` (the pack's) not begun, so that a run restored
-    from the pack packs again whole, redrawing the figures and refilling the notebooks from
-    the records it then has, instead of finding them done."""
+    """``state`` as the pack keeps it, its pack stage not begun, so a restored run packs again whole."""
     kept = json.loads(json.dumps(state))
     kept.get("stages", {}).pop(stage.name, None)
     return kept

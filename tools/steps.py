@@ -1,8 +1,7 @@
-"""What the reference run's stages (``tools/reference.py``) and the budgeted run
-(``tools/budget.py``) are built from: a step, the commands the plan's steps run, running one step
-in a process group of its own (its output logged, stopped with every process it started at a
-deadline or when this process is asked to stop), the run's state and its pack. It imports
-neither of them: both import it."""
+"""The steps, state and pack shared by the reference run's stages and the budgeted run.
+
+It imports neither ``tools/reference.py`` nor ``tools/budget.py``: both import it.
+"""
 
 from __future__ import annotations
 
@@ -37,13 +36,10 @@ GPU_FIRST = ("--devices", "gpu", "cpu")  # the GPU first: the scarce measurement
 
 @dataclass
 class Step:
-    """One thing a stage does: ``argv`` after this Python (``None`` for the pack), what it
-    needs installed, and how it runs.
+    """One thing a stage does: ``argv`` after this Python (``None`` for the pack), what it needs, how it runs.
 
-    ``resumable``: it takes ``--run-id``; steps with the same ``run`` (default: the name)
-    share one run, also across stages, so that one experiment recorded in two steps is one
-    run. ``with_gpu``: arguments added where a GPU is present. ``gpu_only``: skipped, with a
-    note, where none is."""
+    Steps with the same ``run`` share one run id, across stages too.
+    """
 
     name: str
     argv: list[str] | None
@@ -128,9 +124,7 @@ def save_state(path: Path, state: dict) -> None:
 
 
 def extra_arguments(step: Step, environ=os.environ) -> list[str]:
-    """Arguments added to an experiment's command from ``REFERENCE_ARGS_<RUN>`` (e.g.
-    ``REFERENCE_ARGS_FEEDING="--pipelines lesson classic"``): fewer conditions on a node shared
-    with others, or a rehearsal that must be short. The records say what was measured."""
+    """Arguments added from ``REFERENCE_ARGS_<RUN>``, for a shared node or a short rehearsal."""
     return shlex.split(environ.get(f"REFERENCE_ARGS_{step.run_key.upper()}", "")) \
         if step.resumable else []
 
@@ -162,9 +156,7 @@ def add_text(archive: tarfile.TarFile, name: str, text: str) -> None:
 
 def pack(out: Path | None = None, limit: int = PACK_LIMIT, say=say_now, state: dict | None = None,
          folders=None, logs=None, logs_under: str = "reference-logs") -> Path:
-    """Pack ``folders`` (:data:`PACKED`), the stages' logs and ``state`` (as
-    ``reference-logs/state.json``) into one ``.tar.gz``, atomically: ``out`` is the whole
-    archive or absent."""
+    """Pack ``folders``, the stages' logs and ``state`` into one ``.tar.gz`` atomically."""
     out = out or STATE_DIR / "reference-run.tar.gz"
     folders = PACKED if folders is None else folders
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -195,9 +187,7 @@ class StopRequested(Exception):
 
 @contextlib.contextmanager
 def stop_on_signals():
-    """SIGTERM and SIGINT raise :class:`StopRequested` inside the ``with``, so that the step in
-    progress is stopped with its whole process group (:func:`run_step`) instead of outliving
-    this process in its own session."""
+    """SIGTERM and SIGINT raise :class:`StopRequested`, so the step's process group is stopped too."""
     def stop(signum, _frame):
         for sig in previous:  # one stop: a second signal must not cut the group's stop short
             signal.signal(sig, signal.SIG_IGN)
@@ -213,11 +203,10 @@ def stop_on_signals():
 
 
 def run_step(argv: list[str], deadline: float, log, env=()) -> int:
-    """Run ``argv`` in its own process group until it ends or ``deadline`` (monotonic) passes;
-    its output goes to this process's and to ``log``; ``env``: (name, value) pairs set where
-    this process's environment has no value. Raises :class:`TimeoutError` at the deadline, and
-    passes on any other exception (:class:`StopRequested`), after stopping the whole group
-    (the step and any processes it started)."""
+    """Run ``argv`` in its own process group until it ends or ``deadline`` passes, its output also to ``log``.
+
+    At the deadline (:class:`TimeoutError`) or on any exception the whole group is stopped first.
+    """
     env = {**dict(env), **os.environ,
            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
            "PYTHONUNBUFFERED": "1"}
@@ -263,9 +252,7 @@ def _group_alive(group: int) -> bool:
 
 
 def _stop_group(process: subprocess.Popen) -> None:
-    """Stop the step and every process it started (its process group): SIGTERM, and SIGKILL to
-    whatever of the group still runs after :data:`GRACE` seconds. Returns when the step has
-    ended and no process of its group runs any more."""
+    """Stop the step's process group: SIGTERM, then SIGKILL after :data:`GRACE` seconds."""
     group = process.pid  # start_new_session: the step leads its own group
     for sig, grace in ((signal.SIGTERM, GRACE), (signal.SIGKILL, GRACE)):
         try:

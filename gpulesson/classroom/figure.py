@@ -124,6 +124,12 @@ def _reference_words(view: ClassView) -> str:
     return (f"Star: {REFERENCE} ({first['date'][:10]}{data}).")
 
 
+def _class_medians(view: ClassView, model: str, gpu: bool) -> list[float]:
+    """The class's own runs' median epochs on ``model`` (the reference left out)."""
+    return [p.summary["median"] for p in view.points
+            if p.model == model and p.gpu == gpu and not p.reference]
+
+
 def describe(view: ClassView) -> str:
     """The class's numbers in words: per device the runs' medians (their median and range), per
     GPU the runs' speed-ups and in how many the difference was measurable."""
@@ -135,8 +141,7 @@ def describe(view: ClassView) -> str:
     lines.append("Epoch time after the warm-up (the runs' medians: median and range):")
     for gpu in (False, True):
         for model in view.models(gpu):
-            medians = [p.summary["median"] for p in view.points
-                       if p.model == model and p.gpu == gpu and not p.reference]
+            medians = _class_medians(view, model, gpu)
             if medians:
                 lines.append(f"  {model}: {_spread_words(medians, duration)}")
             for p in view.points:
@@ -177,8 +182,7 @@ def alt_text(view: ClassView) -> str:
     parts = []
     for gpu in (False, True):
         for model in view.models(gpu):
-            medians = [p.summary["median"] for p in view.points
-                       if p.model == model and p.gpu == gpu and not p.reference]
+            medians = _class_medians(view, model, gpu)
             if medians:
                 parts.append(f"{model}: {_values(medians, duration)}")
     ratios = {}
