@@ -50,8 +50,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "_ext"))
 sys.path.insert(0, str(ROOT / "tools"))
-from carpentry import FrontMatterError, SetupCheck, schedule_parts, split_front_matter  # noqa: E402
-from core_report import (  # noqa: E402, F401 (the model's rates, named in the docstring)
+from carpentry import FrontMatterError, Session, SetupCheck, schedule_parts, split_front_matter  # noqa: E402, F401
+from core_report import (  # noqa: E402, F401 (named in the docstring, or read by the tests)
     EXERCISE_FACTOR,
     LONG_SENTENCE,
     MAX_LONG_SHARE,
@@ -64,9 +64,12 @@ from core_report import (  # noqa: E402, F401 (the model's rates, named in the d
     model_day,
     table,
 )
-from core_schedule import (  # noqa: E402, F401 (the day's limits, named in the docstring)
+from core_schedule import (  # noqa: E402, F401 (named in the docstring, or read by the tests)
+    CORE_NAMED,
     MAX_STRETCH,
     SESSION_MARGIN,
+    TABLE_END,
+    TABLE_START,
     WORKSHOP_DAY,
     break_failures,
     core_rests,
