@@ -183,23 +183,28 @@ def is_rich_html(data: dict) -> bool:
     return "text/plain" in data and bool(RICH_HTML.match(_text(data.get("text/html", ""))))
 
 
+def _code_outputs(nb: dict):
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            yield from cell.get("outputs", [])
+
+
 def plain_colours(nb: dict) -> int:
     """Take the colours out of a notebook's outputs in place; returns how many outputs changed."""
     changed = 0
-    for cell in nb["cells"]:
-        for output in cell.get("outputs", []) if cell["cell_type"] == "code" else []:
-            found = has_colours(output)
-            if "text" in output:
-                output["text"] = _plain(output["text"])
-            if "traceback" in output:
-                output["traceback"] = [ANSI.sub("", line) for line in output["traceback"]]
-            data = output.get("data", {})
-            if is_rich_html(data):
-                data.pop("text/html")
-            for mime in list(data):
-                if mime.startswith("text/") or mime == "image/svg+xml":
-                    data[mime] = _plain(data[mime])
-            changed += found
+    for output in _code_outputs(nb):
+        found = has_colours(output)
+        if "text" in output:
+            output["text"] = _plain(output["text"])
+        if "traceback" in output:
+            output["traceback"] = [ANSI.sub("", line) for line in output["traceback"]]
+        data = output.get("data", {})
+        if is_rich_html(data):
+            data.pop("text/html")
+        for mime in list(data):
+            if mime.startswith("text/") or mime == "image/svg+xml":
+                data[mime] = _plain(data[mime])
+        changed += found
     return changed
 
 
@@ -207,20 +212,19 @@ def plain_paths(nb: dict, paths=None) -> int:
     """Give the machine's folders in a notebook's outputs neutral names in place; returns how many changed."""
     paths = machine_paths() if paths is None else paths
     changed = 0
-    for cell in nb["cells"]:
-        for output in cell.get("outputs", []) if cell["cell_type"] == "code" else []:
-            before = repr(output)
-            if "text" in output:
-                output["text"] = _each_line(output["text"], lambda t: neutral_paths(t, paths))
-            if "traceback" in output:
-                output["traceback"] = [neutral_paths(line, paths) for line in output["traceback"]]
-            data = output.get("data", {})
-            for mime in list(data):
-                if mime.startswith("text/") or mime == "image/svg+xml":
-                    markup = mime != "text/plain"
-                    data[mime] = _each_line(
-                        data[mime], lambda t, m=markup: neutral_paths(t, paths, markup=m))
-            changed += repr(output) != before
+    for output in _code_outputs(nb):
+        before = repr(output)
+        if "text" in output:
+            output["text"] = _each_line(output["text"], lambda t: neutral_paths(t, paths))
+        if "traceback" in output:
+            output["traceback"] = [neutral_paths(line, paths) for line in output["traceback"]]
+        data = output.get("data", {})
+        for mime in list(data):
+            if mime.startswith("text/") or mime == "image/svg+xml":
+                markup = mime != "text/plain"
+                data[mime] = _each_line(
+                    data[mime], lambda t, m=markup: neutral_paths(t, paths, markup=m))
+        changed += repr(output) != before
     return changed
 
 

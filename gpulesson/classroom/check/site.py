@@ -70,13 +70,18 @@ def check_site(config: Path = CONFIG):
     return items, site
 
 
+def _text(path: Path) -> str:
+    """The file's text; "" when it cannot be read (not an Open OnDemand host, say)."""
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
 def _app_config(app: Path) -> Path:
     """The _config.yml an installed app reads (see ood/gpulesson-jupyterlab/lesson_site.rb)."""
-    try:
-        env = OOD_DASHBOARD_ENV.read_text()
-    except OSError:
-        env = ""
-    found = re.search(r"^\s*(?:export\s+)?GPULESSON_SITE_CONFIG=[\"']?([^\"'\s]+)", env, re.M)
+    found = re.search(r"^\s*(?:export\s+)?GPULESSON_SITE_CONFIG=[\"']?([^\"'\s]+)",
+                      _text(OOD_DASHBOARD_ENV), re.M)
     return Path(found[1]) if found else app.resolve().parents[1] / "_config.yml"
 
 
@@ -129,14 +134,7 @@ def check_dynamic_form(env_file: Path | None = None, version_file: Path | None =
     """
     title = "Session menu (dynamic form)"
     env_file, version_file = env_file or OOD_DASHBOARD_ENV, version_file or OOD_VERSION
-    try:
-        version = version_file.read_text().strip()
-    except OSError:
-        version = ""
-    try:
-        env = env_file.read_text()
-    except OSError:
-        env = ""
+    version, env = _text(version_file).strip(), _text(env_file)
     setting = re.search(rf"^\s*(?:export\s+)?{DYNAMIC_JS}=[\"']?(\w+)", env, re.M)
     major = int(version.split(".")[0]) if version.split(".")[0].isdigit() else None
     if setting and setting[1].lower() in ("true", "1", "yes"):
