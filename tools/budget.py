@@ -92,25 +92,8 @@ CHECK_GPU = Step("readiness check on the GPU",
 # Grain's workers beside the node's GPU: JAX, the backend the node's lessons run.
 WORKERS_GPU = ("--backends", "jax", "--devices", "gpu")
 GRAIN = (*steps.KERAS, "grain")
-# The instruments changed after the first GPU run (method 2): the matrix products measure the
-# card's throughput over windows of calls; the CNN times validation after a synchronisation and
-# evaluation without its compile; the device pipelines of episode 9 (feeding, ceiling) take their
-# batches on the device; episode 5's notebook gained cells; Grain's workers keep their teardown
-# out of the timed epochs. Those steps are recorded again, each in a new run. The profile reads
-# JAX's profiler, and the settings measure, on the card, one setting at a time: they replace the
-# feeding benchmark's settings sweeps on the GPU (the same precision, steps per execution and
-# batch size, there on the lesson's generator alone), and with their workers' row and the two
-# counts beside the GPU, the grid of every worker count, a question of the host's cores that the
-# CPU's records answer. After the 2026-11-28 records, every experiment keeps the generator's
-# batches in its own order (fit's shuffle=False): the profile and the settings (method 2) and
-# the feeding benchmark (method 3) are recorded again. The CPU's profile is recorded off the
-# node: the node's cores add nothing a GPU run needs, and the lease's time goes to the card.
-# Episode 9's ladder replaces the settings one at a time (and the feeding benchmark's settings):
-# three steps of one run, the headline of the next call. With the stream (episode 4's generator
-# reads ahead, split_batches uses it) the profile and episode 5's CNN (method 3) train from it, the
-# feeding benchmark (method 4) and the ceiling (method 3) gain its pipelines; the matrix products'
-# windows last at least 0.5 s with the card's clock and power, and Grain's workers split each epoch
-# into its parts (method 3 both); episode 5's notebook (method 3) has the synchronised timer.
+# A step's ``method`` (:class:`Planned`) goes up each time its instrument changes; the plan's
+# comments and the git history say what changed.
 JAX_ENV = (("KERAS_BACKEND", "jax"),)
 LEASE_STEPS = 490  # s of steps in one call of about 9 minutes: the first call's deadline of 546 s
 #                    left 491 s for its steps (results/reference-run.json), the pack after them
