@@ -388,17 +388,13 @@ def validate_hdf5(path, verify_checksum: bool = False) -> Hdf5Info:
     if not h5py.is_hdf5(path):
         close_open_handles(path)
         raise _file_error(path, "this is not an HDF5 file (empty, overwritten or corrupt)")
-    try:
-        return _read_info(path, verify_checksum)
-    except _H5_DAMAGE as exc:
-        _check_lock(path, exc)
-        if not close_open_handles(path):
-            raise _file_error(path, f"the file is truncated or damaged ({exc})") from exc
-    try:
-        return _read_info(path, verify_checksum)
-    except _H5_DAMAGE as exc:
-        _check_lock(path, exc)
-        raise _file_error(path, f"the file is truncated or damaged ({exc})") from exc
+    for retry in (True, False):  # once more from the disk after closing this process's handles
+        try:
+            return _read_info(path, verify_checksum)
+        except _H5_DAMAGE as exc:
+            _check_lock(path, exc)
+            if not (retry and close_open_handles(path)):
+                raise _file_error(path, f"the file is truncated or damaged ({exc})") from exc
 
 
 def _check_lock(path: Path, exc: Exception) -> None:
