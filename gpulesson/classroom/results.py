@@ -24,6 +24,7 @@ from gpulesson.classroom.share import (
     ClassFolderError,
     check_nickname,
     class_folder,
+    existing_class_folder,
     record_problem,
 )
 from gpulesson.records import results
@@ -85,11 +86,7 @@ def gather(folder: str | os.PathLike, *, say=print) -> list[SharedRun]:
 
     Names starting with ``.`` are runs still being written.
     """
-    folder = Path(folder).expanduser()
-    if not folder.is_dir():
-        what = "is not a folder" if folder.exists() else "does not exist"
-        raise ClassFolderError(f"the class folder {folder} {what}: check its path "
-                               "(the instructor creates it before the workshop)")
+    folder = existing_class_folder(folder, "(the instructor creates it before the workshop)")
     try:
         names = sorted(entry.name for entry in folder.iterdir())
     except OSError as exc:

@@ -117,16 +117,22 @@ def _publish(temporary: Path, folder: Path, stem: str) -> Path:
     raise ClassFolderError(f"no free file name in {folder} after 10 tries")
 
 
+def existing_class_folder(folder: str | os.PathLike, advice: str) -> Path:
+    """``folder`` as a Path; a :class:`ClassFolderError` ending in ``advice`` when it is no folder."""
+    folder = Path(folder).expanduser()
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise ClassFolderError(f"the class folder {folder} {what}: check its path {advice}")
+    return folder
+
+
 def write_run(records, folder: str | os.PathLike, *, nickname: str | None = None) -> Path:
     """Write one run's ``records`` as a new file in the class ``folder``; return its path."""
     document = class_document(records, nickname)
     data = (json.dumps(document, default=_to_json, allow_nan=False, ensure_ascii=False)
             + "\n").encode()
-    folder = Path(folder).expanduser()
-    if not folder.is_dir():
-        what = "is not a folder" if folder.exists() else "does not exist"
-        raise ClassFolderError(f"the class folder {folder} {what}: check its path with your "
-                               f"instructor (set {CLASS_ENV} or lesson_site: class_results)")
+    folder = existing_class_folder(folder, f"with your instructor (set {CLASS_ENV} or "
+                                           "lesson_site: class_results)")
     run_id = re.sub(r"[^A-Za-z0-9-]", "", str(document["records"][0].get("run_id") or "")) \
         or new_run_id()
     temporary = folder / f".run-{run_id}-{secrets.token_hex(8)}.part"
