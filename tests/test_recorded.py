@@ -402,6 +402,34 @@ def test_the_machine_probe_needs_no_tensorflow(tmp_path):
     assert facts["device"] == "CPU" or facts["gpu_count"] >= 1
 
 
+def test_a_run_keeps_its_work_in_a_new_folder_shown_as_the_learners(tmp_path, monkeypatch):
+    """What a recorded run saves goes to a new, empty work folder (a first run's outputs, not
+    what this machine's earlier runs left in ~/gpulesson-work), which the page shows as
+    ~/gpulesson-work."""
+    work = tmp_path / "run" / "gpulesson-work"
+    env = record_run.kernel_environment("synthetic", quick=True, work_dir=work)
+    assert env["LESSON_WORK_DIR"] == str(work)
+    notebook = tmp_path / "07-small-models.ipynb"
+    notebook.write_text(json.dumps({"cells": [], "metadata": {}, "nbformat": 4,
+                                    "nbformat_minor": 5}))
+    saved = {"cell_type": "code", "source": "save()", "metadata": {}, "execution_count": 1,
+             "outputs": [{"output_type": "stream", "name": "stdout",
+                          "text": f"saved {env['LESSON_WORK_DIR']}/breast-cancer-mlp.keras\n"}]}
+
+    def execute(path, workdir, timeout, env):
+        return {**json.loads(path.read_text()), "cells": [saved]}, 1.0
+
+    monkeypatch.setattr(record_run, "execute", execute)
+    monkeypatch.setattr(record_run, "printed_references", lambda stem: {})
+    out = tmp_path / "executed"
+    out.mkdir()
+    target = record_run.record(notebook, out, data="synthetic", quick=True,
+                               facts={"cpu_model": "x", "cores_usable": 1, "cores_total": 1},
+                               env=env, timeout=9)
+    text = "".join(json.loads(target.read_text())["cells"][0]["outputs"][0]["text"])
+    assert text == "saved ~/gpulesson-work/breast-cancer-mlp.keras\n"
+
+
 # --- bad input ----------------------------------------------------------------------------
 
 

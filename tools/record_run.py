@@ -166,8 +166,16 @@ def select_notebooks(only: list[str] | None, root: Path = ROOT) -> list[Path]:
     return chosen
 
 
-def kernel_environment(data: str, quick: bool) -> dict:
+# Where a recorded run's notebooks keep their work (models, my-results.jsonl), as the pages show it.
+WORK_SHOWN = "~/gpulesson-work"
+
+
+def kernel_environment(data: str, quick: bool, work_dir: Path | None = None) -> dict:
+    """The kernel's environment; ``work_dir``: a new, empty work folder for the run, so that
+    the outputs are a first run's, not what this machine's earlier runs left in ~/gpulesson-work."""
     env = dict(os.environ)
+    if work_dir is not None:
+        env["LESSON_WORK_DIR"] = str(work_dir)
     env.update(
         LESSON_DATA=data,
         LESSON_QUICK="1" if quick else "0",
@@ -328,7 +336,11 @@ def record(notebook: Path, out_dir: Path, *, data: str, quick: bool, facts: dict
         nb, wall_s = execute(workdir / notebook.name, workdir, timeout, env)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    nb = clean_outputs.clean_notebook(json.loads(json.dumps(nb)))
+    paths = clean_outputs.machine_paths()
+    if env.get("LESSON_WORK_DIR"):  # the run's own work folder, shown as a learner's
+        paths = sorted([*paths, (env["LESSON_WORK_DIR"].rstrip("/"), WORK_SHOWN)],
+                       key=lambda pair: len(pair[0]), reverse=True)
+    nb = clean_outputs.clean_notebook(json.loads(json.dumps(nb)), paths=paths)
     cells = [cell_hash("".join(cell["source"])) for cell in nb["cells"]
              if cell["cell_type"] == "code"]
     nb["metadata"][METADATA_KEY] = provenance(facts, data, quick, wall_s, cells,
@@ -445,6 +457,16 @@ def main(argv: list[str] | None = None) -> int:
     except RecordError as exc:
         print(f"record_run: {exc}", file=sys.stderr)
         return 2
+    work = Path(tempfile.mkdtemp(prefix=".record-run-work-", dir=ROOT))
+    try:
+        return record_all(notebooks, args, data, quick, facts,
+                          kernel_environment(data, quick, work / "gpulesson-work"))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def record_all(notebooks, args, data: str, quick: bool, facts: dict, env: dict) -> int:
+    """Record each notebook in turn, in one work folder, as a learner goes through them."""
     gpu = facts.get("device") if facts.get("gpu_count") else "no GPU"
     print(f"Recording {len(notebooks)} notebook(s) on {facts['cpu_model']} "
           f"({facts['cores_usable']} cores), {gpu}, backend {facts.get('backend')}, "
