@@ -25,7 +25,7 @@ import yaml
 from carpentry import schedule_parts
 from conftest import ROOT
 
-from gpulesson.machine.localhost import chromium_path
+from localhost import chromium_path
 
 ENABLE = ("browser tests need Chromium: apt-get install chromium (or set LESSON_CHROMIUM=/path), "
           "and the playwright package (pip install -r requirements/dev.txt)")

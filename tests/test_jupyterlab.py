@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from gpulesson.machine.localhost import free_port
+from localhost import free_port
 
 requests = pytest.importorskip("requests")
 # jupyter_server depends on websocket-client, so JupyterLab always brings it.

@@ -23,7 +23,7 @@ from conftest import ROOT
 from gpulesson.experiments.torch_ddp import launch
 from gpulesson.experiments.torch_ddp.command import CHECKPOINT, load_checkpoint, save_atomically
 from gpulesson.experiments.torch_ddp.training import make_sampler
-from gpulesson.machine.localhost import free_port
+from localhost import free_port
 
 ATOL = 1e-5  # as in tests/test_parallel.py
 TIMEOUT = 300

@@ -1,4 +1,4 @@
-"""A free TCP port on 127.0.0.1 and the Chromium to drive, for the watched experiment and the tests."""
+"""A free TCP port on 127.0.0.1 and the Chromium to drive, for the tests that start servers and a browser."""
 
 from __future__ import annotations
 
