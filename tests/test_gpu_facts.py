@@ -132,13 +132,13 @@ def _in_a_process(code: str) -> str:
 
 def test_jax_and_pytorch_say_what_their_settings_ask_for():
     pytest.importorskip("jax")
-    code = ("from gpulesson import devices; import jax; h = {'compute_capability': '9.0'}\n"
+    code = ("from gpulesson.machine import devices; import jax; h = {'compute_capability': '9.0'}\n"
             "print(devices.float32_precision('jax', h)['matmul'])\n"
             "jax.config.update('jax_default_matmul_precision', 'highest')\n"
             "print(devices.float32_precision('jax', h)['matmul'])")
     assert _in_a_process(code).split() == ["tf32", "float32"]
     pytest.importorskip("torch")
-    code = ("from gpulesson import devices; import torch; h = {'compute_capability': '9.0'}\n"
+    code = ("from gpulesson.machine import devices; import torch; h = {'compute_capability': '9.0'}\n"
             "p = devices.float32_precision('torch', h); print(p['matmul'], p['convolution'])\n"
             "torch.set_float32_matmul_precision('high')\n"
             "print(devices.float32_precision('torch', h)['matmul'])")

@@ -214,7 +214,7 @@ def probe_machine(env: dict) -> dict:
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
         raise RecordError("could not ask this Python about the machine (python -c "
-                          f"'from gpulesson import devices'):\n{done.stderr[-2000:]}")
+                          f"'from gpulesson.machine import devices'):\n{done.stderr[-2000:]}")
     return json.loads(lines[-1])
 
 
