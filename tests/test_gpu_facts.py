@@ -12,7 +12,6 @@ import pytest
 from conftest import ROOT
 
 from gpulesson.machine import devices
-
 from gpulesson.records import results
 
 
