@@ -56,6 +56,7 @@ TOY = {
         from toyexps.toy import RECORDS
 
         FIGURES = ("toy-sums.svg",)
+        FIGURE_FOLDER = "fig/00-toy"  # where the figures step draws them, in the lesson's folder
 
 
         def describe(records):
@@ -164,6 +165,15 @@ def test_its_figure_draws_through_the_figure_scripts_skeleton(toy, tmp_path):
     assert "The toy's sums" in written.read_text()
     with pytest.raises(SystemExit, match=r"record one with 'python -m toyexps\.toy'"):
         draw(tmp_path / "none.jsonl")
+
+
+def test_the_figures_step_draws_it_without_a_script(toy, tmp_path):
+    assert registry.draw_declared(tmp_path, "toyexps") == []  # no run yet: nothing drawn
+    assert importlib.import_module("toyexps.toy.__main__").main(
+        ["--sizes", "5", "--out", str(toy)]) == 0
+    (written,) = registry.draw_declared(tmp_path, "toyexps")
+    assert written == tmp_path / "fig" / "00-toy" / "toy-sums.svg"
+    assert "The toy's sums" in written.read_text()
 
 
 def test_every_experiment_with_page_values_is_found():

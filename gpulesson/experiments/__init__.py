@@ -21,8 +21,8 @@ A new experiment is at most three files in ``gpulesson/experiments/NAME/``, foun
   deep-learning framework only inside the function;
 - ``page.py``: ``substitutions(path=RECORDS.results_file)``, the page's ``ref_NAME_*`` values;
   and, where it has them, ``describe(records)``, the command's table, and ``figures(records)``
-  with ``FIGURES``, the SVGs' names, drawn by a script in ``fig/`` through
-  ``figure_scripts.drawer(registry.Declared("gpulesson.experiments.NAME"), ...)``.
+  with ``FIGURES``, the SVGs' names, and ``FIGURE_FOLDER``, where the figures step draws them
+  (:func:`~gpulesson.experiments.registry.draw_declared`: no script in ``fig/``).
 
 ``python -m gpulesson.experiments.NAME`` then runs: importing this package installs the hook that
 gives a declared package its command (:func:`~gpulesson.experiments.registry.install`), so it

@@ -137,6 +137,27 @@ def run(name: str, argv=None) -> int:
 
 # The ``__main__`` module the import hook gives a declared package: what an experiment's
 # ``__main__.py`` holds, its work done by run().
+def draw_declared(root: Path, package: str = PACKAGE) -> list[Path]:
+    """The figures of every declared experiment of ``package`` whose page names them
+    (``FIGURES``) and their folder (``FIGURE_FOLDER``, in the lesson's folder ``root``), drawn
+    from its reference run as `make figures` draws the scripts in ``fig/``: so that a declared
+    experiment needs no figure script. A results file without a run draws nothing."""
+    from gpulesson.records.figure_scripts import drawer
+
+    written = []
+    for name in experiment_packages(package):
+        module = importlib.import_module(name)
+        if not all(hasattr(module, part) for part in ("COMMAND", "RECORDS")):
+            continue
+        experiment = Declared(name)
+        folder = getattr(experiment.page, "FIGURE_FOLDER", None)
+        if experiment.FIGURES and folder:
+            draw = drawer(experiment, experiment.FIGURES, root / folder,
+                          until_recorded=name.rpartition(".")[2])
+            written += draw(root / "results" / experiment.RESULTS_FILE.name)
+    return written
+
+
 COMMAND_MODULE = '''"""The command line that {package} declares (gpulesson.experiments.registry)."""
 from functools import partial
 
