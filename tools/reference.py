@@ -203,12 +203,15 @@ def run_stage(stage: Stage, *, time_limit: float, state_file: Path, fresh: bool 
 
 def draw_figures(say=say_now) -> None:
     """Every figure script in ``fig/``, each in a process of its own, as `make figures`."""
-    declared = ["-c", "from pathlib import Path; from gpulesson.experiments.registry import "
-                "draw_declared; draw_declared(Path.cwd())"]  # those that need no script
-    for script in [*([str(s)] for s in sorted(ROOT.glob("fig/*/*.py"))), declared]:
-        done = subprocess.run([sys.executable, *script], cwd=ROOT)
+    drawers = {str(script.relative_to(ROOT)): [str(script)]
+               for script in sorted(ROOT.glob("fig/*/*.py"))}
+    # The declared experiments' figures, which need no script (gpulesson.experiments.registry).
+    drawers["the declared experiments"] = [
+        "-c", "from pathlib import Path; from gpulesson.experiments.registry import draw_declared; "
+              "draw_declared(Path.cwd())"]
+    for what, arguments in drawers.items():
+        done = subprocess.run([sys.executable, *arguments], cwd=ROOT)
         if done.returncode != 0:
-            what = Path(script[0]).relative_to(ROOT) if len(script) == 1 else "declared experiments"
             raise StageStopped(f"{what} failed (exit status {done.returncode})")
     say("figures redrawn")
 

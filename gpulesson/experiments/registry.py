@@ -71,6 +71,12 @@ def results_name(module) -> str:
     return importlib.import_module(package).RECORDS.results_file.name
 
 
+def declares(module) -> bool:
+    """Whether ``module`` is a declared experiment's package: it declares ``COMMAND`` and
+    ``RECORDS``."""
+    return all(hasattr(module, name) for name in ("COMMAND", "RECORDS"))
+
+
 class Declared:
     """A declared experiment's parts under the names the figure scripts and the site read:
     ``__name__``, ``RECORDS``, ``COMMAND``, ``EXPERIMENT``, ``RESULTS_FILE``, ``measure``,
@@ -135,8 +141,6 @@ def run(name: str, argv=None) -> int:
     return cli.say_measured(made, args.out, records.experiment, run_id, experiment.describe)
 
 
-# The ``__main__`` module the import hook gives a declared package: what an experiment's
-# ``__main__.py`` holds, its work done by run().
 def draw_declared(root: Path, package: str = PACKAGE) -> list[Path]:
     """The figures of every declared experiment of ``package`` whose page names them
     (``FIGURES``) and their folder (``FIGURE_FOLDER``, in the lesson's folder ``root``), drawn
@@ -146,8 +150,7 @@ def draw_declared(root: Path, package: str = PACKAGE) -> list[Path]:
 
     written = []
     for name in experiment_packages(package):
-        module = importlib.import_module(name)
-        if not all(hasattr(module, part) for part in ("COMMAND", "RECORDS")):
+        if not declares(importlib.import_module(name)):
             continue
         experiment = Declared(name)
         folder = getattr(experiment.page, "FIGURE_FOLDER", None)
@@ -158,6 +161,8 @@ def draw_declared(root: Path, package: str = PACKAGE) -> list[Path]:
     return written
 
 
+# The ``__main__`` module the import hook gives a declared package: what an experiment's
+# ``__main__.py`` holds, its work done by run().
 COMMAND_MODULE = '''"""The command line that {package} declares (gpulesson.experiments.registry)."""
 from functools import partial
 
@@ -190,7 +195,7 @@ class _DeclaredCommands(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path=None, target=None):
         package, _, last = fullname.rpartition(".")
         module = sys.modules.get(package)
-        if last != "__main__" or not all(hasattr(module, name) for name in ("COMMAND", "RECORDS")):
+        if last != "__main__" or not declares(module):
             return None
         # sys.argv[0] under python -m: the file that declares the command
         return importlib.util.spec_from_loader(fullname, _CommandLoader(package),
