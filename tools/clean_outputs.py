@@ -14,6 +14,8 @@ import re
 import sys
 from pathlib import Path
 
+from gpulesson.datasets.settings import DEFAULT_WORK_DIR
+
 CHECKOUT = Path(__file__).resolve().parents[1]
 # The folder tools/record_run.py runs a notebook's copy in (a temporary folder in the checkout):
 # on the page, the notebook's own folder.
@@ -58,13 +60,14 @@ def final_text(text: str) -> str:
     return done + "".join(line).rstrip()
 
 
-def machine_paths(root=CHECKOUT, prefix: str | None = None,
-                  home: str | None = None) -> list[tuple[str, str]]:
-    """The recording machine's folders an output may show, each with its neutral name, most specific first."""
+def machine_paths(root=CHECKOUT, prefix: str | None = None, home: str | None = None,
+                  work: str | None = None) -> list[tuple[str, str]]:
+    """The recording machine's folders an output may show, each with its neutral name, most specific first;
+    ``work``: a recorded run's own work folder, shown as a learner's (``DEFAULT_WORK_DIR``)."""
     prefix = sys.prefix if prefix is None else prefix
     home = str(Path.home()) if home is None else home
     root = str(root) if root else ""
-    found = [(prefix, "<venv>"), (root, "<lesson>"), (home, "~")]
+    found = [(prefix, "<venv>"), (root, "<lesson>"), (home, "~"), (work or "", str(DEFAULT_WORK_DIR))]
     found = [(path.rstrip("/"), name) for path, name in found if path and path.rstrip("/")]
     found = [(path, name) for path, name in found
              if not (name == "<venv>" and root and (path + "/").startswith(root.rstrip("/") + "/"))]

@@ -166,10 +166,6 @@ def select_notebooks(only: list[str] | None, root: Path = ROOT) -> list[Path]:
     return chosen
 
 
-# Where a recorded run's notebooks keep their work (models, my-results.jsonl), as the pages show it.
-WORK_SHOWN = "~/gpulesson-work"
-
-
 def kernel_environment(data: str, quick: bool, work_dir: Path | None = None) -> dict:
     """The kernel's environment; ``work_dir``: a new, empty work folder for the run, so that
     the outputs are a first run's, not what this machine's earlier runs left in ~/gpulesson-work."""
@@ -336,10 +332,7 @@ def record(notebook: Path, out_dir: Path, *, data: str, quick: bool, facts: dict
         nb, wall_s = execute(workdir / notebook.name, workdir, timeout, env)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    paths = clean_outputs.machine_paths()
-    if env.get("LESSON_WORK_DIR"):  # the run's own work folder, shown as a learner's
-        paths = sorted([*paths, (env["LESSON_WORK_DIR"].rstrip("/"), WORK_SHOWN)],
-                       key=lambda pair: len(pair[0]), reverse=True)
+    paths = clean_outputs.machine_paths(work=env.get("LESSON_WORK_DIR"))
     nb = clean_outputs.clean_notebook(json.loads(json.dumps(nb)), paths=paths)
     cells = [cell_hash("".join(cell["source"])) for cell in nb["cells"]
              if cell["cell_type"] == "code"]
@@ -452,15 +445,17 @@ def main(argv: list[str] | None = None) -> int:
         if stale:
             raise RecordError("the notebooks differ from their episodes:\n  " + "\n  ".join(stale)
                               + "\nrun 'python tools/make_notebooks.py' first")
-        env = kernel_environment(data, quick)
-        facts = probe_machine(env)
     except RecordError as exc:
         print(f"record_run: {exc}", file=sys.stderr)
         return 2
     work = Path(tempfile.mkdtemp(prefix=".record-run-work-", dir=ROOT))
     try:
-        return record_all(notebooks, args, data, quick, facts,
-                          kernel_environment(data, quick, work / "gpulesson-work"))
+        env = kernel_environment(data, quick, work / "gpulesson-work")
+        facts = probe_machine(env)
+        return record_all(notebooks, args, data, quick, facts, env)
+    except RecordError as exc:  # the probe's
+        print(f"record_run: {exc}", file=sys.stderr)
+        return 2
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
