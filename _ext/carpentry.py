@@ -147,12 +147,6 @@ def result_sources() -> tuple[str, ...]:
     return _result_sources(tuple(EXPERIMENT_PACKAGES))
 
 
-def __getattr__(name: str):
-    if name == "RESULT_SOURCES":  # found when first asked for, not when Sphinx loads this
-        return result_sources()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def result_values(root: Path, sources: tuple[str, ...] | None = None) -> dict[str, str]:
     """The ``ref_*`` values of the lesson's results files under ``root``, from ``sources``
     (default :func:`result_sources`)."""

@@ -14,18 +14,18 @@ import pytest
 import steps
 from carpentry import (
     MISSING,
-    RESULT_SOURCES,
     fill_placeholders,
     has_placeholders,
+    result_sources,
     result_values,
     site_values,
 )
 from conftest import ROOT
 
 from gpulesson.classroom.check import example, report
+from gpulesson.datasets.settings import get_settings
 from gpulesson.machine.pinned import pinned_environment, same_version
 from gpulesson.records.results import append_record, read_records
-from gpulesson.datasets.settings import get_settings
 
 GUIDE = ROOT / "guide.md"
 NO_RUN_YET = "no GPU node\nhas run it for this lesson yet"
@@ -141,7 +141,7 @@ def test_the_pins_are_those_of_the_environment_file():
 
 
 def test_the_example_is_a_source_of_the_pages_values(tmp_path):
-    assert "gpulesson.classroom.check.example" in RESULT_SOURCES
+    assert "gpulesson.classroom.check.example" in result_sources()
     (tmp_path / "results").mkdir()
     assert result_values(tmp_path, ("gpulesson.classroom.check.example",))["ref_check_gpu"] == MISSING
 

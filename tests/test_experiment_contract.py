@@ -146,7 +146,7 @@ def test_its_page_values_reach_the_site_placeholders(toy, tmp_path, monkeypatch)
     assert registry.page_sources("toyexps") == ["toyexps.toy.page"]
     shutil.copy(ROOT / "_config.yml", tmp_path / "_config.yml")
     monkeypatch.setattr(carpentry, "EXPERIMENT_PACKAGES", ("gpulesson.experiments", "toyexps"))
-    assert "toyexps.toy.page" in carpentry.RESULT_SOURCES
+    assert "toyexps.toy.page" in carpentry.result_sources()
     values = carpentry.placeholder_values(tmp_path)
     assert values["ref_toy_sizes"] == "5, 7"
     filled = carpentry.fill_placeholders("Sizes: {{ ref_toy_sizes }}.", tmp_path, values)
@@ -181,7 +181,7 @@ def test_every_experiment_with_page_values_is_found():
     folder = ROOT / "gpulesson" / "experiments"
     defined = {path.parent.name for path in folder.glob("*/*.py")
                if "def substitutions(" in path.read_text(encoding="utf-8")}
-    found = {part for name in carpentry.RESULT_SOURCES
+    found = {part for name in carpentry.result_sources()
              if name.startswith("gpulesson.experiments.")
              and (folder / (part := name.split(".")[2])).is_dir()}
     assert len(defined) >= 12 and defined == found

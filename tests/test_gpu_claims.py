@@ -27,7 +27,6 @@ import pytest
 from carpentry import (
     MISSING,
     PLACEHOLDER,
-    RESULT_SOURCES,
     RESULTS_DIR,
     fill_placeholders,
     result_values,
@@ -144,7 +143,7 @@ def values_without_gpu(tmp_path_factory) -> dict[str, str]:
     for path in (ROOT / RESULTS_DIR).iterdir():
         if path.is_dir():
             shutil.copytree(path, root / RESULTS_DIR / path.name)
-    return {**site_values(ROOT), **result_values(root, RESULT_SOURCES)}
+    return {**site_values(ROOT), **result_values(root)}
 
 
 @pytest.mark.parametrize("path", EPISODES, ids=lambda p: p.name)
