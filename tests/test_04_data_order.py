@@ -28,8 +28,8 @@ import numpy as np
 import pytest
 
 from gpulesson import lesson
-from gpulesson.machine.devices import backend_installed
 from gpulesson.datasets.hdf5 import write_hdf5
+from gpulesson.machine.devices import backend_installed
 
 N_TRAIN, BATCH, EPOCHS, SEED = 300, 16, 3, 5  # 19 batches, the last one short
 CLASSES = [f"class {i}" for i in range(10)]

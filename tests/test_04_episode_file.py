@@ -17,7 +17,8 @@ import pytest
 from conftest import ROOT
 from test_shared_data_folder import prepared_folder, read_only, snapshot
 
-from gpulesson.datasets import cifar10, load as data
+from gpulesson.datasets import cifar10
+from gpulesson.datasets import load as data
 
 EPISODE = ROOT / "_episodes" / "04-data-pipeline.md"
 

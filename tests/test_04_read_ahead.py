@@ -19,10 +19,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_04_data_order import CLASSES, encoded, encoded_rows
 
 from gpulesson import lesson
 from gpulesson.datasets.hdf5 import write_hdf5
-from test_04_data_order import CLASSES, encoded, encoded_rows
 
 N_TRAIN, BATCH, SEED = 300, 16, 5  # 19 blocks, the last one short
 

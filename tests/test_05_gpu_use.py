@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from gpulesson.machine import flops
 from gpulesson.experiments.cnn import gpu_use
+from gpulesson.machine import flops
 from gpulesson.records.results import NOT_RECORDED
 
 

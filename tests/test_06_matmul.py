@@ -16,8 +16,14 @@ from gpulesson.experiments.matmul import measure as mm
 from gpulesson.experiments.matmul import records as mr
 from gpulesson.experiments.matmul.__main__ import main as matmul_main
 from gpulesson.experiments.matmul.figures import gflops_alt, sync_alt
-from gpulesson.records.results import NOT_RECORDED, duration, is_gpu
-from gpulesson.records.results import append_record, read_records, validate_record
+from gpulesson.records.results import (
+    NOT_RECORDED,
+    append_record,
+    duration,
+    is_gpu,
+    read_records,
+    validate_record,
+)
 
 FIG = ROOT / "fig" / "06-why-gpus-are-fast"
 

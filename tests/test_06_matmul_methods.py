@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 from test_06_matmul import made_up, write
 
-from gpulesson.machine import gpu_peaks
 from gpulesson.experiments import matmul
 from gpulesson.experiments.matmul import measure
 from gpulesson.experiments.matmul import records as mr
 from gpulesson.experiments.matmul.__main__ import main as matmul_main
 from gpulesson.experiments.matmul.figures import gflops_alt
+from gpulesson.machine import gpu_peaks
 from gpulesson.records.results import NOT_RECORDED, read_records
 
 # --- a made-up device: calls queue up, a wait is a round trip -----------------------------------

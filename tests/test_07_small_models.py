@@ -17,7 +17,14 @@ from gpulesson.experiments.small_models.__main__ import main as small_models_mai
 from gpulesson.experiments.small_models.figures import comparison_alt, sweep_alt
 from gpulesson.experiments.small_models.page import sweep_dates
 from gpulesson.experiments.small_models.records import PARTS, SmallModelsError, sample_summary
-from gpulesson.records.results import NOT_RECORDED, append_record, is_gpu, make_record, read_records, validate_record
+from gpulesson.records.results import (
+    NOT_RECORDED,
+    append_record,
+    is_gpu,
+    make_record,
+    read_records,
+    validate_record,
+)
 
 FIG = ROOT / "fig" / "07-small-models"
 

@@ -13,8 +13,8 @@ import pytest
 from conftest import ROOT
 
 from gpulesson.datasets import mnist
-from gpulesson.errors import DataFileError, DataUnavailableError
 from gpulesson.datasets.settings import LABELS, QUICK_N_TEST, QUICK_N_TRAIN, Settings
+from gpulesson.errors import DataFileError, DataUnavailableError
 
 torch = pytest.importorskip("torch", reason="PyTorch is an optional extra (requirements/torch.txt)")
 

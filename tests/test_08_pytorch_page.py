@@ -10,9 +10,9 @@ import pytest
 from conftest import ROOT
 from test_08_pytorch import made_up_gpu, record  # noqa: F401 (a fixture)
 
-from gpulesson.machine.pinned import pinned_environment
 from gpulesson.experiments import torch_reference
 from gpulesson.experiments.torch_reference import page
+from gpulesson.machine.pinned import pinned_environment
 from gpulesson.records.results import NOT_RECORDED, append_record, read_records
 
 EPISODE = ROOT / "_episodes" / "08-pytorch.md"

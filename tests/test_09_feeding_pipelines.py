@@ -14,12 +14,12 @@ import pytest
 from conftest import ROOT
 from feeding_helpers import BATCH, REPEATS, N, do_nothing_model, write_records
 
-from gpulesson.machine.devices import keras_device_name
 from gpulesson.experiments import common, feeding
 from gpulesson.experiments.feeding import measure
 from gpulesson.experiments.feeding import pipelines as fp
 from gpulesson.experiments.feeding import records as rec
 from gpulesson.experiments.feeding.__main__ import main as feeding_main
+from gpulesson.machine.devices import keras_device_name
 from gpulesson.records.results import append_record, read_records, validate_record
 
 

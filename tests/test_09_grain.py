@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from test_04_data_order import RECORDING, encoded, encoded_rows
 
-from gpulesson.machine.devices import backend_installed
 from gpulesson.datasets.hdf5 import write_hdf5
+from gpulesson.machine.devices import backend_installed
 
 pytest.importorskip("grain", reason="Grain is not installed: pip install -r requirements/common.txt "
                     "-c requirements/constraints.txt (no Windows build)")

@@ -10,7 +10,6 @@ from conftest import ROOT
 from test_09_ceiling import JAX_GPU, gpu_run
 from test_09_ceiling import record as ceiling_record
 
-from gpulesson.records import results
 from gpulesson.experiments import common
 from gpulesson.experiments.ceiling import page as ceiling_page
 from gpulesson.experiments.feeding import page
@@ -18,6 +17,7 @@ from gpulesson.experiments.feeding import records as rec
 from gpulesson.experiments.feeding.figures import alt_texts
 from gpulesson.experiments.profile import page as profile_page
 from gpulesson.experiments.workers import page as workers_page
+from gpulesson.records import results
 from gpulesson.records.results import append_record, make_record
 
 EPISODE = (ROOT / "_episodes" / "09-feeding-the-gpu.md").read_text(encoding="utf-8")

@@ -241,6 +241,7 @@ def test_the_efficiency_solution_matches_the_cost_model():
     """The solution's numbers, as the page shows them, follow the cost model for the step the
     page names (the lesson's GPU run, or the assumed one)."""
     import carpentry
+
     from gpulesson.experiments import cnn
     from gpulesson.experiments.parallel.page import cnn_step
 

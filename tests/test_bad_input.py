@@ -11,20 +11,20 @@ import subprocess
 import sys
 from collections import Counter
 
+import bad_input
 import h5py
 import numpy as np
 import pytest
-
-import bad_input
 from conftest import ROOT
 from data_fixtures import small_arrays
+
 from gpulesson import lesson
 from gpulesson.datasets import load as data
-from gpulesson.experiments import parallel, train_job
-from gpulesson.errors import DataFileError
 from gpulesson.datasets.hdf5 import validate_hdf5, write_hdf5
 from gpulesson.datasets.settings import Settings
 from gpulesson.datasets.synthetic import SYNTHETIC_CLASS_NAMES
+from gpulesson.errors import DataFileError
+from gpulesson.experiments import parallel, train_job
 
 
 def files_in(folder):
@@ -302,8 +302,8 @@ def test_the_device_report_fails_when_keras_cannot_start(tmp_path):
 
 @pytest.mark.bad_input("bad argument")
 def test_a_file_named_as_the_data_folder_is_called_a_file(tmp_path):
-    from gpulesson.errors import SettingsError
     from gpulesson.datasets.settings import get_settings
+    from gpulesson.errors import SettingsError
 
     file = tmp_path / "notes.txt"
     file.write_text("mine")
@@ -331,8 +331,8 @@ def test_a_data_dir_under_a_file_is_called_so(tmp_path, capsys):
 
 @pytest.mark.bad_input("unwritable folder")
 def test_home_unset_is_named_where_the_advice_says_home(monkeypatch, tmp_path):
-    from gpulesson.errors import DataFolderError, check_writable
     from gpulesson.datasets.settings import ensure_work_dir
+    from gpulesson.errors import DataFolderError, check_writable
 
     monkeypatch.delenv("HOME", raising=False)
     for attempt in (lambda: check_writable("/proc/gpulesson-data"),

@@ -24,7 +24,6 @@ import pytest
 import yaml
 from carpentry import schedule_parts
 from conftest import ROOT
-
 from localhost import chromium_path
 
 ENABLE = ("browser tests need Chromium: apt-get install chromium (or set LESSON_CHROMIUM=/path), "

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from conftest import ROOT, load_script
 
+from gpulesson.datasets.synthetic import PAIRS, SYNTHETIC_CLASS_NAMES
 from gpulesson.experiments import calibration
 from gpulesson.experiments.calibration.__main__ import main as calibration_main
 from gpulesson.records.results import NOT_RECORDED, read_records, validate_record
-from gpulesson.datasets.synthetic import PAIRS, SYNTHETIC_CLASS_NAMES
 
 FIG = ROOT / "fig" / "05-cpu-vs-gpu"
 

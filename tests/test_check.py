@@ -452,8 +452,8 @@ def test_a_gpu_nvidia_smi_lists_but_a_backend_does_not_see_is_a_failure(fake_nvi
 
 
 def test_the_driver_is_judged_against_each_frameworks_cuda_build(monkeypatch):
-    from gpulesson.machine import driver
     from gpulesson.classroom.check import job
+    from gpulesson.machine import driver
 
     monkeypatch.setattr(driver, "build_cuda", lambda: {"PyTorch": "13.0", "TensorFlow": "12.5.1"})
     [old] = job.driver_items("535.104.05", "job")

@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from gpulesson.classroom import figure as class_figure, results as class_results, share as class_share
+from gpulesson.classroom import figure as class_figure
+from gpulesson.classroom import results as class_results
+from gpulesson.classroom import share as class_share
 from gpulesson.records.results import append_record, make_record, read_records
 from gpulesson.records.summaries import summarise
 

@@ -13,8 +13,8 @@ import matplotlib
 import pytest
 from test_reference import fake_run, record
 
-from gpulesson.machine.energy import Intervals
 from gpulesson.experiments import cnn, common
+from gpulesson.machine.energy import Intervals
 from gpulesson.records.results import append_record
 
 matplotlib.use("Agg")

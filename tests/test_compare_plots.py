@@ -6,8 +6,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from gpulesson.records import compare_plots as cp
 from gpulesson.datasets.settings import LABELS
+from gpulesson.records import compare_plots as cp
 
 LABEL = LABELS["synthetic"]
 CLASSES = ["cat", "dog", "ship"]

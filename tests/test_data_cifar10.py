@@ -5,8 +5,8 @@ import pickle
 
 import numpy as np
 import pytest
-
 from data_fixtures import MARK, closed_port_url, make_cifar_archive, no_proxy, serve_directory, write_tar_gz
+
 from gpulesson.datasets.cifar10 import CLASS_NAMES, cifar10_source, load_cifar10
 from gpulesson.errors import DataFileError, DataUnavailableError, LessonDataError
 

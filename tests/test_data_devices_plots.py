@@ -7,9 +7,9 @@ import sys
 import numpy as np
 import pytest
 
+from gpulesson.datasets.synthetic import SYNTHETIC_CLASS_NAMES, make_synthetic
 from gpulesson.machine import devices
 from gpulesson.records.plots import show_images
-from gpulesson.datasets.synthetic import SYNTHETIC_CLASS_NAMES, make_synthetic
 
 
 @pytest.fixture(scope="module")

@@ -7,13 +7,13 @@ from datetime import datetime
 import h5py
 import numpy as np
 import pytest
+from data_fixtures import small_arrays
 
 import gpulesson
-from data_fixtures import small_arrays
 from gpulesson.datasets import hdf5
-from gpulesson.errors import DataFileError
 from gpulesson.datasets.hdf5 import DATASETS, arrays_checksum, read_hdf5, validate_hdf5, write_hdf5
 from gpulesson.datasets.synthetic import SYNTHETIC_CLASS_NAMES
+from gpulesson.errors import DataFileError
 
 
 def write_small(path, **kwargs):

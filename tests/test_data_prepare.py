@@ -7,12 +7,12 @@ import sys
 
 import numpy as np
 import pytest
-
 from data_fixtures import closed_port_url, make_cifar_archive, no_proxy
+
 from gpulesson.datasets import settings as settings_module
 from gpulesson.datasets.cifar10 import CLASS_NAMES
-from gpulesson.datasets.load import load_arrays, prepare, shuffle_rows
 from gpulesson.datasets.hdf5 import arrays_checksum, validate_hdf5
+from gpulesson.datasets.load import load_arrays, prepare, shuffle_rows
 from gpulesson.datasets.prepare import main
 from gpulesson.datasets.settings import get_settings
 from gpulesson.datasets.synthetic import make_synthetic

@@ -4,8 +4,8 @@ with its mistakes between look-alike pairs (the full-size calibration: tests/tes
 import numpy as np
 import pytest
 
-from gpulesson.datasets.cifar10 import CLASS_NAMES
 from gpulesson.datasets import synthetic
+from gpulesson.datasets.cifar10 import CLASS_NAMES
 from gpulesson.datasets.synthetic import CHUNK, PAIRS, SYNTHETIC_CLASS_NAMES, make_synthetic
 
 

@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gpulesson.machine import energy
 from gpulesson.experiments import energy as kept
-
+from gpulesson.machine import energy
 
 # --- integration of power samples ---------------------------------------------------------------
 

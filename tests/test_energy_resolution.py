@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from gpulesson.machine import energy
 from gpulesson.experiments import energy as kept
+from gpulesson.machine import energy
 
 WATTS, STEP = 300.0, 12.0
 

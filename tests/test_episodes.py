@@ -4,9 +4,25 @@ import re
 
 import pytest
 import yaml
-from carpentry import (EPISODE_DIR, Break, Episode, FrontMatterError, Session, SetupCheck, Slot, check_schema,
-                       episodes, has_title_heading, placeholder_values, read_episode, resolve_conditionals,
-                       schedule_markdown, schedule_parts, split_front_matter, toc_episode_paths)
+from carpentry import (
+    EPISODE_DIR,
+    Break,
+    Episode,
+    FrontMatterError,
+    Session,
+    SetupCheck,
+    Slot,
+    check_schema,
+    episodes,
+    has_title_heading,
+    placeholder_values,
+    read_episode,
+    resolve_conditionals,
+    schedule_markdown,
+    schedule_parts,
+    split_front_matter,
+    toc_episode_paths,
+)
 from conftest import ROOT
 
 EPISODE_FILES = sorted((ROOT / EPISODE_DIR).glob("*.md"))

@@ -9,8 +9,8 @@ import pytest
 from conftest import ROOT
 
 from gpulesson.classroom.finished_runs import RESULTS_NAME, RUNS_DIR, reload_runs, save_runs
-from gpulesson.records.results import append_record, make_record
 from gpulesson.datasets.settings import get_settings
+from gpulesson.records.results import append_record, make_record
 
 ENVIRONMENT = {"date": "2026-11-28T12:00:00Z", "backend": "tensorflow"}
 

@@ -19,7 +19,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from localhost import free_port
 
 requests = pytest.importorskip("requests")

@@ -18,7 +18,6 @@ from test_learner_errors import _run_cells
 from gpulesson.machine import backends
 
 
-
 @pytest.fixture
 def without_jax(tmp_path):
     """The environment of a Python in which JAX cannot be imported (as after 'make lab')."""

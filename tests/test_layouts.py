@@ -8,10 +8,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from gpulesson.experiments import common
-from gpulesson.experiments import layouts as lay
 from gpulesson.datasets.settings import LABELS
 from gpulesson.datasets.synthetic import make_synthetic
+from gpulesson.experiments import common
+from gpulesson.experiments import layouts as lay
 
 LABEL = LABELS["synthetic"]
 N = 1000  # not a multiple of the batch size: the last batch is partial

@@ -8,14 +8,15 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from data_fixtures import closed_port_url
 from fresh_kernel import fresh_kernel
+
 from gpulesson import lesson
-from gpulesson.datasets import load as data, prepare
-from gpulesson.errors import DataFolderError, check_writable
+from gpulesson.datasets import load as data
+from gpulesson.datasets import prepare
 from gpulesson.datasets.hdf5 import open_handles, validate_hdf5
 from gpulesson.datasets.settings import Settings
+from gpulesson.errors import DataFolderError, check_writable
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from gpulesson import lesson
-from gpulesson.errors import DataFileError
 from gpulesson.datasets.hdf5 import write_hdf5
+from gpulesson.errors import DataFileError
 
 N_TRAIN, N_TEST, BATCH = 1000, 130, 64  # 1000 = 15 * 64 + 40: a last, partial batch
 CLASSES = [f"class {i}" for i in range(10)]

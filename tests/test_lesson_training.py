@@ -12,10 +12,10 @@ import pytest
 from conftest import ROOT
 
 from gpulesson import lesson
-from gpulesson.experiments import cnn
 from gpulesson.datasets.load import prepare
-from gpulesson.records.results import read_records, validate_record
 from gpulesson.datasets.settings import get_settings
+from gpulesson.experiments import cnn
+from gpulesson.records.results import read_records, validate_record
 
 
 @pytest.fixture(scope="module")

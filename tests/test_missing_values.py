@@ -2,10 +2,10 @@
 
 import re
 
+import carpentry
 import pytest
 from conftest import ROOT
 
-import carpentry
 from gpulesson.records.results import NOT_RECORDED
 
 VALUES = {"ref_cpu": "2.0 s", "ref_gpu": NOT_RECORDED, "ref_both": f"{NOT_RECORDED} ({NOT_RECORDED})"}

@@ -21,9 +21,9 @@ import h5py
 import numpy as np
 import pytest
 
-from gpulesson.experiments import train_job
 from gpulesson.datasets.prepare import main as prepare_main
 from gpulesson.datasets.settings import keep_earlier
+from gpulesson.experiments import train_job
 
 ROOT = Path(__file__).resolve().parents[1]
 UNWRITABLE = Path("/proc/gpulesson-test/out.jsonl")  # /proc takes no new files, not even root's

@@ -18,10 +18,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from conftest import ROOT
+from localhost import free_port
 from test_jobs import lesson_folder
 
 from gpulesson.experiments import parallel
-from localhost import free_port
 
 # The run both tests compare: 3 steps of 4 x 8 images, SGD at 0.05 (tuned for 32 images).
 PER_REPLICA, STEPS, RATE, BASE = 8, 3, 0.05, 32

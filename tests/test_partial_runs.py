@@ -17,8 +17,8 @@ import pytest
 from carpentry import fill_placeholders, result_values, site_values
 from conftest import ROOT
 
-from gpulesson.records import results
 from gpulesson.experiments import cnn, matmul, small_models, torch_reference
+from gpulesson.records import results
 from gpulesson.records.results import NOT_RECORDED, is_gpu
 
 PARTIAL = "20991231T000000Z-cut000"  # sorts after every real run: the newest

@@ -8,6 +8,7 @@ import platform
 import numpy as np
 import pytest
 
+from gpulesson.datasets.settings import LABELS
 from gpulesson.records import results
 from gpulesson.records.results import (
     ResultsFileError,
@@ -17,7 +18,6 @@ from gpulesson.records.results import (
     make_record,
     read_records,
 )
-from gpulesson.datasets.settings import LABELS
 
 
 def record(**values):

@@ -2,8 +2,8 @@
 
 import pytest
 
-from gpulesson.errors import SettingsError
 from gpulesson.classroom.session import CPU_ONLY, NoGPUError, gpu_or_stop
+from gpulesson.errors import SettingsError
 
 GPU = {"gpu_count": 1, "device": "NVIDIA H200", "backend": "tensorflow"}
 NONE = {"gpu_count": 0, "device": "CPU", "backend": "tensorflow"}

@@ -36,9 +36,10 @@ import pytest
 from data_fixtures import closed_port_url
 from notebook_writes import writes
 
-from gpulesson.datasets import cifar10, load as data
-from gpulesson.errors import DataFolderError
+from gpulesson.datasets import cifar10
+from gpulesson.datasets import load as data
 from gpulesson.datasets.settings import Settings
+from gpulesson.errors import DataFolderError
 
 ROOT = Path(__file__).resolve().parents[1]
 

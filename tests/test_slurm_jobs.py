@@ -21,8 +21,8 @@ from conftest import lesson_files
 from slurm_cluster import site_config
 
 from gpulesson.datasets.load import prepare
-from gpulesson.experiments import sweep
 from gpulesson.datasets.settings import get_settings
+from gpulesson.experiments import sweep
 
 EPOCHS = 3
 PARALLEL = ["--per-replica-batch", "8", "--steps", "3", "--learning-rate", "0.05",

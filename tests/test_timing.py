@@ -7,9 +7,8 @@ import numpy as np
 import pytest
 
 from gpulesson import lesson
-
-from gpulesson.machine import timing
 from gpulesson.lesson import EpochTimer
+from gpulesson.machine import timing
 from gpulesson.machine.timing import timed
 
 

@@ -19,11 +19,11 @@ import time
 import pytest
 import torch
 from conftest import ROOT
+from localhost import free_port
 
 from gpulesson.experiments.torch_ddp import launch
 from gpulesson.experiments.torch_ddp.command import CHECKPOINT, load_checkpoint, save_atomically
 from gpulesson.experiments.torch_ddp.training import make_sampler
-from localhost import free_port
 
 ATOL = 1e-5  # as in tests/test_parallel.py
 TIMEOUT = 300

@@ -19,10 +19,10 @@ import pytest
 from conftest import ROOT
 from test_jobs import lesson_folder
 
-from gpulesson.experiments import sweep, train_job
 from gpulesson.datasets.load import prepare
-from gpulesson.records.results import read_records
 from gpulesson.datasets.settings import get_settings
+from gpulesson.experiments import sweep, train_job
+from gpulesson.records.results import read_records
 
 EPOCHS = 4
 # Slows each of the 29 batches of an epoch, so that a kill lands in the middle of one.

@@ -17,12 +17,12 @@ import h5py
 import numpy as np
 import pytest
 
-from gpulesson.datasets import load as data, mnist, prepare
-
 from gpulesson.classroom import workcopy
-from gpulesson.errors import DataFileError, DataFolderError, show_message_only_in_commands
+from gpulesson.datasets import load as data
+from gpulesson.datasets import mnist, prepare
 from gpulesson.datasets.hdf5 import WRITER_MARK, atomic_hdf5, made_by_lesson
 from gpulesson.datasets.settings import Settings
+from gpulesson.errors import DataFileError, DataFolderError, show_message_only_in_commands
 
 ROOT = Path(__file__).resolve().parents[1]
 
