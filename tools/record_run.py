@@ -216,12 +216,11 @@ def probe_machine(env: dict) -> dict:
 
 def printed_references(stem: str, results_dir: Path | None = None) -> dict[str, list[str]]:
     """The reference runs episode ``stem``'s notebook prints; a change makes its copy stale."""
-    from gpulesson.experiments.ceiling import records as ceiling
-    from gpulesson.experiments.cnn import records as cnn
-    from gpulesson.experiments.feeding import records as feeding
-    from gpulesson.experiments.matmul import records as matmul
-    from gpulesson.experiments.small_models import records as small_models
-    from gpulesson.experiments.torch_reference import records as torch_reference
+    from gpulesson.experiments.registry import experiment
+
+    ceiling, cnn, feeding, matmul, small_models, torch_reference = (
+        experiment(f"gpulesson.experiments.{name}") for name in (
+            "ceiling", "cnn", "feeding", "matmul", "small_models", "torch_reference"))
     from gpulesson.records import results
 
     folder = Path(results_dir or results.RESULTS_DIR)

@@ -119,6 +119,13 @@ class Declared:
         return tuple(getattr(self.page, "FIGURES", ()))
 
 
+def experiment(name: str):
+    """Experiment package ``name`` as the site and the tools read it: its :class:`Declared`
+    parts, else the package (with its ``reference_run``, ``RESULTS_FILE``, ...)."""
+    module = importlib.import_module(name)
+    return Declared(name) if declares(module) else module
+
+
 def run(name: str, argv=None) -> int:
     """The command of the declared experiment ``name``: a new run, or ``--run-id``'s without
     the conditions it has; each record ``measure`` yields appended to ``--out`` at once (a
