@@ -4,18 +4,21 @@ the values the instructor notes show."""
 
 import numpy as np
 import pytest
-from conftest import ROOT, load_script
+from conftest import ROOT
 
 from gpulesson.datasets.synthetic import PAIRS, SYNTHETIC_CLASS_NAMES
-from gpulesson.experiments import calibration
-from gpulesson.experiments.calibration.__main__ import main as calibration_main
+from gpulesson.experiments import calibration, registry
+from gpulesson.experiments.calibration.measure import generator_fingerprint
+from gpulesson.experiments.calibration.page import describe, substitutions
+from gpulesson.records.figure_scripts import drawer
 from gpulesson.records.results import NOT_RECORDED, read_records, validate_record
 
 FIG = ROOT / "fig" / "05-cpu-vs-gpu"
+COMMAND = "python -m gpulesson.experiments.calibration"
 
 
-def figures_script():
-    return load_script(FIG / "calibration.py")
+def calibration_main(argv) -> int:
+    return registry.run("gpulesson.experiments.calibration", argv)
 
 
 @pytest.fixture(scope="module")
@@ -42,15 +45,15 @@ def test_a_quick_run_records_what_the_notes_need(quick_record):
     (matrix,) = record["confusion"].values()
     assert np.asarray(matrix).shape == (10, 10) and np.sum(matrix) == 500
     assert np.trace(matrix) / 500 == pytest.approx(record["test_accuracy_per_epoch"][-1])
-    assert record["generator"] == calibration.generator_fingerprint()
+    assert record["generator"] == generator_fingerprint()
     assert len(record["load_average"]["start"] or [0, 0, 0]) == 3
 
-    values = calibration.substitutions(out)
+    values = substitutions(out)
     assert all(key.startswith("ref_calib_") for key in values)
     assert NOT_RECORDED not in values.values(), values
     assert values["ref_calib_epochs"] == "2" and values["ref_calib_n_train"] == "1,800"
     assert values["ref_calib_workshop_epochs"] == "2"
-    text = calibration.describe(record)
+    text = describe([record])
     assert "synthetic stand-in (not CIFAR-10)" in text and "Test accuracy after 2 epochs" in text
 
 
@@ -75,7 +78,7 @@ def test_findings_read_overfitting_and_pairs_from_a_record():
 
 
 def test_no_record_says_not_recorded(tmp_path):
-    values = calibration.substitutions(tmp_path / "none.jsonl")
+    values = substitutions(tmp_path / "none.jsonl")
     assert values and set(values.values()) == {NOT_RECORDED}
 
 
@@ -84,7 +87,7 @@ def test_no_record_says_not_recorded(tmp_path):
 @pytest.fixture(scope="module")
 def reference():
     record = calibration.reference_record()
-    assert record, f"{calibration.RESULTS_FILE} must hold a record: python -m gpulesson.experiments.calibration"
+    assert record, f"{calibration.RESULTS_FILE} must hold a record: {COMMAND}"
     return record
 
 
@@ -94,8 +97,8 @@ def test_the_committed_record_is_full_size_and_of_this_generator(reference):
     assert reference["load_average"]["start"] is not None
     assert (reference["n_train"], reference["n_validation"], reference["n_test"]) == (45_000, 5_000, 10_000)
     assert reference["epochs"] >= 30 and reference["batch_size"] == 256
-    assert reference["generator"] == calibration.generator_fingerprint(reference["data_seed"]), (
-        "the stand-in changed since the calibration was recorded: run python -m gpulesson.experiments.calibration")
+    assert reference["generator"] == generator_fingerprint(reference["data_seed"]), (
+        f"the stand-in changed since the calibration was recorded: run {COMMAND}")
 
 
 def test_the_stand_in_behaves_like_cifar10(reference):
@@ -111,7 +114,7 @@ def test_the_stand_in_behaves_like_cifar10(reference):
 
 
 def test_the_notes_values_come_from_the_record(reference):
-    values = calibration.substitutions()
+    values = substitutions()
     found = calibration.findings(reference)
     assert values["ref_calib_workshop_accuracy"] == f"{found['workshop_accuracy']:.1%}"
     assert values["ref_calib_n_train"] == "45,000" and values["ref_calib_epochs"] == str(reference["epochs"])
@@ -120,12 +123,13 @@ def test_the_notes_values_come_from_the_record(reference):
 
 
 def test_committed_figures_are_drawn_from_the_results_file(tmp_path):
-    for drawn in figures_script().draw(calibration.RESULTS_FILE, tmp_path):
+    experiment = registry.Declared("gpulesson.experiments.calibration")
+    assert experiment.page.FIGURE_FOLDER == "fig/05-cpu-vs-gpu"
+    for drawn in drawer(experiment, experiment.FIGURES, tmp_path)(calibration.RESULTS_FILE):
         committed = FIG / drawn.name
-        assert committed.exists(), f"{committed} is missing: run {calibration.FIGURE_COMMAND}"
+        assert committed.exists(), f"{committed} is missing: run make figures"
         assert drawn.read_bytes() == committed.read_bytes(), (
-            f"{committed.name} is not what {calibration.RESULTS_FILE.name} gives: "
-            f"run {calibration.FIGURE_COMMAND}")
+            f"{committed.name} is not what {calibration.RESULTS_FILE.name} gives: run make figures")
 
 
 # ------------------------------------------------------------------------------------ bad input
@@ -138,7 +142,9 @@ def test_committed_figures_are_drawn_from_the_results_file(tmp_path):
 ])
 def test_bad_sizes_are_refused_before_any_work(tmp_path, capsys, args, message):
     out = tmp_path / "calibration.jsonl"
-    assert calibration_main([*args, "--out", str(out)]) == 2
+    with pytest.raises(SystemExit) as stopped:
+        calibration_main([*args, "--out", str(out)])
+    assert stopped.value.code == 2
     err = capsys.readouterr().err
     assert message in err and "Nothing was measured or written" in err
     assert not out.exists()
@@ -151,5 +157,7 @@ def test_a_gpu_asked_for_without_one_is_refused(tmp_path, capsys):
     if keras_device()["gpu_count"]:
         pytest.skip("a GPU is visible here")
     out = tmp_path / "calibration.jsonl"
-    assert calibration_main(["--quick", "--device", "gpu", "--out", str(out)]) == 2
+    with pytest.raises(SystemExit) as stopped:
+        calibration_main(["--quick", "--device", "gpu", "--out", str(out)])
+    assert stopped.value.code == 2
     assert "No GPU is visible" in capsys.readouterr().err and not out.exists()

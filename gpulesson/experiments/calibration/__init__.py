@@ -1,25 +1,49 @@
-"""The stand-in's calibration (episode 5's instructor notes): the lesson's CNN trained on the
-synthetic stand-in, which should behave as CIFAR-10 does with it: a test accuracy within
-:data:`TARGET_ACCURACY` after the workshop's epochs, overfitting within 30 epochs, and mistakes
-mostly between the two classes of a look-alike pair. A record keeps a fingerprint of the
-generator, so that a changed stand-in shows that it is stale. Imports no deep-learning framework.
+"""How the lesson's CNN learns the synthetic stand-in: accuracy per epoch, overfitting, confusions.
+
+    python -m gpulesson.experiments.calibration          # full size: 45,000 / 5,000 / 10,000, 30 epochs
+    python -m gpulesson.experiments.calibration --quick  # a tiny run, for the tests (also LESSON_QUICK=1)
+
+The stand-in's calibration (episode 5's instructor notes): the stand-in should behave as CIFAR-10
+does with the CNN, a test accuracy within :data:`TARGET_ACCURACY` after the workshop's epochs,
+overfitting within 30 epochs, and mistakes mostly between the two classes of a look-alike pair.
+A record (one a run) keeps a fingerprint of the generator, so that a changed stand-in shows that
+it is stale. Imports no deep-learning framework.
 """
 
 from __future__ import annotations
 
-from gpulesson.experiments.calibration.figures import FIGURE_COMMAND, FIGURES, figures
-from gpulesson.experiments.calibration.measure import generator_fingerprint
-from gpulesson.experiments.calibration.page import substitutions
-from gpulesson.experiments.calibration.records import (
-    EXPERIMENT,
-    RESULTS_FILE,
-    TARGET_ACCURACY,
-    describe,
-    findings,
-    reference_record,
-)
+import importlib
 
-__all__ = ["EXPERIMENT", "FIGURES", "FIGURE_COMMAND", "RESULTS_FILE", "TARGET_ACCURACY",
-           "describe", "figures", "findings", "generator_fingerprint", "reference_record",
-           "substitutions"]
+from gpulesson.experiments import cli
+from gpulesson.experiments.recordset import RecordSet
 
+RECORDS = RecordSet("standin-calibration", ("run_id",))  # one record a run; the page reads the newest
+EXPERIMENT, RESULTS_FILE = RECORDS.experiment, RECORDS.results_file
+WORKSHOP_EPOCHS = 3  # the episode trains this many epochs
+TARGET_ACCURACY = (0.45, 0.70)  # test accuracy after WORKSHOP_EPOCHS, like CIFAR-10's
+FULL = {"n_train": 50_000, "n_test": 10_000, "epochs": 30, "batch_size": 256}
+QUICK = {"n_train": 2_000, "n_test": 500, "epochs": 2, "batch_size": 64}
+
+COMMAND = cli.Command(
+    __name__, __doc__,
+    cli.quick("a tiny run for tests (also with LESSON_QUICK=1)"),
+    cli.option("--epochs", type=int, default=None,
+               help=f"epochs (default {FULL['epochs']}; quick {QUICK['epochs']})"),
+    cli.option("--n-train", type=int, default=None,
+               help=f"training and validation images (default {FULL['n_train']:,})"),
+    cli.option("--n-test", type=int, default=None, help=f"test images (default {FULL['n_test']:,})"),
+    cli.option("--batch-size", type=int, default=None,
+               help=f"images per batch (default {FULL['batch_size']})"),
+    cli.option("--device", choices=("cpu", "gpu"), default="cpu",
+               help="where to train (default cpu; the accuracies do not depend on it)"),
+    cli.out(RESULTS_FILE), cli.SEED,
+    lambda parser: parser.set_defaults(run_id=None))  # a run is one record: always a new run
+
+# The page's names, imported when first asked for: the page imports this package.
+_PAGE_NAMES = {"figures", "findings", "reference_record"}
+
+
+def __getattr__(name: str):
+    if name in _PAGE_NAMES:
+        return getattr(importlib.import_module(f"{__name__}.page"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,18 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import sys
 
 import numpy as np
 
-from gpulesson.experiments.calibration.records import WORKSHOP_EPOCHS
+from gpulesson.experiments.calibration import FULL, QUICK, RECORDS, WORKSHOP_EPOCHS
 from gpulesson.machine.timing import load_average
-
-FULL = {"n_train": 50_000, "n_test": 10_000, "epochs": 30, "batch_size": 256}
-QUICK = {"n_train": 2_000, "n_test": 500, "epochs": 2, "batch_size": 64}
-
-
-class CalibrationError(ValueError):
-    """An option that cannot give a calibration run; the message says what to use."""
 
 
 def generator_fingerprint(seed: int = 0) -> str:
@@ -33,12 +27,12 @@ def check_plan(n_train: int, n_test: int, epochs: int, batch_size: int) -> dict:
     plan = {"n_train": n_train, "n_test": n_test, "epochs": epochs, "batch_size": batch_size}
     for name, value in plan.items():
         if int(value) != value or value < 1:
-            raise CalibrationError(f"{name} must be a whole number >= 1, not {value!r}")
+            raise ValueError(f"{name} must be a whole number >= 1, not {value!r}")
     if n_train < 20:
-        raise CalibrationError(f"n_train={n_train} is too small: the validation set is its last "
+        raise ValueError(f"n_train={n_train} is too small: the validation set is its last "
                                "tenth, so use at least 20 images")
     if batch_size > n_train - n_train // 10:
-        raise CalibrationError(f"batch_size={batch_size} is larger than the "
+        raise ValueError(f"batch_size={batch_size} is larger than the "
                                f"{n_train - n_train // 10} training images: use a smaller batch")
     return plan
 
@@ -94,3 +88,28 @@ def calibrate(n_train, n_test, epochs, batch_size, *, device="cpu", seed=42, dat
         "load_average": {"start": load_before, "end": load_average()},
         "generator": generator_fingerprint(data_seed),
     }
+
+
+def _refuse(message: str):
+    print(f"{message}. Nothing was measured or written.", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def measure(args, *, run_id, done):
+    """The command's one record, its sizes and device checked before anything is trained."""
+    base = QUICK if args.quick else FULL
+    try:
+        plan = check_plan(**{key: base[key] if getattr(args, key) is None else getattr(args, key)
+                             for key in FULL})
+    except ValueError as exc:
+        _refuse(f"error: {exc}")
+    from gpulesson.machine.devices import KERAS_DEVICES, keras_device
+
+    if args.device == "gpu" and not keras_device()["gpu_count"]:
+        _refuse("No GPU is visible to Keras: run with --device cpu")
+    print(f"Calibrating the stand-in: {plan['n_train']:,} images (a tenth for validation), "
+          f"{plan['n_test']:,} test images, {plan['epochs']} epochs on the {args.device.upper()}",
+          flush=True)
+    fields = calibrate(**plan, device=KERAS_DEVICES[args.device], seed=args.seed)
+    source = "gpulesson.experiments.calibration" + (" --quick" if args.quick else "")
+    yield RECORDS.record(run_id=run_id, source=source, device_kind=args.device, **fields)

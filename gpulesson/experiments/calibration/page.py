@@ -1,10 +1,99 @@
-"""The calibration on the page: episode 5's ``ref_calib_*`` values, from the newest record."""
+"""The calibration on the page: what the newest record shows, episode 5's ``ref_calib_*``
+values and its figures (drawn into ``fig/05-cpu-vs-gpu``)."""
 
 from __future__ import annotations
 
-from gpulesson.experiments.calibration.records import RESULTS_FILE, findings, reference_record
+import numpy as np
+
+from gpulesson.experiments.calibration import RECORDS, RESULTS_FILE, TARGET_ACCURACY
 from gpulesson.experiments.pagewords import backend_version, day
-from gpulesson.records.results import NOT_RECORDED, hardware
+from gpulesson.records.results import NOT_RECORDED, data_label, duration, hardware
+
+FIGURES = ("calibration-learning-curves.svg", "calibration-confusion.svg")
+FIGURE_FOLDER = "fig/05-cpu-vs-gpu"
+
+
+def reference_record(path=None) -> dict | None:
+    """The newest record in the results file (None when there is none)."""
+    return (RECORDS.read(path) or [None])[-1]
+
+
+def reference_run(path=None) -> list[dict]:
+    """The newest record, as the figures draw it; [] without one."""
+    record = reference_record(path)
+    return [record] if record else []
+
+
+def pair_share(matrix) -> float | None:
+    """The share of the mistakes in ``matrix`` made between the two classes of a pair."""
+    from gpulesson.datasets.synthetic import PAIRS
+
+    matrix = np.asarray(matrix)
+    mistakes = matrix.sum() - np.trace(matrix)
+    if not mistakes:
+        return None
+    return float(sum(matrix[a, b] + matrix[b, a] for a, b in PAIRS) / mistakes)
+
+
+def _most_confused(matrix) -> tuple[int, int]:
+    """The two classes confused most often with each other (both directions together)."""
+    matrix = np.asarray(matrix)
+    both = matrix + matrix.T
+    np.fill_diagonal(both, -1)
+    a, b = np.unravel_index(int(both.argmax()), both.shape)
+    return (int(min(a, b)), int(max(a, b)))
+
+
+def findings(record: dict) -> dict:
+    """What the record shows of the package's criteria, as plain values."""
+    history = record["history"]
+    tested = record["test_accuracy_per_epoch"]
+    val_loss = history["val_loss"]
+    low = int(np.argmin(val_loss))
+    workshop = min(record["workshop_epochs"], len(tested))
+    last = str(len(tested))
+    return {
+        "workshop_epochs": workshop,
+        "workshop_accuracy": tested[workshop - 1],
+        "best_accuracy": max(tested),
+        "best_epoch": int(np.argmax(tested)) + 1,
+        "final_accuracy": tested[-1],
+        "final_train_accuracy": history["accuracy"][-1],
+        "val_loss_low_epoch": low + 1,
+        "val_loss_low": val_loss[low],
+        "val_loss_final": val_loss[-1],
+        # the validation loss turned up: its lowest point lies well before the end
+        "overfits": low + 1 < len(val_loss) and val_loss[-1] > 1.1 * val_loss[low],
+        "workshop_pair_share": pair_share(record["confusion"].get(str(workshop), np.eye(2))),
+        "final_pair_share": pair_share(record["confusion"].get(last, np.eye(2))),
+        "most_confused": _most_confused(record["confusion"][last]) if last in record["confusion"]
+        else None,
+    }
+
+
+def describe(records) -> str:
+    """The run (its one record) in a few sentences."""
+    from gpulesson.datasets.synthetic import SYNTHETIC_CLASS_NAMES as NAMES
+
+    record = records[-1]
+    found = findings(record)
+    lines = [
+        f"Data: {data_label([record])}; {record['n_train']:,} training, {record['n_validation']:,} "
+        f"validation and {record['n_test']:,} test images; batch size {record['batch_size']}, "
+        f"{record['epochs']} epochs in {duration(record['training_seconds'])}.",
+        f"Test accuracy after {found['workshop_epochs']} epochs: {found['workshop_accuracy']:.3f} "
+        f"(target {TARGET_ACCURACY[0]:.2f} to {TARGET_ACCURACY[1]:.2f}); best "
+        f"{found['best_accuracy']:.3f} after {found['best_epoch']} epochs; last "
+        f"{found['final_accuracy']:.3f} (training accuracy {found['final_train_accuracy']:.3f}).",
+        f"Validation loss: lowest {found['val_loss_low']:.3f} after epoch {found['val_loss_low_epoch']}, "
+        f"{found['val_loss_final']:.3f} at the end ("
+        + ("overfitting" if found["overfits"] else "no clear overfitting") + ").",
+    ]
+    if found["final_pair_share"] is not None:
+        a, b = found["most_confused"]
+        lines.append(f"Mistakes between the two classes of a pair: {found['final_pair_share']:.0%} "
+                     f"at the end; most confused: {NAMES[a]} and {NAMES[b]}.")
+    return "\n".join(lines)
 
 
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
@@ -38,3 +127,44 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         "most_confused": f"{NAMES[pair[0]]} and {NAMES[pair[1]]}" if pair else NOT_RECORDED,
     }
     return {f"ref_calib_{key}": values[key] for key in keys}
+
+
+def figures(records):
+    """The learning curves and the confusion matrix after the workshop's epochs: ``(fig, fig)``."""
+    from gpulesson.datasets.synthetic import SYNTHETIC_CLASS_NAMES
+    from gpulesson.records.compare_plots import _STYLES, _subplots, _title, confusion_matrix
+
+    if not records:
+        raise ValueError("no calibration record: record one with "
+                         "'python -m gpulesson.experiments.calibration'")
+    record = records[-1]
+    label, found, history = data_label([record]), findings(record), record["history"]
+    curves, axes = _subplots(1, 2, figsize=(11, 4.2))
+    series = {"loss": (("training", history["loss"]), ("validation", history["val_loss"]),
+                       ("test", record["test_loss_per_epoch"])),
+              "accuracy": (("training", history["accuracy"]), ("validation", history["val_accuracy"]),
+                           ("test", record["test_accuracy_per_epoch"]))}
+    for ax, (name, lines) in zip(axes, series.items(), strict=True):
+        for style, (part, values) in zip(_STYLES, lines, strict=False):
+            ax.plot(np.arange(1, len(values) + 1), values, label=part, color=style["color"],
+                    marker=style["marker"], linestyle=style["linestyle"], markersize=4)
+        ax.axvline(found["workshop_epochs"], color="grey", linestyle=":")
+        ax.annotate(f"workshop: {found['workshop_epochs']} epochs",
+                    (found["workshop_epochs"], 0.5), xycoords=("data", "axes fraction"),
+                    rotation=90, ha="right", va="center", fontsize=8)
+        ax.set_xlabel("epoch")
+        ax.set_ylabel(name)
+        ax.set_title(name.capitalize())
+        ax.grid(alpha=0.3)
+        ax.legend()
+    _title(curves, "The lesson's CNN on the stand-in", label,
+           f"{record['n_train']:,} training images, batch size {record['batch_size']}; "
+           f"lowest validation loss after epoch {found['val_loss_low_epoch']}")
+    curves.tight_layout()
+
+    matrix = np.asarray(record["confusion"][str(found["workshop_epochs"])])
+    truth = np.repeat(np.arange(matrix.shape[0]), matrix.sum(axis=1))
+    predicted = np.concatenate([np.repeat(np.arange(matrix.shape[1]), row) for row in matrix])
+    confusion, _ = confusion_matrix(truth, predicted, SYNTHETIC_CLASS_NAMES,
+                                    label=f"{label}, after {found['workshop_epochs']} epochs")
+    return curves, confusion
