@@ -10,18 +10,19 @@ import pytest
 from conftest import ROOT
 
 from gpulesson.experiments import common, parts, workers
-from gpulesson.experiments.workers import measure, page, records
+from gpulesson.experiments.ceiling.records import N_IMAGES
+from gpulesson.experiments.workers import measure, page
 
 
 def record(backend, work, n_workers, seconds, device="cpu"):
     return {"backend": backend, "device_kind": device, "work": work, "workers": n_workers,
-            "n_images": records.N_IMAGES, "run_id": "r", "date": "2026-11-26T00:00:00+00:00",
+            "n_images": N_IMAGES, "run_id": "r", "date": "2026-11-26T00:00:00+00:00",
             "device": "CPU", "cpu_model": "Test CPU", "cores_usable": 2,
             "versions": {"keras": "3", "jax": "0.1"}, "grain": "0.2.18",
             "cpu_settings": {"cpu_cores_available": 2}, "epoch_seconds": seconds,
             "warmup_seconds": [3.0], "read_ms": 0.4, "work_ms": 2.2,
-            "images_per_second": records.N_IMAGES / sorted(seconds)[len(seconds) // 2],
-            "experiment": records.EXPERIMENT}
+            "images_per_second": N_IMAGES / sorted(seconds)[len(seconds) // 2],
+            "experiment": page.EXPERIMENT}
 
 
 RUN = [record("jax", "none", 0, [0.40, 0.41, 0.42, 0.40, 0.43]),
@@ -40,17 +41,17 @@ def test_default_worker_counts_go_up_to_the_cores_and_8_at_most():
 
 
 def test_each_count_of_workers_is_compared_with_none_in_the_rules_words():
-    assert records.against_none(RUN[0], RUN) == ""  # the baseline itself
-    assert records.against_none(RUN[1], RUN) == "1.5× slower"
-    assert records.against_none(RUN[4], RUN) == "no measurable difference"  # ranges overlap
-    assert records.against_none(RUN[5], RUN) == "1.4× faster"
-    assert records.best(RUN, "jax", "cpu", "none") is RUN[2]
-    assert records.best(RUN, "jax", "cpu", "augment") is RUN[5]
-    assert records.best(RUN[:1], "jax", "cpu", "none") is None  # no worker measured
+    assert page.against_none(RUN[0], RUN) == ""  # the baseline itself
+    assert page.against_none(RUN[1], RUN) == "1.5× slower"
+    assert page.against_none(RUN[4], RUN) == "no measurable difference"  # ranges overlap
+    assert page.against_none(RUN[5], RUN) == "1.4× faster"
+    assert page.best(RUN, "jax", "cpu", "none") is RUN[2]
+    assert page.best(RUN, "jax", "cpu", "augment") is RUN[5]
+    assert page.best(RUN[:1], "jax", "cpu", "none") is None  # no worker measured
 
 
 def test_the_findings_say_the_costs_and_the_best_count_against_none():
-    said = page.findings([{**r, "method": records.METHOD} for r in RUN])
+    said = page.findings([{**r, "method": page.METHOD} for r in RUN])
     assert said == ("Each comparison reads the middle three of five epochs. "
                     "JAX, CPU (2 cores; a block: read 0.4 ms, `flip_crop` 2.2 ms): "
                     "the best count of workers was 1.5× slower than none for the stored blocks "
@@ -62,7 +63,7 @@ def test_table_alt_text_and_page_values_say_what_was_measured(tmp_path):
     assert table.count("\n| JAX, CPU |") == len(RUN)
     assert "| 1 | 81,967 (range 76,923–83,333, 5 epochs) | 1.5× slower |" in table
     assert "| 0 | 121,951 (range 116,279–125,000, 5 epochs) | baseline |" in table
-    alt = workers.alt_text(RUN)
+    alt = page.alt_text(RUN)
     assert "blocks as stored: 0 workers 121,951, 1 worker 81,967, 2 workers 83,333" in alt
     assert "GPU" not in alt
     file = tmp_path / "workers.jsonl"
@@ -90,7 +91,7 @@ def test_the_figure_has_a_panel_a_backend_and_a_bar_a_condition():
 def test_the_committed_run_is_the_pages_and_its_figure_is_drawn_from_it():
     """Each device's part of the reference is a complete grid of one run, named by its run and
     machine; the CPU's grid has both works, and a GPU part beside it is from a GPU run."""
-    committed = records.reference_run()
+    committed = page.reference_run()
     if not committed:
         pytest.skip("no run in results/workers.jsonl yet")
     by_device = {}
@@ -98,12 +99,12 @@ def test_the_committed_run_is_the_pages_and_its_figure_is_drawn_from_it():
         by_device.setdefault(r["device_kind"], []).append(r)
     for device, part in by_device.items():
         assert len({r["run_id"] for r in part}) == 1, device
-        assert records.complete(part), device
+        assert page.complete(part), device
         assert part[0]["run_id"] in page.provenance(committed)
     if "cpu" in by_device:
-        assert {r["work"] for r in by_device["cpu"]} == set(records.WORK)
-    assert {r["work"] for r in committed} == set(records.WORK)
-    assert all(r["repeats"] >= 5 and r["n_images"] == records.N_IMAGES for r in committed)
+        assert {r["work"] for r in by_device["cpu"]} == set(page.WORK)
+    assert {r["work"] for r in committed} == set(page.WORK)
+    assert all(r["repeats"] >= 5 and r["n_images"] == N_IMAGES for r in committed)
     assert all(r["read_ms"] > 0 and r["work_ms"] > 0 for r in committed)
     summary = page.substitutions()["ref_workers_summary"]
     assert "not recorded" not in summary
@@ -129,19 +130,19 @@ def gpu_record(n_workers, seconds, *, method=None, run_id="g"):
 def test_one_slow_epoch_does_not_decide_the_comparison():
     run = [gpu_record(0, H200_NONE), gpu_record(4, H200_FOUR)]
     # The whole ranges overlap (the slow last epoch); the middle three epochs do not.
-    assert common.compare(records.rate_summary(run[1]), records.rate_summary(run[0]),
+    assert common.compare(page.rate_summary(run[1]), page.rate_summary(run[0]),
                           higher_is_better=True).sentence == common.NO_DIFFERENCE
-    assert records.against_none(run[1], run) == "2× faster"
+    assert page.against_none(run[1], run) == "2× faster"
     said = page.findings(run)
     assert "2× faster than none with `flip_crop` (4)" in said
     assert "the last epoch took 1.68 s against a median of 0.341 s" in said  # kept, named
     # One slow epoch on either side does not flip it either way.
     slow_none = [gpu_record(0, [0.34, 0.35, 0.33, 0.34, 2.0]), gpu_record(4, [0.35, 0.34] * 2 + [0.33])]
-    assert records.against_none(slow_none[1], slow_none) == common.NO_DIFFERENCE
+    assert page.against_none(slow_none[1], slow_none) == common.NO_DIFFERENCE
     # A record of the current method whose last epoch is like the others has none to name.
-    fixed = [gpu_record(0, H200_NONE, method=records.METHOD),
-             gpu_record(4, [*H200_FOUR[:4], 0.35], method=records.METHOD)]
-    assert not any(records.teardown_may_be_timed(r) for r in fixed)
+    fixed = [gpu_record(0, H200_NONE, method=page.METHOD),
+             gpu_record(4, [*H200_FOUR[:4], 0.35], method=page.METHOD)]
+    assert not any(page.teardown_may_be_timed(r) for r in fixed)
     assert "stop" not in page.findings(fixed)
 
 
@@ -204,17 +205,17 @@ def test_a_stalled_last_epoch_is_split_named_and_kept_on_the_page():
     assert first["after_last_batch"] == pytest.approx(0.0)
     # On a record: the last of five timed epochs 1.8 s against 0.35 s, split as epoch 2 above
     seconds = [0.35, 0.34, 0.36, 0.35, 1.8]
-    stalled = {**gpu_record(4, seconds, method=records.METHOD), "exit_seconds": 0.01,
+    stalled = {**gpu_record(4, seconds, method=page.METHOD), "exit_seconds": 0.01,
                "teardown_seconds": 0.2,
                "epoch_splits": [first] * 5 + [{**tail, "to_last_batch": 0.3,
                                                "after_last_batch": 1.5}]}
-    base = gpu_record(0, H200_NONE, method=records.METHOD)
-    slow = records.stall(stalled)
+    base = gpu_record(0, H200_NONE, method=page.METHOD)
+    slow = page.stall(stalled)
     assert slow["where"] == "after_last_batch" and slow["others"] == pytest.approx(0.35)
-    assert records.stall(base) is None
+    assert page.stall(base) is None
     run = [base, stalled]
-    row = [r for r in page.rows(run) if r[2] == "4"][0]
-    assert row[-1].startswith(records.against_none(stalled, run))  # the middle three decide
+    row = next(r for r in page.rows(run) if r[2] == "4")
+    assert row[-1].startswith(page.against_none(stalled, run))  # the middle three decide
     assert "its last epoch 1.8 s, 5.1× the others (below)" in row[-1]
     said = page.findings(run)
     assert "the last epoch took 1.8 s against a median of 0.35 s; 1.5 s of it after its last " \
@@ -234,11 +235,11 @@ def test_a_device_part_is_the_reference_only_when_its_grid_is_complete(tmp_path)
     gpu = [gpu_record(0, H200_NONE), gpu_record(4, H200_FOUR)]
     cut = [gpu_record(0, H200_NONE, run_id="later")]
     file.write_text("".join(json.dumps(r) + "\n" for r in [*RUN, *gpu, *cut]))
-    reference = records.reference_run(file)
+    reference = page.reference_run(file)
     assert [(r["run_id"], r["device_kind"]) for r in reference] == \
         [("r", "cpu")] * len(RUN) + [("g", "gpu")] * 2
-    assert not records.complete(cut)
-    assert not records.complete(RUN[:4])  # "augment" measured with fewer counts than "none"
+    assert not page.complete(cut)
+    assert not page.complete(RUN[:4])  # "augment" measured with fewer counts than "none"
     values = page.substitutions(file)
     assert "run r (2026-11-26)" in values["ref_workers_summary"]
     assert "run g (2026-11-26)" in values["ref_workers_summary"]
@@ -286,7 +287,7 @@ def test_the_command_measures_appends_and_goes_on_with_a_run(tmp_path):
     for r in made:
         assert r["repeats"] == 2 and len(r["warmup_seconds"]) == 1 and r["grain"]
         assert r["work_ms"] > 0 and r["read_ms"] > 0 and r["cpu_settings"]["cpu_cores_available"]
-        assert r["method"] == records.METHOD  # every epoch split where its time went
+        assert r["method"] == page.METHOD  # every epoch split where its time went
         assert len(r["epoch_splits"]) == 3 and r["teardown_seconds"] >= 0
     again = run_command(*args, "--run-id", made[0]["run_id"], env=env)
     assert again.returncode == 0 and "Nothing left to measure." in again.stdout

@@ -2,23 +2,18 @@
 
     python -m gpulesson.experiments.workers                  # JAX and PyTorch, CPU (then GPU)
     python -m gpulesson.experiments.workers --backends jax --devices gpu --workers 0 2 8
-    python -m gpulesson.experiments.workers --quick --out my-workers.jsonl
 
-One process per backend, all appending to one run; PyTorch's with glibc malloc's thresholds
-fixed and :data:`SETTINGS`. The warm-up epoch also starts the workers. On an idle 2-core machine
-the command takes about 5 minutes, mostly for starting worker processes, which import Keras each.
+One process per backend, all appending to one run (PyTorch's with :data:`SETTINGS`).
 """
 
 from __future__ import annotations
 
 from gpulesson.experiments import cli
 from gpulesson.experiments.ceiling.measure import SIZES  # the ceiling's epoch: the same model
-from gpulesson.experiments.workers.records import BACKENDS, EXPERIMENT, RESULTS_FILE, WORK, condition
+from gpulesson.experiments.workers.page import BACKENDS, EXPERIMENT, RESULTS_FILE, WORK, condition
 from gpulesson.machine.devices import installed_backends
 
-# PyTorch's OpenMP threads wait for work by spinning: beside Grain's threads and workers on a
-# few cores, that stalled some half-second epochs for seconds on 2 cores; waiting passively
-# did not.
+# PyTorch's OpenMP threads spinning beside Grain's stalled some epochs for seconds on 2 cores.
 SETTINGS = {"torch": {"OMP_WAIT_POLICY": "PASSIVE"}}
 
 COMMAND = cli.Command(

@@ -1,9 +1,6 @@
 """Measuring Grain's worker processes: the ceiling's do-nothing model, so that an epoch's time
-is what the input path costs, fed the stored blocks through ``grain_blocks`` as they are or
-augmented (``flip_crop``), by no worker (Grain's reading threads in the training process) or by
-N processes that hand each block over through shared memory. The data hold exactly the epochs
-``fit`` trains, as episode 9 teaches, and each epoch is split where its time goes
-(:class:`EpochSplitter`), so that a slow last epoch says where it waited."""
+is what the input path costs, fed the stored blocks as they are or augmented, by no worker or by
+N processes; each epoch split where its time goes (:class:`EpochSplitter`)."""
 
 from __future__ import annotations
 
@@ -14,7 +11,7 @@ import time
 
 from gpulesson.experiments.ceiling.measure import keep, setting, synthetic_file, tiny_model
 from gpulesson.experiments.common import WARMUP, Budget, BusyMeter, synced_epoch_timer
-from gpulesson.experiments.workers.records import WORK, condition, measurement_record
+from gpulesson.experiments.workers.page import WORK, condition, measurement_record
 from gpulesson.records.results import new_run_id
 
 COST_BLOCKS = 20  # blocks read and augmented alone for block_costs
@@ -51,11 +48,8 @@ def block_costs(path, batch_size: int, *, seed: int = 0) -> dict:
 
 
 class EpochSplitter:
-    """Where each epoch's seconds go, read on ``clock``: until its first batch ended
-    (``first_batch``: the iterator's start or a refill), to its last batch's end
-    (``to_last_batch``), after it (``after_last_batch``: where the iterator meets the end of the
-    data and Grain's workers stop), and its longest gap between batches (``longest_gap``, ending
-    at batch ``longest_gap_at``)."""
+    """Where each epoch's seconds go, read on ``clock``: to its first batch's end, to its last
+    batch's end, after it (the end of the data) and its longest gap between batches."""
 
     def __init__(self, clock=time.perf_counter):
         self.clock, self.splits, self.ended = clock, [], None
@@ -103,10 +97,9 @@ class EpochSplitter:
 
 def _fit(model, path, *, work: str, workers: int, batch_size: int, warmup: int,
          repeats: int) -> tuple[list[float], dict]:
-    """Seconds of every epoch of one fit fed by ``grain_blocks``, warm-up first, and each
-    epoch's split, then ``exit_seconds`` until ``fit`` returned and ``teardown_seconds`` to drop
-    the dataset (its workers stop). The last epoch meets the end of the data: its split says
-    what that costs."""
+    """Seconds of every epoch of one fit fed by ``grain_blocks``, warm-up first, with each
+    epoch's split, ``exit_seconds`` until ``fit`` returned and ``teardown_seconds`` to drop the
+    dataset."""
     import gc
 
     from gpulesson.lesson.feeding import flip_crop, grain_blocks

@@ -1,19 +1,40 @@
-"""Grain's workers on the page: episode 9's ``ref_workers_*`` values and the command's table.
-Each device's values come from its newest complete grid, named by its run and machine."""
+"""Grain's worker processes on the page: the records (one per backend, device, per-item work and
+number of workers, each compared with none), episode 9's ``ref_workers_*`` values, the figure
+and the command's table. Each device's values come from its newest complete grid."""
 
 from __future__ import annotations
+
+import statistics
 
 from gpulesson.datasets.settings import LABELS
 from gpulesson.experiments import pagewords as words
 from gpulesson.experiments import parts
 from gpulesson.experiments.ceiling.page import rate_text
-from gpulesson.experiments.common import markdown_table
-from gpulesson.experiments.recordset import rate_summary
-from gpulesson.experiments.workers import records as wr
-from gpulesson.experiments.workers.figures import SHORT, alt_text
+from gpulesson.experiments.common import SPREAD_NOTE, compare_middle, draw_spread, markdown_table
+from gpulesson.experiments.figkit import need, panels, run_title
+from gpulesson.experiments.recordset import RecordSet, rate_summary
+from gpulesson.machine.devices import BACKEND_TITLES as NAMES
 from gpulesson.records.results import NOT_RECORDED, data_label, duration, hardware
 from gpulesson.records.summaries import NO_DIFFERENCE
 
+EXPERIMENT = "workers"
+DATA = "synthetic"  # speed does not depend on the pixel values
+BACKENDS = ("jax", "torch")  # Grain needs no TensorFlow; on TensorFlow any Python feed pays more
+# name -> what is done to each block before training (tables, figure labels, records)
+WORK: dict[str, str] = {
+    "none": "the stored blocks as they are",
+    "augment": "flip_crop: each image shifted and flipped, one at a time in Python",
+}
+CONDITION = ("backend", "device_kind", "work", "workers", "batch_size")
+# How the epochs were timed. "epoch-split": the dataset holds exactly the epochs fit trains and
+# every epoch is split where its time went (measure.EpochSplitter), so that a slow last epoch is
+# named, not trimmed away. Before: "spare-epoch" (one epoch more than fit trains), and before
+# that no ``method`` (the last epoch with workers on a GPU may include their shutdown, unsplit).
+METHOD = "epoch-split"
+STALL_FACTOR = 1.5  # a last epoch this many times the other timed epochs' median stalled
+FILE = "feeding-workers.svg"
+COLOURS = {"none": "#4c72b0", "augment": "#dd8452"}
+SHORT = {"none": "blocks as stored", "augment": "flip_crop on each image"}
 NONE = words.none_yet("run with Grain's worker processes", "python -m gpulesson.experiments.workers")
 IN_WORDS = {"none": "for the stored blocks", "augment": "with `flip_crop`"}  # in a sentence
 # Where a stalled last epoch went, by the part of its split that took longest.
@@ -25,16 +46,108 @@ WHERE = {
 }
 
 
+def measurement_record(seconds: list[float], *, warmup: int, run_id: str, device: str, work: str,
+                       workers: int, batch_size: int, n_images: int, extra: dict) -> dict:
+    return RECORDS.epoch_record(
+        seconds, warmup=warmup, run_id=run_id, device=device, n_images=n_images, extra=extra,
+        own={"work": work, "work_label": WORK[work], "workers": workers, "batch_size": batch_size},
+        method={"method": METHOD})
+
+
+def teardown_may_be_timed(record: dict) -> bool:
+    """Whether the last timed epoch may hold the workers' shutdown: a record from before
+    :data:`METHOD`, with workers, on JAX on a GPU (where Keras reads one batch ahead)."""
+    return (record.get("method") is None and bool(record.get("workers"))
+            and record.get("device_kind") == "gpu" and record.get("backend") == "jax")
+
+
+def stall(record: dict) -> dict | None:
+    """The last timed epoch where it took over :data:`STALL_FACTOR` times the others' median:
+    its ``seconds``, the ``others``' median, its ``split`` (None for older records) and
+    ``where`` the longest part of the split went; None for a last epoch like the others."""
+    timed = record.get("epoch_seconds") or []
+    if len(timed) < 3:
+        return None
+    others = statistics.median(timed[:-1])
+    if timed[-1] <= STALL_FACTOR * others:
+        return None
+    splits = record.get("epoch_splits") or []
+    split = splits[-1] if len(splits) == len(timed) + len(record.get("warmup_seconds") or []) \
+        else None
+    where = (max(("after_last_batch", "first_batch", "longest_gap"), key=split.__getitem__)
+             if split else None)
+    return {"seconds": timed[-1], "others": others, "split": split, "where": where}
+
+
+def complete(part: list[dict]) -> bool:
+    """Whether one device's part is a complete grid: each backend's works all measured with
+    no worker and the same counts of workers (a run stopped in its grid is not)."""
+    for backend in {r["backend"] for r in part}:
+        counts = {tuple(worker_counts(part, backend, r["device_kind"], r["work"]))
+                  for r in part if r["backend"] == backend}
+        if len(counts) != 1:
+            return False
+        (found,) = counts
+        if 0 not in found or len(found) < 2:
+            return False
+    return True
+
+
+RECORDS = RecordSet(EXPERIMENT, CONDITION, backends=BACKENDS, complete=complete, data=DATA)
+RESULTS_FILE, condition, groups = RECORDS.results_file, RECORDS.key, RECORDS.groups
+reference_run = RECORDS.reference_run
+
+
+def find(records, backend: str, device: str, work: str, workers: int) -> dict | None:
+    return RECORDS.find(records, backend=backend, device_kind=device, work=work, workers=workers)
+
+
+def worker_counts(records, backend: str, device: str, work: str) -> list[int]:
+    return sorted({r["workers"] for r in records if (r["backend"], r["device_kind"], r["work"])
+                   == (backend, device, work)})
+
+
+def conditions(records, backend: str, device: str) -> list[tuple[str, int, dict]]:
+    """``(work, workers, record)`` of a backend and device, by work, then number of workers."""
+    return [(work, n, r) for work in WORK for n in worker_counts(records, backend, device, work)
+            if (r := find(records, backend, device, work, n))]
+
+
+def against_none(record: dict, records) -> str:
+    """``record`` against the same work with no worker, from the middle epochs ("1.4× slower",
+    "no measurable difference"); '' for the record with none, or without it."""
+    base = find(records, record["backend"], record["device_kind"], record["work"], 0)
+    if base is None or record is base:
+        return ""
+    return words.measurably(compare_middle(rate_summary(record), rate_summary(base),
+                                           higher_is_better=True))
+
+
+def best(records, backend: str, device: str, work: str) -> dict | None:
+    """The fastest record of ``work`` with worker processes, if any."""
+    found = [r for n in worker_counts(records, backend, device, work) if n
+             if (r := find(records, backend, device, work, n))]
+    return max(found, key=lambda r: r["images_per_second"], default=None)
+
+
+def cost_ms(records, backend: str, device: str, key: str) -> float | None:
+    """The median of a cost measured alone in ms (``read_ms``, ``work_ms``) over a backend's and
+    device's records."""
+    found = [r[key] for r in records if (r["backend"], r["device_kind"]) == (backend, device)
+             and r.get(key) is not None]
+    return statistics.median(found) if found else None
+
+
 def _title(backend: str, device: str) -> str:
-    return f"{wr.NAMES.get(backend, backend)}, {device.upper()}"
+    return f"{NAMES.get(backend, backend)}, {device.upper()}"
 
 
 def rows(records) -> list[list[str]]:
     found = []
-    for backend, device in wr.groups(records):
-        for work, n, record in wr.conditions(records, backend, device):
-            verdict = wr.against_none(record, records) or "baseline"
-            slow = wr.stall(record)
+    for backend, device in groups(records):
+        for work, n, record in conditions(records, backend, device):
+            verdict = against_none(record, records) or "baseline"
+            slow = stall(record)
             if slow:  # trimmed from the comparison, never from the page
                 verdict += (f"; its last epoch {slow['seconds']:.3g} s, "
                             f"{slow['seconds'] / slow['others']:.1f}× the others (below)")
@@ -65,14 +178,14 @@ def findings(records) -> str:
     """A sentence a backend and device: what a block costs to read and to augment, and for
     each work the fastest number of workers against none, in the rule's words."""
     sentences = []
-    for backend, device in wr.groups(records):
+    for backend, device in groups(records):
         mine = [r for r in records if (r["backend"], r["device_kind"]) == (backend, device)]
         cores = (mine[0].get("cpu_settings") or {}).get("cpu_cores_available", "?")
-        read, work_ms = (wr.cost_ms(records, backend, device, key) for key in ("read_ms", "work_ms"))
+        read, work_ms = (cost_ms(records, backend, device, key) for key in ("read_ms", "work_ms"))
         said = []
-        for work in wr.WORK:
-            top = wr.best(records, backend, device, work)
-            if top and (versus := wr.against_none(top, records)):
+        for work in WORK:
+            top = best(records, backend, device, work)
+            if top and (versus := against_none(top, records)):
                 said.append(f"{_versus_none(versus)} {IN_WORDS[work]} ({top['workers']})")
         costs = (f"; a block: read {read:.2g} ms, `flip_crop` {work_ms:.2g} ms"
                  if read is not None and work_ms is not None else "")
@@ -93,10 +206,10 @@ def _versus_none(said: str) -> str:
 
 def stall_note(records) -> str:
     """Each record whose last epoch stalled: its time against the others', and where it went
-    (its split), or that it was not split (an older record, which may hold the workers' shutdown)."""
+    (its split), or that it was not split (an older record)."""
     said = []
     for r in records:
-        slow = wr.stall(r)
+        slow = stall(r)
         if not slow:
             continue
         text = (f"{_title(r['backend'], r['device_kind'])}, {SHORT[r['work']]}, {r['workers']} "
@@ -113,7 +226,7 @@ def stall_note(records) -> str:
         else:
             text += ("; not split, as it was recorded before the method that splits each "
                      "epoch" + (": it may hold the workers' shutdown, as Keras on JAX reads "
-                                "one batch ahead there" if wr.teardown_may_be_timed(r) else ""))
+                                "one batch ahead there" if teardown_may_be_timed(r) else ""))
         said.append(text)
     if not said:
         return ""
@@ -122,7 +235,7 @@ def stall_note(records) -> str:
 
 def method_note(records) -> str:
     """The devices whose records were timed before the current method, and what the next run adds."""
-    older = sorted({r["device_kind"].upper() for r in records if r.get("method") != wr.METHOD})
+    older = sorted({r["device_kind"].upper() for r in records if r.get("method") != METHOD})
     if not older:
         return ""
     return (f"The {' and '.join(older)} part{'s' if len(older) > 1 else ''} shown "
@@ -145,16 +258,65 @@ def provenance(records) -> str:
         extra=lambda part: f", Grain {part[0].get('grain', '?')}")
 
 
-def substitutions(path=wr.RESULTS_FILE) -> dict[str, str]:
+def alt_text(records) -> str:
+    if not records:
+        return "No measurement of Grain's worker processes is recorded yet."
+    said = []
+    for backend, device in groups(records):
+        drawn = conditions(records, backend, device)
+        bars = "; ".join(
+            f"{SHORT[work]}: " + ", ".join(f"{n} {'worker' if n == 1 else 'workers'} "
+                                           f"{r['images_per_second']:,.0f}"
+                                           for w, n, r in drawn if w == work)
+            for work in WORK if any(w == work for w, _, _ in drawn))
+        said.append(f"{NAMES.get(backend, backend)} on the {device.upper()}: {bars}")
+    return ("Bars of the median images per second that fit reaches through Grain with a model "
+            "that does almost nothing, against the number of worker processes, blue for the "
+            "stored blocks as they are and orange with the lesson's augmentation, one panel per "
+            "backend and device, each on its own scale and titled with its run and machine, "
+            "with whiskers from the slowest to the fastest epoch. Medians: "
+            f"{'. '.join(said)}.")
+
+
+def figures(records):
+    """A panel per backend and device (each on its own scale: the devices may be different
+    machines), bars by number of workers, side by side only where a panel has both works."""
+    need(records, "run python -m gpulesson.experiments.workers")
+    pairs = groups(records)
+    fig, axes = panels(len(pairs), (4.2 * len(pairs) + 1, 3.9), across=True)
+    for ax, (backend, device) in zip(axes, pairs, strict=True):
+        bars = conditions(records, backend, device)
+        counts = sorted({n for _, n, _ in bars})
+        works = [work for work in WORK if any(w == work for w, _, _ in bars)]
+        width = 0.8 / len(works)
+        for offset, work in enumerate(works):
+            drawn = [(counts.index(n) + (offset - (len(works) - 1) / 2) * width, rate_summary(r))
+                     for w, n, r in bars if w == work]
+            positions = [p for p, _ in drawn]
+            ax.bar(positions, [s["median"] for _, s in drawn], width=width * 0.95,
+                   color=COLOURS[work], label=SHORT[work])
+            draw_spread(ax, positions, [s for _, s in drawn])
+        ax.set_xticks(range(len(counts)), [str(n) for n in counts])
+        ax.set_xlabel("Grain worker processes (0: none)")
+        run_title(ax, _title(backend, device), [r for _, _, r in bars], between="\n", fontsize=8)
+        ax.legend(fontsize=7, loc="lower right")
+    axes[0].set_ylabel("images per second through fit\n(higher is better)")
+    fig.suptitle("Grain's worker processes with a model that does almost nothing; each panel on "
+                 f"its own scale\n{SPREAD_NOTE}", fontsize=8.5)
+    fig.tight_layout()
+    return (fig,)
+
+
+def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     """Episode 9's ``ref_workers_*`` values."""
-    records = wr.reference_run(path)
+    records = reference_run(path)
     return {
         "ref_workers_table": table(records) if records else NONE,
         "ref_workers_summary": (f"{findings(records)} {provenance(records)}" if records
                                 else words.NOTHING_YET),
         "ref_workers_alt": alt_text(records),
         # The data the table's rates were measured on, named where the table is introduced.
-        "ref_workers_data": data_label(records) if records else LABELS[wr.DATA],
+        "ref_workers_data": data_label(records) if records else LABELS[DATA],
         # The GPU the run measured on: the episode's note on what is missing tests it.
         "ref_workers_gpu": hardware(records).get("GPU", NOT_RECORDED),
     }
