@@ -119,7 +119,7 @@ def test_the_measurement_follows_the_lessons_rule():
         assert defaults["repeats"].default == common.REPEATS
         assert defaults["warmup"].default == common.WARMUP
     # the command: the rule's repeats, fewer in quick mode
-    assert "repeats_for(quick)" in inspect.getsource(matmul_main)
+    assert "repeats_for(args.quick)" in inspect.getsource(matmul_main)
 
 
 class LazyValue:

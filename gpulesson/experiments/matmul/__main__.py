@@ -4,9 +4,8 @@
     KERAS_BACKEND=jax python -m gpulesson.experiments.matmul --devices cpu gpu
     python -m gpulesson.experiments.matmul --quick --out my-matmul.jsonl
 
-Measures every device and precision asked for, appends one record per sweep to the results
-file as it is made (one ``run_id`` for the whole command) and prints the run as a table.
-``--run-id`` goes on with an earlier run, measuring only the sweeps it lacks.
+Appends one record per device and precision as it is made (one ``run_id`` for the command), then
+prints the run as a table. ``--run-id`` goes on with an earlier run, measuring what it lacks.
 """
 
 from __future__ import annotations
@@ -30,21 +29,17 @@ COMMAND = cli.Command(
     cli.option("--max-seconds", type=cli.positive_seconds, default=mm.MAX_SECONDS,
                help=f"skip sizes whose one call would take longer (default {mm.MAX_SECONDS:g})"),
     cli.quick("small sizes and few repeats (also when LESSON_QUICK=1)"),
-    cli.out(RESULTS_FILE), cli.RUN_ID)
+    cli.out(RESULTS_FILE), cli.RUN_ID, at_least_one=("repeats",))
 _parser = COMMAND.parser
 
 
 def main(argv=None) -> int:
     parser, args = COMMAND.parse(argv)
-    quick = args.quick
     try:
-        sizes = mm.check_sizes(args.sizes) if args.sizes else (mm.QUICK_SIZES if quick else None)
+        sizes = mm.check_sizes(args.sizes) if args.sizes else (mm.QUICK_SIZES if args.quick else None)
     except ValueError as exc:
         parser.error(str(exc))
-    repeats = args.repeats if args.repeats is not None else cli.repeats_for(quick)
-    if repeats < 1:
-        parser.error(f"--repeats must be at least 1, not {repeats}")
-
+    repeats = args.repeats or cli.repeats_for(args.quick)
     from gpulesson.machine.devices import keras_device
     from gpulesson.records.results import append_record
 
@@ -54,33 +49,28 @@ def main(argv=None) -> int:
         print(f"No GPU is visible to Keras ({found['backend']} backend): nothing was measured or "
               "written. Run with --devices cpu, or on a machine with a GPU.", file=sys.stderr)
         return 2
-    said = {device: " ".join(map(str, sizes or mm.sizes_for(device))) for device in devices}
     print(f"Keras backend {found['backend']}; devices: {', '.join(devices)}; sizes: "
-          + "; ".join(f"{d} {s}" for d, s in said.items())
+          + "; ".join(f"{d} {' '.join(map(str, sizes or mm.sizes_for(d)))}" for d in devices)
           + f"; {repeats} timed calls and windows each", flush=True)
-
     run_id, done = cli.continue_run(args.out, EXPERIMENT, args.run_id,
-                                lambda r: (r["device_kind"], r["dtype"], amortised(r)))
-    if any(not new for _, _, new in done):
+                                    lambda r: (r["device_kind"], r["dtype"], amortised(r)))
+    if not all(new for _, _, new in done):
         parser.error(f"run {run_id} in {args.out} was recorded with the older method (one "
-                     "synchronised call a size, no throughput): start a new run, without "
-                     "--run-id")
-    done = {(device, dtype) for device, dtype, _ in done}
-    records = []
+                     "synchronised call a size, no throughput): start a new run, without --run-id")
+    made = []
     for device in devices:
         for dtype in args.dtypes:
-            if (device, dtype) in done:
+            if (device, dtype, True) in done:
                 print(f"{device} {dtype}: recorded in run {run_id} already", flush=True)
                 continue
             result = mm.sweep(device, dtype, sizes, repeats=repeats, max_seconds=args.max_seconds,
-                           progress=lambda line: print(line, flush=True))
-            record = RECORDS.record(run_id=run_id, source="gpulesson.experiments.matmul",
-                                    repeats=repeats, warmup=mm.WARMUP, **result)
-            append_record(args.out, record)
-            records.append(record)
+                              progress=lambda line: print(line, flush=True))
+            made.append(RECORDS.record(run_id=run_id, source="gpulesson.experiments.matmul",
+                                       repeats=repeats, warmup=mm.WARMUP, **result))
+            append_record(args.out, made[-1])
     print(describe(RECORDS.read(args.out, run_id=run_id)))
-    if records:
-        cli.say_appended(records, args.out, "sweep(s)")
+    if made:
+        cli.say_appended(made, args.out, "sweep(s)")
     return 0
 
 

@@ -1,15 +1,10 @@
-"""Timing a matrix product on one device, after a recorded warm-up call, in two ways.
-
-- **Latency**: calls each timed until its result is there (:func:`wait`), as GPU frameworks,
-  and JAX also on the CPU, return before the work is done; it includes a round trip to the
-  device (dispatch, wait, the fetch of one number).
-- **Throughput**: windows of k queued calls with one wait at the end, k chosen so that one
-  synchronisation is under :data:`MAX_OVERHEAD_SHARE` of a window and a window lasts at least
-  :data:`MIN_WINDOW_SECONDS`. On a GPU each window keeps the SM clock and board power NVML
-  showed (:class:`WindowSensor`), so that clock or power droop can be told from the work.
-
-Keras is imported only when something is measured.
-"""
+"""Timing a matrix product on one device, after a recorded warm-up call, in two ways:
+the **latency** of calls each timed until its result is there (:func:`wait`: GPU frameworks,
+and JAX also on the CPU, return before the work is done), and the **throughput** of windows of
+k queued calls with one wait at the end, k chosen so that one synchronisation is under
+:data:`MAX_OVERHEAD_SHARE` of a window and a window lasts at least :data:`MIN_WINDOW_SECONDS`.
+On a GPU each window keeps the SM clock and board power NVML showed (:class:`WindowSensor`).
+Keras is imported only when something is measured."""
 
 from __future__ import annotations
 
@@ -25,27 +20,18 @@ from gpulesson.machine.devices import keras_device_name as check_device
 
 DTYPES = ("float32", "bfloat16", "float16")
 SIZES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
-# A GPU's large products take milliseconds: its sweep goes on to n = 16,384 (2 GB of float32
-# inputs). The CPU stays at SIZES, and MAX_SECONDS skips its sizes on a slow machine.
-GPU_SIZES = (*SIZES, 8192, 16384)
+GPU_SIZES = (*SIZES, 8192, 16384)  # a GPU's large products take milliseconds
 QUICK_SIZES = (16, 32, 64, 128, 256)
-# On the lesson's 2-core reference CPU a whole float32 sweep of SIZES with 5 repeats took 9 to
-# 13 s (``wall_seconds`` in results/matmul.jsonl), n = 4,096 most of it; there one call is long
-# enough, so the windows add little.
 REPEATS, QUICK_REPEATS, WARMUP = common.REPEATS, common.QUICK_REPEATS, common.WARMUP
 MAX_SECONDS = 20.0  # larger sizes are skipped once one call would take longer than this
-# The method of the records this module makes (the record's ``method``): latency and throughput
-# apart. Records without it timed one synchronised call and called it the rate.
-# "windows": windows of at least MIN_WINDOW_SECONDS, the GPU's SM clock and power per window,
-# the copy from pinned and from pageable memory. "amortised" records chose their windows by
-# the share of one wait alone, down to a few milliseconds.
+# The record's ``method``: "windows" of at least MIN_WINDOW_SECONDS, with the GPU's SM clock and
+# power per window. Older: "amortised" (windows by the share of one wait alone), and none (one
+# synchronised call, called the rate).
 METHOD = "windows"
 MAX_OVERHEAD_SHARE = 0.05  # the fixed cost of a synchronisation: at most this share of a window
 TARGET_SHARE = MAX_OVERHEAD_SHARE / 2  # what k is chosen for, so that noise stays under the limit
 MAX_CALLS = 200_000  # at most this many calls in one window
-# Every window lasts at least this long: a card's clock and power settle over tenths of a
-# second, and NVML's power reading is itself an average over a similar time.
-MIN_WINDOW_SECONDS = 0.5
+MIN_WINDOW_SECONDS = 0.5  # clock, power and NVML's power reading settle over tenths of a second
 TRIES = 3  # windows re-chosen at most this many times when a share came out too large
 PROBE_CALLS, PROBE_SECONDS = 32, 0.01  # the probe window: 2 to 32 calls, about 10 ms of them
 POLL_SECONDS = 0.02  # NVML sampled this often: a 0.5 s window holds about 25 samples

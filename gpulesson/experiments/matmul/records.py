@@ -1,9 +1,6 @@
 """The matmul records (one per sweep), the reference runs, the crossover, a run as a table.
-
-Records of the older method timed one synchronised call only: their ``seconds`` are latencies,
-on a GPU mostly the round trip. So the page has two reference runs: the newest of a throughput
-method (:func:`reference_run`) and the newest of any (:func:`latency_run`).
-"""
+Records of the older method timed one synchronised call only (their ``seconds`` are latencies),
+so the page has two reference runs: the newest of a throughput method and the newest of any."""
 
 from __future__ import annotations
 
@@ -13,12 +10,10 @@ from gpulesson.experiments.recordset import RecordSet
 from gpulesson.records import results
 from gpulesson.records.results import NOT_RECORDED, duration, hardware, software
 
-EXPERIMENT = "matmul"
 BUSY = 0.25  # a sweep during which other programs used more CPU time than this is flagged
-# A record is one sweep of sizes on one device in one precision (its ``method`` says how it was
-# timed). The matrices are random numbers (gpulesson.datasets.settings.LABELS).
-RECORDS = RecordSet(EXPERIMENT, ("device_kind", "dtype"), data="random")
-RESULTS_FILE = RECORDS.results_file
+# A record is one sweep of sizes on one device in one precision, of random numbers.
+RECORDS = RecordSet("matmul", ("device_kind", "dtype"), data="random")
+EXPERIMENT, RESULTS_FILE = RECORDS.experiment, RECORDS.results_file
 # The methods that measured throughput over windows of calls, newest first: the current one,
 # and "amortised", whose windows were chosen by the share of one wait alone (no minimum length,
 # no clock or power per window, the copy from pageable memory only).
@@ -41,8 +36,7 @@ def amortised(record: dict) -> bool:
 
 def compares(records) -> bool:
     """Whether a run has a CPU half, and a GPU half (if any) in the same precisions."""
-    cpu = {r.get("dtype") for r in records if r.get("device_kind") == "cpu"}
-    gpu = {r.get("dtype") for r in records if r.get("device_kind") == "gpu"}
+    cpu, gpu = ({r.get("dtype") for r in records if r.get("device_kind") == d} for d in ("cpu", "gpu"))
     return bool(cpu) and (not gpu or cpu == gpu)
 
 
@@ -64,8 +58,8 @@ def latency_run(path=None) -> list[dict]:
 
 def page_runs(path=None) -> tuple:
     """``(reference_run, latency_run)``, or ``()`` when the file holds no run."""
-    throughput, latency = reference_run(path), latency_run(path)
-    return (throughput, latency) if throughput or latency else ()
+    runs = reference_run(path), latency_run(path)
+    return runs if any(runs) else ()
 
 
 def float32_mode(record: dict) -> str:
@@ -76,9 +70,8 @@ def float32_mode(record: dict) -> str:
 def precision_label(record: dict) -> str:
     """"bfloat16", "float32", or "float32 (TF32)" where the float32 products ran in TF32."""
     mode = float32_mode(record)
-    if record.get("dtype") != "float32" or mode == "float32":
-        return record.get("dtype", "?")
-    return f"float32 ({mode.upper()})"
+    return (f"float32 ({mode.upper()})" if record.get("dtype") == "float32" and mode != "float32"
+            else record.get("dtype", "?"))
 
 
 def published_peak(record: dict) -> dict | None:
@@ -107,7 +100,7 @@ def point_summary(point: dict | None) -> dict | None:
     if not point or not point.get("seconds"):
         return None
     warmup = point.get("warmup_seconds")
-    if warmup is None:
+    if warmup is None:  # an older point: its first call was the warm-up
         warmup = [point["first_call_seconds"]] if point.get("first_call_seconds") else []
     return summary_of({**point, "warmup_seconds": warmup}, "seconds")
 
@@ -115,19 +108,18 @@ def point_summary(point: dict | None) -> dict | None:
 def latency_summary(record: dict, point: dict | None) -> dict | None:
     """One synchronised call at one size: a throughput record's ``latency``, or an older
     record's ``seconds`` (which were latencies)."""
-    if not point:
-        return None
-    if amortised(record):
-        found = point.get("latency")
-        return dict(found) if isinstance(found, dict) and found.get("samples") else None
-    return point_summary(point)
+    if not point or not amortised(record):
+        return point_summary(point)
+    found = point.get("latency")
+    return dict(found) if isinstance(found, dict) and found.get("samples") else None
 
 
 def samples_summary(point: dict | None, key: str) -> dict | None:
     """Another list of a point's times; None where only its median was kept."""
     seconds = point.get(key) if point else None
-    return summary_of({key: seconds}, key, warmup_key=None, first_is_warmup=False) \
-        if seconds else None
+    if not seconds:
+        return None
+    return summary_of({key: seconds}, key, warmup_key=None, first_is_warmup=False)
 
 
 def as_gflops(summary: dict | None, n: int) -> dict | None:
