@@ -8,48 +8,46 @@ import pytest
 from conftest import run_on_jax_cpu
 
 from gpulesson.experiments import ladder
-from gpulesson.experiments.ladder import records as lr
+from gpulesson.experiments.ladder import measure, page
 from gpulesson.records.results import NOT_RECORDED, append_record
 
 
 def test_the_rungs_hold_every_combination_of_the_three_settings_from_both_feeds():
-    keras_rungs = [lr.RUNGS[n] for n in lr.rungs_of("keras")]
+    keras_rungs = [ladder.RUNGS[n] for n in ladder.rungs_of("keras")]
     for feed in ("device", "read-ahead"):
         combos = {(r["precision"], r["steps_per_execution"], r["batch"])
                   for r in keras_rungs if r["feed"] == feed}
         assert len(combos) == 8, feed  # not one setting at a time
-    assert [lr.RUNGS[n]["feed"] for n in ("taught", "read-ahead", "ram", "device")] == \
+    assert [ladder.RUNGS[n]["feed"] for n in ("taught", "read-ahead", "ram", "device")] == \
         ["stream", "read-ahead", "ram", "device"]
-    assert all(lr.RUNGS[n]["part"] == "nightly" for n in lr.ORDER if n.startswith("scan:"))
+    assert all(ladder.RUNGS[n]["part"] == "nightly" for n in ladder.ORDER if n.startswith("scan:"))
     # start 1 compiles the stream's rungs first: the goal's time includes its own compile
-    assert lr.START_ORDER.index("read-ahead+bf16+spe+batch") < lr.START_ORDER.index("device")
+    assert ladder.START_ORDER.index("read-ahead+bf16+spe+batch") < ladder.START_ORDER.index("device")
     with pytest.raises(ValueError, match="part must be one of"):
-        lr.rungs_of("fast")
+        ladder.rungs_of("fast")
 
 
 def test_the_large_batch_scales_the_learning_rate_and_warms_it_up():
-    assert lr.learning_rate(1024, 256) == pytest.approx(4e-3)
-    assert lr.warmup_steps(256, 256, 45_000) == 0  # the default has no warm-up
-    steps = lr.warmup_steps(1024, 256, 45_000)
+    assert measure.learning_rate(1024, 256) == pytest.approx(4e-3)
+    assert measure.warmup_steps(256, 256, 45_000) == 0  # the default has no warm-up
+    steps = measure.warmup_steps(1024, 256, 45_000)
     assert steps == 2 * 44
-    rates = [lr.warmup_rate(s, 4e-3, steps) for s in (0, steps // 2 - 1, steps - 1, steps * 3)]
+    rates = [measure.warmup_rate(s, 4e-3, steps) for s in (0, steps // 2 - 1, steps - 1, steps * 3)]
     assert rates == pytest.approx([4e-3 / steps, 2e-3, 4e-3, 4e-3])
-    assert lr.warmup_rate(5, 1e-3, 0) == 1e-3
+    assert measure.warmup_rate(5, 1e-3, 0) == 1e-3
 
 
 def test_the_keras_schedule_is_the_same_warm_up():
-    from gpulesson.experiments.ladder.measure import schedule
-
-    warm = schedule(4e-3, 10)
+    warm = measure.schedule(4e-3, 10)
     assert [float(warm(s)) for s in (0, 4, 9, 50)] == pytest.approx([4e-4, 2e-3, 4e-3, 4e-3])
-    assert schedule(1e-3, 0) == 1e-3
+    assert measure.schedule(1e-3, 0) == 1e-3
 
 
 def test_the_limit_computes_the_loss_keras_computes_on_the_same_weights():
     found = run_on_jax_cpu("""
 import json, numpy as np
 from gpulesson.experiments.ladder import limit, measure
-from gpulesson.experiments.ladder.records import RUNGS
+from gpulesson.experiments.ladder import RUNGS
 options = measure.chosen(RUNGS["limit"], 8, 64)
 model = measure.build(RUNGS["limit"], options, "cpu", 3)
 x = np.random.default_rng(0).integers(0, 256, (16, 32, 32, 3), dtype=np.uint8)
@@ -76,7 +74,7 @@ def made(rung, seconds, *, accuracies, start=1, ends=None, run_id="r1", compiled
                "epoch_end_seconds": ends or [sum(seconds[:i + 1]) + 5 for i in range(len(seconds))],
                "energy": {"measured": False, "reason": "made up"}, "mean_watts": 300.0,
                "busy_percent": 40.0, "busy_samples": 9}
-    record = lr.measurement_record(
+    record = measure.measurement_record(
         run_id=run_id, rung=rung, start=start, device="gpu", watched=watched,
         chosen={"batch_size": 256}, n_images=45_000, data="synthetic",
         extra={"cache": {"files_before": 0, "files_added": int(compiled)}})
@@ -104,13 +102,13 @@ def h200_shaped(path, stream_seconds=0.09, limit_seconds=0.08, stream_accuracy=0
 
 def test_time_to_accuracy_is_the_clock_of_the_first_epoch_that_reached_it():
     record = made("taught", [10.0, 1.0, 1.0], accuracies=[0.3, 0.5, 0.6], ends=[12.0, 13.5, 15.0])
-    assert lr.time_to(record, 0.5) == 13.5
-    assert lr.time_to(record, 0.3) == 12.0  # the first epoch: compiling included
-    assert lr.time_to(record, 0.61) is None
+    assert page.time_to(record, 0.5) == 13.5
+    assert page.time_to(record, 0.3) == 12.0  # the first epoch: compiling included
+    assert page.time_to(record, 0.61) is None
 
 
 def test_the_page_says_each_goal_met_or_not_from_the_records(tmp_path):
-    values = ladder.substitutions(h200_shaped(tmp_path / "ladder.jsonl"))
+    values = page.substitutions(h200_shaped(tmp_path / "ladder.jsonl"))
     assert values["ref_ladder_gpu"] == "NVIDIA H200"
     goals = values["ref_ladder_goals"]
     assert "`read-ahead+bf16+spe+batch`" in goals
@@ -121,7 +119,7 @@ def test_the_page_says_each_goal_met_or_not_from_the_records(tmp_path):
     assert "| `limit+best` |" in table and "2 starts" in table and "1.12x" in table
     assert "12.0 s with an empty compilation cache and 3.0 s" in values["ref_ladder_cache"]
     assert "`read-ahead+bf16+spe+batch`" in values["ref_ladder_best_gpu"]
-    slow = ladder.substitutions(h200_shaped(tmp_path / "slow.jsonl", stream_seconds=0.45,
+    slow = page.substitutions(h200_shaped(tmp_path / "slow.jsonl", stream_seconds=0.45,
                                             limit_seconds=0.1))
     assert "4.50x: not met" in slow["ref_ladder_goals"]
     assert "20.6 s against 19.5 s: not met" in slow["ref_ladder_goals"]
@@ -131,13 +129,13 @@ def test_the_time_goal_is_met_when_the_stream_rung_gets_there_sooner(tmp_path):
     path = tmp_path / "ladder.jsonl"
     append_record(path, made("taught", [12.0, 0.5, 0.5], accuracies=[0.3, 0.5, 0.6]))
     append_record(path, made("read-ahead+batch", [9.0, 0.2, 0.2], accuracies=[0.4, 0.6, 0.6]))
-    goals = ladder.substitutions(path)["ref_ladder_goals"]
+    goals = page.substitutions(path)["ref_ladder_goals"]
     assert "14.2 s against 18.0 s: met" in goals
     assert "not yet recorded (no limit at its batch and precision" in goals
 
 
 def test_without_records_the_page_says_not_yet_recorded_and_the_command(tmp_path):
-    values = ladder.substitutions(tmp_path / "none.jsonl")
+    values = page.substitutions(tmp_path / "none.jsonl")
     for key in ("ref_ladder_gpu", "ref_ladder_table", "ref_ladder_cache", "ref_ladder_best_gpu"):
         assert values[key] == NOT_RECORDED, key
     assert values["ref_ladder_goals"].startswith("Its goals, not yet recorded: ")
@@ -149,15 +147,15 @@ def test_without_records_the_page_says_not_yet_recorded_and_the_command(tmp_path
 
 
 def test_the_figure_puts_every_value_on_its_bar_and_names_the_machine(tmp_path):
-    run = ladder.reference_run(h200_shaped(tmp_path / "ladder.jsonl"))
-    (fig,) = ladder.figures(run)
+    run = page.reference_run(h200_shaped(tmp_path / "ladder.jsonl"))
+    (fig,) = page.figures(run)
     ax = fig.axes[0]
     assert len(ax.patches) == 3 and len(ax.texts) == 3
     assert ax.get_xlim()[0] == 0 and "TFLOP/s" in ax.get_xlabel()
     assert "NVIDIA H200" in fig._suptitle.get_text()
-    assert "limit+best" in ladder.alt_text(run)
+    assert "limit+best" in page.alt_text(run)
     with pytest.raises(ValueError, match=r"python -m gpulesson\.experiments\.ladder"):
-        ladder.figures([])
+        page.figures([])
 
 
 @pytest.mark.bad_input("bad argument")
@@ -173,15 +171,15 @@ def test_the_nightly_part_refuses_without_its_wheels(tmp_path, capsys):
 
 
 def test_the_limit_takes_the_best_stream_rungs_batch_and_precision(tmp_path):
-    run = ladder.reference_run(h200_shaped(tmp_path / "ladder.jsonl"))
-    assert lr.limit_options(run) == {"precision": "mixed_bfloat16", "batch": "large"}
-    assert lr.limit_for(run, "read-ahead+bf16+spe+batch") == "limit+best"
+    run = page.reference_run(h200_shaped(tmp_path / "ladder.jsonl"))
+    assert page.limit_options(run) == {"precision": "mixed_bfloat16", "batch": "large"}
+    assert page.limit_for(run, "read-ahead+bf16+spe+batch") == "limit+best"
     faster = made("read-ahead+spe", [9.0, 0.05, 0.05], accuracies=[0.3, 0.4, 0.5])
-    assert lr.limit_options([*run, faster]) == {"precision": "float32", "batch": "base"}
-    assert lr.limit_for(run, "read-ahead+spe") is None  # no limit at float32, batch 256 here
+    assert page.limit_options([*run, faster]) == {"precision": "float32", "batch": "base"}
+    assert page.limit_for(run, "read-ahead+spe") is None  # no limit at float32, batch 256 here
     best = made("limit+best", [9.0, 0.05, 0.05], accuracies=[0.3, 0.4, 0.5])
     best.update({"batch": "base", "precision": "float32"})  # as recorded: the limit's options
-    assert lr.limit_for([best], "limit+best") == "limit+best"
+    assert page.limit_for([best], "limit+best") == "limit+best"
 
 
 def test_the_stream_is_judged_against_ram_at_the_same_settings(tmp_path):
@@ -192,18 +190,18 @@ def test_the_stream_is_judged_against_ram_at_the_same_settings(tmp_path):
         append_record(path, made("ram", [5.0, 0.40, 0.40], start=start, accuracies=[0.6] * 3))
         append_record(path, made("grain", [5.0, 0.47, 0.45], start=start,
                                  accuracies=[0.6] * 3))
-    goals = ladder.substitutions(path)["ref_ladder_goals"]
+    goals = page.substitutions(path)["ref_ladder_goals"]
     assert "`grain` against `ram`: 0.87x as fast as from RAM (goal 0.9x: not met)." in goals
     assert "The stream against `ram+bf16+spe+batch`: not yet recorded." in goals
     for start in (1, 2):
         append_record(path, made("ram+bf16+spe+batch", [5.0] + [0.085] * 11, start=start,
                                  accuracies=[0.6] * 12))
-    goals = ladder.substitutions(path)["ref_ladder_goals"]
+    goals = page.substitutions(path)["ref_ladder_goals"]
     assert ("`read-ahead+bf16+spe+batch` against `ram+bf16+spe+batch`: 0.94x as fast as from RAM "
             "(goal 0.9x: met).") in goals
-    assert {lr.ram_twin(n) for n in ("taught", "read-ahead", "grain")} == {"ram"}
-    assert lr.ram_twin("grain+bf16+spe+batch") == "ram+bf16+spe+batch"
-    assert lr.RUNGS["grain"]["feed"] in lr.STREAMS
+    assert {page.ram_twin(n) for n in ("taught", "read-ahead", "grain")} == {"ram"}
+    assert page.ram_twin("grain+bf16+spe+batch") == "ram+bf16+spe+batch"
+    assert ladder.RUNGS["grain"]["feed"] in page.STREAMS
 
 
 KERAS_EPOCHS_OF_AN_ITERATOR = """
@@ -258,7 +256,7 @@ def test_settings_the_ladder_feeds_from_no_ram_rung_are_not_judged_against_ram(t
         append_record(path, made("ram", [5.0, 0.40, 0.40], start=start, accuracies=[0.6] * 3))
         append_record(path, made("read-ahead+spe", [5.0, 0.30, 0.30], start=start,
                                  accuracies=[0.6] * 3))
-    records = lr.reference_run(path)
-    assert lr.best_stream(records) == "read-ahead+spe" and lr.ram_twin("read-ahead+spe") is None
-    assert [(g["rung"], g["ram"]) for g in lr.ram_goals(records)] == [("taught", "ram")]
-    assert "None" not in ladder.substitutions(path)["ref_ladder_goals"]
+    records = page.reference_run(path)
+    assert page.best_stream(records) == "read-ahead+spe" and page.ram_twin("read-ahead+spe") is None
+    assert [(g["rung"], g["ram"]) for g in page.ram_goals(records)] == [("taught", "ram")]
+    assert "None" not in page.substitutions(path)["ref_ladder_goals"]

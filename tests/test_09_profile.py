@@ -7,9 +7,8 @@ import json
 import pytest
 from conftest import run_on_jax_cpu
 
-from gpulesson.experiments import profile
 from gpulesson.experiments.common import Budget
-from gpulesson.experiments.profile import page, records, trace
+from gpulesson.experiments.profile import measure, page, trace
 from gpulesson.records.results import NOT_RECORDED, append_record
 
 
@@ -80,7 +79,7 @@ def test_a_trace_without_its_window_or_a_folder_without_a_trace_says_so(tmp_path
 def made_record(device, *, step, host, dev, gpu=None, run_id="r1"):
     budget = Budget(1, 2)
     budget.seconds = [9.0, step * 10, step * 10]
-    record = records.measurement_record(
+    record = measure.measurement_record(
         budget, run_id=run_id, device=device, batch_size=256, n_images=2560, steps=10,
         forward_flops=31_000_000,
         utilisation={"skipped": "the CPU has no NVML utilisation"} if device == "cpu"
@@ -101,14 +100,14 @@ def test_the_achieved_rate_is_three_forward_passes_per_image_and_set_beside_the_
                          dev={"kernels": 0.0005, "copies": 0.0, "idle": 0.0015})
     # 2,560 images in 0.02 s, 3 x 31 MFLOP each
     assert record["achieved_tflops"] == pytest.approx(3 * 31e6 * 2560 / 0.02 / 1e12)
-    found = profile.peak(record)
+    found = page.peak(record)
     assert found["precision"] == "tf32" and found["tflops"] == 494.5
     assert found["share"] == pytest.approx(record["achieved_tflops"] / 494.5)
-    assert profile.peak(made_record("cpu", step=0.3, host={}, dev={})) is None
+    assert page.peak(made_record("cpu", step=0.3, host={}, dev={})) is None
 
 
 def test_without_records_the_page_says_not_recorded_and_with_them_answers_the_exercise(tmp_path):
-    values = profile.substitutions(tmp_path / "none.jsonl")
+    values = page.substitutions(tmp_path / "none.jsonl")
     assert values["ref_prof_gpu"] == NOT_RECORDED and values["ref_prof_cut"] == NOT_RECORDED
     path = tmp_path / "profile.jsonl"
     append_record(path, made_record("cpu", step=0.3, host={"input": 0.001, "dispatch": 0.001,
@@ -117,7 +116,7 @@ def test_without_records_the_page_says_not_recorded_and_with_them_answers_the_ex
     append_record(path, made_record("gpu", step=0.002, gpu="NVIDIA H200",
                                     host={"input": 0.0004, "dispatch": 0.0003, "other": 0.0013},
                                     dev={"kernels": 0.0005, "copies": 0.0, "idle": 0.0015}))
-    values = profile.substitutions(path)
+    values = page.substitutions(path)
     assert values["ref_prof_gpu"] == "NVIDIA H200"
     assert "| CPU (" in values["ref_prof_table"] and "| GPU (NVIDIA H200)" in values["ref_prof_table"]
     assert "11.9 (2.4% of TF32) | 35 % |" in values["ref_prof_table"]  # of 494.5 TFLOP/s
@@ -129,12 +128,12 @@ def test_without_records_the_page_says_not_recorded_and_with_them_answers_the_ex
     assert page.REMEDIES["other"] in values["ref_prof_cut"]
     # a CPU's arithmetic: never mixed precision, which most CPUs run slower
     assert page.CPU_KERNELS in values["ref_prof_cut"] and "bfloat16" not in values["ref_prof_cut"]
-    shown = profile.reference_run(path)
-    gpu_lines, cpu_lines = (" ".join(page.summary_lines(records.find(shown, d))) for d in ("gpu", "cpu"))
+    shown = page.reference_run(path)
+    gpu_lines, cpu_lines = (" ".join(page.summary_lines(page.find(shown, d))) for d in ("gpu", "cpu"))
     assert "NVIDIA H200's published dense TF32 peak (494.5 TFLOP/s)" in gpu_lines
     assert "35 % on average" in gpu_lines and "not sampled" in cpu_lines
     assert "GPU (NVIDIA H200): a step of 2 ms" in values["ref_prof_alt"]
-    (fig,) = profile.figures(profile.reference_run(path))
+    (fig,) = page.figures(page.reference_run(path))
     assert len(fig.axes) == 2
 
 
@@ -146,13 +145,13 @@ def test_a_device_whose_trace_could_not_be_read_keeps_its_record_and_leaves_the_
     gpu["profile"] = {"failed": "ValueError: the trace has no GPU line"}
     for record in (cpu, gpu):
         append_record(path, record)
-    values = profile.substitutions(path)
+    values = page.substitutions(path)
     assert "| GPU" not in values["ref_prof_table"] and "| CPU (" in values["ref_prof_table"]
     assert values["ref_prof_gpu"] == NOT_RECORDED
     assert "Not profiled (ValueError: the trace has no GPU line)" in \
-        page.describe(profile.reference_run(path))
+        page.describe(page.reference_run(path))
     assert "GPU" not in values["ref_prof_cut"]
-    (fig,) = profile.figures(profile.reference_run(path))
+    (fig,) = page.figures(page.reference_run(path))
     assert len(fig.axes) == 1
 
 
@@ -184,7 +183,7 @@ def test_a_real_trace_of_a_few_cpu_steps_is_read():
     assert any("XLA" in line for line in found["device_lines"])
 
 
-def test_bad_options_and_another_backend_get_one_line_that_says_what_to_do(capsys):
+def test_bad_options_and_another_backend_get_one_line_that_says_what_to_do(tmp_path, capsys):
     from gpulesson.experiments.profile.__main__ import main
 
     with pytest.raises(SystemExit) as stopped:
@@ -193,9 +192,11 @@ def test_bad_options_and_another_backend_get_one_line_that_says_what_to_do(capsy
     import keras
 
     if keras.backend.backend() != "jax":  # the tests' default backend: TensorFlow
-        assert main(["--devices", "cpu", "--out", "/nonexistent/profile.jsonl"]) == 2
-        assert capsys.readouterr().err.strip() == (
+        with pytest.raises(SystemExit) as stopped:
+            main(["--devices", "cpu", "--out", str(tmp_path / "profile.jsonl")])
+        assert stopped.value.code == 2 and capsys.readouterr().err.strip() == (
             "The profile reads JAX's profiler: run it with KERAS_BACKEND=jax.")
+        assert not (tmp_path / "profile.jsonl").exists()
 
 
 def test_a_run_of_the_gpu_alone_keeps_the_older_cpu_record_each_named_with_its_run(tmp_path):
@@ -208,12 +209,12 @@ def test_a_run_of_the_gpu_alone_keeps_the_older_cpu_record_each_named_with_its_r
     append_record(path, made_record("gpu", step=0.002, gpu="NVIDIA H200", run_id="new-gpu",
                                     host={"input": 0.0004, "dispatch": 0.0003, "other": 0.0013},
                                     dev={"kernels": 0.0005, "copies": 0.0, "idle": 0.0015}))
-    assert [r["run_id"] for r in profile.reference_run(path)] == ["old-cpu", "new-gpu"]
-    values = profile.substitutions(path)
+    assert [r["run_id"] for r in page.reference_run(path)] == ["old-cpu", "new-gpu"]
+    values = page.substitutions(path)
     assert "| CPU (" in values["ref_prof_table"] and "| GPU (NVIDIA H200)" in values["ref_prof_table"]
     when = values["ref_prof_when"]
     assert when.startswith("CPU: run old-cpu") and "; GPU: run new-gpu" in when, when
-    (fig,) = profile.figures(profile.reference_run(path))
+    (fig,) = page.figures(page.reference_run(path))
     titles = [ax.get_title(loc="left") for ax in fig.axes]
     assert "run old-cpu" in titles[0] and "run new-gpu" in titles[1], titles
 
@@ -222,8 +223,8 @@ def test_a_committed_gpu_record_is_compared_with_the_peak_of_the_precision_it_ra
     """The peak follows the record's own float32_precision (TF32 convolutions on a Hopper)."""
     from gpulesson.machine.gpu_peaks import float32_key
 
-    for record in records.reference_run():
-        found = records.peak(record)
+    for record in page.reference_run():
+        found = page.peak(record)
         if found:
             assert found["precision"] == float32_key(record), record["run_id"]
 
@@ -237,27 +238,27 @@ def test_the_share_of_the_peak_is_shown_as_its_two_factors_and_the_profilers_ove
                       host={"input": 0.0004, "dispatch": 0.0015, "other": 0.0011},
                       dev={"kernels": 0.0005, "copies": 0.0, "idle": 0.0025})
     gpu["step_seconds"] = 0.002  # the timed epochs' step, shorter than the profiled one
-    found = records.factors(gpu)
+    found = page.factors(gpu)
     kernel_tflops = 3 * 31e6 * 256 / 0.0005 / 1e12  # a batch's arithmetic over its kernels
     assert found["kernel_tflops"] == pytest.approx(kernel_tflops)
     assert found["while"] == pytest.approx(kernel_tflops / 494.5)
     assert found["busy_profiled"] == pytest.approx(0.5 / 3)
     assert found["busy_timed"] == pytest.approx(0.5 / 2)
-    assert found["overall_profiled"] == pytest.approx(profile.peak(gpu, kernel_tflops * 0.5 / 3)
+    assert found["overall_profiled"] == pytest.approx(page.peak(gpu, kernel_tflops * 0.5 / 3)
                                                       ["share"])
-    extra = records.overhead(gpu)
+    extra = page.overhead(gpu)
     assert extra["extra"] == pytest.approx(0.001) and extra["ratio"] == pytest.approx(1.5)
     assert extra["dispatch_at_least"] == pytest.approx(0.0005)
     cpu = made_record("cpu", step=0.3, host={"input": 0.001, "dispatch": 0.001, "other": 0.298},
                       dev={"kernels": 0.29, "copies": 0.0, "idle": 0.01})
     cpu.update(cores_usable=2, cpu_model="Made-up Xeon")
     gpu.update(cores_usable=16, cpu_model="Made-up Xeon")
-    assert records.factors(cpu) is None  # no published peak for a CPU
-    assert records.overhead(cpu) is None  # its profiled step was not longer
+    assert page.factors(cpu) is None  # no published peak for a CPU
+    assert page.overhead(cpu) is None  # its profiled step was not longer
     path = tmp_path / "profile.jsonl"
     for record in (cpu, gpu):
         append_record(path, record)
-    values = profile.substitutions(path)
+    values = page.substitutions(path)
     said = values["ref_prof_factors"]
     assert f"{found['while']:.1%} × 17% = {found['overall_profiled']:.1%}" in said, said
     assert f"{found['while']:.1%} × 25% = {found['overall_timed']:.1%}" in said
@@ -266,7 +267,7 @@ def test_the_share_of_the_peak_is_shown_as_its_two_factors_and_the_profilers_ove
     assert "a profiled step took 3 ms" in said and "2 ms (run r1), 50% longer, 1 ms a step" in said
     assert "at least 500 µs (1.5 ms less 1 ms" in said
     # the figure: each part's time on it, the unprofiled step marked, the CPU's machine named
-    (fig,) = profile.figures(profile.reference_run(path))
+    (fig,) = page.figures(page.reference_run(path))
     cpu_ax, gpu_ax = fig.axes
     assert "the GPU's node has 16 cores" in cpu_ax.get_title(loc="left")
     assert "dispatch\n1.5 ms" in [t.get_text() for t in gpu_ax.texts]
@@ -275,5 +276,5 @@ def test_the_share_of_the_peak_is_shown_as_its_two_factors_and_the_profilers_ove
     assert "another machine" in values["ref_prof_alt"] and "without the profiler, 2 ms" in \
         values["ref_prof_alt"]
     assert values["ref_prof_factors"] != NOT_RECORDED
-    empty = profile.substitutions(tmp_path / "none.jsonl")
+    empty = page.substitutions(tmp_path / "none.jsonl")
     assert empty["ref_prof_factors"] == empty["ref_prof_overhead"] == NOT_RECORDED

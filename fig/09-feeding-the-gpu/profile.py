@@ -3,7 +3,7 @@
     python fig/09-feeding-the-gpu/profile.py [RESULTS]   ->  profile-step.svg
 
 RESULTS defaults to results/profile.jsonl. Each device's panel is drawn from the newest run
-that profiled it (gpulesson.experiments.profile.reference_run); record one with
+that profiled it (gpulesson.experiments.profile.page.reference_run); record one with
 ``KERAS_BACKEND=jax python -m gpulesson.experiments.profile``. Without a run, the script says so,
 draws nothing and exits with status 0.
 """
@@ -14,11 +14,13 @@ from pathlib import Path
 # The lesson's package from this checkout, installed or not (a cluster node's own Python).
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from gpulesson.experiments import profile
-from gpulesson.records.figure_scripts import main, until_recorded
+from gpulesson.experiments.registry import experiment
+from gpulesson.records.figure_scripts import drawer, main
 
+profile = experiment("gpulesson.experiments.profile")
 # Until a run is recorded the episode shows no figure: nothing to draw, and no error.
-draw = until_recorded(profile, Path(__file__).resolve().parent)
+draw = drawer(profile, profile.FIGURES, Path(__file__).resolve().parent, until_recorded="profile",
+              command=f"KERAS_BACKEND=jax python -m {profile.__name__}")
 
 
 if __name__ == "__main__":

@@ -1,19 +1,8 @@
-"""Train the lesson's CNN once per rung of the speed ladder, in two process starts, and record
-each rung's epochs, clock, test accuracies and meters.
-
-    python -m gpulesson.experiments.ladder                      # released Keras's rungs (JAX)
-    python -m gpulesson.experiments.ladder --part limit         # the plain-JAX limit
-    python -m gpulesson.experiments.ladder --part nightly --nightly .whl/nightly
-
-Each part runs its rungs in a new process, twice: first with an empty persistent compilation
-cache, then with the cache the first filled, so that the records show what the cache does to a
-first epoch. ``--nightly DIR`` installs the keras-nightly wheel in DIR into a folder of its own,
-first on the children's ``PYTHONPATH``: a pre-release, apart from the pinned Keras.
-"""
+"""The ladder's command (declared in the package): each part's rungs in two new processes, one
+a process start, which the shared one-process command (``registry.run``) cannot do."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import subprocess
@@ -22,19 +11,9 @@ import tempfile
 from pathlib import Path
 
 from gpulesson.experiments import cli
-from gpulesson.experiments.ladder import records as lr
+from gpulesson.experiments.ladder import COMMAND, RECORDS, STARTS, rungs_of
 
 CACHE_ROOT = Path("_build") / "ladder-cache"  # git ignores _build
-
-COMMAND = cli.Command(
-    "ladder", __doc__,
-    cli.devices("devices (default: the GPU if one is visible, else the CPU)"),
-    cli.option("--part", choices=lr.PARTS, default="keras", help="which rungs"),
-    cli.option("--rungs", nargs="+", default=None, help="only these rungs of the part"),
-    cli.option("--nightly", type=Path, default=None,
-               help="folder of the keras-nightly wheel (needed by --part nightly)"),
-    cli.option("--start", type=int, default=None, help=argparse.SUPPRESS),
-    cli.out(lr.RESULTS_FILE), cli.SEED, cli.RUN_ID)
 _parser = COMMAND.parser
 
 
@@ -55,10 +34,10 @@ def main(argv=None) -> int:
     parser, args = COMMAND.parse(argv)
     if args.part == "nightly" and args.nightly is None and args.start is None:
         parser.error("--part nightly needs --nightly DIR, the folder of the keras-nightly wheel")
-    wrong = set(args.rungs or ()) - set(lr.rungs_of(args.part))
+    wrong = set(args.rungs or ()) - set(rungs_of(args.part))
     if wrong:
         parser.error(f"not rungs of part {args.part}: {', '.join(sorted(wrong))}; its rungs: "
-                     + ", ".join(lr.rungs_of(args.part)))
+                     + ", ".join(rungs_of(args.part)))
     if args.start is not None:
         from gpulesson.experiments.ladder.measure import one_start
 
@@ -74,15 +53,15 @@ def main(argv=None) -> int:
     cache = CACHE_ROOT / f"{run_id}-{args.part}"
     shutil.rmtree(cache, ignore_errors=True)  # start 1 finds it empty
     failed = 0
-    for start in range(1, lr.STARTS + 1):
+    for start in range(1, STARTS + 1):
         command = [sys.executable, "-m", COMMAND.module, "--part", args.part,
                    "--start", str(start), "--run-id", run_id, "--out", str(args.out),
                    "--seed", str(args.seed), *(["--devices", *args.devices] if args.devices else []),
                    *(["--rungs", *args.rungs] if args.rungs else [])]
         failed += subprocess.run(command, env={**env, "JAX_COMPILATION_CACHE_DIR": str(cache)},
                                  check=False).returncode != 0
-    made = [r for r in lr.RECORDS.read(args.out, run_id=run_id) if r.get("part") == args.part]
-    return cli.say_measured(made, args.out, lr.EXPERIMENT, run_id, describe) or int(failed > 0)
+    made = [r for r in RECORDS.read(args.out, run_id=run_id) if r.get("part") == args.part]
+    return cli.say_measured(made, args.out, RECORDS.experiment, run_id, describe) or int(failed > 0)
 
 
 if __name__ == "__main__":

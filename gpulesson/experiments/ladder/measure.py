@@ -1,24 +1,62 @@
 """Measuring the ladder in one process start: the lesson's CNN from the same initial weights,
-one rung after another. Keras and JAX are imported when first needed.
-
-Each epoch is timed until the device finished its last step (the optimizer's step counter read
-back), before the test split is evaluated: the evaluations are left out of the epochs and of the
-clock (``epoch_end_seconds``), which starts before ``fit`` and so includes compiling.
-"""
+one rung after another (Keras and JAX imported when first needed). Each epoch is timed until the
+device finished its last step, before the test split is evaluated: the evaluations are left out
+of the epochs and of the clock (``epoch_end_seconds``), which includes compiling."""
 
 from __future__ import annotations
 
+import math
 import os
+import statistics
 import threading
 import time
 from pathlib import Path
 
-from gpulesson.experiments.common import IN_ORDER, BusyMeter
+from gpulesson.experiments.common import IN_ORDER, ORDER_FIELD, SUMMARY_KEY, BusyMeter, summarise
 from gpulesson.experiments.energy import start_intervals, stop_intervals
-from gpulesson.experiments.ladder import records as lr
+from gpulesson.experiments.ladder import LARGE_FACTOR, RECORDS, RUNGS, rungs_of
 from gpulesson.experiments.ladder.limit import train_limit
+from gpulesson.machine import flops
+from gpulesson.machine.devices import keras_device_name
 
+BASE_LEARNING_RATE = 1e-3
+WARMUP_EPOCHS = 2  # a scaled learning rate is reached linearly over the first two epochs' steps
+EPOCHS = {"base": 6, "large": 12}  # the default's 6 epochs; 4 times fewer updates need more
+QUICK_EPOCHS = {"base": 3, "large": 4}
 BUSY_INTERVAL = 0.05  # s between NVML samples: NVML itself averages over up to 1 s
+
+
+def learning_rate(batch: int, base: int) -> float:
+    """The linear scaling rule: 1e-3 at the base batch, times the batch's factor."""
+    return BASE_LEARNING_RATE * batch / base
+
+
+def warmup_steps(batch: int, base: int, n_images: int) -> int:
+    """:data:`WARMUP_EPOCHS` epochs' steps where the rate is scaled; none at the base batch."""
+    return 0 if batch == base else WARMUP_EPOCHS * math.ceil(n_images / batch)
+
+
+def warmup_rate(step, peak: float, steps: int, minimum=min):
+    """The rate at optimizer step ``step``: linear from ``peak / steps`` to ``peak`` over
+    ``steps`` steps, then ``peak``; ``minimum`` lets a framework's op stand in."""
+    return peak if steps <= 0 else peak * minimum(1.0, (step + 1) / steps)
+
+
+def measurement_record(*, run_id: str, rung: str, start: int, device: str, watched: dict,
+                       chosen: dict, n_images: int, data: str, extra: dict) -> dict:
+    """One rung in one process start; ``watched``: the epochs' fields (:class:`EpochWatch`)."""
+    seconds = watched["epoch_seconds"]
+    if len(seconds) < 2:
+        raise ValueError("a rung needs at least 2 epochs: the first compiles")
+    median = statistics.median(seconds[1:])
+    fields = {"run_id": run_id, "source": "gpulesson.experiments.ladder", "rung": rung,
+              "start": start, "device_kind": device, "keras_device": keras_device_name(device),
+              **RUNGS[rung], **chosen, "n_images": n_images, **watched,
+              "median_epoch_seconds": median,
+              "achieved_tflops": flops.tflops(flops.training_flops_per_image(), n_images, median),
+              "test_accuracy": watched["test_accuracies"][-1],
+              SUMMARY_KEY: summarise(seconds[1:], seconds[:1]), ORDER_FIELD: False, **extra}
+    return RECORDS.record(data=data, **fields)
 
 
 class EpochWatch:
@@ -79,12 +117,12 @@ class EpochWatch:
 
 
 def schedule(peak: float, steps: int):
-    """:func:`~gpulesson.experiments.ladder.records.warmup_rate` as a Keras schedule."""
+    """:func:`warmup_rate` as a Keras schedule."""
     import keras
 
     class Warmup(keras.optimizers.schedules.LearningRateSchedule):
         def __call__(self, step):
-            return lr.warmup_rate(keras.ops.cast(step, "float32"), peak, steps, keras.ops.minimum)
+            return warmup_rate(keras.ops.cast(step, "float32"), peak, steps, keras.ops.minimum)
 
         def get_config(self):
             return {"peak": peak, "steps": steps}
@@ -94,9 +132,9 @@ def schedule(peak: float, steps: int):
 
 def chosen(rung: dict, base: int, n_images: int) -> dict:
     """A rung's batch size, learning rate and warm-up at this data's base batch."""
-    batch = lr.batch_size(rung, base)
-    return {"batch_size": batch, "learning_rate": lr.learning_rate(batch, base),
-            "warmup_steps": lr.warmup_steps(batch, base, n_images)}
+    batch = base * (LARGE_FACTOR if rung["batch"] == "large" else 1)
+    return {"batch_size": batch, "learning_rate": learning_rate(batch, base),
+            "warmup_steps": warmup_steps(batch, base, n_images)}
 
 
 def build(rung: dict, options: dict, keras_device: str, seed: int):
@@ -138,7 +176,7 @@ def feed(name: str, options: dict, *, data: dict, seed: int, epochs: int) -> tup
     """fit's data arguments and callbacks of rung ``name``."""
     from gpulesson import lesson
 
-    kind, batch = lr.RUNGS[name]["feed"], options["batch_size"]
+    kind, batch = RUNGS[name]["feed"], options["batch_size"]
     if kind == "grain":
         from gpulesson.experiments.feeding.pipelines import EpochsOf, grain_workers
         from gpulesson.lesson.feeding import grain_blocks
@@ -207,7 +245,8 @@ def one_start(args) -> int:
     from gpulesson.datasets.settings import get_settings
     from gpulesson.experiments.cli import devices_here
     from gpulesson.experiments.feeding.pipelines import grain_workers
-    from gpulesson.machine.devices import keras_device, keras_device_name
+    from gpulesson.experiments.ladder.page import limit_options
+    from gpulesson.machine.devices import keras_device
     from gpulesson.records.results import append_record
 
     if keras.backend.backend() != "jax":
@@ -221,20 +260,20 @@ def one_start(args) -> int:
     n_rows = validate_hdf5(path).n_train
     cut = n_rows - n_rows // 10  # as lesson.split_batches: the last tenth validates
     base = config.batch_size(256)
-    earlier = lr.RECORDS.read(args.out, run_id=args.run_id)
-    done = {lr.RECORDS.key(r) for r in earlier}
+    earlier = RECORDS.read(args.out, run_id=args.run_id)
+    done = {RECORDS.key(r) for r in earlier}
     failed = 0
     for device in devices:
         kd = keras_device_name(device)
         data = _data(path, cut, kd, 4 * base)
-        for name in args.rungs or lr.rungs_of(args.part):
+        for name in args.rungs or rungs_of(args.part):
             if (device, name, args.start) in done:
                 continue
             before, began, meter = _cache_files(cache), time.perf_counter(), BusyMeter()
-            rung = dict(lr.RUNGS[name])
+            rung = dict(RUNGS[name])
             if name == "limit+best":  # at the batch and precision of the run's best stream rung
-                rung.update(lr.limit_options(earlier))
-            epochs = lr.epochs_for(rung, config.quick)
+                rung.update(limit_options(earlier))
+            epochs = (QUICK_EPOCHS if config.quick else EPOCHS)[rung["batch"]]
             try:
                 options, watched = train_rung(name, rung, device=device, keras_device=kd, data=data,
                                               base=base, epochs=epochs, seed=args.seed)
@@ -243,7 +282,7 @@ def one_start(args) -> int:
                       flush=True)
                 failed += 1
                 continue
-            record = lr.measurement_record(
+            record = measurement_record(
                 run_id=args.run_id, rung=name, start=args.start, device=device, watched=watched,
                 chosen=options, n_images=cut, data=config.data,
                 extra={"cache": {"files_before": before, "files_added": _cache_files(cache) - before},

@@ -1,37 +1,152 @@
-"""The ladder on the page: episode 9's ``ref_ladder_*`` values and the command's table, from the
-ladder's newest run, the profile's GPU record (the kernels-only row) and the card's published
-peak (the FLOP floor); without GPU records the GPU values say
+"""The ladder on the page: episode 9's ``ref_ladder_*`` values, its figure and the command's
+table, from the ladder's newest run, the profile's GPU record (the kernels-only row) and the
+card's published peak (the FLOP floor); without GPU records the GPU values say
 :data:`~gpulesson.records.results.NOT_RECORDED`, so that the page shows the command that records them."""
 
 from __future__ import annotations
 
 import math
+import statistics
 from pathlib import Path
 
-from gpulesson.experiments.common import markdown_table, summary_text
+from gpulesson.experiments.common import markdown_table, summarise, summary_text
 from gpulesson.experiments.energy import energy_summary
-from gpulesson.experiments.ladder import records as lr
-from gpulesson.experiments.ladder.figures import alt_text
+from gpulesson.experiments.figkit import label_bars, need
+from gpulesson.experiments.ladder import LARGE_FACTOR, ORDER, RECORDS, RUNGS, SPE, rungs_of
 from gpulesson.experiments.pagewords import met
 from gpulesson.machine import flops, gpu_peaks
 from gpulesson.records.results import NOT_RECORDED, duration, hardware, software
+from gpulesson.records.summaries import overlap
 
 COMMAND = "KERAS_BACKEND=jax python -m gpulesson.experiments.ladder"
-PROFILE_FILE = lr.RESULTS_FILE.with_name("profile.jsonl")
+PROFILE_FILE = RECORDS.results_file.with_name("profile.jsonl")
+reference_run = RECORDS.newest_run
+RATIO_GOAL = 1.3  # the best released-Keras stream rung within 1.3x of the limit's epoch
+RAM_GOAL = 0.9  # the stream at least 0.9x as fast as the same settings fed from RAM
+STREAMS = ("stream", "read-ahead", "grain")  # feeds that read the HDF5 file while training
+FIGURES = ("ladder.svg",)
+COLOURS = {"keras": "#4c72b0", "nightly": "#dd8452", "limit": "#55a868"}
+KINDS = {"keras": "Keras 3 (released)", "nightly": "keras-nightly (pre-release)",
+         "limit": "plain JAX, one call an epoch"}
+
+
+def starts(records, rung: str) -> list[dict]:
+    return sorted((r for r in records if r.get("rung") == rung), key=lambda r: r["start"])
+
+
+def summary(records, rung: str) -> dict | None:
+    """The rung's timed epochs over all its starts (each start's first epoch apart)."""
+    found = starts(records, rung)
+    if not found:
+        return None
+    return summarise([s for r in found for s in r["epoch_seconds"][1:]],
+                     [r["epoch_seconds"][0] for r in found])
+
+
+def mean_of(records, rung: str, key: str) -> float | None:
+    values = [r[key] for r in starts(records, rung) if r.get(key) is not None]
+    return statistics.fmean(values) if values else None
+
+
+def time_to(record: dict, accuracy: float) -> float | None:
+    """Seconds from the start of training (compiling included, evaluations left out) to the
+    end of the first epoch that reached ``accuracy``; None if none did."""
+    for reached, clock in zip(record["test_accuracies"], record["epoch_end_seconds"], strict=True):
+        if reached >= accuracy:
+            return clock
+    return None
+
+
+def target_accuracy(records) -> float | None:
+    """The default's test accuracy after its epochs, in the first start."""
+    first = starts(records, "taught")
+    return first[0]["test_accuracy"] if first else None
+
+
+def _stream_rungs(records) -> list[str]:
+    """The released-Keras rungs that read the HDF5 file while training, as recorded."""
+    return [n for n in ORDER if RUNGS[n]["part"] == "keras" and RUNGS[n]["feed"] in STREAMS
+            and starts(records, n)]
+
+
+def best_stream(records) -> str | None:
+    """The released-Keras stream rung with the shortest median epoch."""
+    found = [(summary(records, n)["median"], n) for n in _stream_rungs(records)]
+    return min(found)[1] if found else None
+
+
+def limit_options(records) -> dict:
+    """``limit+best``'s precision and batch: the run's best stream rung's (the limit's part runs
+    after Keras's), else bf16 at the large batch."""
+    source = RUNGS[best_stream(records) or "limit+best"]
+    return {"precision": source["precision"], "batch": source["batch"]}
+
+
+def limit_for(records, rung: str) -> str | None:
+    """The limit's rung recorded at ``rung``'s batch and precision (as recorded, else as planned)."""
+    options = (starts(records, rung) or [RUNGS[rung]])[0]
+    for name in ("limit", "limit+best"):
+        found = starts(records, name)
+        if found and (found[0]["batch"], found[0]["precision"]) == (options["batch"],
+                                                                     options["precision"]):
+            return name
+    return None
+
+
+def goals(records) -> dict | None:
+    """The best stream rung's two goals: its epoch within :data:`RATIO_GOAL` of the limit at
+    its batch and precision, and the default's test accuracy sooner than the default, compiling
+    included (first starts). None without the default and a stream rung."""
+    best, target = best_stream(records), target_accuracy(records)
+    if best is None or target is None:
+        return None
+    limit = limit_for(records, best)
+    ratio = summary(records, best)["median"] / summary(records, limit)["median"] if limit else None
+    mine, default = (time_to(starts(records, n)[0], target) for n in (best, "taught"))
+    return {"rung": best, "limit": limit, "ratio": ratio,
+            "ratio_met": None if ratio is None else ratio <= RATIO_GOAL,
+            "target": target, "time": mine, "default_time": default,
+            "time_met": mine is not None and default is not None and mine < default}
+
+
+def ram_twin(rung: str) -> str | None:
+    """The rung that feeds ``rung``'s settings from arrays in RAM, if the ladder has one."""
+    options = RUNGS[rung]
+    return next((n for n in ORDER if RUNGS[n]["feed"] == "ram" and RUNGS[n]["part"] == "keras"
+                 and all(RUNGS[n][k] == options[k]
+                         for k in ("precision", "steps_per_execution", "batch"))), None)
+
+
+def ram_goals(records) -> list[dict]:
+    """The stream against RAM at batch 256 float32 and at the best stream rung's settings (those
+    a RAM rung feeds): the fastest stream rung recorded (``rung``), its RAM twin (``ram``), RAM's
+    median epoch over the stream's (``share``), whether it meets :data:`RAM_GOAL`, and whether
+    their epochs' ranges overlap."""
+    found = []
+    twins = dict.fromkeys(ram_twin(n) for n in filter(None, ["taught", best_stream(records)]))
+    for twin in filter(None, twins):
+        same = [n for n in _stream_rungs(records) if ram_twin(n) == twin]
+        rung = min(same, key=lambda n: summary(records, n)["median"]) if same else None
+        mine, ram = (summary(records, n) if n else None for n in (rung, twin))
+        both = mine is not None and ram is not None
+        share = ram["median"] / mine["median"] if both else None
+        found.append({"rung": rung, "ram": twin, "share": share,
+                      "met": both and share >= RAM_GOAL, "overlap": both and overlap(mine, ram)})
+    return found
 
 
 def _limit_ratio(records, name: str) -> str:
-    limit = lr.limit_for(records, name)
+    limit = limit_for(records, name)
     if not limit:
         return "no limit at its batch and precision"
-    return f"{lr.summary(records, name)['median'] / lr.summary(records, limit)['median']:.2f}x"
+    return f"{summary(records, name)['median'] / summary(records, limit)['median']:.2f}x"
 
 
 def _to_target(records, name: str, target: float | None) -> str:
     if target is None:
         return NOT_RECORDED
-    first = lr.starts(records, name)[0]
-    reached = lr.time_to(first, target)
+    first = starts(records, name)[0]
+    reached = time_to(first, target)
     cold = "" if first["cache"]["files_added"] else " (compiled programs from the cache)"
     return (duration(reached) + cold if reached is not None else
             f"not reached in {len(first['epoch_seconds'])} epochs")
@@ -46,22 +161,22 @@ def _joules(record: dict) -> str:
 
 
 def _mean(records, name: str, key: str, fmt: str) -> str:
-    value = lr.mean_of(records, name, key)
+    value = mean_of(records, name, key)
     return "not measured" if value is None else format(value, fmt)
 
 
 def rows(records) -> list[list[str]]:
-    target = lr.target_accuracy(records)
+    target = target_accuracy(records)
     found = []
-    for name in lr.ORDER:
-        runs = lr.starts(records, name)
+    for name in ORDER:
+        runs = starts(records, name)
         if not runs:
             continue
-        label = f"`{name}`" + (" (pre-release)" if lr.RUNGS[name]["part"] == "nightly" else
+        label = f"`{name}`" + (" (pre-release)" if RUNGS[name]["part"] == "nightly" else
                                " (a loop of steps: XLA:CPU)" if runs[0].get("limit_method") == "loop"
                                else "")
         found.append([
-            label, summary_text(lr.summary(records, name), duration, what="epochs")
+            label, summary_text(summary(records, name), duration, what="epochs")
             + f", {len(runs)} starts",
             _mean(records, name, "achieved_tflops", ".3g"), _limit_ratio(records, name),
             _mean(records, name, "busy_percent", ".0f"), _mean(records, name, "mean_watts", ".0f"),
@@ -78,24 +193,24 @@ def table(records) -> str:
 
 def rungs_text() -> str:
     """What each rung removes, as a list; the combinations in one item."""
-    said = [f"- `{name}` removes {lr.RUNGS[name]['removes']}." for name in ("taught", "read-ahead",
+    said = [f"- `{name}` removes {RUNGS[name]['removes']}." for name in ("taught", "read-ahead",
                                                                          "ram", "device")]
     said.append(f"- `device+...` and `read-ahead+...` add every combination of `bf16`, `spe` "
-                f"({lr.SPE} steps a call) and `batch` ({lr.LARGE_FACTOR}× the batch).")
-    said.append(f"- `grain` removes {lr.RUNGS['grain']['removes']}; `grain+bf16+spe+batch` "
+                f"({SPE} steps a call) and `batch` ({LARGE_FACTOR}× the batch).")
+    said.append(f"- `grain` removes {RUNGS['grain']['removes']}; `grain+bf16+spe+batch` "
                 "reads so at those settings, and `ram+bf16+spe+batch` feeds them from RAM.")
-    scans = [name for name in lr.ORDER if lr.RUNGS[name]["part"] == "nightly"]
+    scans = [name for name in ORDER if RUNGS[name]["part"] == "nightly"]
     said.append(" and ".join(f"`{name}`" for name in scans).join(("- ", " remove "))
-                + lr.RUNGS[scans[0]]["removes"] + ".")
-    said += [f"- `{name}` removes {lr.RUNGS[name]['removes']}." for name in lr.rungs_of("limit")]
+                + RUNGS[scans[0]]["removes"] + ".")
+    said += [f"- `{name}` removes {RUNGS[name]['removes']}." for name in rungs_of("limit")]
     return "\n".join(said)
 
 
 def computed_text(profile_path=PROFILE_FILE, n_images: int = 45_000) -> str:
     """The two rows computed, not measured: the profile's kernels alone over an epoch's steps,
     and the FLOP floor (an epoch's arithmetic at the card's published peak)."""
-    from gpulesson.experiments.profile.records import find, gpu_name, profiled
-    from gpulesson.experiments.profile.records import reference_run as profile_run
+    from gpulesson.experiments.profile.page import find, gpu_name, profiled
+    from gpulesson.experiments.profile.page import reference_run as profile_run
 
     gpu = find(profile_run(profile_path), "gpu") if Path(profile_path).is_file() else None
     if not profiled(gpu):
@@ -117,10 +232,10 @@ def computed_text(profile_path=PROFILE_FILE, n_images: int = 45_000) -> str:
 
 
 def goals_text(records) -> str:
-    found = lr.goals(records)
+    found = goals(records)
     if not found:
         return (f"Its goals, not yet recorded: the best rung of released Keras from the HDF5 "
-                f"stream within {lr.RATIO_GOAL}x of the plain-JAX limit at its batch and "
+                f"stream within {RATIO_GOAL}x of the plain-JAX limit at its batch and "
                 "precision, and the default's test accuracy sooner than the default, compiling "
                 "included.")
     ratio = ("not yet recorded (no limit at its batch and precision: "
@@ -128,7 +243,7 @@ def goals_text(records) -> str:
              f"{found['ratio']:.2f}x: {met(found['ratio_met'])}")
     mine = (duration(found["time"]) if found["time"] is not None else "not reached in its epochs")
     return (f"The best rung of released Keras from the HDF5 stream is `{found['rung']}`. Within "
-            f"{lr.RATIO_GOAL}x of the plain-JAX limit at the same batch and precision: {ratio}. "
+            f"{RATIO_GOAL}x of the plain-JAX limit at the same batch and precision: {ratio}. "
             f"The default's test accuracy ({found['target']:.3f}) sooner than the default, "
             f"compiling included: {mine} against {duration(found['default_time'])}: "
             f"{met(found['time_met'])}. " + ram_goals_text(records))
@@ -136,34 +251,34 @@ def goals_text(records) -> str:
 
 def ram_goals_text(records) -> str:
     said = []
-    for goal in lr.ram_goals(records):
+    for goal in ram_goals(records):
         if goal["share"] is None:
             said.append(f"The stream against `{goal['ram']}`: not yet recorded.")
             continue
         ranges = "; their epochs' ranges overlap" if goal["overlap"] else ""
         said.append(f"`{goal['rung']}` against `{goal['ram']}`: {goal['share']:.2f}x as fast as "
-                    f"from RAM{ranges} (goal {lr.RAM_GOAL}x: {met(goal['met'])}).")
-    return " ".join(said) or (f"The stream at least {lr.RAM_GOAL}x as fast as the same settings "
+                    f"from RAM{ranges} (goal {RAM_GOAL}x: {met(goal['met'])}).")
+    return " ".join(said) or (f"The stream at least {RAM_GOAL}x as fast as the same settings "
                               "fed from RAM: not yet recorded.")
 
 
 def cache_text(records) -> str:
     """What the persistent compilation cache did to the default's first epoch."""
-    runs = lr.starts(records, "taught")
+    runs = starts(records, "taught")
     if len(runs) < 2:
         return NOT_RECORDED
     first, second = (r["epoch_seconds"][0] for r in runs[:2])
     return (f"The default's first epoch took {duration(first)} with an empty compilation cache "
             f"and {duration(second)} with the first start's; a later epoch "
-            f"{duration(lr.summary(records, 'taught')['median'])}.")
+            f"{duration(summary(records, 'taught')['median'])}.")
 
 
 def best_gpu_text(records) -> str:
     """Episode 5's sentence on the GPU's best rung beside its default."""
-    best, gpu = lr.best_stream(records), [r for r in records if r["device_kind"] == "gpu"]
+    best, gpu = best_stream(records), [r for r in records if r["device_kind"] == "gpu"]
     if not best or not gpu:
         return NOT_RECORDED
-    mine, default = (lr.summary(records, n)["median"] for n in (best, "taught"))
+    mine, default = (summary(records, n)["median"] for n in (best, "taught"))
     return (f"the ladder's best rung from the HDF5 stream, `{best}`, trains an epoch in "
             f"{duration(mine)} against the default's {duration(default)} on the "
             f"{hardware(gpu)['GPU']} (episode 9, run {gpu[0]['run_id']})")
@@ -176,9 +291,52 @@ def describe(records) -> str:
                       table(records), goals_text(records)])
 
 
-def substitutions(path=lr.RESULTS_FILE) -> dict[str, str]:
+def _drawn(records):
+    """``(rung, TFLOP/s)`` of each rung recorded, the whole epoch's rate."""
+    return [(n, mean_of(records, n, "achieved_tflops")) for n in ORDER if starts(records, n)]
+
+
+def _machine(records) -> str:
+    return "; ".join(f"{k}: {v}" for k, v in hardware(records).items())
+
+
+def alt_text(records) -> str:
+    drawn = _drawn(records)
+    if not drawn:
+        return "No rung of the ladder is recorded yet."
+    said = ", ".join(f"{name} {tflops:.3g}" for name, tflops in drawn)
+    return (f"Horizontal bars of the TFLOP/s each rung of the ladder reached over a whole epoch "
+            f"on {_machine(records)}, from the lesson's default at the top to the plain-JAX "
+            f"limit at the bottom, each bar labelled with its value: {said}.")
+
+
+def figures(records):
+    """A bar per rung, coloured by what trains it (released Keras, the pre-release, plain JAX)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    drawn = _drawn(records)
+    need(drawn, "run python -m gpulesson.experiments.ladder")
+    fig, ax = plt.subplots(figsize=(8, 1.4 + 0.3 * len(drawn)))
+    positions = list(range(len(drawn)))[::-1]
+    rates = [tflops for _, tflops in drawn]
+    kinds = [RUNGS[name]["part"] for name, _ in drawn]
+    ax.barh(positions, rates, height=0.7, color=[COLOURS[k] for k in kinds])
+    label_bars(ax, positions, rates)
+    ax.set_yticks(positions, [name for name, _ in drawn], fontsize=8)
+    ax.set_xlim(0, max(rates) * 1.15)
+    ax.set_xlabel("TFLOP/s over a whole epoch (higher is better)")
+    parts = dict.fromkeys(kinds)
+    fig.legend(handles=[Patch(color=COLOURS[p], label=KINDS[p]) for p in parts], fontsize=7.5,
+               loc="lower center", ncol=len(parts), frameon=False)
+    fig.suptitle(f"The lesson's CNN, one rung after another. {_machine(records)}", fontsize=8.5)
+    fig.tight_layout(rect=(0, 0.04, 1, 1))  # the legend below the axis, clear of the bars
+    return (fig,)
+
+
+def substitutions(path=RECORDS.results_file) -> dict[str, str]:
     """Episode 9's ``ref_ladder_*`` values (and episode 5's ``ref_ladder_best_gpu``)."""
-    gpu = [r for r in lr.reference_run(path) if r["device_kind"] == "gpu"]
+    gpu = [r for r in reference_run(path) if r["device_kind"] == "gpu"]
     return {
         "ref_ladder_gpu": hardware(gpu)["GPU"] if gpu else NOT_RECORDED,
         "ref_ladder_when": f"run {gpu[0]['run_id']}, {software(gpu)}" if gpu else NOT_RECORDED,

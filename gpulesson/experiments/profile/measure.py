@@ -4,20 +4,33 @@ Episode 5's CNN learns from the lesson's HDF5 file through the lesson's generato
 of :mod:`gpulesson.experiments.common` (a warm-up epoch, then the timed epochs). On a GPU one
 more epoch samples NVML's utilisation. Then the first batches of one more epoch run under
 ``jax.profiler.trace``, with the epoch and each batch fetched marked for
-:mod:`~gpulesson.experiments.profile.trace`.
+:mod:`~gpulesson.experiments.profile.trace`. A training step costs about three forward passes
+(the forward pass and the backward pass's two products): the achieved rate is
+``3 × forward × images per second`` of the timed epochs' median.
 """
 
 from __future__ import annotations
 
+import statistics
+import sys
 import tempfile
 import time
 
-from gpulesson.experiments.common import IN_ORDER, WARMUP, Budget, BusyMeter, synced_epoch_timer
-from gpulesson.experiments.profile import trace
-from gpulesson.experiments.profile.records import measurement_record
+from gpulesson.experiments import cli
+from gpulesson.experiments.common import (
+    IN_ORDER,
+    ORDER_FIELD,
+    SUMMARY_KEY,
+    WARMUP,
+    Budget,
+    BusyMeter,
+    summarise,
+    synced_epoch_timer,
+)
+from gpulesson.experiments.profile import PROFILE_STEPS, QUICK_STEPS, RECORDS, trace
+from gpulesson.machine.devices import keras_device_name
 
-BATCH_SIZE, QUICK_BATCH_SIZE = 256, 64
-PROFILE_STEPS = {"gpu": 100, "cpu": 10}  # batches profiled (quick mode: at most 4)
+TRAINING_PASSES = 3  # forward + the two products of the backward pass
 
 
 def annotated(dataset, max_batches: int | None = None):
@@ -94,39 +107,62 @@ def utilisation(model, dataset, device: str) -> dict:
             "n": len(found), "interval_seconds": 0.05}
 
 
-def measure(*, devices, batch_size: int, repeats: int, warmup: int = WARMUP, seed: int = 42,
-            steps: dict | None = None, run_id: str, done=(), on_record=None,
-            progress=print) -> list[dict]:
-    """The records of ``devices`` not in ``done``, each passed to ``on_record`` as it is made;
-    ``steps``: batches profiled per device (default :data:`PROFILE_STEPS`)."""
+def measurement_record(budget, *, run_id: str, device: str, batch_size: int, n_images: int,
+                       steps: int, forward_flops: int, utilisation: dict, profile: dict,
+                       extra: dict, data: str | None = None) -> dict:
+    """One device's results-file record."""
+    timed = budget.timed
+    if not timed:
+        raise ValueError("no timed epoch to record")
+    if not data:
+        from gpulesson.datasets.settings import get_settings
+
+        data = get_settings().data
+    median, warmups = statistics.median(timed), budget.seconds[:budget.warmup]
+    per_image = TRAINING_PASSES * forward_flops
+    return RECORDS.record(
+        data=data, run_id=run_id, source="gpulesson.experiments.profile", device_kind=device,
+        keras_device=keras_device_name(device), batch_size=batch_size, n_images=n_images,
+        steps=steps, warmup_seconds=warmups, epoch_seconds=timed, median_epoch_seconds=median,
+        images_per_second=n_images / median, step_seconds=median / steps,
+        forward_flops_per_image=forward_flops, train_flops_per_image=per_image,
+        achieved_tflops=per_image * n_images / median / 1e12, utilisation=utilisation,
+        profile=profile, **{ORDER_FIELD: False, SUMMARY_KEY: summarise(timed, warmups)}, **extra)
+
+
+def measure(args, *, run_id: str, done):
+    """The records of the devices asked for that ``done`` lacks, each yielded as it is made."""
     import keras
 
+    if keras.backend.backend() != "jax":
+        print("The profile reads JAX's profiler: run it with KERAS_BACKEND=jax.", file=sys.stderr)
+        raise SystemExit(2)
     from gpulesson import lesson
     from gpulesson.datasets.load import prepare
     from gpulesson.datasets.settings import get_settings
     from gpulesson.experiments.profile.page import summary_lines
     from gpulesson.lesson.feeding import flops_per_image
-    from gpulesson.machine.devices import keras_device_name
 
-    if keras.backend.backend() != "jax":
-        raise RuntimeError("the profile reads JAX's profiler: run it with KERAS_BACKEND=jax")
+    devices = cli.devices_here(args.devices)
+    given = args.steps or (QUICK_STEPS if args.quick else None)
+    steps = dict.fromkeys(PROFILE_STEPS, given) if given else PROFILE_STEPS
     settings = get_settings()
-    steps = {**PROFILE_STEPS, **(steps or {})}
+    print(settings.describe(), flush=True)
+    warmup, repeats = WARMUP, cli.repeats_for(args.quick)
     path = prepare(settings)
-    train = lesson.split_batches(path, settings.batch_size(batch_size))[0]
-    made = []
+    train = lesson.split_batches(path, settings.batch_size(args.batch_size))[0]
     for device in devices:
-        if device in done:
+        if (device,) in done:
             continue
         keras_device = keras_device_name(device)
         with keras.device(keras_device):
-            keras.utils.set_random_seed(seed)
+            keras.utils.set_random_seed(args.seed)
             model = lesson.compile_cnn(lesson.build_cnn())
             flops = flops_per_image(model)
             budget = Budget(warmup, repeats)
             meter = BusyMeter()
             started = time.perf_counter()
-            progress(f"{device}: training {warmup} warm-up and {repeats} timed epoch(s) ...")
+            print(f"{device}: training {warmup} warm-up and {repeats} timed epoch(s) ...")
             model.fit(train, epochs=warmup + repeats, verbose=2, **IN_ORDER,  # a line an epoch
                       callbacks=[synced_epoch_timer(budget), lesson.DataEpoch(train)])
             busy = meter.read()
@@ -141,9 +177,6 @@ def measure(*, devices, batch_size: int, repeats: int, warmup: int = WARMUP, see
             utilisation=used, profile=profiled,
             extra={**busy, "wall_seconds": time.perf_counter() - started,
                    "read_ahead": bool(getattr(train, "read_ahead", False))})
-        made.append(record)
-        if on_record:
-            on_record(record)
-        progress(f"{device}: " + " ".join(summary_lines(record)))
+        yield record
+        print(f"{device}: " + " ".join(summary_lines(record)))
         del model
-    return made

@@ -1,29 +1,110 @@
-"""Episode 9's profile values (``ref_prof_*``) and the command's table.
-
-Without a GPU record the GPU's values say NOT_RECORDED, so that the episode's
-``{{ if ref_prof_gpu }}`` shows its note instead.
+"""Episode 9's profile values (``ref_prof_*``), its figure and the command's table: where a
+step's time goes on each device, and a GPU's achieved rate beside the card's published dense
+peak for the precision in force (TF32 or FP32). Without a GPU record the GPU's values say
+NOT_RECORDED, so that the episode's ``{{ if ref_prof_gpu }}`` shows its note instead.
 """
 
 from __future__ import annotations
 
 from gpulesson.experiments.common import markdown_table, reordered_note, summary_text
+from gpulesson.experiments.figkit import need, panels
 from gpulesson.experiments.parts import run_labels
-from gpulesson.experiments.profile.figures import LABELS, alt_text
-from gpulesson.experiments.profile.records import (
-    RESULTS_FILE,
-    factors,
-    find,
-    largest_cut,
-    overhead,
-    peak,
-    profiled,
-    profiled_tflops,
-    reference_run,
-)
+from gpulesson.experiments.profile import RECORDS
+from gpulesson.machine.gpu_peaks import float32_key, peaks_for
 from gpulesson.records.results import NOT_RECORDED, data_label, hardware, software
 from gpulesson.records.results import duration as ms
 
+RESULTS_FILE, reference_run = RECORDS.results_file, RECORDS.reference_run
+FIGURES = ("profile-step.svg",)
 DEVICES = ("cpu", "gpu")
+COLOURS = {"input": "#dd8452", "dispatch": "#c44e52", "other": "#8c8c8c",
+           "kernels": "#4c72b0", "copies": "#55a868", "idle": "#e5e5e5"}
+LABELS = {"other": "rest of fit"}
+
+
+def find(records, device: str) -> dict | None:
+    return RECORDS.find(records, device_kind=device)
+
+
+def gpu_name(record: dict) -> str | None:
+    gpu = record.get("gpu") or {}
+    return gpu.get("name") or (record.get("device") if record.get("device_kind") == "gpu" else None)
+
+
+def peak(record: dict, tflops: float | None = None) -> dict | None:
+    """A GPU record's published peak and the share of it of ``tflops`` (default the timed
+    epochs' ``achieved_tflops``); None where the lesson has no table for the card."""
+    name = gpu_name(record)
+    peaks = peaks_for(name)
+    if not peaks:
+        return None
+    key = float32_key(record)
+    achieved = record["achieved_tflops"] if tflops is None else tflops
+    return {"precision": key, "tflops": peaks[key], "card": name, "share": achieved / peaks[key]}
+
+
+def profiled(record: dict | None) -> bool:
+    """Whether ``record`` holds a profile (its trace was read; else ``profile["failed"]``)."""
+    return bool(record) and "failed" not in record["profile"]
+
+
+def batch_tflops(record: dict, seconds: float) -> float:
+    """A batch's training arithmetic over ``seconds``, in TFLOP/s."""
+    return record["train_flops_per_image"] * record["batch_size"] / seconds / 1e12
+
+
+def profiled_tflops(record: dict) -> float | None:
+    """The rate of the profiled step itself, so that a row showing that step's parts shows its
+    rate too (the timed epochs' median step may differ); None without a profile."""
+    return batch_tflops(record, record["profile"]["step"]) if profiled(record) else None
+
+
+def largest_cut(record: dict) -> tuple[str, float]:
+    """``(part, share of the step)`` to cut first: the kernels where the device computes at
+    least half the step, else the host's largest part (the device waits for the host)."""
+    found = record["profile"]
+    step = found["step"]
+    if found["device"]["kernels"] >= step / 2:
+        return "kernels", found["device"]["kernels"] / step
+    name, seconds = max(found["host"].items(), key=lambda item: item[1])
+    return name, seconds / step
+
+
+def factors(record: dict) -> dict | None:
+    """The two factors of a GPU's share of its peak: ``while`` (the kernels' rate while they
+    run, as a share of the peak) and the kernels' share of a step, profiled (``busy_profiled``)
+    and timed (``busy_timed``: the same kernel time, as the profiler adds host work, not
+    arithmetic), with their products; None without a profile, kernel time or published peak."""
+    kernels = profiled(record) and record["profile"]["device"].get("kernels")
+    if not kernels:
+        return None
+    kernel_tflops = batch_tflops(record, kernels)
+    top = peak(record, kernel_tflops)
+    if not top:
+        return None
+    busy_profiled = kernels / record["profile"]["step"]
+    busy_timed = kernels / record["step_seconds"]
+    return {"kernel_tflops": kernel_tflops, "kernels": kernels, "peak": top,
+            "while": top["share"], "busy_profiled": busy_profiled, "busy_timed": busy_timed,
+            "overall_profiled": top["share"] * busy_profiled,
+            "overall_timed": top["share"] * busy_timed}
+
+
+def overhead(record: dict) -> dict | None:
+    """What profiling added to a step, and the least the host's dispatch takes without it (if
+    the profiler made no part faster); None where the profiled step was not longer."""
+    if not profiled(record):
+        return None
+    found = record["profile"]
+    extra = found["step"] - record["step_seconds"]
+    if extra <= 0:
+        return None
+    dispatch = found["host"].get("dispatch", 0.0)
+    return {"profiled": found["step"], "timed": record["step_seconds"], "extra": extra,
+            "ratio": found["step"] / record["step_seconds"], "dispatch": dispatch,
+            "dispatch_at_least": max(0.0, dispatch - extra)}
+
+
 # What cutting each part takes (the exercise's answer follows the largest part).
 REMEDIES = {
     "input": "data in memory or on the device (DeviceBatches)",
@@ -153,6 +234,82 @@ def overhead_text(record: dict | None) -> str:
             f"the profiler the dispatch takes at least {ms(found['dispatch_at_least'])} "
             f"({ms(found['dispatch'])} less {ms(found['extra'])}, if the profiler made no part "
             f"faster)")
+
+
+def _drawn(records):
+    return [(d, r) for d in DEVICES if profiled(r := find(records, d))]
+
+
+def _host(record: dict) -> tuple[str, int | None]:
+    return record.get("cpu_model") or "?", record.get("cores_usable")
+
+
+def machine(device: str, record: dict, records) -> str:
+    """A panel's machine; a CPU profiled on another host than the GPU's record says so (the GPU
+    node's CPU has other cores)."""
+    name = hardware([record]).get(device.upper(), "")
+    gpu = find(records, "gpu")
+    if device == "cpu" and gpu and _host(gpu) != _host(record):
+        model, cores = _host(gpu)
+        node = f"{cores} cores" if model == _host(record)[0] else f"{model}, {cores} cores"
+        name += f" (another machine: the GPU's node has {node})"
+    return name
+
+
+def alt_text(records) -> str:
+    """What the figure shows, in words, from the records it draws."""
+    drawn = _drawn(records)
+    if not drawn:
+        return "No profile is recorded yet."
+    said = []
+    for device, record in drawn:
+        parts = [f"{LABELS.get(k, k)} {ms(v)}" for line in ("host", "device")
+                 for k, v in record["profile"][line].items()]
+        said.append(f"{device.upper()} ({machine(device, record, records)}): a step of "
+                    f"{ms(record['profile']['step'])}, {', '.join(parts)}"
+                    + (f"; a line marks the step timed without the profiler, "
+                       f"{ms(extra['timed'])}" if (extra := overhead(record)) else ""))
+    return ("Two stacked horizontal bars per device, one panel per device: the host's time per "
+            "step (input, dispatch, the rest of fit) and the device's (kernels, copies, idle). "
+            + "; ".join(said) + ".")
+
+
+def figures(records):
+    """One figure, a panel per profiled device (their steps differ many times): the host's and
+    the device's timelines as stacked bars, and the step timed without the profiler."""
+    drawn = _drawn(records)
+    need(drawn, "run python -m gpulesson.experiments.profile")
+    fig, axes = panels(len(drawn), (8, 1.2 + 1.9 * len(drawn)))
+    for ax, (device, record) in zip(axes, drawn, strict=True):
+        found = record["profile"]
+        for row, line in enumerate(("device", "host")):
+            left = 0.0
+            for part, seconds in found[line].items():
+                width = seconds * 1e3
+                ax.barh(row, width, left=left, color=COLOURS[part], height=0.6,
+                        label=LABELS.get(part, part))
+                if width > 0.08 * found["step"] * 1e3:  # a part too thin for its words: legend
+                    ax.text(left + width / 2, row, f"{LABELS.get(part, part)}\n{ms(seconds)}",
+                            ha="center", va="center", fontsize=8)
+                left += width
+        extra = overhead(record)
+        if extra:
+            ax.axvline(extra["timed"] * 1e3, color="black", linestyle="--", linewidth=1)
+            ax.annotate(f"step without the profiler: {ms(extra['timed'])}",
+                        (extra["timed"] * 1e3, 1.5), xytext=(3, 1), textcoords="offset points",
+                        ha="left", va="bottom", fontsize=8)
+            ax.set_ylim(-0.5, 1.95)
+        ax.set_yticks([0, 1], ["device", "host"])
+        ax.set_title(f"{device.upper()}: {machine(device, record, records)}\nrun "
+                     f"{record['run_id']}, {found['steps']} steps profiled", fontsize=9, loc="left")
+        ax.set_xlabel("milliseconds per training step")
+    handles, labels = axes[0].get_legend_handles_labels()
+    unique = dict(zip(labels, handles, strict=True))
+    fig.legend(unique.values(), unique.keys(), loc="lower center", ncol=6, fontsize=8,
+               frameon=False)
+    fig.suptitle("Where a training step of the lesson's CNN goes (jax.profiler)", fontsize=10)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    return (fig,)
 
 
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
