@@ -14,8 +14,10 @@ import pytest
 from carpentry import PLACEHOLDER, resolve_conditionals, split_front_matter
 from conftest import ROOT, load_script
 
-from gpulesson.experiments import ceiling, feeding, ladder, profile, workers
+from gpulesson.experiments import ceiling, feeding, workers
 from gpulesson.experiments.feeding import pipelines as fp
+from gpulesson.experiments.ladder import page as ladder
+from gpulesson.experiments.profile import page as profile
 
 EPISODE = ROOT / "_episodes" / "09-feeding-the-gpu.md"
 TEXT = EPISODE.read_text(encoding="utf-8")
@@ -115,13 +117,13 @@ def test_figures_exist_and_are_the_ones_the_draw_script_writes():
     for src in shown:
         path = (EPISODE.parent / src).resolve()
         # the page shows the ladder's figure only once a run is recorded (its {{ if }})
-        assert path.is_file() or (path.name == ladder.FILE and not ladder.reference_run()), src
+        assert path.is_file() or (path.name == ladder.FIGURES[0] and not ladder.reference_run()), src
         assert path.parent == draw_feeding.FOLDER.resolve(), src
     # each figure's script and results file; the profile's has a script of its own
     drawn_by = {**dict.fromkeys((*draw_feeding.FIGURES, ceiling.FILE, workers.FILE),
                                 ("figures.py", r"results/(feeding|ceiling|workers)\.jsonl")),
-                profile.FILE: ("profile.py", r"results/profile\.jsonl"),
-                ladder.FILE: ("ladder.py", r"results/ladder\.jsonl")}
+                profile.FIGURES[0]: ("profile.py", r"results/profile\.jsonl"),
+                ladder.FIGURES[0]: ("ladder.py", r"results/ladder\.jsonl")}
     assert {p.rsplit("/", 1)[-1] for p in shown} == set(drawn_by)
     # the captions name the script and the results file
     for caption in re.findall(r"^:{3,}\{figure\}.*?^:{3,}$", TEXT, re.DOTALL | re.MULTILINE):
