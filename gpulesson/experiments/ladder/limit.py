@@ -1,18 +1,13 @@
 """The card's limit for the lesson's CNN: the same model, initial weights and optimizer, one
-compiled call per epoch, in plain JAX.
-
-Keras's ``model.stateless_call`` and ``optimizer.stateless_apply`` are pure functions, so a step
-is one JAX can trace, and ``jax.lax.scan`` runs all of an epoch's steps in one compiled call on
-data already on the device. An epoch takes its full batches only (the few images of a last,
-smaller batch wait for the next epoch's order).
-"""
+compiled call per epoch in plain JAX (Keras's ``stateless_call`` and ``stateless_apply`` are
+pure, so ``jax.lax.scan`` runs an epoch's steps on data on the device). An epoch takes its full
+batches only: a last, smaller batch's images wait for the next epoch's order."""
 
 from __future__ import annotations
 
 
 def loss_function(model, training: bool = True):
-    """``loss(trainable, non_trainable, x, y) -> (loss, non_trainable)``: what ``fit``
-    minimises (``training=False``: without dropout)."""
+    """``loss(trainable, non_trainable, x, y) -> (loss, non_trainable)``, as ``fit`` minimises."""
     import keras
 
     cross_entropy = keras.losses.SparseCategoricalCrossentropy()
@@ -25,11 +20,9 @@ def loss_function(model, training: bool = True):
 
 
 def epoch_function(model, optimizer, batch: int, steps: int, scan: bool = True):
-    """A compiled ``epoch(state, x, y, key) -> (state, mean loss)``: a new order of the images
-    from ``key``, then ``steps`` steps of ``batch`` images in one ``jax.lax.scan``. With
-    ``scan=False`` a Python loop calls a compiled step instead: XLA's CPU backend runs the
-    convolutions inside a scan's loop many times slower than alone (about 50x in the lesson's
-    stand-in), so the limit loops there and says so in its records."""
+    """A compiled ``epoch(state, x, y, key) -> (state, mean loss)``: ``steps`` batches of a new
+    order in one ``jax.lax.scan``; with ``scan=False`` a Python loop of a compiled step, as
+    XLA:CPU runs convolutions in a scan about 50x slower (the records say which)."""
     import jax
 
     grad = jax.value_and_grad(loss_function(model), has_aux=True)
@@ -81,9 +74,8 @@ def accuracy_function(model, batch: int):
     return jax.jit(accuracy)
 
 
-def train_limit(name: str, *, watch, model, options: dict, data: dict, epochs: int, seed: int):
-    """Train ``model`` for ``epochs`` epochs timed by ``watch``; how each ran: "scan" (one
-    call), or "loop" on a CPU (:func:`epoch_function`)."""
+def train_limit(*, watch, model, options: dict, data: dict, epochs: int, seed: int):
+    """Train ``model`` for ``epochs`` epochs timed by ``watch``; "scan", or "loop" on a CPU."""
     import jax
 
     x, y = data["device"]

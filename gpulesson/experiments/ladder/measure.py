@@ -60,19 +60,16 @@ def measurement_record(*, run_id: str, rung: str, start: int, device: str, watch
 
 
 class EpochWatch:
-    """One rung's epochs: seconds, the clock at each end (evaluations left out), the test
-    accuracy after each, NVML's busy % and the energy of the epochs after the first. The
-    plain-JAX limit uses the same watch."""
+    """One rung's epochs (Keras's or the limit's): seconds, the clock at each end, the test
+    accuracy after each, NVML's busy % and the energy of the epochs after the first."""
 
     def __init__(self, device: str, n_images: int):
         self.device, self.n_images = device, n_images
         self.seconds, self.ends, self.accuracies, self.busy = [], [], [], []
         self.intervals, self._reason = start_intervals(device)
-        self._evaluating, self._sampling = 0.0, threading.Event()
-        self._stop = threading.Event()
-        self._thread = None
-        if device == "gpu":
-            self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._evaluating, self._sampling, self._stop = 0.0, threading.Event(), threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True) if device == "gpu" else None
+        if self._thread:
             self._thread.start()
         self.started = time.perf_counter()
 
@@ -138,8 +135,7 @@ def chosen(rung: dict, base: int, n_images: int) -> dict:
 
 
 def build(rung: dict, options: dict, keras_device: str, seed: int):
-    """The lesson's CNN compiled as :func:`gpulesson.lesson.compile_cnn` does, with the rung's
-    precision, learning rate and steps per execution."""
+    """The lesson's CNN compiled as ``lesson.compile_cnn`` does, with the rung's settings."""
     import keras
 
     from gpulesson import lesson
@@ -199,7 +195,7 @@ def feed(name: str, options: dict, *, data: dict, seed: int, epochs: int) -> tup
 
 def train_rung(name: str, rung: dict, *, device: str, keras_device: str, data: dict, base: int,
                epochs: int, seed: int) -> tuple[dict, dict]:
-    """Train rung ``name`` with its options ``rung``; ``(chosen options, the watch's fields)``."""
+    """``(chosen options, the watch's fields)`` of rung ``name`` trained with options ``rung``."""
     from gpulesson import lesson
 
     options = chosen(rung, base, data["cut"])
@@ -207,7 +203,7 @@ def train_rung(name: str, rung: dict, *, device: str, keras_device: str, data: d
     model = build(rung, options, keras_device, seed)
     if rung["part"] == "limit":
         options.update(precision=rung["precision"], batch=rung["batch"])
-        method = train_limit(name, watch=watch, model=model, options=options, data=data,
+        method = train_limit(watch=watch, model=model, options=options, data=data,
                              epochs=epochs, seed=seed)
         return options, {**watch.fields(), "limit_method": method}
     fit, callbacks = feed(name, options, data=data, seed=seed, epochs=epochs)
@@ -235,8 +231,8 @@ def _data(path, cut: int, keras_device: str, test_batch: int) -> dict:
 
 
 def one_start(args) -> int:
-    """One process start: the data read once, then each rung of the part not yet recorded for
-    this start, a record each; 1 if a rung failed."""
+    """One process start: the data read once, then a record of each rung of the part that this
+    start lacks; 1 if a rung failed."""
     import jax
     import keras
 

@@ -1,7 +1,6 @@
 """The ladder on the page: episode 9's ``ref_ladder_*`` values, its figure and the command's
-table, from the ladder's newest run, the profile's GPU record (the kernels-only row) and the
-card's published peak (the FLOP floor); without GPU records the GPU values say
-:data:`~gpulesson.records.results.NOT_RECORDED`, so that the page shows the command that records them."""
+table, from the newest run with GPU records, the profile's GPU record and the card's published
+peak; without GPU records they say NOT_RECORDED, and the page shows the command instead."""
 
 from __future__ import annotations
 
@@ -37,10 +36,8 @@ def starts(records, rung: str) -> list[dict]:
 def summary(records, rung: str) -> dict | None:
     """The rung's timed epochs over all its starts (each start's first epoch apart)."""
     found = starts(records, rung)
-    if not found:
-        return None
     return summarise([s for r in found for s in r["epoch_seconds"][1:]],
-                     [r["epoch_seconds"][0] for r in found])
+                     [r["epoch_seconds"][0] for r in found]) if found else None
 
 
 def mean_of(records, rung: str, key: str) -> float | None:
@@ -49,8 +46,8 @@ def mean_of(records, rung: str, key: str) -> float | None:
 
 
 def time_to(record: dict, accuracy: float) -> float | None:
-    """Seconds from the start of training (compiling included, evaluations left out) to the
-    end of the first epoch that reached ``accuracy``; None if none did."""
+    """Seconds from training's start (compiling in, evaluations out) to the first epoch that
+    reached ``accuracy``, else None."""
     for reached, clock in zip(record["test_accuracies"], record["epoch_end_seconds"], strict=True):
         if reached >= accuracy:
             return clock
@@ -58,13 +55,11 @@ def time_to(record: dict, accuracy: float) -> float | None:
 
 
 def target_accuracy(records) -> float | None:
-    """The default's test accuracy after its epochs, in the first start."""
-    first = starts(records, "taught")
+    first = starts(records, "taught")  # the default's test accuracy in its first start
     return first[0]["test_accuracy"] if first else None
 
 
 def _stream_rungs(records) -> list[str]:
-    """The released-Keras rungs that read the HDF5 file while training, as recorded."""
     return [n for n in ORDER if RUNGS[n]["part"] == "keras" and RUNGS[n]["feed"] in STREAMS
             and starts(records, n)]
 
@@ -76,14 +71,13 @@ def best_stream(records) -> str | None:
 
 
 def limit_options(records) -> dict:
-    """``limit+best``'s precision and batch: the run's best stream rung's (the limit's part runs
-    after Keras's), else bf16 at the large batch."""
+    """``limit+best``'s precision and batch: the best stream rung's, else bf16 at the large batch."""
     source = RUNGS[best_stream(records) or "limit+best"]
     return {"precision": source["precision"], "batch": source["batch"]}
 
 
 def limit_for(records, rung: str) -> str | None:
-    """The limit's rung recorded at ``rung``'s batch and precision (as recorded, else as planned)."""
+    """The limit's rung recorded at ``rung``'s batch and precision (recorded, else planned)."""
     options = (starts(records, rung) or [RUNGS[rung]])[0]
     for name in ("limit", "limit+best"):
         found = starts(records, name)
@@ -94,9 +88,8 @@ def limit_for(records, rung: str) -> str | None:
 
 
 def goals(records) -> dict | None:
-    """The best stream rung's two goals: its epoch within :data:`RATIO_GOAL` of the limit at
-    its batch and precision, and the default's test accuracy sooner than the default, compiling
-    included (first starts). None without the default and a stream rung."""
+    """The best stream rung's goals: its epoch within :data:`RATIO_GOAL` of the limit, and the
+    default's test accuracy sooner than the default (first starts); None without both rungs."""
     best, target = best_stream(records), target_accuracy(records)
     if best is None or target is None:
         return None
@@ -118,10 +111,8 @@ def ram_twin(rung: str) -> str | None:
 
 
 def ram_goals(records) -> list[dict]:
-    """The stream against RAM at batch 256 float32 and at the best stream rung's settings (those
-    a RAM rung feeds): the fastest stream rung recorded (``rung``), its RAM twin (``ram``), RAM's
-    median epoch over the stream's (``share``), whether it meets :data:`RAM_GOAL`, and whether
-    their epochs' ranges overlap."""
+    """The fastest stream rung against its RAM twin at batch 256 float32 and at the best stream
+    rung's settings: RAM's median epoch over the stream's (``share``), and the goal."""
     found = []
     twins = dict.fromkeys(ram_twin(n) for n in filter(None, ["taught", best_stream(records)]))
     for twin in filter(None, twins):
@@ -135,53 +126,40 @@ def ram_goals(records) -> list[dict]:
     return found
 
 
-def _limit_ratio(records, name: str) -> str:
-    limit = limit_for(records, name)
-    if not limit:
-        return "no limit at its batch and precision"
-    return f"{summary(records, name)['median'] / summary(records, limit)['median']:.2f}x"
-
-
-def _to_target(records, name: str, target: float | None) -> str:
-    if target is None:
-        return NOT_RECORDED
-    first = starts(records, name)[0]
-    reached = time_to(first, target)
-    cold = "" if first["cache"]["files_added"] else " (compiled programs from the cache)"
-    return (duration(reached) + cold if reached is not None else
-            f"not reached in {len(first['epoch_seconds'])} epochs")
-
-
-def _joules(record: dict) -> str:
-    found = energy_summary(record)
-    if found:
-        return f"{found['median']:.3g}"
-    energy = record.get("energy") or {}
-    return "below the meter's resolution" if energy.get("below_resolution") else "not measured"
-
-
 def _mean(records, name: str, key: str, fmt: str) -> str:
     value = mean_of(records, name, key)
     return "not measured" if value is None else format(value, fmt)
 
 
+def _to_target(first: dict, target: float | None) -> str:
+    reached = None if target is None else time_to(first, target)
+    if reached is None:
+        return NOT_RECORDED if target is None else f"not reached in {len(first['epoch_seconds'])} epochs"
+    return duration(reached) + ("" if first["cache"]["files_added"] else
+                                " (compiled programs from the cache)")
+
+
+def _joules(record: dict) -> str:
+    if found := energy_summary(record):
+        return f"{found['median']:.3g}"
+    below = (record.get("energy") or {}).get("below_resolution")
+    return "below the meter's resolution" if below else "not measured"
+
+
 def rows(records) -> list[list[str]]:
-    target = target_accuracy(records)
-    found = []
-    for name in ORDER:
-        runs = starts(records, name)
-        if not runs:
-            continue
-        label = f"`{name}`" + (" (pre-release)" if RUNGS[name]["part"] == "nightly" else
-                               " (a loop of steps: XLA:CPU)" if runs[0].get("limit_method") == "loop"
-                               else "")
+    target, found = target_accuracy(records), []
+    for name in (n for n in ORDER if starts(records, n)):
+        runs, limit = starts(records, name), limit_for(records, name)
+        note = (" (pre-release)" if RUNGS[name]["part"] == "nightly" else
+                " (a loop of steps: XLA:CPU)" if runs[0].get("limit_method") == "loop" else "")
+        ratio = (f"{summary(records, name)['median'] / summary(records, limit)['median']:.2f}x"
+                 if limit else "no limit at its batch and precision")
         found.append([
-            label, summary_text(summary(records, name), duration, what="epochs")
-            + f", {len(runs)} starts",
-            _mean(records, name, "achieved_tflops", ".3g"), _limit_ratio(records, name),
+            f"`{name}`{note}", summary_text(summary(records, name), duration, what="epochs")
+            + f", {len(runs)} starts", _mean(records, name, "achieved_tflops", ".3g"), ratio,
             _mean(records, name, "busy_percent", ".0f"), _mean(records, name, "mean_watts", ".0f"),
             _joules(runs[0]), _mean(records, name, "test_accuracy", ".3f"),
-            _to_target(records, name, target)])
+            _to_target(runs[0], target)])
     return found
 
 

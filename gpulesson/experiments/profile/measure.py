@@ -33,16 +33,15 @@ from gpulesson.machine.devices import keras_device_name
 TRAINING_PASSES = 3  # forward + the two products of the backward pass
 
 
-def annotated(dataset, max_batches: int | None = None):
-    """``dataset`` (a PyDataset), its first ``max_batches`` batches, each fetched inside a
-    :data:`trace.INPUT` event."""
+def annotated(dataset, max_batches: int):
+    """``dataset``'s first ``max_batches`` batches, each fetched inside a :data:`trace.INPUT` event."""
     import jax
     import keras
 
     class Annotated(keras.utils.PyDataset):
         def __init__(self):
             super().__init__()
-            self.n = len(dataset) if max_batches is None else min(max_batches, len(dataset))
+            self.n = min(max_batches, len(dataset))
 
         def __len__(self):
             return self.n

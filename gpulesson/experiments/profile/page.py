@@ -54,16 +54,14 @@ def batch_tflops(record: dict, seconds: float) -> float:
 
 
 def profiled_tflops(record: dict) -> float | None:
-    """The rate of the profiled step itself, so that a row showing that step's parts shows its
-    rate too (the timed epochs' median step may differ); None without a profile."""
+    """The profiled step's own rate (a row of its parts shows no other), None without one."""
     return batch_tflops(record, record["profile"]["step"]) if profiled(record) else None
 
 
 def largest_cut(record: dict) -> tuple[str, float]:
-    """``(part, share of the step)`` to cut first: the kernels where the device computes at
-    least half the step, else the host's largest part (the device waits for the host)."""
-    found = record["profile"]
-    step = found["step"]
+    """``(part, share of the step)`` to cut first: the kernels if they take half the step, else
+    the host's largest part (the device waits for the host)."""
+    found, step = record["profile"], record["profile"]["step"]
     if found["device"]["kernels"] >= step / 2:
         return "kernels", found["device"]["kernels"] / step
     name, seconds = max(found["host"].items(), key=lambda item: item[1])
@@ -71,15 +69,12 @@ def largest_cut(record: dict) -> tuple[str, float]:
 
 
 def factors(record: dict) -> dict | None:
-    """The two factors of a GPU's share of its peak: ``while`` (the kernels' rate while they
-    run, as a share of the peak) and the kernels' share of a step, profiled (``busy_profiled``)
-    and timed (``busy_timed``: the same kernel time, as the profiler adds host work, not
-    arithmetic), with their products; None without a profile, kernel time or published peak."""
+    """A GPU's share of its peak as two factors: the kernels' rate while they run (``while``)
+    and their share of a step, profiled and timed (the same kernel time: the profiler adds host
+    work, not arithmetic); None without a profile, kernel time or published peak."""
     kernels = profiled(record) and record["profile"]["device"].get("kernels")
-    if not kernels:
-        return None
-    kernel_tflops = batch_tflops(record, kernels)
-    top = peak(record, kernel_tflops)
+    kernel_tflops = kernels and batch_tflops(record, kernels)
+    top = kernels and peak(record, kernel_tflops)
     if not top:
         return None
     busy_profiled = kernels / record["profile"]["step"]
@@ -91,13 +86,11 @@ def factors(record: dict) -> dict | None:
 
 
 def overhead(record: dict) -> dict | None:
-    """What profiling added to a step, and the least the host's dispatch takes without it (if
-    the profiler made no part faster); None where the profiled step was not longer."""
-    if not profiled(record):
-        return None
-    found = record["profile"]
-    extra = found["step"] - record["step_seconds"]
-    if extra <= 0:
+    """What profiling added to a step, and the least the dispatch takes without it (if the
+    profiler made no part faster); None where the profiled step was not longer."""
+    found = record["profile"] if profiled(record) else None
+    extra = found and found["step"] - record["step_seconds"]
+    if not found or extra <= 0:
         return None
     dispatch = found["host"].get("dispatch", 0.0)
     return {"profiled": found["step"], "timed": record["step_seconds"], "extra": extra,

@@ -33,7 +33,7 @@ def trace_file(folder) -> Path:
 
 
 def read_events(path) -> list[dict]:
-    """The complete events (``"ph": "X"``, microseconds) with their process and thread names."""
+    """The complete events (``"ph": "X"``, in µs) with their process and thread names."""
     with gzip.open(path, "rt") as f:
         data = json.load(f)
     events = data["traceEvents"] if isinstance(data, dict) else data
@@ -70,9 +70,8 @@ def _span(e) -> tuple[float, float]:
 
 
 def device_events(events, device: str = "cpu") -> tuple[list[dict], list[str]]:
-    """``(events, their line names)`` of the device's work: on a GPU its stream lines, else its
-    "XLA Ops" line, else its lines but the summaries of modules, steps and framework scopes
-    (which span whole steps); on the CPU, XLA's worker threads on the host."""
+    """``(events, line names)`` of the device's work: a GPU's stream lines, else its "XLA Ops",
+    else its lines but whole-step summaries; on the CPU, XLA's worker threads on the host."""
     gpu = [e for e in events if "GPU" in e["process"].upper() and not e["process"].startswith("/host")]
     if device == "gpu":
         streams = [e for e in gpu if "stream" in e["thread"].lower()]
@@ -87,9 +86,8 @@ def device_events(events, device: str = "cpu") -> tuple[list[dict], list[str]]:
 
 
 def breakdown(events, *, steps: int, device: str = "cpu") -> dict:
-    """Seconds per step of each part of the two timelines, the window itself (``step``), the
-    lines read and the five longest kernels; a ValueError without the window, or without a
-    GPU line in a ``device="gpu"`` trace."""
+    """Seconds per step of each part of the two timelines and of the window (``step``), the lines
+    read and the five longest kernels; a ValueError without the window, or a GPU's line."""
     if steps < 1:
         raise ValueError(f"steps must be at least 1, not {steps}")
     windows = [_span(e) for e in events if e["name"] == EPOCH]
