@@ -2,17 +2,9 @@
 
     python fig/06-why-gpus-are-fast/matmul.py   ->  matmul-gflops.svg, matmul-sync.svg
 
-The throughput (matmul-gflops.svg) comes from the newest run of the current method (windows of
-calls with one wait each), the time of one call (matmul-sync.svg) from the newest run of any
-method; each prefers a run with a GPU sweep (see gpulesson.experiments.matmul.page_runs). Record
-one with ``python -m gpulesson.experiments.matmul``. A test checks that the committed figures
-are the ones this script draws from the committed file.
-
-Each line shows the median of a size's timed calls or windows, with whiskers from the fastest to
-the slowest and each one as a dot. The GPU's lines have the card's published peaks beside them
-(gpulesson.machine.gpu_peaks: the vendor's figures, not measurements). The figures' alt texts on the
-page (``ref_mm_fig_gflops_alt``, ``ref_mm_fig_sync_alt``) come from the same drawing code
-(gpulesson.experiments.matmul.figures), so they describe what is drawn here.
+The throughput comes from the newest run of the current method, the time of one call from the
+newest run of any (gpulesson.experiments.matmul.page_runs); the page's alt texts come from the
+same drawing code. Record a run with ``python -m gpulesson.experiments.matmul``.
 """
 
 import sys

@@ -2,8 +2,8 @@
 matrix size, per device and precision, with the crossover from which the GPU is faster.
 Importing it imports no deep-learning framework, and it never imports TensorFlow."""
 
-from gpulesson.experiments.matmul.figures import figures
-from gpulesson.experiments.matmul.measure import (
+from gpulesson.experiments.matmul.figures import figures  # noqa: F401
+from gpulesson.experiments.matmul.measure import (  # noqa: F401 (the episode's names)
     DTYPES,
     GPU_SIZES,
     QUICK_REPEATS,
@@ -14,8 +14,8 @@ from gpulesson.experiments.matmul.measure import (
     time_matmul,
     wait,
 )
-from gpulesson.experiments.matmul.page import substitutions
-from gpulesson.experiments.matmul.records import (
+from gpulesson.experiments.matmul.page import substitutions  # noqa: F401
+from gpulesson.experiments.matmul.records import (  # noqa: F401
     EXPERIMENT,
     RESULTS_FILE,
     crossover,
@@ -26,8 +26,3 @@ from gpulesson.experiments.matmul.records import (
     reference_run,
     sweep_record,
 )
-
-__all__ = ["DTYPES", "EXPERIMENT", "GPU_SIZES", "QUICK_REPEATS", "QUICK_SIZES", "REPEATS",
-           "RESULTS_FILE", "SIZES", "crossover", "crossover_line", "describe", "figures",
-           "latency_run", "page_runs", "reference_run", "substitutions", "sweep", "sweep_record",
-           "time_matmul", "wait"]

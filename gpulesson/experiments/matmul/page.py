@@ -10,17 +10,17 @@ from gpulesson.experiments.matmul import records as mr
 from gpulesson.experiments.matmul.figures import floor_drawn, floor_words, gflops_alt, sync_alt
 from gpulesson.experiments.matmul.measure import DTYPES, METHOD, MIN_WINDOW_SECONDS, gflops
 from gpulesson.experiments.pagewords import listed, median_text, run_values
+from gpulesson.experiments.recordset import RecordSet
 from gpulesson.records.results import NOT_RECORDED, hardware, software
 from gpulesson.records.results import duration as _seconds
 
 DEVICES = ("cpu", "gpu")
-PEAK_WORDS = {"fp32": "FP32", "tf32": "TF32", "bf16": "BF16", "fp16": "FP16"}
-# Page values that are comparisons, with the two timings each compares (tests check their words):
-# the CPU's other precisions against float32, size by size.
+# The CPU's other precisions against float32, size by size (tests check their words).
 BY_SIZE = {f"ref_mm_cpu_{dtype}_by_size": ("cpu", dtype) for dtype in DTYPES if dtype != "float32"}
-# The whole-model measurement episode 6 sets beside the matmul: episode 9's training of the CNN
-# in float32 and in mixed bfloat16 (results/feeding.jsonl), on the CPU.
-FEEDING_FILE = "feeding.jsonl"
+# Beside the matmul, episode 9's CPU training of the CNN in float32 and in mixed bfloat16, read
+# by the experiment's name alone (results/feeding.jsonl), whatever the shape of its package.
+FEEDING = RecordSet("feeding", ())
+FEEDING_FILE = FEEDING.results_file.name
 
 
 def _peak(record: dict | None) -> str:
@@ -39,7 +39,7 @@ def _peak(record: dict | None) -> str:
 
 
 def _point(record: dict | None, n: int) -> dict | None:
-    return next((p for p in record["points"] if p["n"] == n), None) if record else None
+    return next((p for p in _sorted_points(record) if p["n"] == n), None)
 
 
 def _sorted_points(record: dict | None) -> list[dict]:
@@ -152,11 +152,11 @@ def peak_values(records) -> dict[str, str]:
         best = max(record["points"], key=lambda p: p["gflops"])
         values[f"ref_mm_gpu_{dtype}_share"] = (
             f"{_share_text(best['gflops'] / peak['gflops'])} of the published "
-            f"{PEAK_WORDS[peak['precision']]} peak")
+            f"{peak['precision'].upper()} peak")
         found.setdefault(peak["precision"], peak)
     if found:
         first = next(iter(found.values()))
-        peaks = listed([f"{PEAK_WORDS[key]} {peak['gflops'] / 1e3:g} TFLOP/s"
+        peaks = listed([f"{key.upper()} {peak['gflops'] / 1e3:g} TFLOP/s"
                         for key, peak in found.items()])
         values["ref_mm_gpu_peaks"] = f"{peaks} for the {first['card']}, from the {first['source']}"
     return values
@@ -184,8 +184,6 @@ def model_precision(path) -> tuple[dict, dict, dict] | None:
     """(mixed bfloat16 rate, float32 rate, the bfloat16 record) of the newest feeding run that
     trained the CNN on the CPU in mixed bfloat16 with one setting changed, against the same
     pipeline's float32 training of that run; None without both."""
-    from gpulesson.experiments.feeding.records import RECORDS as FEEDING
-
     for group in reversed(list(FEEDING.runs_in(path).values())):
         cpu = [r for r in group if r.get("device_kind") == "cpu" and r.get("mode") == "train"]
         mixed = next((r for r in cpu if r.get("group") == "precision"
