@@ -1,6 +1,6 @@
 """Made-up records of the contention benchmark (episode 5) that its two test modules share."""
 
-from gpulesson.experiments import contention
+from gpulesson.experiments.contention.measure import make_records
 from gpulesson.records.results import append_record
 
 ENVIRONMENT = {"date": "2026-11-23T10:00:00+00:00", "cpu_model": "Test CPU", "cores_usable": 2,
@@ -37,8 +37,8 @@ def made_up_conditions(factor=1.0):
 
 
 def made_up_records(run_id="20261123T100000Z-abcdef", factor=1.0):
-    return contention.make_records(made_up_conditions(factor), run_id=run_id, n_images=1000,
-                                   batch_size=100, epochs=3, environment=ENVIRONMENT)
+    return make_records(made_up_conditions(factor), run_id=run_id, n_images=1000,
+                        batch_size=100, epochs=3, environment=ENVIRONMENT)
 
 
 def made_up_watched(run_id="20261123T100500Z-fedcba"):

@@ -8,10 +8,15 @@ import sys
 import pytest
 from contention_helpers import made_up_records, made_up_report, made_up_watched
 
-from gpulesson.experiments import contention
-from gpulesson.experiments.contention import measure
-from gpulesson.experiments.contention.__main__ import main as contention_main
+from gpulesson.experiments import contention, registry
+from gpulesson.experiments.contention import measure, page
 from gpulesson.records.results import append_record, read_records, validate_record
+
+
+def contention_main(argv) -> int:
+    """The command, as ``python -m gpulesson.experiments.contention`` runs it."""
+    return registry.run("gpulesson.experiments.contention", argv)
+
 
 # --- the measurement, on tiny data -----------------------------------------------------------
 
@@ -49,8 +54,8 @@ def test_k_trainings_at_once_are_measured_and_recorded(tmp_path):
 
 @pytest.mark.bad_input("missing file")
 def test_a_failing_training_is_a_clear_error(tmp_path):
-    with pytest.raises(contention.WorkerError, match=r"copy 1 of 1 failed(.|\n)*no-such\.h5"):
-        contention.run_condition(tmp_path / "no-such.h5", 1, n_images=64, batch_size=32,
+    with pytest.raises(measure.WorkerError, match=r"copy 1 of 1 failed(.|\n)*no-such\.h5"):
+        measure.run_condition(tmp_path / "no-such.h5", 1, n_images=64, batch_size=32,
                                  epochs=1, timeout=300)
 
 
@@ -58,16 +63,16 @@ def test_a_failing_training_is_a_clear_error(tmp_path):
 def test_a_killed_training_is_a_clear_error(tmp_path, monkeypatch):
     killed = [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"]
     monkeypatch.setattr(measure, "_command", lambda *a, **k: killed)
-    with pytest.raises(contention.WorkerError, match="exit status -9"):
-        contention.run_condition(tmp_path / "x.h5", 2, n_images=64, batch_size=32, epochs=1)
+    with pytest.raises(measure.WorkerError, match="exit status -9"):
+        measure.run_condition(tmp_path / "x.h5", 2, n_images=64, batch_size=32, epochs=1)
 
 
 @pytest.mark.bad_input("killed job")
 def test_a_training_without_its_timings_is_a_clear_error(tmp_path, monkeypatch):
     silent = [sys.executable, "-c", "import sys; sys.stderr.write('out of memory')"]
     monkeypatch.setattr(measure, "_command", lambda *a, **k: silent)
-    with pytest.raises(contention.WorkerError, match=r"without its timings(.|\n)*out of memory"):
-        contention.run_condition(tmp_path / "x.h5", 1, n_images=64, batch_size=32, epochs=1)
+    with pytest.raises(measure.WorkerError, match=r"without its timings(.|\n)*out of memory"):
+        measure.run_condition(tmp_path / "x.h5", 1, n_images=64, batch_size=32, epochs=1)
 
 
 @pytest.mark.bad_input("killed job")
@@ -75,8 +80,9 @@ def test_trainings_past_the_limit_are_stopped_and_nothing_is_written(tmp_path, c
     out = tmp_path / "runs.jsonl"
     append_record(out, made_up_records()[0])
     before = out.read_bytes()
-    assert contention_main(["--quick", "--parts", "copies", "--copies", "1", "2", "--timeout",
-                            "0.5", "--out", str(out)]) == 1
+    with pytest.raises(SystemExit, match=r"^1$"):
+        contention_main(["--quick", "--parts", "copies", "--copies", "1", "2", "--timeout", "0.5",
+                         "--out", str(out)])
     error = capsys.readouterr().err
     assert "ran past the limit of 0.5 s" in error and "--timeout" in error
     assert "Nothing was written" in error
@@ -120,7 +126,7 @@ def test_the_trainings_see_no_gpu(tmp_path, monkeypatch):
              "'framework_threads': None, 'cores': 1, 'fit_start': 0.0, 'fit_end': 1.0, "
              "'env': [os.environ['CUDA_VISIBLE_DEVICES'], os.environ['JAX_PLATFORMS']]}))"]
     monkeypatch.setattr(measure, "_command", lambda *a, **k: shown)
-    condition = contention.run_condition(tmp_path / "x.h5", 2, n_images=64, batch_size=32, epochs=1)
+    condition = measure.run_condition(tmp_path / "x.h5", 2, n_images=64, batch_size=32, epochs=1)
     assert [r["env"] for r in condition["reports"]] == [["", "cpu"], ["", "cpu"]]
     assert condition["gpu_hidden"] is True
 
@@ -134,7 +140,7 @@ def _fake_trainings(monkeypatch, fail_at=None, interrupt_at=None):
 
     def run_condition(data, copies, threads=None, **kwargs):
         if (copies, threads) == fail_at:
-            raise contention.WorkerError(f"training copy 1 of {copies} failed (exit status 1)")
+            raise measure.WorkerError(f"training copy 1 of {copies} failed (exit status 1)")
         if (copies, threads) == interrupt_at:
             raise KeyboardInterrupt
         ran.append((copies, threads))
@@ -168,7 +174,8 @@ def test_going_on_with_a_run_completes_it_and_records_nothing_twice(tmp_path, mo
     out = tmp_path / "runs.jsonl"
     args = [*COPIES_ARGS, "--run-id", "20261123T120000Z-aaaaaa", "--out", str(out)]
     ran = _fake_trainings(monkeypatch, fail_at=(2, None))
-    assert contention_main(args) == 1
+    with pytest.raises(SystemExit, match=r"^1$"):
+        contention_main(args)
     error = capsys.readouterr().err
     assert "Nothing was written" in error and "--run-id 20261123T120000Z-aaaaaa" in error
     assert ran == [(1, None)] and _keys(out) == [(1, None)], "the failed condition is not written"
@@ -189,7 +196,7 @@ def test_going_on_with_a_run_completes_it_and_records_nothing_twice(tmp_path, mo
     before = out.read_bytes()
     assert contention_main(args) == 0
     assert ran == [] and out.read_bytes() == before
-    assert "nothing measured" in capsys.readouterr().out
+    assert "Nothing left to measure" in capsys.readouterr().out
 
 
 @pytest.mark.bad_input("killed job")
@@ -208,13 +215,13 @@ def test_going_on_with_other_sizes_is_refused(tmp_path, monkeypatch, capsys, on_
     out = tmp_path / "runs.jsonl"
     _fake_trainings(monkeypatch, fail_at=(2, None))
     args = [*COPIES_ARGS, "--run-id", "r1", "--out", str(out)]
-    assert contention_main(args) == 1
+    with pytest.raises(SystemExit, match=r"^1$"):
+        contention_main(args)
     ran = _fake_trainings(monkeypatch)
     before = out.read_bytes()
-    from gpulesson.experiments.contention.measure import QUICK_EPOCHS
-
-    assert contention_main([*args, "--epochs", str(QUICK_EPOCHS + 1)]) == 2
-    assert "give the same sizes" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match=r"^2$"):
+        contention_main([*args, "--epochs", str(contention.QUICK_EPOCHS + 1)])
+    assert "go on with the settings it had" in capsys.readouterr().err
     assert ran == [] and out.read_bytes() == before
 
 
@@ -250,5 +257,5 @@ def test_thread_conditions_are_skipped_where_the_backend_has_no_thread_setting(t
     printed = capsys.readouterr().out
     assert printed.startswith("Note: the condition(s) with 1 thread(s) per copy were skipped")
     # The run's table, read back from the file, says so too.
-    assert f"Note: {note}" in contention.describe(records)
+    assert f"Note: {note}" in page.describe(records)
     assert f"Note: {note}" in printed.split("Run ")[-1]

@@ -4,7 +4,7 @@ summaries, the page's values and words, the episode's section and the figure."""
 
 import carpentry
 import pytest
-from conftest import ROOT, load_script
+from conftest import ROOT
 from contention_helpers import (
     ENVIRONMENT,
     made_up_conditions,
@@ -12,7 +12,10 @@ from contention_helpers import (
     made_up_report,
 )
 
-from gpulesson.experiments import contention
+from gpulesson.experiments import registry
+from gpulesson.experiments.contention import measure
+from gpulesson.experiments.contention import page as contention
+from gpulesson.records.figure_scripts import drawer
 from gpulesson.records.results import NOT_RECORDED, append_record, validate_record
 
 EPISODE = ROOT / "_episodes" / "05-cpu-vs-gpu.md"
@@ -47,24 +50,22 @@ def test_a_record_says_its_trainings_saw_no_gpu():
     condition = {**made_up_conditions()[0], "gpu_hidden": True,
                  "reports": [{**made_up_report(12.0, 10.0),
                               "devices_seen": {"device": "CPU", "gpu_count": 0}}]}
-    [record] = contention.make_records([condition], run_id="r", n_images=1000, batch_size=100,
-                                       epochs=2, environment={**ENVIRONMENT, "gpu_count": 1})
+    [record] = measure.make_records([condition], run_id="r", n_images=1000, batch_size=100,
+                                    epochs=2, environment={**ENVIRONMENT, "gpu_count": 1})
     assert record["gpu_hidden"] is True and record["gpus_seen"] == 0
     assert record["device"] == "CPU" and record["device_kind"] == "cpu"
 
 
 def test_records_made_before_the_summary_get_the_same_one():
-    from gpulesson.experiments.contention.records import condition_summary
-
     for record in made_up_records():
         old = {k: v for k, v in record.items() if k != "summary"}
-        assert condition_summary(old) == record["summary"]
-    assert condition_summary(None) is None
+        assert contention.condition_summary(old) == record["summary"]
+    assert contention.condition_summary(None) is None
 
 
 def test_without_a_copy_alone_there_is_no_slowdown():
-    records = contention.make_records(made_up_conditions()[1:], run_id="r", n_images=1000,
-                                      batch_size=100, epochs=3, environment=ENVIRONMENT)
+    records = measure.make_records(made_up_conditions()[1:], run_id="r", n_images=1000,
+                                   batch_size=100, epochs=3, environment=ENVIRONMENT)
     assert all(r["slowdown"] is None for r in records)
     assert "-" in contention.describe(records)
 
@@ -131,8 +132,11 @@ def test_the_episode_shows_the_measurement_once_recorded(contention_records):
 
 # --- the figure ---------------------------------------------------------------------------------
 
-def _figure_script():
-    return load_script(ROOT / "fig" / "05-cpu-vs-gpu" / "contention.py")
+def _figure_drawer():
+    """What the figures step draws for the declared experiment (registry.draw_declared)."""
+    experiment = registry.experiment("gpulesson.experiments.contention")
+    return drawer(experiment, experiment.FIGURES, ROOT / contention.FIGURE_FOLDER,
+                  until_recorded="contention")
 
 
 def test_the_figure_draws_the_spread_and_says_what_it_draws(contention_records):
@@ -158,18 +162,20 @@ def test_the_figure_draws_the_spread_and_says_what_it_draws(contention_records):
     plt.close(fig)
 
 
-def test_the_figure_script_draws_from_a_records_file(contention_records, tmp_path):
-    written = _figure_script().draw(contention_records, tmp_path)
+def test_the_figures_step_draws_from_a_records_file(contention_records, tmp_path):
+    written = _figure_drawer()(contention_records, tmp_path)
     assert [p.name for p in written] == ["contention.svg"]
     svg = written[0].read_text(encoding="utf-8")
     assert "trainings running at once" in svg and "1 thread" in svg
 
 
 @pytest.mark.bad_input("missing file")
-def test_the_figure_script_says_when_nothing_is_recorded(tmp_path):
-    with pytest.raises(SystemExit, match=r"holds no run.*python -m gpulesson.experiments.contention"):
-        _figure_script().draw(tmp_path / "none.jsonl", tmp_path)
+def test_the_figures_step_draws_nothing_before_a_run(tmp_path, capsys):
+    assert _figure_drawer()(tmp_path / "none.jsonl", tmp_path) == []
+    assert "holds no contention yet" in capsys.readouterr().out
     assert not list(tmp_path.glob("*.svg"))
+    with pytest.raises(ValueError, match=r"python -m gpulesson.experiments.contention"):
+        contention.figures([])
 
 
 

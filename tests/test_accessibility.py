@@ -16,12 +16,12 @@ matplotlib.use("Agg")
 from gpulesson.experiments import (  # noqa: E402
     calibration,
     cnn,
-    contention,
     feeding,
     matmul,
     small_models,
     torch_reference,
 )
+from gpulesson.experiments.contention import page as contention
 
 
 def with_gpu_twins(records):

@@ -1,5 +1,5 @@
-"""Timing the lesson's CNN training on a shared CPU: k copies at once (:func:`run_benchmark`),
-each training a process of its own.
+"""Timing the lesson's CNN training on a shared CPU: k copies at once, each training a process
+of its own (:mod:`~gpulesson.experiments.contention.worker`).
 
 The workers never see a GPU (:data:`GPU_HIDDEN`): on a GPU node they still train on the CPU,
 which is what is measured. A worker that fails or runs past ``timeout`` stops its whole
@@ -8,6 +8,7 @@ condition with :class:`WorkerError`, so no record of an unfinished condition can
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import statistics
@@ -17,14 +18,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from gpulesson.experiments.common import default_epochs
+from gpulesson.experiments import contention
+from gpulesson.experiments.contention.page import copies_summary, find_in
+from gpulesson.experiments.recordset import check_earlier
+from gpulesson.machine.timing import available_cores
 from gpulesson.records.results import LESSON_ROOT
 
-# The measurement rule: every copy trains a warm-up epoch and the rule's timed ones.
-N_IMAGES, EPOCHS, BATCH_SIZE = 10_000, default_epochs(False), 256
-QUICK_N_IMAGES, QUICK_EPOCHS, QUICK_BATCH_SIZE = 256, default_epochs(True), 64
-COPIES = (1, 2, 3)
-TIMEOUT = 1800.0  # seconds one condition may take, all copies together
 WORKER = "gpulesson.experiments.contention.worker"
 CLASS_NAMES = tuple(f"class {i}" for i in range(10))  # labels only: speed does not need names
 # CUDA hidden for TensorFlow and PyTorch; JAX told to start its CPU backend only (it would
@@ -34,6 +33,10 @@ GPU_HIDDEN = {"CUDA_VISIBLE_DEVICES": "", "JAX_PLATFORMS": "cpu"}
 # XLA's CPU threads follow the cores (only XLA_FLAGS, read at start, touch some of them).
 THREAD_SETTINGS = {"tensorflow": "tf.config.threading intra- and inter-op threads",
                    "torch": "torch.set_num_threads"}
+# Each size's default and its --quick value, in the order they are checked.
+SIZES = {"n_images": (contention.N_IMAGES, contention.QUICK_N_IMAGES),
+         "epochs": (contention.EPOCHS, contention.QUICK_EPOCHS),
+         "batch_size": (contention.BATCH_SIZE, contention.QUICK_BATCH_SIZE)}
 
 
 class WorkerError(RuntimeError):
@@ -86,14 +89,6 @@ def threads_skipped(backend: str, threads) -> str | None:
             f"({', '.join(f'{b}: {how}' for b, how in THREAD_SETTINGS.items())})")
 
 
-def _stop(processes) -> None:
-    for process in processes:
-        if process.poll() is None:
-            process.kill()
-    for process in processes:
-        process.wait()
-
-
 def _tail(path: Path, lines: int = 8) -> str:
     text = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
     return "\n".join(text[-lines:]) or "(no error output)"
@@ -112,8 +107,8 @@ def _report(out: Path, err: Path, copy: int) -> dict:
 
 
 def run_condition(data, copies: int, threads: int | None = None, *, n_images: int,
-                  batch_size: int, epochs: int, timeout: float = TIMEOUT, seed: int = 42,
-                  sample_every: float = 1.0) -> dict:
+                  batch_size: int, epochs: int, timeout: float = contention.TIMEOUT,
+                  seed: int = 42, sample_every: float = 1.0) -> dict:
     """Start ``copies`` trainings together and wait for all: their worker reports, the load
     average before and while they ran, the wall time."""
     command = _command(data, n_images=n_images, batch_size=batch_size, epochs=epochs,
@@ -139,7 +134,11 @@ def run_condition(data, copies: int, threads: int | None = None, *, n_images: in
                 samples.append(round(os.getloadavg()[0], 2))
                 time.sleep(min(sample_every, max(timeout - elapsed, 0.01)))
         finally:
-            _stop(processes)
+            for process in processes:
+                if process.poll() is None:
+                    process.kill()
+            for process in processes:
+                process.wait()
         wall = time.perf_counter() - started
         for copy, (process, err) in enumerate(zip(processes, errs, strict=True), start=1):
             if process.returncode != 0:
@@ -162,31 +161,116 @@ def epoch_summary(epoch_seconds, n_images: int) -> dict:
             "first_epoch_fastest": bool(later) and first < min(later)}
 
 
-def run_benchmark(copies=COPIES, *, threads=(), n_images: int = N_IMAGES,
-                  batch_size: int = BATCH_SIZE, epochs: int = EPOCHS, timeout: float = TIMEOUT,
-                  done=(), data_dir=None, progress=None, on_condition=None) -> list[dict]:
-    """Each number of ``copies`` with the framework's threads, then with every number of
-    ``threads`` per copy, but the ``(copies, threads)`` pairs ``done``, one after the other on
-    one data file; the command has checked the sizes. Each condition goes to ``on_condition``
-    as soon as it finishes, so that it is recorded at once; a WorkerError stops the rest."""
-    copies = sorted(set(copies))
+def make_records(conditions, *, run_id: str, n_images: int, batch_size: int, epochs: int,
+                 environment: dict | None = None, baseline: float | None = None,
+                 skipped=()) -> list[dict]:
+    """The records of one run's conditions. ``slowdown``: a condition's mean epoch over that
+    of one copy alone, ``baseline`` where that one was recorded earlier in the run;
+    ``skipped``: notes on conditions not run, and why."""
+    per_copy = [[epoch_summary(r["epoch_seconds"], n_images) for r in c["reports"]]
+                for c in conditions]
+    alone = find_in(conditions, 1, None)
+    if alone is not None:
+        baseline = statistics.fmean(c["mean_epoch_seconds"]
+                                    for c in per_copy[conditions.index(alone)])
+    records = []
+    for condition, copies in zip(conditions, per_copy, strict=True):
+        reports, samples = condition["reports"], condition["load_samples"]
+        starts, ends = [r["fit_start"] for r in reports], [r["fit_end"] for r in reports]
+        mean = statistics.fmean(c["mean_epoch_seconds"] for c in copies)
+        seen = [r["devices_seen"]["gpu_count"] for r in reports if "devices_seen" in r]
+        records.append(contention.RECORDS.record(
+            environment=environment, run_id=run_id,
+            source="gpulesson.experiments.contention", device="CPU", device_kind="cpu",
+            part="copies", watched=None, copies=condition["copies"],
+            threads=condition["threads"],
+            # None where the backend has no per-process thread setting (JAX).
+            framework_threads=reports[0]["framework_threads"],
+            # The trainings ran with every GPU hidden; the GPUs their framework still saw (0).
+            gpu_hidden=condition.get("gpu_hidden"), gpus_seen=max(seen) if seen else None,
+            skipped_conditions=list(skipped), n_images=n_images, batch_size=batch_size,
+            epochs=epochs, per_copy=copies, summary=copies_summary(copies),
+            mean_epoch_seconds=mean,
+            first_epoch_seconds=statistics.fmean(c["first_epoch_seconds"] for c in copies),
+            images_per_second=statistics.fmean(c["images_per_second"] for c in copies),
+            images_per_second_total=sum(c["images_per_second"] for c in copies),
+            slowdown=mean / baseline if baseline else None,
+            first_epoch_fastest=sum(c["first_epoch_fastest"] for c in copies),
+            # Seconds between the first and the last copy's start of training.
+            start_spread_seconds=max(starts) - min(starts),
+            overlap_seconds=max(0.0, min(ends) - max(starts)),
+            load_before=condition["load_before"], load_samples=samples,
+            load_max=max(samples, default=None),
+            load_mean=statistics.fmean(samples) if samples else None,
+            wall_seconds=condition["wall_seconds"], cpu_cores_available=available_cores(),
+            cpu_cores_machine=os.cpu_count()))
+    return records
+
+
+def _checked_sizes(args) -> dict:
+    """The sizes the command asks for, its quick ones where not given; a usage error for a
+    count below 1, a batch larger than the images or a time limit of none."""
+    size = {name: getattr(args, name) or (quick if args.quick else full)
+            for name, (full, quick) in SIZES.items()}
+    parser = contention.COMMAND.parser()
+    for name, value in (*(("copies", k) for k in args.copies),
+                        *(("cpu_threads", t) for t in args.cpu_threads)):
+        if value < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1, not {value}")
+    if size["batch_size"] > size["n_images"]:
+        parser.error(f"--batch-size {size['batch_size']} is larger than "
+                     f"--n-images {size['n_images']}")
+    if not args.timeout > 0:
+        parser.error(f"--timeout must be positive, not {args.timeout}")
+    return size
+
+
+def measure(args, *, run_id, done):
+    """Each number of copies with the framework's threads, then with every ``--cpu-threads``
+    per copy, but the conditions ``done``, one after the other on one data file; each record
+    yielded as soon as its condition finishes. A WorkerError stops the rest (exit status 1)."""
+    say = functools.partial(print, flush=True)
+    size = _checked_sizes(args)
+    threads, skipped = list(args.cpu_threads), []
+    note = threads_skipped(keras_backend(), threads) if threads else None
+    if note:
+        say(f"Note: {note}.")
+        threads, skipped = [], [note]
+    # The (copies, threads) recorded already; a former watched part's records do not count.
+    done = {(k, t) for k, t, watched in done if watched is None}
+    earlier = contention.RECORDS.read(args.out, run_id=run_id, part="copies") if done else []
+    try:
+        check_earlier(earlier, **size)
+    except ValueError as exc:
+        print(f"error: {exc}. Nothing was measured or written.", file=sys.stderr)
+        raise SystemExit(2) from None
+    alone = find_in(earlier, 1, None)
+    baseline = alone["mean_epoch_seconds"] if alone else None
+    copies = sorted(set(args.copies))
+    say(f"Run {run_id}: {size['n_images']:,} images, batch {size['batch_size']}, "
+        f"{size['epochs']} epoch(s) per copy; copies {' '.join(map(str, copies))}"
+        + "".join(f"; then {t} thread(s) each" for t in sorted(set(threads)))
+        + (f"; going on: {len(done)} condition(s) recorded already" if done else ""))
     plan = [(k, None) for k in copies] + [(k, t) for t in sorted(set(threads)) for k in copies]
-    todo = [c for c in plan if c not in set(done)]
-    conditions = []
+    todo, made = [c for c in plan if c not in done], 0
     if not todo:
-        return conditions
+        return
     with tempfile.TemporaryDirectory(prefix="gpulesson-contention-data-") as folder:
-        data = write_data(data_dir or folder, n_images, batch_size)
+        data = write_data(args.data_dir or folder, size["n_images"], size["batch_size"])
         for k, t in todo:
-            condition = run_condition(data, k, t, n_images=n_images, batch_size=batch_size,
-                                      epochs=epochs, timeout=timeout)
-            conditions.append(condition)
-            if on_condition:
-                on_condition(condition)
-            if progress:
-                times = [epoch_summary(r["epoch_seconds"], n_images)["mean_epoch_seconds"]
-                         for r in condition["reports"]]
-                progress(f"{k} cop{'y' if k == 1 else 'ies'}, threads {t or 'default'}: epoch "
-                         f"{statistics.fmean(times):.1f} s each, load average up to "
-                         f"{max(condition['load_samples'], default=0):.2f}")
-    return conditions
+            try:
+                condition = run_condition(data, k, t, timeout=args.timeout, **size)
+            except WorkerError as exc:
+                kept = (f" The {made} condition(s) finished before it are recorded; go on "
+                        f"with --run-id {run_id}." if made else "")
+                print(f"{exc}\nNothing was written to {args.out} for that condition.{kept}",
+                      file=sys.stderr)
+                raise SystemExit(1) from None
+            [record] = make_records([condition], run_id=run_id, baseline=baseline,
+                                    skipped=skipped, **size)
+            baseline = record["mean_epoch_seconds"] if (k, t) == (1, None) else baseline
+            made += 1
+            yield record
+            say(f"{k} cop{'y' if k == 1 else 'ies'}, threads {t or 'default'}: epoch "
+                f"{record['mean_epoch_seconds']:.1f} s each, load average up to "
+                f"{max(condition['load_samples'], default=0):.2f}")

@@ -1,9 +1,7 @@
 """One training of the contention benchmark, in a process of its own (started by
-:mod:`~gpulesson.experiments.contention.measure`).
-
-It trains the lesson's own CNN, generator and epoch timer on the first ``--n-images`` of a data
-file and prints one JSON line; ``fit_start`` and ``fit_end`` are Unix times, so that the parent
-can tell whether the copies overlapped.
+:mod:`~gpulesson.experiments.contention.measure`): the lesson's CNN, generator and epoch timer
+on the first ``--n-images`` of a data file, reported as one JSON line (``fit_start`` and
+``fit_end`` are Unix times: the parent tells from them whether the copies overlapped).
 """
 
 from __future__ import annotations
