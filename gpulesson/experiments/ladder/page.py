@@ -48,10 +48,9 @@ def mean_of(records, rung: str, key: str) -> float | None:
 def time_to(record: dict, accuracy: float) -> float | None:
     """Seconds from training's start (compiling in, evaluations out) to the first epoch that
     reached ``accuracy``, else None."""
-    for reached, clock in zip(record["test_accuracies"], record["epoch_end_seconds"], strict=True):
-        if reached >= accuracy:
-            return clock
-    return None
+    return next((clock for reached, clock in zip(record["test_accuracies"],
+                                                 record["epoch_end_seconds"], strict=True)
+                 if reached >= accuracy), None)
 
 
 def target_accuracy(records) -> float | None:
@@ -85,21 +84,6 @@ def limit_for(records, rung: str) -> str | None:
                                                                      options["precision"]):
             return name
     return None
-
-
-def goals(records) -> dict | None:
-    """The best stream rung's goals: its epoch within :data:`RATIO_GOAL` of the limit, and the
-    default's test accuracy sooner than the default (first starts); None without both rungs."""
-    best, target = best_stream(records), target_accuracy(records)
-    if best is None or target is None:
-        return None
-    limit = limit_for(records, best)
-    ratio = summary(records, best)["median"] / summary(records, limit)["median"] if limit else None
-    mine, default = (time_to(starts(records, n)[0], target) for n in (best, "taught"))
-    return {"rung": best, "limit": limit, "ratio": ratio,
-            "ratio_met": None if ratio is None else ratio <= RATIO_GOAL,
-            "target": target, "time": mine, "default_time": default,
-            "time_met": mine is not None and default is not None and mine < default}
 
 
 def ram_twin(rung: str) -> str | None:
@@ -210,21 +194,26 @@ def computed_text(profile_path=PROFILE_FILE, n_images: int = 45_000) -> str:
 
 
 def goals_text(records) -> str:
-    found = goals(records)
-    if not found:
+    """The best stream rung's goals: its epoch within :data:`RATIO_GOAL` of the limit at its
+    batch and precision, and the default's test accuracy sooner than the default (first starts)."""
+    best, target = best_stream(records), target_accuracy(records)
+    if best is None or target is None:
         return (f"Its goals, not yet recorded: the best rung of released Keras from the HDF5 "
                 f"stream within {RATIO_GOAL}x of the plain-JAX limit at its batch and "
                 "precision, and the default's test accuracy sooner than the default, compiling "
                 "included.")
-    ratio = ("not yet recorded (no limit at its batch and precision: "
-             f"`{COMMAND} --part limit`)" if found["ratio"] is None else
-             f"{found['ratio']:.2f}x: {met(found['ratio_met'])}")
-    mine = (duration(found["time"]) if found["time"] is not None else "not reached in its epochs")
-    return (f"The best rung of released Keras from the HDF5 stream is `{found['rung']}`. Within "
-            f"{RATIO_GOAL}x of the plain-JAX limit at the same batch and precision: {ratio}. "
-            f"The default's test accuracy ({found['target']:.3f}) sooner than the default, "
-            f"compiling included: {mine} against {duration(found['default_time'])}: "
-            f"{met(found['time_met'])}. " + ram_goals_text(records))
+    if limit := limit_for(records, best):
+        ratio = summary(records, best)["median"] / summary(records, limit)["median"]
+        said = f"{ratio:.2f}x: {met(ratio <= RATIO_GOAL)}"
+    else:
+        said = f"not yet recorded (no limit at its batch and precision: `{COMMAND} --part limit`)"
+    mine, default = (time_to(starts(records, n)[0], target) for n in (best, "taught"))
+    sooner = mine is not None and default is not None and mine < default
+    return (f"The best rung of released Keras from the HDF5 stream is `{best}`. Within "
+            f"{RATIO_GOAL}x of the plain-JAX limit at the same batch and precision: {said}. "
+            f"The default's test accuracy ({target:.3f}) sooner than the default, compiling "
+            f"included: {duration(mine) if mine is not None else 'not reached in its epochs'} "
+            f"against {duration(default)}: {met(sooner)}. " + ram_goals_text(records))
 
 
 def ram_goals_text(records) -> str:
