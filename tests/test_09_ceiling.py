@@ -73,7 +73,7 @@ def test_table_alt_text_and_page_values_say_what_was_measured(tmp_path):
     header = table.splitlines()[0]
     assert all(cell.strip() for cell in header.strip("|").split("|"))
     assert table.count("\n| JAX, CPU |") == 4
-    alt = ceiling.alt_text(RUN)
+    alt = page.alt_text(RUN)
     assert "JAX on the CPU" in alt and "lesson 47,619 (49%)" in alt and "GPU" not in alt
     file = tmp_path / "ceiling.jsonl"
     assert page.substitutions(file)["ref_ceil_table"] == page.NONE
@@ -309,8 +309,8 @@ def test_a_device_record_of_the_old_method_is_neither_shown_nor_the_ceiling(tmp_
     assert "| JAX, GPU | ram |" in page.table(old)
     assert "| the ceiling, 0.67 ms a step |" in page.table(old)  # ram's step, not device's
     assert "): 62% on JAX." in page.goal_shares(old)  # the lesson against ram
-    assert "GPU: arrays 239,234 (63%), ram 378,788, lesson " in ceiling.alt_text(old)
-    assert "ram 378,788 (76%), device 500,000, lesson " in ceiling.alt_text(new)
+    assert "GPU: arrays 239,234 (63%), ram 378,788, lesson " in page.alt_text(old)
+    assert "ram 378,788 (76%), device 500,000, lesson " in page.alt_text(new)
     (fig,) = ceiling.figures(old)
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == [
         "arrays", "ram", "lesson", "lesson-window1"]

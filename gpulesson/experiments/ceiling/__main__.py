@@ -2,12 +2,8 @@
 
     python -m gpulesson.experiments.ceiling                   # every installed backend, CPU then GPU
     python -m gpulesson.experiments.ceiling --backends jax --devices gpu
-    python -m gpulesson.experiments.ceiling --quick --out my-ceiling.jsonl
 
-A Keras process has one backend, so the command runs itself once per backend
-(``KERAS_BACKEND=NAME``), all appending to one run. PyTorch is measured with glibc malloc's
-thresholds fixed (:mod:`gpulesson.experiments.allocator`). On an idle 2-core machine the whole
-command takes a few minutes; Keras' array path on PyTorch is the slowest part.
+A Keras process has one backend: the command runs itself once per backend, all appending to one run.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import tempfile
 import time
+from functools import partial
 
 from gpulesson.experiments.ceiling.records import (
     DATA,
@@ -42,12 +43,8 @@ def tiny_model(keras_device: str, **compile_options):
 
 
 def tf_batches(x, y, batch_size: int, *, seed: int):
-    """The ``ram`` pipeline in ``tf.data``: batches sliced from arrays in memory, in a new order
-    every epoch, the next ones read ahead by ``prefetch``.
-
-    tf.data's autotuning is off: with it, training waits at the start of some epochs, the CPU
-    idle, while a new iterator replaces the last epoch's; that wait, not the data path, made
-    TensorFlow's epochs vary more than the other backends'."""
+    """The ``ram`` pipeline in ``tf.data``, read ahead by ``prefetch``; autotuning off, as it made
+    training wait at the start of some epochs while a new iterator replaced the last one."""
     import tensorflow as tf
 
     with tf.device("/CPU:0"):  # host memory, as the arrays path: tf.data runs there
@@ -109,8 +106,8 @@ def _feeds(names, *, x, y, path, batch_size: int, keras_device: str, epochs: int
 
 
 def _ceiling_so_far(made: list[dict], record: dict) -> dict | None:
-    """The fastest in-memory way into ``fit`` measured so far on the record's device, the record
-    included (in-memory pipelines come first), so that each record keeps what it was compared with."""
+    """The fastest in-memory way into ``fit`` so far on the record's device, the record included:
+    each record keeps what it was compared with."""
     found = [r for r in [*made, record] if r["pipeline"] in IN_MEMORY
              and r["device_kind"] == record["device_kind"]]
     top = max(found, key=lambda r: r["images_per_second"], default=None)
@@ -149,6 +146,18 @@ def keep(record: dict, made: list, on_record, progress, label: str) -> None:
     progress(f"{label}: " + fit_progress(record["n_images"], record["summary"]))
 
 
+def timed_fit(keras_device: str, fit):
+    """``fit(model)`` of a new do-nothing model on ``keras_device``, and what every record
+    keeps beside it: how busy the machine was, the setting and the wall time."""
+    import keras
+
+    model = tiny_model(keras_device)
+    meter, started = BusyMeter(), time.perf_counter()
+    with keras.device(keras_device):
+        result = fit(model)
+    return result, {**meter.read(), **setting(), "wall_seconds": time.perf_counter() - started}
+
+
 def measure(*, devices, n_images: int, batch_size: int, repeats: int, warmup: int = WARMUP,
             pipelines=None, run_id: str | None = None, done=(), on_record=None,
             progress=print) -> list[dict]:
@@ -172,20 +181,15 @@ def measure(*, devices, n_images: int, batch_size: int, repeats: int, warmup: in
                      and (backend, device, n, batch_size) not in done]
             for name, feed in _feeds(names, x=x, y=y, path=path, batch_size=batch_size,
                                      keras_device=keras_device, epochs=warmup + repeats):
-                model = tiny_model(keras_device)
-                meter = BusyMeter()
-                started = time.perf_counter()
-                with keras.device(keras_device):
-                    seconds = _fit(model, feed, warmup=warmup, repeats=repeats)
+                seconds, extra = timed_fit(
+                    keras_device, partial(_fit, feed=feed, warmup=warmup, repeats=repeats))
                 record = measurement_record(
                     seconds, warmup=warmup, run_id=run_id, device=device, pipeline=name,
                     batch_size=batch_size, n_images=n_images,
-                    extra={**meter.read(), **setting(), **device_method(name),
+                    extra={**extra, **device_method(name),
                            **({"grain_workers": grain_workers()} if name == "lesson-grain"
-                              else {}),
-                           "wall_seconds": time.perf_counter() - started})
+                              else {})})
                 assert condition(record) == (backend, device, name, batch_size)
                 record["ceiling"] = _ceiling_so_far(made, record)
                 keep(record, made, on_record, progress, f"{backend} {device} {name}")
-                del model
     return made

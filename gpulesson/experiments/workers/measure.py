@@ -8,9 +8,11 @@ import os
 import statistics
 import tempfile
 import time
+from functools import partial
+from importlib.metadata import version
 
-from gpulesson.experiments.ceiling.measure import keep, setting, synthetic_file, tiny_model
-from gpulesson.experiments.common import WARMUP, Budget, BusyMeter, synced_epoch_timer
+from gpulesson.experiments.ceiling.measure import keep, synthetic_file, timed_fit
+from gpulesson.experiments.common import WARMUP, Budget, synced_epoch_timer
 from gpulesson.experiments.workers.page import WORK, condition, measurement_record
 from gpulesson.records.results import new_run_id
 
@@ -119,13 +121,6 @@ def _fit(model, path, *, work: str, workers: int, batch_size: int, warmup: int,
                             "teardown_seconds": time.perf_counter() - returned}
 
 
-def _setting() -> dict:
-    """The ceiling's setting, with OpenMP's waiting and Grain's version."""
-    from importlib.metadata import version
-
-    return {**setting(), "grain": version("grain"), "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")}
-
-
 def measure(*, devices, n_images: int, batch_size: int, repeats: int, warmup: int = WARMUP,
             works=tuple(WORK), workers=None, run_id: str | None = None, done=(), on_record=None,
             progress=print) -> list[dict]:
@@ -149,19 +144,14 @@ def measure(*, devices, n_images: int, batch_size: int, repeats: int, warmup: in
                 for n in counts:
                     if (backend, device, work, n, batch_size) in done:
                         continue
-                    model = tiny_model(keras_device)
-                    meter = BusyMeter()
-                    started = time.perf_counter()
-                    with keras.device(keras_device):
-                        seconds, split = _fit(model, path, work=work, workers=n,
-                                              batch_size=batch_size, warmup=warmup,
-                                              repeats=repeats)
+                    (seconds, split), extra = timed_fit(keras_device, partial(
+                        _fit, path=path, work=work, workers=n, batch_size=batch_size,
+                        warmup=warmup, repeats=repeats))
                     record = measurement_record(
                         seconds, warmup=warmup, run_id=run_id, device=device, work=work,
                         workers=n, batch_size=batch_size, n_images=n_images,
-                        extra={**costs, **split, **meter.read(), **_setting(),
-                               "wall_seconds": time.perf_counter() - started})
+                        extra={**costs, **split, **extra, "grain": version("grain"),
+                               "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")})
                     assert condition(record) == (backend, device, work, n, batch_size)
                     keep(record, made, on_record, progress, f"{backend} {device} {work}, {n} worker(s)")
-                    del model
     return made
