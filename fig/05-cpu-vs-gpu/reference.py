@@ -2,13 +2,8 @@
 
     python fig/05-cpu-vs-gpu/reference.py   ->  reference-epoch-times.svg, reference-time-bars.svg
 
-The run is the newest one in results/cnn-cpu-vs-gpu.jsonl with a GPU record (see
-gpulesson.experiments.cnn.reference_run); record a new one with ``python -m gpulesson.experiments.cnn``.
-A test checks that the committed figures are the ones this script draws from the committed file.
-Both figures show the spread of the epochs after the warm-up (the lesson's measurement rule,
-gpulesson.experiments.common); their alt texts on the episode page ({{ ref_fig_epoch_times_alt }},
-{{ ref_fig_time_bars_alt }}) are written by the same code from the same records
-(gpulesson.experiments.cnn.alt_texts), so they describe what is drawn.
+The run is the newest in results/cnn-cpu-vs-gpu.jsonl with a GPU record (cnn.reference_run);
+the page's alt texts of these figures are written from the same records (cnn.alt_texts).
 """
 
 import sys

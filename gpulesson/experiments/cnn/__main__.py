@@ -1,15 +1,13 @@
 """Record a CPU-vs-GPU run of the lesson's CNN, with the episode's own code, in a results file.
 
-    LESSON_DATA=synthetic python -m gpulesson.experiments.cnn            # CPU, then GPU if visible
-    python -m gpulesson.experiments.cnn --run-id 20261123T120000Z-abc123 --devices cpu
-
-Each device trains, then predicts; a run continued with ``--run-id`` measures only the parts
-and devices it does not have yet (the second line adds the prediction to a run whose CPU
-training is recorded, without training again).
+Each device trains, then predicts. Two experiments in one command (the training's records and
+the prediction's, in one file), so it keeps a ``__main__`` of its own: a run continued with
+``--run-id`` measures only the parts and devices it lacks, on the data it was measured on.
 """
 
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 
@@ -51,8 +49,7 @@ def _left(out, experiment: str, run_id, devices) -> tuple[str, list[str]]:
 
 
 def _other_data(out, run_id, data: str) -> str | None:
-    """The data of the run ``run_id`` in ``out`` when they are not ``data``, else None: a run
-    that goes on must not mix data sources."""
+    """The data of the run ``run_id`` in ``out`` when they are not ``data``, else None."""
     if not run_id or not Path(out).is_file():
         return None
     found = {r.get("data") for r in read_records(out, run_id=run_id)} - {data, None}
@@ -91,16 +88,14 @@ def main(argv=None) -> int:
 
     print(settings.describe())
     print(f"CPU threads: {threads}; XLA (jit_compile): {lesson.JIT_COMPILE}")
-    appended = []
+    appended, keep = [], functools.partial(append_record, args.out)
     if train:
         appended += run_devices(train, settings, epochs=args.epochs, batch_size=args.batch_size,
-                                seed=args.seed, run_id=run_id,
-                                on_record=lambda record: append_record(args.out, record))
+                                seed=args.seed, run_id=run_id, on_record=keep)
         print(describe(RECORDS.read(args.out, run_id=run_id)))
     if predict:
-        appended += inference.measure_inference(
-            predict, settings, seed=args.seed, run_id=run_id,
-            on_record=lambda record: append_record(args.out, record))
+        appended += inference.measure_inference(predict, settings, seed=args.seed,
+                                                run_id=run_id, on_record=keep)
         print(inference.describe(inference.RECORDS.read(args.out, run_id=run_id)))
     cli.say_appended(appended, args.out)
     return 0

@@ -1,10 +1,6 @@
 """The figures of a run, epoch times and time bars (``fig/05-cpu-vs-gpu/reference.py``), and
-their alt texts.
-
-What a figure shows is decided once, by :func:`drawn`; the drawing, the titles and the alt
-texts all read it, so that an alt text never describes a device or a number the figure does
-not show. The evaluation and the total are single measurements and are not compared.
-"""
+their alt texts, all read from :func:`drawn`, so that an alt text never describes what a figure
+does not show. The evaluation and the total are single measurements and are not compared."""
 
 from __future__ import annotations
 
@@ -43,8 +39,7 @@ class Series:
         return MARKER_NAMES.get(self.style["marker"], "")
 
     @property
-    def bar_values(self) -> list:
-        """The heights and whisker ends of its bars."""
+    def bar_values(self) -> list:  # the heights and whisker ends of its bars
         return [self.summary["min"], self.summary["max"], self.summary["median"],
                 self.evaluation, self.total]
 
@@ -121,7 +116,7 @@ def time_bars_alt(series, comparison=None) -> str:
 
 
 def alt_texts(records, *, first_epoch: str = FIRST_EPOCH, hardware_names=None) -> tuple[str, str]:
-    """``(epoch times, time bars)``: the alt texts of :func:`figures` of the same records."""
+    """``(epoch times, time bars)``: the alt texts of :func:`figures`."""
     series, comparison = drawn(records, hardware_names)
     return epoch_times_alt(series, first_epoch=first_epoch), time_bars_alt(series, comparison)
 
@@ -132,8 +127,7 @@ def epoch_times_figure(series, *, label: str, first_epoch: str = FIRST_EPOCH):
     from gpulesson.records import compare_plots
 
     by_kind = {s.kind: s for s in series}
-    # The devices that ran, named; one that did not is said in words ("no GPU run"), not
-    # titled "GPU: not recorded yet" as if that were its name.
+    # A device that did not run is said in words ("no GPU run"), not named "not recorded yet".
     detail = "; ".join([f"{s.kind}: {s.name}" for s in series]
                        + [f"no {kind} run" for kind in ("CPU", "GPU") if kind not in by_kind])
     fig = compare_plots.epoch_times(by_kind["CPU"].epochs if "CPU" in by_kind else None,
@@ -141,7 +135,7 @@ def epoch_times_figure(series, *, label: str, first_epoch: str = FIRST_EPOCH):
                                     label=label, hardware=detail, first_epoch=first_epoch)
     ax = fig.axes[0]
     longest = max(len(s.epochs) for s in series)
-    where = longest + 1
+    where = longest + 1  # the spreads' place, right of the lines
     for i, s in enumerate(series):
         x = where + (i - (len(series) - 1) / 2) * 0.3
         draw_spread(ax, [x], [s.summary], color=s.style["color"])
@@ -195,9 +189,9 @@ def time_bars_figure(series, comparison=None, *, label: str):
 
 
 def figures(records, *, first_epoch: str = FIRST_EPOCH, hardware_names=None):
-    """``(epoch times, time bars)`` of one run's records, each with its ``alt_text``.
-    ``first_epoch`` says what the first epoch's extra time includes; ``hardware_names``
-    replaces :func:`gpulesson.records.results.hardware` of the records in the titles."""
+    """``(epoch times, time bars)`` of one run's records, each with its ``alt_text``;
+    ``first_epoch``: what the first epoch's extra time includes; ``hardware_names``: the
+    devices' names in the titles (default the records')."""
     series, comparison = drawn(records, hardware_names)
     label = data_label(records)
     return (epoch_times_figure(series, label=label, first_epoch=first_epoch),

@@ -1,12 +1,7 @@
-"""What the devices did in episode 5's reference run (``ref_use_*``): the arithmetic rate each
-reached beside the card's published peak, the share of a GPU step that a do-nothing model
-already takes on the same GPU model and backend (episode 9's ceiling), the CNN's own dispatch
-(episode 9's profile), and why the speed-up per epoch is not that of a whole training.
-
-Rates are counted, not measured: an epoch's operations over the median epoch. The whole epoch
-is used, validation included: with an asynchronous backend the clock at the start of validation
-can still run queued training steps, so the split is less certain than the whole.
-"""
+"""What the devices did in episode 5's reference run (``ref_use_*``): each one's arithmetic rate
+(an epoch's operations, validation included, over the median epoch) beside the card's peak, the
+share of a GPU step a do-nothing model already takes (episode 9's ceiling), the CNN's dispatch
+(episode 9's profile), and why the speed-up per epoch is not that of a whole training."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """Episode 5's headline (``ref_head_*``): the speed-up as the range over every recorded run of
-the same two devices, not one run's ratio, and what bounds each side: the CPU's training rate
-beside the fastest float32 matrix product episode 6 recorded on the same CPU (so the page can
-say the baseline is the framework's code on the CPU, not what the CPU can do), and the fastest
-epoch any run recorded on that CPU. The GPU's best is episode 9's ladder's own value.
-"""
+the same two devices, the CPU's training rate beside the fastest float32 matrix product
+episode 6 recorded on that CPU (the baseline is the framework's code, not the CPU's best), and
+the fastest epoch any run recorded there."""
 
 from __future__ import annotations
 
@@ -16,6 +14,7 @@ KEYS = tuple(f"ref_head_{key}" for key in (
     "speedups", "speedup_range", "gpu_epochs", "cpu_epochs", "compiler", "cpu_tflops",
     "cpu_matmul", "cpu_matmul_run", "cpu_share", "cpu_best"))
 MATMUL_FILE = matmul_records.RESULTS_FILE
+PRECISION = {"tf32": "TF32", "float32": "float32"}  # float32_precision's modes, in words
 
 
 def _machine(record: dict) -> tuple:
@@ -75,8 +74,7 @@ def _compiler(record: dict) -> str:
 
 
 def _precision(record: dict) -> str:
-    found = record.get("float32_precision") or {}
-    return {"tf32": "TF32", "float32": "float32"}.get(found.get("matmul"), "float32")
+    return PRECISION.get((record.get("float32_precision") or {}).get("matmul"), "float32")
 
 
 def cpu_best(cpu: dict, path=RESULTS_FILE) -> str:

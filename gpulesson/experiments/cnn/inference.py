@@ -1,13 +1,7 @@
 """Prediction with the lesson's CNN on each device: throughput at a large batch, latency of one
-image, energy per image, and their records (in the CNN's results file, with the training's
-``run_id``).
-
-Prediction needs no trained weights to be timed, the arithmetic is the same whatever the
-weights: each device predicts with the training's initial weights (the same ``seed``), so a
-run with training records adds these conditions without training again. Energy: one call lasts
-milliseconds on a GPU, far less than a step of its energy counter, so the same call is repeated
-in one window until the meter has changed often enough (:func:`energy_of_calls`).
-"""
+image, energy per image (:func:`energy_of_calls`: one call is shorter than a step of the meter),
+recorded in the CNN's results file with the training's ``run_id``. The arithmetic does not
+depend on the weights: the training's initial ones serve, so a run adds these without training."""
 
 from __future__ import annotations
 

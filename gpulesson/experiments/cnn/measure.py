@@ -1,13 +1,6 @@
 """Training the lesson's CNN on each device with the episode's own code (:mod:`gpulesson.lesson`):
-the same data split and initial weights everywhere, one warm-up epoch then the timed ones.
-
-The load average is read right before and after each device's training, so that a run on a
-busy machine can be recognised; energy from the trained device's meter at each epoch's start
-and end, with no extra synchronisation. The episode's ``EpochTimer`` waits for the queued
-training steps before the validation clock starts, and ``train_on`` times a second ``evaluate``
-after a first that compiled: the records say so (``validation_synchronised``,
-``evaluation_warmed``).
-"""
+the same data split and initial weights everywhere, one warm-up epoch then the timed ones; the
+load average before and after (a busy machine shows), energy at each epoch's start and end."""
 
 from __future__ import annotations
 
@@ -19,9 +12,8 @@ from gpulesson.machine.timing import load_average
 
 def run_devices(devices, settings, *, epochs: int | None = None, batch_size: int, seed: int,
                 on_record=None, run_id: str | None = None) -> list[dict]:
-    """Train on each of ``devices`` ("cpu", "gpu") in turn; one record a device, each handed to
-    ``on_record`` as soon as it is made, so that a run that stops keeps what it measured.
-    ``epochs`` counts the warm-up; ``batch_size`` is capped in quick mode."""
+    """Train on each of ``devices`` ("cpu", "gpu") in turn; each record handed to ``on_record``
+    at once, so that a stopped run keeps it. ``epochs`` counts the warm-up."""
     epochs = check_epochs(default_epochs(settings.quick) if epochs is None else epochs)
     import keras
 
@@ -47,6 +39,8 @@ def run_devices(devices, settings, *, epochs: int | None = None, batch_size: int
             load_after = load_average()
         finally:
             energy = stop_intervals(intervals, reason, warmup=WARMUP, images=batches[0].n_images)
+        # The episode's EpochTimer waits for the queued steps before the validation clock
+        # starts, and train_on times a second evaluate after a first that compiled.
         record = {**run_record(run, data=settings.data, run_id=run_id, batches=batches,
                                source="gpulesson.experiments.cnn", load_before=load_before,
                                load_after=load_after, energy=energy),

@@ -36,22 +36,18 @@ def _optional(record: dict, key: str, show) -> str:
 
 
 def _precision(record: dict) -> str:
-    """How float32 matrix products and convolutions were computed: "TF32 matrix products,
-    TF32 convolutions"."""
+    """How float32 products were computed: "TF32 matrix products, TF32 convolutions"."""
     found = record.get("float32_precision")
     if not isinstance(found, dict) or not found.get("matmul"):
         return NOT_RECORDED
-
-    def name(mode):
-        return {"tf32": "TF32", "float32": "float32"}.get(mode, str(mode))
-
-    return (f"{name(found['matmul'])} matrix products, "
-            f"{name(found.get('convolution', found['matmul']))} convolutions")
+    matmul, convolution = found["matmul"], found.get("convolution", found["matmul"])
+    return (f"{headline.PRECISION.get(matmul, str(matmul))} matrix products, "
+            f"{headline.PRECISION.get(convolution, str(convolution))} convolutions")
 
 
 def _load(record: dict) -> str:
-    """The one-minute load average: "0.52 before and 1.98 after the training"; older records
-    have only the one read after it."""
+    """The one-minute load average: "0.52 before and 1.98 after the training" (older records:
+    after it only)."""
     before = record.get("load_average_before")
     after = record.get("load_average_after") or record.get("load_average")
     if not after:
@@ -63,9 +59,8 @@ def _load(record: dict) -> str:
 
 def _validation(record: dict) -> str:
     """The median and range of the timed epochs' validation passes (the mean for records that
-    kept only that). Not for a record whose clock did not wait for the queued training steps
-    where the work is queued (JAX, or a GPU), before ``validation_synchronised``: that clock
-    ran the training on."""
+    kept only that); not where the work is queued (JAX, or a GPU) and the clock did not wait
+    for it (before ``validation_synchronised``)."""
     if not record.get("validation_synchronised") and (record.get("backend") == "jax"
                                                       or record.get("device_kind") == "gpu"):
         return NOT_RECORDED
