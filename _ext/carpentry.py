@@ -1,25 +1,11 @@
 """Carpentries episode metadata for a Jupyter Book built with sphinx-lesson.
 
-Each episode's YAML front matter (the Carpentries schema) is the single source of
-- the title heading and the overview box (teaching/exercise minutes, questions, objectives)
-  at the top of the episode and the keypoints box at its end, injected when Sphinx reads it;
-- the schedule on the landing page (directive ``lesson-schedule``): one table per part of the
-  table of contents (the core, a day, then further episodes), with the breaks of ``_config.yml``
-  and, at the start of the core, its setup check.
-
-Two kinds of values reach the pages through placeholders, replaced by :func:`fill_placeholders`
-in the site and in the generated notebooks alike (also inside code blocks):
-
-- ``{{ site_... }}``: the cluster the lesson is taught on (name, login host, partitions, modules,
-  GPU types), from the section ``lesson_site`` of ``_config.yml``: the one file another
-  institution edits to adapt the lesson;
-- ``{{ ref_... }}``: measured numbers, computed from the lesson's results files (``results/``),
-  so that no measurement is typed into an episode.
-
-A measurement that has not been recorded yet (the GPU run, before anyone ran it on a GPU node)
-has the value "not recorded yet". A sentence, a table or a paragraph that needs it is written
-as a conditional block, so that the page says once, in a sentence of its own, what is missing
-and how to record it, instead of a number-shaped gap in every cell::
+Each episode's front matter gives its title, overview box and keypoints box, injected when Sphinx
+reads it, and the schedule on the landing page (directive ``lesson-schedule``). Placeholders are
+filled by :func:`fill_placeholders` in the site and the notebooks alike (code blocks too):
+``{{ site_... }}`` from ``lesson_site`` in ``_config.yml`` (the cluster: the one file another
+institution edits), ``{{ ref_... }}`` from the results files, so that no measurement is typed.
+A measurement not recorded yet reads "not recorded yet"; text that needs it is a block::
 
     {{ if ref_gpu_epoch ref_speedup }}
     One epoch took {{ ref_gpu_epoch }} on the GPU, {{ ref_speedup }} faster.
@@ -110,8 +96,7 @@ class PlaceholderError(ValueError):
 
 
 def site_values(root: Path) -> dict[str, str]:
-    """``site_<key>`` for every key of the ``lesson_site`` section of ``root/_config.yml``, and
-    the values computed from them (``site_cost_*``: :mod:`gpulesson.classroom.costs`)."""
+    """``site_<key>`` for every key of ``lesson_site`` in ``_config.yml``, and ``site_cost_*``."""
     from gpulesson.classroom import costs as session_costs
     from gpulesson.classroom.charges import ChargeRatesError
 
@@ -126,10 +111,8 @@ def site_values(root: Path) -> dict[str, str]:
     return values
 
 
-# Where the ``ref_*`` values come from: every experiment package of these that has page values,
-# found (gpulesson.experiments.registry.page_sources), then the modules that are no experiment
-# package but read results files too. Each has ``substitutions(path) -> {"ref_...": text}``;
-# ``path`` is its results file in results/ (registry.results_name).
+# Where the ``ref_*`` values come from: the experiment packages' pages (registry.page_sources),
+# then other readers of results files; each has ``substitutions(path) -> {"ref_...": text}``.
 EXPERIMENT_PACKAGES = ("gpulesson.experiments",)
 OTHER_SOURCES = ("gpulesson.classroom.contributed", "gpulesson.experiments.decision",
                  "gpulesson.classroom.check.example")
@@ -148,8 +131,7 @@ def result_sources() -> tuple[str, ...]:
 
 
 def result_values(root: Path, sources: tuple[str, ...] | None = None) -> dict[str, str]:
-    """The ``ref_*`` values of the lesson's results files under ``root``, from ``sources``
-    (default :func:`result_sources`)."""
+    """The ``ref_*`` values of the results files under ``root`` (default: :func:`result_sources`)."""
     import importlib
 
     from gpulesson.experiments.registry import results_name
@@ -202,8 +184,7 @@ def resolve_conditionals(text: str, values: dict[str, str]) -> str:
 
 
 def fill_placeholders(text: str, root: Path, values: dict[str, str] | None = None) -> str:
-    """``text`` with every ``{{ site_... }}`` and ``{{ ref_... }}`` replaced by its value, and
-    every ``{{ if ... }}`` block by the part that applies (see the module's docstring)."""
+    """``text`` with its placeholders and ``{{ if ... }}`` blocks filled (the module's docstring)."""
     if not has_placeholders(text):
         return text
     values = placeholder_values(root) if values is None else values
@@ -238,21 +219,18 @@ def _inject_episode_boxes(app, docname, source):
         return
     from sphinx.util import logging
 
-    text = source[0]
+    text, log = source[0], logging.getLogger(__name__)
     try:
         meta, body = split_front_matter(text)
         problems = check_schema(meta)
     except FrontMatterError as exc:
         problems = [str(exc)]
     if problems:
-        logging.getLogger(__name__).warning(
-            "episode front matter: %s", "; ".join(problems), location=docname
-        )
+        log.warning("episode front matter: %s", "; ".join(problems), location=docname)
         return
     if has_title_heading(body):
-        logging.getLogger(__name__).warning(
-            "episode has its own '# ' title: the title comes from the front matter", location=docname
-        )
+        log.warning("episode has its own '# ' title: the title comes from the front matter",
+                    location=docname)
     front = text[: len(text) - len(body)]
     source[0] = front + overview_markdown(meta) + body.rstrip("\n") + keypoints_markdown(meta)
 
@@ -269,9 +247,7 @@ def _unique_scripts(app, pagename, templatename, context, doctree):
     context["script_files"][:] = unique
 
 
-# The header of a table's first column when the page leaves it empty: that column names what
-# each row measures. A page should write its own; an empty header cell is no header at all
-# for a screen reader (axe-core: empty-table-header).
+# An empty first header cell is no header for a screen reader (axe-core: empty-table-header).
 ROW_LABELS_HEADER = "Measure"
 
 
@@ -288,15 +264,13 @@ def _name_empty_row_headers(app, doctree):
                     entries[0] += nodes.paragraph(text=ROW_LABELS_HEADER)
 
 
-# A code cell tagged "solution" (an exercise's answer, right after the exercise's cell with blanks,
-# tools/make_notebooks.py) is folded on the page as the exercises' solutions are; its button:
+# A code cell tagged "solution" (an exercise's answer) is folded on the page behind this button:
 SOLUTION_PROMPT = "Answer"
 SOLUTION_PROMPT_HIDE = "Hide the answer"
 
 
 def _fold_solution_cells(app, doctree):
-    """Code cells tagged ``solution`` start folded, code and output, behind ``SOLUTION_PROMPT``
-    (MyST-NB's hide-cell mode, which its post-transform turns into a <details> block)."""
+    """Code cells tagged ``solution`` start folded behind ``SOLUTION_PROMPT`` (MyST-NB's hide-cell)."""
     from docutils import nodes
 
     for cell in doctree.findall(nodes.container):
@@ -306,9 +280,8 @@ def _fold_solution_cells(app, doctree):
 
 
 def _visit_folded_cell(self, node):
-    """MyST-NB's folded cell, its button named by its visible text: MyST-NB labels every such
-    button "Toggle hidden content", which is not the "Answer" it shows (axe-core:
-    label-content-name-mismatch)."""
+    """MyST-NB's folded cell, its button named by the text it shows, not "Toggle hidden content"
+    (axe-core: label-content-name-mismatch)."""
     from html import escape
 
     self.body.append(f'<details class="admonition hide {" ".join(node["classes"])}">\n<summary>\n'
@@ -348,9 +321,8 @@ def setup(app):
     from sphinx.transforms.post_transforms import SphinxPostTransform
 
     class CopiedReferences(SphinxPostTransform):
-        """Links to a glossary term or a label in a copied exercise (the exercises page) point
-        from the page they are on: each names the episode it was written in, from which its
-        relative link would be made (``../reference.html`` from ``exercises.html``)."""
+        """Links to a term or label in a copied exercise (the exercises page) are made from the
+        page they are on, not from the episode they were written in."""
 
         default_priority = 9  # after sphinx-lesson's exercise list (8), before links resolve (10)
 

@@ -94,16 +94,18 @@ def read_episode(root: Path, relpath: str | Path) -> Episode:
     return Episode(path, meta)
 
 
+def toc_parts(root: Path) -> list[tuple[str, list[str]]]:
+    """Each part of the table of contents: its caption and its episode files, in order."""
+    toc = yaml.safe_load((Path(root) / "_toc.yml").read_text(encoding="utf-8"))
+    return [(part.get("caption", ""), [
+        name if name.endswith(".md") else name + ".md"
+        for name in (chapter.get("file", "") for chapter in part.get("chapters", []))
+        if name.startswith(EPISODE_DIR + "/")]) for part in toc.get("parts", [])]
+
+
 def toc_episode_paths(root: Path) -> list[str]:
     """Episode files in the order the table of contents lists them."""
-    toc = yaml.safe_load((Path(root) / "_toc.yml").read_text(encoding="utf-8"))
-    files = []
-    for part in toc.get("parts", []):
-        for chapter in part.get("chapters", []):
-            name = chapter.get("file", "")
-            if name.startswith(EPISODE_DIR + "/"):
-                files.append(name if name.endswith(".md") else name + ".md")
-    return files
+    return [path for _, paths in toc_parts(root) for path in paths]
 
 
 def episodes(root: Path) -> list[Episode]:

@@ -1,10 +1,8 @@
 """The schedule of the lesson: one timed table per part of the table of contents.
 
-The first part is the core: the Open OnDemand sessions learners launch, the opening, the setup
-check, the episodes with their breaks (after an episode, or halfway through a long one) and the
-wrap-up, all from ``lesson_schedule`` in ``_config.yml``. Later parts are further episodes with
-their breaks. The landing page shows it (the directive ``lesson-schedule`` of ``carpentry``);
-``tools/core_check.py`` checks it.
+The first part is the core: sessions, opening, setup check, episodes with their breaks and the
+wrap-up, from ``lesson_schedule`` in ``_config.yml``; later parts are further episodes. The landing
+page shows it (directive ``lesson-schedule``); ``tools/core_check.py`` checks it.
 """
 
 from __future__ import annotations
@@ -13,20 +11,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
-from episode_meta import EPISODE_DIR, Episode, FrontMatterError, read_episode, toc_episode_paths
+from episode_meta import Episode, FrontMatterError, read_episode, toc_episode_paths, toc_parts
 
 
 @dataclass(frozen=True)
 class Break:
-    """A break in the schedule, after an episode (``lesson_schedule.breaks`` in ``_config.yml``)."""
+    """A break after an episode (``lesson_schedule.breaks``)."""
 
     minutes: int
 
 
 @dataclass(frozen=True)
 class SetupCheck:
-    """The check at the start of the core that every learner's JupyterLab, kernel and data work
-    (``lesson_schedule.setup_check`` minutes in ``_config.yml``)."""
+    """The check at the start of the core that everyone's JupyterLab, kernel and data work."""
 
     minutes: int
     label = "Setup check"
@@ -34,9 +31,7 @@ class SetupCheck:
 
 @dataclass(frozen=True)
 class Slot:
-    """A timed part of the core that is no episode: the opening before the setup check, the start
-    of a later session and the wrap-up at the end (``lesson_schedule.opening``,
-    ``session_start`` and ``wrap_up`` in ``_config.yml``)."""
+    """A timed part of the core that is no episode: the opening, a later session's start, the wrap-up."""
 
     minutes: int
     label: str
@@ -45,9 +40,7 @@ class Slot:
 
 @dataclass(frozen=True)
 class Session:
-    """The Open OnDemand session that learners launch for the episodes from ``first`` on
-    (``lesson_schedule.sessions`` in ``_config.yml``): it takes no minutes of its own. The app's
-    form offers each session, with its request as the defaults."""
+    """The Open OnDemand session learners launch for the episodes from ``first`` on (no minutes)."""
 
     label: str
     first: str  # the slug of its first episode
@@ -61,7 +54,7 @@ class Session:
 
 @dataclass(frozen=True)
 class SchedulePart:
-    """A part of the table of contents that holds episodes: its caption and its timed rows."""
+    """A part of the table of contents that holds episodes."""
 
     caption: str
     rows: list  # (start 'H:MM', Episode, Break, SetupCheck, Slot or Session, minutes at its end)
@@ -77,8 +70,7 @@ class SchedulePart:
 
     @property
     def sessions(self) -> list[tuple[Session, int, int]]:
-        """Each session with the minutes, from the part's start, of its launch and its end (the
-        next session's launch, or the end of the part)."""
+        """Each session with the minutes of its launch and its end (the next one's launch)."""
         starts = [(item, end) for _, item, end in self.rows if isinstance(item, Session)]
         if not starts:
             return []
@@ -160,11 +152,9 @@ def schedule_sessions(root: Path) -> list[Session]:
 def schedule_parts(root: Path) -> list[SchedulePart]:
     """The episodes by part of the table of contents, each part timed from 0:00 with its breaks.
 
-    The first part is the core of the lesson, which starts with the opening and the setup check
-    and ends with the wrap-up; the Open OnDemand sessions start where ``_config.yml`` says (a
-    session that starts after a break is launched at the start of that break, and a later
-    session has a slot of ``session_start`` minutes of its own before its first episode). Later parts are
-    further episodes, taught on another day or chosen one by one.
+    The core opens with the opening and setup check and ends with the wrap-up; a session that
+    starts after a break is launched at its start, and a later session has a slot of
+    ``session_start`` minutes before its first episode.
     """
     rests, inner_rests = schedule_breaks(root), schedule_inner_breaks(root)
     # The core's breaks as a room takes them: the rest and the minutes to come back from it.
@@ -175,11 +165,8 @@ def schedule_parts(root: Path) -> list[SchedulePart]:
     opening, wrap_up = _whole_minutes(root, "opening"), _whole_minutes(root, "wrap_up")
     switch = _whole_minutes(root, "session_start")
     sessions = {s.first: s for s in schedule_sessions(root)}
-    toc = yaml.safe_load((Path(root) / "_toc.yml").read_text(encoding="utf-8"))
     parts = []
-    for part in toc.get("parts", []):
-        paths = [c["file"] if c["file"].endswith(".md") else c["file"] + ".md"
-                 for c in part.get("chapters", []) if c.get("file", "").startswith(EPISODE_DIR + "/")]
+    for caption, paths in toc_parts(root):
         if not paths:
             continue
         core = not parts
@@ -214,7 +201,7 @@ def schedule_parts(root: Path) -> list[SchedulePart]:
                 add(Break(breaks[ep.slug]), breaks[ep.slug])
         if core and wrap_up:
             add(Slot(wrap_up, "Wrap-up", "key points, feedback and what to do next"), wrap_up)
-        parts.append(SchedulePart(part.get("caption", ""), rows,
+        parts.append(SchedulePart(caption, rows,
                                   {slug: m for slug, m in inner.items() if slug in
                                    {Path(p).stem for p in paths}}))
     return parts

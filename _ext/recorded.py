@@ -1,20 +1,10 @@
 """The outputs of a recorded run on the episodes' pages, with the run's provenance.
 
-``tools/record_run.py`` executes the learner notebooks and keeps executed copies in
-``executed/NN-slug.ipynb``: the cells' outputs, and in the notebook's metadata (key
-``recorded_run``) the machine, versions, data, mode, date, wall time and a hash of every code
-cell's source. When Sphinx reads an episode, this extension
-
-- gives each code cell the outputs of the recorded cell with the same source (the prose always
-  comes from the episode, so editing it needs no new run); a code cell changed since the run gets
-  no output, and the page's box says so;
-- opens the page with a box saying where and how the outputs were made (CPU, GPU or "no GPU",
-  backend and versions, data, full size or quick mode, date, wall time), or in one line that
-  there is no recorded run yet;
-- gives every recorded figure its alt text, made from the figure's titles and labels when it
-  was drawn.
-
-It imports neither TensorFlow nor the lesson's package: the site builds with Jupyter Book alone.
+``tools/record_run.py`` keeps executed copies in ``executed/NN-slug.ipynb``, with the machine,
+versions, data, mode, date, wall time and each code cell's hash in their metadata
+(``recorded_run``). Each code cell of an episode gets the outputs of the recorded cell with the
+same source (a changed cell gets none), the page opens with a box on where and how they were made,
+and recorded figures get their alt text. It needs neither TensorFlow nor the lesson's package.
 """
 
 from __future__ import annotations
@@ -79,9 +69,8 @@ def recorded_outputs(nb: dict) -> dict[str, list[list]]:
 
 
 def match_cells(sources: list[str], nb: dict) -> list[list | None]:
-    """For each code cell source (in page order): the recorded outputs of the cell with the
-    same source (the n-th repeat of a source gets the n-th recorded one), or None when no
-    recorded cell has that source, i.e. the cell changed since the run."""
+    """For each code cell source: the outputs of the recorded cell with that source (the n-th
+    repeat gets the n-th), or None where the cell changed since the run."""
     available = recorded_outputs(nb)
     matched = []
     for source in sources:
@@ -91,8 +80,7 @@ def match_cells(sources: list[str], nb: dict) -> list[list | None]:
 
 
 def stale_cells(sources: list[str], nb: dict) -> list[str]:
-    """What differs between the code cells of an episode and those of its recorded run: the
-    first line of every changed or new cell, and a line for the recorded cells now gone."""
+    """The first line of every changed or new code cell, and a line for recorded cells now gone."""
     problems = [f"changed or new cell: {(source.strip().splitlines() or [''])[0]!r}"
                 for source, outputs in zip(sources, match_cells(sources, nb), strict=True)
                 if outputs is None]
@@ -175,8 +163,7 @@ def is_run(cell) -> bool:
 
 
 def episode_code_sources(text: str) -> list[str]:
-    """The code cells of an episode (a MyST text notebook) that a run executes, as jupytext
-    reads them."""
+    """The code cells of an episode (a MyST text notebook) that a run executes."""
     import jupytext
 
     return [cell.source for cell in jupytext.reads(text, fmt="myst").cells if is_run(cell)]
@@ -191,8 +178,7 @@ def _episode(docname: str) -> str | None:
 
 
 def _inject_box(app, docname, source):
-    """After carpentry's title and overview (higher priority number: runs later), a box right
-    under the page's title. Only text notebooks (episodes with code cells) get one."""
+    """The run's box right under the title carpentry adds (only episodes with code cells)."""
     from sphinx.util import logging
 
     slug = _episode(docname)
@@ -222,9 +208,8 @@ def _inject_box(app, docname, source):
 
 
 def _reader_with_outputs(create_nb_reader):
-    """Wrap MyST-NB's create_nb_reader: the notebook read from an episode gets the recorded
-    outputs of its unchanged code cells before MyST-NB renders it, so that outputs render
-    exactly as MyST-NB renders those of an executed notebook."""
+    """MyST-NB's create_nb_reader, wrapped: an episode's unchanged code cells get their recorded
+    outputs before MyST-NB renders them as an executed notebook's."""
     import dataclasses
 
     def create(path, md_config, nb_config, content):
@@ -271,11 +256,8 @@ def _image_alt_text(app, doctree):
             image["alt"] = alt
 
 
-# An output box at a 1280-px-wide window holds about this many characters of monospace text
-# (the site's CSS, _static/lesson.css, wraps longer lines).
-OUTPUT_CHARS = 78
-# The widest table that the CSS has a font size for (output-cols-N, N up to this).
-TABLE_MAX_CHARS = 200
+OUTPUT_CHARS = 78  # characters an output box holds at a 1280-px window (_static/lesson.css)
+TABLE_MAX_CHARS = 200  # the widest table the CSS has a font size for (output-cols-N)
 
 
 _RULE = re.compile(r"\s*[-=─━]{3,}[-=─━ ]*")
@@ -283,9 +265,8 @@ _COLUMN = re.compile(r"(?<=\S {2})\S|(?<=\S {3})\S|(?<= {4})\S")
 
 
 def table_lines(lines: list[str]) -> list[str]:
-    """The lines of printed text that belong to a table: rules of dashes, and lines with at
-    least two columns (text after two or more spaces) starting where those of two other lines
-    start. Fewer than three such lines are no table, and the answer is empty."""
+    """The lines of a printed table: rules of dashes, and lines with two or more columns (text
+    after two spaces) starting where two other lines' start; fewer than three are no table."""
     starts = [{m.start() for m in _COLUMN.finditer(line)} for line in lines]
     counts: dict[int, int] = defaultdict(int)
     for found in starts:
@@ -297,10 +278,8 @@ def table_lines(lines: list[str]) -> list[str]:
 
 
 def output_classes(text: str) -> list[str]:
-    """CSS classes for a text output on the page. Every line wraps in the box (the site's CSS);
-    a table wider than the box gets a font that fits its widest row (``output-table`` and
-    ``output-cols-N``, N that width rounded up to ten characters), down to a smallest size,
-    below which its rows wrap, each at the same column."""
+    """CSS classes for a text output: a table wider than the box gets ``output-table`` and
+    ``output-cols-N``, a font that fits its widest row (N rounded up to ten characters)."""
     width = max((len(line.rstrip()) for line in table_lines(text.splitlines())), default=0)
     if width <= OUTPUT_CHARS:
         return []

@@ -4,12 +4,10 @@ always packed.
     LESSON_DATA=synthetic python tools/reference.py budget --deadline 480 --out DIR
     python tools/reference.py budget --list        # the plan: its steps, leases and estimates
 
-One call runs the steps of :data:`PLAN` the run still lacks, each only while it has time for it,
-stops the step in progress at the deadline (or on SIGTERM/SIGINT) and ALWAYS packs what it has into
-``--out``: ``records.tar.gz``, ``pages.tar.gz`` and ``budget.json``. Its state is in ``results/``, so
-the next call, days later on another machine, goes on with the same run. A step with a GPU part is
-done only once it finished on a GPU, and a run stays on one GPU model; ``--fresh`` starts anew.
-It installs nothing (a missing package is named first).
+One call runs the steps of :data:`PLAN` the run lacks while it has time, stops at the deadline
+(or on SIGTERM/SIGINT) and ALWAYS packs ``records.tar.gz``, ``pages.tar.gz`` and ``budget.json``
+into ``--out``. Its state in ``results/`` lets the next call, on another machine, go on with the
+run, on the same GPU model (``--fresh`` starts anew). It installs nothing.
 """
 
 from __future__ import annotations
@@ -34,22 +32,16 @@ from gpulesson.machine.preflight import MissingPackage, require
 
 STATE_FILE = ROOT / "results" / "reference-run.json"
 LOG_DIR = steps.STATE_DIR
-# s kept for the pack: 27-57 s in the stand-in on 2 busy cores (the figures most of it, one
-# process each), less on 16 idle ones; the figures stop at the pack's deadline, the archives do not.
+# s kept for the pack: 27-57 s in the stand-in on 2 busy cores (the figures most of it).
 PACK_RESERVE = 40.0
 TAR_RESERVE = 10.0  # s of the pack kept for the archives once the figures are being redrawn
 MIN_START = 30.0  # s a resumable step needs to be worth starting: its start and one condition
 FILES = ("records.tar.gz", "pages.tar.gz", "budget.json")
 RECORDS, PAGES = ("results",), ("fig", "notebooks", "executed")
 
-# What the estimates stand on. The steps recorded on the H200 node on 2026-11-27 and 2026-11-28
-# (16-core Intel Xeon, JAX 0.11.2, PyTorch 2.11, two calls a day: results/reference-run.json,
-# whose "done" keeps each step's seconds) are planned from those seconds. A step never run
-# there is estimated from its CPU-side costs, measured in the CPU stand-in of the node (Python
-# 3.12, 2 cores): one training step of episode 5's CNN (batch 256) 0.74-0.76 CPU-s, its first
-# step 4.6-5 s of compiling, importing JAX and Keras 3.7 s, PyTorch 1.8 s; the node's 16 cores
-# taken to do 8 to 16 times one core's work. Its GPU compute is what the slack under the
-# deadline is for: a step it outruns is stopped and goes on in the next call.
+# The estimates: the seconds results/reference-run.json keeps from the H200 node (16-core Xeon,
+# JAX 0.11.2, PyTorch 2.11); else CPU costs measured in the node's 2-core stand-in (a CNN step
+# 0.75 CPU-s, its first 5 s, importing JAX and Keras 3.7 s, PyTorch 1.8 s) times 8 to 16 cores.
 BASIS = ("seconds measured on the H200 node (2026-11-27, 2026-11-28) where a step ran there; "
          "else CPU costs from the 2-core stand-in, 16 cores at 50-100 % use, GPU compute not "
          "estimated")
@@ -57,15 +49,16 @@ BASIS = ("seconds measured on the H200 node (2026-11-27, 2026-11-28) where a ste
 
 @dataclass(frozen=True)
 class Planned:
-    """A step of the plan: its lease, its estimate in s (low, high; full size, one H200), its basis."""
+    """A step of the plan: its lease, its estimate in s (low, high; full size, one H200), its basis.
+
+    ``method``: the version of its instrument; a step done with an older one is recorded again.
+    """
 
     step: Step
     lease: int
     estimate: tuple[int, int]
     basis: str
     beside_gpu: bool = False  # records what the machine has, its GPU too (a notebook's run)
-    # The version of the step's instrument. A step done with an older one is recorded again,
-    # in a new run: a record of an old method never stays a page's reference beside new ones.
     method: int = 1
 
     @property
@@ -79,10 +72,8 @@ class Planned:
 
 _x = steps.experiment
 TORCH = ("torch", "torchvision", "numpy", "h5py")
-# The instructor's readiness check, its job part on the node (python -m gpulesson.classroom.check
-# --inside-job): its record, results/check-gpu.jsonl, is the guide's example of the GPU items.
-# With the kernel's settings (the Makefile's) and the node's /tmp as the class folder (the
-# lesson's _config.yml names an example one, which no node has).
+# The readiness check's job part on the node, its record the guide's example of the GPU items;
+# with the kernel's settings and the node's /tmp as the class folder.
 CHECK_GPU = Step("readiness check on the GPU",
                  ["-m", "gpulesson.classroom.check", "--inside-job",
                   "--json", str(LOG_DIR.relative_to(ROOT) / "check-gpu.json"),
@@ -92,8 +83,6 @@ CHECK_GPU = Step("readiness check on the GPU",
 # Grain's workers beside the node's GPU: JAX, the backend the node's lessons run.
 WORKERS_GPU = ("--backends", "jax", "--devices", "gpu")
 GRAIN = (*steps.KERAS, "grain")
-# A step's ``method`` (:class:`Planned`) goes up each time its instrument changes; the plan's
-# comments and the git history say what changed.
 JAX_ENV = (("KERAS_BACKEND", "jax"),)
 LEASE_STEPS = 490  # s of steps in one call of about 9 minutes: the first call's deadline of 546 s
 #                    left 491 s for its steps (results/reference-run.json), the pack after them

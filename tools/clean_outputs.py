@@ -111,25 +111,23 @@ def clean_streams(outputs: list[dict], paths=None) -> list[dict]:
     """Consecutive stream outputs of one name joined, then cleaned; C++ log lines dropped."""
     joined: list[dict] = []
     for output in outputs:
-        if (output["output_type"] == "stream" and joined
-                and joined[-1]["output_type"] == "stream" and joined[-1]["name"] == output["name"]):
-            joined[-1] = _stream(output["name"], joined[-1]["text"] + _text(output["text"]))
-        elif output["output_type"] == "stream":
-            joined.append(_stream(output["name"], _text(output["text"])))
-        else:
+        if output["output_type"] != "stream":
             joined.append(output)
+        elif joined and joined[-1]["output_type"] == "stream" and joined[-1]["name"] == output["name"]:
+            joined[-1] = _stream(output["name"], joined[-1]["text"] + _text(output["text"]))
+        else:
+            joined.append(_stream(output["name"], _text(output["text"])))
     cleaned = []
     for output in joined:
-        if output["output_type"] == "stream":
-            text = clean_text(output["text"], paths=paths)
-            if output["name"] == "stderr":
-                text = "".join(line for line in text.splitlines(keepends=True)
-                               if not CPP_LOG.match(line))
-            text = _shorten(text)
-            if text.strip():
-                cleaned.append(_stream(output["name"], text))
-        else:
+        if output["output_type"] != "stream":
             cleaned.append(output)
+            continue
+        text = clean_text(output["text"], paths=paths)
+        if output["name"] == "stderr":
+            text = "".join(line for line in text.splitlines(keepends=True) if not CPP_LOG.match(line))
+        text = _shorten(text)
+        if text.strip():
+            cleaned.append(_stream(output["name"], text))
     return cleaned
 
 
@@ -192,56 +190,30 @@ def _code_outputs(nb: dict):
             yield from cell.get("outputs", [])
 
 
-def plain_colours(nb: dict) -> int:
-    """Take the colours out of a notebook's outputs in place; returns how many outputs changed."""
+def plain_outputs(nb: dict, paths=None) -> int:
+    """Take the colours and the machine's folders out of a notebook's outputs in place (a text
+    kept as a string or as a list of lines stays so); returns how many outputs changed."""
+    paths = machine_paths() if paths is None else paths
+
+    def plain(value, markup=False):
+        if isinstance(value, list):
+            return [neutral_paths(ANSI.sub("", line), paths, markup=markup) for line in value]
+        return neutral_paths(ANSI.sub("", value), paths, markup=markup)
+
     changed = 0
     for output in _code_outputs(nb):
-        found = has_colours(output)
-        if "text" in output:
-            output["text"] = _plain(output["text"])
-        if "traceback" in output:
-            output["traceback"] = [ANSI.sub("", line) for line in output["traceback"]]
+        before = repr(output)
+        for key in ("text", "traceback"):
+            if key in output:
+                output[key] = plain(output[key])
         data = output.get("data", {})
         if is_rich_html(data):
             data.pop("text/html")
         for mime in list(data):
             if mime.startswith("text/") or mime == "image/svg+xml":
-                data[mime] = _plain(data[mime])
-        changed += found
-    return changed
-
-
-def plain_paths(nb: dict, paths=None) -> int:
-    """Give the machine's folders in a notebook's outputs neutral names in place; returns how many changed."""
-    paths = machine_paths() if paths is None else paths
-    changed = 0
-    for output in _code_outputs(nb):
-        before = repr(output)
-        if "text" in output:
-            output["text"] = _each_line(output["text"], lambda t: neutral_paths(t, paths))
-        if "traceback" in output:
-            output["traceback"] = [neutral_paths(line, paths) for line in output["traceback"]]
-        data = output.get("data", {})
-        for mime in list(data):
-            if mime.startswith("text/") or mime == "image/svg+xml":
-                markup = mime != "text/plain"
-                data[mime] = _each_line(
-                    data[mime], lambda t, m=markup: neutral_paths(t, paths, markup=m))
+                data[mime] = plain(data[mime], markup=mime != "text/plain")
         changed += repr(output) != before
     return changed
-
-
-def _each_line(value, change):
-    """``change`` applied to a text kept as a string or as a notebook's list of lines."""
-    return [change(line) for line in value] if isinstance(value, list) else change(value)
-
-
-def _plain(value):
-    """A text (a string, or a list of lines as in a notebook file) without ANSI escapes,
-    in the same form; unchanged when it has none."""
-    if isinstance(value, list):
-        return [ANSI.sub("", line) for line in value]
-    return ANSI.sub("", value)
 
 
 def has_colours(output: dict) -> bool:

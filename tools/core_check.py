@@ -4,39 +4,32 @@
     python tools/core_check.py --root DIR    # another copy of the lesson
     python tools/core_check.py --write-guide # write the timing model's table into guide.md
 
-The core is the first part of ``_toc.yml`` that lists episodes. An episode's scheduled minutes are
-its front matter's ``teaching`` + ``exercises``; a section or exercise whose title ends with
-"(optional)" (or starts with "Optional:") is not taught in the core, every other exercise is
-*required*. The timing model counts what a room does, not what the page holds: typed lines, given
-lines (a long cell walked through by its parts), a few minutes a cell for 25 people, the talk
-(instructor notes and dropdowns included: moving prose there shortens nothing), the recorded waits
-of the episode's executed notebook times an allowance for shared nodes, the exercises, and the
-day's fixed slots and breaks. Its rates stand on two timings of the core by instructors
-(``tools/core_report.py``); ``tests/test_core_check_timed.py`` keeps the model within 5 % of them.
+The core is the first part of ``_toc.yml`` that lists episodes; an episode's minutes are its
+front matter's ``teaching`` + ``exercises``. A section or exercise titled "... (optional)" or
+"Optional: ..." is not in the core; every other exercise is *required*. The timing model
+(``tools/core_report.py``, its rates from two timings of the core by instructors, kept within 5 %
+of them by ``tests/test_core_check_timed.py``) counts what a room does: typed and given lines,
+cells, talk (notes and dropdowns included), recorded waits, exercises, slots and breaks.
 
 For each core episode:
 
-a. **Teaching time.** ``teaching`` covers the model's typed and given lines, talk and waits, and
-   the scheduled minutes are ``SLACK`` times the model's: the model is a lower bound.
+a. **Teaching time.** ``SLACK`` times the model's minutes fit in the scheduled ones.
 b. **Exercise time.** A required exercise's title ends with its minutes (``(10 min)``), at least
    ``MIN_EXERCISE`` (a one-line ``prediction``: ``MIN_PREDICTION``); ``EXERCISE_FACTOR`` times
    their sum fits in ``exercises``.
-c. **No CPU training in an exercise**: a workshop cannot wait for it. Allowed on a GPU device,
-   with limited steps, or as code with blanks, which cannot run.
+c. **No CPU training in an exercise**, unless on a GPU, with limited steps or with blanks.
 d. **Sentences.** At most ``MAX_LONG_SHARE`` of the prose sentences are longer than
-   ``LONG_SENTENCE`` words, read as the page shows them when everything is recorded.
-e. **Objectives.** Every objective is assessed by a required exercise with a solution that names
-   it with a class option (``:class: objective-2``), shown nowhere.
+   ``LONG_SENTENCE`` words, as the page shows them when everything is recorded.
+e. **Objectives.** Each is assessed by a required exercise with a solution that names it with a
+   class option (``:class: objective-2``).
 f. **Prose.** At most ``MAX_PROSE_WORDS`` words of prose as the page shows it.
 
 For the core as a whole: at most ``MAX_REQUIRED`` required exercises and ``MAX_CORE_PROSE`` words;
 an opening, setup check and wrap-up of at least their minutes, at most ``WORKSHOP_DAY`` minutes
-with breaks, and no stretch over ``MAX_STRETCH`` minutes without a break (all from
-``_config.yml``'s ``lesson_schedule``).
+with breaks, no stretch over ``MAX_STRETCH`` minutes without a break (``lesson_schedule``).
 
-**Sessions.** Each Open OnDemand session of ``lesson_schedule.sessions`` lasts at least
-``SESSION_MARGIN`` minutes longer than the part it serves and no longer than the site allows, and
-holds GPUs (on the GPU partition) exactly when an episode it serves uses one.
+**Sessions.** Each session of ``lesson_schedule.sessions`` outlasts the part it serves by
+``SESSION_MARGIN`` minutes within the site's limit, and holds GPUs exactly when its episodes use one.
 """
 
 from __future__ import annotations

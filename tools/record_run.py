@@ -405,7 +405,7 @@ def clean_records(folder: Path, only: list[str] | None = None) -> list[Path]:
         if only and not any(path.name.startswith(prefix) for prefix in only):
             continue
         nb = json.loads(path.read_text(encoding="utf-8"))
-        if clean_outputs.plain_colours(nb) + clean_outputs.plain_paths(nb):
+        if clean_outputs.plain_outputs(nb):
             write_atomically(nb, path)
             changed.append(path)
     return changed
