@@ -10,13 +10,11 @@ import numpy as np
 import pytest
 from conftest import ROOT, load_script
 
-from gpulesson.experiments import common
+from gpulesson.experiments import common, registry
 from gpulesson.experiments import small_models as sm
 from gpulesson.experiments.small_models import measure
-from gpulesson.experiments.small_models.__main__ import main as small_models_main
-from gpulesson.experiments.small_models.figures import comparison_alt, sweep_alt
-from gpulesson.experiments.small_models.page import sweep_dates
-from gpulesson.experiments.small_models.records import PARTS, SmallModelsError, sample_summary
+from gpulesson.experiments.small_models.measure import PARTS, SmallModelsError
+from gpulesson.experiments.small_models.page import comparison_alt, sample_summary, sweep_alt, sweep_dates
 from gpulesson.records.results import (
     NOT_RECORDED,
     append_record,
@@ -169,7 +167,8 @@ def fake_comparison(run_id="fake", gpu=True):
 
 def test_speedups_tables_and_figures_on_made_up_records(tmp_path):
     path = tmp_path / "made-up.jsonl"
-    for record in fake_sweep("old", gpu=False) + fake_comparison("a") + fake_sweep("b") + fake_sweep("c", gpu=False):
+    made_up = fake_sweep("old", gpu=False) + fake_comparison("a") + fake_sweep("b")
+    for record in made_up + fake_sweep("c", gpu=False):
         append_record(path, record)
     sweep = sm.reference_run("sweep", path)
     assert {r["run_id"] for r in sweep} == {"b"}  # the newest run with a GPU
@@ -291,7 +290,8 @@ def test_committed_results_are_valid_and_honest():
             assert r["cpu_model"] and r["versions"]["keras"]
             assert r["data"] == ("breast_cancer" if part == "comparison" else "random")
         if not any(is_gpu(r) for r in run):
-            assert sm.substitutions()["ref_mlp_gpu" if part == "comparison" else "ref_mlp_sweep_gpu"] == NOT_RECORDED
+            key = "ref_mlp_gpu" if part == "comparison" else "ref_mlp_sweep_gpu"
+            assert sm.substitutions()[key] == NOT_RECORDED
     # records made before the summaries: medians with ranges from their epochs
     values = sm.substitutions()
     assert "range" in values["ref_mlp_cpu_epoch"] and "range" in values["ref_mlp_sweep_cpu_small_sample"]
@@ -326,6 +326,13 @@ def test_bad_devices_and_sizes_are_refused():
         sm.sweep(["cpu"], [32], [16, 0], n_rows=64, epochs=2, progress=None)
 
 
+def refused(args, out):
+    """The command stops with exit status 2 before anything is measured."""
+    with pytest.raises(SystemExit) as stopped:
+        registry.run(sm.__name__, [*args, "--out", str(out)])
+    assert stopped.value.code == 2
+
+
 @pytest.mark.parametrize("args, message", [
     (["--devices", "tpu"], "unknown device 'tpu'"),
     (["--devices", "gpu"], "SKIPPED: no GPU is visible"),
@@ -340,7 +347,7 @@ def test_the_command_refuses_bad_input_and_writes_nothing(args, message, tmp_pat
     if "gpu" in args and keras_device()["gpu_count"]:
         pytest.skip("this machine has a GPU")
     out = tmp_path / "out.jsonl"
-    assert small_models_main([*args, "--out", str(out)]) == 2
+    refused(args, out)
     err = capsys.readouterr().err
     assert message in err and "Nothing was measured or written" in err
     assert not out.exists()
@@ -350,10 +357,10 @@ def test_the_command_refuses_bad_input_and_writes_nothing(args, message, tmp_pat
 def test_the_sweep_runs_without_scikit_learn(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "sklearn", None)  # import sklearn now fails
     out = tmp_path / "out.jsonl"
-    assert small_models_main(["--parts", "comparison", "--out", str(out)]) == 2
+    refused(["--parts", "comparison"], out)
     assert "scikit-learn is not installed" in capsys.readouterr().err and not out.exists()
-    assert small_models_main(["--parts", "sweep", "--devices", "cpu", "--batch-sizes", "16", "--widths", "4",
-                    "--rows", "32", "--out", str(out)]) == 0
+    assert registry.run(sm.__name__, ["--parts", "sweep", "--devices", "cpu", "--batch-sizes", "16",
+                                      "--widths", "4", "--rows", "32", "--out", str(out)]) == 0
     assert [r["part"] for r in read_records(out)] == ["sweep"]
     # The lesson module the CNN episode and the GPU runs import must not need it either.
     for module in ("__init__.py", "core.py"):
@@ -365,8 +372,8 @@ def test_the_command_records_both_parts_under_jax(tmp_path):
     out = tmp_path / "jax.jsonl"
     env = {**os.environ, "KERAS_BACKEND": "jax", "LESSON_QUICK": "1"}
     result = subprocess.run(
-        [sys.executable, "-m", "gpulesson.experiments.small_models", "--devices", "cpu", "--batch-sizes", "16",
-         "--widths", "4", "8", "--rows", "32", "--out", str(out)],
+        [sys.executable, "-m", "gpulesson.experiments.small_models", "--devices", "cpu",
+         "--batch-sizes", "16", "--widths", "4", "8", "--rows", "32", "--out", str(out)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stderr[-2000:]
     records = [json.loads(line) for line in out.read_text().splitlines()]

@@ -9,7 +9,7 @@ import textwrap
 from types import SimpleNamespace
 
 import pytest
-from conftest import ROOT, blocked_imports, load_script
+from conftest import ROOT, blocked_imports
 
 from gpulesson.experiments import torch_reference
 from gpulesson.records.results import NOT_RECORDED, append_record, read_records, validate_record
@@ -47,8 +47,8 @@ def made_up_gpu(monkeypatch):
                                           "setting": "made up"}}
         return real(device)
 
-    # run_record reads it in records.py, the module it lives in, not in the package.
-    monkeypatch.setattr(torch_reference.records, "torch_environment", environment)
+    # run_record reads it in measure.py, the module it lives in, not in the package.
+    monkeypatch.setattr(torch_reference.measure, "torch_environment", environment)
 
 
 def record(device, run_id, **kwargs):
@@ -168,8 +168,13 @@ def test_overlapping_epochs_are_no_measurable_difference(tmp_path, made_up_gpu):
     assert "no measurable difference" in values["ref_torch_fig_time_bars_alt"]
 
 
-def load_figure_script():
-    return load_script(FIG / "reference.py")
+def draw(results, folder):
+    """The figures as `make figures` draws them (gpulesson.experiments.registry.draw_declared)."""
+    from gpulesson.experiments.registry import Declared
+    from gpulesson.records.figure_scripts import drawer
+
+    experiment = Declared(torch_reference.__name__)
+    return drawer(experiment, experiment.FIGURES, folder)(results)
 
 
 def test_figures_of_a_made_up_gpu_run_say_what_they_show(tmp_path, made_up_gpu):
@@ -186,7 +191,7 @@ def test_figures_of_a_made_up_gpu_run_say_what_they_show(tmp_path, made_up_gpu):
     assert any("8× faster" in t.get_text() for t in bars.axes[0].texts)
     assert (epochs.alt_text, bars.alt_text) == torch_reference.alt_texts(
         torch_reference.reference_run(path))
-    drawn = load_figure_script().draw(path, tmp_path)
+    drawn = draw(path, tmp_path)
     assert [p.name for p in drawn] == ["reference-epoch-times.svg", "reference-time-bars.svg"]
     assert all(p.read_bytes().startswith(b"<?xml") for p in drawn)
 
@@ -205,12 +210,12 @@ def test_committed_results_are_valid_and_honest_about_the_gpu():
 
 
 def test_committed_figures_are_drawn_from_the_results_file(tmp_path):
-    for drawn in load_figure_script().draw(torch_reference.RESULTS_FILE, tmp_path):
+    for drawn in draw(torch_reference.RESULTS_FILE, tmp_path):
         committed = FIG / drawn.name
-        assert committed.exists(), f"{committed} is missing: run python {FIG / 'reference.py'}"
+        assert committed.exists(), f"{committed} is missing: run make figures"
         assert drawn.read_bytes() == committed.read_bytes(), (
             f"{committed.name} is not what {torch_reference.RESULTS_FILE.name} gives: "
-            f"run python {FIG / 'reference.py'}")
+            "run make figures")
 
 
 # --- without PyTorch -------------------------------------------------------------------------
@@ -302,7 +307,9 @@ def test_a_run_that_goes_on_trains_only_on_the_devices_it_lacks(tmp_path, fake_t
     capsys.readouterr()
 
     # Going on with other settings would mix two comparisons in one run: refused.
-    assert torch_reference.main([*argv, "--run-id", run_id, "--batch-size", "16"]) == 2
+    with pytest.raises(SystemExit) as refused:
+        torch_reference.main([*argv, "--run-id", run_id, "--batch-size", "16"])
+    assert refused.value.code == 2
     assert "was recorded with batch_size 64, not 16" in capsys.readouterr().err
 
     fake_training.calls.clear()

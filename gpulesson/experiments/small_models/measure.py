@@ -1,40 +1,36 @@
-"""Training the MLPs on each device, the comparison on the breast-cancer data and the sweep of
-batch size x layer width on random rows, and the checks of what is asked for. Keras is imported
-only when something is trained. Each record keeps the load average before and after it was
-measured; the comparison also the energy of each epoch where the device's meter can be read."""
+"""Training episode 7's MLPs on each device with the episode's own code, every request checked
+first; Keras is imported only when something is trained. Each record keeps the load average
+around it, the comparison each epoch's energy where the device's meter can be read."""
 
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
+from gpulesson.experiments import cli
 from gpulesson.experiments.common import WARMUP, repeats_for
 from gpulesson.experiments.energy import energy_callback, start_intervals, stop_intervals
-from gpulesson.experiments.recordset import epochs_summary
-from gpulesson.experiments.small_models.records import (
-    N_CLASSES,
-    N_FEATURES,
-    RECORDS,
-    SmallModelsError,
-    comparison_record,
-    device_fields,
-)
+from gpulesson.experiments.recordset import RecordSet, epochs_summary
 from gpulesson.machine.devices import KERAS_DEVICES as DEVICES
 from gpulesson.machine.timing import load_average
 from gpulesson.records.results import duration as short_time
 from gpulesson.records.results import new_run_id
 
-# The CPU-vs-GPU comparison on the breast-cancer data: a fixed number of epochs, no early stop;
-# the first is the warm-up, the other 19 the timed repeats (more than the rule's minimum: an
-# epoch of this model takes about 0.1 s on the lesson's CPU).
+PARTS = ("comparison", "sweep")
+N_FEATURES, N_CLASSES = 30, 2
+EPISODE_WIDTHS = (16, 8)  # the episode's MLP: 30 -> 16 -> 8 -> 2
+# A record made before the rule took its first epoch as the warm-up.
+RECORDS = RecordSet("mlp-cpu-vs-gpu", ("part", "device_kind", "width", "batch_size"),
+                    data="breast_cancer", warmup_key=None)
+# The comparison: a fixed number of epochs, no early stop; the first is the warm-up, the other
+# 19 the timed repeats (more than the rule's minimum: an epoch takes about 0.1 s on a CPU).
 COMPARISON = {"epochs": 20, "batch_size": 32}
 QUICK_COMPARISON = {"epochs": WARMUP + repeats_for(True), "batch_size": 32}
-# The sweep: every batch size x every width, on random rows (at least 4 batches per epoch), each
-# cell one warm-up epoch and the rule's timed repeats. On the lesson's 2-core CPU the warm-up
-# epochs of all 16 cells took 26 to 29 s and one timed epoch of all of them 17 to 19 s
-# (results/mlp-cpu-vs-gpu.jsonl, whose sweeps of 3 epochs a cell took 61 to 66 s; the width-4096
-# cells most of it), so the full sweep of 6 epochs a cell takes about two minutes there.
+# The sweep: every batch size x every width, on random rows (at least 4 batches per epoch),
+# each cell one warm-up epoch and the rule's timed repeats: about two minutes on the lesson's
+# 2-core CPU, most of it in the width-4096 cells.
 GRID = {"batch_sizes": (32, 256, 1024, 4096), "widths": (16, 256, 1024, 4096),
         "n_rows": 4096, "epochs": WARMUP + repeats_for(False)}
 QUICK_GRID = {"batch_sizes": (32, 256), "widths": (16, 64), "n_rows": 1024,
@@ -44,13 +40,21 @@ MIN_BATCHES = 4
 SKIPPED_GPU = "SKIPPED: no GPU is visible to Keras"
 
 
+class SmallModelsError(ValueError):
+    """A request this experiment cannot carry out; the message says what to change."""
+
+
+def device_fields(device: str) -> dict:
+    """The fields that say which Keras device ran."""
+    kind = "gpu" if str(device).lower().startswith(("gpu", "cuda")) else "cpu"
+    return {"device_kind": kind, "keras_device": device}
+
+
 def keras_device_name(device: str) -> str:
     """``"cpu"``/``"gpu"`` (or ``"gpu:0"``) -> the Keras device name (``"cpu"``, ``"gpu:0"``)."""
     name = str(device).lower()
-    if name in DEVICES:
-        return DEVICES[name]
-    if name in DEVICES.values():
-        return name
+    if name in DEVICES or name in DEVICES.values():
+        return DEVICES.get(name, name)
     raise SmallModelsError(f"unknown device {device!r}: use one of {', '.join(DEVICES)}")
 
 
@@ -78,8 +82,7 @@ def _positive_ints(values, what: str) -> tuple[int, ...]:
 
 
 def check_grid(batch_sizes, widths, n_rows: int, epochs: int) -> dict:
-    """The sweep's grid, checked: whole numbers >= 1, and at least :data:`MIN_EPOCHS` epochs
-    (the warm-up and enough timed repeats to have a range)."""
+    """The sweep's grid, checked: whole numbers >= 1, and at least :data:`MIN_EPOCHS` epochs."""
     grid = {"batch_sizes": _positive_ints(batch_sizes, "batch size"),
             "widths": _positive_ints(widths, "layer width"),
             "n_rows": _positive_ints([n_rows], "number of rows")[0],
@@ -134,46 +137,57 @@ def time_cell(device: str, batch_size: int, width: int, *, n_rows: int, epochs: 
             "jit_compile": lesson.JIT_COMPILE, "load_average": load}
 
 
-def condition(record: dict) -> tuple:
-    """What one record measured: its part, device kind and, for the sweep, its cell. A run that
-    goes on (``--run-id``) skips the conditions it has."""
-    cell = (record.get("width"), record.get("batch_size")) if record["part"] == "sweep" else ()
-    return (record["part"], record["device_kind"], *cell)
-
-
-def sweep(devices, batch_sizes, widths, *, n_rows: int, epochs: int, run_id: str | None = None,
-          seed: int = 0, source: str = "notebook", progress=print, done=frozenset(),
-          on_record=None) -> list[dict]:
-    """Time every (batch size, width) cell on every device (Keras names); one record per device
-    and cell, each handed to ``on_record`` as it is made, so that a run that stops keeps what
-    it measured. The whole grid is checked first; cells whose :func:`condition` is in ``done``
-    are skipped."""
+def _sweep(devices, batch_sizes, widths, *, n_rows: int, epochs: int, run_id: str | None = None,
+           seed: int = 0, source: str = "notebook", progress=print, done=frozenset()):
+    """One record per device and cell, each yielded as it is made; the grid is checked first,
+    and the cells whose condition is in ``done`` are skipped."""
     devices = [keras_device_name(d) for d in devices]
     grid = check_grid(batch_sizes, widths, n_rows, epochs)
     run_id = run_id or new_run_id()
-    records = []
     for device in devices:
         for width in grid["widths"]:
             for batch_size in grid["batch_sizes"]:
                 if ("sweep", device_fields(device)["device_kind"], width, batch_size) in done:
                     continue
-                cell = time_cell(device, batch_size, width, n_rows=grid["n_rows"], epochs=grid["epochs"],
-                                 seed=seed)
+                cell = time_cell(device, batch_size, width, n_rows=grid["n_rows"],
+                                 epochs=grid["epochs"], seed=seed)
                 if progress:
                     progress(f"{device}  width {width:5}  batch {batch_size:5}  "
                              f"{short_time(cell['seconds_per_sample'])} per sample")
-                record = RECORDS.record(data="random", part="sweep", run_id=run_id,
-                                        source=source, **device_fields(device), **cell)
-                if on_record:
-                    on_record(record)
-                records.append(record)
-    return records
+                yield RECORDS.record(data="random", part="sweep", run_id=run_id, source=source,
+                                     **device_fields(device), **cell)
 
 
-def run_comparison(devices, *, run_id: str, seed: int, settings: dict, source: str,
-                   done=frozenset(), on_record=None) -> list[dict]:
-    """Train the episode's MLP on the breast-cancer data on every device from the same initial
-    weights; one record each (``done`` and ``on_record`` as in :func:`sweep`)."""
+def sweep(devices, batch_sizes, widths, **options) -> list[dict]:
+    """Time every (batch size, width) cell on every device (Keras names): one record per device
+    and cell (``n_rows``, ``epochs``, ``run_id``, ``seed``, ``progress`` as keywords)."""
+    return list(_sweep(devices, batch_sizes, widths, **options))
+
+
+def comparison_record(run: dict, *, run_id: str, batch_size: int, n_train: int, n_test: int,
+                      start_weights: str | None = None, source: str = "notebook",
+                      load_average: dict | None = None, energy: dict | None = None) -> dict:
+    """The record of one device's run of :func:`gpulesson.lesson.train_mlp`; ``load_average``
+    (``{"start": [...], "end": [...]}``) and ``energy`` as measured around it."""
+    timing = dict(run["timing"])
+    mean = timing["steady_mean_epoch_seconds"] or timing["first_epoch_seconds"]
+    training = timing.pop("total_seconds")
+    return RECORDS.record(
+        part="comparison", run_id=run_id, source=source, **device_fields(run["device"]),
+        batch_size=batch_size, n_train=n_train, n_test=n_test,
+        hidden_widths=list(EPISODE_WIDTHS), n_parameters=run["model"].count_params(),
+        **timing, mean_epoch_seconds=mean, training_seconds=training,
+        test_loss=float(run["test_loss"]), test_accuracy=float(run["test_accuracy"]),
+        start_weights=start_weights, jit_compile=run.get("jit_compile"),
+        summary=epochs_summary(timing["epoch_seconds"]), load_average=load_average,
+        **({"energy": energy} if energy is not None else {}),
+        history={key: [float(v) for v in values] for key, values in run["history"].items()},
+    )
+
+
+def _comparison(devices, *, run_id: str, seed: int, settings: dict, source: str, done):
+    """The episode's MLP trained on the breast-cancer data on every device from the same
+    initial weights; one record each."""
     import keras
 
     from gpulesson import lesson
@@ -182,11 +196,9 @@ def run_comparison(devices, *, run_id: str, seed: int, settings: dict, source: s
     train, test, _, _ = prepare_breast_cancer()
     keras.utils.set_random_seed(seed)
     initial_weights = lesson.build_mlp().get_weights()
-    start = lesson.weights_fingerprint(initial_weights)
-    records = []
     for device in devices:
         kind = device_fields(device)["device_kind"]
-        if ("comparison", kind) in done:
+        if any(key[:2] == ("comparison", kind) for key in done):
             continue
         print(f"Comparison: training the MLP on {device} for {settings['epochs']} epochs ...", flush=True)
         keras.utils.set_random_seed(seed)
@@ -199,11 +211,51 @@ def run_comparison(devices, *, run_id: str, seed: int, settings: dict, source: s
             load["end"] = load_average()
         finally:
             energy = stop_intervals(intervals, reason, warmup=WARMUP, images=len(train[0]))
-        record = comparison_record(run, run_id=run_id, batch_size=settings["batch_size"],
-                                   n_train=len(train[0]), n_test=len(test[0]),
-                                   start_weights=start, source=source, load_average=load,
-                                   energy=energy)
-        if on_record:
-            on_record(record)
-        records.append(record)
-    return records
+        yield comparison_record(run, run_id=run_id, batch_size=settings["batch_size"],
+                                n_train=len(train[0]), n_test=len(test[0]),
+                                start_weights=lesson.weights_fingerprint(initial_weights),
+                                source=source, load_average=load, energy=energy)
+
+
+def _check_parts(parts) -> list[str]:
+    """The parts asked for, in their order; the comparison needs scikit-learn."""
+    unknown = [p for p in parts if p not in PARTS]
+    if unknown:
+        raise SmallModelsError(f"unknown part(s) {', '.join(unknown)}: use {' and/or '.join(PARTS)}")
+    if "comparison" in parts:
+        try:
+            import sklearn  # noqa: F401
+        except ImportError:
+            raise SmallModelsError(
+                "scikit-learn is not installed, and the comparison on the breast-cancer data needs it: "
+                "pip install scikit-learn==1.9.1, or record only the sweep with --parts sweep") from None
+    return [p for p in PARTS if p in parts]
+
+
+def measure(args, *, run_id: str, done):
+    """The command's run: the parts asked for, each record yielded as it is made."""
+    from gpulesson.machine.devices import keras_device
+
+    base = QUICK_GRID if args.quick else GRID
+    try:
+        parts = _check_parts(args.parts)
+        grid = check_grid(args.batch_sizes or base["batch_sizes"], args.widths or base["widths"],
+                          base["n_rows"] if args.rows is None else args.rows,
+                          base["epochs"] if args.epochs is None else args.epochs)
+        gpus = keras_device()["gpu_count"]
+        devices = check_devices(cli.default_devices(args.devices, gpus), gpus)
+    except SmallModelsError as exc:
+        print(f"error: {exc}. Nothing was measured or written.", file=sys.stderr)
+        raise SystemExit(2) from None
+    if args.devices is None and not gpus:
+        print(f"{SKIPPED_GPU}: recording the CPU only.")
+    print(f"Run {run_id}: {', '.join(parts)} on {', '.join(devices)}"
+          + (" (quick mode)" if args.quick else "")
+          + (f"; going on: {len(done)} condition(s) recorded already" if done else ""), flush=True)
+    shared = {"run_id": run_id, "seed": args.seed, "done": done,
+              "source": "gpulesson.experiments.small_models" + (" --quick" if args.quick else "")}
+    if "comparison" in parts:
+        settings = QUICK_COMPARISON if args.quick else COMPARISON
+        yield from _comparison(devices, settings=settings, **shared)
+    if "sweep" in parts:
+        yield from _sweep(devices, **grid, **shared, progress=lambda line: print(line, flush=True))

@@ -1,37 +1,363 @@
-"""The episode's ``ref_mlp_*`` values, from the reference runs (read while the site builds)."""
+"""Episode 7's reference runs, one per part (the newest with CPU and GPU records; a sweep counts
+only with every cell of its grid on each device it measured), in words, as tables and figures,
+and the page's ``ref_mlp_*`` values. The alt texts read what the figures draw
+(:func:`sweep_drawn`), so that they name only what is drawn. Imports no deep-learning framework."""
 
 from __future__ import annotations
 
-from gpulesson.experiments.common import summary_text, times_text
-from gpulesson.experiments.pagewords import accuracy, by_device, first_epoch, listed, run_values
-from gpulesson.experiments.small_models.figures import comparison_alt, sweep_alt
-from gpulesson.experiments.small_models.records import (
-    RECORDS,
-    RESULTS_FILE,
-    axes,
-    cell_name,
-    epoch_summary,
-    reference_run,
-    sample_summary,
-    speedup_text,
-    step_summary,
-    sweep_cells,
-    sweep_complete,
-    sweep_verdicts,
-    verdict,
-    verdict_words,
+import numpy as np
+
+from gpulesson.experiments.common import (
+    SPREAD_NOTE,
+    Comparison,
+    draw_spread,
+    scale,
+    summarise,
+    summary_text,
+    times_text,
 )
-from gpulesson.records.results import NOT_RECORDED, is_gpu
+from gpulesson.experiments.figkit import need, title
+from gpulesson.experiments.pagewords import accuracy, by_device, first_epoch, listed, run_values
+from gpulesson.experiments.recordset import gpu_against_cpu
+from gpulesson.experiments.small_models.measure import (
+    EPISODE_WIDTHS,
+    N_CLASSES,
+    N_FEATURES,
+    PARTS,
+    RECORDS,
+    SmallModelsError,
+    hidden_widths,
+)
+from gpulesson.records.compare_plots import LOG_NOTE, needs_log_axis
+from gpulesson.records.results import NOT_RECORDED, data_label, hardware, is_gpu, pick
 from gpulesson.records.results import duration as short_time
-from gpulesson.records.results import pick as _pick
 
+COMMAND = "python -m gpulesson.experiments.small_models"
 BUDGET = "`python tools/reference.py budget`"
+DEVICE_WORDS = {"CPU": "round markers and a solid line", "GPU": "square markers and a dashed line"}
 
+
+# --- the reference runs and what they measured ---------------------------------------------
+
+def axes(records) -> tuple[list[int], list[int]]:
+    """The sorted widths and batch sizes of a sweep's records."""
+    return sorted({r["width"] for r in records}), sorted({r["batch_size"] for r in records})
+
+
+def cell_name(key: tuple[int, int]) -> str:
+    return f"width {key[0]}, batch size {key[1]}"
+
+
+def sweep_complete(records) -> bool:
+    """Whether each device of a sweep run has every cell of the run's grid."""
+    widths, batches = axes(records)
+    grid = {(w, b) for w in widths for b in batches}
+    return all({(r["width"], r["batch_size"]) for r in records if is_gpu(r) == gpu} == grid
+               for gpu in {is_gpu(r) for r in records})
+
+
+def reference_run(part: str, path=None) -> list[dict]:
+    """The records of ``part`` of the newest run with CPU and GPU records, a sweep only whole."""
+    if part not in PARTS:
+        raise SmallModelsError(f"unknown part {part!r}: use one of {', '.join(PARTS)}")
+    return RECORDS.newest_run(path, part=part, complete=sweep_complete if part == "sweep" else None)
+
+
+def epoch_summary(record: dict | None) -> dict | None:
+    """The summary of a record's timed epochs; a sweep record without epoch times has its mean
+    epoch as its only sample (no range)."""
+    if not record:
+        return None
+    found = RECORDS.epoch_summary(record)
+    if found is None and record.get("mean_epoch_seconds"):
+        found = summarise([record["mean_epoch_seconds"]])
+    return found
+
+
+def sample_summary(record: dict | None) -> dict | None:
+    """The time per sample of a sweep record."""
+    return scale(epoch_summary(record), 1 / record["n_rows"]) if record else None
+
+
+def step_summary(record: dict | None) -> dict | None:
+    """The time per step of a sweep record."""
+    if not record:
+        return None
+    steps = record.get("steps_per_epoch") or -(-record["n_rows"] // record["batch_size"])
+    return scale(epoch_summary(record), 1 / steps)
+
+
+def speedup_text(found: Comparison | None) -> str:
+    """``"0.4× (GPU 2.5× slower)"`` or ``"1.1× (no measurable difference)"``."""
+    return f"{times_text(found.ratio)} ({verdict_words(found)})" if found else NOT_RECORDED
+
+
+def verdict_words(found: Comparison) -> str:
+    """"GPU 2.5× slower", or "no measurable difference" where the ranges overlap."""
+    return f"GPU {found.sentence}" if found.measurable else found.sentence
+
+
+def sweep_cells(records) -> dict[tuple[int, int], dict[str, dict]]:
+    """``{(width, batch_size): {"cpu": record, "gpu": record}}`` of one sweep run's records."""
+    cells: dict[tuple[int, int], dict[str, dict]] = {}
+    for record in records:
+        cells.setdefault((record["width"], record["batch_size"]), {})[
+            "gpu" if is_gpu(record) else "cpu"] = record
+    return cells
+
+
+def sweep_verdicts(records) -> dict[tuple[int, int], Comparison]:
+    """``{(width, batch_size): the GPU against the CPU per sample}`` of the cells with both."""
+    found = {key: gpu_against_cpu(sample_summary(pair.get("cpu")), sample_summary(pair.get("gpu")))
+             for key, pair in sweep_cells(records).items()}
+    return {key: v for key, v in found.items() if v is not None}
+
+
+# --- a run in words and as a table ----------------------------------------------------------
+
+def describe_comparison(records) -> str:
+    """The comparison in words: each device's epoch times, accuracy, and the speed-up."""
+    if not records:
+        return "No comparison run recorded."
+    first = records[0]
+    lines = [(f"Data: {data_label(records)}; {first['n_train']} training rows (a fifth of them for "
+              f"validation), batch size {first['batch_size']}, {first['epochs']} epochs, "
+              f"backend {first['backend']}.")]
+    names = hardware(records)
+    for record in sorted(records, key=is_gpu):
+        kind = "GPU" if is_gpu(record) else "CPU"
+        lines.append(f"{kind} ({names[kind]}): first epoch {short_time(record['first_epoch_seconds'])} "
+                     f"(warm-up), then {summary_text(epoch_summary(record), short_time)} per "
+                     f"epoch; test accuracy {record['test_accuracy']:.3f}.")
+    if pick(records, True) is None:
+        lines.append("GPU: no run in these records.")
+    else:
+        speedup = speedup_text(RECORDS.gpu_against_cpu(records, epoch_summary))
+        lines.append(f"Speed-up of the GPU per epoch (medians): {speedup}.")
+    return "\n".join(lines)
+
+
+def _cell_text(record) -> str:
+    found = sample_summary(record)
+    if not found:
+        return "-"
+    return short_time(found["median"]) + (f" ({short_time(found['min'])}-{short_time(found['max'])})"
+                                          if found["n"] > 1 else " (1 epoch)")
+
+
+def sweep_table(records) -> str:
+    """A text table of a sweep run: time per sample per device, and the speed-up, per cell."""
+    if not records:
+        return "No sweep recorded."
+    widths, batches = axes(records)
+    cells, verdicts = sweep_cells(records), sweep_verdicts(records)
+    kinds = [k for k in ("cpu", "gpu") if any(k in pair for pair in cells.values())]
+    header = f"{'width':>6} {'batch':>6} " + " ".join(f"{k.upper() + ' per sample':>24}" for k in kinds)
+    if verdicts:
+        header += f" {'speed-up':>9}  GPU against CPU"
+    lines = [f"Data: {data_label(records)}; backend {records[0]['backend']}; per sample: median "
+             "(fastest-slowest timed epoch).", header]
+    for width in widths:
+        for batch in batches:
+            pair = cells.get((width, batch), {})
+            line = f"{width:6} {batch:6} " + " ".join(f"{_cell_text(pair.get(k)):>24}" for k in kinds)
+            if verdicts:
+                found = verdicts.get((width, batch))
+                line += (f" {found.ratio:8.2f}x  {found.sentence}" if found else f" {'-':>9}")
+            lines.append(line)
+    if not verdicts:
+        lines.append("Speed-up: not measured (no GPU records in this sweep).")
+    return "\n".join(lines)
+
+
+def describe(records) -> str:
+    """The command's table of a run: each part it has."""
+    return "\n".join(text([r for r in records if r["part"] == part]) for part, text in
+                     (("comparison", describe_comparison), ("sweep", sweep_table))
+                     if any(r["part"] == part for r in records))
+
+
+# --- the figures and their alt texts ---------------------------------------------------------
+
+def _comparison_drawn(records) -> list[dict]:
+    """Per device recorded (CPU first), its epoch times and the summary of its timed epochs."""
+    return [{"kind": kind, "epochs": list(record["epoch_seconds"]), "summary": epoch_summary(record)}
+            for kind, record in (("CPU", pick(records, False)), ("GPU", pick(records, True)))
+            if record and record.get("epoch_seconds")]
+
+
+def comparison_alt(records) -> str:
+    drawn = _comparison_drawn(records)
+    if not drawn:
+        return "Chart without lines: the run kept no epoch times."
+    devices = " and ".join(d["kind"] for d in drawn)
+    parts = [f"Line chart of the wall time of each of the {len(drawn[0]['epochs'])} training "
+             f"epochs of the small network on the breast-cancer data on the {devices}, "
+             + "; ".join(f"the {d['kind']} with {DEVICE_WORDS[d['kind']]}" for d in drawn)
+             + "; the first epoch is circled and labelled as the warm-up. Right of the epochs, "
+             "a whisker spans the fastest to the slowest timed epoch around the median, with "
+             "the timed epochs as dots."]
+    parts += [f"{d['kind']}: first epoch {short_time(d['epochs'][0])}, then "
+              f"{summary_text(d['summary'], short_time, what='timed epochs')}." for d in drawn]
+    if needs_log_axis([v for d in drawn for v in d["epochs"]]):
+        parts.append(LOG_NOTE)
+    return " ".join(parts)
+
+
+def comparison_figure(records):
+    """Time per epoch of the comparison run per device, and at the right the median and range
+    of each device's timed epochs."""
+    from gpulesson.records import compare_plots
+
+    need(records, f"run {COMMAND}")
+    drawn = _comparison_drawn(records)
+    need(drawn, "the comparison records keep no epoch times")
+    names = hardware(records)
+    found = {d["kind"]: d for d in drawn}
+    fig = compare_plots.epoch_times(*(found[k]["epochs"] if k in found else None
+                                      for k in ("CPU", "GPU")), label=data_label(records),
+                                    hardware={k: names.get(k, NOT_RECORDED) for k in found})
+    ax = fig.axes[0]
+    colours = {line.get_label(): line.get_color() for line in ax.get_lines()}
+    longest = max(len(d["epochs"]) for d in drawn)
+    where = longest + 1.5
+    for i, d in enumerate(drawn):
+        draw_spread(ax, [where + 0.6 * i], [d["summary"]], color=colours.get(d["kind"], "black"))
+    ticks = [t for t in range(1, longest + 1) if longest <= 20 or t % 5 == 0 or t == 1]
+    ax.set_xticks([*ticks, where + 0.3 * (len(drawn) - 1)], [*map(str, ticks), "timed\nepochs"])
+    ax.set_xlabel(f"epoch; right: {SPREAD_NOTE.split('; ', 1)[1]}", fontsize=8)
+    if "GPU" not in found:
+        ax.text(0.98, 0.97, "no GPU run", transform=ax.transAxes, ha="right",
+                va="top", fontsize=8, style="italic")
+    ax.set_title(f"MLP {' -> '.join(map(str, [N_FEATURES, *EPISODE_WIDTHS, N_CLASSES]))}, "
+                 f"batch size {records[0]['batch_size']}, backend {records[0]['backend']}",
+                 fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def sweep_drawn(records) -> dict:
+    """``kind`` ("speed-up" with both devices, else the one device's "cpu" or "gpu" time per
+    sample), ``widths``, ``batches`` and per cell its ``value`` (the speed-up, or seconds per
+    sample), ``text`` and ``verdict``."""
+    cells, verdicts = sweep_cells(records), sweep_verdicts(records)
+    widths, batches = axes(records)
+    drawn = {"widths": widths, "batches": batches, "cells": {}}
+    if verdicts:
+        drawn["kind"] = "speed-up"
+        for key, found in verdicts.items():
+            # The speed-up's range: the CPU's fastest over the GPU's slowest epoch, and back.
+            cpu, gpu = sample_summary(cells[key]["cpu"]), sample_summary(cells[key]["gpu"])
+            low, high = cpu["min"] / gpu["max"], cpu["max"] / gpu["min"]
+            words = f"GPU {found.sentence}" if found.measurable else "no measurable\ndifference"
+            drawn["cells"][key] = {"value": found.ratio, "verdict": found,
+                                   "text": f"{times_text(found.ratio)}\n{words}\n"
+                                           f"({times_text(low)}–{times_text(high)})"}
+        return drawn
+    kind = drawn["kind"] = "cpu" if any("cpu" in pair for pair in cells.values()) else "gpu"
+    for key, pair in cells.items():
+        summary = sample_summary(pair.get(kind))
+        if summary:
+            spread = (f"({short_time(summary['min'])}–{short_time(summary['max'])})"
+                      if summary["n"] >= 2 else "(1 epoch)")
+            drawn["cells"][key] = {"value": summary["median"], "verdict": None,
+                                   "text": f"{short_time(summary['median'])}\n{spread}"}
+    return drawn
+
+
+def sweep_alt(records) -> str:
+    drawn = sweep_drawn(records)
+    widths, batches, cells = drawn["widths"], drawn["batches"], drawn["cells"]
+    if not cells:
+        return "Empty grid: the sweep run has no measured cells."
+    parts = [f"Grid of {len(widths)} layer widths (rows, {widths[0]} to {widths[-1]} units) by "
+             f"{len(batches)} batch sizes (columns, {batches[0]} to {batches[-1]})"]
+    missing = len(widths) * len(batches) - len(cells)
+    if drawn["kind"] == "speed-up":
+        verdicts = {key: cell["verdict"] for key, cell in cells.items()}
+        faster = sum(v.measurable and v.word == "faster" for v in verdicts.values())
+        slower = sum(v.measurable and v.word == "slower" for v in verdicts.values())
+        best = max(verdicts, key=lambda k: verdicts[k].ratio)
+        worst = min(verdicts, key=lambda k: verdicts[k].ratio)
+        parts[0] += (", each cell coloured and labelled with the GPU's speed-up over the CPU per "
+                     "sample (the CPU's median time over the GPU's), the verdict, and the range "
+                     "of the speed-up from the timed epochs.")
+        parts.append(f"The GPU was measurably faster in {faster} of {len(cells)} cells and "
+                     f"measurably slower in {slower}; the others show no measurable difference. "
+                     f"The speed-up was largest, {times_text(verdicts[best].ratio)}, at "
+                     f"{cell_name(best)}, and smallest, {times_text(verdicts[worst].ratio)}, at "
+                     f"{cell_name(worst)}.")
+    else:
+        device = drawn["kind"].upper()
+        values = {key: cell["value"] for key, cell in cells.items()}
+        low, high = min(values, key=values.get), max(values, key=values.get)
+        parts[0] += (f", each cell coloured and labelled with the {device}'s median time per "
+                     "sample and, in brackets, the range of the timed epochs.")
+        parts.append(f"The median time per sample ranged from {short_time(values[low])} at "
+                     f"{cell_name(low)} to {short_time(values[high])} at {cell_name(high)}.")
+    if missing:
+        parts.append(f"{missing} cells are labelled not measured.")
+    return " ".join(parts)
+
+
+def sweep_figure(records):
+    """The sweep as a grid of widths (rows) x batch sizes (columns): the GPU's speed-up over
+    the CPU (the colour centred on 1, where the two are equal), else the one device's time per
+    sample. The spread of the repeats is written in each cell: a grid has no room for whiskers."""
+    import matplotlib.colors as mcolors
+    import matplotlib.pyplot as plt
+
+    need(records, f"run {COMMAND} --parts sweep")
+    drawn = sweep_drawn(records)
+    widths, batches = drawn["widths"], drawn["batches"]
+    matrix = np.array([[drawn["cells"].get((w, b), {}).get("value", np.nan) for b in batches]
+                       for w in widths], dtype=float)
+    names = hardware(records)
+    fig, ax = plt.subplots(figsize=(7.5, 6.2))
+    if drawn["kind"] == "speed-up":
+        bound = max(2.0, float(np.nanmax(np.abs(np.log10(matrix)))) if np.isfinite(matrix).any() else 2.0)
+        image = ax.imshow(matrix, cmap="RdBu", norm=mcolors.LogNorm(vmin=10 ** -bound, vmax=10 ** bound))
+        fig.colorbar(image, ax=ax, label="speed-up: CPU median time / GPU median time (1 = equal)")
+        what = "Speed-up of the GPU over the CPU, per sample"
+        detail = (f"CPU: {names.get('CPU', NOT_RECORDED)}; GPU: {names['GPU']}\n"
+                  "in brackets: the speed-up's range over the timed epochs")
+    else:
+        # One device only (normally the CPU): its time per sample, and why there is no speed-up.
+        kind = drawn["kind"].upper()
+        other = "GPU" if kind == "CPU" else "CPU"
+        matrix = matrix * 1e6
+        image = ax.imshow(matrix, cmap="YlOrBr", norm=mcolors.LogNorm())
+        fig.colorbar(image, ax=ax, label=f"{kind} median time per sample (µs, log scale)")
+        what = f"{kind} time per sample (no {other} sweep in this run)"
+        detail = (f"{kind}: {names[kind]}; no {other} sweep, so no speed-up can be shown\n"
+                  "cell: median time per sample; in brackets: fastest–slowest timed epoch")
+    for i, width in enumerate(widths):
+        for j, batch in enumerate(batches):
+            value = matrix[i, j]
+            if not np.isfinite(value):
+                ax.text(j, i, "not\nmeasured", ha="center", va="center", fontsize=8)
+                continue
+            # Dark cells get white text: the number must be readable on every colour.
+            red, green, blue, _ = image.cmap(image.norm(value))
+            dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5
+            ax.text(j, i, drawn["cells"][(width, batch)]["text"], ha="center", va="center",
+                    fontsize=7, color="white" if dark else "black")
+    ax.set_xticks(range(len(batches)), [str(b) for b in batches])
+    ax.set_yticks(range(len(widths)), [f"{w} ({hidden_widths(w)[1]})" for w in widths])
+    ax.set_xlabel("batch size")
+    ax.set_ylabel("hidden layer widths: first (second)")
+    title(fig, what, records, detail, f"MLP 30 -> width -> width/2 -> 2; {records[0]['backend']} "
+          f"backend; {records[0]['date'][:10]}", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+# --- the page's values ------------------------------------------------------------------------
 
 def cut_sweep_note(path, reference) -> str:
     """Why the page has no GPU sweep: a newer sweep run that stopped before its end (its cells
-    per device, in words), or that none has been recorded. A cut run never becomes the page's
-    reference, so the note says which run the page shows instead."""
+    per device), or that none has been recorded. A cut run never becomes the page's reference,
+    so the note says which run the page shows instead."""
     grouped = list(RECORDS.runs_in(path, part="sweep").values())
     shown = reference[0]["run_id"] if reference else None
     ids = [group[0]["run_id"] for group in grouped]
@@ -46,7 +372,7 @@ def cut_sweep_note(path, reference) -> str:
         n = sum(1 for r in cut if is_gpu(r) == gpu)
         counts.append(f"{n} of its {len(widths) * len(batches)} {kind} cells" if n
                       else f"no {kind} cells")
-    gpu = _pick(cut, True)
+    gpu = pick(cut, True)
     where = f" on {gpu['device']}" if gpu else ""
     return ("The GPU half of the sweep of batch size and layer width is not completely recorded "
             f"yet: the sweep{where} (run {cut[0]['run_id']}, {cut[0]['date'][:10]}) stopped "
@@ -57,9 +383,7 @@ def cut_sweep_note(path, reference) -> str:
 
 def sweep_dates(records) -> str:
     """When a sweep's cells were recorded: "on 2026-11-28", or, for a run resumed in a later
-    call, each device's days with its cells ("in parts: the GPU's cells on 2026-11-27 (15) and
-    2026-11-28 (1), the CPU's on 2026-11-28 (16)") and whether the parts share their
-    machine and versions, so that a figure joining them says so."""
+    call, each device's days with its cells and whether the parts share machine and versions."""
     if not records:
         return NOT_RECORDED
     days = sorted({r["date"][:10] for r in records})
@@ -87,13 +411,13 @@ SWEEP_KEYS = tuple(f"ref_mlp_sweep_{key}" for key in (
         "total", "row_steps", "small_sample", "small_step", "large_sample"))))
 
 
-def substitutions(path=RESULTS_FILE) -> dict[str, str]:
+def substitutions(path=RECORDS.results_file) -> dict[str, str]:
     comparison = reference_run("comparison", path)
     values = run_values("ref_mlp", comparison, "date", "backend", "cpu", "gpu", "batch_size",
                         "epochs")
     values.update({
         "ref_mlp_n_train": str(comparison[0]["n_train"]) if comparison else NOT_RECORDED,
-        "ref_mlp_speedup": speedup_text(verdict(comparison)),
+        "ref_mlp_speedup": speedup_text(RECORDS.gpu_against_cpu(comparison, epoch_summary)),
         "ref_mlp_fig_comparison_alt": comparison_alt(comparison) if comparison else NOT_RECORDED,
     })
     for name, record in by_device(comparison):

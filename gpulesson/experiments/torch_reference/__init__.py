@@ -1,33 +1,44 @@
-"""Episode 8's CPU-vs-GPU measurements in PyTorch: one record per device of a run, with the CNN's
-record fields, so the comparison in words (:func:`describe`) and the figures are the CNN's.
+"""Record a CPU-vs-GPU run of the PyTorch episode's CNN, with the episode's own code, in a results file.
 
-Importing the package needs neither PyTorch nor torchvision, and imports no Keras: TensorFlow
-must not share a process with PyTorch's compiler (their LLVM copies clash).
+Episode 8's measurements: one record a device, appended as soon as it is done; ``--run-id``
+goes on with an earlier run on the devices it lacks. Importing the package needs neither
+PyTorch nor Keras (TensorFlow must not share a process with PyTorch's compiler).
 """
 
 from __future__ import annotations
 
-from gpulesson.experiments.cnn import describe
-from gpulesson.experiments.torch_reference.figures import alt_texts, figures
-from gpulesson.experiments.torch_reference.measure import SKIPPED_CELL, check_torch
-from gpulesson.experiments.torch_reference.page import substitutions
-from gpulesson.experiments.torch_reference.records import (
-    EXPERIMENT,
-    RESULTS_FILE,
-    reference_run,
+from functools import partial
+
+from gpulesson.experiments import cli, registry
+from gpulesson.experiments.torch_reference.measure import (
+    DEVICES,
+    FULL_BATCH_SIZE,
+    RECORDS,
+    SKIPPED_CELL,
+    check_torch,
     run_record,
     torch_environment,
 )
+from gpulesson.experiments.torch_reference.page import (
+    alt_texts,
+    describe,
+    figures,
+    reference_run,
+    substitutions,
+)
+
+EXPERIMENT, RESULTS_FILE = RECORDS.experiment, RECORDS.results_file
+COMMAND = cli.Command(
+    __name__, __doc__,
+    cli.devices("devices to train on, in this order (default: cpu, then gpu if one is visible)",
+                choices=DEVICES),
+    cli.EPOCHS,
+    cli.option("--batch-size", type=int, default=FULL_BATCH_SIZE,
+               help=f"images per batch (default {FULL_BATCH_SIZE}; quick mode: at most 64)"),
+    cli.option("--threads", type=int, default=None,
+               help="CPU threads for PyTorch (default: PyTorch's choice)"),
+    cli.out(RESULTS_FILE), cli.SEED, cli.RUN_ID)
+_parser, main = COMMAND.parser, partial(registry.run, __name__)
 
 __all__ = ["EXPERIMENT", "RESULTS_FILE", "SKIPPED_CELL", "alt_texts", "check_torch", "describe",
            "figures", "main", "reference_run", "run_record", "substitutions", "torch_environment"]
-
-
-def __getattr__(name: str):
-    # The command line is loaded only when asked for: ``python -m`` runs __main__ itself, and a
-    # copy imported here with the package would make runpy warn that it is already in sys.modules.
-    if name in ("main", "_parser"):
-        from gpulesson.experiments.torch_reference import __main__ as command
-
-        return getattr(command, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

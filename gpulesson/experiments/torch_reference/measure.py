@@ -1,20 +1,26 @@
 """Measuring episode 8's comparison with the episode's own code (:mod:`gpulesson.lesson.torch`):
-whether PyTorch is there, the data and initial weights, and the training on each device.
-
-Importing it needs no PyTorch: the notebook's first cell uses :func:`check_torch` to say plainly
-when PyTorch is missing.
-"""
+one record a device, with the CNN's record fields. Importing it needs neither PyTorch nor Keras
+(TensorFlow must not share a process with PyTorch's compiler: their LLVM copies clash), so the
+notebook's first cell can say plainly when PyTorch is missing (:func:`check_torch`)."""
 
 from __future__ import annotations
 
 import importlib.util
+import platform
+import statistics
+import sys
 
-from gpulesson.experiments.common import WARMUP
-from gpulesson.experiments.torch_reference.records import run_record
+from gpulesson.experiments import cli
+from gpulesson.experiments.common import SUMMARY_KEY, WARMUP, summarise
+from gpulesson.experiments.recordset import RecordSet, check_earlier, load_fields, split_epochs
 from gpulesson.machine.timing import load_average
+from gpulesson.records import results
 
+# One record a device; the page's run is the newest with both devices.
+RECORDS = RecordSet("pytorch-cpu-vs-gpu", ("device_kind",), warmup_key=None)
 INSTALL = "python -m pip install -r requirements/torch.txt"
 DEVICES = {"cpu": "cpu", "gpu": "cuda"}
+FULL_BATCH_SIZE = 128
 
 SKIPPED = (
     "SKIPPED: PyTorch is not installed in this kernel's environment, so this notebook\n"
@@ -53,7 +59,77 @@ def check_torch(shell=None) -> bool:
     return True
 
 
-def prepare(settings, seed: int):
+def _version(module: str) -> str | None:
+    return __import__(module).__version__ if importlib.util.find_spec(module) else None
+
+
+def torch_environment(device: str) -> dict:
+    """PyTorch's view of the framework and the device, in place of the Keras-oriented keys of
+    :func:`gpulesson.records.results.environment_record`; a CUDA or CPU run also gets the
+    device facts the Keras records have (``gpu``, ``float32_precision``), MPS has none."""
+    import torch
+
+    kind = torch.device(device).type
+    if kind == "cuda":
+        name = torch.cuda.get_device_name(torch.device(device))
+    elif kind == "mps":
+        name = f"Apple GPU (MPS), {platform.machine()}"
+    else:
+        name = "CPU"
+    environment = {
+        "backend": "pytorch",
+        "versions": {"python": platform.python_version(), "torch": torch.__version__,
+                     "torchvision": _version("torchvision"), "numpy": _version("numpy")},
+        "gpu_count": torch.cuda.device_count() if torch.cuda.is_available() else 0,
+        "torch_threads": torch.get_num_threads(),
+        "device": name,
+    }
+    if kind in ("cuda", "cpu"):
+        environment.update(results.device_facts(
+            {**environment, "device_kind": "gpu" if kind == "cuda" else "cpu"}))
+    return environment
+
+
+def run_record(run: dict, *, data: str, run_id: str, n_train: int, n_test: int,
+               source: str = "notebook", load_before=None, load_after=None) -> dict:
+    """The record of one device's run (what :func:`gpulesson.lesson.torch.train_on` returns),
+    by the measurement rule: the warm-up epoch apart, the timed ones summarised."""
+    seconds = [float(s) for s in run["epoch_seconds"]]
+    if not seconds:
+        raise ValueError("the run has no epoch times")
+    warmup, timed = split_epochs(seconds)
+    summary = summarise(timed, warmup)
+    training = sum(seconds)
+    fields = {
+        "run_id": run_id,
+        "source": source,
+        "device_kind": "cpu" if str(run["device"]).startswith("cpu") else "gpu",
+        "torch_device": str(run["device"]),
+        "batch_size": run["batch_size"],
+        "n_train": n_train,
+        "n_test": n_test,
+        "epochs": len(seconds),
+        "epoch_seconds": seconds,
+        "first_epoch_seconds": seconds[0],
+        "mean_epoch_seconds": statistics.fmean(timed),
+        SUMMARY_KEY: summary,
+        "images_per_second": n_train / summary["median"],
+        "training_seconds": training,
+        "evaluation_seconds": run["evaluation_seconds"],
+        "total_seconds": training + run["evaluation_seconds"],
+        "train_loss": [float(v) for v in run["train_loss"]],
+        "test_loss": run["test_loss"],
+        "test_accuracy": run["test_accuracy"],
+        "start_weights": run["start_weights"],
+        "load_average": load_average(),
+        **load_fields(load_before, load_after),
+    }
+    # PyTorch's view of the machine, without importing Keras (and with it TensorFlow).
+    environment = {**results.machine_record(), **torch_environment(str(run["device"]))}
+    return RECORDS.record(data=data, environment=environment, **fields)
+
+
+def _prepare(settings, seed: int):
     """``(train_set, test_set, data, initial_state)``: the lesson's data, normalised by the
     training images' mean and deviation, and the CNN's initial weights for every device."""
     import copy
@@ -68,28 +144,55 @@ def prepare(settings, seed: int):
     train_set = lesson_torch.to_dataset(x_train, y_train, mean, std)
     test_set = lesson_torch.to_dataset(x_test, y_test, mean, std)
     torch.manual_seed(seed)
-    initial_state = copy.deepcopy(lesson_torch.SmallCNN().state_dict())
-    return train_set, test_set, data, initial_state
+    return train_set, test_set, data, copy.deepcopy(lesson_torch.SmallCNN().state_dict())
 
 
-def run_devices(devices, initial_state, train_set, test_set, epochs: int, *, batch_size: int,
-                data: str, run_id: str, out) -> list[dict]:
-    """One record a device, each appended to ``out`` as soon as its device is done, so that a
-    run that stops keeps what it measured."""
+def _refuse(message: str):
+    print(message, file=sys.stderr)
+    raise SystemExit(2)
+
+
+def measure(args, *, run_id: str, done):
+    """The command's run: one record a device it lacks, each yielded as soon as its device is
+    done; going on with a run (``done``) needs the settings the run was recorded with."""
+    if importlib.util.find_spec("torch") is None:
+        _refuse(f"PyTorch is not installed: {INSTALL}")
+    import torch
+
+    from gpulesson.datasets.settings import get_settings
     from gpulesson.lesson import torch as lesson_torch
-    from gpulesson.records.results import append_record
 
-    records = []
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    devices = cli.devices_or_refuse(args.devices, torch.cuda.is_available(), "PyTorch")
+    if devices is None:
+        raise SystemExit(2)
+    settings = get_settings()
+    # The rule: one warm-up epoch, then the timed ones (fewer in quick mode), unless --epochs.
+    epochs = cli.default_epochs(settings.quick) if args.epochs is None else args.epochs
+    had = sorted(kind for (kind,) in done)
+    if had:
+        devices = [d for d in devices if d not in had]
+        print(f"Run {run_id} has {', '.join(had)} already: "
+              + (f"going on with {', '.join(devices)}." if devices else "nothing left to record."))
+        if not devices:
+            return
+    train_set, test_set, data, initial_state = _prepare(settings, args.seed)
+    batch_size = settings.batch_size(args.batch_size)
+    try:
+        check_earlier(RECORDS.read(args.out, run_id=run_id) if had else [], data=data,
+                      n_train=len(train_set), batch_size=batch_size, epochs=epochs)
+    except ValueError as exc:
+        _refuse(f"error: {exc}. Nothing was trained or written.")
+    print(f"Run {run_id}: {len(train_set):,} training and {len(test_set):,} test images; "
+          f"{epochs} epochs of batch size {batch_size}; PyTorch {torch.__version__}, "
+          f"{torch.get_num_threads()} CPU threads", flush=True)
     for name in devices:
         print(f"Training on {DEVICES[name]} for {epochs} epochs ({WARMUP} warm-up, "
               f"{epochs - WARMUP} timed) ...", flush=True)
-        load_before = load_average()
+        before = load_average()
         run = lesson_torch.train_on(DEVICES[name], initial_state, train_set, test_set, epochs,
                                     batch_size=batch_size)
-        load_after = load_average()
-        record = run_record(run, data=data, run_id=run_id, n_train=len(train_set),
-                            n_test=len(test_set), source="gpulesson.experiments.torch_reference",
-                            load_before=load_before, load_after=load_after)
-        append_record(out, record)
-        records.append(record)
-    return records
+        yield run_record(run, data=data, run_id=run_id, n_train=len(train_set),
+                         n_test=len(test_set), source="gpulesson.experiments.torch_reference",
+                         load_before=before, load_after=load_average())

@@ -1,5 +1,6 @@
-"""Episode 8's ``ref_torch_*`` values from the reference run, and the reference run set beside the
-learner's: its environment against the pinned one, and the notebook's epochs against its own."""
+"""Episode 8's ``ref_torch_*`` values and figures from the reference run (the newest with a GPU
+record), set beside the learner's: its environment against the pinned one, and the notebook's
+epochs against its own. The figures and the table are the CNN's, with two PyTorch words."""
 
 from __future__ import annotations
 
@@ -7,15 +8,39 @@ import math
 import re
 from pathlib import Path
 
-from gpulesson.experiments.cnn.records import epoch_summary, gpu_comparison, speedup_text
+from gpulesson.experiments import cnn
+from gpulesson.experiments.cnn.records import speedup_text
 from gpulesson.experiments.pagewords import accuracy, by_device, comparison_text, median_text, run_values
-from gpulesson.experiments.torch_reference.figures import alt_texts
-from gpulesson.experiments.torch_reference.records import RESULTS_FILE, reference_run
-from gpulesson.records.results import NOT_RECORDED, data_label, duration, pick
+from gpulesson.experiments.torch_reference.measure import RECORDS
+from gpulesson.records.results import NOT_RECORDED, data_label, duration, hardware, pick
 
+reference_run, epoch_summary, describe = RECORDS.newest_run, RECORDS.epoch_summary, cnn.describe
+FIGURES = ("reference-epoch-times.svg", "reference-time-bars.svg")
+FIGURE_FOLDER = "fig/08-pytorch"
 LESSON_ROOT = Path(__file__).resolve().parents[3]
 EPISODE = Path("_episodes") / "08-pytorch.md"
 NOTEBOOK_EPOCHS = re.compile(r"^EPOCHS = settings\.epochs\((\d+)\)", re.M)
+
+
+def _words(records) -> dict:
+    """PyTorch runs eagerly: its first epoch pays start-up costs, no compiling; the CPU's name
+    says how many threads PyTorch computed with."""
+    names = hardware(records)
+    cpu = pick(records, False)
+    if cpu and cpu.get("torch_threads"):
+        threads = cpu["torch_threads"]
+        names["CPU"] += f", {threads} PyTorch thread{'s' if threads > 1 else ''}"
+    return {"first_epoch": "one-off start-up costs", "hardware_names": names}
+
+
+def figures(records):
+    """The epoch-time plot and the time bar chart of one run's records, each with its ``alt_text``."""
+    return cnn.figures(records, **_words(records))
+
+
+def alt_texts(records) -> tuple[str, str]:
+    """The alt texts of :func:`figures` of the same records, made from what they draw."""
+    return cnn.alt_texts(records, **_words(records))
 
 
 def notebook_epochs(root: Path = LESSON_ROOT) -> int | None:
@@ -55,13 +80,13 @@ def _environment(records: list[dict], root: Path) -> str:
     return environment_note(record, "The reference run", pins)
 
 
-def substitutions(path=RESULTS_FILE) -> dict[str, str]:
+def substitutions(path=RECORDS.results_file) -> dict[str, str]:
     """The reference run as text for the episode page (placeholders ``ref_torch_*``)."""
     records = reference_run(path)
     root = Path(path).resolve().parent.parent  # the lesson the results file belongs to
     first = records[0] if records else None
     cpu, gpu = pick(records, False), pick(records, True)
-    comparison = gpu_comparison(records)
+    comparison = RECORDS.gpu_against_cpu(records)
     epochs_alt, bars_alt = alt_texts(records) if records else (NOT_RECORDED, NOT_RECORDED)
     first_summary = epoch_summary(first)
     values = {
@@ -84,7 +109,7 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         for key, field in (("first_epoch", "first_epoch_seconds"),
                            ("evaluation", "evaluation_seconds"), ("total", "total_seconds")):
             values[f"ref_torch_{name}_{key}"] = duration(record[field]) if record else NOT_RECORDED
-        # records made before the rule: the epochs after the first (cnn.records.epoch_summary)
+        # records made before the rule: the epochs after the first
         values[f"ref_torch_{name}_epoch"] = median_text(epoch_summary(record))
         values[f"ref_torch_{name}_accuracy"] = accuracy(record)
     # The GPU's epoch after the warm-up over its steps: for a network this small, the host's
