@@ -12,7 +12,6 @@ from gpulesson.experiments.common import (
     Comparison,
     draw_spread,
     scale,
-    summarise,
     summary_text,
     times_text,
 )
@@ -33,6 +32,7 @@ from gpulesson.records.results import NOT_RECORDED, data_label, hardware, is_gpu
 from gpulesson.records.results import duration as short_time
 
 COMMAND = "python -m gpulesson.experiments.small_models"
+epoch_summary = RECORDS.epoch_summary  # every record keeps its epochs; the first of old ones is the warm-up
 BUDGET = "`python tools/reference.py budget`"
 DEVICE_WORDS = {"CPU": "round markers and a solid line", "GPU": "square markers and a dashed line"}
 
@@ -61,17 +61,6 @@ def reference_run(part: str, path=None) -> list[dict]:
     if part not in PARTS:
         raise SmallModelsError(f"unknown part {part!r}: use one of {', '.join(PARTS)}")
     return RECORDS.newest_run(path, part=part, complete=sweep_complete if part == "sweep" else None)
-
-
-def epoch_summary(record: dict | None) -> dict | None:
-    """The summary of a record's timed epochs; a sweep record without epoch times has its mean
-    epoch as its only sample (no range)."""
-    if not record:
-        return None
-    found = RECORDS.epoch_summary(record)
-    if found is None and record.get("mean_epoch_seconds"):
-        found = summarise([record["mean_epoch_seconds"]])
-    return found
 
 
 def sample_summary(record: dict | None) -> dict | None:
@@ -132,7 +121,7 @@ def describe_comparison(records) -> str:
     if pick(records, True) is None:
         lines.append("GPU: no run in these records.")
     else:
-        speedup = speedup_text(RECORDS.gpu_against_cpu(records, epoch_summary))
+        speedup = speedup_text(RECORDS.gpu_against_cpu(records))
         lines.append(f"Speed-up of the GPU per epoch (medians): {speedup}.")
     return "\n".join(lines)
 
@@ -417,7 +406,7 @@ def substitutions(path=RECORDS.results_file) -> dict[str, str]:
                         "epochs")
     values.update({
         "ref_mlp_n_train": str(comparison[0]["n_train"]) if comparison else NOT_RECORDED,
-        "ref_mlp_speedup": speedup_text(RECORDS.gpu_against_cpu(comparison, epoch_summary)),
+        "ref_mlp_speedup": speedup_text(RECORDS.gpu_against_cpu(comparison)),
         "ref_mlp_fig_comparison_alt": comparison_alt(comparison) if comparison else NOT_RECORDED,
     })
     for name, record in by_device(comparison):
