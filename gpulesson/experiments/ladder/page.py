@@ -130,7 +130,9 @@ def _joules(record: dict) -> str:
     return "below the meter's resolution" if below else "not measured"
 
 
-def rows(records) -> list[list[str]]:
+def table(records) -> str:
+    head = ["Rung", "Epoch: median (range)", "TFLOP/s (whole epoch)", "x the limit", "Busy %",
+            "Watts", "Joules an epoch (start 1)", "Test accuracy", "To the default's accuracy"]
     target, found = target_accuracy(records), []
     for name in (n for n in ORDER if starts(records, n)):
         runs, limit = starts(records, name), limit_for(records, name)
@@ -144,13 +146,7 @@ def rows(records) -> list[list[str]]:
             _mean(records, name, "busy_percent", ".0f"), _mean(records, name, "mean_watts", ".0f"),
             _joules(runs[0]), _mean(records, name, "test_accuracy", ".3f"),
             _to_target(runs[0], target)])
-    return found
-
-
-def table(records) -> str:
-    head = ["Rung", "Epoch: median (range)", "TFLOP/s (whole epoch)", "x the limit", "Busy %",
-            "Watts", "Joules an epoch (start 1)", "Test accuracy", "To the default's accuracy"]
-    return markdown_table(head, rows(records))
+    return markdown_table(head, found)
 
 
 def rungs_text() -> str:
