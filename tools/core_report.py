@@ -1,8 +1,4 @@
-"""The timing model of tools/core_check.py: what a room does in a core episode, in minutes.
-
-The rules are those of ``tools/core_check.py`` (its docstring, rules a and b); this module holds
-the rates, an episode's report with its failures, and the table the check prints per episode.
-"""
+"""The timing model of tools/core_check.py (rules a and b): rates, an episode's report and table."""
 
 from __future__ import annotations
 
@@ -12,33 +8,24 @@ from dataclasses import dataclass
 from core_schedule import BREAK_RETURN, OPENING, SESSION_START, SETUP_CHECK, WRAP_UP
 from episode_page import PREDICTION, Exercise
 
-# The rates stand on two independent timings of the core by Carpentries instructors, made
-# without reading this model (2026-11-28: 539 and 528 minutes likely for the day), and on
-# Carpentries experience; where the model and such a timing disagreed on how a room works, the
-# model changed.
+# The rates stand on two independent timings of the core by Carpentries instructors (2026-11-28:
+# 539 and 528 minutes likely for the day) and on Carpentries experience.
 TYPED_LINES_PER_MINUTE = 1  # the instructor types and explains a line, the room types it
-# Every cell the room runs, typed or given, costs CELL_MINUTES on top of its lines: 25 people run
-# it, wait for the slowest, look at its output, and helpers fix the slips (the second timing: the
-# 5-line split 6 min, the 4-line read-ahead check 7, the 14-line CPU cell 17 with its run; the
-# first: the 19-line file-writing cell about 20). A given line is read aloud and explained at
-# READ_LINES_PER_MINUTE; a given cell longer than WALKTHROUGH_LINES is walked through by its parts,
-# not line by line (the second timing: the 146-line HDF5Batches in 11 min). So a cell retagged
-# from typed to given still costs its reading: 19 typed lines are 20 minutes, given 2.9.
+# Every cell the room runs costs CELL_MINUTES on top of its lines: 25 people run it and wait for
+# the slowest (the timings: a 5-line cell 6 min, a 14-line one 17 with its run). A given line is
+# read and explained at READ_LINES_PER_MINUTE; a given cell longer than WALKTHROUGH_LINES is
+# walked through by its parts (the 146-line HDF5Batches in 11 min).
 CELL_MINUTES = 1
 READ_LINES_PER_MINUTE = 10
 WALKTHROUGH_LINES = 60
 TALK_WORDS_PER_MINUTE = 100  # prose presented with questions: slower than speech (about 130)
-# A room takes 1.5 to 2 times an exercise's planned minutes, debrief included (Carpentries
-# experience; the first timing 1.4 times, the second 1.3 with more of the time in the reading).
+# A room takes 1.3 to 2 times an exercise's planned minutes, debrief included.
 EXERCISE_FACTOR = 1.5
 SLACK = 1.1  # every episode's plan keeps 10 % over the model: the slips a timing calls "likely"
-# The recorded waits are one run; a room shares its nodes. results/contention.jsonl has the
-# episode's CPU epochs under load on 2 cores (TensorFlow) at 93 to 115 s, against 39 to 42 s in
-# the quiet runs of results/cnn-cpu-vs-gpu.jsonl on 2 cores: up to 2.9 times.
+# A room shares its nodes: CPU epochs under load took up to 2.9 times the quiet runs' (2 cores,
+# results/contention.jsonl against results/cnn-cpu-vs-gpu.jsonl).
 WAIT_ALLOWANCE = 3
-# Waits come from what learners run: TensorFlow (environment.yml), on no more cores than their
-# session has, without a GPU (no TensorFlow run on a GPU is recorded; a JAX run on an H200 and 16
-# cores says nothing about a learner's wait).
+# Waits come from what learners run: TensorFlow, on no more cores than a session, without a GPU.
 LEARNER_BACKEND = "tensorflow"
 MIN_EXERCISE = 8  # minutes, debrief included
 MIN_PREDICTION = 3  # minutes, for a one-line prediction

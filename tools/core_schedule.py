@@ -1,9 +1,5 @@
-"""The core's day as a whole: opening, setup check, breaks, wrap-up and Open OnDemand sessions.
-
-The rules are those of ``tools/core_check.py`` (its docstring, "For the core as a whole" and
-"Sessions"); this module applies them to the schedule of ``_ext/carpentry.py`` and writes the
-timing model's table for the instructor guide.
-"""
+"""The core's day as a whole (``tools/core_check.py``'s rules for the core and its sessions),
+and the timing model's table for the instructor guide."""
 
 from __future__ import annotations
 
@@ -12,22 +8,17 @@ import re
 from pathlib import Path
 
 from carpentry import Break, Session, SetupCheck, Slot, schedule_breaks, schedule_inner_breaks, site_values
+from lesson_schedule import _clock
 
-# The slots as a room of 25 takes them: the two independent timings of 2026-11-28 (the slots'
-# source in tools/core_report.py) put the opening at 12 likely (late arrivals, CPU sessions still
-# launching) and a later session's start at 12 (the second) or 15 (the first).
+# The slots as a room of 25 takes them (the timings of tools/core_report.py: 12 to 15 minutes).
 OPENING = 12  # minutes at least: welcome, the day's plan, the code of conduct
 SETUP_CHECK = 15  # minutes at least, at the start of the core
 WRAP_UP = 10  # minutes at least: key points, feedback, what next
 WORKSHOP_DAY = 480  # minutes from the opening to the end of the wrap-up, breaks included
 MAX_STRETCH = 90  # minutes of episodes in a row without a break
 SESSION_MARGIN = 20  # minutes a session outlasts the part it serves: a late start, a slow room
-# A later session's start: its queue for 25 learners, reconnecting, opening the notebook, deleting
-# the session before and the stragglers. A break is for a break, not for this.
-SESSION_START = 12
-# Minutes a room takes to come back from each break of the core, lunch and breaks inside an
-# episode included (the second timing: 2 each, 7 breaks; Carpentries experience).
-BREAK_RETURN = 2
+SESSION_START = 12  # a later session's queue, reconnecting, deleting the one before
+BREAK_RETURN = 2  # minutes a room takes to come back from each break of the core
 CORE_NAMED = re.compile(r"\bcore\b[^.]{0,80}?\bepisodes (\d+) to (\d+)", re.IGNORECASE | re.DOTALL)
 # The guide's copy of the model's table sits between these two lines.
 TABLE_START = "<!-- timing model: python tools/core_check.py --write-guide -->"
@@ -40,15 +31,12 @@ def _slot_failures(core) -> list[str]:
     opening = items[0] if items and isinstance(items[0], Slot) else None
     setup = items[1] if len(items) > 1 and isinstance(items[1], SetupCheck) else None
     wrap_up = items[-1] if items and isinstance(items[-1], Slot) else None
-    if opening is None or opening.minutes < OPENING:
-        problems.append(f"the core opens with no opening of {OPENING} minutes: set "
-                        f"lesson_schedule.opening: {OPENING} in _config.yml")
-    if setup is None or setup.minutes < SETUP_CHECK:
-        problems.append(f"the core starts with no setup check of {SETUP_CHECK} minutes: set "
-                        f"lesson_schedule.setup_check: {SETUP_CHECK} in _config.yml")
-    if wrap_up is None or wrap_up.minutes < WRAP_UP:
-        problems.append(f"the core ends with no wrap-up of {WRAP_UP} minutes: set "
-                        f"lesson_schedule.wrap_up: {WRAP_UP} in _config.yml")
+    for item, least, key, text in ((opening, OPENING, "opening", "opens with no opening"),
+                                   (setup, SETUP_CHECK, "setup_check", "starts with no setup check"),
+                                   (wrap_up, WRAP_UP, "wrap_up", "ends with no wrap-up")):
+        if item is None or item.minutes < least:
+            problems.append(f"the core {text} of {least} minutes: set lesson_schedule.{key}: "
+                            f"{least} in _config.yml")
     for n, (_, item, _end) in enumerate(core.rows):
         if isinstance(item, Session) and n:
             after = [i for _, i, _ in core.rows[n + 1:] if isinstance(i, Slot) or hasattr(i, "slug")]
@@ -64,8 +52,7 @@ def _slot_failures(core) -> list[str]:
 
 
 def core_rests(root: Path, core) -> list[int]:
-    """The rests of the core's breaks as _config.yml plans them (after an episode but the last,
-    and inside an episode), before the minutes to come back."""
+    """The rests of the core's breaks (after an episode but the last, and inside one)."""
     slugs = [ep.slug for ep in core.episodes]
     after, inside = schedule_breaks(root), schedule_inner_breaks(root)
     return [after[s] for s in slugs[:-1] if s in after] + [inside[s] for s in slugs if s in inside]
@@ -161,8 +148,8 @@ def named_core_failures(root: Path, core) -> list[str]:
 
 
 def model_table(reports, rates: str, core, setup=None, day: dict | None = None) -> str:
-    """The timing model per core episode, as a Markdown table for the guide, the sessions and the
-    day. ``setup``: the model's minutes of the setup check section, which its slot times."""
+    """The timing model per core episode, the sessions and the day, in Markdown for the guide;
+    ``setup``: the model's minutes of the setup check section."""
     lines = [
         rates,
         "",
@@ -200,10 +187,6 @@ def model_table(reports, rates: str, core, setup=None, day: dict | None = None) 
                      f"{sum(r.minutes for r in served)}, and the model with 10 % to spare "
                      f"asks {sum(r.least_minutes for r in served)}.")
     return "\n".join(lines) + "\n"
-
-
-def _clock(minutes: int) -> str:
-    return f"{minutes // 60}:{minutes % 60:02d}"
 
 
 def guide_block(text: str) -> str | None:

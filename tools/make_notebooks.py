@@ -1,17 +1,11 @@
 """Generate the notebooks (complete and learner's) and the lesson module from the episodes.
 
-The episodes (MyST text notebooks) are the single source; MyST-only markup becomes plain Markdown
-(solutions as ``<details>``, instructor notes left out) and notebooks are written without outputs.
-``notebooks/NN-slug.ipynb`` is complete (tests, records and instructors run it);
-``notebooks/learner/NN-slug.ipynb`` is the learner's, where in a type-along episode a typed cell
-holds only its ``:prompt:`` and the names later cells take from it, followed by a catch-up cell.
-A cell tagged ``exercise`` (``____`` blanks) must be followed at once by its ``solution`` cell; no
-solution reaches a learner's notebook.
-
-Cells tagged ``lesson-module`` are collected into ``gpulesson/lesson/core.py`` (imported as
-``gpulesson.lesson``), so the code that tests and experiments run is the code the episodes teach;
-``lesson-module-NAME`` goes into ``NAME.py``, which loads neither Keras nor TensorFlow (TensorFlow
-and PyTorch's compiler each bring LLVM, and a process that loads both aborts).
+The episodes (MyST text notebooks) are the single source, written without outputs as plain
+Markdown (solutions as ``<details>``, no instructor notes). ``notebooks/NN-slug.ipynb`` is complete;
+in ``notebooks/learner/`` a typed cell holds only its ``:prompt:`` and the names later cells take,
+then a catch-up cell. A cell tagged ``exercise`` (``____`` blanks) is followed by its ``solution``,
+which no learner's notebook has. Cells tagged ``lesson-module`` (``lesson-module-NAME``) make
+``gpulesson/lesson/core.py`` (``NAME.py``), so that tests run the code the episodes teach.
 
     python tools/make_notebooks.py          # write notebooks/, notebooks/learner/, gpulesson/lesson/
     python tools/make_notebooks.py --check  # exit 1 if any of them is out of date
@@ -92,8 +86,7 @@ def plain_markdown(text: str) -> str:
     return ROLE.sub(lambda m: m["text"], result)
 
 
-# The first cell of every notebook: how to choose the data, offline too. Markdown, not code: a
-# code cell would change every notebook's code, and so every recorded run of the notebooks.
+# The first cell of every notebook (Markdown: a code cell would make every record stale).
 DATA_NEEDS_MARKDOWN = {
     "cifar10": "the real CIFAR-10. It needs the internet once, to download it, or an HDF5 file "
                "prepared beforehand where there is internet (on a cluster, on a login node: "
@@ -170,15 +163,10 @@ def build_notebooks(episode: Path, root: Path = ROOT) -> tuple[nbformat.Notebook
         here = add(nbformat.v4.new_code_cell(full.source))  # no outputs, no execution count
         learner[-1:] = learner_cells(role, full, mine, next(needed), here, next(predicted))
     add(nbformat.v4.new_markdown_cell(f"## Key points\n\n{bullets(meta['keypoints'])}"))
-    notebooks = []
-    for cells in (complete, learner):
-        nb = nbformat.v4.new_notebook(cells=[nbformat.from_dict(cell) for cell in cells])
-        nb.metadata = {
-            "kernelspec": dict(source.metadata["kernelspec"]),
-            "language_info": {"name": "python"},
-        }
-        notebooks.append(nb)
-    return notebooks[0], notebooks[1]
+    metadata = {"kernelspec": dict(source.metadata["kernelspec"]), "language_info": {"name": "python"}}
+    complete, learner = (nbformat.v4.new_notebook(cells=[nbformat.from_dict(cell) for cell in cells],
+                                                  metadata=metadata) for cells in (complete, learner))
+    return complete, learner
 
 
 def build_notebook(episode: Path, root: Path = ROOT) -> nbformat.NotebookNode:
@@ -186,30 +174,27 @@ def build_notebook(episode: Path, root: Path = ROOT) -> nbformat.NotebookNode:
     return build_notebooks(episode, root)[0]
 
 
-def _text(nb: nbformat.NotebookNode) -> str:
-    nbformat.validate(nb)
-    return nbformat.writes(nb) + "\n"
-
-
 def notebook_texts(episode: Path, root: Path = ROOT) -> dict[Path, str]:
     """{path: text} of the episode's complete notebook and learner's notebook."""
-    complete, learner = build_notebooks(episode, root)
-    return {target(episode, root): _text(complete), learner_target(episode, root): _text(learner)}
+    texts = {}
+    for path, nb in zip((target(episode, root), learner_target(episode, root)),
+                        build_notebooks(episode, root), strict=True):
+        nbformat.validate(nb)
+        texts[path] = nbformat.writes(nb) + "\n"
+    return texts
 
 
 def target(episode: Path, root: Path = ROOT) -> Path:
-    """The complete notebook of an episode."""
     return root / NOTEBOOK_DIR / f"{episode.stem}.ipynb"
 
 
 def learner_target(episode: Path, root: Path = ROOT) -> Path:
-    """The learner's notebook of an episode."""
     return root / LEARNER_DIR / f"{episode.stem}.ipynb"
 
 
 def out_of_sync(root: Path = ROOT) -> list[str]:
-    """Notebooks (complete and learner's) that differ from what their episodes generate,
-    notebooks without an episode, and episodes whose cells break the notebooks' rules."""
+    """Notebooks and modules that differ from what the episodes generate or have no episode,
+    and episodes whose cells break the notebooks' rules."""
     problems, expected = [], {}
     for ep in notebook_episodes(root):
         try:

@@ -5,9 +5,8 @@
     LESSON_DATA=synthetic python tools/record_run.py --quick --only 01   # a try-out, labelled so
     python tools/record_run.py --clean-only      # colours and machine paths out, nothing run again
 
-Each notebook runs on a fresh kernel in a temporary copy, with the data chosen explicitly (no
-default, so a synthetic run never passes for CIFAR-10); its cleaned copy and provenance go to
-``executed/NN-slug.ipynb`` atomically, so a killed run keeps every record finished before it.
+Each notebook runs on a fresh kernel in a temporary copy, with the data chosen explicitly; its
+cleaned copy and provenance go to ``executed/NN-slug.ipynb`` atomically.
 """
 
 from __future__ import annotations
@@ -51,11 +50,8 @@ SIZE_LIMIT = 10_000_000  # bytes, for all executed copies together
 DEFAULT_TIMEOUT = 3 * 3600  # seconds per notebook
 PACKAGES = ("keras", "tensorflow", "jax", "torch", "numpy", "h5py")
 
-# Runs on the kernel before the notebook's first cell (and is left out of the record):
-# - every matplotlib figure the notebook shows gets alt text made from its own titles and
-#   labels, in the output's metadata, where the site finds it;
-# - tqdm draws its text bar, not a widget: a static page cannot draw a widget, whose text form
-#   stays at 0 %; the text bar (on stdout, reduced to its last state) shows how it ended.
+# Runs on the kernel before the first cell (left out of the record): each figure gets alt text
+# from its titles and labels, and tqdm draws its text bar, not a widget a static page cannot draw.
 KERNEL_SETUP = r'''
 def _recorded_run_text_bars():
     import sys
@@ -167,8 +163,7 @@ def select_notebooks(only: list[str] | None, root: Path = ROOT) -> list[Path]:
 
 
 def kernel_environment(data: str, quick: bool, work_dir: Path | None = None) -> dict:
-    """The kernel's environment; ``work_dir``: a new, empty work folder for the run, so that
-    the outputs are a first run's, not what this machine's earlier runs left in ~/gpulesson-work."""
+    """The kernel's environment; ``work_dir``: a new, empty work folder, for a first run's outputs."""
     env = dict(os.environ)
     if work_dir is not None:
         env["LESSON_WORK_DIR"] = str(work_dir)
@@ -179,16 +174,14 @@ def kernel_environment(data: str, quick: bool, work_dir: Path | None = None) -> 
         PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
         # Figures inline, as in JupyterLab (a test run may have set Agg for its own process).
         MPLBACKEND="module://matplotlib_inline.backend_inline",
-        # TensorFlow's C++ start-up log is no output of the lesson's code (what escapes this
-        # is dropped by clean_outputs.CPP_LOG); warnings and errors of Python still show.
+        # TensorFlow's C++ start-up log is no output of the lesson's code (clean_outputs.CPP_LOG).
         TF_CPP_MIN_LOG_LEVEL="2",
     )
     return env
 
 
 def versions(facts: dict) -> dict:
-    """Python, Keras, the backend's framework (as the probe saw it), then the other packages
-    the notebooks use, where installed (tensorflow-cpu counts as tensorflow)."""
+    """Python, Keras, the backend's framework (as probed), then the other packages installed."""
     found = {"python": platform.python_version()}
     if facts.get("backend_version"):
         found[facts["backend"]] = facts["backend_version"]
@@ -203,8 +196,7 @@ def versions(facts: dict) -> dict:
 
 
 def probe_machine(env: dict) -> dict:
-    """CPU, cores and the backend's GPU, asked in a process of its own (with the kernels'
-    environment), so that this one imports no deep-learning framework."""
+    """CPU, cores and the backend's GPU, asked in a process of its own with the kernels' environment."""
     done = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True,
                           text=True, timeout=600)
     lines = done.stdout.strip().splitlines()
@@ -261,8 +253,7 @@ def provenance(facts: dict, data: str, quick: bool, wall_s: float, cells: list[s
 
 
 def execute(notebook: Path, workdir: Path, timeout: float, env: dict):
-    """Run ``notebook`` in ``workdir`` on a fresh kernel; returns (notebook node, wall seconds).
-    A line per cell says how far it got; the whole notebook has ``timeout`` seconds."""
+    """Run ``notebook`` in ``workdir`` on a fresh kernel within ``timeout`` s; (notebook, wall s)."""
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellTimeoutError
@@ -349,8 +340,7 @@ def code_sources(episode: Path) -> list[str]:
 
 
 def stale_records(root: Path = ROOT) -> list[str]:
-    """One line per executed copy whose code no longer matches its episode (or that is not a
-    record of this tool), naming the notebook, what changed and the command that refreshes it."""
+    """A line per executed copy whose code no longer matches its episode: what, and its refresh."""
     problems = []
     for path in sorted((root / EXECUTED_DIR).glob("*.ipynb")):
         episode = root / EPISODE_DIR / f"{path.stem}.md"
@@ -436,6 +426,7 @@ def main(argv: list[str] | None = None) -> int:
     # Before minutes of work: the executing stack and what every notebook imports.
     require_or_exit(("nbclient", "nbformat", "ipykernel", "jupytext", "keras", "h5py", "numpy",
                      "matplotlib", "tqdm"), what="tools/record_run.py")
+    work = None
     try:
         data = choose_data(args.data, os.environ)
         quick = choose_quick(args.quick, os.environ)
@@ -444,19 +435,15 @@ def main(argv: list[str] | None = None) -> int:
         if stale:
             raise RecordError("the notebooks differ from their episodes:\n  " + "\n  ".join(stale)
                               + "\nrun 'python tools/make_notebooks.py' first")
+        work = Path(tempfile.mkdtemp(prefix=".record-run-work-", dir=ROOT))
+        env = kernel_environment(data, quick, work / "gpulesson-work")
+        return record_all(notebooks, args, data, quick, probe_machine(env), env)
     except RecordError as exc:
         print(f"record_run: {exc}", file=sys.stderr)
         return 2
-    work = Path(tempfile.mkdtemp(prefix=".record-run-work-", dir=ROOT))
-    try:
-        env = kernel_environment(data, quick, work / "gpulesson-work")
-        facts = probe_machine(env)
-        return record_all(notebooks, args, data, quick, facts, env)
-    except RecordError as exc:  # the probe's
-        print(f"record_run: {exc}", file=sys.stderr)
-        return 2
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if work is not None:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def record_all(notebooks, args, data: str, quick: bool, facts: dict, env: dict) -> int:

@@ -58,9 +58,7 @@ TIME_LIMIT = 480.0  # seconds a stage may take: a 10-minute job step, less its s
 class Stage:
     name: str
     what: str
-    # Full size, one H100 and 16 cores, CPU-side costs only: tools/budget.py's PLAN estimates the
-    # same steps one by one, with their basis (core, small-models and ceiling from there).
-    estimate: str
+    estimate: str  # full size, one H100 and 16 cores, CPU-side costs (budget.PLAN: step by step)
     steps: list[Step] = field(default_factory=list)
 
 
@@ -72,10 +70,8 @@ def _notebooks(*numbers: str) -> list[Step]:
 # Beside a GPU, the CPU's side of the comparison: the pipelines episode 9 sets against the GPU's
 # (the slow classic one, the lesson's, gzip's and data in memory).
 FEEDING_CPU_WITH_GPU = ("--pipelines", "classic", "lesson", "lesson-gzip", "ram")
-# Three stages of notebooks. Full size on this lesson's 2-core machine (no GPU, TensorFlow) they
-# took, by the wall times executed/*.ipynb record: 01-06 478 s (05 alone 363 s), 07, 08 and 10
-# 389 s (07 alone 318 s), 09 290 s; notebooks-1 is at the default time limit there, so such a
-# machine records them with --time-limit 0.
+# Three stages of notebooks: on 2 cores (executed/*.ipynb) 01-06 took 478 s, 07, 08 and 10 389 s,
+# 09 290 s; notebooks-1 is at the default time limit there (such a machine uses --time-limit 0).
 NOTEBOOKS_1 = ("01", "03", "04", "05", "06")
 NOTEBOOKS_2 = ("07", "08", "10")
 NOTEBOOKS_3 = ("09",)
@@ -91,9 +87,8 @@ STAGES = {stage.name: stage for stage in (
           ]),
     Stage("small-models", "episode 7's small MLP and its sweep", "3-5 min",
           [experiment("small_models", needs=(*KERAS, "sklearn"))]),
-    # Episode 9's pipelines in two stages of one run: the GPU's full epochs, then the CPU's epochs
-    # capped (the settings are the speed ladder's). The classic pipeline is capped everywhere: it
-    # reads a few hundred images a second, so a full epoch of it would take minutes on any device.
+    # Episode 9's pipelines in two stages of one run: the GPU's full epochs, then the CPU's capped;
+    # the classic pipeline (a few hundred images a second) is capped everywhere.
     Stage("feeding-gpu", "episode 9's input pipelines on the GPU (nothing without one)",
           "about 3 min", [experiment("feeding", "--devices", "gpu", "--chunks",
                                     "--classic-max-steps", FEEDING_CPU_STEPS, with_gpu=(),
@@ -124,8 +119,7 @@ GPU_NODE = ("core", "small-models", "feeding-gpu", "feeding-cpu", "ceiling",
 
 
 def expand(name: str) -> list[str]:
-    """A stage's name, or an alias: 'all', 'gpu-node', 'auto' (a GPU node's stages where the
-    driver shows a GPU, else all)."""
+    """A stage's name, or 'all', 'gpu-node', 'auto' (gpu-node where there is a GPU, else all)."""
     if name == "auto":
         name = "gpu-node" if gpu_present() else "all"
     return {"all": list(STAGES), "gpu-node": list(GPU_NODE)}.get(name, [name])
@@ -217,7 +211,7 @@ def draw_figures(say=say_now) -> None:
 
 
 def unpacked(state: dict, stage: Stage) -> dict:
-    """``state`` as the pack keeps it, its pack stage not begun, so a restored run packs again whole."""
+    """``state`` with its pack stage not begun, so that a restored run packs again whole."""
     kept = json.loads(json.dumps(state))
     kept.get("stages", {}).pop(stage.name, None)
     return kept

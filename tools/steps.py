@@ -36,10 +36,7 @@ GPU_FIRST = ("--devices", "gpu", "cpu")  # the GPU first: the scarce measurement
 
 @dataclass
 class Step:
-    """One thing a stage does: ``argv`` after this Python (``None`` for the pack), what it needs, how it runs.
-
-    Steps with the same ``run`` share one run id, across stages too.
-    """
+    """One thing a stage does: ``argv`` after this Python (``None``: the pack); one ``run``, one run id."""
 
     name: str
     argv: list[str] | None
@@ -76,8 +73,7 @@ REFRESH = [Step("figures", ["tools/reference.py", "--figures"], FIGURES),
 # CPU epochs of the feeding benchmark are capped so that five repeats of every pipeline fit
 # (gpulesson.experiments.feeding.measure.REFERENCE_CPU_STEPS says how it was chosen).
 FEEDING_CPU_STEPS = "12"
-# Episode 10's PyTorch route on the node's GPUs: one process per GPU under torchrun, NCCL. A
-# check that it runs, not a measurement: it records nothing (its files stay out of the pack).
+# Episode 10's PyTorch route on the node's GPUs under torchrun: a check that records nothing.
 DDP_CHECK = Step("DDP on the GPUs (NCCL)",
                  ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node=gpu",
                   "-m", MODULE + "torch_ddp", "--device", "gpu", "--epochs", "2",
@@ -101,8 +97,7 @@ class StageStopped(RuntimeError):
 
 
 def gpu_present() -> bool:
-    """An NVIDIA GPU on this machine, asked of the driver, not of a framework (seconds, not
-    the minute a framework may take to start)."""
+    """An NVIDIA GPU on this machine, asked of the driver, not of a slow-starting framework."""
     gpus = Path("/proc/driver/nvidia/gpus")
     return gpus.is_dir() and any(gpus.iterdir())
 
@@ -203,10 +198,8 @@ def stop_on_signals():
 
 
 def run_step(argv: list[str], deadline: float, log, env=()) -> int:
-    """Run ``argv`` in its own process group until it ends or ``deadline`` passes, its output also to ``log``.
-
-    At the deadline (:class:`TimeoutError`) or on any exception the whole group is stopped first.
-    """
+    """Run ``argv`` in its own process group until it ends or ``deadline`` passes (TimeoutError),
+    its output also to ``log``; the group is stopped on any way out."""
     env = {**dict(env), **os.environ,
            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
            "PYTHONUNBUFFERED": "1"}
@@ -233,8 +226,7 @@ def run_step(argv: list[str], deadline: float, log, env=()) -> int:
 
 
 def _group_alive(group: int) -> bool:
-    """Whether a process of process group ``group`` still runs (zombies, already ended, do not
-    count: only their parent's wait removes them)."""
+    """Whether a process of process group ``group`` still runs (zombies do not count)."""
     try:
         os.killpg(group, 0)
     except ProcessLookupError:
