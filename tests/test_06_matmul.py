@@ -198,6 +198,11 @@ def made_up(kind, rates, dtype="float32", run_id="r", transfer=None, method=mm.M
 SIZES = (16, 64, 256, 1024)
 
 
+def at_sizes(*rates) -> dict:
+    """``{n: GFLOP/s}`` of one rate for each of :data:`SIZES`."""
+    return dict(zip(SIZES, rates, strict=True))
+
+
 @pytest.mark.parametrize("cpu, gpu, expected", [
     ((10, 20, 30, 40), (50, 100, 500, 900), 16),  # the GPU is always faster
     ((10, 20, 30, 40), (1, 2, 3, 4), None),  # never faster
@@ -209,7 +214,7 @@ SIZES = (16, 64, 256, 1024)
     ((10, 20, 30, 40), (1, 5, 300, 42), None),  # higher median at the largest, ranges overlap
 ])
 def test_crossover(cpu, gpu, expected):
-    records = [made_up("cpu", dict(zip(SIZES, cpu))), made_up("gpu", dict(zip(SIZES, gpu)))]
+    records = [made_up("cpu", at_sizes(*cpu)), made_up("gpu", at_sizes(*gpu))]
     assert matmul.crossover(records) == expected
 
 
@@ -225,13 +230,13 @@ def test_crossover_needs_both_devices_of_one_run():
 
 
 def test_crossover_in_words():
-    cpu = made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40))))
+    cpu = made_up("cpu", at_sizes(10, 20, 30, 40))
     assert mr.crossover_text([cpu]) == NOT_RECORDED
-    crossing = [cpu, made_up("gpu", dict(zip(SIZES, (1, 5, 300, 900))))]
+    crossing = [cpu, made_up("gpu", at_sizes(1, 5, 300, 900))]
     assert mr.crossover_text(crossing) == "n = 256"
-    never = [cpu, made_up("gpu", dict(zip(SIZES, (1, 2, 3, 4))))]
+    never = [cpu, made_up("gpu", at_sizes(1, 2, 3, 4))]
     assert "none" in mr.crossover_text(never) and "1,024" in mr.crossover_text(never)
-    always = [cpu, made_up("gpu", dict(zip(SIZES, (50, 100, 500, 900))))]
+    always = [cpu, made_up("gpu", at_sizes(50, 100, 500, 900))]
     assert "every size" in mr.crossover_text(always)
 
 
@@ -246,7 +251,7 @@ def test_substitutions_say_plainly_what_is_missing(tmp_path):
     assert values and set(values.values()) == {NOT_RECORDED}
     assert all(key.startswith("ref_mm_") for key in values)
 
-    cpu_only = write(tmp_path / "cpu.jsonl", [made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40))))])
+    cpu_only = write(tmp_path / "cpu.jsonl", [made_up("cpu", at_sizes(10, 20, 30, 40))])
     values = matmul.substitutions(cpu_only)
     # medians with their ranges (common.summary_text); 3 timed calls each
     rate = 40 / 1.05, 40 / 0.95
@@ -263,10 +268,10 @@ def test_substitutions_say_plainly_what_is_missing(tmp_path):
         assert values[key] == NOT_RECORDED, key
 
     both = write(tmp_path / "both.jsonl", [
-        made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40))), run_id="a"),
-        made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40))), run_id="b"),
-        made_up("gpu", dict(zip(SIZES, (1, 5, 300, 900))), run_id="b", transfer=0.01),
-        made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40))), run_id="c"),  # newest, but no GPU
+        made_up("cpu", at_sizes(10, 20, 30, 40), run_id="a"),
+        made_up("cpu", at_sizes(10, 20, 30, 40), run_id="b"),
+        made_up("gpu", at_sizes(1, 5, 300, 900), run_id="b", transfer=0.01),
+        made_up("cpu", at_sizes(10, 20, 30, 40), run_id="c"),  # newest, but no GPU
     ])
     assert {r["run_id"] for r in matmul.reference_run(both)} == {"b"}
     values = matmul.substitutions(both)
@@ -278,10 +283,10 @@ def test_substitutions_say_plainly_what_is_missing(tmp_path):
 
 
 def test_the_figures_handle_a_run_with_a_gpu(tmp_path):
-    records = [made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40)))),
-               made_up("cpu", dict(zip(SIZES, (8, 15, 25, 35))), dtype="bfloat16"),
-               made_up("gpu", dict(zip(SIZES, (1, 5, 300, 900))), transfer=0.01),
-               made_up("gpu", dict(zip(SIZES, (1, 6, 900, 3000))), dtype="bfloat16"),
+    records = [made_up("cpu", at_sizes(10, 20, 30, 40)),
+               made_up("cpu", at_sizes(8, 15, 25, 35), dtype="bfloat16"),
+               made_up("gpu", at_sizes(1, 5, 300, 900), transfer=0.01),
+               made_up("gpu", at_sizes(1, 6, 900, 3000), dtype="bfloat16"),
                {**made_up("gpu", {}, dtype="float16"), "unsupported": "TypeError: no"}]
     gflops_fig, sync_fig = matmul.figures(records)
     ax = gflops_fig.axes[0]
@@ -318,22 +323,22 @@ def test_a_point_recorded_before_the_rule_is_summarised_from_its_calls():
 
 
 def test_overlapping_precisions_are_no_measurable_difference(tmp_path):
-    cpu32 = made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40))))
-    close = made_up("cpu", dict(zip(SIZES, (10, 20, 30, 41))), dtype="bfloat16")  # ranges overlap
-    apart = made_up("cpu", dict(zip(SIZES, (10, 20, 30, 80))), dtype="float16")
+    cpu32 = made_up("cpu", at_sizes(10, 20, 30, 40))
+    close = made_up("cpu", at_sizes(10, 20, 30, 41), dtype="bfloat16")  # ranges overlap
+    apart = made_up("cpu", at_sizes(10, 20, 30, 80), dtype="float16")
     values = matmul.substitutions(write(tmp_path / "m.jsonl", [cpu32, close, apart]))
     assert values["ref_mm_cpu_bfloat16_by_size"].startswith(f"{common.NO_DIFFERENCE} at any size")
     assert values["ref_mm_cpu_float16_by_size"] == (
         f"faster at n = 1,024, with {common.NO_DIFFERENCE} at n = 16, 64 and 256")
     # the best size of a sweep names the sizes it cannot be told apart from
-    both = made_up("cpu", dict(zip(SIZES, (10, 20, 39, 40))))
+    both = made_up("cpu", at_sizes(10, 20, 39, 40))
     values = matmul.substitutions(write(tmp_path / "b.jsonl", [both]))
     assert values["ref_mm_cpu_float32"].endswith(f"at n = 1,024 ({common.NO_DIFFERENCE} from n = 256)")
 
 
 def test_alt_texts_describe_what_is_drawn():
-    cpu_only = [made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40)))),
-                made_up("cpu", dict(zip(SIZES, (8, 15, 25, 35))), dtype="bfloat16")]
+    cpu_only = [made_up("cpu", at_sizes(10, 20, 30, 40)),
+                made_up("cpu", at_sizes(8, 15, 25, 35), dtype="bfloat16")]
     for alt in (gflops_alt(cpu_only), sync_alt(cpu_only)):
         assert "GPU" not in alt and "CPU" in alt, alt
     assert "CPU float32" in gflops_alt(cpu_only) and "CPU bfloat16" in gflops_alt(cpu_only)
@@ -341,14 +346,14 @@ def test_alt_texts_describe_what_is_drawn():
     assert "median time per call over 3 windows of calls" in gflops_alt(cpu_only)
     assert "CPU float16" not in gflops_alt(cpu_only)  # not measured, so not drawn
 
-    with_gpu = cpu_only + [made_up("gpu", dict(zip(SIZES, (1, 5, 300, 900))), transfer=0.01)]
+    with_gpu = [*cpu_only, made_up("gpu", at_sizes(1, 5, 300, 900), transfer=0.01)]
     alt = gflops_alt(with_gpu)
     assert "GPU float32" in alt and "copying the inputs" in alt
     assert "line at n = 256" in alt and "0.9 TFLOP/s at n = 1,024" in alt
     gpu_seconds = 2 * 1024**3 / 900e9
     assert f"a call in a window of 10 took {duration(gpu_seconds)}" in sync_alt(with_gpu)
     # every line of the figure is named in its alt text, and nothing else
-    fig, sync = matmul.figures(with_gpu)
+    fig, _ = matmul.figures(with_gpu)
     labels = fig.axes[0].get_legend_handles_labels()[1]
     assert labels and all(label in alt for label in labels)
     assert "GPU float16" not in alt
@@ -357,8 +362,8 @@ def test_alt_texts_describe_what_is_drawn():
 def test_the_figures_draw_the_spread_of_the_repeats():
     from matplotlib.collections import LineCollection
 
-    records = [made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40))))]
-    fig, sync = matmul.figures(records)
+    records = [made_up("cpu", at_sizes(10, 20, 30, 40))]
+    fig, _ = matmul.figures(records)
     ax = fig.axes[0]
     whiskers = [c for c in ax.collections if isinstance(c, LineCollection)]
     assert whiskers and sum(len(c.get_segments()) for c in whiskers) == len(SIZES)
@@ -481,11 +486,11 @@ def test_the_description_of_a_cpu_only_sweep_says_that_no_gpu_was_swept():
     """A learner without a GPU reads why there is no crossover, not "not recorded yet"."""
     from gpulesson.experiments.matmul.records import describe
 
-    cpu_only = describe([made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40))))])
+    cpu_only = describe([made_up("cpu", at_sizes(10, 20, 30, 40))])
     assert "GPU faster (float32) from: no GPU sweep in these records" in cpu_only
-    both = describe([made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40)))),
-                     made_up("gpu", dict(zip(SIZES, (1, 5, 300, 900))))])
+    both = describe([made_up("cpu", at_sizes(10, 20, 30, 40)),
+                     made_up("gpu", at_sizes(1, 5, 300, 900))])
     assert "GPU faster (float32) from: n = 256" in both
-    mixed = describe([made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40)))),
-                      made_up("gpu", dict(zip(SIZES, (1, 5, 300, 900))), method=None)])
+    mixed = describe([made_up("cpu", at_sizes(10, 20, 30, 40)),
+                      made_up("gpu", at_sizes(1, 5, 300, 900), method=None)])
     assert "GPU faster (float32) from: not measured (records of the old method)" in mixed

@@ -193,13 +193,18 @@ def test_the_overhead_comes_from_two_windows_and_is_bounded():
 # --- records of two methods on the page ------------------------------------------------------------
 
 SIZES = (16, 64, 256, 1024)
+
+
+def at_sizes(*rates) -> dict:
+    """``{n: GFLOP/s}`` of one rate for each of :data:`SIZES`."""
+    return dict(zip(SIZES, rates, strict=True))
 H200 = {"gpu": {"name": "NVIDIA H200"}, "device": "NVIDIA H200",
         "float32_precision": {"matmul": "tf32", "convolution": "tf32", "setting": "test"}}
 
 
 def old_run(run_id="old"):
-    return [made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40))), method=None, run_id=run_id),
-            made_up("gpu", dict(zip(SIZES, (0.01, 0.5, 30, 2000))), method=None, run_id=run_id,
+    return [made_up("cpu", at_sizes(10, 20, 30, 40), method=None, run_id=run_id),
+            made_up("gpu", at_sizes(0.01, 0.5, 30, 2000), method=None, run_id=run_id,
                     **H200)]
 
 
@@ -228,9 +233,9 @@ def test_old_records_are_latencies_only(tmp_path):
 def test_a_run_cut_short_is_not_the_throughputs_comparison(tmp_path):
     """A GPU half alone, or a GPU precision without its CPU sweep, compares nothing: the
     throughput keeps no reference rather than a table of missing cells."""
-    cpu = made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40))), run_id="cut")
-    gpu = made_up("gpu", dict(zip(SIZES, (1, 50, 3000, 98_950))), run_id="cut", **H200)
-    bf16 = made_up("gpu", dict(zip(SIZES, (1, 50, 3000, 98_950))), run_id="cut", dtype="bfloat16",
+    cpu = made_up("cpu", at_sizes(10, 20, 30, 40), run_id="cut")
+    gpu = made_up("gpu", at_sizes(1, 50, 3000, 98_950), run_id="cut", **H200)
+    bf16 = made_up("gpu", at_sizes(1, 50, 3000, 98_950), run_id="cut", dtype="bfloat16",
                    **H200)
     assert matmul.reference_run(write(tmp_path / "a.jsonl", [gpu])) == []
     assert matmul.reference_run(write(tmp_path / "b.jsonl", [cpu, gpu, bf16])) == []
@@ -238,7 +243,7 @@ def test_a_run_cut_short_is_not_the_throughputs_comparison(tmp_path):
 
 
 def test_new_records_are_the_throughput_and_old_ones_stay_latencies(tmp_path):
-    new = [made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40))), run_id="new")]
+    new = [made_up("cpu", at_sizes(10, 20, 30, 40), run_id="new")]
     path = write(tmp_path / "m.jsonl", old_run() + new)
     assert {r["run_id"] for r in matmul.reference_run(path)} == {"new"}
     assert {r["run_id"] for r in matmul.latency_run(path)} == {"old"}
@@ -249,10 +254,10 @@ def test_new_records_are_the_throughput_and_old_ones_stay_latencies(tmp_path):
 
 
 def test_float32_is_named_as_recorded_and_set_beside_the_published_peak(tmp_path):
-    records = [made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40)))),
-               made_up("gpu", dict(zip(SIZES, (1, 50, 3000, 247_250))), **H200),
-               made_up("gpu", dict(zip(SIZES, (1, 50, 3000, 98_950))), dtype="bfloat16", **H200),
-               made_up("cpu", dict(zip(SIZES, (10, 20, 30, 40))), dtype="bfloat16")]
+    records = [made_up("cpu", at_sizes(10, 20, 30, 40)),
+               made_up("gpu", at_sizes(1, 50, 3000, 247_250), **H200),
+               made_up("gpu", at_sizes(1, 50, 3000, 98_950), dtype="bfloat16", **H200),
+               made_up("cpu", at_sizes(10, 20, 30, 40), dtype="bfloat16")]
     assert mr.precision_label(records[1]) == "float32 (TF32)"
     assert mr.precision_label(records[0]) == "float32"
     assert mr.precision_label(records[2]) == "bfloat16"
@@ -279,7 +284,7 @@ def test_float32_is_named_as_recorded_and_set_beside_the_published_peak(tmp_path
 
 
 def test_a_gpu_without_a_table_draws_no_peak():
-    record = made_up("gpu", dict(zip(SIZES, (1, 5, 300, 900))))  # "Made-up GPU"
+    record = made_up("gpu", at_sizes(1, 5, 300, 900))  # "Made-up GPU"
     assert mr.published_peak(record) is None
     fig, _ = matmul.figures([record])
     assert not [label for label in fig.axes[0].get_legend_handles_labels()[1]
@@ -303,7 +308,7 @@ def test_gpu_sweeps_go_to_16384_and_the_cpu_stays_capped():
 def test_the_previous_method_stays_the_reference_until_the_new_one_has_a_gpu(tmp_path):
     """A new method's CPU-only run does not hide the previous method's run with the card; a new
     run with the card replaces it. The page names the method of what it shows."""
-    rates = dict(zip(SIZES, (10, 20, 30, 40)))
+    rates = at_sizes(10, 20, 30, 40)
     before = [made_up("cpu", rates, run_id="before", method="amortised"),
               made_up("gpu", rates, run_id="before", method="amortised", **H200)]
     path = write(tmp_path / "m.jsonl", [*before, made_up("cpu", rates, run_id="cpu-only")])
@@ -334,7 +339,7 @@ def test_the_throughput_axis_is_in_tflops_with_the_gpu_dispatch_floor_shaded(tmp
 
     flat = {16: 70e-6, 64: 100e-6, 256: 90e-6, 1024: 2e-3, 4096: 0.2}  # seconds per call
     gpu = made_up("gpu", {n: 2 * n**3 / t / 1e9 for n, t in flat.items()}, **H200)
-    cpu = made_up("cpu", dict(zip(flat, (10, 20, 30, 40, 40))))
+    cpu = made_up("cpu", dict(zip(flat, (10, 20, 30, 40, 40), strict=True)))
     floor = mr.dispatch_floor(gpu)
     assert floor["sizes"] == [16, 64, 256]
     assert (floor["low"], floor["high"]) == (pytest.approx(70e-6), pytest.approx(100e-6))
