@@ -14,6 +14,7 @@ from pathlib import Path
 
 from gpulesson.experiments import cli
 from gpulesson.experiments.common import markdown_table
+from gpulesson.experiments.train_job import HISTORY, PARAMS, RECORD, read_history
 from gpulesson.records.results import data_label, duration, hardware
 
 # Task i of the array trains with GRID_POINTS[i]: every combination, batch size varying slowest.
@@ -39,18 +40,13 @@ def arguments(point: dict) -> list[str]:
 
 def _row(folder: Path) -> dict:
     """One table row for a run folder of train_job (finished or not)."""
-    record_path = folder / "record.json"
-    if record_path.exists():
-        record = json.loads(record_path.read_text())
+    if (folder / RECORD).exists():
+        record = json.loads((folder / RECORD).read_text())
         return {"run": folder.name, **{key: record.get(key) for key in COLUMNS[1:-2]},
                 "device": "GPU" if record.get("device_kind") == "gpu" else "CPU",
                 "status": "finished", "_record": record}
-    params = json.loads((folder / "params.json").read_text())["params"]
-    done = 0
-    if (folder / "history.csv").exists():
-        from gpulesson.experiments.train_job import read_history
-
-        done = len(read_history(folder / "history.csv"))
+    params = json.loads((folder / PARAMS).read_text())["params"]
+    done = len(read_history(folder / HISTORY)) if (folder / HISTORY).exists() else 0
     return {"run": folder.name, "batch_size": params["batch_size"],
             "learning_rate": params["learning_rate"], "epochs": done,
             "status": f"not finished ({done}/{params['epochs']} epochs)"}
@@ -64,8 +60,7 @@ def gather(folders) -> list[dict]:
         raise FileNotFoundError(f"no train_job runs (folders with params.json) below "
                                 f"{', '.join(map(str, folders))}")
     rows = [_row(run) for run in runs]
-    records = [row["_record"] for row in rows if "_record" in row]
-    if records:
+    if records := [row["_record"] for row in rows if "_record" in row]:
         data_label(records)  # refuses runs of different data sets
     return sorted(rows, key=lambda r: (r["batch_size"], -r["learning_rate"], r["run"]))
 
@@ -77,28 +72,18 @@ def _cell(key, value) -> str:
         return duration(value)
     if key in ("best_val_accuracy", "test_accuracy"):
         return f"{value:.3f}"
-    if key == "learning_rate":
-        return f"{value:g}"
-    return str(value)
+    return f"{value:g}" if key == "learning_rate" else str(value)
 
 
 def markdown(rows) -> str:
-    """The table as Markdown, with a line that says which data and hardware it comes from."""
+    """The table as Markdown, after a line that says which data and hardware it comes from."""
     records = [row["_record"] for row in rows if "_record" in row]
     lines = []
     if records:
-        names = hardware(records)
         lines.append(f"Data: {data_label(records)}. Hardware: "
-                     + "; ".join(f"{kind} {name}" for kind, name in names.items()) + ".\n")
+                     + "; ".join(f"{kind} {name}" for kind, name in hardware(records).items()) + ".\n")
     lines.append(markdown_table(COLUMNS, [[_cell(k, row.get(k)) for k in COLUMNS] for row in rows]))
     return "\n".join(lines) + "\n"
-
-
-def write_csv(rows, path) -> None:
-    with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
 
 
 COMMAND = cli.Command("sweep", __doc__, subcommands={
@@ -135,7 +120,10 @@ def main(argv=None) -> int:
     md_path = args.markdown or args.folders[0] / "sweep.md"
     csv_path = args.csv or args.folders[0] / "sweep.csv"
     md_path.write_text(table)
-    write_csv(rows, csv_path)
+    with open(csv_path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
     print(table + f"\nWritten: {md_path} and {csv_path}")
     return 0
 

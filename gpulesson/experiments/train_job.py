@@ -1,12 +1,10 @@
 """Train the lesson's CNN as a batch job that loses at most one epoch when it is stopped.
 
-It trains what the notebook of episode 5 trains (:mod:`gpulesson.lesson`, generated from its
-cells), with everything in one out folder: ``params.json``, ``history.csv`` (one row per
-completed epoch), ``best.keras``, ``model.keras`` and ``record.json`` (also appended to
-``--results-file``). ``BackupAndRestore`` writes ``backup/`` at every epoch's end, so the same
-command resumes after the last completed epoch; the epoch that was running is trained again. A
-folder that holds a run with other parameters is refused, so that a restarted job never mixes
-two runs. The out-folder, signal and record helpers here serve :mod:`.torch_ddp` too.
+What episode 5's notebook trains (:mod:`gpulesson.lesson`), its files in one out folder:
+``params.json``, ``history.csv`` (a row per completed epoch), ``best.keras``, ``model.keras`` and
+``record.json`` (also appended to ``--results-file``). ``backup/`` lets the same command resume
+after the last completed epoch; a folder of a run with other parameters is refused. The
+out-folder, signal and file helpers serve :mod:`.torch_ddp` too.
 """
 
 from __future__ import annotations
@@ -27,7 +25,6 @@ from gpulesson.experiments import cli
 from gpulesson.records.results import LESSON_ROOT, RESULTS_DIR
 
 EXPERIMENT = "cnn-batch-job"
-ROOT = LESSON_ROOT
 RESULTS_FILE = RESULTS_DIR / f"{EXPERIMENT}.jsonl"
 JOBS_DIR = RESULTS_DIR / "jobs"
 DEFAULT_EPOCHS = 10
@@ -39,21 +36,27 @@ BACKUP, BEST, MODEL = "backup", "best.keras", "model.keras"
 
 
 class Stopped(BaseException):
-    """Raised by the signal handler; a BaseException so that no library code swallows it."""
+    """A stop signal; a BaseException so that no library code swallows it."""
 
     def __init__(self, signum: int):
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
 
 
-def _stop(signum, frame):
-    raise Stopped(signum)
-
-
 def stop_on_signals() -> None:
     """Turn Slurm's warning signals and Ctrl-C into :class:`Stopped` at the current batch."""
+    def stop(signum, frame):
+        raise Stopped(signum)
+
     for signum in STOP_SIGNALS:
-        signal.signal(signum, _stop)
+        signal.signal(signum, stop)
+
+
+def stopped(stop: Stopped, kept: str) -> int:
+    """Say what a stopped run keeps and how to resume it; the exit code."""
+    print(f"Stopped by {stop}: {kept}; the epoch that was running is lost. Run the same command "
+          "again to resume.", flush=True)
+    return 128 + stop.signum
 
 
 def job_id(environ=None) -> str:
@@ -65,44 +68,47 @@ def job_id(environ=None) -> str:
 
 
 def batch_delay() -> float:
-    """Seconds to wait after every batch (``LESSON_BATCH_DELAY``), for the tests that stop a run
-    in the middle of an epoch."""
+    """Seconds to wait after every batch (``LESSON_BATCH_DELAY``), for the tests that stop a run."""
     return float(os.environ.get("LESSON_BATCH_DELAY") or 0)
+
+
+def replace_atomically(path: Path, write) -> Path:
+    """``write(file)`` into a temporary file, on disk before it is renamed to ``path``: a job killed
+    while it writes leaves at most a stray ``.tmp`` file, never half a file."""
+    partial = path.with_name(f".{path.name}.tmp")
+    with open(partial, "wb") as f:
+        write(f)
+        f.flush()
+        os.fsync(f.fileno())
+    partial.replace(path)
+    return path
 
 
 def write_json(path: Path, obj) -> None:
     """Write ``obj`` whole or not at all: record.json marks a run as finished."""
-    partial = path.with_name(f".{path.name}.tmp")
-    partial.write_text(json.dumps(obj, indent=1) + "\n")
-    partial.replace(path)
+    replace_atomically(path, lambda f: f.write((json.dumps(obj, indent=1) + "\n").encode()))
 
 
-def out_dir_state(out: Path, params: dict) -> tuple[str, str]:
-    """``("train" | "finished" | "refused", what to say)`` for a run of ``params`` in ``out``."""
+def refused_or_finished(out: Path, params: dict) -> int | None:
+    """None where ``out`` can hold a run of ``params``; else the exit code, after saying why
+    not (2: a run with other parameters or a folder of something else; 0: finished)."""
     if (out / PARAMS).exists():
         old = json.loads((out / PARAMS).read_text())["params"]
         if old != params:
             changed = ", ".join(f"{k} {old.get(k)!r} -> {params.get(k)!r}"
                                 for k in sorted(set(old) | set(params)) if old.get(k) != params.get(k))
-            return "refused", (
-                f"Refusing to train: {out} holds a run with other parameters ({changed}). A "
-                "restarted job must resume the same run: use the same arguments, another "
-                f"--out-dir, or delete {out} to start again.")
+            print(f"Refusing to train: {out} holds a run with other parameters ({changed}). A "
+                  "restarted job must resume the same run: use the same arguments, another "
+                  f"--out-dir, or delete {out} to start again.", file=sys.stderr)
+            return 2
         if (out / RECORD).exists():
-            return "finished", f"The run in {out} is finished already ({RECORD} is there): nothing to do."
+            print(f"The run in {out} is finished already ({RECORD} is there): nothing to do.")
+            return 0
     elif out.exists() and any(out.iterdir()):
-        return "refused", (f"Refusing to train: {out} already holds files but no {PARAMS}: it is "
-                           "not a folder of this command; choose another --out-dir")
-    return "train", ""
-
-
-def said(state: str, message: str, show: bool = True) -> int | None:
-    """Print what :func:`out_dir_state` says; the exit code where there is nothing to train."""
-    if state == "train":
-        return None
-    if show:
-        print(message, file=sys.stderr if state == "refused" else sys.stdout)
-    return 2 if state == "refused" else 0
+        print(f"Refusing to train: {out} already holds files but no {PARAMS}: it is not a folder "
+              "of this command; choose another --out-dir", file=sys.stderr)
+        return 2
+    return None
 
 
 def start_run(out: Path, params: dict) -> str:
@@ -136,7 +142,8 @@ _parser = COMMAND.parser
 
 
 def _data_file(choice: str | None):
-    """``(path, info)`` of the data file ``choice`` names; DataFileError if it is unusable."""
+    """``(path, info)`` of the data file ``choice`` names; DataFileError (with the command that
+    prepares it) if it is missing or damaged."""
     from gpulesson.datasets.hdf5 import validate_hdf5
 
     settings = get_settings()
@@ -146,7 +153,6 @@ def _data_file(choice: str | None):
         path = settings.hdf5_path
     else:
         path = Path(choice).expanduser()
-    # A missing or damaged file: the message gives the prepare command.
     info = validate_hdf5(path)
     return Path(info.path).resolve(), info
 
@@ -172,11 +178,9 @@ def _callbacks(out: Path, epochs: int, learning_rate: float, delay: float):
     import keras
 
     class EpochLog(keras.callbacks.Callback):
-        """Logs each epoch's start and time; adds ``epoch_seconds`` to the logs."""
+        """Logs each epoch's start; adds ``epoch_seconds`` to the logs, for history.csv."""
 
-        def __init__(self):
-            super().__init__()
-            self.first = True
+        first = True
 
         def on_epoch_begin(self, epoch, logs=None):
             if self.first and epoch > 0:
@@ -191,20 +195,17 @@ def _callbacks(out: Path, epochs: int, learning_rate: float, delay: float):
                 time.sleep(delay)
 
         def on_epoch_end(self, epoch, logs=None):
-            # The CSV logger, next in the list, writes it into history.csv.
             logs["epoch_seconds"] = time.perf_counter() - self.start
 
-    best_so_far = None
-    if (out / HISTORY).exists():
-        losses = [row["val_loss"] for row in read_history(out / HISTORY)]
-        best_so_far = min(losses) if losses else None
+    history = read_history(out / HISTORY) if (out / HISTORY).exists() else []
     return [
         keras.callbacks.LearningRateScheduler(lambda epoch, lr: learning_rate),
         EpochLog(),
         keras.callbacks.CSVLogger(str(out / HISTORY), append=True),
         # Saves only an epoch better than all before, those of earlier starts too.
         keras.callbacks.ModelCheckpoint(str(out / BEST), monitor="val_loss", save_best_only=True,
-                                        initial_value_threshold=best_so_far),
+                                        initial_value_threshold=min(
+                                            (row["val_loss"] for row in history), default=None)),
         # Last: once the backup says "epoch k done", the files above have epoch k.
         keras.callbacks.BackupAndRestore(str(out / BACKUP), save_freq="epoch",
                                          delete_checkpoint=False),
@@ -215,17 +216,16 @@ def main(argv=None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     cli.refuse_unwritable(parser, args.results_file, "--results-file")
-    settings = get_settings()
     try:
         path, info = _data_file(args.data)
     except DataFileError as exc:
         print(f"No usable data file. {exc}", file=sys.stderr)
         return 2
-    batch_size = args.batch_size or settings.batch_size(DEFAULT_BATCH_SIZE)
+    batch_size = args.batch_size or get_settings().batch_size(DEFAULT_BATCH_SIZE)
     params = {"epochs": args.epochs, "batch_size": batch_size, "learning_rate": args.learning_rate,
               "seed": args.seed, "data": str(path), "device": args.device}
     out = (args.out_dir or JOBS_DIR / job_id()).expanduser().resolve()
-    if (code := said(*out_dir_state(out, params))) is not None:
+    if (code := refused_or_finished(out, params)) is not None:
         return code
 
     # Keras is imported only now: the checks above answer at once.
@@ -245,14 +245,11 @@ def main(argv=None) -> int:
     try:
         return _train(args, params, batches, info, out, run_id)
     except Stopped as stop:
-        # What a restart resumes from is the backup, not history.csv: a stop between an
-        # epoch's row and its backup leaves one row more than the backup holds.
+        # A restart resumes from the backup, not history.csv: a stop between an epoch's row
+        # and its backup leaves one row more than the backup holds.
         done = _backed_up_epochs(out) or 0
-        kept = (f"the backup in {out / BACKUP} holds the {done} completed epoch(s)" if done
-                else "no epoch's backup was written yet")
-        print(f"Stopped by {stop}: {kept}; the epoch that was running is lost. Run the same "
-              "command again to resume.", flush=True)
-        return 128 + stop.signum
+        return stopped(stop, f"the backup in {out / BACKUP} holds the {done} completed epoch(s)"
+                       if done else "no epoch's backup was written yet")
 
 
 def _train(args, params, batches, info, out: Path, run_id: str) -> int:
@@ -263,8 +260,7 @@ def _train(args, params, batches, info, out: Path, run_id: str) -> int:
     from gpulesson.machine.devices import keras_device
     from gpulesson.records.results import append_record
 
-    gpus = keras_device()["gpu_count"]
-    device = "gpu:0" if gpus and args.device != "cpu" else "cpu"
+    device = "gpu:0" if keras_device()["gpu_count"] and args.device != "cpu" else "cpu"
     print(f"Data: {info.label} ({params['data']}); {batches[0].n_images:,} training images, "
           f"batch size {params['batch_size']}, learning rate {params['learning_rate']:g}, "
           f"{params['epochs']} epochs on {device}; files in {out}", flush=True)
@@ -291,17 +287,14 @@ def _train(args, params, batches, info, out: Path, run_id: str) -> int:
     record = run_record(run, data=info.source, run_id=run_id, batches=batches,
                         source="gpulesson.experiments.train_job")
     record.update(
-        experiment=EXPERIMENT,
-        learning_rate=params["learning_rate"],
-        seed=params["seed"],
+        experiment=EXPERIMENT, learning_rate=params["learning_rate"], seed=params["seed"],
         best_val_accuracy=max(run["history"].get("val_accuracy") or [None]),
         best_val_loss=min(run["history"]["val_loss"]),
         job_id=os.environ.get("SLURM_JOB_ID"),
         array_job_id=os.environ.get("SLURM_ARRAY_JOB_ID"),
         array_task_id=os.environ.get("SLURM_ARRAY_TASK_ID"),
         restart_count=int(os.environ.get("SLURM_RESTART_COUNT") or 0),
-        out_dir=str(out.relative_to(ROOT) if out.is_relative_to(ROOT) else out),
-    )
+        out_dir=str(out.relative_to(LESSON_ROOT) if out.is_relative_to(LESSON_ROOT) else out))
     write_json(out / RECORD, record)
     append_record(args.results_file, record)
     shutil.rmtree(out / BACKUP, ignore_errors=True)

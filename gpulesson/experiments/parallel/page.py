@@ -1,8 +1,6 @@
 """Episode 10's ``ref_par_*`` values: the cost model fed with the CNN's measured GPU step, and
-ResNet-50's step from its published arithmetic at the card's best matrix-product rate (pure Python).
-
-Without a GPU run the page and the notebook use an assumed step and say so.
-"""
+ResNet-50's step from its published arithmetic at the card's best matrix-product rate; without a
+GPU run, an assumed step, said so."""
 
 from __future__ import annotations
 
@@ -10,7 +8,7 @@ import math
 from pathlib import Path
 
 from gpulesson.experiments.pagewords import listed
-from gpulesson.experiments.parallel.cost import (
+from gpulesson.experiments.parallel import (
     LESSON_CNN_PARAMETERS,
     RESNET50_SOURCE,
     link_allreduce_seconds,
@@ -47,7 +45,7 @@ def cnn_step(records) -> tuple[float, str]:
 
 def resnet_step(records) -> tuple[float, str]:
     """``(ms per step, its source)`` of ResNet-50 on :data:`RESNET_BATCH` images at the best
-    median float32 rate of the GPU sweep in episode 6's ``records`` (a lower bound), else
+    median float32 rate of episode 6's GPU sweep (a lower bound), else
     :data:`ASSUMED_RESNET_STEP_MS`."""
     from gpulesson.experiments.matmul.records import find, precision_label, rate_summary
 
@@ -63,6 +61,8 @@ def resnet_step(records) -> tuple[float, str]:
             f"at {tflops:.3g} TFLOP/s, the {gpu['device']}'s best {precision_label(gpu)} matrix "
             f"product in episode 6 (run {gpu['run_id']}, n = {n:,}): a lower bound, as "
             "ResNet-50's layers compute slower than a large matrix product")
+
+
 def substitutions(path) -> dict[str, str]:
     """The step, and the CNN's all-reduce, efficiency and speed-up over Ethernet on 2, 4, 8 GPUs
     (latency and bandwidth), the CNN's all-reduce over NVLink, and ResNet-50's step."""

@@ -9,7 +9,12 @@ import time
 
 import numpy as np
 
-from gpulesson.experiments.parallel.cost import whole
+
+def whole(**values) -> None:
+    """ValueError unless every value is a whole number >= 1 (the message names it)."""
+    for name, value in values.items():
+        if int(value) != value or value < 1:
+            raise ValueError(f"{name} must be a whole number >= 1, not {value!r}")
 
 
 def global_batch_size(per_replica_batch: int, replicas: int) -> int:
@@ -20,10 +25,9 @@ def global_batch_size(per_replica_batch: int, replicas: int) -> int:
 
 def scaled_learning_rate(base_learning_rate: float, global_batch: int, base_batch: int,
                          warmup_steps: int = 0, step: int | None = None) -> float:
-    """The linear scaling rule (Goyal et al. 2017): ``base_learning_rate * global_batch /
-    base_batch``, reached linearly over ``warmup_steps`` from ``base_learning_rate`` at ``step``
-    0, as large rates are unstable at the start. A starting point: it fails for very large
-    batches, and Adam often needs less than linear scaling."""
+    """The linear scaling rule (Goyal et al. 2017), ``base_learning_rate * global_batch /
+    base_batch``, reached linearly over ``warmup_steps`` from the base rate at ``step`` 0. A
+    starting point: it fails for very large batches, and Adam often needs less."""
     if base_learning_rate <= 0:
         raise ValueError(f"base_learning_rate must be > 0, not {base_learning_rate!r}")
     whole(global_batch=global_batch, base_batch=base_batch)
@@ -38,9 +42,8 @@ def scaled_learning_rate(base_learning_rate: float, global_batch: int, base_batc
 
 
 def process_slice(x, global_batch: int, process_id: int, num_processes: int):
-    """This process' share of every global batch of ``x``: the ``process_id``-th of its
-    ``num_processes`` equal parts, so that the processes together feed exactly the batches one
-    process would feed alone."""
+    """This process' share of every global batch of ``x``: together the processes feed exactly
+    the batches one process would feed alone."""
     if not 0 <= process_id < num_processes:
         raise ValueError(f"process_id must be in 0..{num_processes - 1}, not {process_id}")
     if global_batch % num_processes:
@@ -52,8 +55,7 @@ def process_slice(x, global_batch: int, process_id: int, num_processes: int):
     local = global_batch // num_processes
     x = np.asarray(x)
     batches = x.reshape((len(x) // global_batch, global_batch, *x.shape[1:]))
-    mine = batches[:, process_id * local:(process_id + 1) * local]
-    return mine.reshape((-1, *x.shape[1:]))
+    return batches[:, process_id * local:(process_id + 1) * local].reshape((-1, *x.shape[1:]))
 
 
 def use_jax(cpu_devices: int | None = None):
@@ -86,8 +88,8 @@ def use_jax(cpu_devices: int | None = None):
 
 def start_processes(coordinator: str | None = None, num_processes: int | None = None,
                     process_id: int | None = None, seed: int = 0):
-    """Join this process to the others (``jax.distributed``; under ``srun`` JAX reads Slurm's
-    variables). The seed is set first so that every process creates the same initial weights."""
+    """Join this process to the others (under ``srun`` JAX reads Slurm's variables), seeded
+    first so that every process creates the same initial weights."""
     keras = use_jax()
     keras.utils.set_random_seed(seed)
     keras.distribution.initialize(coordinator, num_processes, process_id)
@@ -95,10 +97,9 @@ def start_processes(coordinator: str | None = None, num_processes: int | None = 
 
 
 def build_parallel_cnn(learning_rate: float, *, seed: int = 0):
-    """The lesson's CNN with seeded weights, compiled with plain SGD: one step's update is then
-    proportional to the gradient, which the tests compare. (With dropout, a data-parallel step
-    still equals the single-device step: JAX draws the same random masks for a global batch
-    however it is split across devices.)"""
+    """The lesson's CNN with seeded weights and plain SGD, whose update is proportional to the
+    gradient, which the tests compare. (Dropout too gives a data-parallel step the
+    single-device one: JAX draws a global batch's masks alike however it is split.)"""
     keras = use_jax()
     from gpulesson.lesson import build_cnn
 
@@ -127,8 +128,8 @@ def local_weights(model) -> list[np.ndarray]:
 
 
 def load_images(data: str, n_images: int, seed: int = 0):
-    """``n_images`` training images (uint8: the CNN scales them) and labels (int32), made in
-    memory (``"synthetic"``) or from a lesson HDF5 file."""
+    """``n_images`` training images (uint8) and labels (int32), made in memory
+    (``"synthetic"``) or from a lesson HDF5 file."""
     if data == "synthetic":
         from gpulesson.datasets.synthetic import make_synthetic
 
@@ -146,8 +147,8 @@ def run_training(*, per_replica_batch: int, steps: int, learning_rate: float,
                  base_batch: int, data: str = "synthetic", seed: int = 0, devices=None,
                  log=print):
     """Train the lesson's CNN data-parallel over all devices of all processes (or ``devices``)
-    for ``steps`` global batches, with the SGD rate scaled linearly; return the model. Runs in
-    every process alike (after :func:`start_processes`); only process 0 logs."""
+    for ``steps`` global batches, the SGD rate scaled linearly; the model. Every process runs
+    it (after :func:`start_processes`); process 0 logs."""
     keras = use_jax()
     import jax
 
@@ -156,8 +157,7 @@ def run_training(*, per_replica_batch: int, steps: int, learning_rate: float,
     batch = global_batch_size(per_replica_batch, len(devices))
     rate = scaled_learning_rate(learning_rate, batch, base_batch)
     x, y = load_images(data, batch * steps, seed)
-    # Each process feeds its own slice of the data (process_slice): no
-    # automatic sharding, which would need a tf.data.Dataset.
+    # Each process feeds its own slice (process_slice): automatic sharding needs a tf.data.Dataset.
     keras.distribution.set_distribution(
         keras.distribution.DataParallel(devices=devices, auto_shard_dataset=False))
     model = build_parallel_cnn(rate, seed=seed)

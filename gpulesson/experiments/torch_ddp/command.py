@@ -1,9 +1,8 @@
 """The command line of :mod:`gpulesson.experiments.torch_ddp`: one process of a DDP training.
 
-Rank 0 owns the out folder: ``params.json`` (a restart with other parameters is refused),
-``checkpoint.pt`` (after the last completed epoch; deleted when the run has finished),
-``model.pt`` and ``record.json`` (written last: the run is finished). Every process reads the
-checkpoint when it starts, so the folder must be on a file system every node sees.
+Rank 0 owns the out folder (:mod:`..train_job`'s): ``params.json``, ``checkpoint.pt`` (the last
+completed epoch, until the run has finished), ``model.pt`` and ``record.json`` (last). Every
+process reads the checkpoint when it starts: the folder must be on a file system every node sees.
 """
 
 from __future__ import annotations
@@ -14,25 +13,11 @@ import sys
 from pathlib import Path
 
 from gpulesson.errors import LessonDataError
-from gpulesson.experiments import cli
+from gpulesson.experiments import cli, train_job
 from gpulesson.experiments.torch_ddp.launch import LaunchError, choose_backend, from_environment
-from gpulesson.experiments.train_job import (
-    JOBS_DIR,
-    PARAMS,
-    RECORD,
-    Stopped,
-    batch_delay,
-    job_id,
-    out_dir_state,
-    said,
-    start_run,
-    stop_on_signals,
-    write_json,
-)
 
 EXPERIMENT = "torch-ddp"
 MODEL, CHECKPOINT = "model.pt", "checkpoint.pt"
-
 
 COMMAND = cli.Command(
     "torch_ddp", "Train the PyTorch episode's CNN with DistributedDataParallel: one process per "
@@ -58,18 +43,10 @@ _parser = COMMAND.parser
 
 
 def save_atomically(obj, path) -> Path:
-    """``torch.save(obj)`` to a temporary file, on disk (``fsync``) before it is renamed: a job
-    killed while it writes leaves at most a stray ``.tmp`` file, never half a checkpoint."""
+    """``torch.save(obj)`` whole or not at all (:func:`..train_job.replace_atomically`)."""
     import torch
 
-    path = Path(path)
-    partial = path.with_name(f".{path.name}.tmp")
-    with open(partial, "wb") as f:
-        torch.save(obj, f)
-        f.flush()
-        os.fsync(f.fileno())
-    partial.replace(path)
-    return path
+    return train_job.replace_atomically(Path(path), lambda f: torch.save(obj, f))
 
 
 def load_checkpoint(path):
@@ -86,17 +63,6 @@ def load_checkpoint(path):
         raise ValueError(f"{path} is not a readable checkpoint ({type(exc).__name__}: "
                          f"{first_line}); move it away to start the run again from epoch 1, "
                          "or restore the file") from None
-
-
-def _agree(decision):
-    """Rank 0's ``decision``, on every rank."""
-    import torch.distributed as dist
-
-    if not dist.is_initialized():
-        return decision
-    box = [decision]
-    dist.broadcast_object_list(box, src=0)
-    return box[0]
 
 
 def main(argv=None) -> int:
@@ -123,7 +89,8 @@ def main(argv=None) -> int:
               "world_size": launch.world_size, "global_batch": batch, "learning_rate": rate,
               "n_train": args.n_train, "data": args.data, "seed": args.seed,
               "dropout": not args.no_dropout, "drop_last": args.drop_last}
-    out = (args.out_dir or JOBS_DIR / f"{EXPERIMENT}-{job_id()}").expanduser().resolve()
+    out = args.out_dir or train_job.JOBS_DIR / f"{EXPERIMENT}-{train_job.job_id()}"
+    out = out.expanduser().resolve()
 
     if launch.launcher != "single":
         # torchrun and srun both end up here (one process too: DDP and NCCL still run); the
@@ -132,24 +99,22 @@ def main(argv=None) -> int:
         os.environ.setdefault("MASTER_PORT", str(launch.master_port))
         dist.init_process_group(backend, init_method="env://", rank=launch.rank,
                                 world_size=launch.world_size)
-    stop_on_signals()
+    train_job.stop_on_signals()
     try:
-        decision = None
-        if launch.is_main:
-            decision = out_dir_state(out, params)
-            if decision[0] == "train":
-                start_run(out, params)
-        if (code := said(*_agree(decision), show=launch.is_main)) is not None:
-            return code
-        return _train(args, params, launch, device, backend, out)
-    except Stopped as stop:
-        if launch.is_main:
-            checkpoint = load_checkpoint(out / CHECKPOINT)
-            done = checkpoint["epoch"] if checkpoint else 0
-            print(f"Stopped by {stop}: {out / CHECKPOINT} holds {done} completed epoch(s); the "
-                  "epoch that was running is lost. Run the same command again to resume.",
-                  flush=True)
-        return 128 + stop.signum
+        code = None  # rank 0 decides, and says why where there is nothing to train
+        if launch.is_main and (code := train_job.refused_or_finished(out, params)) is None:
+            train_job.start_run(out, params)
+        if dist.is_initialized():
+            box = [code]
+            dist.broadcast_object_list(box, src=0)
+            code = box[0]
+        return _train(args, params, launch, device, backend, out) if code is None else code
+    except train_job.Stopped as stop:
+        if not launch.is_main:
+            return 128 + stop.signum
+        checkpoint = load_checkpoint(out / CHECKPOINT)
+        done = checkpoint["epoch"] if checkpoint else 0
+        return train_job.stopped(stop, f"{out / CHECKPOINT} holds {done} completed epoch(s)")
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
@@ -211,15 +176,15 @@ def _train(args, params, launch, device, backend, out: Path) -> int:
     training.train_epochs(model, optimizer, dataset, sampler,
                           per_replica_batch=args.per_replica_batch, device=device,
                           first_epoch=first_epoch, epochs=args.epochs,
-                          on_epoch_end=on_epoch_end, log=log, batch_delay=batch_delay())
+                          on_epoch_end=on_epoch_end, log=log, batch_delay=train_job.batch_delay())
     # One write with its newline: print() writes the line and its end separately, and the
     # other process's lines can fall in between them on a shared, unbuffered output.
     print(f"rank {launch.rank}: weights {training.fingerprint(model)}\n", end="", flush=True)
     if not launch.is_main:
         return 0
     save_atomically(training.unwrapped(model).state_dict(), out / MODEL)
-    write_json(out / RECORD, {
-        "experiment": EXPERIMENT, "run_id": json.loads((out / PARAMS).read_text())["run_id"],
+    train_job.write_json(out / train_job.RECORD, {
+        "experiment": EXPERIMENT, "run_id": json.loads((out / train_job.PARAMS).read_text())["run_id"],
         **params, "launcher": launch.launcher, "backend": backend, "device": device.type,
         "loss": history, "job_id": os.environ.get("SLURM_JOB_ID"),
         "restart_count": int(os.environ.get("SLURM_RESTART_COUNT") or 0)})

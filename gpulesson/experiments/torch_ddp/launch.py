@@ -1,10 +1,10 @@
-"""Which process this is, and where the processes meet: the launcher's variables, read once.
+"""Which process this is, and where the processes meet, from the launcher's variables (pure
+Python, so that the job script's logic can be tested anywhere).
 
-Pure Python, so that the job script's logic can be tested anywhere. ``torchrun`` sets ``RANK``,
-``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``; ``srun`` sets ``SLURM_PROCID``,
-``SLURM_NTASKS``, ``SLURM_LOCALID``, and the processes meet on the step's first node, on a port
-derived from the job id (a requeued job keeps its id, so its port). torchrun's variables win
-when both are there (torchrun started inside an ``srun`` step).
+``torchrun`` sets ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``;
+``srun`` sets ``SLURM_PROCID``, ``SLURM_NTASKS``, ``SLURM_LOCALID``, and the processes meet on
+the step's first node, on a port derived from the job id (which a requeued job keeps).
+torchrun's variables win (torchrun started inside an ``srun`` step).
 """
 
 from __future__ import annotations
@@ -40,9 +40,7 @@ def first_host(nodelist: str) -> str:
     if not match:
         raise LaunchError(f"cannot read a host from the node list {nodelist!r}")
     prefix, ranges = match.groups()
-    if not ranges:
-        return prefix
-    return prefix + ranges.split(",")[0].split("-")[0]
+    return prefix + ranges.split(",")[0].split("-")[0] if ranges else prefix
 
 
 def _int(environ, name: str) -> int:

@@ -18,8 +18,8 @@ from gpulesson.lesson.torch import SmallCNN, state_fingerprint, to_dataset
 
 def load_dataset(data: str, n_train: int, seed: int = 0):
     """``n_train`` training images as a TensorDataset: the MNIST-shaped stand-in, or MNIST from
-    the lesson's data folder, never downloaded here (by every process at once, on nodes that
-    often have no internet): the error says how to get it first."""
+    the lesson's data folder, never downloaded here (by every process at once, on nodes often
+    without internet): the error says how to get it first."""
     from gpulesson.datasets import mnist
 
     if data == "synthetic":
@@ -41,8 +41,8 @@ def load_dataset(data: str, n_train: int, seed: int = 0):
 def make_sampler(n_samples: int, world_size: int, rank: int, *, seed: int = 0,
                  drop_last: bool = False) -> DistributedSampler:
     """This rank's share of one shuffled order (the same seed on every rank), new each epoch
-    after ``set_epoch``. Where ``n_samples`` is not a multiple of ``world_size`` it repeats the
-    first indices so that all ranks take as many steps, or with ``drop_last`` leaves the last out."""
+    after ``set_epoch``. It pads with the first indices so that all ranks take as many steps,
+    or with ``drop_last`` leaves the last out."""
     return DistributedSampler(range(n_samples), num_replicas=world_size, rank=rank,
                               shuffle=True, seed=seed, drop_last=drop_last)
 
