@@ -1,17 +1,9 @@
-"""Exceptions with messages a learner can act on.
+"""Exceptions with messages a learner can act on: each names the file, folder, setting or URL
+concerned and says how to fix it.
 
-Every message names the file, folder, setting or URL concerned and says how to fix the problem,
-because these errors are usually read in a notebook on a cluster, far from this source code.
-
-In a notebook (IPython), an error of the lesson is shown as its message alone: the traceback
-and the exceptions it was raised from (a ``gaierror`` deep in urllib, for instance) would push
-the message out of sight, and they are about the lesson's code, not about what the learner can
-change. A cell the learner stopped (KeyboardInterrupt) gets two lines instead of its traceback
-(:mod:`gpulesson.interrupt`). Everything else keeps IPython's full traceback.
-
-The same holds for the lesson's commands (``python -m gpulesson...``): an error of the lesson
-that no command catches, or Ctrl-C, ends the command with its message in one paragraph, not a
-traceback (:func:`show_message_only_in_commands`).
+In a notebook and in the lesson's commands (``python -m gpulesson...``) an error of the lesson is
+shown as its message alone, and an interrupted cell or Ctrl-C in a few words
+(:mod:`gpulesson.interrupt`); everything else keeps its full traceback.
 """
 
 from __future__ import annotations
@@ -61,8 +53,7 @@ class SettingsError(LessonError, ValueError):
 
 
 def how_to_set(name: str, value: str) -> str:
-    """How to give the environment variable ``name`` the value ``value``, in JupyterLab and in
-    a shell (a notebook's kernel reads its variables when it starts, so a cell sets them)."""
+    """How to give the environment variable ``name`` the value ``value``, in JupyterLab and in a shell."""
     return (
         f"In JupyterLab, add a cell at the top of the notebook with\n"
         f"    %env {name}={value}\n"
@@ -73,8 +64,7 @@ def how_to_set(name: str, value: str) -> str:
 
 
 def home_note() -> str:
-    """`` (HOME is not set, ...)`` when the environment has no HOME: then ``~`` is the home
-    folder of the user's account, which may not be theirs to write in, or not exist."""
+    """`` (HOME is not set, ...)`` when the environment has no HOME (``~`` may not be theirs)."""
     if os.environ.get("HOME"):
         return ""
     return (f" (HOME is not set here, so ~ is {os.path.expanduser('~')}: set HOME to your home "
@@ -83,8 +73,7 @@ def home_note() -> str:
 
 @contextlib.contextmanager
 def tidy_on_failure(*folders):
-    """Removes, if the block fails, those of ``folders`` (and of their parents) that it made
-    and left empty: a failed download or conversion leaves no empty folders behind."""
+    """If the block fails, remove those of ``folders`` (and their parents) it made and left empty."""
     made = []
     for folder in folders:
         for path in (Path(folder).expanduser().absolute(), *Path(folder).expanduser().absolute().parents):
@@ -102,14 +91,8 @@ def tidy_on_failure(*folders):
 
 def check_writable(folder, setting: str | None = "LESSON_DATA_DIR",
                    option: str = "--data-dir") -> Path:
-    """Create ``folder`` if needed and check that a file can be written in it; returns it.
-
-    Called before long work (a download, a conversion) starts, so that a read-only shared
-    folder stops the lesson at once, with a message that names the folder and how to choose
-    another, instead of an HDF5 traceback at the end. Raises :class:`DataFolderError`.
-    ``setting=None``: a file written where the caller chose (not the data folder), so the
-    message names no setting.
-    """
+    """Create ``folder`` if needed and check that a file can be written in it, before long work
+    starts; returns it, else :class:`DataFolderError`. ``setting=None``: not the data folder."""
     folder = Path(folder).expanduser()
     probe = folder / f".gpulesson-write-test.{os.getpid()}"
     try:
@@ -146,10 +129,8 @@ REFERENCE_RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 def cannot_write_file(path) -> str | None:
-    """Why the file ``path`` cannot be written (None: it can), found before any work is done,
-    so that hours of measuring are never lost at the end. Creates nothing: a folder that is
-    missing is checked through the nearest folder that is there, with a file written and
-    deleted at once."""
+    """Why the file ``path`` cannot be written (None: it can), found before any work is done;
+    creates nothing (a missing folder is checked through the nearest one that is there)."""
     path = Path(path).expanduser()
     if path.is_dir():
         return f"{path} is a folder: name a file, e.g. {path / 'results.jsonl'}"
@@ -177,14 +158,12 @@ def cannot_write_file(path) -> str | None:
 
 # --- notebooks: the message alone ------------------------------------------------------------
 
-# What a notebook shows as a short message: the lesson's errors, and a cell the learner stopped
-# (gpulesson.interrupt). IPython keeps one handler for all its custom exceptions, so both are here.
+# IPython keeps one handler for all its custom exceptions, so an interrupted cell is handled here too.
 SHORT_MESSAGE_KINDS = ("LessonError", "KeyboardInterrupt")
 
 
 def _message_only(shell, etype, value, tb, tb_offset=None):
-    """IPython's handler for LessonError: the exception's name and message, nothing else; for
-    KeyboardInterrupt: what was stopped, what is kept and how to go on (two lines)."""
+    """IPython's handler: a LessonError's name and message; a KeyboardInterrupt's two lines."""
     if issubclass(etype, KeyboardInterrupt):
         from gpulesson.interrupt import interrupt_lines
 
@@ -202,9 +181,8 @@ def _message_only(shell, etype, value, tb, tb_offset=None):
 
 
 def show_message_only_in_notebooks() -> bool:
-    """Have IPython (a notebook's kernel) show LessonError as its message alone, and an
-    interrupted cell as two lines instead of its traceback; returns whether it does. Leaves
-    another custom exception handler that someone installed alone."""
+    """Have a notebook's kernel show LessonError and KeyboardInterrupt short; returns whether it
+    does (not where someone installed another handler)."""
     ipython = sys.modules.get("IPython")  # only where IPython is running already
     shell = ipython.get_ipython() if ipython is not None else None
     if shell is None:
@@ -223,8 +201,7 @@ show_message_only_in_notebooks()
 # --- commands: the message alone -------------------------------------------------------------
 
 def _command_hook(etype, value, tb, _previous=sys.__excepthook__):
-    """``sys.excepthook`` of the lesson's commands: a LessonError as ``error: message``, Ctrl-C
-    as one line saying that the command stopped; anything else as Python shows it."""
+    """``sys.excepthook`` of the lesson's commands: a LessonError or Ctrl-C in one line."""
     if issubclass(etype, LessonError):
         print(f"error: {value}", file=sys.stderr)
     elif issubclass(etype, KeyboardInterrupt):
@@ -235,9 +212,8 @@ def _command_hook(etype, value, tb, _previous=sys.__excepthook__):
 
 
 def show_message_only_in_commands(main_module: str | None = None) -> bool:
-    """Have a ``python -m gpulesson...`` command show the lesson's errors and Ctrl-C as their
-    message alone; returns whether it does. Other programs that import gpulesson, and an
-    excepthook someone installed, are left alone."""
+    """Have a ``python -m gpulesson...`` command show the lesson's errors and Ctrl-C in one line;
+    returns whether it does (not in other programs, nor over another excepthook)."""
     if main_module is None:  # python -m NAME: runpy imports the package before __main__ is set
         argv = getattr(sys, "orig_argv", [])
         main_module = next((argv[i + 1] for i, arg in enumerate(argv[:-1]) if arg == "-m"), "")

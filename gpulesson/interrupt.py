@@ -1,18 +1,9 @@
-"""A short message, instead of a long traceback, when a notebook cell is interrupted.
+"""Two lines, instead of a traceback of Keras' internals, when a notebook cell is interrupted:
+what was stopped, what is kept, and how to go on (:mod:`gpulesson.errors` shows them).
 
-Stopping a running cell (JupyterLab's square button, or Kernel > Interrupt Kernel) raises
-``KeyboardInterrupt`` wherever the code happens to be. Deep inside Keras' ``fit`` that is a
-traceback of over a hundred lines about Keras' and TensorFlow's internals, which hides the three
-things a learner needs: what was stopped, what is kept, and how to go on.
-:func:`interrupt_lines` says these in two lines; :mod:`gpulesson.errors` shows them in a notebook
-(IPython allows one handler for its custom exceptions, and that module installs the lesson's).
-
-What is kept, in every Keras backend: the model keeps the weights it had reached, those of the
-finished epochs and of the steps of the stopped one (JAX hands them back to the model when
-``fit`` ends, stopped or not), and ``model.history.history`` holds the finished epochs' metrics.
-But a model made inside a function, like the lesson's ``train_on``, is lost with the function.
-
-This module imports nothing but the standard library.
+A model keeps the weights it had reached and ``model.history.history`` the finished epochs, in
+every backend; a model made inside a function, like the lesson's ``train_on``, is lost with it.
+Imports nothing but the standard library.
 """
 
 from __future__ import annotations
@@ -45,14 +36,9 @@ def _names_of(obj, namespace: Mapping) -> list[str]:
 
 
 def interrupted(tb, namespace: Mapping | None = None) -> dict:
-    """What the interrupted cell was doing, from the traceback ``tb`` of the KeyboardInterrupt.
-
-    Returns a dict with ``what`` (Keras' call, or else a training function of the lesson, or
-    None), ``function`` (Keras' call's name), ``inside`` (the lesson's function it ran in, if
-    any), ``epoch`` (1-based, the stopped one) and ``epochs`` where known, ``model_names`` (the
-    variables of ``namespace`` that hold the model) and ``line`` (the line of the cell, when the
-    cell's frame runs in ``namespace``).
-    """
+    """What the interrupted cell was doing, from the KeyboardInterrupt's traceback ``tb``: ``what``,
+    ``function`` (Keras' call), ``inside`` (the lesson's function), ``epoch`` (1-based) and
+    ``epochs``, ``model_names`` (in ``namespace``) and ``line`` (of the cell)."""
     namespace = {} if namespace is None else namespace
     found = {"what": None, "function": None, "inside": None, "epoch": None, "epochs": None,
              "model_names": [], "line": None}

@@ -1,12 +1,6 @@
-"""Is the Keras backend that Keras will use installed? Checked before Keras is imported.
-
-Without it, ``import keras`` fails with dozens of lines in every cell; :func:`guard_keras_import`
-makes it one message saying which backend, where it was chosen and how to install it. The versions
-are those of requirements/ (a test checks they agree).
-
-TensorFlow 2.21 logs start-up INFO notes through absl before logging is set up, so they reach
-stderr (red in a notebook) whatever ``TF_CPP_MIN_LOG_LEVEL`` says; :func:`quiet_tensorflow_start`
-leaves out those notes only, honouring ``TF_CPP_MIN_LOG_LEVEL=0``.
+"""Is the Keras backend that Keras will use installed? Checked before Keras is imported, so that
+``import keras`` fails with one message (which backend, where chosen, how to install it), not dozens
+of lines. Also leaves TensorFlow's start-up INFO notes out of stderr (unless TF_CPP_MIN_LOG_LEVEL=0).
 """
 
 from __future__ import annotations
@@ -63,8 +57,7 @@ def chosen_backend(environ: Mapping[str, str] | None = None) -> tuple[str, str]:
 
 
 def in_notebook() -> bool:
-    """Whether this Python is a notebook's kernel (advice then names cells and the kernel's
-    restart; in a terminal or a batch job, ``export`` and running the command again)."""
+    """Whether this Python is a notebook's kernel (advice then names cells and the restart)."""
     ipython = sys.modules.get("IPython")  # only where IPython runs already
     shell = ipython.get_ipython() if ipython is not None else None
     return getattr(shell, "kernel", None) is not None
@@ -88,8 +81,8 @@ def module_installed(module: str) -> bool:
 
 
 def missing_backend_message(environ: Mapping[str, str] | None = None) -> str | None:
-    """What to do when the chosen Keras backend cannot be used here; None when it can (or
-    when Keras itself is not installed: then its import fails plainly, with its name)."""
+    """What to do when the chosen Keras backend cannot be used here; None when it can, or when
+    Keras itself is not installed."""
     return None if not module_installed("keras") else _backend_problem(environ)
 
 
@@ -138,7 +131,7 @@ class _KerasGuard(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 def guard_keras_import() -> bool:
     """Have ``import keras`` fail with the short message when the chosen backend is missing;
-    returns whether the guard was installed (not when Keras is imported already)."""
+    returns whether the guard was installed."""
     if "keras" in sys.modules or any(isinstance(f, _KerasGuard) for f in sys.meta_path):
         return False
     if missing_backend_message() is None:
@@ -155,8 +148,7 @@ _ABSL_PREAMBLE = "WARNING: All log messages before absl::InitializeLog() is call
 
 
 def drop_info_notes(text: str) -> str:
-    """``text`` (what TensorFlow wrote to stderr) without absl's INFO lines, the lines that
-    continue them, and absl's note that logging is not set up; everything else kept."""
+    """TensorFlow's stderr ``text`` without absl's INFO notes (and their continuation lines)."""
     kept, dropping = [], False
     for line in text.splitlines(keepends=True):
         match = _ABSL_LINE.match(line)
@@ -171,8 +163,7 @@ def drop_info_notes(text: str) -> str:
 
 @contextlib.contextmanager
 def _stderr_without_info_notes():
-    """File descriptor 2 (where C++ libraries write) into a temporary file; afterwards, what was
-    written goes to the real stderr without the INFO notes."""
+    """File descriptor 2 caught, then written to the real stderr without the INFO notes."""
     try:
         saved = os.dup(2)
     except OSError:  # no stderr descriptor (some embedded interpreters): nothing to filter
@@ -226,8 +217,8 @@ class _QuietTensorFlow(importlib.abc.MetaPathFinder):
 
 
 def quiet_tensorflow_start() -> bool:
-    """Leave TensorFlow's start-up INFO notes out of stderr when it is imported (by Keras, or
-    directly); returns whether that was arranged (not once TensorFlow is imported)."""
+    """Leave TensorFlow's start-up INFO notes out of stderr when it is imported; returns whether
+    that was arranged."""
     if "tensorflow" in sys.modules or any(isinstance(f, _QuietTensorFlow) for f in sys.meta_path):
         return False
     sys.meta_path.insert(0, _QuietTensorFlow())

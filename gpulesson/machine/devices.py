@@ -20,12 +20,14 @@ import sys
 import tempfile
 import warnings
 
+from gpulesson.machine.backends import missing_backend_message, module_installed
+
 NO_GPU = "No GPU visible: training will run on the CPU."
 NO_KERAS = "Keras cannot start, so no training will run here until that is fixed (see above)."
 
 
-# The Keras names of the lesson's two devices, by the short names its commands take. The CPU is
-# "cpu", not "cpu:0": under "cpu:0", Keras 3.15's PyTorch backend cannot build a Dropout layer.
+# Keras' names of the lesson's two devices ("cpu", not "cpu:0": Keras 3.15's PyTorch backend
+# cannot build a Dropout layer under "cpu:0").
 KERAS_DEVICES = {"cpu": "cpu", "gpu": "gpu:0"}
 
 
@@ -115,8 +117,6 @@ BACKEND_TITLES = {module: title for title, module, _ in FRAMEWORKS}
 
 def backend_installed(backend: str) -> bool:
     """Whether the framework of the Keras backend ``backend`` can be imported (not importing it)."""
-    from gpulesson.machine.backends import module_installed
-
     return module_installed(backend)
 
 
@@ -146,10 +146,7 @@ def _framework_line(title: str, module: str, probe) -> tuple[str, int]:
 def _keras_line() -> str:
     if importlib.util.find_spec("keras") is None:
         return "Keras: not installed"
-    from gpulesson.machine.backends import missing_backend_message
-
-    # A backend chosen but not installed: say so and how to fix it, before importing Keras
-    # (whose import would fail with a long traceback).
+    # A backend chosen but not installed: said before importing Keras (a long traceback).
     problem = "keras" not in sys.modules and missing_backend_message()
     if problem:
         return f"Keras {importlib.metadata.version('keras')}: cannot start. {problem}"
@@ -161,12 +158,9 @@ def _keras_line() -> str:
 def report() -> str:
     """The device report as text (one fact per line)."""
     keras_line = _keras_line()
-    lines = [
-        f"Python {platform.python_version()} ({sys.executable})",
-        f"Platform: {platform.platform()}",
-        f"CPU: {_cpu_model()}, cores: {_usable_cores()}",
-        keras_line,
-    ]
+    lines = [f"Python {platform.python_version()} ({sys.executable})",
+             f"Platform: {platform.platform()}", f"CPU: {_cpu_model()}, cores: {_usable_cores()}",
+             keras_line]
     n_gpus = 0
     for title, module, probe in FRAMEWORKS:
         line, count = _framework_line(title, module, probe)
@@ -217,10 +211,8 @@ def keras_device() -> dict:
             "gpu_count": len(gpus)}
 
 
-# --- The GPU's facts and the float32 precision in force, for records -------------------------
-# A GPU timing depends on the GPU, its driver and CUDA, and on whether float32 matmuls and
-# convolutions run on TF32 tensor cores (Ampere, compute capability 8.0, and later); each
-# framework decides the last by its own setting, so each is asked, never assumed.
+# --- The GPU's facts and the float32 precision in force (TF32 or not: each framework's own
+# setting, asked, never assumed), for records -----------------------------------------------
 
 CPU_PRECISION = {"matmul": "float32", "convolution": "float32"}  # the CPU computes in float32
 TF32_CAPABILITY = (8, 0)  # the first GPUs with TF32 tensor cores (Ampere)
@@ -246,8 +238,7 @@ def _cuda_version(number) -> str | None:
 
 
 def _backend_gpu(backend: str) -> dict | None:
-    """The first GPU as the backend's framework sees it: name, compute capability, the CUDA
-    version it runs on (or was built for), memory where it tells; None without a GPU."""
+    """The first GPU as the backend's framework sees it (:data:`GPU_FIELDS`); None without one."""
     if backend == "tensorflow":
         import tensorflow as tf
 
@@ -288,23 +279,14 @@ def _backend_gpu(backend: str) -> dict | None:
 
 
 def _nvml_gpu() -> dict:
-    """Driver, CUDA driver, compute capability and memory of CUDA's first GPU, read through
-    NVML (the ``nvidia-ml-py`` package); ``{}`` when NVML is missing or cannot answer."""
+    """CUDA's first GPU as NVML (``nvidia-ml-py``) sees it; ``{}`` when NVML cannot answer."""
+    from gpulesson.machine.energy import EnergyUnavailable, _nvml_handle
+
     try:
-        import pynvml as nvml
-    except ImportError:
+        nvml, handle = _nvml_handle()
+    except EnergyUnavailable:
         return {}
     try:
-        nvml.nvmlInit()
-    except Exception:  # no driver, or no NVML library
-        return {}
-    try:
-        # NVML numbers every GPU of the node; CUDA's first is the first of CUDA_VISIBLE_DEVICES.
-        first = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0].strip() or "0"
-        if first.startswith(("GPU-", "MIG-")):
-            handle = nvml.nvmlDeviceGetHandleByUUID(first)
-        else:
-            handle = nvml.nvmlDeviceGetHandleByIndex(int(first))
         facts = {}
         for key, read in (
                 ("name", lambda: nvml.nvmlDeviceGetName(handle)),
@@ -321,18 +303,14 @@ def _nvml_gpu() -> dict:
             except Exception:  # this field not readable here (an old driver, a MIG slice)
                 facts[key] = None
         return facts
-    except Exception:
-        return {}
     finally:
         with contextlib.suppress(Exception):
             nvml.nvmlShutdown()
 
 
 def gpu_facts(backend: str | None = None) -> dict | None:
-    """The GPU the Keras backend computes on, as :data:`GPU_FIELDS` (None where unknown); None without a GPU.
-
-    No host name, no serial number.
-    """
+    """The GPU the Keras backend computes on, as :data:`GPU_FIELDS` (no host name, no serial
+    number); None without a GPU."""
     facts = _gpu_facts(backend or _active_backend())
     return None if facts is None else dict(facts)
 
@@ -387,12 +365,8 @@ def _backend_precision(backend: str) -> tuple[str, str, str]:
         matmul_precision = torch.get_float32_matmul_precision()
         allow_matmul = torch.backends.cuda.matmul.allow_tf32
         allow_conv = torch.backends.cudnn.allow_tf32
-        if matmul_precision == "medium":
-            matmul = "bf16"
-        elif allow_matmul or matmul_precision == "high":
-            matmul = "tf32"
-        else:
-            matmul = "float32"
+        matmul = ("bf16" if matmul_precision == "medium" else
+                  "tf32" if allow_matmul or matmul_precision == "high" else "float32")
         return (matmul, "tf32" if allow_conv else "float32",
                 f"float32_matmul_precision={matmul_precision}, matmul.allow_tf32={allow_matmul}, "
                 f"cudnn.allow_tf32={allow_conv}")
@@ -417,8 +391,7 @@ def float32_precision(backend: str | None = None, gpu: dict | None = None) -> di
 
 
 def precision_line(backend: str | None = None) -> str | None:
-    """One report line: the GPU's float32 precision under the active backend; None without a
-    GPU or without Keras."""
+    """One report line: the GPU's float32 precision; None without a GPU or without Keras."""
     if importlib.util.find_spec("keras") is None:
         return None
     try:

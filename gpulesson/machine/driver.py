@@ -1,8 +1,5 @@
 """Is the node's NVIDIA driver new enough for the CUDA each installed framework was built for?
-
-A too-old driver makes a framework say only "no GPU". Since CUDA 11 a build runs on any driver
-of at least its major version's minimum (minor-version compatibility).
-"""
+(A too-old driver makes a framework say only "no GPU".)"""
 
 from __future__ import annotations
 
@@ -63,8 +60,7 @@ def _distribution(name: str) -> str | None:
 
 
 def build_cuda() -> dict[str, str | None]:
-    """The CUDA version each installed framework was built for (None: a CPU build), read
-    without starting CUDA."""
+    """The CUDA version each installed framework was built for (None: a CPU build)."""
     builds: dict[str, str | None] = {}
     if importlib.util.find_spec("torch") is not None:
         import torch

@@ -1,14 +1,9 @@
 """Energy meters: what a device used, in joules, from the counters the machine offers.
 
-The CPU: Linux powercap (RAPL) package counters, polled every :data:`POLL_SECONDS` so no interval
-holds more than one wrap; they count the whole package (other programs too) and since Linux 5.10
-only root may read them (CVE-2020-8694). An NVIDIA GPU: NVML's board energy counter, else its power
-sampled and integrated. Neither adds a synchronisation to the training.
-
-Counters move in steps (about 12 J for NVML on an H200), so a window is measured only when the
-reading changed at least :data:`MIN_CHANGES` times in it; shorter ones are never read as 0 J.
-Where nothing can be read, :func:`open_meter` raises :class:`EnergyUnavailable` and a record keeps
-the reason, never a guessed wattage.
+The CPU: Linux powercap (RAPL) package counters (the whole package; root only since Linux 5.10).
+An NVIDIA GPU: NVML's energy counter, else its power sampled and integrated. Counters move in
+steps, so a window counts only when its reading changed :data:`MIN_CHANGES` times; where nothing
+can be read, :class:`EnergyUnavailable` gives the reason, never a guessed wattage.
 """
 
 from __future__ import annotations
@@ -31,8 +26,7 @@ class EnergyUnavailable(RuntimeError):
 # --- arithmetic ---------------------------------------------------------------------------------
 
 def integrate(times: Sequence[float], watts: Sequence[float]) -> float:
-    """The joules of power samples ``watts`` taken at ``times`` (seconds), by the trapezoidal
-    rule. Needs at least two samples, in order of time, and no negative power."""
+    """The joules of power samples ``watts`` taken at ``times`` (seconds): trapezoidal rule."""
     if len(times) != len(watts):
         raise ValueError(f"{len(times)} sample times but {len(watts)} power samples: "
                          "give one time for each sample")
@@ -47,8 +41,7 @@ def integrate(times: Sequence[float], watts: Sequence[float]) -> float:
 
 
 def counter_delta(before: int, after: int, max_range: int) -> int:
-    """The counts between two readings of a counter that wraps to 0 after ``max_range``
-    (powercap's ``max_energy_range_uj``): at most one wrap is assumed."""
+    """The counts between two readings of a counter that wraps to 0 after ``max_range`` (once)."""
     if max_range <= 0:
         raise ValueError(f"the counter's range must be positive, not {max_range}")
     if not (0 <= before <= max_range and 0 <= after <= max_range):
@@ -60,8 +53,8 @@ def counter_delta(before: int, after: int, max_range: int) -> int:
 # --- meters -----------------------------------------------------------------------------------
 
 class EnergyMeter:
-    """Joules used since the meter started, kept up to date by a thread reading ``read()``
-    every ``poll`` seconds. Subclasses give :meth:`read` and :meth:`_advance`."""
+    """Joules since the meter started, read every ``poll`` seconds by a thread; subclasses give
+    :meth:`read` and :meth:`_advance`."""
 
     source = ""
     counter = True  # a counter of joules (its smallest step is its resolution), not power samples
@@ -137,14 +130,16 @@ class PowercapMeter(EnergyMeter):
                    for b, a, r in zip(before, after, self.ranges, strict=True)) / 1e6
 
 
-class NvmlCounterMeter(EnergyMeter):
-    """An NVIDIA GPU's total energy counter (millijoules since the driver loaded)."""
-
-    source = "NVML total energy counter"
-
+class _NvmlMeter(EnergyMeter):
     def __init__(self, nvml, handle, **kwargs):
         self._nvml, self._handle = nvml, handle
         super().__init__(**kwargs)
+
+
+class NvmlCounterMeter(_NvmlMeter):
+    """An NVIDIA GPU's total energy counter (millijoules since the driver loaded)."""
+
+    source = "NVML total energy counter"
 
     def read(self) -> int:
         return self._nvml.nvmlDeviceGetTotalEnergyConsumption(self._handle)
@@ -153,15 +148,11 @@ class NvmlCounterMeter(EnergyMeter):
         return (after - before) / 1e3
 
 
-class NvmlPowerMeter(EnergyMeter):
+class NvmlPowerMeter(_NvmlMeter):
     """An NVIDIA GPU's board power (milliwatts), sampled and integrated (:func:`integrate`)."""
 
     source = "NVML power samples"
     counter = False
-
-    def __init__(self, nvml, handle, **kwargs):
-        self._nvml, self._handle = nvml, handle
-        super().__init__(**kwargs)
 
     def read(self) -> float:
         return self._nvml.nvmlDeviceGetPowerUsage(self._handle) / 1e3
@@ -183,8 +174,7 @@ def _read(path: Path) -> str:
 
 
 def cpu_zones(root: Path = POWERCAP) -> list[Path]:
-    """The powercap zones of the CPU packages under ``root`` (``intel-rapl:0``, ...; not their
-    sub-zones, which the package counts already)."""
+    """The powercap zones of the CPU packages under ``root`` (not their sub-zones)."""
     zones = sorted(p for p in Path(root).glob("intel-rapl:*") if p.name.count(":") == 1)
     if not zones:
         raise EnergyUnavailable(f"this machine shows no CPU energy counters (no {root}/intel-rapl:*;"
@@ -193,7 +183,8 @@ def cpu_zones(root: Path = POWERCAP) -> list[Path]:
 
 
 def _nvml_handle():
-    """``(pynvml, handle)`` of the first visible GPU, or EnergyUnavailable with the reason."""
+    """``(pynvml, handle)`` of CUDA's first GPU (the first of CUDA_VISIBLE_DEVICES), or
+    EnergyUnavailable with the reason."""
     import os
 
     try:
@@ -228,8 +219,7 @@ def gpu_meter(nvml=None, handle=None, **kwargs) -> EnergyMeter:
 
 
 def open_meter(device_kind: str, *, powercap: Path = POWERCAP, **kwargs) -> EnergyMeter:
-    """The meter of ``device_kind`` ("cpu": :class:`PowercapMeter`; "gpu": :func:`gpu_meter`),
-    not yet started; EnergyUnavailable, with the reason, where none can be read."""
+    """The meter of ``device_kind`` ("cpu" or "gpu"), not yet started; EnergyUnavailable where none."""
     if device_kind == "cpu":
         return PowercapMeter(powercap, **kwargs)
     if device_kind == "gpu":
@@ -238,10 +228,8 @@ def open_meter(device_kind: str, *, powercap: Path = POWERCAP, **kwargs) -> Ener
 
 
 class Intervals:
-    """The joules, reading changes, seconds and ``(begin, end)`` readings of consecutive intervals of a meter.
-
-    A meter of None records nothing.
-    """
+    """The joules, reading changes, seconds and readings of a meter's consecutive intervals
+    (a meter of None records nothing)."""
 
     def __init__(self, meter: EnergyMeter | None):
         self.meter, self._start = meter, None
@@ -264,8 +252,7 @@ class Intervals:
             self._start = None
 
     def window(self, first: int = 0) -> dict:
-        """The window from the start of interval ``first`` to the end of the last one:
-        ``{"joules", "changes", "seconds", "intervals"}``."""
+        """``{"joules", "changes", "seconds", "intervals"}`` from interval ``first`` to the last."""
         if not self.readings[first:]:
             raise ValueError(f"no interval from number {first} on: {len(self.readings)} recorded")
         start, end = self.readings[first][0], self.readings[-1][1]

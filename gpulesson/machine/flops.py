@@ -1,8 +1,5 @@
-"""Floating-point operations of a training step, counted from the layers' shapes.
-
-Only convolutions and dense layers count (the rest is under 1 % of the lesson's CNN); a
-multiply-add is 2 operations, and training is about 3 times the forward pass. Counted from the
-architecture alone so the site builds without Keras; a test checks it against episode 9's count.
+"""Floating-point operations of a training step, counted from the layers' shapes (without Keras):
+convolutions and dense layers only, a multiply-add is 2, training about 3 times the forward pass.
 """
 
 from __future__ import annotations
@@ -21,8 +18,7 @@ def dense_flops(units_in: int, units_out: int) -> int:
 
 def cnn_forward_flops(input_shape=(32, 32, 3), filters=(32, 64, 128, 256), dense=(256, 512),
                       n_classes: int = 10, kernel: int = 3) -> int:
-    """The forward pass of one image through the lesson's CNN: blocks of a 3 x 3 convolution
-    and a 2 x 2 max-pooling, then dense layers (``gpulesson.lesson.build_cnn``)."""
+    """The forward pass of one image through the lesson's CNN (``gpulesson.lesson.build_cnn``)."""
     height, width, channels = input_shape
     total = 0
     for out in filters:

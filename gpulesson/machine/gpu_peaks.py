@@ -1,8 +1,5 @@
-"""Published (vendor data sheet, dense) peak rates of the GPUs the lesson was measured on, by model name.
-
-A measured rate means little alone, so pages show it beside the card's peak. Keys: ``fp32``, ``tf32``,
-``bf16``, ``fp16`` in TFLOP/s; ``memory_tb_s`` in TB/s.
-"""
+"""Published (data sheet, dense) peak rates of the GPUs the lesson was measured on, by model name:
+``fp32``, ``tf32``, ``bf16``, ``fp16`` in TFLOP/s, ``memory_tb_s`` in TB/s."""
 
 from __future__ import annotations
 

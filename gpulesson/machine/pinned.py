@@ -1,8 +1,5 @@
-"""The lesson's pinned environment, against the versions a record was made with.
-
-A GPU record made in a node's own Python has other versions (and CUDA builds) than the pinned
-environment; the pages that show it say so, from the record and the pin files, never typed.
-"""
+"""The lesson's pinned environment, against the versions a record was made with (pages say which,
+from the record and the pin files, never typed)."""
 
 from __future__ import annotations
 
@@ -13,9 +10,7 @@ LESSON_ROOT = Path(__file__).resolve().parents[2]
 # The packages a record's "versions" may hold, in the order a page names them.
 TITLES = {"python": "Python", "keras": "Keras", "tensorflow": "TensorFlow", "jax": "JAX",
           "torch": "PyTorch"}
-# Where each pin is: (file, pattern). environment.yml builds the cluster's environment (its
-# TensorFlow and JAX in their CUDA builds, "cuda" the CUDA major version of the JAX build);
-# requirements/torch.txt pins the optional PyTorch.
+# Where each pin is: (file, pattern); "cuda" is the CUDA major version of the JAX build.
 PINS = {
     "python": ("environment.yml", r"^\s*-\s*python=(\S+)"),
     "keras": ("environment.yml", r"^\s*-\s*keras==(\S+)"),
@@ -27,8 +22,7 @@ PINS = {
 
 
 def pinned_environment(root: Path = LESSON_ROOT) -> dict[str, str]:
-    """``{"python": "3.11", "keras": ..., "tensorflow": ..., "jax": ..., "cuda": "12",
-    "torch": ...}`` as the lesson's files pin them; a pin the files lack is left out."""
+    """The versions of :data:`PINS` as the lesson's files pin them (those they lack left out)."""
     found = {}
     for key, (name, pattern) in PINS.items():
         try:

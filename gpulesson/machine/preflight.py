@@ -1,8 +1,5 @@
-"""Is everything a command needs installed in this Python?  Asked before anything runs.
-
-On a node's own Python a package may be missing: say so in one line, not in a traceback after
-minutes of work. Finding a package is enough: nothing here imports them.
-"""
+"""Is every package a command needs installed in this Python? Asked before anything runs, without
+importing them, so that a missing one is one line, not a traceback after minutes of work."""
 
 from __future__ import annotations
 

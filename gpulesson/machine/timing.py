@@ -1,8 +1,5 @@
-"""Timing helpers the episodes do not teach: single calls, and the CPU facts of a timing.
-
-The epoch timer is written in an episode and lives in :mod:`gpulesson.lesson`, which imports this
-module (never the other way round).
-"""
+"""Timing helpers the episodes do not teach: single calls, and the CPU facts of a timing (the
+epoch timer is the episodes' own, in :mod:`gpulesson.lesson`, which imports this module)."""
 
 from __future__ import annotations
 
@@ -35,8 +32,7 @@ def framework_threads() -> dict:
 
 
 def load_average() -> list[float] | None:
-    """The machine's load average over 1, 5 and 15 minutes, rounded (None where the system has
-    none): above the number of cores, other programs competed with a measurement."""
+    """The machine's load average over 1, 5 and 15 minutes, rounded (None where there is none)."""
     try:
         return [round(float(v), 2) for v in os.getloadavg()]
     except (OSError, AttributeError):
@@ -44,8 +40,7 @@ def load_average() -> list[float] | None:
 
 
 def process_stat(pid) -> list[str] | None:
-    """The fields of Linux's /proc/PID/stat after the command's name: state first ("Z" for a
-    zombie), then parent, process group, ...; None when there is no such process or no /proc."""
+    """The fields of Linux's /proc/PID/stat after the command's name (state first); None without one."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().rsplit(")", 1)[1].split()  # the name may hold spaces and ")"
@@ -54,8 +49,7 @@ def process_stat(pid) -> list[str] | None:
 
 
 def process_running(pid: int) -> bool:
-    """Whether process ``pid`` runs: it exists and is not a zombie (ended, waiting for its
-    parent to collect it)."""
+    """Whether process ``pid`` exists and is not a zombie."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -67,10 +61,7 @@ def process_running(pid: int) -> bool:
 
 
 def own_cpu_seconds() -> float:
-    """CPU seconds of this process and its children, running (from /proc) or waited for.
-
-    A measurement's own helpers are not other programs' load.
-    """
+    """CPU seconds of this process and its children, running (from /proc) or waited for."""
     times = os.times()
     total = time.process_time() + times.children_user + times.children_system
     tick, parents = os.sysconf("SC_CLK_TCK"), [os.getpid()]
@@ -106,10 +97,8 @@ def cpu_settings() -> dict:
 
 
 def set_cpu_threads(threads: int | None = None) -> dict:
-    """Fix the framework's CPU threads (default: the cores available); returns :func:`framework_threads`.
-
-    Must run before the framework does any work: TensorFlow refuses later changes.
-    """
+    """Fix the framework's CPU threads (default: the cores available) before it does any work;
+    returns :func:`framework_threads`."""
     threads = threads or available_cores()
     backend = _keras_backend()
     if backend == "tensorflow":
