@@ -1,10 +1,6 @@
-"""The real CIFAR-10 data set: download (shared with Keras' cache) and safe parsing.
-
-The archive is fetched under the name ``keras.datasets.cifar10.load_data()`` uses, so a learner who
-ran Keras' loader on a login node is served from the cache on a compute node without internet.
-The batches are pickles, read with an unpickler that only rebuilds numpy arrays: a pickle from the
-network could otherwise run arbitrary code. ``LESSON_CIFAR10_URL`` and ``LESSON_CIFAR10_SHA256``
-name a mirror and its archive's checksum.
+"""The real CIFAR-10: downloaded under the name Keras' own loader uses (so its cache serves a node
+without internet), and its pickled batches read with an unpickler that only rebuilds numpy arrays.
+``LESSON_CIFAR10_URL`` and ``LESSON_CIFAR10_SHA256`` name a mirror and its archive's checksum.
 """
 
 from __future__ import annotations
@@ -22,18 +18,8 @@ import numpy as np
 from gpulesson.datasets.settings import LABELS
 from gpulesson.errors import DataFileError, DataUnavailableError, how_to_set, tidy_on_failure
 
-CLASS_NAMES = (
-    "airplane",
-    "automobile",
-    "bird",
-    "cat",
-    "deer",
-    "dog",
-    "frog",
-    "horse",
-    "ship",
-    "truck",
-)
+CLASS_NAMES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship",
+               "truck")
 CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
 CIFAR10_SHA256 = "6d958be074577803d12ecdefd02955f39262c83c16fe9348329d7fe0b5c001ce"
 
@@ -47,15 +33,9 @@ META_FILE = "batches.meta"
 # Everything a CIFAR-10 batch pickle may reference: numpy array reconstruction (numpy 1 and 2
 # spellings). _codecs.encode is how Python 3 writes bytes at pickle protocol 2 (e.g. a re-packed
 # mirror); it only encodes text. Dicts, lists, ints and strings need no globals at all.
-_ALLOWED_GLOBALS = frozenset(
-    {
-        ("numpy", "ndarray"),
-        ("numpy", "dtype"),
-        ("numpy.core.multiarray", "_reconstruct"),
-        ("numpy._core.multiarray", "_reconstruct"),
-        ("_codecs", "encode"),
-    }
-)
+_ALLOWED_GLOBALS = frozenset({("numpy", "ndarray"), ("numpy", "dtype"),
+                              ("numpy.core.multiarray", "_reconstruct"),
+                              ("numpy._core.multiarray", "_reconstruct"), ("_codecs", "encode")})
 
 
 class _RestrictedUnpickler(pickle.Unpickler):
@@ -81,8 +61,7 @@ def keras_cache_dir(cache_dir: str | os.PathLike | None = None) -> Path:
 
 def unavailable_message(origin: str, reason: str, cache: Path | None = None) -> str:
     cache_text = f" ({cache / 'datasets'})" if cache else ""
-    return (
-        f"Could not get CIFAR-10 from {origin} ({reason}).\n"
+    return (f"Could not get CIFAR-10 from {origin} ({reason}).\n"
         "Compute nodes of a cluster often have no internet access. Either:\n"
         "  1. on a login node (which has internet) run once\n"
         "         python -m gpulesson.datasets.prepare --data cifar10\n"
@@ -90,8 +69,7 @@ def unavailable_message(origin: str, reason: str, cache: Path | None = None) -> 
         "the notebooks read (add --quick for the quick-mode file); or\n"
         "  2. choose the synthetic stand-in explicitly with LESSON_DATA=synthetic "
         f"(results are then labelled '{LABELS['synthetic']}').\n"
-        + how_to_set("LESSON_DATA", "synthetic")
-    )
+        + how_to_set("LESSON_DATA", "synthetic"))
 
 
 def _download_reason(exc: Exception, file_hash: str | None) -> str:
@@ -103,24 +81,15 @@ def _download_reason(exc: Exception, file_hash: str | None) -> str:
         return str(cause.reason)
     text = str(exc)
     if isinstance(exc, ValueError) and "hash" in text:
-        return (
-            f"the downloaded archive does not have the expected SHA-256 {file_hash}: "
-            "the download was incomplete or the server sent another file"
-        )
+        return (f"the downloaded archive does not have the expected SHA-256 {file_hash}: "
+                "the download was incomplete or the server sent another file")
     return text or type(exc).__name__
 
 
-def load_cifar10(
-    origin: str = CIFAR10_URL,
-    file_hash: str | None = CIFAR10_SHA256,
-    cache_dir: str | os.PathLike | None = None,
-    progress: bool = True,
-):
-    """CIFAR-10 as ``((x_train, y_train), (x_test, y_test))``, downloaded once into the Keras cache.
-
-    Raises :class:`DataUnavailableError` when the archive cannot be had and :class:`DataFileError`
-    when it does not hold CIFAR-10 batches.
-    """
+def load_cifar10(origin: str = CIFAR10_URL, file_hash: str | None = CIFAR10_SHA256,
+                 cache_dir: str | os.PathLike | None = None, progress: bool = True):
+    """CIFAR-10 as ``((x_train, y_train), (x_test, y_test))``, downloaded once into the Keras cache
+    (:class:`DataUnavailableError` when it cannot be had)."""
     from keras.utils import get_file  # lazy: keeps `import gpulesson` instant
 
     cache = keras_cache_dir(cache_dir)
@@ -132,13 +101,8 @@ def load_cifar10(
             # get_file silently falls back to /tmp/.keras when the folder does not exist yet.
             with contextlib.suppress(OSError):
                 cache.mkdir(parents=True, exist_ok=True)
-            extracted = get_file(
-                fname=KERAS_FNAME,
-                origin=origin,
-                extract=True,
-                file_hash=file_hash,
-                cache_dir=str(cache),
-            )
+            extracted = get_file(fname=KERAS_FNAME, origin=origin, extract=True,
+                                 file_hash=file_hash, cache_dir=str(cache))
     except Exception as exc:  # get_file raises bare Exception for URL failures
         reason = _download_reason(exc, file_hash)
         raise DataUnavailableError(unavailable_message(origin, reason, cache)) from exc
@@ -155,8 +119,7 @@ def read_batches(batches_dir: str | os.PathLike, origin: str = CIFAR10_URL):
             f"{batches_dir} does not hold the CIFAR-10 batches (missing: {', '.join(missing)}). "
             f"The archive from {origin} is not the CIFAR-10 python version, or its extraction "
             "failed. Delete the folder and the '*_archive' file next to it in the Keras cache, "
-            "then run again: python -m gpulesson.datasets.prepare --data cifar10"
-        )
+            "then run again: python -m gpulesson.datasets.prepare --data cifar10")
     class_names = _read_class_names(batches_dir / META_FILE)
     train = [_read_batch(batches_dir / name, len(class_names)) for name in TRAIN_BATCHES]
     x_train = np.concatenate([x for x, _ in train])
@@ -168,8 +131,7 @@ def read_batches(batches_dir: str | os.PathLike, origin: str = CIFAR10_URL):
 def _bad_batch(path: Path, problem: str) -> DataFileError:
     return DataFileError(
         f"{path} is not a valid CIFAR-10 batch: {problem}. Delete the cached CIFAR-10 files in "
-        f"{path.parent.parent} and download again: python -m gpulesson.datasets.prepare --data cifar10"
-    )
+        f"{path.parent.parent} and download again: python -m gpulesson.datasets.prepare --data cifar10")
 
 
 def _unpickle(path: Path) -> dict:

@@ -1,8 +1,5 @@
-"""The HDF5 files the notebooks read: atomic writing, provenance, validation.
-
-Chunks are whole training batches, so reading a batch touches whole chunks. A file is written
-under a temporary name and renamed when complete, so an interrupted conversion never leaves a
-half-written file that a later notebook would trust.
+"""The HDF5 files the notebooks read: written atomically (under a temporary name, renamed when
+complete), a training batch a chunk, with their provenance; and validated.
 """
 
 from __future__ import annotations
@@ -26,22 +23,11 @@ DATASETS = ("x_train", "y_train", "x_test", "y_test")
 IMAGE_SHAPE = (32, 32, 3)
 FORMAT_VERSION = 1
 # Attributes every valid file has; the writer sets them, the validator requires them.
-PROVENANCE = (
-    "source",
-    "synthetic",
-    "label",
-    "class_names",
-    "created",
-    "gpulesson_version",
-    "h5py_version",
-    "numpy_version",
-    "format_version",
-    "shapes",
-    "dtypes",
-    "checksum_sha256",
-)
+PROVENANCE = ("source", "synthetic", "label", "class_names", "created", "gpulesson_version",
+              "h5py_version", "numpy_version", "format_version", "shapes", "dtypes",
+              "checksum_sha256")
 # Every file :func:`atomic_hdf5` writes carries this attribute: a file without it (or the lesson's
-# provenance) was made by someone else, and is kept under a new name rather than written over.
+# provenance) is someone else's, kept under a new name rather than written over.
 WRITER_MARK = "gpulesson_writer"
 _HASH_ROWS = 4096  # rows hashed at a time: bounded memory for any file size
 # The names the lesson gives its data files: a damaged file of one of these names is its own.
@@ -82,10 +68,8 @@ def _check_arrays(train, test, n_classes: int) -> dict[str, np.ndarray]:
         if x.dtype != np.uint8 or x.ndim != 4 or x.shape[1:] != IMAGE_SHAPE:
             raise ValueError(f"x_{split} must be uint8 (N, 32, 32, 3), not {x.dtype} {x.shape}")
         if y.ndim != 1 or y.dtype.kind not in "iu" or len(y) != len(x) or len(y) == 0:
-            raise ValueError(
-                f"y_{split} must be 1-D integers, one per image of x_{split} ({len(x)}), "
-                f"not {y.dtype} {y.shape}"
-            )
+            raise ValueError(f"y_{split} must be 1-D integers, one per image of x_{split} "
+                             f"({len(x)}), not {y.dtype} {y.shape}")
         if y.min() < 0 or y.max() >= n_classes:
             raise ValueError(f"y_{split} has labels outside 0..{n_classes - 1}")
         arrays[f"x_{split}"], arrays[f"y_{split}"] = x, y
@@ -100,26 +84,19 @@ def _provenance(arrays, source, class_names, attrs) -> dict:
     clash = set(attrs or {}) & set(PROVENANCE)
     if clash:
         raise ValueError(f"attrs may not override the provenance attributes {sorted(clash)}")
-    return {
-        "source": source,
-        "synthetic": source == "synthetic",
-        "label": LABELS[source],
-        "class_names": np.array(list(class_names), dtype=h5py.string_dtype()),
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "gpulesson_version": __version__,
-        "h5py_version": h5py.__version__,
-        "numpy_version": np.__version__,
-        "format_version": FORMAT_VERSION,
-        "shapes": json.dumps({name: list(a.shape) for name, a in arrays.items()}),
-        "dtypes": json.dumps({name: a.dtype.name for name, a in arrays.items()}),
-        "checksum_sha256": arrays_checksum(arrays),
-        **(attrs or {}),
-    }
+    return {"source": source, "synthetic": source == "synthetic", "label": LABELS[source],
+            "class_names": np.array(list(class_names), dtype=h5py.string_dtype()),
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "gpulesson_version": __version__, "h5py_version": h5py.__version__,
+            "numpy_version": np.__version__, "format_version": FORMAT_VERSION,
+            "shapes": json.dumps({name: list(a.shape) for name, a in arrays.items()}),
+            "dtypes": json.dumps({name: a.dtype.name for name, a in arrays.items()}),
+            "checksum_sha256": arrays_checksum(arrays), **(attrs or {})}
 
 
 def file_attributes(arrays: Mapping, *, source: str, class_names, attrs: Mapping | None = None) -> dict:
-    """The root attributes :func:`write_hdf5` gives a file of ``arrays`` (the four datasets by
-    name): provenance, shapes, checksum and ``attrs``, for a file written with h5py directly."""
+    """The root attributes :func:`write_hdf5` gives a file of ``arrays`` (by name), for a file
+    written with h5py directly."""
     checked = _check_arrays((arrays["x_train"], arrays["y_train"]),
                             (arrays["x_test"], arrays["y_test"]), len(class_names))
     return _provenance(checked, source, class_names, attrs)
@@ -132,17 +109,14 @@ def temp_path(path: Path) -> Path:
 
 @contextlib.contextmanager
 def atomic_hdf5(path):
-    """An HDF5 file open for writing, renamed onto ``path`` only when the block completes.
-
-    A file already there that the lesson did not make is first kept under a new name.
-    """
+    """An HDF5 file open for writing, renamed onto ``path`` only when the block completes (a
+    file there that the lesson did not make is first kept under a new name)."""
     import h5py
 
     path = Path(path).expanduser()
     if path.is_dir():
         raise DataFileError(f"{path} is a folder: name a file in it, e.g. {path / 'mine.h5'}")
-    # A read-only folder: a message naming it and how to choose another, not an HDF5 traceback.
-    # (The data folder's own setting is named by prepare(), which checks its folder first.)
+    # A read-only folder: a message naming it, not an HDF5 traceback.
     check_writable(path.parent, setting=None)
     tmp = temp_path(path)
     try:
@@ -157,18 +131,8 @@ def atomic_hdf5(path):
         raise
 
 
-def write_hdf5(
-    path,
-    train,
-    test,
-    *,
-    source: str,
-    class_names,
-    attrs: Mapping | None = None,
-    chunk_rows: int = 256,
-    compression=None,
-    progress: bool = True,
-) -> Path:
+def write_hdf5(path, train, test, *, source: str, class_names, attrs: Mapping | None = None,
+               chunk_rows: int = 256, compression=None, progress: bool = True) -> Path:
     """Write ``train`` and ``test`` to ``path`` atomically, ``chunk_rows`` images a chunk."""
     from tqdm.auto import tqdm
 
@@ -176,20 +140,14 @@ def write_hdf5(
     arrays = _check_arrays(train, test, len(class_names))
     provenance = _provenance(arrays, source, class_names, attrs)
     total = sum(len(arrays[name]) for name in ("x_train", "x_test"))
-    with atomic_hdf5(path) as f, tqdm(
-        total=total, desc=f"Writing {path.name}", unit="img", disable=not progress
-    ) as bar:
+    with atomic_hdf5(path) as f, tqdm(total=total, desc=f"Writing {path.name}", unit="img",
+                                      disable=not progress) as bar:
         f.attrs.update(provenance)
         for name in DATASETS:
             array = arrays[name]
             rows = min(chunk_rows, len(array))
-            dataset = f.create_dataset(
-                name,
-                shape=array.shape,
-                dtype=array.dtype,
-                chunks=(rows, *array.shape[1:]),
-                compression=compression,
-            )
+            dataset = f.create_dataset(name, shape=array.shape, dtype=array.dtype,
+                                       chunks=(rows, *array.shape[1:]), compression=compression)
             for start in range(0, len(array), rows):
                 dataset[start : start + rows] = array[start : start + rows]
                 if name.startswith("x"):
@@ -198,8 +156,7 @@ def write_hdf5(
 
 
 def made_by_lesson(path) -> bool:
-    """Whether the existing file ``path`` is an HDF5 file that this package wrote: one marked by
-    :func:`atomic_hdf5` or carrying the lesson's provenance."""
+    """Whether ``path`` is an HDF5 file this package wrote (marked, or with the lesson's provenance)."""
     import h5py
 
     try:
@@ -211,10 +168,8 @@ def made_by_lesson(path) -> bool:
 
 
 def not_the_lessons(path) -> str | None:
-    """Why the existing ``path`` is not a file the lesson may replace; None if it may.
-
-    The lesson's own: marked so in its attributes, or unreadable under one of the lesson's file names.
-    """
+    """Why the existing ``path`` is not a file the lesson may replace (its provenance, or a
+    damaged file of one of the lesson's names); None if it may."""
     import h5py
 
     path = Path(path).expanduser()
@@ -267,16 +222,11 @@ def _file_error(path: Path, problem: str, attrs: Mapping | None = None) -> DataF
 
 
 def _missing_file_error(path: Path) -> DataFileError:
-    where = ""
-    if _guess_source(path)[0] != "synthetic":
-        where = (
-            " on a login node (compute nodes often have no internet to download CIFAR-10;"
-            " the home directory is usually shared with them)"
-        )
-    return DataFileError(
-        f"{path} does not exist. The data files are not part of the lesson repository: "
-        f"prepare this one{where} with:\n    {_fix_command(path)}"
-    )
+    where = ("" if _guess_source(path)[0] == "synthetic" else
+             " on a login node (compute nodes often have no internet to download CIFAR-10;"
+             " the home directory is usually shared with them)")
+    return DataFileError(f"{path} does not exist. The data files are not part of the lesson "
+                         f"repository: prepare this one{where} with:\n    {_fix_command(path)}")
 
 
 def _plain(value):
@@ -322,22 +272,13 @@ def _inspect(f, path: Path, verify_checksum: bool) -> Hdf5Info:
     for split in ("train", "test"):
         y = f[f"y_{split}"][()]  # labels are small (N bytes): checking them all is cheap
         if y.min() < 0 or y.max() >= len(class_names):
-            raise fail(
-                f"y_{split} has labels from {y.min()} to {y.max()}, "
-                f"but there are {len(class_names)} classes"
-            )
+            raise fail(f"y_{split} has labels from {y.min()} to {y.max()}, "
+                       f"but there are {len(class_names)} classes")
     if verify_checksum and arrays_checksum(f) != attrs["checksum_sha256"]:
         raise fail("its data do not match the stored SHA-256 checksum (modified or damaged)")
-    return Hdf5Info(
-        path=path,
-        source=source,
-        synthetic=source == "synthetic",
-        label=LABELS[source],
-        class_names=class_names,
-        n_train=sizes["train"],
-        n_test=sizes["test"],
-        attrs=attrs,
-    )
+    return Hdf5Info(path=path, source=source, synthetic=source == "synthetic",
+                    label=LABELS[source], class_names=class_names, n_train=sizes["train"],
+                    n_test=sizes["test"], attrs=attrs)
 
 
 def open_handles(path) -> list:
@@ -354,8 +295,7 @@ def open_handles(path) -> list:
 
 
 def close_open_handles(path) -> int:
-    """Close every handle this process holds on ``path`` (a generator's, a ``with`` block's);
-    returns how many files were open. Objects opened from them become invalid."""
+    """Close every handle this process holds on ``path``; returns how many files were open."""
     import h5py
 
     handles = open_handles(path)
@@ -373,9 +313,8 @@ _H5_DAMAGE = (OSError, KeyError, RuntimeError, ValueError)
 def validate_hdf5(path, verify_checksum: bool = False) -> Hdf5Info:
     """Check that ``path`` is a complete lesson data file; raise :class:`DataFileError` if not.
 
-    HDF5 shares one open file between a process's handles, so a damaged or replaced file still held
-    by an earlier generator looks stale: when it cannot be read and is held open, the handles are
-    closed and it is read once more.
+    HDF5 shares one open file between a process's handles, so a file replaced while an earlier
+    generator holds it looks damaged: then the handles are closed and it is read once more.
     """
     import h5py
 
@@ -398,8 +337,7 @@ def validate_hdf5(path, verify_checksum: bool = False) -> Hdf5Info:
 
 
 def _check_lock(path: Path, exc: Exception) -> None:
-    """A file that HDF5 cannot lock is not damaged: some shared filesystems (NFS without its
-    lock service, Lustre without flock) refuse the lock HDF5 takes by default to open a file."""
+    """A file HDF5 cannot lock is not damaged: some shared filesystems refuse HDF5's lock."""
     if isinstance(exc, OSError) and "unable to lock file" in str(exc):
         raise LessonDataError(
             f"HDF5 cannot lock {path} to read it ({exc}): the filesystem of {path.parent} "

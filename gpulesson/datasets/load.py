@@ -1,7 +1,5 @@
-"""Choose, load and prepare the lesson's data according to :mod:`gpulesson.datasets.settings`.
-
-Nothing silently switches to synthetic data. A valid prepared file is used as it is, even in an
-instructor's read-only folder, without Keras' loader or the network.
+"""Choose, load and prepare the lesson's data (:mod:`gpulesson.datasets.settings`). Nothing silently
+switches to synthetic data; a valid prepared file is used as it is, even read-only, offline.
 """
 
 from __future__ import annotations
@@ -10,14 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gpulesson.datasets.hdf5 import (
-    Hdf5Info,
-    file_attributes,
-    not_the_lessons,
-    refuse_to_replace,
-    validate_hdf5,
-    write_hdf5,
-)
+from gpulesson.datasets import hdf5
 from gpulesson.datasets.settings import (
     DEFAULT_DATA_DIR,
     Settings,
@@ -25,13 +16,7 @@ from gpulesson.datasets.settings import (
     hdf5_filename,
     prepare_command,
 )
-from gpulesson.errors import (
-    DataFileError,
-    DataFolderError,
-    check_writable,
-    home_note,
-    tidy_on_failure,
-)
+from gpulesson.errors import DataFileError, DataFolderError, check_writable, home_note, tidy_on_failure
 
 # The training rows are shuffled once, with this seed, when a data file is written, so that any
 # contiguous slice of the file is a random mix of classes (the episode's generator reads slices).
@@ -58,7 +43,7 @@ def load_arrays(settings: Settings, *, seed: int = 0, progress: bool = True):
     raise ValueError(f"unknown data set {settings.data!r}")
 
 
-def _mismatch(info: Hdf5Info, settings: Settings, seed: int) -> str | None:
+def _mismatch(info: hdf5.Hdf5Info, settings: Settings, seed: int) -> str | None:
     """Why an existing valid file is not the one these settings ask for (None if it is)."""
     if info.source != settings.data:
         return f"it holds {info.label}, not {settings.label}"
@@ -85,7 +70,7 @@ def _settings_attrs(settings: Settings, source: str, seed: int) -> dict:
 def lesson_file_attributes(settings: Settings, arrays, source: str, class_names, *,
                            seed: int = 0) -> dict:
     """What :func:`prepare` writes, for a file the episode writes itself: :func:`prepare` reuses it."""
-    return file_attributes(arrays, source=source, class_names=class_names,
+    return hdf5.file_attributes(arrays, source=source, class_names=class_names,
                            attrs=_settings_attrs(settings, source, seed))
 
 
@@ -116,10 +101,8 @@ def _cannot_write_here(path: Path, settings: Settings, problem: str,
 
 def prepare(settings: Settings | None = None, *, force: bool = False, out=None, seed: int = 0,
             progress: bool = True, arrays=None) -> Path:
-    """The path of a valid HDF5 file for ``settings``, written only when none is there or ``force``.
-
-    A valid file is only read, so a read-only shared folder is fine. ``arrays``: already loaded.
-    """
+    """The path of a valid HDF5 file for ``settings``, written only when none is there or ``force``
+    (a valid file is only read). ``arrays``: already loaded."""
     settings = settings or get_settings()
     path = Path(out).expanduser() if out is not None else settings.hdf5_path
     problem = f"There is no prepared file {path}"
@@ -131,11 +114,11 @@ def prepare(settings: Settings | None = None, *, force: bool = False, out=None, 
                             f"--out {path / hdf5_filename(settings.data, settings.quick)}")
     if path.exists() and not force:
         try:
-            info = validate_hdf5(path, verify_checksum=True)
+            info = hdf5.validate_hdf5(path, verify_checksum=True)
         except DataFileError as exc:
-            why = not_the_lessons(path)  # someone's own file is never replaced unasked
+            why = hdf5.not_the_lessons(path)  # someone's own file is never replaced unasked
             if why is not None:
-                raise refuse_to_replace(path, why) from None
+                raise hdf5.refuse_to_replace(path, why) from None
             problem = f"{path} cannot be used ({str(exc).splitlines()[0]})"
             print(f"{problem}; re-creating it.")
         else:
@@ -161,7 +144,7 @@ def prepare(settings: Settings | None = None, *, force: bool = False, out=None, 
             raise ValueError(f"the arrays given are {source}, but the settings ask for "
                              f"{settings.data}: use load_arrays(settings)")
         # Written as the episode writes it: training rows shuffled once, a batch per chunk.
-        write_hdf5(path, shuffle_rows(*train), test, source=source, class_names=class_names,
+        hdf5.write_hdf5(path, shuffle_rows(*train), test, source=source, class_names=class_names,
                    attrs=_settings_attrs(settings, source, seed),
                    chunk_rows=settings.batch_size(FULL_BATCH_SIZE), progress=progress)
     print(f"Wrote {path}.")
@@ -169,11 +152,8 @@ def prepare(settings: Settings | None = None, *, force: bool = False, out=None, 
 
 
 def load_prepared(settings: Settings | None = None, *, seed: int = 0, progress: bool = True):
-    """:func:`load_arrays`' result, read from the prepared file (made first if missing).
-
-    The file's rows are shuffled (:data:`ROW_SEED`) and put back here, so a notebook that writes them
-    again writes the same file.
-    """
+    """:func:`load_arrays`' result, read from the prepared file (made first if missing), its
+    shuffled rows (:data:`ROW_SEED`) put back in their first order."""
     import h5py
 
     settings = settings or get_settings()

@@ -1,11 +1,7 @@
-"""MNIST for the PyTorch episode, and its synthetic, MNIST-shaped stand-in.
+"""MNIST for the PyTorch episode, and its synthetic, MNIST-shaped stand-in (``LESSON_DATA=synthetic``;
+no fallback). The real one is read by torchvision from ``<LESSON_DATA_DIR>/MNIST/raw/``.
 
     python -m gpulesson.datasets.mnist            # download MNIST once, e.g. on a login node
-
-``LESSON_DATA=synthetic`` chooses the stand-in, anything else the real MNIST, never falling back:
-:func:`load_mnist` says where to put the files or how to choose the stand-in. The real one is read
-by torchvision from ``<LESSON_DATA_DIR>/MNIST/raw/`` (unpacking ``.gz`` archives here), with no
-internet once the four IDX files are there; the stand-in needs numpy only.
 """
 
 from __future__ import annotations
@@ -30,12 +26,8 @@ from gpulesson.errors import (
 )
 
 MNIST_CLASS_NAMES = tuple(str(digit) for digit in range(10))
-RAW_FILES = (
-    "train-images-idx3-ubyte",
-    "train-labels-idx1-ubyte",
-    "t10k-images-idx3-ubyte",
-    "t10k-labels-idx1-ubyte",
-)
+RAW_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+             "t10k-labels-idx1-ubyte")
 MNIST_N_TRAIN, MNIST_N_TEST = 60_000, 10_000
 SIZE = 28
 # ITU-R BT.601 luma weights: how bright each colour channel looks.
@@ -60,30 +52,23 @@ def _unpack_archives(raw: Path) -> None:
                 shutil.copyfileobj(source, out)
         except (OSError, EOFError) as exc:
             partial.unlink(missing_ok=True)
-            raise DataFileError(
-                f"{archive} is not a complete gzip archive ({exc}): delete it and download "
-                "MNIST again (python -m gpulesson.datasets.mnist)"
-            ) from exc
+            raise DataFileError(f"{archive} is not a complete gzip archive ({exc}): delete it and "
+                                "download MNIST again (python -m gpulesson.datasets.mnist)") from exc
         partial.replace(target)
 
 
 def unavailable_message(raw: Path, reason: str) -> str:
-    files = ", ".join(RAW_FILES)
     return (
         f"MNIST could not be loaded: {reason}\n"
-        f"It is read from {raw} (the files {files}, or the same names with .gz).\n"
+        f"It is read from {raw} (the files {', '.join(RAW_FILES)}, or the same names with .gz).\n"
         "Compute nodes often have no internet: download it once on a login node with\n"
         "    python -m gpulesson.datasets.mnist\n"
         "(with the same LESSON_DATA_DIR), or copy the four files into that folder.\n"
-        "Or choose the synthetic stand-in explicitly: LESSON_DATA=synthetic."
-    )
+        "Or choose the synthetic stand-in explicitly: LESSON_DATA=synthetic.")
 
 
 def load_mnist(root: str | os.PathLike, *, download: bool = True):
-    """Real MNIST as ``((x_train, y_train), (x_test, y_test))``, read (or downloaded) by torchvision.
-
-    Raises :class:`DataUnavailableError` saying what to do, or :class:`DataFileError` for bad files.
-    """
+    """Real MNIST as ``((x_train, y_train), (x_test, y_test))``, read (or downloaded) by torchvision."""
     root = Path(root).expanduser()
     raw = raw_folder(root)
     _unpack_archives(raw)
@@ -93,8 +78,7 @@ def load_mnist(root: str | os.PathLike, *, download: bool = True):
         raise DataUnavailableError(
             "Reading MNIST needs torchvision, which is not installed here. Install "
             f"PyTorch and torchvision with\n    {TORCH_INSTALL}\n"
-            "or choose the synthetic stand-in, which needs neither: LESSON_DATA=synthetic."
-        ) from exc
+            "or choose the synthetic stand-in, which needs neither: LESSON_DATA=synthetic.") from exc
     present = all((raw / name).is_file() for name in RAW_FILES)
     unwritable = None if present or not download else cannot_write_file(raw / RAW_FILES[0])
     if unwritable:  # a read-only folder is not the internet's fault: said before any download

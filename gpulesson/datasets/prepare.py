@@ -1,10 +1,7 @@
-"""Create the HDF5 data file the notebooks read.
-
-    python -m gpulesson.datasets.prepare [--data {cifar10,synthetic}] [--quick | --no-quick]
-                                [--data-dir DIR] [--out PATH] [--force] [--seed N]
-
-Run once on a login node (which has internet); the compute nodes then only read the file. An
+"""Create the HDF5 data file the notebooks read, once, on a login node (which has internet); an
 instructor may prepare both sizes in a folder learners can read and set LESSON_DATA_DIR to it.
+
+    python -m gpulesson.datasets.prepare [--data {cifar10,synthetic}] [--quick] [--data-dir DIR] [--out PATH]
 """
 
 from __future__ import annotations

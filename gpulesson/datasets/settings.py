@@ -1,13 +1,10 @@
-"""Which data the lesson uses, how much of it, and where the files live: all from environment
-variables, so the same notebooks run on a laptop, in CI and in a cluster's batch job.
+"""Which data the lesson uses, how much, and where the files live: all from environment variables,
+so the same notebooks run on a laptop, in CI and in a batch job. Imports nothing heavy.
 
-``LESSON_DATA``: ``cifar10`` (default) or ``synthetic``, never chosen automatically, so the
-stand-in's results cannot pass for CIFAR-10. ``LESSON_QUICK=1``: small data, epochs and batches
-(about a minute a notebook on two cores, for the tests). ``LESSON_DATA_DIR`` (default
-``~/gpulesson-data``, visible in JupyterLab's file browser): the prepared files, possibly an
-instructor's read-only folder. ``LESSON_WORK_DIR`` (default ``~/gpulesson-work``): the learner's own
-files, never the data folder. ``~`` and ``$NAME`` are expanded here because JupyterLab's ``%env``
-keeps them as typed. Imports nothing heavy, so it is instant.
+``LESSON_DATA``: ``cifar10`` (default) or ``synthetic``, never chosen automatically. ``LESSON_QUICK=1``:
+small data, epochs and batches. ``LESSON_DATA_DIR`` (default ``~/gpulesson-data``): the prepared
+files, maybe an instructor's read-only folder. ``LESSON_WORK_DIR`` (default ``~/gpulesson-work``):
+the learner's own files. ``~`` and ``$NAME`` are expanded here (``%env`` keeps them as typed).
 """
 
 from __future__ import annotations
@@ -76,8 +73,7 @@ class Settings:
 
     @property
     def work_dir(self) -> Path:
-        """The learner's own folder (records, saved models, their own HDF5 files), created if
-        needed; never the data folder, which may be shared and read-only."""
+        """The learner's own folder (never the data folder), created if needed."""
         return ensure_work_dir(self.work_folder or DEFAULT_WORK_DIR.expanduser(), self.data_dir)
 
     @property
@@ -117,15 +113,12 @@ class Settings:
     def describe(self) -> str:
         """One line for the top of a notebook: what data, how much, which file."""
         mode = "quick mode" if self.quick else "full size"
-        return (
-            f"Data: {self.label} | {mode}: {self.n_train:,} training and {self.n_test:,} test "
-            f"images | file: {self.hdf5_path}"
-        )
+        return (f"Data: {self.label} | {mode}: {self.n_train:,} training and {self.n_test:,} test "
+                f"images | file: {self.hdf5_path}")
 
 
 def whole_number(value, what: str, example: str) -> int:
-    """``value`` as an int of at least 1, or a :class:`SettingsError` saying what to write:
-    ``256 / 4`` is the float 64.0 in Python, which Keras cannot cut batches with."""
+    """``value`` as an int of at least 1, or a :class:`SettingsError` saying what to write."""
     if isinstance(value, float):
         hint = (f"write {int(value)} or use // (whole-number division): {example}"
                 if value.is_integer() else f"write a whole number, e.g. {example}")
@@ -181,14 +174,12 @@ def parse_data(value: str, name: str = "LESSON_DATA") -> str:
             f"{name}={value!r} is not a known data set. Choose one of:\n{data_choices_text()}\n"
             "Offline, without a prepared CIFAR-10 file, choose synthetic: the stand-in is only "
             "used when chosen explicitly.\n"
-            + how_to_set(name, "synthetic") + f"\n(or {name}=cifar10 in either place)"
-        )
+            + how_to_set(name, "synthetic") + f"\n(or {name}=cifar10 in either place)")
     return text
 
 
 def explicit_data(value: str) -> str:
-    """The data a record of the lesson is made with, chosen on purpose: ``value`` (e.g.
-    LESSON_DATA) must name one of :data:`DATA_CHOICES`; empty is refused, not defaulted."""
+    """The data a record is made with, chosen on purpose: empty is refused, not defaulted."""
     data = value.strip().lower()
     if not data:
         raise SettingsError(
@@ -201,8 +192,8 @@ def explicit_data(value: str) -> str:
 
 
 def parse_folder(name: str, value: str, default: Path, environ: Mapping[str, str]) -> Path:
-    """The folder an environment variable names: ``~`` and ``$NAME`` expanded (``%env`` in a
-    notebook does not expand them), quotes around it dropped; empty means ``default``."""
+    """The folder an environment variable names: ``~`` and ``$NAME`` expanded, quotes dropped;
+    empty means ``default``."""
     text = value.strip()
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
         text = text[1:-1].strip()  # %env keeps quotes as part of the value
@@ -265,10 +256,7 @@ def ensure_work_dir(folder, data_dir) -> Path:
 
 
 def keep_earlier(path) -> Path:
-    """``path``, after an earlier file there is moved aside to a dated name, said in one line.
-
-    A model or file a learner saved in an earlier run is never written over.
-    """
+    """``path``, after an earlier file there is moved aside to a dated name, said in one line."""
     path = Path(path).expanduser()
     if not path.exists() and not path.is_symlink():
         return path

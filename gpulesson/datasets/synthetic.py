@@ -1,50 +1,23 @@
 """A synthetic, CIFAR-shaped stand-in for CIFAR-10, for machines that cannot download it.
 
-Used only when chosen (``LESSON_DATA=synthetic``) and always labelled "synthetic stand-in (not
-CIFAR-10)", with class names not CIFAR's, so its results cannot pass for CIFAR-10. Ten balanced
-classes of 32x32 RGB images, in five families of two that differ in one subtle attribute (like cat
-and dog), each drawn around its class' value with a spread (:data:`SEPARATION`) so that, as with
-photographs, no model gets every image right:
-
-====  ======================  =============================================================
- 0    stripes leaning left    sine stripes, near-vertical, tilted a little to the left
- 1    stripes leaning right   the same, tilted a little to the right
- 2    fine checks             checkerboard with small squares
- 3    coarse checks           checkerboard with larger squares
- 4    few spots               a few round spots at random positions
- 5    many spots              more of the same spots
- 6    wide box                a filled rectangle, wider than tall
- 7    tall box                a filled rectangle, taller than wide
- 8    thin cross              a horizontal and a vertical bar crossing, thin bars
- 9    thick cross             the same with thicker bars
-====  ======================  =============================================================
-
-Pairs (family: attribute): stripes 0/1 (tilt), checks 2/3 (square size), spots 4/5 (count),
-boxes 6/7 (aspect ratio), crosses 8/9 (bar width).
-
-A family tint in the background is learnt early (as colour is on CIFAR-10); random colours,
-clutter, occlusion and noise make every image unique, so the lesson's CNN learns the families,
-then slowly the pairs, then overfits. ``python -m gpulesson.experiments.calibration`` measures
-this: record it again after any change here. Chunks of :data:`CHUNK` images each have their own
-random stream, so a small set is exactly the start of a larger one with the same seed.
+Used only when chosen (``LESSON_DATA=synthetic``) and always labelled so, with class names not
+CIFAR's. Ten balanced classes of 32x32 RGB images in five families of two that differ in one subtle
+attribute (like cat and dog), each drawn around its class' value with a spread (:data:`SEPARATION`)
+so that no model gets every image right. A family tint, random colours, clutter, occlusion and
+noise make the CNN learn the families, then slowly the pairs, then overfit;
+``python -m gpulesson.experiments.calibration`` measures it (record it again after any change).
+Each chunk of :data:`CHUNK` images has its own random stream: a small set is the start of a larger.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-SYNTHETIC_CLASS_NAMES = (
-    "stripes leaning left",
-    "stripes leaning right",
-    "fine checks",
-    "coarse checks",
-    "few spots",
-    "many spots",
-    "wide box",
-    "tall box",
-    "thin cross",
-    "thick cross",
-)
+# Five families of two classes that differ in one attribute: stripes (tilt), checks (square size),
+# spots (count), boxes (aspect ratio), crosses (bar width).
+SYNTHETIC_CLASS_NAMES = ("stripes leaning left", "stripes leaning right", "fine checks",
+                         "coarse checks", "few spots", "many spots", "wide box", "tall box",
+                         "thin cross", "thick cross")
 N_CLASSES = len(SYNTHETIC_CLASS_NAMES)
 N_FAMILIES = N_CLASSES // 2  # class 2k and 2k + 1 form family k
 PAIRS = tuple((2 * k, 2 * k + 1) for k in range(N_FAMILIES))
