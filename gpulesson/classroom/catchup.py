@@ -124,8 +124,7 @@ SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.L
 
 
 def _walk_scope(node: ast.AST):
-    """``ast.walk`` that does not go into functions, lambdas, classes and comprehensions (it
-    yields such a node, not what is inside it)."""
+    """``ast.walk`` that yields functions, lambdas, classes and comprehensions but not their insides."""
     yield node
     if not isinstance(node, SCOPES):
         for child in ast.iter_child_nodes(node):
@@ -216,10 +215,8 @@ def _blank_lines(obj) -> list[str]:
 
 
 def check_filled(*objects) -> None:
-    """Stop at once, naming the lines, if a function or class still holds a blank ``____``.
-
-    Python finds a blank in a function only when it runs, many cells later.
-    """
+    """Stop at once, naming the lines, if a function or class still holds a blank ``____`` (Python
+    finds it only when the function runs, many cells later)."""
     for obj in objects:
         if holds_blanks(obj):
             name = getattr(obj, "__name__", repr(obj))
@@ -297,18 +294,12 @@ def rebuild_plan(cells: list[tuple[str, str]], index: int, namespace: dict) -> l
     return sorted(plan)
 
 
-def _caller_namespace() -> dict:
-    frame = sys._getframe(2)  # the cell that called catch_up
-    return frame.f_globals
-
-
 def _behind(namespace: dict, names: tuple[str, ...]) -> list[str]:
-    return [name for name in names if name not in namespace or holds_blanks(namespace[name])]
+    return [name for name in names if _lacks(namespace, name)]
 
 
 def _run(source: str, filename: str, namespace: dict, show: bool = True) -> None:
-    """Run a cell's code as IPython would: the value of a last expression is displayed
-    (``show=False``: not displayed)."""
+    """Run a cell's code as IPython would, the value of a last expression displayed if ``show``."""
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
     tree = ast.parse(source)
     last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
@@ -331,11 +322,8 @@ def _listed(names) -> str:
 
 def catch_up(cell_id: str, *names: str, namespace: dict | None = None,
              root: Path | None = None) -> None:
-    """Run the complete cell ``cell_id`` if the kernel lacks one of ``names`` (or holds a blank); say so.
-
-    Returns None so the catch-up cell shows no value of its own.
-    """
-    namespace = _caller_namespace() if namespace is None else namespace
+    """Run the complete cell ``cell_id`` if the kernel lacks one of ``names`` (or holds a blank); say so."""
+    namespace = sys._getframe(1).f_globals if namespace is None else namespace  # the cell's
     path, cells = complete_cells(cell_id, root)
     index = [found for found, _ in cells].index(cell_id)
     source = cells[index][1]

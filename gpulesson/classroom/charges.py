@@ -1,8 +1,5 @@
-"""What a job costs in a cluster's allocation units (``lesson_site`` in ``_config.yml``).
-
-``charge_unit`` names the units, ``core_hour_rate`` and ``gpu_hour_rate`` charge a core or a GPU
-an hour, ``charge_note`` is shown beside the costs. A CPU job is charged for its cores, a GPU job
-for its GPUs.
+"""What a job costs in a cluster's allocation units (``lesson_site`` in ``_config.yml``): a CPU job
+is charged ``core_hour_rate`` per core, a GPU job ``gpu_hour_rate`` per GPU, an hour.
 """
 
 from __future__ import annotations
@@ -61,8 +58,7 @@ def read_rates(config: Path) -> Rates:
 
 
 def allocation_cost(seconds: float, rates: Rates, *, cores: int = 0, gpus: int = 0) -> float:
-    """The units a job of ``seconds`` is charged: a GPU job (``gpus``) by its GPU-hours, a CPU
-    job by its core-hours (``cores``)."""
+    """The units a job of ``seconds`` is charged: by its GPU-hours, else by its core-hours."""
     if seconds < 0 or math.isnan(seconds):
         raise ValueError(f"a job cannot take {seconds} seconds")
     if cores < 0 or gpus < 0 or (cores == 0 and gpus == 0):

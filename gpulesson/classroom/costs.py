@@ -1,8 +1,5 @@
-"""What the workshop's sessions cost a room at the site's rates: episode 2's answer.
-
-A session costs its hours times its rate, used or not; the page shows each as a product with its
-total ("20 × 6 × 4 × 1 SU = 480 SU"), from ``_config.yml``'s rates so the totals follow a site's.
-"""
+"""What the workshop's sessions cost a room at the site's rates (episode 2's answer): hours × count
+× rate, used or not, written out ("20 × 6 × 4 × 1 SU = 480 SU")."""
 
 from __future__ import annotations
 
@@ -21,23 +18,19 @@ def number(value: float) -> str:
     return f"{value:,.2f}".rstrip("0").rstrip(".")
 
 
-def _sessions(config: Path) -> dict[str, dict]:
-    """The workshop's sessions (``lesson_schedule.sessions``) by their labels."""
+def sessions(config: Path) -> list[dict]:
+    """The workshop's sessions (``lesson_schedule.sessions`` of the ``_config.yml`` ``config``)."""
     import yaml
 
     values = yaml.safe_load(Path(config).read_text(encoding="utf-8")) or {}
-    sessions = (values.get("lesson_schedule") or {}).get("sessions") or []
-    found: dict[str, dict] = {}
-    for session in sessions:
-        found.setdefault(session.get("label"), session)  # the first of a label, as listed
-    return found
+    return (values.get("lesson_schedule") or {}).get("sessions") or []
 
 
 def substitutions(config: Path) -> dict[str, str]:
     """The ``site_cost_*`` values of the lesson whose ``_config.yml`` is ``config``."""
     rates = read_rates(config)
-    sessions = _sessions(config)
-    cpu, gpu = sessions.get("CPU session"), sessions.get("GPU session")
+    by_label = {session.get("label"): session for session in reversed(sessions(config))}  # first wins
+    cpu, gpu = by_label.get("CPU session"), by_label.get("GPU session")
     if not (cpu and gpu):
         return {}  # a lesson without the workshop's two sessions has no such answer
     unit = rates.unit

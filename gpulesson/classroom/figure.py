@@ -1,8 +1,6 @@
 """What a class's CNN runs show: the numbers in words and one figure, the reference marked.
-
-:func:`class_view` decides once what is shown (runs of the setting most of the class used: other
-settings' epochs are not comparable), and the words, the figure and its alt text all read it, so
-the words never describe what the figure does not show.
+:func:`class_view` decides once what is shown (runs of the setting most of the class used), and
+the words, the figure and its alt text all read it.
 """
 
 from __future__ import annotations
@@ -72,8 +70,8 @@ class ClassView:
 
 
 def device_model(record: dict) -> str:
-    """The device a record ran on, as the class figure groups it: the GPU's model (a MIG
-    slice's name says so), or the CPU's model and the cores the run could use."""
+    """The device a record ran on, as the class figure groups it: the GPU's model, or the CPU's
+    model and the cores the run could use."""
     if is_gpu(record):
         gpu = record.get("gpu") if isinstance(record.get("gpu"), dict) else {}
         return str(gpu.get("name") or record.get("device") or "GPU")
@@ -131,8 +129,7 @@ def _class_medians(view: ClassView, model: str, gpu: bool) -> list[float]:
 
 
 def describe(view: ClassView) -> str:
-    """The class's numbers in words: per device the runs' medians (their median and range), per
-    GPU the runs' speed-ups and in how many the difference was measurable."""
+    """The class's numbers in words: per device the runs' medians, per GPU the runs' speed-ups."""
     if not view.runs:
         return "The class folder holds no run yet."
     lines = [f"The class: {len(view.runs)} run(s) of {view.label}"
@@ -227,8 +224,8 @@ def _draw(ax, rows, items, value) -> None:
 
 
 def class_figure(view: ClassView, *, note: str = ""):
-    """The class's figure: epoch times by device (left) and speed-ups by GPU (right), the
-    reference run as a star; ``note`` (e.g. "made-up test data") goes into the title."""
+    """The class's figure: epoch times by device (left) and speed-ups by GPU (right); ``note``
+    goes into the title."""
     import matplotlib.pyplot as plt
 
     rows = [(m, False) for m in view.models(False)] + [(m, True) for m in view.models(True)]

@@ -1,8 +1,6 @@
-"""Episode 5's finished runs, kept so that a kernel restart does not mean training again.
-
-After a restart, :func:`reload_runs` puts back ``cpu_run``, ``gpu_run`` and ``records`` from the
-learner's newest saved run of the same data. A run without its GPU half is not reloaded where a
-GPU is visible now: that learner wants the GPU run. No file is written over.
+"""Episode 5's finished runs, kept so that a kernel restart does not mean training again:
+:func:`reload_runs` puts back ``cpu_run``, ``gpu_run`` and ``records`` from the learner's newest
+saved run of the same data (not a CPU-only run where a GPU is visible now). No file is written over.
 """
 
 from __future__ import annotations
@@ -63,8 +61,7 @@ def run_from_record(record: dict, model) -> dict:
 
 
 def reload_runs(namespace: dict, settings=None, gpu_visible: bool | None = None) -> bool:
-    """Put the newest finished run back into ``namespace`` (``cpu_run``, ``gpu_run``,
-    ``records``) if it lacks all three; whether it did."""
+    """Put the newest finished run back into ``namespace`` if it lacks all :data:`NAMES`; whether it did."""
     if any(name in namespace for name in NAMES):
         return False
     settings = settings or get_settings()

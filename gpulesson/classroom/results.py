@@ -1,6 +1,5 @@
-"""The class's runs read back from the class folder, and drawn against the lesson's reference.
-
-A bad file is skipped with one line naming it and why, and never stops the reading.
+"""The class's runs read back from the class folder (a bad file skipped with one line saying why),
+and drawn against the lesson's reference.
 
     python -m gpulesson.classroom.results FOLDER [--out class.png]
 """
@@ -14,22 +13,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpulesson.classroom.share import (
-    CLASS_ENV,
-    EXPERIMENT,
-    FORMAT,
-    FORMAT_VERSION,
-    MAX_BYTES,
-    SUFFIX,
-    ClassFolderError,
-    check_nickname,
-    class_folder,
-    existing_class_folder,
-    record_problem,
-)
+from gpulesson.classroom import share
 from gpulesson.records import results
 
-REFERENCE_FILE = results.RESULTS_DIR / f"{EXPERIMENT}.jsonl"
+REFERENCE_FILE = results.RESULTS_DIR / f"{share.EXPERIMENT}.jsonl"
 
 
 class ClassFileError(ValueError):
@@ -48,10 +35,10 @@ class SharedRun:
 def read_run(path: str | os.PathLike) -> SharedRun:
     """The run in the class file ``path``; a :class:`ClassFileError` says why it is not one."""
     path = Path(path)
-    if path.suffix != SUFFIX:
-        raise ClassFileError(f"not a class run file (its name does not end in {SUFFIX})")
-    if path.stat().st_size > MAX_BYTES:
-        raise ClassFileError(f"too large to be a class run file (over {MAX_BYTES:,} bytes)")
+    if path.suffix != share.SUFFIX:
+        raise ClassFileError(f"not a class run file (its name does not end in {share.SUFFIX})")
+    if path.stat().st_size > share.MAX_BYTES:
+        raise ClassFileError(f"too large to be a class run file (over {share.MAX_BYTES:,} bytes)")
     try:
         document = json.loads(path.read_bytes().decode("utf-8"))
     except UnicodeDecodeError as exc:
@@ -59,39 +46,37 @@ def read_run(path: str | os.PathLike) -> SharedRun:
     except json.JSONDecodeError as exc:
         raise ClassFileError(f"damaged or cut short: not valid JSON ({exc.msg}, line "
                              f"{exc.lineno}); delete it and share the run again") from exc
-    if not isinstance(document, dict) or document.get("format") != FORMAT:
-        raise ClassFileError(f"not a class run file of this lesson (no \"format\": \"{FORMAT}\")")
+    if not isinstance(document, dict) or document.get("format") != share.FORMAT:
+        raise ClassFileError(f"not a class run file of this lesson (no \"format\": \"{share.FORMAT}\")")
     version = document.get("format_version")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise ClassFileError(f"damaged: format_version is {version!r}")
-    if version > FORMAT_VERSION:
+    if version > share.FORMAT_VERSION:
         raise ClassFileError(f"written by a newer version of the lesson (format version "
-                             f"{version}; this one reads {FORMAT_VERSION}): update the lesson")
+                             f"{version}; this one reads {share.FORMAT_VERSION}): update the lesson")
     records = document.get("records")
     if not isinstance(records, list) or not records:
         raise ClassFileError("damaged: it holds no records")
     for number, record in enumerate(records, start=1):
-        problem = record_problem(record)
+        problem = share.record_problem(record)
         if problem:
             raise ClassFileError(f"record {number}: {problem}")
     try:
-        nickname = check_nickname(document.get("nickname"))
+        nickname = share.check_nickname(document.get("nickname"))
     except ValueError as exc:
         raise ClassFileError(str(exc)) from exc
     return SharedRun(path, nickname, records)
 
 
 def gather(folder: str | os.PathLike, *, say=print) -> list[SharedRun]:
-    """The valid runs in the class ``folder``, in name order; others skipped with a line from ``say``.
-
-    Names starting with ``.`` are runs still being written.
-    """
-    folder = existing_class_folder(folder, "(the instructor creates it before the workshop)")
+    """The valid runs in the class ``folder``, in name order; others skipped with a line from ``say``
+    (names starting with ``.`` are still being written)."""
+    folder = share.existing_class_folder(folder, "(the instructor creates it before the workshop)")
     try:
         names = sorted(entry.name for entry in folder.iterdir())
     except OSError as exc:
-        raise ClassFolderError(f"cannot read the class folder {folder} "
-                               f"({exc.strerror or exc})") from exc
+        raise share.ClassFolderError(f"cannot read the class folder {folder} "
+                                     f"({exc.strerror or exc})") from exc
     found = []
     for name in names:
         if name.startswith("."):
@@ -110,7 +95,7 @@ def gather(folder: str | os.PathLike, *, say=print) -> list[SharedRun]:
 
 def reference_run(path: str | os.PathLike = REFERENCE_FILE) -> list[dict]:
     """The lesson's reference run of the CNN (:func:`gpulesson.records.results.reference_run`)."""
-    return results.reference_run(path, EXPERIMENT)
+    return results.reference_run(path, share.EXPERIMENT)
 
 
 def draw_class(runs, *, reference: list[dict] | None = None, mine=None, note: str = "",
@@ -126,13 +111,13 @@ def draw_class(runs, *, reference: list[dict] | None = None, mine=None, note: st
 
 def show_class(site_value=None, *, folder=None, say=print, **options):
     """:func:`draw_class` of the class folder's runs; None, said why, when unset or unreadable."""
-    folder = class_folder(site_value) if folder is None else Path(folder)
+    folder = share.class_folder(site_value) if folder is None else Path(folder)
     if folder is None:
-        say(f"No class folder is set: set {CLASS_ENV}, or class_results in _config.yml.")
+        say(f"No class folder is set: set {share.CLASS_ENV}, or class_results in _config.yml.")
         return None
     try:
         runs = gather(folder, say=say)
-    except ClassFolderError as exc:
+    except share.ClassFolderError as exc:
         say(f"Cannot show the class's runs: {exc}.")
         return None
     return draw_class(runs, say=say, **options)
@@ -155,7 +140,7 @@ def main(argv=None) -> int:
     say = lambda line: print(line, flush=True)  # noqa: E731
     try:
         runs = gather(args.folder, say=say)
-    except ClassFolderError as exc:
+    except share.ClassFolderError as exc:
         print(f"Cannot show the class's runs: {exc}.", file=sys.stderr)
         return 2
     fig = draw_class(runs, reference=[] if args.no_reference else None, say=say)

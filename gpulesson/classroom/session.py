@@ -1,8 +1,5 @@
-"""Episode 5's first line: is this the GPU session? Said before any training starts.
-
-Otherwise a learner in a CPU job would only find out from the GPU cell's "SKIPPED", after the CPU
-training.
-"""
+"""Episode 5's first line: is this the GPU session? Said before any training starts (not from the
+GPU cell's "SKIPPED" after the CPU training)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""A workshop's own measurements: each learner's CNN run shared in one class folder.
-
-Many learners write at once on a file system that may not lock, so each run is a new file,
-written under a ``.`` name and then linked (else renamed) to its final name: a reader sees a whole
-file or none. A file holds the records (no host or user name) and an optional nickname::
+"""A workshop's own measurements: each learner's CNN run shared as a new file in one class folder,
+written under a ``.`` name, then linked (else renamed) to its final name, so that a reader sees a
+whole file or none on a file system that may not lock. No host or user name is kept::
 
     {"format": "gpulesson-class-run", "format_version": 1, "nickname": "Ada" or null,
      "shared": "<ISO 8601 date>", "records": [<CPU record>, <GPU record>]}
@@ -10,6 +8,7 @@ file or none. A file holds the records (no host or user name) and an optional ni
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import math
@@ -37,8 +36,7 @@ class ClassFolderError(OSError):
 
 def class_folder(site_value: str | os.PathLike | None = None,
                  environ=None) -> Path | None:
-    """The class folder: :data:`CLASS_ENV` if set, else ``site_value`` (the site's
-    ``class_results``); None when neither names one."""
+    """The class folder: :data:`CLASS_ENV` if set, else ``site_value``; None when neither names one."""
     env = os.environ if environ is None else environ
     text = (env.get(CLASS_ENV, "") or "").strip() or str(site_value or "").strip()
     return Path(text).expanduser() if text else None
@@ -58,8 +56,8 @@ def check_nickname(nickname: str | None) -> str | None:
 
 
 def record_problem(record) -> str | None:
-    """What makes ``record`` unfit for the class figure, or None: a record of episode 5's CNN
-    (:data:`EXPERIMENT`) on a CPU or a GPU, with its data, sizes and epoch times."""
+    """What makes ``record`` unfit for the class figure (not episode 5's CNN on a CPU or a GPU, with
+    its data, sizes and epoch times), or None."""
     try:
         validate_record(record)
     except ResultsFileError as exc:
@@ -150,10 +148,8 @@ def write_run(records, folder: str | os.PathLike, *, nickname: str | None = None
                                f"({exc.strerror or exc}): ask your instructor to let the class "
                                "write there") from exc
     finally:
-        try:
+        with contextlib.suppress(OSError):
             temporary.unlink(missing_ok=True)  # nothing half-written stays behind
-        except OSError:
-            pass
 
 
 def share_run(records, site_value: str | os.PathLike | None = None, *,

@@ -1,11 +1,8 @@
-"""Your own copies of the lesson's notebooks, to work in.
+"""Your own copies of the lesson's notebooks, to work in, beside ``notebooks/`` and ignored by git
+(JupyterLab saves outputs, which would change tracked files); a copy already there is never overwritten.
 
     python -m gpulesson.classroom.workcopy [--to my-notebooks]             # the notebooks to type into
     python -m gpulesson.classroom.workcopy [--to my-notebooks] --complete  # the complete ones, as well
-
-JupyterLab saves outputs as you work, so working in ``notebooks/`` would change tracked files and
-make ``git pull`` fail. The copies go next to ``notebooks/`` (its links to ``../fig`` still work),
-ignored by git; a copy already there is yours and never overwritten.
 """
 
 from __future__ import annotations
@@ -81,20 +78,17 @@ def main(argv=None) -> int:
     target = (args.to or lesson / DEFAULT_TARGET).expanduser()
     target = target if target.is_absolute() else Path.cwd() / target
     source = COMPLETE_SOURCE if args.complete else SOURCE
-    if args.to is None and lesson.is_dir() and not os.access(lesson, os.W_OK):
-        print(f"error: {lesson} is not your lesson folder (you cannot write in it; it may be "
-              f"your instructor's): cd into your own copy of the lesson and run this again, or "
-              f"pass --to a folder of your own, e.g. --to ~/my-notebooks", file=sys.stderr)
-        return 1
     try:
+        if args.to is None and lesson.is_dir() and not os.access(lesson, os.W_OK):
+            raise FileNotFoundError(
+                f"{lesson} is not your lesson folder (you cannot write in it; it may be your "
+                f"instructor's): cd into your own copy of the lesson and run this again, or pass "
+                f"--to a folder of your own, e.g. --to ~/my-notebooks")
         copied, kept = copy_notebooks(lesson / source, target,
                                       COMPLETE_SUFFIX if args.complete else "")
-    except FileNotFoundError as exc:
-        print(f"error: {exc.args[0] if exc.errno is None else _cannot_copy(target, exc)}",
-              file=sys.stderr)
-        return 1
     except OSError as exc:
-        print(f"error: {_cannot_copy(target, exc)}", file=sys.stderr)
+        ours = isinstance(exc, FileNotFoundError) and exc.errno is None  # said by us, not the system
+        print(f"error: {exc.args[0] if ours else _cannot_copy(target, exc)}", file=sys.stderr)
         return 1
     what = "complete notebooks" if args.complete else "notebooks"
     print(f"Your {what} are in {target}: {len(copied)} copied from {source}/, "

@@ -9,7 +9,9 @@ from __future__ import annotations
 import os
 import sys
 
+from gpulesson.classroom.check import limits, login
 from gpulesson.classroom.check.report import SKIP, Item, fail, ok, skip, text
+from gpulesson.datasets.settings import get_settings
 
 __all__ = ["Item", "learner_checks", "learner_items"]
 
@@ -51,25 +53,15 @@ def gpu_item() -> Item:
 def learner_items() -> list[Item]:
     """The checks that apply to a learner, in this Python (the lesson's kernel): its packages
     and settings, the data, the GPU."""
-    from gpulesson.classroom.check.login import (
-        GPU_SETTINGS,
-        check_data,
-        check_packages,
-        check_settings,
-        register_fix,
-    )
-    from gpulesson.datasets.settings import get_settings
-
     gpu = gpu_item()
-    settings = check_settings(os.environ, 'choose the kernel "Python (gpulesson)" (Kernel menu, '
-                              "Change Kernel), or " + register_fix(), names=GPU_SETTINGS)
+    settings = login.check_settings(os.environ, 'choose the kernel "Python (gpulesson)" (Kernel '
+                                    "menu, Change Kernel), or " + login.register_fix(),
+                                    names=login.GPU_SETTINGS)
     if gpu.status == SKIP:  # a laptop without a GPU: the GPU's memory settings do not matter
         settings = skip(settings.name, "they concern a GPU's memory, and there is none here")
-    from gpulesson.classroom.check.limits import home_item, module_item
-
-    items = [check_packages(sys.executable), settings,
-             *check_data(get_settings(), shared=False, learner=True), gpu,
-             module_item(os.environ), home_item(get_settings())]
+    items = [login.check_packages(sys.executable), settings,
+             *login.check_data(get_settings(), shared=False, learner=True), gpu,
+             limits.module_item(os.environ), limits.home_item(get_settings())]
     for item in items:
         item.where = "learner"
     return items

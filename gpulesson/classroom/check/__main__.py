@@ -78,8 +78,7 @@ def parse(argv=None) -> argparse.Namespace:
 
 
 def _unreadable_config(config: Path) -> str | None:
-    """Why ``config`` cannot give the site values (None: it can), found before any check runs:
-    broken YAML would otherwise end the check in a traceback half-way."""
+    """Why ``config`` cannot give the site values (None: it can), found before any check runs."""
     import yaml
 
     try:
@@ -159,8 +158,8 @@ def cluster(args) -> list:
 
 
 def _by_hand(kernel: str):
-    """Run by hand (not in the check's own job): the kernel's settings from its spec, applied
-    here as the kernel applies them, and the item on them; (None, None) in the check's job."""
+    """Run by hand, not in the check's own job: the kernel's settings from its spec, applied here,
+    and the item on them; (None, None) in the check's job."""
     from gpulesson.classroom.check.submit import JOB_MARK
 
     if os.environ.get(JOB_MARK):

@@ -1,7 +1,5 @@
-"""The job part's checklist on a GPU node, kept as a record for the instructor's guide.
-
-``--inside-job --record results/check-gpu.jsonl`` appends it (home folder as ``~``, no host name:
-the file is public); the guide shows the newest record made beside a GPU, or NOT_RECORDED.
+"""The job part's checklist on a GPU node, kept as a record for the instructor's guide:
+``--inside-job --record results/check-gpu.jsonl`` appends it (home folder as ``~``, no host name).
 """
 
 from __future__ import annotations
@@ -11,18 +9,10 @@ from pathlib import Path
 
 from gpulesson.classroom.check.report import Item, all_passed, items_from_json, text
 from gpulesson.machine.pinned import LESSON_ROOT, environment_note, pinned_environment, same_version
-from gpulesson.records.results import (
-    NOT_RECORDED,
-    RESULTS_DIR,
-    append_record,
-    is_gpu,
-    make_record,
-    read_records,
-    software,
-)
+from gpulesson.records import results
 
 EXPERIMENT = "check-gpu"  # results/check-gpu.jsonl
-RESULTS_FILE = RESULTS_DIR / f"{EXPERIMENT}.jsonl"
+RESULTS_FILE = results.RESULTS_DIR / f"{EXPERIMENT}.jsonl"
 
 
 def _public(value: str, home: str) -> str:
@@ -35,10 +25,10 @@ def check_record(items: list[Item], settings, gpus: list[str], driver: str | Non
     home = str(Path.home())
     public = [{key: _public(value, home) if isinstance(value, str) else value
                for key, value in asdict(item).items()} for item in items]
-    return make_record(EXPERIMENT, data=settings.data, environment=environment,
-                       device_kind="gpu" if gpus else "cpu", quick=settings.quick,
-                       nvidia_smi={"gpus": gpus, "driver": driver}, passed=all_passed(items),
-                       items=public)
+    return results.make_record(EXPERIMENT, data=settings.data, environment=environment,
+                               device_kind="gpu" if gpus else "cpu", quick=settings.quick,
+                               nvidia_smi={"gpus": gpus, "driver": driver},
+                               passed=all_passed(items), items=public)
 
 
 def append_check(path, items: list[Item], settings) -> Path:
@@ -46,14 +36,14 @@ def append_check(path, items: list[Item], settings) -> Path:
     from gpulesson.classroom.check.job import nvidia_smi
 
     _, driver, gpus = nvidia_smi("job")
-    return append_record(path, check_record(items, settings, gpus, driver))
+    return results.append_record(path, check_record(items, settings, gpus, driver))
 
 
 def title(record: dict) -> str:
     """'1 × NVIDIA H100 80GB HBM3, driver 550.54.15, on 2026-12-01 (Keras 3.15.1, jax 0.6.2)'."""
     gpus = record["nvidia_smi"]["gpus"]
     return (f"{len(gpus)} × {gpus[0]}, driver {record['nvidia_smi']['driver']}, on "
-            f"{record['date'][:10]} ({software(record)})")
+            f"{record['date'][:10]} ({results.software(record)})")
 
 
 BACKEND_ITEM = "GPU in Keras ("  # an item per installed Keras backend: "GPU in Keras (JAX)"
@@ -86,11 +76,11 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     path = Path(path)
     root = path.resolve().parent.parent  # the lesson's folder; else this checkout
     root = root if (root / "_config.yml").is_file() else LESSON_ROOT
-    records = [r for r in read_records(path, experiment=EXPERIMENT) if is_gpu(r)] \
+    records = [r for r in results.read_records(path, experiment=EXPERIMENT) if results.is_gpu(r)] \
         if path.is_file() else []
     if not records:
-        return {"ref_check_gpu": NOT_RECORDED, "ref_check_gpu_title": NOT_RECORDED,
-                "ref_check_gpu_environment": NOT_RECORDED}
+        return {"ref_check_gpu": results.NOT_RECORDED, "ref_check_gpu_title": results.NOT_RECORDED,
+                "ref_check_gpu_environment": results.NOT_RECORDED}
     newest = records[-1]
     return {"ref_check_gpu": text(items_from_json(newest)), "ref_check_gpu_title": title(newest),
             "ref_check_gpu_environment": environment(newest, root)}

@@ -1,5 +1,4 @@
-"""What only a compute node can show, run inside the job with the kernel's Python and settings.
-
+"""What only a compute node can show, run inside the job with the kernel's Python and settings:
 GPUs, the driver against each framework's CUDA, the data read offline, a few training steps on each
 device (a smoke test, not a measurement), and the kernel's settings.
 """
@@ -15,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 
+from gpulesson.classroom.check import limits, login
 from gpulesson.classroom.check.report import fail, ok, skip
 
 STEPS, BATCH = 4, 32  # a handful of steps: does it train at all, not how fast
@@ -28,20 +28,22 @@ BACKEND_PROBE = ("import json\nfrom gpulesson.machine.devices import keras_devic
 def nvidia_smi(where: str):
     """(item, driver version or None, GPU names)."""
     title = "GPUs (nvidia-smi)"
+
+    def no_gpu(why):
+        return fail(title, f"no GPU: {why}", NO_GPU_FIX, where=where), None, []
+
     if shutil.which("nvidia-smi") is None:
-        return fail(title, "no GPU: nvidia-smi is not on this node", NO_GPU_FIX, where=where), None, []
+        return no_gpu("nvidia-smi is not on this node")
     try:
         result = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
                                  "--format=csv,noheader"], capture_output=True, text=True,
                                 timeout=60, check=False)
     except subprocess.TimeoutExpired:
-        return fail(title, "no GPU: nvidia-smi did not answer in 60 s", NO_GPU_FIX,
-                    where=where), None, []
+        return no_gpu("nvidia-smi did not answer in 60 s")
     rows = [line.split(", ") for line in result.stdout.strip().splitlines() if ", " in line]
     if result.returncode != 0 or not rows:
         said = (result.stdout + result.stderr).strip().splitlines()
-        return fail(title, f"no GPU: {said[-1] if said else 'nvidia-smi lists none'}", NO_GPU_FIX,
-                    where=where), None, []
+        return no_gpu(said[-1] if said else "nvidia-smi lists none")
     names = [row[0] for row in rows]
     return ok(title, f"{len(names)} × {names[0]}, driver {rows[0][1]}", where=where), rows[0][1], names
 
@@ -79,23 +81,21 @@ def backend_gpus(where: str):
 def driver_items(driver: str, where: str):
     from gpulesson.machine import driver as driver_check
 
+    title = "Driver and CUDA builds"
     try:
         lines = driver_check.check(driver, driver_check.build_cuda())
     except Exception as exc:  # a framework that fails to import: its own item says more
-        return [skip("Driver and CUDA builds", f"a framework did not load ({type(exc).__name__})",
-                     where=where)]
+        return [skip(title, f"a framework did not load ({type(exc).__name__})", where=where)]
     if not lines:
-        return [skip("Driver and CUDA builds", "no framework here was built for CUDA", where=where)]
+        return [skip(title, "no framework here was built for CUDA", where=where)]
     bad = [line for line in lines if line.startswith("DRIVER TOO OLD")]
     if bad:
-        return [fail("Driver and CUDA builds", bad[0].split(". ")[0],
-                     bad[0].split(". ", 2)[-1], where=where)]
-    return [ok("Driver and CUDA builds", " ".join(lines), where=where)]
+        return [fail(title, bad[0].split(". ")[0], bad[0].split(". ", 2)[-1], where=where)]
+    return [ok(title, " ".join(lines), where=where)]
 
 
 def data_item(settings, where: str):
     """The prepared file, validated and read (no network: nothing here downloads)."""
-    from gpulesson.classroom.check.login import first_sentence
     from gpulesson.datasets.hdf5 import read_hdf5
     from gpulesson.errors import DataFileError
 
@@ -103,7 +103,7 @@ def data_item(settings, where: str):
     try:
         x, y = read_hdf5(settings.hdf5_path, "train", 0, STEPS * BATCH)
     except (DataFileError, OSError) as exc:
-        return fail(title, first_sentence(exc), "prepare the data on the login node in a "
+        return fail(title, login.first_sentence(exc), "prepare the data on the login node in a "
                     f"folder the compute nodes mount: {settings.prepare_command()}", where=where), None
     return ok(title, f"{settings.hdf5_path} ({len(x)} images read)", where=where), (x, y)
 
@@ -149,8 +149,7 @@ def train_items(arrays, where: str, gpu_expected: bool, no_gpu_why: str):
 
 
 def class_folder_item(site_value, where: str = "job"):
-    """Can this node write in the class folder (``LESSON_CLASS_RESULTS``, else the site's
-    ``class_results``)? A file is created and removed there: what a learner's job does."""
+    """Can this node create and remove a file in the class folder, as a learner's job does?"""
     from gpulesson.classroom.share import CLASS_ENV, class_folder
 
     title = "Class folder written from this node"
@@ -176,18 +175,14 @@ def class_folder_item(site_value, where: str = "job"):
 
 def inside_job(settings, *, gpu_expected: bool = True, where: str = "job", settings_item=None):
     """Every check of a compute node (``gpu_expected``: on the GPU partition)."""
-    from gpulesson.classroom.check.login import check_settings, register_fix, site_values
-
     # On a laptop the kernel's settings were checked already, from its kernel.json.
     if settings_item is None and gpu_expected:
-        settings_item = check_settings(
+        settings_item = login.check_settings(
             os.environ, "the job runs with the settings of the kernel's spec: "
-            + register_fix(), where=where)
-    from gpulesson.classroom.check.limits import module_item, partition_item
-
+            + login.register_fix(), where=where)
     items = [settings_item] if gpu_expected else []
     if gpu_expected:  # a laptop has no class folder (a cluster's job is given it, see submit)
-        items.append(class_folder_item(site_values().get("class_results"), where))
+        items.append(class_folder_item(login.site_values().get("class_results"), where))
     gpu, driver, _ = nvidia_smi(where)
     if driver or gpu_expected:
         items.append(gpu)
@@ -202,5 +197,6 @@ def inside_job(settings, *, gpu_expected: bool = True, where: str = "job", setti
     why = "no GPU (see nvidia-smi)" if gpu_expected else "no GPU here: the lesson trains on the CPU"
     items += train_items(arrays, where, gpu_expected and bool(driver), why)
     if gpu_expected:  # what a GPU session's job meets on a cluster: its partition, its modules
-        items += [partition_item(site_values(), os.environ, where), module_item(os.environ, where)]
+        items += [limits.partition_item(login.site_values(), os.environ, where),
+                  limits.module_item(os.environ, where)]
     return items

@@ -1,7 +1,5 @@
-"""What Slurm allows the workshop's sessions, read from Slurm rather than typed in.
-
-Each session's partition MaxTime and, with accounting, its QOS and account limits (whose GPUs must
-cover the whole class at once), the users' own limits and the home folder's quota.
+"""What Slurm allows the workshop's sessions, read from Slurm rather than typed in: partitions'
+MaxTime, QOS and account limits (GPUs for the whole class at once), users' limits, home quota.
 """
 
 from __future__ import annotations
@@ -15,6 +13,7 @@ from pathlib import Path
 from gpulesson.classroom.check import quota
 from gpulesson.classroom.check.login import CONFIG
 from gpulesson.classroom.check.report import fail, ok, skip
+from gpulesson.classroom.costs import sessions as workshop_sessions
 
 CLASS_SIZE = 25  # learners at once when lesson_site gives no class_size
 GPU = re.compile(r"gres/gpu(?::[\w.-]+)?=(\d+)")
@@ -37,7 +36,7 @@ def minutes(value: str) -> float | None:
 
 
 def gpus(tres: str) -> int | None:
-    """The GPUs in a TRES list (``cpu=8,gres/gpu=4``), the sum over GPU types; None for none."""
+    """The GPUs in a TRES list (``cpu=8,gres/gpu=4``), summed over GPU types; None for none."""
     found = [int(n) for n in GPU.findall(tres or "")]
     return sum(found) if found else None
 
@@ -69,13 +68,6 @@ def accounting(what: str, *where: str, fields: str) -> list[dict] | None:
     return [dict(zip(names, line.split("|"), strict=False)) for line in out.splitlines() if line]
 
 
-def _sessions(config: Path) -> list[dict]:
-    import yaml
-
-    values = yaml.safe_load(Path(config).read_text(encoding="utf-8")) or {}
-    return (values.get("lesson_schedule") or {}).get("sessions") or []
-
-
 def _too_small(limits: dict, session: dict, learners: int, where: str) -> list[str]:
     """The limits of one QOS or association row that a session does not fit."""
     hours, wanted = float(session.get("hours", 0)), int(session.get("gpus", 0))
@@ -101,7 +93,7 @@ def class_size(site: dict) -> tuple[int, str]:
 
 def check_limits(site: dict, config: Path = CONFIG) -> list:
     """Two items: the partitions' MaxTime, and the QOS and account limits, against the sessions."""
-    sessions = _sessions(config)
+    sessions = workshop_sessions(config)
     learners, _ = class_size(site)
     problems, qos_names, read = [], set(), []
     for session in sessions:
@@ -156,8 +148,8 @@ ASK_SITE = ("ask your site to add every learner's user to the account {account} 
 
 
 def members_item(site: dict):
-    """The learners' associations in the workshop's account: the check runs as the instructor,
-    and a learner without one, or with a GPU limit of 0, cannot start the GPU session."""
+    """The learners' associations in the workshop's account (without one, or with a GPU limit of
+    0, a learner cannot start the GPU session)."""
     learners, size = class_size(site)
     account = str(site.get("account") or "").strip()
     title = "Learners in the Slurm account"
@@ -194,8 +186,7 @@ CUDA_LIBRARY = re.compile(r"cuda|cudnn|nvhpc", re.I)
 
 
 def module_item(environ, where: str = "job"):
-    """A CUDA module loaded at login stays on LD_LIBRARY_PATH and can shadow the CUDA libraries
-    that the environment's TensorFlow and JAX bring."""
+    """No CUDA module loaded at login, whose libraries could shadow those of the environment."""
     title = "No CUDA module loaded"
     paths = [p for p in environ.get("LD_LIBRARY_PATH", "").split(":") if CUDA_LIBRARY.search(p)]
     modules = [m for m in environ.get("LOADEDMODULES", "").split(":") if CUDA_LIBRARY.search(m)]
@@ -209,8 +200,7 @@ def module_item(environ, where: str = "job"):
 
 
 def partition_item(site: dict, environ, where: str = "job"):
-    """The GPU session's job must run on the GPU partition: a job_submit rule or a form without
-    the dynamic menu can leave it on the CPU partition."""
+    """The GPU session's job runs on the GPU partition (not left on the CPU one)."""
     title = "Partition this job runs on"  # not the login side's "Job on the GPU partition"
     wanted, got = str(site.get("gpu_partition") or ""), environ.get("SLURM_JOB_PARTITION", "")
     if not got:
@@ -223,8 +213,7 @@ def partition_item(site: dict, environ, where: str = "job"):
 
 
 def home_item(settings, where: str = "learner"):
-    """Space in the home folder for the data (unless it is prepared) and the work files: what
-    the quota leaves where a quota tool answers, else the file system's free space."""
+    """Space in the home folder (under the quota, else free) for the data and the work files."""
     title = "Space in your home folder"
     home = Path.home()
     need, parts = quota.learner_need(Path(settings.hdf5_path).is_file(), environment=False)

@@ -38,9 +38,8 @@ def kernel_env_expected(makefile: Path = KERNEL_ENV_SOURCE) -> dict[str, str]:
 
 
 def register_fix(name: str = KERNEL, config: Path = CONFIG) -> str:
-    """How to register the kernel: on a cluster from the site's conda environment.
-
-    ``make kernel`` would register a .venv with the CPU-only TensorFlow there."""
+    """How to register the kernel: on a cluster from the site's conda environment (not ``make
+    kernel``, whose .venv has the CPU-only TensorFlow)."""
     try:
         env = str(site_values(config).get("conda_env") or "").strip() or "gpulesson"
     except (OSError, ValueError, AttributeError):
@@ -78,8 +77,8 @@ def find_kernel(name: str = KERNEL) -> tuple[Path | None, dict]:
 
 
 def pinned_packages(requirements: Path = ROOT / "requirements") -> dict[str, tuple[str, ...]]:
-    """``{pinned version: distribution names that may carry it}`` keyed by the first name: what a
-    learner's kernel needs (common.txt) and TensorFlow (cpu.txt: tensorflow-cpu or tensorflow)."""
+    """``{name: (pinned version, distribution names that may carry it)}`` of common.txt and
+    TensorFlow (cpu.txt)."""
     pins: dict[str, tuple[str, tuple[str, ...]]] = {}
     for line in (requirements / "common.txt").read_text().splitlines():
         match = re.match(r"^([A-Za-z0-9_.-]+)(?:\[[^]]*\])?==(\S+)", line.strip())
@@ -109,8 +108,8 @@ def installed_versions(python: str, names) -> dict[str, str | None]:
 
 
 def check_kernel(name: str = KERNEL):
-    """Items: the kernel is registered, its Python runs and has the pinned packages, and it has
-    the Makefile's settings. Returns (items, kernel's Python or None, kernel's env)."""
+    """(items, kernel's Python or None, kernel's env): the kernel is registered, its Python has
+    the pinned packages, and it has the Makefile's settings."""
     spec_path, spec = find_kernel(name)
     title = f'Kernel "Python ({name})"'
     register = register_fix(name)
@@ -152,8 +151,7 @@ def check_packages(python: str) -> Item:
 
 
 def check_settings(env, fix: str, where: str = "login", names=None) -> Item:
-    """The kernel's environment ``env`` has the settings of the Makefile's kernel target (only
-    those of ``names``, if given)."""
+    """The kernel's ``env`` has the settings of the Makefile's kernel target (or those ``names``)."""
     expected = {k: v for k, v in kernel_env_expected().items() if names is None or k in names}
     off = {k: v for k, v in expected.items() if env.get(k) != v}
     if off:

@@ -9,11 +9,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-# What a learner's home holds (GB): the conda environment with its CUDA libraries (guide.md,
-# "Before the workshop"), pip's cache of the downloaded wheels (an allowance, not measured: the
-# cache can grow to the size of the wheels installed; `pip cache purge` empties it and
-# `pip install --no-cache-dir` keeps it empty), the data (CIFAR-10's files and HDF5 file, unless
-# the class reads a pre-staged folder) and the work files and models.
+# What a learner's home holds (GB): the conda environment with its CUDA libraries (guide.md), pip's
+# cache (an allowance, not measured), the data (unless pre-staged), the work files and models.
 ENV_GB, PIP_CACHE_GB, DATA_GB, WORK_GB = 5.0, 1.0, 0.7, 0.3
 BY_HAND = "check it by hand with quota -s (or lfs quota -h -u $USER on Lustre), or ask your site"
 SIZE = re.compile(r"^(\d+(?:\.\d+)?)([kmgtp]?)b?\*?$", re.I)
@@ -21,8 +18,7 @@ POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
 
 
 def size_gb(value: str, bare_unit: str = "k") -> float | None:
-    """A size as quota and lfs print it (``4096M``, ``3.906G``, ``12000M*`` over the quota; a bare
-    number counts in ``bare_unit``: quota's and lfs's 1 KiB blocks) in GB; None if unreadable."""
+    """A size as quota and lfs print it (``4096M``, ``12000M*``; bare: ``bare_unit``) in GB, or None."""
     match = SIZE.match(value.strip())
     if not match:
         return None
@@ -32,7 +28,7 @@ def size_gb(value: str, bare_unit: str = "k") -> float | None:
 
 def parse(text: str) -> list[dict]:
     """The rows of ``quota -s -w`` or ``lfs quota -h``: filesystem, used, soft and hard limit in
-    GB (0: no limit). A filesystem name alone on its line (lfs wraps long ones) joins the next."""
+    GB (0: no limit); a name alone on its line (lfs wraps long ones) joins the next."""
     rows, pending = [], None
     for line in text.splitlines():
         fields = line.split()
@@ -77,8 +73,7 @@ def _answer(*command: str) -> str | None:
 
 
 def read_quota(home: Path | None = None) -> tuple[dict, str] | tuple[None, str]:
-    """The home folder's quota row and the command that gave it; (None, why) where no quota tool
-    answers for it."""
+    """The home folder's quota row and the command that gave it; (None, why) without one."""
     home = home or Path.home()
     device, target, kind = _mount(home)
     user = os.environ.get("USER") or getpass.getuser()

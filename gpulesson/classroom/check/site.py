@@ -4,12 +4,12 @@ to Slurm, the charging rates named as the site's) and the Open OnDemand app's fo
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
+from gpulesson.classroom.check.limits import _run as run_slurm
 from gpulesson.classroom.check.login import CONFIG, ROOT, site_values
 from gpulesson.classroom.check.report import fail, ok, skip
+from gpulesson.classroom.costs import sessions
 
 # The lesson's example values say so: "Example HPC", "login.hpc.example.edu", "your_project".
 EXAMPLE = re.compile(r"example|\byour_", re.I)
@@ -26,11 +26,8 @@ DYNAMIC_JS = "OOD_BC_DYNAMIC_JS"
 
 def partitions() -> set[str] | None:
     """The partitions Slurm knows (None without sinfo)."""
-    if shutil.which("sinfo") is None:
-        return None
-    result = subprocess.run(["sinfo", "--noheader", "--format=%R"], capture_output=True, text=True,
-                            timeout=30, check=False)
-    return set(result.stdout.split()) if result.returncode == 0 else None
+    out = run_slurm("sinfo", "--noheader", "--format=%R")
+    return None if out is None else set(out.split())
 
 
 def check_site(config: Path = CONFIG):
@@ -100,14 +97,9 @@ def check_ood(site: dict, config: Path = CONFIG, app: Path | None = None):
     if not reads.is_file() or not reads.samefile(config):
         return [fail(title, f"{installed} reads {reads}, not {config}",
                      f"link the app into this lesson: ln -sfn {ROOT / 'ood' / OOD_APP} {installed}")]
-    # The workshop's sessions, which the form offers and episode 2 teaches: the most a session
-    # may ask for must allow each of them.
-    import yaml
-
-    schedule = (yaml.safe_load(Path(config).read_text(encoding="utf-8")) or {}).get(
-        "lesson_schedule") or {}
+    # The most a session may ask for must allow each of the workshop's sessions.
     problems = []
-    for session in schedule.get("sessions") or []:
+    for session in sessions(config):
         for key in SESSION_REQUEST:
             value, asked = site.get(f"session_max_{key}"), session.get(key, 0)
             if not str(value).isdigit() or int(value) < int(asked):
@@ -128,10 +120,8 @@ def check_ood(site: dict, config: Path = CONFIG, app: Path | None = None):
 
 
 def check_dynamic_form(env_file: Path | None = None, version_file: Path | None = None):
-    """The session menu fills in the form only with Open OnDemand's dynamic batch-connect form.
-
-    Without it "GPU session" silently keeps the CPU partition and no GPU.
-    """
+    """Open OnDemand's dynamic batch-connect form, without which the session menu's "GPU session"
+    silently keeps the CPU partition and no GPU."""
     title = "Session menu (dynamic form)"
     env_file, version_file = env_file or OOD_DASHBOARD_ENV, version_file or OOD_VERSION
     version, env = _text(version_file).strip(), _text(env_file)
