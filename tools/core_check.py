@@ -38,6 +38,7 @@ import argparse
 import json
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -118,8 +119,7 @@ def trains_on_cpu(exercise: Exercise) -> bool:
 
 
 def recorded_wait(root: Path, slug: str) -> tuple[float, str, dict | None]:
-    """The recorded wall time of an episode's executed notebook, where it was recorded, and its
-    recorded run (its metadata)."""
+    """The recorded wall time of an episode's executed notebook, where, and its recorded run."""
     path = Path(root) / EXECUTED_DIR / f"{slug}.ipynb"
     if not path.exists():
         return 0.0, "no executed notebook", None
@@ -142,8 +142,7 @@ def _unassessed(page: Page, n_objectives: int, required_only: bool) -> list[int]
 
 
 def split_setup(body: str) -> tuple[str, str]:
-    """The setup check section ('## Setup check', up to the next heading of its level or a
-    higher one), which the schedule's setup check times, and the rest of the body."""
+    """The '## Setup check' section (up to the next heading of its level), and the rest."""
     found = SETUP_SECTION.search(body)
     if not found:
         return "", body
@@ -186,8 +185,8 @@ def check_episode(root: Path, relpath: str | Path, body: str | None = None) -> E
 
 
 def core_reports(root: Path, core) -> tuple[list[EpisodeReport], EpisodeReport | None]:
-    """The core's episodes as the model times them, and the first episode's setup check section
-    (None without one): the schedule's setup check times that section, not the episode."""
+    """The core's episodes as the model times them, and the first one's setup check section (or
+    None), which the schedule's setup check times."""
     reports = [check_episode(root, ep.path) for ep in core.episodes]
     if not reports:
         return reports, None
@@ -195,11 +194,10 @@ def core_reports(root: Path, core) -> tuple[list[EpisodeReport], EpisodeReport |
     setup, rest = split_setup(split_front_matter(text)[1])
     if not setup:
         return reports, None
-    first = check_episode(root, core.episodes[0].path, rest)
-    first.wait_seconds, first.wait_source = reports[0].wait_seconds, reports[0].wait_source
-    first.wait_run = reports[0].wait_run
-    first.sentences, first.long_sentences = reports[0].sentences, reports[0].long_sentences
-    first.prose, first.unassessed = reports[0].prose, reports[0].unassessed
+    kept = ("wait_seconds", "wait_source", "wait_run", "sentences", "long_sentences", "prose",
+            "unassessed")
+    first = replace(check_episode(root, core.episodes[0].path, rest),
+                    **{name: getattr(reports[0], name) for name in kept})
     return [first, *reports[1:]], check_episode(root, core.episodes[0].path, setup)
 
 
@@ -217,8 +215,7 @@ def setup_failures(core, setup: EpisodeReport | None) -> list[str]:
 
 
 def objective_gaps(root: Path, relpath: str | Path) -> list[int]:
-    """The objectives (numbered from 1) of any episode that no exercise with a solution names
-    (optional exercises count here; the core's check asks for required ones)."""
+    """The objectives (from 1) of any episode that no exercise with a solution names."""
     meta, body = split_front_matter((Path(root) / relpath).read_text(encoding="utf-8"))
     return _unassessed(parse_body(body), len(meta.get("objectives") or []), required_only=False)
 

@@ -38,8 +38,7 @@ def _first_line(source: str) -> str:
 
 
 def type_along(episode: Path, meta: dict, root: Path = ROOT) -> bool:
-    """Whether learners type the episode's code cells: its front matter's ``type-along``, else
-    whether ``_toc.yml``'s first part (the core) lists it."""
+    """Whether learners type the episode's code cells: ``type-along``, else whether it is in the core."""
     if TYPE_ALONG in meta:
         if not isinstance(meta[TYPE_ALONG], bool):
             raise EpisodeCellError(f"{episode.name}: front matter '{TYPE_ALONG}' must be true or false")
@@ -49,8 +48,7 @@ def type_along(episode: Path, meta: dict, root: Path = ROOT) -> bool:
 
 
 def cell_role(cell, typed: bool) -> str:
-    """GIVEN, TYPED, EXERCISE or SOLUTION for a code cell of an episode (``typed``: whether the
-    episode is a type-along one)."""
+    """GIVEN, TYPED, EXERCISE or SOLUTION for a code cell (``typed``: of a type-along episode)."""
     tags = set(cell.metadata.get("tags", []))
     roles = tags & {GIVEN, EXERCISE, SOLUTION}
     if len(roles) > 1:
@@ -61,14 +59,9 @@ def cell_role(cell, typed: bool) -> str:
     return TYPED if typed else GIVEN
 
 
-def _raw_prompts(text: str) -> list[str]:
-    """The ``:prompt:`` options as written, in order (to find those YAML reads otherwise)."""
-    return re.findall(r"^:prompt:[ \t]*(.*?)[ \t]*$", text, flags=re.MULTILINE)
-
-
 def _check_prompts(name: str, text: str, cells: list) -> None:
     """A prompt is read as YAML: '# ' would end it early, a number would not be text."""
-    written = iter(_raw_prompts(text))
+    written = iter(re.findall(r"^:prompt:[ \t]*(.*?)[ \t]*$", text, flags=re.MULTILINE))
     for cell in cells:
         if PROMPT not in cell.metadata:
             continue

@@ -1,7 +1,5 @@
-"""An episode's MyST body as its page shows it, read without Sphinx for ``tools/core_check.py``.
-
-Optional parts are flagged, not dropped.
-"""
+"""An episode's MyST body as its page shows it, read without Sphinx for ``tools/core_check.py``
+(optional parts flagged, not dropped)."""
 
 from __future__ import annotations
 
@@ -43,8 +41,7 @@ class Exercise:
         return {int(n) for n in OBJECTIVE_CLASS.findall(self.classes)}
 
     @property
-    def minutes(self) -> int | None:
-        """The minutes its title ends with, '(10 min)'; None without."""
+    def minutes(self) -> int | None:  # its title's '(10 min)'
         found = MINUTES.search(self.title)
         return int(found[1]) if found else None
 
@@ -68,13 +65,11 @@ class CodeCell:
         return sum(1 for line in self.lines if line.strip() and not line.strip().startswith("#"))
 
     @property
-    def typed(self) -> bool:
-        """Whether learners type it (see rule a)."""
+    def typed(self) -> bool:  # learners type it (rule a)
         return not self.optional and not self.tags & NOT_TYPED
 
     @property
-    def given(self) -> bool:
-        """Whether learners read and run it in the core (tagged given, not optional)."""
+    def given(self) -> bool:  # learners read and run it in the core
         return not self.optional and GIVEN_TAG in self.tags
 
 
@@ -113,20 +108,17 @@ def parse_body(body: str) -> Page:
     def in_optional() -> bool:
         return any(optional for _, optional in sections)
 
-    def shown(text: str):
-        """Prose of the page (not an instructor note), and talk wherever it lives."""
+    def shown(text: str):  # prose (not an instructor note), and talk wherever it lives
         if not any(d["name"] == "instructor-note" for d in directives):
             page.prose.append(text)
         if presented():
             page.talk.append(text)
 
-    def presented() -> bool:
-        """Whether the instructor presents this line in the core (rule a); notes and dropdowns count too."""
+    def presented() -> bool:  # in the core's talk (rule a): notes and dropdowns count too
         return not in_optional() and not any(
             d["name"] in ("exercise", "solution") for d in directives)
 
-    def current_exercise() -> tuple[Exercise | None, bool]:
-        """The exercise that encloses this line, and whether the line is in its solution."""
+    def current_exercise() -> tuple[Exercise | None, bool]:  # and whether in its solution
         exercise, in_solution = None, False
         for d in directives:
             if d["name"] == "exercise":

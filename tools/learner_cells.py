@@ -1,8 +1,5 @@
-"""What a learner's notebook has that the complete notebook has not (tools/make_notebooks.py).
-
-A header note on catching up, each typed cell's prompt with the names later cells use, and a
-catch-up cell after typed cells and exercises.
-"""
+"""What a learner's notebook has that the complete one has not: a header note on catching up,
+typed cells' prompts with the names later cells use, and catch-up cells (tools/make_notebooks.py)."""
 
 from __future__ import annotations
 
@@ -57,8 +54,7 @@ def _either(names: list[str]) -> str:
 
 
 def catch_up_source(cell_id: str, names: list[str], exercise: bool) -> str:
-    """A catch-up cell: runs the complete cell ``cell_id`` if one of ``names`` is missing (or,
-    after an exercise, holds a blank)."""
+    """A catch-up cell: runs the complete cell ``cell_id`` if one of ``names`` is missing (or blank)."""
     when = ("the exercise above failed or has blanks left" if exercise else
             "you skipped the cell above or it failed")
     lacks = "is missing or holds a blank" if exercise else "is missing"
@@ -79,8 +75,7 @@ def catch_up_cell(cell_id: str, names: list[str], exercise: bool) -> nbformat.No
 
 
 def predictions(pairs: list[tuple[str, object, object]]) -> list[bool]:
-    """For each code pair of :func:`code_pairs`, whether it is the code of a one-line prediction
-    (an exercise of class ``prediction``, named in the markdown before it)."""
+    """For each code pair, whether it is a one-line prediction's (an exercise of class ``prediction``)."""
     found, prediction = [], False
     for role, full, _ in pairs:
         if role in ("markdown", "raw"):
@@ -95,10 +90,8 @@ def predictions(pairs: list[tuple[str, object, object]]) -> list[bool]:
 
 def learner_cells(role: str, full, mine, needed: list[str], cell_id: str,
                    prediction: bool = False) -> list:
-    """The learner's cells for one code cell: its own, then a catch-up cell after a typed cell or an exercise.
-
-    A prediction whose names no later cell takes gets none: its complete cell would print the answer.
-    """
+    """The learner's cells for one code cell: its own, then a catch-up cell after a typed cell or an
+    exercise (not after a prediction whose names no later cell takes: it would print the answer)."""
     if role == TYPED:
         cell = nbformat.v4.new_code_cell(typed_prompt(mine.metadata[PROMPT], needed))
     else:

@@ -19,9 +19,9 @@ the code a learner writes in the notebooks.
 """
 '''
 
+
 def module_path(tag: str) -> str:
-    """Where the cells with ``tag`` go: lesson-module -> gpulesson/lesson/core.py,
-    lesson-module-NAME -> gpulesson/lesson/NAME.py."""
+    """Where the cells with ``tag`` go: lesson-module -> core.py, lesson-module-NAME -> NAME.py."""
     if tag == MODULE_TAG:
         return MODULE
     name = tag.removeprefix(MODULE_TAG + "-")
@@ -31,17 +31,16 @@ def module_path(tag: str) -> str:
     return f"{MODULE_DIR}/{name}.py"
 
 
+def module_cells(episode: Path, tag: str | None = MODULE_TAG) -> list:
+    """The episode's code cells tagged ``tag`` (None: every cell)."""
+    source = read_myst(episode.name, episode.read_text(encoding="utf-8"))
+    return [cell for cell in source.cells
+            if tag is None or (cell.cell_type == "code" and tag in cell.metadata.get("tags", []))]
+
+
 def module_tags(episode: Path) -> set[str]:
-    source = read_myst(episode.name, episode.read_text(encoding="utf-8"))
-    return {tag for cell in source.cells for tag in cell.metadata.get("tags", [])
+    return {tag for cell in module_cells(episode, None) for tag in cell.metadata.get("tags", [])
             if tag == MODULE_TAG or tag.startswith(MODULE_TAG + "-")}
-
-
-def module_cells(episode: Path, tag: str = MODULE_TAG) -> list[str]:
-    """The sources of the episode's code cells tagged ``tag``."""
-    source = read_myst(episode.name, episode.read_text(encoding="utf-8"))
-    return [cell.source.strip() for cell in source.cells
-            if cell.cell_type == "code" and tag in cell.metadata.get("tags", [])]
 
 
 def module_text(root: Path = ROOT, tag: str = MODULE_TAG) -> str:
@@ -49,7 +48,7 @@ def module_text(root: Path = ROOT, tag: str = MODULE_TAG) -> str:
     parts = [MODULE_HEADER.format(tag=tag)]
     for episode in notebook_episodes(root):
         for cell in module_cells(episode, tag):
-            parts.append(f"\n# From {episode.relative_to(root).as_posix()}\n{cell}\n")
+            parts.append(f"\n# From {episode.relative_to(root).as_posix()}\n{cell.source.strip()}\n")
     return "\n".join(parts)
 
 
@@ -82,8 +81,7 @@ def __dir__():
 
 
 def modules(root: Path = ROOT) -> dict[str, str]:
-    """{path relative to root: text} of every lesson module the episodes' tags ask for, and the
-    package's ``__init__``, which finds the names of ``core`` when they are asked for."""
+    """{path relative to root: text} of every lesson module the episodes' tags ask for, and ``__init__``."""
     tags = {MODULE_TAG}.union(*(module_tags(ep) for ep in notebook_episodes(root)))
     texts = {module_path(tag): module_text(root, tag) for tag in sorted(tags)}
     names = sorted(Path(path).stem for path in texts)
