@@ -17,21 +17,17 @@ from pathlib import Path
 from gpulesson.datasets.settings import DEFAULT_WORK_DIR
 
 CHECKOUT = Path(__file__).resolve().parents[1]
-# The folder tools/record_run.py runs a notebook's copy in (a temporary folder in the checkout):
-# on the page, the notebook's own folder.
+# The temporary folder tools/record_run.py runs a notebook's copy in: the notebook's own on the page.
 RUN_FOLDER = re.compile(r"<lesson>/\.record-run-[\w.-]+")
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
-# A line of the C++ logging of TensorFlow, XLA and absl (e.g. "2026-01-02 10:11:12.345678: I
-# external/local_xla/...", "E0000 00:00:1700000000.1 123 cuda_dnn.cc:8310] ..."), and absl's
-# note on it. TF_CPP_MIN_LOG_LEVEL hides most of it, not all (the CUDA plugins register
-# before it is read); it is start-up noise of the framework, not output of the lesson's code.
+# A line of the C++ logging of TensorFlow, XLA and absl, which TF_CPP_MIN_LOG_LEVEL does not all
+# hide: start-up noise of the framework, not output of the lesson's code.
 CPP_LOG = re.compile(
     r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] |[IWEF]\d{4} \d\d:\d\d:\d+\.\d+ +\d+ "
     r"|WARNING: All log messages before absl::InitializeLog\(\) is called)")
-# The HTML that Rich (Keras' summary() and its other tables) sends to Jupyter beside the same
-# text as text/plain: a <pre> of spans coloured for a terminal, unreadable on the page's
-# background. The page shows the text/plain form instead.
+# Rich's HTML (Keras' summary()) beside the same text as text/plain: coloured for a terminal,
+# unreadable on the page, which shows the text instead.
 RICH_HTML = re.compile(r'\s*<pre style="white-space:pre;overflow-x:auto;line-height:normal;font-family:')
 WIDGET = "application/vnd.jupyter.widget-view+json"
 MAX_STREAM_LINES = 60  # longer logs keep their head and tail: the page is for reading
@@ -39,8 +35,7 @@ PNG_BUDGET = 120_000  # bytes; a larger PNG is reduced to 256 colours
 
 
 def final_text(text: str) -> str:
-    """Text as a terminal would leave it: ``\\r`` returns to the start of the line, ``\\b``
-    steps back one character, so a progress bar keeps only its last state."""
+    """Text as a terminal would leave it after ``\\r`` and ``\\b``: a progress bar's last state."""
     lines, line, cursor = [], [], 0
     for char in text:
         if char == "\n":
@@ -62,8 +57,8 @@ def final_text(text: str) -> str:
 
 def machine_paths(root=CHECKOUT, prefix: str | None = None, home: str | None = None,
                   work: str | None = None) -> list[tuple[str, str]]:
-    """The recording machine's folders an output may show, each with its neutral name, most specific first;
-    ``work``: a recorded run's own work folder, shown as a learner's (``DEFAULT_WORK_DIR``)."""
+    """The machine's folders an output may show, with neutral names, most specific first (``work``:
+    a recorded run's work folder, shown as a learner's)."""
     prefix = sys.prefix if prefix is None else prefix
     home = str(Path.home()) if home is None else home
     root = str(root) if root else ""
@@ -75,10 +70,8 @@ def machine_paths(root=CHECKOUT, prefix: str | None = None, home: str | None = N
 
 
 def neutral_paths(text: str, paths, *, markup: bool = False) -> str:
-    """``text`` with each folder of ``paths`` replaced by its neutral name where it stands whole.
-
-    ``markup``: HTML, SVG or Markdown, where ``<lesson>`` must be ``&lt;lesson&gt;``.
-    """
+    """``text`` with each folder of ``paths`` named neutrally where it stands whole (``markup``:
+    HTML, SVG or Markdown, where ``<lesson>`` is ``&lt;lesson&gt;``)."""
     for path, name in paths:
         name = html.escape(name) if markup else name
         text = re.sub(re.escape(path) + r"(?![\w.-])", lambda _, name=name: name, text)
@@ -86,8 +79,7 @@ def neutral_paths(text: str, paths, *, markup: bool = False) -> str:
 
 
 def clean_text(text: str, home: str | None = None, paths=None, *, markup: bool = False) -> str:
-    """An output's text as the page shows it (:func:`final_text`, no ANSI escapes), the
-    machine's folders named neutrally (``paths``; default: :func:`machine_paths` with ``home``)."""
+    """An output's text as the page shows it: its final text, no colours, neutral folders."""
     text = final_text(ANSI.sub("", text))
     if paths is None:
         paths = machine_paths(home=home)
@@ -136,8 +128,7 @@ def _text(value) -> str:
 
 
 def compress_png(data: str, budget: int = PNG_BUDGET) -> str:
-    """A base64 PNG re-encoded with Pillow's optimiser, and reduced to 256 colours when it is
-    still larger than ``budget`` bytes (plots use few colours; photos lose little)."""
+    """A base64 PNG optimised, and reduced to 256 colours when still over ``budget`` bytes."""
     from PIL import Image
 
     raw = base64.b64decode(data)
@@ -160,8 +151,7 @@ def clean_data(output: dict, paths=None) -> dict | None:
     data = dict(output.get("data", {}))
     metadata = dict(output.get("metadata", {}))
     if WIDGET in data:
-        # A widget (a progress bar of tqdm, say) cannot be drawn without a live kernel: its
-        # text form, reduced to its last state, is what the page shows.
+        # A widget cannot be drawn without a live kernel: the page shows its text form.
         data.pop(WIDGET)
         metadata.pop(WIDGET, None)
     data.pop("application/vnd.jupyter.widget-state+json", None)
@@ -220,7 +210,7 @@ def has_colours(output: dict) -> bool:
     """Whether an output still carries terminal colours: an ANSI escape or Rich's HTML."""
     texts = [_text(output.get("text", "")), *output.get("traceback", [])]
     texts += [_text(v) for k, v in output.get("data", {}).items() if k.startswith("text/")]
-    return any(ANSI.search(text) or "\x1b" in text for text in texts) or is_rich_html(output.get("data", {}))
+    return any("\x1b" in text for text in texts) or is_rich_html(output.get("data", {}))
 
 
 def clean_outputs(outputs: list[dict], paths=None) -> list[dict]:

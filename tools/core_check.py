@@ -45,23 +45,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "_ext"))
 sys.path.insert(0, str(ROOT / "tools"))
 from carpentry import FrontMatterError, Session, SetupCheck, schedule_parts, split_front_matter  # noqa: E402, F401
-from core_report import (  # noqa: E402, F401 (named in the docstring, or read by the tests)
-    EXERCISE_FACTOR,
-    LONG_SENTENCE,
-    MAX_LONG_SHARE,
-    MAX_PROSE_WORDS,
-    MIN_EXERCISE,
-    MIN_PREDICTION,
-    RATES,
-    SLACK,
-    EpisodeReport,
-    model_day,
-    table,
-)
-from core_schedule import (  # noqa: E402, F401 (named in the docstring, or read by the tests)
+from core_report import EXERCISE_FACTOR, LONG_SENTENCE, RATES, SLACK, EpisodeReport, model_day, table  # noqa: E402, F401
+from core_schedule import (  # noqa: E402, F401 (read by the tests)
     CORE_NAMED,
-    MAX_STRETCH,
-    SESSION_MARGIN,
     TABLE_END,
     TABLE_START,
     WORKSHOP_DAY,
