@@ -142,13 +142,6 @@ def quick_mode() -> bool:
     return parse_bool("LESSON_QUICK", os.environ.get("LESSON_QUICK", ""))
 
 
-def add_text(archive: tarfile.TarFile, name: str, text: str) -> None:
-    data = text.encode("utf-8")
-    info = tarfile.TarInfo(name)
-    info.size, info.mtime, info.mode = len(data), int(time.time()), 0o644
-    archive.addfile(info, io.BytesIO(data))
-
-
 def pack(out: Path | None = None, limit: int = PACK_LIMIT, say=say_now, state: dict | None = None,
          folders=None, logs=None, logs_under: str = "reference-logs") -> Path:
     """Pack ``folders``, the stages' logs and ``state`` into one ``.tar.gz`` atomically."""
@@ -162,8 +155,11 @@ def pack(out: Path | None = None, limit: int = PACK_LIMIT, say=say_now, state: d
                         filter=lambda info: None if "__pycache__" in info.name else info)
         for extra in sorted(STATE_DIR.glob("*.log")) if logs is None else logs:
             archive.add(extra, arcname=f"{logs_under}/{extra.name}")
-        if state is not None:
-            add_text(archive, "reference-logs/state.json", json.dumps(state, indent=1) + "\n")
+        if state is not None:  # the state as a file of its own
+            data = (json.dumps(state, indent=1) + "\n").encode("utf-8")
+            info = tarfile.TarInfo("reference-logs/state.json")
+            info.size, info.mtime, info.mode = len(data), int(time.time()), 0o644
+            archive.addfile(info, io.BytesIO(data))
     size = partial.stat().st_size
     if size > limit:
         partial.unlink()
