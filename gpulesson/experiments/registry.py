@@ -5,9 +5,10 @@ The site's ``ref_*`` values come from every experiment package that has page val
 
 - one of the older shape gives ``substitutions`` and ``EXPERIMENT`` (its results file) from the
   package or its ``page`` module, and has a ``__main__.py``;
-- a *declared* one is at most three files: its ``__init__`` declares ``RECORDS`` (a
+- a *declared* one needs three files: its ``__init__`` declares ``RECORDS`` (a
   :class:`~gpulesson.experiments.recordset.RecordSet`) and ``COMMAND`` (a
-  :class:`~gpulesson.experiments.cli.Command` with ``--out`` and ``--run-id``); its ``measure``
+  :class:`~gpulesson.experiments.cli.Command` with ``--out``, and ``--run-id`` where a run
+  can go on); its ``measure``
   module has ``measure(args, *, run_id, done)``, which yields each record as it is made; its
   ``page`` module has ``substitutions(path)`` and may have ``describe(records)`` (the command's
   table), ``figures(records)`` with ``FIGURES`` (the SVG names) and ``reference_run(path)``
@@ -140,7 +141,8 @@ def run(name: str, argv=None) -> int:
     problem = cannot_write_file(args.out)
     if problem:  # before any measuring, which would be lost at the end
         parser.error(f"argument --out: {problem}")
-    run_id, done = cli.continue_run(args.out, records.experiment, args.run_id, records.key)
+    run_id, done = cli.continue_run(args.out, records.experiment,
+                                   getattr(args, "run_id", None), records.key)  # None: a new run
     made = []
     for record in experiment.measure(args, run_id=run_id, done=done):
         append_record(args.out, record)

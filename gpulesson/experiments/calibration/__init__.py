@@ -36,8 +36,7 @@ COMMAND = cli.Command(
                help=f"images per batch (default {FULL['batch_size']})"),
     cli.option("--device", choices=("cpu", "gpu"), default="cpu",
                help="where to train (default cpu; the accuracies do not depend on it)"),
-    cli.out(RESULTS_FILE), cli.SEED,
-    lambda parser: parser.set_defaults(run_id=None))  # a run is one record: always a new run
+    cli.out(RESULTS_FILE), cli.SEED)  # no --run-id: a run is one record, always a new one
 
 # The page's names, imported when first asked for: the page imports this package.
 _PAGE_NAMES = {"figures", "findings", "reference_record"}
