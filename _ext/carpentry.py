@@ -236,8 +236,7 @@ def _inject_episode_boxes(app, docname, source):
 
 
 def _unique_scripts(app, pagename, templatename, context, doctree):
-    """Drop inline scripts that Sphinx adds twice (sphinx-thebe's and togglebutton's, once with
-    the file name None and once with ''), which browsers report as 'already declared' errors."""
+    """Drop inline scripts Sphinx adds twice (thebe's, togglebutton's): 'already declared' errors."""
     seen, unique = set(), []
     for js in context.get("script_files", []):
         key = (getattr(js, "filename", js) or "", tuple(sorted(getattr(js, "attributes", {}).items())))
@@ -280,8 +279,7 @@ def _fold_solution_cells(app, doctree):
 
 
 def _visit_folded_cell(self, node):
-    """MyST-NB's folded cell, its button named by the text it shows, not "Toggle hidden content"
-    (axe-core: label-content-name-mismatch)."""
+    """MyST-NB's folded cell, its button named by the text it shows (label-content-name-mismatch)."""
     from html import escape
 
     self.body.append(f'<details class="admonition hide {" ".join(node["classes"])}">\n<summary>\n'
@@ -321,8 +319,7 @@ def setup(app):
     from sphinx.transforms.post_transforms import SphinxPostTransform
 
     class CopiedReferences(SphinxPostTransform):
-        """Links to a term or label in a copied exercise (the exercises page) are made from the
-        page they are on, not from the episode they were written in."""
+        """Links to a term or label in a copied exercise are made from the page they are on."""
 
         default_priority = 9  # after sphinx-lesson's exercise list (8), before links resolve (10)
 

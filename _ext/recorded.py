@@ -69,8 +69,7 @@ def recorded_outputs(nb: dict) -> dict[str, list[list]]:
 
 
 def match_cells(sources: list[str], nb: dict) -> list[list | None]:
-    """For each code cell source: the outputs of the recorded cell with that source (the n-th
-    repeat gets the n-th), or None where the cell changed since the run."""
+    """For each code cell source: the recorded outputs of its n-th repeat, or None (changed)."""
     available = recorded_outputs(nb)
     matched = []
     for source in sources:
@@ -208,8 +207,7 @@ def _inject_box(app, docname, source):
 
 
 def _reader_with_outputs(create_nb_reader):
-    """MyST-NB's create_nb_reader, wrapped: an episode's unchanged code cells get their recorded
-    outputs before MyST-NB renders them as an executed notebook's."""
+    """MyST-NB's create_nb_reader, wrapped: an episode's unchanged code cells get their outputs."""
     import dataclasses
 
     def create(path, md_config, nb_config, content):
@@ -278,8 +276,7 @@ def table_lines(lines: list[str]) -> list[str]:
 
 
 def output_classes(text: str) -> list[str]:
-    """CSS classes for a text output: a table wider than the box gets ``output-table`` and
-    ``output-cols-N``, a font that fits its widest row (N rounded up to ten characters)."""
+    """CSS classes for a table wider than the box: ``output-table``, ``output-cols-N`` (its width)."""
     width = max((len(line.rstrip()) for line in table_lines(text.splitlines())), default=0)
     if width <= OUTPUT_CHARS:
         return []

@@ -148,8 +148,7 @@ def named_core_failures(root: Path, core) -> list[str]:
 
 
 def model_table(reports, rates: str, core, setup=None, day: dict | None = None) -> str:
-    """The timing model per core episode, the sessions and the day, in Markdown for the guide;
-    ``setup``: the model's minutes of the setup check section."""
+    """The timing model per core episode, the sessions and the day, in Markdown for the guide."""
     lines = [
         rates,
         "",

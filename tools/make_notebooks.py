@@ -193,8 +193,7 @@ def learner_target(episode: Path, root: Path = ROOT) -> Path:
 
 
 def out_of_sync(root: Path = ROOT) -> list[str]:
-    """Notebooks and modules that differ from what the episodes generate or have no episode,
-    and episodes whose cells break the notebooks' rules."""
+    """Notebooks and modules unlike what the episodes make, and episodes that break the rules."""
     problems, expected = [], {}
     for ep in notebook_episodes(root):
         try:
