@@ -16,8 +16,10 @@ from conftest import ROOT, load_script
 
 from gpulesson.experiments import ceiling, feeding, workers
 from gpulesson.experiments.feeding import pipelines as fp
+from gpulesson.experiments.feeding import records as rec
 from gpulesson.experiments.ladder import page as ladder
 from gpulesson.experiments.profile import page as profile
+from gpulesson.records.results import NOT_RECORDED
 
 EPISODE = ROOT / "_episodes" / "09-feeding-the-gpu.md"
 TEXT = EPISODE.read_text(encoding="utf-8")
@@ -64,7 +66,7 @@ def shown_options(text=TEXT) -> set[str]:
 def test_every_placeholder_is_one_the_benchmark_provides():
     used = {m[1] for m in PLACEHOLDER.finditer(TEXT)}
     assert used, "the episode shows no recorded number"
-    values = {**feeding.substitutions(), **ceiling.substitutions(), **workers.substitutions(),
+    values = {**feeding.substitutions(), **ceiling.substitutions(), **workers.page.substitutions(),
               **profile.substitutions(), **ladder.substitutions()}
     refs = {name for name in used if name.startswith("ref_")}
     assert refs == {name for name in used
@@ -80,20 +82,20 @@ def test_every_placeholder_is_one_the_benchmark_provides():
 def test_without_a_results_file_the_page_says_so_in_sentences(tmp_path):
     values = {**feeding.substitutions(tmp_path / "none.jsonl"),
               **ceiling.substitutions(tmp_path / "none.jsonl"),
-              **workers.substitutions(tmp_path / "none.jsonl"),
+              **workers.page.substitutions(tmp_path / "none.jsonl"),
               **profile.substitutions(tmp_path / "none.jsonl"),
               **ladder.substitutions(tmp_path / "none.jsonl")}
     filled = PLACEHOLDER.sub(lambda m: values[m[1]], resolve_conditionals(BODY, values))
     assert "No reference run has been recorded yet" in filled
     assert "not recorded yet (not recorded yet)" not in filled
-    assert feeding.NOT_RECORDED not in filled.replace("has not been recorded yet", "")
+    assert NOT_RECORDED not in filled.replace("has not been recorded yet", "")
 
 
 def test_the_page_shows_no_record_of_a_pipeline_that_delivered_wrong_data():
     values = feeding.substitutions()
     shown = values["ref_feed_table"] + values["ref_feed_findings"]
     for record in feeding.reference_run():
-        if feeding.delivered_wrong_data(record):
+        if rec.delivered_wrong_data(record):
             assert "Keras workers |" not in values["ref_feed_table"]
             assert "delivered batches of earlier epochs" in shown
 
@@ -175,9 +177,9 @@ def test_the_pipelines_it_names_exist():
     for source in code_cells():
         for match in re.finditer(r"pipelines=\[([^\]]*)\]", source):
             names = re.findall(r'"([\w-]+)"', match[1])
-            assert fp.check_pipelines(names) == names
+            assert rec.check_pipelines(names) == names
         for name in re.findall(r'make_pipeline\(\s*"([\w-]+)"', source):
-            fp.check_pipelines([name])
+            rec.check_pipelines([name])
 
 
 def test_gpu_cells_skip_out_loud_and_exercises_have_solutions():
@@ -360,7 +362,7 @@ def test_the_page_is_short_and_its_sentences_too():
 def test_pipeline_names_are_defined_before_they_are_used():
     """The legend's table comes before any pipeline name in backticks."""
     legend = BODY.index("## The pipelines this episode measures")
-    names = set(fp.PIPELINES) | set(ceiling.PIPELINES)
+    names = set(rec.PIPELINES) | set(ceiling.PIPELINES)
     first = min(m.start() for name in names if (m := re.search(rf"`{re.escape(name)}`", BODY)))
     assert first > legend
     table = BODY[legend:BODY.index("## Is the GPU waiting?")]

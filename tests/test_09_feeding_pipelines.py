@@ -30,7 +30,7 @@ def test_every_pipeline_gives_well_formed_records(feeding_measured):
     base = [r for r in records if r["group"] == "pipelines"]
     assert base == records  # the settings are the speed ladder's
     assert {(r["pipeline"], r["mode"]) for r in base} == {
-        (p, m) for p in fp.PIPELINES for m in ("train", "loader")}
+        (p, m) for p in rec.PIPELINES for m in ("train", "loader")}
     for r in records:
         validate_record(r)
         assert r["experiment"] == "feeding" and r["data"] == "synthetic"
@@ -51,17 +51,17 @@ def test_every_pipeline_gives_well_formed_records(feeding_measured):
     train = [r for r in base if r["mode"] == "train"]
     assert {(r["precision"], r["jit_compile"], r["steps_per_execution"]) for r in train} == {
         ("float32", True, 1)}
-    classic = feeding.find(records, "cpu", "classic")
+    classic = rec.find(records, "cpu", "classic")
     assert classic["compression"] == "gzip" and classic["chunks"][1:] != [32, 32, 3]
-    lesson = feeding.find(records, "cpu", "lesson")
+    lesson = rec.find(records, "cpu", "lesson")
     assert lesson["chunks"] == [BATCH, 32, 32, 3] and lesson["compression"] is None
-    assert feeding.find(records, "cpu", "lesson-workers")["workers"] == 2
+    assert rec.find(records, "cpu", "lesson-workers")["workers"] == 2
 
 
 def test_the_precision_policy_is_restored_after_an_error():
     import keras
 
-    with pytest.raises(RuntimeError, match="inside"), feeding.precision_policy("mixed_float16"):
+    with pytest.raises(RuntimeError, match="inside"), measure.precision_policy("mixed_float16"):
         assert keras.mixed_precision.global_policy().name == "mixed_float16"
         raise RuntimeError("inside")
     assert keras.mixed_precision.global_policy().name == "float32"
@@ -201,8 +201,8 @@ def test_every_record_follows_the_measurement_rule(feeding_measured):
 
 
 @pytest.mark.parametrize("call, message", [
-    (lambda: fp.check_pipelines(["lesson", "nope"]), "unknown pipeline.*'nope'"),
-    (lambda: fp.check_pipelines([]), "no pipelines"),
+    (lambda: rec.check_pipelines(["lesson", "nope"]), "unknown pipeline.*'nope'"),
+    (lambda: rec.check_pipelines([]), "no pipelines"),
     (lambda: keras_device_name("tpu"), "unknown device 'tpu'"),
     (lambda: measure.check_precision("float64"), "unknown precision 'float64'"),
     (lambda: feeding.run_benchmark(devices=["cpu"], pipelines=["ram"], batch_size=64,
@@ -221,9 +221,9 @@ def test_bad_input_gives_a_clear_error(call, message):
 @pytest.mark.parametrize("backend", ["jax", "torch"])
 @pytest.mark.bad_input("bad argument")
 def test_the_benchmark_refuses_keras_workers_where_they_deliver_wrong_data(backend):
-    assert rec.pipelines_for(backend) == [p for p in fp.PIPELINES
-                                          if p not in fp.WORKER_PIPELINES]
-    assert rec.pipelines_for("tensorflow") == list(fp.PIPELINES)
+    assert rec.pipelines_for(backend) == [p for p in rec.PIPELINES
+                                          if p not in rec.WORKER_PIPELINES]
+    assert rec.pipelines_for("tensorflow") == list(rec.PIPELINES)
     with pytest.raises(ValueError, match=f"batches of earlier epochs with the {backend}"):
         rec.check_pipelines(["lesson", "lesson-gzip-workers"], backend)
 

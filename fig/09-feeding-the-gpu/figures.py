@@ -1,15 +1,10 @@
 """Draw the feeding benchmark's figures from its results file:
 
     python fig/09-feeding-the-gpu/figures.py [FOLDER] [RESULTS]
-        ->  FOLDER/feeding-pipelines.svg, FOLDER/feeding-ceiling.svg,
-            FOLDER/feeding-workers.svg
+        ->  FOLDER/feeding-pipelines.svg, FOLDER/feeding-ceiling.svg, FOLDER/feeding-workers.svg
 
-FOLDER defaults to fig/09-feeding-the-gpu/ (created if missing), RESULTS to
-results/feeding.jsonl (the ceiling and Grain's workers: results/ceiling.jsonl and
-results/workers.jsonl, beside it). Each device is drawn from the newest run that measured it
-completely (each experiment's reference_run, e.g. gpulesson.experiments.feeding.reference_run);
-record one with ``python -m gpulesson.experiments.feeding``. A test checks that the committed
-figures are the ones this script draws from the committed file.
+FOLDER defaults to fig/09-feeding-the-gpu/, RESULTS to results/feeding.jsonl (the ceiling's and
+Grain's workers' results files beside it); each device from its experiment's reference run.
 """
 
 import sys

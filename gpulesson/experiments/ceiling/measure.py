@@ -9,21 +9,14 @@ import tempfile
 import time
 from functools import partial
 
-from gpulesson.experiments.ceiling.records import (
-    DATA,
-    IN_MEMORY,
-    N_IMAGES,
-    condition,
-    measurement_record,
-    pipelines_for,
-)
+from gpulesson.experiments.ceiling import records as cr
 from gpulesson.experiments.common import WARMUP, Budget, BusyMeter, fit_progress, synced_epoch_timer
 from gpulesson.records.results import new_run_id
 
 BATCH_SIZE = 256  # episode 9's batch
 QUICK_N_IMAGES, QUICK_BATCH_SIZE = 1_024, 64
 # The epoch's size, full and quick, as the command line takes it (cli.add_size_options).
-SIZES = {"n_images": N_IMAGES, "batch_size": BATCH_SIZE, "quick_n_images": QUICK_N_IMAGES,
+SIZES = {"n_images": cr.N_IMAGES, "batch_size": BATCH_SIZE, "quick_n_images": QUICK_N_IMAGES,
          "quick_batch_size": QUICK_BATCH_SIZE}
 
 
@@ -108,7 +101,7 @@ def _feeds(names, *, x, y, path, batch_size: int, keras_device: str, epochs: int
 def _ceiling_so_far(made: list[dict], record: dict) -> dict | None:
     """The fastest in-memory way into ``fit`` so far on the record's device, the record included:
     each record keeps what it was compared with."""
-    found = [r for r in [*made, record] if r["pipeline"] in IN_MEMORY
+    found = [r for r in [*made, record] if r["pipeline"] in cr.IN_MEMORY
              and r["device_kind"] == record["device_kind"]]
     top = max(found, key=lambda r: r["images_per_second"], default=None)
     return {"pipeline": top["pipeline"], "images_per_second": top["images_per_second"]} \
@@ -132,7 +125,7 @@ def synthetic_file(folder, n_images: int, batch_size: int):
         raise ValueError(f"batch_size must be from 1 to n_images ({n_images}), not {batch_size}")
     (x, y), _ = make_synthetic(n_images, 10, seed=0, progress=False)
     y = y.astype("int32")
-    path = write_hdf5(f"{folder}/train.h5", (x, y), (x[:16], y[:16]), source=DATA,
+    path = write_hdf5(f"{folder}/train.h5", (x, y), (x[:16], y[:16]), source=cr.DATA,
                       class_names=[f"class {i}" for i in range(10)],
                       chunk_rows=batch_size, progress=False)
     return path, x, y
@@ -176,20 +169,20 @@ def measure(*, devices, n_images: int, batch_size: int, repeats: int, warmup: in
         path, x, y = synthetic_file(folder, n_images, batch_size)
         for device in devices:
             keras_device = keras_device_name(device)
-            measured = pipelines_for(device, backend)
+            measured = cr.pipelines_for(device, backend)
             names = [n for n in (pipelines or measured) if n in measured
                      and (backend, device, n, batch_size) not in done]
             for name, feed in _feeds(names, x=x, y=y, path=path, batch_size=batch_size,
                                      keras_device=keras_device, epochs=warmup + repeats):
                 seconds, extra = timed_fit(
                     keras_device, partial(_fit, feed=feed, warmup=warmup, repeats=repeats))
-                record = measurement_record(
+                record = cr.measurement_record(
                     seconds, warmup=warmup, run_id=run_id, device=device, pipeline=name,
                     batch_size=batch_size, n_images=n_images,
                     extra={**extra, **device_method(name),
                            **({"grain_workers": grain_workers()} if name == "lesson-grain"
                               else {})})
-                assert condition(record) == (backend, device, name, batch_size)
+                assert cr.condition(record) == (backend, device, name, batch_size)
                 record["ceiling"] = _ceiling_so_far(made, record)
                 keep(record, made, on_record, progress, f"{backend} {device} {name}")
     return made

@@ -28,9 +28,7 @@ PIPELINES: dict[str, str] = {
     "lesson-ahead-window1": "lesson generator reading ahead, window=1",
     "lesson-grain": "the stored blocks read by Grain's worker processes (grain_blocks)",
 }
-# Pipelines that earlier runs measured and the lesson no longer has (a reading thread and a
-# reading process of its own, which did not beat the generator with window=1): their records
-# stay in the results file, as measured, and are left out of what the page and figure read.
+# Pipelines earlier runs measured and the lesson no longer has: kept in the file, not read.
 RETIRED = ("lesson-readahead", "lesson-process")
 IN_MEMORY = ("arrays", "ram", "device", "tfdata")
 READ_AHEAD = ("lesson-ahead", "lesson-ahead-window1")  # the generator's own reader thread
@@ -67,16 +65,15 @@ def complete(part: list[dict]) -> bool:
 
 
 def new_method(record: dict) -> bool:
-    """Not a ``device`` record made before its method was recorded (JAX's eager slices): such
-    a record counts for its part being complete, but no table, figure, share or ceiling uses it."""
+    """Not a ``device`` record made before its method was recorded (JAX's eager slices): it
+    completes its part, but nothing shown uses it."""
     # Imported here: the feeding benchmark's page imports this module.
     from gpulesson.experiments.feeding.records import old_device_method
 
     return not old_device_method(record)
 
 
-# The reference: for each device, CPU first, the newest run complete on it, without the
-# records of pipelines the lesson no longer has (RETIRED).
+# The reference: for each device, the newest run complete on it, without RETIRED pipelines.
 RECORDS = RecordSet(EXPERIMENT, CONDITION, backends=BACKENDS, complete=complete, data=DATA,
                     kept=lambda r: r.get("pipeline") in PIPELINES, shown=new_method)
 RESULTS_FILE, condition, groups, shown = (RECORDS.results_file, RECORDS.key, RECORDS.groups,

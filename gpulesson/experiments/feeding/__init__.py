@@ -3,12 +3,11 @@
 Importing the package imports no deep-learning framework; measuring imports Keras.
 """
 
-from gpulesson.experiments.feeding.figures import alt_texts, figures
+from gpulesson.experiments.feeding.figures import figures
 from gpulesson.experiments.feeding.measure import (
     BATCH_SIZE,
     QUICK_N_IMAGES,
     build_model,
-    precision_policy,
     run_benchmark,
     time_loader,
 )
@@ -18,14 +17,9 @@ from gpulesson.experiments.feeding.records import (
     N_IMAGES,
     RESULTS_FILE,
     best_pipeline,
-    delivered_wrong_data,
-    find,
     reference_run,
-    targets,
 )
-from gpulesson.records.results import NOT_RECORDED
 
-__all__ = ["BATCH_SIZE", "EXPERIMENT", "NOT_RECORDED", "N_IMAGES", "QUICK_N_IMAGES",
-           "RESULTS_FILE", "alt_texts", "best_pipeline", "build_model", "delivered_wrong_data",
-           "describe", "figures", "find", "precision_policy", "reference_run", "run_benchmark",
-           "substitutions", "targets", "time_loader"]
+__all__ = ["BATCH_SIZE", "EXPERIMENT", "N_IMAGES", "QUICK_N_IMAGES", "RESULTS_FILE", "best_pipeline",
+           "build_model", "describe", "figures", "reference_run", "run_benchmark", "substitutions",
+           "time_loader"]

@@ -1,9 +1,6 @@
 """Feeding the GPU: training throughput of the lesson's CNN from each input pipeline.
 
-The benchmark's command line: it measures, appends the records, prints the table. The reference
-is recorded in stages that share one run id: every pipeline on a GPU node (``--devices gpu
---classic-max-steps 12``), then the CPU's, 12 batches an epoch (``--devices cpu
---cpu-max-steps 12 --classic-max-steps 12 --run-id RUN``; why 12: ``REFERENCE_CPU_STEPS``).
+The benchmark's command line: it measures, appends the records, prints the table.
 """
 
 from __future__ import annotations
@@ -12,33 +9,16 @@ import sys
 from pathlib import Path
 
 from gpulesson.experiments import cli
-from gpulesson.experiments.feeding.measure import (
-    BATCH_SIZE,
-    QUICK_BATCH_SIZE,
-    QUICK_N_IMAGES,
-    QUICK_REPEATS,
-    REFERENCE_CPU_STEPS,
-    REPEATS,
-    WARMUP,
-    run_benchmark,
-)
+from gpulesson.experiments.common import QUICK_REPEATS
+from gpulesson.experiments.feeding import measure as fm
+from gpulesson.experiments.feeding import records as fr
 from gpulesson.experiments.feeding.page import describe
-from gpulesson.experiments.feeding.records import (
-    EXPERIMENT,
-    N_IMAGES,
-    PIPELINES,
-    RECORDS,
-    RESULTS_FILE,
-    check_pipelines,
-    condition,
-    pipelines_for,
-)
 from gpulesson.experiments.recordset import check_earlier
 
-EPILOG = (f"Every condition: {WARMUP} recorded warm-up epoch and at least {REPEATS} timed "
+EPILOG = (f"Every condition: {fm.WARMUP} recorded warm-up epoch and at least {fm.REPEATS} timed "
           f"ones ({QUICK_REPEATS} with --quick). The reference's CPU part times "
-          f"{REFERENCE_CPU_STEPS} batches an epoch (--cpu-max-steps {REFERENCE_CPU_STEPS} "
-          f"--classic-max-steps {REFERENCE_CPU_STEPS}): about 6 minutes on an idle 2-core "
+          f"{fm.REFERENCE_CPU_STEPS} batches an epoch (--cpu-max-steps {fm.REFERENCE_CPU_STEPS} "
+          f"--classic-max-steps {fm.REFERENCE_CPU_STEPS}): about 6 minutes on an idle 2-core "
           "machine (an extrapolation from a recorded run), several times longer on a busy "
           "one. The settings are the speed ladder's: python -m "
           "gpulesson.experiments.ladder.")
@@ -46,25 +26,25 @@ EPILOG = (f"Every condition: {WARMUP} recorded warm-up epoch and at least {REPEA
 COMMAND = cli.Command(
     "feeding", __doc__,
     cli.devices("devices to measure, in this order (default: cpu, then gpu if visible)"),
-    cli.option("--pipelines", nargs="+", choices=list(PIPELINES), default=None,
+    cli.option("--pipelines", nargs="+", choices=list(fr.PIPELINES), default=None,
                help="pipelines to measure (default: all that deliver the right data "
                     "on this Keras backend; the *-workers ones with TensorFlow only)"),
-    cli.quick_default("--batch-size", "batch size of the pipeline comparison", BATCH_SIZE,
-                      QUICK_BATCH_SIZE),
-    cli.quick_default("--n-images", "training images", f"{N_IMAGES:,}", f"{QUICK_N_IMAGES:,}"),
+    cli.quick_default("--batch-size", "batch size of the pipeline comparison", fm.BATCH_SIZE,
+                      fm.QUICK_BATCH_SIZE),
+    cli.quick_default("--n-images", "training images", f"{fr.N_IMAGES:,}", f"{fm.QUICK_N_IMAGES:,}"),
     cli.quick_default("--repeats", "timed epochs of every condition, at least the lesson's rule",
-                      f"and least {REPEATS}", QUICK_REPEATS),
-    cli.option("--warmup", type=int, default=WARMUP,
+                      f"and least {fm.REPEATS}", QUICK_REPEATS),
+    cli.option("--warmup", type=int, default=fm.WARMUP,
                help=f"warm-up epochs, recorded but not counted (default and least "
-                    f"{WARMUP})"),
+                    f"{fm.WARMUP})"),
     cli.option("--max-steps", type=int, default=None,
                help="time only the first N batches of each epoch (default: all)"),
     cli.option("--cpu-max-steps", type=int, default=None,
                help="--max-steps for the CPU only (default: --max-steps); the "
-                    f"reference uses {REFERENCE_CPU_STEPS}"),
+                    f"reference uses {fm.REFERENCE_CPU_STEPS}"),
     cli.option("--classic-max-steps", type=int, default=None,
                help="at most N batches an epoch for the (slow) classic pipeline; the "
-                    f"reference uses {REFERENCE_CPU_STEPS}"),
+                    f"reference uses {fm.REFERENCE_CPU_STEPS}"),
     cli.option("--workers", type=int, default=None,
                help="worker processes of the *-workers pipelines, TensorFlow backend "
                     "only (default: half the usable cores, 2 to 8)"),
@@ -75,7 +55,7 @@ COMMAND = cli.Command(
     cli.quick("tiny sizes (also when LESSON_QUICK=1), for tests"),
     cli.option("--data-dir", type=Path, default=None,
                help="folder for the data files (default: a temporary folder)"),
-    cli.out(RESULTS_FILE), cli.RUN_ID,
+    cli.out(fr.RESULTS_FILE), cli.RUN_ID,
     at_least_one=("batch_size", "n_images", "repeats", "max_steps", "cpu_max_steps",
                   "classic_max_steps", "workers"), epilog=EPILOG)
 _parser = COMMAND.parser
@@ -86,19 +66,19 @@ def main(argv=None) -> int:
     quick = args.quick
     options = {name: value if value is not None else (small if quick else default)
                for name, value, small, default in (
-                   ("batch_size", args.batch_size, QUICK_BATCH_SIZE, BATCH_SIZE),
-                   ("n_images", args.n_images, QUICK_N_IMAGES, N_IMAGES),
-                   ("repeats", args.repeats, QUICK_REPEATS, REPEATS))}
+                   ("batch_size", args.batch_size, fm.QUICK_BATCH_SIZE, fm.BATCH_SIZE),
+                   ("n_images", args.n_images, fm.QUICK_N_IMAGES, fr.N_IMAGES),
+                   ("repeats", args.repeats, QUICK_REPEATS, fm.REPEATS))}
     if options["batch_size"] > options["n_images"]:
         parser.error(f"--batch-size {options['batch_size']} is larger than --n-images "
                      f"{options['n_images']}")
     if options["repeats"] < cli.repeats_for(quick):
         parser.error(f"--repeats must be at least {cli.repeats_for(quick)} (the lesson's rule: "
-                     f"{REPEATS} timed epochs, {QUICK_REPEATS} with --quick), not "
+                     f"{fm.REPEATS} timed epochs, {QUICK_REPEATS} with --quick), not "
                      f"{options['repeats']}: make a slow condition smaller with --cpu-max-steps "
                      "or --classic-max-steps instead")
-    if args.warmup < WARMUP:
-        parser.error(f"--warmup must be at least {WARMUP} (the lesson's rule: a recorded "
+    if args.warmup < fm.WARMUP:
+        parser.error(f"--warmup must be at least {fm.WARMUP} (the lesson's rule: a recorded "
                      f"warm-up), not {args.warmup}")
 
     from gpulesson.machine.devices import cpu_info
@@ -108,15 +88,15 @@ def main(argv=None) -> int:
     import keras  # after devices_here, which hides CUDA's start-up noise
 
     backend = keras.backend.backend()
-    pipelines = args.pipelines or pipelines_for(backend)
+    pipelines = args.pipelines or fr.pipelines_for(backend)
     try:
-        check_pipelines(pipelines, backend)
+        fr.check_pipelines(pipelines, backend)
     except ValueError as exc:
         parser.error(str(exc))
     workers = args.workers if args.workers is not None else (
         2 if quick else max(2, min(8, int(cpu_info()["cores_usable"]) // 2)))
-    run_id, done = cli.continue_run(args.out, EXPERIMENT, args.run_id, condition)
-    earlier = RECORDS.read(args.out, run_id=run_id) if done else []
+    run_id, done = cli.continue_run(args.out, fr.EXPERIMENT, args.run_id, fr.condition)
+    earlier = fr.RECORDS.read(args.out, run_id=run_id) if done else []
     try:
         check_earlier(earlier, n_images=options["n_images"], backend=backend)
     except ValueError as exc:
@@ -127,14 +107,14 @@ def main(argv=None) -> int:
           f"{options['repeats']} timed epoch(s) after {args.warmup} warm-up"
           + (f"; going on: {len(done)} condition(s) recorded already" if done else ""),
           flush=True)
-    made = run_benchmark(
+    made = fm.run_benchmark(
         devices=devices, pipelines=pipelines, warmup=args.warmup,
         max_steps=args.max_steps, cpu_max_steps=args.cpu_max_steps,
         classic_max_steps=args.classic_max_steps,
         workers=workers, chunks=args.chunks, data_dir=args.data_dir, run_id=run_id, earlier=earlier,
         on_record=lambda r: append_record(args.out, r),
         progress=lambda line: print(line, flush=True), **options)
-    print(describe(RECORDS.read(args.out, run_id=run_id)))
+    print(describe(fr.RECORDS.read(args.out, run_id=run_id)))
     if made:
         cli.say_appended(made, args.out)
     else:

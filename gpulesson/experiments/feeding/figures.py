@@ -8,15 +8,7 @@ because they delivered wrong data.
 from __future__ import annotations
 
 from gpulesson.experiments.common import SPREAD_NOTE, draw_spread
-from gpulesson.experiments.feeding.records import (
-    PIPELINES,
-    delivered_wrong_data,
-    fastest_text,
-    find,
-    rate_summary,
-    rate_text,
-    shown,
-)
+from gpulesson.experiments.feeding import records as fr
 from gpulesson.experiments.figkit import need, panels, title
 from gpulesson.experiments.parts import machine
 from gpulesson.records.results import NOT_RECORDED, hardware, software
@@ -33,8 +25,8 @@ def _busy(record) -> bool:
 
 
 def _left_out(records) -> list[str]:
-    return sorted({r["pipeline"] for r in records if delivered_wrong_data(r)},
-                  key=list(PIPELINES).index)
+    return sorted({r["pipeline"] for r in records if fr.delivered_wrong_data(r)},
+                  key=list(fr.PIPELINES).index)
 
 
 def _repeats_words(counts) -> str:
@@ -45,17 +37,17 @@ def _repeats_words(counts) -> str:
 
 
 def _median(record) -> str:
-    return rate_text(rate_summary(record)["median"])
+    return fr.rate_text(fr.rate_summary(record)["median"])
 
 
 def pipeline_panels(records) -> tuple[list[str], list[str], dict]:
     """``(devices, pipelines in row order, {(device, pipeline, mode): record})`` to draw."""
-    valid = shown(records)
+    valid = fr.shown(records)
     devices = [d for d in _DEVICE_COLOUR if any(r["device_kind"] == d for r in valid)]
-    bars = {(device, pipeline, mode): record for device in devices for pipeline in PIPELINES
+    bars = {(device, pipeline, mode): record for device in devices for pipeline in fr.PIPELINES
             for mode in ("train", "loader")
-            if (record := find(valid, device, pipeline, mode)) is not None}
-    order = [p for p in PIPELINES if any(key[1] == p for key in bars)]
+            if (record := fr.find(valid, device, pipeline, mode)) is not None}
+    order = [p for p in fr.PIPELINES if any(key[1] == p for key in bars)]
     return devices, order, bars
 
 
@@ -66,7 +58,7 @@ def _pipeline_panel(ax, bars, device, order) -> None:
             record = bars.get((device, pipeline, mode))
             if record is None:
                 continue
-            rate = rate_summary(record)
+            rate = fr.rate_summary(record)
             ax.barh(i + offset, rate["median"], height=0.38, color=_DEVICE_COLOUR[device],
                     edgecolor="black", label=label, **_MODE_STYLE[mode])
             draw_spread(ax, [i + offset], [rate], horizontal=True)
@@ -80,7 +72,7 @@ def _pipeline_panel(ax, bars, device, order) -> None:
     ax.set_title(f"{device.upper()}", fontsize=10)
     ax.set_xscale("log")
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
-    counts = [rate_summary(r)["n"] for (d, _, _), r in bars.items() if d == device]
+    counts = [fr.rate_summary(r)["n"] for (d, _, _), r in bars.items() if d == device]
     ax.set_xlabel(f"images per second (log scale)\n{SPREAD_NOTE}\n"
                   f"timed epochs per bar: {_repeats_words(counts)}", fontsize=9)
     ax.grid(axis="x", alpha=0.3)
@@ -98,7 +90,7 @@ def pipelines_figure(records):
     for ax, device in zip(axes, devices, strict=True):
         _pipeline_panel(ax, bars, device, order)
     axes[0].set_yticks(np.arange(len(order)),
-                       [PIPELINES[p].replace(", ", ",\n", 1) for p in order], fontsize=8)
+                       [fr.PIPELINES[p].replace(", ", ",\n", 1) for p in order], fontsize=8)
     axes[0].invert_yaxis()
     base = next((r for r in records if r.get("group") == "pipelines"), records[0])
     drawn = []
@@ -135,7 +127,7 @@ def pipelines_alt(records) -> str:
     names = hardware(records)
     panels = " and ".join(f"the {d.upper()} ({names.get(d.upper(), NOT_RECORDED)})"
                           for d in devices)
-    counts = {mode: [rate_summary(r)["n"] for k, r in bars.items() if k[2] == mode]
+    counts = {mode: [fr.rate_summary(r)["n"] for k, r in bars.items() if k[2] == mode]
               for mode in ("train", "loader")}
     parts = [f"Horizontal bars on a logarithmic axis of images per second, "
              f"{'one panel' if len(devices) == 1 else 'one panel each'} for {panels}, one row "
@@ -149,10 +141,10 @@ def pipelines_alt(records) -> str:
         train = {p: bars[(device, p, "train")] for p in order if (device, p, "train") in bars}
         if not train:
             continue
-        low = min(train, key=lambda p: rate_summary(train[p])["median"])
-        high = max(train, key=lambda p: rate_summary(train[p])["median"])
+        low = min(train, key=lambda p: fr.rate_summary(train[p])["median"])
+        high = max(train, key=lambda p: fr.rate_summary(train[p])["median"])
         # The page's one ranking: the table and the reading exercise name the same pipelines.
-        best = fastest_text(records, device, quote=str)
+        best = fr.fastest_text(records, device, quote=str)
         parts.append(f"{device.upper()} training medians: from {_median(train[low])} images/s "
                      f"({low}) to {_median(train[high])} images/s ({high}); fastest by the "
                      f"lesson's rule: {best}.")

@@ -1,11 +1,8 @@
 """Timing ``model.fit`` and the loader alone on each pipeline, by the lesson's measurement rule.
 
-One model per device is built once (float32, XLA, one step per execution: the other settings
-are the speed ladder's) and trained from every pipeline in turn; the speed does not depend on
-its weights. No time budget cuts a condition short: a slow one times only the first
-``max_steps`` batches of each epoch (``partial_epoch``), never fewer repeats. The classic
-pipeline's whole-file read at each epoch's end then weighs more per step: a partial epoch makes
-it look somewhat slower than it is. Keras is imported only when something is measured.
+One model per device is built once and trained from every pipeline in turn. A slow condition
+times only the first ``max_steps`` batches of each epoch (``partial_epoch``), never fewer
+repeats. Keras is imported only when something is measured.
 """
 
 from __future__ import annotations
@@ -18,25 +15,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from gpulesson.experiments import allocator
-from gpulesson.experiments.common import (  # noqa: F401 (QUICK_REPEATS: the command's)
-    IN_ORDER,
-    QUICK_REPEATS,
-    REPEATS,
-    WARMUP,
-    Budget,
-    BusyMeter,
-    synced_epoch_timer,
-)
-from gpulesson.experiments.feeding.records import (
-    BASE,
-    FILES,
-    WORKER_PIPELINES,
-    check_pipelines,
-    condition,
-    measurement_record,
-    rate_text,
-    short_setting,
-)
+from gpulesson.experiments.common import IN_ORDER, REPEATS, WARMUP, Budget, BusyMeter, synced_epoch_timer
+from gpulesson.experiments.feeding import records as fr
 from gpulesson.experiments.recordset import check_earlier
 from gpulesson.machine.devices import keras_device_name as check_device
 from gpulesson.records.results import new_run_id
@@ -44,24 +24,14 @@ from gpulesson.records.results import new_run_id
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 QUICK_N_IMAGES = 1_024
 BATCH_SIZE, QUICK_BATCH_SIZE = 256, 64
-# The reference's CPU epochs (--cpu-max-steps, --classic-max-steps): the CPU stage (every
-# pipeline's training and loader alone, a warm-up and REPEATS timed epochs each, 50,000 images)
-# in about 6 minutes on an idle 2-core machine. An extrapolation, not a measurement of the whole
-# stage: committed run 20261123T025717Z-e5fe6a (TensorFlow, 12 steps, 3 timed epochs, other
-# programs under 7 % of the CPU) spent about 58 s on the 8 trainings' warm-ups, 45 s on one
-# timed epoch of all 8 and 6 s on one epoch of the 8 loaders alone. On a busy machine it takes
-# several times longer: two pipelines at 20 steps beside another training (load average about
-# 4) took 30 to 50 s a training epoch of `lesson` and 52 to 124 s of `classic`.
+# The reference's CPU epochs (--cpu-max-steps, --classic-max-steps): the CPU stage in about 6
+# minutes on an idle 2-core machine, extrapolated from run 20261123T025717Z-e5fe6a.
 REFERENCE_CPU_STEPS = 12
-LOADER = dict.fromkeys(BASE)  # a loader row has no training setting
+LOADER = dict.fromkeys(fr.BASE)  # a loader row has no training setting
 # The chunk shapes and the chunk cache: the lesson's generator read alone on the host, windows
-# of 4 blocks (batches). The lesson's chunks hold one block: a window is 4 reads of whole
-# chunks. Chunks of a window could make a read larger, but a window's shuffled blocks are rarely
-# neighbours, so each block reads a quarter of a chunk; compressed, that quarter costs the whole
-# chunk's decompression, unless the chunk cache (1 MiB per dataset by default, less than one 3 MB
-# chunk) keeps it for the other blocks. lzf, the compression the page suggests where one is
-# needed: gzip would take minutes of the node's time here. Loader rows of group GROUP, which the
-# page's pipelines never read. (blocks per chunk, compression, cache in MiB or None: h5py's).
+# of WINDOW blocks. A window's shuffled blocks are rarely neighbours, so a compressed chunk of 4
+# blocks is decompressed for each unless the chunk cache keeps it. Loader rows of group GROUP,
+# which the page's pipelines never read. (blocks per chunk, compression, cache in MiB or None).
 GROUP, MIB, WINDOW = "chunks", 2**20, 4
 CHUNKS = ((1, None, None), (4, None, None), (4, "lzf", None), (4, "lzf", 64))
 
@@ -215,17 +185,12 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
                   data_dir=None, run_id: str | None = None, earlier=(), on_record=None,
                   progress=print) -> list[dict]:
     """Measure every pipeline on each device, training and loader alone, then with ``chunks``
-    the chunk shapes read alone on the host; the records, each also given to ``on_record``.
-
-    ``max_steps`` (``cpu_max_steps`` on the CPU, ``classic_max_steps`` for the classic
-    pipeline when smaller) times partial epochs. Data files go to ``data_dir`` (default: a
-    temporary folder). ``earlier``: the records run ``run_id`` has already; their conditions
-    are skipped.
-    """
+    the chunk shapes read alone; the records, each also given to ``on_record``. ``earlier``:
+    the records run ``run_id`` has already, whose conditions are skipped."""
     from gpulesson.experiments.feeding import pipelines as fp
 
     backend = _keras().backend.backend()
-    pipelines = check_pipelines(pipelines, backend)
+    pipelines = fr.check_pipelines(pipelines, backend)
     for device in devices:
         check_device(device)
     limits = {"max_steps": max_steps, "cpu_max_steps": cpu_max_steps,
@@ -238,12 +203,12 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
         raise ValueError(f"batch_size {batch_size} is larger than n_images {n_images}")
     earlier = list(earlier)
     check_earlier(earlier, n_images=n_images, backend=backend)
-    done = {condition(r) for r in earlier}
+    done = {fr.condition(r) for r in earlier}
     run_id = run_id or new_run_id()
     made: list[dict] = []
 
     def keep(budget, **fields) -> dict:
-        record = measurement_record(budget, run_id=run_id, batch_size=batch_size,
+        record = fr.measurement_record(budget, run_id=run_id, batch_size=batch_size,
                                     n_images=n_images, **fields)
         made.append(record)
         if on_record:
@@ -252,8 +217,8 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
 
     def measure(device, names) -> None:
         keras_device = check_device(device)
-        settings = {"train": BASE, "loader": LOADER}
-        todo = {name: [mode for mode, setting in settings.items() if condition(
+        settings = {"train": fr.BASE, "loader": LOADER}
+        todo = {name: [mode for mode, setting in settings.items() if fr.condition(
             {"device_kind": device, "pipeline": name, "mode": mode, "group": "pipelines",
              "batch_size": batch_size, **setting}) not in done] for name in names}
         skipped = sum(len(settings) - len(left) for left in todo.values())
@@ -264,7 +229,7 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
         if not names:
             return  # nothing left: no files written, no model built
         device_limit = cpu_max_steps if device == "cpu" and cpu_max_steps else max_steps
-        kinds = [k for k in dict.fromkeys(FILES[n] for n in names) if k and k not in files]
+        kinds = [k for k in dict.fromkeys(fr.FILES[n] for n in names) if k and k not in files]
         if kinds:
             started = time.perf_counter()
             files.update(fp.write_files(data_dir, x, y, kinds, batch_size=batch_size))
@@ -279,10 +244,10 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
             if name == "classic" and classic_max_steps:
                 steps_limit = min(filter(None, (device_limit, classic_max_steps)))
             dataset = fp.limit(full, steps_limit)
-            extra = {"workers": workers if name in WORKER_PIPELINES else 0,
+            extra = {"workers": workers if name in fr.WORKER_PIPELINES else 0,
                      **allocator.mode(), **fp.device_method(name)}
-            if FILES[name]:
-                extra.update(fp.file_info(files[FILES[name]]))
+            if fr.FILES[name]:
+                extra.update(fp.file_info(files[fr.FILES[name]]))
             for mode in todo[name]:
                 meter = BusyMeter()
                 if mode == "train":
@@ -296,8 +261,8 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
                               steps=len(dataset), full_steps=len(full), group="pipelines",
                               **settings[mode], extra={**extra, **meter.read()})
                 epochs = record["summary"]
-                progress(f"{device} {name:19} {short_setting(record):14} b{batch_size}: "
-                         f"{rate_text(record['images_per_second']):>7} img/s, epoch "
+                progress(f"{device} {name:19} {fr.short_setting(record):14} b{batch_size}: "
+                         f"{fr.rate_text(record['images_per_second']):>7} img/s, epoch "
                          f"{epochs['median']:.3f} s ({epochs['min']:.3f}-"
                          f"{epochs['max']:.3f}, {epochs['n']})"
                          + (f" {record['steps']}/{record['full_epoch_steps']} steps"
@@ -310,7 +275,7 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
         steps = -(-n_images // batch_size)
         for blocks, compression, cache in CHUNKS:
             layout = chunks_label(blocks, compression, cache)
-            if condition({"device_kind": "cpu", "pipeline": "lesson", "mode": "loader",
+            if fr.condition({"device_kind": "cpu", "pipeline": "lesson", "mode": "loader",
                           "group": GROUP, "batch_size": batch_size, "layout": layout,
                           **LOADER}) in done:
                 continue
@@ -324,7 +289,7 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
                           extra={"layout": layout, "window": WINDOW,
                                  "cache_bytes": cache * MIB if cache else None,
                                  **fp.file_info(path), **meter.read()})
-            progress(f"host {layout:40}: {rate_text(record['images_per_second']):>7} "
+            progress(f"host {layout:40}: {fr.rate_text(record['images_per_second']):>7} "
                      "img/s read alone")
 
     from gpulesson.datasets.synthetic import make_synthetic

@@ -1,10 +1,6 @@
-"""The episode's ``ref_feed_*`` values and the command's table, from the reference run.
-
-No cell or sentence reads "not recorded yet": a run without GPU records gives a table of the CPU
-alone, and the episode says once what is missing. Every ranking or comparison word comes from
-the rule's comparison of the middle epochs, saying which epochs it compared, so that a reader
-can check it against the whole ranges shown; an epoch of which only the first steps were timed
-is shown as extrapolated.
+"""The episode's ``ref_feed_*`` values and the command's table, from the reference run. Every
+ranking or comparison word is the rule's, saying which epochs it compared; an epoch of which
+only the first steps were timed is shown as extrapolated.
 """
 
 from __future__ import annotations
@@ -24,36 +20,7 @@ from gpulesson.experiments.common import (
     reordered_note,
     summary_text,
 )
-from gpulesson.experiments.feeding.records import (
-    DATA,
-    HDF5_PIPELINES,
-    IN_MEMORY,
-    PIPELINES,
-    RECORDS,
-    RESULTS_FILE,
-    TARGET_EPOCH_SECONDS,
-    TARGET_SHARE,
-    WORKER_PIPELINES,
-    WRONG_DATA_WITH_WORKERS,
-    _why,
-    apart,
-    base_rates,
-    basis,
-    best_hdf5,
-    delivered_wrong_data,
-    epoch_summary,
-    fastest_in_memory,
-    fastest_text,
-    find,
-    full_epoch_summary,
-    quoted,
-    rate_summary,
-    rate_text,
-    reference_run,
-    short_setting,
-    shown,
-    targets,
-)
+from gpulesson.experiments.feeding import records as fr
 from gpulesson.experiments.pagewords import listed, met, none_yet, recorded_by
 from gpulesson.machine.devices import BACKEND_TITLES
 from gpulesson.records.results import NOT_RECORDED, data_label, hardware, software
@@ -77,10 +44,8 @@ ROWS = {
 }
 ALT_KEYS = ("ref_feed_fig_pipelines_alt",)
 NO_FIGURE = "A chart without data: no reference run has been recorded yet."
-# A loader that alone delivers less than this many times the images per second of training
-# from it leaves the model waiting, where reading overlaps the steps: the margin absorbs the
-# epochs' spread and the loader's share of the CPU while training runs. The episode states
-# the same rule (tested).
+# A loader alone under this many times training's rate leaves the model waiting, where reading
+# overlaps the steps (the margin absorbs the spread and the loader's share of the CPU).
 LOADER_MARGIN = 1.5
 # What the answer says of the pipelines of each verdict of :func:`input_verdict`.
 SAID = {
@@ -105,12 +70,12 @@ def extrapolated(record: dict) -> str:
 def epoch_text(record: dict) -> str:
     """A record's time for an epoch of all its images, with its range, marked as extrapolated
     where only its first steps were timed."""
-    said = summary_text(full_epoch_summary(record), seconds_text)
+    said = summary_text(fr.full_epoch_summary(record), seconds_text)
     return f"≈ {said}, {extrapolated(record)}" if record["partial_epoch"] else said
 
 
 def epoch_median_text(record: dict) -> str:
-    said = seconds_text(full_epoch_summary(record)["median"])
+    said = seconds_text(fr.full_epoch_summary(record)["median"])
     return f"≈ {said} ({extrapolated(record)})" if record["partial_epoch"] else said
 
 
@@ -118,8 +83,8 @@ def versus(a_name: str, a: dict, b_name: str, b: dict, verb: str = "trained") ->
     """Rate ``a`` against rate ``b`` as a clause in the rule's words, saying on which epochs."""
     verdict = compare_middle(a, b, higher_is_better=True)
     if verdict.measurable:
-        return f"{a_name} {verb} {verdict.text} {b_name} ({apart(a, b)})"
-    return f"the lesson's rule finds {NO_DIFFERENCE} between {a_name} and {b_name} ({_why(a, b)})"
+        return f"{a_name} {verb} {verdict.text} {b_name} ({fr.apart(a, b)})"
+    return f"the lesson's rule finds {NO_DIFFERENCE} between {a_name} and {b_name} ({fr._why(a, b)})"
 
 
 def targets_text(checks: dict) -> str:
@@ -128,19 +93,19 @@ def targets_text(checks: dict) -> str:
             if checks["epoch_estimated"] else f"{checks['epoch_seconds']:.2f} s, measured")
     size = "" if checks["full_size"] else f" (only {checks['n_images']:,} images: not the goal's size)"
     return (f"{checks['pipeline']}: {share_text(checks['share'])} of `{checks['reference']}`, the "
-            f"fastest path from memory (goal {TARGET_SHARE:.0%}: {share}); one epoch "
-            f"{took} (goal {TARGET_EPOCH_SECONDS:g} s: {epoch}){size}")
+            f"fastest path from memory (goal {fr.TARGET_SHARE:.0%}: {share}); one epoch "
+            f"{took} (goal {fr.TARGET_EPOCH_SECONDS:g} s: {epoch}){size}")
 
 
 def wrong_data_sentence(records) -> str:
     """Which pipelines are left out because they delivered wrong data, or ''."""
-    wrong = [r for r in records if delivered_wrong_data(r)]
+    wrong = [r for r in records if fr.delivered_wrong_data(r)]
     if not wrong:
         return ""
     backends = " and ".join(sorted({BACKEND_TITLES.get(r["backend"], r["backend"])
                                     for r in wrong}))
     names = " and ".join(f"`{name}`" for name in sorted({r["pipeline"] for r in wrong},
-                                                         key=list(PIPELINES).index))
+                                                         key=list(fr.PIPELINES).index))
     return (f"The run also timed {names} with Keras worker processes on {backends}, where they "
             "delivered batches of earlier epochs: those rates are kept in the results file "
             "but not shown.")
@@ -166,22 +131,22 @@ def describe(records) -> str:
                  f"{'epoch s (range)':>23} n")
     partial = {(r["steps"], r["full_epoch_steps"]) for r in records if r["partial_epoch"]}
     for r in records:
-        epochs = epoch_summary(r)
+        epochs = fr.epoch_summary(r)
         lines.append(
-            f"{r['device_kind']:3} {r['pipeline']:19} {short_setting(r):14} {r['batch_size']:>5} "
-            f"{rate_text(rate_summary(r)['median']):>8} {epochs['median']:>7.3f} "
+            f"{r['device_kind']:3} {r['pipeline']:19} {fr.short_setting(r):14} {r['batch_size']:>5} "
+            f"{fr.rate_text(fr.rate_summary(r)['median']):>8} {epochs['median']:>7.3f} "
             f"({epochs['min']:.3f}-{epochs['max']:.3f}) {epochs['n']}"
             f"{'*' if r['partial_epoch'] else ''}"
-            f"{' WRONG DATA' if delivered_wrong_data(r) else ''}"
+            f"{' WRONG DATA' if fr.delivered_wrong_data(r) else ''}"
             + (f" {r['layout']}" if r.get("layout") else ""))
     for steps in sorted({steps for steps, _ in partial}):
         fulls = sorted(full for timed, full in partial if timed == steps)
         of = f"{fulls[0]}" if len(fulls) == 1 else f"{fulls[0]}-{fulls[-1]}"
         lines.append(f"* partial epochs: the first {steps} steps timed (of {of} an epoch)")
-    if any(delivered_wrong_data(r) for r in records):
+    if any(fr.delivered_wrong_data(r) for r in records):
         lines.append("WRONG DATA: Keras worker processes on this backend delivered batches of "
                      "earlier epochs; the rate is not valid.")
-    checks = targets(records)
+    checks = fr.targets(records)
     if checks:
         lines.append(targets_text(checks))
     return "\n".join(lines)
@@ -189,8 +154,8 @@ def describe(records) -> str:
 
 def _rate_cell(record, pipeline: str | None = None, backend: str | None = None) -> str:
     if record:
-        return summary_text(rate_summary(record), rate_text)
-    if pipeline in WORKER_PIPELINES and backend in WRONG_DATA_WITH_WORKERS:
+        return summary_text(fr.rate_summary(record), fr.rate_text)
+    if pipeline in fr.WORKER_PIPELINES and backend in fr.WRONG_DATA_WITH_WORKERS:
         return "TensorFlow only"
     return "not measured"
 
@@ -203,31 +168,31 @@ def table(records) -> str:
                         " (the instructor note gives the whole command)")
     names = hardware(records)
     backends = {d: next(r["backend"] for r in records if r["device_kind"] == d) for d in DEVICES
-                if any(r.get("device_kind") == d for r in shown(records))}
+                if any(r.get("device_kind") == d for r in fr.shown(records))}
     header = [title for d, backend in backends.items() for title in (
         f"{d.upper()}: {names[d.upper()]} ({BACKEND_TITLES.get(backend, backend)}), training",
         f"{d.upper()}: loader alone")]
-    rows = [[ROWS[pipeline], *(_rate_cell(find(records, d, pipeline, mode), pipeline, backend)
+    rows = [[ROWS[pipeline], *(_rate_cell(fr.find(records, d, pipeline, mode), pipeline, backend)
                                for d, backend in backends.items() for mode in ("train", "loader"))]
-            for pipeline in PIPELINES if any(find(records, d, pipeline) for d in backends)]
+            for pipeline in fr.PIPELINES if any(fr.find(records, d, pipeline) for d in backends)]
     for pipeline, what in (("classic", "classic"), ("lesson", "lesson (uncompressed)"),
                            ("device", "on the device")):
-        found = [find(records, d, pipeline) for d in backends]
+        found = [fr.find(records, d, pipeline) for d in backends]
         if any(found):
             rows.append([f"one epoch, {what}", *(cell for c in found for cell in (
                 epoch_text(c) if c else "not measured", ""))])
     rows.append(["fastest pipeline", *(cell for d in backends
-                                       for cell in (fastest_text(records, d), ""))])
+                                       for cell in (fr.fastest_text(records, d), ""))])
     note = wrong_data_sentence(records)
     return markdown_table(["pipeline", *header], rows) + (f"\n\n{note}" if note else "")
 
 
 def _slowdown(records, device) -> str | None:
-    lesson, classic = best_hdf5(records, device), find(records, device, "classic")
+    lesson, classic = fr.best_hdf5(records, device), fr.find(records, device, "classic")
     if not (lesson and classic):
         return None
-    return versus("the classic pipeline", rate_summary(classic), f"`{lesson['pipeline']}`",
-                  rate_summary(lesson))
+    return versus("the classic pipeline", fr.rate_summary(classic), f"`{lesson['pipeline']}`",
+                  fr.rate_summary(lesson))
 
 
 def findings(records, cnn_path=None) -> str:
@@ -236,14 +201,14 @@ def findings(records, cnn_path=None) -> str:
         return ""
     sentences = []
     cpu = _slowdown(records, "cpu")
-    checks = targets(records)
+    checks = fr.targets(records)
     if cpu and not checks:
         sentences.append(f"On the CPU, {cpu}.")
     if checks:
-        top = fastest_in_memory(records, "gpu")
-        lesson = find(records, "gpu", checks["pipeline"])
-        against = versus(f"`{checks['pipeline']}`", rate_summary(lesson),
-                         f"`{top['pipeline']}`", rate_summary(top))
+        top = fr.fastest_in_memory(records, "gpu")
+        lesson = fr.find(records, "gpu", checks["pipeline"])
+        against = versus(f"`{checks['pipeline']}`", fr.rate_summary(lesson),
+                         f"`{top['pipeline']}`", fr.rate_summary(top))
         goal, epoch = met(checks["share_ok"]), met(checks["epoch_ok"])
         sentences += [
             f"On the GPU, `{checks['pipeline']}`, the lesson's fastest HDF5 pipeline, reached "
@@ -253,17 +218,17 @@ def findings(records, cnn_path=None) -> str:
             f"{'would take' if lesson['partial_epoch'] else 'took'} "
             f"**{epoch_median_text(lesson)}** (median; from `{top['pipeline']}`: "
             f"{epoch_median_text(top)}).",
-            f"The goals: at least {TARGET_SHARE:.0%} ({goal}), at most "
-            f"{TARGET_EPOCH_SECONDS:g} s an epoch ({epoch}"
+            f"The goals: at least {fr.TARGET_SHARE:.0%} ({goal}), at most "
+            f"{fr.TARGET_EPOCH_SECONDS:g} s an epoch ({epoch}"
             f"{', extrapolated from the timed steps' if checks['epoch_estimated'] else ''})."]
         sentences += filter(None, [episode5_note(records, cnn_path)])
         gpu = _slowdown(records, "gpu")
         if gpu:
             sentences.append(f"On the GPU, {gpu}.")
-        lesson_gpu, lesson_cpu = find(records, "gpu", "lesson"), find(records, "cpu", "lesson")
+        lesson_gpu, lesson_cpu = fr.find(records, "gpu", "lesson"), fr.find(records, "cpu", "lesson")
         if lesson_gpu and lesson_cpu and lesson_gpu["run_id"] == lesson_cpu["run_id"]:
-            clause = versus("the GPU", rate_summary(lesson_gpu), "the CPU",
-                            rate_summary(lesson_cpu))
+            clause = versus("the GPU", fr.rate_summary(lesson_gpu), "the CPU",
+                            fr.rate_summary(lesson_cpu))
             sentences.append(f"From the lesson's pipeline, {clause}.")
     return " ".join(sentences)
 
@@ -273,7 +238,7 @@ def episode5_note(records, cnn_path=None) -> str:
     beside this run's ``lesson``, in the rule's words; '' where episode 5 has no such run."""
     from gpulesson.experiments.cnn import records as cnn  # read only: episode 5's records
 
-    lesson = find(records, "gpu", "lesson")
+    lesson = fr.find(records, "gpu", "lesson")
     if not lesson or cnn_path is None:
         return ""
     theirs = next((r for r in cnn.reference_run(cnn_path) if r.get("device_kind") == "gpu"
@@ -283,7 +248,7 @@ def episode5_note(records, cnn_path=None) -> str:
     summary = cnn.epoch_summary(theirs)
     if not summary:
         return ""
-    rate, ours = as_rate(summary, theirs["n_train"]), rate_summary(lesson)
+    rate, ours = as_rate(summary, theirs["n_train"]), fr.rate_summary(lesson)
     said = compare_middle(rate, ours, higher_is_better=True)
     same = parts.machine([theirs]) == parts.machine([lesson])
     data = "" if data_label([theirs]) == data_label([lesson]) else f" on the {data_label([theirs])}"
@@ -291,17 +256,17 @@ def episode5_note(records, cnn_path=None) -> str:
                 f"{'on the same hardware' if same else f'on {parts.machine([theirs])}'}{data} "
                 f"({BACKEND_TITLES.get(theirs['backend'], theirs['backend'])}, batch "
                 f"{theirs['batch_size']}, run {theirs['run_id']}) measured "
-                f"{rate_text(rate['median'])} images/s (epochs of {theirs['n_train']:,} images, "
+                f"{fr.rate_text(rate['median'])} images/s (epochs of {theirs['n_train']:,} images, "
                 f"median {seconds_text(summary['median'])})")
     if not said.measurable:
-        return f"{measured}: {NO_DIFFERENCE} from `lesson` here ({_why(rate, ours)})."
+        return f"{measured}: {NO_DIFFERENCE} from `lesson` here ({fr._why(rate, ours)})."
     cause = ("One known difference: this run's `fit` reordered the generator's batches, "
              "episode 5's did not." if reordered_by_fit(lesson) else
              "Both kept the generator's order; no other difference in method is known.")
     # The comparison's words give its size only from a certain size on; else say it here.
     factor = max(said.ratio, 1 / said.ratio)
     by = "" if said.text != f"{said.word} than" else f", by a factor of {factor:.2g}"
-    return f"{measured}: {said.text} `lesson` here{by} ({apart(rate, ours)}). {cause}"
+    return f"{measured}: {said.text} `lesson` here{by} ({fr.apart(rate, ours)}). {cause}"
 
 
 def gpu_peaks_text(records) -> str:
@@ -319,17 +284,14 @@ def gpu_peaks_text(records) -> str:
 
 
 # The reading exercise: training from a pipeline against the fastest path from memory decides
-# whether the data cost time (:func:`input_verdict`); the loader alone says why. The loader's
-# check alone cannot decide: where batches are read in the thread that dispatches the steps (a
-# PyDataset without workers on JAX and PyTorch), reading does not overlap them, and a loader
-# well ahead of training still slows it down.
+# whether the data cost time (:func:`input_verdict`); the loader alone says why.
 def loader_verdict(train: dict, loader: dict) -> str:
     """"ahead", "waiting" or "unclear": the loader's rate against :data:`LOADER_MARGIN` times
     training's, assuming that reading overlaps the steps."""
-    rate = rate_summary(train)
+    rate = fr.rate_summary(train)
     scaled = {**rate, **{k: rate[k] * LOADER_MARGIN for k in ("median", "min", "max")},
               "samples": [v * LOADER_MARGIN for v in rate["samples"]]}
-    verdict = compare_middle(rate_summary(loader), scaled, higher_is_better=True)
+    verdict = compare_middle(fr.rate_summary(loader), scaled, higher_is_better=True)
     if not verdict.measurable:
         return "unclear"
     return "ahead" if verdict.word == "faster" else "waiting"
@@ -339,8 +301,8 @@ def input_verdict(train: dict, loader: dict | None, top: dict) -> str:
     """Training from a pipeline against ``top``, the fastest from memory: "waiting" (measurably
     slower, the loader not ahead), "adds" (slower although the loader was ahead: reading did
     not overlap the steps), "faster", "keeps up" (no measurable difference) or "unclear"."""
-    said = compare_middle(rate_summary(train), rate_summary(top), higher_is_better=True)
-    if min(rate_summary(train)["n"], rate_summary(top)["n"]) < MIN_RANKED:
+    said = compare_middle(fr.rate_summary(train), fr.rate_summary(top), higher_is_better=True)
+    if min(fr.rate_summary(train)["n"], fr.rate_summary(top)["n"]) < MIN_RANKED:
         return "unclear"
     if not said.measurable:
         return "keeps up"
@@ -354,25 +316,25 @@ def input_verdict(train: dict, loader: dict | None, top: dict) -> str:
 def device_reading(records, device: str) -> str:
     """The answer for one device: its fastest pipeline, and whether training waited for each
     pipeline that reads data."""
-    top = fastest_in_memory(records, device)
-    reading = [p for p in PIPELINES if p not in IN_MEMORY and find(records, device, p)]
+    top = fr.fastest_in_memory(records, device)
+    reading = [p for p in fr.PIPELINES if p not in fr.IN_MEMORY and fr.find(records, device, p)]
     if not top or not reading:
         return ""
-    memory = quoted(top["pipeline"])
+    memory = fr.quoted(top["pipeline"])
     text = [f"On the {device.upper()}, the fastest pipeline was "
-            f"{fastest_text(records, device)}; the fastest from memory, {memory}."]
-    verdicts = {p: input_verdict(find(records, device, p), find(records, device, p, "loader"),
+            f"{fr.fastest_text(records, device)}; the fastest from memory, {memory}."]
+    verdicts = {p: input_verdict(fr.find(records, device, p), fr.find(records, device, p, "loader"),
                                  top) for p in reading}
     for verdict, said in SAID.items():
         names = [p for p in reading if verdicts[p] == verdict]
         if not names:
             continue
-        rates = [rate_summary(find(records, device, p)) for p in names]
-        versus = ", ".join(f"{quoted(n)} " + compare_middle(
-            rate, rate_summary(top), higher_is_better=True).sentence
+        rates = [fr.rate_summary(fr.find(records, device, p)) for p in names]
+        versus = ", ".join(f"{fr.quoted(n)} " + compare_middle(
+            rate, fr.rate_summary(top), higher_is_better=True).sentence
             for n, rate in zip(names, rates, strict=True))
-        why = _why(*rates, rate_summary(top), many=True) if verdict == "unclear" else ""
-        text.append(said.format(names=listed(map(quoted, names)), memory=memory, versus=versus,
+        why = fr._why(*rates, fr.rate_summary(top), many=True) if verdict == "unclear" else ""
+        text.append(said.format(names=listed(map(fr.quoted, names)), memory=memory, versus=versus,
                                 margin=LOADER_MARGIN, none=NO_DIFFERENCE, why=why))
     return " ".join(text)
 
@@ -382,49 +344,49 @@ def reading(records) -> str:
     found = [said for device in DEVICES if (said := device_reading(records, device))]
     if not found:
         return "No reference run has been recorded yet."
-    rates = [rate for device in DEVICES for rate in base_rates(records, device).values()]
+    rates = [rate for device in DEVICES for rate in fr.base_rates(records, device).values()]
     return (f"In the reference run{'s' if len(found) > 1 else ''}, every comparison reads the "
-            f"{basis(*rates)} of each pipeline. " + " ".join(found))
+            f"{fr.basis(*rates)} of each pipeline. " + " ".join(found))
 
 
-def stream_goals(records, path=RESULTS_FILE) -> str:
+def stream_goals(records, path=fr.RESULTS_FILE) -> str:
     """The stream's goals: on the reference run's GPU, ``lesson-ahead`` at least
     :data:`TARGET_SHARE` of ``ram``; on a CPU, not measurably slower than ``lesson`` in every
     run of ``path`` that trained both (naming which ran first: a busy machine drifts)."""
-    goal = f"at least {TARGET_SHARE:.0%} of `ram` on the GPU"
-    stream, ram = find(records, "gpu", STREAM), find(records, "gpu", "ram")
+    goal = f"at least {fr.TARGET_SHARE:.0%} of `ram` on the GPU"
+    stream, ram = fr.find(records, "gpu", STREAM), fr.find(records, "gpu", "ram")
     if stream and ram:
         ratio = stream["images_per_second"] / ram["images_per_second"]
         said = [f"The stream's goals: {goal}, at batch {stream['batch_size']} in "
                 f"{stream['precision']}: {share_text(ratio)} in run {stream['run_id']} "
-                f"({met(ratio >= TARGET_SHARE)})."]
+                f"({met(ratio >= fr.TARGET_SHARE)})."]
     else:
         said = [f"The stream's goals: {goal}, which has not been recorded yet "
                 f"{recorded_by(f'{RECORD_COMMAND} --devices gpu')}."]
     cpu = []
-    for run_id, run in RECORDS.runs_in(path).items():
+    for run_id, run in fr.RECORDS.runs_in(path).items():
         pair = {r["pipeline"]: r for r in run if r.get("device_kind") == "cpu"
                 and r.get("mode") == "train" and r.get("group") == "pipelines"
                 and r["pipeline"] in ("lesson", STREAM)}
         if len(pair) == 2:
             first = next(r["pipeline"] for r in run if r["pipeline"] in pair)
-            ahead, lesson = rate_summary(pair[STREAM]), rate_summary(pair["lesson"])
+            ahead, lesson = fr.rate_summary(pair[STREAM]), fr.rate_summary(pair["lesson"])
             verdict = compare_middle(ahead, lesson, higher_is_better=True)
             busy = max(r.get("other_programs_cpu_share") or 0 for r in pair.values())
             cpu.append(f"Run {run_id} (`{first}` first; others used up to {busy:.0%} of the "
                        f"CPU): {verdict.sentence}, {met(not (verdict.measurable and verdict.ratio < 1))} "
-                       f"({basis(ahead, lesson)}).")
+                       f"({fr.basis(ahead, lesson)}).")
     said.append(f"On a CPU, the goal is `{STREAM}` no slower than `lesson`" + (
         ". " + " ".join(cpu) if cpu else ", which has not been recorded yet "
         + recorded_by(f"{RECORD_COMMAND} --devices cpu --pipelines lesson {STREAM}") + "."))
     return " ".join(said)
 
 
-def chunks_text(path=RESULTS_FILE) -> str:
+def chunks_text(path=fr.RESULTS_FILE) -> str:
     """The newest run's chunk shapes and chunk cache: each layout's rate read alone."""
     from gpulesson.experiments.feeding.measure import GROUP
 
-    found = [run for run in RECORDS.runs_in(path).values()
+    found = [run for run in fr.RECORDS.runs_in(path).values()
              if any(r.get("group") == GROUP for r in run)]
     if not found:
         return ("The chunk shapes and the chunk cache have not been recorded yet "
@@ -436,21 +398,21 @@ def chunks_text(path=RESULTS_FILE) -> str:
                 [r["layout"], _rate_cell(r)] for r in rows]))
 
 
-def substitutions(path=RESULTS_FILE) -> dict[str, str]:
+def substitutions(path=fr.RESULTS_FILE) -> dict[str, str]:
     """The episode's values (``ref_feed_*``); episode 5's results file beside ``path`` gives
     the run this page sets beside its own."""
     from gpulesson.experiments.cnn.records import RESULTS_FILE as CNN_FILE
     from gpulesson.experiments.feeding.figures import alt_texts
 
     path = Path(path)
-    records = reference_run(path)
+    records = fr.reference_run(path)
     names = hardware(records)
     provenance = (" ".join(f"{line}." for line in run_lines(records))
                   + " The records are in `results/feeding.jsonl`.")
     return {
         "ref_feed_when": provenance if records else "No reference run has been recorded yet.",
         # The data every CNN number of the page was measured on, named where they are shown.
-        "ref_feed_data": data_label(records) if records else LABELS[DATA],
+        "ref_feed_data": data_label(records) if records else LABELS[fr.DATA],
         "ref_feed_goal_gpu": (f"the reference run's GPU ({names['GPU']})" if "GPU" in names
                               else "a data-centre GPU (none is recorded in the reference run "
                                    "yet)"),
@@ -459,7 +421,7 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         "ref_feed_table": table(records),
         "ref_feed_findings": findings(records, path.with_name(CNN_FILE.name)),
         "ref_feed_order": reordered_note(
-            [r for r in records if r.get("pipeline") in HDF5_PIPELINES and r.get("mode") == "train"],
+            [r for r in records if r.get("pipeline") in fr.HDF5_PIPELINES and r.get("mode") == "train"],
             "the batches of the `lesson` pipelines"),
         "ref_feed_reading": reading(records),
         "ref_feed_stream": stream_goals(records, path),

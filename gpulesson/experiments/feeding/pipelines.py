@@ -1,11 +1,6 @@
 """The input pipelines the feeding benchmark compares (:data:`~.records.PIPELINES`), and their
-data files. Each is a ``keras.utils.PyDataset`` of ``(images, labels)``, the images as bytes (the
-model's ``Rescaling`` layer scales them on the device): they differ only in where the images come
-from and how they are read. The ``*-workers`` ones are measured with TensorFlow only: with JAX
-and PyTorch, Keras 3 hands out batches read ahead in one epoch in the next. The ``device``
-pipeline's records say how it takes its batches (``method``): with JAX the lesson's
-``DeviceBatches`` draws each epoch's order on the device and takes each batch in one compiled
-call, so nothing goes from host to device per step; with PyTorch a slice is a view.
+data files: each a ``keras.utils.PyDataset`` of ``(images, labels)``, the images as bytes (the
+model scales them), differing only in where the images come from and how they are read.
 """
 
 from __future__ import annotations
@@ -18,27 +13,16 @@ import h5py
 import keras
 import numpy as np
 
-from gpulesson.experiments.feeding.records import (  # noqa: F401 (the names of the pipelines live there)
-    DEVICE_METHODS,
-    FILES,
-    HDF5_PIPELINES,
-    PIPELINES,
-    READ_AHEAD,
-    WORKER_PIPELINES,
-    check_pipelines,
-)
+from gpulesson.experiments.feeding import records as fr
 from gpulesson.experiments.layouts import write_layout
 
 CLASS_NAMES = tuple(f"class {i}" for i in range(10))  # labels only: speed does not need names
 
 
 class ClassicBatches(keras.utils.PyDataset):
-    """THE INSTRUCTIVE MISTAKE, as older tutorials publish it (episode 4's exercise), with its
-    three problems: the shuffle of ``self.indices`` never reaches ``__getitem__``;
-    ``on_epoch_end`` reads the whole dataset only to count it, every epoch; the file is opened
-    in ``__init__`` (unsafe with worker processes, so it never gets any). Its file has guessed
-    chunks + gzip, so a batch touches hundreds of chunks. ``full_reads`` is not part of the
-    mistake: it checks the benchmark. Nothing else should copy this class."""
+    """THE INSTRUCTIVE MISTAKE, as older tutorials publish it (episode 4's exercise): the shuffle
+    never reaches ``__getitem__``, ``on_epoch_end`` reads the whole dataset to count it, and the
+    file is opened in ``__init__``. ``full_reads`` checks the benchmark. Do not copy it."""
 
     def __init__(self, path, batch_size, shuffle=True):
         super().__init__()
@@ -67,9 +51,8 @@ class ClassicBatches(keras.utils.PyDataset):
 
 
 class ArrayBatches(keras.utils.PyDataset):
-    """Batches sliced from arrays already in memory, in RAM or on a device (a slice of a device
-    tensor stays there). Each epoch visits the batches in a new seeded order; within a batch
-    the images keep their order (shuffling them would add a gather of every batch)."""
+    """Batches sliced from arrays in RAM or on a device, in a new seeded order each epoch (the
+    images within a batch keep theirs: shuffling them would add a gather)."""
 
     def __init__(self, x, y, batch_size, *, shuffle=True, seed=0):
         super().__init__()
@@ -137,10 +120,9 @@ def to_device(x, y, keras_device: str):
 
 class EpochsOf(keras.utils.PyDataset):
     """The batches of an iterator that spans every epoch (Grain's repeated dataset), ``steps``
-    an epoch, through Keras' ``PyDataset`` path, which ends each epoch at its last batch. Given
-    the iterator itself with ``steps_per_epoch``, Keras 3.15.1 fills the epoch's last call of
-    ``steps_per_execution`` steps with the next epoch's first batches, and the last epoch runs
-    out of data (a test shows it). Read in order: ``fit(shuffle=False)``."""
+    an epoch, through Keras' ``PyDataset`` path, which ends each epoch at its last batch (given
+    the iterator itself, Keras 3.15.1 runs out of data in the last epoch: a test shows it).
+    Read in order: ``fit(shuffle=False)``."""
 
     def __init__(self, iterable, steps: int):
         super().__init__()
@@ -170,7 +152,7 @@ def grain_workers() -> int:
 
 def device_method(name: str) -> dict:
     """The record's ``method`` of the ``device`` pipeline on this backend; {} for the others."""
-    return {"method": DEVICE_METHODS[keras.backend.backend()]} if name == "device" else {}
+    return {"method": fr.DEVICE_METHODS[keras.backend.backend()]} if name == "device" else {}
 
 
 def file_path(directory, kind: str, batch_size: int) -> Path:
@@ -215,7 +197,7 @@ def make_pipeline(name: str, *, batch_size: int, files=None, arrays=None, device
                   workers: int = 2, seed: int = 0):
     """The PyDataset of pipeline ``name``: ``files`` from :func:`write_files`, ``arrays`` in
     RAM, ``device_arrays`` from :func:`to_device`."""
-    check_pipelines([name])
+    fr.check_pipelines([name])
     if name == "classic":
         return ClassicBatches(files["classic"], batch_size)
     if name == "device" and keras.backend.backend() == "jax":
@@ -227,10 +209,10 @@ def make_pipeline(name: str, *, batch_size: int, files=None, arrays=None, device
         return ArrayBatches(x, y, batch_size, shuffle=True, seed=seed)
     from gpulesson.lesson import HDF5Batches
 
-    options = READ_AHEAD.get(name, {})
-    if name in WORKER_PIPELINES:
+    options = fr.READ_AHEAD.get(name, {})
+    if name in fr.WORKER_PIPELINES:
         options = {"workers": int(workers), "use_multiprocessing": True}
-    return HDF5Batches(files[FILES[name]], "train", batch_size, shuffle=True, seed=seed,
+    return HDF5Batches(files[fr.FILES[name]], "train", batch_size, shuffle=True, seed=seed,
                        **options)
 
 

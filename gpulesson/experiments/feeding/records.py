@@ -1,9 +1,6 @@
 """The feeding benchmark's records (``results/feeding.jsonl``): one pipeline, setting and device
-in mode "train" (``model.fit``) or "loader" (the batches alone), and which of them a page shows.
-
-Records of a pipeline that delivered wrong data stay in the file, as measured, but no table,
-value or figure presents them (:func:`presented`). Every choice that ranks pipelines reads
-their middle epochs (:func:`~gpulesson.experiments.common.middle`), as the page's comparisons do.
+in mode "train" (``model.fit``) or "loader" (the batches alone), and which of them a page shows
+(not those of a pipeline that delivered wrong data: :func:`presented`).
 """
 
 from __future__ import annotations
@@ -55,22 +52,18 @@ FILES: dict[str, str | None] = {
 HDF5_PIPELINES = tuple(name for name, kind in FILES.items() if kind and kind != "classic")
 # The data in memory: the fastest of them, on a device, is the reference of the 90 % goal.
 IN_MEMORY = ("ram", "device")
-# A device's part of a run is complete when these pipelines have both modes (``device`` is
-# measured last: a run cut short lacks it).
+# A device's part of a run is complete when these pipelines have both modes.
 REQUIRED = ("lesson", "ram", "device")
 WORKER_PIPELINES = ("lesson-workers", "lesson-gzip-workers")
-# The generator's own reader thread (read_ahead=True): right on every backend, as a batch
-# depends only on (seed, epoch, index). name -> the generator's options beside it.
+# The generator's own reader thread: name -> the generator's options beside it.
 READ_AHEAD = {"lesson-ahead": {"read_ahead": True},
               "lesson-ahead-window1": {"read_ahead": True, "window": 1}}
 
-# Backends on which Keras' own workers (a PyDataset's ``workers``) deliver wrong data: batches
-# read ahead before an epoch ended are handed out in the next one (found with Keras 3.15.1;
-# episode 9 shows the code path). TensorFlow's trainer delivers every batch once.
+# Backends on which Keras' own workers deliver wrong data: batches read ahead before an epoch
+# ended are handed out in the next one (Keras 3.15.1; episode 9 shows the code path).
 WRONG_DATA_WITH_WORKERS = ("jax", "torch")
-# How the "device" pipeline takes its batches, by backend (a record's "method"). Its records made
-# before it have no method: they sliced jax.Arrays eagerly, one dispatch and one copy of the
-# start from the host per batch. They stay in the file; no page compares them with these.
+# How the "device" pipeline takes its batches, by backend (a record's "method"); its records
+# without one sliced jax.Arrays eagerly, and no page compares them with these.
 DEVICE_METHODS = {"jax": "compiled take", "torch": "slice view", "tensorflow": "eager slice"}
 
 
@@ -146,8 +139,7 @@ def measurement_record(budget, *, run_id: str, device: str, pipeline: str, mode:
     return RECORDS.record(**fields)
 
 
-# What makes a measurement distinct within a run: a run that goes on (``--run-id``) skips the
-# conditions it has. A run's sizes (images, steps, workers) are the same for all its records.
+# What makes a measurement distinct within a run (``--run-id`` skips the conditions it has).
 CONDITION = ("device_kind", "pipeline", "mode", "group", "precision", "jit_compile",
              "steps_per_execution", "batch_size", "layout")
 
@@ -161,8 +153,7 @@ def complete_pipelines(part: list[dict]) -> bool:
             and all((p, "loader") in have for p in trained))
 
 
-# Records of the settings sweeps that runs before the speed ladder made (groups other than
-# "pipelines") stay in the file and are not shown.
+# Records of older settings sweeps (groups other than "pipelines") stay in the file, not shown.
 RECORDS = RecordSet(EXPERIMENT, CONDITION, complete=complete_pipelines, data=DATA,
                     kept=lambda r: r.get("group") == "pipelines", shown=presented)
 RESULTS_FILE, condition, shown = RECORDS.results_file, RECORDS.key, RECORDS.visible
