@@ -14,12 +14,17 @@ from gpulesson.experiments.pagewords import accuracy, by_device, comparison_text
 from gpulesson.experiments.torch_reference.measure import RECORDS
 from gpulesson.records.results import NOT_RECORDED, data_label, duration, hardware, pick
 
-reference_run, epoch_summary, describe = RECORDS.newest_run, RECORDS.epoch_summary, cnn.describe
+reference_run, epoch_summary = RECORDS.newest_run, RECORDS.epoch_summary
 FIGURES = ("reference-epoch-times.svg", "reference-time-bars.svg")
 FIGURE_FOLDER = "fig/08-pytorch"
 LESSON_ROOT = Path(__file__).resolve().parents[3]
 EPISODE = Path("_episodes") / "08-pytorch.md"
 NOTEBOOK_EPOCHS = re.compile(r"^EPOCHS = settings\.epochs\((\d+)\)", re.M)
+
+
+def describe(records) -> str:
+    """The CNN's table, its full training estimated at the run's own epochs."""
+    return cnn.describe(records, full_epochs=max((r["epochs"] for r in records), default=1))
 
 
 def _words(records) -> dict:
