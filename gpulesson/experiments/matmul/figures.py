@@ -89,7 +89,7 @@ def sync_lines(records) -> list[dict]:
         if not points:
             continue
         unsync = [{"n": p["n"], "median": p["unsynchronised_median_seconds"],
-                   "summary": mr.samples_summary(p, "unsynchronised_seconds")}
+                   "summary": mr.point_summary(p, "unsynchronised_seconds")}
                   for p in points if p.get("unsynchronised_median_seconds")]
         found.append({"device": record["device_kind"], "label": mr.precision_label(record),
                       "n": [p["n"] for p in points],

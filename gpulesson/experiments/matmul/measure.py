@@ -1,10 +1,7 @@
-"""Timing a matrix product on one device, after a recorded warm-up call, in two ways:
-the **latency** of calls each timed until its result is there (:func:`wait`: GPU frameworks,
-and JAX also on the CPU, return before the work is done), and the **throughput** of windows of
-k queued calls with one wait at the end, k chosen so that one synchronisation is under
-:data:`MAX_OVERHEAD_SHARE` of a window and a window lasts at least :data:`MIN_WINDOW_SECONDS`.
-On a GPU each window keeps the SM clock and board power NVML showed (:class:`WindowSensor`).
-Keras is imported only when something is measured."""
+"""Timing a matrix product on one device after a recorded warm-up: the **latency** of calls
+each waited for (:func:`wait`), and the **throughput** of windows of queued calls with one wait,
+long enough for that wait to be a small share; on a GPU with the SM clock and power of each
+window. Keras is imported only when something is measured."""
 
 from __future__ import annotations
 
@@ -24,10 +21,7 @@ GPU_SIZES = (*SIZES, 8192, 16384)  # a GPU's large products take milliseconds
 QUICK_SIZES = (16, 32, 64, 128, 256)
 REPEATS, QUICK_REPEATS, WARMUP = common.REPEATS, common.QUICK_REPEATS, common.WARMUP
 MAX_SECONDS = 20.0  # larger sizes are skipped once one call would take longer than this
-# The record's ``method``: "windows" of at least MIN_WINDOW_SECONDS, with the GPU's SM clock and
-# power per window. Older: "amortised" (windows by the share of one wait alone), and none (one
-# synchronised call, called the rate).
-METHOD = "windows"
+METHOD = "windows"  # the record's method: older ones are "amortised" and none (records.py)
 MAX_OVERHEAD_SHARE = 0.05  # the fixed cost of a synchronisation: at most this share of a window
 TARGET_SHARE = MAX_OVERHEAD_SHARE / 2  # what k is chosen for, so that noise stays under the limit
 MAX_CALLS = 200_000  # at most this many calls in one window
@@ -38,7 +32,6 @@ POLL_SECONDS = 0.02  # NVML sampled this often: a 0.5 s window holds about 25 sa
 
 
 def sizes_for(device: str) -> tuple[int, ...]:
-    """The default sizes of a sweep on ``device``."""
     check_device(device)
     return SIZES if device == "cpu" else GPU_SIZES
 
@@ -50,7 +43,6 @@ def check_dtype(dtype: str) -> str:
 
 
 def check_sizes(sizes) -> list[int]:
-    """The sizes as a sorted list of distinct whole numbers, each at least 1."""
     sizes = list(sizes)
     if not sizes:
         raise ValueError("no matrix sizes given")
@@ -61,7 +53,7 @@ def check_sizes(sizes) -> list[int]:
 
 
 def gflops(n: int, seconds: float) -> float:
-    """The rate of one n x n by n x n product that took ``seconds``: 2 n^3 / t, in GFLOP/s."""
+    """The GFLOP/s of one n x n by n x n product that took ``seconds``: 2 n^3 / t."""
     check_sizes([n])
     if not seconds > 0:
         raise ValueError(f"the time must be positive, not {seconds!r}")
@@ -69,8 +61,7 @@ def gflops(n: int, seconds: float) -> float:
 
 
 def wait(result):
-    """Wait until ``result`` is computed, on any backend: fetching one number to the host ends
-    only once the work that makes it is done. One, not n^2 numbers: the copy adds no time."""
+    """Wait until ``result`` is computed, on any backend, by fetching one number of it."""
     import keras
 
     corner = result[(slice(0, 1),) * len(result.shape)]
@@ -78,8 +69,7 @@ def wait(result):
 
 
 class WindowSensor:
-    """The GPU's SM clock and board power from NVML, sampled every ``poll`` seconds while
-    entered (NVML reads the card: another program on it shows too)."""
+    """The GPU's SM clock and board power from NVML, sampled every ``poll`` s while entered."""
 
     source = "NVML (SM clock, board power)"
 
@@ -109,7 +99,7 @@ class WindowSensor:
             self._thread.join()
 
     def window(self, start: float, end: float) -> dict:
-        """A window's clock and power; a window shorter than the polling samples once now."""
+        """A window's clock and power; one without a sample inside is sampled now."""
         inside = [s for s in list(self.samples) if start < s[0] <= end]
         if not inside:
             self.sample()
@@ -120,14 +110,14 @@ class WindowSensor:
 
 
 def open_sensor(device: str):
-    """``(sensor, None)`` for the first visible GPU that NVML can read, else ``(None, reason)``."""
+    """``(sensor, None)`` for the first GPU that NVML can read, else ``(None, reason)``."""
     if device != "gpu":
         return None, "the CPU's clock and power are not sampled"
     from gpulesson.machine.energy import _nvml_handle
 
     try:
         sensor = WindowSensor(*_nvml_handle())
-        sensor.sample()  # fails here, not in the middle of a sweep, where NVML cannot read it
+        sensor.sample()  # fails here, not mid-sweep, where NVML cannot read it
         sensor.samples.clear()
     except Exception as exc:  # no pynvml, no driver, not an NVIDIA GPU
         return None, f"NVML could not be read: {type(exc).__name__}: {str(exc)[:120]}"
@@ -135,7 +125,6 @@ def open_sensor(device: str):
 
 
 def _timed(call, repeats: int) -> list[tuple[float, object]]:
-    """``(seconds, result)`` of each of ``repeats`` calls of ``call``."""
     found = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -145,9 +134,8 @@ def _timed(call, repeats: int) -> list[tuple[float, object]]:
 
 
 def copy_fields(host, device: str, dtype: str, wait, repeats: int) -> dict:
-    """The seconds of copying the NumPy arrays ``host`` to the device, from pageable memory
-    (a NumPy array's: the driver first copies it into a pinned buffer) and from pinned memory,
-    which the GPU reads over the link directly (JAX alone places arrays there)."""
+    """The seconds of copying the NumPy arrays ``host`` to the device from pageable memory, and
+    with JAX, from pinned memory, which the GPU reads over the link directly."""
     import keras
 
     def pageable():
@@ -181,7 +169,7 @@ def copy_fields(host, device: str, dtype: str, wait, repeats: int) -> dict:
 
 
 def window(op, a, b, calls: int, readings: list | None = None, sensor=None) -> float:
-    """The seconds of ``calls`` queued calls and one wait for the last (a queue runs in order)."""
+    """The seconds of ``calls`` queued calls and one wait for the last."""
     start = time.perf_counter()
     for _ in range(calls):
         result = op(a, b)
@@ -193,8 +181,8 @@ def window(op, a, b, calls: int, readings: list | None = None, sensor=None) -> f
 
 
 def synchronised_call(op, a, b) -> tuple[float, float, float]:
-    """``(latency, dispatch, wait)`` of one call; a second wait, for a result already there, is
-    the least that a synchronisation costs."""
+    """``(latency, dispatch, wait)`` of one call; the wait, for a result already there, is the
+    least that a synchronisation costs."""
     start = time.perf_counter()
     result = op(a, b)
     returned = time.perf_counter()
@@ -206,10 +194,9 @@ def synchronised_call(op, a, b) -> tuple[float, float, float]:
 
 def overhead(latency: float, probe: float, calls: int, wait_seconds: float,
              dispatch: float) -> tuple[float, float]:
-    """``(fixed cost of one synchronisation, time of one queued call)``: a window of k calls
-    takes about ``overhead + k * per_call``, so one call (``latency``) and a ``probe`` window of
-    ``calls`` give both. Between the wait and the wait plus a dispatch, so that noise on a busy
-    machine cannot make it larger (TensorFlow on the CPU computes before a call returns)."""
+    """``(fixed cost of one synchronisation, time of one queued call)`` from one call and a
+    ``probe`` window of ``calls`` (k calls take ``overhead + k * per_call``); the overhead is
+    bounded by the wait and the wait plus a dispatch, against noise."""
     if calls < 2 or latency <= 0 or probe <= 0:
         raise ValueError(f"a probe needs at least 2 calls and positive times, not {calls}, "
                          f"{latency!r} and {probe!r}")
@@ -221,8 +208,7 @@ def overhead(latency: float, probe: float, calls: int, wait_seconds: float,
 
 def calls_per_window(per_call: float, overhead_seconds: float, *, share: float = TARGET_SHARE,
                      max_calls: int = MAX_CALLS, min_seconds: float = MIN_WINDOW_SECONDS) -> int:
-    """The calls a window needs for one synchronisation to be at most ``share`` of it and for
-    it to last ``min_seconds``."""
+    """The calls a window needs for one wait to be ``share`` of it and to last ``min_seconds``."""
     if per_call <= 0 or overhead_seconds < 0:
         raise ValueError(f"the time of a call must be positive and the overhead not negative, "
                          f"not {per_call!r} and {overhead_seconds!r}")
@@ -233,7 +219,7 @@ def calls_per_window(per_call: float, overhead_seconds: float, *, share: float =
 
 def _amortised(op, a, b, latency: list[float], dispatches: list[float], waits: list[float],
                repeats: int, sensor=None) -> dict:
-    """A probe window, then the windows, re-chosen longer while the overhead's share is too large."""
+    """A probe window, then the windows, longer while the overhead's share is too large."""
     median = statistics.median(latency)
     probe = max(2, min(PROBE_CALLS, math.ceil(PROBE_SECONDS / median)))
     probe_seconds = window(op, a, b, probe)
@@ -256,9 +242,8 @@ def _amortised(op, a, b, latency: list[float], dispatches: list[float], waits: l
 def time_matmul(n: int, device: str = "cpu", dtype: str = "float32", *, repeats: int = REPEATS,
                 warmup: int = WARMUP, unsynchronised: bool = False, transfer: bool = False,
                 op=None, sensor=None) -> dict:
-    """One size's point: ``op(a, b)`` (default ``keras.ops.matmul``) on random n x n inputs
-    made on the device; ``unsynchronised``: also time calls that do not wait (the mistake);
-    ``transfer``: also the copy of both inputs to the device."""
+    """One size's point: ``op(a, b)`` (``keras.ops.matmul``) on random n x n inputs made on the
+    device; also calls not waited for (``unsynchronised``) and the copy of both (``transfer``)."""
     import keras
 
     op = op or keras.ops.matmul
@@ -285,8 +270,7 @@ def time_matmul(n: int, device: str = "cpu", dtype: str = "float32", *, repeats:
                                   "transfer_seconds", "transfer_median_seconds"))}
         if unsynchronised:
             calls = _timed(lambda: op(a, b), repeats)
-            # Let the queued work finish before anything else is timed.
-            for _, result in calls:
+            for _, result in calls:  # the queued work finishes before more is timed
                 wait(result)
             point["unsynchronised_seconds"] = [s for s, _ in calls]
             point["unsynchronised_median_seconds"] = statistics.median(s for s, _ in calls)
@@ -299,17 +283,14 @@ def time_matmul(n: int, device: str = "cpu", dtype: str = "float32", *, repeats:
 def sweep(device: str = "cpu", dtype: str = "float32", sizes=None, *, repeats: int = REPEATS,
           warmup: int = WARMUP, max_seconds: float = MAX_SECONDS, unsynchronised: bool | None = None,
           transfer: bool | None = None, progress=None, op=None) -> dict:
-    """:func:`time_matmul` of every size in one precision. A size whose one call would take
-    longer than ``max_seconds`` (time grows like n^3) is skipped; a precision the device cannot
-    multiply in is reported in ``unsupported``. By default float32 sweeps also time the
-    unsynchronised mistake, and float32 GPU sweeps the copy of the inputs (the page shows it)."""
+    """:func:`time_matmul` of every size in one precision, skipping sizes whose call would take
+    over ``max_seconds``; a precision the device lacks is ``unsupported``. Float32 sweeps also
+    time calls not waited for, and on a GPU the copy of the inputs."""
     keras_device = check_device(device)
     check_dtype(dtype)
     sizes = check_sizes(sizes_for(device) if sizes is None else sizes)
-    if unsynchronised is None:
-        unsynchronised = dtype == "float32"
-    if transfer is None:
-        transfer = device == "gpu" and dtype == "float32"
+    unsynchronised = dtype == "float32" if unsynchronised is None else unsynchronised
+    transfer = device == "gpu" and dtype == "float32" if transfer is None else transfer
     busy, started = common.BusyMeter(), time.perf_counter()
     sensor, unsensed = open_sensor(device)
     result = {"method": METHOD, "max_overhead_share": MAX_OVERHEAD_SHARE,

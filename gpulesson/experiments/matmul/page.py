@@ -48,7 +48,7 @@ def _sorted_points(record: dict | None) -> list[dict]:
 
 def _times_text(point: dict | None, key: str) -> str:
     """A point's "unsynchronised" or "transfer" times, or their median where only that was kept."""
-    summary = mr.samples_summary(point, f"{key}_seconds")
+    summary = mr.point_summary(point, f"{key}_seconds")
     if summary:
         return median_text(summary, what="repeats")
     median = point.get(f"{key}_median_seconds") if point else None

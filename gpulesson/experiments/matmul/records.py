@@ -1,4 +1,4 @@
-"""The matmul records (one per sweep), the reference runs, the crossover, a run as a table.
+"""The matmul records (one a sweep), the reference runs, the crossover and a run as a table.
 Records of the older method timed one synchronised call only (their ``seconds`` are latencies),
 so the page has two reference runs: the newest of a throughput method and the newest of any."""
 
@@ -11,15 +11,11 @@ from gpulesson.records import results
 from gpulesson.records.results import NOT_RECORDED, duration, hardware, software
 
 BUSY = 0.25  # a sweep during which other programs used more CPU time than this is flagged
-# A record is one sweep of sizes on one device in one precision, of random numbers.
-RECORDS = RecordSet("matmul", ("device_kind", "dtype"), data="random")
+RECORDS = RecordSet("matmul", ("device_kind", "dtype"), data="random")  # a sweep of random inputs
 EXPERIMENT, RESULTS_FILE = RECORDS.experiment, RECORDS.results_file
-# The methods that measured throughput over windows of calls, newest first: the current one,
-# and "amortised", whose windows were chosen by the share of one wait alone (no minimum length,
-# no clock or power per window, the copy from pageable memory only).
+# The throughput methods, newest first; "amortised" chose its windows by one wait's share alone.
 THROUGHPUT_METHODS = (METHOD, "amortised")
-# A size whose time per call stays within this factor of the smallest size's is on the floor.
-FLOOR_FACTOR = 2.0
+FLOOR_FACTOR = 2.0  # sizes within this factor of the smallest's time per call are on the floor
 _PEAK_KEYS = {"bfloat16": "bf16", "float16": "fp16"}
 _FLOAT32_PEAKS = {"float32": "fp32", "tf32": "tf32", "bf16": "bf16"}
 
@@ -41,12 +37,10 @@ def compares(records) -> bool:
 
 
 def reference_run(path=None) -> list[dict]:
-    """The newest run that :func:`compares` of the current method, or until one with a GPU is
-    recorded, of the previous method; [] without one."""
+    """The newest run that :func:`compares` of a throughput method, one with a GPU first; []."""
     found = [run for method in THROUGHPUT_METHODS
              if (run := RECORDS.newest_run(path, complete=compares, method=method))
              and compares(run)]
-    # a run with a GPU first: a CPU-only run of the current method does not hide the card's
     with_gpu = [run for run in found if any(results.is_gpu(r) for r in run)]
     return (with_gpu or found or [[]])[0]
 
@@ -63,7 +57,6 @@ def page_runs(path=None) -> tuple:
 
 
 def float32_mode(record: dict) -> str:
-    """How the float32 products were computed, as recorded: "float32", "tf32", ..."""
     return str((record.get("float32_precision") or {}).get("matmul") or "float32")
 
 
@@ -83,8 +76,7 @@ def published_peak(record: dict) -> dict | None:
     name = (record.get("gpu") or {}).get("name") or record.get("device")
     peaks, card = gpu_peaks.peaks_for(name), gpu_peaks.card(name)
     dtype = record.get("dtype")
-    key = (_FLOAT32_PEAKS.get(float32_mode(record)) if dtype == "float32"
-           else _PEAK_KEYS.get(dtype))
+    key = _FLOAT32_PEAKS.get(float32_mode(record)) if dtype == "float32" else _PEAK_KEYS.get(dtype)
     if not peaks or key not in peaks:
         return None
     return {"gflops": peaks[key] * 1e3, "precision": key, "card": card,
@@ -95,35 +87,28 @@ def find(records, device: str, dtype: str = "float32") -> dict | None:
     return RECORDS.find(records, device_kind=device, dtype=dtype)
 
 
-def point_summary(point: dict | None) -> dict | None:
-    """A size's seconds per call: the summary it keeps, or one built from its ``seconds``."""
-    if not point or not point.get("seconds"):
+def point_summary(point: dict | None, key: str = "seconds") -> dict | None:
+    """A size's seconds per call (an older point's warm-up was its first call), or another
+    list of its times (``key``); None where only a median was kept."""
+    if not point or not point.get(key):
         return None
+    if key != "seconds":
+        return summary_of({key: point[key]}, key, warmup_key=None, first_is_warmup=False)
     warmup = point.get("warmup_seconds")
-    if warmup is None:  # an older point: its first call was the warm-up
+    if warmup is None:
         warmup = [point["first_call_seconds"]] if point.get("first_call_seconds") else []
     return summary_of({**point, "warmup_seconds": warmup}, "seconds")
 
 
 def latency_summary(record: dict, point: dict | None) -> dict | None:
-    """One synchronised call at one size: a throughput record's ``latency``, or an older
-    record's ``seconds`` (which were latencies)."""
+    """One synchronised call: a throughput record's ``latency``, an older record's ``seconds``."""
     if not point or not amortised(record):
         return point_summary(point)
     found = point.get("latency")
     return dict(found) if isinstance(found, dict) and found.get("samples") else None
 
 
-def samples_summary(point: dict | None, key: str) -> dict | None:
-    """Another list of a point's times; None where only its median was kept."""
-    seconds = point.get(key) if point else None
-    if not seconds:
-        return None
-    return summary_of({key: seconds}, key, warmup_key=None, first_is_warmup=False)
-
-
 def as_gflops(summary: dict | None, n: int) -> dict | None:
-    """A summary of seconds per call at size ``n`` as GFLOP/s."""
     return as_rate(summary, 2 * n**3 / 1e9, "GFLOP/s") if summary else None
 
 
@@ -132,13 +117,11 @@ def rate_summary(point: dict | None) -> dict | None:
 
 
 def dispatch_floor(record: dict | None) -> dict | None:
-    """The sizes of a GPU sweep up to the last whose time per call stayed within
-    :data:`FLOOR_FACTOR` of the smallest's: there the card finishes sooner than the host
-    dispatches the next call, so the rate is 2n³ over the dispatch, not the GPU's compute."""
+    """The sizes of a GPU sweep whose time per call stayed within :data:`FLOOR_FACTOR` of the
+    smallest's: the host's dispatch of a call, not the GPU's compute, set their rate."""
     if not record or record.get("device_kind") != "gpu" or not amortised(record):
         return None
-    medians = [(p["n"], summary["median"]) for p in record["points"]
-               if (summary := point_summary(p))]
+    medians = [(p["n"], s["median"]) for p in record["points"] if (s := point_summary(p))]
     flat = []
     for n, seconds in medians:
         if seconds > FLOOR_FACTOR * medians[0][1]:
@@ -170,8 +153,7 @@ def crossover(records, dtype: str = "float32") -> int | None:
     if cpu is None or gpu is None:
         missing = " and ".join(d.upper() for d, r in (("cpu", cpu), ("gpu", gpu)) if r is None)
         raise ValueError(f"no {missing} sweep in {dtype}: the crossover needs both")
-    cpu_points = {p["n"]: p for p in cpu["points"]}
-    gpu_points = {p["n"]: p for p in gpu["points"]}
+    cpu_points, gpu_points = ({p["n"]: p for p in r["points"]} for r in (cpu, gpu))
     found = None
     for n in sorted(cpu_points.keys() & gpu_points.keys(), reverse=True):
         if not gpu_faster(cpu_points[n], gpu_points[n]):
@@ -247,8 +229,8 @@ def describe(records) -> str:
         lines += [f"{what}: n = {skip['n']} skipped, {skip['reason']}"
                   for skip in r.get("skipped", [])]
     lines.append(crossover_line(records))
-    busy = [r.get("other_programs_cpu_share") or 0 for r in records]
-    if max(busy) > BUSY:
-        lines.append(f"Note: other programs used up to {max(busy):.0%} of the CPU time during a "
+    busy = max(r.get("other_programs_cpu_share") or 0 for r in records)
+    if busy > BUSY:
+        lines.append(f"Note: other programs used up to {busy:.0%} of the CPU time during a "
                      "sweep: the numbers may be too low (CPU) or noisy.")
     return "\n".join(lines)
