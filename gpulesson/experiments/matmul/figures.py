@@ -1,5 +1,5 @@
-"""The figures of the reference runs and their alt texts: both read what is drawn from
-:func:`rate_lines` and :func:`sync_lines`, so that an alt text names only what is drawn."""
+"""The figures of the reference runs and their alt texts, both from :func:`rate_lines` and
+:func:`sync_lines`, so that an alt text names only what is drawn."""
 
 from __future__ import annotations
 
@@ -14,30 +14,28 @@ from gpulesson.records.results import NOT_RECORDED, duration, hardware, software
 _DEVICE_STYLE = {"cpu": {"marker": "o", "color": "tab:blue"},
                  "gpu": {"marker": "s", "color": "tab:orange"}}
 _MARKER_WORDS = {"o": "round", "s": "square", "v": "triangle"}
-# A shade per precision within each device's colour (the line style says it too).
+# A shade per precision within each device's colour.
 _SHADES = {("cpu", "bfloat16"): "#0b3d66", ("cpu", "float16"): "#5fa2d8",
            ("gpu", "bfloat16"): "#a64b00", ("gpu", "float16"): "#f5a55c"}
 _DTYPE_STYLE = {"float32": {"linestyle": "-", "fillstyle": "full"},
                 "bfloat16": {"linestyle": "--", "fillstyle": "bottom"},
                 "float16": {"linestyle": ":", "fillstyle": "none"}}
 _LINE_WORDS = {"-": "solid", "--": "dashed", ":": "dotted", "-.": "dash-dotted"}
-# A line chart's version of the spread note: its markers are the medians.
 LINE_SPREAD_NOTE = "markers: median; " + SPREAD_NOTE.split("; ", 1)[1]
 
 
 def _rate(value: float) -> str:
-    """A rate recorded in GFLOP/s, in TFLOP/s as the figure's axis is."""
     return f"{fmt_number(value / 1e3)} TFLOP/s"
 
 
 def _tick(value: float, _position=None) -> str:
-    """A tick of the TFLOP/s axis as a plain number: 0.001, 1, 100."""
+    """0.001, 1, 100."""
     return f"{value:,.{max(0, -math.floor(math.log10(value) + 1e-9))}f}"
 
 
 def rate_lines(records) -> list[dict]:
-    """The lines of the throughput figure: one per sweep of a throughput method, and one with
-    the copy of the float32 inputs counted (``copy: True``) where it was timed."""
+    """The throughput figure's lines: one a sweep, and one with the copy of the float32
+    inputs counted (``copy: True``) where it was timed."""
     lines = []
     for record in records:
         points = [p for p in record["points"] if mr.rate_summary(p)] if mr.amortised(record) else []
@@ -65,7 +63,7 @@ def rate_lines(records) -> list[dict]:
 
 
 def peak_lines(lines) -> list[dict]:
-    """The published peaks drawn beside the GPU's lines, one per precision drawn."""
+    """The published peaks, one a precision drawn."""
     found = {}
     for line in lines:
         peak = line.get("peak")
@@ -78,9 +76,8 @@ def peak_lines(lines) -> list[dict]:
 
 
 def sync_lines(records) -> list[dict]:
-    """The float32 sweeps of the figure of the time of one call: the latency of a synchronised
-    call, the time per call over a window (throughput methods only) and of a call not waited
-    for (medians, with summaries where the record kept their samples)."""
+    """The time of one float32 call: synchronised, over a window (throughput methods), and not
+    waited for."""
     found = []
     for record in records:
         if record["dtype"] != "float32":
@@ -122,19 +119,18 @@ def _axes(ax, sizes) -> None:
 
 
 def floor_drawn(records) -> dict | None:
-    """The GPU float32 sweep's dispatch floor that the throughput figure shades, if any."""
+    """The GPU float32 sweep's dispatch floor, if any."""
     return next((floor for r in records if r.get("dtype") == "float32"
                  and (floor := mr.dispatch_floor(r))), None)
 
 
 def floor_words(floor: dict) -> str:
-    """The dispatch floor in words, as the figure labels it and the page says it."""
     return (f"{duration(floor['low'])}–{duration(floor['high'])} a call at every n up to "
             f"{floor['sizes'][-1]:,}: the host's dispatch of the call, not the GPU's compute")
 
 
 def _crossover_drawn(records, lines) -> int | None:
-    """The crossover the throughput figure marks: only with a CPU and a GPU float32 line."""
+    """The crossover, where a CPU and a GPU float32 line are drawn."""
     drawn = {(line["device"], line["dtype"]) for line in lines if not line["copy"]}
     return mr.crossover(records) if {("cpu", "float32"), ("gpu", "float32")} <= drawn else None
 
@@ -145,7 +141,6 @@ def _style_words(style) -> str:
 
 
 def gflops_alt(records) -> str:
-    """The alt text of the throughput figure, from what it draws."""
     lines = rate_lines(records)
     if not lines:
         return ("Chart without lines: the run has no sizes measured with the current method "
@@ -188,7 +183,6 @@ def gflops_alt(records) -> str:
 
 
 def sync_alt(records) -> str:
-    """The alt text of the figure of the time of one call, from what it draws."""
     lines = sync_lines(records)
     if not lines:
         return "Chart without lines: the run timed no float32 calls."

@@ -15,10 +15,9 @@ from gpulesson.records.results import NOT_RECORDED, hardware, software
 from gpulesson.records.results import duration as _seconds
 
 DEVICES = ("cpu", "gpu")
-# The CPU's other precisions against float32, size by size (tests check their words).
+# The CPU's other precisions against float32, size by size.
 BY_SIZE = {f"ref_mm_cpu_{dtype}_by_size": ("cpu", dtype) for dtype in DTYPES if dtype != "float32"}
-# Beside the matmul, episode 9's CPU training of the CNN in float32 and in mixed bfloat16, read
-# by the experiment's name alone (results/feeding.jsonl), whatever the shape of its package.
+# Episode 9's CPU training of the CNN in float32 and in mixed bfloat16, read by its name alone.
 FEEDING = RecordSet("feeding", ())
 FEEDING_FILE = FEEDING.results_file.name
 
@@ -38,16 +37,12 @@ def _peak(record: dict | None) -> str:
     return text
 
 
-def _point(record: dict | None, n: int) -> dict | None:
-    return next((p for p in _sorted_points(record) if p["n"] == n), None)
-
-
 def _sorted_points(record: dict | None) -> list[dict]:
     return sorted(record["points"], key=lambda p: p["n"]) if record else []
 
 
 def _times_text(point: dict | None, key: str) -> str:
-    """A point's "unsynchronised" or "transfer" times, or their median where only that was kept."""
+    """A point's "unsynchronised" or "transfer" times, or their median where only it was kept."""
     summary = mr.point_summary(point, f"{key}_seconds")
     if summary:
         return median_text(summary, what="repeats")
@@ -55,26 +50,20 @@ def _times_text(point: dict | None, key: str) -> str:
     return f"{_seconds(median)} (median; the repeats were not kept)" if median else NOT_RECORDED
 
 
-def _pairs(records, device: str, dtype: str) -> list[tuple[int, dict | None, dict | None]]:
-    """``(n, summary in dtype, summary in float32)`` at each size both sweeps measured."""
-    base, other = mr.find(records, device, "float32"), mr.find(records, device, dtype)
-    return [(p["n"], mr.point_summary(p), mr.point_summary(_point(base, p["n"])))
-            for p in _sorted_points(other) if _point(base, p["n"])]
-
-
 def dtype_by_size(records, device: str, dtype: str) -> dict[str, list[int]]:
     """The sizes at which ``dtype`` was "faster", "slower" or no different from float32."""
+    base = {p["n"]: p for p in _sorted_points(mr.find(records, device, "float32"))}
     groups: dict[str, list[int]] = {}
-    for n, a, b in _pairs(records, device, dtype):
+    for p in _sorted_points(mr.find(records, device, dtype)):
+        a, b = mr.point_summary(p), mr.point_summary(base.get(p["n"]))
         if a and b:
             verdict = compare(a, b)
-            groups.setdefault(verdict.word if verdict.measurable else NO_DIFFERENCE, []).append(n)
+            groups.setdefault(verdict.word if verdict.measurable else NO_DIFFERENCE, []).append(p["n"])
     return {key: groups[key] for key in ("faster", "slower", NO_DIFFERENCE) if key in groups}
 
 
 def _by_size_text(records, device: str, dtype: str) -> str:
-    """``dtype`` against float32 size by size: a verdict at one size does not hold at the
-    others (a CPU's float16 can lose at one size and win at another)."""
+    """``dtype`` against float32 size by size: a CPU's float16 can lose at one and win at another."""
     groups = dtype_by_size(records, device, dtype)
     if not groups:
         return NOT_RECORDED
@@ -88,8 +77,7 @@ def _by_size_text(records, device: str, dtype: str) -> str:
 
 
 def _unsync_text(record: dict | None) -> str:
-    """What the time measured without waiting says: an impossible rate (above the fastest call
-    that waited for its result, at any size) or one that the waited-for calls reach too."""
+    """The rate of a call not waited for: impossible where above every call that waited."""
     points = _sorted_points(record)
     unsync = points and points[-1].get("unsynchronised_median_seconds")
     if not unsync:
@@ -114,8 +102,8 @@ def _run_values(prefix: str, records) -> dict[str, str]:
 
 
 def latency_values(records) -> dict[str, str]:
-    """The ``ref_mm_lat_*`` values: one synchronised float32 call on each device, and on the
-    CPU, the page's example, calls not waited for."""
+    """The ``ref_mm_lat_*`` values: one synchronised float32 call on each device, and calls
+    not waited for on the CPU."""
     values = _run_values("ref_mm_lat", records)
     for device in DEVICES:
         base = mr.find(records, device, "float32")
@@ -182,8 +170,7 @@ def throughput_values(records) -> dict[str, str]:
 
 def model_precision(path) -> tuple[dict, dict, dict] | None:
     """(mixed bfloat16 rate, float32 rate, the bfloat16 record) of the newest feeding run that
-    trained the CNN on the CPU in mixed bfloat16 with one setting changed, against the same
-    pipeline's float32 training of that run; None without both."""
+    trained the CNN on the CPU in both, all else the same; None without both."""
     for group in reversed(list(FEEDING.runs_in(path).values())):
         cpu = [r for r in group if r.get("device_kind") == "cpu" and r.get("mode") == "train"]
         mixed = next((r for r in cpu if r.get("group") == "precision"
@@ -201,7 +188,7 @@ def model_precision(path) -> tuple[dict, dict, dict] | None:
 
 
 def _rate(record: dict) -> dict:
-    """A feeding record's training rate as a summary (images/s of each timed epoch)."""
+    """A feeding record's images/s of each timed epoch."""
     images = record["images_per_second"] * record["median_epoch_seconds"]
     return as_rate(summary_of(record), images)
 
@@ -243,7 +230,6 @@ def copy_text(point: dict) -> str:
 
 
 def method_note(records) -> str:
-    """Which method made the throughput's run: the current one, or the one before it."""
     if not records:
         return NOT_RECORDED
     if records[0].get("method") == METHOD:
@@ -256,10 +242,9 @@ def method_note(records) -> str:
 
 
 def substitutions(path=mr.RESULTS_FILE) -> dict[str, str]:
-    """The episode's values (``ref_mm_*``), NOT_RECORDED for everything the runs lack."""
+    """The episode's values (``ref_mm_*``), NOT_RECORDED for what the runs lack."""
     records, latency = mr.reference_run(path), mr.latency_run(path)
     values = _run_values("ref_mm", records)
-    # the CPU of a throughput run without a GPU sweep: the page's CPU-only table
     values["ref_mm_cpu_only"] = (values["ref_mm_cpu"] if values["ref_mm_gpu"] == NOT_RECORDED
                                  else NOT_RECORDED)
     values["ref_mm_crossover"] = mr.crossover_text(records) if records else NOT_RECORDED
