@@ -26,7 +26,6 @@ from pathlib import Path
 import yaml
 from episode_meta import (  # noqa: F401 (re-exported: the lesson's tools import them from here)
     EPISODE_DIR,
-    SCHEMA,
     Episode,
     FrontMatterError,
     check_schema,
@@ -37,7 +36,6 @@ from episode_meta import (  # noqa: F401 (re-exported: the lesson's tools import
 )
 from lesson_schedule import (  # noqa: F401 (re-exported)
     Break,
-    SchedulePart,
     Session,
     SetupCheck,
     Slot,
@@ -47,7 +45,6 @@ from lesson_schedule import (  # noqa: F401 (re-exported)
     schedule_parts,
     schedule_sessions,
     schedule_setup_check,
-    session_text,
 )
 
 _FENCE = re.compile(r"^(`{3,}|~{3,}).*?^\1[ \t]*$", re.DOTALL | re.MULTILINE)
