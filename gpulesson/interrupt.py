@@ -82,23 +82,17 @@ def interrupt_lines(tb, namespace: Mapping | None = None) -> list[str]:
     if info["function"] in ("evaluate", "predict"):
         return [f"KeyboardInterrupt: {what} was stopped{where}; the model is unchanged.",
                 "Run the cell again for its result."]
-    epoch, epochs = info["epoch"], info["epochs"]
-    if epoch is not None and epochs:
-        finished = epoch - 1
-        stopped = (f"{what} was stopped in epoch {epoch} of {epochs} "
-                   f"({finished} finished){where}.")
-    else:
-        stopped = f"{what} was stopped{where}."
-    names = info["model_names"]
-    if names:
-        model = names[0]
-        metrics = (f" (the finished epochs' metrics are in {model}.history.history)"
+    epoch, epochs, names = info["epoch"], info["epochs"], info["model_names"]
+    stopped = (f"{what} was stopped in epoch {epoch} of {epochs} ({epoch - 1} finished){where}."
+               if epoch is not None and epochs else f"{what} was stopped{where}.")
+    if names and info["function"] != "fit":
+        kept = (f"{names[0]} keeps the weights it had reached: train it again to go on, "
+                "or rebuild it to start over.")
+    elif names:
+        metrics = (f" (the finished epochs' metrics are in {names[0]}.history.history)"
                    if epoch is not None and epoch > 1 else "")
-        kept = (f"{model} keeps the weights it had reached{metrics}: call fit again to train "
+        kept = (f"{names[0]} keeps the weights it had reached{metrics}: call fit again to train "
                 "on from there, or rebuild the model to start over.")
-        if info["function"] != "fit":
-            kept = (f"{model} keeps the weights it had reached: train it again to go on, "
-                    "or rebuild it to start over.")
     elif info["inside"] is not None:
         kept = (f"The model was made inside {info['inside']}(), which returns nothing when "
                 "stopped: run the cell again to train from the start (fewer epochs finish sooner).")
