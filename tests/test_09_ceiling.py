@@ -363,7 +363,7 @@ feeds = dict(m._feeds(["ram", "device"], x=x, y=y, path=None, batch_size=32, ker
 fed = []
 fit = m._fit
 m._fit = lambda model, feed, **rule: fed.append(type(feed["x"]).__name__) or fit(model, feed, **rule)
-m.pipelines_for = lambda device, backend: ["ram", "device"]  # the GPU's pipelines, on the CPU
+m.cr.pipelines_for = lambda device, backend: ["ram", "device"]  # the GPU's pipelines, on the CPU
 made = m.measure(devices=["cpu"], pipelines=["ram", "device"], n_images=128, batch_size=64,
                  repeats=1, warmup=1, progress=lambda line: None)
 print(json.dumps({"feeds": {n: type(f["x"]).__name__ for n, f in feeds.items()},
