@@ -304,18 +304,14 @@ def test_the_figures_handle_a_run_with_a_gpu(tmp_path):
     script = figure_script("matmul.py")
     drawn = script.draw(write(tmp_path / "gpu.jsonl", records[:3]), tmp_path)
     assert [p.name for p in drawn] == ["matmul-gflops.svg", "matmul-sync.svg"]
-    # a file of the older method alone draws no throughput, only the times of one call
-    old = [made_up(r["device_kind"], {16: 1.0, 64: 5.0}, method=None) for r in records[:3:2]]
-    drawn = script.draw(write(tmp_path / "old.jsonl", old), tmp_path)
-    assert [p.name for p in drawn] == ["matmul-gflops.svg", "matmul-sync.svg"]
     assert all(p.stat().st_size > 1000 for p in drawn)
 
 
-def test_a_point_recorded_before_the_rule_is_summarised_from_its_calls():
-    old = {"n": 64, "seconds": [3.0, 1.0, 2.0], "median_seconds": 2.0, "first_call_seconds": 9.0}
+def test_a_point_without_its_summary_is_summarised_from_its_calls():
+    old = {"n": 64, "seconds": [3.0, 1.0, 2.0], "median_seconds": 2.0}
     summary = mr.point_summary(old)
     assert summary["median"] == 2.0 and (summary["min"], summary["max"]) == (1.0, 3.0)
-    assert summary["n"] == 3 and summary["warmup"] == [9.0]  # the first call is the warm-up
+    assert summary["n"] == 3
     rate = mr.rate_summary(old)
     assert rate["median"] == pytest.approx(mm.gflops(64, 2.0))
     assert rate["max"] == pytest.approx(mm.gflops(64, 1.0))
@@ -491,6 +487,3 @@ def test_the_description_of_a_cpu_only_sweep_says_that_no_gpu_was_swept():
     both = describe([made_up("cpu", at_sizes(10, 20, 30, 40)),
                      made_up("gpu", at_sizes(1, 5, 300, 900))])
     assert "GPU faster (float32) from: n = 256" in both
-    mixed = describe([made_up("cpu", at_sizes(10, 20, 30, 40)),
-                      made_up("gpu", at_sizes(1, 5, 300, 900), method=None)])
-    assert "GPU faster (float32) from: not measured (records of the old method)" in mixed

@@ -2,7 +2,7 @@
 apart, windows of calls chosen so that one wait is under 5 % of a window and each lasts at least
 half a second, with the clock and power of each (checked on a made-up
 device with its own clock, so that no test depends on the machine's speed), precisions named as
-recorded, the card's published peaks, and records of the older method shown as latencies only."""
+recorded, the card's published peaks, and which method's run the page shows."""
 
 import math
 import types
@@ -206,28 +206,6 @@ def old_run(run_id="old"):
     return [made_up("cpu", at_sizes(10, 20, 30, 40), method=None, run_id=run_id),
             made_up("gpu", at_sizes(0.01, 0.5, 30, 2000), method=None, run_id=run_id,
                     **H200)]
-
-
-def test_old_records_are_latencies_only(tmp_path):
-    path = write(tmp_path / "m.jsonl", old_run())
-    assert matmul.reference_run(path) == [] and len(matmul.latency_run(path)) == 2
-    values = matmul.substitutions(path)
-    for key in ("ref_mm_gpu", "ref_mm_gpu_float32", "ref_mm_cpu_float32", "ref_mm_crossover",
-                "ref_mm_gpu_peaks", "ref_mm_gpu_float32_share"):
-        assert values[key] == NOT_RECORDED, key
-    assert values["ref_mm_lat_gpu"] == "NVIDIA H200"
-    seconds = 2 * 1024**3 / 2000e9
-    assert values["ref_mm_lat_gpu_largest"].startswith(f"{seconds * 1e3:.3g} ms (range")
-    assert "GFLOP/s" not in values["ref_mm_lat_gpu_largest"]
-    with pytest.raises(ValueError, match="older method"):
-        matmul.crossover(old_run())
-    assert mr.crossover_text(old_run()) == NOT_RECORDED
-    text = matmul.describe(old_run())
-    assert "Throughput: not measured" in text and "Latency of one synchronised call" in text
-    fig, times = matmul.figures(*matmul.page_runs(path))
-    assert not fig.axes[0].get_lines()  # no rate drawn from a round trip
-    assert "GPU float32 (TF32): one call, waiting for its result (latency)" in \
-        times.axes[0].get_legend_handles_labels()[1]
 
 
 def test_a_run_cut_short_is_not_the_throughputs_comparison(tmp_path):

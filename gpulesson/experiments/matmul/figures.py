@@ -82,7 +82,7 @@ def sync_lines(records) -> list[dict]:
     for record in records:
         if record["dtype"] != "float32":
             continue
-        points = [p for p in record["points"] if mr.latency_summary(record, p)]
+        points = [p for p in record["points"] if mr.latency_summary(p)]
         if not points:
             continue
         unsync = [{"n": p["n"], "median": p["unsynchronised_median_seconds"],
@@ -90,9 +90,8 @@ def sync_lines(records) -> list[dict]:
                   for p in points if p.get("unsynchronised_median_seconds")]
         found.append({"device": record["device_kind"], "label": mr.precision_label(record),
                       "n": [p["n"] for p in points],
-                      "latency": [mr.latency_summary(record, p) for p in points],
-                      "amortised": ([mr.point_summary(p) for p in points] if mr.amortised(record)
-                                    else None),
+                      "latency": [mr.latency_summary(p) for p in points],
+                      "amortised": [mr.point_summary(p) for p in points],
                       "calls": [p.get("calls_per_sync") for p in points],
                       "unsync": unsync})
     return found
@@ -190,10 +189,8 @@ def sync_alt(records) -> str:
     parts = [f"Log-log line chart of the time of one float32 call on the {devices} against "
              "matrix size n: a solid line with filled markers for one call timed until its "
              "result was there (its latency; median, whiskers from the fastest to the slowest "
-             "call)"]
-    if any(line["amortised"] for line in lines):
-        parts[0] += (", a dash-dotted line with half-filled markers for the time per call of "
-                     "a window of calls with one wait at its end")
+             "call), a dash-dotted line with half-filled markers for the time per call of a "
+             "window of calls with one wait at its end"]
     if any(line["unsync"] for line in lines):
         parts[0] += ", and a dashed line with hollow markers for calls timed without waiting"
     parts[0] += "."
@@ -201,15 +198,13 @@ def sync_alt(records) -> str:
         n, waited = line["n"][-1], line["latency"][-1]
         text = (f"At n = {n:,} one synchronised call on the {line['device'].upper()} took "
                 f"{duration(waited['median'])}")
-        if line["amortised"] and line["amortised"][-1]:
+        if line["amortised"][-1]:
             text += (f", a call in a window of {line['calls'][-1]:,} took "
                      f"{duration(line['amortised'][-1]['median'])}")
         unsync = next((u for u in line["unsync"] if u["n"] == n), None)
         if unsync:
             text += f", and a call not waited for {duration(unsync['median'])}"
         parts.append(text + ".")
-    if not any(line["amortised"] for line in lines):
-        parts.append("The run is of an older method: it timed no windows of calls.")
     return " ".join(parts)
 
 
@@ -280,11 +275,10 @@ def _times_figure(records):
         ax.plot(line["n"], [s["median"] for s in line["latency"]], linestyle="-", **style,
                 label=f"{name}: one call, waiting for its result (latency)")
         draw_spread(ax, line["n"], line["latency"], color=style["color"])
-        if line["amortised"]:
-            ax.plot(line["n"], [s["median"] for s in line["amortised"]], linestyle="-.",
-                    fillstyle="bottom", **style,
-                    label=f"{name}: per call, many calls and one wait (throughput)")
-            draw_spread(ax, line["n"], line["amortised"], color=style["color"])
+        ax.plot(line["n"], [s["median"] for s in line["amortised"]], linestyle="-.",
+                fillstyle="bottom", **style,
+                label=f"{name}: per call, many calls and one wait (throughput)")
+        draw_spread(ax, line["n"], line["amortised"], color=style["color"])
         if line["unsync"]:
             ax.plot([u["n"] for u in line["unsync"]], [u["median"] for u in line["unsync"]],
                     linestyle="--", fillstyle="none", **style,

@@ -145,8 +145,7 @@ def copy_fields(host, device: str, dtype: str, wait, repeats: int) -> dict:
     copies = [s for s, _ in _timed(pageable, repeats)]
     fields = {"transfer_memory": "pageable", "transfer_bytes": int(sum(x.nbytes for x in host)),
               "transfer_seconds": copies, "transfer_median_seconds": statistics.median(copies),
-              "pinned_transfer_seconds": None, "pinned_transfer_median_seconds": None,
-              "pinned_transfer_unsupported": None}
+              "pinned_transfer_seconds": None, "pinned_transfer_median_seconds": None}
     try:
         if keras.backend.backend() != "jax":
             raise NotImplementedError("pinned copies are measured with the JAX backend only")
@@ -161,11 +160,9 @@ def copy_fields(host, device: str, dtype: str, wait, repeats: int) -> dict:
         found = [s for s, _ in _timed(lambda: jax.block_until_ready(
             [jax.device_put(x, on_device) for x in staged]), repeats)]
     except Exception as exc:  # a backend or device without pinned host memory
-        fields["pinned_transfer_unsupported"] = f"{type(exc).__name__}: {str(exc)[:160]}"
-    else:
-        fields["pinned_transfer_seconds"] = found
-        fields["pinned_transfer_median_seconds"] = statistics.median(found)
-    return fields
+        return {**fields, "pinned_transfer_unsupported": f"{type(exc).__name__}: {str(exc)[:160]}"}
+    return {**fields, "pinned_transfer_seconds": found, "pinned_transfer_unsupported": None,
+            "pinned_transfer_median_seconds": statistics.median(found)}
 
 
 def window(op, a, b, calls: int, readings: list | None = None, sensor=None) -> float:

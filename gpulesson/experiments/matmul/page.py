@@ -80,11 +80,10 @@ def _unsync_text(record: dict | None) -> str:
     """The rate of a call not waited for: impossible where above every call that waited."""
     points = _sorted_points(record)
     unsync = points and points[-1].get("unsynchronised_median_seconds")
-    if not unsync:
+    rates = [r["max"] for p in points if (r := mr.as_gflops(mr.latency_summary(p), p["n"]))]
+    if not unsync or not rates:
         return NOT_RECORDED
-    rate = gflops(points[-1]["n"], unsync)
-    rates = [mr.as_gflops(mr.latency_summary(record, p), p["n"]) for p in record["points"]]
-    best = max(r["max"] for r in rates if r)  # the fastest call that waited, at any size
+    rate, best = gflops(points[-1]["n"], unsync), max(rates)  # best: the fastest call that waited
     if rate > best:
         return (f"{mr.rate_text(rate)} GFLOP/s: more than any call that waited for its result "
                 f"reached (at most {mr.rate_text(best)} GFLOP/s), an impossible number")
@@ -106,17 +105,15 @@ def latency_values(records) -> dict[str, str]:
     not waited for on the CPU."""
     values = _run_values("ref_mm_lat", records)
     for device in DEVICES:
-        base = mr.find(records, device, "float32")
-        points = _sorted_points(base)
-        for name, point in (("smallest", points[0] if points else None),
-                            ("largest", points[-1] if points else None)):
-            summary = mr.latency_summary(base, point)
+        points = _sorted_points(mr.find(records, device, "float32")) or [None]
+        for name, point in (("smallest", points[0]), ("largest", points[-1])):
+            summary = mr.latency_summary(point)
             values[f"ref_mm_lat_{device}_{name}"] = (f"{summary_text(summary, _seconds)} at n = "
                                                      f"{point['n']:,}" if summary else NOT_RECORDED)
     base = mr.find(records, "cpu", "float32")
     largest = (_sorted_points(base) or [None])[-1]
     values["ref_mm_lat_cpu_largest_n"] = f"{largest['n']:,}" if largest else NOT_RECORDED
-    values["ref_mm_lat_cpu_largest_time"] = median_text(mr.latency_summary(base, largest),
+    values["ref_mm_lat_cpu_largest_time"] = median_text(mr.latency_summary(largest),
                                                         what="repeats")
     values["ref_mm_lat_cpu_unsync_time"] = _times_text(largest, "unsynchronised")
     values["ref_mm_lat_cpu_unsync_verdict"] = _unsync_text(base)
@@ -163,8 +160,7 @@ def throughput_values(records) -> dict[str, str]:
         values[f"ref_mm_{device}_overhead"] = (_share_text(max(shares)) if shares
                                                else NOT_RECORDED)
         record = mr.find(records, device, "float32")
-        values[f"ref_mm_{device}_float32_label"] = (mr.precision_label(record) if record
-                                                    else NOT_RECORDED)
+        values[f"ref_mm_{device}_float32_label"] = mr.precision_label(record) if record else NOT_RECORDED
     return values
 
 

@@ -1,6 +1,6 @@
 """The matmul records (one a sweep), the reference runs, the crossover and a run as a table.
-Records of the older method timed one synchronised call only (their ``seconds`` are latencies),
-so the page has two reference runs: the newest of a throughput method and the newest of any."""
+The page has two reference runs: the newest of a throughput method, for the rates, and the
+newest of any, for the time of one call (records of the oldest method timed only that)."""
 
 from __future__ import annotations
 
@@ -88,23 +88,18 @@ def find(records, device: str, dtype: str = "float32") -> dict | None:
 
 
 def point_summary(point: dict | None, key: str = "seconds") -> dict | None:
-    """A size's seconds per call (an older point's warm-up was its first call), or another
-    list of its times (``key``); None where only a median was kept."""
+    """A size's seconds per call, or another list of its times (``key``); None where only a
+    median was kept."""
     if not point or not point.get(key):
         return None
-    if key != "seconds":
-        return summary_of({key: point[key]}, key, warmup_key=None, first_is_warmup=False)
-    warmup = point.get("warmup_seconds")
-    if warmup is None:
-        warmup = [point["first_call_seconds"]] if point.get("first_call_seconds") else []
-    return summary_of({**point, "warmup_seconds": warmup}, "seconds")
+    kept = point.get("summary") if key == "seconds" else None
+    return summary_of({key: point[key], "summary": kept}, key, warmup_key=None,
+                      first_is_warmup=False)
 
 
-def latency_summary(record: dict, point: dict | None) -> dict | None:
-    """One synchronised call: a throughput record's ``latency``, an older record's ``seconds``."""
-    if not point or not amortised(record):
-        return point_summary(point)
-    found = point.get("latency")
+def latency_summary(point: dict | None) -> dict | None:
+    """One synchronised call's seconds, which a throughput method keeps under ``latency``."""
+    found = (point or {}).get("latency")
     return dict(found) if isinstance(found, dict) and found.get("samples") else None
 
 
@@ -178,12 +173,8 @@ def crossover_text(records, dtype: str = "float32") -> str:
 
 def crossover_line(records, dtype: str = "float32") -> str:
     """The crossover as a notebook prints it, saying why where there is none to give."""
-    if not any(r["device_kind"] == "gpu" for r in records):
-        why = "no GPU sweep in these records"
-    elif not all(amortised(r) for r in records):
-        why = "not measured (records of the old method)"
-    else:
-        why = crossover_text(records, dtype)
+    why = (crossover_text(records, dtype) if any(r["device_kind"] == "gpu" for r in records)
+           else "no GPU sweep in these records")
     return f"GPU faster ({dtype}) from: {why}"
 
 
@@ -211,17 +202,12 @@ def describe(records) -> str:
              + "; ".join(f"{k}: {v}" for k, v in hardware(records).items())]
     columns = [r for r in records if r["points"]]
     sizes = sorted({p["n"] for r in columns for p in r["points"]})
-    throughput = [r for r in columns if amortised(r)]
-    if throughput:
-        lines.append("Throughput, GFLOP/s (median over windows of calls, one wait a window) "
-                     "per matrix size n:")
-        lines += _table(sizes, throughput, lambda r, p: rate_text(p["gflops"]))
-    else:
-        lines.append("Throughput: not measured (records of the old method: one synchronised "
-                     "call each)")
+    lines.append("Throughput, GFLOP/s (median over windows of calls, one wait a window) "
+                 "per matrix size n:")
+    lines += _table(sizes, columns, lambda r, p: rate_text(p["gflops"]))
     lines.append("Latency of one synchronised call (median) per matrix size n:")
     lines += _table(sizes, columns, lambda r, p: duration(s["median"])
-                    if (s := latency_summary(r, p)) else "-")
+                    if (s := latency_summary(p)) else "-")
     for r in records:
         what = f"{r['device_kind'].upper()} {r['dtype']}"
         if r.get("unsupported"):
