@@ -9,9 +9,10 @@ import sys
 import pytest
 from conftest import ROOT
 
-from gpulesson.experiments import common, parts, workers
+from gpulesson.experiments import common, workers
 from gpulesson.experiments.ceiling.records import N_IMAGES
 from gpulesson.experiments.workers import measure, page
+from gpulesson.records import parts
 
 
 def record(backend, work, n_workers, seconds, device="cpu"):

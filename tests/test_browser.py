@@ -12,12 +12,9 @@ to enable them, when there is none.
 
 import functools
 import http.server
-import os
 import re
-import shutil
 import sys
 import threading
-from pathlib import Path
 from urllib.parse import urldefrag, urlsplit
 
 import pytest

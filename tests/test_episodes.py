@@ -13,7 +13,6 @@ from carpentry import (
     SetupCheck,
     Slot,
     check_schema,
-    episodes,
     has_title_heading,
     placeholder_values,
     read_episode,

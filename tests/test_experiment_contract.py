@@ -25,7 +25,7 @@ TOY = {
             python -m toyexps.toy --sizes 10 1000
         """
         from gpulesson.experiments import cli
-        from gpulesson.experiments.recordset import RecordSet
+        from gpulesson.records.recordset import RecordSet
 
         RECORDS = RecordSet("toy", ("device_kind", "size"))
         COMMAND = cli.Command(
@@ -52,7 +52,7 @@ TOY = {
                                      seconds=time.perf_counter() - started)
         ''',
     "page.py": '''
-        from gpulesson.experiments.figkit import need, panels, title
+        from gpulesson.records.figkit import need, panels, title
         from toyexps.toy import RECORDS
 
         FIGURES = ("toy-sums.svg",)

@@ -1,8 +1,8 @@
-"""The experiments' figure skeleton (gpulesson/experiments/figkit.py)."""
+"""The experiments' figure skeleton (gpulesson/records/figkit.py)."""
 
 import pytest
 
-from gpulesson.experiments import figkit
+from gpulesson.records import figkit
 
 
 @pytest.mark.bad_input("missing file")

@@ -11,7 +11,6 @@ they print.
 import json
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import time

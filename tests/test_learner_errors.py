@@ -1,7 +1,6 @@
 """What a newcomer meets first: an unwritable data folder, a data file damaged while the kernel
 holds it open, and the lesson's errors as a notebook shows them (the message, alone)."""
 
-import json
 import os
 import sys
 import uuid

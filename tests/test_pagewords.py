@@ -1,6 +1,6 @@
-"""The words every experiment's page shares (gpulesson/experiments/pagewords.py)."""
+"""The words every experiment's page shares (gpulesson/records/pagewords.py)."""
 
-from gpulesson.experiments import pagewords as words
+from gpulesson.records import pagewords as words
 from gpulesson.records.results import NOT_RECORDED
 
 CPU = {"run_id": "r1", "date": "2026-11-28T10:00:00", "backend": "jax",

@@ -9,7 +9,6 @@ together, exchanging gradients through gloo. All must end with the same weights.
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap

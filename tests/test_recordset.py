@@ -1,10 +1,10 @@
-"""The records layer (gpulesson.experiments.recordset): what every experiment's records share."""
+"""The records layer (gpulesson.records.recordset): what every experiment's records share."""
 
 import json
 
 import pytest
 
-from gpulesson.experiments.recordset import RecordSet, check_earlier, epochs_summary, load_fields
+from gpulesson.records.recordset import RecordSet, check_earlier, epochs_summary, load_fields
 
 MACHINE = {"cpu_model": "Made-up CPU", "cores_usable": 2, "cores_total": 2, "gpu_count": 0,
            "backend": "jax", "versions": {"keras": "3.15.1", "jax": "0.10.2"}}

@@ -7,8 +7,8 @@ package's docstring names its episode. They use the code the episodes teach
 (:mod:`gpulesson.lesson`) and the package's lower parts (machine, datasets, records,
 classroom), none of which imports them. What they share exists once: the measurement rule and
 its words (:mod:`~gpulesson.experiments.common`), the command-line builder
-(:mod:`~gpulesson.experiments.cli`), the records layer (:mod:`~gpulesson.experiments.recordset`)
-and the figures' frame (:mod:`~gpulesson.experiments.figkit`).
+(:mod:`~gpulesson.experiments.cli`), the records layer (:mod:`~gpulesson.records.recordset`)
+and the figures' frame (:mod:`~gpulesson.records.figkit`).
 
 A new experiment is at most three files in ``gpulesson/experiments/NAME/``, found by their names
 (:mod:`~gpulesson.experiments.registry`):

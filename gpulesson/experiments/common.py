@@ -39,18 +39,24 @@ import os
 import time
 
 from gpulesson.machine.timing import load_average, own_cpu_seconds
-from gpulesson.records.summaries import (  # noqa: F401 (the rule's summaries and words, kept here too)
+from gpulesson.records.summaries import (  # noqa: F401 (the rule and its words, kept here too)
+    MIDDLE_FROM,
     MIN_RANKED,
     NO_DIFFERENCE,
+    QUICK_REPEATS,
+    REPEATS,
     SAME_WORD,
     SPREAD_NOTE,
     SUMMARY_KEY,
+    WARMUP,
     Comparison,
     as_rate,
     best_text,
     compare,
+    compare_middle,
     draw_spread,
     fmt_number,
+    middle,
     overlap,
     rank,
     scale,
@@ -60,13 +66,6 @@ from gpulesson.records.summaries import (  # noqa: F401 (the rule's summaries an
     summary_text,
     times_text,
 )
-
-REPEATS = 5  # timed repeats of each condition (the rule)
-WARMUP = 1  # warm-up repeats before them: recorded, never averaged
-QUICK_REPEATS = 2  # quick mode: fewer, and the page or table says how many
-
-
-MIDDLE_FROM = 5  # from this many repeats on, a comparison reads the middle ones (:func:`middle`)
 
 # fit(shuffle=True), Keras's default, also reorders a PyDataset's batches. The lesson's
 # generator reads `window` blocks at a time and owns its order (episode 4): reordered by fit, it
@@ -93,23 +92,6 @@ def reordered_note(records, what: str) -> str:
     return (f"In {'run' if len(runs) == 1 else 'runs'} {named}, `fit` reordered "
             f"{what} (its default `shuffle=True`, episode 4): almost every batch read a whole "
             "window of blocks, so reading cost more there than in the lesson's code.")
-
-
-def middle(summary: dict | None) -> dict | None:
-    """``summary`` with the range of its middle repeats, the fastest and the slowest left out,
-    when it has at least :data:`MIDDLE_FROM` (the median is the same): compared through it
-    (:func:`compare_middle`), one stray repeat, such as a pause in one epoch of five, cannot
-    decide a comparison either way. Fewer repeats keep their whole range. Every sample stays in
-    the record and in the range the page shows."""
-    if not summary or summary["n"] < MIDDLE_FROM:
-        return summary
-    kept = sorted(summary["samples"])[1:-1]
-    return {**summary, "min": kept[0], "max": kept[-1], "range": "middle"}
-
-
-def compare_middle(a: dict, b: dict, **options) -> Comparison:
-    """:func:`compare` of the middle repeats of two summaries (:func:`middle`)."""
-    return compare(middle(a), middle(b), **options)
 
 
 def repeats_for(quick: bool) -> int:

@@ -6,7 +6,7 @@ The site's ``ref_*`` values come from every experiment package that has page val
 - one of the older shape gives ``substitutions`` and ``EXPERIMENT`` (its results file) from the
   package or its ``page`` module, and has a ``__main__.py``;
 - a *declared* one needs three files: its ``__init__`` declares ``RECORDS`` (a
-  :class:`~gpulesson.experiments.recordset.RecordSet`) and ``COMMAND`` (a
+  :class:`~gpulesson.records.recordset.RecordSet`) and ``COMMAND`` (a
   :class:`~gpulesson.experiments.cli.Command` with ``--out``, and ``--run-id`` where a run
   can go on); its ``measure``
   module has ``measure(args, *, run_id, done)``, which yields each record as it is made; its
@@ -103,7 +103,7 @@ class Declared:
     @property
     def describe(self):
         """The page's table of a run, else a line a device naming its run and software."""
-        from gpulesson.experiments.parts import run_labels
+        from gpulesson.records.parts import run_labels
 
         return getattr(self.page, "describe", lambda records: "\n".join(run_labels(records)))
 

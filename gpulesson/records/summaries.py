@@ -14,6 +14,10 @@ MIN_RANKED = 2  # a summary with fewer samples has no range, so it is never rank
 SUMMARY_KEY = "summary"  # where a record keeps the summary of its main measurement
 SAME_WORD = "about as fast as"
 NO_DIFFERENCE = "no measurable difference"
+REPEATS = 5  # timed repeats of each condition (the rule)
+WARMUP = 1  # warm-up repeats before them: recorded, never averaged
+QUICK_REPEATS = 2  # quick mode: fewer, and the page or table says how many
+MIDDLE_FROM = 5  # from this many repeats on, a comparison reads the middle ones (:func:`middle`)
 
 
 # --- summaries --------------------------------------------------------------------------------
@@ -193,3 +197,20 @@ def draw_spread(ax, positions: Sequence[float], summaries: Sequence[Mapping | No
 
 
 SPREAD_NOTE = "bars: median; whiskers: fastest to slowest repeat; dots: the repeats"
+
+
+def middle(summary: dict | None) -> dict | None:
+    """``summary`` with the range of its middle repeats, the fastest and the slowest left out,
+    when it has at least :data:`MIDDLE_FROM` (the median is the same): compared through it
+    (:func:`compare_middle`), one stray repeat, such as a pause in one epoch of five, cannot
+    decide a comparison either way. Fewer repeats keep their whole range. Every sample stays in
+    the record and in the range the page shows."""
+    if not summary or summary["n"] < MIDDLE_FROM:
+        return summary
+    kept = sorted(summary["samples"])[1:-1]
+    return {**summary, "min": kept[0], "max": kept[-1], "range": "middle"}
+
+
+def compare_middle(a: dict, b: dict, **options) -> Comparison:
+    """:func:`compare` of the middle repeats of two summaries (:func:`middle`)."""
+    return compare(middle(a), middle(b), **options)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 
 from gpulesson.experiments import cli
-from gpulesson.experiments.recordset import RecordSet
+from gpulesson.records.recordset import RecordSet
 
 RECORDS = RecordSet("standin-calibration", ("run_id",))  # one record a run; the page reads the newest
 EXPERIMENT, RESULTS_FILE = RECORDS.experiment, RECORDS.results_file

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpulesson.experiments.calibration import RECORDS, RESULTS_FILE, TARGET_ACCURACY
-from gpulesson.experiments.pagewords import backend_version, day
+from gpulesson.records.pagewords import backend_version, day
 from gpulesson.records.results import NOT_RECORDED, data_label, duration, hardware
 
 FIGURES = ("calibration-learning-curves.svg", "calibration-confusion.svg")

@@ -4,12 +4,12 @@ table. Each device's values come from its newest complete run, named by its run 
 from __future__ import annotations
 
 from gpulesson.datasets.settings import LABELS
-from gpulesson.experiments import pagewords as words
-from gpulesson.experiments import parts
 from gpulesson.experiments.ceiling import records as cr
 from gpulesson.experiments.common import SPREAD_NOTE, draw_spread, markdown_table, summary_text
-from gpulesson.experiments.figkit import need, panels, run_title
-from gpulesson.experiments.recordset import rate_summary
+from gpulesson.records import pagewords as words
+from gpulesson.records import parts
+from gpulesson.records.figkit import need, panels, run_title
+from gpulesson.records.recordset import rate_summary
 from gpulesson.records.results import NOT_RECORDED, data_label, hardware
 
 NONE = words.none_yet("ceiling run", "python -m gpulesson.experiments.ceiling")

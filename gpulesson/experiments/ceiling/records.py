@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 
 from gpulesson.experiments.common import REPEATS, compare_middle, scale, summary_of
-from gpulesson.experiments.pagewords import measurably
-from gpulesson.experiments.recordset import RecordSet, rate_summary
 from gpulesson.machine.devices import BACKEND_TITLES, KERAS_BACKENDS
+from gpulesson.records.pagewords import measurably
+from gpulesson.records.recordset import RecordSet, rate_summary
 
 EXPERIMENT = "ceiling"
 DATA = "synthetic"  # speed does not depend on the pixel values

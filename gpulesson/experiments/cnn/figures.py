@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 from gpulesson.experiments.cnn.records import epoch_summary, gpu_comparison
 from gpulesson.experiments.common import SPREAD_NOTE, draw_spread, summary_text
-from gpulesson.experiments.figkit import need
-from gpulesson.experiments.pagewords import listed
 from gpulesson.records.compare_plots import LOG_NOTE, needs_log_axis
+from gpulesson.records.figkit import need
+from gpulesson.records.pagewords import listed
 from gpulesson.records.results import data_label, duration, hardware
 from gpulesson.records.results import pick as _pick
 

@@ -17,8 +17,8 @@ from gpulesson.experiments.common import (
     summary_text,
 )
 from gpulesson.experiments.energy import energy_of_calls, energy_text
-from gpulesson.experiments.recordset import RecordSet
 from gpulesson.machine.timing import cpu_settings, timed
+from gpulesson.records.recordset import RecordSet
 from gpulesson.records.results import duration
 
 EXPERIMENT = "cnn-inference"

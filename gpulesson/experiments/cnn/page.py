@@ -18,7 +18,8 @@ from gpulesson.experiments.cnn.records import (
     workshop_seconds,
 )
 from gpulesson.experiments.common import summarise
-from gpulesson.experiments.pagewords import (
+from gpulesson.machine.pinned import environment_note
+from gpulesson.records.pagewords import (
     accuracy,
     by_device,
     comparison_text,
@@ -26,8 +27,7 @@ from gpulesson.experiments.pagewords import (
     median_text,
     run_values,
 )
-from gpulesson.experiments.recordset import split_epochs
-from gpulesson.machine.pinned import environment_note
+from gpulesson.records.recordset import split_epochs
 from gpulesson.records.results import NOT_RECORDED, data_label, duration, pick
 
 

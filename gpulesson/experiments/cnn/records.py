@@ -4,8 +4,8 @@ with the CPU settings read right after it), the reference run and the comparison
 from __future__ import annotations
 
 from gpulesson.experiments.common import NO_DIFFERENCE, summary_text
-from gpulesson.experiments.recordset import RecordSet, epochs_summary, load_fields
 from gpulesson.machine.timing import cpu_settings
+from gpulesson.records.recordset import RecordSet, epochs_summary, load_fields
 from gpulesson.records.results import data_label, duration, hardware, is_gpu
 
 EXPERIMENT = "cnn-cpu-vs-gpu"

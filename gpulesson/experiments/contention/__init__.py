@@ -12,7 +12,7 @@ from pathlib import Path
 
 from gpulesson.experiments import cli
 from gpulesson.experiments.common import default_epochs
-from gpulesson.experiments.recordset import RecordSet
+from gpulesson.records.recordset import RecordSet
 
 # A condition: copies and threads. The file also keeps the records of a former part, "watched"
 # (one training shown in a browser or not, its mode in ``watched``); new records keep ``part``

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from gpulesson.experiments import contention
 from gpulesson.experiments.contention.page import copies_summary, find_in
-from gpulesson.experiments.recordset import check_earlier
 from gpulesson.machine.timing import available_cores
+from gpulesson.records.recordset import check_earlier
 from gpulesson.records.results import LESSON_ROOT
 
 WORKER = "gpulesson.experiments.contention.worker"

@@ -13,9 +13,9 @@ from typing import NamedTuple
 
 from gpulesson.experiments.common import SUMMARY_KEY, draw_spread, summarise, summary_text
 from gpulesson.experiments.contention import RECORDS
-from gpulesson.experiments.figkit import need, title
-from gpulesson.experiments.pagewords import listed, run_values
-from gpulesson.experiments.recordset import split_epochs
+from gpulesson.records.figkit import need, title
+from gpulesson.records.pagewords import listed, run_values
+from gpulesson.records.recordset import split_epochs
 from gpulesson.records.results import NOT_RECORDED, duration, hardware, software
 
 FIGURES = ("contention.svg",)

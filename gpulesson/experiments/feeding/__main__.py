@@ -13,7 +13,7 @@ from gpulesson.experiments.common import QUICK_REPEATS
 from gpulesson.experiments.feeding import measure as fm
 from gpulesson.experiments.feeding import records as fr
 from gpulesson.experiments.feeding.page import describe
-from gpulesson.experiments.recordset import check_earlier
+from gpulesson.records.recordset import check_earlier
 
 EPILOG = (f"Every condition: {fm.WARMUP} recorded warm-up epoch and at least {fm.REPEATS} timed "
           f"ones ({QUICK_REPEATS} with --quick). The reference's CPU part times "

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from gpulesson.experiments.common import SPREAD_NOTE, draw_spread
 from gpulesson.experiments.feeding import records as fr
-from gpulesson.experiments.figkit import need, panels, title
-from gpulesson.experiments.parts import machine
+from gpulesson.records.figkit import need, panels, title
+from gpulesson.records.parts import machine
 from gpulesson.records.results import NOT_RECORDED, hardware, software
 
 BUSY = 0.25  # a measurement during which other programs used more CPU time than this is flagged

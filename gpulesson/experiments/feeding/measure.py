@@ -17,8 +17,8 @@ from types import SimpleNamespace
 from gpulesson.experiments import allocator
 from gpulesson.experiments.common import IN_ORDER, REPEATS, WARMUP, Budget, BusyMeter, synced_epoch_timer
 from gpulesson.experiments.feeding import records as fr
-from gpulesson.experiments.recordset import check_earlier
 from gpulesson.machine.devices import keras_device_name as check_device
+from gpulesson.records.recordset import check_earlier
 from gpulesson.records.results import new_run_id
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")

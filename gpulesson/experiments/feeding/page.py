@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpulesson.datasets.settings import LABELS
-from gpulesson.experiments import parts
 from gpulesson.experiments.ceiling.records import share_text
 from gpulesson.experiments.common import (
     MIN_RANKED,
@@ -21,8 +20,9 @@ from gpulesson.experiments.common import (
     summary_text,
 )
 from gpulesson.experiments.feeding import records as fr
-from gpulesson.experiments.pagewords import listed, met, none_yet, recorded_by
 from gpulesson.machine.devices import BACKEND_TITLES
+from gpulesson.records import parts
+from gpulesson.records.pagewords import listed, met, none_yet, recorded_by
 from gpulesson.records.results import NOT_RECORDED, data_label, hardware, software
 from gpulesson.records.results import duration as seconds_text
 

@@ -18,9 +18,9 @@ from gpulesson.experiments.common import (
     scale,
     summarise,
 )
-from gpulesson.experiments.pagewords import listed, middle_note
-from gpulesson.experiments.recordset import RecordSet
 from gpulesson.machine.devices import keras_device_name as check_device
+from gpulesson.records.pagewords import listed, middle_note
+from gpulesson.records.recordset import RecordSet
 from gpulesson.records.summaries import fmt_number as rate_text  # noqa: F401 (the pages' name for it)
 
 EXPERIMENT = "feeding"

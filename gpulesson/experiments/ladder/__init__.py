@@ -18,7 +18,7 @@ import itertools
 from pathlib import Path
 
 from gpulesson.experiments import cli
-from gpulesson.experiments.recordset import RecordSet
+from gpulesson.records.recordset import RecordSet
 
 # One record a rung and process start; the page's run is the newest with CPU and GPU records.
 RECORDS = RecordSet("ladder", ("device_kind", "rung", "start"))

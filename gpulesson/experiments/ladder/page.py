@@ -10,10 +10,10 @@ from pathlib import Path
 
 from gpulesson.experiments.common import markdown_table, summarise, summary_text
 from gpulesson.experiments.energy import energy_summary
-from gpulesson.experiments.figkit import label_bars, need
 from gpulesson.experiments.ladder import LARGE_FACTOR, ORDER, RECORDS, RUNGS, SPE, rungs_of
-from gpulesson.experiments.pagewords import met
 from gpulesson.machine import flops, gpu_peaks
+from gpulesson.records.figkit import label_bars, need
+from gpulesson.records.pagewords import met
 from gpulesson.records.results import NOT_RECORDED, duration, hardware, software
 from gpulesson.records.summaries import overlap
 

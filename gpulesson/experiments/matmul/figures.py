@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 
 from gpulesson.experiments.common import SPREAD_NOTE, draw_spread, fmt_number
-from gpulesson.experiments.figkit import need, title
 from gpulesson.experiments.matmul import records as mr
 from gpulesson.experiments.matmul.measure import gflops
+from gpulesson.records.figkit import need, title
 from gpulesson.records.results import NOT_RECORDED, duration, hardware, software
 
 _DEVICE_STYLE = {"cpu": {"marker": "o", "color": "tab:blue"},

@@ -9,8 +9,8 @@ from gpulesson.experiments.common import NO_DIFFERENCE, as_rate, compare, rank, 
 from gpulesson.experiments.matmul import records as mr
 from gpulesson.experiments.matmul.figures import floor_drawn, floor_words, gflops_alt, sync_alt
 from gpulesson.experiments.matmul.measure import DTYPES, METHOD, MIN_WINDOW_SECONDS, gflops
-from gpulesson.experiments.pagewords import listed, median_text, run_values
-from gpulesson.experiments.recordset import RecordSet
+from gpulesson.records.pagewords import listed, median_text, run_values
+from gpulesson.records.recordset import RecordSet
 from gpulesson.records.results import NOT_RECORDED, hardware, software
 from gpulesson.records.results import duration as _seconds
 

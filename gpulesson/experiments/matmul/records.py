@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from gpulesson.experiments.common import WARMUP, as_rate, compare, summary_of
 from gpulesson.experiments.matmul.measure import METHOD
-from gpulesson.experiments.recordset import RecordSet
 from gpulesson.records import results
+from gpulesson.records.recordset import RecordSet
 from gpulesson.records.results import NOT_RECORDED, duration, hardware, software
 
 BUSY = 0.25  # a sweep during which other programs used more CPU time than this is flagged

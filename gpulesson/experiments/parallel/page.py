@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from gpulesson.experiments.pagewords import listed
 from gpulesson.experiments.parallel import (
     LESSON_CNN_PARAMETERS,
     RESNET50_SOURCE,
@@ -17,6 +16,7 @@ from gpulesson.experiments.parallel import (
     scaling_efficiency,
 )
 from gpulesson.records import results
+from gpulesson.records.pagewords import listed
 
 EXPERIMENT = "cnn-cpu-vs-gpu"  # the results file this page reads: episode 5's CNN
 MATMUL_FILE = "matmul.jsonl"  # beside it: episode 6's matrix products

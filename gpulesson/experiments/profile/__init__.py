@@ -8,7 +8,7 @@ the devices it has. Needs the Keras backend JAX (its profiler).
 """
 
 from gpulesson.experiments import cli
-from gpulesson.experiments.recordset import RecordSet
+from gpulesson.records.recordset import RecordSet
 
 BATCH_SIZE, QUICK_STEPS = 256, 4
 PROFILE_STEPS = {"gpu": 100, "cpu": 10}  # batches profiled (quick mode: at most 4)

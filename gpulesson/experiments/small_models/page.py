@@ -15,9 +15,6 @@ from gpulesson.experiments.common import (
     summary_text,
     times_text,
 )
-from gpulesson.experiments.figkit import need, title
-from gpulesson.experiments.pagewords import accuracy, by_device, first_epoch, listed, run_values
-from gpulesson.experiments.recordset import gpu_against_cpu
 from gpulesson.experiments.small_models.measure import (
     EPISODE_WIDTHS,
     N_CLASSES,
@@ -28,6 +25,9 @@ from gpulesson.experiments.small_models.measure import (
     hidden_widths,
 )
 from gpulesson.records.compare_plots import LOG_NOTE, needs_log_axis
+from gpulesson.records.figkit import need, title
+from gpulesson.records.pagewords import accuracy, by_device, first_epoch, listed, run_values
+from gpulesson.records.recordset import gpu_against_cpu
 from gpulesson.records.results import NOT_RECORDED, data_label, hardware, is_gpu, pick
 from gpulesson.records.results import duration as short_time
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 import statistics
 
 from gpulesson.datasets.settings import LABELS
-from gpulesson.experiments import pagewords as words
-from gpulesson.experiments import parts
 from gpulesson.experiments.ceiling.page import rate_text
 from gpulesson.experiments.common import SPREAD_NOTE, compare_middle, draw_spread, markdown_table
-from gpulesson.experiments.figkit import need, panels, run_title
-from gpulesson.experiments.recordset import RecordSet, rate_summary
 from gpulesson.machine.devices import BACKEND_TITLES as NAMES
+from gpulesson.records import pagewords as words
+from gpulesson.records import parts
+from gpulesson.records.figkit import need, panels, run_title
+from gpulesson.records.recordset import RecordSet, rate_summary
 from gpulesson.records.results import NOT_RECORDED, data_label, duration, hardware
 from gpulesson.records.summaries import NO_DIFFERENCE
 

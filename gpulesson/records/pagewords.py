@@ -2,12 +2,12 @@
 
 A page (``NAME/page.py``) fills the episode's ``{{ ref_* }}`` values. The shapes its sentences
 share live here: which run and machine a value comes from (:func:`run_values`; the longer
-provenance is :func:`gpulesson.experiments.parts.provenance`), a value or
+provenance is :func:`gpulesson.records.parts.provenance`), a value or
 :data:`~gpulesson.records.results.NOT_RECORDED` (:func:`given`), a median and range of timed epochs
 (:func:`median_text`), lists in prose (:func:`listed`), a goal met or not (:func:`met`), and what
 is not recorded yet with the command that records it (:func:`none_yet`, :func:`recorded_by`).
 The words that compare two summaries ("N× faster", "no measurable difference") are
-:func:`gpulesson.experiments.common.compare`'s, and :func:`comparison_text` shows its sentence.
+:func:`gpulesson.records.summaries.compare`'s, and :func:`comparison_text` shows its sentence.
 
 Imports no deep-learning framework.
 """
@@ -16,9 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gpulesson.experiments.common import MIDDLE_FROM
 from gpulesson.records.results import NOT_RECORDED, duration, hardware, pick
-from gpulesson.records.summaries import summary_text
+from gpulesson.records.summaries import MIDDLE_FROM, summary_text
 
 NOTHING_YET = "Without a run there is nothing to compare yet."
 
@@ -134,7 +133,7 @@ def _count(n: int) -> str:
 
 
 def middle_note(*summaries, what: str = "epochs") -> str:
-    """Which repeats :func:`~gpulesson.experiments.common.compare_middle` reads of
+    """Which repeats :func:`~gpulesson.records.summaries.compare_middle` reads of
     ``summaries``, in words a reader can check against the ranges shown: "middle three of five
     epochs", "all epochs: too few to leave the fastest and slowest out"; '' without summaries."""
     counts = sorted({s["n"] for s in summaries if s})

@@ -5,7 +5,7 @@ draw without records (:func:`need`), one panel a device or a backend and device
 (:func:`panels`), the figure's title naming the data, machines and runs (:func:`title`), a
 panel's title naming the machine and the run it shows (:func:`run_title`), and values written
 at the ends of bars (:func:`label_bars`). The medians' spread is drawn by
-:func:`gpulesson.experiments.common.draw_spread`, a figure is saved with the lesson's settings
+:func:`gpulesson.records.summaries.draw_spread`, a figure is saved with the lesson's settings
 by :func:`gpulesson.records.plots.save_figures` (through :mod:`gpulesson.records.figure_scripts`), and its alt
 text is made by its own module from what it draws. pyplot is imported only when a figure is
 drawn.
@@ -13,7 +13,7 @@ drawn.
 
 from __future__ import annotations
 
-from gpulesson.experiments.parts import machine
+from gpulesson.records.parts import machine
 from gpulesson.records.results import data_label
 
 

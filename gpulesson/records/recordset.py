@@ -6,14 +6,14 @@ An experiment declares a :class:`RecordSet`: its name (the results file
 device's part of a run is complete, and which records a page may show (the others, such as
 those of a retired pipeline, stay in the file as measured). The layer then reads the file and
 chooses the runs a page shows (:meth:`RecordSet.reference_run`: for each device the newest run
-whose part on it is complete, :mod:`gpulesson.experiments.parts`), keys and finds conditions,
+whose part on it is complete, :mod:`gpulesson.records.parts`), keys and finds conditions,
 groups them by backend and device, and makes a condition's record of timed epochs by the
 lesson's rule (:meth:`RecordSet.epoch_record`; any other record with :meth:`RecordSet.record`,
 which names a CPU's device "CPU"). An experiment whose page compares one run's devices takes
 :meth:`RecordSet.newest_run` instead (the newest run with CPU and GPU records,
 :func:`gpulesson.records.results.reference_run`). A command reads a run that goes on with
 :meth:`RecordSet.read` and refuses other settings with :func:`check_earlier`. Summaries and the
-words that compare them are the rule's (:mod:`gpulesson.experiments.common`); the layer splits
+words that compare them are the rule's (:mod:`gpulesson.records.summaries`); the layer splits
 a run's warm-up from its timed epochs (:func:`split_epochs`) and compares the GPU with the CPU
 (:func:`gpu_against_cpu`). Imports no deep-learning framework.
 """
@@ -25,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpulesson.experiments import parts
-from gpulesson.experiments.common import (
+from gpulesson.records import parts, results
+from gpulesson.records.summaries import (
     SUMMARY_KEY,
     WARMUP,
     Comparison,
@@ -35,7 +35,6 @@ from gpulesson.experiments.common import (
     summarise,
     summary_of,
 )
-from gpulesson.records import results
 
 
 def every_part(part: list[dict]) -> bool:
@@ -129,7 +128,7 @@ class RecordSet:
     def epoch_summary(self, record: dict | None) -> dict | None:
         """The summary of a record's timed epochs (seconds): the one it keeps, or, for a record
         made before the rule, one built from its ``epoch_seconds``, the warm-up apart
-        (:func:`~gpulesson.experiments.common.summary_of`); None without epochs."""
+        (:func:`~gpulesson.records.summaries.summary_of`); None without epochs."""
         if not record:
             return None
         return summary_of(record, "epoch_seconds", warmup_key=self.warmup_key)
@@ -202,6 +201,6 @@ def check_earlier(earlier, **run) -> None:
 
 
 def gpu_against_cpu(cpu: dict | None, gpu: dict | None) -> Comparison | None:
-    """The GPU's timing against the CPU's (:func:`~gpulesson.experiments.common.compare` of two
+    """The GPU's timing against the CPU's (:func:`~gpulesson.records.summaries.compare` of two
     time summaries: its ``ratio`` is the CPU's median over the GPU's), or None without both."""
     return compare(gpu, cpu) if cpu and gpu else None
