@@ -15,7 +15,7 @@ from gpulesson.experiments.cnn.records import (
     steady_epoch_seconds,
 )
 from gpulesson.experiments.common import times_text
-from gpulesson.experiments.profile import records as profile
+from gpulesson.experiments.profile import page as profile
 from gpulesson.machine import flops, gpu_peaks
 from gpulesson.records import results
 from gpulesson.records.results import NOT_RECORDED, duration, is_gpu
