@@ -41,13 +41,6 @@ def drawer(experiment, names, folder: Path, *, run=None, figures=None, command: 
     return draw
 
 
-def until_recorded(experiment, folder: Path, backend: str = "jax"):
-    """The ``draw`` of a figure its episode shows only once recorded on a GPU with ``backend``."""
-    name = experiment.__name__.rsplit(".", 1)[-1]
-    return drawer(experiment, (experiment.FILE,), folder, until_recorded=name,
-                  command=f"KERAS_BACKEND={backend} python -m {experiment.__name__}")
-
-
 def schematic(figsize: tuple[float, float]):
     """The figure and axes of a schematic."""
     import matplotlib.pyplot as plt
