@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 from conftest import ROOT, blocked_imports
+from gpulesson.experiments.torch_reference.__main__ import main as torch_main
 
 from gpulesson.experiments import torch_reference
 from gpulesson.records.results import NOT_RECORDED, append_record, read_records, validate_record
@@ -299,7 +300,7 @@ def test_a_run_that_goes_on_trains_only_on_the_devices_it_lacks(tmp_path, fake_t
     out = tmp_path / "torch.jsonl"
     argv = ["--devices", "cpu", "gpu", "--out", str(out)]
     with pytest.raises(RuntimeError, match="on the GPU"):
-        torch_reference.main(argv)
+        torch_main(argv)
     [cpu] = read_records(out)  # the device that finished is kept
     assert cpu["device_kind"] == "cpu" and fake_training.calls == ["cpu", "cuda"]
     run_id = cpu["run_id"]
@@ -308,13 +309,13 @@ def test_a_run_that_goes_on_trains_only_on_the_devices_it_lacks(tmp_path, fake_t
 
     # Going on with other settings would mix two comparisons in one run: refused.
     with pytest.raises(SystemExit) as refused:
-        torch_reference.main([*argv, "--run-id", run_id, "--batch-size", "16"])
+        torch_main([*argv, "--run-id", run_id, "--batch-size", "16"])
     assert refused.value.code == 2
     assert "was recorded with batch_size 64, not 16" in capsys.readouterr().err
 
     fake_training.calls.clear()
     fake_training.stop_on_gpu = False
-    assert torch_reference.main([*argv, "--run-id", run_id]) == 0
+    assert torch_main([*argv, "--run-id", run_id]) == 0
     printed = capsys.readouterr().out
     assert fake_training.calls == ["cuda"] and "going on with gpu" in printed
     mine = read_records(out, run_id=run_id)
@@ -323,6 +324,6 @@ def test_a_run_that_goes_on_trains_only_on_the_devices_it_lacks(tmp_path, fake_t
     assert "Appended 1 record(s)" in printed
 
     before = out.read_text()
-    assert torch_reference.main([*argv, "--run-id", run_id]) == 0
+    assert torch_main([*argv, "--run-id", run_id]) == 0
     assert fake_training.calls == ["cuda"] and out.read_text() == before
     assert "nothing left to record" in capsys.readouterr().out

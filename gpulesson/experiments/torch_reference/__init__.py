@@ -7,9 +7,7 @@ PyTorch nor Keras (TensorFlow must not share a process with PyTorch's compiler).
 
 from __future__ import annotations
 
-from functools import partial
-
-from gpulesson.experiments import cli, registry
+from gpulesson.experiments import cli
 from gpulesson.experiments.torch_reference.measure import (
     DEVICES,
     FULL_BATCH_SIZE,
@@ -38,7 +36,6 @@ COMMAND = cli.Command(
     cli.option("--threads", type=int, default=None,
                help="CPU threads for PyTorch (default: PyTorch's choice)"),
     cli.out(RESULTS_FILE), cli.SEED, cli.RUN_ID)
-_parser, main = COMMAND.parser, partial(registry.run, __name__)
 
 __all__ = ["EXPERIMENT", "RESULTS_FILE", "SKIPPED_CELL", "alt_texts", "check_torch", "describe",
-           "figures", "main", "reference_run", "run_record", "substitutions", "torch_environment"]
+           "figures", "reference_run", "run_record", "substitutions", "torch_environment"]
