@@ -10,16 +10,12 @@ from gpulesson.experiments.matmul import records as mr
 from gpulesson.experiments.matmul.figures import floor_drawn, floor_words, gflops_alt, sync_alt
 from gpulesson.experiments.matmul.measure import DTYPES, METHOD, MIN_WINDOW_SECONDS, gflops
 from gpulesson.records.pagewords import listed, median_text, run_values
-from gpulesson.records.recordset import RecordSet
 from gpulesson.records.results import NOT_RECORDED, hardware, software
 from gpulesson.records.results import duration as _seconds
 
 DEVICES = ("cpu", "gpu")
 # The CPU's other precisions against float32, size by size.
 BY_SIZE = {f"ref_mm_cpu_{dtype}_by_size": ("cpu", dtype) for dtype in DTYPES if dtype != "float32"}
-# Episode 9's CPU training of the CNN in float32 and in mixed bfloat16, read by its name alone.
-FEEDING = RecordSet("feeding", ())
-FEEDING_FILE = FEEDING.results_file.name
 
 
 def _peak(record: dict | None) -> str:
@@ -167,6 +163,8 @@ def throughput_values(records) -> dict[str, str]:
 def model_precision(path) -> tuple[dict, dict, dict] | None:
     """(mixed bfloat16 rate, float32 rate, the bfloat16 record) of the newest feeding run that
     trained the CNN on the CPU in both, all else the same; None without both."""
+    from gpulesson.experiments.feeding.records import RECORDS as FEEDING  # episode 9's records
+
     for group in reversed(list(FEEDING.runs_in(path).values())):
         cpu = [r for r in group if r.get("device_kind") == "cpu" and r.get("mode") == "train"]
         mixed = next((r for r in cpu if r.get("group") == "precision"
@@ -266,7 +264,9 @@ def substitutions(path=mr.RESULTS_FILE) -> dict[str, str]:
     values.update(throughput_values(records))
     values.update(peak_values(records))
     values.update(latency_values(latency))
-    values.update(_model_values(Path(path).parent / FEEDING_FILE))
+    from gpulesson.experiments.feeding.records import RESULTS_FILE as FEEDING_FILE
+
+    values.update(_model_values(Path(path).parent / FEEDING_FILE.name))
     copied = (_sorted_points(mr.find(records, "gpu", "float32")) or [None])[-1]
     copy_seconds = copied and copied.get("transfer_median_seconds")
     values["ref_mm_gpu_transfer_n"] = f"{copied['n']:,}" if copy_seconds else NOT_RECORDED
