@@ -14,13 +14,13 @@ from matplotlib.lines import Line2D
 matplotlib.use("Agg")
 
 from gpulesson.experiments import (  # noqa: E402
-    calibration,
     cnn,
     feeding,
     matmul,
     small_models,
     torch_reference,
 )
+from gpulesson.experiments.calibration import page as calibration
 from gpulesson.experiments.contention import page as contention
 
 

@@ -9,7 +9,7 @@ from conftest import ROOT
 from gpulesson.datasets.synthetic import PAIRS, SYNTHETIC_CLASS_NAMES
 from gpulesson.experiments import calibration, registry
 from gpulesson.experiments.calibration.measure import generator_fingerprint
-from gpulesson.experiments.calibration.page import describe, substitutions
+from gpulesson.experiments.calibration.page import describe, findings, reference_record, substitutions
 from gpulesson.records.figure_scripts import drawer
 from gpulesson.records.results import NOT_RECORDED, read_records, validate_record
 
@@ -68,13 +68,13 @@ def test_findings_read_overfitting_and_pairs_from_a_record():
         "test_accuracy_per_epoch": [0.4, 0.55, 0.6, 0.7, 0.68],
         "confusion": {"3": matrix.tolist(), "5": matrix.tolist()},
     }
-    found = calibration.findings(record)
+    found = findings(record)
     assert found["workshop_accuracy"] == 0.6 and found["best_accuracy"] == 0.7 and found["best_epoch"] == 4
     assert found["val_loss_low_epoch"] == 3 and found["overfits"]
     assert found["final_pair_share"] == pytest.approx(30 / 40)
     assert found["most_confused"] == (4, 5)
     record["history"]["val_loss"] = [1.4, 1.0, 0.9, 0.8, 0.7]  # still falling: no overfitting
-    assert not calibration.findings(record)["overfits"]
+    assert not findings(record)["overfits"]
 
 
 def test_no_record_says_not_recorded(tmp_path):
@@ -86,7 +86,7 @@ def test_no_record_says_not_recorded(tmp_path):
 
 @pytest.fixture(scope="module")
 def reference():
-    record = calibration.reference_record()
+    record = reference_record()
     assert record, f"{calibration.RESULTS_FILE} must hold a record: {COMMAND}"
     return record
 
@@ -103,7 +103,7 @@ def test_the_committed_record_is_full_size_and_of_this_generator(reference):
 
 def test_the_stand_in_behaves_like_cifar10(reference):
     """The targets: CIFAR-like accuracy after the workshop's epochs, overfitting, pair confusions."""
-    found = calibration.findings(reference)
+    found = findings(reference)
     low, high = calibration.TARGET_ACCURACY
     assert found["workshop_epochs"] == 3
     assert low <= found["workshop_accuracy"] <= high, found
@@ -115,7 +115,7 @@ def test_the_stand_in_behaves_like_cifar10(reference):
 
 def test_the_notes_values_come_from_the_record(reference):
     values = substitutions()
-    found = calibration.findings(reference)
+    found = findings(reference)
     assert values["ref_calib_workshop_accuracy"] == f"{found['workshop_accuracy']:.1%}"
     assert values["ref_calib_n_train"] == "45,000" and values["ref_calib_epochs"] == str(reference["epochs"])
     a, b = found["most_confused"]

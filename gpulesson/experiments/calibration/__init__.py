@@ -12,8 +12,6 @@ it is stale. Imports no deep-learning framework.
 
 from __future__ import annotations
 
-import importlib
-
 from gpulesson.experiments import cli
 from gpulesson.records.recordset import RecordSet
 
@@ -37,12 +35,3 @@ COMMAND = cli.Command(
     cli.option("--device", choices=("cpu", "gpu"), default="cpu",
                help="where to train (default cpu; the accuracies do not depend on it)"),
     cli.out(RESULTS_FILE), cli.SEED)  # no --run-id: a run is one record, always a new one
-
-# The page's names, imported when first asked for: the page imports this package.
-_PAGE_NAMES = {"figures", "findings", "reference_record"}
-
-
-def __getattr__(name: str):
-    if name in _PAGE_NAMES:
-        return getattr(importlib.import_module(f"{__name__}.page"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
