@@ -366,7 +366,7 @@ def test_every_planned_experiment_step_parses_as_its_command_line(planned):
     import importlib
 
     name = planned.step.argv[1]
-    module = importlib.import_module(name if name.endswith("torch_reference") else f"{name}.__main__")
+    module = importlib.import_module(f"{name}.__main__")
     for gpu in (False, True):
         module._parser().parse_args(steps.command(planned.step, "run-1", gpu, python="py")[3:])
 

@@ -203,7 +203,7 @@ def test_every_stage_step_has_arguments_its_experiment_accepts(step):
     import importlib
 
     name = step.argv[1]
-    module = importlib.import_module(name if name.endswith("torch_reference") else f"{name}.__main__")
+    module = importlib.import_module(f"{name}.__main__")
     for gpu in (False, True):
         argv = steps.command(step, "run-1", gpu=gpu, python="py")[3:]
         argv += steps.extra_arguments(step, SHORTER)
