@@ -1,25 +1,15 @@
 """Energy in the records and on the pages: what an experiment keeps of a meter
 (:mod:`gpulesson.machine.energy`), and the words a page shows for it.
 
-A record's ``energy`` is one of (``changes``: how often the meter's reading changed;
-``step_joules``: the counter's smallest step):
-
-- ``measured``, ``window`` "each": each timed interval's joules and their summary, where the
-  reading changed at least :data:`~gpulesson.machine.energy.MIN_CHANGES` times in every interval
-  (records made before the windows were checked have no ``window`` and read the same);
-- ``measured``, ``window`` "phase": intervals too short for the meter one by one, so the whole
-  timed phase is one window: its ``joules`` over its ``intervals``, summarised as one sample;
-- not ``measured``, ``below_resolution``: even the whole phase was too short; the ``reason``
-  says by how much, and no number of joules is claimed;
-- not ``measured``, with the ``reason`` no counter could be read.
-
-A record made before energy was measured has none: "not measured". A window is never read as 0 J.
+A record's ``energy`` is ``measured`` with ``window`` "each" (every timed interval's joules;
+older records have no ``window``) or "phase" (intervals too short for the meter one by one, the
+whole timed phase as one window); or not ``measured``, ``below_resolution`` or with the
+``reason`` no counter could be read. A window is never read as 0 J.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 
 from gpulesson.experiments.common import fmt_number, scale, summarise, summary_text, synchronise
 from gpulesson.machine.energy import MIN_CHANGES, EnergyUnavailable, Intervals, open_meter, unmeasured
@@ -32,7 +22,7 @@ UNMEASURABLE = "not measurable on this machine"
 BELOW_RESOLUTION = "below the resolution of the meter"
 
 
-def measured(source: str, joules: Sequence[float], warmup: int, images: int) -> dict:
+def measured(source: str, joules, warmup: int, images: int) -> dict:
     """A record's ``energy`` of each interval's ``joules``, the first ``warmup`` the warm-up."""
     values = [float(j) for j in joules]
     if len(values) <= warmup:
@@ -120,9 +110,8 @@ def energy_of_calls(fn, device_kind: str, *, images: int, meter=None,
 
 
 def energy_callback(intervals):
-    """A Keras callback that reads ``intervals`` at the start and the end of each epoch, the
-    end once its work is done (its logs fetched, as the epoch timer does), so that no
-    synchronisation is added to the steps."""
+    """A Keras callback that reads ``intervals`` at each epoch's start and, once its work is
+    done (its logs fetched, as the epoch timer does), its end."""
     import keras
 
     class EpochEnergy(keras.callbacks.Callback):
@@ -158,18 +147,6 @@ OLD_ZERO = ("the record read its intervals one by one, and some read 0 J: each w
             "than a step of the counter")
 
 
-def _phase_text(energy: dict, per_image: bool, factor: float, what: str) -> str:
-    """ "0.25 J (the mean of 5 epochs, measured as one window of 1.2 kJ in 1.6 s: one epoch
-    alone is too short for the meter)"."""
-    mean = energy["joules"] / energy["intervals"] * factor
-    if per_image:
-        mean /= energy["images"]
-    one = what.rstrip("s")
-    return (f"{_joules(mean)} (the mean of {energy['intervals']:,} {what}, measured as one "
-            f"window of {_joules(energy['joules'])} in {duration(energy['seconds'])}: one "
-            f"{one} alone is too short for the meter)")
-
-
 def _joules(value: float) -> str:
     """Joules with a unit that keeps the number short: "0.012 J", "412 J", "3.1 kJ"."""
     if abs(value) >= 10_000:
@@ -191,6 +168,11 @@ def energy_text(record: dict | None, *, per_image: bool = False, factor: float =
         return f"{BELOW_RESOLUTION} ({OLD_ZERO})"
     if not energy.get("measured"):
         return f"{UNMEASURABLE} ({energy.get('reason') or 'no reason recorded'})"
-    if energy.get("window") == "phase":
-        return _phase_text(energy, per_image, factor, what)
+    if energy.get("window") == "phase":  # "0.25 J (the mean of 5 epochs, measured as one window ...)"
+        mean = energy["joules"] / energy["intervals"] * factor
+        if per_image:
+            mean /= energy["images"]
+        return (f"{_joules(mean)} (the mean of {energy['intervals']:,} {what}, measured as one "
+                f"window of {_joules(energy['joules'])} in {duration(energy['seconds'])}: one "
+                f"{what.rstrip('s')} alone is too short for the meter)")
     return summary_text(energy_summary(record, per_image, factor), _joules, what=what)
