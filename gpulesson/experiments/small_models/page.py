@@ -26,7 +26,7 @@ from gpulesson.experiments.small_models.measure import (
 )
 from gpulesson.records.compare_plots import LOG_NOTE, needs_log_axis
 from gpulesson.records.figkit import need, title
-from gpulesson.records.pagewords import accuracy, by_device, first_epoch, listed, run_values
+from gpulesson.records.pagewords import accuracy, by_device, first_epoch, listed, median_text, run_values
 from gpulesson.records.recordset import gpu_against_cpu
 from gpulesson.records.results import NOT_RECORDED, data_label, hardware, is_gpu, pick
 from gpulesson.records.results import duration as short_time
@@ -34,6 +34,7 @@ from gpulesson.records.results import duration as short_time
 COMMAND = "python -m gpulesson.experiments.small_models"
 epoch_summary = RECORDS.epoch_summary  # every record keeps its epochs; the first of old ones is the warm-up
 BUDGET = "`python tools/reference.py budget`"
+STEPS = "steps_per_epoch"
 DEVICE_WORDS = {"CPU": "round markers and a solid line", "GPU": "square markers and a dashed line"}
 
 
@@ -63,17 +64,9 @@ def reference_run(part: str, path=None) -> list[dict]:
     return RECORDS.newest_run(path, part=part, complete=sweep_complete if part == "sweep" else None)
 
 
-def sample_summary(record: dict | None) -> dict | None:
-    """The time per sample of a sweep record."""
-    return scale(epoch_summary(record), 1 / record["n_rows"]) if record else None
-
-
-def step_summary(record: dict | None) -> dict | None:
-    """The time per step of a sweep record."""
-    if not record:
-        return None
-    steps = record.get("steps_per_epoch") or -(-record["n_rows"] // record["batch_size"])
-    return scale(epoch_summary(record), 1 / steps)
+def sample_summary(record: dict | None, per: str = "n_rows") -> dict | None:
+    """The time per sample of a sweep record (per step with ``per=STEPS``)."""
+    return scale(epoch_summary(record), 1 / record[per]) if record else None
 
 
 def speedup_text(found: Comparison | None) -> str:
@@ -126,12 +119,13 @@ def describe_comparison(records) -> str:
     return "\n".join(lines)
 
 
-def _cell_text(record) -> str:
-    found = sample_summary(record)
+def _cell_text(found, between: str = " ", dash: str = "-") -> str:
+    """A cell's median time per sample and the range of its timed epochs."""
     if not found:
         return "-"
-    return short_time(found["median"]) + (f" ({short_time(found['min'])}-{short_time(found['max'])})"
-                                          if found["n"] > 1 else " (1 epoch)")
+    return short_time(found["median"]) + between + (
+        f"({short_time(found['min'])}{dash}{short_time(found['max'])})" if found["n"] > 1
+        else "(1 epoch)")
 
 
 def sweep_table(records) -> str:
@@ -149,7 +143,8 @@ def sweep_table(records) -> str:
     for width in widths:
         for batch in batches:
             pair = cells.get((width, batch), {})
-            line = f"{width:6} {batch:6} " + " ".join(f"{_cell_text(pair.get(k)):>24}" for k in kinds)
+            line = f"{width:6} {batch:6} " + " ".join(f"{_cell_text(sample_summary(pair.get(k))):>24}"
+                                                      for k in kinds)
             if verdicts:
                 found = verdicts.get((width, batch))
                 line += (f" {found.ratio:8.2f}x  {found.sentence}" if found else f" {'-':>9}")
@@ -245,12 +240,9 @@ def sweep_drawn(records) -> dict:
         return drawn
     kind = drawn["kind"] = "cpu" if any("cpu" in pair for pair in cells.values()) else "gpu"
     for key, pair in cells.items():
-        summary = sample_summary(pair.get(kind))
-        if summary:
-            spread = (f"({short_time(summary['min'])}–{short_time(summary['max'])})"
-                      if summary["n"] >= 2 else "(1 epoch)")
+        if summary := sample_summary(pair.get(kind)):
             drawn["cells"][key] = {"value": summary["median"], "verdict": None,
-                                   "text": f"{short_time(summary['median'])}\n{spread}"}
+                                   "text": _cell_text(summary, "\n", "–")}
     return drawn
 
 
@@ -411,8 +403,7 @@ def substitutions(path=RECORDS.results_file) -> dict[str, str]:
     })
     for name, record in by_device(comparison):
         values[f"ref_mlp_{name}_first_epoch"] = first_epoch(record)
-        values[f"ref_mlp_{name}_epoch"] = (summary_text(epoch_summary(record), short_time)
-                                           if record else NOT_RECORDED)
+        values[f"ref_mlp_{name}_epoch"] = median_text(epoch_summary(record), what="repeats")
         values[f"ref_mlp_{name}_accuracy"] = accuracy(record)
 
     records = reference_run("sweep", path)
@@ -434,20 +425,18 @@ def substitutions(path=RECORDS.results_file) -> dict[str, str]:
         if mine:
             values[f"ref_mlp_sweep_{name}_total"] = short_time(sum(r["total_seconds"] for r in mine))
         for size, key in corners.items():
-            record = cells.get(key, {}).get(name)
-            if record:
-                values[f"ref_mlp_sweep_{name}_{size}_sample"] = summary_text(sample_summary(record),
-                                                                             short_time)
-        small = cells.get(corners["small"], {}).get(name)
-        if small:
-            values[f"ref_mlp_sweep_{name}_small_step"] = summary_text(step_summary(small), short_time)
+            values[f"ref_mlp_sweep_{name}_{size}_sample"] = median_text(
+                sample_summary(cells.get(key, {}).get(name)), what="repeats")
+        values[f"ref_mlp_sweep_{name}_small_step"] = median_text(
+            sample_summary(cells.get(corners["small"], {}).get(name), STEPS), what="repeats")
         # One step of the narrowest model at the smallest and at the largest batch: how much a
         # step's time grows along the top row of the grid.
         first, last = (cells.get((widths[0], batch), {}).get(name) for batch in (batches[0], batches[-1]))
         if len(batches) > 1 and first and last:
             values[f"ref_mlp_sweep_{name}_row_steps"] = (
-                f"from {short_time(step_summary(first)['median'])} at batch size {batches[0]:,} to "
-                f"{short_time(step_summary(last)['median'])} at batch size {batches[-1]:,} (medians)")
+                f"from {short_time(sample_summary(first, STEPS)['median'])} at batch size "
+                f"{batches[0]:,} to {short_time(sample_summary(last, STEPS)['median'])} at batch "
+                f"size {batches[-1]:,} (medians)")
     if verdicts:
         def cell(key):
             return f"{times_text(verdicts[key].ratio)} at {cell_name(key)} ({verdict_words(verdicts[key])})"
