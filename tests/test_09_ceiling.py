@@ -13,18 +13,18 @@ import pytest
 from conftest import ROOT, run_on_jax_cpu
 
 from gpulesson.experiments import ceiling
-from gpulesson.experiments.ceiling import page, records
+from gpulesson.experiments.ceiling import page
 from gpulesson.experiments.feeding.records import DEVICE_METHODS
 from gpulesson.records.results import NOT_RECORDED
 
 
-def record(backend, device, pipeline, seconds, n=records.N_IMAGES):
+def record(backend, device, pipeline, seconds, n=page.N_IMAGES):
     return {"backend": backend, "device_kind": device, "pipeline": pipeline, "n_images": n,
             "run_id": "r", "date": "2026-11-23T00:00:00+00:00", "device": "CPU",
             "cpu_model": "Test CPU", "cores_usable": 2, "batch_size": 256,
             "versions": {"keras": "3"}, "epoch_seconds": seconds,
             "warmup_seconds": [1.0], "images_per_second": n / sorted(seconds)[len(seconds) // 2],
-            "experiment": records.EXPERIMENT}
+            "experiment": page.EXPERIMENT}
 
 
 RUN = [record("jax", "cpu", "arrays", [1.0, 1.1, 1.05, 1.0, 1.02]),
@@ -34,23 +34,23 @@ RUN = [record("jax", "cpu", "arrays", [1.0, 1.1, 1.05, 1.0, 1.02]),
 
 
 def test_the_ceiling_is_the_fastest_in_memory_way_and_shares_follow_the_medians():
-    top = records.ceiling(RUN, "jax", "cpu")
+    top = page.ceiling(RUN, "jax", "cpu")
     assert top["pipeline"] == "ram"
-    assert records.share(RUN[2], top) == pytest.approx(0.51 / 1.05)
-    assert records.verdict(RUN[2], top).endswith("misses the 90% goal")
-    assert "slower" in records.verdict(RUN[2], top)
+    assert page.share(RUN[2], top) == pytest.approx(0.51 / 1.05)
+    assert page.verdict(RUN[2], top).endswith("misses the 90% goal")
+    assert "slower" in page.verdict(RUN[2], top)
     # Overlapping ranges are not a difference, and 98 % meets the goal.
-    said = records.verdict(RUN[3], top)
+    said = page.verdict(RUN[3], top)
     assert "no measurable difference" in said and said.endswith("meets the 90% goal")
     # Shares are rounded to the nearest percent, and one just below the goal still reads below.
-    assert records.share_text(0.617) == "62%" and records.share_text(0.9) == "90%"
-    assert records.share_text(0.8999) == "89.99%" and records.share_text(0.897) == "89.7%"
-    assert records.share_text(0.8949) == "89%"
-    assert records.verdict(top, top) == "the ceiling, 2.6 ms a step"  # 0.51 s over 196 steps
-    assert records.ceiling(RUN, "torch", "cpu") is None
+    assert page.share_text(0.617) == "62%" and page.share_text(0.9) == "90%"
+    assert page.share_text(0.8999) == "89.99%" and page.share_text(0.897) == "89.7%"
+    assert page.share_text(0.8949) == "89%"
+    assert page.verdict(top, top) == "the ceiling, 2.6 ms a step"  # 0.51 s over 196 steps
+    assert page.ceiling(RUN, "torch", "cpu") is None
     # A short run (fewer epochs or images than the rule) is not judged against the goal.
     short = [{**r, "epoch_seconds": r["epoch_seconds"][:2], "n_images": 5_000} for r in RUN]
-    said = records.verdict(short[2], records.ceiling(short, "jax", "cpu"))
+    said = page.verdict(short[2], page.ceiling(short, "jax", "cpu"))
     assert "too rough to judge the 90% goal" in said and "misses" not in said
 
 
@@ -65,7 +65,7 @@ def test_the_page_states_the_generators_share_of_the_ceiling_on_each_backend():
     tf = [record("tensorflow", "cpu", "tfdata", [0.5] * 5),
           record("tensorflow", "cpu", "lesson", [1.0] * 5)]
     assert page.goal_shares(tf).endswith("2026-11-23): 50% on TensorFlow.")
-    assert records.verdict(tf[1], tf[0]) == "50% of it, 2× slower"
+    assert page.verdict(tf[1], tf[0]) == "50% of it, 2× slower"
 
 
 def test_table_alt_text_and_page_values_say_what_was_measured(tmp_path):
@@ -88,7 +88,7 @@ def test_table_alt_text_and_page_values_say_what_was_measured(tmp_path):
     # the episode's note on what is missing tests the GPU's name
     assert values["ref_ceil_gpu"] == NOT_RECORDED
     gpu = [*RUN, *({**record("jax", "gpu", name, [0.1] * 5), "device": "Made-up GPU"}
-                   for name in records.pipelines_for("gpu", "jax"))]
+                   for name in page.pipelines_for("gpu", "jax"))]
     file.write_text("".join(json.dumps(r) + "\n" for r in gpu))
     assert page.substitutions(file)["ref_ceil_gpu"] == "Made-up GPU"
     torch = [record("torch", "cpu", "ram", [0.5] * 5)]
@@ -104,12 +104,12 @@ def test_records_of_retired_pipelines_are_read_and_left_out(tmp_path):
 
     matplotlib.use("Agg")
     file = tmp_path / "ceiling.jsonl"
-    old = [*RUN, *(record("jax", "cpu", name, [0.6] * 5) for name in records.RETIRED)]
+    old = [*RUN, *(record("jax", "cpu", name, [0.6] * 5) for name in page.RETIRED)]
     file.write_text("".join(json.dumps(r) + "\n" for r in old))
-    kept = records.reference_run(file)
+    kept = page.reference_run(file)
     assert [r["pipeline"] for r in kept] == [r["pipeline"] for r in RUN]
     values = page.substitutions(file)
-    assert not any(name in text for name in records.RETIRED for text in values.values())
+    assert not any(name in text for name in page.RETIRED for text in values.values())
     assert values["ref_ceil_table"] == page.table(RUN)
     ceiling.figures(kept)
 
@@ -144,10 +144,10 @@ def test_the_tf_data_ceiling_gives_every_image_once_an_epoch_in_a_new_order():
 
 
 def test_each_backend_and_device_measures_its_own_pipelines():
-    assert "tfdata" in records.pipelines_for("cpu", "tensorflow")
-    assert "tfdata" not in records.pipelines_for("gpu", "jax") + records.pipelines_for("cpu", "torch")
-    assert "device" in records.pipelines_for("gpu", "jax")
-    assert "device" not in records.pipelines_for("cpu", "tensorflow")
+    assert "tfdata" in page.pipelines_for("cpu", "tensorflow")
+    assert "tfdata" not in page.pipelines_for("gpu", "jax") + page.pipelines_for("cpu", "torch")
+    assert "device" in page.pipelines_for("gpu", "jax")
+    assert "device" not in page.pipelines_for("cpu", "tensorflow")
 
 
 def test_the_command_measures_one_process_per_backend_and_appends_one_run(tmp_path):
@@ -279,7 +279,7 @@ def test_a_partial_gpu_run_does_not_replace_a_complete_part(tmp_path):
     cut = gpu_run("jax", {"arrays": [0.2] * 5, "ram": [0.1] * 5}, run_id="cut")
     made = [*RUN, *gpu_run("jax", JAX_GPU), *cut]
     file.write_text("".join(json.dumps(r) + "\n" for r in made))
-    reference = records.reference_run(file)
+    reference = page.reference_run(file)
     assert {(r["run_id"], r["device_kind"]) for r in reference} == {("r", "cpu"), ("g", "gpu")}
     values = page.substitutions(file)
     summary = values["ref_ceil_summary"]
@@ -301,10 +301,10 @@ def test_a_device_record_of_the_old_method_is_neither_shown_nor_the_ceiling(tmp_
     fast = {**JAX_GPU, "device": [0.1] * 5}  # 500,000 images/s: above ram's 378,788
     new = gpu_run("jax", fast)
     old = [{k: v for k, v in r.items() if k != "method"} for r in new]
-    assert records.ceiling(new, "jax", "gpu")["pipeline"] == "device"
+    assert page.ceiling(new, "jax", "gpu")["pipeline"] == "device"
     assert "| JAX, GPU | device | 500,000 " in page.table(new)
-    assert records.ceiling(old, "jax", "gpu")["pipeline"] == "ram"
-    assert records.find(old, "jax", "gpu", "device") is None
+    assert page.ceiling(old, "jax", "gpu")["pipeline"] == "ram"
+    assert page.find(old, "jax", "gpu", "device") is None
     assert "| device |" not in page.table(old) and "500,000" not in page.table(old)
     assert "| JAX, GPU | ram |" in page.table(old)
     assert "| the ceiling, 0.67 ms a step |" in page.table(old)  # ram's step, not device's
@@ -317,7 +317,7 @@ def test_a_device_record_of_the_old_method_is_neither_shown_nor_the_ceiling(tmp_
     for made, said in ((old, True), (new, False)):
         file = tmp_path / "ceiling.jsonl"
         file.write_text("".join(json.dumps(r) + "\n" for r in [*RUN, *made]))
-        kept = records.reference_run(file)
+        kept = page.reference_run(file)
         assert [r["pipeline"] for r in kept if r["device_kind"] == "gpu"] == list(fast)
         values = page.substitutions(file)
         assert ("| JAX, GPU | device |" in values["ref_ceil_table"]) is not said
@@ -333,9 +333,9 @@ def test_the_committed_h200_device_record_of_the_old_method_is_not_on_the_page()
     the page's table, figure text and ceilings do not use them."""
     from gpulesson.records import results
 
-    kept = [r for r in results.read_records(records.RESULTS_FILE)
+    kept = [r for r in results.read_records(page.RESULTS_FILE)
             if r.get("run_id") == "20261127T160443Z-743e59"]
-    h200 = records.find(kept, "jax", "gpu", "device")
+    h200 = page.find(kept, "jax", "gpu", "device")
     assert h200 is None  # made before the method was recorded
     old = [r for r in kept if (r["backend"], r["device_kind"], r["pipeline"])
            == ("jax", "gpu", "device")]
@@ -343,10 +343,10 @@ def test_the_committed_h200_device_record_of_the_old_method_is_not_on_the_page()
     assert "method" not in old[0]
     values = page.substitutions()
     shown = "".join(values.values())
-    reference = records.reference_run()
-    for hidden in records.old_method(reference):
+    reference = page.reference_run()
+    for hidden in page.old_method(reference):
         assert page.rate_text(hidden) not in shown
-        assert records.ceiling(reference, hidden["backend"], hidden["device_kind"]) is not hidden
+        assert page.ceiling(reference, hidden["backend"], hidden["device_kind"]) is not hidden
     # A later run's device rows, taken the current way, may be shown: never the old one.
     assert "243,511" not in shown
     assert all(r.get("method") for r in reference if r["pipeline"] == "device")
@@ -363,7 +363,7 @@ feeds = dict(m._feeds(["ram", "device"], x=x, y=y, path=None, batch_size=32, ker
 fed = []
 fit = m._fit
 m._fit = lambda model, feed, **rule: fed.append(type(feed["x"]).__name__) or fit(model, feed, **rule)
-m.cr.pipelines_for = lambda device, backend: ["ram", "device"]  # the GPU's pipelines, on the CPU
+m.cp.pipelines_for = lambda device, backend: ["ram", "device"]  # the GPU's pipelines, on the CPU
 made = m.measure(devices=["cpu"], pipelines=["ram", "device"], n_images=128, batch_size=64,
                  repeats=1, warmup=1, progress=lambda line: None)
 print(json.dumps({"feeds": {n: type(f["x"]).__name__ for n, f in feeds.items()},

@@ -10,7 +10,7 @@ import pytest
 from conftest import ROOT
 
 from gpulesson.experiments import common, workers
-from gpulesson.experiments.ceiling.records import N_IMAGES
+from gpulesson.experiments.ceiling.page import N_IMAGES
 from gpulesson.experiments.workers import measure, page
 from gpulesson.records import parts
 

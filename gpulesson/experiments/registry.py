@@ -130,10 +130,12 @@ def experiment(name: str):
 def run(name: str, argv=None) -> int:
     """The command of the declared experiment ``name``: a new run, or ``--run-id``'s without
     the conditions it has; each record ``measure`` yields appended to ``--out`` at once (a
-    stopped run keeps what it made), then the run's table and what was appended."""
+    stopped run keeps what it made), then the run's table and what was appended. A
+    ``per_backend`` command measures in one process per Keras backend, this one saying the
+    run's table and which failed."""
     from gpulesson.errors import cannot_write_file
     from gpulesson.experiments import cli
-    from gpulesson.records.results import append_record
+    from gpulesson.records.results import append_record, read_records
 
     experiment = Declared(name)
     parser, args = experiment.COMMAND.parse(argv)
@@ -143,11 +145,22 @@ def run(name: str, argv=None) -> int:
         parser.error(f"argument --out: {problem}")
     run_id, done = cli.continue_run(args.out, records.experiment,
                                    getattr(args, "run_id", None), records.key)  # None: a new run
+    per_backend = experiment.COMMAND.per_backend
+    if per_backend:
+        failed = cli.other_backends(parser, args, experiment.COMMAND, run_id, records.backends)
+        if failed is not None:
+            if Path(args.out).is_file():
+                print(experiment.describe(read_records(args.out, experiment=records.experiment,
+                                                       run_id=run_id)))
+            if failed:
+                print(f"error: the {', '.join(failed)} process(es) failed (above).", file=sys.stderr)
+            return 1 if failed else 0
     made = []
     for record in experiment.measure(args, run_id=run_id, done=done):
         append_record(args.out, record)
         made.append(record)
-    return cli.say_measured(made, args.out, records.experiment, run_id, experiment.describe)
+    return cli.say_measured(made, args.out, records.experiment, run_id,
+                            None if per_backend else experiment.describe)
 
 
 def draw_declared(root: Path, package: str = PACKAGE) -> list[Path]:

@@ -1,9 +1,27 @@
 """The ceiling of ``fit`` (episode 9, "What limits fit"): how many images per second each
 backend's training loop takes with a model that does almost nothing, fed from memory and from
-the lesson's generator. Importing it imports no deep-learning framework."""
+the lesson's generator. Importing it imports no deep-learning framework.
 
-from gpulesson.experiments.ceiling.page import FILE, figures, substitutions, table
-from gpulesson.experiments.ceiling.records import EXPERIMENT, PIPELINES, RESULTS_FILE, ceiling, reference_run
+    python -m gpulesson.experiments.ceiling                   # every installed backend, CPU then GPU
+    python -m gpulesson.experiments.ceiling --backends jax --devices gpu
 
-__all__ = ["EXPERIMENT", "FILE", "PIPELINES", "RESULTS_FILE", "ceiling", "figures",
-           "reference_run", "substitutions", "table"]
+A Keras process has one backend: the command runs itself once per backend, all appending to one run.
+"""
+
+from gpulesson.experiments import cli
+from gpulesson.experiments.ceiling import page
+from gpulesson.experiments.ceiling.measure import SIZES
+
+# What episode 9, its figure script and the tools read from the package.
+RECORDS, RESULTS_FILE, PIPELINES, FILE = page.RECORDS, page.RESULTS_FILE, page.PIPELINES, page.FILE
+figures, reference_run, substitutions, table = (page.figures, page.reference_run,
+                                                page.substitutions, page.table)
+
+COMMAND = cli.Command(
+    __name__, "The ceiling of ``fit`` on each Keras backend: its command line.",
+    cli.backends(RECORDS.backends, "Keras backends, one process each (default: every one installed)"),
+    cli.devices("devices (default: cpu, then gpu if the backend sees one)"),
+    cli.option("--pipelines", nargs="+", choices=list(PIPELINES), default=None,
+               help="ways of feeding fit (default: all that the device has)"),
+    cli.sizes(SIZES), cli.out(RESULTS_FILE), cli.RUN_ID, at_least_one=("n_images", "batch_size"),
+    per_backend=True)

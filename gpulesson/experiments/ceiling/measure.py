@@ -9,15 +9,13 @@ import tempfile
 import time
 from functools import partial
 
-from gpulesson.experiments.ceiling import records as cr
+from gpulesson.experiments import cli
+from gpulesson.experiments.ceiling import page as cp
 from gpulesson.experiments.common import WARMUP, Budget, BusyMeter, fit_progress, synced_epoch_timer
 from gpulesson.records.results import new_run_id
 
-BATCH_SIZE = 256  # episode 9's batch
-QUICK_N_IMAGES, QUICK_BATCH_SIZE = 1_024, 64
-# The epoch's size, full and quick, as the command line takes it (cli.add_size_options).
-SIZES = {"n_images": cr.N_IMAGES, "batch_size": BATCH_SIZE, "quick_n_images": QUICK_N_IMAGES,
-         "quick_batch_size": QUICK_BATCH_SIZE}
+# The epoch's size, full and quick, as the command line takes it (cli.sizes); 256: episode 9's batch.
+SIZES = {"n_images": cp.N_IMAGES, "batch_size": 256, "quick_n_images": 1_024, "quick_batch_size": 64}
 
 
 def tiny_model(keras_device: str, **compile_options):
@@ -101,7 +99,7 @@ def _feeds(names, *, x, y, path, batch_size: int, keras_device: str, epochs: int
 def _ceiling_so_far(made: list[dict], record: dict) -> dict | None:
     """The fastest in-memory way into ``fit`` so far on the record's device, the record included:
     each record keeps what it was compared with."""
-    found = [r for r in [*made, record] if r["pipeline"] in cr.IN_MEMORY
+    found = [r for r in [*made, record] if r["pipeline"] in cp.IN_MEMORY
              and r["device_kind"] == record["device_kind"]]
     top = max(found, key=lambda r: r["images_per_second"], default=None)
     return {"pipeline": top["pipeline"], "images_per_second": top["images_per_second"]} \
@@ -125,18 +123,25 @@ def synthetic_file(folder, n_images: int, batch_size: int):
         raise ValueError(f"batch_size must be from 1 to n_images ({n_images}), not {batch_size}")
     (x, y), _ = make_synthetic(n_images, 10, seed=0, progress=False)
     y = y.astype("int32")
-    path = write_hdf5(f"{folder}/train.h5", (x, y), (x[:16], y[:16]), source=cr.DATA,
+    path = write_hdf5(f"{folder}/train.h5", (x, y), (x[:16], y[:16]), source=cp.DATA,
                       class_names=[f"class {i}" for i in range(10)],
                       chunk_rows=batch_size, progress=False)
     return path, x, y
 
 
-def keep(record: dict, made: list, on_record, progress, label: str) -> None:
-    """Append ``record`` to ``made``, hand it to ``on_record`` and say its rate."""
-    made.append(record)
-    if on_record:
-        on_record(record)
+def rule(args) -> dict:
+    """The command's epoch (``--n-images``, ``--batch-size``, quick mode's where asked) and the
+    rule's warm-up and timed epochs."""
+    size = "quick_" if args.quick else ""
+    return {"n_images": args.n_images or SIZES[f"{size}n_images"], "warmup": WARMUP,
+            "batch_size": args.batch_size or SIZES[f"{size}batch_size"],
+            "repeats": cli.repeats_for(args.quick)}
+
+
+def said(record: dict, label: str, progress) -> dict:
+    """``record``, its rate said."""
     progress(f"{label}: " + fit_progress(record["n_images"], record["summary"]))
+    return record
 
 
 def timed_fit(keras_device: str, fit):
@@ -151,11 +156,18 @@ def timed_fit(keras_device: str, fit):
     return result, {**meter.read(), **setting(), "wall_seconds": time.perf_counter() - started}
 
 
-def measure(*, devices, n_images: int, batch_size: int, repeats: int, warmup: int = WARMUP,
-            pipelines=None, run_id: str | None = None, done=(), on_record=None,
-            progress=print) -> list[dict]:
-    """Measure every pipeline (default all of the device's and backend's) on each of ``devices``
-    with the current Keras backend, skipping the conditions in ``done``; the records."""
+def measure(args=None, *, run_id: str | None = None, done=(), **options):
+    """The records of every pipeline (default all of the device's and backend's) on each device
+    with the current Keras backend, skipping the conditions in ``done``: yielded one by one to
+    the command (its ``args``), a list to a notebook (the ``options`` of :func:`measured`)."""
+    if args is None:
+        return list(measured(run_id=run_id or new_run_id(), done=done, **options))
+    return measured(devices=cli.devices_here(args.devices), pipelines=args.pipelines,
+                    run_id=run_id, done=done, progress=partial(print, flush=True), **rule(args))
+
+
+def measured(*, devices, n_images: int, batch_size: int, repeats: int, warmup: int = WARMUP,
+             pipelines=None, run_id: str, done=(), progress=print):
     import keras
 
     from gpulesson.experiments.feeding.pipelines import device_method, grain_workers
@@ -163,26 +175,25 @@ def measure(*, devices, n_images: int, batch_size: int, repeats: int, warmup: in
 
     backend = keras.backend.backend()
     done = set(done)  # conditions of the run so far: looked up once per pipeline
-    run_id = run_id or new_run_id()
     made = []
     with tempfile.TemporaryDirectory(prefix="gpulesson-ceiling-") as folder:
         path, x, y = synthetic_file(folder, n_images, batch_size)
         for device in devices:
             keras_device = keras_device_name(device)
-            measured = cr.pipelines_for(device, backend)
-            names = [n for n in (pipelines or measured) if n in measured
+            offered = cp.pipelines_for(device, backend)
+            names = [n for n in (pipelines or offered) if n in offered
                      and (backend, device, n, batch_size) not in done]
             for name, feed in _feeds(names, x=x, y=y, path=path, batch_size=batch_size,
                                      keras_device=keras_device, epochs=warmup + repeats):
                 seconds, extra = timed_fit(
                     keras_device, partial(_fit, feed=feed, warmup=warmup, repeats=repeats))
-                record = cr.measurement_record(
+                record = cp.measurement_record(
                     seconds, warmup=warmup, run_id=run_id, device=device, pipeline=name,
                     batch_size=batch_size, n_images=n_images,
                     extra={**extra, **device_method(name),
                            **({"grain_workers": grain_workers()} if name == "lesson-grain"
                               else {})})
-                assert cr.condition(record) == (backend, device, name, batch_size)
+                assert cp.condition(record) == (backend, device, name, batch_size)
                 record["ceiling"] = _ceiling_so_far(made, record)
-                keep(record, made, on_record, progress, f"{backend} {device} {name}")
-    return made
+                made.append(record)
+                yield said(record, f"{backend} {device} {name}", progress)

@@ -1,44 +1,226 @@
-"""The ceiling on the page: episode 9's ``ref_ceil_*`` values, the figure and the command's
-table. Each device's values come from its newest complete run, named by its run and machine."""
+"""The ceiling on the page: its records (one per backend, device and way of feeding ``fit``),
+episode 9's ``ref_ceil_*`` values, the figure and the command's table. The ceiling of a backend
+and device is its fastest in-memory condition; each device's values come from its newest
+complete run, named by its run and machine."""
 
 from __future__ import annotations
 
+import math
+
 from gpulesson.datasets.settings import LABELS
-from gpulesson.experiments.ceiling import records as cr
-from gpulesson.experiments.common import SPREAD_NOTE, draw_spread, markdown_table, summary_text
+from gpulesson.experiments.common import markdown_table
+from gpulesson.machine.devices import BACKEND_TITLES, KERAS_BACKENDS
 from gpulesson.records import pagewords as words
 from gpulesson.records import parts
 from gpulesson.records.figkit import need, panels, run_title
-from gpulesson.records.recordset import rate_summary
+from gpulesson.records.recordset import RecordSet, rate_summary
 from gpulesson.records.results import NOT_RECORDED, data_label, hardware
+from gpulesson.records.summaries import (
+    REPEATS,
+    SPREAD_NOTE,
+    compare_middle,
+    draw_spread,
+    scale,
+    summary_of,
+    summary_text,
+)
 
+EXPERIMENT = "ceiling"
+DATA = "synthetic"  # speed does not depend on the pixel values
+N_IMAGES = 50_000  # episode 9's epoch: the size its 1-s goal is stated for
+TARGET_SHARE = 0.90  # the lesson's pipeline: at least this share of the in-memory ceiling
+
+# name -> what it is (tables, figure labels, records)
+PIPELINES: dict[str, str] = {
+    "arrays": "arrays in memory, given to fit (Keras' own array path)",
+    "ram": "arrays in memory, batches sliced by a PyDataset",
+    "device": "arrays resident on the GPU, batches sliced there",
+    "tfdata": "arrays in memory, batches sliced by tf.data, its autotuning off (TensorFlow only)",
+    "lesson": "lesson generator (HDF5Batches), batch chunks",
+    "lesson-window1": "lesson generator, window=1: stored batches in a new order, not mixed",
+    "lesson-ahead": "lesson generator reading ahead (read_ahead=True), its default window",
+    "lesson-ahead-window1": "lesson generator reading ahead, window=1",
+    "lesson-grain": "the stored blocks read by Grain's worker processes (grain_blocks)",
+}
+# Pipelines earlier runs measured and the lesson no longer has: kept in the file, not read.
+RETIRED = ("lesson-readahead", "lesson-process")
+IN_MEMORY = ("arrays", "ram", "device", "tfdata")
+READ_AHEAD = ("lesson-ahead", "lesson-ahead-window1")  # the generator's own reader thread
+PROCESSES = ("lesson-grain",)  # read outside the training process: no lock shared with it
+GPU_ONLY = ("device",)  # on the CPU, device-resident data are the RAM case
+TENSORFLOW_ONLY = ("tfdata",)  # a tf.data pipeline needs TensorFlow
 NONE = words.none_yet("ceiling run", "python -m gpulesson.experiments.ceiling")
 STREAMS = ("lesson-ahead", "lesson-grain")  # the lesson's streams: a reader thread, Grain's processes
 GPU_COMMAND = "python -m gpulesson.experiments.ceiling --devices gpu"
 
 
 def _name(backend: str) -> str:
-    return cr.NAMES.get(backend, backend)
+    return BACKEND_TITLES.get(backend, backend)
+
+
+def rate_number(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def pipelines_for(device: str, backend: str) -> list[str]:
+    return [name for name in PIPELINES if (device == "gpu" or name not in GPU_ONLY)
+            and (backend == "tensorflow" or name not in TENSORFLOW_ONLY)]
+
+
+def measurement_record(seconds: list[float], *, warmup: int, run_id: str, device: str,
+                       pipeline: str, batch_size: int, n_images: int, extra: dict) -> dict:
+    return RECORDS.epoch_record(
+        seconds, warmup=warmup, run_id=run_id, device=device, n_images=n_images, extra=extra,
+        own={"pipeline": pipeline, "pipeline_label": PIPELINES[pipeline], "batch_size": batch_size})
+
+
+def complete(part: list[dict]) -> bool:
+    """Whether every backend of one device's part measured all its pipelines; those reading
+    ahead or in other processes count only where measured, so older runs stay complete."""
+    return all({r["pipeline"] for r in part if r["backend"] == backend}
+               >= set(pipelines_for(part[0]["device_kind"], backend)) - set(READ_AHEAD)
+               - set(PROCESSES)
+               for backend in {r["backend"] for r in part})
+
+
+def new_method(record: dict) -> bool:
+    """Not a ``device`` record made before its method was recorded (JAX's eager slices): it
+    completes its part, but nothing shown uses it."""
+    # Imported here: the feeding benchmark's page imports this module.
+    from gpulesson.experiments.feeding.records import old_device_method
+
+    return not old_device_method(record)
+
+
+# The reference: for each device, the newest run complete on it, without RETIRED pipelines.
+RECORDS = RecordSet(EXPERIMENT, ("backend", "device_kind", "pipeline", "batch_size"),
+                    backends=KERAS_BACKENDS, complete=complete, data=DATA,
+                    kept=lambda r: r.get("pipeline") in PIPELINES, shown=new_method)
+RESULTS_FILE, condition, groups, shown = (RECORDS.results_file, RECORDS.key, RECORDS.groups,
+                                          RECORDS.visible)
+reference_run = RECORDS.reference_run
+
+
+def old_method(records) -> list[dict]:
+    return [r for r in records if not new_method(r)]
+
+
+def find(records, backend: str, device: str, pipeline: str) -> dict | None:
+    return RECORDS.find(records, backend=backend, device_kind=device, pipeline=pipeline)
+
+
+def ceiling(records, backend: str, device: str) -> dict | None:
+    found = [r for name in IN_MEMORY if (r := find(records, backend, device, name))]
+    return max(found, key=lambda r: r["images_per_second"], default=None)
+
+
+def share(record: dict | None, top: dict | None) -> float | None:
+    if not record or not top:
+        return None
+    return record["images_per_second"] / top["images_per_second"]
+
+
+def against(record: dict | None, top: dict | None) -> str | None:
+    """``record`` against the ceiling ``top``: "89% of it, measurably slower", in the words of
+    ``compare_middle``, so a share inside the noise is not called a difference."""
+    ratio = share(record, top)
+    if ratio is None:
+        return None
+    if record is top:
+        step = step_summary(top)
+        return f"the ceiling, {step['median'] * 1e3:.2g} ms a step" if step else "the ceiling"
+    said = compare_middle(rate_summary(record), rate_summary(top), higher_is_better=True)
+    return f"{share_text(ratio)} of it, {words.measurably(said)}"
+
+
+def rough(record: dict) -> bool:
+    """Too small a measurement to judge the goal by: fewer timed epochs or images than the rule's."""
+    timed = record.get("repeats", len(record.get("epoch_seconds", ())))
+    return timed < REPEATS or record["n_images"] < N_IMAGES
+
+
+def has_goal(record: dict) -> bool:
+    """The goal is the generator's on JAX and PyTorch: on TensorFlow every ``PyDataset`` reaches
+    ``fit`` through ``from_generator``, a Python call per batch, and the lesson's recipe there
+    is the data in memory (``tfdata``)."""
+    return record["pipeline"] not in IN_MEMORY and record["backend"] != "tensorflow"
+
+
+def verdict(record: dict | None, top: dict | None) -> str | None:
+    """:func:`against`, and whether it meets the goal where one applies; a rough measurement is
+    not judged, since a short run can put a pipeline level with a ceiling far above it."""
+    said = against(record, top)
+    if said is None or record is top or not has_goal(record):
+        return said
+    if rough(record) or rough(top):
+        return (f"{said}; too rough to judge the {TARGET_SHARE:.0%} goal (the goal is judged on "
+                f"{REPEATS} epochs of {N_IMAGES:,} images)")
+    goal = "meets" if share(record, top) >= TARGET_SHARE else "misses"
+    return f"{said}; {goal} the {TARGET_SHARE:.0%} goal"
+
+
+def step_summary(record: dict | None) -> dict | None:
+    """Seconds a training step: with the do-nothing model, what a step costs the backend's loop."""
+    if not record or not record.get("batch_size"):
+        return None
+    steps = math.ceil(record["n_images"] / record["batch_size"])
+    return scale(summary_of(record, "epoch_seconds"), 1 / steps)
+
+
+def own_step_note(records, backend: str, device: str) -> str | None:
+    """Where ``backend``'s ceiling steps are measurably slower than another backend's of the same
+    run: "its own step (3.8 ms with the do-nothing model, 5.6× JAX's 0.67 ms)"; None otherwise."""
+    top = ceiling(records, backend, device)
+    if not top:
+        return None
+    others = [c for b in {r["backend"] for r in records} - {backend}
+              if (c := ceiling(records, b, device)) and c["run_id"] == top["run_id"]]
+    if not others:
+        return None
+    fastest = max(others, key=lambda r: r["images_per_second"])
+    mine, theirs = step_summary(top), step_summary(fastest)
+    if not mine or not theirs:
+        return None
+    said = compare_middle(mine, theirs)
+    if not said.measurable or said.word != "slower":
+        return None
+    return (f"its own step ({_ms(mine['median'])} with the do-nothing model, "
+            f"{1 / said.ratio:.2g}× {_name(fastest['backend'])}'s "
+            f"{_ms(theirs['median'])})")
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.2g} ms"
+
+
+def share_text(ratio: float) -> str:
+    """A share to the nearest whole percent (0.617 is 62%), with the decimals it takes where
+    rounding would put it on the other side of the goal (0.8999 is 89.99%, not 90%)."""
+    for digits in range(4):
+        text = f"{ratio * 100:.{digits}f}"
+        if (float(text) / 100 >= TARGET_SHARE) == (ratio >= TARGET_SHARE):
+            return f"{text}%"
+    return f"{ratio * 100:.4f}%"
 
 
 def rate_text(record: dict | None) -> str:
-    return summary_text(rate_summary(record), cr.rate_number, what="epochs") if record else "not measured"
+    return summary_text(rate_summary(record), rate_number, what="epochs") if record else "not measured"
 
 
 def rows(records) -> list[list[str]]:
     found = []
-    for backend, device in cr.groups(records):
-        top = cr.ceiling(records, backend, device)
-        for name in cr.PIPELINES:
-            if record := cr.find(records, backend, device, name):
+    for backend, device in groups(records):
+        top = ceiling(records, backend, device)
+        for name in PIPELINES:
+            if record := find(records, backend, device, name):
                 found.append([f"{_name(backend)}, {device.upper()}", name, rate_text(record),
-                              cr.verdict(record, top) or ""])
+                              verdict(record, top) or ""])
     return found
 
 
 def table(records) -> str:
     """The run as a Markdown table; the last column's header says which epochs it compares."""
-    note = words.middle_note(*(rate_summary(r) for r in cr.shown(records)))
+    note = words.middle_note(*(rate_summary(r) for r in shown(records)))
     return markdown_table(["Backend, device", "Fed from", "Images/s: median (range)",
                            words.headed("Against the ceiling", note)], rows(records))
 
@@ -56,23 +238,23 @@ def goal_shares(records) -> str:
     (the CPU's and the GPU's may be different machines and days), and the goal where it applies."""
     shares: dict[str, list[str]] = {}
     judged, hidden = [], []
-    for backend, device in cr.groups(records):
-        top, lesson = cr.ceiling(records, backend, device), cr.find(records, backend, device, "lesson")
+    for backend, device in groups(records):
+        top, lesson = ceiling(records, backend, device), find(records, backend, device, "lesson")
         if top and lesson:
             shares.setdefault(device, []).append(
-                f"{cr.share_text(cr.share(lesson, top))} on {_name(backend)}")
-            if cr.has_goal(lesson):
-                judged.append(cr.share(lesson, top) >= cr.TARGET_SHARE)
-                own = cr.own_step_note(records, backend, device)
+                f"{share_text(share(lesson, top))} on {_name(backend)}")
+            if has_goal(lesson):
+                judged.append(share(lesson, top) >= TARGET_SHARE)
+                own = own_step_note(records, backend, device)
                 if judged[-1] and own:
                     hidden.append(f"on {_name(backend)} ({device.upper()}) only "
                                   f"because {own} hides the reading")
     if not shares:
         return "The reference run has no record of the lesson's generator to compare with."
-    runs = parts.part_runs(cr.shown(records))
+    runs = parts.part_runs(shown(records))
     said = "With the do-nothing model, the lesson's generator reached these shares of the ceiling."
     for device, found in shares.items():
-        part = [r for r in cr.shown(records) if r["device_kind"] == device
+        part = [r for r in shown(records) if r["device_kind"] == device
                 and r["run_id"] == runs[device]]
         said += (f" On the {device.upper()} ({parts.machine(part)}, {part[0]['date'][:10]}): "
                  f"{words.listed(found)}.")
@@ -87,18 +269,18 @@ def goal_shares(records) -> str:
 def stream_goal(records) -> str:
     """Each of :data:`STREAMS` against ``ram`` on each backend of the GPU's run, or the command
     that records it."""
-    run = parts.part_runs(cr.shown(records)).get("gpu")
-    part = [r for r in cr.shown(records) if r["device_kind"] == "gpu" and r["run_id"] == run]
+    run = parts.part_runs(shown(records)).get("gpu")
+    part = [r for r in shown(records) if r["device_kind"] == "gpu" and r["run_id"] == run]
     said = []
-    for backend, _ in cr.groups(part):
-        ram = cr.find(part, backend, "gpu", "ram")
+    for backend, _ in groups(part):
+        ram = find(part, backend, "gpu", "ram")
         for name in STREAMS:
-            stream = cr.find(part, backend, "gpu", name)
+            stream = find(part, backend, "gpu", name)
             if stream and ram:
-                ratio = cr.share(stream, ram)
-                said.append(f"`{name}` {cr.share_text(ratio)} of `ram` on {_name(backend)} "
-                            f"({words.met(ratio >= cr.TARGET_SHARE)})")
-    goal = f"goal: at least {cr.TARGET_SHARE:.0%} of `ram`"
+                ratio = share(stream, ram)
+                said.append(f"`{name}` {share_text(ratio)} of `ram` on {_name(backend)} "
+                            f"({words.met(ratio >= TARGET_SHARE)})")
+    goal = f"goal: at least {TARGET_SHARE:.0%} of `ram`"
     if not said:
         return (f"With the do-nothing model, `{STREAMS[0]}` has no GPU record yet ({goal}): "
                 f"`{GPU_COMMAND}` records it.")
@@ -110,7 +292,7 @@ def stream_goal(records) -> str:
 
 def malloc_note(records) -> str:
     """Which malloc mode PyTorch was measured in: a reader compares only runs of the same mode."""
-    torch = [r for r in cr.shown(records) if r.get("backend") == "torch"]
+    torch = [r for r in shown(records) if r.get("backend") == "torch"]
     if not torch:
         return ""
     if words.malloc_fixed(torch):
@@ -120,7 +302,7 @@ def malloc_note(records) -> str:
 
 
 def old_method_note(records) -> str:
-    old = cr.old_method(records)
+    old = old_method(records)
     if not old:
         return ""
     devices = " and ".join(d.upper() for d in ("cpu", "gpu") if any(r["device_kind"] == d for r in old))
@@ -132,14 +314,14 @@ def old_method_note(records) -> str:
 FILE = "feeding-ceiling.svg"
 # In memory blue, the lesson's generator orange, reading ahead green, Grain's processes purple;
 # without mixing (window=1) lighter.
-COLOURS = {**dict.fromkeys(cr.IN_MEMORY, "#4c72b0"), "lesson-window1": "#f0b27a", "lesson": "#dd8452",
+COLOURS = {**dict.fromkeys(IN_MEMORY, "#4c72b0"), "lesson-window1": "#f0b27a", "lesson": "#dd8452",
            "lesson-ahead-window1": "#8fbf8f", "lesson-ahead": "#55a868", "lesson-grain": "#8172b3"}
 
 
 def _panels(records):
-    for backend, device in cr.groups(records):
-        drawn = [(name, r) for name in cr.PIPELINES if (r := cr.find(records, backend, device, name))]
-        yield backend, device, drawn, cr.ceiling(records, backend, device)
+    for backend, device in groups(records):
+        drawn = [(name, r) for name in PIPELINES if (r := find(records, backend, device, name))]
+        yield backend, device, drawn, ceiling(records, backend, device)
 
 
 def alt_text(records) -> str:
@@ -147,14 +329,14 @@ def alt_text(records) -> str:
         return "No ceiling measurement is recorded yet."
     said = []
     for backend, device, drawn, top in _panels(records):
-        bars = ", ".join(f"{name} {cr.rate_number(r['images_per_second'])}"
-                         + ("" if r is top else f" ({cr.share_text(cr.share(r, top))})")
+        bars = ", ".join(f"{name} {rate_number(r['images_per_second'])}"
+                         + ("" if r is top else f" ({share_text(share(r, top))})")
                          for name, r in drawn)
-        said.append(f"{cr.NAMES.get(backend, backend)} on the {device.upper()}: {bars}")
+        said.append(f"{_name(backend)} on the {device.upper()}: {bars}")
     return ("Horizontal bars of the median images per second that fit reaches with a model "
             "that does almost nothing, one panel per backend and device, each on its own scale "
             "and titled with its run and machine, with whiskers from "
-            f"the slowest to the fastest epoch and a dashed line at {cr.TARGET_SHARE:.0%} of the "
+            f"the slowest to the fastest epoch and a dashed line at {TARGET_SHARE:.0%} of the "
             "fastest in-memory bar (the ceiling). Medians, with shares of the ceiling in "
             f"brackets: {'; '.join(said)}.")
 
@@ -174,27 +356,27 @@ def figures(records):
         draw_spread(ax, positions, rates, horizontal=True)
         ax.set_yticks(positions, [name for name, _ in drawn])
         if top:
-            ax.axvline(cr.TARGET_SHARE * top["images_per_second"], color="black",
+            ax.axvline(TARGET_SHARE * top["images_per_second"], color="black",
                        linestyle="--", linewidth=1)
-        run_title(ax, f"{cr.NAMES.get(backend, backend)}, {device.upper()}", [r for _, r in drawn])
+        run_title(ax, f"{_name(backend)}, {device.upper()}", [r for _, r in drawn])
     axes[-1].set_xlabel("images per second through fit (higher is better; each panel on "
                         "its own scale)")
     fig.suptitle(f"The ceiling of fit: blue in memory, orange the lesson's generator (light: "
-                 f"window=1, not mixed);\ndashed line {cr.TARGET_SHARE:.0%} of the ceiling.\n"
+                 f"window=1, not mixed);\ndashed line {TARGET_SHARE:.0%} of the ceiling.\n"
                  f"{SPREAD_NOTE}", fontsize=8.5)
     fig.tight_layout()
     return (fig,)
 
 
-def substitutions(path=cr.RESULTS_FILE) -> dict[str, str]:
+def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     """Episode 9's ``ref_ceil_*`` values."""
-    records = cr.reference_run(path)
+    records = reference_run(path)
     summary = (malloc_note(records), parts.provenance(records, file="results/ceiling.jsonl"),
                old_method_note(records))
     return {
         "ref_ceil_table": table(records) if records else NONE,
         # The data the table's rates were measured on, named where the table is introduced.
-        "ref_ceil_data": data_label(cr.shown(records)) if cr.shown(records) else LABELS[cr.DATA],
+        "ref_ceil_data": data_label(shown(records)) if shown(records) else LABELS[DATA],
         "ref_ceil_summary": " ".join(filter(None, summary)) if records else words.NOTHING_YET,
         # The GPU the run measured on: the episode's note on what is missing tests it.
         "ref_ceil_gpu": hardware(records).get("GPU", NOT_RECORDED),

@@ -11,10 +11,10 @@ import time
 from functools import partial
 from importlib.metadata import version
 
-from gpulesson.experiments.ceiling.measure import keep, synthetic_file, timed_fit
-from gpulesson.experiments.common import WARMUP, Budget, synced_epoch_timer
+from gpulesson.experiments import cli
+from gpulesson.experiments.ceiling.measure import rule, said, synthetic_file, timed_fit
+from gpulesson.experiments.common import Budget, synced_epoch_timer
 from gpulesson.experiments.workers.page import WORK, condition, measurement_record
-from gpulesson.records.results import new_run_id
 
 COST_BLOCKS = 20  # blocks read and augmented alone for block_costs
 
@@ -121,26 +121,25 @@ def _fit(model, path, *, work: str, workers: int, batch_size: int, warmup: int,
                             "teardown_seconds": time.perf_counter() - returned}
 
 
-def measure(*, devices, n_images: int, batch_size: int, repeats: int, warmup: int = WARMUP,
-            works=tuple(WORK), workers=None, run_id: str | None = None, done=(), on_record=None,
-            progress=print) -> list[dict]:
-    """Measure every ``works`` x ``workers`` (default :func:`default_workers` of the cores) on
-    each of ``devices`` with the current Keras backend, skipping the conditions in ``done``."""
+def measure(args, *, run_id: str, done):
+    """Measure every ``--works`` x ``--workers`` (default :func:`default_workers` of the cores)
+    on each device with the current Keras backend, skipping the conditions in ``done``; yields
+    each record."""
     import keras
 
     from gpulesson.machine.devices import keras_device_name
     from gpulesson.machine.timing import available_cores
 
+    devices, size = cli.devices_here(args.devices), rule(args)
+    batch_size, warmup, repeats = size["batch_size"], size["warmup"], size["repeats"]
     backend = keras.backend.backend()
-    counts = default_workers(available_cores()) if workers is None else sorted(set(workers))
-    run_id, done = run_id or new_run_id(), set(done)
-    made = []
+    counts = default_workers(available_cores()) if args.workers is None else sorted(set(args.workers))
     with tempfile.TemporaryDirectory(prefix="gpulesson-workers-") as folder:
-        path = synthetic_file(folder, n_images, batch_size)[0]
+        path = synthetic_file(folder, size["n_images"], batch_size)[0]
         costs = block_costs(path, batch_size)
         for device in devices:
             keras_device = keras_device_name(device)
-            for work in works:
+            for work in args.works or WORK:
                 for n in counts:
                     if (backend, device, work, n, batch_size) in done:
                         continue
@@ -149,9 +148,9 @@ def measure(*, devices, n_images: int, batch_size: int, repeats: int, warmup: in
                         warmup=warmup, repeats=repeats))
                     record = measurement_record(
                         seconds, warmup=warmup, run_id=run_id, device=device, work=work,
-                        workers=n, batch_size=batch_size, n_images=n_images,
+                        workers=n, batch_size=batch_size, n_images=size["n_images"],
                         extra={**costs, **split, **extra, "grain": version("grain"),
                                "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")})
                     assert condition(record) == (backend, device, work, n, batch_size)
-                    keep(record, made, on_record, progress, f"{backend} {device} {work}, {n} worker(s)")
-    return made
+                    yield said(record, f"{backend} {device} {work}, {n} worker(s)",
+                               partial(print, flush=True))
