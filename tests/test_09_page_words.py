@@ -12,9 +12,7 @@ from test_09_ceiling import record as ceiling_record
 
 from gpulesson.experiments import common
 from gpulesson.experiments.ceiling import page as ceiling_page
-from gpulesson.experiments.feeding import page
-from gpulesson.experiments.feeding import records as rec
-from gpulesson.experiments.feeding.figures import alt_texts
+from gpulesson.experiments.feeding import measure, page
 from gpulesson.experiments.profile import page as profile_page
 from gpulesson.experiments.workers import page as workers_page
 from gpulesson.records import results
@@ -43,7 +41,7 @@ def made(monkeypatch):
         images = min(steps * BATCH, N)
         budget = common.Budget(warmup=1, repeats=len(rates))
         budget.seconds += [2 * images / rates[0], *(images / r for r in rates)]
-        made = rec.measurement_record(
+        made = measure.measurement_record(
             budget, run_id=run_id, device="cpu", pipeline=pipeline, mode=mode,
             batch_size=BATCH, steps=steps, full_steps=196, n_images=N,
             precision=precision if mode == "train" else None,
@@ -86,7 +84,7 @@ def gpu_part(made):
 def test_a_comparison_names_the_middle_epochs_it_read(made):
     """`lesson` (middle three 319-516 images/s) against `ram` (302-306)."""
     records = cpu_run(made)
-    assert page.versus("`a`", rec.rate_summary(records[1]), "`b`", rec.rate_summary(records[4])) \
+    assert page.versus("`a`", page.rate_summary(records[1]), "`b`", page.rate_summary(records[4])) \
         == "`a` trained 1.5× faster than `b` (middle three of five epochs apart)"
 
 
@@ -107,7 +105,7 @@ def test_the_tables_name_the_epochs_their_verdicts_compare():
 
 def test_the_table_the_alt_text_and_the_reading_name_the_same_fastest_pipelines(made):
     records = cpu_run(made)
-    first = rec.ranking(records, "cpu")[0]
+    first = page.ranking(records, "cpu")[0]
     assert first == ["lesson", "lesson-workers", "lesson-gzip"]  # `ram` is measurably slower
     quoted = "`lesson`, `lesson-workers` and `lesson-gzip` (no measurable difference from " \
              "`lesson`, the highest median; middle three of five epochs)"
@@ -115,7 +113,7 @@ def test_the_table_the_alt_text_and_the_reading_name_the_same_fastest_pipelines(
                 if line.startswith("| fastest pipeline |"))
     assert quoted in cell
     assert f"the fastest pipeline was {quoted}" in page.reading(records)
-    assert quoted.replace("`", "") in alt_texts(records)[0]
+    assert quoted.replace("`", "") in page.pipelines_alt(records)
     # those measurably faster than `ram` are not said to show no difference from it
     reading = page.reading(records)
     assert reading.startswith("In the reference run, every comparison reads the middle three "
