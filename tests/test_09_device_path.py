@@ -14,7 +14,7 @@ from conftest import run_on_jax_cpu
 jax = pytest.importorskip("jax")
 
 from gpulesson.experiments.feeding import pipelines as fp  # noqa: E402
-from gpulesson.experiments.feeding import records as fr  # noqa: E402
+from gpulesson.experiments.feeding.measure import RECORDS  # noqa: E402
 from gpulesson.lesson.feeding import DeviceBatches  # noqa: E402
 
 N, BATCH = 100, 32  # 4 batches, the last one short
@@ -128,13 +128,13 @@ def test_fit_takes_every_steady_step_with_no_copy_from_the_host_on_jax():
     nothing from host to device in a step; the old eager slices and the RAM path do."""
     found = run_on_jax_cpu(_FIT)
     assert found["class"] == "DeviceBatches"
-    assert found["method"] == {"method": fr.DEVICE_METHODS["jax"]}
+    assert found["method"] == {"method": fp.DEVICE_METHODS["jax"]}
     assert found["device"] == "no copy"
     assert found["old device"] == "copied" and found["ram"] == "copied"
 
 
 def test_old_device_records_are_kept_off_the_page():
     old = {"pipeline": "device", "mode": "train", "backend": "jax"}
-    new = {**old, "method": fr.DEVICE_METHODS["jax"]}
+    new = {**old, "method": fp.DEVICE_METHODS["jax"]}
     ram = {"pipeline": "ram", "mode": "train", "backend": "jax"}
-    assert fr.shown([old, new, ram]) == [new, ram]
+    assert RECORDS.visible([old, new, ram]) == [new, ram]
