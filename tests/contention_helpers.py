@@ -1,6 +1,6 @@
 """Made-up records of the contention benchmark (episode 5) that its two test modules share."""
 
-from gpulesson.experiments.contention.measure import make_records
+from gpulesson.experiments.contention.measure import make_record
 from gpulesson.records.results import append_record
 
 ENVIRONMENT = {"date": "2026-11-23T10:00:00+00:00", "cpu_model": "Test CPU", "cores_usable": 2,
@@ -37,8 +37,19 @@ def made_up_conditions(factor=1.0):
 
 
 def made_up_records(run_id="20261123T100000Z-abcdef", factor=1.0):
-    return make_records(made_up_conditions(factor), run_id=run_id, n_images=1000,
-                        batch_size=100, epochs=3, environment=ENVIRONMENT)
+    return made_records(made_up_conditions(factor), run_id=run_id)
+
+
+def made_records(conditions, *, run_id, environment=ENVIRONMENT, epochs=3):
+    """The records of ``conditions`` in order, as the command makes them: each slowdown against
+    the copy alone of the conditions before it."""
+    records, baseline = [], None
+    for condition in conditions:
+        records.append(make_record(condition, run_id=run_id, n_images=1000, batch_size=100,
+                                   epochs=epochs, environment=environment, baseline=baseline))
+        if (condition["copies"], condition["threads"]) == (1, None):
+            baseline = records[-1]["mean_epoch_seconds"]
+    return records
 
 
 def made_up_watched(run_id="20261123T100500Z-fedcba"):

@@ -7,6 +7,7 @@ import pytest
 from conftest import ROOT
 from contention_helpers import (
     ENVIRONMENT,
+    made_records,
     made_up_conditions,
     made_up_records,
     made_up_report,
@@ -50,8 +51,8 @@ def test_a_record_says_its_trainings_saw_no_gpu():
     condition = {**made_up_conditions()[0], "gpu_hidden": True,
                  "reports": [{**made_up_report(12.0, 10.0),
                               "devices_seen": {"device": "CPU", "gpu_count": 0}}]}
-    [record] = measure.make_records([condition], run_id="r", n_images=1000, batch_size=100,
-                                    epochs=2, environment={**ENVIRONMENT, "gpu_count": 1})
+    record = measure.make_record(condition, run_id="r", n_images=1000, batch_size=100,
+                                 epochs=2, environment={**ENVIRONMENT, "gpu_count": 1})
     assert record["gpu_hidden"] is True and record["gpus_seen"] == 0
     assert record["device"] == "CPU" and record["device_kind"] == "cpu"
 
@@ -64,8 +65,7 @@ def test_records_made_before_the_summary_get_the_same_one():
 
 
 def test_without_a_copy_alone_there_is_no_slowdown():
-    records = measure.make_records(made_up_conditions()[1:], run_id="r", n_images=1000,
-                                   batch_size=100, epochs=3, environment=ENVIRONMENT)
+    records = made_records(made_up_conditions()[1:], run_id="r")
     assert all(r["slowdown"] is None for r in records)
     assert "-" in contention.describe(records)
 

@@ -161,50 +161,40 @@ def epoch_summary(epoch_seconds, n_images: int) -> dict:
             "first_epoch_fastest": bool(later) and first < min(later)}
 
 
-def make_records(conditions, *, run_id: str, n_images: int, batch_size: int, epochs: int,
-                 environment: dict | None = None, baseline: float | None = None,
-                 skipped=()) -> list[dict]:
-    """The records of one run's conditions. ``slowdown``: a condition's mean epoch over that
-    of one copy alone, ``baseline`` where that one was recorded earlier in the run;
-    ``skipped``: notes on conditions not run, and why."""
-    per_copy = [[epoch_summary(r["epoch_seconds"], n_images) for r in c["reports"]]
-                for c in conditions]
-    alone = find_in(conditions, 1, None)
-    if alone is not None:
-        baseline = statistics.fmean(c["mean_epoch_seconds"]
-                                    for c in per_copy[conditions.index(alone)])
-    records = []
-    for condition, copies in zip(conditions, per_copy, strict=True):
-        reports, samples = condition["reports"], condition["load_samples"]
-        starts, ends = [r["fit_start"] for r in reports], [r["fit_end"] for r in reports]
-        mean = statistics.fmean(c["mean_epoch_seconds"] for c in copies)
-        seen = [r["devices_seen"]["gpu_count"] for r in reports if "devices_seen" in r]
-        records.append(contention.RECORDS.record(
-            environment=environment, run_id=run_id,
-            source="gpulesson.experiments.contention", device="CPU", device_kind="cpu",
-            part="copies", watched=None, copies=condition["copies"],
-            threads=condition["threads"],
-            # None where the backend has no per-process thread setting (JAX).
-            framework_threads=reports[0]["framework_threads"],
-            # The trainings ran with every GPU hidden; the GPUs their framework still saw (0).
-            gpu_hidden=condition.get("gpu_hidden"), gpus_seen=max(seen) if seen else None,
-            skipped_conditions=list(skipped), n_images=n_images, batch_size=batch_size,
-            epochs=epochs, per_copy=copies, summary=copies_summary(copies),
-            mean_epoch_seconds=mean,
-            first_epoch_seconds=statistics.fmean(c["first_epoch_seconds"] for c in copies),
-            images_per_second=statistics.fmean(c["images_per_second"] for c in copies),
-            images_per_second_total=sum(c["images_per_second"] for c in copies),
-            slowdown=mean / baseline if baseline else None,
-            first_epoch_fastest=sum(c["first_epoch_fastest"] for c in copies),
-            # Seconds between the first and the last copy's start of training.
-            start_spread_seconds=max(starts) - min(starts),
-            overlap_seconds=max(0.0, min(ends) - max(starts)),
-            load_before=condition["load_before"], load_samples=samples,
-            load_max=max(samples, default=None),
-            load_mean=statistics.fmean(samples) if samples else None,
-            wall_seconds=condition["wall_seconds"], cpu_cores_available=available_cores(),
-            cpu_cores_machine=os.cpu_count()))
-    return records
+def make_record(condition, *, run_id: str, n_images: int, batch_size: int, epochs: int,
+                environment: dict | None = None, baseline: float | None = None,
+                skipped=()) -> dict:
+    """The record of one condition. ``slowdown``: its mean epoch over ``baseline``, that of one
+    copy alone (this one's own where it is one copy alone); ``skipped``: notes on conditions
+    not run, and why."""
+    reports, samples = condition["reports"], condition["load_samples"]
+    copies = [epoch_summary(r["epoch_seconds"], n_images) for r in reports]
+    starts, ends = [r["fit_start"] for r in reports], [r["fit_end"] for r in reports]
+    mean = statistics.fmean(c["mean_epoch_seconds"] for c in copies)
+    baseline = mean if (condition["copies"], condition["threads"]) == (1, None) else baseline
+    seen = [r["devices_seen"]["gpu_count"] for r in reports if "devices_seen" in r]
+    return contention.RECORDS.record(
+        environment=environment, run_id=run_id,
+        source="gpulesson.experiments.contention", device="CPU", device_kind="cpu",
+        part="copies", watched=None, copies=condition["copies"], threads=condition["threads"],
+        # None where the backend has no per-process thread setting (JAX).
+        framework_threads=reports[0]["framework_threads"],
+        # The trainings ran with every GPU hidden; the GPUs their framework still saw (0).
+        gpu_hidden=condition.get("gpu_hidden"), gpus_seen=max(seen) if seen else None,
+        skipped_conditions=list(skipped), n_images=n_images, batch_size=batch_size,
+        epochs=epochs, per_copy=copies, summary=copies_summary(copies), mean_epoch_seconds=mean,
+        first_epoch_seconds=statistics.fmean(c["first_epoch_seconds"] for c in copies),
+        images_per_second=statistics.fmean(c["images_per_second"] for c in copies),
+        images_per_second_total=sum(c["images_per_second"] for c in copies),
+        slowdown=mean / baseline if baseline else None,
+        first_epoch_fastest=sum(c["first_epoch_fastest"] for c in copies),
+        # Seconds between the first and the last copy's start of training.
+        start_spread_seconds=max(starts) - min(starts),
+        overlap_seconds=max(0.0, min(ends) - max(starts)),
+        load_before=condition["load_before"], load_samples=samples, load_max=max(samples, default=None),
+        load_mean=statistics.fmean(samples) if samples else None,
+        wall_seconds=condition["wall_seconds"], cpu_cores_available=available_cores(),
+        cpu_cores_machine=os.cpu_count())
 
 
 def _checked_sizes(args) -> dict:
@@ -266,8 +256,8 @@ def measure(args, *, run_id, done):
                 print(f"{exc}\nNothing was written to {args.out} for that condition.{kept}",
                       file=sys.stderr)
                 raise SystemExit(1) from None
-            [record] = make_records([condition], run_id=run_id, baseline=baseline,
-                                    skipped=skipped, **size)
+            record = make_record(condition, run_id=run_id, baseline=baseline, skipped=skipped,
+                                 **size)
             baseline = record["mean_epoch_seconds"] if (k, t) == (1, None) else baseline
             made += 1
             yield record
