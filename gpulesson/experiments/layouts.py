@@ -1,13 +1,9 @@
 """How the HDF5 storage layout (chunking, compression) changes file size and batch read speed.
 
 The same images are written once per layout of :data:`LAYOUTS`, then read back batch by batch
-as a training generator reads them: contiguous slices, in order or in shuffled batch order.
-HDF5 reads, and decompresses, every chunk a slice touches, in full. With chunks of whole
-batches a batch touches one or two. With h5py's guess (``chunks=True``, as many tutorials
-publish) the chunks hold thousands of rows but a corner of each image: for (50000, 32, 32, 3)
-uint8, (6250, 4, 4, 1), so a batch of 256 images touches 192 chunks, and the default chunk cache
-(1 MiB per dataset) is far too small to keep them for the next batch. h5py guesses fewer rows
-per chunk for small data, so a quick run shows less of it than the full data set.
+as a training generator reads them. HDF5 reads, and decompresses, every chunk a slice touches:
+one or two chunks of whole batches, but 192 of h5py's guess (``chunks=True``: (6250, 4, 4, 1)
+for (50000, 32, 32, 3) uint8), more than its 1 MiB chunk cache keeps for the next batch.
 """
 
 from __future__ import annotations
@@ -146,10 +142,8 @@ def compare_layouts(x, y, directory, *, batch_size: int = CHUNK_ROWS, layouts=No
                     progress: bool = True) -> list[dict]:
     """One JSON-ready row per layout: ``x, y`` written to ``directory`` (deleted after unless
     ``keep``; batch chunks of ``chunk_rows``, default ``batch_size``), then ``warmup`` and
-    ``repeats`` passes reading them in ``batch_size`` batches. The file was just written, so
-    the page cache holds it: the times are HDF5's own work (finding chunks, decompressing,
-    copying). From a shared cluster filesystem uncompressed files cost more I/O, compressed
-    ones less."""
+    ``repeats`` passes reading them in ``batch_size`` batches. The page cache holds the file
+    just written: the times are HDF5's own work (finding chunks, decompressing, copying)."""
     import h5py
     from tqdm.auto import tqdm
 
@@ -216,15 +210,9 @@ def versus_fastest(rows) -> list[str]:
             for i, rate in enumerate(rates)]
 
 
-def _chunk_text(chunks) -> str:
-    return "contiguous" if chunks is None else "(" + ", ".join(str(c) for c in chunks) + ")"
-
-
 def _compression_text(row) -> str:
-    if not row.get("compression"):
-        return "none"
     level = row.get("compression_opts")
-    return row["compression"] if level is None else f"{row['compression']} {level}"
+    return (row.get("compression") or "none") + ("" if level is None else f" {level}")
 
 
 def _range_text(rate) -> str:
@@ -237,7 +225,8 @@ def layout_table(rows) -> str:
     if not rows:
         raise ValueError("layout_table needs at least one row")
     header = ("layout", "chunks", "compression", "MB", "images/s", "range", "vs fastest")
-    body = [(str(r["layout"]), _chunk_text(r.get("chunks")), _compression_text(r),
+    body = [(str(r["layout"]), "contiguous" if r.get("chunks") is None else str(tuple(r["chunks"])),
+             _compression_text(r),
              f"{r['file_mb']:.1f}",
              f"{r['images_per_second']:,.0f}" if r.get("images_per_second") else "n/a",
              _range_text(read_rate(r)), word)
