@@ -28,15 +28,13 @@ LOG_NOTE = "The time axis is logarithmic."
 
 
 def needs_log_axis(values) -> bool:
-    """Whether ``values`` (positive times) span :data:`LOG_SPAN` or more, so that a linear axis
-    would hide the smaller ones."""
+    """Whether positive times span :data:`LOG_SPAN` or more (a linear axis hides the small ones)."""
     values = [float(v) for v in values if v is not None and float(v) > 0]
     return len(values) > 1 and max(values) / min(values) >= LOG_SPAN
 
 
 def time_axis(ax, values, label: str) -> bool:
-    """Label ``ax``'s y axis with ``label``, on a logarithmic scale where :func:`needs_log_axis`
-    says so (the label then says it too); returns whether it did."""
+    """Label ``ax``'s y axis, logarithmic (and so labelled) where :func:`needs_log_axis`; whether it is."""
     log = needs_log_axis(values)
     if log:
         ax.set_yscale("log")
@@ -46,10 +44,7 @@ def time_axis(ax, values, label: str) -> bool:
 
 
 def plain_log_ticks(ax) -> None:
-    """Log-axis ticks at 1 and 3 times each power of ten, as plain numbers.
-
-    Decades alone leave a 0.5 s epoch below the lowest label.
-    """
+    """Log-axis ticks at 1 and 3 times each power of ten, as plain numbers."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
     ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 3.0), numticks=30))
@@ -58,11 +53,7 @@ def plain_log_ticks(ax) -> None:
 
 
 def _title(fig, title: str, label: str | None, detail: str | None = None) -> None:
-    parts = [title, label or NO_LABEL]
-    text = " | ".join(parts)
-    if detail:
-        text += "\n" + detail
-    fig.suptitle(text)
+    fig.suptitle(f"{title} | {label or NO_LABEL}" + (f"\n{detail}" if detail else ""))
 
 
 def _subplots(*args, **kwargs):

@@ -10,9 +10,6 @@ from pathlib import Path
 
 import matplotlib
 
-from gpulesson.records.plots import save_figures, save_svg
-
-# The scripts run without a display; gpulesson.records.plots imports pyplot only when it draws.
 matplotlib.use("Agg")
 # The schematics' colours: the lesson's (and the CPU's) ink and fill, the GPU's, and muted grey.
 INK, FILL, MUTED = "#1f3b63", "#e8eef7", "#6b6b6b"
@@ -21,11 +18,8 @@ GPU_INK, GPU_FILL = "#8a4b08", "#f6e3c8"
 
 def drawer(experiment, names, folder: Path, *, run=None, figures=None, command: str | None = None,
            until_recorded: str | None = None):
-    """A ``draw(results, folder)`` that saves ``names`` from the experiment's reference run.
-
-    With ``until_recorded``, a file without a run draws nothing instead of stopping: every script in
-    ``fig/`` runs when the figures are redrawn.
-    """
+    """A ``draw(results, folder)`` that saves ``names`` of the experiment's reference run;
+    without a run it stops naming ``command``, or, ``until_recorded``, draws nothing."""
     run = run or experiment.reference_run
     figures = figures or experiment.figures
     command = command or f"python -m {experiment.__name__}"
@@ -35,10 +29,24 @@ def drawer(experiment, names, folder: Path, *, run=None, figures=None, command: 
         if until_recorded and not records:
             print(f"{results} holds no {until_recorded} yet: nothing drawn")
             return []
+        if not records:
+            raise SystemExit(f"{results} holds no run: record one with '{command}'")
         Path(folder).mkdir(parents=True, exist_ok=True)
-        return save_figures(records, figures, names, folder, results=results, command=command)
+        paths = [Path(folder) / name for name in names]
+        for fig, path in zip(figures(records), paths, strict=True):
+            save_svg(fig, path)
+        return paths
 
     return draw
+
+
+def save_svg(fig, path) -> None:
+    """Save ``fig`` as a reproducible SVG (fixed salt, no date), then close it."""
+    import matplotlib.pyplot as plt
+
+    with matplotlib.rc_context({"svg.hashsalt": "lesson"}):
+        fig.savefig(path, format="svg", bbox_inches="tight", metadata={"Date": None})
+    plt.close(fig)
 
 
 def schematic(figsize: tuple[float, float]):
@@ -49,8 +57,7 @@ def schematic(figsize: tuple[float, float]):
 
 
 def finish(ax, fig, xlim, ylim, path, equal: bool = False) -> Path:
-    """A schematic's frame: its limits (``equal``: one scale on both axes), no axes drawn, saved
-    as SVG with the lesson's settings. Returns the path."""
+    """A schematic's limits (``equal``: one scale on both axes), no axes, saved as SVG."""
     ax.set_xlim(*xlim)
     ax.set_ylim(*ylim)
     if equal:

@@ -1,15 +1,6 @@
-"""The words every experiment's page makes from records, written once.
-
-A page (``NAME/page.py``) fills the episode's ``{{ ref_* }}`` values. The shapes its sentences
-share live here: which run and machine a value comes from (:func:`run_values`; the longer
-provenance is :func:`gpulesson.records.parts.provenance`), a value or
-:data:`~gpulesson.records.results.NOT_RECORDED` (:func:`given`), a median and range of timed epochs
-(:func:`median_text`), lists in prose (:func:`listed`), a goal met or not (:func:`met`), and what
-is not recorded yet with the command that records it (:func:`none_yet`, :func:`recorded_by`).
-The words that compare two summaries ("N× faster", "no measurable difference") are
-:func:`gpulesson.records.summaries.compare`'s, and :func:`comparison_text` shows its sentence.
-
-Imports no deep-learning framework.
+"""The words every experiment's page makes from records, written once: which run and machine
+a value comes from, a value or :data:`~gpulesson.records.results.NOT_RECORDED`, a median and
+range, lists in prose, and what is not recorded yet with the command that records it.
 """
 
 from __future__ import annotations
@@ -67,16 +58,14 @@ _RUN_FIELDS = {
 
 
 def run_values(prefix: str, records, *fields: str) -> dict[str, str]:
-    """``{f"{prefix}_{field}": text}`` for each of ``fields`` (keys of ``_RUN_FIELDS``: "run",
-    "date", "backend", "cpu", "gpu", "n_train", "batch_size", "epochs") of the run ``records``;
-    :data:`NOT_RECORDED` for each where there are no records (or no record of that device)."""
+    """``{f"{prefix}_{field}": text}`` of the run ``records`` for each of ``fields`` (keys of
+    ``_RUN_FIELDS``); :data:`NOT_RECORDED` without records."""
     return {f"{prefix}_{field}": _RUN_FIELDS[field](records) if records else NOT_RECORDED
             for field in fields}
 
 
 def median_text(summary: dict | None, show: Callable = duration, what: str = "epochs") -> str:
-    """A summary of timed epochs as its median and range ("1.2 s (range 1.1–1.3 s, 5 epochs)"),
-    or :data:`NOT_RECORDED` without one."""
+    """"1.2 s (range 1.1–1.3 s, 5 epochs)", or :data:`NOT_RECORDED` without a summary."""
     return summary_text(summary, show, what=what) if summary else NOT_RECORDED
 
 
@@ -86,19 +75,17 @@ def accuracy(record: dict | None) -> str:
 
 
 def first_epoch(record: dict | None) -> str:
-    """A record's first epoch, the warm-up, compiling included ("12.3 s"), or :data:`NOT_RECORDED`."""
+    """A record's first epoch, compiling included ("12.3 s"), or :data:`NOT_RECORDED`."""
     return duration(record["first_epoch_seconds"]) if record else NOT_RECORDED
 
 
 def comparison_text(comparison) -> str:
-    """A comparison's sentence ("3.1× faster", "no measurable difference"), or
-    :data:`NOT_RECORDED` without one."""
+    """A comparison's sentence ("3.1× faster"), or :data:`NOT_RECORDED` without one."""
     return comparison.sentence if comparison else NOT_RECORDED
 
 
 def headed(label: str, note: str) -> str:
-    """A table column's header with the note of what it compares: "Against none (middle
-    three of five epochs)"; the label alone without a note."""
+    """A column's header with its note: "Against none (middle three of five epochs)"."""
     return label + (f" ({note})" if note else "")
 
 
@@ -118,8 +105,7 @@ def malloc_fixed(records) -> bool:
 
 
 def measurably(said) -> str:
-    """A comparison's verdict as a clause that says it is one: "1.4× slower", "measurably
-    slower" (apart, but by less than the size the rule names), "no measurable difference"."""
+    """A verdict as a clause: "1.4× slower", "measurably slower", "no measurable difference"."""
     if said.measurable and "×" not in said.sentence:
         return f"measurably {said.sentence}"
     return said.sentence
@@ -133,9 +119,8 @@ def _count(n: int) -> str:
 
 
 def middle_note(*summaries, what: str = "epochs") -> str:
-    """Which repeats :func:`~gpulesson.records.summaries.compare_middle` reads of
-    ``summaries``, in words a reader can check against the ranges shown: "middle three of five
-    epochs", "all epochs: too few to leave the fastest and slowest out"; '' without summaries."""
+    """Which repeats :func:`~gpulesson.records.summaries.compare_middle` reads, in words:
+    "middle three of five epochs"; '' without summaries."""
     counts = sorted({s["n"] for s in summaries if s})
     if not counts:
         return ""

@@ -1,14 +1,6 @@
-"""A reference for each device: the newest run whose part on that device is complete.
-
-A run may record one device and not the other (a GPU node's lease records the GPU's rows; the
-CPU's complete rows are in an older run), or stop before its sweep ends. A page that took the
-newest run whole would then lose what an older run measured completely, or show a comparison
-cut in half. So each experiment says when a device's part of a run is complete (its own
-``complete(part)``), and the reference for a device is the newest run whose part on it is:
-a partial part never replaces a complete one. The records keep their ``run_id``, so the page
-names the run, the machine and the backend of each device's numbers (:func:`part_runs`).
-
-Imports no deep-learning framework.
+"""A reference for each device: the newest run whose part on that device is complete (each
+experiment's ``complete(part)``), so that a run cut short or measuring one device never hides
+what an older run measured completely. Imports no deep-learning framework.
 """
 
 from __future__ import annotations
@@ -22,17 +14,11 @@ from gpulesson.records import results
 DEVICES = ("cpu", "gpu")
 
 
-def device_part(run: list[dict], device: str) -> list[dict]:
-    """The records of ``run`` measured on ``device`` ("cpu" or "gpu")."""
-    return [r for r in run if r.get("device_kind") == device]
-
-
 def newest_complete(grouped: dict[str, list[dict]], device: str,
                     complete: Callable[[list[dict]], bool]) -> list[dict]:
-    """The part on ``device`` of the newest run (``grouped``: runs in file order) for which
-    ``complete(part)`` holds; [] when no run has one."""
+    """The part on ``device`` of the newest of the ``grouped`` runs that ``complete`` accepts."""
     for run in reversed(list(grouped.values())):
-        part = device_part(run, device)
+        part = [r for r in run if r.get("device_kind") == device]
         if part and complete(part):
             return part
     return []
@@ -40,9 +26,7 @@ def newest_complete(grouped: dict[str, list[dict]], device: str,
 
 def reference_parts(path: str | os.PathLike, experiment: str,
                     complete: Callable[[list[dict]], bool], *, keep=None) -> list[dict]:
-    """The reference records of ``experiment`` in the results file ``path``: for each device,
-    CPU first, the part of the newest run that is complete on it (:func:`newest_complete`),
-    the records ``keep(record)`` accepts (default all). [] without a file or a complete part."""
+    """Each device's :func:`newest_complete` part, CPU first, of the records ``keep`` accepts."""
     path = Path(path).expanduser()
     if not path.is_file():
         return []
@@ -52,8 +36,7 @@ def reference_parts(path: str | os.PathLike, experiment: str,
 
 
 def part_runs(records) -> dict[str, str]:
-    """``{device: run id}`` of each device's part of ``records``, CPU first (the first run
-    seen on a device when it has several)."""
+    """``{device: run id}`` of each device's part of ``records`` (its first run), CPU first."""
     found: dict[str, str] = {}
     for device in DEVICES:
         run = next((r["run_id"] for r in records if r.get("device_kind") == device), None)
@@ -69,26 +52,18 @@ def run_labels(records) -> list[str]:
             for device, run_id in part_runs(records).items()]
 
 
-def host(record: dict) -> str:
-    """The CPU a record's process ran on, as the record names it: "AMD EPYC, 2 cores"; a GPU
-    record names the host of its GPU the same way."""
-    return f"{record.get('cpu_model') or 'a CPU not named in the record'}, " \
-           f"{record.get('cores_usable', '?')} cores"
-
-
 def machine(part: list[dict]) -> str:
-    """The machine of one device's part, in words: "AMD EPYC, 2 cores" on the CPU; "NVIDIA
-    H200 beside Intel(R) Xeon(R) Processor, 16 cores" on the GPU."""
+    """One device's machine: "AMD EPYC, 2 cores"; "NVIDIA H200 beside AMD EPYC, 16 cores"."""
     first = part[0]
+    host = results.hardware([{**first, "device_kind": "cpu"}])["CPU"]
     if first.get("device_kind") == "gpu":
-        return f"{first.get('device', 'a GPU')} beside {host(first)}"
-    return host(first)
+        return f"{first.get('device', 'a GPU')} beside {host}"
+    return host
 
 
 def provenance(records, *, file: str, extra=None) -> str:
-    """Which run each device's numbers come from, as one sentence: its device, machine,
-    software, run id and date, and the results file. ``extra(part)`` adds text to a device's
-    clause (e.g. the load average before it)."""
+    """One sentence: each device's machine, software, run and date (``extra(part)`` added),
+    and the results ``file``."""
     said = []
     for device, run_id in part_runs(records).items():
         part = [r for r in records if r.get("run_id") == run_id and r.get("device_kind") == device]

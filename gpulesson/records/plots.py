@@ -33,27 +33,3 @@ def show_images(x, y, class_names, *, n=16, ncols=8, title=None, label=None):
     fig.suptitle(" | ".join(parts))
     fig.tight_layout()
     return fig
-
-
-def save_svg(fig, path) -> None:
-    """Save ``fig`` as a reproducible SVG (fixed salt, no date), then close it."""
-    import matplotlib
-    import matplotlib.pyplot as plt
-
-    with matplotlib.rc_context({"svg.hashsalt": "lesson"}):
-        fig.savefig(path, format="svg", bbox_inches="tight", metadata={"Date": None})
-    plt.close(fig)
-
-
-def save_figures(records, figures, names, folder, *, results, command: str) -> list:
-    """Save ``figures(records)`` of the reference run in ``results``; with none, stop naming ``command``."""
-    from pathlib import Path
-
-    if not records:
-        raise SystemExit(f"{results} holds no run: record one with '{command}'")
-    paths = []
-    for fig, name in zip(figures(records), names, strict=True):
-        path = Path(folder) / name
-        save_svg(fig, path)
-        paths.append(path)
-    return paths

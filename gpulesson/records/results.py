@@ -37,8 +37,7 @@ def _version(module: str) -> str | None:
 
 
 def machine_record() -> dict:
-    """When and on what CPU: ``date`` (ISO 8601, UTC), ``cpu_model``, ``cores_usable``,
-    ``cores_total``. Imports no deep-learning framework."""
+    """When (ISO 8601, UTC) and on what CPU; imports no deep-learning framework."""
     from gpulesson.machine import devices
 
     return {
@@ -48,10 +47,7 @@ def machine_record() -> dict:
 
 
 def environment_record() -> dict:
-    """Where and when a measurement is made, as a dict to merge into a record.
-
-    No host name: the file is shared publicly.
-    """
+    """Where and when a measurement is made (no host name: the file is public)."""
     from gpulesson.machine import devices
 
     device = devices.keras_device()
@@ -108,8 +104,7 @@ def _to_json(value):
 
 
 def validate_record(record: dict) -> None:
-    """Raise :class:`ResultsFileError` unless ``record`` has the required keys and a coherent
-    data source (``data`` and ``data_label`` must agree when given)."""
+    """:class:`ResultsFileError` unless ``record`` has the required keys and agreeing data labels."""
     if not isinstance(record, dict):
         raise ResultsFileError(f"a record must be a dict, not {type(record).__name__}")
     missing = [key for key in REQUIRED_KEYS if record.get(key) in (None, "")]
@@ -142,19 +137,15 @@ def append_record(path: str | os.PathLike, record: dict) -> Path:
         ) from exc
     path = Path(path).expanduser()
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "ab") as f:
+    with open(path, "a+b") as f:
+        end = f.seek(0, os.SEEK_END)
+        f.seek(max(end - 1, 0))
         # A previous write cut short (no final newline) must not swallow this record.
-        prefix = b"\n" if f.tell() > 0 and _last_byte(path) != b"\n" else b""
+        prefix = b"\n" if end and f.read(1) != b"\n" else b""
         f.write(prefix + line.encode() + b"\n")
         f.flush()
         os.fsync(f.fileno())
     return path
-
-
-def _last_byte(path: Path) -> bytes:
-    with open(path, "rb") as f:
-        f.seek(-1, os.SEEK_END)
-        return f.read(1)
 
 
 def read_records(path: str | os.PathLike, **filters) -> list[dict]:
@@ -196,11 +187,7 @@ def data_label(records) -> str:
     return labels.pop()
 
 
-# --- Runs: the records of one measurement session --------------------------------------------
-# A run is the records one command or notebook appends together, sharing a ``run_id`` (one per
-# device, or per device and setting). An episode shows its *reference run*, chosen by
-# :func:`reference_run`, and says "not recorded yet" (:data:`NOT_RECORDED`) for what it lacks,
-# in a note of its own, never inside a sentence that holds a recorded value.
+# --- Runs: the records one command or notebook appends together, sharing a ``run_id`` -------
 
 NOT_RECORDED = "not recorded yet"
 
@@ -232,11 +219,8 @@ def runs(records, experiment: str, **match) -> dict[str, list[dict]]:
 
 
 def reference_run(path: str | os.PathLike, experiment: str, *, complete=None, **match) -> list[dict]:
-    """The records of the reference run in ``path``: the newest complete run with CPU and GPU records.
-
-    Failing that, the newest complete CPU run (a run cut short on a GPU node never replaces it), then
-    the newest complete run, then the newest; ``[]`` when there is none.
-    """
+    """The newest complete run in ``path`` with CPU and GPU records, else with CPU records, else
+    the newest complete run, else the newest; ``[]`` when there is none."""
     path = Path(path).expanduser()
     if not path.is_file():
         return []
@@ -256,8 +240,7 @@ def speedup(records, key: str = "mean_epoch_seconds") -> float | None:
 
 
 def software(records) -> str:
-    """``"Keras 3.15.1, jax 0.10.2"``: the versions a record, or a list of records, was measured
-    with: Keras as the first record has it, then each backend of the records, in their order."""
+    """``"Keras 3.15.1, jax 0.10.2"``: Keras and the backends of a record or records."""
     records = [records] if isinstance(records, dict) else list(records)
     first = {}
     for record in records:  # the first record of each backend

@@ -1,7 +1,4 @@
-"""Summaries and comparisons of measurements, as the lesson's measurement rule defines them.
-
-Here, not in experiments/, so that the classroom's modules follow the same rule.
-"""
+"""Summaries and comparisons of measurements by the lesson's rule (the classroom's too)."""
 
 from __future__ import annotations
 
@@ -38,10 +35,8 @@ def summarise(samples: Sequence[float], warmup: Sequence[float] = (), *,
 def summary_of(record: Mapping, samples_key: str = "epoch_seconds", *,
                warmup_key: str | None = "warmup_seconds", first_is_warmup: bool | None = None,
                key: str = SUMMARY_KEY) -> dict | None:
-    """A record's summary under ``key``, or one built from an older record's ``samples_key`` list.
-
-    An old record without a warm-up list had its first sample as warm-up, as the epoch timers did.
-    """
+    """A record's summary under ``key``, or one built from an old record's ``samples_key``
+    (without a warm-up list, its first sample was the warm-up)."""
     kept = record.get(key)
     if isinstance(kept, Mapping) and kept.get("samples"):
         return dict(kept)
@@ -69,8 +64,7 @@ def as_rate(summary: Mapping, amount: float, unit: str = "images/s") -> dict:
 
 
 def scale(summary: Mapping | None, factor: float, unit: str | None = None) -> dict | None:
-    """A summary with every value multiplied by ``factor`` (a time per epoch as the time of 30
-    epochs, joules per epoch as joules per image), in ``unit`` if given; None stays None."""
+    """A summary with every value multiplied by ``factor``, in ``unit`` if given; None stays None."""
     if not summary:
         return None
     return {**summary, "unit": summary.get("unit", "") if unit is None else unit,
@@ -155,8 +149,7 @@ def rank(summaries: Mapping[str, Mapping], *, higher_is_better: bool = False) ->
 
 def best_text(summaries: Mapping[str, Mapping], *, higher_is_better: bool = False,
               quote=str) -> str:
-    """The best condition in words: "`ram`", or "`ram` and `device` (no measurable
-    difference)" when the first place is shared."""
+    """The best condition: "`ram`", or "`ram` and `device` (no measurable difference)"."""
     if not summaries:
         return "not measured"
     first = rank(summaries, higher_is_better=higher_is_better)[0]
@@ -169,8 +162,7 @@ def best_text(summaries: Mapping[str, Mapping], *, higher_is_better: bool = Fals
 # --- figures ----------------------------------------------------------------------------------
 
 def spread_errors(summaries: Sequence[Mapping]) -> list[list[float]]:
-    """Matplotlib's ``yerr``/``xerr`` for summaries drawn at their medians: the distances down to
-    the minimum and up to the maximum."""
+    """Matplotlib's ``yerr``/``xerr`` of summaries drawn at their medians."""
     return [[s["median"] - s["min"] for s in summaries], [s["max"] - s["median"] for s in summaries]]
 
 
@@ -200,11 +192,8 @@ SPREAD_NOTE = "bars: median; whiskers: fastest to slowest repeat; dots: the repe
 
 
 def middle(summary: dict | None) -> dict | None:
-    """``summary`` with the range of its middle repeats, the fastest and the slowest left out,
-    when it has at least :data:`MIDDLE_FROM` (the median is the same): compared through it
-    (:func:`compare_middle`), one stray repeat, such as a pause in one epoch of five, cannot
-    decide a comparison either way. Fewer repeats keep their whole range. Every sample stays in
-    the record and in the range the page shows."""
+    """``summary`` with the range of its middle repeats (the fastest and the slowest left out)
+    from :data:`MIDDLE_FROM` on, so that one stray repeat cannot decide a comparison."""
     if not summary or summary["n"] < MIDDLE_FROM:
         return summary
     kept = sorted(summary["samples"])[1:-1]
