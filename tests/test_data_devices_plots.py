@@ -76,7 +76,8 @@ def test_driver_noise_is_summarised_not_printed(monkeypatch, capfd):
 
 
 def test_module_entry_point():
-    done = subprocess.run([sys.executable, "-m", "gpulesson.machine.devices"], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-m", "gpulesson.machine.devices"], capture_output=True,
+                          text=True, timeout=120)
     assert done.returncode == 0 and "backend:" in done.stdout
 
 
@@ -107,12 +108,12 @@ def test_show_images_without_label_says_so():
 
 def test_a_visible_gpu_is_named_in_the_report_and_the_record(monkeypatch):
     def one_gpu():
-        return "2.0", [("/physical_device:GPU:0", "NVIDIA H100")]
+        return "2.0", [{"id": "/physical_device:GPU:0", "name": "NVIDIA H100"}]
 
     monkeypatch.setattr(devices, "FRAMEWORKS", (("TensorFlow", "tensorflow", one_gpu),))
     text = devices.report()
     assert "TensorFlow 2.0: 1 GPU(s): /physical_device:GPU:0 (NVIDIA H100)" in text
     assert devices.NO_GPU not in text
-    assert devices._gpu_names("tensorflow") == ("2.0", ["NVIDIA H100"])
+    assert devices._probe("tensorflow")[1][0]["name"] == "NVIDIA H100"
     with pytest.raises(ValueError, match="no GPU probe"):
-        devices._gpu_names("mlx")
+        devices._probe("mlx")

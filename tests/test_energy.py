@@ -79,12 +79,12 @@ def test_the_packages_of_a_powercap_tree_are_found(powercap):
 def test_a_powercap_meter_adds_the_packages_and_the_wrap_around(powercap):
     meter = energy.PowercapMeter(powercap)
     assert "intel-rapl:0" in meter.source and "intel-rapl:1" in meter.source
-    assert meter.joules() == 0
+    assert meter.update() == 0
     # Package 0 uses 2 J; package 1 uses 1.5 J and wraps around at 10 J.
     (powercap / "intel-rapl:0" / "energy_uj").write_text("3000000\n")
     (powercap / "intel-rapl:1" / "energy_uj").write_text("1000000\n")
     (powercap / "intel-rapl:0:0" / "energy_uj").write_text("9000000\n")
-    assert meter.joules() == pytest.approx(2.0 + 1.5)
+    assert meter.update() == pytest.approx(2.0 + 1.5)
 
 
 def test_the_meter_thread_reads_across_more_than_one_wrap(powercap):
@@ -94,7 +94,7 @@ def test_the_meter_thread_reads_across_more_than_one_wrap(powercap):
     for reading in (6_000_000, 1_000_000, 6_000_000, 1_000_000):  # two wraps of 10 J
         counter.write_text(f"{reading}\n")
         meter.update()
-    assert meter.joules() == pytest.approx(20.0)
+    assert meter.update() == pytest.approx(20.0)
 
 
 def test_intervals_give_the_energy_of_each_epoch(powercap):
@@ -194,7 +194,7 @@ def test_the_gpu_energy_counter_is_used_where_there_is_one():
     meter = energy.gpu_meter(nvml, "handle")
     assert isinstance(meter, energy.NvmlCounterMeter)
     nvml.millijoules = 123_456
-    assert meter.joules() == pytest.approx(123.456)
+    assert meter.update() == pytest.approx(123.456)
 
 
 def test_without_a_counter_the_gpu_power_is_sampled_and_integrated():
@@ -205,7 +205,7 @@ def test_without_a_counter_the_gpu_power_is_sampled_and_integrated():
     for now, milliwatts in ((1.0, 100_000), (2.0, 300_000), (3.0, 300_000)):
         clock.now, nvml.milliwatts = now, milliwatts
         meter.update()
-    assert meter.joules() == pytest.approx(100 + 200 + 300)
+    assert meter.update() == pytest.approx(100 + 200 + 300)
 
 
 @pytest.mark.bad_input("no energy counter")

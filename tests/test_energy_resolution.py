@@ -62,7 +62,7 @@ def test_the_counter_counts_its_changes_and_its_step():
     run_for(meter, 1.0)
     meter.update()
     assert meter.changes >= 9 and meter.step_joules == STEP
-    assert meter.joules() == pytest.approx(WATTS * 1.0, abs=STEP)
+    assert meter.update() == pytest.approx(WATTS * 1.0, abs=STEP)
 
 
 def test_long_epochs_are_measured_one_by_one():

@@ -18,7 +18,7 @@ from gpulesson.records import results
 class FakeNVML(types.ModuleType):
     """pynvml as a node with two GPUs answers it."""
 
-    NAMES = ["NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-40GB"]
+    NAMES = ("NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-40GB")
 
     def __init__(self):
         super().__init__("pynvml")
@@ -87,7 +87,7 @@ def test_gpu_facts_join_the_framework_and_nvml(nvml, monkeypatch):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     framework = {"name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0",
                  "cuda_runtime_version": "12.9"}
-    monkeypatch.setattr(devices, "_backend_gpu", lambda backend: dict(framework))
+    monkeypatch.setattr(devices, "_probe", lambda backend: ("1.0", [{"id": "gpu:0", **framework}]))
     facts = devices.gpu_facts("jax")
     assert set(facts) == set(devices.GPU_FIELDS)
     assert facts["driver_version"] == "580.95.05" and facts["cuda_runtime_version"] == "12.9"
@@ -99,7 +99,7 @@ def test_gpu_facts_join_the_framework_and_nvml(nvml, monkeypatch):
     assert facts["name"] == "NVIDIA H200" and facts["driver_version"] == "580.95.05"
     assert facts["memory_total_mib"] is None
     devices._gpu_facts.cache_clear()
-    monkeypatch.setattr(devices, "_backend_gpu", lambda backend: None)
+    monkeypatch.setattr(devices, "_probe", lambda backend: ("1.0", []))
     assert devices.gpu_facts("jax") is None
 
 

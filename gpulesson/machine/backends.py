@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import importlib.abc
 import importlib.util
+import io
 import json
 import os
 import re
@@ -162,24 +163,38 @@ def drop_info_notes(text: str) -> str:
 
 
 @contextlib.contextmanager
+def fds_into(sink: io.StringIO, fds=(1, 2)):
+    """What the file descriptors ``fds`` receive while the block runs (C++ libraries write
+    there), written into ``sink`` when it ends."""
+    with tempfile.TemporaryFile() as caught:
+        saved = []
+        try:
+            for fd in fds:
+                try:
+                    saved.append((fd, os.dup(fd)))
+                    os.dup2(caught.fileno(), fd)
+                except OSError:  # no such descriptor (some embedded interpreters)
+                    pass
+            yield sink
+        finally:
+            for fd, copy in saved:
+                os.dup2(copy, fd)
+                os.close(copy)
+            caught.seek(0)
+            sink.write(caught.read().decode(errors="replace"))
+
+
+@contextlib.contextmanager
 def _stderr_without_info_notes():
     """File descriptor 2 caught, then written to the real stderr without the INFO notes."""
+    sink = io.StringIO()
     try:
-        saved = os.dup(2)
-    except OSError:  # no stderr descriptor (some embedded interpreters): nothing to filter
-        yield
-        return
-    with tempfile.TemporaryFile() as caught:
-        os.dup2(caught.fileno(), 2)
-        try:
+        with fds_into(sink, (2,)):
             yield
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            caught.seek(0)
-            rest = drop_info_notes(caught.read().decode(errors="replace"))
-            if rest:
-                os.write(2, rest.encode())
+    finally:
+        rest = drop_info_notes(sink.getvalue())
+        if rest:
+            os.write(2, rest.encode())
 
 
 class _QuietLoader(importlib.abc.Loader):

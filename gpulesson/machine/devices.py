@@ -17,10 +17,9 @@ import io
 import os
 import platform
 import sys
-import tempfile
 import warnings
 
-from gpulesson.machine.backends import missing_backend_message, module_installed
+from gpulesson.machine.backends import fds_into, missing_backend_message, module_installed
 
 NO_GPU = "No GPU visible: training will run on the CPU."
 NO_KERAS = "Keras cannot start, so no training will run here until that is fixed (see above)."
@@ -60,49 +59,51 @@ def _usable_cores() -> str:
 def _captured_output():
     """Collect what C++ libraries and Python print while a framework starts (fd and sys level)."""
     sink = io.StringIO()
-    with tempfile.TemporaryFile(mode="w+b") as tmp:
-        saved = []
-        try:
-            for fd in (1, 2):
-                try:
-                    saved.append((fd, os.dup(fd)))
-                    os.dup2(tmp.fileno(), fd)
-                except OSError:  # no such descriptor (some embedded interpreters)
-                    pass
-            with warnings.catch_warnings(), contextlib.redirect_stdout(sink), \
-                    contextlib.redirect_stderr(sink):
-                warnings.simplefilter("ignore")
-                yield sink
-        finally:
-            for fd, copy in saved:
-                os.dup2(copy, fd)
-                os.close(copy)
-            tmp.seek(0)
-            sink.write(tmp.read().decode(errors="replace"))
+    with fds_into(sink), warnings.catch_warnings(), contextlib.redirect_stdout(sink), \
+            contextlib.redirect_stderr(sink):
+        warnings.simplefilter("ignore")
+        yield sink
 
 
-# Each probe returns (framework version, [(device id, GPU name as the framework reports it)]).
-def _tensorflow_gpus() -> tuple[str, list[tuple[str, str]]]:
+# Each probe returns (framework version, [the facts of each GPU it can use: "id", "name" as the
+# framework reports it, and the GPU_FIELDS it knows]).
+def _tensorflow_gpus() -> tuple[str, list[dict]]:
     import tensorflow as tf
 
-    gpus = tf.config.list_physical_devices("GPU")
-    return tf.__version__, [
-        (gpu.name, tf.config.experimental.get_device_details(gpu).get("device_name", "GPU")) for gpu in gpus
-    ]
+    runtime = tf.sysconfig.get_build_info().get("cuda_version")
+    gpus = []
+    for gpu in tf.config.list_physical_devices("GPU"):
+        details = tf.config.experimental.get_device_details(gpu)
+        gpus.append({"id": gpu.name, "name": details.get("device_name"), "cuda_runtime_version": runtime,
+                     "compute_capability": _capability(details.get("compute_capability"))})
+    return tf.__version__, gpus
 
 
-def _jax_gpus() -> tuple[str, list[tuple[str, str]]]:
+def _jax_gpus() -> tuple[str, list[dict]]:
     import jax
 
-    gpus = [d for d in jax.devices() if d.platform == "gpu"]
-    return jax.__version__, [(str(d), getattr(d, "device_kind", "GPU")) for d in gpus]
+    gpus, runtime = [d for d in jax.devices() if d.platform == "gpu"], None
+    if gpus:
+        with contextlib.suppress(Exception):  # jaxlib's CUDA plugin, a private module
+            from jax._src.lib import cuda_versions
+
+            runtime = _cuda_version(cuda_versions.cuda_runtime_get_version())
+    return jax.__version__, [
+        {"id": str(d), "name": getattr(d, "device_kind", None), "cuda_runtime_version": runtime,
+         "compute_capability": _capability(getattr(d, "compute_capability", None))} for d in gpus]
 
 
-def _torch_gpus() -> tuple[str, list[tuple[str, str]]]:
+def _torch_gpus() -> tuple[str, list[dict]]:
     import torch
 
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    return torch.__version__, [(f"cuda:{i}", torch.cuda.get_device_name(i)) for i in range(count)]
+    gpus = []
+    for i in range(count):
+        properties = torch.cuda.get_device_properties(i)
+        gpus.append({"id": f"cuda:{i}", "name": properties.name, "cuda_runtime_version": torch.version.cuda,
+                     "compute_capability": _capability(torch.cuda.get_device_capability(i)),
+                     "memory_total_mib": properties.total_memory // 2**20})
+    return torch.__version__, gpus
 
 
 FRAMEWORKS = (
@@ -115,9 +116,7 @@ KERAS_BACKENDS = tuple(module for _, module, _ in FRAMEWORKS)
 BACKEND_TITLES = {module: title for title, module, _ in FRAMEWORKS}
 
 
-def backend_installed(backend: str) -> bool:
-    """Whether the framework of the Keras backend ``backend`` can be imported (not importing it)."""
-    return module_installed(backend)
+backend_installed = module_installed  # a Keras backend is named after its framework's module
 
 
 def installed_backends() -> list[str]:
@@ -135,7 +134,7 @@ def _framework_line(title: str, module: str, probe) -> tuple[str, int]:
         except Exception as exc:  # a broken install must not stop the report
             return f"{title}: installed but failed to start ({type(exc).__name__}: {exc})", 0
     if gpus:
-        names = ", ".join(f"{ident} ({name})" for ident, name in gpus)
+        names = ", ".join(f"{gpu['id']} ({gpu['name'] or 'GPU'})" for gpu in gpus)
         return f"{title} {version}: {len(gpus)} GPU(s): {names}", len(gpus)
     note = ""
     if any(word in output.getvalue().lower() for word in ("cuda", "cuinit", "driver")):
@@ -191,13 +190,12 @@ def cpu_info() -> dict:
     return {"cpu_model": _cpu_model(), "cores_usable": usable, "cores_total": total}
 
 
-def _gpu_names(backend: str) -> tuple[str, list[str]]:
-    """``(framework version, GPU names)`` as the framework behind a Keras backend reports them."""
+def _probe(backend: str) -> tuple[str, list[dict]]:
+    """``(framework version, GPUs)`` as the framework behind a Keras backend reports them."""
     probes = {module: probe for _, module, probe in FRAMEWORKS}
     if backend not in probes:
         raise ValueError(f"no GPU probe for the Keras backend {backend!r}")
-    version, gpus = probes[backend]()
-    return version, [name for _, name in gpus]
+    return probes[backend]()
 
 
 def keras_device() -> dict:
@@ -206,8 +204,9 @@ def keras_device() -> dict:
         import keras
 
         backend = keras.backend.backend()
-        version, gpus = _gpu_names(backend)
-    return {"backend": backend, "backend_version": version, "device": gpus[0] if gpus else "CPU",
+        version, gpus = _probe(backend)
+    return {"backend": backend, "backend_version": version,
+            "device": (gpus[0]["name"] or "GPU") if gpus else "CPU",
             "gpu_count": len(gpus)}
 
 
@@ -235,47 +234,6 @@ def _cuda_version(number) -> str | None:
     if not number:
         return None
     return f"{int(number) // 1000}.{int(number) % 1000 // 10}"
-
-
-def _backend_gpu(backend: str) -> dict | None:
-    """The first GPU as the backend's framework sees it (:data:`GPU_FIELDS`); None without one."""
-    if backend == "tensorflow":
-        import tensorflow as tf
-
-        gpus = tf.config.list_physical_devices("GPU")
-        if not gpus:
-            return None
-        details = tf.config.experimental.get_device_details(gpus[0])
-        return {"name": details.get("device_name"),
-                "compute_capability": _capability(details.get("compute_capability")),
-                "cuda_runtime_version": tf.sysconfig.get_build_info().get("cuda_version")}
-    if backend == "jax":
-        import jax
-
-        gpus = [d for d in jax.devices() if d.platform == "gpu"]
-        if not gpus:
-            return None
-        runtime = None
-        try:  # jaxlib's CUDA plugin, a private module: absent on other builds
-            from jax._src.lib import cuda_versions
-
-            runtime = _cuda_version(cuda_versions.cuda_runtime_get_version())
-        except Exception:
-            pass
-        return {"name": getattr(gpus[0], "device_kind", None),
-                "compute_capability": _capability(getattr(gpus[0], "compute_capability", None)),
-                "cuda_runtime_version": runtime}
-    if backend == "torch":
-        import torch
-
-        if not torch.cuda.is_available() or torch.cuda.device_count() == 0:
-            return None
-        properties = torch.cuda.get_device_properties(0)
-        return {"name": properties.name,
-                "compute_capability": _capability(torch.cuda.get_device_capability(0)),
-                "cuda_runtime_version": torch.version.cuda,
-                "memory_total_mib": properties.total_memory // 2**20}
-    raise ValueError(f"no GPU probe for the Keras backend {backend!r}")
 
 
 def _nvml_gpu() -> dict:
@@ -318,9 +276,10 @@ def gpu_facts(backend: str | None = None) -> dict | None:
 @functools.cache  # asked once a process: a sweep writes hundreds of records
 def _gpu_facts(backend: str) -> dict | None:
     with _captured_output():
-        framework = _backend_gpu(backend)
-    if framework is None:
+        gpus = _probe(backend)[1]
+    if not gpus:
         return None
+    framework = {k: v for k, v in gpus[0].items() if k != "id"}
     nvml = _nvml_gpu()
     if nvml.get("name") and framework.get("name") and nvml["name"] != framework["name"]:
         # NVML counted another GPU than CUDA's first: only the system's facts hold for it.

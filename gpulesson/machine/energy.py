@@ -1,9 +1,7 @@
-"""Energy meters: what a device used, in joules, from the counters the machine offers.
-
-The CPU: Linux powercap (RAPL) package counters (the whole package; root only since Linux 5.10).
-An NVIDIA GPU: NVML's energy counter, else its power sampled and integrated. Counters move in
-steps, so a window counts only when its reading changed :data:`MIN_CHANGES` times; where nothing
-can be read, :class:`EnergyUnavailable` gives the reason, never a guessed wattage.
+"""Energy meters: what a device used, in joules: the CPU's powercap (RAPL) package counters;
+an NVIDIA GPU's NVML energy counter, else its power sampled and integrated. A window counts
+only when its reading changed :data:`MIN_CHANGES` times; where nothing can be read,
+:class:`EnergyUnavailable` gives the reason, never a guessed wattage.
 """
 
 from __future__ import annotations
@@ -89,8 +87,6 @@ class EnergyMeter:
             self._total += joules
             self._last, self._last_time = now, when
             return self._total
-
-    joules = update
 
     def reading(self) -> tuple[float, int, float]:
         """``(joules, changes, time)`` now: a point from which a window is measured."""
@@ -183,8 +179,7 @@ def cpu_zones(root: Path = POWERCAP) -> list[Path]:
 
 
 def _nvml_handle():
-    """``(pynvml, handle)`` of CUDA's first GPU (the first of CUDA_VISIBLE_DEVICES), or
-    EnergyUnavailable with the reason."""
+    """``(pynvml, handle)`` of CUDA's first GPU, or EnergyUnavailable with the reason."""
     import os
 
     try:
@@ -228,8 +223,7 @@ def open_meter(device_kind: str, *, powercap: Path = POWERCAP, **kwargs) -> Ener
 
 
 class Intervals:
-    """The joules, reading changes, seconds and readings of a meter's consecutive intervals
-    (a meter of None records nothing)."""
+    """The joules, changes, seconds and readings of a meter's intervals (None: records none)."""
 
     def __init__(self, meter: EnergyMeter | None):
         self.meter, self._start = meter, None

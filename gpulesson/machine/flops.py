@@ -7,26 +7,17 @@ from __future__ import annotations
 TRAINING_FACTOR = 3  # forward + backward (gradients of the inputs and of the weights)
 
 
-def conv2d_flops(height: int, width: int, kernel: int, channels_in: int, channels_out: int) -> int:
-    """A 'same'-padded, stride-1 convolution: one multiply-add per output value and kernel tap."""
-    return 2 * height * width * kernel * kernel * channels_in * channels_out
-
-
-def dense_flops(units_in: int, units_out: int) -> int:
-    return 2 * units_in * units_out
-
-
 def cnn_forward_flops(input_shape=(32, 32, 3), filters=(32, 64, 128, 256), dense=(256, 512),
                       n_classes: int = 10, kernel: int = 3) -> int:
     """The forward pass of one image through the lesson's CNN (``gpulesson.lesson.build_cnn``)."""
     height, width, channels = input_shape
     total = 0
-    for out in filters:
-        total += conv2d_flops(height, width, kernel, channels, out)
+    for out in filters:  # 'same'-padded, stride 1: a multiply-add per output value and kernel tap
+        total += 2 * height * width * kernel * kernel * channels * out
         height, width, channels = height // 2, width // 2, out
     units = height * width * channels
     for out in (*dense, n_classes):
-        total += dense_flops(units, out)
+        total += 2 * units * out
         units = out
     return total
 
