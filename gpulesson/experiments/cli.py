@@ -54,14 +54,13 @@ class Command:
         return parser
 
     def parse(self, argv=None) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
-        """``(parser, args)``: ``args.quick`` true also when the settings say quick mode."""
         parser = self.parser()
         args = parser.parse_args(argv)
         for name in self.at_least_one:
             value = getattr(args, name)
             if value is not None and value < 1:
                 parser.error(f"--{name.replace('_', '-')} must be at least 1, not {value}")
-        if "quick" in args:
+        if "quick" in args:  # also when the settings say quick mode (LESSON_QUICK=1)
             from gpulesson.datasets.settings import get_settings
 
             args.quick = args.quick or get_settings().quick
@@ -92,18 +91,15 @@ def group(title: str | None, *options):
 
 
 def devices(help: str = "devices (default: cpu, then gpu if one is visible)", choices=None):
-    """``--devices``: one or more of the Keras devices (or ``choices``)."""
     return option("--devices", nargs="+", choices=sorted(choices or KERAS_DEVICES), default=None,
                   help=help)
 
 
 def backends(choices, help: str):
-    """``--backends``: the Keras backends of a ``per_backend`` command."""
     return option("--backends", nargs="+", choices=choices, default=None, help=help)
 
 
 def quick(help: str):
-    """``--quick``: tiny sizes and fewer repeats, as ``LESSON_QUICK=1`` also asks."""
     return option("--quick", action="store_true", help=help)
 
 
@@ -119,9 +115,6 @@ def sizes(epoch: dict):
                  quick("tiny sizes and 2 timed epochs (also when LESSON_QUICK=1)"))
 
 
-NEW_RUN_ID = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{6}")  # gpulesson.records.results.new_run_id's form
-
-
 def results_file(text: str) -> Path:
     """``--out``'s value: a results file holds JSON lines, so its name ends in ``.jsonl``; any
     other name (a model, a figure, an HDF5 file) would get text appended to it."""
@@ -134,7 +127,6 @@ def results_file(text: str) -> Path:
 
 
 def out(default: Path):
-    """``--out``: the results file the records are appended to, ``default`` if not given."""
     return option("--out", type=results_file, default=default,
                   help=f"results file to append to (default {default})")
 
@@ -148,7 +140,6 @@ def _number(text: str, kind, what: str):
 
 
 def positive_int(text: str) -> int:
-    """A count of at least 1."""
     value = _number(text, int, "a whole number")
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
@@ -175,7 +166,6 @@ def positive_seconds(text: str) -> float:
 
 
 def _epochs(text: str) -> int:
-    """``--epochs``: a number that leaves no timed epoch is a usage error."""
     try:
         return common.check_epochs(int(text))
     except ValueError as exc:
@@ -214,7 +204,6 @@ def job_device(help: str):
 
 
 def out_dir(help: str):
-    """``--out-dir``: the folder of a training job's files."""
     return option("--out-dir", type=Path, default=None, help=help)
 
 
@@ -254,10 +243,8 @@ def devices_or_refuse(requested: list[str] | None, gpu_visible, framework: str) 
 
 
 def devices_here(requested) -> list[str]:
-    """In a process that measures with its own Keras backend: PyTorch's allocator fixed (set
-    already where the command started the process), and the devices to measure, ``requested``
-    or :func:`default_devices`; a message and exit status 2 when a GPU is asked for and the
-    backend sees none."""
+    """The devices a process measures with its Keras backend, ``requested`` or the default (exit
+    status 2 when a GPU is asked for and the backend sees none); PyTorch's allocator fixed."""
     from gpulesson.experiments import allocator
     from gpulesson.machine.devices import keras_device
 
@@ -291,9 +278,8 @@ def say_measured(made: list[dict], out: Path, experiment: str, run_id: str, desc
 
 
 def continue_run(out: Path, experiment: str, run_id: str | None, key) -> tuple[str, set]:
-    """``(run id, keys of the conditions already recorded)`` for a run that may go on: a new
-    run without ``run_id``; with it, the keys ``key(record)`` of ``experiment``'s records of
-    that run in ``out`` (none if the file is missing)."""
+    """``(run id, keys of the conditions already recorded)``: a new run without ``run_id``;
+    with it, the keys ``key(record)`` of ``experiment``'s records of that run in ``out``."""
     from gpulesson.records.results import new_run_id, read_records
 
     if not run_id:
@@ -304,7 +290,7 @@ def continue_run(out: Path, experiment: str, run_id: str | None, key) -> tuple[s
     done = {key(r) for r in records if r.get("experiment") == experiment and r.get("run_id") == run_id}
     known = sorted({r.get("run_id") for r in records} - {None})
     # An id the file lacks: a new run only in new_run_id's form (as tools/reference.py gives it).
-    if run_id not in known and not NEW_RUN_ID.fullmatch(run_id):
+    if run_id not in known and not re.fullmatch(r"\d{8}T\d{6}Z-[0-9a-f]{6}", run_id):
         listed = ", ".join(known[-5:]) + (f" (the last 5 of {len(known)})" if len(known) > 5 else "")
         print(f"error: --run-id {run_id}: {out} has no run of that id (its runs: "
               f"{listed or 'none'}). Give one of them to go on with it, or leave --run-id out "

@@ -1,26 +1,15 @@
 """Where the lesson finds its experiments, so that none is listed by hand.
 
-The site's ``ref_*`` values come from every experiment package that has page values
-(:func:`page_sources`), in the order of their names. A package is one experiment:
-
-- one of the older shape gives ``substitutions`` and ``EXPERIMENT`` (its results file) from the
-  package or its ``page`` module, and has a ``__main__.py``;
-- a *declared* one needs three files: its ``__init__`` declares ``RECORDS`` (a
-  :class:`~gpulesson.records.recordset.RecordSet`) and ``COMMAND`` (a
-  :class:`~gpulesson.experiments.cli.Command` with ``--out``, and ``--run-id`` where a run
-  can go on); its ``measure``
-  module has ``measure(args, *, run_id, done)``, which yields each record as it is made; its
-  ``page`` module has ``substitutions(path)`` and may have ``describe(records)`` (the command's
-  table), ``figures(records)`` with ``FIGURES`` (the SVG names) and ``reference_run(path)``
-  (default the RecordSet's). :class:`Declared` gathers these parts, as the figure scripts'
-  :func:`~gpulesson.records.figure_scripts.drawer` and the site take them.
-
-A package cannot be run with ``python -m`` without a ``__main__`` module. Rather than the same
-file in every declared package, an import hook (:func:`install`, done by importing
-:mod:`gpulesson.experiments`) gives a package that declares ``COMMAND`` and ``RECORDS`` but has
-no ``__main__.py`` its ``__main__`` module: :func:`run` of the package, with ``main``,
-``_parser`` and ``COMMAND`` as an experiment's ``__main__`` has them. Imports only the standard
-library until an experiment is asked for.
+The site's ``ref_*`` values come from every experiment package with page values
+(:func:`page_sources`), in the order of their names. An older package has a ``__main__.py`` and
+gives ``substitutions`` and ``EXPERIMENT``. A *declared* one is three files: ``__init__``
+declares ``RECORDS`` (a :class:`~gpulesson.records.recordset.RecordSet`) and ``COMMAND`` (a
+:class:`~gpulesson.experiments.cli.Command`); ``measure.py`` has ``measure(args, *, run_id,
+done)``, yielding each record as it is made; ``page.py`` has ``substitutions(path)`` and may
+have ``describe(records)`` (the command's table), ``figures(records)`` with ``FIGURES`` and
+``FIGURE_FOLDER``, and ``reference_run(path)``. :class:`Declared` gathers these parts; an import
+hook (:func:`install`, done by importing :mod:`gpulesson.experiments`) gives such a package its
+``__main__``: :func:`run`. Imports only the standard library until an experiment is asked for.
 """
 
 from __future__ import annotations
@@ -121,8 +110,7 @@ class Declared:
 
 
 def experiment(name: str):
-    """Experiment package ``name`` as the site and the tools read it: its :class:`Declared`
-    parts, else the package (with its ``reference_run``, ``RESULTS_FILE``, ...)."""
+    """Experiment package ``name`` as the site and the tools read it."""
     module = importlib.import_module(name)
     return Declared(name) if declares(module) else module
 
@@ -130,9 +118,8 @@ def experiment(name: str):
 def run(name: str, argv=None) -> int:
     """The command of the declared experiment ``name``: a new run, or ``--run-id``'s without
     the conditions it has; each record ``measure`` yields appended to ``--out`` at once (a
-    stopped run keeps what it made), then the run's table and what was appended. A
-    ``per_backend`` command measures in one process per Keras backend, this one saying the
-    run's table and which failed."""
+    stopped run keeps what it made), then the run's table and what was appended (a
+    ``per_backend`` command: after each backend's process, which failed)."""
     from gpulesson.errors import cannot_write_file
     from gpulesson.experiments import cli
     from gpulesson.records.results import append_record, read_records
@@ -164,10 +151,9 @@ def run(name: str, argv=None) -> int:
 
 
 def draw_declared(root: Path, package: str = PACKAGE) -> list[Path]:
-    """The figures of every declared experiment of ``package`` whose page names them
-    (``FIGURES``) and their folder (``FIGURE_FOLDER``, in the lesson's folder ``root``), drawn
-    from its reference run as `make figures` draws the scripts in ``fig/``: so that a declared
-    experiment needs no figure script. A results file without a run draws nothing."""
+    """The figures (``FIGURES``) of every declared experiment of ``package`` whose page names
+    them and their folder in ``root`` (``FIGURE_FOLDER``), drawn from its reference run as `make
+    figures` draws the scripts in ``fig/``; a results file without a run draws nothing."""
     from gpulesson.records.figure_scripts import drawer
 
     written = []
@@ -183,8 +169,7 @@ def draw_declared(root: Path, package: str = PACKAGE) -> list[Path]:
     return written
 
 
-# The ``__main__`` module the import hook gives a declared package: what an experiment's
-# ``__main__.py`` holds, its work done by run().
+# The ``__main__`` module the import hook gives a declared package.
 COMMAND_MODULE = '''"""The command line that {package} declares (gpulesson.experiments.registry)."""
 from functools import partial
 
@@ -225,7 +210,6 @@ class _DeclaredCommands(importlib.abc.MetaPathFinder):
 
 
 def install() -> None:
-    """Put the hook that gives declared packages their ``__main__`` last on ``sys.meta_path``
-    (once)."""
+    """Put the hook that gives declared packages their ``__main__`` last on ``sys.meta_path``."""
     if not any(isinstance(finder, _DeclaredCommands) for finder in sys.meta_path):
         sys.meta_path.append(_DeclaredCommands())

@@ -106,14 +106,6 @@ def _ceiling_so_far(made: list[dict], record: dict) -> dict | None:
         if top else None
 
 
-def setting() -> dict:
-    """The cores, threads and allocator mode a measurement runs with."""
-    from gpulesson.experiments import allocator
-    from gpulesson.machine.timing import cpu_settings
-
-    return {"cpu_settings": cpu_settings(), **allocator.mode()}
-
-
 def synthetic_file(folder, n_images: int, batch_size: int):
     """``(path, x, y)``: synthetic images and labels, and an HDF5 file of them chunked by batch."""
     from gpulesson.datasets.hdf5 import write_hdf5
@@ -138,22 +130,21 @@ def rule(args) -> dict:
             "repeats": cli.repeats_for(args.quick)}
 
 
-def said(record: dict, label: str, progress) -> dict:
-    """``record``, its rate said."""
-    progress(f"{label}: " + fit_progress(record["n_images"], record["summary"]))
-    return record
-
-
 def timed_fit(keras_device: str, fit):
     """``fit(model)`` of a new do-nothing model on ``keras_device``, and what every record
-    keeps beside it: how busy the machine was, the setting and the wall time."""
+    keeps beside it: how busy the machine was, its cores, threads and allocator mode, and the
+    wall time."""
     import keras
+
+    from gpulesson.experiments import allocator
+    from gpulesson.machine.timing import cpu_settings
 
     model = tiny_model(keras_device)
     meter, started = BusyMeter(), time.perf_counter()
     with keras.device(keras_device):
         result = fit(model)
-    return result, {**meter.read(), **setting(), "wall_seconds": time.perf_counter() - started}
+    return result, {**meter.read(), "cpu_settings": cpu_settings(), **allocator.mode(),
+                    "wall_seconds": time.perf_counter() - started}
 
 
 def measure(args=None, *, run_id: str | None = None, done=(), **options):
@@ -187,13 +178,16 @@ def measured(*, devices, n_images: int, batch_size: int, repeats: int, warmup: i
                                      keras_device=keras_device, epochs=warmup + repeats):
                 seconds, extra = timed_fit(
                     keras_device, partial(_fit, feed=feed, warmup=warmup, repeats=repeats))
-                record = cp.measurement_record(
-                    seconds, warmup=warmup, run_id=run_id, device=device, pipeline=name,
-                    batch_size=batch_size, n_images=n_images,
+                record = cp.RECORDS.epoch_record(
+                    seconds, warmup=warmup, run_id=run_id, device=device, n_images=n_images,
+                    own={"pipeline": name, "pipeline_label": cp.PIPELINES[name],
+                         "batch_size": batch_size},
                     extra={**extra, **device_method(name),
                            **({"grain_workers": grain_workers()} if name == "lesson-grain"
                               else {})})
                 assert cp.condition(record) == (backend, device, name, batch_size)
                 record["ceiling"] = _ceiling_so_far(made, record)
                 made.append(record)
-                yield said(record, f"{backend} {device} {name}", progress)
+                progress(f"{backend} {device} {name}: "
+                         + fit_progress(n_images, record["summary"]))
+                yield record

@@ -8,22 +8,14 @@ from __future__ import annotations
 import math
 
 from gpulesson.datasets.settings import LABELS
-from gpulesson.experiments.common import markdown_table
+from gpulesson.experiments.common import REPEATS, SPREAD_NOTE, compare_middle, draw_spread, markdown_table
 from gpulesson.machine.devices import BACKEND_TITLES, KERAS_BACKENDS
 from gpulesson.records import pagewords as words
 from gpulesson.records import parts
 from gpulesson.records.figkit import need, panels, run_title
 from gpulesson.records.recordset import RecordSet, rate_summary
 from gpulesson.records.results import NOT_RECORDED, data_label, hardware
-from gpulesson.records.summaries import (
-    REPEATS,
-    SPREAD_NOTE,
-    compare_middle,
-    draw_spread,
-    scale,
-    summary_of,
-    summary_text,
-)
+from gpulesson.records.summaries import scale, summary_of, summary_text
 
 EXPERIMENT = "ceiling"
 DATA = "synthetic"  # speed does not depend on the pixel values
@@ -42,13 +34,7 @@ PIPELINES: dict[str, str] = {
     "lesson-ahead-window1": "lesson generator reading ahead, window=1",
     "lesson-grain": "the stored blocks read by Grain's worker processes (grain_blocks)",
 }
-# Pipelines earlier runs measured and the lesson no longer has: kept in the file, not read.
-RETIRED = ("lesson-readahead", "lesson-process")
 IN_MEMORY = ("arrays", "ram", "device", "tfdata")
-READ_AHEAD = ("lesson-ahead", "lesson-ahead-window1")  # the generator's own reader thread
-PROCESSES = ("lesson-grain",)  # read outside the training process: no lock shared with it
-GPU_ONLY = ("device",)  # on the CPU, device-resident data are the RAM case
-TENSORFLOW_ONLY = ("tfdata",)  # a tf.data pipeline needs TensorFlow
 NONE = words.none_yet("ceiling run", "python -m gpulesson.experiments.ceiling")
 STREAMS = ("lesson-ahead", "lesson-grain")  # the lesson's streams: a reader thread, Grain's processes
 GPU_COMMAND = "python -m gpulesson.experiments.ceiling --devices gpu"
@@ -63,23 +49,17 @@ def rate_number(value: float) -> str:
 
 
 def pipelines_for(device: str, backend: str) -> list[str]:
-    return [name for name in PIPELINES if (device == "gpu" or name not in GPU_ONLY)
-            and (backend == "tensorflow" or name not in TENSORFLOW_ONLY)]
-
-
-def measurement_record(seconds: list[float], *, warmup: int, run_id: str, device: str,
-                       pipeline: str, batch_size: int, n_images: int, extra: dict) -> dict:
-    return RECORDS.epoch_record(
-        seconds, warmup=warmup, run_id=run_id, device=device, n_images=n_images, extra=extra,
-        own={"pipeline": pipeline, "pipeline_label": PIPELINES[pipeline], "batch_size": batch_size})
+    """On the CPU, device-resident data are the RAM case; a tf.data pipeline needs TensorFlow."""
+    return [name for name in PIPELINES if (device == "gpu" or name != "device")
+            and (backend == "tensorflow" or name != "tfdata")]
 
 
 def complete(part: list[dict]) -> bool:
     """Whether every backend of one device's part measured all its pipelines; those reading
     ahead or in other processes count only where measured, so older runs stay complete."""
+    later = {"lesson-ahead", "lesson-ahead-window1", "lesson-grain"}
     return all({r["pipeline"] for r in part if r["backend"] == backend}
-               >= set(pipelines_for(part[0]["device_kind"], backend)) - set(READ_AHEAD)
-               - set(PROCESSES)
+               >= set(pipelines_for(part[0]["device_kind"], backend)) - later
                for backend in {r["backend"] for r in part})
 
 
@@ -92,17 +72,14 @@ def new_method(record: dict) -> bool:
     return not old_device_method(record)
 
 
-# The reference: for each device, the newest run complete on it, without RETIRED pipelines.
+# The reference: for each device, the newest run complete on it, without the pipelines earlier
+# runs measured and the lesson no longer has (kept in the file).
 RECORDS = RecordSet(EXPERIMENT, ("backend", "device_kind", "pipeline", "batch_size"),
                     backends=KERAS_BACKENDS, complete=complete, data=DATA,
                     kept=lambda r: r.get("pipeline") in PIPELINES, shown=new_method)
 RESULTS_FILE, condition, groups, shown = (RECORDS.results_file, RECORDS.key, RECORDS.groups,
                                           RECORDS.visible)
 reference_run = RECORDS.reference_run
-
-
-def old_method(records) -> list[dict]:
-    return [r for r in records if not new_method(r)]
 
 
 def find(records, backend: str, device: str, pipeline: str) -> dict | None:
@@ -120,19 +97,6 @@ def share(record: dict | None, top: dict | None) -> float | None:
     return record["images_per_second"] / top["images_per_second"]
 
 
-def against(record: dict | None, top: dict | None) -> str | None:
-    """``record`` against the ceiling ``top``: "89% of it, measurably slower", in the words of
-    ``compare_middle``, so a share inside the noise is not called a difference."""
-    ratio = share(record, top)
-    if ratio is None:
-        return None
-    if record is top:
-        step = step_summary(top)
-        return f"the ceiling, {step['median'] * 1e3:.2g} ms a step" if step else "the ceiling"
-    said = compare_middle(rate_summary(record), rate_summary(top), higher_is_better=True)
-    return f"{share_text(ratio)} of it, {words.measurably(said)}"
-
-
 def rough(record: dict) -> bool:
     """Too small a measurement to judge the goal by: fewer timed epochs or images than the rule's."""
     timed = record.get("repeats", len(record.get("epoch_seconds", ())))
@@ -147,10 +111,17 @@ def has_goal(record: dict) -> bool:
 
 
 def verdict(record: dict | None, top: dict | None) -> str | None:
-    """:func:`against`, and whether it meets the goal where one applies; a rough measurement is
-    not judged, since a short run can put a pipeline level with a ceiling far above it."""
-    said = against(record, top)
-    if said is None or record is top or not has_goal(record):
+    """``record`` against the ceiling ``top`` ("89% of it, measurably slower": a share inside
+    the noise is no difference), and whether it meets the goal where one applies; a rough
+    measurement is not judged, since a short run can put a pipeline level with a far ceiling."""
+    if share(record, top) is None:
+        return None
+    if record is top:
+        step = step_summary(top)
+        return f"the ceiling, {_ms(step['median'])} a step" if step else "the ceiling"
+    said = compare_middle(rate_summary(record), rate_summary(top), higher_is_better=True)
+    said = f"{share_text(share(record, top))} of it, {words.measurably(said)}"
+    if not has_goal(record):
         return said
     if rough(record) or rough(top):
         return (f"{said}; too rough to judge the {TARGET_SHARE:.0%} goal (the goal is judged on "
@@ -302,7 +273,7 @@ def malloc_note(records) -> str:
 
 
 def old_method_note(records) -> str:
-    old = old_method(records)
+    old = [r for r in records if not new_method(r)]
     if not old:
         return ""
     devices = " and ".join(d.upper() for d in ("cpu", "gpu") if any(r["device_kind"] == d for r in old))

@@ -12,9 +12,9 @@ from functools import partial
 from importlib.metadata import version
 
 from gpulesson.experiments import cli
-from gpulesson.experiments.ceiling.measure import rule, said, synthetic_file, timed_fit
-from gpulesson.experiments.common import Budget, synced_epoch_timer
-from gpulesson.experiments.workers.page import WORK, condition, measurement_record
+from gpulesson.experiments.ceiling.measure import rule, synthetic_file, timed_fit
+from gpulesson.experiments.common import Budget, fit_progress, synced_epoch_timer
+from gpulesson.experiments.workers.page import METHOD, RECORDS, WORK, condition
 
 COST_BLOCKS = 20  # blocks read and augmented alone for block_costs
 
@@ -146,11 +146,14 @@ def measure(args, *, run_id: str, done):
                     (seconds, split), extra = timed_fit(keras_device, partial(
                         _fit, path=path, work=work, workers=n, batch_size=batch_size,
                         warmup=warmup, repeats=repeats))
-                    record = measurement_record(
-                        seconds, warmup=warmup, run_id=run_id, device=device, work=work,
-                        workers=n, batch_size=batch_size, n_images=size["n_images"],
+                    record = RECORDS.epoch_record(
+                        seconds, warmup=warmup, run_id=run_id, device=device,
+                        n_images=size["n_images"], method={"method": METHOD},
+                        own={"work": work, "work_label": WORK[work], "workers": n,
+                             "batch_size": batch_size},
                         extra={**costs, **split, **extra, "grain": version("grain"),
                                "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")})
                     assert condition(record) == (backend, device, work, n, batch_size)
-                    yield said(record, f"{backend} {device} {work}, {n} worker(s)",
-                               partial(print, flush=True))
+                    print(f"{backend} {device} {work}, {n} worker(s): "
+                          + fit_progress(size["n_images"], record["summary"]), flush=True)
+                    yield record

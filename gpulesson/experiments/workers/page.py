@@ -19,13 +19,11 @@ from gpulesson.records.summaries import NO_DIFFERENCE
 
 EXPERIMENT = "workers"
 DATA = "synthetic"  # speed does not depend on the pixel values
-BACKENDS = ("jax", "torch")  # Grain needs no TensorFlow; on TensorFlow any Python feed pays more
 # name -> what is done to each block before training (tables, figure labels, records)
 WORK: dict[str, str] = {
     "none": "the stored blocks as they are",
     "augment": "flip_crop: each image shifted and flipped, one at a time in Python",
 }
-CONDITION = ("backend", "device_kind", "work", "workers", "batch_size")
 # How the epochs were timed. "epoch-split": the dataset holds exactly the epochs fit trains and
 # every epoch is split where its time went (measure.EpochSplitter), so that a slow last epoch is
 # named, not trimmed away. Before: "spare-epoch" (one epoch more than fit trains), and before
@@ -44,14 +42,6 @@ WHERE = {
     "first_batch": "before its first batch: a refill of the workers' buffers",
     "longest_gap": "in one gap between two batches: a refill",
 }
-
-
-def measurement_record(seconds: list[float], *, warmup: int, run_id: str, device: str, work: str,
-                       workers: int, batch_size: int, n_images: int, extra: dict) -> dict:
-    return RECORDS.epoch_record(
-        seconds, warmup=warmup, run_id=run_id, device=device, n_images=n_images, extra=extra,
-        own={"work": work, "work_label": WORK[work], "workers": workers, "batch_size": batch_size},
-        method={"method": METHOD})
 
 
 def teardown_may_be_timed(record: dict) -> bool:
@@ -93,7 +83,9 @@ def complete(part: list[dict]) -> bool:
     return True
 
 
-RECORDS = RecordSet(EXPERIMENT, CONDITION, backends=BACKENDS, complete=complete, data=DATA)
+# Grain needs no TensorFlow; on TensorFlow any Python feed pays more.
+RECORDS = RecordSet(EXPERIMENT, ("backend", "device_kind", "work", "workers", "batch_size"),
+                    backends=("jax", "torch"), complete=complete, data=DATA)
 RESULTS_FILE, condition, groups = RECORDS.results_file, RECORDS.key, RECORDS.groups
 reference_run = RECORDS.reference_run
 
@@ -186,7 +178,9 @@ def findings(records) -> str:
         for work in WORK:
             top = best(records, backend, device, work)
             if top and (versus := against_none(top, records)):
-                said.append(f"{_versus_none(versus)} {IN_WORDS[work]} ({top['workers']})")
+                versus = ("about as fast as none (no measurable difference)"
+                          if versus == NO_DIFFERENCE else f"{versus} than none")
+                said.append(f"{versus} {IN_WORDS[work]} ({top['workers']})")
         costs = (f"; a block: read {read:.2g} ms, `flip_crop` {work_ms:.2g} ms"
                  if read is not None and work_ms is not None else "")
         if said:
@@ -196,12 +190,6 @@ def findings(records) -> str:
         sentences.insert(0, f"Each comparison reads the {compared(records)}.")
     return " ".join(part for part in [*sentences, stall_note(records), method_note(records)]
                     if part) or NONE
-
-
-def _versus_none(said: str) -> str:
-    if said == NO_DIFFERENCE:
-        return "about as fast as none (no measurable difference)"
-    return f"{said} than none"
 
 
 def stall_note(records) -> str:
