@@ -7,7 +7,6 @@ from conftest import ROOT
 from gpulesson.experiments import common, feeding
 from gpulesson.experiments.ceiling.measure import tiny_model
 from gpulesson.experiments.feeding import measure
-from gpulesson.experiments.feeding import records as rec
 from gpulesson.records.results import append_record
 
 FIG = ROOT / "fig" / "09-feeding-the-gpu"
@@ -33,7 +32,7 @@ def tiny_benchmark(data_dir):
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(measure, "build_model", do_nothing_model)
         records = feeding.run_benchmark(
-            devices=["cpu"], pipelines=list(rec.PIPELINES), batch_size=BATCH, n_images=N,
+            devices=["cpu"], pipelines=list(measure.PIPELINES), batch_size=BATCH, n_images=N,
             repeats=REPEATS, workers=2, data_dir=data_dir, progress=lines.append)
     return records, lines, before
 

@@ -9,8 +9,7 @@ from feeding_helpers import BATCH, do_nothing_model, write_records
 from gpulesson import lesson
 from gpulesson.experiments import common, feeding
 from gpulesson.experiments.feeding import measure, page
-from gpulesson.experiments.feeding import records as rec
-from gpulesson.experiments.feeding.pipelines import file_info
+from gpulesson.experiments.feeding.pipelines import file_info, write_lesson_file
 from gpulesson.lesson import core
 
 N = 8 * BATCH  # two chunks of a window
@@ -28,7 +27,8 @@ def _cache_bytes(batches) -> int:
 
 def test_the_files_have_the_chunks_they_say_and_the_cache_is_the_one_asked_for(tmp_path):
     x, y = _arrays()
-    path = measure.write_chunked(tmp_path, x, y, batch_size=BATCH, blocks=4, compression="lzf")
+    path = tmp_path / "chunks.h5"
+    write_lesson_file(path, x, y, chunk_rows=4 * BATCH, compression="lzf")
     info = file_info(path)
     assert info["chunks"] == [4 * BATCH, 32, 32, 3] and info["compression"] == "lzf"
     default = _cache_bytes(lesson.HDF5Batches(path, "train", BATCH))
@@ -58,9 +58,9 @@ def test_the_benchmark_records_each_layout_once_as_a_loader_row_of_its_group(tmp
     assert [r["cache_bytes"] for r in rows] == [None, None, None, 64 * measure.MIB]
     assert {(r["pipeline"], r["mode"], r["device_kind"], r["window"]) for r in rows} == {
         ("lesson", "loader", "cpu", measure.WINDOW)}
-    assert len({rec.condition(r) for r in rows}) == len(rows)
+    assert len({measure.RECORDS.key(r) for r in rows}) == len(rows)
     # the pipelines' table and its choices never read them
-    assert rec.find(made, "cpu", "lesson", "loader") is None
+    assert page.find(made, "cpu", "lesson", "loader") is None
     # a run that goes on measures none of them again
     again = feeding.run_benchmark(devices=["cpu"], pipelines=["ram"], batch_size=BATCH,
                                   n_images=N, repeats=common.QUICK_REPEATS, chunks=True,

@@ -15,8 +15,8 @@ from carpentry import PLACEHOLDER, resolve_conditionals, split_front_matter
 from conftest import ROOT, load_script
 
 from gpulesson.experiments import ceiling, feeding, workers
+from gpulesson.experiments.feeding import measure as rec
 from gpulesson.experiments.feeding import pipelines as fp
-from gpulesson.experiments.feeding import records as rec
 from gpulesson.experiments.ladder import page as ladder
 from gpulesson.experiments.profile import page as profile
 from gpulesson.records.results import NOT_RECORDED
@@ -66,7 +66,7 @@ def shown_options(text=TEXT) -> set[str]:
 def test_every_placeholder_is_one_the_benchmark_provides():
     used = {m[1] for m in PLACEHOLDER.finditer(TEXT)}
     assert used, "the episode shows no recorded number"
-    values = {**feeding.substitutions(), **ceiling.substitutions(), **workers.page.substitutions(),
+    values = {**feeding.page.substitutions(), **ceiling.substitutions(), **workers.page.substitutions(),
               **profile.substitutions(), **ladder.substitutions()}
     refs = {name for name in used if name.startswith("ref_")}
     assert refs == {name for name in used
@@ -80,7 +80,7 @@ def test_every_placeholder_is_one_the_benchmark_provides():
 
 
 def test_without_a_results_file_the_page_says_so_in_sentences(tmp_path):
-    values = {**feeding.substitutions(tmp_path / "none.jsonl"),
+    values = {**feeding.page.substitutions(tmp_path / "none.jsonl"),
               **ceiling.substitutions(tmp_path / "none.jsonl"),
               **workers.page.substitutions(tmp_path / "none.jsonl"),
               **profile.substitutions(tmp_path / "none.jsonl"),
@@ -92,7 +92,7 @@ def test_without_a_results_file_the_page_says_so_in_sentences(tmp_path):
 
 
 def test_the_page_shows_no_record_of_a_pipeline_that_delivered_wrong_data():
-    values = feeding.substitutions()
+    values = feeding.page.substitutions()
     shown = values["ref_feed_table"] + values["ref_feed_findings"]
     for record in feeding.reference_run():
         if rec.delivered_wrong_data(record):

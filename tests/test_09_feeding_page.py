@@ -8,9 +8,7 @@ from conftest import ROOT, load_script
 from feeding_helpers import BATCH, FIG, REPEATS, N, write_records
 
 from gpulesson.experiments import common, feeding
-from gpulesson.experiments.feeding import page
-from gpulesson.experiments.feeding import records as rec
-from gpulesson.experiments.feeding.figures import alt_texts
+from gpulesson.experiments.feeding import measure, page
 from gpulesson.records.results import NOT_RECORDED, read_records
 
 
@@ -53,25 +51,25 @@ def test_without_gpu_records_the_values_show_the_cpu_alone(feeding_measured, tmp
     nothing of the GPU."""
     records, _, _ = feeding_measured
     path = write_records(tmp_path / "cpu.jsonl", records)
-    values = feeding.substitutions(path)
+    values = page.substitutions(path)
     assert all(k.startswith("ref_feed_") for k in values)
     table, findings = values["ref_feed_table"], values["ref_feed_findings"]
     # a column for the CPU only, and a row for every pipeline it measured
     assert table.splitlines()[0].startswith("| pipeline | CPU: ") and "GPU" not in table
-    for pipeline in rec.PIPELINES:
+    for pipeline in measure.PIPELINES:
         assert page.ROWS[pipeline] in table
     page_text = table + findings + values["ref_feed_reading"]
     assert NOT_RECORDED not in page_text and "not measured" not in table
     assert "GPU" not in page_text and "recorded yet" not in page_text
-    assert rec.targets(records) is None
-    empty = feeding.substitutions(tmp_path / "none.jsonl")
+    assert page.targets(records) is None
+    empty = page.substitutions(tmp_path / "none.jsonl")
     assert empty.keys() == values.keys()
     assert empty["ref_feed_table"].startswith("No reference run has been recorded yet")
     assert empty["ref_feed_reading"] == "No reference run has been recorded yet."
 
 
 def test_the_committed_results_give_no_gpu_number_unless_measured():
-    values = feeding.substitutions()
+    values = page.substitutions()
     if not any(r.get("device_kind") == "gpu" for r in read_records(feeding.RESULTS_FILE)):
         assert values["ref_feed_gpu"] == NOT_RECORDED and "GPU" not in values["ref_feed_table"]
         assert "GPU" not in values["ref_feed_findings"] + values["ref_feed_reading"]
@@ -83,17 +81,17 @@ def test_the_goals_are_checked_on_gpu_records(feeding_measured, tmp_path):
     base = [r for r in records if r["group"] == "pipelines"]
     good = _as_gpu(base, {"lesson": 60_000.0, "lesson-workers": 95_000.0,
                           "device": 100_000.0, "classic": 2_000.0})
-    checks = rec.targets(good)
+    checks = page.targets(good)
     assert checks["pipeline"] == "lesson-workers" and checks["share"] == pytest.approx(0.95)
     assert checks["share_ok"] and checks["epoch_ok"] and checks["full_size"]
     assert checks["epoch_seconds"] == pytest.approx(50_000 / 95_000)
-    slow = _as_gpu(base, {p: 20_000.0 for p in rec.HDF5_PIPELINES} | {"device": 40_000.0})
-    checks = rec.targets(slow)
+    slow = _as_gpu(base, {p: 20_000.0 for p in measure.HDF5_PIPELINES} | {"device": 40_000.0})
+    checks = page.targets(slow)
     assert checks["share"] == pytest.approx(0.5) and not checks["share_ok"]
     assert not checks["epoch_ok"]  # 2.5 s an epoch
 
     path = write_records(tmp_path / "both.jsonl", base + good)
-    values = feeding.substitutions(path)
+    values = page.substitutions(path)
     assert values["ref_feed_gpu"] == "Made-up GPU 80GB"
     assert "| GPU: Made-up GPU 80GB (TensorFlow), training |" in \
         values["ref_feed_table"].splitlines()[0]
@@ -112,15 +110,15 @@ def test_worker_records_on_jax_and_torch_are_never_shown(feeding_measured, tmp_p
     on_jax = copy.deepcopy(base)
     for r in on_jax:
         r["backend"] = "jax"
-        if r["pipeline"] in rec.WORKER_PIPELINES:
+        if r["pipeline"] in measure.WORKER_PIPELINES:
             r["images_per_second"] *= 1000  # the fastest, were it shown
-    wrong = [r for r in on_jax if rec.delivered_wrong_data(r)]
-    assert {r["pipeline"] for r in wrong} == set(rec.WORKER_PIPELINES)
-    assert not any(rec.delivered_wrong_data(r) for r in base)  # TensorFlow: right data
-    assert feeding.best_pipeline(on_jax, "cpu") not in rec.WORKER_PIPELINES
-    assert rec.find(on_jax, "cpu", "lesson-workers") is None
+    wrong = [r for r in on_jax if measure.delivered_wrong_data(r)]
+    assert {r["pipeline"] for r in wrong} == set(measure.WORKER_PIPELINES)
+    assert not any(measure.delivered_wrong_data(r) for r in base)  # TensorFlow: right data
+    assert feeding.best_pipeline(on_jax, "cpu") not in measure.WORKER_PIPELINES
+    assert page.find(on_jax, "cpu", "lesson-workers") is None
     path = write_records(tmp_path / "jax.jsonl", on_jax)
-    values = feeding.substitutions(path)
+    values = page.substitutions(path)
     assert page.ROWS["lesson-workers"] not in values["ref_feed_table"]
     assert "`lesson-workers` and `lesson-gzip-workers`" in page.wrong_data_sentence(on_jax)
     assert page.wrong_data_sentence(on_jax) in values["ref_feed_table"]
@@ -174,19 +172,19 @@ def test_the_committed_records_made_before_the_rule_still_give_the_page_its_valu
     generator (823), and called XLA off (1,472) faster than on (823). The newest run made
     before the rule stays in the results file; the page is built from its pipelines alone here
     (its settings sweep is kept in the file, not shown: the settings are the speed ladder's)."""
-    old_runs = [run for run in rec.RECORDS.runs(read_records(COMMITTED)).values()
+    old_runs = [run for run in measure.RECORDS.runs(read_records(COMMITTED)).values()
                 if all(common.SUMMARY_KEY not in r for r in run)]
     assert old_runs, "the results file keeps the runs made before the rule"
     old = write_records(tmp_path / "before-the-rule.jsonl", old_runs[-1])
     records = feeding.reference_run(old)
     assert records == [r for r in old_runs[-1] if r["group"] == "pipelines"]
-    values = feeding.substitutions(old)
+    values = page.substitutions(old)
     text = values["ref_feed_table"] + values["ref_feed_findings"] + values["ref_feed_reading"]
-    if all(rec.epoch_summary(r)["n"] == 1 for r in records if r["mode"] == "train"):
+    if all(page.RECORDS.epoch_summary(r)["n"] == 1 for r in records if r["mode"] == "train"):
         assert "1 repeat, no range" in values["ref_feed_table"]
         for word in ("faster", "slower", "×", "made the model wait", "set the pace"):
             assert word not in text, word
-        fastest = rec.fastest_text(records, "cpu")
+        fastest = page.fastest_text(records, "cpu")
         assert common.NO_DIFFERENCE in fastest
         assert all(f"`{p}`" in fastest for p in ("lesson", "ram"))
         # its device-resident data were eager slices, a method the page no longer shows
@@ -200,7 +198,7 @@ def _pair(tmp_path, lesson_rate, ram_rate, *, n=common.REPEATS, spread=0.1):
     budget.seconds += [2.0, 1.0]
     made = []
     for pipeline, rate in (("lesson", lesson_rate), ("ram", ram_rate)):
-        r = rec.measurement_record(
+        r = measure.measurement_record(
             budget, run_id="made-up", device="cpu", pipeline=pipeline, mode="train",
             batch_size=BATCH, steps=3, full_steps=3, n_images=N, precision="float32",
             jit_compile=True, steps_per_execution=1, group="pipelines", extra={})
@@ -216,11 +214,11 @@ def _pair(tmp_path, lesson_rate, ram_rate, *, n=common.REPEATS, spread=0.1):
 def test_the_page_ranks_pipelines_only_where_their_ranges_are_apart(tmp_path, lesson, ram, n,
                                                                      expected):
     records = _pair(tmp_path, lesson, ram, n=n)
-    fastest = rec.fastest_text(records, "cpu")
-    clause = page.versus("`ram`", rec.rate_summary(records[1]), "`lesson`",
-                         rec.rate_summary(records[0]))
+    fastest = page.fastest_text(records, "cpu")
+    clause = page.versus("`ram`", page.rate_summary(records[1]), "`lesson`",
+                         page.rate_summary(records[0]))
     if expected == "apart":
-        assert fastest == "`ram`" and rec.ranking(records, "cpu")[0] == ["ram"]
+        assert fastest == "`ram`" and page.ranking(records, "cpu")[0] == ["ram"]
         assert clause == ("`ram` trained 3× faster than `lesson` (middle three of five epochs "
                           "apart)")
     else:
@@ -236,8 +234,8 @@ def test_the_page_ranks_pipelines_only_where_their_ranges_are_apart(tmp_path, le
 
 def test_the_loader_is_said_to_keep_ahead_only_where_the_rule_can_tell(feeding_measured):
     records, _, _ = feeding_measured
-    train = copy.deepcopy(rec.find(records, "cpu", "lesson"))
-    loader = copy.deepcopy(rec.find(records, "cpu", "lesson", "loader"))
+    train = copy.deepcopy(page.find(records, "cpu", "lesson"))
+    loader = copy.deepcopy(page.find(records, "cpu", "lesson", "loader"))
     assert page.loader_verdict(_with_rates(train, 100.0), _with_rates(loader, 1000.0)) == "ahead"
     assert page.loader_verdict(_with_rates(train, 100.0), _with_rates(loader, 110.0)) == "waiting"
     assert page.loader_verdict(_with_rates(train, 100.0), _with_rates(loader, 150.0)) == "unclear"
@@ -247,20 +245,20 @@ def test_the_loader_is_said_to_keep_ahead_only_where_the_rule_can_tell(feeding_m
 
 def test_alt_texts_name_what_is_drawn(feeding_measured, tmp_path):
     records, _, _ = feeding_measured
-    cpu_alt = alt_texts(records)
+    cpu_alt = (page.pipelines_alt(records),)
     assert all("GPU" not in text for text in cpu_alt), cpu_alt
     assert "the CPU (" in cpu_alt[0] and "one panel for the CPU" in cpu_alt[0]
-    for pipeline in rec.PIPELINES:
+    for pipeline in measure.PIPELINES:
         assert pipeline in cpu_alt[0]
     assert f"{REPEATS} for training" in cpu_alt[0]
     assert len(cpu_alt) == 1  # one figure: the settings are the speed ladder's
     gpu = _as_gpu([r for r in records if r["group"] == "pipelines"], {"device": 100_000.0})
-    both = alt_texts(records + gpu)
+    both = (page.pipelines_alt(records + gpu),)
     assert "the CPU (" in both[0] and "the GPU (Made-up GPU 80GB)" in both[0]
     assert "GPU training medians: from 1,000 images/s" in both[0]
     assert "to 100,000 images/s (device); fastest by the lesson's rule: device." in both[0]
     path = write_records(tmp_path / "both.jsonl", records + gpu)
-    values = feeding.substitutions(path)
+    values = page.substitutions(path)
     assert (values["ref_feed_fig_pipelines_alt"],) == both
 
 
@@ -313,10 +311,10 @@ def test_a_partial_gpu_run_never_breaks_the_page(feeding_measured, tmp_path):
     assert {(r["device_kind"], r["run_id"]) for r in reference} == {
         ("cpu", cpu_run), ("gpu", "gpu-newer")}
     assert {r["group"] for r in reference} == {"pipelines"}
-    assert not rec.complete_pipelines(stopped)
+    assert not measure.complete_pipelines(stopped)
     assert feeding.best_pipeline(reference, "cpu") is not None
     assert feeding.best_pipeline(reference, "gpu") == "ram"
-    values = feeding.substitutions(path)
+    values = page.substitutions(path)
     said = {k: v for k, v in values.items() if not k.endswith("_alt")}
     assert not any(NOT_RECORDED in v for v in said.values()), said
     assert "mixed_bfloat16" not in values["ref_feed_findings"]
@@ -346,7 +344,7 @@ def test_the_streams_goals_are_met_not_met_or_not_recorded(feeding_measured, tmp
                 f"float32: {share} in run g ({verdict}).") in said
         assert f"Run {cpu_run} (`lesson` first; others used up to " in said
     # On a CPU: measurably slower is not met; no measurable difference is.
-    pair = {p: copy.deepcopy(rec.find(records, "cpu", p)) for p in ("lesson", "lesson-ahead")}
+    pair = {p: copy.deepcopy(page.find(records, "cpu", p)) for p in ("lesson", "lesson-ahead")}
     for ahead, verdict in ((50.0, "not met"), (98.0, "met")):
         made = [_with_rates(pair["lesson"], 100.0), _with_rates(pair["lesson-ahead"], ahead)]
         path = write_records(tmp_path / f"cpu-{ahead}.jsonl", made)
@@ -364,15 +362,15 @@ def test_the_goal_and_the_reading_follow_training_from_memory_on_a_gpu(feeding_m
     training from memory is measurably faster: reading adds to each step."""
     records, _, _ = feeding_measured
     gpu = _gpu_run(records, "gpu")
-    checks = rec.targets(gpu)
+    checks = page.targets(gpu)
     assert checks["reference"] == "ram" and checks["pipeline"] == "lesson"
     assert checks["share"] == pytest.approx(75_187 / 180_828) and not checks["share_ok"]
-    top = rec.fastest_in_memory(gpu, "gpu")
-    lesson, lesson_loader = rec.find(gpu, "gpu", "lesson"), rec.find(gpu, "gpu", "lesson", "loader")
+    top = page.fastest_in_memory(gpu, "gpu")
+    lesson, lesson_loader = page.find(gpu, "gpu", "lesson"), page.find(gpu, "gpu", "lesson", "loader")
     assert page.loader_verdict(lesson, lesson_loader) == "ahead"  # the margin alone: no wait
     assert page.input_verdict(lesson, lesson_loader, top) == "adds"
-    classic = rec.find(gpu, "gpu", "classic")
-    assert page.input_verdict(classic, rec.find(gpu, "gpu", "classic", "loader"), top) == "waiting"
+    classic = page.find(gpu, "gpu", "classic")
+    assert page.input_verdict(classic, page.find(gpu, "gpu", "classic", "loader"), top) == "waiting"
     close = _with_rates(copy.deepcopy(lesson), 178_000.0)
     assert page.input_verdict(close, lesson_loader, top) == "keeps up"
     reading = page.reading(gpu)
@@ -383,4 +381,4 @@ def test_the_goal_and_the_reading_follow_training_from_memory_on_a_gpu(feeding_m
     assert "**42%** of the rate of `ram`" in findings and "(not met)" in findings  # 41.6 %
     # Where the device-resident path is the fastest from memory, it is the reference.
     faster = _gpu_run(records, "gpu", train={**H200_TRAIN, "device": 200_000.0})
-    assert rec.targets(faster)["reference"] == "device"
+    assert page.targets(faster)["reference"] == "device"

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from functools import partial
 
 import h5py
 import numpy as np
@@ -14,13 +15,13 @@ import pytest
 from conftest import ROOT
 from feeding_helpers import BATCH, REPEATS, N, do_nothing_model, write_records
 
-from gpulesson.experiments import common, feeding
-from gpulesson.experiments.feeding import measure
+from gpulesson.experiments import common, feeding, registry
+from gpulesson.experiments.feeding import measure, page
 from gpulesson.experiments.feeding import pipelines as fp
-from gpulesson.experiments.feeding import records as rec
-from gpulesson.experiments.feeding.__main__ import main as feeding_main
 from gpulesson.machine.devices import keras_device_name
 from gpulesson.records.results import append_record, read_records, validate_record
+
+feeding_main = partial(registry.run, "gpulesson.experiments.feeding")
 
 
 def test_every_pipeline_gives_well_formed_records(feeding_measured):
@@ -30,7 +31,7 @@ def test_every_pipeline_gives_well_formed_records(feeding_measured):
     base = [r for r in records if r["group"] == "pipelines"]
     assert base == records  # the settings are the speed ladder's
     assert {(r["pipeline"], r["mode"]) for r in base} == {
-        (p, m) for p in rec.PIPELINES for m in ("train", "loader")}
+        (p, m) for p in measure.PIPELINES for m in ("train", "loader")}
     for r in records:
         validate_record(r)
         assert r["experiment"] == "feeding" and r["data"] == "synthetic"
@@ -51,11 +52,11 @@ def test_every_pipeline_gives_well_formed_records(feeding_measured):
     train = [r for r in base if r["mode"] == "train"]
     assert {(r["precision"], r["jit_compile"], r["steps_per_execution"]) for r in train} == {
         ("float32", True, 1)}
-    classic = rec.find(records, "cpu", "classic")
+    classic = page.find(records, "cpu", "classic")
     assert classic["compression"] == "gzip" and classic["chunks"][1:] != [32, 32, 3]
-    lesson = rec.find(records, "cpu", "lesson")
+    lesson = page.find(records, "cpu", "lesson")
     assert lesson["chunks"] == [BATCH, 32, 32, 3] and lesson["compression"] is None
-    assert rec.find(records, "cpu", "lesson-workers")["workers"] == 2
+    assert page.find(records, "cpu", "lesson-workers")["workers"] == 2
 
 
 def test_the_precision_policy_is_restored_after_an_error():
@@ -163,7 +164,7 @@ def test_a_partial_epoch_is_timed_and_recorded_as_such(tmp_path):
     part = fp.limit(full, 2)
     assert len(part) == 2 and fp.limit(full, 10) is full and fp.limit(full, None) is full
     budget = feeding.time_loader(part, "cpu", warmup=1, repeats=2)
-    record = rec.measurement_record(
+    record = measure.measurement_record(
         budget, run_id="r", device="cpu", pipeline="ram", mode="loader", batch_size=BATCH,
         steps=len(part), full_steps=len(full), n_images=N, precision=None, jit_compile=None,
         steps_per_execution=None, group="pipelines", extra={})
@@ -194,17 +195,17 @@ def test_every_record_follows_the_measurement_rule(feeding_measured):
         assert summary["samples"] == r["epoch_seconds"]
         assert summary["warmup"] == r["warmup_seconds"] and len(summary["warmup"]) == common.WARMUP
         assert summary["min"] <= summary["median"] <= summary["max"]
-        assert rec.epoch_summary(r) == summary
-        rate = rec.rate_summary(r)
+        assert measure.RECORDS.epoch_summary(r) == summary
+        rate = page.rate_summary(r)
         assert rate["median"] == pytest.approx(r["images_per_second"])
         assert rate["min"] == pytest.approx(r["images_per_second_low"])
 
 
 @pytest.mark.parametrize("call, message", [
-    (lambda: rec.check_pipelines(["lesson", "nope"]), "unknown pipeline.*'nope'"),
-    (lambda: rec.check_pipelines([]), "no pipelines"),
+    (lambda: measure.check_pipelines(["lesson", "nope"]), "unknown pipeline.*'nope'"),
+    (lambda: measure.check_pipelines([]), "no pipelines"),
     (lambda: keras_device_name("tpu"), "unknown device 'tpu'"),
-    (lambda: measure.check_precision("float64"), "unknown precision 'float64'"),
+    (lambda: measure.precision_policy("float64").__enter__(), "unknown precision 'float64'"),
     (lambda: feeding.run_benchmark(devices=["cpu"], pipelines=["ram"], batch_size=64,
                                    n_images=32, repeats=1), "larger than n_images"),
     (lambda: feeding.run_benchmark(devices=["cpu"], pipelines=["ram"], batch_size=0,
@@ -221,11 +222,11 @@ def test_bad_input_gives_a_clear_error(call, message):
 @pytest.mark.parametrize("backend", ["jax", "torch"])
 @pytest.mark.bad_input("bad argument")
 def test_the_benchmark_refuses_keras_workers_where_they_deliver_wrong_data(backend):
-    assert rec.pipelines_for(backend) == [p for p in rec.PIPELINES
-                                          if p not in rec.WORKER_PIPELINES]
-    assert rec.pipelines_for("tensorflow") == list(rec.PIPELINES)
+    assert measure.pipelines_for(backend) == [p for p in measure.PIPELINES
+                                          if p not in measure.WORKER_PIPELINES]
+    assert measure.pipelines_for("tensorflow") == list(measure.PIPELINES)
     with pytest.raises(ValueError, match=f"batches of earlier epochs with the {backend}"):
-        rec.check_pipelines(["lesson", "lesson-gzip-workers"], backend)
+        measure.check_pipelines(["lesson", "lesson-gzip-workers"], backend)
 
 
 # --- the command line ---------------------------------------------------------------------------
@@ -332,7 +333,7 @@ print(sorted(seen))
 
 
 def test_keras_workers_still_carry_batches_over_on_jax():
-    """The reason for records.WRONG_DATA_WITH_WORKERS, checked on the installed Keras: with
+    """The reason for measure.WRONG_DATA_WITH_WORKERS, checked on the installed Keras: with
     JAX, fit's symbolic build starts the enqueuer, and the batches it read ahead come back in
     the first epoch (stop() moves them to the ready queue). When this fails, Keras has fixed
     it: check PyTorch too, then relax the rule and episode 9's section on workers."""
@@ -376,7 +377,7 @@ def test_a_run_that_goes_on_records_only_the_conditions_it_lacks(tmp_path, monke
     printed = capsys.readouterr().out
     assert f"1 of 4 condition(s) recorded in run {run_id} already" in printed
     mine = read_records(out, run_id=run_id)
-    keys = [rec.condition(r) for r in mine]
+    keys = [measure.RECORDS.key(r) for r in mine]
     assert len(keys) == len(set(keys)) == 4, keys
     assert mine[0] == first  # kept as it was, not measured again
     assert {(r["pipeline"], r["mode"], r["group"]) for r in mine} == {
@@ -390,7 +391,7 @@ def test_a_run_that_goes_on_records_only_the_conditions_it_lacks(tmp_path, monke
     monkeypatch.setattr(measure, "build_model", _stop_at_the_loader)
     assert feeding_main([*argv, "--run-id", run_id]) == 0
     assert out.read_text() == before
-    assert "has every condition already" in capsys.readouterr().out
+    assert "Nothing left to measure." in capsys.readouterr().out
 
 
 @pytest.mark.bad_input("bad argument")
@@ -398,13 +399,14 @@ def test_a_run_goes_on_only_with_the_sizes_it_had(tmp_path, capsys):
     budget = common.Budget(warmup=1, repeats=1)
     budget.seconds += [2.0, 1.0]
     run_id = "earlier"
-    out = write_records(tmp_path / "f.jsonl", [rec.measurement_record(
+    out = write_records(tmp_path / "f.jsonl", [measure.measurement_record(
         budget, run_id=run_id, device="cpu", pipeline="ram", mode="train", batch_size=BATCH,
         steps=3, full_steps=3, n_images=N, precision="float32", jit_compile=True,
         steps_per_execution=1, group="pipelines", extra={})])
     before = out.read_text()
-    assert feeding_main([*_TINY[:3], "--n-images", str(2 * N), "--run-id", run_id,
-                         "--out", str(out)]) == 2
+    with pytest.raises(SystemExit) as exit_info:
+        feeding_main([*_TINY[:3], "--n-images", str(2 * N), "--run-id", run_id, "--out", str(out)])
+    assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert f"run {run_id} was recorded with n_images {N}, not {2 * N}" in err
     assert out.read_text() == before

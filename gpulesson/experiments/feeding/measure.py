@@ -1,4 +1,6 @@
-"""Timing ``model.fit`` and the loader alone on each pipeline, by the lesson's measurement rule.
+"""Timing ``model.fit`` and the loader alone on each pipeline, by the lesson's measurement rule,
+and the records (``results/feeding.jsonl``): one pipeline, setting and device in mode "train"
+(``model.fit``) or "loader" (the batches alone).
 
 One model per device is built once and trained from every pipeline in turn. A slow condition
 times only the first ``max_steps`` batches of each epoch (``partial_epoch``), never fewer
@@ -8,26 +10,68 @@ repeats. Keras is imported only when something is measured.
 from __future__ import annotations
 
 import contextlib
+import importlib
+import statistics
+import sys
 import tempfile
 import time
 from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
 
-from gpulesson.experiments import allocator
-from gpulesson.experiments.common import IN_ORDER, REPEATS, WARMUP, Budget, BusyMeter, synced_epoch_timer
-from gpulesson.experiments.feeding import records as fr
+from gpulesson.experiments import allocator, cli
+from gpulesson.experiments.common import (
+    IN_ORDER,
+    ORDER_FIELD,
+    QUICK_REPEATS,
+    REPEATS,
+    SUMMARY_KEY,
+    WARMUP,
+    Budget,
+    BusyMeter,
+    summarise,
+    synced_epoch_timer,
+)
 from gpulesson.machine.devices import keras_device_name as check_device
-from gpulesson.records.recordset import check_earlier
+from gpulesson.records.recordset import RecordSet, check_earlier
 from gpulesson.records.results import new_run_id
+from gpulesson.records.summaries import fmt_number as rate_text
 
-PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+DATA = "synthetic"
+N_IMAGES = 50_000  # the full benchmark, and the size the lesson's goals are stated for
+TARGET_SHARE = 0.90  # the lesson's HDF5 pipeline: at least 90 % of the fastest in-memory path
+TARGET_EPOCH_SECONDS = 1.0  # and one epoch of 50,000 images in at most 1 s on the GPU
 QUICK_N_IMAGES = 1_024
 BATCH_SIZE, QUICK_BATCH_SIZE = 256, 64
 # The reference's CPU epochs (--cpu-max-steps, --classic-max-steps): the CPU stage in about 6
 # minutes on an idle 2-core machine, extrapolated from run 20261123T025717Z-e5fe6a.
 REFERENCE_CPU_STEPS = 12
-LOADER = dict.fromkeys(fr.BASE)  # a loader row has no training setting
+BASE = {"precision": "float32", "jit_compile": True, "steps_per_execution": 1}
+LOADER = dict.fromkeys(BASE)  # a loader row has no training setting
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+
+# name -> what it is (for tables, figure labels and records)
+PIPELINES: dict[str, str] = {
+    "classic": "classic tutorial: chunks=True + gzip, reads all to count (the mistake)",
+    "lesson": "lesson generator, batch chunks, uncompressed",
+    "lesson-ahead": "lesson generator, uncompressed, reading ahead (read_ahead=True)",
+    "lesson-ahead-window1": "lesson generator, uncompressed, reading ahead, window=1",
+    "lesson-lzf": "lesson generator, batch chunks + lzf",
+    "lesson-gzip": "lesson generator, batch chunks + gzip",
+    "lesson-workers": "lesson generator, uncompressed, worker processes",
+    "lesson-gzip-workers": "lesson generator, gzip, worker processes",
+    "ram": "whole data set in RAM (uint8 array)",
+    "device": "whole data set resident on the device",
+}
+HDF5_PIPELINES = tuple(name for name in PIPELINES if name.startswith("lesson"))
+# The data in memory: the fastest of them, on a device, is the reference of the 90 % goal.
+IN_MEMORY = ("ram", "device")
+# A device's part of a run is complete when these pipelines have both modes.
+REQUIRED = ("lesson", "ram", "device")
+WORKER_PIPELINES = ("lesson-workers", "lesson-gzip-workers")
+# Backends on which Keras' own workers deliver wrong data: batches read ahead before an epoch
+# ended are handed out in the next one (Keras 3.15.1; episode 9 shows the code path).
+WRONG_DATA_WITH_WORKERS = ("jax", "torch")
 # The chunk shapes and the chunk cache: the lesson's generator read alone on the host, windows
 # of WINDOW blocks. A window's shuffled blocks are rarely neighbours, so a compressed chunk of 4
 # blocks is decompressed for each unless the chunk cache keeps it. Loader rows of group GROUP,
@@ -36,10 +80,91 @@ GROUP, MIB, WINDOW = "chunks", 2**20, 4
 CHUNKS = ((1, None, None), (4, None, None), (4, "lzf", None), (4, "lzf", 64))
 
 
-def check_precision(precision: str) -> str:
-    if precision not in PRECISIONS:
-        raise ValueError(f"unknown precision {precision!r}: use one of {', '.join(PRECISIONS)}")
-    return precision
+def check_pipelines(names, backend: str | None = None) -> list[str]:
+    """``names`` without repeats, checked; with ``backend``, also refuses the pipelines that
+    deliver wrong data there, saying what to do."""
+    names = list(names)
+    if not names:
+        raise ValueError("no pipelines given")
+    unknown = [n for n in names if n not in PIPELINES]
+    if unknown:
+        raise ValueError(f"unknown pipeline(s) {', '.join(map(repr, unknown))}: "
+                         f"choose from {', '.join(PIPELINES)}")
+    wrong = [n for n in names if n in WORKER_PIPELINES]
+    if wrong and backend in WRONG_DATA_WITH_WORKERS:
+        raise ValueError(
+            f"pipeline(s) {', '.join(map(repr, wrong))} use Keras worker processes, which "
+            f"deliver batches of earlier epochs with the {backend} backend: leave them out "
+            "(the default), or measure them with KERAS_BACKEND=tensorflow")
+    return list(dict.fromkeys(names))
+
+
+def pipelines_for(backend: str) -> list[str]:
+    """Every pipeline that delivers the right data on ``backend`` (the command's default)."""
+    wrong = WORKER_PIPELINES if backend in WRONG_DATA_WITH_WORKERS else ()
+    return [name for name in PIPELINES if name not in wrong]
+
+
+def delivered_wrong_data(record: dict) -> bool:
+    """Whether ``record`` was measured with Keras workers where they deliver earlier epochs'
+    batches."""
+    return bool(record.get("workers")) and record.get("backend", "") in WRONG_DATA_WITH_WORKERS
+
+
+def old_device_method(record: dict) -> bool:
+    """Whether ``record`` is of the ``device`` pipeline from before its ``method`` was recorded
+    (it sliced jax.Arrays eagerly; no page compares it with the later methods)."""
+    return record.get("pipeline") == "device" and not record.get("method")
+
+
+def complete_pipelines(part: list[dict]) -> bool:
+    """Whether one device's part of a run has :data:`REQUIRED` in both modes, and every
+    pipeline it trained also loaded alone (a run cut short between the two is not complete)."""
+    have = {(r["pipeline"], r["mode"]) for r in part if r.get("group") == "pipelines"}
+    trained = {p for p, mode in have if mode == "train"}
+    return (all((p, m) in have for p in REQUIRED for m in ("train", "loader"))
+            and all((p, "loader") in have for p in trained))
+
+
+# A condition: what makes a measurement distinct within a run (``--run-id`` skips those it has).
+# Records of older settings sweeps (groups other than "pipelines") stay in the file, not shown.
+RECORDS = RecordSet("feeding", ("device_kind", "pipeline", "mode", "group", "precision",
+                                "jit_compile", "steps_per_execution", "batch_size", "layout"),
+                    complete=complete_pipelines, data=DATA,
+                    kept=lambda r: r.get("group") == "pipelines",
+                    shown=lambda r: not delivered_wrong_data(r) and not old_device_method(r))
+
+
+def measurement_record(budget, *, run_id: str, device: str, pipeline: str, mode: str,
+                       batch_size: int, steps: int, full_steps: int, n_images: int,
+                       precision: str | None, jit_compile: bool | None,
+                       steps_per_execution: int | None, group: str, extra: dict) -> dict:
+    """One record from ``budget``'s epochs: ``steps`` timed batches an epoch of the
+    ``full_steps`` a whole epoch of ``n_images`` has."""
+    timed = budget.timed
+    if not timed:
+        raise ValueError("no timed epoch to record")
+    images = min(steps * batch_size, n_images)
+    median = statistics.median(timed)
+    return RECORDS.record(
+        run_id=run_id, source="gpulesson.experiments.feeding", device_kind=device,
+        keras_device=check_device(device), pipeline=pipeline, pipeline_label=PIPELINES[pipeline],
+        mode=mode, group=group, precision=precision, jit_compile=jit_compile,
+        steps_per_execution=steps_per_execution, batch_size=batch_size, n_images=n_images,
+        steps=steps, full_epoch_steps=full_steps, images_per_epoch=images,
+        partial_epoch=steps < full_steps, warmup_epochs=budget.warmup, repeats=len(timed),
+        warmup_seconds=budget.seconds[:budget.warmup], epoch_seconds=timed,
+        median_epoch_seconds=median, min_epoch_seconds=min(timed),
+        max_epoch_seconds=max(timed), images_per_second=images / median,
+        images_per_second_low=images / max(timed), images_per_second_high=images / min(timed),
+        full_epoch_seconds=n_images / (images / median),
+        **{SUMMARY_KEY: summarise(timed, budget.seconds[:budget.warmup]), ORDER_FIELD: False},
+        **extra)
+
+
+def short_setting(record) -> str:
+    """A record's setting in the table: "loader", or the base setting's "f32 jit"."""
+    return "loader" if record["mode"] == "loader" else "f32 jit"
 
 
 def _whole(name: str, value, least: int = 1) -> int:
@@ -52,12 +177,6 @@ def _keras():
     import keras
 
     return keras
-
-
-def _wait(tensor) -> None:
-    """Wait for ``tensor`` by fetching one of its elements to the host."""
-    keras = _keras()
-    keras.ops.convert_to_numpy(keras.ops.reshape(tensor, (-1,))[:1])
 
 
 def _batches(dataset):
@@ -80,7 +199,8 @@ def _batches(dataset):
 def time_loader(dataset, keras_device: str, *, warmup: int = WARMUP,
                 repeats: int = REPEATS) -> Budget:
     """Epochs of ``dataset`` without a model: each batch converted to a tensor on
-    ``keras_device``, as the model receives it; the clock stops once the last one is there."""
+    ``keras_device``, as the model receives it; the clock stops once the last one is there
+    (one of its elements fetched to the host)."""
     keras = _keras()
     budget = Budget(warmup, repeats)
     while not budget.done():
@@ -89,15 +209,8 @@ def time_loader(dataset, keras_device: str, *, warmup: int = WARMUP,
             with keras.device(keras_device):
                 last = [keras.ops.convert_to_tensor(a) for a in batch]
         for tensor in last:
-            _wait(tensor)
+            keras.ops.convert_to_numpy(keras.ops.reshape(tensor, (-1,))[:1])
         budget.seconds.append(time.perf_counter() - start)
-    return budget
-
-
-def time_training(model, dataset, *, warmup: int = WARMUP, repeats: int = REPEATS) -> Budget:
-    budget = Budget(warmup, repeats)
-    model.fit(dataset, epochs=warmup + repeats, callbacks=[synced_epoch_timer(budget)],
-              verbose=0, **IN_ORDER)
     return budget
 
 
@@ -140,21 +253,12 @@ def time_reading(path, batch_size: int, *, cache_mib=None, warmup: int, repeats:
     return budget
 
 
-def write_chunked(directory, x, y, *, batch_size: int, blocks: int, compression) -> Path:
-    """A lesson data file of ``x, y`` whose chunks hold ``blocks`` batches; its path."""
-    from gpulesson.experiments.feeding.pipelines import write_lesson_file
-
-    path = Path(directory) / f"chunks-{blocks}x{batch_size}-{compression or 'none'}.h5"
-    if not path.is_file():
-        write_lesson_file(path, x, y, chunk_rows=blocks * batch_size, compression=compression)
-    return path
-
-
 @contextlib.contextmanager
 def precision_policy(precision: str):
     """Build layers in ``precision`` inside the block; the previous policy is restored after."""
     keras = _keras()
-    check_precision(precision)
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}: use one of {', '.join(PRECISIONS)}")
     previous = keras.mixed_precision.global_policy()
     keras.mixed_precision.set_global_policy(precision)
     try:
@@ -163,19 +267,18 @@ def precision_policy(precision: str):
         keras.mixed_precision.set_global_policy(previous)
 
 
-def build_model(keras_device: str, *, precision: str = "float32", jit_compile: bool = True,
-                steps_per_execution: int = 1):
+def build_model(keras_device: str, *, precision: str = "float32"):
     """The lesson's CNN, compiled as :func:`gpulesson.lesson.compile_cnn` does, with the
-    benchmark's ``jit_compile`` and ``steps_per_execution``."""
+    benchmark's setting (:data:`BASE`: XLA, one step a call)."""
     keras = _keras()
     from gpulesson.lesson import build_cnn
 
-    _whole("steps_per_execution", steps_per_execution)
     with keras.device(keras_device), precision_policy(precision):
         model = build_cnn()
         model.compile(optimizer=keras.optimizers.Adam(1e-3),
                       loss="sparse_categorical_crossentropy", metrics=["accuracy"],
-                      jit_compile=jit_compile, steps_per_execution=steps_per_execution)
+                      jit_compile=BASE["jit_compile"],
+                      steps_per_execution=BASE["steps_per_execution"])
     return model
 
 
@@ -187,10 +290,24 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
     """Measure every pipeline on each device, training and loader alone, then with ``chunks``
     the chunk shapes read alone; the records, each also given to ``on_record``. ``earlier``:
     the records run ``run_id`` has already, whose conditions are skipped."""
+    settings = dict(locals())
+    on_record = settings.pop("on_record") or (lambda record: None)
+    made = []
+    for record in _measured(**settings):
+        on_record(record)
+        made.append(record)
+    return made
+
+
+def _measured(*, devices, pipelines, batch_size, n_images, repeats, warmup, max_steps,
+              cpu_max_steps, classic_max_steps, workers, chunks, data_dir, run_id, earlier,
+              progress):
+    """:func:`run_benchmark`'s records, each yielded as it is made."""
+    from gpulesson.datasets.synthetic import make_synthetic
     from gpulesson.experiments.feeding import pipelines as fp
 
     backend = _keras().backend.backend()
-    pipelines = fr.check_pipelines(pipelines, backend)
+    pipelines = check_pipelines(pipelines, backend)
     for device in devices:
         check_device(device)
     limits = {"max_steps": max_steps, "cpu_max_steps": cpu_max_steps,
@@ -203,84 +320,85 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
         raise ValueError(f"batch_size {batch_size} is larger than n_images {n_images}")
     earlier = list(earlier)
     check_earlier(earlier, n_images=n_images, backend=backend)
-    done = {fr.condition(r) for r in earlier}
+    done = {RECORDS.key(r) for r in earlier}
     run_id = run_id or new_run_id()
-    made: list[dict] = []
-
-    def keep(budget, **fields) -> dict:
-        record = fr.measurement_record(budget, run_id=run_id, batch_size=batch_size,
-                                    n_images=n_images, **fields)
-        made.append(record)
-        if on_record:
-            on_record(record)
-        return record
-
-    def measure(device, names) -> None:
-        keras_device = check_device(device)
-        settings = {"train": fr.BASE, "loader": LOADER}
-        todo = {name: [mode for mode, setting in settings.items() if fr.condition(
-            {"device_kind": device, "pipeline": name, "mode": mode, "group": "pipelines",
-             "batch_size": batch_size, **setting}) not in done] for name in names}
-        skipped = sum(len(settings) - len(left) for left in todo.values())
-        if skipped:
-            progress(f"{device} pipelines: {skipped} of {len(names) * len(settings)} "
-                     f"condition(s) recorded in run {run_id} already")
-        names = [name for name in names if todo[name]]
-        if not names:
-            return  # nothing left: no files written, no model built
-        device_limit = cpu_max_steps if device == "cpu" and cpu_max_steps else max_steps
-        kinds = [k for k in dict.fromkeys(fr.FILES[n] for n in names) if k and k not in files]
-        if kinds:
-            started = time.perf_counter()
-            files.update(fp.write_files(data_dir, x, y, kinds, batch_size=batch_size))
-            progress(f"wrote {', '.join(kinds)} file(s), batch {batch_size} chunks, in "
-                     f"{time.perf_counter() - started:.1f} s")
-        on_device = fp.to_device(*ram, keras_device) if "device" in names else None
-        model = build_model(keras_device)
-        for name in names:
-            full = fp.make_pipeline(name, batch_size=batch_size, files=files, arrays=ram,
-                                    device_arrays=on_device, workers=workers)
-            steps_limit = device_limit
-            if name == "classic" and classic_max_steps:
-                steps_limit = min(filter(None, (device_limit, classic_max_steps)))
-            dataset = fp.limit(full, steps_limit)
-            extra = {"workers": workers if name in fr.WORKER_PIPELINES else 0,
-                     **allocator.mode(), **fp.device_method(name)}
-            if fr.FILES[name]:
-                extra.update(fp.file_info(files[fr.FILES[name]]))
-            for mode in todo[name]:
-                meter = BusyMeter()
-                if mode == "train":
-                    with _keras().device(keras_device):
-                        budget = time_training(model, dataset, warmup=warmup, repeats=repeats)
-                else:
-                    budget = time_loader(dataset, keras_device, warmup=warmup, repeats=repeats)
+    keep = partial(measurement_record, run_id=run_id, batch_size=batch_size, n_images=n_images)
+    files = {}
+    with contextlib.ExitStack() as stack:
+        if data_dir is None:
+            data_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="gpulesson-feeding-"))
+        (x, y), _ = make_synthetic(n_images, 10, seed=0, progress=False)
+        ram = (x, y.astype("int32"))  # bytes, as the files hold them: the model scales them
+        for device in devices:
+            keras_device = check_device(device)
+            settings = {"train": BASE, "loader": LOADER}
+            todo = {name: [mode for mode, setting in settings.items() if RECORDS.key(
+                {"device_kind": device, "pipeline": name, "mode": mode, "group": "pipelines",
+                 "batch_size": batch_size, **setting}) not in done] for name in pipelines}
+            skipped = sum(len(settings) - len(left) for left in todo.values())
+            if skipped:
+                progress(f"{device} pipelines: {skipped} of {len(pipelines) * len(settings)} "
+                         f"condition(s) recorded in run {run_id} already")
+            names = [name for name in pipelines if todo[name]]
+            if not names:
+                continue  # nothing left: no files written, no model built
+            device_limit = cpu_max_steps if device == "cpu" and cpu_max_steps else max_steps
+            kinds = [k for k in dict.fromkeys(fp.FILES[n] for n in names) if k and k not in files]
+            if kinds:
+                started = time.perf_counter()
+                files.update(fp.write_files(data_dir, x, y, kinds, batch_size=batch_size))
+                progress(f"wrote {', '.join(kinds)} file(s), batch {batch_size} chunks, in "
+                         f"{time.perf_counter() - started:.1f} s")
+            on_device = fp.to_device(*ram, keras_device) if "device" in names else None
+            model = build_model(keras_device)
+            for name in names:
+                full = fp.make_pipeline(name, batch_size=batch_size, files=files, arrays=ram,
+                                        device_arrays=on_device, workers=workers)
+                steps_limit = device_limit
+                if name == "classic" and classic_max_steps:
+                    steps_limit = min(filter(None, (device_limit, classic_max_steps)))
+                dataset = fp.limit(full, steps_limit)
+                extra = {"workers": workers if name in WORKER_PIPELINES else 0,
+                         **allocator.mode(), **fp.device_method(name)}
+                if fp.FILES[name]:
+                    extra.update(fp.file_info(files[fp.FILES[name]]))
+                for mode in todo[name]:
+                    meter = BusyMeter()
+                    if mode == "train":
+                        budget = Budget(warmup, repeats)
+                        with _keras().device(keras_device):
+                            model.fit(dataset, epochs=warmup + repeats, verbose=0, **IN_ORDER,
+                                      callbacks=[synced_epoch_timer(budget)])
+                    else:
+                        budget = time_loader(dataset, keras_device, warmup=warmup,
+                                             repeats=repeats)
+                    if name == "classic":
+                        extra["full_reads"] = full.full_reads
+                    record = keep(budget, device=device, pipeline=name, mode=mode,
+                                  steps=len(dataset), full_steps=len(full), group="pipelines",
+                                  **settings[mode], extra={**extra, **meter.read()})
+                    yield record
+                    epochs = record["summary"]
+                    progress(f"{device} {name:19} {short_setting(record):14} b{batch_size}: "
+                             f"{rate_text(record['images_per_second']):>7} img/s, epoch "
+                             f"{epochs['median']:.3f} s ({epochs['min']:.3f}-"
+                             f"{epochs['max']:.3f}, {epochs['n']})"
+                             + (f" {record['steps']}/{record['full_epoch_steps']} steps"
+                                if record["partial_epoch"] else ""))
                 if name == "classic":
-                    extra["full_reads"] = full.full_reads
-                record = keep(budget, device=device, pipeline=name, mode=mode,
-                              steps=len(dataset), full_steps=len(full), group="pipelines",
-                              **settings[mode], extra={**extra, **meter.read()})
-                epochs = record["summary"]
-                progress(f"{device} {name:19} {fr.short_setting(record):14} b{batch_size}: "
-                         f"{fr.rate_text(record['images_per_second']):>7} img/s, epoch "
-                         f"{epochs['median']:.3f} s ({epochs['min']:.3f}-"
-                         f"{epochs['max']:.3f}, {epochs['n']})"
-                         + (f" {record['steps']}/{record['full_epoch_steps']} steps"
-                            if record["partial_epoch"] else ""))
-            if name == "classic":
-                full.close()
-        del model
-
-    def measure_chunks() -> None:
+                    full.close()
+            del model
         steps = -(-n_images // batch_size)
-        for blocks, compression, cache in CHUNKS:
+        for blocks, compression, cache in CHUNKS if chunks else ():
             layout = chunks_label(blocks, compression, cache)
-            if fr.condition({"device_kind": "cpu", "pipeline": "lesson", "mode": "loader",
-                          "group": GROUP, "batch_size": batch_size, "layout": layout,
-                          **LOADER}) in done:
+            if RECORDS.key({"device_kind": "cpu", "pipeline": "lesson", "mode": "loader",
+                            "group": GROUP, "batch_size": batch_size, "layout": layout,
+                            **LOADER}) in done:
                 continue
-            path = write_chunked(data_dir, x, y, batch_size=batch_size, blocks=blocks,
-                                 compression=compression)
+            path = Path(data_dir) / f"chunks-{blocks}x{batch_size}-{compression or 'none'}.h5"
+            if not path.is_file():
+                fp.write_lesson_file(path, x, y, chunk_rows=blocks * batch_size,
+                                     compression=compression)
             meter = BusyMeter()
             budget = time_reading(path, batch_size, cache_mib=cache, warmup=warmup,
                                   repeats=repeats)
@@ -289,19 +407,56 @@ def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats
                           extra={"layout": layout, "window": WINDOW,
                                  "cache_bytes": cache * MIB if cache else None,
                                  **fp.file_info(path), **meter.read()})
-            progress(f"host {layout:40}: {fr.rate_text(record['images_per_second']):>7} "
+            yield record
+            progress(f"host {layout:40}: {rate_text(record['images_per_second']):>7} "
                      "img/s read alone")
 
-    from gpulesson.datasets.synthetic import make_synthetic
 
-    files = {}
-    with contextlib.ExitStack() as stack:
-        if data_dir is None:
-            data_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="gpulesson-feeding-"))
-        (x, y), _ = make_synthetic(n_images, 10, seed=0, progress=False)
-        ram = (x, y.astype("int32"))  # bytes, as the files hold them: the model scales them
-        for device in devices:
-            measure(device, pipelines)
-        if chunks:
-            measure_chunks()
-    return made
+def measure(args, *, run_id: str, done):
+    """The command's run: its options checked as the lesson's rule asks (a usage error, before
+    anything is measured), then :func:`run_benchmark`'s records, each yielded as it is made."""
+    error = importlib.import_module(__package__).COMMAND.parser().error
+    quick = args.quick
+    options = {name: value if value is not None else (small if quick else default)
+               for name, value, small, default in (
+                   ("batch_size", args.batch_size, QUICK_BATCH_SIZE, BATCH_SIZE),
+                   ("n_images", args.n_images, QUICK_N_IMAGES, N_IMAGES),
+                   ("repeats", args.repeats, QUICK_REPEATS, REPEATS))}
+    if options["batch_size"] > options["n_images"]:
+        error(f"--batch-size {options['batch_size']} is larger than --n-images "
+              f"{options['n_images']}")
+    if options["repeats"] < cli.repeats_for(quick):
+        error(f"--repeats must be at least {cli.repeats_for(quick)} (the lesson's rule: "
+              f"{REPEATS} timed epochs, {QUICK_REPEATS} with --quick), not "
+              f"{options['repeats']}: make a slow condition smaller with --cpu-max-steps "
+              "or --classic-max-steps instead")
+    if args.warmup < WARMUP:
+        error(f"--warmup must be at least {WARMUP} (the lesson's rule: a recorded warm-up), "
+              f"not {args.warmup}")
+    from gpulesson.machine.devices import cpu_info
+
+    devices = cli.devices_here(args.devices)  # PyTorch's malloc fixed for every record
+    backend = _keras().backend.backend()  # after devices_here, which hides CUDA's start-up noise
+    pipelines = args.pipelines or pipelines_for(backend)
+    try:
+        check_pipelines(pipelines, backend)
+    except ValueError as exc:
+        error(str(exc))
+    workers = args.workers if args.workers is not None else (
+        2 if quick else max(2, min(8, int(cpu_info()["cores_usable"]) // 2)))
+    earlier = RECORDS.read(args.out, run_id=run_id) if done else []
+    try:
+        check_earlier(earlier, n_images=options["n_images"], backend=backend)
+    except ValueError as exc:
+        print(f"error: {exc}. Nothing was measured or written.", file=sys.stderr)
+        raise SystemExit(2) from None
+    print(f"Run {run_id}: Keras backend {backend}; devices: {', '.join(devices)}; "
+          f"{options['n_images']:,} images, batch {options['batch_size']}, "
+          f"{options['repeats']} timed epoch(s) after {args.warmup} warm-up"
+          + (f"; going on: {len(done)} condition(s) recorded already" if done else ""),
+          flush=True)
+    yield from _measured(
+        devices=devices, pipelines=pipelines, warmup=args.warmup, max_steps=args.max_steps,
+        cpu_max_steps=args.cpu_max_steps, classic_max_steps=args.classic_max_steps,
+        workers=workers, chunks=args.chunks, data_dir=args.data_dir, run_id=run_id,
+        earlier=earlier, progress=lambda line: print(line, flush=True), **options)

@@ -1,4 +1,4 @@
-"""The input pipelines the feeding benchmark compares (:data:`~.records.PIPELINES`), and their
+"""The input pipelines the feeding benchmark compares (:data:`~.measure.PIPELINES`), and their
 data files: each a ``keras.utils.PyDataset`` of ``(images, labels)``, the images as bytes (the
 model scales them), differing only in where the images come from and how they are read.
 """
@@ -13,10 +13,20 @@ import h5py
 import keras
 import numpy as np
 
-from gpulesson.experiments.feeding import records as fr
 from gpulesson.experiments.layouts import write_layout
 
 CLASS_NAMES = tuple(f"class {i}" for i in range(10))  # labels only: speed does not need names
+# The data file each pipeline reads (None: no file), by its compression in the lesson format.
+FILES: dict[str, str | None] = {
+    "classic": "classic", "lesson": "none", "lesson-ahead": "none",
+    "lesson-ahead-window1": "none", "lesson-lzf": "lzf", "lesson-gzip": "gzip",
+    "lesson-workers": "none", "lesson-gzip-workers": "gzip", "ram": None, "device": None,
+}
+# The generator's own reader thread: name -> the generator's options beside it.
+READ_AHEAD = {"lesson-ahead": {"read_ahead": True},
+              "lesson-ahead-window1": {"read_ahead": True, "window": 1}}
+# How the "device" pipeline takes its batches, by backend (a record's "method").
+DEVICE_METHODS = {"jax": "compiled take", "torch": "slice view", "tensorflow": "eager slice"}
 
 
 class ClassicBatches(keras.utils.PyDataset):
@@ -152,7 +162,7 @@ def grain_workers() -> int:
 
 def device_method(name: str) -> dict:
     """The record's ``method`` of the ``device`` pipeline on this backend; {} for the others."""
-    return {"method": fr.DEVICE_METHODS[keras.backend.backend()]} if name == "device" else {}
+    return {"method": DEVICE_METHODS[keras.backend.backend()]} if name == "device" else {}
 
 
 def file_path(directory, kind: str, batch_size: int) -> Path:
@@ -197,7 +207,8 @@ def make_pipeline(name: str, *, batch_size: int, files=None, arrays=None, device
                   workers: int = 2, seed: int = 0):
     """The PyDataset of pipeline ``name``: ``files`` from :func:`write_files`, ``arrays`` in
     RAM, ``device_arrays`` from :func:`to_device`."""
-    fr.check_pipelines([name])
+    if name not in FILES:
+        raise ValueError(f"unknown pipeline {name!r}: choose from {', '.join(FILES)}")
     if name == "classic":
         return ClassicBatches(files["classic"], batch_size)
     if name == "device" and keras.backend.backend() == "jax":
@@ -209,10 +220,10 @@ def make_pipeline(name: str, *, batch_size: int, files=None, arrays=None, device
         return ArrayBatches(x, y, batch_size, shuffle=True, seed=seed)
     from gpulesson.lesson import HDF5Batches
 
-    options = fr.READ_AHEAD.get(name, {})
-    if name in fr.WORKER_PIPELINES:
+    options = READ_AHEAD.get(name, {})
+    if name.endswith("-workers"):
         options = {"workers": int(workers), "use_multiprocessing": True}
-    return HDF5Batches(files[fr.FILES[name]], "train", batch_size, shuffle=True, seed=seed,
+    return HDF5Batches(files[FILES[name]], "train", batch_size, shuffle=True, seed=seed,
                        **options)
 
 
