@@ -6,22 +6,20 @@ from __future__ import annotations
 import numpy as np
 
 from gpulesson.experiments.calibration import RECORDS, RESULTS_FILE, TARGET_ACCURACY
-from gpulesson.records.pagewords import backend_version, day
-from gpulesson.records.results import NOT_RECORDED, data_label, duration, hardware
+from gpulesson.records.pagewords import run_values
+from gpulesson.records.results import NOT_RECORDED, data_label, duration
 
 FIGURES = ("calibration-learning-curves.svg", "calibration-confusion.svg")
 FIGURE_FOLDER = "fig/05-cpu-vs-gpu"
 
 
-def reference_record(path=None) -> dict | None:
-    """The newest record in the results file (None when there is none)."""
-    return (RECORDS.read(path) or [None])[-1]
-
-
 def reference_run(path=None) -> list[dict]:
-    """The newest record, as the figures draw it; [] without one."""
-    record = reference_record(path)
-    return [record] if record else []
+    """The newest record, as the page and the figures read it; [] without one."""
+    return RECORDS.read(path)[-1:]
+
+
+def reference_record(path=None) -> dict | None:
+    return (reference_run(path) or [None])[0]
 
 
 def pair_share(matrix) -> float | None:
@@ -100,22 +98,16 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     """Text snippets of the newest record for the episode's instructor notes (``ref_calib_*``)."""
     from gpulesson.datasets.synthetic import SYNTHETIC_CLASS_NAMES as NAMES
 
-    record = reference_record(path)
-    keys = ("date", "backend", "cpu", "n_train", "epochs", "batch_size", "workshop_epochs",
-            "workshop_accuracy", "best_accuracy", "best_epoch", "final_train_accuracy",
-            "val_loss_low_epoch", "pair_share", "most_confused")
-    if record is None:
-        return {f"ref_calib_{key}": NOT_RECORDED for key in keys}
-    found = findings(record)
-    pair = found["most_confused"]
-    share = found["final_pair_share"]
-    values = {
-        "date": day(record),
-        "backend": backend_version(record),
-        "cpu": hardware([record])["CPU"],
-        "n_train": f"{record['n_train']:,}",
-        "epochs": str(record["epochs"]),
-        "batch_size": str(record["batch_size"]),
+    records = reference_run(path)
+    values = run_values("ref_calib", records, "date", "backend", "cpu", "n_train", "epochs",
+                        "batch_size")
+    if not records:
+        return values | {f"ref_calib_{key}": NOT_RECORDED for key in (
+            "workshop_epochs", "workshop_accuracy", "best_accuracy", "best_epoch",
+            "final_train_accuracy", "val_loss_low_epoch", "pair_share", "most_confused")}
+    found = findings(records[-1])
+    pair, share = found["most_confused"], found["final_pair_share"]
+    return values | {f"ref_calib_{key}": value for key, value in {
         "workshop_epochs": str(found["workshop_epochs"]),
         # As the figures write accuracies (62.5 %, not 0.62), so that text and figure agree.
         "workshop_accuracy": f"{found['workshop_accuracy']:.1%}",
@@ -125,8 +117,7 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         "val_loss_low_epoch": str(found["val_loss_low_epoch"]),
         "pair_share": f"{share:.0%}" if share is not None else NOT_RECORDED,
         "most_confused": f"{NAMES[pair[0]]} and {NAMES[pair[1]]}" if pair else NOT_RECORDED,
-    }
-    return {f"ref_calib_{key}": values[key] for key in keys}
+    }.items()}
 
 
 def figures(records):
