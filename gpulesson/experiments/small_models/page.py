@@ -348,13 +348,10 @@ def cut_sweep_note(path, reference) -> str:
         return ("The GPU half of the sweep of batch size and layer width has not been recorded "
                 f"yet; the next lease of {BUDGET} records it.")
     widths, batches = axes(cut)
-    counts = []
-    for kind, gpu in (("GPU", True), ("CPU", False)):
-        n = sum(1 for r in cut if is_gpu(r) == gpu)
-        counts.append(f"{n} of its {len(widths) * len(batches)} {kind} cells" if n
-                      else f"no {kind} cells")
-    gpu = pick(cut, True)
-    where = f" on {gpu['device']}" if gpu else ""
+    counts = [f"{n} of its {len(widths) * len(batches)} {kind} cells" if n else f"no {kind} cells"
+              for kind, gpu in (("GPU", True), ("CPU", False))
+              for n in [sum(is_gpu(r) == gpu for r in cut)]]
+    where = f" on {gpu['device']}" if (gpu := pick(cut, True)) else ""
     return ("The GPU half of the sweep of batch size and layer width is not completely recorded "
             f"yet: the sweep{where} (run {cut[0]['run_id']}, {cut[0]['date'][:10]}) stopped "
             f"before its end, with {' and '.join(counts)}. A sweep counts only when complete, so "
@@ -395,12 +392,9 @@ SWEEP_KEYS = tuple(f"ref_mlp_sweep_{key}" for key in (
 def substitutions(path=RECORDS.results_file) -> dict[str, str]:
     comparison = reference_run("comparison", path)
     values = run_values("ref_mlp", comparison, "date", "backend", "cpu", "gpu", "batch_size",
-                        "epochs")
-    values.update({
-        "ref_mlp_n_train": str(comparison[0]["n_train"]) if comparison else NOT_RECORDED,
-        "ref_mlp_speedup": speedup_text(RECORDS.gpu_against_cpu(comparison)),
-        "ref_mlp_fig_comparison_alt": comparison_alt(comparison) if comparison else NOT_RECORDED,
-    })
+                        "epochs", "n_train")  # n_train: 455, the breast-cancer data's
+    values["ref_mlp_speedup"] = speedup_text(RECORDS.gpu_against_cpu(comparison))
+    values["ref_mlp_fig_comparison_alt"] = comparison_alt(comparison) if comparison else NOT_RECORDED
     for name, record in by_device(comparison):
         values[f"ref_mlp_{name}_first_epoch"] = first_epoch(record)
         values[f"ref_mlp_{name}_epoch"] = median_text(epoch_summary(record), what="repeats")
