@@ -15,8 +15,9 @@ import sys
 import textwrap
 
 import core_check
+import core_schedule
 import pytest
-from carpentry import episodes, toc_episode_paths
+from carpentry import Session, episodes, toc_episode_paths
 from conftest import ROOT
 
 CORE = toc_episode_paths(ROOT)[:5]
@@ -37,7 +38,7 @@ def test_the_core_is_the_first_part_of_the_toc_and_the_guide_and_landing_page_ag
     assert [ep.path.as_posix() for ep in parts[0].episodes] == CORE
     assert core_check.schedule_failures(ROOT) == []
     for page in ("guide.md", "index.md"):
-        named = core_check.CORE_NAMED.findall((ROOT / page).read_text(encoding="utf-8"))
+        named = core_schedule.CORE_NAMED.findall((ROOT / page).read_text(encoding="utf-8"))
         assert named == [("1", "5")], (page, named)
 
 
@@ -101,9 +102,9 @@ def lesson(tmp_path, one: str, two: str | None = None, three: str | None = None,
     for name, text in (("01-one", one), ("02-two", two or ok), ("03-three", three or ok)):
         (tmp_path / "_episodes" / f"{name}.md").write_text(text)
     (tmp_path / "guide.md").write_text(guide or "The core (episodes 1 to 2) is a day.\n\n"
-                                       f"{core_check.TABLE_START}\n{core_check.TABLE_END}\n")
+                                       f"{core_schedule.TABLE_START}\n{core_schedule.TABLE_END}\n")
     if not guide:
-        core_check.write_guide(tmp_path / "guide.md", core_check.guide_table(tmp_path))
+        core_schedule.write_guide(tmp_path / "guide.md", core_check.guide_table(tmp_path))
     return tmp_path
 
 
@@ -118,7 +119,7 @@ def executed(root, slug: str, wall_s: float):
 def failures(root, guide: bool = True) -> list[str]:
     """The check's failures; with guide, after writing the model's table into the guide."""
     if guide:
-        core_check.write_guide(root / "guide.md", core_check.guide_table(root))
+        core_schedule.write_guide(root / "guide.md", core_check.guide_table(root))
     return core_check.run(root, out=open("/dev/null", "w"))
 
 
@@ -370,7 +371,7 @@ def test_a_gpu_episode_needs_a_gpu_session_launched_at_the_break_before_it(tmp_p
     assert [f for f in failures(root) if "guide.md" not in f] == []
     part = core_check.core_part(root)[0]
     launch = [(start, item.label) for start, item, _ in part.rows
-              if isinstance(item, core_check.Session)]
+              if isinstance(item, Session)]
     # The GPU session is launched at the start of the break after episode 1 (0:52).
     assert launch == [("0:00", "CPU session"), ("0:52", "GPU session")]
     (root / "_config.yml").write_text(CONFIG.replace("lesson_site:", gpu.replace(
@@ -391,9 +392,9 @@ def test_the_guide_shows_the_models_table(tmp_path):
 
 def test_the_real_guide_shows_the_models_table_for_the_real_core():
     guide = (ROOT / "guide.md").read_text(encoding="utf-8")
-    assert core_check.guide_block(guide) == core_check.guide_table(ROOT)
+    assert core_schedule.guide_block(guide) == core_check.guide_table(ROOT)
     for path in CORE:
-        assert f"| {path.split('/')[-1].removesuffix('.md')} |" in core_check.guide_block(guide)
+        assert f"| {path.split('/')[-1].removesuffix('.md')} |" in core_schedule.guide_block(guide)
 
 
 def test_prose_over_the_limit_of_an_episode_fails(tmp_path):
@@ -469,7 +470,7 @@ def test_every_objective_has_an_exercise_with_a_solution(path):
 
 
 def test_the_guide_gives_the_core_more_than_six_hours_of_work_as_the_model_counts():
-    block = core_check.guide_block((ROOT / "guide.md").read_text(encoding="utf-8"))
+    block = core_schedule.guide_block((ROOT / "guide.md").read_text(encoding="utf-8"))
     work = int(block.split("the room works for ")[1].split()[0])
     assert work > 6 * 60 and "more than six\nhours of work" in (ROOT / "guide.md").read_text()
 

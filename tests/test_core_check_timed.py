@@ -11,7 +11,8 @@ breaks, exercise debriefs) is counted differently, the model must still land on 
 """
 
 import pytest
-from core_check import EXERCISE_FACTOR, EpisodeReport, Exercise, model_day
+from core_schedule import EXERCISE_FACTOR, EpisodeReport, model_day
+from episode_page import Exercise
 from test_core_check import CONFIG, GOOD_EXERCISE, episode, failures, lesson
 
 # The instructor's likely minutes, from the written timing ("Timing the core day (episodes 1-5)

@@ -4,32 +4,10 @@
     python tools/core_check.py --root DIR    # another copy of the lesson
     python tools/core_check.py --write-guide # write the timing model's table into guide.md
 
-The core is the first part of ``_toc.yml`` that lists episodes; an episode's minutes are its
-front matter's ``teaching`` + ``exercises``. A section or exercise titled "... (optional)" or
-"Optional: ..." is not in the core; every other exercise is *required*. The timing model
-(``tools/core_report.py``, its rates from two timings of the core by instructors, kept within 5 %
-of them by ``tests/test_core_check_timed.py``) counts what a room does: typed and given lines,
-cells, talk (notes and dropdowns included), recorded waits, exercises, slots and breaks.
-
-For each core episode:
-
-a. **Teaching time.** ``SLACK`` times the model's minutes fit in the scheduled ones.
-b. **Exercise time.** A required exercise's title ends with its minutes (``(10 min)``), at least
-   ``MIN_EXERCISE`` (a one-line ``prediction``: ``MIN_PREDICTION``); ``EXERCISE_FACTOR`` times
-   their sum fits in ``exercises``.
-c. **No CPU training in an exercise**, unless on a GPU, with limited steps or with blanks.
-d. **Sentences.** At most ``MAX_LONG_SHARE`` of the prose sentences are longer than
-   ``LONG_SENTENCE`` words, as the page shows them when everything is recorded.
-e. **Objectives.** Each is assessed by a required exercise with a solution that names it with a
-   class option (``:class: objective-2``).
-f. **Prose.** At most ``MAX_PROSE_WORDS`` words of prose as the page shows it.
-
-For the core as a whole: at most ``MAX_REQUIRED`` required exercises and ``MAX_CORE_PROSE`` words;
-an opening, setup check and wrap-up of at least their minutes, at most ``WORKSHOP_DAY`` minutes
-with breaks, no stretch over ``MAX_STRETCH`` minutes without a break (``lesson_schedule``).
-
-**Sessions.** Each session of ``lesson_schedule.sessions`` outlasts the part it serves by
-``SESSION_MARGIN`` minutes within the site's limit, and holds GPUs exactly when its episodes use one.
+The core is the first part of ``_toc.yml`` that lists episodes. The timing model and the rules
+(a. teaching time, b. exercise time, c. no CPU training in an exercise, d. sentences,
+e. objectives, f. prose; the core's day, breaks and sessions) are in ``tools/core_schedule.py``,
+and guide.md describes them ("The timing model").
 """
 
 from __future__ import annotations
@@ -44,23 +22,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "_ext"))
 sys.path.insert(0, str(ROOT / "tools"))
-from carpentry import FrontMatterError, Session, SetupCheck, schedule_parts, split_front_matter  # noqa: E402, F401
-from core_report import EXERCISE_FACTOR, LONG_SENTENCE, RATES, SLACK, EpisodeReport, model_day, table  # noqa: E402, F401
-from core_schedule import (  # noqa: E402, F401 (read by the tests)
-    CORE_NAMED,
-    TABLE_END,
-    TABLE_START,
-    WORKSHOP_DAY,
-    break_failures,
-    core_rests,
-    guide_block,
-    model_table,
-    named_core_failures,
-    session_failures,
-    stretch_failures,
-    write_guide,
-)
-from core_schedule import _slot_failures as slot_failures  # noqa: E402
+import core_schedule  # noqa: E402
+from carpentry import FrontMatterError, SetupCheck, schedule_parts, split_front_matter  # noqa: E402
+from core_schedule import LONG_SENTENCE, RATES, SLACK, EpisodeReport, model_day, table  # noqa: E402
 from episode_page import (  # noqa: E402
     Exercise,
     Page,
@@ -221,20 +185,20 @@ def schedule_failures(root: Path, reports: list[EpisodeReport] | None = None) ->
     setup = None
     if reports is None:
         reports, setup = core_reports(root, core)
-    problems = slot_failures(core) + setup_failures(core, setup)
-    problems += break_failures(core, core_rests(root, core))
+    problems = core_schedule.slot_failures(core) + setup_failures(core, setup)
+    problems += core_schedule.break_failures(core, core_schedule.core_rests(root, core))
     for part in parts:
-        problems += stretch_failures(part)
-    problems += session_failures(root, core, reports)
-    problems += named_core_failures(root, core)
+        problems += core_schedule.stretch_failures(part)
+    problems += core_schedule.session_failures(root, core, reports)
+    problems += core_schedule.named_core_failures(root, core)
     return problems
 
 
 def guide_table(root: Path = ROOT) -> str:
     core = core_part(root)[0]
     reports, setup = core_reports(root, core)
-    day = model_day(reports, setup, core_rests(root, core), len(core.sessions) - 1)
-    return model_table(reports, RATES, core, setup and setup.least_minutes, day)
+    day = model_day(reports, setup, core_schedule.core_rests(root, core), len(core.sessions) - 1)
+    return core_schedule.model_table(reports, RATES, core, setup and setup.least_minutes, day)
 
 
 def core_failures(reports: list[EpisodeReport]) -> list[str]:
@@ -255,7 +219,7 @@ def guide_failures(root: Path, reports: list[EpisodeReport]) -> list[str]:
     guide = Path(root) / "guide.md"
     if not guide.exists():
         return []
-    shown = guide_block(guide.read_text(encoding="utf-8"))
+    shown = core_schedule.guide_block(guide.read_text(encoding="utf-8"))
     if shown != guide_table(root):
         return ["guide.md does not show the timing model's table as it is now: run "
                 "python tools/core_check.py --write-guide"]
@@ -277,10 +241,11 @@ def run(root: Path = ROOT, out=sys.stdout) -> list[str]:
               f"{setup.model_exercises}; with the slack {setup.least_minutes}", file=out)
         failures += setup_failures(core, setup)
     print(f"core: {len(core.episodes)} episodes, {core.minutes} minutes with breaks, opening, "
-          f"setup check and wrap-up (limit {WORKSHOP_DAY}), in {len(core.sessions)} session(s), "
-          f"{sum(len(r.required) for r in reports)} required exercises (limit {MAX_REQUIRED}), "
+          f"setup check and wrap-up (limit {core_schedule.WORKSHOP_DAY}), in "
+          f"{len(core.sessions)} session(s), {sum(len(r.required) for r in reports)} required "
+          f"exercises (limit {MAX_REQUIRED}), "
           f"{sum(r.prose for r in reports):,} words of prose (limit {MAX_CORE_PROSE:,})", file=out)
-    day = model_day(reports, setup, core_rests(root, core), len(core.sessions) - 1)
+    day = model_day(reports, setup, core_schedule.core_rests(root, core), len(core.sessions) - 1)
     print(f"the model's day: {sum(day.values())} minutes ("
           + ", ".join(f"{part} {minutes}" for part, minutes in day.items()) + ")", file=out)
     failures += core_failures(reports)
@@ -297,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.write_guide:
-            write_guide(args.root / "guide.md", guide_table(args.root))
+            core_schedule.write_guide(args.root / "guide.md", guide_table(args.root))
         failures = run(args.root)
     except (CoreCheckError, FrontMatterError, OSError, ValueError) as exc:
         print(f"core check: {exc}", file=sys.stderr)
