@@ -10,12 +10,12 @@ import time
 import numpy as np
 import pytest
 from conftest import ROOT, load_script
+from gpulesson.experiments.matmul.__main__ import main as matmul_main
 
 from gpulesson.experiments import common, matmul
 from gpulesson.experiments.matmul import measure as mm
-from gpulesson.experiments.matmul import records as mr
-from gpulesson.experiments.matmul.__main__ import main as matmul_main
-from gpulesson.experiments.matmul.figures import gflops_alt, sync_alt
+from gpulesson.experiments.matmul import page as mp
+from gpulesson.experiments.matmul.page import gflops_alt, sync_alt
 from gpulesson.records.results import (
     NOT_RECORDED,
     append_record,
@@ -119,7 +119,7 @@ def test_the_measurement_follows_the_lessons_rule():
         assert defaults["repeats"].default == common.REPEATS
         assert defaults["warmup"].default == common.WARMUP
     # the command: the rule's repeats, fewer in quick mode
-    assert "repeats_for(args.quick)" in inspect.getsource(matmul_main)
+    assert "repeats_for(args.quick)" in inspect.getsource(measure.measure)
 
 
 class LazyValue:
@@ -185,7 +185,8 @@ def made_up(kind, rates, dtype="float32", run_id="r", transfer=None, method=mm.M
                        "gflops": rate, "gflops_low": rate / 1.05, "gflops_high": rate / 0.95,
                        "first_call_seconds": seconds + 0.5,
                        "unsynchronised_median_seconds": seconds / 50 if dtype == "float32" else None,
-                       "transfer_median_seconds": transfer})
+                       "transfer_median_seconds": transfer,
+                       **({"transfer_seconds": [transfer] * 3} if transfer else {})})
     return {"experiment": "matmul", "run_id": run_id, "device_kind": device, "dtype": dtype,
             "keras_device": f"{device}:0", "device": "CPU" if device == "cpu" else "Made-up GPU",
             "backend": "jax", "date": "2026-01-01T00:00:00+00:00", "cpu_model": "Test CPU",
@@ -231,13 +232,13 @@ def test_crossover_needs_both_devices_of_one_run():
 
 def test_crossover_in_words():
     cpu = made_up("cpu", at_sizes(10, 20, 30, 40))
-    assert mr.crossover_text([cpu]) == NOT_RECORDED
+    assert mp.crossover_text([cpu]) == NOT_RECORDED
     crossing = [cpu, made_up("gpu", at_sizes(1, 5, 300, 900))]
-    assert mr.crossover_text(crossing) == "n = 256"
+    assert mp.crossover_text(crossing) == "n = 256"
     never = [cpu, made_up("gpu", at_sizes(1, 2, 3, 4))]
-    assert "none" in mr.crossover_text(never) and "1,024" in mr.crossover_text(never)
+    assert "none" in mp.crossover_text(never) and "1,024" in mp.crossover_text(never)
     always = [cpu, made_up("gpu", at_sizes(50, 100, 500, 900))]
-    assert "every size" in mr.crossover_text(always)
+    assert "every size" in mp.crossover_text(always)
 
 
 def write(path, records):
@@ -247,12 +248,12 @@ def write(path, records):
 
 
 def test_substitutions_say_plainly_what_is_missing(tmp_path):
-    values = matmul.substitutions(tmp_path / "none.jsonl")
+    values = mp.substitutions(tmp_path / "none.jsonl")
     assert values and set(values.values()) == {NOT_RECORDED}
     assert all(key.startswith("ref_mm_") for key in values)
 
     cpu_only = write(tmp_path / "cpu.jsonl", [made_up("cpu", at_sizes(10, 20, 30, 40))])
-    values = matmul.substitutions(cpu_only)
+    values = mp.substitutions(cpu_only)
     # medians with their ranges (common.summary_text); 3 timed calls each
     rate = 40 / 1.05, 40 / 0.95
     assert values["ref_mm_cpu_float32"] == (f"40 GFLOP/s (range {rate[0]:.3g}–{rate[1]:.3g} "
@@ -274,10 +275,10 @@ def test_substitutions_say_plainly_what_is_missing(tmp_path):
         made_up("cpu", at_sizes(10, 20, 30, 40), run_id="c"),  # newest, but no GPU
     ])
     assert {r["run_id"] for r in matmul.reference_run(both)} == {"b"}
-    values = matmul.substitutions(both)
+    values = mp.substitutions(both)
     assert values["ref_mm_run"] == "b" and values["ref_mm_gpu"] == "Made-up GPU"
     assert values["ref_mm_crossover"] == "n = 256"
-    assert values["ref_mm_gpu_transfer_time"] == "10 ms (median; the repeats were not kept)"
+    assert values["ref_mm_gpu_transfer_time"] == "10 ms (range 10 ms–10 ms, 3 repeats)"
     gpu_seconds = 2 * 1024**3 / 900e9
     assert values["ref_mm_gpu_transfer_gflops"] == f"{2 * 1024**3 / (gpu_seconds + 0.01) / 1e9:,.0f} GFLOP/s"
 
@@ -309,26 +310,26 @@ def test_the_figures_handle_a_run_with_a_gpu(tmp_path):
 
 def test_a_point_without_its_summary_is_summarised_from_its_calls():
     old = {"n": 64, "seconds": [3.0, 1.0, 2.0], "median_seconds": 2.0}
-    summary = mr.point_summary(old)
+    summary = mp.point_summary(old)
     assert summary["median"] == 2.0 and (summary["min"], summary["max"]) == (1.0, 3.0)
     assert summary["n"] == 3
-    rate = mr.rate_summary(old)
+    rate = mp.rate_summary(old)
     assert rate["median"] == pytest.approx(mm.gflops(64, 2.0))
     assert rate["max"] == pytest.approx(mm.gflops(64, 1.0))
-    assert mr.point_summary({"n": 64, "seconds": []}) is None
+    assert mp.point_summary({"n": 64, "seconds": []}) is None
 
 
 def test_overlapping_precisions_are_no_measurable_difference(tmp_path):
     cpu32 = made_up("cpu", at_sizes(10, 20, 30, 40))
     close = made_up("cpu", at_sizes(10, 20, 30, 41), dtype="bfloat16")  # ranges overlap
     apart = made_up("cpu", at_sizes(10, 20, 30, 80), dtype="float16")
-    values = matmul.substitutions(write(tmp_path / "m.jsonl", [cpu32, close, apart]))
+    values = mp.substitutions(write(tmp_path / "m.jsonl", [cpu32, close, apart]))
     assert values["ref_mm_cpu_bfloat16_by_size"].startswith(f"{common.NO_DIFFERENCE} at any size")
     assert values["ref_mm_cpu_float16_by_size"] == (
         f"faster at n = 1,024, with {common.NO_DIFFERENCE} at n = 16, 64 and 256")
     # the best size of a sweep names the sizes it cannot be told apart from
     both = made_up("cpu", at_sizes(10, 20, 39, 40))
-    values = matmul.substitutions(write(tmp_path / "b.jsonl", [both]))
+    values = mp.substitutions(write(tmp_path / "b.jsonl", [both]))
     assert values["ref_mm_cpu_float32"].endswith(f"at n = 1,024 ({common.NO_DIFFERENCE} from n = 256)")
 
 
@@ -373,7 +374,7 @@ def test_the_figures_draw_the_spread_of_the_repeats():
 def test_the_page_uses_the_generated_alt_texts():
     text = (ROOT / "_episodes" / "06-why-gpus-are-fast.md").read_text(encoding="utf-8")
     assert ":alt: {{ ref_mm_fig_gflops_alt }}" in text and ":alt: {{ ref_mm_fig_sync_alt }}" in text
-    values = matmul.substitutions()
+    values = mp.substitutions()
     throughput = matmul.reference_run()
     assert values["ref_mm_fig_gflops_alt"] == (gflops_alt(throughput) if throughput
                                                else NOT_RECORDED)
@@ -393,11 +394,11 @@ def figure_script(name):
 def test_the_results_file_holds_a_valid_run():
     latency = matmul.latency_run()
     assert latency, f"{matmul.RESULTS_FILE} must hold a run: python -m gpulesson.experiments.matmul"
-    values = matmul.substitutions()
+    values = mp.substitutions()
     assert values["ref_mm_lat_cpu_largest_time"] != NOT_RECORDED
     records = matmul.reference_run()
     if not records:  # no run of the current method yet: no throughput on the page
-        assert not any(mr.amortised(r) for r in read_records(matmul.RESULTS_FILE))
+        assert not any(mp.amortised(r) for r in read_records(matmul.RESULTS_FILE))
         assert values["ref_mm_cpu_float32"] == values["ref_mm_gpu"] == NOT_RECORDED
         assert values["ref_mm_run"] == values["ref_mm_crossover"] == NOT_RECORDED
         return
@@ -405,7 +406,7 @@ def test_the_results_file_holds_a_valid_run():
     for record in records:
         validate_record(record)
         assert record["experiment"] == "matmul" and record["cpu_model"] and record["points"]
-        assert mr.amortised(record)
+        assert mp.amortised(record)
     assert values["ref_mm_cpu_float32"] != NOT_RECORDED
     # records made before the summaries still give medians with their ranges
     repeats = {r["repeats"] for r in records}
@@ -435,8 +436,9 @@ def test_the_command_refuses_a_gpu_it_cannot_see(tmp_path, capsys):
     if keras_device()["gpu_count"]:
         pytest.skip("this machine has a GPU")
     out = tmp_path / "never.jsonl"
-    assert matmul_main(["--devices", "gpu", "--sizes", "4", "--out", str(out)]) == 2
-    assert "No GPU is visible" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        matmul_main(["--devices", "gpu", "--sizes", "4", "--out", str(out)])
+    assert exit_info.value.code == 2 and "No GPU is visible" in capsys.readouterr().err
     assert not out.exists()
 
 
@@ -480,7 +482,7 @@ def test_the_command_runs_on_jax_without_tensorflow_or_h5py(tmp_path):
 
 def test_the_description_of_a_cpu_only_sweep_says_that_no_gpu_was_swept():
     """A learner without a GPU reads why there is no crossover, not "not recorded yet"."""
-    from gpulesson.experiments.matmul.records import describe
+    from gpulesson.experiments.matmul.page import describe
 
     cpu_only = describe([made_up("cpu", at_sizes(10, 20, 30, 40))])
     assert "GPU faster (float32) from: no GPU sweep in these records" in cpu_only

@@ -9,13 +9,13 @@ import types
 
 import numpy as np
 import pytest
+from gpulesson.experiments.matmul.__main__ import main as matmul_main
 from test_06_matmul import made_up, write
 
 from gpulesson.experiments import matmul
 from gpulesson.experiments.matmul import measure
-from gpulesson.experiments.matmul import records as mr
-from gpulesson.experiments.matmul.__main__ import main as matmul_main
-from gpulesson.experiments.matmul.figures import gflops_alt
+from gpulesson.experiments.matmul import page as mp
+from gpulesson.experiments.matmul.page import gflops_alt
 from gpulesson.machine import gpu_peaks
 from gpulesson.records.results import NOT_RECORDED, read_records
 
@@ -225,7 +225,7 @@ def test_new_records_are_the_throughput_and_old_ones_stay_latencies(tmp_path):
     path = write(tmp_path / "m.jsonl", old_run() + new)
     assert {r["run_id"] for r in matmul.reference_run(path)} == {"new"}
     assert {r["run_id"] for r in matmul.latency_run(path)} == {"old"}
-    values = matmul.substitutions(path)
+    values = mp.substitutions(path)
     assert values["ref_mm_cpu_float32"].startswith("40 GFLOP/s")
     assert values["ref_mm_gpu"] == NOT_RECORDED and values["ref_mm_lat_gpu"] == "NVIDIA H200"
     assert values["ref_mm_cpu_calls"] == "10" and values["ref_mm_cpu_overhead"] == "2.0%"
@@ -236,14 +236,14 @@ def test_float32_is_named_as_recorded_and_set_beside_the_published_peak(tmp_path
                made_up("gpu", at_sizes(1, 50, 3000, 247_250), **H200),
                made_up("gpu", at_sizes(1, 50, 3000, 98_950), dtype="bfloat16", **H200),
                made_up("cpu", at_sizes(10, 20, 30, 40), dtype="bfloat16")]
-    assert mr.precision_label(records[1]) == "float32 (TF32)"
-    assert mr.precision_label(records[0]) == "float32"
-    assert mr.precision_label(records[2]) == "bfloat16"
-    assert mr.published_peak(records[1])["gflops"] == gpu_peaks.peaks_for("H200")["tf32"] * 1e3
-    assert mr.published_peak(records[0]) is None
+    assert mp.precision_label(records[1]) == "float32 (TF32)"
+    assert mp.precision_label(records[0]) == "float32"
+    assert mp.precision_label(records[2]) == "bfloat16"
+    assert mp.published_peak(records[1])["gflops"] == gpu_peaks.peaks_for("H200")["tf32"] * 1e3
+    assert mp.published_peak(records[0]) is None
     full = {**records[1], "float32_precision": {"matmul": "float32"}}
-    assert mr.published_peak(full)["precision"] == "fp32"
-    values = matmul.substitutions(write(tmp_path / "m.jsonl", records))
+    assert mp.published_peak(full)["precision"] == "fp32"
+    values = mp.substitutions(write(tmp_path / "m.jsonl", records))
     assert values["ref_mm_gpu_float32_label"] == "float32 (TF32)"
     assert values["ref_mm_gpu_float32_share"] == "50% of the published TF32 peak"
     assert values["ref_mm_gpu_bfloat16_share"] == "10% of the published BF16 peak"
@@ -263,7 +263,7 @@ def test_float32_is_named_as_recorded_and_set_beside_the_published_peak(tmp_path
 
 def test_a_gpu_without_a_table_draws_no_peak():
     record = made_up("gpu", at_sizes(1, 5, 300, 900))  # "Made-up GPU"
-    assert mr.published_peak(record) is None
+    assert mp.published_peak(record) is None
     fig, _ = matmul.figures([record])
     assert not [label for label in fig.axes[0].get_legend_handles_labels()[1]
                 if "published" in label]
@@ -291,10 +291,10 @@ def test_the_previous_method_stays_the_reference_until_the_new_one_has_a_gpu(tmp
               made_up("gpu", rates, run_id="before", method="amortised", **H200)]
     path = write(tmp_path / "m.jsonl", [*before, made_up("cpu", rates, run_id="cpu-only")])
     assert {r["run_id"] for r in matmul.reference_run(path)} == {"before"}
-    assert "recorded before" in matmul.substitutions(path)["ref_mm_method_note"]
+    assert "recorded before" in mp.substitutions(path)["ref_mm_method_note"]
     write(path, [made_up("cpu", rates, run_id="new"), made_up("gpu", rates, run_id="new", **H200)])
     assert {r["run_id"] for r in matmul.reference_run(path)} == {"new"}
-    assert "at least 0.5 s" in matmul.substitutions(path)["ref_mm_method_note"]
+    assert "at least 0.5 s" in mp.substitutions(path)["ref_mm_method_note"]
 
 
 def test_the_copy_names_the_host_memory_it_came_from():
@@ -318,11 +318,11 @@ def test_the_throughput_axis_is_in_tflops_with_the_gpu_dispatch_floor_shaded(tmp
     flat = {16: 70e-6, 64: 100e-6, 256: 90e-6, 1024: 2e-3, 4096: 0.2}  # seconds per call
     gpu = made_up("gpu", {n: 2 * n**3 / t / 1e9 for n, t in flat.items()}, **H200)
     cpu = made_up("cpu", dict(zip(flat, (10, 20, 30, 40, 40), strict=True)))
-    floor = mr.dispatch_floor(gpu)
+    floor = mp.dispatch_floor(gpu)
     assert floor["sizes"] == [16, 64, 256]
     assert (floor["low"], floor["high"]) == (pytest.approx(70e-6), pytest.approx(100e-6))
-    assert mr.dispatch_floor(cpu) is None  # the CPU has no dispatch to the card
-    assert mr.dispatch_floor({**gpu, "method": None}) is None  # older method: latencies
+    assert mp.dispatch_floor(cpu) is None  # the CPU has no dispatch to the card
+    assert mp.dispatch_floor({**gpu, "method": None}) is None  # older method: latencies
     fig, _ = matmul.figures([cpu, gpu])
     ax = fig.axes[0]
     assert ax.get_ylabel().startswith("TFLOP/s")
@@ -340,7 +340,7 @@ def test_the_throughput_axis_is_in_tflops_with_the_gpu_dispatch_floor_shaded(tmp
     words = "70 µs–100 µs a call at every n up to 256: the host's dispatch of the call, not " \
             "the GPU's compute"
     assert words in gflops_alt([cpu, gpu])
-    assert matmul.substitutions(write(tmp_path / "m.jsonl", [cpu, gpu]))["ref_mm_gpu_floor"] \
+    assert mp.substitutions(write(tmp_path / "m.jsonl", [cpu, gpu]))["ref_mm_gpu_floor"] \
         == words
-    assert matmul.substitutions(write(tmp_path / "c.jsonl", [cpu]))["ref_mm_gpu_floor"] \
+    assert mp.substitutions(write(tmp_path / "c.jsonl", [cpu]))["ref_mm_gpu_floor"] \
         == NOT_RECORDED

@@ -225,7 +225,7 @@ def _check_words(text: str, a: dict, b: dict, *, higher_is_better: bool = False)
 
 
 def _matmul_records() -> list[dict]:
-    from gpulesson.experiments.matmul.records import reference_run
+    from gpulesson.experiments.matmul.page import reference_run
 
     return reference_run(ROOT / RESULTS_DIR / "matmul.jsonl")
 
@@ -233,7 +233,7 @@ def _matmul_records() -> list[dict]:
 def _compared(comparisons: dict, values: dict):
     """(value name, float32 record, other precision's record) of each comparison the records
     hold; a comparison they cannot make must say the value is missing."""
-    from gpulesson.experiments.matmul.records import find
+    from gpulesson.experiments.matmul.page import find
 
     records = _matmul_records()
     for name, (device, dtype) in comparisons.items():
@@ -251,7 +251,7 @@ def _sizes_said(text: str) -> dict[str, set[int]]:
             common.NO_DIFFERENCE: f"{common.NO_DIFFERENCE} at"}
     found = sorted((text.index(key), name) for name, key in keys.items() if key in text)
     said = {}
-    for (start, name), (end, _) in zip(found, [*found[1:], (len(text), None)]):
+    for (start, name), (end, _) in zip(found, [*found[1:], (len(text), None)], strict=True):
         said[name] = {int(n.replace(",", "")) for n in re.findall(r"\d{1,3}(?:,\d{3})*",
                                                                    text[start:end])}
     return said

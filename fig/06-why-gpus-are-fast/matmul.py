@@ -1,10 +1,11 @@
-"""Draw the matrix-multiplication benchmark's figures from the results file:
+"""Draw the matrix-multiplication benchmark's figures from its results file:
 
-    python fig/06-why-gpus-are-fast/matmul.py   ->  matmul-gflops.svg, matmul-sync.svg
+    python fig/06-why-gpus-are-fast/matmul.py [RESULTS]   ->  matmul-gflops.svg, matmul-sync.svg
 
-The throughput comes from the newest run of the current method, the time of one call from the
-newest run of any (gpulesson.experiments.matmul.page_runs); the page's alt texts come from the
-same drawing code. Record a run with ``python -m gpulesson.experiments.matmul``.
+RESULTS defaults to results/matmul.jsonl. The throughput comes from the newest run of a
+throughput method, the time of one call from the newest run of any
+(gpulesson.experiments.matmul.page_runs); the page's alt texts come from the same lines. Record
+a run with ``python -m gpulesson.experiments.matmul``.
 """
 
 import sys
@@ -16,8 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from gpulesson.experiments import matmul
 from gpulesson.records.figure_scripts import drawer, main
 
-HERE = Path(__file__).resolve().parent
-draw = drawer(matmul, ("matmul-gflops.svg", "matmul-sync.svg"), HERE, run=matmul.page_runs,
+draw = drawer(matmul, matmul.page.FIGURES, Path(__file__).resolve().parent, run=matmul.page_runs,
               figures=lambda runs: matmul.figures(*runs))
 
 

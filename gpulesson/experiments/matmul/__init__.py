@@ -1,28 +1,61 @@
-"""Matrix multiplication on the CPU and on the GPU (episode 6): latency and GFLOP/s against
-matrix size, per device and precision, with the crossover from which the GPU is faster.
-Importing it imports no deep-learning framework, and it never imports TensorFlow."""
+"""Matrix multiplication on the CPU and on the GPU: latency and GFLOP/s against matrix size.
 
-from gpulesson.experiments.matmul.figures import figures  # noqa: F401
-from gpulesson.experiments.matmul.measure import (  # noqa: F401 (the episode's names)
+Episode 6's sweeps, one record per device and precision, and the crossover from which the GPU
+is faster; ``--run-id`` goes on with an earlier run, measuring what it lacks:
+
+    python -m gpulesson.experiments.matmul                      # CPU, then GPU if one is visible
+    KERAS_BACKEND=jax python -m gpulesson.experiments.matmul --devices cpu gpu
+    python -m gpulesson.experiments.matmul --quick --out my-matmul.jsonl
+
+Importing it imports no deep-learning framework, and it never imports TensorFlow.
+"""
+
+import sys
+
+from gpulesson.experiments import cli
+from gpulesson.experiments.matmul import page
+from gpulesson.experiments.matmul.measure import (
     DTYPES,
     GPU_SIZES,
+    MAX_SECONDS,
     QUICK_REPEATS,
     QUICK_SIZES,
+    RECORDS,
     REPEATS,
     SIZES,
+    WARMUP,
     sweep,
+    sweep_record,
     time_matmul,
     wait,
 )
-from gpulesson.experiments.matmul.page import substitutions  # noqa: F401
-from gpulesson.experiments.matmul.records import (  # noqa: F401
-    EXPERIMENT,
-    RESULTS_FILE,
+from gpulesson.experiments.matmul.page import (
     crossover,
     crossover_line,
     describe,
+    figures,
     latency_run,
     page_runs,
     reference_run,
-    sweep_record,
 )
+
+EXPERIMENT, RESULTS_FILE = RECORDS.experiment, RECORDS.results_file
+sys.modules[f"{__name__}.records"] = page  # the page's readers under their former module's name
+COMMAND = cli.Command(
+    __name__, __doc__,
+    cli.devices("devices to measure, in this order (default: cpu, then gpu if visible)"),
+    cli.option("--dtypes", nargs="+", choices=DTYPES, default=list(DTYPES),
+               help="precisions to measure (default: all)"),
+    cli.option("--sizes", nargs="+", type=cli.positive_int, default=None,
+               help=f"matrix sizes n (default on the CPU {' '.join(map(str, SIZES))}, "
+                    f"on a GPU up to {GPU_SIZES[-1]}; --quick: {' '.join(map(str, QUICK_SIZES))})"),
+    cli.quick_default("--repeats", f"timed calls and windows of calls per size, after {WARMUP} "
+                      "recorded warm-up call", REPEATS, QUICK_REPEATS),
+    cli.option("--max-seconds", type=cli.positive_seconds, default=MAX_SECONDS,
+               help=f"skip sizes whose one call would take longer (default {MAX_SECONDS:g})"),
+    cli.quick("small sizes and few repeats (also when LESSON_QUICK=1)"),
+    cli.out(RESULTS_FILE), cli.RUN_ID, at_least_one=("repeats",))
+
+__all__ = ["DTYPES", "EXPERIMENT", "GPU_SIZES", "QUICK_REPEATS", "QUICK_SIZES", "REPEATS",
+           "RESULTS_FILE", "SIZES", "crossover", "crossover_line", "describe", "figures",
+           "latency_run", "page_runs", "reference_run", "sweep", "sweep_record", "time_matmul", "wait"]

@@ -8,20 +8,27 @@ from __future__ import annotations
 import contextlib
 import math
 import statistics
+import sys
 import threading
 import time
 
 from gpulesson.experiments import common
 from gpulesson.experiments.common import summarise
 from gpulesson.machine.devices import keras_device_name as check_device
+from gpulesson.records.recordset import RecordSet
 
+# One record a sweep of random inputs; a run that goes on skips the sweeps it has, and the
+# method tells the throughput methods' records from the oldest's (synchronised calls only).
+RECORDS = RecordSet("matmul", ("device_kind", "dtype", "method"), data="random")
 DTYPES = ("float32", "bfloat16", "float16")
 SIZES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 GPU_SIZES = (*SIZES, 8192, 16384)  # a GPU's large products take milliseconds
 QUICK_SIZES = (16, 32, 64, 128, 256)
 REPEATS, QUICK_REPEATS, WARMUP = common.REPEATS, common.QUICK_REPEATS, common.WARMUP
 MAX_SECONDS = 20.0  # larger sizes are skipped once one call would take longer than this
-METHOD = "windows"  # the record's method: older ones are "amortised" and none (records.py)
+METHOD = "windows"  # the record's method
+# The throughput methods, newest first; "amortised" chose its windows by one wait's share alone.
+THROUGHPUT_METHODS = (METHOD, "amortised")
 MAX_OVERHEAD_SHARE = 0.05  # the fixed cost of a synchronisation: at most this share of a window
 TARGET_SHARE = MAX_OVERHEAD_SHARE / 2  # what k is chosen for, so that noise stays under the limit
 MAX_CALLS = 200_000  # at most this many calls in one window
@@ -326,3 +333,41 @@ def sweep(device: str = "cpu", dtype: str = "float32", sizes=None, *, repeats: i
     result["wall_seconds"] = time.perf_counter() - started
     result["load_average"]["end"] = meter["load_average_after"]
     return result
+
+
+def sweep_record(result: dict, *, run_id: str, source: str, repeats: int,
+                 warmup: int = WARMUP) -> dict:
+    """The results-file record of a :func:`sweep`'s ``result``."""
+    return RECORDS.record(run_id=run_id, source=source, repeats=repeats, warmup=warmup, **result)
+
+
+def measure(args, *, run_id: str, done):
+    """The command's run: a sweep for each device and precision asked for, yielded when made."""
+    from gpulesson.experiments.cli import default_devices, repeats_for
+    from gpulesson.machine.devices import keras_device
+
+    sizes = check_sizes(args.sizes) if args.sizes else (QUICK_SIZES if args.quick else None)
+    repeats = args.repeats or repeats_for(args.quick)
+    found = keras_device()
+    devices = default_devices(args.devices, found["gpu_count"])
+    if "gpu" in devices and not found["gpu_count"]:
+        print(f"No GPU is visible to Keras ({found['backend']} backend): nothing was measured or "
+              "written. Run with --devices cpu, or on a machine with a GPU.", file=sys.stderr)
+        raise SystemExit(2)
+    if any(method not in THROUGHPUT_METHODS for *_, method in done):
+        print(f"error: run {run_id} in {args.out} was recorded with the older method (one "
+              "synchronised call a size, no throughput): start a new run, without --run-id",
+              file=sys.stderr)
+        raise SystemExit(2)
+    print(f"Keras backend {found['backend']}; devices: {', '.join(devices)}; sizes: "
+          + "; ".join(f"{d} {' '.join(map(str, sizes or sizes_for(d)))}" for d in devices)
+          + f"; {repeats} timed calls and windows each", flush=True)
+    for device in devices:
+        for dtype in args.dtypes:
+            if {(device, dtype, method) for method in THROUGHPUT_METHODS} & done:
+                print(f"{device} {dtype}: recorded in run {run_id} already", flush=True)
+                continue
+            result = sweep(device, dtype, sizes, repeats=repeats, max_seconds=args.max_seconds,
+                           progress=lambda line: print(line, flush=True))
+            yield sweep_record(result, run_id=run_id, source="gpulesson.experiments.matmul",
+                               repeats=repeats)

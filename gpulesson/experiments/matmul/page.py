@@ -1,57 +1,528 @@
-"""The episode's ``ref_mm_*`` values: medians with their ranges, and comparison words from
-``compare`` or ``rank``, which say "no measurable difference" where the ranges overlap."""
+"""Episode 6's reference run of matrix products: the page's values (``ref_mm_*``), a run as a
+table, and the two figures with alt texts made from the same lines (:func:`rate_lines`,
+:func:`sync_lines`), so that an alt text names only what is drawn. The reference is the newest
+run of a throughput method that compares the devices; records of the oldest method timed only
+synchronised calls. Comparison words come from ``compare`` or ``rank``, which say "no
+measurable difference" where the ranges overlap."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
-from gpulesson.experiments.common import NO_DIFFERENCE, as_rate, compare, rank, summary_of, summary_text
-from gpulesson.experiments.matmul import records as mr
-from gpulesson.experiments.matmul.figures import floor_drawn, floor_words, gflops_alt, sync_alt
-from gpulesson.experiments.matmul.measure import DTYPES, METHOD, MIN_WINDOW_SECONDS, gflops
+from gpulesson.experiments.matmul.measure import (
+    DTYPES,
+    METHOD,
+    MIN_WINDOW_SECONDS,
+    RECORDS,
+    THROUGHPUT_METHODS,
+    gflops,
+)
+from gpulesson.records.figkit import need, title
 from gpulesson.records.pagewords import listed, median_text, run_values
-from gpulesson.records.results import NOT_RECORDED, hardware, software
-from gpulesson.records.results import duration as _seconds
+from gpulesson.records.results import NOT_RECORDED, duration, hardware, is_gpu, software
+from gpulesson.records.summaries import (
+    NO_DIFFERENCE,
+    SPREAD_NOTE,
+    as_rate,
+    compare,
+    draw_spread,
+    fmt_number,
+    rank,
+    summary_of,
+    summary_text,
+)
 
+RESULTS_FILE = RECORDS.results_file
 DEVICES = ("cpu", "gpu")
+BUSY = 0.25  # a sweep during which other programs used more CPU time than this is flagged
+FLOOR_FACTOR = 2.0  # sizes within this factor of the smallest's time per call are on the floor
 # The CPU's other precisions against float32, size by size.
 BY_SIZE = {f"ref_mm_cpu_{dtype}_by_size": ("cpu", dtype) for dtype in DTYPES if dtype != "float32"}
+_PEAK_KEYS = {"bfloat16": "bf16", "float16": "fp16"}
+_FLOAT32_PEAKS = {"float32": "fp32", "tf32": "tf32", "bf16": "bf16"}
+_KEPT = {"seconds": "summary", "latency_seconds": "latency"}  # where a point keeps a summary
 
+
+# --- the reference run and its points ---------------------------------------------------------
+
+def amortised(record: dict) -> bool:
+    """Whether a sweep measured throughput over windows of calls, not only latency."""
+    return record.get("method") in THROUGHPUT_METHODS
+
+
+def compares(records) -> bool:
+    """Whether a run has a CPU half, and a GPU half (if any) in the same precisions."""
+    cpu, gpu = ({r.get("dtype") for r in records if r.get("device_kind") == d} for d in DEVICES)
+    return bool(cpu) and (not gpu or cpu == gpu)
+
+
+def reference_run(path=None) -> list[dict]:
+    """The newest run that :func:`compares` of a throughput method, one with a GPU first; []."""
+    found = [run for method in THROUGHPUT_METHODS
+             if (run := RECORDS.newest_run(path, complete=compares, method=method))
+             and compares(run)]
+    with_gpu = [run for run in found if any(is_gpu(r) for r in run)]
+    return (with_gpu or found or [[]])[0]
+
+
+def latency_run(path=None) -> list[dict]:
+    """The newest run of any method, whose synchronised calls the latency figure shows."""
+    return RECORDS.newest_run(path)
+
+
+def page_runs(path=None) -> tuple:
+    """``(reference_run, latency_run)``, or ``()`` when the file holds no run."""
+    runs = reference_run(path), latency_run(path)
+    return runs if any(runs) else ()
+
+
+def find(records, device: str, dtype: str = "float32") -> dict | None:
+    return RECORDS.find(records, device_kind=device, dtype=dtype)
+
+
+def points(records, device: str, dtype: str = "float32") -> list[dict]:
+    """The sizes of the sweep on ``device`` in ``dtype``, smallest first; [] without one."""
+    record = find(records, device, dtype)
+    return sorted(record["points"], key=lambda p: p["n"]) if record else []
+
+
+def point_summary(point: dict | None, samples: str = "seconds") -> dict | None:
+    """A size's time per call (or its ``samples``: the latency, calls not waited for, the
+    copy): the summary kept, else one of the samples; None where only a median was kept."""
+    if not point:
+        return None
+    return summary_of(point, samples, warmup_key=None, first_is_warmup=False,
+                      key=_KEPT.get(samples, ""))
+
+
+def rate_summary(point: dict | None, samples: str = "seconds") -> dict | None:
+    """:func:`point_summary` as GFLOP/s."""
+    summary = point_summary(point, samples)
+    return as_rate(summary, 2 * point["n"] ** 3 / 1e9, "GFLOP/s") if summary else None
+
+
+def float32_mode(record: dict) -> str:
+    return str((record.get("float32_precision") or {}).get("matmul") or "float32")
+
+
+def precision_label(record: dict) -> str:
+    """"bfloat16", "float32", or "float32 (TF32)" where the float32 products ran in TF32."""
+    mode = float32_mode(record)
+    return (f"float32 ({mode.upper()})" if record.get("dtype") == "float32" and mode != "float32"
+            else record.get("dtype", "?"))
+
+
+def published_peak(record: dict) -> dict | None:
+    """The vendor's dense peak for a GPU sweep's card and precision in force, if known."""
+    from gpulesson.machine import gpu_peaks
+
+    if record.get("device_kind") != "gpu":
+        return None
+    name = (record.get("gpu") or {}).get("name") or record.get("device")
+    peaks, card = gpu_peaks.peaks_for(name), gpu_peaks.card(name)
+    dtype = record.get("dtype")
+    key = _FLOAT32_PEAKS.get(float32_mode(record)) if dtype == "float32" else _PEAK_KEYS.get(dtype)
+    if not peaks or key not in peaks:
+        return None
+    return {"gflops": peaks[key] * 1e3, "precision": key, "card": card,
+            "source": gpu_peaks.SOURCES[card]}
+
+
+def dispatch_floor(record: dict | None) -> dict | None:
+    """The sizes of a GPU sweep whose time per call stayed within :data:`FLOOR_FACTOR` of the
+    smallest's: the host's dispatch of a call, not the GPU's compute, set their rate."""
+    if not record or record.get("device_kind") != "gpu" or not amortised(record):
+        return None
+    medians = [(p["n"], s["median"]) for p in record["points"] if (s := point_summary(p))]
+    flat = []
+    for n, seconds in medians:
+        if seconds > FLOOR_FACTOR * medians[0][1]:
+            break
+        flat.append((n, seconds))
+    if len(flat) < 2:
+        return None
+    return {"sizes": [n for n, _ in flat], "low": min(s for _, s in flat),
+            "high": max(s for _, s in flat)}
+
+
+def floor_drawn(records) -> dict | None:
+    """The GPU float32 sweep's dispatch floor, if any."""
+    return dispatch_floor(find(records, "gpu"))
+
+
+def floor_words(floor: dict) -> str:
+    return (f"{duration(floor['low'])}–{duration(floor['high'])} a call at every n up to "
+            f"{floor['sizes'][-1]:,}: the host's dispatch of the call, not the GPU's compute")
+
+
+# --- the crossover and the table ----------------------------------------------------------------
+
+def crossover(records, dtype: str = "float32") -> int | None:
+    """The smallest size from which the GPU was measurably faster at every larger size, in the
+    sweeps of one run; None when it was not at the largest."""
+    if len({r.get("run_id") for r in records}) > 1:
+        raise ValueError("the records come from several runs: compare the sweeps of one run_id")
+    if not all(amortised(r) for r in records):
+        raise ValueError("the records time one synchronised call each (an older method), not "
+                         "the throughput: record a new run with python -m "
+                         "gpulesson.experiments.matmul")
+    cpu, gpu = find(records, "cpu", dtype), find(records, "gpu", dtype)
+    if cpu is None or gpu is None:
+        missing = " and ".join(d.upper() for d, r in (("cpu", cpu), ("gpu", gpu)) if r is None)
+        raise ValueError(f"no {missing} sweep in {dtype}: the crossover needs both")
+    cpu_points, gpu_points = ({p["n"]: p for p in r["points"]} for r in (cpu, gpu))
+    found = None
+    for n in sorted(cpu_points.keys() & gpu_points.keys(), reverse=True):
+        rates = rate_summary(gpu_points[n]), rate_summary(cpu_points[n])
+        verdict = all(rates) and compare(*rates, higher_is_better=True)
+        if not (verdict and verdict.measurable and verdict.word == "faster"):
+            break
+        found = n
+    return found
+
+
+def crossover_text(records, dtype: str = "float32") -> str:
+    """The crossover in words, or NOT_RECORDED."""
+    gpu = find(records, "gpu", dtype)
+    if find(records, "cpu", dtype) is None or gpu is None or not all(map(amortised, records)):
+        return NOT_RECORDED
+    n, sizes = crossover(records, dtype), [p["n"] for p in gpu["points"]]
+    if n is None:
+        return (f"none: at n = {max(sizes):,}, the largest size, the GPU was not measurably "
+                "faster than the CPU")
+    if n == min(sizes):
+        return f"n = {n:,} or smaller: the GPU was faster at every size measured"
+    return f"n = {n:,}"
+
+
+def crossover_line(records, dtype: str = "float32") -> str:
+    """The crossover as a notebook prints it, saying why where there is none to give."""
+    why = (crossover_text(records, dtype) if any(map(is_gpu, records))
+           else "no GPU sweep in these records")
+    return f"GPU faster ({dtype}) from: {why}"
+
+
+def rate_text(value: float) -> str:
+    if value >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.1f}" if value >= 1 else f"{value:.3f}"
+
+
+def describe(records) -> str:
+    """The sweeps of one run as tables of GFLOP/s and of latency per size, and the crossover."""
+    if not records:
+        return "No run recorded."
+    lines = [f"Run {records[0].get('run_id', '?')}: {software(records)}; "
+             + "; ".join(f"{k}: {v}" for k, v in hardware(records).items())]
+    columns = [r for r in records if r["points"]]
+    sizes = sorted({p["n"] for r in columns for p in r["points"]})
+    for head, cell in (("Throughput, GFLOP/s (median over windows of calls, one wait a window)",
+                        lambda p: rate_text(p["gflops"])),
+                       ("Latency of one synchronised call (median)",
+                        lambda p: duration(s["median"])
+                        if (s := point_summary(p, "latency_seconds")) else "-")):
+        lines.append(f"{head} per matrix size n:")
+        lines.append(f"{'n':>6}" + "".join(f"{r['device_kind'].upper() + ' ' + precision_label(r):>19}"
+                                           for r in columns))
+        for n in sizes:
+            found = [next((p for p in r["points"] if p["n"] == n), None) for r in columns]
+            lines.append(f"{n:>6}" + "".join(f"{cell(p) if p else '-':>19}" for p in found))
+    for r in records:
+        what = f"{r['device_kind'].upper()} {r['dtype']}"
+        if r.get("unsupported"):
+            lines.append(f"{what}: not supported here ({r['unsupported']})")
+        lines += [f"{what}: n = {skip['n']} skipped, {skip['reason']}"
+                  for skip in r.get("skipped", [])]
+    lines.append(crossover_line(records))
+    busy = max(r.get("other_programs_cpu_share") or 0 for r in records)
+    if busy > BUSY:
+        lines.append(f"Note: other programs used up to {busy:.0%} of the CPU time during a "
+                     "sweep: the numbers may be too low (CPU) or noisy.")
+    return "\n".join(lines)
+
+
+# --- the figures and their alt texts ----------------------------------------------------------
+
+_DEVICE_STYLE = {"cpu": {"marker": "o", "color": "tab:blue"},
+                 "gpu": {"marker": "s", "color": "tab:orange"}}
+_MARKER_WORDS = {"o": "round", "s": "square", "v": "triangle"}
+# A shade per precision within each device's colour.
+_SHADES = {("cpu", "bfloat16"): "#0b3d66", ("cpu", "float16"): "#5fa2d8",
+           ("gpu", "bfloat16"): "#a64b00", ("gpu", "float16"): "#f5a55c"}
+_DTYPE_STYLE = {"float32": {"linestyle": "-", "fillstyle": "full"},
+                "bfloat16": {"linestyle": "--", "fillstyle": "bottom"},
+                "float16": {"linestyle": ":", "fillstyle": "none"}}
+_LINE_WORDS = {"-": "solid", "--": "dashed", ":": "dotted", "-.": "dash-dotted"}
+LINE_SPREAD_NOTE = "markers: median; " + SPREAD_NOTE.split("; ", 1)[1]
+
+
+def rate_lines(records) -> list[dict]:
+    """The throughput figure's lines: one a sweep, and one with the copy of the float32
+    inputs counted (``copy: True``) where it was timed."""
+    lines = []
+    for record in records:
+        found = [p for p in record["points"] if rate_summary(p)] if amortised(record) else []
+        if not found:
+            continue
+        device, dtype = record["device_kind"], record["dtype"]
+        style = {**_DEVICE_STYLE[device], **_DTYPE_STYLE[dtype]}
+        style["color"] = _SHADES.get((device, dtype), style["color"])
+        label = f"{device.upper()} {precision_label(record)}"
+        lines.append({"device": device, "dtype": dtype, "copy": False, "label": label,
+                      "style": style, "n": [p["n"] for p in found],
+                      "rates": [rate_summary(p) for p in found], "peak": published_peak(record)})
+        copies = [p for p in found if p.get("transfer_median_seconds")]
+        if dtype == "float32" and copies:
+            lines.append({
+                "device": device, "dtype": dtype, "copy": True,
+                "label": f"{label}, with copying the inputs to it",
+                "style": {"marker": "v", "linestyle": "-.", "color": "tab:red",
+                          "fillstyle": "none"},
+                "n": [p["n"] for p in copies],
+                "medians": [gflops(p["n"], p["median_seconds"] + p["transfer_median_seconds"])
+                            for p in copies]})
+    return lines
+
+
+def peak_lines(lines) -> list[dict]:
+    """The published peaks, one a precision drawn."""
+    found = {}
+    for line in lines:
+        peak = line.get("peak")
+        if peak and peak["precision"] not in found:
+            found[peak["precision"]] = {
+                "gflops": peak["gflops"], "color": line["style"]["color"],
+                "label": f"{peak['card']} published {peak['precision'].upper()} peak "
+                         f"({peak['gflops'] / 1e3:g} TFLOP/s)"}
+    return list(found.values())
+
+
+def sync_lines(records) -> list[dict]:
+    """The time of one float32 call: synchronised, over a window, and not waited for."""
+    found = []
+    for record in records:
+        timed = [p for p in record["points"] if point_summary(p, "latency_seconds")]
+        if record["dtype"] != "float32" or not timed:
+            continue
+        unsync = [{"n": p["n"], "median": p["unsynchronised_median_seconds"],
+                   "summary": point_summary(p, "unsynchronised_seconds")}
+                  for p in timed if p.get("unsynchronised_median_seconds")]
+        found.append({"device": record["device_kind"], "label": precision_label(record),
+                      "n": [p["n"] for p in timed],
+                      "latency": [point_summary(p, "latency_seconds") for p in timed],
+                      "amortised": [point_summary(p) for p in timed],
+                      "calls": [p.get("calls_per_sync") for p in timed], "unsync": unsync})
+    return found
+
+
+def _devices(lines) -> list[str]:
+    return [d for d in DEVICES if any(line["device"] == d for line in lines)]
+
+
+def _crossover_drawn(records, lines) -> int | None:
+    """The crossover, where a CPU and a GPU float32 line are drawn."""
+    drawn = {(line["device"], line["dtype"]) for line in lines if not line["copy"]}
+    return crossover(records) if {("cpu", "float32"), ("gpu", "float32")} <= drawn else None
+
+
+def gflops_alt(records) -> str:
+    lines = rate_lines(records)
+    if not lines:
+        return ("Chart without lines: the run has no sizes measured with the current method "
+                "(throughput over windows of calls).")
+    sizes = sorted({n for line in lines for n in line["n"]})
+    counts = sorted({s["n"] for line in lines if not line["copy"] for s in line["rates"]})
+    styles = "; ".join(f"{line['label']} ({_MARKER_WORDS[line['style']['marker']]} markers, "
+                       f"{_LINE_WORDS[line['style']['linestyle']]} line)" for line in lines)
+    parts = [f"Log-log line chart of the TFLOP/s of matrix multiplication on the "
+             f"{' and '.join(d.upper() for d in _devices(lines))} against matrix size n, from "
+             f"n = {sizes[0]:,} to n = {sizes[-1]:,}, one line per precision and device: "
+             f"{styles}. Each marker is the median time per call over "
+             + (f"{counts[0]}" if len(counts) == 1 else f"{counts[0]} to {counts[-1]}")
+             + " windows of calls with one wait each; whiskers span "
+             "the fastest to the slowest window and dots show each window."]
+    for line in (line for line in lines if not line["copy"]):
+        medians, n = [s["median"] / 1e3 for s in line["rates"]], line["n"]
+        best = max(range(len(medians)), key=medians.__getitem__)
+        text = f"{line['label']}: {fmt_number(medians[0])} TFLOP/s at n = {n[0]:,}"
+        if len(n) > 1:
+            text += f", {fmt_number(medians[-1])} TFLOP/s at n = {n[-1]:,}"
+        if 0 < best < len(n) - 1:
+            text += f", highest median {fmt_number(medians[best])} TFLOP/s at n = {n[best]:,}"
+        parts.append(text + ".")
+    peaks = peak_lines(lines)
+    if peaks:
+        parts.append("Thin dashed horizontal lines mark the vendor's published peaks, not "
+                     "measurements: " + "; ".join(p["label"] for p in peaks) + ".")
+    floor = floor_drawn(records)
+    if floor:
+        parts.append(f"A grey band over n = {floor['sizes'][0]:,} to {floor['sizes'][-1]:,} "
+                     f"marks the GPU's dispatch floor: float32 calls took {floor_words(floor)}.")
+    n = _crossover_drawn(records, lines)
+    if n is not None:
+        parts.append(f"A dotted vertical line at n = {n:,} marks the size from which the GPU "
+                     "was faster in float32 at every larger size.")
+    return " ".join(parts)
+
+
+def sync_alt(records) -> str:
+    lines = sync_lines(records)
+    if not lines:
+        return "Chart without lines: the run timed no float32 calls."
+    parts = [f"Log-log line chart of the time of one float32 call on the "
+             f"{' and '.join(line['device'].upper() for line in lines)} against matrix size n: "
+             "a solid line with filled markers for one call timed until its result was there "
+             "(its latency; median, whiskers from the fastest to the slowest call), a "
+             "dash-dotted line with half-filled markers for the time per call of a window of "
+             "calls with one wait at its end"
+             + (", and a dashed line with hollow markers for calls timed without waiting"
+                if any(line["unsync"] for line in lines) else "") + "."]
+    for line in lines:
+        n, waited = line["n"][-1], line["latency"][-1]
+        text = (f"At n = {n:,} one synchronised call on the {line['device'].upper()} took "
+                f"{duration(waited['median'])}")
+        if line["amortised"][-1]:
+            text += (f", a call in a window of {line['calls'][-1]:,} took "
+                     f"{duration(line['amortised'][-1]['median'])}")
+        unsync = next((u for u in line["unsync"] if u["n"] == n), None)
+        if unsync:
+            text += f", and a call not waited for {duration(unsync['median'])}"
+        parts.append(text + ".")
+    return " ".join(parts)
+
+
+def _frame(fig, ax, records, what: str, devices, sizes) -> None:
+    """Both figures' log-log axes over ``sizes`` and their title of the run."""
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(sizes, [str(n) for n in sizes])
+    ax.minorticks_off()
+    ax.set_xlabel("matrix size n (n × n times n × n)")
+    ax.grid(True, which="major", alpha=0.3)
+    if records:
+        names = hardware(records)
+        title(fig, what, records, " | ".join(f"{d.upper()}: {names.get(d.upper(), NOT_RECORDED)}"
+                                             for d in devices or ["cpu"]),
+              f"{software(records)} | run {records[0]['run_id']}", fontsize=9.5)
+
+
+def _sizes(records) -> list[int]:
+    return sorted({p["n"] for r in records for p in r["points"]}) or [1]
+
+
+def _rates_figure(records):
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    lines = rate_lines(records)
+    fig, ax = plt.subplots(figsize=(8, 5.4))
+    for line in lines:  # recorded in GFLOP/s, drawn in TFLOP/s
+        if line["copy"]:
+            ax.plot(line["n"], [m / 1e3 for m in line["medians"]], label=line["label"],
+                    **line["style"])
+            continue
+        ax.plot(line["n"], [s["median"] / 1e3 for s in line["rates"]], linewidth=1.6,
+                markersize=6, label=line["label"], **line["style"])
+        draw_spread(ax, line["n"], line["rates"], color=line["style"]["color"], scale=1e-3)
+    for peak in peak_lines(lines):
+        ax.axhline(peak["gflops"] / 1e3, color=peak["color"], linestyle=(0, (6, 3)),
+                   linewidth=0.9, label=peak["label"])
+    sizes = _sizes([r for r in records if amortised(r)] or records)
+    _frame(fig, ax, records, "Matrix multiplication: throughput (TFLOP/s) against size",
+           _devices(lines), sizes)
+    ax.yaxis.set_major_locator(LogLocator(base=10, numticks=12))
+    ax.yaxis.set_major_formatter(FuncFormatter(  # 0.001, 1, 100
+        lambda v, _: f"{v:,.{max(0, -math.floor(math.log10(v) + 1e-9))}f}"))
+    ax.set_ylabel("TFLOP/s (time per call over a window of calls)")
+    ax.set_title(LINE_SPREAD_NOTE.replace("median", "median window"), fontsize=8.5)
+    floor = floor_drawn(records)
+    if floor:
+        low, high = floor["sizes"][0], floor["sizes"][-1]
+        ax.axvspan(low / 1.25, high * 1.25, color="0.5", alpha=0.12, linewidth=0)
+        ax.text(low / 1.2, 0.90, f"GPU dispatch floor:\n{duration(floor['low'])}–"
+                f"{duration(floor['high'])} a call\nat every n up to {high:,}:\nthe host's "
+                "dispatch,\nnot the GPU's compute", transform=ax.get_xaxis_transform(),
+                fontsize=8, va="top")
+    n = _crossover_drawn(records, lines)
+    if n is not None:
+        ax.axvline(n, color="black", linestyle=(0, (1, 3)), linewidth=1)
+        ax.annotate(f"GPU faster\nfrom n = {n:,}", (n, 0.97), xycoords=("data", "axes fraction"),
+                    xytext=(4, 0), textcoords="offset points", fontsize=8.5, va="top")
+    elif "gpu" not in _devices(lines):
+        ax.text(0.02, 0.97, f"GPU: {NOT_RECORDED}", transform=ax.transAxes, va="top",
+                fontsize=9, style="italic")
+    if lines:
+        ax.legend(fontsize=7.5, loc="lower right")
+    busy = max((r.get("other_programs_cpu_share") or 0 for r in records), default=0)
+    if busy > BUSY:
+        ax.text(0.02, 0.90, f"other programs used up to {busy:.0%} of the CPU time:\n"
+                "CPU numbers may be low", transform=ax.transAxes, va="top", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def _times_figure(records):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.8))
+    drawn = sync_lines(records)
+    for line in drawn:
+        style = _DEVICE_STYLE[line["device"]]
+        name = f"{line['device'].upper()} {line['label']}"
+        unsync = line["unsync"]
+        for n, summaries, kind, label in (
+                (line["n"], line["latency"], {"linestyle": "-"},
+                 "one call, waiting for its result (latency)"),
+                (line["n"], line["amortised"], {"linestyle": "-.", "fillstyle": "bottom"},
+                 "per call, many calls and one wait (throughput)"),
+                ([u["n"] for u in unsync], [u["summary"] for u in unsync],
+                 {"linestyle": "--", "fillstyle": "none"}, "one call, not waiting (wrong)")):
+            if n:
+                ax.plot(n, [s["median"] if s else math.nan for s in summaries], **kind, **style,
+                        label=f"{name}: {label}")
+                draw_spread(ax, n, summaries, color=style["color"])
+    _frame(fig, ax, records, "The time of one call: waiting for each, one wait for many, not "
+           "waiting", _devices(drawn), _sizes(records))
+    ax.set_ylabel("seconds per call")
+    ax.set_title(LINE_SPREAD_NOTE, fontsize=8.5)
+    if drawn:
+        ax.legend(fontsize=7.5, loc="upper left")
+    fig.tight_layout()
+    return fig
+
+
+FIGURES = ("matmul-gflops.svg", "matmul-sync.svg")
+
+
+def figures(records, latency=None):
+    """``(TFLOP/s against size, the time of one call)`` of a run (the second of ``latency``'s
+    where given)."""
+    latency = records if latency is None else latency
+    need(records or latency, "run the benchmark first")
+    return _rates_figure(records), _times_figure(latency)
+
+
+# --- the page's values --------------------------------------------------------------------------
 
 def _peak(record: dict | None) -> str:
     """A sweep's highest median rate, with the sizes :func:`rank` cannot tell apart from it."""
-    rates = {p["n"]: mr.rate_summary(p) for p in record["points"]} if record else {}
-    rates = {n: s for n, s in rates.items() if s}
+    rates = {p["n"]: s for p in (record or {}).get("points", []) if (s := rate_summary(p))}
     if not rates:
         return NOT_RECORDED
     first = rank({f"{n:,}": s for n, s in rates.items()}, higher_is_better=True)[0]
     best = max(rates, key=lambda n: rates[n]["median"])
-    text = f"{summary_text(rates[best])} at n = {best:,}"
     others = [n for n in first if n != f"{best:,}"]
-    if others:
-        text += f" ({NO_DIFFERENCE} from n = {listed(others)})"
-    return text
-
-
-def _sorted_points(record: dict | None) -> list[dict]:
-    return sorted(record["points"], key=lambda p: p["n"]) if record else []
-
-
-def _times_text(point: dict | None, key: str) -> str:
-    """A point's "unsynchronised" or "transfer" times, or their median where only it was kept."""
-    summary = mr.point_summary(point, f"{key}_seconds")
-    if summary:
-        return median_text(summary, what="repeats")
-    median = point.get(f"{key}_median_seconds") if point else None
-    return f"{_seconds(median)} (median; the repeats were not kept)" if median else NOT_RECORDED
+    return (f"{summary_text(rates[best])} at n = {best:,}"
+            + (f" ({NO_DIFFERENCE} from n = {listed(others)})" if others else ""))
 
 
 def dtype_by_size(records, device: str, dtype: str) -> dict[str, list[int]]:
     """The sizes at which ``dtype`` was "faster", "slower" or no different from float32."""
-    base = {p["n"]: p for p in _sorted_points(mr.find(records, device, "float32"))}
+    base = {p["n"]: p for p in points(records, device)}
     groups: dict[str, list[int]] = {}
-    for p in _sorted_points(mr.find(records, device, dtype)):
-        a, b = mr.point_summary(p), mr.point_summary(base.get(p["n"]))
+    for p in points(records, device, dtype):
+        a, b = point_summary(p), point_summary(base.get(p["n"]))
         if a and b:
             verdict = compare(a, b)
             groups.setdefault(verdict.word if verdict.measurable else NO_DIFFERENCE, []).append(p["n"])
@@ -60,31 +531,28 @@ def dtype_by_size(records, device: str, dtype: str) -> dict[str, list[int]]:
 
 def _by_size_text(records, device: str, dtype: str) -> str:
     """``dtype`` against float32 size by size: a CPU's float16 can lose at one and win at another."""
-    groups = dtype_by_size(records, device, dtype)
-    if not groups:
-        return NOT_RECORDED
-    sizes = {key: "n = " + listed([f"{n:,}" for n in found]) for key, found in groups.items()}
-    ranked = [f"{word} at {sizes[word]}" for word in ("faster", "slower") if word in sizes]
+    sizes = {key: "n = " + listed([f"{n:,}" for n in found])
+             for key, found in dtype_by_size(records, device, dtype).items()}
+    ranked = ", ".join(f"{word} at {sizes[word]}" for word in ("faster", "slower") if word in sizes)
     if NO_DIFFERENCE not in sizes:
-        return ", ".join(ranked)
+        return ranked or NOT_RECORDED
     if not ranked:
         return f"{NO_DIFFERENCE} at any size measured ({sizes[NO_DIFFERENCE]})"
-    return ", ".join(ranked) + f", with {NO_DIFFERENCE} at {sizes[NO_DIFFERENCE]}"
+    return f"{ranked}, with {NO_DIFFERENCE} at {sizes[NO_DIFFERENCE]}"
 
 
-def _unsync_text(record: dict | None) -> str:
+def _unsync_text(found: list[dict]) -> str:
     """The rate of a call not waited for: impossible where above every call that waited."""
-    points = _sorted_points(record)
-    unsync = points and points[-1].get("unsynchronised_median_seconds")
-    rates = [r["max"] for p in points if (r := mr.as_gflops(mr.latency_summary(p), p["n"]))]
+    unsync = found and found[-1].get("unsynchronised_median_seconds")
+    rates = [r["max"] for p in found if (r := rate_summary(p, "latency_seconds"))]
     if not unsync or not rates:
         return NOT_RECORDED
-    rate, best = gflops(points[-1]["n"], unsync), max(rates)  # best: the fastest call that waited
+    rate, best = gflops(found[-1]["n"], unsync), max(rates)  # best: the fastest call that waited
     if rate > best:
-        return (f"{mr.rate_text(rate)} GFLOP/s: more than any call that waited for its result "
-                f"reached (at most {mr.rate_text(best)} GFLOP/s), an impossible number")
-    return (f"{mr.rate_text(rate)} GFLOP/s, no more than the calls that waited for their result "
-            f"reached (up to {mr.rate_text(best)} GFLOP/s): no sign that this call returned before its "
+        return (f"{rate_text(rate)} GFLOP/s: more than any call that waited for its result "
+                f"reached (at most {rate_text(best)} GFLOP/s), an impossible number")
+    return (f"{rate_text(rate)} GFLOP/s, no more than the calls that waited for their result "
+            f"reached (up to {rate_text(best)} GFLOP/s): no sign that this call returned before its "
             "work was done")
 
 
@@ -96,45 +564,41 @@ def _run_values(prefix: str, records) -> dict[str, str]:
             f"{prefix}_gpu": names.get("GPU", NOT_RECORDED)}
 
 
-def latency_values(records) -> dict[str, str]:
-    """The ``ref_mm_lat_*`` values: one synchronised float32 call on each device, and calls
-    not waited for on the CPU."""
-    values = _run_values("ref_mm_lat", records)
-    for device in DEVICES:
-        points = _sorted_points(mr.find(records, device, "float32")) or [None]
-        for name, point in (("smallest", points[0]), ("largest", points[-1])):
-            summary = mr.latency_summary(point)
-            values[f"ref_mm_lat_{device}_{name}"] = (f"{summary_text(summary, _seconds)} at n = "
-                                                     f"{point['n']:,}" if summary else NOT_RECORDED)
-    base = mr.find(records, "cpu", "float32")
-    largest = (_sorted_points(base) or [None])[-1]
-    values["ref_mm_lat_cpu_largest_n"] = f"{largest['n']:,}" if largest else NOT_RECORDED
-    values["ref_mm_lat_cpu_largest_time"] = median_text(mr.latency_summary(largest),
-                                                        what="repeats")
-    values["ref_mm_lat_cpu_unsync_time"] = _times_text(largest, "unsynchronised")
-    values["ref_mm_lat_cpu_unsync_verdict"] = _unsync_text(base)
-    return values
-
-
 def _share_text(share: float) -> str:
     return f"{share:.0%}" if share >= 0.1 else f"{share:.1%}"
 
 
+def latency_values(records) -> dict[str, str]:
+    """The ``ref_mm_lat_*`` values: one synchronised float32 call on each device, and calls
+    not waited for on the CPU."""
+    values = {}
+    for device in DEVICES:
+        found = points(records, device) or [None]
+        for name, point in (("smallest", found[0]), ("largest", found[-1])):
+            summary = point_summary(point, "latency_seconds")
+            values[f"ref_mm_lat_{device}_{name}"] = (f"{summary_text(summary, duration)} at n = "
+                                                     f"{point['n']:,}" if summary else NOT_RECORDED)
+    cpu = points(records, "cpu")
+    largest = (cpu or [None])[-1]
+    values["ref_mm_lat_cpu_largest_n"] = f"{largest['n']:,}" if largest else NOT_RECORDED
+    for key, samples in (("largest_time", "latency_seconds"), ("unsync_time", "unsynchronised_seconds")):
+        values[f"ref_mm_lat_cpu_{key}"] = median_text(point_summary(largest, samples), what="repeats")
+    values["ref_mm_lat_cpu_unsync_verdict"] = _unsync_text(cpu)
+    return values
+
+
 def peak_values(records) -> dict[str, str]:
     """The card's published peaks, and the GPU's best median rates as shares of them."""
-    values = {"ref_mm_gpu_peaks": NOT_RECORDED}
-    found: dict[str, dict] = {}
+    values, found = {"ref_mm_gpu_peaks": NOT_RECORDED}, {}
     for dtype in DTYPES:
-        record = mr.find(records, "gpu", dtype)
-        peak = mr.published_peak(record) if record and record["points"] else None
+        record = find(records, "gpu", dtype)
+        peak = published_peak(record) if record and record["points"] else None
         values[f"ref_mm_gpu_{dtype}_share"] = NOT_RECORDED
-        if not peak:
-            continue
-        best = max(record["points"], key=lambda p: p["gflops"])
-        values[f"ref_mm_gpu_{dtype}_share"] = (
-            f"{_share_text(best['gflops'] / peak['gflops'])} of the published "
-            f"{peak['precision'].upper()} peak")
-        found.setdefault(peak["precision"], peak)
+        if peak:
+            best = max(p["gflops"] for p in record["points"])
+            values[f"ref_mm_gpu_{dtype}_share"] = (f"{_share_text(best / peak['gflops'])} of the "
+                                                   f"published {peak['precision'].upper()} peak")
+            found.setdefault(peak["precision"], peak)
     if found:
         first = next(iter(found.values()))
         peaks = listed([f"{key.upper()} {peak['gflops'] / 1e3:g} TFLOP/s"
@@ -147,35 +611,31 @@ def throughput_values(records) -> dict[str, str]:
     """How each device's windows were chosen: their calls, and one wait's largest share."""
     values = {}
     for device in DEVICES:
-        points = [p for r in records if r.get("device_kind") == device for p in r["points"]]
-        calls = sorted({p["calls_per_sync"] for p in points if p.get("calls_per_sync")})
-        shares = [p["overhead_share"] for p in points if p.get("overhead_share") is not None]
+        found = [p for r in records if r.get("device_kind") == device for p in r["points"]]
+        calls = sorted({p["calls_per_sync"] for p in found if p.get("calls_per_sync")})
+        shares = [p["overhead_share"] for p in found if p.get("overhead_share") is not None]
         values[f"ref_mm_{device}_calls"] = (
             (f"{calls[0]:,} to {calls[-1]:,}" if len(calls) > 1 else f"{calls[0]:,}")
             if calls else NOT_RECORDED)
-        values[f"ref_mm_{device}_overhead"] = (_share_text(max(shares)) if shares
-                                               else NOT_RECORDED)
-        record = mr.find(records, device, "float32")
-        values[f"ref_mm_{device}_float32_label"] = mr.precision_label(record) if record else NOT_RECORDED
+        values[f"ref_mm_{device}_overhead"] = _share_text(max(shares)) if shares else NOT_RECORDED
+        record = find(records, device)
+        values[f"ref_mm_{device}_float32_label"] = precision_label(record) if record else NOT_RECORDED
     return values
 
 
 def model_precision(path) -> tuple[dict, dict, dict] | None:
     """(mixed bfloat16 rate, float32 rate, the bfloat16 record) of the newest feeding run that
     trained the CNN on the CPU in both, all else the same; None without both."""
-    from gpulesson.experiments.feeding.records import RECORDS as FEEDING  # episode 9's records
+    from gpulesson.experiments.feeding import RECORDS as FEEDING  # episode 9's records
 
+    same = ("pipeline", "jit_compile", "steps_per_execution", "batch_size")
     for group in reversed(list(FEEDING.runs_in(path).values())):
         cpu = [r for r in group if r.get("device_kind") == "cpu" and r.get("mode") == "train"]
         mixed = next((r for r in cpu if r.get("group") == "precision"
                       and r.get("precision") == "mixed_bfloat16"), None)
-        if not mixed:
-            continue
-        base = next((r for r in cpu if r.get("group") == "pipelines"
-                     and r.get("pipeline") == mixed["pipeline"] and r.get("precision") == "float32"
-                     and r.get("jit_compile") == mixed.get("jit_compile")
-                     and r.get("steps_per_execution") == mixed.get("steps_per_execution")
-                     and r.get("batch_size") == mixed.get("batch_size")), None)
+        base = mixed and next((r for r in cpu if r.get("group") == "pipelines"
+                               and r.get("precision") == "float32"
+                               and all(r.get(k) == mixed.get(k) for k in same)), None)
         if base:
             return _rate(mixed), _rate(base), mixed
     return None
@@ -194,12 +654,12 @@ def _model_values(path) -> dict[str, str]:
     if not found:
         return dict.fromkeys(keys, NOT_RECORDED)
     mixed, base, record = found
-    verdict = compare(mixed, base, higher_is_better=True)
+    verdict, fewest = compare(mixed, base, higher_is_better=True), min(mixed["n"], base["n"])
     if verdict.measurable:
         words = f"mixed bfloat16 trained {verdict.text} float32"
-    elif min(mixed["n"], base["n"]) < 2:
+    elif fewest < 2:
         words = (f"{NO_DIFFERENCE} by the lesson's rule, because "
-                 + ("a setting was timed only once" if min(mixed["n"], base["n"]) == 1
+                 + ("a setting was timed only once" if fewest == 1
                     else "a setting was timed too few times")
                  + " and so has no range to tell the two apart")
     else:
@@ -212,8 +672,8 @@ def _model_values(path) -> dict[str, str]:
 def copy_text(point: dict) -> str:
     """The copy's rate from each kind of host memory (older records: the pageable one only)."""
     nbytes = point.get("transfer_bytes") or 2 * point["n"] ** 2 * 4  # two float32 inputs
-    pageable = nbytes / point["transfer_median_seconds"] / 1e9
-    text = f"from pageable host memory (a NumPy array), {pageable:.3g} GB/s"
+    text = (f"from pageable host memory (a NumPy array), "
+            f"{nbytes / point['transfer_median_seconds'] / 1e9:.3g} GB/s")
     if point.get("pinned_transfer_median_seconds"):
         pinned = nbytes / point["pinned_transfer_median_seconds"] / 1e9
         return text + f"; from pinned (page-locked) host memory, {pinned:.3g} GB/s"
@@ -235,47 +695,45 @@ def method_note(records) -> str:
             f"{MIN_WINDOW_SECONDS:g} s with both.")
 
 
-def substitutions(path=mr.RESULTS_FILE) -> dict[str, str]:
-    """The episode's values (``ref_mm_*``), NOT_RECORDED for what the runs lack."""
-    records, latency = mr.reference_run(path), mr.latency_run(path)
+def substitutions(path=RESULTS_FILE) -> dict[str, str]:
+    """The episode's values (``ref_mm_*``), NOT_RECORDED for what the reference run lacks."""
+    from gpulesson.experiments.feeding import RESULTS_FILE as FEEDING_FILE
+
+    records, latency = reference_run(path), latency_run(path)
     values = _run_values("ref_mm", records)
     values["ref_mm_cpu_only"] = (values["ref_mm_cpu"] if values["ref_mm_gpu"] == NOT_RECORDED
                                  else NOT_RECORDED)
-    values["ref_mm_crossover"] = mr.crossover_text(records) if records else NOT_RECORDED
+    values["ref_mm_crossover"] = crossover_text(records) if records else NOT_RECORDED
     for device in DEVICES:
-        points = _sorted_points(mr.find(records, device, "float32"))
-        smallest, largest = (points[0], points[-1]) if points else (None, None)
-        prefix = f"ref_mm_{device}"
-        small_rate = mr.rate_summary(smallest)
-        values[f"{prefix}_smallest"] = (f"{summary_text(small_rate)} at n = {smallest['n']:,}"
-                                        if small_rate else NOT_RECORDED)
+        found = points(records, device) or [None]
+        smallest, largest, prefix = found[0], found[-1], f"ref_mm_{device}"
+        small = rate_summary(smallest)
+        values[f"{prefix}_smallest"] = (f"{summary_text(small)} at n = {smallest['n']:,}"
+                                        if small else NOT_RECORDED)
         values[f"{prefix}_largest_n"] = f"{largest['n']:,}" if largest else NOT_RECORDED
-        values[f"{prefix}_largest_time"] = median_text(mr.point_summary(largest), what="repeats")
-        values[f"{prefix}_first_call"] = (_seconds(largest["first_call_seconds"])
-                                          if largest and largest.get("first_call_seconds")
-                                          else NOT_RECORDED)
+        values[f"{prefix}_largest_time"] = median_text(point_summary(largest), what="repeats")
+        first = largest and largest.get("first_call_seconds")
+        values[f"{prefix}_first_call"] = duration(first) if first else NOT_RECORDED
         for dtype in DTYPES:
-            values[f"{prefix}_{dtype}"] = _peak(mr.find(records, device, dtype))
+            values[f"{prefix}_{dtype}"] = _peak(find(records, device, dtype))
     walls = [r["wall_seconds"] for r in records
              if r.get("device_kind") == "cpu" and r.get("wall_seconds")]
-    values["ref_mm_cpu_sweep_time"] = _seconds(sum(walls)) if walls else NOT_RECORDED
-    for name, (device, dtype) in BY_SIZE.items():
-        values[name] = _by_size_text(records, device, dtype)
+    values["ref_mm_cpu_sweep_time"] = duration(sum(walls)) if walls else NOT_RECORDED
+    values.update({name: _by_size_text(records, *which) for name, which in BY_SIZE.items()})
     values.update(throughput_values(records))
     values.update(peak_values(records))
+    values.update(_run_values("ref_mm_lat", latency))
     values.update(latency_values(latency))
-    from gpulesson.experiments.feeding.records import RESULTS_FILE as FEEDING_FILE
-
     values.update(_model_values(Path(path).parent / FEEDING_FILE.name))
-    copied = (_sorted_points(mr.find(records, "gpu", "float32")) or [None])[-1]
-    copy_seconds = copied and copied.get("transfer_median_seconds")
-    values["ref_mm_gpu_transfer_n"] = f"{copied['n']:,}" if copy_seconds else NOT_RECORDED
-    values["ref_mm_gpu_transfer_time"] = (_times_text(copied, "transfer") if copy_seconds
-                                          else NOT_RECORDED)
+    copied = (points(records, "gpu") or [None])[-1]
+    seconds = copied and copied.get("transfer_median_seconds")
+    values["ref_mm_gpu_transfer_n"] = f"{copied['n']:,}" if seconds else NOT_RECORDED
+    values["ref_mm_gpu_transfer_time"] = median_text(point_summary(copied, "transfer_seconds"),
+                                                     what="repeats")
     values["ref_mm_gpu_transfer_gflops"] = (
-        f"{mr.rate_text(gflops(copied['n'], copied['median_seconds'] + copy_seconds))} GFLOP/s"
-        if copy_seconds else NOT_RECORDED)
-    values["ref_mm_gpu_copy_memory"] = copy_text(copied) if copy_seconds else NOT_RECORDED
+        f"{rate_text(gflops(copied['n'], copied['median_seconds'] + seconds))} GFLOP/s"
+        if seconds else NOT_RECORDED)
+    values["ref_mm_gpu_copy_memory"] = copy_text(copied) if seconds else NOT_RECORDED
     floor = floor_drawn(records)
     values["ref_mm_gpu_floor"] = floor_words(floor) if floor else NOT_RECORDED
     values["ref_mm_method_note"] = method_note(records)
