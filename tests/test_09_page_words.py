@@ -84,7 +84,7 @@ def gpu_part(made):
 def test_a_comparison_names_the_middle_epochs_it_read(made):
     """`lesson` (middle three 319-516 images/s) against `ram` (302-306)."""
     records = cpu_run(made)
-    assert page.versus("`a`", page.rate_summary(records[1]), "`b`", page.rate_summary(records[4])) \
+    assert page.versus("`a`", measure.rate_summary(records[1]), "`b`", measure.rate_summary(records[4])) \
         == "`a` trained 1.5× faster than `b` (middle three of five epochs apart)"
 
 
@@ -105,7 +105,7 @@ def test_the_tables_name_the_epochs_their_verdicts_compare():
 
 def test_the_table_the_alt_text_and_the_reading_name_the_same_fastest_pipelines(made):
     records = cpu_run(made)
-    first = page.ranking(records, "cpu")[0]
+    first = measure.ranking(records, "cpu")[0]
     assert first == ["lesson", "lesson-workers", "lesson-gzip"]  # `ram` is measurably slower
     quoted = "`lesson`, `lesson-workers` and `lesson-gzip` (no measurable difference from " \
              "`lesson`, the highest median; middle three of five epochs)"
