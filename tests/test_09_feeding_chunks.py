@@ -9,6 +9,7 @@ from feeding_helpers import BATCH, do_nothing_model, write_records
 from gpulesson import lesson
 from gpulesson.experiments import common, feeding
 from gpulesson.experiments.feeding import measure, page
+from gpulesson.experiments.feeding import pipelines as fp
 from gpulesson.experiments.feeding.pipelines import file_info, write_lesson_file
 from gpulesson.lesson import core
 
@@ -32,15 +33,15 @@ def test_the_files_have_the_chunks_they_say_and_the_cache_is_the_one_asked_for(t
     info = file_info(path)
     assert info["chunks"] == [4 * BATCH, 32, 32, 3] and info["compression"] == "lzf"
     default = _cache_bytes(lesson.HDF5Batches(path, "train", BATCH))
-    with measure.chunk_cache(64):
-        assert _cache_bytes(lesson.HDF5Batches(path, "train", BATCH)) == 64 * measure.MIB
+    with fp.chunk_cache(64):
+        assert _cache_bytes(lesson.HDF5Batches(path, "train", BATCH)) == 64 * fp.MIB
     assert core.h5py.File is __import__("h5py").File  # restored after the block
-    assert default < 64 * measure.MIB
-    with pytest.raises(RuntimeError, match="inside"), measure.chunk_cache(64):
+    assert default < 64 * fp.MIB
+    with pytest.raises(RuntimeError, match="inside"), fp.chunk_cache(64):
         raise RuntimeError("inside")
     assert core.h5py.File is __import__("h5py").File  # restored after an error too
     # Every image is read once an epoch, whatever the layout.
-    budget = measure.time_reading(path, BATCH, cache_mib=64, warmup=1, repeats=2)
+    budget = fp.time_reading(path, BATCH, cache_mib=64, warmup=1, repeats=2)
     assert len(budget.seconds) == 3 and all(s > 0 for s in budget.seconds)
 
 
@@ -53,14 +54,14 @@ def test_the_benchmark_records_each_layout_once_as_a_loader_row_of_its_group(tmp
                                  data_dir=tmp_path / "data", on_record=lambda r: write_records(
                                      out, [r]), progress=lambda line: None)
     rows = [r for r in made if r["group"] == measure.GROUP]
-    assert [r["layout"] for r in rows] == [measure.chunks_label(*c) for c in measure.CHUNKS]
+    assert [r["layout"] for r in rows] == [fp.chunks_label(*c) for c in measure.CHUNKS]
     assert [r["chunks"][0] for r in rows] == [b * BATCH for b, _, _ in measure.CHUNKS]
-    assert [r["cache_bytes"] for r in rows] == [None, None, None, 64 * measure.MIB]
+    assert [r["cache_bytes"] for r in rows] == [None, None, None, 64 * fp.MIB]
     assert {(r["pipeline"], r["mode"], r["device_kind"], r["window"]) for r in rows} == {
-        ("lesson", "loader", "cpu", measure.WINDOW)}
+        ("lesson", "loader", "cpu", fp.WINDOW)}
     assert len({measure.RECORDS.key(r) for r in rows}) == len(rows)
     # the pipelines' table and its choices never read them
-    assert page.find(made, "cpu", "lesson", "loader") is None
+    assert measure.find(made, "cpu", "lesson", "loader") is None
     # a run that goes on measures none of them again
     again = feeding.run_benchmark(devices=["cpu"], pipelines=["ram"], batch_size=BATCH,
                                   n_images=N, repeats=common.QUICK_REPEATS, chunks=True,

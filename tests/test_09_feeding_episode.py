@@ -93,11 +93,9 @@ def test_without_a_results_file_the_page_says_so_in_sentences(tmp_path):
 
 def test_the_page_shows_no_record_of_a_pipeline_that_delivered_wrong_data():
     values = feeding.page.substitutions()
-    shown = values["ref_feed_table"] + values["ref_feed_findings"]
     for record in feeding.reference_run():
         if rec.delivered_wrong_data(record):
             assert "Keras workers |" not in values["ref_feed_table"]
-            assert "delivered batches of earlier epochs" in shown
 
 
 def test_no_measured_number_is_typed_into_the_text():

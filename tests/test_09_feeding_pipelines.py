@@ -16,7 +16,7 @@ from conftest import ROOT
 from feeding_helpers import BATCH, REPEATS, N, do_nothing_model, write_records
 
 from gpulesson.experiments import common, feeding, registry
-from gpulesson.experiments.feeding import measure, page
+from gpulesson.experiments.feeding import measure
 from gpulesson.experiments.feeding import pipelines as fp
 from gpulesson.machine.devices import keras_device_name
 from gpulesson.records.results import append_record, read_records, validate_record
@@ -52,11 +52,11 @@ def test_every_pipeline_gives_well_formed_records(feeding_measured):
     train = [r for r in base if r["mode"] == "train"]
     assert {(r["precision"], r["jit_compile"], r["steps_per_execution"]) for r in train} == {
         ("float32", True, 1)}
-    classic = page.find(records, "cpu", "classic")
+    classic = measure.find(records, "cpu", "classic")
     assert classic["compression"] == "gzip" and classic["chunks"][1:] != [32, 32, 3]
-    lesson = page.find(records, "cpu", "lesson")
+    lesson = measure.find(records, "cpu", "lesson")
     assert lesson["chunks"] == [BATCH, 32, 32, 3] and lesson["compression"] is None
-    assert page.find(records, "cpu", "lesson-workers")["workers"] == 2
+    assert measure.find(records, "cpu", "lesson-workers")["workers"] == 2
 
 
 def test_the_precision_policy_is_restored_after_an_error():
@@ -196,7 +196,7 @@ def test_every_record_follows_the_measurement_rule(feeding_measured):
         assert summary["warmup"] == r["warmup_seconds"] and len(summary["warmup"]) == common.WARMUP
         assert summary["min"] <= summary["median"] <= summary["max"]
         assert measure.RECORDS.epoch_summary(r) == summary
-        rate = page.rate_summary(r)
+        rate = measure.rate_summary(r)
         assert rate["median"] == pytest.approx(r["images_per_second"])
         assert rate["min"] == pytest.approx(r["images_per_second_low"])
 

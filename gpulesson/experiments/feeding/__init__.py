@@ -17,11 +17,12 @@ from gpulesson.experiments.feeding.measure import (
     RECORDS,
     REFERENCE_CPU_STEPS,
     TARGET_EPOCH_SECONDS,
+    best_pipeline,
     build_model,
     run_benchmark,
     time_loader,
 )
-from gpulesson.experiments.feeding.page import best_pipeline, describe, figures
+from gpulesson.experiments.feeding.page import describe, figures
 
 RESULTS_FILE, reference_run = RECORDS.results_file, RECORDS.reference_run
 STEPS = REFERENCE_CPU_STEPS

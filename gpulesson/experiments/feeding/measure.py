@@ -1,10 +1,7 @@
-"""Timing ``model.fit`` and the loader alone on each pipeline, by the lesson's measurement rule,
-and the records (``results/feeding.jsonl``): one pipeline, setting and device in mode "train"
-(``model.fit``) or "loader" (the batches alone).
-
-One model per device is built once and trained from every pipeline in turn. A slow condition
-times only the first ``max_steps`` batches of each epoch (``partial_epoch``), never fewer
-repeats. Keras is imported only when something is measured.
+"""Timing ``model.fit`` ("train") and the loader alone ("loader") on each pipeline by the
+lesson's rule, one model a device, and the records (``results/feeding.jsonl``). A slow condition
+times only the first ``max_steps`` batches of each epoch, never fewer repeats. Keras is imported
+only when something is measured.
 """
 
 from __future__ import annotations
@@ -17,22 +14,10 @@ import tempfile
 import time
 from functools import partial
 from pathlib import Path
-from types import SimpleNamespace
 
-from gpulesson.experiments import allocator, cli
-from gpulesson.experiments.common import (
-    IN_ORDER,
-    ORDER_FIELD,
-    QUICK_REPEATS,
-    REPEATS,
-    SUMMARY_KEY,
-    WARMUP,
-    Budget,
-    BusyMeter,
-    summarise,
-    synced_epoch_timer,
-)
+from gpulesson.experiments import allocator, cli, common
 from gpulesson.machine.devices import keras_device_name as check_device
+from gpulesson.records.pagewords import listed, middle_note
 from gpulesson.records.recordset import RecordSet, check_earlier
 from gpulesson.records.results import new_run_id
 from gpulesson.records.summaries import fmt_number as rate_text
@@ -72,17 +57,14 @@ WORKER_PIPELINES = ("lesson-workers", "lesson-gzip-workers")
 # Backends on which Keras' own workers deliver wrong data: batches read ahead before an epoch
 # ended are handed out in the next one (Keras 3.15.1; episode 9 shows the code path).
 WRONG_DATA_WITH_WORKERS = ("jax", "torch")
-# The chunk shapes and the chunk cache: the lesson's generator read alone on the host, windows
-# of WINDOW blocks. A window's shuffled blocks are rarely neighbours, so a compressed chunk of 4
-# blocks is decompressed for each unless the chunk cache keeps it. Loader rows of group GROUP,
+# The chunk shapes and the chunk cache (pipelines.time_reading): loader rows of group GROUP,
 # which the page's pipelines never read. (blocks per chunk, compression, cache in MiB or None).
-GROUP, MIB, WINDOW = "chunks", 2**20, 4
+GROUP = "chunks"
 CHUNKS = ((1, None, None), (4, None, None), (4, "lzf", None), (4, "lzf", 64))
 
 
 def check_pipelines(names, backend: str | None = None) -> list[str]:
-    """``names`` without repeats, checked; with ``backend``, also refuses the pipelines that
-    deliver wrong data there, saying what to do."""
+    """``names`` checked, without repeats; with ``backend``, refusing those of wrong data there."""
     names = list(names)
     if not names:
         raise ValueError("no pipelines given")
@@ -106,8 +88,7 @@ def pipelines_for(backend: str) -> list[str]:
 
 
 def delivered_wrong_data(record: dict) -> bool:
-    """Whether ``record`` was measured with Keras workers where they deliver earlier epochs'
-    batches."""
+    """Whether ``record`` was read by Keras workers where they deliver earlier epochs' batches."""
     return bool(record.get("workers")) and record.get("backend", "") in WRONG_DATA_WITH_WORKERS
 
 
@@ -118,8 +99,7 @@ def old_device_method(record: dict) -> bool:
 
 
 def complete_pipelines(part: list[dict]) -> bool:
-    """Whether one device's part of a run has :data:`REQUIRED` in both modes, and every
-    pipeline it trained also loaded alone (a run cut short between the two is not complete)."""
+    """Whether a device's part of a run has REQUIRED in both modes, and each trained one alone."""
     have = {(r["pipeline"], r["mode"]) for r in part if r.get("group") == "pipelines"}
     trained = {p for p, mode in have if mode == "train"}
     return (all((p, m) in have for p in REQUIRED for m in ("train", "loader"))
@@ -139,8 +119,7 @@ def measurement_record(budget, *, run_id: str, device: str, pipeline: str, mode:
                        batch_size: int, steps: int, full_steps: int, n_images: int,
                        precision: str | None, jit_compile: bool | None,
                        steps_per_execution: int | None, group: str, extra: dict) -> dict:
-    """One record from ``budget``'s epochs: ``steps`` timed batches an epoch of the
-    ``full_steps`` a whole epoch of ``n_images`` has."""
+    """One record of ``budget``'s epochs, each ``steps`` of the ``full_steps`` of ``n_images``."""
     timed = budget.timed
     if not timed:
         raise ValueError("no timed epoch to record")
@@ -158,13 +137,93 @@ def measurement_record(budget, *, run_id: str, device: str, pipeline: str, mode:
         max_epoch_seconds=max(timed), images_per_second=images / median,
         images_per_second_low=images / max(timed), images_per_second_high=images / min(timed),
         full_epoch_seconds=n_images / (images / median),
-        **{SUMMARY_KEY: summarise(timed, budget.seconds[:budget.warmup]), ORDER_FIELD: False},
+        **{common.SUMMARY_KEY: common.summarise(timed, budget.seconds[:budget.warmup]),
+           common.ORDER_FIELD: False},
         **extra)
 
 
 def short_setting(record) -> str:
     """A record's setting in the table: "loader", or the base setting's "f32 jit"."""
     return "loader" if record["mode"] == "loader" else "f32 jit"
+
+
+def rate_summary(record: dict | None) -> dict | None:
+    """A record's images per second as a summary of the images its epochs timed."""
+    summary = RECORDS.epoch_summary(record)
+    return common.as_rate(summary, record["images_per_epoch"]) if summary else None
+
+
+def find(records, device: str, pipeline: str, mode: str = "train") -> dict | None:
+    """The shown record of ``pipeline`` on ``device`` in ``mode``, training in the base setting."""
+    return RECORDS.find(records, device_kind=device, mode=mode, pipeline=pipeline,
+                        group="pipelines", **(BASE if mode == "train" else {}))
+
+
+def trained(records, device: str, names=PIPELINES) -> dict[str, dict]:
+    """Pipeline -> its shown training record on ``device``, in the order of :data:`PIPELINES`."""
+    return {name: found for name in names if (found := find(records, device, name))}
+
+
+def best_pipeline(records, device: str) -> str | None:
+    """The pipeline with the highest median training rate (a choice, not a ranking)."""
+    rates = {name: rate_summary(r)["median"] for name, r in trained(records, device).items()}
+    return max(rates, key=rates.get) if rates else None
+
+
+def fastest_in_memory(records, device: str, names=IN_MEMORY) -> dict | None:
+    """The fastest training record from memory (or of ``names``) on ``device``."""
+    found = trained(records, device, names).values()
+    return max(found, key=lambda r: rate_summary(r)["median"]) if found else None
+
+
+def targets(records) -> dict | None:
+    """The lesson's goals checked on the GPU: the fastest HDF5 pipeline's share of the fastest
+    path from memory, and its time for an epoch of all images; None without both."""
+    lesson, top = fastest_in_memory(records, "gpu", HDF5_PIPELINES), fastest_in_memory(records, "gpu")
+    if lesson is None or top is None:
+        return None
+    share, epoch = lesson["images_per_second"] / top["images_per_second"], lesson["full_epoch_seconds"]
+    return {"pipeline": lesson["pipeline"], "reference": top["pipeline"], "share": share,
+            "share_ok": share >= TARGET_SHARE, "epoch_seconds": epoch,
+            "epoch_ok": epoch <= TARGET_EPOCH_SECONDS, "full_size": lesson["n_images"] >= N_IMAGES,
+            "record": lesson}
+
+
+def ranking(records, device: str) -> list[list[str]]:
+    """The pipelines in places by the rule's ranking of their training rates, best first."""
+    rates = {name: common.middle(rate_summary(r)) for name, r in trained(records, device).items()}
+    return common.rank(rates, higher_is_better=True) if rates else []
+
+
+def basis(*summaries) -> str:
+    """Which repeats the rule compared: "middle three of five epochs", or "all epochs"."""
+    note = middle_note(*summaries)
+    return "all epochs" if note.startswith("all ") else note
+
+
+def why_unclear(*summaries, many: bool = False) -> str:
+    """Why the rule cannot tell ``summaries`` apart (``many``: said of several pairs)."""
+    least = min(s["n"] for s in summaries)
+    if least < common.MIN_RANKED:
+        who = "some were" if many else "one of them was"
+        return f"{who} timed once, with no range" if least == 1 else "too few timed repeats"
+    said = basis(*summaries)
+    return "their ranges overlap" if said.startswith("all ") else f"the ranges of their {said} overlap"
+
+
+def fastest_text(records, device: str, quote=lambda name: f"`{name}`") -> str:
+    """:func:`ranking`'s first place in the rule's words (several: that it cannot tell them apart)."""
+    places = ranking(records, device)
+    if not places:
+        return "not measured"
+    first = places[0]
+    if len(first) == 1:
+        return quote(first[0])
+    chosen = [rate_summary(find(records, device, n)) for n in first]
+    why = (why_unclear(*chosen, many=True) if min(r["n"] for r in chosen) < common.MIN_RANKED
+           else basis(*chosen))
+    return (f"{listed(map(quote, first))} ({common.NO_DIFFERENCE} from {quote(first[0])}, the highest "
+            f"median; {why})")
 
 
 def _whole(name: str, value, least: int = 1) -> int:
@@ -196,13 +255,13 @@ def _batches(dataset):
         adapter.on_epoch_end()
 
 
-def time_loader(dataset, keras_device: str, *, warmup: int = WARMUP,
-                repeats: int = REPEATS) -> Budget:
+def time_loader(dataset, keras_device: str, *, warmup: int = common.WARMUP,
+                repeats: int = common.REPEATS) -> common.Budget:
     """Epochs of ``dataset`` without a model: each batch converted to a tensor on
     ``keras_device``, as the model receives it; the clock stops once the last one is there
     (one of its elements fetched to the host)."""
     keras = _keras()
-    budget = Budget(warmup, repeats)
+    budget = common.Budget(warmup, repeats)
     while not budget.done():
         start = time.perf_counter()
         for batch in _batches(dataset):
@@ -211,45 +270,6 @@ def time_loader(dataset, keras_device: str, *, warmup: int = WARMUP,
         for tensor in last:
             keras.ops.convert_to_numpy(keras.ops.reshape(tensor, (-1,))[:1])
         budget.seconds.append(time.perf_counter() - start)
-    return budget
-
-
-def chunks_label(blocks: int, compression: str | None, cache_mib: int | None) -> str:
-    """A chunk condition in words: "chunks of 4 blocks, lzf, 64 MiB cache"."""
-    words = [f"chunks of {blocks} block{'s' if blocks > 1 else ''}", compression or "uncompressed"]
-    return ", ".join(words + ([f"{cache_mib} MiB cache"] if cache_mib else []))
-
-
-@contextlib.contextmanager
-def chunk_cache(cache_mib: int | None):
-    """Inside the block, the lesson's generator opens its files with a chunk cache of
-    ``cache_mib`` MiB (None: h5py's default)."""
-    from gpulesson.lesson import core
-
-    before = core.h5py
-    if cache_mib is not None:
-        core.h5py = SimpleNamespace(File=partial(before.File, rdcc_nbytes=cache_mib * MIB))
-    try:
-        yield
-    finally:
-        core.h5py = before
-
-
-def time_reading(path, batch_size: int, *, cache_mib=None, warmup: int, repeats: int,
-                 seed: int = 0) -> Budget:
-    """Epochs of the lesson's generator over the training split of ``path``, read alone."""
-    from gpulesson.lesson import HDF5Batches
-
-    budget = Budget(warmup, repeats)
-    with chunk_cache(cache_mib):
-        batches = HDF5Batches(path, "train", batch_size, shuffle=True, seed=seed, window=WINDOW)
-        while not budget.done():
-            start = time.perf_counter()
-            for index in range(len(batches)):
-                batches[index]
-            budget.seconds.append(time.perf_counter() - start)
-            batches.on_epoch_end()
-        batches._file.close()  # the next condition may ask for another cache
     return budget
 
 
@@ -283,13 +303,12 @@ def build_model(keras_device: str, *, precision: str = "float32"):
 
 
 def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats: int,
-                  warmup: int = WARMUP, max_steps=None, cpu_max_steps=None,
+                  warmup: int = common.WARMUP, max_steps=None, cpu_max_steps=None,
                   classic_max_steps=None, workers: int = 2, chunks: bool = False,
                   data_dir=None, run_id: str | None = None, earlier=(), on_record=None,
                   progress=print) -> list[dict]:
-    """Measure every pipeline on each device, training and loader alone, then with ``chunks``
-    the chunk shapes read alone; the records, each also given to ``on_record``. ``earlier``:
-    the records run ``run_id`` has already, whose conditions are skipped."""
+    """Every pipeline on each device, trained and read alone, then with ``chunks`` the chunk
+    layouts: the records, each given to ``on_record``; ``earlier``'s conditions are skipped."""
     settings = dict(locals())
     on_record = settings.pop("on_record") or (lambda record: None)
     made = []
@@ -363,12 +382,12 @@ def _measured(*, devices, pipelines, batch_size, n_images, repeats, warmup, max_
                 if fp.FILES[name]:
                     extra.update(fp.file_info(files[fp.FILES[name]]))
                 for mode in todo[name]:
-                    meter = BusyMeter()
+                    meter = common.BusyMeter()
                     if mode == "train":
-                        budget = Budget(warmup, repeats)
+                        budget = common.Budget(warmup, repeats)
                         with _keras().device(keras_device):
-                            model.fit(dataset, epochs=warmup + repeats, verbose=0, **IN_ORDER,
-                                      callbacks=[synced_epoch_timer(budget)])
+                            model.fit(dataset, epochs=warmup + repeats, verbose=0, **common.IN_ORDER,
+                                      callbacks=[common.synced_epoch_timer(budget)])
                     else:
                         budget = time_loader(dataset, keras_device, warmup=warmup,
                                              repeats=repeats)
@@ -390,7 +409,7 @@ def _measured(*, devices, pipelines, batch_size, n_images, repeats, warmup, max_
             del model
         steps = -(-n_images // batch_size)
         for blocks, compression, cache in CHUNKS if chunks else ():
-            layout = chunks_label(blocks, compression, cache)
+            layout = fp.chunks_label(blocks, compression, cache)
             if RECORDS.key({"device_kind": "cpu", "pipeline": "lesson", "mode": "loader",
                             "group": GROUP, "batch_size": batch_size, "layout": layout,
                             **LOADER}) in done:
@@ -399,13 +418,13 @@ def _measured(*, devices, pipelines, batch_size, n_images, repeats, warmup, max_
             if not path.is_file():
                 fp.write_lesson_file(path, x, y, chunk_rows=blocks * batch_size,
                                      compression=compression)
-            meter = BusyMeter()
-            budget = time_reading(path, batch_size, cache_mib=cache, warmup=warmup,
-                                  repeats=repeats)
+            meter = common.BusyMeter()
+            budget = fp.time_reading(path, batch_size, cache_mib=cache, warmup=warmup,
+                                     repeats=repeats)
             record = keep(budget, device="cpu", pipeline="lesson", mode="loader", steps=steps,
                           full_steps=steps, group=GROUP, **LOADER,
-                          extra={"layout": layout, "window": WINDOW,
-                                 "cache_bytes": cache * MIB if cache else None,
+                          extra={"layout": layout, "window": fp.WINDOW,
+                                 "cache_bytes": cache * fp.MIB if cache else None,
                                  **fp.file_info(path), **meter.read()})
             yield record
             progress(f"host {layout:40}: {rate_text(record['images_per_second']):>7} "
@@ -413,25 +432,24 @@ def _measured(*, devices, pipelines, batch_size, n_images, repeats, warmup, max_
 
 
 def measure(args, *, run_id: str, done):
-    """The command's run: its options checked as the lesson's rule asks (a usage error, before
-    anything is measured), then :func:`run_benchmark`'s records, each yielded as it is made."""
+    """The command's run: its options checked (a usage error), then each record as it is made."""
     error = importlib.import_module(__package__).COMMAND.parser().error
     quick = args.quick
     options = {name: value if value is not None else (small if quick else default)
                for name, value, small, default in (
                    ("batch_size", args.batch_size, QUICK_BATCH_SIZE, BATCH_SIZE),
                    ("n_images", args.n_images, QUICK_N_IMAGES, N_IMAGES),
-                   ("repeats", args.repeats, QUICK_REPEATS, REPEATS))}
+                   ("repeats", args.repeats, common.QUICK_REPEATS, common.REPEATS))}
     if options["batch_size"] > options["n_images"]:
         error(f"--batch-size {options['batch_size']} is larger than --n-images "
               f"{options['n_images']}")
     if options["repeats"] < cli.repeats_for(quick):
         error(f"--repeats must be at least {cli.repeats_for(quick)} (the lesson's rule: "
-              f"{REPEATS} timed epochs, {QUICK_REPEATS} with --quick), not "
+              f"{common.REPEATS} timed epochs, {common.QUICK_REPEATS} with --quick), not "
               f"{options['repeats']}: make a slow condition smaller with --cpu-max-steps "
               "or --classic-max-steps instead")
-    if args.warmup < WARMUP:
-        error(f"--warmup must be at least {WARMUP} (the lesson's rule: a recorded warm-up), "
+    if args.warmup < common.WARMUP:
+        error(f"--warmup must be at least {common.WARMUP} (the lesson's rule: a recorded warm-up), "
               f"not {args.warmup}")
     from gpulesson.machine.devices import cpu_info
 

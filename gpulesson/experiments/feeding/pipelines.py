@@ -5,14 +5,19 @@ model scales them), differing only in where the images come from and how they ar
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import time
+from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
 
 import h5py
 import keras
 import numpy as np
 
+from gpulesson.experiments.common import Budget
 from gpulesson.experiments.layouts import write_layout
 
 CLASS_NAMES = tuple(f"class {i}" for i in range(10))  # labels only: speed does not need names
@@ -27,6 +32,10 @@ READ_AHEAD = {"lesson-ahead": {"read_ahead": True},
               "lesson-ahead-window1": {"read_ahead": True, "window": 1}}
 # How the "device" pipeline takes its batches, by backend (a record's "method").
 DEVICE_METHODS = {"jax": "compiled take", "torch": "slice view", "tensorflow": "eager slice"}
+# The chunk layouts are read alone in windows of WINDOW blocks. A window's shuffled blocks are
+# rarely neighbours, so a compressed chunk of 4 blocks is decompressed for each unless the chunk
+# cache keeps it.
+MIB, WINDOW = 2**20, 4
 
 
 class ClassicBatches(keras.utils.PyDataset):
@@ -234,3 +243,42 @@ def limit(dataset, max_steps: int | None):
     return FirstBatches(dataset, max_steps, workers=dataset.workers,
                         use_multiprocessing=dataset.use_multiprocessing,
                         max_queue_size=dataset.max_queue_size)
+
+
+def chunks_label(blocks: int, compression: str | None, cache_mib: int | None) -> str:
+    """A chunk condition in words: "chunks of 4 blocks, lzf, 64 MiB cache"."""
+    words = [f"chunks of {blocks} block{'s' if blocks > 1 else ''}", compression or "uncompressed"]
+    return ", ".join(words + ([f"{cache_mib} MiB cache"] if cache_mib else []))
+
+
+@contextlib.contextmanager
+def chunk_cache(cache_mib: int | None):
+    """Inside the block, the lesson's generator opens its files with a chunk cache of
+    ``cache_mib`` MiB (None: h5py's default)."""
+    from gpulesson.lesson import core
+
+    before = core.h5py
+    if cache_mib is not None:
+        core.h5py = SimpleNamespace(File=partial(before.File, rdcc_nbytes=cache_mib * MIB))
+    try:
+        yield
+    finally:
+        core.h5py = before
+
+
+def time_reading(path, batch_size: int, *, cache_mib=None, warmup: int, repeats: int,
+                 seed: int = 0) -> Budget:
+    """Epochs of the lesson's generator over the training split of ``path``, read alone."""
+    from gpulesson.lesson import HDF5Batches
+
+    budget = Budget(warmup, repeats)
+    with chunk_cache(cache_mib):
+        batches = HDF5Batches(path, "train", batch_size, shuffle=True, seed=seed, window=WINDOW)
+        while not budget.done():
+            start = time.perf_counter()
+            for index in range(len(batches)):
+                batches[index]
+            budget.seconds.append(time.perf_counter() - start)
+            batches.on_epoch_end()
+        batches._file.close()  # the next condition may ask for another cache
+    return budget
