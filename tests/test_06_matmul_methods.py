@@ -13,7 +13,7 @@ from gpulesson.experiments.matmul.__main__ import main as matmul_main
 from test_06_matmul import made_up, write
 
 from gpulesson.experiments import matmul
-from gpulesson.experiments.matmul import measure
+from gpulesson.experiments.matmul import measure, probes
 from gpulesson.experiments.matmul import page as mp
 from gpulesson.experiments.matmul.page import gflops_alt
 from gpulesson.machine import gpu_peaks
@@ -123,7 +123,7 @@ def test_each_window_keeps_the_clock_and_power_it_ran_at(fake):
     """The sensor's samples of a window are the window's; a later window of the same size
     shows the lower clock, so a slower window can be told from droop."""
     device = fake(dispatch=30e-6, work=2e-3, round_trip=500e-6)
-    sensor = measure.WindowSensor(FakeNvml(device), handle=None, poll=None, clock=device.clock)
+    sensor = probes.WindowSensor(FakeNvml(device), handle=None, poll=None, clock=device.clock)
     point = matmul.time_matmul(512, repeats=3, op=device.op, sensor=sensor)
     readings = point["window_sensor"]
     assert len(readings) == len(point["window_seconds"]) == 3
@@ -134,7 +134,7 @@ def test_each_window_keeps_the_clock_and_power_it_ran_at(fake):
 
 
 def test_a_machine_without_nvml_says_why():
-    assert measure.open_sensor("cpu") == (None, "the CPU's clock and power are not sampled")
+    assert probes.open_sensor("cpu") == (None, "the CPU's clock and power are not sampled")
 
 
 def test_the_copy_is_timed_from_pageable_and_from_pinned_memory():
@@ -143,7 +143,7 @@ def test_the_copy_is_timed_from_pageable_and_from_pinned_memory():
     import keras
 
     host = [np.ones((64, 64), "float32")] * 2
-    fields = measure.copy_fields(host, "cpu", "float32", measure.wait, 2)
+    fields = probes.copy_fields(host, "cpu", "float32", measure.wait, 2)
     assert fields["transfer_memory"] == "pageable" and fields["transfer_bytes"] == 2 * 64 * 64 * 4
     assert len(fields["transfer_seconds"]) == 2 and fields["transfer_median_seconds"] > 0
     if keras.backend.backend() == "jax":
@@ -318,11 +318,11 @@ def test_the_throughput_axis_is_in_tflops_with_the_gpu_dispatch_floor_shaded(tmp
     flat = {16: 70e-6, 64: 100e-6, 256: 90e-6, 1024: 2e-3, 4096: 0.2}  # seconds per call
     gpu = made_up("gpu", {n: 2 * n**3 / t / 1e9 for n, t in flat.items()}, **H200)
     cpu = made_up("cpu", dict(zip(flat, (10, 20, 30, 40, 40), strict=True)))
-    floor = mp.dispatch_floor(gpu)
+    floor = mp.dispatch_floor([cpu, gpu])
     assert floor["sizes"] == [16, 64, 256]
     assert (floor["low"], floor["high"]) == (pytest.approx(70e-6), pytest.approx(100e-6))
-    assert mp.dispatch_floor(cpu) is None  # the CPU has no dispatch to the card
-    assert mp.dispatch_floor({**gpu, "method": None}) is None  # older method: latencies
+    assert mp.dispatch_floor([cpu]) is None  # the CPU has no dispatch to the card
+    assert mp.dispatch_floor([cpu, {**gpu, "method": None}]) is None  # older method: latencies
     fig, _ = matmul.figures([cpu, gpu])
     ax = fig.axes[0]
     assert ax.get_ylabel().startswith("TFLOP/s")

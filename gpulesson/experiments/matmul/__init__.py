@@ -24,20 +24,15 @@ from gpulesson.experiments.matmul.measure import (
     REPEATS,
     SIZES,
     WARMUP,
+    crossover,
+    crossover_line,
+    describe,
     sweep,
     sweep_record,
     time_matmul,
     wait,
 )
-from gpulesson.experiments.matmul.page import (
-    crossover,
-    crossover_line,
-    describe,
-    figures,
-    latency_run,
-    page_runs,
-    reference_run,
-)
+from gpulesson.experiments.matmul.page import figures, latency_run, page_runs, reference_run
 
 EXPERIMENT, RESULTS_FILE = RECORDS.experiment, RECORDS.results_file
 sys.modules[f"{__name__}.records"] = page  # the page's readers under their former module's name

@@ -1,7 +1,8 @@
 """Timing a matrix product on one device after a recorded warm-up: the **latency** of calls
 each waited for (:func:`wait`), and the **throughput** of windows of queued calls with one wait,
 long enough for that wait to be a small share; on a GPU with the SM clock and power of each
-window. Keras is imported only when something is measured."""
+window. A sweep's record, and what its points say: their summaries, the crossover, its table.
+Keras is imported only when something is measured."""
 
 from __future__ import annotations
 
@@ -9,13 +10,15 @@ import contextlib
 import math
 import statistics
 import sys
-import threading
 import time
+from itertools import takewhile
 
 from gpulesson.experiments import common
-from gpulesson.experiments.common import summarise
+from gpulesson.experiments.common import NO_DIFFERENCE, as_rate, compare, summarise, summary_of
+from gpulesson.experiments.matmul.probes import copy_fields, open_sensor, timed
 from gpulesson.machine.devices import keras_device_name as check_device
 from gpulesson.records.recordset import RecordSet
+from gpulesson.records.results import NOT_RECORDED, duration, hardware, is_gpu, software
 
 # One record a sweep of random inputs; a run that goes on skips the sweeps it has, and the
 # method tells the throughput methods' records from the oldest's (synchronised calls only).
@@ -35,7 +38,11 @@ MAX_CALLS = 200_000  # at most this many calls in one window
 MIN_WINDOW_SECONDS = 0.5  # clock, power and NVML's power reading settle over tenths of a second
 TRIES = 3  # windows re-chosen at most this many times when a share came out too large
 PROBE_CALLS, PROBE_SECONDS = 32, 0.01  # the probe window: 2 to 32 calls, about 10 ms of them
-POLL_SECONDS = 0.02  # NVML sampled this often: a 0.5 s window holds about 25 samples
+FLOOR_FACTOR = 2.0  # sizes within this factor of the smallest's time per call are on the floor
+BUSY = 0.25  # a sweep during which other programs used more CPU time than this is flagged
+_KEPT = {"seconds": "summary", "latency_seconds": "latency"}  # where a point keeps a summary
+_PEAK_KEYS = {"bfloat16": "bf16", "float16": "fp16"}
+_FLOAT32_PEAKS = {"float32": "fp32", "tf32": "tf32", "bf16": "bf16"}
 
 
 def sizes_for(device: str) -> tuple[int, ...]:
@@ -73,103 +80,6 @@ def wait(result):
 
     corner = result[(slice(0, 1),) * len(result.shape)]
     return keras.ops.convert_to_numpy(corner)
-
-
-class WindowSensor:
-    """The GPU's SM clock and board power from NVML, sampled every ``poll`` s while entered."""
-
-    source = "NVML (SM clock, board power)"
-
-    def __init__(self, nvml, handle, poll: float | None = POLL_SECONDS, clock=time.perf_counter):
-        self.nvml, self.handle, self.poll, self.clock = nvml, handle, poll, clock
-        self.samples: list[tuple[float, float, float]] = []
-        self._stop, self._thread = threading.Event(), None
-
-    def sample(self) -> None:
-        clock = self.nvml.nvmlDeviceGetClockInfo(self.handle, self.nvml.NVML_CLOCK_SM)
-        watts = self.nvml.nvmlDeviceGetPowerUsage(self.handle) / 1000  # reported in mW
-        self.samples.append((self.clock(), float(clock), float(watts)))
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.poll):
-            self.sample()
-
-    def __enter__(self):
-        if self.poll:
-            self._thread = threading.Thread(target=self._run, daemon=True)
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        if self._thread:
-            self._thread.join()
-
-    def window(self, start: float, end: float) -> dict:
-        """A window's clock and power; one without a sample inside is sampled now."""
-        inside = [s for s in list(self.samples) if start < s[0] <= end]
-        if not inside:
-            self.sample()
-            inside = self.samples[-1:]
-        clocks, watts = [s[1] for s in inside], [s[2] for s in inside]
-        return {"sm_clock_mhz": statistics.fmean(clocks), "sm_clock_min_mhz": min(clocks),
-                "watts": statistics.fmean(watts), "samples": len(inside)}
-
-
-def open_sensor(device: str):
-    """``(sensor, None)`` for the first GPU that NVML can read, else ``(None, reason)``."""
-    if device != "gpu":
-        return None, "the CPU's clock and power are not sampled"
-    from gpulesson.machine.energy import _nvml_handle
-
-    try:
-        sensor = WindowSensor(*_nvml_handle())
-        sensor.sample()  # fails here, not mid-sweep, where NVML cannot read it
-        sensor.samples.clear()
-    except Exception as exc:  # no pynvml, no driver, not an NVIDIA GPU
-        return None, f"NVML could not be read: {type(exc).__name__}: {str(exc)[:120]}"
-    return sensor, None
-
-
-def _timed(call, repeats: int) -> list[tuple[float, object]]:
-    found = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = call()
-        found.append((time.perf_counter() - start, result))
-    return found
-
-
-def copy_fields(host, device: str, dtype: str, wait, repeats: int) -> dict:
-    """The seconds of copying the NumPy arrays ``host`` to the device from pageable memory, and
-    with JAX, from pinned memory, which the GPU reads over the link directly."""
-    import keras
-
-    def pageable():
-        for x in [keras.ops.convert_to_tensor(x, dtype=dtype) for x in host]:
-            wait(x)
-
-    copies = [s for s, _ in _timed(pageable, repeats)]
-    fields = {"transfer_memory": "pageable", "transfer_bytes": int(sum(x.nbytes for x in host)),
-              "transfer_seconds": copies, "transfer_median_seconds": statistics.median(copies),
-              "pinned_transfer_seconds": None, "pinned_transfer_median_seconds": None}
-    try:
-        if keras.backend.backend() != "jax":
-            raise NotImplementedError("pinned copies are measured with the JAX backend only")
-        import jax
-        from jax.sharding import SingleDeviceSharding
-
-        target = jax.devices(device)[0]
-        staged = [jax.device_put(x, SingleDeviceSharding(target, memory_kind="pinned_host"))
-                  for x in host]  # put into pinned memory once, before the clock starts
-        jax.block_until_ready(staged)
-        on_device = SingleDeviceSharding(target, memory_kind="device")
-        found = [s for s, _ in _timed(lambda: jax.block_until_ready(
-            [jax.device_put(x, on_device) for x in staged]), repeats)]
-    except Exception as exc:  # a backend or device without pinned host memory
-        return {**fields, "pinned_transfer_unsupported": f"{type(exc).__name__}: {str(exc)[:160]}"}
-    return {**fields, "pinned_transfer_seconds": found, "pinned_transfer_unsupported": None,
-            "pinned_transfer_median_seconds": statistics.median(found)}
 
 
 def window(op, a, b, calls: int, readings: list | None = None, sensor=None) -> float:
@@ -257,7 +167,7 @@ def time_matmul(n: int, device: str = "cpu", dtype: str = "float32", *, repeats:
     check_dtype(dtype)
     with keras.device(check_device(device)):
         a, b = (keras.ops.cast(keras.random.normal((n, n), seed=seed), dtype) for seed in (0, 1))
-        warmups = [s for s, _ in _timed(lambda: wait(op(a, b)), warmup)]
+        warmups = [s for s, _ in timed(lambda: wait(op(a, b)), warmup)]
         calls = [synchronised_call(op, a, b) for _ in range(repeats)]
         latency, dispatches, waits = (list(column) for column in zip(*calls, strict=True))
         found = _amortised(op, a, b, latency, dispatches, waits, repeats, sensor)
@@ -273,7 +183,7 @@ def time_matmul(n: int, device: str = "cpu", dtype: str = "float32", *, repeats:
                  **dict.fromkeys(("unsynchronised_seconds", "unsynchronised_median_seconds",
                                   "transfer_seconds", "transfer_median_seconds"))}
         if unsynchronised:
-            calls = _timed(lambda: op(a, b), repeats)
+            calls = timed(lambda: op(a, b), repeats)
             for _, result in calls:  # the queued work finishes before more is timed
                 wait(result)
             point["unsynchronised_seconds"] = [s for s, _ in calls]
@@ -371,3 +281,176 @@ def measure(args, *, run_id: str, done):
                            progress=lambda line: print(line, flush=True))
             yield sweep_record(result, run_id=run_id, source="gpulesson.experiments.matmul",
                                repeats=repeats)
+
+
+# --- what a sweep's records say ------------------------------------------------------------------
+
+def amortised(record: dict) -> bool:
+    """Whether a sweep measured throughput over windows of calls, not only latency."""
+    return record.get("method") in THROUGHPUT_METHODS
+
+
+def find(records, device: str, dtype: str = "float32") -> dict | None:
+    return RECORDS.find(records, device_kind=device, dtype=dtype)
+
+
+def points(records, device: str, dtype: str = "float32") -> list[dict]:
+    """The sizes of the sweep on ``device`` in ``dtype``, smallest first; [] without one."""
+    record = find(records, device, dtype)
+    return sorted(record["points"], key=lambda p: p["n"]) if record else []
+
+
+def point_summary(point: dict | None, samples: str = "seconds") -> dict | None:
+    """A size's time per call, or its other ``samples`` (the latency, calls not waited for, the
+    copy): the summary kept, else one of the samples; None where only a median was kept."""
+    if not point:
+        return None
+    return summary_of(point, samples, warmup_key=None, first_is_warmup=False,
+                      key=_KEPT.get(samples, ""))
+
+
+def rate_summary(point: dict | None, samples: str = "seconds") -> dict | None:
+    """:func:`point_summary` as GFLOP/s."""
+    summary = point_summary(point, samples)
+    return as_rate(summary, 2 * point["n"] ** 3 / 1e9, "GFLOP/s") if summary else None
+
+
+def _float32_mode(record: dict) -> str:
+    return str((record.get("float32_precision") or {}).get("matmul") or "float32")
+
+
+def precision_label(record: dict) -> str:
+    """"bfloat16", "float32", or "float32 (TF32)" where the float32 products ran in TF32."""
+    mode = _float32_mode(record)
+    return (f"float32 ({mode.upper()})" if record.get("dtype") == "float32" and mode != "float32"
+            else record.get("dtype", "?"))
+
+
+def published_peak(record: dict) -> dict | None:
+    """The vendor's dense peak for a GPU sweep's card and precision in force, if known."""
+    from gpulesson.machine import gpu_peaks
+
+    if record.get("device_kind") != "gpu":
+        return None
+    name = (record.get("gpu") or {}).get("name") or record.get("device")
+    peaks, card, dtype = gpu_peaks.peaks_for(name), gpu_peaks.card(name), record.get("dtype")
+    key = _FLOAT32_PEAKS.get(_float32_mode(record)) if dtype == "float32" else _PEAK_KEYS.get(dtype)
+    if not peaks or key not in peaks:
+        return None
+    return {"gflops": peaks[key] * 1e3, "precision": key, "card": card,
+            "source": gpu_peaks.SOURCES[card]}
+
+
+def crossover(records, dtype: str = "float32") -> int | None:
+    """The smallest size from which the GPU was measurably faster at every larger size, in the
+    sweeps of one run; None when it was not at the largest."""
+    if len({r.get("run_id") for r in records}) > 1:
+        raise ValueError("the records come from several runs: compare the sweeps of one run_id")
+    if not all(amortised(r) for r in records):
+        raise ValueError("the records time one synchronised call each (an older method), not "
+                         "the throughput: record a new run with python -m "
+                         "gpulesson.experiments.matmul")
+    cpu, gpu = find(records, "cpu", dtype), find(records, "gpu", dtype)
+    if cpu is None or gpu is None:
+        missing = " and ".join(d.upper() for d, r in (("cpu", cpu), ("gpu", gpu)) if r is None)
+        raise ValueError(f"no {missing} sweep in {dtype}: the crossover needs both")
+    cpu_points, gpu_points = ({p["n"]: p for p in r["points"]} for r in (cpu, gpu))
+    found = None
+    for n in sorted(cpu_points.keys() & gpu_points.keys(), reverse=True):
+        rates = rate_summary(gpu_points[n]), rate_summary(cpu_points[n])
+        verdict = all(rates) and compare(*rates, higher_is_better=True)
+        if not (verdict and verdict.measurable and verdict.word == "faster"):
+            break
+        found = n
+    return found
+
+
+def crossover_text(records, dtype: str = "float32") -> str:
+    """The crossover in words, or NOT_RECORDED."""
+    gpu = find(records, "gpu", dtype)
+    if find(records, "cpu", dtype) is None or gpu is None or not all(map(amortised, records)):
+        return NOT_RECORDED
+    n, sizes = crossover(records, dtype), [p["n"] for p in gpu["points"]]
+    if n is None:
+        return (f"none: at n = {max(sizes):,}, the largest size, the GPU was not measurably "
+                "faster than the CPU")
+    if n == min(sizes):
+        return f"n = {n:,} or smaller: the GPU was faster at every size measured"
+    return f"n = {n:,}"
+
+
+def crossover_line(records, dtype: str = "float32") -> str:
+    """The crossover as a notebook prints it, saying why where there is none to give."""
+    why = (crossover_text(records, dtype) if any(map(is_gpu, records))
+           else "no GPU sweep in these records")
+    return f"GPU faster ({dtype}) from: {why}"
+
+
+def dispatch_floor(records) -> dict | None:
+    """The sizes of the GPU's float32 sweep whose time per call stayed within
+    :data:`FLOOR_FACTOR` of the smallest's: the host's dispatch of a call, not the GPU's compute,
+    set their rate."""
+    record = find(records, "gpu")
+    if not record or not amortised(record):
+        return None
+    medians = [(p["n"], s["median"]) for p in record["points"] if (s := point_summary(p))]
+    flat = list(takewhile(lambda each: each[1] <= FLOOR_FACTOR * medians[0][1], medians))
+    if len(flat) < 2:
+        return None
+    return {"sizes": [n for n, _ in flat], "low": min(s for _, s in flat),
+            "high": max(s for _, s in flat)}
+
+
+def floor_words(floor: dict) -> str:
+    return (f"{duration(floor['low'])}–{duration(floor['high'])} a call at every n up to "
+            f"{floor['sizes'][-1]:,}: the host's dispatch of the call, not the GPU's compute")
+
+
+def dtype_by_size(records, device: str, dtype: str) -> dict[str, list[int]]:
+    """The sizes at which ``dtype`` was "faster", "slower" or no different from float32."""
+    base = {p["n"]: p for p in points(records, device)}
+    groups: dict[str, list[int]] = {}
+    for p in points(records, device, dtype):
+        a, b = point_summary(p), point_summary(base.get(p["n"]))
+        if a and b:
+            verdict = compare(a, b)
+            groups.setdefault(verdict.word if verdict.measurable else NO_DIFFERENCE, []).append(p["n"])
+    return {key: groups[key] for key in ("faster", "slower", NO_DIFFERENCE) if key in groups}
+
+
+
+def rate_text(value: float) -> str:
+    if value >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.1f}" if value >= 1 else f"{value:.3f}"
+
+
+def describe(records) -> str:
+    """The sweeps of one run as tables of GFLOP/s and of latency per size, and the crossover."""
+    if not records:
+        return "No run recorded."
+    lines = [f"Run {records[0].get('run_id', '?')}: {software(records)}; "
+             + "; ".join(f"{k}: {v}" for k, v in hardware(records).items())]
+    columns = [r for r in records if r["points"]]
+    heads = [f"{r['device_kind'].upper()} {precision_label(r)}" for r in columns]
+    for head, cell in (("Throughput, GFLOP/s (median over windows of calls, one wait a window)",
+                        lambda p: rate_text(p["gflops"])),
+                       ("Latency of one synchronised call (median)",
+                        lambda p: duration(s["median"])
+                        if (s := point_summary(p, "latency_seconds")) else "-")):
+        lines += [f"{head} per matrix size n:", f"{'n':>6}" + "".join(f"{h:>19}" for h in heads)]
+        for n in sorted({p["n"] for r in columns for p in r["points"]}):
+            found = [next((p for p in r["points"] if p["n"] == n), None) for r in columns]
+            lines.append(f"{n:>6}" + "".join(f"{cell(p) if p else '-':>19}" for p in found))
+    for r in records:
+        what = f"{r['device_kind'].upper()} {r['dtype']}"
+        if r.get("unsupported"):
+            lines.append(f"{what}: not supported here ({r['unsupported']})")
+        lines += [f"{what}: n = {skip['n']} skipped, {skip['reason']}"
+                  for skip in r.get("skipped", [])]
+    lines.append(crossover_line(records))
+    busy = max(r.get("other_programs_cpu_share") or 0 for r in records)
+    if busy > BUSY:
+        lines.append(f"Note: other programs used up to {busy:.0%} of the CPU time during a "
+                     "sweep: the numbers may be too low (CPU) or noisy.")
+    return "\n".join(lines)

@@ -1,25 +1,39 @@
-"""Episode 6's reference run of matrix products: the page's values (``ref_mm_*``), a run as a
-table, and the two figures with alt texts made from the same lines (:func:`rate_lines`,
-:func:`sync_lines`), so that an alt text names only what is drawn. The reference is the newest
-run of a throughput method that compares the devices; records of the oldest method timed only
-synchronised calls. Comparison words come from ``compare`` or ``rank``, which say "no
-measurable difference" where the ranges overlap."""
+"""Episode 6's reference runs of matrix products, their figures and the page's values
+(``ref_mm_*``). The throughput's reference is the newest run of a throughput method that
+compares the devices; the time of one call is drawn from the newest run of any. The alt texts
+read the lines the figures draw (:func:`rate_lines`, :func:`sync_lines`), and comparison words
+come from ``compare`` or ``rank``, which say "no measurable difference" where ranges overlap."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
-from gpulesson.experiments.matmul.measure import (
+from gpulesson.experiments.matmul.measure import (  # noqa: F401 (describe: the command's table)
+    BUSY,
     DTYPES,
     METHOD,
     MIN_WINDOW_SECONDS,
     RECORDS,
     THROUGHPUT_METHODS,
+    amortised,
+    crossover,
+    crossover_text,
+    describe,
+    dispatch_floor,
+    dtype_by_size,
+    find,
+    floor_words,
     gflops,
+    point_summary,
+    points,
+    precision_label,
+    published_peak,
+    rate_summary,
+    rate_text,
 )
 from gpulesson.records.figkit import need, title
-from gpulesson.records.pagewords import listed, median_text, run_values
+from gpulesson.records.pagewords import given, listed, median_text, run_values
 from gpulesson.records.results import NOT_RECORDED, duration, hardware, is_gpu, software
 from gpulesson.records.summaries import (
     NO_DIFFERENCE,
@@ -35,20 +49,9 @@ from gpulesson.records.summaries import (
 
 RESULTS_FILE = RECORDS.results_file
 DEVICES = ("cpu", "gpu")
-BUSY = 0.25  # a sweep during which other programs used more CPU time than this is flagged
-FLOOR_FACTOR = 2.0  # sizes within this factor of the smallest's time per call are on the floor
 # The CPU's other precisions against float32, size by size.
 BY_SIZE = {f"ref_mm_cpu_{dtype}_by_size": ("cpu", dtype) for dtype in DTYPES if dtype != "float32"}
-_PEAK_KEYS = {"bfloat16": "bf16", "float16": "fp16"}
-_FLOAT32_PEAKS = {"float32": "fp32", "tf32": "tf32", "bf16": "bf16"}
-_KEPT = {"seconds": "summary", "latency_seconds": "latency"}  # where a point keeps a summary
-
-
-# --- the reference run and its points ---------------------------------------------------------
-
-def amortised(record: dict) -> bool:
-    """Whether a sweep measured throughput over windows of calls, not only latency."""
-    return record.get("method") in THROUGHPUT_METHODS
+FIGURES = ("matmul-gflops.svg", "matmul-sync.svg")
 
 
 def compares(records) -> bool:
@@ -75,171 +78,6 @@ def page_runs(path=None) -> tuple:
     """``(reference_run, latency_run)``, or ``()`` when the file holds no run."""
     runs = reference_run(path), latency_run(path)
     return runs if any(runs) else ()
-
-
-def find(records, device: str, dtype: str = "float32") -> dict | None:
-    return RECORDS.find(records, device_kind=device, dtype=dtype)
-
-
-def points(records, device: str, dtype: str = "float32") -> list[dict]:
-    """The sizes of the sweep on ``device`` in ``dtype``, smallest first; [] without one."""
-    record = find(records, device, dtype)
-    return sorted(record["points"], key=lambda p: p["n"]) if record else []
-
-
-def point_summary(point: dict | None, samples: str = "seconds") -> dict | None:
-    """A size's time per call (or its ``samples``: the latency, calls not waited for, the
-    copy): the summary kept, else one of the samples; None where only a median was kept."""
-    if not point:
-        return None
-    return summary_of(point, samples, warmup_key=None, first_is_warmup=False,
-                      key=_KEPT.get(samples, ""))
-
-
-def rate_summary(point: dict | None, samples: str = "seconds") -> dict | None:
-    """:func:`point_summary` as GFLOP/s."""
-    summary = point_summary(point, samples)
-    return as_rate(summary, 2 * point["n"] ** 3 / 1e9, "GFLOP/s") if summary else None
-
-
-def float32_mode(record: dict) -> str:
-    return str((record.get("float32_precision") or {}).get("matmul") or "float32")
-
-
-def precision_label(record: dict) -> str:
-    """"bfloat16", "float32", or "float32 (TF32)" where the float32 products ran in TF32."""
-    mode = float32_mode(record)
-    return (f"float32 ({mode.upper()})" if record.get("dtype") == "float32" and mode != "float32"
-            else record.get("dtype", "?"))
-
-
-def published_peak(record: dict) -> dict | None:
-    """The vendor's dense peak for a GPU sweep's card and precision in force, if known."""
-    from gpulesson.machine import gpu_peaks
-
-    if record.get("device_kind") != "gpu":
-        return None
-    name = (record.get("gpu") or {}).get("name") or record.get("device")
-    peaks, card = gpu_peaks.peaks_for(name), gpu_peaks.card(name)
-    dtype = record.get("dtype")
-    key = _FLOAT32_PEAKS.get(float32_mode(record)) if dtype == "float32" else _PEAK_KEYS.get(dtype)
-    if not peaks or key not in peaks:
-        return None
-    return {"gflops": peaks[key] * 1e3, "precision": key, "card": card,
-            "source": gpu_peaks.SOURCES[card]}
-
-
-def dispatch_floor(record: dict | None) -> dict | None:
-    """The sizes of a GPU sweep whose time per call stayed within :data:`FLOOR_FACTOR` of the
-    smallest's: the host's dispatch of a call, not the GPU's compute, set their rate."""
-    if not record or record.get("device_kind") != "gpu" or not amortised(record):
-        return None
-    medians = [(p["n"], s["median"]) for p in record["points"] if (s := point_summary(p))]
-    flat = []
-    for n, seconds in medians:
-        if seconds > FLOOR_FACTOR * medians[0][1]:
-            break
-        flat.append((n, seconds))
-    if len(flat) < 2:
-        return None
-    return {"sizes": [n for n, _ in flat], "low": min(s for _, s in flat),
-            "high": max(s for _, s in flat)}
-
-
-def floor_drawn(records) -> dict | None:
-    """The GPU float32 sweep's dispatch floor, if any."""
-    return dispatch_floor(find(records, "gpu"))
-
-
-def floor_words(floor: dict) -> str:
-    return (f"{duration(floor['low'])}–{duration(floor['high'])} a call at every n up to "
-            f"{floor['sizes'][-1]:,}: the host's dispatch of the call, not the GPU's compute")
-
-
-# --- the crossover and the table ----------------------------------------------------------------
-
-def crossover(records, dtype: str = "float32") -> int | None:
-    """The smallest size from which the GPU was measurably faster at every larger size, in the
-    sweeps of one run; None when it was not at the largest."""
-    if len({r.get("run_id") for r in records}) > 1:
-        raise ValueError("the records come from several runs: compare the sweeps of one run_id")
-    if not all(amortised(r) for r in records):
-        raise ValueError("the records time one synchronised call each (an older method), not "
-                         "the throughput: record a new run with python -m "
-                         "gpulesson.experiments.matmul")
-    cpu, gpu = find(records, "cpu", dtype), find(records, "gpu", dtype)
-    if cpu is None or gpu is None:
-        missing = " and ".join(d.upper() for d, r in (("cpu", cpu), ("gpu", gpu)) if r is None)
-        raise ValueError(f"no {missing} sweep in {dtype}: the crossover needs both")
-    cpu_points, gpu_points = ({p["n"]: p for p in r["points"]} for r in (cpu, gpu))
-    found = None
-    for n in sorted(cpu_points.keys() & gpu_points.keys(), reverse=True):
-        rates = rate_summary(gpu_points[n]), rate_summary(cpu_points[n])
-        verdict = all(rates) and compare(*rates, higher_is_better=True)
-        if not (verdict and verdict.measurable and verdict.word == "faster"):
-            break
-        found = n
-    return found
-
-
-def crossover_text(records, dtype: str = "float32") -> str:
-    """The crossover in words, or NOT_RECORDED."""
-    gpu = find(records, "gpu", dtype)
-    if find(records, "cpu", dtype) is None or gpu is None or not all(map(amortised, records)):
-        return NOT_RECORDED
-    n, sizes = crossover(records, dtype), [p["n"] for p in gpu["points"]]
-    if n is None:
-        return (f"none: at n = {max(sizes):,}, the largest size, the GPU was not measurably "
-                "faster than the CPU")
-    if n == min(sizes):
-        return f"n = {n:,} or smaller: the GPU was faster at every size measured"
-    return f"n = {n:,}"
-
-
-def crossover_line(records, dtype: str = "float32") -> str:
-    """The crossover as a notebook prints it, saying why where there is none to give."""
-    why = (crossover_text(records, dtype) if any(map(is_gpu, records))
-           else "no GPU sweep in these records")
-    return f"GPU faster ({dtype}) from: {why}"
-
-
-def rate_text(value: float) -> str:
-    if value >= 100:
-        return f"{value:,.0f}"
-    return f"{value:.1f}" if value >= 1 else f"{value:.3f}"
-
-
-def describe(records) -> str:
-    """The sweeps of one run as tables of GFLOP/s and of latency per size, and the crossover."""
-    if not records:
-        return "No run recorded."
-    lines = [f"Run {records[0].get('run_id', '?')}: {software(records)}; "
-             + "; ".join(f"{k}: {v}" for k, v in hardware(records).items())]
-    columns = [r for r in records if r["points"]]
-    sizes = sorted({p["n"] for r in columns for p in r["points"]})
-    for head, cell in (("Throughput, GFLOP/s (median over windows of calls, one wait a window)",
-                        lambda p: rate_text(p["gflops"])),
-                       ("Latency of one synchronised call (median)",
-                        lambda p: duration(s["median"])
-                        if (s := point_summary(p, "latency_seconds")) else "-")):
-        lines.append(f"{head} per matrix size n:")
-        lines.append(f"{'n':>6}" + "".join(f"{r['device_kind'].upper() + ' ' + precision_label(r):>19}"
-                                           for r in columns))
-        for n in sizes:
-            found = [next((p for p in r["points"] if p["n"] == n), None) for r in columns]
-            lines.append(f"{n:>6}" + "".join(f"{cell(p) if p else '-':>19}" for p in found))
-    for r in records:
-        what = f"{r['device_kind'].upper()} {r['dtype']}"
-        if r.get("unsupported"):
-            lines.append(f"{what}: not supported here ({r['unsupported']})")
-        lines += [f"{what}: n = {skip['n']} skipped, {skip['reason']}"
-                  for skip in r.get("skipped", [])]
-    lines.append(crossover_line(records))
-    busy = max(r.get("other_programs_cpu_share") or 0 for r in records)
-    if busy > BUSY:
-        lines.append(f"Note: other programs used up to {busy:.0%} of the CPU time during a "
-                     "sweep: the numbers may be too low (CPU) or noisy.")
-    return "\n".join(lines)
 
 
 # --- the figures and their alt texts ----------------------------------------------------------
@@ -355,7 +193,7 @@ def gflops_alt(records) -> str:
     if peaks:
         parts.append("Thin dashed horizontal lines mark the vendor's published peaks, not "
                      "measurements: " + "; ".join(p["label"] for p in peaks) + ".")
-    floor = floor_drawn(records)
+    floor = dispatch_floor(records)
     if floor:
         parts.append(f"A grey band over n = {floor['sizes'][0]:,} to {floor['sizes'][-1]:,} "
                      f"marks the GPU's dispatch floor: float32 calls took {floor_words(floor)}.")
@@ -436,7 +274,7 @@ def _rates_figure(records):
         lambda v, _: f"{v:,.{max(0, -math.floor(math.log10(v) + 1e-9))}f}"))
     ax.set_ylabel("TFLOP/s (time per call over a window of calls)")
     ax.set_title(LINE_SPREAD_NOTE.replace("median", "median window"), fontsize=8.5)
-    floor = floor_drawn(records)
+    floor = dispatch_floor(records)
     if floor:
         low, high = floor["sizes"][0], floor["sizes"][-1]
         ax.axvspan(low / 1.25, high * 1.25, color="0.5", alpha=0.12, linewidth=0)
@@ -492,9 +330,6 @@ def _times_figure(records):
     return fig
 
 
-FIGURES = ("matmul-gflops.svg", "matmul-sync.svg")
-
-
 def figures(records, latency=None):
     """``(TFLOP/s against size, the time of one call)`` of a run (the second of ``latency``'s
     where given)."""
@@ -515,18 +350,6 @@ def _peak(record: dict | None) -> str:
     others = [n for n in first if n != f"{best:,}"]
     return (f"{summary_text(rates[best])} at n = {best:,}"
             + (f" ({NO_DIFFERENCE} from n = {listed(others)})" if others else ""))
-
-
-def dtype_by_size(records, device: str, dtype: str) -> dict[str, list[int]]:
-    """The sizes at which ``dtype`` was "faster", "slower" or no different from float32."""
-    base = {p["n"]: p for p in points(records, device)}
-    groups: dict[str, list[int]] = {}
-    for p in points(records, device, dtype):
-        a, b = point_summary(p), point_summary(base.get(p["n"]))
-        if a and b:
-            verdict = compare(a, b)
-            groups.setdefault(verdict.word if verdict.measurable else NO_DIFFERENCE, []).append(p["n"])
-    return {key: groups[key] for key in ("faster", "slower", NO_DIFFERENCE) if key in groups}
 
 
 def _by_size_text(records, device: str, dtype: str) -> str:
@@ -558,8 +381,7 @@ def _unsync_text(found: list[dict]) -> str:
 
 def _run_values(prefix: str, records) -> dict[str, str]:
     names = hardware(records)
-    return {**run_values(prefix, records, "run", "date"),
-            f"{prefix}_software": software(records) if records else NOT_RECORDED,
+    return {**run_values(prefix, records, "run", "date"), f"{prefix}_software": given(records, software),
             f"{prefix}_cpu": names.get("CPU", NOT_RECORDED),
             f"{prefix}_gpu": names.get("GPU", NOT_RECORDED)}
 
@@ -576,11 +398,11 @@ def latency_values(records) -> dict[str, str]:
         found = points(records, device) or [None]
         for name, point in (("smallest", found[0]), ("largest", found[-1])):
             summary = point_summary(point, "latency_seconds")
-            values[f"ref_mm_lat_{device}_{name}"] = (f"{summary_text(summary, duration)} at n = "
-                                                     f"{point['n']:,}" if summary else NOT_RECORDED)
+            values[f"ref_mm_lat_{device}_{name}"] = given(
+                summary and f"{summary_text(summary, duration)} at n = {point['n']:,}")
     cpu = points(records, "cpu")
     largest = (cpu or [None])[-1]
-    values["ref_mm_lat_cpu_largest_n"] = f"{largest['n']:,}" if largest else NOT_RECORDED
+    values["ref_mm_lat_cpu_largest_n"] = given(largest and f"{largest['n']:,}")
     for key, samples in (("largest_time", "latency_seconds"), ("unsync_time", "unsynchronised_seconds")):
         values[f"ref_mm_lat_cpu_{key}"] = median_text(point_summary(largest, samples), what="repeats")
     values["ref_mm_lat_cpu_unsync_verdict"] = _unsync_text(cpu)
@@ -614,12 +436,10 @@ def throughput_values(records) -> dict[str, str]:
         found = [p for r in records if r.get("device_kind") == device for p in r["points"]]
         calls = sorted({p["calls_per_sync"] for p in found if p.get("calls_per_sync")})
         shares = [p["overhead_share"] for p in found if p.get("overhead_share") is not None]
-        values[f"ref_mm_{device}_calls"] = (
-            (f"{calls[0]:,} to {calls[-1]:,}" if len(calls) > 1 else f"{calls[0]:,}")
-            if calls else NOT_RECORDED)
-        values[f"ref_mm_{device}_overhead"] = _share_text(max(shares)) if shares else NOT_RECORDED
-        record = find(records, device)
-        values[f"ref_mm_{device}_float32_label"] = precision_label(record) if record else NOT_RECORDED
+        values[f"ref_mm_{device}_calls"] = given(calls and " to ".join(
+            f"{n:,}" for n in sorted({calls[0], calls[-1]})))
+        values[f"ref_mm_{device}_overhead"] = given(shares and max(shares), _share_text)
+        values[f"ref_mm_{device}_float32_label"] = given(find(records, device), precision_label)
     return values
 
 
@@ -703,40 +523,34 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     values = _run_values("ref_mm", records)
     values["ref_mm_cpu_only"] = (values["ref_mm_cpu"] if values["ref_mm_gpu"] == NOT_RECORDED
                                  else NOT_RECORDED)
-    values["ref_mm_crossover"] = crossover_text(records) if records else NOT_RECORDED
+    values["ref_mm_crossover"] = given(records, crossover_text)
     for device in DEVICES:
         found = points(records, device) or [None]
         smallest, largest, prefix = found[0], found[-1], f"ref_mm_{device}"
         small = rate_summary(smallest)
-        values[f"{prefix}_smallest"] = (f"{summary_text(small)} at n = {smallest['n']:,}"
-                                        if small else NOT_RECORDED)
-        values[f"{prefix}_largest_n"] = f"{largest['n']:,}" if largest else NOT_RECORDED
+        values[f"{prefix}_smallest"] = given(small and f"{summary_text(small)} at n = {smallest['n']:,}")
+        values[f"{prefix}_largest_n"] = given(largest and f"{largest['n']:,}")
         values[f"{prefix}_largest_time"] = median_text(point_summary(largest), what="repeats")
-        first = largest and largest.get("first_call_seconds")
-        values[f"{prefix}_first_call"] = duration(first) if first else NOT_RECORDED
+        values[f"{prefix}_first_call"] = given(largest and largest.get("first_call_seconds"), duration)
         for dtype in DTYPES:
             values[f"{prefix}_{dtype}"] = _peak(find(records, device, dtype))
-    walls = [r["wall_seconds"] for r in records
-             if r.get("device_kind") == "cpu" and r.get("wall_seconds")]
-    values["ref_mm_cpu_sweep_time"] = duration(sum(walls)) if walls else NOT_RECORDED
+    values["ref_mm_cpu_sweep_time"] = given(sum(r.get("wall_seconds") or 0 for r in records
+                                                if r.get("device_kind") == "cpu"), duration)
     values.update({name: _by_size_text(records, *which) for name, which in BY_SIZE.items()})
     values.update(throughput_values(records))
     values.update(peak_values(records))
     values.update(_run_values("ref_mm_lat", latency))
     values.update(latency_values(latency))
     values.update(_model_values(Path(path).parent / FEEDING_FILE.name))
-    copied = (points(records, "gpu") or [None])[-1]
-    seconds = copied and copied.get("transfer_median_seconds")
-    values["ref_mm_gpu_transfer_n"] = f"{copied['n']:,}" if seconds else NOT_RECORDED
-    values["ref_mm_gpu_transfer_time"] = median_text(point_summary(copied, "transfer_seconds"),
+    copy = next((p for p in points(records, "gpu")[-1:] if p.get("transfer_median_seconds")), None)
+    values["ref_mm_gpu_transfer_n"] = given(copy and f"{copy['n']:,}")
+    values["ref_mm_gpu_transfer_time"] = median_text(point_summary(copy, "transfer_seconds"),
                                                      what="repeats")
-    values["ref_mm_gpu_transfer_gflops"] = (
-        f"{rate_text(gflops(copied['n'], copied['median_seconds'] + seconds))} GFLOP/s"
-        if seconds else NOT_RECORDED)
-    values["ref_mm_gpu_copy_memory"] = copy_text(copied) if seconds else NOT_RECORDED
-    floor = floor_drawn(records)
-    values["ref_mm_gpu_floor"] = floor_words(floor) if floor else NOT_RECORDED
+    values["ref_mm_gpu_transfer_gflops"] = given(copy and rate_text(gflops(
+        copy["n"], copy["median_seconds"] + copy["transfer_median_seconds"])) + " GFLOP/s")
+    values["ref_mm_gpu_copy_memory"] = given(copy, copy_text)
+    values["ref_mm_gpu_floor"] = given(dispatch_floor(records), floor_words)
     values["ref_mm_method_note"] = method_note(records)
-    values["ref_mm_fig_gflops_alt"] = gflops_alt(records) if records else NOT_RECORDED
-    values["ref_mm_fig_sync_alt"] = sync_alt(latency) if latency else NOT_RECORDED
+    values["ref_mm_fig_gflops_alt"] = given(records, gflops_alt)
+    values["ref_mm_fig_sync_alt"] = given(latency, sync_alt)
     return values
