@@ -24,27 +24,25 @@ import re
 from pathlib import Path
 
 import yaml
-from episode_meta import (  # noqa: F401 (re-exported: the lesson's tools import them from here)
+from lesson_schedule import (  # noqa: F401 (re-exported: the lesson's tools import them from here)
     EPISODE_DIR,
+    Break,
     Episode,
     FrontMatterError,
-    check_schema,
-    episodes,
-    read_episode,
-    split_front_matter,
-    toc_episode_paths,
-)
-from lesson_schedule import (  # noqa: F401 (re-exported)
-    Break,
     Session,
     SetupCheck,
     Slot,
+    check_schema,
+    episodes,
+    read_episode,
     schedule_breaks,
     schedule_inner_breaks,
     schedule_markdown,
     schedule_parts,
     schedule_sessions,
     schedule_setup_check,
+    split_front_matter,
+    toc_episode_paths,
 )
 
 _FENCE = re.compile(r"^(`{3,}|~{3,}).*?^\1[ \t]*$", re.DOTALL | re.MULTILINE)
