@@ -9,7 +9,6 @@ for (50000, 32, 32, 3) uint8), more than its 1 MiB chunk cache keeps for the nex
 from __future__ import annotations
 
 import re
-import statistics
 import time
 from pathlib import Path
 
@@ -115,20 +114,17 @@ def batch_slices(n: int, batch_size: int, *, order: str = "sequential", seed: in
     return [(int(start), min(int(start) + int(batch_size), int(n))) for start in starts]
 
 
-def read_batches(path, batch_size: int, *, order: str = "sequential", seed: int = 0,
-                 limit: int | None = None) -> tuple[float, int]:
-    """``(seconds, images read)`` of one pass over the first ``limit`` images of ``path`` in
-    :func:`batch_slices` order; the clock runs over the batch reads only, the file open."""
+def read_batches(path, batch_size: int, *, order: str = "sequential", seed: int = 0) -> tuple[float, int]:
+    """``(seconds, images read)`` of one pass over ``path`` in :func:`batch_slices` order; the
+    clock runs over the batch reads only, the file open."""
     import h5py
 
     with h5py.File(Path(path).expanduser(), "r") as f:
         x, y = f["x"], f["y"]
         if len(x) != len(y):
             raise ValueError(f"{path}: x has {len(x)} rows but y has {len(y)}")
-        n = len(x) if limit is None else min(int(limit), len(x))
-        slices = batch_slices(n, batch_size, order=order, seed=seed)
-        count = 0
-        start_time = time.perf_counter()
+        slices = batch_slices(len(x), batch_size, order=order, seed=seed)
+        count, start_time = 0, time.perf_counter()
         for start, stop in slices:
             images, _labels = x[start:stop], y[start:stop]
             count += len(images)
@@ -137,13 +133,12 @@ def read_batches(path, batch_size: int, *, order: str = "sequential", seed: int 
 
 
 def compare_layouts(x, y, directory, *, batch_size: int = CHUNK_ROWS, layouts=None,
-                    repeats: int = REPEATS, warmup: int = WARMUP, order: str = "shuffled",
-                    chunk_rows: int | None = None, keep: bool = False,
+                    repeats: int = REPEATS, order: str = "shuffled", keep: bool = False,
                     progress: bool = True) -> list[dict]:
-    """One JSON-ready row per layout: ``x, y`` written to ``directory`` (deleted after unless
-    ``keep``; batch chunks of ``chunk_rows``, default ``batch_size``), then ``warmup`` and
-    ``repeats`` passes reading them in ``batch_size`` batches. The page cache holds the file
-    just written: the times are HDF5's own work (finding chunks, decompressing, copying)."""
+    """One JSON-ready row per layout: ``x, y`` written to ``directory`` in chunks of
+    ``batch_size`` rows (deleted after unless ``keep``), then the rule's warm-up and ``repeats``
+    passes reading them in batches. The page cache holds the file just written: the times are
+    HDF5's own work (finding chunks, decompressing, copying)."""
     import h5py
     from tqdm.auto import tqdm
 
@@ -151,15 +146,13 @@ def compare_layouts(x, y, directory, *, batch_size: int = CHUNK_ROWS, layouts=No
     for layout in layouts:
         _check_layout(layout)
     _check_whole("repeats", repeats, 1)
-    _check_whole("warmup", warmup, 0)
     batch_slices(0, batch_size, order=order)  # check batch_size and order before any work
-    chunk_rows = batch_size if chunk_rows is None else chunk_rows
     rows = []
     for layout in tqdm(layouts, desc="Comparing layouts", unit="layout", disable=not progress):
         path = layout_path(directory, layout)
         try:
             start = time.perf_counter()
-            write_layout(path, x, y, layout, chunk_rows=chunk_rows)
+            write_layout(path, x, y, layout, chunk_rows=batch_size)
             write_seconds = time.perf_counter() - start
             with h5py.File(path, "r") as f:
                 dataset = f["x"]
@@ -169,26 +162,23 @@ def compare_layouts(x, y, directory, *, batch_size: int = CHUNK_ROWS, layouts=No
             size = path.stat().st_size
             times = []
             # the same batch orders for every layout; the warm-up passes come first
-            for repeat in range(int(warmup) + int(repeats)):
+            for repeat in range(WARMUP + int(repeats)):
                 seconds, count = read_batches(path, batch_size, order=order, seed=repeat)
                 if count != n_images:
                     raise RuntimeError(f"{path}: read {count} images of {n_images}")
                 times.append(seconds)
-            warm, times = times[:int(warmup)], times[int(warmup):]
+            summary = summarise(times[WARMUP:], times[:WARMUP])
         finally:
             if not keep:
                 path.unlink(missing_ok=True)
-        median = statistics.median(times)
         rows.append({
             "layout": layout, "description": DESCRIPTIONS[layout], "chunks": chunks,
             "compression": compression, "compression_opts": level if level is None else int(level),
             "file_bytes": int(size), "file_mb": size / MB, "write_seconds": write_seconds,
-            "read_seconds_median": median, "read_seconds_min": min(times),
-            "read_seconds_max": max(times), "read_seconds": times, "read_warmup_seconds": warm,
-            SUMMARY_KEY: summarise(times, warm),
-            "images_per_second": n_images / median if median > 0 else None,
+            SUMMARY_KEY: summary,
+            "images_per_second": n_images / summary["median"] if summary["median"] > 0 else None,
             "batch_size": int(batch_size), "n_images": int(n_images), "order": order,
-            "repeats": int(repeats), "warmup": int(warmup), "path": str(path) if keep else None,
+            "repeats": int(repeats), "warmup": WARMUP, "path": str(path) if keep else None,
         })
     return rows
 
