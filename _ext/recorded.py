@@ -59,6 +59,11 @@ def _source(cell: dict) -> str:
     return "".join(source) if isinstance(source, list) else source
 
 
+def code_hashes(nb: dict) -> list[str]:
+    """The hash of each code cell of a notebook, in order (a record keeps them: ``cells``)."""
+    return [cell_hash(_source(cell)) for cell in nb["cells"] if cell["cell_type"] == "code"]
+
+
 def recorded_outputs(nb: dict) -> dict[str, list[list]]:
     """{cell hash: [outputs of each recorded cell with that source, in order]}."""
     found: dict[str, list[list]] = defaultdict(list)
@@ -76,18 +81,6 @@ def match_cells(sources: list[str], nb: dict) -> list[list | None]:
         queue = available.get(cell_hash(source))
         matched.append(queue.pop(0) if queue else None)
     return matched
-
-
-def stale_cells(sources: list[str], nb: dict) -> list[str]:
-    """The first line of every changed or new code cell, and a line for recorded cells now gone."""
-    problems = [f"changed or new cell: {(source.strip().splitlines() or [''])[0]!r}"
-                for source, outputs in zip(sources, match_cells(sources, nb), strict=True)
-                if outputs is None]
-    recorded = sum(cell["cell_type"] == "code" for cell in nb["cells"])
-    gone = recorded - (len(sources) - len(problems))
-    if gone > 0:
-        problems.append(f"{gone} recorded cell(s) no longer in the episode")
-    return problems
 
 
 def image_alts(nb: dict) -> dict[str, str]:

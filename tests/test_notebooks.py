@@ -56,7 +56,7 @@ def test_the_data_cell_adds_no_code():
     episode = ROOT / "_episodes" / "05-cpu-vs-gpu.md"
     text = carpentry.fill_placeholders(episode.read_text(encoding="utf-8"), ROOT)
     source = jupytext.reads(text, fmt="myst")
-    made = mk.build_notebook(episode)
+    made = mk.build_notebooks(episode)[0]
     code = [cell.source for cell in made.cells if cell.cell_type == "code"]
     # Every code cell of the episode but the exercises' cells with blanks (the learners' only).
     assert code == [cell.source for cell in source.cells if cell.cell_type == "code"

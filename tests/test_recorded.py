@@ -23,6 +23,7 @@ import record_run
 import recorded
 from conftest import ROOT
 from conftest import record_run as run_tool
+from test_recorded_lesson import stale_cells, stale_records
 
 RECORDED = ("01-introduction", "03-environments")
 
@@ -93,20 +94,20 @@ def test_the_recorded_outputs_are_clean_for_a_static_page(lesson):
 def test_a_changed_code_cell_is_stale_until_recorded_again(lesson, tmp_path):
     root = tmp_path / "lesson"
     shutil.copytree(lesson, root, ignore=shutil.ignore_patterns("_build"))
-    assert record_run.stale_records(root) == []
+    assert stale_records(root) == []
     episode = root / "_episodes" / "03-environments.md"
     text = episode.read_text(encoding="utf-8")
     # Prose changes need no new run.
     episode.write_text(text.replace("Which Keras backend is active",
                                     "Which Keras backend is in use"), encoding="utf-8")
-    assert record_run.stale_records(root) == []
+    assert stale_records(root) == []
     # A code change does: the test names the notebook, the cell and the command.
     code = 'print("KERAS_BACKEND:", os.environ.get("KERAS_BACKEND", "(not set)"))'
     assert code in text
     episode.write_text(text.replace(code, code + '\nprint("changed")'), encoding="utf-8")
     for ep in mk.notebook_episodes(root):
         mk.target(ep, root).write_text(mk.notebook_texts(ep)[mk.target(ep)], encoding="utf-8")
-    problems = record_run.stale_records(root)
+    problems = stale_records(root)
     assert len(problems) == 1, problems
     assert "executed/03-environments.ipynb is stale" in problems[0]
     assert "import os" in problems[0]
@@ -118,7 +119,7 @@ def test_a_changed_code_cell_is_stale_until_recorded_again(lesson, tmp_path):
     # Recording again (quick, as the stale record was) makes it current.
     result = run_tool(root, "--quick", "--data", "synthetic", "--only", "03")
     assert result.returncode == 0, result.stderr[-3000:]
-    assert record_run.stale_records(root) == []
+    assert stale_records(root) == []
     assert "changed" in json.dumps(load(root, "03-environments")["cells"])
 
 
@@ -132,7 +133,7 @@ def test_a_copy_whose_printed_reference_changed_is_stale(lesson, tmp_path):
     assert nb["metadata"][recorded.METADATA_KEY]["references"] == {}  # it prints none
     nb["metadata"][recorded.METADATA_KEY]["references"] = {"cnn": ["20260101T000000Z-old000"]}
     path.write_text(json.dumps(nb), encoding="utf-8")
-    problems = record_run.stale_records(root)
+    problems = stale_records(root)
     assert len(problems) == 1 and "the reference it prints changed (cnn: run " \
         "20260101T000000Z-old000 -> none)" in problems[0], problems
     # Episode 10's notebook prints episode 5's CNN reference and, for ResNet-50's step,
@@ -262,7 +263,7 @@ def test_the_clean_only_step_takes_colours_out_of_old_records_and_keeps_them_cur
     outputs = [output for cell in code_cells(cleaned) for output in cell["outputs"]]
     assert not any(clean_outputs.has_colours(output) for output in outputs)
     assert {"text/plain": ["Total params: 10\n"]} in [output.get("data") for output in outputs]
-    assert record_run.stale_records(tmp_path) == []
+    assert stale_records(tmp_path) == []
     assert record_run.clean_records(tmp_path / "executed") == []  # nothing left to clean
 
 
@@ -330,7 +331,7 @@ def test_the_clean_only_step_names_the_machines_folders_neutrally(tmp_path):
     python, warning = code_cells(cleaned)[0]["outputs"][-1]["text"]
     assert python == "Python 3.11.7 (<lesson>/.venv/bin/python)\n"
     assert warning.startswith(("<lesson>/", "<venv>/", "~/")), warning
-    assert record_run.stale_records(tmp_path) == []
+    assert stale_records(tmp_path) == []
     assert record_run.clean_records(tmp_path / "executed") == []  # nothing left to clean
 
 
@@ -386,7 +387,7 @@ def test_repeated_sources_get_their_own_outputs_in_order():
                     {"cell_type": "code", "source": "x\n", "outputs": [2]},
                     {"cell_type": "code", "source": "y", "outputs": [3]}]}
     assert recorded.match_cells(["x", "x", "z"], nb) == [[1], [2], None]
-    assert recorded.stale_cells(["x", "x", "z"], nb) == ["changed or new cell: 'z'",
+    assert stale_cells(["x", "x", "z"], nb) == ["changed or new cell: 'z'",
                                                         "1 recorded cell(s) no longer in the episode"]
 
 

@@ -241,7 +241,3 @@ def clean_notebook(nb: dict, home: str | None = None, paths=None) -> dict:
         cell["execution_count"] = None
         cell.get("metadata", {}).pop("execution", None)
     return nb
-
-
-def size_of(folder: Path) -> int:
-    return sum(path.stat().st_size for path in Path(folder).glob("*.ipynb"))

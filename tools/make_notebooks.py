@@ -169,11 +169,6 @@ def build_notebooks(episode: Path, root: Path = ROOT) -> tuple[nbformat.Notebook
     return complete, learner
 
 
-def build_notebook(episode: Path, root: Path = ROOT) -> nbformat.NotebookNode:
-    """The complete notebook for one episode (what CI and the recorded runs execute)."""
-    return build_notebooks(episode, root)[0]
-
-
 def notebook_texts(episode: Path, root: Path = ROOT) -> dict[Path, str]:
     """{path: text} of the episode's complete notebook and learner's notebook."""
     texts = {}

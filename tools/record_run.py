@@ -30,15 +30,8 @@ sys.path.insert(0, str(ROOT / "_ext"))
 sys.path.insert(0, str(ROOT / "tools"))
 import clean_outputs  # noqa: E402
 import make_notebooks  # noqa: E402
-from carpentry import EPISODE_DIR  # noqa: E402
-from recorded import (  # noqa: E402
-    EXECUTED_DIR,
-    METADATA_KEY,
-    cell_hash,
-    read_record,
-    refresh_command,
-    stale_cells,
-)
+import recorded  # noqa: E402
+from recorded import EXECUTED_DIR  # noqa: E402
 
 from gpulesson.machine.preflight import require_or_exit  # noqa: E402
 
@@ -324,64 +317,20 @@ def record(notebook: Path, out_dir: Path, *, data: str, quick: bool, facts: dict
         shutil.rmtree(workdir, ignore_errors=True)
     paths = clean_outputs.machine_paths(work=env.get("LESSON_WORK_DIR"))
     nb = clean_outputs.clean_notebook(json.loads(json.dumps(nb)), paths=paths)
-    cells = [cell_hash("".join(cell["source"])) for cell in nb["cells"]
-             if cell["cell_type"] == "code"]
-    nb["metadata"][METADATA_KEY] = provenance(facts, data, quick, wall_s, cells,
-                                              printed_references(notebook.stem))
+    nb["metadata"][recorded.METADATA_KEY] = provenance(
+        facts, data, quick, wall_s, recorded.code_hashes(nb), printed_references(notebook.stem))
     target = out_dir / notebook.name
     write_atomically(nb, target)
     return target
 
 
-def code_sources(episode: Path) -> list[str]:
-    """The code cells of an episode's learner notebook, as the recorded run executed them."""
-    return [cell.source for cell in make_notebooks.build_notebook(episode).cells
-            if cell.cell_type == "code"]
-
-
-def stale_records(root: Path = ROOT) -> list[str]:
-    """A line per executed copy whose code no longer matches its episode: what, and its refresh."""
-    problems = []
-    for path in sorted((root / EXECUTED_DIR).glob("*.ipynb")):
-        episode = root / EPISODE_DIR / f"{path.stem}.md"
-        if not episode.exists():
-            problems.append(f"{EXECUTED_DIR}/{path.name} has no episode {EPISODE_DIR}/{episode.name}: "
-                            "remove it")
-            continue
-        try:
-            nb = read_record(path)
-        except ValueError as exc:
-            problems.append(str(exc))
-            continue
-        run = nb["metadata"][METADATA_KEY]
-        command = refresh_command(path.stem, run.get("data", "cifar10"))
-        hashes = [cell_hash("".join(cell["source"])) for cell in nb["cells"]
-                  if cell["cell_type"] == "code"]
-        if hashes != run.get("cells"):
-            problems.append(f"{EXECUTED_DIR}/{path.name} was edited after its run; refresh it: "
-                            f"{command}")
-            continue
-        changed = stale_cells(code_sources(episode), nb)
-        # A copy recorded before its references were kept cannot say: only a kept one is checked.
-        kept, now = run.get("references"), printed_references(path.stem, root / "results")
-        changed += [f"the reference it prints changed ({name}: run {', '.join(kept[name])} -> "
-                    f"{', '.join(now.get(name, [])) or 'none'})"
-                    for name in sorted(kept or {}) if kept[name] != now.get(name)]
-        if changed:
-            problems.append(f"{EXECUTED_DIR}/{path.name} is stale ({'; '.join(changed)}); "
-                            f"refresh it: {command}")
-    return problems
-
-
-def unrecorded(root: Path = ROOT) -> list[str]:
-    """The episodes with code cells that have no executed copy yet."""
-    return [episode.stem for episode in make_notebooks.notebook_episodes(root)
-            if code_sources(episode) and not (root / EXECUTED_DIR / f"{episode.stem}.ipynb").exists()]
+def size_of(folder: Path) -> int:
+    return sum(path.stat().st_size for path in Path(folder).glob("*.ipynb"))
 
 
 def check_size(folder: Path, limit: int = SIZE_LIMIT) -> str | None:
     """A message when the executed copies together are larger than ``limit`` bytes."""
-    total = clean_outputs.size_of(folder) if Path(folder).exists() else 0
+    total = size_of(folder)
     if total > limit:
         return (f"{Path(folder).name}/ holds {total / 1e6:.2f} MB of executed notebooks, over the "
                 f"limit of {limit / 1e6:.0f} MB: show fewer or smaller figures")
@@ -470,7 +419,7 @@ def record_all(notebooks, args, data: str, quick: bool, facts: dict, env: dict) 
     if too_large:
         print(too_large, file=sys.stderr)
         return 1
-    print(f"{args.out.name}/ holds {clean_outputs.size_of(args.out) / 1e6:.2f} MB of executed "
+    print(f"{args.out.name}/ holds {size_of(args.out) / 1e6:.2f} MB of executed "
           f"notebooks (limit {SIZE_LIMIT / 1e6:.0f} MB)")
     if failed:
         print(f"not recorded: {', '.join(failed)}", file=sys.stderr)
