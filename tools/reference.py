@@ -24,30 +24,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from steps import (
-    DDP_CHECK,
-    FEEDING_CPU_STEPS,
-    FIGURES,
-    KERAS,
-    NOTEBOOK,
-    REFRESH,
-    ROOT,
-    STATE_DIR,
-    TORCH_ENV,
-    StageStopped,
-    Step,
-    StopRequested,
-    check_data_chosen,
-    command,
-    experiment,
-    gpu_present,
-    load_state,
-    pack,
-    run_step,
-    save_state,
-    say_now,
-    stop_on_signals,
-)
+import steps
+from steps import KERAS, ROOT, STATE_DIR, StageStopped, Step, StopRequested, experiment, say_now
 
 from gpulesson.machine.preflight import MissingPackage, require
 
@@ -63,18 +41,13 @@ class Stage:
 
 
 def _notebooks(*numbers: str) -> list[Step]:
-    return [Step(f"notebook {n}", ["tools/record_run.py", "--only", n], NOTEBOOK, quick_option=True)
+    return [Step(f"notebook {n}", ["tools/record_run.py", "--only", n], steps.NOTEBOOK, quick_option=True)
             for n in numbers]
 
 
 # Beside a GPU, the CPU's side of the comparison: the pipelines episode 9 sets against the GPU's
 # (the slow classic one, the lesson's, gzip's and data in memory).
 FEEDING_CPU_WITH_GPU = ("--pipelines", "classic", "lesson", "lesson-gzip", "ram")
-# Three stages of notebooks: on 2 cores (executed/*.ipynb) 01-06 took 478 s, 07, 08 and 10 389 s,
-# 09 290 s; notebooks-1 is at the default time limit there (such a machine uses --time-limit 0).
-NOTEBOOKS_1 = ("01", "03", "04", "05", "06")
-NOTEBOOKS_2 = ("07", "08", "10")
-NOTEBOOKS_3 = ("09",)
 
 STAGES = {stage.name: stage for stage in (
     Stage("core", "episode 5's CNN, episode 6's matrix multiplication, episode 8's PyTorch",
@@ -82,8 +55,8 @@ STAGES = {stage.name: stage for stage in (
               experiment("cnn"),
               experiment("matmul"),
               experiment("torch_reference", needs=("torch", "torchvision", "numpy", "h5py"),
-                         env=TORCH_ENV),
-              DDP_CHECK,
+                         env=steps.TORCH_ENV),
+              steps.DDP_CHECK,
           ]),
     Stage("small-models", "episode 7's small MLP and its sweep", "3-5 min",
           [experiment("small_models", needs=(*KERAS, "sklearn"))]),
@@ -91,12 +64,12 @@ STAGES = {stage.name: stage for stage in (
     # the classic pipeline (a few hundred images a second) is capped everywhere.
     Stage("feeding-gpu", "episode 9's input pipelines on the GPU (nothing without one)",
           "about 3 min", [experiment("feeding", "--devices", "gpu", "--chunks",
-                                    "--classic-max-steps", FEEDING_CPU_STEPS, with_gpu=(),
+                                    "--classic-max-steps", steps.FEEDING_CPU_STEPS, with_gpu=(),
                                      gpu_only=True, step="pipelines on the GPU")]),
-    Stage("feeding-cpu", f"episode 9's input pipelines on the CPU, {FEEDING_CPU_STEPS} steps an "
+    Stage("feeding-cpu", f"episode 9's input pipelines on the CPU, {steps.FEEDING_CPU_STEPS} steps an "
           "epoch", "about 2 min",
-          [experiment("feeding", "--devices", "cpu", "--cpu-max-steps", FEEDING_CPU_STEPS,
-                      "--classic-max-steps", FEEDING_CPU_STEPS, with_gpu=FEEDING_CPU_WITH_GPU,
+          [experiment("feeding", "--devices", "cpu", "--cpu-max-steps", steps.FEEDING_CPU_STEPS,
+                      "--classic-max-steps", steps.FEEDING_CPU_STEPS, with_gpu=FEEDING_CPU_WITH_GPU,
                       step="pipelines on the CPU")]),
     Stage("ceiling", "episode 9's ceiling of fit, one process per installed backend", "3-5 min",
           [experiment("ceiling")]),
@@ -106,12 +79,14 @@ STAGES = {stage.name: stage for stage in (
                       with_gpu=("--backends", "jax", "--devices", "gpu"))]),
     Stage("contention", "episode 5's CPU epochs on a shared node (CPU only: not part of a GPU "
           "node's run)", "CPU only", [experiment("contention", with_gpu=())]),
+    # Three stages of notebooks: on 2 cores (executed/*.ipynb) 01-06 took 478 s, 07, 08 and 10 389 s,
+    # 09 290 s; notebooks-1 is at the default time limit there (such a machine uses --time-limit 0).
     Stage("notebooks-1", "figures and notebooks refilled, then episodes 1 and 3 to 6 recorded",
-          "about 3 min", [*REFRESH, *_notebooks(*NOTEBOOKS_1)]),
-    Stage("notebooks-2", "episodes 7, 8 and 10 recorded", "about 3 min", _notebooks(*NOTEBOOKS_2)),
-    Stage("notebooks-3", "episode 9 recorded", "about 2 min", _notebooks(*NOTEBOOKS_3)),
+          "about 3 min", [*steps.REFRESH, *_notebooks("01", "03", "04", "05", "06")]),
+    Stage("notebooks-2", "episodes 7, 8 and 10 recorded", "about 3 min", _notebooks("07", "08", "10")),
+    Stage("notebooks-3", "episode 9 recorded", "about 2 min", _notebooks("09")),
     Stage("pack", "figures and notebooks refilled, everything packed into one archive",
-          "under 1 min", [*REFRESH, Step("pack", None)]),
+          "under 1 min", [*steps.REFRESH, Step("pack", None)]),
 )}
 # What a GPU node records: all but the CPU-only contention experiment.
 GPU_NODE = ("core", "small-models", "feeding-gpu", "feeding-cpu", "ceiling",
@@ -121,21 +96,21 @@ GPU_NODE = ("core", "small-models", "feeding-gpu", "feeding-cpu", "ceiling",
 def expand(name: str) -> list[str]:
     """A stage's name, or 'all', 'gpu-node', 'auto' (gpu-node where there is a GPU, else all)."""
     if name == "auto":
-        name = "gpu-node" if gpu_present() else "all"
+        name = "gpu-node" if steps.gpu_present() else "all"
     return {"all": list(STAGES), "gpu-node": list(GPU_NODE)}.get(name, [name])
 
 
 def run_stage(stage: Stage, *, time_limit: float, state_file: Path, fresh: bool = False,
               gpu: bool | None = None, say=say_now) -> None:
     """Run the steps of ``stage`` that it has not finished, within ``time_limit`` seconds."""
-    state = load_state(state_file)
+    state = steps.load_state(state_file)
     runs = state.setdefault("runs", {})  # run key -> run id, shared by the stages
     if fresh:
         state.setdefault("stages", {}).pop(stage.name, None)
         for step in stage.steps:
             runs.pop(step.run_key, None)
     mine = state.setdefault("stages", {}).setdefault(stage.name, {"done": []})
-    gpu = gpu_present() if gpu is None else gpu
+    gpu = steps.gpu_present() if gpu is None else gpu
     todo = [step for step in stage.steps if step.name not in mine["done"]]
     # A GPU-only step is never marked done without a GPU: a state carried to a GPU node runs it.
     waiting = [step.name for step in todo if step.gpu_only and not gpu]
@@ -165,15 +140,15 @@ def run_stage(stage: Stage, *, time_limit: float, state_file: Path, fresh: bool 
                 from gpulesson.records.results import new_run_id
 
                 runs[step.run_key] = new_run_id()
-                save_state(state_file, state)  # before it runs: a re-run goes on with this run
+                steps.save_state(state_file, state)  # before it runs: a re-run goes on with this run
             began = time.monotonic()
             say(f"[{stage.name}] {step.name} ...")
             try:
                 if step.argv is None:
-                    pack(say=say, state=unpacked(state, stage))
+                    steps.pack(say=say, state=unpacked(state, stage))
                     status = 0
                 else:
-                    status = run_step(command(step, runs.get(step.run_key), gpu), deadline, log,
+                    status = steps.run_step(steps.command(step, runs.get(step.run_key), gpu), deadline, log,
                                       step.env)
             except TimeoutError:
                 raise StageStopped(
@@ -186,7 +161,7 @@ def run_stage(stage: Stage, *, time_limit: float, state_file: Path, fresh: bool 
                                    f"then run the stage again: python tools/reference.py "
                                    f"{stage.name}")
             mine["done"].append(step.name)
-            save_state(state_file, state)
+            steps.save_state(state_file, state)
             say(f"[{stage.name}] {step.name} done in {time.monotonic() - began:.0f} s")
     say(f"Stage {stage.name} done in {time.monotonic() - started:.0f} s.")
     if stage.name == "pack":
@@ -254,7 +229,7 @@ def main(argv=None) -> int:
         return 0
     try:
         if args.figures:
-            require(FIGURES, what="the figures")
+            require(steps.FIGURES, what="the figures")
             draw_figures()
             return 0
         names = []
@@ -267,8 +242,8 @@ def main(argv=None) -> int:
         if args.time_limit < 0:
             parser.error("--time-limit must be 0 (no limit) or more")
         if set(names) - {"pack"}:
-            check_data_chosen()
-        with stop_on_signals():
+            steps.check_data_chosen()
+        with steps.stop_on_signals():
             for name in names:
                 run_stage(STAGES[name], time_limit=args.time_limit,
                           state_file=STATE_DIR / "state.json", fresh=args.fresh)
