@@ -53,25 +53,6 @@ def cifar10_source(environ: Mapping[str, str] | None = None) -> tuple[str, str]:
     return url, sha256
 
 
-def keras_cache_dir(cache_dir: str | os.PathLike | None = None) -> Path:
-    """The Keras cache folder get_file uses: ``cache_dir``, else ``$KERAS_HOME``, else ``~/.keras``."""
-    base = cache_dir or os.environ.get("KERAS_HOME") or "~/.keras"
-    return Path(base).expanduser()
-
-
-def unavailable_message(origin: str, reason: str, cache: Path | None = None) -> str:
-    cache_text = f" ({cache / 'datasets'})" if cache else ""
-    return (f"Could not get CIFAR-10 from {origin} ({reason}).\n"
-        "Compute nodes of a cluster often have no internet access. Either:\n"
-        "  1. on a login node (which has internet) run once\n"
-        "         python -m gpulesson.datasets.prepare --data cifar10\n"
-        f"     It downloads CIFAR-10 into the Keras cache{cache_text} and writes the HDF5 file "
-        "the notebooks read (add --quick for the quick-mode file); or\n"
-        "  2. choose the synthetic stand-in explicitly with LESSON_DATA=synthetic "
-        f"(results are then labelled '{LABELS['synthetic']}').\n"
-        + how_to_set("LESSON_DATA", "synthetic"))
-
-
 def _download_reason(exc: Exception, file_hash: str | None) -> str:
     """The cause of a get_file failure in a few words (Keras wraps urllib's errors in Exception)."""
     cause = exc.__context__
@@ -88,11 +69,11 @@ def _download_reason(exc: Exception, file_hash: str | None) -> str:
 
 def load_cifar10(origin: str = CIFAR10_URL, file_hash: str | None = CIFAR10_SHA256,
                  cache_dir: str | os.PathLike | None = None, progress: bool = True):
-    """CIFAR-10 as ``((x_train, y_train), (x_test, y_test))``, downloaded once into the Keras cache
-    (:class:`DataUnavailableError` when it cannot be had)."""
+    """CIFAR-10 as ``((x_train, y_train), (x_test, y_test))``, downloaded once into the Keras cache."""
     from keras.utils import get_file  # lazy: keeps `import gpulesson` instant
 
-    cache = keras_cache_dir(cache_dir)
+    # The Keras cache folder get_file uses: cache_dir, else $KERAS_HOME, else ~/.keras.
+    cache = Path(cache_dir or os.environ.get("KERAS_HOME") or "~/.keras").expanduser()
     # Keras prints its download progress bar on stdout; hide it when asked to be quiet.
     quiet = contextlib.nullcontext() if progress else contextlib.redirect_stdout(io.StringIO())
     try:
@@ -104,8 +85,16 @@ def load_cifar10(origin: str = CIFAR10_URL, file_hash: str | None = CIFAR10_SHA2
             extracted = get_file(fname=KERAS_FNAME, origin=origin, extract=True,
                                  file_hash=file_hash, cache_dir=str(cache))
     except Exception as exc:  # get_file raises bare Exception for URL failures
-        reason = _download_reason(exc, file_hash)
-        raise DataUnavailableError(unavailable_message(origin, reason, cache)) from exc
+        raise DataUnavailableError(
+            f"Could not get CIFAR-10 from {origin} ({_download_reason(exc, file_hash)}).\n"
+            "Compute nodes of a cluster often have no internet access. Either:\n"
+            "  1. on a login node (which has internet) run once\n"
+            "         python -m gpulesson.datasets.prepare --data cifar10\n"
+            f"     It downloads CIFAR-10 into the Keras cache ({cache / 'datasets'}) and writes the "
+            "HDF5 file the notebooks read (add --quick for the quick-mode file); or\n"
+            "  2. choose the synthetic stand-in explicitly with LESSON_DATA=synthetic "
+            f"(results are then labelled '{LABELS['synthetic']}').\n"
+            + how_to_set("LESSON_DATA", "synthetic")) from exc
     return read_batches(Path(extracted) / BATCHES_DIR, origin=origin)
 
 

@@ -29,6 +29,7 @@ PROVENANCE = ("source", "synthetic", "label", "class_names", "created", "gpuless
 # Every file :func:`atomic_hdf5` writes carries this attribute: a file without it (or the lesson's
 # provenance) is someone else's, kept under a new name rather than written over.
 WRITER_MARK = "gpulesson_writer"
+LESSON_MARKS = {"gpulesson_version", "source", "checksum_sha256"}  # a data file's own provenance
 _HASH_ROWS = 4096  # rows hashed at a time: bounded memory for any file size
 # The names the lesson gives its data files: a damaged file of one of these names is its own.
 LESSON_FILE_NAMES = frozenset(hdf5_filename(data, quick) for data in DATA_CHOICES
@@ -60,18 +61,27 @@ def arrays_checksum(arrays: Mapping) -> str:
     return sha.hexdigest()
 
 
+def _split_problem(split: str, x, y: np.ndarray, n_classes: int) -> str | None:
+    """What is wrong with one split's images ``x`` and labels ``y`` (writer's and reader's rule)."""
+    if x.dtype != np.uint8 or x.ndim != 4 or x.shape[1:] != IMAGE_SHAPE:
+        return f"x_{split} is {x.dtype} {x.shape}, expected uint8 (N, 32, 32, 3)"
+    if y.ndim != 1 or y.dtype.kind not in "iu":
+        return f"y_{split} is {y.dtype} {y.shape}, expected 1-D integer labels"
+    if len(x) != len(y) or len(x) == 0:
+        return f"x_{split} has {len(x)} images but y_{split} has {len(y)} labels"
+    if y.min() < 0 or y.max() >= n_classes:
+        return f"y_{split} has labels from {y.min()} to {y.max()}, but there are {n_classes} classes"
+    return None
+
+
 def _check_arrays(train, test, n_classes: int) -> dict[str, np.ndarray]:
     """The arrays by name, after checking they are what the validator will demand."""
     arrays = {}
     for split, (x, y) in (("train", train), ("test", test)):
         x, y = np.asarray(x), np.asarray(y)
-        if x.dtype != np.uint8 or x.ndim != 4 or x.shape[1:] != IMAGE_SHAPE:
-            raise ValueError(f"x_{split} must be uint8 (N, 32, 32, 3), not {x.dtype} {x.shape}")
-        if y.ndim != 1 or y.dtype.kind not in "iu" or len(y) != len(x) or len(y) == 0:
-            raise ValueError(f"y_{split} must be 1-D integers, one per image of x_{split} "
-                             f"({len(x)}), not {y.dtype} {y.shape}")
-        if y.min() < 0 or y.max() >= n_classes:
-            raise ValueError(f"y_{split} has labels outside 0..{n_classes - 1}")
+        problem = _split_problem(split, x, y, n_classes)
+        if problem:
+            raise ValueError(problem)
         arrays[f"x_{split}"], arrays[f"y_{split}"] = x, y
     return arrays
 
@@ -95,16 +105,10 @@ def _provenance(arrays, source, class_names, attrs) -> dict:
 
 
 def file_attributes(arrays: Mapping, *, source: str, class_names, attrs: Mapping | None = None) -> dict:
-    """The root attributes :func:`write_hdf5` gives a file of ``arrays`` (by name), for a file
-    written with h5py directly."""
+    """The root attributes :func:`write_hdf5` gives a file of ``arrays`` (by name)."""
     checked = _check_arrays((arrays["x_train"], arrays["y_train"]),
                             (arrays["x_test"], arrays["y_test"]), len(class_names))
     return _provenance(checked, source, class_names, attrs)
-
-
-def temp_path(path: Path) -> Path:
-    """The hidden temporary file a write goes to before it is renamed onto ``path``."""
-    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
 
 
 @contextlib.contextmanager
@@ -118,7 +122,7 @@ def atomic_hdf5(path):
         raise DataFileError(f"{path} is a folder: name a file in it, e.g. {path / 'mine.h5'}")
     # A read-only folder: a message naming it, not an HDF5 traceback.
     check_writable(path.parent, setting=None)
-    tmp = temp_path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with h5py.File(tmp, "w") as f:
             f.attrs[WRITER_MARK] = __version__
@@ -155,34 +159,33 @@ def write_hdf5(path, train, test, *, source: str, class_names, attrs: Mapping | 
     return path
 
 
-def made_by_lesson(path) -> bool:
-    """Whether ``path`` is an HDF5 file this package wrote (marked, or with the lesson's provenance)."""
+def _attribute_names(path: Path) -> set | None:
+    """The root attributes of the HDF5 file ``path``; None where it is not HDF5 or damaged."""
     import h5py
 
     try:
-        with h5py.File(Path(path).expanduser(), "r") as f:
-            keys = set(f.attrs)
-    except _H5_DAMAGE:  # not HDF5, damaged, or a folder
-        return False
-    return WRITER_MARK in keys or {"gpulesson_version", "source", "checksum_sha256"} <= keys
+        with h5py.File(path, "r") as f:
+            return set(f.attrs)
+    except _H5_DAMAGE:
+        return None
+
+
+def made_by_lesson(path) -> bool:
+    """Whether ``path`` is an HDF5 file this package wrote (marked, or with the lesson's provenance)."""
+    keys = _attribute_names(Path(path).expanduser()) or set()
+    return WRITER_MARK in keys or LESSON_MARKS <= keys
 
 
 def not_the_lessons(path) -> str | None:
-    """Why the existing ``path`` is not a file the lesson may replace (its provenance, or a
-    damaged file of one of the lesson's names); None if it may."""
-    import h5py
-
+    """Why the existing ``path`` is not a data file the lesson may replace; None if it may (a
+    damaged file of one of the lesson's names may)."""
     path = Path(path).expanduser()
     if path.is_dir():
         return "it is a folder"
-    try:
-        with h5py.File(path, "r") as f:
-            marked = {"gpulesson_version", "source", "checksum_sha256"} <= set(f.attrs)
-    except _H5_DAMAGE:  # not HDF5, or damaged
-        if path.name in LESSON_FILE_NAMES:
-            return None
-        return "it is not an HDF5 file the lesson wrote"
-    return None if marked else "it is an HDF5 file that the lesson did not write"
+    keys = _attribute_names(path)
+    if keys is None:
+        return None if path.name in LESSON_FILE_NAMES else "it is not an HDF5 file the lesson wrote"
+    return None if LESSON_MARKS <= keys else "it is an HDF5 file that the lesson did not write"
 
 
 def refuse_to_replace(path, why: str) -> DataFileError:
@@ -249,17 +252,6 @@ def _inspect(f, path: Path, verify_checksum: bool) -> Hdf5Info:
     missing = [name for name in DATASETS if name not in f]
     if missing:
         raise fail(f"the dataset(s) {', '.join(missing)} are missing")
-    sizes = {}
-    for split in ("train", "test"):
-        x, y = f[f"x_{split}"], f[f"y_{split}"]
-        if x.dtype != np.uint8 or x.ndim != 4 or x.shape[1:] != IMAGE_SHAPE:
-            raise fail(f"x_{split} is {x.dtype} {x.shape}, expected uint8 (N, 32, 32, 3)")
-        if y.ndim != 1 or y.dtype.kind not in "iu":
-            raise fail(f"y_{split} is {y.dtype} {y.shape}, expected 1-D integer labels")
-        if len(x) != len(y) or len(x) == 0:
-            raise fail(f"x_{split} has {len(x)} images but y_{split} has {len(y)} labels")
-        sizes[split] = len(x)
-
     absent = [key for key in PROVENANCE if key not in attrs]
     if absent:
         raise fail(f"provenance attribute(s) {', '.join(absent)} are missing (not written by gpulesson?)")
@@ -269,11 +261,13 @@ def _inspect(f, path: Path, verify_checksum: bool) -> Hdf5Info:
     if source not in DATA_CHOICES or bool(attrs["synthetic"]) != (source == "synthetic"):
         raise fail(f"its provenance is inconsistent (source={source!r}, synthetic={attrs['synthetic']!r})")
     class_names = tuple(str(n) for n in attrs["class_names"])
+    sizes = {}
     for split in ("train", "test"):
-        y = f[f"y_{split}"][()]  # labels are small (N bytes): checking them all is cheap
-        if y.min() < 0 or y.max() >= len(class_names):
-            raise fail(f"y_{split} has labels from {y.min()} to {y.max()}, "
-                       f"but there are {len(class_names)} classes")
+        # Labels are small (N bytes): checking them all is cheap.
+        problem = _split_problem(split, f[f"x_{split}"], f[f"y_{split}"][()], len(class_names))
+        if problem:
+            raise fail(problem)
+        sizes[split] = len(f[f"x_{split}"])
     if verify_checksum and arrays_checksum(f) != attrs["checksum_sha256"]:
         raise fail("its data do not match the stored SHA-256 checksum (modified or damaged)")
     return Hdf5Info(path=path, source=source, synthetic=source == "synthetic",
@@ -312,10 +306,8 @@ _H5_DAMAGE = (OSError, KeyError, RuntimeError, ValueError)
 
 def validate_hdf5(path, verify_checksum: bool = False) -> Hdf5Info:
     """Check that ``path`` is a complete lesson data file; raise :class:`DataFileError` if not.
-
-    HDF5 shares one open file between a process's handles, so a file replaced while an earlier
-    generator holds it looks damaged: then the handles are closed and it is read once more.
-    """
+    (A file replaced while this process holds it looks damaged: the handles are closed, and it
+    is read once more.)"""
     import h5py
 
     path = Path(path).expanduser()

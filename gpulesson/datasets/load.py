@@ -71,7 +71,7 @@ def lesson_file_attributes(settings: Settings, arrays, source: str, class_names,
                            seed: int = 0) -> dict:
     """What :func:`prepare` writes, for a file the episode writes itself: :func:`prepare` reuses it."""
     return hdf5.file_attributes(arrays, source=source, class_names=class_names,
-                           attrs=_settings_attrs(settings, source, seed))
+                                attrs=_settings_attrs(settings, source, seed))
 
 
 def shuffle_rows(x, y, seed: int = ROW_SEED):
@@ -152,20 +152,12 @@ def prepare(settings: Settings | None = None, *, force: bool = False, out=None, 
 
 
 def load_prepared(settings: Settings | None = None, *, seed: int = 0, progress: bool = True):
-    """:func:`load_arrays`' result, read from the prepared file (made first if missing), its
-    shuffled rows (:data:`ROW_SEED`) put back in their first order."""
+    """:func:`load_arrays`' result, read from the prepared file, its rows in their first order."""
     import h5py
 
-    settings = settings or get_settings()
-    path = prepare(settings, seed=seed, progress=progress)
-    with h5py.File(path, "r") as f:
-        x_train, y_train = f["x_train"][()], f["y_train"][()]
-        x_test, y_test = f["x_test"][()], f["y_test"][()]
-        source = str(f.attrs["source"])
-        class_names = tuple(
-            n.decode() if isinstance(n, bytes) else str(n) for n in f.attrs["class_names"])
-    # Row i of the file is original row order[i]: scatter the rows back.
-    order = np.random.default_rng(ROW_SEED).permutation(len(y_train))
-    original = np.empty_like(order)
-    original[order] = np.arange(len(order))
-    return (x_train[original], y_train[original]), (x_test, y_test), source, class_names
+    info = hdf5.validate_hdf5(prepare(settings or get_settings(), seed=seed, progress=progress))
+    with h5py.File(info.path, "r") as f:
+        x_train, y_train, x_test, y_test = (f[name][()] for name in hdf5.DATASETS)
+    # Row i of the file is original row order[i]: argsort gives each original row's place.
+    original = np.argsort(np.random.default_rng(ROW_SEED).permutation(len(y_train)))
+    return (x_train[original], y_train[original]), (x_test, y_test), info.source, info.class_names

@@ -57,16 +57,6 @@ def _unpack_archives(raw: Path) -> None:
         partial.replace(target)
 
 
-def unavailable_message(raw: Path, reason: str) -> str:
-    return (
-        f"MNIST could not be loaded: {reason}\n"
-        f"It is read from {raw} (the files {', '.join(RAW_FILES)}, or the same names with .gz).\n"
-        "Compute nodes often have no internet: download it once on a login node with\n"
-        "    python -m gpulesson.datasets.mnist\n"
-        "(with the same LESSON_DATA_DIR), or copy the four files into that folder.\n"
-        "Or choose the synthetic stand-in explicitly: LESSON_DATA=synthetic.")
-
-
 def load_mnist(root: str | os.PathLike, *, download: bool = True):
     """Real MNIST as ``((x_train, y_train), (x_test, y_test))``, read (or downloaded) by torchvision."""
     root = Path(root).expanduser()
@@ -97,7 +87,13 @@ def load_mnist(root: str | os.PathLike, *, download: bool = True):
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         reason = (f"the download failed ({first})" if download
                   else "the files are missing and downloading is switched off")
-        raise DataUnavailableError(unavailable_message(raw, reason)) from exc
+        raise DataUnavailableError(
+            f"MNIST could not be loaded: {reason}\n"
+            f"It is read from {raw} (the files {', '.join(RAW_FILES)}, or the same names with .gz).\n"
+            "Compute nodes often have no internet: download it once on a login node with\n"
+            "    python -m gpulesson.datasets.mnist\n"
+            "(with the same LESSON_DATA_DIR), or copy the four files into that folder.\n"
+            "Or choose the synthetic stand-in explicitly: LESSON_DATA=synthetic.") from exc
     except (AssertionError, ValueError, TypeError, KeyError) as exc:
         raise DataFileError(f"the files in {raw} are not valid MNIST IDX files ({exc!r}); "
                             "delete them and download MNIST again") from exc

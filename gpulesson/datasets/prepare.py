@@ -27,21 +27,11 @@ def _parser() -> argparse.ArgumentParser:
                         help="small sizes for quick runs (default: $LESSON_QUICK)")
     parser.add_argument("--data-dir", type=Path,
                         help="folder of the data files (default: $LESSON_DATA_DIR or ~/gpulesson-data)")
-    parser.add_argument("--out", type=Path, help="write this file instead of DATA_DIR/<data>[-quick].h5")
+    # A string: argparse's Path would drop the slash of 'newdir/', a folder, making it a file.
+    parser.add_argument("--out", help="write this file instead of DATA_DIR/<data>[-quick].h5")
     parser.add_argument("--force", action="store_true", help="re-create the file even if a valid one exists")
     parser.add_argument("--seed", type=int, help="random seed of the synthetic data (default 0)")
     return parser
-
-
-def _names_a_folder(argv) -> bool:
-    """Whether the --out given ends in a slash (argparse's Path drops it: 'newdir/' would
-    become a file named newdir)."""
-    for i, arg in enumerate(argv):
-        value = arg[len("--out="):] if arg.startswith("--out=") else (
-            argv[i + 1] if arg == "--out" and i + 1 < len(argv) else None)
-        if value is not None and value.endswith(("/", os.sep)):
-            return True
-    return False
 
 
 def main(argv=None) -> int:
@@ -56,10 +46,11 @@ def main(argv=None) -> int:
     settings = dataclasses.replace(settings, **{k: v for k, v in overrides.items() if v is not None})
     if args.seed is not None and not settings.is_synthetic:
         parser.error("--seed only applies to --data synthetic")
-    if args.out is not None and _names_a_folder(sys.argv[1:] if argv is None else argv):
-        name = hdf5_filename(settings.data, settings.quick)
-        print(f"error: --out {args.out}/ names a folder (it ends in /): name the file, "
-              f"e.g. --out {args.out / name}, or pass --data-dir {args.out}", file=sys.stderr)
+    if args.out is not None and args.out.endswith(("/", os.sep)):
+        out = Path(args.out)
+        print(f"error: --out {out}/ names a folder (it ends in /): name the file, e.g. --out "
+              f"{out / hdf5_filename(settings.data, settings.quick)}, or pass --data-dir {out}",
+              file=sys.stderr)
         return 2
 
     from gpulesson.datasets.hdf5 import validate_hdf5

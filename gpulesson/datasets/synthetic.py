@@ -1,15 +1,12 @@
-"""A synthetic, CIFAR-shaped stand-in for CIFAR-10, for machines that cannot download it.
-
-Used only when chosen (``LESSON_DATA=synthetic``) and always labelled so, with class names not
-CIFAR's. Ten balanced classes of 32x32 RGB images in five families of two that differ in one subtle
-attribute (like cat and dog), each drawn around its class' value with a spread (:data:`SEPARATION`)
-so that no model gets every image right. The pairs: 0/1 stripes leaning left and stripes leaning
-right (tilt), 2/3 fine checks and coarse checks (square size), 4/5 few spots and many spots (count),
-6/7 wide box and tall box (aspect ratio), 8/9 thin cross and thick cross (bar width). A family tint,
-random colours, clutter, occlusion and noise make the CNN learn the families, then slowly the
-pairs, then overfit; ``python -m gpulesson.experiments.calibration`` measures it (record it again
-after any change). Each chunk of :data:`CHUNK` images has its own random stream: a small set is the
-start of a larger.
+"""A synthetic, CIFAR-shaped stand-in for CIFAR-10, used only when chosen (``LESSON_DATA=synthetic``)
+and always labelled so. Ten balanced classes in five families of two that differ in one subtle
+attribute, each drawn around its class' value with a spread (:data:`SEPARATION`) so that no model
+gets every image right. The pairs: 0/1 stripes leaning left and stripes leaning right (tilt), 2/3
+fine checks and coarse checks (square size), 4/5 few spots and many spots (count), 6/7 wide box and
+tall box (aspect ratio), 8/9 thin cross and thick cross (bar width). Tints, colours, clutter,
+occlusion and noise make the CNN learn slowly (``python -m gpulesson.experiments.calibration``
+measures it: record it again after any change). Each chunk of :data:`CHUNK` images has its own
+random stream.
 """
 
 from __future__ import annotations
