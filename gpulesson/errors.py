@@ -1,9 +1,6 @@
-"""Exceptions with messages a learner can act on: each names the file, folder, setting or URL
-concerned and says how to fix it.
-
-In a notebook and in the lesson's commands (``python -m gpulesson...``) an error of the lesson is
-shown as its message alone, and an interrupted cell or Ctrl-C in a few words
-(:mod:`gpulesson.interrupt`); everything else keeps its full traceback.
+"""Exceptions with messages a learner can act on (the file, folder, setting or URL, and the fix).
+In a notebook and in the lesson's commands an error of the lesson is shown as its message alone,
+and an interrupted cell or Ctrl-C in a few words (:mod:`gpulesson.interrupt`).
 """
 
 from __future__ import annotations
@@ -31,17 +28,11 @@ class DataFileError(LessonDataError):
 
 
 class DataFolderError(LessonDataError):
-    """The folder the data files go to cannot be created or written to."""
+    """The folder the data files go to cannot be created or written to (``reason``: the system's)."""
 
-    folder: Path | None = None
-    reason: str = ""
-
-    @classmethod
-    def about(cls, folder, reason: str, message: str) -> DataFolderError:
-        """The error, with the folder and the system's reason kept for a caller's own message."""
-        error = cls(message)
-        error.folder, error.reason = Path(folder), reason
-        return error
+    def __init__(self, message: str, reason: str = ""):
+        super().__init__(message)
+        self.reason = reason
 
 
 class KerasBackendError(LessonError, ImportError):
@@ -91,8 +82,8 @@ def tidy_on_failure(*folders):
 
 def check_writable(folder, setting: str | None = "LESSON_DATA_DIR",
                    option: str = "--data-dir") -> Path:
-    """Create ``folder`` if needed and check that a file can be written in it, before long work
-    starts; returns it, else :class:`DataFolderError`. ``setting=None``: not the data folder."""
+    """``folder``, created, once a file could be written in it, else :class:`DataFolderError`
+    (``setting=None``: not the data folder)."""
     folder = Path(folder).expanduser()
     probe = folder / f".gpulesson-write-test.{os.getpid()}"
     try:
@@ -105,22 +96,19 @@ def check_writable(folder, setting: str | None = "LESSON_DATA_DIR",
             fix = (f"name a folder in {setting} or {option}" if setting else
                    "choose a folder you can write to, such as your own work folder "
                    "(settings.work_dir)")
-            raise DataFolderError.about(folder, "a file, not a folder",
-                f"{blocker} is a file, not a folder, so {folder} cannot be a folder: "
-                f"{fix}.") from None
+            raise DataFolderError(f"{blocker} is a file, not a folder, so {folder} cannot be a "
+                                  f"folder: {fix}.", "a file, not a folder") from None
         if setting is None:
-            raise DataFolderError.about(folder, reason,
-                f"Cannot write into {folder} ({reason}): choose a folder you can write to, "
-                f"such as your own work folder (settings.work_dir).") from None
-        raise DataFolderError.about(folder, reason,
+            raise DataFolderError(f"Cannot write into {folder} ({reason}): choose a folder you can "
+                                  f"write to, such as your own work folder (settings.work_dir).",
+                                  reason) from None
+        raise DataFolderError(
             f"Cannot write the lesson's data files into {folder} ({reason}). It may be a shared "
             f"folder that only your instructor can write to, or a path that does not exist here.\n"
             f"Choose a folder of your own with {setting}, for example your home directory's "
             f"gpulesson-data{home_note()}. {how_to_set(setting, '~/gpulesson-data')}\n"
-            f"or pass {option} DIR to python -m gpulesson.datasets.prepare."
-        ) from None
-    else:
-        probe.unlink(missing_ok=True)
+            f"or pass {option} DIR to python -m gpulesson.datasets.prepare.", reason) from None
+    probe.unlink(missing_ok=True)
     return folder
 
 
@@ -129,8 +117,7 @@ REFERENCE_RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 def cannot_write_file(path) -> str | None:
-    """Why the file ``path`` cannot be written (None: it can), found before any work is done;
-    creates nothing (a missing folder is checked through the nearest one that is there)."""
+    """Why the file ``path`` cannot be written (None: it can), found before any work; creates nothing."""
     path = Path(path).expanduser()
     if path.is_dir():
         return f"{path} is a folder: name a file, e.g. {path / 'results.jsonl'}"
@@ -181,8 +168,8 @@ def _message_only(shell, etype, value, tb, tb_offset=None):
 
 
 def show_message_only_in_notebooks() -> bool:
-    """Have a notebook's kernel show LessonError and KeyboardInterrupt short; returns whether it
-    does (not where someone installed another handler)."""
+    """Have a notebook's kernel show LessonError and KeyboardInterrupt short (not over another
+    handler); returns whether it does."""
     ipython = sys.modules.get("IPython")  # only where IPython is running already
     shell = ipython.get_ipython() if ipython is not None else None
     if shell is None:

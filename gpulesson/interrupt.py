@@ -1,9 +1,6 @@
 """Two lines, instead of a traceback of Keras' internals, when a notebook cell is interrupted:
-what was stopped, what is kept, and how to go on (:mod:`gpulesson.errors` shows them).
-
-A model keeps the weights it had reached and ``model.history.history`` the finished epochs, in
-every backend; a model made inside a function, like the lesson's ``train_on``, is lost with it.
-Imports nothing but the standard library.
+what was stopped, what is kept (a model's weights and finished epochs; not a model made inside a
+function, like ``train_on``), and how to go on. Imports nothing but the standard library.
 """
 
 from __future__ import annotations
@@ -23,10 +20,6 @@ def _frames(tb):
         tb = tb.tb_next
 
 
-def _module(frame) -> str:
-    return frame.f_globals.get("__name__", "") or ""
-
-
 def _names_of(obj, namespace: Mapping) -> list[str]:
     """The learner's variables that hold ``obj`` (not IPython's _, _1, ...)."""
     if obj is None:
@@ -44,7 +37,8 @@ def interrupted(tb, namespace: Mapping | None = None) -> dict:
              "model_names": [], "line": None}
     model = None
     for frame, line in _frames(tb):
-        name, module, local = frame.f_code.co_name, _module(frame), frame.f_locals
+        name, local = frame.f_code.co_name, frame.f_locals
+        module = frame.f_globals.get("__name__") or ""
         if frame.f_globals is namespace and name == "<module>":
             found["line"] = line  # the cell (the innermost one: %run or exec may nest)
         elif (module.startswith("keras.") and name in KERAS_CALLS and "self" in local

@@ -105,7 +105,7 @@ def test_prepare_force_in_a_read_only_folder_names_force(tmp_path, monkeypatch, 
     data.prepare(settings, progress=False)
 
     def read_only(folder, *args, **kwargs):
-        raise DataFolderError.about(folder, "Read-only file system", f"{folder} is read-only")
+        raise DataFolderError(f"{folder} is read-only", "Read-only file system")
 
     monkeypatch.setattr(data, "check_writable", read_only)
     code = prepare.main(["--data", "synthetic", "--quick", "--data-dir", str(settings.data_dir),
