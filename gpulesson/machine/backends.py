@@ -82,8 +82,7 @@ def module_installed(module: str) -> bool:
 
 
 def missing_backend_message(environ: Mapping[str, str] | None = None) -> str | None:
-    """What to do when the chosen Keras backend cannot be used here; None when it can, or when
-    Keras itself is not installed."""
+    """What to do when the chosen Keras backend cannot be used here; None when it can (or no Keras)."""
     return None if not module_installed("keras") else _backend_problem(environ)
 
 
@@ -131,8 +130,7 @@ class _KerasGuard(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 def guard_keras_import() -> bool:
-    """Have ``import keras`` fail with the short message when the chosen backend is missing;
-    returns whether the guard was installed."""
+    """Have ``import keras`` fail short when the chosen backend is missing; whether it will."""
     if "keras" in sys.modules or any(isinstance(f, _KerasGuard) for f in sys.meta_path):
         return False
     if missing_backend_message() is None:
@@ -164,8 +162,7 @@ def drop_info_notes(text: str) -> str:
 
 @contextlib.contextmanager
 def fds_into(sink: io.StringIO, fds=(1, 2)):
-    """What the file descriptors ``fds`` receive while the block runs (C++ libraries write
-    there), written into ``sink`` when it ends."""
+    """What the file descriptors ``fds`` (C++ libraries' output) receive in the block, into ``sink``."""
     with tempfile.TemporaryFile() as caught:
         saved = []
         try:
@@ -232,8 +229,7 @@ class _QuietTensorFlow(importlib.abc.MetaPathFinder):
 
 
 def quiet_tensorflow_start() -> bool:
-    """Leave TensorFlow's start-up INFO notes out of stderr when it is imported; returns whether
-    that was arranged."""
+    """Leave TensorFlow's start-up INFO notes out of stderr; returns whether that was arranged."""
     if "tensorflow" in sys.modules or any(isinstance(f, _QuietTensorFlow) for f in sys.meta_path):
         return False
     sys.meta_path.insert(0, _QuietTensorFlow())

@@ -48,13 +48,6 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine() or "unknown CPU"
 
 
-def _usable_cores() -> str:
-    info = cpu_info()
-    if hasattr(os, "sched_getaffinity"):
-        return f"{info['cores_usable']} usable (of {info['cores_total']})"
-    return f"{info['cores_total']}"
-
-
 @contextlib.contextmanager
 def _captured_output():
     """Collect what C++ libraries and Python print while a framework starts (fd and sys level)."""
@@ -65,8 +58,7 @@ def _captured_output():
         yield sink
 
 
-# Each probe returns (framework version, [the facts of each GPU it can use: "id", "name" as the
-# framework reports it, and the GPU_FIELDS it knows]).
+# Each probe: (framework version, [each GPU it can use: its "id" and the GPU_FIELDS it knows]).
 def _tensorflow_gpus() -> tuple[str, list[dict]]:
     import tensorflow as tf
 
@@ -156,10 +148,11 @@ def _keras_line() -> str:
 
 def report() -> str:
     """The device report as text (one fact per line)."""
-    keras_line = _keras_line()
+    keras_line, cpu = _keras_line(), cpu_info()
+    cores = (f"{cpu['cores_usable']} usable (of {cpu['cores_total']})"
+             if hasattr(os, "sched_getaffinity") else cpu["cores_total"])
     lines = [f"Python {platform.python_version()} ({sys.executable})",
-             f"Platform: {platform.platform()}", f"CPU: {_cpu_model()}, cores: {_usable_cores()}",
-             keras_line]
+             f"Platform: {platform.platform()}", f"CPU: {cpu['cpu_model']}, cores: {cores}", keras_line]
     n_gpus = 0
     for title, module, probe in FRAMEWORKS:
         line, count = _framework_line(title, module, probe)
@@ -200,18 +193,15 @@ def _probe(backend: str) -> tuple[str, list[dict]]:
 
 def keras_device() -> dict:
     """The active Keras backend, its version and its device (first GPU, else ``"CPU"``), as data."""
+    backend = _active_backend()
     with _captured_output():  # CUDA start-up noise on CPU machines is not a failure
-        import keras
-
-        backend = keras.backend.backend()
         version, gpus = _probe(backend)
     return {"backend": backend, "backend_version": version,
             "device": (gpus[0]["name"] or "GPU") if gpus else "CPU",
             "gpu_count": len(gpus)}
 
 
-# --- The GPU's facts and the float32 precision in force (TF32 or not: each framework's own
-# setting, asked, never assumed), for records -----------------------------------------------
+# --- For records: the GPU's facts and the float32 precision each framework's setting asks for --
 
 CPU_PRECISION = {"matmul": "float32", "convolution": "float32"}  # the CPU computes in float32
 TF32_CAPABILITY = (8, 0)  # the first GPUs with TF32 tensor cores (Ampere)
@@ -267,8 +257,7 @@ def _nvml_gpu() -> dict:
 
 
 def gpu_facts(backend: str | None = None) -> dict | None:
-    """The GPU the Keras backend computes on, as :data:`GPU_FIELDS` (no host name, no serial
-    number); None without a GPU."""
+    """The Keras backend's GPU as :data:`GPU_FIELDS` (no host name or serial); None without one."""
     facts = _gpu_facts(backend or _active_backend())
     return None if facts is None else dict(facts)
 

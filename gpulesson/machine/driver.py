@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
 
 # Minimum Linux driver per CUDA major version, for minor-version compatibility (NVIDIA's "CUDA
@@ -52,13 +51,6 @@ def check(driver_version: str | None, build_cuda: dict[str, str | None]) -> list
     return lines
 
 
-def _distribution(name: str) -> str | None:
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
 def build_cuda() -> dict[str, str | None]:
     """The CUDA version each installed framework was built for (None: a CPU build)."""
     builds: dict[str, str | None] = {}
@@ -71,7 +63,7 @@ def build_cuda() -> dict[str, str | None]:
 
         builds["TensorFlow"] = tf.sysconfig.get_build_info().get("cuda_version")
     for major in sorted(MINIMUM_DRIVER, reverse=True):  # JAX's CUDA comes as a plugin package
-        if _distribution(f"jax-cuda{major}-plugin"):
+        if importlib.util.find_spec(f"jax_cuda{major}_plugin") is not None:
             builds["JAX"] = str(major)
             break
     return builds

@@ -21,8 +21,8 @@ _STYLES = (
     {"marker": "D", "linestyle": "-.", "hatch": "\\\\", "color": "tab:purple"},
 )
 CORRECT, WRONG = "✓", "✗"
-# Times that differ by this factor or more share a logarithmic axis: on a linear one a GPU's
-# 0.3 s epoch beside a CPU's 20 s lies flat on the floor, and a 9 ms epoch under a 2 s warm-up.
+# Times that differ by this factor or more share a logarithmic axis (on a linear one a GPU's
+# 0.3 s epoch beside a CPU's 20 s lies flat on the floor).
 LOG_SPAN = 10
 LOG_NOTE = "The time axis is logarithmic."
 

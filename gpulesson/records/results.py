@@ -17,8 +17,7 @@ from pathlib import Path
 from gpulesson.datasets.settings import LABELS
 from gpulesson.datasets.settings import NO_LABEL as NO_DATA_LABEL
 
-# The lesson's folder and its results/, where every experiment keeps its records
-# (results/<EXPERIMENT>.jsonl), wherever in the package the experiment lives.
+# The lesson's folder and its results/, where every experiment keeps results/<EXPERIMENT>.jsonl.
 LESSON_ROOT = Path(__file__).resolve().parents[2]
 RESULTS_DIR = LESSON_ROOT / "results"
 
