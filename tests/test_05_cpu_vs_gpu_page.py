@@ -151,11 +151,12 @@ def test_a_run_that_is_what_it_says_passes(lesson, monkeypatch):
 def test_the_reference_run_says_which_environment_it_ran_in():
     """A GPU node's run in its own Python is named as such, with the lesson's pins beside it."""
     from gpulesson.experiments import cnn
+    from gpulesson.experiments.cnn import page
     from gpulesson.machine import pinned
 
     records = cnn.reference_run()
     gpu = next((r for r in records if r.get("device_kind") == "gpu"), records[0])
-    note = cnn.substitutions()["ref_environment"]
+    note = page.substitutions()["ref_environment"]
     assert note == pinned.environment_note(gpu, "The reference run")
     jax = gpu["versions"].get("jax")
     if jax and not pinned.same_version(jax, pinned.pinned_environment()["jax"]):

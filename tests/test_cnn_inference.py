@@ -2,13 +2,12 @@
 measurement rule, records beside the training's, and a run that goes on."""
 
 import json
+from types import SimpleNamespace
 
 import pytest
 from conftest import ROOT
 
-from gpulesson.experiments.cnn import inference, page
-from gpulesson.experiments.cnn import records as cnn_records
-from gpulesson.experiments.cnn.__main__ import _left
+from gpulesson.experiments.cnn import inference, measure, page
 from gpulesson.experiments.common import REPEATS, summarise
 from gpulesson.records.results import NOT_RECORDED, read_records
 
@@ -81,34 +80,61 @@ def test_old_training_records_still_load(lesson_results):
 
 def test_prediction_records_leave_the_training_alone_and_join_its_run(lesson_results):
     before = page.substitutions(lesson_results)
-    run_id = cnn_records.reference_run(lesson_results)[0]["run_id"]
+    run_id = page.reference_run(lesson_results)[0]["run_id"]
     with open(lesson_results, "a", encoding="utf-8") as f:
         f.write(json.dumps(_record("cpu", run_id, [2.0, 2.1], [0.01, 0.011])) + "\n")
     assert page.substitutions(lesson_results) == before
     assert [r["run_id"] for r in inference.RECORDS.read(lesson_results)] == [run_id]
-    assert all(r["experiment"] == cnn_records.EXPERIMENT
-               for r in read_records(lesson_results, experiment=cnn_records.EXPERIMENT))
+    assert all(r["experiment"] == measure.EXPERIMENT
+               for r in read_records(lesson_results, experiment=measure.EXPERIMENT))
 
 
-def test_a_continued_run_adds_the_prediction_without_training_again(lesson_results, capsys):
-    run_id = cnn_records.reference_run(lesson_results)[0]["run_id"]
-    assert _left(lesson_results, cnn_records.EXPERIMENT, run_id, ["cpu"]) == (run_id, [])
-    assert _left(lesson_results, inference.EXPERIMENT, run_id, ["cpu"]) == (run_id, ["cpu"])
+@pytest.fixture
+def machine(monkeypatch, lesson_results):
+    """The command's measure() on a machine with ``machine.gpus`` GPUs and the data of the
+    lesson's file (``machine.data`` to change them); what it asks to train and to predict."""
+    from gpulesson.datasets import settings
+    from gpulesson.machine import devices, timing
+
+    state = SimpleNamespace(gpus=0, data=page.reference_run(lesson_results)[0]["data"], asked=[])
+    monkeypatch.setattr(timing, "set_cpu_threads", lambda threads: {})
+    monkeypatch.setattr(devices, "keras_device", lambda: {"gpu_count": state.gpus})
+    monkeypatch.setattr(settings, "get_settings", lambda: SimpleNamespace(
+        data=state.data, quick=True, describe=lambda: "the settings"))
+    for module, name, part in ((measure, "train", "training"), (inference, "predict", "inference")):
+        monkeypatch.setattr(module, name, lambda devices, *args, part=part, **kwargs:
+                            state.asked.append((part, devices)) or iter(()))
+    return state
+
+
+def _measure(out, run_id: str, *devices: str):
+    done = {measure.RECORDS.key(r) for r in measure.RECORDS.read(out, run_id=run_id)}
+    args = SimpleNamespace(out=out, devices=list(devices), parts=list(measure.PARTS),
+                           cpu_threads=None, epochs=None, batch_size=64, seed=1)
+    return list(measure.measure(args, run_id=run_id, done=done))
+
+
+def test_a_continued_run_adds_the_prediction_without_training_again(lesson_results, machine,
+                                                                     capsys):
+    run = page.reference_run(lesson_results)
+    run_id, trained = run[0]["run_id"], {r["device_kind"] for r in run}
+    _measure(lesson_results, run_id, "cpu")
+    assert machine.asked == [("inference", ["cpu"])]
     assert "nothing left to record" in capsys.readouterr().out
     with open(lesson_results, "a", encoding="utf-8") as f:
         f.write(json.dumps(_record("cpu", run_id, [2.0, 2.1], [0.01, 0.011])) + "\n")
-    assert _left(lesson_results, inference.EXPERIMENT, run_id, ["cpu", "gpu"]) == \
-        (run_id, ["gpu"])
-
+    machine.gpus, machine.asked = 1, []
+    _measure(lesson_results, run_id, "cpu", "gpu")
+    assert machine.asked == [("training", ["gpu"])] * ("gpu" not in trained) + [("inference", ["gpu"])]
 
 
 @pytest.mark.bad_input("bad argument")
-def test_a_run_goes_on_only_with_its_own_data(lesson_results):
-    from gpulesson.experiments.cnn.__main__ import _other_data
-
-    run_id = cnn_records.reference_run(lesson_results)[0]["run_id"]
-    data = cnn_records.reference_run(lesson_results)[0]["data"]
-    assert _other_data(lesson_results, run_id, data) is None
-    other = "cifar10" if data == "synthetic" else "synthetic"
-    assert _other_data(lesson_results, run_id, other) == data
-    assert _other_data(lesson_results, None, other) is None
+def test_a_run_goes_on_only_with_its_own_data(lesson_results, machine, capsys):
+    run_id = page.reference_run(lesson_results)[0]["run_id"]
+    data, machine.data = machine.data, "cifar10" if machine.data == "synthetic" else "synthetic"
+    with pytest.raises(SystemExit) as stopped:
+        _measure(lesson_results, run_id, "cpu")
+    assert stopped.value.code == 2 and f"set LESSON_DATA={data}" in capsys.readouterr().err
+    assert machine.asked == []
+    _measure(lesson_results, "20261128T100000Z-cccccc", "cpu")  # a new run: any data
+    assert machine.asked == [("training", ["cpu"]), ("inference", ["cpu"])]

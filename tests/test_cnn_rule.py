@@ -6,7 +6,6 @@ that show the spread, and alt texts written from what the figures draw."""
 from __future__ import annotations
 
 import copy
-import importlib
 from types import SimpleNamespace
 
 import matplotlib
@@ -14,13 +13,12 @@ import pytest
 from test_reference import fake_run, record
 
 from gpulesson.experiments import cnn, common
+from gpulesson.experiments.cnn import measure, page
 from gpulesson.machine.energy import Intervals
 from gpulesson.records.results import append_record
 
 matplotlib.use("Agg")
 
-figures_module = importlib.import_module("gpulesson.experiments.cnn.figures")
-measure = importlib.import_module("gpulesson.experiments.cnn.measure")
 
 RULE = common.WARMUP + common.REPEATS
 
@@ -47,7 +45,7 @@ def test_a_record_keeps_the_warmup_and_the_timed_epochs_with_their_summary():
     summary = made[common.SUMMARY_KEY]
     assert summary["n"] == common.REPEATS and summary["samples"] == list(timed)
     assert summary["warmup"] == [7.0] and summary["median"] == sorted(timed)[len(timed) // 2]
-    assert cnn.epoch_summary(made) == summary
+    assert page.epoch_summary(made) == summary
 
 
 def test_the_load_average_before_and_after_is_kept_when_measured():
@@ -73,7 +71,7 @@ def test_epochs_without_a_timed_one_are_refused():
 
 @pytest.mark.parametrize("quick", [False, True])
 def test_each_device_trains_the_warmup_and_the_rules_repeats(monkeypatch, quick):
-    """run_devices with the training replaced by a stand-in that returns made-up epochs: it
+    """train() with the training replaced by a stand-in that returns made-up epochs: it
     asks for the warm-up and the rule's repeats, and records them with their summary and the
     load average before and after."""
     from gpulesson import lesson
@@ -118,7 +116,8 @@ def test_each_device_trains_the_warmup_and_the_rules_repeats(monkeypatch, quick)
     monkeypatch.setattr(lesson, "build_cnn", lambda: SimpleNamespace(get_weights=lambda: []))
     monkeypatch.setattr(data, "prepare", lambda settings: "unused.h5")
     settings = SimpleNamespace(quick=quick, data="synthetic", batch_size=lambda size: size)
-    made = measure.run_devices(["cpu"], settings, batch_size=64, seed=1)
+    made = list(measure.train(["cpu"], settings, epochs=None, batch_size=64, seed=1,
+                               run_id="r"))
     repeats = common.repeats_for(quick)
     assert asked == [common.WARMUP + repeats]
     (cpu,) = made
@@ -140,16 +139,16 @@ def test_old_records_still_give_page_values(tmp_path):
     old = record("cpu:0", "r", epochs=(5.0, 2.0, 3.0))
     del old["summary"]  # made before the rule
     append_record(path, old)
-    values = cnn.substitutions(path)
+    values = page.substitutions(path)
     assert values["ref_cpu_epoch"] == "2.5 s (range 2.0 s–3.0 s, 2 epochs)"
     assert values["ref_cpu_epoch_summary"] == values["ref_cpu_epoch"]
     assert values["ref_cpu_first_epoch"] == "5.0 s"
 
 
 def test_the_committed_records_give_their_epochs_as_median_and_range():
-    values = cnn.substitutions()
+    values = page.substitutions()
     summary = common.summary_of(cnn.reference_run()[0], warmup_key=None)
-    assert values["ref_cpu_epoch"] == common.summary_text(summary, cnn.duration, what="epochs")
+    assert values["ref_cpu_epoch"] == common.summary_text(summary, page.duration, what="epochs")
     assert "range" in values["ref_cpu_epoch"] or "no range" in values["ref_cpu_epoch"]
 
 
@@ -157,7 +156,7 @@ def test_the_committed_records_give_their_epochs_as_median_and_range():
 
 def test_overlapping_ranges_give_no_measurable_difference_on_the_page(tmp_path):
     path = run_file(tmp_path, (2.0, 2.4, 2.2), (2.3, 2.1, 2.5))
-    values = cnn.substitutions(path)
+    values = page.substitutions(path)
     assert values["ref_gpu_vs_cpu"] == common.NO_DIFFERENCE
     assert common.NO_DIFFERENCE in values["ref_speedup"]
     assert "faster" not in values["ref_speedup"] + values["ref_fig_time_bars_alt"]
@@ -167,7 +166,7 @@ def test_overlapping_ranges_give_no_measurable_difference_on_the_page(tmp_path):
 
 def test_separate_ranges_give_the_words_of_compare(tmp_path):
     path = run_file(tmp_path, (2.0, 2.4, 2.2), (0.5, 0.6, 0.55))
-    values = cnn.substitutions(path)
+    values = page.substitutions(path)
     expected = common.compare(common.summarise([0.5, 0.6, 0.55]), common.summarise([2.0, 2.4, 2.2]))
     assert expected.measurable
     assert values["ref_gpu_vs_cpu"] == expected.sentence
@@ -188,7 +187,7 @@ def _legend(fig):
 
 
 def test_cpu_only_figures_and_alt_texts_mention_no_gpu():
-    records = [r for r in cnn.reference_run() if not cnn.is_gpu(r)]
+    records = [r for r in cnn.reference_run() if not page.is_gpu(r)]
     figs = cnn.figures(records)
     try:
         alts = cnn.alt_texts(records)
@@ -198,8 +197,8 @@ def test_cpu_only_figures_and_alt_texts_mention_no_gpu():
         for fig in figs:
             assert _legend(fig) == ["CPU"]
         # The numbers of the alt text are those drawn: the median and range of the timed epochs.
-        summary = cnn.epoch_summary(records[0])
-        drawn = common.summary_text(summary, cnn.duration, what="epochs")
+        summary = page.epoch_summary(records[0])
+        drawn = common.summary_text(summary, page.duration, what="epochs")
         assert drawn in alts[0] and drawn in alts[1]
     finally:
         _close(figs)
@@ -219,9 +218,9 @@ def test_cpu_and_gpu_figures_show_the_spread_and_their_alt_texts_say_what_is_dra
         assert (epochs_fig.alt_text, bars_fig.alt_text) == (epochs_alt, bars_alt)
         assert _legend(epochs_fig) == ["CPU", "GPU"] and _legend(bars_fig) == ["CPU", "GPU"]
         assert "Made-up GPU" in epochs_alt and "square markers" in epochs_alt
-        gpu_text = common.summary_text(gpu["summary"], cnn.duration, what="epochs")
+        gpu_text = common.summary_text(gpu["summary"], page.duration, what="epochs")
         assert gpu_text in epochs_alt and gpu_text in bars_alt
-        words = common.compare(gpu["summary"], cnn.epoch_summary(cpu)).sentence
+        words = common.compare(gpu["summary"], page.epoch_summary(cpu)).sentence
         assert f'labelled "{words}"' in bars_alt
         assert words in [t.get_text().split("\n")[-1] for t in bars_fig.axes[0].texts]
         # Every timed GPU epoch is drawn as a dot in both figures (the spread).
@@ -242,7 +241,7 @@ def test_the_episode_takes_the_figures_alt_texts_from_the_drawing_code():
     text = (ROOT / "_episodes" / "05-cpu-vs-gpu.md").read_text(encoding="utf-8")
     assert ":alt: {{ ref_fig_epoch_times_alt }}" in text
     assert ":alt: {{ ref_fig_time_bars_alt }}" in text
-    values = cnn.substitutions()
+    values = page.substitutions()
     assert (values["ref_fig_epoch_times_alt"], values["ref_fig_time_bars_alt"]) == \
         cnn.alt_texts(cnn.reference_run())
 

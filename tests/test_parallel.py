@@ -227,7 +227,7 @@ def test_a_parameter_server_carries_all_the_gradients():
         parallel.parameter_server_bytes(cnn, 0)
 
 
-def test_cost_table_for_the_cnn_and_a_resnet50_sized_model(capsys):
+def test_cost_table_for_the_cnn_and_a_resnet50_sized_model():
     models = {"lesson CNN": (parallel.LESSON_CNN_PARAMETERS, 20.0),
               "ResNet-50 size": (parallel.RESNET50_PARAMETERS, 20.0)}
     rows = parallel.cost_table(models, {"slow": 1.0, "fast": 100.0})
@@ -249,8 +249,7 @@ def test_cost_table_for_the_cnn_and_a_resnet50_sized_model(capsys):
             effs = [by_key[(model, link, n)].efficiency for n in (2, 4, 8)]
             assert effs == sorted(effs, reverse=True)
         assert by_key[(model, "fast", 8)].efficiency > by_key[(model, "slow", 8)].efficiency
-    parallel.print_cost_table(models, {"slow": 1.0}, gpus=(2,))
-    table = capsys.readouterr().out.splitlines()
+    table = parallel.format_cost_table(parallel.cost_table(models, {"slow": 1.0}, gpus=(2,))).splitlines()
     assert "efficiency" in table[0] and len(table) == 2 + 2
     # The table names each model and the bound its all-reduce meets instead of its parameter
     # count; on 2 GPUs each sends its parameters' 4 bytes once: 3.15 ms and 102.55 ms at 1 GB/s.

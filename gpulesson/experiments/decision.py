@@ -12,11 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpulesson.classroom.charges import Rates, allocation_cost, read_rates
-from gpulesson.experiments.cnn import records as cnn
+from gpulesson.experiments.cnn import page as cnn
 from gpulesson.experiments.common import compare, scale, summary_text
 from gpulesson.records.results import LESSON_ROOT, NOT_RECORDED, duration, pick
 
-EXPERIMENT = cnn.EXPERIMENT  # the results file :func:`substitutions` is given
+EXPERIMENT = cnn.RECORDS.experiment  # the results file :func:`substitutions` is given
 EPOCHS = cnn.FULL_EPOCHS
 
 

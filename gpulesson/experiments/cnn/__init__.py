@@ -1,20 +1,28 @@
-"""Episode 5's CNN on the CPU and on the GPU: one record per device of a run, the reference run
-(the newest with a GPU record) and the page's values and figures drawn from it."""
+"""Record a CPU-vs-GPU run of the lesson's CNN, with the episode's own code, in a results file.
 
-from gpulesson.experiments.cnn import inference
-from gpulesson.experiments.cnn.figures import alt_texts, figures
-from gpulesson.experiments.cnn.page import substitutions
-from gpulesson.experiments.cnn.records import (
-    EXPERIMENT,
-    RESULTS_FILE,
-    describe,
-    epoch_summary,
-    full_training_seconds,
-    reference_run,
-    run_record,
-)
-from gpulesson.records.results import NOT_RECORDED, duration, is_gpu, speedup
+Episode 5's CNN: each device trains, then predicts (the training's records and the prediction's,
+in one file); the page shows the reference run, the newest with a GPU record.
+"""
 
-__all__ = ["EXPERIMENT", "NOT_RECORDED", "RESULTS_FILE", "alt_texts", "describe", "duration",
-           "epoch_summary", "figures", "full_training_seconds", "inference", "is_gpu", "reference_run",
-           "run_record", "speedup", "substitutions"]
+from gpulesson.experiments import cli
+from gpulesson.experiments.cnn.measure import EXPERIMENT, PARTS, RECORDS, run_record
+from gpulesson.experiments.cnn.page import alt_texts, describe, figures, reference_run
+
+RESULTS_FILE = RECORDS.results_file
+COMMAND = cli.Command(
+    "cnn", __doc__,
+    cli.devices("devices to train on, in this order (default: cpu, then gpu if one is visible)"),
+    cli.option("--parts", nargs="+", choices=PARTS, default=list(PARTS),
+               help="what to measure on each device (default: both): the training, and the "
+                    "prediction (throughput and latency)"),
+    cli.EPOCHS,
+    cli.option("--batch-size", type=int, default=256,
+               help="images per batch (default 256; quick mode: at most 64)"),
+    cli.out(RESULTS_FILE), cli.SEED, cli.RUN_ID,
+    cli.option("--cpu-threads", type=int, default=None,
+               help="CPU threads of TensorFlow or PyTorch (default: the cores this process may "
+                    "use); recorded with the run, like XLA and the load average"),
+    at_least_one=("batch_size", "cpu_threads"))
+
+__all__ = ["EXPERIMENT", "RESULTS_FILE", "alt_texts", "describe", "figures", "reference_run",
+           "run_record"]

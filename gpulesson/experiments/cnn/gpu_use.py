@@ -8,12 +8,7 @@ from __future__ import annotations
 import math
 
 from gpulesson.experiments.ceiling.records import RECORDS as CEILING
-from gpulesson.experiments.cnn.records import (
-    FULL_EPOCHS,
-    epoch_summary,
-    full_training_seconds,
-    steady_epoch_seconds,
-)
+from gpulesson.experiments.cnn.measure import RECORDS
 from gpulesson.experiments.common import times_text
 from gpulesson.experiments.profile import page as profile
 from gpulesson.machine import flops, gpu_peaks
@@ -21,11 +16,27 @@ from gpulesson.records import results
 from gpulesson.records.results import NOT_RECORDED, duration, is_gpu
 
 CEILING_FILE, PROFILE_FILE = CEILING.results_file, profile.RESULTS_FILE
+FULL_EPOCHS = 30  # "what would full training cost?" is answered for this many epochs
+epoch_summary = RECORDS.epoch_summary
 IN_MEMORY = ("arrays", "ram", "device")  # the ceiling's pipelines that read nothing per step
 KEYS = tuple(f"ref_use_{key}" for key in (
     "flops_per_image", "forward_flops", "cpu_tflops", "gpu_tflops", "gpu_peak", "gpu_share",
     "evaluation", "gpu_step", "host_step", "host_share", "host_run", "full_speedup", "gpu_warmup",
     "gpu_warmup_share", "gpu_full", "host_profile"))
+
+
+def steady_epoch_seconds(record: dict) -> float:
+    """The median timed epoch (the mean that old records without an epoch list keep)."""
+    summary = epoch_summary(record)
+    return summary["median"] if summary else record["mean_epoch_seconds"]
+
+
+def full_training_seconds(record: dict, epochs: int = FULL_EPOCHS, n_train: int = 50_000) -> float:
+    """What ``epochs`` epochs on ``n_train`` images would take: the median epoch scaled by the
+    images (so a quick run still gives an estimate), plus the first epoch's extra time once."""
+    steady = steady_epoch_seconds(record)
+    warm_up = max(0.0, record["first_epoch_seconds"] - steady)
+    return warm_up + epochs * steady * (n_train / record["n_train"])
 
 
 def epoch_flops(record: dict) -> int:

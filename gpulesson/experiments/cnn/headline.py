@@ -5,15 +5,15 @@ the fastest epoch any run recorded there."""
 
 from __future__ import annotations
 
-from gpulesson.experiments.cnn.gpu_use import achieved_tflops
-from gpulesson.experiments.cnn.records import RECORDS, RESULTS_FILE, epoch_summary, steady_epoch_seconds
+from gpulesson.experiments.cnn.gpu_use import achieved_tflops, epoch_summary, steady_epoch_seconds
+from gpulesson.experiments.cnn.measure import RECORDS
 from gpulesson.experiments.matmul import records as matmul_records
 from gpulesson.records.results import NOT_RECORDED, duration, is_gpu, pick
 
 KEYS = tuple(f"ref_head_{key}" for key in (
     "speedups", "speedup_range", "gpu_epochs", "cpu_epochs", "compiler", "cpu_tflops",
     "cpu_matmul", "cpu_matmul_run", "cpu_share", "cpu_best"))
-MATMUL_FILE = matmul_records.RESULTS_FILE
+RESULTS_FILE, MATMUL_FILE = RECORDS.results_file, matmul_records.RESULTS_FILE
 PRECISION = {"tf32": "TF32", "float32": "float32"}  # float32_precision's modes, in words
 
 

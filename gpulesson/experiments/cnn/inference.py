@@ -54,8 +54,8 @@ def latency_summary(record: dict | None) -> dict | None:
     return dict(found) if isinstance(found, dict) and found.get("samples") else None
 
 
-def measure_inference(devices, settings, *, seed: int, run_id: str, on_record=None) -> list[dict]:
-    """Time prediction on each of ``devices`` ("cpu", "gpu"); one record a device."""
+def predict(devices, settings, *, seed: int, run_id: str):
+    """Time prediction on each of ``devices`` ("cpu", "gpu"), yielding one record a device."""
     import keras
 
     from gpulesson import lesson
@@ -68,7 +68,6 @@ def measure_inference(devices, settings, *, seed: int, run_id: str, on_record=No
     images = lesson.HDF5Batches(path, "test", batch_size=size)[0][0]
     keras.utils.set_random_seed(seed)
     initial_weights = lesson.build_cnn().get_weights()
-    records = []
     for name in devices:
         print(f"Predicting on {DEVICES[name]}: {size} images a call, then one image a call ...",
               flush=True)
@@ -80,16 +79,12 @@ def measure_inference(devices, settings, *, seed: int, run_id: str, on_record=No
             energy = energy_of_calls(partial(model.predict_on_batch, images), name, images=size)
             latency = time_calls(partial(model.predict_on_batch, images[:1]), WARMUP,
                                  latency_repeats(settings.quick))
-        record = RECORDS.record(
+        yield RECORDS.record(
             data=settings.data, run_id=run_id, source="gpulesson.experiments.cnn",
             device_kind=name, keras_device=DEVICES[name], batch_size=int(size),
             **{SUMMARY_KEY: summarise(throughput[1], throughput[0])},
             latency=summarise(latency[1], latency[0]), energy=energy,
             jit_compile=bool(model.jit_compile), **cpu_settings())
-        if on_record:
-            on_record(record)
-        records.append(record)
-    return records
 
 
 def describe(records) -> str:

@@ -189,10 +189,6 @@ def format_cost_table(rows: list[CostRow]) -> str:
     return "\n".join([header, "-" * len(header)] + [line(row) for row in cells])
 
 
-def print_cost_table(models, interconnects=None, gpus=(2, 4, 8)):
-    print(format_cost_table(cost_table(models, interconnects, gpus)))
-
-
 COMMAND = cli.Command(
     "parallel", __doc__,
     subcommands={
@@ -233,8 +229,9 @@ def main(argv=None) -> int:
         print("Ring all-reduce of float32 gradients at nominal bandwidth, not overlapped with "
               "the computation; the compute times per step are inputs"
               f"{'' if args.large_compute_ms else ' (the same for both models)'}.")
-        print_cost_table({"lesson CNN": (LESSON_CNN_PARAMETERS, args.compute_ms),
-                          "ResNet-50 size": (RESNET50_PARAMETERS, large)}, gpus=args.gpus)
+        print(format_cost_table(cost_table({"lesson CNN": (LESSON_CNN_PARAMETERS, args.compute_ms),
+                                            "ResNet-50 size": (RESNET50_PARAMETERS, large)},
+                                           gpus=args.gpus)))
         return 0
     manual = (args.coordinator, args.num_processes, args.process_id)
     if args.slurm and any(v is not None for v in manual):

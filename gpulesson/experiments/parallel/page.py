@@ -31,7 +31,7 @@ GPU_COUNTS = (2, 4, 8)
 def cnn_step(records) -> tuple[float, str]:
     """``(ms per step, its source)``: the GPU record's median epoch over its training steps
     (validation included, as in episode 5), else :data:`ASSUMED_STEP_MS`."""
-    from gpulesson.experiments.cnn.records import epoch_summary
+    from gpulesson.experiments.cnn.page import epoch_summary
 
     gpu = results.pick(records, True)
     summary = epoch_summary(gpu) if gpu else None
@@ -66,7 +66,7 @@ def resnet_step(records) -> tuple[float, str]:
 def substitutions(path) -> dict[str, str]:
     """The step, and the CNN's all-reduce, efficiency and speed-up over Ethernet on 2, 4, 8 GPUs
     (latency and bandwidth), the CNN's all-reduce over NVLink, and ResNet-50's step."""
-    from gpulesson.experiments.cnn.records import reference_run
+    from gpulesson.experiments.cnn.page import reference_run
     from gpulesson.experiments.matmul.records import reference_run as matmul_run
 
     step_ms, source = cnn_step(reference_run(path))
