@@ -27,7 +27,6 @@ from carpentry import FrontMatterError, SetupCheck, schedule_parts, split_front_
 from core_schedule import LONG_SENTENCE, RATES, SLACK, EpisodeReport, model_day, table  # noqa: E402
 from episode_page import (  # noqa: E402
     Exercise,
-    Page,
     as_shown,
     parse_body,
     prose_words,
@@ -85,12 +84,6 @@ def recorded_wait(root: Path, slug: str) -> tuple[float, str, dict | None]:
                      f"{where}"), run
 
 
-def _unassessed(page: Page, n_objectives: int, required_only: bool) -> list[int]:
-    assessed = {n for e in page.exercises if e.has_solution and not (required_only and e.optional)
-                for n in e.objectives}
-    return [n for n in range(1, n_objectives + 1) if n not in assessed]
-
-
 def split_setup(body: str) -> tuple[str, str]:
     """The '## Setup check' section (up to the next heading of its level), and the rest."""
     found = SETUP_SECTION.search(body)
@@ -107,6 +100,8 @@ def check_episode(root: Path, relpath: str | Path, body: str | None = None) -> E
     meta, whole = split_front_matter(path.read_text(encoding="utf-8"))
     page = parse_body(whole if body is None else body)
     required = [e for e in page.exercises if not e.optional]
+    assessed = {n for e in required if e.has_solution for n in e.objectives}
+    objectives = len(meta.get("objectives") or [])
     found = sentences([as_shown(p) for p in page.paragraphs])
     longest = sorted((s for s in found if words(s) > LONG_SENTENCE), key=words, reverse=True)
     typed = meta.get("type-along", True) is not False
@@ -126,8 +121,8 @@ def check_episode(root: Path, relpath: str | Path, body: str | None = None) -> E
         cpu_training=[e.title for e in required if trains_on_cpu(e)],
         sentences=len(found),
         long_sentences=longest,
-        objectives=len(meta.get("objectives") or []),
-        unassessed=_unassessed(page, len(meta.get("objectives") or []), required_only=True),
+        objectives=objectives,
+        unassessed=[n for n in range(1, objectives + 1) if n not in assessed],
         prose=prose_words(page.prose),
         uses_gpu=any(GPU_DEVICE.search("\n".join(c.lines)) for c in page.cells if not c.optional),
         wait_run=run,
@@ -162,12 +157,6 @@ def setup_failures(core, setup: EpisodeReport | None) -> list[str]:
                 f"(its exercises included); with {SLACK - 1:.0%} to spare, set "
                 f"lesson_schedule.setup_check: {setup.least_minutes} (now {minutes}), or cut it"]
     return []
-
-
-def objective_gaps(root: Path, relpath: str | Path) -> list[int]:
-    """The objectives (from 1) of any episode that no exercise with a solution names."""
-    meta, body = split_front_matter((Path(root) / relpath).read_text(encoding="utf-8"))
-    return _unassessed(parse_body(body), len(meta.get("objectives") or []), required_only=False)
 
 
 def core_part(root: Path):
