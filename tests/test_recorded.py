@@ -23,7 +23,7 @@ import record_run
 import recorded
 from conftest import ROOT
 from conftest import record_run as run_tool
-from test_recorded_lesson import stale_cells, stale_records
+from test_recorded_lesson import has_colours, stale_cells, stale_records
 
 RECORDED = ("01-introduction", "03-environments")
 
@@ -229,8 +229,8 @@ def test_terminal_colours_are_left_out_of_the_recorded_outputs():
     cleaned = clean_outputs.clean_outputs([summary, html])
     assert cleaned[0]["data"] == {"text/plain": "Total params: 10\n"}
     assert cleaned[1]["data"]["text/html"].startswith("<table>")  # not Rich's: kept
-    assert not any(clean_outputs.has_colours(output) for output in cleaned)
-    assert clean_outputs.has_colours(summary) and clean_outputs.has_colours(
+    assert not any(has_colours(output) for output in cleaned)
+    assert has_colours(summary) and has_colours(
         {"output_type": "error", "traceback": ["\x1b[31mValueError\x1b[0m"]})
 
 
@@ -261,7 +261,7 @@ def test_the_clean_only_step_takes_colours_out_of_old_records_and_keeps_them_cur
     assert record_run.clean_records(tmp_path / "executed") == [path]
     cleaned = json.loads(path.read_text(encoding="utf-8"))
     outputs = [output for cell in code_cells(cleaned) for output in cell["outputs"]]
-    assert not any(clean_outputs.has_colours(output) for output in outputs)
+    assert not any(has_colours(output) for output in outputs)
     assert {"text/plain": ["Total params: 10\n"]} in [output.get("data") for output in outputs]
     assert stale_records(tmp_path) == []
     assert record_run.clean_records(tmp_path / "executed") == []  # nothing left to clean

@@ -14,6 +14,7 @@ import re
 import statistics
 from pathlib import Path
 
+import clean_outputs
 import make_notebooks as mk
 import record_run
 import recorded
@@ -77,6 +78,16 @@ def stale_records(root: Path) -> list[str]:
     return problems
 
 
+def has_colours(output: dict) -> bool:
+    """Whether an output still carries terminal colours: an ANSI escape or Rich's coloured HTML."""
+    def text(value) -> str:
+        return "".join(value) if isinstance(value, list) else value
+
+    texts = [text(output.get("text", "")), *output.get("traceback", [])]
+    texts += [text(v) for k, v in output.get("data", {}).items() if k.startswith("text/")]
+    return any("\x1b" in t for t in texts) or clean_outputs.is_rich_html(output.get("data", {}))
+
+
 def streams(nb) -> str:
     return "".join(output.get("text", "") for cell in nb.cells if cell.cell_type == "code"
                    for output in cell.outputs if output.output_type == "stream")
@@ -92,12 +103,10 @@ def test_the_lessons_records_match_their_episodes():
 def test_the_lessons_records_carry_no_terminal_colours():
     """No recorded output keeps an ANSI escape or Rich's coloured HTML, whose colours fail
     contrast on the page (clean them with 'python tools/record_run.py --clean-only')."""
-    import clean_outputs
-
     coloured = [f"{path.name}: cell {index}"
                 for path in sorted((ROOT / recorded.EXECUTED_DIR).glob("*.ipynb"))
                 for index, cell in enumerate(json.loads(path.read_text(encoding="utf-8"))["cells"])
-                if any(clean_outputs.has_colours(output) for output in cell.get("outputs", []))]
+                if any(has_colours(output) for output in cell.get("outputs", []))]
     assert not coloured, "outputs with terminal colours: " + ", ".join(coloured)
 
 

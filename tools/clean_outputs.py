@@ -206,13 +206,6 @@ def plain_outputs(nb: dict, paths=None) -> int:
     return changed
 
 
-def has_colours(output: dict) -> bool:
-    """Whether an output still carries terminal colours: an ANSI escape or Rich's HTML."""
-    texts = [_text(output.get("text", "")), *output.get("traceback", [])]
-    texts += [_text(v) for k, v in output.get("data", {}).items() if k.startswith("text/")]
-    return any("\x1b" in text for text in texts) or is_rich_html(output.get("data", {}))
-
-
 def clean_outputs(outputs: list[dict], paths=None) -> list[dict]:
     paths = machine_paths() if paths is None else paths
     cleaned = []
