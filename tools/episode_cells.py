@@ -18,15 +18,10 @@ PROMPT = "prompt"  # the code-cell option ':prompt:'
 TYPE_ALONG = "type-along"  # front matter: true or false, against the toc's core part
 
 
-def is_notebook_episode(text: str) -> bool:
-    """Whether an episode is a text notebook (has a jupytext header), i.e. has a notebook."""
-    meta, _ = split_front_matter(text)
-    return "jupytext" in meta
-
-
 def notebook_episodes(root: Path = ROOT) -> list[Path]:
+    """The episodes that are text notebooks (a jupytext header), i.e. that have a notebook."""
     return [p for p in sorted((root / EPISODE_DIR).glob("*.md"))
-            if is_notebook_episode(p.read_text(encoding="utf-8"))]
+            if "jupytext" in split_front_matter(p.read_text(encoding="utf-8"))[0]]
 
 
 class EpisodeCellError(ValueError):
