@@ -46,13 +46,13 @@ def test_the_keras_schedule_is_the_same_warm_up():
 def test_the_limit_computes_the_loss_keras_computes_on_the_same_weights():
     found = run_on_jax_cpu("""
 import json, numpy as np
-from gpulesson.experiments.ladder import limit, measure
+from gpulesson.experiments.ladder import measure
 from gpulesson.experiments.ladder import RUNGS
 options = measure.chosen(RUNGS["limit"], 8, 64)
 model = measure.build(RUNGS["limit"], options, "cpu", 3)
 x = np.random.default_rng(0).integers(0, 256, (16, 32, 32, 3), dtype=np.uint8)
 y = (np.arange(16) % 10).astype("int32")
-ours, _ = limit.loss_function(model, training=False)(
+ours, _ = measure.loss_function(model, training=False)(
     [v.value for v in model.trainable_variables],
     [v.value for v in model.non_trainable_variables], x, y)
 theirs = model.evaluate(x, y, batch_size=16, verbose=0)[0]
@@ -61,7 +61,7 @@ state = ([v.value for v in model.trainable_variables],
          [v.value for v in model.non_trainable_variables],
          [v.value for v in model.optimizer.variables])
 import jax
-state, loss = limit.epoch_function(model, model.optimizer, 8, 2)(state, x, y, jax.random.key(0))
+state, loss = measure.epoch_function(model, model.optimizer, 8, 2)(state, x, y, jax.random.key(0))
 print(json.dumps([float(ours), float(theirs), float(loss), int(state[2][0])]))
 """)
     ours, theirs, epoch_loss, iterations = found
