@@ -8,7 +8,7 @@ import pytest
 from conftest import run_on_jax_cpu
 
 from gpulesson.experiments.common import Budget
-from gpulesson.experiments.profile import measure, page, trace
+from gpulesson.experiments.profile import measure, page
 from gpulesson.records.results import NOT_RECORDED, append_record
 
 
@@ -31,8 +31,8 @@ def gpu_shaped_trace(tmp_path):
         _meta("thread", 2, "Stream #13(Compute,MemcpyD2H)", 13),
         _meta("thread", 2, "Stream #14(Compute)", 14),
         _meta("thread", 2, "Stream #7(MemcpyH2D)", 7), _meta("thread", 2, "XLA Modules", 99),
-        _event(trace.EPOCH, 1000, 1000),
-        _event(trace.INPUT, 1000, 100), _event("PjitFunction(take)", 1050, 20),
+        _event(measure.EPOCH, 1000, 1000),
+        _event(measure.INPUT, 1000, 100), _event("PjitFunction(take)", 1050, 20),
         _event("PjitFunction(train_step)", 1100, 150), _event("PjitFunction(train_step)", 1500, 50),
         _event("fusion.1", 1200, 200, pid=2, tid=13), _event("fusion.2", 1300, 150, pid=2, tid=14),
         _event("convolution", 1600, 50, pid=2, tid=13),
@@ -48,8 +48,8 @@ def gpu_shaped_trace(tmp_path):
 
 
 def test_a_trace_is_read_into_parts_that_add_up_to_the_step(tmp_path):
-    events = trace.read_events(trace.trace_file(gpu_shaped_trace(tmp_path)))
-    found = trace.breakdown(events, steps=2, device="gpu")
+    events = measure.read_events(measure.trace_file(gpu_shaped_trace(tmp_path)))
+    found = measure.breakdown(events, steps=2, device="gpu")
     us = 1e-6 / 2
     assert found["step"] == pytest.approx(1000 * us)
     assert found["host"] == pytest.approx({"input": 100 * us, "dispatch": 200 * us,
@@ -61,19 +61,19 @@ def test_a_trace_is_read_into_parts_that_add_up_to_the_step(tmp_path):
     assert "XLA Modules" not in found["device_lines"]
     assert found["top_kernels"][0] == ["fusion.1", pytest.approx(200 * us)]
     # The CPU's profile on the same node reads XLA's threads on the host, not the GPU's lines
-    on_cpu = trace.breakdown(events, steps=2, device="cpu")
+    on_cpu = measure.breakdown(events, steps=2, device="cpu")
     assert on_cpu["device"]["kernels"] == 0 and on_cpu["device_lines"] == []
 
 
 def test_a_trace_without_its_window_or_a_folder_without_a_trace_says_so(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"jax\.profiler\.trace"):
-        trace.trace_file(tmp_path)
+        measure.trace_file(tmp_path)
     with pytest.raises(ValueError, match="not marked"):
-        trace.breakdown([_event("x", 0, 1) | {"process": "/host:CPU", "thread": "python"}],
+        measure.breakdown([_event("x", 0, 1) | {"process": "/host:CPU", "thread": "python"}],
                         steps=1)
-    window = _event(trace.EPOCH, 0, 10) | {"process": "/host:CPU", "thread": "python"}
+    window = _event(measure.EPOCH, 0, 10) | {"process": "/host:CPU", "thread": "python"}
     with pytest.raises(ValueError, match="no GPU line"):
-        trace.breakdown([window], steps=1, device="gpu")
+        measure.breakdown([window], steps=1, device="gpu")
 
 
 def made_record(device, *, step, host, dev, gpu=None, run_id="r1"):
