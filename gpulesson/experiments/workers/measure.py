@@ -82,19 +82,10 @@ class EpochSplitter:
     def callback(self):
         import keras  # only when something is measured
 
-        splitter = self
-
-        class Split(keras.callbacks.Callback):
-            def on_epoch_begin(self, epoch, logs=None):
-                splitter.epoch_begin()
-
-            def on_train_batch_end(self, batch, logs=None):
-                splitter.batch_end()
-
-            def on_epoch_end(self, epoch, logs=None):
-                splitter.epoch_end()
-
-        return Split()
+        return keras.callbacks.LambdaCallback(
+            on_epoch_begin=lambda epoch, logs=None: self.epoch_begin(),
+            on_train_batch_end=lambda batch, logs=None: self.batch_end(),
+            on_epoch_end=lambda epoch, logs=None: self.epoch_end())
 
 
 def _fit(model, path, *, work: str, workers: int, batch_size: int, warmup: int,
