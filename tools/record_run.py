@@ -286,24 +286,19 @@ def execute(notebook: Path, workdir: Path, timeout: float, env: dict):
 
 
 def write_atomically(nb: dict, path: Path) -> None:
+    """``nb`` validated, then written through a file beside ``path``: a failed write leaves the
+    previous record whole (sources as lists of lines, as notebooks/ are written)."""
     import nbformat
 
     node = nbformat.from_dict(nb)
     nbformat.validate(node)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = nbformat.writes(node) + "\n"  # as notebooks/ are written: sources as lists of lines
-    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, suffix=".tmp",
-                                     delete=False) as tmp:
-        try:
-            tmp.write(text)
-        except BaseException:
-            tmp.close()
-            os.unlink(tmp.name)
-            raise
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp.name, 0o666 & ~umask)  # as an ordinary new file, not the temporary's 0600
-    os.replace(tmp.name, path)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    try:
+        partial.write_text(nbformat.writes(node) + "\n", encoding="utf-8")
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 def record(notebook: Path, out_dir: Path, *, data: str, quick: bool, facts: dict, env: dict,
