@@ -1,5 +1,5 @@
 """Timing the lesson's CNN training on a shared CPU: k copies at once, each training a process
-of its own (:mod:`~gpulesson.experiments.contention.worker`).
+of its own (:func:`worker`, this module run with ``python -m``).
 
 The workers never see a GPU (:data:`GPU_HIDDEN`): on a GPU node they still train on the CPU,
 which is what is measured. A worker that fails or runs past ``timeout`` stops its whole
@@ -8,6 +8,7 @@ condition with :class:`WorkerError`, so no record of an unfinished condition can
 
 from __future__ import annotations
 
+import argparse
 import functools
 import json
 import os
@@ -24,7 +25,7 @@ from gpulesson.machine.timing import available_cores
 from gpulesson.records.recordset import check_earlier
 from gpulesson.records.results import LESSON_ROOT
 
-WORKER = "gpulesson.experiments.contention.worker"
+WORKER = "gpulesson.experiments.contention.measure"
 CLASS_NAMES = tuple(f"class {i}" for i in range(10))  # labels only: speed does not need names
 # CUDA hidden for TensorFlow and PyTorch; JAX told to start its CPU backend only (it would
 # otherwise claim most of the GPU's memory at start).
@@ -264,3 +265,55 @@ def measure(args, *, run_id, done):
             say(f"{k} cop{'y' if k == 1 else 'ies'}, threads {t or 'default'}: epoch "
                 f"{record['mean_epoch_seconds']:.1f} s each, load average up to "
                 f"{max(condition['load_samples'], default=0):.2f}")
+
+
+def worker(argv=None) -> int:
+    """One training of a condition, in a process of its own: the lesson's CNN, generator and
+    epoch timer on the first ``--n-images`` of a data file, reported as one JSON line
+    (``fit_start`` and ``fit_end`` are Unix times: the parent tells from them whether the
+    copies overlapped)."""
+    parser = argparse.ArgumentParser(prog=f"python -m {WORKER}",
+                                     description=worker.__doc__.splitlines()[0])
+    parser.add_argument("data", help="lesson HDF5 data file")
+    parser.add_argument("--n-images", type=int, required=True)
+    parser.add_argument("--batch-size", type=int, required=True)
+    parser.add_argument("--epochs", type=int, required=True)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="framework CPU threads (default: the cores this process may use); "
+                             "TensorFlow and PyTorch only")
+    parser.add_argument("--seed", type=int, default=42)
+    args = parser.parse_args(argv)
+    import keras
+
+    from gpulesson.machine.timing import set_cpu_threads
+
+    backend = keras.backend.backend()
+    threads = None
+    if threads_honoured(backend):
+        # Before the framework runs anything: TensorFlow fixes its threads at its first operation.
+        threads = set_cpu_threads(args.threads)
+    elif args.threads is not None:
+        parser.error(f"--threads: Keras on {backend} has no per-process CPU thread setting")
+    from gpulesson import lesson
+    from gpulesson.machine import devices
+
+    train = lesson.HDF5Batches(args.data, "train", args.batch_size, stop=args.n_images,
+                               shuffle=True, seed=1)
+    keras.utils.set_random_seed(args.seed)
+    model = lesson.compile_cnn(lesson.build_cnn())
+    timer = lesson.EpochTimer(samples_per_epoch=train.n_images)
+    started = time.time()
+    model.fit(train, epochs=args.epochs, shuffle=False,
+              callbacks=[lesson.DataEpoch(train), timer], verbose=0)
+    ended = time.time()
+    seen = devices.keras_device()  # after fit: what the framework trained with could see
+    print(json.dumps({"epoch_seconds": timer.epoch_seconds, "framework_threads": threads,
+                      "backend": backend,
+                      "devices_seen": {"device": seen["device"], "gpu_count": seen["gpu_count"]},
+                      "cores": available_cores(), "fit_start": started, "fit_end": ended}),
+          flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(worker())
