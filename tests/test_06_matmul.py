@@ -185,6 +185,8 @@ def made_up(kind, rates, dtype="float32", run_id="r", transfer=None, method=mm.M
                        "gflops": rate, "gflops_low": rate / 1.05, "gflops_high": rate / 0.95,
                        "first_call_seconds": seconds + 0.5,
                        "unsynchronised_median_seconds": seconds / 50 if dtype == "float32" else None,
+                       **({"unsynchronised_seconds": [seconds / 50 * f for f in (0.95, 1.0, 1.05)]}
+                          if dtype == "float32" else {}),
                        "transfer_median_seconds": transfer,
                        **({"transfer_seconds": [transfer] * 3} if transfer else {})})
     return {"experiment": "matmul", "run_id": run_id, "device_kind": device, "dtype": dtype,
@@ -232,13 +234,13 @@ def test_crossover_needs_both_devices_of_one_run():
 
 def test_crossover_in_words():
     cpu = made_up("cpu", at_sizes(10, 20, 30, 40))
-    assert mp.crossover_text([cpu]) == NOT_RECORDED
+    assert mm.crossover_text([cpu]) == NOT_RECORDED
     crossing = [cpu, made_up("gpu", at_sizes(1, 5, 300, 900))]
-    assert mp.crossover_text(crossing) == "n = 256"
+    assert mm.crossover_text(crossing) == "n = 256"
     never = [cpu, made_up("gpu", at_sizes(1, 2, 3, 4))]
-    assert "none" in mp.crossover_text(never) and "1,024" in mp.crossover_text(never)
+    assert "none" in mm.crossover_text(never) and "1,024" in mm.crossover_text(never)
     always = [cpu, made_up("gpu", at_sizes(50, 100, 500, 900))]
-    assert "every size" in mp.crossover_text(always)
+    assert "every size" in mm.crossover_text(always)
 
 
 def write(path, records):
@@ -310,13 +312,13 @@ def test_the_figures_handle_a_run_with_a_gpu(tmp_path):
 
 def test_a_point_without_its_summary_is_summarised_from_its_calls():
     old = {"n": 64, "seconds": [3.0, 1.0, 2.0], "median_seconds": 2.0}
-    summary = mp.point_summary(old)
+    summary = mm.point_summary(old)
     assert summary["median"] == 2.0 and (summary["min"], summary["max"]) == (1.0, 3.0)
     assert summary["n"] == 3
-    rate = mp.rate_summary(old)
+    rate = mm.rate_summary(old)
     assert rate["median"] == pytest.approx(mm.gflops(64, 2.0))
     assert rate["max"] == pytest.approx(mm.gflops(64, 1.0))
-    assert mp.point_summary({"n": 64, "seconds": []}) is None
+    assert mm.point_summary({"n": 64, "seconds": []}) is None
 
 
 def test_overlapping_precisions_are_no_measurable_difference(tmp_path):
@@ -398,7 +400,7 @@ def test_the_results_file_holds_a_valid_run():
     assert values["ref_mm_lat_cpu_largest_time"] != NOT_RECORDED
     records = matmul.reference_run()
     if not records:  # no run of the current method yet: no throughput on the page
-        assert not any(mp.amortised(r) for r in read_records(matmul.RESULTS_FILE))
+        assert not any(mm.amortised(r) for r in read_records(matmul.RESULTS_FILE))
         assert values["ref_mm_cpu_float32"] == values["ref_mm_gpu"] == NOT_RECORDED
         assert values["ref_mm_run"] == values["ref_mm_crossover"] == NOT_RECORDED
         return
@@ -406,7 +408,7 @@ def test_the_results_file_holds_a_valid_run():
     for record in records:
         validate_record(record)
         assert record["experiment"] == "matmul" and record["cpu_model"] and record["points"]
-        assert mp.amortised(record)
+        assert mm.amortised(record)
     assert values["ref_mm_cpu_float32"] != NOT_RECORDED
     # records made before the summaries still give medians with their ranges
     repeats = {r["repeats"] for r in records}

@@ -236,13 +236,13 @@ def test_float32_is_named_as_recorded_and_set_beside_the_published_peak(tmp_path
                made_up("gpu", at_sizes(1, 50, 3000, 247_250), **H200),
                made_up("gpu", at_sizes(1, 50, 3000, 98_950), dtype="bfloat16", **H200),
                made_up("cpu", at_sizes(10, 20, 30, 40), dtype="bfloat16")]
-    assert mp.precision_label(records[1]) == "float32 (TF32)"
-    assert mp.precision_label(records[0]) == "float32"
-    assert mp.precision_label(records[2]) == "bfloat16"
-    assert mp.published_peak(records[1])["gflops"] == gpu_peaks.peaks_for("H200")["tf32"] * 1e3
-    assert mp.published_peak(records[0]) is None
+    assert measure.precision_label(records[1]) == "float32 (TF32)"
+    assert measure.precision_label(records[0]) == "float32"
+    assert measure.precision_label(records[2]) == "bfloat16"
+    assert measure.published_peak(records[1])["gflops"] == gpu_peaks.peaks_for("H200")["tf32"] * 1e3
+    assert measure.published_peak(records[0]) is None
     full = {**records[1], "float32_precision": {"matmul": "float32"}}
-    assert mp.published_peak(full)["precision"] == "fp32"
+    assert measure.published_peak(full)["precision"] == "fp32"
     values = mp.substitutions(write(tmp_path / "m.jsonl", records))
     assert values["ref_mm_gpu_float32_label"] == "float32 (TF32)"
     assert values["ref_mm_gpu_float32_share"] == "50% of the published TF32 peak"
@@ -263,7 +263,7 @@ def test_float32_is_named_as_recorded_and_set_beside_the_published_peak(tmp_path
 
 def test_a_gpu_without_a_table_draws_no_peak():
     record = made_up("gpu", at_sizes(1, 5, 300, 900))  # "Made-up GPU"
-    assert mp.published_peak(record) is None
+    assert measure.published_peak(record) is None
     fig, _ = matmul.figures([record])
     assert not [label for label in fig.axes[0].get_legend_handles_labels()[1]
                 if "published" in label]
@@ -318,11 +318,11 @@ def test_the_throughput_axis_is_in_tflops_with_the_gpu_dispatch_floor_shaded(tmp
     flat = {16: 70e-6, 64: 100e-6, 256: 90e-6, 1024: 2e-3, 4096: 0.2}  # seconds per call
     gpu = made_up("gpu", {n: 2 * n**3 / t / 1e9 for n, t in flat.items()}, **H200)
     cpu = made_up("cpu", dict(zip(flat, (10, 20, 30, 40, 40), strict=True)))
-    floor = mp.dispatch_floor([cpu, gpu])
+    floor = measure.dispatch_floor([cpu, gpu])
     assert floor["sizes"] == [16, 64, 256]
     assert (floor["low"], floor["high"]) == (pytest.approx(70e-6), pytest.approx(100e-6))
-    assert mp.dispatch_floor([cpu]) is None  # the CPU has no dispatch to the card
-    assert mp.dispatch_floor([cpu, {**gpu, "method": None}]) is None  # older method: latencies
+    assert measure.dispatch_floor([cpu]) is None  # the CPU has no dispatch to the card
+    assert measure.dispatch_floor([cpu, {**gpu, "method": None}]) is None  # older method: latencies
     fig, _ = matmul.figures([cpu, gpu])
     ax = fig.axes[0]
     assert ax.get_ylabel().startswith("TFLOP/s")

@@ -233,7 +233,7 @@ def _matmul_records() -> list[dict]:
 def _compared(comparisons: dict, values: dict):
     """(value name, float32 record, other precision's record) of each comparison the records
     hold; a comparison they cannot make must say the value is missing."""
-    from gpulesson.experiments.matmul.page import find
+    from gpulesson.experiments.matmul.measure import find
 
     records = _matmul_records()
     for name, (device, dtype) in comparisons.items():

@@ -13,7 +13,6 @@ Importing it imports no deep-learning framework, and it never imports TensorFlow
 import sys
 
 from gpulesson.experiments import cli
-from gpulesson.experiments.matmul import page
 from gpulesson.experiments.matmul.measure import (
     DTYPES,
     GPU_SIZES,
@@ -27,6 +26,9 @@ from gpulesson.experiments.matmul.measure import (
     crossover,
     crossover_line,
     describe,
+    find,
+    precision_label,
+    rate_summary,
     sweep,
     sweep_record,
     time_matmul,
@@ -35,7 +37,7 @@ from gpulesson.experiments.matmul.measure import (
 from gpulesson.experiments.matmul.page import figures, latency_run, page_runs, reference_run
 
 EXPERIMENT, RESULTS_FILE = RECORDS.experiment, RECORDS.results_file
-sys.modules[f"{__name__}.records"] = page  # the page's readers under their former module's name
+sys.modules[f"{__name__}.records"] = sys.modules[__name__]  # the former module's name of its readers
 COMMAND = cli.Command(
     __name__, __doc__,
     cli.devices("devices to measure, in this order (default: cpu, then gpu if visible)"),
@@ -52,5 +54,6 @@ COMMAND = cli.Command(
     cli.out(RESULTS_FILE), cli.RUN_ID, at_least_one=("repeats",))
 
 __all__ = ["DTYPES", "EXPERIMENT", "GPU_SIZES", "QUICK_REPEATS", "QUICK_SIZES", "REPEATS",
-           "RESULTS_FILE", "SIZES", "crossover", "crossover_line", "describe", "figures",
-           "latency_run", "page_runs", "reference_run", "sweep", "sweep_record", "time_matmul", "wait"]
+           "RESULTS_FILE", "SIZES", "crossover", "crossover_line", "describe", "figures", "find",
+           "latency_run", "page_runs", "precision_label", "rate_summary", "reference_run", "sweep",
+           "sweep_record", "time_matmul", "wait"]

@@ -1,56 +1,24 @@
 """Episode 6's reference runs of matrix products, their figures and the page's values
-(``ref_mm_*``). The throughput's reference is the newest run of a throughput method that
-compares the devices; the time of one call is drawn from the newest run of any. The alt texts
-read the lines the figures draw (:func:`rate_lines`, :func:`sync_lines`), and comparison words
-come from ``compare`` or ``rank``, which say "no measurable difference" where ranges overlap."""
+(``ref_mm_*``). The alt texts read the lines the figures draw; comparison words come from
+``compare`` or ``rank``, which say "no measurable difference" where ranges overlap."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
-from gpulesson.experiments.matmul.measure import (  # noqa: F401 (describe: the command's table)
-    BUSY,
-    DTYPES,
-    METHOD,
-    MIN_WINDOW_SECONDS,
-    RECORDS,
-    THROUGHPUT_METHODS,
-    amortised,
-    crossover,
-    crossover_text,
-    describe,
-    dispatch_floor,
-    dtype_by_size,
-    find,
-    floor_words,
-    gflops,
-    point_summary,
-    points,
-    precision_label,
-    published_peak,
-    rate_summary,
-    rate_text,
-)
+from gpulesson.experiments.common import NO_DIFFERENCE, SPREAD_NOTE, as_rate, compare, draw_spread
+from gpulesson.experiments.matmul import measure as mm
+from gpulesson.experiments.matmul.measure import RECORDS, describe  # noqa: F401 (the command's table)
 from gpulesson.records.figkit import need, title
 from gpulesson.records.pagewords import given, listed, median_text, run_values
 from gpulesson.records.results import NOT_RECORDED, duration, hardware, is_gpu, software
-from gpulesson.records.summaries import (
-    NO_DIFFERENCE,
-    SPREAD_NOTE,
-    as_rate,
-    compare,
-    draw_spread,
-    fmt_number,
-    rank,
-    summary_of,
-    summary_text,
-)
+from gpulesson.records.summaries import fmt_number, rank, summary_of, summary_text
 
 RESULTS_FILE = RECORDS.results_file
 DEVICES = ("cpu", "gpu")
-# The CPU's other precisions against float32, size by size.
-BY_SIZE = {f"ref_mm_cpu_{dtype}_by_size": ("cpu", dtype) for dtype in DTYPES if dtype != "float32"}
+BY_SIZE = {f"ref_mm_cpu_{dtype}_by_size": ("cpu", dtype)  # the CPU's other precisions, size by size
+           for dtype in mm.DTYPES if dtype != "float32"}
 FIGURES = ("matmul-gflops.svg", "matmul-sync.svg")
 
 
@@ -62,16 +30,15 @@ def compares(records) -> bool:
 
 def reference_run(path=None) -> list[dict]:
     """The newest run that :func:`compares` of a throughput method, one with a GPU first; []."""
-    found = [run for method in THROUGHPUT_METHODS
+    found = [run for method in mm.THROUGHPUT_METHODS
              if (run := RECORDS.newest_run(path, complete=compares, method=method))
              and compares(run)]
     with_gpu = [run for run in found if any(is_gpu(r) for r in run)]
     return (with_gpu or found or [[]])[0]
 
 
-def latency_run(path=None) -> list[dict]:
-    """The newest run of any method, whose synchronised calls the latency figure shows."""
-    return RECORDS.newest_run(path)
+# The newest run of any method: the time of one call, its values and its figure, come from it.
+latency_run = RECORDS.newest_run
 
 
 def page_runs(path=None) -> tuple:
@@ -96,20 +63,19 @@ LINE_SPREAD_NOTE = "markers: median; " + SPREAD_NOTE.split("; ", 1)[1]
 
 
 def rate_lines(records) -> list[dict]:
-    """The throughput figure's lines: one a sweep, and one with the copy of the float32
-    inputs counted (``copy: True``) where it was timed."""
+    """The throughput figure's lines: one a sweep, and one counting the float32 copy (``copy``)."""
     lines = []
     for record in records:
-        found = [p for p in record["points"] if rate_summary(p)] if amortised(record) else []
+        found = [p for p in record["points"] if mm.rate_summary(p)] if mm.amortised(record) else []
         if not found:
             continue
         device, dtype = record["device_kind"], record["dtype"]
         style = {**_DEVICE_STYLE[device], **_DTYPE_STYLE[dtype]}
         style["color"] = _SHADES.get((device, dtype), style["color"])
-        label = f"{device.upper()} {precision_label(record)}"
+        label = f"{device.upper()} {mm.precision_label(record)}"
         lines.append({"device": device, "dtype": dtype, "copy": False, "label": label,
                       "style": style, "n": [p["n"] for p in found],
-                      "rates": [rate_summary(p) for p in found], "peak": published_peak(record)})
+                      "rates": [mm.rate_summary(p) for p in found], "peak": mm.published_peak(record)})
         copies = [p for p in found if p.get("transfer_median_seconds")]
         if dtype == "float32" and copies:
             lines.append({
@@ -118,7 +84,7 @@ def rate_lines(records) -> list[dict]:
                 "style": {"marker": "v", "linestyle": "-.", "color": "tab:red",
                           "fillstyle": "none"},
                 "n": [p["n"] for p in copies],
-                "medians": [gflops(p["n"], p["median_seconds"] + p["transfer_median_seconds"])
+                "medians": [mm.gflops(p["n"], p["median_seconds"] + p["transfer_median_seconds"])
                             for p in copies]})
     return lines
 
@@ -140,16 +106,14 @@ def sync_lines(records) -> list[dict]:
     """The time of one float32 call: synchronised, over a window, and not waited for."""
     found = []
     for record in records:
-        timed = [p for p in record["points"] if point_summary(p, "latency_seconds")]
+        timed = [p for p in record["points"] if mm.point_summary(p, "latency_seconds")]
         if record["dtype"] != "float32" or not timed:
             continue
-        unsync = [{"n": p["n"], "median": p["unsynchronised_median_seconds"],
-                   "summary": point_summary(p, "unsynchronised_seconds")}
-                  for p in timed if p.get("unsynchronised_median_seconds")]
-        found.append({"device": record["device_kind"], "label": precision_label(record),
+        unsync = {p["n"]: s for p in timed if (s := mm.point_summary(p, "unsynchronised_seconds"))}
+        found.append({"device": record["device_kind"], "label": mm.precision_label(record),
                       "n": [p["n"] for p in timed],
-                      "latency": [point_summary(p, "latency_seconds") for p in timed],
-                      "amortised": [point_summary(p) for p in timed],
+                      "latency": [mm.point_summary(p, "latency_seconds") for p in timed],
+                      "amortised": [mm.point_summary(p) for p in timed],
                       "calls": [p.get("calls_per_sync") for p in timed], "unsync": unsync})
     return found
 
@@ -161,7 +125,7 @@ def _devices(lines) -> list[str]:
 def _crossover_drawn(records, lines) -> int | None:
     """The crossover, where a CPU and a GPU float32 line are drawn."""
     drawn = {(line["device"], line["dtype"]) for line in lines if not line["copy"]}
-    return crossover(records) if {("cpu", "float32"), ("gpu", "float32")} <= drawn else None
+    return mm.crossover(records) if {("cpu", "float32"), ("gpu", "float32")} <= drawn else None
 
 
 def gflops_alt(records) -> str:
@@ -193,10 +157,10 @@ def gflops_alt(records) -> str:
     if peaks:
         parts.append("Thin dashed horizontal lines mark the vendor's published peaks, not "
                      "measurements: " + "; ".join(p["label"] for p in peaks) + ".")
-    floor = dispatch_floor(records)
+    floor = mm.dispatch_floor(records)
     if floor:
         parts.append(f"A grey band over n = {floor['sizes'][0]:,} to {floor['sizes'][-1]:,} "
-                     f"marks the GPU's dispatch floor: float32 calls took {floor_words(floor)}.")
+                     f"marks the GPU's dispatch floor: float32 calls took {mm.floor_words(floor)}.")
     n = _crossover_drawn(records, lines)
     if n is not None:
         parts.append(f"A dotted vertical line at n = {n:,} marks the size from which the GPU "
@@ -223,9 +187,8 @@ def sync_alt(records) -> str:
         if line["amortised"][-1]:
             text += (f", a call in a window of {line['calls'][-1]:,} took "
                      f"{duration(line['amortised'][-1]['median'])}")
-        unsync = next((u for u in line["unsync"] if u["n"] == n), None)
-        if unsync:
-            text += f", and a call not waited for {duration(unsync['median'])}"
+        if n in line["unsync"]:
+            text += f", and a call not waited for {duration(line['unsync'][n]['median'])}"
         parts.append(text + ".")
     return " ".join(parts)
 
@@ -266,7 +229,7 @@ def _rates_figure(records):
     for peak in peak_lines(lines):
         ax.axhline(peak["gflops"] / 1e3, color=peak["color"], linestyle=(0, (6, 3)),
                    linewidth=0.9, label=peak["label"])
-    sizes = _sizes([r for r in records if amortised(r)] or records)
+    sizes = _sizes([r for r in records if mm.amortised(r)] or records)
     _frame(fig, ax, records, "Matrix multiplication: throughput (TFLOP/s) against size",
            _devices(lines), sizes)
     ax.yaxis.set_major_locator(LogLocator(base=10, numticks=12))
@@ -274,7 +237,7 @@ def _rates_figure(records):
         lambda v, _: f"{v:,.{max(0, -math.floor(math.log10(v) + 1e-9))}f}"))
     ax.set_ylabel("TFLOP/s (time per call over a window of calls)")
     ax.set_title(LINE_SPREAD_NOTE.replace("median", "median window"), fontsize=8.5)
-    floor = dispatch_floor(records)
+    floor = mm.dispatch_floor(records)
     if floor:
         low, high = floor["sizes"][0], floor["sizes"][-1]
         ax.axvspan(low / 1.25, high * 1.25, color="0.5", alpha=0.12, linewidth=0)
@@ -293,7 +256,7 @@ def _rates_figure(records):
     if lines:
         ax.legend(fontsize=7.5, loc="lower right")
     busy = max((r.get("other_programs_cpu_share") or 0 for r in records), default=0)
-    if busy > BUSY:
+    if busy > mm.BUSY:
         ax.text(0.02, 0.90, f"other programs used up to {busy:.0%} of the CPU time:\n"
                 "CPU numbers may be low", transform=ax.transAxes, va="top", fontsize=8)
     fig.tight_layout()
@@ -308,13 +271,12 @@ def _times_figure(records):
     for line in drawn:
         style = _DEVICE_STYLE[line["device"]]
         name = f"{line['device'].upper()} {line['label']}"
-        unsync = line["unsync"]
         for n, summaries, kind, label in (
                 (line["n"], line["latency"], {"linestyle": "-"},
                  "one call, waiting for its result (latency)"),
                 (line["n"], line["amortised"], {"linestyle": "-.", "fillstyle": "bottom"},
                  "per call, many calls and one wait (throughput)"),
-                ([u["n"] for u in unsync], [u["summary"] for u in unsync],
+                (list(line["unsync"]), list(line["unsync"].values()),
                  {"linestyle": "--", "fillstyle": "none"}, "one call, not waiting (wrong)")):
             if n:
                 ax.plot(n, [s["median"] if s else math.nan for s in summaries], **kind, **style,
@@ -331,8 +293,7 @@ def _times_figure(records):
 
 
 def figures(records, latency=None):
-    """``(TFLOP/s against size, the time of one call)`` of a run (the second of ``latency``'s
-    where given)."""
+    """``(TFLOP/s against size, the time of one call)``, the second of ``latency`` if given."""
     latency = records if latency is None else latency
     need(records or latency, "run the benchmark first")
     return _rates_figure(records), _times_figure(latency)
@@ -342,7 +303,7 @@ def figures(records, latency=None):
 
 def _peak(record: dict | None) -> str:
     """A sweep's highest median rate, with the sizes :func:`rank` cannot tell apart from it."""
-    rates = {p["n"]: s for p in (record or {}).get("points", []) if (s := rate_summary(p))}
+    rates = {p["n"]: s for p in (record or {}).get("points", []) if (s := mm.rate_summary(p))}
     if not rates:
         return NOT_RECORDED
     first = rank({f"{n:,}": s for n, s in rates.items()}, higher_is_better=True)[0]
@@ -355,7 +316,7 @@ def _peak(record: dict | None) -> str:
 def _by_size_text(records, device: str, dtype: str) -> str:
     """``dtype`` against float32 size by size: a CPU's float16 can lose at one and win at another."""
     sizes = {key: "n = " + listed([f"{n:,}" for n in found])
-             for key, found in dtype_by_size(records, device, dtype).items()}
+             for key, found in mm.dtype_by_size(records, device, dtype).items()}
     ranked = ", ".join(f"{word} at {sizes[word]}" for word in ("faster", "slower") if word in sizes)
     if NO_DIFFERENCE not in sizes:
         return ranked or NOT_RECORDED
@@ -367,59 +328,33 @@ def _by_size_text(records, device: str, dtype: str) -> str:
 def _unsync_text(found: list[dict]) -> str:
     """The rate of a call not waited for: impossible where above every call that waited."""
     unsync = found and found[-1].get("unsynchronised_median_seconds")
-    rates = [r["max"] for p in found if (r := rate_summary(p, "latency_seconds"))]
+    rates = [r["max"] for p in found if (r := mm.rate_summary(p, "latency_seconds"))]
     if not unsync or not rates:
         return NOT_RECORDED
-    rate, best = gflops(found[-1]["n"], unsync), max(rates)  # best: the fastest call that waited
+    rate, best = mm.gflops(found[-1]["n"], unsync), max(rates)  # best: the fastest call that waited
     if rate > best:
-        return (f"{rate_text(rate)} GFLOP/s: more than any call that waited for its result "
-                f"reached (at most {rate_text(best)} GFLOP/s), an impossible number")
-    return (f"{rate_text(rate)} GFLOP/s, no more than the calls that waited for their result "
-            f"reached (up to {rate_text(best)} GFLOP/s): no sign that this call returned before its "
+        return (f"{mm.rate_text(rate)} GFLOP/s: more than any call that waited for its result "
+                f"reached (at most {mm.rate_text(best)} GFLOP/s), an impossible number")
+    return (f"{mm.rate_text(rate)} GFLOP/s, no more than the calls that waited for their result "
+            f"reached (up to {mm.rate_text(best)} GFLOP/s): no sign that this call returned before its "
             "work was done")
-
-
-def _run_values(prefix: str, records) -> dict[str, str]:
-    names = hardware(records)
-    return {**run_values(prefix, records, "run", "date"), f"{prefix}_software": given(records, software),
-            f"{prefix}_cpu": names.get("CPU", NOT_RECORDED),
-            f"{prefix}_gpu": names.get("GPU", NOT_RECORDED)}
 
 
 def _share_text(share: float) -> str:
     return f"{share:.0%}" if share >= 0.1 else f"{share:.1%}"
 
 
-def latency_values(records) -> dict[str, str]:
-    """The ``ref_mm_lat_*`` values: one synchronised float32 call on each device, and calls
-    not waited for on the CPU."""
-    values = {}
-    for device in DEVICES:
-        found = points(records, device) or [None]
-        for name, point in (("smallest", found[0]), ("largest", found[-1])):
-            summary = point_summary(point, "latency_seconds")
-            values[f"ref_mm_lat_{device}_{name}"] = given(
-                summary and f"{summary_text(summary, duration)} at n = {point['n']:,}")
-    cpu = points(records, "cpu")
-    largest = (cpu or [None])[-1]
-    values["ref_mm_lat_cpu_largest_n"] = given(largest and f"{largest['n']:,}")
-    for key, samples in (("largest_time", "latency_seconds"), ("unsync_time", "unsynchronised_seconds")):
-        values[f"ref_mm_lat_cpu_{key}"] = median_text(point_summary(largest, samples), what="repeats")
-    values["ref_mm_lat_cpu_unsync_verdict"] = _unsync_text(cpu)
-    return values
-
-
-def peak_values(records) -> dict[str, str]:
+def _peaks_text(records) -> dict[str, str]:
     """The card's published peaks, and the GPU's best median rates as shares of them."""
     values, found = {"ref_mm_gpu_peaks": NOT_RECORDED}, {}
-    for dtype in DTYPES:
-        record = find(records, "gpu", dtype)
-        peak = published_peak(record) if record and record["points"] else None
+    for dtype in mm.DTYPES:
+        record = mm.find(records, "gpu", dtype)
+        peak = mm.published_peak(record) if record and record["points"] else None
         values[f"ref_mm_gpu_{dtype}_share"] = NOT_RECORDED
         if peak:
-            best = max(p["gflops"] for p in record["points"])
-            values[f"ref_mm_gpu_{dtype}_share"] = (f"{_share_text(best / peak['gflops'])} of the "
-                                                   f"published {peak['precision'].upper()} peak")
+            share = _share_text(max(p["gflops"] for p in record["points"]) / peak["gflops"])
+            values[f"ref_mm_gpu_{dtype}_share"] = (f"{share} of the published "
+                                                   f"{peak['precision'].upper()} peak")
             found.setdefault(peak["precision"], peak)
     if found:
         first = next(iter(found.values()))
@@ -429,24 +364,14 @@ def peak_values(records) -> dict[str, str]:
     return values
 
 
-def throughput_values(records) -> dict[str, str]:
-    """How each device's windows were chosen: their calls, and one wait's largest share."""
-    values = {}
-    for device in DEVICES:
-        found = [p for r in records if r.get("device_kind") == device for p in r["points"]]
-        calls = sorted({p["calls_per_sync"] for p in found if p.get("calls_per_sync")})
-        shares = [p["overhead_share"] for p in found if p.get("overhead_share") is not None]
-        values[f"ref_mm_{device}_calls"] = given(calls and " to ".join(
-            f"{n:,}" for n in sorted({calls[0], calls[-1]})))
-        values[f"ref_mm_{device}_overhead"] = given(shares and max(shares), _share_text)
-        values[f"ref_mm_{device}_float32_label"] = given(find(records, device), precision_label)
-    return values
-
-
 def model_precision(path) -> tuple[dict, dict, dict] | None:
     """(mixed bfloat16 rate, float32 rate, the bfloat16 record) of the newest feeding run that
     trained the CNN on the CPU in both, all else the same; None without both."""
     from gpulesson.experiments.feeding import RECORDS as FEEDING  # episode 9's records
+
+    def rate(record):  # images/s of each timed epoch
+        images = record["images_per_second"] * record["median_epoch_seconds"]
+        return as_rate(summary_of(record), images)
 
     same = ("pipeline", "jit_compile", "steps_per_execution", "batch_size")
     for group in reversed(list(FEEDING.runs_in(path).values())):
@@ -457,14 +382,8 @@ def model_precision(path) -> tuple[dict, dict, dict] | None:
                                and r.get("precision") == "float32"
                                and all(r.get(k) == mixed.get(k) for k in same)), None)
         if base:
-            return _rate(mixed), _rate(base), mixed
+            return rate(mixed), rate(base), mixed
     return None
-
-
-def _rate(record: dict) -> dict:
-    """A feeding record's images/s of each timed epoch."""
-    images = record["images_per_second"] * record["median_epoch_seconds"]
-    return as_rate(summary_of(record), images)
 
 
 def _model_values(path) -> dict[str, str]:
@@ -503,54 +422,77 @@ def copy_text(point: dict) -> str:
                    "over the link directly")
 
 
-def method_note(records) -> str:
-    if not records:
-        return NOT_RECORDED
-    if records[0].get("method") == METHOD:
-        return (f"Each window lasted at least {MIN_WINDOW_SECONDS:g} s, and on the GPU kept the "
+def _method_note(records) -> str:
+    if records[0].get("method") == mm.METHOD:
+        return (f"Each window lasted at least {mm.MIN_WINDOW_SECONDS:g} s, and on the GPU kept the "
                 "SM clock and board power that NVML showed while it ran.")
     return (f"These windows were recorded before the lesson's current method: they lasted as "
             f"little as a few milliseconds, and kept neither clock nor power. The next GPU run "
             f"(`python -m gpulesson.experiments.matmul`) times windows of at least "
-            f"{MIN_WINDOW_SECONDS:g} s with both.")
+            f"{mm.MIN_WINDOW_SECONDS:g} s with both.")
+
+
+def _run_values(prefix: str, records) -> dict[str, str]:
+    names = hardware(records)
+    return {**run_values(prefix, records, "run", "date"),
+            f"{prefix}_software": given(records, software),
+            f"{prefix}_cpu": names.get("CPU", NOT_RECORDED),
+            f"{prefix}_gpu": names.get("GPU", NOT_RECORDED)}
 
 
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
-    """The episode's values (``ref_mm_*``), NOT_RECORDED for what the reference run lacks."""
+    """The episode's values (``ref_mm_*``), NOT_RECORDED for what the runs lack; the
+    ``ref_mm_lat_*`` ones (one synchronised float32 call) from the newest run of any method."""
     from gpulesson.experiments.feeding import RESULTS_FILE as FEEDING_FILE
 
     records, latency = reference_run(path), latency_run(path)
-    values = _run_values("ref_mm", records)
+    values = {**_run_values("ref_mm", records), **_run_values("ref_mm_lat", latency),
+              **_peaks_text(records), **_model_values(Path(path).parent / FEEDING_FILE.name)}
     values["ref_mm_cpu_only"] = (values["ref_mm_cpu"] if values["ref_mm_gpu"] == NOT_RECORDED
                                  else NOT_RECORDED)
-    values["ref_mm_crossover"] = given(records, crossover_text)
     for device in DEVICES:
-        found = points(records, device) or [None]
-        smallest, largest, prefix = found[0], found[-1], f"ref_mm_{device}"
-        small = rate_summary(smallest)
-        values[f"{prefix}_smallest"] = given(small and f"{summary_text(small)} at n = {smallest['n']:,}")
+        found, prefix = mm.points(records, device) or [None], f"ref_mm_{device}"
+        smallest, largest, small = found[0], found[-1], mm.rate_summary(found[0])
+        values[f"{prefix}_smallest"] = given(small and f"{summary_text(small)} at n = "
+                                             f"{smallest['n']:,}")
         values[f"{prefix}_largest_n"] = given(largest and f"{largest['n']:,}")
-        values[f"{prefix}_largest_time"] = median_text(point_summary(largest), what="repeats")
-        values[f"{prefix}_first_call"] = given(largest and largest.get("first_call_seconds"), duration)
-        for dtype in DTYPES:
-            values[f"{prefix}_{dtype}"] = _peak(find(records, device, dtype))
+        values[f"{prefix}_largest_time"] = median_text(mm.point_summary(largest), what="repeats")
+        values[f"{prefix}_first_call"] = given(largest and largest.get("first_call_seconds"),
+                                               duration)
+        values.update({f"{prefix}_{dtype}": _peak(mm.find(records, device, dtype))
+                       for dtype in mm.DTYPES})
+        # how the windows were chosen: their calls, and one wait's largest share
+        timed = [p for r in records if r.get("device_kind") == device for p in r["points"]]
+        calls = sorted({p["calls_per_sync"] for p in timed if p.get("calls_per_sync")})
+        shares = [p["overhead_share"] for p in timed if p.get("overhead_share") is not None]
+        values[f"{prefix}_calls"] = given(calls and " to ".join(f"{n:,}" for n in
+                                                                sorted({calls[0], calls[-1]})))
+        values[f"{prefix}_overhead"] = given(shares and max(shares), _share_text)
+        values[f"{prefix}_float32_label"] = given(mm.find(records, device), mm.precision_label)
+        timed = mm.points(latency, device) or [None]
+        for name, point in (("smallest", timed[0]), ("largest", timed[-1])):
+            summary = mm.point_summary(point, "latency_seconds")
+            values[f"ref_mm_lat_{device}_{name}"] = given(
+                summary and f"{summary_text(summary, duration)} at n = {point['n']:,}")
+    cpu = mm.points(latency, "cpu")
+    largest = (cpu or [None])[-1]
+    values["ref_mm_lat_cpu_largest_n"] = given(largest and f"{largest['n']:,}")
+    for key, samples in (("largest_time", "latency_seconds"), ("unsync_time", "unsynchronised_seconds")):
+        values[f"ref_mm_lat_cpu_{key}"] = median_text(mm.point_summary(largest, samples), what="repeats")
+    values["ref_mm_lat_cpu_unsync_verdict"] = _unsync_text(cpu)
     values["ref_mm_cpu_sweep_time"] = given(sum(r.get("wall_seconds") or 0 for r in records
                                                 if r.get("device_kind") == "cpu"), duration)
     values.update({name: _by_size_text(records, *which) for name, which in BY_SIZE.items()})
-    values.update(throughput_values(records))
-    values.update(peak_values(records))
-    values.update(_run_values("ref_mm_lat", latency))
-    values.update(latency_values(latency))
-    values.update(_model_values(Path(path).parent / FEEDING_FILE.name))
-    copy = next((p for p in points(records, "gpu")[-1:] if p.get("transfer_median_seconds")), None)
+    copy = next((p for p in mm.points(records, "gpu")[-1:] if p.get("transfer_median_seconds")), None)
     values["ref_mm_gpu_transfer_n"] = given(copy and f"{copy['n']:,}")
-    values["ref_mm_gpu_transfer_time"] = median_text(point_summary(copy, "transfer_seconds"),
+    values["ref_mm_gpu_transfer_time"] = median_text(mm.point_summary(copy, "transfer_seconds"),
                                                      what="repeats")
-    values["ref_mm_gpu_transfer_gflops"] = given(copy and rate_text(gflops(
+    values["ref_mm_gpu_transfer_gflops"] = given(copy and mm.rate_text(mm.gflops(
         copy["n"], copy["median_seconds"] + copy["transfer_median_seconds"])) + " GFLOP/s")
     values["ref_mm_gpu_copy_memory"] = given(copy, copy_text)
-    values["ref_mm_gpu_floor"] = given(dispatch_floor(records), floor_words)
-    values["ref_mm_method_note"] = method_note(records)
+    values["ref_mm_gpu_floor"] = given(mm.dispatch_floor(records), mm.floor_words)
+    values["ref_mm_crossover"] = given(records, mm.crossover_text)
+    values["ref_mm_method_note"] = given(records, _method_note)
     values["ref_mm_fig_gflops_alt"] = given(records, gflops_alt)
     values["ref_mm_fig_sync_alt"] = given(latency, sync_alt)
     return values
