@@ -66,14 +66,6 @@ def catch_up_source(cell_id: str, names: list[str], exercise: bool) -> str:
             f"catch_up({call})")
 
 
-def catch_up_cell(cell_id: str, names: list[str], exercise: bool) -> nbformat.NotebookNode:
-    """The catch-up cell after the cell ``cell_id``, with its tag and id."""
-    cell = nbformat.v4.new_code_cell(catch_up_source(cell_id, names, exercise),
-                                     metadata={"tags": [CATCH_UP]})
-    cell.id = f"{cell_id}-{CATCH_UP}"
-    return cell
-
-
 def predictions(pairs: list[tuple[str, object, object]]) -> list[bool]:
     """For each code pair, whether it is a one-line prediction's (an exercise of class ``prediction``)."""
     found, prediction = [], False
@@ -101,5 +93,9 @@ def learner_cells(role: str, full, mine, needed: list[str], cell_id: str,
         names = needed or defined_names(full.source, conditional=False, imports=False)
     else:
         names = needed if role == TYPED else []
-    caught = (bool(names) or role == TYPED) and not (prediction and not needed)
-    return [cell, catch_up_cell(cell_id, names, role == SOLUTION)] if caught else [cell]
+    if not (names or role == TYPED) or (prediction and not needed):
+        return [cell]
+    catch_up = nbformat.v4.new_code_cell(catch_up_source(cell_id, names, role == SOLUTION),
+                                         metadata={"tags": [CATCH_UP]})
+    catch_up.id = f"{cell_id}-{CATCH_UP}"
+    return [cell, catch_up]

@@ -119,14 +119,6 @@ def data_choice_markdown() -> str:
     )
 
 
-def _markdown_cell(cell) -> nbformat.NotebookNode | None:
-    if cell.cell_type == "markdown":
-        body = plain_markdown(cell.source)
-        return nbformat.v4.new_markdown_cell(body) if body else None
-    return nbformat.v4.new_raw_cell(cell.source)
-
-
-
 def build_notebooks(episode: Path, root: Path = ROOT) -> tuple[nbformat.NotebookNode, nbformat.NotebookNode]:
     """An episode's complete and learner's notebooks; stable cell ids, so regenerating changes nothing."""
     meta, source, typed = episode_cells(episode, root)
@@ -155,13 +147,14 @@ def build_notebooks(episode: Path, root: Path = ROOT) -> tuple[nbformat.Notebook
                                 if role not in ("markdown", "raw")]))
     predicted = iter(predictions(pairs))
     for role, full, mine in pairs:
-        if role in ("markdown", "raw"):
-            made = _markdown_cell(full)
-            if made is not None:
-                add(made)
-            continue
-        here = add(nbformat.v4.new_code_cell(full.source))  # no outputs, no execution count
-        learner[-1:] = learner_cells(role, full, mine, next(needed), here, next(predicted))
+        if role == "raw":
+            add(nbformat.v4.new_raw_cell(full.source))
+        elif role == "markdown":
+            if body := plain_markdown(full.source):
+                add(nbformat.v4.new_markdown_cell(body))
+        else:
+            here = add(nbformat.v4.new_code_cell(full.source))  # no outputs, no execution count
+            learner[-1:] = learner_cells(role, full, mine, next(needed), here, next(predicted))
     add(nbformat.v4.new_markdown_cell(f"## Key points\n\n{bullets(meta['keypoints'])}"))
     metadata = {"kernelspec": dict(source.metadata["kernelspec"]), "language_info": {"name": "python"}}
     complete, learner = (nbformat.v4.new_notebook(cells=[nbformat.from_dict(cell) for cell in cells],
