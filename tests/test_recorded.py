@@ -23,7 +23,7 @@ import record_run
 import recorded
 from conftest import ROOT
 from conftest import record_run as run_tool
-from test_recorded_lesson import has_colours, stale_cells, stale_records
+from test_recorded_lesson import has_colours, stale_records
 
 RECORDED = ("01-introduction", "03-environments")
 
@@ -380,15 +380,6 @@ def test_the_box_says_plainly_what_the_run_was_not():
     assert "No recorded run" in recorded.box_markdown(None, "05-cpu-vs-gpu")
     # The page's reference tables may come from another machine than the notebook's run.
     assert all("its own machine and date" in box for box in (full, cpu))
-
-
-def test_repeated_sources_get_their_own_outputs_in_order():
-    nb = {"cells": [{"cell_type": "code", "source": "x", "outputs": [1]},
-                    {"cell_type": "code", "source": "x\n", "outputs": [2]},
-                    {"cell_type": "code", "source": "y", "outputs": [3]}]}
-    assert recorded.match_cells(["x", "x", "z"], nb) == [[1], [2], None]
-    assert stale_cells(["x", "x", "z"], nb) == ["changed or new cell: 'z'",
-                                                        "1 recorded cell(s) no longer in the episode"]
 
 
 def test_the_machine_probe_needs_no_tensorflow(tmp_path):

@@ -93,6 +93,15 @@ def streams(nb) -> str:
                    for output in cell.outputs if output.output_type == "stream")
 
 
+def test_repeated_sources_get_their_own_outputs_in_order():
+    nb = {"cells": [{"cell_type": "code", "source": "x", "outputs": [1]},
+                    {"cell_type": "code", "source": "x\n", "outputs": [2]},
+                    {"cell_type": "code", "source": "y", "outputs": [3]}]}
+    assert recorded.match_cells(["x", "x", "z"], nb) == [[1], [2], None]
+    assert stale_cells(["x", "x", "z"], nb) == ["changed or new cell: 'z'",
+                                                "1 recorded cell(s) no longer in the episode"]
+
+
 def test_the_lessons_records_match_their_episodes():
     """Fails when a code cell of an episode changed since the recorded run, naming the notebook
     and the command that refreshes it."""
