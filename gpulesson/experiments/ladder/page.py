@@ -78,19 +78,14 @@ def limit_options(records) -> dict:
 def limit_for(records, rung: str) -> str | None:
     """The limit's rung recorded at ``rung``'s batch and precision (recorded, else planned)."""
     options = (starts(records, rung) or [RUNGS[rung]])[0]
-    for name in ("limit", "limit+best"):
-        found = starts(records, name)
-        if found and (found[0]["batch"], found[0]["precision"]) == (options["batch"],
-                                                                     options["precision"]):
-            return name
-    return None
+    return next((name for name in ("limit", "limit+best") if (found := starts(records, name))
+                 and all(found[0][k] == options[k] for k in ("batch", "precision"))), None)
 
 
 def ram_twin(rung: str) -> str | None:
     """The rung that feeds ``rung``'s settings from arrays in RAM, if the ladder has one."""
-    options = RUNGS[rung]
     return next((n for n in ORDER if RUNGS[n]["feed"] == "ram" and RUNGS[n]["part"] == "keras"
-                 and all(RUNGS[n][k] == options[k]
+                 and all(RUNGS[n][k] == RUNGS[rung][k]
                          for k in ("precision", "steps_per_execution", "batch"))), None)
 
 
