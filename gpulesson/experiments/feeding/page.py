@@ -35,7 +35,6 @@ ROWS = {
     "ram": "whole data set in RAM",
     "device": "data resident on the device",
 }
-ALT_KEYS = ("ref_feed_fig_pipelines_alt",)
 FIGURES = ("feeding-pipelines.svg",)
 # A loader alone under this many times training's rate leaves the model waiting, where reading
 # overlaps the steps (the margin absorbs the spread and the loader's share of the CPU).
@@ -444,10 +443,9 @@ def figures(records):
     axes[0].invert_yaxis()
     base = next((r for r in records if r.get("group") == "pipelines"), records[0])
     drawn = []
-    for device in devices:  # the devices may come from different runs
-        part = [r for r in records if r["device_kind"] == device and r.get("part") is None]
-        part = [r for r in part if r["run_id"] == part[0]["run_id"]]
-        drawn.append(f"{device.upper()}: {parts.machine(part)}, {software(part)}, run {part[0]['run_id']}")
+    for device, run_id in parts.part_runs(records).items():  # the devices' runs may differ
+        part = [r for r in records if r["device_kind"] == device and r["run_id"] == run_id]
+        drawn.append(f"{device.upper()}: {parts.machine(part)}, {software(part)}, run {run_id}")
     title(fig, f"Training the lesson's CNN from each input pipeline (batch {base['batch_size']},"
                f" {base['n_images']:,} images)", records, *drawn)
     fig.tight_layout()
@@ -465,8 +463,6 @@ def _busy(record) -> bool:
 def pipelines_alt(records) -> str:
     """The alt text of the figure, from what :func:`figures` draws."""
     devices, order, bars = pipeline_panels(records)
-    if not devices:
-        return "Chart without bars: every record of the run delivered wrong data."
     names = hardware(records)
     drawn = " and ".join(f"the {d.upper()} ({names.get(d.upper(), NOT_RECORDED)})" for d in devices)
     counts = {mode: [fm.rate_summary(r)["n"] for k, r in bars.items() if k[2] == mode] for mode in MODES}
