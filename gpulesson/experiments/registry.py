@@ -35,8 +35,7 @@ def experiment_packages(package: str = PACKAGE) -> list[str]:
 
 def page_module(name: str) -> str | None:
     """The module whose ``substitutions()`` give experiment package ``name``'s page values: the
-    package where it has them, else its ``page`` module (a declared package's page imports
-    the package, so the package cannot import it back); None for a package without values."""
+    package where it has them, else its ``page`` module; None for a package without values."""
     if hasattr(importlib.import_module(name), "substitutions"):
         return name
     page = f"{name}.page"

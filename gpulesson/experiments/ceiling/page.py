@@ -44,10 +44,6 @@ def _name(backend: str) -> str:
     return BACKEND_TITLES.get(backend, backend)
 
 
-def rate_number(value: float) -> str:
-    return f"{value:,.0f}"
-
-
 def pipelines_for(device: str, backend: str) -> list[str]:
     """On the CPU, device-resident data are the RAM case; a tf.data pipeline needs TensorFlow."""
     return [name for name in PIPELINES if (device == "gpu" or name != "device")
@@ -175,7 +171,7 @@ def share_text(ratio: float) -> str:
 
 
 def rate_text(record: dict | None) -> str:
-    return summary_text(rate_summary(record), rate_number, what="epochs") if record else "not measured"
+    return summary_text(rate_summary(record), "{:,.0f}".format, what="epochs") if record else "not measured"
 
 
 def rows(records) -> list[list[str]]:
@@ -300,7 +296,7 @@ def alt_text(records) -> str:
         return "No ceiling measurement is recorded yet."
     said = []
     for backend, device, drawn, top in _panels(records):
-        bars = ", ".join(f"{name} {rate_number(r['images_per_second'])}"
+        bars = ", ".join(f"{name} {r['images_per_second']:,.0f}"
                          + ("" if r is top else f" ({share_text(share(r, top))})")
                          for name, r in drawn)
         said.append(f"{_name(backend)} on the {device.upper()}: {bars}")
