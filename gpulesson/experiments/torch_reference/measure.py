@@ -59,10 +59,6 @@ def check_torch(shell=None) -> bool:
     return True
 
 
-def _version(module: str) -> str | None:
-    return __import__(module).__version__ if importlib.util.find_spec(module) else None
-
-
 def torch_environment(device: str) -> dict:
     """PyTorch's view of the framework and the device, in place of the Keras-oriented keys of
     :func:`gpulesson.records.results.environment_record`; a CUDA or CPU run also gets the
@@ -70,16 +66,15 @@ def torch_environment(device: str) -> dict:
     import torch
 
     kind = torch.device(device).type
+    name = "CPU"
     if kind == "cuda":
         name = torch.cuda.get_device_name(torch.device(device))
     elif kind == "mps":
         name = f"Apple GPU (MPS), {platform.machine()}"
-    else:
-        name = "CPU"
     environment = {
         "backend": "pytorch",
         "versions": {"python": platform.python_version(), "torch": torch.__version__,
-                     "torchvision": _version("torchvision"), "numpy": _version("numpy")},
+                     "torchvision": results._version("torchvision"), "numpy": results._version("numpy")},
         "gpu_count": torch.cuda.device_count() if torch.cuda.is_available() else 0,
         "torch_threads": torch.get_num_threads(),
         "device": name,
