@@ -1,16 +1,19 @@
 """Bad values of the experiments' shared command line (gpulesson/experiments/cli.py): one line
 each, saying what to do, before anything is measured or written."""
 
+import importlib
 import os
 
 import pytest
 
 from gpulesson import errors
 from gpulesson.experiments.cli import continue_run
-from gpulesson.experiments.cnn.__main__ import main as cnn_main
-from gpulesson.experiments.cnn.records import RESULTS_FILE as CNN_RESULTS
-from gpulesson.experiments.matmul.__main__ import main as matmul_main
+from gpulesson.experiments.cnn import RESULTS_FILE as CNN_RESULTS
 from gpulesson.records.results import append_record, make_record, new_run_id
+
+# Each command's main, whether its package has a __main__.py or declares its command.
+cnn_main, matmul_main = (importlib.import_module(f"gpulesson.experiments.{name}.__main__").main
+                         for name in ("cnn", "matmul"))
 
 pytestmark = pytest.mark.bad_input("bad argument")
 

@@ -258,11 +258,6 @@ def devices_here(requested) -> list[str]:
     return devices
 
 
-def say_appended(records: list[dict], out: Path, what: str = "record(s)") -> None:
-    """Print how many records of which run were appended to ``out``."""
-    print(f"Appended {len(records)} {what} of run {records[0]['run_id']} to {out}", flush=True)
-
-
 def say_measured(made: list[dict], out: Path, experiment: str, run_id: str, describe) -> int:
     """A command's last words: the run's table (``describe`` of the run's records in ``out``,
     unless None) and what was appended, or that nothing was left to measure; its status, 0."""
@@ -273,7 +268,7 @@ def say_measured(made: list[dict], out: Path, experiment: str, run_id: str, desc
         return 0
     if describe:
         print(describe(read_records(out, experiment=experiment, run_id=run_id)))
-    say_appended(made, out)
+    print(f"Appended {len(made)} record(s) of run {made[0]['run_id']} to {out}", flush=True)
     return 0
 
 
