@@ -234,7 +234,7 @@ def test_the_job_writes_in_the_class_folder_and_names_the_fix_when_it_cannot(ope
     folder = open_folder / "class"
     folder.mkdir()
     closed = class_write_as_a_learner(folder, 0o755)
-    assert closed.status == FAIL and closed.where == "job", closed
+    assert closed.status == FAIL, closed
     assert f"cannot create a file in {folder} here" in closed.detail
     assert f"chmod 2775 {folder}" in closed.fix and "read-only" in closed.fix
     shared = class_write_as_a_learner(folder, 0o1777)
@@ -261,8 +261,8 @@ def test_the_job_checks_the_class_folder_and_is_given_the_one_checked_on_the_log
     from gpulesson.classroom.check import job, submit
 
     monkeypatch.delenv("LESSON_CLASS_RESULTS", raising=False)
-    monkeypatch.setattr(job, "nvidia_smi", lambda where: (report.skip("GPUs", "stub"), None, []))
-    monkeypatch.setattr(job, "data_item", lambda settings, where: (report.skip("Data", "stub"), None))
+    monkeypatch.setattr(job, "nvidia_smi", lambda: (report.skip("GPUs", "stub"), None, []))
+    monkeypatch.setattr(job, "data_item", lambda settings: (report.skip("Data", "stub"), None))
     monkeypatch.setattr(job, "train_items", lambda *args: [])
     names = [item.name for item in job.inside_job(None)]
     assert names[:2] == ["Kernel's settings", "Class folder written from this node"]
@@ -271,7 +271,7 @@ def test_the_job_checks_the_class_folder_and_is_given_the_one_checked_on_the_log
     # The job script exports the class folder the login node checked.
     scripts = []
     monkeypatch.setattr(submit, "job_script", lambda root, python, env, out: scripts.append(env) or "")
-    monkeypatch.setattr(submit.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(
+    monkeypatch.setattr(submit, "run", lambda *a, **k: subprocess.CompletedProcess(
         a, 1, "", "stopped here"))
     submit.run_job(ROOT, {"gpu_partition": "gpu", "class_results": str(open_folder)}, "python",
                    {"A": "1"}, tmp_path, queue_wait=0, minutes=1)
@@ -443,10 +443,10 @@ def test_a_gpu_nvidia_smi_lists_but_a_backend_does_not_see_is_a_failure(fake_nvi
     import gpulesson.machine.devices
     from gpulesson.classroom.check import job
 
-    item, driver, names = job.nvidia_smi("job")
+    item, driver, names = job.nvidia_smi()
     assert item.status == OK and driver == "550.54.15" and names == ["NVIDIA Stand-in"]
     monkeypatch.setattr(gpulesson.machine.devices, "installed_backends", lambda: ["jax"])
-    [jax] = job.backend_gpus("job")
+    [jax] = job.backend_gpus()
     assert jax.name == "GPU in Keras (JAX)" and jax.status == FAIL
     assert "sees no GPU though nvidia-smi does" in jax.detail and "requirements/gpu.txt" in jax.fix
 
@@ -456,13 +456,13 @@ def test_the_driver_is_judged_against_each_frameworks_cuda_build(monkeypatch):
     from gpulesson.machine import driver
 
     monkeypatch.setattr(driver, "build_cuda", lambda: {"PyTorch": "13.0", "TensorFlow": "12.5.1"})
-    [old] = job.driver_items("535.104.05", "job")
+    [old] = job.driver_items("535.104.05")
     assert old.status == FAIL and old.detail.startswith("DRIVER TOO OLD for PyTorch")
     assert "Ask your site for a newer driver" in old.fix
-    [new] = job.driver_items("580.65.06", "job")
+    [new] = job.driver_items("580.65.06")
     assert new.status == OK and "new enough for PyTorch" in new.detail
     monkeypatch.setattr(driver, "build_cuda", lambda: {"TensorFlow": None})
-    assert job.driver_items("580.65.06", "job")[0].status == SKIP
+    assert job.driver_items("580.65.06")[0].status == SKIP
 
 
 def test_the_guide_says_how_long_the_check_takes_and_asks_for_the_gpu_reference_a_week_ahead():

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from conftest import ROOT
 
-from gpulesson.classroom.check import limits, quota
+from gpulesson.classroom.check import limits
 from gpulesson.classroom.check.__main__ import main as check_main
 from gpulesson.classroom.check.report import FAIL, OK, SKIP
 from gpulesson.datasets.settings import get_settings
@@ -114,7 +114,8 @@ def test_the_learners_self_check_is_one_command_documented_for_the_week_before(c
     for name in ("Space in your home folder", "No CUDA module loaded"):
         assert name in out
     for page in ("setup.md", "guide.md"):
-        assert "python -m gpulesson.classroom.check --learner" in (ROOT / page).read_text(encoding="utf-8"), page
+        text = (ROOT / page).read_text(encoding="utf-8")
+        assert "python -m gpulesson.classroom.check --learner" in text, page
 
 
 # The quota tools' own output (quota-tools 4.x with -s -w; Lustre's lfs quota -h), for alice.
@@ -129,28 +130,28 @@ LFS = """Disk quotas for usr alice (uid 1001):
 
 
 def test_quota_and_lfs_quota_are_read_as_they_print_them():
-    assert quota.size_gb("20480M") == pytest.approx(21.47, abs=0.01)
-    assert quota.size_gb("21000M*") == pytest.approx(22.02, abs=0.01)  # * : over the quota
-    assert quota.size_gb("4.883G") == pytest.approx(5.243, abs=0.001)
-    assert quota.size_gb("1048576") == pytest.approx(1.074, abs=0.001)  # bare: 1 KiB blocks
-    (row,) = quota.parse(QUOTA.format(used="18432M"))
-    assert row["filesystem"] == "nfs.example.org:/export/home" and row["soft"] == quota.size_gb("20480M")
-    assert quota.left_gb(row) == pytest.approx((21.47 - 19.33, 21.47), abs=0.01)
-    (lustre,) = quota.parse(LFS.replace("        /lustre", "/lustre-with-a-long-name\n"))
+    assert limits.size_gb("20480M") == pytest.approx(21.47, abs=0.01)
+    assert limits.size_gb("21000M*") == pytest.approx(22.02, abs=0.01)  # * : over the quota
+    assert limits.size_gb("4.883G") == pytest.approx(5.243, abs=0.001)
+    assert limits.size_gb("1048576") == pytest.approx(1.074, abs=0.001)  # bare: 1 KiB blocks
+    (row,) = limits.parse_quota(QUOTA.format(used="18432M"))
+    assert row["filesystem"] == "nfs.example.org:/export/home" and row["soft"] == limits.size_gb("20480M")
+    assert limits.left_gb(row) == pytest.approx((21.47 - 19.33, 21.47), abs=0.01)
+    (lustre,) = limits.parse_quota(LFS.replace("        /lustre", "/lustre-with-a-long-name\n"))
     assert lustre["filesystem"] == "/lustre-with-a-long-name" and lustre["hard"] == 60 * 1024**3 / 1e9
-    assert quota.parse("Disk quotas for user alice (uid 1001): none\n") == []
-    assert quota.left_gb({"used": 3.0, "soft": 0.0, "hard": 0.0}) is None  # 0: no limit
+    assert limits.parse_quota("Disk quotas for user alice (uid 1001): none\n") == []
+    assert limits.left_gb({"used": 3.0, "soft": 0.0, "hard": 0.0}) is None  # 0: no limit
 
 
 @pytest.mark.bad_input("bad argument")
 def test_a_home_quota_too_small_for_a_learner_fails_naming_the_need(tmp_path, monkeypatch):
     fake_tools(tmp_path, monkeypatch, path="", quota=f"printf '{QUOTA.format(used='18432M')}'; exit 1")
-    item = quota.quota_item({"data_dir": ""})
-    need = quota.ENV_GB + quota.PIP_CACHE_GB + quota.DATA_GB + quota.WORK_GB
+    item = limits.quota_item({"data_dir": ""})
+    need = limits.ENV_GB + limits.PIP_CACHE_GB + limits.DATA_GB + limits.WORK_GB
     assert item.status == FAIL and "2.1 GB left of 21.5 GB" in item.detail
     assert f"needs about {need:.1f} GB" in item.detail and "quota per learner" in item.fix
     fake_tools(tmp_path, monkeypatch, path="", quota=f"printf '{QUOTA.format(used='2048M')}'")
-    assert quota.quota_item({"data_dir": "/shared/data"}).status == OK
+    assert limits.quota_item({"data_dir": "/shared/data"}).status == OK
     monkeypatch.setattr(limits.shutil, "disk_usage", lambda path: SimpleNamespace(free=900e9))
     settings = get_settings({"LESSON_DATA": "synthetic", "LESSON_DATA_DIR": str(tmp_path)})
     fake_tools(tmp_path, monkeypatch, path="", quota=f"printf '{QUOTA.format(used='21000M*')}'")
@@ -162,14 +163,14 @@ def test_on_lustre_the_quota_comes_from_lfs_for_the_home_mount(tmp_path, monkeyp
     fake_tools(tmp_path, monkeypatch, path="",
                lfs=f'[ "$*" = "quota -h -u alice /lustre" ] && printf \'{LFS}\'')
     monkeypatch.setenv("USER", "alice")
-    monkeypatch.setattr(quota, "_mount", lambda path: ("mgs@o2ib:/scratch", "/lustre", "lustre"))
-    item = quota.quota_item({})
+    monkeypatch.setattr(limits, "_mount", lambda path: ("mgs@o2ib:/scratch", "/lustre", "lustre"))
+    item = limits.quota_item({})
     assert item.status == OK and "lfs quota: 48.4 GB left of 53.7 GB on /lustre" in item.detail
 
 
 def test_without_a_quota_tool_the_quota_is_not_checked_and_says_how_by_hand(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
-    item = quota.quota_item({})
+    item = limits.quota_item({})
     assert item.status == SKIP and "quota -s" in item.detail and "lfs quota" in item.detail
 
 

@@ -30,7 +30,7 @@ def filled_config(tmp_path) -> Path:
 
 @pytest.mark.bad_input("bad argument")
 def test_example_site_values_and_rates_are_named(tmp_path, monkeypatch):
-    monkeypatch.setattr(site, "partitions", lambda: None)
+    monkeypatch.setattr(site, "run_slurm", lambda *command: None)
     copy = tmp_path / "_config.yml"
     shutil.copy(ROOT / "_config.yml", copy)
     items = by_name(site.check_site(copy)[0])
@@ -44,11 +44,11 @@ def test_example_site_values_and_rates_are_named(tmp_path, monkeypatch):
 
 def test_filled_site_values_pass_and_partitions_are_asked_of_slurm(tmp_path, monkeypatch):
     config = filled_config(tmp_path)
-    monkeypatch.setattr(site, "partitions", lambda: {"gpu", "compute", "debug"})
+    monkeypatch.setattr(site, "run_slurm", lambda *command: "gpu\ncompute\ndebug\n")
     items = by_name(site.check_site(config)[0])
     assert {name: item.status for name, item in items.items()} == {
         "Site values": OK, "Partitions in Slurm": OK, "Charging rates": OK}
-    monkeypatch.setattr(site, "partitions", lambda: {"debug"})
+    monkeypatch.setattr(site, "run_slurm", lambda *command: "debug\n")
     partitions = by_name(site.check_site(config)[0])["Partitions in Slurm"]
     assert partitions.status == FAIL and "gpu" in partitions.detail
 

@@ -13,8 +13,6 @@ from gpulesson.classroom.check import limits, login
 from gpulesson.classroom.check.report import SKIP, Item, fail, ok, skip, text
 from gpulesson.datasets.settings import get_settings
 
-__all__ = ["Item", "learner_checks", "learner_items"]
-
 GPU_REQUEST = ("launch the GPU session again, as episode 2 shows (the GPU partition, 1 GPU); if "
                "it has a GPU, check that the environment has TensorFlow's CUDA build "
                "(requirements/gpu.txt)")

@@ -9,16 +9,20 @@ also with --inside-job (with --record: 0 once the record is written, which holds
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from gpulesson.classroom.check import limits, login, report
+from gpulesson.classroom.check import learner_items, limits, login, report
 from gpulesson.classroom.check import site as site_check
-from gpulesson.classroom.check.report import fail, items_from_json, ok, skip
+from gpulesson.classroom.check.example import append_check
+from gpulesson.classroom.check.job import inside_job
+from gpulesson.classroom.check.report import fail, items_from_json, ok, run, skip
+from gpulesson.classroom.check.submit import JOB_MARK, run_job
+from gpulesson.datasets.settings import get_settings
 from gpulesson.errors import cannot_write_file
 
 
@@ -95,25 +99,19 @@ def _unreadable_config(config: Path) -> str | None:
 
 
 def _settings(environ):
-    from gpulesson.datasets.settings import get_settings
-
     return get_settings({**os.environ, **environ})
 
 
-def _local_job(python: str, env: dict, laptop: bool) -> list:
+def _local_job(python: str, env: dict) -> list:
     """The compute node's checks run here, with the kernel's Python and settings (a laptop)."""
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "job.json"
         command = [python, "-m", "gpulesson.classroom.check", "--inside-job", "--json", str(out)]
-        result = subprocess.run(command + (["--laptop"] if laptop else []), cwd=login.ROOT,
-                                env={**os.environ, **env}, capture_output=True, text=True,
-                                timeout=900, check=False)
+        result = run(*command, "--laptop", cwd=login.ROOT, env={**os.environ, **env}, timeout=900)
         if not out.is_file():
-            tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no output"]
-            return [fail("Kernel's Python runs the checks", tail[0],
+            said = (result.stderr or result.stdout).strip().splitlines()[-1:] if result else []
+            return [fail("Kernel's Python runs the checks", (said or ["no output"])[0],
                          f"run {' '.join(command)} to see the whole error")]
-        import json
-
         return items_from_json(json.loads(out.read_text(encoding="utf-8")))
 
 
@@ -126,13 +124,11 @@ def laptop(args) -> list:
     items += kernel + login.check_data(_settings(env), shared=False)
     items += [skip(name, why) for name in ("Class folder", "Site values", "Open OnDemand app")]
     if python and not args.no_job:
-        items += _local_job(python, env, laptop=True)
+        items += _local_job(python, env)
     return items
 
 
 def cluster(args) -> list:
-    from gpulesson.classroom.check.submit import run_job
-
     kernel, python, env = login.check_kernel(args.kernel)
     data_dir = str(login.site_values(args.config).get("data_dir") or "").strip()
     if data_dir and "LESSON_DATA_DIR" not in env:  # as the app exports it in each session
@@ -160,20 +156,18 @@ def cluster(args) -> list:
 def _by_hand(kernel: str):
     """Run by hand, not in the check's own job: the kernel's settings from its spec, applied here,
     and the item on them; (None, None) in the check's job."""
-    from gpulesson.classroom.check.submit import JOB_MARK
-
     if os.environ.get(JOB_MARK):
         return None, None
     spec, found = login.find_kernel(kernel)
     fix = login.register_fix(kernel)
     if spec is None:  # settings exported by hand (as the lesson's GPU recording does) count
-        item = login.check_settings(os.environ, fix, where="job")
+        item = login.check_settings(os.environ, fix)
         if item.status != "ok":
             item.detail = f'no kernel "Python ({kernel})" is registered, and {item.detail}'
         return {}, item
     env = {k: str(v) for k, v in (found.get("env") or {}).items()}
     os.environ.update(env)
-    item = login.check_settings(env, fix, where="job")
+    item = login.check_settings(env, fix)
     if item.status == "ok":
         item.detail += f" (from {spec})"
     return env, item
@@ -182,8 +176,6 @@ def _by_hand(kernel: str):
 def main(argv=None) -> int:
     args = parse(argv)
     if args.learner:
-        from gpulesson.classroom.check import learner_items
-
         items = learner_items()
         print(report.text(items, title=f"Your setup for the workshop ({sys.executable}):"))
         print("All set." if report.all_passed(items) else
@@ -191,11 +183,9 @@ def main(argv=None) -> int:
               "instructor if you are stuck.")
         return report.exit_status(items)
     if args.inside_job:
-        mode, where = ("laptop", "laptop") if args.laptop else ("job", "job")
-        from gpulesson.classroom.check.job import inside_job
-
+        mode = "laptop" if args.laptop else "job"
         env, settings_item = (None, None) if args.laptop else _by_hand(args.kernel)
-        items = inside_job(_settings(env or {}), gpu_expected=not args.laptop, where=where,
+        items = inside_job(_settings(env or {}), gpu_expected=not args.laptop, where=mode,
                            settings_item=settings_item)
     elif args.laptop or shutil.which("sbatch") is None:
         mode = "laptop"
@@ -208,12 +198,9 @@ def main(argv=None) -> int:
         items = cluster(args)
     print(report.text(items, title=f"Lesson readiness check ({mode}, {sys.executable}):"))
     path = report.write_json(args.json, items, mode=mode, lesson=str(login.ROOT))
-    if args.record:
-        from gpulesson.classroom.check.example import append_check
-
+    if args.record:  # with --inside-job: the record holds the findings, ✗ included
         print(f"Recorded in {append_check(args.record, items, _settings({}))}")
-    if args.inside_job and args.record:
-        return 0  # recorded: the record holds the findings, ✗ included
+        return 0
     if not args.inside_job:
         print(f"Written to {path}: send it to your site's support with any ✗.")
     return report.exit_status(items)

@@ -15,15 +15,11 @@ EXPERIMENT = "check-gpu"  # results/check-gpu.jsonl
 RESULTS_FILE = results.RESULTS_DIR / f"{EXPERIMENT}.jsonl"
 
 
-def _public(value: str, home: str) -> str:
-    return value.replace(home, "~") if home and home != "/" else value
-
-
 def check_record(items: list[Item], settings, gpus: list[str], driver: str | None,
                  environment: dict | None = None) -> dict:
     """A compute node's checklist as a record, ``gpus`` and ``driver`` as ``nvidia-smi`` gave them."""
     home = str(Path.home())
-    public = [{key: _public(value, home) if isinstance(value, str) else value
+    public = [{key: value.replace(home, "~") if isinstance(value, str) and home != "/" else value
                for key, value in asdict(item).items()} for item in items]
     return results.make_record(EXPERIMENT, data=settings.data, environment=environment,
                                device_kind="gpu" if gpus else "cpu", quick=settings.quick,
@@ -35,7 +31,7 @@ def append_check(path, items: list[Item], settings) -> Path:
     """Append this node's checklist ``items`` to the results file ``path``."""
     from gpulesson.classroom.check.job import nvidia_smi
 
-    _, driver, gpus = nvidia_smi("job")
+    _, driver, gpus = nvidia_smi()
     return results.append_record(path, check_record(items, settings, gpus, driver))
 
 

@@ -1,18 +1,18 @@
 """What Slurm allows the workshop's sessions, read from Slurm rather than typed in: partitions'
-MaxTime, QOS and account limits (GPUs for the whole class at once), users' limits, home quota.
+MaxTime, QOS and account limits (GPUs for the whole class at once), users' limits; and the home
+folder's quota, which often allows less than the file system's free space.
 """
 
 from __future__ import annotations
 
+import getpass
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
-from gpulesson.classroom.check import quota
 from gpulesson.classroom.check.login import CONFIG
-from gpulesson.classroom.check.report import fail, ok, skip
+from gpulesson.classroom.check.report import fail, ok, run, skip
 from gpulesson.classroom.costs import sessions as workshop_sessions
 
 CLASS_SIZE = 25  # learners at once when lesson_site gives no class_size
@@ -42,13 +42,9 @@ def gpus(tres: str) -> int | None:
 
 
 def _run(*command: str) -> str | None:
-    if shutil.which(command[0]) is None:
-        return None
-    try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
-    except subprocess.TimeoutExpired:
-        return None
-    return result.stdout if result.returncode == 0 else None
+    """The command's output; None when it is not there, fails or does not answer."""
+    result = run(*command)
+    return result.stdout if result and result.returncode == 0 else None
 
 
 def partition(name: str) -> dict | None:
@@ -117,7 +113,7 @@ def check_limits(site: dict, config: Path = CONFIG) -> list:
     else:
         items = [ok(title, f"{', '.join(sorted(set(read)))} allow each session's hours")]
     items.append(_accounting_item(site, sessions, learners, sorted(qos_names)))
-    return [*items, members_item(site), quota.quota_item(site)]
+    return [*items, members_item(site), quota_item(site)]
 
 
 def _accounting_item(site: dict, sessions: list[dict], learners: int, qos_names: list[str]):
@@ -185,52 +181,164 @@ def members_item(site: dict):
 CUDA_LIBRARY = re.compile(r"cuda|cudnn|nvhpc", re.I)
 
 
-def module_item(environ, where: str = "job"):
+def module_item(environ):
     """No CUDA module loaded at login, whose libraries could shadow those of the environment."""
     title = "No CUDA module loaded"
     paths = [p for p in environ.get("LD_LIBRARY_PATH", "").split(":") if CUDA_LIBRARY.search(p)]
     modules = [m for m in environ.get("LOADEDMODULES", "").split(":") if CUDA_LIBRARY.search(m)]
     if not paths and not modules:
-        return ok(title, "LD_LIBRARY_PATH holds no CUDA folder", where=where)
+        return ok(title, "LD_LIBRARY_PATH holds no CUDA folder")
     found = ", ".join(modules + paths)
     return fail(title, f"{found}: a CUDA module loaded at login can clash with the CUDA libraries "
                 "of the lesson's environment", "run module purge before activating the "
                 "environment (the Open OnDemand app's job does); ask your site not to load a CUDA "
-                "module at login, or remove it from your ~/.bashrc", where=where)
+                "module at login, or remove it from your ~/.bashrc")
 
 
-def partition_item(site: dict, environ, where: str = "job"):
+def partition_item(site: dict, environ):
     """The GPU session's job runs on the GPU partition (not left on the CPU one)."""
     title = "Partition this job runs on"  # not the login side's "Job on the GPU partition"
     wanted, got = str(site.get("gpu_partition") or ""), environ.get("SLURM_JOB_PARTITION", "")
     if not got:
-        return skip(title, "not in a Slurm job", where=where)
+        return skip(title, "not in a Slurm job")
     if got.split(",")[0] == wanted:
-        return ok(title, got, where=where)
+        return ok(title, got)
     return fail(title, f"the job runs on the partition {got}, not {wanted}", "start the GPU "
                 "session from the session menu again and check its partition; if Slurm moves it, "
-                "ask your site why", where=where)
+                "ask your site why")
 
 
-def home_item(settings, where: str = "learner"):
+def home_item(settings):
     """Space in the home folder (under the quota, else free) for the data and the work files."""
     title = "Space in your home folder"
     home = Path.home()
-    need, parts = quota.learner_need(Path(settings.hdf5_path).is_file(), environment=False)
-    row, source = quota.read_quota(home)
-    room = quota.left_gb(row) if row else None
+    need, parts = learner_need(Path(settings.hdf5_path).is_file(), environment=False)
+    row, source = read_quota(home)
+    room = left_gb(row) if row else None
     if room is not None:
         detail = f"{room[0]:.1f} GB left under your quota ({source})"
     else:
         try:
             free = shutil.disk_usage(home).free / 1e9
         except OSError as exc:
-            return skip(title, f"cannot read the free space of {home} ({exc.strerror})", where=where)
+            return skip(title, f"cannot read the free space of {home} ({exc.strerror})")
         room = (free, None)
         detail = f"{free:.1f} GB free in {home}"
     detail += f", the lesson needs about {need:.1f} GB more ({parts})"
     if room[0] < need:
-        return fail(title, detail, f"{quota.FREE_UP}, or ask your site for more quota", where=where)
+        return fail(title, detail, f"{FREE_UP}, or ask your site for more quota")
     if row is None:
-        detail += f" (free space, not a quota: {quota.BY_HAND})"
-    return ok(title, detail, where=where)
+        detail += f" (free space, not a quota: {BY_HAND})"
+    return ok(title, detail)
+
+
+# --- the home folder's quota -------------------------------------------------------------
+
+# What a learner's home holds (GB): the conda environment with its CUDA libraries (guide.md), pip's
+# cache (an allowance, not measured), the data (unless pre-staged), the work files and models.
+ENV_GB, PIP_CACHE_GB, DATA_GB, WORK_GB = 5.0, 1.0, 0.7, 0.3
+BY_HAND = "check it by hand with quota -s (or lfs quota -h -u $USER on Lustre), or ask your site"
+SIZE = re.compile(r"^(\d+(?:\.\d+)?)([kmgtp]?)b?\*?$", re.I)
+POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
+
+
+def size_gb(value: str, bare_unit: str = "k") -> float | None:
+    """A size as quota and lfs print it (``4096M``, ``12000M*``; bare: ``bare_unit``) in GB, or None."""
+    match = SIZE.match(value.strip())
+    if not match:
+        return None
+    unit = (match.group(2) or bare_unit).lower()
+    return float(match.group(1)) * 1024 ** POWERS[unit] / 1e9
+
+
+def parse_quota(text: str) -> list[dict]:
+    """The rows of ``quota -s -w`` or ``lfs quota -h``: filesystem, used, soft and hard limit in
+    GB (0: no limit); a name alone on its line (lfs wraps long ones) joins the next."""
+    rows, pending = [], None
+    for line in text.splitlines():
+        fields = line.split()
+        if not fields or fields[0] in ("Disk", "Filesystem") or line.rstrip().endswith(":"):
+            continue
+        if len(fields) == 1:
+            pending = fields[0]
+            continue
+        if pending:
+            fields, pending = [pending, *fields], None
+        sizes = [size_gb(value) for value in fields[1:4]]
+        if len(fields) >= 4 and None not in sizes:
+            rows.append({"filesystem": fields[0], "used": sizes[0], "soft": sizes[1],
+                         "hard": sizes[2]})
+    return rows
+
+
+def _mount(path: Path) -> tuple[str, str, str]:
+    """The device, mount point and type of the file system holding ``path`` (from /proc/mounts)."""
+    best = ("", "/", "")
+    try:
+        lines = Path("/proc/mounts").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return best
+    real = str(path.resolve())
+    for line in lines:
+        device, target, kind = [*line.split(), "", "", ""][:3]
+        if (real == target or real.startswith(target.rstrip("/") + "/")) and len(target) >= len(best[1]):
+            best = (device, target, kind)
+    return best
+
+
+def read_quota(home: Path | None = None) -> tuple[dict, str] | tuple[None, str]:
+    """The home folder's quota row and the command that gave it; (None, why) without one."""
+    home = home or Path.home()
+    device, target, kind = _mount(home)
+    user = os.environ.get("USER") or getpass.getuser()
+    if kind == "lustre" or (shutil.which("lfs") and shutil.which("quota") is None):
+        command = ("lfs", "quota", "-h", "-u", user, target)
+    else:
+        command = ("quota", "-s", "-w")
+    # Its output, whatever its exit status (quota exits 1 when over the quota).
+    result = run(*command, timeout=30)
+    rows = parse_quota(result.stdout) if result else []
+    if not rows:
+        tools = " or ".join(sorted({command[0], "quota"}))
+        return None, f"no quota for {home} from {tools} (none set, or the tool is not here)"
+    mine = [r for r in rows if r["filesystem"] in (device, target)] or (rows if len(rows) == 1 else [])
+    if not mine:
+        return None, f"{' '.join(command)} lists no row for {home}'s file system ({device or target})"
+    return mine[0], " ".join(command[:3] if command[0] == "quota" else command[:2])
+
+
+def left_gb(row: dict) -> tuple[float, float] | None:
+    """The space left under the quota and the limit (the soft one where set); None: no limit."""
+    limit = row["soft"] or row["hard"]
+    return (max(limit - row["used"], 0.0), limit) if limit else None
+
+
+FREE_UP = "free space in your home folder (pip cache purge; conda clean --all)"
+
+
+def learner_need(prepared_data: bool, environment: bool = True) -> tuple[float, str]:
+    """What one learner's home needs (GB) and its parts, in words."""
+    parts = ([("environment", ENV_GB), ("pip cache", PIP_CACHE_GB)] if environment else [])
+    parts += [] if prepared_data else [("data", DATA_GB)]
+    parts += [("work files", WORK_GB)]
+    return sum(gb for _, gb in parts), " + ".join(f"{gb:g} GB {name}" for name, gb in parts)
+
+
+def quota_item(site: dict, home: Path | None = None):
+    """The instructor's check: does a home under this quota hold what a learner puts there?"""
+    prepared = bool(str(site.get("data_dir") or "").strip())
+    need, parts = learner_need(prepared)
+    title = "Home folder quota"
+    row, source = read_quota(home)
+    if row is None:
+        return skip(title, f"{source}; a learner needs about {need:.1f} GB ({parts}): {BY_HAND}")
+    room = left_gb(row)
+    if room is None:
+        return ok(title, f"{source}: no limit on {row['filesystem']}")
+    left, limit = room
+    detail = (f"{source}: {left:.1f} GB left of {limit:.1f} GB on {row['filesystem']}, a learner "
+              f"needs about {need:.1f} GB ({parts})")
+    if limit < need or left < need:
+        return fail(title, detail, f"ask your site for {need:.0f} GB of home quota per learner, "
+                    "or for a project folder for the environments; " + FREE_UP)
+    return ok(title, detail + " (learners' quotas may differ: the self-check reads each)")

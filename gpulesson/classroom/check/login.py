@@ -8,10 +8,9 @@ import os
 import re
 import shutil
 import stat
-import subprocess
 from pathlib import Path
 
-from gpulesson.classroom.check.report import Item, fail, ok, skip
+from gpulesson.classroom.check.report import Item, fail, ok, run, skip
 
 ROOT = Path(__file__).resolve().parents[3]
 CONFIG = ROOT / "_config.yml"
@@ -54,14 +53,9 @@ def register_fix(name: str = KERNEL, config: Path = CONFIG) -> str:
 
 def kernel_dirs() -> list[Path]:
     """Where Jupyter looks for kernels, first found first (JUPYTER_PATH, user, environment, system)."""
-    try:
-        from jupyter_core.paths import jupyter_path
+    from jupyter_core.paths import jupyter_path  # the lesson's environment has it (jupyterlab)
 
-        return [Path(p) for p in jupyter_path("kernels")]
-    except ImportError:
-        extra = [Path(p) / "kernels" for p in os.environ.get("JUPYTER_PATH", "").split(os.pathsep) if p]
-        return [*extra, Path("~/.local/share/jupyter/kernels").expanduser(),
-                Path("/usr/local/share/jupyter/kernels"), Path("/usr/share/jupyter/kernels")]
+    return [Path(p) for p in jupyter_path("kernels")]
 
 
 def find_kernel(name: str = KERNEL) -> tuple[Path | None, dict]:
@@ -99,11 +93,10 @@ PROBE = ("import importlib.metadata as m, json, sys\n"
 
 
 def installed_versions(python: str, names) -> dict[str, str | None]:
-    result = subprocess.run([python, "-c", PROBE, *names], capture_output=True, text=True,
-                            timeout=60, check=False)
-    if result.returncode != 0:
-        raise OSError(result.stderr.strip().splitlines()[-1] if result.stderr.strip()
-                      else f"exit status {result.returncode}")
+    result = run(python, "-c", PROBE, *names)
+    if result is None or result.returncode != 0:
+        said = result.stderr.strip().splitlines() if result else ["no answer in 60 s"]
+        raise OSError(said[-1] if said else f"exit status {result.returncode}")
     return json.loads(result.stdout)
 
 
@@ -133,7 +126,7 @@ def check_packages(python: str) -> Item:
            f"-r requirements/lab.txt -c requirements/constraints.txt")
     try:
         found = installed_versions(python, names)
-    except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
+    except (OSError, ValueError) as exc:
         return fail("Kernel's packages", f"{python} did not answer ({exc})", fix)
     missing, wrong = [], []
     for key, (version, *alternatives) in pins.items():
@@ -150,15 +143,14 @@ def check_packages(python: str) -> Item:
                                    "and TensorFlow, same versions")
 
 
-def check_settings(env, fix: str, where: str = "login", names=None) -> Item:
+def check_settings(env, fix: str, names=None) -> Item:
     """The kernel's ``env`` has the settings of the Makefile's kernel target (or those ``names``)."""
     expected = {k: v for k, v in kernel_env_expected().items() if names is None or k in names}
     off = {k: v for k, v in expected.items() if env.get(k) != v}
     if off:
         return fail("Kernel's settings", "not as the Makefile's kernel target sets them: "
-                    + ", ".join(f"{k}={v} (found {env.get(k) or 'not set'})" for k, v in off.items()), fix,
-                    where=where)
-    return ok("Kernel's settings", ", ".join(f"{k}={v}" for k, v in expected.items()), where=where)
+                    + ", ".join(f"{k}={v} (found {env.get(k) or 'not set'})" for k, v in off.items()), fix)
+    return ok("Kernel's settings", ", ".join(f"{k}={v}" for k, v in expected.items()))
 
 
 # --- files and folders others must read or write ---------------------------------------------
@@ -168,21 +160,11 @@ def first_sentence(exc) -> str:
     return str(exc).splitlines()[0].split(". ")[0].rstrip(".:")
 
 
-def closed_parents(path: Path) -> list[Path]:
-    """The folders above ``path`` that other users cannot enter (no o+x)."""
-    return [p for p in Path(path).resolve().parents if not p.stat().st_mode & stat.S_IXOTH]
-
-
-def under_home(path: Path) -> bool:
-    path = Path(path).resolve()
-    homes = {Path.home().resolve(), Path("/home")}
-    return any(path == h or h in path.parents for h in homes)
-
-
-def _can_create(folder: Path) -> bool:
-    """Whether this user may create ``folder`` (or write into it, if it exists)."""
-    existing = next(p for p in (folder, *folder.parents) if p.exists())
-    return os.access(existing, os.W_OK | os.X_OK)
+def _closed_parent(path: Path, title: str) -> list[Item]:
+    """A failed item for the first folder above ``path`` that other users cannot enter (no o+x)."""
+    closed = [p for p in Path(path).resolve().parents if not p.stat().st_mode & stat.S_IXOTH]
+    return [fail(title, f"other users cannot enter {closed[0]}", f"chmod o+x {closed[0]}")] \
+        if closed else []
 
 
 def check_data(settings, *, shared: bool = True, learner: bool = False):
@@ -192,7 +174,8 @@ def check_data(settings, *, shared: bool = True, learner: bool = False):
 
     path, title = Path(settings.hdf5_path), f"Data file ({settings.label})"
     if not path.exists() and learner:
-        if _can_create(path.parent):
+        existing = next(p for p in (path.parent, *path.parents) if p.exists())
+        if os.access(existing, os.W_OK | os.X_OK):  # the learner may create the data folder
             return [fail(title, f"{path} is not there: it has not been prepared",
                          "run the cell below that calls prepare(settings), then the check again "
                          + ("(it makes the synthetic stand-in)" if settings.is_synthetic else
@@ -215,10 +198,10 @@ def check_data(settings, *, shared: bool = True, learner: bool = False):
         return [ok(title, detail)]
     if not path.stat().st_mode & stat.S_IROTH:
         return [fail(title, f"{path} is not readable by other users", f"chmod o+r {path}")]
-    closed = closed_parents(path)
-    if closed:
-        return [fail(title, f"other users cannot enter {closed[0]}", f"chmod o+x {closed[0]}")]
-    if under_home(path):
+    if closed := _closed_parent(path, title):
+        return closed
+    if any(h == path.resolve() or h in path.resolve().parents
+           for h in (Path.home().resolve(), Path("/home"))):
         detail += " (under a home folder: the job below shows whether compute nodes see it)"
     return [ok(title, detail)]
 
@@ -243,8 +226,7 @@ def check_class_folder(site: dict, data_dir: Path):
     if not (group_way or world_way):
         return [fail(title, f"{folder} (mode {stat.filemode(mode)}) is not writable by the class's "
                      "group with setgid, nor by everyone with the sticky bit", make)]
-    closed = closed_parents(folder)
-    if closed:
-        return [fail(title, f"other users cannot enter {closed[0]}", f"chmod o+x {closed[0]}")]
+    if closed := _closed_parent(folder, title):
+        return closed
     how = "group-writable, setgid" if group_way else "writable by all, sticky"
     return [ok(title, f"{folder} ({stat.filemode(mode)}, {how})")]

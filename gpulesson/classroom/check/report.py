@@ -6,6 +6,8 @@ from __future__ import annotations
 import datetime
 import json
 import platform
+import shutil
+import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -78,22 +80,29 @@ def text(items, title: str | None = None) -> str:
     return "\n".join(lines)
 
 
-def to_json(items, **about) -> dict:
-    """The checklist as data: what was checked where, and the items."""
-    return {"format": FORMAT, "format_version": FORMAT_VERSION,
-            "checked": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            "host": platform.node(), **about, "passed": all_passed(items),
-            "items": [asdict(item) for item in items]}
-
-
 def items_from_json(data: dict) -> list[Item]:
-    """The items of a checklist written by :func:`to_json` (the job hands its items back so)."""
+    """The items of a checklist written by :func:`write_json` (the job hands its items back so)."""
     return [Item(**item) for item in data.get("items", [])]
 
 
 def write_json(path, items, **about) -> Path:
+    """The checklist as data: what was checked where, and the items."""
+    data = {"format": FORMAT, "format_version": FORMAT_VERSION,
+            "checked": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "host": platform.node(), **about, "passed": all_passed(items),
+            "items": [asdict(item) for item in items]}
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(to_json(items, **about), indent=2, ensure_ascii=False) + "\n",
-                    encoding="utf-8")
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return path
+
+
+def run(*command: str, timeout: float = 60, **options) -> subprocess.CompletedProcess | None:
+    """A command's result, as text; None when it is not there, cannot start or does not answer."""
+    if shutil.which(command[0]) is None:
+        return None
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                              check=False, **options)
+    except (subprocess.TimeoutExpired, OSError):
+        return None

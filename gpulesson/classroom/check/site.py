@@ -24,12 +24,6 @@ OOD_VERSION = Path("/opt/ood/VERSION")
 DYNAMIC_JS = "OOD_BC_DYNAMIC_JS"
 
 
-def partitions() -> set[str] | None:
-    """The partitions Slurm knows (None without sinfo)."""
-    out = run_slurm("sinfo", "--noheader", "--format=%R")
-    return None if out is None else set(out.split())
-
-
 def check_site(config: Path = CONFIG):
     from gpulesson.classroom.charges import ChargeRatesError, read_rates
 
@@ -41,7 +35,8 @@ def check_site(config: Path = CONFIG):
                   f"set your site's {', '.join(bad)} in {where}, then rebuild the site (make site)")
              if bad else ok("Site values", f"account {site.get('account') or '(none)'}, partitions "
                             f"{site.get('gpu_partition')} and {site.get('cpu_partition')}")]
-    known = partitions()
+    out = run_slurm("sinfo", "--noheader", "--format=%R")
+    known = None if out is None else set(out.split())  # the partitions Slurm knows
     wanted = [str(site.get(k)) for k in ("gpu_partition", "cpu_partition") if site.get(k)]
     if known is None:
         items.append(skip("Partitions in Slurm", "no sinfo on this machine"))
@@ -82,10 +77,6 @@ def _app_config(app: Path) -> Path:
     return Path(found[1]) if found else app.resolve().parents[1] / "_config.yml"
 
 
-# The form fields a workshop session sets (lesson_schedule.sessions in _config.yml).
-SESSION_REQUEST = ("hours", "cores", "memory_gb", "gpus")
-
-
 def check_ood(site: dict, config: Path = CONFIG, app: Path | None = None):
     title = "Open OnDemand app"
     places = [Path(app)] if app else list(OOD_PLACES)
@@ -99,8 +90,8 @@ def check_ood(site: dict, config: Path = CONFIG, app: Path | None = None):
                      f"link the app into this lesson: ln -sfn {ROOT / 'ood' / OOD_APP} {installed}")]
     # The most a session may ask for must allow each of the workshop's sessions.
     problems = []
-    for session in sessions(config):
-        for key in SESSION_REQUEST:
+    for session in sessions(config):  # the form fields a session sets (lesson_schedule.sessions)
+        for key in ("hours", "cores", "memory_gb", "gpus"):
             value, asked = site.get(f"session_max_{key}"), session.get(key, 0)
             if not str(value).isdigit() or int(value) < int(asked):
                 problems.append(f"session_max_{key} is {value!r}, less than the "

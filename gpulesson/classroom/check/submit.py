@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import json
 import shlex
-import subprocess
 import time
 from pathlib import Path
 
-from gpulesson.classroom.check.report import fail, items_from_json, ok
+from gpulesson.classroom.check.report import fail, items_from_json, ok, run
 
 POLL = 2  # seconds between two looks at the queue
 # Set in the check's own job: the kernel's settings are exported there, so the job checks that
@@ -43,10 +42,8 @@ def sbatch_args(site: dict, minutes: int, out: Path) -> list[str]:
 
 def _queue(job_id: str) -> tuple[str, str]:
     """(state, reason) as squeue shows them; ("", "") once the job has left the queue."""
-    try:
-        result = subprocess.run(["squeue", "--noheader", "--jobs", job_id, "--format=%T|%r"],
-                                capture_output=True, text=True, timeout=60, check=False)
-    except subprocess.TimeoutExpired:
+    result = run("squeue", "--noheader", "--jobs", job_id, "--format=%T|%r")
+    if result is None:
         return "UNKNOWN", "squeue did not answer"
     line = result.stdout.strip().splitlines()[:1]
     if line and "|" in line[0]:
@@ -69,18 +66,17 @@ def run_job(root: Path, site: dict, python: str, env: dict, out: Path, *, queue_
     env = {**env, CLASS_ENV: str(folder)} if folder else env
     script.write_text(job_script(root, python, env, out))
     args = sbatch_args(site, minutes, out)
-    submitted = subprocess.run(["sbatch", "--parsable", *args, str(script)], capture_output=True, text=True,
-                               timeout=120, check=False)
-    if submitted.returncode != 0:
-        said = (submitted.stderr or submitted.stdout).strip().splitlines()
-        return [fail(title, f"sbatch refused it: {said[-1] if said else submitted.returncode}",
+    submitted = run("sbatch", "--parsable", *args, str(script), timeout=120)
+    if submitted is None or submitted.returncode != 0:
+        said = (submitted.stderr or submitted.stdout).strip().splitlines() if submitted else []
+        return [fail(title, f"sbatch refused it: {said[-1] if said else 'no answer'}",
                      "correct gpu_partition, account or gres_example in _config.yml (sbatch "
                      f"{' '.join(args)} must be accepted)")]
     job_id = submitted.stdout.strip().split(";")[0]
     try:
         return _wait(job_id, title, out, python, site, queue_wait, minutes, say)
     except KeyboardInterrupt:
-        subprocess.run(["scancel", job_id], capture_output=True, timeout=60, check=False)
+        run("scancel", job_id)
         raise
 
 
@@ -91,7 +87,7 @@ def _wait(job_id, title, out, python, site, queue_wait, minutes, say):
     state, reason = _queue(job_id)
     while state in ("PENDING", "UNKNOWN"):
         if time.monotonic() - start > queue_wait:
-            subprocess.run(["scancel", job_id], capture_output=True, timeout=60, check=False)
+            run("scancel", job_id)
             return [fail(title, f"job {job_id} did not start within {queue_wait:g} s (Slurm's "
                          f"reason: {reason}); cancelled",
                          "ask the site for a reservation or workshop partition for the class "
@@ -101,7 +97,7 @@ def _wait(job_id, title, out, python, site, queue_wait, minutes, say):
     started = time.monotonic()
     while state:
         if time.monotonic() - started > minutes * 60 + 120:
-            subprocess.run(["scancel", job_id], capture_output=True, timeout=60, check=False)
+            run("scancel", job_id)
             break
         time.sleep(POLL)
         state, reason = _queue(job_id)
