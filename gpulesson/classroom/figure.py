@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from gpulesson.datasets.settings import LABELS
 from gpulesson.records.results import duration, is_gpu, pick
@@ -22,30 +21,24 @@ from gpulesson.records.summaries import (
 )
 
 REFERENCE = "the lesson's reference run"
-MINE = "your run"
 KEY = ("dots: each run's median epoch after the warm-up, whiskers: its fastest to slowest epoch; "
        "star: the lesson's reference run; hollow: no measurable difference")
 
 
 @dataclass(frozen=True)
 class Point:
-    """One device of one run: its model and the summary of its epochs after the warm-up."""
+    """One device of one run (its epochs after the warm-up), or one run's GPU against its CPU
+    (``comparison``; ``model`` is the GPU's)."""
 
     model: str
     gpu: bool
-    summary: dict
+    summary: dict | None = None
+    comparison: Comparison | None = None
     reference: bool = False
-    mine: bool = False  # the learner's own run
 
-
-@dataclass(frozen=True)
-class Speedup:
-    """One run's GPU against its CPU."""
-
-    model: str  # the GPU's
-    comparison: Comparison
-    reference: bool = False
-    mine: bool = False
+    @property
+    def value(self) -> float:
+        return self.comparison.ratio if self.comparison else self.summary["median"]
 
 
 @dataclass(frozen=True)
@@ -53,10 +46,9 @@ class ClassView:
     runs: list  # the drawn runs (gpulesson.classroom.results.SharedRun)
     setting: tuple | None  # (data, n_train, batch_size) of the drawn runs
     left_out: int  # runs of other settings
-    points: list = field(default_factory=list)
-    speedups: list = field(default_factory=list)
+    points: list = field(default_factory=list)  # Points of one device of one run
+    speedups: list = field(default_factory=list)  # Points of one run's GPU against its CPU
     reference: list = field(default_factory=list)  # the reference's records, if drawn
-    mine: object = None  # the learner's own run (class_results.SharedRun), if drawn
 
     @property
     def label(self) -> str:
@@ -65,8 +57,14 @@ class ClassView:
         data, n_train, batch_size = self.setting
         return f"{LABELS[data]}, {n_train:,} training images, batch size {batch_size}"
 
-    def models(self, gpu: bool) -> list[str]:
-        return sorted({p.model for p in self.points if p.gpu == gpu})
+    def rows(self, speedups: bool = False) -> list[tuple[str, bool, list, list]]:
+        """The figure's rows, CPUs first: (model, GPU or not, the class's points, the reference's)."""
+        items, rows = self.speedups if speedups else self.points, []
+        for gpu, model in sorted({(p.gpu, p.model) for p in items}):
+            here = [p for p in items if (p.model, p.gpu) == (model, gpu)]
+            rows.append((model, gpu, [p for p in here if not p.reference],
+                         [p for p in here if p.reference]))
+        return rows
 
 
 def device_model(record: dict) -> str:
@@ -83,26 +81,24 @@ def setting_of(records) -> tuple:
     return first["data"], first["n_train"], first["batch_size"]
 
 
-def _add_run(view: ClassView, records, reference: bool = False, mine: bool = False) -> None:
+def _add_run(view: ClassView, records, reference: bool = False) -> None:
     for record in records:
         view.points.append(Point(device_model(record), is_gpu(record),
-                                 summary_of(record, warmup_key=None), reference, mine))
+                                 summary_of(record, warmup_key=None), None, reference))
     cpu, gpu = pick(records, False), pick(records, True)
     if cpu and gpu:
-        view.speedups.append(Speedup(device_model(gpu), compare(
-            summary_of(gpu, warmup_key=None), summary_of(cpu, warmup_key=None)), reference,
-            mine))
+        view.speedups.append(Point(device_model(gpu), True, None, compare(
+            summary_of(gpu, warmup_key=None), summary_of(cpu, warmup_key=None)), reference))
 
 
-def class_view(runs, reference=(), mine=None) -> ClassView:
+def class_view(runs, reference=()) -> ClassView:
     """What the figure and the words show of ``runs`` and the ``reference`` run, the learner's own marked."""
     counts = Counter(setting_of(run.records) for run in runs)
     setting = min(counts, key=lambda s: (-counts[s], str(s))) if counts else None
     drawn = [run for run in runs if setting_of(run.records) == setting]
-    own = [run for run in drawn if mine and run.path.resolve() == Path(mine).resolve()]
-    view = ClassView(drawn, setting, len(runs) - len(drawn), mine=own[0] if own else None)
+    view = ClassView(drawn, setting, len(runs) - len(drawn))
     for run in drawn:
-        _add_run(view, run.records, mine=run in own)
+        _add_run(view, run.records)
     reference = list(reference or [])
     if setting and reference and setting_of(reference)[1:] == setting[1:]:
         view.reference.extend(reference)
@@ -122,12 +118,6 @@ def _reference_words(view: ClassView) -> str:
     return (f"Star: {REFERENCE} ({first['date'][:10]}{data}).")
 
 
-def _class_medians(view: ClassView, model: str, gpu: bool) -> list[float]:
-    """The class's own runs' median epochs on ``model`` (the reference left out)."""
-    return [p.summary["median"] for p in view.points
-            if p.model == model and p.gpu == gpu and not p.reference]
-
-
 def describe(view: ClassView) -> str:
     """The class's numbers in words: per device the runs' medians, per GPU the runs' speed-ups."""
     if not view.runs:
@@ -136,25 +126,18 @@ def describe(view: ClassView) -> str:
              + (f"; {view.left_out} run(s) with other data or sizes left out." if view.left_out
                 else ".")]
     lines.append("Epoch time after the warm-up (the runs' medians: median and range):")
-    for gpu in (False, True):
-        for model in view.models(gpu):
-            medians = _class_medians(view, model, gpu)
-            if medians:
-                lines.append(f"  {model}: {_spread_words(medians, duration)}")
-            for p in view.points:
-                if p.reference and p.model == model and p.gpu == gpu:
-                    lines.append(f"  {model}, {REFERENCE}: "
-                                 f"{summary_text(p.summary, duration, what='epochs')}")
+    for model, _, own, reference in view.rows():
+        if own:
+            lines.append(f"  {model}: {_spread_words([p.value for p in own], duration)}")
+        lines += [f"  {model}, {REFERENCE}: {summary_text(p.summary, duration, what='epochs')}"
+                  for p in reference]
     lines.append("GPU over CPU in each run with both (speed-up of the median epoch):")
-    for model in sorted({s.model for s in view.speedups}):
-        mine = [s for s in view.speedups if s.model == model and not s.reference]
-        if mine:
-            measurable = sum(s.comparison.measurable for s in mine)
-            lines.append(f"  {model}: {_spread_words([s.comparison.ratio for s in mine], times_text)}"
-                         f"; measurable in {measurable} of {len(mine)}")
-        for s in view.speedups:
-            if s.reference and s.model == model:
-                lines.append(f"  {model}, {REFERENCE}: {s.comparison.sentence}")
+    for model, _, own, reference in view.rows(speedups=True):
+        if own:
+            measurable = sum(s.comparison.measurable for s in own)
+            lines.append(f"  {model}: {_spread_words([s.value for s in own], times_text)}"
+                         f"; measurable in {measurable} of {len(own)}")
+        lines += [f"  {model}, {REFERENCE}: {s.comparison.sentence}" for s in reference]
     if not view.speedups:
         lines.append("  none yet: no run has both a CPU and a GPU record")
     names = sorted(run.nickname for run in view.runs if run.nickname)
@@ -162,8 +145,6 @@ def describe(view: ClassView) -> str:
         lines.append(f"Shared by: {', '.join(names)}"
                      + (f" and {len(view.runs) - len(names)} without a nickname"
                         if len(names) < len(view.runs) else ""))
-    if view.mine:
-        lines.append(f"Diamond: your run ({view.mine.path.name}).")
     lines.append(_reference_words(view))
     return "\n".join(lines)
 
@@ -176,43 +157,30 @@ def _values(values, show) -> str:
 
 def alt_text(view: ClassView) -> str:
     """The figure's alt text, from the same view."""
-    parts = []
-    for gpu in (False, True):
-        for model in view.models(gpu):
-            medians = _class_medians(view, model, gpu)
-            if medians:
-                parts.append(f"{model}: {_values(medians, duration)}")
-    ratios = {}
-    for s in view.speedups:
-        if not s.reference:
-            ratios.setdefault(s.model, []).append(s.comparison.ratio)
-    speed = "; ".join(f"{model}: {_values(r, times_text)}" for model, r in sorted(ratios.items()))
+    parts, speed = ("; ".join(f"{model}: {_values([p.value for p in own], show)}"
+                              for model, _, own, _ in view.rows(speedups) if own)
+                    for speedups, show in ((False, duration), (True, times_text)))
     runs = f"{len(view.runs)} CNN run" + ("" if len(view.runs) == 1 else "s")
     return (f"Two dot plots of {runs} of a class ({view.label}). Left, "
-            f"the epoch time after the warm-up by device, log scale: {'; '.join(parts)}. "
+            f"the epoch time after the warm-up by device, log scale: {parts}. "
             f"Right, each run's speed-up of the GPU over the CPU by GPU model, log scale: "
-            f"{speed or 'no run with both devices'}. {_reference_words(view)}"
-            + (" Diamond: your run." if view.mine else ""))
+            f"{speed or 'no run with both devices'}. {_reference_words(view)}")
 
 
-def _draw(ax, rows, items, value) -> None:
+def _draw(ax, rows, items) -> None:
     """Dots of ``items`` on the rows of their model, spread a little within the row."""
     labelled = set()
     for y, (model, gpu) in enumerate(rows):
-        mine = [item for item in items if (item.model, getattr(item, "gpu", True)) == (model, gpu)]
-        for i, item in enumerate(mine):
-            where = y + (0 if len(mine) == 1 else 0.5 * (i / (len(mine) - 1) - 0.5))
+        row = [item for item in items if (item.model, item.gpu) == (model, gpu)]
+        for i, item in enumerate(row):
+            where = y + (0 if len(row) == 1 else 0.5 * (i / (len(row) - 1) - 0.5))
             colour = "crimson" if item.reference else ("tab:orange" if gpu else "tab:blue")
-            if item.mine:
-                colour = "black"
-            label = REFERENCE if item.reference else MINE if item.mine else None
-            summary = getattr(item, "summary", None)
-            if summary:
-                draw_spread(ax, [where], [summary], horizontal=True, color=colour, samples=False)
-            hollow = isinstance(item, Speedup) and not item.comparison.measurable
-            ax.plot(value(item), where, linestyle="none", color=colour,
-                    marker="*" if item.reference else "D" if item.mine else "o",
-                    markersize=12 if item.reference else 8 if item.mine else 6,
+            label = REFERENCE if item.reference else None
+            if item.summary:
+                draw_spread(ax, [where], [item.summary], horizontal=True, color=colour, samples=False)
+            hollow = item.comparison is not None and not item.comparison.measurable
+            ax.plot(item.value, where, linestyle="none", color=colour,
+                    marker="*" if item.reference else "o", markersize=12 if item.reference else 6,
                     markerfacecolor="none" if hollow else colour,
                     label=label if label not in labelled else None, zorder=5)
             labelled.add(label)
@@ -228,15 +196,14 @@ def class_figure(view: ClassView, *, note: str = ""):
     goes into the title."""
     import matplotlib.pyplot as plt
 
-    rows = [(m, False) for m in view.models(False)] + [(m, True) for m in view.models(True)]
-    gpu_rows = [(m, True) for m in sorted({s.model for s in view.speedups})]
+    rows, gpu_rows = ([(model, gpu) for model, gpu, *_ in view.rows(speedups)] for speedups in (False, True))
     fig, (left, right) = plt.subplots(
         1, 2, figsize=(12, 1.8 + 0.45 * max(len(rows), len(gpu_rows), 2)),
         gridspec_kw={"width_ratios": [3, 2]})
-    _draw(left, rows, view.points, lambda p: p.summary["median"])
+    _draw(left, rows, view.points)
     left.set_xlabel("seconds per epoch after the warm-up (log scale)")
     left.set_title("Epoch time by device")
-    _draw(right, gpu_rows, view.speedups, lambda s: s.comparison.ratio)
+    _draw(right, gpu_rows, view.speedups)
     right.axvline(1, color="grey", linewidth=1)
     right.set_xlabel("GPU speed-up over the CPU of the same run (×, log scale)")
     right.set_title("Speed-up by GPU")
@@ -244,12 +211,10 @@ def class_figure(view: ClassView, *, note: str = ""):
         right.text(0.5, 0.5, "no run with both\na CPU and a GPU", ha="center",
                    va="center", transform=right.transAxes)
     for ax in (left, right):
-        if any(item.reference or item.mine
-               for item in (view.points if ax is left else view.speedups)):
+        if any(item.reference for item in (view.points if ax is left else view.speedups)):
             ax.legend(loc="best", fontsize=8)
     title = f"The class's CNN runs: {len(view.runs)} run(s), {view.label}"
-    key = KEY + ("; diamond: your run" if view.mine else "")
-    fig.suptitle(" | ".join(p for p in (title, note) if p) + "\n" + key, fontsize=10)
+    fig.suptitle(" | ".join(p for p in (title, note) if p) + "\n" + KEY, fontsize=10)
     fig.tight_layout()
     fig.alt_text = alt_text(view)
     return fig

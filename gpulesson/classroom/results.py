@@ -93,18 +93,13 @@ def gather(folder: str | os.PathLike, *, say=print) -> list[SharedRun]:
     return found
 
 
-def reference_run(path: str | os.PathLike = REFERENCE_FILE) -> list[dict]:
-    """The lesson's reference run of the CNN (:func:`gpulesson.records.results.reference_run`)."""
-    return results.reference_run(path, share.EXPERIMENT)
-
-
-def draw_class(runs, *, reference: list[dict] | None = None, mine=None, note: str = "",
-               say=print):
-    """Print what the ``runs`` measured and draw them with the reference, ``mine`` marked."""
+def draw_class(runs, *, reference: list[dict] | None = None, note: str = "", say=print):
+    """Print what the ``runs`` measured and draw them with the reference."""
     from gpulesson.classroom import figure as class_figure
 
-    view = class_figure.class_view(runs, reference_run() if reference is None else reference,
-                                   mine=mine)
+    if reference is None:
+        reference = results.reference_run(REFERENCE_FILE, share.EXPERIMENT)
+    view = class_figure.class_view(runs, reference)
     say(class_figure.describe(view))
     return class_figure.class_figure(view, note=note) if view.runs else None
 

@@ -82,21 +82,6 @@ def record_problem(record) -> str | None:
     return None
 
 
-def class_document(records, nickname: str | None = None) -> dict:
-    """The content of a class file for ``records`` (one run); a ValueError for bad records."""
-    records = list(records)
-    if not records:
-        raise ValueError("no records to share: train on the CPU (and the GPU) first")
-    for record in records:
-        problem = record_problem(record)
-        if problem:
-            raise ValueError(f"this record cannot be shared: {problem}")
-    return {"format": FORMAT, "format_version": FORMAT_VERSION,
-            "nickname": check_nickname(nickname),
-            "shared": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            "records": records}
-
-
 def _publish(temporary: Path, folder: Path, stem: str) -> Path:
     """Give ``temporary`` a final name in ``folder`` that no other file has, in one step."""
     for _ in range(10):
@@ -125,8 +110,19 @@ def existing_class_folder(folder: str | os.PathLike, advice: str) -> Path:
 
 
 def write_run(records, folder: str | os.PathLike, *, nickname: str | None = None) -> Path:
-    """Write one run's ``records`` as a new file in the class ``folder``; return its path."""
-    document = class_document(records, nickname)
+    """Write one run's ``records`` as a new file in the class ``folder``; return its path (a
+    ValueError for bad records)."""
+    records = list(records)
+    if not records:
+        raise ValueError("no records to share: train on the CPU (and the GPU) first")
+    for record in records:
+        problem = record_problem(record)
+        if problem:
+            raise ValueError(f"this record cannot be shared: {problem}")
+    document = {"format": FORMAT, "format_version": FORMAT_VERSION,
+                "nickname": check_nickname(nickname),
+                "shared": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+                "records": records}
     data = (json.dumps(document, default=_to_json, allow_nan=False, ensure_ascii=False)
             + "\n").encode()
     folder = existing_class_folder(folder, f"with your instructor (set {CLASS_ENV} or "

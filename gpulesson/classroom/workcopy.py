@@ -51,14 +51,6 @@ def lesson_folder(start: Path, default: Path = LESSON_ROOT) -> Path:
     return default
 
 
-def _cannot_copy(target: Path, exc: OSError) -> str:
-    reason = exc.strerror or type(exc).__name__
-    where = exc.filename or target
-    return (f"cannot copy the notebooks into {target} ({where}: {reason}): run this in your own "
-            f"copy of the lesson (cd into it first), or pass --to a folder of your own, e.g. "
-            f"--to ~/my-notebooks")
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m gpulesson.classroom.workcopy",
@@ -88,7 +80,11 @@ def main(argv=None) -> int:
                                       COMPLETE_SUFFIX if args.complete else "")
     except OSError as exc:
         ours = isinstance(exc, FileNotFoundError) and exc.errno is None  # said by us, not the system
-        print(f"error: {exc.args[0] if ours else _cannot_copy(target, exc)}", file=sys.stderr)
+        said = exc.args[0] if ours else (
+            f"cannot copy the notebooks into {target} ({exc.filename or target}: "
+            f"{exc.strerror or type(exc).__name__}): run this in your own copy of the lesson (cd "
+            "into it first), or pass --to a folder of your own, e.g. --to ~/my-notebooks")
+        print(f"error: {said}", file=sys.stderr)
         return 1
     what = "complete notebooks" if args.complete else "notebooks"
     print(f"Your {what} are in {target}: {len(copied)} copied from {source}/, "
