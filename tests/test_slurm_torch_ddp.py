@@ -18,7 +18,7 @@ from conftest import lesson_files
 from test_slurm_jobs import JOB_TIMEOUT, _wait_until, submit_env
 from test_torch_ddp import ATOL, EPOCHS, TRAIN, max_difference, rank_fingerprints, weights
 
-from gpulesson.experiments.torch_ddp.__main__ import CHECKPOINT, load_checkpoint
+from gpulesson.experiments.torch_ddp.command import CHECKPOINT, load_checkpoint
 
 
 @pytest.fixture(scope="module")

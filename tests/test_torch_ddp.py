@@ -22,7 +22,7 @@ from conftest import ROOT
 from localhost import free_port
 
 from gpulesson.experiments.torch_ddp import launch
-from gpulesson.experiments.torch_ddp.__main__ import CHECKPOINT, load_checkpoint, save_atomically
+from gpulesson.experiments.torch_ddp.command import CHECKPOINT, load_checkpoint, save_atomically
 from gpulesson.experiments.torch_ddp.training import make_sampler
 
 ATOL = 1e-5  # as in tests/test_parallel.py
@@ -286,7 +286,7 @@ def test_the_reference_run_checks_ddp_on_a_gpu_node_and_records_nothing():
     import reference
     import steps
 
-    from gpulesson.experiments.torch_ddp.__main__ import _parser
+    from gpulesson.experiments.torch_ddp.command import _parser
 
     step = steps.DDP_CHECK
     assert step in reference.STAGES["core"].steps and step.gpu_only and not step.resumable
