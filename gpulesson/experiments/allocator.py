@@ -57,13 +57,10 @@ def mode() -> dict:
     ``mode`` "fixed" (and how: "environment" or "mallopt") or "glibc default" (the moving
     threshold), and the environment's values as found."""
     found = {name: os.environ.get(name) for name in ENV}
-    if _from_environment():
-        how = {"mode": "fixed", "set_by": "environment"}
-    elif _fixed_here:
-        how = {"mode": "fixed", "set_by": "mallopt"}
+    if _from_environment() or _fixed_here:
+        how = {"mode": "fixed", "set_by": "environment" if _from_environment() else "mallopt",
+               "mmap_threshold": int(ENV["MALLOC_MMAP_THRESHOLD_"]),
+               "trim_threshold": int(ENV["MALLOC_TRIM_THRESHOLD_"])}
     else:
         how = {"mode": "glibc default" if platform.libc_ver()[0] == "glibc" else "not glibc"}
-    if how["mode"] == "fixed":
-        how |= {"mmap_threshold": int(ENV["MALLOC_MMAP_THRESHOLD_"]),
-                "trim_threshold": int(ENV["MALLOC_TRIM_THRESHOLD_"])}
     return {"malloc": {**how, "environment": found}}

@@ -1,9 +1,7 @@
 """Timing the lesson's CNN training on a shared CPU: k copies at once, each training a process
-of its own (:func:`worker`, this module run with ``python -m``).
-
-The workers never see a GPU (:data:`GPU_HIDDEN`): on a GPU node they still train on the CPU,
-which is what is measured. A worker that fails or runs past ``timeout`` stops its whole
-condition with :class:`WorkerError`, so no record of an unfinished condition can be written.
+of its own (:func:`worker`, this module run with ``python -m``) that sees no GPU
+(:data:`GPU_HIDDEN`: on a GPU node too, the CPU is measured). A worker that fails or runs past
+``timeout`` stops its condition (:class:`WorkerError`): no unfinished condition is recorded.
 """
 
 from __future__ import annotations

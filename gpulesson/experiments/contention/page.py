@@ -1,11 +1,7 @@
 """Episode 5's ``ref_cont_*`` values, the run as a table and its figure, from the newest run of
-k copies at once: the run, and one copy alone's images/s, which the section's ``{{ if }}`` asks
-for before it shows the figure.
-
-A condition's samples are the epochs after the warm-up of every one of its copies
-(:func:`condition_summary`). What the figure shows is decided once (:func:`drawn`); both the
-drawing and its alt text read it, so that the alt text never describes what is not drawn.
-"""
+k copies at once. A condition's samples are the epochs after the warm-up of every one of its
+copies (:func:`condition_summary`); the figure and its alt text read one :func:`drawn`, so that
+the alt text never describes what is not drawn."""
 
 from __future__ import annotations
 

@@ -1,11 +1,8 @@
-"""Measuring where a training step of the lesson's CNN spends its time, on each device (JAX).
-
-Episode 5's CNN learns from the lesson's HDF5 file through the lesson's generator, by the rule
-of :mod:`gpulesson.experiments.common` (a warm-up epoch, then the timed epochs). On a GPU one
-more epoch samples NVML's utilisation. Then the first batches of one more epoch run under
-``jax.profiler.trace``, with the epoch and each batch fetched marked for :func:`breakdown`. A
-training step costs about three forward passes (the forward pass and the backward pass's two
-products): the achieved rate is ``3 × forward × images per second`` of the timed epochs' median.
+"""Measuring where a training step of the lesson's CNN spends its time, on each device (JAX):
+the rule's epochs through the lesson's generator (on a GPU one more samples NVML's utilisation),
+then the first batches of one more epoch under ``jax.profiler.trace``, read into a step's parts
+(:func:`breakdown`). A step costs about three forward passes (the forward pass and the backward
+pass's two products): the achieved rate is ``3 × forward × images per second``.
 """
 
 from __future__ import annotations
