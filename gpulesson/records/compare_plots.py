@@ -1,7 +1,5 @@
-"""Figures comparing CPU and GPU runs, and the model's results (headless-safe).
-
-Every title carries the data label, so the synthetic stand-in never passes for CIFAR-10; colour
-never carries meaning alone (markers, hatches, text).
+"""Figures comparing CPU and GPU runs, and the model's results (headless-safe): every title
+carries the data label, and colour never carries meaning alone (markers, hatches, text).
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""The skeleton of the figure scripts in ``fig/``: read a run, draw it, save the SVGs.
-
-Importing it selects matplotlib's headless backend: the scripts run without a display.
-"""
+"""The skeleton of the figure scripts in ``fig/``: read a run, draw it, save the SVGs, with
+matplotlib's headless backend (the scripts run without a display)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""The lesson's measurement records: one JSON object a line in a results file (JSON Lines).
-
-The file is under version control, so a run only appends: a diff shows what was measured.
-Records of the synthetic stand-in say so, and :func:`data_label` refuses to mix data sources.
+"""The lesson's measurement records: one JSON object a line in a results file that a run only
+appends to (a diff shows what was measured); :func:`data_label` refuses to mix data sources.
 """
 
 from __future__ import annotations
