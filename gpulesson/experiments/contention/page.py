@@ -111,10 +111,6 @@ class Point(NamedTuple):
     load_max: float | None
 
 
-def _line_words(style: dict) -> str:
-    return f"a {_LINES[style['linestyle']]} line with {_MARKERS.get(style['marker'], '')} markers"
-
-
 def _threads_words(threads: int | None) -> str:
     return ("the framework's default threads" if threads is None
             else f"{threads_text(threads)} per training")
@@ -137,7 +133,8 @@ def drawn(records) -> tuple[list[tuple[int | None, dict, list[Point]]], dict | N
 def alt_text(records) -> str:
     series, alone = drawn(records)
     first = records[0]
-    parts = [f"{_line_words(style)} for {_threads_words(threads)} ("
+    parts = [f"a {_LINES[style['linestyle']]} line with {_MARKERS.get(style['marker'], '')} markers "
+             f"for {_threads_words(threads)} ("
              + "; ".join(f"{p.copies} at once: {summary_text(p.summary, duration, what='epochs')}"
                          + (f", load {p.load_max:.1f}" if p.load_max is not None else "")
                          for p in points) + ")"

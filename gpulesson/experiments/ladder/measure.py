@@ -215,9 +215,8 @@ def train_rung(name: str, rung: dict, *, device: str, keras_device: str, data: d
     return options, watch.fields()
 
 
-# --- the card's limit: the same model, initial weights and optimizer, one compiled call an
-# epoch in plain JAX (Keras's stateless_call and stateless_apply are pure, so jax.lax.scan runs
-# an epoch's steps on data on the device); an epoch takes its full batches only.
+# --- the card's limit: the same model, weights and optimizer, one compiled call an epoch in plain
+# JAX (jax.lax.scan over Keras's pure stateless_call and stateless_apply), full batches only.
 
 def loss_function(model, training: bool = True):
     """``loss(trainable, non_trainable, x, y) -> (loss, non_trainable)``, as ``fit`` minimises."""

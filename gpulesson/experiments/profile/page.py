@@ -114,16 +114,12 @@ def device_name(record: dict) -> str:
     return hardware([record]).get("GPU" if record["device_kind"] == "gpu" else "CPU", "?")
 
 
-def _parts(record: dict, line: str):
-    return record["profile"][line].items()
-
-
 def summary_lines(record: dict) -> list[str]:
     """A device's profile in a few lines: the step, the host's and the device's parts, the
     achieved rate and its share of the peak, the utilisation."""
     found, used = record["profile"], record["utilisation"]
     if profiled(record):
-        host, device = (", ".join(f"{k} {ms(v)}" for k, v in _parts(record, line))
+        host, device = (", ".join(f"{k} {ms(v)}" for k, v in found[line].items())
                         for line in ("host", "device"))
         traced = (f"Profiled ({found['steps']} steps, {ms(found['step'])} each): host {host}; "
                   f"device {device}.")
@@ -163,7 +159,7 @@ def rows(records) -> list[list[str]]:
             tflops = profiled_tflops(record)
             top, used = peak(record, tflops), record["utilisation"]
             found.append([f"{device.upper()} ({device_name(record)})", ms(record["profile"]["step"]),
-                          *(ms(v) for line in ("host", "device") for _, v in _parts(record, line)),
+                          *(ms(v) for line in ("host", "device") for v in record["profile"][line].values()),
                           f"{tflops:.3g}"
                           + (f" ({top['share']:.1%} of {top['precision'].upper()})" if top else ""),
                           f"{used['mean']:.0f} %" if "mean" in used else "not sampled"])
