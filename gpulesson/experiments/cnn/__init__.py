@@ -5,8 +5,16 @@ in one file); the page shows the reference run, the newest with a GPU record.
 """
 
 from gpulesson.experiments import cli
-from gpulesson.experiments.cnn.measure import EXPERIMENT, PARTS, RECORDS, run_record
-from gpulesson.experiments.cnn.page import alt_texts, describe, figures, reference_run
+from gpulesson.experiments.cnn.gpu_use import full_training_seconds  # noqa: F401
+from gpulesson.experiments.cnn.measure import EXPERIMENT, PARTS, RECORDS, run_record  # noqa: F401
+from gpulesson.experiments.cnn.page import (  # noqa: F401
+    alt_texts,
+    describe,
+    figures,
+    reference_run,
+    substitutions,
+)
+from gpulesson.records.results import NOT_RECORDED, duration, is_gpu, speedup  # noqa: F401
 
 RESULTS_FILE = RECORDS.results_file
 COMMAND = cli.Command(
@@ -23,6 +31,3 @@ COMMAND = cli.Command(
                help="CPU threads of TensorFlow or PyTorch (default: the cores this process may "
                     "use); recorded with the run, like XLA and the load average"),
     at_least_one=("batch_size", "cpu_threads"))
-
-__all__ = ["EXPERIMENT", "RESULTS_FILE", "alt_texts", "describe", "figures", "reference_run",
-           "run_record"]

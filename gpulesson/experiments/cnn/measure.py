@@ -89,7 +89,7 @@ def train(devices, settings, *, epochs: int | None, batch_size: int, seed: int, 
                "validation_synchronised": True, "evaluation_warmed": True}
 
 
-def left(experiment: str, devices, run_id: str, done) -> list[str]:
+def _left(experiment: str, devices, run_id: str, done) -> list[str]:
     """Those of ``devices`` the run has no ``experiment`` record of, said aloud when some are."""
     if not done:
         return list(devices)
@@ -128,8 +128,8 @@ def measure(args, *, run_id: str, done):
     if other:
         _refuse(f"Run {run_id} was measured on the data {other[0]!r}, not {settings.data!r}: "
                 f"set LESSON_DATA={other[0]} (and LESSON_QUICK as then) to go on with it.")
-    trainings = left(EXPERIMENT, devices, run_id, {kind for (kind,) in done})
-    predictions = left(inference.EXPERIMENT, devices, run_id,
+    trainings = _left(EXPERIMENT, devices, run_id, {kind for (kind,) in done})
+    predictions = _left(inference.EXPERIMENT, devices, run_id,
                        {r["device_kind"] for r in predicted})
     trainings = trainings if "training" in args.parts else []
     predictions = predictions if "inference" in args.parts else []
