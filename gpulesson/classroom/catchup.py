@@ -56,30 +56,22 @@ def _imported(node: ast.Import | ast.ImportFrom) -> list[str]:
 
 def _bound_in(statements: list[ast.stmt], conditional: bool = True,
               imports: bool = True) -> list[str]:
-    """The names the statements bind in their own scope, in order, not inside functions and classes."""
+    """The names the statements bind in their own scope, in order, not inside functions and
+    classes; not ``conditional``: only those a loop, ``if``, ``with`` or ``try`` leaves out."""
     names = []
-    for node in statements:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names.append(node.name)
-        elif isinstance(node, ast.Import | ast.ImportFrom):
-            names += _imported(node) if imports else []
-        elif isinstance(node, ast.Assign):
-            names += [name for target in node.targets for name in _targets(target)]
-        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
-            names += _targets(node.target)
-        elif conditional:
-            if isinstance(node, ast.For | ast.AsyncFor):
-                names += _targets(node.target)
-            if isinstance(node, ast.With | ast.AsyncWith):
-                names += [n for item in node.items if item.optional_vars
-                          for n in _targets(item.optional_vars)]
-            if isinstance(node, ast.Try):
-                names += [h.name for h in node.handlers if h.name]
-                for handler in node.handlers:
-                    names += _bound_in(handler.body)
-            for field in ("body", "orelse", "finalbody"):
-                names += _bound_in(getattr(node, field, None) or [])
-        names += [n.target.id for n in _walk_scope(node) if isinstance(n, ast.NamedExpr)]
+    for statement in statements:
+        compound = isinstance(statement, COMPOUND)
+        for node in _walk_scope(statement):
+            if compound and not conditional:  # what (x := ...) binds, wherever it is
+                names += [node.target.id] if isinstance(node, ast.NamedExpr) else []
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.append(node.name)
+            elif isinstance(node, ast.Import | ast.ImportFrom) and imports:
+                names += _imported(node)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.append(node.id)
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                names.append(node.name)
     return list(dict.fromkeys(names))
 
 
@@ -95,9 +87,7 @@ def _free(node: ast.AST) -> set[str]:
             return outside | (_free(node.body) - params)
         outside |= set().union(*map(_free, node.decorator_list))
         declared = {name for n in ast.walk(node) if isinstance(n, ast.Global) for name in n.names}
-        local = (params | set(_bound_in(node.body))
-                 | {n.id for stmt in node.body for n in _walk_scope(stmt)
-                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}) - declared
+        local = (params | set(_bound_in(node.body))) - declared
         inside = set().union(set(), *map(_free, node.body))
         return outside | (inside - local)
     if isinstance(node, ast.ClassDef):
@@ -121,6 +111,7 @@ def _free(node: ast.AST) -> set[str]:
 
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp,
           ast.SetComp, ast.GeneratorExp, ast.DictComp)
+COMPOUND = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Try)
 
 
 def _walk_scope(node: ast.AST):
@@ -135,8 +126,7 @@ def _read_in_order(statements: list[ast.stmt]) -> set[str]:
     """The names the statements read before they bind them themselves."""
     bound, read = set(), set()
     for node in statements:
-        if isinstance(node, ast.If | ast.While | ast.For | ast.AsyncFor | ast.With | ast.AsyncWith
-                      | ast.Try):
+        if isinstance(node, COMPOUND):
             heads = [getattr(node, "test", None), getattr(node, "iter", None),
                      *(item.context_expr for item in getattr(node, "items", []))]
             read |= set().union(set(), *map(_free, filter(None, heads))) - bound
@@ -185,13 +175,10 @@ def needed_later(sources: list[str]) -> list[list[str]]:
 def _codes(obj):
     """The code objects of a function, or of a class's methods, and the code inside them."""
     if inspect.isclass(obj):
-        members = [m for m in vars(obj).values()
-                   if inspect.isfunction(m) or isinstance(m, staticmethod | classmethod | property)]
-        for member in members:
-            for function in (getattr(member, "__func__", None), getattr(member, "fget", None),
-                             member):
-                if inspect.isfunction(function):
-                    yield from _codes(function)
+        for member in vars(obj).values():  # functions, static and class methods, properties
+            function = getattr(member, "__func__", None) or getattr(member, "fget", None) or member
+            if inspect.isfunction(function):
+                yield from _codes(function)
         return
     code = getattr(obj, "__code__", None) if inspect.isfunction(obj) else None
     stack = [code] if code is not None else []
@@ -206,21 +193,16 @@ def holds_blanks(obj) -> bool:
     return any(BLANK in code.co_names or BLANK in code.co_varnames for code in _codes(obj))
 
 
-def _blank_lines(obj) -> list[str]:
-    try:
-        lines, _ = inspect.getsourcelines(obj)
-    except (OSError, TypeError):
-        return []
-    return [line.strip() for line in lines if BLANK in line]
-
-
 def check_filled(*objects) -> None:
     """Stop at once, naming the lines, if a function or class still holds a blank ``____`` (Python
     finds it only when the function runs, many cells later)."""
     for obj in objects:
         if holds_blanks(obj):
             name = getattr(obj, "__name__", repr(obj))
-            lines = _blank_lines(obj)
+            try:
+                lines = [line.strip() for line in inspect.getsourcelines(obj)[0] if BLANK in line]
+            except (OSError, TypeError):
+                lines = []
             where = (" in these lines:\n    " + "\n    ".join(lines) + "\n") if lines else ". "
             raise BlanksLeftError(
                 f"{name} still holds blanks ({BLANK}){where}Fill in each blank and run the cell "
@@ -294,10 +276,6 @@ def rebuild_plan(cells: list[tuple[str, str]], index: int, namespace: dict) -> l
     return sorted(plan)
 
 
-def _behind(namespace: dict, names: tuple[str, ...]) -> list[str]:
-    return [name for name in names if _lacks(namespace, name)]
-
-
 def _run(source: str, filename: str, namespace: dict, show: bool = True) -> None:
     """Run a cell's code as IPython would, the value of a last expression displayed if ``show``."""
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
@@ -330,7 +308,7 @@ def catch_up(cell_id: str, *names: str, namespace: dict | None = None,
     # Episode 5's finished runs come back from the learner's files, not from training again.
     reloaded = bool(FINISHED & (_wanted_names(cells, index) | set(names))) and reload_runs(namespace)
     plan = rebuild_plan(cells, index, namespace)
-    behind = _behind(namespace, names)
+    behind = [name for name in names if _lacks(namespace, name)]
     if names and not behind and not plan:
         if not reloaded:
             print(f"Nothing to do: you have {_listed(names)} already. Your own results stay "
@@ -351,10 +329,10 @@ def catch_up(cell_id: str, *names: str, namespace: dict | None = None,
               f"{_listed(cells[i][0] for i in plan)} of {path.name} first.")
         for i in plan:
             _run(cells[i][1], f"<complete cell {cells[i][0]}>", namespace, show=False)
-        if names and not _behind(namespace, names):
+        behind = [name for name in names if _lacks(namespace, name)]
+        if names and not behind:
             print(f"Done: the kernel has what the cells from here on need, and {_listed(names)}.")
             return
-        behind = _behind(namespace, names)
     print(f"Catching up: running the complete cell (cell {cell_id} of {path.name}) for "
           f"{_listed(behind or names or defines or ['its output'])}.")
     # The learner's own names that the complete cell sets again (loop variables left out).

@@ -92,7 +92,7 @@ def _add_run(view: ClassView, records, reference: bool = False) -> None:
 
 
 def class_view(runs, reference=()) -> ClassView:
-    """What the figure and the words show of ``runs`` and the ``reference`` run, the learner's own marked."""
+    """What the figure and the words show of ``runs`` and the ``reference`` run."""
     counts = Counter(setting_of(run.records) for run in runs)
     setting = min(counts, key=lambda s: (-counts[s], str(s))) if counts else None
     drawn = [run for run in runs if setting_of(run.records) == setting]
