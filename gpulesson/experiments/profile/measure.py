@@ -30,11 +30,9 @@ from gpulesson.experiments.common import (
 from gpulesson.experiments.profile import PROFILE_STEPS, QUICK_STEPS, RECORDS
 from gpulesson.machine.devices import keras_device_name
 
-# --- reading a JAX profile (its Chrome-trace ``*.trace.json.gz``, no TensorBoard) into a step's
-# parts, two timelines each adding up to the profiled window (EPOCH): the host's (the thread that
-# runs fit: input, dispatch of compiled calls, the rest) and the device's (kernels, copies while no
-# kernel runs, idle). On a CPU the "device" is XLA's worker threads on the host, without copies.
-# Overlapping intervals (nested events, several threads or streams) are merged before adding up.
+# A JAX profile (its *.trace.json.gz, no TensorBoard) as a step's parts on two timelines that add up
+# to the profiled window: the host's (input, dispatch, the rest of fit) and the device's (kernels,
+# copies while no kernel runs, idle; on a CPU, XLA's worker threads), overlaps merged.
 
 EPOCH = "gpulesson_epoch"  # the profiled window: one epoch, from its start to its synchronised end
 INPUT = "gpulesson_input"  # one batch fetched from the input pipeline

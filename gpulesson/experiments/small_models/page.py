@@ -38,8 +38,6 @@ STEPS = "steps_per_epoch"
 DEVICE_WORDS = {"CPU": "round markers and a solid line", "GPU": "square markers and a dashed line"}
 
 
-# --- the reference runs and what they measured ---------------------------------------------
-
 def axes(records) -> tuple[list[int], list[int]]:
     """The sorted widths and batch sizes of a sweep's records."""
     return sorted({r["width"] for r in records}), sorted({r["batch_size"] for r in records})
@@ -94,8 +92,6 @@ def sweep_verdicts(records) -> dict[tuple[int, int], Comparison]:
              for key, pair in sweep_cells(records).items()}
     return {key: v for key, v in found.items() if v is not None}
 
-
-# --- a run in words and as a table ----------------------------------------------------------
 
 def describe_comparison(records) -> str:
     """The comparison in words: each device's epoch times, accuracy, and the speed-up."""
@@ -160,8 +156,6 @@ def describe(records) -> str:
                      (("comparison", describe_comparison), ("sweep", sweep_table))
                      if any(r["part"] == part for r in records))
 
-
-# --- the figures and their alt texts ---------------------------------------------------------
 
 def _comparison_drawn(records) -> list[dict]:
     """Per device recorded (CPU first), its epoch times and the summary of its timed epochs."""
@@ -333,8 +327,6 @@ def sweep_figure(records):
     return fig
 
 
-# --- the page's values ------------------------------------------------------------------------
-
 def cut_sweep_note(path, reference) -> str:
     """Why the page has no GPU sweep: a newer sweep run that stopped before its end (its cells
     per device), or that none has been recorded. A cut run never becomes the page's reference,
@@ -380,9 +372,8 @@ def sweep_dates(records) -> str:
                else "the parts differ in machine or versions"))
 
 
-# The sweep's values, NOT_RECORDED until a run has them: per device its total, its time per
-# sample at the grid's two corners, and a step at the smallest corner and its growth along the
-# top row.
+# The sweep's values, NOT_RECORDED until a run has them: per device its total, its time per sample
+# at the grid's two corners, and a step at the smallest corner and its growth along the top row.
 SWEEP_KEYS = tuple(f"ref_mlp_sweep_{key}" for key in (
     "batches", "widths", "small_cell", "large_cell", "best", "worst", "paying",
     *(f"{device}_{what}" for device in ("cpu", "gpu") for what in (
