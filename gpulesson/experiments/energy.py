@@ -83,10 +83,9 @@ def stop_intervals(intervals: Intervals, reason: str | None, *, warmup: int, ima
 
 def energy_of_calls(fn, device_kind: str, *, images: int, meter=None,
                     max_seconds: float = MAX_WINDOW_SECONDS, **kwargs) -> dict:
-    """A record's ``energy`` of calls of ``fn`` (``images`` images each) repeated in one
-    window until the meter's reading changed often enough, or ``max_seconds`` passed. Each call
-    waits for its work (:func:`gpulesson.machine.timing.timed`), so that the window ends with the last
-    call's work. ``meter``: default the device's (:func:`open_meter` with ``kwargs``)."""
+    """A record's ``energy`` of calls of ``fn`` (``images`` images each, each waiting for its
+    work) repeated in one window until the meter's reading changed often enough, or
+    ``max_seconds`` passed; ``meter``: default the device's (:func:`open_meter` with ``kwargs``)."""
     from gpulesson.machine.timing import timed
 
     if meter is None:

@@ -32,9 +32,8 @@ CHUNK_ROWS = 256  # the lesson's training batch size, and so its chunk height
 MB = 1_000_000  # file sizes are reported in MB (10^6 bytes), like `ls -lh --si` and file browsers
 ORDERS = ("sequential", "shuffled")
 
-# name -> h5py ``create_dataset`` keyword arguments. A tuple ``chunks`` means "whole batches":
-# :func:`layout_options` replaces its row count by ``chunk_rows`` (and the rest by the
-# dataset's own shape, so the labels get chunks of the same rows).
+# name -> h5py ``create_dataset`` keyword arguments; a tuple ``chunks`` means "whole batches" of
+# the dataset's own shape (:func:`layout_options`), so the labels get chunks of the same rows.
 LAYOUTS: dict[str, dict] = {
     "contiguous": {"chunks": None, "compression": None},
     "batch chunks": {"chunks": (CHUNK_ROWS, *IMAGE_SHAPE), "compression": None},
