@@ -73,25 +73,19 @@ class ArrayBatches(keras.utils.PyDataset):
     """Batches sliced from arrays in RAM or on a device, in a new seeded order each epoch (the
     images within a batch keep theirs: shuffling them would add a gather)."""
 
-    def __init__(self, x, y, batch_size, *, shuffle=True, seed=0):
+    def __init__(self, x, y, batch_size, *, seed=0):
         super().__init__()
         if len(x) != len(y) or not 1 <= batch_size <= len(x):
             raise ValueError(f"need as many labels as images ({len(x)}, {len(y)}) and a "
                              f"batch size from 1 to {len(x)}, not {batch_size}")
         self.x, self.y, self.batch_size = x, y, int(batch_size)
-        self.shuffle, self.seed, self.epoch = shuffle, seed, 0
+        self.seed, self.epoch = seed, 0
         self.batch_order = self._order()
-
-    @property
-    def n_images(self):
-        return len(self.x)
 
     def __len__(self):
         return math.ceil(len(self.x) / self.batch_size)
 
     def _order(self):
-        if not self.shuffle:
-            return np.arange(len(self))
         return np.random.default_rng([self.seed, self.epoch]).permutation(len(self))
 
     def __getitem__(self, index):
@@ -226,7 +220,7 @@ def make_pipeline(name: str, *, batch_size: int, files=None, arrays=None, device
         return DeviceBatches(*device_arrays, batch_size, seed=seed)
     if name in ("ram", "device"):
         x, y = arrays if name == "ram" else device_arrays
-        return ArrayBatches(x, y, batch_size, shuffle=True, seed=seed)
+        return ArrayBatches(x, y, batch_size, seed=seed)
     from gpulesson.lesson import HDF5Batches
 
     options = READ_AHEAD.get(name, {})
