@@ -14,7 +14,7 @@ from conftest import ROOT, run_on_jax_cpu
 
 from gpulesson.experiments import ceiling
 from gpulesson.experiments.ceiling import page
-from gpulesson.experiments.feeding.records import DEVICE_METHODS
+from gpulesson.experiments.feeding.pipelines import DEVICE_METHODS
 from gpulesson.records.results import NOT_RECORDED
 
 

@@ -317,7 +317,7 @@ def test_the_whole_model_verdict_agrees_with_the_records():
 
 def test_the_gpu_against_the_cpu_in_words_agrees_with_the_records():
     from gpulesson.experiments.cnn import page
-    from gpulesson.experiments.cnn.records import reference_run
+    from gpulesson.experiments.cnn.page import reference_run
 
     records = reference_run(ROOT / RESULTS_DIR / "cnn-cpu-vs-gpu.jsonl")
     value = page.substitutions(ROOT / RESULTS_DIR / "cnn-cpu-vs-gpu.jsonl")["ref_gpu_vs_cpu"]

@@ -152,11 +152,12 @@ def test_the_notebooks_keep_the_learners_earlier_models():
 def test_the_cnn_command_checks_its_out_file_before_training(tmp_path, monkeypatch, capsys,
                                                              out):
     from gpulesson.experiments.cnn import __main__ as cnn_main
+    from gpulesson.experiments.cnn import measure
 
     def never(*args, **kwargs):
         raise AssertionError("it trained before checking where the records go")
 
-    monkeypatch.setattr(cnn_main, "run_devices", never)
+    monkeypatch.setattr(measure, "train", never)
     out = tmp_path if out == "folder" else out
     with pytest.raises(SystemExit) as stopped:
         cnn_main.main(["--devices", "cpu", "--out", str(out)])

@@ -138,8 +138,8 @@ def test_a_copy_whose_printed_reference_changed_is_stale(lesson, tmp_path):
         "20260101T000000Z-old000 -> none)" in problems[0], problems
     # Episode 10's notebook prints episode 5's CNN reference and, for ResNet-50's step,
     # episode 6's matrix products: the runs the pages draw.
-    from gpulesson.experiments.cnn import records as cnn
-    from gpulesson.experiments.matmul import records as matmul
+    from gpulesson.experiments import matmul
+    from gpulesson.experiments.cnn import page as cnn
 
     assert record_run.printed_references("10-beyond-one-gpu") == {
         "cnn": sorted({r["run_id"] for r in cnn.reference_run()}),

@@ -63,7 +63,7 @@ def new_method(record: dict) -> bool:
     """Not a ``device`` record made before its method was recorded (JAX's eager slices): it
     completes its part, but nothing shown uses it."""
     # Imported here: the feeding benchmark's page imports this module.
-    from gpulesson.experiments.feeding.records import old_device_method
+    from gpulesson.experiments.feeding.measure import old_device_method
 
     return not old_device_method(record)
 

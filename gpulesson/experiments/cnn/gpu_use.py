@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from gpulesson.experiments.ceiling.records import RECORDS as CEILING
+from gpulesson.experiments.ceiling import RECORDS as CEILING
 from gpulesson.experiments.cnn.measure import RECORDS
 from gpulesson.experiments.common import times_text
 from gpulesson.experiments.profile import page as profile

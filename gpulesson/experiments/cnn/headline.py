@@ -5,9 +5,9 @@ the fastest epoch any run recorded there."""
 
 from __future__ import annotations
 
+from gpulesson.experiments import matmul as matmul_records
 from gpulesson.experiments.cnn.gpu_use import achieved_tflops, epoch_summary, steady_epoch_seconds
 from gpulesson.experiments.cnn.measure import RECORDS
-from gpulesson.experiments.matmul import records as matmul_records
 from gpulesson.records.results import NOT_RECORDED, duration, is_gpu, pick
 
 KEYS = tuple(f"ref_head_{key}" for key in (

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gpulesson.datasets.settings import LABELS
 from gpulesson.experiments import common
-from gpulesson.experiments.ceiling.records import share_text
+from gpulesson.experiments.ceiling.page import share_text
 from gpulesson.experiments.feeding import measure as fm
 from gpulesson.machine.devices import BACKEND_TITLES
 from gpulesson.records import parts

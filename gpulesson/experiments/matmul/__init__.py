@@ -10,7 +10,6 @@ is faster; ``--run-id`` goes on with an earlier run, measuring what it lacks:
 Importing it imports no deep-learning framework, and it never imports TensorFlow.
 """
 
-import sys
 
 from gpulesson.experiments import cli
 from gpulesson.experiments.matmul.measure import (
@@ -37,7 +36,6 @@ from gpulesson.experiments.matmul.measure import (
 from gpulesson.experiments.matmul.page import figures, latency_run, page_runs, reference_run
 
 EXPERIMENT, RESULTS_FILE = RECORDS.experiment, RECORDS.results_file
-sys.modules[f"{__name__}.records"] = sys.modules[__name__]  # the former module's name of its readers
 COMMAND = cli.Command(
     __name__, __doc__,
     cli.devices("devices to measure, in this order (default: cpu, then gpu if visible)"),

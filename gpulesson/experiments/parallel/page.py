@@ -47,7 +47,7 @@ def resnet_step(records) -> tuple[float, str]:
     """``(ms per step, its source)`` of ResNet-50 on :data:`RESNET_BATCH` images at the best
     median float32 rate of episode 6's GPU sweep (a lower bound), else
     :data:`ASSUMED_RESNET_STEP_MS`."""
-    from gpulesson.experiments.matmul.records import find, precision_label, rate_summary
+    from gpulesson.experiments.matmul import find, precision_label, rate_summary
 
     gpu = find(records, "gpu", "float32")
     rates = [(summary["median"], point["n"]) for point in (gpu or {}).get("points", [])
@@ -67,7 +67,7 @@ def substitutions(path) -> dict[str, str]:
     """The step, and the CNN's all-reduce, efficiency and speed-up over Ethernet on 2, 4, 8 GPUs
     (latency and bandwidth), the CNN's all-reduce over NVLink, and ResNet-50's step."""
     from gpulesson.experiments.cnn.page import reference_run
-    from gpulesson.experiments.matmul.records import reference_run as matmul_run
+    from gpulesson.experiments.matmul import reference_run as matmul_run
 
     step_ms, source = cnn_step(reference_run(path))
     seconds = [link_allreduce_seconds(LESSON_CNN_PARAMETERS, n, ETHERNET) for n in GPU_COUNTS]

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from gpulesson.experiments import cnn
-from gpulesson.experiments.cnn.records import speedup_text
+from gpulesson.experiments.cnn.page import speedup_text
 from gpulesson.experiments.torch_reference.measure import RECORDS
 from gpulesson.records.pagewords import accuracy, by_device, comparison_text, median_text, run_values
 from gpulesson.records.results import NOT_RECORDED, data_label, duration, hardware, pick
