@@ -5,7 +5,7 @@ file), most seed their models' initial weights (``--seed``), measure the CPU and
 one is visible unless told which devices, can go on with an earlier run (``--run-id``, skipping
 the conditions it has) and end by saying what they appended. A :class:`Command` lists the
 shared options below and its own (:func:`option`) in the order ``--help`` shows them, in groups
-or subcommands; the training jobs share theirs too (:func:`per_replica_batch`, ...).
+or subcommands.
 """
 
 from __future__ import annotations
@@ -182,44 +182,6 @@ EPOCHS = option("--epochs", type=_epochs, default=None,
                 help=f"epochs per device, the {WARMUP} warm-up epoch included (default "
                      f"{default_epochs(False)}: {WARMUP} warm-up and {REPEATS} timed; quick "
                      f"mode {default_epochs(True)}); at least {WARMUP + 1}")
-
-
-def per_replica_batch(what: str):
-    """``--per-replica-batch`` of a data-parallel training: images per ``what`` and step."""
-    return option("--per-replica-batch", type=positive_int, default=64,
-                  help=f"images per {what} and step (default 64)")
-
-
-RESUME = "Run it again with the same arguments to resume after the last completed epoch."
-LEARNING_RATE = option("--learning-rate", type=positive_float, default=0.01,
-                       help="SGD learning rate for a global batch of --base-batch (default 0.01)")
-BASE_BATCH = option("--base-batch", type=positive_int, default=64,
-                    help="the batch the learning rate is tuned for; the rate is scaled "
-                         "linearly to the global batch (default 64)")
-
-
-def job_device(help: str):
-    """``--device`` of a training job: auto (the GPU if one is visible), cpu or gpu."""
-    return option("--device", choices=("auto", "cpu", "gpu"), default="auto", help=help)
-
-
-def out_dir(help: str):
-    return option("--out-dir", type=Path, default=None, help=help)
-
-
-def refuse_unwritable(parser: argparse.ArgumentParser, path: Path, flag: str) -> None:
-    """Before any training: a usage error where the results file ``path`` (given as ``flag``)
-    could not be written, as the measurement would be lost at the end, and where the Keras
-    backend is not installed (one line, no traceback)."""
-    from gpulesson.errors import cannot_write_file
-    from gpulesson.machine.backends import missing_backend_message
-
-    problem = cannot_write_file(path)
-    if problem:
-        parser.error(f"argument {flag}: {problem}")
-    problem = missing_backend_message()  # before Keras is imported
-    if problem:
-        parser.exit(2, f"{parser.prog}: error: {problem}\n")
 
 
 def default_devices(requested: list[str] | None, gpu_visible) -> list[str]:

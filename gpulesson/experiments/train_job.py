@@ -111,6 +111,29 @@ def refused_or_finished(out: Path, params: dict) -> int | None:
     return None
 
 
+def per_replica_batch(what: str):
+    """``--per-replica-batch`` of a data-parallel training (:mod:`.torch_ddp`, :mod:`.parallel`)."""
+    return cli.option("--per-replica-batch", type=cli.positive_int, default=64,
+                      help=f"images per {what} and step (default 64)")
+
+
+RESUME = "Run it again with the same arguments to resume after the last completed epoch."
+LEARNING_RATE = cli.option("--learning-rate", type=cli.positive_float, default=0.01,
+                           help="SGD learning rate for a global batch of --base-batch (default 0.01)")
+BASE_BATCH = cli.option("--base-batch", type=cli.positive_int, default=64,
+                        help="the batch the learning rate is tuned for; the rate is scaled "
+                             "linearly to the global batch (default 64)")
+
+
+def job_device(help: str):
+    """``--device`` of a training job: auto (the GPU if one is visible), cpu or gpu."""
+    return cli.option("--device", choices=("auto", "cpu", "gpu"), default="auto", help=help)
+
+
+def out_dir(help: str):
+    return cli.option("--out-dir", type=Path, default=None, help=help)
+
+
 def start_run(out: Path, params: dict) -> str:
     """Make the out folder and its params.json (once); the run's id."""
     from gpulesson.records.results import new_run_id
@@ -133,11 +156,11 @@ COMMAND = cli.Command(
     cli.option("--data", default=None,
                help="cifar10, synthetic (the file the lesson's settings name) or the path of a "
                     "lesson HDF5 file (default: LESSON_DATA, else cifar10)"),
-    cli.job_device("where to train (default: the GPU if one is visible, else the CPU)"),
-    cli.out_dir("folder for this run's files (default results/jobs/<job id>/)"),
+    job_device("where to train (default: the GPU if one is visible, else the CPU)"),
+    out_dir("folder for this run's files (default results/jobs/<job id>/)"),
     cli.option("--results-file", type=Path, default=RESULTS_FILE,
                help=f"results file the run's record is appended to (default {RESULTS_FILE})"),
-    epilog=cli.RESUME)
+    epilog=RESUME)
 _parser = COMMAND.parser
 
 
@@ -215,7 +238,14 @@ def _callbacks(out: Path, epochs: int, learning_rate: float, delay: float):
 def main(argv=None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    cli.refuse_unwritable(parser, args.results_file, "--results-file")
+    # Before any training: the record would be lost at the end; Keras must be importable.
+    from gpulesson.errors import cannot_write_file
+    from gpulesson.machine.backends import missing_backend_message
+
+    if problem := cannot_write_file(args.results_file):
+        parser.error(f"argument --results-file: {problem}")
+    if problem := missing_backend_message():  # before Keras is imported
+        parser.exit(2, f"{parser.prog}: error: {problem}\n")
     try:
         path, info = _data_file(args.data)
     except DataFileError as exc:

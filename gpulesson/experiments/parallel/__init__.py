@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpulesson.experiments import cli
+from gpulesson.experiments import cli, train_job
 from gpulesson.experiments.parallel.training import (  # noqa: F401 (the episode's names)
     build_parallel_cnn,
     global_batch_size,
@@ -193,10 +193,10 @@ COMMAND = cli.Command(
     "parallel", __doc__,
     subcommands={
         "train": ("train the lesson's CNN data-parallel (JAX backend)", (
-            cli.per_replica_batch("device"),
+            train_job.per_replica_batch("device"),
             cli.option("--steps", type=cli.positive_int, default=20,
                        help="training steps (global batches) (default 20)"),
-            cli.LEARNING_RATE, cli.BASE_BATCH,
+            train_job.LEARNING_RATE, train_job.BASE_BATCH,
             cli.option("--data", default="synthetic",
                        help="'synthetic' (made in memory) or a lesson HDF5 file"),
             cli.option("--seed", type=int, default=0),

@@ -24,7 +24,7 @@ COMMAND = cli.Command(
     "GPU, started by torchrun or srun (or alone).",
     cli.option("--epochs", type=cli.positive_int, default=3,
                help="epochs in all, resumed ones included (default 3)"),
-    cli.per_replica_batch("process"), cli.LEARNING_RATE, cli.BASE_BATCH,
+    train_job.per_replica_batch("process"), train_job.LEARNING_RATE, train_job.BASE_BATCH,
     cli.option("--n-train", type=cli.positive_int, default=2048,
                help="training images (default 2048)"),
     cli.option("--data", choices=("synthetic", "mnist"), default="synthetic",
@@ -36,9 +36,9 @@ COMMAND = cli.Command(
     cli.option("--drop-last", action="store_true",
                help="leave out the last samples that do not fill a share for every process "
                     "(default: repeat a few, as DistributedSampler does)"),
-    cli.job_device("the GPU of this process' local rank if there is one (default)"),
-    cli.out_dir("folder of this run (default results/jobs/torch-ddp-<job id>/)"),
-    epilog=cli.RESUME)
+    train_job.job_device("the GPU of this process' local rank if there is one (default)"),
+    train_job.out_dir("folder of this run (default results/jobs/torch-ddp-<job id>/)"),
+    epilog=train_job.RESUME)
 _parser = COMMAND.parser
 
 
