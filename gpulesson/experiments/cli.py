@@ -131,7 +131,7 @@ def out(default: Path):
                   help=f"results file to append to (default {default})")
 
 
-def _number(text: str, kind, what: str):
+def number(text: str, kind, what: str):
     """``kind(text)``, or a usage error saying that ``text`` is not ``what``."""
     try:
         return kind(text)
@@ -140,7 +140,7 @@ def _number(text: str, kind, what: str):
 
 
 def positive_int(text: str) -> int:
-    value = _number(text, int, "a whole number")
+    value = number(text, int, "a whole number")
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
     return value
@@ -148,21 +148,12 @@ def positive_int(text: str) -> int:
 
 def positive_float(text: str) -> float:
     """A finite number more than 0 (a learning rate, a time)."""
-    value = _number(text, float, "a number")
+    value = number(text, float, "a number")
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be > 0, not {value}")
     if value == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a finite number, not {text}")
     return value
-
-
-def positive_seconds(text: str) -> float:
-    """A time limit in seconds, more than 0 (0 or less would skip everything)."""
-    seconds = _number(text, float, "a number of seconds")
-    if not seconds > 0:
-        raise argparse.ArgumentTypeError(
-            f"must be more than 0 seconds, not {text}: a limit of {text} would skip everything")
-    return seconds
 
 
 def _epochs(text: str) -> int:

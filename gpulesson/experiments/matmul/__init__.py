@@ -10,6 +10,7 @@ is faster; ``--run-id`` goes on with an earlier run, measuring what it lacks:
 Importing it imports no deep-learning framework, and it never imports TensorFlow.
 """
 
+import argparse
 
 from gpulesson.experiments import cli
 from gpulesson.experiments.matmul.measure import (
@@ -36,6 +37,17 @@ from gpulesson.experiments.matmul.measure import (
 from gpulesson.experiments.matmul.page import figures, latency_run, page_runs, reference_run
 
 EXPERIMENT, RESULTS_FILE = RECORDS.experiment, RECORDS.results_file
+
+
+def _seconds(text: str) -> float:
+    """``--max-seconds``, more than 0 (0 or less would skip everything)."""
+    seconds = cli.number(text, float, "a number of seconds")
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(
+            f"must be more than 0 seconds, not {text}: a limit of {text} would skip everything")
+    return seconds
+
+
 COMMAND = cli.Command(
     __name__, __doc__,
     cli.devices("devices to measure, in this order (default: cpu, then gpu if visible)"),
@@ -46,7 +58,7 @@ COMMAND = cli.Command(
                     f"on a GPU up to {GPU_SIZES[-1]}; --quick: {' '.join(map(str, QUICK_SIZES))})"),
     cli.quick_default("--repeats", f"timed calls and windows of calls per size, after {WARMUP} "
                       "recorded warm-up call", REPEATS, QUICK_REPEATS),
-    cli.option("--max-seconds", type=cli.positive_seconds, default=MAX_SECONDS,
+    cli.option("--max-seconds", type=_seconds, default=MAX_SECONDS,
                help=f"skip sizes whose one call would take longer (default {MAX_SECONDS:g})"),
     cli.quick("small sizes and few repeats (also when LESSON_QUICK=1)"),
     cli.out(RESULTS_FILE), cli.RUN_ID, at_least_one=("repeats",))
