@@ -16,6 +16,7 @@ from gpulesson.experiments import common, matmul
 from gpulesson.experiments.matmul import measure as mm
 from gpulesson.experiments.matmul import page as mp
 from gpulesson.experiments.matmul.page import gflops_alt, sync_alt
+from gpulesson.experiments.registry import figure_drawer
 from gpulesson.records.results import (
     NOT_RECORDED,
     append_record,
@@ -303,9 +304,8 @@ def test_the_figures_handle_a_run_with_a_gpu(tmp_path):
     assert "GPU float32: one call, not waiting (wrong)" in sync_labels
     assert "GPU float32: one call, waiting for its result (latency)" in sync_labels
     assert "GPU float32: per call, many calls and one wait (throughput)" in sync_labels
-    # and the figure script draws such a file
-    script = figure_script("matmul.py")
-    drawn = script.draw(write(tmp_path / "gpu.jsonl", records[:3]), tmp_path)
+    # and the figures step draws such a file
+    drawn = figure_drawer(matmul.__name__, tmp_path)(write(tmp_path / "gpu.jsonl", records[:3]))
     assert [p.name for p in drawn] == ["matmul-gflops.svg", "matmul-sync.svg"]
     assert all(p.stat().st_size > 1000 for p in drawn)
 
@@ -389,10 +389,6 @@ def test_the_page_uses_the_generated_alt_texts():
 
 # --- the committed results and figures ---------------------------------------------------------
 
-def figure_script(name):
-    return load_script(FIG / name)
-
-
 def test_the_results_file_holds_a_valid_run():
     latency = matmul.latency_run()
     assert latency, f"{matmul.RESULTS_FILE} must hold a run: python -m gpulesson.experiments.matmul"
@@ -418,15 +414,15 @@ def test_the_results_file_holds_a_valid_run():
         assert values["ref_mm_gpu"] == values["ref_mm_crossover"] == NOT_RECORDED
 
 
-def test_committed_figures_are_what_the_scripts_draw(tmp_path):
-    drawn = figure_script("matmul.py").draw(matmul.RESULTS_FILE, tmp_path)
+def test_committed_figures_are_what_make_figures_draws(tmp_path):
+    drawn = figure_drawer(matmul.__name__, tmp_path)(matmul.RESULTS_FILE)
     assert len(drawn) == 2
-    drawn.append(figure_script("cores.py").draw(tmp_path / "cores.svg"))
+    drawn.append(load_script(FIG / "cores.py").draw(tmp_path / "cores.svg"))
     for path in drawn:
         committed = FIG / path.name
-        assert committed.exists(), f"{committed} is missing: run the script in {FIG}"
+        assert committed.exists(), f"{committed} is missing: run make figures"
         assert path.read_bytes() == committed.read_bytes(), (
-            f"{committed.name} is not what its script draws: run the script in {FIG}")
+            f"{committed.name} is not what its source draws: run make figures")
 
 
 # --- command line -------------------------------------------------------------------------------

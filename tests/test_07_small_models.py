@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import ROOT, load_script
+from conftest import ROOT
 
 from gpulesson.experiments import common, registry
 from gpulesson.experiments import small_models as sm
@@ -27,8 +27,9 @@ from gpulesson.records.results import (
 FIG = ROOT / "fig" / "07-small-models"
 
 
-def figures_script():
-    return load_script(FIG / "figures.py")
+def draw(results, folder):
+    """The figures as `make figures` draws them."""
+    return registry.figure_drawer(sm.__name__, folder)(results)
 
 
 def figure_texts(fig):
@@ -186,7 +187,7 @@ def test_speedups_tables_and_figures_on_made_up_records(tmp_path):
     assert values["ref_mlp_speedup"] == "0.4× (GPU 2.5× slower)"
     assert values["ref_mlp_gpu_epoch"] == "500 ms (range 475 ms–525 ms, 3 repeats)"
     assert values["ref_mlp_sweep_gpu_small_sample"] == "40 µs (range 38 µs–42 µs, 3 repeats)"
-    for written in figures_script().draw(path, tmp_path):
+    for written in draw(path, tmp_path):
         assert written.read_bytes().startswith(b"<?xml")
 
 
@@ -298,11 +299,11 @@ def test_committed_results_are_valid_and_honest():
 
 
 def test_committed_figures_are_drawn_from_the_results_file(tmp_path):
-    for drawn in figures_script().draw(sm.RESULTS_FILE, tmp_path):
+    for drawn in draw(sm.RESULTS_FILE, tmp_path):
         committed = FIG / drawn.name
-        assert committed.exists(), f"{committed} is missing: run python {FIG / 'figures.py'}"
+        assert committed.exists(), f"{committed} is missing: run make figures"
         assert drawn.read_bytes() == committed.read_bytes(), (
-            f"{committed.name} is not what {sm.RESULTS_FILE.name} gives: run python {FIG / 'figures.py'}")
+            f"{committed.name} is not what {sm.RESULTS_FILE.name} gives: run make figures")
 
 
 # ----------------------------------------------------------------------------- bad inputs, CLI

@@ -12,13 +12,14 @@ import types
 
 import pytest
 from carpentry import PLACEHOLDER, resolve_conditionals, split_front_matter
-from conftest import ROOT, load_script
+from conftest import ROOT
 
 from gpulesson.experiments import ceiling, feeding, workers
 from gpulesson.experiments.feeding import measure as rec
 from gpulesson.experiments.feeding import pipelines as fp
 from gpulesson.experiments.ladder import page as ladder
 from gpulesson.experiments.profile import page as profile
+from gpulesson.experiments.registry import results_name
 from gpulesson.records.results import NOT_RECORDED
 
 EPISODE = ROOT / "_episodes" / "09-feeding-the-gpu.md"
@@ -109,27 +110,22 @@ def test_no_measured_number_is_typed_into_the_text():
     assert not seconds, seconds
 
 
-def test_figures_exist_and_are_the_ones_the_draw_script_writes():
-    draw_feeding = load_script(ROOT / "fig" / "09-feeding-the-gpu" / "figures.py")
-
+def test_figures_exist_and_are_the_ones_make_figures_draws():
     shown = FIGURE.findall(TEXT)
     assert shown, "the episode shows the benchmark's figures"
+    # each figure's page, which names it and its folder (registry.draw_declared)
+    drawn_by = {name: page for page in (feeding.page, ceiling.page, workers.page, profile, ladder)
+                for name in page.FIGURES}
+    assert {p.rsplit("/", 1)[-1] for p in shown} == set(drawn_by)
     for src in shown:
         path = (EPISODE.parent / src).resolve()
         # the page shows the ladder's figure only once a run is recorded (its {{ if }})
         assert path.is_file() or (path.name == ladder.FIGURES[0] and not ladder.reference_run()), src
-        assert path.parent == draw_feeding.FOLDER.resolve(), src
-    # each figure's script and results file; the profile's has a script of its own
-    drawn_by = {**dict.fromkeys((*draw_feeding.FIGURES, ceiling.FILE, workers.FILE),
-                                ("figures.py", r"results/(feeding|ceiling|workers)\.jsonl")),
-                profile.FIGURES[0]: ("profile.py", r"results/profile\.jsonl"),
-                ladder.FIGURES[0]: ("ladder.py", r"results/ladder\.jsonl")}
-    assert {p.rsplit("/", 1)[-1] for p in shown} == set(drawn_by)
-    # the captions name the script and the results file
+        assert path.parent == ROOT / drawn_by[path.name].FIGURE_FOLDER, src
+    # the captions name the results file and what draws it
     for caption in re.findall(r"^:{3,}\{figure\}.*?^:{3,}$", TEXT, re.DOTALL | re.MULTILINE):
-        script, results = drawn_by[FIGURE.search(caption)[1].rsplit("/", 1)[-1]]
-        assert f"fig/09-feeding-the-gpu/{script}" in caption
-        assert re.search(results, caption), caption
+        page = drawn_by[FIGURE.search(caption)[1].rsplit("/", 1)[-1]]
+        assert "`make figures`" in caption and f"results/{results_name(page)}" in caption, caption
 
 
 def test_every_option_shown_for_the_benchmark_exists():

@@ -4,16 +4,17 @@ GPU records, the figures, the alt texts, and the committed results, on the CPU a
 import copy
 
 import pytest
-from conftest import ROOT, load_script
+from conftest import ROOT
 from feeding_helpers import BATCH, FIG, REPEATS, N, write_records
 
-from gpulesson.experiments import common, feeding
+from gpulesson.experiments import ceiling, common, feeding, registry, workers
 from gpulesson.experiments.feeding import measure, page
 from gpulesson.records.results import NOT_RECORDED, read_records
 
 
-def _draw_module():
-    return load_script(FIG / "figures.py")
+def _draw(folder, results, name=feeding.__name__):
+    """The figures as `make figures` draws them."""
+    return registry.figure_drawer(name, folder)(results)
 
 
 
@@ -120,7 +121,7 @@ def test_worker_records_on_jax_and_torch_are_never_shown(feeding_measured, tmp_p
     path = write_records(tmp_path / "jax.jsonl", on_jax)
     values = page.substitutions(path)
     assert page.ROWS["lesson-workers"] not in values["ref_feed_table"]
-    svg = _draw_module().draw(tmp_path / "fig", path)[0].read_text()
+    svg = _draw(tmp_path / "fig", path)[0].read_text()
     assert "uncompressed, worker processes" not in svg  # no row for it
     assert len(read_records(path)) == len(on_jax)  # nothing deleted
 
@@ -130,25 +131,26 @@ def test_the_figures_draw_made_up_gpu_records(feeding_measured, tmp_path):
     base = [r for r in records if r["group"] == "pipelines"]
     gpu = _as_gpu(records, {"device": 100_000.0})
     path = write_records(tmp_path / "made-up.jsonl", records + gpu)
-    written = _draw_module().draw(tmp_path / "fig", path)
+    written = _draw(tmp_path / "fig", path)
     assert [p.name for p in written] == ["feeding-pipelines.svg"]
     pipelines = written[0].read_text()
     assert "Made-up GPU 80GB" in pipelines and "synthetic stand-in" in pipelines
     assert f"GPU: {NOT_RECORDED}" not in pipelines
     # without GPU records the figures draw and name no GPU
-    cpu_only = _draw_module().draw(tmp_path / "cpu", write_records(tmp_path / "cpu.jsonl", base))
+    cpu_only = _draw(tmp_path / "cpu", write_records(tmp_path / "cpu.jsonl", base))
     assert len(cpu_only) == 1 and "GPU" not in cpu_only[0].read_text()
-    with pytest.raises(SystemExit, match=r"python -m gpulesson\.experiments\.feeding"):
-        _draw_module().draw(tmp_path / "none", tmp_path / "missing.jsonl")
+    assert _draw(tmp_path / "none", tmp_path / "missing.jsonl") == []  # no run: nothing drawn
 
 
 def test_the_committed_figures_are_drawn_from_the_committed_results(tmp_path):
-    written = _draw_module().draw(tmp_path, feeding.RESULTS_FILE)
+    written = [path for experiment in (feeding, ceiling, workers)
+               for path in _draw(tmp_path, experiment.RESULTS_FILE, experiment.__name__)]
+    assert len(written) == 3
     for path in written:
         committed = FIG / path.name
-        assert committed.is_file(), f"run: python fig/09-feeding-the-gpu/figures.py ({committed} missing)"
+        assert committed.is_file(), f"run: make figures ({committed} missing)"
         assert committed.read_bytes() == path.read_bytes(), (
-            f"{committed} is not what the results file gives: run python fig/09-feeding-the-gpu/figures.py")
+            f"{committed} is not what the results file gives: run make figures")
 
 
 # --- the rule's words on the page and in the figures ----------------------------------------------
@@ -321,7 +323,7 @@ def test_a_partial_gpu_run_never_breaks_the_page(feeding_measured, tmp_path):
     assert "gpu-stopped" not in "".join(values.values())
     text = feeding.describe(reference)
     assert cpu_run in text and "gpu-newer" in text
-    written = _draw_module().draw(tmp_path / "fig", path)
+    written = _draw(tmp_path / "fig", path)
     assert [p.name for p in written] == ["feeding-pipelines.svg"]
     assert "run gpu-newer" in written[0].read_text()
 

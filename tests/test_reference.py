@@ -3,9 +3,10 @@
 from types import SimpleNamespace
 
 import pytest
-from conftest import ROOT, load_script
+from conftest import ROOT
 
 from gpulesson.experiments import cnn
+from gpulesson.experiments.registry import figure_drawer
 from gpulesson.records.results import append_record, validate_record
 
 FIG = ROOT / "fig" / "05-cpu-vs-gpu"
@@ -122,16 +123,17 @@ def test_reference_results_file_exists_and_is_valid():
 
 
 def test_committed_reference_figures_are_drawn_from_the_results_file(tmp_path):
-    module = load_script(FIG / "reference.py")
-    for drawn in module.draw(cnn.RESULTS_FILE, tmp_path):
-        committed = FIG / drawn.name
-        assert committed.exists(), f"{committed} is missing: run python {FIG / 'reference.py'}"
-        assert drawn.read_bytes() == committed.read_bytes(), (
-            f"{committed.name} is not what {cnn.RESULTS_FILE.name} gives: run python {FIG / 'reference.py'}")
+    drawn = figure_drawer(cnn.__name__, tmp_path)(cnn.RESULTS_FILE)
+    assert len(drawn) == 2
+    for path in drawn:
+        committed = FIG / path.name
+        assert committed.exists(), f"{committed} is missing: run make figures"
+        assert path.read_bytes() == committed.read_bytes(), (
+            f"{committed.name} is not what {cnn.RESULTS_FILE.name} gives: run make figures")
 
 
 def test_the_episode_page_shows_the_reference_numbers(built_site):
-    html_dir, result = built_site
+    html_dir, _ = built_site
     page = (html_dir / "_episodes" / "05-cpu-vs-gpu.html").read_text(encoding="utf-8")
     values = cnn.substitutions()
     assert "{{" not in page

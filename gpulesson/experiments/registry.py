@@ -67,7 +67,7 @@ def declares(module) -> bool:
 
 
 class Declared:
-    """A declared experiment's parts under the names the figure scripts and the site read:
+    """A declared experiment's parts under the names the figures step and the site read:
     ``__name__``, ``RECORDS``, ``COMMAND``, ``EXPERIMENT``, ``RESULTS_FILE``, ``measure``,
     ``substitutions``, ``describe``, ``reference_run``, ``figures``, ``FIGURES``."""
 
@@ -104,7 +104,7 @@ class Declared:
         return self.page.figures
 
     @property
-    def FIGURES(self) -> tuple[str, ...]:  # the name the figure scripts read
+    def FIGURES(self) -> tuple[str, ...]:  # the SVG files that figure_drawer saves
         return tuple(getattr(self.page, "FIGURES", ()))
 
 
@@ -149,12 +149,22 @@ def run(name: str, argv=None) -> int:
                             None if per_backend else experiment.describe)
 
 
-def draw_declared(root: Path, package: str = PACKAGE) -> list[Path]:
-    """The figures (``FIGURES``) of every declared experiment of ``package`` whose page names
-    them and their folder in ``root`` (``FIGURE_FOLDER``), drawn from its reference run as `make
-    figures` draws the scripts in ``fig/``; a results file without a run draws nothing."""
+def figure_drawer(name: str, folder: Path):
+    """The ``draw(results)`` that saves declared experiment ``name``'s ``FIGURES`` in ``folder``,
+    from its reference run, or, where its page has ``page_runs(path)``, from those runs, one
+    argument of ``figures`` each; a results file without a run draws nothing."""
     from gpulesson.records.figure_scripts import drawer
 
+    experiment = Declared(name)
+    runs = getattr(experiment.page, "page_runs", None)
+    return drawer(experiment, experiment.FIGURES, folder, until_recorded=name.rpartition(".")[2],
+                  run=runs, figures=runs and (lambda found: experiment.figures(*found)))
+
+
+def draw_declared(root: Path, package: str = PACKAGE) -> list[Path]:
+    """The figures of every declared experiment of ``package`` whose page names them and their
+    folder in ``root`` (``FIGURE_FOLDER``), drawn from ``root/results`` (:func:`figure_drawer`):
+    `make figures`."""
     written = []
     for name in experiment_packages(package):
         if not declares(importlib.import_module(name)):
@@ -162,9 +172,7 @@ def draw_declared(root: Path, package: str = PACKAGE) -> list[Path]:
         experiment = Declared(name)
         folder = getattr(experiment.page, "FIGURE_FOLDER", None)
         if experiment.FIGURES and folder:
-            draw = drawer(experiment, experiment.FIGURES, root / folder,
-                          until_recorded=name.rpartition(".")[2])
-            written += draw(root / "results" / experiment.RESULTS_FILE.name)
+            written += figure_drawer(name, root / folder)(root / "results" / experiment.RESULTS_FILE.name)
     return written
 
 

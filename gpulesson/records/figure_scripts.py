@@ -1,9 +1,8 @@
-"""The skeleton of the figure scripts in ``fig/``: read a run, draw it, save the SVGs, with
-matplotlib's headless backend (the scripts run without a display)."""
+"""The skeleton of the figures: a measured one read from its run and drawn (``drawer``), a
+schematic in ``fig/`` drawn by its script; saved as SVG with matplotlib's headless backend."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import matplotlib
@@ -14,13 +13,11 @@ INK, FILL, MUTED = "#1f3b63", "#e8eef7", "#6b6b6b"
 GPU_INK, GPU_FILL = "#8a4b08", "#f6e3c8"
 
 
-def drawer(experiment, names, folder: Path, *, run=None, figures=None, command: str | None = None,
-           until_recorded: str | None = None):
+def drawer(experiment, names, folder: Path, *, run=None, figures=None, until_recorded: str | None = None):
     """A ``draw(results, folder)`` that saves ``names`` of the experiment's reference run;
-    without a run it stops naming ``command``, or, ``until_recorded``, draws nothing."""
+    without a run it stops naming its command, or, ``until_recorded``, draws nothing."""
     run = run or experiment.reference_run
     figures = figures or experiment.figures
-    command = command or f"python -m {experiment.__name__}"
 
     def draw(results=experiment.RESULTS_FILE, folder=folder) -> list[Path]:
         records = run(results)
@@ -28,7 +25,7 @@ def drawer(experiment, names, folder: Path, *, run=None, figures=None, command: 
             print(f"{results} holds no {until_recorded} yet: nothing drawn")
             return []
         if not records:
-            raise SystemExit(f"{results} holds no run: record one with '{command}'")
+            raise SystemExit(f"{results} holds no run: record one with 'python -m {experiment.__name__}'")
         Path(folder).mkdir(parents=True, exist_ok=True)
         paths = [Path(folder) / name for name in names]
         for fig, path in zip(figures(records), paths, strict=True):
@@ -64,8 +61,3 @@ def finish(ax, fig, xlim, ylim, path, equal: bool = False) -> Path:
     save_svg(fig, path)
     return Path(path)
 
-
-def main(draw, n_args: int = 1) -> None:
-    """Run ``draw`` with the first ``n_args`` command-line arguments; print the files written."""
-    for written in draw(*sys.argv[1:1 + n_args]):
-        print(written)

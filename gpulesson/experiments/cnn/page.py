@@ -42,6 +42,7 @@ from gpulesson.records.results import NOT_RECORDED, data_label, duration, hardwa
 WORKSHOP_EPOCHS = 3  # the episode's EPOCHS: what a learner's cell runs
 RESULTS_FILE, reference_run, gpu_comparison = (RECORDS.results_file, RECORDS.newest_run,
                                                RECORDS.gpu_against_cpu)
+FIGURES, FIGURE_FOLDER = ("reference-epoch-times.svg", "reference-time-bars.svg"), "fig/05-cpu-vs-gpu"
 FIRST_EPOCH = "includes compiling"  # what the warm-up epoch's extra time includes, by default
 # Marker names for the alt texts, for the markers of gpulesson.records.compare_plots' styles.
 MARKER_NAMES = {"o": "round", "s": "square", "^": "triangular", "D": "diamond"}

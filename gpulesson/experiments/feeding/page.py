@@ -35,7 +35,7 @@ ROWS = {
     "ram": "whole data set in RAM",
     "device": "data resident on the device",
 }
-FIGURES = ("feeding-pipelines.svg",)
+FIGURES, FIGURE_FOLDER = ("feeding-pipelines.svg",), "fig/09-feeding-the-gpu"
 # A loader alone under this many times training's rate leaves the model waiting, where reading
 # overlaps the steps (the margin absorbs the spread and the loader's share of the CPU).
 LOADER_MARGIN = 1.5

@@ -23,7 +23,7 @@ reference_run = RECORDS.newest_run
 RATIO_GOAL = 1.3  # the best released-Keras stream rung within 1.3x of the limit's epoch
 RAM_GOAL = 0.9  # the stream at least 0.9x as fast as the same settings fed from RAM
 STREAMS = ("stream", "read-ahead", "grain")  # feeds that read the HDF5 file while training
-FIGURES = ("ladder.svg",)
+FIGURES, FIGURE_FOLDER = ("ladder.svg",), "fig/09-feeding-the-gpu"
 COLOURS = {"keras": "#4c72b0", "nightly": "#dd8452", "limit": "#55a868"}
 KINDS = {"keras": "Keras 3 (released)", "nightly": "keras-nightly (pre-release)",
          "limit": "plain JAX, one call an epoch"}

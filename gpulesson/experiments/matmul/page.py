@@ -19,7 +19,7 @@ RESULTS_FILE = RECORDS.results_file
 DEVICES = ("cpu", "gpu")
 BY_SIZE = {f"ref_mm_cpu_{dtype}_by_size": ("cpu", dtype)  # the CPU's other precisions, size by size
            for dtype in mm.DTYPES if dtype != "float32"}
-FIGURES = ("matmul-gflops.svg", "matmul-sync.svg")
+FIGURES, FIGURE_FOLDER = ("matmul-gflops.svg", "matmul-sync.svg"), "fig/06-why-gpus-are-fast"
 
 
 def compares(records) -> bool:

@@ -15,7 +15,7 @@ from gpulesson.records.results import NOT_RECORDED, data_label, hardware, softwa
 from gpulesson.records.results import duration as ms
 
 RESULTS_FILE, reference_run = RECORDS.results_file, RECORDS.reference_run
-FIGURES = ("profile-step.svg",)
+FIGURES, FIGURE_FOLDER = ("profile-step.svg",), "fig/09-feeding-the-gpu"
 DEVICES = ("cpu", "gpu")
 COLOURS = {"input": "#dd8452", "dispatch": "#c44e52", "other": "#8c8c8c",
            "kernels": "#4c72b0", "copies": "#55a868", "idle": "#e5e5e5"}

@@ -34,6 +34,7 @@ from gpulesson.records.results import duration as short_time
 COMMAND = "python -m gpulesson.experiments.small_models"
 epoch_summary = RECORDS.epoch_summary  # every record keeps its epochs; the first of old ones is the warm-up
 BUDGET = "`python tools/reference.py budget`"
+FIGURES, FIGURE_FOLDER = ("comparison-epoch-times.svg", "sweep.svg"), "fig/07-small-models"
 STEPS = "steps_per_epoch"
 DEVICE_WORDS = {"CPU": "round markers and a solid line", "GPU": "square markers and a dashed line"}
 
@@ -60,6 +61,17 @@ def reference_run(part: str, path=None) -> list[dict]:
     if part not in PARTS:
         raise SmallModelsError(f"unknown part {part!r}: use one of {', '.join(PARTS)}")
     return RECORDS.newest_run(path, part=part, complete=sweep_complete if part == "sweep" else None)
+
+
+def page_runs(path=None) -> tuple:
+    """Each part's reference run, the figures' (``figures``), or ``()`` when the file holds none."""
+    runs = tuple(reference_run(part, path) for part in PARTS)
+    return runs if any(runs) else ()
+
+
+def figures(comparison, sweep):
+    """The comparison's figure and the sweep's, each from its part's run (:func:`page_runs`)."""
+    return comparison_figure(comparison), sweep_figure(sweep)
 
 
 def sample_summary(record: dict | None, per: str = "n_rows") -> dict | None:
