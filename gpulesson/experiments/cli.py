@@ -182,14 +182,19 @@ def default_devices(requested: list[str] | None, gpu_visible) -> list[str]:
     return ["cpu", "gpu"] if gpu_visible else ["cpu"]
 
 
-def devices_or_refuse(requested: list[str] | None, gpu_visible, framework: str) -> list[str] | None:
-    """:func:`default_devices`, saying when the CPU is all there is to record; None, with a
-    message on stderr, when a GPU is asked for and ``framework`` sees none."""
+def refuse(message: str):
+    """Stop before measuring: ``message`` on stderr, exit status 2 (as a usage error)."""
+    print(message, file=sys.stderr)
+    raise SystemExit(2)
+
+
+def devices_or_refuse(requested: list[str] | None, gpu_visible, framework: str) -> list[str]:
+    """:func:`default_devices`, saying when the CPU is all there is to record; :func:`refuse`
+    when a GPU is asked for and ``framework`` sees none."""
     devices = default_devices(requested, gpu_visible)
     if "gpu" in devices and not gpu_visible:
-        print(f"No GPU is visible to {framework}: run with --devices cpu, or on a machine with a "
-              "GPU.", file=sys.stderr)
-        return None
+        refuse(f"No GPU is visible to {framework}: run with --devices cpu, or on a machine with a "
+               "GPU.")
     if requested is None and not gpu_visible:
         print("No GPU visible: recording the CPU run only.")
     return devices
@@ -205,9 +210,8 @@ def devices_here(requested) -> list[str]:
     allocator.fix_for(found["backend"])
     devices = default_devices(requested, found["gpu_count"])
     if "gpu" in devices and not found["gpu_count"]:
-        print(f"No GPU is visible to Keras ({found['backend']} backend): nothing measured. "
-              "Run with --devices cpu, or on a machine with a GPU.", file=sys.stderr)
-        raise SystemExit(2)
+        refuse(f"No GPU is visible to Keras ({found['backend']} backend): nothing measured. "
+               "Run with --devices cpu, or on a machine with a GPU.")
     return devices
 
 
@@ -240,10 +244,9 @@ def continue_run(out: Path, experiment: str, run_id: str | None, key) -> tuple[s
     # An id the file lacks: a new run only in new_run_id's form (as tools/reference.py gives it).
     if run_id not in known and not re.fullmatch(r"\d{8}T\d{6}Z-[0-9a-f]{6}", run_id):
         listed = ", ".join(known[-5:]) + (f" (the last 5 of {len(known)})" if len(known) > 5 else "")
-        print(f"error: --run-id {run_id}: {out} has no run of that id (its runs: "
-              f"{listed or 'none'}). Give one of them to go on with it, or leave --run-id out "
-              "to start a new run.", file=sys.stderr)
-        raise SystemExit(2)
+        refuse(f"error: --run-id {run_id}: {out} has no run of that id (its runs: "
+               f"{listed or 'none'}). Give one of them to go on with it, or leave --run-id out "
+               "to start a new run.")
     return run_id, done
 
 

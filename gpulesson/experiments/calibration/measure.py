@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import hashlib
-import sys
 
 import numpy as np
 
+from gpulesson.experiments import cli
 from gpulesson.experiments.calibration import FULL, QUICK, RECORDS, WORKSHOP_EPOCHS
 from gpulesson.machine.timing import load_average
 
@@ -90,11 +90,6 @@ def calibrate(n_train, n_test, epochs, batch_size, *, device="cpu", seed=42, dat
     }
 
 
-def _refuse(message: str):
-    print(f"{message}. Nothing was measured or written.", file=sys.stderr)
-    raise SystemExit(2)
-
-
 def measure(args, *, run_id, done):
     """The command's one record, its sizes and device checked before anything is trained."""
     base = QUICK if args.quick else FULL
@@ -102,11 +97,11 @@ def measure(args, *, run_id, done):
         plan = check_plan(**{key: base[key] if getattr(args, key) is None else getattr(args, key)
                              for key in FULL})
     except ValueError as exc:
-        _refuse(f"error: {exc}")
+        cli.refuse(f"error: {exc}. Nothing was measured or written.")
     from gpulesson.machine.devices import KERAS_DEVICES, keras_device
 
     if args.device == "gpu" and not keras_device()["gpu_count"]:
-        _refuse("No GPU is visible to Keras: run with --device cpu")
+        cli.refuse("No GPU is visible to Keras: run with --device cpu. Nothing was measured or written.")
     print(f"Calibrating the stand-in: {plan['n_train']:,} images (a tenth for validation), "
           f"{plan['n_test']:,} test images, {plan['epochs']} epochs on the {args.device.upper()}",
           flush=True)

@@ -6,8 +6,6 @@ lacks, on the data it was measured on."""
 
 from __future__ import annotations
 
-import sys
-
 from gpulesson.experiments import cli
 from gpulesson.experiments.cnn import inference
 from gpulesson.experiments.common import WARMUP, check_epochs, default_epochs
@@ -99,11 +97,6 @@ def _left(experiment: str, devices, run_id: str, done) -> list[str]:
     return rest
 
 
-def _refuse(message: str):
-    print(message, file=sys.stderr)
-    raise SystemExit(2)
-
-
 def measure(args, *, run_id: str, done):
     """The command's run: the ``--parts`` each device of ``--devices`` lacks in the run, each
     record yielded as soon as it is made."""
@@ -112,7 +105,7 @@ def measure(args, *, run_id: str, done):
 
     problem = missing_backend_message()  # before Keras is imported: one line, no traceback
     if problem:
-        _refuse(f"python -m gpulesson.experiments.cnn: error: {problem}")
+        cli.refuse(f"python -m gpulesson.experiments.cnn: error: {problem}")
     # Before the framework runs anything: TensorFlow fixes its threads at its first operation.
     threads = set_cpu_threads(args.cpu_threads)
     from gpulesson.datasets.settings import get_settings
@@ -120,14 +113,12 @@ def measure(args, *, run_id: str, done):
 
     settings = get_settings()
     devices = cli.devices_or_refuse(args.devices, keras_device()["gpu_count"], "Keras")
-    if devices is None:
-        raise SystemExit(2)
     predicted = inference.RECORDS.read(args.out, run_id=run_id)
     other = sorted({r.get("data") for r in [*RECORDS.read(args.out, run_id=run_id), *predicted]}
                    - {settings.data, None})
     if other:
-        _refuse(f"Run {run_id} was measured on the data {other[0]!r}, not {settings.data!r}: "
-                f"set LESSON_DATA={other[0]} (and LESSON_QUICK as then) to go on with it.")
+        cli.refuse(f"Run {run_id} was measured on the data {other[0]!r}, not {settings.data!r}: "
+                    f"set LESSON_DATA={other[0]} (and LESSON_QUICK as then) to go on with it.")
     trainings = _left(EXPERIMENT, devices, run_id, {kind for (kind,) in done})
     predictions = _left(inference.EXPERIMENT, devices, run_id,
                        {r["device_kind"] for r in predicted})

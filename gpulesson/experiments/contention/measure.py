@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from gpulesson.experiments import contention
+from gpulesson.experiments import cli, contention
 from gpulesson.experiments.contention.page import copies_summary, find_in
 from gpulesson.machine.timing import available_cores
 from gpulesson.records.recordset import check_earlier
@@ -231,8 +231,7 @@ def measure(args, *, run_id, done):
     try:
         check_earlier(earlier, **size)
     except ValueError as exc:
-        print(f"error: {exc}. Nothing was measured or written.", file=sys.stderr)
-        raise SystemExit(2) from None
+        cli.refuse(f"error: {exc}. Nothing was measured or written.")
     alone = find_in(earlier, 1, None)
     baseline = alone["mean_epoch_seconds"] if alone else None
     copies = sorted(set(args.copies))

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import importlib
 import statistics
-import sys
 import tempfile
 import time
 from functools import partial
@@ -466,8 +465,7 @@ def measure(args, *, run_id: str, done):
     try:
         check_earlier(earlier, n_images=options["n_images"], backend=backend)
     except ValueError as exc:
-        print(f"error: {exc}. Nothing was measured or written.", file=sys.stderr)
-        raise SystemExit(2) from None
+        cli.refuse(f"error: {exc}. Nothing was measured or written.")
     print(f"Run {run_id}: Keras backend {backend}; devices: {', '.join(devices)}; "
           f"{options['n_images']:,} images, batch {options['batch_size']}, "
           f"{options['repeats']} timed epoch(s) after {args.warmup} warm-up"

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import math
 import statistics
-import sys
 import time
 from itertools import takewhile
 
@@ -253,7 +252,7 @@ def sweep_record(result: dict, *, run_id: str, source: str, repeats: int,
 
 def measure(args, *, run_id: str, done):
     """The command's run: a sweep for each device and precision asked for, yielded when made."""
-    from gpulesson.experiments.cli import default_devices, repeats_for
+    from gpulesson.experiments.cli import default_devices, refuse, repeats_for
     from gpulesson.machine.devices import keras_device
 
     sizes = check_sizes(args.sizes) if args.sizes else (QUICK_SIZES if args.quick else None)
@@ -261,14 +260,11 @@ def measure(args, *, run_id: str, done):
     found = keras_device()
     devices = default_devices(args.devices, found["gpu_count"])
     if "gpu" in devices and not found["gpu_count"]:
-        print(f"No GPU is visible to Keras ({found['backend']} backend): nothing was measured or "
-              "written. Run with --devices cpu, or on a machine with a GPU.", file=sys.stderr)
-        raise SystemExit(2)
+        refuse(f"No GPU is visible to Keras ({found['backend']} backend): nothing was measured or "
+               "written. Run with --devices cpu, or on a machine with a GPU.")
     if any(method not in THROUGHPUT_METHODS for *_, method in done):
-        print(f"error: run {run_id} in {args.out} was recorded with the older method (one "
-              "synchronised call a size, no throughput): start a new run, without --run-id",
-              file=sys.stderr)
-        raise SystemExit(2)
+        refuse(f"error: run {run_id} in {args.out} was recorded with the older method (one "
+               "synchronised call a size, no throughput): start a new run, without --run-id")
     print(f"Keras backend {found['backend']}; devices: {', '.join(devices)}; sizes: "
           + "; ".join(f"{d} {' '.join(map(str, sizes or sizes_for(d)))}" for d in devices)
           + f"; {repeats} timed calls and windows each", flush=True)

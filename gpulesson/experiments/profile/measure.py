@@ -11,7 +11,6 @@ import gzip
 import json
 import re
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -246,8 +245,7 @@ def measure(args, *, run_id: str, done):
     import keras
 
     if keras.backend.backend() != "jax":
-        print("The profile reads JAX's profiler: run it with KERAS_BACKEND=jax.", file=sys.stderr)
-        raise SystemExit(2)
+        cli.refuse("The profile reads JAX's profiler: run it with KERAS_BACKEND=jax.")
     from gpulesson import lesson
     from gpulesson.datasets.load import prepare
     from gpulesson.datasets.settings import get_settings

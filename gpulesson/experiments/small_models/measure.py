@@ -5,7 +5,6 @@ around it, the comparison each epoch's energy where the device's meter can be re
 from __future__ import annotations
 
 import math
-import sys
 
 import numpy as np
 
@@ -245,8 +244,7 @@ def measure(args, *, run_id: str, done):
         gpus = keras_device()["gpu_count"]
         devices = check_devices(cli.default_devices(args.devices, gpus), gpus)
     except SmallModelsError as exc:
-        print(f"error: {exc}. Nothing was measured or written.", file=sys.stderr)
-        raise SystemExit(2) from None
+        cli.refuse(f"error: {exc}. Nothing was measured or written.")
     if args.devices is None and not gpus:
         print(f"{SKIPPED_GPU}: recording the CPU only.")
     print(f"Run {run_id}: {', '.join(parts)} on {', '.join(devices)}"

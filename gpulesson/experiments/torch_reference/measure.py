@@ -8,7 +8,6 @@ from __future__ import annotations
 import importlib.util
 import platform
 import statistics
-import sys
 
 from gpulesson.experiments import cli
 from gpulesson.experiments.common import SUMMARY_KEY, WARMUP, summarise
@@ -133,16 +132,11 @@ def _prepare(settings, seed: int):
     return train_set, test_set, data, copy.deepcopy(lesson_torch.SmallCNN().state_dict())
 
 
-def _refuse(message: str):
-    print(message, file=sys.stderr)
-    raise SystemExit(2)
-
-
 def measure(args, *, run_id: str, done):
     """The command's run: one record a device it lacks, each yielded as soon as its device is
     done; going on with a run (``done``) needs the settings the run was recorded with."""
     if importlib.util.find_spec("torch") is None:
-        _refuse(f"PyTorch is not installed: {INSTALL}")
+        cli.refuse(f"PyTorch is not installed: {INSTALL}")
     import torch
 
     from gpulesson.datasets.settings import get_settings
@@ -151,8 +145,6 @@ def measure(args, *, run_id: str, done):
     if args.threads:
         torch.set_num_threads(args.threads)
     devices = cli.devices_or_refuse(args.devices, torch.cuda.is_available(), "PyTorch")
-    if devices is None:
-        raise SystemExit(2)
     settings = get_settings()
     # The rule: one warm-up epoch, then the timed ones (fewer in quick mode), unless --epochs.
     epochs = cli.default_epochs(settings.quick) if args.epochs is None else args.epochs
@@ -169,7 +161,7 @@ def measure(args, *, run_id: str, done):
         check_earlier(RECORDS.read(args.out, run_id=run_id) if had else [], data=data,
                       n_train=len(train_set), batch_size=batch_size, epochs=epochs)
     except ValueError as exc:
-        _refuse(f"error: {exc}. Nothing was trained or written.")
+        cli.refuse(f"error: {exc}. Nothing was trained or written.")
     print(f"Run {run_id}: {len(train_set):,} training and {len(test_set):,} test images; "
           f"{epochs} epochs of batch size {batch_size}; PyTorch {torch.__version__}, "
           f"{torch.get_num_threads()} CPU threads", flush=True)
