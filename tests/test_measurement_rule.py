@@ -80,8 +80,6 @@ def test_ranking_puts_indistinguishable_conditions_in_one_place():
     summaries.pop("single")
     places = common.rank(summaries, higher_is_better=True)
     assert places == [["ram", "device"], ["hdf5"]]
-    assert common.best_text(summaries, higher_is_better=True) == \
-        "ram and device (no measurable difference)"
 
 
 def test_draw_spread_draws_ranges_and_samples():

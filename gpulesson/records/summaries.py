@@ -147,24 +147,7 @@ def rank(summaries: Mapping[str, Mapping], *, higher_is_better: bool = False) ->
     return places
 
 
-def best_text(summaries: Mapping[str, Mapping], *, higher_is_better: bool = False,
-              quote=str) -> str:
-    """The best condition: "`ram`", or "`ram` and `device` (no measurable difference)"."""
-    if not summaries:
-        return "not measured"
-    first = rank(summaries, higher_is_better=higher_is_better)[0]
-    if len(first) == 1:
-        return quote(first[0])
-    names = ", ".join(map(quote, first[:-1])) + f" and {quote(first[-1])}"
-    return f"{names} ({NO_DIFFERENCE})"
-
-
 # --- figures ----------------------------------------------------------------------------------
-
-def spread_errors(summaries: Sequence[Mapping]) -> list[list[float]]:
-    """Matplotlib's ``yerr``/``xerr`` of summaries drawn at their medians."""
-    return [[s["median"] - s["min"] for s in summaries], [s["max"] - s["median"] for s in summaries]]
-
 
 def draw_spread(ax, positions: Sequence[float], summaries: Sequence[Mapping | None], *,
                 horizontal: bool = False, color: str = "black", samples: bool = True,
@@ -175,7 +158,8 @@ def draw_spread(ax, positions: Sequence[float], summaries: Sequence[Mapping | No
         return
     where = [p for p, _ in drawn]
     medians = [s["median"] * scale for _, s in drawn]
-    errors = [[e * scale for e in side] for side in spread_errors([s for _, s in drawn])]
+    errors = [[(s["median"] - s["min"]) * scale for _, s in drawn],  # below and above
+              [(s["max"] - s["median"]) * scale for _, s in drawn]]
     keyword = "xerr" if horizontal else "yerr"
     xs, ys = (medians, where) if horizontal else (where, medians)
     ax.errorbar(xs, ys, **{keyword: errors}, fmt="none", ecolor=color, capsize=3, linewidth=1,
