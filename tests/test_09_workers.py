@@ -9,7 +9,7 @@ import sys
 import pytest
 from conftest import ROOT
 
-from gpulesson.experiments import common, workers
+from gpulesson.experiments import common
 from gpulesson.experiments.ceiling.page import N_IMAGES
 from gpulesson.experiments.workers import measure, page
 from gpulesson.records import parts
@@ -80,13 +80,13 @@ def test_table_alt_text_and_page_values_say_what_was_measured(tmp_path):
 
 def test_the_figure_has_a_panel_a_backend_and_a_bar_a_condition():
     run = [*RUN, record("torch", "none", 0, [0.5] * 5), record("torch", "none", 1, [0.6] * 5)]
-    (figure,) = workers.figures(run)
+    (figure,) = page.figures(run)
     axes = figure.get_axes()
     assert [ax.get_title(loc="left") for ax in axes] == [
         "JAX, CPU: Test CPU, 2 cores\nrun r", "PyTorch, CPU: Test CPU, 2 cores\nrun r"]
     assert [len(ax.patches) for ax in axes] == [6, 2]
     with pytest.raises(ValueError, match=r"python -m gpulesson\.experiments\.workers"):
-        workers.figures([])
+        page.figures([])
 
 
 def test_the_committed_run_is_the_pages_and_its_figure_is_drawn_from_it():
@@ -111,7 +111,7 @@ def test_the_committed_run_is_the_pages_and_its_figure_is_drawn_from_it():
     assert "not recorded" not in summary
     for part in by_device.values():
         assert parts.machine(part) in summary
-    (figure,) = workers.figures(committed)
+    (figure,) = page.figures(committed)
     titles = [ax.get_title(loc="left") for ax in figure.get_axes()]
     assert all(any(part[0]["run_id"] in t for t in titles) for part in by_device.values())
 
@@ -253,7 +253,7 @@ def test_bars_stand_on_their_ticks_where_a_panel_has_one_work():
     import matplotlib
 
     matplotlib.use("Agg")
-    (figure,) = workers.figures([*RUN, gpu_record(0, H200_NONE), gpu_record(4, H200_FOUR)])
+    (figure,) = page.figures([*RUN, gpu_record(0, H200_NONE), gpu_record(4, H200_FOUR)])
     gpu_axes = figure.get_axes()[-1]
     centres = sorted(p.get_x() + p.get_width() / 2 for p in gpu_axes.patches)
     assert centres == pytest.approx(list(gpu_axes.get_xticks()))

@@ -171,7 +171,8 @@ def run_stage(stage: Stage, *, time_limit: float, state_file: Path, fresh: bool 
 
 
 def draw_figures(say=say_now) -> None:
-    """Every figure script in ``fig/``, each in a process of its own, as `make figures`."""
+    """Every figure: the schematics' scripts in ``fig/``, each in a process of its own, then the
+    declared experiments' figures, as `make figures`."""
     drawers = {str(script.relative_to(ROOT)): [str(script)]
                for script in sorted(ROOT.glob("fig/*/*.py"))}
     # The declared experiments' figures, which need no script (gpulesson.experiments.registry).

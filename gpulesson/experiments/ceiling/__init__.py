@@ -12,8 +12,8 @@ from gpulesson.experiments import cli
 from gpulesson.experiments.ceiling import page
 from gpulesson.experiments.ceiling.measure import SIZES
 
-# What episode 9, its figure script and the tools read from the package.
-RECORDS, RESULTS_FILE, PIPELINES, FILE = page.RECORDS, page.RESULTS_FILE, page.PIPELINES, page.FILE
+# What episode 9, its tests and the tools read from the package.
+RECORDS, RESULTS_FILE, PIPELINES = page.RECORDS, page.RESULTS_FILE, page.PIPELINES
 figures, reference_run, substitutions, table = (page.figures, page.reference_run,
                                                 page.substitutions, page.table)
 

@@ -278,8 +278,7 @@ def old_method_note(records) -> str:
             "they are left out here, ceiling included.")
 
 
-FILE = "feeding-ceiling.svg"
-FIGURES, FIGURE_FOLDER = (FILE,), "fig/09-feeding-the-gpu"
+FIGURES, FIGURE_FOLDER = ("feeding-ceiling.svg",), "fig/09-feeding-the-gpu"
 # In memory blue, the lesson's generator orange, reading ahead green, Grain's processes purple;
 # without mixing (window=1) lighter.
 COLOURS = {**dict.fromkeys(IN_MEMORY, "#4c72b0"), "lesson-window1": "#f0b27a", "lesson": "#dd8452",

@@ -12,9 +12,7 @@ from gpulesson.experiments import cli
 from gpulesson.experiments.ceiling.measure import SIZES  # the ceiling's epoch: the same model
 from gpulesson.experiments.workers import page
 
-# What episode 9's figure script reads from the package.
-RECORDS, RESULTS_FILE, FILE, figures, reference_run = (page.RECORDS, page.RESULTS_FILE, page.FILE,
-                                                       page.figures, page.reference_run)
+RECORDS, RESULTS_FILE = page.RECORDS, page.RESULTS_FILE
 # PyTorch's OpenMP threads spinning beside Grain's stalled some epochs for seconds on 2 cores.
 SETTINGS = {"torch": {"OMP_WAIT_POLICY": "PASSIVE"}}
 

@@ -30,8 +30,7 @@ WORK: dict[str, str] = {
 # that no ``method`` (the last epoch with workers on a GPU may include their shutdown, unsplit).
 METHOD = "epoch-split"
 STALL_FACTOR = 1.5  # a last epoch this many times the other timed epochs' median stalled
-FILE = "feeding-workers.svg"
-FIGURES, FIGURE_FOLDER = (FILE,), "fig/09-feeding-the-gpu"
+FIGURES, FIGURE_FOLDER = ("feeding-workers.svg",), "fig/09-feeding-the-gpu"
 COLOURS = {"none": "#4c72b0", "augment": "#dd8452"}
 SHORT = {"none": "blocks as stored", "augment": "flip_crop on each image"}
 NONE = words.none_yet("run with Grain's worker processes", "python -m gpulesson.experiments.workers")
