@@ -48,18 +48,6 @@ def process_stat(pid) -> list[str] | None:
         return None
 
 
-def process_running(pid: int) -> bool:
-    """Whether process ``pid`` exists and is not a zombie."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # someone else's process: it exists
-    stat = process_stat(pid)
-    return stat is None or stat[0] != "Z"
-
-
 def own_cpu_seconds() -> float:
     """CPU seconds of this process and its children, running (from /proc) or waited for."""
     times = os.times()
