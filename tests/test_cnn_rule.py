@@ -190,7 +190,7 @@ def test_cpu_only_figures_and_alt_texts_mention_no_gpu():
     records = [r for r in cnn.reference_run() if not page.is_gpu(r)]
     figs = cnn.figures(records)
     try:
-        alts = cnn.alt_texts(records)
+        alts = page.alt_texts(records)
         assert [fig.alt_text for fig in figs] == list(alts)
         for alt in alts:
             assert "GPU" not in alt and "faster" not in alt and "speed-up" not in alt.lower()
@@ -214,7 +214,7 @@ def test_cpu_and_gpu_figures_show_the_spread_and_their_alt_texts_say_what_is_dra
     records = [cpu, gpu]
     epochs_fig, bars_fig = figs = cnn.figures(records)
     try:
-        epochs_alt, bars_alt = cnn.alt_texts(records)
+        epochs_alt, bars_alt = page.alt_texts(records)
         assert (epochs_fig.alt_text, bars_fig.alt_text) == (epochs_alt, bars_alt)
         assert _legend(epochs_fig) == ["CPU", "GPU"] and _legend(bars_fig) == ["CPU", "GPU"]
         assert "Made-up GPU" in epochs_alt and "square markers" in epochs_alt
@@ -243,7 +243,7 @@ def test_the_episode_takes_the_figures_alt_texts_from_the_drawing_code():
     assert ":alt: {{ ref_fig_time_bars_alt }}" in text
     values = page.substitutions()
     assert (values["ref_fig_epoch_times_alt"], values["ref_fig_time_bars_alt"]) == \
-        cnn.alt_texts(cnn.reference_run())
+        page.alt_texts(cnn.reference_run())
 
 
 def test_every_series_has_a_labelled_tick_at_or_below_it_and_the_bars_name_the_machines():

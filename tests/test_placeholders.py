@@ -62,5 +62,5 @@ def test_a_changed_site_value_reaches_the_pages(tmp_path):
 def test_results_modules_may_not_share_a_placeholder():
     from carpentry import result_values
 
-    with pytest.raises(PlaceholderError, match="gpulesson.experiments.cnn"):
-        result_values(ROOT, ("gpulesson.experiments.cnn", "gpulesson.experiments.cnn"))
+    with pytest.raises(PlaceholderError, match="gpulesson.experiments.cnn.page"):
+        result_values(ROOT, ("gpulesson.experiments.cnn.page", "gpulesson.experiments.cnn.page"))

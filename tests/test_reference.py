@@ -6,8 +6,17 @@ import pytest
 from conftest import ROOT
 
 from gpulesson.experiments import cnn
+from gpulesson.experiments.cnn.gpu_use import full_training_seconds
+from gpulesson.experiments.cnn.page import substitutions
 from gpulesson.experiments.registry import figure_drawer
-from gpulesson.records.results import append_record, validate_record
+from gpulesson.records.results import (
+    NOT_RECORDED,
+    append_record,
+    duration,
+    is_gpu,
+    speedup,
+    validate_record,
+)
 
 FIG = ROOT / "fig" / "05-cpu-vs-gpu"
 
@@ -35,8 +44,8 @@ def test_run_record_fields():
     assert cpu["device"] == "CPU" and cpu["device_kind"] == "cpu" and gpu["device_kind"] == "gpu"
     assert cpu["mean_epoch_seconds"] == 2.0  # the warm-up epoch is left out
     assert cpu["training_seconds"] == 9.0 and cpu["total_seconds"] == 9.5
-    assert cnn.speedup([cpu, gpu]) == pytest.approx(10.0)
-    assert cnn.speedup([cpu]) is None
+    assert speedup([cpu, gpu]) == pytest.approx(10.0)
+    assert speedup([cpu]) is None
     one_epoch = record("cpu:0", "r2", epochs=(4.0,))
     assert one_epoch["mean_epoch_seconds"] == 4.0
 
@@ -73,28 +82,28 @@ def test_describe_and_estimates():
     assert "warm-up epoch 5.0 s, then 2.0 s (range 2.0 s–2.0 s, 2 epochs) per epoch" in text
     assert "Training 30 epochs of 45,000 images" in text
     # 30 epochs of 2 s on 900 images, scaled to 45,000 images, plus the 3 s of extra warm-up once
-    assert cnn.full_training_seconds(cpu, 30, 45_000) == pytest.approx(3 + 30 * 2 * 50)
+    assert full_training_seconds(cpu, 30, 45_000) == pytest.approx(3 + 30 * 2 * 50)
     assert "Speed-up" not in cnn.describe([cpu])
-    assert cnn.duration(0.5) == "500 ms" and cnn.duration(150) == "2.5 min"
+    assert duration(0.5) == "500 ms" and duration(150) == "2.5 min"
 
 
 def test_substitutions_say_plainly_what_is_missing(tmp_path):
-    values = cnn.substitutions(tmp_path / "none.jsonl")
-    assert set(values.values()) == {cnn.NOT_RECORDED}
+    values = substitutions(tmp_path / "none.jsonl")
+    assert set(values.values()) == {NOT_RECORDED}
     path = tmp_path / "runs.jsonl"
     append_record(path, record("cpu:0", "r"))
-    values = cnn.substitutions(path)
+    values = substitutions(path)
     # An epoch after the warm-up: the median and range of the timed epochs.
     assert values["ref_cpu_epoch"] == "2.0 s (range 2.0 s–2.0 s, 2 epochs)"
-    assert values["ref_gpu_epoch"] == cnn.NOT_RECORDED
-    assert values["ref_speedup"] == cnn.NOT_RECORDED and values["ref_gpu_vs_cpu"] == cnn.NOT_RECORDED
+    assert values["ref_gpu_epoch"] == NOT_RECORDED
+    assert values["ref_speedup"] == NOT_RECORDED and values["ref_gpu_vs_cpu"] == NOT_RECORDED
     assert values["ref_cpu_workshop"] == "9.0 s"  # the first epoch and two more of 2 s
     assert values["ref_cpu_jit_compile"] == "off"
     assert values["ref_cpu_validation"] == "200 ms (range 200 ms–200 ms, 2 epochs)"
     assert values["ref_cpu_cores"].isdigit() and values["ref_cpu_load"].endswith("after the training")
     assert "GPU" not in values["ref_fig_epoch_times_alt"] + values["ref_fig_time_bars_alt"]
     append_record(path, record("gpu:0", "r", epochs=(3.0, 0.25, 0.25)))
-    values = cnn.substitutions(path)
+    values = substitutions(path)
     assert values["ref_speedup"] == "8.0×" and values["ref_gpu_vs_cpu"] == "8× faster"
     assert values["ref_gpu_epoch"] == "250 ms (range 250 ms–250 ms, 2 epochs)"
     assert "GPU" in values["ref_fig_epoch_times_alt"] and "8× faster" in values["ref_fig_time_bars_alt"]
@@ -107,9 +116,9 @@ def test_records_made_before_the_settings_were_kept_say_so(tmp_path):
                 "load_average", "summary"):
         del old[key]
     append_record(path, old)
-    values = cnn.substitutions(path)
+    values = substitutions(path)
     for key in ("ref_cpu_jit_compile", "ref_cpu_validation", "ref_cpu_cores", "ref_cpu_load"):
-        assert values[key] == cnn.NOT_RECORDED, key
+        assert values[key] == NOT_RECORDED, key
 
 
 def test_reference_results_file_exists_and_is_valid():
@@ -118,8 +127,8 @@ def test_reference_results_file_exists_and_is_valid():
     for r in records:
         validate_record(r)
         assert r["experiment"] == cnn.EXPERIMENT and r["cpu_model"] and r["versions"]["keras"]
-    if not any(cnn.is_gpu(r) for r in records):  # honest about what is missing
-        assert cnn.substitutions()["ref_gpu"] == cnn.NOT_RECORDED
+    if not any(is_gpu(r) for r in records):  # honest about what is missing
+        assert substitutions()["ref_gpu"] == NOT_RECORDED
 
 
 def test_committed_reference_figures_are_drawn_from_the_results_file(tmp_path):
@@ -135,14 +144,14 @@ def test_committed_reference_figures_are_drawn_from_the_results_file(tmp_path):
 def test_the_episode_page_shows_the_reference_numbers(built_site):
     html_dir, _ = built_site
     page = (html_dir / "_episodes" / "05-cpu-vs-gpu.html").read_text(encoding="utf-8")
-    values = cnn.substitutions()
+    values = substitutions()
     assert "{{" not in page
     for key in ("ref_cpu", "ref_cpu_epoch", "ref_cpu_accuracy"):
         assert values[key] in page, key
-    if cnn.NOT_RECORDED in values["ref_gpu_epoch"]:
+    if NOT_RECORDED in values["ref_gpu_epoch"]:
         # Without a GPU run the page says so once, in words, and shows the CPU table.
         assert page.count("GPU reference run has not been recorded yet") == 1
-        assert cnn.NOT_RECORDED not in page.split("each later epoch")[1].split("</table>")[0]
+        assert NOT_RECORDED not in page.split("each later epoch")[1].split("</table>")[0]
     else:
         for key in ("ref_gpu", "ref_gpu_epoch", "ref_speedup"):
             assert values[key] in page, key

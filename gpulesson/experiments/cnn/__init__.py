@@ -5,16 +5,8 @@ in one file); the page shows the reference run, the newest with a GPU record.
 """
 
 from gpulesson.experiments import cli
-from gpulesson.experiments.cnn.gpu_use import full_training_seconds  # noqa: F401
 from gpulesson.experiments.cnn.measure import EXPERIMENT, PARTS, RECORDS, run_record  # noqa: F401
-from gpulesson.experiments.cnn.page import (  # noqa: F401
-    alt_texts,
-    describe,
-    figures,
-    reference_run,
-    substitutions,
-)
-from gpulesson.records.results import NOT_RECORDED, duration, is_gpu, speedup  # noqa: F401
+from gpulesson.experiments.cnn.page import describe, figures, reference_run  # noqa: F401
 
 RESULTS_FILE = RECORDS.results_file
 COMMAND = cli.Command(

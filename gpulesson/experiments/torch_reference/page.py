@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 from gpulesson.experiments import cnn
+from gpulesson.experiments.cnn.page import alt_texts as cnn_alt_texts
 from gpulesson.experiments.cnn.page import speedup_text
 from gpulesson.experiments.torch_reference.measure import RECORDS
 from gpulesson.records.pagewords import accuracy, by_device, comparison_text, median_text, run_values
@@ -45,7 +46,7 @@ def figures(records):
 
 def alt_texts(records) -> tuple[str, str]:
     """The alt texts of :func:`figures` of the same records, made from what they draw."""
-    return cnn.alt_texts(records, **_words(records))
+    return cnn_alt_texts(records, **_words(records))
 
 
 def notebook_epochs(root: Path = LESSON_ROOT) -> int | None:
