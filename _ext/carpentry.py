@@ -92,16 +92,15 @@ class PlaceholderError(ValueError):
 
 def site_values(root: Path) -> dict[str, str]:
     """``site_<key>`` for every key of ``lesson_site`` in ``_config.yml``, and ``site_cost_*``."""
-    from gpulesson.classroom import costs as session_costs
-    from gpulesson.classroom.charges import ChargeRatesError
+    from gpulesson.classroom import charges
 
     path = Path(root) / "_config.yml"
     config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     section = config.get(SITE_SECTION) or {}
     values = {f"site_{key}": str(value) for key, value in section.items()}
     try:
-        values.update(session_costs.substitutions(path))
-    except ChargeRatesError:
+        values.update(charges.substitutions(path))
+    except charges.ChargeRatesError:
         pass  # no rates or sessions to compute with: a page that names site_cost_* says so
     return values
 

@@ -1,11 +1,11 @@
 """Episode 2's session costs: the products and totals its answer shows, from the site's rates and
-the workshop's sessions in _config.yml (gpulesson.classroom.costs), never typed."""
+the workshop's sessions in _config.yml (gpulesson.classroom.charges), never typed."""
 
 import yaml
 from carpentry import fill_placeholders, site_values
 from conftest import ROOT
 
-from gpulesson.classroom import costs as costs
+from gpulesson.classroom import charges as costs
 
 EPISODE = ROOT / "_episodes" / "02-connecting.md"
 

@@ -11,9 +11,9 @@ import re
 import shutil
 from pathlib import Path
 
+from gpulesson.classroom.charges import sessions as workshop_sessions
 from gpulesson.classroom.check.login import CONFIG
 from gpulesson.classroom.check.report import fail, ok, run, skip
-from gpulesson.classroom.costs import sessions as workshop_sessions
 
 CLASS_SIZE = 25  # learners at once when lesson_site gives no class_size
 GPU = re.compile(r"gres/gpu(?::[\w.-]+)?=(\d+)")

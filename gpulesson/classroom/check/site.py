@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from gpulesson.classroom.charges import sessions
 from gpulesson.classroom.check.limits import _run as run_slurm
 from gpulesson.classroom.check.login import CONFIG, ROOT, site_values
 from gpulesson.classroom.check.report import fail, ok, skip
-from gpulesson.classroom.costs import sessions
 
 # The lesson's example values say so: "Example HPC", "login.hpc.example.edu", "your_project".
 EXAMPLE = re.compile(r"example|\byour_", re.I)
