@@ -159,7 +159,7 @@ budget: $(READY)  ## the reference run by a deadline, packed: make budget BUDGET
 executed: $(READY)  ## run every notebook here, full size, and keep its outputs for the site in executed/
 	$(RUN) tools/record_run.py $(RECORD_ARGS)
 
-figures: $(READY)  ## redraw every figure from its script in fig/ (measured ones from results/)
+figures: $(READY)  ## redraw every figure: the schematics from fig/, the measured ones from results/
 	$(RUN) tools/reference.py --figures
 
 kernel: $(LAB_READY)  ## register this environment as the Jupyter kernel "$(KERNEL)"

@@ -1,5 +1,5 @@
 """Episode 5's page: the ``ref_*`` values of the reference run (the newest with a GPU record),
-its figures, epoch times and time bars (``fig/05-cpu-vs-gpu/reference.py``), with alt texts read
+its figures, epoch times and time bars (drawn by `make figures`), with alt texts read
 from what they draw (:func:`drawn`), and its table. A value a record lacks (no GPU run, a record
 made before it was kept) is :data:`NOT_RECORDED`; the evaluation and the total are single
 measurements and are not compared."""

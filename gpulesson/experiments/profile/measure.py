@@ -187,7 +187,7 @@ def marked_epoch():
 
 
 def profile_steps(model, dataset, steps: int, device: str = "cpu") -> dict:
-    """The :func:`~gpulesson.experiments.profile.breakdown` of ``steps`` batches of ``fit``."""
+    """The :func:`breakdown` of ``steps`` batches of ``fit``."""
     import jax
 
     options = jax.profiler.ProfileOptions()
