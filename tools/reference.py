@@ -178,7 +178,7 @@ def draw_figures(say=say_now) -> None:
     # The declared experiments' figures, which need no script (gpulesson.experiments.registry).
     drawers["the declared experiments"] = [
         "-c", "from pathlib import Path; from gpulesson.experiments.registry import draw_declared; "
-              "draw_declared(Path.cwd())"]
+              "print(*draw_declared(Path.cwd()), sep='\\n')"]
     for what, arguments in drawers.items():
         done = subprocess.run([sys.executable, *arguments], cwd=ROOT)
         if done.returncode != 0:

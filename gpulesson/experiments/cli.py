@@ -182,6 +182,11 @@ def default_devices(requested: list[str] | None, gpu_visible) -> list[str]:
     return ["cpu", "gpu"] if gpu_visible else ["cpu"]
 
 
+class UsageError(ValueError):
+    """Raised by a declared experiment's ``measure`` before it measures: its command's usage
+    error (``registry.run`` gives it to the parser, which prints the usage and exits 2)."""
+
+
 def refuse(message: str):
     """Stop before measuring: ``message`` on stderr, exit status 2 (as a usage error)."""
     print(message, file=sys.stderr)
@@ -217,14 +222,16 @@ def devices_here(requested) -> list[str]:
 
 def say_measured(made: list[dict], out: Path, experiment: str, run_id: str, describe) -> int:
     """A command's last words: the run's table (``describe`` of the run's records in ``out``,
-    unless None) and what was appended, or that nothing was left to measure; its status, 0."""
+    unless None or the run has none) and what was appended, or that nothing was left to
+    measure; its status, 0."""
     from gpulesson.records.results import read_records
 
+    records = read_records(out, experiment=experiment, run_id=run_id) if Path(out).is_file() else []
+    if describe and records:
+        print(describe(records))
     if not made:
         print("Nothing left to measure.")
         return 0
-    if describe:
-        print(describe(read_records(out, experiment=experiment, run_id=run_id)))
     print(f"Appended {len(made)} record(s) of run {made[0]['run_id']} to {out}", flush=True)
     return 0
 

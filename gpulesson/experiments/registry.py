@@ -142,9 +142,12 @@ def run(name: str, argv=None) -> int:
                 print(f"error: the {', '.join(failed)} process(es) failed (above).", file=sys.stderr)
             return 1 if failed else 0
     made = []
-    for record in experiment.measure(args, run_id=run_id, done=done):
-        append_record(args.out, record)
-        made.append(record)
+    try:
+        for record in experiment.measure(args, run_id=run_id, done=done):
+            append_record(args.out, record)
+            made.append(record)
+    except cli.UsageError as exc:
+        parser.error(str(exc))
     return cli.say_measured(made, args.out, records.experiment, run_id,
                             None if per_backend else experiment.describe)
 

@@ -7,7 +7,6 @@ only when something is measured.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import statistics
 import tempfile
 import time
@@ -432,7 +431,6 @@ def _measured(*, devices, pipelines, batch_size, n_images, repeats, warmup, max_
 
 def measure(args, *, run_id: str, done):
     """The command's run: its options checked (a usage error), then each record as it is made."""
-    error = importlib.import_module(__package__).COMMAND.parser().error
     quick = args.quick
     options = {name: value if value is not None else (small if quick else default)
                for name, value, small, default in (
@@ -440,16 +438,17 @@ def measure(args, *, run_id: str, done):
                    ("n_images", args.n_images, QUICK_N_IMAGES, N_IMAGES),
                    ("repeats", args.repeats, common.QUICK_REPEATS, common.REPEATS))}
     if options["batch_size"] > options["n_images"]:
-        error(f"--batch-size {options['batch_size']} is larger than --n-images "
-              f"{options['n_images']}")
+        raise cli.UsageError(f"--batch-size {options['batch_size']} is larger than --n-images "
+                             f"{options['n_images']}")
     if options["repeats"] < cli.repeats_for(quick):
-        error(f"--repeats must be at least {cli.repeats_for(quick)} (the lesson's rule: "
-              f"{common.REPEATS} timed epochs, {common.QUICK_REPEATS} with --quick), not "
-              f"{options['repeats']}: make a slow condition smaller with --cpu-max-steps "
-              "or --classic-max-steps instead")
+        raise cli.UsageError(
+            f"--repeats must be at least {cli.repeats_for(quick)} (the lesson's rule: "
+            f"{common.REPEATS} timed epochs, {common.QUICK_REPEATS} with --quick), not "
+            f"{options['repeats']}: make a slow condition smaller with --cpu-max-steps "
+            "or --classic-max-steps instead")
     if args.warmup < common.WARMUP:
-        error(f"--warmup must be at least {common.WARMUP} (the lesson's rule: a recorded warm-up), "
-              f"not {args.warmup}")
+        raise cli.UsageError(f"--warmup must be at least {common.WARMUP} (the lesson's rule: a "
+                             f"recorded warm-up), not {args.warmup}")
     from gpulesson.machine.devices import cpu_info
 
     devices = cli.devices_here(args.devices)  # PyTorch's malloc fixed for every record
@@ -458,7 +457,7 @@ def measure(args, *, run_id: str, done):
     try:
         check_pipelines(pipelines, backend)
     except ValueError as exc:
-        error(str(exc))
+        raise cli.UsageError(str(exc)) from None
     workers = args.workers if args.workers is not None else (
         2 if quick else max(2, min(8, int(cpu_info()["cores_usable"]) // 2)))
     earlier = RECORDS.read(args.out, run_id=run_id) if done else []
