@@ -226,9 +226,10 @@ def say_measured(made: list[dict], out: Path, experiment: str, run_id: str, desc
     measure; its status, 0."""
     from gpulesson.records.results import read_records
 
-    records = read_records(out, experiment=experiment, run_id=run_id) if Path(out).is_file() else []
-    if describe and records:
-        print(describe(records))
+    if describe and Path(out).is_file():  # a per-backend child (no describe) reads nothing
+        records = read_records(out, experiment=experiment, run_id=run_id)
+        if records:
+            print(describe(records))
     if not made:
         print("Nothing left to measure.")
         return 0

@@ -34,7 +34,7 @@ from gpulesson.experiments.matmul.measure import (
     time_matmul,
     wait,
 )
-from gpulesson.experiments.matmul.page import figures, latency_run, page_runs, reference_run
+from gpulesson.experiments.matmul.page import figures, latency_run, reference_run
 
 EXPERIMENT, RESULTS_FILE = RECORDS.experiment, RECORDS.results_file
 
@@ -65,5 +65,5 @@ COMMAND = cli.Command(
 
 __all__ = ["DTYPES", "EXPERIMENT", "GPU_SIZES", "QUICK_REPEATS", "QUICK_SIZES", "REPEATS",
            "RESULTS_FILE", "SIZES", "crossover", "crossover_line", "describe", "figures", "find",
-           "latency_run", "page_runs", "precision_label", "rate_summary", "reference_run", "sweep",
+           "latency_run", "precision_label", "rate_summary", "reference_run", "sweep",
            "sweep_record", "time_matmul", "wait"]
