@@ -4,14 +4,15 @@ of the lesson's CNN, and one tiny benchmark run that both test modules read."""
 import pytest
 from conftest import ROOT
 
-from gpulesson.experiments import common, feeding
+from gpulesson.experiments import feeding
 from gpulesson.experiments.ceiling.measure import tiny_model
 from gpulesson.experiments.feeding import measure
+from gpulesson.records import summaries
 from gpulesson.records.results import append_record
 
 FIG = ROOT / "fig" / "09-feeding-the-gpu"
 N, BATCH = 96, 32  # 3 batches an epoch: every code path, in seconds
-REPEATS = common.QUICK_REPEATS  # the rule's least, as in quick mode
+REPEATS = summaries.QUICK_REPEATS  # the rule's least, as in quick mode
 
 
 def do_nothing_model(keras_device):

@@ -200,7 +200,7 @@ def test_fit_reorders_a_pydatasets_batches_unless_it_is_told_not_to(path):
     through the data adapter that ``fit`` uses, on any backend."""
     from keras.src.trainers.data_adapters import get_data_adapter
 
-    from gpulesson.experiments.common import IN_ORDER
+    from gpulesson.records.pagewords import IN_ORDER
 
     reads, delivered = {}, {}
     for name, options in (("in order", IN_ORDER), ("fit's default", {"shuffle": True})):
@@ -215,7 +215,7 @@ def test_fit_reorders_a_pydatasets_batches_unless_it_is_told_not_to(path):
 
 
 def test_a_page_names_the_runs_recorded_while_fit_reordered_the_batches():
-    from gpulesson.experiments.common import ORDER_FIELD, reordered_note
+    from gpulesson.records.pagewords import ORDER_FIELD, reordered_note
 
     old = [{"run_id": "r2"}, {"run_id": "r1"}, {"run_id": "r2"}]
     said = reordered_note([*old, {"run_id": "r3", ORDER_FIELD: False}], "the batches")

@@ -12,11 +12,12 @@ import pytest
 from conftest import ROOT, load_script
 from gpulesson.experiments.matmul.__main__ import main as matmul_main
 
-from gpulesson.experiments import common, matmul
+from gpulesson.experiments import matmul
 from gpulesson.experiments.matmul import measure as mm
 from gpulesson.experiments.matmul import page as mp
 from gpulesson.experiments.matmul.page import gflops_alt, sync_alt
 from gpulesson.experiments.registry import figure_drawer
+from gpulesson.records import summaries
 from gpulesson.records.results import (
     NOT_RECORDED,
     append_record,
@@ -75,7 +76,7 @@ def test_a_tiny_sweep_gives_well_formed_records(tmp_path):
             point["sync_overhead_seconds"] / np.median(point["window_seconds"]))
         assert point["probe_calls"] >= 2 and point["probe_seconds"] > 0
         # the rule: a recorded warm-up, every timed sample kept, and their summary
-        assert len(point["warmup_seconds"]) == common.WARMUP
+        assert len(point["warmup_seconds"]) == summaries.WARMUP
         assert point["first_call_seconds"] == point["warmup_seconds"][0]
         summary = point["summary"]
         assert summary["samples"] == point["seconds"] and summary["n"] == 2
@@ -92,7 +93,7 @@ def test_a_tiny_sweep_gives_well_formed_records(tmp_path):
         load = result["load_average"][moment]
         assert load is None or (len(load) == 3 and all(v >= 0 for v in load))
     record = matmul.sweep_record(result, run_id="r1", source="test", repeats=2)
-    assert record["warmup"] == common.WARMUP and record["repeats"] == 2
+    assert record["warmup"] == summaries.WARMUP and record["repeats"] == 2
     validate_record(record)
     assert record["experiment"] == "matmul" and record["device"] == "CPU"
     assert record["data"] == "random" and record["versions"]["keras"]
@@ -114,11 +115,11 @@ def test_the_measurement_follows_the_lessons_rule():
 
     from gpulesson.experiments.matmul import measure
 
-    assert matmul.REPEATS == common.REPEATS and matmul.QUICK_REPEATS == common.QUICK_REPEATS
+    assert matmul.REPEATS == summaries.REPEATS and matmul.QUICK_REPEATS == summaries.QUICK_REPEATS
     for function in (measure.time_matmul, measure.sweep):
         defaults = inspect.signature(function).parameters
-        assert defaults["repeats"].default == common.REPEATS
-        assert defaults["warmup"].default == common.WARMUP
+        assert defaults["repeats"].default == summaries.REPEATS
+        assert defaults["warmup"].default == summaries.WARMUP
     # the command: the rule's repeats, fewer in quick mode
     assert "repeats_for(args.quick)" in inspect.getsource(measure.measure)
 
@@ -174,7 +175,7 @@ def made_up(kind, rates, dtype="float32", run_id="r", transfer=None, method=mm.M
     for n, rate in rates.items():
         seconds = 2 * n**3 / (rate * 1e9)
         latency = [(seconds + round_trip) * f for f in (0.95, 1.0, 1.05)]
-        extra = ({"latency_seconds": latency, "latency": common.summarise(latency, [1.0]),
+        extra = ({"latency_seconds": latency, "latency": summaries.summarise(latency, [1.0]),
                   "calls_per_sync": 10, "window_seconds": [seconds * 10 * f
                                                           for f in (0.95, 1.0, 1.05)],
                   "sync_overhead_seconds": round_trip, "overhead_share": 0.02}
@@ -257,7 +258,7 @@ def test_substitutions_say_plainly_what_is_missing(tmp_path):
 
     cpu_only = write(tmp_path / "cpu.jsonl", [made_up("cpu", at_sizes(10, 20, 30, 40))])
     values = mp.substitutions(cpu_only)
-    # medians with their ranges (common.summary_text); 3 timed calls each
+    # medians with their ranges (summaries.summary_text); 3 timed calls each
     rate = 40 / 1.05, 40 / 0.95
     assert values["ref_mm_cpu_float32"] == (f"40 GFLOP/s (range {rate[0]:.3g}–{rate[1]:.3g} "
                                             "GFLOP/s, 3 repeats) at n = 1,024")
@@ -326,13 +327,13 @@ def test_overlapping_precisions_are_no_measurable_difference(tmp_path):
     close = made_up("cpu", at_sizes(10, 20, 30, 41), dtype="bfloat16")  # ranges overlap
     apart = made_up("cpu", at_sizes(10, 20, 30, 80), dtype="float16")
     values = mp.substitutions(write(tmp_path / "m.jsonl", [cpu32, close, apart]))
-    assert values["ref_mm_cpu_bfloat16_by_size"].startswith(f"{common.NO_DIFFERENCE} at any size")
+    assert values["ref_mm_cpu_bfloat16_by_size"].startswith(f"{summaries.NO_DIFFERENCE} at any size")
     assert values["ref_mm_cpu_float16_by_size"] == (
-        f"faster at n = 1,024, with {common.NO_DIFFERENCE} at n = 16, 64 and 256")
+        f"faster at n = 1,024, with {summaries.NO_DIFFERENCE} at n = 16, 64 and 256")
     # the best size of a sweep names the sizes it cannot be told apart from
     both = made_up("cpu", at_sizes(10, 20, 39, 40))
     values = mp.substitutions(write(tmp_path / "b.jsonl", [both]))
-    assert values["ref_mm_cpu_float32"].endswith(f"at n = 1,024 ({common.NO_DIFFERENCE} from n = 256)")
+    assert values["ref_mm_cpu_float32"].endswith(f"at n = 1,024 ({summaries.NO_DIFFERENCE} from n = 256)")
 
 
 def test_alt_texts_describe_what_is_drawn():

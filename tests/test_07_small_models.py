@@ -10,11 +10,12 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
-from gpulesson.experiments import common, registry
+from gpulesson.experiments import registry
 from gpulesson.experiments import small_models as sm
 from gpulesson.experiments.small_models import measure
 from gpulesson.experiments.small_models.measure import PARTS, SmallModelsError
 from gpulesson.experiments.small_models.page import comparison_alt, sample_summary, sweep_alt, sweep_dates
+from gpulesson.records import summaries
 from gpulesson.records.results import (
     NOT_RECORDED,
     append_record,
@@ -111,9 +112,9 @@ def test_sweep_records_are_well_formed():
         assert r["epochs"] == measure.MIN_EPOCHS and r["seconds_per_sample"] > 0
         # the rule: the first epoch the recorded warm-up, the others the timed repeats, all kept
         summary = r["summary"]
-        assert summary["warmup"] == r["epoch_seconds"][:common.WARMUP]
-        assert summary["samples"] == r["epoch_seconds"][common.WARMUP:]
-        assert summary["n"] == measure.MIN_EPOCHS - common.WARMUP >= common.repeats_for(True)
+        assert summary["warmup"] == r["epoch_seconds"][:summaries.WARMUP]
+        assert summary["samples"] == r["epoch_seconds"][summaries.WARMUP:]
+        assert summary["n"] == measure.MIN_EPOCHS - summaries.WARMUP >= summaries.repeats_for(True)
         assert r["seconds_per_sample"] == pytest.approx(summary["median"] / r["n_rows"])
         for moment in ("start", "end"):
             load = r["load_average"][moment]
@@ -142,7 +143,7 @@ def fake_sweep(run_id="fake", gpu=True, date="2030-01-01T00:00:00+00:00", old=Fa
                 if kind == "gpu" and not gpu:
                     continue
                 epochs = epochs_around(seconds * 4096)
-                summary = {} if old else {"summary": common.summarise(epochs[1:], epochs[:1])}
+                summary = {} if old else {"summary": summaries.summarise(epochs[1:], epochs[:1])}
                 records.append(make_record(
                     sm.EXPERIMENT, data="random", part="sweep", run_id=run_id, date=date,
                     device_kind=kind, device="CPU" if kind == "cpu" else "Made-up GPU",
@@ -175,7 +176,7 @@ def test_speedups_tables_and_figures_on_made_up_records(tmp_path):
     assert {r["run_id"] for r in sweep} == {"b"}  # the newest run with a GPU
     table = sm.sweep_table(sweep)
     assert "speed-up" in table and "0.25x" in table and "240.00x" in table
-    assert common.NO_DIFFERENCE in table  # the cell whose ranges overlap
+    assert summaries.NO_DIFFERENCE in table  # the cell whose ranges overlap
     texts = figure_texts(sm.sweep_figure(sweep))
     assert "Speed-up of the GPU" in texts and "GPU 40× faster" in texts and "GPU 4× slower" in texts
     assert "no measurable\ndifference" in texts  # overlapping ranges are not ranked
@@ -237,7 +238,7 @@ def test_records_made_before_the_rule_still_give_the_page_values(tmp_path):
     one_epoch = make_record(sm.EXPERIMENT, data="random", part="sweep", run_id="one",
                             device_kind="cpu", device="CPU", width=4, batch_size=8, n_rows=64,
                             epochs=1, epoch_seconds=[0.5], mean_epoch_seconds=0.5)
-    assert "no range" in common.summary_text(sample_summary(one_epoch))
+    assert "no range" in summaries.summary_text(sample_summary(one_epoch))
 
 
 def test_alt_texts_name_only_what_is_drawn():
@@ -274,10 +275,10 @@ def test_the_figures_draw_the_spread_and_the_page_uses_their_alt_texts():
 
 
 def test_the_rule_sets_the_epochs():
-    assert sm.GRID["epochs"] == common.WARMUP + common.REPEATS
+    assert sm.GRID["epochs"] == summaries.WARMUP + summaries.REPEATS
     assert sm.QUICK_GRID["epochs"] == measure.QUICK_COMPARISON["epochs"] == measure.MIN_EPOCHS
-    assert measure.MIN_EPOCHS == common.WARMUP + common.repeats_for(True)
-    assert measure.COMPARISON["epochs"] >= common.WARMUP + common.REPEATS
+    assert measure.MIN_EPOCHS == summaries.WARMUP + summaries.repeats_for(True)
+    assert measure.COMPARISON["epochs"] >= summaries.WARMUP + summaries.REPEATS
 
 
 def test_committed_results_are_valid_and_honest():

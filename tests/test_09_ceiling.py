@@ -189,7 +189,7 @@ def test_the_command_refuses_bad_sizes():
     assert result.returncode == 2 and "--n-images must be at least 1" in result.stderr
 
 
-ALLOCATOR_PROBE = ("import json; from gpulesson.experiments import allocator; "
+ALLOCATOR_PROBE = ("import json; from gpulesson.machine import allocator; "
                    "allocator.fix_for({backend!r}); print(json.dumps(allocator.mode()))")
 
 
@@ -200,7 +200,7 @@ def test_pytorch_is_measured_in_one_malloc_mode_and_records_say_which(how):
     goes into every record."""
     import platform
 
-    from gpulesson.experiments import allocator
+    from gpulesson.machine import allocator
 
     if platform.libc_ver()[0] != "glibc":
         pytest.skip("the malloc settings are glibc's")

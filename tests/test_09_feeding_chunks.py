@@ -7,11 +7,12 @@ import pytest
 from feeding_helpers import BATCH, do_nothing_model, write_records
 
 from gpulesson import lesson
-from gpulesson.experiments import common, feeding
+from gpulesson.experiments import feeding
 from gpulesson.experiments.feeding import measure, page
 from gpulesson.experiments.feeding import pipelines as fp
 from gpulesson.experiments.feeding.pipelines import file_info, write_lesson_file
 from gpulesson.lesson import core
+from gpulesson.records import summaries
 
 N = 8 * BATCH  # two chunks of a window
 
@@ -50,7 +51,7 @@ def test_the_benchmark_records_each_layout_once_as_a_loader_row_of_its_group(tmp
     monkeypatch.setattr(measure, "build_model", do_nothing_model)
     out = tmp_path / "f.jsonl"
     made = feeding.run_benchmark(devices=["cpu"], pipelines=["ram"], batch_size=BATCH,
-                                 n_images=N, repeats=common.QUICK_REPEATS, chunks=True,
+                                 n_images=N, repeats=summaries.QUICK_REPEATS, chunks=True,
                                  data_dir=tmp_path / "data", on_record=lambda r: write_records(
                                      out, [r]), progress=lambda line: None)
     rows = [r for r in made if r["group"] == measure.GROUP]
@@ -64,7 +65,7 @@ def test_the_benchmark_records_each_layout_once_as_a_loader_row_of_its_group(tmp
     assert measure.find(made, "cpu", "lesson", "loader") is None
     # a run that goes on measures none of them again
     again = feeding.run_benchmark(devices=["cpu"], pipelines=["ram"], batch_size=BATCH,
-                                  n_images=N, repeats=common.QUICK_REPEATS, chunks=True,
+                                  n_images=N, repeats=summaries.QUICK_REPEATS, chunks=True,
                                   data_dir=tmp_path / "data", run_id=made[0]["run_id"],
                                   earlier=made, progress=lambda line: None)
     assert again == []

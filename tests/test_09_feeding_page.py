@@ -7,8 +7,10 @@ import pytest
 from conftest import ROOT
 from feeding_helpers import BATCH, FIG, REPEATS, N, write_records
 
-from gpulesson.experiments import ceiling, common, feeding, registry, workers
+from gpulesson.experiments import ceiling, feeding, registry, workers
 from gpulesson.experiments.feeding import measure, page
+from gpulesson.machine import timing
+from gpulesson.records import summaries
 from gpulesson.records.results import NOT_RECORDED, read_records
 
 
@@ -20,19 +22,19 @@ def _draw(folder, results, name=feeding.__name__):
 
 # --- the page's numbers and the goals ---------------------------------------------------------------
 
-def _with_rates(record, rate, spread=0.05, n=common.REPEATS):
+def _with_rates(record, rate, spread=0.05, n=summaries.REPEATS):
     """``record`` with made-up timed epochs whose rates lie within ``spread`` of ``rate``."""
     images = record["images_per_epoch"]
     factors = [1 + spread * (2 * i / (n - 1) - 1) for i in range(n)] if n > 1 else [1.0]
     seconds = [images / (rate * f) for f in factors]
-    summary = common.summarise(seconds, [2 * seconds[0]])
+    summary = summaries.summarise(seconds, [2 * seconds[0]])
     record.update(epoch_seconds=seconds, warmup_seconds=summary["warmup"], repeats=n,
                   median_epoch_seconds=summary["median"], min_epoch_seconds=summary["min"],
                   max_epoch_seconds=summary["max"], images_per_second=images / summary["median"],
                   images_per_second_low=images / summary["max"],
                   images_per_second_high=images / summary["min"],
                   full_epoch_seconds=record["n_images"] * summary["median"] / images,
-                  **{common.SUMMARY_KEY: summary})
+                  **{summaries.SUMMARY_KEY: summary})
     return record
 
 
@@ -160,8 +162,8 @@ COMMITTED = ROOT / "results" / "feeding.jsonl"
 
 def test_the_committed_reference_run_follows_the_rule():
     records = feeding.reference_run(COMMITTED)
-    assert records and all(common.SUMMARY_KEY in r for r in records)
-    assert all(len(r["warmup_seconds"]) == common.WARMUP and r["repeats"] >= common.REPEATS
+    assert records and all(summaries.SUMMARY_KEY in r for r in records)
+    assert all(len(r["warmup_seconds"]) == summaries.WARMUP and r["repeats"] >= summaries.REPEATS
                for r in records)
 
 
@@ -172,7 +174,7 @@ def test_the_committed_records_made_before_the_rule_still_give_the_page_its_valu
     before the rule stays in the results file; the page is built from its pipelines alone here
     (its settings sweep is kept in the file, not shown: the settings are the speed ladder's)."""
     old_runs = [run for run in measure.RECORDS.runs(read_records(COMMITTED)).values()
-                if all(common.SUMMARY_KEY not in r for r in run)]
+                if all(summaries.SUMMARY_KEY not in r for r in run)]
     assert old_runs, "the results file keeps the runs made before the rule"
     old = write_records(tmp_path / "before-the-rule.jsonl", old_runs[-1])
     records = feeding.reference_run(old)
@@ -184,16 +186,16 @@ def test_the_committed_records_made_before_the_rule_still_give_the_page_its_valu
         for word in ("faster", "slower", "×", "made the model wait", "set the pace"):
             assert word not in text, word
         fastest = measure.fastest_text(records, "cpu")
-        assert common.NO_DIFFERENCE in fastest
+        assert summaries.NO_DIFFERENCE in fastest
         assert all(f"`{p}`" in fastest for p in ("lesson", "ram"))
         # its device-resident data were eager slices, a method the page no longer shows
         assert "`device`" not in fastest
         assert "XLA" not in values["ref_feed_findings"]
 
 
-def _pair(tmp_path, lesson_rate, ram_rate, *, n=common.REPEATS, spread=0.1):
+def _pair(tmp_path, lesson_rate, ram_rate, *, n=summaries.REPEATS, spread=0.1):
     """Two made-up CPU training records of one run, with rates around the given ones."""
-    budget = common.Budget(warmup=1, repeats=1)
+    budget = timing.Budget(warmup=1, repeats=1)
     budget.seconds += [2.0, 1.0]
     made = []
     for pipeline, rate in (("lesson", lesson_rate), ("ram", ram_rate)):
@@ -221,9 +223,9 @@ def test_the_page_ranks_pipelines_only_where_their_ranges_are_apart(tmp_path, le
         assert clause == ("`ram` trained 3× faster than `lesson` (middle three of five epochs "
                           "apart)")
     else:
-        assert fastest.startswith(f"`ram` and `lesson` ({common.NO_DIFFERENCE} from `ram`, "
+        assert fastest.startswith(f"`ram` and `lesson` ({summaries.NO_DIFFERENCE} from `ram`, "
                                   "the highest median; ")
-        assert common.NO_DIFFERENCE in clause and "faster" not in clause
+        assert summaries.NO_DIFFERENCE in clause and "faster" not in clause
         assert ("middle three of five epochs overlap" in clause) == (expected == "overlap")
         assert ("timed once" in clause) == (expected == "once")
         assert ("timed once" in fastest) == (expected == "once")
@@ -349,7 +351,7 @@ def test_the_streams_goals_are_met_not_met_or_not_recorded(feeding_measured, tmp
         path = write_records(tmp_path / f"cpu-{ahead}.jsonl", made)
         said = page.stream_goals([], path)
         assert f", {verdict} (middle three of five epochs)." in said
-        assert ("2× slower" in said) == (verdict == "not met") != (common.NO_DIFFERENCE in said)
+        assert ("2× slower" in said) == (verdict == "not met") != (summaries.NO_DIFFERENCE in said)
     nothing = page.stream_goals([], tmp_path / "none.jsonl")
     assert nothing.count("has not been recorded yet") == 2
     assert "--devices cpu --pipelines lesson lesson-ahead` records it" in nothing

@@ -15,10 +15,12 @@ import pytest
 from conftest import ROOT
 from feeding_helpers import BATCH, REPEATS, N, do_nothing_model, write_records
 
-from gpulesson.experiments import common, feeding, registry
+from gpulesson.experiments import feeding, registry
 from gpulesson.experiments.feeding import measure
 from gpulesson.experiments.feeding import pipelines as fp
+from gpulesson.machine import timing
 from gpulesson.machine.devices import keras_device_name
+from gpulesson.records import summaries
 from gpulesson.records.results import append_record, read_records, validate_record
 
 feeding_main = partial(registry.run, "gpulesson.experiments.feeding")
@@ -176,24 +178,24 @@ def test_a_partial_epoch_is_timed_and_recorded_as_such(tmp_path):
 def test_a_slow_epoch_never_cuts_the_repeats():
     """The rule: a warm-up and every timed epoch asked for, however long they take (a 40-step
     CPU epoch used to stop a condition after one timed epoch)."""
-    budget = common.Budget(warmup=1, repeats=common.REPEATS)
+    budget = timing.Budget(warmup=1, repeats=summaries.REPEATS)
     budget.seconds += [900.0]
     assert not budget.done()  # the warm-up does not count
-    for _ in range(common.REPEATS - 1):
+    for _ in range(summaries.REPEATS - 1):
         budget.seconds += [600.0]
         assert not budget.done()
     budget.seconds += [600.0]
-    assert budget.done() and budget.timed == [600.0] * common.REPEATS
+    assert budget.done() and budget.timed == [600.0] * summaries.REPEATS
     assert "max_seconds" not in inspect.signature(feeding.run_benchmark).parameters
 
 
 def test_every_record_follows_the_measurement_rule(feeding_measured):
     records, _, _ = feeding_measured
     for r in records:
-        summary = r[common.SUMMARY_KEY]
+        summary = r[summaries.SUMMARY_KEY]
         assert summary["n"] == r["repeats"] == len(r["epoch_seconds"]) >= REPEATS
         assert summary["samples"] == r["epoch_seconds"]
-        assert summary["warmup"] == r["warmup_seconds"] and len(summary["warmup"]) == common.WARMUP
+        assert summary["warmup"] == r["warmup_seconds"] and len(summary["warmup"]) == summaries.WARMUP
         assert summary["min"] <= summary["median"] <= summary["max"]
         assert measure.RECORDS.epoch_summary(r) == summary
         rate = measure.rate_summary(r)
@@ -258,7 +260,7 @@ def test_the_command_refuses_the_gpu_without_one(tmp_path, capsys):
     (["--devices", "tpu"], "invalid choice: 'tpu'"),
     (["--repeats", "x"], "invalid int value"),
     (["--repeats", "1"], "--repeats must be at least"),
-    (["--quick", "--repeats", "1"], f"--repeats must be at least {common.QUICK_REPEATS}"),
+    (["--quick", "--repeats", "1"], f"--repeats must be at least {summaries.QUICK_REPEATS}"),
     (["--warmup", "0"], "--warmup must be at least 1"),
     (["--max-seconds", "30"], "unrecognized arguments: --max-seconds"),
 ])
@@ -396,7 +398,7 @@ def test_a_run_that_goes_on_records_only_the_conditions_it_lacks(tmp_path, monke
 
 @pytest.mark.bad_input("bad argument")
 def test_a_run_goes_on_only_with_the_sizes_it_had(tmp_path, capsys):
-    budget = common.Budget(warmup=1, repeats=1)
+    budget = timing.Budget(warmup=1, repeats=1)
     budget.seconds += [2.0, 1.0]
     run_id = "earlier"
     out = write_records(tmp_path / "f.jsonl", [measure.measurement_record(

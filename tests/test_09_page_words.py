@@ -10,11 +10,11 @@ from conftest import ROOT
 from test_09_ceiling import JAX_GPU, gpu_run
 from test_09_ceiling import record as ceiling_record
 
-from gpulesson.experiments import common
 from gpulesson.experiments.ceiling import page as ceiling_page
 from gpulesson.experiments.feeding import measure, page
 from gpulesson.experiments.profile import page as profile_page
 from gpulesson.experiments.workers import page as workers_page
+from gpulesson.machine import timing
 from gpulesson.records import results
 from gpulesson.records.results import append_record, make_record
 
@@ -39,7 +39,7 @@ def made(monkeypatch):
                             make_record(experiment, data=data,
                                         environment=CPU if device == "cpu" else GPU, **fields))
         images = min(steps * BATCH, N)
-        budget = common.Budget(warmup=1, repeats=len(rates))
+        budget = timing.Budget(warmup=1, repeats=len(rates))
         budget.seconds += [2 * images / rates[0], *(images / r for r in rates)]
         made = measure.measurement_record(
             budget, run_id=run_id, device="cpu", pipeline=pipeline, mode=mode,

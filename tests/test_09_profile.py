@@ -7,8 +7,8 @@ import json
 import pytest
 from conftest import run_on_jax_cpu
 
-from gpulesson.experiments.common import Budget
 from gpulesson.experiments.profile import measure, page
+from gpulesson.machine.timing import Budget
 from gpulesson.records.results import NOT_RECORDED, append_record
 
 

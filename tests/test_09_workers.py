@@ -9,10 +9,9 @@ import sys
 import pytest
 from conftest import ROOT
 
-from gpulesson.experiments import common
 from gpulesson.experiments.ceiling.page import N_IMAGES
 from gpulesson.experiments.workers import measure, page
-from gpulesson.records import parts
+from gpulesson.records import parts, summaries
 
 
 def record(backend, work, n_workers, seconds, device="cpu"):
@@ -131,15 +130,15 @@ def gpu_record(n_workers, seconds, *, method=None, run_id="g"):
 def test_one_slow_epoch_does_not_decide_the_comparison():
     run = [gpu_record(0, H200_NONE), gpu_record(4, H200_FOUR)]
     # The whole ranges overlap (the slow last epoch); the middle three epochs do not.
-    assert common.compare(page.rate_summary(run[1]), page.rate_summary(run[0]),
-                          higher_is_better=True).sentence == common.NO_DIFFERENCE
+    assert summaries.compare(page.rate_summary(run[1]), page.rate_summary(run[0]),
+                          higher_is_better=True).sentence == summaries.NO_DIFFERENCE
     assert page.against_none(run[1], run) == "2× faster"
     said = page.findings(run)
     assert "2× faster than none with `flip_crop` (4)" in said
     assert "the last epoch took 1.68 s against a median of 0.341 s" in said  # kept, named
     # One slow epoch on either side does not flip it either way.
     slow_none = [gpu_record(0, [0.34, 0.35, 0.33, 0.34, 2.0]), gpu_record(4, [0.35, 0.34] * 2 + [0.33])]
-    assert page.against_none(slow_none[1], slow_none) == common.NO_DIFFERENCE
+    assert page.against_none(slow_none[1], slow_none) == summaries.NO_DIFFERENCE
     # A record of the current method whose last epoch is like the others has none to name.
     fixed = [gpu_record(0, H200_NONE, method=page.METHOD),
              gpu_record(4, [*H200_FOUR[:4], 0.35], method=page.METHOD)]

@@ -8,8 +8,8 @@ import pytest
 from conftest import ROOT
 
 from gpulesson.experiments.cnn import inference, measure, page
-from gpulesson.experiments.common import REPEATS, summarise
 from gpulesson.records.results import NOT_RECORDED, read_records
+from gpulesson.records.summaries import REPEATS, summarise
 
 
 def test_time_calls_keeps_the_warmup_apart_and_every_timed_call():

@@ -1,5 +1,5 @@
 """The CNN's CPU-vs-GPU experiment follows the lesson's measurement rule
-(gpulesson.experiments.common): a recorded warm-up epoch and the rule's timed epochs, a summary in
+(gpulesson.records.summaries): a recorded warm-up epoch and the rule's timed epochs, a summary in
 every record, page values as median and range, comparison words from ``compare`` only, figures
 that show the spread, and alt texts written from what the figures draw."""
 
@@ -12,15 +12,16 @@ import matplotlib
 import pytest
 from test_reference import fake_run, record
 
-from gpulesson.experiments import cnn, common
+from gpulesson.experiments import cnn
 from gpulesson.experiments.cnn import measure, page
 from gpulesson.machine.energy import Intervals
+from gpulesson.records import summaries
 from gpulesson.records.results import append_record
 
 matplotlib.use("Agg")
 
 
-RULE = common.WARMUP + common.REPEATS
+RULE = summaries.WARMUP + summaries.REPEATS
 
 
 def epochs(warmup, timed):
@@ -39,11 +40,11 @@ def run_file(tmp_path, cpu_timed, gpu_timed=None):
 # --- the records ---------------------------------------------------------------------------------
 
 def test_a_record_keeps_the_warmup_and_the_timed_epochs_with_their_summary():
-    timed = (2.0, 2.4, 1.9, 2.2, 2.1)[:common.REPEATS]
+    timed = (2.0, 2.4, 1.9, 2.2, 2.1)[:summaries.REPEATS]
     made = record("cpu:0", "r", epochs=epochs(7.0, timed))
     assert made["epoch_seconds"] == [7.0, *timed]  # every epoch, the warm-up first
-    summary = made[common.SUMMARY_KEY]
-    assert summary["n"] == common.REPEATS and summary["samples"] == list(timed)
+    summary = made[summaries.SUMMARY_KEY]
+    assert summary["n"] == summaries.REPEATS and summary["samples"] == list(timed)
     assert summary["warmup"] == [7.0] and summary["median"] == sorted(timed)[len(timed) // 2]
     assert page.epoch_summary(made) == summary
 
@@ -59,14 +60,14 @@ def test_the_load_average_before_and_after_is_kept_when_measured():
 
 def test_the_default_epochs_are_the_warmup_and_the_rules_repeats():
     assert measure.default_epochs(False) == RULE
-    assert measure.default_epochs(True) == common.WARMUP + common.QUICK_REPEATS
-    assert measure.check_epochs(common.WARMUP + 1) == common.WARMUP + 1
+    assert measure.default_epochs(True) == summaries.WARMUP + summaries.QUICK_REPEATS
+    assert measure.check_epochs(summaries.WARMUP + 1) == summaries.WARMUP + 1
 
 
 @pytest.mark.bad_input("bad argument")
 def test_epochs_without_a_timed_one_are_refused():
     with pytest.raises(ValueError, match="warm-up"):
-        measure.check_epochs(common.WARMUP)
+        measure.check_epochs(summaries.WARMUP)
 
 
 @pytest.mark.parametrize("quick", [False, True])
@@ -118,18 +119,18 @@ def test_each_device_trains_the_warmup_and_the_rules_repeats(monkeypatch, quick)
     settings = SimpleNamespace(quick=quick, data="synthetic", batch_size=lambda size: size)
     made = list(measure.train(["cpu"], settings, epochs=None, batch_size=64, seed=1,
                                run_id="r"))
-    repeats = common.repeats_for(quick)
-    assert asked == [common.WARMUP + repeats]
+    repeats = summaries.repeats_for(quick)
+    assert asked == [summaries.WARMUP + repeats]
     (cpu,) = made
-    assert len(cpu["epoch_seconds"]) == common.WARMUP + repeats
-    assert cpu["summary"]["n"] == repeats and len(cpu["summary"]["warmup"]) == common.WARMUP
+    assert len(cpu["epoch_seconds"]) == summaries.WARMUP + repeats
+    assert cpu["summary"]["n"] == repeats and len(cpu["summary"]["warmup"]) == summaries.WARMUP
     assert len(cpu["load_average_before"]) == 3 and len(cpu["load_average_after"]) == 3
     # the episode's timer waits before validation, its train_on times a warm evaluation
     assert cpu["validation_synchronised"] and cpu["evaluation_warmed"]
     energy = cpu["energy"]
     assert energy["measured"] and energy["source"] == "test counter" and energy["images"] == 900
     assert energy["summary"]["samples"] == [7.0] * repeats
-    assert energy["summary"]["warmup"] == [7.0] * common.WARMUP
+    assert energy["summary"]["warmup"] == [7.0] * summaries.WARMUP
 
 
 # --- old records ---------------------------------------------------------------------------------
@@ -147,8 +148,8 @@ def test_old_records_still_give_page_values(tmp_path):
 
 def test_the_committed_records_give_their_epochs_as_median_and_range():
     values = page.substitutions()
-    summary = common.summary_of(cnn.reference_run()[0], warmup_key=None)
-    assert values["ref_cpu_epoch"] == common.summary_text(summary, page.duration, what="epochs")
+    summary = summaries.summary_of(cnn.reference_run()[0], warmup_key=None)
+    assert values["ref_cpu_epoch"] == summaries.summary_text(summary, page.duration, what="epochs")
     assert "range" in values["ref_cpu_epoch"] or "no range" in values["ref_cpu_epoch"]
 
 
@@ -157,17 +158,17 @@ def test_the_committed_records_give_their_epochs_as_median_and_range():
 def test_overlapping_ranges_give_no_measurable_difference_on_the_page(tmp_path):
     path = run_file(tmp_path, (2.0, 2.4, 2.2), (2.3, 2.1, 2.5))
     values = page.substitutions(path)
-    assert values["ref_gpu_vs_cpu"] == common.NO_DIFFERENCE
-    assert common.NO_DIFFERENCE in values["ref_speedup"]
+    assert values["ref_gpu_vs_cpu"] == summaries.NO_DIFFERENCE
+    assert summaries.NO_DIFFERENCE in values["ref_speedup"]
     assert "faster" not in values["ref_speedup"] + values["ref_fig_time_bars_alt"]
     assert "Speed-up" in cnn.describe(cnn.reference_run(path))
-    assert common.NO_DIFFERENCE in cnn.describe(cnn.reference_run(path))
+    assert summaries.NO_DIFFERENCE in cnn.describe(cnn.reference_run(path))
 
 
 def test_separate_ranges_give_the_words_of_compare(tmp_path):
     path = run_file(tmp_path, (2.0, 2.4, 2.2), (0.5, 0.6, 0.55))
     values = page.substitutions(path)
-    expected = common.compare(common.summarise([0.5, 0.6, 0.55]), common.summarise([2.0, 2.4, 2.2]))
+    expected = summaries.compare(summaries.summarise([0.5, 0.6, 0.55]), summaries.summarise([2.0, 2.4, 2.2]))
     assert expected.measurable
     assert values["ref_gpu_vs_cpu"] == expected.sentence
     assert values["ref_speedup"] == f"{expected.ratio:.1f}×"
@@ -198,7 +199,7 @@ def test_cpu_only_figures_and_alt_texts_mention_no_gpu():
             assert _legend(fig) == ["CPU"]
         # The numbers of the alt text are those drawn: the median and range of the timed epochs.
         summary = page.epoch_summary(records[0])
-        drawn = common.summary_text(summary, page.duration, what="epochs")
+        drawn = summaries.summary_text(summary, page.duration, what="epochs")
         assert drawn in alts[0] and drawn in alts[1]
     finally:
         _close(figs)
@@ -210,7 +211,7 @@ def test_cpu_and_gpu_figures_show_the_spread_and_their_alt_texts_say_what_is_dra
     timed = [0.31, 0.29, 0.30, 0.33, 0.28]
     gpu.update(device_kind="gpu", device="Made-up GPU", epoch_seconds=[3.0, *timed],
                evaluation_seconds=0.2, total_seconds=4.7, first_epoch_seconds=3.0,
-               summary=common.summarise(timed, [3.0]))
+               summary=summaries.summarise(timed, [3.0]))
     records = [cpu, gpu]
     epochs_fig, bars_fig = figs = cnn.figures(records)
     try:
@@ -218,9 +219,9 @@ def test_cpu_and_gpu_figures_show_the_spread_and_their_alt_texts_say_what_is_dra
         assert (epochs_fig.alt_text, bars_fig.alt_text) == (epochs_alt, bars_alt)
         assert _legend(epochs_fig) == ["CPU", "GPU"] and _legend(bars_fig) == ["CPU", "GPU"]
         assert "Made-up GPU" in epochs_alt and "square markers" in epochs_alt
-        gpu_text = common.summary_text(gpu["summary"], page.duration, what="epochs")
+        gpu_text = summaries.summary_text(gpu["summary"], page.duration, what="epochs")
         assert gpu_text in epochs_alt and gpu_text in bars_alt
-        words = common.compare(gpu["summary"], page.epoch_summary(cpu)).sentence
+        words = summaries.compare(gpu["summary"], page.epoch_summary(cpu)).sentence
         assert f'labelled "{words}"' in bars_alt
         assert words in [t.get_text().split("\n")[-1] for t in bars_fig.axes[0].texts]
         # Every timed GPU epoch is drawn as a dot in both figures (the spread).
@@ -255,7 +256,7 @@ def test_every_series_has_a_labelled_tick_at_or_below_it_and_the_bars_name_the_m
     timed = [0.52, 0.51, 0.53, 0.52, 0.50]
     gpu.update(device_kind="gpu", device="Made-up GPU", epoch_seconds=[14.0, *timed],
                evaluation_seconds=0.0848, total_seconds=16.5, first_epoch_seconds=14.0,
-               summary=common.summarise(timed, [14.0]))
+               summary=summaries.summarise(timed, [14.0]))
     figs = cnn.figures([cpu, gpu])
     try:
         for fig, lowest in zip(figs, (min(timed), 0.0848), strict=True):

@@ -9,8 +9,8 @@ from conftest import ROOT
 
 from gpulesson.classroom.charges import ChargeRatesError, Rates, allocation_cost, read_rates
 from gpulesson.experiments import decision
-from gpulesson.experiments.common import summarise
 from gpulesson.records.results import NOT_RECORDED
+from gpulesson.records.summaries import summarise
 
 RATES = Rates(unit="units", core_hour=2.0, gpu_hour=30.0)
 

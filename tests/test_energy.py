@@ -1,13 +1,13 @@
 """Energy meters (gpulesson.machine.energy) and what records and pages keep of them
-(gpulesson.experiments.energy): integration, counter wrap-around, a fake powercap tree, NVML
+(gpulesson.records.energy): integration, counter wrap-around, a fake powercap tree, NVML
 stand-ins, and the path where no counter can be read."""
 
 from pathlib import Path
 
 import pytest
 
-from gpulesson.experiments import energy as kept
 from gpulesson.machine import energy
+from gpulesson.records import energy as kept
 
 # --- integration of power samples ---------------------------------------------------------------
 

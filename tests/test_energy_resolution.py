@@ -1,14 +1,14 @@
 """An energy counter that moves in steps (NVML's moves by about 12 J): windows too short for it
 are measured together as one longer window or said to be below its resolution, never read as
-0 J (gpulesson.machine.energy, gpulesson.experiments.energy). A made-up counter with its own clock stands
+0 J (gpulesson.machine.energy, gpulesson.records.energy). A made-up counter with its own clock stands
 in for the GPU's."""
 
 import math
 
 import pytest
 
-from gpulesson.experiments import energy as kept
 from gpulesson.machine import energy
+from gpulesson.records import energy as kept
 
 WATTS, STEP = 300.0, 12.0
 

@@ -11,7 +11,7 @@ prediction or a possibility ("expect", "predict", "should", "can", "may", "if", 
 listed in ``ALLOWED`` with the reason.
 
 **Comparison words.** Page values that compare two measurements ("1.8× faster than", "about
-as fast as", "no measurable difference") come from :func:`gpulesson.experiments.common.compare`.
+as fast as", "no measurable difference") come from :func:`gpulesson.records.summaries.compare`.
 The tests below recompute each from the records, independently of the page code: where the
 two ranges overlap, or a side has fewer than two repeats, the words must not rank them.
 """
@@ -35,7 +35,7 @@ from carpentry import (
 )
 from conftest import ROOT
 
-from gpulesson.experiments import common
+from gpulesson.records import summaries
 from gpulesson.records.results import is_gpu
 
 EPISODES = sorted((ROOT / "_episodes").glob("*.md"))
@@ -218,7 +218,7 @@ def _check_words(text: str, a: dict, b: dict, *, higher_is_better: bool = False)
     rankable = a["n"] >= 2 and b["n"] >= 2 and (a["max"] < b["min"] or b["max"] < a["min"])
     if not rankable:
         assert "faster" not in text and "slower" not in text, text
-        assert text in (common.SAME_WORD, common.NO_DIFFERENCE) or common.NO_DIFFERENCE in text
+        assert text in (summaries.SAME_WORD, summaries.NO_DIFFERENCE) or summaries.NO_DIFFERENCE in text
         return
     a_better = (a["median"] > b["median"]) if higher_is_better else (a["median"] < b["median"])
     assert ("faster" if a_better else "slower") in text, text
@@ -248,7 +248,7 @@ def _sizes_said(text: str) -> dict[str, set[int]]:
     """The sizes a size-by-size value names after each of its verdicts ("faster at n = 1,024,
     slower at n = 32 and 4,096, with no measurable difference at n = 16 and 512")."""
     keys = {"faster": "faster at n = ", "slower": "slower at n = ",
-            common.NO_DIFFERENCE: f"{common.NO_DIFFERENCE} at"}
+            summaries.NO_DIFFERENCE: f"{summaries.NO_DIFFERENCE} at"}
     found = sorted((text.index(key), name) for name, key in keys.items() if key in text)
     said = {}
     for (start, name), (end, _) in zip(found, [*found[1:], (len(text), None)], strict=True):
@@ -297,10 +297,10 @@ def test_the_size_by_size_words_follow_made_up_records(tmp_path):
                             [("float32", base), ("float16", half), ("bfloat16", base)]))
     values = page.substitutions(path)
     assert values["ref_mm_cpu_float16_by_size"] == (
-        f"faster at n = 1,024, slower at n = 4,096, with {common.NO_DIFFERENCE} at n = 64")
+        f"faster at n = 1,024, slower at n = 4,096, with {summaries.NO_DIFFERENCE} at n = 64")
     assert _sizes_said(values["ref_mm_cpu_float16_by_size"]) == {
-        "faster": {1024}, "slower": {4096}, common.NO_DIFFERENCE: {64}}
-    assert values["ref_mm_cpu_bfloat16_by_size"].startswith(f"{common.NO_DIFFERENCE} at any size")
+        "faster": {1024}, "slower": {4096}, summaries.NO_DIFFERENCE: {64}}
+    assert values["ref_mm_cpu_bfloat16_by_size"].startswith(f"{summaries.NO_DIFFERENCE} at any size")
 
 
 def test_the_whole_model_verdict_agrees_with_the_records():
@@ -336,14 +336,14 @@ def test_the_gpu_against_the_cpu_in_words_agrees_with_the_records():
 ])
 def test_the_check_of_comparison_words_catches_a_ranking_of_noise(a, b, ranked):
     sa, sb = _summary(a), _summary(b)
-    words = common.compare(common.summarise(a), common.summarise(b)).text
+    words = summaries.compare(summaries.summarise(a), summaries.summarise(b)).text
     _check_words(words, sa, sb)  # what compare says always passes
     if not ranked:
         with pytest.raises(AssertionError):
             _check_words("2.0× faster than", sa, sb)  # a page that ranks noise fails
     else:
         with pytest.raises(AssertionError):
-            _check_words(common.SAME_WORD, sa, sb)
+            _check_words(summaries.SAME_WORD, sa, sb)
 
 
 def test_matmul_comparisons_follow_the_page_when_records_change(tmp_path):
@@ -365,7 +365,7 @@ def test_matmul_comparisons_follow_the_page_when_records_change(tmp_path):
             sweep("float16", [3.0, 3.1, 3.2])]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     values = page.substitutions(path)
-    assert values["ref_mm_cpu_bfloat16_by_size"].startswith(common.NO_DIFFERENCE)
+    assert values["ref_mm_cpu_bfloat16_by_size"].startswith(summaries.NO_DIFFERENCE)
     assert values["ref_mm_cpu_float16_by_size"].startswith("slower")
     assert values["ref_mm_model_verdict"] == MISSING  # no feeding records beside it
 

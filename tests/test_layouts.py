@@ -10,8 +10,8 @@ import pytest
 
 from gpulesson.datasets.settings import LABELS
 from gpulesson.datasets.synthetic import make_synthetic
-from gpulesson.experiments import common
 from gpulesson.experiments import layouts as lay
+from gpulesson.records import summaries
 
 LABEL = LABELS["synthetic"]
 N = 1000  # not a multiple of the batch size: the last batch is partial
@@ -175,8 +175,8 @@ def test_compare_layouts_rows_table_and_figure(tmp_path, data):
         assert 0 < summary["min"] <= summary["median"] <= summary["max"]
         assert row["images_per_second"] == pytest.approx(N / summary["median"])
         # the rule: one recorded warm-up pass, then REPEATS timed ones, all kept
-        assert row["repeats"] == common.REPEATS == len(summary["samples"])
-        assert row["warmup"] == common.WARMUP == len(summary["warmup"])
+        assert row["repeats"] == summaries.REPEATS == len(summary["samples"])
+        assert row["warmup"] == summaries.WARMUP == len(summary["warmup"])
         assert row["compression"] == EXPECTED[row["layout"]][1] and row["path"] is None
     by_name = {r["layout"]: r for r in rows}
     assert by_name["contiguous"]["chunks"] is None
@@ -207,7 +207,7 @@ def test_compare_layouts_rows_table_and_figure(tmp_path, data):
 
 
 def _row(layout, seconds):
-    summary = common.summarise(seconds, [seconds[0]])
+    summary = summaries.summarise(seconds, [seconds[0]])
     return {"layout": layout, "chunks": None, "compression": None, "file_mb": 1.0,
             "n_images": 1000, "repeats": len(seconds), "warmup": 1, "summary": summary,
             "images_per_second": 1000 / summary["median"],
@@ -220,11 +220,11 @@ def test_the_table_says_slower_only_where_the_ranges_are_apart():
     apart = [_row("contiguous", [1.0, 1.1, 1.05]), _row("batch chunks + lzf", [2.0, 2.1, 2.2])]
     assert lay.versus_fastest(apart) == ["fastest", "2× slower"]
     overlapping = [_row("contiguous", [1.0, 1.3, 1.1]), _row("batch chunks + lzf", [1.2, 1.4, 1.25])]
-    assert lay.versus_fastest(overlapping) == ["highest median", common.NO_DIFFERENCE]
+    assert lay.versus_fastest(overlapping) == ["highest median", summaries.NO_DIFFERENCE]
     once = [_row("contiguous", [1.0]), _row("batch chunks + lzf", [2.0])]
-    assert lay.versus_fastest(once) == ["highest median", common.NO_DIFFERENCE]
+    assert lay.versus_fastest(once) == ["highest median", summaries.NO_DIFFERENCE]
     table = lay.layout_table(overlapping)
-    assert "slower" not in table and common.NO_DIFFERENCE in table and "1.20" not in table
+    assert "slower" not in table and summaries.NO_DIFFERENCE in table and "1.20" not in table
 
 
 def test_compare_layouts_can_keep_the_files(tmp_path, data):

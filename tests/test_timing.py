@@ -153,7 +153,7 @@ def test_a_child_process_cpu_counts_as_the_measurements_own_alive_and_ended():
     import subprocess
     import sys
 
-    from gpulesson.experiments.common import BusyMeter
+    from gpulesson.machine.timing import BusyMeter
 
     meter, before = BusyMeter(), timing.own_cpu_seconds()
     child = subprocess.Popen([sys.executable, "-c", BURN], stdin=subprocess.PIPE,

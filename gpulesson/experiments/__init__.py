@@ -6,7 +6,7 @@ site finds them: every package here with page values (a ``substitutions()``) fil
 package's docstring names its episode. They use the code the episodes teach
 (:mod:`gpulesson.lesson`) and the package's lower parts (machine, datasets, records,
 classroom), none of which imports them. What they share exists once: the measurement rule and
-its words (:mod:`~gpulesson.experiments.common`), the command-line builder
+its words (:mod:`~gpulesson.records.summaries`), the command-line builder
 (:mod:`~gpulesson.experiments.cli`), the records layer (:mod:`~gpulesson.records.recordset`)
 and the figures' frame (:mod:`~gpulesson.records.figkit`).
 

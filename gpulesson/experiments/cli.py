@@ -17,11 +17,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gpulesson.experiments import common
 from gpulesson.machine.devices import KERAS_DEVICES
+from gpulesson.records import summaries
 
 REPEATS, WARMUP, repeats_for, default_epochs = (  # the last two read here by some experiments
-    common.REPEATS, common.WARMUP, common.repeats_for, common.default_epochs)
+    summaries.REPEATS, summaries.WARMUP, summaries.repeats_for, summaries.default_epochs)
 
 
 class Command:
@@ -158,7 +158,7 @@ def positive_float(text: str) -> float:
 
 def _epochs(text: str) -> int:
     try:
-        return common.check_epochs(int(text))
+        return summaries.check_epochs(int(text))
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -208,7 +208,7 @@ def devices_or_refuse(requested: list[str] | None, gpu_visible, framework: str) 
 def devices_here(requested) -> list[str]:
     """The devices a process measures with its Keras backend, ``requested`` or the default (exit
     status 2 when a GPU is asked for and the backend sees none); PyTorch's allocator fixed."""
-    from gpulesson.experiments import allocator
+    from gpulesson.machine import allocator
     from gpulesson.machine.devices import keras_device
 
     found = keras_device()
@@ -263,9 +263,9 @@ def other_backends(parser: argparse.ArgumentParser, args: argparse.Namespace, co
     """None in the process of the one backend asked for, which measures; otherwise the command
     run once per backend asked for (default: those of ``backends`` installed) with this command
     line's options, ``KERAS_BACKEND`` set, PyTorch's malloc thresholds fixed
-    (:mod:`gpulesson.experiments.allocator`) and ``command.environment``'s variables; the
+    (:mod:`gpulesson.machine.allocator`) and ``command.environment``'s variables; the
     backends whose process failed."""
-    from gpulesson.experiments import allocator
+    from gpulesson.machine import allocator
     from gpulesson.machine.devices import backend_installed, installed_backends
 
     missing = [b for b in args.backends or [] if not backend_installed(b)]

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from gpulesson.classroom.charges import Rates, allocation_cost, read_rates
 from gpulesson.experiments.cnn import page as cnn
-from gpulesson.experiments.common import compare, scale, summary_text
 from gpulesson.records.results import LESSON_ROOT, NOT_RECORDED, duration, pick
+from gpulesson.records.summaries import compare, scale, summary_text
 
 EXPERIMENT = cnn.RECORDS.experiment  # the results file :func:`substitutions` is given
 EPOCHS = cnn.FULL_EPOCHS

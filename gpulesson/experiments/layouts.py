@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from gpulesson.datasets.hdf5 import IMAGE_SHAPE, atomic_hdf5
-from gpulesson.experiments.common import (
+from gpulesson.records.compare_plots import _STYLES, _subplots, _title
+from gpulesson.records.summaries import (
     REPEATS,
     SPREAD_NOTE,
     SUMMARY_KEY,
@@ -26,7 +27,6 @@ from gpulesson.experiments.common import (
     rank,
     summarise,
 )
-from gpulesson.records.compare_plots import _STYLES, _subplots, _title
 
 CHUNK_ROWS = 256  # the lesson's training batch size, and so its chunk height
 MB = 1_000_000  # file sizes are reported in MB (10^6 bytes), like `ls -lh --si` and file browsers

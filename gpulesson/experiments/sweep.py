@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 from gpulesson.experiments import cli
-from gpulesson.experiments.common import markdown_table
 from gpulesson.experiments.train_job import HISTORY, PARAMS, RECORD, read_history
+from gpulesson.records.pagewords import markdown_table
 from gpulesson.records.results import data_label, duration, hardware
 
 # Task i of the array trains with GRID_POINTS[i]: every combination, batch size varying slowest.

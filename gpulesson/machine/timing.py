@@ -126,3 +126,95 @@ def timed(fn, *args, **kwargs):
     result = fn(*args, **kwargs)
     _wait_for_device(result)
     return result, time.perf_counter() - start
+
+
+class Budget:
+    """Epoch times of one condition: ``warmup`` epochs, recorded apart, then ``repeats`` timed
+    ones. However long they take, all of them are timed (the rule): no clock cuts a condition
+    short."""
+
+    def __init__(self, warmup: int, repeats: int):
+        self.warmup, self.repeats = warmup, repeats
+        self.seconds: list[float] = []
+
+    @property
+    def timed(self) -> list[float]:
+        return self.seconds[self.warmup:]
+
+    def done(self) -> bool:
+        return len(self.timed) >= self.repeats
+
+
+def synchronise(logs) -> None:
+    """Wait until the epoch's work is done on the device: converting the loss that its last
+    step computed to a Python number has to wait for it (and, on a GPU, for everything queued
+    before it)."""
+    for value in (logs or {}).values():
+        float(value)
+
+
+def synced_epoch_timer(budget: Budget):
+    """A ``fit`` callback that appends each epoch's wall time to ``budget``, read after the
+    device finished the epoch, and stops training when the budget is done."""
+    import keras  # only when something is measured
+
+    class SyncedEpochTimer(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.budget, self._start = budget, None
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self._start = time.perf_counter()
+
+        def on_epoch_end(self, epoch, logs=None):
+            synchronise(logs)
+            self.budget.seconds.append(time.perf_counter() - self._start)
+            if self.budget.done():
+                self.model.stop_training = True
+
+    return SyncedEpochTimer()
+
+
+class BusyMeter:
+    """How much of the machine's CPU time other programs used while one condition was measured
+    (0: the machine was ours; 0.5: half of all cores were busy elsewhere), how many cores the
+    measurement itself kept busy (its process and its child processes, such as a reading
+    process), and the load average right before and right after. Other programs on the same
+    cores slow a CPU measurement down, so every record keeps these. The shares need Linux's
+    /proc (None elsewhere)."""
+
+    def __init__(self):
+        self.before = load_average()
+        self.start = self._sample()
+
+    @staticmethod
+    def _sample():
+        try:
+            with open("/proc/stat") as f:
+                fields = [int(v) for v in f.readline().split()[1:]]
+        except (OSError, ValueError):
+            return None
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle and iowait
+        busy = (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+        return busy, own_cpu_seconds(), time.perf_counter()
+
+    def _since_start(self) -> tuple[float, float] | None:
+        """(other programs' share of all cores, cores this process and its children kept busy)
+        from the start until now, from one sample; None without /proc or time elapsed."""
+        end = self._sample()
+        if self.start is None or end is None:
+            return None
+        busy, own, wall = (b - a for a, b in zip(self.start, end, strict=True))
+        if wall <= 0:
+            return None
+        share = (busy - own) / (wall * (os.cpu_count() or 1))
+        return round(min(max(share, 0.0), 1.0), 3), round(own / wall, 2)
+
+    def read(self) -> dict:
+        """The record's fields (``load_average`` is the one read after, as records made before
+        the rule kept it)."""
+        other, own = self._since_start() or (None, None)
+        after = load_average()
+        return {"other_programs_cpu_share": other, "own_cpu_cores": own,
+                "load_average": after, "load_average_before": self.before,
+                "load_average_after": after}

@@ -132,3 +132,37 @@ def middle_note(*summaries, what: str = "epochs") -> str:
         return f"all {what}: too few to leave the fastest and slowest out"
     return (f"middle {what} where {_count(MIDDLE_FROM)} or more were timed (the fastest and the "
             f"slowest left out), all of them elsewhere")
+
+
+# fit(shuffle=True), Keras's default, also reorders a PyDataset's batches. The lesson's
+# generator reads `window` blocks at a time and owns its order (episode 4): reordered by fit, it
+# reads a whole window for almost every batch. Every experiment trains with IN_ORDER, and its
+# records say so (ORDER_FIELD); a record without the field was made while fit still reordered.
+IN_ORDER = {"shuffle": False}
+ORDER_FIELD = "fit_shuffle"
+
+
+def reordered_by_fit(record: dict) -> bool:
+    """Whether ``fit`` reordered the batches of ``record``'s training: a record made before the
+    experiments passed :data:`IN_ORDER` has no :data:`ORDER_FIELD`."""
+    return ORDER_FIELD not in record
+
+
+def reordered_note(records, what: str) -> str:
+    """A page's sentence on ``records`` (those read through the lesson's generator) made while
+    ``fit`` reordered their batches (:func:`reordered_by_fit`), naming ``what`` they are and
+    their runs; "" when there are none."""
+    runs = sorted({r["run_id"] for r in records if reordered_by_fit(r)})
+    if not runs:
+        return ""
+    named = ", ".join(runs[:-1]) + f" and {runs[-1]}" if len(runs) > 1 else runs[0]
+    return (f"In {'run' if len(runs) == 1 else 'runs'} {named}, `fit` reordered "
+            f"{what} (its default `shuffle=True`, episode 4): almost every batch read a whole "
+            "window of blocks, so reading cost more there than in the lesson's code.")
+
+
+def markdown_table(head, rows) -> str:
+    """A Markdown table of ``rows`` (lists of cell texts) under the column titles ``head``: how
+    the experiments' pages and commands show a run."""
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])

@@ -1,4 +1,26 @@
-"""Summaries and comparisons of measurements by the lesson's rule (the classroom's too)."""
+"""The one rule every measurement of the lesson follows, and the words that report it (the
+classroom's runs follow it too).
+
+**The rule.** Each condition (a device, a pipeline, a setting) is measured :data:`WARMUP` time(s)
+first, a warm-up that is recorded but not averaged (compiling, caches, worker start-up), then
+at least :data:`REPEATS` timed repeats (epochs or runs). Quick mode may time fewer
+(:data:`QUICK_REPEATS`), and says so (:func:`summary_text` names the count). A record keeps
+every sample and their summary (:func:`summarise`: median, min, max, n, the warm-up kept
+apart); a page shows the median and the range (:func:`summary_text`). The meters that time a
+condition are :mod:`gpulesson.machine.timing`'s.
+
+**The words.** :func:`compare` is the only place where two summaries become words ("faster",
+"slower", "about as fast", "N× faster"): where their ranges overlap, or where either has too few
+repeats to have a range, it says there is no measurable difference, and :func:`rank` puts such
+conditions in the same place of a ranking. Pages and figures take their comparison words from
+these two functions, so that a sentence never ranks noise. :func:`compare_middle` compares the
+middle repeats (:func:`middle`: five or more, without the fastest and the slowest), so that
+one stray repeat cannot decide a comparison either way.
+
+**Old records.** Records made before the rule have no summary: :func:`summary_of` builds one
+from the samples they hold (e.g. the epochs after the first), so that the pages still build
+from them and show what they have (a range over two epochs, or one value and "1 repeat").
+"""
 
 from __future__ import annotations
 
@@ -15,6 +37,25 @@ REPEATS = 5  # timed repeats of each condition (the rule)
 WARMUP = 1  # warm-up repeats before them: recorded, never averaged
 QUICK_REPEATS = 2  # quick mode: fewer, and the page or table says how many
 MIDDLE_FROM = 5  # from this many repeats on, a comparison reads the middle ones (:func:`middle`)
+
+
+def repeats_for(quick: bool) -> int:
+    """The timed repeats of a condition: :data:`REPEATS`, or :data:`QUICK_REPEATS` in quick mode."""
+    return QUICK_REPEATS if quick else REPEATS
+
+
+def default_epochs(quick: bool) -> int:
+    """The epochs a training of a device runs: the warm-up, then the rule's timed repeats."""
+    return WARMUP + repeats_for(quick)
+
+
+def check_epochs(epochs: int) -> int:
+    """``epochs`` if it leaves at least one timed epoch after the warm-up, else a ValueError."""
+    if epochs < WARMUP + 1:
+        raise ValueError(f"epochs must be at least {WARMUP + 1} ({WARMUP} warm-up and at least one "
+                         f"timed epoch), not {epochs}")
+    return epochs
+
 
 
 # --- summaries --------------------------------------------------------------------------------
@@ -187,3 +228,10 @@ def middle(summary: dict | None) -> dict | None:
 def compare_middle(a: dict, b: dict, **options) -> Comparison:
     """:func:`compare` of the middle repeats of two summaries (:func:`middle`)."""
     return compare(middle(a), middle(b), **options)
+
+
+def fit_progress(n_images: int, epochs: dict) -> str:
+    """A fit's progress line after its condition: the rate and the epochs' median and range,
+    from a record's ``summary``."""
+    return (f"{n_images / epochs['median']:,.0f} img/s, epoch {epochs['median']:.3f} s "
+            f"({epochs['min']:.3f}-{epochs['max']:.3f}, {epochs['n']} epochs)")

@@ -11,8 +11,9 @@ from functools import partial
 
 from gpulesson.experiments import cli
 from gpulesson.experiments.ceiling import page as cp
-from gpulesson.experiments.common import WARMUP, Budget, BusyMeter, fit_progress, synced_epoch_timer
+from gpulesson.machine.timing import Budget, BusyMeter, synced_epoch_timer
 from gpulesson.records.results import new_run_id
+from gpulesson.records.summaries import WARMUP, fit_progress
 
 # The epoch's size, full and quick, as the command line takes it (cli.sizes); 256: episode 9's batch.
 SIZES = {"n_images": cp.N_IMAGES, "batch_size": 256, "quick_n_images": 1_024, "quick_batch_size": 64}
@@ -136,7 +137,7 @@ def timed_fit(keras_device: str, fit):
     wall time."""
     import keras
 
-    from gpulesson.experiments import allocator
+    from gpulesson.machine import allocator
     from gpulesson.machine.timing import cpu_settings
 
     model = tiny_model(keras_device)

@@ -8,14 +8,22 @@ from __future__ import annotations
 import math
 
 from gpulesson.datasets.settings import LABELS
-from gpulesson.experiments.common import REPEATS, SPREAD_NOTE, compare_middle, draw_spread, markdown_table
 from gpulesson.machine.devices import BACKEND_TITLES, KERAS_BACKENDS
 from gpulesson.records import pagewords as words
 from gpulesson.records import parts
 from gpulesson.records.figkit import need, panels, run_title
+from gpulesson.records.pagewords import markdown_table
 from gpulesson.records.recordset import RecordSet, rate_summary
 from gpulesson.records.results import NOT_RECORDED, data_label, hardware
-from gpulesson.records.summaries import scale, summary_of, summary_text
+from gpulesson.records.summaries import (
+    REPEATS,
+    SPREAD_NOTE,
+    compare_middle,
+    draw_spread,
+    scale,
+    summary_of,
+    summary_text,
+)
 
 EXPERIMENT = "ceiling"
 DATA = "synthetic"  # speed does not depend on the pixel values

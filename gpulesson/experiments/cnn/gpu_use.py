@@ -9,11 +9,11 @@ import math
 
 from gpulesson.experiments.ceiling import RECORDS as CEILING
 from gpulesson.experiments.cnn.measure import RECORDS
-from gpulesson.experiments.common import times_text
 from gpulesson.experiments.profile import page as profile
 from gpulesson.machine import flops, gpu_peaks
 from gpulesson.records import results
 from gpulesson.records.results import NOT_RECORDED, duration, is_gpu
+from gpulesson.records.summaries import times_text
 
 CEILING_FILE, PROFILE_FILE = CEILING.results_file, profile.RESULTS_FILE
 FULL_EPOCHS = 30  # "what would full training cost?" is answered for this many epochs

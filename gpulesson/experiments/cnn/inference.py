@@ -7,7 +7,11 @@ from __future__ import annotations
 
 from functools import partial
 
-from gpulesson.experiments.common import (
+from gpulesson.machine.timing import cpu_settings, timed
+from gpulesson.records.energy import energy_of_calls, energy_text
+from gpulesson.records.recordset import RecordSet
+from gpulesson.records.results import duration
+from gpulesson.records.summaries import (
     SUMMARY_KEY,
     WARMUP,
     as_rate,
@@ -16,10 +20,6 @@ from gpulesson.experiments.common import (
     summary_of,
     summary_text,
 )
-from gpulesson.experiments.energy import energy_of_calls, energy_text
-from gpulesson.machine.timing import cpu_settings, timed
-from gpulesson.records.recordset import RecordSet
-from gpulesson.records.results import duration
 
 EXPERIMENT = "cnn-inference"
 # One record a device, in the CNN's results file beside its training's.

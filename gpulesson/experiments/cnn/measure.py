@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from gpulesson.experiments import cli
 from gpulesson.experiments.cnn import inference
-from gpulesson.experiments.common import WARMUP, check_epochs, default_epochs
-from gpulesson.experiments.energy import energy_callback, start_intervals, stop_intervals
 from gpulesson.machine.timing import cpu_settings, load_average
+from gpulesson.records.energy import energy_callback, start_intervals, stop_intervals
 from gpulesson.records.recordset import RecordSet, epochs_summary, load_fields
+from gpulesson.records.summaries import WARMUP, check_epochs, default_epochs
 
 EXPERIMENT = "cnn-cpu-vs-gpu"
 # One record a device; the page's run is the newest with both devices. A record made before

@@ -17,13 +17,6 @@ from gpulesson.experiments.cnn.gpu_use import (
     steady_epoch_seconds,
 )
 from gpulesson.experiments.cnn.measure import RECORDS
-from gpulesson.experiments.common import (
-    NO_DIFFERENCE,
-    SPREAD_NOTE,
-    draw_spread,
-    summarise,
-    summary_text,
-)
 from gpulesson.machine.pinned import environment_note
 from gpulesson.records.compare_plots import LOG_NOTE, needs_log_axis
 from gpulesson.records.figkit import need
@@ -38,6 +31,7 @@ from gpulesson.records.pagewords import (
 )
 from gpulesson.records.recordset import split_epochs
 from gpulesson.records.results import NOT_RECORDED, data_label, duration, hardware, is_gpu, pick
+from gpulesson.records.summaries import NO_DIFFERENCE, SPREAD_NOTE, draw_spread, summarise, summary_text
 
 WORKSHOP_EPOCHS = 3  # the episode's EPOCHS: what a learner's cell runs
 RESULTS_FILE, reference_run, gpu_comparison = (RECORDS.results_file, RECORDS.newest_run,

@@ -11,8 +11,8 @@ one more copy. Importing it imports no deep-learning framework; only the workers
 from pathlib import Path
 
 from gpulesson.experiments import cli
-from gpulesson.experiments.common import default_epochs
 from gpulesson.records.recordset import RecordSet
+from gpulesson.records.summaries import default_epochs
 
 # A condition: copies and threads. The file also keeps the records of a former part, "watched"
 # (one training shown in a browser or not, its mode in ``watched``); new records keep ``part``

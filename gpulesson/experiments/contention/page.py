@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from gpulesson.experiments.common import SUMMARY_KEY, draw_spread, summarise, summary_text
 from gpulesson.experiments.contention import RECORDS
 from gpulesson.records.figkit import need, title
 from gpulesson.records.pagewords import listed, run_values
 from gpulesson.records.recordset import split_epochs
 from gpulesson.records.results import NOT_RECORDED, duration, hardware, software
+from gpulesson.records.summaries import SUMMARY_KEY, draw_spread, summarise, summary_text
 
 FIGURES = ("contention.svg",)
 FIGURE_FOLDER = "fig/05-cpu-vs-gpu"

@@ -7,7 +7,6 @@ imports Keras.
 from pathlib import Path
 
 from gpulesson.experiments import cli
-from gpulesson.experiments.common import QUICK_REPEATS, REPEATS, WARMUP
 from gpulesson.experiments.feeding.measure import (
     BATCH_SIZE,
     N_IMAGES,
@@ -23,6 +22,7 @@ from gpulesson.experiments.feeding.measure import (
     time_loader,
 )
 from gpulesson.experiments.feeding.page import describe, figures
+from gpulesson.records.summaries import QUICK_REPEATS, REPEATS, WARMUP
 
 RESULTS_FILE, reference_run = RECORDS.results_file, RECORDS.reference_run
 STEPS = REFERENCE_CPU_STEPS

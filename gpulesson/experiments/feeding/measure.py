@@ -13,8 +13,10 @@ import time
 from functools import partial
 from pathlib import Path
 
-from gpulesson.experiments import allocator, cli, common
+from gpulesson.experiments import cli
+from gpulesson.machine import allocator, timing
 from gpulesson.machine.devices import keras_device_name as check_device
+from gpulesson.records import pagewords, summaries
 from gpulesson.records.pagewords import listed, middle_note
 from gpulesson.records.recordset import RecordSet, check_earlier
 from gpulesson.records.results import new_run_id
@@ -135,8 +137,8 @@ def measurement_record(budget, *, run_id: str, device: str, pipeline: str, mode:
         max_epoch_seconds=max(timed), images_per_second=images / median,
         images_per_second_low=images / max(timed), images_per_second_high=images / min(timed),
         full_epoch_seconds=n_images / (images / median),
-        **{common.SUMMARY_KEY: common.summarise(timed, budget.seconds[:budget.warmup]),
-           common.ORDER_FIELD: False},
+        **{summaries.SUMMARY_KEY: summaries.summarise(timed, budget.seconds[:budget.warmup]),
+           pagewords.ORDER_FIELD: False},
         **extra)
 
 
@@ -148,7 +150,7 @@ def short_setting(record) -> str:
 def rate_summary(record: dict | None) -> dict | None:
     """A record's images per second as a summary of the images its epochs timed."""
     summary = RECORDS.epoch_summary(record)
-    return common.as_rate(summary, record["images_per_epoch"]) if summary else None
+    return summaries.as_rate(summary, record["images_per_epoch"]) if summary else None
 
 
 def find(records, device: str, pipeline: str, mode: str = "train") -> dict | None:
@@ -189,8 +191,8 @@ def targets(records) -> dict | None:
 
 def ranking(records, device: str) -> list[list[str]]:
     """The pipelines in places by the rule's ranking of their training rates, best first."""
-    rates = {name: common.middle(rate_summary(r)) for name, r in trained(records, device).items()}
-    return common.rank(rates, higher_is_better=True) if rates else []
+    rates = {name: summaries.middle(rate_summary(r)) for name, r in trained(records, device).items()}
+    return summaries.rank(rates, higher_is_better=True) if rates else []
 
 
 def basis(*summaries) -> str:
@@ -202,7 +204,7 @@ def basis(*summaries) -> str:
 def why_unclear(*summaries, many: bool = False) -> str:
     """Why the rule cannot tell ``summaries`` apart (``many``: said of several pairs)."""
     least = min(s["n"] for s in summaries)
-    if least < common.MIN_RANKED:
+    if least < summaries.MIN_RANKED:
         who = "some were" if many else "one of them was"
         return f"{who} timed once, with no range" if least == 1 else "too few timed repeats"
     said = basis(*summaries)
@@ -218,9 +220,9 @@ def fastest_text(records, device: str, quote=lambda name: f"`{name}`") -> str:
     if len(first) == 1:
         return quote(first[0])
     chosen = [rate_summary(find(records, device, n)) for n in first]
-    why = (why_unclear(*chosen, many=True) if min(r["n"] for r in chosen) < common.MIN_RANKED
+    why = (why_unclear(*chosen, many=True) if min(r["n"] for r in chosen) < summaries.MIN_RANKED
            else basis(*chosen))
-    return (f"{listed(map(quote, first))} ({common.NO_DIFFERENCE} from {quote(first[0])}, the highest "
+    return (f"{listed(map(quote, first))} ({summaries.NO_DIFFERENCE} from {quote(first[0])}, the highest "
             f"median; {why})")
 
 
@@ -253,13 +255,13 @@ def _batches(dataset):
         adapter.on_epoch_end()
 
 
-def time_loader(dataset, keras_device: str, *, warmup: int = common.WARMUP,
-                repeats: int = common.REPEATS) -> common.Budget:
+def time_loader(dataset, keras_device: str, *, warmup: int = summaries.WARMUP,
+                repeats: int = summaries.REPEATS) -> timing.Budget:
     """Epochs of ``dataset`` without a model: each batch converted to a tensor on
     ``keras_device``, as the model receives it; the clock stops once the last one is there
     (one of its elements fetched to the host)."""
     keras = _keras()
-    budget = common.Budget(warmup, repeats)
+    budget = timing.Budget(warmup, repeats)
     while not budget.done():
         start = time.perf_counter()
         for batch in _batches(dataset):
@@ -301,7 +303,7 @@ def build_model(keras_device: str, *, precision: str = "float32"):
 
 
 def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats: int,
-                  warmup: int = common.WARMUP, max_steps=None, cpu_max_steps=None,
+                  warmup: int = summaries.WARMUP, max_steps=None, cpu_max_steps=None,
                   classic_max_steps=None, workers: int = 2, chunks: bool = False,
                   data_dir=None, run_id: str | None = None, earlier=(), on_record=None,
                   progress=print) -> list[dict]:
@@ -380,12 +382,12 @@ def _measured(*, devices, pipelines, batch_size, n_images, repeats, warmup, max_
                 if fp.FILES[name]:
                     extra.update(fp.file_info(files[fp.FILES[name]]))
                 for mode in todo[name]:
-                    meter = common.BusyMeter()
+                    meter = timing.BusyMeter()
                     if mode == "train":
-                        budget = common.Budget(warmup, repeats)
+                        budget = timing.Budget(warmup, repeats)
                         with _keras().device(keras_device):
-                            model.fit(dataset, epochs=warmup + repeats, verbose=0, **common.IN_ORDER,
-                                      callbacks=[common.synced_epoch_timer(budget)])
+                            model.fit(dataset, epochs=warmup + repeats, verbose=0, **pagewords.IN_ORDER,
+                                      callbacks=[timing.synced_epoch_timer(budget)])
                     else:
                         budget = time_loader(dataset, keras_device, warmup=warmup,
                                              repeats=repeats)
@@ -416,7 +418,7 @@ def _measured(*, devices, pipelines, batch_size, n_images, repeats, warmup, max_
             if not path.is_file():
                 fp.write_lesson_file(path, x, y, chunk_rows=blocks * batch_size,
                                      compression=compression)
-            meter = common.BusyMeter()
+            meter = timing.BusyMeter()
             budget = fp.time_reading(path, batch_size, cache_mib=cache, warmup=warmup,
                                      repeats=repeats)
             record = keep(budget, device="cpu", pipeline="lesson", mode="loader", steps=steps,
@@ -436,18 +438,18 @@ def measure(args, *, run_id: str, done):
                for name, value, small, default in (
                    ("batch_size", args.batch_size, QUICK_BATCH_SIZE, BATCH_SIZE),
                    ("n_images", args.n_images, QUICK_N_IMAGES, N_IMAGES),
-                   ("repeats", args.repeats, common.QUICK_REPEATS, common.REPEATS))}
+                   ("repeats", args.repeats, summaries.QUICK_REPEATS, summaries.REPEATS))}
     if options["batch_size"] > options["n_images"]:
         raise cli.UsageError(f"--batch-size {options['batch_size']} is larger than --n-images "
                              f"{options['n_images']}")
     if options["repeats"] < cli.repeats_for(quick):
         raise cli.UsageError(
             f"--repeats must be at least {cli.repeats_for(quick)} (the lesson's rule: "
-            f"{common.REPEATS} timed epochs, {common.QUICK_REPEATS} with --quick), not "
+            f"{summaries.REPEATS} timed epochs, {summaries.QUICK_REPEATS} with --quick), not "
             f"{options['repeats']}: make a slow condition smaller with --cpu-max-steps "
             "or --classic-max-steps instead")
-    if args.warmup < common.WARMUP:
-        raise cli.UsageError(f"--warmup must be at least {common.WARMUP} (the lesson's rule: a "
+    if args.warmup < summaries.WARMUP:
+        raise cli.UsageError(f"--warmup must be at least {summaries.WARMUP} (the lesson's rule: a "
                              f"recorded warm-up), not {args.warmup}")
     from gpulesson.machine.devices import cpu_info
 

@@ -8,11 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpulesson.datasets.settings import LABELS
-from gpulesson.experiments import common
 from gpulesson.experiments.ceiling.page import share_text
 from gpulesson.experiments.feeding import measure as fm
 from gpulesson.machine.devices import BACKEND_TITLES
-from gpulesson.records import parts
+from gpulesson.records import pagewords, parts, summaries
 from gpulesson.records.figkit import need, panels, title
 from gpulesson.records.pagewords import listed, met, none_yet, recorded_by
 from gpulesson.records.results import NOT_RECORDED, data_label, hardware, software
@@ -61,20 +60,20 @@ MODES = {"train": ("training (model.fit)", {"hatch": "", "alpha": 1.0}),
 
 def epoch_text(record: dict, median: bool = False) -> str:
     """An epoch of all a record's images (its range, or ``median``), a partial one extrapolated."""
-    full = common.scale(fm.RECORDS.epoch_summary(record), record["n_images"] / record["images_per_epoch"])
+    full = summaries.scale(fm.RECORDS.epoch_summary(record), record["n_images"] / record["images_per_epoch"])
     if median:
         said = seconds_text(full["median"])
         return f"≈ {said} ({extrapolated(record)})" if record["partial_epoch"] else said
-    said = common.summary_text(full, seconds_text)
+    said = summaries.summary_text(full, seconds_text)
     return f"≈ {said}, {extrapolated(record)}" if record["partial_epoch"] else said
 
 
 def versus(a_name: str, a: dict, b_name: str, b: dict, verb: str = "trained") -> str:
     """Rate ``a`` against rate ``b`` as a clause in the rule's words, saying on which epochs."""
-    verdict = common.compare_middle(a, b, higher_is_better=True)
+    verdict = summaries.compare_middle(a, b, higher_is_better=True)
     if verdict.measurable:
         return f"{a_name} {verb} {verdict.text} {b_name} ({fm.basis(a, b)} apart)"
-    return (f"the lesson's rule finds {common.NO_DIFFERENCE} between {a_name} and {b_name} "
+    return (f"the lesson's rule finds {summaries.NO_DIFFERENCE} between {a_name} and {b_name} "
             f"({fm.why_unclear(a, b)})")
 
 
@@ -129,7 +128,7 @@ def describe(records) -> str:
 
 def _rate_cell(record, pipeline: str | None = None, backend: str | None = None) -> str:
     if record:
-        return common.summary_text(fm.rate_summary(record), rate_text)
+        return summaries.summary_text(fm.rate_summary(record), rate_text)
     if pipeline in fm.WORKER_PIPELINES and backend in fm.WRONG_DATA_WITH_WORKERS:
         return "TensorFlow only"
     return "not measured"
@@ -157,7 +156,7 @@ def table(records) -> str:
                 epoch_text(c) if c else "not measured", ""))])
     rows.append(["fastest pipeline", *(cell for d in backends
                                        for cell in (fm.fastest_text(records, d), ""))])
-    return common.markdown_table(["pipeline", *header], rows)
+    return pagewords.markdown_table(["pipeline", *header], rows)
 
 
 def findings(records, cnn_path=None) -> str:
@@ -212,8 +211,8 @@ def episode5_note(records, cnn_path=None) -> str:
     summary = CNN.epoch_summary(theirs)
     if not summary:
         return ""
-    rate, ours = common.as_rate(summary, theirs["n_train"]), fm.rate_summary(lesson)
-    said = common.compare_middle(rate, ours, higher_is_better=True)
+    rate, ours = summaries.as_rate(summary, theirs["n_train"]), fm.rate_summary(lesson)
+    said = summaries.compare_middle(rate, ours, higher_is_better=True)
     same = parts.machine([theirs]) == parts.machine([lesson])
     data = "" if data_label([theirs]) == data_label([lesson]) else f" on the {data_label([theirs])}"
     measured = (f"Episode 5's run of the same model and generator "
@@ -223,9 +222,9 @@ def episode5_note(records, cnn_path=None) -> str:
                 f"{rate_text(rate['median'])} images/s (epochs of {theirs['n_train']:,} images, "
                 f"median {seconds_text(summary['median'])})")
     if not said.measurable:
-        return f"{measured}: {common.NO_DIFFERENCE} from `lesson` here ({fm.why_unclear(rate, ours)})."
+        return f"{measured}: {summaries.NO_DIFFERENCE} from `lesson` here ({fm.why_unclear(rate, ours)})."
     cause = ("One known difference: this run's `fit` reordered the generator's batches, "
-             "episode 5's did not." if common.reordered_by_fit(lesson) else
+             "episode 5's did not." if pagewords.reordered_by_fit(lesson) else
              "Both kept the generator's order; no other difference in method is known.")
     # The comparison's words give its size only from a certain size on; else say it here.
     factor = max(said.ratio, 1 / said.ratio)
@@ -254,7 +253,7 @@ def loader_verdict(train: dict, loader: dict) -> str:
     rate = fm.rate_summary(train)
     scaled = {**rate, **{k: rate[k] * LOADER_MARGIN for k in ("median", "min", "max")},
               "samples": [v * LOADER_MARGIN for v in rate["samples"]]}
-    verdict = common.compare_middle(fm.rate_summary(loader), scaled, higher_is_better=True)
+    verdict = summaries.compare_middle(fm.rate_summary(loader), scaled, higher_is_better=True)
     if not verdict.measurable:
         return "unclear"
     return "ahead" if verdict.word == "faster" else "waiting"
@@ -264,8 +263,8 @@ def input_verdict(train: dict, loader: dict | None, top: dict) -> str:
     """Training from a pipeline against ``top``, the fastest from memory: "waiting" (measurably
     slower, the loader not ahead), "adds" (slower although the loader was ahead: reading did
     not overlap the steps), "faster", "keeps up" (no measurable difference) or "unclear"."""
-    said = common.compare_middle(fm.rate_summary(train), fm.rate_summary(top), higher_is_better=True)
-    if min(fm.rate_summary(train)["n"], fm.rate_summary(top)["n"]) < common.MIN_RANKED:
+    said = summaries.compare_middle(fm.rate_summary(train), fm.rate_summary(top), higher_is_better=True)
+    if min(fm.rate_summary(train)["n"], fm.rate_summary(top)["n"]) < summaries.MIN_RANKED:
         return "unclear"
     if not said.measurable:
         return "keeps up"
@@ -292,12 +291,12 @@ def device_reading(records, device: str) -> str:
         if not names:
             continue
         rates = [fm.rate_summary(fm.find(records, device, p)) for p in names]
-        versus = ", ".join(f"`{n}` " + common.compare_middle(
+        versus = ", ".join(f"`{n}` " + summaries.compare_middle(
             rate, fm.rate_summary(top), higher_is_better=True).sentence
             for n, rate in zip(names, rates, strict=True))
         why = fm.why_unclear(*rates, fm.rate_summary(top), many=True) if verdict == "unclear" else ""
         text.append(said.format(names=listed(f"`{n}`" for n in names), memory=memory,
-                                versus=versus, margin=LOADER_MARGIN, none=common.NO_DIFFERENCE, why=why))
+                                versus=versus, margin=LOADER_MARGIN, none=summaries.NO_DIFFERENCE, why=why))
     return " ".join(text)
 
 
@@ -332,7 +331,7 @@ def stream_goals(records, path=fm.RECORDS.results_file) -> str:
         if len(pair) == 2:
             first = next(r["pipeline"] for r in run if r["pipeline"] in pair)
             ahead, lesson = fm.rate_summary(pair[STREAM]), fm.rate_summary(pair["lesson"])
-            verdict = common.compare_middle(ahead, lesson, higher_is_better=True)
+            verdict = summaries.compare_middle(ahead, lesson, higher_is_better=True)
             busy = max(r.get("other_programs_cpu_share") or 0 for r in pair.values())
             cpu.append(f"Run {run_id} (`{first}` first; others used up to {busy:.0%} of the "
                        f"CPU): {verdict.sentence}, {met(not (verdict.measurable and verdict.ratio < 1))} "
@@ -353,7 +352,7 @@ def chunks_text(path=fm.RECORDS.results_file) -> str:
     rows = [r for r in found[-1] if r.get("group") == fm.GROUP]
     head = ["file layout", "images/s read alone: median (range)"]
     return (f"On the {parts.machine(rows)} (run {rows[0]['run_id']}), the generator read alone, "
-            f"a window of {rows[0]['window']} blocks:\n\n" + common.markdown_table(head, [
+            f"a window of {rows[0]['window']} blocks:\n\n" + pagewords.markdown_table(head, [
                 [r["layout"], _rate_cell(r)] for r in rows]))
 
 
@@ -377,7 +376,7 @@ def substitutions(path=fm.RECORDS.results_file) -> dict[str, str]:
         "ref_feed_gpu": names.get("GPU", NOT_RECORDED),
         "ref_feed_table": table(records),
         "ref_feed_findings": findings(records, path.with_name(CNN.results_file.name)),
-        "ref_feed_order": common.reordered_note(
+        "ref_feed_order": pagewords.reordered_note(
             [r for r in records if r.get("pipeline") in fm.HDF5_PIPELINES and r.get("mode") == "train"],
             "the batches of the `lesson` pipelines"),
         "ref_feed_reading": reading(records),
@@ -423,7 +422,7 @@ def figures(records):
                 rate = fm.rate_summary(record)
                 ax.barh(i + offset, rate["median"], height=0.38, color=COLOURS[device],
                         edgecolor="black", label=label, **style)
-                common.draw_spread(ax, [i + offset], [rate], horizontal=True)
+                summaries.draw_spread(ax, [i + offset], [rate], horizontal=True)
                 label = None
                 text = (f"{rate_text(rate['median'])}/s"
                         + (f" ({record['steps']} steps)" if record["partial_epoch"] else "")
@@ -434,7 +433,7 @@ def figures(records):
         ax.set_xscale("log")
         ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
         counts = [fm.rate_summary(r)["n"] for (d, _, _), r in bars.items() if d == device]
-        ax.set_xlabel(f"images per second (log scale)\n{common.SPREAD_NOTE}\n"
+        ax.set_xlabel(f"images per second (log scale)\n{summaries.SPREAD_NOTE}\n"
                       f"timed epochs per bar: {_repeats_words(counts)}", fontsize=9)
         ax.grid(axis="x", alpha=0.3)
         ax.margins(x=0.35)

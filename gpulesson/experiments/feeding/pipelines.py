@@ -17,8 +17,8 @@ import h5py
 import keras
 import numpy as np
 
-from gpulesson.experiments.common import Budget
 from gpulesson.experiments.layouts import write_layout
+from gpulesson.machine.timing import Budget
 
 CLASS_NAMES = tuple(f"class {i}" for i in range(10))  # labels only: speed does not need names
 # The data file each pipeline reads (None: no file), by its compression in the lesson format.

@@ -12,11 +12,13 @@ import threading
 import time
 from pathlib import Path
 
-from gpulesson.experiments.common import IN_ORDER, ORDER_FIELD, SUMMARY_KEY, BusyMeter, summarise
-from gpulesson.experiments.energy import start_intervals, stop_intervals
 from gpulesson.experiments.ladder import LARGE_FACTOR, RECORDS, RUNGS, rungs_of
 from gpulesson.machine import flops
 from gpulesson.machine.devices import keras_device_name
+from gpulesson.machine.timing import BusyMeter
+from gpulesson.records.energy import start_intervals, stop_intervals
+from gpulesson.records.pagewords import IN_ORDER, ORDER_FIELD
+from gpulesson.records.summaries import SUMMARY_KEY, summarise
 
 BASE_LEARNING_RATE = 1e-3
 WARMUP_EPOCHS = 2  # a scaled learning rate is reached linearly over the first two epochs' steps

@@ -8,14 +8,13 @@ import math
 import statistics
 from pathlib import Path
 
-from gpulesson.experiments.common import markdown_table, summarise, summary_text
-from gpulesson.experiments.energy import energy_summary
 from gpulesson.experiments.ladder import LARGE_FACTOR, ORDER, RECORDS, RUNGS, SPE, rungs_of
 from gpulesson.machine import flops, gpu_peaks
+from gpulesson.records.energy import energy_summary
 from gpulesson.records.figkit import label_bars, need
-from gpulesson.records.pagewords import met
+from gpulesson.records.pagewords import markdown_table, met
 from gpulesson.records.results import NOT_RECORDED, duration, hardware, software
-from gpulesson.records.summaries import overlap
+from gpulesson.records.summaries import overlap, summarise, summary_text
 
 COMMAND = "KERAS_BACKEND=jax python -m gpulesson.experiments.ladder"
 PROFILE_FILE = RECORDS.results_file.with_name("profile.jsonl")

@@ -12,12 +12,13 @@ import statistics
 import time
 from itertools import takewhile
 
-from gpulesson.experiments import common
-from gpulesson.experiments.common import NO_DIFFERENCE, as_rate, compare, summarise, summary_of
 from gpulesson.experiments.matmul.probes import copy_fields, open_sensor, timed
+from gpulesson.machine import timing
 from gpulesson.machine.devices import keras_device_name as check_device
+from gpulesson.records import summaries
 from gpulesson.records.recordset import RecordSet
 from gpulesson.records.results import NOT_RECORDED, duration, hardware, is_gpu, software
+from gpulesson.records.summaries import NO_DIFFERENCE, as_rate, compare, summarise, summary_of
 
 # One record a sweep of random inputs; a run that goes on skips the sweeps it has, and the
 # method tells the throughput methods' records from the oldest's (synchronised calls only).
@@ -26,7 +27,7 @@ DTYPES = ("float32", "bfloat16", "float16")
 SIZES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 GPU_SIZES = (*SIZES, 8192, 16384)  # a GPU's large products take milliseconds
 QUICK_SIZES = (16, 32, 64, 128, 256)
-REPEATS, QUICK_REPEATS, WARMUP = common.REPEATS, common.QUICK_REPEATS, common.WARMUP
+REPEATS, QUICK_REPEATS, WARMUP = summaries.REPEATS, summaries.QUICK_REPEATS, summaries.WARMUP
 MAX_SECONDS = 20.0  # larger sizes are skipped once one call would take longer than this
 METHOD = "windows"  # the record's method
 # The throughput methods, newest first; "amortised" chose its windows by one wait's share alone.
@@ -204,7 +205,7 @@ def sweep(device: str = "cpu", dtype: str = "float32", sizes=None, *, repeats: i
     sizes = check_sizes(sizes_for(device) if sizes is None else sizes)
     unsynchronised = dtype == "float32" if unsynchronised is None else unsynchronised
     transfer = device == "gpu" and dtype == "float32" if transfer is None else transfer
-    busy, started = common.BusyMeter(), time.perf_counter()
+    busy, started = timing.BusyMeter(), time.perf_counter()
     sensor, unsensed = open_sensor(device)
     result = {"method": METHOD, "max_overhead_share": MAX_OVERHEAD_SHARE,
               "min_window_seconds": MIN_WINDOW_SECONDS,

@@ -7,13 +7,22 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from gpulesson.experiments.common import NO_DIFFERENCE, SPREAD_NOTE, as_rate, compare, draw_spread
 from gpulesson.experiments.matmul import measure as mm
 from gpulesson.experiments.matmul.measure import RECORDS, describe  # noqa: F401 (the command's table)
 from gpulesson.records.figkit import need, title
 from gpulesson.records.pagewords import given, listed, median_text, run_values
 from gpulesson.records.results import NOT_RECORDED, duration, hardware, is_gpu, software
-from gpulesson.records.summaries import fmt_number, rank, summary_of, summary_text
+from gpulesson.records.summaries import (
+    NO_DIFFERENCE,
+    SPREAD_NOTE,
+    as_rate,
+    compare,
+    draw_spread,
+    fmt_number,
+    rank,
+    summary_of,
+    summary_text,
+)
 
 RESULTS_FILE = RECORDS.results_file
 DEVICES = ("cpu", "gpu")

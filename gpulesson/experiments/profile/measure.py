@@ -16,18 +16,11 @@ import time
 from pathlib import Path
 
 from gpulesson.experiments import cli
-from gpulesson.experiments.common import (
-    IN_ORDER,
-    ORDER_FIELD,
-    SUMMARY_KEY,
-    WARMUP,
-    Budget,
-    BusyMeter,
-    summarise,
-    synced_epoch_timer,
-)
 from gpulesson.experiments.profile import PROFILE_STEPS, QUICK_STEPS, RECORDS
 from gpulesson.machine.devices import keras_device_name
+from gpulesson.machine.timing import Budget, BusyMeter, synced_epoch_timer
+from gpulesson.records.pagewords import IN_ORDER, ORDER_FIELD
+from gpulesson.records.summaries import SUMMARY_KEY, WARMUP, summarise
 
 # A JAX profile (its *.trace.json.gz, no TensorBoard) as a step's parts on two timelines that add up
 # to the profiled window: the host's (input, dispatch, the rest of fit) and the device's (kernels,
@@ -172,7 +165,7 @@ def marked_epoch():
     import jax
     import keras
 
-    from gpulesson.experiments.common import synchronise
+    from gpulesson.machine.timing import synchronise
 
     class MarkedEpoch(keras.callbacks.Callback):
         def on_epoch_begin(self, epoch, logs=None):

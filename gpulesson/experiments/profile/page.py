@@ -6,13 +6,14 @@ NOT_RECORDED, so that the episode's ``{{ if ref_prof_gpu }}`` shows its note ins
 
 from __future__ import annotations
 
-from gpulesson.experiments.common import markdown_table, reordered_note, summary_text
 from gpulesson.experiments.profile import RECORDS
 from gpulesson.machine.gpu_peaks import float32_key, peaks_for
 from gpulesson.records.figkit import need, panels
+from gpulesson.records.pagewords import markdown_table, reordered_note
 from gpulesson.records.parts import run_labels
 from gpulesson.records.results import NOT_RECORDED, data_label, hardware, software
 from gpulesson.records.results import duration as ms
+from gpulesson.records.summaries import summary_text
 
 RESULTS_FILE, reference_run = RECORDS.results_file, RECORDS.reference_run
 FIGURES, FIGURE_FOLDER = ("profile-step.svg",), "fig/09-feeding-the-gpu"

@@ -9,13 +9,13 @@ import math
 import numpy as np
 
 from gpulesson.experiments import cli
-from gpulesson.experiments.common import WARMUP, repeats_for
-from gpulesson.experiments.energy import energy_callback, start_intervals, stop_intervals
 from gpulesson.machine.devices import KERAS_DEVICES as DEVICES
 from gpulesson.machine.timing import load_average
+from gpulesson.records.energy import energy_callback, start_intervals, stop_intervals
 from gpulesson.records.recordset import RecordSet, epochs_summary
 from gpulesson.records.results import duration as short_time
 from gpulesson.records.results import new_run_id
+from gpulesson.records.summaries import WARMUP, repeats_for
 
 PARTS = ("comparison", "sweep")
 N_FEATURES, N_CLASSES = 30, 2

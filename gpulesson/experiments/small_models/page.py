@@ -7,14 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpulesson.experiments.common import (
-    SPREAD_NOTE,
-    Comparison,
-    draw_spread,
-    scale,
-    summary_text,
-    times_text,
-)
 from gpulesson.experiments.small_models.measure import (
     EPISODE_WIDTHS,
     N_CLASSES,
@@ -30,6 +22,7 @@ from gpulesson.records.pagewords import accuracy, by_device, first_epoch, listed
 from gpulesson.records.recordset import gpu_against_cpu
 from gpulesson.records.results import NOT_RECORDED, data_label, hardware, is_gpu, pick
 from gpulesson.records.results import duration as short_time
+from gpulesson.records.summaries import SPREAD_NOTE, Comparison, draw_spread, scale, summary_text, times_text
 
 COMMAND = "python -m gpulesson.experiments.small_models"
 epoch_summary = RECORDS.epoch_summary  # every record keeps its epochs; the first of old ones is the warm-up

@@ -10,10 +10,10 @@ import platform
 import statistics
 
 from gpulesson.experiments import cli
-from gpulesson.experiments.common import SUMMARY_KEY, WARMUP, summarise
 from gpulesson.machine.timing import load_average
 from gpulesson.records import results
 from gpulesson.records.recordset import RecordSet, check_earlier, load_fields, split_epochs
+from gpulesson.records.summaries import SUMMARY_KEY, WARMUP, summarise
 
 # One record a device; the page's run is the newest with both devices.
 RECORDS = RecordSet("pytorch-cpu-vs-gpu", ("device_kind",), warmup_key=None)

@@ -13,8 +13,9 @@ from importlib.metadata import version
 
 from gpulesson.experiments import cli
 from gpulesson.experiments.ceiling.measure import rule, synthetic_file, timed_fit
-from gpulesson.experiments.common import Budget, fit_progress, synced_epoch_timer
 from gpulesson.experiments.workers.page import METHOD, RECORDS, WORK, condition
+from gpulesson.machine.timing import Budget, synced_epoch_timer
+from gpulesson.records.summaries import fit_progress
 
 COST_BLOCKS = 20  # blocks read and augmented alone for block_costs
 

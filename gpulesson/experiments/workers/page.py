@@ -8,14 +8,14 @@ import statistics
 
 from gpulesson.datasets.settings import LABELS
 from gpulesson.experiments.ceiling.page import rate_text
-from gpulesson.experiments.common import SPREAD_NOTE, compare_middle, draw_spread, markdown_table
 from gpulesson.machine.devices import BACKEND_TITLES as NAMES
 from gpulesson.records import pagewords as words
 from gpulesson.records import parts
 from gpulesson.records.figkit import need, panels, run_title
+from gpulesson.records.pagewords import markdown_table
 from gpulesson.records.recordset import RecordSet, rate_summary
 from gpulesson.records.results import NOT_RECORDED, data_label, duration, hardware
-from gpulesson.records.summaries import NO_DIFFERENCE
+from gpulesson.records.summaries import NO_DIFFERENCE, SPREAD_NOTE, compare_middle, draw_spread
 
 EXPERIMENT = "workers"
 DATA = "synthetic"  # speed does not depend on the pixel values

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import time
 
-from gpulesson.experiments.common import fmt_number, scale, summarise, summary_text, synchronise
 from gpulesson.machine.energy import MIN_CHANGES, EnergyUnavailable, Intervals, open_meter, unmeasured
+from gpulesson.machine.timing import synchronise
 from gpulesson.records.results import duration
+from gpulesson.records.summaries import fmt_number, scale, summarise, summary_text
 
 MAX_WINDOW_SECONDS = 30.0  # energy_of_calls stops here, counted or not
 
