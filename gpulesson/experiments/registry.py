@@ -1,15 +1,15 @@
 """Where the lesson finds its experiments, so that none is listed by hand.
 
-The site's ``ref_*`` values come from every experiment package with page values
-(:func:`page_sources`), in the order of their names. An older package has a ``__main__.py`` and
-gives ``substitutions`` and ``EXPERIMENT``. A *declared* one is three files: ``__init__``
-declares ``RECORDS`` (a :class:`~gpulesson.records.recordset.RecordSet`) and ``COMMAND`` (a
-:class:`~gpulesson.experiments.cli.Command`); ``measure.py`` has ``measure(args, *, run_id,
-done)``, yielding each record as it is made; ``page.py`` has ``substitutions(path)`` and may
-have ``describe(records)`` (the command's table), ``figures(records)`` with ``FIGURES`` and
-``FIGURE_FOLDER``, and ``reference_run(path)``. :class:`Declared` gathers these parts; an import
-hook (:func:`install`, done by importing :mod:`gpulesson.experiments`) gives such a package its
-``__main__``: :func:`run`. Imports only the standard library until an experiment is asked for.
+The site's ``ref_*`` values come from every experiment package whose ``page`` module has
+``substitutions(path)`` (:func:`page_sources`), in the order of their names. An older package
+has a ``__main__.py`` and a page that gives ``EXPERIMENT``. A *declared* one is three files:
+``__init__`` declares ``RECORDS`` (a :class:`~gpulesson.records.recordset.RecordSet`) and
+``COMMAND`` (a :class:`~gpulesson.experiments.cli.Command`); ``measure.py`` has ``measure(args,
+*, run_id, done)``, yielding each record as it is made; ``page.py`` has ``substitutions(path)``
+and may have ``describe(records)`` (the command's table), ``figures(records)`` with ``FIGURES``
+and ``FIGURE_FOLDER``, and ``reference_run(path)``. Importing :mod:`gpulesson.experiments`
+installs the import hook that gives a declared package its ``__main__``, :func:`run`. Imports
+only the standard library until an experiment is asked for.
 """
 
 from __future__ import annotations
@@ -33,43 +33,30 @@ def experiment_packages(package: str = PACKAGE) -> list[str]:
             if each.ispkg]
 
 
-def page_module(name: str) -> str | None:
-    """The module whose ``substitutions()`` give experiment package ``name``'s page values: the
-    package where it has them, else its ``page`` module; None for a package without values."""
-    if hasattr(importlib.import_module(name), "substitutions"):
-        return name
-    page = f"{name}.page"
-    if importlib.util.find_spec(page) and hasattr(importlib.import_module(page), "substitutions"):
-        return page
-    return None
-
-
 def page_sources(package: str = PACKAGE) -> list[str]:
-    """The modules whose ``substitutions()`` fill the pages, one an experiment package of
-    ``package`` that has page values (:func:`page_module`), in the order of their names."""
-    return [page for name in experiment_packages(package) if (page := page_module(name))]
+    """The ``page`` modules of ``package``'s experiments whose ``substitutions()`` fill the pages."""
+    pages = [f"{name}.page" for name in experiment_packages(package)]
+    return [page for page in pages
+            if importlib.util.find_spec(page) and hasattr(importlib.import_module(page), "substitutions")]
 
 
 def results_name(module) -> str:
     """The name in ``results/`` of the file a page module's ``substitutions()`` reads: its
-    ``EXPERIMENT``'s, else (a declared experiment's page) its package's ``RECORDS``'."""
+    ``EXPERIMENT``'s, else its package's ``RECORDS``'."""
     if hasattr(module, "EXPERIMENT"):
         return f"{module.EXPERIMENT}.jsonl"
-    name = module.__name__
-    package = name if hasattr(module, "__path__") else name.rpartition(".")[0]
-    return importlib.import_module(package).RECORDS.results_file.name
+    return importlib.import_module(module.__name__.rpartition(".")[0]).RECORDS.results_file.name
 
 
 def declares(module) -> bool:
-    """Whether ``module`` is a declared experiment's package: it declares ``COMMAND`` and
-    ``RECORDS``."""
+    """Whether ``module`` is a declared experiment's package: it has ``COMMAND`` and ``RECORDS``."""
     return all(hasattr(module, name) for name in ("COMMAND", "RECORDS"))
 
 
 class Declared:
-    """A declared experiment's parts under the names the figures step and the site read:
-    ``__name__``, ``RECORDS``, ``COMMAND``, ``EXPERIMENT``, ``RESULTS_FILE``, ``measure``,
-    ``substitutions``, ``describe``, ``reference_run``, ``figures``, ``FIGURES``."""
+    """A declared experiment as the tools, the site and the figures step read it: its package's
+    ``RECORDS`` and ``COMMAND``, ``EXPERIMENT``, ``RESULTS_FILE``, ``measure``, and its page's
+    names (``substitutions``, ``figures``, ...)."""
 
     def __init__(self, name: str):
         package = importlib.import_module(name)
@@ -84,28 +71,16 @@ class Declared:
     def measure(self):
         return importlib.import_module(f"{self.__name__}.measure").measure
 
-    @property
-    def substitutions(self):
-        return self.page.substitutions
-
-    @property
-    def describe(self):
-        """The page's table of a run, else a line a device naming its run and software."""
+    def __getattr__(self, name: str):
+        """The page's ``name``; a page without ``describe`` gives a line a device naming its run
+        and software, without ``reference_run`` the records', without ``FIGURES`` none."""
         from gpulesson.records.parts import run_labels
 
-        return getattr(self.page, "describe", lambda records: "\n".join(run_labels(records)))
-
-    @property
-    def reference_run(self):
-        return getattr(self.page, "reference_run", self.RECORDS.reference_run)
-
-    @property
-    def figures(self):
-        return self.page.figures
-
-    @property
-    def FIGURES(self) -> tuple[str, ...]:  # the SVG files that figure_drawer saves
-        return tuple(getattr(self.page, "FIGURES", ()))
+        if name.startswith("_"):
+            raise AttributeError(name)
+        defaults = {"describe": lambda records: "\n".join(run_labels(records)),
+                    "reference_run": self.RECORDS.reference_run, "FIGURES": ()}
+        return getattr(self.page, name, defaults[name]) if name in defaults else getattr(self.page, name)
 
 
 def experiment(name: str):
@@ -115,10 +90,9 @@ def experiment(name: str):
 
 
 def run(name: str, argv=None) -> int:
-    """The command of the declared experiment ``name``: a new run, or ``--run-id``'s without
-    the conditions it has; each record ``measure`` yields appended to ``--out`` at once (a
-    stopped run keeps what it made), then the run's table and what was appended (a
-    ``per_backend`` command: after each backend's process, which failed)."""
+    """The command of the declared experiment ``name``: each record ``measure`` yields for a new
+    run, or ``--run-id``'s missing conditions, appended to ``--out`` at once (a stopped run keeps
+    what it made), then the run's table and what was appended (or which backend failed)."""
     from gpulesson.errors import cannot_write_file
     from gpulesson.experiments import cli
     from gpulesson.records.results import append_record, read_records
@@ -153,35 +127,30 @@ def run(name: str, argv=None) -> int:
 
 
 def figure_drawer(name: str, folder: Path):
-    """The ``draw(results)`` that saves declared experiment ``name``'s ``FIGURES`` in ``folder``,
-    from its reference run, or, where its page has ``page_runs(path)``, from those runs, one
-    argument of ``figures`` each; a results file without a run draws nothing."""
+    """The ``draw(results)`` that saves declared experiment ``name``'s ``FIGURES`` in ``folder``
+    from its reference run (or its page's ``page_runs(path)``); nothing without a run."""
     from gpulesson.records.figure_scripts import drawer
 
     experiment = Declared(name)
-    runs = getattr(experiment.page, "page_runs", None)
+    runs = getattr(experiment, "page_runs", None)
     return drawer(experiment, experiment.FIGURES, folder, until_recorded=name.rpartition(".")[2],
                   run=runs, figures=runs and (lambda found: experiment.figures(*found)))
 
 
 def draw_declared(root: Path, package: str = PACKAGE) -> list[Path]:
-    """The figures of every declared experiment of ``package`` whose page names them and their
-    folder in ``root`` (``FIGURE_FOLDER``), drawn from ``root/results`` (:func:`figure_drawer`):
-    `make figures`."""
+    """`make figures` for every declared experiment of ``package`` whose page names its
+    ``FIGURES`` and their ``FIGURE_FOLDER`` in ``root``, drawn from ``root/results``."""
     written = []
     for name in experiment_packages(package):
-        if not declares(importlib.import_module(name)):
-            continue
-        experiment = Declared(name)
-        folder = getattr(experiment.page, "FIGURE_FOLDER", None)
-        if experiment.FIGURES and folder:
-            written += figure_drawer(name, root / folder)(root / "results" / experiment.RESULTS_FILE.name)
+        found = experiment(name)
+        folder = isinstance(found, Declared) and getattr(found, "FIGURE_FOLDER", None)
+        if folder and found.FIGURES:
+            written += figure_drawer(name, root / folder)(root / "results" / found.RESULTS_FILE.name)
     return written
 
 
 # The ``__main__`` module the import hook gives a declared package.
-COMMAND_MODULE = '''"""The command line that {package} declares (gpulesson.experiments.registry)."""
-from functools import partial
+COMMAND_MODULE = '''from functools import partial
 
 from gpulesson.experiments import registry
 
@@ -194,29 +163,20 @@ if __name__ == "__main__":
 '''
 
 
-class _CommandLoader(importlib.abc.InspectLoader):
-    def __init__(self, package: str):
-        self.package = package
-
-    def is_package(self, fullname: str) -> bool:
-        return False
-
-    def get_source(self, fullname: str) -> str:
-        return COMMAND_MODULE.format(package=self.package)
-
-
-class _DeclaredCommands(importlib.abc.MetaPathFinder):
-    """Finds ``P.__main__`` for an imported package ``P`` that declares ``COMMAND`` and
-    ``RECORDS``; asked last, so a ``__main__.py`` on disk always wins."""
+class _DeclaredCommands(importlib.abc.MetaPathFinder, importlib.abc.InspectLoader):
+    """Finds and loads ``P.__main__`` (:data:`COMMAND_MODULE`) for an imported package ``P`` that
+    declares ``COMMAND`` and ``RECORDS``; asked last, so a ``__main__.py`` on disk always wins."""
 
     def find_spec(self, fullname, path=None, target=None):
         package, _, last = fullname.rpartition(".")
         module = sys.modules.get(package)
-        if last != "__main__" or not declares(module):
-            return None
-        # sys.argv[0] under python -m: the file that declares the command
-        return importlib.util.spec_from_loader(fullname, _CommandLoader(package),
-                                               origin=str(Path(module.__file__)))
+        if last == "__main__" and declares(module):  # origin: sys.argv[0] under python -m
+            return importlib.util.spec_from_loader(fullname, self, origin=module.__file__,
+                                                   is_package=False)
+        return None
+
+    def get_source(self, fullname: str) -> str:
+        return COMMAND_MODULE.format(package=fullname.rpartition(".")[0])
 
 
 def install() -> None:
