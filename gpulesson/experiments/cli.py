@@ -1,11 +1,7 @@
 """The experiments' command line: one builder that each experiment declares its options to.
 
-Every experiment's command appends its records to a results file (``--out``, a ``.jsonl``
-file), most seed their models' initial weights (``--seed``), measure the CPU and then the GPU if
-one is visible unless told which devices, can go on with an earlier run (``--run-id``, skipping
-the conditions it has) and end by saying what they appended. A :class:`Command` lists the
-shared options below and its own (:func:`option`) in the order ``--help`` shows them, in groups
-or subcommands.
+A :class:`Command` lists the shared options below (``--out``, ``--run-id``, ``--seed``, ...)
+and its own (:func:`option`) in the order ``--help`` shows them.
 """
 
 from __future__ import annotations
@@ -18,20 +14,15 @@ import sys
 from pathlib import Path
 
 from gpulesson.machine.devices import KERAS_DEVICES
-from gpulesson.records import summaries
-
-REPEATS, WARMUP, repeats_for, default_epochs = (  # the last two read here by some experiments
-    summaries.REPEATS, summaries.WARMUP, summaries.repeats_for, summaries.default_epochs)
+from gpulesson.records.summaries import REPEATS, WARMUP, check_epochs, default_epochs
+from gpulesson.records.summaries import repeats_for as repeats_for  # read here by some experiments
 
 
 class Command:
-    """One experiment's command line: ``python -m gpulesson.experiments.NAME`` (a ``name``
-    with dots: that package), described by the first line of ``doc``, with ``options``
-    (callables that add themselves to a parser) in order. ``at_least_one`` names the options
-    refused below 1, ``check(parser, args)`` refuses what else is wrong; ``subcommands``: name
-    -> ``(help, options)``, the chosen one in ``args.command``. ``per_backend``: a Keras process
-    has one backend, so the command runs itself once per backend (:func:`other_backends`), with
-    ``environment[backend]``'s variables."""
+    """``python -m gpulesson.experiments.NAME`` (a dotted ``name``: that module), described by
+    ``doc``'s first line: ``options`` in order, ``at_least_one`` refused below 1,
+    ``check(parser, args)`` for the rest, ``subcommands`` name -> ``(help, options)`` (the chosen
+    one in ``args.command``). ``per_backend``: once per Keras backend (:func:`other_backends`)."""
 
     def __init__(self, name: str, doc: str, *options, at_least_one=(), epilog: str | None = None,
                  subcommands: dict | None = None, check=None, per_backend: bool = False,
@@ -75,8 +66,7 @@ def option(*flags, **settings):
 
 
 def quick_default(flag: str, what: str, default, quick, **settings):
-    """An option whose default quick mode changes, None until the command resolves it: its help
-    says ``what`` it is, then "(default DEFAULT; --quick: QUICK)"."""
+    """An option whose default quick mode changes, None until the command resolves it."""
     return option(flag, type=int, default=None, **settings,
                   help=f"{what} (default {default}; --quick: {quick})")
 
@@ -104,8 +94,7 @@ def quick(help: str):
 
 
 def sizes(epoch: dict):
-    """``--n-images``, ``--batch-size`` and ``--quick`` of a command whose epoch is ``epoch``:
-    ``{"n_images": ..., "batch_size": ..., "quick_n_images": ..., "quick_batch_size": ...}``."""
+    """``--n-images``, ``--batch-size`` and ``--quick``; ``epoch`` has their (quick) defaults."""
     return group(None,
                  option("--n-images", type=int, default=None,
                         help=f"images an epoch (default {epoch['n_images']:,}; --quick "
@@ -116,8 +105,7 @@ def sizes(epoch: dict):
 
 
 def results_file(text: str) -> Path:
-    """``--out``'s value: a results file holds JSON lines, so its name ends in ``.jsonl``; any
-    other name (a model, a figure, an HDF5 file) would get text appended to it."""
+    """``--out``'s value, a name ending in ``.jsonl``: not a model or figure to append to."""
     path = Path(text)
     if path.suffix != ".jsonl":
         raise argparse.ArgumentTypeError(
@@ -158,13 +146,12 @@ def positive_float(text: str) -> float:
 
 def _epochs(text: str) -> int:
     try:
-        return summaries.check_epochs(int(text))
+        return check_epochs(int(text))
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 SEED = option("--seed", type=int, default=42, help="random seed of the initial weights")
-# A stopped reference stage runs its commands again with the same run id.
 RUN_ID = option("--run-id", default=None,
                 help="add to this run of the results file instead of starting a new one, "
                      "skipping the conditions it already has (how an interrupted reference "
@@ -183,8 +170,7 @@ def default_devices(requested: list[str] | None, gpu_visible) -> list[str]:
 
 
 class UsageError(ValueError):
-    """Raised by a declared experiment's ``measure`` before it measures: its command's usage
-    error (``registry.run`` gives it to the parser, which prints the usage and exits 2)."""
+    """A declared experiment's usage error, raised by ``measure`` before it measures."""
 
 
 def refuse(message: str):
@@ -194,8 +180,7 @@ def refuse(message: str):
 
 
 def devices_or_refuse(requested: list[str] | None, gpu_visible, framework: str) -> list[str]:
-    """:func:`default_devices`, saying when the CPU is all there is to record; :func:`refuse`
-    when a GPU is asked for and ``framework`` sees none."""
+    """:func:`default_devices`, refused when a GPU is asked for and ``framework`` sees none."""
     devices = default_devices(requested, gpu_visible)
     if "gpu" in devices and not gpu_visible:
         refuse(f"No GPU is visible to {framework}: run with --devices cpu, or on a machine with a "
@@ -206,8 +191,8 @@ def devices_or_refuse(requested: list[str] | None, gpu_visible, framework: str) 
 
 
 def devices_here(requested) -> list[str]:
-    """The devices a process measures with its Keras backend, ``requested`` or the default (exit
-    status 2 when a GPU is asked for and the backend sees none); PyTorch's allocator fixed."""
+    """:func:`default_devices` with this process's Keras backend, refused when a GPU is asked for
+    and it sees none; PyTorch's allocator fixed."""
     from gpulesson.machine import allocator
     from gpulesson.machine.devices import keras_device
 
@@ -221,25 +206,21 @@ def devices_here(requested) -> list[str]:
 
 
 def say_measured(made: list[dict], out: Path, experiment: str, run_id: str, describe) -> int:
-    """A command's last words: the run's table (``describe`` of the run's records in ``out``,
-    unless None or the run has none) and what was appended, or that nothing was left to
-    measure; its status, 0."""
+    """A command's last words, status 0: the run's table (``describe``, unless None) and what
+    was appended, or that nothing was left to measure."""
     from gpulesson.records.results import read_records
 
     if describe and Path(out).is_file():  # a per-backend child (no describe) reads nothing
         records = read_records(out, experiment=experiment, run_id=run_id)
         if records:
             print(describe(records))
-    if not made:
-        print("Nothing left to measure.")
-        return 0
-    print(f"Appended {len(made)} record(s) of run {made[0]['run_id']} to {out}", flush=True)
+    print(f"Appended {len(made)} record(s) of run {made[0]['run_id']} to {out}" if made
+          else "Nothing left to measure.", flush=True)
     return 0
 
 
 def continue_run(out: Path, experiment: str, run_id: str | None, key) -> tuple[str, set]:
-    """``(run id, keys of the conditions already recorded)``: a new run without ``run_id``;
-    with it, the keys ``key(record)`` of ``experiment``'s records of that run in ``out``."""
+    """``(run id, keys of its conditions recorded in out)``; a new run without ``run_id``."""
     from gpulesson.records.results import new_run_id, read_records
 
     if not run_id:
@@ -262,9 +243,7 @@ def other_backends(parser: argparse.ArgumentParser, args: argparse.Namespace, co
                    run_id: str, backends) -> list[str] | None:
     """None in the process of the one backend asked for, which measures; otherwise the command
     run once per backend asked for (default: those of ``backends`` installed) with this command
-    line's options, ``KERAS_BACKEND`` set, PyTorch's malloc thresholds fixed
-    (:mod:`gpulesson.machine.allocator`) and ``command.environment``'s variables; the
-    backends whose process failed."""
+    line's options and ``command.environment[backend]``; the backends whose process failed."""
     from gpulesson.machine import allocator
     from gpulesson.machine.devices import backend_installed, installed_backends
 
