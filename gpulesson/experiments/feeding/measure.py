@@ -201,13 +201,13 @@ def basis(*summaries) -> str:
     return "all epochs" if note.startswith("all ") else note
 
 
-def why_unclear(*summaries, many: bool = False) -> str:
-    """Why the rule cannot tell ``summaries`` apart (``many``: said of several pairs)."""
-    least = min(s["n"] for s in summaries)
+def why_unclear(*rates, many: bool = False) -> str:
+    """Why the rule cannot tell ``rates`` apart (``many``: said of several pairs)."""
+    least = min(s["n"] for s in rates)
     if least < summaries.MIN_RANKED:
         who = "some were" if many else "one of them was"
         return f"{who} timed once, with no range" if least == 1 else "too few timed repeats"
-    said = basis(*summaries)
+    said = basis(*rates)
     return "their ranges overlap" if said.startswith("all ") else f"the ranges of their {said} overlap"
 
 
