@@ -18,7 +18,7 @@ from pathlib import Path
 from gpulesson.experiments import cli
 from gpulesson.experiments.profile import PROFILE_STEPS, QUICK_STEPS, RECORDS
 from gpulesson.machine.devices import keras_device_name
-from gpulesson.machine.timing import Budget, BusyMeter, synced_epoch_timer
+from gpulesson.machine.timing import Budget, BusyMeter, synced_epoch_timer, synchronise
 from gpulesson.records.pagewords import IN_ORDER, ORDER_FIELD
 from gpulesson.records.summaries import SUMMARY_KEY, WARMUP, summarise
 
@@ -32,19 +32,14 @@ COPY = re.compile(r"memcpy|memset", re.IGNORECASE)
 DISPATCH = "PjitFunction"  # JAX's host-side call of a compiled function
 
 
-def trace_file(folder) -> Path:
-    """The ``*.trace.json.gz`` file that ``jax.profiler.trace(folder)`` wrote."""
+def read_events(folder) -> list[dict]:
+    """The complete events (``"ph": "X"``, in µs) with their process and thread names, of the
+    ``*.trace.json.gz`` that ``jax.profiler.trace(folder)`` wrote."""
     found = sorted(Path(folder).rglob("*.trace.json.gz"))
     if not found:
         raise FileNotFoundError(f"no *.trace.json.gz under {folder}: did jax.profiler.trace run?")
-    return found[-1]
-
-
-def read_events(path) -> list[dict]:
-    """The complete events (``"ph": "X"``, in µs) with their process and thread names."""
-    with gzip.open(path, "rt") as f:
-        data = json.load(f)
-    events = data["traceEvents"] if isinstance(data, dict) else data
+    with gzip.open(found[-1], "rt") as f:
+        events = json.load(f)["traceEvents"]
     processes, threads = {}, {}
     for e in events:
         if e.get("ph") == "M" and e.get("name") == "process_name":
@@ -56,48 +51,23 @@ def read_events(path) -> list[dict]:
             for e in events if e.get("ph") == "X" and "dur" in e]
 
 
-def merged(intervals) -> list[tuple[float, float]]:
-    """Intervals (start, end) merged where they overlap or touch, in order."""
-    out: list[list[float]] = []
-    for start, end in sorted(intervals):
-        if out and start <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], end)
-        else:
-            out.append([start, end])
-    return [(a, b) for a, b in out]
-
-
 def length(intervals, window: tuple[float, float]) -> float:
-    """The length of the merged ``intervals`` inside ``window``."""
-    lo, hi = window
-    return sum(max(0.0, min(b, hi) - max(a, lo)) for a, b in merged(intervals))
+    """The length inside ``window`` of the union of ``intervals`` (start, end)."""
+    total, covered = 0.0, window[0]
+    for start, end in sorted(intervals):
+        start, end = max(start, covered), min(end, window[1])
+        if end > start:
+            total, covered = total + end - start, end
+    return total
 
 
 def _span(e) -> tuple[float, float]:
     return float(e["ts"]), float(e["ts"]) + float(e["dur"])
 
 
-def device_events(events, device: str = "cpu") -> tuple[list[dict], list[str]]:
-    """``(events, line names)`` of the device's work: a GPU's stream lines, else its "XLA Ops",
-    else its lines but whole-step summaries; on the CPU, XLA's worker threads on the host."""
-    gpu = [e for e in events if "GPU" in e["process"].upper() and not e["process"].startswith("/host")]
-    if device == "gpu":
-        streams = [e for e in gpu if "stream" in e["thread"].lower()]
-        ops = [e for e in gpu if "xla ops" in e["thread"].lower()]
-        chosen = streams or ops or [e for e in gpu if not any(
-            word in e["thread"].lower() for word in ("module", "step", "framework", "scope"))]
-    else:
-        chosen = [e for e in events if e["process"].startswith("/host")
-                  and ("XLA" in e["thread"] or e["name"].startswith("ThunkExecutor::Execute"))
-                  and not e["name"].startswith("ThreadpoolListener")]
-    return chosen, sorted({e["thread"] for e in chosen})
-
-
 def breakdown(events, *, steps: int, device: str = "cpu") -> dict:
     """Seconds per step of each part of the two timelines and of the window (``step``), the lines
     read and the five longest kernels; a ValueError without the window, or a GPU's line."""
-    if steps < 1:
-        raise ValueError(f"steps must be at least 1, not {steps}")
     windows = [_span(e) for e in events if e["name"] == EPOCH]
     if not windows:
         raise ValueError(f"the trace has no {EPOCH!r} event: the profiled epoch was not marked")
@@ -108,10 +78,21 @@ def breakdown(events, *, steps: int, device: str = "cpu") -> dict:
     calls = [_span(e) for e in host if e["name"].startswith(DISPATCH)]
     input_time = length(inputs, window)
     dispatch = length(inputs + calls, window) - input_time  # calls made while fetching: input
-    on_device, lines = device_events(events, device)
-    if device == "gpu" and not on_device:
-        raise ValueError("the trace has no GPU line: the profiler did not see the GPU's work "
-                         "(is CUPTI installed?)")
+    # The device's work: a GPU's stream lines, else its "XLA Ops", else its lines but whole-step
+    # summaries; on the CPU, XLA's worker threads on the host.
+    if device == "gpu":
+        gpu = [e for e in events if "GPU" in e["process"].upper()
+               and not e["process"].startswith("/host")]
+        on_device = ([e for e in gpu if "stream" in e["thread"].lower()]
+                     or [e for e in gpu if "xla ops" in e["thread"].lower()]
+                     or [e for e in gpu if not any(word in e["thread"].lower() for word in
+                                                   ("module", "step", "framework", "scope"))])
+        if not on_device:
+            raise ValueError("the trace has no GPU line: the profiler did not see the GPU's work "
+                             "(is CUPTI installed?)")
+    else:
+        on_device = [e for e in host if ("XLA" in e["thread"] or e["name"].startswith(
+            "ThunkExecutor::Execute")) and not e["name"].startswith("ThreadpoolListener")]
     # By the event's name: a stream's line is often named after all it does ("Compute,MemcpyH2D")
     copies = [_span(e) for e in on_device if COPY.search(e["name"])]
     kernels = [_span(e) for e in on_device if not COPY.search(e["name"])]
@@ -130,25 +111,22 @@ def breakdown(events, *, steps: int, device: str = "cpu") -> dict:
                  "other": (wall - input_time - dispatch) * us},
         "device": {"kernels": kernel_time * us, "copies": copy_time * us,
                    "idle": (wall - kernel_time - copy_time) * us},
-        "device_lines": lines, "top_kernels": [[name, t * us] for name, t in top],
+        "device_lines": sorted({e["thread"] for e in on_device}),
+        "top_kernels": [[name, t * us] for name, t in top],
     }
 
 
-TRAINING_PASSES = 3  # forward + the two products of the backward pass
-
-
-def annotated(dataset, max_batches: int):
-    """``dataset``'s first ``max_batches`` batches, each fetched inside a :data:`INPUT` event."""
+def profile_steps(model, dataset, steps: int, device: str = "cpu") -> dict:
+    """The :func:`breakdown` of ``fit`` over ``dataset``'s first ``steps`` batches, each fetched
+    inside an :data:`INPUT` event, the epoch marked (:data:`EPOCH`) until the device finished it."""
     import jax
     import keras
 
-    class Annotated(keras.utils.PyDataset):
-        def __init__(self):
-            super().__init__()
-            self.n = min(max_batches, len(dataset))
+    steps = min(steps, len(dataset))
 
+    class Annotated(keras.utils.PyDataset):
         def __len__(self):
-            return self.n
+            return steps
 
         def __getitem__(self, index):
             with jax.profiler.TraceAnnotation(INPUT):
@@ -156,16 +134,6 @@ def annotated(dataset, max_batches: int):
 
         def on_epoch_end(self):
             dataset.on_epoch_end()
-
-    return Annotated()
-
-
-def marked_epoch():
-    """A ``fit`` callback that marks each epoch (:data:`EPOCH`) until the device finished it."""
-    import jax
-    import keras
-
-    from gpulesson.machine.timing import synchronise
 
     class MarkedEpoch(keras.callbacks.Callback):
         def on_epoch_begin(self, epoch, logs=None):
@@ -176,21 +144,12 @@ def marked_epoch():
             synchronise(logs)
             self.mark.__exit__(None, None, None)
 
-    return MarkedEpoch()
-
-
-def profile_steps(model, dataset, steps: int, device: str = "cpu") -> dict:
-    """The :func:`breakdown` of ``steps`` batches of ``fit``."""
-    import jax
-
     options = jax.profiler.ProfileOptions()
     options.python_tracer_level = 0  # the Python tracer slows the host down many times
-    part = annotated(dataset, steps)
     with tempfile.TemporaryDirectory(prefix="gpulesson-profile-") as folder:
         with jax.profiler.trace(folder, profiler_options=options):
-            model.fit(part, epochs=1, callbacks=[marked_epoch()], verbose=0, **IN_ORDER)
-        events = read_events(trace_file(folder))
-    return breakdown(events, steps=len(part), device=device)
+            model.fit(Annotated(), epochs=1, callbacks=[MarkedEpoch()], verbose=0, **IN_ORDER)
+        return breakdown(read_events(folder), steps=steps, device=device)
 
 
 def utilisation(model, dataset, device: str) -> dict:
@@ -212,17 +171,13 @@ def utilisation(model, dataset, device: str) -> dict:
 
 def measurement_record(budget, *, run_id: str, device: str, batch_size: int, n_images: int,
                        steps: int, forward_flops: int, utilisation: dict, profile: dict,
-                       extra: dict, data: str | None = None) -> dict:
+                       data: str, **extra) -> dict:
     """One device's results-file record."""
-    timed = budget.timed
+    timed, warmups = budget.timed, budget.seconds[:budget.warmup]
     if not timed:
         raise ValueError("no timed epoch to record")
-    if not data:
-        from gpulesson.datasets.settings import get_settings
-
-        data = get_settings().data
-    median, warmups = statistics.median(timed), budget.seconds[:budget.warmup]
-    per_image = TRAINING_PASSES * forward_flops
+    median = statistics.median(timed)
+    per_image = 3 * forward_flops  # the forward pass and the backward pass's two products
     return RECORDS.record(
         data=data, run_id=run_id, source="gpulesson.experiments.profile", device_kind=device,
         keras_device=keras_device_name(device), batch_size=batch_size, n_images=n_images,
@@ -247,17 +202,14 @@ def measure(args, *, run_id: str, done):
 
     devices = cli.devices_here(args.devices)
     given = args.steps or (QUICK_STEPS if args.quick else None)
-    steps = dict.fromkeys(PROFILE_STEPS, given) if given else PROFILE_STEPS
     settings = get_settings()
     print(settings.describe(), flush=True)
     warmup, repeats = WARMUP, cli.repeats_for(args.quick)
-    path = prepare(settings)
-    train = lesson.split_batches(path, settings.batch_size(args.batch_size))[0]
+    train = lesson.split_batches(prepare(settings), settings.batch_size(args.batch_size))[0]
     for device in devices:
         if (device,) in done:
             continue
-        keras_device = keras_device_name(device)
-        with keras.device(keras_device):
+        with keras.device(keras_device_name(device)):
             keras.utils.set_random_seed(args.seed)
             model = lesson.compile_cnn(lesson.build_cnn())
             flops = flops_per_image(model)
@@ -270,15 +222,15 @@ def measure(args, *, run_id: str, done):
             busy = meter.read()
             used = utilisation(model, train, device)
             try:
-                profiled = profile_steps(model, train, min(steps[device], len(train)), device)
+                profiled = profile_steps(model, train, given or PROFILE_STEPS[device], device)
             except Exception as exc:  # the rest of the record still holds: keep it, say why
                 profiled = {"failed": f"{type(exc).__name__}: {exc}"[:300]}
         record = measurement_record(
-            budget, run_id=run_id, device=device, batch_size=train.batch_size,
-            n_images=train.n_images, steps=len(train), forward_flops=flops,
-            utilisation=used, profile=profiled,
-            extra={**busy, "wall_seconds": time.perf_counter() - started,
-                   "read_ahead": bool(getattr(train, "read_ahead", False))})
+            budget, data=settings.data, run_id=run_id, device=device,
+            batch_size=train.batch_size, n_images=train.n_images, steps=len(train),
+            forward_flops=flops, utilisation=used, profile=profiled, **busy,
+            wall_seconds=time.perf_counter() - started,
+            read_ahead=bool(getattr(train, "read_ahead", False)))
         yield record
         print(f"{device}: " + " ".join(summary_lines(record)))
         del model

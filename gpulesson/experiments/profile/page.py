@@ -10,14 +10,13 @@ from gpulesson.experiments.profile import RECORDS
 from gpulesson.machine.gpu_peaks import float32_key, peaks_for
 from gpulesson.records.figkit import need, panels
 from gpulesson.records.pagewords import markdown_table, reordered_note
-from gpulesson.records.parts import run_labels
+from gpulesson.records.parts import DEVICES, run_labels
 from gpulesson.records.results import NOT_RECORDED, data_label, hardware, software
 from gpulesson.records.results import duration as ms
 from gpulesson.records.summaries import summary_text
 
 RESULTS_FILE, reference_run = RECORDS.results_file, RECORDS.reference_run
 FIGURES, FIGURE_FOLDER = ("profile-step.svg",), "fig/09-feeding-the-gpu"
-DEVICES = ("cpu", "gpu")
 COLOURS = {"input": "#dd8452", "dispatch": "#c44e52", "other": "#8c8c8c",
            "kernels": "#4c72b0", "copies": "#55a868", "idle": "#e5e5e5"}
 LABELS = {"other": "rest of fit"}
@@ -28,8 +27,7 @@ def find(records, device: str) -> dict | None:
 
 
 def gpu_name(record: dict) -> str | None:
-    gpu = record.get("gpu") or {}
-    return gpu.get("name") or (record.get("device") if record.get("device_kind") == "gpu" else None)
+    return (record.get("gpu") or {}).get("name")
 
 
 def peak(record: dict, tflops: float | None = None) -> dict | None:
@@ -52,38 +50,6 @@ def profiled(record: dict | None) -> bool:
 def batch_tflops(record: dict, seconds: float) -> float:
     """A batch's training arithmetic over ``seconds``, in TFLOP/s."""
     return record["train_flops_per_image"] * record["batch_size"] / seconds / 1e12
-
-
-def profiled_tflops(record: dict) -> float | None:
-    """The profiled step's own rate (a row of its parts shows no other), None without one."""
-    return batch_tflops(record, record["profile"]["step"]) if profiled(record) else None
-
-
-def largest_cut(record: dict) -> tuple[str, float]:
-    """``(part, share of the step)`` to cut first: the kernels if they take half the step, else
-    the host's largest part (the device waits for the host)."""
-    found, step = record["profile"], record["profile"]["step"]
-    if found["device"]["kernels"] >= step / 2:
-        return "kernels", found["device"]["kernels"] / step
-    name, seconds = max(found["host"].items(), key=lambda item: item[1])
-    return name, seconds / step
-
-
-def factors(record: dict) -> dict | None:
-    """A GPU's share of its peak as two factors: the kernels' rate while they run (``while``)
-    and their share of a step, profiled and timed (the same kernel time: the profiler adds host
-    work, not arithmetic); None without a profile, kernel time or published peak."""
-    kernels = profiled(record) and record["profile"]["device"].get("kernels")
-    kernel_tflops = kernels and batch_tflops(record, kernels)
-    top = kernels and peak(record, kernel_tflops)
-    if not top:
-        return None
-    busy_profiled = kernels / record["profile"]["step"]
-    busy_timed = kernels / record["step_seconds"]
-    return {"kernel_tflops": kernel_tflops, "kernels": kernels, "peak": top,
-            "while": top["share"], "busy_profiled": busy_profiled, "busy_timed": busy_timed,
-            "overall_profiled": top["share"] * busy_profiled,
-            "overall_timed": top["share"] * busy_timed}
 
 
 def overhead(record: dict) -> dict | None:
@@ -112,21 +78,22 @@ CPU_KERNELS = "less arithmetic (a smaller model), or hardware built for it"
 
 
 def device_name(record: dict) -> str:
-    return hardware([record]).get("GPU" if record["device_kind"] == "gpu" else "CPU", "?")
+    return hardware([record])[record["device_kind"].upper()]
 
 
 def summary_lines(record: dict) -> list[str]:
     """A device's profile in a few lines: the step, the host's and the device's parts, the
     achieved rate and its share of the peak, the utilisation."""
-    found, used = record["profile"], record["utilisation"]
+    found, used, in_profile = record["profile"], record["utilisation"], None
     if profiled(record):
+        in_profile = batch_tflops(record, found["step"])  # the profiled step's own rate
         host, device = (", ".join(f"{k} {ms(v)}" for k, v in found[line].items())
                         for line in ("host", "device"))
         traced = (f"Profiled ({found['steps']} steps, {ms(found['step'])} each): host {host}; "
                   f"device {device}.")
     else:
         traced = f"Not profiled ({found['failed']})."
-    top, in_profile = peak(record), profiled_tflops(record)
+    top = peak(record)
     if top:
         peak_words = (f"{top['share']:.1%} of the {top['card']}'s published dense "
                       f"{top['precision'].upper()} peak ({top['tflops']:g} TFLOP/s)")
@@ -157,7 +124,7 @@ def rows(records) -> list[list[str]]:
     for device in DEVICES:
         record = find(records, device)
         if profiled(record):
-            tflops = profiled_tflops(record)
+            tflops = batch_tflops(record, record["profile"]["step"])
             top, used = peak(record, tflops), record["utilisation"]
             found.append([f"{device.upper()} ({device_name(record)})", ms(record["profile"]["step"]),
                           *(ms(v) for line in ("host", "device") for v in record["profile"][line].values()),
@@ -181,39 +148,45 @@ def describe(records) -> str:
 
 
 def cut_text(record: dict) -> str:
-    """The exercise's answer for one device."""
-    name, share = largest_cut(record)
-    found = record["profile"]
-    what = ("the arithmetic" if name == "kernels" else
-            f"the host's {LABELS.get(name, name)} ({share:.0%})")
-    return (f"{record['device_kind'].upper()} ({device_name(record)}): kernels "
+    """The exercise's answer for one device: cut the kernels first if they take half the step,
+    else the host's largest part (the device waits for the host)."""
+    found, kind = record["profile"], record["device_kind"]
+    name, seconds = max(found["host"].items(), key=lambda item: item[1])
+    if found["device"]["kernels"] >= found["step"] / 2:
+        name, what = "kernels", "the arithmetic"
+    else:
+        what = f"the host's {LABELS.get(name, name)} ({seconds / found['step']:.0%})"
+    return (f"{kind.upper()} ({device_name(record)}): kernels "
             f"{found['device']['kernels'] / found['step']:.0%} of the step; cut {what} first: "
-            f"{CPU_KERNELS if (name, record['device_kind']) == ('kernels', 'cpu') else REMEDIES[name]}.")
+            f"{CPU_KERNELS if (name, kind) == ('kernels', 'cpu') else REMEDIES[name]}.")
 
 
 def factors_text(record: dict | None) -> str:
-    """The two factors of a GPU's share of its peak in words, each with its numbers."""
-    found = factors(record) if record else None
-    if not found:
+    """A GPU's share of its peak as two factors, each with its numbers: the kernels' rate while
+    they run, and their share of a step, profiled and timed (the same kernel time: the profiler
+    adds host work, not arithmetic)."""
+    kernels = profiled(record) and record["profile"]["device"].get("kernels")
+    top = kernels and peak(record, batch_tflops(record, kernels))
+    if not top:
         return NOT_RECORDED
-    top, step = found["peak"], record["profile"]["step"]
-    return (f"While its kernels ran, the {top['card']} computed at {found['kernel_tflops']:.3g} "
-            f"TFLOP/s, {found['while']:.1%} of its published dense {top['precision'].upper()} "
-            f"peak ({top['tflops']:g} TFLOP/s): a batch's "
+    step, timed, share = record["profile"]["step"], record["step_seconds"], top["share"]
+    return (f"While its kernels ran, the {top['card']} computed at "
+            f"{batch_tflops(record, kernels):.3g} TFLOP/s, {share:.1%} of its published dense "
+            f"{top['precision'].upper()} peak ({top['tflops']:g} TFLOP/s): a batch's "
             f"{record['train_flops_per_image'] * record['batch_size'] / 1e9:.3g} GFLOP in "
-            f"{ms(found['kernels'])} of kernels. The kernels ran for {found['busy_profiled']:.0%} "
-            f"of the profiled step ({ms(found['kernels'])} of {ms(step)}), and for "
-            f"{found['busy_timed']:.0%} of a step of the timed epochs "
-            f"({ms(record['step_seconds'])}, taking the kernels' time as the same). The share "
-            f"of the peak is their product: {found['while']:.1%} × {found['busy_profiled']:.0%} "
-            f"= {found['overall_profiled']:.1%} in the profiled steps, {found['while']:.1%} × "
-            f"{found['busy_timed']:.0%} = {found['overall_timed']:.1%} over the timed epochs "
+            f"{ms(kernels)} of kernels. The kernels ran for {kernels / step:.0%} "
+            f"of the profiled step ({ms(kernels)} of {ms(step)}), and for "
+            f"{kernels / timed:.0%} of a step of the timed epochs "
+            f"({ms(timed)}, taking the kernels' time as the same). The share "
+            f"of the peak is their product: {share:.1%} × {kernels / step:.0%} "
+            f"= {share * (kernels / step):.1%} in the profiled steps, {share:.1%} × "
+            f"{kernels / timed:.0%} = {share * (kernels / timed):.1%} over the timed epochs "
             f"(run {record['run_id']})")
 
 
 def overhead_text(record: dict | None) -> str:
     """What the profiler added to a step, and what that does to the dispatch's share."""
-    found = overhead(record) if record else None
+    found = overhead(record)
     if not found:
         return NOT_RECORDED
     return (f"The profiler costs time: a profiled step took {ms(found['profiled'])}, a step "
@@ -230,18 +203,13 @@ def _drawn(records):
     return [(d, r) for d in DEVICES if profiled(r := find(records, d))]
 
 
-def _host(record: dict) -> tuple[str, int | None]:
-    return record.get("cpu_model") or "?", record.get("cores_usable")
-
-
 def machine(device: str, record: dict, records) -> str:
     """A panel's machine; a CPU profiled on another host than the GPU's record says so (the GPU
     node's CPU has other cores)."""
-    name = hardware([record]).get(device.upper(), "")
-    gpu = find(records, "gpu")
-    if device == "cpu" and gpu and _host(gpu) != _host(record):
-        model, cores = _host(gpu)
-        node = f"{cores} cores" if model == _host(record)[0] else f"{model}, {cores} cores"
+    name, gpu = device_name(record), find(records, "gpu")
+    mine, theirs = ((r.get("cpu_model") or "?", r.get("cores_usable")) for r in (record, gpu or {}))
+    if device == "cpu" and gpu and theirs != mine:
+        node = f"{theirs[1]} cores" if theirs[0] == mine[0] else f"{theirs[0]}, {theirs[1]} cores"
         name += f" (another machine: the GPU's node has {node})"
     return name
 
