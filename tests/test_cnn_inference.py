@@ -1,4 +1,4 @@
-"""The CNN's prediction conditions (gpulesson.experiments.cnn.inference): timed calls under the
+"""The CNN's prediction conditions (gpulesson.experiments.cnn.measure): timed calls under the
 measurement rule, records beside the training's, and a run that goes on."""
 
 import json
@@ -7,14 +7,14 @@ from types import SimpleNamespace
 import pytest
 from conftest import ROOT
 
-from gpulesson.experiments.cnn import inference, measure, page
+from gpulesson.experiments.cnn import measure, page
 from gpulesson.records.results import NOT_RECORDED, read_records
-from gpulesson.records.summaries import REPEATS, summarise
+from gpulesson.records.summaries import summarise
 
 
 def test_time_calls_keeps_the_warmup_apart_and_every_timed_call():
     calls = []
-    warmup, timed = inference.time_calls(lambda: calls.append(1), 1, 4)
+    warmup, timed = measure.time_calls(lambda: calls.append(1), 1, 4)
     assert len(calls) == 5 and len(warmup) == 1 and len(timed) == 4
     assert all(s >= 0 for s in warmup + timed)
 
@@ -22,16 +22,11 @@ def test_time_calls_keeps_the_warmup_apart_and_every_timed_call():
 @pytest.mark.bad_input("bad argument")
 def test_time_calls_needs_a_timed_call():
     with pytest.raises(ValueError, match="at least one timed call"):
-        inference.time_calls(lambda: None, 1, 0)
-
-
-def test_latency_has_at_least_the_rules_repeats():
-    assert inference.latency_repeats(False) >= REPEATS
-    assert inference.latency_repeats(True) >= inference.latency_repeats(False) // REPEATS
+        measure.time_calls(lambda: None, 1, 0)
 
 
 def _record(kind: str, run_id: str, call_seconds, latency, *, batch=1000) -> dict:
-    return {"experiment": inference.EXPERIMENT, "run_id": run_id, "device_kind": kind,
+    return {"experiment": measure.PREDICTIONS.experiment, "run_id": run_id, "device_kind": kind,
             "device": "CPU" if kind == "cpu" else "Test GPU", "batch_size": batch,
             "date": "2026-11-23T00:00:00+00:00", "backend": "tensorflow",
             "summary": summarise(call_seconds, [9.0]), "latency": summarise(latency, [1.0]),
@@ -42,20 +37,13 @@ def _write(path, records):
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
 
 
-def test_throughput_and_latency_summaries():
-    record = _record("cpu", "r", [2.0, 1.0, 4.0], [0.010, 0.012, 0.011])
-    rate = inference.throughput_summary(record)
-    assert rate["unit"] == "images/s" and rate["median"] == pytest.approx(500.0)
-    assert (rate["min"], rate["max"]) == pytest.approx((250.0, 1000.0))
-    assert inference.latency_summary(record)["median"] == pytest.approx(0.011)
-    assert inference.throughput_summary(None) is None and inference.latency_summary({}) is None
-
-
 def test_describe_says_each_devices_rate_latency_and_energy():
-    text = inference.describe([_record("cpu", "r", [2.0, 2.1], [0.01, 0.011])])
-    assert text.startswith("CPU (CPU): 488 images/s (range") and "at 1000 images a call" in text
-    assert "one image 10.5 ms" in text and "(no counters in this test)" in text
-    assert inference.describe([]) == "No prediction recorded."
+    text = measure.describe_predictions([_record("cpu", "r", [2.0, 1.0, 4.0], [0.010, 0.012, 0.011])])
+    # the median rate is over the median call; the range from the slowest call to the fastest
+    assert text.startswith("CPU (CPU): 500 images/s (range 250–1,000 images/s, 3 repeats)")
+    assert "at 1000 images a call" in text and "one image 11 ms (range 10 ms–12 ms, 3 calls)" in text
+    assert "(no counters in this test)" in text
+    assert measure.describe_predictions([]) == "No prediction recorded."
 
 
 @pytest.fixture
@@ -66,7 +54,7 @@ def lesson_results(tmp_path):
     old = []
     for line in (ROOT / "results" / "cnn-cpu-vs-gpu.jsonl").read_text().splitlines():
         record = json.loads(line)
-        if record.get("experiment") == inference.EXPERIMENT:
+        if record.get("experiment") == measure.PREDICTIONS.experiment:
             continue
         record.pop("energy", None)
         old.append(json.dumps(record))
@@ -84,7 +72,7 @@ def test_prediction_records_leave_the_training_alone_and_join_its_run(lesson_res
     with open(lesson_results, "a", encoding="utf-8") as f:
         f.write(json.dumps(_record("cpu", run_id, [2.0, 2.1], [0.01, 0.011])) + "\n")
     assert page.substitutions(lesson_results) == before
-    assert [r["run_id"] for r in inference.RECORDS.read(lesson_results)] == [run_id]
+    assert [r["run_id"] for r in measure.PREDICTIONS.read(lesson_results)] == [run_id]
     assert all(r["experiment"] == measure.EXPERIMENT
                for r in read_records(lesson_results, experiment=measure.EXPERIMENT))
 
@@ -101,8 +89,8 @@ def machine(monkeypatch, lesson_results):
     monkeypatch.setattr(devices, "keras_device", lambda: {"gpu_count": state.gpus})
     monkeypatch.setattr(settings, "get_settings", lambda: SimpleNamespace(
         data=state.data, quick=True, describe=lambda: "the settings"))
-    for module, name, part in ((measure, "train", "training"), (inference, "predict", "inference")):
-        monkeypatch.setattr(module, name, lambda devices, *args, part=part, **kwargs:
+    for name, part in (("train", "training"), ("predict", "inference")):
+        monkeypatch.setattr(measure, name, lambda devices, *args, part=part, **kwargs:
                             state.asked.append((part, devices)) or iter(()))
     return state
 

@@ -1,22 +1,44 @@
 """Training, then prediction, of the lesson's CNN on each device with the episode's own code
 (:mod:`gpulesson.lesson`): the same data split and initial weights everywhere, one warm-up epoch
 then the timed ones; the load average before and after (a busy machine shows), energy at each
-epoch's start and end. A run continued with ``--run-id`` measures only the parts and devices it
-lacks, on the data it was measured on."""
+epoch's start and end. Prediction times a large batch (throughput) and one image (latency), with
+the training's initial weights: the arithmetic does not depend on them. A run continued with
+``--run-id`` measures only the parts and devices it lacks, on the data it was measured on."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from gpulesson.experiments import cli
-from gpulesson.experiments.cnn import inference
-from gpulesson.machine.timing import cpu_settings, load_average
-from gpulesson.records.energy import energy_callback, start_intervals, stop_intervals
+from gpulesson.machine.timing import cpu_settings, load_average, timed
+from gpulesson.records.energy import (
+    energy_callback,
+    energy_of_calls,
+    energy_text,
+    start_intervals,
+    stop_intervals,
+)
 from gpulesson.records.recordset import RecordSet, epochs_summary, load_fields
-from gpulesson.records.summaries import WARMUP, check_epochs, default_epochs
+from gpulesson.records.results import duration
+from gpulesson.records.summaries import (
+    SUMMARY_KEY,
+    WARMUP,
+    as_rate,
+    check_epochs,
+    default_epochs,
+    repeats_for,
+    summarise,
+    summary_text,
+)
 
 EXPERIMENT = "cnn-cpu-vs-gpu"
 # One record a device; the page's run is the newest with both devices. A record made before
 # the rule took its first epoch as the warm-up.
 RECORDS = RecordSet(EXPERIMENT, ("device_kind",), warmup_key=None)
+# The prediction's records: one a device, in the same file.
+PREDICTIONS = RecordSet("cnn-inference", ("device_kind",), file=EXPERIMENT)
+LARGE_BATCH, QUICK_LARGE_BATCH = 1024, 64  # images a throughput call predicts
+LATENCY_FACTOR = 4  # latency calls are cheap: four times the rule's repeats
 PARTS = ("training", "inference")
 
 
@@ -87,6 +109,59 @@ def train(devices, settings, *, epochs: int | None, batch_size: int, seed: int, 
                "validation_synchronised": True, "evaluation_warmed": True}
 
 
+def time_calls(fn, warmup: int, repeats: int) -> tuple[list[float], list[float]]:
+    """``(warm-up seconds, timed seconds)`` of ``warmup`` then ``repeats`` calls of ``fn``."""
+    if repeats < 1:
+        raise ValueError(f"at least one timed call is needed, not {repeats}")
+    seconds = [timed(fn)[1] for _ in range(warmup + repeats)]
+    return seconds[:warmup], seconds[warmup:]
+
+
+def predict(devices, settings, *, seed: int, run_id: str):
+    """Time prediction on each of ``devices`` ("cpu", "gpu"), yielding one record a device."""
+    import keras
+
+    from gpulesson import lesson
+    from gpulesson.datasets.load import prepare
+    from gpulesson.machine.devices import KERAS_DEVICES as DEVICES
+
+    path = prepare(settings)
+    test = lesson.HDF5Batches(path, "test", batch_size=1)
+    size = min(QUICK_LARGE_BATCH if settings.quick else LARGE_BATCH, test.n_images)
+    images = lesson.HDF5Batches(path, "test", batch_size=size)[0][0]
+    keras.utils.set_random_seed(seed)
+    initial_weights = lesson.build_cnn().get_weights()
+    for name in devices:
+        print(f"Predicting on {DEVICES[name]}: {size} images a call, then one image a call ...",
+              flush=True)
+        with keras.device(DEVICES[name]):
+            model = lesson.compile_cnn(lesson.build_cnn())
+            model.set_weights(initial_weights)
+            throughput = time_calls(partial(model.predict_on_batch, images), WARMUP,
+                                    repeats_for(settings.quick))
+            energy = energy_of_calls(partial(model.predict_on_batch, images), name, images=size)
+            latency = time_calls(partial(model.predict_on_batch, images[:1]), WARMUP,
+                                 LATENCY_FACTOR * repeats_for(settings.quick))
+        yield PREDICTIONS.record(
+            data=settings.data, run_id=run_id, source="gpulesson.experiments.cnn",
+            device_kind=name, keras_device=DEVICES[name], batch_size=int(size),
+            **{SUMMARY_KEY: summarise(throughput[1], throughput[0])},
+            latency=summarise(latency[1], latency[0]), energy=energy,
+            jit_compile=bool(model.jit_compile), **cpu_settings())
+
+
+def describe_predictions(records) -> str:
+    """Each device's images per second, latency of one image and energy per image."""
+    if not records:
+        return "No prediction recorded."
+    return "\n".join(
+        f"{'GPU' if record.get('device_kind') == 'gpu' else 'CPU'} ({record['device']}): "
+        f"{summary_text(as_rate(record[SUMMARY_KEY], record['batch_size']))} at "
+        f"{record['batch_size']} images a call; one image "
+        f"{summary_text(record['latency'], duration, what='calls')}; energy per "
+        f"image {energy_text(record, per_image=True, what='calls')}." for record in records)
+
+
 def _left(experiment: str, devices, run_id: str, done) -> list[str]:
     """Those of ``devices`` the run has no ``experiment`` record of, said aloud when some are."""
     if not done:
@@ -113,14 +188,14 @@ def measure(args, *, run_id: str, done):
 
     settings = get_settings()
     devices = cli.devices_or_refuse(args.devices, keras_device()["gpu_count"], "Keras")
-    predicted = inference.RECORDS.read(args.out, run_id=run_id)
+    predicted = PREDICTIONS.read(args.out, run_id=run_id)
     other = sorted({r.get("data") for r in [*RECORDS.read(args.out, run_id=run_id), *predicted]}
                    - {settings.data, None})
     if other:
         cli.refuse(f"Run {run_id} was measured on the data {other[0]!r}, not {settings.data!r}: "
                     f"set LESSON_DATA={other[0]} (and LESSON_QUICK as then) to go on with it.")
     trainings = _left(EXPERIMENT, devices, run_id, {kind for (kind,) in done})
-    predictions = _left(inference.EXPERIMENT, devices, run_id,
+    predictions = _left(PREDICTIONS.experiment, devices, run_id,
                        {r["device_kind"] for r in predicted})
     trainings = trainings if "training" in args.parts else []
     predictions = predictions if "inference" in args.parts else []
@@ -134,5 +209,5 @@ def measure(args, *, run_id: str, done):
         yield from train(trainings, settings, epochs=args.epochs, batch_size=args.batch_size,
                          seed=args.seed, run_id=run_id)
     if predictions:
-        yield from inference.predict(predictions, settings, seed=args.seed, run_id=run_id)
-        print(inference.describe(inference.RECORDS.read(args.out, run_id=run_id)))
+        yield from predict(predictions, settings, seed=args.seed, run_id=run_id)
+        print(describe_predictions(PREDICTIONS.read(args.out, run_id=run_id)))
