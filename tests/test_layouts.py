@@ -234,7 +234,7 @@ def test_compare_layouts_can_keep_the_files(tmp_path, data):
     assert [r["layout"] for r in rows] == ["contiguous", "batch chunks"]
     assert rows[1]["chunks"] == [100, 32, 32, 3]  # chunk rows follow the batch size
     assert sorted(p.name for p in tmp_path.iterdir()) == ["layout-batch-chunks.h5", "layout-contiguous.h5"]
-    assert rows[0]["path"] == str(lay.layout_path(tmp_path, "contiguous"))
+    assert rows[0]["path"] == str(tmp_path / "layout-contiguous.h5")
 
 
 @pytest.mark.bad_input("interrupted write")

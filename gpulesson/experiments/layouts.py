@@ -1,9 +1,8 @@
-"""How the HDF5 storage layout (chunking, compression) changes file size and batch read speed.
-
-The same images are written once per layout of :data:`LAYOUTS`, then read back batch by batch
-as a training generator reads them. HDF5 reads, and decompresses, every chunk a slice touches:
-one or two chunks of whole batches, but 192 of h5py's guess (``chunks=True``: (6250, 4, 4, 1)
-for (50000, 32, 32, 3) uint8), more than its 1 MiB chunk cache keeps for the next batch.
+"""How the HDF5 storage layout (chunking, compression) changes file size and batch read speed:
+the same images written once per layout of :data:`LAYOUTS`, read back batch by batch as a
+training generator reads them. HDF5 reads, and decompresses, every chunk a slice touches: one
+or two chunks of whole batches, but 192 of h5py's guess (``chunks=True``: (6250, 4, 4, 1) for
+(50000, 32, 32, 3) uint8), more than its 1 MiB chunk cache keeps for the next batch.
 """
 
 from __future__ import annotations
@@ -54,12 +53,6 @@ _EXTRA_STYLES = ({"hatch": "--", "color": "tab:red"}, {"hatch": "oo", "color": "
 _BAR_STYLES = tuple({"hatch": s["hatch"], "color": s["color"]} for s in _STYLES) + _EXTRA_STYLES
 
 
-def _check_layout(layout: str) -> None:
-    if layout not in LAYOUTS:
-        known = ", ".join(repr(name) for name in LAYOUTS)
-        raise ValueError(f"unknown layout {layout!r}: choose one of {known}")
-
-
 def _check_whole(name: str, value, least: int) -> None:
     if int(value) != value or value < least:
         raise ValueError(f"{name} must be a whole number >= {least}, not {value!r}")
@@ -68,7 +61,9 @@ def _check_whole(name: str, value, least: int) -> None:
 def layout_options(layout: str, shape=None, *, chunk_rows: int = CHUNK_ROWS) -> dict:
     """The ``create_dataset`` keyword arguments of ``layout`` for a dataset of ``shape``
     (default one image): batch chunks hold ``chunk_rows`` rows, or all rows if fewer."""
-    _check_layout(layout)
+    if layout not in LAYOUTS:
+        known = ", ".join(repr(name) for name in LAYOUTS)
+        raise ValueError(f"unknown layout {layout!r}: choose one of {known}")
     _check_whole("chunk_rows", chunk_rows, 1)
     options = dict(LAYOUTS[layout])
     if isinstance(options.get("chunks"), tuple):
@@ -77,17 +72,9 @@ def layout_options(layout: str, shape=None, *, chunk_rows: int = CHUNK_ROWS) -> 
     return options
 
 
-def layout_path(directory, layout: str) -> Path:
-    """The file :func:`compare_layouts` writes ``layout`` to, e.g. ``layout-batch-chunks-lzf.h5``."""
-    _check_layout(layout)
-    slug = re.sub(r"[^a-z0-9]+", "-", layout.lower()).strip("-")
-    return Path(directory).expanduser() / f"layout-{slug}.h5"
-
-
 def write_layout(path, x, y, layout: str, *, chunk_rows: int = CHUNK_ROWS) -> Path:
     """Write datasets ``x`` and ``y`` to ``path`` with ``layout``, atomically; the path. Each
     array is written in one call, so HDF5 fills (and compresses) every chunk once."""
-    _check_layout(layout)
     x, y = np.asarray(x), np.asarray(y)
     if x.ndim < 2 or y.ndim != 1 or len(x) != len(y) or len(x) == 0:
         raise ValueError(f"x and y need the same number (> 0) of rows, not {x.shape} and {y.shape}")
@@ -143,12 +130,13 @@ def compare_layouts(x, y, directory, *, batch_size: int = CHUNK_ROWS, layouts=No
 
     layouts = list(LAYOUTS if layouts is None else layouts)
     for layout in layouts:
-        _check_layout(layout)
+        layout_options(layout)  # an unknown layout before any work
     _check_whole("repeats", repeats, 1)
     batch_slices(0, batch_size, order=order)  # check batch_size and order before any work
     rows = []
     for layout in tqdm(layouts, desc="Comparing layouts", unit="layout", disable=not progress):
-        path = layout_path(directory, layout)
+        slug = re.sub(r"[^a-z0-9]+", "-", layout.lower()).strip("-")  # layout-batch-chunks-lzf.h5
+        path = Path(directory).expanduser() / f"layout-{slug}.h5"
         try:
             start = time.perf_counter()
             write_layout(path, x, y, layout, chunk_rows=batch_size)
@@ -199,27 +187,22 @@ def versus_fastest(rows) -> list[str]:
             for i, rate in enumerate(rates)]
 
 
-def _compression_text(row) -> str:
-    level = row.get("compression_opts")
-    return (row.get("compression") or "none") + ("" if level is None else f" {level}")
-
-
-def _range_text(rate) -> str:
-    return "1 repeat" if rate["n"] < 2 else f"{rate['min']:,.0f}–{rate['max']:,.0f}"
-
-
 def layout_table(rows) -> str:
     """The rows of :func:`compare_layouts` as a plain-text table with aligned columns."""
     rows = list(rows)
     if not rows:
         raise ValueError("layout_table needs at least one row")
     header = ("layout", "chunks", "compression", "MB", "images/s", "range", "vs fastest")
-    body = [(str(r["layout"]), "contiguous" if r.get("chunks") is None else str(tuple(r["chunks"])),
-             _compression_text(r),
-             f"{r['file_mb']:.1f}",
-             f"{r['images_per_second']:,.0f}" if r.get("images_per_second") else "n/a",
-             _range_text(read_rate(r)), word)
-            for r, word in zip(rows, versus_fastest(rows), strict=True)]
+    body = []
+    for r, word in zip(rows, versus_fastest(rows), strict=True):
+        level, rate = r.get("compression_opts"), read_rate(r)
+        body.append((str(r["layout"]),
+                     "contiguous" if r.get("chunks") is None else str(tuple(r["chunks"])),
+                     (r.get("compression") or "none") + ("" if level is None else f" {level}"),
+                     f"{r['file_mb']:.1f}",
+                     f"{r['images_per_second']:,.0f}" if r.get("images_per_second") else "n/a",
+                     "1 repeat" if rate["n"] < 2 else f"{rate['min']:,.0f}–{rate['max']:,.0f}",
+                     word))
     widths = [max(len(line[i]) for line in (header, *body)) for i in range(len(header))]
     right = {3, 4, 5}  # numbers are right-aligned
 
