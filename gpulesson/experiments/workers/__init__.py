@@ -12,7 +12,7 @@ from gpulesson.experiments import cli
 from gpulesson.experiments.ceiling.measure import SIZES  # the ceiling's epoch: the same model
 from gpulesson.experiments.workers import page
 
-RECORDS, RESULTS_FILE = page.RECORDS, page.RESULTS_FILE
+RECORDS, RESULTS_FILE = page.RECORDS, page.RECORDS.results_file
 # PyTorch's OpenMP threads spinning beside Grain's stalled some epochs for seconds on 2 cores.
 SETTINGS = {"torch": {"OMP_WAIT_POLICY": "PASSIVE"}}
 

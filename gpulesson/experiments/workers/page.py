@@ -17,17 +17,13 @@ from gpulesson.records.recordset import RecordSet, rate_summary
 from gpulesson.records.results import NOT_RECORDED, data_label, duration, hardware
 from gpulesson.records.summaries import NO_DIFFERENCE, SPREAD_NOTE, compare_middle, draw_spread
 
-EXPERIMENT = "workers"
-DATA = "synthetic"  # speed does not depend on the pixel values
 # name -> what is done to each block before training (tables, figure labels, records)
 WORK: dict[str, str] = {
     "none": "the stored blocks as they are",
     "augment": "flip_crop: each image shifted and flipped, one at a time in Python",
 }
-# How the epochs were timed. "epoch-split": the dataset holds exactly the epochs fit trains and
-# every epoch is split where its time went (measure.EpochSplitter), so that a slow last epoch is
-# named, not trimmed away. Before: "spare-epoch" (one epoch more than fit trains), and before
-# that no ``method`` (the last epoch with workers on a GPU may include their shutdown, unsplit).
+# How the epochs were timed: the dataset holds exactly the epochs fit trains and every epoch is
+# split where its time went (measure.EpochSplitter). Before: "spare-epoch", or no ``method``.
 METHOD = "epoch-split"
 STALL_FACTOR = 1.5  # a last epoch this many times the other timed epochs' median stalled
 FIGURES, FIGURE_FOLDER = ("feeding-workers.svg",), "fig/09-feeding-the-gpu"
@@ -44,71 +40,49 @@ WHERE = {
 }
 
 
-def teardown_may_be_timed(record: dict) -> bool:
-    """Whether the last timed epoch may hold the workers' shutdown: a record from before
-    :data:`METHOD`, with workers, on JAX on a GPU (where Keras reads one batch ahead)."""
-    return (record.get("method") is None and bool(record.get("workers"))
-            and record.get("device_kind") == "gpu" and record.get("backend") == "jax")
-
-
 def stall(record: dict) -> dict | None:
-    """The last timed epoch where it took over :data:`STALL_FACTOR` times the others' median:
-    its ``seconds``, the ``others``' median, its ``split`` (None for older records) and
-    ``where`` the longest part of the split went; None for a last epoch like the others."""
-    timed = record.get("epoch_seconds") or []
-    if len(timed) < 3:
+    """A split last timed epoch (:data:`METHOD`) that took over :data:`STALL_FACTOR` times the
+    others' median: its ``seconds``, the ``others``' median, its ``split`` and ``where`` the
+    longest part of the split went; None otherwise."""
+    timed, splits = record["epoch_seconds"], record.get("epoch_splits")
+    others = statistics.median(timed[:-1]) if len(timed) > 2 else None
+    if not splits or others is None or timed[-1] <= STALL_FACTOR * others:
         return None
-    others = statistics.median(timed[:-1])
-    if timed[-1] <= STALL_FACTOR * others:
-        return None
-    splits = record.get("epoch_splits") or []
-    split = splits[-1] if len(splits) == len(timed) + len(record.get("warmup_seconds") or []) \
-        else None
-    where = (max(("after_last_batch", "first_batch", "longest_gap"), key=split.__getitem__)
-             if split else None)
-    return {"seconds": timed[-1], "others": others, "split": split, "where": where}
+    where = max(("after_last_batch", "first_batch", "longest_gap"), key=splits[-1].__getitem__)
+    return {"seconds": timed[-1], "others": others, "split": splits[-1], "where": where}
 
 
 def complete(part: list[dict]) -> bool:
     """Whether one device's part is a complete grid: each backend's works all measured with
     no worker and the same counts of workers (a run stopped in its grid is not)."""
-    for backend in {r["backend"] for r in part}:
-        counts = {tuple(worker_counts(part, backend, r["device_kind"], r["work"]))
-                  for r in part if r["backend"] == backend}
-        if len(counts) != 1:
-            return False
-        (found,) = counts
-        if 0 not in found or len(found) < 2:
+    counts = {}
+    for r in part:
+        counts.setdefault(r["backend"], {}).setdefault(r["work"], set()).add(r["workers"])
+    for works in counts.values():
+        found = {frozenset(c) for c in works.values()}
+        if len(found) != 1 or 0 not in (one := found.pop()) or len(one) < 2:
             return False
     return True
 
 
-# Grain needs no TensorFlow; on TensorFlow any Python feed pays more.
-RECORDS = RecordSet(EXPERIMENT, ("backend", "device_kind", "work", "workers", "batch_size"),
-                    backends=("jax", "torch"), complete=complete, data=DATA)
-RESULTS_FILE, condition, groups = RECORDS.results_file, RECORDS.key, RECORDS.groups
-reference_run = RECORDS.reference_run
-
-
-def find(records, backend: str, device: str, work: str, workers: int) -> dict | None:
-    return RECORDS.find(records, backend=backend, device_kind=device, work=work, workers=workers)
-
-
-def worker_counts(records, backend: str, device: str, work: str) -> list[int]:
-    return sorted({r["workers"] for r in records if (r["backend"], r["device_kind"], r["work"])
-                   == (backend, device, work)})
+# Grain needs no TensorFlow; on TensorFlow any Python feed pays more. Synthetic data: speed
+# does not depend on the pixel values.
+RECORDS = RecordSet("workers", ("backend", "device_kind", "work", "workers", "batch_size"),
+                    backends=("jax", "torch"), complete=complete, data="synthetic")
 
 
 def conditions(records, backend: str, device: str) -> list[tuple[str, int, dict]]:
     """``(work, workers, record)`` of a backend and device, by work, then number of workers."""
-    return [(work, n, r) for work in WORK for n in worker_counts(records, backend, device, work)
-            if (r := find(records, backend, device, work, n))]
+    mine = [r for r in records if (r["backend"], r["device_kind"]) == (backend, device)]
+    return [(r["work"], r["workers"], r)
+            for r in sorted(mine, key=lambda r: (list(WORK).index(r["work"]), r["workers"]))]
 
 
 def against_none(record: dict, records) -> str:
     """``record`` against the same work with no worker, from the middle epochs ("1.4× slower",
     "no measurable difference"); '' for the record with none, or without it."""
-    base = find(records, record["backend"], record["device_kind"], record["work"], 0)
+    base = RECORDS.find(records, backend=record["backend"], device_kind=record["device_kind"],
+                        work=record["work"], workers=0)
     if base is None or record is base:
         return ""
     return words.measurably(compare_middle(rate_summary(record), rate_summary(base),
@@ -117,17 +91,8 @@ def against_none(record: dict, records) -> str:
 
 def best(records, backend: str, device: str, work: str) -> dict | None:
     """The fastest record of ``work`` with worker processes, if any."""
-    found = [r for n in worker_counts(records, backend, device, work) if n
-             if (r := find(records, backend, device, work, n))]
+    found = [r for w, n, r in conditions(records, backend, device) if w == work and n]
     return max(found, key=lambda r: r["images_per_second"], default=None)
-
-
-def cost_ms(records, backend: str, device: str, key: str) -> float | None:
-    """The median of a cost measured alone in ms (``read_ms``, ``work_ms``) over a backend's and
-    device's records."""
-    found = [r[key] for r in records if (r["backend"], r["device_kind"]) == (backend, device)
-             and r.get(key) is not None]
-    return statistics.median(found) if found else None
 
 
 def _title(backend: str, device: str) -> str:
@@ -136,11 +101,10 @@ def _title(backend: str, device: str) -> str:
 
 def rows(records) -> list[list[str]]:
     found = []
-    for backend, device in groups(records):
+    for backend, device in RECORDS.groups(records):
         for work, n, record in conditions(records, backend, device):
             verdict = against_none(record, records) or "baseline"
-            slow = stall(record)
-            if slow:  # trimmed from the comparison, never from the page
+            if slow := stall(record):  # trimmed from the comparison, never from the page
                 verdict += (f"; its last epoch {slow['seconds']:.3g} s, "
                             f"{slow['seconds'] / slow['others']:.1f}× the others (below)")
             found.append([_title(backend, device), SHORT[work], str(n), rate_text(record), verdict])
@@ -170,10 +134,12 @@ def findings(records) -> str:
     """A sentence a backend and device: what a block costs to read and to augment, and for
     each work the fastest number of workers against none, in the rule's words."""
     sentences = []
-    for backend, device in groups(records):
-        mine = [r for r in records if (r["backend"], r["device_kind"]) == (backend, device)]
+    for backend, device in RECORDS.groups(records):
+        mine = [r for _, _, r in conditions(records, backend, device)]
         cores = (mine[0].get("cpu_settings") or {}).get("cpu_cores_available", "?")
-        read, work_ms = (cost_ms(records, backend, device, key) for key in ("read_ms", "work_ms"))
+        # what a block costs to read and to augment, each measured alone
+        read, work_ms = ([r[key] for r in mine if r.get(key) is not None] for key in ("read_ms",
+                                                                                    "work_ms"))
         said = []
         for work in WORK:
             top = best(records, backend, device, work)
@@ -181,8 +147,8 @@ def findings(records) -> str:
                 versus = ("about as fast as none (no measurable difference)"
                           if versus == NO_DIFFERENCE else f"{versus} than none")
                 said.append(f"{versus} {IN_WORDS[work]} ({top['workers']})")
-        costs = (f"; a block: read {read:.2g} ms, `flip_crop` {work_ms:.2g} ms"
-                 if read is not None and work_ms is not None else "")
+        costs = (f"; a block: read {statistics.median(read):.2g} ms, `flip_crop` "
+                 f"{statistics.median(work_ms):.2g} ms" if read and work_ms else "")
         if said:
             sentences.append(f"{_title(backend, device)} ({cores} cores{costs}): the best count "
                              f"of workers was {' and '.join(said)}.")
@@ -193,29 +159,19 @@ def findings(records) -> str:
 
 
 def stall_note(records) -> str:
-    """Each record whose last epoch stalled: its time against the others', and where it went
-    (its split), or that it was not split (an older record)."""
+    """Each record whose last epoch stalled: its time against the others', and where it went."""
     said = []
     for r in records:
-        slow = stall(r)
-        if not slow:
-            continue
-        text = (f"{_title(r['backend'], r['device_kind'])}, {SHORT[r['work']]}, {r['workers']} "
+        if slow := stall(r):
+            split = slow["split"]
+            said.append(
+                f"{_title(r['backend'], r['device_kind'])}, {SHORT[r['work']]}, {r['workers']} "
                 f"workers: the last epoch took {slow['seconds']:.3g} s against a median of "
-                f"{slow['others']:.3g} s")
-        split = slow["split"]
-        if split:
-            text += (f"; {duration(split[slow['where']])} of it {WHERE[slow['where']]} "
-                     f"({duration(split['to_last_batch'])} to its last batch, "
-                     f"{duration(split['after_last_batch'])} after it)")
-            if r.get("teardown_seconds") is not None:
-                text += (f"; then fit returned in {duration(r['exit_seconds'])} and the "
-                         f"dataset's teardown took {duration(r['teardown_seconds'])}")
-        else:
-            text += ("; not split, as it was recorded before the method that splits each "
-                     "epoch" + (": it may hold the workers' shutdown, as Keras on JAX reads "
-                                "one batch ahead there" if teardown_may_be_timed(r) else ""))
-        said.append(text)
+                f"{slow['others']:.3g} s; {duration(split[slow['where']])} of it "
+                f"{WHERE[slow['where']]} ({duration(split['to_last_batch'])} to its last batch, "
+                f"{duration(split['after_last_batch'])} after it); then fit returned in "
+                f"{duration(r['exit_seconds'])} and the dataset's teardown took "
+                f"{duration(r['teardown_seconds'])}")
     if not said:
         return ""
     return "The comparisons leave out the slowest epoch, not the page: " + "; ".join(said) + "."
@@ -250,7 +206,7 @@ def alt_text(records) -> str:
     if not records:
         return "No measurement of Grain's worker processes is recorded yet."
     said = []
-    for backend, device in groups(records):
+    for backend, device in RECORDS.groups(records):
         drawn = conditions(records, backend, device)
         bars = "; ".join(
             f"{SHORT[work]}: " + ", ".join(f"{n} {'worker' if n == 1 else 'workers'} "
@@ -270,7 +226,7 @@ def figures(records):
     """A panel per backend and device (each on its own scale: the devices may be different
     machines), bars by number of workers, side by side only where a panel has both works."""
     need(records, "run python -m gpulesson.experiments.workers")
-    pairs = groups(records)
+    pairs = RECORDS.groups(records)
     fig, axes = panels(len(pairs), (4.2 * len(pairs) + 1, 3.9), across=True)
     for ax, (backend, device) in zip(axes, pairs, strict=True):
         bars = conditions(records, backend, device)
@@ -295,16 +251,16 @@ def figures(records):
     return (fig,)
 
 
-def substitutions(path=RESULTS_FILE) -> dict[str, str]:
+def substitutions(path=None) -> dict[str, str]:
     """Episode 9's ``ref_workers_*`` values."""
-    records = reference_run(path)
+    records = RECORDS.reference_run(path)
     return {
         "ref_workers_table": table(records) if records else NONE,
         "ref_workers_summary": (f"{findings(records)} {provenance(records)}" if records
                                 else words.NOTHING_YET),
         "ref_workers_alt": alt_text(records),
         # The data the table's rates were measured on, named where the table is introduced.
-        "ref_workers_data": data_label(records) if records else LABELS[DATA],
+        "ref_workers_data": data_label(records) if records else LABELS[RECORDS.data],
         # The GPU the run measured on: the episode's note on what is missing tests it.
         "ref_workers_gpu": hardware(records).get("GPU", NOT_RECORDED),
     }
