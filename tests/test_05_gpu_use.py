@@ -25,9 +25,18 @@ def test_the_counted_operations_follow_the_lessons_model():
 
 def _cnn(kind, device, epochs, *, n_train=45_000, batch=256, precision="tf32"):
     return {"experiment": "cnn-cpu-vs-gpu", "run_id": "r", "device_kind": kind, "device": device,
-            "backend": "jax", "n_train": n_train, "n_validation": 5_000, "batch_size": batch,
+            "date": "2026-11-23T00:00:00", "backend": "jax", "n_train": n_train,
+            "n_validation": 5_000, "batch_size": batch,
             "epoch_seconds": epochs, "first_epoch_seconds": epochs[0],
             "float32_precision": {"matmul": precision, "convolution": precision}}
+
+
+def _run_file(folder, *records):
+    """The CNN's results file in ``folder`` holding ``records``, the reference run read from it."""
+    folder.mkdir(exist_ok=True)
+    path = folder / "cnn-cpu-vs-gpu.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
 
 
 def _ceiling(device, pipeline, rate, backend="jax"):
@@ -48,7 +57,7 @@ def test_rates_peaks_host_share_and_the_whole_training(tmp_path):
     gpu_epoch = 176 * 0.002  # 2 ms a step
     records = [_cnn("cpu", "CPU", [22.0] + [20.0] * 5),
                _cnn("gpu", "NVIDIA H200", [10.0 + gpu_epoch] + [gpu_epoch] * 5)]
-    values = gpu_use.substitutions(records, ceiling)
+    values = gpu_use.substitutions(records, _run_file(tmp_path, *records))
     operations = 45_000 * flops.training_flops_per_image() + 5_000 * flops.cnn_forward_flops()
     assert values["ref_use_gpu_tflops"] == f"{operations / gpu_epoch / 1e12:.3g} TFLOP/s"
     assert values["ref_use_gpu_share"] == f"{100 * operations / gpu_epoch / 1e12 / 494.5:.1f} %"
@@ -62,19 +71,19 @@ def test_rates_peaks_host_share_and_the_whole_training(tmp_path):
 
 def test_without_a_gpu_or_a_known_card_the_values_say_so(tmp_path):
     cpu = _cnn("cpu", "CPU", [22.0] + [20.0] * 5)
-    values = gpu_use.substitutions([cpu], tmp_path / "none.jsonl")
+    values = gpu_use.substitutions([cpu], _run_file(tmp_path, cpu))
     assert values["ref_use_cpu_tflops"] != NOT_RECORDED
     assert all(values[k] == NOT_RECORDED for k in ("ref_use_gpu_tflops", "ref_use_gpu_share",
                                                    "ref_use_host_step", "ref_use_full_speedup"))
     odd = _cnn("gpu", "A card nobody knows", [2.0] + [1.0] * 5, precision="float32")
-    values = gpu_use.substitutions([cpu, odd], tmp_path / "none.jsonl")
+    values = gpu_use.substitutions([cpu, odd], _run_file(tmp_path, cpu, odd))
     assert values["ref_use_gpu_tflops"] != NOT_RECORDED and values["ref_use_gpu_peak"] == NOT_RECORDED
 
 
 def test_the_keys_are_the_values_a_run_gives(tmp_path):
     cpu = _cnn("cpu", "CPU", [22.0] + [20.0] * 5)
     gpu = _cnn("gpu", "NVIDIA H200", [2.0] + [1.0] * 5)
-    assert set(gpu_use.substitutions([cpu, gpu], tmp_path / "none.jsonl")) == set(gpu_use.KEYS)
+    assert set(gpu_use.substitutions([cpu, gpu], _run_file(tmp_path, cpu, gpu))) == set(gpu_use.KEYS)
     assert set(gpu_use.substitutions([], tmp_path / "none.jsonl").values()) == {NOT_RECORDED}
 
 
@@ -89,13 +98,13 @@ def test_the_host_floor_is_set_beside_the_profiles_dispatch_with_the_profilers_o
     path = tmp_path / "profile.jsonl"
     path.write_text(json.dumps(profiled) + "\n")
     gpu = _cnn("gpu", "NVIDIA H200", [2.0] + [1.0] * 5)
-    said = gpu_use.substitutions([gpu], tmp_path / "none.jsonl", path)["ref_use_host_profile"]
+    said = gpu_use.substitutions([gpu], _run_file(tmp_path, gpu))["ref_use_host_profile"]
     assert said == ("Episode 9's profile of this CNN (run p) counts 1.6 ms of dispatch in a "
                     "step, with the profiler's overhead in it: a profiled step took 3.6 ms, a "
                     "step of the same run without the profiler 2.6 ms, so the dispatch alone "
                     "takes at least 600 µs without it")
     other = _cnn("gpu", "NVIDIA H100 PCIe", [2.0] + [1.0] * 5)  # another card's profile: none
-    assert gpu_use.substitutions([other], tmp_path / "none.jsonl", path)[
+    assert gpu_use.substitutions([other], _run_file(tmp_path, other))[
         "ref_use_host_profile"] == NOT_RECORDED
-    assert gpu_use.substitutions([gpu], tmp_path / "none.jsonl", tmp_path / "no.jsonl")[
+    assert gpu_use.substitutions([gpu], _run_file(tmp_path / "elsewhere", gpu))[  # no profile there
         "ref_use_host_profile"] == NOT_RECORDED

@@ -1,4 +1,4 @@
-"""Episode 5's headline (gpulesson.experiments.cnn.headline): the speed-up as the range over
+"""Episode 5's headline (gpulesson.experiments.cnn.gpu_use): the speed-up as the range over
 every recorded run of the same devices, each run named; the CPU's training rate beside its own
 float32 matrix products; the CPU's fastest recorded epoch. Made-up records only."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from test_06_matmul import made_up
 from test_reference import record
 
-from gpulesson.experiments.cnn import headline, page
+from gpulesson.experiments.cnn import gpu_use, page
 from gpulesson.experiments.cnn.gpu_use import achieved_tflops
 from gpulesson.records.results import NOT_RECORDED, append_record
 
@@ -34,7 +34,7 @@ def test_the_speed_up_is_the_range_over_the_runs_of_the_same_devices(tmp_path):
         *cnn_run("20260103T000000Z-cccccc", (9.0, 8.0, 8.0), (3.0, 0.1, 0.1), cores_usable=8),
     ])
     reference = cnn_run("r", (9.0, 4.0, 4.0), (3.0, 0.1, 0.1))
-    values = headline.substitutions(reference, runs, tmp_path / "matmul.jsonl")
+    values = gpu_use.substitutions(reference, runs)
     assert values["ref_head_speedups"] == "25× (bbbbbb), 40× (aaaaaa)"
     assert values["ref_head_speedup_range"] == "25× to 40×"
     assert values["ref_head_gpu_epochs"] == "100 ms (aaaaaa), 200 ms (bbbbbb)"
@@ -50,12 +50,12 @@ def test_the_speed_up_is_the_range_over_the_runs_of_the_same_devices(tmp_path):
 def test_the_cpus_rate_is_set_beside_its_matrix_products(tmp_path):
     runs = write(tmp_path / "cnn-cpu-vs-gpu.jsonl", cnn_run("20260101T000000Z-aaaaaa",
                                                             (9.0, 4.0, 4.0), (3.0, 0.1, 0.1)))
-    matmul = write(tmp_path / "matmul.jsonl", [
+    write(tmp_path / "matmul.jsonl", [  # beside the CNN's file, where the page reads it
         made_up("cpu", {1024: 40.0, 2048: 50.0}, run_id="20260101T000000Z-mmmmmm"),
         made_up("cpu", {1024: 400.0}, run_id="20260101T000000Z-other", cores_usable=8),
     ])
     reference = cnn_run("20260101T000000Z-aaaaaa", (9.0, 4.0, 4.0), (3.0, 0.1, 0.1))
-    values = headline.substitutions(reference, runs, matmul)
+    values = gpu_use.substitutions(reference, runs)
     rate = achieved_tflops(reference[0])
     assert values["ref_head_cpu_tflops"] == f"{rate:.2g} TFLOP/s"
     assert values["ref_head_cpu_matmul"] == "0.05 TFLOP/s (n = 2,048)"  # the same CPU's, not 8 cores'
@@ -65,7 +65,7 @@ def test_the_cpus_rate_is_set_beside_its_matrix_products(tmp_path):
 
 def test_without_both_devices_nothing_is_claimed(tmp_path):
     runs = write(tmp_path / "cnn-cpu-vs-gpu.jsonl", [{**record("cpu:0", "r"), **SAME}])
-    values = headline.substitutions([{**record("cpu:0", "r"), **SAME}], runs, tmp_path / "m.jsonl")
+    values = gpu_use.substitutions([{**record("cpu:0", "r"), **SAME}], runs)
     assert values["ref_head_speedups"] == values["ref_head_speedup_range"] == NOT_RECORDED
-    assert headline.substitutions([], runs) == dict.fromkeys(headline.KEYS, NOT_RECORDED)
-    assert set(headline.KEYS) <= page.substitutions(runs).keys()
+    assert gpu_use.substitutions([], runs) == dict.fromkeys(gpu_use.KEYS, NOT_RECORDED)
+    assert set(gpu_use.KEYS) <= page.substitutions(runs).keys()

@@ -1,34 +1,39 @@
-"""What the devices did in episode 5's reference run (``ref_use_*``): each one's arithmetic rate
-(an epoch's operations, validation included, over the median epoch) beside the card's peak, the
-share of a GPU step a do-nothing model already takes (episode 9's ceiling), the CNN's dispatch
-(episode 9's profile), and why the speed-up per epoch is not that of a whole training."""
+"""Episode 5's values beyond the reference run's times, read beside the results files next to
+its own. What the devices did (``ref_use_*``): each one's arithmetic rate (an epoch's
+operations, validation included, over the median epoch) beside the card's peak, the share of a
+GPU step a do-nothing model already takes (episode 9's ceiling), the CNN's dispatch (episode 9's
+profile), and why the speed-up per epoch is not that of a whole training. The headline
+(``ref_head_*``): the speed-up as the range over every recorded run of the same two devices,
+the CPU's rate beside the fastest float32 matrix product episode 6 recorded on that CPU (the
+baseline is the framework's code, not the CPU's best), and the fastest epoch recorded there."""
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
+from gpulesson.experiments import matmul
 from gpulesson.experiments.ceiling import RECORDS as CEILING
 from gpulesson.experiments.cnn.measure import RECORDS
 from gpulesson.experiments.profile import page as profile
 from gpulesson.machine import flops, gpu_peaks
-from gpulesson.records import results
-from gpulesson.records.results import NOT_RECORDED, duration, is_gpu
+from gpulesson.records.results import NOT_RECORDED, duration, is_gpu, pick
 from gpulesson.records.summaries import times_text
 
-CEILING_FILE, PROFILE_FILE = CEILING.results_file, profile.RESULTS_FILE
 FULL_EPOCHS = 30  # "what would full training cost?" is answered for this many epochs
 epoch_summary = RECORDS.epoch_summary
 IN_MEMORY = ("arrays", "ram", "device")  # the ceiling's pipelines that read nothing per step
-KEYS = tuple(f"ref_use_{key}" for key in (
+PRECISION = {"tf32": "TF32", "float32": "float32"}  # float32_precision's modes, in words
+KEYS = (*(f"ref_use_{key}" for key in (
     "flops_per_image", "forward_flops", "cpu_tflops", "gpu_tflops", "gpu_peak", "gpu_share",
     "evaluation", "gpu_step", "host_step", "host_share", "host_run", "full_speedup", "gpu_warmup",
-    "gpu_warmup_share", "gpu_full", "host_profile"))
+    "gpu_warmup_share", "gpu_full", "host_profile")), *(f"ref_head_{key}" for key in (
+    "speedups", "speedup_range", "gpu_epochs", "cpu_epochs", "compiler", "cpu_tflops",
+    "cpu_matmul", "cpu_matmul_run", "cpu_share", "cpu_best")))
 
 
 def steady_epoch_seconds(record: dict) -> float:
-    """The median timed epoch (the mean that old records without an epoch list keep)."""
-    summary = epoch_summary(record)
-    return summary["median"] if summary else record["mean_epoch_seconds"]
+    return epoch_summary(record)["median"]
 
 
 def full_training_seconds(record: dict, epochs: int = FULL_EPOCHS, n_train: int = 50_000) -> float:
@@ -39,32 +44,28 @@ def full_training_seconds(record: dict, epochs: int = FULL_EPOCHS, n_train: int 
     return warm_up + epochs * steady * (n_train / record["n_train"])
 
 
-def epoch_flops(record: dict) -> int:
-    """Training images forward and backward, validation images forward."""
-    return (record["n_train"] * flops.training_flops_per_image()
-            + (record.get("n_validation") or 0) * flops.cnn_forward_flops())
-
-
 def achieved_tflops(record: dict) -> float:
-    """The arithmetic rate of the median timed epoch, in TFLOP/s."""
-    return flops.tflops(epoch_flops(record), 1, steady_epoch_seconds(record))
+    """The arithmetic rate of the median timed epoch: training images forward and backward,
+    validation images forward, in TFLOP/s."""
+    operations = (record["n_train"] * flops.training_flops_per_image()
+                  + (record.get("n_validation") or 0) * flops.cnn_forward_flops())
+    return flops.tflops(operations, 1, steady_epoch_seconds(record))
 
 
-def do_nothing_step(gpu_record: dict, path=CEILING_FILE) -> dict | None:
+def do_nothing_step(gpu_record: dict, path) -> dict | None:
     """The newest run's fastest in-memory step of the ceiling's do-nothing model on the same GPU
-    model and backend: ``{"seconds", "pipeline", "run_id"}``, or None."""
+    model and backend: ``{"seconds", "run_id"}``, or None."""
     found = None
     for run in CEILING.runs(CEILING.visible(CEILING.read(path))).values():  # no old device rows
         same = [r for r in run if is_gpu(r) and r.get("device") == gpu_record.get("device")
                 and r.get("backend") == gpu_record.get("backend") and r.get("pipeline") in IN_MEMORY]
         if same:
             best = max(same, key=lambda r: r["images_per_second"])
-            found = {"seconds": best["batch_size"] / best["images_per_second"],
-                     "pipeline": best["pipeline"], "run_id": best["run_id"]}
+            found = {"seconds": best["batch_size"] / best["images_per_second"], "run_id": best["run_id"]}
     return found
 
 
-def host_profile_text(gpu_record: dict, path=PROFILE_FILE) -> str:
+def host_profile_text(gpu_record: dict, path: Path) -> str:
     """The CNN's dispatch in episode 9's profile on the same GPU model, with the profiler's
     overhead in it, and the least it takes without."""
     record = profile.find(profile.reference_run(path), "gpu") if path.is_file() else None
@@ -79,17 +80,107 @@ def host_profile_text(gpu_record: dict, path=PROFILE_FILE) -> str:
             f"least {duration(found['dispatch_at_least'])} without it")
 
 
-def substitutions(records, ceiling_path=CEILING_FILE, profile_path=PROFILE_FILE) -> dict[str, str]:
+def _machine(record: dict) -> tuple:
+    """What must match for two records to be the same CPU: its model and usable cores."""
+    return record.get("cpu_model"), record.get("cores_usable")
+
+
+def same_runs(cpu: dict, gpu: dict, path) -> list[dict]:
+    """``[{"run", "cpu", "gpu", "speedup"}]``, in file order, of the runs on the reference's
+    GPU model, CPU and backend."""
+    found = []
+    for run_id, group in RECORDS.runs_in(path).items():
+        c, g = pick(group, False), pick(group, True)
+        if (c and g and g.get("device") == gpu.get("device") and _machine(c) == _machine(cpu)
+                and c.get("backend") == cpu.get("backend")):
+            found.append({"run": run_id[-6:], "cpu": c, "gpu": g,
+                          "speedup": steady_epoch_seconds(c) / steady_epoch_seconds(g)})
+    return found
+
+
+def _by_run(found: list[dict], key: str) -> str:
+    """Each run's median epoch of one device, fastest first: "328 ms (c1e6b0), 521 ms (fc5e18)"."""
+    ordered = sorted(found, key=lambda f: steady_epoch_seconds(f[key]))
+    return ", ".join(f"{duration(steady_epoch_seconds(f[key]))} ({f['run']})" for f in ordered)
+
+
+def cpu_matmul(cpu: dict, path) -> dict | None:
+    """``{"summary", "n", "run"}`` of the fastest size of the newest float32 matrix-product
+    sweep on the same CPU model and cores, or None."""
+    best = None
+    for run_id, group in matmul.RECORDS.runs_in(path).items():
+        sweep = matmul.find(group, "cpu", "float32")
+        if not sweep or _machine(sweep) != _machine(cpu):
+            continue
+        rates = [(s, p["n"]) for p in sweep["points"] if (s := matmul.rate_summary(p))]
+        if rates:
+            summary, n = max(rates, key=lambda item: item[0]["median"])
+            best = {"summary": summary, "n": n, "run": run_id[-6:]}
+    return best
+
+
+def _compiler(record: dict) -> str:
+    """What ran the CPU's arithmetic: XLA:CPU with JAX or with XLA on, else the framework."""
+    if record.get("backend") == "jax" or record.get("jit_compile"):
+        return f"XLA:CPU through {record['backend'].replace('jax', 'JAX')}"
+    return f"{record['backend']} without XLA"
+
+
+def _precision(record: dict) -> str:
+    return PRECISION.get((record.get("float32_precision") or {}).get("matmul"), "float32")
+
+
+def cpu_best(cpu: dict, path) -> str:
+    """The fastest median epoch recorded on the reference's CPU, how and where, and whether it
+    is the only kind recorded there."""
+    candidates = [r for r in RECORDS.read(path) if not is_gpu(r) and _machine(r) == _machine(cpu)
+                  and r.get("n_train") == cpu.get("n_train")]
+    best = min(candidates, key=steady_epoch_seconds)
+    kinds = {(_compiler(r), _precision(r)) for r in candidates}
+    only = (": the only framework and precision the lesson has recorded on this CPU"
+            if len(kinds) == 1 else "")
+    return (f"{duration(steady_epoch_seconds(best))}, with {_compiler(best)} in "
+            f"{_precision(best)} (run {best['run_id'][-6:]}){only}")
+
+
+def _headline(values: dict, cpu: dict, gpu: dict | None, path: Path) -> None:
+    """The ``ref_head_*`` values of the reference's CPU (and GPU) record."""
+    rate = achieved_tflops(cpu)
+    values["ref_head_compiler"] = _compiler(cpu)
+    values["ref_head_cpu_best"] = cpu_best(cpu, path)
+    values["ref_head_cpu_tflops"] = f"{rate:.2g} TFLOP/s"
+    found = cpu_matmul(cpu, path.with_name(matmul.RESULTS_FILE.name))
+    if found:
+        peak = found["summary"]["median"] / 1e3
+        values["ref_head_cpu_matmul"] = f"{peak:.2f} TFLOP/s (n = {found['n']:,})"
+        values["ref_head_cpu_matmul_run"] = found["run"]
+        values["ref_head_cpu_share"] = f"{100 * rate / peak:.0f} %"
+    found = same_runs(cpu, gpu, path) if gpu else []
+    if found:
+        ratios = sorted(f["speedup"] for f in found)
+        values["ref_head_speedup_range"] = (f"{ratios[0]:.0f}× to {ratios[-1]:.0f}×"
+                                            if len(ratios) > 1 else f"{ratios[0]:.0f}×")
+        values["ref_head_speedups"] = ", ".join(f"{f['speedup']:.0f}× ({f['run']})"
+                                                for f in sorted(found, key=lambda f: f["speedup"]))
+        values["ref_head_gpu_epochs"] = _by_run(found, "gpu")
+        values["ref_head_cpu_epochs"] = _by_run(found, "cpu")
+
+
+def substitutions(records, path) -> dict[str, str]:
+    """The ``ref_use_*`` and ``ref_head_*`` values of the reference run ``records`` of the
+    results file ``path``, the other episodes' records read beside it."""
     values = dict.fromkeys(KEYS, NOT_RECORDED)
     if not records:
         return values
-    cpu, gpu = results.pick(records, False), results.pick(records, True)
+    path = Path(path)
+    cpu, gpu = pick(records, False), pick(records, True)
     values["ref_use_flops_per_image"] = f"{flops.training_flops_per_image() / 1e6:.0f} MFLOP"
     values["ref_use_forward_flops"] = f"{flops.cnn_forward_flops() / 1e6:.1f} MFLOP"
     for name, record in (("cpu", cpu), ("gpu", gpu)):
-        rate = achieved_tflops(record) if record else None
-        if rate:
-            values[f"ref_use_{name}_tflops"] = f"{rate:.3g} TFLOP/s"
+        if record:
+            values[f"ref_use_{name}_tflops"] = f"{achieved_tflops(record):.3g} TFLOP/s"
+    if cpu:
+        _headline(values, cpu, gpu, path)
     first = (gpu or {}).get("evaluation_first_seconds")
     values["ref_use_evaluation"] = (
         f"The evaluation is timed on a second call. The first call, which compiles the step for "
@@ -103,19 +194,18 @@ def substitutions(records, ceiling_path=CEILING_FILE, profile_path=PROFILE_FILE)
     peaks = gpu_peaks.peaks_for(gpu["device"])
     if peaks:
         key = gpu_peaks.float32_key(gpu)
-        share = gpu_peaks.share_of_peak(achieved_tflops(gpu), gpu["device"], key)
         values["ref_use_gpu_peak"] = (f"{peaks[key]:g} TFLOP/s in {key.upper()} "
                                       f"({gpu_peaks.SOURCES[gpu_peaks.card(gpu['device'])]})")
-        values["ref_use_gpu_share"] = f"{100 * share:.1f} %"
+        values["ref_use_gpu_share"] = f"{100 * achieved_tflops(gpu) / peaks[key]:.1f} %"
     step = steady_epoch_seconds(gpu) / math.ceil(gpu["n_train"] / gpu["batch_size"])
-    values["ref_use_gpu_step"] = duration(step) if step else NOT_RECORDED
-    idle = do_nothing_step(gpu, ceiling_path)
+    values["ref_use_gpu_step"] = duration(step)
+    idle = do_nothing_step(gpu, path.with_name(CEILING.results_file.name))
     if idle:
         values["ref_use_host_step"] = duration(idle["seconds"])
         values["ref_use_host_share"] = f"{100 * idle['seconds'] / step:.0f} %"
         values["ref_use_host_run"] = idle["run_id"]
-    values["ref_use_host_profile"] = host_profile_text(gpu, profile_path)
-    if cpu and epoch_summary(cpu) and epoch_summary(gpu):
+    values["ref_use_host_profile"] = host_profile_text(gpu, path.with_name(profile.RESULTS_FILE.name))
+    if cpu:
         whole = {r["device_kind"]: full_training_seconds(r, FULL_EPOCHS, r["n_train"]) for r in (cpu, gpu)}
         warm = max(0.0, gpu["first_epoch_seconds"] - steady_epoch_seconds(gpu))
         values["ref_use_full_speedup"] = times_text(whole["cpu"] / whole["gpu"])

@@ -7,9 +7,8 @@ measurements and are not compared."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
-from gpulesson.experiments.cnn import gpu_use, headline
+from gpulesson.experiments.cnn import gpu_use
 from gpulesson.experiments.cnn.gpu_use import (
     FULL_EPOCHS,
     epoch_summary,
@@ -275,8 +274,8 @@ def _precision(record: dict) -> str:
     if not isinstance(found, dict) or not found.get("matmul"):
         return NOT_RECORDED
     matmul, convolution = found["matmul"], found.get("convolution", found["matmul"])
-    return (f"{headline.PRECISION.get(matmul, str(matmul))} matrix products, "
-            f"{headline.PRECISION.get(convolution, str(convolution))} convolutions")
+    return (f"{gpu_use.PRECISION.get(matmul, str(matmul))} matrix products, "
+            f"{gpu_use.PRECISION.get(convolution, str(convolution))} convolutions")
 
 
 def _load(record: dict) -> str:
@@ -350,7 +349,5 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     values["ref_validation_row_cpu"] = (NOT_RECORDED if not records else
                                         _validation_row([cpu]) if cpu != NOT_RECORDED else "")
     values["ref_gpu_vs_cpu"] = comparison_text(comparison)
-    values.update(gpu_use.substitutions(records, Path(path).with_name(gpu_use.CEILING_FILE.name)))
-    values.update(headline.substitutions(records, path,
-                                         Path(path).with_name(headline.MATMUL_FILE.name)))
+    values.update(gpu_use.substitutions(records, path))
     return values
