@@ -38,7 +38,7 @@ MADE_UP_GPU = {"name": "Made-up GPU for tests", "driver_version": None,
 @pytest.fixture
 def made_up_gpu(monkeypatch):
     """Records of a made-up GPU, for tests in temporary folders only."""
-    real = torch_reference.torch_environment
+    real = torch_reference.measure.torch_environment
 
     def environment(device):
         if device.startswith("cuda"):
@@ -62,7 +62,7 @@ def test_run_records_are_well_formed(made_up_gpu):
     for r in (cpu, gpu):
         validate_record(r)
         json.dumps(r, allow_nan=False)
-        assert r["experiment"] == torch_reference.EXPERIMENT and r["backend"] == "pytorch"
+        assert r["experiment"] == torch_reference.RECORDS.experiment and r["backend"] == "pytorch"
         assert r["versions"]["torch"] == torch.__version__ and r["torch_threads"] >= 1
         assert r["data_label"] == "synthetic stand-in (not MNIST)" and r["cpu_model"]
     assert cpu["device"] == "CPU" and cpu["device_kind"] == "cpu"
@@ -111,7 +111,7 @@ def test_a_cuda_record_says_which_gpu_and_how_float32_was_computed(monkeypatch):
     torch.set_float32_matmul_precision("highest")
     torch.backends.cudnn.allow_tf32 = True
     try:
-        gpu = torch_reference.torch_environment("cuda")
+        gpu = torch_reference.measure.torch_environment("cuda")
     finally:
         torch.set_float32_matmul_precision(before[0])
         torch.backends.cudnn.allow_tf32 = before[1]
@@ -119,17 +119,17 @@ def test_a_cuda_record_says_which_gpu_and_how_float32_was_computed(monkeypatch):
     assert gpu["float32_precision"]["matmul"] == "float32"
     assert gpu["float32_precision"]["convolution"] == "tf32"  # compute capability 9.0 has TF32
     assert "cudnn.allow_tf32=True" in gpu["float32_precision"]["setting"]
-    cpu = torch_reference.torch_environment("cpu")
+    cpu = torch_reference.measure.torch_environment("cpu")
     assert "gpu" not in cpu and cpu["float32_precision"]["setting"] == "CPU"
 
 
 def test_reference_run_and_placeholders(tmp_path, made_up_gpu):
     path = tmp_path / "runs.jsonl"
-    values = torch_reference.substitutions(path)
+    values = torch_reference.page.substitutions(path)
     assert values and set(values.values()) == {NOT_RECORDED}
     assert all(key.startswith("ref_torch_") for key in values)
     append_record(path, record("cpu", "a", epochs=(4.0, 2.5, 2.0, 2.25)))
-    values = torch_reference.substitutions(path)
+    values = torch_reference.page.substitutions(path)
     # An epoch after the warm-up: the median and range of the timed epochs (the rule's words).
     assert values["ref_torch_cpu_epoch"] == "2.2 s (range 2.0 s–2.5 s, 3 epochs)"
     assert values["ref_torch_cpu_total"] == "11.2 s" and values["ref_torch_cpu_first_epoch"] == "4.0 s"
@@ -146,7 +146,7 @@ def test_reference_run_and_placeholders(tmp_path, made_up_gpu):
         append_record(path, r)
     chosen = torch_reference.reference_run(path)
     assert [r["run_id"] for r in chosen] == ["b", "b"] and chosen[1]["device_kind"] == "gpu"
-    values = torch_reference.substitutions(path)
+    values = torch_reference.page.substitutions(path)
     assert values["ref_torch_speedup"] == "8.0×" and values["ref_torch_gpu"] == "Made-up GPU for tests"
     assert values["ref_torch_gpu_vs_cpu"] == "8× faster"  # common.compare's words
     # Alt texts from what is drawn: the made-up GPU is named, with its epochs and the comparison.
@@ -154,7 +154,7 @@ def test_reference_run_and_placeholders(tmp_path, made_up_gpu):
                             values["ref_torch_fig_time_bars_alt"])
     assert "Made-up GPU for tests" in epochs_alt and "GPU" in bars_alt
     assert '"8× faster"' in bars_alt
-    assert (epochs_alt, bars_alt) == torch_reference.alt_texts(chosen)
+    assert (epochs_alt, bars_alt) == torch_reference.page.alt_texts(chosen)
     text = torch_reference.describe(chosen)
     assert "Speed-up of the GPU over the CPU: 8.0×" in text and "not MNIST" in text
 
@@ -163,7 +163,7 @@ def test_overlapping_epochs_are_no_measurable_difference(tmp_path, made_up_gpu):
     path = tmp_path / "runs.jsonl"
     for r in (record("cpu", "b", epochs=(4.0, 2.0, 3.0)), record("cuda", "b", epochs=(3.0, 2.5, 1.5))):
         append_record(path, r)
-    values = torch_reference.substitutions(path)
+    values = torch_reference.page.substitutions(path)
     assert values["ref_torch_gpu_vs_cpu"] == "no measurable difference"
     assert values["ref_torch_speedup"] == "1.2× by the medians, no measurable difference by the ranges"
     assert "no measurable difference" in values["ref_torch_fig_time_bars_alt"]
@@ -190,7 +190,7 @@ def test_figures_of_a_made_up_gpu_run_say_what_they_show(tmp_path, made_up_gpu):
     assert "not MNIST" in bars._suptitle.get_text()
     # The GPU's bar says what common.compare says of the two devices' epochs.
     assert any("8× faster" in t.get_text() for t in bars.axes[0].texts)
-    assert (epochs.alt_text, bars.alt_text) == torch_reference.alt_texts(
+    assert (epochs.alt_text, bars.alt_text) == torch_reference.page.alt_texts(
         torch_reference.reference_run(path))
     drawn = draw(path, tmp_path)
     assert [p.name for p in drawn] == ["reference-epoch-times.svg", "reference-time-bars.svg"]
@@ -203,11 +203,11 @@ def test_committed_results_are_valid_and_honest_about_the_gpu():
                      f"({torch_reference.RESULTS_FILE})")
     for r in records:
         validate_record(r)
-        assert r["experiment"] == torch_reference.EXPERIMENT and r["backend"] == "pytorch"
+        assert r["experiment"] == torch_reference.RECORDS.experiment and r["backend"] == "pytorch"
         assert r["versions"]["torch"] and r["cpu_model"] and r["data"] in ("mnist", "synthetic_mnist")
     chosen = torch_reference.reference_run()
     if not any(r["device_kind"] == "gpu" for r in chosen):
-        assert torch_reference.substitutions()["ref_torch_gpu"] == NOT_RECORDED
+        assert torch_reference.page.substitutions()["ref_torch_gpu"] == NOT_RECORDED
 
 
 def test_committed_figures_are_drawn_from_the_results_file(tmp_path):
@@ -230,7 +230,7 @@ def test_check_torch_makes_later_cells_no_ops_without_pytorch(monkeypatch, capsy
     assert torch_reference.check_torch(shell) is False
     assert "SKIPPED: PyTorch is not installed" in capsys.readouterr().out
     [transform] = shell.input_transformers_post
-    assert transform(["import torch\n", "torch.zeros(1)\n"]) == [torch_reference.SKIPPED_CELL]
+    assert transform(["import torch\n", "torch.zeros(1)\n"]) == [torch_reference.measure.SKIPPED_CELL]
 
 
 @pytest.fixture

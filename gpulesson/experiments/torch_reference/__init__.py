@@ -1,31 +1,20 @@
 """Record a CPU-vs-GPU run of the PyTorch episode's CNN, with the episode's own code, in a results file.
 
-Episode 8's measurements: one record a device, appended as soon as it is done; ``--run-id``
-goes on with an earlier run on the devices it lacks. Importing the package needs neither
-PyTorch nor Keras (TensorFlow must not share a process with PyTorch's compiler).
+Episode 8's measurements, one record a device. Importing the package needs neither PyTorch nor
+Keras (TensorFlow must not share a process with PyTorch's compiler).
 """
-
-from __future__ import annotations
 
 from gpulesson.experiments import cli
 from gpulesson.experiments.torch_reference.measure import (
     DEVICES,
     FULL_BATCH_SIZE,
     RECORDS,
-    SKIPPED_CELL,
     check_torch,
     run_record,
-    torch_environment,
 )
-from gpulesson.experiments.torch_reference.page import (
-    alt_texts,
-    describe,
-    figures,
-    reference_run,
-    substitutions,
-)
+from gpulesson.experiments.torch_reference.page import describe, figures, reference_run
 
-EXPERIMENT, RESULTS_FILE = RECORDS.experiment, RECORDS.results_file
+RESULTS_FILE = RECORDS.results_file
 COMMAND = cli.Command(
     __name__, __doc__,
     cli.devices("devices to train on, in this order (default: cpu, then gpu if one is visible)",
@@ -37,5 +26,4 @@ COMMAND = cli.Command(
                help="CPU threads for PyTorch (default: PyTorch's choice)"),
     cli.out(RESULTS_FILE), cli.SEED, cli.RUN_ID)
 
-__all__ = ["EXPERIMENT", "RESULTS_FILE", "SKIPPED_CELL", "alt_texts", "check_torch", "describe",
-           "figures", "reference_run", "run_record", "substitutions", "torch_environment"]
+__all__ = ["RESULTS_FILE", "check_torch", "describe", "figures", "reference_run", "run_record"]

@@ -5,6 +5,7 @@ notebook's first cell can say plainly when PyTorch is missing (:func:`check_torc
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import platform
 import statistics
@@ -12,8 +13,8 @@ import statistics
 from gpulesson.experiments import cli
 from gpulesson.machine.timing import load_average
 from gpulesson.records import results
-from gpulesson.records.recordset import RecordSet, check_earlier, load_fields, split_epochs
-from gpulesson.records.summaries import SUMMARY_KEY, WARMUP, summarise
+from gpulesson.records.recordset import RecordSet, check_earlier, epochs_summary, load_fields
+from gpulesson.records.summaries import SUMMARY_KEY, WARMUP
 
 # One record a device; the page's run is the newest with both devices.
 RECORDS = RecordSet("pytorch-cpu-vs-gpu", ("device_kind",), warmup_key=None)
@@ -91,8 +92,7 @@ def run_record(run: dict, *, data: str, run_id: str, n_train: int, n_test: int,
     seconds = [float(s) for s in run["epoch_seconds"]]
     if not seconds:
         raise ValueError("the run has no epoch times")
-    warmup, timed = split_epochs(seconds)
-    summary = summarise(timed, warmup)
+    summary = epochs_summary(seconds)
     training = sum(seconds)
     fields = {
         "run_id": run_id, "source": source,
@@ -100,7 +100,7 @@ def run_record(run: dict, *, data: str, run_id: str, n_train: int, n_test: int,
         "torch_device": str(run["device"]),
         "batch_size": run["batch_size"], "n_train": n_train, "n_test": n_test,
         "epochs": len(seconds), "epoch_seconds": seconds, "first_epoch_seconds": seconds[0],
-        "mean_epoch_seconds": statistics.fmean(timed), SUMMARY_KEY: summary,
+        "mean_epoch_seconds": statistics.fmean(summary["samples"]), SUMMARY_KEY: summary,
         "images_per_second": n_train / summary["median"], "training_seconds": training,
         "evaluation_seconds": run["evaluation_seconds"],
         "total_seconds": training + run["evaluation_seconds"],
@@ -114,24 +114,6 @@ def run_record(run: dict, *, data: str, run_id: str, n_train: int, n_test: int,
     return RECORDS.record(data=data, environment=environment, **fields)
 
 
-def _prepare(settings, seed: int):
-    """``(train_set, test_set, data, initial_state)``: the lesson's data, normalised by the
-    training images' mean and deviation, and the CNN's initial weights for every device."""
-    import copy
-
-    import torch
-
-    from gpulesson.datasets.mnist import load_data
-    from gpulesson.lesson import torch as lesson_torch
-
-    (x_train, y_train), (x_test, y_test), data, _ = load_data(settings)
-    mean, std = float(x_train.mean() / 255), float(x_train.std() / 255)
-    train_set = lesson_torch.to_dataset(x_train, y_train, mean, std)
-    test_set = lesson_torch.to_dataset(x_test, y_test, mean, std)
-    torch.manual_seed(seed)
-    return train_set, test_set, data, copy.deepcopy(lesson_torch.SmallCNN().state_dict())
-
-
 def measure(args, *, run_id: str, done):
     """The command's run: one record a device it lacks, each yielded as soon as its device is
     done; going on with a run (``done``) needs the settings the run was recorded with."""
@@ -139,6 +121,7 @@ def measure(args, *, run_id: str, done):
         cli.refuse(f"PyTorch is not installed: {INSTALL}")
     import torch
 
+    from gpulesson.datasets.mnist import load_data
     from gpulesson.datasets.settings import get_settings
     from gpulesson.lesson import torch as lesson_torch
 
@@ -155,7 +138,14 @@ def measure(args, *, run_id: str, done):
               + (f"going on with {', '.join(devices)}." if devices else "nothing left to record."))
         if not devices:
             return
-    train_set, test_set, data, initial_state = _prepare(settings, args.seed)
+    # The lesson's data, normalised by the training images' mean and deviation, and the CNN's
+    # initial weights for every device.
+    (x_train, y_train), (x_test, y_test), data, _ = load_data(settings)
+    mean, std = float(x_train.mean() / 255), float(x_train.std() / 255)
+    train_set = lesson_torch.to_dataset(x_train, y_train, mean, std)
+    test_set = lesson_torch.to_dataset(x_test, y_test, mean, std)
+    torch.manual_seed(args.seed)
+    initial_state = copy.deepcopy(lesson_torch.SmallCNN().state_dict())
     batch_size = settings.batch_size(args.batch_size)
     try:
         check_earlier(RECORDS.read(args.out, run_id=run_id) if had else [], data=data,

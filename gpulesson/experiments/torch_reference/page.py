@@ -12,14 +12,14 @@ from gpulesson.experiments import cnn
 from gpulesson.experiments.cnn.page import alt_texts as cnn_alt_texts
 from gpulesson.experiments.cnn.page import speedup_text
 from gpulesson.experiments.torch_reference.measure import RECORDS
+from gpulesson.machine.pinned import environment_note
 from gpulesson.records.pagewords import accuracy, by_device, comparison_text, median_text, run_values
 from gpulesson.records.results import NOT_RECORDED, data_label, duration, hardware, pick
 
 reference_run, epoch_summary = RECORDS.newest_run, RECORDS.epoch_summary
 FIGURES = ("reference-epoch-times.svg", "reference-time-bars.svg")
 FIGURE_FOLDER = "fig/08-pytorch"
-LESSON_ROOT = Path(__file__).resolve().parents[3]
-EPISODE = Path("_episodes") / "08-pytorch.md"
+EPISODE = Path(__file__).resolve().parents[3] / "_episodes" / "08-pytorch.md"
 NOTEBOOK_EPOCHS = re.compile(r"^EPOCHS = settings\.epochs\((\d+)\)", re.M)
 
 
@@ -49,22 +49,14 @@ def alt_texts(records) -> tuple[str, str]:
     return cnn_alt_texts(records, **_words(records))
 
 
-def notebook_epochs(root: Path = LESSON_ROOT) -> int | None:
-    """The epochs the episode's notebook trains on each device at full size (None if the episode
-    cannot be read)."""
-    for folder in dict.fromkeys((Path(root), LESSON_ROOT)):
-        try:
-            match = NOTEBOOK_EPOCHS.search((folder / EPISODE).read_text(encoding="utf-8"))
-        except OSError:
-            continue
-        return int(match[1]) if match else None
-    return None
+def notebook_epochs() -> int | None:
+    """The epochs the episode's notebook trains on each device at full size."""
+    match = NOTEBOOK_EPOCHS.search(EPISODE.read_text(encoding="utf-8"))
+    return int(match[1]) if match else None
 
 
-def _notebook_work(record: dict | None, root: Path) -> str:
-    if not record:
-        return NOT_RECORDED
-    epochs = notebook_epochs(root)
+def _notebook_work(record: dict) -> str:
+    epochs = notebook_epochs()
     if epochs is None:
         trains = "the notebook's cells train the epochs of their EPOCHS"
     elif epochs == record["epochs"]:
@@ -75,21 +67,9 @@ def _notebook_work(record: dict | None, root: Path) -> str:
     return f"{trains}, and load the data first"
 
 
-def _environment(records: list[dict], root: Path) -> str:
-    from gpulesson.machine.pinned import LESSON_ROOT as PINS_ROOT
-    from gpulesson.machine.pinned import environment_note
-
-    if not records:
-        return NOT_RECORDED
-    record = pick(records, True) or records[0]  # the GPU's record also names its CUDA
-    pins = root if (Path(root) / "environment.yml").is_file() else PINS_ROOT
-    return environment_note(record, "The reference run", pins)
-
-
 def substitutions(path=RECORDS.results_file) -> dict[str, str]:
     """The reference run as text for the episode page (placeholders ``ref_torch_*``)."""
     records = reference_run(path)
-    root = Path(path).resolve().parent.parent  # the lesson the results file belongs to
     first = records[0] if records else None
     cpu, gpu = pick(records, False), pick(records, True)
     comparison = RECORDS.gpu_against_cpu(records)
@@ -104,18 +84,19 @@ def substitutions(path=RECORDS.results_file) -> dict[str, str]:
         "ref_torch_cpu_threads": str(cpu["torch_threads"]) if cpu else NOT_RECORDED,
         # The ratio of the median epochs, and where the ranges overlap, that they do.
         "ref_torch_speedup": speedup_text(comparison) if comparison else NOT_RECORDED,
-        # The GPU against the CPU in words (common.compare): "8× faster", "no measurable difference".
+        # The GPU against the CPU in words: "8× faster", "no measurable difference".
         "ref_torch_gpu_vs_cpu": comparison_text(comparison),
         "ref_torch_fig_epoch_times_alt": epochs_alt,
         "ref_torch_fig_time_bars_alt": bars_alt,
-        "ref_torch_environment": _environment(records, root),
-        "ref_torch_notebook_work": _notebook_work(first, root),
+        # The GPU's record also names its CUDA.
+        "ref_torch_environment": (environment_note(gpu or first, "The reference run") if first
+                                  else NOT_RECORDED),
+        "ref_torch_notebook_work": _notebook_work(first) if first else NOT_RECORDED,
     }
     for name, record in by_device(records):
         for key, field in (("first_epoch", "first_epoch_seconds"),
                            ("evaluation", "evaluation_seconds"), ("total", "total_seconds")):
             values[f"ref_torch_{name}_{key}"] = duration(record[field]) if record else NOT_RECORDED
-        # records made before the rule: the epochs after the first
         values[f"ref_torch_{name}_epoch"] = median_text(epoch_summary(record))
         values[f"ref_torch_{name}_accuracy"] = accuracy(record)
     # The GPU's epoch after the warm-up over its steps: for a network this small, the host's
