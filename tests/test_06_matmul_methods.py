@@ -173,14 +173,6 @@ def test_calls_per_window(per_call, fixed, expected):
     assert measure.calls_per_window(per_call, fixed) == expected
 
 
-@pytest.mark.bad_input("bad argument")
-def test_impossible_times_are_refused():
-    with pytest.raises(ValueError, match="must be positive"):
-        measure.calls_per_window(0.0, 1.0)
-    with pytest.raises(ValueError, match="at least 2 calls"):
-        measure.overhead(1.0, 2.0, 1, 0.0, 0.0)
-
-
 def test_the_overhead_comes_from_two_windows_and_is_bounded():
     # latency 583 µs, 17 queued calls in 1.063 ms: 30 µs a call, the rest is fixed
     fixed, per_call = measure.overhead(583e-6, 583e-6 + 16 * 30e-6, 17, 500e-6, 33e-6)

@@ -264,7 +264,8 @@ def test_matmul_precision_words_size_by_size_agree_with_the_records():
 
     values = page.substitutions(ROOT / RESULTS_DIR / "matmul.jsonl")
     checked = 0
-    for name, base, other in _compared(page.BY_SIZE, values):
+    by_size = {f"ref_mm_cpu_{dtype}_by_size": ("cpu", dtype) for dtype in ("bfloat16", "float16")}
+    for name, base, other in _compared(by_size, values):
         said = _sizes_said(values[name])
         for point in other["points"]:
             ref = next(p for p in base["points"] if p["n"] == point["n"])

@@ -1,8 +1,7 @@
 """Timing a matrix product on one device after a recorded warm-up: the **latency** of calls
 each waited for (:func:`wait`), and the **throughput** of windows of queued calls with one wait,
 long enough for that wait to be a small share; on a GPU with the SM clock and power of each
-window. A sweep's record, and what its points say: their summaries, the crossover, its table.
-Keras is imported only when something is measured."""
+window. What a sweep's records say: their summaries, the crossover, its table."""
 
 from __future__ import annotations
 
@@ -41,8 +40,8 @@ PROBE_CALLS, PROBE_SECONDS = 32, 0.01  # the probe window: 2 to 32 calls, about 
 FLOOR_FACTOR = 2.0  # sizes within this factor of the smallest's time per call are on the floor
 BUSY = 0.25  # a sweep during which other programs used more CPU time than this is flagged
 _KEPT = {"seconds": "summary", "latency_seconds": "latency"}  # where a point keeps a summary
-_PEAK_KEYS = {"bfloat16": "bf16", "float16": "fp16"}
-_FLOAT32_PEAKS = {"float32": "fp32", "tf32": "tf32", "bf16": "bf16"}
+# A peak's key in gpu_peaks: by the precision float32 products ran in, else by the dtype.
+_PEAK_KEYS = {"float32": "fp32", "tf32": "tf32", "bf16": "bf16", "bfloat16": "bf16", "float16": "fp16"}
 
 
 def sizes_for(device: str) -> tuple[int, ...]:
@@ -111,9 +110,6 @@ def overhead(latency: float, probe: float, calls: int, wait_seconds: float,
     """``(fixed cost of one synchronisation, time of one queued call)`` from one call and a
     ``probe`` window of ``calls`` (k calls take ``overhead + k * per_call``); the overhead is
     bounded by the wait and the wait plus a dispatch, against noise."""
-    if calls < 2 or latency <= 0 or probe <= 0:
-        raise ValueError(f"a probe needs at least 2 calls and positive times, not {calls}, "
-                         f"{latency!r} and {probe!r}")
     per_call = (probe - latency) / (calls - 1)
     if per_call <= 0:  # noise: the probe was not longer than one call
         per_call = probe / calls
@@ -123,34 +119,9 @@ def overhead(latency: float, probe: float, calls: int, wait_seconds: float,
 def calls_per_window(per_call: float, overhead_seconds: float, *, share: float = TARGET_SHARE,
                      max_calls: int = MAX_CALLS, min_seconds: float = MIN_WINDOW_SECONDS) -> int:
     """The calls a window needs for one wait to be ``share`` of it and to last ``min_seconds``."""
-    if per_call <= 0 or overhead_seconds < 0:
-        raise ValueError(f"the time of a call must be positive and the overhead not negative, "
-                         f"not {per_call!r} and {overhead_seconds!r}")
     by_share = math.ceil(overhead_seconds * (1 - share) / (share * per_call))
     by_time = math.ceil(min_seconds / per_call)
     return max(1, min(max(by_share, by_time), max_calls))
-
-
-def _amortised(op, a, b, latency: list[float], dispatches: list[float], waits: list[float],
-               repeats: int, sensor=None) -> dict:
-    """A probe window, then the windows, longer while the overhead's share is too large."""
-    median = statistics.median(latency)
-    probe = max(2, min(PROBE_CALLS, math.ceil(PROBE_SECONDS / median)))
-    probe_seconds = window(op, a, b, probe)
-    fixed, per_call = overhead(median, probe_seconds, probe, statistics.median(waits),
-                               statistics.median(dispatches))
-    calls = calls_per_window(per_call, fixed)
-    for _ in range(TRIES):
-        readings = []
-        windows = [window(op, a, b, calls, readings, sensor) for _ in range(repeats)]
-        share = fixed / statistics.median(windows)
-        if share <= MAX_OVERHEAD_SHARE or calls >= MAX_CALLS:
-            break
-        calls = min(MAX_CALLS, math.ceil(calls * share / TARGET_SHARE))
-    return {"probe_calls": probe, "probe_seconds": probe_seconds,
-            "sync_overhead_seconds": fixed, "calls_per_sync": calls, "window_seconds": windows,
-            "overhead_share": fixed / statistics.median(windows),
-            "window_sensor": readings if sensor is not None else None}
 
 
 def time_matmul(n: int, device: str = "cpu", dtype: str = "float32", *, repeats: int = REPEATS,
@@ -168,14 +139,29 @@ def time_matmul(n: int, device: str = "cpu", dtype: str = "float32", *, repeats:
     with keras.device(check_device(device)):
         a, b = (keras.ops.cast(keras.random.normal((n, n), seed=seed), dtype) for seed in (0, 1))
         warmups = [s for s, _ in timed(lambda: wait(op(a, b)), warmup)]
-        calls = [synchronised_call(op, a, b) for _ in range(repeats)]
-        latency, dispatches, waits = (list(column) for column in zip(*calls, strict=True))
-        found = _amortised(op, a, b, latency, dispatches, waits, repeats, sensor)
-        seconds = [w / found["calls_per_sync"] for w in found["window_seconds"]]
+        latency, dispatches, waits = (list(column) for column in zip(
+            *(synchronised_call(op, a, b) for _ in range(repeats)), strict=True))
+        # a probe window, then the windows, longer while one wait's share is too large
+        median = statistics.median(latency)
+        probe = max(2, min(PROBE_CALLS, math.ceil(PROBE_SECONDS / median)))
+        probe_seconds = window(op, a, b, probe)
+        fixed, per_call = overhead(median, probe_seconds, probe, statistics.median(waits),
+                                   statistics.median(dispatches))
+        calls = calls_per_window(per_call, fixed)
+        for _ in range(TRIES):
+            readings = []
+            windows = [window(op, a, b, calls, readings, sensor) for _ in range(repeats)]
+            share = fixed / statistics.median(windows)
+            if share <= MAX_OVERHEAD_SHARE or calls >= MAX_CALLS:
+                break
+            calls = min(MAX_CALLS, math.ceil(calls * share / TARGET_SHARE))
+        seconds = [w / calls for w in windows]
         point = {"n": n, "latency_seconds": latency, "latency": summarise(latency, warmups),
-                 "dispatch_seconds": dispatches, "wait_seconds": waits, **found,
-                 "seconds": seconds, "warmup_seconds": warmups,
-                 "summary": summarise(seconds, warmups),
+                 "dispatch_seconds": dispatches, "wait_seconds": waits, "probe_calls": probe,
+                 "probe_seconds": probe_seconds, "sync_overhead_seconds": fixed,
+                 "calls_per_sync": calls, "window_seconds": windows, "overhead_share": share,
+                 "window_sensor": readings if sensor is not None else None, "seconds": seconds,
+                 "warmup_seconds": warmups, "summary": summarise(seconds, warmups),
                  "median_seconds": statistics.median(seconds), "min_seconds": min(seconds),
                  "max_seconds": max(seconds), "gflops": gflops(n, statistics.median(seconds)),
                  "gflops_low": gflops(n, max(seconds)), "gflops_high": gflops(n, min(seconds)),
@@ -183,11 +169,11 @@ def time_matmul(n: int, device: str = "cpu", dtype: str = "float32", *, repeats:
                  **dict.fromkeys(("unsynchronised_seconds", "unsynchronised_median_seconds",
                                   "transfer_seconds", "transfer_median_seconds"))}
         if unsynchronised:
-            calls = timed(lambda: op(a, b), repeats)
-            for _, result in calls:  # the queued work finishes before more is timed
+            unwaited = timed(lambda: op(a, b), repeats)
+            for _, result in unwaited:  # the queued work finishes before more is timed
                 wait(result)
-            point["unsynchronised_seconds"] = [s for s, _ in calls]
-            point["unsynchronised_median_seconds"] = statistics.median(s for s, _ in calls)
+            point["unsynchronised_seconds"] = [s for s, _ in unwaited]
+            point["unsynchronised_median_seconds"] = statistics.median(s for s, _ in unwaited)
         if transfer:
             host = [keras.ops.convert_to_numpy(x) for x in (a, b)]
             point.update(copy_fields(host, device, dtype, wait, repeats))
@@ -195,39 +181,32 @@ def time_matmul(n: int, device: str = "cpu", dtype: str = "float32", *, repeats:
 
 
 def sweep(device: str = "cpu", dtype: str = "float32", sizes=None, *, repeats: int = REPEATS,
-          warmup: int = WARMUP, max_seconds: float = MAX_SECONDS, unsynchronised: bool | None = None,
-          transfer: bool | None = None, progress=None, op=None) -> dict:
+          warmup: int = WARMUP, max_seconds: float = MAX_SECONDS, progress=None, op=None) -> dict:
     """:func:`time_matmul` of every size in one precision, skipping sizes whose call would take
     over ``max_seconds``; a precision the device lacks is ``unsupported``. Float32 sweeps also
     time calls not waited for, and on a GPU the copy of the inputs."""
     keras_device = check_device(device)
     check_dtype(dtype)
     sizes = check_sizes(sizes_for(device) if sizes is None else sizes)
-    unsynchronised = dtype == "float32" if unsynchronised is None else unsynchronised
-    transfer = device == "gpu" and dtype == "float32" if transfer is None else transfer
     busy, started = timing.BusyMeter(), time.perf_counter()
     sensor, unsensed = open_sensor(device)
     result = {"method": METHOD, "max_overhead_share": MAX_OVERHEAD_SHARE,
-              "min_window_seconds": MIN_WINDOW_SECONDS,
-              "sensor": sensor.source if sensor else None, "sensor_unavailable": unsensed,
-              "device_kind": device, "keras_device": keras_device, "dtype": dtype,
-              "sizes": sizes, "points": [], "skipped": [], "unsupported": None,
-              "other_programs_cpu_share": None,
-              "load_average": {"start": busy.before, "end": None}}
+              "min_window_seconds": MIN_WINDOW_SECONDS, "sensor": sensor.source if sensor else None,
+              "sensor_unavailable": unsensed, "device_kind": device, "keras_device": keras_device,
+              "dtype": dtype, "sizes": sizes, "points": [], "skipped": [], "unsupported": None}
     points = result["points"]
     with sensor or contextlib.nullcontext():
         for n in sizes:
             if points:
                 predicted = points[-1]["latency"]["median"] * (n / points[-1]["n"]) ** 3
                 if predicted > max_seconds:
-                    result["skipped"].append(
-                        {"n": n, "reason": f"one call would take about {predicted:.0f} s "
-                                           f"(limit {max_seconds:g} s)"})
+                    result["skipped"].append({"n": n, "reason": f"one call would take about "
+                                              f"{predicted:.0f} s (limit {max_seconds:g} s)"})
                     continue
             try:
-                point = time_matmul(n, device, dtype, repeats=repeats, warmup=warmup,
-                                    unsynchronised=unsynchronised, transfer=transfer, op=op,
-                                    sensor=sensor)
+                point = time_matmul(n, device, dtype, repeats=repeats, warmup=warmup, op=op,
+                                    unsynchronised=dtype == "float32", sensor=sensor,
+                                    transfer=device == "gpu" and dtype == "float32")
             except Exception as exc:  # a precision this device or backend does not support
                 if points:
                     raise
@@ -239,10 +218,9 @@ def sweep(device: str = "cpu", dtype: str = "float32", sizes=None, *, repeats: i
                          f"{point['calls_per_sync']} call(s) a wait (median of {repeats}); one "
                          f"synchronised call {point['latency']['median'] * 1e3:.3f} ms")
     meter = busy.read()
-    result["other_programs_cpu_share"] = meter["other_programs_cpu_share"]
-    result["wall_seconds"] = time.perf_counter() - started
-    result["load_average"]["end"] = meter["load_average_after"]
-    return result
+    return {**result, "other_programs_cpu_share": meter["other_programs_cpu_share"],
+            "load_average": {"start": busy.before, "end": meter["load_average_after"]},
+            "wall_seconds": time.perf_counter() - started}
 
 
 def sweep_record(result: dict, *, run_id: str, source: str, repeats: int,
@@ -331,7 +309,7 @@ def published_peak(record: dict) -> dict | None:
         return None
     name = (record.get("gpu") or {}).get("name") or record.get("device")
     peaks, card, dtype = gpu_peaks.peaks_for(name), gpu_peaks.card(name), record.get("dtype")
-    key = _FLOAT32_PEAKS.get(_float32_mode(record)) if dtype == "float32" else _PEAK_KEYS.get(dtype)
+    key = _PEAK_KEYS.get(_float32_mode(record) if dtype == "float32" else dtype)
     if not peaks or key not in peaks:
         return None
     return {"gflops": peaks[key] * 1e3, "precision": key, "card": card,
@@ -394,8 +372,7 @@ def dispatch_floor(records) -> dict | None:
     flat = list(takewhile(lambda each: each[1] <= FLOOR_FACTOR * medians[0][1], medians))
     if len(flat) < 2:
         return None
-    return {"sizes": [n for n, _ in flat], "low": min(s for _, s in flat),
-            "high": max(s for _, s in flat)}
+    return {"sizes": [n for n, _ in flat], "low": min(s for _, s in flat), "high": max(s for _, s in flat)}
 
 
 def floor_words(floor: dict) -> str:
@@ -413,7 +390,6 @@ def dtype_by_size(records, device: str, dtype: str) -> dict[str, list[int]]:
             verdict = compare(a, b)
             groups.setdefault(verdict.word if verdict.measurable else NO_DIFFERENCE, []).append(p["n"])
     return {key: groups[key] for key in ("faster", "slower", NO_DIFFERENCE) if key in groups}
-
 
 
 def rate_text(value: float) -> str:

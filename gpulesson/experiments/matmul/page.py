@@ -9,41 +9,28 @@ from pathlib import Path
 
 from gpulesson.experiments.matmul import measure as mm
 from gpulesson.experiments.matmul.measure import RECORDS, describe  # noqa: F401 (the command's table)
+from gpulesson.records import summaries
 from gpulesson.records.figkit import need, title
 from gpulesson.records.pagewords import given, listed, median_text, run_values
-from gpulesson.records.results import NOT_RECORDED, duration, hardware, is_gpu, software
-from gpulesson.records.summaries import (
-    NO_DIFFERENCE,
-    SPREAD_NOTE,
-    as_rate,
-    compare,
-    draw_spread,
-    fmt_number,
-    rank,
-    summary_of,
-    summary_text,
-)
+from gpulesson.records.results import NOT_RECORDED, duration, hardware, software
+from gpulesson.records.summaries import NO_DIFFERENCE, compare, draw_spread, fmt_number, summary_text
 
 RESULTS_FILE = RECORDS.results_file
 DEVICES = ("cpu", "gpu")
-BY_SIZE = {f"ref_mm_cpu_{dtype}_by_size": ("cpu", dtype)  # the CPU's other precisions, size by size
-           for dtype in mm.DTYPES if dtype != "float32"}
 FIGURES, FIGURE_FOLDER = ("matmul-gflops.svg", "matmul-sync.svg"), "fig/06-why-gpus-are-fast"
 
 
 def compares(records) -> bool:
-    """Whether a run has a CPU half, and a GPU half (if any) in the same precisions."""
+    """Whether a run measured throughput (:func:`~measure.amortised`) on the CPU, and on a GPU
+    (if any) in the same precisions."""
     cpu, gpu = ({r.get("dtype") for r in records if r.get("device_kind") == d} for d in DEVICES)
-    return bool(cpu) and (not gpu or cpu == gpu)
+    return bool(cpu) and (not gpu or cpu == gpu) and all(map(mm.amortised, records))
 
 
 def reference_run(path=None) -> list[dict]:
-    """The newest run that :func:`compares` of a throughput method, one with a GPU first; []."""
-    found = [run for method in mm.THROUGHPUT_METHODS
-             if (run := RECORDS.newest_run(path, complete=compares, method=method))
-             and compares(run)]
-    with_gpu = [run for run in found if any(is_gpu(r) for r in run)]
-    return (with_gpu or found or [[]])[0]
+    """The newest run that :func:`compares`, one with a GPU first; [] without one."""
+    run = RECORDS.newest_run(path, complete=compares)
+    return run if compares(run) else []
 
 
 # The newest run of any method: the time of one call, its values and its figure, come from it.
@@ -68,14 +55,20 @@ _DTYPE_STYLE = {"float32": {"linestyle": "-", "fillstyle": "full"},
                 "bfloat16": {"linestyle": "--", "fillstyle": "bottom"},
                 "float16": {"linestyle": ":", "fillstyle": "none"}}
 _LINE_WORDS = {"-": "solid", "--": "dashed", ":": "dotted", "-.": "dash-dotted"}
-LINE_SPREAD_NOTE = "markers: median; " + SPREAD_NOTE.split("; ", 1)[1]
+LINE_SPREAD_NOTE = "markers: median; " + summaries.SPREAD_NOTE.split("; ", 1)[1]
+_COPY_STYLE = {"marker": "v", "linestyle": "-.", "color": "tab:red", "fillstyle": "none"}
+
+
+def _with_copy(point: dict) -> float:
+    """A size's GFLOP/s counting the copy of its inputs to the device."""
+    return mm.gflops(point["n"], point["median_seconds"] + point["transfer_median_seconds"])
 
 
 def rate_lines(records) -> list[dict]:
     """The throughput figure's lines: one a sweep, and one counting the float32 copy (``copy``)."""
     lines = []
-    for record in records:
-        found = [p for p in record["points"] if mm.rate_summary(p)] if mm.amortised(record) else []
+    for record in filter(mm.amortised, records):
+        found = [p for p in record["points"] if mm.rate_summary(p)]
         if not found:
             continue
         device, dtype = record["device_kind"], record["dtype"]
@@ -87,14 +80,9 @@ def rate_lines(records) -> list[dict]:
                       "rates": [mm.rate_summary(p) for p in found], "peak": mm.published_peak(record)})
         copies = [p for p in found if p.get("transfer_median_seconds")]
         if dtype == "float32" and copies:
-            lines.append({
-                "device": device, "dtype": dtype, "copy": True,
-                "label": f"{label}, with copying the inputs to it",
-                "style": {"marker": "v", "linestyle": "-.", "color": "tab:red",
-                          "fillstyle": "none"},
-                "n": [p["n"] for p in copies],
-                "medians": [mm.gflops(p["n"], p["median_seconds"] + p["transfer_median_seconds"])
-                            for p in copies]})
+            lines.append({"device": device, "dtype": dtype, "copy": True, "style": _COPY_STYLE,
+                          "label": f"{label}, with copying the inputs to it",
+                          "n": [p["n"] for p in copies], "medians": list(map(_with_copy, copies))})
     return lines
 
 
@@ -105,7 +93,7 @@ def peak_lines(lines) -> list[dict]:
         peak = line.get("peak")
         if peak and peak["precision"] not in found:
             found[peak["precision"]] = {
-                "gflops": peak["gflops"], "color": line["style"]["color"],
+                **peak, "color": line["style"]["color"],
                 "label": f"{peak['card']} published {peak['precision'].upper()} peak "
                          f"({peak['gflops'] / 1e3:g} TFLOP/s)"}
     return list(found.values())
@@ -280,7 +268,7 @@ def _times_figure(records):
     for line in drawn:
         style = _DEVICE_STYLE[line["device"]]
         name = f"{line['device'].upper()} {line['label']}"
-        for n, summaries, kind, label in (
+        for n, found, kind, label in (
                 (line["n"], line["latency"], {"linestyle": "-"},
                  "one call, waiting for its result (latency)"),
                 (line["n"], line["amortised"], {"linestyle": "-.", "fillstyle": "bottom"},
@@ -288,9 +276,9 @@ def _times_figure(records):
                 (list(line["unsync"]), list(line["unsync"].values()),
                  {"linestyle": "--", "fillstyle": "none"}, "one call, not waiting (wrong)")):
             if n:
-                ax.plot(n, [s["median"] if s else math.nan for s in summaries], **kind, **style,
+                ax.plot(n, [s["median"] if s else math.nan for s in found], **kind, **style,
                         label=f"{name}: {label}")
-                draw_spread(ax, n, summaries, color=style["color"])
+                draw_spread(ax, n, found, color=style["color"])
     _frame(fig, ax, records, "The time of one call: waiting for each, one wait for many, not "
            "waiting", _devices(drawn), _sizes(records))
     ax.set_ylabel("seconds per call")
@@ -315,17 +303,17 @@ def _peak(record: dict | None) -> str:
     rates = {p["n"]: s for p in (record or {}).get("points", []) if (s := mm.rate_summary(p))}
     if not rates:
         return NOT_RECORDED
-    first = rank({f"{n:,}": s for n, s in rates.items()}, higher_is_better=True)[0]
+    first = summaries.rank({f"{n:,}": s for n, s in rates.items()}, higher_is_better=True)[0]
     best = max(rates, key=lambda n: rates[n]["median"])
     others = [n for n in first if n != f"{best:,}"]
     return (f"{summary_text(rates[best])} at n = {best:,}"
             + (f" ({NO_DIFFERENCE} from n = {listed(others)})" if others else ""))
 
 
-def _by_size_text(records, device: str, dtype: str) -> str:
+def _by_size_text(records, dtype: str) -> str:
     """``dtype`` against float32 size by size: a CPU's float16 can lose at one and win at another."""
     sizes = {key: "n = " + listed([f"{n:,}" for n in found])
-             for key, found in mm.dtype_by_size(records, device, dtype).items()}
+             for key, found in mm.dtype_by_size(records, "cpu", dtype).items()}
     ranked = ", ".join(f"{word} at {sizes[word]}" for word in ("faster", "slower") if word in sizes)
     if NO_DIFFERENCE not in sizes:
         return ranked or NOT_RECORDED
@@ -355,32 +343,25 @@ def _share_text(share: float) -> str:
 
 def _peaks_text(records) -> dict[str, str]:
     """The card's published peaks, and the GPU's best median rates as shares of them."""
-    values, found = {"ref_mm_gpu_peaks": NOT_RECORDED}, {}
+    values = {}
     for dtype in mm.DTYPES:
         record = mm.find(records, "gpu", dtype)
-        peak = mm.published_peak(record) if record and record["points"] else None
-        values[f"ref_mm_gpu_{dtype}_share"] = NOT_RECORDED
-        if peak:
-            share = _share_text(max(p["gflops"] for p in record["points"]) / peak["gflops"])
-            values[f"ref_mm_gpu_{dtype}_share"] = (f"{share} of the published "
-                                                   f"{peak['precision'].upper()} peak")
-            found.setdefault(peak["precision"], peak)
-    if found:
-        first = next(iter(found.values()))
-        peaks = listed([f"{key.upper()} {peak['gflops'] / 1e3:g} TFLOP/s"
-                        for key, peak in found.items()])
-        values["ref_mm_gpu_peaks"] = f"{peaks} for the {first['card']}, from the {first['source']}"
+        peak = record and record["points"] and mm.published_peak(record)
+        best = peak and max(p["gflops"] for p in record["points"]) / peak["gflops"]
+        values[f"ref_mm_gpu_{dtype}_share"] = given(
+            peak and f"{_share_text(best)} of the published {peak['precision'].upper()} peak")
+    peaks = peak_lines(rate_lines(records))
+    values["ref_mm_gpu_peaks"] = given(peaks and listed(
+        [f"{p['precision'].upper()} {p['gflops'] / 1e3:g} TFLOP/s" for p in peaks])
+        + f" for the {peaks[0]['card']}, from the {peaks[0]['source']}")
     return values
 
 
 def model_precision(path) -> tuple[dict, dict, dict] | None:
     """(mixed bfloat16 rate, float32 rate, the bfloat16 record) of the newest feeding run that
     trained the CNN on the CPU in both, all else the same; None without both."""
-    from gpulesson.experiments.feeding import RECORDS as FEEDING  # episode 9's records
-
-    def rate(record):  # images/s of each timed epoch
-        images = record["images_per_second"] * record["median_epoch_seconds"]
-        return as_rate(summary_of(record), images)
+    from gpulesson.experiments.feeding.measure import RECORDS as FEEDING  # episode 9's records
+    from gpulesson.experiments.feeding.measure import rate_summary
 
     same = ("pipeline", "jit_compile", "steps_per_execution", "batch_size")
     for group in reversed(list(FEEDING.runs_in(path).values())):
@@ -391,7 +372,7 @@ def model_precision(path) -> tuple[dict, dict, dict] | None:
                                and r.get("precision") == "float32"
                                and all(r.get(k) == mixed.get(k) for k in same)), None)
         if base:
-            return rate(mixed), rate(base), mixed
+            return rate_summary(mixed), rate_summary(base), mixed
     return None
 
 
@@ -402,14 +383,12 @@ def _model_values(path) -> dict[str, str]:
     if not found:
         return dict.fromkeys(keys, NOT_RECORDED)
     mixed, base, record = found
-    verdict, fewest = compare(mixed, base, higher_is_better=True), min(mixed["n"], base["n"])
+    verdict = compare(mixed, base, higher_is_better=True)
     if verdict.measurable:
         words = f"mixed bfloat16 trained {verdict.text} float32"
-    elif fewest < 2:
-        words = (f"{NO_DIFFERENCE} by the lesson's rule, because "
-                 + ("a setting was timed only once" if fewest == 1
-                    else "a setting was timed too few times")
-                 + " and so has no range to tell the two apart")
+    elif min(mixed["n"], base["n"]) < 2:
+        words = (f"{NO_DIFFERENCE} by the lesson's rule, because a setting was timed only once "
+                 "and so has no range to tell the two apart")
     else:
         words = f"{NO_DIFFERENCE}: their ranges overlap"
     return dict(zip(keys, (summary_text(mixed), summary_text(base), words,
@@ -441,12 +420,9 @@ def _method_note(records) -> str:
             f"{mm.MIN_WINDOW_SECONDS:g} s with both.")
 
 
-def _run_values(prefix: str, records) -> dict[str, str]:
-    names = hardware(records)
-    return {**run_values(prefix, records, "run", "date"),
-            f"{prefix}_software": given(records, software),
-            f"{prefix}_cpu": names.get("CPU", NOT_RECORDED),
-            f"{prefix}_gpu": names.get("GPU", NOT_RECORDED)}
+def _at(summary: dict | None, point: dict, show=None) -> str:
+    """A size's summary as the page writes it: "... (range ...) at n = 1,024"."""
+    return given(summary and f"{summary_text(summary, show)} at n = {point['n']:,}")
 
 
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
@@ -455,15 +431,16 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     from gpulesson.experiments.feeding import RESULTS_FILE as FEEDING_FILE
 
     records, latency = reference_run(path), latency_run(path)
-    values = {**_run_values("ref_mm", records), **_run_values("ref_mm_lat", latency),
-              **_peaks_text(records), **_model_values(Path(path).parent / FEEDING_FILE.name)}
+    values = {**_peaks_text(records), **_model_values(Path(path).parent / FEEDING_FILE.name)}
+    for prefix, run in (("ref_mm", records), ("ref_mm_lat", latency)):
+        values.update(run_values(prefix, run, "run", "date", "cpu", "gpu"))
+        values[f"{prefix}_software"] = given(run, software)
     values["ref_mm_cpu_only"] = (values["ref_mm_cpu"] if values["ref_mm_gpu"] == NOT_RECORDED
                                  else NOT_RECORDED)
     for device in DEVICES:
         found, prefix = mm.points(records, device) or [None], f"ref_mm_{device}"
-        smallest, largest, small = found[0], found[-1], mm.rate_summary(found[0])
-        values[f"{prefix}_smallest"] = given(small and f"{summary_text(small)} at n = "
-                                             f"{smallest['n']:,}")
+        smallest, largest = found[0], found[-1]
+        values[f"{prefix}_smallest"] = _at(mm.rate_summary(smallest), smallest)
         values[f"{prefix}_largest_n"] = given(largest and f"{largest['n']:,}")
         values[f"{prefix}_largest_time"] = median_text(mm.point_summary(largest), what="repeats")
         values[f"{prefix}_first_call"] = given(largest and largest.get("first_call_seconds"),
@@ -480,9 +457,8 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         values[f"{prefix}_float32_label"] = given(mm.find(records, device), mm.precision_label)
         timed = mm.points(latency, device) or [None]
         for name, point in (("smallest", timed[0]), ("largest", timed[-1])):
-            summary = mm.point_summary(point, "latency_seconds")
-            values[f"ref_mm_lat_{device}_{name}"] = given(
-                summary and f"{summary_text(summary, duration)} at n = {point['n']:,}")
+            values[f"ref_mm_lat_{device}_{name}"] = _at(mm.point_summary(point, "latency_seconds"),
+                                                        point, duration)
     cpu = mm.points(latency, "cpu")
     largest = (cpu or [None])[-1]
     values["ref_mm_lat_cpu_largest_n"] = given(largest and f"{largest['n']:,}")
@@ -491,13 +467,13 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     values["ref_mm_lat_cpu_unsync_verdict"] = _unsync_text(cpu)
     values["ref_mm_cpu_sweep_time"] = given(sum(r.get("wall_seconds") or 0 for r in records
                                                 if r.get("device_kind") == "cpu"), duration)
-    values.update({name: _by_size_text(records, *which) for name, which in BY_SIZE.items()})
+    for dtype in mm.DTYPES[1:]:  # the CPU's other precisions against float32, size by size
+        values[f"ref_mm_cpu_{dtype}_by_size"] = _by_size_text(records, dtype)
     copy = next((p for p in mm.points(records, "gpu")[-1:] if p.get("transfer_median_seconds")), None)
     values["ref_mm_gpu_transfer_n"] = given(copy and f"{copy['n']:,}")
     values["ref_mm_gpu_transfer_time"] = median_text(mm.point_summary(copy, "transfer_seconds"),
                                                      what="repeats")
-    values["ref_mm_gpu_transfer_gflops"] = given(copy and mm.rate_text(mm.gflops(
-        copy["n"], copy["median_seconds"] + copy["transfer_median_seconds"])) + " GFLOP/s")
+    values["ref_mm_gpu_transfer_gflops"] = given(copy and f"{mm.rate_text(_with_copy(copy))} GFLOP/s")
     values["ref_mm_gpu_copy_memory"] = given(copy, copy_text)
     values["ref_mm_gpu_floor"] = given(mm.dispatch_floor(records), mm.floor_words)
     values["ref_mm_crossover"] = given(records, mm.crossover_text)
