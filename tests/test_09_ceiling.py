@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 from conftest import ROOT, run_on_jax_cpu
 
-from gpulesson.experiments import ceiling
 from gpulesson.experiments.ceiling import page
 from gpulesson.experiments.feeding.pipelines import DEVICE_METHODS
 from gpulesson.records.results import NOT_RECORDED
@@ -22,9 +21,9 @@ def record(backend, device, pipeline, seconds, n=page.N_IMAGES):
     return {"backend": backend, "device_kind": device, "pipeline": pipeline, "n_images": n,
             "run_id": "r", "date": "2026-11-23T00:00:00+00:00", "device": "CPU",
             "cpu_model": "Test CPU", "cores_usable": 2, "batch_size": 256,
-            "versions": {"keras": "3"}, "epoch_seconds": seconds,
+            "versions": {"keras": "3"}, "epoch_seconds": seconds, "repeats": len(seconds),
             "warmup_seconds": [1.0], "images_per_second": n / sorted(seconds)[len(seconds) // 2],
-            "experiment": page.EXPERIMENT}
+            "experiment": "ceiling"}
 
 
 RUN = [record("jax", "cpu", "arrays", [1.0, 1.1, 1.05, 1.0, 1.02]),
@@ -49,7 +48,8 @@ def test_the_ceiling_is_the_fastest_in_memory_way_and_shares_follow_the_medians(
     assert page.verdict(top, top) == "the ceiling, 2.6 ms a step"  # 0.51 s over 196 steps
     assert page.ceiling(RUN, "torch", "cpu") is None
     # A short run (fewer epochs or images than the rule) is not judged against the goal.
-    short = [{**r, "epoch_seconds": r["epoch_seconds"][:2], "n_images": 5_000} for r in RUN]
+    short = [{**r, "epoch_seconds": r["epoch_seconds"][:2], "repeats": 2, "n_images": 5_000}
+             for r in RUN]
     said = page.verdict(short[2], page.ceiling(short, "jax", "cpu"))
     assert "too rough to judge the 90% goal" in said and "misses" not in said
 
@@ -114,7 +114,7 @@ def test_records_of_retired_pipelines_are_read_and_left_out(tmp_path):
     values = page.substitutions(file)
     assert not any(name in text for name in RETIRED for text in values.values())
     assert values["ref_ceil_table"] == page.table(RUN)
-    ceiling.figures(kept)
+    page.figures(kept)
 
 
 def test_the_figure_draws_a_panel_per_backend_and_device():
@@ -122,11 +122,11 @@ def test_the_figure_draws_a_panel_per_backend_and_device():
 
     matplotlib.use("Agg")
     run = [*RUN, record("tensorflow", "cpu", "ram", [0.7] * 5)]
-    (fig,) = ceiling.figures(run)
+    (fig,) = page.figures(run)
     assert [ax.get_title(loc="left") for ax in fig.axes] == [
         "TensorFlow, CPU: Test CPU, 2 cores; run r", "JAX, CPU: Test CPU, 2 cores; run r"]
     with pytest.raises(ValueError, match=r"run python -m gpulesson\.experiments\.ceiling"):
-        ceiling.figures([])
+        page.figures([])
 
 
 def test_the_tf_data_ceiling_gives_every_image_once_an_epoch_in_a_new_order():
@@ -314,7 +314,7 @@ def test_a_device_record_of_the_old_method_is_neither_shown_nor_the_ceiling(tmp_
     assert "): 62% on JAX." in page.goal_shares(old)  # the lesson against ram
     assert "GPU: arrays 239,234 (63%), ram 378,788, lesson " in page.alt_text(old)
     assert "ram 378,788 (76%), device 500,000, lesson " in page.alt_text(new)
-    (fig,) = ceiling.figures(old)
+    (fig,) = page.figures(old)
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == [
         "arrays", "ram", "lesson", "lesson-window1"]
     for made, said in ((old, True), (new, False)):
@@ -336,7 +336,7 @@ def test_the_committed_h200_device_record_of_the_old_method_is_not_on_the_page()
     the page's table, figure text and ceilings do not use them."""
     from gpulesson.records import results
 
-    kept = [r for r in results.read_records(page.RESULTS_FILE)
+    kept = [r for r in results.read_records(page.RECORDS.results_file)
             if r.get("run_id") == "20261127T160443Z-743e59"]
     h200 = page.find(kept, "jax", "gpu", "device")
     assert h200 is None  # made before the method was recorded

@@ -67,7 +67,7 @@ def shown_options(text=TEXT) -> set[str]:
 def test_every_placeholder_is_one_the_benchmark_provides():
     used = {m[1] for m in PLACEHOLDER.finditer(TEXT)}
     assert used, "the episode shows no recorded number"
-    values = {**feeding.page.substitutions(), **ceiling.substitutions(), **workers.page.substitutions(),
+    values = {**feeding.page.substitutions(), **ceiling.page.substitutions(), **workers.page.substitutions(),
               **profile.substitutions(), **ladder.substitutions()}
     refs = {name for name in used if name.startswith("ref_")}
     assert refs == {name for name in used
@@ -82,7 +82,7 @@ def test_every_placeholder_is_one_the_benchmark_provides():
 
 def test_without_a_results_file_the_page_says_so_in_sentences(tmp_path):
     values = {**feeding.page.substitutions(tmp_path / "none.jsonl"),
-              **ceiling.substitutions(tmp_path / "none.jsonl"),
+              **ceiling.page.substitutions(tmp_path / "none.jsonl"),
               **workers.page.substitutions(tmp_path / "none.jsonl"),
               **profile.substitutions(tmp_path / "none.jsonl"),
               **ladder.substitutions(tmp_path / "none.jsonl")}
@@ -356,7 +356,7 @@ def test_the_page_is_short_and_its_sentences_too():
 def test_pipeline_names_are_defined_before_they_are_used():
     """The legend's table comes before any pipeline name in backticks."""
     legend = BODY.index("## The pipelines this episode measures")
-    names = set(rec.PIPELINES) | set(ceiling.PIPELINES)
+    names = set(rec.PIPELINES) | set(ceiling.page.PIPELINES)
     first = min(m.start() for name in names if (m := re.search(rf"`{re.escape(name)}`", BODY)))
     assert first > legend
     table = BODY[legend:BODY.index("## Is the GPU waiting?")]
@@ -390,7 +390,7 @@ def test_the_page_stays_short_once_the_card_is_profiled_and_its_settings_recorde
         append_record(results / "profile.jsonl", record)
     # and the stream on the GPU: `lesson-ahead` beside the newest GPU runs' `lesson`, with the
     # CNN and with the do-nothing model, and the chunks read on the node
-    for name, experiment in (("feeding.jsonl", feeding), ("ceiling.jsonl", ceiling)):
+    for name, experiment in (("feeding.jsonl", feeding), ("ceiling.jsonl", ceiling.page)):
         for r in experiment.reference_run(results / name):
             if r["device_kind"] == "gpu" and r["pipeline"] == "lesson":
                 append_record(results / name, {**r, "pipeline": "lesson-ahead"})

@@ -12,16 +12,12 @@ from gpulesson.experiments import cli
 from gpulesson.experiments.ceiling import page
 from gpulesson.experiments.ceiling.measure import SIZES
 
-# What episode 9, its tests and the tools read from the package.
-RECORDS, RESULTS_FILE, PIPELINES = page.RECORDS, page.RESULTS_FILE, page.PIPELINES
-figures, reference_run, substitutions, table = (page.figures, page.reference_run,
-                                                page.substitutions, page.table)
-
+RECORDS, RESULTS_FILE, table = page.RECORDS, page.RECORDS.results_file, page.table  # episode 9's
 COMMAND = cli.Command(
     __name__, "The ceiling of ``fit`` on each Keras backend: its command line.",
     cli.backends(RECORDS.backends, "Keras backends, one process each (default: every one installed)"),
     cli.devices("devices (default: cpu, then gpu if the backend sees one)"),
-    cli.option("--pipelines", nargs="+", choices=list(PIPELINES), default=None,
+    cli.option("--pipelines", nargs="+", choices=list(page.PIPELINES), default=None,
                help="ways of feeding fit (default: all that the device has)"),
     cli.sizes(SIZES), cli.out(RESULTS_FILE), cli.RUN_ID, at_least_one=("n_images", "batch_size"),
     per_backend=True)

@@ -67,11 +67,10 @@ def _feeds(names, *, x, y, path, batch_size: int, keras_device: str, epochs: int
     ``fit`` trains (Grain's dataset repeats itself that often)."""
     from gpulesson.experiments.feeding.pipelines import ArrayBatches, grain_workers, make_pipeline, to_device
     from gpulesson.lesson import DataEpoch, HDF5Batches
+    from gpulesson.lesson.feeding import grain_blocks
 
     for name in names:
         if name == "lesson-grain":
-            from gpulesson.lesson.feeding import grain_blocks
-
             dataset, steps = grain_blocks(path, epochs, batch_size, seed=1,
                                           workers=grain_workers())
             yield name, {"x": dataset, "steps_per_epoch": steps, "shuffle": False}
@@ -95,16 +94,6 @@ def _feeds(names, *, x, y, path, batch_size: int, keras_device: str, epochs: int
                 options["read_ahead"] = True
             batches = HDF5Batches(path, "train", batch_size, shuffle=True, seed=1, **options)
             yield name, {"x": batches, "shuffle": False, "callbacks": [DataEpoch(batches)]}
-
-
-def _ceiling_so_far(made: list[dict], record: dict) -> dict | None:
-    """The fastest in-memory way into ``fit`` so far on the record's device, the record included:
-    each record keeps what it was compared with."""
-    found = [r for r in [*made, record] if r["pipeline"] in cp.IN_MEMORY
-             and r["device_kind"] == record["device_kind"]]
-    top = max(found, key=lambda r: r["images_per_second"], default=None)
-    return {"pipeline": top["pipeline"], "images_per_second": top["images_per_second"]} \
-        if top else None
 
 
 def synthetic_file(folder, n_images: int, batch_size: int):
@@ -165,9 +154,7 @@ def measured(*, devices, n_images: int, batch_size: int, repeats: int, warmup: i
     from gpulesson.experiments.feeding.pipelines import device_method, grain_workers
     from gpulesson.machine.devices import keras_device_name
 
-    backend = keras.backend.backend()
-    done = set(done)  # conditions of the run so far: looked up once per pipeline
-    made = []
+    backend, made = keras.backend.backend(), []
     with tempfile.TemporaryDirectory(prefix="gpulesson-ceiling-") as folder:
         path, x, y = synthetic_file(folder, n_images, batch_size)
         for device in devices:
@@ -186,9 +173,11 @@ def measured(*, devices, n_images: int, batch_size: int, repeats: int, warmup: i
                     extra={**extra, **device_method(name),
                            **({"grain_workers": grain_workers()} if name == "lesson-grain"
                               else {})})
-                assert cp.condition(record) == (backend, device, name, batch_size)
-                record["ceiling"] = _ceiling_so_far(made, record)
-                made.append(record)
+                made.append(record)  # each record keeps the fastest in-memory way so far
+                top = max((r for r in made if r["pipeline"] in cp.IN_MEMORY
+                           and r["device_kind"] == device),
+                          key=lambda r: r["images_per_second"], default=None)
+                record["ceiling"] = top and {k: top[k] for k in ("pipeline", "images_per_second")}
                 progress(f"{backend} {device} {name}: "
                          + fit_progress(n_images, record["summary"]))
                 yield record

@@ -25,7 +25,6 @@ from gpulesson.records.summaries import (
     summary_text,
 )
 
-EXPERIMENT = "ceiling"
 DATA = "synthetic"  # speed does not depend on the pixel values
 N_IMAGES = 50_000  # episode 9's epoch: the size its 1-s goal is stated for
 TARGET_SHARE = 0.90  # the lesson's pipeline: at least this share of the in-memory ceiling
@@ -70,20 +69,17 @@ def complete(part: list[dict]) -> bool:
 def new_method(record: dict) -> bool:
     """Not a ``device`` record made before its method was recorded (JAX's eager slices): it
     completes its part, but nothing shown uses it."""
-    # Imported here: the feeding benchmark's page imports this module.
-    from gpulesson.experiments.feeding.measure import old_device_method
+    from gpulesson.experiments.feeding.measure import old_device_method  # its page imports this
 
     return not old_device_method(record)
 
 
 # The reference: for each device, the newest run complete on it, without the pipelines earlier
 # runs measured and the lesson no longer has (kept in the file).
-RECORDS = RecordSet(EXPERIMENT, ("backend", "device_kind", "pipeline", "batch_size"),
+RECORDS = RecordSet("ceiling", ("backend", "device_kind", "pipeline", "batch_size"),
                     backends=KERAS_BACKENDS, complete=complete, data=DATA,
                     kept=lambda r: r.get("pipeline") in PIPELINES, shown=new_method)
-RESULTS_FILE, condition, groups, shown = (RECORDS.results_file, RECORDS.key, RECORDS.groups,
-                                          RECORDS.visible)
-reference_run = RECORDS.reference_run
+groups, shown, reference_run = RECORDS.groups, RECORDS.visible, RECORDS.reference_run
 
 
 def find(records, backend: str, device: str, pipeline: str) -> dict | None:
@@ -95,16 +91,8 @@ def ceiling(records, backend: str, device: str) -> dict | None:
     return max(found, key=lambda r: r["images_per_second"], default=None)
 
 
-def share(record: dict | None, top: dict | None) -> float | None:
-    if not record or not top:
-        return None
+def share(record: dict, top: dict) -> float:
     return record["images_per_second"] / top["images_per_second"]
-
-
-def rough(record: dict) -> bool:
-    """Too small a measurement to judge the goal by: fewer timed epochs or images than the rule's."""
-    timed = record.get("repeats", len(record.get("epoch_seconds", ())))
-    return timed < REPEATS or record["n_images"] < N_IMAGES
 
 
 def has_goal(record: dict) -> bool:
@@ -114,30 +102,27 @@ def has_goal(record: dict) -> bool:
     return record["pipeline"] not in IN_MEMORY and record["backend"] != "tensorflow"
 
 
-def verdict(record: dict | None, top: dict | None) -> str | None:
+def verdict(record: dict, top: dict | None) -> str | None:
     """``record`` against the ceiling ``top`` ("89% of it, measurably slower": a share inside
     the noise is no difference), and whether it meets the goal where one applies; a rough
     measurement is not judged, since a short run can put a pipeline level with a far ceiling."""
-    if share(record, top) is None:
+    if top is None:
         return None
     if record is top:
-        step = step_summary(top)
-        return f"the ceiling, {_ms(step['median'])} a step" if step else "the ceiling"
+        return f"the ceiling, {_ms(step_summary(top)['median'])} a step"
     said = compare_middle(rate_summary(record), rate_summary(top), higher_is_better=True)
     said = f"{share_text(share(record, top))} of it, {words.measurably(said)}"
     if not has_goal(record):
         return said
-    if rough(record) or rough(top):
+    if any(r["repeats"] < REPEATS or r["n_images"] < N_IMAGES for r in (record, top)):  # rough
         return (f"{said}; too rough to judge the {TARGET_SHARE:.0%} goal (the goal is judged on "
                 f"{REPEATS} epochs of {N_IMAGES:,} images)")
     goal = "meets" if share(record, top) >= TARGET_SHARE else "misses"
     return f"{said}; {goal} the {TARGET_SHARE:.0%} goal"
 
 
-def step_summary(record: dict | None) -> dict | None:
+def step_summary(record: dict) -> dict:
     """Seconds a training step: with the do-nothing model, what a step costs the backend's loop."""
-    if not record or not record.get("batch_size"):
-        return None
     steps = math.ceil(record["n_images"] / record["batch_size"])
     return scale(summary_of(record, "epoch_seconds"), 1 / steps)
 
@@ -146,16 +131,12 @@ def own_step_note(records, backend: str, device: str) -> str | None:
     """Where ``backend``'s ceiling steps are measurably slower than another backend's of the same
     run: "its own step (3.8 ms with the do-nothing model, 5.6× JAX's 0.67 ms)"; None otherwise."""
     top = ceiling(records, backend, device)
-    if not top:
-        return None
     others = [c for b in {r["backend"] for r in records} - {backend}
               if (c := ceiling(records, b, device)) and c["run_id"] == top["run_id"]]
     if not others:
         return None
     fastest = max(others, key=lambda r: r["images_per_second"])
     mine, theirs = step_summary(top), step_summary(fastest)
-    if not mine or not theirs:
-        return None
     said = compare_middle(mine, theirs)
     if not said.measurable or said.word != "slower":
         return None
@@ -178,8 +159,8 @@ def share_text(ratio: float) -> str:
     return f"{ratio * 100:.4f}%"
 
 
-def rate_text(record: dict | None) -> str:
-    return summary_text(rate_summary(record), "{:,.0f}".format, what="epochs") if record else "not measured"
+def rate_text(record: dict) -> str:
+    return summary_text(rate_summary(record), "{:,.0f}".format, what="epochs")
 
 
 def rows(records) -> list[list[str]]:
@@ -226,18 +207,15 @@ def goal_shares(records) -> str:
                                   f"because {own} hides the reading")
     if not shares:
         return "The reference run has no record of the lesson's generator to compare with."
-    runs = parts.part_runs(shown(records))
     said = "With the do-nothing model, the lesson's generator reached these shares of the ceiling."
     for device, found in shares.items():
-        part = [r for r in shown(records) if r["device_kind"] == device
-                and r["run_id"] == runs[device]]
-        said += (f" On the {device.upper()} ({parts.machine(part)}, {part[0]['date'][:10]}): "
+        first = next(r for r in shown(records) if r["device_kind"] == device)
+        said += (f" On the {device.upper()} ({parts.machine([first])}, {words.day(first)}): "
                  f"{words.listed(found)}.")
     if judged:
         how = ("missed" if not any(judged) else "met" if all(judged)
                else f"met in {sum(judged)} of {len(judged)} cases")
-        said += f" The goal, where it applies, was {how}"
-        said += (": " + "; ".join(hidden) + "." if hidden else ".")
+        said += f" The goal, where it applies, was {how}" + (": " + "; ".join(hidden) if hidden else "") + "."
     return said
 
 
@@ -270,10 +248,9 @@ def malloc_note(records) -> str:
     torch = [r for r in shown(records) if r.get("backend") == "torch"]
     if not torch:
         return ""
-    if words.malloc_fixed(torch):
-        return "PyTorch was measured with glibc malloc's thresholds fixed."
-    return ("PyTorch was measured in glibc malloc's default mode, in which a fit can land in a "
-            "fast or a slow mode by chance.")
+    return ("PyTorch was measured with glibc malloc's thresholds fixed." if words.malloc_fixed(torch)
+            else "PyTorch was measured in glibc malloc's default mode, in which a fit can land in "
+            "a fast or a slow mode by chance.")
 
 
 def old_method_note(records) -> str:
@@ -326,7 +303,7 @@ def figures(records):
     for ax, (backend, device, drawn, top) in zip(axes, drawn_panels, strict=True):
         positions = list(range(len(drawn)))[::-1]
         rates = [rate_summary(r) for _, r in drawn]
-        colours = [COLOURS.get(name, COLOURS["lesson"]) for name, _ in drawn]
+        colours = [COLOURS[name] for name, _ in drawn]
         ax.barh(positions, [s["median"] for s in rates], color=colours, height=0.6)
         draw_spread(ax, positions, rates, horizontal=True)
         ax.set_yticks(positions, [name for name, _ in drawn])
@@ -343,7 +320,7 @@ def figures(records):
     return (fig,)
 
 
-def substitutions(path=RESULTS_FILE) -> dict[str, str]:
+def substitutions(path=None) -> dict[str, str]:
     """Episode 9's ``ref_ceil_*`` values."""
     records = reference_run(path)
     summary = (malloc_note(records), parts.provenance(records, file="results/ceiling.jsonl"),

@@ -1,9 +1,10 @@
 """Measuring where a training step of the lesson's CNN spends its time, on each device (JAX):
 the rule's epochs through the lesson's generator (on a GPU one more samples NVML's utilisation),
 then the first batches of one more epoch under ``jax.profiler.trace``, read into a step's parts
-(:func:`breakdown`). A step costs about three forward passes (the forward pass and the backward
-pass's two products): the achieved rate is ``3 × forward × images per second``.
-"""
+(:func:`breakdown`): the host's (input, dispatch, the rest of fit) and the device's (kernels,
+copies while no kernel runs, idle; on a CPU, XLA's worker threads), each timeline adding up to
+the profiled window. A step costs about three forward passes: the achieved rate is
+``3 × forward × images per second``."""
 
 from __future__ import annotations
 
@@ -21,10 +22,6 @@ from gpulesson.machine.devices import keras_device_name
 from gpulesson.machine.timing import Budget, BusyMeter, synced_epoch_timer, synchronise
 from gpulesson.records.pagewords import IN_ORDER, ORDER_FIELD
 from gpulesson.records.summaries import SUMMARY_KEY, WARMUP, summarise
-
-# A JAX profile (its *.trace.json.gz, no TensorBoard) as a step's parts on two timelines that add up
-# to the profiled window: the host's (input, dispatch, the rest of fit) and the device's (kernels,
-# copies while no kernel runs, idle; on a CPU, XLA's worker threads), overlaps merged.
 
 EPOCH = "gpulesson_epoch"  # the profiled window: one epoch, from its start to its synchronised end
 INPUT = "gpulesson_input"  # one batch fetched from the input pipeline
@@ -213,9 +210,7 @@ def measure(args, *, run_id: str, done):
             keras.utils.set_random_seed(args.seed)
             model = lesson.compile_cnn(lesson.build_cnn())
             flops = flops_per_image(model)
-            budget = Budget(warmup, repeats)
-            meter = BusyMeter()
-            started = time.perf_counter()
+            budget, meter, started = Budget(warmup, repeats), BusyMeter(), time.perf_counter()
             print(f"{device}: training {warmup} warm-up and {repeats} timed epoch(s) ...")
             model.fit(train, epochs=warmup + repeats, verbose=2, **IN_ORDER,  # a line an epoch
                       callbacks=[synced_epoch_timer(budget), lesson.DataEpoch(train)])

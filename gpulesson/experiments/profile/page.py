@@ -33,13 +33,12 @@ def gpu_name(record: dict) -> str | None:
 def peak(record: dict, tflops: float | None = None) -> dict | None:
     """A GPU record's published peak and the share of it of ``tflops`` (default the timed
     epochs' ``achieved_tflops``); None where the lesson has no table for the card."""
-    name = gpu_name(record)
-    peaks = peaks_for(name)
+    peaks, key = peaks_for(gpu_name(record)), float32_key(record)
     if not peaks:
         return None
-    key = float32_key(record)
     achieved = record["achieved_tflops"] if tflops is None else tflops
-    return {"precision": key, "tflops": peaks[key], "card": name, "share": achieved / peaks[key]}
+    return {"precision": key, "tflops": peaks[key], "card": gpu_name(record),
+            "share": achieved / peaks[key]}
 
 
 def profiled(record: dict | None) -> bool:
@@ -117,20 +116,22 @@ def summary_lines(record: dict) -> list[str]:
     ]
 
 
+def _drawn(records):
+    return [(d, r) for d in DEVICES if profiled(r := find(records, d))]
+
+
 def rows(records) -> list[list[str]]:
     """One row per profiled device, all of it of the profiled step (its rate too, never the
     timed epochs' rate beside the profiled step's parts)."""
     found = []
-    for device in DEVICES:
-        record = find(records, device)
-        if profiled(record):
-            tflops = batch_tflops(record, record["profile"]["step"])
-            top, used = peak(record, tflops), record["utilisation"]
-            found.append([f"{device.upper()} ({device_name(record)})", ms(record["profile"]["step"]),
-                          *(ms(v) for line in ("host", "device") for v in record["profile"][line].values()),
-                          f"{tflops:.3g}"
-                          + (f" ({top['share']:.1%} of {top['precision'].upper()})" if top else ""),
-                          f"{used['mean']:.0f} %" if "mean" in used else "not sampled"])
+    for device, record in _drawn(records):
+        tflops = batch_tflops(record, record["profile"]["step"])
+        top, used = peak(record, tflops), record["utilisation"]
+        found.append([f"{device.upper()} ({device_name(record)})", ms(record["profile"]["step"]),
+                      *(ms(v) for line in ("host", "device") for v in record["profile"][line].values()),
+                      f"{tflops:.3g}"
+                      + (f" ({top['share']:.1%} of {top['precision'].upper()})" if top else ""),
+                      f"{used['mean']:.0f} %" if "mean" in used else "not sampled"])
     return found
 
 
@@ -197,10 +198,6 @@ def overhead_text(record: dict | None) -> str:
             f"the profiler the dispatch takes at least {ms(found['dispatch_at_least'])} "
             f"({ms(found['dispatch'])} less {ms(found['extra'])}, if the profiler made no part "
             f"faster)")
-
-
-def _drawn(records):
-    return [(d, r) for d in DEVICES if profiled(r := find(records, d))]
 
 
 def machine(device: str, record: dict, records) -> str:
@@ -273,13 +270,12 @@ def figures(records):
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     """Episode 9's values of the profile (MyST substitutions ``ref_prof_*``)."""
     records = reference_run(path)
-    gpu, cpu = find(records, "gpu"), find(records, "cpu")
+    gpu, cpu, table = find(records, "gpu"), find(records, "cpu"), rows(records)
     head = ["Device", "Step (profiled)", "Host: input", "Host: dispatch", "Host: rest of fit",
             "Device: kernels", "Device: copies", "Device: idle",
             "TFLOP/s in the profiled step (of the peak)", "Busy (NVML, an epoch)"]
     return {
-        "ref_prof_table": (markdown_table(head, rows(records))
-                           if any(profiled(r) for r in records) else NOT_RECORDED),
+        "ref_prof_table": markdown_table(head, table) if table else NOT_RECORDED,
         "ref_prof_gpu": device_name(gpu) if profiled(gpu) else NOT_RECORDED,
         "ref_prof_cut": " ".join(cut_text(r) for r in (cpu, gpu) if profiled(r)) or NOT_RECORDED,
         "ref_prof_when": "; ".join(run_labels(records)) or NOT_RECORDED,
