@@ -74,7 +74,7 @@ FIGURES = {
         with_gpu_twins(small_models.reference_run("sweep")))],
     "pytorch (episode 8)": lambda: torch_reference.figures(with_gpu_twins(torch_reference.reference_run())),
     "feeding (episode 9)": lambda: feeding.figures(with_gpu_twins(feeding.reference_run())),
-    "stand-in calibration (episode 5)": lambda: calibration.figures([calibration.reference_record()]),
+    "stand-in calibration (episode 5)": lambda: calibration.figures(calibration.reference_run()),
     "contention (episode 5)": lambda: contention.figures(contention.reference_run()),
 }
 

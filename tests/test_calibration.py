@@ -9,7 +9,7 @@ from conftest import ROOT
 from gpulesson.datasets.synthetic import PAIRS, SYNTHETIC_CLASS_NAMES
 from gpulesson.experiments import calibration, registry
 from gpulesson.experiments.calibration.measure import generator_fingerprint
-from gpulesson.experiments.calibration.page import describe, findings, reference_record, substitutions
+from gpulesson.experiments.calibration.page import describe, findings, reference_run, substitutions
 from gpulesson.records.figure_scripts import drawer
 from gpulesson.records.results import NOT_RECORDED, read_records, validate_record
 
@@ -86,9 +86,9 @@ def test_no_record_says_not_recorded(tmp_path):
 
 @pytest.fixture(scope="module")
 def reference():
-    record = reference_record()
-    assert record, f"{calibration.RESULTS_FILE} must hold a record: {COMMAND}"
-    return record
+    records = reference_run()
+    assert records, f"{calibration.RESULTS_FILE} must hold a record: {COMMAND}"
+    return records[0]
 
 
 def test_the_committed_record_is_full_size_and_of_this_generator(reference):

@@ -1,13 +1,9 @@
 """How the lesson's CNN learns the synthetic stand-in: accuracy per epoch, overfitting, confusions.
 
-    python -m gpulesson.experiments.calibration          # full size: 45,000 / 5,000 / 10,000, 30 epochs
-    python -m gpulesson.experiments.calibration --quick  # a tiny run, for the tests (also LESSON_QUICK=1)
-
-The stand-in's calibration (episode 5's instructor notes): the stand-in should behave as CIFAR-10
-does with the CNN, a test accuracy within :data:`TARGET_ACCURACY` after the workshop's epochs,
-overfitting within 30 epochs, and mistakes mostly between the two classes of a look-alike pair.
-A record (one a run) keeps a fingerprint of the generator, so that a changed stand-in shows that
-it is stale. Imports no deep-learning framework.
+Episode 5's instructor notes: the stand-in should behave as CIFAR-10 does with the CNN, a test
+accuracy within :data:`TARGET_ACCURACY` after the workshop's epochs, overfitting within 30 epochs,
+and mistakes mostly within look-alike pairs. A record keeps a fingerprint of the generator, so
+that a changed stand-in shows that it is stale. Imports no deep-learning framework.
 """
 
 from __future__ import annotations

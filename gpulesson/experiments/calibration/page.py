@@ -18,10 +18,6 @@ def reference_run(path=None) -> list[dict]:
     return RECORDS.read(path)[-1:]
 
 
-def reference_record(path=None) -> dict | None:
-    return (reference_run(path) or [None])[0]
-
-
 def pair_share(matrix) -> float | None:
     """The share of the mistakes in ``matrix`` made between the two classes of a pair."""
     from gpulesson.datasets.synthetic import PAIRS
@@ -94,6 +90,12 @@ def describe(records) -> str:
     return "\n".join(lines)
 
 
+# Each value as the figures write it (accuracies as 62.5 %, not 0.62), so that text and figure agree.
+PERCENT = "{:.1%}".format
+SHOWN = {"workshop_epochs": str, "workshop_accuracy": PERCENT, "best_accuracy": PERCENT,
+         "best_epoch": str, "final_train_accuracy": PERCENT, "val_loss_low_epoch": str}
+
+
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     """Text snippets of the newest record for the episode's instructor notes (``ref_calib_*``)."""
     from gpulesson.datasets.synthetic import SYNTHETIC_CLASS_NAMES as NAMES
@@ -101,23 +103,12 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     records = reference_run(path)
     values = run_values("ref_calib", records, "date", "backend", "cpu", "n_train", "epochs",
                         "batch_size")
-    if not records:
-        return values | {f"ref_calib_{key}": NOT_RECORDED for key in (
-            "workshop_epochs", "workshop_accuracy", "best_accuracy", "best_epoch",
-            "final_train_accuracy", "val_loss_low_epoch", "pair_share", "most_confused")}
-    found = findings(records[-1])
-    pair, share = found["most_confused"], found["final_pair_share"]
-    return values | {f"ref_calib_{key}": value for key, value in {
-        "workshop_epochs": str(found["workshop_epochs"]),
-        # As the figures write accuracies (62.5 %, not 0.62), so that text and figure agree.
-        "workshop_accuracy": f"{found['workshop_accuracy']:.1%}",
-        "best_accuracy": f"{found['best_accuracy']:.1%}",
-        "best_epoch": str(found["best_epoch"]),
-        "final_train_accuracy": f"{found['final_train_accuracy']:.1%}",
-        "val_loss_low_epoch": str(found["val_loss_low_epoch"]),
-        "pair_share": f"{share:.0%}" if share is not None else NOT_RECORDED,
-        "most_confused": f"{NAMES[pair[0]]} and {NAMES[pair[1]]}" if pair else NOT_RECORDED,
-    }.items()}
+    found = findings(records[-1]) if records else {}
+    values |= {f"ref_calib_{key}": show(found[key]) if found else NOT_RECORDED for key, show in SHOWN.items()}
+    pair, share = found.get("most_confused"), found.get("final_pair_share")
+    values["ref_calib_pair_share"] = f"{share:.0%}" if share is not None else NOT_RECORDED
+    values["ref_calib_most_confused"] = f"{NAMES[pair[0]]} and {NAMES[pair[1]]}" if pair else NOT_RECORDED
+    return values
 
 
 def figures(records):
