@@ -1,9 +1,12 @@
-"""Episode 7's reference runs, one per part (the newest with CPU and GPU records; a sweep counts
-only with every cell of its grid on each device it measured), in words, as tables and figures,
-and the page's ``ref_mlp_*`` values. The alt texts read what the figures draw
-(:func:`sweep_drawn`), so that they name only what is drawn. Imports no deep-learning framework."""
+"""Episode 7's reference runs, one per part (a sweep counts only whole), in words, tables and
+figures, and the page's ``ref_mlp_*`` values; the alt texts read what the figures draw
+(:func:`sweep_drawn`). Imports no deep-learning framework."""
 
 from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter
 
 import numpy as np
 
@@ -25,7 +28,6 @@ from gpulesson.records.results import duration as short_time
 from gpulesson.records.summaries import SPREAD_NOTE, Comparison, draw_spread, scale, summary_text, times_text
 
 COMMAND = "python -m gpulesson.experiments.small_models"
-epoch_summary = RECORDS.epoch_summary  # every record keeps its epochs; the first of old ones is the warm-up
 BUDGET = "`python tools/reference.py budget`"
 FIGURES, FIGURE_FOLDER = ("comparison-epoch-times.svg", "sweep.svg"), "fig/07-small-models"
 STEPS = "steps_per_epoch"
@@ -41,12 +43,19 @@ def cell_name(key: tuple[int, int]) -> str:
     return f"width {key[0]}, batch size {key[1]}"
 
 
+def sweep_cells(records) -> dict[tuple[int, int], dict[str, dict]]:
+    """``{(width, batch_size): {"cpu": record, "gpu": record}}`` of one sweep run's records."""
+    cells: dict[tuple[int, int], dict[str, dict]] = {}
+    for record in records:
+        cells.setdefault((record["width"], record["batch_size"]), {})[record["device_kind"]] = record
+    return cells
+
+
 def sweep_complete(records) -> bool:
     """Whether each device of a sweep run has every cell of the run's grid."""
     widths, batches = axes(records)
-    grid = {(w, b) for w in widths for b in batches}
-    return all({(r["width"], r["batch_size"]) for r in records if is_gpu(r) == gpu} == grid
-               for gpu in {is_gpu(r) for r in records})
+    cells, kinds = sweep_cells(records), {r["device_kind"] for r in records}
+    return len(cells) == len(widths) * len(batches) and all(set(c) == kinds for c in cells.values())
 
 
 def reference_run(part: str, path=None) -> list[dict]:
@@ -63,13 +72,12 @@ def page_runs(path=None) -> tuple:
 
 
 def figures(comparison, sweep):
-    """The comparison's figure and the sweep's, each from its part's run (:func:`page_runs`)."""
     return comparison_figure(comparison), sweep_figure(sweep)
 
 
 def sample_summary(record: dict | None, per: str = "n_rows") -> dict | None:
     """The time per sample of a sweep record (per step with ``per=STEPS``)."""
-    return scale(epoch_summary(record), 1 / record[per]) if record else None
+    return scale(RECORDS.epoch_summary(record), 1 / record[per]) if record else None
 
 
 def speedup_text(found: Comparison | None) -> str:
@@ -80,15 +88,6 @@ def speedup_text(found: Comparison | None) -> str:
 def verdict_words(found: Comparison) -> str:
     """"GPU 2.5× slower", or "no measurable difference" where the ranges overlap."""
     return f"GPU {found.sentence}" if found.measurable else found.sentence
-
-
-def sweep_cells(records) -> dict[tuple[int, int], dict[str, dict]]:
-    """``{(width, batch_size): {"cpu": record, "gpu": record}}`` of one sweep run's records."""
-    cells: dict[tuple[int, int], dict[str, dict]] = {}
-    for record in records:
-        cells.setdefault((record["width"], record["batch_size"]), {})[
-            "gpu" if is_gpu(record) else "cpu"] = record
-    return cells
 
 
 def sweep_verdicts(records) -> dict[tuple[int, int], Comparison]:
@@ -102,21 +101,18 @@ def describe_comparison(records) -> str:
     """The comparison in words: each device's epoch times, accuracy, and the speed-up."""
     if not records:
         return "No comparison run recorded."
-    first = records[0]
+    first, names = records[0], hardware(records)
     lines = [(f"Data: {data_label(records)}; {first['n_train']} training rows (a fifth of them for "
               f"validation), batch size {first['batch_size']}, {first['epochs']} epochs, "
               f"backend {first['backend']}.")]
-    names = hardware(records)
     for record in sorted(records, key=is_gpu):
-        kind = "GPU" if is_gpu(record) else "CPU"
+        kind = record["device_kind"].upper()
         lines.append(f"{kind} ({names[kind]}): first epoch {short_time(record['first_epoch_seconds'])} "
-                     f"(warm-up), then {summary_text(epoch_summary(record), short_time)} per "
+                     f"(warm-up), then {summary_text(RECORDS.epoch_summary(record), short_time)} per "
                      f"epoch; test accuracy {record['test_accuracy']:.3f}.")
-    if pick(records, True) is None:
-        lines.append("GPU: no run in these records.")
-    else:
-        speedup = speedup_text(RECORDS.gpu_against_cpu(records))
-        lines.append(f"Speed-up of the GPU per epoch (medians): {speedup}.")
+    speedup = speedup_text(RECORDS.gpu_against_cpu(records))
+    lines.append(f"Speed-up of the GPU per epoch (medians): {speedup}." if pick(records, True)
+                 else "GPU: no run in these records.")
     return "\n".join(lines)
 
 
@@ -125,31 +121,26 @@ def _cell_text(found, between: str = " ", dash: str = "-") -> str:
     if not found:
         return "-"
     return short_time(found["median"]) + between + (
-        f"({short_time(found['min'])}{dash}{short_time(found['max'])})" if found["n"] > 1
-        else "(1 epoch)")
+        f"({short_time(found['min'])}{dash}{short_time(found['max'])})" if found["n"] > 1 else "(1 epoch)")
 
 
 def sweep_table(records) -> str:
     """A text table of a sweep run: time per sample per device, and the speed-up, per cell."""
     if not records:
         return "No sweep recorded."
-    widths, batches = axes(records)
     cells, verdicts = sweep_cells(records), sweep_verdicts(records)
-    kinds = [k for k in ("cpu", "gpu") if any(k in pair for pair in cells.values())]
+    kinds = sorted({r["device_kind"] for r in records})
     header = f"{'width':>6} {'batch':>6} " + " ".join(f"{k.upper() + ' per sample':>24}" for k in kinds)
-    if verdicts:
-        header += f" {'speed-up':>9}  GPU against CPU"
+    header += f" {'speed-up':>9}  GPU against CPU" if verdicts else ""
     lines = [f"Data: {data_label(records)}; backend {records[0]['backend']}; per sample: median "
              "(fastest-slowest timed epoch).", header]
-    for width in widths:
-        for batch in batches:
-            pair = cells.get((width, batch), {})
-            line = f"{width:6} {batch:6} " + " ".join(f"{_cell_text(sample_summary(pair.get(k))):>24}"
-                                                      for k in kinds)
-            if verdicts:
-                found = verdicts.get((width, batch))
-                line += (f" {found.ratio:8.2f}x  {found.sentence}" if found else f" {'-':>9}")
-            lines.append(line)
+    for width, batch in itertools.product(*axes(records)):
+        pair, found = cells.get((width, batch), {}), verdicts.get((width, batch))
+        line = f"{width:6} {batch:6} " + " ".join(f"{_cell_text(sample_summary(pair.get(k))):>24}"
+                                                  for k in kinds)
+        if verdicts:
+            line += f" {found.ratio:8.2f}x  {found.sentence}" if found else f" {'-':>9}"
+        lines.append(line)
     if not verdicts:
         lines.append("Speed-up: not measured (no GPU records in this sweep).")
     return "\n".join(lines)
@@ -164,9 +155,9 @@ def describe(records) -> str:
 
 def _comparison_drawn(records) -> list[dict]:
     """Per device recorded (CPU first), its epoch times and the summary of its timed epochs."""
-    return [{"kind": kind, "epochs": list(record["epoch_seconds"]), "summary": epoch_summary(record)}
-            for kind, record in (("CPU", pick(records, False)), ("GPU", pick(records, True)))
-            if record and record.get("epoch_seconds")]
+    return [{"kind": name.upper(), "epochs": list(record["epoch_seconds"]),
+             "summary": RECORDS.epoch_summary(record)}
+            for name, record in by_device(records) if record and record.get("epoch_seconds")]
 
 
 def comparison_alt(records) -> str:
@@ -195,11 +186,9 @@ def comparison_figure(records):
     need(records, f"run {COMMAND}")
     drawn = _comparison_drawn(records)
     need(drawn, "the comparison records keep no epoch times")
-    names = hardware(records)
-    found = {d["kind"]: d for d in drawn}
-    fig = compare_plots.epoch_times(*(found[k]["epochs"] if k in found else None
-                                      for k in ("CPU", "GPU")), label=data_label(records),
-                                    hardware={k: names.get(k, NOT_RECORDED) for k in found})
+    names, found = hardware(records), {d["kind"]: d["epochs"] for d in drawn}
+    fig = compare_plots.epoch_times(found.get("CPU"), found.get("GPU"), label=data_label(records),
+                                    hardware={k: names[k] for k in found})
     ax = fig.axes[0]
     colours = {line.get_label(): line.get_color() for line in ax.get_lines()}
     longest = max(len(d["epochs"]) for d in drawn)
@@ -332,22 +321,22 @@ def sweep_figure(records):
     return fig
 
 
+
+
 def cut_sweep_note(path, reference) -> str:
     """Why the page has no GPU sweep: a newer sweep run that stopped before its end (its cells
     per device), or that none has been recorded. A cut run never becomes the page's reference,
     so the note says which run the page shows instead."""
-    grouped = list(RECORDS.runs_in(path, part="sweep").values())
+    runs = RECORDS.runs_in(path, part="sweep")
     shown = reference[0]["run_id"] if reference else None
-    ids = [group[0]["run_id"] for group in grouped]
-    newer = grouped[ids.index(shown) + 1:] if shown in ids else grouped
-    cut = next((g for g in reversed(newer) if not sweep_complete(g)), None)
+    newer = list(runs.values())[list(runs).index(shown) + 1 if shown in runs else 0:]
+    cut = next((run for run in reversed(newer) if not sweep_complete(run)), None)
     if not cut:
         return ("The GPU half of the sweep of batch size and layer width has not been recorded "
                 f"yet; the next lease of {BUDGET} records it.")
-    widths, batches = axes(cut)
-    counts = [f"{n} of its {len(widths) * len(batches)} {kind} cells" if n else f"no {kind} cells"
-              for kind, gpu in (("GPU", True), ("CPU", False))
-              for n in [sum(is_gpu(r) == gpu for r in cut)]]
+    n, size = Counter(r["device_kind"] for r in cut), math.prod(map(len, axes(cut)))
+    counts = [f"{n[kind]} of its {size} {kind.upper()} cells" if n[kind] else f"no {kind.upper()} cells"
+              for kind in ("gpu", "cpu")]
     where = f" on {gpu['device']}" if (gpu := pick(cut, True)) else ""
     return ("The GPU half of the sweep of batch size and layer width is not completely recorded "
             f"yet: the sweep{where} (run {cut[0]['run_id']}, {cut[0]['date'][:10]}) stopped "
@@ -364,12 +353,10 @@ def sweep_dates(records) -> str:
     days = sorted({r["date"][:10] for r in records})
     if len(days) == 1:
         return f"on {days[0]}"
-    parts = []
-    for name, gpu in (("GPU", True), ("CPU", False)):
-        kind = [r["date"][:10] for r in records if is_gpu(r) == gpu]
-        if kind:
-            counted = " and ".join(f"{day} ({kind.count(day)})" for day in sorted(set(kind)))
-            parts.append(f"the {name}'s cells on {counted}")
+    dated = {kind: sorted(Counter(r["date"][:10] for r in records if r["device_kind"] == kind).items())
+             for kind in ("gpu", "cpu")}
+    parts = [f"the {kind.upper()}'s cells on " + " and ".join(f"{day} ({n})" for day, n in counted)
+             for kind, counted in dated.items() if counted]
     same = len({(r.get("cpu_model"), r.get("cores_usable"), str(sorted(r.get("versions", {}).items())))
                 for r in records}) == 1
     return (f"in parts of one run: {', '.join(parts)}; "
@@ -393,7 +380,7 @@ def substitutions(path=RECORDS.results_file) -> dict[str, str]:
     values["ref_mlp_fig_comparison_alt"] = comparison_alt(comparison) if comparison else NOT_RECORDED
     for name, record in by_device(comparison):
         values[f"ref_mlp_{name}_first_epoch"] = first_epoch(record)
-        values[f"ref_mlp_{name}_epoch"] = median_text(epoch_summary(record), what="repeats")
+        values[f"ref_mlp_{name}_epoch"] = median_text(RECORDS.epoch_summary(record), what="repeats")
         values[f"ref_mlp_{name}_accuracy"] = accuracy(record)
 
     records = reference_run("sweep", path)
@@ -411,14 +398,14 @@ def substitutions(path=RECORDS.results_file) -> dict[str, str]:
                    "ref_mlp_sweep_small_cell": cell_name(corners["small"]),
                    "ref_mlp_sweep_large_cell": cell_name(corners["large"])})
     for name in ("cpu", "gpu"):
-        mine = [r for r in records if is_gpu(r) == (name == "gpu")]
-        if mine:
+        def timed(key, per="n_rows", name=name):
+            return median_text(sample_summary(cells.get(key, {}).get(name), per), what="repeats")
+
+        if mine := [r for r in records if r["device_kind"] == name]:
             values[f"ref_mlp_sweep_{name}_total"] = short_time(sum(r["total_seconds"] for r in mine))
         for size, key in corners.items():
-            values[f"ref_mlp_sweep_{name}_{size}_sample"] = median_text(
-                sample_summary(cells.get(key, {}).get(name)), what="repeats")
-        values[f"ref_mlp_sweep_{name}_small_step"] = median_text(
-            sample_summary(cells.get(corners["small"], {}).get(name), STEPS), what="repeats")
+            values[f"ref_mlp_sweep_{name}_{size}_sample"] = timed(key)
+        values[f"ref_mlp_sweep_{name}_small_step"] = timed(corners["small"], STEPS)
         # One step of the narrowest model at the smallest and at the largest batch: how much a
         # step's time grows along the top row of the grid.
         first, last = (cells.get((widths[0], batch), {}).get(name) for batch in (batches[0], batches[-1]))
