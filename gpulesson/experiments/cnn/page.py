@@ -24,17 +24,17 @@ from gpulesson.records.pagewords import (
     by_device,
     comparison_text,
     first_epoch,
+    given,
     listed,
     median_text,
     run_values,
 )
-from gpulesson.records.recordset import split_epochs
+from gpulesson.records.recordset import epochs_summary
 from gpulesson.records.results import NOT_RECORDED, data_label, duration, hardware, is_gpu, pick
-from gpulesson.records.summaries import NO_DIFFERENCE, SPREAD_NOTE, draw_spread, summarise, summary_text
+from gpulesson.records.summaries import NO_DIFFERENCE, SPREAD_NOTE, draw_spread
 
 WORKSHOP_EPOCHS = 3  # the episode's EPOCHS: what a learner's cell runs
-RESULTS_FILE, reference_run, gpu_comparison = (RECORDS.results_file, RECORDS.newest_run,
-                                               RECORDS.gpu_against_cpu)
+RESULTS_FILE, reference_run = RECORDS.results_file, RECORDS.newest_run
 FIGURES, FIGURE_FOLDER = ("reference-epoch-times.svg", "reference-time-bars.svg"), "fig/05-cpu-vs-gpu"
 FIRST_EPOCH = "includes compiling"  # what the warm-up epoch's extra time includes, by default
 # Marker names for the alt texts, for the markers of gpulesson.records.compare_plots' styles.
@@ -82,11 +82,7 @@ def drawn(records, hardware_names=None) -> tuple[list[Series], object]:
     series = [Series(kind, names.get(kind, kind), _STYLES[i], [float(s) for s in record["epoch_seconds"]],
                      epoch_summary(record), float(record["evaluation_seconds"]),
                      float(record["total_seconds"])) for i, (kind, record) in enumerate(ran)]
-    return series, gpu_comparison(records)
-
-
-def _epochs_text(s: Series) -> str:
-    return summary_text(s.summary, duration, what="epochs")
+    return series, RECORDS.gpu_against_cpu(records)
 
 
 def epoch_times_alt(series, *, first_epoch: str = FIRST_EPOCH) -> str:
@@ -99,7 +95,7 @@ def epoch_times_alt(series, *, first_epoch: str = FIRST_EPOCH) -> str:
             text += (f" The first epoch, {duration(s.summary['warmup'][0])}, is circled and labelled as the "
                      f"warm-up ({first_epoch}).")
         text += (" To the right of the line, the median and range of the epochs after the "
-                 f"warm-up, with each epoch as a dot: {_epochs_text(s)}.")
+                 f"warm-up, with each epoch as a dot: {median_text(s.summary)}.")
     else:
         text = ("Line chart of the wall time of each training epoch, one line per device: "
                 + "; ".join(f"the {s.kind} ({s.name}), {len(s.epochs)} epochs, {s.marker} markers"
@@ -110,7 +106,7 @@ def epoch_times_alt(series, *, first_epoch: str = FIRST_EPOCH) -> str:
                      + listed(f"{duration(s.summary['warmup'][0])} on the {s.kind}" for s in warm) + ".")
         text += (" To the right of the lines, the median and range of each device's epochs after "
                  "the warm-up, with each epoch as a dot: "
-                 + listed(f"{s.kind} {_epochs_text(s)}" for s in series) + ".")
+                 + listed(f"{s.kind} {median_text(s.summary)}" for s in series) + ".")
     return text + _log_note([v for s in series for v in s.epochs])
 
 
@@ -122,10 +118,10 @@ def time_bars_alt(series, comparison=None) -> str:
         (s,) = series
         return (f"Bar chart of the training and evaluation time on {kinds}, one hatched bar per "
                 f"group, each labelled with its value: an epoch after the warm-up, whose bar is "
-                f"the median, {_epochs_text(s)}, {spread}; the evaluation on the "
+                f"the median, {median_text(s.summary)}, {spread}; the evaluation on the "
                 f"test images, {duration(s.evaluation)}; training and evaluation together, "
                 f"{duration(s.total)}." + _log_note(s.bar_values))
-    epoch = listed(f"{s.kind} {_epochs_text(s)}" for s in series)
+    epoch = listed(f"{s.kind} {median_text(s.summary)}" for s in series)
     words = (f", the GPU's bar labelled \"{comparison.sentence}\"" if comparison is not None
              else "")
     return (f"Bar chart of the training and evaluation time on {kinds}, one hatched bar per "
@@ -220,11 +216,6 @@ def figures(records, *, first_epoch: str = FIRST_EPOCH, hardware_names=None):
             time_bars_figure(series, comparison, label=label))
 
 
-def workshop_seconds(record: dict, epochs: int = WORKSHOP_EPOCHS) -> float:
-    """What the episode's ``epochs`` epochs take: the first epoch, then median epochs."""
-    return record["first_epoch_seconds"] + (epochs - 1) * steady_epoch_seconds(record)
-
-
 def speedup_text(comparison) -> str:
     """The ratio of the median epochs, "8.0×", saying where the ranges do not tell the devices
     apart: "1.1× by the medians, no measurable difference by the ranges"."""
@@ -243,15 +234,15 @@ def describe(records, *, full_epochs: int = FULL_EPOCHS, full_n_train: int | Non
     for record in records:
         kind = "GPU" if is_gpu(record) else "CPU"
         summary = epoch_summary(record)
-        warmup = ", ".join(duration(s) for s in summary["warmup"]) if summary else ""
+        warmup = ", ".join(duration(s) for s in summary["warmup"])
         lines.append(
             f"{kind} ({names[kind]}): "
             + (f"warm-up epoch {warmup}, then " if warmup else "")
-            + f"{summary_text(summary, duration, what='epochs')} per epoch; "
+            + f"{median_text(summary)} per epoch; "
             f"evaluation {duration(record['evaluation_seconds'])}; "
             f"test accuracy {record['test_accuracy']:.3f}."
         )
-    comparison = gpu_comparison(records)
+    comparison = RECORDS.gpu_against_cpu(records)
     if comparison is not None:
         lines.append(f"Speed-up of the GPU over the CPU: {speedup_text(comparison)} per epoch "
                      "(the median epochs after the warm-up).")
@@ -268,14 +259,10 @@ def _optional(record: dict, key: str, show) -> str:
     return NOT_RECORDED if record.get(key) is None else show(record[key])
 
 
-def _precision(record: dict) -> str:
+def _precision(found: dict) -> str:
     """How float32 products were computed: "TF32 matrix products, TF32 convolutions"."""
-    found = record.get("float32_precision")
-    if not isinstance(found, dict) or not found.get("matmul"):
-        return NOT_RECORDED
-    matmul, convolution = found["matmul"], found.get("convolution", found["matmul"])
-    return (f"{gpu_use.PRECISION.get(matmul, str(matmul))} matrix products, "
-            f"{gpu_use.PRECISION.get(convolution, str(convolution))} convolutions")
+    return ", ".join(f"{gpu_use.PRECISION.get(found[part], found[part])} {words}" for part, words
+                     in (("matmul", "matrix products"), ("convolution", "convolutions")))
 
 
 def _load(record: dict) -> str:
@@ -291,16 +278,11 @@ def _load(record: dict) -> str:
 
 
 def _validation(record: dict) -> str:
-    """The median and range of the timed epochs' validation passes (the mean for records that
-    kept only that); not where the work is queued (JAX, or a GPU) and the clock did not wait
-    for it (before ``validation_synchronised``)."""
-    if not record.get("validation_synchronised") and (record.get("backend") == "jax"
-                                                      or record.get("device_kind") == "gpu"):
+    """The median and range of the timed epochs' validation passes; not where the work is
+    queued (JAX, or a GPU) and the clock did not wait for it (before ``validation_synchronised``)."""
+    if not record.get("validation_synchronised") and (record["backend"] == "jax" or is_gpu(record)):
         return NOT_RECORDED
-    passes = record.get("validation_seconds")
-    if passes and len(passes) == len(record.get("epoch_seconds") or []):
-        return median_text(summarise(split_epochs(passes)[1]))
-    return _optional(record, "mean_validation_seconds", duration)
+    return given(record.get("validation_seconds"), lambda passes: median_text(epochs_summary(passes)))
 
 
 # Each device's values, ``ref_{cpu,gpu}_KEY``, from its record.
@@ -309,13 +291,15 @@ PER_DEVICE = {
     "epoch": lambda r: median_text(epoch_summary(r)),
     "full": lambda r: duration(full_training_seconds(r, FULL_EPOCHS, r["n_train"])),
     "accuracy": accuracy,
-    "workshop": lambda r: duration(workshop_seconds(r)),
+    # what the episode's epochs take: the first epoch, then median epochs
+    "workshop": lambda r: duration(r["first_epoch_seconds"]
+                                   + (WORKSHOP_EPOCHS - 1) * steady_epoch_seconds(r)),
     "validation": _validation,
     "jit_compile": lambda r: _optional(r, "jit_compile", lambda on: "on" if on else "off"),
     "cores": lambda r: _optional(r, "cpu_cores_available", str),
     "load": _load,
     "epoch_summary": lambda r: median_text(epoch_summary(r)),
-    "float32_precision": _precision,
+    "float32_precision": lambda r: _optional(r, "float32_precision", _precision),
 }
 
 
@@ -325,7 +309,7 @@ def _validation_row(cells) -> str:
 
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     records = reference_run(path)
-    comparison = gpu_comparison(records)
+    comparison = RECORDS.gpu_against_cpu(records)
     values = {
         **run_values("ref", records, "date", "backend", "n_train", "batch_size", "cpu", "gpu"),
         "ref_data": data_label(records) if records else NOT_RECORDED,
