@@ -52,11 +52,11 @@ def test_the_benchmark_records_each_layout_once_as_a_loader_row_of_its_group(tmp
     out = tmp_path / "f.jsonl"
     made = feeding.run_benchmark(devices=["cpu"], pipelines=["ram"], batch_size=BATCH,
                                  n_images=N, repeats=summaries.QUICK_REPEATS, chunks=True,
-                                 data_dir=tmp_path / "data", on_record=lambda r: write_records(
-                                     out, [r]), progress=lambda line: None)
+                                 data_dir=tmp_path / "data", progress=lambda line: None)
+    write_records(out, made)
     rows = [r for r in made if r["group"] == measure.GROUP]
-    assert [r["layout"] for r in rows] == [fp.chunks_label(*c) for c in measure.CHUNKS]
-    assert [r["chunks"][0] for r in rows] == [b * BATCH for b, _, _ in measure.CHUNKS]
+    assert [r["layout"] for r in rows] == list(measure.CHUNKS)
+    assert [r["chunks"][0] for r in rows] == [b * BATCH for b, _, _ in measure.CHUNKS.values()]
     assert [r["cache_bytes"] for r in rows] == [None, None, None, 64 * fp.MIB]
     assert {(r["pipeline"], r["mode"], r["device_kind"], r["window"]) for r in rows} == {
         ("lesson", "loader", "cpu", fp.WINDOW)}

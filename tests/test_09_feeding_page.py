@@ -219,7 +219,7 @@ def test_the_page_ranks_pipelines_only_where_their_ranges_are_apart(tmp_path, le
     clause = page.versus("`ram`", measure.rate_summary(records[1]), "`lesson`",
                          measure.rate_summary(records[0]))
     if expected == "apart":
-        assert fastest == "`ram`" and measure.ranking(records, "cpu")[0] == ["ram"]
+        assert fastest == "`ram`"
         assert clause == ("`ram` trained 3× faster than `lesson` (middle three of five epochs "
                           "apart)")
     else:
@@ -237,11 +237,13 @@ def test_the_loader_is_said_to_keep_ahead_only_where_the_rule_can_tell(feeding_m
     records, _, _ = feeding_measured
     train = copy.deepcopy(measure.find(records, "cpu", "lesson"))
     loader = copy.deepcopy(measure.find(records, "cpu", "lesson", "loader"))
-    assert page.loader_verdict(_with_rates(train, 100.0), _with_rates(loader, 1000.0)) == "ahead"
-    assert page.loader_verdict(_with_rates(train, 100.0), _with_rates(loader, 110.0)) == "waiting"
-    assert page.loader_verdict(_with_rates(train, 100.0), _with_rates(loader, 150.0)) == "unclear"
-    assert page.loader_verdict(_with_rates(train, 100.0, n=1),
-                               _with_rates(loader, 1000.0)) == "unclear"
+    top = _with_rates(copy.deepcopy(measure.find(records, "cpu", "ram")), 1000.0)
+    # training measurably slower than from memory: the loader alone 1.5 times ahead or not
+    for rate, verdict in ((1000.0, "adds"), (110.0, "waiting"), (150.0, "waiting")):
+        said = page.input_verdict(_with_rates(train, 100.0), _with_rates(loader, rate), top)
+        assert said == verdict, rate
+    assert page.input_verdict(_with_rates(train, 100.0), None, top) == "waiting"
+    assert page.input_verdict(_with_rates(train, 100.0, n=1), loader, top) == "unclear"
 
 
 def test_alt_texts_name_what_is_drawn(feeding_measured, tmp_path):
@@ -368,8 +370,7 @@ def test_the_goal_and_the_reading_follow_training_from_memory_on_a_gpu(feeding_m
     assert checks["share"] == pytest.approx(75_187 / 180_828) and not checks["share_ok"]
     top = measure.fastest_in_memory(gpu, "gpu")
     lesson, lesson_loader = measure.find(gpu, "gpu", "lesson"), measure.find(gpu, "gpu", "lesson", "loader")
-    assert page.loader_verdict(lesson, lesson_loader) == "ahead"  # the margin alone: no wait
-    assert page.input_verdict(lesson, lesson_loader, top) == "adds"
+    assert page.input_verdict(lesson, lesson_loader, top) == "adds"  # the margin alone: no wait
     classic = measure.find(gpu, "gpu", "classic")
     assert page.input_verdict(classic, measure.find(gpu, "gpu", "classic", "loader"), top) == "waiting"
     close = _with_rates(copy.deepcopy(lesson), 178_000.0)

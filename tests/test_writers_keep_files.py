@@ -74,10 +74,10 @@ def test_atomic_hdf5_names_a_folder_in_one_line(tmp_path):
 @pytest.mark.bad_input("bad argument")
 def test_the_feeding_files_keep_someones_files(tmp_path, capsys):
     """``python -m gpulesson.experiments.feeding --data-dir D`` writes feeding-{classic,none}-64.h5."""
-    from gpulesson.experiments.feeding.pipelines import file_path, write_files
+    from gpulesson.experiments.feeding.pipelines import write_files
 
     for kind in ("classic", "none"):
-        file_path(tmp_path, kind, 64).write_text("mine\n")
+        (tmp_path / f"feeding-{kind}-64.h5").write_text("mine\n")
     x = np.zeros((128, 32, 32, 3), np.uint8)
     y = np.arange(128) % 10
     paths = write_files(tmp_path, x, y, ["classic", "none"], batch_size=64)

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from gpulesson.datasets.hdf5 import IMAGE_SHAPE, atomic_hdf5
-from gpulesson.records.compare_plots import _STYLES, _subplots, _title
+from gpulesson.records.compare_plots import _subplots, _title
 from gpulesson.records.summaries import (
     REPEATS,
     SPREAD_NOTE,
@@ -48,9 +48,8 @@ DESCRIPTIONS: dict[str, str] = {
     "batch chunks + gzip": "batch chunks compressed with gzip level 4 (smaller, slower to unpack)",
     "auto chunks + gzip": "h5py's guessed chunk shape + gzip, as many tutorials do: chunks cut across images",
 }
-_EXTRA_STYLES = ({"hatch": "--", "color": "tab:red"}, {"hatch": "oo", "color": "tab:brown"},
-                 {"hatch": "++", "color": "tab:gray"})
-_BAR_STYLES = tuple({"hatch": s["hatch"], "color": s["color"]} for s in _STYLES) + _EXTRA_STYLES
+_BAR_STYLES = (("tab:blue", "//"), ("tab:orange", ".."), ("tab:green", "xx"), ("tab:purple", "\\\\"),
+               ("tab:red", "--"), ("tab:brown", "oo"), ("tab:gray", "++"))  # (colour, hatch)
 
 
 def _check_whole(name: str, value, least: int) -> None:
@@ -243,9 +242,9 @@ def layout_bars(rows, *, label):
     for ax, key, xlabel, text in panels:
         bars = ax.barh(positions, [r.get(key) or 0.0 for r in rows], edgecolor="black")
         for i, (bar, row) in enumerate(zip(bars, rows, strict=True)):
-            style = _BAR_STYLES[i % len(_BAR_STYLES)]
-            bar.set_facecolor(style["color"])
-            bar.set_hatch(style["hatch"])
+            colour, hatch = _BAR_STYLES[i % len(_BAR_STYLES)]
+            bar.set_facecolor(colour)
+            bar.set_hatch(hatch)
             ax.annotate(text(row), (bar.get_width(), bar.get_y() + bar.get_height() / 2), xytext=(3, 0),
                         textcoords="offset points", ha="left", va="center", fontsize=8)
         if key == "images_per_second":

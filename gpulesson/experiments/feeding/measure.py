@@ -22,7 +22,6 @@ from gpulesson.records.recordset import RecordSet, check_earlier
 from gpulesson.records.results import new_run_id
 from gpulesson.records.summaries import fmt_number as rate_text
 
-DATA = "synthetic"
 N_IMAGES = 50_000  # the full benchmark, and the size the lesson's goals are stated for
 TARGET_SHARE = 0.90  # the lesson's HDF5 pipeline: at least 90 % of the fastest in-memory path
 TARGET_EPOCH_SECONDS = 1.0  # and one epoch of 50,000 images in at most 1 s on the GPU
@@ -58,9 +57,12 @@ WORKER_PIPELINES = ("lesson-workers", "lesson-gzip-workers")
 # ended are handed out in the next one (Keras 3.15.1; episode 9 shows the code path).
 WRONG_DATA_WITH_WORKERS = ("jax", "torch")
 # The chunk shapes and the chunk cache (pipelines.time_reading): loader rows of group GROUP,
-# which the page's pipelines never read. (blocks per chunk, compression, cache in MiB or None).
+# which the page's pipelines never read. layout -> (blocks per chunk, compression, cache MiB).
 GROUP = "chunks"
-CHUNKS = ((1, None, None), (4, None, None), (4, "lzf", None), (4, "lzf", 64))
+CHUNKS = {"chunks of 1 block, uncompressed": (1, None, None),
+          "chunks of 4 blocks, uncompressed": (4, None, None),
+          "chunks of 4 blocks, lzf": (4, "lzf", None),
+          "chunks of 4 blocks, lzf, 64 MiB cache": (4, "lzf", 64)}
 
 
 def check_pipelines(names, backend: str | None = None) -> list[str]:
@@ -110,7 +112,7 @@ def complete_pipelines(part: list[dict]) -> bool:
 # Records of older settings sweeps (groups other than "pipelines") stay in the file, not shown.
 RECORDS = RecordSet("feeding", ("device_kind", "pipeline", "mode", "group", "precision",
                                 "jit_compile", "steps_per_execution", "batch_size", "layout"),
-                    complete=complete_pipelines, data=DATA,
+                    complete=complete_pipelines,
                     kept=lambda r: r.get("group") == "pipelines",
                     shown=lambda r: not delivered_wrong_data(r) and not old_device_method(r))
 
@@ -164,16 +166,16 @@ def trained(records, device: str, names=PIPELINES) -> dict[str, dict]:
     return {name: found for name in names if (found := find(records, device, name))}
 
 
-def best_pipeline(records, device: str) -> str | None:
-    """The pipeline with the highest median training rate (a choice, not a ranking)."""
-    rates = {name: rate_summary(r)["median"] for name, r in trained(records, device).items()}
-    return max(rates, key=rates.get) if rates else None
-
-
 def fastest_in_memory(records, device: str, names=IN_MEMORY) -> dict | None:
-    """The fastest training record from memory (or of ``names``) on ``device``."""
+    """The training record of the highest median rate from memory (or of ``names``) on ``device``."""
     found = trained(records, device, names).values()
     return max(found, key=lambda r: rate_summary(r)["median"]) if found else None
+
+
+def best_pipeline(records, device: str) -> str | None:
+    """The pipeline with the highest median training rate (a choice, not a ranking)."""
+    best = fastest_in_memory(records, device, PIPELINES)
+    return best and best["pipeline"]
 
 
 def targets(records) -> dict | None:
@@ -187,12 +189,6 @@ def targets(records) -> dict | None:
             "share_ok": share >= TARGET_SHARE, "epoch_seconds": epoch,
             "epoch_ok": epoch <= TARGET_EPOCH_SECONDS, "full_size": lesson["n_images"] >= N_IMAGES,
             "record": lesson}
-
-
-def ranking(records, device: str) -> list[list[str]]:
-    """The pipelines in places by the rule's ranking of their training rates, best first."""
-    rates = {name: summaries.middle(rate_summary(r)) for name, r in trained(records, device).items()}
-    return summaries.rank(rates, higher_is_better=True) if rates else []
 
 
 def basis(*summaries) -> str:
@@ -212,11 +208,12 @@ def why_unclear(*rates, many: bool = False) -> str:
 
 
 def fastest_text(records, device: str, quote=lambda name: f"`{name}`") -> str:
-    """:func:`ranking`'s first place in the rule's words (several: that it cannot tell them apart)."""
-    places = ranking(records, device)
-    if not places:
+    """The first place of the rule's ranking of the training rates on ``device``, in its words
+    (several: that it cannot tell them apart)."""
+    rates = {name: summaries.middle(rate_summary(r)) for name, r in trained(records, device).items()}
+    if not rates:
         return "not measured"
-    first = places[0]
+    first = summaries.rank(rates, higher_is_better=True)[0]
     if len(first) == 1:
         return quote(first[0])
     chosen = [rate_summary(find(records, device, n)) for n in first]
@@ -224,12 +221,6 @@ def fastest_text(records, device: str, quote=lambda name: f"`{name}`") -> str:
            else basis(*chosen))
     return (f"{listed(map(quote, first))} ({summaries.NO_DIFFERENCE} from {quote(first[0])}, the highest "
             f"median; {why})")
-
-
-def _whole(name: str, value, least: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        raise ValueError(f"{name} must be a whole number of at least {least}, not {value!r}")
-    return value
 
 
 def _keras():
@@ -305,17 +296,10 @@ def build_model(keras_device: str, *, precision: str = "float32"):
 def run_benchmark(*, devices, pipelines, batch_size: int, n_images: int, repeats: int,
                   warmup: int = summaries.WARMUP, max_steps=None, cpu_max_steps=None,
                   classic_max_steps=None, workers: int = 2, chunks: bool = False,
-                  data_dir=None, run_id: str | None = None, earlier=(), on_record=None,
-                  progress=print) -> list[dict]:
+                  data_dir=None, run_id: str | None = None, earlier=(), progress=print) -> list[dict]:
     """Every pipeline on each device, trained and read alone, then with ``chunks`` the chunk
-    layouts: the records, each given to ``on_record``; ``earlier``'s conditions are skipped."""
-    settings = dict(locals())
-    on_record = settings.pop("on_record") or (lambda record: None)
-    made = []
-    for record in _measured(**settings):
-        on_record(record)
-        made.append(record)
-    return made
+    layouts: the records; ``earlier``'s conditions are skipped."""
+    return list(_measured(**locals()))
 
 
 def _measured(*, devices, pipelines, batch_size, n_images, repeats, warmup, max_steps,
@@ -333,8 +317,10 @@ def _measured(*, devices, pipelines, batch_size, n_images, repeats, warmup, max_
               "classic_max_steps": classic_max_steps}
     for name, value in {"batch_size": batch_size, "n_images": n_images, "repeats": repeats,
                         "workers": workers, "warmup": warmup, **limits}.items():
-        if value is not None or name not in limits:
-            _whole(name, value, 0 if name == "warmup" else 1)
+        least = 0 if name == "warmup" else 1
+        if (value is not None or name not in limits) and (
+                isinstance(value, bool) or not isinstance(value, int) or value < least):
+            raise ValueError(f"{name} must be a whole number of at least {least}, not {value!r}")
     if batch_size > n_images:
         raise ValueError(f"batch_size {batch_size} is larger than n_images {n_images}")
     earlier = list(earlier)
@@ -373,10 +359,9 @@ def _measured(*, devices, pipelines, batch_size, n_images, repeats, warmup, max_
             for name in names:
                 full = fp.make_pipeline(name, batch_size=batch_size, files=files, arrays=ram,
                                         device_arrays=on_device, workers=workers)
-                steps_limit = device_limit
-                if name == "classic" and classic_max_steps:
-                    steps_limit = min(filter(None, (device_limit, classic_max_steps)))
-                dataset = fp.limit(full, steps_limit)
+                # the classic pipeline: at most classic_max_steps too
+                caps = (device_limit, name == "classic" and classic_max_steps)
+                dataset = fp.limit(full, min(filter(None, caps), default=None))
                 extra = {"workers": workers if name in WORKER_PIPELINES else 0,
                          **allocator.mode(), **fp.device_method(name)}
                 if fp.FILES[name]:
@@ -408,8 +393,7 @@ def _measured(*, devices, pipelines, batch_size, n_images, repeats, warmup, max_
                     full.close()
             del model
         steps = -(-n_images // batch_size)
-        for blocks, compression, cache in CHUNKS if chunks else ():
-            layout = fp.chunks_label(blocks, compression, cache)
+        for layout, (blocks, compression, cache) in (CHUNKS if chunks else {}).items():
             if RECORDS.key({"device_kind": "cpu", "pipeline": "lesson", "mode": "loader",
                             "group": GROUP, "batch_size": batch_size, "layout": layout,
                             **LOADER}) in done:

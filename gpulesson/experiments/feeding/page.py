@@ -61,11 +61,10 @@ MODES = {"train": ("training (model.fit)", {"hatch": "", "alpha": 1.0}),
 def epoch_text(record: dict, median: bool = False) -> str:
     """An epoch of all a record's images (its range, or ``median``), a partial one extrapolated."""
     full = summaries.scale(fm.RECORDS.epoch_summary(record), record["n_images"] / record["images_per_epoch"])
-    if median:
-        said = seconds_text(full["median"])
-        return f"≈ {said} ({extrapolated(record)})" if record["partial_epoch"] else said
-    said = summaries.summary_text(full, seconds_text)
-    return f"≈ {said}, {extrapolated(record)}" if record["partial_epoch"] else said
+    said = seconds_text(full["median"]) if median else summaries.summary_text(full, seconds_text)
+    if not record["partial_epoch"]:
+        return said
+    return f"≈ {said} ({extrapolated(record)})" if median else f"≈ {said}, {extrapolated(record)}"
 
 
 def versus(a_name: str, a: dict, b_name: str, b: dict, verb: str = "trained") -> str:
@@ -246,33 +245,22 @@ def gpu_peaks_text(records) -> str:
             "not measurements; episode 5 sets the CNN's rate beside them)")
 
 
-# The reading exercise: training from a pipeline against the fastest path from memory decides
-# whether the data cost time (:func:`input_verdict`); the loader alone says why.
-def loader_verdict(train: dict, loader: dict) -> str:
-    """"ahead", "waiting" or "unclear": the loader against LOADER_MARGIN times training's rate."""
-    rate = fm.rate_summary(train)
-    scaled = {**rate, **{k: rate[k] * LOADER_MARGIN for k in ("median", "min", "max")},
-              "samples": [v * LOADER_MARGIN for v in rate["samples"]]}
-    verdict = summaries.compare_middle(fm.rate_summary(loader), scaled, higher_is_better=True)
-    if not verdict.measurable:
-        return "unclear"
-    return "ahead" if verdict.word == "faster" else "waiting"
-
-
 def input_verdict(train: dict, loader: dict | None, top: dict) -> str:
-    """Training from a pipeline against ``top``, the fastest from memory: "waiting" (measurably
-    slower, the loader not ahead), "adds" (slower although the loader was ahead: reading did
-    not overlap the steps), "faster", "keeps up" (no measurable difference) or "unclear"."""
-    said = summaries.compare_middle(fm.rate_summary(train), fm.rate_summary(top), higher_is_better=True)
-    if min(fm.rate_summary(train)["n"], fm.rate_summary(top)["n"]) < summaries.MIN_RANKED:
+    """The reading exercise's verdict on training from a pipeline against ``top``, the fastest
+    from memory: "waiting" (measurably slower, the loader alone not measurably faster than
+    LOADER_MARGIN times training), "adds" (slower although it was: reading did not overlap the
+    steps), "faster", "keeps up" (no measurable difference) or "unclear"."""
+    rate, best = fm.rate_summary(train), fm.rate_summary(top)
+    said = summaries.compare_middle(rate, best, higher_is_better=True)
+    if min(rate["n"], best["n"]) < summaries.MIN_RANKED:
         return "unclear"
     if not said.measurable:
         return "keeps up"
     if said.word == "faster":
         return "faster"
-    if loader is not None and loader_verdict(train, loader) == "ahead":
-        return "adds"
-    return "waiting"
+    ahead = loader and summaries.compare_middle(fm.rate_summary(loader), summaries.scale(
+        rate, LOADER_MARGIN), higher_is_better=True)
+    return "adds" if ahead and ahead.word == "faster" else "waiting"
 
 
 def device_reading(records, device: str) -> str:
@@ -325,9 +313,7 @@ def stream_goals(records, path=fm.RECORDS.results_file) -> str:
                 f"{recorded_by(f'{RECORD_COMMAND} --devices gpu')}."]
     cpu = []
     for run_id, run in fm.RECORDS.runs_in(path).items():
-        pair = {r["pipeline"]: r for r in run if r.get("device_kind") == "cpu"
-                and r.get("mode") == "train" and r.get("group") == "pipelines"
-                and r["pipeline"] in ("lesson", STREAM)}
+        pair = {p: r for p in ("lesson", STREAM) if (r := fm.find(run, "cpu", p))}
         if len(pair) == 2:
             first = next(r["pipeline"] for r in run if r["pipeline"] in pair)
             ahead, lesson = fm.rate_summary(pair[STREAM]), fm.rate_summary(pair["lesson"])
@@ -368,7 +354,7 @@ def substitutions(path=fm.RECORDS.results_file) -> dict[str, str]:
     return {
         "ref_feed_when": provenance if records else "No reference run has been recorded yet.",
         # The data every CNN number of the page was measured on, named where they are shown.
-        "ref_feed_data": data_label(records) if records else LABELS[fm.DATA],
+        "ref_feed_data": data_label(records) if records else LABELS[fm.RECORDS.data],
         "ref_feed_goal_gpu": (f"the reference run's GPU ({names['GPU']})" if "GPU" in names
                               else "a data-centre GPU (none is recorded in the reference run "
                                    "yet)"),
@@ -413,10 +399,8 @@ def figures(records):
     fig, axes = panels(len(devices), (9 if len(devices) == 1 else 13, 6.4), across=True,
                        sharey=True)
     for ax, device in zip(axes, devices, strict=True):
-        for (offset, mode), (label, style) in zip(((-0.2, "train"), (0.2, "loader")),
-                                                  MODES.values(), strict=True):
-            for i, pipeline in enumerate(order):
-                record = bars.get((device, pipeline, mode))
+        for offset, (mode, (label, style)) in zip((-0.2, 0.2), MODES.items(), strict=True):
+            for i, record in enumerate(bars.get((device, p, mode)) for p in order):
                 if record is None:
                     continue
                 rate = fm.rate_summary(record)
@@ -440,7 +424,7 @@ def figures(records):
     axes[0].set_yticks(np.arange(len(order)),
                        [fm.PIPELINES[p].replace(", ", ",\n", 1) for p in order], fontsize=8)
     axes[0].invert_yaxis()
-    base = next((r for r in records if r.get("group") == "pipelines"), records[0])
+    base = records[0]  # the reference run's pipelines: one batch size and data set
     drawn = []
     for device, run_id in parts.part_runs(records).items():  # the devices' runs may differ
         part = [r for r in records if r["device_kind"] == device and r["run_id"] == run_id]

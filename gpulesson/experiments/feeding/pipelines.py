@@ -79,14 +79,11 @@ class ArrayBatches(keras.utils.PyDataset):
             raise ValueError(f"need as many labels as images ({len(x)}, {len(y)}) and a "
                              f"batch size from 1 to {len(x)}, not {batch_size}")
         self.x, self.y, self.batch_size = x, y, int(batch_size)
-        self.seed, self.epoch = seed, 0
-        self.batch_order = self._order()
+        self.seed, self.epoch = seed, -1
+        self.on_epoch_end()  # epoch 0's order
 
     def __len__(self):
         return math.ceil(len(self.x) / self.batch_size)
-
-    def _order(self):
-        return np.random.default_rng([self.seed, self.epoch]).permutation(len(self))
 
     def __getitem__(self, index):
         if not 0 <= index < len(self):
@@ -97,18 +94,16 @@ class ArrayBatches(keras.utils.PyDataset):
 
     def on_epoch_end(self):
         self.epoch += 1
-        self.batch_order = self._order()
+        self.batch_order = np.random.default_rng([self.seed, self.epoch]).permutation(len(self))
 
 
 class FirstBatches(keras.utils.PyDataset):
     """The first ``n_batches`` batches of each epoch of ``dataset``; its ``on_epoch_end``
     still runs every epoch, so whatever it does there (the classic generator's count) is paid."""
 
-    def __init__(self, dataset, n_batches, **kwargs):
+    def __init__(self, dataset, n_batches: int, **kwargs):
         super().__init__(**kwargs)
-        if not 1 <= n_batches <= len(dataset):
-            raise ValueError(f"n_batches must be from 1 to {len(dataset)}, not {n_batches}")
-        self.dataset, self.n_batches = dataset, int(n_batches)
+        self.dataset, self.n_batches = dataset, n_batches
 
     def __len__(self):
         return self.n_batches
@@ -126,9 +121,7 @@ def to_device(x, y, keras_device: str):
     """``x`` and ``y`` copied once to ``keras_device`` as backend tensors, the images as bytes.
     On the CPU the "device" is the host's RAM: the RAM case plus one conversion."""
     with keras.device(keras_device):
-        x_dev = keras.ops.convert_to_tensor(x)
-        y_dev = keras.ops.convert_to_tensor(y, dtype="int32")
-    return x_dev, y_dev
+        return keras.ops.convert_to_tensor(x), keras.ops.convert_to_tensor(y, dtype="int32")
 
 
 class EpochsOf(keras.utils.PyDataset):
@@ -168,10 +161,6 @@ def device_method(name: str) -> dict:
     return {"method": DEVICE_METHODS[keras.backend.backend()]} if name == "device" else {}
 
 
-def file_path(directory, kind: str, batch_size: int) -> Path:
-    return Path(directory) / f"feeding-{kind}-{batch_size}.h5"
-
-
 def write_lesson_file(path, x, y, *, chunk_rows: int, compression) -> None:
     """A lesson data file of ``x, y`` (its test split a few images: the benchmark trains only)."""
     from gpulesson.datasets.hdf5 import write_hdf5
@@ -185,7 +174,7 @@ def write_files(directory, x, y, kinds, *, batch_size: int) -> dict[str, Path]:
     lesson data files with chunks of ``batch_size`` images, "none", "lzf" or "gzip"."""
     paths = {}
     for kind in dict.fromkeys(kinds):
-        path = file_path(directory, kind, batch_size)
+        path = Path(directory) / f"feeding-{kind}-{batch_size}.h5"
         if kind == "classic":
             write_layout(path, x, y, "auto chunks + gzip")
         elif kind in ("none", "lzf", "gzip"):
@@ -237,12 +226,6 @@ def limit(dataset, max_steps: int | None):
     return FirstBatches(dataset, max_steps, workers=dataset.workers,
                         use_multiprocessing=dataset.use_multiprocessing,
                         max_queue_size=dataset.max_queue_size)
-
-
-def chunks_label(blocks: int, compression: str | None, cache_mib: int | None) -> str:
-    """A chunk condition in words: "chunks of 4 blocks, lzf, 64 MiB cache"."""
-    words = [f"chunks of {blocks} block{'s' if blocks > 1 else ''}", compression or "uncompressed"]
-    return ", ".join(words + ([f"{cache_mib} MiB cache"] if cache_mib else []))
 
 
 @contextlib.contextmanager
