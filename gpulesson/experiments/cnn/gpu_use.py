@@ -12,10 +12,11 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from gpulesson.experiments import matmul
 from gpulesson.experiments.ceiling import RECORDS as CEILING
 from gpulesson.experiments.cnn.measure import RECORDS
-from gpulesson.experiments.profile import page as profile
+from gpulesson.experiments.matmul import measure as matmul
+from gpulesson.experiments.profile import RECORDS as PROFILE
+from gpulesson.experiments.profile.page import overhead
 from gpulesson.machine import flops, gpu_peaks
 from gpulesson.records.results import NOT_RECORDED, duration, is_gpu, pick
 from gpulesson.records.summaries import times_text
@@ -50,34 +51,6 @@ def achieved_tflops(record: dict) -> float:
     operations = (record["n_train"] * flops.training_flops_per_image()
                   + (record.get("n_validation") or 0) * flops.cnn_forward_flops())
     return flops.tflops(operations, 1, steady_epoch_seconds(record))
-
-
-def do_nothing_step(gpu_record: dict, path) -> dict | None:
-    """The newest run's fastest in-memory step of the ceiling's do-nothing model on the same GPU
-    model and backend: ``{"seconds", "run_id"}``, or None."""
-    found = None
-    for run in CEILING.runs(CEILING.visible(CEILING.read(path))).values():  # no old device rows
-        same = [r for r in run if is_gpu(r) and r.get("device") == gpu_record.get("device")
-                and r.get("backend") == gpu_record.get("backend") and r.get("pipeline") in IN_MEMORY]
-        if same:
-            best = max(same, key=lambda r: r["images_per_second"])
-            found = {"seconds": best["batch_size"] / best["images_per_second"], "run_id": best["run_id"]}
-    return found
-
-
-def host_profile_text(gpu_record: dict, path: Path) -> str:
-    """The CNN's dispatch in episode 9's profile on the same GPU model, with the profiler's
-    overhead in it, and the least it takes without."""
-    record = profile.find(profile.reference_run(path), "gpu") if path.is_file() else None
-    found = profile.overhead(record) if record and record.get("device") == gpu_record.get("device") \
-        else None
-    if not found:
-        return NOT_RECORDED
-    return (f"Episode 9's profile of this CNN (run {record['run_id']}) counts "
-            f"{duration(found['dispatch'])} of dispatch in a step, with the profiler's overhead "
-            f"in it: a profiled step took {duration(found['profiled'])}, a step of the same run "
-            f"without the profiler {duration(found['timed'])}, so the dispatch alone takes at "
-            f"least {duration(found['dispatch_at_least'])} without it")
 
 
 def _machine(record: dict) -> tuple:
@@ -149,7 +122,7 @@ def _headline(values: dict, cpu: dict, gpu: dict | None, path: Path) -> None:
     values["ref_head_compiler"] = _compiler(cpu)
     values["ref_head_cpu_best"] = cpu_best(cpu, path)
     values["ref_head_cpu_tflops"] = f"{rate:.2g} TFLOP/s"
-    found = cpu_matmul(cpu, path.with_name(matmul.RESULTS_FILE.name))
+    found = cpu_matmul(cpu, path.with_name(matmul.RECORDS.results_file.name))
     if found:
         peak = found["summary"]["median"] / 1e3
         values["ref_head_cpu_matmul"] = f"{peak:.2f} TFLOP/s (n = {found['n']:,})"
@@ -199,12 +172,30 @@ def substitutions(records, path) -> dict[str, str]:
         values["ref_use_gpu_share"] = f"{100 * achieved_tflops(gpu) / peaks[key]:.1f} %"
     step = steady_epoch_seconds(gpu) / math.ceil(gpu["n_train"] / gpu["batch_size"])
     values["ref_use_gpu_step"] = duration(step)
-    idle = do_nothing_step(gpu, path.with_name(CEILING.results_file.name))
-    if idle:
-        values["ref_use_host_step"] = duration(idle["seconds"])
-        values["ref_use_host_share"] = f"{100 * idle['seconds'] / step:.0f} %"
+    # The newest run's fastest in-memory step of the ceiling's do-nothing model on the same GPU
+    # model and backend (no old device rows: visible).
+    ceiling = CEILING.runs(CEILING.visible(CEILING.read(path.with_name(CEILING.results_file.name))))
+    same = [kept for run in ceiling.values() if (kept := [
+        r for r in run if is_gpu(r) and r.get("device") == gpu.get("device")
+        and r.get("backend") == gpu.get("backend") and r.get("pipeline") in IN_MEMORY])]
+    if same:
+        idle = max(same[-1], key=lambda r: r["images_per_second"])
+        seconds = idle["batch_size"] / idle["images_per_second"]
+        values["ref_use_host_step"] = duration(seconds)
+        values["ref_use_host_share"] = f"{100 * seconds / step:.0f} %"
         values["ref_use_host_run"] = idle["run_id"]
-    values["ref_use_host_profile"] = host_profile_text(gpu, path.with_name(profile.RESULTS_FILE.name))
+    # The CNN's dispatch in episode 9's profile on the same GPU model, with the profiler's
+    # overhead in it, and the least it takes without.
+    record = PROFILE.find(PROFILE.reference_run(path.with_name(PROFILE.results_file.name)),
+                          device_kind="gpu")
+    found = overhead(record) if record and record.get("device") == gpu.get("device") else None
+    if found:
+        values["ref_use_host_profile"] = (
+            f"Episode 9's profile of this CNN (run {record['run_id']}) counts "
+            f"{duration(found['dispatch'])} of dispatch in a step, with the profiler's overhead "
+            f"in it: a profiled step took {duration(found['profiled'])}, a step of the same run "
+            f"without the profiler {duration(found['timed'])}, so the dispatch alone takes at "
+            f"least {duration(found['dispatch_at_least'])} without it")
     if cpu:
         whole = {r["device_kind"]: full_training_seconds(r, FULL_EPOCHS, r["n_train"]) for r in (cpu, gpu)}
         warm = max(0.0, gpu["first_epoch_seconds"] - steady_epoch_seconds(gpu))
