@@ -223,8 +223,7 @@ def sweep(device: str = "cpu", dtype: str = "float32", sizes=None, *, repeats: i
             "wall_seconds": time.perf_counter() - started}
 
 
-def sweep_record(result: dict, *, run_id: str, source: str, repeats: int,
-                 warmup: int = WARMUP) -> dict:
+def sweep_record(result: dict, *, run_id: str, source: str, repeats: int, warmup: int = WARMUP) -> dict:
     """The results-file record of a :func:`sweep`'s ``result``."""
     return RECORDS.record(run_id=run_id, source=source, repeats=repeats, warmup=warmup, **result)
 
@@ -254,8 +253,7 @@ def measure(args, *, run_id: str, done):
                 continue
             result = sweep(device, dtype, sizes, repeats=repeats, max_seconds=args.max_seconds,
                            progress=lambda line: print(line, flush=True))
-            yield sweep_record(result, run_id=run_id, source="gpulesson.experiments.matmul",
-                               repeats=repeats)
+            yield sweep_record(result, run_id=run_id, source="gpulesson.experiments.matmul", repeats=repeats)
 
 
 # --- what a sweep's records say ------------------------------------------------------------------
@@ -280,8 +278,7 @@ def point_summary(point: dict | None, samples: str = "seconds") -> dict | None:
     copy): the summary kept, else one of the samples; None where only a median was kept."""
     if not point:
         return None
-    return summary_of(point, samples, warmup_key=None, first_is_warmup=False,
-                      key=_KEPT.get(samples, ""))
+    return summary_of(point, samples, warmup_key=None, first_is_warmup=False, key=_KEPT.get(samples, ""))
 
 
 def rate_summary(point: dict | None, samples: str = "seconds") -> dict | None:
@@ -312,8 +309,7 @@ def published_peak(record: dict) -> dict | None:
     key = _PEAK_KEYS.get(_float32_mode(record) if dtype == "float32" else dtype)
     if not peaks or key not in peaks:
         return None
-    return {"gflops": peaks[key] * 1e3, "precision": key, "card": card,
-            "source": gpu_peaks.SOURCES[card]}
+    return {"gflops": peaks[key] * 1e3, "precision": key, "card": card, "source": gpu_peaks.SOURCES[card]}
 
 
 def crossover(records, dtype: str = "float32") -> int | None:
@@ -356,8 +352,7 @@ def crossover_text(records, dtype: str = "float32") -> str:
 
 def crossover_line(records, dtype: str = "float32") -> str:
     """The crossover as a notebook prints it, saying why where there is none to give."""
-    why = (crossover_text(records, dtype) if any(map(is_gpu, records))
-           else "no GPU sweep in these records")
+    why = crossover_text(records, dtype) if any(map(is_gpu, records)) else "no GPU sweep in these records"
     return f"GPU faster ({dtype}) from: {why}"
 
 

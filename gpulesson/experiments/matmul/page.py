@@ -45,8 +45,7 @@ def page_runs(path=None) -> tuple:
 
 # --- the figures and their alt texts ----------------------------------------------------------
 
-_DEVICE_STYLE = {"cpu": {"marker": "o", "color": "tab:blue"},
-                 "gpu": {"marker": "s", "color": "tab:orange"}}
+_DEVICE_STYLE = {"cpu": {"marker": "o", "color": "tab:blue"}, "gpu": {"marker": "s", "color": "tab:orange"}}
 _MARKER_WORDS = {"o": "round", "s": "square", "v": "triangle"}
 # A shade per precision within each device's colour.
 _SHADES = {("cpu", "bfloat16"): "#0b3d66", ("cpu", "float16"): "#5fa2d8",
@@ -190,8 +189,9 @@ def sync_alt(records) -> str:
     return " ".join(parts)
 
 
-def _frame(fig, ax, records, what: str, devices, sizes) -> None:
-    """Both figures' log-log axes over ``sizes`` and their title of the run."""
+def _frame(fig, ax, records, what: str, lines) -> None:
+    """Both figures' log-log axes over the sizes of ``records`` and their title of the run."""
+    sizes = sorted({p["n"] for r in records for p in r["points"]}) or [1]
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xticks(sizes, [str(n) for n in sizes])
@@ -201,12 +201,8 @@ def _frame(fig, ax, records, what: str, devices, sizes) -> None:
     if records:
         names = hardware(records)
         title(fig, what, records, " | ".join(f"{d.upper()}: {names.get(d.upper(), NOT_RECORDED)}"
-                                             for d in devices or ["cpu"]),
+                                             for d in _devices(lines) or ["cpu"]),
               f"{software(records)} | run {records[0]['run_id']}", fontsize=9.5)
-
-
-def _sizes(records) -> list[int]:
-    return sorted({p["n"] for r in records for p in r["points"]}) or [1]
 
 
 def _rates_figure(records):
@@ -217,8 +213,7 @@ def _rates_figure(records):
     fig, ax = plt.subplots(figsize=(8, 5.4))
     for line in lines:  # recorded in GFLOP/s, drawn in TFLOP/s
         if line["copy"]:
-            ax.plot(line["n"], [m / 1e3 for m in line["medians"]], label=line["label"],
-                    **line["style"])
+            ax.plot(line["n"], [m / 1e3 for m in line["medians"]], label=line["label"], **line["style"])
             continue
         ax.plot(line["n"], [s["median"] / 1e3 for s in line["rates"]], linewidth=1.6,
                 markersize=6, label=line["label"], **line["style"])
@@ -226,9 +221,7 @@ def _rates_figure(records):
     for peak in peak_lines(lines):
         ax.axhline(peak["gflops"] / 1e3, color=peak["color"], linestyle=(0, (6, 3)),
                    linewidth=0.9, label=peak["label"])
-    sizes = _sizes([r for r in records if mm.amortised(r)] or records)
-    _frame(fig, ax, records, "Matrix multiplication: throughput (TFLOP/s) against size",
-           _devices(lines), sizes)
+    _frame(fig, ax, records, "Matrix multiplication: throughput (TFLOP/s) against size", lines)
     ax.yaxis.set_major_locator(LogLocator(base=10, numticks=12))
     ax.yaxis.set_major_formatter(FuncFormatter(  # 0.001, 1, 100
         lambda v, _: f"{v:,.{max(0, -math.floor(math.log10(v) + 1e-9))}f}"))
@@ -280,7 +273,7 @@ def _times_figure(records):
                         label=f"{name}: {label}")
                 draw_spread(ax, n, found, color=style["color"])
     _frame(fig, ax, records, "The time of one call: waiting for each, one wait for many, not "
-           "waiting", _devices(drawn), _sizes(records))
+           "waiting", drawn)
     ax.set_ylabel("seconds per call")
     ax.set_title(LINE_SPREAD_NOTE, fontsize=8.5)
     if drawn:
@@ -443,10 +436,8 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         values[f"{prefix}_smallest"] = _at(mm.rate_summary(smallest), smallest)
         values[f"{prefix}_largest_n"] = given(largest and f"{largest['n']:,}")
         values[f"{prefix}_largest_time"] = median_text(mm.point_summary(largest), what="repeats")
-        values[f"{prefix}_first_call"] = given(largest and largest.get("first_call_seconds"),
-                                               duration)
-        values.update({f"{prefix}_{dtype}": _peak(mm.find(records, device, dtype))
-                       for dtype in mm.DTYPES})
+        values[f"{prefix}_first_call"] = given(largest and largest.get("first_call_seconds"), duration)
+        values.update({f"{prefix}_{dtype}": _peak(mm.find(records, device, dtype)) for dtype in mm.DTYPES})
         # how the windows were chosen: their calls, and one wait's largest share
         timed = [p for r in records if r.get("device_kind") == device for p in r["points"]]
         calls = sorted({p["calls_per_sync"] for p in timed if p.get("calls_per_sync")})
