@@ -1,6 +1,5 @@
-"""Measuring the ceiling of ``fit``: a model that does almost nothing, fed each way in turn, so
-that an epoch's time is what ``fit`` and the data path cost. One process measures its own Keras
-backend; the command line starts one per backend."""
+"""Measuring the ceiling of ``fit`` with this process's Keras backend: a model that does almost
+nothing, fed each way in turn, so that an epoch's time is what ``fit`` and the data path cost."""
 
 from __future__ import annotations
 
@@ -71,29 +70,27 @@ def _feeds(names, *, x, y, path, batch_size: int, keras_device: str, epochs: int
 
     for name in names:
         if name == "lesson-grain":
-            dataset, steps = grain_blocks(path, epochs, batch_size, seed=1,
-                                          workers=grain_workers())
-            yield name, {"x": dataset, "steps_per_epoch": steps, "shuffle": False}
-        elif name == "arrays":
-            yield name, {"x": x, "y": y, "batch_size": batch_size, "shuffle": True}
+            dataset, steps = grain_blocks(path, epochs, batch_size, seed=1, workers=grain_workers())
+            feed = {"x": dataset, "steps_per_epoch": steps}
+        elif name == "arrays":  # the one that fit shuffles
+            feed = {"x": x, "y": y, "batch_size": batch_size, "shuffle": True}
         elif name == "ram":
-            yield name, {"x": ArrayBatches(x, y, batch_size, seed=1), "shuffle": False}
+            feed = {"x": ArrayBatches(x, y, batch_size, seed=1)}
         elif name == "device":
             # The feeding benchmark's device pipeline: on JAX, DeviceBatches (one compiled take
             # a batch, nothing from host to device a step); its record says how (device_method).
-            batches = make_pipeline("device", batch_size=batch_size, seed=1,
-                                    device_arrays=to_device(x, y, keras_device))
-            yield name, {"x": batches, "shuffle": False}
-        elif name == "tfdata":
-            # It shuffles itself: fit's shuffle does not apply to a tf.data.Dataset.
-            yield name, {"x": tf_batches(x, y, batch_size, seed=1), "shuffle": False}
+            feed = {"x": make_pipeline("device", batch_size=batch_size, seed=1,
+                                       device_arrays=to_device(x, y, keras_device))}
+        elif name == "tfdata":  # fit's shuffle does not apply to a tf.data.Dataset
+            feed = {"x": tf_batches(x, y, batch_size, seed=1)}
         else:
             # The generator's default window, or window=1; reading ahead or not.
             options = {"window": 1} if name.endswith("window1") else {}
             if name.startswith("lesson-ahead"):
                 options["read_ahead"] = True
             batches = HDF5Batches(path, "train", batch_size, shuffle=True, seed=1, **options)
-            yield name, {"x": batches, "shuffle": False, "callbacks": [DataEpoch(batches)]}
+            feed = {"x": batches, "callbacks": [DataEpoch(batches)]}
+        yield name, {"shuffle": False, **feed}  # the others shuffle themselves
 
 
 def synthetic_file(folder, n_images: int, batch_size: int):
@@ -121,9 +118,8 @@ def rule(args) -> dict:
 
 
 def timed_fit(keras_device: str, fit):
-    """``fit(model)`` of a new do-nothing model on ``keras_device``, and what every record
-    keeps beside it: how busy the machine was, its cores, threads and allocator mode, and the
-    wall time."""
+    """``fit(model)`` of a new do-nothing model on ``keras_device``, and what every record keeps
+    beside it: how busy the machine was, its cores, threads, allocator mode and wall time."""
     import keras
 
     from gpulesson.machine import allocator
@@ -138,9 +134,8 @@ def timed_fit(keras_device: str, fit):
 
 
 def measure(args=None, *, run_id: str | None = None, done=(), **options):
-    """The records of every pipeline (default all of the device's and backend's) on each device
-    with the current Keras backend, skipping the conditions in ``done``: yielded one by one to
-    the command (its ``args``), a list to a notebook (the ``options`` of :func:`measured`)."""
+    """The records of each pipeline (default: all the device and backend have) on each device but
+    those ``done``: yielded to the command (its ``args``), a list to a notebook (its ``options``)."""
     if args is None:
         return list(measured(run_id=run_id or new_run_id(), done=done, **options))
     return measured(devices=cli.devices_here(args.devices), pipelines=args.pipelines,

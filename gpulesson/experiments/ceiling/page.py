@@ -1,7 +1,6 @@
-"""The ceiling on the page: its records (one per backend, device and way of feeding ``fit``),
-episode 9's ``ref_ceil_*`` values, the figure and the command's table. The ceiling of a backend
-and device is its fastest in-memory condition; each device's values come from its newest
-complete run, named by its run and machine."""
+"""The ceiling's records (one per backend, device and way of feeding ``fit``), episode 9's
+``ref_ceil_*`` values, figure and the command's table. A backend and device's ceiling is its
+fastest in-memory condition; each device's values come from its newest complete run."""
 
 from __future__ import annotations
 
@@ -12,18 +11,9 @@ from gpulesson.machine.devices import BACKEND_TITLES, KERAS_BACKENDS
 from gpulesson.records import pagewords as words
 from gpulesson.records import parts
 from gpulesson.records.figkit import need, panels, run_title
-from gpulesson.records.pagewords import markdown_table
 from gpulesson.records.recordset import RecordSet, rate_summary
 from gpulesson.records.results import NOT_RECORDED, data_label, hardware
-from gpulesson.records.summaries import (
-    REPEATS,
-    SPREAD_NOTE,
-    compare_middle,
-    draw_spread,
-    scale,
-    summary_of,
-    summary_text,
-)
+from gpulesson.records.summaries import REPEATS, SPREAD_NOTE, compare_middle, draw_spread, scale, summary_text
 
 DATA = "synthetic"  # speed does not depend on the pixel values
 N_IMAGES = 50_000  # episode 9's epoch: the size its 1-s goal is stated for
@@ -97,15 +87,13 @@ def share(record: dict, top: dict) -> float:
 
 def has_goal(record: dict) -> bool:
     """The goal is the generator's on JAX and PyTorch: on TensorFlow every ``PyDataset`` reaches
-    ``fit`` through ``from_generator``, a Python call per batch, and the lesson's recipe there
-    is the data in memory (``tfdata``)."""
+    ``fit`` through ``from_generator``, a Python call per batch (the recipe there: ``tfdata``)."""
     return record["pipeline"] not in IN_MEMORY and record["backend"] != "tensorflow"
 
 
 def verdict(record: dict, top: dict | None) -> str | None:
-    """``record`` against the ceiling ``top`` ("89% of it, measurably slower": a share inside
-    the noise is no difference), and whether it meets the goal where one applies; a rough
-    measurement is not judged, since a short run can put a pipeline level with a far ceiling."""
+    """``record`` against the ceiling ``top`` ("89% of it, measurably slower") and the goal where
+    one applies; not judged if rough: a short run can put a pipeline level with a far ceiling."""
     if top is None:
         return None
     if record is top:
@@ -124,7 +112,7 @@ def verdict(record: dict, top: dict | None) -> str | None:
 def step_summary(record: dict) -> dict:
     """Seconds a training step: with the do-nothing model, what a step costs the backend's loop."""
     steps = math.ceil(record["n_images"] / record["batch_size"])
-    return scale(summary_of(record, "epoch_seconds"), 1 / steps)
+    return scale(RECORDS.epoch_summary(record), 1 / steps)
 
 
 def own_step_note(records, backend: str, device: str) -> str | None:
@@ -163,21 +151,22 @@ def rate_text(record: dict) -> str:
     return summary_text(rate_summary(record), "{:,.0f}".format, what="epochs")
 
 
-def rows(records) -> list[list[str]]:
-    found = []
+def _panels(records):
+    """``(backend, device, [(pipeline, record)], ceiling)`` of each backend and device."""
     for backend, device in groups(records):
-        top = ceiling(records, backend, device)
-        for name in PIPELINES:
-            if record := find(records, backend, device, name):
-                found.append([f"{_name(backend)}, {device.upper()}", name, rate_text(record),
-                              verdict(record, top) or ""])
-    return found
+        drawn = [(name, r) for name in PIPELINES if (r := find(records, backend, device, name))]
+        yield backend, device, drawn, ceiling(records, backend, device)
+
+
+def rows(records) -> list[list[str]]:
+    return [[f"{_name(backend)}, {device.upper()}", name, rate_text(r), verdict(r, top) or ""]
+            for backend, device, drawn, top in _panels(records) for name, r in drawn]
 
 
 def table(records) -> str:
     """The run as a Markdown table; the last column's header says which epochs it compares."""
     note = words.middle_note(*(rate_summary(r) for r in shown(records)))
-    return markdown_table(["Backend, device", "Fed from", "Images/s: median (range)",
+    return words.markdown_table(["Backend, device", "Fed from", "Images/s: median (range)",
                            words.headed("Against the ceiling", note)], rows(records))
 
 
@@ -220,10 +209,8 @@ def goal_shares(records) -> str:
 
 
 def stream_goal(records) -> str:
-    """Each of :data:`STREAMS` against ``ram`` on each backend of the GPU's run, or the command
-    that records it."""
-    run = parts.part_runs(shown(records)).get("gpu")
-    part = [r for r in shown(records) if r["device_kind"] == "gpu" and r["run_id"] == run]
+    """Each of :data:`STREAMS` against ``ram`` on each backend of the GPU's run, or how to record it."""
+    part = [r for r in shown(records) if r["device_kind"] == "gpu"]  # the GPU's reference run
     said = []
     for backend, _ in groups(part):
         ram = find(part, backend, "gpu", "ram")
@@ -268,12 +255,6 @@ FIGURES, FIGURE_FOLDER = ("feeding-ceiling.svg",), "fig/09-feeding-the-gpu"
 # without mixing (window=1) lighter.
 COLOURS = {**dict.fromkeys(IN_MEMORY, "#4c72b0"), "lesson-window1": "#f0b27a", "lesson": "#dd8452",
            "lesson-ahead-window1": "#8fbf8f", "lesson-ahead": "#55a868", "lesson-grain": "#8172b3"}
-
-
-def _panels(records):
-    for backend, device in groups(records):
-        drawn = [(name, r) for name in PIPELINES if (r := find(records, backend, device, name))]
-        yield backend, device, drawn, ceiling(records, backend, device)
 
 
 def alt_text(records) -> str:

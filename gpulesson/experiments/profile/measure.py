@@ -1,17 +1,13 @@
-"""Measuring where a training step of the lesson's CNN spends its time, on each device (JAX):
-the rule's epochs through the lesson's generator (on a GPU one more samples NVML's utilisation),
-then the first batches of one more epoch under ``jax.profiler.trace``, read into a step's parts
-(:func:`breakdown`): the host's (input, dispatch, the rest of fit) and the device's (kernels,
-copies while no kernel runs, idle; on a CPU, XLA's worker threads), each timeline adding up to
-the profiled window. A step costs about three forward passes: the achieved rate is
-``3 × forward × images per second``."""
+"""Where a training step of the lesson's CNN spends its time on each device (JAX): the rule's
+epochs through the lesson's generator (on a GPU one more samples NVML's utilisation), then the
+first batches of one more epoch under ``jax.profiler.trace``, read into the host's and the
+device's parts of a step (:func:`breakdown`). A step costs about three forward passes."""
 
 from __future__ import annotations
 
 import gzip
 import json
 import re
-import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -37,12 +33,9 @@ def read_events(folder) -> list[dict]:
         raise FileNotFoundError(f"no *.trace.json.gz under {folder}: did jax.profiler.trace run?")
     with gzip.open(found[-1], "rt") as f:
         events = json.load(f)["traceEvents"]
-    processes, threads = {}, {}
-    for e in events:
-        if e.get("ph") == "M" and e.get("name") == "process_name":
-            processes[e["pid"]] = e["args"]["name"]
-        elif e.get("ph") == "M" and e.get("name") == "thread_name":
-            threads[(e["pid"], e.get("tid"))] = e["args"]["name"]
+    meta = [e for e in events if e.get("ph") == "M"]
+    processes = {e["pid"]: e["args"]["name"] for e in meta if e.get("name") == "process_name"}
+    threads = {(e["pid"], e.get("tid")): e["args"]["name"] for e in meta if e.get("name") == "thread_name"}
     return [{**e, "process": processes.get(e["pid"], ""),
              "thread": threads.get((e["pid"], e.get("tid")), "")}
             for e in events if e.get("ph") == "X" and "dur" in e]
@@ -63,8 +56,10 @@ def _span(e) -> tuple[float, float]:
 
 
 def breakdown(events, *, steps: int, device: str = "cpu") -> dict:
-    """Seconds per step of each part of the two timelines and of the window (``step``), the lines
-    read and the five longest kernels; a ValueError without the window, or a GPU's line."""
+    """Seconds per step of the window (``step``) and of each part of the host's timeline (input,
+    dispatch, the rest of fit) and the device's (kernels, copies while no kernel runs, idle), each
+    adding up to the window; the lines read, the five longest kernels. A ValueError without the
+    window, or a GPU's line."""
     windows = [_span(e) for e in events if e["name"] == EPOCH]
     if not windows:
         raise ValueError(f"the trace has no {EPOCH!r} event: the profiled epoch was not marked")
@@ -171,9 +166,8 @@ def measurement_record(budget, *, run_id: str, device: str, batch_size: int, n_i
                        data: str, **extra) -> dict:
     """One device's results-file record."""
     timed, warmups = budget.timed, budget.seconds[:budget.warmup]
-    if not timed:
-        raise ValueError("no timed epoch to record")
-    median = statistics.median(timed)
+    summary = summarise(timed, warmups)  # a ValueError without a timed epoch
+    median = summary["median"]
     per_image = 3 * forward_flops  # the forward pass and the backward pass's two products
     return RECORDS.record(
         data=data, run_id=run_id, source="gpulesson.experiments.profile", device_kind=device,
@@ -182,7 +176,7 @@ def measurement_record(budget, *, run_id: str, device: str, batch_size: int, n_i
         images_per_second=n_images / median, step_seconds=median / steps,
         forward_flops_per_image=forward_flops, train_flops_per_image=per_image,
         achieved_tflops=per_image * n_images / median / 1e12, utilisation=utilisation,
-        profile=profile, **{ORDER_FIELD: False, SUMMARY_KEY: summarise(timed, warmups)}, **extra)
+        profile=profile, **{ORDER_FIELD: False, SUMMARY_KEY: summary}, **extra)
 
 
 def measure(args, *, run_id: str, done):
@@ -197,15 +191,13 @@ def measure(args, *, run_id: str, done):
     from gpulesson.experiments.profile.page import summary_lines
     from gpulesson.lesson.feeding import flops_per_image
 
-    devices = cli.devices_here(args.devices)
+    devices = [device for device in cli.devices_here(args.devices) if (device,) not in done]
     given = args.steps or (QUICK_STEPS if args.quick else None)
     settings = get_settings()
     print(settings.describe(), flush=True)
     warmup, repeats = WARMUP, cli.repeats_for(args.quick)
     train = lesson.split_batches(prepare(settings), settings.batch_size(args.batch_size))[0]
     for device in devices:
-        if (device,) in done:
-            continue
         with keras.device(keras_device_name(device)):
             keras.utils.set_random_seed(args.seed)
             model = lesson.compile_cnn(lesson.build_cnn())

@@ -1,8 +1,6 @@
-"""Episode 9's profile values (``ref_prof_*``), its figure and the command's table: where a
-step's time goes on each device, and a GPU's achieved rate beside the card's published dense
-peak for the precision in force (TF32 or FP32). Without a GPU record the GPU's values say
-NOT_RECORDED, so that the episode's ``{{ if ref_prof_gpu }}`` shows its note instead.
-"""
+"""Episode 9's profile values (``ref_prof_*``), figure and the command's table: where a step's
+time goes on each device, and a GPU's achieved rate beside its card's published dense peak in the
+precision in force. Without a GPU record the GPU's values are NOT_RECORDED (the episode's note)."""
 
 from __future__ import annotations
 
@@ -163,9 +161,8 @@ def cut_text(record: dict) -> str:
 
 
 def factors_text(record: dict | None) -> str:
-    """A GPU's share of its peak as two factors, each with its numbers: the kernels' rate while
-    they run, and their share of a step, profiled and timed (the same kernel time: the profiler
-    adds host work, not arithmetic)."""
+    """A GPU's share of its peak as two factors: the kernels' rate while they run, and their share
+    of a step, profiled and timed (the same kernel time: the profiler adds host work only)."""
     kernels = profiled(record) and record["profile"]["device"].get("kernels")
     top = kernels and peak(record, batch_tflops(record, kernels))
     if not top:
@@ -258,10 +255,8 @@ def figures(records):
         ax.set_title(f"{device.upper()}: {machine(device, record, records)}\nrun "
                      f"{record['run_id']}, {found['steps']} steps profiled", fontsize=9, loc="left")
         ax.set_xlabel("milliseconds per training step")
-    handles, labels = axes[0].get_legend_handles_labels()
-    unique = dict(zip(labels, handles, strict=True))
-    fig.legend(unique.values(), unique.keys(), loc="lower center", ncol=6, fontsize=8,
-               frameon=False)
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=6, fontsize=8,
+               frameon=False)  # the first panel has one bar of each part
     fig.suptitle("Where a training step of the lesson's CNN goes (jax.profiler)", fontsize=10)
     fig.tight_layout(rect=(0, 0.08, 1, 1))
     return (fig,)
