@@ -106,7 +106,7 @@ def test_sweep_records_are_well_formed():
     assert [(r["width"], r["batch_size"]) for r in records] == [(4, 8), (4, 32)]
     for r in records:
         validate_record(r)
-        assert r["experiment"] == sm.EXPERIMENT and r["part"] == "sweep" and r["run_id"] == "s"
+        assert r["experiment"] == sm.RECORDS.experiment and r["part"] == "sweep" and r["run_id"] == "s"
         assert r["data"] == "random" and r["device_kind"] == "cpu" and r["device"] == "CPU"
         assert r["hidden_widths"] == [4, 2] and r["n_parameters"] == 140  # (30 + 1) x 4 + 5 x 2 + 3 x 2
         assert r["epochs"] == measure.MIN_EPOCHS and r["seconds_per_sample"] > 0
@@ -120,7 +120,7 @@ def test_sweep_records_are_well_formed():
             load = r["load_average"][moment]
             assert load is None or len(load) == 3
     # at least MIN_BATCHES batches per epoch
-    assert records[1]["n_rows"] == measure.rows_for(32, 64) == 32 * measure.MIN_BATCHES
+    assert records[1]["n_rows"] == 32 * measure.MIN_BATCHES
     assert measure.hidden_widths(16) == (16, 8) and measure.hidden_widths(1) == (1, 1)
 
 
@@ -145,7 +145,7 @@ def fake_sweep(run_id="fake", gpu=True, date="2030-01-01T00:00:00+00:00", old=Fa
                 epochs = epochs_around(seconds * 4096)
                 summary = {} if old else {"summary": summaries.summarise(epochs[1:], epochs[:1])}
                 records.append(make_record(
-                    sm.EXPERIMENT, data="random", part="sweep", run_id=run_id, date=date,
+                    sm.RECORDS.experiment, data="random", part="sweep", run_id=run_id, date=date,
                     device_kind=kind, device="CPU" if kind == "cpu" else "Made-up GPU",
                     width=width, batch_size=batch, n_rows=4096, epochs=4, seconds_per_sample=seconds,
                     steps_per_epoch=-(-4096 // batch), epoch_seconds=epochs, **summary,
@@ -160,7 +160,7 @@ def fake_comparison(run_id="fake", gpu=True):
         if kind == "gpu" and not gpu:
             continue
         records.append(make_record(
-            sm.EXPERIMENT, data="breast_cancer", part="comparison", run_id=run_id, device_kind=kind,
+            sm.RECORDS.experiment, data="breast_cancer", part="comparison", run_id=run_id, device_kind=kind,
             device="CPU" if kind == "cpu" else "Made-up GPU", batch_size=32, n_train=455, n_test=114,
             epochs=4, epoch_seconds=epochs_around(epoch), first_epoch_seconds=2.0,
             mean_epoch_seconds=epoch, test_accuracy=0.95))
@@ -181,7 +181,7 @@ def test_speedups_tables_and_figures_on_made_up_records(tmp_path):
     assert "Speed-up of the GPU" in texts and "GPU 40× faster" in texts and "GPU 4× slower" in texts
     assert "no measurable\ndifference" in texts  # overlapping ranges are not ranked
     assert "Made-up GPU" in texts and "random numbers" in texts
-    values = sm.substitutions(path)
+    values = sm.page.substitutions(path)
     assert values["ref_mlp_sweep_best"] == "240× at width 1024, batch size 4096 (GPU 240× faster)"
     assert values["ref_mlp_sweep_worst"] == "0.25× at width 16, batch size 32 (GPU 4× slower)"
     assert values["ref_mlp_sweep_paying"] == "2 of 4"  # measurably faster only
@@ -193,14 +193,14 @@ def test_speedups_tables_and_figures_on_made_up_records(tmp_path):
 
 
 def test_without_gpu_records_the_page_says_not_recorded(tmp_path):
-    values = sm.substitutions(tmp_path / "none.jsonl")
+    values = sm.page.substitutions(tmp_path / "none.jsonl")
     note = values.pop("ref_mlp_sweep_cut_note")
     assert set(values.values()) == {NOT_RECORDED}
     assert note.startswith("The GPU half of the sweep") and "not been recorded yet" in note
     path = tmp_path / "cpu-only.jsonl"
     for record in fake_comparison(gpu=False) + fake_sweep(gpu=False):
         append_record(path, record)
-    values = sm.substitutions(path)
+    values = sm.page.substitutions(path)
     for key in ("ref_mlp_gpu", "ref_mlp_gpu_epoch", "ref_mlp_speedup", "ref_mlp_sweep_gpu",
                 "ref_mlp_sweep_best", "ref_mlp_sweep_paying", "ref_mlp_sweep_gpu_small_step"):
         assert values[key] == NOT_RECORDED, key
@@ -221,7 +221,7 @@ def test_a_sweep_cut_short_on_a_gpu_node_is_named_and_the_complete_one_stays(tmp
     for record in fake_sweep("complete", gpu=False) + cut:
         append_record(path, record)
     assert {r["run_id"] for r in sm.reference_run("sweep", path)} == {"complete"}
-    note = sm.substitutions(path)["ref_mlp_sweep_cut_note"]
+    note = sm.page.substitutions(path)["ref_mlp_sweep_cut_note"]
     assert "on Made-up GPU (run cut, 2030-01-01) stopped before its end" in note
     assert "with 3 of its 4 GPU cells and no CPU cells" in note
     assert "the last complete one (run complete)" in note and NOT_RECORDED not in note
@@ -231,11 +231,11 @@ def test_records_made_before_the_rule_still_give_the_page_values(tmp_path):
     path = tmp_path / "old.jsonl"
     for record in fake_comparison() + fake_sweep(old=True):
         append_record(path, record)
-    values = sm.substitutions(path)
+    values = sm.page.substitutions(path)
     # the first epoch is taken as the warm-up, the others as the timed repeats
     assert values["ref_mlp_sweep_cpu_small_sample"] == "10 µs (range 9.5 µs–10.5 µs, 3 repeats)"
     assert values["ref_mlp_sweep_best"].startswith("240× at width 1024")
-    one_epoch = make_record(sm.EXPERIMENT, data="random", part="sweep", run_id="one",
+    one_epoch = make_record(sm.RECORDS.experiment, data="random", part="sweep", run_id="one",
                             device_kind="cpu", device="CPU", width=4, batch_size=8, n_rows=64,
                             epochs=1, epoch_seconds=[0.5], mean_epoch_seconds=0.5)
     assert "no range" in summaries.summary_text(sample_summary(one_epoch))
@@ -258,17 +258,17 @@ def test_alt_texts_name_only_what_is_drawn():
 def test_the_figures_draw_the_spread_and_the_page_uses_their_alt_texts():
     from matplotlib.collections import LineCollection
 
-    fig = sm.comparison_figure(fake_comparison())
+    fig = sm.page.comparison_figure(fake_comparison())
     ax = fig.axes[0]
     assert len([c for c in ax.collections if isinstance(c, LineCollection)]) == 2  # per device
     assert sorted(len(line.get_xdata()) for line in ax.get_lines()
                   if line.get_marker() == ".") == [3, 3]  # the timed epochs as dots
-    assert "GPU" not in figure_texts(sm.comparison_figure(fake_comparison(gpu=False))).replace(
+    assert "GPU" not in figure_texts(sm.page.comparison_figure(fake_comparison(gpu=False))).replace(
         "no GPU run", "")
     text = (ROOT / "_episodes" / "07-small-models.md").read_text(encoding="utf-8")
     assert ":alt: {{ ref_mlp_fig_comparison_alt }}" in text
     assert ":alt: {{ ref_mlp_fig_sweep_alt }}" in text
-    values = sm.substitutions()
+    values = sm.page.substitutions()
     assert values["ref_mlp_fig_sweep_alt"] == sweep_alt(sm.reference_run("sweep"))
     if not any(is_gpu(r) for r in sm.reference_run("sweep")):
         assert "GPU" not in values["ref_mlp_fig_sweep_alt"]
@@ -293,9 +293,9 @@ def test_committed_results_are_valid_and_honest():
             assert r["data"] == ("breast_cancer" if part == "comparison" else "random")
         if not any(is_gpu(r) for r in run):
             key = "ref_mlp_gpu" if part == "comparison" else "ref_mlp_sweep_gpu"
-            assert sm.substitutions()[key] == NOT_RECORDED
+            assert sm.page.substitutions()[key] == NOT_RECORDED
     # records made before the summaries: medians with ranges from their epochs
-    values = sm.substitutions()
+    values = sm.page.substitutions()
     assert "range" in values["ref_mlp_cpu_epoch"] and "range" in values["ref_mlp_sweep_cpu_small_sample"]
 
 

@@ -68,7 +68,7 @@ FIGURES = {
     "cnn (episode 5)": lambda: cnn.figures(with_gpu_twins(cnn.reference_run())),
     "matmul (episode 6)": lambda: matmul.figures(with_gpu_twins(matmul.reference_run()),
                                                  with_gpu_twins(matmul.latency_run())),
-    "small models comparison (episode 7)": lambda: [small_models.comparison_figure(
+    "small models comparison (episode 7)": lambda: [small_models.page.comparison_figure(
         with_gpu_twins(small_models.reference_run("comparison")))],
     "small models sweep (episode 7)": lambda: [small_models.sweep_figure(
         with_gpu_twins(small_models.reference_run("sweep")))],

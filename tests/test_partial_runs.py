@@ -92,7 +92,7 @@ def test_a_run_cut_short_never_becomes_a_reference(tmp_path, keep_gpu_runs):
         assert run, f"{what}: no reference left to draw"
         assert run[0]["run_id"] != PARTIAL, f"{what}: the run cut short became the reference"
         assert any(not is_gpu(r) for r in run), f"{what}: a reference without its CPU half"
-    assert small_models.sweep_complete(chosen["mlp sweep"])
+    assert small_models.page.sweep_complete(chosen["mlp sweep"])
     # After a complete GPU run, the comparisons keep it as their reference.
     assert all(any(is_gpu(r) for r in chosen[what]) == keep_gpu_runs
                for what in ("cnn", "matmul", "mlp comparison", "torch"))

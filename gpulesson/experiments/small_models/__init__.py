@@ -1,10 +1,7 @@
 """A small MLP on the CPU and on the GPU, and a sweep of batch size x layer width.
 
 Episode 7's MLP on the breast-cancer data (``comparison``) and its sweep on random rows
-(``sweep``), with the episode's own code; each part's page values and figures come from its
-own reference run. Importing the package imports no deep-learning framework.
-
-    python -m gpulesson.experiments.small_models --parts sweep --batch-sizes 32 4096 --widths 16
+(``sweep``), with the episode's own code. Importing the package imports no deep-learning framework.
 """
 
 from gpulesson.experiments import cli
@@ -19,17 +16,14 @@ from gpulesson.experiments.small_models.measure import (
     time_cell,
 )
 from gpulesson.experiments.small_models.page import (
-    comparison_figure,
     describe_comparison,
     reference_run,
-    substitutions,
-    sweep_complete,
     sweep_figure,
     sweep_table,
 )
 from gpulesson.records.results import duration as short_time
 
-EXPERIMENT, RESULTS_FILE = RECORDS.experiment, RECORDS.results_file
+RESULTS_FILE = RECORDS.results_file
 COMMAND = cli.Command(
     __name__, __doc__,
     cli.option("--devices", nargs="+", default=None, metavar="DEVICE",
@@ -48,6 +42,5 @@ COMMAND = cli.Command(
     cli.quick("a tiny run for tests (also with LESSON_QUICK=1)"),
     cli.out(RESULTS_FILE), cli.SEED, cli.RUN_ID)
 
-__all__ = ["EXPERIMENT", "GRID", "QUICK_GRID", "RESULTS_FILE", "comparison_figure", "comparison_record",
-           "describe_comparison", "reference_run", "short_time", "substitutions", "sweep",
-           "sweep_complete", "sweep_figure", "sweep_table", "time_cell"]
+__all__ = ["GRID", "QUICK_GRID", "RESULTS_FILE", "comparison_record", "describe_comparison", "reference_run",
+           "short_time", "sweep", "sweep_figure", "sweep_table", "time_cell"]

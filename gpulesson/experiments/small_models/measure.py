@@ -4,6 +4,7 @@ around it, the comparison each epoch's energy where the device's meter can be re
 
 from __future__ import annotations
 
+import importlib.util
 import math
 
 import numpy as np
@@ -43,10 +44,8 @@ class SmallModelsError(ValueError):
     """A request this experiment cannot carry out; the message says what to change."""
 
 
-def device_fields(device: str) -> dict:
-    """The fields that say which Keras device ran."""
-    kind = "gpu" if str(device).lower().startswith(("gpu", "cuda")) else "cpu"
-    return {"device_kind": kind, "keras_device": device}
+def device_kind(device: str) -> str:
+    return "gpu" if str(device).lower().startswith(("gpu", "cuda")) else "cpu"
 
 
 def keras_device_name(device: str) -> str:
@@ -64,7 +63,7 @@ def check_devices(devices, gpu_count: int) -> list[str]:
         raise SmallModelsError("no device given: use cpu, gpu or both")
     if len(set(names)) != len(names):
         raise SmallModelsError(f"a device is named twice: {', '.join(map(str, devices))}")
-    if any(device_fields(n)["device_kind"] == "gpu" for n in names) and not gpu_count:
+    if "gpu" in map(device_kind, names) and not gpu_count:
         raise SmallModelsError(f"{SKIPPED_GPU}: run with --devices cpu, or on a machine with a GPU "
                                "(python -m gpulesson.machine.devices tells what this Python sees)")
     return names
@@ -99,11 +98,6 @@ def hidden_widths(width: int) -> tuple[int, int]:
     return width, max(1, width // 2)
 
 
-def rows_for(batch_size: int, n_rows: int) -> int:
-    """Rows of random data for one sweep cell: ``n_rows``, and at least MIN_BATCHES batches."""
-    return max(n_rows, MIN_BATCHES * batch_size)
-
-
 def time_cell(device: str, batch_size: int, width: int, *, n_rows: int, epochs: int, seed: int = 0) -> dict:
     """Train a new sweep MLP of ``width`` on ``device`` for ``epochs`` epochs of random rows
     (standard-normal features, random one-hot labels: enough to time, nothing to learn); the
@@ -112,13 +106,13 @@ def time_cell(device: str, batch_size: int, width: int, *, n_rows: int, epochs: 
 
     from gpulesson import lesson
 
-    rows = rows_for(batch_size, n_rows)
+    rows = max(n_rows, MIN_BATCHES * batch_size)
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((rows, N_FEATURES), dtype=np.float32)
     y = np.eye(N_CLASSES, dtype="float32")[rng.integers(0, N_CLASSES, rows)]
     widths = hidden_widths(width)
     keras.utils.set_random_seed(seed)
-    load = {"start": load_average(), "end": None}
+    load = {"start": load_average()}
     with keras.device(keras_device_name(device)):
         model = lesson.build_mlp(N_FEATURES, widths, N_CLASSES)
         timer = lesson.EpochTimer(samples_per_epoch=rows)
@@ -146,7 +140,7 @@ def _sweep(devices, batch_sizes, widths, *, n_rows: int, epochs: int, run_id: st
     for device in devices:
         for width in grid["widths"]:
             for batch_size in grid["batch_sizes"]:
-                if ("sweep", device_fields(device)["device_kind"], width, batch_size) in done:
+                if ("sweep", device_kind(device), width, batch_size) in done:
                     continue
                 cell = time_cell(device, batch_size, width, n_rows=grid["n_rows"],
                                  epochs=grid["epochs"], seed=seed)
@@ -154,12 +148,11 @@ def _sweep(devices, batch_sizes, widths, *, n_rows: int, epochs: int, run_id: st
                     progress(f"{device}  width {width:5}  batch {batch_size:5}  "
                              f"{short_time(cell['seconds_per_sample'])} per sample")
                 yield RECORDS.record(data="random", part="sweep", run_id=run_id, source=source,
-                                     **device_fields(device), **cell)
+                                     device_kind=device_kind(device), keras_device=device, **cell)
 
 
 def sweep(devices, batch_sizes, widths, **options) -> list[dict]:
-    """Time every (batch size, width) cell on every device (Keras names): one record per device
-    and cell (``n_rows``, ``epochs``, ``run_id``, ``seed``, ``progress`` as keywords)."""
+    """One record per device (Keras names) and (batch size, width) cell of :func:`time_cell`."""
     return list(_sweep(devices, batch_sizes, widths, **options))
 
 
@@ -172,7 +165,8 @@ def comparison_record(run: dict, *, run_id: str, batch_size: int, n_train: int, 
     mean = timing["steady_mean_epoch_seconds"] or timing["first_epoch_seconds"]
     training = timing.pop("total_seconds")
     return RECORDS.record(
-        part="comparison", run_id=run_id, source=source, **device_fields(run["device"]),
+        part="comparison", run_id=run_id, source=source, device_kind=device_kind(run["device"]),
+        keras_device=run["device"],
         batch_size=batch_size, n_train=n_train, n_test=n_test,
         hidden_widths=list(EPISODE_WIDTHS), n_parameters=run["model"].count_params(),
         **timing, mean_epoch_seconds=mean, training_seconds=training,
@@ -196,7 +190,7 @@ def _comparison(devices, *, run_id: str, seed: int, settings: dict, source: str,
     keras.utils.set_random_seed(seed)
     initial_weights = lesson.build_mlp().get_weights()
     for device in devices:
-        kind = device_fields(device)["device_kind"]
+        kind = device_kind(device)
         if any(key[:2] == ("comparison", kind) for key in done):
             continue
         print(f"Comparison: training the MLP on {device} for {settings['epochs']} epochs ...", flush=True)
@@ -216,28 +210,20 @@ def _comparison(devices, *, run_id: str, seed: int, settings: dict, source: str,
                                 source=source, load_average=load, energy=energy)
 
 
-def _check_parts(parts) -> list[str]:
-    """The parts asked for, in their order; the comparison needs scikit-learn."""
-    unknown = [p for p in parts if p not in PARTS]
-    if unknown:
-        raise SmallModelsError(f"unknown part(s) {', '.join(unknown)}: use {' and/or '.join(PARTS)}")
-    if "comparison" in parts:
-        try:
-            import sklearn  # noqa: F401
-        except ImportError:
-            raise SmallModelsError(
-                "scikit-learn is not installed, and the comparison on the breast-cancer data needs it: "
-                "pip install scikit-learn==1.9.1, or record only the sweep with --parts sweep") from None
-    return [p for p in PARTS if p in parts]
-
-
 def measure(args, *, run_id: str, done):
     """The command's run: the parts asked for, each record yielded as it is made."""
     from gpulesson.machine.devices import keras_device
 
     base = QUICK_GRID if args.quick else GRID
     try:
-        parts = _check_parts(args.parts)
+        unknown = [p for p in args.parts if p not in PARTS]
+        if unknown:
+            raise SmallModelsError(f"unknown part(s) {', '.join(unknown)}: use {' and/or '.join(PARTS)}")
+        parts = [p for p in PARTS if p in args.parts]
+        if "comparison" in parts and importlib.util.find_spec("sklearn") is None:
+            raise SmallModelsError(
+                "scikit-learn is not installed, and the comparison on the breast-cancer data needs it: "
+                "pip install scikit-learn==1.9.1, or record only the sweep with --parts sweep")
         grid = check_grid(args.batch_sizes or base["batch_sizes"], args.widths or base["widths"],
                           base["n_rows"] if args.rows is None else args.rows,
                           base["epochs"] if args.epochs is None else args.epochs)

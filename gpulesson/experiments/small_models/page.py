@@ -22,7 +22,6 @@ from gpulesson.experiments.small_models.measure import (
 from gpulesson.records.compare_plots import LOG_NOTE, needs_log_axis
 from gpulesson.records.figkit import need, title
 from gpulesson.records.pagewords import accuracy, by_device, first_epoch, listed, median_text, run_values
-from gpulesson.records.recordset import gpu_against_cpu
 from gpulesson.records.results import NOT_RECORDED, data_label, hardware, is_gpu, pick
 from gpulesson.records.results import duration as short_time
 from gpulesson.records.summaries import SPREAD_NOTE, Comparison, draw_spread, scale, summary_text, times_text
@@ -92,7 +91,7 @@ def verdict_words(found: Comparison) -> str:
 
 def sweep_verdicts(records) -> dict[tuple[int, int], Comparison]:
     """``{(width, batch_size): the GPU against the CPU per sample}`` of the cells with both."""
-    found = {key: gpu_against_cpu(sample_summary(pair.get("cpu")), sample_summary(pair.get("gpu")))
+    found = {key: RECORDS.gpu_against_cpu(pair.values(), sample_summary)
              for key, pair in sweep_cells(records).items()}
     return {key: v for key, v in found.items() if v is not None}
 
@@ -208,44 +207,36 @@ def comparison_figure(records):
     return fig
 
 
-def sweep_drawn(records) -> dict:
-    """``kind`` ("speed-up" with both devices, else the one device's "cpu" or "gpu" time per
-    sample), ``widths``, ``batches`` and per cell its ``value`` (the speed-up, or seconds per
-    sample), ``text`` and ``verdict``."""
+def sweep_drawn(records) -> tuple[str, dict[tuple[int, int], tuple[float, str]]]:
+    """What the grid draws: its kind ("speed-up" with both devices, else the one device's "cpu"
+    or "gpu" time per sample) and per cell its value (the speed-up, or seconds) and text."""
     cells, verdicts = sweep_cells(records), sweep_verdicts(records)
-    widths, batches = axes(records)
-    drawn = {"widths": widths, "batches": batches, "cells": {}}
     if verdicts:
-        drawn["kind"] = "speed-up"
+        drawn = {}
         for key, found in verdicts.items():
             # The speed-up's range: the CPU's fastest over the GPU's slowest epoch, and back.
             cpu, gpu = sample_summary(cells[key]["cpu"]), sample_summary(cells[key]["gpu"])
-            low, high = cpu["min"] / gpu["max"], cpu["max"] / gpu["min"]
             words = f"GPU {found.sentence}" if found.measurable else "no measurable\ndifference"
-            drawn["cells"][key] = {"value": found.ratio, "verdict": found,
-                                   "text": f"{times_text(found.ratio)}\n{words}\n"
-                                           f"({times_text(low)}–{times_text(high)})"}
-        return drawn
-    kind = drawn["kind"] = "cpu" if any("cpu" in pair for pair in cells.values()) else "gpu"
-    for key, pair in cells.items():
-        if summary := sample_summary(pair.get(kind)):
-            drawn["cells"][key] = {"value": summary["median"], "verdict": None,
-                                   "text": _cell_text(summary, "\n", "–")}
-    return drawn
+            drawn[key] = (found.ratio, f"{times_text(found.ratio)}\n{words}\n"
+                          f"({times_text(cpu['min'] / gpu['max'])}–{times_text(cpu['max'] / gpu['min'])})")
+        return "speed-up", drawn
+    kind = "cpu" if any("cpu" in pair for pair in cells.values()) else "gpu"
+    found = {key: sample_summary(pair.get(kind)) for key, pair in cells.items()}
+    return kind, {key: (summary["median"], _cell_text(summary, "\n", "–"))
+                  for key, summary in found.items() if summary}
 
 
 def sweep_alt(records) -> str:
-    drawn = sweep_drawn(records)
-    widths, batches, cells = drawn["widths"], drawn["batches"], drawn["cells"]
+    (kind, cells), (widths, batches) = sweep_drawn(records), axes(records)
     if not cells:
         return "Empty grid: the sweep run has no measured cells."
     parts = [f"Grid of {len(widths)} layer widths (rows, {widths[0]} to {widths[-1]} units) by "
              f"{len(batches)} batch sizes (columns, {batches[0]} to {batches[-1]})"]
     missing = len(widths) * len(batches) - len(cells)
-    if drawn["kind"] == "speed-up":
-        verdicts = {key: cell["verdict"] for key, cell in cells.items()}
-        faster = sum(v.measurable and v.word == "faster" for v in verdicts.values())
-        slower = sum(v.measurable and v.word == "slower" for v in verdicts.values())
+    if kind == "speed-up":
+        verdicts = sweep_verdicts(records)
+        faster, slower = (sum(v.measurable and v.word == word for v in verdicts.values())
+                          for word in ("faster", "slower"))
         best = max(verdicts, key=lambda k: verdicts[k].ratio)
         worst = min(verdicts, key=lambda k: verdicts[k].ratio)
         parts[0] += (", each cell coloured and labelled with the GPU's speed-up over the CPU per "
@@ -257,13 +248,11 @@ def sweep_alt(records) -> str:
                      f"{cell_name(best)}, and smallest, {times_text(verdicts[worst].ratio)}, at "
                      f"{cell_name(worst)}.")
     else:
-        device = drawn["kind"].upper()
-        values = {key: cell["value"] for key, cell in cells.items()}
-        low, high = min(values, key=values.get), max(values, key=values.get)
-        parts[0] += (f", each cell coloured and labelled with the {device}'s median time per "
+        low, high = min(cells, key=lambda k: cells[k][0]), max(cells, key=lambda k: cells[k][0])
+        parts[0] += (f", each cell coloured and labelled with the {kind.upper()}'s median time per "
                      "sample and, in brackets, the range of the timed epochs.")
-        parts.append(f"The median time per sample ranged from {short_time(values[low])} at "
-                     f"{cell_name(low)} to {short_time(values[high])} at {cell_name(high)}.")
+        parts.append(f"The median time per sample ranged from {short_time(cells[low][0])} at "
+                     f"{cell_name(low)} to {short_time(cells[high][0])} at {cell_name(high)}.")
     if missing:
         parts.append(f"{missing} cells are labelled not measured.")
     return " ".join(parts)
@@ -277,13 +266,11 @@ def sweep_figure(records):
     import matplotlib.pyplot as plt
 
     need(records, f"run {COMMAND} --parts sweep")
-    drawn = sweep_drawn(records)
-    widths, batches = drawn["widths"], drawn["batches"]
-    matrix = np.array([[drawn["cells"].get((w, b), {}).get("value", np.nan) for b in batches]
-                       for w in widths], dtype=float)
+    (kind, cells), (widths, batches) = sweep_drawn(records), axes(records)
+    matrix = np.array([[cells[w, b][0] if (w, b) in cells else np.nan for b in batches] for w in widths])
     names = hardware(records)
     fig, ax = plt.subplots(figsize=(7.5, 6.2))
-    if drawn["kind"] == "speed-up":
+    if kind == "speed-up":
         bound = max(2.0, float(np.nanmax(np.abs(np.log10(matrix)))) if np.isfinite(matrix).any() else 2.0)
         image = ax.imshow(matrix, cmap="RdBu", norm=mcolors.LogNorm(vmin=10 ** -bound, vmax=10 ** bound))
         fig.colorbar(image, ax=ax, label="speed-up: CPU median time / GPU median time (1 = equal)")
@@ -292,7 +279,7 @@ def sweep_figure(records):
                   "in brackets: the speed-up's range over the timed epochs")
     else:
         # One device only (normally the CPU): its time per sample, and why there is no speed-up.
-        kind = drawn["kind"].upper()
+        kind = kind.upper()
         other = "GPU" if kind == "CPU" else "CPU"
         matrix = matrix * 1e6
         image = ax.imshow(matrix, cmap="YlOrBr", norm=mcolors.LogNorm())
@@ -300,17 +287,15 @@ def sweep_figure(records):
         what = f"{kind} time per sample (no {other} sweep in this run)"
         detail = (f"{kind}: {names[kind]}; no {other} sweep, so no speed-up can be shown\n"
                   "cell: median time per sample; in brackets: fastest–slowest timed epoch")
-    for i, width in enumerate(widths):
-        for j, batch in enumerate(batches):
-            value = matrix[i, j]
-            if not np.isfinite(value):
-                ax.text(j, i, "not\nmeasured", ha="center", va="center", fontsize=8)
-                continue
-            # Dark cells get white text: the number must be readable on every colour.
-            red, green, blue, _ = image.cmap(image.norm(value))
-            dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5
-            ax.text(j, i, drawn["cells"][(width, batch)]["text"], ha="center", va="center",
-                    fontsize=7, color="white" if dark else "black")
+    for (i, width), (j, batch) in itertools.product(enumerate(widths), enumerate(batches)):
+        if (width, batch) not in cells:
+            ax.text(j, i, "not\nmeasured", ha="center", va="center", fontsize=8)
+            continue
+        # Dark cells get white text: the number must be readable on every colour.
+        red, green, blue, _ = image.cmap(image.norm(matrix[i, j]))
+        dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5
+        ax.text(j, i, cells[width, batch][1], ha="center", va="center", fontsize=7,
+                color="white" if dark else "black")
     ax.set_xticks(range(len(batches)), [str(b) for b in batches])
     ax.set_yticks(range(len(widths)), [f"{w} ({hidden_widths(w)[1]})" for w in widths])
     ax.set_xlabel("batch size")
@@ -319,8 +304,6 @@ def sweep_figure(records):
           f"backend; {records[0]['date'][:10]}", fontsize=10)
     fig.tight_layout()
     return fig
-
-
 
 
 def cut_sweep_note(path, reference) -> str:
@@ -364,14 +347,6 @@ def sweep_dates(records) -> str:
                else "the parts differ in machine or versions"))
 
 
-# The sweep's values, NOT_RECORDED until a run has them: per device its total, its time per sample
-# at the grid's two corners, and a step at the smallest corner and its growth along the top row.
-SWEEP_KEYS = tuple(f"ref_mlp_sweep_{key}" for key in (
-    "batches", "widths", "small_cell", "large_cell", "best", "worst", "paying",
-    *(f"{device}_{what}" for device in ("cpu", "gpu") for what in (
-        "total", "row_steps", "small_sample", "small_step", "large_sample"))))
-
-
 def substitutions(path=RECORDS.results_file) -> dict[str, str]:
     comparison = reference_run("comparison", path)
     values = run_values("ref_mlp", comparison, "date", "backend", "cpu", "gpu", "batch_size",
@@ -383,43 +358,47 @@ def substitutions(path=RECORDS.results_file) -> dict[str, str]:
         values[f"ref_mlp_{name}_epoch"] = median_text(RECORDS.epoch_summary(record), what="repeats")
         values[f"ref_mlp_{name}_accuracy"] = accuracy(record)
 
+    # The sweep's values, NOT_RECORDED until a run has them: per device its total, its time per
+    # sample at the grid's two corners, and a step at the smallest corner and its growth along
+    # the top row.
     records = reference_run("sweep", path)
-    values.update(run_values("ref_mlp_sweep", records, "run", "cpu", "gpu"))
-    values["ref_mlp_sweep_cut_note"] = cut_sweep_note(path, records)
-    values["ref_mlp_sweep_dates"] = sweep_dates(records)
-    values["ref_mlp_fig_sweep_alt"] = sweep_alt(records) if records else NOT_RECORDED
-    values.update(dict.fromkeys(SWEEP_KEYS, NOT_RECORDED))
-    if not records:
-        return values
     cells, verdicts = sweep_cells(records), sweep_verdicts(records)
     widths, batches = axes(records)
-    corners = {"small": (widths[0], batches[0]), "large": (widths[-1], batches[-1])}
-    values.update({"ref_mlp_sweep_batches": listed(batches), "ref_mlp_sweep_widths": listed(widths),
-                   "ref_mlp_sweep_small_cell": cell_name(corners["small"]),
-                   "ref_mlp_sweep_large_cell": cell_name(corners["large"])})
+    corners = {"small": (widths[0], batches[0]), "large": (widths[-1], batches[-1])} if records else {}
+    values |= run_values("ref_mlp_sweep", records, "run", "cpu", "gpu") | {
+        "ref_mlp_sweep_cut_note": cut_sweep_note(path, records),
+        "ref_mlp_sweep_dates": sweep_dates(records),
+        "ref_mlp_fig_sweep_alt": sweep_alt(records) if records else NOT_RECORDED,
+        "ref_mlp_sweep_batches": listed(batches) if records else NOT_RECORDED,
+        "ref_mlp_sweep_widths": listed(widths) if records else NOT_RECORDED,
+        **{f"ref_mlp_sweep_{size}_cell": cell_name(corners[size]) if records else NOT_RECORDED
+           for size in ("small", "large")}}
     for name in ("cpu", "gpu"):
-        def timed(key, per="n_rows", name=name):
-            return median_text(sample_summary(cells.get(key, {}).get(name), per), what="repeats")
+        def timed(size, per="n_rows", name=name):
+            found = cells.get(corners.get(size), {}).get(name)
+            return median_text(sample_summary(found, per), what="repeats")
 
-        if mine := [r for r in records if r["device_kind"] == name]:
-            values[f"ref_mlp_sweep_{name}_total"] = short_time(sum(r["total_seconds"] for r in mine))
-        for size, key in corners.items():
-            values[f"ref_mlp_sweep_{name}_{size}_sample"] = timed(key)
-        values[f"ref_mlp_sweep_{name}_small_step"] = timed(corners["small"], STEPS)
+        mine = [r["total_seconds"] for r in records if r["device_kind"] == name]
+        values[f"ref_mlp_sweep_{name}_total"] = short_time(sum(mine)) if mine else NOT_RECORDED
+        values[f"ref_mlp_sweep_{name}_small_sample"] = timed("small")
+        values[f"ref_mlp_sweep_{name}_large_sample"] = timed("large")
+        values[f"ref_mlp_sweep_{name}_small_step"] = timed("small", STEPS)
         # One step of the narrowest model at the smallest and at the largest batch: how much a
         # step's time grows along the top row of the grid.
-        first, last = (cells.get((widths[0], batch), {}).get(name) for batch in (batches[0], batches[-1]))
-        if len(batches) > 1 and first and last:
-            values[f"ref_mlp_sweep_{name}_row_steps"] = (
-                f"from {short_time(sample_summary(first, STEPS)['median'])} at batch size "
-                f"{batches[0]:,} to {short_time(sample_summary(last, STEPS)['median'])} at batch "
-                f"size {batches[-1]:,} (medians)")
-    if verdicts:
-        def cell(key):
-            return f"{times_text(verdicts[key].ratio)} at {cell_name(key)} ({verdict_words(verdicts[key])})"
+        first, last = (sample_summary(cells.get((widths[0], batch), {}).get(name), STEPS)
+                       for batch in (batches[0], batches[-1])) if records else (None, None)
+        values[f"ref_mlp_sweep_{name}_row_steps"] = (
+            f"from {short_time(first['median'])} at batch size {batches[0]:,} to "
+            f"{short_time(last['median'])} at batch size {batches[-1]:,} (medians)"
+            if len(batches) > 1 and first and last else NOT_RECORDED)
 
-        values["ref_mlp_sweep_best"] = cell(max(verdicts, key=lambda key: verdicts[key].ratio))
-        values["ref_mlp_sweep_worst"] = cell(min(verdicts, key=lambda key: verdicts[key].ratio))
-        paying = [v for v in verdicts.values() if v.measurable and v.word == "faster"]
-        values["ref_mlp_sweep_paying"] = f"{len(paying)} of {len(verdicts)}"
-    return values
+    def cell(key):
+        if key is None:
+            return NOT_RECORDED
+        return f"{times_text(verdicts[key].ratio)} at {cell_name(key)} ({verdict_words(verdicts[key])})"
+
+    paying = [v for v in verdicts.values() if v.measurable and v.word == "faster"]
+    return values | {
+        "ref_mlp_sweep_best": cell(max(verdicts, key=lambda key: verdicts[key].ratio, default=None)),
+        "ref_mlp_sweep_worst": cell(min(verdicts, key=lambda key: verdicts[key].ratio, default=None)),
+        "ref_mlp_sweep_paying": f"{len(paying)} of {len(verdicts)}" if verdicts else NOT_RECORDED}
