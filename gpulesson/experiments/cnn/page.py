@@ -139,18 +139,27 @@ def alt_texts(records, *, first_epoch: str = FIRST_EPOCH, hardware_names=None) -
     return epoch_times_alt(series, first_epoch=first_epoch), time_bars_alt(series, comparison)
 
 
-def epoch_times_figure(series, *, label: str, first_epoch: str = FIRST_EPOCH):
-    """Every epoch's time per device, and right of the lines the median and range of the
-    epochs after the warm-up, with the epochs as dots."""
-    from gpulesson.records import compare_plots
+def figures(records, *, first_epoch: str = FIRST_EPOCH, hardware_names=None):
+    """``(epoch times, time bars)`` of one run's records, each with its ``alt_text``;
+    ``first_epoch``: what the first epoch's extra time includes; ``hardware_names``: the
+    devices' names in the titles (default the records'). The first draws every epoch's time per
+    device and, right of the lines, the median and range of the epochs after the warm-up, with
+    the epochs as dots; the second bars the median epoch after the warm-up (with that range and
+    epochs), the evaluation, and training plus evaluation, one bar a device in each group, the
+    GPU's epoch bar with the comparison's words."""
+    import numpy as np
 
+    from gpulesson.records.compare_plots import _subplots, _title, epoch_times, time_axis
+
+    series, comparison = drawn(records, hardware_names)
+    label = data_label(records)
     by_kind = {s.kind: s for s in series}
     # A device that did not run is said in words ("no GPU run"), not named "not recorded yet".
     detail = "; ".join([f"{s.kind}: {s.name}" for s in series]
                        + [f"no {kind} run" for kind in ("CPU", "GPU") if kind not in by_kind])
-    fig = compare_plots.epoch_times(by_kind["CPU"].epochs if "CPU" in by_kind else None,
-                                    by_kind["GPU"].epochs if "GPU" in by_kind else None,
-                                    label=label, hardware=detail, first_epoch=first_epoch)
+    fig = epoch_times(by_kind["CPU"].epochs if "CPU" in by_kind else None,
+                      by_kind["GPU"].epochs if "GPU" in by_kind else None,
+                      label=label, hardware=detail, first_epoch=first_epoch)
     ax = fig.axes[0]
     longest = max(len(s.epochs) for s in series)
     where = longest + 1  # the spreads' place, right of the lines
@@ -168,18 +177,8 @@ def epoch_times_figure(series, *, label: str, first_epoch: str = FIRST_EPOCH):
     ax.set_xlim(0.5, where + 0.7)
     fig.tight_layout()
     fig.alt_text = epoch_times_alt(series, first_epoch=first_epoch)
-    return fig
 
-
-def time_bars_figure(series, comparison=None, *, label: str):
-    """Bars of the median epoch after the warm-up (with its range and epochs), the evaluation
-    and training plus evaluation, one bar a device in each group; the GPU's epoch bar carries
-    the comparison's words."""
-    import numpy as np
-
-    from gpulesson.records.compare_plots import _subplots, _title, time_axis
-
-    fig, ax = _subplots(figsize=(8, 4.8))
+    bars_fig, ax = _subplots(figsize=(8, 4.8))
     width = 0.8 / len(series)
     x = np.arange(len(BAR_GROUPS))
     for i, s in enumerate(series):
@@ -199,21 +198,11 @@ def time_bars_figure(series, comparison=None, *, label: str):
     time_axis(ax, [v for s in series for v in s.bar_values], "seconds")
     ax.margins(y=0.25)
     ax.legend(title="device")
-    machines = "; ".join(f"{s.kind}: {s.name}" for s in series)
-    _title(fig, "Training and evaluation time", label, f"{machines}\n{SPREAD_NOTE}")
-    fig.tight_layout()
-    fig.alt_text = time_bars_alt(series, comparison)
-    return fig
-
-
-def figures(records, *, first_epoch: str = FIRST_EPOCH, hardware_names=None):
-    """``(epoch times, time bars)`` of one run's records, each with its ``alt_text``;
-    ``first_epoch``: what the first epoch's extra time includes; ``hardware_names``: the
-    devices' names in the titles (default the records')."""
-    series, comparison = drawn(records, hardware_names)
-    label = data_label(records)
-    return (epoch_times_figure(series, label=label, first_epoch=first_epoch),
-            time_bars_figure(series, comparison, label=label))
+    _title(bars_fig, "Training and evaluation time", label,
+           "; ".join(f"{s.kind}: {s.name}" for s in series) + f"\n{SPREAD_NOTE}")
+    bars_fig.tight_layout()
+    bars_fig.alt_text = time_bars_alt(series, comparison)
+    return fig, bars_fig
 
 
 def speedup_text(comparison) -> str:
