@@ -44,16 +44,13 @@ RUNGS: dict[str, dict] = {
     "device": _rung("device", removes="each batch's copy to the card (the data on the device, "
                     "`DeviceBatches`)"),
 }
-for _feed, (_b, _s, _l) in itertools.product(("device", "read-ahead"),
-                                             itertools.product((False, True), repeat=3)):
-    if _b or _s or _l:
-        _on = {"bf16": _b, "spe": _s, "batch": _l}
-        RUNGS["+".join([_feed, *(n for n, on in _on.items() if on)])] = _rung(
-            _feed, _b, _s, _l, "the combination's costs: " + ", ".join(
-                w for w, on in (("float32 arithmetic (bf16 on tensor cores)", _b),
-                                (f"Python and logs between steps ({SPE} steps a call)", _s),
-                                (f"steps ({LARGE_FACTOR}x the batch, learning rate scaled, "
-                                 "warm-up)", _l)) if on))
+_COSTS = {"bf16": "float32 arithmetic (bf16 on tensor cores)",
+          "spe": f"Python and logs between steps ({SPE} steps a call)",
+          "batch": f"steps ({LARGE_FACTOR}x the batch, learning rate scaled, warm-up)"}
+for _feed, _on in itertools.product(("device", "read-ahead"), itertools.product((False, True), repeat=3)):
+    if _names := [name for name, on in zip(_COSTS, _on, strict=True) if on]:
+        RUNGS["+".join([_feed, *_names])] = _rung(_feed, *_on, "the combination's costs: "
+                                                  + ", ".join(map(_COSTS.get, _names)))
 # The stream read by processes instead of a thread (Grain's workers: a reader thread shares the
 # training process's interpreter lock with a host-bound step), and the RAM reference of the
 # stream's goal at the best settings.
@@ -73,16 +70,13 @@ RUNGS["limit"] = _rung("device", removes="`fit` itself (one compiled call an epo
 RUNGS["limit+best"] = _rung("device", True, False, True, part="limit",
                             removes="`fit` itself, at the best stream rung's batch and "
                             "precision")
-ORDER = list(RUNGS)
 # Start 1 compiles the stream's rungs before the device's: they share programs, and the goal's
 # time to accuracy must include its own compile.
 _FIRST = ("taught", "read-ahead", "grain", "ram", "device", "scan:read-ahead", "scan:device", "limit")
-START_ORDER = sorted(ORDER, key=lambda n: next(i for i, p in enumerate(_FIRST) if n.startswith(p)))
+START_ORDER = sorted(RUNGS, key=lambda n: next(i for i, p in enumerate(_FIRST) if n.startswith(p)))
 
 
 def rungs_of(part: str) -> list[str]:
-    if part not in PARTS:
-        raise ValueError(f"part must be one of {', '.join(PARTS)}, not {part!r}")
     return [n for n in START_ORDER if RUNGS[n]["part"] == part]
 
 

@@ -12,44 +12,36 @@ from pathlib import Path
 
 from gpulesson.experiments import cli
 from gpulesson.experiments.ladder import COMMAND, RECORDS, STARTS, rungs_of
+from gpulesson.experiments.ladder.page import describe
+from gpulesson.records.results import new_run_id
 
 CACHE_ROOT = Path("_build") / "ladder-cache"  # git ignores _build
 _parser = COMMAND.parser
-
-
-def _nightly_path(wheels: Path) -> str:
-    """Install the wheels of ``wheels`` into a new folder; that folder."""
-    found = sorted(wheels.glob("*.whl"))
-    if not found:
-        raise SystemExit(f"no wheel in {wheels}: download it first where there is internet, "
-                         "as recording.md shows for requirements/node.txt, with -r "
-                         f"requirements/node-nightly.txt -d {wheels}")
-    target = tempfile.mkdtemp(prefix="site-nightly-")
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
-                    "--target", target, *map(str, found)], check=True)
-    return target
 
 
 def main(argv=None) -> int:
     parser, args = COMMAND.parse(argv)
     if args.part == "nightly" and args.nightly is None and args.start is None:
         parser.error("--part nightly needs --nightly DIR, the folder of the keras-nightly wheel")
-    wrong = set(args.rungs or ()) - set(rungs_of(args.part))
-    if wrong:
+    if wrong := set(args.rungs or ()) - set(rungs_of(args.part)):
         parser.error(f"not rungs of part {args.part}: {', '.join(sorted(wrong))}; its rungs: "
                      + ", ".join(rungs_of(args.part)))
     if args.start is not None:
         from gpulesson.experiments.ladder.measure import one_start
 
         return one_start(args)
-    from gpulesson.experiments.ladder.page import describe
-    from gpulesson.records.results import new_run_id
-
     run_id = args.run_id or new_run_id()
     env = {**os.environ}
-    if args.part == "nightly":
-        env["PYTHONPATH"] = os.pathsep.join(
-            [_nightly_path(args.nightly), *filter(None, [env.get("PYTHONPATH")])])
+    if args.part == "nightly":  # the wheels installed into a new folder, first on the path
+        wheels = sorted(args.nightly.glob("*.whl"))
+        if not wheels:
+            raise SystemExit(f"no wheel in {args.nightly}: download it first where there is "
+                             "internet, as recording.md shows for requirements/node.txt, with -r "
+                             f"requirements/node-nightly.txt -d {args.nightly}")
+        target = tempfile.mkdtemp(prefix="site-nightly-")
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
+                        "--target", target, *map(str, wheels)], check=True)
+        env["PYTHONPATH"] = os.pathsep.join([target, *filter(None, [env.get("PYTHONPATH")])])
     cache = CACHE_ROOT / f"{run_id}-{args.part}"
     shutil.rmtree(cache, ignore_errors=True)  # start 1 finds it empty
     failed = 0

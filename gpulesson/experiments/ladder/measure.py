@@ -1,5 +1,5 @@
 """Measuring the ladder in one process start: the lesson's CNN from the same initial weights,
-one rung after another (Keras and JAX imported when first needed). Each epoch is timed until the
+one rung after another (imported by a process start only). Each epoch is timed until the
 device finished its last step, before the test split is evaluated: the evaluations are left out
 of the epochs and of the clock (``epoch_end_seconds``), which includes compiling."""
 
@@ -8,16 +8,29 @@ from __future__ import annotations
 import math
 import os
 import statistics
-import threading
 import time
 from pathlib import Path
 
+import jax
+import jax.numpy as jnp
+import keras
+
+from gpulesson import lesson
+from gpulesson.datasets.hdf5 import read_hdf5, validate_hdf5
+from gpulesson.datasets.load import prepare
+from gpulesson.datasets.settings import get_settings
+from gpulesson.experiments.cli import devices_here
+from gpulesson.experiments.feeding.measure import precision_policy
+from gpulesson.experiments.feeding.pipelines import EpochsOf, grain_workers, to_device
 from gpulesson.experiments.ladder import LARGE_FACTOR, RECORDS, RUNGS, rungs_of
+from gpulesson.experiments.ladder.page import limit_options
+from gpulesson.lesson.feeding import DeviceBatches, GpuWatch, grain_blocks
 from gpulesson.machine import flops
-from gpulesson.machine.devices import keras_device_name
+from gpulesson.machine.devices import keras_device, keras_device_name
 from gpulesson.machine.timing import BusyMeter
 from gpulesson.records.energy import start_intervals, stop_intervals
 from gpulesson.records.pagewords import IN_ORDER, ORDER_FIELD
+from gpulesson.records.results import append_record
 from gpulesson.records.summaries import SUMMARY_KEY, summarise
 
 BASE_LEARNING_RATE = 1e-3
@@ -27,28 +40,10 @@ QUICK_EPOCHS = {"base": 3, "large": 4}
 BUSY_INTERVAL = 0.05  # s between NVML samples: NVML itself averages over up to 1 s
 
 
-def learning_rate(batch: int, base: int) -> float:
-    """The linear scaling rule: 1e-3 at the base batch, times the batch's factor."""
-    return BASE_LEARNING_RATE * batch / base
-
-
-def warmup_steps(batch: int, base: int, n_images: int) -> int:
-    """:data:`WARMUP_EPOCHS` epochs' steps where the rate is scaled; none at the base batch."""
-    return 0 if batch == base else WARMUP_EPOCHS * math.ceil(n_images / batch)
-
-
-def warmup_rate(step, peak: float, steps: int, minimum=min):
-    """The rate at optimizer step ``step``: linear from ``peak / steps`` to ``peak`` over
-    ``steps`` steps, then ``peak``; ``minimum`` lets a framework's op stand in."""
-    return peak if steps <= 0 else peak * minimum(1.0, (step + 1) / steps)
-
-
 def measurement_record(*, run_id: str, rung: str, start: int, device: str, watched: dict,
                        chosen: dict, n_images: int, data: str, extra: dict) -> dict:
     """One rung in one process start; ``watched``: the epochs' fields (:class:`EpochWatch`)."""
-    seconds = watched["epoch_seconds"]
-    if len(seconds) < 2:
-        raise ValueError("a rung needs at least 2 epochs: the first compiles")
+    seconds = watched["epoch_seconds"]  # the first compiles
     median = statistics.median(seconds[1:])
     fields = {"run_id": run_id, "source": "gpulesson.experiments.ladder", "rung": rung,
               "start": start, "device_kind": device, "keras_device": keras_device_name(device),
@@ -60,88 +55,73 @@ def measurement_record(*, run_id: str, rung: str, start: int, device: str, watch
     return RECORDS.record(data=data, **fields)
 
 
-class EpochWatch:
-    """One rung's epochs (Keras's or the limit's): seconds, the clock at each end, the test
-    accuracy after each, NVML's busy % and the energy of the epochs after the first."""
+class EpochWatch(keras.callbacks.Callback):
+    """One rung's epochs (fit's, or the limit's calling the same methods): seconds, the clock at
+    each end, the test accuracy after each, NVML's busy % and the energy of the epochs after
+    the first."""
 
     def __init__(self, device: str, n_images: int):
-        self.device, self.n_images = device, n_images
-        self.seconds, self.ends, self.accuracies, self.busy = [], [], [], []
+        super().__init__()
+        self.n_images, self.seconds, self.ends, self.accuracies = n_images, [], [], []
         self.intervals, self._reason = start_intervals(device)
-        self._evaluating, self._sampling, self._stop = 0.0, threading.Event(), threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True) if device == "gpu" else None
-        if self._thread:
-            self._thread.start()
-        self.started = time.perf_counter()
+        self.busy = GpuWatch(BUSY_INTERVAL) if device == "gpu" else None  # samples NVML's busy %
+        self._evaluating, self.started = 0.0, time.perf_counter()
 
-    def _sample(self):
-        from gpulesson.lesson.feeding import gpu_utilisation
-
-        while not self._stop.wait(BUSY_INTERVAL):
-            if self._sampling.is_set() and (found := gpu_utilisation()) is not None:
-                self.busy.append(found[0])
-
-    def begin(self):
+    def on_epoch_begin(self, epoch, logs=None):
         self._begun = time.perf_counter()
         self.intervals.begin()
-        if self.seconds:  # the first epoch compiles: not sampled
-            self._sampling.set()
+        if self.busy and self.seconds:  # the first epoch compiles: not sampled
+            self.busy.on_train_begin()
 
     def end(self):
         """Call once the device finished the epoch."""
         now = time.perf_counter()
-        self._sampling.clear()
+        if self.busy and self.seconds:
+            self.busy.on_train_end()
         self.intervals.end()
         self.seconds.append(now - self._begun)
         self.ends.append(now - self.started - self._evaluating)
         self._evaluated = now
 
-    def evaluated(self, accuracy: float):
-        self.accuracies.append(float(accuracy))
+    def on_test_begin(self, logs=None):  # fit's validation: the epoch's steps are queued
+        keras.ops.convert_to_numpy(self.model.optimizer.iterations)  # waits for them
+        self.end()
+
+    def on_epoch_end(self, epoch, logs=None):  # after the test split's evaluation
+        self.accuracies.append(float(logs["val_accuracy"]))
         self._evaluating += time.perf_counter() - self._evaluated
 
     def fields(self) -> dict:
-        self._stop.set()
-        if self._thread:
-            self._thread.join()
+        busy = self.busy.samples if self.busy else []
         energy = stop_intervals(self.intervals, self._reason, warmup=1, images=self.n_images)
         timed = sum(self.seconds[1:])
         watts = (energy["joules"] / energy["seconds"] if energy.get("window") == "phase" else
                  sum(energy["summary"]["samples"]) / timed if energy.get("measured") else None)
         return {"epoch_seconds": self.seconds, "epoch_end_seconds": self.ends,
                 "test_accuracies": self.accuracies, "energy": energy, "mean_watts": watts,
-                "busy_percent": sum(self.busy) / len(self.busy) if self.busy else None,
-                "busy_samples": len(self.busy)}
+                "busy_percent": sum(busy) / len(busy) if busy else None, "busy_samples": len(busy)}
 
 
 def schedule(peak: float, steps: int):
-    """:func:`warmup_rate` as a Keras schedule."""
-    import keras
-
+    """The rate at optimizer step ``step``: linear from ``peak / steps`` to ``peak`` over
+    ``steps`` steps, then ``peak``, as a Keras schedule; ``peak`` itself without steps."""
     class Warmup(keras.optimizers.schedules.LearningRateSchedule):
         def __call__(self, step):
-            return warmup_rate(keras.ops.cast(step, "float32"), peak, steps, keras.ops.minimum)
-
-        def get_config(self):
-            return {"peak": peak, "steps": steps}
+            return peak * keras.ops.minimum(1.0, (keras.ops.cast(step, "float32") + 1) / steps)
 
     return Warmup() if steps else peak
 
 
 def chosen(rung: dict, base: int, n_images: int) -> dict:
-    """A rung's batch size, learning rate and warm-up at this data's base batch."""
+    """A rung's batch size, learning rate (the linear scaling rule: times the batch's factor)
+    and warm-up (:data:`WARMUP_EPOCHS` epochs' steps; none at the base batch)."""
     batch = base * (LARGE_FACTOR if rung["batch"] == "large" else 1)
-    return {"batch_size": batch, "learning_rate": learning_rate(batch, base),
-            "warmup_steps": warmup_steps(batch, base, n_images)}
+    return {"batch_size": batch, "learning_rate": BASE_LEARNING_RATE * batch / base,
+            "warmup_steps": 0 if batch == base else WARMUP_EPOCHS * math.ceil(n_images / batch)}
 
 
 def build(rung: dict, options: dict, keras_device: str, seed: int):
     """The lesson's CNN compiled as ``lesson.compile_cnn`` does, with the rung's settings."""
-    import keras
-
-    from gpulesson import lesson
-    from gpulesson.experiments.feeding.measure import precision_policy
-
     with keras.device(keras_device), precision_policy(rung["precision"]):
         keras.utils.set_random_seed(seed)
         model = lesson.build_cnn()
@@ -152,32 +132,10 @@ def build(rung: dict, options: dict, keras_device: str, seed: int):
     return model
 
 
-def watch_callback(watch: EpochWatch):
-    import keras
-
-    class Watched(keras.callbacks.Callback):
-        def on_epoch_begin(self, epoch, logs=None):
-            watch.begin()
-
-        def on_test_begin(self, logs=None):  # fit's validation: the epoch's steps are queued
-            keras.ops.convert_to_numpy(self.model.optimizer.iterations)  # waits for them
-            watch.end()
-
-        def on_epoch_end(self, epoch, logs=None):
-            watch.evaluated(logs["val_accuracy"])
-
-    return Watched()
-
-
 def feed(name: str, options: dict, *, data: dict, seed: int, epochs: int) -> tuple[dict, list]:
     """fit's data arguments and callbacks of rung ``name``."""
-    from gpulesson import lesson
-
     kind, batch = RUNGS[name]["feed"], options["batch_size"]
     if kind == "grain":
-        from gpulesson.experiments.feeding.pipelines import EpochsOf, grain_workers
-        from gpulesson.lesson.feeding import grain_blocks
-
         dataset, steps = grain_blocks(data["path"], epochs, batch, seed=seed,
                                       workers=grain_workers(), stop=data["cut"])
         # Through a PyDataset: with steps_per_execution, Keras would take batches of the next
@@ -189,18 +147,13 @@ def feed(name: str, options: dict, *, data: dict, seed: int, epochs: int) -> tup
         return {"x": train, **IN_ORDER}, [lesson.DataEpoch(train)]
     if kind == "ram":
         return {"x": data["x"], "y": data["y"], "batch_size": batch}, []
-    from gpulesson.lesson.feeding import DeviceBatches
-
     return {"x": DeviceBatches(*data["device"], batch, seed=seed), **IN_ORDER}, []
 
 
 def train_rung(name: str, rung: dict, *, device: str, keras_device: str, data: dict, base: int,
                epochs: int, seed: int) -> tuple[dict, dict]:
     """``(chosen options, the watch's fields)`` of rung ``name`` trained with options ``rung``."""
-    from gpulesson import lesson
-
-    options = chosen(rung, base, data["cut"])
-    watch = EpochWatch(device, data["cut"])
+    options, watch = chosen(rung, base, data["cut"]), EpochWatch(device, data["cut"])
     model = build(rung, options, keras_device, seed)
     if rung["part"] == "limit":
         options.update(precision=rung["precision"], batch=rung["batch"])
@@ -209,11 +162,9 @@ def train_rung(name: str, rung: dict, *, device: str, keras_device: str, data: d
         return options, {**watch.fields(), "limit_method": method}
     fit, callbacks = feed(name, options, data=data, seed=seed, epochs=epochs)
     test = lesson.HDF5Batches(data["path"], "test", data["test_batch"])
-    import keras
-
     with keras.device(keras_device):
         model.fit(**fit, epochs=epochs, validation_data=test, verbose=0,
-                  callbacks=[watch_callback(watch), *callbacks])
+                  callbacks=[watch, *callbacks])
     return options, watch.fields()
 
 
@@ -222,8 +173,6 @@ def train_rung(name: str, rung: dict, *, device: str, keras_device: str, data: d
 
 def loss_function(model, training: bool = True):
     """``loss(trainable, non_trainable, x, y) -> (loss, non_trainable)``, as ``fit`` minimises."""
-    import keras
-
     cross_entropy = keras.losses.SparseCategoricalCrossentropy()
 
     def loss(trainable, non_trainable, x, y):
@@ -237,8 +186,6 @@ def epoch_function(model, optimizer, batch: int, steps: int, scan: bool = True):
     """A compiled ``epoch(state, x, y, key) -> (state, mean loss)``: ``steps`` batches of a new
     order in one ``jax.lax.scan``; with ``scan=False`` a Python loop of a compiled step, as
     XLA:CPU runs convolutions in a scan about 50x slower (the records say which)."""
-    import jax
-
     grad = jax.value_and_grad(loss_function(model), has_aux=True)
 
     def step(state, rows, x, y):
@@ -269,48 +216,35 @@ def epoch_function(model, optimizer, batch: int, steps: int, scan: bool = True):
     return looped
 
 
-def accuracy_function(model, batch: int):
-    """A compiled ``accuracy(state, x, y)`` over the test images, in batches of ``batch``."""
-    import jax
-    import jax.numpy as jnp
-
-    def accuracy(state, x, y):
+def train_limit(*, watch, model, options: dict, data: dict, epochs: int, seed: int):
+    """Train ``model`` for ``epochs`` epochs timed by ``watch``; "scan", or "loop" on a CPU."""
+    @jax.jit
+    def accuracy(state, x, y):  # over the test images, in batches of the test batch
         trainable, non_trainable, _ = state
-        whole = len(x) // batch * batch
+        whole = len(x) // data["test_batch"] * data["test_batch"]
 
         def one(_, rows):
             out, _ = model.stateless_call(trainable, non_trainable, x[rows], training=False)
             return None, jnp.sum(jnp.argmax(out, axis=-1) == y[rows])
 
-        _, right = jax.lax.scan(one, None, jnp.arange(whole).reshape(-1, batch))
+        _, right = jax.lax.scan(one, None, jnp.arange(whole).reshape(-1, data["test_batch"]))
         return right.sum() / whole
 
-    return jax.jit(accuracy)
-
-
-def train_limit(*, watch, model, options: dict, data: dict, epochs: int, seed: int):
-    """Train ``model`` for ``epochs`` epochs timed by ``watch``; "scan", or "loop" on a CPU."""
-    import jax
-
-    x, y = data["device"]
-    test_x, test_y = data["test_device"]
-    batch = options["batch_size"]
-    optimizer = model.optimizer
+    (x, y), batch, optimizer = data["device"], options["batch_size"], model.optimizer
     optimizer.build(model.trainable_variables)
     state = ([v.value for v in model.trainable_variables],
              [v.value for v in model.non_trainable_variables],
              [v.value for v in optimizer.variables])
     scan = jax.default_backend() != "cpu"
     run = epoch_function(model, optimizer, batch, len(x) // batch, scan=scan)
-    accuracy = accuracy_function(model, data["test_batch"])
     key = jax.random.key(seed)
-    for _ in range(epochs):
+    for epoch in range(epochs):
         key, draw = jax.random.split(key)
-        watch.begin()
+        watch.on_epoch_begin(epoch)
         state, loss = run(state, x, y, draw)
         float(loss)  # waits for the epoch's last step
         watch.end()
-        watch.evaluated(float(accuracy(state, test_x, test_y)))
+        watch.on_epoch_end(epoch, {"val_accuracy": accuracy(state, *data["test_device"])})
     return "scan" if scan else "loop"
 
 
@@ -318,35 +252,12 @@ def _cache_files(folder: str | None) -> int:
     return sum(len(files) for _, _, files in os.walk(folder)) if folder and Path(folder).is_dir() else 0
 
 
-def _data(path, cut: int, keras_device: str, test_batch: int) -> dict:
-    from gpulesson.datasets.hdf5 import read_hdf5
-    from gpulesson.experiments.feeding.pipelines import to_device
-
-    (x, y), (test_x, test_y) = read_hdf5(path, "train", stop=cut), read_hdf5(path, "test")
-    y, test = y.astype("int32"), (test_x, test_y.astype("int32"))
-    return {"path": path, "cut": cut, "x": x, "y": y, "test_batch": test_batch,
-            "device": to_device(x, y, keras_device), "test_device": to_device(*test, keras_device)}
-
-
 def one_start(args) -> int:
     """One process start: the data read once, then a record of each rung of the part that this
     start lacks; 1 if a rung failed."""
-    import jax
-    import keras
-
-    from gpulesson.datasets.hdf5 import validate_hdf5
-    from gpulesson.datasets.load import prepare
-    from gpulesson.datasets.settings import get_settings
-    from gpulesson.experiments.cli import devices_here
-    from gpulesson.experiments.feeding.pipelines import grain_workers
-    from gpulesson.experiments.ladder.page import limit_options
-    from gpulesson.machine.devices import keras_device
-    from gpulesson.records.results import append_record
-
     if keras.backend.backend() != "jax":
         raise SystemExit("the ladder runs on JAX: set KERAS_BACKEND=jax")
-    cache = os.environ.get("JAX_COMPILATION_CACHE_DIR")
-    if cache:
+    if cache := os.environ.get("JAX_COMPILATION_CACHE_DIR"):
         jax.config.update("jax_compilation_cache_dir", cache)
     config = get_settings()
     devices = devices_here(args.devices or (["gpu"] if keras_device()["gpu_count"] else ["cpu"]))
@@ -356,10 +267,12 @@ def one_start(args) -> int:
     base = config.batch_size(256)
     earlier = RECORDS.read(args.out, run_id=args.run_id)
     done = {RECORDS.key(r) for r in earlier}
-    failed = 0
+    (x, y), (test_x, test_y) = read_hdf5(path, "train", stop=cut), read_hdf5(path, "test")
+    y, test, failed = y.astype("int32"), (test_x, test_y.astype("int32")), 0
     for device in devices:
         kd = keras_device_name(device)
-        data = _data(path, cut, kd, 4 * base)
+        data = {"path": path, "cut": cut, "x": x, "y": y, "test_batch": 4 * base,
+                "device": to_device(x, y, kd), "test_device": to_device(*test, kd)}
         for name in args.rungs or rungs_of(args.part):
             if (device, name, args.start) in done:
                 continue

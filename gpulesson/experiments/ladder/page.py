@@ -8,7 +8,8 @@ import math
 import statistics
 from pathlib import Path
 
-from gpulesson.experiments.ladder import LARGE_FACTOR, ORDER, RECORDS, RUNGS, SPE, rungs_of
+from gpulesson.experiments.ladder import LARGE_FACTOR, RECORDS, RUNGS, SPE, rungs_of
+from gpulesson.experiments.profile import RECORDS as PROFILE
 from gpulesson.machine import flops, gpu_peaks
 from gpulesson.records.energy import energy_summary
 from gpulesson.records.figkit import label_bars, need
@@ -17,7 +18,6 @@ from gpulesson.records.results import NOT_RECORDED, duration, hardware, software
 from gpulesson.records.summaries import overlap, summarise, summary_text
 
 COMMAND = "KERAS_BACKEND=jax python -m gpulesson.experiments.ladder"
-PROFILE_FILE = RECORDS.results_file.with_name("profile.jsonl")
 reference_run = RECORDS.newest_run
 RATIO_GOAL = 1.3  # the best released-Keras stream rung within 1.3x of the limit's epoch
 RAM_GOAL = 0.9  # the stream at least 0.9x as fast as the same settings fed from RAM
@@ -39,14 +39,15 @@ def summary(records, rung: str) -> dict | None:
                      [r["epoch_seconds"][0] for r in found]) if found else None
 
 
-def mean_of(records, rung: str, key: str) -> float | None:
+def mean_of(records, rung: str, key: str, fmt: str | None = None):
+    """The mean of ``key`` over the rung's starts; as text in ``fmt`` where given."""
     values = [r[key] for r in starts(records, rung) if r.get(key) is not None]
-    return statistics.fmean(values) if values else None
+    mean = statistics.fmean(values) if values else None
+    return mean if fmt is None else "not measured" if mean is None else format(mean, fmt)
 
 
 def time_to(record: dict, accuracy: float) -> float | None:
-    """Seconds from training's start (compiling in, evaluations out) to the first epoch that
-    reached ``accuracy``, else None."""
+    """Seconds from the start (compiling in, evaluations out) to the first epoch at ``accuracy``."""
     return next((clock for reached, clock in zip(record["test_accuracies"],
                                                  record["epoch_end_seconds"], strict=True)
                  if reached >= accuracy), None)
@@ -58,7 +59,7 @@ def target_accuracy(records) -> float | None:
 
 
 def _stream_rungs(records) -> list[str]:
-    return [n for n in ORDER if RUNGS[n]["part"] == "keras" and RUNGS[n]["feed"] in STREAMS
+    return [n for n in RUNGS if RUNGS[n]["part"] == "keras" and RUNGS[n]["feed"] in STREAMS
             and starts(records, n)]
 
 
@@ -83,30 +84,27 @@ def limit_for(records, rung: str) -> str | None:
 
 def ram_twin(rung: str) -> str | None:
     """The rung that feeds ``rung``'s settings from arrays in RAM, if the ladder has one."""
-    return next((n for n in ORDER if RUNGS[n]["feed"] == "ram" and RUNGS[n]["part"] == "keras"
+    return next((n for n in RUNGS if RUNGS[n]["feed"] == "ram" and RUNGS[n]["part"] == "keras"
                  and all(RUNGS[n][k] == RUNGS[rung][k]
                          for k in ("precision", "steps_per_execution", "batch"))), None)
 
 
-def ram_goals(records) -> list[dict]:
+def ram_goals_text(records) -> str:
     """The fastest stream rung against its RAM twin at batch 256 float32 and at the best stream
-    rung's settings: RAM's median epoch over the stream's (``share``), and the goal."""
-    found = []
-    twins = dict.fromkeys(ram_twin(n) for n in filter(None, ["taught", best_stream(records)]))
-    for twin in filter(None, twins):
+    rung's settings: RAM's median epoch over the stream's, and the goal."""
+    said, best = [], best_stream(records)
+    for twin in dict.fromkeys(filter(None, (ram_twin(n) for n in ("taught", best) if n))):
         same = [n for n in _stream_rungs(records) if ram_twin(n) == twin]
-        rung = min(same, key=lambda n: summary(records, n)["median"]) if same else None
-        mine, ram = (summary(records, n) if n else None for n in (rung, twin))
-        both = mine is not None and ram is not None
-        share = ram["median"] / mine["median"] if both else None
-        found.append({"rung": rung, "ram": twin, "share": share,
-                      "met": both and share >= RAM_GOAL, "overlap": both and overlap(mine, ram)})
-    return found
-
-
-def _mean(records, name: str, key: str, fmt: str) -> str:
-    value = mean_of(records, name, key)
-    return "not measured" if value is None else format(value, fmt)
+        if not same or not starts(records, twin):
+            said.append(f"The stream against `{twin}`: not yet recorded.")
+            continue
+        rung = min(same, key=lambda n: summary(records, n)["median"])
+        mine, ram = summary(records, rung), summary(records, twin)
+        share = ram["median"] / mine["median"]
+        ranges = "; their epochs' ranges overlap" if overlap(mine, ram) else ""
+        said.append(f"`{rung}` against `{twin}`: {share:.2f}x as fast as from RAM{ranges} (goal "
+                    f"{RAM_GOAL}x: {met(share >= RAM_GOAL)}).")
+    return " ".join(said)
 
 
 def _to_target(first: dict, target: float | None) -> str:
@@ -128,7 +126,7 @@ def table(records) -> str:
     head = ["Rung", "Epoch: median (range)", "TFLOP/s (whole epoch)", "x the limit", "Busy %",
             "Watts", "Joules an epoch (start 1)", "Test accuracy", "To the default's accuracy"]
     target, found = target_accuracy(records), []
-    for name in (n for n in ORDER if starts(records, n)):
+    for name in (n for n in RUNGS if starts(records, n)):
         runs, limit = starts(records, name), limit_for(records, name)
         note = (" (pre-release)" if RUNGS[name]["part"] == "nightly" else
                 " (a loop of steps: XLA:CPU)" if runs[0].get("limit_method") == "loop" else "")
@@ -136,9 +134,9 @@ def table(records) -> str:
                  if limit else "no limit at its batch and precision")
         found.append([
             f"`{name}`{note}", summary_text(summary(records, name), duration, what="epochs")
-            + f", {len(runs)} starts", _mean(records, name, "achieved_tflops", ".3g"), ratio,
-            _mean(records, name, "busy_percent", ".0f"), _mean(records, name, "mean_watts", ".0f"),
-            _joules(runs[0]), _mean(records, name, "test_accuracy", ".3f"),
+            + f", {len(runs)} starts", mean_of(records, name, "achieved_tflops", ".3g"), ratio,
+            mean_of(records, name, "busy_percent", ".0f"), mean_of(records, name, "mean_watts", ".0f"),
+            _joules(runs[0]), mean_of(records, name, "test_accuracy", ".3f"),
             _to_target(runs[0], target)])
     return markdown_table(head, found)
 
@@ -151,25 +149,21 @@ def rungs_text() -> str:
                 f"({SPE} steps a call) and `batch` ({LARGE_FACTOR}× the batch).")
     said.append(f"- `grain` removes {RUNGS['grain']['removes']}; `grain+bf16+spe+batch` "
                 "reads so at those settings, and `ram+bf16+spe+batch` feeds them from RAM.")
-    scans = [name for name in ORDER if RUNGS[name]["part"] == "nightly"]
+    scans = [name for name in RUNGS if RUNGS[name]["part"] == "nightly"]
     said.append(" and ".join(f"`{name}`" for name in scans).join(("- ", " remove "))
                 + RUNGS[scans[0]]["removes"] + ".")
     said += [f"- `{name}` removes {RUNGS[name]['removes']}." for name in rungs_of("limit")]
     return "\n".join(said)
 
 
-def computed_text(profile_path=PROFILE_FILE, n_images: int = 45_000) -> str:
+def computed_text(profile_path=PROFILE.results_file, n_images: int = 45_000) -> str:
     """The two rows computed, not measured: the profile's kernels alone over an epoch's steps,
     and the FLOP floor (an epoch's arithmetic at the card's published peak)."""
-    from gpulesson.experiments.profile.page import find, gpu_name, profiled
-    from gpulesson.experiments.profile.page import reference_run as profile_run
-
-    gpu = find(profile_run(profile_path), "gpu") if Path(profile_path).is_file() else None
-    if not profiled(gpu):
+    gpu = PROFILE.find(PROFILE.reference_run(profile_path), device_kind="gpu")
+    if not gpu or "failed" in gpu["profile"]:  # no profile, or its trace was not read
         return NOT_RECORDED
-    found, steps = gpu["profile"], math.ceil(n_images / gpu["batch_size"])
-    kernels = found["device"]["kernels"]
-    peaks = gpu_peaks.peaks_for(gpu_name(gpu))
+    kernels, steps = gpu["profile"]["device"]["kernels"], math.ceil(n_images / gpu["batch_size"])
+    peaks = gpu_peaks.peaks_for((gpu.get("gpu") or {}).get("name"))
     work = flops.training_flops_per_image() * n_images
     key = gpu_peaks.float32_key(gpu)
     said = [f"Computed, not measured, from the profile (run {gpu['run_id']}, batch "
@@ -206,19 +200,6 @@ def goals_text(records) -> str:
             f"against {duration(default)}: {met(sooner)}. " + ram_goals_text(records))
 
 
-def ram_goals_text(records) -> str:
-    said = []
-    for goal in ram_goals(records):
-        if goal["share"] is None:
-            said.append(f"The stream against `{goal['ram']}`: not yet recorded.")
-            continue
-        ranges = "; their epochs' ranges overlap" if goal["overlap"] else ""
-        said.append(f"`{goal['rung']}` against `{goal['ram']}`: {goal['share']:.2f}x as fast as "
-                    f"from RAM{ranges} (goal {RAM_GOAL}x: {met(goal['met'])}).")
-    return " ".join(said) or (f"The stream at least {RAM_GOAL}x as fast as the same settings "
-                              "fed from RAM: not yet recorded.")
-
-
 def cache_text(records) -> str:
     """What the persistent compilation cache did to the default's first epoch."""
     runs = starts(records, "taught")
@@ -232,25 +213,22 @@ def cache_text(records) -> str:
 
 def best_gpu_text(records) -> str:
     """Episode 5's sentence on the GPU's best rung beside its default."""
-    best, gpu = best_stream(records), [r for r in records if r["device_kind"] == "gpu"]
-    if not best or not gpu:
+    if not (best := best_stream(records)):
         return NOT_RECORDED
     mine, default = (summary(records, n)["median"] for n in (best, "taught"))
     return (f"the ladder's best rung from the HDF5 stream, `{best}`, trains an epoch in "
             f"{duration(mine)} against the default's {duration(default)} on the "
-            f"{hardware(gpu)['GPU']} (episode 9, run {gpu[0]['run_id']})")
+            f"{hardware(records)['GPU']} (episode 9, run {records[0]['run_id']})")
 
 
 def describe(records) -> str:
-    if not records:
-        return "No records of the ladder."
     return "\n".join([f"The ladder, run {records[0]['run_id']} ({software(records)}):",
                       table(records), goals_text(records)])
 
 
 def _drawn(records):
     """``(rung, TFLOP/s)`` of each rung recorded, the whole epoch's rate."""
-    return [(n, mean_of(records, n, "achieved_tflops")) for n in ORDER if starts(records, n)]
+    return [(n, mean_of(records, n, "achieved_tflops")) for n in RUNGS if starts(records, n)]
 
 
 def _machine(records) -> str:
@@ -302,6 +280,6 @@ def substitutions(path=RECORDS.results_file) -> dict[str, str]:
         "ref_ladder_cache": cache_text(gpu) if gpu else NOT_RECORDED,
         "ref_ladder_alt": alt_text(gpu),
         "ref_ladder_rungs": rungs_text(),
-        "ref_ladder_computed": computed_text(Path(path).with_name(PROFILE_FILE.name)),
+        "ref_ladder_computed": computed_text(Path(path).with_name(PROFILE.results_file.name)),
         "ref_ladder_best_gpu": best_gpu_text(gpu),
     }

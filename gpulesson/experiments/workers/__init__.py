@@ -1,12 +1,7 @@
 """Grain's worker processes (episode 9, "The same blocks through a library"): when do they pay?
 The ceiling's do-nothing model trained from the lesson's stored blocks, as they are and
-augmented, by 0 to N worker processes. Importing it imports no deep-learning framework.
-
-    python -m gpulesson.experiments.workers                  # JAX and PyTorch, CPU (then GPU)
-    python -m gpulesson.experiments.workers --backends jax --devices gpu --workers 0 2 8
-
-One process per backend, all appending to one run (PyTorch's with :data:`SETTINGS`).
-"""
+augmented, by 0 to N worker processes; one process per backend, all appending to one run
+(PyTorch's with :data:`SETTINGS`). Importing it imports no deep-learning framework."""
 
 from gpulesson.experiments import cli
 from gpulesson.experiments.ceiling.measure import SIZES  # the ceiling's epoch: the same model

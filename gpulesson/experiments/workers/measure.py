@@ -4,6 +4,7 @@ N processes; each epoch split where its time goes (:class:`EpochSplitter`)."""
 
 from __future__ import annotations
 
+import gc
 import os
 import statistics
 import tempfile
@@ -11,10 +12,16 @@ import time
 from functools import partial
 from importlib.metadata import version
 
+import keras
+import numpy as np
+
 from gpulesson.experiments import cli
 from gpulesson.experiments.ceiling.measure import rule, synthetic_file, timed_fit
 from gpulesson.experiments.workers.page import METHOD, RECORDS, WORK
-from gpulesson.machine.timing import Budget, synced_epoch_timer
+from gpulesson.lesson import HDF5Batches
+from gpulesson.lesson.feeding import flip_crop, grain_blocks
+from gpulesson.machine.devices import keras_device_name
+from gpulesson.machine.timing import Budget, available_cores, synced_epoch_timer
 from gpulesson.records.summaries import fit_progress
 
 COST_BLOCKS = 20  # blocks read and augmented alone for block_costs
@@ -28,13 +35,7 @@ def default_workers(cores: int) -> list[int]:
 def block_costs(path, batch_size: int, *, seed: int = 0) -> dict:
     """Median ms to read one stored block and to augment one, alone in this process: what each
     worker has to do."""
-    import numpy as np
-
-    from gpulesson.lesson import HDF5Batches
-    from gpulesson.lesson.feeding import flip_crop
-
-    blocks = HDF5Batches(path, "train", batch_size, window=1)
-    rng = np.random.default_rng(seed)
+    blocks, rng = HDF5Batches(path, "train", batch_size, window=1), np.random.default_rng(seed)
     read, work = [], []
     for index in range(min(COST_BLOCKS, len(blocks))):
         started = time.perf_counter()
@@ -46,18 +47,19 @@ def block_costs(path, batch_size: int, *, seed: int = 0) -> dict:
     return {"read_ms": 1e3 * statistics.median(read), "work_ms": 1e3 * statistics.median(work)}
 
 
-class EpochSplitter:
+class EpochSplitter(keras.callbacks.Callback):
     """Where each epoch's seconds go, read on ``clock``: to its first batch's end, to its last
     batch's end, after it (the end of the data) and its longest gap between batches."""
 
     def __init__(self, clock=time.perf_counter):
+        super().__init__()
         self.clock, self.splits, self.ended = clock, [], None
 
-    def epoch_begin(self):
+    def on_epoch_begin(self, epoch, logs=None):
         self._begin = self._last = self.clock()
         self._first, self._gap, self._gap_at, self._batch = None, 0.0, None, 0
 
-    def batch_end(self):
+    def on_train_batch_end(self, batch, logs=None):
         now = self.clock()
         if self._first is None:
             self._first = now - self._begin
@@ -65,7 +67,7 @@ class EpochSplitter:
             self._gap, self._gap_at = now - self._last, self._batch
         self._last, self._batch = now, self._batch + 1
 
-    def epoch_end(self):
+    def on_epoch_end(self, epoch, logs=None):
         self.ended = self.clock()
         self.splits.append({"first_batch": self._first or 0.0,
                             "to_last_batch": self._last - self._begin,
@@ -73,31 +75,19 @@ class EpochSplitter:
                             "longest_gap": self._gap, "longest_gap_at": self._gap_at,
                             "batches": self._batch})
 
-    def callback(self):
-        import keras  # only when something is measured
-
-        return keras.callbacks.LambdaCallback(
-            on_epoch_begin=lambda epoch, logs=None: self.epoch_begin(),
-            on_train_batch_end=lambda batch, logs=None: self.batch_end(),
-            on_epoch_end=lambda epoch, logs=None: self.epoch_end())
-
 
 def _fit(model, path, *, work: str, workers: int, batch_size: int, warmup: int,
          repeats: int) -> tuple[list[float], dict]:
     """Seconds of every epoch of one fit fed by ``grain_blocks``, warm-up first, with each
     epoch's split, ``exit_seconds`` until ``fit`` returned and ``teardown_seconds`` to drop the
     dataset."""
-    import gc
-
-    from gpulesson.lesson.feeding import flip_crop, grain_blocks
-
     epochs = warmup + repeats
     dataset, steps = grain_blocks(path, epochs, batch_size, seed=1, workers=workers,
                                   augment=flip_crop if work == "augment" else None)
     budget, splitter = Budget(warmup, repeats), EpochSplitter()
     # the splitter first: its epoch ends before the timer waits for the device
     model.fit(dataset, epochs=epochs, steps_per_epoch=steps, shuffle=False, verbose=0,
-              callbacks=[splitter.callback(), synced_epoch_timer(budget)])
+              callbacks=[splitter, synced_epoch_timer(budget)])
     returned = time.perf_counter()
     del dataset
     gc.collect()  # the workers stop here at the latest, before the next condition starts
@@ -110,11 +100,6 @@ def measure(args, *, run_id: str, done):
     """Measure every ``--works`` x ``--workers`` (default :func:`default_workers` of the cores)
     on each device with the current Keras backend, skipping the conditions in ``done``; yields
     each record."""
-    import keras
-
-    from gpulesson.machine.devices import keras_device_name
-    from gpulesson.machine.timing import available_cores
-
     devices, size = cli.devices_here(args.devices), rule(args)
     batch_size, warmup, repeats = size["batch_size"], size["warmup"], size["repeats"]
     backend = keras.backend.backend()

@@ -12,7 +12,6 @@ from gpulesson.machine.devices import BACKEND_TITLES as NAMES
 from gpulesson.records import pagewords as words
 from gpulesson.records import parts
 from gpulesson.records.figkit import need, panels, run_title
-from gpulesson.records.pagewords import markdown_table
 from gpulesson.records.recordset import RecordSet, rate_summary
 from gpulesson.records.results import NOT_RECORDED, data_label, duration, hardware
 from gpulesson.records.summaries import NO_DIFFERENCE, SPREAD_NOTE, compare_middle, draw_spread
@@ -32,12 +31,10 @@ SHORT = {"none": "blocks as stored", "augment": "flip_crop on each image"}
 NONE = words.none_yet("run with Grain's worker processes", "python -m gpulesson.experiments.workers")
 IN_WORDS = {"none": "for the stored blocks", "augment": "with `flip_crop`"}  # in a sentence
 # Where a stalled last epoch went, by the part of its split that took longest.
-WHERE = {
-    "after_last_batch": "after its last batch, where the iterator met the end of the data and "
-                        "Grain's workers stopped",
-    "first_batch": "before its first batch: a refill of the workers' buffers",
-    "longest_gap": "in one gap between two batches: a refill",
-}
+WHERE = {"after_last_batch": "after its last batch, where the iterator met the end of the data "
+                             "and Grain's workers stopped",
+         "first_batch": "before its first batch: a refill of the workers' buffers",
+         "longest_gap": "in one gap between two batches: a refill"}
 
 
 def stall(record: dict) -> dict | None:
@@ -89,12 +86,6 @@ def against_none(record: dict, records) -> str:
                                            higher_is_better=True))
 
 
-def best(records, backend: str, device: str, work: str) -> dict | None:
-    """The fastest record of ``work`` with worker processes, if any."""
-    found = [r for w, n, r in conditions(records, backend, device) if w == work and n]
-    return max(found, key=lambda r: r["images_per_second"], default=None)
-
-
 def _title(backend: str, device: str) -> str:
     return f"{NAMES.get(backend, backend)}, {device.upper()}"
 
@@ -117,7 +108,7 @@ def compared(records) -> str:
 
 def table(records) -> str:
     """The run as a Markdown table; the last column's header says which epochs it compares."""
-    return markdown_table(["Backend, device", "Work on each block", "Worker processes",
+    return words.markdown_table(["Backend, device", "Work on each block", "Worker processes",
                            "Images/s: median (range)",
                            words.headed("Against no worker", compared(records))], rows(records))
 
@@ -142,7 +133,8 @@ def findings(records) -> str:
                                                                                     "work_ms"))
         said = []
         for work in WORK:
-            top = best(records, backend, device, work)
+            top = max((r for r in mine if r["work"] == work and r["workers"]), default=None,
+                      key=lambda r: r["images_per_second"])  # the fastest with workers
             if top and (versus := against_none(top, records)):
                 versus = ("about as fast as none (no measurable difference)"
                           if versus == NO_DIFFERENCE else f"{versus} than none")
