@@ -118,9 +118,7 @@ def test_the_trainings_see_no_gpu(tmp_path, monkeypatch):
     """A node's own settings would show the workers its GPU; the workers get it hidden."""
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     monkeypatch.setenv("JAX_PLATFORMS", "cuda")
-    env = measure._environment()
-    assert env["CUDA_VISIBLE_DEVICES"] == "" and env["JAX_PLATFORMS"] == "cpu"
-    # What a started training really gets: a stand-in worker prints its environment.
+    # What a started training gets: a stand-in worker prints its environment.
     shown = [sys.executable, "-c",
              "import json, os; print(json.dumps({'epoch_seconds': [1.0], "
              "'framework_threads': None, 'cores': 1, 'fit_start': 0.0, 'fit_end': 1.0, "
@@ -242,8 +240,7 @@ def test_going_on_with_a_former_watched_run_measures_every_copies_condition(tmp_
 @pytest.mark.bad_input("wrong backend")
 def test_thread_conditions_are_skipped_where_the_backend_has_no_thread_setting(tmp_path, monkeypatch,
                                                                               capsys):
-    assert measure.threads_honoured("tensorflow") and measure.threads_honoured("torch")
-    assert not measure.threads_honoured("jax")
+    assert [measure.threads_skipped(b, [1]) for b in ("tensorflow", "torch")] == [None, None]
     monkeypatch.setattr(measure, "keras_backend", lambda: "jax")
     ran = _fake_trainings(monkeypatch)
     out = tmp_path / "runs.jsonl"

@@ -57,13 +57,6 @@ def test_a_record_says_its_trainings_saw_no_gpu():
     assert record["device"] == "CPU" and record["device_kind"] == "cpu"
 
 
-def test_records_made_before_the_summary_get_the_same_one():
-    for record in made_up_records():
-        old = {k: v for k, v in record.items() if k != "summary"}
-        assert contention.condition_summary(old) == record["summary"]
-    assert contention.condition_summary(None) is None
-
-
 def test_without_a_copy_alone_there_is_no_slowdown():
     records = made_records(made_up_conditions()[1:], run_id="r")
     assert all(r["slowdown"] is None for r in records)

@@ -1,11 +1,7 @@
 """The lesson's CNN on a CPU shared with other work: k trainings at once.
 
-Episode 5: each number of copies started together, each copy a process that starts as many
-threads as there are cores, then again with each ``--cpu-threads`` per copy where the Keras
-backend has a per-process thread setting (on JAX they are skipped, with a note kept in the
-records). Each condition is appended as soon as it finishes; ``--run-id`` goes on with the
-conditions a run lacks. Measure on an otherwise quiet machine: other programs would count as
-one more copy. Importing it imports no deep-learning framework; only the workers do.
+Episode 5: each number of copies started together, with the framework's threads, then with each
+``--cpu-threads`` per copy where the Keras backend can. Measure on an otherwise quiet machine.
 """
 
 from pathlib import Path
@@ -14,16 +10,30 @@ from gpulesson.experiments import cli
 from gpulesson.records.recordset import RecordSet
 from gpulesson.records.summaries import default_epochs
 
-# A condition: copies and threads. The file also keeps the records of a former part, "watched"
-# (one training shown in a browser or not, its mode in ``watched``); new records keep ``part``
-# "copies" and ``watched`` None, so that the page, the figure and a run that goes on read only
-# the copies'. Speed does not depend on the pixels, so the data is the synthetic stand-in.
+# A condition: copies and threads. The file also keeps the records of a former part, "watched";
+# new records keep ``part`` "copies" and ``watched`` None, so that only the copies' are read.
 RECORDS = RecordSet("contention", ("copies", "threads", "watched"))
 # The measurement rule: every copy trains a warm-up epoch and the rule's timed ones.
 N_IMAGES, EPOCHS, BATCH_SIZE = 10_000, default_epochs(False), 256
 QUICK_N_IMAGES, QUICK_EPOCHS, QUICK_BATCH_SIZE = 256, default_epochs(True), 64
 COPIES = (1, 2, 3)
 TIMEOUT = 1800.0  # seconds one condition may take, all copies together
+
+
+def _check(parser, args) -> None:
+    """Quick mode's sizes where none is given; a usage error for what cannot be measured."""
+    for name, full, quick in (("n_images", N_IMAGES, QUICK_N_IMAGES), ("epochs", EPOCHS, QUICK_EPOCHS),
+                              ("batch_size", BATCH_SIZE, QUICK_BATCH_SIZE)):
+        setattr(args, name, getattr(args, name) or (quick if args.quick else full))
+    for name in ("copies", "cpu_threads"):
+        for value in getattr(args, name):
+            if value < 1:
+                parser.error(f"--{name.replace('_', '-')} must be at least 1, not {value}")
+    if args.batch_size > args.n_images:
+        parser.error(f"--batch-size {args.batch_size} is larger than --n-images {args.n_images}")
+    if not args.timeout > 0:
+        parser.error(f"--timeout must be positive, not {args.timeout}")
+
 
 COMMAND = cli.Command(
     __name__, __doc__,
@@ -44,4 +54,4 @@ COMMAND = cli.Command(
     cli.option("--parts", nargs="+", choices=("copies",), default=["copies"],
                help="what to measure: 'copies', k trainings at once (the only part)"),
     cli.out(RECORDS.results_file), cli.RUN_ID,
-    at_least_one=("n_images", "epochs", "batch_size"))
+    at_least_one=("n_images", "epochs", "batch_size"), check=_check)

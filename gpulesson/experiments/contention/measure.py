@@ -1,8 +1,5 @@
-"""Timing the lesson's CNN training on a shared CPU: k copies at once, each training a process
-of its own (:func:`worker`, this module run with ``python -m``) that sees no GPU
-(:data:`GPU_HIDDEN`: on a GPU node too, the CPU is measured). A worker that fails or runs past
-``timeout`` stops its condition (:class:`WorkerError`): no unfinished condition is recorded.
-"""
+"""k copies of the lesson's CNN training at once, each a process of its own (:func:`worker`)
+that sees no GPU; a worker that fails or runs past its time stops its condition unrecorded."""
 
 from __future__ import annotations
 
@@ -18,36 +15,30 @@ import time
 from pathlib import Path
 
 from gpulesson.experiments import cli, contention
-from gpulesson.experiments.contention.page import copies_summary, find_in
 from gpulesson.machine.timing import available_cores
-from gpulesson.records.recordset import check_earlier
+from gpulesson.records.recordset import check_earlier, split_epochs
 from gpulesson.records.results import LESSON_ROOT
+from gpulesson.records.summaries import summarise
 
 WORKER = "gpulesson.experiments.contention.measure"
 CLASS_NAMES = tuple(f"class {i}" for i in range(10))  # labels only: speed does not need names
-# CUDA hidden for TensorFlow and PyTorch; JAX told to start its CPU backend only (it would
-# otherwise claim most of the GPU's memory at start).
+# CUDA hidden for TensorFlow and PyTorch; JAX's CPU backend only (else it claims the GPU's memory).
 GPU_HIDDEN = {"CUDA_VISIBLE_DEVICES": "", "JAX_PLATFORMS": "cpu"}
-# Keras backends whose framework takes a CPU thread count per process, and how. JAX has none:
-# XLA's CPU threads follow the cores (only XLA_FLAGS, read at start, touch some of them).
+# Keras backends whose framework takes a CPU thread count per process, and how (JAX has none).
 THREAD_SETTINGS = {"tensorflow": "tf.config.threading intra- and inter-op threads",
                    "torch": "torch.set_num_threads"}
-# Each size's default and its --quick value, in the order they are checked.
-SIZES = {"n_images": (contention.N_IMAGES, contention.QUICK_N_IMAGES),
-         "epochs": (contention.EPOCHS, contention.QUICK_EPOCHS),
-         "batch_size": (contention.BATCH_SIZE, contention.QUICK_BATCH_SIZE)}
 
 
 class WorkerError(RuntimeError):
     """A training process failed or ran past its time; the message says which and why."""
 
 
-def write_data(directory, n_images: int, batch_size: int, seed: int = 0) -> Path:
+def write_data(directory, n_images: int, batch_size: int) -> Path:
     """A lesson data file of ``n_images`` synthetic training images (chunks of a batch)."""
     from gpulesson.datasets.hdf5 import write_hdf5
     from gpulesson.datasets.synthetic import make_synthetic
 
-    (x, y), test = make_synthetic(n_images, 16, seed=seed, progress=False)
+    (x, y), test = make_synthetic(n_images, 16, seed=0, progress=False)
     path = Path(directory) / f"contention-{n_images}-{batch_size}.h5"
     return write_hdf5(path, (x, y), test, source="synthetic", class_names=CLASS_NAMES,
                       chunk_rows=batch_size, progress=False)
@@ -59,19 +50,8 @@ def _command(data, *, n_images, batch_size, epochs, threads, seed) -> list[str]:
             *(("--threads", str(threads)) if threads else ())]
 
 
-def _environment() -> dict:
-    # The workers import this lesson's gpulesson, wherever they start, and see no GPU.
-    env = {**os.environ, **GPU_HIDDEN}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(LESSON_ROOT), env.get("PYTHONPATH")]))
-    return env
-
-
-def threads_honoured(backend: str) -> bool:
-    return backend in THREAD_SETTINGS
-
-
 def keras_backend() -> str:
-    """The Keras backend the workers will use (they inherit this process's settings)."""
+    """The Keras backend the workers inherit."""
     import keras
 
     return keras.backend.backend()
@@ -80,7 +60,7 @@ def keras_backend() -> str:
 def threads_skipped(backend: str, threads) -> str | None:
     """Why the conditions with ``threads`` per copy are not run on ``backend`` (None: they are)."""
     threads = sorted(set(threads))
-    if not threads or threads_honoured(backend):
+    if not threads or backend in THREAD_SETTINGS:
         return None
     return (f"the condition(s) with {' and '.join(map(str, threads))} thread(s) per copy were "
             f"skipped: Keras on {backend} has no per-process CPU thread setting (XLA's CPU "
@@ -106,32 +86,31 @@ def _report(out: Path, err: Path, copy: int) -> dict:
 
 
 def run_condition(data, copies: int, threads: int | None = None, *, n_images: int,
-                  batch_size: int, epochs: int, timeout: float = contention.TIMEOUT,
-                  seed: int = 42, sample_every: float = 1.0) -> dict:
-    """Start ``copies`` trainings together and wait for all: their worker reports, the load
-    average before and while they ran, the wall time."""
+                  batch_size: int, epochs: int, timeout: float = contention.TIMEOUT) -> dict:
+    """Start ``copies`` trainings together and wait for all: their reports, the load average
+    before and (each second) while they ran, the wall time."""
     command = _command(data, n_images=n_images, batch_size=batch_size, epochs=epochs,
-                       threads=threads, seed=seed)
+                       threads=threads, seed=42)
+    # The workers import this lesson's gpulesson, wherever they start, and see no GPU.
+    env = {**os.environ, **GPU_HIDDEN}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(LESSON_ROOT), env.get("PYTHONPATH")]))
     with tempfile.TemporaryDirectory(prefix="gpulesson-contention-") as folder:
-        outs = [Path(folder) / f"copy-{i}.out" for i in range(copies)]
-        errs = [Path(folder) / f"copy-{i}.err" for i in range(copies)]
+        files = [(Path(folder) / f"copy-{i}.out", Path(folder) / f"copy-{i}.err") for i in range(copies)]
         load_before = os.getloadavg()[0]
         started, processes = time.perf_counter(), []
         try:
-            for out, err in zip(outs, errs, strict=True):
+            for out, err in files:
                 with open(out, "wb") as o, open(err, "wb") as e:
-                    processes.append(subprocess.Popen(command, stdout=o, stderr=e,
-                                                      env=_environment()))
+                    processes.append(subprocess.Popen(command, stdout=o, stderr=e, env=env))
             samples = []
             while any(p.poll() is None for p in processes):
                 elapsed = time.perf_counter() - started
                 if elapsed > timeout:
-                    raise WorkerError(
-                        f"{copies} training copies ran past the limit of {timeout:g} s and were "
-                        "stopped: give more time (--timeout), fewer images (--n-images) or "
-                        "fewer epochs (--epochs)")
+                    raise WorkerError(f"{copies} training copies ran past the limit of {timeout:g} s "
+                                      "and were stopped: give more time (--timeout), fewer images "
+                                      "(--n-images) or fewer epochs (--epochs)")
                 samples.append(round(os.getloadavg()[0], 2))
-                time.sleep(min(sample_every, max(timeout - elapsed, 0.01)))
+                time.sleep(min(1.0, max(timeout - elapsed, 0.01)))
         finally:
             for process in processes:
                 if process.poll() is None:
@@ -139,35 +118,31 @@ def run_condition(data, copies: int, threads: int | None = None, *, n_images: in
             for process in processes:
                 process.wait()
         wall = time.perf_counter() - started
-        for copy, (process, err) in enumerate(zip(processes, errs, strict=True), start=1):
+        for copy, (process, (_, err)) in enumerate(zip(processes, files, strict=True), start=1):
             if process.returncode != 0:
                 raise WorkerError(f"training copy {copy} of {copies} failed (exit status "
                                   f"{process.returncode}); its error output:\n{_tail(err)}")
-        reports = [_report(out, err, copy)
-                   for copy, (out, err) in enumerate(zip(outs, errs, strict=True), start=1)]
+        reports = [_report(out, err, copy) for copy, (out, err) in enumerate(files, start=1)]
     return {"copies": copies, "threads": threads, "reports": reports, "gpu_hidden": True,
             "load_before": round(load_before, 2), "load_samples": samples, "wall_seconds": wall}
 
 
 def epoch_summary(epoch_seconds, n_images: int) -> dict:
-    """One copy's epochs: the first, the mean of the later ones (the first alone if only one
-    ran), images/s by that mean, and whether the first epoch was the fastest."""
+    """One copy's epochs: the first, the mean of the later ones (else the first), images/s."""
     first, later = epoch_seconds[0], epoch_seconds[1:]
     mean = statistics.fmean(later) if later else first
     return {"epoch_seconds": list(epoch_seconds), "first_epoch_seconds": first,
             "later_epoch_seconds": mean if later else None, "mean_epoch_seconds": mean,
-            "images_per_second": n_images / mean,
-            "first_epoch_fastest": bool(later) and first < min(later)}
+            "images_per_second": n_images / mean, "first_epoch_fastest": bool(later) and first < min(later)}
 
 
 def make_record(condition, *, run_id: str, n_images: int, batch_size: int, epochs: int,
-                environment: dict | None = None, baseline: float | None = None,
-                skipped=()) -> dict:
-    """The record of one condition. ``slowdown``: its mean epoch over ``baseline``, that of one
-    copy alone (this one's own where it is one copy alone); ``skipped``: notes on conditions
-    not run, and why."""
+                environment: dict | None = None, baseline: float | None = None, skipped=()) -> dict:
+    """The record of one condition; ``slowdown``: its mean epoch over ``baseline``, one copy
+    alone's; its summary: every copy's epochs after its warm-up."""
     reports, samples = condition["reports"], condition["load_samples"]
     copies = [epoch_summary(r["epoch_seconds"], n_images) for r in reports]
+    warmup, timed = ([s for c in copies for s in split_epochs(c["epoch_seconds"])[i]] for i in (0, 1))
     starts, ends = [r["fit_start"] for r in reports], [r["fit_end"] for r in reports]
     mean = statistics.fmean(c["mean_epoch_seconds"] for c in copies)
     baseline = mean if (condition["copies"], condition["threads"]) == (1, None) else baseline
@@ -181,7 +156,8 @@ def make_record(condition, *, run_id: str, n_images: int, batch_size: int, epoch
         # The trainings ran with every GPU hidden; the GPUs their framework still saw (0).
         gpu_hidden=condition.get("gpu_hidden"), gpus_seen=max(seen) if seen else None,
         skipped_conditions=list(skipped), n_images=n_images, batch_size=batch_size,
-        epochs=epochs, per_copy=copies, summary=copies_summary(copies), mean_epoch_seconds=mean,
+        epochs=epochs, per_copy=copies, summary=summarise(timed, warmup) if timed else None,
+        mean_epoch_seconds=mean,
         first_epoch_seconds=statistics.fmean(c["first_epoch_seconds"] for c in copies),
         images_per_second=statistics.fmean(c["images_per_second"] for c in copies),
         images_per_second_total=sum(c["images_per_second"] for c in copies),
@@ -196,30 +172,11 @@ def make_record(condition, *, run_id: str, n_images: int, batch_size: int, epoch
         cpu_cores_machine=os.cpu_count())
 
 
-def _checked_sizes(args) -> dict:
-    """The sizes the command asks for, its quick ones where not given; a usage error for a
-    count below 1, a batch larger than the images or a time limit of none."""
-    size = {name: getattr(args, name) or (quick if args.quick else full)
-            for name, (full, quick) in SIZES.items()}
-    parser = contention.COMMAND.parser()
-    for name, value in (*(("copies", k) for k in args.copies),
-                        *(("cpu_threads", t) for t in args.cpu_threads)):
-        if value < 1:
-            parser.error(f"--{name.replace('_', '-')} must be at least 1, not {value}")
-    if size["batch_size"] > size["n_images"]:
-        parser.error(f"--batch-size {size['batch_size']} is larger than "
-                     f"--n-images {size['n_images']}")
-    if not args.timeout > 0:
-        parser.error(f"--timeout must be positive, not {args.timeout}")
-    return size
-
-
 def measure(args, *, run_id, done):
     """Each number of copies with the framework's threads, then with every ``--cpu-threads``
-    per copy, but the conditions ``done``, one after the other on one data file; each record
-    yielded as soon as its condition finishes. A WorkerError stops the rest (exit status 1)."""
+    per copy, but the conditions ``done``, on one data file; a WorkerError stops the rest."""
     say = functools.partial(print, flush=True)
-    size = _checked_sizes(args)
+    size = {"n_images": args.n_images, "batch_size": args.batch_size, "epochs": args.epochs}
     threads, skipped = list(args.cpu_threads), []
     note = threads_skipped(keras_backend(), threads) if threads else None
     if note:
@@ -232,7 +189,7 @@ def measure(args, *, run_id, done):
         check_earlier(earlier, **size)
     except ValueError as exc:
         cli.refuse(f"error: {exc}. Nothing was measured or written.")
-    alone = find_in(earlier, 1, None)
+    alone = contention.RECORDS.find(earlier, copies=1, threads=None)
     baseline = alone["mean_epoch_seconds"] if alone else None
     copies = sorted(set(args.copies))
     say(f"Run {run_id}: {size['n_images']:,} images, batch {size['batch_size']}, "
@@ -251,11 +208,9 @@ def measure(args, *, run_id, done):
             except WorkerError as exc:
                 kept = (f" The {made} condition(s) finished before it are recorded; go on "
                         f"with --run-id {run_id}." if made else "")
-                print(f"{exc}\nNothing was written to {args.out} for that condition.{kept}",
-                      file=sys.stderr)
+                print(f"{exc}\nNothing was written to {args.out} for that condition.{kept}", file=sys.stderr)
                 raise SystemExit(1) from None
-            record = make_record(condition, run_id=run_id, baseline=baseline, skipped=skipped,
-                                 **size)
+            record = make_record(condition, run_id=run_id, baseline=baseline, skipped=skipped, **size)
             baseline = record["mean_epoch_seconds"] if (k, t) == (1, None) else baseline
             made += 1
             yield record
@@ -266,18 +221,14 @@ def measure(args, *, run_id, done):
 
 def worker(argv=None) -> int:
     """One training of a condition, in a process of its own: the lesson's CNN, generator and
-    epoch timer on the first ``--n-images`` of a data file, reported as one JSON line
-    (``fit_start`` and ``fit_end`` are Unix times: the parent tells from them whether the
-    copies overlapped)."""
-    parser = argparse.ArgumentParser(prog=f"python -m {WORKER}",
-                                     description=worker.__doc__.splitlines()[0])
+    epoch timer on the first ``--n-images`` of a data file, reported as one JSON line."""
+    parser = argparse.ArgumentParser(prog=f"python -m {WORKER}", description=worker.__doc__.splitlines()[0])
     parser.add_argument("data", help="lesson HDF5 data file")
     parser.add_argument("--n-images", type=int, required=True)
     parser.add_argument("--batch-size", type=int, required=True)
     parser.add_argument("--epochs", type=int, required=True)
-    parser.add_argument("--threads", type=int, default=None,
-                        help="framework CPU threads (default: the cores this process may use); "
-                             "TensorFlow and PyTorch only")
+    parser.add_argument("--threads", type=int, default=None, help="framework CPU threads (default: "
+                        "the cores this process may use); TensorFlow and PyTorch only")
     parser.add_argument("--seed", type=int, default=42)
     args = parser.parse_args(argv)
     import keras
@@ -286,7 +237,7 @@ def worker(argv=None) -> int:
 
     backend = keras.backend.backend()
     threads = None
-    if threads_honoured(backend):
+    if backend in THREAD_SETTINGS:
         # Before the framework runs anything: TensorFlow fixes its threads at its first operation.
         threads = set_cpu_threads(args.threads)
     elif args.threads is not None:
@@ -294,21 +245,17 @@ def worker(argv=None) -> int:
     from gpulesson import lesson
     from gpulesson.machine import devices
 
-    train = lesson.HDF5Batches(args.data, "train", args.batch_size, stop=args.n_images,
-                               shuffle=True, seed=1)
+    train = lesson.HDF5Batches(args.data, "train", args.batch_size, stop=args.n_images, shuffle=True, seed=1)
     keras.utils.set_random_seed(args.seed)
     model = lesson.compile_cnn(lesson.build_cnn())
     timer = lesson.EpochTimer(samples_per_epoch=train.n_images)
     started = time.time()
-    model.fit(train, epochs=args.epochs, shuffle=False,
-              callbacks=[lesson.DataEpoch(train), timer], verbose=0)
+    model.fit(train, epochs=args.epochs, shuffle=False, callbacks=[lesson.DataEpoch(train), timer], verbose=0)
     ended = time.time()
     seen = devices.keras_device()  # after fit: what the framework trained with could see
     print(json.dumps({"epoch_seconds": timer.epoch_seconds, "framework_threads": threads,
-                      "backend": backend,
                       "devices_seen": {"device": seen["device"], "gpu_count": seen["gpu_count"]},
-                      "cores": available_cores(), "fit_start": started, "fit_end": ended}),
-          flush=True)
+                      "fit_start": started, "fit_end": ended}), flush=True)
     return 0
 
 

@@ -1,7 +1,6 @@
 """Episode 5's ``ref_cont_*`` values, the run as a table and its figure, from the newest run of
-k copies at once. A condition's samples are the epochs after the warm-up of every one of its
-copies (:func:`condition_summary`); the figure and its alt text read one :func:`drawn`, so that
-the alt text never describes what is not drawn."""
+k copies at once; the figure and its alt text read one :func:`drawn`, so that the alt text
+never describes what is not drawn."""
 
 from __future__ import annotations
 
@@ -10,9 +9,8 @@ from typing import NamedTuple
 from gpulesson.experiments.contention import RECORDS
 from gpulesson.records.figkit import need, title
 from gpulesson.records.pagewords import listed, run_values
-from gpulesson.records.recordset import split_epochs
 from gpulesson.records.results import NOT_RECORDED, duration, hardware, software
-from gpulesson.records.summaries import SUMMARY_KEY, draw_spread, summarise, summary_text
+from gpulesson.records.summaries import SUMMARY_KEY, draw_spread, summary_text
 
 FIGURES = ("contention.svg",)
 FIGURE_FOLDER = "fig/05-cpu-vs-gpu"
@@ -21,43 +19,17 @@ _STYLE = {None: {"marker": "o", "linestyle": "-", "color": "tab:blue"},
           1: {"marker": "s", "linestyle": "--", "color": "tab:orange", "fillstyle": "none"}}
 _OTHER = {"marker": "D", "linestyle": "-.", "color": "tab:green"}  # any other thread count
 # Words for the alt texts, for the markers and line styles above.
-_MARKERS = {"o": "round", "s": "open square", "D": "diamond", "^": "triangular"}
-_LINES = {"-": "solid", "--": "dashed", "-.": "dash-dotted", ":": "dotted"}
-# What the left panel draws at each point (common.SPREAD_NOTE speaks of bars; these are points).
+_MARKERS = {"o": "round", "s": "open square", "D": "diamond"}
+_LINES = {"-": "solid", "--": "dashed", "-.": "dash-dotted"}
+# What the left panel draws at each point.
 SPREAD_NOTE_LINES = ("points: median; whiskers: fastest to slowest epoch; dots: the epochs "
                      "(after each copy's warm-up)")
 _LINE = {"linewidth": 1.6, "markersize": 7}
 
 
 def reference_run(path=None) -> list[dict]:
-    """The records of the newest run of k copies at once (not of the former watched part)."""
+    """The newest run of k copies at once (not of the former watched part)."""
     return RECORDS.newest_run(path, part="copies")
-
-
-def copies_summary(per_copy) -> dict | None:
-    """The summary of every copy's epochs after its warm-up (a copy of no more epochs than the
-    warm-up gives them as single, warm samples: "no range"); None without epochs."""
-    warmup, timed = [], []
-    for copy in per_copy:
-        first, rest = split_epochs(copy["epoch_seconds"])
-        warmup, timed = warmup + first, timed + rest
-    return summarise(timed, warmup) if timed else None
-
-
-def condition_summary(record: dict | None) -> dict | None:
-    """The summary a record keeps, or, for one made before it was kept, its copies'."""
-    if not record:
-        return None
-    kept = record.get(SUMMARY_KEY)
-    if isinstance(kept, dict) and kept.get("samples"):
-        return dict(kept)
-    return copies_summary(record.get("per_copy") or [])
-
-
-def find_in(items, copies: int, threads: int | None) -> dict | None:
-    """The condition or record of ``copies`` copies with ``threads`` (None: the default)."""
-    return next((r for r in items if r.get("copies") == copies and r.get("threads") == threads),
-                None)
 
 
 def threads_text(threads: int | None) -> str:
@@ -67,8 +39,8 @@ def threads_text(threads: int | None) -> str:
 def substitutions(path=RECORDS.results_file) -> dict[str, str]:
     """Episode 5's ``ref_cont_*`` values; NOT_RECORDED for everything the run lacks."""
     records = reference_run(path)
-    alone = find_in(records, 1, None)
-    summary = condition_summary(alone)
+    alone = RECORDS.find(records, copies=1, threads=None)
+    summary = alone and alone.get(SUMMARY_KEY)
     return {
         **run_values("ref_cont", records, "date", "cpu"),
         "ref_cont_data": records[0].get("data_label", NOT_RECORDED) if records else NOT_RECORDED,
@@ -86,19 +58,17 @@ def describe(records) -> str:
         return "No run recorded."
     first = records[0]
     lines = [f"Run {first['run_id']}: {first.get('cpu_model', 'CPU')}, "
-             f"{first.get('cpu_cores_available', '?')} cores usable; "
-             f"{first['n_images']:,} images, batch {first['batch_size']}, "
-             f"{first['epochs']} epoch(s) per copy",
+             f"{first.get('cpu_cores_available', '?')} cores usable; {first['n_images']:,} images, "
+             f"batch {first['batch_size']}, {first['epochs']} epoch(s) per copy",
              f"{'copies':>6} {'threads':>18} {'epoch s':>8} {'img/s each':>11} "
              f"{'img/s total':>12} {'slowdown':>9} {'load max':>9} {'1st fastest':>12}"]
     for r in records:
         slowdown = f"{r['slowdown']:.2f}x" if r.get("slowdown") else "-"
         load = f"{r['load_max']:.2f}" if r.get("load_max") is not None else "-"
         fastest = f"{r['first_epoch_fastest']} of {r['copies']}" if r["epochs"] > 1 else "-"
-        lines.append(f"{r['copies']:>6} {threads_text(r['threads']):>18} "
-                     f"{r['mean_epoch_seconds']:>8.1f} {r['images_per_second']:>11,.0f} "
-                     f"{r['images_per_second_total']:>12,.0f} {slowdown:>9} {load:>9} "
-                     f"{fastest:>12}")
+        lines.append(f"{r['copies']:>6} {threads_text(r['threads']):>18} {r['mean_epoch_seconds']:>8.1f} "
+                     f"{r['images_per_second']:>11,.0f} {r['images_per_second_total']:>12,.0f} "
+                     f"{slowdown:>9} {load:>9} {fastest:>12}")
     lines += [f"Note: {note}" for note in dict.fromkeys(
         n for r in records for n in r.get("skipped_conditions") or ())]
     return "\n".join(lines)
@@ -112,8 +82,7 @@ class Point(NamedTuple):
 
 
 def _threads_words(threads: int | None) -> str:
-    return ("the framework's default threads" if threads is None
-            else f"{threads_text(threads)} per training")
+    return "the framework's default threads" if threads is None else f"{threads_text(threads)} per training"
 
 
 def drawn(records) -> tuple[list[tuple[int | None, dict, list[Point]]], dict | None]:
@@ -124,10 +93,11 @@ def drawn(records) -> tuple[list[tuple[int | None, dict, list[Point]]], dict | N
     for threads in sorted({r["threads"] for r in records}, key=lambda t: t or 0):
         chosen = sorted((r for r in records if r["threads"] == threads), key=lambda r: r["copies"])
         points = [Point(r["copies"], s, r["copies"] * r["n_images"] / s["median"],
-                        r.get("load_max")) for r in chosen if (s := condition_summary(r))]
+                        r.get("load_max")) for r in chosen if (s := r.get(SUMMARY_KEY))]
         if points:
             series.append((threads, _STYLE.get(threads, _OTHER), points))
-    return series, condition_summary(find_in(records, 1, None))
+    alone = RECORDS.find(records, copies=1, threads=None)
+    return series, alone and alone.get(SUMMARY_KEY)
 
 
 def alt_text(records) -> str:
@@ -141,11 +111,10 @@ def alt_text(records) -> str:
              for threads, style, points in series]
     copies = sorted({p.copies for _, _, points in series for p in points})
     text = (f"Two line charts against the number of trainings running at once on one CPU "
-            f"({listed(copies)}). "
-            f"Left, the seconds per epoch of {first['n_images']:,} images of each training: at "
-            f"each point the median of the epochs after each copy's warm-up, with a whisker from "
-            f"the fastest to the slowest and each epoch as a dot, labelled with the highest load "
-            f"average seen; " + "; ".join(parts) + ".")
+            f"({listed(copies)}). Left, the seconds per epoch of {first['n_images']:,} images of each "
+            "training: at each point the median of the epochs after each copy's warm-up, with a whisker "
+            "from the fastest to the slowest and each epoch as a dot, labelled with the highest load "
+            "average seen; " + "; ".join(parts) + ".")
     if alone:
         text += (" A dotted grey line with triangles shows a fair share of the machine, k times "
                  f"the median epoch of one training alone ({duration(alone['median'])}).")
@@ -161,8 +130,7 @@ def alt_text(records) -> str:
 
 def figures(records):
     """``(fig,)`` with its ``alt_text``: left, each copy's epochs against the number of copies,
-    with a fair share of the machine (k times one copy alone); right, the images/s of all
-    copies together."""
+    and a fair share of the machine; right, the images/s of all copies together."""
     import matplotlib.pyplot as plt
 
     series, alone = drawn(records)
@@ -173,13 +141,11 @@ def figures(records):
         label = f"each copy: {threads_text(threads)}"
         left.plot(k, [p.summary["median"] for p in points], **_LINE, label=label, **style)
         draw_spread(left, k, [p.summary for p in points], color=style["color"])
-        right.plot([p.copies for p in points], [p.total_rate for p in points], **_LINE,
-                   label=label, **style)
+        right.plot([p.copies for p in points], [p.total_rate for p in points], **_LINE, label=label, **style)
         for x, p in zip(k, points, strict=True):
             if p.load_max is not None:
-                left.annotate(f"load {p.load_max:.1f}", (x, p.summary["median"]),
-                              xytext=(6, 5 if threads is None else -12),
-                              textcoords="offset points", fontsize=8)
+                left.annotate(f"load {p.load_max:.1f}", (x, p.summary["median"]), fontsize=8,
+                              xytext=(6, 5 if threads is None else -12), textcoords="offset points")
     if alone:
         left.plot(copies, [k * alone["median"] for k in copies], color="gray", linestyle=":",
                   marker="^", markersize=5, label="fair share: k × one copy alone (median)")
