@@ -21,7 +21,7 @@ import torch
 from conftest import ROOT
 from localhost import free_port
 
-from gpulesson.experiments.torch_ddp import launch
+from gpulesson.experiments.torch_ddp import command
 from gpulesson.experiments.torch_ddp.command import CHECKPOINT, load_checkpoint, save_atomically
 from gpulesson.experiments.torch_ddp.training import make_sampler
 
@@ -91,19 +91,19 @@ def test_torchrun_variables_win_and_srun_variables_are_read():
     torchrun = {"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "MASTER_ADDR": "node1",
                 "MASTER_PORT": "29500", "SLURM_PROCID": "0", "SLURM_NTASKS": "1",
                 "SLURM_STEP_ID": "0"}
-    assert launch.from_environment(torchrun) == launch.Launch(3, 4, 1, "node1", 29500, "torchrun")
+    assert command.from_environment(torchrun) == command.Launch(3, 4, 1, "node1", 29500, "torchrun")
     srun = {"SLURM_PROCID": "5", "SLURM_NTASKS": "8", "SLURM_LOCALID": "1", "SLURM_STEP_ID": "0",
             "SLURM_STEP_NODELIST": "gpu[07-08]", "SLURM_JOB_ID": "123"}
-    got = launch.from_environment(srun)
+    got = command.from_environment(srun)
     assert (got.rank, got.world_size, got.local_rank, got.master_addr, got.launcher) == (
         5, 8, 1, "gpu07", "srun")
-    assert got.master_port == launch.PORT_BASE + 123
-    assert launch.from_environment({}).launcher == "single"
-    assert launch.first_host("cpu1,gpu[03-05]") == "cpu1"
+    assert got.master_port == command.PORT_BASE + 123
+    assert command.from_environment({}).launcher == "single"
+    assert command.first_host("cpu1,gpu[03-05]") == "cpu1"
 
 
 def test_the_backend_follows_the_device():
-    assert launch.choose_backend(True) == "nccl" and launch.choose_backend(False) == "gloo"
+    assert command.choose_backend(True) == "nccl" and command.choose_backend(False) == "gloo"
 
 
 @pytest.mark.bad_input("bad argument")
@@ -116,8 +116,8 @@ def test_the_backend_follows_the_device():
      "neither MASTER_PORT nor SLURM_JOB_ID"),
 ])
 def test_a_launch_that_does_not_add_up_is_explained(environ, message):
-    with pytest.raises(launch.LaunchError, match=message):
-        launch.from_environment(environ)
+    with pytest.raises(command.LaunchError, match=message):
+        command.from_environment(environ)
 
 
 # --- every sample once per epoch ----------------------------------------------------------------
@@ -178,7 +178,7 @@ def test_a_checkpoint_interrupted_while_written_leaves_the_last_one(tmp_path, mo
 @pytest.mark.bad_input("corrupt file")
 def test_a_corrupt_checkpoint_is_named_with_what_to_do(tmp_path):
     (tmp_path / CHECKPOINT).write_bytes(b"not a checkpoint")
-    with pytest.raises(ValueError, match="is not a readable checkpoint .* move it away"):
+    with pytest.raises(ValueError, match=r"is not a readable checkpoint .* move it away"):
         load_checkpoint(tmp_path / CHECKPOINT)
     assert load_checkpoint(tmp_path / "none.pt") is None
 

@@ -1,2 +1,2 @@
 """The PyTorch episode's CNN trained data-parallel with DistributedDataParallel (DDP): one process
-per GPU, started by ``torchrun`` or ``srun`` (or alone). Only :mod:`.launch` imports no PyTorch."""
+per GPU, started by ``torchrun`` or ``srun`` (or alone)."""

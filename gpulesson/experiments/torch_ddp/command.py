@@ -1,23 +1,24 @@
-"""The command line of :mod:`gpulesson.experiments.torch_ddp`: one process of a DDP training.
-
-Rank 0 owns the out folder (:mod:`..train_job`'s): ``params.json``, ``checkpoint.pt`` (the last
-completed epoch, until the run has finished), ``model.pt`` and ``record.json`` (last). Every
-process reads the checkpoint when it starts: the folder must be on a file system every node sees.
+"""One process of a DDP training: which one, from the launcher's variables (torchrun's win over
+srun's, whose processes meet on the step's first node), and its training. Rank 0 owns the out
+folder: ``params.json``, ``checkpoint.pt`` (until the run has finished), ``model.pt`` and
+``record.json`` (last), on a file system that every node sees.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from gpulesson.errors import LessonDataError
 from gpulesson.experiments import cli, train_job
-from gpulesson.experiments.torch_ddp.launch import LaunchError, choose_backend, from_environment
 
 EXPERIMENT = "torch-ddp"
 MODEL, CHECKPOINT = "model.pt", "checkpoint.pt"
+PORT_BASE, PORT_SPAN = 20000, 20000  # a job-id-derived port, away from the ephemeral range
 
 COMMAND = cli.Command(
     "torch_ddp", "Train the PyTorch episode's CNN with DistributedDataParallel: one process per "
@@ -25,8 +26,7 @@ COMMAND = cli.Command(
     cli.option("--epochs", type=cli.positive_int, default=3,
                help="epochs in all, resumed ones included (default 3)"),
     train_job.per_replica_batch("process"), train_job.LEARNING_RATE, train_job.BASE_BATCH,
-    cli.option("--n-train", type=cli.positive_int, default=2048,
-               help="training images (default 2048)"),
+    cli.option("--n-train", type=cli.positive_int, default=2048, help="training images (default 2048)"),
     cli.option("--data", choices=("synthetic", "mnist"), default="synthetic",
                help="the MNIST-shaped stand-in made in memory, or MNIST (default synthetic)"),
     cli.option("--seed", type=int, default=0, help="seed of the weights and the order"),
@@ -37,9 +37,81 @@ COMMAND = cli.Command(
                help="leave out the last samples that do not fill a share for every process "
                     "(default: repeat a few, as DistributedSampler does)"),
     train_job.job_device("the GPU of this process' local rank if there is one (default)"),
-    train_job.out_dir("folder of this run (default results/jobs/torch-ddp-<job id>/)"),
+    cli.option("--out-dir", type=Path, default=None,
+               help="folder of this run (default results/jobs/torch-ddp-<job id>/)"),
     epilog=train_job.RESUME)
 _parser = COMMAND.parser
+
+
+class LaunchError(RuntimeError):
+    """The variables describe no launch; the message says how to start the script."""
+
+
+@dataclass(frozen=True)
+class Launch:
+    rank: int
+    world_size: int
+    local_rank: int
+    master_addr: str
+    master_port: int
+    launcher: str  # "torchrun", "srun" or "single"
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+
+def first_host(nodelist: str) -> str:
+    """The first host of a Slurm host list: ``gpu[03-05,07],cpu1`` -> ``gpu03``."""
+    match = re.match(r"\s*([^,\[\s]+)(?:\[([^\]]+)\])?", nodelist or "")
+    if not match:
+        raise LaunchError(f"cannot read a host from the node list {nodelist!r}")
+    prefix, ranges = match.groups()
+    return prefix + ranges.split(",")[0].split("-")[0] if ranges else prefix
+
+
+def _int(environ, name: str) -> int:
+    try:
+        return int(environ[name])
+    except ValueError:
+        raise LaunchError(f"{name}={environ[name]!r} is not a whole number") from None
+
+
+def from_environment(environ=None) -> Launch:
+    """The launch this process is part of (:class:`Launch`); one process when no launcher."""
+    env = os.environ if environ is None else environ
+    if "RANK" in env or "WORLD_SIZE" in env:
+        missing = [n for n in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT") if n not in env]
+        if missing:
+            raise LaunchError(f"{', '.join(missing)} not set: start the script with torchrun, "
+                              "or set RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT together")
+        launch = Launch(_int(env, "RANK"), _int(env, "WORLD_SIZE"),
+                        _int(env, "LOCAL_RANK") if "LOCAL_RANK" in env else _int(env, "RANK"),
+                        env["MASTER_ADDR"], _int(env, "MASTER_PORT"), "torchrun")
+    elif "SLURM_PROCID" in env and "SLURM_NTASKS" in env and "SLURM_STEP_ID" in env:
+        nodes = (env.get("SLURM_STEP_NODELIST") or env.get("SLURM_JOB_NODELIST") or env.get("SLURM_NODELIST"))
+        if not env.get("MASTER_ADDR") and not nodes:
+            raise LaunchError("SLURM_JOB_NODELIST is not set: run the script with srun inside "
+                              "a Slurm job, or set MASTER_ADDR")
+        if not env.get("MASTER_PORT") and not env.get("SLURM_JOB_ID"):
+            raise LaunchError("neither MASTER_PORT nor SLURM_JOB_ID is set: run the script "
+                              "with srun inside a Slurm job, or set MASTER_PORT")
+        port = (_int(env, "MASTER_PORT") if env.get("MASTER_PORT")
+                else PORT_BASE + _int(env, "SLURM_JOB_ID") % PORT_SPAN)
+        launch = Launch(_int(env, "SLURM_PROCID"), _int(env, "SLURM_NTASKS"),
+                        _int(env, "SLURM_LOCALID") if "SLURM_LOCALID" in env else 0,
+                        env.get("MASTER_ADDR") or first_host(nodes), port, "srun")
+    else:
+        return Launch(0, 1, 0, "127.0.0.1", 0, "single")
+    if launch.world_size < 1 or not 0 <= launch.rank < launch.world_size:
+        raise LaunchError(f"rank {launch.rank} of {launch.world_size} processes: the rank must "
+                          "be at least 0 and below the number of processes")
+    return launch
+
+
+def choose_backend(cuda_available: bool) -> str:
+    """NCCL (NVIDIA's library, GPU to GPU) where the processes have GPUs, else gloo."""
+    return "nccl" if cuda_available else "gloo"
 
 
 def save_atomically(obj, path) -> Path:
@@ -89,12 +161,10 @@ def main(argv=None) -> int:
               "world_size": launch.world_size, "global_batch": batch, "learning_rate": rate,
               "n_train": args.n_train, "data": args.data, "seed": args.seed,
               "dropout": not args.no_dropout, "drop_last": args.drop_last}
-    out = args.out_dir or train_job.JOBS_DIR / f"{EXPERIMENT}-{train_job.job_id()}"
-    out = out.expanduser().resolve()
+    out = (args.out_dir or train_job.JOBS_DIR / f"{EXPERIMENT}-{train_job.job_id()}").expanduser().resolve()
 
     if launch.launcher != "single":
-        # torchrun and srun both end up here (one process too: DDP and NCCL still run); the
-        # meeting point is MASTER_ADDR:MASTER_PORT.
+        # torchrun and srun (one process too: DDP and NCCL still run) meet at MASTER_ADDR:MASTER_PORT.
         os.environ.setdefault("MASTER_ADDR", launch.master_addr)
         os.environ.setdefault("MASTER_PORT", str(launch.master_port))
         dist.init_process_group(backend, init_method="env://", rank=launch.rank,
@@ -126,6 +196,7 @@ def _train(args, params, launch, device, backend, out: Path) -> int:
     from torch.nn.parallel import DistributedDataParallel
 
     from gpulesson.experiments.torch_ddp import training
+    from gpulesson.lesson.torch import state_fingerprint
 
     def log(text):
         if launch.is_main:
@@ -144,6 +215,7 @@ def _train(args, params, launch, device, backend, out: Path) -> int:
     sampler = training.make_sampler(len(dataset), launch.world_size, launch.rank,
                                     seed=args.seed, drop_last=args.drop_last)
     model = training.build_model(args.seed, dropout=not args.no_dropout).to(device)
+    plain = model  # what DDP wraps below: the same weights
     optimizer = torch.optim.SGD(model.parameters(), lr=params["learning_rate"], momentum=0.9)
     history, first_epoch = [], 0
     if checkpoint:
@@ -169,20 +241,18 @@ def _train(args, params, launch, device, backend, out: Path) -> int:
     def on_epoch_end(epoch, loss):
         history.append(loss)
         if launch.is_main:
-            save_atomically({"epoch": epoch + 1, "model": training.unwrapped(model).state_dict(),
-                             "optimizer": optimizer.state_dict(), "history": history},
-                            out / CHECKPOINT)
+            save_atomically({"epoch": epoch + 1, "model": plain.state_dict(),
+                             "optimizer": optimizer.state_dict(), "history": history}, out / CHECKPOINT)
 
-    training.train_epochs(model, optimizer, dataset, sampler,
-                          per_replica_batch=args.per_replica_batch, device=device,
-                          first_epoch=first_epoch, epochs=args.epochs,
+    training.train_epochs(model, optimizer, dataset, sampler, per_replica_batch=args.per_replica_batch,
+                          device=device, first_epoch=first_epoch, epochs=args.epochs,
                           on_epoch_end=on_epoch_end, log=log, batch_delay=train_job.batch_delay())
     # One write with its newline: print() writes the line and its end separately, and the
     # other process's lines can fall in between them on a shared, unbuffered output.
-    print(f"rank {launch.rank}: weights {training.fingerprint(model)}\n", end="", flush=True)
+    print(f"rank {launch.rank}: weights {state_fingerprint(plain.state_dict())}\n", end="", flush=True)
     if not launch.is_main:
         return 0
-    save_atomically(training.unwrapped(model).state_dict(), out / MODEL)
+    save_atomically(plain.state_dict(), out / MODEL)
     train_job.write_json(out / train_job.RECORD, {
         "experiment": EXPERIMENT, "run_id": json.loads((out / train_job.PARAMS).read_text())["run_id"],
         **params, "launcher": launch.launcher, "backend": backend, "device": device.type,

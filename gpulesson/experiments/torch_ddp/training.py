@@ -1,7 +1,5 @@
 """Data-parallel training of the PyTorch episode's CNN: the data, the sampler, the model, the epochs.
-
-DDP sums the gradients over the processes during the backward pass (NCCL on GPUs, gloo on CPUs)
-and divides by their number, so every process makes the same update on the global batch.
+DDP averages the gradients over the processes in the backward pass: one update on the global batch.
 """
 
 from __future__ import annotations
@@ -13,27 +11,23 @@ from torch import nn
 from torch.utils.data import DataLoader
 from torch.utils.data.distributed import DistributedSampler
 
-from gpulesson.lesson.torch import SmallCNN, state_fingerprint, to_dataset
+from gpulesson.lesson.torch import SmallCNN, to_dataset
 
 
 def load_dataset(data: str, n_train: int, seed: int = 0):
     """``n_train`` training images as a TensorDataset: the MNIST-shaped stand-in, or MNIST from
-    the lesson's data folder, never downloaded here (by every process at once, on nodes often
-    without internet): the error says how to get it first."""
+    the lesson's data folder, never downloaded here (by every process at once)."""
     from gpulesson.datasets import mnist
 
     if data == "synthetic":
         (x, y), _ = mnist.synthetic_mnist(n_train, 0, seed=seed)
-    elif data == "mnist":
+    else:
         from gpulesson.datasets.settings import get_settings
 
         (x, y), _ = mnist.load_mnist(get_settings().data_dir, download=False)
         if len(x) < n_train:
-            raise ValueError(f"MNIST has {len(x)} training images, not {n_train}: "
-                             "lower --n-train")
+            raise ValueError(f"MNIST has {len(x)} training images, not {n_train}: lower --n-train")
         x, y = x[:n_train], y[:n_train]
-    else:
-        raise ValueError(f"--data must be 'synthetic' or 'mnist', not {data!r}")
     scaled = x.astype("float32") / 255
     return to_dataset(x, y, float(scaled.mean()), float(scaled.std()))
 
@@ -41,15 +35,13 @@ def load_dataset(data: str, n_train: int, seed: int = 0):
 def make_sampler(n_samples: int, world_size: int, rank: int, *, seed: int = 0,
                  drop_last: bool = False) -> DistributedSampler:
     """This rank's share of one shuffled order (the same seed on every rank), new each epoch
-    after ``set_epoch``. It pads with the first indices so that all ranks take as many steps,
-    or with ``drop_last`` leaves the last out."""
+    after ``set_epoch``; padded with the first indices, or with ``drop_last`` cut."""
     return DistributedSampler(range(n_samples), num_replicas=world_size, rank=rank,
                               shuffle=True, seed=seed, drop_last=drop_last)
 
 
 def build_model(seed: int, dropout: bool = True) -> nn.Module:
-    """The episode's SmallCNN with weights drawn from ``seed``. Dropout draws its masks per
-    process, so with it a run matches a one-process run only in distribution."""
+    """The episode's SmallCNN with weights drawn from ``seed`` (dropout's masks are per process)."""
     torch.manual_seed(seed)
     model = SmallCNN()
     if not dropout:
@@ -58,10 +50,9 @@ def build_model(seed: int, dropout: bool = True) -> nn.Module:
 
 
 def train_epochs(model, optimizer, dataset, sampler, *, per_replica_batch: int, device,
-                 first_epoch: int, epochs: int, on_epoch_end, log=print,
-                 batch_delay: float = 0.0):
+                 first_epoch: int, epochs: int, on_epoch_end, log=print, batch_delay: float = 0.0):
     """Train from ``first_epoch`` (0-based) up to ``epochs``; ``on_epoch_end(epoch, loss)`` gets
-    the mean loss over all ranks' samples. ``batch_delay`` is for the tests that stop a run."""
+    the mean loss over all ranks' samples."""
     import torch.distributed as dist
 
     loss_fn = nn.CrossEntropyLoss()
@@ -88,15 +79,6 @@ def train_epochs(model, optimizer, dataset, sampler, *, per_replica_batch: int, 
         mean_loss = float(total[0] / total[1])
         log(f"epoch {epoch + 1}/{epochs}: loss {mean_loss:.4f} over {int(total[1])} samples")
         on_epoch_end(epoch, mean_loss)
-
-
-def unwrapped(model) -> nn.Module:
-    """The model inside DDP's wrapper (or the model)."""
-    return model.module if hasattr(model, "module") else model
-
-
-def fingerprint(model) -> str:
-    return state_fingerprint(unwrapped(model).state_dict())
 
 
 def pick_device(local_rank: int, want: str = "auto") -> torch.device:
