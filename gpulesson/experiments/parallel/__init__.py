@@ -1,7 +1,6 @@
 """Data-parallel training of the lesson's CNN, and what the gradient exchange costs.
 
-Here the command line and the cost of the exchange, a ring all-reduce model (pure Python); the
-training engine is :mod:`.training`.
+Here the command line and a ring all-reduce's cost (pure Python); the engine is :mod:`.training`.
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ from gpulesson.experiments.parallel.training import (  # noqa: F401 (the episode
     replicas_in_sync,
     run_training,
     scaled_learning_rate,
-    start_processes,
     use_jax,
     whole,
 )
@@ -26,10 +24,8 @@ from gpulesson.experiments.parallel.training import (  # noqa: F401 (the episode
 LESSON_CNN_PARAMETERS = 787_530  # build_cnn().count_params()
 RESNET50_PARAMETERS = 25_636_712  # keras.applications.ResNet50(weights=None)
 
-# Published nominal bandwidths in ONE direction, GB/s (10**9 bytes): in a ring all-reduce every
-# GPU sends and receives at once, so one direction is what a step waits for (an all-reduce
-# reaches less). The links of one H200 SXM node (the card of the lesson's reference run) and two
-# networks between nodes.
+# Published nominal bandwidths in ONE direction (what a ring all-reduce's step waits for), GB/s:
+# the links of one H200 SXM node (the card of the lesson's reference run), two networks between nodes.
 INTERCONNECTS = {
     "10 Gb/s Ethernet": 1.25,
     "InfiniBand NDR (400 Gb/s)": 50.0,
@@ -46,9 +42,8 @@ INTERCONNECT_SOURCES = {
                            "h200/): NVLink 900 GB/s per GPU, both directions together",
 }
 
-# A ring all-reduce's latency in NCCL's own cost model (which picks its algorithm): a base per
-# all-reduce, and one per step of the ring, 2 (N - 1) steps over N GPUs. Ring algorithm, Simple
-# protocol (NCCL's for large messages), microseconds.
+# A ring all-reduce's latency in NCCL's cost model (ring algorithm, Simple protocol), microseconds:
+# a base per all-reduce, and one per step of the ring, 2 (N - 1) steps over N GPUs.
 ALLREDUCE_BASE_US = 8.4
 STEP_LATENCY_US = {
     "10 Gb/s Ethernet": 14.0,  # NCCL's "network" row: the same for every network
@@ -75,8 +70,7 @@ def positive(**values) -> None:
 
 
 def resnet50_step_ms(batch_size: int, tflops: float) -> float:
-    """Milliseconds of one ResNet-50 training step at ``tflops``: a lower bound, as its layers
-    compute slower than a large matrix product."""
+    """Milliseconds of one ResNet-50 training step at ``tflops`` (a lower bound)."""
     whole(batch_size=batch_size)
     positive(tflops=tflops)
     return batch_size * TRAINING_PASSES * 2 * RESNET50_MULTIPLY_ADDS / (tflops * 1e12) * 1e3
@@ -91,16 +85,15 @@ def ring_allreduce_bytes(n_parameters: int, n_gpus: int, bytes_per_parameter: in
 
 
 def parameter_server_bytes(n_parameters: int, n_gpus: int, bytes_per_parameter: int = 4) -> float:
-    """Bytes that reach one parameter server per step from N GPUs: ``N * B``, where a ring
-    all-reduce stays below ``2 B`` per GPU."""
+    """Bytes that reach one parameter server per step from N GPUs: ``N * B``."""
     ring_allreduce_bytes(n_parameters, n_gpus, bytes_per_parameter)  # the same checks
     return n_gpus * n_parameters * bytes_per_parameter
 
 
 def allreduce_seconds(n_parameters: int, n_gpus: int, bandwidth_gb_s: float,
                       bytes_per_parameter: int = 4) -> float:
-    """Seconds one step's all-reduce spends on its bytes at the nominal bandwidth, with no
-    overlap with the backward pass (which would hide part of it)."""
+    """Seconds one step's all-reduce spends on its bytes at the nominal bandwidth, not
+    overlapped with the backward pass."""
     positive(bandwidth_gb_s=bandwidth_gb_s)
     return ring_allreduce_bytes(n_parameters, n_gpus, bytes_per_parameter) / (bandwidth_gb_s * 1e9)
 
@@ -109,19 +102,16 @@ def link_latency_seconds(n_gpus: int, link: str) -> float:
     """NCCL's latency of an all-reduce over ``link``: none on one GPU."""
     if link not in STEP_LATENCY_US:
         raise ValueError(f"unknown link {link!r}: one of {', '.join(STEP_LATENCY_US)}")
-    return 0.0 if n_gpus == 1 else (ALLREDUCE_BASE_US
-                                    + 2 * (n_gpus - 1) * STEP_LATENCY_US[link]) / 1e6
+    return 0.0 if n_gpus == 1 else (ALLREDUCE_BASE_US + 2 * (n_gpus - 1) * STEP_LATENCY_US[link]) / 1e6
 
 
 def link_allreduce_seconds(n_parameters: int, n_gpus: int, link: str) -> float:
     """An all-reduce over a named link: NCCL's latency and the bytes over its bandwidth."""
-    return (link_latency_seconds(n_gpus, link)
-            + allreduce_seconds(n_parameters, n_gpus, INTERCONNECTS[link]))
+    return link_latency_seconds(n_gpus, link) + allreduce_seconds(n_parameters, n_gpus, INTERCONNECTS[link])
 
 
 def scaling_efficiency(compute_seconds: float, communication_seconds: float) -> float:
-    """Fraction of the ideal speed-up reached, ``compute / (compute + communication)``: with
-    the per-replica batch fixed, N GPUs speed up ``N * efficiency`` times."""
+    """Fraction of the ideal speed-up reached, ``compute / (compute + communication)``."""
     positive(compute_seconds=compute_seconds)
     if communication_seconds < 0:
         raise ValueError(f"communication_seconds must be >= 0, not {communication_seconds!r}")
@@ -152,7 +142,7 @@ class CostRow:
 def cost_table(models: dict[str, tuple[int, float]], interconnects: dict[str, float] | None = None,
                gpus=(2, 4, 8)) -> list[CostRow]:
     """One row per model (name: ``(parameters, compute ms per step on one GPU)``), link (name:
-    GB/s; NCCL's latencies where it knows the link) and GPU count."""
+    GB/s) and GPU count."""
     rows = []
     for name, (n_parameters, compute_ms) in models.items():
         for link, bandwidth in (INTERCONNECTS if interconnects is None else interconnects).items():
@@ -165,28 +155,23 @@ def cost_table(models: dict[str, tuple[int, float]], interconnects: dict[str, fl
     return rows
 
 
+# The cost table's columns: header, the row's field, its format, whether left-aligned.
+COST_COLUMNS = (("model", "model", "", True), ("interconnect", "interconnect", "", True),
+                ("GPUs", "n_gpus", "", False), ("MB/GPU", "megabytes_per_gpu", ".1f", False),
+                ("comm ms", "communication_ms", ".2f", False), ("bound", "bound", "", True),
+                ("compute ms", "compute_ms", ".1f", False),
+                ("efficiency", "efficiency", ".0%", False), ("speed-up", "speedup", ".2f", False))
+
+
 def format_cost_table(rows: list[CostRow]) -> str:
     """The rows as plain text, each column as wide as its widest entry (about 80 characters)."""
-    columns = [  # header, how a row shows it, left-aligned
-        ("model", lambda r: r.model, True),
-        ("interconnect", lambda r: r.interconnect, True),
-        ("GPUs", lambda r: str(r.n_gpus), False),
-        ("MB/GPU", lambda r: f"{r.megabytes_per_gpu:.1f}", False),
-        ("comm ms", lambda r: f"{r.communication_ms:.2f}", False),
-        ("bound", lambda r: r.bound, True),
-        ("compute ms", lambda r: f"{r.compute_ms:.1f}", False),
-        ("efficiency", lambda r: f"{r.efficiency:.0%}", False),
-        ("speed-up", lambda r: f"{r.speedup:.2f}", False),
-    ]
-    cells = [[show(r) for _, show, _ in columns] for r in rows]
-    widths = [max([len(name)] + [len(row[i]) for row in cells]) for i, (name, _, _) in enumerate(columns)]
-
-    def line(values):
-        return " ".join(v.ljust(w) if left else v.rjust(w)
-                        for v, w, (_, _, left) in zip(values, widths, columns, strict=True)).rstrip()
-
-    header = line([name for name, _, _ in columns])
-    return "\n".join([header, "-" * len(header)] + [line(row) for row in cells])
+    cells = [[name for name, *_ in COST_COLUMNS]]
+    cells += [[format(getattr(r, field), spec) for _, field, spec, _ in COST_COLUMNS] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(COST_COLUMNS))]
+    lines = [" ".join(v.ljust(w) if left else v.rjust(w)
+                      for v, w, (*_, left) in zip(row, widths, COST_COLUMNS, strict=True)).rstrip()
+             for row in cells]
+    return "\n".join([lines[0], "-" * len(lines[0]), *lines[1:]])
 
 
 COMMAND = cli.Command(
@@ -238,14 +223,16 @@ def main(argv=None) -> int:
         raise SystemExit("--slurm takes the processes from Slurm: leave out --coordinator, "
                          "--num-processes and --process-id")
     if not args.slurm and any(v is not None for v in manual) and None in manual:
-        raise SystemExit("several processes need --coordinator, --num-processes and "
-                         "--process-id together")
+        raise SystemExit("several processes need --coordinator, --num-processes and --process-id together")
     from gpulesson.errors import DataFileError
 
     try:
-        use_jax(args.cpu_devices)
+        keras = use_jax(args.cpu_devices)
         if args.slurm or args.coordinator:
-            start_processes(args.coordinator, args.num_processes, args.process_id, args.seed)
+            # Join the other processes (under srun JAX reads Slurm's variables), seeded first so
+            # that every process creates the same initial weights.
+            keras.utils.set_random_seed(args.seed)
+            keras.distribution.initialize(args.coordinator, args.num_processes, args.process_id)
         model = run_training(per_replica_batch=args.per_replica_batch, steps=args.steps,
                              learning_rate=args.learning_rate, base_batch=args.base_batch,
                              data=args.data, seed=args.seed)
@@ -258,6 +245,5 @@ def main(argv=None) -> int:
     print(f"process {jax.process_index()}: the weights on its {len(jax.local_devices())} "
           f"device(s) are {'identical' if synced else 'DIFFERENT'}")
     if args.save_weights:
-        np.savez(args.save_weights.replace("{process}", str(jax.process_index())),
-                 *local_weights(model))
+        np.savez(args.save_weights.replace("{process}", str(jax.process_index())), *local_weights(model))
     return 0 if synced else 1

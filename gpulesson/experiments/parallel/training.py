@@ -26,8 +26,7 @@ def global_batch_size(per_replica_batch: int, replicas: int) -> int:
 def scaled_learning_rate(base_learning_rate: float, global_batch: int, base_batch: int,
                          warmup_steps: int = 0, step: int | None = None) -> float:
     """The linear scaling rule (Goyal et al. 2017), ``base_learning_rate * global_batch /
-    base_batch``, reached linearly over ``warmup_steps`` from the base rate at ``step`` 0. A
-    starting point: it fails for very large batches, and Adam often needs less."""
+    base_batch``, reached linearly over ``warmup_steps`` from the base rate at ``step`` 0."""
     if base_learning_rate <= 0:
         raise ValueError(f"base_learning_rate must be > 0, not {base_learning_rate!r}")
     whole(global_batch=global_batch, base_batch=base_batch)
@@ -50,8 +49,7 @@ def process_slice(x, global_batch: int, process_id: int, num_processes: int):
         raise ValueError(f"the global batch ({global_batch}) must be a multiple of the "
                          f"number of processes ({num_processes})")
     if len(x) % global_batch:
-        raise ValueError(f"{len(x)} rows are not a whole number of global batches of "
-                         f"{global_batch}")
+        raise ValueError(f"{len(x)} rows are not a whole number of global batches of {global_batch}")
     local = global_batch // num_processes
     x = np.asarray(x)
     batches = x.reshape((len(x) // global_batch, global_batch, *x.shape[1:]))
@@ -59,8 +57,8 @@ def process_slice(x, global_batch: int, process_id: int, num_processes: int):
 
 
 def use_jax(cpu_devices: int | None = None):
-    """``keras`` on the JAX backend, with ``cpu_devices`` logical CPU devices if given. Must run
-    before anything imports Keras or JAX: both are fixed when they start."""
+    """``keras`` on the JAX backend, with ``cpu_devices`` logical CPU devices if given, before
+    anything imports Keras or JAX."""
     if "keras" in sys.modules and sys.modules["keras"].backend.backend() != "jax":
         raise RuntimeError("data-parallel training here needs the JAX backend, but Keras "
                            f"runs on {sys.modules['keras'].backend.backend()!r}: start a new "
@@ -86,20 +84,9 @@ def use_jax(cpu_devices: int | None = None):
     return keras
 
 
-def start_processes(coordinator: str | None = None, num_processes: int | None = None,
-                    process_id: int | None = None, seed: int = 0):
-    """Join this process to the others (under ``srun`` JAX reads Slurm's variables), seeded
-    first so that every process creates the same initial weights."""
-    keras = use_jax()
-    keras.utils.set_random_seed(seed)
-    keras.distribution.initialize(coordinator, num_processes, process_id)
-    return keras.distribution.list_devices()
-
-
 def build_parallel_cnn(learning_rate: float, *, seed: int = 0):
     """The lesson's CNN with seeded weights and plain SGD, whose update is proportional to the
-    gradient, which the tests compare. (Dropout too gives a data-parallel step the
-    single-device one: JAX draws a global batch's masks alike however it is split.)"""
+    gradient (JAX draws a global batch's dropout masks alike however it is split)."""
     keras = use_jax()
     from gpulesson.lesson import build_cnn
 
@@ -112,8 +99,7 @@ def build_parallel_cnn(learning_rate: float, *, seed: int = 0):
 
 def replica_copies(model):
     """For each weight, the copies its devices hold: ``[(name, [array per device]), ...]``."""
-    return [(v.path, [np.asarray(shard.data) for shard in v.value.addressable_shards])
-            for v in model.weights]
+    return [(v.path, [np.asarray(shard.data) for shard in v.value.addressable_shards]) for v in model.weights]
 
 
 def replicas_in_sync(model) -> bool:
@@ -128,8 +114,7 @@ def local_weights(model) -> list[np.ndarray]:
 
 
 def load_images(data: str, n_images: int, seed: int = 0):
-    """``n_images`` training images (uint8) and labels (int32), made in memory
-    (``"synthetic"``) or from a lesson HDF5 file."""
+    """``n_images`` training images and int32 labels, made in memory or from a lesson HDF5 file."""
     if data == "synthetic":
         from gpulesson.datasets.synthetic import make_synthetic
 
@@ -147,8 +132,7 @@ def run_training(*, per_replica_batch: int, steps: int, learning_rate: float,
                  base_batch: int, data: str = "synthetic", seed: int = 0, devices=None,
                  log=print):
     """Train the lesson's CNN data-parallel over all devices of all processes (or ``devices``)
-    for ``steps`` global batches, the SGD rate scaled linearly; the model. Every process runs
-    it (after :func:`start_processes`); process 0 logs."""
+    for ``steps`` global batches, the SGD rate scaled linearly; the model. Process 0 logs."""
     keras = use_jax()
     import jax
 
@@ -163,8 +147,7 @@ def run_training(*, per_replica_batch: int, steps: int, learning_rate: float,
     model = build_parallel_cnn(rate, seed=seed)
     say = log if proc == 0 else (lambda *a, **k: None)
     say(f"{len(devices)} device(s) in {n_proc} process(es): {', '.join(devices)}")
-    say(f"global batch {batch} = {per_replica_batch} per device x {len(devices)}; "
-        f"learning rate {rate:g}")
+    say(f"global batch {batch} = {per_replica_batch} per device x {len(devices)}; learning rate {rate:g}")
     for step in range(steps):
         rows = slice(step * batch, (step + 1) * batch)
         start = time.perf_counter()
