@@ -1,7 +1,6 @@
 """A hyper-parameter sweep as a Slurm job array: the grid, and one table of its results.
 
-Every task of ``jobs/sweep-array.sbatch`` turns its array task id into arguments of
-:mod:`gpulesson.experiments.train_job` (``params``); ``gather`` makes one table of the runs.
+Each task of ``jobs/sweep-array.sbatch`` turns its id into arguments of :mod:`.train_job`.
 """
 
 from __future__ import annotations
@@ -34,55 +33,44 @@ def grid_point(index: int) -> dict:
 
 def arguments(point: dict) -> list[str]:
     """A grid point as command-line arguments of train_job: ``--batch-size 64 ...``."""
-    return [part for key, value in point.items()
-            for part in (f"--{key.replace('_', '-')}", f"{value:g}")]
+    return [part for key, value in point.items() for part in (f"--{key.replace('_', '-')}", f"{value:g}")]
 
 
 def _row(folder: Path) -> dict:
-    """One table row for a run folder of train_job (finished or not)."""
+    """The table row of a run folder of train_job (finished or not)."""
     if (folder / RECORD).exists():
         record = json.loads((folder / RECORD).read_text())
-        return {"run": folder.name, **{key: record.get(key) for key in COLUMNS[1:-2]},
-                "device": "GPU" if record.get("device_kind") == "gpu" else "CPU",
-                "status": "finished", "_record": record}
+        return {"run": folder.name, **{key: record.get(key) for key in COLUMNS[1:-2]}, "status": "finished",
+                "device": "GPU" if record.get("device_kind") == "gpu" else "CPU", "_record": record}
     params = json.loads((folder / PARAMS).read_text())["params"]
     done = len(read_history(folder / HISTORY)) if (folder / HISTORY).exists() else 0
-    return {"run": folder.name, "batch_size": params["batch_size"],
-            "learning_rate": params["learning_rate"], "epochs": done,
-            "status": f"not finished ({done}/{params['epochs']} epochs)"}
+    return {"run": folder.name, "batch_size": params["batch_size"], "learning_rate": params["learning_rate"],
+            "epochs": done, "status": f"not finished ({done}/{params['epochs']} epochs)"}
 
 
 def gather(folders) -> list[dict]:
-    """The rows of all train_job runs below ``folders``, sorted by batch size and learning rate;
-    FileNotFoundError when there is none, ValueError for runs of different data."""
+    """The rows of all train_job runs below ``folders``, sorted by batch size and learning rate."""
     runs = sorted({p.parent for folder in map(Path, folders) for p in folder.rglob("params.json")})
     if not runs:
         raise FileNotFoundError(f"no train_job runs (folders with params.json) below "
                                 f"{', '.join(map(str, folders))}")
-    rows = [_row(run) for run in runs]
-    if records := [row["_record"] for row in rows if "_record" in row]:
-        data_label(records)  # refuses runs of different data sets
-    return sorted(rows, key=lambda r: (r["batch_size"], -r["learning_rate"], r["run"]))
+    return sorted(map(_row, runs), key=lambda r: (r["batch_size"], -r["learning_rate"], r["run"]))
 
 
-def _cell(key, value) -> str:
-    if value is None:
-        return "-"
-    if key == "mean_epoch_seconds":
-        return duration(value)
-    if key in ("best_val_accuracy", "test_accuracy"):
-        return f"{value:.3f}"
-    return f"{value:g}" if key == "learning_rate" else str(value)
+SHOWN = {"mean_epoch_seconds": duration, "best_val_accuracy": "{:.3f}".format,
+         "test_accuracy": "{:.3f}".format, "learning_rate": "{:g}".format}  # other cells: str
 
 
 def markdown(rows) -> str:
-    """The table as Markdown, after a line that says which data and hardware it comes from."""
+    """The table as Markdown, after a line that says which data and hardware it comes from
+    (ValueError for runs of different data)."""
     records = [row["_record"] for row in rows if "_record" in row]
     lines = []
     if records:
         lines.append(f"Data: {data_label(records)}. Hardware: "
                      + "; ".join(f"{kind} {name}" for kind, name in hardware(records).items()) + ".\n")
-    lines.append(markdown_table(COLUMNS, [[_cell(k, row.get(k)) for k in COLUMNS] for row in rows]))
+    cells = [["-" if row.get(k) is None else SHOWN.get(k, str)(row[k]) for k in COLUMNS] for row in rows]
+    lines.append(markdown_table(COLUMNS, cells))
     return "\n".join(lines) + "\n"
 
 
@@ -113,10 +101,10 @@ def main(argv=None) -> int:
         return 0
     try:
         rows = gather(args.folders)
+        table = markdown(rows)
     except (FileNotFoundError, ValueError) as exc:
         print(f"Cannot gather: {exc}", file=sys.stderr)
         return 2
-    table = markdown(rows)
     md_path = args.markdown or args.folders[0] / "sweep.md"
     csv_path = args.csv or args.folders[0] / "sweep.csv"
     md_path.write_text(table)

@@ -1,10 +1,7 @@
 """Train the lesson's CNN as a batch job that loses at most one epoch when it is stopped.
 
-What episode 5's notebook trains (:mod:`gpulesson.lesson`), its files in one out folder:
-``params.json``, ``history.csv`` (a row per completed epoch), ``best.keras``, ``model.keras`` and
-``record.json`` (also appended to ``--results-file``). ``backup/`` lets the same command resume
-after the last completed epoch; a folder of a run with other parameters is refused. The
-out-folder, signal and file helpers serve :mod:`.torch_ddp` too.
+Its files in one out folder: ``params.json``, ``history.csv``, ``best.keras``, ``model.keras``,
+``record.json`` (also appended to ``--results-file``) and ``backup/``, to resume from.
 """
 
 from __future__ import annotations
@@ -60,7 +57,7 @@ def stopped(stop: Stopped, kept: str) -> int:
 
 
 def job_id(environ=None) -> str:
-    """The Slurm job's id (``<array job>_<task>`` for an array task), or ``"local"``."""
+    """The Slurm job's id (``<array job>_<task>`` for an array task), or "local"."""
     env = os.environ if environ is None else environ
     if env.get("SLURM_ARRAY_JOB_ID") and env.get("SLURM_ARRAY_TASK_ID"):
         return f"{env['SLURM_ARRAY_JOB_ID']}_{env['SLURM_ARRAY_TASK_ID']}"
@@ -73,8 +70,8 @@ def batch_delay() -> float:
 
 
 def replace_atomically(path: Path, write) -> Path:
-    """``write(file)`` into a temporary file, on disk before it is renamed to ``path``: a job killed
-    while it writes leaves at most a stray ``.tmp`` file, never half a file."""
+    """``write(file)`` into a temporary file, on disk before it is renamed to ``path``: never
+    half a file."""
     partial = path.with_name(f".{path.name}.tmp")
     with open(partial, "wb") as f:
         write(f)
@@ -90,8 +87,7 @@ def write_json(path: Path, obj) -> None:
 
 
 def refused_or_finished(out: Path, params: dict) -> int | None:
-    """None where ``out`` can hold a run of ``params``; else the exit code, after saying why
-    not (2: a run with other parameters or a folder of something else; 0: finished)."""
+    """None where ``out`` can hold a run of ``params``; else the exit code, after saying why."""
     if (out / PARAMS).exists():
         old = json.loads((out / PARAMS).read_text())["params"]
         if old != params:
@@ -130,10 +126,6 @@ def job_device(help: str):
     return cli.option("--device", choices=("auto", "cpu", "gpu"), default="auto", help=help)
 
 
-def out_dir(help: str):
-    return cli.option("--out-dir", type=Path, default=None, help=help)
-
-
 def start_run(out: Path, params: dict) -> str:
     """Make the out folder and its params.json (once); the run's id."""
     from gpulesson.records.results import new_run_id
@@ -153,36 +145,20 @@ COMMAND = cli.Command(
     cli.option("--learning-rate", type=cli.positive_float, default=DEFAULT_LEARNING_RATE,
                help=f"Adam's learning rate (default {DEFAULT_LEARNING_RATE:g})"),
     cli.option("--seed", type=int, default=42, help="seed of the initial weights (default 42)"),
-    cli.option("--data", default=None,
-               help="cifar10, synthetic (the file the lesson's settings name) or the path of a "
-                    "lesson HDF5 file (default: LESSON_DATA, else cifar10)"),
+    cli.option("--data", default=None, help="cifar10, synthetic (the file the lesson's settings name) or "
+               "the path of a lesson HDF5 file (default: LESSON_DATA, else cifar10)"),
     job_device("where to train (default: the GPU if one is visible, else the CPU)"),
-    out_dir("folder for this run's files (default results/jobs/<job id>/)"),
+    cli.option("--out-dir", type=Path, default=None,
+               help="folder for this run's files (default results/jobs/<job id>/)"),
     cli.option("--results-file", type=Path, default=RESULTS_FILE,
                help=f"results file the run's record is appended to (default {RESULTS_FILE})"),
     epilog=RESUME)
 _parser = COMMAND.parser
 
 
-def _data_file(choice: str | None):
-    """``(path, info)`` of the data file ``choice`` names; DataFileError (with the command that
-    prepares it) if it is missing or damaged."""
-    from gpulesson.datasets.hdf5 import validate_hdf5
-
-    settings = get_settings()
-    if choice is None or choice in DATA_CHOICES:
-        if choice is not None:
-            settings = dataclasses.replace(settings, data=choice)  # keeps every other setting
-        path = settings.hdf5_path
-    else:
-        path = Path(choice).expanduser()
-    info = validate_hdf5(path)
-    return Path(info.path).resolve(), info
-
-
 def read_history(path) -> list[dict]:
-    """The rows of a run's ``history.csv``, one per epoch. An epoch completed, interrupted before
-    its backup was written and trained again is there twice: the later row wins."""
+    """The rows of a run's ``history.csv``, one per epoch (of an epoch trained again after a
+    stop before its backup, the later row)."""
     by_epoch = {}
     with open(path, newline="") as f:
         for row in csv.DictReader(f):
@@ -209,8 +185,7 @@ def _callbacks(out: Path, epochs: int, learning_rate: float, delay: float):
             if self.first and epoch > 0:
                 print(f"Resuming from the backup after epoch {epoch}.", flush=True)
             self.first = False
-            print(f"Epoch {epoch + 1}/{epochs} started at {time.strftime('%H:%M:%S')}.",
-                  flush=True)
+            print(f"Epoch {epoch + 1}/{epochs} started at {time.strftime('%H:%M:%S')}.", flush=True)
             self.start = time.perf_counter()
 
         def on_train_batch_end(self, batch, logs=None):
@@ -246,11 +221,18 @@ def main(argv=None) -> int:
         parser.error(f"argument --results-file: {problem}")
     if problem := missing_backend_message():  # before Keras is imported
         parser.exit(2, f"{parser.prog}: error: {problem}\n")
+    from gpulesson.datasets.hdf5 import validate_hdf5
+
+    settings = get_settings()
+    if args.data in DATA_CHOICES:
+        settings = dataclasses.replace(settings, data=args.data)  # keeps every other setting
     try:
-        path, info = _data_file(args.data)
+        info = validate_hdf5(settings.hdf5_path if args.data in (None, *DATA_CHOICES)
+                             else Path(args.data).expanduser())
     except DataFileError as exc:
         print(f"No usable data file. {exc}", file=sys.stderr)
         return 2
+    path = Path(info.path).resolve()
     batch_size = args.batch_size or get_settings().batch_size(DEFAULT_BATCH_SIZE)
     params = {"epochs": args.epochs, "batch_size": batch_size, "learning_rate": args.learning_rate,
               "seed": args.seed, "data": str(path), "device": args.device}
@@ -303,8 +285,7 @@ def _train(args, params, batches, info, out: Path, run_id: str) -> int:
     keras.utils.set_random_seed(args.seed)
     initial_weights = lesson.build_cnn().get_weights()
     callbacks = _callbacks(out, params["epochs"], params["learning_rate"], batch_delay())
-    run = lesson.train_on(device, initial_weights, *batches, params["epochs"], verbose=2,
-                          callbacks=callbacks)
+    run = lesson.train_on(device, initial_weights, *batches, params["epochs"], verbose=2, callbacks=callbacks)
     run["model"].save(out / MODEL)
 
     # The whole run's epochs, over all starts, come from history.csv.
@@ -320,8 +301,7 @@ def _train(args, params, batches, info, out: Path, run_id: str) -> int:
         experiment=EXPERIMENT, learning_rate=params["learning_rate"], seed=params["seed"],
         best_val_accuracy=max(run["history"].get("val_accuracy") or [None]),
         best_val_loss=min(run["history"]["val_loss"]),
-        job_id=os.environ.get("SLURM_JOB_ID"),
-        array_job_id=os.environ.get("SLURM_ARRAY_JOB_ID"),
+        job_id=os.environ.get("SLURM_JOB_ID"), array_job_id=os.environ.get("SLURM_ARRAY_JOB_ID"),
         array_task_id=os.environ.get("SLURM_ARRAY_TASK_ID"),
         restart_count=int(os.environ.get("SLURM_RESTART_COUNT") or 0),
         out_dir=str(out.relative_to(LESSON_ROOT) if out.is_relative_to(LESSON_ROOT) else out))
