@@ -197,12 +197,12 @@ def measure(args, *, run_id, done):
         + "".join(f"; then {t} thread(s) each" for t in sorted(set(threads)))
         + (f"; going on: {len(done)} condition(s) recorded already" if done else ""))
     plan = [(k, None) for k in copies] + [(k, t) for t in sorted(set(threads)) for k in copies]
-    todo, made = [c for c in plan if c not in done], 0
+    todo = [c for c in plan if c not in done]
     if not todo:
         return
     with tempfile.TemporaryDirectory(prefix="gpulesson-contention-data-") as folder:
         data = write_data(args.data_dir or folder, size["n_images"], size["batch_size"])
-        for k, t in todo:
+        for made, (k, t) in enumerate(todo):
             try:
                 condition = run_condition(data, k, t, timeout=args.timeout, **size)
             except WorkerError as exc:
@@ -212,7 +212,6 @@ def measure(args, *, run_id, done):
                 raise SystemExit(1) from None
             record = make_record(condition, run_id=run_id, baseline=baseline, skipped=skipped, **size)
             baseline = record["mean_epoch_seconds"] if (k, t) == (1, None) else baseline
-            made += 1
             yield record
             say(f"{k} cop{'y' if k == 1 else 'ies'}, threads {t or 'default'}: epoch "
                 f"{record['mean_epoch_seconds']:.1f} s each, load average up to "

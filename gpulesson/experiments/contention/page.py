@@ -4,7 +4,7 @@ never describes what is not drawn."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections import namedtuple
 
 from gpulesson.experiments.contention import RECORDS
 from gpulesson.records.figkit import need, title
@@ -74,11 +74,8 @@ def describe(records) -> str:
     return "\n".join(lines)
 
 
-class Point(NamedTuple):
-    copies: int
-    summary: dict  # the copies' epochs after the warm-up
-    total_rate: float  # images/s of all copies together, by the median epoch
-    load_max: float | None
+# A condition drawn: its copies' summary, and the images/s of all of them by the median epoch.
+Point = namedtuple("Point", "copies summary total_rate load_max")
 
 
 def _threads_words(threads: int | None) -> str:
