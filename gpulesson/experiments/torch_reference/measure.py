@@ -44,12 +44,9 @@ def check_torch(shell=None) -> bool:
     kernel restarts, so the rest of the notebook runs without errors and does nothing."""
     if importlib.util.find_spec("torch") is None:
         print(SKIPPED)
-        if shell is None:
-            try:
-                from IPython import get_ipython
-            except ImportError:
-                get_ipython = None
-            shell = get_ipython() if get_ipython else None
+        if shell is None and importlib.util.find_spec("IPython"):
+            from IPython import get_ipython
+            shell = get_ipython()
         if shell is not None and _skip_cell not in shell.input_transformers_post:
             shell.input_transformers_post.append(_skip_cell)
         return False
