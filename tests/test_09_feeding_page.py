@@ -216,8 +216,7 @@ def test_the_page_ranks_pipelines_only_where_their_ranges_are_apart(tmp_path, le
                                                                      expected):
     records = _pair(tmp_path, lesson, ram, n=n)
     fastest = measure.fastest_text(records, "cpu")
-    clause = page.versus("`ram`", measure.rate_summary(records[1]), "`lesson`",
-                         measure.rate_summary(records[0]))
+    clause = page.versus("`ram`", records[1], "`lesson`", records[0])
     if expected == "apart":
         assert fastest == "`ram`"
         assert clause == ("`ram` trained 3× faster than `lesson` (middle three of five epochs "

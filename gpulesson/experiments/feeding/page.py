@@ -67,11 +67,12 @@ def epoch_text(record: dict, median: bool = False) -> str:
     return f"≈ {said} ({extrapolated(record)})" if median else f"≈ {said}, {extrapolated(record)}"
 
 
-def versus(a_name: str, a: dict, b_name: str, b: dict, verb: str = "trained") -> str:
-    """Rate ``a`` against rate ``b`` as a clause in the rule's words, saying on which epochs."""
+def versus(a_name: str, a_record: dict, b_name: str, b_record: dict) -> str:
+    """Training record ``a`` against ``b`` as a clause in the rule's words, saying on which epochs."""
+    a, b = fm.rate_summary(a_record), fm.rate_summary(b_record)
     verdict = summaries.compare_middle(a, b, higher_is_better=True)
     if verdict.measurable:
-        return f"{a_name} {verb} {verdict.text} {b_name} ({fm.basis(a, b)} apart)"
+        return f"{a_name} trained {verdict.text} {b_name} ({fm.basis(a, b)} apart)"
     return (f"the lesson's rule finds {summaries.NO_DIFFERENCE} between {a_name} and {b_name} "
             f"({fm.why_unclear(a, b)})")
 
@@ -167,14 +168,12 @@ def findings(records, cnn_path=None) -> str:
         lesson = fm.fastest_in_memory(records, device, fm.HDF5_PIPELINES)
         classic = fm.find(records, device, "classic")
         if lesson and classic:
-            slowdown[device] = versus("the classic pipeline", fm.rate_summary(classic),
-                                      f"`{lesson['pipeline']}`", fm.rate_summary(lesson))
+            slowdown[device] = versus("the classic pipeline", classic, f"`{lesson['pipeline']}`", lesson)
     checks = fm.targets(records)
     if not checks:
         return f"On the CPU, {slowdown['cpu']}." if "cpu" in slowdown else ""
     top, lesson = fm.fastest_in_memory(records, "gpu"), checks["record"]
-    against = versus(f"`{checks['pipeline']}`", fm.rate_summary(lesson), f"`{top['pipeline']}`",
-                     fm.rate_summary(top))
+    against = versus(f"`{checks['pipeline']}`", lesson, f"`{top['pipeline']}`", top)
     sentences = [
         f"On the GPU, `{checks['pipeline']}`, the lesson's fastest HDF5 pipeline, reached "
         f"**{share_text(checks['share'])}** of the rate of `{top['pipeline']}`, the fastest "
@@ -191,7 +190,7 @@ def findings(records, cnn_path=None) -> str:
         sentences.append(f"On the GPU, {slowdown['gpu']}.")
     lesson_gpu, lesson_cpu = fm.find(records, "gpu", "lesson"), fm.find(records, "cpu", "lesson")
     if lesson_gpu and lesson_cpu and lesson_gpu["run_id"] == lesson_cpu["run_id"]:
-        clause = versus("the GPU", fm.rate_summary(lesson_gpu), "the CPU", fm.rate_summary(lesson_cpu))
+        clause = versus("the GPU", lesson_gpu, "the CPU", lesson_cpu)
         sentences.append(f"From the lesson's pipeline, {clause}.")
     return " ".join(filter(None, sentences))
 

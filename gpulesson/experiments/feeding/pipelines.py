@@ -101,9 +101,11 @@ class FirstBatches(keras.utils.PyDataset):
     """The first ``n_batches`` batches of each epoch of ``dataset``; its ``on_epoch_end``
     still runs every epoch, so whatever it does there (the classic generator's count) is paid."""
 
-    def __init__(self, dataset, n_batches: int, **kwargs):
+    def __init__(self, dataset, n_batches, **kwargs):
         super().__init__(**kwargs)
-        self.dataset, self.n_batches = dataset, n_batches
+        if not 1 <= n_batches <= len(dataset):
+            raise ValueError(f"n_batches must be from 1 to {len(dataset)}, not {n_batches}")
+        self.dataset, self.n_batches = dataset, int(n_batches)
 
     def __len__(self):
         return self.n_batches
