@@ -10,7 +10,8 @@ from functools import partial
 
 from gpulesson.experiments import cli
 from gpulesson.experiments.ceiling import page as cp
-from gpulesson.machine.timing import Budget, BusyMeter, synced_epoch_timer
+from gpulesson.machine import allocator
+from gpulesson.machine.timing import Budget, BusyMeter, cpu_settings, synced_epoch_timer
 from gpulesson.records.results import new_run_id
 from gpulesson.records.summaries import WARMUP, fit_progress
 
@@ -121,9 +122,6 @@ def timed_fit(keras_device: str, fit):
     """``fit(model)`` of a new do-nothing model on ``keras_device``, and what every record keeps
     beside it: how busy the machine was, its cores, threads, allocator mode and wall time."""
     import keras
-
-    from gpulesson.machine import allocator
-    from gpulesson.machine.timing import cpu_settings
 
     model = tiny_model(keras_device)
     meter, started = BusyMeter(), time.perf_counter()

@@ -57,8 +57,7 @@ def complete(part: list[dict]) -> bool:
 
 
 def new_method(record: dict) -> bool:
-    """Not a ``device`` record made before its method was recorded (JAX's eager slices): it
-    completes its part, but nothing shown uses it."""
+    """Not an old ``device`` record (JAX's eager slices, no method): it completes its part, unshown."""
     from gpulesson.experiments.feeding.measure import old_device_method  # its page imports this
 
     return not old_device_method(record)
@@ -167,7 +166,7 @@ def table(records) -> str:
     """The run as a Markdown table; the last column's header says which epochs it compares."""
     note = words.middle_note(*(rate_summary(r) for r in shown(records)))
     return words.markdown_table(["Backend, device", "Fed from", "Images/s: median (range)",
-                           words.headed("Against the ceiling", note)], rows(records))
+                                 words.headed("Against the ceiling", note)], rows(records))
 
 
 def describe(records) -> str:
@@ -186,8 +185,7 @@ def goal_shares(records) -> str:
     for backend, device in groups(records):
         top, lesson = ceiling(records, backend, device), find(records, backend, device, "lesson")
         if top and lesson:
-            shares.setdefault(device, []).append(
-                f"{share_text(share(lesson, top))} on {_name(backend)}")
+            shares.setdefault(device, []).append(f"{share_text(share(lesson, top))} on {_name(backend)}")
             if has_goal(lesson):
                 judged.append(share(lesson, top) >= TARGET_SHARE)
                 own = own_step_note(records, backend, device)
@@ -266,12 +264,11 @@ def alt_text(records) -> str:
                          + ("" if r is top else f" ({share_text(share(r, top))})")
                          for name, r in drawn)
         said.append(f"{_name(backend)} on the {device.upper()}: {bars}")
-    return ("Horizontal bars of the median images per second that fit reaches with a model "
-            "that does almost nothing, one panel per backend and device, each on its own scale "
-            "and titled with its run and machine, with whiskers from "
-            f"the slowest to the fastest epoch and a dashed line at {TARGET_SHARE:.0%} of the "
-            "fastest in-memory bar (the ceiling). Medians, with shares of the ceiling in "
-            f"brackets: {'; '.join(said)}.")
+    return ("Horizontal bars of the median images per second that fit reaches with a model that does "
+            "almost nothing, one panel per backend and device, each on its own scale and titled with "
+            f"its run and machine, with whiskers from the slowest to the fastest epoch and a dashed line "
+            f"at {TARGET_SHARE:.0%} of the fastest in-memory bar (the ceiling). Medians, with shares of "
+            f"the ceiling in brackets: {'; '.join(said)}.")
 
 
 def figures(records):

@@ -56,10 +56,9 @@ def _span(e) -> tuple[float, float]:
 
 
 def breakdown(events, *, steps: int, device: str = "cpu") -> dict:
-    """Seconds per step of the window (``step``) and of each part of the host's timeline (input,
+    """Seconds per step of the window (``step``) and of the parts of the host's timeline (input,
     dispatch, the rest of fit) and the device's (kernels, copies while no kernel runs, idle), each
-    adding up to the window; the lines read, the five longest kernels. A ValueError without the
-    window, or a GPU's line."""
+    adding up to it; the lines read, the five longest kernels; a ValueError without the window."""
     windows = [_span(e) for e in events if e["name"] == EPOCH]
     if not windows:
         raise ValueError(f"the trace has no {EPOCH!r} event: the profiled epoch was not marked")
@@ -154,8 +153,7 @@ def utilisation(model, dataset, device: str) -> dict:
         return {"skipped": "NVML (nvidia-ml-py) cannot read this GPU"}
     watch = GpuWatch(interval=0.05)
     model.fit(dataset, epochs=1, callbacks=[watch], verbose=0, **IN_ORDER)
-    found = watch.samples
-    if not found:
+    if not (found := watch.samples):
         return {"skipped": "the epoch was shorter than one NVML sample (0.05 s)"}
     return {"mean": sum(found) / len(found), "min": min(found), "max": max(found),
             "n": len(found), "interval_seconds": 0.05}

@@ -35,8 +35,7 @@ def peak(record: dict, tflops: float | None = None) -> dict | None:
     if not peaks:
         return None
     achieved = record["achieved_tflops"] if tflops is None else tflops
-    return {"precision": key, "tflops": peaks[key], "card": gpu_name(record),
-            "share": achieved / peaks[key]}
+    return {"precision": key, "tflops": peaks[key], "card": gpu_name(record), "share": achieved / peaks[key]}
 
 
 def profiled(record: dict | None) -> bool:
@@ -52,14 +51,12 @@ def batch_tflops(record: dict, seconds: float) -> float:
 def overhead(record: dict) -> dict | None:
     """What profiling added to a step, and the least the dispatch takes without it (if the
     profiler made no part faster); None where the profiled step was not longer."""
-    found = record["profile"] if profiled(record) else None
-    extra = found and found["step"] - record["step_seconds"]
-    if not found or extra <= 0:
+    if not profiled(record) or record["profile"]["step"] <= record["step_seconds"]:
         return None
-    dispatch = found["host"].get("dispatch", 0.0)
-    return {"profiled": found["step"], "timed": record["step_seconds"], "extra": extra,
-            "ratio": found["step"] / record["step_seconds"], "dispatch": dispatch,
-            "dispatch_at_least": max(0.0, dispatch - extra)}
+    found, timed = record["profile"], record["step_seconds"]
+    extra, dispatch = found["step"] - timed, found["host"].get("dispatch", 0.0)
+    return {"profiled": found["step"], "timed": timed, "extra": extra, "ratio": found["step"] / timed,
+            "dispatch": dispatch, "dispatch_at_least": max(0.0, dispatch - extra)}
 
 
 # What cutting each part takes (the exercise's answer follows the largest part).
@@ -102,8 +99,7 @@ def summary_lines(record: dict) -> list[str]:
                   f"NVML utilisation {used['mean']:.0f} % on average through an epoch "
                   f"({used['min']:.0f}-{used['max']:.0f} %, {used['n']} samples)")
     return [
-        f"A step of the timed epochs {ms(record['step_seconds'])} (batch "
-        f"{record['batch_size']}; "
+        f"A step of the timed epochs {ms(record['step_seconds'])} (batch {record['batch_size']}; "
         f"{summary_text(record['summary'], lambda v: f'{v:.3g} s', what='epochs')} an epoch "
         f"of {record['n_images']:,} images).",
         traced,
@@ -168,18 +164,16 @@ def factors_text(record: dict | None) -> str:
     if not top:
         return NOT_RECORDED
     step, timed, share = record["profile"]["step"], record["step_seconds"], top["share"]
-    return (f"While its kernels ran, the {top['card']} computed at "
-            f"{batch_tflops(record, kernels):.3g} TFLOP/s, {share:.1%} of its published dense "
-            f"{top['precision'].upper()} peak ({top['tflops']:g} TFLOP/s): a batch's "
+    return (f"While its kernels ran, the {top['card']} computed at {batch_tflops(record, kernels):.3g} "
+            f"TFLOP/s, {share:.1%} of its published dense {top['precision'].upper()} peak "
+            f"({top['tflops']:g} TFLOP/s): a batch's "
             f"{record['train_flops_per_image'] * record['batch_size'] / 1e9:.3g} GFLOP in "
-            f"{ms(kernels)} of kernels. The kernels ran for {kernels / step:.0%} "
-            f"of the profiled step ({ms(kernels)} of {ms(step)}), and for "
-            f"{kernels / timed:.0%} of a step of the timed epochs "
-            f"({ms(timed)}, taking the kernels' time as the same). The share "
-            f"of the peak is their product: {share:.1%} × {kernels / step:.0%} "
-            f"= {share * (kernels / step):.1%} in the profiled steps, {share:.1%} × "
-            f"{kernels / timed:.0%} = {share * (kernels / timed):.1%} over the timed epochs "
-            f"(run {record['run_id']})")
+            f"{ms(kernels)} of kernels. The kernels ran for {kernels / step:.0%} of the profiled step "
+            f"({ms(kernels)} of {ms(step)}), and for {kernels / timed:.0%} of a step of the timed epochs "
+            f"({ms(timed)}, taking the kernels' time as the same). The share of the peak is their "
+            f"product: {share:.1%} × {kernels / step:.0%} = {share * (kernels / step):.1%} in the "
+            f"profiled steps, {share:.1%} × {kernels / timed:.0%} = {share * (kernels / timed):.1%} "
+            f"over the timed epochs (run {record['run_id']})")
 
 
 def overhead_text(record: dict | None) -> str:
@@ -187,19 +181,17 @@ def overhead_text(record: dict | None) -> str:
     found = overhead(record)
     if not found:
         return NOT_RECORDED
-    return (f"The profiler costs time: a profiled step took {ms(found['profiled'])}, a step "
-            f"of the timed epochs of the same run {ms(found['timed'])} (run "
-            f"{record['run_id']}), {found['ratio'] - 1:.0%} longer, {ms(found['extra'])} a "
-            f"step. The host's parts in the table carry that overhead, so their shares are "
-            f"inflated: the dispatch's {ms(found['dispatch'])} may hold any part of it. Without "
-            f"the profiler the dispatch takes at least {ms(found['dispatch_at_least'])} "
-            f"({ms(found['dispatch'])} less {ms(found['extra'])}, if the profiler made no part "
-            f"faster)")
+    return (f"The profiler costs time: a profiled step took {ms(found['profiled'])}, a step of the "
+            f"timed epochs of the same run {ms(found['timed'])} (run {record['run_id']}), "
+            f"{found['ratio'] - 1:.0%} longer, {ms(found['extra'])} a step. The host's parts in the "
+            f"table carry that overhead, so their shares are inflated: the dispatch's "
+            f"{ms(found['dispatch'])} may hold any part of it. Without the profiler the dispatch "
+            f"takes at least {ms(found['dispatch_at_least'])} ({ms(found['dispatch'])} less "
+            f"{ms(found['extra'])}, if the profiler made no part faster)")
 
 
 def machine(device: str, record: dict, records) -> str:
-    """A panel's machine; a CPU profiled on another host than the GPU's record says so (the GPU
-    node's CPU has other cores)."""
+    """A panel's machine; a CPU profiled on another host than the GPU's node says so."""
     name, gpu = device_name(record), find(records, "gpu")
     mine, theirs = ((r.get("cpu_model") or "?", r.get("cores_usable")) for r in (record, gpu or {}))
     if device == "cpu" and gpu and theirs != mine:
