@@ -13,7 +13,7 @@ from conftest import ROOT
 from gpulesson.experiments import registry
 from gpulesson.experiments import small_models as sm
 from gpulesson.experiments.small_models import measure
-from gpulesson.experiments.small_models.measure import PARTS, SmallModelsError
+from gpulesson.experiments.small_models.measure import PARTS
 from gpulesson.experiments.small_models.page import comparison_alt, sample_summary, sweep_alt, sweep_dates
 from gpulesson.records import summaries
 from gpulesson.records.results import (
@@ -311,20 +311,20 @@ def test_committed_figures_are_drawn_from_the_results_file(tmp_path):
 
 @pytest.mark.bad_input("bad argument")
 def test_bad_devices_and_sizes_are_refused():
-    with pytest.raises(SmallModelsError, match="unknown device 'tpu'"):
+    with pytest.raises(ValueError, match="unknown device 'tpu'"):
         measure.check_devices(["tpu"], gpu_count=1)
-    with pytest.raises(SmallModelsError, match="SKIPPED: no GPU is visible"):
+    with pytest.raises(ValueError, match="SKIPPED: no GPU is visible"):
         measure.check_devices(["cpu", "gpu"], gpu_count=0)
-    with pytest.raises(SmallModelsError, match="named twice"):
+    with pytest.raises(ValueError, match="named twice"):
         measure.check_devices(["cpu", "cpu"], gpu_count=0)
     assert measure.check_devices(["cpu", "gpu"], gpu_count=1) == ["cpu", "gpu:0"]
-    with pytest.raises(SmallModelsError, match="layer width must be a whole number of at least 1"):
+    with pytest.raises(ValueError, match="layer width must be a whole number of at least 1"):
         measure.hidden_widths(0)
-    with pytest.raises(SmallModelsError, match="batch size"):
+    with pytest.raises(ValueError, match="batch size"):
         measure.check_grid([32, -1], [16], 64, 2)
-    with pytest.raises(SmallModelsError, match=f"at least {measure.MIN_EPOCHS} epochs"):
+    with pytest.raises(ValueError, match=f"at least {measure.MIN_EPOCHS} epochs"):
         measure.check_grid([32], [16], 64, measure.MIN_EPOCHS - 1)
-    with pytest.raises(SmallModelsError, match="layer width"):
+    with pytest.raises(ValueError, match="layer width"):
         sm.sweep(["cpu"], [32], [16, 0], n_rows=64, epochs=2, progress=None)
 
 

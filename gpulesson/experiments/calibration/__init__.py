@@ -1,12 +1,10 @@
 """How the lesson's CNN learns the synthetic stand-in: accuracy per epoch, overfitting, confusions.
 
-Episode 5's instructor notes: the stand-in should behave as CIFAR-10 does with the CNN, a test
-accuracy within :data:`TARGET_ACCURACY` after the workshop's epochs, overfitting within 30 epochs,
-and mistakes mostly within look-alike pairs. A record keeps a fingerprint of the generator, so
-that a changed stand-in shows that it is stale. Imports no deep-learning framework.
+Episode 5's instructor notes: the stand-in should behave as CIFAR-10 does with the CNN (a test
+accuracy within TARGET_ACCURACY after the workshop's epochs, overfitting within 30 epochs, mistakes
+mostly within look-alike pairs). A record keeps a fingerprint of the generator, so that a changed
+stand-in shows that it is stale. Imports no deep-learning framework.
 """
-
-from __future__ import annotations
 
 from gpulesson.experiments import cli
 from gpulesson.records.recordset import RecordSet

@@ -24,9 +24,7 @@ def pair_share(matrix) -> float | None:
 
     matrix = np.asarray(matrix)
     mistakes = matrix.sum() - np.trace(matrix)
-    if not mistakes:
-        return None
-    return float(sum(matrix[a, b] + matrix[b, a] for a, b in PAIRS) / mistakes)
+    return float(sum(matrix[a, b] + matrix[b, a] for a, b in PAIRS) / mistakes) if mistakes else None
 
 
 def _most_confused(matrix) -> tuple[int, int]:
@@ -122,11 +120,9 @@ def figures(records):
     record = records[-1]
     label, found, history = data_label([record]), findings(record), record["history"]
     curves, axes = _subplots(1, 2, figsize=(11, 4.2))
-    series = {"loss": (("training", history["loss"]), ("validation", history["val_loss"]),
-                       ("test", record["test_loss_per_epoch"])),
-              "accuracy": (("training", history["accuracy"]), ("validation", history["val_accuracy"]),
-                           ("test", record["test_accuracy_per_epoch"]))}
-    for ax, (name, lines) in zip(axes, series.items(), strict=True):
+    for ax, name in zip(axes, ("loss", "accuracy"), strict=True):
+        lines = (("training", history[name]), ("validation", history[f"val_{name}"]),
+                 ("test", record[f"test_{name}_per_epoch"]))
         for style, (part, values) in zip(_STYLES, lines, strict=False):
             ax.plot(np.arange(1, len(values) + 1), values, label=part, color=style["color"],
                     marker=style["marker"], linestyle=style["linestyle"], markersize=4)

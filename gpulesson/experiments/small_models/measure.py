@@ -40,10 +40,6 @@ MIN_BATCHES = 4
 SKIPPED_GPU = "SKIPPED: no GPU is visible to Keras"
 
 
-class SmallModelsError(ValueError):
-    """A request this experiment cannot carry out; the message says what to change."""
-
-
 def device_kind(device: str) -> str:
     return "gpu" if str(device).lower().startswith(("gpu", "cuda")) else "cpu"
 
@@ -53,29 +49,29 @@ def keras_device_name(device: str) -> str:
     name = str(device).lower()
     if name in DEVICES or name in DEVICES.values():
         return DEVICES.get(name, name)
-    raise SmallModelsError(f"unknown device {device!r}: use one of {', '.join(DEVICES)}")
+    raise ValueError(f"unknown device {device!r}: use one of {', '.join(DEVICES)}")
 
 
 def check_devices(devices, gpu_count: int) -> list[str]:
     """The Keras names of ``devices``; refuses unknown devices, and a GPU when none is visible."""
     names = [keras_device_name(d) for d in devices]
     if not names:
-        raise SmallModelsError("no device given: use cpu, gpu or both")
+        raise ValueError("no device given: use cpu, gpu or both")
     if len(set(names)) != len(names):
-        raise SmallModelsError(f"a device is named twice: {', '.join(map(str, devices))}")
+        raise ValueError(f"a device is named twice: {', '.join(map(str, devices))}")
     if "gpu" in map(device_kind, names) and not gpu_count:
-        raise SmallModelsError(f"{SKIPPED_GPU}: run with --devices cpu, or on a machine with a GPU "
-                               "(python -m gpulesson.machine.devices tells what this Python sees)")
+        raise ValueError(f"{SKIPPED_GPU}: run with --devices cpu, or on a machine with a GPU "
+                         "(python -m gpulesson.machine.devices tells what this Python sees)")
     return names
 
 
 def _positive_ints(values, what: str) -> tuple[int, ...]:
     values = tuple(values)
     if not values:
-        raise SmallModelsError(f"give at least one {what}")
+        raise ValueError(f"give at least one {what}")
     for value in values:
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise SmallModelsError(f"every {what} must be a whole number of at least 1, not {value!r}")
+            raise ValueError(f"every {what} must be a whole number of at least 1, not {value!r}")
     return tuple(int(v) for v in values)
 
 
@@ -86,7 +82,7 @@ def check_grid(batch_sizes, widths, n_rows: int, epochs: int) -> dict:
             "n_rows": _positive_ints([n_rows], "number of rows")[0],
             "epochs": _positive_ints([epochs], "number of epochs")[0]}
     if grid["epochs"] < MIN_EPOCHS:
-        raise SmallModelsError(
+        raise ValueError(
             f"the sweep needs at least {MIN_EPOCHS} epochs: the first {WARMUP} warm-up, not "
             f"timed, and at least {MIN_EPOCHS - WARMUP} timed repeats")
     return grid
@@ -166,8 +162,7 @@ def comparison_record(run: dict, *, run_id: str, batch_size: int, n_train: int, 
     training = timing.pop("total_seconds")
     return RECORDS.record(
         part="comparison", run_id=run_id, source=source, device_kind=device_kind(run["device"]),
-        keras_device=run["device"],
-        batch_size=batch_size, n_train=n_train, n_test=n_test,
+        keras_device=run["device"], batch_size=batch_size, n_train=n_train, n_test=n_test,
         hidden_widths=list(EPISODE_WIDTHS), n_parameters=run["model"].count_params(),
         **timing, mean_epoch_seconds=mean, training_seconds=training,
         test_loss=float(run["test_loss"]), test_accuracy=float(run["test_accuracy"]),
@@ -218,10 +213,10 @@ def measure(args, *, run_id: str, done):
     try:
         unknown = [p for p in args.parts if p not in PARTS]
         if unknown:
-            raise SmallModelsError(f"unknown part(s) {', '.join(unknown)}: use {' and/or '.join(PARTS)}")
+            raise ValueError(f"unknown part(s) {', '.join(unknown)}: use {' and/or '.join(PARTS)}")
         parts = [p for p in PARTS if p in args.parts]
         if "comparison" in parts and importlib.util.find_spec("sklearn") is None:
-            raise SmallModelsError(
+            raise ValueError(
                 "scikit-learn is not installed, and the comparison on the breast-cancer data needs it: "
                 "pip install scikit-learn==1.9.1, or record only the sweep with --parts sweep")
         grid = check_grid(args.batch_sizes or base["batch_sizes"], args.widths or base["widths"],
@@ -229,7 +224,7 @@ def measure(args, *, run_id: str, done):
                           base["epochs"] if args.epochs is None else args.epochs)
         gpus = keras_device()["gpu_count"]
         devices = check_devices(cli.default_devices(args.devices, gpus), gpus)
-    except SmallModelsError as exc:
+    except ValueError as exc:
         cli.refuse(f"error: {exc}. Nothing was measured or written.")
     if args.devices is None and not gpus:
         print(f"{SKIPPED_GPU}: recording the CPU only.")

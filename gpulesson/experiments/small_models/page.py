@@ -16,7 +16,6 @@ from gpulesson.experiments.small_models.measure import (
     N_FEATURES,
     PARTS,
     RECORDS,
-    SmallModelsError,
     hidden_widths,
 )
 from gpulesson.records.compare_plots import LOG_NOTE, needs_log_axis
@@ -60,7 +59,7 @@ def sweep_complete(records) -> bool:
 def reference_run(part: str, path=None) -> list[dict]:
     """The records of ``part`` of the newest run with CPU and GPU records, a sweep only whole."""
     if part not in PARTS:
-        raise SmallModelsError(f"unknown part {part!r}: use one of {', '.join(PARTS)}")
+        raise ValueError(f"unknown part {part!r}: use one of {', '.join(PARTS)}")
     return RECORDS.newest_run(path, part=part, complete=sweep_complete if part == "sweep" else None)
 
 
@@ -201,8 +200,7 @@ def comparison_figure(records):
         ax.text(0.98, 0.97, "no GPU run", transform=ax.transAxes, ha="right",
                 va="top", fontsize=8, style="italic")
     ax.set_title(f"MLP {' -> '.join(map(str, [N_FEATURES, *EPISODE_WIDTHS, N_CLASSES]))}, "
-                 f"batch size {records[0]['batch_size']}, backend {records[0]['backend']}",
-                 fontsize=9)
+                 f"batch size {records[0]['batch_size']}, backend {records[0]['backend']}", fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -359,8 +357,7 @@ def substitutions(path=RECORDS.results_file) -> dict[str, str]:
         values[f"ref_mlp_{name}_accuracy"] = accuracy(record)
 
     # The sweep's values, NOT_RECORDED until a run has them: per device its total, its time per
-    # sample at the grid's two corners, and a step at the smallest corner and its growth along
-    # the top row.
+    # sample at the grid's corners, a step at the smallest and its growth along the top row.
     records = reference_run("sweep", path)
     cells, verdicts = sweep_cells(records), sweep_verdicts(records)
     widths, batches = axes(records)
