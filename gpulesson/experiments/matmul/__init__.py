@@ -17,12 +17,9 @@ from gpulesson.experiments.matmul.measure import (
     DTYPES,
     GPU_SIZES,
     MAX_SECONDS,
-    QUICK_REPEATS,
     QUICK_SIZES,
     RECORDS,
-    REPEATS,
     SIZES,
-    WARMUP,
     crossover,
     crossover_line,
     describe,
@@ -35,8 +32,9 @@ from gpulesson.experiments.matmul.measure import (
     wait,
 )
 from gpulesson.experiments.matmul.page import figures, latency_run, reference_run
+from gpulesson.records.summaries import QUICK_REPEATS, REPEATS, WARMUP
 
-EXPERIMENT, RESULTS_FILE = RECORDS.experiment, RECORDS.results_file
+RESULTS_FILE = RECORDS.results_file
 
 
 def _seconds(text: str) -> float:
@@ -63,7 +61,7 @@ COMMAND = cli.Command(
     cli.quick("small sizes and few repeats (also when LESSON_QUICK=1)"),
     cli.out(RESULTS_FILE), cli.RUN_ID, at_least_one=("repeats",))
 
-__all__ = ["DTYPES", "EXPERIMENT", "GPU_SIZES", "QUICK_REPEATS", "QUICK_SIZES", "REPEATS",
+__all__ = ["DTYPES", "GPU_SIZES", "QUICK_REPEATS", "QUICK_SIZES", "REPEATS",
            "RESULTS_FILE", "SIZES", "crossover", "crossover_line", "describe", "figures", "find",
            "latency_run", "precision_label", "rate_summary", "reference_run", "sweep",
            "sweep_record", "time_matmul", "wait"]

@@ -26,7 +26,6 @@ DTYPES = ("float32", "bfloat16", "float16")
 SIZES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 GPU_SIZES = (*SIZES, 8192, 16384)  # a GPU's large products take milliseconds
 QUICK_SIZES = (16, 32, 64, 128, 256)
-REPEATS, QUICK_REPEATS, WARMUP = summaries.REPEATS, summaries.QUICK_REPEATS, summaries.WARMUP
 MAX_SECONDS = 20.0  # larger sizes are skipped once one call would take longer than this
 METHOD = "windows"  # the record's method
 # The throughput methods, newest first; "amortised" chose its windows by one wait's share alone.
@@ -124,9 +123,9 @@ def calls_per_window(per_call: float, overhead_seconds: float, *, share: float =
     return max(1, min(max(by_share, by_time), max_calls))
 
 
-def time_matmul(n: int, device: str = "cpu", dtype: str = "float32", *, repeats: int = REPEATS,
-                warmup: int = WARMUP, unsynchronised: bool = False, transfer: bool = False,
-                op=None, sensor=None) -> dict:
+def time_matmul(n: int, device: str = "cpu", dtype: str = "float32", *,
+                repeats: int = summaries.REPEATS, warmup: int = summaries.WARMUP,
+                unsynchronised: bool = False, transfer: bool = False, op=None, sensor=None) -> dict:
     """One size's point: ``op(a, b)`` (``keras.ops.matmul``) on random n x n inputs made on the
     device; also calls not waited for (``unsynchronised``) and the copy of both (``transfer``)."""
     import keras
@@ -180,8 +179,8 @@ def time_matmul(n: int, device: str = "cpu", dtype: str = "float32", *, repeats:
     return point
 
 
-def sweep(device: str = "cpu", dtype: str = "float32", sizes=None, *, repeats: int = REPEATS,
-          warmup: int = WARMUP, max_seconds: float = MAX_SECONDS, progress=None, op=None) -> dict:
+def sweep(device: str = "cpu", dtype: str = "float32", sizes=None, *, repeats: int = summaries.REPEATS,
+          warmup: int = summaries.WARMUP, max_seconds: float = MAX_SECONDS, progress=None, op=None) -> dict:
     """:func:`time_matmul` of every size in one precision, skipping sizes whose call would take
     over ``max_seconds``; a precision the device lacks is ``unsupported``. Float32 sweeps also
     time calls not waited for, and on a GPU the copy of the inputs."""
@@ -223,7 +222,8 @@ def sweep(device: str = "cpu", dtype: str = "float32", sizes=None, *, repeats: i
             "wall_seconds": time.perf_counter() - started}
 
 
-def sweep_record(result: dict, *, run_id: str, source: str, repeats: int, warmup: int = WARMUP) -> dict:
+def sweep_record(result: dict, *, run_id: str, source: str, repeats: int,
+                 warmup: int = summaries.WARMUP) -> dict:
     """The results-file record of a :func:`sweep`'s ``result``."""
     return RECORDS.record(run_id=run_id, source=source, repeats=repeats, warmup=warmup, **result)
 
