@@ -20,7 +20,8 @@ from gpulesson.records.summaries import WARMUP, repeats_for
 
 PARTS = ("comparison", "sweep")
 N_FEATURES, N_CLASSES = 30, 2
-EPISODE_WIDTHS = (16, 8)  # the episode's MLP: 30 -> 16 -> 8 -> 2
+EPISODE_WIDTHS = (16, 8)
+EPISODE_MLP = (N_FEATURES, *EPISODE_WIDTHS, N_CLASSES)  # the episode's MLP: 30 -> 16 -> 8 -> 2
 # A record made before the rule took its first epoch as the warm-up.
 RECORDS = RecordSet("mlp-cpu-vs-gpu", ("part", "device_kind", "width", "batch_size"),
                     data="breast_cancer", warmup_key=None)

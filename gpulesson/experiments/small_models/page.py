@@ -10,14 +10,7 @@ from collections import Counter
 
 import numpy as np
 
-from gpulesson.experiments.small_models.measure import (
-    EPISODE_WIDTHS,
-    N_CLASSES,
-    N_FEATURES,
-    PARTS,
-    RECORDS,
-    hidden_widths,
-)
+from gpulesson.experiments.small_models.measure import EPISODE_MLP, PARTS, RECORDS, hidden_widths
 from gpulesson.records.compare_plots import LOG_NOTE, needs_log_axis
 from gpulesson.records.figkit import need, title
 from gpulesson.records.pagewords import accuracy, by_device, first_epoch, listed, median_text, run_values
@@ -199,7 +192,7 @@ def comparison_figure(records):
     if "GPU" not in found:
         ax.text(0.98, 0.97, "no GPU run", transform=ax.transAxes, ha="right",
                 va="top", fontsize=8, style="italic")
-    ax.set_title(f"MLP {' -> '.join(map(str, [N_FEATURES, *EPISODE_WIDTHS, N_CLASSES]))}, "
+    ax.set_title(f"MLP {' -> '.join(map(str, EPISODE_MLP))}, "
                  f"batch size {records[0]['batch_size']}, backend {records[0]['backend']}", fontsize=9)
     fig.tight_layout()
     return fig

@@ -5,16 +5,11 @@ Keras (TensorFlow must not share a process with PyTorch's compiler).
 """
 
 from gpulesson.experiments import cli
-from gpulesson.experiments.torch_reference.measure import (
-    DEVICES,
-    FULL_BATCH_SIZE,
-    RECORDS,
-    check_torch,
-    run_record,
-)
+from gpulesson.experiments.torch_reference.measure import DEVICES, RECORDS, check_torch, run_record
 from gpulesson.experiments.torch_reference.page import describe, figures, reference_run
 
 RESULTS_FILE = RECORDS.results_file
+FULL_BATCH_SIZE = 128
 COMMAND = cli.Command(
     __name__, __doc__,
     cli.devices("devices to train on, in this order (default: cpu, then gpu if one is visible)",

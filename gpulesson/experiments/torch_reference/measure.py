@@ -20,7 +20,6 @@ from gpulesson.records.summaries import SUMMARY_KEY, WARMUP
 RECORDS = RecordSet("pytorch-cpu-vs-gpu", ("device_kind",), warmup_key=None)
 INSTALL = "python -m pip install -r requirements/torch.txt"
 DEVICES = {"cpu": "cpu", "gpu": "cuda"}
-FULL_BATCH_SIZE = 128
 
 SKIPPED = (
     "SKIPPED: PyTorch is not installed in this kernel's environment, so this notebook\n"
