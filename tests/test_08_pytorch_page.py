@@ -19,16 +19,12 @@ EPISODE = ROOT / "_episodes" / "08-pytorch.md"
 RESULTS = ROOT / "results" / "pytorch-cpu-vs-gpu.jsonl"
 
 
-def test_the_notebooks_epochs_are_read_from_the_episode():
-    match = re.search(r"^EPOCHS = settings\.epochs\((\d+)\)", EPISODE.read_text(), re.M)
-    assert page.notebook_epochs() == int(match[1])
-
-
 def test_the_note_says_how_many_epochs_the_notebook_trains_against_the_reference(tmp_path,
                                                                                   made_up_gpu):  # noqa: F811
+    """The epochs of the notebook, read from the episode's EPOCHS, against the reference run's."""
     path = tmp_path / "runs.jsonl"
     assert page.substitutions(path)["ref_torch_notebook_work"] == NOT_RECORDED
-    epochs = page.notebook_epochs()
+    epochs = int(re.search(r"^EPOCHS = settings\.epochs\((\d+)\)", EPISODE.read_text(), re.M)[1])
     other = (4.0,) + (2.0,) * epochs  # one epoch more than the notebook trains
     for r in (record("cpu", "b", epochs=other), record("cuda", "b", epochs=other)):
         append_record(path, r)

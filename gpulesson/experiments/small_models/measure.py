@@ -96,9 +96,8 @@ def hidden_widths(width: int) -> tuple[int, int]:
 
 
 def time_cell(device: str, batch_size: int, width: int, *, n_rows: int, epochs: int, seed: int = 0) -> dict:
-    """Train a new sweep MLP of ``width`` on ``device`` for ``epochs`` epochs of random rows
-    (standard-normal features, random one-hot labels: enough to time, nothing to learn); the
-    timer's summary with the cell's facts and the median timed epoch per row and per step."""
+    """A new sweep MLP of ``width`` trained on ``device`` on random rows (enough to time, nothing
+    to learn): the timer's summary, the cell's facts and the median timed epoch per row and step."""
     import keras
 
     from gpulesson import lesson
@@ -129,8 +128,7 @@ def time_cell(device: str, batch_size: int, width: int, *, n_rows: int, epochs: 
 
 def _sweep(devices, batch_sizes, widths, *, n_rows: int, epochs: int, run_id: str | None = None,
            seed: int = 0, source: str = "notebook", progress=print, done=frozenset()):
-    """One record per device and cell, each yielded as it is made; the grid is checked first,
-    and the cells whose condition is in ``done`` are skipped."""
+    """One record per device and cell not ``done``, each yielded as it is made, the grid checked first."""
     devices = [keras_device_name(d) for d in devices]
     grid = check_grid(batch_sizes, widths, n_rows, epochs)
     run_id = run_id or new_run_id()
@@ -156,8 +154,7 @@ def sweep(devices, batch_sizes, widths, **options) -> list[dict]:
 def comparison_record(run: dict, *, run_id: str, batch_size: int, n_train: int, n_test: int,
                       start_weights: str | None = None, source: str = "notebook",
                       load_average: dict | None = None, energy: dict | None = None) -> dict:
-    """The record of one device's run of :func:`gpulesson.lesson.train_mlp`; ``load_average``
-    (``{"start": [...], "end": [...]}``) and ``energy`` as measured around it."""
+    """The record of a run of :func:`gpulesson.lesson.train_mlp`, with the load and energy around it."""
     timing = dict(run["timing"])
     mean = timing["steady_mean_epoch_seconds"] or timing["first_epoch_seconds"]
     training = timing.pop("total_seconds")
@@ -175,8 +172,7 @@ def comparison_record(run: dict, *, run_id: str, batch_size: int, n_train: int, 
 
 
 def _comparison(devices, *, run_id: str, seed: int, settings: dict, source: str, done):
-    """The episode's MLP trained on the breast-cancer data on every device from the same
-    initial weights; one record each."""
+    """One record a device: the episode's MLP on the breast-cancer data, the same initial weights on each."""
     import keras
 
     from gpulesson import lesson

@@ -170,8 +170,7 @@ def comparison_alt(records) -> str:
 
 
 def comparison_figure(records):
-    """Time per epoch of the comparison run per device, and at the right the median and range
-    of each device's timed epochs."""
+    """Each device's time per epoch, and right of them the median and range of its timed epochs."""
     from gpulesson.records import compare_plots
 
     need(records, f"run {COMMAND}")
@@ -250,9 +249,8 @@ def sweep_alt(records) -> str:
 
 
 def sweep_figure(records):
-    """The sweep as a grid of widths (rows) x batch sizes (columns): the GPU's speed-up over
-    the CPU (the colour centred on 1, where the two are equal), else the one device's time per
-    sample. The spread of the repeats is written in each cell: a grid has no room for whiskers."""
+    """The grid of widths (rows) x batch sizes (columns): the GPU's speed-up (the colour centred on
+    1), else the one device's time per sample; each cell's text gives the spread (no room for whiskers)."""
     import matplotlib.colors as mcolors
     import matplotlib.pyplot as plt
 
@@ -298,9 +296,8 @@ def sweep_figure(records):
 
 
 def cut_sweep_note(path, reference) -> str:
-    """Why the page has no GPU sweep: a newer sweep run that stopped before its end (its cells
-    per device), or that none has been recorded. A cut run never becomes the page's reference,
-    so the note says which run the page shows instead."""
+    """Why the page has no GPU sweep: a newer run stopped before its end (never the page's
+    reference, so the note names the one shown), or none has been recorded."""
     runs = RECORDS.runs_in(path, part="sweep")
     shown = reference[0]["run_id"] if reference else None
     newer = list(runs.values())[list(runs).index(shown) + 1 if shown in runs else 0:]

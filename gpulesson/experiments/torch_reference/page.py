@@ -49,20 +49,15 @@ def alt_texts(records) -> tuple[str, str]:
     return cnn_alt_texts(records, **_words(records))
 
 
-def notebook_epochs() -> int | None:
-    """The epochs the episode's notebook trains on each device at full size."""
-    match = NOTEBOOK_EPOCHS.search(EPISODE.read_text(encoding="utf-8"))
-    return int(match[1]) if match else None
-
-
 def _notebook_work(record: dict) -> str:
-    epochs = notebook_epochs()
-    if epochs is None:
+    """The epochs the episode's notebook trains on each device, against the reference run's."""
+    match = NOTEBOOK_EPOCHS.search(EPISODE.read_text(encoding="utf-8"))
+    if match is None:
         trains = "the notebook's cells train the epochs of their EPOCHS"
-    elif epochs == record["epochs"]:
-        trains = f"the notebook's cells train the same {epochs} epochs on each device"
+    elif int(match[1]) == record["epochs"]:
+        trains = f"the notebook's cells train the same {match[1]} epochs on each device"
     else:
-        trains = (f"the notebook's cells train {epochs} epochs on each device, not the reference "
+        trains = (f"the notebook's cells train {match[1]} epochs on each device, not the reference "
                   f"run's {record['epochs']}")
     return f"{trains}, and load the data first"
 
