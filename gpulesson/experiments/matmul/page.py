@@ -358,12 +358,10 @@ def model_precision(path) -> tuple[dict, dict, dict] | None:
 
     same = ("pipeline", "jit_compile", "steps_per_execution", "batch_size")
     for group in reversed(list(FEEDING.runs_in(path).values())):
-        cpu = [r for r in group if r.get("device_kind") == "cpu" and r.get("mode") == "train"]
-        mixed = next((r for r in cpu if r.get("group") == "precision"
-                      and r.get("precision") == "mixed_bfloat16"), None)
-        base = mixed and next((r for r in cpu if r.get("group") == "pipelines"
-                               and r.get("precision") == "float32"
-                               and all(r.get(k) == mixed.get(k) for k in same)), None)
+        cpu = {"device_kind": "cpu", "mode": "train"}
+        mixed = FEEDING.find(group, **cpu, group="precision", precision="mixed_bfloat16")
+        base = mixed and FEEDING.find(group, **cpu, group="pipelines", precision="float32",
+                                      **{k: mixed.get(k) for k in same})
         if base:
             return rate_summary(mixed), rate_summary(base), mixed
     return None
