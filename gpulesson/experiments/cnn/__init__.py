@@ -6,9 +6,8 @@ in one file); the page shows the reference run, the newest with a GPU record.
 
 from gpulesson.experiments import cli
 from gpulesson.experiments.cnn.measure import EXPERIMENT, PARTS, RECORDS, run_record  # noqa: F401
-from gpulesson.experiments.cnn.page import describe, figures, reference_run  # noqa: F401
+from gpulesson.experiments.cnn.page import RESULTS_FILE, describe, figures, reference_run  # noqa: F401
 
-RESULTS_FILE = RECORDS.results_file
 COMMAND = cli.Command(
     "cnn", __doc__,
     cli.devices("devices to train on, in this order (default: cpu, then gpu if one is visible)"),

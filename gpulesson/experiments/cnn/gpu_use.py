@@ -1,11 +1,10 @@
-"""Episode 5's values beyond the reference run's times, read beside the results files next to
-its own. What the devices did (``ref_use_*``): each one's arithmetic rate (an epoch's
-operations, validation included, over the median epoch) beside the card's peak, the share of a
-GPU step a do-nothing model already takes (episode 9's ceiling), the CNN's dispatch (episode 9's
-profile), and why the speed-up per epoch is not that of a whole training. The headline
-(``ref_head_*``): the speed-up as the range over every recorded run of the same two devices,
-the CPU's rate beside the fastest float32 matrix product episode 6 recorded on that CPU (the
-baseline is the framework's code, not the CPU's best), and the fastest epoch recorded there."""
+"""Episode 5's values beyond the reference run's times, with the results files beside its own.
+What the devices did (``ref_use_*``): each one's arithmetic rate beside the card's peak, the
+share of a GPU step a do-nothing model already takes (episode 9's ceiling), the CNN's dispatch
+(episode 9's profile), and why the speed-up per epoch is not that of a whole training. The
+headline (``ref_head_*``): the speed-up's range over every run of the same two devices, the
+CPU's rate beside episode 6's fastest float32 matrix product on that CPU (the baseline is the
+framework's code, not the CPU's best), and the fastest epoch recorded there."""
 
 from __future__ import annotations
 
@@ -58,19 +57,6 @@ def _machine(record: dict) -> tuple:
     return record.get("cpu_model"), record.get("cores_usable")
 
 
-def same_runs(cpu: dict, gpu: dict, path) -> list[dict]:
-    """``[{"run", "cpu", "gpu", "speedup"}]``, in file order, of the runs on the reference's
-    GPU model, CPU and backend."""
-    found = []
-    for run_id, group in RECORDS.runs_in(path).items():
-        c, g = pick(group, False), pick(group, True)
-        if (c and g and g.get("device") == gpu.get("device") and _machine(c) == _machine(cpu)
-                and c.get("backend") == cpu.get("backend")):
-            found.append({"run": run_id[-6:], "cpu": c, "gpu": g,
-                          "speedup": steady_epoch_seconds(c) / steady_epoch_seconds(g)})
-    return found
-
-
 def _by_run(found: list[dict], key: str) -> str:
     """Each run's median epoch of one device, fastest first: "328 ms (c1e6b0), 521 ms (fc5e18)"."""
     ordered = sorted(found, key=lambda f: steady_epoch_seconds(f[key]))
@@ -103,24 +89,19 @@ def _precision(record: dict) -> str:
     return PRECISION.get((record.get("float32_precision") or {}).get("matmul"), "float32")
 
 
-def cpu_best(cpu: dict, path) -> str:
-    """The fastest median epoch recorded on the reference's CPU, how and where, and whether it
-    is the only kind recorded there."""
-    candidates = [r for r in RECORDS.read(path) if not is_gpu(r) and _machine(r) == _machine(cpu)
-                  and r.get("n_train") == cpu.get("n_train")]
-    best = min(candidates, key=steady_epoch_seconds)
-    kinds = {(_compiler(r), _precision(r)) for r in candidates}
-    only = (": the only framework and precision the lesson has recorded on this CPU"
-            if len(kinds) == 1 else "")
-    return (f"{duration(steady_epoch_seconds(best))}, with {_compiler(best)} in "
-            f"{_precision(best)} (run {best['run_id'][-6:]}){only}")
-
-
 def _headline(values: dict, cpu: dict, gpu: dict | None, path: Path) -> None:
     """The ``ref_head_*`` values of the reference's CPU (and GPU) record."""
     rate = achieved_tflops(cpu)
     values["ref_head_compiler"] = _compiler(cpu)
-    values["ref_head_cpu_best"] = cpu_best(cpu, path)
+    # The fastest median epoch recorded on the reference's CPU, how and where, and whether it
+    # is the only kind recorded there.
+    candidates = [r for r in RECORDS.read(path) if not is_gpu(r) and _machine(r) == _machine(cpu)
+                  and r.get("n_train") == cpu.get("n_train")]
+    best = min(candidates, key=steady_epoch_seconds)
+    only = (": the only framework and precision the lesson has recorded on this CPU"
+            if len({(_compiler(r), _precision(r)) for r in candidates}) == 1 else "")
+    values["ref_head_cpu_best"] = (f"{duration(steady_epoch_seconds(best))}, with {_compiler(best)} "
+                                   f"in {_precision(best)} (run {best['run_id'][-6:]}){only}")
     values["ref_head_cpu_tflops"] = f"{rate:.2g} TFLOP/s"
     found = cpu_matmul(cpu, path.with_name(matmul.RECORDS.results_file.name))
     if found:
@@ -128,7 +109,13 @@ def _headline(values: dict, cpu: dict, gpu: dict | None, path: Path) -> None:
         values["ref_head_cpu_matmul"] = f"{peak:.2f} TFLOP/s (n = {found['n']:,})"
         values["ref_head_cpu_matmul_run"] = found["run"]
         values["ref_head_cpu_share"] = f"{100 * rate / peak:.0f} %"
-    found = same_runs(cpu, gpu, path) if gpu else []
+    # The runs on the reference's GPU model, CPU and backend, in file order.
+    found = [{"run": run_id[-6:], "cpu": c, "gpu": g,
+              "speedup": steady_epoch_seconds(c) / steady_epoch_seconds(g)}
+             for run_id, group in RECORDS.runs_in(path).items()
+             if gpu and (c := pick(group, False)) and (g := pick(group, True))
+             and g.get("device") == gpu.get("device") and _machine(c) == _machine(cpu)
+             and c.get("backend") == cpu.get("backend")]
     if found:
         ratios = sorted(f["speedup"] for f in found)
         values["ref_head_speedup_range"] = (f"{ratios[0]:.0f}× to {ratios[-1]:.0f}×"

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from functools import partial
 
+from gpulesson import lesson
+from gpulesson.datasets import load
 from gpulesson.experiments import cli
+from gpulesson.machine.devices import KERAS_DEVICES as DEVICES
 from gpulesson.machine.timing import cpu_settings, load_average, timed
 from gpulesson.records.energy import (
     energy_callback,
@@ -82,11 +85,7 @@ def train(devices, settings, *, epochs: int | None, batch_size: int, seed: int, 
     epochs = check_epochs(default_epochs(settings.quick) if epochs is None else epochs)
     import keras
 
-    from gpulesson import lesson
-    from gpulesson.datasets.load import prepare
-    from gpulesson.machine.devices import KERAS_DEVICES as DEVICES
-
-    path = prepare(settings)
+    path = load.prepare(settings)
     batches = lesson.split_batches(path, settings.batch_size(batch_size))
     keras.utils.set_random_seed(seed)
     initial_weights = lesson.build_cnn().get_weights()
@@ -121,11 +120,7 @@ def predict(devices, settings, *, seed: int, run_id: str):
     """Time prediction on each of ``devices`` ("cpu", "gpu"), yielding one record a device."""
     import keras
 
-    from gpulesson import lesson
-    from gpulesson.datasets.load import prepare
-    from gpulesson.machine.devices import KERAS_DEVICES as DEVICES
-
-    path = prepare(settings)
+    path = load.prepare(settings)
     test = lesson.HDF5Batches(path, "test", batch_size=1)
     size = min(QUICK_LARGE_BATCH if settings.quick else LARGE_BATCH, test.n_images)
     images = lesson.HDF5Batches(path, "test", batch_size=size)[0][0]
@@ -201,8 +196,6 @@ def measure(args, *, run_id: str, done):
     predictions = predictions if "inference" in args.parts else []
     if not trainings and not predictions:
         return
-    from gpulesson import lesson
-
     print(settings.describe())
     print(f"CPU threads: {threads}; XLA (jit_compile): {lesson.JIT_COMPILE}")
     if trainings:

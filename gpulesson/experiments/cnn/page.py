@@ -52,13 +52,10 @@ class Series:
     name: str  # its hardware, for the title
     style: dict  # marker, line style, hatch, colour (gpulesson.records.compare_plots)
     epochs: list  # every epoch's seconds, the warm-up first
-    summary: dict  # the epochs after the warm-up (common.summarise)
+    summary: dict  # the epochs after the warm-up (summaries.summarise)
     evaluation: float
     total: float
-
-    @property
-    def marker(self) -> str:
-        return MARKER_NAMES.get(self.style["marker"], "")
+    marker: str = ""  # its marker's name, for the alt texts
 
     @property
     def bar_values(self) -> list:  # the heights and whisker ends of its bars
@@ -81,7 +78,8 @@ def drawn(records, hardware_names=None) -> tuple[list[Series], object]:
                                                ("GPU", pick(records, True))) if record]
     series = [Series(kind, names.get(kind, kind), _STYLES[i], [float(s) for s in record["epoch_seconds"]],
                      epoch_summary(record), float(record["evaluation_seconds"]),
-                     float(record["total_seconds"])) for i, (kind, record) in enumerate(ran)]
+                     float(record["total_seconds"]), MARKER_NAMES.get(_STYLES[i]["marker"], ""))
+              for i, (kind, record) in enumerate(ran)]
     return series, RECORDS.gpu_against_cpu(records)
 
 
