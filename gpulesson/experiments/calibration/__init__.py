@@ -3,8 +3,7 @@
 Episode 5's instructor notes: the stand-in should behave as CIFAR-10 does with the CNN (a test
 accuracy within TARGET_ACCURACY after the workshop's epochs, overfitting within 30 epochs, mistakes
 mostly within look-alike pairs). A record keeps a fingerprint of the generator, so that a changed
-stand-in shows that it is stale. Imports no deep-learning framework.
-"""
+stand-in shows that it is stale. Imports no deep-learning framework."""
 
 from gpulesson.experiments import cli
 from gpulesson.records.recordset import RecordSet

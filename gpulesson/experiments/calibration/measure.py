@@ -6,6 +6,7 @@ import hashlib
 
 import numpy as np
 
+from gpulesson.datasets.synthetic import CHUNK, N_CLASSES, make_synthetic
 from gpulesson.experiments import cli
 from gpulesson.experiments.calibration import FULL, QUICK, RECORDS, WORKSHOP_EPOCHS
 from gpulesson.machine.timing import load_average
@@ -13,8 +14,6 @@ from gpulesson.machine.timing import load_average
 
 def generator_fingerprint(seed: int = 0) -> str:
     """A short hash of the stand-in's first images: it changes whenever the generator does."""
-    from gpulesson.datasets.synthetic import CHUNK, make_synthetic
-
     (x, y), (xt, yt) = make_synthetic(CHUNK, CHUNK, seed=seed, progress=False)
     digest = hashlib.sha256()
     for array in (x, y, xt, yt):
@@ -38,9 +37,8 @@ def check_plan(n_train: int, n_test: int, epochs: int, batch_size: int) -> dict:
 
 
 def measure(args, *, run_id, done):
-    """The command's one record: the episode's own model trained on the stand-in, split as the
-    episode splits its file, on the Keras device, tested after every epoch; its sizes and device
-    checked before anything is trained."""
+    """The command's one record: the episode's model trained on the stand-in as the episode splits
+    it, tested after every epoch; the sizes and device checked before anything is trained."""
     base = QUICK if args.quick else FULL
     try:
         plan = check_plan(**{key: base[key] if getattr(args, key) is None else getattr(args, key)
@@ -49,7 +47,6 @@ def measure(args, *, run_id, done):
         cli.refuse(f"error: {exc}. Nothing was measured or written.")
     import keras
 
-    from gpulesson.datasets.synthetic import N_CLASSES, make_synthetic
     from gpulesson.lesson import EpochTimer, build_cnn, compile_cnn
     from gpulesson.machine.devices import KERAS_DEVICES, keras_device
     from gpulesson.records.compare_plots import confusion_counts

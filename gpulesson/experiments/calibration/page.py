@@ -1,11 +1,13 @@
-"""The calibration on the page: what the newest record shows, episode 5's ``ref_calib_*``
-values and its figures (drawn into ``fig/05-cpu-vs-gpu``)."""
+"""The calibration on the page: what the newest record shows, episode 5's ``ref_calib_*`` values."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from gpulesson.datasets.synthetic import PAIRS
+from gpulesson.datasets.synthetic import SYNTHETIC_CLASS_NAMES as NAMES
 from gpulesson.experiments.calibration import RECORDS, RESULTS_FILE, TARGET_ACCURACY
+from gpulesson.records.compare_plots import _STYLES, _subplots, _title, confusion_matrix
 from gpulesson.records.pagewords import run_values
 from gpulesson.records.results import NOT_RECORDED, data_label, duration
 
@@ -20,8 +22,6 @@ def reference_run(path=None) -> list[dict]:
 
 def pair_share(matrix) -> float | None:
     """The share of the mistakes in ``matrix`` made between the two classes of a pair."""
-    from gpulesson.datasets.synthetic import PAIRS
-
     matrix = np.asarray(matrix)
     mistakes = matrix.sum() - np.trace(matrix)
     return float(sum(matrix[a, b] + matrix[b, a] for a, b in PAIRS) / mistakes) if mistakes else None
@@ -29,8 +29,7 @@ def pair_share(matrix) -> float | None:
 
 def _most_confused(matrix) -> tuple[int, int]:
     """The two classes confused most often with each other (both directions together)."""
-    matrix = np.asarray(matrix)
-    both = matrix + matrix.T
+    both = np.asarray(matrix) + np.transpose(matrix)
     np.fill_diagonal(both, -1)
     a, b = np.unravel_index(int(both.argmax()), both.shape)
     return (int(min(a, b)), int(max(a, b)))
@@ -65,8 +64,6 @@ def findings(record: dict) -> dict:
 
 def describe(records) -> str:
     """The run (its one record) in a few sentences."""
-    from gpulesson.datasets.synthetic import SYNTHETIC_CLASS_NAMES as NAMES
-
     record = records[-1]
     found = findings(record)
     lines = [
@@ -96,8 +93,6 @@ SHOWN = {"workshop_epochs": str, "workshop_accuracy": PERCENT, "best_accuracy": 
 
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     """Text snippets of the newest record for the episode's instructor notes (``ref_calib_*``)."""
-    from gpulesson.datasets.synthetic import SYNTHETIC_CLASS_NAMES as NAMES
-
     records = reference_run(path)
     values = run_values("ref_calib", records, "date", "backend", "cpu", "n_train", "epochs",
                         "batch_size")
@@ -111,9 +106,6 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
 
 def figures(records):
     """The learning curves and the confusion matrix after the workshop's epochs: ``(fig, fig)``."""
-    from gpulesson.datasets.synthetic import SYNTHETIC_CLASS_NAMES
-    from gpulesson.records.compare_plots import _STYLES, _subplots, _title, confusion_matrix
-
     if not records:
         raise ValueError("no calibration record: record one with "
                          "'python -m gpulesson.experiments.calibration'")
@@ -130,9 +122,7 @@ def figures(records):
         ax.annotate(f"workshop: {found['workshop_epochs']} epochs",
                     (found["workshop_epochs"], 0.5), xycoords=("data", "axes fraction"),
                     rotation=90, ha="right", va="center", fontsize=8)
-        ax.set_xlabel("epoch")
-        ax.set_ylabel(name)
-        ax.set_title(name.capitalize())
+        ax.set(xlabel="epoch", ylabel=name, title=name.capitalize())
         ax.grid(alpha=0.3)
         ax.legend()
     _title(curves, "The lesson's CNN on the stand-in", label,
@@ -143,6 +133,6 @@ def figures(records):
     matrix = np.asarray(record["confusion"][str(found["workshop_epochs"])])
     truth = np.repeat(np.arange(matrix.shape[0]), matrix.sum(axis=1))
     predicted = np.concatenate([np.repeat(np.arange(matrix.shape[1]), row) for row in matrix])
-    confusion, _ = confusion_matrix(truth, predicted, SYNTHETIC_CLASS_NAMES,
+    confusion, _ = confusion_matrix(truth, predicted, NAMES,
                                     label=f"{label}, after {found['workshop_epochs']} epochs")
     return curves, confusion

@@ -1,8 +1,7 @@
 """A small MLP on the CPU and on the GPU, and a sweep of batch size x layer width.
 
 Episode 7's MLP on the breast-cancer data (``comparison``) and its sweep on random rows
-(``sweep``), with the episode's own code. Importing the package imports no deep-learning framework.
-"""
+(``sweep``), with the episode's own code. Importing the package imports no deep-learning framework."""
 
 from gpulesson.experiments import cli
 from gpulesson.experiments.small_models.measure import (

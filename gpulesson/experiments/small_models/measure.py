@@ -5,17 +5,18 @@ around it, the comparison each epoch's energy where the device's meter can be re
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import math
 
 import numpy as np
 
 from gpulesson.experiments import cli
 from gpulesson.machine.devices import KERAS_DEVICES as DEVICES
+from gpulesson.machine.devices import keras_device
 from gpulesson.machine.timing import load_average
 from gpulesson.records.energy import energy_callback, start_intervals, stop_intervals
 from gpulesson.records.recordset import RecordSet, epochs_summary
-from gpulesson.records.results import duration as short_time
-from gpulesson.records.results import new_run_id
+from gpulesson.records.results import duration, new_run_id
 from gpulesson.records.summaries import WARMUP, repeats_for
 
 PARTS = ("comparison", "sweep")
@@ -25,18 +26,17 @@ EPISODE_MLP = (N_FEATURES, *EPISODE_WIDTHS, N_CLASSES)  # the episode's MLP: 30 
 # A record made before the rule took its first epoch as the warm-up.
 RECORDS = RecordSet("mlp-cpu-vs-gpu", ("part", "device_kind", "width", "batch_size"),
                     data="breast_cancer", warmup_key=None)
+MIN_EPOCHS = WARMUP + repeats_for(True)  # the warm-up and at least the quick mode's repeats
 # The comparison: a fixed number of epochs, no early stop; the first is the warm-up, the other
 # 19 the timed repeats (more than the rule's minimum: an epoch takes about 0.1 s on a CPU).
 COMPARISON = {"epochs": 20, "batch_size": 32}
-QUICK_COMPARISON = {"epochs": WARMUP + repeats_for(True), "batch_size": 32}
+QUICK_COMPARISON = {"epochs": MIN_EPOCHS, "batch_size": 32}
 # The sweep: every batch size x every width, on random rows (at least 4 batches per epoch),
 # each cell one warm-up epoch and the rule's timed repeats: about two minutes on the lesson's
 # 2-core CPU, most of it in the width-4096 cells.
 GRID = {"batch_sizes": (32, 256, 1024, 4096), "widths": (16, 256, 1024, 4096),
         "n_rows": 4096, "epochs": WARMUP + repeats_for(False)}
-QUICK_GRID = {"batch_sizes": (32, 256), "widths": (16, 64), "n_rows": 1024,
-              "epochs": WARMUP + repeats_for(True)}
-MIN_EPOCHS = WARMUP + repeats_for(True)  # the warm-up and at least the quick mode's repeats
+QUICK_GRID = {"batch_sizes": (32, 256), "widths": (16, 64), "n_rows": 1024, "epochs": MIN_EPOCHS}
 MIN_BATCHES = 4
 SKIPPED_GPU = "SKIPPED: no GPU is visible to Keras"
 
@@ -56,8 +56,6 @@ def keras_device_name(device: str) -> str:
 def check_devices(devices, gpu_count: int) -> list[str]:
     """The Keras names of ``devices``; refuses unknown devices, and a GPU when none is visible."""
     names = [keras_device_name(d) for d in devices]
-    if not names:
-        raise ValueError("no device given: use cpu, gpu or both")
     if len(set(names)) != len(names):
         raise ValueError(f"a device is named twice: {', '.join(map(str, devices))}")
     if "gpu" in map(device_kind, names) and not gpu_count:
@@ -121,8 +119,7 @@ def time_cell(device: str, batch_size: int, width: int, *, n_rows: int, epochs: 
     return {"batch_size": batch_size, "width": width, "hidden_widths": list(widths),
             "n_parameters": model.count_params(), "n_rows": rows, "steps_per_epoch": steps,
             **timing, "mean_epoch_seconds": mean, "summary": summary,
-            "seconds_per_sample": summary["median"] / rows,
-            "seconds_per_step": summary["median"] / steps,
+            "seconds_per_sample": summary["median"] / rows, "seconds_per_step": summary["median"] / steps,
             "jit_compile": lesson.JIT_COMPILE, "load_average": load}
 
 
@@ -132,18 +129,15 @@ def _sweep(devices, batch_sizes, widths, *, n_rows: int, epochs: int, run_id: st
     devices = [keras_device_name(d) for d in devices]
     grid = check_grid(batch_sizes, widths, n_rows, epochs)
     run_id = run_id or new_run_id()
-    for device in devices:
-        for width in grid["widths"]:
-            for batch_size in grid["batch_sizes"]:
-                if ("sweep", device_kind(device), width, batch_size) in done:
-                    continue
-                cell = time_cell(device, batch_size, width, n_rows=grid["n_rows"],
-                                 epochs=grid["epochs"], seed=seed)
-                if progress:
-                    progress(f"{device}  width {width:5}  batch {batch_size:5}  "
-                             f"{short_time(cell['seconds_per_sample'])} per sample")
-                yield RECORDS.record(data="random", part="sweep", run_id=run_id, source=source,
-                                     device_kind=device_kind(device), keras_device=device, **cell)
+    for device, width, batch_size in itertools.product(devices, grid["widths"], grid["batch_sizes"]):
+        if ("sweep", device_kind(device), width, batch_size) in done:
+            continue
+        cell = time_cell(device, batch_size, width, n_rows=grid["n_rows"], epochs=grid["epochs"], seed=seed)
+        if progress:
+            progress(f"{device}  width {width:5}  batch {batch_size:5}  "
+                     f"{duration(cell['seconds_per_sample'])} per sample")
+        yield RECORDS.record(data="random", part="sweep", run_id=run_id, source=source,
+                             device_kind=device_kind(device), keras_device=device, **cell)
 
 
 def sweep(devices, batch_sizes, widths, **options) -> list[dict]:
@@ -204,8 +198,6 @@ def _comparison(devices, *, run_id: str, seed: int, settings: dict, source: str,
 
 def measure(args, *, run_id: str, done):
     """The command's run: the parts asked for, each record yielded as it is made."""
-    from gpulesson.machine.devices import keras_device
-
     base = QUICK_GRID if args.quick else GRID
     try:
         unknown = [p for p in args.parts if p not in PARTS]
@@ -231,7 +223,6 @@ def measure(args, *, run_id: str, done):
     shared = {"run_id": run_id, "seed": args.seed, "done": done,
               "source": "gpulesson.experiments.small_models" + (" --quick" if args.quick else "")}
     if "comparison" in parts:
-        settings = QUICK_COMPARISON if args.quick else COMPARISON
-        yield from _comparison(devices, settings=settings, **shared)
+        yield from _comparison(devices, settings=QUICK_COMPARISON if args.quick else COMPARISON, **shared)
     if "sweep" in parts:
         yield from _sweep(devices, **grid, **shared, progress=lambda line: print(line, flush=True))

@@ -1,6 +1,5 @@
 """Episode 7's reference runs, one per part (a sweep counts only whole), in words, tables and
-figures, and the page's ``ref_mlp_*`` values; the alt texts read what the figures draw
-(:func:`sweep_drawn`). Imports no deep-learning framework."""
+figures (their alt texts read what they draw), and the ``ref_mlp_*`` values. No framework imported."""
 
 from __future__ import annotations
 
@@ -11,11 +10,10 @@ from collections import Counter
 import numpy as np
 
 from gpulesson.experiments.small_models.measure import EPISODE_MLP, PARTS, RECORDS, hidden_widths
-from gpulesson.records.compare_plots import LOG_NOTE, needs_log_axis
+from gpulesson.records.compare_plots import LOG_NOTE, epoch_times, needs_log_axis
 from gpulesson.records.figkit import need, title
 from gpulesson.records.pagewords import accuracy, by_device, first_epoch, listed, median_text, run_values
-from gpulesson.records.results import NOT_RECORDED, data_label, hardware, is_gpu, pick
-from gpulesson.records.results import duration as short_time
+from gpulesson.records.results import NOT_RECORDED, data_label, duration, hardware, is_gpu, pick
 from gpulesson.records.summaries import SPREAD_NOTE, Comparison, draw_spread, scale, summary_text, times_text
 
 COMMAND = "python -m gpulesson.experiments.small_models"
@@ -98,8 +96,8 @@ def describe_comparison(records) -> str:
               f"backend {first['backend']}.")]
     for record in sorted(records, key=is_gpu):
         kind = record["device_kind"].upper()
-        lines.append(f"{kind} ({names[kind]}): first epoch {short_time(record['first_epoch_seconds'])} "
-                     f"(warm-up), then {summary_text(RECORDS.epoch_summary(record), short_time)} per "
+        lines.append(f"{kind} ({names[kind]}): first epoch {duration(record['first_epoch_seconds'])} "
+                     f"(warm-up), then {summary_text(RECORDS.epoch_summary(record), duration)} per "
                      f"epoch; test accuracy {record['test_accuracy']:.3f}.")
     speedup = speedup_text(RECORDS.gpu_against_cpu(records))
     lines.append(f"Speed-up of the GPU per epoch (medians): {speedup}." if pick(records, True)
@@ -111,8 +109,8 @@ def _cell_text(found, between: str = " ", dash: str = "-") -> str:
     """A cell's median time per sample and the range of its timed epochs."""
     if not found:
         return "-"
-    return short_time(found["median"]) + between + (
-        f"({short_time(found['min'])}{dash}{short_time(found['max'])})" if found["n"] > 1 else "(1 epoch)")
+    return duration(found["median"]) + between + (
+        f"({duration(found['min'])}{dash}{duration(found['max'])})" if found["n"] > 1 else "(1 epoch)")
 
 
 def sweep_table(records) -> str:
@@ -162,8 +160,8 @@ def comparison_alt(records) -> str:
              + "; the first epoch is circled and labelled as the warm-up. Right of the epochs, "
              "a whisker spans the fastest to the slowest timed epoch around the median, with "
              "the timed epochs as dots."]
-    parts += [f"{d['kind']}: first epoch {short_time(d['epochs'][0])}, then "
-              f"{summary_text(d['summary'], short_time, what='timed epochs')}." for d in drawn]
+    parts += [f"{d['kind']}: first epoch {duration(d['epochs'][0])}, then "
+              f"{summary_text(d['summary'], duration, what='timed epochs')}." for d in drawn]
     if needs_log_axis([v for d in drawn for v in d["epochs"]]):
         parts.append(LOG_NOTE)
     return " ".join(parts)
@@ -171,13 +169,11 @@ def comparison_alt(records) -> str:
 
 def comparison_figure(records):
     """Each device's time per epoch, and right of them the median and range of its timed epochs."""
-    from gpulesson.records import compare_plots
-
     need(records, f"run {COMMAND}")
     drawn = _comparison_drawn(records)
     need(drawn, "the comparison records keep no epoch times")
     names, found = hardware(records), {d["kind"]: d["epochs"] for d in drawn}
-    fig = compare_plots.epoch_times(found.get("CPU"), found.get("GPU"), label=data_label(records),
+    fig = epoch_times(found.get("CPU"), found.get("GPU"), label=data_label(records),
                                     hardware={k: names[k] for k in found})
     ax = fig.axes[0]
     colours = {line.get_label(): line.get_color() for line in ax.get_lines()}
@@ -198,8 +194,7 @@ def comparison_figure(records):
 
 
 def sweep_drawn(records) -> tuple[str, dict[tuple[int, int], tuple[float, str]]]:
-    """What the grid draws: its kind ("speed-up" with both devices, else the one device's "cpu"
-    or "gpu" time per sample) and per cell its value (the speed-up, or seconds) and text."""
+    """What the grid draws: its kind ("speed-up", else the one device's "cpu" or "gpu") and each cell."""
     cells, verdicts = sweep_cells(records), sweep_verdicts(records)
     if verdicts:
         drawn = {}
@@ -241,8 +236,8 @@ def sweep_alt(records) -> str:
         low, high = min(cells, key=lambda k: cells[k][0]), max(cells, key=lambda k: cells[k][0])
         parts[0] += (f", each cell coloured and labelled with the {kind.upper()}'s median time per "
                      "sample and, in brackets, the range of the timed epochs.")
-        parts.append(f"The median time per sample ranged from {short_time(cells[low][0])} at "
-                     f"{cell_name(low)} to {short_time(cells[high][0])} at {cell_name(high)}.")
+        parts.append(f"The median time per sample ranged from {duration(cells[low][0])} at "
+                     f"{cell_name(low)} to {duration(cells[high][0])} at {cell_name(high)}.")
     if missing:
         parts.append(f"{missing} cells are labelled not measured.")
     return " ".join(parts)
@@ -287,8 +282,7 @@ def sweep_figure(records):
                 color="white" if dark else "black")
     ax.set_xticks(range(len(batches)), [str(b) for b in batches])
     ax.set_yticks(range(len(widths)), [f"{w} ({hidden_widths(w)[1]})" for w in widths])
-    ax.set_xlabel("batch size")
-    ax.set_ylabel("hidden layer widths: first (second)")
+    ax.set(xlabel="batch size", ylabel="hidden layer widths: first (second)")
     title(fig, what, records, detail, f"MLP 30 -> width -> width/2 -> 2; {records[0]['backend']} "
           f"backend; {records[0]['date'][:10]}", fontsize=10)
     fig.tight_layout()
@@ -317,8 +311,7 @@ def cut_sweep_note(path, reference) -> str:
 
 
 def sweep_dates(records) -> str:
-    """When a sweep's cells were recorded: "on 2026-11-28", or, for a run resumed in a later
-    call, each device's days with its cells and whether the parts share machine and versions."""
+    """When a sweep's cells were recorded: one day, or per device its days and whether the parts agree."""
     if not records:
         return NOT_RECORDED
     days = sorted({r["date"][:10] for r in records})
@@ -366,7 +359,7 @@ def substitutions(path=RECORDS.results_file) -> dict[str, str]:
             return median_text(sample_summary(found, per), what="repeats")
 
         mine = [r["total_seconds"] for r in records if r["device_kind"] == name]
-        values[f"ref_mlp_sweep_{name}_total"] = short_time(sum(mine)) if mine else NOT_RECORDED
+        values[f"ref_mlp_sweep_{name}_total"] = duration(sum(mine)) if mine else NOT_RECORDED
         values[f"ref_mlp_sweep_{name}_small_sample"] = timed("small")
         values[f"ref_mlp_sweep_{name}_large_sample"] = timed("large")
         values[f"ref_mlp_sweep_{name}_small_step"] = timed("small", STEPS)
@@ -375,8 +368,8 @@ def substitutions(path=RECORDS.results_file) -> dict[str, str]:
         first, last = (sample_summary(cells.get((widths[0], batch), {}).get(name), STEPS)
                        for batch in (batches[0], batches[-1])) if records else (None, None)
         values[f"ref_mlp_sweep_{name}_row_steps"] = (
-            f"from {short_time(first['median'])} at batch size {batches[0]:,} to "
-            f"{short_time(last['median'])} at batch size {batches[-1]:,} (medians)"
+            f"from {duration(first['median'])} at batch size {batches[0]:,} to "
+            f"{duration(last['median'])} at batch size {batches[-1]:,} (medians)"
             if len(batches) > 1 and first and last else NOT_RECORDED)
 
     def cell(key):

@@ -1,8 +1,6 @@
 """Record a CPU-vs-GPU run of the PyTorch episode's CNN, with the episode's own code, in a results file.
 
-Episode 8's measurements, one record a device. Importing the package needs neither PyTorch nor
-Keras (TensorFlow must not share a process with PyTorch's compiler).
-"""
+Episode 8's measurements, one record a device; importing the package needs neither PyTorch nor Keras."""
 
 from gpulesson.experiments import cli
 from gpulesson.experiments.torch_reference.measure import DEVICES, RECORDS, check_torch, run_record

@@ -1,7 +1,6 @@
-"""Measuring episode 8's comparison with the episode's own code (:mod:`gpulesson.lesson.torch`):
-one record a device, with the CNN's record fields. Importing it needs neither PyTorch nor Keras
-(TensorFlow must not share a process with PyTorch's compiler: their LLVM copies clash), so the
-notebook's first cell can say plainly when PyTorch is missing (:func:`check_torch`)."""
+"""Episode 8's comparison measured with its own code (:mod:`gpulesson.lesson.torch`), one record a
+device. Importing it needs neither PyTorch nor Keras (TensorFlow and PyTorch's compiler bring
+clashing LLVM copies), so the notebook's first cell can say when PyTorch is missing."""
 
 from __future__ import annotations
 
@@ -38,9 +37,8 @@ def _skip_cell(lines):
 
 
 def check_torch(shell=None) -> bool:
-    """Whether PyTorch can be imported (then print its version). Without it, print
-    :data:`SKIPPED` and, in IPython, turn every later cell into a one-line note until the
-    kernel restarts, so the rest of the notebook runs without errors and does nothing."""
+    """Whether PyTorch can be imported (then print its version); without it print :data:`SKIPPED` and,
+    in IPython, turn every later cell into a one-line note, so the notebook runs and does nothing."""
     if importlib.util.find_spec("torch") is None:
         print(SKIPPED)
         if shell is None and importlib.util.find_spec("IPython"):
@@ -57,8 +55,7 @@ def check_torch(shell=None) -> bool:
 
 def torch_environment(device: str) -> dict:
     """PyTorch's view of the framework and the device, in place of the Keras-oriented keys of
-    :func:`gpulesson.records.results.environment_record`; a CUDA or CPU run also gets the
-    device facts the Keras records have (``gpu``, ``float32_precision``), MPS has none."""
+    :func:`~gpulesson.records.results.environment_record`, with the device facts (not for MPS)."""
     import torch
 
     kind = torch.device(device).type
@@ -83,8 +80,7 @@ def torch_environment(device: str) -> dict:
 
 def run_record(run: dict, *, data: str, run_id: str, n_train: int, n_test: int,
                source: str = "notebook", load_before=None, load_after=None) -> dict:
-    """The record of one device's run (what :func:`gpulesson.lesson.torch.train_on` returns),
-    by the measurement rule: the warm-up epoch apart, the timed ones summarised."""
+    """One device's record of :func:`gpulesson.lesson.torch.train_on`'s run, by the measurement rule."""
     seconds = [float(s) for s in run["epoch_seconds"]]
     if not seconds:
         raise ValueError("the run has no epoch times")
@@ -134,8 +130,7 @@ def measure(args, *, run_id: str, done):
               + (f"going on with {', '.join(devices)}." if devices else "nothing left to record."))
         if not devices:
             return
-    # The lesson's data, normalised by the training images' mean and deviation, and the CNN's
-    # initial weights for every device.
+    # The lesson's data, normalised by the training images' statistics; one initial CNN for all.
     (x_train, y_train), (x_test, y_test), data, _ = load_data(settings)
     mean, std = float(x_train.mean() / 255), float(x_train.std() / 255)
     train_set = lesson_torch.to_dataset(x_train, y_train, mean, std)

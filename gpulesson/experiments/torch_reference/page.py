@@ -1,6 +1,5 @@
-"""Episode 8's ``ref_torch_*`` values and figures from the reference run (the newest with a GPU
-record), set beside the learner's: its environment against the pinned one, and the notebook's
-epochs against its own. The figures and the table are the CNN's, with two PyTorch words."""
+"""Episode 8's ``ref_torch_*`` values and figures from the reference run, set beside the pinned
+environment and the notebook's epochs; the figures and the table are the CNN's, in PyTorch words."""
 
 from __future__ import annotations
 
@@ -29,12 +28,10 @@ def describe(records) -> str:
 
 
 def _words(records) -> dict:
-    """PyTorch runs eagerly: its first epoch pays start-up costs, no compiling; the CPU's name
-    says how many threads PyTorch computed with."""
+    """PyTorch runs eagerly (a first epoch without compiling); the CPU's name gives its threads."""
     names = hardware(records)
     cpu = pick(records, False)
-    if cpu and cpu.get("torch_threads"):
-        threads = cpu["torch_threads"]
+    if cpu and (threads := cpu.get("torch_threads")):
         names["CPU"] += f", {threads} PyTorch thread{'s' if threads > 1 else ''}"
     return {"first_epoch": "one-off start-up costs", "hardware_names": names}
 
@@ -89,9 +86,8 @@ def substitutions(path=RECORDS.results_file) -> dict[str, str]:
         "ref_torch_notebook_work": _notebook_work(first) if first else NOT_RECORDED,
     }
     for name, record in by_device(records):
-        for key, field in (("first_epoch", "first_epoch_seconds"),
-                           ("evaluation", "evaluation_seconds"), ("total", "total_seconds")):
-            values[f"ref_torch_{name}_{key}"] = duration(record[field]) if record else NOT_RECORDED
+        for key in ("first_epoch", "evaluation", "total"):
+            values[f"ref_torch_{name}_{key}"] = duration(record[f"{key}_seconds"]) if record else NOT_RECORDED
         values[f"ref_torch_{name}_epoch"] = median_text(epoch_summary(record))
         values[f"ref_torch_{name}_accuracy"] = accuracy(record)
     # The GPU's epoch after the warm-up over its steps: for a network this small, the host's
