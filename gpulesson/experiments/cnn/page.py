@@ -222,22 +222,17 @@ def describe(records, *, full_epochs: int = FULL_EPOCHS, full_n_train: int | Non
         kind = "GPU" if is_gpu(record) else "CPU"
         summary = epoch_summary(record)
         warmup = ", ".join(duration(s) for s in summary["warmup"])
-        lines.append(
-            f"{kind} ({names[kind]}): "
-            + (f"warm-up epoch {warmup}, then " if warmup else "")
-            + f"{median_text(summary)} per epoch; "
-            f"evaluation {duration(record['evaluation_seconds'])}; "
-            f"test accuracy {record['test_accuracy']:.3f}."
-        )
+        lines.append(f"{kind} ({names[kind]}): " + (f"warm-up epoch {warmup}, then " if warmup else "")
+                     + f"{median_text(summary)} per epoch; evaluation "
+                     f"{duration(record['evaluation_seconds'])}; "
+                     f"test accuracy {record['test_accuracy']:.3f}.")
     comparison = RECORDS.gpu_against_cpu(records)
     if comparison is not None:
         lines.append(f"Speed-up of the GPU over the CPU: {speedup_text(comparison)} per epoch "
                      "(the median epochs after the warm-up).")
     n_full = full_n_train or records[0]["n_train"]
-    costs = " and ".join(
-        f"{duration(full_training_seconds(r, full_epochs, n_full))} on the {'GPU' if is_gpu(r) else 'CPU'}"
-        for r in records
-    )
+    costs = " and ".join(f"{duration(full_training_seconds(r, full_epochs, n_full))} on the "
+                         f"{'GPU' if is_gpu(r) else 'CPU'}" for r in records)
     lines.append(f"Training {full_epochs} epochs of {n_full:,} images would take about {costs}.")
     return "\n".join(lines)
 
