@@ -327,12 +327,11 @@ def stream_goals(records, path=fm.RECORDS.results_file) -> str:
 
 def chunks_text(path=fm.RECORDS.results_file) -> str:
     """The newest run's chunk shapes and chunk cache: each layout's rate read alone."""
-    found = [run for run in fm.RECORDS.runs_in(path).values()
-             if any(r.get("group") == fm.GROUP for r in run)]
+    found = list(fm.RECORDS.runs_in(path, group=fm.GROUP).values())
     if not found:
         return ("The chunk shapes and the chunk cache have not been recorded yet "
                 f"{recorded_by(f'{RECORD_COMMAND} --chunks', 'them')}.")
-    rows = [r for r in found[-1] if r.get("group") == fm.GROUP]
+    rows = found[-1]
     head = ["file layout", "images/s read alone: median (range)"]
     return (f"On the {parts.machine(rows)} (run {rows[0]['run_id']}), the generator read alone, "
             f"a window of {rows[0]['window']} blocks:\n\n" + pagewords.markdown_table(head, [
