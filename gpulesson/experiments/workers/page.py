@@ -109,8 +109,9 @@ def compared(records) -> str:
 def table(records) -> str:
     """The run as a Markdown table; the last column's header says which epochs it compares."""
     return words.markdown_table(["Backend, device", "Work on each block", "Worker processes",
-                           "Images/s: median (range)",
-                           words.headed("Against no worker", compared(records))], rows(records))
+                                 "Images/s: median (range)",
+                                 words.headed("Against no worker", compared(records))],
+                                rows(records))
 
 
 def describe(records) -> str:
