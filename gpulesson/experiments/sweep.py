@@ -3,8 +3,6 @@
 Each task of ``jobs/sweep-array.sbatch`` turns its id into arguments of :mod:`.train_job`.
 """
 
-from __future__ import annotations
-
 import csv
 import itertools
 import json

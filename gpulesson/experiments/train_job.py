@@ -4,8 +4,6 @@ Its files in one out folder: ``params.json``, ``history.csv``, ``best.keras``, `
 ``record.json`` (also appended to ``--results-file``) and ``backup/``, to resume from.
 """
 
-from __future__ import annotations
-
 import csv
 import dataclasses
 import json
@@ -205,8 +203,7 @@ def _callbacks(out: Path, epochs: int, learning_rate: float, delay: float):
                                         initial_value_threshold=min(
                                             (row["val_loss"] for row in history), default=None)),
         # Last: once the backup says "epoch k done", the files above have epoch k.
-        keras.callbacks.BackupAndRestore(str(out / BACKUP), save_freq="epoch",
-                                         delete_checkpoint=False),
+        keras.callbacks.BackupAndRestore(str(out / BACKUP), save_freq="epoch", delete_checkpoint=False),
     ]
 
 

@@ -1,8 +1,6 @@
 """k copies of the lesson's CNN training at once, each a process of its own (:func:`worker`)
 that sees no GPU; a worker that fails or runs past its time stops its condition unrecorded."""
 
-from __future__ import annotations
-
 import argparse
 import functools
 import json
@@ -44,7 +42,7 @@ def write_data(directory, n_images: int, batch_size: int) -> Path:
                       chunk_rows=batch_size, progress=False)
 
 
-def _command(data, *, n_images, batch_size, epochs, threads, seed) -> list[str]:
+def _command(data, *, n_images, batch_size, epochs, threads, seed=42) -> list[str]:
     return [sys.executable, "-m", WORKER, str(data), "--n-images", str(n_images),
             "--batch-size", str(batch_size), "--epochs", str(epochs), "--seed", str(seed),
             *(("--threads", str(threads)) if threads else ())]
@@ -89,8 +87,7 @@ def run_condition(data, copies: int, threads: int | None = None, *, n_images: in
                   batch_size: int, epochs: int, timeout: float = contention.TIMEOUT) -> dict:
     """Start ``copies`` trainings together and wait for all: their reports, the load average
     before and (each second) while they ran, the wall time."""
-    command = _command(data, n_images=n_images, batch_size=batch_size, epochs=epochs,
-                       threads=threads, seed=42)
+    command = _command(data, n_images=n_images, batch_size=batch_size, epochs=epochs, threads=threads)
     # The workers import this lesson's gpulesson, wherever they start, and see no GPU.
     env = {**os.environ, **GPU_HIDDEN}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(LESSON_ROOT), env.get("PYTHONPATH")]))

@@ -2,8 +2,6 @@
 k copies at once; the figure and its alt text read one :func:`drawn`, so that the alt text
 never describes what is not drawn."""
 
-from __future__ import annotations
-
 from collections import namedtuple
 
 from gpulesson.experiments.contention import RECORDS

@@ -3,8 +3,6 @@
 Here the command line and a ring all-reduce's cost (pure Python); the engine is :mod:`.training`.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 
 from gpulesson.experiments import cli, train_job
@@ -149,9 +147,8 @@ def cost_table(models: dict[str, tuple[int, float]], interconnects: dict[str, fl
             for n in gpus:
                 latency = link_latency_seconds(n, link) if link in STEP_LATENCY_US else 0.0
                 seconds = latency + allreduce_seconds(n_parameters, n, bandwidth)
-                rows.append(CostRow(name, link, n, ring_allreduce_bytes(n_parameters, n) / 1e6,
-                                    seconds * 1e3, latency * 1e3, compute_ms,
-                                    scaling_efficiency(compute_ms / 1e3, seconds)))
+                rows.append(CostRow(name, link, n, ring_allreduce_bytes(n_parameters, n) / 1e6, seconds * 1e3,
+                                    latency * 1e3, compute_ms, scaling_efficiency(compute_ms / 1e3, seconds)))
     return rows
 
 
@@ -193,9 +190,8 @@ COMMAND = cli.Command(
                       cli.option("--coordinator", help="host:port of process 0, outside Slurm"),
                       cli.option("--num-processes", type=cli.positive_int),
                       cli.option("--process-id", type=int),
-                      cli.option("--save-weights",
-                                 help="write the final weights here (.npz); '{process}' in the path "
-                                      "becomes the process number, so that every task writes its own")))),
+                      cli.option("--save-weights", help="write the final weights here (.npz); '{process}' in "
+                                 "the path becomes the process number, so that every task writes its own")))),
         "cost": ("print the all-reduce cost model", (
             cli.option("--compute-ms", type=cli.positive_float, required=True,
                        help="one step's compute time on one GPU for the lesson's CNN (ms); measure "

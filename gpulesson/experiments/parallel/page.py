@@ -1,8 +1,5 @@
-"""Episode 10's ``ref_par_*`` values: the cost model fed with the CNN's measured GPU step, and
-ResNet-50's step from its published arithmetic at the card's best matrix-product rate; without a
-GPU run, an assumed step, said so."""
-
-from __future__ import annotations
+"""Episode 10's ``ref_par_*`` values: the cost model fed with the CNN's measured GPU step and
+ResNet-50's from its arithmetic at the card's best matrix-product rate (else assumed, said so)."""
 
 import math
 from pathlib import Path
@@ -45,8 +42,7 @@ def cnn_step(records) -> tuple[float, str]:
 
 def resnet_step(records) -> tuple[float, str]:
     """``(ms per step, its source)`` of ResNet-50 on :data:`RESNET_BATCH` images at the best
-    median float32 rate of episode 6's GPU sweep (a lower bound), else
-    :data:`ASSUMED_RESNET_STEP_MS`."""
+    median float32 rate of episode 6's GPU sweep (a lower bound), else the assumed step."""
     from gpulesson.experiments.matmul import find, precision_label, rate_summary
 
     gpu = find(records, "gpu", "float32")
@@ -64,8 +60,7 @@ def resnet_step(records) -> tuple[float, str]:
 
 
 def substitutions(path) -> dict[str, str]:
-    """The step, and the CNN's all-reduce, efficiency and speed-up over Ethernet on 2, 4, 8 GPUs
-    (latency and bandwidth), the CNN's all-reduce over NVLink, and ResNet-50's step."""
+    """The steps, and the CNN's all-reduce, efficiency and speed-up over Ethernet and NVLink."""
     from gpulesson.experiments.cnn.page import reference_run
     from gpulesson.experiments.matmul import reference_run as matmul_run
 

@@ -1,8 +1,6 @@
 """Data-parallel training of the lesson's CNN: the global batch, the learning rate, the engine
 (the Keras 3 distribution API on JAX; the all-reduce of the gradients is XLA's)."""
 
-from __future__ import annotations
-
 import os
 import sys
 import time
@@ -59,10 +57,9 @@ def process_slice(x, global_batch: int, process_id: int, num_processes: int):
 def use_jax(cpu_devices: int | None = None):
     """``keras`` on the JAX backend, with ``cpu_devices`` logical CPU devices if given, before
     anything imports Keras or JAX."""
-    if "keras" in sys.modules and sys.modules["keras"].backend.backend() != "jax":
-        raise RuntimeError("data-parallel training here needs the JAX backend, but Keras "
-                           f"runs on {sys.modules['keras'].backend.backend()!r}: start a new "
-                           "Python with KERAS_BACKEND=jax")
+    if "keras" in sys.modules and (running := sys.modules["keras"].backend.backend()) != "jax":
+        raise RuntimeError("data-parallel training here needs the JAX backend, but Keras runs on "
+                           f"{running!r}: start a new Python with KERAS_BACKEND=jax")
     if os.environ.get("KERAS_BACKEND", "jax") != "jax":
         raise RuntimeError(f"KERAS_BACKEND={os.environ['KERAS_BACKEND']}: data-parallel "
                            "training here needs KERAS_BACKEND=jax")
@@ -74,9 +71,8 @@ def use_jax(cpu_devices: int | None = None):
         try:
             jax.config.update("jax_num_cpu_devices", int(cpu_devices))
         except RuntimeError as exc:
-            raise RuntimeError(f"cannot make {cpu_devices} CPU devices: JAX has started "
-                               "already in this process; call use_jax(cpu_devices=...) "
-                               "first, in a new Python") from exc
+            raise RuntimeError(f"cannot make {cpu_devices} CPU devices: JAX has started already in this "
+                               "process; call use_jax(cpu_devices=...) first, in a new Python") from exc
     # Several processes on CPUs exchange through gloo (GPUs use NCCL regardless).
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
     import keras
@@ -128,9 +124,8 @@ def load_images(data: str, n_images: int, seed: int = 0):
     return x, y.astype("int32")
 
 
-def run_training(*, per_replica_batch: int, steps: int, learning_rate: float,
-                 base_batch: int, data: str = "synthetic", seed: int = 0, devices=None,
-                 log=print):
+def run_training(*, per_replica_batch: int, steps: int, learning_rate: float, base_batch: int,
+                 data: str = "synthetic", seed: int = 0, devices=None, log=print):
     """Train the lesson's CNN data-parallel over all devices of all processes (or ``devices``)
     for ``steps`` global batches, the SGD rate scaled linearly; the model. Process 0 logs."""
     keras = use_jax()

@@ -4,8 +4,6 @@ folder: ``params.json``, ``checkpoint.pt`` (until the run has finished), ``model
 ``record.json`` (last), on a file system that every node sees.
 """
 
-from __future__ import annotations
-
 import json
 import os
 import re
@@ -30,12 +28,10 @@ COMMAND = cli.Command(
     cli.option("--data", choices=("synthetic", "mnist"), default="synthetic",
                help="the MNIST-shaped stand-in made in memory, or MNIST (default synthetic)"),
     cli.option("--seed", type=int, default=0, help="seed of the weights and the order"),
-    cli.option("--no-dropout", action="store_true",
-               help="leave dropout out (then any number of processes gives the same weights as "
-                    "one process on the same global batch)"),
-    cli.option("--drop-last", action="store_true",
-               help="leave out the last samples that do not fill a share for every process "
-                    "(default: repeat a few, as DistributedSampler does)"),
+    cli.option("--no-dropout", action="store_true", help="leave dropout out (then any number of processes "
+               "gives the same weights as one process on the same global batch)"),
+    cli.option("--drop-last", action="store_true", help="leave out the last samples that do not fill a "
+               "share for every process (default: repeat a few, as DistributedSampler does)"),
     train_job.job_device("the GPU of this process' local rank if there is one (default)"),
     cli.option("--out-dir", type=Path, default=None,
                help="folder of this run (default results/jobs/torch-ddp-<job id>/)"),
@@ -89,7 +85,7 @@ def from_environment(environ=None) -> Launch:
                         _int(env, "LOCAL_RANK") if "LOCAL_RANK" in env else _int(env, "RANK"),
                         env["MASTER_ADDR"], _int(env, "MASTER_PORT"), "torchrun")
     elif "SLURM_PROCID" in env and "SLURM_NTASKS" in env and "SLURM_STEP_ID" in env:
-        nodes = (env.get("SLURM_STEP_NODELIST") or env.get("SLURM_JOB_NODELIST") or env.get("SLURM_NODELIST"))
+        nodes = env.get("SLURM_STEP_NODELIST") or env.get("SLURM_JOB_NODELIST") or env.get("SLURM_NODELIST")
         if not env.get("MASTER_ADDR") and not nodes:
             raise LaunchError("SLURM_JOB_NODELIST is not set: run the script with srun inside "
                               "a Slurm job, or set MASTER_ADDR")
@@ -132,9 +128,8 @@ def load_checkpoint(path):
         return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # a file that is not a checkpoint, whatever torch says about it
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise ValueError(f"{path} is not a readable checkpoint ({type(exc).__name__}: "
-                         f"{first_line}); move it away to start the run again from epoch 1, "
-                         "or restore the file") from None
+        raise ValueError(f"{path} is not a readable checkpoint ({type(exc).__name__}: {first_line}); "
+                         "move it away to start the run again from epoch 1, or restore the file") from None
 
 
 def main(argv=None) -> int:

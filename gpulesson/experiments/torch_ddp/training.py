@@ -2,8 +2,6 @@
 DDP averages the gradients over the processes in the backward pass: one update on the global batch.
 """
 
-from __future__ import annotations
-
 import time
 
 import torch
