@@ -251,7 +251,7 @@ def test_the_efficiency_solution_matches_the_cost_model():
     efficiency = [parallel.scaling_efficiency(step_ms / 1e3, s) for s in seconds]
     ms = ", ".join(f"{s * 1e3:.2g}" for s in seconds[:2]) + f" and {seconds[2] * 1e3:.2g} ms"
     percent = [f"{e * 100:.0f} %" for e in efficiency]
-    speedup = [f"{n * e:.1f}" for n, e in zip((2, 4, 8), efficiency)]
+    speedup = [f"{n * e:.1f}" for n, e in zip((2, 4, 8), efficiency, strict=True)]
     text = " ".join(carpentry.fill_placeholders(TEXT, ROOT).split())
     assert f"steps of {step_ms:.3g} ms: all-reduce {ms} (latency included) on 2, 4 and 8 GPUs" \
         in text

@@ -1,4 +1,5 @@
-"""The CNN as a batch job (gpulesson.experiments.train_job) and the job-array sweep (gpulesson.experiments.sweep).
+"""The CNN as a batch job (gpulesson.experiments.train_job) and the job-array sweep
+(gpulesson.experiments.sweep).
 
 The training run is real (quick synthetic data, a few seconds an epoch on two cores): a run
 killed with SIGKILL in the middle of an epoch and started again, which must resume after the
@@ -35,7 +36,8 @@ def _command(out, results, *extra):
 
 
 def _run(command, **kwargs):
-    return subprocess.run(command, check=False, capture_output=True, text=True, timeout=300, cwd=ROOT, **kwargs)
+    return subprocess.run(command, check=False, capture_output=True, text=True, timeout=300, cwd=ROOT,
+                          **kwargs)
 
 
 def _wait_for(log, text, process, timeout=120):
