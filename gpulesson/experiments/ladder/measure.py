@@ -45,14 +45,13 @@ def measurement_record(*, run_id: str, rung: str, start: int, device: str, watch
     """One rung in one process start; ``watched``: the epochs' fields (:class:`EpochWatch`)."""
     seconds = watched["epoch_seconds"]  # the first compiles
     median = statistics.median(seconds[1:])
-    fields = {"run_id": run_id, "source": "gpulesson.experiments.ladder", "rung": rung,
-              "start": start, "device_kind": device, "keras_device": keras_device_name(device),
-              **RUNGS[rung], **chosen, "n_images": n_images, **watched,
-              "median_epoch_seconds": median,
-              "achieved_tflops": flops.tflops(flops.training_flops_per_image(), n_images, median),
-              "test_accuracy": watched["test_accuracies"][-1],
-              SUMMARY_KEY: summarise(seconds[1:], seconds[:1]), ORDER_FIELD: False, **extra}
-    return RECORDS.record(data=data, **fields)
+    return RECORDS.record(data=data, **{
+        "run_id": run_id, "source": "gpulesson.experiments.ladder", "rung": rung, "start": start,
+        "device_kind": device, "keras_device": keras_device_name(device), **RUNGS[rung], **chosen,
+        "n_images": n_images, **watched, "median_epoch_seconds": median,
+        "achieved_tflops": flops.tflops(flops.training_flops_per_image(), n_images, median),
+        "test_accuracy": watched["test_accuracies"][-1],
+        SUMMARY_KEY: summarise(seconds[1:], seconds[:1]), ORDER_FIELD: False, **extra})
 
 
 class EpochWatch(keras.callbacks.Callback):

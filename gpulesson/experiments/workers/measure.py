@@ -78,9 +78,8 @@ class EpochSplitter(keras.callbacks.Callback):
 
 def _fit(model, path, *, work: str, workers: int, batch_size: int, warmup: int,
          repeats: int) -> tuple[list[float], dict]:
-    """Seconds of every epoch of one fit fed by ``grain_blocks``, warm-up first, with each
-    epoch's split, ``exit_seconds`` until ``fit`` returned and ``teardown_seconds`` to drop the
-    dataset."""
+    """Every epoch's seconds of one fit fed by ``grain_blocks``, warm-up first; each epoch's split,
+    and the seconds until ``fit`` returned (``exit_seconds``) and to drop the dataset."""
     epochs = warmup + repeats
     dataset, steps = grain_blocks(path, epochs, batch_size, seed=1, workers=workers,
                                   augment=flip_crop if work == "augment" else None)
@@ -97,9 +96,8 @@ def _fit(model, path, *, work: str, workers: int, batch_size: int, warmup: int,
 
 
 def measure(args, *, run_id: str, done):
-    """Measure every ``--works`` x ``--workers`` (default :func:`default_workers` of the cores)
-    on each device with the current Keras backend, skipping the conditions in ``done``; yields
-    each record."""
+    """Yield a record of every ``--works`` x ``--workers`` (default :func:`default_workers`) on
+    each device with the current Keras backend, but the conditions in ``done``."""
     devices, size = cli.devices_here(args.devices), rule(args)
     batch_size, warmup, repeats = size["batch_size"], size["warmup"], size["repeats"]
     backend = keras.backend.backend()

@@ -38,9 +38,8 @@ WHERE = {"after_last_batch": "after its last batch, where the iterator met the e
 
 
 def stall(record: dict) -> dict | None:
-    """A split last timed epoch (:data:`METHOD`) that took over :data:`STALL_FACTOR` times the
-    others' median: its ``seconds``, the ``others``' median, its ``split`` and ``where`` the
-    longest part of the split went; None otherwise."""
+    """A split last timed epoch (:data:`METHOD`) over :data:`STALL_FACTOR` times the others'
+    median: its ``seconds``, the ``others``' median, its ``split`` and ``where`` it went most."""
     timed, splits = record["epoch_seconds"], record.get("epoch_splits")
     others = statistics.median(timed[:-1]) if len(timed) > 2 else None
     if not splits or others is None or timed[-1] <= STALL_FACTOR * others:
