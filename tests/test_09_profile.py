@@ -129,7 +129,8 @@ def test_without_records_the_page_says_not_recorded_and_with_them_answers_the_ex
     # a CPU's arithmetic: never mixed precision, which most CPUs run slower
     assert page.CPU_KERNELS in values["ref_prof_cut"] and "bfloat16" not in values["ref_prof_cut"]
     shown = page.reference_run(path)
-    gpu_lines, cpu_lines = (" ".join(page.summary_lines(page.find(shown, d))) for d in ("gpu", "cpu"))
+    gpu_lines, cpu_lines = (" ".join(page.summary_lines(page.RECORDS.find(shown, device_kind=d)))
+                            for d in ("gpu", "cpu"))
     assert "NVIDIA H200's published dense TF32 peak (494.5 TFLOP/s)" in gpu_lines
     assert "35 % on average" in gpu_lines and "not sampled" in cpu_lines
     assert "GPU (NVIDIA H200): a step of 2 ms" in values["ref_prof_alt"]

@@ -132,9 +132,9 @@ def test_its_command_line_records_a_run_and_goes_on_with_it(toy):
 
 
 def test_its_command_module_is_an_experiments_main(toy):
-    """The reference stages parse a step's arguments with ``NAME.__main__._parser``."""
+    """The reference stages parse a step's arguments with ``NAME.__main__.COMMAND.parser``."""
     main = importlib.import_module("toyexps.toy.__main__")
-    args = main._parser().parse_args(["--sizes", "3", "--out", str(toy)])
+    args = main.COMMAND.parser().parse_args(["--sizes", "3", "--out", str(toy)])
     assert args.sizes == [3] and main.COMMAND.module == "toyexps.toy"
     assert main.main(["--sizes", "4", "--out", str(toy)]) == 0
     assert [json.loads(line)["total"] for line in toy.read_text().splitlines()] == [6]

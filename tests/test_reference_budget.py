@@ -369,7 +369,7 @@ def test_every_planned_experiment_step_parses_as_its_command_line(planned):
     name = planned.step.argv[1]
     module = importlib.import_module(f"{name}.__main__")
     for gpu in (False, True):
-        module._parser().parse_args(steps.command(planned.step, "run-1", gpu, python="py")[3:])
+        module.COMMAND.parser().parse_args(steps.command(planned.step, "run-1", gpu, python="py")[3:])
 
 
 def test_a_step_done_with_an_older_instrument_is_recorded_again_in_a_new_run(tmp_path, monkeypatch):

@@ -208,7 +208,7 @@ def test_every_stage_step_has_arguments_its_experiment_accepts(step):
     for gpu in (False, True):
         argv = steps.command(step, "run-1", gpu=gpu, python="py")[3:]
         argv += steps.extra_arguments(step, SHORTER)
-        module._parser().parse_args(argv)  # an unknown option or bad value exits here
+        module.COMMAND.parser().parse_args(argv)  # an unknown option or bad value exits here
 
 
 @pytest.fixture(scope="module")

@@ -286,14 +286,14 @@ def test_the_reference_run_checks_ddp_on_a_gpu_node_and_records_nothing():
     import reference
     import steps
 
-    from gpulesson.experiments.torch_ddp.command import _parser
+    from gpulesson.experiments.torch_ddp.command import COMMAND
 
     step = steps.DDP_CHECK
     assert step in reference.STAGES["core"].steps and step.gpu_only and not step.resumable
     argv = steps.command(step, "run-1", gpu=True, python="py")
     assert argv[:4] == ["py", "-m", "torch.distributed.run", "--standalone"]
     assert "--run-id" not in argv and "--nproc-per-node=gpu" in argv
-    args = _parser().parse_args(argv[argv.index("gpulesson.experiments.torch_ddp") + 1:])
+    args = COMMAND.parser().parse_args(argv[argv.index("gpulesson.experiments.torch_ddp") + 1:])
     assert args.device == "gpu" and not str(args.out_dir).startswith("results")
 
 

@@ -231,7 +231,7 @@ def test_the_grid_has_every_combination_once():
 
 
 def test_a_tasks_parameters_are_train_job_arguments():
-    parsed = train_job._parser().parse_args(sweep.arguments(sweep.grid_point(3)))
+    parsed = train_job.COMMAND.parser().parse_args(sweep.arguments(sweep.grid_point(3)))
     assert (parsed.batch_size, parsed.learning_rate) == (128, 3e-4)
 
 

@@ -15,7 +15,6 @@ from pathlib import Path
 
 from gpulesson.machine.devices import KERAS_DEVICES
 from gpulesson.records.summaries import REPEATS, WARMUP, check_epochs, default_epochs
-from gpulesson.records.summaries import repeats_for as repeats_for  # read here by some experiments
 
 
 class Command:

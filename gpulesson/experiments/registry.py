@@ -155,7 +155,6 @@ COMMAND_MODULE = '''from functools import partial
 from gpulesson.experiments import registry
 
 COMMAND = registry.Declared({package!r}).COMMAND
-_parser = COMMAND.parser
 main = partial(registry.run, {package!r})
 
 if __name__ == "__main__":

@@ -80,11 +80,10 @@ COMMAND = cli.Command("sweep", __doc__, subcommands={
         cli.option("folders", nargs="+", type=Path),
         cli.option("--markdown", type=Path, help="default <first folder>/sweep.md"),
         cli.option("--csv", type=Path, help="default <first folder>/sweep.csv")))})
-_parser = COMMAND.parser
 
 
 def main(argv=None) -> int:
-    args = _parser().parse_args(argv)
+    args = COMMAND.parser().parse_args(argv)
     if args.command == "list":
         for index, point in enumerate(GRID_POINTS):
             print(index, " ".join(arguments(point)))

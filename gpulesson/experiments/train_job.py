@@ -151,7 +151,6 @@ COMMAND = cli.Command(
     cli.option("--results-file", type=Path, default=RESULTS_FILE,
                help=f"results file the run's record is appended to (default {RESULTS_FILE})"),
     epilog=RESUME)
-_parser = COMMAND.parser
 
 
 def read_history(path) -> list[dict]:
@@ -208,7 +207,7 @@ def _callbacks(out: Path, epochs: int, learning_rate: float, delay: float):
 
 
 def main(argv=None) -> int:
-    parser = _parser()
+    parser = COMMAND.parser()
     args = parser.parse_args(argv)
     # Before any training: the record would be lost at the end; Keras must be importable.
     from gpulesson.errors import cannot_write_file

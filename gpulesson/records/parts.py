@@ -52,6 +52,13 @@ def run_labels(records) -> list[str]:
             for device, run_id in part_runs(records).items()]
 
 
+def run_table(records, rows, line: str, what: str) -> str:
+    """A command's table of a run: :func:`run_labels`, then ``line`` filled with each of ``rows``."""
+    if not records:
+        return f"No {what} records."
+    return "\n".join([*run_labels(records), *(line.format(*row) for row in rows)])
+
+
 def machine(part: list[dict]) -> str:
     """One device's machine: "AMD EPYC, 2 cores"; "NVIDIA H200 beside AMD EPYC, 16 cores"."""
     first = part[0]

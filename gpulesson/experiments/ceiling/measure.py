@@ -13,7 +13,7 @@ from gpulesson.experiments.ceiling import page as cp
 from gpulesson.machine import allocator
 from gpulesson.machine.timing import Budget, BusyMeter, cpu_settings, synced_epoch_timer
 from gpulesson.records.results import new_run_id
-from gpulesson.records.summaries import WARMUP, fit_progress
+from gpulesson.records.summaries import WARMUP, fit_progress, repeats_for
 
 # The epoch's size, full and quick, as the command line takes it (cli.sizes); 256: episode 9's batch.
 SIZES = {"n_images": cp.N_IMAGES, "batch_size": 256, "quick_n_images": 1_024, "quick_batch_size": 64}
@@ -115,7 +115,7 @@ def rule(args) -> dict:
     size = "quick_" if args.quick else ""
     return {"n_images": args.n_images or SIZES[f"{size}n_images"], "warmup": WARMUP,
             "batch_size": args.batch_size or SIZES[f"{size}batch_size"],
-            "repeats": cli.repeats_for(args.quick)}
+            "repeats": repeats_for(args.quick)}
 
 
 def timed_fit(keras_device: str, fit):

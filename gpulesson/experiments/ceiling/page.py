@@ -170,11 +170,7 @@ def table(records) -> str:
 
 
 def describe(records) -> str:
-    if not records:
-        return "No ceiling records."
-    return "\n".join([*parts.run_labels(records),
-                      *(f"  {where:16} {name:17} {rate:40} {said}"
-                        for where, name, rate, said in rows(records))])
+    return parts.run_table(records, rows(records), "  {:16} {:17} {:40} {}", "ceiling")
 
 
 def goal_shares(records) -> str:

@@ -191,9 +191,9 @@ def targets(records) -> dict | None:
             "record": lesson}
 
 
-def basis(*summaries) -> str:
+def basis(*rates) -> str:
     """Which repeats the rule compared: "middle three of five epochs", or "all epochs"."""
-    note = middle_note(*summaries)
+    note = middle_note(*rates)
     return "all epochs" if note.startswith("all ") else note
 
 
@@ -426,9 +426,9 @@ def measure(args, *, run_id: str, done):
     if options["batch_size"] > options["n_images"]:
         raise cli.UsageError(f"--batch-size {options['batch_size']} is larger than --n-images "
                              f"{options['n_images']}")
-    if options["repeats"] < cli.repeats_for(quick):
+    if options["repeats"] < summaries.repeats_for(quick):
         raise cli.UsageError(
-            f"--repeats must be at least {cli.repeats_for(quick)} (the lesson's rule: "
+            f"--repeats must be at least {summaries.repeats_for(quick)} (the lesson's rule: "
             f"{summaries.REPEATS} timed epochs, {summaries.QUICK_REPEATS} with --quick), not "
             f"{options['repeats']}: make a slow condition smaller with --cpu-max-steps "
             "or --classic-max-steps instead")

@@ -16,7 +16,6 @@ from gpulesson.experiments.ladder.page import describe
 from gpulesson.records.results import new_run_id
 
 CACHE_ROOT = Path("_build") / "ladder-cache"  # git ignores _build
-_parser = COMMAND.parser
 
 
 def main(argv=None) -> int:

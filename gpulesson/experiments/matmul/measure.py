@@ -17,7 +17,7 @@ from gpulesson.machine.devices import keras_device_name as check_device
 from gpulesson.records import summaries
 from gpulesson.records.recordset import RecordSet
 from gpulesson.records.results import NOT_RECORDED, duration, hardware, is_gpu, software
-from gpulesson.records.summaries import NO_DIFFERENCE, as_rate, compare, summarise, summary_of
+from gpulesson.records.summaries import NO_DIFFERENCE, as_rate, compare, repeats_for, summarise, summary_of
 
 # One record a sweep of random inputs; a run that goes on skips the sweeps it has, and the
 # method tells the throughput methods' records from the oldest's (synchronised calls only).
@@ -230,7 +230,7 @@ def sweep_record(result: dict, *, run_id: str, source: str, repeats: int,
 
 def measure(args, *, run_id: str, done):
     """The command's run: a sweep for each device and precision asked for, yielded when made."""
-    from gpulesson.experiments.cli import default_devices, refuse, repeats_for
+    from gpulesson.experiments.cli import default_devices, refuse
     from gpulesson.machine.devices import keras_device
 
     sizes = check_sizes(args.sizes) if args.sizes else (QUICK_SIZES if args.quick else None)

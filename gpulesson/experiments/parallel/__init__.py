@@ -200,11 +200,10 @@ COMMAND = cli.Command(
                        help="the same for the ResNet-50-sized model (default: the same as "
                             "--compute-ms, which isolates the effect of the model's size)"),
             cli.option("--gpus", type=cli.positive_int, nargs="+", default=[2, 4, 8])))})
-_parser = COMMAND.parser
 
 
 def main(argv=None) -> int:
-    args = _parser().parse_args(argv)
+    args = COMMAND.parser().parse_args(argv)
     if args.command == "cost":
         large = args.large_compute_ms or args.compute_ms
         print("Ring all-reduce of float32 gradients at nominal bandwidth, not overlapped with "

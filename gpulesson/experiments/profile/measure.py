@@ -17,7 +17,7 @@ from gpulesson.experiments.profile import PROFILE_STEPS, QUICK_STEPS, RECORDS
 from gpulesson.machine.devices import keras_device_name
 from gpulesson.machine.timing import Budget, BusyMeter, synced_epoch_timer, synchronise
 from gpulesson.records.pagewords import IN_ORDER, ORDER_FIELD
-from gpulesson.records.summaries import SUMMARY_KEY, WARMUP, summarise
+from gpulesson.records.summaries import SUMMARY_KEY, WARMUP, repeats_for, summarise
 
 EPOCH = "gpulesson_epoch"  # the profiled window: one epoch, from its start to its synchronised end
 INPUT = "gpulesson_input"  # one batch fetched from the input pipeline
@@ -193,7 +193,7 @@ def measure(args, *, run_id: str, done):
     given = args.steps or (QUICK_STEPS if args.quick else None)
     settings = get_settings()
     print(settings.describe(), flush=True)
-    warmup, repeats = WARMUP, cli.repeats_for(args.quick)
+    warmup, repeats = WARMUP, repeats_for(args.quick)
     train = lesson.split_batches(prepare(settings), settings.batch_size(args.batch_size))[0]
     for device in devices:
         with keras.device(keras_device_name(device)):

@@ -20,10 +20,6 @@ COLOURS = {"input": "#dd8452", "dispatch": "#c44e52", "other": "#8c8c8c",
 LABELS = {"other": "rest of fit"}
 
 
-def find(records, device: str) -> dict | None:
-    return RECORDS.find(records, device_kind=device)
-
-
 def gpu_name(record: dict) -> str | None:
     return (record.get("gpu") or {}).get("name")
 
@@ -111,7 +107,7 @@ def summary_lines(record: dict) -> list[str]:
 
 
 def _drawn(records):
-    return [(d, r) for d in DEVICES if profiled(r := find(records, d))]
+    return [(d, r) for d in DEVICES if profiled(r := RECORDS.find(records, device_kind=d))]
 
 
 def rows(records) -> list[list[str]]:
@@ -135,7 +131,7 @@ def describe(records) -> str:
         return "No profile records."
     lines = [f"Profile of the lesson's CNN, run {records[0]['run_id']} ({software(records)}):"]
     for device in DEVICES:
-        record = find(records, device)
+        record = RECORDS.find(records, device_kind=device)
         if record:
             lines += [f"{device.upper()} ({device_name(record)}):",
                       *(f"  {line}" for line in summary_lines(record))]
@@ -192,7 +188,7 @@ def overhead_text(record: dict | None) -> str:
 
 def machine(device: str, record: dict, records) -> str:
     """A panel's machine; a CPU profiled on another host than the GPU's node says so."""
-    name, gpu = device_name(record), find(records, "gpu")
+    name, gpu = device_name(record), RECORDS.find(records, device_kind="gpu")
     mine, theirs = ((r.get("cpu_model") or "?", r.get("cores_usable")) for r in (record, gpu or {}))
     if device == "cpu" and gpu and theirs != mine:
         node = f"{theirs[1]} cores" if theirs[0] == mine[0] else f"{theirs[0]}, {theirs[1]} cores"
@@ -257,7 +253,8 @@ def figures(records):
 def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     """Episode 9's values of the profile (MyST substitutions ``ref_prof_*``)."""
     records = reference_run(path)
-    gpu, cpu, table = find(records, "gpu"), find(records, "cpu"), rows(records)
+    gpu, cpu = (RECORDS.find(records, device_kind=d) for d in ("gpu", "cpu"))
+    table = rows(records)
     head = ["Device", "Step (profiled)", "Host: input", "Host: dispatch", "Host: rest of fit",
             "Device: kernels", "Device: copies", "Device: idle",
             "TFLOP/s in the profiled step (of the peak)", "Busy (NVML, an epoch)"]

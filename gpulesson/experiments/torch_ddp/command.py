@@ -36,7 +36,6 @@ COMMAND = cli.Command(
     cli.option("--out-dir", type=Path, default=None,
                help="folder of this run (default results/jobs/torch-ddp-<job id>/)"),
     epilog=train_job.RESUME)
-_parser = COMMAND.parser
 
 
 class LaunchError(RuntimeError):
@@ -133,7 +132,7 @@ def load_checkpoint(path):
 
 
 def main(argv=None) -> int:
-    args = _parser().parse_args(argv)
+    args = COMMAND.parser().parse_args(argv)
     try:
         launch = from_environment()
     except LaunchError as exc:

@@ -13,7 +13,7 @@ from gpulesson.experiments import cli
 from gpulesson.machine.timing import load_average
 from gpulesson.records import results
 from gpulesson.records.recordset import RecordSet, check_earlier, epochs_summary, load_fields
-from gpulesson.records.summaries import SUMMARY_KEY, WARMUP
+from gpulesson.records.summaries import SUMMARY_KEY, WARMUP, default_epochs
 
 # One record a device; the page's run is the newest with both devices.
 RECORDS = RecordSet("pytorch-cpu-vs-gpu", ("device_kind",), warmup_key=None)
@@ -122,7 +122,7 @@ def measure(args, *, run_id: str, done):
     devices = cli.devices_or_refuse(args.devices, torch.cuda.is_available(), "PyTorch")
     settings = get_settings()
     # The rule: one warm-up epoch, then the timed ones (fewer in quick mode), unless --epochs.
-    epochs = cli.default_epochs(settings.quick) if args.epochs is None else args.epochs
+    epochs = default_epochs(settings.quick) if args.epochs is None else args.epochs
     had = sorted(kind for (kind,) in done)
     if had:
         devices = [d for d in devices if d not in had]

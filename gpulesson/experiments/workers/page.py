@@ -114,11 +114,7 @@ def table(records) -> str:
 
 
 def describe(records) -> str:
-    if not records:
-        return "No workers records."
-    return "\n".join([*parts.run_labels(records),
-                      *(f"  {where:12} {work:24} {n:>2} {rate:42} {said}"
-                        for where, work, n, rate, said in rows(records))])
+    return parts.run_table(records, rows(records), "  {:12} {:24} {:>2} {:42} {}", "workers")
 
 
 def findings(records) -> str:
