@@ -87,6 +87,16 @@ def test_page_values_come_from_the_newest_copies_run(contention_records):
     assert not [k for k, v in values.items() if NOT_RECORDED in v]
 
 
+def test_a_run_made_before_summaries_were_kept_is_not_drawn(contention_records):
+    """A newer run whose records keep no summary (made before they were kept) is passed over."""
+    for record in made_up_records(run_id="20261123T120000Z-654321", factor=0.5):
+        record.pop("summary")
+        append_record(contention_records, record)
+    values = contention.substitutions(contention_records)
+    assert values["ref_cont_alone_rate"] == "100 images/s"  # the older run, with summaries
+    assert "20261123T120000Z-654321" not in str(contention.reference_run(contention_records))
+
+
 def test_a_missing_file_gives_not_recorded_values(tmp_path):
     values = contention.substitutions(tmp_path / "none.jsonl")
     assert values and all(v == NOT_RECORDED for v in values.values())

@@ -215,9 +215,10 @@ def test_a_stalled_last_epoch_is_split_named_and_kept_on_the_page():
            "batch, where the iterator met the end of the data and Grain's workers stopped" in said
     assert "the dataset's teardown took 200 ms" in said
     assert "before the current method" not in said
-    # an older record's last epoch was not split: the page names its method, not a stall
+    # an older record's stall is shown too, said to be unsplit
     old = gpu_record(4, seconds)
-    assert page.stall(old) is None
+    assert page.stall(old)["split"] is None
+    assert "not split" in page.findings([gpu_record(0, H200_NONE), old])
     assert "before the current method" in page.findings([gpu_record(0, H200_NONE), old])
 
 

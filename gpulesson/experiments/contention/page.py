@@ -26,8 +26,10 @@ _LINE = {"linewidth": 1.6, "markersize": 7}
 
 
 def reference_run(path=None) -> list[dict]:
-    """The newest run of k copies at once (not of the former watched part)."""
-    return RECORDS.newest_run(path, part="copies")
+    """The newest run of k copies at once (not of the former watched part) whose records keep
+    their summaries; a run made before they were kept is not drawn."""
+    run = RECORDS.newest_run(path, part="copies", complete=lambda run: all(SUMMARY_KEY in r for r in run))
+    return [r for r in run if SUMMARY_KEY in r]
 
 
 def threads_text(threads: int | None) -> str:

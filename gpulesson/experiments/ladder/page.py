@@ -10,6 +10,7 @@ from pathlib import Path
 
 from gpulesson.experiments.ladder import LARGE_FACTOR, RECORDS, RUNGS, SPE, rungs_of
 from gpulesson.experiments.profile import RECORDS as PROFILE
+from gpulesson.experiments.profile.page import gpu_name
 from gpulesson.machine import flops, gpu_peaks
 from gpulesson.records.energy import energy_summary
 from gpulesson.records.figkit import label_bars, need
@@ -163,7 +164,7 @@ def computed_text(profile_path=PROFILE.results_file, n_images: int = 45_000) -> 
     if not gpu or "failed" in gpu["profile"]:  # no profile, or its trace was not read
         return NOT_RECORDED
     kernels, steps = gpu["profile"]["device"]["kernels"], math.ceil(n_images / gpu["batch_size"])
-    peaks = gpu_peaks.peaks_for((gpu.get("gpu") or {}).get("name"))
+    peaks = gpu_peaks.peaks_for(gpu_name(gpu))
     work = flops.training_flops_per_image() * n_images
     key = gpu_peaks.float32_key(gpu)
     said = [f"Computed, not measured, from the profile (run {gpu['run_id']}, batch "

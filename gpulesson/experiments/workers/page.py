@@ -37,15 +37,25 @@ WHERE = {"after_last_batch": "after its last batch, where the iterator met the e
          "longest_gap": "in one gap between two batches: a refill"}
 
 
+def teardown_may_be_timed(record: dict) -> bool:
+    """Whether the last timed epoch may hold the workers' shutdown: a record from before
+    :data:`METHOD`, with workers, on JAX on a GPU (where Keras reads one batch ahead)."""
+    return (record.get("method") is None and bool(record.get("workers"))
+            and record.get("device_kind") == "gpu" and record.get("backend") == "jax")
+
+
 def stall(record: dict) -> dict | None:
-    """A split last timed epoch (:data:`METHOD`) over :data:`STALL_FACTOR` times the others'
-    median: its ``seconds``, the ``others``' median, its ``split`` and ``where`` it went most."""
-    timed, splits = record["epoch_seconds"], record.get("epoch_splits")
+    """The last timed epoch where it took over :data:`STALL_FACTOR` times the others' median:
+    its ``seconds``, the ``others``' median, its ``split`` (None for a record from before
+    :data:`METHOD`) and ``where`` it went most; None for a last epoch like the others."""
+    timed = record["epoch_seconds"]
     others = statistics.median(timed[:-1]) if len(timed) > 2 else None
-    if not splits or others is None or timed[-1] <= STALL_FACTOR * others:
+    if others is None or timed[-1] <= STALL_FACTOR * others:
         return None
-    where = max(("after_last_batch", "first_batch", "longest_gap"), key=splits[-1].__getitem__)
-    return {"seconds": timed[-1], "others": others, "split": splits[-1], "where": where}
+    splits = record.get("epoch_splits") or []
+    split = splits[-1] if len(splits) == len(timed) + len(record.get("warmup_seconds") or []) else None
+    where = max(("after_last_batch", "first_batch", "longest_gap"), key=split.__getitem__) if split else None
+    return {"seconds": timed[-1], "others": others, "split": split, "where": where}
 
 
 def complete(part: list[dict]) -> bool:
@@ -147,19 +157,27 @@ def findings(records) -> str:
 
 
 def stall_note(records) -> str:
-    """Each record whose last epoch stalled: its time against the others', and where it went."""
+    """Each record whose last epoch stalled: its time against the others', and where it went
+    (its split), or that it was not split (a record from before :data:`METHOD`)."""
     said = []
     for r in records:
-        if slow := stall(r):
-            split = slow["split"]
-            said.append(
-                f"{_title(r['backend'], r['device_kind'])}, {SHORT[r['work']]}, {r['workers']} "
+        if not (slow := stall(r)):
+            continue
+        text = (f"{_title(r['backend'], r['device_kind'])}, {SHORT[r['work']]}, {r['workers']} "
                 f"workers: the last epoch took {slow['seconds']:.3g} s against a median of "
-                f"{slow['others']:.3g} s; {duration(split[slow['where']])} of it "
-                f"{WHERE[slow['where']]} ({duration(split['to_last_batch'])} to its last batch, "
-                f"{duration(split['after_last_batch'])} after it); then fit returned in "
-                f"{duration(r['exit_seconds'])} and the dataset's teardown took "
-                f"{duration(r['teardown_seconds'])}")
+                f"{slow['others']:.3g} s")
+        if split := slow["split"]:
+            text += (f"; {duration(split[slow['where']])} of it {WHERE[slow['where']]} "
+                     f"({duration(split['to_last_batch'])} to its last batch, "
+                     f"{duration(split['after_last_batch'])} after it)")
+            if r.get("teardown_seconds") is not None:
+                text += (f"; then fit returned in {duration(r['exit_seconds'])} and the "
+                         f"dataset's teardown took {duration(r['teardown_seconds'])}")
+        else:
+            text += ("; not split, as it was recorded before the method that splits each "
+                     "epoch" + (": it may hold the workers' shutdown, as Keras on JAX reads "
+                                "one batch ahead there" if teardown_may_be_timed(r) else ""))
+        said.append(text)
     if not said:
         return ""
     return "The comparisons leave out the slowest epoch, not the page: " + "; ".join(said) + "."
