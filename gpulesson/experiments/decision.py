@@ -40,7 +40,10 @@ def substitutions(path=cnn.RESULTS_FILE) -> dict[str, str]:
     for name, record in by_device(cnn.reference_run(path)):
         record = record or {}
         cores = int(record.get("cpu_cores_available") or record.get("cores_usable") or 1)
-        charged, words = ({"gpus": 1}, "one GPU") if name == "gpu" else ({"cores": cores}, f"{cores} cores")
+        if name == "gpu":
+            charged, words = {"gpus": 1}, "one GPU"
+        else:
+            charged, words = {"cores": cores}, f"{cores} cores"
         times[name] = training_time(cnn.epoch_summary(record), record.get("first_epoch_seconds"))
         costs[name] = scale(times[name], allocation_cost(1.0, rates, **charged), rates.unit)
         values[f"ref_dec_cnn_{name}_time"] = median_text(times[name], duration, "timed epochs")

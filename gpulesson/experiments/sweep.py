@@ -38,12 +38,14 @@ def _row(folder: Path) -> dict:
     """The table row of a run folder of train_job (finished or not)."""
     if (folder / RECORD).exists():
         record = json.loads((folder / RECORD).read_text())
-        return {"run": folder.name, **{key: record.get(key) for key in COLUMNS[1:-2]}, "status": "finished",
-                "device": "GPU" if record.get("device_kind") == "gpu" else "CPU", "_record": record}
+        device = "GPU" if record.get("device_kind") == "gpu" else "CPU"
+        return {"run": folder.name, **{key: record.get(key) for key in COLUMNS[1:-2]},
+                "status": "finished", "device": device, "_record": record}
     params = json.loads((folder / PARAMS).read_text())["params"]
     done = len(read_history(folder / HISTORY)) if (folder / HISTORY).exists() else 0
-    return {"run": folder.name, "batch_size": params["batch_size"], "learning_rate": params["learning_rate"],
-            "epochs": done, "status": f"not finished ({done}/{params['epochs']} epochs)"}
+    return {"run": folder.name, "batch_size": params["batch_size"],
+            "learning_rate": params["learning_rate"], "epochs": done,
+            "status": f"not finished ({done}/{params['epochs']} epochs)"}
 
 
 def gather(folders) -> list[dict]:

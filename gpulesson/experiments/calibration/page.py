@@ -97,7 +97,8 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     values = run_values("ref_calib", records, "date", "backend", "cpu", "n_train", "epochs",
                         "batch_size")
     found = findings(records[-1]) if records else {}
-    values |= {f"ref_calib_{key}": show(found[key]) if found else NOT_RECORDED for key, show in SHOWN.items()}
+    values |= {f"ref_calib_{key}": show(found[key]) if found else NOT_RECORDED
+               for key, show in SHOWN.items()}
     pair, share = found.get("most_confused"), found.get("final_pair_share")
     values["ref_calib_pair_share"] = f"{share:.0%}" if share is not None else NOT_RECORDED
     values["ref_calib_most_confused"] = f"{NAMES[pair[0]]} and {NAMES[pair[1]]}" if pair else NOT_RECORDED

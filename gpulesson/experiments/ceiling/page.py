@@ -198,7 +198,8 @@ def goal_shares(records) -> str:
     if judged:
         how = ("missed" if not any(judged) else "met" if all(judged)
                else f"met in {sum(judged)} of {len(judged)} cases")
-        said += f" The goal, where it applies, was {how}" + (": " + "; ".join(hidden) if hidden else "") + "."
+        which = ": " + "; ".join(hidden) if hidden else ""
+        said += f" The goal, where it applies, was {how}{which}."
     return said
 
 

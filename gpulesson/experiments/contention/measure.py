@@ -130,7 +130,8 @@ def epoch_summary(epoch_seconds, n_images: int) -> dict:
     mean = statistics.fmean(later) if later else first
     return {"epoch_seconds": list(epoch_seconds), "first_epoch_seconds": first,
             "later_epoch_seconds": mean if later else None, "mean_epoch_seconds": mean,
-            "images_per_second": n_images / mean, "first_epoch_fastest": bool(later) and first < min(later)}
+            "images_per_second": n_images / mean,
+            "first_epoch_fastest": bool(later) and first < min(later)}
 
 
 def make_record(condition, *, run_id: str, n_images: int, batch_size: int, epochs: int,
@@ -241,12 +242,14 @@ def worker(argv=None) -> int:
     from gpulesson import lesson
     from gpulesson.machine import devices
 
-    train = lesson.HDF5Batches(args.data, "train", args.batch_size, stop=args.n_images, shuffle=True, seed=1)
+    train = lesson.HDF5Batches(args.data, "train", args.batch_size, stop=args.n_images,
+                               shuffle=True, seed=1)
     keras.utils.set_random_seed(args.seed)
     model = lesson.compile_cnn(lesson.build_cnn())
     timer = lesson.EpochTimer(samples_per_epoch=train.n_images)
     started = time.time()
-    model.fit(train, epochs=args.epochs, shuffle=False, callbacks=[lesson.DataEpoch(train), timer], verbose=0)
+    model.fit(train, epochs=args.epochs, shuffle=False,
+              callbacks=[lesson.DataEpoch(train), timer], verbose=0)
     ended = time.time()
     seen = devices.keras_device()  # after fit: what the framework trained with could see
     print(json.dumps({"epoch_seconds": timer.epoch_seconds, "framework_threads": threads,

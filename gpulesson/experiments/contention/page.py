@@ -79,7 +79,9 @@ Point = namedtuple("Point", "copies summary total_rate load_max")
 
 
 def _threads_words(threads: int | None) -> str:
-    return "the framework's default threads" if threads is None else f"{threads_text(threads)} per training"
+    if threads is None:
+        return "the framework's default threads"
+    return f"{threads_text(threads)} per training"
 
 
 def drawn(records) -> tuple[list[tuple[int | None, dict, list[Point]]], dict | None]:
@@ -138,7 +140,8 @@ def figures(records):
         label = f"each copy: {threads_text(threads)}"
         left.plot(k, [p.summary["median"] for p in points], **_LINE, label=label, **style)
         draw_spread(left, k, [p.summary for p in points], color=style["color"])
-        right.plot([p.copies for p in points], [p.total_rate for p in points], **_LINE, label=label, **style)
+        right.plot([p.copies for p in points], [p.total_rate for p in points],
+                   **_LINE, label=label, **style)
         for x, p in zip(k, points, strict=True):
             if p.load_max is not None:
                 left.annotate(f"load {p.load_max:.1f}", (x, p.summary["median"]), fontsize=8,

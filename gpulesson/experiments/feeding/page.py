@@ -114,11 +114,13 @@ def describe(records) -> str:
     checks = fm.targets(records)
     if checks:  # the goals, on the GPU
         record, seconds = checks["record"], checks["epoch_seconds"]
-        took = f"≈ {seconds:.2f} s, {extrapolated(record)}" if record["partial_epoch"] else \
-            f"{seconds:.2f} s, measured"
-        size = "" if checks["full_size"] else f" (only {record['n_images']:,} images: not the goal's size)"
-        lines.append(f"{checks['pipeline']}: {share_text(checks['share'])} of `{checks['reference']}`, the "
-                     f"fastest path from memory (goal {fm.TARGET_SHARE:.0%}: {met(checks['share_ok'])}); "
+        took = (f"≈ {seconds:.2f} s, {extrapolated(record)}" if record["partial_epoch"]
+                else f"{seconds:.2f} s, measured")
+        size = ("" if checks["full_size"]
+                else f" (only {record['n_images']:,} images: not the goal's size)")
+        lines.append(f"{checks['pipeline']}: {share_text(checks['share'])} of `{checks['reference']}`, "
+                     f"the fastest path from memory (goal {fm.TARGET_SHARE:.0%}: "
+                     f"{met(checks['share_ok'])}); "
                      f"one epoch {took} (goal {fm.TARGET_EPOCH_SECONDS:g} s: "
                      f"{met(checks['epoch_ok'])}){size}")
     return "\n".join(lines)
@@ -281,7 +283,8 @@ def device_reading(records, device: str) -> str:
             for n, rate in zip(names, rates, strict=True))
         why = fm.why_unclear(*rates, fm.rate_summary(top), many=True) if verdict == "unclear" else ""
         text.append(said.format(names=listed(f"`{n}`" for n in names), memory=memory,
-                                versus=versus, margin=LOADER_MARGIN, none=summaries.NO_DIFFERENCE, why=why))
+                                versus=versus, margin=LOADER_MARGIN,
+                                none=summaries.NO_DIFFERENCE, why=why))
     return " ".join(text)
 
 

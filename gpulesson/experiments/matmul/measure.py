@@ -179,8 +179,9 @@ def time_matmul(n: int, device: str = "cpu", dtype: str = "float32", *,
     return point
 
 
-def sweep(device: str = "cpu", dtype: str = "float32", sizes=None, *, repeats: int = summaries.REPEATS,
-          warmup: int = summaries.WARMUP, max_seconds: float = MAX_SECONDS, progress=None, op=None) -> dict:
+def sweep(device: str = "cpu", dtype: str = "float32", sizes=None, *,
+          repeats: int = summaries.REPEATS, warmup: int = summaries.WARMUP,
+          max_seconds: float = MAX_SECONDS, progress=None, op=None) -> dict:
     """:func:`time_matmul` of every size in one precision, skipping sizes whose call would take
     over ``max_seconds``; a precision the device lacks is ``unsupported``. Float32 sweeps also
     time calls not waited for, and on a GPU the copy of the inputs."""
@@ -367,7 +368,8 @@ def dispatch_floor(records) -> dict | None:
     flat = list(takewhile(lambda each: each[1] <= FLOOR_FACTOR * medians[0][1], medians))
     if len(flat) < 2:
         return None
-    return {"sizes": [n for n, _ in flat], "low": min(s for _, s in flat), "high": max(s for _, s in flat)}
+    seconds = [s for _, s in flat]
+    return {"sizes": [n for n, _ in flat], "low": min(seconds), "high": max(seconds)}
 
 
 def floor_words(floor: dict) -> str:

@@ -45,7 +45,8 @@ def page_runs(path=None) -> tuple:
 
 # --- the figures and their alt texts ----------------------------------------------------------
 
-_DEVICE_STYLE = {"cpu": {"marker": "o", "color": "tab:blue"}, "gpu": {"marker": "s", "color": "tab:orange"}}
+_DEVICE_STYLE = {"cpu": {"marker": "o", "color": "tab:blue"},
+                 "gpu": {"marker": "s", "color": "tab:orange"}}
 _MARKER_WORDS = {"o": "round", "s": "square", "v": "triangle"}
 # A shade per precision within each device's colour.
 _SHADES = {("cpu", "bfloat16"): "#0b3d66", ("cpu", "float16"): "#5fa2d8",
@@ -435,7 +436,8 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         values[f"{prefix}_largest_n"] = given(largest and f"{largest['n']:,}")
         values[f"{prefix}_largest_time"] = median_text(mm.point_summary(largest), what="repeats")
         values[f"{prefix}_first_call"] = given(largest and largest.get("first_call_seconds"), duration)
-        values.update({f"{prefix}_{dtype}": _peak(mm.find(records, device, dtype)) for dtype in mm.DTYPES})
+        values.update({f"{prefix}_{dtype}": _peak(mm.find(records, device, dtype))
+                       for dtype in mm.DTYPES})
         # how the windows were chosen: their calls, and one wait's largest share
         timed = [p for r in records if r.get("device_kind") == device for p in r["points"]]
         calls = sorted({p["calls_per_sync"] for p in timed if p.get("calls_per_sync")})

@@ -147,8 +147,9 @@ def cost_table(models: dict[str, tuple[int, float]], interconnects: dict[str, fl
             for n in gpus:
                 latency = link_latency_seconds(n, link) if link in STEP_LATENCY_US else 0.0
                 seconds = latency + allreduce_seconds(n_parameters, n, bandwidth)
-                rows.append(CostRow(name, link, n, ring_allreduce_bytes(n_parameters, n) / 1e6, seconds * 1e3,
-                                    latency * 1e3, compute_ms, scaling_efficiency(compute_ms / 1e3, seconds)))
+                rows.append(CostRow(name, link, n, ring_allreduce_bytes(n_parameters, n) / 1e6,
+                                    seconds * 1e3, latency * 1e3, compute_ms,
+                                    scaling_efficiency(compute_ms / 1e3, seconds)))
     return rows
 
 

@@ -35,7 +35,8 @@ def read_events(folder) -> list[dict]:
         events = json.load(f)["traceEvents"]
     meta = [e for e in events if e.get("ph") == "M"]
     processes = {e["pid"]: e["args"]["name"] for e in meta if e.get("name") == "process_name"}
-    threads = {(e["pid"], e.get("tid")): e["args"]["name"] for e in meta if e.get("name") == "thread_name"}
+    threads = {(e["pid"], e.get("tid")): e["args"]["name"]
+               for e in meta if e.get("name") == "thread_name"}
     return [{**e, "process": processes.get(e["pid"], ""),
              "thread": threads.get((e["pid"], e.get("tid")), "")}
             for e in events if e.get("ph") == "X" and "dur" in e]

@@ -31,7 +31,8 @@ def peak(record: dict, tflops: float | None = None) -> dict | None:
     if not peaks:
         return None
     achieved = record["achieved_tflops"] if tflops is None else tflops
-    return {"precision": key, "tflops": peaks[key], "card": gpu_name(record), "share": achieved / peaks[key]}
+    return {"precision": key, "tflops": peaks[key], "card": gpu_name(record),
+            "share": achieved / peaks[key]}
 
 
 def profiled(record: dict | None) -> bool:

@@ -202,8 +202,8 @@ def sweep_drawn(records) -> tuple[str, dict[tuple[int, int], tuple[float, str]]]
             # The speed-up's range: the CPU's fastest over the GPU's slowest epoch, and back.
             cpu, gpu = sample_summary(cells[key]["cpu"]), sample_summary(cells[key]["gpu"])
             words = f"GPU {found.sentence}" if found.measurable else "no measurable\ndifference"
-            drawn[key] = (found.ratio, f"{times_text(found.ratio)}\n{words}\n"
-                          f"({times_text(cpu['min'] / gpu['max'])}–{times_text(cpu['max'] / gpu['min'])})")
+            spread = f"{times_text(cpu['min'] / gpu['max'])}–{times_text(cpu['max'] / gpu['min'])}"
+            drawn[key] = (found.ratio, f"{times_text(found.ratio)}\n{words}\n({spread})")
         return "speed-up", drawn
     kind = "cpu" if any("cpu" in pair for pair in cells.values()) else "gpu"
     found = {key: sample_summary(pair.get(kind)) for key, pair in cells.items()}

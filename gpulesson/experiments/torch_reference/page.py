@@ -87,7 +87,8 @@ def substitutions(path=RECORDS.results_file) -> dict[str, str]:
     }
     for name, record in by_device(records):
         for key in ("first_epoch", "evaluation", "total"):
-            values[f"ref_torch_{name}_{key}"] = duration(record[f"{key}_seconds"]) if record else NOT_RECORDED
+            values[f"ref_torch_{name}_{key}"] = (duration(record[f"{key}_seconds"]) if record
+                                                 else NOT_RECORDED)
         values[f"ref_torch_{name}_epoch"] = median_text(epoch_summary(record))
         values[f"ref_torch_{name}_accuracy"] = accuracy(record)
     # The GPU's epoch after the warm-up over its steps: for a network this small, the host's

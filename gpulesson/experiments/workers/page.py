@@ -54,7 +54,8 @@ def stall(record: dict) -> dict | None:
         return None
     splits = record.get("epoch_splits") or []
     split = splits[-1] if len(splits) == len(timed) + len(record.get("warmup_seconds") or []) else None
-    where = max(("after_last_batch", "first_batch", "longest_gap"), key=split.__getitem__) if split else None
+    where = (max(("after_last_batch", "first_batch", "longest_gap"), key=split.__getitem__)
+             if split else None)
     return {"seconds": timed[-1], "others": others, "split": split, "where": where}
 
 
