@@ -4,8 +4,6 @@ A :class:`Command` lists the shared options below (``--out``, ``--run-id``, ``--
 and its own (:func:`option`) in the order ``--help`` shows them.
 """
 
-from __future__ import annotations
-
 import argparse
 import os
 import re

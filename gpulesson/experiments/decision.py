@@ -4,8 +4,6 @@ median and range, charged at the site's rates (the CPU job for the cores it had,
 one GPU), read from the ``_config.yml`` of the lesson the results file belongs to (the folder
 above ``results/``), else from this lesson's."""
 
-from __future__ import annotations
-
 from pathlib import Path
 
 from gpulesson.classroom.charges import allocation_cost, read_rates

@@ -5,8 +5,6 @@ or two chunks of whole batches, but 192 of h5py's guess (``chunks=True``: (6250,
 (50000, 32, 32, 3) uint8), more than its 1 MiB chunk cache keeps for the next batch.
 """
 
-from __future__ import annotations
-
 import re
 import time
 from pathlib import Path

@@ -12,8 +12,6 @@ installs the import hook that gives a declared package its ``__main__``, :func:`
 only the standard library until an experiment is asked for.
 """
 
-from __future__ import annotations
-
 import functools
 import importlib
 import importlib.abc

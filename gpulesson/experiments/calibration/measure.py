@@ -1,7 +1,5 @@
 """The lesson's CNN trained on the stand-in, tested after every epoch."""
 
-from __future__ import annotations
-
 import hashlib
 
 import numpy as np

@@ -1,7 +1,5 @@
 """The calibration on the page: what the newest record shows, episode 5's ``ref_calib_*`` values."""
 
-from __future__ import annotations
-
 import numpy as np
 
 from gpulesson.datasets.synthetic import PAIRS

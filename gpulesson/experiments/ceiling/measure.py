@@ -1,8 +1,6 @@
 """Measuring the ceiling of ``fit`` with this process's Keras backend: a model that does almost
 nothing, fed each way in turn, so that an epoch's time is what ``fit`` and the data path cost."""
 
-from __future__ import annotations
-
 import math
 import tempfile
 import time

@@ -2,8 +2,6 @@
 ``ref_ceil_*`` values, figure and the command's table. A backend and device's ceiling is its
 fastest in-memory condition; each device's values come from its newest complete run."""
 
-from __future__ import annotations
-
 import math
 
 from gpulesson.datasets.settings import LABELS

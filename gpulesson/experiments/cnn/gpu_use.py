@@ -6,8 +6,6 @@ headline (``ref_head_*``): the speed-up's range over every run of the same two d
 CPU's rate beside episode 6's fastest float32 matrix product on that CPU (the baseline is the
 framework's code, not the CPU's best), and the fastest epoch recorded there."""
 
-from __future__ import annotations
-
 import math
 from pathlib import Path
 

@@ -5,8 +5,6 @@ epoch's start and end. Prediction times a large batch (throughput) and one image
 the training's initial weights: the arithmetic does not depend on them. A run continued with
 ``--run-id`` measures only the parts and devices it lacks, on the data it was measured on."""
 
-from __future__ import annotations
-
 from functools import partial
 
 from gpulesson import lesson

@@ -4,8 +4,6 @@ from what they draw (:func:`drawn`), and its table. A value a record lacks (no G
 made before it was kept) is :data:`NOT_RECORDED`; the evaluation and the total are single
 measurements and are not compared."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 
 from gpulesson.experiments.cnn import gpu_use

@@ -4,8 +4,6 @@ times only the first ``max_steps`` batches of each epoch, never fewer repeats. K
 only when something is measured.
 """
 
-from __future__ import annotations
-
 import contextlib
 import statistics
 import tempfile

@@ -3,8 +3,6 @@ pipeline, from the reference run. Every ranking or comparison word is the rule's
 epochs it compared; an epoch of which only the first steps were timed is shown as extrapolated.
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 
 from gpulesson.datasets.settings import LABELS

@@ -3,8 +3,6 @@ data files: each a ``keras.utils.PyDataset`` of ``(images, labels)``, the images
 model scales them), differing only in where the images come from and how they are read.
 """
 
-from __future__ import annotations
-
 import contextlib
 import math
 import os

@@ -11,8 +11,6 @@ first epoch. ``--nightly DIR`` installs the keras-nightly wheel in DIR into a fo
 first on the children's ``PYTHONPATH``: a pre-release, apart from the pinned Keras.
 """
 
-from __future__ import annotations
-
 import argparse
 import itertools
 from pathlib import Path

@@ -1,8 +1,6 @@
 """The ladder's command (declared in the package): each part's rungs in two new processes, one
 a process start, which the shared one-process command (``registry.run``) cannot do."""
 
-from __future__ import annotations
-
 import os
 import shutil
 import subprocess

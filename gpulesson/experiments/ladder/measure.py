@@ -3,8 +3,6 @@ one rung after another (imported by a process start only). Each epoch is timed u
 device finished its last step, before the test split is evaluated: the evaluations are left out
 of the epochs and of the clock (``epoch_end_seconds``), which includes compiling."""
 
-from __future__ import annotations
-
 import math
 import os
 import statistics

@@ -2,8 +2,6 @@
 table, from the newest run with GPU records, the profile's GPU record and the card's published
 peak; without GPU records they say NOT_RECORDED, and the page shows the command instead."""
 
-from __future__ import annotations
-
 import math
 import statistics
 from pathlib import Path

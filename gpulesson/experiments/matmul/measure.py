@@ -3,8 +3,6 @@ each waited for (:func:`wait`), and the **throughput** of windows of queued call
 long enough for that wait to be a small share; on a GPU with the SM clock and power of each
 window. What a sweep's records say: their summaries, the crossover, its table."""
 
-from __future__ import annotations
-
 import contextlib
 import math
 import statistics

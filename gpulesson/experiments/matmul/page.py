@@ -2,8 +2,6 @@
 (``ref_mm_*``). The alt texts read the lines the figures draw; comparison words come from
 ``compare`` or ``rank``, which say "no measurable difference" where ranges overlap."""
 
-from __future__ import annotations
-
 import math
 from pathlib import Path
 

@@ -1,8 +1,6 @@
 """What a sweep measures beside the product itself: the GPU's SM clock and board power while a
 window of calls runs (NVML), and the time of copying the inputs to the device."""
 
-from __future__ import annotations
-
 import statistics
 import threading
 import time

@@ -3,8 +3,6 @@ epochs through the lesson's generator (on a GPU one more samples NVML's utilisat
 first batches of one more epoch under ``jax.profiler.trace``, read into the host's and the
 device's parts of a step (:func:`breakdown`). A step costs about three forward passes."""
 
-from __future__ import annotations
-
 import gzip
 import json
 import re

@@ -2,8 +2,6 @@
 time goes on each device, and a GPU's achieved rate beside its card's published dense peak in the
 precision in force. Without a GPU record the GPU's values are NOT_RECORDED (the episode's note)."""
 
-from __future__ import annotations
-
 from gpulesson.experiments.profile import RECORDS
 from gpulesson.machine.gpu_peaks import float32_key, peaks_for
 from gpulesson.records.figkit import need, panels

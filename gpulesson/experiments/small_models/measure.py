@@ -2,8 +2,6 @@
 first; Keras is imported only when something is trained. Each record keeps the load average
 around it, the comparison each epoch's energy where the device's meter can be read."""
 
-from __future__ import annotations
-
 import importlib.util
 import itertools
 import math

@@ -1,8 +1,6 @@
 """Episode 7's reference runs, one per part (a sweep counts only whole), in words, tables and
 figures (their alt texts read what they draw), and the ``ref_mlp_*`` values. No framework imported."""
 
-from __future__ import annotations
-
 import itertools
 import math
 from collections import Counter

@@ -2,8 +2,6 @@
 device. Importing it needs neither PyTorch nor Keras (TensorFlow and PyTorch's compiler bring
 clashing LLVM copies), so the notebook's first cell can say when PyTorch is missing."""
 
-from __future__ import annotations
-
 import copy
 import importlib.util
 import platform

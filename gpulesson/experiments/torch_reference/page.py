@@ -1,8 +1,6 @@
 """Episode 8's ``ref_torch_*`` values and figures from the reference run, set beside the pinned
 environment and the notebook's epochs; the figures and the table are the CNN's, in PyTorch words."""
 
-from __future__ import annotations
-
 import math
 import re
 from pathlib import Path

@@ -2,8 +2,6 @@
 is what the input path costs, fed the stored blocks as they are or augmented, by no worker or by
 N processes; each epoch split where its time goes (:class:`EpochSplitter`)."""
 
-from __future__ import annotations
-
 import gc
 import os
 import statistics

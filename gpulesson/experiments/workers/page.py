@@ -2,8 +2,6 @@
 number of workers, each compared with none), episode 9's ``ref_workers_*`` values, the figure
 and the command's table. Each device's values come from its newest complete grid."""
 
-from __future__ import annotations
-
 import statistics
 
 from gpulesson.datasets.settings import LABELS
