@@ -101,8 +101,6 @@ class FirstBatches(keras.utils.PyDataset):
 
     def __init__(self, dataset, n_batches, **kwargs):
         super().__init__(**kwargs)
-        if not 1 <= n_batches <= len(dataset):
-            raise ValueError(f"n_batches must be from 1 to {len(dataset)}, not {n_batches}")
         self.dataset, self.n_batches = dataset, int(n_batches)
 
     def __len__(self):
@@ -177,11 +175,9 @@ def write_files(directory, x, y, kinds, *, batch_size: int) -> dict[str, Path]:
         path = Path(directory) / f"feeding-{kind}-{batch_size}.h5"
         if kind == "classic":
             write_layout(path, x, y, "auto chunks + gzip")
-        elif kind in ("none", "lzf", "gzip"):
+        else:  # "none", "lzf" or "gzip"
             write_lesson_file(path, x, y, chunk_rows=batch_size,
                               compression=None if kind == "none" else kind)
-        else:
-            raise ValueError(f"unknown file kind {kind!r}")
         paths[kind] = path
     return paths
 
@@ -199,8 +195,6 @@ def make_pipeline(name: str, *, batch_size: int, files=None, arrays=None, device
                   workers: int = 2, seed: int = 0):
     """The PyDataset of pipeline ``name``: ``files`` from :func:`write_files`, ``arrays`` in
     RAM, ``device_arrays`` from :func:`to_device`."""
-    if name not in FILES:
-        raise ValueError(f"unknown pipeline {name!r}: choose from {', '.join(FILES)}")
     if name == "classic":
         return ClassicBatches(files["classic"], batch_size)
     if name == "device" and keras.backend.backend() == "jax":
