@@ -17,8 +17,6 @@ The first part is kept when every value named after ``if`` is recorded, the ``el
 may be left out) otherwise. Blocks may sit inside a sentence; they do not nest.
 """
 
-from __future__ import annotations
-
 import functools
 import re
 from pathlib import Path

@@ -7,8 +7,6 @@ the core (sessions, opening, setup check, episodes with their breaks and the wra
 extension ``carpentry`` (the landing page's directive ``lesson-schedule``) and the lesson's tools.
 """
 
-from __future__ import annotations
-
 import re
 from dataclasses import dataclass
 from pathlib import Path

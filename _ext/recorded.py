@@ -7,8 +7,6 @@ same source (a changed cell gets none), the page opens with a box on where and h
 and recorded figures get their alt text. It needs neither TensorFlow nor the lesson's package.
 """
 
-from __future__ import annotations
-
 import base64
 import hashlib
 import re

@@ -3,8 +3,6 @@ In a notebook and in the lesson's commands an error of the lesson is shown as it
 and an interrupted cell or Ctrl-C in a few words (:mod:`gpulesson.interrupt`).
 """
 
-from __future__ import annotations
-
 import contextlib
 import os
 import sys

@@ -3,8 +3,6 @@ what was stopped, what is kept (a model's weights and finished epochs; not a mod
 function, like ``train_on``), and how to go on. Imports nothing but the standard library.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 
 # Keras' calls that can run for long, and what to call them in the message.

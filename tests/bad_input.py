@@ -16,8 +16,6 @@ kind, and says whether each got a clear message with nothing lost.
 tests/conftest.py registers the marker and this module as a plugin (see ``configure``).
 """
 
-from __future__ import annotations
-
 from collections import Counter
 
 MARKER = "bad_input"

@@ -6,8 +6,6 @@ CIFAR-10 itself can never be downloaded in the tests; instead they build archive
 ``b'data'`` is uint8 (N, 3072): the red plane, then green, then blue, each 32x32 row-major).
 """
 
-from __future__ import annotations
-
 import functools
 import hashlib
 import http.server

@@ -8,8 +8,6 @@ call goes to the log, one line each: ``module load X``, ``conda activate X``, ``
 python or jupyter that ran> <its arguments>``.
 """
 
-from __future__ import annotations
-
 import os
 from pathlib import Path
 

@@ -1,7 +1,5 @@
 """A free TCP port on 127.0.0.1 and the Chromium to drive, for the tests that start servers and a browser."""
 
-from __future__ import annotations
-
 import os
 import shutil
 import socket

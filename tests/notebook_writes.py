@@ -10,8 +10,6 @@ function's parameter: its callers are found the same way, so every write is trac
 statement at the top level of a cell.
 """
 
-from __future__ import annotations
-
 import ast
 import json
 import re

@@ -15,8 +15,6 @@ The partitions are the site config's GPU and CPU partitions (``_config.yml``, ``
 Imported by ``tests/conftest.py``, which makes the fixture available to every test.
 """
 
-from __future__ import annotations
-
 import os
 import shutil
 import socket

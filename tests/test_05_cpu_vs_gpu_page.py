@@ -1,8 +1,6 @@
 """Episode 5's page and notebook: the missing GPU record said once, honest runs, the learner's
 own folder, and no answer in the learner's notebook."""
 
-from __future__ import annotations
-
 import json
 import re
 import shutil

@@ -2,8 +2,6 @@
 published peak, the host's share of a step from the do-nothing model on the same GPU, and the
 speed-up of a whole training against the speed-up per epoch."""
 
-from __future__ import annotations
-
 import json
 
 import pytest

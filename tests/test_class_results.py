@@ -5,8 +5,6 @@ Every run here is made up inside the test (labelled so in the figure's title); n
 written to results/.
 """
 
-from __future__ import annotations
-
 import json
 import multiprocessing
 import os

@@ -2,8 +2,6 @@
 every recorded run of the same devices, each run named; the CPU's training rate beside its own
 float32 matrix products; the CPU's fastest recorded epoch. Made-up records only."""
 
-from __future__ import annotations
-
 from test_06_matmul import made_up
 from test_reference import record
 

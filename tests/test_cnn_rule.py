@@ -3,8 +3,6 @@
 every record, page values as median and range, comparison words from ``compare`` only, figures
 that show the spread, and alt texts written from what the figures draw."""
 
-from __future__ import annotations
-
 import copy
 from types import SimpleNamespace
 

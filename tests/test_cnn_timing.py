@@ -5,8 +5,6 @@ compiled the test set's batches. The episode's own train_on runs with a made-up 
 model (its fit returns while the steps are still queued, and a weight's value is ready only
 once they ran) on a made-up clock, so no test depends on the machine's speed."""
 
-from __future__ import annotations
-
 import importlib
 from types import SimpleNamespace
 

@@ -2,8 +2,6 @@
 committed file is valid, and the validator refuses what it should. The runs checked here besides
 the committed ones are made up inside the test."""
 
-from __future__ import annotations
-
 import json
 
 import pytest

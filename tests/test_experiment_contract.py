@@ -2,8 +2,6 @@
 written into a package of its own, records a run from its command line, fills a page's values
 through the site's placeholders and draws its figure through the figure scripts' skeleton."""
 
-from __future__ import annotations
-
 import importlib
 import json
 import os

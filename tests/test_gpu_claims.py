@@ -16,8 +16,6 @@ The tests below recompute each from the records, independently of the page code:
 two ranges overlap, or a side has fewer than two repeats, the words must not rank them.
 """
 
-from __future__ import annotations
-
 import json
 import re
 import shutil

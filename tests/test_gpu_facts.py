@@ -2,8 +2,6 @@
 gpulesson.records.results.device_facts). No GPU here: NVML and the frameworks' answers are stood in for
 where a GPU would give them; the frameworks' own precision settings are asked for real."""
 
-from __future__ import annotations
-
 import subprocess
 import sys
 import types

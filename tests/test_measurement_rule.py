@@ -1,7 +1,5 @@
 """The measurement rule (gpulesson.records.summaries): repeats, summaries, comparisons in words."""
 
-from __future__ import annotations
-
 import pytest
 
 from gpulesson.records import summaries

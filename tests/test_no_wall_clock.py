@@ -9,8 +9,6 @@ timer's epochs against the time around them) or a polling loop's deadline is not
 speed and passes.
 """
 
-from __future__ import annotations
-
 import ast
 from pathlib import Path
 

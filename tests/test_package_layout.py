@@ -2,8 +2,6 @@
 the code the episodes teach, generated, and the experiments), each importing only from its own or
 a lower part; no import cycle between its modules, and no module too long to read."""
 
-from __future__ import annotations
-
 import ast
 from pathlib import Path
 

@@ -8,8 +8,6 @@ read as they did before the run: the last complete run stays each page's referen
 a run to draw.
 """
 
-from __future__ import annotations
-
 import json
 import shutil
 

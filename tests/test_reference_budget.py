@@ -2,8 +2,6 @@
 calls: a pack whose saved state said it was half done, a step that outlived a SIGTERM, a GPU-only
 step marked done on a CPU. Fake steps stand in for the experiments: the machinery is tested."""
 
-from __future__ import annotations
-
 import json
 import os
 import re

@@ -1,8 +1,6 @@
 """The reference run's stages (tools/reference.py): bounded in time, able to go on without
 recording anything twice, runnable with a Python that has the packages and installs nothing."""
 
-from __future__ import annotations
-
 import json
 import os
 import subprocess

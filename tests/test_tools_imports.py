@@ -2,8 +2,6 @@
 them imports a script that imports it back, at the top or inside a function, so that each can
 be read, run and tested on its own."""
 
-from __future__ import annotations
-
 import ast
 from pathlib import Path
 

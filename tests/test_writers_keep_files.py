@@ -6,8 +6,6 @@ episode 9), ``write_hdf5`` (through it: ``prepare``, the feeding benchmark's fil
 ``keep_earlier`` and ``workcopy`` (tests/test_nothing_overwritten.py, tests/test_make.py).
 """
 
-from __future__ import annotations
-
 import os
 import subprocess
 import sys

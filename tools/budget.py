@@ -10,8 +10,6 @@ into ``--out``. Its state in ``results/`` lets the next call, on another machine
 run, on the same GPU model (``--fresh`` starts anew). It installs nothing.
 """
 
-from __future__ import annotations
-
 import argparse
 import datetime
 import json

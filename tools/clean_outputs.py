@@ -5,8 +5,6 @@ the recording user's folders and TensorFlow's C++ log. :func:`clean_notebook` ke
 should see: each line's final text, no colours, smaller PNGs, neutral folder names, no C++ log.
 """
 
-from __future__ import annotations
-
 import base64
 import html
 import io

@@ -10,8 +10,6 @@ e. objectives, f. prose; the core's day, breaks and sessions) are in ``tools/cor
 and guide.md describes them ("The timing model").
 """
 
-from __future__ import annotations
-
 import argparse
 import json
 import re

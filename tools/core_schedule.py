@@ -1,8 +1,6 @@
 """The timing model of ``tools/core_check.py``: its rates, an episode's report and table (rules a
 and b), the core's day as a whole and its sessions, and the model's table for the instructor guide."""
 
-from __future__ import annotations
-
 import math
 import re
 from dataclasses import dataclass

@@ -1,7 +1,5 @@
 """An episode's cells as the notebooks take them: roles, their rules, and complete/learner pairs."""
 
-from __future__ import annotations
-
 import re
 from pathlib import Path
 

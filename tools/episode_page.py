@@ -1,8 +1,6 @@
 """An episode's MyST body as its page shows it, read without Sphinx for ``tools/core_check.py``
 (optional parts flagged, not dropped)."""
 
-from __future__ import annotations
-
 import re
 from dataclasses import dataclass, field
 

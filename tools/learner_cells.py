@@ -1,8 +1,6 @@
 """What a learner's notebook has that the complete one has not: a header note on catching up,
 typed cells' prompts with the names later cells use, and catch-up cells (tools/make_notebooks.py)."""
 
-from __future__ import annotations
-
 import json
 import re
 from pathlib import Path

@@ -1,7 +1,5 @@
 """The taught modules of ``gpulesson/lesson/``, collected from the episodes' ``lesson-module`` cells."""
 
-from __future__ import annotations
-
 import re
 from pathlib import Path
 

@@ -11,8 +11,6 @@ which no learner's notebook has. Cells tagged ``lesson-module`` (``lesson-module
     python tools/make_notebooks.py --check  # exit 1 if any of them is out of date
 """
 
-from __future__ import annotations
-
 import argparse
 import re
 import sys

@@ -9,8 +9,6 @@ Each notebook runs on a fresh kernel in a temporary copy, with the data chosen e
 cleaned copy and provenance go to ``executed/NN-slug.ipynb`` atomically.
 """
 
-from __future__ import annotations
-
 import argparse
 import datetime
 import json

@@ -12,8 +12,6 @@ again to go on, as each experiment keeps its run id and skips what it has. The l
 ``results/``, ``fig/``, ``notebooks/`` and ``executed/`` into one archive to carry back.
 """
 
-from __future__ import annotations
-
 import argparse
 import datetime
 import json

@@ -9,8 +9,6 @@ A change that only rearranges code leaves both identical for the same records. T
 own prose is not in it: ``make notebooks`` and the site build show that.
 """
 
-from __future__ import annotations
-
 import argparse
 import hashlib
 import json

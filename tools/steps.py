@@ -3,8 +3,6 @@
 It imports neither ``tools/reference.py`` nor ``tools/budget.py``: both import it.
 """
 
-from __future__ import annotations
-
 import contextlib
 import functools
 import io

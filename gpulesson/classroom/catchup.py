@@ -6,8 +6,6 @@ never differs from the lesson. What the kernel lacks (after a restart, everythin
 from the complete cells, never the learner's own, which stop at the first blank left.
 """
 
-from __future__ import annotations
-
 import ast
 import builtins
 import inspect

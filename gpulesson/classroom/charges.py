@@ -4,8 +4,6 @@ workshop's sessions cost a room (episode 2's answer, :func:`substitutions`): hou
 used or not, written out ("20 × 6 × 4 × 1 SU = 480 SU").
 """
 
-from __future__ import annotations
-
 import math
 from dataclasses import dataclass
 from pathlib import Path

@@ -2,8 +2,6 @@
 episode 5's CNN records; the reference page lists each site's newest run.
 """
 
-from __future__ import annotations
-
 import datetime
 import os
 import re

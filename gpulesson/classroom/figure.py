@@ -3,8 +3,6 @@
 the words, the figure and its alt text all read it.
 """
 
-from __future__ import annotations
-
 from collections import Counter
 from dataclasses import dataclass, field
 

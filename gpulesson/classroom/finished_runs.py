@@ -3,8 +3,6 @@
 saved run of the same data (not a CPU-only run where a GPU is visible now). No file is written over.
 """
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 

@@ -4,8 +4,6 @@ and drawn against the lesson's reference.
     python -m gpulesson.classroom.results FOLDER [--out class.png]
 """
 
-from __future__ import annotations
-
 import argparse
 import json
 import os

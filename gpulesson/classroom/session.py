@@ -1,8 +1,6 @@
 """Episode 5's first line: is this the GPU session? Said before any training starts (not from the
 GPU cell's "SKIPPED" after the CPU training)."""
 
-from __future__ import annotations
-
 import os
 from collections.abc import Mapping
 

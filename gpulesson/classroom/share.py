@@ -6,8 +6,6 @@ whole file or none on a file system that may not lock. No host or user name is k
      "shared": "<ISO 8601 date>", "records": [<CPU record>, <GPU record>]}
 """
 
-from __future__ import annotations
-
 import contextlib
 import datetime
 import json

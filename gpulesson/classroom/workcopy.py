@@ -5,8 +5,6 @@
     python -m gpulesson.classroom.workcopy [--to my-notebooks] --complete  # the complete ones, as well
 """
 
-from __future__ import annotations
-
 import argparse
 import os
 import shutil

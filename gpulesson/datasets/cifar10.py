@@ -3,8 +3,6 @@ without internet), and its pickled batches read with an unpickler that only rebu
 ``LESSON_CIFAR10_URL`` and ``LESSON_CIFAR10_SHA256`` name a mirror and its archive's checksum.
 """
 
-from __future__ import annotations
-
 import contextlib
 import io
 import os

@@ -2,8 +2,6 @@
 complete), a training batch a chunk, with their provenance; and validated.
 """
 
-from __future__ import annotations
-
 import contextlib
 import hashlib
 import json

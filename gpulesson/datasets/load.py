@@ -2,8 +2,6 @@
 switches to synthetic data; a valid prepared file is used as it is, even read-only, offline.
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 
 import numpy as np

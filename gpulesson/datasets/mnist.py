@@ -4,8 +4,6 @@ no fallback). The real one is read by torchvision from ``<LESSON_DATA_DIR>/MNIST
     python -m gpulesson.datasets.mnist            # download MNIST once, e.g. on a login node
 """
 
-from __future__ import annotations
-
 import argparse
 import gzip
 import os

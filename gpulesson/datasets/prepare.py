@@ -4,8 +4,6 @@ instructor may prepare both sizes in a folder learners can read and set LESSON_D
     python -m gpulesson.datasets.prepare [--data {cifar10,synthetic}] [--quick] [--data-dir DIR] [--out PATH]
 """
 
-from __future__ import annotations
-
 import argparse
 import dataclasses
 import os

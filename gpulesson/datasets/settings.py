@@ -7,8 +7,6 @@ files, maybe an instructor's read-only folder. ``LESSON_WORK_DIR`` (default ``~/
 the learner's own files. ``~`` and ``$NAME`` are expanded here (``%env`` keeps them as typed).
 """
 
-from __future__ import annotations
-
 import operator
 import os
 import re

@@ -9,8 +9,6 @@ measures it: record it again after any change). Each chunk of :data:`CHUNK` imag
 random stream.
 """
 
-from __future__ import annotations
-
 import numpy as np
 
 SYNTHETIC_CLASS_NAMES = ("stripes leaning left", "stripes leaning right", "fine checks",

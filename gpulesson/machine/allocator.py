@@ -9,8 +9,6 @@ through ``mallopt``, which also stops the threshold from moving) gives every mea
 mode. :func:`mode` says which mode this process has, for its records. Imports nothing heavy.
 """
 
-from __future__ import annotations
-
 import ctypes
 import os
 import platform

@@ -3,8 +3,6 @@
 of lines. Also leaves TensorFlow's start-up INFO notes out of stderr (unless TF_CPP_MIN_LOG_LEVEL=0).
 """
 
-from __future__ import annotations
-
 import contextlib
 import importlib.abc
 import importlib.util

@@ -7,8 +7,6 @@ reported as such; CUDA start-up complaints on a machine without a GPU are not fa
 summarised in one calm line instead of being printed raw.
 """
 
-from __future__ import annotations
-
 import contextlib
 import functools
 import importlib.metadata

@@ -1,8 +1,6 @@
 """Is the node's NVIDIA driver new enough for the CUDA each installed framework was built for?
 (A too-old driver makes a framework say only "no GPU".)"""
 
-from __future__ import annotations
-
 import importlib.util
 
 # Minimum Linux driver per CUDA major version, for minor-version compatibility (NVIDIA's "CUDA

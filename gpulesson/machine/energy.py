@@ -4,8 +4,6 @@ only when its reading changed :data:`MIN_CHANGES` times; where nothing can be re
 :class:`EnergyUnavailable` gives the reason, never a guessed wattage.
 """
 
-from __future__ import annotations
-
 import threading
 import time
 from collections.abc import Callable, Sequence

@@ -2,8 +2,6 @@
 convolutions and dense layers only, a multiply-add is 2, training about 3 times the forward pass.
 """
 
-from __future__ import annotations
-
 TRAINING_FACTOR = 3  # forward + backward (gradients of the inputs and of the weights)
 
 

@@ -1,8 +1,6 @@
 """Published (data sheet, dense) peak rates of the GPUs the lesson was measured on, by model name:
 ``fp32``, ``tf32``, ``bf16``, ``fp16`` in TFLOP/s, ``memory_tb_s`` in TB/s."""
 
-from __future__ import annotations
-
 # Dense peaks (TFLOP/s) and bandwidth (TB/s), from the data sheets in SOURCES.
 _TABLES: dict[str, dict[str, float]] = {
     "H200": {"fp32": 67.0, "tf32": 494.5, "bf16": 989.5, "fp16": 989.5, "memory_tb_s": 4.8},

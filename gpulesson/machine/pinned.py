@@ -1,8 +1,6 @@
 """The lesson's pinned environment, against the versions a record was made with (pages say which,
 from the record and the pin files, never typed)."""
 
-from __future__ import annotations
-
 import re
 from pathlib import Path
 

@@ -1,8 +1,6 @@
 """Is every package a command needs installed in this Python? Asked before anything runs, without
 importing them, so that a missing one is one line, not a traceback after minutes of work."""
 
-from __future__ import annotations
-
 import importlib.util
 import re
 from pathlib import Path

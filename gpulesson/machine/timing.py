@@ -1,8 +1,6 @@
 """Timing helpers the episodes do not teach: single calls, and the CPU facts of a timing (the
 epoch timer is the episodes' own, in :mod:`gpulesson.lesson`, which imports this module)."""
 
-from __future__ import annotations
-
 import os
 import sys
 import time

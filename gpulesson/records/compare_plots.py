@@ -2,8 +2,6 @@
 carries the data label, and colour never carries meaning alone (markers, hatches, text).
 """
 
-from __future__ import annotations
-
 import math
 from collections.abc import Mapping
 

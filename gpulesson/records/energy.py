@@ -7,8 +7,6 @@ whole timed phase as one window); or not ``measured``, ``below_resolution`` or w
 ``reason`` no counter could be read. A window is never read as 0 J.
 """
 
-from __future__ import annotations
-
 import time
 
 from gpulesson.machine.energy import MIN_CHANGES, EnergyUnavailable, Intervals, open_meter, unmeasured

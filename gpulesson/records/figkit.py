@@ -2,8 +2,6 @@
 panels, the titles naming the data, machines and runs, and values at the ends of bars.
 """
 
-from __future__ import annotations
-
 from gpulesson.records.parts import machine
 from gpulesson.records.results import data_label
 

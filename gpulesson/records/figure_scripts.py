@@ -1,8 +1,6 @@
 """The skeleton of the figures: a measured one read from its run and drawn (``drawer``), a
 schematic in ``fig/`` drawn by its script; saved as SVG with matplotlib's headless backend."""
 
-from __future__ import annotations
-
 from pathlib import Path
 
 import matplotlib

@@ -3,8 +3,6 @@ a value comes from, a value or :data:`~gpulesson.records.results.NOT_RECORDED`, 
 range, lists in prose, and what is not recorded yet with the command that records it.
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable
 
 from gpulesson.records.results import NOT_RECORDED, duration, hardware, pick

@@ -3,8 +3,6 @@ experiment's ``complete(part)``), so that a run cut short or measuring one devic
 what an older run measured completely. Imports no deep-learning framework.
 """
 
-from __future__ import annotations
-
 import os
 from collections.abc import Callable
 from pathlib import Path

@@ -1,7 +1,5 @@
 """Small plotting helpers for the notebooks (headless-safe)."""
 
-from __future__ import annotations
-
 import math
 
 from gpulesson.datasets.settings import NO_LABEL

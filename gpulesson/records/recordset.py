@@ -4,8 +4,6 @@ group conditions, and make a condition's record of timed epochs by the lesson's 
 (:mod:`gpulesson.records.summaries`). Imports no deep-learning framework.
 """
 
-from __future__ import annotations
-
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass

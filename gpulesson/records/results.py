@@ -2,8 +2,6 @@
 appends to (a diff shows what was measured); :func:`data_label` refuses to mix data sources.
 """
 
-from __future__ import annotations
-
 import datetime
 import json
 import math

@@ -22,8 +22,6 @@ from the samples they hold (e.g. the epochs after the first), so that the pages 
 from them and show what they have (a range over two epochs, or one value and "1 repeat").
 """
 
-from __future__ import annotations
-
 import math
 import statistics
 from collections.abc import Mapping, Sequence

@@ -4,8 +4,6 @@ Checks the login node, submits one short job that checks a compute node, and pri
 (also as JSON for the site's support). :func:`learner_checks` is episode 1's setup check.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 

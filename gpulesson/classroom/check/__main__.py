@@ -6,8 +6,6 @@ writes it as JSON. Exit status 0 when nothing failed (items not checked allowed)
 also with --inside-job (with --record: 0 once the record is written, which holds any failure).
 """
 
-from __future__ import annotations
-
 import argparse
 import json
 import os

@@ -2,8 +2,6 @@
 ``--inside-job --record results/check-gpu.jsonl`` appends it (home folder as ``~``, no host name).
 """
 
-from __future__ import annotations
-
 from dataclasses import asdict
 from pathlib import Path
 

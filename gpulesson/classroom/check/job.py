@@ -3,8 +3,6 @@ GPUs, the driver against each framework's CUDA, the data read offline, a few tra
 device (a smoke test, not a measurement), and the kernel's settings.
 """
 
-from __future__ import annotations
-
 import errno
 import json
 import math

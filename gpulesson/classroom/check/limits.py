@@ -3,8 +3,6 @@ MaxTime, QOS and account limits (GPUs for the whole class at once), users' limit
 folder's quota, which often allows less than the file system's free space.
 """
 
-from __future__ import annotations
-
 import getpass
 import os
 import re

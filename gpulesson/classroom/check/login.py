@@ -1,8 +1,6 @@
 """What the login node can check: the kernel and its packages, the prepared data and the class
 folder (the site values and the Open OnDemand app: :mod:`gpulesson.classroom.check.site`)."""
 
-from __future__ import annotations
-
 import json
 import os
 import re

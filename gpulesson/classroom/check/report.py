@@ -1,8 +1,6 @@
 """The checklist: items that passed (✓), failed (✗, with the one thing to do) or were not
 checked (–, with why), printed for the instructor and written as JSON for the site's support."""
 
-from __future__ import annotations
-
 import datetime
 import json
 import platform

@@ -1,8 +1,6 @@
 """The site values in ``_config.yml`` (filled, not the lesson's examples, the partitions known
 to Slurm, the charging rates named as the site's) and the Open OnDemand app's form values."""
 
-from __future__ import annotations
-
 import re
 from pathlib import Path
 

@@ -1,8 +1,6 @@
 """The job part: one short job on the site's GPU partition that runs the checks of
 :mod:`gpulesson.classroom.check.job` with the kernel's Python and settings, and hands back its items."""
 
-from __future__ import annotations
-
 import json
 import shlex
 import time
