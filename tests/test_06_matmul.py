@@ -415,15 +415,13 @@ def test_the_results_file_holds_a_valid_run():
         assert values["ref_mm_gpu"] == values["ref_mm_crossover"] == NOT_RECORDED
 
 
-def test_committed_figures_are_what_make_figures_draws(tmp_path):
-    drawn = figure_drawer(matmul.__name__, tmp_path)(matmul.RESULTS_FILE)
-    assert len(drawn) == 2
-    drawn.append(load_script(FIG / "cores.py").draw(tmp_path / "cores.svg"))
-    for path in drawn:
-        committed = FIG / path.name
-        assert committed.exists(), f"{committed} is missing: run make figures"
-        assert path.read_bytes() == committed.read_bytes(), (
-            f"{committed.name} is not what its source draws: run make figures")
+def test_the_committed_schematic_is_what_its_script_draws(tmp_path):
+    # the records' figures: test_reference.py, for every experiment
+    path = load_script(FIG / "cores.py").draw(tmp_path / "cores.svg")
+    committed = FIG / path.name
+    assert committed.exists(), f"{committed} is missing: run make figures"
+    assert path.read_bytes() == committed.read_bytes(), (
+        f"{committed.name} is not what its source draws: run make figures")
 
 
 # --- command line -------------------------------------------------------------------------------

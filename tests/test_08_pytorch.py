@@ -19,7 +19,6 @@ torch = pytest.importorskip("torch", reason="PyTorch is an optional extra (requi
 
 pytestmark = pytest.mark.usefixtures("no_network")
 NOTEBOOK = ROOT / "notebooks" / "08-pytorch.ipynb"
-FIG = ROOT / "fig" / "08-pytorch"
 
 
 # --- records, reference run, numbers and figures ---------------------------------------------
@@ -208,15 +207,6 @@ def test_committed_results_are_valid_and_honest_about_the_gpu():
     chosen = torch_reference.reference_run()
     if not any(r["device_kind"] == "gpu" for r in chosen):
         assert torch_reference.page.substitutions()["ref_torch_gpu"] == NOT_RECORDED
-
-
-def test_committed_figures_are_drawn_from_the_results_file(tmp_path):
-    for drawn in draw(torch_reference.RESULTS_FILE, tmp_path):
-        committed = FIG / drawn.name
-        assert committed.exists(), f"{committed} is missing: run make figures"
-        assert drawn.read_bytes() == committed.read_bytes(), (
-            f"{committed.name} is not what {torch_reference.RESULTS_FILE.name} gives: "
-            "run make figures")
 
 
 # --- without PyTorch -------------------------------------------------------------------------

@@ -5,9 +5,9 @@ import copy
 
 import pytest
 from conftest import ROOT
-from feeding_helpers import BATCH, FIG, REPEATS, N, write_records
+from feeding_helpers import BATCH, REPEATS, N, write_records
 
-from gpulesson.experiments import ceiling, feeding, registry, workers
+from gpulesson.experiments import feeding, registry
 from gpulesson.experiments.feeding import measure, page
 from gpulesson.machine import timing
 from gpulesson.records import summaries
@@ -142,17 +142,6 @@ def test_the_figures_draw_made_up_gpu_records(feeding_measured, tmp_path):
     cpu_only = _draw(tmp_path / "cpu", write_records(tmp_path / "cpu.jsonl", base))
     assert len(cpu_only) == 1 and "GPU" not in cpu_only[0].read_text()
     assert _draw(tmp_path / "none", tmp_path / "missing.jsonl") == []  # no run: nothing drawn
-
-
-def test_the_committed_figures_are_drawn_from_the_committed_results(tmp_path):
-    written = [path for experiment in (feeding, ceiling, workers)
-               for path in _draw(tmp_path, experiment.RESULTS_FILE, experiment.__name__)]
-    assert len(written) == 3
-    for path in written:
-        committed = FIG / path.name
-        assert committed.is_file(), f"run: make figures ({committed} missing)"
-        assert committed.read_bytes() == path.read_bytes(), (
-            f"{committed} is not what the results file gives: run make figures")
 
 
 # --- the rule's words on the page and in the figures ----------------------------------------------

@@ -5,10 +5,9 @@ from types import SimpleNamespace
 import pytest
 from conftest import ROOT
 
-from gpulesson.experiments import cnn
+from gpulesson.experiments import cnn, registry
 from gpulesson.experiments.cnn.gpu_use import full_training_seconds
 from gpulesson.experiments.cnn.page import substitutions
-from gpulesson.experiments.registry import figure_drawer
 from gpulesson.records.results import (
     NOT_RECORDED,
     append_record,
@@ -17,8 +16,6 @@ from gpulesson.records.results import (
     speedup,
     validate_record,
 )
-
-FIG = ROOT / "fig" / "05-cpu-vs-gpu"
 
 
 def fake_run(device, epochs=(5.0, 2.0, 2.0), evaluation=0.5, accuracy=0.6):
@@ -131,14 +128,23 @@ def test_reference_results_file_exists_and_is_valid():
         assert substitutions()["ref_gpu"] == NOT_RECORDED
 
 
-def test_committed_reference_figures_are_drawn_from_the_results_file(tmp_path):
-    drawn = figure_drawer(cnn.__name__, tmp_path)(cnn.RESULTS_FILE)
-    assert len(drawn) == 2
+def _with_figures() -> list[str]:
+    """The experiments whose pages name figures that `make figures` draws (draw_declared)."""
+    return [name for name in registry.experiment_packages()
+            if isinstance(found := registry.experiment(name), registry.Declared)
+            and getattr(found, "FIGURE_FOLDER", None) and found.FIGURES]
+
+
+@pytest.mark.parametrize("name", _with_figures(), ids=lambda name: name.rpartition(".")[2])
+def test_committed_figures_are_what_make_figures_draws_from_the_committed_results(name, tmp_path):
+    found = registry.Declared(name)
+    drawn = registry.figure_drawer(name, tmp_path)(found.RESULTS_FILE)
+    assert [path.name for path in drawn] == list(found.FIGURES)
     for path in drawn:
-        committed = FIG / path.name
+        committed = ROOT / found.FIGURE_FOLDER / path.name
         assert committed.exists(), f"{committed} is missing: run make figures"
         assert path.read_bytes() == committed.read_bytes(), (
-            f"{committed.name} is not what {cnn.RESULTS_FILE.name} gives: run make figures")
+            f"{committed.name} is not what {found.RESULTS_FILE.name} gives: run make figures")
 
 
 def test_the_episode_page_shows_the_reference_numbers(built_site):
