@@ -12,7 +12,7 @@ import pytest
 from conftest import ROOT, blocked_imports
 from gpulesson.experiments.torch_reference.__main__ import main as torch_main
 
-from gpulesson.experiments import torch_reference
+from gpulesson.experiments import registry, torch_reference
 from gpulesson.records.results import NOT_RECORDED, append_record, read_records, validate_record
 
 torch = pytest.importorskip("torch", reason="PyTorch is an optional extra (requirements/torch.txt)")
@@ -168,15 +168,6 @@ def test_overlapping_epochs_are_no_measurable_difference(tmp_path, made_up_gpu):
     assert "no measurable difference" in values["ref_torch_fig_time_bars_alt"]
 
 
-def draw(results, folder):
-    """The figures as `make figures` draws them (gpulesson.experiments.registry.draw_declared)."""
-    from gpulesson.experiments.registry import Declared
-    from gpulesson.records.figure_scripts import drawer
-
-    experiment = Declared(torch_reference.__name__)
-    return drawer(experiment, experiment.FIGURES, folder)(results)
-
-
 def test_figures_of_a_made_up_gpu_run_say_what_they_show(tmp_path, made_up_gpu):
     path = tmp_path / "runs.jsonl"
     for r in (record("cpu", "b"), record("cuda", "b", epochs=(3.0, 0.25, 0.25))):
@@ -191,7 +182,7 @@ def test_figures_of_a_made_up_gpu_run_say_what_they_show(tmp_path, made_up_gpu):
     assert any("8× faster" in t.get_text() for t in bars.axes[0].texts)
     assert (epochs.alt_text, bars.alt_text) == torch_reference.page.alt_texts(
         torch_reference.reference_run(path))
-    drawn = draw(path, tmp_path)
+    drawn = registry.figure_drawer(torch_reference.__name__, tmp_path)(path)  # as make figures does
     assert [p.name for p in drawn] == ["reference-epoch-times.svg", "reference-time-bars.svg"]
     assert all(p.read_bytes().startswith(b"<?xml") for p in drawn)
 
