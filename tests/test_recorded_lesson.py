@@ -32,52 +32,6 @@ def records() -> dict:
     return {path.stem: recorded.read_record(path)
             for path in sorted((ROOT / recorded.EXECUTED_DIR).glob("*.ipynb"))}
 
-def code_sources(episode: Path) -> list[str]:
-    """The code cells of an episode's complete notebook, as the recorded run executed them."""
-    return [cell.source for cell in mk.build_notebooks(episode)[0].cells if cell.cell_type == "code"]
-
-
-def stale_cells(sources: list[str], nb: dict) -> list[str]:
-    """The first line of every changed or new code cell, and a line for recorded cells now gone."""
-    problems = [f"changed or new cell: {(source.strip().splitlines() or [''])[0]!r}"
-                for source, outputs in zip(sources, recorded.match_cells(sources, nb), strict=True)
-                if outputs is None]
-    gone = sum(cell["cell_type"] == "code" for cell in nb["cells"]) - (len(sources) - len(problems))
-    if gone > 0:
-        problems.append(f"{gone} recorded cell(s) no longer in the episode")
-    return problems
-
-
-def stale_records(root: Path) -> list[str]:
-    """A line per executed copy whose code no longer matches its episode: what, and its refresh."""
-    problems, executed = [], recorded.EXECUTED_DIR
-    for path in sorted((root / executed).glob("*.ipynb")):
-        episode = root / "_episodes" / f"{path.stem}.md"
-        if not episode.exists():
-            problems.append(f"{executed}/{path.name} has no episode _episodes/{episode.name}: remove it")
-            continue
-        try:
-            nb = recorded.read_record(path)
-        except ValueError as exc:
-            problems.append(str(exc))
-            continue
-        run = nb["metadata"][recorded.METADATA_KEY]
-        command = recorded.refresh_command(path.stem, run.get("data", "cifar10"))
-        if recorded.code_hashes(nb) != run.get("cells"):
-            problems.append(f"{executed}/{path.name} was edited after its run; refresh it: {command}")
-            continue
-        changed = stale_cells(code_sources(episode), nb)
-        # A copy recorded before its references were kept cannot say: only a kept one is checked.
-        kept, now = run.get("references"), record_run.printed_references(path.stem, root / "results")
-        changed += [f"the reference it prints changed ({name}: run {', '.join(kept[name])} -> "
-                    f"{', '.join(now.get(name, [])) or 'none'})"
-                    for name in sorted(kept or {}) if kept[name] != now.get(name)]
-        if changed:
-            problems.append(f"{executed}/{path.name} is stale ({'; '.join(changed)}); "
-                            f"refresh it: {command}")
-    return problems
-
-
 def has_colours(output: dict) -> bool:
     """Whether an output still carries terminal colours: an ANSI escape or Rich's coloured HTML."""
     def text(value) -> str:
@@ -98,14 +52,14 @@ def test_repeated_sources_get_their_own_outputs_in_order():
                     {"cell_type": "code", "source": "x\n", "outputs": [2]},
                     {"cell_type": "code", "source": "y", "outputs": [3]}]}
     assert recorded.match_cells(["x", "x", "z"], nb) == [[1], [2], None]
-    assert stale_cells(["x", "x", "z"], nb) == ["changed or new cell: 'z'",
+    assert record_run.stale_cells(["x", "x", "z"], nb) == ["changed or new cell: 'z'",
                                                 "1 recorded cell(s) no longer in the episode"]
 
 
 def test_the_lessons_records_match_their_episodes():
     """Fails when a code cell of an episode changed since the recorded run, naming the notebook
     and the command that refreshes it."""
-    problems = stale_records(ROOT)
+    problems = record_run.stale_records(ROOT)
     assert not problems, "\n".join(problems)
 
 
@@ -120,7 +74,7 @@ def test_the_lessons_records_carry_no_terminal_colours():
 
 
 def test_every_episode_with_code_has_a_full_size_record():
-    missing = [ep.stem for ep in mk.notebook_episodes(ROOT) if code_sources(ep)
+    missing = [ep.stem for ep in mk.notebook_episodes(ROOT) if record_run.code_sources(ep)
                and not (ROOT / recorded.EXECUTED_DIR / f"{ep.stem}.ipynb").exists()]
     assert not missing, ("no recorded run of " + ", ".join(missing) + " (their pages show code "
                          "without outputs); record the run on a quiet machine: LESSON_DATA=cifar10 "

@@ -330,6 +330,53 @@ def check_size(folder: Path, limit: int = SIZE_LIMIT) -> str | None:
     return None
 
 
+def code_sources(episode: Path) -> list[str]:
+    """The code cells of an episode's complete notebook, as the recorded run executed them."""
+    cells = make_notebooks.build_notebooks(episode)[0].cells
+    return [cell.source for cell in cells if cell.cell_type == "code"]
+
+
+def stale_cells(sources: list[str], nb: dict) -> list[str]:
+    """The first line of every changed or new code cell, and a line for recorded cells now gone."""
+    problems = [f"changed or new cell: {(source.strip().splitlines() or [''])[0]!r}"
+                for source, outputs in zip(sources, recorded.match_cells(sources, nb), strict=True)
+                if outputs is None]
+    gone = sum(cell["cell_type"] == "code" for cell in nb["cells"]) - (len(sources) - len(problems))
+    if gone > 0:
+        problems.append(f"{gone} recorded cell(s) no longer in the episode")
+    return problems
+
+
+def stale_records(root: Path) -> list[str]:
+    """A line per executed copy whose code no longer matches its episode: what, and its refresh."""
+    problems, executed = [], recorded.EXECUTED_DIR
+    for path in sorted((root / executed).glob("*.ipynb")):
+        episode = root / "_episodes" / f"{path.stem}.md"
+        if not episode.exists():
+            problems.append(f"{executed}/{path.name} has no episode _episodes/{episode.name}: remove it")
+            continue
+        try:
+            nb = recorded.read_record(path)
+        except ValueError as exc:
+            problems.append(str(exc))
+            continue
+        run = nb["metadata"][recorded.METADATA_KEY]
+        command = recorded.refresh_command(path.stem, run.get("data", "cifar10"))
+        if recorded.code_hashes(nb) != run.get("cells"):
+            problems.append(f"{executed}/{path.name} was edited after its run; refresh it: {command}")
+            continue
+        changed = stale_cells(code_sources(episode), nb)
+        # A copy recorded before its references were kept cannot say: only a kept one is checked.
+        kept, now = run.get("references"), printed_references(path.stem, root / "results")
+        changed += [f"the reference it prints changed ({name}: run {', '.join(kept[name])} -> "
+                    f"{', '.join(now.get(name, [])) or 'none'})"
+                    for name in sorted(kept or {}) if kept[name] != now.get(name)]
+        if changed:
+            problems.append(f"{executed}/{path.name} is stale ({'; '.join(changed)}); "
+                            f"refresh it: {command}")
+    return problems
+
+
 def clean_records(folder: Path, only: list[str] | None = None) -> list[Path]:
     """The executed copies in ``folder`` cleaned of colours and machine folders; those changed."""
     changed = []
@@ -359,7 +406,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="run nothing: take the terminal colours (ANSI escapes, Rich's coloured "
                              "HTML) and this machine's folders (checkout, environment, home) out of "
                              "the executed copies' outputs")
+    parser.add_argument("--stale", action="store_true",
+                        help="run nothing: list the executed copies whose code cells or printed "
+                             "reference runs changed since their run, each with the command that "
+                             "refreshes it (exit 1 if any)")
     args = parser.parse_args(argv)
+    if args.stale:
+        problems = stale_records(ROOT)
+        print("\n".join(problems) or "no executed copy is stale")
+        return 1 if problems else 0
     if args.clean_only:
         changed = clean_records(args.out, args.only)
         print(f"{len(changed)} executed notebook(s) cleaned of colours and of this machine's paths"
