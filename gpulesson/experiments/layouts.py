@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from gpulesson.datasets.hdf5 import IMAGE_SHAPE, atomic_hdf5
-from gpulesson.records.compare_plots import _subplots, _title
+from gpulesson.records.figkit import panels, title
 from gpulesson.records.summaries import (
     REPEATS,
     SPREAD_NOTE,
@@ -230,14 +230,14 @@ def layout_bars(rows, *, label):
         raise ValueError("layout_bars needs at least one row")
     words = versus_fastest(rows)
     positions = np.arange(len(rows))
-    fig, axes = _subplots(1, 2, figsize=(12, 1.0 + 0.6 * len(rows) + 1.2), sharey=True)
-    panels = (
+    fig, axes = panels(2, (12, 1.0 + 0.6 * len(rows) + 1.2), across=True, sharey=True)
+    sides = (
         (axes[0], "file_mb", "file size (MB)", lambda r: f"{r['file_mb']:.3g} MB"),
         (axes[1], "images_per_second", "read throughput (images/s, higher is faster)",
          lambda r: ", ".join(filter(None, (f"{r['images_per_second'] or 0:,.0f} images/s",
                                            words[rows.index(r)])))),
     )
-    for ax, key, xlabel, text in panels:
+    for ax, key, xlabel, text in sides:
         bars = ax.barh(positions, [r.get(key) or 0.0 for r in rows], edgecolor="black")
         for i, (bar, row) in enumerate(zip(bars, rows, strict=True)):
             colour, hatch = _BAR_STYLES[i % len(_BAR_STYLES)]
@@ -260,6 +260,6 @@ def layout_bars(rows, *, label):
     detail = (f"batch size {first.get('batch_size')}, {first.get('n_images', 0):,} images, "
               f"{first.get('order')} batch order; median of {first.get('repeats')} reads after "
               f"{first.get('warmup', 0)} warm-up, file in the page cache")
-    _title(fig, "HDF5 layout: file size and batch read speed", label, detail)
+    title(fig, "HDF5 layout: file size and batch read speed", label, detail, fontsize="large")
     fig.tight_layout()
     return fig

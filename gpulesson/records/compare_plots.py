@@ -7,10 +7,11 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from gpulesson.records.plots import NO_LABEL, image_grid
+from gpulesson.records.figkit import panels, title
+from gpulesson.records.plots import image_grid
 
 # Per-device styles: marker, line style, hatch (so that grey-scale prints still tell them apart).
-_STYLES = (
+STYLES = (
     {"marker": "o", "linestyle": "-", "hatch": "//", "color": "tab:blue"},
     {"marker": "s", "linestyle": "--", "hatch": "..", "color": "tab:orange"},
     {"marker": "^", "linestyle": ":", "hatch": "xx", "color": "tab:green"},
@@ -48,24 +49,14 @@ def plain_log_ticks(ax) -> None:
     ax.yaxis.set_minor_locator(NullLocator())
 
 
-def _title(fig, title: str, label: str | None, detail: str | None = None) -> None:
-    fig.suptitle(f"{title} | {label or NO_LABEL}" + (f"\n{detail}" if detail else ""))
-
-
-def _subplots(*args, **kwargs):
-    import matplotlib.pyplot as plt  # lazy; pyplot picks a headless backend without a display
-
-    return plt.subplots(*args, **kwargs)
-
-
 def epoch_times(cpu_seconds, gpu_seconds, *, label, hardware=None, first_epoch="includes compiling"):
     """Line plot of every epoch's wall time on the CPU and the GPU (either list may be empty)."""
     runs = [(name, list(s)) for name, s in (("CPU", cpu_seconds), ("GPU", gpu_seconds))
             if s is not None and len(s)]
     if not runs:
         raise ValueError("epoch_times needs the epoch times of at least one run")
-    fig, ax = _subplots(figsize=(7, 4))
-    for (name, seconds), style in zip(runs, _STYLES, strict=False):  # more styles than runs
+    fig, (ax,) = panels(1, (7, 4))
+    for (name, seconds), style in zip(runs, STYLES, strict=False):  # more styles than runs
         epochs = np.arange(1, len(seconds) + 1)
         ax.plot(epochs, seconds, marker=style["marker"], linestyle=style["linestyle"],
                 color=style["color"], label=name)
@@ -87,7 +78,7 @@ def epoch_times(cpu_seconds, gpu_seconds, *, label, hardware=None, first_epoch="
     ax.legend(title="device")
     if isinstance(hardware, Mapping):
         hardware = "; ".join(f"{k}: {v}" for k, v in hardware.items())
-    _title(fig, "Time per training epoch", label, hardware)
+    title(fig, "Time per training epoch", label, hardware, fontsize="large")
     fig.tight_layout()
     return fig
 
@@ -97,10 +88,10 @@ def learning_curves(history, *, label):
     history = getattr(history, "history", history)
     if not history or "loss" not in history:
         raise ValueError(f"the history has no 'loss' (keys: {sorted(history or {})})")
-    fig, axes = _subplots(1, 2, figsize=(10, 4))
+    fig, axes = panels(2, (10, 4), across=True)
     acc = "accuracy" if "accuracy" in history else "acc"
     for ax, key, name in ((axes[0], "loss", "loss"), (axes[1], acc, "accuracy")):
-        for prefix, part, style in (("", "training", _STYLES[0]), ("val_", "validation", _STYLES[1])):
+        for prefix, part, style in (("", "training", STYLES[0]), ("val_", "validation", STYLES[1])):
             values = history.get(prefix + key)
             if values is None:
                 continue
@@ -115,7 +106,7 @@ def learning_curves(history, *, label):
         ax.set_ylabel(name)
         ax.set_title(name.capitalize())
         ax.grid(alpha=0.3)
-    _title(fig, "Learning curves", label)
+    title(fig, "Learning curves", label, fontsize="large")
     fig.tight_layout()
     return fig
 
@@ -150,7 +141,7 @@ def confusion_matrix(y_true, y_pred, class_names, *, label):
     matrix = confusion_counts(y_true, y_pred, len(class_names))
     n = len(class_names)
     size = max(4.0, 0.55 * n + 2)
-    fig, ax = _subplots(figsize=(size + 1, size))
+    fig, (ax,) = panels(1, (size + 1, size))
     image = ax.imshow(matrix, cmap="Blues")
     fig.colorbar(image, ax=ax, label="images")
     threshold = matrix.max() / 2 if matrix.size else 0
@@ -164,8 +155,8 @@ def confusion_matrix(y_true, y_pred, class_names, *, label):
     ax.set_ylabel("true class")
     total = int(matrix.sum())
     accuracy = np.trace(matrix) / total if total else math.nan
-    _title(fig, "Confusion matrix", label, f"{total:,} images, {np.trace(matrix):,} correct "
-           f"(accuracy {accuracy:.1%}); the diagonal holds the correct predictions")
+    title(fig, "Confusion matrix", label, f"{total:,} images, {np.trace(matrix):,} correct "
+          f"(accuracy {accuracy:.1%}); the diagonal holds the correct predictions", fontsize="large")
     fig.tight_layout()
     return fig, matrix
 
@@ -194,6 +185,7 @@ def prediction_grid(x, y_true, y_pred, class_names, *, label, n=20, ncols=10):
             for spine in ax.spines.values():
                 spine.set_color("red")
                 spine.set_linewidth(3)
-    _title(fig, "Predictions", label, f"{WRONG} = wrong prediction (red frame): {wrong} of {n} shown")
+    title(fig, "Predictions", label, f"{WRONG} = wrong prediction (red frame): {wrong} of {n} shown",
+          fontsize="large")
     fig.tight_layout()
     return fig

@@ -1,7 +1,10 @@
-"""The frame every experiment's figures share: no records, no figure (:func:`need`), the
-panels, the titles naming the data, machines and runs, and values at the ends of bars.
+"""The frame every figure shares: no records, no figure (:func:`need`), the panels, the titles
+naming the data, machines and runs, and values at the ends of bars.
 """
 
+import math
+
+from gpulesson.datasets.settings import NO_LABEL
 from gpulesson.records.parts import machine
 from gpulesson.records.results import data_label
 
@@ -12,12 +15,15 @@ def need(records, how: str) -> None:
         raise ValueError(f"no records to plot: {how}")
 
 
-def panels(count: int, figsize: tuple[float, float], *, across: bool = False, **options):
-    """A figure of ``count`` panels, one under another (``across``: side by side), and their axes."""
-    import matplotlib.pyplot as plt
+def panels(count: int, figsize: tuple[float, float], *, across: bool = False, columns: int = 1,
+           **options):
+    """A figure of ``count`` panels, one under another (``across``: side by side; else in rows of
+    ``columns``, the last row filled with spare panels), and their axes, row after row."""
+    import matplotlib.pyplot as plt  # lazy; pyplot picks a headless backend without a display
 
-    fig, axes = plt.subplots(1 if across else count, count if across else 1, figsize=figsize,
-                             squeeze=False, **options)
+    columns = count if across else columns
+    fig, axes = plt.subplots(math.ceil(count / columns), columns, figsize=figsize, squeeze=False,
+                             **options)
     return fig, list(axes.flat)
 
 
@@ -28,9 +34,12 @@ def run_title(ax, label: str, part: list[dict], *, between: str = "; ",
                  loc="left")
 
 
-def title(fig, what: str, records, *lines: str, fontsize: float = 9) -> None:
-    """The figure's title: ``what`` it shows and the data, then ``lines``, one a line."""
-    fig.suptitle("\n".join([f"{what} | {data_label(records)}", *lines]), fontsize=fontsize)
+def title(fig, what: str | None, data, *lines: str | None, fontsize: float | str = 9) -> None:
+    """The figure's title: ``what`` it shows (if anything) and the data (its records, or their
+    label; None: not given), then the ``lines`` that are not empty, one a line."""
+    label = data if data is None or isinstance(data, str) else data_label(data)
+    first = " | ".join(filter(None, (what, label or NO_LABEL)))
+    fig.suptitle("\n".join([first, *filter(None, lines)]), fontsize=fontsize)
 
 
 def label_bars(ax, positions, values, fmt: str = ".3g", fontsize: float = 7.5) -> None:

@@ -5,6 +5,8 @@ from pathlib import Path
 
 import matplotlib
 
+from gpulesson.records.figkit import panels
+
 matplotlib.use("Agg")
 # The schematics' colours: the lesson's (and the CPU's) ink and fill, the GPU's, and muted grey.
 INK, FILL, MUTED = "#1f3b63", "#e8eef7", "#6b6b6b"
@@ -44,9 +46,8 @@ def save_svg(fig, path) -> None:
 
 def schematic(figsize: tuple[float, float]):
     """The figure and axes of a schematic."""
-    import matplotlib.pyplot as plt
-
-    return plt.subplots(figsize=figsize)
+    fig, (ax,) = panels(1, figsize)
+    return fig, ax
 
 
 def finish(ax, fig, xlim, ylim, path, equal: bool = False) -> Path:

@@ -2,21 +2,17 @@
 
 import math
 
-from gpulesson.datasets.settings import NO_LABEL
+from gpulesson.records import figkit
 
 
 def image_grid(count, n, ncols, *, cell=(1.4, 1.6), extra_height=0.4, what="show_images"):
     """``(fig, flat axes, n)``: a grid for the first ``min(n, count)`` images; spare cells are the caller's"""
-    import matplotlib.pyplot as plt  # lazy; pyplot picks a headless backend when there is no display
-
     n = min(n, count)
     if n < 1:
         raise ValueError(f"{what} needs at least one image")
     ncols = max(1, min(ncols, n))
-    nrows = math.ceil(n / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(cell[0] * ncols, cell[1] * nrows + extra_height),
-                             squeeze=False)
-    return fig, list(axes.flat), n
+    size = (cell[0] * ncols, cell[1] * math.ceil(n / ncols) + extra_height)
+    return (*figkit.panels(n, size, columns=ncols), n)
 
 
 def show_images(x, y, class_names, *, n=16, ncols=8, title=None, label=None):
@@ -27,7 +23,6 @@ def show_images(x, y, class_names, *, n=16, ncols=8, title=None, label=None):
         if i < n:
             ax.imshow(x[i])
             ax.set_title(str(class_names[int(y[i])]), fontsize=8)
-    parts = [p for p in (title, label or NO_LABEL) if p]
-    fig.suptitle(" | ".join(parts))
+    figkit.title(fig, title, label, fontsize="large")
     fig.tight_layout()
     return fig

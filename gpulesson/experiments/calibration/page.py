@@ -5,7 +5,8 @@ import numpy as np
 from gpulesson.datasets.synthetic import PAIRS
 from gpulesson.datasets.synthetic import SYNTHETIC_CLASS_NAMES as NAMES
 from gpulesson.experiments.calibration import RECORDS, RESULTS_FILE, TARGET_ACCURACY
-from gpulesson.records.compare_plots import _STYLES, _subplots, _title, confusion_matrix
+from gpulesson.records.compare_plots import STYLES, confusion_matrix
+from gpulesson.records.figkit import need, panels, title
 from gpulesson.records.pagewords import run_values
 from gpulesson.records.results import NOT_RECORDED, data_label, duration
 
@@ -105,16 +106,14 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
 
 def figures(records):
     """The learning curves and the confusion matrix after the workshop's epochs: ``(fig, fig)``."""
-    if not records:
-        raise ValueError("no calibration record: record one with "
-                         "'python -m gpulesson.experiments.calibration'")
+    need(records, "record one with 'python -m gpulesson.experiments.calibration'")
     record = records[-1]
     label, found, history = data_label([record]), findings(record), record["history"]
-    curves, axes = _subplots(1, 2, figsize=(11, 4.2))
+    curves, axes = panels(2, (11, 4.2), across=True)
     for ax, name in zip(axes, ("loss", "accuracy"), strict=True):
         lines = (("training", history[name]), ("validation", history[f"val_{name}"]),
                  ("test", record[f"test_{name}_per_epoch"]))
-        for style, (part, values) in zip(_STYLES, lines, strict=False):
+        for style, (part, values) in zip(STYLES, lines, strict=False):
             ax.plot(np.arange(1, len(values) + 1), values, label=part, color=style["color"],
                     marker=style["marker"], linestyle=style["linestyle"], markersize=4)
         ax.axvline(found["workshop_epochs"], color="grey", linestyle=":")
@@ -124,9 +123,9 @@ def figures(records):
         ax.set(xlabel="epoch", ylabel=name, title=name.capitalize())
         ax.grid(alpha=0.3)
         ax.legend()
-    _title(curves, "The lesson's CNN on the stand-in", label,
-           f"{record['n_train']:,} training images, batch size {record['batch_size']}; "
-           f"lowest validation loss after epoch {found['val_loss_low_epoch']}")
+    title(curves, "The lesson's CNN on the stand-in", label,
+          f"{record['n_train']:,} training images, batch size {record['batch_size']}; "
+          f"lowest validation loss after epoch {found['val_loss_low_epoch']}", fontsize="large")
     curves.tight_layout()
 
     matrix = np.asarray(record["confusion"][str(found["workshop_epochs"])])

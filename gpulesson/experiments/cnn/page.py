@@ -15,8 +15,8 @@ from gpulesson.experiments.cnn.gpu_use import (
 )
 from gpulesson.experiments.cnn.measure import RECORDS
 from gpulesson.machine.pinned import environment_note
-from gpulesson.records.compare_plots import LOG_NOTE, needs_log_axis
-from gpulesson.records.figkit import need
+from gpulesson.records.compare_plots import LOG_NOTE, STYLES, epoch_times, needs_log_axis, time_axis
+from gpulesson.records.figkit import need, panels, title
 from gpulesson.records.pagewords import (
     accuracy,
     by_device,
@@ -68,15 +68,13 @@ def _log_note(values) -> str:
 def drawn(records, hardware_names=None) -> tuple[list[Series], object]:
     """``(series, comparison)``: one :class:`Series` per device that ran, CPU first, and the
     GPU against the CPU (None without both)."""
-    from gpulesson.records.compare_plots import _STYLES
-
     need(records, "run the training first, or record a reference run")
     names = dict(hardware_names or hardware(records))
     ran = [(kind, record) for kind, record in (("CPU", pick(records, False)),
                                                ("GPU", pick(records, True))) if record]
-    series = [Series(kind, names.get(kind, kind), _STYLES[i], [float(s) for s in record["epoch_seconds"]],
+    series = [Series(kind, names.get(kind, kind), STYLES[i], [float(s) for s in record["epoch_seconds"]],
                      epoch_summary(record), float(record["evaluation_seconds"]),
-                     float(record["total_seconds"]), MARKER_NAMES.get(_STYLES[i]["marker"], ""))
+                     float(record["total_seconds"]), MARKER_NAMES.get(STYLES[i]["marker"], ""))
               for i, (kind, record) in enumerate(ran)]
     return series, RECORDS.gpu_against_cpu(records)
 
@@ -145,8 +143,6 @@ def figures(records, *, first_epoch: str = FIRST_EPOCH, hardware_names=None):
     GPU's epoch bar with the comparison's words."""
     import numpy as np
 
-    from gpulesson.records.compare_plots import _subplots, _title, epoch_times, time_axis
-
     series, comparison = drawn(records, hardware_names)
     label = data_label(records)
     by_kind = {s.kind: s for s in series}
@@ -174,7 +170,7 @@ def figures(records, *, first_epoch: str = FIRST_EPOCH, hardware_names=None):
     fig.tight_layout()
     fig.alt_text = epoch_times_alt(series, first_epoch=first_epoch)
 
-    bars_fig, ax = _subplots(figsize=(8, 4.8))
+    bars_fig, (ax,) = panels(1, (8, 4.8))
     width = 0.8 / len(series)
     x = np.arange(len(BAR_GROUPS))
     for i, s in enumerate(series):
@@ -194,8 +190,8 @@ def figures(records, *, first_epoch: str = FIRST_EPOCH, hardware_names=None):
     time_axis(ax, [v for s in series for v in s.bar_values], "seconds")
     ax.margins(y=0.25)
     ax.legend(title="device")
-    _title(bars_fig, "Training and evaluation time", label,
-           "; ".join(f"{s.kind}: {s.name}" for s in series) + f"\n{SPREAD_NOTE}")
+    title(bars_fig, "Training and evaluation time", label,
+          "; ".join(f"{s.kind}: {s.name}" for s in series) + f"\n{SPREAD_NOTE}", fontsize="large")
     bars_fig.tight_layout()
     bars_fig.alt_text = time_bars_alt(series, comparison)
     return fig, bars_fig

@@ -124,7 +124,7 @@ def run_condition(data, copies: int, threads: int | None = None, *, n_images: in
             "load_before": round(load_before, 2), "load_samples": samples, "wall_seconds": wall}
 
 
-def epoch_summary(epoch_seconds, n_images: int) -> dict:
+def copy_epochs(epoch_seconds, n_images: int) -> dict:
     """One copy's epochs: the first, the mean of the later ones (else the first), images/s."""
     first, later = epoch_seconds[0], epoch_seconds[1:]
     mean = statistics.fmean(later) if later else first
@@ -139,7 +139,7 @@ def make_record(condition, *, run_id: str, n_images: int, batch_size: int, epoch
     """The record of one condition; ``slowdown``: its mean epoch over ``baseline``, one copy
     alone's; its summary: every copy's epochs after its warm-up."""
     reports, samples = condition["reports"], condition["load_samples"]
-    copies = [epoch_summary(r["epoch_seconds"], n_images) for r in reports]
+    copies = [copy_epochs(r["epoch_seconds"], n_images) for r in reports]
     warmup, timed = ([s for c in copies for s in split_epochs(c["epoch_seconds"])[i]] for i in (0, 1))
     starts, ends = [r["fit_start"] for r in reports], [r["fit_end"] for r in reports]
     mean = statistics.fmean(c["mean_epoch_seconds"] for c in copies)

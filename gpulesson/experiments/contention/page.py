@@ -5,7 +5,7 @@ never describes what is not drawn."""
 from collections import namedtuple
 
 from gpulesson.experiments.contention import RECORDS
-from gpulesson.records.figkit import need, title
+from gpulesson.records.figkit import need, panels, title
 from gpulesson.records.pagewords import listed, run_values
 from gpulesson.records.results import NOT_RECORDED, duration, hardware, software
 from gpulesson.records.summaries import SUMMARY_KEY, draw_spread, summary_text
@@ -130,10 +130,8 @@ def alt_text(records) -> str:
 def figures(records):
     """``(fig,)`` with its ``alt_text``: left, each copy's epochs against the number of copies,
     and a fair share of the machine; right, the images/s of all copies together."""
-    import matplotlib.pyplot as plt
-
     series, alone = drawn(records)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.8))
+    fig, (left, right) = panels(2, (10, 4.8), across=True)
     copies = sorted({p.copies for _, _, points in series for p in points})
     for i, (threads, style, points) in enumerate(series):
         k = [p.copies + (i - (len(series) - 1) / 2) * 0.08 for p in points]  # side by side

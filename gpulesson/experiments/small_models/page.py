@@ -9,7 +9,7 @@ import numpy as np
 
 from gpulesson.experiments.small_models.measure import EPISODE_MLP, PARTS, RECORDS, hidden_widths
 from gpulesson.records.compare_plots import LOG_NOTE, epoch_times, needs_log_axis
-from gpulesson.records.figkit import need, title
+from gpulesson.records.figkit import need, panels, title
 from gpulesson.records.pagewords import accuracy, by_device, first_epoch, listed, median_text, run_values
 from gpulesson.records.results import NOT_RECORDED, data_label, duration, hardware, is_gpu, pick
 from gpulesson.records.summaries import SPREAD_NOTE, Comparison, draw_spread, scale, summary_text, times_text
@@ -245,13 +245,12 @@ def sweep_figure(records):
     """The grid of widths (rows) x batch sizes (columns): the GPU's speed-up (the colour centred on
     1), else the one device's time per sample; each cell's text gives the spread (no room for whiskers)."""
     import matplotlib.colors as mcolors
-    import matplotlib.pyplot as plt
 
     need(records, f"run {COMMAND} --parts sweep")
     (kind, cells), (widths, batches) = sweep_drawn(records), axes(records)
     matrix = np.array([[cells[w, b][0] if (w, b) in cells else np.nan for b in batches] for w in widths])
     names = hardware(records)
-    fig, ax = plt.subplots(figsize=(7.5, 6.2))
+    fig, (ax,) = panels(1, (7.5, 6.2))
     if kind == "speed-up":
         bound = max(2.0, float(np.nanmax(np.abs(np.log10(matrix)))) if np.isfinite(matrix).any() else 2.0)
         image = ax.imshow(matrix, cmap="RdBu", norm=mcolors.LogNorm(vmin=10 ** -bound, vmax=10 ** bound))
