@@ -7,6 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from gpulesson.datasets.settings import LABELS
+from gpulesson.records.figkit import panels
 from gpulesson.records.results import duration, is_gpu, pick
 from gpulesson.records.summaries import (
     Comparison,
@@ -192,12 +193,9 @@ def _draw(ax, rows, items) -> None:
 def class_figure(view: ClassView, *, note: str = ""):
     """The class's figure: epoch times by device (left) and speed-ups by GPU (right); ``note``
     goes into the title."""
-    import matplotlib.pyplot as plt
-
     rows, gpu_rows = ([(model, gpu) for model, gpu, *_ in view.rows(speedups)] for speedups in (False, True))
-    fig, (left, right) = plt.subplots(
-        1, 2, figsize=(12, 1.8 + 0.45 * max(len(rows), len(gpu_rows), 2)),
-        gridspec_kw={"width_ratios": [3, 2]})
+    fig, (left, right) = panels(2, (12, 1.8 + 0.45 * max(len(rows), len(gpu_rows), 2)),
+                                across=True, gridspec_kw={"width_ratios": [3, 2]})
     _draw(left, rows, view.points)
     left.set_xlabel("seconds per epoch after the warm-up (log scale)")
     left.set_title("Epoch time by device")
