@@ -103,9 +103,6 @@ RETIRED = ("lesson-readahead", "lesson-process")  # measured by earlier runs: ke
 def test_records_of_retired_pipelines_are_read_and_left_out(tmp_path):
     """A run that also measured the reading thread and process the lesson no longer has still
     gives the page, the table and the figure, without them."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     file = tmp_path / "ceiling.jsonl"
     old = [*RUN, *(record("jax", "cpu", name, [0.6] * 5) for name in RETIRED)]
     file.write_text("".join(json.dumps(r) + "\n" for r in old))
@@ -118,13 +115,15 @@ def test_records_of_retired_pipelines_are_read_and_left_out(tmp_path):
 
 
 def test_the_figure_draws_a_panel_per_backend_and_device():
-    import matplotlib
-
-    matplotlib.use("Agg")
     run = [*RUN, record("tensorflow", "cpu", "ram", [0.7] * 5)]
     (fig,) = page.figures(run)
     assert [ax.get_title(loc="left") for ax in fig.axes] == [
         "TensorFlow, CPU: Test CPU, 2 cores; run r", "JAX, CPU: Test CPU, 2 cores; run r"]
+    (ahead,) = page.figures(gpu_run("jax", {**JAX_GPU, "lesson-ahead": [0.2] * 5, "lesson-grain": [0.2] * 5}))
+    said = [f._suptitle.get_text().split(";")[0] for f in (fig, ahead)]  # the bars drawn, in words
+    assert said == ["The ceiling of fit: blue in memory, orange the lesson's generator",
+                    "The ceiling of fit: blue in memory, orange the lesson's generator, green it "
+                    "reading ahead, purple Grain's processes"]
     with pytest.raises(ValueError, match=r"run python -m gpulesson\.experiments\.ceiling"):
         page.figures([])
 
@@ -254,10 +253,10 @@ def test_pytorch_meets_the_goal_only_because_its_own_step_hides_the_reader():
     assert "only because" not in page.goal_shares(even)
 
 
-def test_the_streams_goal_with_the_do_nothing_model_is_met_not_met_or_not_recorded():
+def test_the_streams_goal_with_the_do_nothing_model_is_met_not_met_or_not_recorded(tmp_path):
     """`lesson-ahead` against `ram` on the GPU: 0.132 s an epoch of `ram` against 0.140 s (94%,
     met) on JAX and 0.165 s (80%, not met) on PyTorch; `lesson-grain` 0.2 s (66%); without
-    them, the command that records it."""
+    them, the command that records it. The streams read by Grain: their runs or commands."""
     run = (gpu_run("jax", {**JAX_GPU, "lesson-ahead": [0.140] * 5})
            + gpu_run("torch", {**TORCH_GPU, "ram": [0.132] * 5, "lesson-ahead": [0.165] * 5}))
     said = page.stream_goal(run)
@@ -273,6 +272,20 @@ def test_the_streams_goal_with_the_do_nothing_model_is_met_not_met_or_not_record
     missing = page.stream_goal([*RUN, *gpu_run("jax", JAX_GPU)])
     assert "has no GPU record yet" in missing and page.GPU_COMMAND in missing
     assert page.stream_goal(RUN) == missing  # a CPU run is not the goal's
+    ladder = tmp_path / "ladder.jsonl"
+    ladder.write_text(json.dumps({"experiment": "ladder", "rung": "read-ahead", "run_id": "L"}))
+    assert page.grain_note(run, ladder) == (
+        "Grain's stream on the GPU, not yet recorded: the ladder's `grain` rungs (`KERAS_BACKEND="
+        "jax python -m gpulesson.experiments.ladder`) and the ceiling's `lesson-grain` "
+        "(`python -m gpulesson.experiments.ceiling --devices gpu`).")
+    ladder.write_text(json.dumps({"experiment": "ladder", "rung": "grain", "device_kind": "gpu",
+                                  "run_id": "L"}))
+    assert page.grain_note(grain, ladder) == (
+        "Grain's stream on the GPU, measured: the ladder's `grain` rungs (run L) and the "
+        "ceiling's `lesson-grain` (run g).")
+    assert page.grain_note(run, ladder).endswith(
+        "(run L); not yet recorded: the ceiling's `lesson-grain` (`python -m gpulesson.experiments."
+        "ceiling --devices gpu`).")
 
 
 def test_a_partial_gpu_run_does_not_replace_a_complete_part(tmp_path):
@@ -298,9 +311,6 @@ def test_a_device_record_of_the_old_method_is_neither_shown_nor_the_ceiling(tmp_
     """A ``device`` record without ``method`` (eager slices of a jax.Array, as the H200 run
     recorded them) stays in the results file and keeps its part complete, but no row, bar,
     share or ceiling uses it, and the summary says why; one with its method is all of these."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     fast = {**JAX_GPU, "device": [0.1] * 5}  # 500,000 images/s: above ram's 378,788
     new = gpu_run("jax", fast)
     old = [{k: v for k, v in r.items() if k != "method"} for r in new]
@@ -333,26 +343,13 @@ def test_a_device_record_of_the_old_method_is_neither_shown_nor_the_ceiling(tmp_
 
 def test_the_committed_h200_device_record_of_the_old_method_is_not_on_the_page():
     """The H200 run's device rows (JAX 243,511 images/s) were eager slices: the file keeps them,
-    the page's table, figure text and ceilings do not use them."""
-    from gpulesson.records import results
-
-    kept = [r for r in results.read_records(page.RECORDS.results_file)
-            if r.get("run_id") == "20261127T160443Z-743e59"]
-    h200 = page.find(kept, "jax", "gpu", "device")
-    assert h200 is None  # made before the method was recorded
-    old = [r for r in kept if (r["backend"], r["device_kind"], r["pipeline"])
-           == ("jax", "gpu", "device")]
-    assert len(old) == 1 and round(old[0]["images_per_second"]) == 243_511
-    assert "method" not in old[0]
-    values = page.substitutions()
-    shown = "".join(values.values())
-    reference = page.reference_run()
-    for hidden in [r for r in reference if not page.new_method(r)]:
-        assert page.rate_text(hidden) not in shown
-        assert page.ceiling(reference, hidden["backend"], hidden["device_kind"]) is not hidden
-    # A later run's device rows, taken the current way, may be shown: never the old one.
-    assert "243,511" not in shown
-    assert all(r.get("method") for r in reference if r["pipeline"] == "device")
+    the page's table, figure text and ceilings do not use them; later ones have their method."""
+    old = page.RECORDS.read(run_id="20261127T160443Z-743e59", backend="jax", pipeline="device")
+    assert [round(r["images_per_second"]) for r in old if page.RECORDS.predates(r)] == [243_511]
+    assert page.find(old, "jax", "gpu", "device") is None
+    assert "243,511" not in "".join(page.substitutions().values())
+    assert not any(page.RECORDS.predates(r) for r in page.reference_run())
+    assert set(page.RECORDS.methods) == set(DEVICE_METHODS.values())  # the measurement's
 
 
 _MEASURE_DEVICE = '''

@@ -5,6 +5,7 @@ fastest in-memory condition; each device's values come from its newest complete 
 import math
 
 from gpulesson.datasets.settings import LABELS
+from gpulesson.experiments.ladder import RECORDS as LADDER
 from gpulesson.machine.devices import BACKEND_TITLES, KERAS_BACKENDS
 from gpulesson.records import pagewords as words
 from gpulesson.records import parts
@@ -54,18 +55,14 @@ def complete(part: list[dict]) -> bool:
                for backend in {r["backend"] for r in part})
 
 
-def new_method(record: dict) -> bool:
-    """Not an old ``device`` record (JAX's eager slices, no method): it completes its part, unshown."""
-    from gpulesson.experiments.feeding.measure import old_device_method  # its page imports this
-
-    return not old_device_method(record)
-
-
-# The reference: for each device, the newest run complete on it, without the pipelines earlier
-# runs measured and the lesson no longer has (kept in the file).
+# The reference: for each device, the newest run complete on it, without the pipelines the lesson
+# no longer has; a ``device`` record that predates its methods (feeding.pipelines.DEVICE_METHODS)
+# completes its part, unshown. The file keeps both.
 RECORDS = RecordSet("ceiling", ("backend", "device_kind", "pipeline", "batch_size"),
                     backends=KERAS_BACKENDS, complete=complete, data=DATA,
-                    kept=lambda r: r.get("pipeline") in PIPELINES, shown=new_method)
+                    kept=lambda r: r.get("pipeline") in PIPELINES, shown=lambda r: not RECORDS.predates(r),
+                    methods=("compiled take", "slice view", "eager slice"),
+                    method_applies=lambda r: r["pipeline"] == "device")
 groups, shown, reference_run = RECORDS.groups, RECORDS.visible, RECORDS.reference_run
 
 
@@ -234,18 +231,33 @@ def malloc_note(records) -> str:
 
 
 def old_method_note(records) -> str:
-    old = [r for r in records if not new_method(r)]
-    if not old:
-        return ""
-    devices = " and ".join(d.upper() for d in ("cpu", "gpu") if any(r["device_kind"] == d for r in old))
+    old = [r for r in records if RECORDS.predates(r)]
     how = " (JAX's were eager slices)" if any(r["backend"] == "jax" for r in old) else ""
-    return (f"The {devices}'s `device` rows predate their recorded method{how}: kept in the file, "
-            "they are left out here, ceiling included.")
+    return (f"The {' and '.join(RECORDS.predating_devices(old))}'s `device` rows predate their "
+            f"recorded method{how}: kept in the file, they are left out here, ceiling included."
+            if old else "")
+
+
+def grain_note(records, ladder=None) -> str:
+    """The stream read by Grain's processes on the GPU: the runs of the ladder's ``grain`` rungs
+    and the ceiling's ``lesson-grain``, or the commands of the whole runs that record them."""
+    rungs = [r for r in LADDER.read(ladder, device_kind="gpu") if r["rung"].startswith("grain")]
+    said = {"measured": [], "not yet recorded": []}
+    for what, found, command in (
+            ("the ladder's `grain` rungs", rungs and rungs[-1],
+             "KERAS_BACKEND=jax python -m gpulesson.experiments.ladder"),
+            ("the ceiling's `lesson-grain`",
+             RECORDS.find(records, device_kind="gpu", pipeline="lesson-grain"), GPU_COMMAND)):
+        said["measured" if found else "not yet recorded"].append(
+            f"{what} (run {found['run_id']})" if found else f"{what} (`{command}`)")
+    return "Grain's stream on the GPU, " + "; ".join(
+        f"{how}: {words.listed(items)}" for how, items in said.items() if items) + "."
 
 
 FIGURES, FIGURE_FOLDER = ("feeding-ceiling.svg",), "fig/09-feeding-the-gpu"
-# In memory blue, the lesson's generator orange, reading ahead green, Grain's processes purple;
-# without mixing (window=1) lighter.
+# The colours in words, each said where its pipeline is drawn; without mixing (window=1) lighter.
+KEY = {"ram": "blue in memory", "lesson": "orange the lesson's generator",
+       "lesson-ahead": "green it reading ahead", "lesson-grain": "purple Grain's processes"}
 COLOURS = {**dict.fromkeys(IN_MEMORY, "#4c72b0"), "lesson-window1": "#f0b27a", "lesson": "#dd8452",
            "lesson-ahead-window1": "#8fbf8f", "lesson-ahead": "#55a868", "lesson-grain": "#8172b3"}
 
@@ -286,8 +298,9 @@ def figures(records):
         run_title(ax, f"{_name(backend)}, {device.upper()}", [r for _, r in drawn])
     axes[-1].set_xlabel("images per second through fit (higher is better; each panel on "
                         "its own scale)")
-    fig.suptitle(f"The ceiling of fit: blue in memory, orange the lesson's generator (light: "
-                 f"window=1, not mixed);\ndashed line {TARGET_SHARE:.0%} of the ceiling.\n"
+    names = {name for _, _, drawn, _ in drawn_panels for name, _ in drawn}
+    fig.suptitle(f"The ceiling of fit: {', '.join(w for n, w in KEY.items() if n in names)};\n"
+                 f"light: window=1, not mixed; dashed line {TARGET_SHARE:.0%} of the ceiling.\n"
                  f"{SPREAD_NOTE}", fontsize=8.5)
     fig.tight_layout()
     return (fig,)
@@ -309,4 +322,5 @@ def substitutions(path=None) -> dict[str, str]:
                             "recorded yet to say how close the lesson's generator comes."),
         "ref_ceil_alt": alt_text(records),
         "ref_ceil_stream": stream_goal(records),
+        "ref_ceil_grain": grain_note(records),
     }

@@ -35,13 +35,6 @@ WHERE = {"after_last_batch": "after its last batch, where the iterator met the e
          "longest_gap": "in one gap between two batches: a refill"}
 
 
-def teardown_may_be_timed(record: dict) -> bool:
-    """Whether the last timed epoch may hold the workers' shutdown: a record from before
-    :data:`METHOD`, with workers, on JAX on a GPU (where Keras reads one batch ahead)."""
-    return (record.get("method") is None and bool(record.get("workers"))
-            and record.get("device_kind") == "gpu" and record.get("backend") == "jax")
-
-
 def stall(record: dict) -> dict | None:
     """The last timed epoch where it took over :data:`STALL_FACTOR` times the others' median:
     its ``seconds``, the ``others``' median, its ``split`` (None for a record from before
@@ -73,7 +66,8 @@ def complete(part: list[dict]) -> bool:
 # Grain needs no TensorFlow; on TensorFlow any Python feed pays more. Synthetic data: speed
 # does not depend on the pixel values.
 RECORDS = RecordSet("workers", ("backend", "device_kind", "work", "workers", "batch_size"),
-                    backends=("jax", "torch"), complete=complete, data="synthetic")
+                    backends=("jax", "torch"), complete=complete, data="synthetic",
+                    methods=(METHOD,))
 
 
 def conditions(records, backend: str, device: str) -> list[tuple[str, int, dict]]:
@@ -172,10 +166,12 @@ def stall_note(records) -> str:
             if r.get("teardown_seconds") is not None:
                 text += (f"; then fit returned in {duration(r['exit_seconds'])} and the "
                          f"dataset's teardown took {duration(r['teardown_seconds'])}")
-        else:
+        else:  # the first way (no method recorded) may time the workers' shutdown on JAX's GPU
+            shutdown = (r.get("method") is None and r["workers"]
+                        and (r["backend"], r["device_kind"]) == ("jax", "gpu"))
             text += ("; not split, as it was recorded before the method that splits each "
                      "epoch" + (": it may hold the workers' shutdown, as Keras on JAX reads "
-                                "one batch ahead there" if teardown_may_be_timed(r) else ""))
+                                "one batch ahead there" if shutdown else ""))
         said.append(text)
     if not said:
         return ""
@@ -184,15 +180,12 @@ def stall_note(records) -> str:
 
 def method_note(records) -> str:
     """The devices whose records were timed before the current method, and what the next run adds."""
-    older = sorted({r["device_kind"].upper() for r in records if r.get("method") != METHOD})
-    if not older:
-        return ""
-    return (f"The {' and '.join(older)} part{'s' if len(older) > 1 else ''} shown "
-            f"{'were' if len(older) > 1 else 'was'} timed before the current method: "
-            "its data held one epoch more than fit trained (or its epochs were not split), so "
-            "no timed epoch shows what the end of the data costs. The next run "
-            "(`python -m gpulesson.experiments.workers`) feeds exactly the epochs fit trains, "
-            "as this episode's code does, and splits each epoch where its time goes.")
+    older = " and ".join(RECORDS.predating_devices(records))
+    return older and (f"The {older} records shown predate the current method: the data held one "
+                      "epoch more than fit trained (or the epochs were not split), so no timed "
+                      "epoch shows what the end of the data costs. The next run (`python -m "
+                      "gpulesson.experiments.workers`) feeds exactly the epochs fit trains and "
+                      "splits each epoch where its time goes.")
 
 
 def provenance(records) -> str:
