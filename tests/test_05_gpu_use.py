@@ -93,11 +93,14 @@ def test_the_host_floor_is_set_beside_the_profiles_dispatch_with_the_profilers_o
                 "profile": {"steps": 100, "step": 0.0036,
                             "host": {"input": 0.0009, "dispatch": 0.0016, "other": 0.0011},
                             "device": {"kernels": 0.0007, "copies": 0.0, "idle": 0.0029}}}
+    ahead = {**profiled, "run_id": "newer", "read_ahead": True}  # not as the CNN's run read
     path = tmp_path / "profile.jsonl"
-    path.write_text(json.dumps(profiled) + "\n")
+    path.write_text(json.dumps(profiled) + "\n" + json.dumps(ahead) + "\n")
     gpu = _cnn("gpu", "NVIDIA H200", [2.0] + [1.0] * 5)
     said = gpu_use.substitutions([gpu], _run_file(tmp_path, gpu))["ref_use_host_profile"]
-    assert said == ("Episode 9's profile of this CNN (run p) counts 1.6 ms of dispatch in a "
+    assert said == ("Episode 9's profile of this CNN (run p) reads its batches without reading "
+                    "ahead, as this run does, and trains without the validation that this run's "
+                    "step of 5.68 ms includes. It counts 1.6 ms of dispatch in a "
                     "step, with the profiler's overhead in it: a profiled step took 3.6 ms, a "
                     "step of the same run without the profiler 2.6 ms, so the dispatch alone "
                     "takes at least 600 µs without it")

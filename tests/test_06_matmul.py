@@ -258,15 +258,15 @@ def test_substitutions_say_plainly_what_is_missing(tmp_path):
 
     cpu_only = write(tmp_path / "cpu.jsonl", [made_up("cpu", at_sizes(10, 20, 30, 40))])
     values = mp.substitutions(cpu_only)
-    # medians with their ranges (summaries.summary_text); 3 timed calls each
-    rate = 40 / 1.05, 40 / 0.95
-    assert values["ref_mm_cpu_float32"] == (f"40 GFLOP/s (range {rate[0]:.3g}–{rate[1]:.3g} "
-                                            "GFLOP/s, 3 repeats) at n = 1,024")
-    assert values["ref_mm_cpu_smallest"].startswith("10 GFLOP/s (range ")
+    # medians with their ranges (summaries.summary_text); 3 timed calls each; TFLOP/s as drawn
+    rate = 0.04 / 1.05, 0.04 / 0.95
+    assert values["ref_mm_cpu_float32"] == (f"0.04 TFLOP/s (range {rate[0]:.3g}–{rate[1]:.3g} "
+                                            "TFLOP/s, 3 repeats) at n = 1,024")
+    assert values["ref_mm_cpu_smallest"].startswith("0.01 TFLOP/s (range ")
     assert "3 repeats" in values["ref_mm_cpu_largest_time"]
     assert values["ref_mm_cpu_largest_n"] == "1,024" and values["ref_mm_cpu"] == "Test CPU, 2 cores"
     assert values["ref_mm_lat_cpu_unsync_verdict"].startswith(  # 50 times too fast
-        "2,000 GFLOP/s: more than any call that waited")
+        "2 TFLOP/s: more than any call that waited")
     assert values["ref_mm_cpu_sweep_time"] == "1.5 s"
     for key in ("ref_mm_gpu", "ref_mm_crossover", "ref_mm_gpu_float32", "ref_mm_gpu_bfloat16",
                 "ref_mm_gpu_transfer_time", "ref_mm_gpu_smallest", "ref_mm_cpu_bfloat16"):
@@ -284,7 +284,7 @@ def test_substitutions_say_plainly_what_is_missing(tmp_path):
     assert values["ref_mm_crossover"] == "n = 256"
     assert values["ref_mm_gpu_transfer_time"] == "10 ms (range 10 ms–10 ms, 3 repeats)"
     gpu_seconds = 2 * 1024**3 / 900e9
-    assert values["ref_mm_gpu_transfer_gflops"] == f"{2 * 1024**3 / (gpu_seconds + 0.01) / 1e9:,.0f} GFLOP/s"
+    assert values["ref_mm_gpu_transfer_gflops"] == f"{2 * 1024**3 / (gpu_seconds + 0.01) / 1e12:.3g} TFLOP/s"
 
 
 def test_the_figures_handle_a_run_with_a_gpu(tmp_path):

@@ -2,7 +2,8 @@
 apart, windows of calls chosen so that one wait is under 5 % of a window and each lasts at least
 half a second, with the clock and power of each (checked on a made-up
 device with its own clock, so that no test depends on the machine's speed), precisions named as
-recorded, the card's published peaks, and which method's run the page shows."""
+recorded, the card's published peaks, the GPU's fixed cost per call, one synchronised call
+beside the windows, and which method's run the page shows."""
 
 import math
 import types
@@ -10,7 +11,7 @@ import types
 import numpy as np
 import pytest
 from gpulesson.experiments.matmul.__main__ import main as matmul_main
-from test_06_matmul import made_up, write
+from test_06_matmul import at_sizes, made_up, write
 
 from gpulesson.experiments import matmul
 from gpulesson.experiments.matmul import measure, probes
@@ -18,6 +19,7 @@ from gpulesson.experiments.matmul import page as mp
 from gpulesson.experiments.matmul.page import gflops_alt
 from gpulesson.machine import gpu_peaks
 from gpulesson.records.results import NOT_RECORDED, read_records
+from gpulesson.records.summaries import summarise
 
 # --- a made-up device: calls queue up, a wait is a round trip -----------------------------------
 
@@ -184,12 +186,6 @@ def test_the_overhead_comes_from_two_windows_and_is_bounded():
 
 # --- records of two methods on the page ------------------------------------------------------------
 
-SIZES = (16, 64, 256, 1024)
-
-
-def at_sizes(*rates) -> dict:
-    """``{n: GFLOP/s}`` of one rate for each of :data:`SIZES`."""
-    return dict(zip(SIZES, rates, strict=True))
 H200 = {"gpu": {"name": "NVIDIA H200"}, "device": "NVIDIA H200",
         "float32_precision": {"matmul": "tf32", "convolution": "tf32", "setting": "test"}}
 
@@ -218,7 +214,7 @@ def test_new_records_are_the_throughput_and_old_ones_stay_latencies(tmp_path):
     assert {r["run_id"] for r in matmul.reference_run(path)} == {"new"}
     assert {r["run_id"] for r in matmul.latency_run(path)} == {"old"}
     values = mp.substitutions(path)
-    assert values["ref_mm_cpu_float32"].startswith("40 GFLOP/s")
+    assert values["ref_mm_cpu_float32"].startswith("0.04 TFLOP/s")
     assert values["ref_mm_gpu"] == NOT_RECORDED and values["ref_mm_lat_gpu"] == "NVIDIA H200"
     assert values["ref_mm_cpu_calls"] == "10" and values["ref_mm_cpu_overhead"] == "2.0%"
 
@@ -301,20 +297,20 @@ def test_the_copy_names_the_host_memory_it_came_from():
     assert copy_text(refused).endswith("could not be made: NotImplementedError: JAX only")
 
 
-def test_the_throughput_axis_is_in_tflops_with_the_gpu_dispatch_floor_shaded(tmp_path):
-    """Calls that take a flat 70-100 µs whatever n are the host's dispatch: the figure shades
-    those sizes and says so, the axis is in TFLOP/s (not up to 10^6 GFLOP/s), and the page and
-    the alt text name the same floor."""
+def test_the_throughput_axis_is_in_tflops_with_the_gpus_fixed_cost_per_call_shaded(tmp_path):
+    """Calls that take 70-100 µs while the work grows 4,096-fold have a fixed cost per call: the
+    figure shades those sizes and says so, not that the cost is flat (it rose), the axis is in
+    TFLOP/s (not up to 10^6 GFLOP/s), and the page and the alt text give the same words."""
     from matplotlib.patches import Polygon, Rectangle
 
     flat = {16: 70e-6, 64: 100e-6, 256: 90e-6, 1024: 2e-3, 4096: 0.2}  # seconds per call
     gpu = made_up("gpu", {n: 2 * n**3 / t / 1e9 for n, t in flat.items()}, **H200)
     cpu = made_up("cpu", dict(zip(flat, (10, 20, 30, 40, 40), strict=True)))
-    floor = measure.dispatch_floor([cpu, gpu])
+    floor = measure.fixed_cost([cpu, gpu])
     assert floor["sizes"] == [16, 64, 256]
     assert (floor["low"], floor["high"]) == (pytest.approx(70e-6), pytest.approx(100e-6))
-    assert measure.dispatch_floor([cpu]) is None  # the CPU has no dispatch to the card
-    assert measure.dispatch_floor([cpu, {**gpu, "method": None}]) is None  # older method: latencies
+    assert measure.fixed_cost([cpu]) is None  # the CPU has no dispatch to the card
+    assert measure.fixed_cost([cpu, {**gpu, "method": None}]) is None  # older method: latencies
     fig, _ = matmul.figures([cpu, gpu])
     ax = fig.axes[0]
     assert ax.get_ylabel().startswith("TFLOP/s")
@@ -327,12 +323,27 @@ def test_the_throughput_axis_is_in_tflops_with_the_gpu_dispatch_floor_shaded(tmp
     xs = [x for x, _ in bands[0].get_xy()] if isinstance(bands[0], Polygon) else [
         bands[0].get_x(), bands[0].get_x() + bands[0].get_width()]
     assert min(xs) < 16 and 256 < max(xs) < 1024
-    label = next(t.get_text() for t in ax.texts if "dispatch floor" in t.get_text())
-    assert "70 µs–100 µs a call" in label and "up to 256" in label and "not the GPU" in label
-    words = "70 µs–100 µs a call at every n up to 256: the host's dispatch of the call, not " \
-            "the GPU's compute"
+    label = next(t.get_text() for t in ax.texts if "fixed cost" in t.get_text())
+    assert "70 µs–100 µs" in label and "n = 16 to 256" in label
+    words = ("70 µs–100 µs a call (medians) at every n from 16 to 256, while the arithmetic grew "
+             "4,096-fold; a call at n = 256 was 1.3× slower than at n = 16")
     assert words in gflops_alt([cpu, gpu])
-    assert mp.substitutions(write(tmp_path / "m.jsonl", [cpu, gpu]))["ref_mm_gpu_floor"] \
-        == words
-    assert mp.substitutions(write(tmp_path / "c.jsonl", [cpu]))["ref_mm_gpu_floor"] \
-        == NOT_RECORDED
+    assert mp.substitutions(write(tmp_path / "m.jsonl", [cpu, gpu]))["ref_mm_gpu_floor"] == words
+    assert mp.substitutions(write(tmp_path / "c.jsonl", [cpu]))["ref_mm_gpu_floor"] == NOT_RECORDED
+
+
+def test_one_synchronised_call_is_set_beside_the_windows_and_their_first_window():
+    """The best median rate of one synchronised call, beside a call in a window of its size; the
+    sizes from which each GPU sweep's first window was its fastest (a clock that fell fits both)."""
+    gpu = made_up("gpu", at_sizes(1, 50, 3000, 98_950), **H200)  # calls 0.5 ms slower than windows
+    assert measure.sync_beside_windows([gpu])[1].startswith(
+        "One synchronised call reached its best median rate at n = 1,024: ")
+    assert "slower than a call in a window there" in measure.sync_beside_windows([gpu])[1]
+    gpu["points"][-1]["latency"] = summarise([1e-5, 1.1e-5, 1.2e-5])  # now faster than a window
+    gpu["points"][1]["seconds"].reverse()  # n = 64: the first window was the slowest
+    rate, words = measure.sync_beside_windows([gpu])
+    assert rate == f"{2 * 1024**3 / 1.1e-5 / 1e12:.3g} TFLOP/s at n = 1,024"
+    assert "faster than a call in a window there" in words
+    assert "at each n from 256 up, the first of the windows was the fastest" in words
+    assert words.endswith("the single calls ran before the windows.")
+    assert measure.sync_beside_windows([]) == (NOT_RECORDED, NOT_RECORDED)

@@ -1,6 +1,6 @@
 """Episode 5's headline (gpulesson.experiments.cnn.gpu_use): the speed-up as the range over
 every recorded run of the same devices, each run named; the CPU's training rate beside its own
-float32 matrix products; the CPU's fastest recorded epoch. Made-up records only."""
+float32 matrix products; the fastest run's median epoch on that CPU. Made-up records only."""
 
 from test_06_matmul import made_up
 from test_reference import record
@@ -38,7 +38,7 @@ def test_the_speed_up_is_the_range_over_the_runs_of_the_same_devices(tmp_path):
     assert values["ref_head_gpu_epochs"] == "100 ms (aaaaaa), 200 ms (bbbbbb)"
     assert values["ref_head_cpu_epochs"] == "4.0 s (aaaaaa), 5.0 s (bbbbbb)"
     assert values["ref_head_compiler"] == "XLA:CPU through JAX"
-    # the fastest epoch of any framework on that CPU, and that it is the only kind recorded
+    # the fastest median epoch of any framework on that CPU, and that it is the only kind recorded
     assert values["ref_head_cpu_best"].startswith("4.0 s, with XLA:CPU through JAX in float32 "
                                                   "(run aaaaaa): the only")
     # no matrix products recorded on that CPU: the comparison is not made up

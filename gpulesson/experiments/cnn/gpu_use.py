@@ -4,7 +4,7 @@ share of a GPU step a do-nothing model already takes (episode 9's ceiling), the 
 (episode 9's profile), and why the speed-up per epoch is not that of a whole training. The
 headline (``ref_head_*``): the speed-up's range over every run of the same two devices, the
 CPU's rate beside episode 6's fastest float32 matrix product on that CPU (the baseline is the
-framework's code, not the CPU's best), and the fastest epoch recorded there."""
+framework's code, not the CPU's best), and the fastest run's median epoch there."""
 
 import math
 from pathlib import Path
@@ -169,14 +169,18 @@ def substitutions(records, path) -> dict[str, str]:
         values["ref_use_host_step"] = duration(seconds)
         values["ref_use_host_share"] = f"{100 * seconds / step:.0f} %"
         values["ref_use_host_run"] = idle["run_id"]
-    # The CNN's dispatch in episode 9's profile on the same GPU model, with the profiler's
-    # overhead in it, and the least it takes without.
-    record = PROFILE.find(PROFILE.reference_run(path.with_name(PROFILE.results_file.name)),
-                          device_kind="gpu")
-    found = overhead(record) if record and record.get("device") == gpu.get("device") else None
+    # The CNN's dispatch in the newest profile on the same GPU model that read its batches as
+    # this run did (records from before read-ahead have no field), with the profiler's overhead.
+    ahead = bool(gpu.get("read_ahead"))
+    record = next((r for r in reversed(PROFILE.read(path.with_name(PROFILE.results_file.name)))
+                   if is_gpu(r) and r.get("device") == gpu.get("device")
+                   and bool(r.get("read_ahead")) == ahead), None)
+    found = overhead(record) if record else None
     if found:
         values["ref_use_host_profile"] = (
-            f"Episode 9's profile of this CNN (run {record['run_id']}) counts "
+            f"Episode 9's profile of this CNN (run {record['run_id']}) reads its batches "
+            f"{'ahead' if ahead else 'without reading ahead'}, as this run does, and trains without "
+            f"the validation that this run's step of {duration(step)} includes. It counts "
             f"{duration(found['dispatch'])} of dispatch in a step, with the profiler's overhead "
             f"in it: a profiled step took {duration(found['profiled'])}, a step of the same run "
             f"without the profiler {duration(found['timed'])}, so the dispatch alone takes at "

@@ -17,15 +17,15 @@ from gpulesson.records.recordset import RecordSet
 from gpulesson.records.results import NOT_RECORDED, duration, hardware, is_gpu, software
 from gpulesson.records.summaries import NO_DIFFERENCE, as_rate, compare, repeats_for, summarise, summary_of
 
+METHOD = "windows"  # the record's method
 # One record a sweep of random inputs; a run that goes on skips the sweeps it has, and the
 # method tells the throughput methods' records from the oldest's (synchronised calls only).
-RECORDS = RecordSet("matmul", ("device_kind", "dtype", "method"), data="random")
+RECORDS = RecordSet("matmul", ("device_kind", "dtype", "method"), data="random", methods=(METHOD,))
 DTYPES = ("float32", "bfloat16", "float16")
 SIZES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 GPU_SIZES = (*SIZES, 8192, 16384)  # a GPU's large products take milliseconds
 QUICK_SIZES = (16, 32, 64, 128, 256)
 MAX_SECONDS = 20.0  # larger sizes are skipped once one call would take longer than this
-METHOD = "windows"  # the record's method
 # The throughput methods, newest first; "amortised" chose its windows by one wait's share alone.
 THROUGHPUT_METHODS = (METHOD, "amortised")
 MAX_OVERHEAD_SHARE = 0.05  # the fixed cost of a synchronisation: at most this share of a window
@@ -34,9 +34,10 @@ MAX_CALLS = 200_000  # at most this many calls in one window
 MIN_WINDOW_SECONDS = 0.5  # clock, power and NVML's power reading settle over tenths of a second
 TRIES = 3  # windows re-chosen at most this many times when a share came out too large
 PROBE_CALLS, PROBE_SECONDS = 32, 0.01  # the probe window: 2 to 32 calls, about 10 ms of them
-FLOOR_FACTOR = 2.0  # sizes within this factor of the smallest's time per call are on the floor
+FLOOR_FACTOR = 2.0  # sizes within this factor of the smallest's time per call: a fixed cost sets it
 BUSY = 0.25  # a sweep during which other programs used more CPU time than this is flagged
 _KEPT = {"seconds": "summary", "latency_seconds": "latency"}  # where a point keeps a summary
+_SCALE = {"GFLOP/s": 1e9, "TFLOP/s": 1e12}
 # A peak's key in gpu_peaks: by the precision float32 products ran in, else by the dtype.
 _PEAK_KEYS = {"float32": "fp32", "tf32": "tf32", "bf16": "bf16", "bfloat16": "bf16", "float16": "fp16"}
 
@@ -153,15 +154,16 @@ def time_matmul(n: int, device: str = "cpu", dtype: str = "float32", *,
                 break
             calls = min(MAX_CALLS, math.ceil(calls * share / TARGET_SHARE))
         seconds = [w / calls for w in windows]
+        summary = summarise(seconds, warmups)
+        rate = as_rate(summary, 2 * n**3 / 1e9, "GFLOP/s")  # the median rate: over the median time
         point = {"n": n, "latency_seconds": latency, "latency": summarise(latency, warmups),
                  "dispatch_seconds": dispatches, "wait_seconds": waits, "probe_calls": probe,
                  "probe_seconds": probe_seconds, "sync_overhead_seconds": fixed,
                  "calls_per_sync": calls, "window_seconds": windows, "overhead_share": share,
                  "window_sensor": readings if sensor is not None else None, "seconds": seconds,
-                 "warmup_seconds": warmups, "summary": summarise(seconds, warmups),
-                 "median_seconds": statistics.median(seconds), "min_seconds": min(seconds),
-                 "max_seconds": max(seconds), "gflops": gflops(n, statistics.median(seconds)),
-                 "gflops_low": gflops(n, max(seconds)), "gflops_high": gflops(n, min(seconds)),
+                 "warmup_seconds": warmups, "summary": summary,
+                 **{f"{key}_seconds": summary[key] for key in ("median", "min", "max")},
+                 "gflops": rate["median"], "gflops_low": rate["min"], "gflops_high": rate["max"],
                  "first_call_seconds": warmups[0],
                  **dict.fromkeys(("unsynchronised_seconds", "unsynchronised_median_seconds",
                                   "transfer_seconds", "transfer_median_seconds"))}
@@ -280,10 +282,10 @@ def point_summary(point: dict | None, samples: str = "seconds") -> dict | None:
     return summary_of(point, samples, warmup_key=None, first_is_warmup=False, key=_KEPT.get(samples, ""))
 
 
-def rate_summary(point: dict | None, samples: str = "seconds") -> dict | None:
-    """:func:`point_summary` as GFLOP/s."""
+def rate_summary(point: dict | None, samples: str = "seconds", unit: str = "GFLOP/s") -> dict | None:
+    """:func:`point_summary` as GFLOP/s, or TFLOP/s (the unit of episode 6's page and figure)."""
     summary = point_summary(point, samples)
-    return as_rate(summary, 2 * point["n"] ** 3 / 1e9, "GFLOP/s") if summary else None
+    return as_rate(summary, 2 * point["n"] ** 3 / _SCALE[unit], unit) if summary else None
 
 
 def _float32_mode(record: dict) -> str:
@@ -355,24 +357,54 @@ def crossover_line(records, dtype: str = "float32") -> str:
     return f"GPU faster ({dtype}) from: {why}"
 
 
-def dispatch_floor(records) -> dict | None:
-    """The sizes of the GPU's float32 sweep whose time per call stayed within
-    :data:`FLOOR_FACTOR` of the smallest's: the host's dispatch of a call, not the GPU's compute,
-    set their rate."""
+def fixed_cost(records) -> dict | None:
+    """The sizes of the GPU's float32 sweep whose time per call stayed within :data:`FLOOR_FACTOR`
+    of the smallest's while the arithmetic grew as n³ (a fixed cost per call set their rate), the
+    range of their medians, and the first and last size's summaries."""
     record = find(records, "gpu")
     if not record or not amortised(record):
         return None
-    medians = [(p["n"], s["median"]) for p in record["points"] if (s := point_summary(p))]
-    flat = list(takewhile(lambda each: each[1] <= FLOOR_FACTOR * medians[0][1], medians))
-    if len(flat) < 2:
-        return None
-    seconds = [s for _, s in flat]
-    return {"sizes": [n for n, _ in flat], "low": min(seconds), "high": max(seconds)}
+    found = [(p["n"], s) for p in record["points"] if (s := point_summary(p))]
+    flat = list(takewhile(lambda each: each[1]["median"] <= FLOOR_FACTOR * found[0][1]["median"], found))
+    medians = [s["median"] for _, s in flat]
+    return {"sizes": [n for n, _ in flat], "low": min(medians), "high": max(medians),
+            "ends": (flat[0], flat[-1])} if len(flat) > 1 else None
 
 
-def floor_words(floor: dict) -> str:
-    return (f"{duration(floor['low'])}–{duration(floor['high'])} a call at every n up to "
-            f"{floor['sizes'][-1]:,}: the host's dispatch of the call, not the GPU's compute")
+def fixed_cost_words(floor: dict) -> str:
+    """The GPU's float32 fixed cost per call: the range of its medians, and whether it was flat."""
+    (first, a), (last, b) = floor["ends"]
+    verdict = compare(b, a)
+    flat = (f"a call at n = {last:,} was {verdict.text} at n = {first:,}" if verdict.measurable
+            else f"{NO_DIFFERENCE} between n = {first:,} and n = {last:,}")
+    return (f"{duration(floor['low'])}–{duration(floor['high'])} a call (medians) at every n from "
+            f"{first:,} to {last:,}, while the arithmetic grew {(last / first) ** 3:,.0f}-fold; {flat}")
+
+
+def sync_beside_windows(records) -> tuple[str, str]:
+    """``(rate, words)``: the best median rate of one synchronised float32 call on the GPU, and
+    that call beside a call in a window of its size, with the sizes from which every GPU sweep's
+    first window was the fastest of its size; NOT_RECORDED twice without a GPU sweep of windows."""
+    found = [p for p in points(records, "gpu") if point_summary(p, "latency_seconds") and point_summary(p)]
+    if not found:
+        return NOT_RECORDED, NOT_RECORDED
+    best = max(found, key=lambda p: rate_summary(p, "latency_seconds")["median"])
+    (one, a), (many, b) = ((point_summary(best, s), rate_summary(best, s, "TFLOP/s")["median"])
+                           for s in ("latency_seconds", "seconds"))
+    verdict, rate = compare(one, many), f"{summaries.fmt_number(a)} TFLOP/s"
+    windows = [p for r in records if is_gpu(r) for p in r["points"] if len(p["seconds"]) > 1]
+    later = max((p["n"] for p in windows if p["seconds"][0] > min(p["seconds"])), default=0)
+    start = min((p["n"] for p in windows if p["n"] > later), default=None)
+    return f"{rate} at n = {best['n']:,}", (
+        f"One synchronised call reached its best median rate at n = {best['n']:,}: "
+        f"{summaries.summary_text(one, duration)}, {rate}, "
+        + (f"{verdict.text} a call in a window there" if verdict.measurable
+           else f"with {NO_DIFFERENCE} from a call in a window there")
+        + f", which took {summaries.summary_text(many, duration)}, {summaries.fmt_number(b)} TFLOP/s."
+        + (f" In every GPU sweep, at each n from {start:,} up, the first of the windows was the "
+           "fastest." if start else "")
+        + (" A clock or power that fell as the card stayed busy would explain this: the single "
+           "calls ran before the windows." if start or verdict.word == "faster" else ""))
 
 
 def dtype_by_size(records, device: str, dtype: str) -> dict[str, list[int]]:

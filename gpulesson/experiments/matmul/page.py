@@ -152,10 +152,10 @@ def gflops_alt(records) -> str:
     if peaks:
         parts.append("Thin dashed horizontal lines mark the vendor's published peaks, not "
                      "measurements: " + "; ".join(p["label"] for p in peaks) + ".")
-    floor = mm.dispatch_floor(records)
+    floor = mm.fixed_cost(records)
     if floor:
-        parts.append(f"A grey band over n = {floor['sizes'][0]:,} to {floor['sizes'][-1]:,} "
-                     f"marks the GPU's dispatch floor: float32 calls took {mm.floor_words(floor)}.")
+        parts.append(f"A grey band over n = {floor['sizes'][0]:,} to {floor['sizes'][-1]:,} marks "
+                     f"the GPU's float32 fixed cost per call: {mm.fixed_cost_words(floor)}.")
     n = _crossover_drawn(records, lines)
     if n is not None:
         parts.append(f"A dotted vertical line at n = {n:,} marks the size from which the GPU "
@@ -226,14 +226,13 @@ def _rates_figure(records):
         lambda v, _: f"{v:,.{max(0, -math.floor(math.log10(v) + 1e-9))}f}"))
     ax.set_ylabel("TFLOP/s (time per call over a window of calls)")
     ax.set_title(LINE_SPREAD_NOTE.replace("median", "median window"), fontsize=8.5)
-    floor = mm.dispatch_floor(records)
+    floor = mm.fixed_cost(records)
     if floor:
         low, high = floor["sizes"][0], floor["sizes"][-1]
         ax.axvspan(low / 1.25, high * 1.25, color="0.5", alpha=0.12, linewidth=0)
-        ax.text(low / 1.2, 0.90, f"GPU dispatch floor:\n{duration(floor['low'])}–"
-                f"{duration(floor['high'])} a call\nat every n up to {high:,}:\nthe host's "
-                "dispatch,\nnot the GPU's compute", transform=ax.get_xaxis_transform(),
-                fontsize=8, va="top")
+        ax.text(low / 1.2, 0.90, f"GPU float32, fixed cost\nper call: {duration(floor['low'])}–"
+                f"{duration(floor['high'])}\nat n = {low:,} to {high:,}\n(a call, its dispatch,\n"
+                "its share of one wait)", transform=ax.get_xaxis_transform(), fontsize=8, va="top")
     n = _crossover_drawn(records, lines)
     if n is not None:
         ax.axvline(n, color="black", linestyle=(0, (1, 3)), linewidth=1)
@@ -292,7 +291,7 @@ def figures(records, latency=None):
 
 def _peak(record: dict | None) -> str:
     """A sweep's highest median rate, with the sizes :func:`rank` cannot tell apart from it."""
-    rates = {p["n"]: s for p in (record or {}).get("points", []) if (s := mm.rate_summary(p))}
+    rates = {p["n"]: s for p in (record or {}).get("points", []) if (s := mm.rate_summary(p, unit="TFLOP/s"))}
     if not rates:
         return NOT_RECORDED
     first = summaries.rank({f"{n:,}": s for n, s in rates.items()}, higher_is_better=True)[0]
@@ -317,15 +316,15 @@ def _by_size_text(records, dtype: str) -> str:
 def _unsync_text(found: list[dict]) -> str:
     """The rate of a call not waited for: impossible where above every call that waited."""
     unsync = found and found[-1].get("unsynchronised_median_seconds")
-    rates = [r["max"] for p in found if (r := mm.rate_summary(p, "latency_seconds"))]
+    rates = [r["max"] for p in found if (r := mm.rate_summary(p, "latency_seconds", "TFLOP/s"))]
     if not unsync or not rates:
         return NOT_RECORDED
-    rate, best = mm.gflops(found[-1]["n"], unsync), max(rates)  # best: the fastest call that waited
+    rate, best = mm.gflops(found[-1]["n"], unsync) / 1e3, max(rates)  # best: the fastest call that waited
     if rate > best:
-        return (f"{mm.rate_text(rate)} GFLOP/s: more than any call that waited for its result "
-                f"reached (at most {mm.rate_text(best)} GFLOP/s), an impossible number")
-    return (f"{mm.rate_text(rate)} GFLOP/s, no more than the calls that waited for their result "
-            f"reached (up to {mm.rate_text(best)} GFLOP/s): no sign that this call returned before its "
+        return (f"{fmt_number(rate)} TFLOP/s: more than any call that waited for its result "
+                f"reached (at most {fmt_number(best)} TFLOP/s), an impossible number")
+    return (f"{fmt_number(rate)} TFLOP/s, no more than the calls that waited for their result "
+            f"reached (up to {fmt_number(best)} TFLOP/s): no sign that this call returned before its "
             "work was done")
 
 
@@ -369,7 +368,7 @@ def model_precision(path) -> tuple[dict, dict, dict] | None:
 def _model_values(path) -> dict[str, str]:
     found = model_precision(path)
     keys = ("ref_mm_model_bfloat16", "ref_mm_model_float32", "ref_mm_model_verdict",
-            "ref_mm_model_cpu", "ref_mm_model_data")
+            "ref_mm_model_cpu", "ref_mm_model_data", "ref_mm_model_software")
     if not found:
         return dict.fromkeys(keys, NOT_RECORDED)
     mixed, base, record = found
@@ -383,7 +382,7 @@ def _model_values(path) -> dict[str, str]:
         words = f"{NO_DIFFERENCE}: their ranges overlap"
     return dict(zip(keys, (summary_text(mixed), summary_text(base), words,
                            hardware([record]).get("CPU", NOT_RECORDED),
-                           record.get("data_label", NOT_RECORDED)), strict=True))
+                           record.get("data_label", NOT_RECORDED), software([record])), strict=True))
 
 
 def copy_text(point: dict) -> str:
@@ -401,7 +400,7 @@ def copy_text(point: dict) -> str:
 
 
 def _method_note(records) -> str:
-    if records[0].get("method") == mm.METHOD:
+    if not RECORDS.predates(records[0]):
         return (f"Each window lasted at least {mm.MIN_WINDOW_SECONDS:g} s, and on the GPU kept the "
                 "SM clock and board power that NVML showed while it ran.")
     return (f"These windows were recorded before the lesson's current method: they lasted as "
@@ -430,7 +429,7 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     for device in DEVICES:
         found, prefix = mm.points(records, device) or [None], f"ref_mm_{device}"
         smallest, largest = found[0], found[-1]
-        values[f"{prefix}_smallest"] = _at(mm.rate_summary(smallest), smallest)
+        values[f"{prefix}_smallest"] = _at(mm.rate_summary(smallest, unit="TFLOP/s"), smallest)
         values[f"{prefix}_largest_n"] = given(largest and f"{largest['n']:,}")
         values[f"{prefix}_largest_time"] = median_text(mm.point_summary(largest), what="repeats")
         values[f"{prefix}_first_call"] = given(largest and largest.get("first_call_seconds"), duration)
@@ -462,9 +461,10 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
     values["ref_mm_gpu_transfer_n"] = given(copy and f"{copy['n']:,}")
     values["ref_mm_gpu_transfer_time"] = median_text(mm.point_summary(copy, "transfer_seconds"),
                                                      what="repeats")
-    values["ref_mm_gpu_transfer_gflops"] = given(copy and f"{mm.rate_text(_with_copy(copy))} GFLOP/s")
+    values["ref_mm_gpu_transfer_gflops"] = given(copy and f"{fmt_number(_with_copy(copy) / 1e3)} TFLOP/s")
     values["ref_mm_gpu_copy_memory"] = given(copy, copy_text)
-    values["ref_mm_gpu_floor"] = given(mm.dispatch_floor(records), mm.floor_words)
+    values["ref_mm_gpu_floor"] = given(mm.fixed_cost(records), mm.fixed_cost_words)
+    values["ref_mm_gpu_sync_rate"], values["ref_mm_gpu_windows"] = mm.sync_beside_windows(records)
     values["ref_mm_crossover"] = given(records, mm.crossover_text)
     values["ref_mm_method_note"] = given(records, _method_note)
     values["ref_mm_fig_gflops_alt"] = given(records, gflops_alt)

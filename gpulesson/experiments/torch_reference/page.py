@@ -89,8 +89,8 @@ def substitutions(path=RECORDS.results_file) -> dict[str, str]:
                                                  else NOT_RECORDED)
         values[f"ref_torch_{name}_epoch"] = median_text(epoch_summary(record))
         values[f"ref_torch_{name}_accuracy"] = accuracy(record)
-    # The GPU's epoch after the warm-up over its steps: for a network this small, the host's
-    # time per step (Python, the copy of each batch and the wait for it), not arithmetic.
+    # The GPU's epoch after the warm-up over its steps: for a network this small, mostly time
+    # outside the arithmetic, which no record splits (no PyTorch profile was recorded).
     summary = epoch_summary(gpu)
     values["ref_torch_gpu_step"] = (
         duration(summary["median"] / math.ceil(gpu["n_train"] / gpu["batch_size"]))
