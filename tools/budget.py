@@ -85,17 +85,22 @@ JAX_ENV = (("KERAS_BACKEND", "jax"),)
 LEASE_STEPS = 490  # s of steps in one call of about 9 minutes: the first call's deadline of 546 s
 #                    left 491 s for its steps (results/reference-run.json), the pack after them
 PLAN = [
-    # The headline of the next call: episode 9's ladder, each part in two process starts (the
-    # second reads the first's compilation cache), in one run.
+    # The headline of the next call: episode 9's ladder, each part in two process starts (each
+    # rung's second reads the compilation cache of its own that its first filled), in one run.
     Planned(_x("ladder", "--devices", "gpu", with_gpu=(), gpu_only=True, env=JAX_ENV,
-               step="ladder on the GPU"), 3, (230, 250),
-            "231.7 s on the H200 node (2026-11-28, run 1be871): 36 trainings, two starts"),
+               step="ladder on the GPU"), 3, (425, 470),
+            "231.7 s on the H200 node (2026-11-28, run 1be871): 36 trainings, two starts, one "
+            "cache shared by the rungs; with a cache for each rung, 14 more first starts compile, "
+            "9-18 s each (first start minus second of the rung that compiled at the same batch and "
+            "precision there): 200 s more, by arithmetic, not yet run on the node"),
     Planned(_x("ladder", "--part", "limit", "--devices", "gpu", with_gpu=(), gpu_only=True,
                env=JAX_ENV, step="ladder's limit on the GPU"), 4, (45, 55),
             "49.5 s on the H200 node (2026-11-28, run 1be871)"),
     Planned(_x("ladder", "--part", "nightly", "--nightly", ".whl/nightly", "--devices", "gpu",
                with_gpu=(), gpu_only=True, env=JAX_ENV, step="ladder with keras-nightly"), 4,
-            (60, 65), "62.3 s on the H200 node (2026-11-28, run 1be871), the wheel's install in it"),
+            (80, 95), "62.3 s on the H200 node (2026-11-28, run 1be871), the wheel's install in it; "
+            "with a cache for each rung, `scan:device+bf16+spe+batch` compiles too, 24 s as its "
+            "twin did there: by arithmetic, not yet run on the node"),
     Planned(_x("profile", "--devices", "gpu", with_gpu=(), gpu_only=True, env=JAX_ENV,
                step="profile on the GPU"), 1, (20, 40),
             "21.6 s on the H200 node (2026-11-28, run dc8913), read ahead as episode 4 teaches",
@@ -104,10 +109,12 @@ PLAN = [
     # host-bound step on the node), with the RAM rung at the best settings: the same run.
     Planned(_x("ladder", "--devices", "gpu", "--rungs", "grain", "grain+bf16+spe+batch",
                "ram+bf16+spe+batch", with_gpu=(), gpu_only=True, env=JAX_ENV,
-               step="ladder's stream through Grain"), 1, (70, 100),
+               step="ladder's stream through Grain"), 1, (120, 150),
             "the ladder's rungs on the H200 node (2026-11-28, run 1be871): 36 trainings in "
             "231.7 s, about 6 s each over two starts; these 3 also start Grain's workers "
-            "(about 5 s a start) and their 2 processes import JAX and Keras (about 8 s each)"),
+            "(about 5 s a start) and their 2 processes import JAX and Keras (about 8 s each); "
+            "each compiles in a cache of its own, 13-18 s as the rungs at its batch and precision "
+            "did there: by arithmetic, not yet run on the node"),
     Planned(_x("feeding", "--devices", "gpu", "--pipelines", "classic",
                "lesson", "lesson-ahead", "lesson-ahead-window1", "lesson-gzip", "ram", "device",
                "--classic-max-steps", steps.FEEDING_CPU_STEPS, "--chunks", with_gpu=(),

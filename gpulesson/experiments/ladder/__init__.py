@@ -5,10 +5,11 @@ each rung's epochs, clock, test accuracies and meters.
     python -m gpulesson.experiments.ladder --part limit         # the plain-JAX limit
     python -m gpulesson.experiments.ladder --part nightly --nightly .whl/nightly
 
-Each part runs its rungs in a new process, twice: first with an empty persistent compilation
-cache, then with the cache the first filled, so that the records show what the cache does to a
-first epoch. ``--nightly DIR`` installs the keras-nightly wheel in DIR into a folder of its own,
-first on the children's ``PYTHONPATH``: a pre-release, apart from the pinned Keras.
+Each part runs its rungs in a new process, twice: first each rung with an empty compilation cache
+of its own (its first epoch compiles), then with what that start stored (older runs shared one
+among a part's rungs: records say what it held). ``--nightly DIR`` installs the keras-nightly
+wheel in DIR into a folder of its own, first on the children's ``PYTHONPATH``: a pre-release,
+apart from the pinned Keras.
 """
 
 import argparse
@@ -21,7 +22,7 @@ from gpulesson.records.recordset import RecordSet
 # One record a rung and process start; the page's run is the newest with CPU and GPU records.
 RECORDS = RecordSet("ladder", ("device_kind", "rung", "start"))
 SPE, LARGE_FACTOR = 16, 4  # steps a call, and the large batch's factor
-STARTS = 2  # process starts per rung: the second finds the first's compilation cache
+STARTS = 2  # process starts per rung: the second reads the programs its first stored
 PARTS = ("keras", "limit", "nightly")
 
 
@@ -52,8 +53,8 @@ for _feed, _on in itertools.product(("device", "read-ahead"), itertools.product(
 # The stream read by processes instead of a thread (Grain's workers: a reader thread shares the
 # training process's interpreter lock with a host-bound step), and the RAM reference of the
 # stream's goal at the best settings.
-RUNGS["grain"] = _rung("grain", removes="reading in the training process (Grain's worker "
-                       "processes read the stored blocks, `grain_blocks`)")
+RUNGS["grain"] = _rung("grain", removes="reading in the training process (Grain's workers "
+                       "read the stored blocks, `grain_blocks`)")
 RUNGS["grain+bf16+spe+batch"] = _rung("grain", True, True, True,
                                       "the combination's costs, read by Grain's workers")
 RUNGS["ram+bf16+spe+batch"] = _rung("ram", True, True, True, "the combination's costs, from "
@@ -68,8 +69,8 @@ RUNGS["limit"] = _rung("device", removes="`fit` itself (one compiled call an epo
 RUNGS["limit+best"] = _rung("device", True, False, True, part="limit",
                             removes="`fit` itself, at the best stream rung's batch and "
                             "precision")
-# Start 1 compiles the stream's rungs before the device's: they share programs, and the goal's
-# time to accuracy must include its own compile.
+# The stream's rungs first: what one process keeps in memory from rung to rung (small programs,
+# XLA's tuning) then helps the device's rungs, not the goal's.
 _FIRST = ("taught", "read-ahead", "grain", "ram", "device", "scan:read-ahead", "scan:device", "limit")
 START_ORDER = sorted(RUNGS, key=lambda n: next(i for i, p in enumerate(_FIRST) if n.startswith(p)))
 
@@ -86,4 +87,5 @@ COMMAND = cli.Command(
     cli.option("--nightly", type=Path, default=None,
                help="folder of the keras-nightly wheel (needed by --part nightly)"),
     cli.option("--start", type=int, default=None, help=argparse.SUPPRESS),
+    cli.option("--cache", type=Path, default=None, help=argparse.SUPPRESS),  # a folder per rung in it
     cli.out(RECORDS.results_file), cli.SEED, cli.RUN_ID)

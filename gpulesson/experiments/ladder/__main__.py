@@ -39,16 +39,16 @@ def main(argv=None) -> int:
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
                         "--target", target, *map(str, wheels)], check=True)
         env["PYTHONPATH"] = os.pathsep.join([target, *filter(None, [env.get("PYTHONPATH")])])
-    cache = CACHE_ROOT / f"{run_id}-{args.part}"
-    shutil.rmtree(cache, ignore_errors=True)  # start 1 finds it empty
+    cache = CACHE_ROOT / f"{run_id}-{args.part}"  # a folder per rung in it
+    shutil.rmtree(cache, ignore_errors=True)  # start 1 finds each rung's empty
     failed = 0
     for start in range(1, STARTS + 1):
         command = [sys.executable, "-m", COMMAND.module, "--part", args.part,
                    "--start", str(start), "--run-id", run_id, "--out", str(args.out),
-                   "--seed", str(args.seed), *(["--devices", *args.devices] if args.devices else []),
+                   "--seed", str(args.seed), "--cache", str(cache),
+                   *(["--devices", *args.devices] if args.devices else []),
                    *(["--rungs", *args.rungs] if args.rungs else [])]
-        failed += subprocess.run(command, env={**env, "JAX_COMPILATION_CACHE_DIR": str(cache)},
-                                 check=False).returncode != 0
+        failed += subprocess.run(command, env=env, check=False).returncode != 0
     made = [r for r in RECORDS.read(args.out, run_id=run_id) if r.get("part") == args.part]
     return cli.say_measured(made, args.out, RECORDS.experiment, run_id, describe) or int(failed > 0)
 

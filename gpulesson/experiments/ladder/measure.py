@@ -5,13 +5,13 @@ of the epochs and of the clock (``epoch_end_seconds``), which includes compiling
 
 import math
 import os
-import statistics
 import time
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import keras
+from jax.experimental.compilation_cache import compilation_cache
 
 from gpulesson import lesson
 from gpulesson.datasets.hdf5 import read_hdf5, validate_hdf5
@@ -28,8 +28,9 @@ from gpulesson.machine.devices import keras_device, keras_device_name
 from gpulesson.machine.timing import BusyMeter
 from gpulesson.records.energy import start_intervals, stop_intervals
 from gpulesson.records.pagewords import IN_ORDER, ORDER_FIELD
+from gpulesson.records.recordset import epochs_summary
 from gpulesson.records.results import append_record
-from gpulesson.records.summaries import SUMMARY_KEY, summarise
+from gpulesson.records.summaries import SUMMARY_KEY
 
 BASE_LEARNING_RATE = 1e-3
 WARMUP_EPOCHS = 2  # a scaled learning rate is reached linearly over the first two epochs' steps
@@ -41,15 +42,14 @@ BUSY_INTERVAL = 0.05  # s between NVML samples: NVML itself averages over up to 
 def measurement_record(*, run_id: str, rung: str, start: int, device: str, watched: dict,
                        chosen: dict, n_images: int, data: str, extra: dict) -> dict:
     """One rung in one process start; ``watched``: the epochs' fields (:class:`EpochWatch`)."""
-    seconds = watched["epoch_seconds"]  # the first compiles
-    median = statistics.median(seconds[1:])
+    epochs = epochs_summary(watched["epoch_seconds"])  # the first compiles: the warm-up
     return RECORDS.record(data=data, **{
         "run_id": run_id, "source": "gpulesson.experiments.ladder", "rung": rung, "start": start,
         "device_kind": device, "keras_device": keras_device_name(device), **RUNGS[rung], **chosen,
-        "n_images": n_images, **watched, "median_epoch_seconds": median,
-        "achieved_tflops": flops.tflops(flops.training_flops_per_image(), n_images, median),
+        "n_images": n_images, **watched, "median_epoch_seconds": epochs["median"],
+        "achieved_tflops": flops.tflops(flops.training_flops_per_image(), n_images, epochs["median"]),
         "test_accuracy": watched["test_accuracies"][-1],
-        SUMMARY_KEY: summarise(seconds[1:], seconds[:1]), ORDER_FIELD: False, **extra})
+        SUMMARY_KEY: epochs, ORDER_FIELD: False, **extra})
 
 
 class EpochWatch(keras.callbacks.Callback):
@@ -229,9 +229,8 @@ def train_limit(*, watch, model, options: dict, data: dict, epochs: int, seed: i
 
     (x, y), batch, optimizer = data["device"], options["batch_size"], model.optimizer
     optimizer.build(model.trainable_variables)
-    state = ([v.value for v in model.trainable_variables],
-             [v.value for v in model.non_trainable_variables],
-             [v.value for v in optimizer.variables])
+    state = tuple([v.value for v in variables] for variables in (
+        model.trainable_variables, model.non_trainable_variables, optimizer.variables))
     scan = jax.default_backend() != "cpu"
     run = epoch_function(model, optimizer, batch, len(x) // batch, scan=scan)
     key = jax.random.key(seed)
@@ -245,8 +244,8 @@ def train_limit(*, watch, model, options: dict, data: dict, epochs: int, seed: i
     return "scan" if scan else "loop"
 
 
-def _cache_files(folder: str | None) -> int:
-    return sum(len(files) for _, _, files in os.walk(folder)) if folder and Path(folder).is_dir() else 0
+def _cache_files(folder: Path | None) -> int:
+    return sum(len(files) for _, _, files in os.walk(folder)) if folder and folder.is_dir() else 0
 
 
 def one_start(args) -> int:
@@ -254,8 +253,6 @@ def one_start(args) -> int:
     start lacks; 1 if a rung failed."""
     if keras.backend.backend() != "jax":
         raise SystemExit("the ladder runs on JAX: set KERAS_BACKEND=jax")
-    if cache := os.environ.get("JAX_COMPILATION_CACHE_DIR"):
-        jax.config.update("jax_compilation_cache_dir", cache)
     config = get_settings()
     devices = devices_here(args.devices or (["gpu"] if keras_device()["gpu_count"] else ["cpu"]))
     path = prepare(config)
@@ -273,6 +270,9 @@ def one_start(args) -> int:
         for name in args.rungs or rungs_of(args.part):
             if (device, name, args.start) in done:
                 continue
+            if cache := args.cache and args.cache / f"{device}-{name}":  # the rung's own, from now on
+                jax.config.update("jax_compilation_cache_dir", str(cache))
+                compilation_cache.reset_cache()
             before, began, meter = _cache_files(cache), time.perf_counter(), BusyMeter()
             rung = dict(RUNGS[name])
             if name == "limit+best":  # at the batch and precision of the run's best stream rung

@@ -13,10 +13,12 @@ from gpulesson.machine import flops, gpu_peaks
 from gpulesson.records.energy import energy_summary
 from gpulesson.records.figkit import label_bars, need
 from gpulesson.records.pagewords import markdown_table, met
+from gpulesson.records.recordset import split_epochs
 from gpulesson.records.results import NOT_RECORDED, duration, hardware, software
-from gpulesson.records.summaries import overlap, summarise, summary_text
+from gpulesson.records.summaries import NO_DIFFERENCE, compare, overlap, summarise, summary_text
 
 COMMAND = "KERAS_BACKEND=jax python -m gpulesson.experiments.ladder"
+PART_FLAGS = {"keras": "", "limit": " --part limit", "nightly": " --part nightly --nightly .whl/nightly"}
 reference_run = RECORDS.newest_run
 RATIO_GOAL = 1.3  # the best released-Keras stream rung within 1.3x of the limit's epoch
 RAM_GOAL = 0.9  # the stream at least 0.9x as fast as the same settings fed from RAM
@@ -33,9 +35,9 @@ def starts(records, rung: str) -> list[dict]:
 
 def summary(records, rung: str) -> dict | None:
     """The rung's timed epochs over all its starts (each start's first epoch apart)."""
-    found = starts(records, rung)
-    return summarise([s for r in found for s in r["epoch_seconds"][1:]],
-                     [r["epoch_seconds"][0] for r in found]) if found else None
+    found = [split_epochs(r["epoch_seconds"]) for r in starts(records, rung)]
+    return summarise([s for _, timed in found for s in timed],
+                     [s for warm, _ in found for s in warm]) if found else None
 
 
 def mean_of(records, rung: str, key: str, fmt: str | None = None):
@@ -53,8 +55,7 @@ def time_to(record: dict, accuracy: float) -> float | None:
 
 
 def target_accuracy(records) -> float | None:
-    first = starts(records, "taught")  # the default's test accuracy in its first start
-    return first[0]["test_accuracy"] if first else None
+    return next((r["test_accuracy"] for r in starts(records, "taught")), None)  # its first start's
 
 
 def _stream_rungs(records) -> list[str]:
@@ -89,20 +90,20 @@ def ram_twin(rung: str) -> str | None:
 
 
 def ram_goals_text(records) -> str:
-    """The fastest stream rung against its RAM twin at batch 256 float32 and at the best stream
-    rung's settings: RAM's median epoch over the stream's, and the goal."""
+    """The fastest stream rung against ``fit(x, y)`` on arrays in RAM at batch 256 float32 and at
+    the best stream rung's settings: RAM's median epoch over the stream's, and the goal."""
     said, best = [], best_stream(records)
     for twin in dict.fromkeys(filter(None, (ram_twin(n) for n in ("taught", best) if n))):
         same = [n for n in _stream_rungs(records) if ram_twin(n) == twin]
         if not same or not starts(records, twin):
-            said.append(f"The stream against `{twin}`: not yet recorded.")
+            said.append(f"Against `{twin}`: not yet recorded.")
             continue
         rung = min(same, key=lambda n: summary(records, n)["median"])
         mine, ram = summary(records, rung), summary(records, twin)
         share = ram["median"] / mine["median"]
         ranges = "; their epochs' ranges overlap" if overlap(mine, ram) else ""
-        said.append(f"`{rung}` against `{twin}`: {share:.2f}x as fast as from RAM{ranges} (goal "
-                    f"{RAM_GOAL}x: {met(share >= RAM_GOAL)}).")
+        said.append(f"The ladder's `{rung}` against `fit(x, y)` on arrays in RAM (`{twin}`): "
+                    f"{share:.2f}x as fast{ranges} (goal {RAM_GOAL}x: {met(share >= RAM_GOAL)}).")
     return " ".join(said)
 
 
@@ -110,8 +111,8 @@ def _to_target(first: dict, target: float | None) -> str:
     reached = None if target is None else time_to(first, target)
     if reached is None:
         return NOT_RECORDED if target is None else f"not reached in {len(first['epoch_seconds'])} epochs"
-    return duration(reached) + ("" if first["cache"]["files_added"] else
-                                " (compiled programs from the cache)")
+    return duration(reached) + (" (cache not empty)" if first["start"] == 1
+                                and first["cache"]["files_before"] else "")
 
 
 def _joules(record: dict) -> str:
@@ -123,7 +124,8 @@ def _joules(record: dict) -> str:
 
 def table(records) -> str:
     head = ["Rung", "Epoch: median (range)", "TFLOP/s (whole epoch)", "x the limit", "Busy %",
-            "Watts", "Joules an epoch (start 1)", "Test accuracy", "To the default's accuracy"]
+            "Watts", "Joules an epoch (start 1)", "Test accuracy",
+            "To the default's accuracy: start 1; start 2"]
     target, found = target_accuracy(records), []
     for name in (n for n in RUNGS if starts(records, n)):
         runs, limit = starts(records, name), limit_for(records, name)
@@ -136,22 +138,30 @@ def table(records) -> str:
             + f", {len(runs)} starts", mean_of(records, name, "achieved_tflops", ".3g"), ratio,
             mean_of(records, name, "busy_percent", ".0f"), mean_of(records, name, "mean_watts", ".0f"),
             _joules(runs[0]), mean_of(records, name, "test_accuracy", ".3f"),
-            _to_target(runs[0], target)])
+            "; ".join(_to_target(r, target) for r in runs)])
     return markdown_table(head, found)
 
 
-def rungs_text() -> str:
-    """What each rung removes, as a list; the combinations in one item."""
-    said = [f"- `{name}` removes {RUNGS[name]['removes']}." for name in ("taught", "read-ahead",
-                                                                         "ram", "device")]
-    said.append(f"- `device+...` and `read-ahead+...` add every combination of `bf16`, `spe` "
-                f"({SPE} steps a call) and `batch` ({LARGE_FACTOR}× the batch).")
-    said.append(f"- `grain` removes {RUNGS['grain']['removes']}; `grain+bf16+spe+batch` "
-                "reads so at those settings, and `ram+bf16+spe+batch` feeds them from RAM.")
-    scans = [name for name in RUNGS if RUNGS[name]["part"] == "nightly"]
-    said.append(" and ".join(f"`{name}`" for name in scans).join(("- ", " remove "))
-                + RUNGS[scans[0]]["removes"] + ".")
-    said += [f"- `{name}` removes {RUNGS[name]['removes']}." for name in rungs_of("limit")]
+def rungs_text(records=()) -> str:
+    """What each rung removes, as a list, the combinations in one item; with records, the rungs
+    their run lacks as not yet recorded, with the command that records them."""
+    def item(names: list[str], text: str) -> str:  # and the command that adds them to the run
+        lacking = " ".join(n for n in names if records and not starts(records, n))
+        return f"- {text}" + (f" Not yet recorded: `{COMMAND}{PART_FLAGS[RUNGS[names[0]]['part']]} --rungs "
+                              f"{lacking} --run-id {records[0]['run_id']}`." if lacking else "")
+
+    said = [item([n], f"`{n}` removes {RUNGS[n]['removes']}.")
+            for n in ("taught", "read-ahead", "ram", "device")]
+    said.append(item([n for n in rungs_of("keras") if n.startswith(("device+", "read-ahead+"))],
+                     f"`device+...` and `read-ahead+...` add every combination of `bf16`, `spe` "
+                     f"({SPE} steps a call) and `batch` ({LARGE_FACTOR}× the batch)."))
+    said.append(item(["grain", "grain+bf16+spe+batch", "ram+bf16+spe+batch"],
+                     f"`grain` removes {RUNGS['grain']['removes']}; `grain+bf16+spe+batch` reads so at "
+                     "those settings, and `ram+bf16+spe+batch` gives them to `fit(x, y)` as arrays."))
+    scans = [n for n in RUNGS if RUNGS[n]["part"] == "nightly"]
+    said.append(item(scans, " and ".join(f"`{n}`" for n in scans) + " remove "
+                     + RUNGS[scans[0]]["removes"] + "."))
+    said += [item([n], f"`{n}` removes {RUNGS[n]['removes']}.") for n in rungs_of("limit")]
     return "\n".join(said)
 
 
@@ -162,14 +172,12 @@ def computed_text(profile_path=PROFILE.results_file, n_images: int = 45_000) -> 
     if not gpu or "failed" in gpu["profile"]:  # no profile, or its trace was not read
         return NOT_RECORDED
     kernels, steps = gpu["profile"]["device"]["kernels"], math.ceil(n_images / gpu["batch_size"])
-    peaks = gpu_peaks.peaks_for(gpu_name(gpu))
-    work = flops.training_flops_per_image() * n_images
-    key = gpu_peaks.float32_key(gpu)
+    peaks, key = gpu_peaks.peaks_for(gpu_name(gpu)), gpu_peaks.float32_key(gpu)
     said = [f"Computed, not measured, from the profile (run {gpu['run_id']}, batch "
             f"{gpu['batch_size']}): the kernels alone would take {duration(kernels * steps)} an "
             f"epoch ({duration(kernels)} a step, {steps} steps)."]
     if peaks:
-        floor = {p: work / (peaks[p] * 1e12) for p in (key, "bf16")}
+        floor = {p: flops.training_flops_per_image() * n_images / (peaks[p] * 1e12) for p in (key, "bf16")}
         said.append(f"The FLOP floor, an epoch's arithmetic at the published peak, is "
                     f"{duration(floor[key])} in {key.upper()} and {duration(floor['bf16'])} in "
                     "BF16.")
@@ -178,7 +186,7 @@ def computed_text(profile_path=PROFILE.results_file, n_images: int = 45_000) -> 
 
 def goals_text(records) -> str:
     """The best stream rung's goals: its epoch within :data:`RATIO_GOAL` of the limit at its
-    batch and precision, and the default's test accuracy sooner than the default (first starts)."""
+    batch and precision, and the default's accuracy sooner than the default (first starts, empty cache)."""
     best, target = best_stream(records), target_accuracy(records)
     if best is None or target is None:
         return (f"Its goals, not yet recorded: the best rung of released Keras from the HDF5 "
@@ -190,24 +198,39 @@ def goals_text(records) -> str:
         said = f"{ratio:.2f}x: {met(ratio <= RATIO_GOAL)}"
     else:
         said = f"not yet recorded (no limit at its batch and precision: `{COMMAND} --part limit`)"
-    mine, default = (time_to(starts(records, n)[0], target) for n in (best, "taught"))
-    sooner = mine is not None and default is not None and mine < default
-    return (f"The best rung of released Keras from the HDF5 stream is `{best}`. Within "
-            f"{RATIO_GOAL}x of the plain-JAX limit at the same batch and precision: {said}. "
+    found = [time_to(r, target) for n in (best, "taught") for r in starts(records, n)
+             if r["start"] == 1 and not r["cache"]["files_before"]]  # compiling included
+    race = (" against ".join(duration(t) if t is not None else "not reached in its epochs"
+                             for t in found) + f": {met(None not in found and found[0] < found[1])}"
+            if len(found) == 2 else f"not yet recorded (`{COMMAND}`)")
+    return (f"The best rung of released Keras from the HDF5 stream, `{best}`, within "
+            f"{RATIO_GOAL}x of the plain-JAX limit at its batch and precision: {said}. "
             f"The default's test accuracy ({target:.3f}) sooner than the default, compiling "
-            f"included: {duration(mine) if mine is not None else 'not reached in its epochs'} "
-            f"against {duration(default)}: {met(sooner)}. " + ram_goals_text(records))
+            f"included: {race}. " + ram_goals_text(records))
 
 
 def cache_text(records) -> str:
-    """What the persistent compilation cache did to the default's first epoch."""
-    runs = starts(records, "taught")
-    if len(runs) < 2:
-        return NOT_RECORDED
-    first, second = (r["epoch_seconds"][0] for r in runs[:2])
-    return (f"The default's first epoch took {duration(first)} with an empty compilation cache "
-            f"and {duration(second)} with the first start's; a later epoch "
-            f"{duration(summary(records, 'taught')['median'])}.")
+    """What the persistent compilation cache did to the default's first epoch, and which first
+    starts began with an empty cache."""
+    runs, firsts = starts(records, "taught"), [r for r in records if r["start"] == 1]
+    empty = [f"`{r['rung']}`" for r in firsts if not r["cache"]["files_before"]]
+    said = [f"The default's first epoch took {duration(runs[0]['epoch_seconds'][0])} compiling into "
+            f"an empty cache, {duration(runs[1]['epoch_seconds'][0])} reading it."] if len(runs) > 1 else []
+    said += [f"In this run a part's rungs shared one cache, empty only for {', '.join(empty)}." if
+             len(empty) < len(firsts) else "Each rung's first start began with an empty cache of its own."]
+    return " ".join(said) if firsts else NOT_RECORDED
+
+
+def bf16_text(records) -> str:
+    """Each rung with bf16 against the same rung without it, in :func:`compare`'s words."""
+    found = {n: summary(records, n) for n in RUNGS if starts(records, n)}
+    said = {(a, b): compare(found[a], found[b]) for a in found
+            if (b := a.replace("+bf16", "")) != a and b in found}
+    apart = [f"`{a}` ({c.text} `{b}`: {duration(found[a]['median'])} against "
+             f"{duration(found[b]['median'])})" for (a, b), c in said.items() if c.measurable]
+    same = len(said) - len(apart)
+    return NOT_RECORDED if not said else f"Measurably apart: {', '.join(apart) or 'none'}." + (
+        f" {NO_DIFFERENCE.capitalize()} in the other pairs ({same})." if same else "")
 
 
 def best_gpu_text(records) -> str:
@@ -278,7 +301,8 @@ def substitutions(path=RECORDS.results_file) -> dict[str, str]:
         "ref_ladder_goals": goals_text(gpu),
         "ref_ladder_cache": cache_text(gpu) if gpu else NOT_RECORDED,
         "ref_ladder_alt": alt_text(gpu),
-        "ref_ladder_rungs": rungs_text(),
+        "ref_ladder_rungs": rungs_text(gpu),
+        "ref_ladder_bf16": bf16_text(gpu),
         "ref_ladder_computed": computed_text(Path(path).with_name(PROFILE.results_file.name)),
         "ref_ladder_best_gpu": best_gpu_text(gpu),
     }
