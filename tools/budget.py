@@ -92,17 +92,17 @@ PLAN = [
             "231.7 s on the H200 node (2026-11-28, run 1be871): 36 trainings, two starts, one "
             "cache shared by the rungs; with a cache for each rung, 14 more first starts compile, "
             "9-18 s each (first start minus second of the rung that compiled at the same batch and "
-            "precision there): 200 s more, by arithmetic, not yet run on the node"),
+            "precision there): 200 s more, by arithmetic, not yet run on the node", method=2),
     Planned(_x("ladder", "--part", "limit", "--devices", "gpu", with_gpu=(), gpu_only=True,
                env=JAX_ENV, step="ladder's limit on the GPU"), 4, (45, 55),
-            "49.5 s on the H200 node (2026-11-28, run 1be871)"),
+            "49.5 s on the H200 node (2026-11-28, run 1be871)", method=2),
     Planned(_x("ladder", "--part", "nightly", "--nightly", ".whl/nightly", "--devices", "gpu",
                with_gpu=(), gpu_only=True, env=JAX_ENV, step="ladder with keras-nightly"), 4,
             (80, 95), "62.3 s on the H200 node (2026-11-28, run 1be871), the wheel's install in it; "
             "with a cache for each rung, `scan:device+bf16+spe+batch` compiles too, 24 s as its "
-            "twin did there: by arithmetic, not yet run on the node"),
+            "twin did there: by arithmetic, not yet run on the node", method=2),
     Planned(_x("profile", "--devices", "gpu", with_gpu=(), gpu_only=True, env=JAX_ENV,
-               step="profile on the GPU"), 1, (20, 40),
+               step="profile on the GPU"), 2, (20, 40),
             "21.6 s on the H200 node (2026-11-28, run dc8913), read ahead as episode 4 teaches",
             method=3),
     # The stream read by Grain's worker processes (the reader thread did not overlap the CNN's
@@ -114,7 +114,7 @@ PLAN = [
             "231.7 s, about 6 s each over two starts; these 3 also start Grain's workers "
             "(about 5 s a start) and their 2 processes import JAX and Keras (about 8 s each); "
             "each compiles in a cache of its own, 13-18 s as the rungs at its batch and precision "
-            "did there: by arithmetic, not yet run on the node"),
+            "did there: by arithmetic, not yet run on the node", method=2),
     Planned(_x("feeding", "--devices", "gpu", "--pipelines", "classic",
                "lesson", "lesson-ahead", "lesson-ahead-window1", "lesson-gzip", "ram", "device",
                "--classic-max-steps", steps.FEEDING_CPU_STEPS, "--chunks", with_gpu=(),
@@ -125,7 +125,7 @@ PLAN = [
                step="ceiling on the GPU"), 1, (95, 115), "88.5 s on the H200 node (2026-11-28, "
             "run 712420) for eight pipelines on two backends; Grain's processes on each, about "
             "8 s with their start", method=4),
-    Planned(_x("small_models", "--parts", "sweep", step="small models' sweep"), 3, (25, 60),
+    Planned(_x("small_models", "--parts", "sweep", step="small models' sweep"), 4, (25, 60),
             "on the H200 node 15 of its 16 GPU cells took 46.6 s before the deadline stopped it "
             "(2026-11-27); left: one GPU cell (about 3 s) and the CPU half, 16 cells that took 2 "
             "minutes on 2 CPU cores (15-45 s on 16), a start and a compile, 10 s"),
@@ -144,26 +144,27 @@ PLAN = [
     Planned(Step("notebook 05", ["tools/record_run.py", "--only", "05"], steps.NOTEBOOK,
                  quick_option=True), 2, (125, 140),
             "132 s on the H200 node (2026-11-28)", beside_gpu=True, method=3),
-    Planned(_x("torch_reference", needs=TORCH, env=steps.TORCH_ENV), 3, (40, 50),
+    Planned(_x("torch_reference", needs=TORCH, env=steps.TORCH_ENV), 4, (40, 50),
             "42.0 s on the H200 node (2026-11-27)"),
     Planned(_x("small_models", "--parts", "comparison", step="small model"), 3, (10, 20),
             "11.4 s on the H200 node (2026-11-27)"),
-    Planned(steps.DDP_CHECK, 3, (10, 20), "12.6 s on the H200 node (2026-11-27)"),
+    Planned(steps.DDP_CHECK, 4, (10, 20), "12.6 s on the H200 node (2026-11-27)"),
     Planned(CHECK_GPU, 4, (30, 40), "33.2 s on the H200 node (2026-11-27)"),
 ]
 PLAN.sort(key=lambda planned: planned.lease)  # lease by lease, in the list's order within one
 LEASES = {1: "the stream read by Grain's worker processes (the ladder's rungs, the ceiling's "
-             "pipeline), the CPU half of episode 5's CNN (its GPU half recorded); the profile "
-             "of a step with the generator reading ahead (recorded 2026-11-28)",
+             "pipeline), the CPU half of episode 5's CNN (its GPU half recorded)",
           2: "Grain's workers with each epoch split in its parts, episode 5's notebook (after "
              "the CNN, whose run it prints), episode 6's throughput over windows of at least "
-             "0.5 s",
-          3: "on a new run, what the GPU runs recorded with an unchanged method (the small "
-             "models' sweep, PyTorch, the small model, the DDP check); episode 9's speed "
-             "ladder, released Keras's rungs (recorded 2026-11-28)",
-          4: "the ladder's plain-JAX limit and keras-nightly's scan, after its rungs, the "
-             "feeding benchmark reading ahead (recorded 2026-11-28), and last the readiness "
-             "check beside every GPU record"}
+             "0.5 s; the profile of a step with the generator reading ahead (recorded "
+             "2026-11-28)",
+          3: "episode 9's speed ladder, released Keras's rungs, each rung's first start "
+             "compiling into a cache of its own (recorded 2026-11-28 with one cache for all), "
+             "and the small model",
+          4: "the ladder's plain-JAX limit and keras-nightly's scan, after its rungs; what "
+             "the GPU runs recorded with an unchanged method (the small models' sweep, PyTorch, "
+             "the DDP check); the feeding benchmark reading ahead (recorded "
+             "2026-11-28), and last the readiness check beside every GPU record"}
 
 
 def now_iso() -> str:
