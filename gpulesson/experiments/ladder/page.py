@@ -11,7 +11,7 @@ from gpulesson.experiments.profile import RECORDS as PROFILE
 from gpulesson.experiments.profile.page import gpu_name
 from gpulesson.machine import flops, gpu_peaks
 from gpulesson.records.energy import energy_summary
-from gpulesson.records.figkit import label_bars, need
+from gpulesson.records.figkit import label_bars, need, panels
 from gpulesson.records.pagewords import markdown_table, met
 from gpulesson.records.recordset import split_epochs
 from gpulesson.records.results import NOT_RECORDED, duration, hardware, software
@@ -269,12 +269,11 @@ def alt_text(records) -> str:
 
 def figures(records):
     """A bar per rung, coloured by what trains it (released Keras, the pre-release, plain JAX)."""
-    import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
 
     drawn = _drawn(records)
     need(drawn, "run python -m gpulesson.experiments.ladder")
-    fig, ax = plt.subplots(figsize=(8, 1.4 + 0.3 * len(drawn)))
+    fig, (ax,) = panels(1, (8, 1.4 + 0.3 * len(drawn)))
     positions = list(range(len(drawn)))[::-1]
     rates = [tflops for _, tflops in drawn]
     kinds = [RUNGS[name]["part"] for name, _ in drawn]

@@ -8,7 +8,7 @@ from pathlib import Path
 from gpulesson.experiments.matmul import measure as mm
 from gpulesson.experiments.matmul.measure import RECORDS, describe  # noqa: F401 (the command's table)
 from gpulesson.records import summaries
-from gpulesson.records.figkit import need, title
+from gpulesson.records.figkit import need, panels, title
 from gpulesson.records.pagewords import given, listed, median_text, run_values
 from gpulesson.records.results import NOT_RECORDED, duration, hardware, software
 from gpulesson.records.summaries import NO_DIFFERENCE, compare, draw_spread, fmt_number, summary_text
@@ -205,11 +205,10 @@ def _frame(fig, ax, records, what: str, lines) -> None:
 
 
 def _rates_figure(records):
-    import matplotlib.pyplot as plt
     from matplotlib.ticker import FuncFormatter, LogLocator
 
     lines = rate_lines(records)
-    fig, ax = plt.subplots(figsize=(8, 5.4))
+    fig, (ax,) = panels(1, (8, 5.4))
     for line in lines:  # recorded in GFLOP/s, drawn in TFLOP/s
         if line["copy"]:
             ax.plot(line["n"], [m / 1e3 for m in line["medians"]], label=line["label"], **line["style"])
@@ -252,9 +251,7 @@ def _rates_figure(records):
 
 
 def _times_figure(records):
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 4.8))
+    fig, (ax,) = panels(1, (8, 4.8))
     drawn = sync_lines(records)
     for line in drawn:
         style = _DEVICE_STYLE[line["device"]]
