@@ -61,12 +61,13 @@ GPU_PAGES = ["_episodes/06-why-gpus-are-fast.md", "_episodes/07-small-models.md"
              "_episodes/08-pytorch.md", "_episodes/09-feeding-the-gpu.md"]
 # What a page says of a measurement it lacks, in its own text (code cells and their outputs,
 # which print the learner's run, aside).
-SAYS_MISSING = re.compile(r"recorded\s+yet|no\s+GPU\s+(?:run|sweep)\s+recorded|"
+SAYS_MISSING = re.compile(r"recorded\s+yet|not\s+yet\s+recorded|no\s+GPU\s+(?:run|sweep)\s+recorded|"
                           r"no\s+GPU\s+run\s+to\s+compare|not\s+measurable", re.I)
 # Values that state their own goal's or table's status, met, not met or not recorded yet, each
-# with the command that records it (episode 9's stream goals and chunk table): set aside, like
-# code cells.
-OWN_STATUS = ("ref_feed_stream", "ref_ceil_stream", "ref_feed_chunks")
+# with the command that records it (episode 9's stream goals, chunk table, Grain's stream and the
+# ladder's rungs and goals): set aside, like code cells.
+OWN_STATUS = ("ref_feed_stream", "ref_ceil_stream", "ref_feed_chunks", "ref_ceil_grain",
+              "ref_ladder_goals", "ref_ladder_rungs")
 CODE_CELL = re.compile(r"^```\{code-cell\}.*?^```$", re.S | re.M)
 ALT = re.compile(r"^:alt:.*$", re.M)
 NOTE = re.compile(r"^:::\{note\}\n(.*?)^:::$", re.S | re.M)

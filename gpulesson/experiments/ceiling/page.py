@@ -215,7 +215,8 @@ def stream_goal(records) -> str:
         return (f"With the do-nothing model, `{STREAMS[0]}` has no GPU record yet ({goal}): "
                 f"`{GPU_COMMAND}` records it.")
     missing = [f"`{name}`" for name in STREAMS if not any(r["pipeline"] == name for r in part)]
-    later = (f" {words.listed(missing)}: not yet recorded on the GPU." if missing else "")
+    later = (f" {words.listed(missing)}: not yet recorded on the GPU (`{GPU_COMMAND}`)."
+             if missing else "")
     return (f"With the do-nothing model on the {parts.machine(part)} (run {part[0]['run_id']}), "
             f"{words.listed(said)}; {goal}.{later}")
 

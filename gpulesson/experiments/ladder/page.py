@@ -96,7 +96,7 @@ def ram_goals_text(records) -> str:
     for twin in dict.fromkeys(filter(None, (ram_twin(n) for n in ("taught", best) if n))):
         same = [n for n in _stream_rungs(records) if ram_twin(n) == twin]
         if not same or not starts(records, twin):
-            said.append(f"Against `{twin}`: not yet recorded.")
+            said.append(f"Against `{twin}`: not yet recorded (`{COMMAND} --rungs {twin}`).")
             continue
         rung = min(same, key=lambda n: summary(records, n)["median"])
         mine, ram = summary(records, rung), summary(records, twin)
@@ -192,7 +192,7 @@ def goals_text(records) -> str:
         return (f"Its goals, not yet recorded: the best rung of released Keras from the HDF5 "
                 f"stream within {RATIO_GOAL}x of the plain-JAX limit at its batch and "
                 "precision, and the default's test accuracy sooner than the default, compiling "
-                "included.")
+                f"included (`{COMMAND}`).")
     if limit := limit_for(records, best):
         ratio = summary(records, best)["median"] / summary(records, limit)["median"]
         said = f"{ratio:.2f}x: {met(ratio <= RATIO_GOAL)}"
