@@ -5,7 +5,6 @@ only when something is measured.
 """
 
 import contextlib
-import statistics
 import tempfile
 import time
 from functools import partial
@@ -119,27 +118,19 @@ def measurement_record(budget, *, run_id: str, device: str, pipeline: str, mode:
                        batch_size: int, steps: int, full_steps: int, n_images: int,
                        precision: str | None, jit_compile: bool | None,
                        steps_per_execution: int | None, group: str, extra: dict) -> dict:
-    """One record of ``budget``'s epochs, each ``steps`` of the ``full_steps`` of ``n_images``."""
-    timed = budget.timed
-    if not timed:
-        raise ValueError("no timed epoch to record")
+    """One record of ``budget``'s epochs, each ``steps`` of the ``full_steps`` of ``n_images``:
+    its rate is of the images an epoch timed (``images_per_epoch``)."""
     images = min(steps * batch_size, n_images)
-    median = statistics.median(timed)
-    return RECORDS.record(
-        run_id=run_id, source="gpulesson.experiments.feeding", device_kind=device,
-        keras_device=check_device(device), pipeline=pipeline, pipeline_label=PIPELINES[pipeline],
-        mode=mode, group=group, precision=precision, jit_compile=jit_compile,
-        steps_per_execution=steps_per_execution, batch_size=batch_size, n_images=n_images,
-        steps=steps, full_epoch_steps=full_steps, images_per_epoch=images,
-        partial_epoch=steps < full_steps, warmup_epochs=budget.warmup, repeats=len(timed),
-        warmup_seconds=budget.seconds[:budget.warmup], epoch_seconds=timed,
-        median_epoch_seconds=median, min_epoch_seconds=min(timed),
-        max_epoch_seconds=max(timed), images_per_second=images / median,
-        images_per_second_low=images / max(timed), images_per_second_high=images / min(timed),
-        full_epoch_seconds=n_images / (images / median),
-        **{summaries.SUMMARY_KEY: summaries.summarise(timed, budget.seconds[:budget.warmup]),
-           pagewords.ORDER_FIELD: False},
-        **extra)
+    record = RECORDS.epoch_record(
+        budget.seconds, warmup=budget.warmup, run_id=run_id, device=device, n_images=images,
+        own={"keras_device": check_device(device), "pipeline": pipeline, "mode": mode, "group": group,
+             "pipeline_label": PIPELINES[pipeline], "precision": precision,
+             "jit_compile": jit_compile, "steps_per_execution": steps_per_execution,
+             "batch_size": batch_size},
+        extra={"n_images": n_images, "steps": steps, "full_epoch_steps": full_steps,  # all images
+               "images_per_epoch": images, "partial_epoch": steps < full_steps,
+               pagewords.ORDER_FIELD: False, **extra})
+    return {**record, "full_epoch_seconds": n_images / record["images_per_second"]}
 
 
 def short_setting(record) -> str:
