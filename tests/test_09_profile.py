@@ -123,8 +123,17 @@ def test_without_records_the_page_says_not_recorded_and_with_them_answers_the_ex
     assert "| not sampled |" in values["ref_prof_table"]
     # the CPU computes most of its step: cut the arithmetic; the GPU waits for the host's loop
     assert "CPU (" in values["ref_prof_cut"]
-    assert "kernels 97% of the step; cut the arithmetic first" in values["ref_prof_cut"]
-    assert "kernels 25% of the step; cut the host's rest of fit (65%) first" in values["ref_prof_cut"]
+    assert "kernels 97% of the profiled step; cut the arithmetic first" in values["ref_prof_cut"]
+    assert ("kernels 25% of the profiled step; cut the host's rest of fit (65% of the profiled "
+            "step) first") in values["ref_prof_cut"]
+    assert values["ref_prof_stream"].endswith("without reading ahead on the GPU (run r1).")
+    # the profiled dispatch's share is inflated by the profiler: its least without it beside it
+    gpu = made_record("gpu", step=0.002, gpu="NVIDIA H200", dev={"kernels": 0.0005, "idle": 0.0015},
+                      host={"input": 0.0001, "dispatch": 0.0012, "other": 0.0007})
+    gpu.update(step_seconds=0.0015, read_ahead=True)
+    assert ("dispatch (60% of the profiled step; without the profiler at least 700 µs of a 1.5 ms "
+            "step) first") in page.cut_text(gpu)
+    assert "reading ahead (episode 4's `read_ahead=True`) on the GPU (run r1)." in page.stream_text([gpu])
     assert page.REMEDIES["other"] in values["ref_prof_cut"]
     # a CPU's arithmetic: never mixed precision, which most CPUs run slower
     assert page.CPU_KERNELS in values["ref_prof_cut"] and "bfloat16" not in values["ref_prof_cut"]

@@ -5,7 +5,7 @@ precision in force. Without a GPU record the GPU's values are NOT_RECORDED (the 
 from gpulesson.experiments.profile import RECORDS
 from gpulesson.machine.gpu_peaks import float32_key, peaks_for
 from gpulesson.records.figkit import need, panels
-from gpulesson.records.pagewords import markdown_table, reordered_note
+from gpulesson.records.pagewords import listed, markdown_table, reordered_note
 from gpulesson.records.parts import DEVICES, run_labels
 from gpulesson.records.results import NOT_RECORDED, data_label, hardware, software
 from gpulesson.records.results import duration as ms
@@ -144,10 +144,13 @@ def cut_text(record: dict) -> str:
     name, seconds = max(found["host"].items(), key=lambda item: item[1])
     if found["device"]["kernels"] >= found["step"] / 2:
         name, what = "kernels", "the arithmetic"
-    else:
-        what = f"the host's {LABELS.get(name, name)} ({seconds / found['step']:.0%})"
+    else:  # the profiler's overhead inflates the host's parts: the dispatch's least without it
+        extra = overhead(record) if name == "dispatch" else None
+        what = (f"the host's {LABELS.get(name, name)} ({seconds / found['step']:.0%} of the profiled "
+                "step" + (f"; without the profiler at least {ms(extra['dispatch_at_least'])} of a "
+                          f"{ms(extra['timed'])} step)" if extra else ")"))
     return (f"{kind.upper()} ({device_name(record)}): kernels "
-            f"{found['device']['kernels'] / found['step']:.0%} of the step; cut {what} first: "
+            f"{found['device']['kernels'] / found['step']:.0%} of the profiled step; cut {what} first: "
             f"{CPU_KERNELS if (name, kind) == ('kernels', 'cpu') else REMEDIES[name]}.")
 
 
@@ -183,6 +186,14 @@ def overhead_text(record: dict | None) -> str:
             f"{ms(found['dispatch'])} may hold any part of it. Without the profiler the dispatch "
             f"takes at least {ms(found['dispatch_at_least'])} ({ms(found['dispatch'])} less "
             f"{ms(found['extra'])}, if the profiler made no part faster)")
+
+
+def stream_text(records) -> str:
+    """Which stream each device's profiled steps trained from: the generator reading ahead or not."""
+    said = [("reading ahead (episode 4's `read_ahead=True`)" if r.get("read_ahead") else
+             "without reading ahead") + f" on the {d.upper()} (run {r['run_id']})"
+            for d, r in _drawn(records)]
+    return f"The profiled steps trained from the lesson's generator {listed(said)}." if said else ""
 
 
 def machine(device: str, record: dict, records) -> str:
@@ -268,4 +279,5 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         "ref_prof_factors": factors_text(gpu),
         "ref_prof_overhead": overhead_text(gpu),
         "ref_prof_order": reordered_note(records, "the generator's batches"),
+        "ref_prof_stream": stream_text(records),
     }
