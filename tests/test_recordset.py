@@ -72,3 +72,16 @@ def test_a_run_goes_on_only_with_the_settings_it_had():
     check_earlier(earlier, batch_size=64)
     with pytest.raises(ValueError, match="run r1 was recorded with batch_size 64, not 16: go on"):
         check_earlier(earlier, batch_size=16)
+
+
+def test_a_record_predates_the_current_method_only_where_a_method_applies():
+    one_way = RecordSet("toy", ("size",))
+    assert not one_way.predates({"method": None})
+    records = RecordSet("toy", ("pipeline",), methods=("compiled take", "slice view"),
+                        method_applies=lambda r: r["pipeline"] == "device")
+    old = {"pipeline": "device", "device_kind": "gpu"}
+    new = {"pipeline": "device", "device_kind": "cpu", "method": "slice view"}
+    other = {"pipeline": "ram", "device_kind": "cpu"}
+    assert [records.predates(r) for r in (old, new, other)] == [True, False, False]
+    assert records.predating_devices([old, new, other]) == ["GPU"]
+    assert records.predating_devices([new, other]) == []

@@ -27,7 +27,9 @@ class RecordSet:
     ``experiment``), the ``condition`` fields that key a condition, the order of ``backends``,
     whether a device's part of a run is ``complete``, whether a page reads a record at all
     (``kept``) and shows it (``shown``), the ``data`` measured on, and where an old record
-    keeps its warm-up (``warmup_key``; None: its first epoch was the warm-up)."""
+    keeps its warm-up (``warmup_key``; None: its first epoch was the warm-up). ``methods`` are
+    the ``method`` values of the current way of measuring (empty: one way only), for the records
+    that ``method_applies`` to (default all): a record with another value :meth:`predates` it."""
 
     experiment: str
     condition: tuple[str, ...]
@@ -38,6 +40,8 @@ class RecordSet:
     data: str = "synthetic"
     warmup_key: str | None = "warmup_seconds"
     file: str | None = None
+    methods: tuple = ()
+    method_applies: Callable[[dict], bool] | None = None
 
     @property
     def results_file(self):
@@ -65,6 +69,17 @@ class RecordSet:
         """The newest run with both devices, else CPU (:func:`~gpulesson.records.results.reference_run`)."""
         return results.reference_run(path or self.results_file, self.experiment,
                                      complete=complete, **match)
+
+    def predates(self, record: dict) -> bool:
+        """Whether ``record`` was measured before the current :attr:`methods`: its file keeps it,
+        and a page that leaves it out or shows it says so."""
+        applies = self.method_applies is None or self.method_applies(record)
+        return bool(self.methods) and applies and record.get("method") not in self.methods
+
+    def predating_devices(self, records) -> list[str]:
+        """The devices ("CPU", "GPU") of the ``records`` that :meth:`predates`, CPU first."""
+        return [d.upper() for d in ("cpu", "gpu")
+                if any(r.get("device_kind") == d and self.predates(r) for r in records)]
 
     def record(self, *, data: str | None = None, environment: dict | None = None,
                **fields) -> dict:
