@@ -328,22 +328,23 @@ def test_the_streams_goals_are_met_not_met_or_not_recorded(feeding_measured, tmp
                        loader={**H200_LOADER, "lesson-ahead": 3 * rate})
         path = write_records(tmp_path / f"{verdict}.jsonl", records + gpu)
         said = page.stream_goals(feeding.reference_run(path), path)
-        assert ("on the GPU, at least 90% of the rate of `ram`, a PyDataset serving batches from "
-                f"RAM (the speed ladder") in said and f"{BATCH} in float32: {share} in run g ({verdict})." in said
-        assert f"Run {cpu_run} (`lesson` first; others used up to " in said
+        assert "at least 90% of `ram` (a PyDataset from RAM; the ladder measures against" in said
+        assert f"{BATCH} in float32: {share} in run g ({verdict})." in said
+        assert f"Run {cpu_run} (`lesson` first, others using " in said
     # On a CPU: measurably slower is not met; no measurable difference is; runs that disagree
     # give no verdict.
     pair = {p: measure.find(records, "cpu", p) for p in ("lesson", "lesson-ahead")}
     made = []
     for ahead, verdict, busy in ((50.0, "not met", 0.7), (98.0, "met", 0.6)):
         made += [{**_with_rates(copy.deepcopy(pair[p]), rate), "run_id": verdict,
-                  "other_programs_cpu_share": busy} for p, rate in (("lesson", 100.0), ("lesson-ahead", ahead))]
+                  "other_programs_cpu_share": busy}
+                 for p, rate in (("lesson", 100.0), ("lesson-ahead", ahead))]
         said = page.stream_goals([], write_records(tmp_path / f"cpu-{ahead}.jsonl", made[-2:]))
         assert f", {verdict} (middle three of five epochs)." in said and "disagree" not in said
         assert ("2× slower" in said) == (verdict == "not met") != (summaries.NO_DIFFERENCE in said)
     said = page.stream_goals([], write_records(tmp_path / "cpu-both.jsonl", made))
-    assert said.endswith("The runs disagree, all on a shared machine (others used 60% to 70% of "
-                         "the CPU): they give no verdict.")
+    assert said.endswith("others using 60% of the CPU): no measurable difference, met (middle three "
+                         "of five epochs). The runs, on a shared machine, disagree: no verdict.")
     nothing = page.stream_goals([], tmp_path / "none.jsonl")
     assert nothing.count("has not been recorded yet") == 2
     assert "--devices cpu --pipelines lesson lesson-ahead` records it" in nothing
@@ -370,7 +371,7 @@ def test_the_goal_and_the_reading_follow_training_from_memory_on_a_gpu(feeding_m
     assert "reading did not overlap the steps" in reading and "`lesson-ahead` read ahead" not in reading
     ahead = page.reading(_gpu_run(records, "gpu", train={**H200_TRAIN, "lesson-ahead": 90_000.0},
                                   loader={**H200_LOADER, "lesson-ahead": 270_000.0}))
-    assert "`lesson-ahead` read ahead, and the loader alone" in ahead and "50% of its rate" in ahead
+    assert "`lesson-ahead` read ahead, yet trained at only 50% of `ram`'s rate: the records" in ahead
     assert "the model set the pace" not in reading
     findings = page.findings(gpu)
     assert "**42%** of the rate of `ram`" in findings and "(not met)" in findings  # 41.6 %

@@ -91,12 +91,6 @@ def delivered_wrong_data(record: dict) -> bool:
     return bool(record.get("workers")) and record.get("backend", "") in WRONG_DATA_WITH_WORKERS
 
 
-def old_device_method(record: dict) -> bool:
-    """Whether ``record`` is of the ``device`` pipeline from before its ``method`` was recorded
-    (it sliced jax.Arrays eagerly; no page compares it with the later methods)."""
-    return record.get("pipeline") == "device" and not record.get("method")
-
-
 def complete_pipelines(part: list[dict]) -> bool:
     """Whether a device's part of a run has REQUIRED in both modes, and each trained one alone."""
     have = {(r["pipeline"], r["mode"]) for r in part if r.get("group") == "pipelines"}
@@ -109,24 +103,26 @@ def complete_pipelines(part: list[dict]) -> bool:
 # Records of older settings sweeps (groups other than "pipelines") stay in the file, not shown.
 RECORDS = RecordSet("feeding", ("device_kind", "pipeline", "mode", "group", "precision",
                                 "jit_compile", "steps_per_execution", "batch_size", "layout"),
-                    complete=complete_pipelines,
-                    kept=lambda r: r.get("group") == "pipelines",
-                    shown=lambda r: not delivered_wrong_data(r) and not old_device_method(r))
+                    complete=complete_pipelines, kept=lambda r: r.get("group") == "pipelines",
+                    shown=lambda r: not delivered_wrong_data(r) and not RECORDS.predates(r),
+                    # pipelines.DEVICE_METHODS' values (that module imports Keras); a `device`
+                    # record without one sliced jax.Arrays eagerly, a method no page compares
+                    methods=("compiled take", "slice view", "eager slice"),
+                    method_applies=lambda r: r.get("pipeline") == "device")
+old_device_method = RECORDS.predates  # the name the ceiling's page imports
 
 
 def measurement_record(budget, *, run_id: str, device: str, pipeline: str, mode: str,
                        batch_size: int, steps: int, full_steps: int, n_images: int,
                        precision: str | None, jit_compile: bool | None,
                        steps_per_execution: int | None, group: str, extra: dict) -> dict:
-    """One record of ``budget``'s epochs, each ``steps`` of the ``full_steps`` of ``n_images``:
-    its rate is of the images an epoch timed (``images_per_epoch``)."""
-    images = min(steps * batch_size, n_images)
+    """One record of ``budget``'s epochs, each ``steps`` of the ``full_steps`` of ``n_images``."""
+    images = min(steps * batch_size, n_images)  # an epoch's: its rate is of these
     record = RECORDS.epoch_record(
         budget.seconds, warmup=budget.warmup, run_id=run_id, device=device, n_images=images,
         own={"keras_device": check_device(device), "pipeline": pipeline, "mode": mode, "group": group,
-             "pipeline_label": PIPELINES[pipeline], "precision": precision,
-             "jit_compile": jit_compile, "steps_per_execution": steps_per_execution,
-             "batch_size": batch_size},
+             "pipeline_label": PIPELINES[pipeline], "precision": precision, "jit_compile": jit_compile,
+             "steps_per_execution": steps_per_execution, "batch_size": batch_size},
         extra={"n_images": n_images, "steps": steps, "full_epoch_steps": full_steps,  # all images
                "images_per_epoch": images, "partial_epoch": steps < full_steps,
                pagewords.ORDER_FIELD: False, **extra})

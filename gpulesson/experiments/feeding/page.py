@@ -44,11 +44,9 @@ SAID = {
                "those loaders made the model wait.",
     "adds": "Training from {names} was measurably slower than from {memory} ({versus}), "
             "although the loader alone was more than {margin:g} times faster than training: "
-            "reading did not overlap the steps, so its time added to each one. The data set "
-            "the pace.",
-    "ahead": "{names} read ahead, and the loader alone was more than {margin:g} times faster "
-             "than training, yet training was measurably slower than from {memory}, "
-             "at {shares} of its rate: the records do not split why.",
+            "reading did not overlap the steps, so its time added to each one.",
+    "ahead": "{names} read ahead, yet trained at only {shares} of {memory}'s rate: the records "
+             "do not split why.",
     "faster": "Training from {names} was measurably faster than from {memory} ({versus}): the "
               "data did not hold the model back.",
     "keeps up": "Training from {names} showed {none} from {memory}: the model set the pace.",
@@ -213,15 +211,14 @@ def episode5_note(records, cnn_path=None) -> str:
                 f"median {seconds_text(summary['median'])})")
     if not said.measurable:
         return f"{measured}: {summaries.NO_DIFFERENCE} from `lesson` here ({fm.why_unclear(rate, ours)})."
-    known = ["this run's `fit` reordered the generator's batches, episode 5's did not"] * (
+    known = ["This run's `fit` reordered the generator's batches, episode 5's did not"] * (
         pagewords.reordered_by_fit(lesson))
     if passes := theirs.get("validation_seconds"):  # timed apart once the clock waited for it
         timed = (f" (median {seconds_text(epochs_summary(passes)['median'])})"
                  if theirs.get("validation_synchronised") else "")
-        known.append(f"episode 5's epochs include a validation pass over {theirs['n_validation']:,} "
-                     f"images{timed}, this run's have none")
-    cause = (f"Known difference{'s' * (len(known) > 1)} in method: {'; '.join(known)}." if known else
-             "Both kept the generator's order; no other difference in method is known.")
+        known.append(f"Only episode 5's epochs include a validation pass{timed}")
+    cause = (" ".join(f"{k}." for k in known)
+             or "Both kept the generator's order; no other difference in method is known.")
     # The comparison's words give its size only from a certain size on; else say it here.
     factor = max(said.ratio, 1 / said.ratio)
     by = "" if said.text != f"{said.word} than" else f", by a factor of {factor:.2g}"
@@ -281,8 +278,7 @@ def device_reading(records, device: str) -> str:
             rate, fm.rate_summary(top), higher_is_better=True).sentence
             for n, rate in zip(names, rates, strict=True))
         why = fm.why_unclear(*rates, fm.rate_summary(top), many=True) if verdict == "unclear" else ""
-        shares = listed(share_text(r["median"] / fm.rate_summary(top)["median"])
-                        + f" (`{n}`)" * (len(names) > 1) for n, r in zip(names, rates, strict=True))
+        shares = listed(share_text(r["median"] / fm.rate_summary(top)["median"]) for r in rates)
         text.append(said.format(names=listed(f"`{n}`" for n in names), memory=memory,
                                 versus=versus, margin=LOADER_MARGIN, shares=shares,
                                 none=summaries.NO_DIFFERENCE, why=why))
@@ -302,8 +298,8 @@ def reading(records) -> str:
 def stream_goals(records, path=fm.RECORDS.results_file) -> str:
     """The stream's goals: on the GPU at least TARGET_SHARE of ``ram``; on a CPU no slower than
     ``lesson`` in every run of ``path`` with both (which ran first: a busy machine drifts)."""
-    goal = (f"on the GPU, at least {fm.TARGET_SHARE:.0%} of the rate of `ram`, a PyDataset serving "
-            "batches from RAM (the speed ladder measures this goal against `fit` on arrays)")
+    goal = (f"on the GPU, at least {fm.TARGET_SHARE:.0%} of `ram` (a PyDataset from RAM; the "
+            "ladder measures against `fit` on arrays)")
     stream, ram = fm.find(records, "gpu", STREAM), fm.find(records, "gpu", "ram")
     if stream and ram:
         ratio = stream["images_per_second"] / ram["images_per_second"]
@@ -322,12 +318,10 @@ def stream_goals(records, path=fm.RECORDS.results_file) -> str:
             verdict = summaries.compare_middle(ahead, lesson, higher_is_better=True)
             busy.append(max(r.get("other_programs_cpu_share") or 0 for r in pair.values()))
             ok = not (verdict.measurable and verdict.ratio < 1)
-            cpu[f"Run {run_id} (`{first}` first; others used up to {busy[-1]:.0%} of the CPU): "
+            cpu[f"Run {run_id} (`{first}` first, others using {busy[-1]:.0%} of the CPU): "
                 f"{verdict.sentence}, {met(ok)} ({fm.basis(ahead, lesson)})."] = ok
     if len(set(cpu.values())) > 1:  # no verdict of the goal: say why the runs may differ
-        cpu["The runs disagree" + (f", all on a shared machine (others used {min(busy):.0%} to "
-                                   f"{max(busy):.0%} of the CPU)" if min(busy) > BUSY else "")
-            + ": they give no verdict."] = None
+        cpu[f"The runs{', on a shared machine,' * (min(busy) > BUSY)} disagree: no verdict."] = None
     said.append(f"On a CPU, the goal is `{STREAM}` no slower than `lesson`" + (
         ". " + " ".join(cpu) if cpu else ", which has not been recorded yet "
         + recorded_by(f"{RECORD_COMMAND} --devices cpu --pipelines lesson {STREAM}") + "."))

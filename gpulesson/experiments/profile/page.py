@@ -5,8 +5,8 @@ precision in force. Without a GPU record the GPU's values are NOT_RECORDED (the 
 from gpulesson.experiments.profile import RECORDS
 from gpulesson.machine.gpu_peaks import float32_key, peaks_for
 from gpulesson.records.figkit import need, panels
-from gpulesson.records.pagewords import listed, markdown_table, reordered_note
-from gpulesson.records.parts import DEVICES, run_labels
+from gpulesson.records.pagewords import markdown_table, reordered_note
+from gpulesson.records.parts import DEVICES, part_runs, run_labels
 from gpulesson.records.results import NOT_RECORDED, data_label, hardware, software
 from gpulesson.records.results import duration as ms
 from gpulesson.records.summaries import summary_text
@@ -144,13 +144,10 @@ def cut_text(record: dict) -> str:
     name, seconds = max(found["host"].items(), key=lambda item: item[1])
     if found["device"]["kernels"] >= found["step"] / 2:
         name, what = "kernels", "the arithmetic"
-    else:  # the profiler's overhead inflates the host's parts: the dispatch's least without it
-        extra = overhead(record) if name == "dispatch" else None
-        what = (f"the host's {LABELS.get(name, name)} ({seconds / found['step']:.0%} of the profiled "
-                "step" + (f"; without the profiler at least {ms(extra['dispatch_at_least'])} of a "
-                          f"{ms(extra['timed'])} step)" if extra else ")"))
-    return (f"{kind.upper()} ({device_name(record)}): kernels "
-            f"{found['device']['kernels'] / found['step']:.0%} of the profiled step; cut {what} first: "
+    else:  # a share of the profiled step, which the profiler's overhead inflates
+        what = f"the host's {LABELS.get(name, name)} ({seconds / found['step']:.0%})"
+    return (f"{kind.upper()} ({device_name(record)}): of the profiled step, kernels "
+            f"{found['device']['kernels'] / found['step']:.0%}; cut {what} first: "
             f"{CPU_KERNELS if (name, kind) == ('kernels', 'cpu') else REMEDIES[name]}.")
 
 
@@ -171,7 +168,7 @@ def factors_text(record: dict | None) -> str:
             f"({ms(timed)}, taking the kernels' time as the same). The share of the peak is their "
             f"product: {share:.1%} × {kernels / step:.0%} = {share * (kernels / step):.1%} in the "
             f"profiled steps, {share:.1%} × {kernels / timed:.0%} = {share * (kernels / timed):.1%} "
-            f"over the timed epochs (run {record['run_id']})")
+            "over the timed epochs")
 
 
 def overhead_text(record: dict | None) -> str:
@@ -186,14 +183,6 @@ def overhead_text(record: dict | None) -> str:
             f"{ms(found['dispatch'])} may hold any part of it. Without the profiler the dispatch "
             f"takes at least {ms(found['dispatch_at_least'])} ({ms(found['dispatch'])} less "
             f"{ms(found['extra'])}, if the profiler made no part faster)")
-
-
-def stream_text(records) -> str:
-    """Which stream each device's profiled steps trained from: the generator reading ahead or not."""
-    said = [("reading ahead (episode 4's `read_ahead=True`)" if r.get("read_ahead") else
-             "without reading ahead") + f" on the {d.upper()} (run {r['run_id']})"
-            for d, r in _drawn(records)]
-    return f"The profiled steps trained from the lesson's generator {listed(said)}." if said else ""
 
 
 def machine(device: str, record: dict, records) -> str:
@@ -272,12 +261,15 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         "ref_prof_table": markdown_table(head, table) if table else NOT_RECORDED,
         "ref_prof_gpu": device_name(gpu) if profiled(gpu) else NOT_RECORDED,
         "ref_prof_cut": " ".join(cut_text(r) for r in (cpu, gpu) if profiled(r)) or NOT_RECORDED,
-        "ref_prof_when": "; ".join(run_labels(records)) or NOT_RECORDED,
+        # each device's run, and whether its generator read ahead (episode 4's read_ahead=True)
+        "ref_prof_when": "; ".join(
+            f"{label}, {'' if RECORDS.find(records, device_kind=d).get('read_ahead') else 'not '}"
+            "reading ahead" for label, d in zip(run_labels(records), part_runs(records), strict=True))
+        or NOT_RECORDED,
         # The data the profiled CNN trained on, named where the table is introduced.
         "ref_prof_data": data_label(records) if records else NOT_RECORDED,
         "ref_prof_alt": alt_text(records),
         "ref_prof_factors": factors_text(gpu),
         "ref_prof_overhead": overhead_text(gpu),
         "ref_prof_order": reordered_note(records, "the generator's batches"),
-        "ref_prof_stream": stream_text(records),
     }
