@@ -199,8 +199,7 @@ def test_every_record_follows_the_measurement_rule(feeding_measured):
         rate = measure.rate_summary(r)
         assert rate["median"] == pytest.approx(r["images_per_second"])
         assert rate["min"] == pytest.approx(r["images_per_epoch"] / summary["max"])
-    # the current methods of the `device` pipeline, declared where its records are read
-    assert set(measure.RECORDS.methods) == set(fp.DEVICE_METHODS.values())
+    assert set(measure.RECORDS.methods) == set(fp.DEVICE_METHODS.values())  # `device`'s methods
 
 
 @pytest.mark.parametrize("call, message", [

@@ -373,9 +373,7 @@ def substitutions(path=fm.RECORDS.results_file) -> dict[str, str]:
 
 
 def _repeats_words(counts) -> str:
-    counts = sorted(set(counts))
-    if not counts:
-        return "no"
+    counts = sorted(set(counts)) or ["no"]
     return str(counts[0]) if len(counts) == 1 else f"{counts[0]} to {counts[-1]}"
 
 
