@@ -37,7 +37,8 @@ FIGURES, FIGURE_FOLDER = ("feeding-pipelines.svg",), "fig/09-feeding-the-gpu"
 # A loader alone under this many times training's rate leaves the model waiting, where reading
 # overlaps the steps (the margin absorbs the spread and the loader's share of the CPU).
 LOADER_MARGIN = 1.5
-# What the answer says of the pipelines of each verdict of :func:`input_verdict`.
+# What the answer says of the pipelines of each verdict of :func:`input_verdict`; "ahead" is its
+# "adds" for a pipeline that read ahead (`lesson-ahead*`), where reading overlapped the steps.
 SAID = {
     "waiting": "Training from {names} was measurably slower than from {memory} ({versus}), and "
                "the loader alone was not measurably faster than {margin:g} times training: "

@@ -261,7 +261,6 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         "ref_prof_table": markdown_table(head, table) if table else NOT_RECORDED,
         "ref_prof_gpu": device_name(gpu) if profiled(gpu) else NOT_RECORDED,
         "ref_prof_cut": " ".join(cut_text(r) for r in (cpu, gpu) if profiled(r)) or NOT_RECORDED,
-        # each device's run, and whether its generator read ahead (episode 4's read_ahead=True)
         "ref_prof_when": "; ".join(
             f"{label}, {'' if RECORDS.find(records, device_kind=d).get('read_ahead') else 'not '}"
             "reading ahead" for label, d in zip(run_labels(records), part_runs(records), strict=True))
