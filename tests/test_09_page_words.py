@@ -210,7 +210,7 @@ def test_episode_5s_rate_on_the_same_gpu_is_set_beside_the_generators(made, tmp_
     gpu = [dict(r) for r in gpu_part(made)]  # copies: the test changes them
     for r in gpu:
         append_record(tmp_path / "feeding.jsonl", r)
-    append_record(tmp_path / "cnn-cpu-vs-gpu.jsonl", make_record(
+    ep5 = append_record(tmp_path / "cnn-cpu-vs-gpu.jsonl", make_record(
         "cnn-cpu-vs-gpu", data="synthetic", environment=GPU, run_id="ep5", device_kind="gpu",
         batch_size=BATCH, n_train=45_000,
         epoch_seconds=[9.8, 0.436, 0.386, 0.328, 0.324, 0.321]))
@@ -219,14 +219,18 @@ def test_episode_5s_rate_on_the_same_gpu_is_set_beside_the_generators(made, tmp_
             "256, run ep5) measured 137,195 images/s (epochs of 45,000 images, median 328 ms): "
             "1.8× faster than `lesson` here (middle three of five epochs apart). Both kept the "
             "generator's order") in said
-    # made before the experiments kept the generator's order: the one known difference named
+    # made before the experiments kept the generator's order, and episode 5's epochs with a
+    # validation pass: the known differences named
+    append_record(ep5, {**results.read_records(ep5)[0], "run_id": "ep5v", "validation_synchronised": True,
+                        "validation_seconds": [3.1, 0.05, 0.045, 0.04, 0.044, 0.046]})
     for r in gpu:
         r.pop("fit_shuffle")
     (tmp_path / "feeding.jsonl").unlink()
     for r in gpu:
         append_record(tmp_path / "feeding.jsonl", r)
     said = page.substitutions(tmp_path / "feeding.jsonl")
-    assert "this run's `fit` reordered the generator's batches" in said["ref_feed_findings"]
+    assert ("This run's `fit` reordered the generator's batches, episode 5's did not. Only "
+            "episode 5's epochs include a validation pass (median 45 ms).") in said["ref_feed_findings"]
     assert said["ref_feed_order"].startswith(f"In run {gpu[0]['run_id']}, `fit` reordered")
     # without episode 5's file beside the results, nothing is said
     assert "Episode 5" not in page.findings(gpu)

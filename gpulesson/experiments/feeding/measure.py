@@ -5,7 +5,6 @@ only when something is measured.
 """
 
 import contextlib
-import statistics
 import tempfile
 import time
 from functools import partial
@@ -92,12 +91,6 @@ def delivered_wrong_data(record: dict) -> bool:
     return bool(record.get("workers")) and record.get("backend", "") in WRONG_DATA_WITH_WORKERS
 
 
-def old_device_method(record: dict) -> bool:
-    """Whether ``record`` is of the ``device`` pipeline from before its ``method`` was recorded
-    (it sliced jax.Arrays eagerly; no page compares it with the later methods)."""
-    return record.get("pipeline") == "device" and not record.get("method")
-
-
 def complete_pipelines(part: list[dict]) -> bool:
     """Whether a device's part of a run has REQUIRED in both modes, and each trained one alone."""
     have = {(r["pipeline"], r["mode"]) for r in part if r.get("group") == "pipelines"}
@@ -110,9 +103,13 @@ def complete_pipelines(part: list[dict]) -> bool:
 # Records of older settings sweeps (groups other than "pipelines") stay in the file, not shown.
 RECORDS = RecordSet("feeding", ("device_kind", "pipeline", "mode", "group", "precision",
                                 "jit_compile", "steps_per_execution", "batch_size", "layout"),
-                    complete=complete_pipelines,
-                    kept=lambda r: r.get("group") == "pipelines",
-                    shown=lambda r: not delivered_wrong_data(r) and not old_device_method(r))
+                    complete=complete_pipelines, kept=lambda r: r.get("group") == "pipelines",
+                    shown=lambda r: not delivered_wrong_data(r) and not RECORDS.predates(r),
+                    # pipelines.DEVICE_METHODS' values (that module imports Keras); a `device`
+                    # record without one sliced jax.Arrays eagerly, a method no page compares
+                    methods=("compiled take", "slice view", "eager slice"),
+                    method_applies=lambda r: r.get("pipeline") == "device")
+old_device_method = RECORDS.predates  # the name the ceiling's page imports
 
 
 def measurement_record(budget, *, run_id: str, device: str, pipeline: str, mode: str,
@@ -120,26 +117,16 @@ def measurement_record(budget, *, run_id: str, device: str, pipeline: str, mode:
                        precision: str | None, jit_compile: bool | None,
                        steps_per_execution: int | None, group: str, extra: dict) -> dict:
     """One record of ``budget``'s epochs, each ``steps`` of the ``full_steps`` of ``n_images``."""
-    timed = budget.timed
-    if not timed:
-        raise ValueError("no timed epoch to record")
-    images = min(steps * batch_size, n_images)
-    median = statistics.median(timed)
-    return RECORDS.record(
-        run_id=run_id, source="gpulesson.experiments.feeding", device_kind=device,
-        keras_device=check_device(device), pipeline=pipeline, pipeline_label=PIPELINES[pipeline],
-        mode=mode, group=group, precision=precision, jit_compile=jit_compile,
-        steps_per_execution=steps_per_execution, batch_size=batch_size, n_images=n_images,
-        steps=steps, full_epoch_steps=full_steps, images_per_epoch=images,
-        partial_epoch=steps < full_steps, warmup_epochs=budget.warmup, repeats=len(timed),
-        warmup_seconds=budget.seconds[:budget.warmup], epoch_seconds=timed,
-        median_epoch_seconds=median, min_epoch_seconds=min(timed),
-        max_epoch_seconds=max(timed), images_per_second=images / median,
-        images_per_second_low=images / max(timed), images_per_second_high=images / min(timed),
-        full_epoch_seconds=n_images / (images / median),
-        **{summaries.SUMMARY_KEY: summaries.summarise(timed, budget.seconds[:budget.warmup]),
-           pagewords.ORDER_FIELD: False},
-        **extra)
+    images = min(steps * batch_size, n_images)  # an epoch's: its rate is of these
+    record = RECORDS.epoch_record(
+        budget.seconds, warmup=budget.warmup, run_id=run_id, device=device, n_images=images,
+        own={"keras_device": check_device(device), "pipeline": pipeline, "mode": mode, "group": group,
+             "pipeline_label": PIPELINES[pipeline], "precision": precision, "jit_compile": jit_compile,
+             "steps_per_execution": steps_per_execution, "batch_size": batch_size},
+        extra={"n_images": n_images, "steps": steps, "full_epoch_steps": full_steps,  # all images
+               "images_per_epoch": images, "partial_epoch": steps < full_steps,
+               pagewords.ORDER_FIELD: False, **extra})
+    return {**record, "full_epoch_seconds": n_images / record["images_per_second"]}
 
 
 def short_setting(record) -> str:

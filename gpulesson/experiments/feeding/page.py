@@ -12,7 +12,8 @@ from gpulesson.machine.devices import BACKEND_TITLES
 from gpulesson.records import pagewords, parts, summaries
 from gpulesson.records.figkit import need, panels, title
 from gpulesson.records.pagewords import listed, met, none_yet, recorded_by
-from gpulesson.records.results import NOT_RECORDED, data_label, hardware, software
+from gpulesson.records.recordset import epochs_summary
+from gpulesson.records.results import NOT_RECORDED, data_label, hardware
 from gpulesson.records.results import duration as seconds_text
 from gpulesson.records.summaries import fmt_number as rate_text
 
@@ -36,15 +37,17 @@ FIGURES, FIGURE_FOLDER = ("feeding-pipelines.svg",), "fig/09-feeding-the-gpu"
 # A loader alone under this many times training's rate leaves the model waiting, where reading
 # overlaps the steps (the margin absorbs the spread and the loader's share of the CPU).
 LOADER_MARGIN = 1.5
-# What the answer says of the pipelines of each verdict of :func:`input_verdict`.
+# What the answer says of the pipelines of each verdict of :func:`input_verdict`; "ahead" is its
+# "adds" for a pipeline that read ahead (`lesson-ahead*`), where reading overlapped the steps.
 SAID = {
     "waiting": "Training from {names} was measurably slower than from {memory} ({versus}), and "
                "the loader alone was not measurably faster than {margin:g} times training: "
                "those loaders made the model wait.",
     "adds": "Training from {names} was measurably slower than from {memory} ({versus}), "
             "although the loader alone was more than {margin:g} times faster than training: "
-            "reading did not overlap the steps, so its time added to each one. The data set "
-            "the pace.",
+            "reading did not overlap the steps, so its time added to each one.",
+    "ahead": "{names} read ahead, yet trained at only {shares} of {memory}'s rate: the records "
+             "do not split why.",
     "faster": "Training from {names} was measurably faster than from {memory} ({versus}): the "
               "data did not hold the model back.",
     "keeps up": "Training from {names} showed {none} from {memory}: the model set the pace.",
@@ -79,21 +82,11 @@ def extrapolated(record: dict) -> str:
     return f"extrapolated from {record['steps']} of {record['full_epoch_steps']} steps"
 
 
-def run_lines(records) -> list[str]:
-    """One line per device and run: the run, its date, the machine and the software."""
-    found: dict[tuple[str, str], list[dict]] = {}
-    for r in records:
-        found.setdefault((r["device_kind"], r["run_id"]), []).append(r)
-    return [f"{device.upper()}: run {run_id} of {part[0]['date'][:10]} on "
-            f"{parts.machine(part)}, with {software(part)}"
-            for (device, run_id), part in found.items()]
-
-
 def describe(records) -> str:
     """The command's table of a run: each record's images/s and epoch times, "*": partial."""
     if not records:
         return "No run recorded."
-    lines = [data_label(records)] + [f"  {line}" for line in run_lines(records)]
+    lines = [data_label(records)] + [f"  {line}" for line in parts.run_labels(records)]
     lines.append(f"{'dev':3} {'pipeline':19} {'setting':14} {'batch':>5} {'img/s':>8} "
                  f"{'epoch s (range)':>23} n")
     partial = {(r["steps"], r["full_epoch_steps"]) for r in records if r["partial_epoch"]}
@@ -219,9 +212,14 @@ def episode5_note(records, cnn_path=None) -> str:
                 f"median {seconds_text(summary['median'])})")
     if not said.measurable:
         return f"{measured}: {summaries.NO_DIFFERENCE} from `lesson` here ({fm.why_unclear(rate, ours)})."
-    cause = ("One known difference: this run's `fit` reordered the generator's batches, "
-             "episode 5's did not." if pagewords.reordered_by_fit(lesson) else
-             "Both kept the generator's order; no other difference in method is known.")
+    known = ["This run's `fit` reordered the generator's batches, episode 5's did not"] * (
+        pagewords.reordered_by_fit(lesson))
+    if passes := theirs.get("validation_seconds"):  # timed apart once the clock waited for it
+        timed = (f" (median {seconds_text(epochs_summary(passes)['median'])})"
+                 if theirs.get("validation_synchronised") else "")
+        known.append(f"Only episode 5's epochs include a validation pass{timed}")
+    cause = (" ".join(f"{k}." for k in known)
+             or "Both kept the generator's order; no other difference in method is known.")
     # The comparison's words give its size only from a certain size on; else say it here.
     factor = max(said.ratio, 1 / said.ratio)
     by = "" if said.text != f"{said.word} than" else f", by a factor of {factor:.2g}"
@@ -245,8 +243,8 @@ def gpu_peaks_text(records) -> str:
 def input_verdict(train: dict, loader: dict | None, top: dict) -> str:
     """The reading exercise's verdict on training from a pipeline against ``top``, the fastest
     from memory: "waiting" (measurably slower, the loader alone not measurably faster than
-    LOADER_MARGIN times training), "adds" (slower although it was: reading did not overlap the
-    steps), "faster", "keeps up" (no measurable difference) or "unclear"."""
+    LOADER_MARGIN times training), "adds" (slower although it was), "faster", "keeps up" (no
+    measurable difference) or "unclear"."""
     rate, best = fm.rate_summary(train), fm.rate_summary(top)
     said = summaries.compare_middle(rate, best, higher_is_better=True)
     if min(rate["n"], best["n"]) < summaries.MIN_RANKED:
@@ -271,6 +269,7 @@ def device_reading(records, device: str) -> str:
             f"{fm.fastest_text(records, device)}; the fastest from memory, {memory}."]
     verdicts = {p: input_verdict(fm.find(records, device, p), fm.find(records, device, p, "loader"),
                                  top) for p in reading}
+    verdicts.update({p: "ahead" for p, said in verdicts.items() if said == "adds" and "ahead" in p})
     for verdict, said in SAID.items():
         names = [p for p in reading if verdicts[p] == verdict]
         if not names:
@@ -280,8 +279,9 @@ def device_reading(records, device: str) -> str:
             rate, fm.rate_summary(top), higher_is_better=True).sentence
             for n, rate in zip(names, rates, strict=True))
         why = fm.why_unclear(*rates, fm.rate_summary(top), many=True) if verdict == "unclear" else ""
+        shares = listed(share_text(r["median"] / fm.rate_summary(top)["median"]) for r in rates)
         text.append(said.format(names=listed(f"`{n}`" for n in names), memory=memory,
-                                versus=versus, margin=LOADER_MARGIN,
+                                versus=versus, margin=LOADER_MARGIN, shares=shares,
                                 none=summaries.NO_DIFFERENCE, why=why))
     return " ".join(text)
 
@@ -299,7 +299,8 @@ def reading(records) -> str:
 def stream_goals(records, path=fm.RECORDS.results_file) -> str:
     """The stream's goals: on the GPU at least TARGET_SHARE of ``ram``; on a CPU no slower than
     ``lesson`` in every run of ``path`` with both (which ran first: a busy machine drifts)."""
-    goal = f"at least {fm.TARGET_SHARE:.0%} of `ram` on the GPU"
+    goal = (f"on the GPU, at least {fm.TARGET_SHARE:.0%} of `ram` (a PyDataset from RAM; the "
+            "ladder measures against `fit` on arrays)")
     stream, ram = fm.find(records, "gpu", STREAM), fm.find(records, "gpu", "ram")
     if stream and ram:
         ratio = stream["images_per_second"] / ram["images_per_second"]
@@ -309,17 +310,19 @@ def stream_goals(records, path=fm.RECORDS.results_file) -> str:
     else:
         said = [f"The stream's goals: {goal}, which has not been recorded yet "
                 f"{recorded_by(f'{RECORD_COMMAND} --devices gpu')}."]
-    cpu = []
+    cpu, busy = {}, []
     for run_id, run in fm.RECORDS.runs_in(path).items():
         pair = {p: r for p in ("lesson", STREAM) if (r := fm.find(run, "cpu", p))}
         if len(pair) == 2:
             first = next(r["pipeline"] for r in run if r["pipeline"] in pair)
             ahead, lesson = fm.rate_summary(pair[STREAM]), fm.rate_summary(pair["lesson"])
             verdict = summaries.compare_middle(ahead, lesson, higher_is_better=True)
-            busy = max(r.get("other_programs_cpu_share") or 0 for r in pair.values())
-            cpu.append(f"Run {run_id} (`{first}` first; others used up to {busy:.0%} of the "
-                       f"CPU): {verdict.sentence}, {met(not (verdict.measurable and verdict.ratio < 1))} "
-                       f"({fm.basis(ahead, lesson)}).")
+            busy.append(max(r.get("other_programs_cpu_share") or 0 for r in pair.values()))
+            ok = not (verdict.measurable and verdict.ratio < 1)
+            cpu[f"Run {run_id} (`{first}` first, others using {busy[-1]:.0%} of the CPU): "
+                f"{verdict.sentence}, {met(ok)} ({fm.basis(ahead, lesson)})."] = ok
+    if len(set(cpu.values())) > 1:  # no verdict of the goal: say why the runs may differ
+        cpu[f"The runs{', on a shared machine,' * (min(busy) > BUSY)} disagree: no verdict."] = None
     said.append(f"On a CPU, the goal is `{STREAM}` no slower than `lesson`" + (
         ". " + " ".join(cpu) if cpu else ", which has not been recorded yet "
         + recorded_by(f"{RECORD_COMMAND} --devices cpu --pipelines lesson {STREAM}") + "."))
@@ -346,10 +349,9 @@ def substitutions(path=fm.RECORDS.results_file) -> dict[str, str]:
     path = Path(path)
     records = fm.RECORDS.reference_run(path)
     names = hardware(records)
-    provenance = (" ".join(f"{line}." for line in run_lines(records))
-                  + " The records are in `results/feeding.jsonl`.")
     return {
-        "ref_feed_when": provenance if records else "No reference run has been recorded yet.",
+        "ref_feed_when": (parts.provenance(records, file="results/feeding.jsonl") if records
+                          else "No reference run has been recorded yet."),
         # The data every CNN number of the page was measured on, named where they are shown.
         "ref_feed_data": data_label(records) if records else LABELS[fm.RECORDS.data],
         "ref_feed_goal_gpu": (f"the reference run's GPU ({names['GPU']})" if "GPU" in names
@@ -372,9 +374,7 @@ def substitutions(path=fm.RECORDS.results_file) -> dict[str, str]:
 
 
 def _repeats_words(counts) -> str:
-    counts = sorted(set(counts))
-    if not counts:
-        return "no"
+    counts = sorted(set(counts)) or ["no"]
     return str(counts[0]) if len(counts) == 1 else f"{counts[0]} to {counts[-1]}"
 
 
@@ -410,7 +410,8 @@ def figures(records):
                         + (" *" if _busy(record) else ""))
                 ax.annotate(f"{mode} {text}", (rate["max"], i + offset), xytext=(4, 0),
                             textcoords="offset points", va="center", fontsize=7)
-        ax.set_title(f"{device.upper()}", fontsize=10)
+        ax.set_title(f"{device.upper()}: {parts.machine([r for r in records if r['device_kind'] == device])}",
+                     fontsize=10)
         ax.set_xscale("log")
         ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
         counts = [fm.rate_summary(r)["n"] for (d, _, _), r in bars.items() if d == device]
@@ -422,12 +423,8 @@ def figures(records):
                        [fm.PIPELINES[p].replace(", ", ",\n", 1) for p in order], fontsize=8)
     axes[0].invert_yaxis()
     base = records[0]  # the reference run's pipelines: one batch size and data set
-    drawn = []
-    for device, run_id in parts.part_runs(records).items():  # the devices' runs may differ
-        part = [r for r in records if r["device_kind"] == device and r["run_id"] == run_id]
-        drawn.append(f"{device.upper()}: {parts.machine(part)}, {software(part)}, run {run_id}")
     title(fig, f"Training the lesson's CNN from each input pipeline (batch {base['batch_size']},"
-               f" {base['n_images']:,} images)", records, *drawn)
+               f" {base['n_images']:,} images)", records, *parts.run_labels(records))
     fig.tight_layout()
     if any(_busy(r) for r in bars.values()):
         fig.text(0.01, 0.005, f"* other programs used more than {BUSY:.0%} of the machine's CPU "

@@ -15,7 +15,7 @@ from gpulesson.experiments.profile import PROFILE_STEPS, QUICK_STEPS, RECORDS
 from gpulesson.machine.devices import keras_device_name
 from gpulesson.machine.timing import Budget, BusyMeter, synced_epoch_timer, synchronise
 from gpulesson.records.pagewords import IN_ORDER, ORDER_FIELD
-from gpulesson.records.summaries import SUMMARY_KEY, WARMUP, repeats_for, summarise
+from gpulesson.records.summaries import WARMUP, repeats_for
 
 EPOCH = "gpulesson_epoch"  # the profiled window: one epoch, from its start to its synchronised end
 INPUT = "gpulesson_input"  # one batch fetched from the input pipeline
@@ -162,18 +162,15 @@ def measurement_record(budget, *, run_id: str, device: str, batch_size: int, n_i
                        steps: int, forward_flops: int, utilisation: dict, profile: dict,
                        data: str, **extra) -> dict:
     """One device's results-file record."""
-    timed, warmups = budget.timed, budget.seconds[:budget.warmup]
-    summary = summarise(timed, warmups)  # a ValueError without a timed epoch
-    median = summary["median"]
     per_image = 3 * forward_flops  # the forward pass and the backward pass's two products
-    return RECORDS.record(
-        data=data, run_id=run_id, source="gpulesson.experiments.profile", device_kind=device,
-        keras_device=keras_device_name(device), batch_size=batch_size, n_images=n_images,
-        steps=steps, warmup_seconds=warmups, epoch_seconds=timed, median_epoch_seconds=median,
-        images_per_second=n_images / median, step_seconds=median / steps,
-        forward_flops_per_image=forward_flops, train_flops_per_image=per_image,
-        achieved_tflops=per_image * n_images / median / 1e12, utilisation=utilisation,
-        profile=profile, **{ORDER_FIELD: False, SUMMARY_KEY: summary}, **extra)
+    record = RECORDS.epoch_record(
+        budget.seconds, warmup=budget.warmup, run_id=run_id, device=device, n_images=n_images,
+        own={"keras_device": keras_device_name(device), "batch_size": batch_size},
+        extra={"data": data, "steps": steps, "forward_flops_per_image": forward_flops,
+               "train_flops_per_image": per_image, "utilisation": utilisation,
+               "profile": profile, ORDER_FIELD: False, **extra})
+    rate = record["images_per_second"]
+    return {**record, "step_seconds": n_images / rate / steps, "achieved_tflops": per_image * rate / 1e12}
 
 
 def measure(args, *, run_id: str, done):

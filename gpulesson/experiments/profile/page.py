@@ -6,7 +6,7 @@ from gpulesson.experiments.profile import RECORDS
 from gpulesson.machine.gpu_peaks import float32_key, peaks_for
 from gpulesson.records.figkit import need, panels
 from gpulesson.records.pagewords import markdown_table, reordered_note
-from gpulesson.records.parts import DEVICES, run_labels
+from gpulesson.records.parts import DEVICES, part_runs, run_labels
 from gpulesson.records.results import NOT_RECORDED, data_label, hardware, software
 from gpulesson.records.results import duration as ms
 from gpulesson.records.summaries import summary_text
@@ -144,10 +144,10 @@ def cut_text(record: dict) -> str:
     name, seconds = max(found["host"].items(), key=lambda item: item[1])
     if found["device"]["kernels"] >= found["step"] / 2:
         name, what = "kernels", "the arithmetic"
-    else:
+    else:  # a share of the profiled step, which the profiler's overhead inflates
         what = f"the host's {LABELS.get(name, name)} ({seconds / found['step']:.0%})"
-    return (f"{kind.upper()} ({device_name(record)}): kernels "
-            f"{found['device']['kernels'] / found['step']:.0%} of the step; cut {what} first: "
+    return (f"{kind.upper()} ({device_name(record)}): of the profiled step, kernels "
+            f"{found['device']['kernels'] / found['step']:.0%}; cut {what} first: "
             f"{CPU_KERNELS if (name, kind) == ('kernels', 'cpu') else REMEDIES[name]}.")
 
 
@@ -168,7 +168,7 @@ def factors_text(record: dict | None) -> str:
             f"({ms(timed)}, taking the kernels' time as the same). The share of the peak is their "
             f"product: {share:.1%} × {kernels / step:.0%} = {share * (kernels / step):.1%} in the "
             f"profiled steps, {share:.1%} × {kernels / timed:.0%} = {share * (kernels / timed):.1%} "
-            f"over the timed epochs (run {record['run_id']})")
+            "over the timed epochs")
 
 
 def overhead_text(record: dict | None) -> str:
@@ -261,7 +261,10 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
         "ref_prof_table": markdown_table(head, table) if table else NOT_RECORDED,
         "ref_prof_gpu": device_name(gpu) if profiled(gpu) else NOT_RECORDED,
         "ref_prof_cut": " ".join(cut_text(r) for r in (cpu, gpu) if profiled(r)) or NOT_RECORDED,
-        "ref_prof_when": "; ".join(run_labels(records)) or NOT_RECORDED,
+        "ref_prof_when": "; ".join(
+            f"{label}, {'' if RECORDS.find(records, device_kind=d).get('read_ahead') else 'not '}"
+            "reading ahead" for label, d in zip(run_labels(records), part_runs(records), strict=True))
+        or NOT_RECORDED,
         # The data the profiled CNN trained on, named where the table is introduced.
         "ref_prof_data": data_label(records) if records else NOT_RECORDED,
         "ref_prof_alt": alt_text(records),
