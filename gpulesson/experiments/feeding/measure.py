@@ -109,7 +109,6 @@ RECORDS = RecordSet("feeding", ("device_kind", "pipeline", "mode", "group", "pre
                     # record without one sliced jax.Arrays eagerly, a method no page compares
                     methods=("compiled take", "slice view", "eager slice"),
                     method_applies=lambda r: r.get("pipeline") == "device")
-old_device_method = RECORDS.predates  # the name the ceiling's page imports
 
 
 def measurement_record(budget, *, run_id: str, device: str, pipeline: str, mode: str,
