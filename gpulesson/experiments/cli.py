@@ -151,8 +151,7 @@ def _epochs(text: str) -> int:
 SEED = option("--seed", type=int, default=42, help="random seed of the initial weights")
 RUN_ID = option("--run-id", default=None,
                 help="add to this run of the results file instead of starting a new one, "
-                     "skipping the conditions it already has (how an interrupted reference "
-                     "stage goes on)")
+                     "skipping the conditions it already has (how an interrupted reference stage goes on)")
 EPOCHS = option("--epochs", type=_epochs, default=None,
                 help=f"epochs per device, the {WARMUP} warm-up epoch included (default "
                      f"{default_epochs(False)}: {WARMUP} warm-up and {REPEATS} timed; quick "
@@ -180,8 +179,7 @@ def devices_or_refuse(requested: list[str] | None, gpu_visible, framework: str) 
     """:func:`default_devices`, refused when a GPU is asked for and ``framework`` sees none."""
     devices = default_devices(requested, gpu_visible)
     if "gpu" in devices and not gpu_visible:
-        refuse(f"No GPU is visible to {framework}: run with --devices cpu, or on a machine with a "
-               "GPU.")
+        refuse(f"No GPU is visible to {framework}: run with --devices cpu, or on a machine with a GPU.")
     if requested is None and not gpu_visible:
         print("No GPU visible: recording the CPU run only.")
     return devices

@@ -14,7 +14,7 @@ from gpulesson.records.results import LESSON_ROOT, NOT_RECORDED, duration
 from gpulesson.records.summaries import scale, summary_text
 
 EXPERIMENT = cnn.RECORDS.experiment  # the results file :func:`substitutions` is given
-EPOCHS = cnn.FULL_EPOCHS
+EPOCHS = cnn.gpu_use.FULL_EPOCHS
 
 
 def training_time(summary: dict | None, first_epoch: float | None, epochs: int = EPOCHS) -> dict | None:

@@ -12,18 +12,9 @@ from pathlib import Path
 import numpy as np
 
 from gpulesson.datasets.hdf5 import IMAGE_SHAPE, atomic_hdf5
+from gpulesson.records import summaries
 from gpulesson.records.figkit import panels, title
-from gpulesson.records.summaries import (
-    REPEATS,
-    SPREAD_NOTE,
-    SUMMARY_KEY,
-    WARMUP,
-    as_rate,
-    compare,
-    draw_spread,
-    rank,
-    summarise,
-)
+from gpulesson.records.summaries import REPEATS, SUMMARY_KEY, WARMUP, as_rate, compare, rank, summarise
 
 CHUNK_ROWS = 256  # the lesson's training batch size, and so its chunk height
 MB = 1_000_000  # file sizes are reported in MB (10^6 bytes), like `ls -lh --si` and file browsers
@@ -246,8 +237,8 @@ def layout_bars(rows, *, label):
             ax.annotate(text(row), (bar.get_width(), bar.get_y() + bar.get_height() / 2), xytext=(3, 0),
                         textcoords="offset points", ha="left", va="center", fontsize=8)
         if key == "images_per_second":
-            draw_spread(ax, list(positions), [read_rate(r) for r in rows], horizontal=True)
-            xlabel += f"\n{SPREAD_NOTE}"
+            summaries.draw_spread(ax, list(positions), [read_rate(r) for r in rows], horizontal=True)
+            xlabel += f"\n{summaries.SPREAD_NOTE}"
         ax.set_xlabel(xlabel)
         ax.xaxis.set_major_formatter(_short_number)  # 1.5M, not an "1e6" offset
         ax.xaxis.set_major_locator(MaxNLocator(5, steps=[1, 2, 5, 10]))

@@ -63,7 +63,7 @@ def _fit(model, feed: dict, *, warmup: int, repeats: int) -> list[float]:
 def _feeds(names, *, x, y, path, batch_size: int, keras_device: str, epochs: int | None = None):
     """``(name, fit's arguments)`` of each pipeline, made when its turn comes; ``epochs``: those
     ``fit`` trains (Grain's dataset repeats itself that often)."""
-    from gpulesson.experiments.feeding.pipelines import ArrayBatches, grain_workers, make_pipeline, to_device
+    from gpulesson.experiments.feeding.pipelines import READ_AHEAD, grain_workers, make_pipeline, to_device
     from gpulesson.lesson import DataEpoch, HDF5Batches
     from gpulesson.lesson.feeding import grain_blocks
 
@@ -73,20 +73,16 @@ def _feeds(names, *, x, y, path, batch_size: int, keras_device: str, epochs: int
             feed = {"x": dataset, "steps_per_epoch": steps}
         elif name == "arrays":  # the one that fit shuffles
             feed = {"x": x, "y": y, "batch_size": batch_size, "shuffle": True}
-        elif name == "ram":
-            feed = {"x": ArrayBatches(x, y, batch_size, seed=1)}
-        elif name == "device":
-            # The feeding benchmark's device pipeline: on JAX, DeviceBatches (one compiled take
-            # a batch, nothing from host to device a step); its record says how (device_method).
-            feed = {"x": make_pipeline("device", batch_size=batch_size, seed=1,
-                                       device_arrays=to_device(x, y, keras_device))}
+        elif name in ("ram", "device"):
+            # The feeding benchmark's pipelines: on JAX, `device` is DeviceBatches (one compiled
+            # take a batch, nothing from host to device a step); its record says how (device_method).
+            on_device = to_device(x, y, keras_device) if name == "device" else None
+            feed = {"x": make_pipeline(name, batch_size=batch_size, seed=1, arrays=(x, y),
+                                       device_arrays=on_device)}
         elif name == "tfdata":  # fit's shuffle does not apply to a tf.data.Dataset
             feed = {"x": tf_batches(x, y, batch_size, seed=1)}
-        else:
-            # The generator's default window, or window=1; reading ahead or not.
-            options = {"window": 1} if name.endswith("window1") else {}
-            if name.startswith("lesson-ahead"):
-                options["read_ahead"] = True
+        else:  # the generator's default window, or window=1; reading ahead or not
+            options = {"window": 1} if name == "lesson-window1" else READ_AHEAD.get(name, {})
             batches = HDF5Batches(path, "train", batch_size, shuffle=True, seed=1, **options)
             feed = {"x": batches, "callbacks": [DataEpoch(batches)]}
         yield name, {"shuffle": False, **feed}  # the others shuffle themselves

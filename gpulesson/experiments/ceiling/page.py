@@ -123,8 +123,7 @@ def own_step_note(records, backend: str, device: str) -> str | None:
     if not said.measurable or said.word != "slower":
         return None
     return (f"its own step ({_ms(mine['median'])} with the do-nothing model, "
-            f"{1 / said.ratio:.2g}× {_name(fastest['backend'])}'s "
-            f"{_ms(theirs['median'])})")
+            f"{1 / said.ratio:.2g}× {_name(fastest['backend'])}'s {_ms(theirs['median'])})")
 
 
 def _ms(seconds: float) -> str:
@@ -297,8 +296,7 @@ def figures(records):
             ax.axvline(TARGET_SHARE * top["images_per_second"], color="black",
                        linestyle="--", linewidth=1)
         run_title(ax, f"{_name(backend)}, {device.upper()}", [r for _, r in drawn])
-    axes[-1].set_xlabel("images per second through fit (higher is better; each panel on "
-                        "its own scale)")
+    axes[-1].set_xlabel("images per second through fit (higher is better; each panel on its own scale)")
     names = {name for _, _, drawn, _ in drawn_panels for name, _ in drawn}
     fig.suptitle(f"The ceiling of fit: {', '.join(w for n, w in KEY.items() if n in names)};\n"
                  f"light: window=1, not mixed; dashed line {TARGET_SHARE:.0%} of the ceiling.\n"

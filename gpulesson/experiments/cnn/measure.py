@@ -12,6 +12,7 @@ from gpulesson.datasets import load
 from gpulesson.experiments import cli
 from gpulesson.machine.devices import KERAS_DEVICES as DEVICES
 from gpulesson.machine.timing import cpu_settings, load_average, timed
+from gpulesson.records import summaries
 from gpulesson.records.energy import (
     energy_callback,
     energy_of_calls,
@@ -21,16 +22,7 @@ from gpulesson.records.energy import (
 )
 from gpulesson.records.recordset import RecordSet, epochs_summary, load_fields
 from gpulesson.records.results import duration
-from gpulesson.records.summaries import (
-    SUMMARY_KEY,
-    WARMUP,
-    as_rate,
-    check_epochs,
-    default_epochs,
-    repeats_for,
-    summarise,
-    summary_text,
-)
+from gpulesson.records.summaries import WARMUP, as_rate, check_epochs, default_epochs, repeats_for, summarise
 
 EXPERIMENT = "cnn-cpu-vs-gpu"
 # One record a device; the page's run is the newest with both devices. A record made before
@@ -138,7 +130,7 @@ def predict(devices, settings, *, seed: int, run_id: str):
         yield PREDICTIONS.record(
             data=settings.data, run_id=run_id, source="gpulesson.experiments.cnn",
             device_kind=name, keras_device=DEVICES[name], batch_size=int(size),
-            **{SUMMARY_KEY: summarise(throughput[1], throughput[0])},
+            **{summaries.SUMMARY_KEY: summarise(throughput[1], throughput[0])},
             latency=summarise(latency[1], latency[0]), energy=energy,
             jit_compile=bool(model.jit_compile), **cpu_settings())
 
@@ -149,9 +141,9 @@ def describe_predictions(records) -> str:
         return "No prediction recorded."
     return "\n".join(
         f"{'GPU' if record.get('device_kind') == 'gpu' else 'CPU'} ({record['device']}): "
-        f"{summary_text(as_rate(record[SUMMARY_KEY], record['batch_size']))} at "
+        f"{summaries.summary_text(as_rate(record[summaries.SUMMARY_KEY], record['batch_size']))} at "
         f"{record['batch_size']} images a call; one image "
-        f"{summary_text(record['latency'], duration, what='calls')}; energy per "
+        f"{summaries.summary_text(record['latency'], duration, what='calls')}; energy per "
         f"image {energy_text(record, per_image=True, what='calls')}." for record in records)
 
 

@@ -7,26 +7,13 @@ measurements and are not compared."""
 from dataclasses import dataclass
 
 from gpulesson.experiments.cnn import gpu_use
-from gpulesson.experiments.cnn.gpu_use import (
-    FULL_EPOCHS,
-    epoch_summary,
-    full_training_seconds,
-    steady_epoch_seconds,
-)
+from gpulesson.experiments.cnn.gpu_use import epoch_summary, full_training_seconds, steady_epoch_seconds
 from gpulesson.experiments.cnn.measure import RECORDS
 from gpulesson.machine.pinned import environment_note
+from gpulesson.records import pagewords
 from gpulesson.records.compare_plots import LOG_NOTE, STYLES, epoch_times, needs_log_axis, time_axis
 from gpulesson.records.figkit import need, panels, title
-from gpulesson.records.pagewords import (
-    accuracy,
-    by_device,
-    comparison_text,
-    first_epoch,
-    given,
-    listed,
-    median_text,
-    run_values,
-)
+from gpulesson.records.pagewords import by_device, first_epoch, given, listed, median_text, run_values
 from gpulesson.records.recordset import epochs_summary
 from gpulesson.records.results import NOT_RECORDED, data_label, duration, hardware, is_gpu, pick
 from gpulesson.records.summaries import NO_DIFFERENCE, SPREAD_NOTE, draw_spread
@@ -70,8 +57,7 @@ def drawn(records, hardware_names=None) -> tuple[list[Series], object]:
     GPU against the CPU (None without both)."""
     need(records, "run the training first, or record a reference run")
     names = dict(hardware_names or hardware(records))
-    ran = [(kind, record) for kind, record in (("CPU", pick(records, False)),
-                                               ("GPU", pick(records, True))) if record]
+    ran = [(kind.upper(), record) for kind, record in by_device(records) if record]
     series = [Series(kind, names.get(kind, kind), STYLES[i], [float(s) for s in record["epoch_seconds"]],
                      epoch_summary(record), float(record["evaluation_seconds"]),
                      float(record["total_seconds"]), MARKER_NAMES.get(STYLES[i]["marker"], ""))
@@ -136,11 +122,7 @@ def alt_texts(records, *, first_epoch: str = FIRST_EPOCH, hardware_names=None) -
 def figures(records, *, first_epoch: str = FIRST_EPOCH, hardware_names=None):
     """``(epoch times, time bars)`` of one run's records, each with its ``alt_text``;
     ``first_epoch``: what the first epoch's extra time includes; ``hardware_names``: the
-    devices' names in the titles (default the records'). The first draws every epoch's time per
-    device and, right of the lines, the median and range of the epochs after the warm-up, with
-    the epochs as dots; the second bars the median epoch after the warm-up (with that range and
-    epochs), the evaluation, and training plus evaluation, one bar a device in each group, the
-    GPU's epoch bar with the comparison's words."""
+    devices' names in the titles (default the records')."""
     import numpy as np
 
     series, comparison = drawn(records, hardware_names)
@@ -205,7 +187,7 @@ def speedup_text(comparison) -> str:
     return f"{comparison.ratio:.1f}× by the medians, {NO_DIFFERENCE} by the ranges"
 
 
-def describe(records, *, full_epochs: int = FULL_EPOCHS, full_n_train: int | None = None) -> str:
+def describe(records, *, full_epochs: int = gpu_use.FULL_EPOCHS, full_n_train: int | None = None) -> str:
     """Each device's warm-up and timed epochs, the GPU against the CPU, the cost of full training."""
     if not records:
         return "No run recorded."
@@ -265,8 +247,8 @@ def _validation(record: dict) -> str:
 PER_DEVICE = {
     "first_epoch": first_epoch,
     "epoch": lambda r: median_text(epoch_summary(r)),
-    "full": lambda r: duration(full_training_seconds(r, FULL_EPOCHS, r["n_train"])),
-    "accuracy": accuracy,
+    "full": lambda r: duration(full_training_seconds(r, gpu_use.FULL_EPOCHS, r["n_train"])),
+    "accuracy": pagewords.accuracy,
     # what the episode's epochs take: the first epoch, then median epochs
     "workshop": lambda r: duration(r["first_epoch_seconds"]
                                    + (WORKSHOP_EPOCHS - 1) * steady_epoch_seconds(r)),
@@ -308,6 +290,6 @@ def substitutions(path=RESULTS_FILE) -> dict[str, str]:
                                      _validation_row(timed) if len(timed) == 2 else "")
     values["ref_validation_row_cpu"] = (NOT_RECORDED if not records else
                                         _validation_row([cpu]) if cpu != NOT_RECORDED else "")
-    values["ref_gpu_vs_cpu"] = comparison_text(comparison)
+    values["ref_gpu_vs_cpu"] = pagewords.comparison_text(comparison)
     values.update(gpu_use.substitutions(records, path))
     return values

@@ -10,8 +10,7 @@ from gpulesson.records.pagewords import listed, run_values
 from gpulesson.records.results import NOT_RECORDED, duration, hardware, software
 from gpulesson.records.summaries import SUMMARY_KEY, draw_spread, summary_text
 
-FIGURES = ("contention.svg",)
-FIGURE_FOLDER = "fig/05-cpu-vs-gpu"
+FIGURES, FIGURE_FOLDER = ("contention.svg",), "fig/05-cpu-vs-gpu"
 # Line style and marker, not only colour, tell the series apart.
 _STYLE = {None: {"marker": "o", "linestyle": "-", "color": "tab:blue"},
           1: {"marker": "s", "linestyle": "--", "color": "tab:orange", "fillstyle": "none"}}
@@ -79,9 +78,7 @@ Point = namedtuple("Point", "copies summary total_rate load_max")
 
 
 def _threads_words(threads: int | None) -> str:
-    if threads is None:
-        return "the framework's default threads"
-    return f"{threads_text(threads)} per training"
+    return "the framework's default threads" if threads is None else f"{threads_text(threads)} per training"
 
 
 def drawn(records) -> tuple[list[tuple[int | None, dict, list[Point]]], dict | None]:

@@ -14,7 +14,6 @@ from gpulesson.experiments import cli
 from gpulesson.machine import allocator, timing
 from gpulesson.machine.devices import keras_device_name as check_device
 from gpulesson.records import pagewords, summaries
-from gpulesson.records.pagewords import listed, middle_note
 from gpulesson.records.recordset import RecordSet, check_earlier
 from gpulesson.records.results import new_run_id
 from gpulesson.records.summaries import fmt_number as rate_text
@@ -177,7 +176,7 @@ def targets(records) -> dict | None:
 
 def basis(*rates) -> str:
     """Which repeats the rule compared: "middle three of five epochs", or "all epochs"."""
-    note = middle_note(*rates)
+    note = pagewords.middle_note(*rates)
     return "all epochs" if note.startswith("all ") else note
 
 
@@ -203,8 +202,8 @@ def fastest_text(records, device: str, quote=lambda name: f"`{name}`") -> str:
     chosen = [rate_summary(find(records, device, n)) for n in first]
     why = (why_unclear(*chosen, many=True) if min(r["n"] for r in chosen) < summaries.MIN_RANKED
            else basis(*chosen))
-    return (f"{listed(map(quote, first))} ({summaries.NO_DIFFERENCE} from {quote(first[0])}, the highest "
-            f"median; {why})")
+    return (f"{pagewords.listed(map(quote, first))} ({summaries.NO_DIFFERENCE} from {quote(first[0])}, "
+            f"the highest median; {why})")
 
 
 def _keras():
@@ -395,8 +394,7 @@ def _measured(*, devices, pipelines, batch_size, n_images, repeats, warmup, max_
                                  "cache_bytes": cache * fp.MIB if cache else None,
                                  **fp.file_info(path), **meter.read()})
             yield record
-            progress(f"host {layout:40}: {rate_text(record['images_per_second']):>7} "
-                     "img/s read alone")
+            progress(f"host {layout:40}: {rate_text(record['images_per_second']):>7} img/s read alone")
 
 
 def measure(args, *, run_id: str, done):

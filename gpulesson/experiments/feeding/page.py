@@ -355,8 +355,7 @@ def substitutions(path=fm.RECORDS.results_file) -> dict[str, str]:
         # The data every CNN number of the page was measured on, named where they are shown.
         "ref_feed_data": data_label(records) if records else LABELS[fm.RECORDS.data],
         "ref_feed_goal_gpu": (f"the reference run's GPU ({names['GPU']})" if "GPU" in names
-                              else "a data-centre GPU (none is recorded in the reference run "
-                                   "yet)"),
+                              else "a data-centre GPU (none is recorded in the reference run yet)"),
         "ref_feed_peaks": gpu_peaks_text(records),
         "ref_feed_gpu": names.get("GPU", NOT_RECORDED),
         "ref_feed_table": table(records),
@@ -368,8 +367,7 @@ def substitutions(path=fm.RECORDS.results_file) -> dict[str, str]:
         "ref_feed_stream": stream_goals(records, path),
         "ref_feed_chunks": chunks_text(path),
         "ref_feed_fig_pipelines_alt": (pipelines_alt(records) if records else
-                                       "A chart without data: no reference run has been "
-                                       "recorded yet."),
+                                       "A chart without data: no reference run has been recorded yet."),
     }
 
 
@@ -449,8 +447,7 @@ def pipelines_alt(records) -> str:
             "with model.fit and a paler hatched bar for the loader alone, each at the median of "
             f"its timed epochs ({_repeats_words(counts['train'])} for training, "
             f"{_repeats_words(counts['loader'])} for the loader alone), with whiskers from the "
-            "slowest to the fastest epoch and a dot for each epoch, and labelled with its "
-            "median."]
+            "slowest to the fastest epoch and a dot for each epoch, and labelled with its median."]
     for device in devices:
         train = {p: fm.rate_summary(bars[(device, p, "train")])["median"] for p in order
                  if (device, p, "train") in bars}

@@ -67,8 +67,7 @@ for _feed in ("device", "read-ahead"):
 RUNGS["limit"] = _rung("device", removes="`fit` itself (one compiled call an epoch with "
                        "`jax.lax.scan`, plain JAX)", part="limit")
 RUNGS["limit+best"] = _rung("device", True, False, True, part="limit",
-                            removes="`fit` itself, at the best stream rung's batch and "
-                            "precision")
+                            removes="`fit` itself, at the best stream rung's batch and precision")
 # The stream's rungs first: what one process keeps in memory from rung to rung (small programs,
 # XLA's tuning) then helps the device's rungs, not the goal's.
 _FIRST = ("taught", "read-ahead", "grain", "ram", "device", "scan:read-ahead", "scan:device", "limit")

@@ -179,8 +179,7 @@ def computed_text(profile_path=PROFILE.results_file, n_images: int = 45_000) -> 
     if peaks:
         floor = {p: flops.training_flops_per_image() * n_images / (peaks[p] * 1e12) for p in (key, "bf16")}
         said.append(f"The FLOP floor, an epoch's arithmetic at the published peak, is "
-                    f"{duration(floor[key])} in {key.upper()} and {duration(floor['bf16'])} in "
-                    "BF16.")
+                    f"{duration(floor[key])} in {key.upper()} and {duration(floor['bf16'])} in BF16.")
     return " ".join(said)
 
 

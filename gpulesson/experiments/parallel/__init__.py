@@ -51,8 +51,7 @@ STEP_LATENCY_US = {
 }
 LATENCY_SOURCE = ("NCCL's tuning model (NVIDIA/nccl, src/graph/tuning.cc, commit b647562: "
                   "baseLat and hwLat, ring algorithm, Simple protocol): 8.4 µs per all-reduce, "
-                  "and per step of the ring 3.4 µs over NVLink, 5.7 µs over PCIe, 14 µs over "
-                  "a network")
+                  "and per step of the ring 3.4 µs over NVLink, 5.7 µs over PCIe, 14 µs over a network")
 
 RESNET50_MULTIPLY_ADDS = 3.8e9  # for a 224 x 224 image, 2 operations each
 RESNET50_SOURCE = ("He et al., Deep Residual Learning for Image Recognition (CVPR 2016), "

@@ -4,14 +4,7 @@ ResNet-50's from its arithmetic at the card's best matrix-product rate (else ass
 import math
 from pathlib import Path
 
-from gpulesson.experiments.parallel import (
-    LESSON_CNN_PARAMETERS,
-    RESNET50_SOURCE,
-    link_allreduce_seconds,
-    link_latency_seconds,
-    resnet50_step_ms,
-    scaling_efficiency,
-)
+from gpulesson.experiments import parallel
 from gpulesson.records import results
 from gpulesson.records.pagewords import listed
 
@@ -36,8 +29,7 @@ def cnn_step(records) -> tuple[float, str]:
         return ASSUMED_STEP_MS, "assumed, not a measurement: no GPU run is recorded"
     steps = math.ceil(gpu["n_train"] / gpu["batch_size"])
     return (summary["median"] / steps * 1e3,
-            f"measured on {gpu['device']}: the median epoch over its {steps} steps, "
-            "validation included")
+            f"measured on {gpu['device']}: the median epoch over its {steps} steps, validation included")
 
 
 def resnet_step(records) -> tuple[float, str]:
@@ -52,8 +44,8 @@ def resnet_step(records) -> tuple[float, str]:
         return ASSUMED_RESNET_STEP_MS, "assumed, not a measurement: no GPU run of episode 6"
     gflops, n = max(rates)
     tflops = gflops / 1e3
-    return (resnet50_step_ms(RESNET_BATCH, tflops),
-            f"{RESNET_BATCH} images × 3 passes × 2 × 3.8 × 10⁹ multiply-adds ({RESNET50_SOURCE}) "
+    return (parallel.resnet50_step_ms(RESNET_BATCH, tflops),
+            f"{RESNET_BATCH} images × 3 passes × 2 × 3.8 × 10⁹ multiply-adds ({parallel.RESNET50_SOURCE}) "
             f"at {tflops:.3g} TFLOP/s, the {gpu['device']}'s best {precision_label(gpu)} matrix "
             f"product in episode 6 (run {gpu['run_id']}, n = {n:,}): a lower bound, as "
             "ResNet-50's layers compute slower than a large matrix product")
@@ -65,11 +57,12 @@ def substitutions(path) -> dict[str, str]:
     from gpulesson.experiments.matmul import reference_run as matmul_run
 
     step_ms, source = cnn_step(reference_run(path))
-    seconds = [link_allreduce_seconds(LESSON_CNN_PARAMETERS, n, ETHERNET) for n in GPU_COUNTS]
-    efficiency = [scaling_efficiency(step_ms / 1e3, s) for s in seconds]
+    seconds = [parallel.link_allreduce_seconds(parallel.LESSON_CNN_PARAMETERS, n, ETHERNET)
+               for n in GPU_COUNTS]
+    efficiency = [parallel.scaling_efficiency(step_ms / 1e3, s) for s in seconds]
     short = [n for n, e in zip(GPU_COUNTS, efficiency, strict=True) if e < 0.5]
-    nvlink = link_allreduce_seconds(LESSON_CNN_PARAMETERS, 8, NVLINK)
-    latency = link_latency_seconds(8, NVLINK)
+    nvlink = parallel.link_allreduce_seconds(parallel.LESSON_CNN_PARAMETERS, 8, NVLINK)
+    latency = parallel.link_latency_seconds(8, NVLINK)
     resnet_ms, resnet_source = resnet_step(matmul_run(Path(path).parent / MATMUL_FILE))
     return {
         "ref_par_step": f"{step_ms:.3g} ms",

@@ -159,8 +159,7 @@ def comparison_record(run: dict, *, run_id: str, batch_size: int, n_train: int, 
         start_weights=start_weights, jit_compile=run.get("jit_compile"),
         summary=epochs_summary(timing["epoch_seconds"]), load_average=load_average,
         **({"energy": energy} if energy is not None else {}),
-        history={key: [float(v) for v in values] for key, values in run["history"].items()},
-    )
+        history={key: [float(v) for v in values] for key, values in run["history"].items()})
 
 
 def _comparison(devices, *, run_id: str, seed: int, settings: dict, source: str, done):

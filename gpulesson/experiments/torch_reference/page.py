@@ -14,8 +14,7 @@ from gpulesson.records.pagewords import accuracy, by_device, comparison_text, me
 from gpulesson.records.results import NOT_RECORDED, data_label, duration, hardware, pick
 
 reference_run, epoch_summary = RECORDS.newest_run, RECORDS.epoch_summary
-FIGURES = ("reference-epoch-times.svg", "reference-time-bars.svg")
-FIGURE_FOLDER = "fig/08-pytorch"
+FIGURES, FIGURE_FOLDER = ("reference-epoch-times.svg", "reference-time-bars.svg"), "fig/08-pytorch"
 EPISODE = Path(__file__).resolve().parents[3] / "_episodes" / "08-pytorch.md"
 NOTEBOOK_EPOCHS = re.compile(r"^EPOCHS = settings\.epochs\((\d+)\)", re.M)
 

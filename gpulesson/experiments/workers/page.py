@@ -128,8 +128,7 @@ def findings(records) -> str:
         mine = [r for _, _, r in conditions(records, backend, device)]
         cores = (mine[0].get("cpu_settings") or {}).get("cpu_cores_available", "?")
         # what a block costs to read and to augment, each measured alone
-        read, work_ms = ([r[key] for r in mine if r.get(key) is not None] for key in ("read_ms",
-                                                                                    "work_ms"))
+        read, work_ms = ([r[key] for r in mine if r.get(key) is not None] for key in ("read_ms", "work_ms"))
         said = []
         for work in WORK:
             top = max((r for r in mine if r["work"] == work and r["workers"]), default=None,
@@ -216,8 +215,7 @@ def alt_text(records) -> str:
             "that does almost nothing, against the number of worker processes, blue for the "
             "stored blocks as they are and orange with the lesson's augmentation, one panel per "
             "backend and device, each on its own scale and titled with its run and machine, "
-            "with whiskers from the slowest to the fastest epoch. Medians: "
-            f"{'. '.join(said)}.")
+            f"with whiskers from the slowest to the fastest epoch. Medians: {'. '.join(said)}.")
 
 
 def figures(records):
