@@ -263,7 +263,7 @@ def test_the_streams_goal_with_the_do_nothing_model_is_met_not_met_or_not_record
     assert said == ("With the do-nothing model on the Made-up GPU beside Made-up Xeon, 16 cores "
                     "(run g), `lesson-ahead` 94% of `ram` on JAX (met) and `lesson-ahead` 80% of "
                     "`ram` on PyTorch (not met); goal: at least 90% of `ram`. `lesson-grain`: not "
-                    "yet recorded on the GPU.")
+                    f"yet recorded on the GPU (`{page.GPU_COMMAND}`).")
     # Grain's processes, where recorded, are judged by the same goal.
     grain = (gpu_run("jax", {**JAX_GPU, "lesson-ahead": [0.140] * 5, "lesson-grain": [0.2] * 5}))
     assert page.stream_goal(grain).endswith(

@@ -192,7 +192,8 @@ def test_the_stream_is_judged_against_ram_at_the_same_settings(tmp_path):
     goals = page.substitutions(path)["ref_ladder_goals"]
     assert "The ladder's `grain` against `fit(x, y)` on arrays in RAM (`ram`): 0.87x as fast " \
         "(goal 0.9x: not met)." in goals
-    assert "Against `ram+bf16+spe+batch`: not yet recorded." in goals
+    assert (f"Against `ram+bf16+spe+batch`: not yet recorded (`{page.COMMAND} --rungs "
+            "ram+bf16+spe+batch`).") in goals
     assert f"Not yet recorded: `{page.COMMAND} --rungs grain+bf16+spe+batch ram+bf16+spe+batch " \
         "--run-id r1`." in page.substitutions(path)["ref_ladder_rungs"]
     for start in (1, 2):

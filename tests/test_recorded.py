@@ -23,7 +23,8 @@ import record_run
 import recorded
 from conftest import ROOT
 from conftest import record_run as run_tool
-from test_recorded_lesson import has_colours, stale_records
+from record_run import stale_records
+from test_recorded_lesson import has_colours
 
 RECORDED = ("01-introduction", "03-environments")
 
