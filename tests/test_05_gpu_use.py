@@ -81,8 +81,10 @@ def test_without_a_gpu_or_a_known_card_the_values_say_so(tmp_path):
 def test_the_keys_are_the_values_a_run_gives(tmp_path):
     cpu = _cnn("cpu", "CPU", [22.0] + [20.0] * 5)
     gpu = _cnn("gpu", "NVIDIA H200", [2.0] + [1.0] * 5)
-    assert set(gpu_use.substitutions([cpu, gpu], _run_file(tmp_path, cpu, gpu))) == set(gpu_use.KEYS)
-    assert set(gpu_use.substitutions([], tmp_path / "none.jsonl").values()) == {NOT_RECORDED}
+    # and episode 9's note on episode 5's run beside the feeding benchmark, empty without both
+    values = gpu_use.substitutions([cpu, gpu], _run_file(tmp_path, cpu, gpu))
+    assert set(values) == {*gpu_use.KEYS, "ref_use_feeding"} and values["ref_use_feeding"] == ""
+    assert set(gpu_use.substitutions([], tmp_path / "none.jsonl").values()) == {NOT_RECORDED, ""}
 
 
 def test_the_host_floor_is_set_beside_the_profiles_dispatch_with_the_profilers_overhead(tmp_path):

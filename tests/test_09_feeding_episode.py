@@ -14,7 +14,8 @@ import pytest
 from carpentry import PLACEHOLDER, resolve_conditionals, split_front_matter
 from conftest import ROOT
 
-from gpulesson.experiments import ceiling, feeding, workers
+from gpulesson.experiments import ceiling, cnn, feeding, workers
+from gpulesson.experiments.cnn import gpu_use
 from gpulesson.experiments.feeding import measure as rec
 from gpulesson.experiments.feeding import pipelines as fp
 from gpulesson.experiments.ladder import page as ladder
@@ -68,13 +69,14 @@ def test_every_placeholder_is_one_the_benchmark_provides():
     used = {m[1] for m in PLACEHOLDER.finditer(TEXT)}
     assert used, "the episode shows no recorded number"
     values = {**feeding.page.substitutions(), **ceiling.page.substitutions(), **workers.page.substitutions(),
-              **profile.substitutions(), **ladder.substitutions()}
+              **profile.substitutions(), **ladder.substitutions(),
+              "ref_use_feeding": gpu_use.feeding_note(cnn.RESULTS_FILE)}
     refs = {name for name in used if name.startswith("ref_")}
     assert refs == {name for name in used
                     if name.startswith(("ref_feed_", "ref_ceil_", "ref_workers_", "ref_prof_",
-                                            "ref_ladder_"))}, \
+                                        "ref_ladder_")) or name == "ref_use_feeding"}, \
         "the episode's numbers come from the feeding benchmark, the ceiling, Grain's workers, " \
-        "the profile and the ladder"
+        "the profile and the ladder, and episode 5's run beside the feeding benchmark"
     assert not refs - values.keys(), sorted(refs - values.keys())
     # the reference run: its table, what it shows, and the answer to the reading exercise
     assert {"ref_feed_table", "ref_feed_findings", "ref_feed_reading"} <= refs
@@ -85,7 +87,8 @@ def test_without_a_results_file_the_page_says_so_in_sentences(tmp_path):
               **ceiling.page.substitutions(tmp_path / "none.jsonl"),
               **workers.page.substitutions(tmp_path / "none.jsonl"),
               **profile.substitutions(tmp_path / "none.jsonl"),
-              **ladder.substitutions(tmp_path / "none.jsonl")}
+              **ladder.substitutions(tmp_path / "none.jsonl"),
+              "ref_use_feeding": gpu_use.feeding_note(tmp_path / "none.jsonl")}
     filled = PLACEHOLDER.sub(lambda m: values[m[1]], resolve_conditionals(BODY, values))
     assert "No reference run has been recorded yet" in filled
     assert "not recorded yet (not recorded yet)" not in filled

@@ -11,6 +11,7 @@ from test_09_ceiling import JAX_GPU, gpu_run
 from test_09_ceiling import record as ceiling_record
 
 from gpulesson.experiments.ceiling import page as ceiling_page
+from gpulesson.experiments.cnn import gpu_use
 from gpulesson.experiments.feeding import measure, page
 from gpulesson.experiments.profile import page as profile_page
 from gpulesson.experiments.workers import page as workers_page
@@ -214,7 +215,8 @@ def test_episode_5s_rate_on_the_same_gpu_is_set_beside_the_generators(made, tmp_
         "cnn-cpu-vs-gpu", data="synthetic", environment=GPU, run_id="ep5", device_kind="gpu",
         batch_size=BATCH, n_train=45_000,
         epoch_seconds=[9.8, 0.436, 0.386, 0.328, 0.324, 0.321]))
-    said = page.substitutions(tmp_path / "feeding.jsonl")["ref_feed_findings"]
+    assert "Episode 5" not in page.substitutions(tmp_path / "feeding.jsonl")["ref_feed_findings"]
+    said = gpu_use.feeding_note(ep5)  # episode 5's values, shown on this page
     assert ("Episode 5's run of the same model and generator on the same hardware (JAX, batch "
             "256, run ep5) measured 137,195 images/s (epochs of 45,000 images, median 328 ms): "
             "1.8× faster than `lesson` here (middle three of five epochs apart). Both kept the "
@@ -228,9 +230,11 @@ def test_episode_5s_rate_on_the_same_gpu_is_set_beside_the_generators(made, tmp_
     (tmp_path / "feeding.jsonl").unlink()
     for r in gpu:
         append_record(tmp_path / "feeding.jsonl", r)
-    said = page.substitutions(tmp_path / "feeding.jsonl")
     assert ("This run's `fit` reordered the generator's batches, episode 5's did not. Only "
-            "episode 5's epochs include a validation pass (median 45 ms).") in said["ref_feed_findings"]
+            "episode 5's epochs include a validation pass (median 45 ms).") in gpu_use.feeding_note(ep5)
+    said = page.substitutions(tmp_path / "feeding.jsonl")
     assert said["ref_feed_order"].startswith(f"In run {gpu[0]['run_id']}, `fit` reordered")
-    # without episode 5's file beside the results, nothing is said
-    assert "Episode 5" not in page.findings(gpu)
+    # without the feeding benchmark's records beside episode 5's, nothing is said
+    (tmp_path / "feeding.jsonl").unlink()
+    assert gpu_use.feeding_note(ep5) == ""
+    assert "{{ ref_feed_findings }} {{ ref_use_feeding }}" in EPISODE

@@ -65,5 +65,6 @@ def test_without_both_devices_nothing_is_claimed(tmp_path):
     runs = write(tmp_path / "cnn-cpu-vs-gpu.jsonl", [{**record("cpu:0", "r"), **SAME}])
     values = gpu_use.substitutions([{**record("cpu:0", "r"), **SAME}], runs)
     assert values["ref_head_speedups"] == values["ref_head_speedup_range"] == NOT_RECORDED
-    assert gpu_use.substitutions([], runs) == dict.fromkeys(gpu_use.KEYS, NOT_RECORDED)
+    assert gpu_use.substitutions([], runs) == {**dict.fromkeys(gpu_use.KEYS, NOT_RECORDED),
+                                               "ref_use_feeding": ""}
     assert set(gpu_use.KEYS) <= page.substitutions(runs).keys()

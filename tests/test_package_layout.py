@@ -27,7 +27,8 @@ def imports(path: Path, package: Path, modules: dict[str, Path]) -> set[str]:
     """The package's own modules that ``path`` imports, at the top or inside a function.
 
     ``from a.b import c`` imports the module ``a.b.c`` when there is one, else ``a.b``; relative
-    imports are resolved. Parent packages that Python imports on the way are not counted.
+    imports are resolved. The packages Python runs on the way count too (``a`` and ``a.b``, whose
+    ``__init__`` may import more), except the importer's own.
     """
     name = module_name(path, package)
     is_package = path.name == "__init__.py"
@@ -45,7 +46,10 @@ def imports(path: Path, package: Path, modules: dict[str, Path]) -> set[str]:
                        for alias in node.names]
         else:
             continue
-        found.update(t for t in targets if t in modules and t != name)
+        for target in (t for t in targets if t in modules and t != name):
+            parts = target.split(".")
+            found.update(parent for parent in (".".join(parts[:i]) for i in range(1, len(parts) + 1))
+                         if parent in modules and parent != name and not name.startswith(f"{parent}."))
     return found
 
 
@@ -146,6 +150,7 @@ def test_the_layer_check_sees_a_wrong_import(tmp_path):
     (package / "records" / "results.py").write_text("X = 1\n")
     (package / "machine" / "devices.py").write_text("from gpulesson.records.results import X\n")
     assert upward_imports(import_graph(package)) == [
+        "gpulesson.machine.devices (machine) imports gpulesson.records (records)",
         "gpulesson.machine.devices (machine) imports gpulesson.records.results (records)"]
     (package / "machine" / "devices.py").write_text("X = 1\n")
     (package / "records" / "results.py").write_text("from gpulesson.machine.devices import X\n")
@@ -231,10 +236,14 @@ def test_the_cycle_check_finds_planted_cycles(tmp_path):
     graph = import_graph(package)
     assert graph["pkg.sub.figures"] == {"pkg.helper", "pkg.sub.page"}
     assert graph["pkg.sub.records"] == {"pkg.helper"}
-    assert graph["pkg"] == {"pkg.sub.figures"}
+    assert graph["pkg"] == {"pkg.sub", "pkg.sub.figures"}
     assert cycles(graph) == [["pkg.sub.figures", "pkg.sub.page"]]
     (package / "sub/page.py").write_text("def values():\n    return 1\n")
     assert cycles(import_graph(package)) == []
+    # Importing pkg.sub.leaf runs pkg/sub/__init__.py, which imports figures, which imports helper.
+    (package / "sub/leaf.py").write_text("X = 1\n")
+    (package / "helper.py").write_text("def f():\n    from pkg.sub.leaf import X\n")
+    assert [set(c) for c in cycles(import_graph(package))] == [{"pkg.helper", "pkg.sub", "pkg.sub.figures"}]
 
 
 def test_no_module_is_too_long_to_read():

@@ -86,7 +86,8 @@ def test_describe_and_estimates():
 
 def test_substitutions_say_plainly_what_is_missing(tmp_path):
     values = substitutions(tmp_path / "none.jsonl")
-    assert set(values.values()) == {NOT_RECORDED}
+    # episode 9's sentence on this run beside the feeding benchmark is left out, not "missing"
+    assert values.pop("ref_use_feeding") == "" and set(values.values()) == {NOT_RECORDED}
     path = tmp_path / "runs.jsonl"
     append_record(path, record("cpu:0", "r"))
     values = substitutions(path)

@@ -22,6 +22,16 @@ def listed(items) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
+def share_text(ratio: float, goal: float) -> str:
+    """A share to the nearest whole percent (0.617 is 62%), with the decimals it takes where
+    rounding would put it on the other side of the ``goal`` (0.8999 is 89.99%, not 90%)."""
+    for digits in range(4):
+        text = f"{ratio * 100:.{digits}f}"
+        if (float(text) / 100 >= goal) == (ratio >= goal):
+            return f"{text}%"
+    return f"{ratio * 100:.4f}%"
+
+
 def met(ok: bool) -> str:
     """A goal's verdict: "met" or "not met"."""
     return "met" if ok else "not met"

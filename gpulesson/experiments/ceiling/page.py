@@ -131,13 +131,7 @@ def _ms(seconds: float) -> str:
 
 
 def share_text(ratio: float) -> str:
-    """A share to the nearest whole percent (0.617 is 62%), with the decimals it takes where
-    rounding would put it on the other side of the goal (0.8999 is 89.99%, not 90%)."""
-    for digits in range(4):
-        text = f"{ratio * 100:.{digits}f}"
-        if (float(text) / 100 >= TARGET_SHARE) == (ratio >= TARGET_SHARE):
-            return f"{text}%"
-    return f"{ratio * 100:.4f}%"
+    return words.share_text(ratio, TARGET_SHARE)
 
 
 def rate_text(record: dict) -> str:

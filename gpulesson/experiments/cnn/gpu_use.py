@@ -11,12 +11,16 @@ from pathlib import Path
 
 from gpulesson.experiments.ceiling import RECORDS as CEILING
 from gpulesson.experiments.cnn.measure import RECORDS
+from gpulesson.experiments.feeding import measure as fm
 from gpulesson.experiments.matmul import measure as matmul
 from gpulesson.experiments.profile import RECORDS as PROFILE
 from gpulesson.experiments.profile.page import overhead
 from gpulesson.machine import flops, gpu_peaks
-from gpulesson.records.results import NOT_RECORDED, duration, is_gpu, pick
-from gpulesson.records.summaries import times_text
+from gpulesson.machine.devices import BACKEND_TITLES
+from gpulesson.records import pagewords, parts, summaries
+from gpulesson.records.recordset import epochs_summary
+from gpulesson.records.results import NOT_RECORDED, data_label, duration, is_gpu, pick
+from gpulesson.records.summaries import fmt_number, times_text
 
 FULL_EPOCHS = 30  # "what would full training cost?" is answered for this many epochs
 epoch_summary = RECORDS.epoch_summary
@@ -127,7 +131,7 @@ def _headline(values: dict, cpu: dict, gpu: dict | None, path: Path) -> None:
 def substitutions(records, path) -> dict[str, str]:
     """The ``ref_use_*`` and ``ref_head_*`` values of the reference run ``records`` of the
     results file ``path``, the other episodes' records read beside it."""
-    values = dict.fromkeys(KEYS, NOT_RECORDED)
+    values = {**dict.fromkeys(KEYS, NOT_RECORDED), "ref_use_feeding": feeding_note(path)}
     if not records:
         return values
     path = Path(path)
@@ -193,3 +197,44 @@ def substitutions(records, path) -> dict[str, str]:
         values["ref_use_gpu_warmup_share"] = f"{100 * warm / whole['gpu']:.0f} %"
         values["ref_use_gpu_full"] = duration(whole["gpu"])
     return values
+
+
+def feeding_note(path) -> str:
+    """Episode 5's run on the GPU, backend and batch of episode 9's ``lesson`` pipeline beside it,
+    in the rule's words (``ref_use_feeding``, on episode 9's page); ``path``: episode 5's file."""
+    path = Path(path)
+    lesson = fm.find(fm.RECORDS.reference_run(path.with_name(fm.RECORDS.results_file.name)),
+                     "gpu", "lesson")
+    if not lesson:
+        return ""
+    theirs = next((r for r in RECORDS.newest_run(path) if r.get("device_kind") == "gpu"
+                   and (r.get("gpu") or {}).get("name") == (lesson.get("gpu") or {}).get("name")
+                   and r.get("backend") == lesson.get("backend")
+                   and r.get("batch_size") == lesson.get("batch_size")), None)
+    summary = RECORDS.epoch_summary(theirs)
+    if not summary:
+        return ""
+    rate, ours = summaries.as_rate(summary, theirs["n_train"]), fm.rate_summary(lesson)
+    said = summaries.compare_middle(rate, ours, higher_is_better=True)
+    same = parts.machine([theirs]) == parts.machine([lesson])
+    data = "" if data_label([theirs]) == data_label([lesson]) else f" on the {data_label([theirs])}"
+    measured = (f"Episode 5's run of the same model and generator "
+                f"{'on the same hardware' if same else f'on {parts.machine([theirs])}'}{data} "
+                f"({BACKEND_TITLES.get(theirs['backend'], theirs['backend'])}, batch "
+                f"{theirs['batch_size']}, run {theirs['run_id']}) measured "
+                f"{fmt_number(rate['median'])} images/s (epochs of {theirs['n_train']:,} images, "
+                f"median {duration(summary['median'])})")
+    if not said.measurable:
+        return f"{measured}: {summaries.NO_DIFFERENCE} from `lesson` here ({fm.why_unclear(rate, ours)})."
+    known = ["This run's `fit` reordered the generator's batches, episode 5's did not"] * (
+        pagewords.reordered_by_fit(lesson))
+    if passes := theirs.get("validation_seconds"):  # timed apart once the clock waited for it
+        timed = (f" (median {duration(epochs_summary(passes)['median'])})"
+                 if theirs.get("validation_synchronised") else "")
+        known.append(f"Only episode 5's epochs include a validation pass{timed}")
+    cause = (" ".join(f"{k}." for k in known)
+             or "Both kept the generator's order; no other difference in method is known.")
+    # The comparison's words give its size only from a certain size on; else say it here.
+    factor = max(said.ratio, 1 / said.ratio)
+    by = "" if said.text != f"{said.word} than" else f", by a factor of {factor:.2g}"
+    return f"{measured}: {said.text} `lesson` here{by} ({fm.basis(rate, ours)} apart). {cause}"

@@ -6,13 +6,11 @@ epochs it compared; an epoch of which only the first steps were timed is shown a
 from pathlib import Path
 
 from gpulesson.datasets.settings import LABELS
-from gpulesson.experiments.ceiling.page import share_text
 from gpulesson.experiments.feeding import measure as fm
 from gpulesson.machine.devices import BACKEND_TITLES
 from gpulesson.records import pagewords, parts, summaries
 from gpulesson.records.figkit import need, panels, title
 from gpulesson.records.pagewords import listed, met, none_yet, recorded_by
-from gpulesson.records.recordset import epochs_summary
 from gpulesson.records.results import NOT_RECORDED, data_label, hardware
 from gpulesson.records.results import duration as seconds_text
 from gpulesson.records.summaries import fmt_number as rate_text
@@ -150,8 +148,12 @@ def table(records) -> str:
     return pagewords.markdown_table(["pipeline", *header], rows)
 
 
-def findings(records, cnn_path=None) -> str:
-    """What the reference run shows, in sentences; ``cnn_path``: episode 5's results file."""
+def share_text(ratio: float) -> str:
+    return pagewords.share_text(ratio, fm.TARGET_SHARE)
+
+
+def findings(records) -> str:
+    """What the reference run shows, in sentences."""
     if not records:
         return ""
     slowdown = {}
@@ -175,8 +177,7 @@ def findings(records, cnn_path=None) -> str:
         f"{epoch_text(top, median=True)}).",
         f"The goals: at least {fm.TARGET_SHARE:.0%} ({met(checks['share_ok'])}), at most "
         f"{fm.TARGET_EPOCH_SECONDS:g} s an epoch ({met(checks['epoch_ok'])}"
-        f"{', extrapolated from the timed steps' if lesson['partial_epoch'] else ''}).",
-        episode5_note(records, cnn_path)]
+        f"{', extrapolated from the timed steps' if lesson['partial_epoch'] else ''})."]
     if "gpu" in slowdown:
         sentences.append(f"On the GPU, {slowdown['gpu']}.")
     lesson_gpu, lesson_cpu = fm.find(records, "gpu", "lesson"), fm.find(records, "cpu", "lesson")
@@ -184,46 +185,6 @@ def findings(records, cnn_path=None) -> str:
         clause = versus("the GPU", lesson_gpu, "the CPU", lesson_cpu)
         sentences.append(f"From the lesson's pipeline, {clause}.")
     return " ".join(filter(None, sentences))
-
-
-def episode5_note(records, cnn_path=None) -> str:
-    """Episode 5's run on the same GPU, backend and batch beside ``lesson`` in the rule's words."""
-    from gpulesson.experiments.cnn.measure import RECORDS as CNN  # read only: episode 5's records
-
-    lesson = fm.find(records, "gpu", "lesson")
-    if not lesson or cnn_path is None:
-        return ""
-    theirs = next((r for r in CNN.newest_run(cnn_path) if r.get("device_kind") == "gpu"
-                   and (r.get("gpu") or {}).get("name") == (lesson.get("gpu") or {}).get("name")
-                   and r.get("backend") == lesson.get("backend")
-                   and r.get("batch_size") == lesson.get("batch_size")), None)
-    summary = CNN.epoch_summary(theirs)
-    if not summary:
-        return ""
-    rate, ours = summaries.as_rate(summary, theirs["n_train"]), fm.rate_summary(lesson)
-    said = summaries.compare_middle(rate, ours, higher_is_better=True)
-    same = parts.machine([theirs]) == parts.machine([lesson])
-    data = "" if data_label([theirs]) == data_label([lesson]) else f" on the {data_label([theirs])}"
-    measured = (f"Episode 5's run of the same model and generator "
-                f"{'on the same hardware' if same else f'on {parts.machine([theirs])}'}{data} "
-                f"({BACKEND_TITLES.get(theirs['backend'], theirs['backend'])}, batch "
-                f"{theirs['batch_size']}, run {theirs['run_id']}) measured "
-                f"{rate_text(rate['median'])} images/s (epochs of {theirs['n_train']:,} images, "
-                f"median {seconds_text(summary['median'])})")
-    if not said.measurable:
-        return f"{measured}: {summaries.NO_DIFFERENCE} from `lesson` here ({fm.why_unclear(rate, ours)})."
-    known = ["This run's `fit` reordered the generator's batches, episode 5's did not"] * (
-        pagewords.reordered_by_fit(lesson))
-    if passes := theirs.get("validation_seconds"):  # timed apart once the clock waited for it
-        timed = (f" (median {seconds_text(epochs_summary(passes)['median'])})"
-                 if theirs.get("validation_synchronised") else "")
-        known.append(f"Only episode 5's epochs include a validation pass{timed}")
-    cause = (" ".join(f"{k}." for k in known)
-             or "Both kept the generator's order; no other difference in method is known.")
-    # The comparison's words give its size only from a certain size on; else say it here.
-    factor = max(said.ratio, 1 / said.ratio)
-    by = "" if said.text != f"{said.word} than" else f", by a factor of {factor:.2g}"
-    return f"{measured}: {said.text} `lesson` here{by} ({fm.basis(rate, ours)} apart). {cause}"
 
 
 def gpu_peaks_text(records) -> str:
@@ -343,9 +304,7 @@ def chunks_text(path=fm.RECORDS.results_file) -> str:
 
 
 def substitutions(path=fm.RECORDS.results_file) -> dict[str, str]:
-    """The episode's values (``ref_feed_*``), episode 5's run from its file beside ``path``."""
-    from gpulesson.experiments.cnn.measure import RECORDS as CNN
-
+    """The episode's values (``ref_feed_*``)."""
     path = Path(path)
     records = fm.RECORDS.reference_run(path)
     names = hardware(records)
@@ -359,7 +318,7 @@ def substitutions(path=fm.RECORDS.results_file) -> dict[str, str]:
         "ref_feed_peaks": gpu_peaks_text(records),
         "ref_feed_gpu": names.get("GPU", NOT_RECORDED),
         "ref_feed_table": table(records),
-        "ref_feed_findings": findings(records, path.with_name(CNN.results_file.name)),
+        "ref_feed_findings": findings(records),
         "ref_feed_order": pagewords.reordered_note(
             [r for r in records if r.get("pipeline") in fm.HDF5_PIPELINES and r.get("mode") == "train"],
             "the batches of the `lesson` pipelines"),
