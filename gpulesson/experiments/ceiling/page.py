@@ -5,6 +5,7 @@ fastest in-memory condition; each device's values come from its newest complete 
 import math
 
 from gpulesson.datasets.settings import LABELS
+from gpulesson.experiments.feeding.measure import RECORDS as FEEDING
 from gpulesson.experiments.ladder import RECORDS as LADDER
 from gpulesson.machine.devices import BACKEND_TITLES, KERAS_BACKENDS
 from gpulesson.records import pagewords as words
@@ -56,13 +57,12 @@ def complete(part: list[dict]) -> bool:
 
 
 # The reference: for each device, the newest run complete on it, without the pipelines the lesson
-# no longer has; a ``device`` record that predates its methods (feeding.pipelines.DEVICE_METHODS)
-# completes its part, unshown. The file keeps both.
+# no longer has; a ``device`` record that predates its methods (the feeding benchmark's, whose
+# pipelines it uses) completes its part, unshown. The file keeps both.
 RECORDS = RecordSet("ceiling", ("backend", "device_kind", "pipeline", "batch_size"),
                     backends=KERAS_BACKENDS, complete=complete, data=DATA,
                     kept=lambda r: r.get("pipeline") in PIPELINES, shown=lambda r: not RECORDS.predates(r),
-                    methods=("compiled take", "slice view", "eager slice"),
-                    method_applies=lambda r: r["pipeline"] == "device")
+                    methods=FEEDING.methods, method_applies=FEEDING.method_applies)
 groups, shown, reference_run = RECORDS.groups, RECORDS.visible, RECORDS.reference_run
 
 

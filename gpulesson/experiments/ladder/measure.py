@@ -28,7 +28,7 @@ from gpulesson.machine.devices import keras_device, keras_device_name
 from gpulesson.machine.timing import BusyMeter
 from gpulesson.records.energy import start_intervals, stop_intervals
 from gpulesson.records.pagewords import IN_ORDER, ORDER_FIELD
-from gpulesson.records.recordset import epochs_summary
+from gpulesson.records.recordset import epochs_summary, split_epochs
 from gpulesson.records.results import append_record
 from gpulesson.records.summaries import SUMMARY_KEY
 
@@ -91,7 +91,7 @@ class EpochWatch(keras.callbacks.Callback):
     def fields(self) -> dict:
         busy = self.busy.samples if self.busy else []
         energy = stop_intervals(self.intervals, self._reason, warmup=1, images=self.n_images)
-        timed = sum(self.seconds[1:])
+        timed = sum(split_epochs(self.seconds)[1])  # the warm-up apart, as the summary has it
         watts = (energy["joules"] / energy["seconds"] if energy.get("window") == "phase" else
                  sum(energy["summary"]["samples"]) / timed if energy.get("measured") else None)
         return {"epoch_seconds": self.seconds, "epoch_end_seconds": self.ends,
