@@ -3,6 +3,7 @@
 fastest in-memory condition; each device's values come from its newest complete run."""
 
 import math
+from pathlib import Path
 
 from gpulesson.datasets.settings import LABELS
 from gpulesson.experiments.feeding.measure import RECORDS as FEEDING
@@ -315,5 +316,5 @@ def substitutions(path=None) -> dict[str, str]:
                             "recorded yet to say how close the lesson's generator comes."),
         "ref_ceil_alt": alt_text(records),
         "ref_ceil_stream": stream_goal(records),
-        "ref_ceil_grain": grain_note(records),
+        "ref_ceil_grain": grain_note(records, path and Path(path).with_name(LADDER.results_file.name)),
     }
